@@ -1,0 +1,5 @@
+import sys
+
+from trayvml.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""The core layer: plain data and rules, standard library only."""

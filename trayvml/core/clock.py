@@ -1,0 +1,44 @@
+"""Clocks, injected everywhere time matters so that tests can run simulated hours in seconds."""
+
+from __future__ import annotations
+
+import threading
+import time
+from typing import Protocol
+
+
+class Clock(Protocol):
+    def now_s(self) -> float:
+        """Wall-clock time in seconds since the Unix epoch."""
+        ...
+
+    def sleep_s(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    def now_s(self) -> float:
+        return time.time()
+
+    def sleep_s(self, seconds: float) -> None:
+        if seconds > 0:
+            time.sleep(seconds)
+
+
+class ManualClock:
+    """A clock that moves only when told to (sleeping advances it at once)."""
+
+    def __init__(self, start_s: float = 1_800_000_000.0) -> None:
+        self._now_s = start_s
+        self._lock = threading.Lock()
+
+    def now_s(self) -> float:
+        with self._lock:
+            return self._now_s
+
+    def advance_s(self, seconds: float) -> None:
+        with self._lock:
+            self._now_s += seconds
+
+    def sleep_s(self, seconds: float) -> None:
+        if seconds > 0:
+            self.advance_s(seconds)

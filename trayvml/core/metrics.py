@@ -1,0 +1,439 @@
+"""The metric catalog: the one place that says what each metric is and how it is shown.
+
+CSV columns, JSON keys, tooltips, graph panels, history series and alert choices all derive
+from these tables. How a GPU metric is *read* lives next to the reader
+(``trayvml/nvml/reader.py``), keyed by the same ``key``.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+
+class Unit(enum.Enum):
+    PERCENT = "%"
+    BYTES = "B"
+    BYTES_PER_S = "B/s"
+    CELSIUS = "°C"
+    WATTS = "W"
+    JOULES = "J"
+    MHZ = "MHz"
+    COUNT = ""
+    PSTATE = "pstate"
+    BITMASK = "bitmask"
+    FLAG = "flag"
+    PCIE_GEN = "gen"
+    LANES = "lanes"
+    XID = "xid"
+
+
+class Group(enum.Enum):
+    """A graph panel; the value is its title."""
+
+    UTILIZATION = "Utilization"
+    MEMORY = "Memory"
+    TEMPERATURE = "Temperature"
+    POWER = "Power"
+    FAN = "Fan"
+    CLOCKS = "Clocks"
+    PCIE = "PCIe"
+    NVLINK = "NVLink"
+    CODEC = "Encoder / decoder"
+    ERRORS = "Errors"
+    THROTTLE = "Throttle reasons"
+    PROCESSES = "Processes"
+    CPU = "CPU"
+    RAM = "RAM and swap"
+    DISK = "Disk"
+    NETWORK = "Network"
+
+
+@dataclass(frozen=True)
+class SmiField:
+    """How nvidia-smi names a field in ``--query-gpu`` and the unit its CSV shows.
+
+    ``scale`` turns trayvml's value (in base units) into nvidia-smi's unit.
+    """
+
+    name: str
+    unit: str = ""
+    scale: float = 1.0
+    decimals: int = 0
+
+
+@dataclass(frozen=True)
+class Metric:
+    key: str  # JSON key and history series name; carries the unit
+    label: str
+    unit: Unit
+    group: Group
+    smi: SmiField | None = None
+    history: bool = True  # kept as a timeline (False: shown as a current value only)
+    alert: bool = False  # offered as an alert condition
+
+
+_P = Unit.PERCENT
+_MIB = 2**20
+
+GPU_METRICS: tuple[Metric, ...] = (
+    Metric(
+        "utilization_gpu_percent",
+        "GPU utilization",
+        _P,
+        Group.UTILIZATION,
+        SmiField("utilization.gpu", "%"),
+        alert=True,
+    ),
+    Metric(
+        "utilization_memory_percent",
+        "Memory bandwidth utilization",
+        _P,
+        Group.UTILIZATION,
+        SmiField("utilization.memory", "%"),
+    ),
+    Metric(
+        "memory_used_bytes",
+        "Memory used",
+        Unit.BYTES,
+        Group.MEMORY,
+        SmiField("memory.used", "MiB", 1 / _MIB),
+        alert=True,
+    ),
+    Metric(
+        "memory_free_bytes",
+        "Memory free",
+        Unit.BYTES,
+        Group.MEMORY,
+        SmiField("memory.free", "MiB", 1 / _MIB),
+        alert=True,
+    ),
+    Metric(
+        "memory_reserved_bytes",
+        "Memory reserved by the driver",
+        Unit.BYTES,
+        Group.MEMORY,
+        SmiField("memory.reserved", "MiB", 1 / _MIB),
+    ),
+    Metric("memory_used_percent", "Memory used", _P, Group.MEMORY, alert=True),
+    Metric(
+        "temperature_gpu_c",
+        "GPU temperature",
+        Unit.CELSIUS,
+        Group.TEMPERATURE,
+        SmiField("temperature.gpu"),
+        alert=True,
+    ),
+    Metric(
+        "temperature_memory_c",
+        "Memory temperature",
+        Unit.CELSIUS,
+        Group.TEMPERATURE,
+        SmiField("temperature.memory"),
+        alert=True,
+    ),
+    Metric("fan_speed_percent", "Fan speed", _P, Group.FAN, SmiField("fan.speed", "%")),
+    Metric(
+        "power_draw_w",
+        "Power draw (1 s average)",
+        Unit.WATTS,
+        Group.POWER,
+        SmiField("power.draw", "W", decimals=2),
+        alert=True,
+    ),
+    Metric(
+        "power_instant_w",
+        "Power draw (instant)",
+        Unit.WATTS,
+        Group.POWER,
+        SmiField("power.draw.instant", "W", decimals=2),
+    ),
+    Metric(
+        "power_limit_w",
+        "Power limit",
+        Unit.WATTS,
+        Group.POWER,
+        SmiField("power.limit", "W", decimals=2),
+    ),
+    Metric(
+        "power_enforced_limit_w",
+        "Enforced power limit",
+        Unit.WATTS,
+        Group.POWER,
+        SmiField("enforced.power.limit", "W", decimals=2),
+    ),
+    Metric(
+        "power_used_percent",
+        "Power draw, % of enforced limit",
+        _P,
+        Group.POWER,
+        alert=True,
+    ),
+    Metric(
+        "energy_consumed_j",
+        "Energy since driver load",
+        Unit.JOULES,
+        Group.POWER,
+        SmiField("energy.consumed", "J", decimals=1),
+        history=False,
+    ),
+    Metric(
+        "clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz")
+    ),
+    Metric(
+        "clock_graphics_mhz",
+        "Graphics clock",
+        Unit.MHZ,
+        Group.CLOCKS,
+        SmiField("clocks.current.graphics", "MHz"),
+    ),
+    Metric(
+        "clock_memory_mhz",
+        "Memory clock",
+        Unit.MHZ,
+        Group.CLOCKS,
+        SmiField("clocks.current.memory", "MHz"),
+    ),
+    Metric(
+        "clock_video_mhz",
+        "Video clock",
+        Unit.MHZ,
+        Group.CLOCKS,
+        SmiField("clocks.current.video", "MHz"),
+    ),
+    Metric("performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate")),
+    Metric(
+        "pcie_tx_bytes_per_s",
+        "PCIe TX",
+        Unit.BYTES_PER_S,
+        Group.PCIE,
+        SmiField("pcie.throughput.tx", "MiB/s", 1 / _MIB, 1),
+    ),
+    Metric(
+        "pcie_rx_bytes_per_s",
+        "PCIe RX",
+        Unit.BYTES_PER_S,
+        Group.PCIE,
+        SmiField("pcie.throughput.rx", "MiB/s", 1 / _MIB, 1),
+    ),
+    Metric(
+        "pcie_link_gen",
+        "PCIe link generation",
+        Unit.PCIE_GEN,
+        Group.PCIE,
+        SmiField("pcie.link.gen.current"),
+    ),
+    Metric(
+        "pcie_link_width",
+        "PCIe link width",
+        Unit.LANES,
+        Group.PCIE,
+        SmiField("pcie.link.width.current"),
+    ),
+    Metric(
+        "pcie_replay_count",
+        "PCIe replays",
+        Unit.COUNT,
+        Group.PCIE,
+        SmiField("pcie.replay_counter"),
+    ),
+    Metric(
+        "nvlink_tx_bytes_per_s",
+        "NVLink TX (all links)",
+        Unit.BYTES_PER_S,
+        Group.NVLINK,
+        SmiField("nvlink.throughput.tx", "MiB/s", 1 / _MIB, 1),
+    ),
+    Metric(
+        "nvlink_rx_bytes_per_s",
+        "NVLink RX (all links)",
+        Unit.BYTES_PER_S,
+        Group.NVLINK,
+        SmiField("nvlink.throughput.rx", "MiB/s", 1 / _MIB, 1),
+    ),
+    Metric(
+        "encoder_utilization_percent",
+        "Encoder utilization",
+        _P,
+        Group.CODEC,
+        SmiField("utilization.encoder", "%"),
+    ),
+    Metric(
+        "decoder_utilization_percent",
+        "Decoder utilization",
+        _P,
+        Group.CODEC,
+        SmiField("utilization.decoder", "%"),
+    ),
+    Metric(
+        "ecc_corrected_volatile_count",
+        "ECC corrected (volatile)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("ecc.errors.corrected.volatile.total"),
+    ),
+    Metric(
+        "ecc_uncorrected_volatile_count",
+        "ECC uncorrected (volatile)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("ecc.errors.uncorrected.volatile.total"),
+        alert=True,
+    ),
+    Metric(
+        "ecc_corrected_aggregate_count",
+        "ECC corrected (aggregate)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("ecc.errors.corrected.aggregate.total"),
+    ),
+    Metric(
+        "ecc_uncorrected_aggregate_count",
+        "ECC uncorrected (aggregate)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("ecc.errors.uncorrected.aggregate.total"),
+    ),
+    Metric(
+        "retired_pages_sbe_count",
+        "Retired pages (single-bit)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("retired_pages.single_bit_ecc.count"),
+    ),
+    Metric(
+        "retired_pages_dbe_count",
+        "Retired pages (double-bit)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("retired_pages.double_bit.count"),
+    ),
+    Metric(
+        "retired_pages_pending",
+        "Page retirement pending",
+        Unit.FLAG,
+        Group.ERRORS,
+        SmiField("retired_pages.pending"),
+    ),
+    Metric(
+        "remapped_rows_correctable_count",
+        "Remapped rows (correctable)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("remapped_rows.correctable"),
+    ),
+    Metric(
+        "remapped_rows_uncorrectable_count",
+        "Remapped rows (uncorrectable)",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("remapped_rows.uncorrectable"),
+    ),
+    Metric(
+        "remapped_rows_pending",
+        "Row remapping pending",
+        Unit.FLAG,
+        Group.ERRORS,
+        SmiField("remapped_rows.pending"),
+    ),
+    Metric(
+        "remapped_rows_failure",
+        "Row remapping failed",
+        Unit.FLAG,
+        Group.ERRORS,
+        SmiField("remapped_rows.failure"),
+    ),
+    Metric(
+        "xid_error_count",
+        "XID errors since start",
+        Unit.COUNT,
+        Group.ERRORS,
+        SmiField("xid.count"),
+        alert=True,
+    ),
+    Metric("xid_last", "Last XID", Unit.XID, Group.ERRORS, SmiField("xid.last"), history=False),
+    Metric(
+        "clock_event_reasons",
+        "Clock event (throttle) reasons",
+        Unit.BITMASK,
+        Group.THROTTLE,
+        SmiField("clocks_event_reasons.active"),
+    ),
+    Metric("process_count", "Processes", Unit.COUNT, Group.PROCESSES, SmiField("process.count")),
+)
+
+HOST_METRICS: tuple[Metric, ...] = (
+    Metric("cpu_percent", "CPU", _P, Group.CPU),
+    Metric("ram_used_bytes", "RAM used", Unit.BYTES, Group.RAM),
+    Metric("ram_total_bytes", "RAM total", Unit.BYTES, Group.RAM, history=False),
+    Metric("ram_used_percent", "RAM used", _P, Group.RAM),
+    Metric("swap_used_bytes", "Swap used", Unit.BYTES, Group.RAM),
+    Metric("swap_total_bytes", "Swap total", Unit.BYTES, Group.RAM, history=False),
+    Metric("disk_read_bytes_per_s", "Disk read", Unit.BYTES_PER_S, Group.DISK),
+    Metric("disk_write_bytes_per_s", "Disk write", Unit.BYTES_PER_S, Group.DISK),
+    Metric("net_rx_bytes_per_s", "Network received", Unit.BYTES_PER_S, Group.NETWORK),
+    Metric("net_tx_bytes_per_s", "Network sent", Unit.BYTES_PER_S, Group.NETWORK),
+)
+
+
+def _index(metrics: tuple[Metric, ...]) -> Mapping[str, int]:
+    return {m.key: i for i, m in enumerate(metrics)}
+
+
+GPU_INDEX = _index(GPU_METRICS)
+HOST_INDEX = _index(HOST_METRICS)
+GPU_METRIC_BY_KEY = {m.key: m for m in GPU_METRICS}
+HOST_METRIC_BY_KEY = {m.key: m for m in HOST_METRICS}
+
+
+@dataclass(frozen=True)
+class StaticField:
+    """A fact about a GPU that does not change while it runs; ``key`` names a DeviceInfo field."""
+
+    key: str
+    label: str
+    smi: SmiField
+
+
+STATIC_FIELDS: tuple[StaticField, ...] = (
+    StaticField("index", "Index", SmiField("index")),
+    StaticField("name", "Name", SmiField("name")),
+    StaticField("uuid", "UUID", SmiField("uuid")),
+    StaticField("serial", "Serial number", SmiField("serial")),
+    StaticField("pci_bus_id", "PCI bus id", SmiField("pci.bus_id")),
+    StaticField("vbios_version", "VBIOS", SmiField("vbios_version")),
+    StaticField("compute_capability", "Compute capability", SmiField("compute_cap")),
+    StaticField("persistence_mode", "Persistence mode", SmiField("persistence_mode")),
+    StaticField("mig_mode_current", "MIG mode", SmiField("mig.mode.current")),
+    StaticField("mig_mode_pending", "MIG mode (pending)", SmiField("mig.mode.pending")),
+    StaticField("ecc_mode_current", "ECC mode", SmiField("ecc.mode.current")),
+    StaticField("memory_total_bytes", "Memory total", SmiField("memory.total", "MiB", 1 / _MIB)),
+    StaticField(
+        "power_limit_default_w", "Default power limit", SmiField("power.default_limit", "W", decimals=2)
+    ),
+    StaticField("power_limit_min_w", "Minimum power limit", SmiField("power.min_limit", "W", decimals=2)),
+    StaticField("power_limit_max_w", "Maximum power limit", SmiField("power.max_limit", "W", decimals=2)),
+    StaticField("clock_max_sm_mhz", "Max SM clock", SmiField("clocks.max.sm", "MHz")),
+    StaticField("clock_max_graphics_mhz", "Max graphics clock", SmiField("clocks.max.graphics", "MHz")),
+    StaticField("clock_max_memory_mhz", "Max memory clock", SmiField("clocks.max.memory", "MHz")),
+    StaticField("clock_max_video_mhz", "Max video clock", SmiField("clocks.max.video", "MHz")),
+    StaticField("pcie_link_gen_max", "Max PCIe generation", SmiField("pcie.link.gen.max")),
+    StaticField("pcie_link_width_max", "Max PCIe width", SmiField("pcie.link.width.max")),
+    StaticField("nvlink_link_count", "NVLink links", SmiField("nvlink.link_count")),
+)
+
+# Clock event ("throttle") reason bits, as in nvml.h's nvmlClocksEventReason*.
+CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
+    (0x1, "idle"),
+    (0x2, "applications clocks setting"),
+    (0x4, "software power cap"),
+    (0x8, "hardware slowdown"),
+    (0x10, "sync boost"),
+    (0x20, "software thermal slowdown"),
+    (0x40, "hardware thermal slowdown"),
+    (0x80, "hardware power brake"),
+    (0x100, "display clock setting"),
+)
+THERMAL_REASON_MASK = 0x20 | 0x40
+POWER_REASON_MASK = 0x4 | 0x80

@@ -1,0 +1,133 @@
+"""Immutable samples: what the sampler thread hands to everything else.
+
+"No value" is NaN; *why* there is no value is a :class:`MetricState`.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from dataclasses import dataclass, field
+
+from trayvml.core.errors import NvmlUnavailable
+from trayvml.core.metrics import GPU_INDEX, HOST_INDEX
+
+
+class MetricState(enum.IntEnum):
+    OK = 0
+    NO_DATA = 1  # transient: this sample has no value
+    NOT_SUPPORTED = 2  # permanent for this GPU
+    NO_PERMISSION = 3
+    LOST = 4  # the GPU fell off the bus
+
+    @property
+    def label(self) -> str:
+        return _STATE_LABELS[self]
+
+
+_STATE_LABELS = {
+    MetricState.OK: "ok",
+    MetricState.NO_DATA: "no data",
+    MetricState.NOT_SUPPORTED: "not supported",
+    MetricState.NO_PERMISSION: "no permission",
+    MetricState.LOST: "GPU lost",
+}
+
+
+@dataclass(frozen=True)
+class SystemInfo:
+    hostname: str
+    driver_version: str
+    cuda_driver_version: str
+    nvml_version: str
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """Facts about one GPU read once at start (fields match STATIC_FIELDS keys)."""
+
+    index: int
+    name: str
+    uuid: str
+    serial: str = ""
+    pci_bus_id: str = ""
+    vbios_version: str = ""
+    compute_capability: str = ""
+    persistence_mode: bool | None = None
+    mig_mode_current: bool | None = None
+    mig_mode_pending: bool | None = None
+    ecc_mode_current: bool | None = None
+    memory_total_bytes: float = math.nan
+    power_limit_default_w: float = math.nan
+    power_limit_min_w: float = math.nan
+    power_limit_max_w: float = math.nan
+    clock_max_sm_mhz: float = math.nan
+    clock_max_graphics_mhz: float = math.nan
+    clock_max_memory_mhz: float = math.nan
+    clock_max_video_mhz: float = math.nan
+    pcie_link_gen_max: float = math.nan
+    pcie_link_width_max: float = math.nan
+    nvlink_link_count: int = 0
+
+
+@dataclass(frozen=True)
+class ProcessDetails:
+    """What the host knows about a PID (empty strings where it cannot tell)."""
+
+    name: str
+    user: str
+    command: str
+    container: str = ""
+
+
+@dataclass(frozen=True)
+class ProcessSample:
+    gpu_index: int
+    pid: int
+    kind: str  # "compute" or "graphics"
+    used_memory_bytes: float  # NaN where NVML does not say (other users, WDDM)
+    name: str = ""  # "" where the PID cannot be resolved (another container, no permission)
+    user: str = ""
+    command: str = ""
+    container: str = ""  # container id from /proc/PID/cgroup, "" on the host
+    no_permission: bool = False  # another user's process that we may not inspect
+
+
+@dataclass(frozen=True)
+class GpuSample:
+    """One GPU at one instant. ``values`` and ``states`` follow GPU_METRICS' order."""
+
+    index: int
+    values: tuple[float, ...]
+    states: tuple[MetricState, ...]
+    processes: tuple[ProcessSample, ...] = ()
+    nvlink_link_tx_bytes_per_s: tuple[float, ...] = ()
+    nvlink_link_rx_bytes_per_s: tuple[float, ...] = ()
+    lost: bool = False
+
+    def value(self, key: str) -> float:
+        return self.values[GPU_INDEX[key]]
+
+    def state(self, key: str) -> MetricState:
+        return self.states[GPU_INDEX[key]]
+
+
+@dataclass(frozen=True)
+class HostSample:
+    values: tuple[float, ...]  # HOST_METRICS' order
+    cpu_core_percent: tuple[float, ...] = ()
+
+    def value(self, key: str) -> float:
+        return self.values[HOST_INDEX[key]]
+
+
+@dataclass(frozen=True)
+class Sample:
+    timestamp_s: float  # wall clock, seconds since the epoch
+    gpus: tuple[GpuSample, ...]
+    devices: tuple[DeviceInfo, ...]
+    system: SystemInfo | None
+    host: HostSample | None
+    unavailable: NvmlUnavailable | None = None  # set when NVML could not be used at all
+    simulation: str = ""  # "" for real GPUs, else a label such as "simulated: training"
+    notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)

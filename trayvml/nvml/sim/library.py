@@ -1,0 +1,730 @@
+"""A stand-in for the NVML shared library, installed as ``pynvml.nvmlLib``.
+
+pynvml looks each C function up by name on ``nvmlLib`` and calls it with ctypes objects
+passed by reference, expecting an ``nvmlReturn_t`` back. This object answers the same way,
+so trayvml's reader, its tests, gpustat and nvitop all run unchanged on simulated GPUs.
+A function it does not define raises AttributeError, which pynvml turns into
+``NVMLError_FunctionNotFound`` exactly as with an old driver.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import random
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pynvml as N
+
+from trayvml.core.clock import Clock
+from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
+from trayvml.nvml.sim.scenarios import SCENARIOS, Scenario, SimProcess
+from trayvml.nvml.sim.spec import SimSpec
+
+CHUNK_S = 600  # seconds of per-second values computed at once
+LAG_S = 120  # how far back the temperature's thermal lag looks
+_TEMPERATURE_KERNEL = np.exp(-np.arange(LAG_S + 1) / 30.0)
+_TEMPERATURE_KERNEL /= _TEMPERATURE_KERNEL.sum()
+THERMAL_SLOWDOWN_C = 87.0
+_XID_LOST = 79  # "GPU has fallen off the bus"
+
+_NVML_FAULT_CODES = {
+    "missing": N.NVML_ERROR_LIBRARY_NOT_FOUND,
+    "not-loaded": N.NVML_ERROR_DRIVER_NOT_LOADED,
+    "mismatch": N.NVML_ERROR_LIB_RM_VERSION_MISMATCH,
+    "no-permission": N.NVML_ERROR_NO_PERMISSION,
+}
+
+# Seconds per call with latency=realistic, after MangoHud#2104 (RTX 4090 laptop) and the
+# nvidia_gpu_exporter notes: a PCIe throughput read samples for 20 ms.
+_REALISTIC_LATENCY_S = {
+    "nvmlDeviceGetUtilizationRates": 2.5e-6,
+    "nvmlDeviceGetMemoryInfo_v2": 11.6e-6,
+    "nvmlDeviceGetFanSpeed": 137e-6,
+    "nvmlDeviceGetComputeRunningProcesses_v3": 2.25e-3,
+    "nvmlDeviceGetGraphicsRunningProcesses_v3": 2.25e-3,
+    "nvmlDeviceGetPcieThroughput": 20e-3,
+}
+_DEFAULT_LATENCY_S = 5e-6
+_SLEEP_ABOVE_S = 1e-3  # longer waits block in the driver; shorter ones spin on the CPU
+
+_PCI_DEVICE_IDS = {"h100": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010DE}
+_PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+
+def _pointer_value(obj: Any) -> int:
+    return ctypes.c_void_p.from_buffer(obj).value or 0
+
+
+def _set_pointer(obj: Any, value: int) -> None:
+    ctypes.c_void_p.from_buffer(obj).value = value
+
+
+def _put_string(buffer: Any, size: Any, text: str) -> int:
+    data = text.encode()
+    if len(data) + 1 > size.value:
+        return N.NVML_ERROR_INSUFFICIENT_SIZE
+    buffer.value = data
+    return N.NVML_SUCCESS
+
+
+class Timeline:
+    """Per-second values of one simulated GPU, computed a chunk at a time.
+
+    Counters (energy, PCIe and NVLink bytes) are running sums over the per-second grid, so
+    they are exact and the same however often, or from which process, they are read.
+    """
+
+    def __init__(self, gpu: int, profile: GpuProfile, scenario: Scenario) -> None:
+        self.gpu = gpu
+        self.profile = profile
+        self.scenario = scenario
+        self.i = 0
+        self._reset()
+
+    def _reset(self) -> None:
+        self.chunk_start = -CHUNK_S
+        self._carry = np.zeros(5)  # energy mJ, PCIe TX B, PCIe RX B, NVLink TX KiB, NVLink RX KiB
+
+    def seek(self, t_s: float) -> None:
+        second = int(t_s) if t_s > 0 else 0
+        offset = second - self.chunk_start
+        if 0 <= offset < CHUNK_S:
+            self.i = offset
+            return
+        if offset < 0:
+            self._reset()
+        while self.chunk_start + CHUNK_S <= second:
+            self._compute(self.chunk_start + CHUNK_S)
+        self.i = second - self.chunk_start
+
+    def _compute(self, start: int) -> None:
+        p, s, gpu = self.profile, self.scenario, self.gpu
+        t_all = np.arange(start - LAG_S, start + CHUNK_S, dtype=float)
+        load = s.load(gpu, t_all)
+        lagged_util = np.convolve(load.util_gpu, _TEMPERATURE_KERNEL, mode="valid")
+        t = t_all[LAG_S:]
+        util = load.util_gpu[LAG_S:]
+
+        temperature = p.temperature_idle_c + (p.temperature_load_c - p.temperature_idle_c) * lagged_util / 100
+        temperature = temperature + 0.6 * s.noise(gpu, 6, t)
+        override = load.temperature_override_c[LAG_S:]
+        temperature = np.where(np.isnan(override), temperature, override)
+        power_w = p.power_idle_w + (0.93 * p.power_limit_w - p.power_idle_w) * (util / 100) ** 1.3
+        power_w = np.clip(power_w + 2.0 * s.noise(gpu, 7, t), 0.9 * p.power_idle_w, p.power_limit_w)
+        thermal = temperature >= THERMAL_SLOWDOWN_C
+        reasons = np.where(util < 1, 0x1, 0) | np.where(thermal, 0x20, 0)
+        reasons = reasons | np.where(power_w >= 0.99 * p.power_limit_w, 0x4, 0)
+        sm = p.clock_idle_sm_mhz + (p.clock_max_sm_mhz - p.clock_idle_sm_mhz) * np.clip(util / 10, 0, 1)
+        sm = np.where(thermal, 0.85 * sm, sm)
+        busy = util > 2
+        usable = p.memory_total_bytes - p.memory_reserved_bytes
+        memory_used = np.clip(load.memory_fraction[LAG_S:], 0, 1) * usable
+        pcie_rx = load.pcie_fraction[LAG_S:] * p.pcie_gb_per_s * 1e9
+        pcie_tx = 0.4 * pcie_rx
+        nvlink = load.nvlink_fraction[LAG_S:] * p.nvlink_links * p.nvlink_link_gb_per_s * 1e9
+        counters = np.stack([power_w * 1000, pcie_tx, pcie_rx, nvlink / 1024, 0.97 * nvlink / 1024])
+        sums = np.cumsum(counters, axis=1) + self._carry[:, None]
+        self._carry = sums[:, -1].copy()
+
+        self.util = np.rint(util).astype(int).tolist()
+        self.util_memory = np.rint(load.util_memory[LAG_S:]).astype(int).tolist()
+        self.memory_used = memory_used.astype(np.int64).tolist()
+        self.temperature = np.rint(temperature).astype(int).tolist()
+        self.power_mw = (power_w * 1000).astype(int).tolist()
+        self.fan = np.rint(np.clip(30 + (temperature - 40) * 1.6, 30, 100)).astype(int).tolist()
+        self.clock_sm = sm.astype(int).tolist()
+        self.clock_video = np.minimum(p.clock_max_video_mhz, 0.78 * sm).astype(int).tolist()
+        self.clock_memory = np.where(busy, p.clock_max_memory_mhz, 405).tolist()
+        self.pstate = np.where(busy, 0, 8).tolist()
+        self.reasons = reasons.tolist()
+        self.encoder = np.rint(load.encoder[LAG_S:]).astype(int).tolist()
+        self.decoder = np.rint(load.decoder[LAG_S:]).astype(int).tolist()
+        self.pcie_tx_kb_per_s = (pcie_tx / 1000).astype(int).tolist()
+        self.pcie_rx_kb_per_s = (pcie_rx / 1000).astype(int).tolist()
+        self.energy_mj = sums[0].astype(np.int64).tolist()
+        self.pcie_tx_bytes = sums[1].astype(np.int64).tolist()
+        self.pcie_rx_bytes = sums[2].astype(np.int64).tolist()
+        self.nvlink_tx_kib = sums[3].astype(np.int64).tolist()
+        self.nvlink_rx_kib = sums[4].astype(np.int64).tolist()
+        self.ecc_corrected = s.ecc_corrected(gpu, t).astype(int).tolist()
+        self.ecc_uncorrected = s.ecc_uncorrected(gpu, t).astype(int).tolist()
+        self.chunk_start = start
+
+
+class _SimFunction:
+    """One C function of the simulated library; pynvml may set ``restype`` on it."""
+
+    __slots__ = ("argtypes", "impl", "lib", "name", "restype")
+
+    def __init__(self, lib: SimulatedNvml, name: str, impl: Callable[..., Any]) -> None:
+        self.lib = lib
+        self.name = name
+        self.impl = impl
+        self.restype: Any = None
+        self.argtypes: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        lib = self.lib
+        lib.called.add(self.name)
+        if lib.failures:
+            code = lib.injected_failure(self.name, args)
+            if code is not None:
+                return code
+        if lib.latency_s:
+            lib.wait(self.name)
+        return self.impl(*args)
+
+
+class SimulatedNvml:
+    def __init__(self, spec: SimSpec, clock: Clock) -> None:
+        self.spec = spec
+        self.clock = clock
+        self.start_s = clock.now_s()
+        self.profile_keys = list(spec.gpus)
+        self.profiles = [PROFILES[key] for key in spec.gpus]
+        self.scenario = SCENARIOS[spec.scenario](spec.seed, self.profiles)
+        self.timelines = [Timeline(i, p, self.scenario) for i, p in enumerate(self.profiles)]
+        self.refcount = 0
+        self.called: set[str] = set()
+        # function name -> [(GPU index or None for every GPU, return code)]
+        self.failures: dict[str, list[tuple[int | None, int]]] = {}
+        self.missing_functions: set[str] = set()
+        self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
+        self._event_sets: dict[int, tuple[set[int], list[int]]] = {}  # id -> (GPUs, delivered)
+        xids = list(self.scenario.xid_events())
+        xids += [(at_s, gpu, _XID_LOST) for gpu, at_s in spec.lost_at_s.items()]
+        self._xid_events = sorted(xids)
+        rng = random.Random(spec.seed)
+        self.uuids = [f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}" for _ in self.profiles]
+        self._functions: dict[str, _SimFunction] = {}
+        self._field_readers = self._make_field_readers()
+
+    # ---- the parts tests and the reader's process lookup use ----
+    def sim_time_s(self) -> float:
+        if self.spec.at_s is not None:
+            return self.spec.at_s
+        return self.clock.now_s() - self.start_s
+
+    def fail(self, function: str, code: int, gpu: int | None = None) -> None:
+        """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
+        self.failures.setdefault(function, []).append((gpu, code))
+
+    def injected_failure(self, name: str, args: tuple) -> int | None:
+        for gpu, code in self.failures.get(name, ()):
+            if gpu is None or (args and self._index_of(args[0]) == gpu):
+                return code
+        return None
+
+    def wait(self, name: str) -> None:
+        assert self.latency_s is not None
+        seconds = self.latency_s.get(name, _DEFAULT_LATENCY_S)
+        if seconds >= _SLEEP_ABOVE_S:
+            time.sleep(seconds)
+            return
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            pass
+
+    def processes(self, gpu: int) -> list[SimProcess]:
+        return self.scenario.processes(gpu, self.sim_time_s())
+
+    def hides(self, process: SimProcess) -> bool:
+        return self.spec.other_users_hidden and process.user != self.scenario.user
+
+    # ---- name lookup, as ctypes.CDLL does it ----
+    def __getattr__(self, name: str) -> _SimFunction:
+        if name.startswith("_") or name in self.missing_functions:
+            raise AttributeError(name)
+        function = self._functions.get(name)
+        if function is None:
+            impl = getattr(type(self), "c_" + name, None)
+            if impl is None:
+                raise AttributeError(name)
+            function = _SimFunction(self, name, impl.__get__(self))
+            self._functions[name] = function
+        return function
+
+    # ---- helpers ----
+    def _index_of(self, handle: Any) -> int:
+        try:
+            return _pointer_value(handle) - 1
+        except TypeError:
+            return -1
+
+    def _gpu(self, handle: Any) -> Timeline | int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        index = self._index_of(handle)
+        if not 0 <= index < len(self.timelines):
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        t_s = self.sim_time_s()
+        lost_at_s = self.spec.lost_at_s.get(index)
+        if lost_at_s is not None and t_s >= lost_at_s:
+            return N.NVML_ERROR_GPU_IS_LOST
+        timeline = self.timelines[index]
+        timeline.seek(t_s)
+        return timeline
+
+    # ---- system ----
+    def c_nvmlInitWithFlags(self, flags: Any = 0) -> int:
+        fault = self.spec.nvml_fault
+        until = self.spec.nvml_fault_until_s
+        if fault and (until is None or self.sim_time_s() < until):
+            return _NVML_FAULT_CODES[fault]
+        self.refcount += 1
+        return N.NVML_SUCCESS
+
+    def c_nvmlInit_v2(self) -> int:
+        return self.c_nvmlInitWithFlags(0)
+
+    def c_nvmlShutdown(self) -> int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        self.refcount -= 1
+        return N.NVML_SUCCESS
+
+    def c_nvmlErrorString(self, code: Any) -> bytes:
+        value = code.value if hasattr(code, "value") else code
+        return N.NVMLError._errcode_to_string.get(value, "Unknown Error").encode()
+
+    def c_nvmlSystemGetDriverVersion(self, buffer: Any, size: Any) -> int:
+        return _put_string(buffer, size, "610.43.01")
+
+    def c_nvmlSystemGetNVMLVersion(self, buffer: Any, size: Any) -> int:
+        return _put_string(buffer, size, "13.610.43.01")
+
+    def c_nvmlSystemGetCudaDriverVersion(self, ref: Any) -> int:
+        ref._obj.value = 13010
+        return N.NVML_SUCCESS
+
+    c_nvmlSystemGetCudaDriverVersion_v2 = c_nvmlSystemGetCudaDriverVersion
+
+    def c_nvmlDeviceGetCount_v2(self, ref: Any) -> int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        ref._obj.value = len(self.timelines)
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetHandleByIndex_v2(self, index: Any, ref: Any) -> int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        if not 0 <= index.value < len(self.timelines):
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        _set_pointer(ref._obj, index.value + 1)
+        return N.NVML_SUCCESS
+
+    # ---- static facts ----
+    def _static(self, handle: Any) -> tuple[int, GpuProfile] | int:
+        gpu = self._gpu(handle)
+        if isinstance(gpu, int):
+            return gpu
+        return gpu.gpu, gpu.profile
+
+    def c_nvmlDeviceGetIndex(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        ref._obj.value = found[0]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetName(self, handle: Any, buffer: Any, size: Any) -> int:
+        found = self._static(handle)
+        return found if isinstance(found, int) else _put_string(buffer, size, found[1].name)
+
+    def c_nvmlDeviceGetUUID(self, handle: Any, buffer: Any, size: Any) -> int:
+        found = self._static(handle)
+        return found if isinstance(found, int) else _put_string(buffer, size, self.uuids[found[0]])
+
+    def c_nvmlDeviceGetSerial(self, handle: Any, buffer: Any, size: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        index, profile = found
+        if not profile.board_serial:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        return _put_string(buffer, size, str(int(profile.board_serial) + index))
+
+    def c_nvmlDeviceGetVbiosVersion(self, handle: Any, buffer: Any, size: Any) -> int:
+        found = self._static(handle)
+        return found if isinstance(found, int) else _put_string(buffer, size, found[1].vbios_version)
+
+    def c_nvmlDeviceGetPciInfo_v3(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        index, profile = found
+        bus = _PCI_BUSES[index] if index < len(_PCI_BUSES) else 0xE0 + index
+        info = ref._obj
+        info.domain, info.bus, info.device = 0, bus, 0
+        info.pciDeviceId = _PCI_DEVICE_IDS[self.profile_keys[index]]
+        info.busId = f"00000000:{bus:02X}:00.0".encode()
+        info.busIdLegacy = f"0000:{bus:02X}:00.0".encode()
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetCudaComputeCapability(self, handle: Any, major: Any, minor: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        major._obj.value, minor._obj.value = found[1].compute_capability
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetPersistenceMode(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        ref._obj.value = 1 if found[1].nvlink_links else 0
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetMigMode(self, handle: Any, current: Any, pending: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].mig_capable:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        current._obj.value = pending._obj.value = 0
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetEccMode(self, handle: Any, current: Any, pending: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].has_ecc:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        current._obj.value = pending._obj.value = 1
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetPowerManagementLimitConstraints(self, handle: Any, low: Any, high: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].has_power:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        low._obj.value = int(found[1].power_min_limit_w * 1000)
+        high._obj.value = int(found[1].power_max_limit_w * 1000)
+        return N.NVML_SUCCESS
+
+    def _power_limit(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].has_power:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = int(found[1].power_limit_w * 1000)
+        return N.NVML_SUCCESS
+
+    c_nvmlDeviceGetPowerManagementDefaultLimit = _power_limit
+    c_nvmlDeviceGetPowerManagementLimit = _power_limit
+    c_nvmlDeviceGetEnforcedPowerLimit = _power_limit
+
+    def c_nvmlDeviceGetMaxClockInfo(self, handle: Any, clock_type: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        p = found[1]
+        ref._obj.value = {
+            N.NVML_CLOCK_GRAPHICS: p.clock_max_sm_mhz,
+            N.NVML_CLOCK_SM: p.clock_max_sm_mhz,
+            N.NVML_CLOCK_MEM: p.clock_max_memory_mhz,
+            N.NVML_CLOCK_VIDEO: p.clock_max_video_mhz,
+        }[clock_type.value]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        ref._obj.value = found[1].pcie_gen_max
+        return N.NVML_SUCCESS
+
+    c_nvmlDeviceGetCurrPcieLinkGeneration = c_nvmlDeviceGetMaxPcieLinkGeneration
+
+    def c_nvmlDeviceGetMaxPcieLinkWidth(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        ref._obj.value = found[1].pcie_width_max
+        return N.NVML_SUCCESS
+
+    c_nvmlDeviceGetCurrPcieLinkWidth = c_nvmlDeviceGetMaxPcieLinkWidth
+
+    # ---- dynamic values ----
+    def c_nvmlDeviceGetUtilizationRates(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        u = ref._obj
+        u.gpu = g.util[g.i]
+        u.memory = g.util_memory[g.i]
+        return N.NVML_SUCCESS
+
+    def _memory(self, handle: Any, ref: Any, v2: bool) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        p = g.profile
+        m = ref._obj
+        used = g.memory_used[g.i]
+        m.total = p.memory_total_bytes
+        if v2:
+            m.reserved = p.memory_reserved_bytes
+            m.used = used
+        else:  # v1 counts the driver's reservation as used, as the real v1 call does
+            used += p.memory_reserved_bytes
+            m.used = used
+        m.free = p.memory_total_bytes - p.memory_reserved_bytes - g.memory_used[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetMemoryInfo_v2(self, handle: Any, ref: Any) -> int:
+        return self._memory(handle, ref, True)
+
+    def c_nvmlDeviceGetMemoryInfo(self, handle: Any, ref: Any) -> int:
+        return self._memory(handle, ref, False)
+
+    def c_nvmlDeviceGetTemperature(self, handle: Any, sensor: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if sensor.value != N.NVML_TEMPERATURE_GPU:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = g.temperature[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetFanSpeed(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if not g.profile.has_fan:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = g.fan[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetPowerUsage(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if not g.profile.has_power:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = g.power_mw[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetTotalEnergyConsumption(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if not g.profile.has_power:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = g.energy_mj[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetClockInfo(self, handle: Any, clock_type: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        kind = clock_type.value
+        if kind == N.NVML_CLOCK_MEM:
+            ref._obj.value = g.clock_memory[g.i]
+        elif kind == N.NVML_CLOCK_VIDEO:
+            ref._obj.value = g.clock_video[g.i]
+        else:
+            ref._obj.value = g.clock_sm[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetPerformanceState(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        ref._obj.value = g.pstate[g.i]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        ref._obj.value = g.reasons[g.i]
+        return N.NVML_SUCCESS
+
+    def _codec(self, handle: Any, util: Any, period: Any, values_name: str) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        util._obj.value = getattr(g, values_name)[g.i]
+        period._obj.value = 167_000
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetEncoderUtilization(self, handle: Any, util: Any, period: Any) -> int:
+        return self._codec(handle, util, period, "encoder")
+
+    def c_nvmlDeviceGetDecoderUtilization(self, handle: Any, util: Any, period: Any) -> int:
+        return self._codec(handle, util, period, "decoder")
+
+    def c_nvmlDeviceGetPcieReplayCounter(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        ref._obj.value = 0
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetPcieThroughput(self, handle: Any, counter: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        values = g.pcie_tx_kb_per_s if counter.value == N.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_per_s
+        ref._obj.value = values[g.i]
+        return N.NVML_SUCCESS
+
+    # ---- field values ----
+    def _make_field_readers(self) -> dict[int, Callable[[Timeline, int], tuple[int, Any] | int]]:
+        U, ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+        NS = N.NVML_ERROR_NOT_SUPPORTED
+
+        def when(flag: Callable[[GpuProfile], bool], read: Callable[[Timeline, int], tuple[int, Any]]):
+            return lambda g, scope: read(g, scope) if flag(g.profile) else NS
+
+        def link(read: Callable[[Timeline, int], tuple[int, Any]]):
+            return lambda g, scope: read(g, scope) if scope < g.profile.nvlink_links else NS
+
+        def per_link(total: list[int], g: Timeline, scope: int) -> tuple[int, Any]:
+            return ULL, total[g.i] // g.profile.nvlink_links + (scope == 0) * (total[g.i] % g.profile.nvlink_links)
+
+        def ecc(p: GpuProfile) -> bool:
+            return p.has_ecc
+
+        def zero(g: Timeline, scope: int) -> tuple[int, Any]:
+            return ULL, 0
+
+        return {
+            N.NVML_FI_DEV_POWER_INSTANT: when(lambda p: p.has_power, lambda g, s: (U, g.power_mw[g.i])),
+            N.NVML_FI_DEV_POWER_AVERAGE: when(lambda p: p.has_power, lambda g, s: (U, g.power_mw[g.i])),
+            N.NVML_FI_DEV_MEMORY_TEMP: when(
+                lambda p: p.has_memory_temperature, lambda g, s: (U, g.temperature[g.i] + 6)
+            ),
+            N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: when(
+                lambda p: p.has_pcie_counters, lambda g, s: (ULL, g.pcie_tx_bytes[g.i])
+            ),
+            N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: when(
+                lambda p: p.has_pcie_counters, lambda g, s: (ULL, g.pcie_rx_bytes[g.i])
+            ),
+            N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: zero,
+            N.NVML_FI_DEV_NVLINK_LINK_COUNT: lambda g, s: (U, g.profile.nvlink_links),
+            N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: link(lambda g, s: per_link(g.nvlink_tx_kib, g, s)),
+            N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: link(lambda g, s: per_link(g.nvlink_rx_kib, g, s)),
+            N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: when(ecc, lambda g, s: (ULL, g.ecc_corrected[g.i])),
+            N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: when(ecc, lambda g, s: (ULL, g.ecc_uncorrected[g.i])),
+            N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: when(ecc, lambda g, s: (ULL, 12 + g.ecc_corrected[g.i])),
+            N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: when(ecc, lambda g, s: (ULL, g.ecc_uncorrected[g.i])),
+            # Hopper remaps rows instead of retiring pages; consumer cards do neither.
+            N.NVML_FI_DEV_REMAPPED_COR: when(ecc, zero),
+            N.NVML_FI_DEV_REMAPPED_UNC: when(ecc, lambda g, s: (ULL, g.ecc_uncorrected[g.i])),
+            N.NVML_FI_DEV_REMAPPED_PENDING: when(ecc, zero),
+            N.NVML_FI_DEV_REMAPPED_FAILURE: when(ecc, zero),
+        }
+
+    def c_nvmlDeviceGetFieldValues(self, handle: Any, count: Any, values: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        timestamp_us = int(self.clock.now_s() * 1e6)
+        array = values._obj
+        readers = self._field_readers
+        value_members = {
+            N.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
+            N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
+        }
+        for k in range(count.value):
+            field = array[k]
+            field.timestamp = timestamp_us
+            read = readers.get(field.fieldId)
+            result = read(g, field.scopeId) if read else N.NVML_ERROR_NOT_SUPPORTED
+            if isinstance(result, int):
+                field.nvmlReturn = result
+                continue
+            value_type, value = result
+            field.nvmlReturn = N.NVML_SUCCESS
+            field.valueType = value_type
+            setattr(field.value, value_members[value_type], value)
+        return N.NVML_SUCCESS
+
+    # ---- processes ----
+    def _running(self, handle: Any, count: Any, array: Any, kind: str) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        procs = [p for p in self.processes(g.gpu) if p.kind == kind]
+        capacity = count._obj
+        if array is None or capacity.value < len(procs):
+            capacity.value = len(procs)
+            return N.NVML_ERROR_INSUFFICIENT_SIZE if procs else N.NVML_SUCCESS
+        for k, proc in enumerate(procs):
+            entry = array[k]
+            entry.pid = proc.pid
+            hidden = self.hides(proc)
+            entry.usedGpuMemory = N.NVML_VALUE_NOT_AVAILABLE_ulonglong.value if hidden else proc.memory_bytes
+            entry.gpuInstanceId = entry.computeInstanceId = 0xFFFFFFFF
+        capacity.value = len(procs)
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetComputeRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
+        return self._running(handle, count, array, "compute")
+
+    def c_nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
+        return self._running(handle, count, array, "graphics")
+
+    # ---- events (XID errors) ----
+    def c_nvmlEventSetCreate(self, ref: Any) -> int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        set_id = len(self._event_sets) + 1
+        self._event_sets[set_id] = (set(), [0])
+        _set_pointer(ref._obj, set_id)
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceRegisterEvents(self, handle: Any, event_types: Any, event_set: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        entry = self._event_sets.get(_pointer_value(event_set))
+        if entry is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        if event_types.value & N.nvmlEventTypeXidCriticalError:
+            entry[0].add(g.gpu)
+        return N.NVML_SUCCESS
+
+    def c_nvmlEventSetWait_v2(self, event_set: Any, ref: Any, timeout_ms: Any) -> int:
+        entry = self._event_sets.get(_pointer_value(event_set))
+        if entry is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        gpus, cursor = entry
+        now_s = self.sim_time_s()
+        while cursor[0] < len(self._xid_events):
+            at_s, gpu, xid = self._xid_events[cursor[0]]
+            if at_s > now_s:
+                break
+            cursor[0] += 1
+            if gpu in gpus:
+                data = ref._obj
+                data.device = ctypes.cast(gpu + 1, N.c_nvmlDevice_t)
+                data.eventType = N.nvmlEventTypeXidCriticalError
+                data.eventData = xid
+                return N.NVML_SUCCESS
+        return N.NVML_ERROR_TIMEOUT
+
+    def c_nvmlEventSetFree(self, event_set: Any) -> int:
+        self._event_sets.pop(_pointer_value(event_set), None)
+        return N.NVML_SUCCESS
+
+
+def install(library: SimulatedNvml) -> None:
+    """Put ``library`` beneath pynvml, in place of libnvidia-ml."""
+    N.nvmlLib = library
+    N._nvmlGetFunctionPointer_cache.clear()
+    N._nvmlLib_refcount = 0
+
+
+def uninstall() -> None:
+    N.nvmlLib = None
+    N._nvmlGetFunctionPointer_cache.clear()
+    N._nvmlLib_refcount = 0

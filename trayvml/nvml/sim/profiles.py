@@ -1,0 +1,120 @@
+"""The GPUs the simulation can stand in for, with what each does and does not support."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+_MIB = 2**20
+
+
+@dataclass(frozen=True)
+class GpuProfile:
+    key: str
+    name: str
+    memory_total_bytes: int
+    memory_reserved_bytes: int
+    power_limit_w: float
+    power_min_limit_w: float
+    power_max_limit_w: float
+    power_idle_w: float
+    temperature_idle_c: float
+    temperature_load_c: float
+    clock_max_sm_mhz: int
+    clock_max_memory_mhz: int
+    clock_max_video_mhz: int
+    clock_idle_sm_mhz: int
+    pcie_gen_max: int
+    pcie_width_max: int
+    compute_capability: tuple[int, int]
+    vbios_version: str
+    board_serial: str  # "" where the board has none (consumer cards answer NOT_SUPPORTED)
+    has_fan: bool = True
+    has_power: bool = True  # power draw, limits and energy (many laptops lack them)
+    has_memory_temperature: bool = False
+    nvlink_links: int = 0
+    nvlink_link_gb_per_s: float = 0.0
+    has_ecc: bool = False
+    mig_capable: bool = False
+    has_pcie_counters: bool = True  # NVML_FI_DEV_PCIE_COUNT_* field values
+    pcie_gb_per_s: float = 32.0
+
+
+PROFILES: dict[str, GpuProfile] = {
+    p.key: p
+    for p in (
+        GpuProfile(
+            key="h100",
+            name="NVIDIA H100 80GB HBM3",
+            memory_total_bytes=81559 * _MIB,
+            memory_reserved_bytes=579 * _MIB,
+            power_limit_w=700.0,
+            power_min_limit_w=200.0,
+            power_max_limit_w=700.0,
+            power_idle_w=72.0,
+            temperature_idle_c=31.0,
+            temperature_load_c=68.0,
+            clock_max_sm_mhz=1980,
+            clock_max_memory_mhz=2619,
+            clock_max_video_mhz=1545,
+            clock_idle_sm_mhz=345,
+            pcie_gen_max=5,
+            pcie_width_max=16,
+            compute_capability=(9, 0),
+            vbios_version="96.00.99.00.01",
+            board_serial="1654123000001",
+            has_fan=False,  # SXM boards are cooled by the chassis: NVML says NOT_SUPPORTED
+            has_memory_temperature=True,
+            nvlink_links=18,
+            nvlink_link_gb_per_s=25.0,
+            has_ecc=True,
+            mig_capable=True,
+            pcie_gb_per_s=64.0,
+        ),
+        GpuProfile(
+            key="rtx4090",
+            name="NVIDIA GeForce RTX 4090",
+            memory_total_bytes=24564 * _MIB,
+            memory_reserved_bytes=335 * _MIB,
+            power_limit_w=450.0,
+            power_min_limit_w=150.0,
+            power_max_limit_w=600.0,
+            power_idle_w=21.0,
+            temperature_idle_c=36.0,
+            temperature_load_c=74.0,
+            clock_max_sm_mhz=3105,
+            clock_max_memory_mhz=10501,
+            clock_max_video_mhz=2415,
+            clock_idle_sm_mhz=210,
+            pcie_gen_max=4,
+            pcie_width_max=16,
+            compute_capability=(8, 9),
+            vbios_version="95.02.18.80.87",
+            board_serial="",
+        ),
+        GpuProfile(
+            key="laptop",
+            name="NVIDIA GeForce RTX 4070 Laptop GPU",
+            memory_total_bytes=8188 * _MIB,
+            memory_reserved_bytes=211 * _MIB,
+            power_limit_w=115.0,
+            power_min_limit_w=35.0,
+            power_max_limit_w=115.0,
+            power_idle_w=4.0,
+            temperature_idle_c=44.0,
+            temperature_load_c=82.0,
+            clock_max_sm_mhz=3105,
+            clock_max_memory_mhz=8001,
+            clock_max_video_mhz=2415,
+            clock_idle_sm_mhz=210,
+            pcie_gen_max=4,
+            pcie_width_max=8,
+            compute_capability=(8, 9),
+            vbios_version="95.06.1e.00.4f",
+            board_serial="",
+            has_fan=False,
+            has_power=False,
+            has_pcie_counters=False,
+            pcie_gb_per_s=16.0,
+        ),
+    )
+}

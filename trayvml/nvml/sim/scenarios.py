@@ -1,0 +1,295 @@
+"""What simulated GPUs are doing over time.
+
+A scenario answers, for one GPU and an array of simulated seconds, how busy it is; the
+simulated library turns that into power, temperature, clocks and counters. Everything is a
+pure function of (seed, GPU, time), so two processes simulating the same spec at the same
+time see the same values, and a test can jump 12 hours ahead.
+"""
+
+from __future__ import annotations
+
+import getpass
+import random
+from dataclasses import dataclass
+
+import numpy as np
+
+from trayvml.nvml.sim.profiles import GpuProfile
+
+# Simulated PIDs sit above Linux's largest pid_max (2**22), so they never name a real process.
+PID_BASE = 4_200_000
+
+
+@dataclass(frozen=True)
+class SimProcess:
+    pid: int
+    name: str
+    user: str
+    command: str
+    memory_bytes: int
+    kind: str = "compute"  # or "graphics"
+    container: str = ""
+
+
+@dataclass
+class Load:
+    """Per-second arrays over a stretch of simulated time (all the same length)."""
+
+    util_gpu: np.ndarray  # percent
+    util_memory: np.ndarray  # percent
+    memory_fraction: np.ndarray  # of the memory left after the driver's reservation
+    encoder: np.ndarray  # percent
+    decoder: np.ndarray  # percent
+    pcie_fraction: np.ndarray  # of the link's bandwidth
+    nvlink_fraction: np.ndarray  # of the NVLink bandwidth
+    temperature_override_c: np.ndarray  # NaN: temperature follows the load
+
+
+def current_user() -> str:
+    try:
+        return getpass.getuser()
+    except (KeyError, OSError):
+        return "user"
+
+
+class Scenario:
+    name = "idle"
+    description = "GPUs idle: a desktop at rest"
+
+    def __init__(self, seed: int, profiles: list[GpuProfile]) -> None:
+        self.seed = seed
+        self.profiles = profiles
+        self.user = current_user()
+        rng = random.Random(seed)
+        # Three slow sines per GPU and channel give smooth, repeatable jitter.
+        self._waves = {
+            (gpu, channel): [
+                (rng.uniform(0.01, 0.2), rng.uniform(0, 6.283), rng.uniform(0.3, 0.6)) for _ in range(3)
+            ]
+            for gpu in range(len(profiles))
+            for channel in range(8)
+        }
+
+    def noise(self, gpu: int, channel: int, t: np.ndarray) -> np.ndarray:
+        """Smooth noise in about [-1, 1]."""
+        out = np.zeros_like(t)
+        for freq, phase, amp in self._waves[(gpu, channel)]:
+            out += amp * np.sin(freq * t + phase)
+        return out / 1.5
+
+    def load(self, gpu: int, t: np.ndarray) -> Load:
+        zeros = np.zeros_like(t)
+        return Load(
+            util_gpu=np.clip(1.0 + 1.0 * self.noise(gpu, 0, t), 0, 100),
+            util_memory=np.clip(0.5 + 0.5 * self.noise(gpu, 1, t), 0, 100),
+            memory_fraction=self._desktop_fraction(gpu) + zeros,
+            encoder=zeros,
+            decoder=zeros,
+            pcie_fraction=0.001 + zeros,
+            nvlink_fraction=zeros,
+            temperature_override_c=zeros + np.nan,
+        )
+
+    def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
+        profile = self.profiles[gpu]
+        if profile.nvlink_links:  # a datacenter GPU has no display server
+            return []
+        return [self._xorg(gpu)]
+
+    def xid_events(self) -> list[tuple[float, int, int]]:
+        """(simulated second, GPU index, XID code), sorted by time."""
+        return []
+
+    def ecc_corrected(self, gpu: int, t: np.ndarray) -> np.ndarray:
+        return np.zeros_like(t)
+
+    def ecc_uncorrected(self, gpu: int, t: np.ndarray) -> np.ndarray:
+        return np.zeros_like(t)
+
+    # helpers
+    def _desktop_fraction(self, gpu: int) -> float:
+        profile = self.profiles[gpu]
+        return 0.0 if profile.nvlink_links else 300 * 2**20 / profile.memory_total_bytes
+
+    def _xorg(self, gpu: int) -> SimProcess:
+        return SimProcess(
+            PID_BASE + gpu * 1000, "Xorg", "root", "/usr/lib/xorg/Xorg :0 -seat seat0", 300 * 2**20, "graphics"
+        )
+
+    def _usable_bytes(self, gpu: int) -> int:
+        p = self.profiles[gpu]
+        return p.memory_total_bytes - p.memory_reserved_bytes
+
+
+class Training(Scenario):
+    name = "training"
+    description = "a training job: ramp up, steady load, memory climbing towards full, then finishing"
+    period_s = 7200.0
+    start_s = 60.0
+    ramp_s = 120.0
+    end_s = 6600.0
+
+    def _phase(self, gpu: int, t: np.ndarray) -> np.ndarray:
+        # One job spans all GPUs, in lockstep (data parallel).
+        return t % self.period_s
+
+    def _memory_fraction(self, phase: np.ndarray) -> np.ndarray:
+        climb = 0.05 + 0.92 * (1.0 - np.exp(-np.maximum(phase - self.start_s, 0) / 1500.0))
+        return np.where(self._running(phase), climb, 0.0)
+
+    def _running(self, phase: np.ndarray) -> np.ndarray:
+        return (phase >= self.start_s) & (phase < self.end_s)
+
+    def load(self, gpu: int, t: np.ndarray) -> Load:
+        base = super().load(gpu, t)
+        phase = self._phase(gpu, t)
+        running = self._running(phase)
+        ramp = np.clip((phase - self.start_s) / self.ramp_s, 0, 1)
+        busy = 93.0 * ramp + 4.0 * self.noise(gpu, 2, t)
+        base.util_gpu = np.clip(np.where(running, busy, base.util_gpu), 0, 100)
+        base.util_memory = np.clip(np.where(running, 0.6 * busy + 3 * self.noise(gpu, 3, t), 0.5), 0, 100)
+        base.memory_fraction = base.memory_fraction + self._memory_fraction(phase)
+        loading = running & (ramp < 1)
+        base.pcie_fraction = np.where(loading, 0.45, np.where(running, 0.06 + 0.03 * self.noise(gpu, 4, t), 0.001))
+        if self.profiles[gpu].nvlink_links:
+            base.nvlink_fraction = np.where(running, ramp * (0.35 + 0.1 * self.noise(gpu, 5, t)), 0.0)
+        return base
+
+    def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
+        procs = super().processes(gpu, t_s)
+        phase = float(self._phase(gpu, np.array([t_s]))[0])
+        if self.start_s <= phase < self.end_s:
+            fraction = float(self._memory_fraction(np.array([phase]))[0])
+            container = "3f2a9c1b7e4d" if self.profiles[gpu].nvlink_links else ""
+            procs.append(
+                SimProcess(
+                    PID_BASE + gpu * 1000 + 1,
+                    "python",
+                    self.user,
+                    f"python train.py --model llama-7b --rank {gpu}",
+                    int(fraction * self._usable_bytes(gpu)),
+                    container=container,
+                )
+            )
+        return procs
+
+
+class Thermal(Scenario):
+    name = "thermal"
+    description = "GPU 0 overheats, throttles, hovers near 85 °C, then cools down"
+    period_s = 1800.0
+
+    def load(self, gpu: int, t: np.ndarray) -> Load:
+        base = super().load(gpu, t)
+        base.util_gpu = np.clip(np.full_like(t, 85.0 if gpu == 0 else 40.0) + 5 * self.noise(gpu, 2, t), 0, 100)
+        base.memory_fraction = base.memory_fraction + 0.4
+        if gpu == 0:
+            phase = t % self.period_s
+            temperature = np.full_like(t, np.nan)
+            heating = (phase >= 120) & (phase < 420)
+            temperature[heating] = 70.0 + 22.0 * (phase[heating] - 120) / 300
+            hot = (phase >= 420) & (phase < 600)
+            temperature[hot] = 92.0 + self.noise(gpu, 6, t[hot])
+            hover = (phase >= 600) & (phase < 1200)
+            temperature[hover] = 85.0 + 3.0 * np.sin(2 * np.pi * phase[hover] / 40.0)
+            cooling = (phase >= 1200) & (phase < 1500)
+            temperature[cooling] = 85.0 - 15.0 * (phase[cooling] - 1200) / 300
+            base.temperature_override_c = temperature
+        return base
+
+    def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
+        return [
+            *super().processes(gpu, t_s),
+            SimProcess(
+                PID_BASE + gpu * 1000 + 2,
+                "python",
+                self.user,
+                "python stress.py",
+                int(0.4 * self._usable_bytes(gpu)),
+            ),
+        ]
+
+
+@dataclass(frozen=True)
+class _Scheduled:
+    start_s: float
+    end_s: float
+    process: SimProcess
+    util_percent: float
+
+
+class Processes(Scenario):
+    name = "processes"
+    description = "processes of several users start and exit on each GPU"
+    period_s = 3600.0
+    _programs = (
+        ("python", "python infer.py --batch 32", 60.0),
+        ("ollama", "ollama serve", 35.0),
+        ("blender", "blender -b scene.blend -a", 80.0),
+        ("ffmpeg", "ffmpeg -hwaccel cuda -i in.mp4 out.mp4", 20.0),
+        ("jupyter", "python -m ipykernel_launcher -f kernel.json", 10.0),
+    )
+
+    def __init__(self, seed: int, profiles: list[GpuProfile]) -> None:
+        super().__init__(seed, profiles)
+        rng = random.Random(seed * 7919 + 1)
+        self._schedule: list[list[_Scheduled]] = []
+        for gpu in range(len(profiles)):
+            items = []
+            for k in range(6):
+                name, command, util = self._programs[rng.randrange(len(self._programs))]
+                start = rng.uniform(0, self.period_s - 120)
+                end = min(self.period_s, start + rng.uniform(60, 1500))
+                user = rng.choice([self.user, self.user, "alice", "bob"])
+                memory = int(rng.uniform(0.03, 0.15) * self._usable_bytes(gpu))
+                proc = SimProcess(PID_BASE + gpu * 1000 + 10 + k, name, user, command, memory)
+                items.append(_Scheduled(start, end, proc, util))
+            self._schedule.append(items)
+
+    def _active(self, gpu: int, phase: np.ndarray) -> list[tuple[_Scheduled, np.ndarray]]:
+        return [(s, (phase >= s.start_s) & (phase < s.end_s)) for s in self._schedule[gpu]]
+
+    def load(self, gpu: int, t: np.ndarray) -> Load:
+        base = super().load(gpu, t)
+        phase = t % self.period_s
+        usable = self._usable_bytes(gpu)
+        for item, mask in self._active(gpu, phase):
+            base.util_gpu = base.util_gpu + mask * item.util_percent
+            base.memory_fraction = base.memory_fraction + mask * (item.process.memory_bytes / usable)
+            if item.process.name == "ffmpeg":
+                base.encoder = base.encoder + mask * 45.0
+                base.decoder = base.decoder + mask * 30.0
+        base.util_gpu = np.clip(base.util_gpu + 3 * self.noise(gpu, 2, t), 0, 100)
+        base.util_memory = np.clip(0.5 * base.util_gpu, 0, 100)
+        return base
+
+    def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
+        phase = t_s % self.period_s
+        active = [s.process for s in self._schedule[gpu] if s.start_s <= phase < s.end_s]
+        return [*super().processes(gpu, t_s), *active]
+
+
+class Faults(Training):
+    name = "faults"
+    description = "a training job with faults: an XID error, ECC errors, a GPU lost (see lost=)"
+
+    def xid_events(self) -> list[tuple[float, int, int]]:
+        return [(240.0, 0, 13)]
+
+    def ecc_corrected(self, gpu: int, t: np.ndarray) -> np.ndarray:
+        return np.floor(t / 900.0) if self.profiles[gpu].has_ecc else np.zeros_like(t)
+
+    def ecc_uncorrected(self, gpu: int, t: np.ndarray) -> np.ndarray:
+        return (t >= 420.0).astype(float) if self.profiles[gpu].has_ecc else np.zeros_like(t)
+
+    def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
+        other = SimProcess(PID_BASE + gpu * 1000 + 5, "python", "alice", "python notebook.py", 2 * 2**30)
+        return [*super().processes(gpu, t_s), other]
+
+    def load(self, gpu: int, t: np.ndarray) -> Load:
+        base = super().load(gpu, t)
+        base.memory_fraction = base.memory_fraction + 2 * 2**30 / self._usable_bytes(gpu)
+        return base
+
+
+SCENARIOS: dict[str, type[Scenario]] = {s.name: s for s in (Scenario, Training, Thermal, Processes, Faults)}
