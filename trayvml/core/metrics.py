@@ -116,7 +116,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.MEMORY,
         SmiField("memory.reserved", "MiB", 1 / _MIB),
     ),
-    Metric("memory_used_percent", "Memory used", _P, Group.MEMORY, alert=True),
+    Metric("memory_used_percent", "Memory used, % of total", _P, Group.MEMORY, alert=True),
     Metric(
         "temperature_gpu_c",
         "GPU temperature",

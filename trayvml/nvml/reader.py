@@ -315,7 +315,7 @@ class NvmlReader:
         except N.NVMLError as error:
             if error.value in _FATAL:
                 raise
-            lost = _Gpu(index, None, DeviceInfo(index, f"GPU {index} (unreachable)", ""), values, states)
+            lost = _Gpu(index, None, DeviceInfo(index, f"GPU {index}", ""), values, states)
             self._mark_lost(lost)
             return lost
         g = _Gpu(index, handle, info, values, states)
@@ -349,14 +349,20 @@ class NvmlReader:
         default_limit = get(N.nvmlDeviceGetPowerManagementDefaultLimit)
         memory = get(N.nvmlDeviceGetMemoryInfo)
         persistence = get(N.nvmlDeviceGetPersistenceMode)
-        links = 0
+        # Where the link count cannot be read, probe every possible link: the links a GPU
+        # lacks answer NOT_SUPPORTED on the first tick and are dropped then.
+        links = N.NVML_NVLINK_MAX_LINKS
         try:
             field_value = N.nvmlDeviceGetFieldValues(handle, [N.NVML_FI_DEV_NVLINK_LINK_COUNT])[0]
             if field_value.nvmlReturn == N.NVML_SUCCESS:
                 links = int(field_value.value.uiVal)
+            elif field_value.nvmlReturn == N.NVML_ERROR_NOT_SUPPORTED:
+                links = 0
         except N.NVMLError as error:
             if error.value == N.NVML_ERROR_GPU_IS_LOST or error.value in _FATAL:
                 raise
+            if error.value in (N.NVML_ERROR_NOT_SUPPORTED, N.NVML_ERROR_FUNCTION_NOT_FOUND):
+                links = 0
 
         def clock(kind: int) -> float:
             value = get(N.nvmlDeviceGetMaxClockInfo, kind)
@@ -652,6 +658,8 @@ class NvmlReader:
                 continue
             if op.failing:
                 op.failing = False
+                if op.batch is not None:
+                    continue  # field batches set each field's state themselves
                 for key in op.keys:
                     g.states[_idx(key)] = MetricState.OK
         v = g.values
@@ -707,7 +715,7 @@ class NvmlReader:
 
     def _mark_lost(self, g: _Gpu) -> None:
         if not g.lost:
-            log.warning("GPU %d (%s) has fallen off the bus; the other GPUs carry on", g.index, g.info.name)
+            log.warning("GPU %d has fallen off the bus; the other GPUs carry on", g.index)
         g.lost = True
         g.values[:] = [NAN] * len(g.values)
         g.states[:] = [MetricState.LOST] * len(g.states)
@@ -728,8 +736,13 @@ class NvmlReader:
                 if self._event_set is None:
                     raise N.NVMLError(N.NVML_ERROR_NOT_SUPPORTED)
                 N.nvmlDeviceRegisterEvents(g.handle, N.nvmlEventTypeXidCriticalError, self._event_set)
-            except N.NVMLError:
-                g.states[XID_COUNT] = g.states[XID_LAST] = MetricState.NOT_SUPPORTED
+            except N.NVMLError as error:
+                if error.value == N.NVML_ERROR_GPU_IS_LOST:
+                    self._mark_lost(g)
+                    continue
+                permanent = error.value in (N.NVML_ERROR_NOT_SUPPORTED, N.NVML_ERROR_FUNCTION_NOT_FOUND)
+                state = MetricState.NOT_SUPPORTED if permanent else _transient_state(error.value)
+                g.states[XID_COUNT] = g.states[XID_LAST] = state
                 g.values[XID_COUNT] = NAN
 
     def _drain_xid_events(self) -> None:

@@ -13,6 +13,7 @@ import ctypes
 import random
 import time
 import uuid
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -169,7 +170,7 @@ class _SimFunction:
 
     def __call__(self, *args: Any) -> Any:
         lib = self.lib
-        lib.called.add(self.name)
+        lib.calls[self.name] += 1
         if lib.failures:
             code = lib.injected_failure(self.name, args)
             if code is not None:
@@ -189,7 +190,7 @@ class SimulatedNvml:
         self.scenario = SCENARIOS[spec.scenario](spec.seed, self.profiles)
         self.timelines = [Timeline(i, p, self.scenario) for i, p in enumerate(self.profiles)]
         self.refcount = 0
-        self.called: set[str] = set()
+        self.calls: Counter[str] = Counter()  # calls per C function, for tests
         # function name -> [(GPU index or None for every GPU, return code)]
         self.failures: dict[str, list[tuple[int | None, int]]] = {}
         self.missing_functions: set[str] = set()

@@ -4,7 +4,8 @@ Keys:
   gpus=h100*2+rtx4090+laptop  profiles and counts (at most 16 GPUs)
   seed=7                      varies the jitter and process schedules
   at=300                      freeze simulated time at 300 s (reproducible snapshots)
-  lost=1@300                  GPU 1 falls off the bus at 300 s ("+" joins several)
+  lost=1@300                  GPU 1 falls off the bus at 300 s ("+" joins several;
+                              an empty "lost=" loses none, also in the faults scenario)
   nvml=missing@30             NVML fails to start (missing, not-loaded, mismatch,
                               no-permission) until 30 s, or for good without "@"
   procperm=yes                other users' processes cannot be inspected
@@ -13,7 +14,7 @@ Keys:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
 from trayvml.nvml.sim.profiles import PROFILES
@@ -90,7 +91,7 @@ def parse_spec(text: str) -> SimSpec:
             values["at_s"] = _number(key, value)
         elif key == "lost":
             lost = {}
-            for entry in value.split("+"):
+            for entry in filter(None, value.split("+")):  # "lost=" alone: no GPU is lost
                 gpu, at, when = entry.partition("@")
                 if not at or not gpu.isdigit():
                     raise SimulationSpecError(f"--simulate: lost wants GPU@SECONDS, not {entry!r}.")
@@ -124,8 +125,6 @@ def parse_spec(text: str) -> SimSpec:
 
 
 def _with_fault_defaults(spec: SimSpec, lost_given: bool, procperm_given: bool) -> SimSpec:
-    from dataclasses import replace
-
     lost = spec.lost_at_s if lost_given else {len(spec.gpus) - 1: 300.0}
     hidden = spec.other_users_hidden if procperm_given else True
     return replace(spec, lost_at_s=lost, other_users_hidden=hidden)

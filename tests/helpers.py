@@ -1,0 +1,34 @@
+"""The one place for test helpers: simulated sources on a manual clock."""
+
+from __future__ import annotations
+
+import math
+
+from trayvml.core.clock import ManualClock
+from trayvml.core.metrics import GPU_METRICS
+from trayvml.core.sample import MetricState, Sample
+from trayvml.nvml.sim import SimulatedNvml, parse_spec
+from trayvml.source import Source
+
+
+def simulated_source(spec: str = "training", host: bool = False) -> tuple[Source, ManualClock, SimulatedNvml]:
+    clock = ManualClock()
+    source = Source(parse_spec(spec), clock, host=host)
+    assert source.library is not None
+    return source, clock, source.library
+
+
+def run_ticks(source: Source, clock: ManualClock, ticks: int, step_s: float = 1.0) -> Sample:
+    sample = source.sample()
+    for _ in range(ticks - 1):
+        clock.advance_s(step_s)
+        sample = source.sample()
+    return sample
+
+
+def states_by_key(sample: Sample, gpu: int) -> dict[str, MetricState]:
+    return {m.key: s for m, s in zip(GPU_METRICS, sample.gpus[gpu].states, strict=True)}
+
+
+def finite(value: float) -> bool:
+    return not math.isnan(value)

@@ -1,0 +1,189 @@
+"""The reader on every profile and scenario, and what it does when NVML misbehaves."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from tests.helpers import finite, run_ticks, simulated_source, states_by_key
+from trayvml.core.errors import UnavailableReason
+from trayvml.core.metrics import GPU_METRICS
+from trayvml.core.sample import MetricState
+from trayvml.nvml.reader import RETRY_PERIOD_S
+from trayvml.nvml.sim.scenarios import SCENARIOS
+
+ALL = "gpus=h100+rtx4090+laptop"
+NOT_ON_RTX4090 = {
+    "temperature_memory_c",
+    "nvlink_tx_bytes_per_s",
+    "nvlink_rx_bytes_per_s",
+    "ecc_corrected_volatile_count",
+    "ecc_uncorrected_volatile_count",
+    "ecc_corrected_aggregate_count",
+    "ecc_uncorrected_aggregate_count",
+    "retired_pages_sbe_count",
+    "retired_pages_dbe_count",
+    "retired_pages_pending",
+    "remapped_rows_correctable_count",
+    "remapped_rows_uncorrectable_count",
+    "remapped_rows_pending",
+    "remapped_rows_failure",
+}
+NOT_ON_H100 = {"fan_speed_percent", "retired_pages_sbe_count", "retired_pages_dbe_count", "retired_pages_pending"}
+POWER = {"power_draw_w", "power_instant_w", "power_limit_w", "power_enforced_limit_w", "power_used_percent"}
+NOT_ON_LAPTOP = NOT_ON_RTX4090 | POWER | {"energy_consumed_j", "fan_speed_percent"}
+
+
+def unsupported(sample, gpu: int) -> set[str]:
+    return {k for k, s in states_by_key(sample, gpu).items() if s is MetricState.NOT_SUPPORTED}
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_every_scenario_on_every_profile(scenario: str) -> None:
+    source, clock, _ = simulated_source(f"{scenario}:{ALL},lost=")
+    sample = run_ticks(source, clock, 12)  # past the 10 s cadence, so every op has run twice
+    assert len(sample.gpus) == 3 and sample.unavailable is None
+    assert unsupported(sample, 0) == NOT_ON_H100
+    assert unsupported(sample, 1) == NOT_ON_RTX4090
+    assert unsupported(sample, 2) == NOT_ON_LAPTOP
+    for gpu, info in zip(sample.gpus, sample.devices, strict=True):
+        states = states_by_key(sample, gpu.index)
+        for metric in GPU_METRICS:
+            if states[metric.key] is MetricState.OK and metric.key != "xid_last":
+                assert finite(gpu.value(metric.key)), metric.key
+        assert 0 <= gpu.value("utilization_gpu_percent") <= 100
+        assert 20 <= gpu.value("temperature_gpu_c") <= 100
+        total = gpu.value("memory_used_bytes") + gpu.value("memory_free_bytes") + gpu.value("memory_reserved_bytes")
+        assert total == info.memory_total_bytes
+        assert gpu.value("pcie_rx_bytes_per_s") >= 0
+
+
+def test_static_facts_are_read_once() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100")
+    run_ticks(source, clock, 3)
+    assert lib.calls["nvmlDeviceGetName"] == 1
+    assert lib.calls["nvmlDeviceGetUtilizationRates"] == 3
+    info = source.reader.devices[0]
+    assert (info.nvlink_link_count, info.compute_capability, info.ecc_mode_current) == (18, "9.0", True)
+    assert info.pci_bus_id == "00000000:18:00.0"
+
+
+def test_slow_metrics_are_read_at_their_own_cadence() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100")
+    run_ticks(source, clock, 20)
+    assert lib.calls["nvmlDeviceGetUtilizationRates"] == 20
+    # At 0, 5, 10 and 15 s; one call each, since no process runs before the job starts at 60 s.
+    assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 4
+    assert lib.calls["nvmlDeviceGetEnforcedPowerLimit"] == 2  # every 10 s
+
+
+def test_rates_come_from_counter_differences() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100")
+    clock.advance_s(400)  # training, NVLink all-reduce running
+    sample = run_ticks(source, clock, 2)
+    gpu = sample.gpus[0]
+    links = gpu.nvlink_link_tx_bytes_per_s
+    assert len(links) == 18 and all(rate > 0 for rate in links)
+    assert math.isclose(sum(links), gpu.value("nvlink_tx_bytes_per_s"))
+    assert gpu.value("pcie_rx_bytes_per_s") > gpu.value("pcie_tx_bytes_per_s") > 0
+
+
+def test_laptop_without_pcie_counters_falls_back_to_the_blocking_call_rarely() -> None:
+    source, clock, lib = simulated_source("training:gpus=laptop")
+    sample = run_ticks(source, clock, 25)
+    assert states_by_key(sample, 0)["pcie_rx_bytes_per_s"] is MetricState.OK
+    assert lib.calls["nvmlDeviceGetPcieThroughput"] == 3 * 2  # every 10 s, TX and RX
+
+
+def test_processes_are_resolved_and_other_users_hidden() -> None:
+    source, clock, lib = simulated_source("faults:gpus=rtx4090,lost=")
+    clock.advance_s(120)
+    gpu = source.sample().gpus[0]
+    by_name = {p.name: p for p in gpu.processes}
+    assert by_name["python"].command.startswith("python train.py") and by_name["python"].used_memory_bytes > 0
+    assert by_name["Xorg"].kind == "graphics"
+    hidden = [p for p in gpu.processes if p.no_permission]
+    assert len(hidden) == 1 and hidden[0].name == "" and math.isnan(hidden[0].used_memory_bytes)
+    assert gpu.value("process_count") == 3
+
+
+def test_xid_errors_are_counted_per_gpu() -> None:
+    source, clock, _ = simulated_source("faults:gpus=h100*2,lost=")
+    assert source.sample().gpus[0].value("xid_error_count") == 0
+    clock.advance_s(300)
+    sample = source.sample()
+    assert (sample.gpus[0].value("xid_error_count"), sample.gpus[0].value("xid_last")) == (1, 13)
+    assert sample.gpus[1].value("xid_error_count") == 0
+
+
+def test_a_lost_gpu_is_marked_and_the_others_carry_on() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100*3,lost=1@50")
+    before = run_ticks(source, clock, 3)
+    assert not any(g.lost for g in before.gpus)
+    clock.advance_s(60)
+    after = run_ticks(source, clock, 3)
+    lost = after.gpus[1]
+    assert lost.lost and set(lost.states) == {MetricState.LOST} and all(math.isnan(v) for v in lost.values)
+    assert not after.gpus[0].lost and finite(after.gpus[0].value("temperature_gpu_c"))
+    calls = lib.calls["nvmlDeviceGetUtilizationRates"]
+    run_ticks(source, clock, 3)
+    assert lib.calls["nvmlDeviceGetUtilizationRates"] == calls + 3 * 2  # the lost GPU is not asked again
+
+
+@pytest.mark.parametrize(
+    ("fault", "reason"),
+    [
+        ("missing", UnavailableReason.LIBRARY_NOT_FOUND),
+        ("not-loaded", UnavailableReason.DRIVER_NOT_LOADED),
+        ("mismatch", UnavailableReason.VERSION_MISMATCH),
+        ("no-permission", UnavailableReason.NO_PERMISSION),
+    ],
+)
+def test_nvml_unavailable_at_start_is_reported_then_retried(fault: str, reason: UnavailableReason) -> None:
+    source, clock, _ = simulated_source(f"idle:nvml={fault}@25")
+    sample = source.sample()
+    assert sample.gpus == () and sample.unavailable is not None and sample.unavailable.reason is reason
+    assert sample.unavailable.sentence.endswith(".")
+    clock.advance_s(RETRY_PERIOD_S)
+    assert source.sample().gpus == ()  # still failing at 10 s and 20 s
+    clock.advance_s(RETRY_PERIOD_S)
+    assert source.sample().gpus == ()
+    clock.advance_s(RETRY_PERIOD_S)
+    recovered = source.sample()
+    assert len(recovered.gpus) == 4 and recovered.unavailable is None
+
+
+def test_driver_going_away_mid_run_is_survived() -> None:
+    import pynvml as N
+
+    source, clock, lib = simulated_source("idle:gpus=h100")
+    run_ticks(source, clock, 2)
+    lib.fail("nvmlDeviceGetUtilizationRates", N.NVML_ERROR_DRIVER_NOT_LOADED)
+    clock.advance_s(1)
+    down = source.sample()
+    assert down.gpus == () and down.unavailable.reason is UnavailableReason.DRIVER_NOT_LOADED
+    lib.failures.clear()
+    clock.advance_s(RETRY_PERIOD_S)
+    assert len(source.sample().gpus) == 1
+
+
+def test_old_driver_without_memory_v2_uses_v1_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+    source, clock, lib = simulated_source("training:gpus=h100*2")
+    lib.missing_functions.add("nvmlDeviceGetMemoryInfo_v2")
+    sample = run_ticks(source, clock, 3)
+    states = states_by_key(sample, 0)
+    assert states["memory_used_bytes"] is MetricState.OK
+    assert states["memory_reserved_bytes"] is MetricState.NOT_SUPPORTED
+    assert len(sample.notes) == 1 and "nvmlDeviceGetMemoryInfo_v2" in sample.notes[0]
+    assert sum("nvmlDeviceGetMemoryInfo_v2" in r.message for r in caplog.records) == 1
+
+
+def test_no_gpus_is_its_own_reason() -> None:
+    import pynvml as N
+
+    source, clock, lib = simulated_source("idle")
+    lib.fail("nvmlDeviceGetCount_v2", N.NVML_ERROR_UNKNOWN)
+    sample = source.sample()
+    assert sample.unavailable is not None and sample.unavailable.reason is UnavailableReason.OTHER
+    assert "Unknown Error" in sample.unavailable.sentence

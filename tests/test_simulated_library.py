@@ -1,0 +1,158 @@
+"""The simulated library answers pynvml the way libnvidia-ml does."""
+
+from __future__ import annotations
+
+import pynvml as N
+import pytest
+
+from trayvml.core.clock import ManualClock
+from trayvml.nvml.sim import SimulatedNvml, install, parse_spec
+
+MIB = 2**20
+
+
+@pytest.fixture
+def lib() -> SimulatedNvml:
+    library = SimulatedNvml(parse_spec("training:gpus=h100+rtx4090+laptop"), ManualClock())
+    install(library)
+    N.nvmlInit()
+    return library
+
+
+def handle(index: int):
+    return N.nvmlDeviceGetHandleByIndex(index)
+
+
+def test_devices_are_listed_with_their_identity(lib: SimulatedNvml) -> None:
+    assert N.nvmlDeviceGetCount() == 3
+    names = [N.nvmlDeviceGetName(handle(i)) for i in range(3)]
+    assert names == ["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4070 Laptop GPU"]
+    uuids = {N.nvmlDeviceGetUUID(handle(i)) for i in range(3)}
+    assert len(uuids) == 3 and all(u.startswith("GPU-") for u in uuids)
+    assert N.nvmlDeviceGetIndex(handle(2)) == 2
+
+
+def test_unsupported_features_raise_not_supported_per_profile(lib: SimulatedNvml) -> None:
+    with pytest.raises(N.NVMLError_NotSupported):
+        N.nvmlDeviceGetFanSpeed(handle(0))  # SXM board: chassis-cooled
+    assert 30 <= N.nvmlDeviceGetFanSpeed(handle(1)) <= 100
+    with pytest.raises(N.NVMLError_NotSupported):
+        N.nvmlDeviceGetPowerUsage(handle(2))  # laptop
+    with pytest.raises(N.NVMLError_NotSupported):
+        N.nvmlDeviceGetEccMode(handle(1))
+    assert N.nvmlDeviceGetEccMode(handle(0)) == [1, 1]
+
+
+def test_memory_v1_counts_the_reservation_as_used(lib: SimulatedNvml) -> None:
+    lib.clock.advance_s(600)  # training has allocated memory by now
+    v1 = N.nvmlDeviceGetMemoryInfo(handle(0))
+    v2 = N.nvmlDeviceGetMemoryInfo(handle(0), version=N.nvmlMemory_v2)
+    assert v2.total == v1.total == 81559 * MIB
+    assert v2.reserved == 579 * MIB
+    assert v1.used == v2.used + v2.reserved
+    assert v2.used + v2.free + v2.reserved == v2.total
+    assert v2.used > 10 * 2**30
+
+
+def test_process_lists_follow_the_two_call_protocol(lib: SimulatedNvml) -> None:
+    assert N.nvmlDeviceGetComputeRunningProcesses(handle(0)) == []  # the job starts at 60 s
+    lib.clock.advance_s(300)
+    procs = N.nvmlDeviceGetComputeRunningProcesses(handle(0))
+    assert len(procs) == 1 and procs[0].pid > 4_194_304 and procs[0].usedGpuMemory > 0
+    graphics = N.nvmlDeviceGetGraphicsRunningProcesses(handle(1))
+    assert [p.usedGpuMemory for p in graphics] == [300 * MIB]
+
+
+def test_a_function_the_driver_lacks_is_function_not_found(lib: SimulatedNvml) -> None:
+    lib.missing_functions.add("nvmlDeviceGetMemoryInfo_v2")
+    N._nvmlGetFunctionPointer_cache.clear()
+    with pytest.raises(N.NVMLError_FunctionNotFound):
+        N.nvmlDeviceGetMemoryInfo(handle(0), version=N.nvmlMemory_v2)
+
+
+def test_counters_only_grow_and_match_the_power_drawn(lib: SimulatedNvml) -> None:
+    first = N.nvmlDeviceGetTotalEnergyConsumption(handle(0))
+    lib.clock.advance_s(10)
+    second = N.nvmlDeviceGetTotalEnergyConsumption(handle(0))
+    power_mw = N.nvmlDeviceGetPowerUsage(handle(0))
+    assert second > first
+    # Ten seconds at roughly the current draw, within the jitter of an idle GPU.
+    assert abs((second - first) - 10 * power_mw) < 0.1 * 10 * power_mw
+
+
+def test_values_are_deterministic_across_instances_and_time_jumps() -> None:
+    def reading(jump_s: float) -> tuple:
+        clock = ManualClock()
+        install(SimulatedNvml(parse_spec("training:seed=5"), clock))
+        N.nvmlInit()
+        clock.advance_s(jump_s)
+        h = handle(0)
+        return (
+            N.nvmlDeviceGetUtilizationRates(h).gpu,
+            N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
+            N.nvmlDeviceGetTotalEnergyConsumption(h),
+        )
+
+    assert reading(5000) == reading(5000)
+    assert reading(5001)[2] > reading(5000)[2]  # energy keeps counting
+
+
+def test_twelve_simulated_hours_are_quick(lib: SimulatedNvml) -> None:
+    lib.clock.advance_s(12 * 3600)
+    assert 0 <= N.nvmlDeviceGetUtilizationRates(handle(0)).gpu <= 100
+    energy_j = N.nvmlDeviceGetTotalEnergyConsumption(handle(0)) / 1000
+    assert 12 * 3600 * 70 < energy_j < 12 * 3600 * 700  # between idle and the limit, all along
+
+
+def test_a_lost_gpu_fails_every_call_while_others_answer() -> None:
+    clock = ManualClock()
+    install(SimulatedNvml(parse_spec("training:gpus=h100*2,lost=1@100"), clock))
+    N.nvmlInit()
+    N.nvmlDeviceGetTemperature(handle(1), N.NVML_TEMPERATURE_GPU)
+    clock.advance_s(100)
+    with pytest.raises(N.NVMLError_GpuIsLost):
+        N.nvmlDeviceGetTemperature(handle(1), N.NVML_TEMPERATURE_GPU)
+    assert N.nvmlDeviceGetTemperature(handle(0), N.NVML_TEMPERATURE_GPU) > 0
+
+
+@pytest.mark.parametrize(
+    ("fault", "error"),
+    [
+        ("missing", N.NVMLError_LibraryNotFound),
+        ("not-loaded", N.NVMLError_DriverNotLoaded),
+        ("mismatch", N.NVMLError_LibRmVersionMismatch),
+        ("no-permission", N.NVMLError_NoPermission),
+    ],
+)
+def test_nvml_start_faults_end_when_scheduled(fault: str, error: type) -> None:
+    clock = ManualClock()
+    install(SimulatedNvml(parse_spec(f"idle:nvml={fault}@30"), clock))
+    with pytest.raises(error):
+        N.nvmlInit()
+    clock.advance_s(30)
+    N.nvmlInit()
+    assert N.nvmlDeviceGetCount() == 4
+
+
+def test_field_values_have_their_own_return_codes(lib: SimulatedNvml) -> None:
+    ids = [N.NVML_FI_DEV_MEMORY_TEMP, N.NVML_FI_DEV_POWER_INSTANT, N.NVML_FI_DEV_NVLINK_LINK_COUNT]
+    h100 = N.nvmlDeviceGetFieldValues(handle(0), ids)
+    assert [v.nvmlReturn for v in h100] == [N.NVML_SUCCESS] * 3
+    assert h100[2].value.uiVal == 18
+    laptop = N.nvmlDeviceGetFieldValues(handle(2), ids)
+    assert laptop[0].nvmlReturn == N.NVML_ERROR_NOT_SUPPORTED
+    assert laptop[1].nvmlReturn == N.NVML_ERROR_NOT_SUPPORTED
+    assert laptop[2].value.uiVal == 0
+
+
+def test_realistic_latency_blocks_in_slow_calls(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml.nvml.sim import library
+
+    slept: list[float] = []
+    monkeypatch.setattr(library.time, "sleep", slept.append)
+    install(SimulatedNvml(parse_spec("idle:gpus=h100,latency=realistic"), ManualClock()))
+    N.nvmlInit()
+    N.nvmlDeviceGetPcieThroughput(handle(0), N.NVML_PCIE_UTIL_TX_BYTES)
+    N.nvmlDeviceGetComputeRunningProcesses(handle(0))
+    N.nvmlDeviceGetTemperature(handle(0), N.NVML_TEMPERATURE_GPU)  # cheap: spins, does not sleep
+    assert slept == [0.02, 0.00225]

@@ -1,0 +1,182 @@
+"""CSV logs as ``nvidia-smi --query-gpu=... --format=csv`` writes them, one row per GPU per tick."""
+
+from __future__ import annotations
+
+import difflib
+import math
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, STATIC_FIELDS, SmiField, Unit
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+
+DEFAULT_FIELDS = (
+    "timestamp",
+    "index",
+    "name",
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "memory.total",
+    "temperature.gpu",
+    "power.draw",
+    "fan.speed",
+    "clocks.current.sm",
+    "pstate",
+)
+_STATE_TEXT = {
+    MetricState.NO_DATA: "[N/A]",
+    MetricState.NOT_SUPPORTED: "[Not Supported]",
+    MetricState.NO_PERMISSION: "[Insufficient Permissions]",
+    MetricState.LOST: "[GPU is lost]",
+}
+
+
+@dataclass(frozen=True)
+class Column:
+    smi: SmiField
+    render: Callable[[Sample, GpuSample, DeviceInfo, bool], str]
+
+    @property
+    def header(self) -> str:
+        return f"{self.smi.name} [{self.smi.unit}]" if self.smi.unit else self.smi.name
+
+
+def _number(smi: SmiField, value: float, units: bool) -> str:
+    scaled = value * smi.scale
+    text = f"{scaled:.{smi.decimals}f}"
+    return f"{text} {smi.unit}" if units and smi.unit else text
+
+
+def _metric_column(key: str, smi: SmiField, unit: Unit) -> Column:
+    slot = GPU_INDEX[key]
+
+    def render(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
+        state = gpu.states[slot]
+        value = gpu.values[slot]
+        if state is not MetricState.OK or math.isnan(value):
+            return _STATE_TEXT.get(state, "[N/A]")
+        if unit is Unit.PSTATE:
+            return f"P{value:.0f}"
+        if unit is Unit.BITMASK:
+            return f"0x{int(value):016X}"
+        if unit is Unit.FLAG:
+            return "Yes" if value else "No"
+        return _number(smi, value, units)
+
+    return Column(smi, render)
+
+
+def _static_column(key: str, smi: SmiField) -> Column:
+    def render(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
+        value = getattr(info, key)
+        if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+            return "[N/A]"
+        if isinstance(value, bool):
+            return "Enabled" if value else "Disabled"
+        if isinstance(value, float):
+            return _number(smi, value, units)
+        return str(value).replace(",", " ")
+
+    return Column(smi, render)
+
+
+def _timestamp(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
+    return datetime.fromtimestamp(sample.timestamp_s).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+
+
+def _driver(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
+    return sample.system.driver_version if sample.system else "[N/A]"
+
+
+def _count(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
+    return str(len(sample.gpus))
+
+
+COLUMNS: dict[str, Column] = {
+    "timestamp": Column(SmiField("timestamp"), _timestamp),
+    "driver_version": Column(SmiField("driver_version"), _driver),
+    "count": Column(SmiField("count"), _count),
+    **{f.smi.name: _static_column(f.key, f.smi) for f in STATIC_FIELDS},
+    **{m.smi.name: _metric_column(m.key, m.smi, m.unit) for m in GPU_METRICS if m.smi},
+}
+
+
+def parse_fields(text: str | None) -> list[Column]:
+    """Columns for a ``--query`` list; raises TrayvmlError naming an unknown field."""
+    names = [n.strip() for n in text.split(",")] if text else list(DEFAULT_FIELDS)
+    columns = []
+    for name in names:
+        if name not in COLUMNS:
+            near = difflib.get_close_matches(name, COLUMNS, n=3)
+            hint = f" Did you mean {' or '.join(near)}?" if near else " Run `trayvml log --help-fields` for the list."
+            raise TrayvmlError(f"Unknown field {name!r} in --query.{hint}")
+        columns.append(COLUMNS[name])
+    if not columns:
+        raise TrayvmlError("--query names no fields.")
+    return columns
+
+
+def header_line(columns: list[Column]) -> str:
+    return ", ".join(c.header for c in columns)
+
+
+def rows(sample: Sample, columns: list[Column], units: bool = True) -> list[str]:
+    return [
+        ", ".join(c.render(sample, gpu, info, units) for c in columns)
+        for gpu, info in zip(sample.gpus, sample.devices, strict=True)
+    ]
+
+
+class CsvLog:
+    """Appends rows to a CSV file; each tick's rows go out in one write and are flushed."""
+
+    def __init__(self, path: str, columns: list[Column], units: bool = True) -> None:
+        self.path = path
+        self.columns = columns
+        self.units = units
+        header = header_line(columns)
+        existing = self._existing_header()
+        if existing is not None and existing != header:
+            raise TrayvmlError(
+                f"{path} already holds a log with other columns ({existing!r}); "
+                "choose another file or the same --query, so that nothing in it is mixed up."
+            )
+        try:
+            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        except OSError as error:
+            raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+        if existing is None:
+            self._write(header + "\n")
+        elif not self._ends_with_newline():
+            self._write("\n")  # a row cut short by a crash stays as it was; new rows start afresh
+
+    def _existing_header(self) -> str | None:
+        try:
+            with open(self.path, encoding="utf-8", errors="replace") as log:
+                first = log.readline()
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise TrayvmlError(f"Cannot read {self.path}: {error.strerror}.") from None
+        return first.rstrip("\r\n") if first else None
+
+    def _ends_with_newline(self) -> bool:
+        with open(self.path, "rb") as log:
+            log.seek(-1, os.SEEK_END)
+            return log.read(1) == b"\n"
+
+    def _write(self, text: str) -> None:
+        os.write(self._fd, text.encode())
+
+    def append(self, sample: Sample) -> int:
+        lines = rows(sample, self.columns, self.units)
+        if lines:
+            self._write("\n".join(lines) + "\n")
+        return len(lines)
+
+    def close(self) -> None:
+        os.close(self._fd)

@@ -1,0 +1,204 @@
+"""Bounded history of every metric: numpy rings in tiers of coarser and coarser buckets.
+
+The finest tier keeps each sample; coarser tiers keep a min, mean and max per bucket, so a
+12-hour plot still shows peaks. Each ring slot remembers which bucket it holds, so a gap in
+sampling (the machine asleep, NVML unavailable) reads back as NaN without any bookkeeping,
+and memory never grows with uptime.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.sample import Sample
+
+HISTORY_GPU_KEYS = tuple(m.key for m in GPU_METRICS if m.history)
+HISTORY_HOST_KEYS = tuple(m.key for m in HOST_METRICS if m.history)
+_GPU_COLUMNS = np.array([i for i, m in enumerate(GPU_METRICS) if m.history])
+_HOST_COLUMNS = np.array([i for i, m in enumerate(HOST_METRICS) if m.history])
+_GPU_POSITION = {key: i for i, key in enumerate(HISTORY_GPU_KEYS)}
+_HOST_POSITION = {key: i for i, key in enumerate(HISTORY_HOST_KEYS)}
+
+
+@dataclass(frozen=True)
+class Tier:
+    step_s: float
+    capacity: int  # buckets kept
+
+    @property
+    def span_s(self) -> float:
+        return self.step_s * self.capacity
+
+
+def default_tiers(retention_s: float = 12 * 3600.0, sample_interval_s: float = 1.0) -> tuple[Tier, ...]:
+    """Every sample for 15 min, 5 s buckets for 2 h, 30 s buckets out to ``retention_s``."""
+    base = max(1.0, sample_interval_s)
+    return (
+        Tier(base, int(900 / base)),
+        Tier(max(5.0, base), int(7200 / max(5.0, base))),
+        Tier(max(30.0, base), max(1, math.ceil(retention_s / max(30.0, base)))),
+    )
+
+
+@dataclass(frozen=True)
+class Series:
+    """Time-ordered values for a range: ``times_s`` are bucket starts; NaN where no data."""
+
+    times_s: np.ndarray  # shape (n,)
+    mean: np.ndarray  # shape (n, columns)
+    low: np.ndarray
+    high: np.ndarray
+    step_s: float
+
+
+class _Ring:
+    def __init__(self, tier: Tier, columns: int, aggregated: bool) -> None:
+        self.tier = tier
+        self.slots = np.full(tier.capacity, -1, dtype=np.int64)
+        self.mean = np.full((tier.capacity, columns), np.nan, dtype=np.float32)
+        self.aggregated = aggregated
+        if aggregated:
+            self.low = np.full_like(self.mean, np.nan)
+            self.high = np.full_like(self.mean, np.nan)
+            self._open_slot = -1
+            self._sum = np.zeros(columns)
+            self._count = np.zeros(columns)
+            self._low = np.full(columns, np.nan)
+            self._high = np.full(columns, np.nan)
+        else:
+            self.low = self.high = self.mean
+
+    @property
+    def nbytes(self) -> int:
+        total = self.slots.nbytes + self.mean.nbytes
+        if self.aggregated:
+            total += self.low.nbytes + self.high.nbytes
+        return total
+
+    def append(self, t_s: float, row: np.ndarray) -> None:
+        slot = int(t_s // self.tier.step_s)
+        if not self.aggregated:
+            position = slot % self.tier.capacity
+            self.slots[position] = slot
+            self.mean[position] = row
+            return
+        if slot != self._open_slot:
+            self._close()
+            self._open_slot = slot
+            self._sum[:] = 0
+            self._count[:] = 0
+            self._low[:] = np.nan
+            self._high[:] = np.nan
+        present = ~np.isnan(row)
+        self._sum += np.where(present, row, 0)
+        self._count += present
+        self._low = np.fmin(self._low, row)
+        self._high = np.fmax(self._high, row)
+        self._close()  # keep the open bucket readable; it is rewritten until the bucket ends
+
+    def _close(self) -> None:
+        if self._open_slot < 0:
+            return
+        position = self._open_slot % self.tier.capacity
+        self.slots[position] = self._open_slot
+        with np.errstate(invalid="ignore", divide="ignore"):
+            self.mean[position] = np.where(self._count > 0, self._sum / np.maximum(self._count, 1), np.nan)
+        self.low[position] = self._low
+        self.high[position] = self._high
+
+    def read(self, start_s: float, end_s: float, columns: np.ndarray | slice) -> Series:
+        step = self.tier.step_s
+        first = int(start_s // step)
+        last = int(end_s // step)
+        wanted = np.arange(max(first, last - self.tier.capacity + 1), last + 1, dtype=np.int64)
+        positions = wanted % self.tier.capacity
+        valid = (self.slots[positions] == wanted)[:, None]
+        mean = np.where(valid, self.mean[positions][:, columns], np.nan)
+        if self.aggregated:
+            low = np.where(valid, self.low[positions][:, columns], np.nan)
+            high = np.where(valid, self.high[positions][:, columns], np.nan)
+        else:
+            low = high = mean
+        return Series(wanted * step, mean, low, high, step)
+
+
+class TieredRing:
+    """Rows of ``columns`` float32 values at increasing times, kept in tiers."""
+
+    def __init__(self, columns: int, tiers: tuple[Tier, ...]) -> None:
+        self.columns = columns
+        self.rings = [_Ring(tier, columns, aggregated=i > 0) for i, tier in enumerate(tiers)]
+        self.latest_s = -math.inf
+
+    @property
+    def nbytes(self) -> int:
+        return sum(ring.nbytes for ring in self.rings)
+
+    def append(self, t_s: float, row: np.ndarray) -> None:
+        self.latest_s = max(self.latest_s, t_s)
+        for ring in self.rings:
+            ring.append(t_s, row)
+
+    def tier_for(self, start_s: float, end_s: float, max_points: int) -> _Ring:
+        """The finest tier that covers the range within the point budget."""
+        reach_s = self.latest_s - start_s
+        for ring in self.rings:
+            if (end_s - start_s) / ring.tier.step_s <= max_points and reach_s <= ring.tier.span_s:
+                return ring
+        return self.rings[-1]
+
+    def read(self, start_s: float, end_s: float, max_points: int, columns: np.ndarray | slice) -> Series:
+        return self.tier_for(start_s, end_s, max_points).read(start_s, end_s, columns)
+
+
+class History:
+    """Every GPU's and the host's timelines, appended one Sample at a time."""
+
+    def __init__(self, tiers: tuple[Tier, ...] | None = None) -> None:
+        self.tiers = tiers or default_tiers()
+        self.gpu_count = 0
+        self.core_count = 0
+        self._gpus: TieredRing | None = None
+        self._host: TieredRing | None = None
+
+    @property
+    def nbytes(self) -> int:
+        return sum(ring.nbytes for ring in (self._gpus, self._host) if ring is not None)
+
+    def append(self, sample: Sample) -> None:
+        if sample.gpus:
+            if len(sample.gpus) != self.gpu_count or self._gpus is None:
+                self.gpu_count = len(sample.gpus)  # a different set of GPUs: start afresh
+                self._gpus = TieredRing(self.gpu_count * len(HISTORY_GPU_KEYS), self.tiers)
+            row = np.concatenate([np.asarray(g.values, dtype=np.float32)[_GPU_COLUMNS] for g in sample.gpus])
+            self._gpus.append(sample.timestamp_s, row)
+        if sample.host is not None:
+            cores = sample.host.cpu_core_percent
+            if self._host is None or len(cores) != self.core_count:
+                self.core_count = len(cores)
+                self._host = TieredRing(len(HISTORY_HOST_KEYS) + self.core_count, self.tiers)
+            values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]
+            self._host.append(sample.timestamp_s, np.concatenate([values, np.asarray(cores, dtype=np.float32)]))
+
+    def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
+        """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""
+        if self._gpus is None:
+            return None
+        stride = len(HISTORY_GPU_KEYS)
+        columns = np.arange(self.gpu_count) * stride + _GPU_POSITION[key]
+        return self._gpus.read(start_s, end_s, max_points, columns)
+
+    def host_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
+        if self._host is None:
+            return None
+        return self._host.read(start_s, end_s, max_points, np.array([_HOST_POSITION[key]]))
+
+    def core_series(self, start_s: float, end_s: float, max_points: int) -> Series | None:
+        """Per-core CPU %: one column per core."""
+        if self._host is None:
+            return None
+        return self._host.read(start_s, end_s, max_points, slice(len(HISTORY_HOST_KEYS), None))

@@ -1,0 +1,177 @@
+"""Snapshots for people (a gpustat-like table) and for programs (JSON with units in the keys)."""
+
+from __future__ import annotations
+
+import math
+from datetime import datetime
+from typing import Any
+
+from trayvml import __version__
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, STATIC_FIELDS
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.units import format_bytes, format_value
+
+_GPU = {m.key: m for m in GPU_METRICS}
+_HOST = {m.key: m for m in HOST_METRICS}
+
+
+def _number(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def _show(gpu: GpuSample, key: str) -> str:
+    state = gpu.state(key)
+    if state in (MetricState.NOT_SUPPORTED, MetricState.NO_PERMISSION, MetricState.LOST):
+        return "n/a"
+    return format_value(_GPU[key], gpu.value(key))
+
+
+def simulation_banner(sample: Sample) -> str:
+    return f"SIMULATED: {sample.simulation}, not real hardware" if sample.simulation else ""
+
+
+def _process_text(proc: Any) -> str:
+    who = proc.name or ("(hidden)" if proc.no_permission else "?")
+    memory = "" if math.isnan(proc.used_memory_bytes) else f" {format_bytes(proc.used_memory_bytes)}"
+    user = f"{proc.user}:" if proc.user else ""
+    return f"{user}{who}/{proc.pid}{memory}"
+
+
+def text_snapshot(sample: Sample, full: bool = False) -> str:
+    when = datetime.fromtimestamp(sample.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
+    system = sample.system
+    lines = []
+    header = [f"trayvml {__version__}", when]
+    if system:
+        header[1:1] = [system.hostname]
+        header += [f"driver {system.driver_version}", f"CUDA {system.cuda_driver_version}"]
+    lines.append("  ".join(header))
+    if sample.simulation:
+        lines.append(simulation_banner(sample))
+    if sample.unavailable:
+        lines.append(sample.unavailable.sentence)
+    name_width = max((len(d.name) for d in sample.devices), default=0)
+    for gpu, info in zip(sample.gpus, sample.devices, strict=True):
+        if gpu.lost:
+            lines.append(f"[{gpu.index}] {info.name:<{name_width}} | GPU lost: it has fallen off the bus")
+            continue
+        total = info.memory_total_bytes
+        used = gpu.value("memory_used_bytes")
+        memory = f"{format_bytes(used)} / {format_bytes(total)}"
+        power = _show(gpu, "power_draw_w")
+        if power != "n/a":
+            power += f" / {_show(gpu, 'power_enforced_limit_w')}"
+        cells = [
+            f"[{gpu.index}] {info.name:<{name_width}}",
+            f"{_show(gpu, 'temperature_gpu_c'):>6}",
+            f"{_show(gpu, 'utilization_gpu_percent'):>5}",
+            f"{memory:>21}",
+            f"{power:>13}",
+            f"fan {_show(gpu, 'fan_speed_percent'):>5}",
+        ]
+        procs = " ".join(_process_text(p) for p in gpu.processes)
+        lines.append(" | ".join(cells) + (f" | {procs}" if procs else ""))
+        if full:
+            lines.extend(_full_gpu(gpu, info))
+    if sample.host is not None:
+        host = sample.host
+
+        def h(key: str) -> str:
+            return format_value(_HOST[key], host.value(key))
+
+        lines.append(
+            f"host: CPU {h('cpu_percent')} · RAM {h('ram_used_bytes')} / {h('ram_total_bytes')} · "
+            f"swap {h('swap_used_bytes')} / {h('swap_total_bytes')} · disk read {h('disk_read_bytes_per_s')} "
+            f"write {h('disk_write_bytes_per_s')} · net rx {h('net_rx_bytes_per_s')} tx {h('net_tx_bytes_per_s')}"
+        )
+    lines.extend(f"note: {note}" for note in sample.notes)
+    return "\n".join(lines)
+
+
+def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
+    width = max(len(m.label) for m in GPU_METRICS)
+    out = []
+    for field in STATIC_FIELDS:
+        value = getattr(info, field.key)
+        if isinstance(value, float) and math.isnan(value) or value in ("", None):
+            continue
+        out.append(f"    {field.label:<{width}}  {_static_text(field.key, value, field.smi.unit)}")
+    for metric in GPU_METRICS:
+        state = gpu.state(metric.key)
+        shown = format_value(metric, gpu.value(metric.key)) if state is MetricState.OK else state.label
+        out.append(f"    {metric.label:<{width}}  {shown}")
+    return out
+
+
+def _static_text(key: str, value: Any, unit: str) -> str:
+    if isinstance(value, bool):
+        return "enabled" if value else "disabled"
+    if key == "memory_total_bytes":
+        return format_bytes(value)
+    if isinstance(value, float):
+        return f"{value:g} {unit}".rstrip()
+    return str(value)
+
+
+def json_snapshot(sample: Sample) -> dict[str, Any]:
+    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null."""
+    gpus = []
+    for gpu, info in zip(sample.gpus, sample.devices, strict=True):
+        metrics = {}
+        states = {}
+        for metric, value, state in zip(GPU_METRICS, gpu.values, gpu.states, strict=True):
+            metrics[metric.key] = _number(value) if state is MetricState.OK else None
+            if state is not MetricState.OK:
+                states[metric.key] = state.label
+        gpus.append(
+            {
+                "index": gpu.index,
+                "lost": gpu.lost,
+                "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
+                "metrics": metrics,
+                "states": states,
+                "nvlink_links": [
+                    {"link": link, "tx_bytes_per_s": _number(tx), "rx_bytes_per_s": _number(rx)}
+                    for link, (tx, rx) in enumerate(
+                        zip(gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s, strict=True)
+                    )
+                ],
+                "processes": [
+                    {
+                        "pid": p.pid,
+                        "kind": p.kind,
+                        "name": p.name,
+                        "user": p.user,
+                        "command": p.command,
+                        "container": p.container,
+                        "used_memory_bytes": _number(p.used_memory_bytes),
+                        "no_permission": p.no_permission,
+                    }
+                    for p in gpu.processes
+                ],
+            }
+        )
+    host = None
+    if sample.host is not None:
+        host = {m.key: _number(v) for m, v in zip(HOST_METRICS, sample.host.values, strict=True)}
+        host["cpu_core_percent"] = [_number(v) for v in sample.host.cpu_core_percent]
+    system = sample.system
+    return {
+        "trayvml_version": __version__,
+        "timestamp": datetime.fromtimestamp(sample.timestamp_s).astimezone().isoformat(timespec="milliseconds"),
+        "timestamp_s": sample.timestamp_s,
+        "simulated": sample.simulation or None,
+        "system": None if system is None else vars(system),
+        "unavailable": None
+        if sample.unavailable is None
+        else {"reason": sample.unavailable.reason.value, "message": sample.unavailable.sentence},
+        "gpus": gpus,
+        "host": host,
+        "notes": list(sample.notes),
+    }
+
+
+def _static_json(value: Any) -> Any:
+    if isinstance(value, float):
+        return _number(value)
+    return value
