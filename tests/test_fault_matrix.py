@@ -66,7 +66,7 @@ FUNCTIONS = _per_device_functions()
 
 
 def _baseline():
-    source, clock, lib = simulated_source(SPEC)
+    source, clock, _ = simulated_source(SPEC)
     clock.advance_s(120)
     return run_ticks(source, clock, TICKS)
 

@@ -30,7 +30,12 @@ NOT_ON_RTX4090 = {
     "remapped_rows_pending",
     "remapped_rows_failure",
 }
-NOT_ON_H100 = {"fan_speed_percent", "retired_pages_sbe_count", "retired_pages_dbe_count", "retired_pages_pending"}
+NOT_ON_H100 = {
+    "fan_speed_percent",
+    "retired_pages_sbe_count",
+    "retired_pages_dbe_count",
+    "retired_pages_pending",
+}
 POWER = {"power_draw_w", "power_instant_w", "power_limit_w", "power_enforced_limit_w", "power_used_percent"}
 NOT_ON_LAPTOP = NOT_ON_RTX4090 | POWER | {"energy_consumed_j", "fan_speed_percent"}
 
@@ -54,7 +59,11 @@ def test_every_scenario_on_every_profile(scenario: str) -> None:
                 assert finite(gpu.value(metric.key)), metric.key
         assert 0 <= gpu.value("utilization_gpu_percent") <= 100
         assert 20 <= gpu.value("temperature_gpu_c") <= 100
-        total = gpu.value("memory_used_bytes") + gpu.value("memory_free_bytes") + gpu.value("memory_reserved_bytes")
+        total = (
+            gpu.value("memory_used_bytes")
+            + gpu.value("memory_free_bytes")
+            + gpu.value("memory_reserved_bytes")
+        )
         assert total == info.memory_total_bytes
         assert gpu.value("pcie_rx_bytes_per_s") >= 0
 
@@ -79,7 +88,7 @@ def test_slow_metrics_are_read_at_their_own_cadence() -> None:
 
 
 def test_rates_come_from_counter_differences() -> None:
-    source, clock, lib = simulated_source("training:gpus=h100")
+    source, clock, _ = simulated_source("training:gpus=h100")
     clock.advance_s(400)  # training, NVLink all-reduce running
     sample = run_ticks(source, clock, 2)
     gpu = sample.gpus[0]
@@ -97,7 +106,7 @@ def test_laptop_without_pcie_counters_falls_back_to_the_blocking_call_rarely() -
 
 
 def test_processes_are_resolved_and_other_users_hidden() -> None:
-    source, clock, lib = simulated_source("faults:gpus=rtx4090,lost=")
+    source, clock, _ = simulated_source("faults:gpus=rtx4090,lost=")
     clock.advance_s(120)
     gpu = source.sample().gpus[0]
     by_name = {p.name: p for p in gpu.processes}
@@ -182,7 +191,7 @@ def test_old_driver_without_memory_v2_uses_v1_and_says_so_once(caplog: pytest.Lo
 def test_no_gpus_is_its_own_reason() -> None:
     import pynvml as N
 
-    source, clock, lib = simulated_source("idle")
+    source, _, lib = simulated_source("idle")
     lib.fail("nvmlDeviceGetCount_v2", N.NVML_ERROR_UNKNOWN)
     sample = source.sample()
     assert sample.unavailable is not None and sample.unavailable.reason is UnavailableReason.OTHER

@@ -10,9 +10,14 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from trayvml import __version__
 from trayvml.core.errors import NotEnoughGpus, SimulationSpecError, TrayvmlError
+
+if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
+    from trayvml.nvml.sim import SimSpec
+    from trayvml.source import Source
 
 EXIT_NOT_ENOUGH = 1
 EXIT_USAGE = 2
@@ -62,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate]
     )
     parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
-    parser.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="sampling interval")
+    parser.add_argument(
+        "--interval", type=_positive_float, default=1.0, metavar="S", help="sampling interval"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     snap = commands.add_parser("snapshot", parents=[simulate], help="print every GPU's current values")
@@ -71,13 +78,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     log = commands.add_parser("log", parents=[simulate], help="append CSV rows like nvidia-smi --format=csv")
     log.add_argument("--csv", metavar="FILE", help="the CSV file (appended to when its header matches)")
-    log.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between rows")
-    log.add_argument("--count", type=_positive_int, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
+    log.add_argument(
+        "--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between rows"
+    )
+    log.add_argument(
+        "--count", type=_positive_int, metavar="N", help="stop after N ticks (default: until Ctrl-C)"
+    )
     log.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names")
     log.add_argument("--nounits", action="store_true", help="values without units, as --format=csv,nounits")
     log.add_argument("--list-fields", action="store_true", help="print the field names and exit")
 
-    pick = commands.add_parser("pick", parents=[simulate], help="print the freest GPUs for CUDA_VISIBLE_DEVICES")
+    pick = commands.add_parser(
+        "pick", parents=[simulate], help="print the freest GPUs for CUDA_VISIBLE_DEVICES"
+    )
     pick.add_argument("--count", type=_positive_int, default=1, metavar="N")
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
     pick.add_argument("--min-free-mib", type=_non_negative_float, default=0.0, metavar="M")
@@ -104,7 +117,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "snapshot":
             return _snapshot(args, simulation)
         if args.command == "log":
-            return _log(args, simulation, parser)
+            return _log(args, simulation)
         if args.command == "pick":
             return _pick(args, simulation)
         from trayvml.ui.app import run_app
@@ -116,13 +129,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_USAGE)
 
 
-def _source(simulation):  # type: ignore[no-untyped-def]
+def _source(simulation: SimSpec | None) -> Source:
     from trayvml.source import Source
 
     return Source(simulation)
 
 
-def _snapshot(args: argparse.Namespace, simulation) -> int:  # type: ignore[no-untyped-def]
+def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.report import json_snapshot, text_snapshot
 
     source = _source(simulation)
@@ -143,7 +156,7 @@ def _snapshot(args: argparse.Namespace, simulation) -> int:  # type: ignore[no-u
     return 0
 
 
-def _log(args: argparse.Namespace, simulation, parser: argparse.ArgumentParser) -> int:  # type: ignore[no-untyped-def]
+def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.csvlog import COLUMNS, CsvLog, parse_fields
 
     if args.list_fields:
@@ -183,7 +196,7 @@ def _log(args: argparse.Namespace, simulation, parser: argparse.ArgumentParser) 
         source.close()
 
 
-def _pick(args: argparse.Namespace, simulation) -> int:  # type: ignore[no-untyped-def]
+def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.pick import choose
 
     source = _source(simulation)

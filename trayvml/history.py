@@ -182,7 +182,9 @@ class History:
                 self.core_count = len(cores)
                 self._host = TieredRing(len(HISTORY_HOST_KEYS) + self.core_count, self.tiers)
             values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]
-            self._host.append(sample.timestamp_s, np.concatenate([values, np.asarray(cores, dtype=np.float32)]))
+            self._host.append(
+                sample.timestamp_s, np.concatenate([values, np.asarray(cores, dtype=np.float32)])
+            )
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
         """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""

@@ -81,8 +81,9 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
 
         lines.append(
             f"host: CPU {h('cpu_percent')} · RAM {h('ram_used_bytes')} / {h('ram_total_bytes')} · "
-            f"swap {h('swap_used_bytes')} / {h('swap_total_bytes')} · disk read {h('disk_read_bytes_per_s')} "
-            f"write {h('disk_write_bytes_per_s')} · net rx {h('net_rx_bytes_per_s')} tx {h('net_tx_bytes_per_s')}"
+            f"swap {h('swap_used_bytes')} / {h('swap_total_bytes')} · "
+            f"disk read {h('disk_read_bytes_per_s')} write {h('disk_write_bytes_per_s')} · "
+            f"net rx {h('net_rx_bytes_per_s')} tx {h('net_tx_bytes_per_s')}"
         )
     lines.extend(f"note: {note}" for note in sample.notes)
     return "\n".join(lines)
@@ -93,7 +94,7 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
     out = []
     for field in STATIC_FIELDS:
         value = getattr(info, field.key)
-        if isinstance(value, float) and math.isnan(value) or value in ("", None):
+        if (isinstance(value, float) and math.isnan(value)) or value in ("", None):
             continue
         out.append(f"    {field.label:<{width}}  {_static_text(field.key, value, field.smi.unit)}")
     for metric in GPU_METRICS:
@@ -151,14 +152,16 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                 ],
             }
         )
-    host = None
+    host: dict[str, Any] | None = None
     if sample.host is not None:
         host = {m.key: _number(v) for m, v in zip(HOST_METRICS, sample.host.values, strict=True)}
         host["cpu_core_percent"] = [_number(v) for v in sample.host.cpu_core_percent]
     system = sample.system
     return {
         "trayvml_version": __version__,
-        "timestamp": datetime.fromtimestamp(sample.timestamp_s).astimezone().isoformat(timespec="milliseconds"),
+        "timestamp": datetime.fromtimestamp(sample.timestamp_s)
+        .astimezone()
+        .isoformat(timespec="milliseconds"),
         "timestamp_s": sample.timestamp_s,
         "simulated": sample.simulation or None,
         "system": None if system is None else vars(system),

@@ -30,7 +30,9 @@ def simulation_from(option: str | None) -> SimSpec | None:
 
 
 class Source:
-    def __init__(self, simulation: SimSpec | None = None, clock: Clock | None = None, host: bool = True) -> None:
+    def __init__(
+        self, simulation: SimSpec | None = None, clock: Clock | None = None, host: bool = True
+    ) -> None:
         self.clock = clock or SystemClock()
         self.simulation = simulation
         self.library: SimulatedNvml | None = None

@@ -178,9 +178,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("energy.consumed", "J", decimals=1),
         history=False,
     ),
-    Metric(
-        "clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz")
-    ),
+    Metric("clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz")),
     Metric(
         "clock_graphics_mhz",
         "Graphics clock",

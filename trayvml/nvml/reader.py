@@ -106,9 +106,17 @@ def _idx(key: str) -> int:
 
 # Metric slots, looked up once.
 UTIL_GPU, UTIL_MEM = _idx("utilization_gpu_percent"), _idx("utilization_memory_percent")
-MEM_USED, MEM_FREE, MEM_RESERVED = _idx("memory_used_bytes"), _idx("memory_free_bytes"), _idx("memory_reserved_bytes")
+MEM_USED, MEM_FREE, MEM_RESERVED = (
+    _idx("memory_used_bytes"),
+    _idx("memory_free_bytes"),
+    _idx("memory_reserved_bytes"),
+)
 MEM_PERCENT = _idx("memory_used_percent")
-POWER, POWER_LIMIT, POWER_ENFORCED = _idx("power_draw_w"), _idx("power_limit_w"), _idx("power_enforced_limit_w")
+POWER, POWER_LIMIT, POWER_ENFORCED = (
+    _idx("power_draw_w"),
+    _idx("power_limit_w"),
+    _idx("power_enforced_limit_w"),
+)
 POWER_PERCENT = _idx("power_used_percent")
 NVLINK_TX, NVLINK_RX = _idx("nvlink_tx_bytes_per_s"), _idx("nvlink_rx_bytes_per_s")
 XID_COUNT, XID_LAST = _idx("xid_error_count"), _idx("xid_last")
@@ -218,7 +226,7 @@ class NvmlReader:
         self._event_set: Any = None
         self._gpu_by_handle: dict[int, _Gpu] = {}
         self._missing_functions: set[str] = set()
-        self._process_cache: dict[int, ProcessDetails | None | PermissionError] = {}
+        self._process_cache: dict[int, ProcessDetails | PermissionError | None] = {}
 
     # ---- lifecycle ----
     def read(self) -> tuple[GpuSample, ...]:
@@ -408,9 +416,24 @@ class NvmlReader:
         fast = _FieldBatch(
             [
                 (N.NVML_FI_DEV_POWER_INSTANT, 0, _value_handler("power_instant_w", 1e-3), "power_instant_w"),
-                (N.NVML_FI_DEV_MEMORY_TEMP, 0, _value_handler("temperature_memory_c"), "temperature_memory_c"),
-                (N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, 0, _rate_handler("pcie_tx_bytes_per_s"), "pcie_tx_bytes_per_s"),
-                (N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES, 0, _rate_handler("pcie_rx_bytes_per_s"), "pcie_rx_bytes_per_s"),
+                (
+                    N.NVML_FI_DEV_MEMORY_TEMP,
+                    0,
+                    _value_handler("temperature_memory_c"),
+                    "temperature_memory_c",
+                ),
+                (
+                    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
+                    0,
+                    _rate_handler("pcie_tx_bytes_per_s"),
+                    "pcie_tx_bytes_per_s",
+                ),
+                (
+                    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
+                    0,
+                    _rate_handler("pcie_rx_bytes_per_s"),
+                    "pcie_rx_bytes_per_s",
+                ),
             ]
             + [
                 (fid, link, _nvlink_handler(direction), f"nvlink_{direction}_bytes_per_s")
@@ -450,7 +473,12 @@ class NvmlReader:
             ("clock_event_reasons",),
         )
         ops = [
-            _Op("nvmlDeviceGetUtilizationRates", N.nvmlDeviceGetUtilizationRates, _fill_utilization, _UTIL_KEYS),
+            _Op(
+                "nvmlDeviceGetUtilizationRates",
+                N.nvmlDeviceGetUtilizationRates,
+                _fill_utilization,
+                _UTIL_KEYS,
+            ),
             _Op(
                 "nvmlDeviceGetMemoryInfo_v2",
                 lambda h: N.nvmlDeviceGetMemoryInfo(h, version=N.nvmlMemory_v2),
@@ -464,7 +492,12 @@ class NvmlReader:
                 _setter("temperature_gpu_c"),
                 ("temperature_gpu_c",),
             ),
-            _Op("nvmlDeviceGetFanSpeed", N.nvmlDeviceGetFanSpeed, _setter("fan_speed_percent"), ("fan_speed_percent",)),
+            _Op(
+                "nvmlDeviceGetFanSpeed",
+                N.nvmlDeviceGetFanSpeed,
+                _setter("fan_speed_percent"),
+                ("fan_speed_percent",),
+            ),
             _Op(
                 "nvmlDeviceGetPowerUsage",
                 N.nvmlDeviceGetPowerUsage,
@@ -484,8 +517,18 @@ class NvmlReader:
                 _setter("clock_graphics_mhz"),
                 ("clock_graphics_mhz",),
             ),
-            _Op("nvmlDeviceGetClockInfo", clock(N.NVML_CLOCK_MEM), _setter("clock_memory_mhz"), ("clock_memory_mhz",)),
-            _Op("nvmlDeviceGetClockInfo", clock(N.NVML_CLOCK_VIDEO), _setter("clock_video_mhz"), ("clock_video_mhz",)),
+            _Op(
+                "nvmlDeviceGetClockInfo",
+                clock(N.NVML_CLOCK_MEM),
+                _setter("clock_memory_mhz"),
+                ("clock_memory_mhz",),
+            ),
+            _Op(
+                "nvmlDeviceGetClockInfo",
+                clock(N.NVML_CLOCK_VIDEO),
+                _setter("clock_video_mhz"),
+                ("clock_video_mhz",),
+            ),
             _Op(
                 "nvmlDeviceGetPerformanceState",
                 N.nvmlDeviceGetPerformanceState,
@@ -555,7 +598,7 @@ class NvmlReader:
 
         def fill(g: _Gpu, values: Any) -> None:
             dropped = []
-            for position, (fid, scope, handler, key) in enumerate(batch.fields):
+            for position, (_, scope, handler, key) in enumerate(batch.fields):
                 fv = values[position]
                 code = fv.nvmlReturn
                 if code == N.NVML_SUCCESS:
@@ -572,7 +615,9 @@ class NvmlReader:
 
         return _Op("nvmlDeviceGetFieldValues", call, fill, keys, period_s, batch=batch)
 
-    def _drop_fields(self, g: _Gpu, batch: _FieldBatch, positions: list[int], ids: list[tuple[int, int]]) -> None:
+    def _drop_fields(
+        self, g: _Gpu, batch: _FieldBatch, positions: list[int], ids: list[tuple[int, int]]
+    ) -> None:
         gone = {batch.fields[p][3] for p in positions}
         batch.fields = [f for p, f in enumerate(batch.fields) if p not in positions]
         ids[:] = batch.ids()
@@ -602,11 +647,21 @@ class NvmlReader:
         keys = ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s")
         for key in keys:
             g.states[_idx(key)] = MetricState.NO_DATA
-        g.ops.append(_Op("nvmlDeviceGetPcieThroughput", call, fill, keys, PCIE_THROUGHPUT_PERIOD_S, failing=True))
+        g.ops.append(
+            _Op("nvmlDeviceGetPcieThroughput", call, fill, keys, PCIE_THROUGHPUT_PERIOD_S, failing=True)
+        )
 
     def _process_op(self, kind: str, period_s: float) -> _Op:
-        call = N.nvmlDeviceGetComputeRunningProcesses_v3 if kind == "compute" else N.nvmlDeviceGetGraphicsRunningProcesses_v3
-        older = N.nvmlDeviceGetComputeRunningProcesses_v2 if kind == "compute" else N.nvmlDeviceGetGraphicsRunningProcesses_v2
+        call = (
+            N.nvmlDeviceGetComputeRunningProcesses_v3
+            if kind == "compute"
+            else N.nvmlDeviceGetGraphicsRunningProcesses_v3
+        )
+        older = (
+            N.nvmlDeviceGetComputeRunningProcesses_v2
+            if kind == "compute"
+            else N.nvmlDeviceGetGraphicsRunningProcesses_v2
+        )
 
         def fill(g: _Gpu, procs: Any) -> None:
             found = tuple(self._process(g.index, kind, p) for p in procs)

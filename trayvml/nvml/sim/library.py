@@ -357,7 +357,7 @@ class SimulatedNvml:
         found = self._static(handle)
         if isinstance(found, int):
             return found
-        index, profile = found
+        index = found[0]
         bus = _PCI_BUSES[index] if index < len(_PCI_BUSES) else 0xE0 + index
         info = ref._obj
         info.domain, info.bus, info.device = 0, bus, 0
@@ -589,7 +589,9 @@ class SimulatedNvml:
             return lambda g, scope: read(g, scope) if scope < g.profile.nvlink_links else NS
 
         def per_link(total: list[int], g: Timeline, scope: int) -> tuple[int, Any]:
-            return ULL, total[g.i] // g.profile.nvlink_links + (scope == 0) * (total[g.i] % g.profile.nvlink_links)
+            return ULL, total[g.i] // g.profile.nvlink_links + (scope == 0) * (
+                total[g.i] % g.profile.nvlink_links
+            )
 
         def ecc(p: GpuProfile) -> bool:
             return p.has_ecc

@@ -113,7 +113,12 @@ class Scenario:
 
     def _xorg(self, gpu: int) -> SimProcess:
         return SimProcess(
-            PID_BASE + gpu * 1000, "Xorg", "root", "/usr/lib/xorg/Xorg :0 -seat seat0", 300 * 2**20, "graphics"
+            PID_BASE + gpu * 1000,
+            "Xorg",
+            "root",
+            "/usr/lib/xorg/Xorg :0 -seat seat0",
+            300 * 2**20,
+            "graphics",
         )
 
     def _usable_bytes(self, gpu: int) -> int:
@@ -150,7 +155,9 @@ class Training(Scenario):
         base.util_memory = np.clip(np.where(running, 0.6 * busy + 3 * self.noise(gpu, 3, t), 0.5), 0, 100)
         base.memory_fraction = base.memory_fraction + self._memory_fraction(phase)
         loading = running & (ramp < 1)
-        base.pcie_fraction = np.where(loading, 0.45, np.where(running, 0.06 + 0.03 * self.noise(gpu, 4, t), 0.001))
+        base.pcie_fraction = np.where(
+            loading, 0.45, np.where(running, 0.06 + 0.03 * self.noise(gpu, 4, t), 0.001)
+        )
         if self.profiles[gpu].nvlink_links:
             base.nvlink_fraction = np.where(running, ramp * (0.35 + 0.1 * self.noise(gpu, 5, t)), 0.0)
         return base
@@ -181,7 +188,9 @@ class Thermal(Scenario):
 
     def load(self, gpu: int, t: np.ndarray) -> Load:
         base = super().load(gpu, t)
-        base.util_gpu = np.clip(np.full_like(t, 85.0 if gpu == 0 else 40.0) + 5 * self.noise(gpu, 2, t), 0, 100)
+        base.util_gpu = np.clip(
+            np.full_like(t, 85.0 if gpu == 0 else 40.0) + 5 * self.noise(gpu, 2, t), 0, 100
+        )
         base.memory_fraction = base.memory_fraction + 0.4
         if gpu == 0:
             phase = t % self.period_s

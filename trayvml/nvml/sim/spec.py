@@ -92,10 +92,10 @@ def parse_spec(text: str) -> SimSpec:
         elif key == "lost":
             lost = {}
             for entry in filter(None, value.split("+")):  # "lost=" alone: no GPU is lost
-                gpu, at, when = entry.partition("@")
-                if not at or not gpu.isdigit():
+                gpu_text, at, when = entry.partition("@")
+                if not at or not gpu_text.isdigit():
                     raise SimulationSpecError(f"--simulate: lost wants GPU@SECONDS, not {entry!r}.")
-                lost[int(gpu)] = _number(key, when)
+                lost[int(gpu_text)] = _number(key, when)
             values["lost_at_s"] = lost
         elif key == "nvml":
             fault, at, until = value.partition("@")
@@ -118,7 +118,9 @@ def parse_spec(text: str) -> SimSpec:
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
         if gpu >= len(spec.gpus):
-            raise SimulationSpecError(f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
+            raise SimulationSpecError(
+                f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated."
+            )
     if scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)
     return spec

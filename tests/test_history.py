@@ -1,0 +1,108 @@
+"""Tiered history: wrap-around, tier choice, gaps, peaks kept, and the memory bound."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.helpers import simulated_source
+from trayvml.core.metrics import GPU_METRICS
+from trayvml.core.sample import GpuSample, MetricState, Sample
+from trayvml.history import HISTORY_GPU_KEYS, History, Tier, TieredRing, default_tiers
+
+T0 = 1_800_000_000.0
+
+
+def gpu_sample(index: int, util: float) -> GpuSample:
+    values = [float("nan")] * len(GPU_METRICS)
+    values[0] = util  # utilization_gpu_percent comes first in the catalog
+    return GpuSample(index, tuple(values), (MetricState.OK,) * len(GPU_METRICS))
+
+
+def sample_at(t_s: float, *utils: float) -> Sample:
+    return Sample(t_s, tuple(gpu_sample(i, u) for i, u in enumerate(utils)), (), None, None)
+
+
+def test_the_finest_tier_returns_each_sample_in_time_order() -> None:
+    history = History()
+    for k in range(60):
+        history.append(sample_at(T0 + k, k, 100 - k))
+    series = history.gpu_series("utilization_gpu_percent", T0, T0 + 59, 1000)
+    assert series is not None and series.step_s == 1
+    assert np.all(np.diff(series.times_s) > 0)
+    assert series.mean[:, 0].tolist() == list(range(60))
+    assert series.mean[:, 1].tolist() == [100 - k for k in range(60)]
+
+
+def test_rings_wrap_around_and_forget_the_oldest() -> None:
+    ring = TieredRing(1, (Tier(1, 10),))
+    for k in range(25):
+        ring.append(T0 + k, np.array([k], dtype=np.float32))
+    series = ring.read(T0, T0 + 24, 100, np.array([0]))
+    kept = series.mean[:, 0]
+    assert kept[~np.isnan(kept)].tolist() == list(range(15, 25))
+
+
+def test_gaps_read_back_as_nan() -> None:
+    history = History()
+    for k in [*range(10), *range(20, 30)]:  # asleep from 10 s to 20 s
+        history.append(sample_at(T0 + k, 50))
+    values = history.gpu_series("utilization_gpu_percent", T0, T0 + 29, 1000).mean[:, 0]
+    assert (
+        np.isnan(values[10:20]).all() and not np.isnan(values[:10]).any() and not np.isnan(values[20:]).any()
+    )
+
+
+def test_long_ranges_come_from_coarse_tiers_that_keep_peaks() -> None:
+    history = History()
+    for k in range(4 * 3600):
+        spike = 100.0 if k == 5000 else 10.0
+        history.append(sample_at(T0 + k, spike))
+    end = T0 + 4 * 3600 - 1
+    short = history.gpu_series("utilization_gpu_percent", end - 60, end, 800)
+    hours = history.gpu_series("utilization_gpu_percent", end - 3 * 3600, end, 800)
+    assert short.step_s == 1 and hours.step_s == 30
+    assert len(hours.times_s) <= 800
+    assert np.nanmax(hours.high[:, 0]) == 100.0  # the one-second spike survives as a bucket's max
+    assert np.nanmax(hours.mean[:, 0]) < 100.0
+    assert np.nanmin(hours.low[:, 0]) == 10.0
+
+
+def test_tier_choice_follows_the_point_budget() -> None:
+    history = History()
+    for k in range(3 * 3600):
+        history.append(sample_at(T0 + k, 1))
+    end = T0 + 3 * 3600 - 1
+    assert history.gpu_series("utilization_gpu_percent", end - 900, end, 1000).step_s == 1
+    assert history.gpu_series("utilization_gpu_percent", end - 3600, end, 1000).step_s == 5
+    assert history.gpu_series("utilization_gpu_percent", end - 3600, end, 100).step_s == 30
+
+
+def test_memory_is_bounded_for_8_gpus_12_hours_whatever_the_uptime() -> None:
+    tiers = default_tiers(12 * 3600)
+    source, clock, _ = simulated_source("training:gpus=h100*8", host=True)
+    history = History(tiers)
+    for _ in range(30):
+        history.append(source.sample())
+        clock.advance_s(1)
+    size = history.nbytes
+    assert size <= 16 * 2**20
+    assert len(HISTORY_GPU_KEYS) >= 40
+    clock.advance_s(13 * 3600)  # appending after a long uptime allocates nothing more
+    for _ in range(30):
+        history.append(source.sample())
+        clock.advance_s(1)
+    assert history.nbytes == size
+
+
+def test_a_simulated_day_of_samples_keeps_12_hours() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100")
+    history = History()
+    start = clock.now_s()
+    for _ in range(24 * 3600 // 10):  # every 10 s keeps this quick
+        history.append(source.sample())
+        clock.advance_s(10)
+    end = clock.now_s() - 10
+    series = history.gpu_series("utilization_gpu_percent", end - 12 * 3600, end, 2000)
+    filled = ~np.isnan(series.mean[:, 0])
+    assert series.step_s == 30 and filled.mean() > 0.99  # three samples in every 30 s bucket
+    assert series.times_s[0] > start + 11 * 3600
