@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import pynvml as N
 
 from trayvml.core.clock import Clock
@@ -31,6 +32,7 @@ from trayvml.core.sample import (
     ProcessSample,
     SystemInfo,
 )
+from trayvml.nvml.fields import decode_as, field_array, field_view, read_fields, read_memory_v2
 
 log = logging.getLogger(__name__)
 
@@ -53,7 +55,6 @@ _UNAVAILABLE_REASONS = {
     N.NVML_ERROR_LIB_RM_VERSION_MISMATCH: UnavailableReason.VERSION_MISMATCH,
     N.NVML_ERROR_NO_PERMISSION: UnavailableReason.NO_PERMISSION,
 }
-_VALUE_MEMBERS = ("dVal", "uiVal", "ulVal", "ullVal", "sllVal", "siVal", "usVal")
 
 ProcessResolver = Callable[[int], ProcessDetails | None]
 """Looks a PID up on the host: details, None if it is gone, PermissionError if hidden."""
@@ -95,9 +96,8 @@ class _Gpu:
     compute: tuple[ProcessSample, ...] = ()
     graphics: tuple[ProcessSample, ...] = ()
     processes: tuple[ProcessSample, ...] = ()
-    counters: dict[tuple[int, int], tuple[int, float]] = field(default_factory=dict)
-    nvlink_tx: list[float] = field(default_factory=list)
-    nvlink_rx: list[float] = field(default_factory=list)
+    nvlink_tx: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bytes/s per supported link
+    nvlink_rx: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def _idx(key: str) -> int:
@@ -160,57 +160,78 @@ def _fill_codec(key: str) -> Callable[[_Gpu, Any], None]:
     return fill
 
 
+@dataclass(frozen=True)
+class _Field:
+    fid: int
+    scope: int
+    key: str  # the metric it feeds
+    kind: str = "value"  # "value", "rate" (a counter), "nvlink_tx" or "nvlink_rx" (per-link counters)
+    scale: float = 1.0
+
+
+_KIND_ORDER = {"value": 0, "rate": 1, "nvlink_tx": 2, "nvlink_rx": 3}
+
+
 class _FieldBatch:
-    """Many field values in one ``nvmlDeviceGetFieldValues`` call; each field has its own code."""
+    """Many field values in one ``nvmlDeviceGetFieldValues`` call; each field has its own code.
 
-    def __init__(self, fields: list[tuple[int, int, Callable[[_Gpu, float, float, int], None], str]]) -> None:
-        # (field id, scope id, handler(gpu, value, timestamp s, scope), metric key)
+    Fields are kept in the order values, counters, NVLink TX links, NVLink RX links, so that
+    each group is a slice of the decoded array and a tick costs a few numpy operations.
+    """
+
+    def __init__(self, fields: list[_Field]) -> None:
+        self.set_fields(fields)
+
+    def set_fields(self, fields: list[_Field]) -> None:
+        fields = sorted(fields, key=lambda f: (_KIND_ORDER[f.kind], f.scope))
         self.fields = fields
+        self.array = field_array([(f.fid, f.scope) for f in fields])
+        self.view = field_view(self.array)
+        self.keys = tuple(dict.fromkeys(f.key for f in fields))
+        self.bad_keys: set[str] = set(self.keys)  # until the first answer
+        self.value_fields = [(i, _idx(f.key), f.scale) for i, f in enumerate(fields) if f.kind == "value"]
+        first_counter = len(self.value_fields)
+        counters = fields[first_counter:]
+        self.counters = slice(first_counter, len(fields))
+        self.counter_scale = np.array([f.scale for f in counters])
+        self.counter_slots = [(k, _idx(f.key)) for k, f in enumerate(counters) if f.kind == "rate"]
+        tx = sum(f.kind == "nvlink_tx" for f in counters)
+        rx = sum(f.kind == "nvlink_rx" for f in counters)
+        rates_end = len(counters) - tx - rx
+        self.tx_links = slice(rates_end, rates_end + tx)
+        self.rx_links = slice(rates_end + tx, rates_end + tx + rx)
+        self.previous: np.ndarray | None = None
+        self.previous_s = 0.0
+        self._types = b""
+        self._type_groups: list[tuple[int, np.ndarray]] = []
 
-    def ids(self) -> list[tuple[int, int]]:
-        return [(fid, scope) for fid, scope, _, _ in self.fields]
+    def decode(self) -> np.ndarray:
+        """Each field's value as float64, whatever member of the union NVML wrote."""
+        types = self.view["valueType"]
+        signature = types.tobytes()
+        if signature != self._types:  # value types are fixed per field: regroup only on change
+            self._types = signature
+            self._type_groups = [
+                (int(t), np.flatnonzero(types == t))
+                for t in np.unique(types).tolist()
+                if t != N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            ]
+        raw = self.view["value"]
+        out = raw.astype(np.float64)
+        for value_type, positions in self._type_groups:
+            out[positions] = decode_as(raw[positions], value_type)
+        return out
 
-
-def _counter_rate(g: _Gpu, fid: int, scope: int, value: float, timestamp_s: float) -> float:
-    """Per-second rate of a counter between two readings; NaN at first or when it wrapped."""
-    previous = g.counters.get((fid, scope))
-    g.counters[(fid, scope)] = (int(value), timestamp_s)
-    if previous is None:
-        return NAN
-    last_value, last_s = previous
-    elapsed_s = timestamp_s - last_s
-    if elapsed_s <= 0 or value < last_value:
-        return NAN
-    return (value - last_value) / elapsed_s
-
-
-def _rate_handler(key: str, scale: float = 1.0) -> Callable[[_Gpu, float, float, int], None]:
-    slot = _idx(key)
-
-    def handle(g: _Gpu, value: float, timestamp_s: float, scope: int) -> None:
-        g.values[slot] = _counter_rate(g, slot, scope, value * scale, timestamp_s)
-
-    return handle
-
-
-def _value_handler(key: str, scale: float = 1.0) -> Callable[[_Gpu, float, float, int], None]:
-    slot = _idx(key)
-
-    def handle(g: _Gpu, value: float, timestamp_s: float, scope: int) -> None:
-        g.values[slot] = value * scale
-
-    return handle
-
-
-def _nvlink_handler(direction: str) -> Callable[[_Gpu, float, float, int], None]:
-    total_slot = NVLINK_TX if direction == "tx" else NVLINK_RX
-
-    def handle(g: _Gpu, kib: float, timestamp_s: float, scope: int) -> None:
-        links = g.nvlink_tx if direction == "tx" else g.nvlink_rx
-        links[scope] = _counter_rate(g, total_slot, scope, kib * 1024, timestamp_s)
-        g.values[total_slot] = sum(links)
-
-    return handle
+    def rates(self, numbers: np.ndarray, now_s: float) -> np.ndarray:
+        """Per-second rates of the counter fields since the last call; NaN first and on wrap."""
+        current = numbers[self.counters] * self.counter_scale
+        previous, elapsed_s = self.previous, now_s - self.previous_s
+        self.previous, self.previous_s = current, now_s
+        if previous is None or elapsed_s <= 0:
+            return np.full(len(current), NAN)
+        rates = (current - previous) / elapsed_s
+        rates[rates < 0] = NAN  # the counter wrapped or was reset
+        return rates
 
 
 class NvmlReader:
@@ -327,8 +348,8 @@ class NvmlReader:
             self._mark_lost(lost)
             return lost
         g = _Gpu(index, handle, info, values, states)
-        g.nvlink_tx = [NAN] * info.nvlink_link_count
-        g.nvlink_rx = [NAN] * info.nvlink_link_count
+        g.nvlink_tx = np.full(info.nvlink_link_count, NAN)
+        g.nvlink_rx = np.full(info.nvlink_link_count, NAN)
         g.ops = self._ops(g)
         for op in g.ops:
             op.failing = True  # until its first answer turns its metrics OK
@@ -415,28 +436,13 @@ class NvmlReader:
 
         fast = _FieldBatch(
             [
-                (N.NVML_FI_DEV_POWER_INSTANT, 0, _value_handler("power_instant_w", 1e-3), "power_instant_w"),
-                (
-                    N.NVML_FI_DEV_MEMORY_TEMP,
-                    0,
-                    _value_handler("temperature_memory_c"),
-                    "temperature_memory_c",
-                ),
-                (
-                    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
-                    0,
-                    _rate_handler("pcie_tx_bytes_per_s"),
-                    "pcie_tx_bytes_per_s",
-                ),
-                (
-                    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
-                    0,
-                    _rate_handler("pcie_rx_bytes_per_s"),
-                    "pcie_rx_bytes_per_s",
-                ),
+                _Field(N.NVML_FI_DEV_POWER_INSTANT, 0, "power_instant_w", scale=1e-3),
+                _Field(N.NVML_FI_DEV_MEMORY_TEMP, 0, "temperature_memory_c"),
+                _Field(N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, 0, "pcie_tx_bytes_per_s", "rate"),
+                _Field(N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES, 0, "pcie_rx_bytes_per_s", "rate"),
             ]
             + [
-                (fid, link, _nvlink_handler(direction), f"nvlink_{direction}_bytes_per_s")
+                _Field(fid, link, f"nvlink_{direction}_bytes_per_s", f"nvlink_{direction}", 1024.0)  # KiB
                 for link in range(g.info.nvlink_link_count)
                 for fid, direction in (
                     (N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, "tx"),
@@ -446,7 +452,7 @@ class NvmlReader:
         )
         slow = _FieldBatch(
             [
-                (fid, 0, _value_handler(key), key)
+                _Field(fid, 0, key)
                 for fid, key in (
                     (N.NVML_FI_DEV_PCIE_REPLAY_COUNTER, "pcie_replay_count"),
                     (N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, "ecc_corrected_volatile_count"),
@@ -481,7 +487,7 @@ class NvmlReader:
             ),
             _Op(
                 "nvmlDeviceGetMemoryInfo_v2",
-                lambda h: N.nvmlDeviceGetMemoryInfo(h, version=N.nvmlMemory_v2),
+                read_memory_v2,
                 _fill_memory,
                 _MEMORY_KEYS,
                 fallback=memory_v1,
@@ -590,42 +596,58 @@ class NvmlReader:
         return ops
 
     def _field_op(self, batch: _FieldBatch, period_s: float) -> _Op:
-        keys = tuple(dict.fromkeys(key for _, _, _, key in batch.fields))
-        ids = batch.ids()
+        def call(handle: Any) -> _FieldBatch:
+            read_fields(handle, batch.array)
+            return batch
 
-        def call(handle: Any) -> Any:
-            return N.nvmlDeviceGetFieldValues(handle, ids)
+        return _Op("nvmlDeviceGetFieldValues", call, self._fill_fields, batch.keys, period_s, batch=batch)
 
-        def fill(g: _Gpu, values: Any) -> None:
-            dropped = []
-            for position, (_, scope, handler, key) in enumerate(batch.fields):
-                fv = values[position]
-                code = fv.nvmlReturn
-                if code == N.NVML_SUCCESS:
-                    value = getattr(fv.value, _VALUE_MEMBERS[fv.valueType])
-                    handler(g, value, fv.timestamp * 1e-6 or self.clock.now_s(), scope)
-                    g.states[_idx(key)] = MetricState.OK
-                elif code == N.NVML_ERROR_NOT_SUPPORTED:
+    def _fill_fields(self, g: _Gpu, batch: _FieldBatch) -> None:
+        view = batch.view
+        numbers = batch.decode()
+        codes = view["nvmlReturn"]
+        bad: dict[str, MetricState] = {}
+        dropped: list[int] = []
+        if codes.any():  # rare: some fields failed on their own
+            for position in np.flatnonzero(codes).tolist():
+                code = int(codes[position])
+                if code == N.NVML_ERROR_NOT_SUPPORTED:
                     dropped.append(position)
                 else:
-                    g.values[_idx(key)] = NAN
-                    g.states[_idx(key)] = _transient_state(code)
-            if dropped:
-                self._drop_fields(g, batch, dropped, ids)
+                    bad[batch.fields[position].key] = _transient_state(code)
+                numbers[position] = NAN
+        values = numbers.tolist()
+        for position, slot, scale in batch.value_fields:
+            g.values[slot] = values[position] * scale
+        if batch.counter_slots or batch.tx_links.stop:
+            rates = batch.rates(numbers, self.clock.now_s())
+            for k, slot in batch.counter_slots:
+                g.values[slot] = float(rates[k])
+            if batch.tx_links.stop:
+                g.nvlink_tx = rates[batch.tx_links]
+                g.nvlink_rx = rates[batch.rx_links]
+                g.values[NVLINK_TX] = float(g.nvlink_tx.sum())
+                g.values[NVLINK_RX] = float(g.nvlink_rx.sum())
+        if bad or batch.bad_keys:
+            for key in batch.bad_keys - bad.keys():
+                g.states[_idx(key)] = MetricState.OK
+            for key, state in bad.items():
+                g.values[_idx(key)] = NAN
+                g.states[_idx(key)] = state
+            batch.bad_keys = set(bad)
+        if dropped:
+            self._drop_fields(g, batch, dropped)
 
-        return _Op("nvmlDeviceGetFieldValues", call, fill, keys, period_s, batch=batch)
-
-    def _drop_fields(
-        self, g: _Gpu, batch: _FieldBatch, positions: list[int], ids: list[tuple[int, int]]
-    ) -> None:
-        gone = {batch.fields[p][3] for p in positions}
-        batch.fields = [f for p, f in enumerate(batch.fields) if p not in positions]
-        ids[:] = batch.ids()
-        still = {key for _, _, _, key in batch.fields}
-        for key in gone - still:
+    def _drop_fields(self, g: _Gpu, batch: _FieldBatch, positions: list[int]) -> None:
+        """Fields answering NOT_SUPPORTED are not asked for again."""
+        gone = {batch.fields[p].key for p in positions}
+        batch.set_fields([f for p, f in enumerate(batch.fields) if p not in positions])
+        batch.bad_keys = set()
+        unsupported = gone - set(batch.keys)
+        for key in unsupported:
             g.states[_idx(key)] = MetricState.NOT_SUPPORTED
             g.values[_idx(key)] = NAN
-        if {"pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"} & (gone - still):
+        if {"pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"} & unsupported:
             self._add_pcie_throughput_op(g)
         if not batch.fields:
             g.ops = [op for op in g.ops if op.batch is not batch]
@@ -706,7 +728,7 @@ class NvmlReader:
                     continue
                 op.next_due_s = now_s + op.period_s
             try:
-                op.fill(g, op.call(handle))
+                result = op.call(handle)
             except N.NVMLError as error:
                 if self._on_error(g, op, error):
                     break
@@ -714,9 +736,11 @@ class NvmlReader:
             if op.failing:
                 op.failing = False
                 if op.batch is not None:
-                    continue  # field batches set each field's state themselves
-                for key in op.keys:
-                    g.states[_idx(key)] = MetricState.OK
+                    op.batch.bad_keys = set(op.keys)  # its fill turns the fields that answered OK
+                else:
+                    for key in op.keys:
+                        g.states[_idx(key)] = MetricState.OK
+            op.fill(g, result)
         v = g.values
         v[POWER_PERCENT] = 100.0 * v[POWER] / v[POWER_ENFORCED] if v[POWER_ENFORCED] else NAN
         return self._sample(g)
@@ -727,8 +751,8 @@ class NvmlReader:
             tuple(g.values),
             tuple(g.states),
             g.processes,
-            tuple(g.nvlink_tx),
-            tuple(g.nvlink_rx),
+            tuple(g.nvlink_tx.tolist()),
+            tuple(g.nvlink_rx.tolist()),
             g.lost,
         )
 
@@ -775,8 +799,8 @@ class NvmlReader:
         g.values[:] = [NAN] * len(g.values)
         g.states[:] = [MetricState.LOST] * len(g.states)
         g.processes = g.compute = g.graphics = ()
-        g.nvlink_tx = [NAN] * len(g.nvlink_tx)
-        g.nvlink_rx = [NAN] * len(g.nvlink_rx)
+        g.nvlink_tx = np.full(len(g.nvlink_tx), NAN)
+        g.nvlink_rx = np.full(len(g.nvlink_rx), NAN)
 
     # ---- XID errors ----
     def _open_events(self, gpus: list[_Gpu]) -> None:

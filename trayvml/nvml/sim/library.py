@@ -15,12 +15,14 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import pynvml as N
 
 from trayvml.core.clock import Clock
+from trayvml.nvml.fields import field_view
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
 from trayvml.nvml.sim.scenarios import SCENARIOS, Scenario, SimProcess
 from trayvml.nvml.sim.spec import SimSpec
@@ -54,6 +56,55 @@ _SLEEP_ABOVE_S = 1e-3  # longer waits block in the driver; shorter ones spin on 
 
 _PCI_DEVICE_IDS = {"h100": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010DE}
 _PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+
+_U, _ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+_LINKS = N.NVML_NVLINK_MAX_LINKS
+
+
+def _has_power(p: GpuProfile) -> bool:
+    return p.has_power
+
+
+def _has_ecc(p: GpuProfile) -> bool:
+    return p.has_ecc
+
+
+# The field values the simulation answers: (field id, scope, value type, supported on a profile).
+# Each becomes one column of a timeline's per-second field matrix; other fields are NOT_SUPPORTED,
+# as page retirement is on Hopper (it remaps rows instead) and on consumer cards.
+FIELD_COLUMNS: list[tuple[int, int, int, Callable[[GpuProfile], bool]]] = [
+    (N.NVML_FI_DEV_POWER_INSTANT, 0, _U, _has_power),
+    (N.NVML_FI_DEV_POWER_AVERAGE, 0, _U, _has_power),
+    (N.NVML_FI_DEV_MEMORY_TEMP, 0, _U, lambda p: p.has_memory_temperature),
+    (N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, 0, _ULL, lambda p: p.has_pcie_counters),
+    (N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES, 0, _ULL, lambda p: p.has_pcie_counters),
+    (N.NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0, _ULL, lambda p: True),
+    (N.NVML_FI_DEV_NVLINK_LINK_COUNT, 0, _U, lambda p: True),
+    (N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_REMAPPED_COR, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_REMAPPED_UNC, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_REMAPPED_PENDING, 0, _ULL, _has_ecc),
+    (N.NVML_FI_DEV_REMAPPED_FAILURE, 0, _ULL, _has_ecc),
+    *[
+        (fid, link, _ULL, lambda p, link=link: link < p.nvlink_links)
+        for fid in (N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)
+        for link in range(_LINKS)
+    ],
+]
+_LINK_FIELDS = {N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX}
+_COLUMN = {(fid, scope): k for k, (fid, scope, _, _) in enumerate(FIELD_COLUMNS)}
+
+
+@dataclass(frozen=True)
+class _FieldPlan:
+    """How to answer one list of field ids on one profile: a column, code and type per field."""
+
+    columns: np.ndarray
+    codes: np.ndarray
+    types: np.ndarray
 
 
 def _pointer_value(obj: Any) -> int:
@@ -151,8 +202,31 @@ class Timeline:
         self.pcie_rx_bytes = sums[2].astype(np.int64).tolist()
         self.nvlink_tx_kib = sums[3].astype(np.int64).tolist()
         self.nvlink_rx_kib = sums[4].astype(np.int64).tolist()
-        self.ecc_corrected = s.ecc_corrected(gpu, t).astype(int).tolist()
-        self.ecc_uncorrected = s.ecc_uncorrected(gpu, t).astype(int).tolist()
+        ecc_corrected = s.ecc_corrected(gpu, t)
+        ecc_uncorrected = s.ecc_uncorrected(gpu, t)
+        zeros = np.zeros_like(t)
+        links = max(p.nvlink_links, 1)
+        per_link = [sums[3] // links, sums[4] // links]
+        columns = [
+            power_w * 1000,
+            power_w * 1000,
+            temperature + 6,  # HBM runs a little warmer than the die's sensor
+            sums[1],
+            sums[2],
+            zeros,
+            zeros + p.nvlink_links,
+            ecc_corrected,
+            ecc_uncorrected,
+            12 + ecc_corrected,  # a few corrected errors from before this boot
+            ecc_uncorrected,
+            zeros,
+            ecc_uncorrected,
+            zeros,
+            zeros,
+            *[per_link[0]] * _LINKS,
+            *[per_link[1]] * _LINKS,
+        ]
+        self.fields = np.stack(columns, axis=1).astype(np.uint64)
         self.chunk_start = start
 
 
@@ -195,6 +269,7 @@ class SimulatedNvml:
         self.failures: dict[str, list[tuple[int | None, int]]] = {}
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
+        self.latency_waited_s = 0.0  # emulated driver time, for benchmarks
         self._event_sets: dict[int, tuple[set[int], list[int]]] = {}  # id -> (GPUs, delivered)
         xids = list(self.scenario.xid_events())
         xids += [(at_s, gpu, _XID_LOST) for gpu, at_s in spec.lost_at_s.items()]
@@ -202,7 +277,8 @@ class SimulatedNvml:
         rng = random.Random(spec.seed)
         self.uuids = [f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}" for _ in self.profiles]
         self._functions: dict[str, _SimFunction] = {}
-        self._field_readers = self._make_field_readers()
+        self._plans: dict[tuple[str, bytes, bytes], _FieldPlan] = {}
+        self._handle_index: dict[int, tuple[Any, int]] = {}
 
     # ---- the parts tests and the reader's process lookup use ----
     def sim_time_s(self) -> float:
@@ -223,6 +299,7 @@ class SimulatedNvml:
     def wait(self, name: str) -> None:
         assert self.latency_s is not None
         seconds = self.latency_s.get(name, _DEFAULT_LATENCY_S)
+        self.latency_waited_s += seconds
         if seconds >= _SLEEP_ABOVE_S:
             time.sleep(seconds)
             return
@@ -251,10 +328,19 @@ class SimulatedNvml:
 
     # ---- helpers ----
     def _index_of(self, handle: Any) -> int:
+        # Callers pass back the handle objects they were given: remember those by identity
+        # (holding them, so the identity stays theirs), and decode anything else.
+        known = self._handle_index.get(id(handle))
+        if known is not None:
+            return known[1]
         try:
-            return _pointer_value(handle) - 1
+            index = _pointer_value(handle) - 1
         except TypeError:
             return -1
+        if len(self._handle_index) > 4096:  # tools that fetch new handles every query
+            self._handle_index.clear()
+        self._handle_index[id(handle)] = (handle, index)
+        return index
 
     def _gpu(self, handle: Any) -> Timeline | int:
         if not self.refcount:
@@ -578,77 +664,31 @@ class SimulatedNvml:
         return N.NVML_SUCCESS
 
     # ---- field values ----
-    def _make_field_readers(self) -> dict[int, Callable[[Timeline, int], tuple[int, Any] | int]]:
-        U, ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-        NS = N.NVML_ERROR_NOT_SUPPORTED
-
-        def when(flag: Callable[[GpuProfile], bool], read: Callable[[Timeline, int], tuple[int, Any]]):
-            return lambda g, scope: read(g, scope) if flag(g.profile) else NS
-
-        def link(read: Callable[[Timeline, int], tuple[int, Any]]):
-            return lambda g, scope: read(g, scope) if scope < g.profile.nvlink_links else NS
-
-        def per_link(total: list[int], g: Timeline, scope: int) -> tuple[int, Any]:
-            return ULL, total[g.i] // g.profile.nvlink_links + (scope == 0) * (
-                total[g.i] % g.profile.nvlink_links
-            )
-
-        def ecc(p: GpuProfile) -> bool:
-            return p.has_ecc
-
-        def zero(g: Timeline, scope: int) -> tuple[int, Any]:
-            return ULL, 0
-
-        return {
-            N.NVML_FI_DEV_POWER_INSTANT: when(lambda p: p.has_power, lambda g, s: (U, g.power_mw[g.i])),
-            N.NVML_FI_DEV_POWER_AVERAGE: when(lambda p: p.has_power, lambda g, s: (U, g.power_mw[g.i])),
-            N.NVML_FI_DEV_MEMORY_TEMP: when(
-                lambda p: p.has_memory_temperature, lambda g, s: (U, g.temperature[g.i] + 6)
-            ),
-            N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: when(
-                lambda p: p.has_pcie_counters, lambda g, s: (ULL, g.pcie_tx_bytes[g.i])
-            ),
-            N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: when(
-                lambda p: p.has_pcie_counters, lambda g, s: (ULL, g.pcie_rx_bytes[g.i])
-            ),
-            N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: zero,
-            N.NVML_FI_DEV_NVLINK_LINK_COUNT: lambda g, s: (U, g.profile.nvlink_links),
-            N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: link(lambda g, s: per_link(g.nvlink_tx_kib, g, s)),
-            N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: link(lambda g, s: per_link(g.nvlink_rx_kib, g, s)),
-            N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: when(ecc, lambda g, s: (ULL, g.ecc_corrected[g.i])),
-            N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: when(ecc, lambda g, s: (ULL, g.ecc_uncorrected[g.i])),
-            N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: when(ecc, lambda g, s: (ULL, 12 + g.ecc_corrected[g.i])),
-            N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: when(ecc, lambda g, s: (ULL, g.ecc_uncorrected[g.i])),
-            # Hopper remaps rows instead of retiring pages; consumer cards do neither.
-            N.NVML_FI_DEV_REMAPPED_COR: when(ecc, zero),
-            N.NVML_FI_DEV_REMAPPED_UNC: when(ecc, lambda g, s: (ULL, g.ecc_uncorrected[g.i])),
-            N.NVML_FI_DEV_REMAPPED_PENDING: when(ecc, zero),
-            N.NVML_FI_DEV_REMAPPED_FAILURE: when(ecc, zero),
-        }
+    def _field_plan(self, profile: GpuProfile, fids: np.ndarray, scopes: np.ndarray) -> _FieldPlan:
+        key = (profile.key, fids.tobytes(), scopes.tobytes())
+        plan = self._plans.get(key)
+        if plan is None:
+            columns, codes, types = [], [], []
+            for fid, scope in zip(fids.tolist(), scopes.tolist(), strict=True):
+                column = _COLUMN.get((fid, scope if fid in _LINK_FIELDS else 0))
+                supported = column is not None and FIELD_COLUMNS[column][3](profile)
+                columns.append(column if supported else 0)
+                codes.append(N.NVML_SUCCESS if supported else N.NVML_ERROR_NOT_SUPPORTED)
+                types.append(FIELD_COLUMNS[column][2] if supported else 0)
+            plan = _FieldPlan(np.array(columns, dtype=np.intp), np.array(codes), np.array(types))
+            self._plans[key] = plan
+        return plan
 
     def c_nvmlDeviceGetFieldValues(self, handle: Any, count: Any, values: Any) -> int:
         g = self._gpu(handle)
         if isinstance(g, int):
             return g
-        timestamp_us = int(self.clock.now_s() * 1e6)
-        array = values._obj
-        readers = self._field_readers
-        value_members = {
-            N.NVML_VALUE_TYPE_UNSIGNED_INT: "uiVal",
-            N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG: "ullVal",
-        }
-        for k in range(count.value):
-            field = array[k]
-            field.timestamp = timestamp_us
-            read = readers.get(field.fieldId)
-            result = read(g, field.scopeId) if read else N.NVML_ERROR_NOT_SUPPORTED
-            if isinstance(result, int):
-                field.nvmlReturn = result
-                continue
-            value_type, value = result
-            field.nvmlReturn = N.NVML_SUCCESS
-            field.valueType = value_type
-            setattr(field.value, value_members[value_type], value)
+        view = field_view(values._obj, count.value)
+        plan = self._field_plan(g.profile, view["fieldId"], view["scopeId"])
+        view["timestamp"] = int(self.clock.now_s() * 1e6)
+        view["nvmlReturn"] = plan.codes
+        view["valueType"] = plan.types
+        view["value"] = g.fields[g.i][plan.columns]
         return N.NVML_SUCCESS
 
     # ---- processes ----
