@@ -10,6 +10,7 @@ also measured on this machine's real GPUs (no simulation).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import statistics
 import time
 
@@ -70,10 +71,8 @@ def bare_loop_cpu_us_per_gpu(gpus: int, ticks: int, profile: str = "h100", raw_f
     start = time.process_time()
     for _ in range(ticks):
         clock.advance_s(1)
-        try:
+        with contextlib.suppress(N.NVMLError):  # TIMEOUT: no XID event pending
             N.nvmlEventSetWait_v2(event_set, 0)
-        except N.NVMLError:
-            pass
         for h in handles:
             N.nvmlDeviceGetUtilizationRates(h)
             read_memory_v2(h)
@@ -155,17 +154,15 @@ def main() -> None:
 
     print(f"P1/P8 reader CPU per GPU per tick, simulated H100s, zero NVML latency (median of {runs})")
     print("  bare: the same 1 Hz calls through pynvml's wrappers; bare*: field values read the reader's way")
-    print(
-        f"{'GPUs':>5} {'reader':>8} {'bare':>8} {'bare*':>8} {'reader/bare':>12} {'reader/bare*':>13} {'gpustat':>8}"
-    )
+    columns = ("GPUs", "reader", "bare", "bare*", "reader/bare", "reader/bare*", "gpustat")
+    print(" ".join(f"{c:>12}" for c in columns))
     for gpus in (1, 8, 16):
         ours = median(runs, reader_cpu_us_per_gpu, gpus, ticks)
         bare = median(runs, bare_loop_cpu_us_per_gpu, gpus, ticks)
         raw = median(runs, bare_loop_cpu_us_per_gpu, gpus, ticks, "h100", True)
         theirs = median(runs, gpustat_cpu_us_per_gpu, gpus, max(50, ticks // 10))
-        print(
-            f"{gpus:>5} {ours:>8.1f} {bare:>8.1f} {raw:>8.1f} {ours / bare:>12.2f} {ours / raw:>13.2f} {theirs:>8.1f}"
-        )
+        figures = (ours, bare, raw, ours / bare, ours / raw, theirs)
+        print(f"{gpus:>12} " + " ".join(f"{x:>12.2f}" if x < 10 else f"{x:>12.1f}" for x in figures))
     print("  (µs of CPU per GPU per tick)")
     for profile in ("rtx4090", "laptop"):
         ours = median(runs, reader_cpu_us_per_gpu, 8, ticks, profile)

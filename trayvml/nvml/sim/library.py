@@ -670,8 +670,8 @@ class SimulatedNvml:
         if plan is None:
             columns, codes, types = [], [], []
             for fid, scope in zip(fids.tolist(), scopes.tolist(), strict=True):
-                column = _COLUMN.get((fid, scope if fid in _LINK_FIELDS else 0))
-                supported = column is not None and FIELD_COLUMNS[column][3](profile)
+                column = _COLUMN.get((fid, scope if fid in _LINK_FIELDS else 0), -1)
+                supported = column >= 0 and FIELD_COLUMNS[column][3](profile)
                 columns.append(column if supported else 0)
                 codes.append(N.NVML_SUCCESS if supported else N.NVML_ERROR_NOT_SUPPORTED)
                 types.append(FIELD_COLUMNS[column][2] if supported else 0)
