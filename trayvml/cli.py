@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from trayvml import __version__
-from trayvml.core.errors import NotEnoughGpus, SimulationSpecError, TrayvmlError
+from trayvml.core.errors import NotEnoughGpusError, SimulationSpecError, TrayvmlError
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
     from trayvml.nvml.sim import SimSpec
@@ -123,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval)
-    except NotEnoughGpus as error:
+    except NotEnoughGpusError as error:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)

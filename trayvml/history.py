@@ -160,6 +160,7 @@ class History:
 
     def __init__(self, tiers: tuple[Tier, ...] | None = None) -> None:
         self.tiers = tiers or default_tiers()
+        self.processes = ProcessHistory()
         self.gpu_count = 0
         self.core_count = 0
         self._gpus: TieredRing | None = None
@@ -167,9 +168,15 @@ class History:
 
     @property
     def nbytes(self) -> int:
-        return sum(ring.nbytes for ring in (self._gpus, self._host) if ring is not None)
+        rings = sum(ring.nbytes for ring in (self._gpus, self._host) if ring is not None)
+        return rings + self.processes.nbytes
+
+    @property
+    def latest_s(self) -> float:
+        return max((r.latest_s for r in (self._gpus, self._host) if r is not None), default=-math.inf)
 
     def append(self, sample: Sample) -> None:
+        self.processes.append(sample)
         if sample.gpus:
             if len(sample.gpus) != self.gpu_count or self._gpus is None:
                 self.gpu_count = len(sample.gpus)  # a different set of GPUs: start afresh
@@ -204,3 +211,54 @@ class History:
         if self._host is None:
             return None
         return self._host.read(start_s, end_s, max_points, slice(len(HISTORY_HOST_KEYS), None))
+
+
+PROCESS_TIERS = (Tier(5.0, 180), Tier(30.0, 1440))  # 15 min at 5 s, then 12 h at 30 s
+MAX_TRACKED_PROCESSES = 64
+
+
+@dataclass
+class _TrackedProcess:
+    gpu_index: int
+    pid: int
+    label: str
+    ring: TieredRing
+    last_seen_s: float
+
+
+class ProcessHistory:
+    """GPU memory of each process over time, for at most MAX_TRACKED_PROCESSES processes."""
+
+    def __init__(self) -> None:
+        self._processes: dict[tuple[int, int], _TrackedProcess] = {}
+
+    @property
+    def nbytes(self) -> int:
+        return sum(p.ring.nbytes for p in self._processes.values())
+
+    def append(self, sample: Sample) -> None:
+        for gpu in sample.gpus:
+            for proc in gpu.processes:
+                key = (gpu.index, proc.pid)
+                tracked = self._processes.get(key)
+                if tracked is None:
+                    if len(self._processes) >= MAX_TRACKED_PROCESSES:
+                        oldest = min(self._processes, key=lambda k: self._processes[k].last_seen_s)
+                        del self._processes[oldest]  # the one that exited longest ago
+                    label = f"{proc.name or '?'} ({proc.pid})"
+                    tracked = _TrackedProcess(gpu.index, proc.pid, label, TieredRing(1, PROCESS_TIERS), 0.0)
+                    self._processes[key] = tracked
+                tracked.last_seen_s = sample.timestamp_s
+                tracked.ring.append(sample.timestamp_s, np.array([proc.used_memory_bytes], dtype=np.float32))
+
+    def series(self, start_s: float, end_s: float, max_points: int) -> list[tuple[int, str, Series]]:
+        """(GPU index, label, memory series) of each process seen in the range, most memory first."""
+        found = []
+        for tracked in self._processes.values():
+            if tracked.last_seen_s < start_s:
+                continue
+            series = tracked.ring.read(start_s, end_s, max_points, np.array([0]))
+            peak = np.nanmax(series.high) if np.isfinite(series.high).any() else 0.0
+            found.append((peak, tracked.gpu_index, tracked.label, series))
+        found.sort(key=lambda item: -item[0])
+        return [(gpu, label, series) for _, gpu, label, series in found]

@@ -7,7 +7,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from trayvml.core.errors import NotEnoughGpus, TrayvmlError
+from trayvml.core.errors import NotEnoughGpusError, TrayvmlError
 from trayvml.core.sample import GpuSample, Sample
 
 CRITERIA = ("memory", "memory-ratio", "power", "utilization")
@@ -29,7 +29,7 @@ def _score(gpu: GpuSample, by: str) -> float:
 
 
 def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: float = 0) -> list[int]:
-    """Indices of the ``count`` best GPUs in ``sample``; raises NotEnoughGpus with a sentence."""
+    """Indices of the ``count`` best GPUs in ``sample``; raises NotEnoughGpusError with a sentence."""
     if by not in CRITERIA:
         raise TrayvmlError(f"Unknown criterion {by!r}: choose one of {', '.join(CRITERIA)}.")
     if count < 1:
@@ -41,7 +41,7 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
         condition = f" with at least {min_free_mib:g} MiB free" if min_free_mib else ""
         lost = sum(g.lost for g in sample.gpus)
         lost_note = f" ({lost} lost)" if lost else ""
-        raise NotEnoughGpus(
+        raise NotEnoughGpusError(
             f"{count} GPU{'s' if count > 1 else ''} asked for, but only {len(qualifying)} of "
             f"{len(sample.gpus)}{lost_note} qualif{'y' if len(qualifying) != 1 else 'ies'}{condition}."
         )
@@ -58,7 +58,7 @@ def pick_gpus(
 ) -> list[int]:
     """Read the GPUs now and return the indices of the ``count`` freest.
 
-    Raises NotEnoughGpus when too few qualify and TrayvmlError when NVML is unavailable.
+    Raises NotEnoughGpusError when too few qualify and TrayvmlError when NVML is unavailable.
     Indices follow NVML's (PCI bus) order; :func:`visible_gpus` makes CUDA use that order.
     """
     from trayvml.source import Source, simulation_from

@@ -56,7 +56,7 @@ class TrayvmlError(Exception):
     """An expected failure with a message fit for a user (no traceback is shown)."""
 
 
-class NotEnoughGpus(TrayvmlError):
+class NotEnoughGpusError(TrayvmlError):
     pass
 
 

@@ -72,6 +72,7 @@ class Metric:
     smi: SmiField | None = None
     history: bool = True  # kept as a timeline (False: shown as a current value only)
     alert: bool = False  # offered as an alert condition
+    plot: bool = True  # drawn in its group's panel (False: in history, CSV and JSON, not drawn)
 
 
 _P = Unit.PERCENT
@@ -108,6 +109,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.MEMORY,
         SmiField("memory.free", "MiB", 1 / _MIB),
         alert=True,
+        plot=False,
     ),
     Metric(
         "memory_reserved_bytes",
@@ -115,8 +117,9 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.reserved", "MiB", 1 / _MIB),
+        plot=False,
     ),
-    Metric("memory_used_percent", "Memory used, % of total", _P, Group.MEMORY, alert=True),
+    Metric("memory_used_percent", "Memory used, % of total", _P, Group.MEMORY, alert=True, plot=False),
     Metric(
         "temperature_gpu_c",
         "GPU temperature",
@@ -155,6 +158,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("power.limit", "W", decimals=2),
+        plot=False,
     ),
     Metric(
         "power_enforced_limit_w",
@@ -162,14 +166,9 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("enforced.power.limit", "W", decimals=2),
+        plot=False,
     ),
-    Metric(
-        "power_used_percent",
-        "Power draw, % of enforced limit",
-        _P,
-        Group.POWER,
-        alert=True,
-    ),
+    Metric("power_used_percent", "Power draw, % of enforced limit", _P, Group.POWER, alert=True, plot=False),
     Metric(
         "energy_consumed_j",
         "Energy since driver load",
@@ -185,6 +184,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.graphics", "MHz"),
+        plot=False,
     ),
     Metric(
         "clock_memory_mhz",
@@ -200,7 +200,9 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
     ),
-    Metric("performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate")),
+    Metric(
+        "performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate"), plot=False
+    ),
     Metric(
         "pcie_tx_bytes_per_s",
         "PCIe TX",
@@ -221,6 +223,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.PCIE_GEN,
         Group.PCIE,
         SmiField("pcie.link.gen.current"),
+        plot=False,
     ),
     Metric(
         "pcie_link_width",
@@ -228,6 +231,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.LANES,
         Group.PCIE,
         SmiField("pcie.link.width.current"),
+        plot=False,
     ),
     Metric(
         "pcie_replay_count",
@@ -235,6 +239,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.PCIE,
         SmiField("pcie.replay_counter"),
+        plot=False,
     ),
     Metric(
         "nvlink_tx_bytes_per_s",
@@ -285,6 +290,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.aggregate.total"),
+        plot=False,
     ),
     Metric(
         "ecc_uncorrected_aggregate_count",
@@ -292,6 +298,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.aggregate.total"),
+        plot=False,
     ),
     Metric(
         "retired_pages_sbe_count",
@@ -299,6 +306,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("retired_pages.single_bit_ecc.count"),
+        plot=False,
     ),
     Metric(
         "retired_pages_dbe_count",
@@ -306,6 +314,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("retired_pages.double_bit.count"),
+        plot=False,
     ),
     Metric(
         "retired_pages_pending",
@@ -313,6 +322,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.FLAG,
         Group.ERRORS,
         SmiField("retired_pages.pending"),
+        plot=False,
     ),
     Metric(
         "remapped_rows_correctable_count",
@@ -320,6 +330,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("remapped_rows.correctable"),
+        plot=False,
     ),
     Metric(
         "remapped_rows_uncorrectable_count",
@@ -327,6 +338,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("remapped_rows.uncorrectable"),
+        plot=False,
     ),
     Metric(
         "remapped_rows_pending",
@@ -334,6 +346,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.FLAG,
         Group.ERRORS,
         SmiField("remapped_rows.pending"),
+        plot=False,
     ),
     Metric(
         "remapped_rows_failure",
@@ -341,6 +354,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.FLAG,
         Group.ERRORS,
         SmiField("remapped_rows.failure"),
+        plot=False,
     ),
     Metric(
         "xid_error_count",
@@ -358,16 +372,16 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
     ),
-    Metric("process_count", "Processes", Unit.COUNT, Group.PROCESSES, SmiField("process.count")),
+    Metric("process_count", "Processes", Unit.COUNT, Group.PROCESSES, SmiField("process.count"), plot=False),
 )
 
 HOST_METRICS: tuple[Metric, ...] = (
     Metric("cpu_percent", "CPU", _P, Group.CPU),
     Metric("ram_used_bytes", "RAM used", Unit.BYTES, Group.RAM),
-    Metric("ram_total_bytes", "RAM total", Unit.BYTES, Group.RAM, history=False),
-    Metric("ram_used_percent", "RAM used", _P, Group.RAM),
+    Metric("ram_total_bytes", "RAM total", Unit.BYTES, Group.RAM, history=False, plot=False),
+    Metric("ram_used_percent", "RAM used", _P, Group.RAM, plot=False),
     Metric("swap_used_bytes", "Swap used", Unit.BYTES, Group.RAM),
-    Metric("swap_total_bytes", "Swap total", Unit.BYTES, Group.RAM, history=False),
+    Metric("swap_total_bytes", "Swap total", Unit.BYTES, Group.RAM, history=False, plot=False),
     Metric("disk_read_bytes_per_s", "Disk read", Unit.BYTES_PER_S, Group.DISK),
     Metric("disk_write_bytes_per_s", "Disk write", Unit.BYTES_PER_S, Group.DISK),
     Metric("net_rx_bytes_per_s", "Network received", Unit.BYTES_PER_S, Group.NETWORK),

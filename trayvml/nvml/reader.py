@@ -60,7 +60,7 @@ ProcessResolver = Callable[[int], ProcessDetails | None]
 """Looks a PID up on the host: details, None if it is gone, PermissionError if hidden."""
 
 
-class _NvmlDown(Exception):
+class _NvmlDownError(Exception):
     def __init__(self, error: N.NVMLError) -> None:
         super().__init__(str(error))
         self.error = error
@@ -262,7 +262,7 @@ class NvmlReader:
         try:
             self._drain_xid_events()
             return tuple(self._read_gpu(g, now_s) for g in self._gpus)
-        except _NvmlDown as down:
+        except _NvmlDownError as down:
             self._go_down(unavailable_from(down.error), now_s)
             return ()
 
@@ -760,7 +760,7 @@ class NvmlReader:
         """Record what a failed call means; True when the GPU is lost (stop reading it)."""
         code = error.value
         if code in _FATAL:
-            raise _NvmlDown(error)
+            raise _NvmlDownError(error)
         if code == N.NVML_ERROR_GPU_IS_LOST:
             self._mark_lost(g)
             return True
@@ -832,7 +832,7 @@ class NvmlReader:
                 data = N.nvmlEventSetWait_v2(self._event_set, 0)
             except N.NVMLError as error:
                 if error.value in _FATAL:
-                    raise _NvmlDown(error) from None
+                    raise _NvmlDownError(error) from None
                 return  # TIMEOUT: no more events
             g = self._gpu_by_handle.get(_handle_value(data.device))
             if g is not None and not g.lost:

@@ -1,0 +1,98 @@
+"""Screenshots of trayvml on a virtual screen with a real tray host: tray, menu, window per range.
+
+    .venv/bin/python scripts/screenshots.py [OUT_DIR] [--spec SPEC]
+
+Twelve simulated hours are fed through the app first (the same code path live samples take),
+so that every range has something to show. Look at every picture it writes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from tests.desktop import DesktopStack  # noqa: E402
+
+
+def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
+    from PySide6.QtCore import QPoint
+    from PySide6.QtWidgets import QApplication
+
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.source import Source
+    from trayvml.ui.app import App
+    from trayvml.ui.window import RANGES_S
+
+    qt = QApplication([])
+    qt.setApplicationName("trayvml")
+    clock = ManualClock(1_800_000_000.0)
+    spec = parse_spec(spec_text)
+    source = Source(spec, clock)
+    app = App(spec, clock=clock, tray_wait_s=0)
+    app._check_tray()
+
+    def pump(ms: int = 300) -> None:
+        from PySide6.QtCore import QEventLoop, QTimer
+
+        loop = QEventLoop()
+        QTimer.singleShot(ms, loop.quit)
+        loop.exec()
+
+    # 12 h of history: a sample every 5 s for most of it (one per bucket of the 5 s tier),
+    # then every second for the last 15 minutes, the way the sampler would have fed it.
+    twelve_hours = 12 * 3600
+    while clock.now_s() < 1_800_000_000.0 + twelve_hours - 900:
+        app.history.append(source.sample())
+        clock.advance_s(5)
+    for _ in range(900):
+        app.on_sample(source.sample())
+        clock.advance_s(1)
+    pump(1500)
+
+    stack.screenshot(out / "tray.png", crop="260x40+1020+0")
+    app.tray.menu.popup(QPoint(900, 34))
+    pump(800)
+    stack.screenshot(out / "menu.png", crop="560x420+700+0")
+    app.tray.menu.hide()
+
+    window = app.ensure_window()
+    window.resize(1240, 760)
+    window.move(20, 36)
+    app.show_window()
+    pump(800)
+    for label, seconds in RANGES_S:
+        window.set_range(seconds)
+        pump(500)
+        stack.screenshot(out / f"window-{label.replace(' ', '')}.png")
+    window.set_range(3600)
+    for tab in range(1, window.tabs.count()):
+        window.tabs.setCurrentIndex(tab)
+        pump(500)
+        name = window.tabs.tabText(tab).lower().replace(" ", "-")
+        stack.screenshot(out / f"window-{name}.png")
+    window.tabs.setCurrentIndex(0)
+    window.hide()
+    app._show_summary()
+    app.summary.move(400, 200)
+    pump(800)
+    stack.screenshot(out / "summary.png")
+    qt.quit()
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?", default="out/screenshots")
+    parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
+    args = parser.parse_args()
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with DesktopStack("sni", notifications=False) as stack:
+        os.environ.update(stack.env)
+        shoot(stack, out, args.spec)
+    print(f"screenshots in {out}/")

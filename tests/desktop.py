@@ -1,0 +1,202 @@
+"""A real desktop on a virtual screen: Xvfb, a private D-Bus session, a tray host, dunst.
+
+Used by the desktop tests and by scripts/screenshots. Start order and checks follow
+shared/DESKTOP-TESTING.md: the tray host must be registered before the app creates its icon.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import tempfile
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+SNI_TOOLS = ("Xvfb", "dbus-daemon", "gdbus", "status-notifier-watcher", "gtk-sni-tray-standalone", "import")
+XEMBED_TOOLS = ("Xvfb", "dbus-daemon", "trayer", "import")
+NOTIFY_TOOLS = ("dunst", "dunstctl")
+
+
+def missing_tools(tray: str | None, notifications: bool) -> list[str]:
+    needed = list(
+        SNI_TOOLS if tray == "sni" else XEMBED_TOOLS if tray == "xembed" else ("Xvfb", "dbus-daemon")
+    )
+    if notifications:
+        needed += NOTIFY_TOOLS
+    return [tool for tool in needed if shutil.which(tool) is None]
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if condition():
+            return
+        time.sleep(0.1)
+    raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+class DesktopStack:
+    """``tray`` is "sni", "xembed" or None (a desktop with no tray at all)."""
+
+    def __init__(self, tray: str | None = "sni", notifications: bool = True, size: str = "1280x800") -> None:
+        self.tray = tray
+        self.notifications = notifications
+        self.size = size
+        self.env: dict[str, str] = {}
+        self._processes: list[subprocess.Popen] = []
+        self._dir = Path(tempfile.mkdtemp(prefix="trayvml-desktop-"))
+
+    # ---- lifecycle ----
+    def start(self) -> DesktopStack:
+        read_fd, write_fd = os.pipe()
+        xvfb = subprocess.Popen(
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{self.size}x24", "-nolisten", "tcp"],
+            pass_fds=(write_fd,),
+            stderr=subprocess.DEVNULL,
+        )
+        os.close(write_fd)
+        self._processes.append(xvfb)
+        with os.fdopen(read_fd) as display_pipe:
+            display = display_pipe.readline().strip()
+        runtime = self._dir / "runtime"
+        runtime.mkdir(mode=0o700)
+        self.env = {
+            **os.environ,
+            "DISPLAY": f":{display}",
+            "XDG_RUNTIME_DIR": str(runtime),
+            "XDG_CONFIG_HOME": str(self._dir / "config"),
+            "QT_QPA_PLATFORM": "xcb",
+        }
+        self.env.pop("WAYLAND_DISPLAY", None)
+        bus = subprocess.Popen(
+            ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=self.env,
+        )
+        self._processes.append(bus)
+        assert bus.stdout is not None
+        self.env["DBUS_SESSION_BUS_ADDRESS"] = bus.stdout.readline().strip()
+        if self.tray == "sni":
+            self._spawn("status-notifier-watcher")
+            wait_until(lambda: self._has_owner("org.kde.StatusNotifierWatcher"), what="the SNI watcher")
+            self._spawn("gtk-sni-tray-standalone", "--top", "--end", "--size", "30", "--color", "#2e3440")
+            wait_until(self._sni_host_registered, what="the SNI tray host")
+        elif self.tray == "xembed":
+            self._spawn(
+                "trayer", "--edge", "top", "--align", "right", "--widthtype", "request", "--height", "28",
+                "--transparent", "false", "--tint", "0x2e3440", "--SetDockType", "true",
+            )  # fmt: skip
+            time.sleep(1.0)  # trayer has no readiness signal; its manager selection appears within this
+        if self.notifications:
+            self._spawn("dunst", "-config", str(self._dunst_config()))
+            wait_until(lambda: self.run("dunstctl", "is-paused").returncode == 0, what="dunst")
+        return self
+
+    def stop(self) -> None:
+        for process in reversed(self._processes):
+            process.terminate()
+        for process in reversed(self._processes):
+            try:
+                process.wait(5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+        self._processes.clear()
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+    def __enter__(self) -> DesktopStack:
+        return self.start()
+
+    def __exit__(self, *_: object) -> None:
+        self.stop()
+
+    # ---- helpers ----
+    def _spawn(self, *command: str) -> subprocess.Popen:
+        process = subprocess.Popen(
+            command, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self._processes.append(process)
+        return process
+
+    def _dunst_config(self) -> Path:
+        path = self._dir / "dunstrc"
+        path.write_text(
+            textwrap.dedent(
+                """\
+                [global]
+                    geometry = "400x5-20+40"
+                    font = DejaVu Sans 10
+                    frame_width = 2
+                    frame_color = "#76b900"
+                    format = "<b>%s</b>\\n%b"
+                    markup = full
+                [urgency_critical]
+                    background = "#3b1f22"
+                    foreground = "#ffffff"
+                    frame_color = "#e5484d"
+                    timeout = 0
+                """
+            )
+        )
+        return path
+
+    def run(self, *command: str, timeout: float = 10) -> subprocess.CompletedProcess:
+        return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def gdbus_call(self, destination: str, path: str, method: str, *args: str) -> str:
+        result = self.run(
+            "gdbus",
+            "call",
+            "--session",
+            "--dest",
+            destination,
+            "--object-path",
+            path,
+            "--method",
+            method,
+            *args,
+        )
+        return result.stdout.strip() if result.returncode == 0 else ""
+
+    def _has_owner(self, name: str) -> bool:
+        reply = self.gdbus_call(
+            "org.freedesktop.DBus", "/org/freedesktop/DBus", "org.freedesktop.DBus.NameHasOwner", name
+        )
+        return reply == "(true,)"
+
+    def _sni_host_registered(self) -> bool:
+        reply = self.gdbus_call(
+            "org.kde.StatusNotifierWatcher",
+            "/StatusNotifierWatcher",
+            "org.freedesktop.DBus.Properties.Get",
+            "org.kde.StatusNotifierWatcher",
+            "IsStatusNotifierHostRegistered",
+        )
+        return "true" in reply
+
+    def screenshot(self, path: str | Path, crop: str | None = None) -> Path:
+        path = Path(path)
+        result = self.run("import", "-window", "root", str(path))
+        if result.returncode != 0:
+            raise RuntimeError(f"screenshot failed: {result.stderr}")
+        if crop:
+            self.run("convert", str(path), "-crop", crop, "+repage", str(path))
+        return path
+
+    def dunst_history(self) -> list[dict]:
+        """Closed notifications (dunst keeps only those in its history), newest first."""
+        self.run("dunstctl", "close-all")
+        reply = self.run("dunstctl", "history")
+        data = json.loads(reply.stdout or '{"data": [[]]}')
+        return [
+            {
+                key: entry[key]["data"]
+                for key in entry
+                if isinstance(entry[key], dict) and "data" in entry[key]
+            }
+            for entry in data["data"][0]
+        ]

@@ -1,0 +1,1 @@
+"""The user interface: Qt and pyqtgraph live here and nowhere else."""

@@ -1,0 +1,22 @@
+"""From a sample to what the icon shows: one bar per GPU, its height from the chosen metric."""
+
+from __future__ import annotations
+
+from trayvml.core.levels import gpu_level
+from trayvml.core.sample import Sample
+from trayvml.ui.icon import Bar, IconContent, icon_content
+
+# The tray icon's metric setting: label -> (metric key, value at a full bar)
+TRAY_METRICS = {
+    "utilization": ("utilization_gpu_percent", 100.0),
+    "memory": ("memory_used_percent", 100.0),
+    "temperature": ("temperature_gpu_c", 100.0),
+    "power": ("power_used_percent", 100.0),
+}
+
+
+def content_for(sample: Sample | None, metric: str = "utilization") -> IconContent:
+    if sample is None or not sample.gpus:
+        return IconContent((), no_gpu=True)
+    key, full_scale = TRAY_METRICS[metric]
+    return icon_content([Bar(g.value(key) / full_scale, gpu_level(g)) for g in sample.gpus])

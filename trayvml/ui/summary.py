@@ -1,0 +1,71 @@
+"""A small always-on-top window with the glance, for desktops without a system tray."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QPixmap
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from trayvml.core.levels import gpu_level
+from trayvml.core.sample import Sample
+from trayvml.ui.glance import content_for
+from trayvml.ui.icon import draw_icon
+from trayvml.ui.text import gpu_line, host_line
+from trayvml.ui.theme import LEVEL_COLOURS
+
+NO_TRAY_MESSAGE = (
+    "No system tray was found, so trayvml shows this window instead. "
+    "On GNOME, the AppIndicator extension adds a tray."
+)
+
+
+class SummaryWindow(QWidget):
+    show_graphs_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(self) -> None:
+        super().__init__(None, Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
+        self.setObjectName("trayvml_summary")
+        self.setWindowTitle("trayvml")
+        layout = QVBoxLayout(self)
+        header = QHBoxLayout()
+        self.icon_label = QLabel()
+        header.addWidget(self.icon_label)
+        self.title = QLabel("<b>trayvml</b>")
+        header.addWidget(self.title, 1)
+        layout.addLayout(header)
+        self.message = QLabel(NO_TRAY_MESSAGE)
+        self.message.setWordWrap(True)
+        self.message.setStyleSheet("color: palette(placeholder-text);")
+        layout.addWidget(self.message)
+        self.rows = QLabel()
+        self.rows.setTextFormat(Qt.TextFormat.RichText)
+        layout.addWidget(self.rows)
+        buttons = QHBoxLayout()
+        show = QPushButton("Show graphs")
+        show.clicked.connect(self.show_graphs_requested)
+        quit_button = QPushButton("Quit")
+        quit_button.clicked.connect(self.quit_requested)
+        buttons.addStretch(1)
+        buttons.addWidget(show)
+        buttons.addWidget(quit_button)
+        layout.addLayout(buttons)
+        self.setMinimumWidth(380)
+
+    def update_sample(self, sample: Sample | None) -> None:
+        pixmap: QPixmap = draw_icon(content_for(sample), 32, self.devicePixelRatioF())
+        self.icon_label.setPixmap(pixmap)
+        if sample is None:
+            self.rows.setText("Starting…")
+            return
+        self.title.setText(f"<b>trayvml</b> — {sample.simulation}" if sample.simulation else "<b>trayvml</b>")
+        rows = []
+        if sample.unavailable is not None:
+            rows.append(sample.unavailable.sentence)
+        for gpu, info in zip(sample.gpus, sample.devices, strict=True):
+            colour = LEVEL_COLOURS[gpu_level(gpu)].name()
+            rows.append(f'<span style="color:{colour}">■</span> {gpu_line(gpu, info)}')
+        host = host_line(sample)
+        if host:
+            rows.append(host)
+        self.rows.setText("<br>".join(rows))

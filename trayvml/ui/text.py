@@ -1,0 +1,73 @@
+"""The words of the glance: tooltip lines, menu entries, summary rows."""
+
+from __future__ import annotations
+
+import math
+import re
+
+from trayvml.core.metrics import GPU_METRIC_BY_KEY
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.units import format_value
+
+_NOISE = re.compile(r"\bNVIDIA\b|\bGeForce\b|\bGPU\b|\b\d+GB\b|\bHBM\d*e?\b|\bPCIe\b|\bSXM\d?\b")
+
+
+def short_name(name: str) -> str:
+    """'NVIDIA GeForce RTX 4090' -> 'RTX 4090'; 'NVIDIA H100 80GB HBM3' -> 'H100'."""
+    short = " ".join(_NOISE.sub(" ", name).split())
+    return short or name
+
+
+def _value(gpu: GpuSample, key: str) -> str | None:
+    if gpu.state(key) is not MetricState.OK or math.isnan(gpu.value(key)):
+        return None
+    return format_value(GPU_METRIC_BY_KEY[key], gpu.value(key)).replace(" %", "%")
+
+
+def used_of_total(used_bytes: float, total_bytes: float) -> str:
+    """``12.1/80.0 GiB``: both in GiB, so they compare at a glance."""
+    return f"{used_bytes / 2**30:.1f}/{total_bytes / 2**30:.1f} GiB"
+
+
+def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
+    """``0 H100 43% · 12.1/80.0 GiB · 61 °C · 210 W``; parts a GPU cannot tell are left out."""
+    head = f"{gpu.index} {short_name(info.name)}"
+    if gpu.lost:
+        return f"{head} — lost: it has fallen off the bus"
+    parts = []
+    util = _value(gpu, "utilization_gpu_percent")
+    if util:
+        head += f" {util}"
+    used = gpu.value("memory_used_bytes")
+    if not math.isnan(used):
+        parts.append(used_of_total(used, info.memory_total_bytes))
+    for key in ("temperature_gpu_c", "power_draw_w"):
+        text = _value(gpu, key)
+        if text:
+            parts.append(text)
+    return " · ".join([head, *parts])
+
+
+def host_line(sample: Sample) -> str:
+    host = sample.host
+    if host is None:
+        return ""
+    cpu = host.value("cpu_percent")
+    used, total = host.value("ram_used_bytes"), host.value("ram_total_bytes")
+    cpu_text = "–" if math.isnan(cpu) else f"{cpu:.0f}%"
+    return f"Host CPU {cpu_text} · RAM {used_of_total(used, total)}"
+
+
+def tooltip(sample: Sample | None) -> str:
+    lines = ["trayvml"]
+    if sample is None:
+        return "trayvml — starting…"
+    if sample.simulation:
+        lines[0] += f" — {sample.simulation}"
+    if sample.unavailable is not None:
+        lines.append(sample.unavailable.sentence)
+    lines.extend(gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True))
+    host = host_line(sample)
+    if host:
+        lines.append(host)
+    return "\n".join(lines)

@@ -1,0 +1,152 @@
+"""The tray icon, its tooltip and its menu."""
+
+from __future__ import annotations
+
+import time
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtGui import QAction, QGuiApplication, QIcon
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
+from trayvml.core.sample import Sample
+from trayvml.pick import choose
+from trayvml.ui.glance import content_for
+from trayvml.ui.icon import IconContent, draw_icon
+from trayvml.ui.text import gpu_line, tooltip
+
+ICON_SIZES = (16, 22, 24, 32, 48, 64)
+PAUSE_1H_S = 3600.0
+
+
+def make_icon(content: IconContent, device_pixel_ratio: float = 1.0) -> QIcon:
+    icon = QIcon()
+    for size in ICON_SIZES:
+        icon.addPixmap(draw_icon(content, size, device_pixel_ratio))
+    return icon
+
+
+class Tray(QObject):
+    """The tray item. It redraws only when what it shows changed."""
+
+    show_window_requested = Signal(int)  # a GPU index, or -1 for the window as it was
+    toggle_window_requested = Signal()
+    simulation_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(self, metric: str = "utilization") -> None:
+        super().__init__()
+        self.metric = metric
+        self.sample: Sample | None = None
+        self.alerts_paused_until_s = 0.0  # 0: not paused; inf: until resumed
+        self._content: IconContent | None = None
+        self._tooltip = ""
+        self.redraws = 0
+        self.icon = QSystemTrayIcon()
+        self.icon.setObjectName("trayvml_tray")
+        self.menu = QMenu()
+        self._build_menu()
+        self.icon.setContextMenu(self.menu)
+        self.icon.activated.connect(self._activated)
+        self.update(None)
+
+    # ---- menu ----
+    def _build_menu(self) -> None:
+        m = self.menu
+        self.show_action = m.addAction("Show graphs", lambda: self.show_window_requested.emit(-1))
+        font = self.show_action.font()
+        font.setBold(True)
+        self.show_action.setFont(font)
+        m.addSeparator()
+        self.status_action = m.addAction("Starting…")
+        self.status_action.setEnabled(False)
+        self.gpu_actions: list[QAction] = []
+        self._gpu_anchor = m.addSeparator()
+        self.copy_action = m.addAction("Copy CUDA_VISIBLE_DEVICES", self._copy_freest)
+        self.simulate_action = m.addAction("Start with simulated GPUs", self.simulation_requested.emit)
+        self.simulate_action.setVisible(False)
+        pause = m.addMenu("Pause alerts")
+        self.pause_hour_action = pause.addAction("For 1 hour", lambda: self.pause_alerts(PAUSE_1H_S))
+        self.pause_forever_action = pause.addAction("Until resumed", lambda: self.pause_alerts(float("inf")))
+        self.resume_action = pause.addAction("Resume alerts", lambda: self.pause_alerts(0.0))
+        self.resume_action.setEnabled(False)
+        self.pause_menu = pause
+        self.autostart_action = m.addAction("Start at login")
+        self.autostart_action.setCheckable(True)
+        self.settings_action = m.addAction("Settings…")
+        m.addSeparator()
+        m.addAction("Quit", self.quit_requested.emit)
+
+    def pause_alerts(self, seconds: float) -> None:
+        self.alerts_paused_until_s = 0.0 if seconds == 0 else time.time() + seconds
+        paused = self.alerts_paused
+        self.resume_action.setEnabled(paused)
+        self.pause_menu.setTitle("Alerts paused" if paused else "Pause alerts")
+
+    @property
+    def alerts_paused(self) -> bool:
+        return time.time() < self.alerts_paused_until_s
+
+    def _copy_freest(self) -> None:
+        text = self.freest_text()
+        if text:
+            QGuiApplication.clipboard().setText(text)
+
+    def freest_text(self) -> str:
+        if self.sample is None or not self.sample.gpus:
+            return ""
+        try:
+            chosen = choose(self.sample, 1, "memory")
+        except NotEnoughGpusError:  # every GPU lost
+            return ""
+        return f"CUDA_VISIBLE_DEVICES={chosen[0]}"
+
+    def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason == QSystemTrayIcon.ActivationReason.Trigger:
+            self.toggle_window_requested.emit()
+
+    # ---- updates ----
+    def update(self, sample: Sample | None) -> None:
+        self.sample = sample
+        content = content_for(sample, self.metric)
+        if content != self._content:
+            self._content = content
+            self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
+            self.redraws += 1
+        text = tooltip(sample)
+        if text != self._tooltip:
+            self._tooltip = text
+            self.icon.setToolTip(text)
+        self._update_menu(sample)
+
+    def set_metric(self, metric: str) -> None:
+        self.metric = metric
+        self.update(self.sample)
+
+    def _device_pixel_ratio(self) -> float:
+        screen = QGuiApplication.primaryScreen()
+        return screen.devicePixelRatio() if screen else 1.0
+
+    def _update_menu(self, sample: Sample | None) -> None:
+        gpus = sample.gpus if sample else ()
+        while len(self.gpu_actions) < len(gpus):
+            index = len(self.gpu_actions)
+            action = QAction(self.menu)
+            action.triggered.connect(lambda _=False, i=index: self.show_window_requested.emit(i))
+            self.menu.insertAction(self._gpu_anchor, action)
+            self.gpu_actions.append(action)
+        for k, action in enumerate(self.gpu_actions):
+            action.setVisible(k < len(gpus))
+        if sample is None:
+            return
+        for gpu, info, action in zip(sample.gpus, sample.devices, self.gpu_actions, strict=False):
+            action.setText(gpu_line(gpu, info))
+        unavailable = sample.unavailable
+        status = unavailable.sentence if unavailable else sample.simulation
+        self.status_action.setText(status)
+        self.status_action.setVisible(bool(status))
+        no_driver = unavailable is not None and unavailable.reason is UnavailableReason.LIBRARY_NOT_FOUND
+        self.simulate_action.setVisible(no_driver and not sample.simulation)
+        freest = self.freest_text()
+        self.copy_action.setText(f"Copy {freest}" if freest else "Copy CUDA_VISIBLE_DEVICES")
+        self.copy_action.setEnabled(bool(freest))
