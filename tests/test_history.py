@@ -7,7 +7,15 @@ import numpy as np
 from tests.helpers import simulated_source
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import GpuSample, MetricState, Sample
-from trayvml.history import HISTORY_GPU_KEYS, History, Tier, TieredRing, default_tiers
+from trayvml.history import (
+    HISTORY_GPU_KEYS,
+    MAX_TRACKED_PROCESSES,
+    PROCESS_TIERS,
+    History,
+    Tier,
+    TieredRing,
+    default_tiers,
+)
 
 T0 = 1_800_000_000.0
 
@@ -84,14 +92,16 @@ def test_memory_is_bounded_for_8_gpus_12_hours_whatever_the_uptime() -> None:
     for _ in range(30):
         history.append(source.sample())
         clock.advance_s(1)
-    size = history.nbytes
-    assert size <= 16 * 2**20
+    rings = history.nbytes - history.processes.nbytes
+    per_process = TieredRing(1, PROCESS_TIERS).nbytes
+    assert rings + MAX_TRACKED_PROCESSES * per_process <= 16 * 2**20  # the worst case
     assert len(HISTORY_GPU_KEYS) >= 40
     clock.advance_s(13 * 3600)  # appending after a long uptime allocates nothing more
     for _ in range(30):
         history.append(source.sample())
         clock.advance_s(1)
-    assert history.nbytes == size
+    assert history.nbytes - history.processes.nbytes == rings
+    assert history.processes.nbytes == 8 * per_process  # one training process per GPU by now
 
 
 def test_a_simulated_day_of_samples_keeps_12_hours() -> None:
@@ -106,3 +116,21 @@ def test_a_simulated_day_of_samples_keeps_12_hours() -> None:
     filled = ~np.isnan(series.mean[:, 0])
     assert series.step_s == 30 and filled.mean() > 0.99  # three samples in every 30 s bucket
     assert series.times_s[0] > start + 11 * 3600
+
+
+def test_process_history_keeps_at_most_the_cap_and_drops_the_longest_gone() -> None:
+    from trayvml.core.sample import ProcessSample
+
+    history = History()
+    for k in range(MAX_TRACKED_PROCESSES + 10):
+        proc = ProcessSample(0, 1000 + k, "compute", float(k * 2**20), name=f"job{k}")
+        values = [float("nan")] * len(GPU_METRICS)
+        gpu = GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), processes=(proc,))
+        history.append(Sample(T0 + k, (gpu,), (), None, None))
+    found = history.processes.series(T0, T0 + 200, 500)
+    assert len(found) == MAX_TRACKED_PROCESSES
+    labels = {label for _, label, _ in found}
+    assert (
+        "job0 (1000)" not in labels
+        and f"job{MAX_TRACKED_PROCESSES + 9} ({1000 + MAX_TRACKED_PROCESSES + 9})" in labels
+    )
