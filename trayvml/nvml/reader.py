@@ -344,7 +344,7 @@ class NvmlReader:
         except N.NVMLError as error:
             if error.value in _FATAL:
                 raise
-            lost = _Gpu(index, None, DeviceInfo(index, f"GPU {index}", ""), values, states)
+            lost = _Gpu(index, None, DeviceInfo(index, "(name unknown)", ""), values, states)
             self._mark_lost(lost)
             return lost
         g = _Gpu(index, handle, info, values, states)

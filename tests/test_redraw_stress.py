@@ -1,0 +1,24 @@
+"""Many plots redrawn many times: with pyqtgraph 0.14.0, PySide6 6.12.0 aborted the process
+("Fatal Python error: none_dealloc") after about 20 such redraws. This keeps the pinned pair honest.
+"""
+
+from __future__ import annotations
+
+from tests.ui_helpers import filled_history
+from trayvml.ui.window import RANGES_S, GraphWindow
+
+
+def test_eight_gpus_all_panels_one_hundred_redraws(qtbot) -> None:
+    history, sample = filled_history("training:gpus=h100*8", 3 * 3600, step_s=5, host=False)
+    window = GraphWindow(history)
+    qtbot.addWidget(window)
+    window.resize(1200, 900)
+    window.update_sample(sample)
+    window.show()
+    qtbot.waitExposed(window)
+    curves = sum(len(p.curves) for p in window.gpu_page.panels)
+    assert curves >= 8 * 15
+    for k in range(100):
+        window.set_range(RANGES_S[k % len(RANGES_S)][1])
+        window.gpu_page.layout_widget.grab()  # paints every plot
+    assert window.redraws >= 100

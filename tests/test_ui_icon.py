@@ -1,0 +1,88 @@
+"""The tray icon's pixels: bars, heights, colours by level, lost and no-GPU states."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from PySide6.QtGui import QColor, QImage
+
+from trayvml.core.levels import Level
+from trayvml.ui.icon import MAX_BARS, Bar, IconContent, draw_icon, icon_content
+from trayvml.ui.theme import ICON_TROUGH, LEVEL_COLOURS
+
+SIZE = 64
+
+
+def image(content: IconContent, size: int = SIZE, ratio: float = 1.0) -> QImage:
+    return draw_icon(content, size, ratio).toImage()
+
+
+def close(a: QColor, b: QColor, tolerance: int = 12) -> bool:
+    return all(abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=True))
+
+
+def column_colours(img: QImage, x: int) -> list[QColor]:
+    return [img.pixelColor(x, y) for y in range(img.height())]
+
+
+def test_one_gpu_bar_height_follows_the_value(qapp) -> None:
+    img = image(IconContent((Bar(0.5, Level.NORMAL),)))
+    centre = SIZE // 2
+    green = [close(c, LEVEL_COLOURS[Level.NORMAL]) for c in column_colours(img, centre)]
+    filled_rows = sum(green)
+    bar_height = SIZE - 2 * round(SIZE * 0.12)
+    assert abs(filled_rows - bar_height * 0.5) <= 3
+    assert green[SIZE - 10] and not green[10]  # it fills from the bottom
+    assert close(img.pixelColor(centre, 10), ICON_TROUGH)
+
+
+@pytest.mark.parametrize("level", list(Level)[:3])
+def test_colour_tells_the_level(qapp, level: Level) -> None:
+    img = image(IconContent((Bar(0.9, level),)))
+    assert close(img.pixelColor(SIZE // 2, SIZE - 12), LEVEL_COLOURS[level])
+
+
+def test_one_bar_per_gpu_each_in_its_own_colour(qapp) -> None:
+    levels = [Level.NORMAL, Level.WARNING, Level.CRITICAL, Level.NORMAL]
+    img = image(icon_content([Bar(0.8, level) for level in levels]))
+    margin, gap = SIZE * 0.12, SIZE * 0.06
+    width = (SIZE - 2 * margin - 3 * gap) / 4
+    for k, level in enumerate(levels):
+        x = round(margin + k * (width + gap) + width / 2)
+        assert close(img.pixelColor(x, SIZE - 12), LEVEL_COLOURS[level]), k
+    between = round(margin + width + gap / 2)
+    assert not close(img.pixelColor(between, SIZE - 12), LEVEL_COLOURS[Level.NORMAL])
+
+
+def test_a_lost_gpu_shows_a_cross_and_no_fill(qapp) -> None:
+    img = image(IconContent((Bar(math.nan, Level.LOST),)))
+    lost = LEVEL_COLOURS[Level.LOST]
+    pixels = [img.pixelColor(x, y) for x in range(SIZE) for y in range(SIZE)]
+    assert any(close(c, lost) for c in pixels)
+    assert not any(close(c, LEVEL_COLOURS[Level.NORMAL]) for c in pixels)
+
+
+def test_no_gpu_state_draws_no_bars(qapp) -> None:
+    img = image(IconContent((), no_gpu=True))
+    pixels = [img.pixelColor(x, y) for x in range(SIZE) for y in range(SIZE)]
+    assert not any(
+        close(c, colour)
+        for c in pixels
+        for colour in LEVEL_COLOURS.values()
+        if colour != LEVEL_COLOURS[Level.LOST]
+    )
+
+
+def test_beyond_eight_gpus_the_busiest_and_a_count(qapp) -> None:
+    bars = [Bar(k / 20, Level.NORMAL) for k in range(12)]
+    bars[2] = Bar(0.1, Level.CRITICAL)  # a critical GPU is kept however idle
+    content = icon_content(bars)
+    assert len(content.bars) == MAX_BARS - 1 and content.hidden_count == 5
+    kept = {b.fraction for b in content.bars}
+    assert 0.1 in kept and 11 / 20 in kept and 0.0 not in kept
+
+
+def test_drawn_at_the_device_pixel_ratio(qapp) -> None:
+    pixmap = draw_icon(IconContent((Bar(0.3, Level.NORMAL),)), 22, 2.0)
+    assert (pixmap.width(), pixmap.height(), pixmap.devicePixelRatio()) == (44, 44, 2.0)

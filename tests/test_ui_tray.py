@@ -1,0 +1,117 @@
+"""The tray item's icon content, tooltip and menu, offscreen (no tray host needed to build them)."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QGuiApplication
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.core.levels import Level, gpu_level
+from trayvml.ui.glance import content_for
+from trayvml.ui.text import gpu_line, short_name, tooltip
+from trayvml.ui.tray import Tray
+
+
+@pytest.fixture
+def tray(qapp) -> Tray:
+    return Tray()
+
+
+def test_short_names() -> None:
+    assert short_name("NVIDIA H100 80GB HBM3") == "H100"
+    assert short_name("NVIDIA GeForce RTX 4090") == "RTX 4090"
+    assert short_name("NVIDIA GeForce RTX 4070 Laptop GPU") == "RTX 4070 Laptop"
+    assert short_name("Tesla V100-SXM2-16GB") == "Tesla V100"
+    assert short_name("NVIDIA A100-SXM4-80GB") == "A100"
+
+
+def test_tooltip_has_a_line_per_gpu_and_the_host() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100+laptop,at=900", host=True)
+    sample = run_ticks(source, clock, 2)
+    text = tooltip(sample)
+    lines = text.splitlines()
+    assert lines[0] == "trayvml — simulated GPUs (training)"
+    h100 = sample.gpus[0]
+    assert lines[1] == (
+        f"0 H100 {h100.value('utilization_gpu_percent'):.0f}% · "
+        f"{h100.value('memory_used_bytes') / 2**30:.1f}/79.6 GiB · "
+        f"{h100.value('temperature_gpu_c'):.0f} °C · {h100.value('power_draw_w'):.0f} W"
+    )
+    assert lines[2].startswith("1 RTX 4070 Laptop ") and not lines[2].endswith(" W")  # no power reading
+    assert lines[3].startswith("Host CPU ")
+
+
+def test_a_lost_gpu_says_so() -> None:
+    source, clock, _ = simulated_source("idle:gpus=h100*2,lost=1@5")
+    sample = run_ticks(source, clock, 7)
+    assert gpu_line(sample.gpus[1], sample.devices[1]) == "1 H100 — lost: it has fallen off the bus"
+    assert gpu_level(sample.gpus[1]) is Level.LOST
+
+
+def test_a_gpu_lost_before_start_has_no_name() -> None:
+    source, _, _ = simulated_source("idle:gpus=h100*2,lost=1@0")
+    sample = source.sample()
+    line = gpu_line(sample.gpus[1], sample.devices[1])
+    assert line == "1 (name unknown) — lost: it has fallen off the bus"
+
+
+def test_icon_content_follows_the_chosen_metric() -> None:
+    source, clock, _ = simulated_source("thermal:gpus=h100*2,at=500")
+    sample = run_ticks(source, clock, 2)
+    util = content_for(sample, "utilization")
+    temperature = content_for(sample, "temperature")
+    assert util.bars[0].fraction == sample.gpus[0].value("utilization_gpu_percent") / 100
+    assert temperature.bars[0].fraction == sample.gpus[0].value("temperature_gpu_c") / 100
+    assert temperature.bars[0].level is Level.CRITICAL  # 92 °C at 500 s in the thermal scenario
+    assert content_for(None).no_gpu
+
+
+def test_tray_redraws_only_when_what_it_shows_changed(tray: Tray) -> None:
+    source, _clock, _ = simulated_source("training:at=900")
+    sample = source.sample()
+    before = tray.redraws
+    tray.update(sample)
+    tray.update(source.sample())  # frozen simulated time: the same picture
+    assert tray.redraws == before + 1
+    assert tray.icon.toolTip() == tooltip(tray.sample)
+
+
+def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
+    source, _clock, _ = simulated_source("processes:at=1500,seed=3")
+    sample = source.sample()
+    tray.update(sample)
+    texts = [a.text() for a in tray.gpu_actions if a.isVisible()]
+    assert texts == [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+    from trayvml.pick import choose
+
+    freest = choose(sample, 1, "memory")[0]
+    assert tray.copy_action.text() == f"Copy CUDA_VISIBLE_DEVICES={freest}"
+    tray.copy_action.trigger()
+    assert QGuiApplication.clipboard().text() == f"CUDA_VISIBLE_DEVICES={freest}"
+
+
+def test_menu_entry_opens_the_window_on_that_gpu(tray: Tray, qtbot) -> None:
+    source, _, _ = simulated_source("idle:gpus=h100*3")
+    tray.update(source.sample())
+    with qtbot.waitSignal(tray.show_window_requested) as blocker:
+        tray.gpu_actions[2].trigger()
+    assert blocker.args == [2]
+
+
+def test_no_driver_offers_simulated_gpus(tray: Tray) -> None:
+    from trayvml.core.errors import NvmlUnavailable, UnavailableReason
+    from trayvml.core.sample import Sample
+
+    missing = NvmlUnavailable(UnavailableReason.LIBRARY_NOT_FOUND)
+    tray.update(Sample(0.0, (), (), None, None, unavailable=missing))
+    assert tray.simulate_action.isVisible()
+    assert tray.status_action.text() == missing.sentence
+    assert missing.sentence in tray.icon.toolTip()
+    assert content_for(tray.sample).no_gpu
+
+
+def test_pause_alerts_for_an_hour_and_resume(tray: Tray) -> None:
+    tray.pause_hour_action.trigger()
+    assert tray.alerts_paused and tray.resume_action.isEnabled()
+    tray.resume_action.trigger()
+    assert not tray.alerts_paused

@@ -1,0 +1,193 @@
+"""The graph window, offscreen: what it draws, how it reacts, what it exports."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QPalette
+
+from tests.helpers import simulated_source
+from tests.ui_helpers import filled_history
+from trayvml.core.metrics import GPU_METRICS, Group
+from trayvml.ui.plots import GPU_PANELS
+from trayvml.ui.window import GraphWindow
+
+
+@pytest.fixture
+def window(qtbot):
+    def make(spec: str = "training:gpus=h100*2+rtx4090+laptop", seconds: int = 1800, step_s: float = 1.0):
+        history, sample = filled_history(spec, seconds, step_s)
+        w = GraphWindow(history)
+        qtbot.addWidget(w)
+        w.resize(1100, 800)
+        w.update_sample(sample)
+        w.show()
+        qtbot.waitExposed(w)
+        return w, sample
+
+    return make
+
+
+def test_one_panel_per_catalog_group_with_a_curve_per_gpu(window) -> None:
+    w, sample = window()
+    groups = [p.spec.group for p in w.gpu_page.panels]
+    assert groups == [p.group for p in GPU_PANELS]
+    plotted_groups = {m.group for m in GPU_METRICS if m.plot and m.history}
+    assert plotted_groups <= set(groups)
+    utilization = w.gpu_page.panels[0]
+    assert len(utilization.curves) == 2 * len(sample.gpus)  # GPU and memory-bandwidth utilization
+    xs, ys = utilization.curves[(0, 0)].getOriginalDataset()
+    assert len(xs) == 900 and np.isfinite(ys).all()  # 15 minutes at 1 s by default: the whole 1 s tier
+
+
+def test_unsupported_curves_are_left_out_and_an_empty_panel_says_so(window) -> None:
+    w, _ = window("training:gpus=laptop+rtx4090", seconds=60)
+    panels = {p.spec.group: p for p in w.gpu_page.panels}
+    nvlink = panels[Group.NVLINK]
+    assert nvlink.notice.isVisible()
+    assert nvlink.notice.textItem.toPlainText() == "Not supported on RTX 4070 Laptop, RTX 4090"
+    fan = panels[Group.FAN]
+    assert not fan.notice.isVisible()
+    assert not fan.curves[(0, 0)].isVisible() and fan.curves[(1, 0)].isVisible()
+
+
+def test_ranges_pick_the_tier_that_fits_the_width(window) -> None:
+    w, _ = window(seconds=13 * 3600, step_s=5)
+    panel = w.gpu_page.panels[0]
+    width = w.gpu_page.first.getViewBox().width()
+    for seconds, step in ((60, 1), (900, 1), (3600, 5), (12 * 3600, 30)):
+        w.set_range(seconds)
+        xs, _ = panel.curves[(0, 0)].getOriginalDataset()
+        assert len(xs) <= max(width, 12 * 3600 / 30) + 1  # the coarsest tier is the limit
+        assert np.allclose(np.diff(xs), step)
+        (x0, x1), _ = w.gpu_page.first.getViewBox().viewRange()
+        assert abs((x1 - x0) - seconds) < 1
+
+
+def test_panning_stops_following_until_asked(window, qtbot) -> None:
+    w, sample = window()
+    view = w.gpu_page.first.getViewBox()
+    view.translateBy(x=-300)
+    view.sigRangeChangedManually.emit(view.state["mouseEnabled"])
+    assert not w.following and not w.follow_button.isChecked()
+    w.update_sample(sample)
+    (_, x1), _ = view.viewRange()
+    assert x1 < sample.timestamp_s - 200  # it stays where the user put it
+    qtbot.mouseClick(w.follow_button, Qt.MouseButton.LeftButton)
+    (_x0, x1), _ = view.viewRange()
+    assert w.following and abs(x1 - sample.timestamp_s) < 1
+
+
+def test_gpus_can_be_toggled_and_focused(window) -> None:
+    w, _ = window()
+    curve = w.gpu_page.panels[0].curves[(1, 0)]
+    w.gpu_toggles[1].setChecked(False)
+    assert not curve.isVisible()
+    w.gpu_toggles[1].setChecked(True)
+    assert curve.isVisible()
+    w.focus_gpu(2)
+    visible = [g for g in range(4) if w.gpu_page.panels[0].curves[(g, 0)].isVisible()]
+    assert visible == [2] and [t.isChecked() for t in w.gpu_toggles] == [False, False, True, False]
+
+
+def test_crosshair_reads_every_curve_at_the_cursor(window) -> None:
+    w, sample = window(seconds=120)
+    panel = w.gpu_page.panels[0]
+    xs, ys = panel.curves[(0, 0)].getOriginalDataset()
+    text = panel.values_at(float(xs[-10]), lambda gpu: f"GPU{gpu}")
+    assert f"GPU0 gpu utilization: {ys[-10]:.0f} %" in text
+    assert text.count("<br>") == 2 * len(sample.gpus) - 1
+
+
+def test_export_csv_holds_the_visible_range(window, tmp_path: Path) -> None:
+    w, sample = window()
+    w.set_range(60)
+    path = tmp_path / "range.csv"
+    w.export_csv(str(path))
+    with path.open() as exported:
+        rows = list(csv.reader(exported))
+    header = rows[0]
+    assert header[0] == "time" and "gpu0.utilization_gpu_percent" in header and "host.cpu_percent" in header
+    assert len(rows) == 1 + 61
+    column = header.index("gpu3.temperature_gpu_c")
+    assert float(rows[-1][column]) == sample.gpus[3].value("temperature_gpu_c")
+    assert not list(tmp_path.glob(".*.tmp"))  # written through a temporary file, renamed
+
+
+def test_export_png_is_a_picture_of_the_window(window, tmp_path: Path) -> None:
+    from PySide6.QtGui import QImage
+
+    w, _ = window(seconds=60)
+    path = tmp_path / "window.png"
+    w.export_png(str(path))
+    image = QImage(str(path))
+    assert image.width() == w.width() and image.height() == w.height()
+
+
+def test_processes_table_updates_in_place_and_sorts(window) -> None:
+    w, _ = window("processes:gpus=rtx4090*2,seed=3", seconds=60)
+    w.tabs.setCurrentWidget(w.process_view)
+    model = w.process_model
+    source, clock, _ = simulated_source("processes:gpus=rtx4090*2,seed=3")
+    seen_changes = []
+    model.rowsInserted.connect(lambda *a: seen_changes.append("insert"))
+    model.rowsRemoved.connect(lambda *a: seen_changes.append("remove"))
+    model.modelReset.connect(lambda *a: seen_changes.append("reset"))
+    for _ in range(12):
+        clock.advance_s(300)
+        sample = source.sample()
+        w.update_sample(sample)
+        expected = {(p.gpu_index, p.pid) for g in sample.gpus for p in g.processes}
+        rows = {
+            (int(model.index(r, 0).data()), int(model.index(r, 1).data())) for r in range(model.rowCount())
+        }
+        assert rows == expected
+    assert "reset" not in seen_changes and "insert" in seen_changes and "remove" in seen_changes
+    view = w.process_view
+    proxy = view.model()
+    memory = [proxy.index(r, 4).data(model.SORT_ROLE) for r in range(proxy.rowCount())]
+    assert memory == sorted(memory, reverse=True)
+
+
+def test_device_details_list_every_static_fact(window) -> None:
+    from trayvml.core.metrics import STATIC_FIELDS
+
+    w, _sample = window(seconds=10)
+    top = w.details.topLevelItem(1)
+    assert top.text(0) == "GPU 0" and top.text(1) == "NVIDIA H100 80GB HBM3"
+    labels = [top.child(k).text(0) for k in range(top.childCount())]
+    assert labels == [f.label for f in STATIC_FIELDS]
+    assert top.child(labels.index("Memory total")).text(1) == "79.6 GiB"
+    laptop = w.details.topLevelItem(4)
+    assert laptop.child(labels.index("ECC mode")).text(1) == "not available"
+
+
+def test_follows_the_palette(window) -> None:
+    w, _ = window(seconds=10)
+    dark = QPalette()
+    dark.setColor(QPalette.ColorRole.Base, QColor("#1e1e1e"))
+    dark.setColor(QPalette.ColorRole.Text, QColor("#e0e0e0"))
+    w.setPalette(dark)
+    assert w.gpu_page.layout_widget.backgroundBrush().color().name() == "#1e1e1e"
+    assert w.gpu_page.panels[0].plot.getAxis("left").textPen().color().name() == "#e0e0e0"
+
+
+def test_hidden_window_costs_nothing_and_closing_only_hides(window) -> None:
+    w, sample = window(seconds=10)
+    w.close()
+    assert not w.isVisible()
+    before = w.redraws
+    for _ in range(5):
+        w.update_sample(sample)
+    assert w.redraws == before
+    w.show()
+    assert w.redraws == before + 1
+
+
+def test_simulated_gpus_are_labelled_in_the_title(window) -> None:
+    w, _ = window(seconds=5)
+    assert w.windowTitle() == "trayvml — 4 GPUs — SIMULATED (training)"

@@ -1,0 +1,20 @@
+"""Helpers for the offscreen UI tests (imported after conftest has set QT_QPA_PLATFORM)."""
+
+from __future__ import annotations
+
+from tests.helpers import simulated_source
+from trayvml.core.sample import Sample
+from trayvml.history import History
+
+
+def filled_history(spec: str, seconds: int, step_s: float = 1.0, host: bool = True) -> tuple[History, Sample]:
+    """A history fed with ``seconds`` of simulated samples; returns it and the last sample."""
+    source, clock, _ = simulated_source(spec, host=host)
+    history = History()
+    sample = source.sample()
+    for _ in range(int(seconds / step_s)):
+        history.append(sample)
+        clock.advance_s(step_s)
+        sample = source.sample()
+    history.append(sample)
+    return history, sample
