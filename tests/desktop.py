@@ -105,6 +105,9 @@ class DesktopStack:
                 process.wait(5)
             except subprocess.TimeoutExpired:
                 process.kill()
+                process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
         self._processes.clear()
         shutil.rmtree(self._dir, ignore_errors=True)
 
@@ -148,18 +151,9 @@ class DesktopStack:
         return subprocess.run(command, env=self.env, capture_output=True, text=True, timeout=timeout)
 
     def gdbus_call(self, destination: str, path: str, method: str, *args: str) -> str:
-        result = self.run(
-            "gdbus",
-            "call",
-            "--session",
-            "--dest",
-            destination,
-            "--object-path",
-            path,
-            "--method",
-            method,
-            *args,
-        )
+        target = ("--dest", destination, "--object-path", path, "--method", method)
+        # "--" so that arguments such as -1 are not read as options
+        result = self.run("gdbus", "call", "--session", *target, "--", *args)
         return result.stdout.strip() if result.returncode == 0 else ""
 
     def _has_owner(self, name: str) -> bool:

@@ -212,7 +212,9 @@ def run_app(simulation: SimSpec | None, interval_s: float = 1.0) -> int:
     if _already_running():
         print("trayvml is already running: its window was brought forward.", file=sys.stderr)
         return 0
-    app = App(simulation, interval_s)
+    # At login the panel may come up after us; tests shorten the wait.
+    tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
+    app = App(simulation, interval_s, tray_wait_s=tray_wait_s)
     server = _listen(app)
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
     signal.signal(signal.SIGINT, lambda *_: qt_app.quit())

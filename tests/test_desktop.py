@@ -1,0 +1,278 @@
+"""trayvml as a user meets it: a real process on a virtual screen with a real tray host.
+
+Needs Xvfb, D-Bus and the tray hosts (scripts/setup --test installs them). Where they are
+missing these tests are skipped with the reason, except in CI, where they must run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.desktop import DesktopStack, missing_tools, wait_until
+
+pytestmark = pytest.mark.desktop
+SPEC = "--simulate=training:gpus=h100*2+rtx4090+laptop,at=600"
+
+
+def _stack(tray: str | None) -> Iterator[DesktopStack]:
+    missing = missing_tools(tray, notifications=False)
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"desktop tests must run in CI, but these are missing: {', '.join(missing)}")
+        pytest.skip(f"needs {', '.join(missing)} (scripts/setup --test installs them)")
+    stack = DesktopStack(tray, notifications=False).start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def sni_desktop() -> Iterator[DesktopStack]:
+    yield from _stack("sni")
+
+
+@pytest.fixture
+def xembed_desktop() -> Iterator[DesktopStack]:
+    yield from _stack("xembed")
+
+
+@pytest.fixture
+def bare_desktop() -> Iterator[DesktopStack]:
+    yield from _stack(None)
+
+
+class AppProcess:
+    def __init__(self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> None:
+        self.stack = stack
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trayvml", *args],
+            env={**stack.env, **(env or {})},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    def stop(self) -> tuple[int, str]:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGINT)
+        try:
+            _, err = self.process.communicate(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            _, err = self.process.communicate()
+        return self.process.returncode, err
+
+
+@pytest.fixture
+def launch() -> Iterator:
+    started: list[AppProcess] = []
+
+    def start(stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> AppProcess:
+        app = AppProcess(stack, *args, env=env)
+        started.append(app)
+        return app
+
+    yield start
+    for app in started:
+        app.stop()
+
+
+def window_names(stack: DesktopStack) -> list[str]:
+    tree = stack.run("xwininfo", "-root", "-tree").stdout
+    return re.findall(r'^\s*0x[0-9a-f]+ "([^"]*)"', tree, re.MULTILINE)
+
+
+# ---- StatusNotifierItem (KDE, GNOME with AppIndicator, most panels) ----
+
+
+def _registered_items(stack: DesktopStack) -> list[str]:
+    reply = stack.gdbus_call(
+        "org.kde.StatusNotifierWatcher",
+        "/StatusNotifierWatcher",
+        "org.freedesktop.DBus.Properties.Get",
+        "org.kde.StatusNotifierWatcher",
+        "RegisteredStatusNotifierItems",
+    )
+    return re.findall(r"'([^']+)'", reply)
+
+
+def _item_property(stack: DesktopStack, service: str, name: str) -> str:
+    bus_name, _, path = service.partition("/")
+    return stack.gdbus_call(
+        bus_name,
+        "/" + path if path else "/StatusNotifierItem",
+        "org.freedesktop.DBus.Properties.Get",
+        "org.kde.StatusNotifierItem",
+        name,
+    )
+
+
+def _menu_entries(stack: DesktopStack, service: str) -> dict[str, int]:
+    bus_name = service.partition("/")[0]
+    menu_path = re.search(r"objectpath '([^']+)'", _item_property(stack, service, "Menu"))
+    assert menu_path, "the item exports no menu"
+    layout = stack.gdbus_call(
+        bus_name, menu_path.group(1), "com.canonical.dbusmenu.GetLayout", "0", "-1", "[]"
+    )
+    entries = {}
+    for item_id, props in re.findall(r"<\((\d+), \{([^}]*)\}", layout):
+        label = re.search(r"'label': <'([^']*)'>", props)
+        if label:
+            entries[label.group(1).replace("&", "")] = int(item_id)
+    return entries
+
+
+def _click(stack: DesktopStack, service: str, item_id: int) -> None:
+    bus_name = service.partition("/")[0]
+    menu_path = re.search(r"objectpath '([^']+)'", _item_property(stack, service, "Menu"))
+    assert menu_path is not None
+    stack.gdbus_call(
+        bus_name, menu_path.group(1), "com.canonical.dbusmenu.Event", str(item_id), "clicked", "<0>", "0"
+    )
+
+
+def _icon_has_green_bars(stack: DesktopStack, service: str) -> bool:
+    """Decode the smallest IconPixmap (ARGB, network byte order) and look for the 'normal' green."""
+    reply = _item_property(stack, service, "IconPixmap")
+    first = re.search(r"\((\d+), (\d+), \[byte ([^\]]*)\]", reply)
+    if not first:
+        return False
+    values = [int(v, 16) for v in re.findall(r"0x([0-9a-f]{2})", first.group(3))]
+    pixels = [values[k : k + 4] for k in range(0, len(values), 4)]
+    return any(a > 200 and 0x60 < r < 0x90 and g > 0xA0 and b < 0x30 for a, r, g, b in pixels)
+
+
+def test_sni_tray_item_shows_the_simulated_gpus(sni_desktop: DesktopStack, launch, tmp_path: Path) -> None:
+    app = launch(sni_desktop, SPEC)
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    (service,) = _registered_items(sni_desktop)
+    wait_until(lambda: "H100" in _item_property(sni_desktop, service, "ToolTip"), what="the first sample")
+    tooltip = _item_property(sni_desktop, service, "ToolTip")
+    assert "simulated GPUs (training)" in tooltip
+    for line in ("0 H100 ", "1 H100 ", "2 RTX 4090 ", "3 RTX 4070 Laptop "):
+        assert line in tooltip
+    assert "'Active'" in _item_property(sni_desktop, service, "Status")
+    assert _icon_has_green_bars(sni_desktop, service)  # training at 600 s: busy GPUs, normal level
+    sni_desktop.screenshot(tmp_path / "tray.png")
+    code, err = app.stop()
+    assert code == 0 and "Traceback" not in err
+
+
+def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:
+    app = launch(sni_desktop, SPEC)
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    (service,) = _registered_items(sni_desktop)
+    wait_until(
+        lambda: "0 H100 " in " ".join(_menu_entries(sni_desktop, service)), what="GPU entries in the menu"
+    )
+    entries = _menu_entries(sni_desktop, service)
+    for label in ("Show graphs", "Pause alerts", "Start at login", "Settings…", "Quit"):
+        assert label in entries, f"{label!r} missing from {sorted(entries)}"
+    assert any(label.startswith("Copy CUDA_VISIBLE_DEVICES=") for label in entries)
+    _click(sni_desktop, service, entries["Show graphs"])
+    wait_until(
+        lambda: any(n.startswith("trayvml — 4 GPUs — SIMULATED") for n in window_names(sni_desktop)),
+        what="the graph window",
+    )
+    _click(sni_desktop, service, entries["Quit"])
+    app.process.wait(15)
+    assert app.process.returncode == 0
+
+
+def test_a_second_start_brings_the_first_forward(sni_desktop: DesktopStack, launch) -> None:
+    launch(sni_desktop, SPEC)
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    second = subprocess.run(
+        [sys.executable, "-m", "trayvml", SPEC],
+        env=sni_desktop.env,
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert second.returncode == 0 and "already running" in second.stderr
+    wait_until(
+        lambda: any(n.startswith("trayvml — 4 GPUs") for n in window_names(sni_desktop)), what="the window"
+    )
+    assert len(_registered_items(sni_desktop)) == 1
+
+
+def test_ctrl_c_quits_cleanly(sni_desktop: DesktopStack, launch) -> None:
+    app = launch(sni_desktop, SPEC)
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    code, err = app.stop()  # SIGINT, as Ctrl-C in the terminal sends
+    assert code == 0 and "Traceback" not in err
+
+
+# ---- XEmbed (older panels) ----
+
+
+def test_xembed_tray_embeds_the_icon(xembed_desktop: DesktopStack, launch, tmp_path: Path) -> None:
+    from PySide6.QtGui import QImage
+
+    launch(xembed_desktop, SPEC)
+    found: list[tuple[int, int, int, int]] = []
+
+    def embedded() -> bool:
+        """A window named trayvml inside trayer's panel window; remembers where it is."""
+        lines = xembed_desktop.run("xwininfo", "-root", "-tree").stdout.splitlines()
+        for k, line in enumerate(lines):
+            if '"panel": ("panel" "trayer")' in line:
+                depth = len(line) - len(line.lstrip())
+                for inner in lines[k + 1 :]:
+                    if inner.strip().startswith("0x") and len(inner) - len(inner.lstrip()) <= depth:
+                        break  # left the panel's subtree
+                    where = re.search(r'"trayvml".*\s(\d+)x(\d+)\+-?\d+\+-?\d+\s+\+(-?\d+)\+(-?\d+)', inner)
+                    if where:
+                        found.append(tuple(int(v) for v in where.groups()))  # type: ignore[arg-type]
+                        return True
+        return False
+
+    wait_until(embedded, what="the icon inside trayer's panel")
+    width, height, x, y = found[-1]
+
+    def icon_is_drawn() -> bool:
+        image = QImage(str(xembed_desktop.screenshot(tmp_path / "xembed.png")))
+        pixels = [image.pixelColor(x + i, y + j) for i in range(width) for j in range(height)]
+        return any(c.green() > 160 and c.red() < 150 and c.blue() < 60 for c in pixels)  # busy, normal: green
+
+    wait_until(icon_is_drawn, what="green bars in the embedded icon")
+
+
+# ---- no tray at all ----
+
+
+def test_without_a_tray_host_a_summary_window_appears(bare_desktop: DesktopStack, launch) -> None:
+    app = launch(bare_desktop, SPEC, env={"TRAYVML_TRAY_WAIT_S": "1"})
+    wait_until(lambda: "trayvml" in window_names(bare_desktop), what="the summary window")
+    code, err = app.stop()
+    assert code == 0
+    assert "no system tray found; showing a summary window instead" in err
+    assert err.count("no system tray found") == 1  # said once
+
+
+def test_no_display_is_a_sentence_not_a_crash() -> None:
+    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "QT_QPA_PLATFORM")}
+    result = subprocess.run(
+        [sys.executable, "-m", "trayvml", "--simulate"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 4
+    assert "needs a graphical desktop" in result.stderr and "trayvml snapshot" in result.stderr
+    assert "Traceback" not in result.stderr and "Aborted" not in result.stderr
+
+
+def test_an_unreachable_display_is_a_sentence_too() -> None:
+    env = {**os.environ, "DISPLAY": ":9999"}
+    env.pop("QT_QPA_PLATFORM", None)
+    result = subprocess.run(
+        [sys.executable, "-m", "trayvml", "--simulate"], env=env, capture_output=True, text=True, timeout=30
+    )
+    assert result.returncode == 4 and "needs a graphical desktop" in result.stderr
