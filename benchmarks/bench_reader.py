@@ -20,7 +20,8 @@ from trayvml.core.clock import ManualClock, SystemClock
 from trayvml.history import History, default_tiers
 from trayvml.nvml.fields import field_array, read_fields, read_memory_v2
 from trayvml.nvml.reader import NvmlReader
-from trayvml.nvml.sim import SimulatedNvml, install, parse_spec, uninstall
+from trayvml.nvml.sim import parse_spec
+from trayvml.nvml.sim.library import SimulatedNvml, install, uninstall
 
 FAST_FIELDS = [
     N.NVML_FI_DEV_POWER_INSTANT,
@@ -180,9 +181,7 @@ def main() -> None:
 
     size_mib, append_us = history_figures()
     uninstall()
-    print(
-        f"\nP6 history, 8 GPUs × every metric × 12 h: {size_mib:.1f} MiB; append {append_us:.1f} µs per tick"
-    )
+    print(f"\nP6 history, 8 GPUs × every metric × 12 h: {size_mib:.1f} MiB; append {append_us:.1f} µs per tick")
 
     if args.real:
         print("\nReal GPUs (no simulation):")

@@ -5,15 +5,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from trayvml.nvml.sim import uninstall
+from trayvml.nvml.sim.library import uninstall
 
 os.environ.pop("TRAYVML_SIMULATE", None)
 # Widget tests run offscreen unless a desktop test brings its own display; Qt reads this
 # before the QApplication exists. The desktop tests start the app as a separate process.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault(
-    "XDG_CONFIG_HOME", os.path.join(os.environ.get("TMPDIR", "/tmp"), "trayvml-test-config")
-)
+os.environ.setdefault("XDG_CONFIG_HOME", os.path.join(os.environ.get("TMPDIR", "/tmp"), "trayvml-test-config"))
 
 
 @pytest.fixture(autouse=True)

@@ -22,9 +22,7 @@ NOTIFY_TOOLS = ("dunst", "dunstctl")
 
 
 def missing_tools(tray: str | None, notifications: bool) -> list[str]:
-    needed = list(
-        SNI_TOOLS if tray == "sni" else XEMBED_TOOLS if tray == "xembed" else ("Xvfb", "dbus-daemon")
-    )
+    needed = list(SNI_TOOLS if tray == "sni" else XEMBED_TOOLS if tray == "xembed" else ("Xvfb", "dbus-daemon"))
     if notifications:
         needed += NOTIFY_TOOLS
     return [tool for tool in needed if shutil.which(tool) is None]
@@ -119,9 +117,7 @@ class DesktopStack:
 
     # ---- helpers ----
     def _spawn(self, *command: str) -> subprocess.Popen:
-        process = subprocess.Popen(
-            command, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
+        process = subprocess.Popen(command, env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         self._processes.append(process)
         return process
 
@@ -187,10 +183,6 @@ class DesktopStack:
         reply = self.run("dunstctl", "history")
         data = json.loads(reply.stdout or '{"data": [[]]}')
         return [
-            {
-                key: entry[key]["data"]
-                for key in entry
-                if isinstance(entry[key], dict) and "data" in entry[key]
-            }
+            {key: entry[key]["data"] for key in entry if isinstance(entry[key], dict) and "data" in entry[key]}
             for entry in data["data"][0]
         ]

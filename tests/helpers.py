@@ -7,7 +7,8 @@ import math
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState, Sample
-from trayvml.nvml.sim import SimulatedNvml, parse_spec
+from trayvml.nvml.sim import parse_spec
+from trayvml.nvml.sim.library import SimulatedNvml
 from trayvml.source import Source
 
 

@@ -18,9 +18,7 @@ from trayvml.cli import main
 SIM = "--simulate=training:at=600"
 
 
-def run_cli(
-    *args: str, env: dict[str, str] | None = None, timeout: float = 60
-) -> subprocess.CompletedProcess:
+def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "trayvml", *args],
         capture_output=True,
@@ -45,10 +43,7 @@ def test_snapshot_json_has_units_in_keys_and_nulls_for_gaps(capsys: pytest.Captu
     h100, laptop = data["gpus"][0], data["gpus"][3]
     assert 0 <= h100["metrics"]["utilization_gpu_percent"] <= 100
     assert h100["info"]["memory_total_bytes"] == 81559 * 2**20
-    assert (
-        h100["metrics"]["fan_speed_percent"] is None
-        and h100["states"]["fan_speed_percent"] == "not supported"
-    )
+    assert h100["metrics"]["fan_speed_percent"] is None and h100["states"]["fan_speed_percent"] == "not supported"
     assert laptop["metrics"]["power_draw_w"] is None
     assert len(h100["nvlink_links"]) == 18
     assert h100["processes"][0]["container"] == "3f2a9c1b7e4d"
@@ -69,9 +64,7 @@ def test_log_writes_nvidia_smi_csv_and_appends_when_the_header_matches(tmp_path:
     assert main(["log", "--csv", str(path), "--count", "2", "--interval", "0.05", SIM]) == 0
     assert main(["log", "--csv", str(path), "--count", "1", "--interval", "0.05", SIM]) == 0
     lines = path.read_text().splitlines()
-    assert lines[0].startswith(
-        "timestamp, index, name, utilization.gpu [%], utilization.memory [%], memory.used [MiB]"
-    )
+    assert lines[0].startswith("timestamp, index, name, utilization.gpu [%], utilization.memory [%], memory.used [MiB]")
     assert len(lines) == 1 + 3 * 4
     rows = list(csv.reader(lines[1:], skipinitialspace=True))
     assert rows[0][1:3] == ["0", "NVIDIA H100 80GB HBM3"]
@@ -85,9 +78,7 @@ def test_log_query_and_nounits(tmp_path: Path) -> None:
     query = "index,temperature.gpu,power.draw,pstate,clocks_event_reasons.active,ecc.mode.current"
     assert main(["log", "--csv", str(path), "--count", "1", "--query", query, "--nounits", SIM]) == 0
     header, first, *_ = path.read_text().splitlines()
-    assert header == (
-        "index, temperature.gpu, power.draw [W], pstate, clocks_event_reasons.active, ecc.mode.current"
-    )
+    assert header == ("index, temperature.gpu, power.draw [W], pstate, clocks_event_reasons.active, ecc.mode.current")
     index, temperature, power, pstate, reasons, ecc = first.split(", ")
     assert index == "0" and 20 < int(temperature) < 100 and float(power) > 50
     assert pstate == "P0" and reasons.startswith("0x") and len(reasons) == 18 and ecc == "Enabled"

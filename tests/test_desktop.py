@@ -120,9 +120,7 @@ def _menu_entries(stack: DesktopStack, service: str) -> dict[str, int]:
     bus_name = service.partition("/")[0]
     menu_path = re.search(r"objectpath '([^']+)'", _item_property(stack, service, "Menu"))
     assert menu_path, "the item exports no menu"
-    layout = stack.gdbus_call(
-        bus_name, menu_path.group(1), "com.canonical.dbusmenu.GetLayout", "0", "-1", "[]"
-    )
+    layout = stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.GetLayout", "0", "-1", "[]")
     entries = {}
     for item_id, props in re.findall(r"<\((\d+), \{([^}]*)\}", layout):
         label = re.search(r"'label': <'([^']*)'>", props)
@@ -135,9 +133,7 @@ def _click(stack: DesktopStack, service: str, item_id: int) -> None:
     bus_name = service.partition("/")[0]
     menu_path = re.search(r"objectpath '([^']+)'", _item_property(stack, service, "Menu"))
     assert menu_path is not None
-    stack.gdbus_call(
-        bus_name, menu_path.group(1), "com.canonical.dbusmenu.Event", str(item_id), "clicked", "<0>", "0"
-    )
+    stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.Event", str(item_id), "clicked", "<0>", "0")
 
 
 def _icon_has_green_bars(stack: DesktopStack, service: str) -> bool:
@@ -171,9 +167,7 @@ def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:
     app = launch(sni_desktop, SPEC)
     wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
     (service,) = _registered_items(sni_desktop)
-    wait_until(
-        lambda: "0 H100 " in " ".join(_menu_entries(sni_desktop, service)), what="GPU entries in the menu"
-    )
+    wait_until(lambda: "0 H100 " in " ".join(_menu_entries(sni_desktop, service)), what="GPU entries in the menu")
     entries = _menu_entries(sni_desktop, service)
     for label in ("Show graphs", "Pause alerts", "Start at login", "Settings…", "Quit"):
         assert label in entries, f"{label!r} missing from {sorted(entries)}"
@@ -199,9 +193,7 @@ def test_a_second_start_brings_the_first_forward(sni_desktop: DesktopStack, laun
         timeout=30,
     )
     assert second.returncode == 0 and "already running" in second.stderr
-    wait_until(
-        lambda: any(n.startswith("trayvml — 4 GPUs") for n in window_names(sni_desktop)), what="the window"
-    )
+    wait_until(lambda: any(n.startswith("trayvml — 4 GPUs") for n in window_names(sni_desktop)), what="the window")
     assert len(_registered_items(sni_desktop)) == 1
 
 

@@ -11,9 +11,7 @@ MIB = 2**20
 
 
 def run_json(*args: str) -> dict:
-    result = subprocess.run(
-        [sys.executable, "-m", *args], capture_output=True, text=True, timeout=60, check=True
-    )
+    result = subprocess.run([sys.executable, "-m", *args], capture_output=True, text=True, timeout=60, check=True)
     return json.loads(result.stdout)
 
 

@@ -55,9 +55,7 @@ def test_gaps_read_back_as_nan() -> None:
     for k in [*range(10), *range(20, 30)]:  # asleep from 10 s to 20 s
         history.append(sample_at(T0 + k, 50))
     values = history.gpu_series("utilization_gpu_percent", T0, T0 + 29, 1000).mean[:, 0]
-    assert (
-        np.isnan(values[10:20]).all() and not np.isnan(values[:10]).any() and not np.isnan(values[20:]).any()
-    )
+    assert np.isnan(values[10:20]).all() and not np.isnan(values[:10]).any() and not np.isnan(values[20:]).any()
 
 
 def test_long_ranges_come_from_coarse_tiers_that_keep_peaks() -> None:
@@ -131,6 +129,5 @@ def test_process_history_keeps_at_most_the_cap_and_drops_the_longest_gone() -> N
     assert len(found) == MAX_TRACKED_PROCESSES
     labels = {label for _, label, _ in found}
     assert (
-        "job0 (1000)" not in labels
-        and f"job{MAX_TRACKED_PROCESSES + 9} ({1000 + MAX_TRACKED_PROCESSES + 9})" in labels
+        "job0 (1000)" not in labels and f"job{MAX_TRACKED_PROCESSES + 9} ({1000 + MAX_TRACKED_PROCESSES + 9})" in labels
     )

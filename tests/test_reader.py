@@ -59,11 +59,7 @@ def test_every_scenario_on_every_profile(scenario: str) -> None:
                 assert finite(gpu.value(metric.key)), metric.key
         assert 0 <= gpu.value("utilization_gpu_percent") <= 100
         assert 20 <= gpu.value("temperature_gpu_c") <= 100
-        total = (
-            gpu.value("memory_used_bytes")
-            + gpu.value("memory_free_bytes")
-            + gpu.value("memory_reserved_bytes")
-        )
+        total = gpu.value("memory_used_bytes") + gpu.value("memory_free_bytes") + gpu.value("memory_reserved_bytes")
         assert total == info.memory_total_bytes
         assert gpu.value("pcie_rx_bytes_per_s") >= 0
 

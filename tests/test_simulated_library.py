@@ -6,7 +6,8 @@ import pynvml as N
 import pytest
 
 from trayvml.core.clock import ManualClock
-from trayvml.nvml.sim import SimulatedNvml, install, parse_spec
+from trayvml.nvml.sim import parse_spec
+from trayvml.nvml.sim.library import SimulatedNvml, install
 
 MIB = 2**20
 
@@ -156,3 +157,19 @@ def test_realistic_latency_blocks_in_slow_calls(monkeypatch: pytest.MonkeyPatch)
     N.nvmlDeviceGetComputeRunningProcesses(handle(0))
     N.nvmlDeviceGetTemperature(handle(0), N.NVML_TEMPERATURE_GPU)  # cheap: spins, does not sleep
     assert slept == [0.02, 0.00225]
+
+
+def test_spec_knows_every_scenario() -> None:
+    from trayvml.nvml.sim.scenarios import SCENARIOS
+    from trayvml.nvml.sim.spec import SCENARIO_NAMES
+
+    assert set(SCENARIO_NAMES) == set(SCENARIOS)
+
+
+def test_parsing_a_spec_does_not_import_numpy() -> None:
+    import subprocess
+    import sys
+
+    code = "import sys, trayvml.cli, trayvml.nvml.sim as s; s.parse_spec('thermal'); print('numpy' in sys.modules)"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "False"

@@ -67,10 +67,7 @@ def test_no_gpu_state_draws_no_bars(qapp) -> None:
     img = image(IconContent((), no_gpu=True))
     pixels = [img.pixelColor(x, y) for x in range(SIZE) for y in range(SIZE)]
     assert not any(
-        close(c, colour)
-        for c in pixels
-        for colour in LEVEL_COLOURS.values()
-        if colour != LEVEL_COLOURS[Level.LOST]
+        close(c, colour) for c in pixels for colour in LEVEL_COLOURS.values() if colour != LEVEL_COLOURS[Level.LOST]
     )
 
 

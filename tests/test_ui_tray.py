@@ -60,10 +60,32 @@ def test_icon_content_follows_the_chosen_metric() -> None:
     sample = run_ticks(source, clock, 2)
     util = content_for(sample, "utilization")
     temperature = content_for(sample, "temperature")
-    assert util.bars[0].fraction == sample.gpus[0].value("utilization_gpu_percent") / 100
-    assert temperature.bars[0].fraction == sample.gpus[0].value("temperature_gpu_c") / 100
+    assert abs(util.bars[0].fraction - sample.gpus[0].value("utilization_gpu_percent") / 100) <= 1 / 80
+    assert abs(temperature.bars[0].fraction - sample.gpus[0].value("temperature_gpu_c") / 100) <= 1 / 80
     assert temperature.bars[0].level is Level.CRITICAL  # 92 °C at 500 s in the thermal scenario
     assert content_for(None).no_gpu
+
+
+def test_an_idle_gpus_jitter_does_not_redraw_the_icon(tray: Tray) -> None:
+    from dataclasses import replace
+
+    from trayvml.core.metrics import GPU_INDEX
+
+    source, _, _ = simulated_source("idle:gpus=h100")
+    base = source.sample()
+
+    def with_utilization(percent: float):
+        values = list(base.gpus[0].values)
+        values[GPU_INDEX["utilization_gpu_percent"]] = percent
+        return replace(base, gpus=(replace(base.gpus[0], values=tuple(values)),))
+
+    tray.update(with_utilization(0))
+    before = tray.redraws
+    for percent in (1, 0, 1, 0, 1):  # invisible at tray size
+        tray.update(with_utilization(percent))
+    assert tray.redraws == before
+    tray.update(with_utilization(50))
+    assert tray.redraws == before + 1
 
 
 def test_tray_redraws_only_when_what_it_shows_changed(tray: Tray) -> None:

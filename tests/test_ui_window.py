@@ -48,9 +48,15 @@ def test_unsupported_curves_are_left_out_and_an_empty_panel_says_so(window) -> N
     w, _ = window("training:gpus=laptop+rtx4090", seconds=60)
     panels = {p.spec.group: p for p in w.gpu_page.panels}
     nvlink = panels[Group.NVLINK]
+    assert nvlink not in w.gpu_page.visible_panels()  # below the fold: not drawn yet
+    w.gpu_page.verticalScrollBar().setValue(int(nvlink.plot.geometry().top()))
+    w.refresh()
+    assert nvlink in w.gpu_page.visible_panels()
     assert nvlink.notice.isVisible()
     assert nvlink.notice.textItem.toPlainText() == "Not supported on RTX 4070 Laptop, RTX 4090"
     fan = panels[Group.FAN]
+    w.gpu_page.verticalScrollBar().setValue(int(fan.plot.geometry().top()))
+    w.refresh()
     assert not fan.notice.isVisible()
     assert not fan.curves[(0, 0)].isVisible() and fan.curves[(1, 0)].isVisible()
 
@@ -142,9 +148,7 @@ def test_processes_table_updates_in_place_and_sorts(window) -> None:
         sample = source.sample()
         w.update_sample(sample)
         expected = {(p.gpu_index, p.pid) for g in sample.gpus for p in g.processes}
-        rows = {
-            (int(model.index(r, 0).data()), int(model.index(r, 1).data())) for r in range(model.rowCount())
-        }
+        rows = {(int(model.index(r, 0).data()), int(model.index(r, 1).data())) for r in range(model.rowCount())}
         assert rows == expected
     assert "reset" not in seen_changes and "insert" in seen_changes and "remove" in seen_changes
     view = w.process_view

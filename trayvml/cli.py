@@ -67,9 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate]
     )
     parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
-    parser.add_argument(
-        "--interval", type=_positive_float, default=1.0, metavar="S", help="sampling interval"
-    )
+    parser.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="sampling interval")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     snap = commands.add_parser("snapshot", parents=[simulate], help="print every GPU's current values")
@@ -78,19 +76,13 @@ def build_parser() -> argparse.ArgumentParser:
 
     log = commands.add_parser("log", parents=[simulate], help="append CSV rows like nvidia-smi --format=csv")
     log.add_argument("--csv", metavar="FILE", help="the CSV file (appended to when its header matches)")
-    log.add_argument(
-        "--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between rows"
-    )
-    log.add_argument(
-        "--count", type=_positive_int, metavar="N", help="stop after N ticks (default: until Ctrl-C)"
-    )
+    log.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between rows")
+    log.add_argument("--count", type=_positive_int, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
     log.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names")
     log.add_argument("--nounits", action="store_true", help="values without units, as --format=csv,nounits")
     log.add_argument("--list-fields", action="store_true", help="print the field names and exit")
 
-    pick = commands.add_parser(
-        "pick", parents=[simulate], help="print the freest GPUs for CUDA_VISIBLE_DEVICES"
-    )
+    pick = commands.add_parser("pick", parents=[simulate], help="print the freest GPUs for CUDA_VISIBLE_DEVICES")
     pick.add_argument("--count", type=_positive_int, default=1, metavar="N")
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
     pick.add_argument("--min-free-mib", type=_non_negative_float, default=0.0, metavar="M")
@@ -108,7 +100,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     logging.basicConfig(format="trayvml: %(message)s", level=logging.WARNING)
     try:
-        from trayvml.source import simulation_from
+        from trayvml.nvml.sim import simulation_from
 
         simulation = simulation_from(getattr(args, "simulate", None))
     except SimulationSpecError as error:

@@ -112,11 +112,7 @@ def parse_fields(text: str | None) -> list[Column]:
     for name in names:
         if name not in COLUMNS:
             near = difflib.get_close_matches(name, COLUMNS, n=3)
-            hint = (
-                f" Did you mean {' or '.join(near)}?"
-                if near
-                else " Run `trayvml log --help-fields` for the list."
-            )
+            hint = f" Did you mean {' or '.join(near)}?" if near else " Run `trayvml log --help-fields` for the list."
             raise TrayvmlError(f"Unknown field {name!r} in --query.{hint}")
         columns.append(COLUMNS[name])
     if not columns:

@@ -58,12 +58,14 @@ class Series:
 class _Ring:
     def __init__(self, tier: Tier, columns: int, aggregated: bool) -> None:
         self.tier = tier
+        # Values are left uninitialised: a slot counts only once ``slots`` says which bucket it
+        # holds, and untouched pages cost no resident memory until the ring gets there.
         self.slots = np.full(tier.capacity, -1, dtype=np.int64)
-        self.mean = np.full((tier.capacity, columns), np.nan, dtype=np.float32)
+        self.mean = np.empty((tier.capacity, columns), dtype=np.float32)
         self.aggregated = aggregated
         if aggregated:
-            self.low = np.full_like(self.mean, np.nan)
-            self.high = np.full_like(self.mean, np.nan)
+            self.low = np.empty_like(self.mean)
+            self.high = np.empty_like(self.mean)
             self._open_slot = -1
             self._sum = np.zeros(columns)
             self._count = np.zeros(columns)
@@ -189,9 +191,7 @@ class History:
                 self.core_count = len(cores)
                 self._host = TieredRing(len(HISTORY_HOST_KEYS) + self.core_count, self.tiers)
             values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]
-            self._host.append(
-                sample.timestamp_s, np.concatenate([values, np.asarray(cores, dtype=np.float32)])
-            )
+            self._host.append(sample.timestamp_s, np.concatenate([values, np.asarray(cores, dtype=np.float32)]))
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
         """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""

@@ -34,9 +34,7 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
         raise TrayvmlError(f"Unknown criterion {by!r}: choose one of {', '.join(CRITERIA)}.")
     if count < 1:
         raise TrayvmlError("The number of GPUs to pick must be at least 1.")
-    qualifying = [
-        g for g in sample.gpus if not g.lost and g.value("memory_free_bytes") >= min_free_mib * _MIB
-    ]
+    qualifying = [g for g in sample.gpus if not g.lost and g.value("memory_free_bytes") >= min_free_mib * _MIB]
     if len(qualifying) < count:
         condition = f" with at least {min_free_mib:g} MiB free" if min_free_mib else ""
         lost = sum(g.lost for g in sample.gpus)
@@ -53,15 +51,14 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
     return [g.index for g in sorted(qualifying, key=key)[:count]]
 
 
-def pick_gpus(
-    count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None
-) -> list[int]:
+def pick_gpus(count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None) -> list[int]:
     """Read the GPUs now and return the indices of the ``count`` freest.
 
     Raises NotEnoughGpusError when too few qualify and TrayvmlError when NVML is unavailable.
     Indices follow NVML's (PCI bus) order; :func:`visible_gpus` makes CUDA use that order.
     """
-    from trayvml.source import Source, simulation_from
+    from trayvml.nvml.sim import simulation_from
+    from trayvml.source import Source
 
     source = Source(simulation_from(simulate), host=False)
     try:

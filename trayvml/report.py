@@ -159,9 +159,7 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
     system = sample.system
     return {
         "trayvml_version": __version__,
-        "timestamp": datetime.fromtimestamp(sample.timestamp_s)
-        .astimezone()
-        .isoformat(timespec="milliseconds"),
+        "timestamp": datetime.fromtimestamp(sample.timestamp_s).astimezone().isoformat(timespec="milliseconds"),
         "timestamp_s": sample.timestamp_s,
         "simulated": sample.simulation or None,
         "system": None if system is None else vars(system),

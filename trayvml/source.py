@@ -6,33 +6,17 @@ GPUs (``--simulate`` or ``TRAYVML_SIMULATE``) and puts the simulated library in 
 
 from __future__ import annotations
 
-import os
-
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.sample import ProcessDetails, Sample
 from trayvml.host.processes import resolve_host_process
 from trayvml.host.sampler import HostSampler
 from trayvml.nvml.reader import NvmlReader
-from trayvml.nvml.sim import SimSpec, SimulatedNvml, install, parse_spec
-
-SIMULATE_ENV = "TRAYVML_SIMULATE"
-
-
-def simulation_from(option: str | None) -> SimSpec | None:
-    """The simulation asked for by a command-line option or, failing that, the environment.
-
-    Raises SimulationSpecError for a malformed spec.
-    """
-    text = option if option is not None else os.environ.get(SIMULATE_ENV)
-    if text is None:
-        return None
-    return parse_spec(text)
+from trayvml.nvml.sim.library import SimulatedNvml, install
+from trayvml.nvml.sim.spec import SimSpec
 
 
 class Source:
-    def __init__(
-        self, simulation: SimSpec | None = None, clock: Clock | None = None, host: bool = True
-    ) -> None:
+    def __init__(self, simulation: SimSpec | None = None, clock: Clock | None = None, host: bool = True) -> None:
         self.clock = clock or SystemClock()
         self.simulation = simulation
         self.library: SimulatedNvml | None = None

@@ -40,10 +40,6 @@ def gpu_level(gpu: GpuSample, thresholds: GlanceThresholds = DEFAULT_THRESHOLDS)
     if temperature >= thresholds.temperature_critical_c or memory >= thresholds.memory_critical_percent:
         return Level.CRITICAL
     throttled = not math.isnan(reasons) and int(reasons) & THERMAL_REASON_MASK
-    if (
-        temperature >= thresholds.temperature_warning_c
-        or memory >= thresholds.memory_warning_percent
-        or throttled
-    ):
+    if temperature >= thresholds.temperature_warning_c or memory >= thresholds.memory_warning_percent or throttled:
         return Level.WARNING
     return Level.NORMAL  # NaN compares False: a missing value never raises the level

@@ -200,9 +200,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
     ),
-    Metric(
-        "performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate"), plot=False
-    ),
+    Metric("performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate"), plot=False),
     Metric(
         "pcie_tx_bytes_per_s",
         "PCIe TX",
@@ -421,9 +419,7 @@ STATIC_FIELDS: tuple[StaticField, ...] = (
     StaticField("mig_mode_pending", "MIG mode (pending)", SmiField("mig.mode.pending")),
     StaticField("ecc_mode_current", "ECC mode", SmiField("ecc.mode.current")),
     StaticField("memory_total_bytes", "Memory total", SmiField("memory.total", "MiB", 1 / _MIB)),
-    StaticField(
-        "power_limit_default_w", "Default power limit", SmiField("power.default_limit", "W", decimals=2)
-    ),
+    StaticField("power_limit_default_w", "Default power limit", SmiField("power.default_limit", "W", decimals=2)),
     StaticField("power_limit_min_w", "Minimum power limit", SmiField("power.min_limit", "W", decimals=2)),
     StaticField("power_limit_max_w", "Maximum power limit", SmiField("power.max_limit", "W", decimals=2)),
     StaticField("clock_max_sm_mhz", "Max SM clock", SmiField("clocks.max.sm", "MHz")),

@@ -10,9 +10,7 @@ import psutil
 from trayvml.core.sample import ProcessDetails
 
 # Docker, containerd, CRI-O, Podman and Kubernetes all put a 64-hex-digit id in the cgroup path.
-_CONTAINER_ID = re.compile(
-    r"(?:docker|containerd|crio|libpod|cri-containerd)[-/]?([0-9a-f]{64})|/([0-9a-f]{64})"
-)
+_CONTAINER_ID = re.compile(r"(?:docker|containerd|crio|libpod|cri-containerd)[-/]?([0-9a-f]{64})|/([0-9a-f]{64})")
 
 
 def container_of(pid: int) -> str:

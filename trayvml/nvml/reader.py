@@ -669,9 +669,7 @@ class NvmlReader:
         keys = ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s")
         for key in keys:
             g.states[_idx(key)] = MetricState.NO_DATA
-        g.ops.append(
-            _Op("nvmlDeviceGetPcieThroughput", call, fill, keys, PCIE_THROUGHPUT_PERIOD_S, failing=True)
-        )
+        g.ops.append(_Op("nvmlDeviceGetPcieThroughput", call, fill, keys, PCIE_THROUGHPUT_PERIOD_S, failing=True))
 
     def _process_op(self, kind: str, period_s: float) -> _Op:
         call = (

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import getpass
 import os
 import signal
@@ -18,13 +17,13 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from trayvml.assets import icon_paths
 from trayvml.core.clock import Clock
 from trayvml.core.sample import Sample
-from trayvml.history import History
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
 from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
+    from trayvml.history import History
     from trayvml.ui.window import GraphWindow
 
 EXIT_NO_DISPLAY = 4
@@ -47,10 +46,10 @@ def display_available() -> bool:
     display = os.environ.get("DISPLAY")
     if not display:
         return False
-    name = ctypes.util.find_library("xcb")
-    if name is None:
+    try:
+        xcb = ctypes.CDLL("libxcb.so.1")  # what Qt's xcb plugin links to
+    except OSError:
         return True  # cannot check; let Qt try
-    xcb = ctypes.CDLL(name)
     xcb.xcb_connect.restype = ctypes.c_void_p
     xcb.xcb_connect.argtypes = [ctypes.c_char_p, ctypes.c_void_p]
     xcb.xcb_connection_has_error.argtypes = [ctypes.c_void_p]
@@ -78,7 +77,7 @@ class App(QObject):
         tray_wait_s: float = TRAY_WAIT_S,
     ) -> None:
         super().__init__()
-        self.history = History()
+        self._history: History | None = None
         self.latest: Sample | None = None
         self.sampler = Sampler(simulation, interval_s, clock)
         self.sampler.sample_taken.connect(self.on_sample)
@@ -94,6 +93,15 @@ class App(QObject):
         self._tray_timer = QTimer(self)
         self._tray_timer.setObjectName("tray_host_timer")
         self._tray_timer.timeout.connect(self._check_tray)
+
+    @property
+    def history(self) -> History:
+        """Made on first use: numpy need not load before the tray icon shows."""
+        if self._history is None:
+            from trayvml.history import History
+
+            self._history = History()
+        return self._history
 
     def start(self) -> None:
         self.sampler.start()

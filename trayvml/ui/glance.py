@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import math
+
 from trayvml.core.levels import gpu_level
 from trayvml.core.sample import Sample
 from trayvml.ui.icon import Bar, IconContent, icon_content
+
+BAR_STEPS = 40  # half a pixel of a 22 px tray icon's bar
 
 # The tray icon's metric setting: label -> (metric key, value at a full bar)
 TRAY_METRICS = {
@@ -19,4 +23,10 @@ def content_for(sample: Sample | None, metric: str = "utilization") -> IconConte
     if sample is None or not sample.gpus:
         return IconContent((), no_gpu=True)
     key, full_scale = TRAY_METRICS[metric]
-    return icon_content([Bar(g.value(key) / full_scale, gpu_level(g)) for g in sample.gpus])
+    return icon_content([Bar(_steps(g.value(key) / full_scale), gpu_level(g)) for g in sample.gpus])
+
+
+def _steps(fraction: float) -> float:
+    """Bar heights in 1/BAR_STEPS: finer than a pixel at tray sizes is invisible, and every
+    change would cost a redraw (an idle GPU's 0-2 % jitter would redraw it each second)."""
+    return fraction if math.isnan(fraction) else round(fraction * BAR_STEPS) / BAR_STEPS

@@ -123,9 +123,7 @@ REASON_COLOURS = {
     0x80: (245, 120, 20),  # hardware power brake
     0x100: (90, 140, 220),  # display clocks
 }
-REASON_LEGEND = (
-    "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
-)
+REASON_LEGEND = "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
 
 
 def reason_rgba(bitmasks: np.ndarray) -> np.ndarray:
@@ -172,13 +170,11 @@ class Panel:
                 for gpu in range(gpu_count):
                     self.curves[(gpu, k)] = self._curve(gpu_colour(gpu), LINE_STYLES[k % len(LINE_STYLES)])
 
-    def _curve(self, colour: object, style: Qt.PenStyle, width: float = 1.6) -> pg.PlotDataItem:
+    def _curve(self, colour: object, style: Qt.PenStyle, width: float = 1.0) -> pg.PlotDataItem:
         # No clip-to-view or auto-downsampling: the window already asks the history for the
         # visible range at about one point per pixel (and pyqtgraph clipped against a view
         # range not yet applied when the range and the data changed together).
-        curve = pg.PlotDataItem(
-            pen=pg.mkPen(colour, width=width, style=style), connect="finite", skipFiniteCheck=True
-        )
+        curve = pg.PlotDataItem(pen=pg.mkPen(colour, width=width, style=style), connect="finite", skipFiniteCheck=True)
         self.plot.addItem(curve)
         return curve
 

@@ -6,11 +6,15 @@ The GUI thread never calls NVML and never waits on it: a slow driver call (a PCI
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
 
 from trayvml.core.clock import Clock
-from trayvml.nvml.sim import SimSpec
-from trayvml.source import Source
+
+if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (start-up time)
+    from trayvml.nvml.sim import SimSpec
+    from trayvml.source import Source
 
 
 class _Worker(QObject):
@@ -26,7 +30,10 @@ class _Worker(QObject):
 
     @Slot()
     def start(self) -> None:
-        # Created here, on the sampler thread: nvmlInit can take seconds without persistence mode.
+        # Created here, on the sampler thread: nvmlInit can take seconds without persistence mode,
+        # and importing pynvml, numpy and psutil need not delay the tray icon.
+        from trayvml.source import Source
+
         self._source = Source(self._simulation, self._clock)
         self._timer = QTimer(self)
         self._timer.setObjectName("sample_timer")
@@ -43,6 +50,8 @@ class _Worker(QObject):
     def use_simulation(self, simulation: SimSpec | None) -> None:
         if self._source is not None:
             self._source.close()
+        from trayvml.source import Source
+
         self._simulation = simulation
         self._source = Source(simulation, self._clock)
         self.tick()
@@ -70,9 +79,7 @@ class Sampler(QObject):
     _interval_changed = Signal(float)
     _stop_requested = Signal()
 
-    def __init__(
-        self, simulation: SimSpec | None, interval_s: float = 1.0, clock: Clock | None = None
-    ) -> None:
+    def __init__(self, simulation: SimSpec | None, interval_s: float = 1.0, clock: Clock | None = None) -> None:
         super().__init__()
         self.simulation = simulation
         self._thread = QThread()

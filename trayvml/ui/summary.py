@@ -14,8 +14,7 @@ from trayvml.ui.text import gpu_line, host_line
 from trayvml.ui.theme import LEVEL_COLOURS
 
 NO_TRAY_MESSAGE = (
-    "No system tray was found, so trayvml shows this window instead. "
-    "On GNOME, the AppIndicator extension adds a tray."
+    "No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray."
 )
 
 

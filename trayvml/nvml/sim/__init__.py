@@ -1,6 +1,9 @@
-"""Simulated GPUs that sit beneath pynvml (see library.py)."""
+"""Simulated GPUs that sit beneath pynvml (see library.py).
 
-from trayvml.nvml.sim.library import SimulatedNvml, install, uninstall
-from trayvml.nvml.sim.spec import SimSpec, parse_spec
+Only the specification is imported here: parsing ``--simulate`` must not pull numpy and
+pynvml into the tray app's start-up. The library is ``trayvml.nvml.sim.library``.
+"""
 
-__all__ = ["SimSpec", "SimulatedNvml", "install", "parse_spec", "uninstall"]
+from trayvml.nvml.sim.spec import SIMULATE_ENV, SimSpec, parse_spec, simulation_from
+
+__all__ = ["SIMULATE_ENV", "SimSpec", "parse_spec", "simulation_from"]

@@ -63,9 +63,7 @@ class Scenario:
         rng = random.Random(seed)
         # Three slow sines per GPU and channel give smooth, repeatable jitter.
         self._waves = {
-            (gpu, channel): [
-                (rng.uniform(0.01, 0.2), rng.uniform(0, 6.283), rng.uniform(0.3, 0.6)) for _ in range(3)
-            ]
+            (gpu, channel): [(rng.uniform(0.01, 0.2), rng.uniform(0, 6.283), rng.uniform(0.3, 0.6)) for _ in range(3)]
             for gpu in range(len(profiles))
             for channel in range(8)
         }
@@ -155,9 +153,7 @@ class Training(Scenario):
         base.util_memory = np.clip(np.where(running, 0.6 * busy + 3 * self.noise(gpu, 3, t), 0.5), 0, 100)
         base.memory_fraction = base.memory_fraction + self._memory_fraction(phase)
         loading = running & (ramp < 1)
-        base.pcie_fraction = np.where(
-            loading, 0.45, np.where(running, 0.06 + 0.03 * self.noise(gpu, 4, t), 0.001)
-        )
+        base.pcie_fraction = np.where(loading, 0.45, np.where(running, 0.06 + 0.03 * self.noise(gpu, 4, t), 0.001))
         if self.profiles[gpu].nvlink_links:
             base.nvlink_fraction = np.where(running, ramp * (0.35 + 0.1 * self.noise(gpu, 5, t)), 0.0)
         return base
@@ -188,9 +184,7 @@ class Thermal(Scenario):
 
     def load(self, gpu: int, t: np.ndarray) -> Load:
         base = super().load(gpu, t)
-        base.util_gpu = np.clip(
-            np.full_like(t, 85.0 if gpu == 0 else 40.0) + 5 * self.noise(gpu, 2, t), 0, 100
-        )
+        base.util_gpu = np.clip(np.full_like(t, 85.0 if gpu == 0 else 40.0) + 5 * self.noise(gpu, 2, t), 0, 100)
         base.memory_fraction = base.memory_fraction + 0.4
         if gpu == 0:
             phase = t % self.period_s

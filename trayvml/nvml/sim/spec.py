@@ -14,12 +14,16 @@ Keys:
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
 from trayvml.nvml.sim.profiles import PROFILES
-from trayvml.nvml.sim.scenarios import SCENARIOS
 
+SIMULATE_ENV = "TRAYVML_SIMULATE"
+# The scenarios in scenarios.py (kept here so that parsing a spec does not import numpy;
+# tests/test_simulated_library.py checks that the two lists agree).
+SCENARIO_NAMES = ("idle", "training", "thermal", "processes", "faults")
 MAX_GPUS = 16
 DEFAULT_GPUS = ("h100", "h100", "rtx4090", "laptop")
 NVML_FAULTS = ("missing", "not-loaded", "mismatch", "no-permission")
@@ -75,8 +79,8 @@ def parse_spec(text: str) -> SimSpec:
     """Parse a spec such as ``training:gpus=h100*8,seed=3``; raises SimulationSpecError."""
     scenario, _, options = text.strip().partition(":")
     scenario = scenario or "training"
-    if scenario not in SCENARIOS:
-        known = ", ".join(SCENARIOS)
+    if scenario not in SCENARIO_NAMES:
+        known = ", ".join(SCENARIO_NAMES)
         raise SimulationSpecError(f"--simulate: unknown scenario {scenario!r}; choose from {known}.")
     values: dict = {"scenario": scenario}
     for item in filter(None, options.split(",")):
@@ -100,9 +104,7 @@ def parse_spec(text: str) -> SimSpec:
         elif key == "nvml":
             fault, at, until = value.partition("@")
             if fault not in NVML_FAULTS:
-                raise SimulationSpecError(
-                    f"--simulate: nvml wants one of {', '.join(NVML_FAULTS)}, not {fault!r}."
-                )
+                raise SimulationSpecError(f"--simulate: nvml wants one of {', '.join(NVML_FAULTS)}, not {fault!r}.")
             values["nvml_fault"] = fault
             values["nvml_fault_until_s"] = _number(key, until) if at else None
         elif key == "procperm":
@@ -118,9 +120,7 @@ def parse_spec(text: str) -> SimSpec:
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
         if gpu >= len(spec.gpus):
-            raise SimulationSpecError(
-                f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated."
-            )
+            raise SimulationSpecError(f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
     if scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)
     return spec
@@ -130,3 +130,14 @@ def _with_fault_defaults(spec: SimSpec, lost_given: bool, procperm_given: bool) 
     lost = spec.lost_at_s if lost_given else {len(spec.gpus) - 1: 300.0}
     hidden = spec.other_users_hidden if procperm_given else True
     return replace(spec, lost_at_s=lost, other_users_hidden=hidden)
+
+
+def simulation_from(option: str | None) -> SimSpec | None:
+    """The simulation asked for by a command-line option or, failing that, the environment.
+
+    Raises SimulationSpecError for a malformed spec.
+    """
+    text = option if option is not None else os.environ.get(SIMULATE_ENV)
+    if text is None:
+        return None
+    return parse_spec(text)
