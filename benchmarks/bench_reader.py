@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import statistics
 import time
 
@@ -69,27 +70,39 @@ def bare_loop_cpu_us_per_gpu(gpus: int, ticks: int, profile: str = "h100", raw_f
     ]
     event_set = N.nvmlEventSetCreate()
     array = field_array([f if isinstance(f, tuple) else (f, 0) for f in fields])
+    calls = [
+        N.nvmlDeviceGetUtilizationRates,
+        read_memory_v2,
+        lambda h: N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU),
+        N.nvmlDeviceGetPowerUsage,
+        N.nvmlDeviceGetTotalEnergyConsumption,
+        *[
+            functools.partial(N.nvmlDeviceGetClockInfo, type=kind)
+            for kind in (N.NVML_CLOCK_SM, N.NVML_CLOCK_GRAPHICS, N.NVML_CLOCK_MEM, N.NVML_CLOCK_VIDEO)
+        ],
+        N.nvmlDeviceGetPerformanceState,
+        N.nvmlDeviceGetCurrentClocksEventReasons,
+        N.nvmlDeviceGetEncoderUtilization,
+        N.nvmlDeviceGetDecoderUtilization,
+        (lambda h: read_fields(h, array)) if raw_fields else (lambda h: N.nvmlDeviceGetFieldValues(h, fields)),
+    ]
+
+    def supported(call) -> bool:  # type: ignore[no-untyped-def]
+        try:
+            call(handles[0])
+        except N.NVMLError:
+            return False  # as the reader does, a call the GPU lacks is not made again
+        return True
+
+    calls = [call for call in calls if supported(call)]
     start = time.process_time()
     for _ in range(ticks):
         clock.advance_s(1)
         with contextlib.suppress(N.NVMLError):  # TIMEOUT: no XID event pending
             N.nvmlEventSetWait_v2(event_set, 0)
         for h in handles:
-            N.nvmlDeviceGetUtilizationRates(h)
-            read_memory_v2(h)
-            N.nvmlDeviceGetTemperature(h, N.NVML_TEMPERATURE_GPU)
-            N.nvmlDeviceGetPowerUsage(h)
-            N.nvmlDeviceGetTotalEnergyConsumption(h)
-            for kind in (N.NVML_CLOCK_SM, N.NVML_CLOCK_GRAPHICS, N.NVML_CLOCK_MEM, N.NVML_CLOCK_VIDEO):
-                N.nvmlDeviceGetClockInfo(h, kind)
-            N.nvmlDeviceGetPerformanceState(h)
-            N.nvmlDeviceGetCurrentClocksEventReasons(h)
-            N.nvmlDeviceGetEncoderUtilization(h)
-            N.nvmlDeviceGetDecoderUtilization(h)
-            if raw_fields:
-                read_fields(h, array)
-            else:
-                N.nvmlDeviceGetFieldValues(h, fields)
+            for call in calls:
+                call(h)
     elapsed = time.process_time() - start
     N.nvmlShutdown()
     return elapsed / ticks / gpus * 1e6
