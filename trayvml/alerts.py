@@ -184,6 +184,7 @@ class _Tracker:
     idle_since_s: float = math.nan
     armed: bool = False
     announced: bool = False  # the current firing was notified, so its end should be too
+    notified_severity: Severity | None = None  # of the last notification, within the cooldown
 
 
 def _value(gpu: GpuSample, rule: str) -> float:
@@ -309,9 +310,12 @@ class AlertEngine:
             return None
         tracker.level = target
         tracker.pending = None
-        notify = now_s - tracker.last_notified_s >= settings.cooldown_s
+        # The cooldown quiets repeats; an escalation (warning to critical) is always told.
+        cooled = now_s - tracker.last_notified_s >= settings.cooldown_s
+        notify = cooled or tracker.notified_severity is None or target > tracker.notified_severity
         if notify:
             tracker.last_notified_s = now_s
+            tracker.notified_severity = target
             tracker.announced = True
         message = text or _describe(kind, value, target)
         return AlertEvent(now_s, gpu, name, kind.key, "firing", target, message, value, notify)
