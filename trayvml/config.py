@@ -137,7 +137,7 @@ def _typed(setting: Setting, value: Any) -> Any:
 def _rule_from_toml(table: Any, base: RuleSettings, where: str) -> RuleSettings:
     if not isinstance(table, dict):
         raise SettingsError(f"{where} should be a table")
-    changes = {}
+    changes: dict[str, Any] = {}
     names = {f.name: f for f in fields(RuleSettings)}
     for name, value in table.items():
         if name not in names:
