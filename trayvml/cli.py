@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
     pick.add_argument("--min-free-mib", type=_non_negative_float, default=0.0, metavar="M")
     pick.add_argument("--uuid", action="store_true", help="print GPU UUIDs instead of indices")
+
+    autostart = commands.add_parser("autostart", help="start trayvml at login: on, off or status")
+    autostart.add_argument("state", choices=("on", "off", "status"))
+    parser.add_argument("--config", metavar="PATH", help="settings file (default: in your config folder)")
     return parser
 
 
@@ -112,6 +116,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _log(args, simulation)
         if args.command == "pick":
             return _pick(args, simulation)
+        if args.command == "autostart":
+            return _autostart(args)
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval)
@@ -186,6 +192,22 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         return 0
     finally:
         source.close()
+
+
+def _autostart(args: argparse.Namespace) -> int:
+    from trayvml.autostart import for_this_platform
+
+    autostart = for_this_platform()
+    try:
+        if args.state == "on":
+            autostart.enable(args.config)
+        elif args.state == "off":
+            autostart.disable()
+    except OSError as error:
+        return _fail(f"Could not change {autostart.location}: {error.strerror or error}.", EXIT_USAGE)
+    state = "on" if autostart.is_enabled() else "off"
+    print(f"Start at login is {state} ({autostart.location}).")
+    return 0
 
 
 def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:

@@ -1,0 +1,172 @@
+"""Starting trayvml at login: an XDG autostart entry (Linux), the Run key (Windows), a LaunchAgent (macOS).
+
+Each platform sits behind the same small interface; turning autostart off removes exactly what
+turning it on added, and only if it is still ours.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import plistlib
+import sys
+from pathlib import Path
+from typing import Protocol
+
+APP_ID = "trayvml"
+MARKER = "X-Trayvml-Managed"
+START_DELAY_S = 5  # lets the panel come up first; the app also waits for a tray host
+
+
+def command(config_path: str | None = None) -> list[str]:
+    """How to start this very installation of trayvml."""
+    args = [sys.executable, "-m", "trayvml"]
+    if config_path:
+        args += ["--config", config_path]
+    return args
+
+
+class Autostart(Protocol):
+    def enable(self, config_path: str | None = None) -> None: ...
+
+    def disable(self) -> None: ...
+
+    def is_enabled(self) -> bool: ...
+
+    @property
+    def location(self) -> str: ...
+
+
+# ---- Linux and other freedesktop systems ----
+def desktop_exec_quote(argument: str) -> str:
+    """Quote one argument of a desktop entry's Exec key (Desktop Entry Specification, "The Exec key")."""
+    needs_quotes = any(c in argument for c in " \t\n\"'\\><~|&;$*?#()`=")
+    escaped = argument.replace("%", "%%")  # field codes start with %
+    if not needs_quotes:
+        return escaped
+    for special in ("\\", '"', "`", "$"):
+        escaped = escaped.replace(special, "\\" + special)
+    return f'"{escaped}"'
+
+
+def desktop_entry(args: list[str]) -> str:
+    exec_line = " ".join(desktop_exec_quote(a) for a in args)
+    # The value of a string key is itself escaped: a backslash is written as two.
+    exec_line = exec_line.replace("\\", "\\\\")
+    return (
+        "[Desktop Entry]\n"
+        "Type=Application\n"
+        "Name=trayvml\n"
+        "GenericName=GPU Monitor\n"
+        "Comment=Watch NVIDIA GPUs from the system tray\n"
+        f"Exec={exec_line}\n"
+        "Icon=trayvml\n"
+        "Terminal=false\n"
+        "Categories=System;Monitor;\n"
+        "X-GNOME-Autostart-enabled=true\n"
+        f"X-GNOME-Autostart-Delay={START_DELAY_S}\n"
+        f"{MARKER}=true\n"
+    )
+
+
+class XdgAutostart:
+    def __init__(self, config_home: Path | None = None) -> None:
+        base = config_home or Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        self.path = base / "autostart" / f"{APP_ID}.desktop"
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def enable(self, config_path: str | None = None) -> None:
+        from trayvml.config import write_atomically
+
+        write_atomically(self.path, desktop_entry(command(config_path)).encode("utf-8"))
+
+    def disable(self) -> None:
+        if self.is_enabled():
+            self.path.unlink()
+
+    def is_enabled(self) -> bool:
+        try:
+            return f"{MARKER}=true" in self.path.read_text(encoding="utf-8")
+        except OSError:
+            return False
+
+
+# ---- Windows ----
+RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
+
+
+class WindowsAutostart:  # pragma: no cover - needs Windows
+    location = rf"HKEY_CURRENT_USER\{RUN_KEY}\{APP_ID}"
+
+    def enable(self, config_path: str | None = None) -> None:
+        import subprocess
+        import winreg
+
+        args = command(config_path)
+        pythonw = Path(args[0]).with_name("pythonw.exe")
+        if pythonw.exists():  # no console window at login
+            args[0] = str(pythonw)
+        with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
+            winreg.SetValueEx(key, APP_ID, 0, winreg.REG_SZ, subprocess.list2cmdline(args))
+
+    def disable(self) -> None:
+        import winreg
+
+        with (
+            winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key,
+            contextlib.suppress(FileNotFoundError),  # already off
+        ):
+            winreg.DeleteValue(key, APP_ID)
+
+    def is_enabled(self) -> bool:
+        import winreg
+
+        try:
+            with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
+                winreg.QueryValueEx(key, APP_ID)
+        except FileNotFoundError:
+            return False
+        return True
+
+
+# ---- macOS ----
+class LaunchAgentAutostart:
+    def __init__(self, home: Path | None = None) -> None:
+        self.path = (home or Path.home()) / "Library" / "LaunchAgents" / f"io.github.{APP_ID}.plist"
+
+    @property
+    def location(self) -> str:
+        return str(self.path)
+
+    def enable(self, config_path: str | None = None) -> None:
+        from trayvml.config import write_atomically
+
+        plist = {
+            "Label": f"io.github.{APP_ID}",
+            "ProgramArguments": command(config_path),
+            "RunAtLoad": True,
+            "ProcessType": "Interactive",
+            MARKER: True,
+        }
+        write_atomically(self.path, plistlib.dumps(plist))
+
+    def disable(self) -> None:
+        if self.is_enabled():
+            self.path.unlink()
+
+    def is_enabled(self) -> bool:
+        try:
+            return bool(plistlib.loads(self.path.read_bytes()).get(MARKER))
+        except (OSError, plistlib.InvalidFileException):
+            return False
+
+
+def for_this_platform() -> Autostart:
+    if sys.platform == "win32":
+        return WindowsAutostart()
+    if sys.platform == "darwin":
+        return LaunchAgentAutostart()
+    return XdgAutostart()
