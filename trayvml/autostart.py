@@ -98,38 +98,40 @@ class XdgAutostart:
 RUN_KEY = r"Software\Microsoft\Windows\CurrentVersion\Run"
 
 
-class WindowsAutostart:  # pragma: no cover - needs Windows
-    location = rf"HKEY_CURRENT_USER\{RUN_KEY}\{APP_ID}"
+if sys.platform == "win32":  # winreg exists only there (mypy checks per platform too)
 
-    def enable(self, config_path: str | None = None) -> None:
-        import subprocess
-        import winreg
+    class WindowsAutostart:  # pragma: no cover - needs Windows
+        location = rf"HKEY_CURRENT_USER\{RUN_KEY}\{APP_ID}"
 
-        args = command(config_path)
-        pythonw = Path(args[0]).with_name("pythonw.exe")
-        if pythonw.exists():  # no console window at login
-            args[0] = str(pythonw)
-        with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
-            winreg.SetValueEx(key, APP_ID, 0, winreg.REG_SZ, subprocess.list2cmdline(args))
+        def enable(self, config_path: str | None = None) -> None:
+            import subprocess
+            import winreg
 
-    def disable(self) -> None:
-        import winreg
+            args = command(config_path)
+            pythonw = Path(args[0]).with_name("pythonw.exe")
+            if pythonw.exists():  # no console window at login
+                args[0] = str(pythonw)
+            with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key:
+                winreg.SetValueEx(key, APP_ID, 0, winreg.REG_SZ, subprocess.list2cmdline(args))
 
-        with (
-            winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key,
-            contextlib.suppress(FileNotFoundError),  # already off
-        ):
-            winreg.DeleteValue(key, APP_ID)
+        def disable(self) -> None:
+            import winreg
 
-    def is_enabled(self) -> bool:
-        import winreg
+            with (
+                winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY, 0, winreg.KEY_SET_VALUE) as key,
+                contextlib.suppress(FileNotFoundError),  # already off
+            ):
+                winreg.DeleteValue(key, APP_ID)
 
-        try:
-            with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
-                winreg.QueryValueEx(key, APP_ID)
-        except FileNotFoundError:
-            return False
-        return True
+        def is_enabled(self) -> bool:
+            import winreg
+
+            try:
+                with winreg.OpenKey(winreg.HKEY_CURRENT_USER, RUN_KEY) as key:
+                    winreg.QueryValueEx(key, APP_ID)
+            except FileNotFoundError:
+                return False
+            return True
 
 
 # ---- macOS ----
