@@ -173,3 +173,11 @@ def test_parsing_a_spec_does_not_import_numpy() -> None:
     code = "import sys, trayvml.cli, trayvml.nvml.sim as s; s.parse_spec('thermal'); print('numpy' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "False"
+
+
+def test_speed_and_start_move_simulated_time() -> None:
+    clock = ManualClock()
+    library = SimulatedNvml(parse_spec("thermal:speed=60,start=350"), clock)
+    assert library.sim_time_s() == 350
+    clock.advance_s(2)
+    assert library.sim_time_s() == 470

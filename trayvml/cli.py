@@ -67,7 +67,9 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate]
     )
     parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
-    parser.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="sampling interval")
+    parser.add_argument(
+        "--interval", type=_positive_float, default=None, metavar="S", help="sampling interval (default: settings)"
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     snap = commands.add_parser("snapshot", parents=[simulate], help="print every GPU's current values")
@@ -120,7 +122,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _autostart(args)
         from trayvml.ui.app import run_app
 
-        return run_app(simulation, args.interval)
+        return run_app(simulation, args.interval, args.config)
     except NotEnoughGpusError as error:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:

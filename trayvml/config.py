@@ -209,6 +209,7 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 class SettingsStore:
     def __init__(self, path: Path | None = None) -> None:
+        self.custom = path is not None  # given with --config (autostart passes it on)
         self.path = path or default_path()
 
     def load(self) -> tuple[Settings, str]:

@@ -7,6 +7,10 @@ import getpass
 import os
 import signal
 import sys
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -14,7 +18,10 @@ from PySide6.QtGui import QIcon
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from trayvml.assets import icon_paths
+from trayvml.alerts import AlertEngine, AlertEvent, Severity
+from trayvml.assets import icon_paths, resource
+from trayvml.autostart import Autostart, for_this_platform
+from trayvml.config import Settings, SettingsError, SettingsStore
 from trayvml.core.clock import Clock
 from trayvml.core.sample import Sample
 from trayvml.nvml.sim import SimSpec, parse_spec
@@ -24,11 +31,14 @@ from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
     from trayvml.history import History
+    from trayvml.notify import Notifier
+    from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
 
 EXIT_NO_DISPLAY = 4
 TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
+SNOOZE_S = 3600.0
 NO_DISPLAY_MESSAGE = (
     "trayvml needs a graphical desktop, and none was found (no DISPLAY or WAYLAND_DISPLAY that "
     "answers). In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
@@ -68,20 +78,41 @@ class App(QObject):
     """Everything the running app is made of; ``run_app`` builds one."""
 
     sample_shown = Signal(object)  # a Sample, after the tray and window have it
+    notified = Signal(object)  # an AlertEvent that went out as a notification
+    _action_received = Signal(str, int, str)  # from the notification listener thread
+    _notifier_ready = Signal(object)  # from the thread that sets the notifier up
 
     def __init__(
         self,
         simulation: SimSpec | None,
-        interval_s: float = 1.0,
+        interval_s: float | None = None,
         clock: Clock | None = None,
         tray_wait_s: float = TRAY_WAIT_S,
+        store: SettingsStore | None = None,
+        autostart: Autostart | None = None,
     ) -> None:
         super().__init__()
+        self.store = store
+        self.settings, self.settings_message = store.load() if store is not None else (Settings(), "")
+        if interval_s is not None:
+            self.settings = replace(self.settings, sampling_interval_s=interval_s)
         self._history: History | None = None
         self.latest: Sample | None = None
-        self.sampler = Sampler(simulation, interval_s, clock)
+        self.clock = clock
+        self.engine = AlertEngine(self.settings.alerts)
+        self.notifier: Notifier | None = None
+        self.snoozed_until_s: dict[tuple[int, str], float] = {}
+        self.autostart = autostart or for_this_platform()
+        self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock)
         self.sampler.sample_taken.connect(self.on_sample)
-        self.tray = Tray()
+        self.tray = Tray(self.settings.tray_metric)
+        self.tray.autostart_action.setChecked(self.autostart.is_enabled())
+        self.tray.autostart_action.toggled.connect(self.set_autostart)
+        self.tray.settings_action.triggered.connect(self.show_settings)
+        self._action_received.connect(self._on_action)
+        self._notifier_ready.connect(self._use_notifier)
+        self._held_back: list[tuple[AlertEvent, str]] = []  # alerts before the notifier is ready
+        self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.toggle_window_requested.connect(self.toggle_window)
         self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("training")))
@@ -107,10 +138,137 @@ class App(QObject):
         self.sampler.start()
         self._check_tray()
         self._tray_timer.start(TRAY_POLL_MS)
+        # Meeting the notification service takes a D-Bus round trip (or a service activation
+        # timing out): never on the GUI thread.
+        threading.Thread(
+            target=lambda: self._notifier_ready.emit(self._make_notifier()), name="trayvml-notifier-setup", daemon=True
+        ).start()
+        if self.settings_message:  # a settings file was set aside: say so once
+            print(f"trayvml: {self.settings_message}", file=sys.stderr)
+            self.tray.icon.showMessage("trayvml", self.settings_message)
 
     def stop(self) -> None:
         self._tray_timer.stop()
         self.sampler.stop()
+        if self.notifier is not None:
+            self.notifier.close()
+
+    # ---- alerts and notifications ----
+    def _make_notifier(self) -> Notifier:
+        from trayvml.notify import FreedesktopNotifier, NotificationsUnavailableError, TrayMessageNotifier
+
+        if sys.platform == "linux":
+            try:
+                return FreedesktopNotifier(
+                    lambda action, key: self._action_received.emit(action, key[0], key[1]),
+                    str(resource("trayvml-64.png")),
+                )
+            except NotificationsUnavailableError:
+                pass  # no notification service: the tray's own balloon will do
+
+        def show(title: str, body: str, severity: Severity) -> None:
+            icon = (
+                QSystemTrayIcon.MessageIcon.Critical
+                if severity is Severity.CRITICAL
+                else QSystemTrayIcon.MessageIcon.Warning
+            )
+            self.tray.icon.showMessage(title, body, icon, 10_000)
+
+        return TrayMessageNotifier(show)
+
+    def _use_notifier(self, notifier: Notifier) -> None:
+        self.notifier = notifier
+        for event, details in self._held_back:
+            notifier.notify(event, details)
+            self.notified.emit(event)
+        self._held_back.clear()
+
+    def _on_action(self, action: str, gpu: int, rule: str) -> None:
+        if action == "open":
+            self.show_window(gpu)
+        elif action == "snooze":
+            self.snoozed_until_s[(gpu, rule)] = self._now_s() + SNOOZE_S
+
+    def _now_s(self) -> float:
+        return self.clock.now_s() if self.clock is not None else time.time()
+
+    def _should_notify(self, event: AlertEvent) -> bool:
+        if not (event.notify and self.settings.notifications) or self.tray.alerts_paused:
+            return False  # paused: the alert states go on, only the notifications stop
+        return self._now_s() >= self.snoozed_until_s.get((event.gpu_index, event.rule), 0.0)
+
+    def _details(self, event: AlertEvent, sample: Sample) -> str:
+        """The GPU's biggest processes, for memory and temperature alerts."""
+        if event.rule not in ("memory_used", "memory_free", "temperature") or event.kind == "resolved":
+            return ""
+        gpu = next((g for g in sample.gpus if g.index == event.gpu_index), None)
+        if gpu is None or not gpu.processes:
+            return ""
+        from trayvml.core.units import format_bytes
+
+        biggest = sorted(
+            gpu.processes, key=lambda p: -(p.used_memory_bytes if p.used_memory_bytes == p.used_memory_bytes else 0)
+        )
+        return "Processes: " + ", ".join(
+            f"{p.name or '?'} ({p.user or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}" for p in biggest[:3]
+        )
+
+    # ---- settings and autostart ----
+    def show_settings(self) -> None:
+        from trayvml.ui.settings_dialog import SettingsDialog
+
+        devices = self.latest.devices if self.latest is not None else ()
+        if self.settings_dialog is None:
+            self.settings_dialog = SettingsDialog(self.settings, devices)
+            self.settings_dialog.settings_applied.connect(self.apply_settings)
+        else:
+            self.settings_dialog.show_settings(self.settings)
+        self.settings_dialog.show()
+        self.settings_dialog.raise_()
+
+    def apply_settings(self, settings: Settings) -> None:
+        """Changes take effect at once; no restart."""
+        old, self.settings = self.settings, settings
+        if self.store is not None:
+            try:
+                self.store.save(settings)
+            except (OSError, SettingsError) as error:
+                self.tray.icon.showMessage("trayvml", f"Could not save the settings: {error}")
+        self.engine.configure(settings.alerts)
+        if settings.sampling_interval_s != old.sampling_interval_s:
+            self.sampler.set_interval(settings.sampling_interval_s)
+        if settings.history_hours != old.history_hours or settings.sampling_interval_s != old.sampling_interval_s:
+            self._resize_history()
+        self.tray.set_metric(settings.tray_metric)
+        if settings.start_at_login != self.autostart.is_enabled():
+            self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
+        if self.window is not None:
+            for gpu in range(self.window.gpu_count):
+                self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
+
+    def _resize_history(self) -> None:
+        from trayvml.history import History, default_tiers
+
+        # A new length means new rings: the timelines start again (the alert states do not).
+        self._history = History(default_tiers(self.settings.history_hours * 3600.0, self.settings.sampling_interval_s))
+        if self.window is not None:
+            self.window.history = self._history
+
+    def set_autostart(self, on: bool) -> None:
+        try:
+            if on:
+                self.autostart.enable(self.store.path.as_posix() if self.store and self.store.custom else None)
+            else:
+                self.autostart.disable()
+        except OSError as error:
+            self.tray.icon.showMessage("trayvml", f"Could not change {self.autostart.location}: {error.strerror}")
+        enabled = self.autostart.is_enabled()
+        if enabled != self.settings.start_at_login:
+            self.settings = replace(self.settings, start_at_login=enabled)
+            if self.store is not None:
+                self.store.save(self.settings)
+        if self.tray.autostart_action.isChecked() != enabled:
+            self.tray.autostart_action.setChecked(enabled)
 
     # ---- tray host, or the summary window where there is none ----
     def _check_tray(self) -> None:
@@ -142,10 +300,20 @@ class App(QObject):
     def on_sample(self, sample: Sample) -> None:
         self.latest = sample
         self.history.append(sample)
+        events = self.engine.update(sample)
+        for event in events:
+            if not self._should_notify(event):
+                continue
+            if self.notifier is None:
+                self._held_back.append((event, self._details(event, sample)))
+                continue
+            self.notifier.notify(event, self._details(event, sample))
+            self.notified.emit(event)
         self.tray.update(sample)
         if self.summary is not None and self.summary.isVisible():
             self.summary.update_sample(sample)
         if self.window is not None:
+            self.window.add_events(events)
             self.window.update_sample(sample)
         self.sample_shown.emit(sample)
 
@@ -155,6 +323,9 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
+            self.window.add_events(list(self.engine.events))
+            for gpu in self.settings.hidden_gpus:
+                self.window.hidden_gpus.add(gpu)
             if self.latest is not None:
                 self.window.update_sample(self.latest)
         return self.window
@@ -205,7 +376,7 @@ def _listen(app: App) -> QLocalServer:
     return server
 
 
-def run_app(simulation: SimSpec | None, interval_s: float = 1.0) -> int:
+def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_path: str | None = None) -> int:
     if not display_available():
         print(f"trayvml: {NO_DISPLAY_MESSAGE}", file=sys.stderr)
         return EXIT_NO_DISPLAY
@@ -222,10 +393,12 @@ def run_app(simulation: SimSpec | None, interval_s: float = 1.0) -> int:
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
-    app = App(simulation, interval_s, tray_wait_s=tray_wait_s)
+    store = SettingsStore(Path(config_path) if config_path else None)
+    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store)
     server = _listen(app)
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
-    signal.signal(signal.SIGINT, lambda *_: qt_app.quit())
+    # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.
+    signal.signal(signal.SIGINT, lambda *_: QTimer.singleShot(0, qt_app.quit))
     wake = QTimer()
     wake.setObjectName("signal_wake_timer")
     wake.timeout.connect(lambda: None)

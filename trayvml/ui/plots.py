@@ -147,6 +147,7 @@ class Panel:
         self.curves: dict[tuple[int, int], pg.PlotDataItem] = {}  # (GPU, metric position) -> curve
         self.extra_curves: list[pg.PlotDataItem] = []  # per-process or per-core curves
         self.image: pg.ImageItem | None = None
+        self.markers: list[pg.InfiniteLine] = []
         self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
@@ -185,6 +186,16 @@ class Panel:
         for k, curve in enumerate(self.extra_curves):
             curve.setVisible(k < count)
         return self.extra_curves[:count]
+
+    def set_markers(self, count: int) -> list[pg.InfiniteLine]:
+        """Vertical lines marking alerts on this timeline; reused, never destroyed."""
+        while len(self.markers) < count:
+            marker = pg.InfiniteLine(angle=90, movable=False)
+            self.plot.addItem(marker, ignoreBounds=True)
+            self.markers.append(marker)
+        for k, marker in enumerate(self.markers):
+            marker.setVisible(k < count)
+        return self.markers[:count]
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)

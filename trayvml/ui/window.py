@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, QEvent, QRectF, QSettings, QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QPalette, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -26,6 +26,8 @@ from PySide6.QtWidgets import (
     QPushButton,
     QScrollArea,
     QTableView,
+    QTableWidget,
+    QTableWidgetItem,
     QTabWidget,
     QToolBar,
     QTreeWidget,
@@ -34,6 +36,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from trayvml.alerts import AlertEvent, Severity
 from trayvml.core.metrics import HOST_METRIC_BY_KEY, STATIC_FIELDS, Group
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import format_bytes
@@ -52,6 +55,9 @@ from trayvml.ui.processes import ProcessModel
 from trayvml.ui.text import short_name
 from trayvml.ui.theme import gpu_colour
 
+MAX_LISTED_EVENTS = 1000
+MAX_MARKERS = 50
+SEVERITY_COLOURS = {Severity.INFO: "#4e79a7", Severity.WARNING: "#f5a524", Severity.CRITICAL: "#e5484d"}
 RANGES_S = (
     ("1 min", 60),
     ("5 min", 300),
@@ -150,6 +156,13 @@ class GraphWindow(QMainWindow):
         self.tabs.addTab(self.host_page, "Machine")
         self.tabs.addTab(self.process_view, "Processes")
         self.tabs.addTab(self.details, "Device details")
+        self.alert_table = QTableWidget(0, 4)
+        self.alert_table.setHorizontalHeaderLabels(["Time", "GPU", "Severity", "What happened"])
+        self.alert_table.horizontalHeader().setStretchLastSection(True)
+        self.alert_table.verticalHeader().setVisible(False)
+        self.alert_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.tabs.addTab(self.alert_table, "Alerts")
+        self.events: list[AlertEvent] = []
         self.tabs.currentChanged.connect(lambda _: self.refresh())
         self._pan_timer = QTimer(self)
         self._pan_timer.setObjectName("refresh_after_pan_timer")
@@ -274,6 +287,34 @@ class GraphWindow(QMainWindow):
         self.follow_button.setChecked(False)
         self._pan_timer.start(REFRESH_AFTER_PAN_MS)
 
+    # ---- alerts: listed in their tab, marked on the timelines ----
+    def add_events(self, events: list[AlertEvent]) -> None:
+        for event in events:
+            self.events.append(event)
+            row = 0  # newest first
+            self.alert_table.insertRow(row)
+            when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
+            label = "resolved" if event.kind == "resolved" else event.severity.name.lower()
+            for column, text in enumerate((when, f"{event.gpu_index} {event.gpu_name}", label, event.title)):
+                item = QTableWidgetItem(text)
+                if event.kind != "resolved":
+                    item.setForeground(QColor(SEVERITY_COLOURS[event.severity]))
+                self.alert_table.setItem(row, column, item)
+        if len(self.events) > MAX_LISTED_EVENTS:
+            del self.events[: len(self.events) - MAX_LISTED_EVENTS]
+            while self.alert_table.rowCount() > MAX_LISTED_EVENTS:
+                self.alert_table.removeRow(self.alert_table.rowCount() - 1)
+
+    def _mark_events(self, panel: Panel, start: float, end: float) -> None:
+        shown = [
+            e
+            for e in self.events
+            if start <= e.timestamp_s <= end and e.kind != "resolved" and e.gpu_index not in self.hidden_gpus
+        ][-MAX_MARKERS:]
+        for marker, event in zip(panel.set_markers(len(shown)), shown, strict=True):
+            marker.setPen(pg.mkPen(SEVERITY_COLOURS[event.severity], width=1, style=Qt.PenStyle.DotLine))
+            marker.setPos(event.timestamp_s)
+
     # ---- samples ----
     def update_sample(self, sample: Sample) -> None:
         self.sample = sample
@@ -330,6 +371,7 @@ class GraphWindow(QMainWindow):
         names = {g.index: short_name(i.name) for g, i in zip(self.sample.gpus, self.sample.devices, strict=True)}
         for panel in page.visible_panels():
             spec = panel.spec
+            self._mark_events(panel, start, end)
             if spec.group is Group.PROCESSES:
                 self._draw_processes(panel, start, end, budget)
                 continue

@@ -284,7 +284,7 @@ class SimulatedNvml:
     def sim_time_s(self) -> float:
         if self.spec.at_s is not None:
             return self.spec.at_s
-        return self.clock.now_s() - self.start_s
+        return self.spec.start_s + (self.clock.now_s() - self.start_s) * self.spec.speed
 
     def fail(self, function: str, code: int, gpu: int | None = None) -> None:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""

@@ -10,6 +10,8 @@ Keys:
                               no-permission) until 30 s, or for good without "@"
   procperm=yes                other users' processes cannot be inspected
   latency=realistic           emulate NVML's per-call latency (20 ms PCIe reads...)
+  speed=60                    simulated seconds per real second (demos, end-to-end tests)
+  start=350                   begin the scenario this many simulated seconds in
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class SimSpec:
     nvml_fault_until_s: float | None = None  # None: for good
     other_users_hidden: bool = False
     realistic_latency: bool = False
+    speed: float = 1.0
+    start_s: float = 0.0
 
     @property
     def label(self) -> str:
@@ -109,13 +113,20 @@ def parse_spec(text: str) -> SimSpec:
             values["nvml_fault_until_s"] = _number(key, until) if at else None
         elif key == "procperm":
             values["other_users_hidden"] = value in ("yes", "1", "true")
+        elif key == "speed":
+            values["speed"] = _number(key, value)
+            if values["speed"] <= 0:
+                raise SimulationSpecError("--simulate: speed must be greater than 0.")
+        elif key == "start":
+            values["start_s"] = _number(key, value)
         elif key == "latency":
             if value not in ("none", "realistic"):
                 raise SimulationSpecError(f"--simulate: latency wants none or realistic, not {value!r}.")
             values["realistic_latency"] = value == "realistic"
         else:
             raise SimulationSpecError(
-                f"--simulate: unknown option {key!r} (known: gpus, seed, at, lost, nvml, procperm, latency)."
+                f"--simulate: unknown option {key!r} "
+                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start)."
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:

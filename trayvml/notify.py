@@ -1,0 +1,142 @@
+"""Desktop notifications: freedesktop's org.freedesktop.Notifications over D-Bus, through jeepney.
+
+(QtDBus cannot marshal the uint32 that ``Notify`` takes from Python, so it cannot send one.)
+One notification per GPU and rule is updated in place (``replaces_id``) rather than piled up.
+Where the server offers actions, "Open graphs" and "Snooze 1 h" come back through
+``on_action``, called from a listener thread.
+"""
+
+from __future__ import annotations
+
+import html
+import logging
+import sys
+import threading
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from trayvml.alerts import AlertEvent, Severity
+
+log = logging.getLogger(__name__)
+
+ACTIONS = (("open", "Open graphs"), ("snooze", "Snooze 1 h"))
+URGENCY = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
+AlertKey = tuple[int, str]  # (GPU index, rule)
+ActionHandler = Callable[[str, AlertKey], None]
+
+
+class Notifier(Protocol):
+    def notify(self, event: AlertEvent, details: str = "") -> None: ...
+
+    def close(self) -> None: ...
+
+
+def _dbus_errors() -> tuple[type[BaseException], ...]:
+    from jeepney import DBusErrorResponse
+
+    return (OSError, TimeoutError, ValueError, DBusErrorResponse)
+
+
+_DBUS_ERRORS = _dbus_errors() if sys.platform == "linux" else (OSError,)
+_START_ERRORS: tuple[type[BaseException], ...] = (*_DBUS_ERRORS, KeyError)  # KeyError: no session bus at all
+
+
+class NotificationsUnavailableError(Exception):
+    """No notification service answers on this session bus."""
+
+
+class FreedesktopNotifier:
+    def __init__(self, on_action: ActionHandler, icon: str = "trayvml") -> None:
+        from jeepney import DBusAddress
+        from jeepney.io.blocking import open_dbus_connection
+
+        self._on_action = on_action
+        self._icon = icon
+        self._address = DBusAddress(
+            "/org/freedesktop/Notifications",
+            bus_name="org.freedesktop.Notifications",
+            interface="org.freedesktop.Notifications",
+        )
+        try:
+            self._connection = open_dbus_connection(bus="SESSION")
+            capabilities = self._call("GetCapabilities", "", ())[0]
+        except _START_ERRORS as error:
+            raise NotificationsUnavailableError(str(error)) from error
+        self.actions = "actions" in capabilities
+        self.markup = "body-markup" in capabilities
+        self._ids: dict[AlertKey, int] = {}
+        self._keys: dict[int, AlertKey] = {}
+        self._lock = threading.Lock()
+        self._listener: threading.Thread | None = None
+        if self.actions:
+            self._listener = threading.Thread(target=self._listen, name="trayvml-notification-actions", daemon=True)
+            self._listener.start()
+
+    def _call(self, method: str, signature: str, body: tuple) -> Any:
+        from jeepney import new_method_call
+
+        reply = self._connection.send_and_get_reply(new_method_call(self._address, method, signature, body), timeout=5)
+        return reply.body
+
+    def notify(self, event: AlertEvent, details: str = "") -> None:
+        key = (event.gpu_index, event.rule)
+        body = event.message if event.kind != "resolved" else "Back to normal."
+        if details:
+            body += "\n" + details
+        if self.markup:  # text from the system (process names) must not be read as markup
+            body = html.escape(body)
+        actions = [part for action in ACTIONS for part in action] if self.actions and event.kind != "resolved" else []
+        hints = {
+            "urgency": ("y", URGENCY[event.severity]),
+            "desktop-entry": ("s", "trayvml"),
+            "category": ("s", "device"),
+        }
+        with self._lock:
+            replaces = self._ids.get(key, 0)
+            try:
+                (notification_id,) = self._call(
+                    "Notify",
+                    "susssasa{sv}i",
+                    ("trayvml", replaces, self._icon, event.title, body, actions, hints, -1),
+                )
+            except _DBUS_ERRORS as error:  # the service went away: say so in the log, carry on
+                log.warning("could not send a desktop notification: %s", error)
+                return
+            self._ids[key] = notification_id
+            self._keys[notification_id] = key
+
+    def _listen(self) -> None:
+        from jeepney import MatchRule, message_bus
+        from jeepney.io.blocking import open_dbus_connection
+
+        try:
+            connection = open_dbus_connection(bus="SESSION")
+            rule = MatchRule(type="signal", interface="org.freedesktop.Notifications", member="ActionInvoked")
+            connection.send_and_get_reply(message_bus.AddMatch(rule), timeout=5)
+            with connection.filter(rule) as queue:
+                while True:
+                    message = connection.recv_until_filtered(queue)
+                    notification_id, action = message.body
+                    with self._lock:
+                        key = self._keys.get(notification_id)
+                    if key is not None:
+                        self._on_action(action, key)
+        except _DBUS_ERRORS as error:  # the bus closed: no more actions to hear
+            log.info("notification action listener stopped: %s", error)
+
+    def close(self) -> None:
+        self._connection.close()
+
+
+class TrayMessageNotifier:
+    """Where no notification service answers (and on Windows and macOS): the tray's own balloon."""
+
+    def __init__(self, show: Callable[[str, str, Severity], None]) -> None:
+        self._show = show
+
+    def notify(self, event: AlertEvent, details: str = "") -> None:
+        body = event.message if event.kind != "resolved" else "Back to normal."
+        self._show(event.title, body + ("\n" + details if details else ""), event.severity)
+
+    def close(self) -> None:
+        pass  # nothing held

@@ -1,0 +1,263 @@
+"""The settings dialog: every setting, every rule's thresholds, per-GPU overrides, checked as you type."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import fields, replace
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QDoubleSpinBox,
+    QFormLayout,
+    QGridLayout,
+    QHBoxLayout,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from trayvml.alerts import RULES, AlertSettings, RuleSettings
+from trayvml.config import GENERAL_BY_KEY, TRAY_METRICS, Settings, problems
+from trayvml.core.sample import DeviceInfo
+
+NUMBER_FIELDS = [f.name for f in fields(RuleSettings) if f.name != "enabled"]
+COLUMN_TITLES = {
+    "warning_enter": "Warning at",
+    "warning_clear": "clears below",
+    "critical_enter": "Critical at",
+    "critical_clear": "clears below",
+    "hold_s": "Hold (s)",
+    "cooldown_s": "Cooldown (s)",
+}
+
+
+class _RuleGrid(QWidget):
+    """One row per rule: enabled, thresholds (empty: that level is off), hold and cooldown."""
+
+    changed = Signal()
+
+    def __init__(self, overridable: bool) -> None:
+        super().__init__()
+        grid = QGridLayout(self)
+        self.overridable = overridable
+        grid.addWidget(QLabel("<b>Rule</b>"), 0, 0)
+        for column, name in enumerate(NUMBER_FIELDS, start=2):
+            grid.addWidget(QLabel(f"<b>{COLUMN_TITLES[name]}</b>"), 0, column)
+        self.rows: dict[str, tuple[QCheckBox, QCheckBox | None, dict[str, QLineEdit]]] = {}
+        for row, kind in enumerate(RULES, start=1):
+            enabled = QCheckBox(f"{kind.label}" + (f" ({kind.unit})" if kind.unit else ""))
+            enabled.toggled.connect(self.changed)
+            grid.addWidget(enabled, row, 0)
+            override = None
+            if overridable:
+                override = QCheckBox("override")
+                override.toggled.connect(self._override_toggled)
+                grid.addWidget(override, row, 1)
+            edits = {}
+            for column, name in enumerate(NUMBER_FIELDS, start=2):
+                edit = QLineEdit()
+                edit.setObjectName(f"{kind.key}.{name}")
+                edit.setMaximumWidth(90)
+                edit.textChanged.connect(self.changed)
+                grid.addWidget(edit, row, column)
+                edits[name] = edit
+            self.rows[kind.key] = (enabled, override, edits)
+
+    def _override_toggled(self) -> None:
+        for enabled, override, edits in self.rows.values():
+            on = override is None or override.isChecked()
+            enabled.setEnabled(on)
+            for edit in edits.values():
+                edit.setEnabled(on)
+        self.changed.emit()
+
+    def show_rules(self, rules: dict[str, RuleSettings], overridden: set[str] | None = None) -> None:
+        for key, (enabled, override, edits) in self.rows.items():
+            rule = rules[key]
+            enabled.setChecked(rule.enabled)
+            if override is not None:
+                override.setChecked(key in (overridden or set()))
+            for name, edit in edits.items():
+                value = getattr(rule, name)
+                edit.setText("" if math.isnan(value) else f"{value:g}")
+        self._override_toggled()
+
+    def read(self, base: dict[str, RuleSettings]) -> tuple[dict[str, RuleSettings], list[str]]:
+        """The rules as typed, and the sentences for what cannot be read."""
+        rules, errors = {}, []
+        for key, (enabled, override, edits) in self.rows.items():
+            if override is not None and not override.isChecked():
+                continue
+            changes: dict[str, float | bool] = {"enabled": enabled.isChecked()}
+            for name, edit in edits.items():
+                text = edit.text().strip()
+                try:
+                    changes[name] = float(text) if text else math.nan
+                except ValueError:
+                    errors.append(f"{key}: {COLUMN_TITLES[name].lower()} must be a number, not {text!r}.")
+            rules[key] = replace(base[key], **changes)  # type: ignore[arg-type]
+        return rules, errors
+
+
+class SettingsDialog(QDialog):
+    settings_applied = Signal(object)  # trayvml.config.Settings
+
+    def __init__(self, settings: Settings, devices: tuple[DeviceInfo, ...] = ()) -> None:
+        super().__init__()
+        self.setObjectName("trayvml_settings")
+        self.setWindowTitle("trayvml settings")
+        self.devices = devices
+        self._overrides = {gpu: dict(rules) for gpu, rules in settings.alerts.overrides.items()}
+        self._gpu_shown = -1
+        layout = QVBoxLayout(self)
+        tabs = QTabWidget()
+        layout.addWidget(tabs)
+
+        general = QWidget()
+        form = QFormLayout(general)
+        self.interval = QDoubleSpinBox()
+        spec = GENERAL_BY_KEY["sampling_interval_s"]
+        self.interval.setRange(spec.minimum or 0, spec.maximum or 60)
+        self.interval.setSingleStep(0.5)
+        self.interval.setSuffix(" s")
+        form.addRow(spec.label.replace(" (s)", ""), self.interval)
+        self.history_hours = QSpinBox()
+        spec = GENERAL_BY_KEY["history_hours"]
+        self.history_hours.setRange(int(spec.minimum or 1), int(spec.maximum or 24))
+        self.history_hours.setSuffix(" h")
+        form.addRow(spec.label.replace(" (h)", ""), self.history_hours)
+        self.tray_metric = QComboBox()
+        self.tray_metric.addItems(TRAY_METRICS)
+        form.addRow(GENERAL_BY_KEY["tray_metric"].label, self.tray_metric)
+        self.notifications = QCheckBox("Show desktop notifications for alerts")
+        form.addRow("", self.notifications)
+        self.start_at_login = QCheckBox("Start trayvml when I log in")
+        form.addRow("", self.start_at_login)
+        shown = QWidget()
+        shown_layout = QHBoxLayout(shown)
+        shown_layout.setContentsMargins(0, 0, 0, 0)
+        self.gpu_checks = []
+        for info in devices:
+            check = QCheckBox(f"{info.index}")
+            check.setToolTip(info.name)
+            shown_layout.addWidget(check)
+            self.gpu_checks.append(check)
+        shown_layout.addStretch(1)
+        form.addRow("GPUs shown", shown)
+        tabs.addTab(general, "General")
+
+        self.rule_grid = _RuleGrid(overridable=False)
+        tabs.addTab(self.rule_grid, "Alerts")
+
+        per_gpu = QWidget()
+        per_gpu_layout = QVBoxLayout(per_gpu)
+        self.gpu_choice = QComboBox()
+        for info in devices:
+            self.gpu_choice.addItem(f"GPU {info.index}: {info.name}", info.index)
+        per_gpu_layout.addWidget(self.gpu_choice)
+        self.override_grid = _RuleGrid(overridable=True)
+        per_gpu_layout.addWidget(self.override_grid)
+        per_gpu_layout.addStretch(1)
+        tabs.addTab(per_gpu, "Per GPU")
+
+        self.problem = QLabel()
+        self.problem.setObjectName("settings_problem")
+        self.problem.setWordWrap(True)
+        self.problem.setStyleSheet("color: #e5484d;")
+        layout.addWidget(self.problem)
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok
+            | QDialogButtonBox.StandardButton.Apply
+            | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self._accept)
+        self.buttons.rejected.connect(self.reject)
+        self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
+        layout.addWidget(self.buttons)
+
+        self.show_settings(settings)
+        for widget in (self.interval, self.history_hours):
+            widget.valueChanged.connect(self._check)
+        self.tray_metric.currentIndexChanged.connect(self._check)
+        self.rule_grid.changed.connect(self._check)
+        self.override_grid.changed.connect(self._check)
+        self.gpu_choice.currentIndexChanged.connect(self._switch_gpu)
+        self._check()
+
+    def show_settings(self, settings: Settings) -> None:
+        self.base = settings
+        self.interval.setValue(settings.sampling_interval_s)
+        self.history_hours.setValue(settings.history_hours)
+        self.tray_metric.setCurrentText(settings.tray_metric)
+        self.notifications.setChecked(settings.notifications)
+        self.start_at_login.setChecked(settings.start_at_login)
+        for check, info in zip(self.gpu_checks, self.devices, strict=True):
+            check.setChecked(info.index not in settings.hidden_gpus)
+        self.rule_grid.show_rules(dict(settings.alerts.rules))
+        self._gpu_shown = -1
+        self._switch_gpu()
+
+    def _switch_gpu(self) -> None:
+        if self._gpu_shown >= 0:
+            self._store_overrides()
+        gpu = self.gpu_choice.currentData()
+        if gpu is None:
+            return
+        self._gpu_shown = gpu
+        defaults, _ = self.rule_grid.read(dict(self.base.alerts.rules))
+        rules = {**defaults, **self._overrides.get(gpu, {})}
+        self.override_grid.show_rules(rules, set(self._overrides.get(gpu, {})))
+
+    def _store_overrides(self) -> list[str]:
+        defaults, _ = self.rule_grid.read(dict(self.base.alerts.rules))
+        rules, errors = self.override_grid.read(defaults)
+        if rules:
+            self._overrides[self._gpu_shown] = rules
+        else:
+            self._overrides.pop(self._gpu_shown, None)
+        return errors
+
+    def settings(self) -> tuple[Settings, list[str]]:
+        """The settings as the dialog shows them, and every reason they cannot be used."""
+        rules, errors = self.rule_grid.read(dict(self.base.alerts.rules))
+        if self._gpu_shown >= 0:
+            errors += self._store_overrides()
+        hidden = tuple(
+            info.index for check, info in zip(self.gpu_checks, self.devices, strict=True) if not check.isChecked()
+        )
+        settings = Settings(
+            sampling_interval_s=round(self.interval.value(), 2),
+            history_hours=self.history_hours.value(),
+            tray_metric=self.tray_metric.currentText(),
+            notifications=self.notifications.isChecked(),
+            start_at_login=self.start_at_login.isChecked(),
+            hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
+            alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
+        )
+        return settings, errors + problems(settings)
+
+    def _check(self) -> bool:
+        _, found = self.settings()
+        self.problem.setText(found[0] if found else "")
+        for button in (QDialogButtonBox.StandardButton.Ok, QDialogButtonBox.StandardButton.Apply):
+            self.buttons.button(button).setEnabled(not found)
+        return not found
+
+    def apply(self) -> bool:
+        if not self._check():
+            return False
+        settings, _ = self.settings()
+        self.base = settings
+        self.settings_applied.emit(settings)
+        return True
+
+    def _accept(self) -> None:
+        if self.apply():
+            self.accept()
