@@ -92,7 +92,8 @@ class DesktopStack:
             time.sleep(1.0)  # trayer has no readiness signal; its manager selection appears within this
         if self.notifications:
             self._spawn("dunst", "-config", str(self._dunst_config()))
-            wait_until(lambda: self.run("dunstctl", "is-paused").returncode == 0, what="dunst")
+            # Asking dunstctl here would make D-Bus activate a second dunst that races this one.
+            wait_until(lambda: self._has_owner("org.freedesktop.Notifications"), what="dunst")
         return self
 
     def stop(self) -> None:
@@ -131,9 +132,14 @@ class DesktopStack:
                     font = DejaVu Sans 10
                     frame_width = 2
                     frame_color = "#76b900"
-                    format = "<b>%s</b>\\n%b"
                     markup = full
+                # Each urgency formats its message differently, so tests can read it from the history.
+                [urgency_low]
+                    format = "LOW: <b>%s</b>\\n%b"
+                [urgency_normal]
+                    format = "NORMAL: <b>%s</b>\\n%b"
                 [urgency_critical]
+                    format = "CRITICAL: <b>%s</b>\\n%b"
                     background = "#3b1f22"
                     foreground = "#ffffff"
                     frame_color = "#e5484d"
@@ -180,6 +186,7 @@ class DesktopStack:
     def dunst_history(self) -> list[dict]:
         """Closed notifications (dunst keeps only those in its history), newest first."""
         self.run("dunstctl", "close-all")
+        time.sleep(0.3)  # dunst moves closed notifications into its history asynchronously
         reply = self.run("dunstctl", "history")
         data = json.loads(reply.stdout or '{"data": [[]]}')
         return [

@@ -7,8 +7,9 @@ from PySide6.QtGui import QGuiApplication
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.core.levels import Level, gpu_level
+from trayvml.core.units import short_name
 from trayvml.ui.glance import content_for
-from trayvml.ui.text import gpu_line, short_name, tooltip
+from trayvml.ui.text import gpu_line, tooltip
 from trayvml.ui.tray import Tray
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 
 from trayvml.core.metrics import POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
+from trayvml.core.units import short_name
 
 MAX_EVENTS = 1000
 
@@ -165,12 +166,14 @@ class AlertEvent:
     message: str
     value: float = math.nan
     notify: bool = True  # False within the rule's cooldown: the state changed, quietly
+    detail: str = ""  # e.g. the thresholds, for the notification's body
 
     @property
     def title(self) -> str:
+        gpu = f"GPU {self.gpu_index} {short_name(self.gpu_name)}"
         if self.kind == "resolved":
-            return f"GPU {self.gpu_index} {self.gpu_name}: {RULE_BY_KEY[self.rule].label.lower()} back to normal"
-        return f"GPU {self.gpu_index} {self.gpu_name}: {self.message}"
+            return f"{gpu}: {RULE_BY_KEY[self.rule].label.lower()} back to normal"
+        return f"{gpu}: {self.message}"
 
 
 @dataclass
@@ -213,6 +216,15 @@ def _target(kind: RuleKind, settings: RuleSettings, value: float, level: Severit
         if level is not None and level >= severity and not math.isnan(clear) and not beyond(clear, value):
             return severity  # between clear and enter: stay where we are
     return None
+
+
+def _thresholds(kind: RuleKind, settings: RuleSettings, severity: Severity) -> str:
+    if kind.direction is None:
+        return ""
+    level = "critical" if severity is Severity.CRITICAL else "warning"
+    enter, clear = getattr(settings, f"{level}_enter"), getattr(settings, f"{level}_clear")
+    side, back = ("above", "below") if kind.direction is Direction.ABOVE else ("below", "above")
+    return f"{level.capitalize()} {side} {enter:g} {kind.unit}; clears {back} {clear:g} {kind.unit}."
 
 
 def _describe(kind: RuleKind, value: float, severity: Severity) -> str:
@@ -318,7 +330,9 @@ class AlertEngine:
             tracker.notified_severity = target
             tracker.announced = True
         message = text or _describe(kind, value, target)
-        return AlertEvent(now_s, gpu, name, kind.key, "firing", target, message, value, notify)
+        return AlertEvent(
+            now_s, gpu, name, kind.key, "firing", target, message, value, notify, _thresholds(kind, settings, target)
+        )
 
     def _lost(self, tracker: _Tracker, gpu: GpuSample, name: str, now_s: float) -> AlertEvent | None:
         if gpu.lost and tracker.level is None:

@@ -41,6 +41,13 @@ _DBUS_ERRORS = _dbus_errors() if sys.platform == "linux" else (OSError,)
 _START_ERRORS: tuple[type[BaseException], ...] = (*_DBUS_ERRORS, KeyError)  # KeyError: no session bus at all
 
 
+def notification_body(event: AlertEvent, details: str = "") -> str:
+    """What a notification says below its title: thresholds, then the GPU's processes."""
+    if event.kind == "resolved":
+        return "Back to normal."
+    return "\n".join(part for part in (event.detail, details) if part) or event.message
+
+
 class NotificationsUnavailableError(Exception):
     """No notification service answers on this session bus."""
 
@@ -80,9 +87,7 @@ class FreedesktopNotifier:
 
     def notify(self, event: AlertEvent, details: str = "") -> None:
         key = (event.gpu_index, event.rule)
-        body = event.message if event.kind != "resolved" else "Back to normal."
-        if details:
-            body += "\n" + details
+        body = notification_body(event, details)
         if self.markup:  # text from the system (process names) must not be read as markup
             body = html.escape(body)
         actions = [part for action in ACTIONS for part in action] if self.actions and event.kind != "resolved" else []
@@ -135,8 +140,7 @@ class TrayMessageNotifier:
         self._show = show
 
     def notify(self, event: AlertEvent, details: str = "") -> None:
-        body = event.message if event.kind != "resolved" else "Back to normal."
-        self._show(event.title, body + ("\n" + details if details else ""), event.severity)
+        self._show(event.title, notification_body(event, details), event.severity)
 
     def close(self) -> None:
         pass  # nothing held

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, Metric, Unit
 
@@ -59,3 +60,13 @@ def format_value(metric: Metric, value: float) -> str:
     if unit is Unit.LANES:
         return f"x{value:.0f}"
     return f"{value:.0f}"
+
+
+_NOISE = re.compile(r"\bNVIDIA\b|\bGeForce\b|\bGPU$|\b\d+GB\b|\bHBM\d*e?\b|\bPCIe\b|\bSXM\d*\b")
+
+
+def short_name(name: str) -> str:
+    """'NVIDIA GeForce RTX 4090' -> 'RTX 4090'; 'Tesla V100-SXM2-16GB' -> 'Tesla V100'."""
+    short = " ".join(_NOISE.sub(" ", name).split())
+    short = re.sub(r"(\s*-)+\s*$", "", re.sub(r"-(\s*-)+", "-", short)).strip(" -")
+    return short or name

@@ -3,20 +3,10 @@
 from __future__ import annotations
 
 import math
-import re
 
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import format_value
-
-_NOISE = re.compile(r"\bNVIDIA\b|\bGeForce\b|\bGPU$|\b\d+GB\b|\bHBM\d*e?\b|\bPCIe\b|\bSXM\d*\b")
-
-
-def short_name(name: str) -> str:
-    """'NVIDIA GeForce RTX 4090' -> 'RTX 4090'; 'Tesla V100-SXM2-16GB' -> 'Tesla V100'."""
-    short = " ".join(_NOISE.sub(" ", name).split())
-    short = re.sub(r"(\s*-)+\s*$", "", re.sub(r"-(\s*-)+", "-", short)).strip(" -")
-    return short or name
+from trayvml.core.units import format_value, short_name
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:

@@ -39,7 +39,7 @@ from PySide6.QtWidgets import (
 from trayvml.alerts import AlertEvent, Severity
 from trayvml.core.metrics import HOST_METRIC_BY_KEY, STATIC_FIELDS, Group
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
-from trayvml.core.units import format_bytes
+from trayvml.core.units import format_bytes, short_name
 from trayvml.history import History, Series
 from trayvml.ui.plots import (
     GPU_PANELS,
@@ -52,7 +52,6 @@ from trayvml.ui.plots import (
     UnitAxis,
 )
 from trayvml.ui.processes import ProcessModel
-from trayvml.ui.text import short_name
 from trayvml.ui.theme import gpu_colour
 
 MAX_LISTED_EVENTS = 1000

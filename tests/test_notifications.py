@@ -1,0 +1,183 @@
+"""Alerts end to end: trayvml as a process, simulated GPUs sped up, a real dunst receiving notifications."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.desktop import DesktopStack, missing_tools, wait_until
+from trayvml.alerts import RULES, AlertSettings, RuleSettings
+from trayvml.config import Settings, SettingsStore
+
+pytestmark = pytest.mark.desktop
+
+
+def _stack(tray: str | None) -> Iterator[DesktopStack]:
+    missing = missing_tools(tray, notifications=True)
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"desktop tests must run in CI, but these are missing: {', '.join(missing)}")
+        pytest.skip(f"needs {', '.join(missing)} (scripts/setup --test installs them)")
+    stack = DesktopStack(tray, notifications=True).start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
+
+
+@pytest.fixture
+def desktop() -> Iterator[DesktopStack]:
+    yield from _stack("sni")
+
+
+def urgency(notification: dict) -> str:
+    """As dunst formatted it (tests/desktop.py gives each urgency its own format)."""
+    return notification["message"].split(":", 1)[0]
+
+
+def only_rules(**rules: RuleSettings) -> Settings:
+    """Settings with every rule off except those given."""
+    all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
+    return Settings(alerts=AlertSettings(rules={**all_off, **rules}))
+
+
+def temperature(**changes: float) -> RuleSettings:
+    base = RuleSettings(True, math.nan, math.nan, 86.0, 80.0, hold_s=0.0, cooldown_s=300.0)
+    return replace(base, **changes)
+
+
+class Running:
+    def __init__(self, stack: DesktopStack, tmp_path: Path, spec: str, settings: Settings) -> None:
+        self.stack = stack
+        config = tmp_path / "config.toml"
+        SettingsStore(config).save(settings)
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trayvml", f"--simulate={spec}", "--config", str(config)],
+            env={**stack.env, "TRAYVML_TRAY_WAIT_S": "1"},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.seen: list[dict] = []
+
+    def notifications(self) -> list[dict]:
+        """Every notification so far, oldest first (closing them moves them into dunst's history)."""
+        history = self.stack.dunst_history()
+        # A notification updated in place after it was closed comes back under the same id.
+        known = {(n["id"], n["timestamp"]) for n in self.seen}
+        for entry in reversed(history):
+            if (entry["id"], entry["timestamp"]) not in known:
+                self.seen.append(entry)
+        return list(self.seen)
+
+    def wait_for(self, count: int, timeout_s: float) -> list[dict]:
+        wait_until(lambda: len(self.notifications()) >= count, timeout_s=timeout_s, what=f"{count} notification(s)")
+        return self.notifications()
+
+    def stop(self) -> str:
+        self.process.terminate()
+        return self.process.communicate(timeout=15)[1]
+
+
+@pytest.fixture
+def run(desktop: DesktopStack, tmp_path: Path) -> Iterator:
+    started: list[Running] = []
+
+    def start(spec: str, settings: Settings) -> Running:
+        app = Running(desktop, tmp_path, spec, settings)
+        started.append(app)
+        return app
+
+    yield start
+    for app in started:
+        if app.process.poll() is None:
+            app.stop()
+
+
+def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
+    # The thermal scenario at 60x: 86 °C is crossed within a second, then the GPU hovers at
+    # 82-88 °C (around the enter threshold, above the clear one) and cools below 80 °C at 1300 s.
+    app = run("thermal:gpus=h100,speed=60,start=300", only_rules(temperature=temperature()))
+    first = app.wait_for(1, 15)
+    assert first[0]["summary"].startswith("GPU 0 H100: temperature critical at ")
+    assert urgency(first[0]) == "CRITICAL" and first[0]["appname"] == "trayvml"
+    both = app.wait_for(2, 40)
+    assert both[1]["summary"] == "GPU 0 H100: gpu temperature back to normal"
+    time.sleep(3)
+    assert len(app.notifications()) == 2  # the hovering in between produced none
+
+
+def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> None:
+    memory = replace(RULES[1].defaults, hold_s=0.0)
+    app = run("training:gpus=h100,speed=60,start=3500", only_rules(memory_used=memory))
+    (warning,) = app.wait_for(1, 30)[:1]
+    assert warning["summary"].startswith("GPU 0 H100: memory 9") and urgency(warning) == "NORMAL"
+    assert "python (" in warning["body"]
+    time.sleep(4)
+    assert len(app.notifications()) == 1
+
+
+def test_a_lost_gpu_notifies_once(run) -> None:
+    lost = RULES[4].defaults
+    app = run("idle:gpus=h100*2,lost=1@4", only_rules(gpu_lost=lost))
+    (notice,) = app.wait_for(1, 20)[:1]
+    assert notice["summary"] == "GPU 1 H100: lost: fell off the bus" and urgency(notice) == "CRITICAL"
+    time.sleep(3)
+    assert len(app.notifications()) == 1
+
+
+def _menu_click(stack: DesktopStack, label_prefix: str) -> None:
+    from tests.test_desktop import _click, _menu_entries, _registered_items
+
+    wait_until(lambda: bool(_registered_items(stack)), what="the tray item")
+    (service,) = _registered_items(stack)
+    wait_until(lambda: any(k.startswith(label_prefix) for k in _menu_entries(stack, service)), what=label_prefix)
+    entries = _menu_entries(stack, service)
+    _click(stack, service, next(v for k, v in entries.items() if k.startswith(label_prefix)))
+
+
+def test_pause_alerts_suppresses_notifications(run, desktop: DesktopStack) -> None:
+    app = run("idle:gpus=h100*2,lost=1@8", only_rules(gpu_lost=RULES[4].defaults))
+    _menu_click(desktop, "Until resumed")
+    time.sleep(12)  # the GPU is lost at 8 s
+    assert app.notifications() == []
+
+
+def test_snooze_action_over_dbus_quiets_that_alert(run, desktop: DesktopStack) -> None:
+    # Clear threshold inside the 82-88 °C hover and no cooldown: this alert would flap on and on.
+    flapping = temperature(critical_enter=87.0, critical_clear=84.0, cooldown_s=0.0)
+    app = run("thermal:gpus=h100,speed=60,start=560", only_rules(temperature=flapping))
+    before = app.wait_for(2, 30)  # it does flap
+    notification_id = before[-1]["id"]
+    desktop.run(
+        "gdbus", "emit", "--session", "--object-path", "/org/freedesktop/Notifications",
+        "--signal", "org.freedesktop.Notifications.ActionInvoked", str(notification_id), "snooze",
+    )  # fmt: skip
+    time.sleep(1.5)
+    count = len(app.notifications())
+    time.sleep(8)
+    assert len(app.notifications()) == count
+
+
+def test_notification_text_from_the_system_is_escaped(desktop: DesktopStack, monkeypatch) -> None:
+    from trayvml.alerts import AlertEvent, Severity
+    from trayvml.notify import FreedesktopNotifier
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
+    notifier = FreedesktopNotifier(lambda action, key: None)
+    assert notifier.markup and notifier.actions  # dunst, configured with markup, offers both
+    event = AlertEvent(0.0, 0, "H100", "memory_used", "firing", Severity.WARNING, "memory 91 % full")
+    notifier.notify(event, "Processes: <b>evil</b> & co (alice, 42)")
+    (shown,) = desktop.dunst_history()[:1]
+    # Sent escaped, so a markup-reading server shows the text as it is, tags and all.
+    assert shown["body"] == "Processes: &lt;b&gt;evil&lt;/b&gt; &amp; co (alice, 42)"
+    notifier.notify(event, "again")
+    notifier.close()
