@@ -21,7 +21,7 @@ from tests.desktop import DesktopStack  # noqa: E402
 
 def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     from PySide6.QtCore import QPoint
-    from PySide6.QtWidgets import QApplication
+    from PySide6.QtWidgets import QApplication, QTabWidget
 
     from trayvml.core.clock import ManualClock
     from trayvml.nvml.sim import parse_spec
@@ -82,6 +82,25 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     app.summary.move(400, 200)
     pump(800)
     stack.screenshot(out / "summary.png")
+    app.summary.hide()
+
+    # A real notification through dunst: GPU 0 of the thermal scenario crossing 90 °C.
+    app._use_notifier(app._make_notifier())
+    hot = Source(parse_spec(spec_text + ",start=380"), clock)
+    for _ in range(12):
+        app.on_sample(hot.sample())
+        clock.advance_s(5)
+    pump(1500)
+    stack.screenshot(out / "notification.png", crop="460x140+800+30")
+
+    app.show_settings()
+    assert app.settings_dialog is not None
+    app.settings_dialog.move(60, 60)
+    app.settings_dialog.findChild(QTabWidget).setCurrentIndex(1)
+    pump(800)
+    stack.screenshot(
+        out / "settings.png", crop=f"{app.settings_dialog.width() + 40}x{app.settings_dialog.height() + 80}+40+40"
+    )
     qt.quit()
 
 
@@ -92,7 +111,7 @@ if __name__ == "__main__":
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    with DesktopStack("sni", notifications=False) as stack:
+    with DesktopStack("sni", notifications=True) as stack:
         os.environ.update(stack.env)
         shoot(stack, out, args.spec)
     print(f"screenshots in {out}/")

@@ -137,13 +137,20 @@ def test_new_xid_errors_are_events() -> None:
 def test_throttling_start_and_end() -> None:
     engine = AlertEngine(only("throttle", hold_s=2))
     events = []
-    for t, reasons in enumerate([0x1, 0x20, 0x20, 0x20, 0x0, 0x4, 0x4, 0x4]):
+    for t, reasons in enumerate([0x1, 0x20, 0x20, 0x20, 0x0, 0x0, 0x0, 0x4, 0x4, 0x4]):
         events += engine.update(sample(t, clock_event_reasons=reasons))
-    assert [(e.kind, e.message) for e in events] == [
-        ("firing", "thermal throttling"),
-        ("resolved", "back to normal"),
-        ("firing", "power throttling"),
+    assert [(e.kind, e.message, e.timestamp_s) for e in events] == [
+        ("firing", "thermal throttling", 3),
+        ("resolved", "back to normal", 6),  # gone for the hold time, not at the first quiet second
+        ("firing", "power throttling", 9),
     ]
+
+
+def test_throttling_that_comes_and_goes_stays_one_alert() -> None:
+    engine = AlertEngine(only("throttle", hold_s=10))
+    flapping = ([0x20] * 12 + [0x0] * 5) * 10  # on 12 s, off 5 s, for almost three minutes
+    events = run(engine, "clock_event_reasons", flapping)
+    assert [e.kind for e in events] == ["firing"]
 
 
 def test_job_finished_after_a_busy_stretch() -> None:

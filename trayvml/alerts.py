@@ -188,6 +188,7 @@ class _Tracker:
     armed: bool = False
     announced: bool = False  # the current firing was notified, so its end should be too
     notified_severity: Severity | None = None  # of the last notification, within the cooldown
+    clear_since_s: float = math.nan  # throttling: when the condition went away
 
 
 def _value(gpu: GpuSample, rule: str) -> float:
@@ -284,6 +285,14 @@ class AlertEngine:
             active = int(reasons) & (THERMAL_REASON_MASK | POWER_REASON_MASK)
             why = "thermal" if int(reasons) & THERMAL_REASON_MASK else "power"
             target = Severity.WARNING if active else None
+            # An on/off condition has no clear threshold: its hysteresis is in time. It clears
+            # only once it has been gone for the hold time too.
+            if target is None and tracker.level is not None:
+                if math.isnan(tracker.clear_since_s):
+                    tracker.clear_since_s = now_s
+                if now_s - tracker.clear_since_s < settings.hold_s:
+                    return None
+            tracker.clear_since_s = math.nan
             return self._advance(kind, settings, tracker, target, math.nan, name, gpu.index, now_s, f"{why} throttling")
         value = _value(gpu, kind.key)
         if math.isnan(value):
