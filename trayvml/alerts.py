@@ -82,7 +82,8 @@ RULES: tuple[RuleKind, ...] = (
     RuleKind("power", "Power draw", "% of limit", Direction.ABOVE, RuleSettings(False, 95.0, 90.0, hold_s=30.0)),
     RuleKind("gpu_lost", "GPU lost", "", None, RuleSettings(True, cooldown_s=0.0)),
     RuleKind("xid", "XID error", "", None, RuleSettings(True, cooldown_s=60.0)),
-    RuleKind("throttle", "Thermal or power throttling", "", None, RuleSettings(True, hold_s=10.0)),
+    # Sustained throttling: a GPU near its limits dips in and out of slowdown every few seconds.
+    RuleKind("throttle", "Thermal or power throttling", "", None, RuleSettings(True, hold_s=30.0)),
     # job_finished: warning_enter is "busy" utilization %, warning_clear "idle" utilization %,
     # critical_enter how long it must have been busy (s); hold_s how long idle before it counts.
     RuleKind(

@@ -294,7 +294,8 @@ class GraphWindow(QMainWindow):
             self.alert_table.insertRow(row)
             when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
             label = "resolved" if event.kind == "resolved" else event.severity.name.lower()
-            for column, text in enumerate((when, f"{event.gpu_index} {event.gpu_name}", label, event.title)):
+            gpu = f"{event.gpu_index} {short_name(event.gpu_name)}"
+            for column, text in enumerate((when, gpu, label, event.title)):
                 item = QTableWidgetItem(text)
                 if event.kind != "resolved":
                     item.setForeground(QColor(SEVERITY_COLOURS[event.severity]))
