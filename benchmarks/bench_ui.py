@@ -43,14 +43,7 @@ SPEC = "idle:gpus=h100*8"
 
 
 def _items(stack: DesktopStack) -> int:
-    reply = stack.gdbus_call(
-        "org.kde.StatusNotifierWatcher",
-        "/StatusNotifierWatcher",
-        "org.freedesktop.DBus.Properties.Get",
-        "org.kde.StatusNotifierWatcher",
-        "RegisteredStatusNotifierItems",
-    )
-    return reply.count("'")
+    return len(stack.sni_items())
 
 
 def _launch(stack: DesktopStack, minimal: bool) -> subprocess.Popen:

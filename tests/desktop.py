@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 SNI_TOOLS = ("Xvfb", "dbus-daemon", "gdbus", "status-notifier-watcher", "gtk-sni-tray-standalone", "import")
@@ -26,6 +27,22 @@ def missing_tools(tray: str | None, notifications: bool) -> list[str]:
     if notifications:
         needed += NOTIFY_TOOLS
     return [tool for tool in needed if shutil.which(tool) is None]
+
+
+def running_desktop(tray: str | None, notifications: bool) -> Iterator[DesktopStack]:
+    """A started stack for a test: skipped with the reason where tools are missing, failed in CI."""
+    import pytest
+
+    missing = missing_tools(tray, notifications)
+    if missing:
+        if os.environ.get("CI"):
+            pytest.fail(f"desktop tests must run in CI, but these are missing: {', '.join(missing)}")
+        pytest.skip(f"needs {', '.join(missing)} (scripts/setup --test installs them)")
+    stack = DesktopStack(tray, notifications).start()
+    try:
+        yield stack
+    finally:
+        stack.stop()
 
 
 def wait_until(condition: Callable[[], bool], timeout_s: float = 15.0, what: str = "condition") -> None:
@@ -173,6 +190,17 @@ class DesktopStack:
             "IsStatusNotifierHostRegistered",
         )
         return "true" in reply
+
+    def sni_items(self) -> list[str]:
+        """The StatusNotifierItems registered with the watcher (their bus names)."""
+        reply = self.gdbus_call(
+            "org.kde.StatusNotifierWatcher",
+            "/StatusNotifierWatcher",
+            "org.freedesktop.DBus.Properties.Get",
+            "org.kde.StatusNotifierWatcher",
+            "RegisteredStatusNotifierItems",
+        )
+        return re.findall(r"'([^']+)'", reply)
 
     def screenshot(self, path: str | Path, crop: str | None = None) -> Path:
         path = Path(path)

@@ -16,38 +16,25 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop import DesktopStack, missing_tools, wait_until
+from tests.desktop import DesktopStack, running_desktop, wait_until
 
 pytestmark = pytest.mark.desktop
 SPEC = "--simulate=training:gpus=h100*2+rtx4090+laptop,at=600"
 
 
-def _stack(tray: str | None) -> Iterator[DesktopStack]:
-    missing = missing_tools(tray, notifications=False)
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"desktop tests must run in CI, but these are missing: {', '.join(missing)}")
-        pytest.skip(f"needs {', '.join(missing)} (scripts/setup --test installs them)")
-    stack = DesktopStack(tray, notifications=False).start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
-
-
 @pytest.fixture
 def sni_desktop() -> Iterator[DesktopStack]:
-    yield from _stack("sni")
+    yield from running_desktop("sni", notifications=False)
 
 
 @pytest.fixture
 def xembed_desktop() -> Iterator[DesktopStack]:
-    yield from _stack("xembed")
+    yield from running_desktop("xembed", notifications=False)
 
 
 @pytest.fixture
 def bare_desktop() -> Iterator[DesktopStack]:
-    yield from _stack(None)
+    yield from running_desktop(None, notifications=False)
 
 
 class AppProcess:
@@ -95,14 +82,7 @@ def window_names(stack: DesktopStack) -> list[str]:
 
 
 def _registered_items(stack: DesktopStack) -> list[str]:
-    reply = stack.gdbus_call(
-        "org.kde.StatusNotifierWatcher",
-        "/StatusNotifierWatcher",
-        "org.freedesktop.DBus.Properties.Get",
-        "org.kde.StatusNotifierWatcher",
-        "RegisteredStatusNotifierItems",
-    )
-    return re.findall(r"'([^']+)'", reply)
+    return stack.sni_items()
 
 
 def _item_property(stack: DesktopStack, service: str, name: str) -> str:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import os
 import subprocess
 import sys
 import time
@@ -13,29 +12,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop import DesktopStack, missing_tools, wait_until
+from tests.desktop import DesktopStack, running_desktop, wait_until
 from trayvml.alerts import RULES, AlertSettings, RuleSettings
 from trayvml.config import Settings, SettingsStore
 
 pytestmark = pytest.mark.desktop
 
 
-def _stack(tray: str | None) -> Iterator[DesktopStack]:
-    missing = missing_tools(tray, notifications=True)
-    if missing:
-        if os.environ.get("CI"):
-            pytest.fail(f"desktop tests must run in CI, but these are missing: {', '.join(missing)}")
-        pytest.skip(f"needs {', '.join(missing)} (scripts/setup --test installs them)")
-    stack = DesktopStack(tray, notifications=True).start()
-    try:
-        yield stack
-    finally:
-        stack.stop()
-
-
 @pytest.fixture
 def desktop() -> Iterator[DesktopStack]:
-    yield from _stack("sni")
+    yield from running_desktop("sni", notifications=True)
 
 
 def urgency(notification: dict) -> str:

@@ -4,18 +4,13 @@
 
 from __future__ import annotations
 
-from tests.ui_helpers import filled_history
-from trayvml.ui.window import RANGES_S, GraphWindow
+from tests.ui_helpers import filled_history, shown_window
+from trayvml.ui.window import RANGES_S
 
 
 def test_eight_gpus_all_panels_one_hundred_redraws(qtbot) -> None:
     history, sample = filled_history("training:gpus=h100*8", 3 * 3600, step_s=5, host=False)
-    window = GraphWindow(history)
-    qtbot.addWidget(window)
-    window.resize(1200, 900)
-    window.update_sample(sample)
-    window.show()
-    qtbot.waitExposed(window)
+    window = shown_window(qtbot, history, sample, 1200, 900)
     curves = sum(len(p.curves) for p in window.gpu_page.panels)
     assert curves >= 8 * 15
     scroll = window.gpu_page.verticalScrollBar()

@@ -11,23 +11,16 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 
 from tests.helpers import simulated_source
-from tests.ui_helpers import filled_history
+from tests.ui_helpers import filled_history, shown_window
 from trayvml.core.metrics import GPU_METRICS, Group
 from trayvml.ui.plots import GPU_PANELS
-from trayvml.ui.window import GraphWindow
 
 
 @pytest.fixture
 def window(qtbot):
     def make(spec: str = "training:gpus=h100*2+rtx4090+laptop", seconds: int = 1800, step_s: float = 1.0):
         history, sample = filled_history(spec, seconds, step_s)
-        w = GraphWindow(history)
-        qtbot.addWidget(w)
-        w.resize(1100, 800)
-        w.update_sample(sample)
-        w.show()
-        qtbot.waitExposed(w)
-        return w, sample
+        return shown_window(qtbot, history, sample), sample
 
     return make
 

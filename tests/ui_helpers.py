@@ -7,6 +7,19 @@ from trayvml.core.sample import Sample
 from trayvml.history import History
 
 
+def shown_window(qtbot, history: History, sample: Sample, width: int = 1100, height: int = 800):  # type: ignore[no-untyped-def]
+    """A GraphWindow over ``history``, given ``sample``, shown and exposed."""
+    from trayvml.ui.window import GraphWindow
+
+    window = GraphWindow(history)
+    qtbot.addWidget(window)
+    window.resize(width, height)
+    window.update_sample(sample)
+    window.show()
+    qtbot.waitExposed(window)
+    return window
+
+
 def filled_history(spec: str, seconds: int, step_s: float = 1.0, host: bool = True) -> tuple[History, Sample]:
     """A history fed with ``seconds`` of simulated samples; returns it and the last sample."""
     source, clock, _ = simulated_source(spec, host=host)

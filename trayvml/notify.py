@@ -8,8 +8,10 @@ Where the server offers actions, "Open graphs" and "Snooze 1 h" come back throug
 
 from __future__ import annotations
 
+import contextlib
 import html
 import logging
+import socket
 import sys
 import threading
 from collections.abc import Callable
@@ -75,9 +77,26 @@ class FreedesktopNotifier:
         self._keys: dict[int, AlertKey] = {}
         self._lock = threading.Lock()
         self._listener: threading.Thread | None = None
+        self._listen_connection: Any = None
         if self.actions:
-            self._listener = threading.Thread(target=self._listen, name="trayvml-notification-actions", daemon=True)
-            self._listener.start()
+            # Its own connection, opened here so that close() always finds it.
+            from jeepney import MatchRule, message_bus
+
+            self._action_rule = MatchRule(
+                type="signal", interface="org.freedesktop.Notifications", member="ActionInvoked"
+            )
+            try:
+                self._listen_connection = open_dbus_connection(bus="SESSION")
+                self._listen_connection.send_and_get_reply(message_bus.AddMatch(self._action_rule), timeout=5)
+            except _START_ERRORS as error:
+                log.warning("notification actions will not be heard: %s", error)
+                self.actions = False
+                if self._listen_connection is not None:
+                    self._listen_connection.close()
+                    self._listen_connection = None
+            else:
+                self._listener = threading.Thread(target=self._listen, name="trayvml-notification-actions", daemon=True)
+                self._listener.start()
 
     def _call(self, method: str, signature: str, body: tuple) -> Any:
         from jeepney import new_method_call
@@ -111,14 +130,9 @@ class FreedesktopNotifier:
             self._keys[notification_id] = key
 
     def _listen(self) -> None:
-        from jeepney import MatchRule, message_bus
-        from jeepney.io.blocking import open_dbus_connection
-
+        connection = self._listen_connection
         try:
-            connection = open_dbus_connection(bus="SESSION")
-            rule = MatchRule(type="signal", interface="org.freedesktop.Notifications", member="ActionInvoked")
-            connection.send_and_get_reply(message_bus.AddMatch(rule), timeout=5)
-            with connection.filter(rule) as queue:
+            with connection.filter(self._action_rule) as queue:
                 while True:
                     message = connection.recv_until_filtered(queue)
                     notification_id, action = message.body
@@ -131,6 +145,13 @@ class FreedesktopNotifier:
 
     def close(self) -> None:
         self._connection.close()
+        listening = self._listen_connection
+        if listening is not None:
+            with contextlib.suppress(OSError):
+                listening.sock.shutdown(socket.SHUT_RDWR)  # wakes the listener's blocked read
+            listening.close()
+        if self._listener is not None:
+            self._listener.join(timeout=5)
 
 
 class TrayMessageNotifier:

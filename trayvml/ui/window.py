@@ -5,8 +5,6 @@ from __future__ import annotations
 import csv
 import io
 import math
-import os
-import tempfile
 import time
 from collections.abc import Callable
 from datetime import datetime
@@ -37,6 +35,7 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.alerts import AlertEvent, Severity
+from trayvml.config import write_atomically
 from trayvml.core.metrics import HOST_METRIC_BY_KEY, STATIC_FIELDS, Group
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import format_bytes, short_name
@@ -507,7 +506,7 @@ class GraphWindow(QMainWindow):
                 value = float(series.mean[row, column]) if row < len(series.times_s) else math.nan
                 values.append("" if math.isnan(value) else f"{value:.6g}")
             writer.writerow([datetime.fromtimestamp(float(t)).isoformat(timespec="seconds"), *values])
-        _write_atomically(Path(path), buffer.getvalue().encode())
+        write_atomically(Path(path), buffer.getvalue().encode())
 
     def export_png(self, path: str) -> None:
         if not self.grab().save(path):
@@ -576,17 +575,3 @@ def _detail_text(key: str, value: object, unit: str) -> str:
     if isinstance(value, float):
         return f"{value:g} {unit}".rstrip()
     return str(value)
-
-
-def _write_atomically(path: Path, data: bytes) -> None:
-    """Temporary file in the same folder, flushed to disk, then renamed over the target."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
