@@ -94,6 +94,8 @@ def test_the_app_applies_settings_without_a_restart(qtbot, tmp_path: Path) -> No
     new = replace(changed_settings(), hidden_gpus=())
     app.apply_settings(new)
     assert app.engine.settings is new.alerts and app.tray.metric == "temperature"
+    assert app.history.tiers[-1].span_s == 6 * 3600  # history_hours = 6
+    assert app.history.tiers[0].step_s == 2.0  # sampling every 2 s
     assert autostart.is_enabled() and app.tray.autostart_action.isChecked()  # start at login: on
     assert same(store.load()[0], new)
     app.tray.autostart_action.setChecked(False)  # the menu's check box

@@ -65,6 +65,8 @@ def test_icon_content_follows_the_chosen_metric() -> None:
     assert abs(temperature.bars[0].fraction - sample.gpus[0].value("temperature_gpu_c") / 100) <= 1 / 80
     assert temperature.bars[0].level is Level.CRITICAL  # 92 °C at 500 s in the thermal scenario
     assert content_for(None).no_gpu
+    assert len(content_for(sample, "utilization", hidden={1}).bars) == 1  # "GPUs shown" applies to the icon
+    assert len(content_for(sample, "utilization", hidden={0, 1}).bars) == 2  # never an empty icon
 
 
 def test_an_idle_gpus_jitter_does_not_redraw_the_icon(tray: Tray) -> None:

@@ -106,6 +106,7 @@ class App(QObject):
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock)
         self.sampler.sample_taken.connect(self.on_sample)
         self.tray = Tray(self.settings.tray_metric)
+        self.tray.hidden_gpus = set(self.settings.hidden_gpus)
         self.tray.autostart_action.setChecked(self.autostart.is_enabled())
         self.tray.autostart_action.toggled.connect(self.set_autostart)
         self.tray.settings_action.triggered.connect(self.show_settings)
@@ -129,10 +130,13 @@ class App(QObject):
     def history(self) -> History:
         """Made on first use: numpy need not load before the tray icon shows."""
         if self._history is None:
-            from trayvml.history import History
-
-            self._history = History()
+            self._history = self._new_history()
         return self._history
+
+    def _new_history(self) -> History:
+        from trayvml.history import History, default_tiers
+
+        return History(default_tiers(self.settings.history_hours * 3600.0, self.settings.sampling_interval_s))
 
     def start(self) -> None:
         self.sampler.start()
@@ -239,6 +243,7 @@ class App(QObject):
             self.sampler.set_interval(settings.sampling_interval_s)
         if settings.history_hours != old.history_hours or settings.sampling_interval_s != old.sampling_interval_s:
             self._resize_history()
+        self.tray.hidden_gpus = set(settings.hidden_gpus)
         self.tray.set_metric(settings.tray_metric)
         if settings.start_at_login != self.autostart.is_enabled():
             self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
@@ -247,10 +252,8 @@ class App(QObject):
                 self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
 
     def _resize_history(self) -> None:
-        from trayvml.history import History, default_tiers
-
         # A new length means new rings: the timelines start again (the alert states do not).
-        self._history = History(default_tiers(self.settings.history_hours * 3600.0, self.settings.sampling_interval_s))
+        self._history = self._new_history()
         if self.window is not None:
             self.window.history = self._history
 

@@ -19,11 +19,12 @@ TRAY_METRICS = {
 }
 
 
-def content_for(sample: Sample | None, metric: str = "utilization") -> IconContent:
+def content_for(sample: Sample | None, metric: str = "utilization", hidden: set[int] | None = None) -> IconContent:
     if sample is None or not sample.gpus:
         return IconContent((), no_gpu=True)
     key, full_scale = TRAY_METRICS[metric]
-    return icon_content([Bar(_steps(g.value(key) / full_scale), gpu_level(g)) for g in sample.gpus])
+    shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)
+    return icon_content([Bar(_steps(g.value(key) / full_scale), gpu_level(g)) for g in shown])
 
 
 def _steps(fraction: float) -> float:

@@ -37,6 +37,7 @@ class Tray(QObject):
     def __init__(self, metric: str = "utilization") -> None:
         super().__init__()
         self.metric = metric
+        self.hidden_gpus: set[int] = set()  # left out of the icon (the tooltip still lists them)
         self.sample: Sample | None = None
         self.alerts_paused_until_s = 0.0  # 0: not paused; inf: until resumed
         self._content: IconContent | None = None
@@ -108,7 +109,7 @@ class Tray(QObject):
     # ---- updates ----
     def update(self, sample: Sample | None) -> None:
         self.sample = sample
-        content = content_for(sample, self.metric)
+        content = content_for(sample, self.metric, self.hidden_gpus)
         if content != self._content:
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
