@@ -130,7 +130,8 @@ def test_no_driver_offers_simulated_gpus(tray: Tray) -> None:
     missing = NvmlUnavailable(UnavailableReason.LIBRARY_NOT_FOUND)
     tray.update(Sample(0.0, (), (), None, None, unavailable=missing))
     assert tray.simulate_action.isVisible()
-    assert tray.status_action.text() == missing.sentence
+    assert tray.status_action.text() == "No NVIDIA driver found"
+    assert tray.status_action.toolTip() == missing.sentence
     assert missing.sentence in tray.icon.toolTip()
     assert content_for(tray.sample).no_gpu
 

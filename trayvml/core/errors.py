@@ -37,12 +37,27 @@ _SENTENCES = {
 }
 
 
+_HEADLINES = {
+    UnavailableReason.LIBRARY_NOT_FOUND: "No NVIDIA driver found",
+    UnavailableReason.DRIVER_NOT_LOADED: "NVIDIA driver not loaded",
+    UnavailableReason.VERSION_MISMATCH: "Driver updated: reboot needed",
+    UnavailableReason.NO_PERMISSION: "No permission to read the GPUs",
+    UnavailableReason.NO_GPUS: "No NVIDIA GPUs found",
+    UnavailableReason.OTHER: "NVML could not start",
+}
+
+
 @dataclass(frozen=True)
 class NvmlUnavailable:
     """Why NVML cannot be used right now; ``sentence`` is what a user reads."""
 
     reason: UnavailableReason
     detail: str = ""
+
+    @property
+    def headline(self) -> str:
+        """A few words for a menu entry; ``sentence`` says what to do."""
+        return _HEADLINES[self.reason]
 
     @property
     def sentence(self) -> str:

@@ -143,8 +143,9 @@ class Tray(QObject):
         for gpu, info, action in zip(sample.gpus, sample.devices, self.gpu_actions, strict=False):
             action.setText(gpu_line(gpu, info))
         unavailable = sample.unavailable
-        status = unavailable.sentence if unavailable else sample.simulation
+        status = unavailable.headline if unavailable else sample.simulation
         self.status_action.setText(status)
+        self.status_action.setToolTip(unavailable.sentence if unavailable else "")
         self.status_action.setVisible(bool(status))
         no_driver = unavailable is not None and unavailable.reason is UnavailableReason.LIBRARY_NOT_FOUND
         self.simulate_action.setVisible(no_driver and not sample.simulation)
