@@ -230,6 +230,21 @@ class Timeline:
         self.chunk_start = start
 
 
+def _per_second(values: str, supported: Callable[[GpuProfile], bool] = lambda p: True) -> Callable[..., int]:
+    """A C function ``f(device, value*)`` answering with the timeline's ``values`` at this second."""
+
+    def impl(self: SimulatedNvml, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if not supported(g.profile):
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = getattr(g, values)[g.i]
+        return N.NVML_SUCCESS
+
+    return impl
+
+
 class _SimFunction:
     """One C function of the simulated library; pynvml may set ``restype`` on it."""
 
@@ -580,32 +595,12 @@ class SimulatedNvml:
         ref._obj.value = g.temperature[g.i]
         return N.NVML_SUCCESS
 
-    def c_nvmlDeviceGetFanSpeed(self, handle: Any, ref: Any) -> int:
-        g = self._gpu(handle)
-        if isinstance(g, int):
-            return g
-        if not g.profile.has_fan:
-            return N.NVML_ERROR_NOT_SUPPORTED
-        ref._obj.value = g.fan[g.i]
-        return N.NVML_SUCCESS
-
-    def c_nvmlDeviceGetPowerUsage(self, handle: Any, ref: Any) -> int:
-        g = self._gpu(handle)
-        if isinstance(g, int):
-            return g
-        if not g.profile.has_power:
-            return N.NVML_ERROR_NOT_SUPPORTED
-        ref._obj.value = g.power_mw[g.i]
-        return N.NVML_SUCCESS
-
-    def c_nvmlDeviceGetTotalEnergyConsumption(self, handle: Any, ref: Any) -> int:
-        g = self._gpu(handle)
-        if isinstance(g, int):
-            return g
-        if not g.profile.has_power:
-            return N.NVML_ERROR_NOT_SUPPORTED
-        ref._obj.value = g.energy_mj[g.i]
-        return N.NVML_SUCCESS
+    # One value of the GPU's per-second timeline, or NOT_SUPPORTED where its profile lacks it.
+    c_nvmlDeviceGetFanSpeed = _per_second("fan", lambda p: p.has_fan)
+    c_nvmlDeviceGetPowerUsage = _per_second("power_mw", _has_power)
+    c_nvmlDeviceGetTotalEnergyConsumption = _per_second("energy_mj", _has_power)
+    c_nvmlDeviceGetPerformanceState = _per_second("pstate")
+    c_nvmlDeviceGetCurrentClocksEventReasons = _per_second("reasons")
 
     def c_nvmlDeviceGetClockInfo(self, handle: Any, clock_type: Any, ref: Any) -> int:
         g = self._gpu(handle)
@@ -618,20 +613,6 @@ class SimulatedNvml:
             ref._obj.value = g.clock_video[g.i]
         else:
             ref._obj.value = g.clock_sm[g.i]
-        return N.NVML_SUCCESS
-
-    def c_nvmlDeviceGetPerformanceState(self, handle: Any, ref: Any) -> int:
-        g = self._gpu(handle)
-        if isinstance(g, int):
-            return g
-        ref._obj.value = g.pstate[g.i]
-        return N.NVML_SUCCESS
-
-    def c_nvmlDeviceGetCurrentClocksEventReasons(self, handle: Any, ref: Any) -> int:
-        g = self._gpu(handle)
-        if isinstance(g, int):
-            return g
-        ref._obj.value = g.reasons[g.i]
         return N.NVML_SUCCESS
 
     def _codec(self, handle: Any, util: Any, period: Any, values_name: str) -> int:
