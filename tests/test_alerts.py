@@ -93,11 +93,8 @@ def test_an_escalation_is_told_even_within_the_cooldown() -> None:
 def test_events_name_the_gpu_and_the_value() -> None:
     (event,) = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93])
     assert event.title == "GPU 0 H100: temperature critical at 93 °C"
-    assert engine_events_kept(event)
-
-
-def engine_events_kept(event) -> bool:  # type: ignore[no-untyped-def]
-    return event.timestamp_s == 0 and event.value == 93
+    assert (event.timestamp_s, event.value) == (0, 93)
+    assert event.detail == "Critical above 90 °C; clears below 85 °C."
 
 
 def test_memory_rules_in_percent_and_in_free_gib() -> None:

@@ -123,6 +123,8 @@ def test_log_after_a_cut_short_row_starts_on_a_new_line(tmp_path: Path) -> None:
         (["pick", "--by", "mood"], "invalid choice"),
         (["log", "--csv", "x.csv", "--interval", "0"], "must be greater than 0"),
         (["pick", "--count", "two"], "is not a whole number"),
+        (["pick", "--min-free-mib", "-5"], "is not a number of MiB (0 or more)"),
+        (["pick", "--min-free-mib", "nan"], "is not a number of MiB (0 or more)"),
     ],
 )
 def test_bad_input_exits_2_with_a_sentence(args: list[str], message: str, tmp_path: Path) -> None:

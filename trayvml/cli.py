@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -46,8 +47,11 @@ def _positive_int(text: str) -> int:
 
 
 def _non_negative_float(text: str) -> float:
-    value = float(text) if text.replace(".", "", 1).isdigit() else -1.0
-    if value < 0:
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not value >= 0:  # NaN fails this too
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB (0 or more)")
     return value
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import getpass
+import math
 import os
 import signal
 import sys
@@ -210,9 +211,7 @@ class App(QObject):
             return ""
         from trayvml.core.units import format_bytes
 
-        biggest = sorted(
-            gpu.processes, key=lambda p: -(p.used_memory_bytes if p.used_memory_bytes == p.used_memory_bytes else 0)
-        )
+        biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
         return "Processes: " + ", ".join(
             f"{p.name or '?'} ({p.user or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}" for p in biggest[:3]
         )
