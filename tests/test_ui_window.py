@@ -173,6 +173,22 @@ def test_follows_the_palette(window) -> None:
     assert w.gpu_page.panels[0].plot.getAxis("left").textPen().color().name() == "#e0e0e0"
 
 
+def test_long_ranges_redraw_only_when_the_view_would_move_a_pixel(window) -> None:
+    from dataclasses import replace
+
+    w, sample = window(seconds=60)
+    for seconds, expected in ((60, 10), (12 * 3600, 0)):
+        w.set_range(seconds)
+        before = w.redraws
+        for k in range(1, 11):  # ten live samples, a second apart
+            w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + k))
+        assert w.redraws - before == expected, seconds
+    w.set_range(12 * 3600)
+    before = w.redraws
+    w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + 60))  # a minute on: about two pixels
+    assert w.redraws == before + 1
+
+
 def test_hidden_window_costs_nothing_and_closing_only_hides(window) -> None:
     w, sample = window(seconds=10)
     w.close()

@@ -125,6 +125,7 @@ class GraphWindow(QMainWindow):
         self.redraws = 0
         self._devices: tuple[DeviceInfo, ...] = ()
         self._setting_range = False
+        self._drawn_until_s = 0.0  # the end of the range last drawn
         self.setWindowTitle("trayvml")
         self.resize(1100, 820)
         self._build_toolbar()
@@ -325,8 +326,15 @@ class GraphWindow(QMainWindow):
         if sample.simulation:
             title += f" — SIMULATED ({sample.simulation.removeprefix('simulated GPUs ').strip('()')})"
         self.setWindowTitle(title)
-        if self.isVisible():  # hidden, the window costs nothing; the history goes on regardless
-            self.refresh()
+        if self.isVisible() and self._worth_redrawing(sample):
+            self.refresh()  # hidden, the window costs nothing; the history goes on regardless
+
+    def _worth_redrawing(self, sample: Sample) -> bool:
+        """Following live, redraw once the view would move by a pixel: at 12 h a second is 1/30 px."""
+        if not self.following or self.gpu_page is None or self.gpu_page.first is None:
+            return True
+        width_px = max(1.0, self.gpu_page.first.getViewBox().width())
+        return sample.timestamp_s - self._drawn_until_s >= self.range_s / width_px
 
     def visible_range(self) -> tuple[float, float]:
         if self.following or self.gpu_page is None or self.gpu_page.first is None:
@@ -340,7 +348,8 @@ class GraphWindow(QMainWindow):
         if self.sample is None:
             return
         start, end = self.visible_range()
-        self._set_x_range(start, end)  # first: curves clip their data to the view's range
+        self._drawn_until_s = end
+        self._set_x_range(start, end)
         current = self.tabs.currentWidget()
         if current is self._gpu_tab and self.gpu_page is not None:
             self._draw_gpu_page(self.gpu_page, start, end)
