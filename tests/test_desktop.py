@@ -242,7 +242,7 @@ def test_no_display_is_a_sentence_not_a_crash() -> None:
         [sys.executable, "-m", "trayvml", "--simulate"], env=env, capture_output=True, text=True, timeout=30
     )
     assert result.returncode == 4
-    assert "needs a graphical desktop" in result.stderr and "trayvml snapshot" in result.stderr
+    assert "no graphical desktop was found" in result.stderr and "trayvml snapshot" in result.stderr
     assert "Traceback" not in result.stderr and "Aborted" not in result.stderr
 
 
@@ -252,4 +252,4 @@ def test_an_unreachable_display_is_a_sentence_too() -> None:
     result = subprocess.run(
         [sys.executable, "-m", "trayvml", "--simulate"], env=env, capture_output=True, text=True, timeout=30
     )
-    assert result.returncode == 4 and "needs a graphical desktop" in result.stderr
+    assert result.returncode == 4 and "no graphical desktop was found" in result.stderr

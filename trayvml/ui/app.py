@@ -41,8 +41,8 @@ TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 SNOOZE_S = 3600.0
 NO_DISPLAY_MESSAGE = (
-    "trayvml needs a graphical desktop, and none was found (no DISPLAY or WAYLAND_DISPLAY that "
-    "answers). In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
+    "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
+    "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
 )
 
 
