@@ -8,9 +8,8 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 from trayvml import __version__
@@ -26,34 +25,28 @@ EXIT_NO_NVML = 3
 SNAPSHOT_SETTLE_S = 0.5  # rates (PCIe, NVLink, disk, network) need two readings
 
 
-def _positive_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not value > 0:
-        raise argparse.ArgumentTypeError(f"{text} must be greater than 0")
-    return value
+def _number_argument(
+    convert: Callable[[str], float], kind: str, fits: Callable[[float], bool], rule: str
+) -> Callable[[str], float]:
+    """An argparse type: ``convert`` the text, then check it ``fits``; each failure is a sentence."""
+
+    def parse(text: str) -> float:
+        try:
+            value = convert(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+        if not fits(value):  # NaN fits no bound
+            raise argparse.ArgumentTypeError(f"{text} {rule}")
+        return value
+
+    return parse
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text} must be at least 1")
-    return value
-
-
-def _non_negative_float(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not value >= 0:  # NaN fails this too
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of MiB (0 or more)")
-    return value
+_positive_float = _number_argument(float, "a number", lambda v: v > 0, "must be greater than 0")
+_positive_int = _number_argument(int, "a whole number", lambda v: v >= 1, "must be at least 1")
+_non_negative_float = _number_argument(
+    float, "a number of MiB (0 or more)", lambda v: v >= 0, "is not a number of MiB (0 or more)"
+)
 
 
 def build_parser() -> argparse.ArgumentParser:
