@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertEngine, AlertSettings, RuleSettings, Severity, validate, with_rule
+from trayvml.alerts import RULE_BY_KEY, RULES, AlertEngine, AlertSettings, RuleSettings, Severity, validate
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 
@@ -34,7 +34,7 @@ def run(engine: AlertEngine, key: str, values: list[float], step_s: float = 1.0,
 def only(rule: str, **changes: float | bool) -> AlertSettings:
     """Every rule off but ``rule``, changed as given."""
     rules = {r.key: replace(r.defaults, enabled=False) for r in RULES}
-    rules[rule] = replace(RULE_BY_KEY[rule].defaults, enabled=True, **changes)  # type: ignore[arg-type]
+    rules[rule] = replace(RULE_BY_KEY[rule].defaults, **{"enabled": True, **changes})  # type: ignore[arg-type]
     return AlertSettings(rules=rules)
 
 
@@ -175,7 +175,7 @@ def test_per_gpu_overrides_win() -> None:
 
 
 def test_disabled_rules_stay_silent() -> None:
-    engine = AlertEngine(with_rule(only("temperature"), "temperature", enabled=False))
+    engine = AlertEngine(only("temperature", enabled=False))
     assert run(engine, TEMPERATURE, [99] * 20) == []
 
 

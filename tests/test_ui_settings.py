@@ -35,6 +35,7 @@ def test_every_field_round_trips_through_the_dialog_and_the_file(qtbot, devices,
 def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     dialog = SettingsDialog(Settings(), devices)
     qtbot.addWidget(dialog)
+    assert "NVML refreshes utilization" in dialog.interval.toolTip()
     applied = []
     dialog.settings_applied.connect(applied.append)
     dialog.interval.setValue(2.5)

@@ -13,7 +13,7 @@ import enum
 import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from trayvml.core.metrics import POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
@@ -249,9 +249,6 @@ class AlertEngine:
     def configure(self, settings: AlertSettings) -> None:
         self.settings = settings
 
-    def firing(self) -> dict[tuple[int, str], Severity]:
-        return {key: t.level for key, t in self._trackers.items() if t.level is not None}
-
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
         found: list[AlertEvent] = []
@@ -395,10 +392,3 @@ class AlertEngine:
         tracker.armed = False
         tracker.idle_since_s = math.nan
         return AlertEvent(now_s, gpu.index, name, "job_finished", "event", Severity.INFO, "job finished (idle now)")
-
-
-def with_rule(settings: AlertSettings, rule: str, **changes: float | bool) -> AlertSettings:
-    """A copy of ``settings`` with one default rule changed (for dialogs and tests)."""
-    rules = dict(settings.rules)
-    rules[rule] = replace(settings.for_gpu(-1, rule), **changes)  # type: ignore[arg-type]
-    return replace(settings, rules=rules)

@@ -1,8 +1,8 @@
 """The metric catalog: the one place that says what each metric is and how it is shown.
 
-CSV columns, JSON keys, tooltips, graph panels, history series and alert choices all derive
-from these tables. How a GPU metric is *read* lives next to the reader
-(``trayvml/nvml/reader.py``), keyed by the same ``key``.
+CSV columns, JSON keys, tooltips, graph panels and history series derive from these tables.
+How a GPU metric is *read* lives next to the reader (``trayvml/nvml/reader.py``), and which
+metric each alert rule watches in ``trayvml/alerts.py``, both keyed by the same ``key``.
 """
 
 from __future__ import annotations
@@ -71,7 +71,6 @@ class Metric:
     group: Group
     smi: SmiField | None = None
     history: bool = True  # kept as a timeline (False: shown as a current value only)
-    alert: bool = False  # offered as an alert condition
     plot: bool = True  # drawn in its group's panel (False: in history, CSV and JSON, not drawn)
 
 
@@ -85,7 +84,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.UTILIZATION,
         SmiField("utilization.gpu", "%"),
-        alert=True,
     ),
     Metric(
         "utilization_memory_percent",
@@ -100,7 +98,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / _MIB),
-        alert=True,
     ),
     Metric(
         "memory_free_bytes",
@@ -108,7 +105,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.free", "MiB", 1 / _MIB),
-        alert=True,
         plot=False,
     ),
     Metric(
@@ -119,14 +115,13 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("memory.reserved", "MiB", 1 / _MIB),
         plot=False,
     ),
-    Metric("memory_used_percent", "Memory used, % of total", _P, Group.MEMORY, alert=True, plot=False),
+    Metric("memory_used_percent", "Memory used, % of total", _P, Group.MEMORY, plot=False),
     Metric(
         "temperature_gpu_c",
         "GPU temperature",
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
-        alert=True,
     ),
     Metric(
         "temperature_memory_c",
@@ -134,7 +129,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.memory"),
-        alert=True,
     ),
     Metric("fan_speed_percent", "Fan speed", _P, Group.FAN, SmiField("fan.speed", "%")),
     Metric(
@@ -143,7 +137,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
-        alert=True,
     ),
     Metric(
         "power_instant_w",
@@ -168,7 +161,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("enforced.power.limit", "W", decimals=2),
         plot=False,
     ),
-    Metric("power_used_percent", "Power draw, % of enforced limit", _P, Group.POWER, alert=True, plot=False),
+    Metric("power_used_percent", "Power draw, % of enforced limit", _P, Group.POWER, plot=False),
     Metric(
         "energy_consumed_j",
         "Energy since driver load",
@@ -280,7 +273,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.volatile.total"),
-        alert=True,
     ),
     Metric(
         "ecc_corrected_aggregate_count",
@@ -360,7 +352,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("xid.count"),
-        alert=True,
     ),
     Metric("xid_last", "Last XID", Unit.XID, Group.ERRORS, SmiField("xid.last"), history=False),
     Metric(

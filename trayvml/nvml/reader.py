@@ -112,11 +112,7 @@ MEM_USED, MEM_FREE, MEM_RESERVED = (
     _idx("memory_reserved_bytes"),
 )
 MEM_PERCENT = _idx("memory_used_percent")
-POWER, POWER_LIMIT, POWER_ENFORCED = (
-    _idx("power_draw_w"),
-    _idx("power_limit_w"),
-    _idx("power_enforced_limit_w"),
-)
+POWER, POWER_ENFORCED = _idx("power_draw_w"), _idx("power_enforced_limit_w")
 POWER_PERCENT = _idx("power_used_percent")
 NVLINK_TX, NVLINK_RX = _idx("nvlink_tx_bytes_per_s"), _idx("nvlink_rx_bytes_per_s")
 XID_COUNT, XID_LAST = _idx("xid_error_count"), _idx("xid_last")

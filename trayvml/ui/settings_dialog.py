@@ -182,6 +182,12 @@ class SettingsDialog(QDialog):
         self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         layout.addWidget(self.buttons)
 
+        for key, widget in (
+            ("sampling_interval_s", self.interval),
+            ("history_hours", self.history_hours),
+            ("notifications", self.notifications),
+        ):
+            widget.setToolTip(GENERAL_BY_KEY[key].description)  # the schema's words, in one place
         self.show_settings(settings)
         for widget in (self.interval, self.history_hours):
             widget.valueChanged.connect(self._check)
