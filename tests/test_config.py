@@ -1,15 +1,30 @@
-"""Settings: TOML round trips, atomic writes, and files that cannot be used are set aside."""
+"""Settings: TOML round trips, atomic writes, versions and migrations; a file that cannot be used
+never stops trayvml and is never lost."""
 
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from trayvml.alerts import RULE_BY_KEY, AlertSettings
-from trayvml.config import Settings, SettingsError, SettingsStore, from_toml, problems, to_toml
+from trayvml import config
+from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, RuleSettings
+from trayvml.config import (
+    GENERAL,
+    Settings,
+    SettingsError,
+    SettingsStore,
+    from_toml,
+    problems,
+    remove_stale_temporaries,
+    to_toml,
+)
 
 
 def changed_settings() -> Settings:
@@ -32,10 +47,21 @@ def same(a: Settings, b: Settings) -> bool:
     return to_toml(a) == to_toml(b)  # NaN-aware comparison through the canonical text
 
 
+def one_sentence(message: str) -> bool:
+    """What the user is told: one line ending in a full stop, with nothing raw from the file in it."""
+    return message.endswith(".") and "\n" not in message and "\x1b" not in message and "Traceback" not in message
+
+
+def temporaries(folder: Path) -> list[Path]:
+    return sorted(folder.glob(".*.tmp"))
+
+
 def test_defaults_round_trip_and_read_well() -> None:
     text = to_toml(Settings())
     assert "sampling_interval_s = 1.0" in text and "[alerts.temperature]" in text
-    assert same(from_toml(text), Settings())
+    assert f"version = {config.VERSION}" in text
+    settings, notes = from_toml(text)
+    assert same(settings, Settings()) and notes == []
 
 
 def test_every_field_round_trips(tmp_path: Path) -> None:
@@ -55,29 +81,136 @@ def test_a_missing_file_means_defaults(tmp_path: Path) -> None:
     assert same(settings, Settings()) and message == ""
 
 
+def assert_set_aside(folder: Path, content: bytes, reason: str = "") -> str:
+    """Load ``content``: defaults, one sentence, the file kept byte for byte under the set-aside name."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "config.toml"
+    path.write_bytes(content)
+    settings, message = SettingsStore(path).load()
+    assert same(settings, Settings()), content[:200]
+    assert one_sentence(message) and "defaults are in use" in message, message
+    assert reason in message, message
+    (aside,) = folder.glob("config.toml.corrupt-*")
+    assert aside.read_bytes() == content  # nothing of the user's is lost
+    assert not path.exists()
+    assert SettingsStore(path).load()[1] == ""  # told once: the next start is quiet
+    return message
+
+
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
         ("sampling_interval_s = [", "it is not valid TOML"),
         ("sampling_interval_s = 'fast'", "sampling_interval_s should be float"),
         ("sampling_interval_s = 0.01", "outside 0.5–60"),
+        ("sampling_interval_s = nan", "outside 0.5–60"),
         ("tray_metric = 'colour'", "'colour' is not one of"),
         ("[alerts.temperature]\ncritical_clear = 95.0", "must be below its enter threshold"),
-        ("[alerts.weather]\nenabled = true", "unknown rule 'weather'"),
-        ("colour = 'red'", "unknown setting 'colour'"),
         ("[gpus.0.alerts.temperature]\nhold_s = 'long'", "should be a number"),
+        # Valid TOML of the wrong shape: each of these crashed the app at every start.
+        ("gpus = 5", "gpus should be a table"),
+        ("gpus = [1, 2]", "gpus should be a table"),
+        ("[gpus.0]\nalerts = 5", "gpus.0.alerts should be a table"),
+        ('[gpus."²".alerts.temperature]\nhold_s = 1', "should be a GPU index"),
+        ('[gpus."99999999999999999999"]', "should be a GPU index"),
+        ("alerts = 5", "alerts should be a table"),
+        ("[alerts]\ntemperature = [1]", "alerts.temperature should be a table"),
+        ("hidden_gpus = [0, -1]", "hidden_gpus should be a list of GPU indices"),
+        ("hidden_gpus = [[0]]", "hidden_gpus should be a list of GPU indices"),
+        ("version = 'two'", "version should be a whole number"),
+        ("version = -1", "version should be a whole number"),
+        ("x = " + "[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("x = " + "{ a = " * 5000 + "1" + " }" * 5000, "nested too deeply"),
+        ("history_hours = " + "9" * 5000, "a number too long"),
+        ("[alerts.temperature]\nhold_s = inf", "finite number of seconds"),
     ],
 )
 def test_a_file_that_cannot_be_used_is_set_aside(tmp_path: Path, content: str, reason: str) -> None:
-    path = tmp_path / "config.toml"
-    path.write_text(content)
-    settings, message = SettingsStore(path).load()
-    assert same(settings, Settings())
-    assert reason in message and "defaults are in use" in message
+    assert_set_aside(tmp_path, content.encode(), reason)
+
+
+WRONG_VALUES = {
+    float: ['"1"', "true", "[1.0]", "{ x = 1 }", "1979-05-27", "07:32:00"],
+    int: ["1.5", '"12"', "true", "[12]", "{ h = 12 }"],
+    str: ["1", '["power"]', "false", "{ m = 'power' }"],
+    bool: ["1", '"true"', "[true]", "0.0"],
+}
+
+
+def hostile_files() -> list[str]:
+    """Every key of the file with every wrong type, in the defaults and in a per-GPU override."""
+    files = [f"{s.key} = {value}" for s in GENERAL for value in WRONG_VALUES[type(s.default)]]
+    files += [f"hidden_gpus = {value}" for value in ("5", '"0,1"', "[true]", '["0"]', "{ a = 0 }")]
+    for kind in RULES:
+        for name, default in vars(RuleSettings()).items():
+            for value in WRONG_VALUES[type(default)]:
+                files.append(f"[alerts.{kind.key}]\n{name} = {value}")
+        files.append(f"[gpus.3.alerts.{kind.key}]\nhold_s = [[[[1]]]]")
+        files.append(f"alerts.{kind.key} = 'on'")
+    return files
+
+
+def test_hostile_shapes_never_stop_trayvml_and_lose_nothing(tmp_path: Path) -> None:
+    files = hostile_files()
+    assert len(files) > 200
+    for n, content in enumerate(files):
+        assert_set_aside(tmp_path / str(n), content.encode())
+
+
+def test_bytes_that_are_not_utf8_are_set_aside_and_never_overwritten(tmp_path: Path) -> None:
+    content = "history_hours = 6\n# caf\xe9\n".encode("latin-1")
+    message = assert_set_aside(tmp_path, content, "it is not UTF-8 text (byte 23 is 0xe9)")
+    assert "moved to config.toml.corrupt-" in message
+    store = SettingsStore(tmp_path / "config.toml")
+    store.save(Settings())  # the next save writes a new file beside the one set aside
     (aside,) = tmp_path.glob("config.toml.corrupt-*")
-    assert aside.read_text() == content  # nothing of the user's is lost
-    assert not path.exists()
-    assert SettingsStore(path).load()[1] == ""  # told once: the next start is quiet
+    assert aside.read_bytes() == content
+
+
+def test_a_huge_file_is_set_aside_without_being_read_whole(tmp_path: Path) -> None:
+    assert_set_aside(tmp_path, b"# " + b"x" * (2 << 20), "larger than 1 MiB")
+
+
+def test_two_files_set_aside_in_one_second_are_both_kept(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    for content in (b"gpus = 1", b"gpus = 2"):
+        path.write_bytes(content)
+        SettingsStore(path).load()
+    kept = sorted(p.read_bytes() for p in tmp_path.glob("config.toml.corrupt-*"))
+    assert kept == [b"gpus = 1", b"gpus = 2"]
+
+
+def test_an_unusable_file_that_cannot_be_moved_is_left_alone_and_never_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A read-only folder (chmod does not stop root, who runs the tests in CI, so os.replace is made to fail).
+    path = tmp_path / "config.toml"
+    path.write_bytes(b"gpus = 5")
+
+    def read_only(source: object, target: object) -> None:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", read_only)
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert same(settings, Settings())
+    assert one_sentence(message) and "could not be moved aside either (Permission denied)" in message
+    with pytest.raises(SettingsError, match="not overwritten"):
+        store.save(Settings())
+    assert path.read_bytes() == b"gpus = 5"
+    assert not list(tmp_path.glob("config.toml.*")) and not temporaries(tmp_path)
+
+
+def test_a_folder_in_place_of_the_file_is_left_alone(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    (path / "inside").mkdir(parents=True)
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert same(settings, Settings())
+    assert one_sentence(message) and "could not be read" in message and "left as it is" in message
+    with pytest.raises(SettingsError, match="could not be read, so it is not overwritten"):
+        store.save(Settings())
+    assert (path / "inside").is_dir() and not temporaries(tmp_path)
 
 
 def test_saving_refuses_invalid_settings_and_keeps_the_file(tmp_path: Path) -> None:
@@ -89,15 +222,175 @@ def test_saving_refuses_invalid_settings_and_keeps_the_file(tmp_path: Path) -> N
     with pytest.raises(SettingsError, match="Sampling interval"):
         store.save(bad)
     assert store.path.read_bytes() == before
-    assert not list(tmp_path.glob(".*.tmp"))
+    assert not temporaries(tmp_path)
 
 
 def test_saving_goes_through_a_temporary_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import os
-
     store = SettingsStore(tmp_path / "sub" / "config.toml")
     replaced = []
     real = os.replace
     monkeypatch.setattr(os, "replace", lambda a, b: (replaced.append((Path(a).name, Path(b).name)), real(a, b)))
     store.save(Settings())
-    assert len(replaced) == 1 and replaced[0][0].startswith(".config.toml.") and replaced[0][1] == "config.toml"
+    assert len(replaced) == 1 and replaced[0][1] == "config.toml"
+    assert replaced[0][0].startswith(f".config.toml.trayvml-{os.getpid()}-")
+
+
+# A writer killed with SIGKILL while its temporary file is open (fsync never returns).
+KILLED_WRITER = """
+import os, sys
+from pathlib import Path
+from trayvml.config import write_atomically
+os.fsync = lambda fd: (print("writing", flush=True), sys.stdin.read())
+write_atomically(Path(sys.argv[1]), b"half")
+"""
+
+
+def test_temporary_files_of_writers_killed_mid_save_are_removed(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    theirs = tmp_path / ".config.toml.editor-swap.tmp"  # not ours: never touched
+    theirs.write_bytes(b"")
+    with subprocess.Popen(
+        [sys.executable, "-c", KILLED_WRITER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as writer:
+        assert writer.stdout is not None and writer.stdout.readline() == "writing\n"
+        (leftover,) = (p for p in temporaries(tmp_path) if p != theirs)
+        assert leftover.name.startswith(f".config.toml.trayvml-{writer.pid}-")
+        remove_stale_temporaries(path)
+        assert leftover.exists()  # its writer is still at work
+        writer.kill()
+        writer.wait()
+    SettingsStore(path).save(Settings())
+    assert temporaries(tmp_path) == [theirs]
+    assert same(SettingsStore(path).load()[0], Settings())
+
+
+def test_old_temporary_files_of_ours_are_removed_on_load(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    old = tmp_path / f".config.toml.trayvml-{os.getpid()}-abc.tmp"  # even this process's, once old enough
+    fresh = tmp_path / f".config.toml.trayvml-{os.getpid()}-def.tmp"
+    for temporary in (old, fresh):
+        temporary.write_bytes(b"half")
+    an_hour_and_more_ago = time.time() - config.STALE_TEMPORARY_S - 60
+    os.utime(old, (an_hour_and_more_ago, an_hour_and_more_ago))
+    SettingsStore(path).load()
+    assert temporaries(tmp_path) == [fresh]  # a write of this process may still be under way
+
+
+# ---- versions and migrations ----
+def test_an_unknown_setting_is_noted_and_the_rest_is_used(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    content = (
+        b"history_hours = 6\ncolour = 'red'\n\"\\u001b[31m\" = 1\n"
+        b"[alerts.weather]\nenabled = true\n"
+        b"[alerts.temperature]\nhold_s = 5.0\nsnooze_s = 60\n"
+        b"[gpus.1]\nname = 'left'\n[gpus.1.alerts.power]\nenabled = true\n"
+    )
+    path.write_bytes(content)
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert settings.history_hours == 6 and settings.alerts.rules["temperature"].hold_s == 5.0
+    assert settings.alerts.for_gpu(1, "power").enabled
+    assert one_sentence(message), message
+    for key in ("'colour'", r"'\x1b[31m'", "'alerts.weather'", "'alerts.temperature.snooze_s'", "'gpus.1.name'"):
+        assert key in message
+    assert "not known to this version and ignored" in message
+    assert path.read_bytes() == content and not list(tmp_path.glob("config.toml.*"))  # loading writes nothing
+    store.save(settings)
+    (kept,) = tmp_path.glob("config.toml.kept-*")
+    assert kept.read_bytes() == content  # what was ignored is not lost when the file is rewritten
+    store.save(settings)
+    assert len(list(tmp_path.glob("config.toml.kept-*"))) == 1  # one copy, not one per save
+    reloaded, message = SettingsStore(path).load()
+    assert same(reloaded, settings) and message == ""
+
+
+def test_many_unknown_settings_are_named_by_the_first_few(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("".join(f"option_{n} = {n}\n" for n in range(10_000)))
+    settings, message = SettingsStore(path).load()
+    assert same(settings, Settings()) and one_sentence(message)
+    assert "'option_4' and 9995 more are not known" in message and len(message) < 500
+
+
+def test_a_file_from_a_newer_trayvml_loads_what_it_can(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    newer = config.VERSION + 1
+    path.write_text(f"version = {newer}\nhistory_hours = 3\nsparkline = true\n[alerts.power]\nenabled = true\n")
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert settings.history_hours == 3 and settings.alerts.rules["power"].enabled
+    assert one_sentence(message)
+    assert f"written by a newer trayvml (settings version {newer}; this one knows {config.VERSION})" in message
+    assert "'sparkline' is not known" in message
+    store.save(settings)
+    assert f"version = {config.VERSION}" in path.read_text()
+    (kept,) = tmp_path.glob("config.toml.kept-*")
+    assert f"version = {newer}" in kept.read_text()
+
+
+def test_a_file_from_before_versions_loads_quietly(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(to_toml(changed_settings()).replace(f"version = {config.VERSION}\n", ""))
+    assert "version" not in path.read_text()
+    settings, message = SettingsStore(path).load()
+    assert message == "" and same(settings, changed_settings())
+
+
+def test_renamed_and_deleted_settings_migrate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "RENAMED", {"interval_s": "sampling_interval_s", "alerts.hot": "alerts.temperature"})
+    monkeypatch.setattr(config, "DELETED", frozenset({"theme", "alerts.temperature.repeat_s"}))
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "version = 0\ninterval_s = 2.0\ntheme = 'dark'\n"
+        "[alerts.hot]\nhold_s = 4.0\nrepeat_s = 9\n"
+        "[gpus.2.alerts.hot]\nhold_s = 8.0\n"
+    )
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert settings.sampling_interval_s == 2.0
+    assert settings.alerts.rules["temperature"].hold_s == 4.0
+    assert settings.alerts.for_gpu(2, "temperature").hold_s == 8.0
+    assert one_sentence(message), message
+    for note in (
+        "interval_s is now sampling_interval_s",
+        "alerts.hot is now alerts.temperature",
+        "gpus.2.alerts.hot is now gpus.2.alerts.temperature",
+        "theme is no longer used",
+        "alerts.temperature.repeat_s is no longer used",
+    ):
+        assert note in message
+    assert "not known" not in message
+    store.save(settings)
+    text = path.read_text()
+    assert "\nsampling_interval_s = 2.0" in text and "\ninterval_s" not in text
+    assert "theme" not in text and "hot" not in text and "repeat_s" not in text
+    reloaded, message = SettingsStore(path).load()
+    assert same(reloaded, settings) and message == ""
+
+
+def test_a_renamed_setting_does_not_override_its_new_name(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(config, "RENAMED", {"interval_s": "sampling_interval_s"})
+    settings, notes = from_toml("interval_s = 2.0\nsampling_interval_s = 3.0\n")
+    assert settings.sampling_interval_s == 3.0 and notes == ["interval_s is now sampling_interval_s"]
+
+
+# ---- the app ----
+class UnsavableStore(SettingsStore):
+    def save(self, settings: Settings) -> None:
+        raise OSError(28, "No space left on device")
+
+
+def test_start_at_login_says_when_the_settings_cannot_be_saved(qtbot, tmp_path: Path) -> None:
+    from trayvml.autostart import XdgAutostart
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    autostart = XdgAutostart(tmp_path)
+    app = App(parse_spec("idle:gpus=h100"), store=UnsavableStore(tmp_path / "config.toml"), autostart=autostart)
+    told = []
+    app.tray.icon.showMessage = lambda title, text, *rest: told.append(text)  # type: ignore[method-assign]
+    app.tray.autostart_action.setChecked(True)  # the menu's check box
+    assert autostart.is_enabled() and app.settings.start_at_login and app.tray.autostart_action.isChecked()
+    assert told == ["Could not save the settings: [Errno 28] No space left on device"]
+    app.tray.autostart_action.setChecked(False)
+    assert not autostart.is_enabled() and not app.settings.start_at_login and len(told) == 2

@@ -1,13 +1,19 @@
 """Settings: a declarative schema, stored as a human-readable TOML file written atomically.
 
 A file that cannot be parsed or holds invalid values is moved aside (never overwritten), the
-defaults are used, and the caller gets one sentence to show the user.
+defaults are used, and the caller gets one sentence to show the user. Settings this version does
+not know (a typo, or a file from a newer trayvml) are ignored with a note instead: the rest of the
+file is used, and the file is copied aside before trayvml first overwrites it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import glob
 import math
 import os
+import re
+import reprlib
 import sys
 import tempfile
 import time
@@ -25,6 +31,18 @@ else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
 TRAY_METRICS = ("utilization", "memory", "temperature", "power")
+
+# The shape of the file this version writes. Raise it when a key is renamed or deleted, and say how
+# in RENAMED / DELETED (qutebrowser's configdata `renamed:` / `deleted:`), so older files still load.
+VERSION = 1
+# Dotted paths; a rule path ("alerts.x" or "alerts.x.field") applies under every gpus.N table too.
+RENAMED: dict[str, str] = {}
+DELETED: frozenset[str] = frozenset()
+
+MAX_FILE_BYTES = 1 << 20  # a settings file is a few KiB; anything this big is not one
+NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
+STALE_TEMPORARY_S = 3600.0  # a write takes milliseconds: a temporary file this old was left by a crash
+_GPU_INDEX = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "²".isdigit() is True but int("²") fails
 
 
 @dataclass(frozen=True)
@@ -72,13 +90,18 @@ class SettingsError(ValueError):
     """A settings file or value that cannot be used; the message is a sentence for the user."""
 
 
+def _shown(value: Any) -> str:
+    """A value from the file as the user reads it in a message: quoted, escaped and short."""
+    return reprlib.repr(value)
+
+
 def problems(settings: Settings) -> list[str]:
     """Every reason ``settings`` cannot be used (empty when it is fine)."""
     found = []
     for setting in GENERAL:
         value = getattr(settings, setting.key)
         if setting.choices and value not in setting.choices:
-            found.append(f"{setting.label}: {value!r} is not one of {', '.join(setting.choices)}.")
+            found.append(f"{setting.label}: {_shown(value)} is not one of {', '.join(setting.choices)}.")
         if setting.minimum is not None and not setting.minimum <= value <= (setting.maximum or math.inf):
             found.append(f"{setting.label}: {value} is outside {setting.minimum:g}–{setting.maximum:g}.")
     for kind in RULES:
@@ -112,7 +135,8 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def to_toml(settings: Settings) -> str:
-    document: dict[str, Any] = {s.key: getattr(settings, s.key) for s in GENERAL}
+    document: dict[str, Any] = {"version": VERSION}
+    document.update({s.key: getattr(settings, s.key) for s in GENERAL})
     document["hidden_gpus"] = list(settings.hidden_gpus)
     document["alerts"] = {kind.key: _rule_to_toml(settings.alerts.rules.get(kind.key, kind.defaults)) for kind in RULES}
     overrides = {
@@ -125,77 +149,183 @@ def to_toml(settings: Settings) -> str:
     return header + tomli_w.dumps(document)
 
 
-def _typed(setting: Setting, value: Any) -> Any:
-    expected = type(setting.default)
-    if expected is float and isinstance(value, int) and not isinstance(value, bool):
-        return float(value)
-    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise SettingsError(f"{setting.key} should be {expected.__name__}, not {value!r}")
+def _table(value: Any, where: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where} should be a table, not {_shown(value)}")
     return value
 
 
-def _rule_from_toml(table: Any, base: RuleSettings, where: str) -> RuleSettings:
-    if not isinstance(table, dict):
-        raise SettingsError(f"{where} should be a table")
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _typed(setting: Setting, value: Any) -> Any:
+    expected = type(setting.default)
+    if expected is float and _is_int(value):
+        return float(value)
+    if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
+        raise SettingsError(f"{setting.key} should be {expected.__name__}, not {_shown(value)}")
+    return value
+
+
+def _rule_from_toml(table: Any, base: RuleSettings, where: str, ignored: list[str]) -> RuleSettings:
     changes: dict[str, Any] = {}
-    names = {f.name: f for f in fields(RuleSettings)}
-    for name, value in table.items():
+    names = {f.name for f in fields(RuleSettings)}
+    for name, value in _table(table, where).items():
         if name not in names:
-            raise SettingsError(f"{where} has an unknown setting {name!r}")
-        if name == "enabled":
+            ignored.append(f"{where}.{name}")
+        elif name == "enabled":
             if not isinstance(value, bool):
                 raise SettingsError(f"{where}.enabled should be true or false")
+            changes[name] = value
         elif isinstance(value, bool) or not isinstance(value, int | float):
             raise SettingsError(f"{where}.{name} should be a number")
-        changes[name] = float(value) if name != "enabled" else value
+        elif name.endswith("_s") and not math.isfinite(value):
+            # NaN means "no level" for a threshold, but a time has no such meaning.
+            raise SettingsError(f"{where}.{name} should be a finite number of seconds")
+        else:
+            changes[name] = float(value)
     return replace(base, **changes)
 
 
-def from_toml(text: str) -> Settings:
-    """Parse and check a settings file; raises SettingsError naming the problem."""
+def _move(root: dict[str, Any], old: str, new: str | None) -> bool:
+    """Move the value at dotted path ``old`` to ``new`` (or delete it when None); False if absent."""
+    *parents, leaf = old.split(".")
+    table: Any = root
+    for key in parents:
+        table = table.get(key) if isinstance(table, dict) else None
+    if not isinstance(table, dict) or leaf not in table:
+        return False
+    value = table.pop(leaf)
+    if new is None:
+        return True
+    *parents, leaf = new.split(".")
+    table = root
+    for key in parents:
+        table = table.setdefault(key, {})
+        if not isinstance(table, dict):
+            raise SettingsError(f"{new.rsplit('.', 1)[0]} should be a table")
+    table.setdefault(leaf, value)  # the new name wins where a file holds both
+    return True
+
+
+def _migrate(document: dict[str, Any]) -> list[str]:
+    """Apply RENAMED and DELETED to ``document`` in place; a note for each change made."""
+    notes = []
+    roots = [("", document)]
+    if isinstance(document.get("gpus"), dict):
+        roots += [(f"gpus.{gpu}.", table) for gpu, table in document["gpus"].items() if isinstance(table, dict)]
+    changes: list[tuple[str, str | None]] = [*RENAMED.items(), *((old, None) for old in sorted(DELETED))]
+    for old, new in changes:
+        for prefix, root in roots:
+            if (prefix and not old.startswith("alerts.")) or not _move(root, old, new):
+                continue
+            notes.append(f"{prefix}{old} is now {prefix}{new}" if new else f"{prefix}{old} is no longer used")
+    return notes
+
+
+def from_toml(text: str) -> tuple[Settings, list[str]]:
+    """Parse and check a settings file: the settings, and notes on what was renamed or ignored.
+
+    Raises SettingsError naming the first reason the file as a whole cannot be used.
+    """
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
         raise SettingsError(f"it is not valid TOML ({error})") from None
+    except ValueError:  # Python refuses to convert integers of more than 4,300 digits
+        raise SettingsError("it holds a number too long to be a setting") from None
+    except RecursionError:  # the parser recurses once per nested array or table
+        raise SettingsError("it is nested too deeply to be a settings file") from None
+    notes = []
+    version = document.pop("version", 0)  # files from before versioning have the shape of version 1
+    if not _is_int(version) or version < 0:
+        raise SettingsError(f"version should be a whole number, not {_shown(version)}")
+    if version > VERSION:
+        notes.append(f"it was written by a newer trayvml (settings version {version}; this one knows {VERSION})")
+    notes += _migrate(document)
+    ignored: list[str] = []
     values: dict[str, Any] = {}
     for key, value in document.items():
         if key in GENERAL_BY_KEY:
             values[key] = _typed(GENERAL_BY_KEY[key], value)
         elif key == "hidden_gpus":
-            if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
                 raise SettingsError("hidden_gpus should be a list of GPU indices")
             values[key] = tuple(value)
         elif key not in ("alerts", "gpus"):
-            raise SettingsError(f"it has an unknown setting {key!r}")
-    alerts = document.get("alerts", {})
-    if not isinstance(alerts, dict):
-        raise SettingsError("alerts should be a table")
-    rules = {}
-    for kind in RULES:
-        rules[kind.key] = _rule_from_toml(alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}")
-    for key in alerts:
-        if key not in RULE_BY_KEY:
-            raise SettingsError(f"alerts has an unknown rule {key!r}")
+            ignored.append(key)
+    alerts = _table(document.get("alerts", {}), "alerts")
+    ignored += [f"alerts.{key}" for key in alerts if key not in RULE_BY_KEY]
+    rules = {
+        kind.key: _rule_from_toml(alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}", ignored)
+        for kind in RULES
+    }
     overrides: dict[int, dict[str, RuleSettings]] = {}
-    for gpu_text, table in document.get("gpus", {}).items():
-        if not gpu_text.isdigit() or not isinstance(table, dict):
-            raise SettingsError(f"gpus.{gpu_text} should be a GPU index with a table")
-        for key, rule in table.get("alerts", {}).items():
+    for gpu_text, table in _table(document.get("gpus", {}), "gpus").items():
+        where = f"gpus.{gpu_text}"
+        if not _GPU_INDEX.fullmatch(gpu_text):
+            raise SettingsError(f"gpus.{_shown(gpu_text)} should be a GPU index (0, 1, …)")
+        ignored += [f"{where}.{key}" for key in _table(table, where) if key != "alerts"]
+        for key, rule in _table(table.get("alerts", {}), f"{where}.alerts").items():
             if key not in RULE_BY_KEY:
-                raise SettingsError(f"gpus.{gpu_text}.alerts has an unknown rule {key!r}")
-            overrides.setdefault(int(gpu_text), {})[key] = _rule_from_toml(rule, rules[key], f"gpus.{gpu_text}.{key}")
+                ignored.append(f"{where}.alerts.{key}")
+                continue
+            override = _rule_from_toml(rule, rules[key], f"{where}.alerts.{key}", ignored)
+            overrides.setdefault(int(gpu_text), {})[key] = override
+    if ignored:
+        more = f" and {len(ignored) - NOTED_KEYS} more" if len(ignored) > NOTED_KEYS else ""
+        names = ", ".join(_shown(key) for key in ignored[:NOTED_KEYS])
+        notes.append(f"{names}{more} {'is' if len(ignored) == 1 else 'are'} not known to this version and ignored")
     settings = Settings(**values, alerts=AlertSettings(rules=rules, overrides=overrides))
     found = problems(settings)
     if found:
         raise SettingsError(found[0].rstrip("."))
-    return settings
+    return settings, notes
 
 
 # ---- the file ----
+def _temporary_prefix(path: Path) -> str:
+    # Named after the file, this program and the writer's process, so that leftovers of a writer
+    # killed mid-write can be told from anyone else's files and from writes still under way.
+    return f".{path.name}.trayvml-{os.getpid()}-"
+
+
+def remove_stale_temporaries(path: Path) -> None:
+    """Remove temporary files that writes of ``path`` left behind when they were killed.
+
+    Best effort: a folder that cannot be listed or written is left as it is (its reads and writes
+    report their own errors).
+    """
+    with contextlib.suppress(OSError):
+        for temporary in path.parent.glob(f".{glob.escape(path.name)}.trayvml-*-*.tmp"):
+            pid_text = temporary.name[len(f".{path.name}.trayvml-") :].split("-", 1)[0]
+            if pid_text.isdigit() and _is_stale(temporary, int(pid_text)):
+                temporary.unlink(missing_ok=True)
+
+
+def _is_stale(temporary: Path, pid: int) -> bool:
+    try:
+        if time.time() - temporary.stat().st_mtime > STALE_TEMPORARY_S:
+            return True
+        if os.name != "posix" or pid == os.getpid():
+            return False  # on Windows os.kill would terminate the process it asks about
+        os.kill(pid, 0)  # signal 0 only asks whether the writer still runs
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False  # gone already, or the writer runs as someone else
+    return False
+
+
 def write_atomically(path: Path, data: bytes) -> None:
-    """A temporary file in the same folder, flushed to disk, then renamed over ``path``."""
+    """A temporary file in the same folder, flushed to disk, then renamed over ``path``.
+
+    Raises OSError. Leftovers of earlier writes that were killed are removed first.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    remove_stale_temporaries(path)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
@@ -207,32 +337,84 @@ def write_atomically(path: Path, data: bytes) -> None:
         raise
 
 
+def _free_name(path: Path, tag: str) -> Path:
+    """A name beside ``path`` that nothing holds yet: two files set aside in one second both stay."""
+    stem = f"{path.name}.{tag}-{time.strftime('%Y%m%d-%H%M%S')}"
+    candidate, n = path.with_name(stem), 1
+    while candidate.exists() or candidate.is_symlink():
+        n += 1
+        candidate = path.with_name(f"{stem}-{n}")
+    return candidate
+
+
+def _read(path: Path) -> bytes:
+    """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big."""
+    with path.open("rb") as file:
+        data = file.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES:
+        raise SettingsError(f"it is larger than {MAX_FILE_BYTES >> 20} MiB")
+    return data
+
+
 class SettingsStore:
     def __init__(self, path: Path | None = None) -> None:
         self.custom = path is not None  # given with --config (autostart passes it on)
         self.path = path or default_path()
+        self._refusal = ""  # why the file at path must not be overwritten ("" when it may be)
+        self._keep: bytes | None = None  # a loaded file with parts ignored or renamed: copied aside before saving
 
     def load(self) -> tuple[Settings, str]:
-        """The settings, and a sentence for the user when the file had to be set aside ("" if not)."""
+        """The settings, and one sentence for the user when the file was not used as it is ("" if it was)."""
+        remove_stale_temporaries(self.path)
         try:
-            text = self.path.read_text(encoding="utf-8")
+            data = _read(self.path)
+            text = data.decode("utf-8")
+            settings, notes = from_toml(text)
         except FileNotFoundError:
             return Settings(), ""
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or str(error)
-            return Settings(), f"The settings file {self.path} could not be read ({reason}); defaults are in use."
-        try:
-            return from_toml(text), ""
+        except UnicodeDecodeError as error:
+            return Settings(), self._set_aside(f"it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})")
         except SettingsError as error:
-            aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}")
-            os.replace(self.path, aside)
+            return Settings(), self._set_aside(str(error))
+        except OSError as error:
+            # Perhaps a passing fault, or not a file at all: leave it as it is, and never write over it.
+            self._refusal = f"The settings file {self.path} could not be read, so it is not overwritten"
+            reason = error.strerror or str(error)
             return Settings(), (
-                f"The settings file {self.path} could not be used: {error}. "
-                f"It was moved to {aside.name} and defaults are in use."
+                f"The settings file {self.path} could not be read ({reason}); "
+                "it is left as it is and defaults are in use."
             )
+        if not notes:
+            return settings, ""
+        self._keep = data
+        return settings, (
+            f"The settings file {self.path} is used with changes: {'; '.join(notes)}; "
+            "a copy of it as it is now is kept when trayvml next saves the settings."
+        )
+
+    def _set_aside(self, reason: str) -> str:
+        aside = _free_name(self.path, "corrupt")
+        try:
+            os.replace(self.path, aside)
+        except OSError as error:
+            self._refusal = f"The settings file {self.path} could not be used or set aside, so it is not overwritten"
+            return (
+                f"The settings file {self.path} could not be used: {reason}; it could not be moved aside either "
+                f"({error.strerror or error}), so it is left as it is and defaults are in use."
+            )
+        return (
+            f"The settings file {self.path} could not be used: {reason}; "
+            f"it was moved to {aside.name} and defaults are in use."
+        )
 
     def save(self, settings: Settings) -> None:
+        """Raises SettingsError (invalid settings, or a file that must not be overwritten) or OSError."""
+        if self._refusal:
+            raise SettingsError(self._refusal)
         found = problems(settings)
         if found:
             raise SettingsError(found[0])
+        if self._keep is not None:
+            write_atomically(_free_name(self.path, "kept"), self._keep)
+            self._keep = None
         write_atomically(self.path, to_toml(settings).encode("utf-8"))

@@ -117,7 +117,7 @@ class App(QObject):
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.toggle_window_requested.connect(self.toggle_window)
-        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("training")))
+        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("")))
         self.tray.quit_requested.connect(QApplication.quit)
         self.summary: SummaryWindow | None = None
         self.window: GraphWindow | None = None
@@ -268,7 +268,10 @@ class App(QObject):
         if enabled != self.settings.start_at_login:
             self.settings = replace(self.settings, start_at_login=enabled)
             if self.store is not None:
-                self.store.save(self.settings)
+                try:
+                    self.store.save(self.settings)
+                except (OSError, SettingsError) as error:
+                    self.tray.icon.showMessage("trayvml", f"Could not save the settings: {error}")
         if self.tray.autostart_action.isChecked() != enabled:
             self.tray.autostart_action.setChecked(enabled)
 
