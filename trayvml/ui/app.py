@@ -117,7 +117,7 @@ class App(QObject):
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.toggle_window_requested.connect(self.toggle_window)
-        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("")))
+        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("training")))
         self.tray.quit_requested.connect(QApplication.quit)
         self.summary: SummaryWindow | None = None
         self.window: GraphWindow | None = None
