@@ -5,6 +5,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.helpers import OPEN_SOURCES
 from trayvml.nvml.sim.library import uninstall
 
 os.environ.pop("TRAYVML_SIMULATE", None)
@@ -19,4 +20,6 @@ def _no_simulation_leaks() -> Iterator[None]:
     """Each test starts with no simulated library beneath pynvml, and leaves none."""
     uninstall()
     yield
+    while OPEN_SOURCES:
+        OPEN_SOURCES.pop().close()
     uninstall()

@@ -11,10 +11,15 @@ from trayvml.nvml.sim import parse_spec
 from trayvml.nvml.sim.library import SimulatedNvml
 from trayvml.source import Source
 
+OPEN_SOURCES: list[Source] = []  # closed after each test by conftest (each has a thread of its own)
 
-def simulated_source(spec: str = "training", host: bool = False) -> tuple[Source, ManualClock, SimulatedNvml]:
+
+def simulated_source(
+    spec: str = "training", host: bool = False, stall_after_s: float = 5.0
+) -> tuple[Source, ManualClock, SimulatedNvml]:
     clock = ManualClock()
-    source = Source(parse_spec(spec), clock, host=host)
+    source = Source(parse_spec(spec), clock, host=host, stall_after_s=stall_after_s)
+    OPEN_SOURCES.append(source)
     assert source.library is not None
     return source, clock, source.library
 

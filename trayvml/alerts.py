@@ -20,6 +20,7 @@ from trayvml.core.sample import GpuSample, Sample
 from trayvml.core.units import short_name
 
 MAX_EVENTS = 1000
+MACHINE = -1  # the "GPU index" of alerts about the whole machine (the driver), not one GPU
 
 
 class Severity(enum.IntEnum):
@@ -81,6 +82,9 @@ RULES: tuple[RuleKind, ...] = (
     ),
     RuleKind("power", "Power draw", "% of limit", Direction.ABOVE, RuleSettings(False, 95.0, 90.0, hold_s=30.0)),
     RuleKind("gpu_lost", "GPU lost", "", None, RuleSettings(True, cooldown_s=0.0)),
+    # The driver has not answered for the sampler's grace time (a few intervals): told once, and
+    # once more when it answers again.
+    RuleKind("driver_stalled", "GPU driver not responding", "", None, RuleSettings(True, cooldown_s=0.0)),
     RuleKind("xid", "XID error", "", None, RuleSettings(True, cooldown_s=60.0)),
     # Sustained throttling: a GPU near its limits dips in and out of slowdown every few seconds.
     RuleKind("throttle", "Thermal or power throttling", "", None, RuleSettings(True, hold_s=30.0)),
@@ -171,6 +175,8 @@ class AlertEvent:
 
     @property
     def title(self) -> str:
+        if self.gpu_index == MACHINE:
+            return self.message
         gpu = f"GPU {self.gpu_index} {short_name(self.gpu_name)}"
         if self.kind == "resolved":
             return f"{gpu}: {RULE_BY_KEY[self.rule].label.lower()} back to normal"
@@ -252,8 +258,13 @@ class AlertEngine:
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
         found: list[AlertEvent] = []
+        stall = self._stall(sample)
+        if stall is not None:
+            found.append(stall)
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
             for kind in RULES:
+                if kind.key == "driver_stalled":
+                    continue  # about the machine: _stall
                 settings = self.settings.for_gpu(gpu.index, kind.key)
                 if not settings.enabled:
                     continue
@@ -263,6 +274,30 @@ class AlertEngine:
                     found.append(event)
         self.events.extend(found)
         return found
+
+    def _stall(self, sample: Sample) -> AlertEvent | None:
+        if not self.settings.rules.get("driver_stalled", RULE_BY_KEY["driver_stalled"].defaults).enabled:
+            return None
+        tracker = self._trackers.setdefault((MACHINE, "driver_stalled"), _Tracker())
+        now_s = sample.timestamp_s
+        if sample.stall is not None and tracker.level is None:
+            tracker.level = Severity.CRITICAL
+            return AlertEvent(
+                now_s,
+                MACHINE,
+                "",
+                "driver_stalled",
+                "firing",
+                Severity.CRITICAL,
+                "GPU driver not responding",
+                detail=sample.stall.sentence(now_s) + " A GPU may be wedged (see `dmesg` for Xid errors).",
+            )
+        if sample.stall is None and tracker.level is not None:
+            tracker.level = None
+            return AlertEvent(
+                now_s, MACHINE, "", "driver_stalled", "resolved", Severity.INFO, "GPU driver answering again"
+            )
+        return None
 
     # ---- one rule on one GPU ----
     def _step(

@@ -48,8 +48,8 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
     lines.append("  ".join(header))
     if sample.simulation:
         lines.append(simulation_banner(sample))
-    if sample.unavailable:
-        lines.append(sample.unavailable.sentence)
+    if sample.problem is not None:
+        lines.append(sample.problem[1])
     name_width = max((len(d.name) for d in sample.devices), default=0)
     for gpu, info in zip(sample.gpus, sample.devices, strict=True):
         if gpu.lost:
@@ -166,6 +166,13 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
         "unavailable": None
         if sample.unavailable is None
         else {"reason": sample.unavailable.reason.value, "message": sample.unavailable.sentence},
+        "driver_stall": None
+        if sample.stall is None
+        else {
+            "since_s": sample.stall.since_s,
+            "call": sample.stall.call or None,
+            "message": sample.stall.sentence(sample.timestamp_s),
+        },
         "gpus": gpus,
         "host": host,
         "notes": list(sample.notes),

@@ -1,24 +1,102 @@
 """Where samples come from: the NVML reader (real or simulated GPUs) plus the host sampler.
 
 This is the one entry point the CLI and the UI use; it decides between real and simulated
-GPUs (``--simulate`` or ``TRAYVML_SIMULATE``) and puts the simulated library in place.
+GPUs (``--simulate`` or ``TRAYVML_SIMULATE``) and owns the simulated library while it is in place.
+
+Every NVML call runs on a thread of its own (:class:`_NvmlThread`), because a call into a
+wedged GPU can block for good and nothing can cancel it. The caller waits a bounded time; past
+it, the sample says that the driver is not answering, and in which call, while the host's
+values go on being read.
 """
 
 from __future__ import annotations
 
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import replace
+from typing import Any
+
 from trayvml.core.clock import Clock, SystemClock
-from trayvml.core.sample import ProcessDetails, Sample
+from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
+from trayvml.core.sample import GpuSample, HostSample, ProcessDetails, Sample
 from trayvml.host.processes import resolve_host_process
 from trayvml.host.sampler import HostSampler
 from trayvml.nvml.reader import NvmlReader
-from trayvml.nvml.sim.library import SimulatedNvml, install
+from trayvml.nvml.sim.library import SimulatedNvml, install, installed, uninstall
 from trayvml.nvml.sim.spec import SimSpec
+
+log = logging.getLogger(__name__)
+
+# How long a read may take before the driver is reported as not answering: a few intervals, and
+# more than nvmlInit takes on a GPU without persistence mode (1-3 s).
+STALL_AFTER_S = 5.0
+CLOSE_WAIT_S = 2.0  # for nvmlShutdown on close; a stuck driver is left behind instead
+_POLL_S = 0.1  # how often a waiting caller looks whether it was interrupted
+
+
+class _NvmlThread:
+    """One daemon thread that runs jobs one at a time; the caller waits for each a bounded time.
+
+    Daemon, so that a thread stuck in the driver never keeps the process from exiting.
+    """
+
+    def __init__(self) -> None:
+        self._jobs: queue.SimpleQueue[Callable[[], Any] | None] = queue.SimpleQueue()
+        self._done = threading.Event()
+        self._result: Any = None
+        self._error: Exception | None = None
+        self.busy = False  # a job was submitted and its result not yet taken
+        self._thread = threading.Thread(target=self._run, name="trayvml-nvml", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            try:
+                self._result, self._error = job(), None
+            except Exception as error:  # handed to the caller, which logs it and shows it
+                self._result, self._error = None, error
+            self._done.set()
+
+    def submit(self, job: Callable[[], Any]) -> None:
+        self.busy = True
+        self._done.clear()
+        self._jobs.put(job)
+
+    def wait(self, timeout_s: float, interrupted: threading.Event | None = None) -> bool:
+        """True once the job is done; False after ``timeout_s`` or when ``interrupted`` is set."""
+        deadline = time.monotonic() + timeout_s
+        while True:
+            remaining = deadline - time.monotonic()
+            if self._done.wait(max(0.0, min(remaining, _POLL_S))):
+                return True
+            if remaining <= 0 or (interrupted is not None and interrupted.is_set()):
+                return False
+
+    def take(self) -> Any:
+        """The finished job's result; raises what the job raised."""
+        self.busy = False
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+    def stop(self) -> None:
+        self._jobs.put(None)
 
 
 class Source:
-    def __init__(self, simulation: SimSpec | None = None, clock: Clock | None = None, host: bool = True) -> None:
+    def __init__(
+        self,
+        simulation: SimSpec | None = None,
+        clock: Clock | None = None,
+        host: bool = True,
+        stall_after_s: float = STALL_AFTER_S,
+    ) -> None:
         self.clock = clock or SystemClock()
         self.simulation = simulation
+        self.stall_after_s = stall_after_s
         self.library: SimulatedNvml | None = None
         resolver = resolve_host_process
         if simulation is not None:
@@ -27,6 +105,12 @@ class Source:
             resolver = self._resolve_simulated
         self.reader = NvmlReader(self.clock, resolver)
         self.host = HostSampler() if host else None
+        self._nvml = _NvmlThread()
+        self._read_began_s = 0.0  # clock time, for the user
+        self._read_began_monotonic_s = 0.0  # for the bounded wait
+        self._stall_reported = False  # the read in flight was reported stuck: its result is old
+        self._interrupted = threading.Event()
+        self._logged_failures: set[str] = set()
 
     @property
     def label(self) -> str:
@@ -43,17 +127,81 @@ class Source:
         return None
 
     def sample(self) -> Sample:
-        gpus = self.reader.read()
+        """One sample; waits at most ``stall_after_s`` for the driver (less once it is known stuck)."""
+        gpus, stall, failure = self._read_gpus()
+        reader = self.reader
         return Sample(
             timestamp_s=self.clock.now_s(),
             gpus=gpus,
-            devices=self.reader.devices if gpus else (),
-            system=self.reader.system,
-            host=self.host.sample() if self.host else None,
-            unavailable=self.reader.unavailable,
+            devices=reader.devices if gpus else (),
+            system=reader.system,
+            host=self._read_host(),
+            unavailable=failure or (None if stall or gpus else self._unavailable()),
             simulation=self.label,
-            notes=self.reader.notes,
+            notes=reader.notes,
+            stall=stall,
         )
 
+    def _read_gpus(self) -> tuple[tuple[GpuSample, ...], DriverStall | None, NvmlUnavailable | None]:
+        for _ in range(2):  # a read that was reported stuck answers with old values: read afresh once
+            if not self._nvml.busy:
+                self._read_began_s = self.clock.now_s()
+                self._read_began_monotonic_s = time.monotonic()
+                self._stall_reported = False
+                self._nvml.submit(self.reader.read)
+            waited_s = time.monotonic() - self._read_began_monotonic_s
+            # Once a stall is reported each tick still waits a moment: a driver that just answered
+            # is picked up in this tick rather than the next.
+            if not self._nvml.wait(max(self.stall_after_s - waited_s, _POLL_S), self._interrupted):
+                self._stall_reported = True
+                return (), DriverStall(self._read_began_s, self.reader.current_call), None
+            try:
+                gpus = self._nvml.take()
+            except Exception as error:
+                return (), None, self._failed("reading the GPUs", error)
+            if not self._stall_reported:
+                return gpus, None, None
+        return (), DriverStall(self._read_began_s, self.reader.current_call), None
+
+    def _read_host(self) -> HostSample | None:
+        if self.host is None:
+            return None
+        try:
+            return self.host.sample()
+        except Exception as error:  # a host value is not worth losing the GPUs for
+            self._failed("reading the host", error)
+            return None
+
+    def _failed(self, what: str, error: Exception) -> NvmlUnavailable:
+        """Log an unexpected error once with its traceback; it is shown as an error state meanwhile."""
+        text = f"{type(error).__name__}: {error}"
+        if text not in self._logged_failures and len(self._logged_failures) < 100:
+            self._logged_failures.add(text)
+            log.error("%s failed; shown as an error until it works again", what, exc_info=error)
+        return NvmlUnavailable(UnavailableReason.READ_FAILED, text)
+
+    def _unavailable(self) -> NvmlUnavailable | None:
+        why = self.reader.unavailable
+        # A fault asked for with --simulate: its sentence must not advise trying --simulate.
+        return replace(why, simulated=True) if why is not None and self.simulation is not None else why
+
+    def interrupt(self) -> None:
+        """Make a sample() that waits on the driver return now (from any thread): the app is quitting."""
+        self._interrupted.set()
+
     def close(self) -> None:
-        self.reader.close()
+        nvml = self._nvml
+        if not nvml.busy or (not self._stall_reported and nvml.wait(CLOSE_WAIT_S)):
+            if nvml.busy:
+                try:
+                    nvml.take()
+                except Exception:  # closing: its failure was (or would have been) shown already
+                    log.debug("the last read failed while closing", exc_info=True)
+            nvml.submit(self.reader.close)
+            nvml.wait(CLOSE_WAIT_S)
+        else:
+            # Stuck in the driver: nvmlShutdown would wait on the same lock. Leave the thread behind.
+            log.warning("the NVIDIA driver is still not answering (%s); not waiting for it", self.reader.current_call)
+        nvml.stop()
+        if self.library is not None and installed() is self.library:
+            uninstall()

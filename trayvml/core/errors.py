@@ -12,13 +12,14 @@ class UnavailableReason(enum.Enum):
     VERSION_MISMATCH = "version_mismatch"
     NO_PERMISSION = "no_permission"
     NO_GPUS = "no_gpus"
+    READ_FAILED = "read_failed"  # an unexpected error in trayvml's own reading code
     OTHER = "other"
 
 
 _SENTENCES = {
     UnavailableReason.LIBRARY_NOT_FOUND: (
         "No NVIDIA driver found: the NVML library (libnvidia-ml) that ships with the driver is not "
-        "installed. Install the NVIDIA driver, or try trayvml with --simulate."
+        "installed. Install the NVIDIA driver."
     ),
     UnavailableReason.DRIVER_NOT_LOADED: (
         "The NVIDIA driver is installed but not loaded: no NVIDIA kernel module is running. "
@@ -33,6 +34,7 @@ _SENTENCES = {
         "Ask an administrator to add you to the group that owns them."
     ),
     UnavailableReason.NO_GPUS: "The NVIDIA driver is running but reports no GPUs.",
+    UnavailableReason.READ_FAILED: "Reading the GPUs failed in trayvml itself (the details are in its log)",
     UnavailableReason.OTHER: "NVML could not start",
 }
 
@@ -43,6 +45,7 @@ _HEADLINES = {
     UnavailableReason.VERSION_MISMATCH: "Driver updated: reboot needed",
     UnavailableReason.NO_PERMISSION: "No permission to read the GPUs",
     UnavailableReason.NO_GPUS: "No NVIDIA GPUs found",
+    UnavailableReason.READ_FAILED: "Reading the GPUs failed",
     UnavailableReason.OTHER: "NVML could not start",
 }
 
@@ -53,6 +56,7 @@ class NvmlUnavailable:
 
     reason: UnavailableReason
     detail: str = ""
+    simulated: bool = False  # a fault asked for with --simulate
 
     @property
     def headline(self) -> str:
@@ -62,9 +66,43 @@ class NvmlUnavailable:
     @property
     def sentence(self) -> str:
         base = _SENTENCES[self.reason]
-        if self.reason is UnavailableReason.OTHER and self.detail:
-            return f"{base}: {self.detail}."
+        if self.reason in (UnavailableReason.OTHER, UnavailableReason.READ_FAILED) and self.detail:
+            base = f"{base}: {self.detail}."
+        if self.simulated:  # the user asked for this fault: advice about simulating would mislead
+            return f"{base} (A fault simulated as --simulate asked.)"
+        if self.reason is UnavailableReason.LIBRARY_NOT_FOUND:
+            return f"{base} Meanwhile, trayvml --simulate shows simulated GPUs."
         return base
+
+
+@dataclass(frozen=True)
+class DriverStall:
+    """The NVIDIA driver has not answered a call since ``since_s``: the GPU values are not current.
+
+    A wedged GPU (Xid 79) or a driver bug can make one call never return; nvidia-smi hangs then too.
+    """
+
+    since_s: float  # wall clock when the call that has not returned began
+    call: str = ""  # the NVML function in flight, "" where unknown
+
+    headline = "GPU driver not responding"
+
+    def sentence(self, now_s: float) -> str:
+        stuck = f", stuck in {self.call}" if self.call else ""
+        return (
+            f"The NVIDIA driver has not answered for {format_duration(now_s - self.since_s)}{stuck}; "
+            "no GPU values are current until it does."
+        )
+
+
+def format_duration(seconds: float) -> str:
+    """``12 s``, ``4 min 05 s``, ``2 h 03 min``: whole units a person reads at a glance."""
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60:02d} s"
+    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 class TrayvmlError(Exception):

@@ -9,7 +9,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from trayvml.core.errors import NvmlUnavailable
+from trayvml.core.errors import DriverStall, NvmlUnavailable
 from trayvml.core.metrics import GPU_INDEX, HOST_INDEX
 
 
@@ -131,3 +131,13 @@ class Sample:
     unavailable: NvmlUnavailable | None = None  # set when NVML could not be used at all
     simulation: str = ""  # "" for real GPUs, else a label such as "simulated: training"
     notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)
+    stall: DriverStall | None = None  # set while the driver has not answered: ``gpus`` is empty then
+
+    @property
+    def problem(self) -> tuple[str, str] | None:
+        """(headline, sentence) of why no GPU values are current, or None when they are."""
+        if self.stall is not None:
+            return self.stall.headline, self.stall.sentence(self.timestamp_s)
+        if self.unavailable is not None:
+            return self.unavailable.headline, self.unavailable.sentence
+        return None

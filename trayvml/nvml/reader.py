@@ -24,6 +24,7 @@ import pynvml as N
 from trayvml.core.clock import Clock
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+from trayvml.core.safe_text import clean, decode
 from trayvml.core.sample import (
     DeviceInfo,
     GpuSample,
@@ -244,6 +245,8 @@ class NvmlReader:
         self._gpu_by_handle: dict[int, _Gpu] = {}
         self._missing_functions: set[str] = set()
         self._process_cache: dict[int, ProcessDetails | PermissionError | None] = {}
+        # The NVML function being called: read from another thread to say which call is stuck.
+        self.current_call = ""
 
     # ---- lifecycle ----
     def read(self) -> tuple[GpuSample, ...]:
@@ -284,12 +287,14 @@ class NvmlReader:
         self._event_set = None
 
     def _open(self, now_s: float) -> None:
+        self.current_call = "nvmlInit"
         try:
             N.nvmlInit()
         except N.NVMLError as error:
             self.unavailable = unavailable_from(error)
             self._next_retry_s = now_s + RETRY_PERIOD_S
             return
+        self.current_call = "nvmlDeviceGet* (the GPUs' static facts)"
         try:
             count = N.nvmlDeviceGetCount()
             self.system = self._system_info()
@@ -313,7 +318,7 @@ class NvmlReader:
     def _system_info(self) -> SystemInfo:
         def text(call: Callable[[], Any]) -> str:
             try:
-                return str(call())
+                return _decoded(call)()
             except N.NVMLError:
                 return ""
 
@@ -365,7 +370,7 @@ class NvmlReader:
                     raise
                 return default
 
-        name = get(N.nvmlDeviceGetName, default=f"GPU {index}")
+        name = get(_decoded(N.nvmlDeviceGetName), default=f"GPU {index}")
         pci = get(N.nvmlDeviceGetPciInfo_v3)
         capability = get(N.nvmlDeviceGetCudaComputeCapability)
         mig = get(N.nvmlDeviceGetMigMode)
@@ -401,11 +406,11 @@ class NvmlReader:
 
         return DeviceInfo(
             index=index,
-            name=str(name),
-            uuid=str(get(N.nvmlDeviceGetUUID, default="")),
-            serial=str(get(N.nvmlDeviceGetSerial, default="")),
+            name=name,
+            uuid=get(_decoded(N.nvmlDeviceGetUUID), default=""),
+            serial=get(_decoded(N.nvmlDeviceGetSerial), default=""),
             pci_bus_id=_bus_id(pci),
-            vbios_version=str(get(N.nvmlDeviceGetVbiosVersion, default="")),
+            vbios_version=get(_decoded(N.nvmlDeviceGetVbiosVersion), default=""),
             compute_capability=f"{capability[0]}.{capability[1]}" if capability else "",
             persistence_mode=flag(persistence),
             mig_mode_current=flag(mig[0]) if mig else None,
@@ -721,6 +726,7 @@ class NvmlReader:
                 if now_s < op.next_due_s:
                     continue
                 op.next_due_s = now_s + op.period_s
+            self.current_call = op.name
             try:
                 result = op.call(handle)
             except N.NVMLError as error:
@@ -821,6 +827,7 @@ class NvmlReader:
     def _drain_xid_events(self) -> None:
         if self._event_set is None:
             return
+        self.current_call = "nvmlEventSetWait_v2"
         for _ in range(64):  # bounded: a storm of XIDs must not stall the sampler
             try:
                 data = N.nvmlEventSetWait_v2(self._event_set, 0)
@@ -840,6 +847,21 @@ _MEMORY_KEYS = ("memory_used_bytes", "memory_free_bytes", "memory_reserved_bytes
 
 def _transient_state(code: int) -> MetricState:
     return MetricState.NO_PERMISSION if code == N.NVML_ERROR_NO_PERMISSION else MetricState.NO_DATA
+
+
+def _decoded(call: Callable[..., Any]) -> Callable[..., str]:
+    """A pynvml call that answers a string, answering it cleaned (see core.safe_text).
+
+    pynvml decodes the driver's bytes strictly, so a name that is not UTF-8 raised
+    UnicodeDecodeError: call the function beneath its decorator and decode the bytes here.
+    """
+    raw_call = getattr(call, "__wrapped__", call)
+
+    def text(*args: Any) -> str:
+        raw = raw_call(*args)
+        return decode(raw) if isinstance(raw, bytes) else clean(str(raw))
+
+    return text
 
 
 def _handle_value(handle: Any) -> int:

@@ -20,6 +20,8 @@ TRAY_METRICS = {
 
 
 def content_for(sample: Sample | None, metric: str = "utilization", hidden: set[int] | None = None) -> IconContent:
+    if sample is not None and sample.stall is not None:
+        return IconContent((), stale=True)
     if sample is None or not sample.gpus:
         return IconContent((), no_gpu=True)
     key, full_scale = TRAY_METRICS[metric]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from PySide6.QtCore import QLineF, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap
+from PySide6.QtCore import QLineF, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QPainter, QPen, QPixmap, QPolygonF
 
 from trayvml.core.levels import Level
 from trayvml.ui.theme import ICON_BACKGROUND, ICON_TROUGH, LEVEL_COLOURS, NO_GPU
@@ -27,6 +27,7 @@ class IconContent:
     bars: tuple[Bar, ...]
     hidden_count: int = 0  # GPUs left out beyond MAX_BARS
     no_gpu: bool = False
+    stale: bool = False  # the driver is not answering: no value is current, so no bar is drawn
 
 
 def icon_content(bars: list[Bar], no_gpu: bool = False) -> IconContent:
@@ -53,7 +54,9 @@ def draw_icon(content: IconContent, size: int, device_pixel_ratio: float = 1.0) 
     painter.setPen(Qt.PenStyle.NoPen)
     painter.setBrush(ICON_BACKGROUND)
     painter.drawRoundedRect(QRectF(0, 0, s, s), s * 0.18, s * 0.18)
-    if content.no_gpu or not content.bars:
+    if content.stale:
+        _draw_stale(painter, s)
+    elif content.no_gpu or not content.bars:
         _draw_no_gpu(painter, s)
     else:
         _draw_bars(painter, content, s)
@@ -99,6 +102,21 @@ def _draw_cross(painter: QPainter, rect: QRectF, colour: QColor) -> None:
     painter.drawLine(QLineF(rect.left() + inset, top, rect.right() - inset, bottom))
     painter.drawLine(QLineF(rect.left() + inset, bottom, rect.right() - inset, top))
     painter.setPen(Qt.PenStyle.NoPen)
+
+
+def _draw_stale(painter: QPainter, s: float) -> None:
+    """An hourglass on an amber board: waiting for the driver, nothing shown is current."""
+    colour = LEVEL_COLOURS[Level.WARNING]
+    margin = s * 0.2
+    pen = QPen(colour, max(1.0, s * 0.08))
+    painter.setPen(pen)
+    painter.setBrush(Qt.BrushStyle.NoBrush)
+    painter.drawRoundedRect(QRectF(margin, margin, s - 2 * margin, s - 2 * margin), s * 0.08, s * 0.08)
+    painter.setPen(Qt.PenStyle.NoPen)
+    painter.setBrush(colour)
+    left, right, top, bottom, middle = s * 0.34, s * 0.66, s * 0.32, s * 0.68, s * 0.5
+    painter.drawPolygon(QPolygonF([QPointF(left, top), QPointF(right, top), QPointF(middle, middle)]))
+    painter.drawPolygon(QPolygonF([QPointF(middle, middle), QPointF(right, bottom), QPointF(left, bottom)]))
 
 
 def _draw_no_gpu(painter: QPainter, s: float) -> None:

@@ -59,8 +59,8 @@ class SummaryWindow(QWidget):
             return
         self.title.setText(f"<b>trayvml</b> — {sample.simulation}" if sample.simulation else "<b>trayvml</b>")
         rows = []
-        if sample.unavailable is not None:
-            rows.append(sample.unavailable.sentence)
+        if sample.problem is not None:
+            rows.append(sample.problem[1])
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
             colour = LEVEL_COLOURS[gpu_level(gpu)].name()
             rows.append(f'<span style="color:{colour}">■</span> {gpu_line(gpu, info)}')

@@ -55,8 +55,9 @@ def tooltip(sample: Sample | None) -> str:
         return "trayvml — starting…"
     if sample.simulation:
         lines[0] += f" — {sample.simulation}"
-    if sample.unavailable is not None:
-        lines.append(sample.unavailable.sentence)
+    problem = sample.problem
+    if problem is not None:
+        lines.append(problem[1])
     lines.extend(gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True))
     host = host_line(sample)
     if host:

@@ -143,9 +143,10 @@ class Tray(QObject):
         for gpu, info, action in zip(sample.gpus, sample.devices, self.gpu_actions, strict=False):
             action.setText(gpu_line(gpu, info))
         unavailable = sample.unavailable
-        status = unavailable.headline if unavailable else sample.simulation
+        problem = sample.problem
+        status = problem[0] if problem else sample.simulation
         self.status_action.setText(status)
-        self.status_action.setToolTip(unavailable.sentence if unavailable else "")
+        self.status_action.setToolTip(problem[1] if problem else "")
         self.status_action.setVisible(bool(status))
         no_driver = unavailable is not None and unavailable.reason is UnavailableReason.LIBRARY_NOT_FOUND
         self.simulate_action.setVisible(no_driver and not sample.simulation)

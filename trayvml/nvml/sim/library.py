@@ -10,12 +10,14 @@ A function it does not define raises AttributeError, which pynvml turns into
 from __future__ import annotations
 
 import ctypes
+import math
 import random
+import threading
 import time
 import uuid
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -115,8 +117,8 @@ def _set_pointer(obj: Any, value: int) -> None:
     ctypes.c_void_p.from_buffer(obj).value = value
 
 
-def _put_string(buffer: Any, size: Any, text: str) -> int:
-    data = text.encode()
+def _put_string(buffer: Any, size: Any, text: str | bytes) -> int:
+    data = text if isinstance(text, bytes) else text.encode()
     if len(data) + 1 > size.value:
         return N.NVML_ERROR_INSUFFICIENT_SIZE
     buffer.value = data
@@ -260,6 +262,8 @@ class _SimFunction:
             code = lib.injected_failure(self.name, args)
             if code is not None:
                 return code
+        if lib.hangs:
+            lib.wait_out_hang(self.name)
         if lib.latency_s:
             lib.wait(self.name)
         return self.impl(*args)
@@ -281,6 +285,14 @@ class SimulatedNvml:
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks
+        # Hostile names for tests: a GPU's (by index) as the raw bytes a driver answers, a
+        # process's (by PID) as psutil would give it (undecodable bytes surrogate-escaped).
+        self.gpu_names: dict[int, bytes] = {}
+        self.process_names: dict[int, str] = {}
+        # function name -> (from, until) in simulated seconds: the call does not return meanwhile,
+        # as a call into a wedged GPU does not.
+        self.hangs: dict[str, tuple[float, float]] = dict(spec.hangs)
+        self._hang_changed = threading.Event()
         self._event_sets: dict[int, tuple[set[int], list[int]]] = {}  # id -> (GPUs, delivered)
         xids = list(self.scenario.xid_events())
         xids += [(at_s, gpu, _XID_LOST) for gpu, at_s in spec.lost_at_s.items()]
@@ -301,6 +313,20 @@ class SimulatedNvml:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
         self.failures.setdefault(function, []).append((gpu, code))
 
+    def hang(self, function: str) -> None:
+        """Make ``function`` block from now on, until ``release``."""
+        self.hangs[function] = (-math.inf, math.inf)
+
+    def release(self, function: str) -> None:
+        self.hangs.pop(function, None)
+        self._hang_changed.set()
+
+    def wait_out_hang(self, name: str) -> None:
+        while (window := self.hangs.get(name)) is not None and window[0] <= self.sim_time_s() < window[1]:
+            # Polled as well as woken: a simulated clock moving past the window's end ends it too.
+            self._hang_changed.wait(0.05)
+            self._hang_changed.clear()
+
     def injected_failure(self, name: str, args: tuple) -> int | None:
         for gpu, code in self.failures.get(name, ()):
             if gpu is None or (args and self._index_of(args[0]) == gpu):
@@ -319,7 +345,10 @@ class SimulatedNvml:
             pass
 
     def processes(self, gpu: int) -> list[SimProcess]:
-        return self.scenario.processes(gpu, self.sim_time_s())
+        found = self.scenario.processes(gpu, self.sim_time_s())
+        if self.process_names:
+            found = [replace(p, name=self.process_names.get(p.pid, p.name)) for p in found]
+        return found
 
     def hides(self, process: SimProcess) -> bool:
         return self.spec.other_users_hidden and process.user != self.scenario.user
@@ -431,7 +460,9 @@ class SimulatedNvml:
 
     def c_nvmlDeviceGetName(self, handle: Any, buffer: Any, size: Any) -> int:
         found = self._static(handle)
-        return found if isinstance(found, int) else _put_string(buffer, size, found[1].name)
+        if isinstance(found, int):
+            return found
+        return _put_string(buffer, size, self.gpu_names.get(found[0], found[1].name))
 
     def c_nvmlDeviceGetUUID(self, handle: Any, buffer: Any, size: Any) -> int:
         found = self._static(handle)
@@ -742,6 +773,11 @@ def install(library: SimulatedNvml) -> None:
     N.nvmlLib = library
     N._nvmlGetFunctionPointer_cache.clear()
     N._nvmlLib_refcount = 0
+
+
+def installed() -> Any:
+    """What sits beneath pynvml now: a SimulatedNvml, the real library, or None."""
+    return N.nvmlLib
 
 
 def uninstall() -> None:

@@ -1,0 +1,238 @@
+"""A driver call that never returns, and an unexpected error while reading: never shown as live data."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.alerts import MACHINE, AlertEngine, AlertSettings, RuleSettings, Severity
+from trayvml.cli import EXIT_NO_NVML, main
+from trayvml.core.errors import UnavailableReason
+from trayvml.nvml.sim.library import installed
+
+GRACE_S = 0.2  # the tests' stall threshold: real seconds the source waits for the driver
+
+
+@pytest.mark.parametrize(
+    "call", ["nvmlDeviceGetTemperature", "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetFieldValues"]
+)
+def test_a_stuck_call_is_reported_with_its_name_while_the_host_goes_on(call: str) -> None:
+    source, clock, library = simulated_source("training:gpus=h100*2", host=True, stall_after_s=GRACE_S)
+    assert len(source.sample().gpus) == 2
+    library.hang(call)
+    clock.advance_s(5.0)  # the process list is read every 5 s
+    stuck = source.sample()
+    assert stuck.gpus == () and stuck.devices == ()
+    assert stuck.stall is not None and stuck.stall.call == call
+    assert stuck.host is not None  # the host's values do not wait for the driver
+    clock.advance_s(12.0)
+    later = source.sample()
+    assert later.host is not None and later.timestamp_s > stuck.timestamp_s
+    assert later.problem is not None
+    headline, sentence = later.problem
+    assert headline == "GPU driver not responding"
+    assert "has not answered for 12 s" in sentence and call in sentence
+
+
+def test_the_driver_answering_again_recovers_with_a_fresh_reading() -> None:
+    source, clock, library = simulated_source("training:gpus=h100", stall_after_s=GRACE_S)
+    source.sample()
+    library.hang("nvmlDeviceGetTemperature")
+    clock.advance_s(1.0)
+    assert source.sample().stall is not None
+    utilization_reads = library.calls["nvmlDeviceGetUtilizationRates"]
+    library.release("nvmlDeviceGetTemperature")
+    for _ in range(50):  # the released call returns on the sampler's own thread, in its own time
+        clock.advance_s(1.0)
+        sample = source.sample()
+        if sample.stall is None:
+            break
+    assert sample.stall is None and len(sample.gpus) == 1
+    # The read that was stuck began before the stall: its values are old, so they are read afresh.
+    assert library.calls["nvmlDeviceGetUtilizationRates"] == utilization_reads + 1
+
+
+def test_closing_with_a_stuck_call_returns_and_removes_the_simulated_library() -> None:
+    source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=GRACE_S)
+    source.sample()
+    library.hang("nvmlDeviceGetUtilizationRates")
+    clock.advance_s(1.0)
+    assert source.sample().stall is not None
+    source.close()
+    assert installed() is None
+    library.release("nvmlDeviceGetUtilizationRates")
+
+
+def test_interrupt_ends_a_wait_on_the_driver() -> None:
+    source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=3600.0)
+    source.sample()
+    library.hang("nvmlDeviceGetUtilizationRates")
+    clock.advance_s(1.0)
+    threading.Timer(0.2, source.interrupt).start()
+    assert source.sample().stall is not None  # returned long before the hour's grace
+    library.release("nvmlDeviceGetUtilizationRates")
+
+
+def test_an_unexpected_error_is_logged_once_and_shown_as_an_error(caplog: pytest.LogCaptureFixture) -> None:
+    source, clock, _ = simulated_source("training:gpus=h100")
+    real_read = source.reader.read
+
+    def broken() -> tuple:
+        raise RuntimeError("a bug in trayvml")
+
+    source.reader.read = broken  # type: ignore[method-assign]
+    with caplog.at_level(logging.ERROR):
+        samples = [run_ticks(source, clock, 1) for _ in range(3)]
+    for sample in samples:
+        assert sample.gpus == ()
+        assert sample.unavailable is not None and sample.unavailable.reason is UnavailableReason.READ_FAILED
+        assert "a bug in trayvml" in sample.unavailable.sentence
+    assert len([r for r in caplog.records if r.exc_info]) == 1  # one traceback, not one per tick
+    source.reader.read = real_read  # type: ignore[method-assign]
+    clock.advance_s(1.0)
+    assert source.sample().unavailable is None
+
+
+def test_the_stall_alert_fires_once_and_resolves_once() -> None:
+    source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=GRACE_S)
+    engine = AlertEngine()
+    assert engine.update(source.sample()) == []
+    library.hang("nvmlDeviceGetTemperature")
+    events = []
+    for _ in range(3):
+        clock.advance_s(1.0)
+        events += engine.update(source.sample())
+    assert [(e.gpu_index, e.rule, e.kind, e.severity) for e in events] == [
+        (MACHINE, "driver_stalled", "firing", Severity.CRITICAL)
+    ]
+    assert events[0].title == "GPU driver not responding"
+    assert "nvmlDeviceGetTemperature" in events[0].detail
+    library.release("nvmlDeviceGetTemperature")
+    resolved = []
+    for _ in range(3):
+        clock.advance_s(1.0)
+        resolved += engine.update(source.sample())
+    assert [(e.rule, e.kind) for e in resolved] == [("driver_stalled", "resolved")]
+
+
+def test_the_stall_alert_can_be_turned_off() -> None:
+    source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=GRACE_S)
+    rules = dict(AlertSettings().rules, driver_stalled=RuleSettings(enabled=False))
+    engine = AlertEngine(AlertSettings(rules))
+    source.sample()
+    library.hang("nvmlDeviceGetTemperature")
+    clock.advance_s(1.0)
+    assert engine.update(source.sample()) == []
+    library.release("nvmlDeviceGetTemperature")
+
+
+def test_snapshot_gives_up_with_exit_3_and_the_sentence(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["snapshot", "--timeout", "0.3", "--simulate", "idle:gpus=h100,hang=nvmlDeviceGetTemperature@0"])
+    err = capsys.readouterr().err
+    assert code == EXIT_NO_NVML
+    assert "has not answered" in err and "nvmlDeviceGetTemperature" in err
+    assert "Traceback" not in err
+
+
+def test_snapshot_json_says_the_driver_is_stuck(capsys: pytest.CaptureFixture[str]) -> None:
+    import json
+
+    code = main(["snapshot", "--json", "--timeout", "0.3", "--simulate", "idle:hang=nvmlDeviceGetTemperature@0"])
+    out = capsys.readouterr().out
+    assert code == EXIT_NO_NVML
+    document = json.loads(out)
+    assert document["gpus"] == []
+    assert document["driver_stall"]["call"] == "nvmlDeviceGetTemperature"
+
+
+def test_log_stops_with_whole_rows_when_the_driver_stops_answering(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    path = tmp_path / "gpu.csv"
+    code = main(
+        [
+            "log",
+            "--csv",
+            str(path),
+            "--interval",
+            "0.5",
+            "--timeout",
+            "0.3",
+            "--query",
+            "index,utilization.gpu",
+            "--simulate",
+            "idle:gpus=h100,hang=nvmlDeviceGetUtilizationRates@1.2",
+        ]
+    )
+    err = capsys.readouterr().err
+    assert code == EXIT_NO_NVML
+    assert "nvmlDeviceGetUtilizationRates" in err and "Traceback" not in err
+    lines = path.read_text().splitlines()
+    assert lines[0] == "index, utilization.gpu [%]"
+    assert 2 <= len(lines) <= 4  # rows at 0, 0.5 and 1.0 s at most; none after the hang
+    assert all(line.count(",") == 1 for line in lines)
+
+
+def _stuck_sample():  # type: ignore[no-untyped-def]
+    source, clock, library = simulated_source("training:gpus=h100*2", host=True, stall_after_s=GRACE_S)
+    live = source.sample()
+    library.hang("nvmlDeviceGetTemperature")
+    clock.advance_s(1.0)
+    source.sample()  # the read that gets stuck begins here
+    clock.advance_s(20.0)
+    stuck = source.sample()
+    library.release("nvmlDeviceGetTemperature")
+    return live, stuck
+
+
+def test_the_tray_shows_no_old_values_while_the_driver_is_stuck(qapp) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.ui.glance import content_for
+    from trayvml.ui.tray import Tray
+
+    live, stuck = _stuck_sample()
+    tray = Tray()
+    tray.update(live)
+    assert not content_for(live).stale and tray.gpu_actions[0].isVisible()
+    tray.update(stuck)
+    assert content_for(stuck).stale
+    assert tray.icon.toolTip().splitlines()[1].startswith("The NVIDIA driver has not answered for 20 s")
+    assert "H100" not in tray.icon.toolTip()  # no GPU line with the old values
+    assert tray.status_action.text() == "GPU driver not responding"
+    assert not any(action.isVisible() for action in tray.gpu_actions)
+    assert tray.copy_action.isEnabled() is False  # no freest GPU picked from old values
+    tray.update(live)
+    assert "H100" in tray.icon.toolTip()
+
+
+def test_the_stale_icon_differs_from_live_and_from_no_gpu(qapp) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.ui.glance import content_for
+    from trayvml.ui.icon import IconContent, draw_icon
+
+    live, stuck = _stuck_sample()
+    contents = (content_for(live), content_for(stuck), IconContent((), no_gpu=True))
+    images = [draw_icon(content, 22).toImage() for content in contents]
+    assert images[1] != images[0] and images[1] != images[2]
+
+
+def test_the_summary_window_says_why(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.ui.summary import SummaryWindow
+
+    _, stuck = _stuck_sample()
+    window = SummaryWindow()
+    qtbot.addWidget(window)
+    window.update_sample(stuck)
+    assert "has not answered for 20 s" in window.rows.text()
+
+
+def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.sampler import Sampler
+
+    sampler = Sampler(parse_spec("idle:gpus=h100,hang=nvmlDeviceGetTemperature@0"), 0.1, stall_after_s=3600.0)
+    samples: list = []
+    sampler.sample_taken.connect(samples.append)
+    sampler.start()
+    qtbot.waitUntil(lambda: installed() is not None and installed().calls["nvmlDeviceGetTemperature"] > 0)
+    sampler.stop()  # the tick waiting up to an hour on the driver is interrupted
+    assert not sampler._thread.isRunning()
