@@ -11,8 +11,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 
 from tests.helpers import simulated_source
-from tests.ui_helpers import filled_history, shown_window
-from trayvml.core.metrics import GPU_METRICS, Group
+from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
+from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.ui.plots import GPU_PANELS
 
 
@@ -204,3 +204,114 @@ def test_hidden_window_costs_nothing_and_closing_only_hides(window) -> None:
 def test_simulated_gpus_are_labelled_in_the_title(window) -> None:
     w, _ = window(seconds=5)
     assert w.windowTitle() == "trayvml — 4 GPUs — SIMULATED (training)"
+
+
+GIB = 2**30
+TYPICAL_RANGES = {  # per unit: ranges a panel shows, from idle to 8 × 80 GB (or a 900 GB/s NVLink)
+    Unit.BYTES: ((0, 8 * 80e9), (0, 80e9), (0, 2**20), (0, 1.5 * GIB), (0, 3 * GIB), (79e9, 80e9)),
+    Unit.BYTES_PER_S: ((0, 900e9), (0, 64e9), (0, 2**10), (0, 50e6), (0, 1.9e9)),
+    Unit.PERCENT: ((0, 100),),
+    Unit.CELSIUS: ((30, 95), (63, 73)),
+    Unit.WATTS: ((0, 700), (560, 640)),
+    Unit.MHZ: ((0, 3000), (1400, 2800)),
+    Unit.COUNT: ((0, 4), (0, 2000)),
+}
+
+
+def test_every_value_axis_labels_its_ticks_in_typical_ranges(window) -> None:
+    w, _ = window("training:gpus=h100*8", seconds=30)
+    for page in (w.gpu_page, w.host_page):
+        w.tabs.setCurrentIndex(0 if page is w.gpu_page else 1)
+        for panel in page.panels:
+            if panel.spec.strip:
+                continue
+            unit = panel.spec.metrics[0].unit if panel.spec.metrics else Unit.BYTES
+            for low, high in TYPICAL_RANGES[unit]:
+                panel.plot.setYRange(low, high, padding=0)
+                labels = drawn_tick_labels(panel.plot.getAxis("left"))
+                where = (panel.spec.title, low, high, labels)
+                assert len(labels) >= 2 and len(set(labels)) == len(labels), where
+
+
+def test_byte_axes_use_one_unit_and_flat_memory_keeps_its_labels(window) -> None:
+    w, _ = window("thermal:gpus=h100*8", seconds=60)  # memory flat at 31.6 GiB on every GPU
+    memory = next(p for p in w.gpu_page.panels if p.spec.group is Group.MEMORY)
+    w.grab()  # pyqtgraph applies its auto range when it paints
+    (low, high) = memory.plot.getViewBox().viewRange()[1]
+    assert low == 0 and high > 31 * GIB  # read from zero, not a 1 MiB window around the line
+    labels = drawn_tick_labels(memory.plot.getAxis("left"))
+    assert labels[:2] == ["0 GiB", "10 GiB"] and all(label.endswith(" GiB") for label in labels)
+
+
+def test_window_fits_the_screen_it_opens_on(qtbot) -> None:
+    from PySide6.QtCore import QSettings
+
+    from trayvml.history import History
+    from trayvml.ui.window import GraphWindow
+
+    settings = QSettings("trayvml", "trayvml")
+    settings.remove("window/geometry")
+    try:
+        fresh = GraphWindow(History())  # 1100×820 by default; the offscreen screen is 800×600
+        qtbot.addWidget(fresh)
+        area = fresh.screen().availableGeometry()
+        assert area.contains(fresh.geometry()) and fresh.height() < area.height()
+        fresh.setGeometry(300, 200, 2400, 1600)  # as saved on a bigger screen
+        settings.setValue("window/geometry", fresh.saveGeometry())
+        restored = GraphWindow(History())
+        qtbot.addWidget(restored)
+        assert area.contains(restored.geometry())
+    finally:
+        settings.remove("window/geometry")
+
+
+class _FakeHistory:
+    """Two series with different sample times: GPU values every second, host values every 2 s, offset."""
+
+    def gpu_series(self, key: str, start: float, end: float, budget: int):  # type: ignore[no-untyped-def]
+        from trayvml.history import Series
+
+        times = np.array([1000.0, 1001.0, 1002.0])
+        values = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
+        return Series(times, values, values, values, 1.0)
+
+    def host_series(self, key: str, start: float, end: float, budget: int):  # type: ignore[no-untyped-def]
+        from trayvml.history import Series
+
+        times = np.array([1001.0, 1003.0])
+        values = np.array([[50.0], [70.0]])
+        return Series(times, values, values, values, 2.0)
+
+
+def test_export_csv_joins_series_on_time(window, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    w, _ = window("training:gpus=h100*2", seconds=5)
+    w.history = _FakeHistory()
+    path = tmp_path / "joined.csv"
+    w.export_csv(str(path))
+    with path.open() as exported:
+        rows = list(csv.DictReader(exported))
+    times = [row["time"] for row in rows]
+    assert times == [datetime.fromtimestamp(t).isoformat(timespec="seconds") for t in (1000, 1001, 1002, 1003)]
+    assert [row["gpu1.utilization_gpu_percent"] for row in rows] == ["10", "20", "30", ""]
+    assert [row["host.cpu_percent"] for row in rows] == ["", "50", "", "70"]
+
+
+def test_unsupported_metrics_are_hidden_per_gpu_not_per_name(window) -> None:
+    from dataclasses import replace
+
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.core.sample import MetricState
+
+    w, sample = window("training:gpus=rtx4090*2", seconds=60)  # two GPUs of one name
+    fan = next(p for p in w.gpu_page.panels if p.spec.group is Group.FAN)
+    states = list(sample.gpus[0].states)
+    for metric in fan.spec.metrics:
+        states[GPU_INDEX[metric.key]] = MetricState.NOT_SUPPORTED
+    no_fan = replace(sample, gpus=(replace(sample.gpus[0], states=tuple(states)), sample.gpus[1]))
+    w.update_sample(no_fan)
+    w.gpu_page.verticalScrollBar().setValue(int(fan.plot.geometry().top()))
+    w.refresh()
+    assert not fan.curves[(0, 0)].isVisible() and fan.curves[(1, 0)].isVisible()
+    assert not fan.notice.isVisible()

@@ -31,3 +31,17 @@ def filled_history(spec: str, seconds: int, step_s: float = 1.0, host: bool = Tr
         sample = source.sample()
     history.append(sample)
     return history, sample
+
+
+def drawn_tick_labels(axis) -> list[str]:  # type: ignore[no-untyped-def]
+    """The tick labels a pyqtgraph axis would draw now: it leaves out, silently, every label that
+    does not fit inside the axis."""
+    from PySide6.QtGui import QImage, QPainter
+
+    image = QImage(8, 8, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        _, _, texts = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return [text for _, _, text in texts]

@@ -9,8 +9,10 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFont, QFontMetrics
 
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
+from trayvml.core.units import format_value
 from trayvml.history import Series
 from trayvml.ui.theme import gpu_colour
 
@@ -65,50 +67,60 @@ GPU_PANELS = _panels(
 HOST_PANELS = _panels(HOST_METRICS, (Group.CPU, Group.RAM, Group.DISK, Group.NETWORK))
 
 
+BYTE_UNITS = ("B", "KiB", "MiB", "GiB", "TiB")
+# The widest label a value axis writes: ticks stay under 2048 of the unit the axis picked.
+WIDEST_TICK_LABEL = "8888 MiB/s"
+TICK_LENGTH_PX = 6
+
+
+def value_axis_width_px() -> int:
+    """Wide enough for the widest tick label in the application font. pyqtgraph silently drops a
+    label wider than its axis, and every panel needs the same width so that their time axes line up."""
+    text_px = QFontMetrics(QFont()).horizontalAdvance(WIDEST_TICK_LABEL)
+    return text_px + TICK_LENGTH_PX + 5 + 4  # tick, pyqtgraph's text offset, a margin
+
+
+def _byte_power(top: float) -> int:
+    """The binary unit (0 bytes, 1 KiB, …) that labels an axis reaching ``top``: the one in which
+    it reaches at least 2, so that ticks are round numbers of it."""
+    return min(len(BYTE_UNITS) - 1, max(0, math.floor(math.log(max(top / 2, 1.0), 1024))))
+
+
+def _decimals(step: float) -> int:
+    """Enough decimals to tell ticks ``step`` apart."""
+    return 0 if step >= 1 or step <= 0 else math.ceil(-math.log10(step) - 1e-9)
+
+
 class UnitAxis(pg.AxisItem):
     """A value axis that labels ticks in the panel's unit (GiB, MB/s, °C, …)."""
 
     def __init__(self, unit: Unit) -> None:
         super().__init__("left")
         self.unit = unit
-        self.setWidth(62)
+        self.setWidth(value_axis_width_px())
+
+    def _byte_scale(self, low: float, high: float) -> float:
+        return 1024.0 ** _byte_power(max(abs(low), abs(high)))
 
     def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N802, N803
         """Byte axes step in round KiB, MiB or GiB, not in round numbers of bytes."""
         if self.unit not in (Unit.BYTES, Unit.BYTES_PER_S) or maxVal <= minVal:
             return super().tickSpacing(minVal, maxVal, size)
-        base = 1024.0 ** max(0, math.floor(math.log(max(abs(maxVal) / 2, 1.0), 1024)))
+        base = self._byte_scale(minVal, maxVal)
         levels = super().tickSpacing(minVal / base, maxVal / base, size)
         return [(spacing * base, offset * base) for spacing, offset in levels]
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802 - Qt override
         if self.unit in (Unit.BYTES, Unit.BYTES_PER_S):
-            suffix = "/s" if self.unit is Unit.BYTES_PER_S else ""
-            return [_bytes_tick(v, spacing) + suffix for v in values]
-        decimals = 0 if spacing >= 1 else 1 if spacing >= 0.1 else 2
-        return [tick_text(self.unit, v, decimals) for v in values]
-
-
-def _bytes_tick(value: float, spacing: float = 0.0) -> str:
-    """In the largest binary unit the value reaches, with as many decimals as the spacing needs."""
-    for power, name in ((3, "GiB"), (2, "MiB"), (1, "KiB")):
-        unit = 1024.0**power
-        if abs(value) >= unit:
-            step = spacing / unit
-            decimals = 0 if step >= 1 or step <= 0 else min(3, math.ceil(-math.log10(step)))
-            return f"{value / unit:.{decimals}f} {name}"
-    return f"{value:.0f} B"
-
-
-def tick_text(unit: Unit, value: float, decimals: int = 0) -> str:
-    if unit is Unit.BYTES:
-        return _bytes_tick(value)
-    if unit is Unit.BYTES_PER_S:
-        return _bytes_tick(value) + "/s"
-    suffix = {Unit.PERCENT: " %", Unit.CELSIUS: " °C", Unit.WATTS: " W", Unit.MHZ: " MHz"}.get(unit)
-    if suffix is not None:
-        return f"{value:.{decimals}f}{suffix}"
-    return f"{value:.{decimals}f}"
+            # One unit for the whole axis, the one its ticks were spaced in: "0.5 GiB" under
+            # "1.0 GiB", never "512 MiB" beside "1.0 GiB".
+            base = self._byte_scale(*self.range)
+            suffix = BYTE_UNITS[round(math.log(base, 1024))] + ("/s" if self.unit is Unit.BYTES_PER_S else "")
+            decimals = _decimals(spacing / base)
+            return [f"{v / base:.{decimals}f} {suffix}" for v in values]
+        unit = {Unit.PERCENT: " %", Unit.CELSIUS: " °C", Unit.WATTS: " W", Unit.MHZ: " MHz"}.get(self.unit, "")
+        decimals = _decimals(spacing)
+        return [f"{v:.{decimals}f}{unit}" for v in values]
 
 
 # Throttle strip: the most significant active reason decides the colour of a bucket.
@@ -162,6 +174,11 @@ class Panel:
             plot.getViewBox().setMouseEnabled(y=False)
         elif unit in MIN_SPAN:  # near-zero rates should not magnify noise into big swings
             plot.getViewBox().setLimits(minYRange=MIN_SPAN[unit])
+        if unit in (Unit.BYTES, Unit.BYTES_PER_S):
+            # Amounts read from zero. Auto-ranged around a flat 31.6 GiB, the axis spanned 1 MiB
+            # and needed labels like "31.6330 GiB", too wide to be drawn: no labels at all.
+            # A line at zero (drawn in no colour) keeps zero inside pyqtgraph's auto range.
+            plot.addItem(pg.InfiniteLine(pos=0, angle=0, pen=pg.mkPen(None), movable=False))
         if spec.strip:
             self.image = pg.ImageItem()
             plot.addItem(self.image)
@@ -227,8 +244,7 @@ class Panel:
             if math.isnan(value):
                 continue
             metric = self.spec.metrics[k]
-            unit = metric.unit
             label = names(gpu) + (f" {metric.label.lower()}" if len(self.spec.metrics) > 1 else "")
             colour = gpu_colour(gpu).name()
-            lines.append(f'<span style="color:{colour}">{label}: {tick_text(unit, value)}</span>')
+            lines.append(f'<span style="color:{colour}">{label}: {format_value(metric, value)}</span>')
         return "<br>".join(lines)

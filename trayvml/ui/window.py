@@ -10,9 +10,10 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QByteArray, QEvent, QRectF, QSettings, QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QPalette, QShowEvent
+from PySide6.QtGui import QAction, QCloseEvent, QColor, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -46,9 +47,11 @@ from trayvml.ui.plots import (
     LINE_STYLES,
     PANEL_HEIGHT_PX,
     REASON_LEGEND,
+    TICK_LENGTH_PX,
     Panel,
     PanelSpec,
     UnitAxis,
+    value_axis_width_px,
 )
 from trayvml.ui.processes import ProcessModel
 from trayvml.ui.theme import gpu_colour
@@ -67,6 +70,8 @@ RANGES_S = (
 DEFAULT_RANGE_S = 900
 HOST_COLOUR = "#4e79a7"
 REFRESH_AFTER_PAN_MS = 120
+DEFAULT_SIZE_PX = (1100, 820)
+FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
 
 
 class _PlotPage(QScrollArea):
@@ -94,10 +99,10 @@ class _PlotPage(QScrollArea):
             # No grid: pyqtgraph's costs about 50 ms a redraw, more than all the curves.
             # Short inward ticks mark the scale instead.
             for name in ("left", "bottom"):
-                plot.getAxis(name).setStyle(tickLength=6)
+                plot.getAxis(name).setStyle(tickLength=TICK_LENGTH_PX)
             plot.getViewBox().setLimits(yMin=0 if not spec.strip else -0.5)
             if spec.strip:
-                plot.getAxis("left").setWidth(62)
+                plot.getAxis("left").setWidth(value_axis_width_px())
             if first is None:
                 first = plot
             else:
@@ -127,7 +132,7 @@ class GraphWindow(QMainWindow):
         self._setting_range = False
         self._drawn_until_s = 0.0  # the end of the range last drawn
         self.setWindowTitle("trayvml")
-        self.resize(1100, 820)
+        self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
         self.tabs = QTabWidget()
         self.setCentralWidget(self.tabs)
@@ -169,8 +174,8 @@ class GraphWindow(QMainWindow):
         self._pan_timer.timeout.connect(self.refresh)
         self._settings = QSettings("trayvml", "trayvml")
         geometry = self._settings.value("window/geometry")
-        if isinstance(geometry, QByteArray):
-            self.restoreGeometry(geometry)
+        restored = isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)
+        self._fit_to_screen(move=restored)
         self.apply_palette()
 
     # ---- toolbar ----
@@ -386,8 +391,9 @@ class GraphWindow(QMainWindow):
             if spec.strip:
                 panel.set_strip(self.history.gpu_series(spec.metrics[0].key, start, end, budget), self.gpu_count)
                 continue
+            # By index: two GPUs of one model share a name, and only one may lack the metric.
             unsupported = [
-                names[g.index]
+                g.index
                 for g in self.sample.gpus
                 if all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
             ]
@@ -395,12 +401,13 @@ class GraphWindow(QMainWindow):
                 series = self.history.gpu_series(metric.key, start, end, budget)
                 for gpu in range(self.gpu_count):
                     curve = panel.curves[(gpu, k)]
-                    shown = gpu not in self.hidden_gpus and names.get(gpu) not in unsupported
+                    shown = gpu not in self.hidden_gpus and gpu not in unsupported
                     curve.setVisible(shown)
                     if shown and series is not None:
                         curve.setData(series.times_s, series.mean[:, gpu])
             every = len(unsupported) == len(self.sample.gpus) and unsupported
-            panel.show_notice(f"Not supported on {', '.join(dict.fromkeys(unsupported))}" if every else "")
+            models = dict.fromkeys(names[g] for g in unsupported)
+            panel.show_notice(f"Not supported on {', '.join(models)}" if every else "")
 
     def _draw_processes(self, panel: Panel, start: float, end: float, budget: int) -> None:
         found = [
@@ -505,15 +512,17 @@ class GraphWindow(QMainWindow):
                     columns.append((f"host.{HOST_METRIC_BY_KEY[metric.key].key}", series, 0))
         if not columns:
             raise OSError("there is no data in the visible range yet")
-        times = columns[0][1].times_s
+        # Joined on time: series from different tiers or sources have different sample times, so
+        # one row per time any series has, with empty cells where a series has no value then.
+        times = np.unique(np.concatenate([series.times_s for _, series, _ in columns]))
+        table = np.full((len(times), len(columns)), np.nan)
+        for k, (_, series, column) in enumerate(columns):
+            table[np.searchsorted(times, series.times_s), k] = series.mean[:, column]
         buffer = io.StringIO()
         writer = csv.writer(buffer)
         writer.writerow(["time", *(name for name, _, _ in columns)])
-        for row, t in enumerate(times):
-            values = []
-            for _, series, column in columns:
-                value = float(series.mean[row, column]) if row < len(series.times_s) else math.nan
-                values.append("" if math.isnan(value) else f"{value:.6g}")
+        for t, row in zip(times, table, strict=True):
+            values = ["" if math.isnan(v) else f"{v:.6g}" for v in row]
             writer.writerow([datetime.fromtimestamp(float(t)).isoformat(timespec="seconds"), *values])
         write_atomically(Path(path), buffer.getvalue().encode())
 
@@ -554,6 +563,21 @@ class GraphWindow(QMainWindow):
                 panel.plot.setTitle(panel.spec.title, color=foreground.name(), size="10pt")
                 panel.readout.setColor(foreground)
                 panel.notice.setColor(foreground)
+
+    def _fit_to_screen(self, move: bool) -> None:
+        """Within the free area of the screen the window opens on: the default 1100×820 is taller than
+        a 1280×800 laptop screen, and a saved geometry may come from a bigger one."""
+        screen = QGuiApplication.screenAt(self.geometry().center()) or self.screen()
+        area = screen.availableGeometry()
+        # Until shown, the window manager's frame is unknown: leave room for a title bar and borders.
+        frame_w, frame_h = FRAME_ALLOWANCE_PX
+        width = min(self.width(), area.width() - frame_w)
+        height = min(self.height(), area.height() - frame_h)
+        self.resize(width, height)
+        if move:  # a position of our own only when restoring one; otherwise the window manager places it
+            x = min(max(self.x(), area.left()), area.left() + area.width() - width - frame_w)
+            y = min(max(self.y(), area.top()), area.top() + area.height() - height - frame_h)
+            self.move(x, y)
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
