@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 from collections.abc import Iterator
 
 import pytest
@@ -12,7 +15,21 @@ os.environ.pop("TRAYVML_SIMULATE", None)
 # Widget tests run offscreen unless a desktop test brings its own display; Qt reads this
 # before the QApplication exists. The desktop tests start the app as a separate process.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
-os.environ.setdefault("XDG_CONFIG_HOME", os.path.join(os.environ.get("TMPDIR", "/tmp"), "trayvml-test-config"))
+
+# Each run gets its own runtime, config, state, data and cache folders, so that neither the user's
+# settings nor a trayvml already running for the same user can change a result.
+RUN_FOLDER = tempfile.mkdtemp(prefix="trayvml-tests-")
+atexit.register(shutil.rmtree, RUN_FOLDER, ignore_errors=True)
+for variable, name in (
+    ("XDG_RUNTIME_DIR", "runtime"),
+    ("XDG_CONFIG_HOME", "config"),
+    ("XDG_STATE_HOME", "state"),
+    ("XDG_DATA_HOME", "data"),
+    ("XDG_CACHE_HOME", "cache"),
+):
+    folder = os.path.join(RUN_FOLDER, name)
+    os.mkdir(folder, 0o700)
+    os.environ[variable] = folder
 
 
 @pytest.fixture(autouse=True)

@@ -10,7 +10,9 @@ import json
 import os
 import re
 import shutil
+import signal
 import subprocess
+import sys
 import tempfile
 import textwrap
 import time
@@ -52,6 +54,38 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 15.0, what: str
             return
         time.sleep(0.1)
     raise TimeoutError(f"timed out after {timeout_s:.0f} s waiting for {what}")
+
+
+class AppProcess:
+    """trayvml started on ``stack`` as a user starts it.
+
+    Stopping it always collects its exit code and closes its pipes (an app that ended by itself
+    too), and prints its stderr, which pytest shows when the test fails.
+    """
+
+    def __init__(self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> None:
+        self.stack = stack
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "trayvml", *args],
+            env={**stack.env, **(env or {})},
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        self.stderr: str | None = None
+
+    def stop(self, how: signal.Signals = signal.SIGINT) -> tuple[int, str]:
+        if self.stderr is None:
+            if self.process.poll() is None:
+                self.process.send_signal(how)
+            try:
+                _, self.stderr = self.process.communicate(timeout=15)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                _, self.stderr = self.process.communicate()
+            if self.stderr:
+                print(f"---- stderr of trayvml {self.process.args[3:]} ----\n{self.stderr}")
+        return self.process.returncode, self.stderr
 
 
 class DesktopStack:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop import DesktopStack, running_desktop, wait_until
+from tests.desktop import AppProcess, DesktopStack, running_desktop, wait_until
+from tests.helpers import shown_by_dbusmenu_host
 
 pytestmark = pytest.mark.desktop
 SPEC = "--simulate=training:gpus=h100*2+rtx4090+laptop,at=600"
@@ -35,28 +35,6 @@ def xembed_desktop() -> Iterator[DesktopStack]:
 @pytest.fixture
 def bare_desktop() -> Iterator[DesktopStack]:
     yield from running_desktop(None, notifications=False)
-
-
-class AppProcess:
-    def __init__(self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> None:
-        self.stack = stack
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "trayvml", *args],
-            env={**stack.env, **(env or {})},
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
-
-    def stop(self) -> tuple[int, str]:
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGINT)
-        try:
-            _, err = self.process.communicate(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            _, err = self.process.communicate()
-        return self.process.returncode, err
 
 
 @pytest.fixture
@@ -105,7 +83,7 @@ def _menu_entries(stack: DesktopStack, service: str) -> dict[str, int]:
     for item_id, props in re.findall(r"<\((\d+), \{([^}]*)\}", layout):
         label = re.search(r"'label': <'([^']*)'>", props)
         if label:
-            entries[label.group(1).replace("&", "")] = int(item_id)
+            entries[shown_by_dbusmenu_host(label.group(1))] = int(item_id)  # as the tray host shows it
     return entries
 
 
@@ -174,6 +152,26 @@ def test_a_second_start_brings_the_first_forward(sni_desktop: DesktopStack, laun
     )
     assert second.returncode == 0 and "already running" in second.stderr
     wait_until(lambda: any(n.startswith("trayvml — 4 GPUs") for n in window_names(sni_desktop)), what="the window")
+    assert len(_registered_items(sni_desktop)) == 1
+
+
+@pytest.fixture
+def other_display(sni_desktop: DesktopStack) -> Iterator[DesktopStack]:
+    """A second graphical session of the same user: same runtime and config folders, another display."""
+    for stack in running_desktop("sni", notifications=False):
+        stack.env["XDG_RUNTIME_DIR"] = sni_desktop.env["XDG_RUNTIME_DIR"]
+        stack.env["XDG_CONFIG_HOME"] = sni_desktop.env["XDG_CONFIG_HOME"]
+        yield stack
+
+
+def test_a_second_display_of_the_same_user_gets_its_own_tray(
+    sni_desktop: DesktopStack, other_display: DesktopStack, launch
+) -> None:
+    launch(sni_desktop, SPEC)
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the first tray item")
+    second = launch(other_display, SPEC)
+    wait_until(lambda: bool(_registered_items(other_display)), what="the second display's own tray item")
+    assert second.process.poll() is None  # running, not handed over to the first display's trayvml
     assert len(_registered_items(sni_desktop)) == 1
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import math
-import subprocess
-import sys
+import signal
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -12,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.desktop import DesktopStack, running_desktop, wait_until
+from tests.desktop import AppProcess, DesktopStack, running_desktop, wait_until
 from trayvml.alerts import RULES, AlertSettings, RuleSettings
 from trayvml.config import Settings, SettingsStore
 
@@ -45,13 +44,8 @@ class Running:
         self.stack = stack
         config = tmp_path / "config.toml"
         SettingsStore(config).save(settings)
-        self.process = subprocess.Popen(
-            [sys.executable, "-m", "trayvml", f"--simulate={spec}", "--config", str(config)],
-            env={**stack.env, "TRAYVML_TRAY_WAIT_S": "1"},
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            text=True,
-        )
+        self.app = AppProcess(stack, f"--simulate={spec}", "--config", str(config), env={"TRAYVML_TRAY_WAIT_S": "1"})
+        self.process = self.app.process
         self.seen: list[dict] = []
 
     def notifications(self) -> list[dict]:
@@ -69,8 +63,7 @@ class Running:
         return self.notifications()
 
     def stop(self) -> str:
-        self.process.terminate()
-        return self.process.communicate(timeout=15)[1]
+        return self.app.stop(signal.SIGTERM)[1]
 
 
 @pytest.fixture
@@ -84,8 +77,7 @@ def run(desktop: DesktopStack, tmp_path: Path) -> Iterator:
 
     yield start
     for app in started:
-        if app.process.poll() is None:
-            app.stop()
+        app.stop()  # an app that ended by itself too: its pipes are closed and its stderr shown
 
 
 def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:

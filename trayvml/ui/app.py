@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ctypes
-import getpass
 import math
 import os
 import signal
@@ -16,7 +15,6 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtNetwork import QLocalServer, QLocalSocket
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from trayvml.alerts import AlertEngine, AlertEvent, Severity
@@ -26,6 +24,7 @@ from trayvml.config import Settings, SettingsError, SettingsStore
 from trayvml.core.clock import Clock
 from trayvml.core.sample import Sample
 from trayvml.nvml.sim import SimSpec, parse_spec
+from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
 from trayvml.ui.tray import Tray
@@ -71,10 +70,6 @@ def display_available() -> bool:
     return failed == 0
 
 
-def instance_name() -> str:
-    return f"trayvml-{getpass.getuser()}"
-
-
 class App(QObject):
     """Everything the running app is made of; ``run_app`` builds one."""
 
@@ -117,7 +112,7 @@ class App(QObject):
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.toggle_window_requested.connect(self.toggle_window)
-        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("training")))
+        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("")))
         self.tray.quit_requested.connect(QApplication.quit)
         self.summary: SummaryWindow | None = None
         self.window: GraphWindow | None = None
@@ -179,7 +174,7 @@ class App(QObject):
             )
             self.tray.icon.showMessage(title, body, icon, 10_000)
 
-        return TrayMessageNotifier(show)
+        return TrayMessageNotifier(show, markup=self.tray.over_dbus)
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self.notifier = notifier
@@ -209,11 +204,13 @@ class App(QObject):
         gpu = next((g for g in sample.gpus if g.index == event.gpu_index), None)
         if gpu is None or not gpu.processes:
             return ""
+        from trayvml.core.safe_text import shorten
         from trayvml.core.units import format_bytes
 
         biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
-        return "Processes: " + ", ".join(
-            f"{p.name or '?'} ({p.user or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}" for p in biggest[:3]
+        return "Processes: " + ", ".join(  # names shortened: any user names a process
+            f"{shorten(p.name) or '?'} ({shorten(p.user) or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}"
+            for p in biggest[:3]
         )
 
     # ---- settings and autostart ----
@@ -350,37 +347,6 @@ class App(QObject):
             self.show_window()
 
 
-def _already_running() -> bool:
-    """Ask a running trayvml to show its window; True if one answered."""
-    socket = QLocalSocket()
-    socket.connectToServer(instance_name())
-    if not socket.waitForConnected(500):
-        return False
-    socket.write(b"show\n")
-    socket.flush()
-    socket.waitForBytesWritten(500)
-    socket.disconnectFromServer()
-    return True
-
-
-def _listen(app: App) -> QLocalServer:
-    server = QLocalServer(app)
-    QLocalServer.removeServer(instance_name())  # a stale socket from a crash
-    server.listen(instance_name())
-
-    def on_connection() -> None:
-        connection = server.nextPendingConnection()
-
-        def on_message() -> None:
-            connection.readAll()  # any message means: show yourself
-            app.show_window(-1)
-
-        connection.readyRead.connect(on_message)
-
-    server.newConnection.connect(on_connection)
-    return server
-
-
 def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_path: str | None = None) -> int:
     if not display_available():
         print(f"trayvml: {NO_DISPLAY_MESSAGE}", file=sys.stderr)
@@ -393,14 +359,15 @@ def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_
     for path in icon_paths():
         icon.addFile(str(path))
     qt_app.setWindowIcon(icon)
-    if _already_running():
+    store = SettingsStore(Path(config_path) if config_path else None)
+    name = instance_name(store.path)
+    if name is not None and already_running(name):
         print("trayvml is already running: its window was brought forward.", file=sys.stderr)
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
-    store = SettingsStore(Path(config_path) if config_path else None)
     app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store)
-    server = _listen(app)
+    server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
     # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.
     signal.signal(signal.SIGINT, lambda *_: QTimer.singleShot(0, qt_app.quit))
@@ -413,4 +380,5 @@ def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_
         return qt_app.exec()
     finally:
         app.stop()
-        server.close()
+        if server is not None:
+            server.close()

@@ -1,0 +1,87 @@
+"""One trayvml per user, graphical session and settings file; its socket in a private folder."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from PySide6.QtNetwork import QLocalSocket
+
+from trayvml.ui.instance import already_running, instance_name, listen, runtime_folder, session_key
+
+
+def test_each_display_and_settings_file_is_its_own_instance(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("WAYLAND_DISPLAY", raising=False)
+    monkeypatch.setenv("DISPLAY", ":1")
+    first = session_key(None)
+    assert session_key(Path("/tmp/other.toml")) != first
+    monkeypatch.setenv("DISPLAY", ":1.0")
+    assert session_key(None) == first  # the same X session
+    monkeypatch.setenv("DISPLAY", ":2")
+    assert session_key(None) != first
+
+
+def test_the_socket_is_in_the_users_private_runtime_folder() -> None:
+    name = instance_name(None)
+    assert name is not None
+    folder = Path(name).parent
+    assert folder == Path(os.environ["XDG_RUNTIME_DIR"]) / "trayvml"
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+
+
+def test_a_runtime_folder_open_to_others_is_not_used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir(mode=0o777)
+    shared.chmod(0o777)
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(shared))
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # gettempdir() reads TMPDIR again
+    folder = runtime_folder()
+    assert folder == tmp_path / f"trayvml-{os.getuid()}"
+
+
+@pytest.mark.skipif(os.getuid() != 0, reason="needs root to make a folder owned by another user")
+def test_a_folder_another_user_made_first_is_refused(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("XDG_RUNTIME_DIR")
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)
+    squatted = tmp_path / f"trayvml-{os.getuid()}"
+    squatted.mkdir(mode=0o700)
+    os.chown(squatted, 65534, 65534)  # nobody
+    assert runtime_folder() is None
+    assert instance_name(None) is None  # no single-instance check rather than a squatted one
+
+
+def test_a_second_start_reaches_its_own_session_only(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    shown: list[int] = []
+    server = listen(str(tmp_path / "instance-a"), lambda: shown.append(1))
+    try:
+        assert already_running(str(tmp_path / "instance-a"))
+        qtbot.waitUntil(lambda: shown == [1])
+        assert not already_running(str(tmp_path / "instance-b"))
+    finally:
+        server.close()
+
+
+def test_connections_are_freed_when_their_peer_goes(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    name = str(tmp_path / "instance")
+    server = listen(name, lambda: None)
+    try:
+        peers = []
+        for _ in range(30):
+            peer = QLocalSocket()
+            peer.connectToServer(name)
+            assert peer.waitForConnected(1000)
+            peers.append(peer)
+        qtbot.waitUntil(lambda: len(server.findChildren(QLocalSocket)) == 30)
+        for peer in peers:
+            peer.disconnectFromServer()
+        qtbot.waitUntil(lambda: not server.findChildren(QLocalSocket))
+    finally:
+        server.close()
