@@ -181,3 +181,60 @@ def test_speed_and_start_move_simulated_time() -> None:
     assert library.sim_time_s() == 350
     clock.advance_s(2)
     assert library.sim_time_s() == 470
+
+
+def test_the_default_simulation_starts_with_the_training_job_running() -> None:
+    from trayvml.nvml.sim.spec import DEFAULT_START_S
+
+    spec = parse_spec("")  # what --simulate alone, scripts/run and the tray's menu ask for
+    assert spec.scenario == "training" and spec.start_s == DEFAULT_START_S
+    assert parse_spec(":seed=3").start_s == DEFAULT_START_S and parse_spec("training").start_s == 0
+    install(SimulatedNvml(spec, ManualClock()))
+    N.nvmlInit()
+    for index in range(N.nvmlDeviceGetCount()):
+        assert N.nvmlDeviceGetUtilizationRates(handle(index)).gpu > 50
+        assert N.nvmlDeviceGetComputeRunningProcesses(handle(index))
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ("training:seed=x", "seed wants a whole number from 0 to 4294967295, not 'x'"),
+        ("training:seed=nan", "seed wants a whole number"),
+        ("training:seed=inf", "seed wants a whole number"),
+        ("training:seed=1.5", "seed wants a whole number"),
+        ("training:seed=4294967296", "seed wants a whole number"),
+        ("training:seed=" + "9" * 5000, "seed wants a whole number"),
+        ("training:at=inf", "at wants a number of seconds from 0 to 86400, not 'inf'"),
+        ("training:at=1e308", "at wants a number of seconds from 0 to 86400"),
+        ("training:at=nan", "at wants a number of seconds"),
+        ("training:at=-1", "at wants a number of seconds"),
+        ("training:at=٣", "at wants a number of seconds"),
+        ("training:start=inf", "start wants a number of seconds"),
+        ("training:start=1e308", "start wants a number of seconds"),
+        ("training:speed=inf", "speed wants simulated seconds per second from 0 to 3600"),
+        ("training:speed=1e308", "speed wants simulated seconds per second"),
+        ("training:speed=0", "speed must be greater than 0"),
+        ("idle:lost=0@nan", "lost wants a number of seconds"),
+        ("idle:lost=²@3", "lost's GPU wants a whole number from 0 to 15"),
+        ("idle:nvml=missing@nan", "nvml wants a number of seconds"),
+        ("idle:gpus=h100*999999999999", "the count after h100* wants a whole number from 1 to 16"),
+        ("idle:gpus=h100*0", "the count after h100* wants a whole number from 1 to 16"),
+        ("idle:procperm=maybe", "procperm wants yes or no"),
+    ],
+)
+def test_bad_spec_values_are_refused_with_a_sentence(spec: str, message: str) -> None:
+    from trayvml.core.errors import SimulationSpecError
+
+    with pytest.raises(SimulationSpecError) as refused:
+        parse_spec(spec)
+    assert message in str(refused.value) and len(str(refused.value)) < 200
+
+
+def test_spec_bounds_are_inclusive() -> None:
+    from trayvml.nvml.sim.spec import MAX_SEED, MAX_SIM_S, MAX_SPEED
+
+    spec = parse_spec(f"idle:seed={MAX_SEED},at={MAX_SIM_S:.0f},start={MAX_SIM_S:.0f},speed={MAX_SPEED:.0f}")
+    assert (spec.seed, spec.at_s, spec.start_s, spec.speed) == (MAX_SEED, MAX_SIM_S, MAX_SIM_S, MAX_SPEED)
+    assert parse_spec("idle:gpus=h100*16").gpus == ("h100",) * 16
+    assert parse_spec("idle:procperm=no").other_users_hidden is False

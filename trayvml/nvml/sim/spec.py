@@ -1,22 +1,30 @@
 """The ``--simulate`` specification: ``SCENARIO[:key=value,...]``.
 
+An empty spec (``--simulate`` alone) is the default: training, half an hour into the job.
+Times are simulated seconds from 0 to 86400; each bad value is refused with a sentence.
+
 Keys:
   gpus=h100*2+rtx4090+laptop  profiles and counts (at most 16 GPUs)
-  seed=7                      varies the jitter and process schedules
+  seed=7                      varies the jitter and process schedules (0 to 2**32-1)
   at=300                      freeze simulated time at 300 s (reproducible snapshots)
   lost=1@300                  GPU 1 falls off the bus at 300 s ("+" joins several;
                               an empty "lost=" loses none, also in the faults scenario)
   nvml=missing@30             NVML fails to start (missing, not-loaded, mismatch,
                               no-permission) until 30 s, or for good without "@"
-  procperm=yes                other users' processes cannot be inspected
+  procperm=yes                other users' processes cannot be inspected (or no)
   latency=realistic           emulate NVML's per-call latency (20 ms PCIe reads...)
-  speed=60                    simulated seconds per real second (demos, end-to-end tests)
+  speed=60                    simulated seconds per real second, up to 3600 (demos, tests)
   start=350                   begin the scenario this many simulated seconds in
+  hang=nvmlDeviceGetUtilizationRates@30/60
+                              that NVML call does not return from 30 s on, for 60 s
+                              (for good without "/"), as a call into a wedged GPU
 """
 
 from __future__ import annotations
 
+import math
 import os
+import reprlib
 from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
@@ -27,6 +35,14 @@ SIMULATE_ENV = "TRAYVML_SIMULATE"
 # tests/test_simulated_library.py checks that the two lists agree).
 SCENARIO_NAMES = ("idle", "training", "thermal", "processes", "faults")
 MAX_GPUS = 16
+# Simulated time is computed second by second from 0 (counters are running sums), so a later
+# time costs CPU: a day takes about half a second, and every scenario repeats within 2 hours.
+MAX_SIM_S = 86_400.0
+MAX_SPEED = 3_600.0  # an hour per real second
+MAX_SEED = 2**32 - 1
+# "--simulate" alone: the training job half an hour in, so a first look shows load and processes.
+DEFAULT_SCENARIO = "training"
+DEFAULT_START_S = 1_800.0
 DEFAULT_GPUS = ("h100", "h100", "rtx4090", "laptop")
 NVML_FAULTS = ("missing", "not-loaded", "mismatch", "no-permission")
 
@@ -44,95 +60,122 @@ class SimSpec:
     realistic_latency: bool = False
     speed: float = 1.0
     start_s: float = 0.0
+    hangs: tuple[tuple[str, tuple[float, float]], ...] = ()  # (NVML function, (from, until) in seconds)
 
     @property
     def label(self) -> str:
         return f"simulated GPUs ({self.scenario})"
 
 
-def _number(key: str, text: str) -> float:
+def _number(key: str, text: str, high: float, what: str) -> float:
+    """A number from 0 to ``high``; NaN, infinities and non-ASCII digits are refused."""
     try:
-        value = float(text)
+        value = float(text) if text.isascii() else math.nan
     except ValueError:
-        raise SimulationSpecError(f"--simulate: {key} wants a number of seconds, not {text!r}.") from None
-    if value < 0:
-        raise SimulationSpecError(f"--simulate: {key} must not be negative (got {text}).")
+        value = math.nan
+    if not 0 <= value <= high:  # NaN fails this too
+        raise SimulationSpecError(f"--simulate: {key} wants {what} from 0 to {high:g}, not {reprlib.repr(text)}.")
     return value
+
+
+def _seconds(key: str, text: str) -> float:
+    return _number(key, text, MAX_SIM_S, "a number of seconds")
+
+
+def _whole(what: str, text: str, low: int, high: int) -> int:
+    """A whole number written in ASCII digits, from ``low`` to ``high``."""
+    digits = text.isascii() and text.isdigit() and len(text) <= 20  # int() raises past 4,300 digits
+    if not digits or not low <= int(text) <= high:
+        raise SimulationSpecError(
+            f"--simulate: {what} wants a whole number from {low} to {high}, not {reprlib.repr(text)}."
+        )
+    return int(text)
 
 
 def _gpus(text: str) -> tuple[str, ...]:
     names: list[str] = []
     for part in text.split("+"):
-        name, _, count_text = part.partition("*")
+        name, star, count_text = part.partition("*")
         if name not in PROFILES:
             known = ", ".join(PROFILES)
-            raise SimulationSpecError(f"--simulate: unknown GPU profile {name!r}; choose from {known}.")
-        try:
-            count = int(count_text) if count_text else 1
-        except ValueError:
-            raise SimulationSpecError(f"--simulate: {part!r} wants a whole count after '*'.") from None
-        if count < 1:
-            raise SimulationSpecError(f"--simulate: {part!r} asks for no GPUs.")
-        names.extend([name] * count)
-    if len(names) > MAX_GPUS:
-        raise SimulationSpecError(f"--simulate: at most {MAX_GPUS} GPUs can be simulated, not {len(names)}.")
+            raise SimulationSpecError(f"--simulate: unknown GPU profile {reprlib.repr(name)}; choose from {known}.")
+        # Checked before the list grows: h100*999999999999 must not build that list first.
+        names.extend([name] * (_whole(f"the count after {name}*", count_text, 1, MAX_GPUS) if star else 1))
+        if len(names) > MAX_GPUS:
+            raise SimulationSpecError(f"--simulate: at most {MAX_GPUS} GPUs can be simulated, not {len(names)}.")
     return tuple(names)
 
 
+def _hang(entry: str) -> tuple[str, tuple[float, float]]:
+    function, at, when = entry.partition("@")
+    if not at or not function.startswith("nvml"):
+        raise SimulationSpecError(f"--simulate: hang wants NVMLFUNCTION@SECONDS[/SECONDS], not {reprlib.repr(entry)}.")
+    from_text, slash, for_text = when.partition("/")
+    start_s = _seconds("hang", from_text)
+    return function, (start_s, start_s + _seconds("hang", for_text) if slash else math.inf)
+
+
 def parse_spec(text: str) -> SimSpec:
-    """Parse a spec such as ``training:gpus=h100*8,seed=3``; raises SimulationSpecError."""
+    """Parse a spec such as ``training:gpus=h100*8,seed=3`` ("" is the default); raises SimulationSpecError."""
     scenario, _, options = text.strip().partition(":")
-    scenario = scenario or "training"
-    if scenario not in SCENARIO_NAMES:
-        known = ", ".join(SCENARIO_NAMES)
-        raise SimulationSpecError(f"--simulate: unknown scenario {scenario!r}; choose from {known}.")
     values: dict = {"scenario": scenario}
+    if not scenario:
+        values = {"scenario": DEFAULT_SCENARIO, "start_s": DEFAULT_START_S}
+    elif scenario not in SCENARIO_NAMES:
+        known = ", ".join(SCENARIO_NAMES)
+        raise SimulationSpecError(f"--simulate: unknown scenario {reprlib.repr(scenario)}; choose from {known}.")
     for item in filter(None, options.split(",")):
         key, eq, value = item.partition("=")
         if not eq:
-            raise SimulationSpecError(f"--simulate: {item!r} is not of the form key=value.")
+            raise SimulationSpecError(f"--simulate: {reprlib.repr(item)} is not of the form key=value.")
         if key == "gpus":
             values["gpus"] = _gpus(value)
         elif key == "seed":
-            values["seed"] = int(_number(key, value))
+            values["seed"] = _whole(key, value, 0, MAX_SEED)
         elif key == "at":
-            values["at_s"] = _number(key, value)
+            values["at_s"] = _seconds(key, value)
         elif key == "lost":
             lost = {}
             for entry in filter(None, value.split("+")):  # "lost=" alone: no GPU is lost
                 gpu_text, at, when = entry.partition("@")
-                if not at or not gpu_text.isdigit():
-                    raise SimulationSpecError(f"--simulate: lost wants GPU@SECONDS, not {entry!r}.")
-                lost[int(gpu_text)] = _number(key, when)
+                if not at:
+                    raise SimulationSpecError(f"--simulate: lost wants GPU@SECONDS, not {reprlib.repr(entry)}.")
+                lost[_whole("lost's GPU", gpu_text, 0, MAX_GPUS - 1)] = _seconds(key, when)
             values["lost_at_s"] = lost
         elif key == "nvml":
             fault, at, until = value.partition("@")
             if fault not in NVML_FAULTS:
-                raise SimulationSpecError(f"--simulate: nvml wants one of {', '.join(NVML_FAULTS)}, not {fault!r}.")
+                raise SimulationSpecError(
+                    f"--simulate: nvml wants one of {', '.join(NVML_FAULTS)}, not {reprlib.repr(fault)}."
+                )
             values["nvml_fault"] = fault
-            values["nvml_fault_until_s"] = _number(key, until) if at else None
+            values["nvml_fault_until_s"] = _seconds(key, until) if at else None
         elif key == "procperm":
-            values["other_users_hidden"] = value in ("yes", "1", "true")
+            if value not in ("yes", "no"):
+                raise SimulationSpecError(f"--simulate: procperm wants yes or no, not {reprlib.repr(value)}.")
+            values["other_users_hidden"] = value == "yes"
         elif key == "speed":
-            values["speed"] = _number(key, value)
-            if values["speed"] <= 0:
+            values["speed"] = _number(key, value, MAX_SPEED, "simulated seconds per second")
+            if values["speed"] == 0:
                 raise SimulationSpecError("--simulate: speed must be greater than 0.")
+        elif key == "hang":
+            values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
         elif key == "start":
-            values["start_s"] = _number(key, value)
+            values["start_s"] = _seconds(key, value)
         elif key == "latency":
             if value not in ("none", "realistic"):
-                raise SimulationSpecError(f"--simulate: latency wants none or realistic, not {value!r}.")
+                raise SimulationSpecError(f"--simulate: latency wants none or realistic, not {reprlib.repr(value)}.")
             values["realistic_latency"] = value == "realistic"
         else:
             raise SimulationSpecError(
-                f"--simulate: unknown option {key!r} "
-                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start)."
+                f"--simulate: unknown option {reprlib.repr(key)} "
+                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, hang)."
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
         if gpu >= len(spec.gpus):
             raise SimulationSpecError(f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
-    if scenario == "faults":
+    if spec.scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)
     return spec
 
