@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS
@@ -34,6 +35,12 @@ def run_ticks(source: Source, clock: ManualClock, ticks: int, step_s: float = 1.
 
 def states_by_key(sample: Sample, gpu: int) -> dict[str, MetricState]:
     return {m.key: s for m, s in zip(GPU_METRICS, sample.gpus[gpu].states, strict=True)}
+
+
+def shown_by_dbusmenu_host(label: str) -> str:
+    """A dbusmenu label as a tray host shows it: ``__`` is one underscore, any other ``_`` marks
+    the next character as the access key and is not shown."""
+    return re.sub("_(_?)", r"\1", label)
 
 
 def finite(value: float) -> bool:

@@ -11,6 +11,7 @@ from datetime import datetime
 
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, STATIC_FIELDS, SmiField, Unit
+from trayvml.core.safe_text import csv_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 
 DEFAULT_FIELDS = (
@@ -79,7 +80,7 @@ def _static_column(key: str, smi: SmiField) -> Column:
             return "Enabled" if value else "Disabled"
         if isinstance(value, float):
             return _number(smi, value, units)
-        return str(value).replace(",", " ")
+        return csv_text(str(value))  # names come from the driver: no row breaks, no formulas
 
     return Column(smi, render)
 
@@ -89,7 +90,7 @@ def _timestamp(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) ->
 
 
 def _driver(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
-    return sample.system.driver_version if sample.system else "[N/A]"
+    return csv_text(sample.system.driver_version) if sample.system else "[N/A]"
 
 
 def _count(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:

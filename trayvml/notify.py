@@ -9,7 +9,6 @@ Where the server offers actions, "Open graphs" and "Snooze 1 h" come back throug
 from __future__ import annotations
 
 import contextlib
-import html
 import logging
 import socket
 import sys
@@ -18,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from trayvml.alerts import AlertEvent, Severity
+from trayvml.core.safe_text import clean, notification_text
 
 log = logging.getLogger(__name__)
 
@@ -106,9 +106,8 @@ class FreedesktopNotifier:
 
     def notify(self, event: AlertEvent, details: str = "") -> None:
         key = (event.gpu_index, event.rule)
-        body = notification_body(event, details)
-        if self.markup:  # text from the system (process names) must not be read as markup
-            body = html.escape(body)
+        # Text from the system (process names) must not be read as markup, nor fail to encode.
+        body = notification_text(notification_body(event, details), self.markup)
         actions = [part for action in ACTIONS for part in action] if self.actions and event.kind != "resolved" else []
         hints = {
             "urgency": ("y", URGENCY[event.severity]),
@@ -121,7 +120,7 @@ class FreedesktopNotifier:
                 (notification_id,) = self._call(
                     "Notify",
                     "susssasa{sv}i",
-                    ("trayvml", replaces, self._icon, event.title, body, actions, hints, -1),
+                    ("trayvml", replaces, self._icon, clean(event.title), body, actions, hints, -1),
                 )
             except _DBUS_ERRORS as error:  # the service went away: say so in the log, carry on
                 log.warning("could not send a desktop notification: %s", error)
@@ -155,13 +154,19 @@ class FreedesktopNotifier:
 
 
 class TrayMessageNotifier:
-    """Where no notification service answers (and on Windows and macOS): the tray's own balloon."""
+    """Where no notification service answers (and on Windows and macOS): the tray's own balloon.
 
-    def __init__(self, show: Callable[[str, str, Severity], None]) -> None:
+    ``markup``: whether the tray hands its messages to a notification server (Qt does so for a
+    StatusNotifierItem, and servers read markup), rather than showing them as plain text.
+    """
+
+    def __init__(self, show: Callable[[str, str, Severity], None], markup: bool = False) -> None:
         self._show = show
+        self._markup = markup
 
     def notify(self, event: AlertEvent, details: str = "") -> None:
-        self._show(event.title, notification_body(event, details), event.severity)
+        body = notification_text(notification_body(event, details), self._markup)
+        self._show(clean(event.title), body, event.severity)
 
     def close(self) -> None:
         pass  # nothing held

@@ -8,6 +8,7 @@ from typing import Any
 
 from trayvml import __version__
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, STATIC_FIELDS
+from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_bytes, format_value
 
@@ -31,9 +32,9 @@ def simulation_banner(sample: Sample) -> str:
 
 
 def _process_text(proc: Any) -> str:
-    who = proc.name or ("(hidden)" if proc.no_permission else "?")
+    who = terminal_text(proc.name) if proc.name else ("(hidden)" if proc.no_permission else "?")
     memory = "" if math.isnan(proc.used_memory_bytes) else f" {format_bytes(proc.used_memory_bytes)}"
-    user = f"{proc.user}:" if proc.user else ""
+    user = f"{terminal_text(proc.user)}:" if proc.user else ""
     return f"{user}{who}/{proc.pid}{memory}"
 
 
@@ -43,17 +44,18 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
     lines = []
     header = [f"trayvml {__version__}", when]
     if system:
-        header[1:1] = [system.hostname]
-        header += [f"driver {system.driver_version}", f"CUDA {system.cuda_driver_version}"]
+        header[1:1] = [terminal_text(system.hostname)]
+        header += [f"driver {terminal_text(system.driver_version)}", f"CUDA {system.cuda_driver_version}"]
     lines.append("  ".join(header))
     if sample.simulation:
         lines.append(simulation_banner(sample))
     if sample.problem is not None:
         lines.append(sample.problem[1])
-    name_width = max((len(d.name) for d in sample.devices), default=0)
-    for gpu, info in zip(sample.gpus, sample.devices, strict=True):
+    names = [terminal_text(d.name) for d in sample.devices]  # a name from the driver is untrusted
+    name_width = max(map(len, names), default=0)
+    for gpu, info, name in zip(sample.gpus, sample.devices, names, strict=True):
         if gpu.lost:
-            lines.append(f"[{gpu.index}] {info.name:<{name_width}} | GPU lost: it has fallen off the bus")
+            lines.append(f"[{gpu.index}] {name:<{name_width}} | GPU lost: it has fallen off the bus")
             continue
         total = info.memory_total_bytes
         used = gpu.value("memory_used_bytes")
@@ -62,7 +64,7 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
         if power != "n/a":
             power += f" / {_show(gpu, 'power_enforced_limit_w')}"
         cells = [
-            f"[{gpu.index}] {info.name:<{name_width}}",
+            f"[{gpu.index}] {name:<{name_width}}",
             f"{_show(gpu, 'temperature_gpu_c'):>6}",
             f"{_show(gpu, 'utilization_gpu_percent'):>5}",
             f"{memory:>21}",
@@ -111,7 +113,7 @@ def _static_text(key: str, value: Any, unit: str) -> str:
         return format_bytes(value)
     if isinstance(value, float):
         return f"{value:g} {unit}".rstrip()
-    return str(value)
+    return terminal_text(str(value))
 
 
 def json_snapshot(sample: Sample) -> dict[str, Any]:
@@ -141,10 +143,10 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                     {
                         "pid": p.pid,
                         "kind": p.kind,
-                        "name": p.name,
-                        "user": p.user,
-                        "command": p.command,
-                        "container": p.container,
+                        "name": json_text(p.name),
+                        "user": json_text(p.user),
+                        "command": json_text(p.command),
+                        "container": json_text(p.container),
                         "used_memory_bytes": _number(p.used_memory_bytes),
                         "no_permission": p.no_permission,
                     }
@@ -162,7 +164,7 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
         "timestamp": datetime.fromtimestamp(sample.timestamp_s).astimezone().isoformat(timespec="milliseconds"),
         "timestamp_s": sample.timestamp_s,
         "simulated": sample.simulation or None,
-        "system": None if system is None else vars(system),
+        "system": None if system is None else {k: _static_json(v) for k, v in vars(system).items()},
         "unavailable": None
         if sample.unavailable is None
         else {"reason": sample.unavailable.reason.value, "message": sample.unavailable.sentence},
@@ -182,4 +184,6 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
 def _static_json(value: Any) -> Any:
     if isinstance(value, float):
         return _number(value)
+    if isinstance(value, str):
+        return json_text(value)
     return value

@@ -7,6 +7,7 @@ import shlex
 
 import psutil
 
+from trayvml.core.safe_text import clean
 from trayvml.core.sample import ProcessDetails
 
 # Docker, containerd, CRI-O, Podman and Kubernetes all put a 64-hex-digit id in the cgroup path.
@@ -16,7 +17,8 @@ _CONTAINER_ID = re.compile(r"(?:docker|containerd|crio|libpod|cri-containerd)[-/
 def container_of(pid: int) -> str:
     """The short container id a PID runs in, or "" on the host or where it cannot be read."""
     try:
-        with open(f"/proc/{pid}/cgroup", encoding="utf-8") as cgroup:
+        # Cgroup names are chosen by whoever made them; only the hex id matters here.
+        with open(f"/proc/{pid}/cgroup", encoding="utf-8", errors="replace") as cgroup:
             text = cgroup.read()
     except OSError:
         return ""
@@ -29,6 +31,9 @@ def container_of(pid: int) -> str:
 def resolve_host_process(pid: int) -> ProcessDetails | None:
     """Details of a host PID; None if it is gone or lives outside our PID namespace.
 
+    Any user names their processes, so the text is cleaned here, where it enters (see
+    core.safe_text): psutil hands undecodable bytes over surrogate-escaped, which no UTF-8
+    output can encode, and control characters would reach terminals raw.
     Raises PermissionError where another user's process cannot be inspected.
     """
     try:
@@ -44,4 +49,4 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
         return None  # exited, or a host PID seen from inside a container
     except psutil.AccessDenied as denied:
         raise PermissionError(f"no permission to inspect process {pid}") from denied
-    return ProcessDetails(name, user, command, container_of(pid))
+    return ProcessDetails(clean(name), clean(user), clean(command), container_of(pid))

@@ -208,10 +208,11 @@ class App(QObject):
         from trayvml.core.units import format_bytes
 
         biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
-        return "Processes: " + ", ".join(  # names shortened: any user names a process
+        shown = (  # names shortened: any user names a process
             f"{shorten(p.name) or '?'} ({shorten(p.user) or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}"
             for p in biggest[:3]
         )
+        return "Processes: " + ", ".join(shown)
 
     # ---- settings and autostart ----
     def show_settings(self) -> None:

@@ -7,6 +7,7 @@ from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
 from trayvml.core.levels import gpu_level
+from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import Sample
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import draw_icon
@@ -57,14 +58,16 @@ class SummaryWindow(QWidget):
         if sample is None:
             self.rows.setText("Starting…")
             return
-        self.title.setText(f"<b>trayvml</b> — {sample.simulation}" if sample.simulation else "<b>trayvml</b>")
+        # Rich text: every piece of text is escaped, GPU names from the driver above all.
+        simulation = f" — {rich_text(sample.simulation)}" if sample.simulation else ""
+        self.title.setText(f"<b>trayvml</b>{simulation}")
         rows = []
         if sample.problem is not None:
-            rows.append(sample.problem[1])
+            rows.append(rich_text(sample.problem[1]))
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
             colour = LEVEL_COLOURS[gpu_level(gpu)].name()
-            rows.append(f'<span style="color:{colour}">■</span> {gpu_line(gpu, info)}')
+            rows.append(f'<span style="color:{colour}">■</span> {rich_text(gpu_line(gpu, info))}')
         host = host_line(sample)
         if host:
-            rows.append(host)
+            rows.append(rich_text(host))
         self.rows.setText("<br>".join(rows))

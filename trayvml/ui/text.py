@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
+from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_value, short_name
 
@@ -21,8 +22,11 @@ def used_of_total(used_bytes: float, total_bytes: float) -> str:
 
 
 def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
-    """``0 H100 43% · 12.1/80.0 GiB · 61 °C · 210 W``; parts a GPU cannot tell are left out."""
-    head = f"{gpu.index} {short_name(info.name)}"
+    """``0 H100 43% · 12.1/80.0 GiB · 61 °C · 210 W``; parts a GPU cannot tell are left out.
+
+    Plain text: each sink escapes it for its own syntax (see core.safe_text).
+    """
+    head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
         return f"{head} — lost: it has fallen off the bus"
     parts = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 
 from PySide6.QtCore import QObject, Signal
@@ -9,6 +10,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
+from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
 from trayvml.pick import choose
 from trayvml.ui.glance import content_for
@@ -24,6 +26,22 @@ def make_icon(content: IconContent, device_pixel_ratio: float = 1.0) -> QIcon:
     for size in ICON_SIZES:
         icon.addPixmap(draw_icon(content, size, device_pixel_ratio))
     return icon
+
+
+def tray_over_dbus() -> bool:
+    """Whether Qt shows the tray item as a StatusNotifierItem, its menu going out over dbusmenu
+    and its messages to the notification server. Qt decides so when it makes the first
+    QSystemTrayIcon, by asking the StatusNotifierWatcher this same question."""
+    if sys.platform in ("win32", "darwin"):
+        return False
+    from PySide6.QtDBus import QDBusConnection, QDBusInterface
+
+    bus = QDBusConnection.sessionBus()
+    if not bus.isConnected():
+        return False
+    name = "org.kde.StatusNotifierWatcher"
+    watcher = QDBusInterface(name, "/StatusNotifierWatcher", name, bus)
+    return watcher.isValid() and bool(watcher.property("IsStatusNotifierHostRegistered"))
 
 
 class Tray(QObject):
@@ -43,6 +61,7 @@ class Tray(QObject):
         self._content: IconContent | None = None
         self._tooltip = ""
         self.redraws = 0
+        self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
         self.icon = QSystemTrayIcon()
         self.icon.setObjectName("trayvml_tray")
         self.menu = QMenu()
@@ -63,7 +82,7 @@ class Tray(QObject):
         self.status_action.setEnabled(False)
         self.gpu_actions: list[QAction] = []
         self._gpu_anchor = m.addSeparator()
-        self.copy_action = m.addAction("Copy CUDA_VISIBLE_DEVICES", self._copy_freest)
+        self.copy_action = m.addAction(self._label("Copy CUDA_VISIBLE_DEVICES"), self._copy_freest)
         self.simulate_action = m.addAction("Start with simulated GPUs", self.simulation_requested.emit)
         self.simulate_action.setVisible(False)
         pause = m.addMenu("Pause alerts")
@@ -77,6 +96,10 @@ class Tray(QObject):
         self.settings_action = m.addAction("Settings…")
         m.addSeparator()
         m.addAction("Quit", self.quit_requested.emit)
+
+    def _label(self, text: str) -> str:
+        """A menu entry's text that shows ``text`` as it is (GPU names come from the driver)."""
+        return menu_label(text, self.over_dbus)
 
     def pause_alerts(self, seconds: float) -> None:
         self.alerts_paused_until_s = 0.0 if seconds == 0 else time.time() + seconds
@@ -141,15 +164,15 @@ class Tray(QObject):
         if sample is None:
             return
         for gpu, info, action in zip(sample.gpus, sample.devices, self.gpu_actions, strict=False):
-            action.setText(gpu_line(gpu, info))
+            action.setText(self._label(gpu_line(gpu, info)))
         unavailable = sample.unavailable
         problem = sample.problem
         status = problem[0] if problem else sample.simulation
-        self.status_action.setText(status)
+        self.status_action.setText(self._label(status))
         self.status_action.setToolTip(problem[1] if problem else "")
         self.status_action.setVisible(bool(status))
         no_driver = unavailable is not None and unavailable.reason is UnavailableReason.LIBRARY_NOT_FOUND
         self.simulate_action.setVisible(no_driver and not sample.simulation)
         freest = self.freest_text()
-        self.copy_action.setText(f"Copy {freest}" if freest else "Copy CUDA_VISIBLE_DEVICES")
+        self.copy_action.setText(self._label(f"Copy {freest}" if freest else "Copy CUDA_VISIBLE_DEVICES"))
         self.copy_action.setEnabled(bool(freest))
