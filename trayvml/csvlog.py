@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import errno
 import math
 import os
+import reprlib
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -28,6 +32,7 @@ DEFAULT_FIELDS = (
     "clocks.current.sm",
     "pstate",
 )
+_HEADER_LIMIT_CHARS = 65_536
 _STATE_TEXT = {
     MetricState.NO_DATA: "[N/A]",
     MetricState.NOT_SUPPORTED: "[Not Supported]",
@@ -108,13 +113,13 @@ COLUMNS: dict[str, Column] = {
 
 def parse_fields(text: str | None) -> list[Column]:
     """Columns for a ``--query`` list; raises TrayvmlError naming an unknown field."""
-    names = [n.strip() for n in text.split(",")] if text else list(DEFAULT_FIELDS)
+    names = [n.strip() for n in text.split(",") if n.strip()] if text is not None else list(DEFAULT_FIELDS)
     columns = []
     for name in names:
         if name not in COLUMNS:
             near = difflib.get_close_matches(name, COLUMNS, n=3)
-            hint = f" Did you mean {' or '.join(near)}?" if near else " Run `trayvml log --help-fields` for the list."
-            raise TrayvmlError(f"Unknown field {name!r} in --query.{hint}")
+            hint = f" Did you mean {' or '.join(near)}?" if near else " Run `trayvml log --list-fields` for the list."
+            raise TrayvmlError(f"Unknown field {reprlib.repr(name)} in --query.{hint}")
         columns.append(COLUMNS[name])
     if not columns:
         raise TrayvmlError("--query names no fields.")
@@ -133,37 +138,47 @@ def rows(sample: Sample, columns: list[Column], units: bool = True) -> list[str]
 
 
 class CsvLog:
-    """Appends rows to a CSV file; each tick's rows go out in one write and are flushed."""
+    """Appends rows to a CSV file; each tick's rows go out in one write, whole or not at all.
+
+    Only a regular file is read (for its header): a pipe or a device (``/dev/stdout``) is only
+    written, since reading one would wait for ever. Raises TrayvmlError with a sentence.
+    """
 
     def __init__(self, path: str, columns: list[Column], units: bool = True) -> None:
         self.path = path
         self.columns = columns
         self.units = units
-        header = header_line(columns)
-        existing = self._existing_header()
-        if existing is not None and existing != header:
-            raise TrayvmlError(
-                f"{path} already holds a log with other columns ({existing!r}); "
-                "choose another file or the same --query, so that nothing in it is mixed up."
-            )
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
             raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+        try:
+            self._start(header_line(columns))
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _start(self, header: str) -> None:
+        status = os.fstat(self._fd)
+        self._regular = stat.S_ISREG(status.st_mode)
+        existing = self._existing_header() if self._regular and status.st_size else None
+        if existing is not None and existing != header:
+            raise TrayvmlError(
+                f"{self.path} already holds a log with other columns ({reprlib.repr(existing)}); "
+                "choose another file or the same --query, so that nothing in it is mixed up."
+            )
         if existing is None:
             self._write(header + "\n")
         elif not self._ends_with_newline():
             self._write("\n")  # a row cut short by a crash stays as it was; new rows start afresh
 
-    def _existing_header(self) -> str | None:
+    def _existing_header(self) -> str:
         try:
             with open(self.path, encoding="utf-8", errors="replace") as log:
-                first = log.readline()
-        except FileNotFoundError:
-            return None
+                # Bounded: a file that is not a log may hold no newline in its first gigabytes.
+                return log.readline(_HEADER_LIMIT_CHARS).rstrip("\r\n")
         except OSError as error:
             raise TrayvmlError(f"Cannot read {self.path}: {error.strerror}.") from None
-        return first.rstrip("\r\n") if first else None
 
     def _ends_with_newline(self) -> bool:
         with open(self.path, "rb") as log:
@@ -171,7 +186,22 @@ class CsvLog:
             return log.read(1) == b"\n"
 
     def _write(self, text: str) -> None:
-        os.write(self._fd, text.encode())
+        data = text.encode()
+        written = 0
+        try:
+            while written < len(data):  # os.write may write only part (a full disk, a signal)
+                count = os.write(self._fd, data[written:])
+                if count == 0:
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                written += count
+        except OSError as error:
+            if written and self._regular:
+                # Take back the part that went out: the file keeps whole rows only.
+                with contextlib.suppress(OSError):
+                    os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
+            raise TrayvmlError(
+                f"Cannot write {self.path}: {error.strerror}; the rows already in it are whole."
+            ) from None
 
     def append(self, sample: Sample) -> int:
         lines = rows(sample, self.columns, self.units)
