@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
+import math
 import os
+import shlex
 import signal
 import subprocess
 import sys
@@ -61,8 +64,8 @@ def test_full_snapshot_lists_every_catalog_metric(capsys: pytest.CaptureFixture)
 
 def test_log_writes_nvidia_smi_csv_and_appends_when_the_header_matches(tmp_path: Path) -> None:
     path = tmp_path / "gpu.csv"
-    assert main(["log", "--csv", str(path), "--count", "2", "--interval", "0.05", SIM]) == 0
-    assert main(["log", "--csv", str(path), "--count", "1", "--interval", "0.05", SIM]) == 0
+    assert main(["log", "--csv", str(path), "--count", "2", "--interval", "0.5", SIM]) == 0
+    assert main(["log", "--csv", str(path), "--count", "1", SIM]) == 0
     lines = path.read_text().splitlines()
     assert lines[0].startswith("timestamp, index, name, utilization.gpu [%], utilization.memory [%], memory.used [MiB]")
     assert len(lines) == 1 + 3 * 4
@@ -118,13 +121,16 @@ def test_log_after_a_cut_short_row_starts_on_a_new_line(tmp_path: Path) -> None:
         (["log", "--count", "1"], "log needs --csv FILE"),
         (["snapshot", "--simulate=nonsense"], "unknown scenario 'nonsense'"),
         (["snapshot", "--simulate=training:gpus=a100"], "unknown GPU profile 'a100'"),
-        (["snapshot", "--simulate=training:gpus=h100*17"], "at most 16 GPUs"),
+        (["snapshot", "--simulate=training:gpus=h100*8+rtx4090*9"], "at most 16 GPUs can be simulated, not 17"),
         (["snapshot", "--simulate=training:lost=9@1"], "only 4 are simulated"),
         (["pick", "--by", "mood"], "invalid choice"),
-        (["log", "--csv", "x.csv", "--interval", "0"], "must be greater than 0"),
+        (["log", "--csv", "x.csv", "--interval", "0"], "'0' is not between"),
         (["pick", "--count", "two"], "is not a whole number"),
-        (["pick", "--min-free-mib", "-5"], "is not a number of MiB (0 or more)"),
-        (["pick", "--min-free-mib", "nan"], "is not a number of MiB (0 or more)"),
+        (["pick", "--min-free-mib", "-5"], "is not between 0 and 1000000000 MiB"),
+        (["pick", "--min-free-mib", "nan"], "is not between 0 and 1000000000 MiB"),
+        (["snapshot", "--simulate=training:seed=x"], "seed wants a whole number from 0 to 4294967295, not 'x'"),
+        (["log", "--csv", "x.csv", "--query", " , "], "--query names no fields"),
+        (["log", "--csv", "x.csv", "--query", "zzz"], "Run `trayvml log --list-fields` for the list."),
     ],
 )
 def test_bad_input_exits_2_with_a_sentence(args: list[str], message: str, tmp_path: Path) -> None:
@@ -205,7 +211,7 @@ def test_python_api_sets_and_restores_cuda_visible_devices(monkeypatch: pytest.M
 def test_ctrl_c_ends_an_open_ended_log_cleanly(tmp_path: Path) -> None:
     path = tmp_path / "live.csv"
     proc = subprocess.Popen(
-        [sys.executable, "-m", "trayvml", "log", "--csv", str(path), "--interval", "0.1", SIM],
+        [sys.executable, "-m", "trayvml", "log", "--csv", str(path), "--interval", "0.5", SIM],
         stderr=subprocess.PIPE,
         text=True,
     )
@@ -216,3 +222,218 @@ def test_ctrl_c_ends_an_open_ended_log_cleanly(tmp_path: Path) -> None:
     _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0 and "Traceback" not in err and "ticks logged" in err
     assert path.read_text().endswith("\n")
+
+
+def test_the_flag_the_unknown_field_message_names_exists(capsys: pytest.CaptureFixture) -> None:
+    assert main(["log", "--csv", "unused.csv", "--query", "zzz", SIM]) == 2
+    flag = capsys.readouterr().err.split("`trayvml log ")[1].split("`")[0]
+    assert main(["log", flag]) == 0
+    assert "utilization.gpu" in capsys.readouterr().out.splitlines()
+
+
+class _DiskFillingUp:
+    """``os`` as csvlog sees it, but ``write`` takes at most ``chunk`` bytes a call and, once
+    ``room`` bytes went out, fails as a full disk does."""
+
+    def __init__(self, room: float, chunk: int = 1 << 20) -> None:
+        self.room = room
+        self.chunk = chunk
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+    def write(self, fd: int, data: bytes) -> int:
+        if self.room <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        count = os.write(fd, bytes(data[: int(min(self.chunk, self.room))]))
+        self.room -= count
+        return count
+
+
+def test_a_full_disk_ends_the_log_with_a_sentence_and_no_torn_row(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    from trayvml import csvlog
+
+    path = tmp_path / "full.csv"
+    assert main(["log", "--csv", str(path), "--count", "1", SIM]) == 0
+    before = path.read_bytes()
+    capsys.readouterr()
+    monkeypatch.setattr(csvlog, "os", _DiskFillingUp(room=len(before) // 3))  # part of the next tick's rows
+    assert main(["log", "--csv", str(path), "--count", "3", SIM]) == 2
+    assert path.read_bytes() == before  # the partial tick was taken back: whole rows only
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "No space left on device" in err and "Traceback" not in err
+
+
+def test_short_writes_are_continued_so_rows_stay_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml import csvlog
+
+    path = tmp_path / "short.csv"
+    monkeypatch.setattr(csvlog, "os", _DiskFillingUp(room=math.inf, chunk=7))  # as a signal can cut a write
+    assert main(["log", "--csv", str(path), "--count", "2", "--interval", "0.5", SIM]) == 0
+    lines = path.read_text().splitlines()
+    assert len(lines) == 1 + 2 * 4 and all(line.count(", ") == lines[0].count(", ") for line in lines)
+
+
+def test_log_to_dev_full_says_the_device_is_full() -> None:
+    result = run_cli("log", "--csv", "/dev/full", "--count", "1", SIM, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "No space left on device" in result.stderr
+
+
+def test_log_to_a_pipe_writes_without_reading_it() -> None:
+    # run_cli's stdout is a pipe, as in `trayvml log --csv /dev/stdout | cat`.
+    result = run_cli("log", "--csv", "/dev/stdout", "--count", "2", "--interval", "0.5", SIM, timeout=60)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("timestamp, index, name") and len(lines) == 1 + 2 * 4
+
+
+def test_intervals_have_the_settings_bounds(capsys: pytest.CaptureFixture) -> None:
+    from trayvml.cli import build_parser
+    from trayvml.config import GENERAL_BY_KEY
+
+    setting = GENERAL_BY_KEY["sampling_interval_s"]
+    assert setting.minimum is not None and setting.maximum is not None
+    parser = build_parser()
+    for lowest_or_highest in (setting.minimum, setting.maximum):
+        assert parser.parse_args(["--interval", str(lowest_or_highest)]).interval == lowest_or_highest
+        assert parser.parse_args(["log", "--interval", str(lowest_or_highest)]).interval == lowest_or_highest
+    for command in ([], ["log", "--csv", "unused.csv"]):
+        for outside in (setting.minimum / 2, setting.maximum * 2, 1e-9, 1e9, math.inf):
+            assert main([*command, "--interval", str(outside), SIM]) == 2
+            assert f"is not between {setting.minimum:g} and {setting.maximum:g} seconds" in capsys.readouterr().err
+
+
+def test_options_given_before_the_command_are_kept() -> None:
+    from trayvml.cli import build_parser
+
+    args = build_parser().parse_args(["--interval", "5", "--config", "a.toml", "--simulate=idle", "log"])
+    assert args.interval == 5 and args.config == os.path.abspath("a.toml") and args.simulate == "idle"
+
+
+def test_timeout_has_a_default_and_bounds() -> None:
+    from trayvml.cli import DRIVER_TIMEOUT_S, build_parser
+
+    parser = build_parser()
+    for command in ("snapshot", "log", "pick"):
+        assert parser.parse_args([command]).timeout == DRIVER_TIMEOUT_S
+        assert parser.parse_args([command, "--timeout", "0.1"]).timeout == 0.1
+        assert parser.parse_args([command, "--timeout", "3600"]).timeout == 3600
+
+
+@pytest.mark.parametrize("before", [True, False])
+def test_config_works_before_and_after_the_command(before: bool, tmp_path: Path, capsys) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("gpus = 5\n")  # valid TOML, unusable settings
+    config = ["--config", str(path)]
+    args = [*config, "snapshot", SIM] if before else ["snapshot", *config, SIM]
+    assert main(args) == 0
+    err = capsys.readouterr().err
+    assert f"The settings file {path} could not be used" in err and "Traceback" not in err
+    assert not path.exists()  # set aside, as the tray app does
+
+
+def test_autostart_writes_an_absolute_config_path() -> None:
+    from trayvml.cli import build_parser
+
+    args = build_parser().parse_args(["autostart", "status", "--config", "relative.toml"])
+    assert args.config == os.path.join(os.getcwd(), "relative.toml")  # the entry runs from another folder
+
+
+def test_readme_lists_every_exit_code() -> None:
+    from trayvml.cli import EXIT_NO_NVML, EXIT_NOT_ENOUGH, EXIT_USAGE
+    from trayvml.ui.app import EXIT_NO_DISPLAY
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    listed = " ".join(readme.split("Exit codes:")[1].split("\n\n")[0].split())
+    for code in (0, EXIT_NOT_ENOUGH, EXIT_USAGE, EXIT_NO_NVML, EXIT_NO_DISPLAY):
+        assert f" {code} " in f" {listed}"
+
+
+def test_readme_log_examples_run_in_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    examples = [line.split("#")[0] for line in readme.splitlines() if line.startswith("trayvml log --csv")]
+    assert len(examples) >= 2
+    monkeypatch.chdir(tmp_path)
+    for example in examples:  # as a reader would try them, cut short
+        assert main([*shlex.split(example)[1:], "--count", "1", "--interval", "0.5", SIM]) == 0, example
+
+
+def test_a_simulated_driver_fault_does_not_advise_simulating() -> None:
+    from trayvml.core.errors import NvmlUnavailable, UnavailableReason
+
+    real = NvmlUnavailable(UnavailableReason.LIBRARY_NOT_FOUND)
+    assert "--simulate" in real.sentence  # where there is no driver, simulation is worth knowing
+    result = run_cli("snapshot", "--simulate=idle:nvml=missing@30")
+    assert result.returncode == 3
+    assert "simulated" in result.stderr and "trayvml --simulate shows" not in result.stderr
+
+
+def test_bare_simulate_starts_with_the_training_job_running(capsys: pytest.CaptureFixture) -> None:
+    assert main(["snapshot", "--json", "--simulate"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["simulated"]  # still labelled
+    for gpu in data["gpus"]:
+        assert gpu["metrics"]["utilization_gpu_percent"] > 50
+        assert any(p["name"] == "python" for p in gpu["processes"])
+
+
+# Every option of every command, with values no option should take. A value that happens to be
+# valid for one option (a file named "nan") is left out for that option only.
+_BAD_VALUES = ["nan", "inf", "-inf", "-1", "1e308", "99999999999999999999", "9" * 5000, "", "é", "٣"]
+_SPEC_TEMPLATES = [
+    "idle:seed={}",
+    "idle:at={}",
+    "idle:start={}",
+    "idle:speed={}",
+    "idle:gpus={}",
+    "idle:gpus=h100*{}",
+    "idle:lost=0@{}",
+    "idle:lost={}@1",
+    "idle:nvml=missing@{}",
+    "idle:procperm={}",
+    "idle:latency={}",
+    "{}",
+]
+_OPTIONS = {
+    "": ["--interval"],
+    "snapshot": ["--timeout"],
+    "log": ["--timeout", "--interval", "--count", "--query"],
+    "pick": ["--timeout", "--count", "--by", "--min-free-mib"],
+}
+
+
+def _fuzz_cases() -> list:
+    cases = []
+    for number, value in enumerate(_BAD_VALUES):
+        for command, options in _OPTIONS.items():
+            base = [command] if command else []
+            if command == "log":
+                base += ["--csv", "fuzz.csv", "--count", "1"]  # a later --count wins: it is still fuzzed
+            cases += [
+                pytest.param([*base, f"{option}={value}", SIM], id=f"{command}{option}-{number}") for option in options
+            ]
+            cases += [
+                pytest.param([*base, f"--simulate={template.format(value)}"], id=f"{command}:{template}-{number}")
+                for template in _SPEC_TEMPLATES
+                if value or template != "{}"  # an empty spec is the default simulation
+            ]
+        cases.append(pytest.param(["autostart", value], id=f"autostart-{number}"))
+    # Any other value names a file that may not exist yet, which is fine for a settings file.
+    cases += [pytest.param([*command, "--config=", SIM], id=f"{command}--config") for command in ([], ["snapshot"])]
+    return cases
+
+
+@pytest.mark.parametrize("argv", _fuzz_cases())
+def test_bad_values_for_any_option_exit_2_with_one_line(
+    argv: list[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    for name in ("DISPLAY", "WAYLAND_DISPLAY"):  # an accepted value must not start the tray app
+        monkeypatch.delenv(name, raising=False)
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 400 and "Traceback" not in err
+    assert not (tmp_path / "fuzz.csv").exists()

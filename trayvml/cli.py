@@ -1,6 +1,7 @@
 """The command line: ``trayvml`` starts the tray app; subcommands print, log and pick GPUs.
 
-Exit codes: 0 fine, 1 not enough GPUs qualify, 2 bad arguments, 3 NVML unavailable.
+Exit codes: 0 fine, 1 not enough GPUs qualify, 2 bad arguments, 3 NVML unavailable or the
+driver not answering, 4 no display (the tray app), 130 ended by Ctrl-C while waiting on the driver.
 """
 
 from __future__ import annotations
@@ -8,21 +9,38 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
+import reprlib
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from trayvml import __version__
 from trayvml.core.errors import NotEnoughGpusError, SimulationSpecError, TrayvmlError
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
+    from trayvml.core.sample import Sample
     from trayvml.nvml.sim import SimSpec
     from trayvml.source import Source
 
 EXIT_NOT_ENOUGH = 1
 EXIT_USAGE = 2
-EXIT_NO_NVML = 3
+EXIT_NO_NVML = 3  # NVML unavailable, or the driver not answering within --timeout
+EXIT_INTERRUPTED = 130  # as shells report a command ended by Ctrl-C
 SNAPSHOT_SETTLE_S = 0.5  # rates (PCIe, NVLink, disk, network) need two readings
+LOG_INTERVAL_S = 1.0  # as nvidia-smi -l 1
+DRIVER_TIMEOUT_S = 10.0  # --timeout's default
+MAX_COUNT = 1_000_000_000  # ticks or GPUs: past any real use, short of what would look like a hang
+MAX_MIB = 1e9  # a petabyte of GPU memory
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error said in one line (what is wrong, where help is) instead of the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        if len(message) > 300:  # argparse repeats a bad value whole, even 5,000 characters of it
+            message = message[:300] + "…"
+        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
 
 
 def _number_argument(
@@ -32,64 +50,103 @@ def _number_argument(
 
     def parse(text: str) -> float:
         try:
-            value = convert(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not {kind}") from None
+            value = convert(text) if text.isascii() else convert("")  # float() reads "٣" as 3
+        except ValueError:  # int() also refuses over 4,300 digits this way
+            raise argparse.ArgumentTypeError(f"{reprlib.repr(text)} is not {kind}") from None
         if not fits(value):  # NaN fits no bound
-            raise argparse.ArgumentTypeError(f"{text} {rule}")
+            raise argparse.ArgumentTypeError(f"{reprlib.repr(text)} {rule}")
         return value
 
     return parse
 
 
-_positive_float = _number_argument(float, "a number", lambda v: v > 0, "must be greater than 0")
-_positive_int = _number_argument(int, "a whole number", lambda v: v >= 1, "must be at least 1")
-_non_negative_float = _number_argument(
-    float, "a number of MiB (0 or more)", lambda v: v >= 0, "is not a number of MiB (0 or more)"
-)
+def _between(low: float, high: float, unit: str) -> Callable[[str], float]:
+    """A finite number from ``low`` to ``high``, in ``unit``."""
+    return _number_argument(
+        float, f"a number of {unit}", lambda v: low <= v <= high, f"is not between {low:.15g} and {high:.15g} {unit}"
+    )
+
+
+_count = _number_argument(int, "a whole number", lambda v: 1 <= v <= MAX_COUNT, f"is not from 1 to {MAX_COUNT}")
+_timeout_s = _between(0.1, 3600, "seconds")
+_min_free_mib = _between(0, MAX_MIB, "MiB")
+
+
+def _config_path(text: str) -> str:
+    # Absolute: `autostart on` writes it into an entry that runs from another folder.
+    if not text.strip():
+        raise argparse.ArgumentTypeError("wants the path of a settings file")
+    return os.path.abspath(text)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    simulate = argparse.ArgumentParser(add_help=False)
+    from trayvml.config import GENERAL_BY_KEY
+
+    interval = GENERAL_BY_KEY["sampling_interval_s"]  # the settings' bounds, so that no option bypasses them
+    assert interval.minimum is not None and interval.maximum is not None
+    # Options that mean the same before and after the command: given as parents with
+    # default=SUPPRESS, so that a command's parser does not overwrite the value given before it.
+    simulate = _Parser(add_help=False)
     simulate.add_argument(
         "--simulate",
         nargs="?",
-        const="training",
+        const="",
         default=argparse.SUPPRESS,
         metavar="SPEC",
         help="use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
-        "processes, faults (default training); also TRAYVML_SIMULATE",
+        "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
     )
-    parser = argparse.ArgumentParser(
-        prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate]
+    config = _Parser(add_help=False)
+    config.add_argument(
+        "--config",
+        type=_config_path,
+        default=argparse.SUPPRESS,
+        metavar="PATH",
+        help="settings file (default: in your config folder)",
+    )
+    sampling = _Parser(add_help=False)
+    sampling.add_argument(
+        "--interval",
+        type=_between(interval.minimum, interval.maximum, "seconds"),
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help=f"seconds between samples, {interval.minimum:g} to {interval.maximum:g} "
+        f"(default: the tray app's settings; {LOG_INTERVAL_S:g} for log)",
+    )
+    driver = _Parser(add_help=False)
+    driver.add_argument(
+        "--timeout",
+        type=_timeout_s,
+        default=DRIVER_TIMEOUT_S,
+        metavar="S",
+        help=f"give up when the NVIDIA driver has not answered for S seconds (default {DRIVER_TIMEOUT_S:g})",
+    )
+    parser = _Parser(
+        prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate, config, sampling]
     )
     parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
-    parser.add_argument(
-        "--interval", type=_positive_float, default=None, metavar="S", help="sampling interval (default: settings)"
-    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    reading = [simulate, config, driver]
 
-    snap = commands.add_parser("snapshot", parents=[simulate], help="print every GPU's current values")
+    snap = commands.add_parser("snapshot", parents=reading, help="print every GPU's current values")
     snap.add_argument("--json", action="store_true", help="JSON with units in the key names")
     snap.add_argument("--full", action="store_true", help="every metric and static fact per GPU")
 
-    log = commands.add_parser("log", parents=[simulate], help="append CSV rows like nvidia-smi --format=csv")
+    log = commands.add_parser("log", parents=[*reading, sampling], help="append CSV rows like nvidia-smi --format=csv")
     log.add_argument("--csv", metavar="FILE", help="the CSV file (appended to when its header matches)")
-    log.add_argument("--interval", type=_positive_float, default=1.0, metavar="S", help="seconds between rows")
-    log.add_argument("--count", type=_positive_int, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
+    log.add_argument("--count", type=_count, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
     log.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names")
     log.add_argument("--nounits", action="store_true", help="values without units, as --format=csv,nounits")
     log.add_argument("--list-fields", action="store_true", help="print the field names and exit")
 
-    pick = commands.add_parser("pick", parents=[simulate], help="print the freest GPUs for CUDA_VISIBLE_DEVICES")
-    pick.add_argument("--count", type=_positive_int, default=1, metavar="N")
+    pick = commands.add_parser("pick", parents=reading, help="print the freest GPUs for CUDA_VISIBLE_DEVICES")
+    pick.add_argument("--count", type=_count, default=1, metavar="N")
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
-    pick.add_argument("--min-free-mib", type=_non_negative_float, default=0.0, metavar="M")
+    pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
     pick.add_argument("--uuid", action="store_true", help="print GPU UUIDs instead of indices")
 
-    autostart = commands.add_parser("autostart", help="start trayvml at login: on, off or status")
+    autostart = commands.add_parser("autostart", parents=[config], help="start trayvml at login: on, off or status")
     autostart.add_argument("state", choices=("on", "off", "status"))
-    parser.add_argument("--config", metavar="PATH", help="settings file (default: in your config folder)")
     return parser
 
 
@@ -99,9 +156,15 @@ def _fail(message: str, code: int) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
+        return done.code if isinstance(done.code, int) else 0
+    args.config = getattr(args, "config", None)
+    args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
     logging.basicConfig(format="trayvml: %(message)s", level=logging.WARNING)
+    if args.config is not None and args.command in ("snapshot", "log", "pick"):
+        _check_settings(args.config)
     try:
         from trayvml.nvml.sim import simulation_from
 
@@ -120,32 +183,57 @@ def main(argv: Sequence[str] | None = None) -> int:
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval, args.config)
+    except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
+        return EXIT_INTERRUPTED
     except NotEnoughGpusError as error:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)
 
 
-def _source(simulation: SimSpec | None) -> Source:
+def _check_settings(path: str) -> None:
+    """Say, as the tray app would, when the settings file given with --config cannot be used.
+
+    These commands take nothing from the settings yet, but a user who names a file should hear
+    that it is broken rather than find out at the next login.
+    """
+    from pathlib import Path
+
+    from trayvml.config import SettingsStore
+
+    _, note = SettingsStore(Path(path)).load()
+    if note:
+        print(f"trayvml: {note}", file=sys.stderr)
+
+
+def _source(simulation: SimSpec | None, timeout_s: float) -> Source:
     from trayvml.source import Source
 
-    return Source(simulation)
+    return Source(simulation, stall_after_s=timeout_s)
+
+
+def _not_current(sample: Sample) -> str | None:
+    """Why ``sample`` has no current GPU values (the driver not answering, NVML unusable), or None."""
+    problem = sample.problem
+    return problem[1] if problem is not None else None
 
 
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.report import json_snapshot, text_snapshot
 
-    source = _source(simulation)
+    source = _source(simulation, args.timeout)
     try:
-        source.sample()
-        source.clock.sleep_s(SNAPSHOT_SETTLE_S)
         sample = source.sample()
+        if sample.stall is None:
+            source.clock.sleep_s(SNAPSHOT_SETTLE_S)
+            sample = source.sample()
     finally:
         source.close()
-    if sample.unavailable is not None:
+    problem = _not_current(sample)
+    if problem is not None:
         if args.json:
             print(json.dumps(json_snapshot(sample), indent=2))
-        return _fail(sample.unavailable.sentence, EXIT_NO_NVML)
+        return _fail(problem, EXIT_NO_NVML)
     if args.json:
         print(json.dumps(json_snapshot(sample), indent=2, ensure_ascii=False))
     else:
@@ -162,11 +250,12 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if not args.csv:
         return _fail("log needs --csv FILE (or --list-fields).", EXIT_USAGE)
     columns = parse_fields(args.query)
-    source = _source(simulation)
+    source = _source(simulation, args.timeout)
     try:
         first = source.sample()
-        if first.unavailable is not None:
-            return _fail(first.unavailable.sentence, EXIT_NO_NVML)
+        problem = _not_current(first)
+        if problem is not None:
+            return _fail(problem, EXIT_NO_NVML)
         log = CsvLog(args.csv, columns, units=not args.nounits)
         ticks = 0
         warned = False
@@ -174,6 +263,9 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         start_s = source.clock.now_s()
         try:
             while True:
+                if sample.stall is not None:  # write no row that would pass old values off as new
+                    print(f"trayvml: {sample.stall.sentence(sample.timestamp_s)}", file=sys.stderr)
+                    return EXIT_NO_NVML
                 if sample.unavailable is not None and not warned:
                     print(f"trayvml: {sample.unavailable.sentence} (still trying)", file=sys.stderr)
                     warned = True
@@ -212,13 +304,14 @@ def _autostart(args: argparse.Namespace) -> int:
 def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.pick import choose
 
-    source = _source(simulation)
+    source = _source(simulation, args.timeout)
     try:
         sample = source.sample()
     finally:
         source.close()
-    if sample.unavailable is not None:
-        return _fail(sample.unavailable.sentence, EXIT_NO_NVML)
+    problem = _not_current(sample)
+    if problem is not None:
+        return _fail(problem, EXIT_NO_NVML)
     chosen = choose(sample, args.count, args.by, args.min_free_mib)
     if args.uuid:
         print(",".join(sample.devices[i].uuid for i in chosen))

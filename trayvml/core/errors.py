@@ -69,7 +69,7 @@ class NvmlUnavailable:
         if self.reason in (UnavailableReason.OTHER, UnavailableReason.READ_FAILED) and self.detail:
             base = f"{base}: {self.detail}."
         if self.simulated:  # the user asked for this fault: advice about simulating would mislead
-            return f"{base} (A fault simulated as --simulate asked.)"
+            return f"{base} This fault is simulated, as --simulate asked."
         if self.reason is UnavailableReason.LIBRARY_NOT_FOUND:
             return f"{base} Meanwhile, trayvml --simulate shows simulated GPUs."
         return base
