@@ -159,3 +159,29 @@ def test_notification_text_from_the_system_is_escaped(desktop: DesktopStack, mon
     assert shown["body"] == "Processes: &lt;b&gt;evil&lt;/b&gt; &amp; co (alice, 42)"
     notifier.notify(event, "again")
     notifier.close()
+
+
+def _blocked_in_a_receive(thread) -> bool:  # type: ignore[no-untyped-def]
+    import sys
+
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "_read_some_data":  # jeepney's wait for the socket
+            return True
+        frame = frame.f_back
+    return False
+
+
+def test_close_stops_the_action_listener_blocked_in_a_receive(desktop: DesktopStack, monkeypatch) -> None:
+    import threading
+
+    from trayvml.notify import FreedesktopNotifier
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
+    notifier = FreedesktopNotifier(lambda action, key: None)
+    (listener,) = [t for t in threading.enumerate() if t.name == "trayvml-notification-actions"]
+    wait_until(lambda: _blocked_in_a_receive(listener), what="the action listener to wait for a message")
+    notifier.close()
+    # Not a timeout that ran out: closing the socket right behind its shutdown used to leave the
+    # listener waiting for ever, and quitting stalled for the 5 s join.
+    assert not listener.is_alive()

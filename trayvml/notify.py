@@ -145,12 +145,17 @@ class FreedesktopNotifier:
     def close(self) -> None:
         self._connection.close()
         listening = self._listen_connection
-        if listening is not None:
-            with contextlib.suppress(OSError):
-                listening.sock.shutdown(socket.SHUT_RDWR)  # wakes the listener's blocked read
-            listening.close()
+        if listening is None:
+            return
+        # Shut the socket down, wait for the listener, and only then close the socket. Its end
+        # of file wakes the listener's blocked receive, but a close right behind the shutdown
+        # can take that wake-up back (epoll then waits on for ever): quitting stalled for the
+        # join's whole timeout, which stays only as a safety net.
+        with contextlib.suppress(OSError):
+            listening.sock.shutdown(socket.SHUT_RDWR)
         if self._listener is not None:
             self._listener.join(timeout=5)
+        listening.close()
 
 
 class TrayMessageNotifier:
