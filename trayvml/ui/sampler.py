@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QThread, QTimer, Signal, Slot
+from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
 from trayvml.core.clock import Clock
 
@@ -110,7 +110,9 @@ class Sampler(QObject):
         self._worker.sample_taken.connect(self.sample_taken)
         self._simulation_changed.connect(self._worker.use_simulation)
         self._interval_changed.connect(self._worker.set_interval)
-        self._stop_requested.connect(self._worker.stop)
+        # Blocking: the worker stops its timer and closes its source on its own thread before that
+        # thread's loop ends (a queued stop could be dropped, and the timer then dies on the wrong thread).
+        self._stop_requested.connect(self._worker.stop, Qt.ConnectionType.BlockingQueuedConnection)
 
     def start(self) -> None:
         self._thread.start()
