@@ -83,3 +83,59 @@ def test_beyond_eight_gpus_the_busiest_and_a_count(qapp) -> None:
 def test_drawn_at_the_device_pixel_ratio(qapp) -> None:
     pixmap = draw_icon(IconContent((Bar(0.3, Level.NORMAL),)), 22, 2.0)
     assert (pixmap.width(), pixmap.height(), pixmap.devicePixelRatio()) == (44, 44, 2.0)
+
+
+# ---- levels: the icon and the summary colour GPUs by the alert settings ----
+def _at(sample, temperature_c: float):  # type: ignore[no-untyped-def]
+    """``sample`` with every GPU at ``temperature_c`` and nothing else alarming."""
+    from dataclasses import replace
+
+    from trayvml.core.metrics import GPU_INDEX
+
+    gpus = []
+    for gpu in sample.gpus:
+        values = list(gpu.values)
+        values[GPU_INDEX["temperature_gpu_c"]] = temperature_c
+        values[GPU_INDEX["clock_event_reasons"]] = 0.0
+        gpus.append(replace(gpu, values=tuple(values)))
+    return replace(sample, gpus=tuple(gpus))
+
+
+def test_levels_follow_the_configured_alert_thresholds(qapp) -> None:
+    from dataclasses import replace
+
+    from tests.helpers import simulated_source
+    from trayvml.alerts import AlertEngine, AlertSettings
+    from trayvml.ui.summary import SummaryWindow
+    from trayvml.ui.tray import Tray
+
+    source, _, _ = simulated_source("idle:gpus=h100*2")
+    sample = source.sample()
+    engine = AlertEngine()
+    tray = Tray(engine=engine)
+
+    def levels(temperature_c: float) -> list[Level]:
+        tray.update(_at(sample, temperature_c))  # the next sample
+        assert tray._content is not None
+        return [bar.level for bar in tray._content.bars]
+
+    assert levels(83) == [Level.WARNING] * 2  # the default warning threshold
+    rules = dict(engine.settings.rules)
+    rules["temperature"] = replace(rules["temperature"], warning_enter=88.0, warning_clear=85.0)
+    engine.configure(AlertSettings(rules=rules))  # what the settings dialog's Apply does
+    assert levels(83) == [Level.NORMAL] * 2
+    assert levels(89) == [Level.WARNING] * 2
+    assert levels(91) == [Level.CRITICAL] * 2
+    # A per-GPU override counts for its GPU only, in the icon and in the summary window.
+    override = replace(rules["temperature"], warning_enter=70.0, warning_clear=65.0)
+    engine.configure(AlertSettings(rules=rules, overrides={1: {"temperature": override}}))
+    assert levels(75) == [Level.NORMAL, Level.WARNING]
+    summary = SummaryWindow(engine)
+    summary.update_sample(_at(sample, 75))
+    text = summary.rows.text()
+    assert text.index(LEVEL_COLOURS[Level.NORMAL].name()) < text.index(LEVEL_COLOURS[Level.WARNING].name())
+    summary.deleteLater()
+    # A rule turned off colours nothing.
+    rules["temperature"] = replace(rules["temperature"], enabled=False)
+    engine.configure(AlertSettings(rules=rules))
+    assert levels(95) == [Level.NORMAL] * 2

@@ -6,7 +6,8 @@ import pytest
 from PySide6.QtGui import QGuiApplication
 
 from tests.helpers import run_ticks, simulated_source
-from trayvml.core.levels import Level, gpu_level
+from trayvml.alerts import AlertSettings, gpu_level
+from trayvml.core.levels import Level
 from trayvml.core.units import short_name
 from trayvml.ui.glance import content_for
 from trayvml.ui.text import gpu_line, tooltip
@@ -46,7 +47,7 @@ def test_a_lost_gpu_says_so() -> None:
     source, clock, _ = simulated_source("idle:gpus=h100*2,lost=1@5")
     sample = run_ticks(source, clock, 7)
     assert gpu_line(sample.gpus[1], sample.devices[1]) == "1 H100 — lost: it has fallen off the bus"
-    assert gpu_level(sample.gpus[1]) is Level.LOST
+    assert gpu_level(sample.gpus[1], AlertSettings()) is Level.LOST
 
 
 def test_a_gpu_lost_before_start_has_no_name() -> None:

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from trayvml.core.levels import Level
 from trayvml.core.metrics import POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
 from trayvml.core.units import short_name
@@ -224,6 +225,29 @@ def _target(kind: RuleKind, settings: RuleSettings, value: float, level: Severit
         if level is not None and level >= severity and not math.isnan(clear) and not beyond(clear, value):
             return severity  # between clear and enter: stay where we are
     return None
+
+
+def gpu_level(gpu: GpuSample, settings: AlertSettings) -> Level:
+    """How alarming ``gpu`` looks at a glance (tray icon, summary), by the alerts' own rules and
+    thresholds, per-GPU overrides included. It reads the value now: hold times and hysteresis
+    decide when an alert is told, not how a value looks."""
+    if gpu.lost:
+        return Level.LOST
+    level = Level.NORMAL
+    for kind in RULES:
+        rule = settings.for_gpu(gpu.index, kind.key)
+        if kind.direction is None or not rule.enabled:
+            continue
+        severity = _target(kind, rule, _value(gpu, kind.key), None)  # NaN: no level
+        if severity is not None:
+            level = max(level, Level.CRITICAL if severity is Severity.CRITICAL else Level.WARNING)
+    # Thermal throttling only: a busy GPU held at its power limit is working as designed, and
+    # the throttle rule's hold time tells that apart from trouble before it alerts.
+    reasons = gpu.value("clock_event_reasons")
+    thermal = not math.isnan(reasons) and int(reasons) & THERMAL_REASON_MASK
+    if thermal and settings.for_gpu(gpu.index, "throttle").enabled:
+        level = max(level, Level.WARNING)
+    return level
 
 
 def _thresholds(kind: RuleKind, settings: RuleSettings, severity: Severity) -> str:

@@ -101,7 +101,7 @@ class App(QObject):
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock)
         self.sampler.sample_taken.connect(self.on_sample)
-        self.tray = Tray(self.settings.tray_metric)
+        self.tray = Tray(self.settings.tray_metric, self.engine)
         self.tray.hidden_gpus = set(self.settings.hidden_gpus)
         self.tray.autostart_action.setChecked(self.autostart.is_enabled())
         self.tray.autostart_action.toggled.connect(self.set_autostart)
@@ -288,7 +288,7 @@ class App(QObject):
 
     def _show_summary(self) -> None:
         if self.summary is None:
-            self.summary = SummaryWindow()
+            self.summary = SummaryWindow(self.engine)
             self.summary.show_graphs_requested.connect(lambda: self.show_window(-1))
             self.summary.quit_requested.connect(QApplication.quit)
             print(

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 
-from trayvml.core.levels import gpu_level
+from trayvml.alerts import AlertSettings, gpu_level
 from trayvml.core.sample import Sample
 from trayvml.ui.icon import Bar, IconContent, icon_content
 
+DEFAULT_ALERTS = AlertSettings()
 BAR_STEPS = 40  # half a pixel of a 22 px tray icon's bar
 
 # The tray icon's metric setting: label -> (metric key, value at a full bar)
@@ -19,14 +20,20 @@ TRAY_METRICS = {
 }
 
 
-def content_for(sample: Sample | None, metric: str = "utilization", hidden: set[int] | None = None) -> IconContent:
+def content_for(
+    sample: Sample | None,
+    metric: str = "utilization",
+    hidden: set[int] | None = None,
+    alerts: AlertSettings = DEFAULT_ALERTS,
+) -> IconContent:
+    """Bars for the GPUs not ``hidden``, coloured by the ``alerts`` rules."""
     if sample is not None and sample.stall is not None:
         return IconContent((), stale=True)
     if sample is None or not sample.gpus:
         return IconContent((), no_gpu=True)
     key, full_scale = TRAY_METRICS[metric]
     shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)
-    return icon_content([Bar(_steps(g.value(key) / full_scale), gpu_level(g)) for g in shown])
+    return icon_content([Bar(_steps(g.value(key) / full_scale), gpu_level(g, alerts)) for g in shown])
 
 
 def _steps(fraction: float) -> float:

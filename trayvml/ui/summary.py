@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
 
-from trayvml.core.levels import gpu_level
+from trayvml.alerts import AlertEngine, gpu_level
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import Sample
 from trayvml.ui.glance import content_for
@@ -23,8 +23,9 @@ class SummaryWindow(QWidget):
     show_graphs_requested = Signal()
     quit_requested = Signal()
 
-    def __init__(self) -> None:
+    def __init__(self, engine: AlertEngine | None = None) -> None:
         super().__init__(None, Qt.WindowType.Tool | Qt.WindowType.WindowStaysOnTopHint)
+        self.engine = engine or AlertEngine()  # whose settings colour the GPUs, as in the tray
         self.setObjectName("trayvml_summary")
         self.setWindowTitle("trayvml")
         layout = QVBoxLayout(self)
@@ -53,7 +54,7 @@ class SummaryWindow(QWidget):
         self.setMinimumWidth(380)
 
     def update_sample(self, sample: Sample | None) -> None:
-        pixmap: QPixmap = draw_icon(content_for(sample), 32, self.devicePixelRatioF())
+        pixmap: QPixmap = draw_icon(content_for(sample, alerts=self.engine.settings), 32, self.devicePixelRatioF())
         self.icon_label.setPixmap(pixmap)
         if sample is None:
             self.rows.setText("Starting…")
@@ -65,7 +66,7 @@ class SummaryWindow(QWidget):
         if sample.problem is not None:
             rows.append(rich_text(sample.problem[1]))
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
-            colour = LEVEL_COLOURS[gpu_level(gpu)].name()
+            colour = LEVEL_COLOURS[gpu_level(gpu, self.engine.settings)].name()
             rows.append(f'<span style="color:{colour}">■</span> {rich_text(gpu_line(gpu, info))}')
         host = host_line(sample)
         if host:

@@ -9,6 +9,7 @@ from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
+from trayvml.alerts import AlertEngine
 from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
@@ -52,9 +53,11 @@ class Tray(QObject):
     simulation_requested = Signal()
     quit_requested = Signal()
 
-    def __init__(self, metric: str = "utilization") -> None:
+    def __init__(self, metric: str = "utilization", engine: AlertEngine | None = None) -> None:
         super().__init__()
         self.metric = metric
+        # Levels come from the alert engine's settings, so a change shows on the next sample.
+        self.engine = engine or AlertEngine()
         self.hidden_gpus: set[int] = set()  # left out of the icon (the tooltip still lists them)
         self.sample: Sample | None = None
         self.alerts_paused_until_s = 0.0  # 0: not paused; inf: until resumed
@@ -132,7 +135,7 @@ class Tray(QObject):
     # ---- updates ----
     def update(self, sample: Sample | None) -> None:
         self.sample = sample
-        content = content_for(sample, self.metric, self.hidden_gpus)
+        content = content_for(sample, self.metric, self.hidden_gpus, self.engine.settings)
         if content != self._content:
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
