@@ -101,3 +101,18 @@ def test_the_app_applies_settings_without_a_restart(qtbot, tmp_path: Path) -> No
     assert same(store.load()[0], new)
     app.tray.autostart_action.setChecked(False)  # the menu's check box
     assert not autostart.is_enabled() and not store.load()[0].start_at_login
+
+
+def test_clear_thresholds_say_which_way_they_clear(qtbot, devices) -> None:
+    from PySide6.QtWidgets import QLabel
+
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+
+    def words(rule: str) -> list[str]:
+        grid = dialog.rule_grid
+        return [grid.findChild(QLabel, f"{rule}.{level}_clear.label").text() for level in ("warning", "critical")]
+
+    assert words("temperature") == ["below", "below"]  # hot is alarming: it clears below
+    assert words("memory_free") == ["above", "above"]  # little free memory is: it clears above
+    assert dialog.rule_grid.findChild(QLabel, "job_finished.warning_clear.label") is None  # not a threshold

@@ -23,19 +23,26 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trayvml.alerts import RULES, AlertSettings, RuleSettings
+from trayvml.alerts import RULES, AlertSettings, Direction, RuleKind, RuleSettings
 from trayvml.config import GENERAL_BY_KEY, TRAY_METRICS, Settings, problems
 from trayvml.core.sample import DeviceInfo
 
 NUMBER_FIELDS = [f.name for f in fields(RuleSettings) if f.name != "enabled"]
 COLUMN_TITLES = {
     "warning_enter": "Warning at",
-    "warning_clear": "clears below",
+    "warning_clear": "clears",  # each row goes on "below" or "above", by its rule's direction
     "critical_enter": "Critical at",
-    "critical_clear": "clears below",
+    "critical_clear": "clears",
     "hold_s": "Hold (s)",
     "cooldown_s": "Cooldown (s)",
 }
+
+
+def _clear_word(kind: RuleKind) -> str:
+    """Where a level clears: below its threshold when high values alarm, above when low ones do."""
+    if kind.direction is None:
+        return ""  # not a threshold rule: its numbers mean other things
+    return "below" if kind.direction is Direction.ABOVE else "above"
 
 
 class _RuleGrid(QWidget):
@@ -66,8 +73,17 @@ class _RuleGrid(QWidget):
                 edit.setObjectName(f"{kind.key}.{name}")
                 edit.setMaximumWidth(90)
                 edit.textChanged.connect(self.changed)
-                grid.addWidget(edit, row, column)
                 edits[name] = edit
+                word = _clear_word(kind) if name.endswith("_clear") else ""
+                if not word:
+                    grid.addWidget(edit, row, column)
+                    continue
+                cell = QHBoxLayout()
+                label = QLabel(word)
+                label.setObjectName(f"{kind.key}.{name}.label")
+                cell.addWidget(label)
+                cell.addWidget(edit)
+                grid.addLayout(cell, row, column)
             self.rows[kind.key] = (enabled, override, edits)
 
     def _override_toggled(self) -> None:
