@@ -236,6 +236,17 @@ class DesktopStack:
         )
         return re.findall(r"'([^']+)'", reply)
 
+    def item_property(self, service: str, name: str) -> str:
+        """A property of a registered StatusNotifierItem (``ToolTip``, ``Status``, ``IconPixmap``…)."""
+        bus_name, _, path = service.partition("/")
+        return self.gdbus_call(
+            bus_name,
+            "/" + path if path else "/StatusNotifierItem",
+            "org.freedesktop.DBus.Properties.Get",
+            "org.kde.StatusNotifierItem",
+            name,
+        )
+
     def screenshot(self, path: str | Path, crop: str | None = None) -> Path:
         path = Path(path)
         result = self.run("import", "-window", "root", str(path))

@@ -63,20 +63,9 @@ def _registered_items(stack: DesktopStack) -> list[str]:
     return stack.sni_items()
 
 
-def _item_property(stack: DesktopStack, service: str, name: str) -> str:
-    bus_name, _, path = service.partition("/")
-    return stack.gdbus_call(
-        bus_name,
-        "/" + path if path else "/StatusNotifierItem",
-        "org.freedesktop.DBus.Properties.Get",
-        "org.kde.StatusNotifierItem",
-        name,
-    )
-
-
 def _menu_entries(stack: DesktopStack, service: str) -> dict[str, int]:
     bus_name = service.partition("/")[0]
-    menu_path = re.search(r"objectpath '([^']+)'", _item_property(stack, service, "Menu"))
+    menu_path = re.search(r"objectpath '([^']+)'", stack.item_property(service, "Menu"))
     assert menu_path, "the item exports no menu"
     layout = stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.GetLayout", "0", "-1", "[]")
     entries = {}
@@ -89,14 +78,14 @@ def _menu_entries(stack: DesktopStack, service: str) -> dict[str, int]:
 
 def _click(stack: DesktopStack, service: str, item_id: int) -> None:
     bus_name = service.partition("/")[0]
-    menu_path = re.search(r"objectpath '([^']+)'", _item_property(stack, service, "Menu"))
+    menu_path = re.search(r"objectpath '([^']+)'", stack.item_property(service, "Menu"))
     assert menu_path is not None
     stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.Event", str(item_id), "clicked", "<0>", "0")
 
 
 def _icon_has_green_bars(stack: DesktopStack, service: str) -> bool:
     """Decode the smallest IconPixmap (ARGB, network byte order) and look for the 'normal' green."""
-    reply = _item_property(stack, service, "IconPixmap")
+    reply = stack.item_property(service, "IconPixmap")
     first = re.search(r"\((\d+), (\d+), \[byte ([^\]]*)\]", reply)
     if not first:
         return False
@@ -109,12 +98,12 @@ def test_sni_tray_item_shows_the_simulated_gpus(sni_desktop: DesktopStack, launc
     app = launch(sni_desktop, SPEC)
     wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
     (service,) = _registered_items(sni_desktop)
-    wait_until(lambda: "H100" in _item_property(sni_desktop, service, "ToolTip"), what="the first sample")
-    tooltip = _item_property(sni_desktop, service, "ToolTip")
+    wait_until(lambda: "H100" in sni_desktop.item_property(service, "ToolTip"), what="the first sample")
+    tooltip = sni_desktop.item_property(service, "ToolTip")
     assert "simulated GPUs (training)" in tooltip
     for line in ("0 H100 ", "1 H100 ", "2 RTX 4090 ", "3 RTX 4070 Laptop "):
         assert line in tooltip
-    assert "'Active'" in _item_property(sni_desktop, service, "Status")
+    assert "'Active'" in sni_desktop.item_property(service, "Status")
     assert _icon_has_green_bars(sni_desktop, service)  # training at 600 s: busy GPUs, normal level
     sni_desktop.screenshot(tmp_path / "tray.png")
     code, err = app.stop()
