@@ -99,6 +99,15 @@ def qt_menu_shows(text: str) -> str:
     return re.sub("&(&?)", r"\1", text)
 
 
+def shown_as_html(html: str) -> str:
+    """What Qt shows for rich text."""
+    from PySide6.QtGui import QTextDocument
+
+    document = QTextDocument()
+    document.setHtml(html)
+    return document.toPlainText()
+
+
 def qt_dbusmenu_export(text: str) -> str:
     """Qt's QDBusMenuItem::convertMnemonic: the first ``&`` (not the last character) becomes ``_``."""
     at = text.find("&")
@@ -226,16 +235,12 @@ def test_csv_log_keeps_one_row_per_gpu_and_writes_no_formula(hostile_names: None
 
 
 def test_summary_window_shows_markup_in_names_as_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
-    from PySide6.QtGui import QTextDocument
-
     from trayvml.ui.summary import SummaryWindow
 
     source, clock, _ = simulated_source(SPEC.removeprefix("--simulate="))
     window = SummaryWindow()
     window.update_sample(run_ticks(source, clock, 2))
-    document = QTextDocument()
-    document.setHtml(window.rows.text())
-    shown = document.toPlainText()
+    shown = shown_as_html(window.rows.text())
     assert '2 <img src="/etc/passwd"><b>A&B_C</b>' in shown  # the tag is shown, not rendered
     window.close()
 
@@ -266,3 +271,38 @@ def test_tray_balloon_escapes_markup_only_where_a_notification_server_reads_it()
     TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=False).notify(event, details)
     assert shown[0][1].endswith("Processes: &lt;b&gt;evil&lt;/b&gt;\ufffd &amp; co (alice, 42)")
     assert shown[1][1].endswith("Processes: <b>evil</b>\ufffd & co (alice, 42)")  # Qt's own balloon: plain text
+
+
+def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
+    from PySide6.QtGui import Qt
+
+    from trayvml.ui.text import tooltip
+
+    source, clock, _ = simulated_source(SPEC.removeprefix("--simulate="))
+    text = tooltip(run_ticks(source, clock, 2))
+    # Qt's own tooltip (XEmbed) reads text as rich text only when its first line holds a tag.
+    assert not Qt.mightBeRichText(text)
+    assert safe(text.replace("\n", " ")) and '2 <img src="/etc/passwd"><b>A&B_C</b> ' in text
+
+
+def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from tests.ui_helpers import filled_history, shown_window
+
+    history, sample = filled_history(SPEC.removeprefix("--simulate="), 10, host=False)
+    window = shown_window(qtbot, history, sample)
+    assert qt_menu_shows(window.gpu_toggles[2].text()) == '2 <img src="/etc/passwd"><b>A&B_C</b>'
+    panel = window.gpu_page.panels[0]
+    xs, _ = panel.curves[(2, 0)].getOriginalDataset()
+    readout = shown_as_html(panel.values_at(float(xs[-1]), window._names()))
+    assert '2 <img src="/etc/passwd"><b>A&B_C</b> gpu utilization: ' in readout
+
+
+def test_settings_dialog_tooltips_show_names_as_they_are(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.config import Settings
+    from trayvml.ui.settings_dialog import SettingsDialog
+
+    source, clock, _ = simulated_source(SPEC.removeprefix("--simulate="))
+    devices = run_ticks(source, clock, 1).devices
+    dialog = SettingsDialog(Settings(), devices)
+    assert [shown_as_html(check.toolTip()) for check in dialog.gpu_checks] == [d.name for d in devices]
+    dialog.close()

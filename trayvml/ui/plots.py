@@ -12,6 +12,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QFont, QFontMetrics
 
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
+from trayvml.core.safe_text import rich_text
 from trayvml.core.units import format_value
 from trayvml.history import Series
 from trayvml.ui.theme import gpu_colour
@@ -246,5 +247,6 @@ class Panel:
             metric = self.spec.metrics[k]
             label = names(gpu) + (f" {metric.label.lower()}" if len(self.spec.metrics) > 1 else "")
             colour = gpu_colour(gpu).name()
-            lines.append(f'<span style="color:{colour}">{label}: {format_value(metric, value)}</span>')
+            # HTML: the label holds the GPU's name, from the driver.
+            lines.append(f'<span style="color:{colour}">{rich_text(label)}: {format_value(metric, value)}</span>')
         return "<br>".join(lines)

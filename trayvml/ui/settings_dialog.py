@@ -25,6 +25,7 @@ from PySide6.QtWidgets import (
 
 from trayvml.alerts import RULES, AlertSettings, Direction, RuleKind, RuleSettings
 from trayvml.config import GENERAL_BY_KEY, TRAY_METRICS, Settings, problems
+from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import DeviceInfo
 
 NUMBER_FIELDS = [f.name for f in fields(RuleSettings) if f.name != "enabled"]
@@ -162,7 +163,9 @@ class SettingsDialog(QDialog):
         self.gpu_checks = []
         for info in devices:
             check = QCheckBox(f"{info.index}")
-            check.setToolTip(info.name)
+            # Qt reads a tooltip that starts with a tag as rich text: escaped in a paragraph, the
+            # GPU's name (from the driver) is shown as it is.
+            check.setToolTip(f"<p>{rich_text(info.name)}</p>")
             shown_layout.addWidget(check)
             self.gpu_checks.append(check)
         shown_layout.addStretch(1)

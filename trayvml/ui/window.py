@@ -38,6 +38,7 @@ from PySide6.QtWidgets import (
 from trayvml.alerts import AlertEvent, Severity
 from trayvml.config import write_atomically
 from trayvml.core.metrics import HOST_METRIC_BY_KEY, STATIC_FIELDS, Group
+from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import format_bytes, short_name
 from trayvml.history import History, Series
@@ -240,7 +241,7 @@ class GraphWindow(QMainWindow):
             toggle.setParent(None)
         self.gpu_toggles = []
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
-            toggle = QCheckBox(f"{gpu.index} {short_name(info.name)}")
+            toggle = QCheckBox(menu_label(f"{gpu.index} {short_name(info.name)}", dbusmenu=False))  # & is a mnemonic
             colour = gpu_colour(gpu.index).name()
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
