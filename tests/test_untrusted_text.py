@@ -162,7 +162,7 @@ def hostile_process() -> Iterator[subprocess.Popen]:
     # Longer than the 15 bytes of /proc/PID/comm, so psutil takes the name from the command line.
     name = b"evil\xff\xfe\x1b]0;owned\x07-and-long"
     executable = os.path.join(folder, name)
-    shutil.copy(shutil.which("sleep") or "/bin/sleep", executable)
+    shutil.copy(os.fsencode(shutil.which("sleep") or "/bin/sleep"), executable)
     process = subprocess.Popen([executable, "60"])
     try:
         yield process
