@@ -39,6 +39,9 @@ def test_the_wheel_ships_every_package_and_resource(tmp_path: Path) -> None:
     assert modules <= names
     for resource in (ROOT / "resources").iterdir():
         assert f"trayvml/resources/{resource.name}" in names
+    # The MIT licence asks that its text travel with every copy.
+    (licence,) = (n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
+    assert zipfile.ZipFile(wheel).read(licence) == (ROOT / "LICENSE").read_bytes()
 
 
 def test_installed_resources_are_found() -> None:
