@@ -137,8 +137,15 @@ def test_no_driver_offers_simulated_gpus(tray: Tray) -> None:
     assert content_for(tray.sample).no_gpu
 
 
-def test_pause_alerts_for_an_hour_and_resume(tray: Tray) -> None:
+def test_pause_menu_asks_and_shows(tray: Tray) -> None:
+    asked: list[float] = []
+    tray.pause_requested.connect(asked.append)
     tray.pause_hour_action.trigger()
-    assert tray.alerts_paused and tray.resume_action.isEnabled()
+    tray.pause_forever_action.trigger()
+    assert not tray.resume_action.isEnabled()  # nothing to resume yet
+    tray.show_paused(True)
+    assert tray.resume_action.isEnabled() and tray.pause_menu.title() == "Alerts paused"
     tray.resume_action.trigger()
-    assert not tray.alerts_paused
+    assert asked == [3600.0, float("inf"), 0.0]  # the app's dispatcher decides; the tray only asks
+    tray.show_paused(False)
+    assert not tray.resume_action.isEnabled() and tray.pause_menu.title() == "Pause alerts"

@@ -8,7 +8,6 @@ import os
 import signal
 import sys
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,8 +20,9 @@ from trayvml.alerts import AlertEngine, AlertEvent, Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsError, SettingsStore
-from trayvml.core.clock import Clock
+from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.sample import Sample
+from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
@@ -38,7 +38,6 @@ if TYPE_CHECKING:
 EXIT_NO_DISPLAY = 4
 TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
-SNOOZE_S = 3600.0
 NO_DISPLAY_MESSAGE = (
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
     "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
@@ -97,7 +96,7 @@ class App(QObject):
         self.clock = clock
         self.engine = AlertEngine(self.settings.alerts)
         self.notifier: Notifier | None = None
-        self.snoozed_until_s: dict[tuple[int, str], float] = {}
+        self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock)
         self.sampler.sample_taken.connect(self.on_sample)
@@ -108,7 +107,7 @@ class App(QObject):
         self.tray.settings_action.triggered.connect(self.show_settings)
         self._action_received.connect(self._on_action)
         self._notifier_ready.connect(self._use_notifier)
-        self._held_back: list[tuple[AlertEvent, str]] = []  # alerts before the notifier is ready
+        self.tray.pause_requested.connect(self.pause_notifications)
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.toggle_window_requested.connect(self.toggle_window)
@@ -178,24 +177,24 @@ class App(QObject):
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self.notifier = notifier
-        for event, details in self._held_back:
-            notifier.notify(event, details)
-            self.notified.emit(event)
-        self._held_back.clear()
+        for outgoing in self.dispatcher.notifier_ready():
+            self._send(outgoing)
+
+    def _send(self, outgoing: Outgoing) -> None:
+        assert self.notifier is not None
+        self.notifier.notify(outgoing.event, outgoing.details)
+        self.notified.emit(outgoing.event)
+
+    def pause_notifications(self, seconds: float) -> None:
+        """Paused: the alert states go on, only the notifications stop (inf: until resumed; 0: resume)."""
+        self.dispatcher.pause(seconds)
+        self.tray.show_paused(self.dispatcher.paused)
 
     def _on_action(self, action: str, gpu: int, rule: str) -> None:
         if action == "open":
             self.show_window(gpu)
         elif action == "snooze":
-            self.snoozed_until_s[(gpu, rule)] = self._now_s() + SNOOZE_S
-
-    def _now_s(self) -> float:
-        return self.clock.now_s() if self.clock is not None else time.time()
-
-    def _should_notify(self, event: AlertEvent) -> bool:
-        if not (event.notify and self.settings.notifications) or self.tray.alerts_paused:
-            return False  # paused: the alert states go on, only the notifications stop
-        return self._now_s() >= self.snoozed_until_s.get((event.gpu_index, event.rule), 0.0)
+            self.dispatcher.snooze(gpu, rule)
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
         """The GPU's biggest processes, for memory and temperature alerts."""
@@ -236,6 +235,7 @@ class App(QObject):
             except (OSError, SettingsError) as error:
                 self.tray.icon.showMessage("trayvml", f"Could not save the settings: {error}")
         self.engine.configure(settings.alerts)
+        self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
             self.sampler.set_interval(settings.sampling_interval_s)
         if settings.history_hours != old.history_hours or settings.sampling_interval_s != old.sampling_interval_s:
@@ -305,13 +305,9 @@ class App(QObject):
         self.history.append(sample)
         events = self.engine.update(sample)
         for event in events:
-            if not self._should_notify(event):
-                continue
-            if self.notifier is None:
-                self._held_back.append((event, self._details(event, sample)))
-                continue
-            self.notifier.notify(event, self._details(event, sample))
-            self.notified.emit(event)
+            for outgoing in self.dispatcher.offer(Outgoing(event, self._details(event, sample))):
+                self._send(outgoing)
+        self.tray.show_paused(self.dispatcher.paused)  # a pause for an hour ends by itself
         self.tray.update(sample)
         if self.summary is not None and self.summary.isVisible():
             self.summary.update_sample(sample)

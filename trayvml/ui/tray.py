@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
@@ -51,6 +50,7 @@ class Tray(QObject):
     show_window_requested = Signal(int)  # a GPU index, or -1 for the window as it was
     toggle_window_requested = Signal()
     simulation_requested = Signal()
+    pause_requested = Signal(float)  # seconds; inf: until resumed; 0: resume
     quit_requested = Signal()
 
     def __init__(self, metric: str = "utilization", engine: AlertEngine | None = None) -> None:
@@ -60,7 +60,6 @@ class Tray(QObject):
         self.engine = engine or AlertEngine()
         self.hidden_gpus: set[int] = set()  # left out of the icon (the tooltip still lists them)
         self.sample: Sample | None = None
-        self.alerts_paused_until_s = 0.0  # 0: not paused; inf: until resumed
         self._content: IconContent | None = None
         self._tooltip = ""
         self.redraws = 0
@@ -89,9 +88,9 @@ class Tray(QObject):
         self.simulate_action = m.addAction("Start with simulated GPUs", self.simulation_requested.emit)
         self.simulate_action.setVisible(False)
         pause = m.addMenu("Pause alerts")
-        self.pause_hour_action = pause.addAction("For 1 hour", lambda: self.pause_alerts(PAUSE_1H_S))
-        self.pause_forever_action = pause.addAction("Until resumed", lambda: self.pause_alerts(float("inf")))
-        self.resume_action = pause.addAction("Resume alerts", lambda: self.pause_alerts(0.0))
+        self.pause_hour_action = pause.addAction("For 1 hour", lambda: self.pause_requested.emit(PAUSE_1H_S))
+        self.pause_forever_action = pause.addAction("Until resumed", lambda: self.pause_requested.emit(float("inf")))
+        self.resume_action = pause.addAction("Resume alerts", lambda: self.pause_requested.emit(0.0))
         self.resume_action.setEnabled(False)
         self.pause_menu = pause
         self.autostart_action = m.addAction("Start at login")
@@ -104,15 +103,10 @@ class Tray(QObject):
         """A menu entry's text that shows ``text`` as it is (GPU names come from the driver)."""
         return menu_label(text, self.over_dbus)
 
-    def pause_alerts(self, seconds: float) -> None:
-        self.alerts_paused_until_s = 0.0 if seconds == 0 else time.time() + seconds
-        paused = self.alerts_paused
+    def show_paused(self, paused: bool) -> None:
+        """The menu says whether notifications are paused (the app's dispatcher decides)."""
         self.resume_action.setEnabled(paused)
         self.pause_menu.setTitle("Alerts paused" if paused else "Pause alerts")
-
-    @property
-    def alerts_paused(self) -> bool:
-        return time.time() < self.alerts_paused_until_s
 
     def _copy_freest(self) -> None:
         text = self.freest_text()

@@ -1,0 +1,67 @@
+"""Which alert events become notifications: the policy between the alert engine and the notifier.
+
+Pure and clock-injected, so that every rule is a table test: notifications off, paused alerts
+(the alert states go on, only notifications stop), a snoozed GPU and rule, the rule's own
+cooldown (``AlertEvent.notify``), and events held back until a notifier is ready.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from trayvml.alerts import AlertEvent
+from trayvml.core.clock import Clock
+
+SNOOZE_S = 3600.0
+MAX_HELD_BACK = 100  # before the notifier is ready; beyond that the oldest are dropped
+
+
+@dataclass(frozen=True)
+class Outgoing:
+    """A notification to send: the event and the lines that follow its own text (e.g. processes)."""
+
+    event: AlertEvent
+    details: str = ""
+
+
+@dataclass
+class Dispatcher:
+    clock: Clock
+    notifications_on: bool = True
+    paused_until_s: float = 0.0  # 0: not paused; inf: until resumed
+    snoozed_until_s: dict[tuple[int, str], float] = field(default_factory=dict)
+    ready: bool = False  # a notifier exists; until then events wait in ``held_back``
+    held_back: list[Outgoing] = field(default_factory=list)
+
+    @property
+    def paused(self) -> bool:
+        return self.clock.now_s() < self.paused_until_s
+
+    def pause(self, seconds: float) -> None:
+        """Pause notifications for ``seconds`` (inf: until resumed; 0: resume)."""
+        self.paused_until_s = 0.0 if seconds <= 0 else self.clock.now_s() + seconds
+
+    def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S) -> None:
+        self.snoozed_until_s[(gpu_index, rule)] = self.clock.now_s() + seconds
+
+    def wanted(self, event: AlertEvent) -> bool:
+        """Whether ``event`` should reach the user now."""
+        if not (event.notify and self.notifications_on) or self.paused:
+            return False
+        return self.clock.now_s() >= self.snoozed_until_s.get((event.gpu_index, event.rule), -math.inf)
+
+    def offer(self, outgoing: Outgoing) -> list[Outgoing]:
+        """What to send now for one event: nothing, the event, or (not ready) nothing yet."""
+        if not self.wanted(outgoing.event):
+            return []
+        if not self.ready:
+            self.held_back = [*self.held_back, outgoing][-MAX_HELD_BACK:]
+            return []
+        return [outgoing]
+
+    def notifier_ready(self) -> list[Outgoing]:
+        """The notifier exists: what was held back, minus what a pause or snooze since then quiets."""
+        self.ready = True
+        held, self.held_back = self.held_back, []
+        return [o for o in held if self.wanted(o.event)]
