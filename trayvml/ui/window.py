@@ -300,7 +300,7 @@ class GraphWindow(QMainWindow):
             self.alert_table.insertRow(row)
             when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
             label = "resolved" if event.kind == "resolved" else event.severity.name.lower()
-            gpu = f"{event.gpu_index} {short_name(event.gpu_name)}"
+            gpu = f"{event.gpu_index} {short_name(event.gpu_name)}" if event.gpu_index >= 0 else "all"
             for column, text in enumerate((when, gpu, label, event.title)):
                 item = QTableWidgetItem(text)
                 if event.kind != "resolved":
@@ -447,8 +447,8 @@ class GraphWindow(QMainWindow):
         parts = []
         if sample.simulation:
             parts.append(f"SIMULATED: {sample.simulation}")
-        if sample.unavailable is not None:
-            parts.append(sample.unavailable.sentence)
+        if sample.problem is not None:
+            parts.append(sample.problem[1])
         if sample.system is not None:
             parts.append(f"driver {sample.system.driver_version} · CUDA {sample.system.cuda_driver_version}")
         parts.append("following live" if self.following else "paused on a past range: press Follow live")
