@@ -1,7 +1,7 @@
 """The metric catalog: the one place that says what each metric is and how it is shown.
 
 CSV columns, JSON keys, tooltips, graph panels and history series derive from these tables.
-How a GPU metric is *read* lives next to the reader (``trayvml/nvml/reader.py``), and which
+How a GPU metric is *read* lives next to the reader (``trayvml/nvml/specs.py``), and which
 metric each alert rule watches in ``trayvml/alerts.py``, both keyed by the same ``key``.
 """
 
@@ -11,22 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-
-class Unit(enum.Enum):
-    PERCENT = "%"
-    BYTES = "B"
-    BYTES_PER_S = "B/s"
-    CELSIUS = "°C"
-    WATTS = "W"
-    JOULES = "J"
-    MHZ = "MHz"
-    COUNT = ""
-    PSTATE = "pstate"
-    BITMASK = "bitmask"
-    FLAG = "flag"
-    PCIE_GEN = "gen"
-    LANES = "lanes"
-    XID = "xid"
+from trayvml.core.units import MIB, Unit
 
 
 class Group(enum.Enum):
@@ -63,6 +48,20 @@ class SmiField:
     decimals: int = 0
 
 
+class Derivation(enum.Enum):
+    PERCENT = "percent"  # 100 × inputs[0] / inputs[1]; NaN where the second is 0 or unknown
+    COUNT = "count"  # how many entries the list inputs[0] has ("processes": the process lists)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """How a metric is computed from others instead of read: each input is a GPU metric key, a
+    DeviceInfo field (a static fact) or "processes". Reading one reads its inputs."""
+
+    how: Derivation
+    inputs: tuple[str, ...]
+
+
 @dataclass(frozen=True)
 class Metric:
     key: str  # JSON key and history series name; carries the unit
@@ -72,10 +71,10 @@ class Metric:
     smi: SmiField | None = None
     history: bool = True  # kept as a timeline (False: shown as a current value only)
     plot: bool = True  # drawn in its group's panel (False: in history, CSV and JSON, not drawn)
+    derived: Derived | None = None  # None: read from NVML (see trayvml/nvml/specs.py)
 
 
 _P = Unit.PERCENT
-_MIB = 2**20
 
 GPU_METRICS: tuple[Metric, ...] = (
     Metric(
@@ -97,14 +96,14 @@ GPU_METRICS: tuple[Metric, ...] = (
         "Memory used",
         Unit.BYTES,
         Group.MEMORY,
-        SmiField("memory.used", "MiB", 1 / _MIB),
+        SmiField("memory.used", "MiB", 1 / MIB),
     ),
     Metric(
         "memory_free_bytes",
         "Memory free",
         Unit.BYTES,
         Group.MEMORY,
-        SmiField("memory.free", "MiB", 1 / _MIB),
+        SmiField("memory.free", "MiB", 1 / MIB),
         plot=False,
     ),
     Metric(
@@ -112,10 +111,17 @@ GPU_METRICS: tuple[Metric, ...] = (
         "Memory reserved by the driver",
         Unit.BYTES,
         Group.MEMORY,
-        SmiField("memory.reserved", "MiB", 1 / _MIB),
+        SmiField("memory.reserved", "MiB", 1 / MIB),
         plot=False,
     ),
-    Metric("memory_used_percent", "Memory used, % of total", _P, Group.MEMORY, plot=False),
+    Metric(
+        "memory_used_percent",
+        "Memory used, % of total",
+        _P,
+        Group.MEMORY,
+        plot=False,
+        derived=Derived(Derivation.PERCENT, ("memory_used_bytes", "memory_total_bytes")),
+    ),
     Metric(
         "temperature_gpu_c",
         "GPU temperature",
@@ -161,7 +167,14 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("enforced.power.limit", "W", decimals=2),
         plot=False,
     ),
-    Metric("power_used_percent", "Power draw, % of enforced limit", _P, Group.POWER, plot=False),
+    Metric(
+        "power_used_percent",
+        "Power draw, % of enforced limit",
+        _P,
+        Group.POWER,
+        plot=False,
+        derived=Derived(Derivation.PERCENT, ("power_draw_w", "power_enforced_limit_w")),
+    ),
     Metric(
         "energy_consumed_j",
         "Energy since driver load",
@@ -199,14 +212,14 @@ GPU_METRICS: tuple[Metric, ...] = (
         "PCIe TX",
         Unit.BYTES_PER_S,
         Group.PCIE,
-        SmiField("pcie.throughput.tx", "MiB/s", 1 / _MIB, 1),
+        SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "pcie_rx_bytes_per_s",
         "PCIe RX",
         Unit.BYTES_PER_S,
         Group.PCIE,
-        SmiField("pcie.throughput.rx", "MiB/s", 1 / _MIB, 1),
+        SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "pcie_link_gen",
@@ -237,14 +250,14 @@ GPU_METRICS: tuple[Metric, ...] = (
         "NVLink TX (all links)",
         Unit.BYTES_PER_S,
         Group.NVLINK,
-        SmiField("nvlink.throughput.tx", "MiB/s", 1 / _MIB, 1),
+        SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "nvlink_rx_bytes_per_s",
         "NVLink RX (all links)",
         Unit.BYTES_PER_S,
         Group.NVLINK,
-        SmiField("nvlink.throughput.rx", "MiB/s", 1 / _MIB, 1),
+        SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "encoder_utilization_percent",
@@ -361,7 +374,15 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
     ),
-    Metric("process_count", "Processes", Unit.COUNT, Group.PROCESSES, SmiField("process.count"), plot=False),
+    Metric(
+        "process_count",
+        "Processes",
+        Unit.COUNT,
+        Group.PROCESSES,
+        SmiField("process.count"),
+        plot=False,
+        derived=Derived(Derivation.COUNT, ("processes",)),
+    ),
 )
 
 HOST_METRICS: tuple[Metric, ...] = (
@@ -389,12 +410,30 @@ HOST_METRIC_BY_KEY = {m.key: m for m in HOST_METRICS}
 
 
 @dataclass(frozen=True)
+class TrayMetric:
+    """A metric the tray icon can show: one bar per GPU, full at ``full_scale`` (in its unit)."""
+
+    metric: str  # a GPU_METRICS key
+    full_scale: float
+
+
+# The tray icon's choices, by the name the settings file and dialog use.
+TRAY_METRICS: Mapping[str, TrayMetric] = {
+    "utilization": TrayMetric("utilization_gpu_percent", 100.0),
+    "memory": TrayMetric("memory_used_percent", 100.0),
+    "temperature": TrayMetric("temperature_gpu_c", 100.0),
+    "power": TrayMetric("power_used_percent", 100.0),
+}
+
+
+@dataclass(frozen=True)
 class StaticField:
     """A fact about a GPU that does not change while it runs; ``key`` names a DeviceInfo field."""
 
     key: str
     label: str
     smi: SmiField
+    unit: Unit = Unit.COUNT  # BYTES: shown to people in a unit that fits the value
 
 
 STATIC_FIELDS: tuple[StaticField, ...] = (
@@ -409,7 +448,7 @@ STATIC_FIELDS: tuple[StaticField, ...] = (
     StaticField("mig_mode_current", "MIG mode", SmiField("mig.mode.current")),
     StaticField("mig_mode_pending", "MIG mode (pending)", SmiField("mig.mode.pending")),
     StaticField("ecc_mode_current", "ECC mode", SmiField("ecc.mode.current")),
-    StaticField("memory_total_bytes", "Memory total", SmiField("memory.total", "MiB", 1 / _MIB)),
+    StaticField("memory_total_bytes", "Memory total", SmiField("memory.total", "MiB", 1 / MIB), Unit.BYTES),
     StaticField("power_limit_default_w", "Default power limit", SmiField("power.default_limit", "W", decimals=2)),
     StaticField("power_limit_min_w", "Minimum power limit", SmiField("power.min_limit", "W", decimals=2)),
     StaticField("power_limit_max_w", "Maximum power limit", SmiField("power.max_limit", "W", decimals=2)),

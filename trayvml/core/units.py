@@ -1,31 +1,89 @@
-"""Formatting values for people. Values arrive in base units (bytes, watts, joules, °C)."""
+"""Units: what values are measured in, byte sizes, and formatting for people.
+
+Values arrive in base units (bytes, watts, joules, °C). The metric catalog
+(``trayvml.core.metrics``) names each metric's unit from here; this module imports nothing of the
+catalog at load time, so that the catalog can use the byte sizes below.
+"""
 
 from __future__ import annotations
 
+import enum
 import math
 import re
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from trayvml.core.metrics import CLOCK_EVENT_REASONS, Metric, Unit
+if TYPE_CHECKING:
+    from trayvml.core.metrics import Metric, SmiField, StaticField
 
-_GIB = 2**30
-_MIB = 2**20
-_KIB = 2**10
+# Byte sizes: the one definition in the package.
+KIB = 2**10
+MIB = 2**20
+GIB = 2**30
+
+
+class Unit(enum.Enum):
+    PERCENT = "%"
+    BYTES = "B"
+    BYTES_PER_S = "B/s"
+    CELSIUS = "°C"
+    WATTS = "W"
+    JOULES = "J"
+    MHZ = "MHz"
+    COUNT = ""
+    PSTATE = "pstate"
+    BITMASK = "bitmask"
+    FLAG = "flag"
+    PCIE_GEN = "gen"
+    LANES = "lanes"
+    XID = "xid"
+
+
+@dataclass(frozen=True)
+class DisplayUnit:
+    """One fixed unit a value of ``base`` is shown and typed in (an alert's thresholds and message).
+
+    ``per``: base units in one of it; ``decimals``: how a value in it is written.
+    """
+
+    symbol: str
+    base: Unit
+    per: float = 1.0
+    decimals: int = 0
+
+    def of(self, value: float) -> float:
+        """``value`` (in base units) in this unit."""
+        return value / self.per
+
+    def format(self, value: float) -> str:
+        """``value`` (already in this unit), e.g. ``93 °C``, ``0.8 GiB``."""
+        return f"{value:.{self.decimals}f} {self.symbol}"
+
+
+# The fixed units of catalog units that have one. Bytes have none (format_bytes picks one per
+# value), so whatever needs one fixed unit for bytes names it: IN_GIB.
+DISPLAY_UNITS = {unit: DisplayUnit(unit.value, unit) for unit in (Unit.PERCENT, Unit.CELSIUS, Unit.WATTS, Unit.MHZ)}
+IN_GIB = DisplayUnit("GiB", Unit.BYTES, GIB, decimals=1)
+PERCENT_OF_LIMIT = DisplayUnit("% of limit", Unit.PERCENT)
 
 
 def format_bytes(value: float) -> str:
     if math.isnan(value):
         return "–"
     magnitude = abs(value)
-    if magnitude >= _GIB:
-        return f"{value / _GIB:.1f} GiB"
-    if magnitude >= _MIB:
-        return f"{value / _MIB:.0f} MiB"
-    if magnitude >= _KIB:
-        return f"{value / _KIB:.0f} KiB"
+    if magnitude >= GIB:
+        return f"{value / GIB:.1f} GiB"
+    if magnitude >= MIB:
+        return f"{value / MIB:.0f} MiB"
+    if magnitude >= KIB:
+        return f"{value / KIB:.0f} KiB"
     return f"{value:.0f} B"
 
 
 def clock_event_reason_names(bitmask: int) -> list[str]:
+    # Imported here: the catalog imports this module for its units and byte sizes.
+    from trayvml.core.metrics import CLOCK_EVENT_REASONS
+
     return [name for bit, name in CLOCK_EVENT_REASONS if bitmask & bit]
 
 
@@ -60,6 +118,33 @@ def format_value(metric: Metric, value: float) -> str:
     if unit is Unit.LANES:
         return f"x{value:.0f}"
     return f"{value:.0f}"
+
+
+def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
+    """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
+    text = f"{value * smi.scale:.{smi.decimals}f}"
+    return f"{text} {smi.unit}" if units and smi.unit else text
+
+
+def format_static(field: StaticField, value: object, smi: bool = False, units: bool = True) -> str:
+    """A static fact about a GPU as text; "" when the GPU does not tell it.
+
+    For people (``80.0 GiB``, ``enabled``, ``700 W``), or with ``smi`` as nvidia-smi's CSV writes
+    it (``81559 MiB``, ``Enabled``; ``units``: with the unit). Text comes back as it is: making it
+    safe is the sink's job (``trayvml.core.safe_text``).
+    """
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        word = "enabled" if value else "disabled"
+        return word.capitalize() if smi else word
+    if not isinstance(value, float):
+        return str(value)
+    if smi:
+        return smi_number(field.smi, value, units)
+    if field.unit is Unit.BYTES:
+        return format_bytes(value)
+    return f"{value:g} {field.smi.unit}".rstrip()
 
 
 _NOISE = re.compile(r"\bNVIDIA\b|\bGeForce\b|\bGPU$|\b\d+GB\b|\bHBM\d*e?\b|\bPCIe\b|\bSXM\d*\b")
