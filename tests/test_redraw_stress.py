@@ -1,5 +1,6 @@
 """Many plots redrawn many times: with pyqtgraph 0.14.0, PySide6 6.12.0 aborted the process
-("Fatal Python error: none_dealloc") after about 20 such redraws. This keeps the pinned pair honest.
+("Fatal Python error: none_dealloc") after about 20 such redraws. pyproject.toml's version ranges
+exclude that pair; this keeps them honest.
 """
 
 from __future__ import annotations
