@@ -7,21 +7,38 @@ from dataclasses import replace
 
 import pytest
 
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertEngine, AlertSettings, RuleSettings, Severity, validate
-from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+from trayvml.alerts import (
+    RULE_BY_KEY,
+    RULES,
+    THRESHOLD_RULES,
+    AlertEngine,
+    AlertSettings,
+    Direction,
+    GpuRule,
+    JobSettings,
+    MachineRule,
+    RuleSettings,
+    Severity,
+    Tracker,
+    validate,
+)
+from trayvml.core.errors import DriverStall
+from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.units import GIB
 
 NAN = math.nan
 
 
-def sample(t_s: float, lost: bool = False, **values: float) -> Sample:
+def sample(t_s: float, lost: bool = False, stall: bool = False, **values: float) -> Sample:
     """One GPU named H100 with the given metric values (everything else missing)."""
     row = [NAN] * len(GPU_METRICS)
     for key, value in values.items():
         row[GPU_INDEX[key]] = value
     states = (MetricState.LOST if lost else MetricState.OK,) * len(GPU_METRICS)
     gpu = GpuSample(0, tuple(row), states, lost=lost)
-    return Sample(t_s, (gpu,), (DeviceInfo(0, "H100", "GPU-x"),), None, None)
+    since = DriverStall(t_s - 10, "nvmlDeviceGetTemperature") if stall else None
+    return Sample(t_s, (gpu,), (DeviceInfo(0, "H100", "GPU-x"),), None, None, stall=since)
 
 
 def run(engine: AlertEngine, key: str, values: list[float], step_s: float = 1.0, start_s: float = 0.0) -> list:
@@ -92,7 +109,7 @@ def test_an_escalation_is_told_even_within_the_cooldown() -> None:
 
 def test_events_name_the_gpu_and_the_value() -> None:
     (event,) = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93])
-    assert event.title == "GPU 0 H100: temperature critical at 93 °C"
+    assert event.title == "GPU 0 H100: GPU temperature critical at 93 °C"
     assert (event.timestamp_s, event.value) == (0, 93)
     assert event.detail == "Critical above 90 °C; clears below 85 °C."
 
@@ -100,9 +117,11 @@ def test_events_name_the_gpu_and_the_value() -> None:
 def test_memory_rules_in_percent_and_in_free_gib() -> None:
     used = run(AlertEngine(only("memory_used", hold_s=0)), "memory_used_percent", [50, 91, 98])
     assert [(e.kind, e.severity) for e in used] == [("firing", Severity.WARNING), ("firing", Severity.CRITICAL)]
-    free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * 2**30, 3 * 2**30, 7 * 2**30])
+    free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * GIB, 3 * GIB, 7 * GIB])
     assert [(e.kind, e.severity) for e in free] == [("firing", Severity.WARNING), ("resolved", Severity.INFO)]
-    assert free[0].message == "only 3.0 GiB of memory free"
+    assert free[0].message == "memory free low at 3.0 GiB"
+    assert free[0].detail == "Warning below 4 GiB; clears above 6 GiB."
+    assert free[1].title == "GPU 0 H100: memory free back to normal"
 
 
 def test_a_lost_gpu_fires_once() -> None:
@@ -151,7 +170,9 @@ def test_throttling_that_comes_and_goes_stays_one_alert() -> None:
 
 
 def test_job_finished_after_a_busy_stretch() -> None:
-    engine = AlertEngine(only("job_finished", warning_enter=50, warning_clear=5, critical_enter=60, hold_s=30))
+    engine = AlertEngine(
+        only("job_finished", busy_above_percent=50, idle_below_percent=5, busy_for_s=60, idle_for_s=30)
+    )
     utilization = [0] * 10 + [95] * 120 + [1] * 40 + [95] * 10 + [1] * 40  # a long job, then a short one
     events = run(engine, "utilization_gpu_percent", utilization)
     assert [(e.rule, e.timestamp_s) for e in events] == [("job_finished", 160)]
@@ -186,6 +207,10 @@ def test_disabled_rules_stay_silent() -> None:
         ("temperature", {"warning_enter": 95.0, "warning_clear": 90.0}, "critical threshold must be beyond"),
         ("memory_free", {"warning_clear": 3.0}, "must be above its enter threshold"),
         ("temperature", {"hold_s": -1.0}, "cannot be negative"),
+        ("gpu_lost", {"cooldown_s": NAN}, "cannot be negative"),
+        ("job_finished", {"idle_below_percent": 60.0}, "must be under busy above (50 %)"),
+        ("job_finished", {"busy_above_percent": NAN}, "busy above must be a percentage"),
+        ("job_finished", {"busy_for_s": -5.0}, "cannot be negative"),
     ],
 )
 def test_validation_names_the_problem(rule: str, changes: dict, problem: str) -> None:
@@ -201,3 +226,129 @@ def test_defaults_are_valid_and_on_for_temperature_and_memory() -> None:
     on = {kind.key for kind in RULES if kind.defaults.enabled}
     assert {"temperature", "memory_used", "gpu_lost", "xid"} <= on and "job_finished" not in on
     assert isinstance(RuleSettings(), RuleSettings)
+
+
+def test_every_threshold_rule_watches_a_catalog_metric_in_a_compatible_unit() -> None:
+    assert {r.key for r in THRESHOLD_RULES} == {"temperature", "memory_used", "memory_free", "power"}
+    for rule in THRESHOLD_RULES:
+        assert rule.metric in GPU_METRIC_BY_KEY, rule.key
+        assert rule.unit.base is GPU_METRIC_BY_KEY[rule.metric].unit, rule.key
+    assert RULE_BY_KEY["memory_free"].unit.symbol == "GiB"  # bytes are typed and told in GiB
+    assert RULE_BY_KEY["memory_free"].direction is Direction.BELOW
+
+
+def test_job_finished_has_settings_of_its_own() -> None:
+    defaults = RULE_BY_KEY["job_finished"].defaults
+    assert isinstance(defaults, JobSettings) and not defaults.enabled
+    assert (defaults.busy_above_percent, defaults.busy_for_s) == (50.0, 60.0)
+    assert (defaults.idle_below_percent, defaults.idle_for_s) == (5.0, 30.0)
+    assert validate(RULE_BY_KEY["job_finished"], RuleSettings()) != []  # not a threshold rule's settings
+
+
+# ---- every rule through the one protocol: step(settings, tracker, gpu or sample) ----
+# (rule, settings changes, one frame of values a second, [(t, kind, severity, message, notify)])
+STEPS = [
+    (
+        "temperature",
+        {"hold_s": 0.0},
+        [{"temperature_gpu_c": 60}, {"temperature_gpu_c": 95}, {"temperature_gpu_c": 88}, {"temperature_gpu_c": 70}],
+        [
+            (1, "firing", Severity.CRITICAL, "GPU temperature critical at 95 °C", True),
+            (3, "resolved", Severity.INFO, "back to normal", True),
+        ],
+    ),
+    (
+        "memory_used",
+        {"hold_s": 0.0},
+        [{"memory_used_percent": 91}, {"memory_used_percent": 98}, {"memory_used_percent": NAN}],
+        [
+            (0, "firing", Severity.WARNING, "memory used high at 91 %", True),
+            (1, "firing", Severity.CRITICAL, "memory used critical at 98 %", True),
+        ],
+    ),
+    (
+        "memory_free",
+        {"hold_s": 0.0, "enabled": True},
+        [{"memory_free_bytes": 0.8 * GIB}, {"memory_free_bytes": 3 * GIB}, {"memory_free_bytes": 7 * GIB}],
+        [
+            (0, "firing", Severity.CRITICAL, "memory free critical at 0.8 GiB", True),
+            (1, "firing", Severity.WARNING, "memory free low at 3.0 GiB", False),  # calming down: quiet
+            (2, "resolved", Severity.INFO, "back to normal", True),
+        ],
+    ),
+    (
+        "power",
+        {"hold_s": 1.0, "enabled": True},
+        [{"power_used_percent": 96}, {"power_used_percent": 97}, {"power_used_percent": 80}],
+        [
+            (1, "firing", Severity.WARNING, "power draw high at 97 % of limit", True),
+            (2, "resolved", Severity.INFO, "back to normal", True),
+        ],
+    ),
+    (
+        "gpu_lost",
+        {},
+        [{}, {"lost": True}, {"lost": True}, {}],
+        [
+            (1, "firing", Severity.CRITICAL, "lost: fell off the bus", True),
+            (3, "resolved", Severity.INFO, "back", True),
+        ],
+    ),
+    (
+        "xid",
+        {"cooldown_s": 60.0},
+        [{"xid_error_count": 0}, {"xid_error_count": 1, "xid_last": 79}, {"xid_error_count": 2, "xid_last": 13}],
+        [
+            (1, "event", Severity.CRITICAL, "XID 79 (GPU has fallen off the bus)", True),
+            (2, "event", Severity.CRITICAL, "XID 13 (graphics engine exception)", False),  # within the cooldown
+        ],
+    ),
+    (
+        "throttle",
+        {"hold_s": 1.0},
+        [{"clock_event_reasons": r} for r in (0x40, 0x40, 0, NAN, 0)],
+        [
+            (1, "firing", Severity.WARNING, "thermal throttling", True),
+            (4, "resolved", Severity.INFO, "back to normal", True),  # gone for the hold time; a gap holds
+        ],
+    ),
+    (
+        "job_finished",
+        {"enabled": True, "busy_for_s": 2.0, "idle_for_s": 1.0},
+        [{"utilization_gpu_percent": u} for u in (90, 90, 90, 3, 3, 3)],
+        [(4, "event", Severity.INFO, "job finished (idle now)", True)],
+    ),
+    (
+        "driver_stalled",
+        {},
+        [{}, {"stall": True}, {"stall": True}, {}],
+        [
+            (1, "firing", Severity.CRITICAL, "GPU driver not responding", True),
+            (3, "resolved", Severity.INFO, "GPU driver answering again", True),
+        ],
+    ),
+]
+
+
+def test_the_step_table_covers_every_rule() -> None:
+    assert sorted(case[0] for case in STEPS) == sorted(rule.key for rule in RULES)
+
+
+@pytest.mark.parametrize(("rule", "changes", "frames", "expected"), STEPS, ids=[case[0] for case in STEPS])
+def test_every_rule_steps_through_the_same_protocol(rule: str, changes: dict, frames: list, expected: list) -> None:
+    kind = RULE_BY_KEY[rule]
+    settings = replace(kind.defaults, **changes)
+    tracker = Tracker()
+    events = []
+    for t, frame in enumerate(frames):
+        values = {k: v for k, v in frame.items() if k not in ("lost", "stall")}
+        now = sample(t, lost=frame.get("lost", False), stall=frame.get("stall", False), **values)
+        if isinstance(kind, MachineRule):
+            event = kind.step(settings, tracker, now)
+        else:
+            assert isinstance(kind, GpuRule)
+            event = kind.step(settings, tracker, now.gpus[0], "H100", now.timestamp_s)
+        if event is not None:
+            assert event.rule == rule
+            events.append((event.timestamp_s, event.kind, event.severity, event.message, event.notify))
+    assert events == expected

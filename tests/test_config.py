@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from trayvml import config
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, RuleSettings
+from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings
 from trayvml.config import (
     GENERAL,
     Settings,
@@ -142,7 +142,7 @@ def hostile_files() -> list[str]:
     files = [f"{s.key} = {value}" for s in GENERAL for value in WRONG_VALUES[type(s.default)]]
     files += [f"hidden_gpus = {value}" for value in ("5", '"0,1"', "[true]", '["0"]', "{ a = 0 }")]
     for kind in RULES:
-        for name, default in vars(RuleSettings()).items():
+        for name, default in vars(kind.defaults).items():  # each rule its own kind of settings
             for value in WRONG_VALUES[type(default)]:
                 files.append(f"[alerts.{kind.key}]\n{name} = {value}")
         files.append(f"[gpus.3.alerts.{kind.key}]\nhold_s = [[[[1]]]]")

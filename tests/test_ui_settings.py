@@ -116,3 +116,92 @@ def test_clear_thresholds_say_which_way_they_clear(qtbot, devices) -> None:
     assert words("temperature") == ["below", "below"]  # hot is alarming: it clears below
     assert words("memory_free") == ["above", "above"]  # little free memory is: it clears above
     assert dialog.rule_grid.findChild(QLabel, "job_finished.warning_clear.label") is None  # not a threshold
+
+
+def test_each_rule_shows_only_the_numbers_it_reads(qtbot, devices) -> None:
+    from PySide6.QtWidgets import QLabel
+
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    thresholds = {"warning_enter", "warning_clear", "critical_enter", "critical_clear", "hold_s", "cooldown_s"}
+    shown = {key: set(edits) for key, (_, _, edits) in dialog.rule_grid.rows.items()}
+    assert shown == {
+        "temperature": thresholds,
+        "memory_used": thresholds,
+        "memory_free": thresholds,
+        "power": thresholds,
+        "gpu_lost": set(),  # event rules with no thresholds show no threshold boxes
+        "driver_stalled": set(),
+        "xid": {"cooldown_s"},
+        "throttle": {"hold_s", "cooldown_s"},
+        "job_finished": {"busy_above_percent", "busy_for_s", "idle_below_percent", "idle_for_s"},
+    }
+    names = {key: enabled.text() for key, (enabled, _, _) in dialog.rule_grid.rows.items()}
+    assert names["memory_free"] == "Memory free (GiB)" and names["power"] == "Power draw (% of limit)"
+    assert names["temperature"] == "GPU temperature (°C)" and names["xid"] == "XID error"
+    # job finished reads as a sentence: its numbers, each between its words
+    words = [label.text() for label in dialog.rule_grid.findChildren(QLabel)]
+    assert {"busy above", "then idle below", "s,"} <= set(words)
+    edits = dialog.rule_grid.rows["job_finished"][2]
+    job = ("busy_above_percent", "busy_for_s", "idle_below_percent", "idle_for_s")
+    assert [edits[name].text() for name in job] == ["50", "60", "5", "30"]
+
+
+def test_the_job_finished_row_edits_its_own_settings(qtbot, devices) -> None:
+    from trayvml.alerts import JobSettings
+
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    applied = []
+    dialog.settings_applied.connect(applied.append)
+    enabled, _, edits = dialog.rule_grid.rows["job_finished"]
+    enabled.setChecked(True)
+    edits["idle_below_percent"].setText("60")  # above "busy above" (50 %): a GPU busy and idle at once
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    assert not ok.isEnabled() and "must be under busy above (50 %)" in dialog.problem.text()
+    edits["idle_below_percent"].setText("10")
+    edits["busy_for_s"].setText("soon")
+    assert dialog.problem.text() == "Job finished: busy for (s) must be a number, not 'soon'."
+    edits["busy_for_s"].setText("120")
+    assert ok.isEnabled() and dialog.problem.text() == ""
+    ok.click()
+    (settings,) = applied
+    assert settings.alerts.rules["job_finished"] == JobSettings(True, 50.0, 120.0, 10.0, 30.0)
+
+
+def test_an_older_file_with_job_finished_in_threshold_fields_migrates(qtbot, devices, tmp_path: Path) -> None:
+    from trayvml.alerts import JobSettings
+
+    path = tmp_path / "config.toml"
+    old = (  # as version 1 wrote it: seconds in critical_enter, "idle" in warning_clear
+        "version = 1\n"
+        "[alerts.job_finished]\nenabled = true\nwarning_enter = 70.0\nwarning_clear = 3.0\n"
+        "critical_enter = 600.0\ncritical_clear = nan\nhold_s = 45.0\ncooldown_s = 0.0\n"
+        "[gpus.1.alerts.job_finished]\nhold_s = 90.0\n"
+    )
+    path.write_text(old)
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert settings.alerts.rules["job_finished"] == JobSettings(True, 70.0, 600.0, 3.0, 45.0)
+    assert settings.alerts.for_gpu(1, "job_finished") == JobSettings(True, 70.0, 600.0, 3.0, 90.0)
+    for note in (
+        "alerts.job_finished.warning_enter is now alerts.job_finished.busy_above_percent",
+        "alerts.job_finished.critical_enter is now alerts.job_finished.busy_for_s",
+        "alerts.job_finished.warning_clear is now alerts.job_finished.idle_below_percent",
+        "alerts.job_finished.hold_s is now alerts.job_finished.idle_for_s",
+        "gpus.1.alerts.job_finished.hold_s is now gpus.1.alerts.job_finished.idle_for_s",
+        "alerts.job_finished.critical_clear is no longer used",
+    ):
+        assert note in message
+    assert message.endswith(".") and "not known" not in message
+    dialog = SettingsDialog(settings, devices)
+    qtbot.addWidget(dialog)
+    assert dialog.rule_grid.rows["job_finished"][2]["busy_for_s"].text() == "600"
+    dialog.settings_applied.connect(store.save)
+    assert dialog.apply()
+    text = path.read_text()
+    assert "busy_for_s = 600.0" in text and "critical_enter" not in text.split("[alerts.job_finished]")[1]
+    (kept,) = tmp_path.glob("config.toml.kept-*")
+    assert kept.read_text() == old  # the file as it was is not lost
+    reloaded, message = SettingsStore(path).load()
+    assert message == "" and reloaded.alerts.for_gpu(1, "job_finished").idle_for_s == 90.0

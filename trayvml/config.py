@@ -23,21 +23,26 @@ from typing import Any
 
 import tomli_w
 
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, RuleSettings, validate
+from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
+from trayvml.core.metrics import TRAY_METRICS
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
 
-TRAY_METRICS = ("utilization", "memory", "temperature", "power")
-
 # The shape of the file this version writes. Raise it when a key is renamed or deleted, and say how
 # in RENAMED / DELETED (qutebrowser's configdata `renamed:` / `deleted:`), so older files still load.
-VERSION = 1
+VERSION = 2
 # Dotted paths; a rule path ("alerts.x" or "alerts.x.field") applies under every gpus.N table too.
-RENAMED: dict[str, str] = {}
-DELETED: frozenset[str] = frozenset()
+RENAMED: dict[str, str] = {
+    # Version 2: job_finished has settings of its own instead of threshold fields meaning other things.
+    "alerts.job_finished.warning_enter": "alerts.job_finished.busy_above_percent",
+    "alerts.job_finished.critical_enter": "alerts.job_finished.busy_for_s",
+    "alerts.job_finished.warning_clear": "alerts.job_finished.idle_below_percent",
+    "alerts.job_finished.hold_s": "alerts.job_finished.idle_for_s",
+}
+DELETED: frozenset[str] = frozenset({"alerts.job_finished.critical_clear", "alerts.job_finished.cooldown_s"})
 
 MAX_FILE_BYTES = 1 << 20  # a settings file is a few KiB; anything this big is not one
 NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
@@ -68,7 +73,7 @@ GENERAL: tuple[Setting, ...] = (
         description="How often GPUs are read. NVML refreshes utilization about once a second.",
     ),
     Setting("history_hours", "History length (h)", 12, 1, 24, description="How far back the graphs reach."),
-    Setting("tray_metric", "Tray icon shows", "utilization", choices=TRAY_METRICS),
+    Setting("tray_metric", "Tray icon shows", "utilization", choices=tuple(TRAY_METRICS)),
     Setting("notifications", "Desktop notifications", True, description="Alerts still show in the window."),
     Setting("start_at_login", "Start at login", False),
 )
@@ -119,10 +124,10 @@ def default_path() -> Path:
 
 
 # ---- TOML <-> Settings ----
-def _rule_to_toml(rule: RuleSettings, base: RuleSettings | None = None) -> dict[str, Any]:
+def _rule_to_toml(rule: AnySettings, base: AnySettings | None = None) -> dict[str, Any]:
     """All fields, or only those differing from ``base`` (for per-GPU overrides)."""
     table = {}
-    for f in fields(RuleSettings):
+    for f in fields(rule):
         value = getattr(rule, f.name)
         if base is not None and _same(value, getattr(base, f.name)):
             continue
@@ -168,9 +173,9 @@ def _typed(setting: Setting, value: Any) -> Any:
     return value
 
 
-def _rule_from_toml(table: Any, base: RuleSettings, where: str, ignored: list[str]) -> RuleSettings:
+def _rule_from_toml(table: Any, base: AnySettings, where: str, ignored: list[str]) -> AnySettings:
     changes: dict[str, Any] = {}
-    names = {f.name for f in fields(RuleSettings)}
+    names = {f.name for f in fields(base)}  # each rule's own kind of settings
     for name, value in _table(table, where).items():
         if name not in names:
             ignored.append(f"{where}.{name}")
@@ -261,7 +266,7 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
         kind.key: _rule_from_toml(alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}", ignored)
         for kind in RULES
     }
-    overrides: dict[int, dict[str, RuleSettings]] = {}
+    overrides: dict[int, dict[str, AnySettings]] = {}
     for gpu_text, table in _table(document.get("gpus", {}), "gpus").items():
         where = f"gpus.{gpu_text}"
         if not _GPU_INDEX.fullmatch(gpu_text):

@@ -5,19 +5,12 @@ from __future__ import annotations
 import math
 
 from trayvml.alerts import AlertSettings, gpu_level
+from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import Sample
 from trayvml.ui.icon import Bar, IconContent, icon_content
 
 DEFAULT_ALERTS = AlertSettings()
 BAR_STEPS = 40  # half a pixel of a 22 px tray icon's bar
-
-# The tray icon's metric setting: label -> (metric key, value at a full bar)
-TRAY_METRICS = {
-    "utilization": ("utilization_gpu_percent", 100.0),
-    "memory": ("memory_used_percent", 100.0),
-    "temperature": ("temperature_gpu_c", 100.0),
-    "power": ("power_used_percent", 100.0),
-}
 
 
 def content_for(
@@ -31,9 +24,9 @@ def content_for(
         return IconContent((), stale=True)
     if sample is None or not sample.gpus:
         return IconContent((), no_gpu=True)
-    key, full_scale = TRAY_METRICS[metric]
+    tray = TRAY_METRICS[metric]
     shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)
-    return icon_content([Bar(_steps(g.value(key) / full_scale), gpu_level(g, alerts)) for g in shown])
+    return icon_content([Bar(_steps(g.value(tray.metric) / tray.full_scale), gpu_level(g, alerts)) for g in shown])
 
 
 def _steps(fraction: float) -> float:

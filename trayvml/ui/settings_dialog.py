@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from dataclasses import fields, replace
+from dataclasses import replace
+from typing import Any
 
 from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
@@ -23,12 +24,12 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trayvml.alerts import RULES, AlertSettings, Direction, RuleKind, RuleSettings
-from trayvml.config import GENERAL_BY_KEY, TRAY_METRICS, Settings, problems
+from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, Rule, ThresholdRule
+from trayvml.config import GENERAL_BY_KEY, Settings, problems
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import DeviceInfo
 
-NUMBER_FIELDS = [f.name for f in fields(RuleSettings) if f.name != "enabled"]
+# The grid's columns: a rule's numbers with one of these names sit under its title.
 COLUMN_TITLES = {
     "warning_enter": "Warning at",
     "warning_clear": "clears",  # each row goes on "below" or "above", by its rule's direction
@@ -37,17 +38,34 @@ COLUMN_TITLES = {
     "hold_s": "Hold (s)",
     "cooldown_s": "Cooldown (s)",
 }
+# Numbers of other names make a sentence across the threshold columns: the words before and after.
+SENTENCE_WORDS = {
+    "busy_above_percent": ("busy above", "%"),
+    "busy_for_s": ("for", "s,"),
+    "idle_below_percent": ("then idle below", "%"),
+    "idle_for_s": ("for", "s"),
+}
+FIRST_COLUMN = 2  # after the rule's name and the override box
 
 
-def _clear_word(kind: RuleKind) -> str:
+def _title(name: str) -> str:
+    """A number's name in a sentence about it: 'hold (s)', 'busy above (%)'."""
+    if name in COLUMN_TITLES:
+        return COLUMN_TITLES[name].lower()
+    return name.replace("_percent", " (%)").replace("_s", " (s)").replace("_", " ")
+
+
+def _clear_word(kind: Rule[Any]) -> str:
     """Where a level clears: below its threshold when high values alarm, above when low ones do."""
-    if kind.direction is None:
-        return ""  # not a threshold rule: its numbers mean other things
-    return "below" if kind.direction is Direction.ABOVE else "above"
+    return kind.clear_words()[1] if isinstance(kind, ThresholdRule) else ""
 
 
 class _RuleGrid(QWidget):
-    """One row per rule: enabled, thresholds (empty: that level is off), hold and cooldown."""
+    """One row per rule: enabled, then the numbers it reads (empty threshold: that level is off).
+
+    Threshold rules fill the threshold, hold and cooldown columns; event rules only the columns
+    they read; a rule with numbers of its own (job finished) says them in a sentence instead.
+    """
 
     changed = Signal()
 
@@ -56,11 +74,13 @@ class _RuleGrid(QWidget):
         grid = QGridLayout(self)
         self.overridable = overridable
         grid.addWidget(QLabel("<b>Rule</b>"), 0, 0)
-        for column, name in enumerate(NUMBER_FIELDS, start=2):
+        columns = {name: column for column, name in enumerate(COLUMN_TITLES, start=FIRST_COLUMN)}
+        for name, column in columns.items():
             grid.addWidget(QLabel(f"<b>{COLUMN_TITLES[name]}</b>"), 0, column)
         self.rows: dict[str, tuple[QCheckBox, QCheckBox | None, dict[str, QLineEdit]]] = {}
         for row, kind in enumerate(RULES, start=1):
-            enabled = QCheckBox(f"{kind.label}" + (f" ({kind.unit})" if kind.unit else ""))
+            unit = f" ({kind.unit.symbol})" if isinstance(kind, ThresholdRule) else ""
+            enabled = QCheckBox(kind.label + unit)
             enabled.toggled.connect(self.changed)
             grid.addWidget(enabled, row, 0)
             override = None
@@ -69,22 +89,31 @@ class _RuleGrid(QWidget):
                 override.toggled.connect(self._override_toggled)
                 grid.addWidget(override, row, 1)
             edits = {}
-            for column, name in enumerate(NUMBER_FIELDS, start=2):
+            sentence = QHBoxLayout()
+            for name in kind.numbers:
                 edit = QLineEdit()
                 edit.setObjectName(f"{kind.key}.{name}")
                 edit.setMaximumWidth(90)
                 edit.textChanged.connect(self.changed)
                 edits[name] = edit
+                if name in SENTENCE_WORDS:
+                    before, after = SENTENCE_WORDS[name]
+                    for widget in (QLabel(before), edit, QLabel(after)):
+                        sentence.addWidget(widget)
+                    continue
                 word = _clear_word(kind) if name.endswith("_clear") else ""
                 if not word:
-                    grid.addWidget(edit, row, column)
+                    grid.addWidget(edit, row, columns[name])
                     continue
                 cell = QHBoxLayout()
                 label = QLabel(word)
                 label.setObjectName(f"{kind.key}.{name}.label")
                 cell.addWidget(label)
                 cell.addWidget(edit)
-                grid.addLayout(cell, row, column)
+                grid.addLayout(cell, row, columns[name])
+            if sentence.count():
+                sentence.addStretch(1)
+                grid.addLayout(sentence, row, FIRST_COLUMN, 1, len(COLUMN_TITLES))
             self.rows[kind.key] = (enabled, override, edits)
 
     def _override_toggled(self) -> None:
@@ -95,7 +124,7 @@ class _RuleGrid(QWidget):
                 edit.setEnabled(on)
         self.changed.emit()
 
-    def show_rules(self, rules: dict[str, RuleSettings], overridden: set[str] | None = None) -> None:
+    def show_rules(self, rules: dict[str, AnySettings], overridden: set[str] | None = None) -> None:
         for key, (enabled, override, edits) in self.rows.items():
             rule = rules[key]
             enabled.setChecked(rule.enabled)
@@ -106,7 +135,7 @@ class _RuleGrid(QWidget):
                 edit.setText("" if math.isnan(value) else f"{value:g}")
         self._override_toggled()
 
-    def read(self, base: dict[str, RuleSettings]) -> tuple[dict[str, RuleSettings], list[str]]:
+    def read(self, base: dict[str, AnySettings]) -> tuple[dict[str, AnySettings], list[str]]:
         """The rules as typed, and the sentences for what cannot be read."""
         rules, errors = {}, []
         for key, (enabled, override, edits) in self.rows.items():
@@ -118,7 +147,7 @@ class _RuleGrid(QWidget):
                 try:
                     changes[name] = float(text) if text else math.nan
                 except ValueError:
-                    errors.append(f"{key}: {COLUMN_TITLES[name].lower()} must be a number, not {text!r}.")
+                    errors.append(f"{RULE_BY_KEY[key].label}: {_title(name)} must be a number, not {text!r}.")
             rules[key] = replace(base[key], **changes)  # type: ignore[arg-type]
         return rules, errors
 
@@ -151,7 +180,7 @@ class SettingsDialog(QDialog):
         self.history_hours.setSuffix(" h")
         form.addRow(spec.label.replace(" (h)", ""), self.history_hours)
         self.tray_metric = QComboBox()
-        self.tray_metric.addItems(TRAY_METRICS)
+        self.tray_metric.addItems(list(GENERAL_BY_KEY["tray_metric"].choices))
         form.addRow(GENERAL_BY_KEY["tray_metric"].label, self.tray_metric)
         self.notifications = QCheckBox("Show desktop notifications for alerts")
         form.addRow("", self.notifications)
