@@ -98,8 +98,9 @@ class App(QObject):
         self.notifier: Notifier | None = None
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         self.autostart = autostart or for_this_platform()
-        self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock)
+        self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
         self.sampler.sample_taken.connect(self.on_sample)
+        self.sampler.history_backfilled.connect(self.use_past)
         self.tray = Tray(self.settings.tray_metric, self.engine)
         self.tray.hidden_gpus = set(self.settings.hidden_gpus)
         self.tray.autostart_action.setChecked(self.autostart.is_enabled())
@@ -250,9 +251,20 @@ class App(QObject):
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not).
-        self._history = self._new_history()
+        self._use_history(self._new_history())
+
+    def _use_history(self, history: History) -> None:
+        self._history = history
         if self.window is not None:
-            self.window.history = self._history
+            self.window.history = history
+
+    def use_past(self, past: History) -> None:
+        """A simulation's made-up past, filled on the sampler thread before its first sample.
+
+        It becomes the history only: the alerts, the tray and notifications never hear of it.
+        """
+        if self.history.latest_s == -math.inf and self.history.tiers == past.tiers:  # else settings changed
+            self._use_history(past)
 
     def set_autostart(self, on: bool) -> None:
         try:

@@ -2,29 +2,91 @@
 
 The GUI thread never calls NVML and never waits on it: a slow driver call (a PCIe read blocks
 20 ms, a process list several) only delays the next sample, not a repaint.
+
+A simulation also gets a past: before its live Source starts, the same scenario is run over the
+hours before now on a manual clock, so that a first look at the window shows more than a minute.
 """
 
 from __future__ import annotations
 
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
-from trayvml.core.clock import Clock
+from trayvml.core.clock import Clock, ManualClock, SystemClock
 
 if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (start-up time)
+    from trayvml.history import History, Tier
     from trayvml.nvml.sim import SimSpec
     from trayvml.source import Source
+
+# Every simulated second of the past is computed (counters are running sums): at most this many.
+PAST_MAX_SIM_S = 12 * 3600.0
+# Reads are what a past costs (1-2 ms for 4 GPUs): each is held over this many buckets of the
+# history tier it falls in, so that every bucket has a value (a hole breaks the curve) for a fifth
+# of the reads. The first live sample waits for the past: 12 h of 4 GPUs take about a second.
+HOLD_BUCKETS = 5
+
+
+def simulated_past(simulation: SimSpec | None, span_s: float) -> tuple[SimSpec, float] | None:
+    """The simulation to run over the real seconds before now, and how many seconds that is.
+
+    It ends where ``simulation`` begins, in the same phase of its scenario. None for real GPUs,
+    whose past is unknown, and for frozen simulated time (``at=``), which has no past.
+    """
+    if simulation is None or simulation.at_s is not None or span_s <= 0:
+        return None
+    from trayvml.nvml.sim.scenarios import SCENARIOS
+
+    past_sim_s = min(span_s * simulation.speed, PAST_MAX_SIM_S)
+    if simulation.scenario == "faults" or simulation.lost_at_s or simulation.nvml_fault:
+        past_sim_s = min(past_sim_s, simulation.start_s)  # faults come at set times: no earlier cycle
+    if past_sim_s <= 0:
+        return None
+    begin_s = simulation.start_s - past_sim_s
+    # Simulated time starts at 0; before that the scenario ran earlier cycles of itself. Run one of
+    # those instead, whole periods later (idle has no period: any second looks like another).
+    period_s = getattr(SCENARIOS[simulation.scenario], "period_s", 1.0)
+    begin_s += math.ceil(max(0.0, -begin_s) / period_s) * period_s
+    # A hang would stop the past (its clock moves only between reads), and emulated latency slow it.
+    past = replace(simulation, start_s=begin_s, hangs=(), realistic_latency=False)
+    return past, past_sim_s / simulation.speed
+
+
+def past_times_s(end_s: float, span_s: float, tiers: Sequence[Tier]) -> list[tuple[float, bool]]:
+    """(time, read) pairs over the ``span_s`` before ``end_s``, oldest first: one per bucket of the
+    finest tier that reaches back to that time; ``read`` is False where the last read is held."""
+    regions = []
+    newer_s = 0.0  # how far back the finer tiers reach
+    for tier in tiers:
+        reach_s = min(span_s, tier.span_s)
+        count = math.ceil((reach_s - newer_s) / tier.step_s)
+        first_s = end_s - newer_s - count * tier.step_s
+        regions.append([(first_s + k * tier.step_s, k % HOLD_BUCKETS == 0) for k in range(count)])
+        newer_s = max(newer_s, reach_s)
+    return [pair for region in reversed(regions) for pair in region]
 
 
 class _Worker(QObject):
     sample_taken = Signal(object)  # trayvml.core.sample.Sample
+    history_backfilled = Signal(object)  # a History of the past, all before the first live sample
 
     def __init__(
-        self, simulation: SimSpec | None, interval_s: float, clock: Clock | None, stall_after_s: float | None
+        self,
+        simulation: SimSpec | None,
+        interval_s: float,
+        clock: Clock | None,
+        stall_after_s: float | None,
+        new_history: Callable[[], History] | None,
     ) -> None:
         super().__init__()
         self._stall_after_s = stall_after_s
+        self._new_history = new_history
+        self._stopping = threading.Event()
         self._simulation = simulation
         self._interval_s = interval_s
         self._clock = clock
@@ -35,6 +97,7 @@ class _Worker(QObject):
     def start(self) -> None:
         # Created here, on the sampler thread: nvmlInit can take seconds without persistence mode,
         # and importing pynvml, numpy and psutil need not delay the tray icon.
+        self._backfill()  # first: only one simulated library can sit beneath pynvml at a time
         self._source = self._new_source()
         self._timer = QTimer(self)
         self._timer.setObjectName("sample_timer")
@@ -49,8 +112,35 @@ class _Worker(QObject):
         stall_after_s = self._stall_after_s or max(STALL_AFTER_S, 3 * self._interval_s)
         return Source(self._simulation, self._clock, stall_after_s=stall_after_s)
 
+    def _backfill(self) -> None:
+        if self._new_history is None:
+            return
+        history = self._new_history()
+        past = simulated_past(self._simulation, history.tiers[-1].span_s)
+        if past is None:
+            return
+        from trayvml.source import Source
+
+        spec, span_s = past
+        end_s = (self._clock or SystemClock()).now_s()
+        clock = ManualClock(end_s - span_s)
+        source = Source(spec, clock, host=False)  # the host's past is not simulated: left empty
+        sample = None
+        try:
+            for t_s, read in past_times_s(end_s, span_s, history.tiers):
+                if self._stopping.is_set():
+                    return  # quitting: nobody will look at the past
+                clock.advance_s(t_s - clock.now_s())
+                sample = source.sample() if read or sample is None else replace(sample, timestamp_s=t_s)
+                # Appended here, not on the GUI thread: a history takes a few thousand samples.
+                history.append(sample)
+        finally:
+            source.close()
+        self.history_backfilled.emit(history)
+
     def interrupt(self) -> None:
         """From the GUI thread: stop waiting on the driver, the app is quitting."""
+        self._stopping.set()
         source = self._source
         if source is not None:
             source.interrupt()
@@ -89,6 +179,7 @@ class Sampler(QObject):
     """Runs a Source on its own thread at a fixed interval."""
 
     sample_taken = Signal(object)
+    history_backfilled = Signal(object)  # a History: a simulation's past, before its first sample
     _simulation_changed = Signal(object)
     _interval_changed = Signal(float)
     _stop_requested = Signal()
@@ -99,15 +190,18 @@ class Sampler(QObject):
         interval_s: float = 1.0,
         clock: Clock | None = None,
         stall_after_s: float | None = None,  # None: a few intervals (tests shorten it)
+        # Makes an empty history, on the sampler thread, that a simulation's past fills; None: no past.
+        new_history: Callable[[], History] | None = None,
     ) -> None:
         super().__init__()
         self.simulation = simulation
         self._thread = QThread()
         self._thread.setObjectName("trayvml-sampler")
-        self._worker = _Worker(simulation, interval_s, clock, stall_after_s)
+        self._worker = _Worker(simulation, interval_s, clock, stall_after_s, new_history)
         self._worker.moveToThread(self._thread)
         self._thread.started.connect(self._worker.start)
         self._worker.sample_taken.connect(self.sample_taken)
+        self._worker.history_backfilled.connect(self.history_backfilled)
         self._simulation_changed.connect(self._worker.use_simulation)
         self._interval_changed.connect(self._worker.set_interval)
         # Blocking: the worker stops its timer and closes its source on its own thread before that
