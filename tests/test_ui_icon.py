@@ -139,3 +139,22 @@ def test_levels_follow_the_configured_alert_thresholds(qapp) -> None:
     rules["temperature"] = replace(rules["temperature"], enabled=False)
     engine.configure(AlertSettings(rules=rules))
     assert levels(95) == [Level.NORMAL] * 2
+
+
+# ---- the icon's choices: one catalog table, read by the settings and the icon ----
+@pytest.mark.parametrize("name", ["utilization", "memory", "temperature", "power"])
+def test_each_tray_choice_is_a_catalog_metric_drawn_to_its_full_scale(name: str) -> None:
+    from trayvml.config import GENERAL_BY_KEY
+    from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS, TRAY_METRICS
+    from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.ui.glance import content_for
+
+    assert GENERAL_BY_KEY["tray_metric"].choices == tuple(TRAY_METRICS)  # the settings offer what the icon draws
+    choice = TRAY_METRICS[name]
+    assert choice.metric in GPU_METRIC_BY_KEY and choice.full_scale > 0
+    row = [math.nan] * len(GPU_METRICS)
+    row[GPU_INDEX[choice.metric]] = choice.full_scale * 0.75
+    gpu = GpuSample(0, tuple(row), (MetricState.OK,) * len(GPU_METRICS))
+    sample = Sample(0.0, (gpu,), (DeviceInfo(0, "H100", "GPU-0"),), None, None)
+    (bar,) = content_for(sample, name).bars
+    assert bar.fraction == 0.75
