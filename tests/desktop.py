@@ -15,6 +15,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -57,10 +58,11 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = 15.0, what: str
 
 
 class AppProcess:
-    """trayvml started on ``stack`` as a user starts it.
+    """trayvml started on ``stack`` as a user starts it, its stderr read as it comes.
 
-    Stopping it always collects its exit code and closes its pipes (an app that ended by itself
-    too), and prints its stderr, which pytest shows when the test fails.
+    Tests wait on what the app says (``wait_for_log``; start it with ``-v`` or ``-vv``) rather than
+    sleeping. Stopping it always collects its exit code and closes its pipes (an app that ended by
+    itself too), and prints its stderr, which pytest shows when the test fails.
     """
 
     def __init__(self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> None:
@@ -72,17 +74,36 @@ class AppProcess:
             stderr=subprocess.PIPE,
             text=True,
         )
+        self.lines: list[str] = []
+        self._reader = threading.Thread(target=self._read, name="app-stderr", daemon=True)
+        self._reader.start()
         self.stderr: str | None = None
+
+    def _read(self) -> None:
+        assert self.process.stderr is not None
+        for line in self.process.stderr:
+            self.lines.append(line)
+
+    def log_count(self, text: str) -> int:
+        return sum(text in line for line in list(self.lines))
+
+    def wait_for_log(self, text: str, count: int = 1, timeout_s: float = 30.0) -> None:
+        """Until the app has said ``text`` ``count`` times in all."""
+        wait_until(lambda: self.log_count(text) >= count, timeout_s=timeout_s, what=f"{count}× {text!r} on stderr")
 
     def stop(self, how: signal.Signals = signal.SIGINT) -> tuple[int, str]:
         if self.stderr is None:
             if self.process.poll() is None:
                 self.process.send_signal(how)
             try:
-                _, self.stderr = self.process.communicate(timeout=15)
+                self.process.wait(15)
             except subprocess.TimeoutExpired:
                 self.process.kill()
-                _, self.stderr = self.process.communicate()
+                self.process.wait()
+            self._reader.join(5)
+            assert self.process.stderr is not None
+            self.process.stderr.close()
+            self.stderr = "".join(self.lines)
             if self.stderr:
                 print(f"---- stderr of trayvml {self.process.args[3:]} ----\n{self.stderr}")
         return self.process.returncode, self.stderr

@@ -37,12 +37,18 @@ def test_a_stuck_call_is_reported_with_its_name_while_the_host_goes_on(call: str
     assert "has not answered for 12 s" in sentence and call in sentence
 
 
-def test_the_driver_answering_again_recovers_with_a_fresh_reading() -> None:
-    source, clock, library = simulated_source("training:gpus=h100", stall_after_s=GRACE_S)
+def _stuck_in(call: str, spec: str = "idle:gpus=h100"):  # type: ignore[no-untyped-def]
+    """A source that read once, then got stuck in ``call`` and said so."""
+    source, clock, library = simulated_source(spec, stall_after_s=GRACE_S)
     source.sample()
-    library.hang("nvmlDeviceGetTemperature")
+    library.hang(call)
     clock.advance_s(1.0)
     assert source.sample().stall is not None
+    return source, clock, library
+
+
+def test_the_driver_answering_again_recovers_with_a_fresh_reading() -> None:
+    source, clock, library = _stuck_in("nvmlDeviceGetTemperature", "training:gpus=h100")
     utilization_reads = library.calls["nvmlDeviceGetUtilizationRates"]
     library.release("nvmlDeviceGetTemperature")
     for _ in range(50):  # the released call returns on the sampler's own thread, in its own time
@@ -56,20 +62,15 @@ def test_the_driver_answering_again_recovers_with_a_fresh_reading() -> None:
 
 
 def test_closing_with_a_stuck_call_returns_and_removes_the_simulated_library() -> None:
-    source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=GRACE_S)
-    source.sample()
-    library.hang("nvmlDeviceGetUtilizationRates")
-    clock.advance_s(1.0)
-    assert source.sample().stall is not None
+    source, _, library = _stuck_in("nvmlDeviceGetUtilizationRates")
     source.close()
     assert installed() is None
     library.release("nvmlDeviceGetUtilizationRates")
 
 
 def test_interrupt_ends_a_wait_on_the_driver() -> None:
-    source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=3600.0)
-    source.sample()
-    library.hang("nvmlDeviceGetUtilizationRates")
+    source, clock, library = _stuck_in("nvmlDeviceGetUtilizationRates")
+    source.stall_after_s = 3600.0
     clock.advance_s(1.0)
     threading.Timer(0.2, source.interrupt).start()
     assert source.sample().stall is not None  # returned long before the hour's grace

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import math
 import signal
-import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -44,9 +43,16 @@ class Running:
         self.stack = stack
         config = tmp_path / "config.toml"
         SettingsStore(config).save(settings)
-        self.app = AppProcess(stack, f"--simulate={spec}", "--config", str(config), env={"TRAYVML_TRAY_WAIT_S": "1"})
+        self.app = AppProcess(
+            stack, "-vv", f"--simulate={spec}", "--config", str(config), env={"TRAYVML_TRAY_WAIT_S": "1"}
+        )
         self.process = self.app.process
         self.seen: list[dict] = []
+
+    def wait_samples(self, count: int) -> None:
+        """Until the app has taken ``count`` more samples (with -vv it says so for each): time for a
+        notification that should not come, counted in the app's own ticks rather than slept."""
+        self.app.wait_for_log("sample at", self.app.log_count("sample at") + count)
 
     def notifications(self) -> list[dict]:
         """Every notification so far, oldest first (closing them moves them into dunst's history)."""
@@ -89,8 +95,9 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
     assert urgency(first[0]) == "CRITICAL" and first[0]["appname"] == "trayvml"
     both = app.wait_for(2, 40)
     assert both[1]["summary"] == "GPU 0 H100: gpu temperature back to normal"
-    time.sleep(3)
-    assert len(app.notifications()) == 2  # the hovering in between produced none
+    app.wait_samples(3)
+    assert len(app.notifications()) == 2
+    assert app.app.log_count("alert temperature") == 2  # the hovering in between changed no state
 
 
 def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> None:
@@ -99,7 +106,7 @@ def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> N
     (warning,) = app.wait_for(1, 30)[:1]
     assert warning["summary"].startswith("GPU 0 H100: memory 9") and urgency(warning) == "NORMAL"
     assert "python (" in warning["body"]
-    time.sleep(4)
+    app.wait_samples(4)
     assert len(app.notifications()) == 1
 
 
@@ -108,7 +115,7 @@ def test_a_lost_gpu_notifies_once(run) -> None:
     app = run("idle:gpus=h100*2,lost=1@4", only_rules(gpu_lost=lost))
     (notice,) = app.wait_for(1, 20)[:1]
     assert notice["summary"] == "GPU 1 H100: lost: fell off the bus" and urgency(notice) == "CRITICAL"
-    time.sleep(3)
+    app.wait_samples(3)
     assert len(app.notifications()) == 1
 
 
@@ -125,7 +132,7 @@ def _menu_click(stack: DesktopStack, label_prefix: str) -> None:
 def test_pause_alerts_suppresses_notifications(run, desktop: DesktopStack) -> None:
     app = run("idle:gpus=h100*2,lost=1@8", only_rules(gpu_lost=RULES[4].defaults))
     _menu_click(desktop, "Until resumed")
-    time.sleep(12)  # the GPU is lost at 8 s
+    app.app.wait_for_log("alert gpu_lost firing: not notified (alerts are paused)")  # the GPU is lost at 8 s
     assert app.notifications() == []
 
 
@@ -139,9 +146,9 @@ def test_snooze_action_over_dbus_quiets_that_alert(run, desktop: DesktopStack) -
         "gdbus", "emit", "--session", "--object-path", "/org/freedesktop/Notifications",
         "--signal", "org.freedesktop.Notifications.ActionInvoked", str(notification_id), "snooze",
     )  # fmt: skip
-    time.sleep(1.5)
+    app.app.wait_for_log("not notified (snoozed)")  # a firing after the snooze was quieted
     count = len(app.notifications())
-    time.sleep(8)
+    app.app.wait_for_log("not notified (snoozed)", count=3)
     assert len(app.notifications()) == count
 
 

@@ -125,6 +125,13 @@ def build_parser() -> argparse.ArgumentParser:
         prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate, config, sampling]
     )
     parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="say more on stderr: -v each alert and its outcome, -vv each sample",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading = [simulate, config, driver]
 
@@ -162,7 +169,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return done.code if isinstance(done.code, int) else 0
     args.config = getattr(args, "config", None)
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
-    logging.basicConfig(format="trayvml: %(message)s", level=logging.WARNING)
+    verbosity = getattr(args, "verbose", 0)
+    level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
+    logging.basicConfig(format="trayvml: %(message)s", level=level)
     if args.config is not None and args.command in ("snapshot", "log", "pick"):
         _check_settings(args.config)
     try:
@@ -242,7 +251,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
 
 
 def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.csvlog import COLUMNS, CsvLog, parse_fields
+    from trayvml.csvlog import COLUMNS, CsvLog, demand_of, parse_fields
 
     if args.list_fields:
         print("\n".join(COLUMNS))
@@ -250,9 +259,10 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if not args.csv:
         return _fail("log needs --csv FILE (or --list-fields).", EXIT_USAGE)
     columns = parse_fields(args.query)
+    demand = demand_of(columns)  # the reader reads only what the columns show
     source = _source(simulation, args.timeout)
     try:
-        first = source.sample()
+        first = source.sample(demand)
         problem = _not_current(first)
         if problem is not None:
             return _fail(problem, EXIT_NO_NVML)
@@ -274,7 +284,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
                 if args.count is not None and ticks >= args.count:
                     break
                 source.clock.sleep_s(start_s + ticks * args.interval - source.clock.now_s())
-                sample = source.sample()
+                sample = source.sample(demand)
         except KeyboardInterrupt:
             pass  # Ctrl-C is how a user ends an open-ended log
         finally:

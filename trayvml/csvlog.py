@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, STATIC_FIELDS, SmiField, Unit
+from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, STATIC_FIELDS, SmiField, StaticField, Unit
 from trayvml.core.safe_text import csv_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.units import format_static, smi_number
 
 DEFAULT_FIELDS = (
     "timestamp",
@@ -45,16 +46,11 @@ _STATE_TEXT = {
 class Column:
     smi: SmiField
     render: Callable[[Sample, GpuSample, DeviceInfo, bool], str]
+    metric: str = ""  # the GPU metric it shows, "" for static facts: what a log asks the reader for
 
     @property
     def header(self) -> str:
         return f"{self.smi.name} [{self.smi.unit}]" if self.smi.unit else self.smi.name
-
-
-def _number(smi: SmiField, value: float, units: bool) -> str:
-    scaled = value * smi.scale
-    text = f"{scaled:.{smi.decimals}f}"
-    return f"{text} {smi.unit}" if units and smi.unit else text
 
 
 def _metric_column(key: str, smi: SmiField, unit: Unit) -> Column:
@@ -71,23 +67,17 @@ def _metric_column(key: str, smi: SmiField, unit: Unit) -> Column:
             return f"0x{int(value):016X}"
         if unit is Unit.FLAG:
             return "Yes" if value else "No"
-        return _number(smi, value, units)
+        return smi_number(smi, value, units)
 
-    return Column(smi, render)
+    return Column(smi, render, key)
 
 
-def _static_column(key: str, smi: SmiField) -> Column:
+def _static_column(field: StaticField) -> Column:
     def render(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
-        value = getattr(info, key)
-        if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
-            return "[N/A]"
-        if isinstance(value, bool):
-            return "Enabled" if value else "Disabled"
-        if isinstance(value, float):
-            return _number(smi, value, units)
-        return csv_text(str(value))  # names come from the driver: no row breaks, no formulas
+        text = format_static(field, getattr(info, field.key), smi=True, units=units)
+        return csv_text(text) if text else "[N/A]"  # names come from the driver: no row breaks, no formulas
 
-    return Column(smi, render)
+    return Column(field.smi, render)
 
 
 def _timestamp(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
@@ -106,9 +96,14 @@ COLUMNS: dict[str, Column] = {
     "timestamp": Column(SmiField("timestamp"), _timestamp),
     "driver_version": Column(SmiField("driver_version"), _driver),
     "count": Column(SmiField("count"), _count),
-    **{f.smi.name: _static_column(f.key, f.smi) for f in STATIC_FIELDS},
+    **{f.smi.name: _static_column(f) for f in STATIC_FIELDS},
     **{m.smi.name: _metric_column(m.key, m.smi, m.unit) for m in GPU_METRICS if m.smi},
 }
+
+
+def demand_of(columns: list[Column]) -> frozenset[str]:
+    """The GPU metrics these columns show: a log reads nothing else (process lists only if asked)."""
+    return frozenset(c.metric for c in columns if c.metric)
 
 
 def parse_fields(text: str | None) -> list[Column]:

@@ -45,11 +45,21 @@ class Dispatcher:
     def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S) -> None:
         self.snoozed_until_s[(gpu_index, rule)] = self.clock.now_s() + seconds
 
+    def why_not(self, event: AlertEvent) -> str:
+        """Why ``event`` should not reach the user now; "" when it should."""
+        if not event.notify:
+            return "within the rule's cooldown"
+        if not self.notifications_on:
+            return "notifications are off"
+        if self.paused:
+            return "alerts are paused"
+        if self.clock.now_s() < self.snoozed_until_s.get((event.gpu_index, event.rule), -math.inf):
+            return "snoozed"
+        return ""
+
     def wanted(self, event: AlertEvent) -> bool:
         """Whether ``event`` should reach the user now."""
-        if not (event.notify and self.notifications_on) or self.paused:
-            return False
-        return self.clock.now_s() >= self.snoozed_until_s.get((event.gpu_index, event.rule), -math.inf)
+        return not self.why_not(event)
 
     def offer(self, outgoing: Outgoing) -> list[Outgoing]:
         """What to send now for one event: nothing, the event, or (not ready) nothing yet."""

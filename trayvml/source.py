@@ -11,6 +11,7 @@ values go on being read.
 
 from __future__ import annotations
 
+import functools
 import logging
 import queue
 import threading
@@ -126,9 +127,12 @@ class Source:
                     return ProcessDetails(proc.name, proc.user, proc.command, proc.container)
         return None
 
-    def sample(self) -> Sample:
-        """One sample; waits at most ``stall_after_s`` for the driver (less once it is known stuck)."""
-        gpus, stall, failure = self._read_gpus()
+    def sample(self, demand: frozenset[str] | None = None) -> Sample:
+        """One sample; waits at most ``stall_after_s`` for the driver (less once it is known stuck).
+
+        ``demand``: the GPU metric keys someone needs (see trayvml.demand); None reads everything.
+        """
+        gpus, stall, failure = self._read_gpus(demand)
         reader = self.reader
         return Sample(
             timestamp_s=self.clock.now_s(),
@@ -142,13 +146,15 @@ class Source:
             stall=stall,
         )
 
-    def _read_gpus(self) -> tuple[tuple[GpuSample, ...], DriverStall | None, NvmlUnavailable | None]:
+    def _read_gpus(
+        self, demand: frozenset[str] | None
+    ) -> tuple[tuple[GpuSample, ...], DriverStall | None, NvmlUnavailable | None]:
         for _ in range(2):  # a read that was reported stuck answers with old values: read afresh once
             if not self._nvml.busy:
                 self._read_began_s = self.clock.now_s()
                 self._read_began_monotonic_s = time.monotonic()
                 self._stall_reported = False
-                self._nvml.submit(self.reader.read)
+                self._nvml.submit(self.reader.read if demand is None else functools.partial(self.reader.read, demand))
             waited_s = time.monotonic() - self._read_began_monotonic_s
             # Once a stall is reported each tick still waits a moment: a driver that just answered
             # is picked up in this tick rather than the next.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import logging
 import math
 import os
 import signal
@@ -22,6 +23,7 @@ from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsError, SettingsStore
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.sample import Sample
+from trayvml.demand import Demand
 from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.ui.instance import already_running, instance_name, listen
@@ -38,6 +40,9 @@ if TYPE_CHECKING:
 EXIT_NO_DISPLAY = 4
 TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
+log = logging.getLogger(__name__)
+DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
+PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
 NO_DISPLAY_MESSAGE = (
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
     "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
@@ -97,6 +102,8 @@ class App(QObject):
         self.engine = AlertEngine(self.settings.alerts)
         self.notifier: Notifier | None = None
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
+        self.demand = Demand()
+        self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
         self.sampler.sample_taken.connect(self.on_sample)
@@ -135,6 +142,7 @@ class App(QObject):
         return History(default_tiers(self.settings.history_hours * 3600.0, self.settings.sampling_interval_s))
 
     def start(self) -> None:
+        self._declare_demand()
         self.sampler.start()
         self._check_tray()
         self._tray_timer.start(TRAY_POLL_MS)
@@ -199,7 +207,7 @@ class App(QObject):
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
         """The GPU's biggest processes, for memory and temperature alerts."""
-        if event.rule not in ("memory_used", "memory_free", "temperature") or event.kind == "resolved":
+        if not _names_processes(event):
             return ""
         gpu = next((g for g in sample.gpus if g.index == event.gpu_index), None)
         if gpu is None or not gpu.processes:
@@ -313,12 +321,12 @@ class App(QObject):
 
     # ---- samples ----
     def on_sample(self, sample: Sample) -> None:
+        log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
         self.latest = sample
         self.history.append(sample)
         events = self.engine.update(sample)
-        for event in events:
-            for outgoing in self.dispatcher.offer(Outgoing(event, self._details(event, sample))):
-                self._send(outgoing)
+        self._offer(events, sample)
+        self._declare_demand()
         self.tray.show_paused(self.dispatcher.paused)  # a pause for an hour ends by itself
         self.tray.update(sample)
         if self.summary is not None and self.summary.isVisible():
@@ -327,6 +335,36 @@ class App(QObject):
             self.window.add_events(events)
             self.window.update_sample(sample)
         self.sample_shown.emit(sample)
+
+    def _offer(self, events: list[AlertEvent], sample: Sample) -> None:
+        """Hand events to the dispatcher; one that names processes waits until they are read.
+
+        Process lists are read only while someone needs them: an alert that names the GPU's
+        biggest processes asks for them when it fires and goes out once they arrive (a tick or two).
+        """
+        waiting, self._awaiting_processes = self._awaiting_processes, []
+        for event, waited in [*waiting, *((e, 0) for e in events)]:
+            if _names_processes(event) and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
+                self._awaiting_processes.append((event, waited + 1))
+                continue
+            # Logged with the outcome (-v): what a user (or a test) can check a notification against.
+            why_not = self.dispatcher.why_not(event)
+            log.info("alert %s %s: %s", event.rule, event.kind, f"not notified ({why_not})" if why_not else "notified")
+            for outgoing in self.dispatcher.offer(Outgoing(event, self._details(event, sample))):
+                self._send(outgoing)
+
+    def _declare_demand(self) -> None:
+        """Tell the sampler what is looked at now: the idle tray reads no process lists."""
+        from trayvml.demand import EVERYTHING, HISTORY, PROCESSES
+
+        demand = self.demand
+        demand.need("history", HISTORY)  # what the tray, its tooltip and the alert rules read too
+        job_rule = self.settings.alerts.rules.get("job_finished")
+        wants = self._awaiting_processes or (job_rule is not None and job_rule.enabled)
+        demand.need("alerts", {PROCESSES} if wants else ())
+        window_open = self.window is not None and self.window.isVisible()
+        demand.need("window", EVERYTHING if window_open else ())
+        self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
     def ensure_window(self) -> GraphWindow:
@@ -348,6 +386,7 @@ class App(QObject):
         window.showNormal()
         window.raise_()
         window.activateWindow()
+        self._declare_demand()  # the next tick reads what the window shows
 
     def toggle_window(self) -> None:
         if self.window is not None and self.window.isVisible():
@@ -391,3 +430,15 @@ def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_
         app.stop()
         if server is not None:
             server.close()
+
+
+def _names_processes(event: AlertEvent) -> bool:
+    return event.rule in PROCESS_RULES and event.kind != "resolved"
+
+
+def _processes_read(sample: Sample, gpu_index: int) -> bool:
+    """Whether this sample read the GPU's process lists (they are read only while someone needs them)."""
+    from trayvml.core.sample import MetricState
+
+    gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
+    return gpu is not None and gpu.state("process_count") is not MetricState.NOT_READ

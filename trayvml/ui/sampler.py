@@ -85,6 +85,8 @@ class _Worker(QObject):
     ) -> None:
         super().__init__()
         self._stall_after_s = stall_after_s
+        # Set from the GUI thread, read here: swapping one immutable value needs no lock.
+        self.demand: frozenset[str] | None = None
         self._new_history = new_history
         self._stopping = threading.Event()
         self._simulation = simulation
@@ -148,7 +150,7 @@ class _Worker(QObject):
     @Slot()
     def tick(self) -> None:
         if self._source is not None:
-            self.sample_taken.emit(self._source.sample())
+            self.sample_taken.emit(self._source.sample(self.demand))
 
     @Slot(object)
     def use_simulation(self, simulation: SimSpec | None) -> None:
@@ -217,6 +219,10 @@ class Sampler(QObject):
 
     def set_interval(self, interval_s: float) -> None:
         self._interval_changed.emit(interval_s)
+
+    def set_demand(self, demand: frozenset[str] | None) -> None:
+        """What the next ticks read (None: everything); see trayvml.demand."""
+        self._worker.demand = demand
 
     def stop(self) -> None:
         if self._thread.isRunning():

@@ -1,0 +1,135 @@
+"""What watching costs, side by side with gpustat and nvitop (issue 8 §4, PERFORMANCE.md P9, P3').
+
+    .venv/bin/python benchmarks/bench_cost.py [--seconds S] [--gpus N] [--runs R]
+
+Every tool runs as a process of its own for S seconds, after a settling time, on the same
+simulated GPUs beneath pynvml with realistic driver latency (busy-waits for cheap calls, sleeps
+for the blocking ones), so a tool's CPU includes what the driver would burn for its calls.
+gpustat and nvitop watch at 1 s in a pseudo-terminal, as a user runs them; `trayvml log` writes
+its default columns every second; the tray runs on a virtual desktop with a real StatusNotifierItem
+host, window closed. CPU is the process tree's user + system time over the run (% of one core),
+RSS that of the tool's Python process. Needs gpustat and nvitop (`pip install -e .[bench]`) and,
+for the tray, the desktop stack of `scripts/setup --test`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import psutil
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/desktop.py, for the tray's desktop
+
+SETTLE_S = 8.0
+
+
+def _spec(gpus: int) -> str:
+    return f"training:gpus=h100*{gpus},latency=realistic,start=1800"
+
+
+def _in_a_terminal(command: list[str]) -> list[str]:
+    """A pseudo-terminal, as curses tools need (util-linux `script`)."""
+    return ["script", "-qfec", shlex.join(command), "/dev/null"]
+
+
+def _tree_cpu_s(process: psutil.Process) -> float:
+    total = 0.0
+    for member in [process, *process.children(recursive=True)]:
+        try:
+            times = member.cpu_times()
+            total += times.user + times.system
+        except psutil.NoSuchProcess:
+            pass
+    return total
+
+
+def _python_rss_mib(process: psutil.Process) -> float:
+    members = [process, *process.children(recursive=True)]
+    pythons = [m for m in members if "python" in m.name()]
+    return max((m.memory_info().rss for m in pythons or members), default=0) / 2**20
+
+
+def measure(command: list[str], seconds: float, env: dict[str, str] | None = None) -> tuple[float, float]:
+    """(CPU % of one core, RSS MiB) of ``command`` over ``seconds`` after SETTLE_S."""
+    process = subprocess.Popen(
+        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
+    try:
+        watched = psutil.Process(process.pid)
+        time.sleep(SETTLE_S)
+        before = _tree_cpu_s(watched)
+        time.sleep(seconds)
+        cpu_percent = (_tree_cpu_s(watched) - before) / seconds * 100
+        return cpu_percent, _python_rss_mib(watched)
+    finally:
+        for member in psutil.Process(process.pid).children(recursive=True):
+            member.terminate()
+        process.terminate()
+        try:
+            process.wait(10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+def tools(gpus: int, folder: Path) -> dict[str, list[str]]:
+    spec = _spec(gpus)
+    simulated = [sys.executable, "-m", "trayvml.nvml.sim.run", spec]
+    return {
+        "trayvml log (default columns)": [
+            sys.executable, "-m", "trayvml", "log", "--csv", str(folder / "log.csv"), "--interval", "1",
+            f"--simulate={spec}",
+        ],
+        "gpustat --interval 1": _in_a_terminal([*simulated, "gpustat", "--interval", "1"]),
+        "nvitop --monitor --interval 1": _in_a_terminal([*simulated, "nvitop", "--monitor", "--interval", "1"]),
+    }  # fmt: skip
+
+
+def tray_idle(gpus: int, seconds: float) -> tuple[float, float]:
+    from tests.desktop import DesktopStack, wait_until
+
+    with DesktopStack("sni", notifications=False) as stack:
+        command = [sys.executable, "-m", "trayvml", f"--simulate={_spec(gpus)}"]
+        process = subprocess.Popen(command, env=stack.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: bool(stack.sni_items()), timeout_s=30, what="the tray item")
+        finally:
+            process.terminate()
+            process.wait(10)
+        return measure(command, seconds, env=stack.env)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--gpus", type=int, default=8)
+    parser.add_argument("--runs", type=int, default=1)
+    parser.add_argument("--no-tray", action="store_true", help="skip the tray (no desktop stack here)")
+    args = parser.parse_args()
+    results: dict[str, list[tuple[float, float]]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        for _ in range(args.runs):
+            for name, command in tools(args.gpus, Path(folder)).items():
+                results.setdefault(name, []).append(measure(command, args.seconds))
+            if not args.no_tray:
+                results.setdefault("trayvml tray, window closed", []).append(tray_idle(args.gpus, args.seconds))
+    cpu = {name: statistics.median(c for c, _ in runs) for name, runs in results.items()}
+    rss = {name: statistics.median(r for _, r in runs) for name, runs in results.items()}
+    peers = [cpu[name] for name in cpu if not name.startswith("trayvml")]
+    cheaper_peer = min(peers) if peers else float("nan")
+    print(f"{args.gpus} simulated H100s, realistic driver latency, {args.seconds:.0f} s, median of {args.runs}")
+    print("| tool | CPU % of a core | ÷ cheaper peer | RSS MiB |")
+    print("|---|---:|---:|---:|")
+    for name in cpu:
+        print(f"| {name} | {cpu[name]:.2f} | {cpu[name] / cheaper_peer:.2f} | {rss[name]:.0f} |")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,126 @@
+"""Demand-driven sampling: the reader reads only what someone is looking at."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from tests.helpers import simulated_source
+from trayvml.alerts import AlertSettings
+from trayvml.config import Settings
+from trayvml.core.sample import MetricState
+from trayvml.csvlog import demand_of, parse_fields
+from trayvml.demand import EVERYTHING, HISTORY, PROCESSES, Demand
+
+PROCESS_CALLS = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3")
+
+
+def test_the_wanted_set_is_the_union_of_what_each_consumer_needs() -> None:
+    demand = Demand()
+    demand.need("history", {"temperature_gpu_c"})
+    demand.need("window", {"temperature_gpu_c", PROCESSES})
+    assert demand.wanted == {"temperature_gpu_c", PROCESSES}
+    demand.need("window", {"power_draw_w"})  # a consumer's need is replaced, not added to
+    assert demand.wanted == {"temperature_gpu_c", "power_draw_w"}
+    demand.drop("window")
+    assert demand.wanted == {"temperature_gpu_c"} and demand.needs("window") == frozenset()
+
+
+def test_an_unknown_metric_is_refused() -> None:
+    with pytest.raises(KeyError, match="not_a_metric"):
+        Demand().need("window", {"not_a_metric"})
+
+
+def test_the_history_records_every_timeline_but_not_the_process_lists() -> None:
+    assert PROCESSES not in HISTORY and "process_count" not in HISTORY
+    assert {"utilization_gpu_percent", "memory_used_bytes", "temperature_gpu_c"} <= HISTORY
+    assert HISTORY | {PROCESSES, "process_count"} <= EVERYTHING
+
+
+def test_a_log_asks_only_for_its_columns() -> None:
+    columns = parse_fields("timestamp,index,name,utilization.gpu,memory.used")
+    assert demand_of(columns) == {"utilization_gpu_percent", "memory_used_bytes"}
+    assert PROCESSES not in demand_of(parse_fields(None))  # the default columns name no processes
+
+
+def test_what_is_not_demanded_is_not_read_and_says_so() -> None:
+    source, clock, library = simulated_source("training:gpus=h100*2,start=1800")  # a job is running
+    source.sample()  # everything once: static facts, capabilities
+    before = {call: library.calls[call] for call in PROCESS_CALLS}
+    util_before = library.calls["nvmlDeviceGetUtilizationRates"]
+    for _ in range(12):
+        clock.advance_s(1.0)
+        sample = source.sample(frozenset({"temperature_gpu_c"}))
+    assert {call: library.calls[call] for call in PROCESS_CALLS} == before  # no process list read
+    assert library.calls["nvmlDeviceGetUtilizationRates"] == util_before
+    gpu = sample.gpus[0]
+    assert gpu.state("temperature_gpu_c") is MetricState.OK
+    assert gpu.state("utilization_gpu_percent") is MetricState.NOT_READ
+    assert gpu.state("process_count") is MetricState.NOT_READ and gpu.processes == ()
+    clock.advance_s(1.0)
+    again = source.sample(frozenset({"temperature_gpu_c", PROCESSES}))  # read on the next tick
+    assert again.gpus[0].state("process_count") is MetricState.OK and again.gpus[0].processes
+
+
+def _app(qapp, settings: Settings | None = None):  # type: ignore[no-untyped-def]
+    from trayvml.ui.app import App
+
+    app = App(None)
+    if settings is not None:
+        app.apply_settings(settings)
+    return app
+
+
+def test_the_idle_tray_reads_no_process_lists_and_the_open_window_does(qapp) -> None:  # type: ignore[no-untyped-def]
+    app = _app(qapp)
+    app._declare_demand()
+    assert app.sampler._worker.demand == HISTORY  # window closed, no alert waiting, job rule off
+    app.show_window()
+    assert PROCESSES in app.sampler._worker.demand
+    app.window.hide()
+    app._declare_demand()
+    assert PROCESSES not in app.sampler._worker.demand
+    app.window.close()
+
+
+def test_the_job_finished_rule_needs_the_process_lists(qapp) -> None:  # type: ignore[no-untyped-def]
+    alerts = AlertSettings()
+    rules = dict(alerts.rules)
+    rules["job_finished"] = replace(rules["job_finished"], enabled=True)
+    app = _app(qapp, Settings(alerts=replace(alerts, rules=rules)))
+    app._declare_demand()
+    assert PROCESSES in app.sampler._worker.demand
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def notify(self, event, details: str = "") -> None:  # type: ignore[no-untyped-def]
+        self.sent.append((event.rule, details))
+
+    def close(self) -> None:
+        pass
+
+
+def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.alerts import RULES, RuleSettings
+
+    all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
+    memory = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)  # fires at once
+    app = _app(qapp, Settings(alerts=AlertSettings(rules={**all_off, "memory_used": memory})))
+    recorder = _Recorder()
+    app._use_notifier(recorder)  # type: ignore[arg-type]
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    app._declare_demand()
+    app.on_sample(source.sample(app.sampler._worker.demand))  # the idle tray's demand: no process lists
+    assert recorder.sent == []  # fired, but waits for the processes it names
+    assert PROCESSES in app.sampler._worker.demand
+    clock.advance_s(1.0)
+    app.on_sample(source.sample(app.sampler._worker.demand))
+    assert [rule for rule, _ in recorder.sent] == ["memory_used"]
+    assert "python (" in recorder.sent[0][1]  # the biggest process, by name
+    clock.advance_s(1.0)
+    app.on_sample(source.sample(app.sampler._worker.demand))
+    assert PROCESSES not in app.sampler._worker.demand  # asked for once, not kept

@@ -1,0 +1,45 @@
+"""What someone is looking at: consumers declare the GPU metrics they need; the reader reads the union.
+
+This is what keeps the monitor cheap (nvitop calls it "sparse query"): process lists cost
+milliseconds of driver time per GPU, and nobody needs them while the tray sits closed. Each
+consumer (the history, the tray icon, the alert engine, a window page, a CLI column) names what
+it needs under its own name and replaces it when what it shows changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from trayvml.core.metrics import GPU_METRICS
+
+PROCESSES = "processes"  # the process lists (names, memory), beyond the count
+EVERYTHING: frozenset[str] = frozenset(m.key for m in GPU_METRICS) | {PROCESSES}
+# What the timelines record while nothing else asks: every metric with a history, so that opening
+# the window shows the past, but not the process lists (and so not their count).
+HISTORY: frozenset[str] = frozenset(m.key for m in GPU_METRICS if m.history and m.key != "process_count")
+
+
+class Demand:
+    """The union of what each consumer needs; ``wanted`` is what the reader reads."""
+
+    def __init__(self) -> None:
+        self._needs: dict[str, frozenset[str]] = {}
+        self.wanted: frozenset[str] = frozenset()
+
+    def need(self, consumer: str, keys: Iterable[str]) -> None:
+        """``consumer`` needs ``keys`` from now on (replacing what it needed before)."""
+        keys = frozenset(keys)
+        unknown = keys - EVERYTHING
+        if unknown:
+            raise KeyError(f"not GPU metrics: {', '.join(sorted(unknown))}")
+        if keys:
+            self._needs[consumer] = keys
+        else:
+            self._needs.pop(consumer, None)
+        self.wanted = frozenset().union(*self._needs.values())
+
+    def drop(self, consumer: str) -> None:
+        self.need(consumer, ())
+
+    def needs(self, consumer: str) -> frozenset[str]:
+        return self._needs.get(consumer, frozenset())
