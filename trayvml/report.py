@@ -10,7 +10,7 @@ from trayvml import __version__
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, STATIC_FIELDS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import format_bytes, format_value
+from trayvml.core.units import format_bytes, format_static, format_value
 
 _GPU = {m.key: m for m in GPU_METRICS}
 _HOST = {m.key: m for m in HOST_METRICS}
@@ -96,24 +96,14 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
     out = []
     for field in STATIC_FIELDS:
         value = getattr(info, field.key)
-        if (isinstance(value, float) and math.isnan(value)) or value in ("", None):
-            continue
-        out.append(f"    {field.label:<{width}}  {_static_text(field.key, value, field.smi.unit)}")
+        text = format_static(field, value)
+        if text:  # a fact the GPU does not tell is left out
+            out.append(f"    {field.label:<{width}}  {terminal_text(text)}")
     for metric in GPU_METRICS:
         state = gpu.state(metric.key)
         shown = format_value(metric, gpu.value(metric.key)) if state is MetricState.OK else state.label
         out.append(f"    {metric.label:<{width}}  {shown}")
     return out
-
-
-def _static_text(key: str, value: Any, unit: str) -> str:
-    if isinstance(value, bool):
-        return "enabled" if value else "disabled"
-    if key == "memory_total_bytes":
-        return format_bytes(value)
-    if isinstance(value, float):
-        return f"{value:g} {unit}".rstrip()
-    return terminal_text(str(value))
 
 
 def json_snapshot(sample: Sample) -> dict[str, Any]:
