@@ -9,9 +9,9 @@ from contextlib import contextmanager
 
 from trayvml.core.errors import NotEnoughGpusError, TrayvmlError
 from trayvml.core.sample import GpuSample, Sample
+from trayvml.core.units import MIB
 
 CRITERIA = ("memory", "memory-ratio", "power", "utilization")
-_MIB = 2**20
 
 
 def _score(gpu: GpuSample, by: str) -> float:
@@ -34,7 +34,7 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
         raise TrayvmlError(f"Unknown criterion {by!r}: choose one of {', '.join(CRITERIA)}.")
     if count < 1:
         raise TrayvmlError("The number of GPUs to pick must be at least 1.")
-    qualifying = [g for g in sample.gpus if not g.lost and g.value("memory_free_bytes") >= min_free_mib * _MIB]
+    qualifying = [g for g in sample.gpus if not g.lost and g.value("memory_free_bytes") >= min_free_mib * MIB]
     if len(qualifying) < count:
         condition = f" with at least {min_free_mib:g} MiB free" if min_free_mib else ""
         lost = sum(g.lost for g in sample.gpus)

@@ -7,7 +7,7 @@ import math
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import format_value, short_name
+from trayvml.core.units import GIB, format_value, short_name
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:
@@ -18,7 +18,7 @@ def _value(gpu: GpuSample, key: str) -> str | None:
 
 def used_of_total(used_bytes: float, total_bytes: float) -> str:
     """``12.1/80.0 GiB``: both in GiB, so they compare at a glance."""
-    return f"{used_bytes / 2**30:.1f}/{total_bytes / 2**30:.1f} GiB"
+    return f"{used_bytes / GIB:.1f}/{total_bytes / GIB:.1f} GiB"
 
 
 def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
