@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-_MIB = 2**20
+from trayvml.core.units import MIB
 
 
 @dataclass(frozen=True)
@@ -45,8 +45,8 @@ PROFILES: dict[str, GpuProfile] = {
         GpuProfile(
             key="h100",
             name="NVIDIA H100 80GB HBM3",
-            memory_total_bytes=81559 * _MIB,
-            memory_reserved_bytes=579 * _MIB,
+            memory_total_bytes=81559 * MIB,
+            memory_reserved_bytes=579 * MIB,
             power_limit_w=700.0,
             power_min_limit_w=200.0,
             power_max_limit_w=700.0,
@@ -73,8 +73,8 @@ PROFILES: dict[str, GpuProfile] = {
         GpuProfile(
             key="rtx4090",
             name="NVIDIA GeForce RTX 4090",
-            memory_total_bytes=24564 * _MIB,
-            memory_reserved_bytes=335 * _MIB,
+            memory_total_bytes=24564 * MIB,
+            memory_reserved_bytes=335 * MIB,
             power_limit_w=450.0,
             power_min_limit_w=150.0,
             power_max_limit_w=600.0,
@@ -94,8 +94,8 @@ PROFILES: dict[str, GpuProfile] = {
         GpuProfile(
             key="laptop",
             name="NVIDIA GeForce RTX 4070 Laptop GPU",
-            memory_total_bytes=8188 * _MIB,
-            memory_reserved_bytes=211 * _MIB,
+            memory_total_bytes=8188 * MIB,
+            memory_reserved_bytes=211 * MIB,
             power_limit_w=115.0,
             power_min_limit_w=35.0,
             power_max_limit_w=115.0,

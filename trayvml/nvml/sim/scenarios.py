@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from trayvml.core.units import GIB, MIB
 from trayvml.nvml.sim.profiles import GpuProfile
 
 # Simulated PIDs sit above Linux's largest pid_max (2**22), so they never name a real process.
@@ -107,7 +108,7 @@ class Scenario:
     # helpers
     def _desktop_fraction(self, gpu: int) -> float:
         profile = self.profiles[gpu]
-        return 0.0 if profile.nvlink_links else 300 * 2**20 / profile.memory_total_bytes
+        return 0.0 if profile.nvlink_links else 300 * MIB / profile.memory_total_bytes
 
     def _xorg(self, gpu: int) -> SimProcess:
         return SimProcess(
@@ -115,7 +116,7 @@ class Scenario:
             "Xorg",
             "root",
             "/usr/lib/xorg/Xorg :0 -seat seat0",
-            300 * 2**20,
+            300 * MIB,
             "graphics",
         )
 
@@ -286,12 +287,12 @@ class Faults(Training):
         return (t >= 420.0).astype(float) if self.profiles[gpu].has_ecc else np.zeros_like(t)
 
     def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
-        other = SimProcess(PID_BASE + gpu * 1000 + 5, "python", "alice", "python notebook.py", 2 * 2**30)
+        other = SimProcess(PID_BASE + gpu * 1000 + 5, "python", "alice", "python notebook.py", 2 * GIB)
         return [*super().processes(gpu, t_s), other]
 
     def load(self, gpu: int, t: np.ndarray) -> Load:
         base = super().load(gpu, t)
-        base.memory_fraction = base.memory_fraction + 2 * 2**30 / self._usable_bytes(gpu)
+        base.memory_fraction = base.memory_fraction + 2 * GIB / self._usable_bytes(gpu)
         return base
 
 
