@@ -91,10 +91,10 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
     # 82-88 °C (around the enter threshold, above the clear one) and cools below 80 °C at 1300 s.
     app = run("thermal:gpus=h100,speed=60,start=300", only_rules(temperature=temperature()))
     first = app.wait_for(1, 15)
-    assert first[0]["summary"].startswith("GPU 0 H100: temperature critical at ")
+    assert first[0]["summary"].startswith("GPU 0 H100: GPU temperature critical at ")
     assert urgency(first[0]) == "CRITICAL" and first[0]["appname"] == "trayvml"
     both = app.wait_for(2, 40)
-    assert both[1]["summary"] == "GPU 0 H100: gpu temperature back to normal"
+    assert both[1]["summary"] == "GPU 0 H100: GPU temperature back to normal"
     app.wait_samples(3)
     assert len(app.notifications()) == 2
     assert app.app.log_count("alert temperature") == 2  # the hovering in between changed no state
@@ -104,7 +104,7 @@ def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> N
     memory = replace(RULES[1].defaults, hold_s=0.0)
     app = run("training:gpus=h100,speed=60,start=3500", only_rules(memory_used=memory))
     (warning,) = app.wait_for(1, 30)[:1]
-    assert warning["summary"].startswith("GPU 0 H100: memory 9") and urgency(warning) == "NORMAL"
+    assert warning["summary"].startswith("GPU 0 H100: memory used high at 9") and urgency(warning) == "NORMAL"
     assert "python (" in warning["body"]
     app.wait_samples(4)
     assert len(app.notifications()) == 1
