@@ -159,7 +159,7 @@ THRESHOLDS = tuple(f"{level}_{edge}" for level in LEVELS for edge in ("enter", "
 class ThresholdRule(GpuRule[RuleSettings]):
     """A catalog metric, the direction that alarms, and warning and critical levels."""
 
-    metric: str = ""  # a GPU_METRICS key
+    metric: str  # a GPU_METRICS key
     direction: Direction = Direction.ABOVE
     display: DisplayUnit | None = None  # the unit thresholds are typed in; None: the metric's own
     numbers: ClassVar[tuple[str, ...]] = (*THRESHOLDS, "hold_s", "cooldown_s")
