@@ -11,7 +11,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
 
 from tests.helpers import simulated_source
-from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
+from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, simulated_history
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.ui.plots import GPU_PANELS
 
@@ -25,16 +25,20 @@ def window(qtbot):
     return make
 
 
-def test_one_panel_per_catalog_group_with_a_curve_per_gpu(window) -> None:
-    w, sample = window()
+def test_one_panel_per_catalog_group_with_a_line_per_gpu(qtbot) -> None:
+    # The one end-to-end path: a history the reader filled from simulated GPUs, sample by sample.
+    history, sample = simulated_history("training:gpus=h100*2+rtx4090+laptop", 1000)
+    w = shown_window(qtbot, history, sample)
     groups = [p.spec.group for p in w.gpu_page.panels]
     assert groups == [p.group for p in GPU_PANELS]
     plotted_groups = {m.group for m in GPU_METRICS if m.plot and m.history}
     assert plotted_groups <= set(groups)
     utilization = w.gpu_page.panels[0]
-    assert len(utilization.curves) == 2 * len(sample.gpus)  # GPU and memory-bandwidth utilization
-    xs, ys = utilization.curves[(0, 0)].getOriginalDataset()
+    assert len(utilization.lines) == 2  # GPU and memory-bandwidth utilization
+    assert all(len(lines.data) == len(sample.gpus) for lines in utilization.lines)
+    xs, ys = utilization.lines[0].line(0)
     assert len(xs) == 900 and np.isfinite(ys).all()  # 15 minutes at 1 s by default: the whole 1 s tier
+    assert ys[-1] == sample.gpus[0].value("utilization_gpu_percent")
 
 
 def test_unsupported_curves_are_left_out_and_an_empty_panel_says_so(window) -> None:
@@ -51,7 +55,7 @@ def test_unsupported_curves_are_left_out_and_an_empty_panel_says_so(window) -> N
     w.gpu_page.verticalScrollBar().setValue(int(fan.plot.geometry().top()))
     w.refresh()
     assert not fan.notice.isVisible()
-    assert not fan.curves[(0, 0)].isVisible() and fan.curves[(1, 0)].isVisible()
+    assert fan.lines[0].line(0) is None and fan.lines[0].line(1) is not None
 
 
 def test_ranges_pick_the_tier_that_fits_the_width(window) -> None:
@@ -60,7 +64,8 @@ def test_ranges_pick_the_tier_that_fits_the_width(window) -> None:
     width = w.gpu_page.first.getViewBox().width()
     for seconds, step in ((60, 1), (900, 1), (3600, 5), (12 * 3600, 30)):
         w.set_range(seconds)
-        xs, _ = panel.curves[(0, 0)].getOriginalDataset()
+        w.finish_redraw()
+        xs, _ = panel.lines[0].line(0)
         assert len(xs) <= max(width, 12 * 3600 / 30) + 1  # the coarsest tier is the limit
         assert np.allclose(np.diff(xs), step)
         (x0, x1), _ = w.gpu_page.first.getViewBox().viewRange()
@@ -77,26 +82,30 @@ def test_panning_stops_following_until_asked(window, qtbot) -> None:
     (_, x1), _ = view.viewRange()
     assert x1 < sample.timestamp_s - 200  # it stays where the user put it
     qtbot.mouseClick(w.follow_button, Qt.MouseButton.LeftButton)
+    w.finish_redraw()
     (_x0, x1), _ = view.viewRange()
     assert w.following and abs(x1 - sample.timestamp_s) < 1
 
 
 def test_gpus_can_be_toggled_and_focused(window) -> None:
     w, _ = window()
-    curve = w.gpu_page.panels[0].curves[(1, 0)]
+    lines = w.gpu_page.panels[0].lines[0]
     w.gpu_toggles[1].setChecked(False)
-    assert not curve.isVisible()
+    w.finish_redraw()
+    assert lines.line(1) is None and lines.line(0) is not None
     w.gpu_toggles[1].setChecked(True)
-    assert curve.isVisible()
+    w.finish_redraw()
+    assert lines.line(1) is not None
     w.focus_gpu(2)
-    visible = [g for g in range(4) if w.gpu_page.panels[0].curves[(g, 0)].isVisible()]
+    w.finish_redraw()
+    visible = [g for g in range(4) if lines.line(g) is not None]
     assert visible == [2] and [t.isChecked() for t in w.gpu_toggles] == [False, False, True, False]
 
 
 def test_crosshair_reads_every_curve_at_the_cursor(window) -> None:
     w, sample = window(seconds=120)
     panel = w.gpu_page.panels[0]
-    xs, ys = panel.curves[(0, 0)].getOriginalDataset()
+    xs, ys = panel.lines[0].line(0)
     text = panel.values_at(float(xs[-10]), lambda gpu: f"GPU{gpu}")
     assert f"GPU0 gpu utilization: {ys[-10]:.0f} %" in text
     assert text.count("<br>") == 2 * len(sample.gpus) - 1
@@ -140,6 +149,7 @@ def test_processes_table_updates_in_place_and_sorts(window) -> None:
         clock.advance_s(300)
         sample = source.sample()
         w.update_sample(sample)
+        w.finish_redraw()
         expected = {(p.gpu_index, p.pid) for g in sample.gpus for p in g.processes}
         rows = {(int(model.index(r, 0).data()), int(model.index(r, 1).data())) for r in range(model.rowCount())}
         assert rows == expected
@@ -179,13 +189,17 @@ def test_long_ranges_redraw_only_when_the_view_would_move_a_pixel(window) -> Non
     w, sample = window(seconds=60)
     for seconds, expected in ((60, 10), (12 * 3600, 0)):
         w.set_range(seconds)
+        w.finish_redraw()
         before = w.redraws
         for k in range(1, 11):  # ten live samples, a second apart
             w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + k))
+            w.finish_redraw()
         assert w.redraws - before == expected, seconds
     w.set_range(12 * 3600)
+    w.finish_redraw()
     before = w.redraws
     w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + 60))  # a minute on: about two pixels
+    w.finish_redraw()
     assert w.redraws == before + 1
 
 
@@ -198,6 +212,7 @@ def test_hidden_window_costs_nothing_and_closing_only_hides(window) -> None:
         w.update_sample(sample)
     assert w.redraws == before
     w.show()
+    w.finish_redraw()
     assert w.redraws == before + 1
 
 
@@ -234,7 +249,7 @@ def test_every_value_axis_labels_its_ticks_in_typical_ranges(window) -> None:
 
 
 def test_byte_axes_use_one_unit_and_flat_memory_keeps_its_labels(window) -> None:
-    w, _ = window("thermal:gpus=h100*8", seconds=60)  # memory flat at 31.6 GiB on every GPU
+    w, _ = window("thermal:gpus=h100*8", seconds=60)  # memory at 27 to 31.6 GiB on every GPU
     memory = next(p for p in w.gpu_page.panels if p.spec.group is Group.MEMORY)
     w.grab()  # pyqtgraph applies its auto range when it paints
     (low, high) = memory.plot.getViewBox().viewRange()[1]
@@ -283,13 +298,13 @@ class _FakeHistory:
         return Series(times, values, values, values, 2.0)
 
 
-def test_export_csv_joins_series_on_time(window, tmp_path: Path) -> None:
+def test_export_csv_joins_series_on_time(tmp_path: Path) -> None:
     from datetime import datetime
 
-    w, _ = window("training:gpus=h100*2", seconds=5)
-    w.history = _FakeHistory()
+    from trayvml.ui.export import export_csv
+
     path = tmp_path / "joined.csv"
-    w.export_csv(str(path))
+    export_csv(_FakeHistory(), 2, 1000.0, 1003.0, 900, str(path))  # type: ignore[arg-type]
     with path.open() as exported:
         rows = list(csv.DictReader(exported))
     times = [row["time"] for row in rows]
@@ -313,5 +328,5 @@ def test_unsupported_metrics_are_hidden_per_gpu_not_per_name(window) -> None:
     w.update_sample(no_fan)
     w.gpu_page.verticalScrollBar().setValue(int(fan.plot.geometry().top()))
     w.refresh()
-    assert not fan.curves[(0, 0)].isVisible() and fan.curves[(1, 0)].isVisible()
+    assert fan.lines[0].line(0) is None and fan.lines[0].line(1) is not None
     assert not fan.notice.isVisible()

@@ -292,7 +292,7 @@ def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> Non
     window = shown_window(qtbot, history, sample)
     assert qt_menu_shows(window.gpu_toggles[2].text()) == '2 <img src="/etc/passwd"><b>A&B_C</b>'
     panel = window.gpu_page.panels[0]
-    xs, _ = panel.curves[(2, 0)].getOriginalDataset()
+    xs, _ = panel.lines[0].line(2)
     readout = shown_as_html(panel.values_at(float(xs[-1]), window._names()))
     assert '2 <img src="/etc/passwd"><b>A&B_C</b> gpu utilization: ' in readout
 

@@ -179,19 +179,28 @@ class History:
 
     def append(self, sample: Sample) -> None:
         self.processes.append(sample)
-        if sample.gpus:
-            if len(sample.gpus) != self.gpu_count or self._gpus is None:
-                self.gpu_count = len(sample.gpus)  # a different set of GPUs: start afresh
-                self._gpus = TieredRing(self.gpu_count * len(HISTORY_GPU_KEYS), self.tiers)
-            row = np.concatenate([np.asarray(g.values, dtype=np.float32)[_GPU_COLUMNS] for g in sample.gpus])
-            self._gpus.append(sample.timestamp_s, row)
+        gpu_values = np.array([np.asarray(g.values, dtype=np.float32)[_GPU_COLUMNS] for g in sample.gpus])
+        host_values = None
         if sample.host is not None:
-            cores = sample.host.cpu_core_percent
-            if self._host is None or len(cores) != self.core_count:
-                self.core_count = len(cores)
-                self._host = TieredRing(len(HISTORY_HOST_KEYS) + self.core_count, self.tiers)
             values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]
-            self._host.append(sample.timestamp_s, np.concatenate([values, np.asarray(cores, dtype=np.float32)]))
+            host_values = np.concatenate([values, np.asarray(sample.host.cpu_core_percent, dtype=np.float32)])
+        self.append_values(sample.timestamp_s, gpu_values, host_values)
+
+    def append_values(self, t_s: float, gpu_values: np.ndarray, host_values: np.ndarray | None = None) -> None:
+        """One time's values, already arranged: ``gpu_values`` is GPUs × HISTORY_GPU_KEYS (none: no
+        GPU row), ``host_values`` HISTORY_HOST_KEYS then one per core. Tests and benchmarks build
+        hours of synthetic history this way, without making a Sample per second."""
+        if len(gpu_values):
+            if len(gpu_values) != self.gpu_count or self._gpus is None:
+                self.gpu_count = len(gpu_values)  # a different set of GPUs: start afresh
+                self._gpus = TieredRing(self.gpu_count * len(HISTORY_GPU_KEYS), self.tiers)
+            self._gpus.append(t_s, np.asarray(gpu_values, dtype=np.float32).reshape(-1))
+        if host_values is not None:
+            cores = len(host_values) - len(HISTORY_HOST_KEYS)
+            if self._host is None or cores != self.core_count:
+                self.core_count = cores
+                self._host = TieredRing(len(host_values), self.tiers)
+            self._host.append(t_s, np.asarray(host_values, dtype=np.float32))
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
         """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""

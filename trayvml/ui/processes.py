@@ -1,11 +1,12 @@
-"""The Processes table: updated in place (rows keyed by GPU, PID and kind), sortable."""
+"""The Processes page: a table updated in place (rows keyed by GPU, PID and kind), sortable."""
 
 from __future__ import annotations
 
 import math
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, Qt
+from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtWidgets import QTableView
 
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes
@@ -83,3 +84,20 @@ class ProcessModel(QAbstractTableModel):
                 self._keys.append(key)
                 self._rows.append(_cells(proc))
             self.endInsertRows()
+
+
+class ProcessesPage(QTableView):
+    """The table of GPU processes, biggest first until the user sorts otherwise."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.processes = ProcessModel()
+        proxy = QSortFilterProxyModel(self)
+        proxy.setSourceModel(self.processes)
+        proxy.setSortRole(ProcessModel.SORT_ROLE)
+        self.setModel(proxy)
+        self.setSortingEnabled(True)
+        self.sortByColumn(ProcessModel.MEMORY_COLUMN, Qt.SortOrder.DescendingOrder)
+        self.horizontalHeader().setStretchLastSection(True)
+        self.verticalHeader().setVisible(False)
+        self.setAlternatingRowColors(True)

@@ -1,19 +1,18 @@
-"""The pop-out graph window: timelines of every metric, the machine, processes and device details."""
+"""The pop-out graph window: the frame around its pages (GPUs, Machine, Processes, Device details,
+Alerts), with the range and follow-live controls, the GPU toggles and the status bar.
+
+Redraws are asked for, not done on the spot: requests that come faster than the screen can show
+fold into one, and a redraw runs a panel per turn of the event loop, so that the GUI thread stays
+free for input and the tray whatever the number of GPUs.
+"""
 
 from __future__ import annotations
 
-import csv
-import io
-import math
 import time
 from collections.abc import Callable
-from datetime import datetime
-from pathlib import Path
 
-import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QByteArray, QEvent, QRectF, QSettings, QSortFilterProxyModel, Qt, QTimer
-from PySide6.QtGui import QAction, QCloseEvent, QColor, QGuiApplication, QPalette, QShowEvent
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer
+from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -23,43 +22,25 @@ from PySide6.QtWidgets import (
     QMainWindow,
     QMessageBox,
     QPushButton,
-    QScrollArea,
-    QTableView,
-    QTableWidget,
-    QTableWidgetItem,
     QTabWidget,
     QToolBar,
-    QTreeWidget,
-    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
-from trayvml.alerts import AlertEvent, Severity
-from trayvml.config import write_atomically
-from trayvml.core.metrics import HOST_METRIC_BY_KEY, STATIC_FIELDS, Group
+from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import menu_label
-from trayvml.core.sample import DeviceInfo, MetricState, Sample
-from trayvml.core.units import format_static, short_name
-from trayvml.history import History, Series
-from trayvml.ui.plots import (
-    GPU_PANELS,
-    HOST_PANELS,
-    LINE_STYLES,
-    PANEL_HEIGHT_PX,
-    REASON_LEGEND,
-    TICK_LENGTH_PX,
-    Panel,
-    PanelSpec,
-    UnitAxis,
-    value_axis_width_px,
-)
-from trayvml.ui.processes import ProcessModel
+from trayvml.core.sample import DeviceInfo, Sample
+from trayvml.core.units import short_name
+from trayvml.history import History
+from trayvml.ui.alerts_page import AlertsPage
+from trayvml.ui.details_page import DetailsPage
+from trayvml.ui.export import export_csv, export_png
+from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
+from trayvml.ui.plots import REASON_LEGEND, Panel
+from trayvml.ui.processes import ProcessesPage
 from trayvml.ui.theme import gpu_colour
 
-MAX_LISTED_EVENTS = 1000
-MAX_MARKERS = 50
-SEVERITY_COLOURS = {Severity.INFO: "#4e79a7", Severity.WARNING: "#f5a524", Severity.CRITICAL: "#e5484d"}
 RANGES_S = (
     ("1 min", 60),
     ("5 min", 300),
@@ -69,115 +50,81 @@ RANGES_S = (
     ("12 h", 12 * 3600),
 )
 DEFAULT_RANGE_S = 900
-HOST_COLOUR = "#4e79a7"
 REFRESH_AFTER_PAN_MS = 120
 DEFAULT_SIZE_PX = (1100, 820)
 FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
-
-
-class _PlotPage(QScrollArea):
-    """A scrolling column of linked plots in one pyqtgraph scene."""
-
-    def __init__(self, specs: tuple[PanelSpec, ...], gpu_count: int) -> None:
-        super().__init__()
-        self.setWidgetResizable(True)
-        self.layout_widget = pg.GraphicsLayoutWidget()
-        self.layout_widget.setMinimumHeight(PANEL_HEIGHT_PX * len(specs))
-        self.setWidget(self.layout_widget)
-        self.panels: list[Panel] = []
-        first: pg.PlotItem | None = None
-        for row, spec in enumerate(specs):
-            unit = spec.metrics[0].unit if spec.metrics else None
-            axes = {"bottom": pg.DateAxisItem()}
-            if unit is not None and not spec.strip:
-                axes["left"] = UnitAxis(unit)
-            elif spec.group is Group.PROCESSES:
-                from trayvml.core.metrics import Unit
-
-                axes["left"] = UnitAxis(Unit.BYTES)
-            plot = self.layout_widget.addPlot(row=row, col=0, axisItems=axes, title=spec.title)
-            plot.setMenuEnabled(False)
-            # No grid: pyqtgraph's costs about 50 ms a redraw, more than all the curves.
-            # Short inward ticks mark the scale instead.
-            for name in ("left", "bottom"):
-                plot.getAxis(name).setStyle(tickLength=TICK_LENGTH_PX)
-            plot.getViewBox().setLimits(yMin=0 if not spec.strip else -0.5)
-            if spec.strip:
-                plot.getAxis("left").setWidth(value_axis_width_px())
-            if first is None:
-                first = plot
-            else:
-                plot.setXLink(first)
-            self.panels.append(Panel(spec, plot, gpu_count))
-        self.first = first
-
-    def visible_panels(self) -> list[Panel]:
-        """The panels inside the scrolled viewport: only those are worth redrawing."""
-        top = self.verticalScrollBar().value()
-        shown = QRectF(0, top, self.viewport().width(), self.viewport().height())
-        return [p for p in self.panels if p.plot.geometry().intersects(shown)]
 
 
 class GraphWindow(QMainWindow):
     def __init__(self, history: History) -> None:
         super().__init__()
         self.setObjectName("trayvml_window")
-        self.history = history
+        self._history = history
         self.sample: Sample | None = None
         self.range_s = DEFAULT_RANGE_S
         self.following = True
         self.gpu_count = 0
         self.hidden_gpus: set[int] = set()
-        self.redraws = 0
+        self.redraws = 0  # redraws begun, for tests and benchmarks
         self._devices: tuple[DeviceInfo, ...] = ()
         self._setting_range = False
         self._drawn_until_s = 0.0  # the end of the range last drawn
+        # The redraw under way: what it shows, the panels still to draw, a range to set last.
+        self._redraw_asked = False
+        self._view: View | None = None
+        self._queue: list[tuple[PlotPage, Panel]] = []
+        self._range_last: tuple[float, float] | None = None
         self.setWindowTitle("trayvml")
         self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
         self.tabs = QTabWidget()
         self.setCentralWidget(self.tabs)
-        self.gpu_page: _PlotPage | None = None
-        self.host_page = _PlotPage(HOST_PANELS, 0)
-        self._watch_range(self.host_page)
-        self.process_model = ProcessModel()
-        proxy = QSortFilterProxyModel(self)
-        proxy.setSourceModel(self.process_model)
-        proxy.setSortRole(ProcessModel.SORT_ROLE)
-        self.process_view = QTableView()
-        self.process_view.setModel(proxy)
-        self.process_view.setSortingEnabled(True)
-        self.process_view.sortByColumn(ProcessModel.MEMORY_COLUMN, Qt.SortOrder.DescendingOrder)
-        self.process_view.horizontalHeader().setStretchLastSection(True)
-        self.process_view.verticalHeader().setVisible(False)
-        self.process_view.setAlternatingRowColors(True)
-        self.details = QTreeWidget()
-        self.details.setHeaderLabels(["", "Value"])
-        self.details.setColumnWidth(0, 260)
+        self.gpu_page: GpuPage | None = None
+        self.host_page = MachinePage()
+        self.process_view = ProcessesPage()
+        self.process_model = self.process_view.processes
+        self.details = DetailsPage()
+        self.alert_table = AlertsPage()
         self._gpu_tab = QWidget()
         self._gpu_tab_layout = QVBoxLayout(self._gpu_tab)
         self._gpu_tab_layout.setContentsMargins(0, 0, 0, 0)
+        legend = QLabel(f"Throttle strip: {REASON_LEGEND}")
+        legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
+        self._gpu_tab_layout.addWidget(legend)
         self.tabs.addTab(self._gpu_tab, "GPUs")
         self.tabs.addTab(self.host_page, "Machine")
         self.tabs.addTab(self.process_view, "Processes")
         self.tabs.addTab(self.details, "Device details")
-        self.alert_table = QTableWidget(0, 4)
-        self.alert_table.setHorizontalHeaderLabels(["Time", "GPU", "Severity", "What happened"])
-        self.alert_table.horizontalHeader().setStretchLastSection(True)
-        self.alert_table.verticalHeader().setVisible(False)
-        self.alert_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.tabs.addTab(self.alert_table, "Alerts")
-        self.events: list[AlertEvent] = []
-        self.tabs.currentChanged.connect(lambda _: self.refresh())
+        self.tabs.currentChanged.connect(lambda _: self.request_redraw())
         self._pan_timer = QTimer(self)
         self._pan_timer.setObjectName("refresh_after_pan_timer")
         self._pan_timer.setSingleShot(True)
-        self._pan_timer.timeout.connect(self.refresh)
+        self._pan_timer.timeout.connect(self.request_redraw)
+        self._redraw_timer = QTimer(self)
+        self._redraw_timer.setObjectName("redraw_step_timer")
+        self._redraw_timer.setSingleShot(True)
+        self._redraw_timer.timeout.connect(self._redraw_step)
+        self._watch_range(self.host_page)
         self._settings = QSettings("trayvml", "trayvml")
         geometry = self._settings.value("window/geometry")
         restored = isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)
         self._fit_to_screen(move=restored)
         self.apply_palette()
+
+    @property
+    def history(self) -> History:
+        return self._history
+
+    @history.setter
+    def history(self, history: History) -> None:
+        """Another history (a new length, a simulation's past): shown at once."""
+        self._history = history
+        self.request_redraw()
+
+    @property
+    def events(self) -> list[AlertEvent]:
+        return self.alert_table.events
 
     # ---- toolbar ----
     def _build_toolbar(self) -> None:
@@ -228,15 +175,13 @@ class GraphWindow(QMainWindow):
         self.gpu_count = len(sample.gpus)
         self._devices = sample.devices
         layout = self._gpu_tab_layout
+        self._queue = []  # it may name panels of the page that goes
         if self.gpu_page is not None:
             self.gpu_page.setParent(None)
             self.gpu_page.deleteLater()
-        self.gpu_page = _PlotPage(GPU_PANELS, self.gpu_count)
+        self.gpu_page = GpuPage(self.gpu_count)
         self._watch_range(self.gpu_page)
-        layout.addWidget(self.gpu_page)
-        legend = QLabel(f"Throttle strip: {REASON_LEGEND}")
-        legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
-        layout.addWidget(legend)
+        layout.insertWidget(0, self.gpu_page)  # above the legend
         for toggle in self.gpu_toggles:
             toggle.setParent(None)
         self.gpu_toggles = []
@@ -248,14 +193,14 @@ class GraphWindow(QMainWindow):
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
             self.gpu_toggles_layout.addWidget(toggle)
             self.gpu_toggles.append(toggle)
-        self._fill_details(sample)
+        self.details.show_devices(sample)
         self.apply_palette()
 
-    def _watch_range(self, page: _PlotPage) -> None:
+    def _watch_range(self, page: PlotPage) -> None:
         page.verticalScrollBar().valueChanged.connect(lambda _: self._pan_timer.start(REFRESH_AFTER_PAN_MS))
         for panel in page.panels:
             panel.plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
-        page.layout_widget.scene().sigMouseMoved.connect(lambda pos, p=page: self._mouse_moved(p, pos))
+        page.layout_widget.scene().sigMouseMoved.connect(lambda pos, p=page: p.show_crosshair(pos, self._names()))
 
     # ---- public controls ----
     def set_range(self, seconds: int) -> None:
@@ -268,7 +213,7 @@ class GraphWindow(QMainWindow):
     def set_following(self, following: bool) -> None:
         self.following = following
         self.follow_button.setChecked(following)
-        self.refresh()
+        self.request_redraw()
 
     def set_gpu_visible(self, index: int, visible: bool) -> None:
         if visible:
@@ -277,7 +222,7 @@ class GraphWindow(QMainWindow):
             self.hidden_gpus.add(index)
         if index < len(self.gpu_toggles) and self.gpu_toggles[index].isChecked() != visible:
             self.gpu_toggles[index].setChecked(visible)
-        self.refresh()
+        self.request_redraw()
 
     def focus_gpu(self, index: int) -> None:
         """Show one GPU alone (the others can be ticked back on)."""
@@ -292,34 +237,9 @@ class GraphWindow(QMainWindow):
         self.follow_button.setChecked(False)
         self._pan_timer.start(REFRESH_AFTER_PAN_MS)
 
-    # ---- alerts: listed in their tab, marked on the timelines ----
     def add_events(self, events: list[AlertEvent]) -> None:
-        for event in events:
-            self.events.append(event)
-            row = 0  # newest first
-            self.alert_table.insertRow(row)
-            when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
-            label = "resolved" if event.kind == "resolved" else event.severity.name.lower()
-            gpu = f"{event.gpu_index} {short_name(event.gpu_name)}" if event.gpu_index >= 0 else "all"
-            for column, text in enumerate((when, gpu, label, event.title)):
-                item = QTableWidgetItem(text)
-                if event.kind != "resolved":
-                    item.setForeground(QColor(SEVERITY_COLOURS[event.severity]))
-                self.alert_table.setItem(row, column, item)
-        if len(self.events) > MAX_LISTED_EVENTS:
-            del self.events[: len(self.events) - MAX_LISTED_EVENTS]
-            while self.alert_table.rowCount() > MAX_LISTED_EVENTS:
-                self.alert_table.removeRow(self.alert_table.rowCount() - 1)
-
-    def _mark_events(self, panel: Panel, start: float, end: float) -> None:
-        shown = [
-            e
-            for e in self.events
-            if start <= e.timestamp_s <= end and e.kind != "resolved" and e.gpu_index not in self.hidden_gpus
-        ][-MAX_MARKERS:]
-        for marker, event in zip(panel.set_markers(len(shown)), shown, strict=True):
-            marker.setPen(pg.mkPen(SEVERITY_COLOURS[event.severity], width=1, style=Qt.PenStyle.DotLine))
-            marker.setPos(event.timestamp_s)
+        """Listed in the Alerts page; marked on the GPU timelines at their next redraw."""
+        self.alert_table.add_events(events)
 
     # ---- samples ----
     def update_sample(self, sample: Sample) -> None:
@@ -331,114 +251,110 @@ class GraphWindow(QMainWindow):
             title += f" — {len(sample.gpus)} GPU{'s' if len(sample.gpus) > 1 else ''}"
         if sample.simulation:
             title += f" — SIMULATED ({sample.simulation.removeprefix('simulated GPUs ').strip('()')})"
-        self.setWindowTitle(title)
-        if self.isVisible() and self._worth_redrawing(sample):
-            self.refresh()  # hidden, the window costs nothing; the history goes on regardless
+        if title != self.windowTitle():
+            self.setWindowTitle(title)
+        if not self.isVisible():
+            return  # hidden, the window costs nothing; the history goes on regardless
+        status = self._status_text()
+        if status != self.status_label.text():
+            self.status_label.setText(status)
+        if self._worth_redrawing(sample):
+            self.request_redraw()
 
     def _worth_redrawing(self, sample: Sample) -> bool:
         """Following live, redraw once the view would move by a pixel: at 12 h a second is 1/30 px."""
-        if not self.following or self.gpu_page is None or self.gpu_page.first is None:
+        if not self.following or self.gpu_page is None:
             return True
-        width_px = max(1.0, self.gpu_page.first.getViewBox().width())
+        width_px = max(1.0, self.gpu_page.width_px())
         return sample.timestamp_s - self._drawn_until_s >= self.range_s / width_px
 
     def visible_range(self) -> tuple[float, float]:
-        if self.following or self.gpu_page is None or self.gpu_page.first is None:
+        page = self._plot_page() or self.gpu_page
+        if self.following or page is None or page.first is None:
             end = self.sample.timestamp_s if self.sample else time.time()
             return end - self.range_s, end
-        (x0, x1), _ = self.gpu_page.first.getViewBox().viewRange()
-        return x0, x1
+        return page.x_range()
+
+    def _plot_page(self) -> PlotPage | None:
+        """The timeline page in view, if any."""
+        current = self.tabs.currentWidget()
+        if current is self._gpu_tab:
+            return self.gpu_page
+        return self.host_page if current is self.host_page else None
+
+    # ---- redrawing, a panel at a time ----
+    def request_redraw(self) -> None:
+        """Redraw the page in view soon; requests that come before it starts are one redraw."""
+        self._redraw_asked = True
+        if not self._redraw_timer.isActive():
+            self._redraw_timer.start(0)
 
     def refresh(self) -> None:
-        """Redraw the current tab for the visible range, from the history tier that fits its width."""
+        """Redraw the page in view now, whole (tests, exports)."""
+        self.request_redraw()
+        self.finish_redraw()
+
+    def finish_redraw(self) -> None:
+        """Do at once what the redraw under way has left to do."""
+        while self._redraw_timer.isActive():
+            self._redraw_timer.stop()
+            self._redraw_step()
+
+    def _redraw_step(self) -> None:
+        if self._redraw_asked:
+            self._redraw_asked = False
+            self._begin_redraw()
+        elif self._queue:
+            page, panel = self._queue.pop(0)
+            assert self._view is not None
+            page.draw_panel(panel, self._view)
+        elif self._range_last is not None:
+            self._set_x_range(*self._range_last)
+            self._range_last = None
+        if self._redraw_asked or self._queue or self._range_last is not None:
+            self._redraw_timer.start(0)  # the rest after the event loop has had a turn
+
+    def _begin_redraw(self) -> None:
         if self.sample is None:
             return
-        start, end = self.visible_range()
-        self._drawn_until_s = end
-        self._set_x_range(start, end)
-        current = self.tabs.currentWidget()
-        if current is self._gpu_tab and self.gpu_page is not None:
-            self._draw_gpu_page(self.gpu_page, start, end)
-        elif current is self.host_page:
-            self._draw_host_page(start, end)
-        elif current is self.process_view:
-            self.process_model.update_processes(self.sample)
-        self.status_label.setText(self._status_text())
         self.redraws += 1
+        start, end = self.visible_range()
+        page = self._plot_page()
+        read_start = start
+        self._range_last = None
+        if page is not None and self.following:
+            shown_start, shown_end = page.x_range()
+            if abs((shown_end - shown_start) - self.range_s) < 0.5 and 0 <= start - shown_start < self.range_s / 2:
+                # Following live: the lines are drawn first and the view moves once they all are
+                # (one move, not one per panel), so they are read from where the view starts now.
+                read_start = shown_start
+                self._range_last = (start, end)
+        if self._range_last is None:
+            self._set_x_range(start, end)
+        self._drawn_until_s = end
+        hidden = frozenset(self.hidden_gpus)
+        self._view = View(
+            read_start, end, self.sample, self.history, hidden, self.alert_table.markers(read_start, end, hidden)
+        )
+        if page is not None:
+            # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.
+            panels = page.visible_panels()
+            left = [panel for p, panel in self._queue if p is page and panel in panels]
+            self._queue = [(page, panel) for panel in left + [p for p in panels if p not in left]]
+        else:
+            self._queue = []
+            if self.tabs.currentWidget() is self.process_view:
+                self.process_model.update_processes(self.sample)
+        self.status_label.setText(self._status_text())
 
     def _set_x_range(self, start: float, end: float) -> None:
         self._setting_range = True
         try:
             for page in (self.gpu_page, self.host_page):
-                if page is not None and page.first is not None:
-                    page.first.setXRange(start, end, padding=0)
+                if page is not None:
+                    page.set_x_range(start, end)
         finally:
             self._setting_range = False
-
-    def _budget(self, page: _PlotPage) -> int:
-        width = page.first.getViewBox().width() if page.first is not None else 0
-        return max(100, int(width) or 900)
-
-    def _draw_gpu_page(self, page: _PlotPage, start: float, end: float) -> None:
-        assert self.sample is not None
-        budget = self._budget(page)
-        names = {g.index: short_name(i.name) for g, i in zip(self.sample.gpus, self.sample.devices, strict=True)}
-        for panel in page.visible_panels():
-            spec = panel.spec
-            self._mark_events(panel, start, end)
-            if spec.group is Group.PROCESSES:
-                self._draw_processes(panel, start, end, budget)
-                continue
-            if spec.strip:
-                panel.set_strip(self.history.gpu_series(spec.metrics[0].key, start, end, budget), self.gpu_count)
-                continue
-            # By index: two GPUs of one model share a name, and only one may lack the metric.
-            unsupported = [
-                g.index
-                for g in self.sample.gpus
-                if all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
-            ]
-            for k, metric in enumerate(spec.metrics):
-                series = self.history.gpu_series(metric.key, start, end, budget)
-                for gpu in range(self.gpu_count):
-                    curve = panel.curves[(gpu, k)]
-                    shown = gpu not in self.hidden_gpus and gpu not in unsupported
-                    curve.setVisible(shown)
-                    if shown and series is not None:
-                        curve.setData(series.times_s, series.mean[:, gpu])
-            every = len(unsupported) == len(self.sample.gpus) and unsupported
-            models = dict.fromkeys(names[g] for g in unsupported)
-            panel.show_notice(f"Not supported on {', '.join(models)}" if every else "")
-
-    def _draw_processes(self, panel: Panel, start: float, end: float, budget: int) -> None:
-        found = [
-            (gpu, label, series)
-            for gpu, label, series in self.history.processes.series(start, end, budget)
-            if gpu not in self.hidden_gpus
-        ][:12]
-        for curve, (gpu, label, series) in zip(panel.set_extra_curves(len(found)), found, strict=True):
-            curve.setPen(pg.mkPen(gpu_colour(gpu), width=1.4))
-            curve.setData(series.times_s, series.mean[:, 0], name=f"GPU {gpu}: {label}")
-        panel.show_notice("" if found else "No GPU processes in this range")
-
-    def _draw_host_page(self, start: float, end: float) -> None:
-        budget = self._budget(self.host_page)
-        for panel in self.host_page.visible_panels():
-            curves = panel.set_extra_curves(len(panel.spec.metrics) + self._core_count(panel))
-            for k, metric in enumerate(panel.spec.metrics):
-                series = self.history.host_series(metric.key, start, end, budget)
-                if series is not None:
-                    curves[k].setPen(pg.mkPen(HOST_COLOUR, width=1.8, style=LINE_STYLES[k % len(LINE_STYLES)]))
-                    curves[k].setData(series.times_s, series.mean[:, 0])
-            if panel.spec.group is Group.CPU:
-                cores = self.history.core_series(start, end, budget)
-                if cores is not None:
-                    for c, curve in enumerate(panel.extra_curves[1 : 1 + cores.mean.shape[1]]):
-                        curve.setPen(pg.mkPen((150, 150, 150, 90), width=1))
-                        curve.setData(cores.times_s, cores.mean[:, c])
-
-    def _core_count(self, panel: Panel) -> int:
-        return self.history.core_count if panel.spec.group is Group.CPU else 0
 
     def _status_text(self) -> str:
         sample = self.sample
@@ -454,82 +370,20 @@ class GraphWindow(QMainWindow):
         parts.append("following live" if self.following else "paused on a past range: press Follow live")
         return "   ·   ".join(parts)
 
-    # ---- crosshair ----
-    def _mouse_moved(self, page: _PlotPage, position: object) -> None:
-        x = None
-        for panel in page.panels:
-            if panel.plot.sceneBoundingRect().contains(position):
-                x = panel.plot.getViewBox().mapSceneToView(position).x()
-                break
-        names = self._names()
-        for panel in page.panels:
-            panel.crosshair.setVisible(x is not None)
-            panel.readout.setVisible(x is not None)
-            if x is None:
-                continue
-            panel.crosshair.setPos(x)
-            panel.readout.setHtml(panel.values_at(x, names))
-            (x0, _), (_, y1) = panel.plot.getViewBox().viewRange()
-            panel.readout.setPos(x0, y1)
-
     def _names(self) -> Callable[[int], str]:
         devices = {d.index: d for d in self._devices}
         return lambda gpu: f"{gpu} {short_name(devices[gpu].name)}" if gpu in devices else f"GPU {gpu}"
-
-    # ---- device details ----
-    def _fill_details(self, sample: Sample) -> None:
-        self.details.clear()
-        if sample.system is not None:
-            system = QTreeWidgetItem(self.details, ["System", sample.system.hostname])
-            for label, value in (
-                ("Driver", sample.system.driver_version),
-                ("CUDA driver API", sample.system.cuda_driver_version),
-                ("NVML", sample.system.nvml_version),
-            ):
-                QTreeWidgetItem(system, [label, value])
-            system.setExpanded(True)
-        for info in sample.devices:
-            item = QTreeWidgetItem(self.details, [f"GPU {info.index}", info.name])
-            for field in STATIC_FIELDS:
-                value = getattr(info, field.key)
-                QTreeWidgetItem(item, [field.label, format_static(field, value) or "not available"])
-            item.setExpanded(True)
 
     # ---- export ----
     def export_csv(self, path: str) -> None:
         """The visible range of every plotted series, written atomically."""
         start, end = self.visible_range()
-        budget = self._budget(self.gpu_page) if self.gpu_page is not None else 900
-        columns: list[tuple[str, Series, int]] = []
-        for spec in GPU_PANELS:
-            for metric in spec.metrics:
-                series = self.history.gpu_series(metric.key, start, end, budget)
-                if series is not None:
-                    columns.extend((f"gpu{g}.{metric.key}", series, g) for g in range(self.gpu_count))
-        for spec in HOST_PANELS:
-            for metric in spec.metrics:
-                series = self.history.host_series(metric.key, start, end, budget)
-                if series is not None:
-                    columns.append((f"host.{HOST_METRIC_BY_KEY[metric.key].key}", series, 0))
-        if not columns:
-            raise OSError("there is no data in the visible range yet")
-        # Joined on time: series from different tiers or sources have different sample times, so
-        # one row per time any series has, with empty cells where a series has no value then.
-        times = np.unique(np.concatenate([series.times_s for _, series, _ in columns]))
-        table = np.full((len(times), len(columns)), np.nan)
-        for k, (_, series, column) in enumerate(columns):
-            table[np.searchsorted(times, series.times_s), k] = series.mean[:, column]
-        buffer = io.StringIO()
-        writer = csv.writer(buffer)
-        writer.writerow(["time", *(name for name, _, _ in columns)])
-        for t, row in zip(times, table, strict=True):
-            values = ["" if math.isnan(v) else f"{v:.6g}" for v in row]
-            writer.writerow([datetime.fromtimestamp(float(t)).isoformat(timespec="seconds"), *values])
-        write_atomically(Path(path), buffer.getvalue().encode())
+        points = max(100, int(self.gpu_page.width_px()) if self.gpu_page is not None else 0) or 900
+        export_csv(self.history, self.gpu_count, start, end, points, path)
 
     def export_png(self, path: str) -> None:
-        if not self.grab().save(path):
-            raise OSError(f"could not write {path}")
+        self.finish_redraw()  # the picture shows what is current
+        export_png(self, path)
 
     def _ask_export_csv(self) -> None:
         path, _ = QFileDialog.getSaveFileName(self, "Export visible range", "trayvml.csv", "CSV (*.csv)")
@@ -553,17 +407,8 @@ class GraphWindow(QMainWindow):
         background = palette.color(QPalette.ColorRole.Base)
         foreground = palette.color(QPalette.ColorRole.Text)
         for page in (self.gpu_page, self.host_page):
-            if page is None:
-                continue
-            page.layout_widget.setBackground(background)
-            for panel in page.panels:
-                for name in ("left", "bottom"):
-                    axis = panel.plot.getAxis(name)
-                    axis.setPen(foreground)
-                    axis.setTextPen(foreground)
-                panel.plot.setTitle(panel.spec.title, color=foreground.name(), size="10pt")
-                panel.readout.setColor(foreground)
-                panel.notice.setColor(foreground)
+            if page is not None:
+                page.apply_palette(background, foreground)
 
     def _fit_to_screen(self, move: bool) -> None:
         """Within the free area of the screen the window opens on: the default 1100×820 is taller than
@@ -587,7 +432,7 @@ class GraphWindow(QMainWindow):
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
-        self.refresh()
+        self.request_redraw()
 
     def hideEvent(self, event: object) -> None:  # noqa: N802 - Qt override
         self._settings.setValue("window/geometry", self.saveGeometry())

@@ -1,0 +1,52 @@
+"""The Alerts page: every alert and its resolution, newest first; the same alerts mark the timelines."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
+
+from trayvml.alerts import AlertEvent, Severity
+from trayvml.core.units import short_name
+
+MAX_LISTED_EVENTS = 1000
+MAX_MARKERS = 50  # per timeline: more would hide the lines they mark
+SEVERITY_COLOURS = {Severity.INFO: "#4e79a7", Severity.WARNING: "#f5a524", Severity.CRITICAL: "#e5484d"}
+
+
+class AlertsPage(QTableWidget):
+    def __init__(self) -> None:
+        super().__init__(0, 4)
+        self.setHorizontalHeaderLabels(["Time", "GPU", "Severity", "What happened"])
+        self.horizontalHeader().setStretchLastSection(True)
+        self.verticalHeader().setVisible(False)
+        self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.events: list[AlertEvent] = []  # oldest first, at most MAX_LISTED_EVENTS
+
+    def add_events(self, events: list[AlertEvent]) -> None:
+        for event in events:
+            self.events.append(event)
+            row = 0  # newest first
+            self.insertRow(row)
+            when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
+            label = "resolved" if event.kind == "resolved" else event.severity.name.lower()
+            gpu = f"{event.gpu_index} {short_name(event.gpu_name)}" if event.gpu_index >= 0 else "all"
+            for column, text in enumerate((when, gpu, label, event.title)):
+                item = QTableWidgetItem(text)
+                if event.kind != "resolved":
+                    item.setForeground(QColor(SEVERITY_COLOURS[event.severity]))
+                self.setItem(row, column, item)
+        if len(self.events) > MAX_LISTED_EVENTS:
+            del self.events[: len(self.events) - MAX_LISTED_EVENTS]
+            while self.rowCount() > MAX_LISTED_EVENTS:
+                self.removeRow(self.rowCount() - 1)
+
+    def markers(self, start_s: float, end_s: float, hidden_gpus: frozenset[int]) -> list[AlertEvent]:
+        """The alerts to mark on timelines showing ``start_s``..``end_s``: not resolutions, not those
+        of hidden GPUs (machine-wide ones always), the latest MAX_MARKERS."""
+        return [
+            e
+            for e in self.events
+            if start_s <= e.timestamp_s <= end_s and e.kind != "resolved" and e.gpu_index not in hidden_gpus
+        ][-MAX_MARKERS:]
