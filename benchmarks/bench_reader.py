@@ -19,7 +19,8 @@ import pynvml as N
 
 from trayvml.core.clock import ManualClock, SystemClock
 from trayvml.history import History, default_tiers
-from trayvml.nvml.fields import field_array, read_fields, read_memory_v2
+from trayvml.nvml.binding import read_fields, read_memory_v2
+from trayvml.nvml.fields import field_array
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.sim import parse_spec
 from trayvml.nvml.sim.library import SimulatedNvml, install, uninstall

@@ -19,6 +19,7 @@ class MetricState(enum.IntEnum):
     NOT_SUPPORTED = 2  # permanent for this GPU
     NO_PERMISSION = 3
     LOST = 4  # the GPU fell off the bus
+    NOT_READ = 5  # nothing shown needs it, so it was not read (see NvmlReader.read's demand)
 
     @property
     def label(self) -> str:
@@ -31,6 +32,7 @@ _STATE_LABELS = {
     MetricState.NOT_SUPPORTED: "not supported",
     MetricState.NO_PERMISSION: "no permission",
     MetricState.LOST: "GPU lost",
+    MetricState.NOT_READ: "not read: nothing shows it",
 }
 
 

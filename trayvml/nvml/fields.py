@@ -52,22 +52,3 @@ def decode_as(raw: np.ndarray, value_type: int) -> np.ndarray:
     if value_type == N.NVML_VALUE_TYPE_UNSIGNED_INT:
         return raw & 0xFFFFFFFF
     return raw  # unsigned long (64-bit here) and unsigned long long
-
-
-def read_fields(handle: Any, array: Any) -> None:
-    """Fill ``array`` in place; raises pynvml.NVMLError for a failed call as a whole."""
-    function = N._nvmlGetFunctionPointer("nvmlDeviceGetFieldValues")
-    N._nvmlCheckReturn(function(handle, ctypes.c_int32(len(array)), ctypes.byref(array)))
-
-
-def read_memory_v2(handle: Any) -> Any:
-    """``nvmlDeviceGetMemoryInfo_v2`` called by its own symbol.
-
-    gpustat (and others) replace ``pynvml.nvmlDeviceGetMemoryInfo`` process-wide with a
-    version that takes no ``version`` argument; calling the symbol directly is immune to that.
-    """
-    memory = N.c_nvmlMemory_v2_t()
-    memory.version = N.nvmlMemory_v2
-    function = N._nvmlGetFunctionPointer("nvmlDeviceGetMemoryInfo_v2")
-    N._nvmlCheckReturn(function(handle, ctypes.byref(memory)))
-    return memory

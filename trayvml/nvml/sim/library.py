@@ -24,6 +24,7 @@ import numpy as np
 import pynvml as N
 
 from trayvml.core.clock import Clock
+from trayvml.nvml import binding
 from trayvml.nvml.fields import field_view
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
 from trayvml.nvml.sim.scenarios import SCENARIOS, Scenario, SimProcess
@@ -60,44 +61,82 @@ _PCI_DEVICE_IDS = {"h100": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010
 _PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 
 _U, _ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-_LINKS = N.NVML_NVLINK_MAX_LINKS
 
 
 def _has_power(p: GpuProfile) -> bool:
     return p.has_power
 
 
-def _has_ecc(p: GpuProfile) -> bool:
+@dataclass(frozen=True)
+class _Chunk:
+    """A chunk's per-second series that field values are made of (counters as running sums)."""
+
+    power_mw: np.ndarray
+    temperature_c: np.ndarray
+    pcie_tx_bytes: np.ndarray
+    pcie_rx_bytes: np.ndarray
+    nvlink_tx_kib_per_link: np.ndarray
+    nvlink_rx_kib_per_link: np.ndarray
+    ecc_corrected: np.ndarray
+    ecc_uncorrected: np.ndarray
+    nvlink_links: np.ndarray
+    zeros: np.ndarray
+
+
+@dataclass(frozen=True)
+class FieldModel:
+    """How the simulation answers one field id: its value type, on which profiles (and, for
+    per-link fields, which scopes), and its per-second values."""
+
+    value_type: int
+    supported: Callable[[GpuProfile, int], bool]
+    values: Callable[[_Chunk], np.ndarray]
+
+
+def _always(p: GpuProfile, scope: int) -> bool:
+    return True
+
+
+def _never(p: GpuProfile, scope: int) -> bool:
+    return False
+
+
+def _has_ecc_field(p: GpuProfile, scope: int) -> bool:
     return p.has_ecc
 
 
-# The field values the simulation answers: (field id, scope, value type, supported on a profile).
-# Each becomes one column of a timeline's per-second field matrix; other fields are NOT_SUPPORTED,
-# as page retirement is on Hopper (it remaps rows instead) and on consumer cards.
-FIELD_COLUMNS: list[tuple[int, int, int, Callable[[GpuProfile], bool]]] = [
-    (N.NVML_FI_DEV_POWER_INSTANT, 0, _U, _has_power),
-    (N.NVML_FI_DEV_POWER_AVERAGE, 0, _U, _has_power),
-    (N.NVML_FI_DEV_MEMORY_TEMP, 0, _U, lambda p: p.has_memory_temperature),
-    (N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, 0, _ULL, lambda p: p.has_pcie_counters),
-    (N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES, 0, _ULL, lambda p: p.has_pcie_counters),
-    (N.NVML_FI_DEV_PCIE_REPLAY_COUNTER, 0, _ULL, lambda p: True),
-    (N.NVML_FI_DEV_NVLINK_LINK_COUNT, 0, _U, lambda p: True),
-    (N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_REMAPPED_COR, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_REMAPPED_UNC, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_REMAPPED_PENDING, 0, _ULL, _has_ecc),
-    (N.NVML_FI_DEV_REMAPPED_FAILURE, 0, _ULL, _has_ecc),
-    *[
-        (fid, link, _ULL, lambda p, link=link: link < p.nvlink_links)
-        for fid in (N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX)
-        for link in range(_LINKS)
-    ],
-]
-_LINK_FIELDS = {N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX}
-_COLUMN = {(fid, scope): k for k, (fid, scope, _, _) in enumerate(FIELD_COLUMNS)}
+def _link(p: GpuProfile, scope: int) -> bool:
+    return scope < p.nvlink_links
+
+
+# The field values the simulation answers, keyed by field id: one table, so that a field's
+# value cannot be taken from another field's column. Fields not here answer NOT_SUPPORTED.
+FIELD_MODELS: dict[int, FieldModel] = {
+    N.NVML_FI_DEV_POWER_INSTANT: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
+    N.NVML_FI_DEV_POWER_AVERAGE: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
+    # HBM runs a little warmer than the die's sensor.
+    N.NVML_FI_DEV_MEMORY_TEMP: FieldModel(_U, lambda p, s: p.has_memory_temperature, lambda c: c.temperature_c + 6),
+    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_tx_bytes),
+    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_rx_bytes),
+    N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: FieldModel(_ULL, _always, lambda c: c.zeros),
+    N.NVML_FI_DEV_NVLINK_LINK_COUNT: FieldModel(_U, _always, lambda c: c.nvlink_links),
+    N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_corrected),
+    N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
+    # A few corrected errors from before this boot.
+    N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: 12 + c.ecc_corrected),
+    N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
+    # No profile retires pages: Hopper remaps rows instead, and consumer cards have no ECC.
+    N.NVML_FI_DEV_RETIRED_SBE: FieldModel(_ULL, _never, lambda c: c.zeros),
+    N.NVML_FI_DEV_RETIRED_DBE: FieldModel(_ULL, _never, lambda c: c.zeros),
+    N.NVML_FI_DEV_RETIRED_PENDING: FieldModel(_ULL, _never, lambda c: c.zeros),
+    N.NVML_FI_DEV_REMAPPED_COR: FieldModel(_ULL, _has_ecc_field, lambda c: c.zeros),
+    N.NVML_FI_DEV_REMAPPED_UNC: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
+    N.NVML_FI_DEV_REMAPPED_PENDING: FieldModel(_ULL, _has_ecc_field, lambda c: c.zeros),
+    N.NVML_FI_DEV_REMAPPED_FAILURE: FieldModel(_ULL, _has_ecc_field, lambda c: c.zeros),
+    N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: FieldModel(_ULL, _link, lambda c: c.nvlink_tx_kib_per_link),
+    N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: FieldModel(_ULL, _link, lambda c: c.nvlink_rx_kib_per_link),
+}
+_COLUMN = {fid: k for k, fid in enumerate(FIELD_MODELS)}  # the column of a timeline's field matrix
 
 
 @dataclass(frozen=True)
@@ -200,30 +239,21 @@ class Timeline:
         self.pcie_tx_kb_per_s = (pcie_tx / 1000).astype(int).tolist()
         self.pcie_rx_kb_per_s = (pcie_rx / 1000).astype(int).tolist()
         self.energy_mj = sums[0].astype(np.int64).tolist()
-        ecc_corrected = s.ecc_corrected(gpu, t)
-        ecc_uncorrected = s.ecc_uncorrected(gpu, t)
         zeros = np.zeros_like(t)
         links = max(p.nvlink_links, 1)
-        per_link = [sums[3] // links, sums[4] // links]
-        columns = [
-            power_w * 1000,
-            power_w * 1000,
-            temperature + 6,  # HBM runs a little warmer than the die's sensor
-            sums[1],
-            sums[2],
-            zeros,
-            zeros + p.nvlink_links,
-            ecc_corrected,
-            ecc_uncorrected,
-            12 + ecc_corrected,  # a few corrected errors from before this boot
-            ecc_uncorrected,
-            zeros,
-            ecc_uncorrected,
-            zeros,
-            zeros,
-            *[per_link[0]] * _LINKS,
-            *[per_link[1]] * _LINKS,
-        ]
+        chunk = _Chunk(
+            power_mw=power_w * 1000,
+            temperature_c=temperature,
+            pcie_tx_bytes=sums[1],
+            pcie_rx_bytes=sums[2],
+            nvlink_tx_kib_per_link=sums[3] // links,
+            nvlink_rx_kib_per_link=sums[4] // links,
+            ecc_corrected=s.ecc_corrected(gpu, t),
+            ecc_uncorrected=s.ecc_uncorrected(gpu, t),
+            nvlink_links=zeros + p.nvlink_links,
+            zeros=zeros,
+        )
+        columns = [model.values(chunk) for model in FIELD_MODELS.values()]
         self.fields = np.stack(columns, axis=1).astype(np.uint64)
         self.chunk_start = start
 
@@ -282,6 +312,8 @@ class SimulatedNvml:
         self.calls: Counter[str] = Counter()  # calls per C function, for tests
         # function name -> [(GPU index or None for every GPU, return code)]
         self.failures: dict[str, list[tuple[int | None, int]]] = {}
+        # field id -> [(GPU index or None, return code)]: that field's own code in a field-value call
+        self.field_failures: dict[int, list[tuple[int | None, int]]] = {}
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks
@@ -312,6 +344,10 @@ class SimulatedNvml:
     def fail(self, function: str, code: int, gpu: int | None = None) -> None:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
         self.failures.setdefault(function, []).append((gpu, code))
+
+    def fail_field(self, field_id: int, code: int, gpu: int | None = None) -> None:
+        """Make the field ``field_id`` answer ``code`` (for one GPU, or all) from now on."""
+        self.field_failures.setdefault(field_id, []).append((gpu, code))
 
     def hang(self, function: str) -> None:
         """Make ``function`` block from now on, until ``release``."""
@@ -416,7 +452,7 @@ class SimulatedNvml:
 
     def c_nvmlErrorString(self, code: Any) -> bytes:
         value = code.value if hasattr(code, "value") else code
-        return N.NVMLError._errcode_to_string.get(value, "Unknown Error").encode()
+        return binding.error_string(value).encode()
 
     def c_nvmlSystemGetDriverVersion(self, buffer: Any, size: Any) -> int:
         return _put_string(buffer, size, "610.43.01")
@@ -628,6 +664,7 @@ class SimulatedNvml:
     c_nvmlDeviceGetTotalEnergyConsumption = _per_second("energy_mj", _has_power)
     c_nvmlDeviceGetPerformanceState = _per_second("pstate")
     c_nvmlDeviceGetCurrentClocksEventReasons = _per_second("reasons")
+    c_nvmlDeviceGetCurrentClocksThrottleReasons = _per_second("reasons")  # its name before driver 535
 
     def c_nvmlDeviceGetClockInfo(self, handle: Any, clock_type: Any, ref: Any) -> int:
         g = self._gpu(handle)
@@ -678,11 +715,11 @@ class SimulatedNvml:
         if plan is None:
             columns, codes, types = [], [], []
             for fid, scope in zip(fids.tolist(), scopes.tolist(), strict=True):
-                column = _COLUMN.get((fid, scope if fid in _LINK_FIELDS else 0), -1)
-                supported = column >= 0 and FIELD_COLUMNS[column][3](profile)
-                columns.append(column if supported else 0)
+                model = FIELD_MODELS.get(fid)
+                supported = model is not None and model.supported(profile, scope)
+                columns.append(_COLUMN[fid] if supported else 0)
                 codes.append(N.NVML_SUCCESS if supported else N.NVML_ERROR_NOT_SUPPORTED)
-                types.append(FIELD_COLUMNS[column][2] if supported else 0)
+                types.append(model.value_type if model is not None and supported else 0)
             plan = _FieldPlan(np.array(columns, dtype=np.intp), np.array(codes), np.array(types))
             self._plans[key] = plan
         return plan
@@ -697,6 +734,11 @@ class SimulatedNvml:
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
         view["value"] = g.fields[g.i][plan.columns]
+        if self.field_failures:
+            for position, fid in enumerate(view["fieldId"].tolist()):
+                for gpu, code in self.field_failures.get(fid, ()):
+                    if gpu is None or gpu == g.gpu:
+                        view["nvmlReturn"][position] = code
         return N.NVML_SUCCESS
 
     # ---- processes ----
@@ -723,6 +765,10 @@ class SimulatedNvml:
 
     def c_nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
         return self._running(handle, count, array, "graphics")
+
+    # Older drivers' variants: pynvml reads them into a struct with the same fields.
+    c_nvmlDeviceGetComputeRunningProcesses_v2 = c_nvmlDeviceGetComputeRunningProcesses_v3
+    c_nvmlDeviceGetGraphicsRunningProcesses_v2 = c_nvmlDeviceGetGraphicsRunningProcesses_v3
 
     # ---- events (XID errors) ----
     def c_nvmlEventSetCreate(self, ref: Any) -> int:
@@ -770,17 +816,13 @@ class SimulatedNvml:
 
 def install(library: SimulatedNvml) -> None:
     """Put ``library`` beneath pynvml, in place of libnvidia-ml."""
-    N.nvmlLib = library
-    N._nvmlGetFunctionPointer_cache.clear()
-    N._nvmlLib_refcount = 0
+    binding.install_library(library)
 
 
 def installed() -> Any:
     """What sits beneath pynvml now: a SimulatedNvml, the real library, or None."""
-    return N.nvmlLib
+    return binding.installed_library()
 
 
 def uninstall() -> None:
-    N.nvmlLib = None
-    N._nvmlGetFunctionPointer_cache.clear()
-    N._nvmlLib_refcount = 0
+    binding.install_library(None)

@@ -1,0 +1,459 @@
+"""The op scheduler: each GPU's reads, built from the read specs, run at their cadences.
+
+An *op* is one NVML call and how its answer fills metric slots. Ops are built once per GPU
+from specs.py (the versions the driver has, see probe.py); the demanded ones run each tick
+when due. A call answering NOT_SUPPORTED is dropped for that GPU for good, after trying the
+older variant its spec names; other failures leave NaN and a state for that sample only.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from operator import attrgetter, itemgetter
+from typing import Any
+
+import numpy as np
+import pynvml as N
+
+from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
+from trayvml.nvml import binding
+from trayvml.nvml.fields import decode_as, field_array, field_view
+from trayvml.nvml.probe import DeviceProbe, GpuLostError, caller
+from trayvml.nvml.processes import ProcessCache
+from trayvml.nvml.session import NvmlSession, classify
+from trayvml.nvml.specs import (
+    CALLS,
+    FIELDS,
+    PROCESS_LISTS,
+    PROCESSES,
+    CallRead,
+    FieldKind,
+    FieldRead,
+    ProcessListRead,
+)
+
+NAN = math.nan
+_NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
+    MetricState.NOT_SUPPORTED,
+    MetricState.OK,
+    MetricState.NO_DATA,
+    MetricState.NOT_READ,
+)
+_NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
+_KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more than "not read"
+
+
+@dataclass(eq=False)
+class GpuState:
+    """What the reader keeps of one GPU between ticks."""
+
+    index: int
+    handle: Any
+    info: DeviceInfo
+    values: list[float] = field(default_factory=lambda: [NAN] * len(GPU_METRICS))
+    states: list[MetricState] = field(default_factory=lambda: [_NOT_SUPPORTED] * len(GPU_METRICS))
+    ops: list[Op] = field(default_factory=list)  # every op this GPU answers
+    active: list[Op] = field(default_factory=list)  # the demanded ones
+    dropped: list[Op] = field(default_factory=list)  # taken out of ``active`` after this tick
+    lost: bool = False
+    process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
+    process_states: dict[str, MetricState] = field(default_factory=dict)
+    processes: tuple[ProcessSample, ...] = ()
+    nvlink_tx: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bytes/s per supported link
+    nvlink_rx: np.ndarray = field(default_factory=lambda: np.zeros(0))
+
+    def mark_lost(self) -> None:
+        self.lost = True
+        self.values[:] = [NAN] * len(self.values)
+        self.states[:] = [MetricState.LOST] * len(self.states)
+        self.process_lists = {}
+        self.process_states = dict.fromkeys(self.process_states, MetricState.LOST)
+        self.processes = ()
+        self.nvlink_tx = np.full(len(self.nvlink_tx), NAN)
+        self.nvlink_rx = np.full(len(self.nvlink_rx), NAN)
+
+
+@dataclass(eq=False)
+class Op:
+    name: str  # the C function, for logs and for naming a call that does not return
+    call: Callable[[Any], Any]
+    fill: Callable[[GpuState, Any], None]
+    keys: tuple[str, ...]  # what it reads: metric keys, or PROCESSES
+    period_s: float = 0.0  # 0: every tick
+    fallback: Callable[[], Op | None] | None = None  # the older variant, made when needed
+    next_due_s: float = 0.0
+    failing: bool = True  # until its first answer turns its metrics OK
+    batch: FieldBatch | None = None  # set on field-value ops
+    process_kind: str = ""  # set on process-list ops
+
+    @property
+    def slots(self) -> tuple[int, ...]:
+        return tuple(GPU_INDEX[k] for k in self.keys if k != PROCESSES)
+
+
+@dataclass(frozen=True)
+class _Field:
+    fid: int
+    scope: int
+    read: FieldRead
+
+    @property
+    def key(self) -> str:
+        return self.read.key
+
+
+_KIND_ORDER = {FieldKind.VALUE: 0, FieldKind.RATE: 1, FieldKind.LINK_TX: 2, FieldKind.LINK_RX: 3}
+
+
+class FieldBatch:
+    """Many field values in one ``nvmlDeviceGetFieldValues`` call; each field has its own code.
+
+    ``supported`` are the fields the GPU answers; ``fields`` the demanded ones, asked for. They
+    are kept in the order values, counters, NVLink TX links, NVLink RX links, so that each group
+    is a slice of the decoded array and a tick costs a few numpy operations.
+    """
+
+    def __init__(self, supported: list[_Field]) -> None:
+        self.supported = supported
+        self.previous: np.ndarray | None = None
+        self.previous_s = 0.0
+        self.fields: list[_Field] = []
+        self.set_fields(supported)
+
+    def set_fields(self, fields: list[_Field]) -> None:
+        fields = sorted(fields, key=lambda f: (_KIND_ORDER[f.read.kind], f.scope))
+        old_previous = self.previous
+        old_positions = {(f.fid, f.scope): k for k, f in enumerate(self.fields[self._first_counter() :])}
+        self.fields = fields
+        self.array = field_array([(f.fid, f.scope) for f in fields])
+        self.view = field_view(self.array)
+        self.keys = tuple(dict.fromkeys(f.key for f in fields))
+        self.bad_keys: set[str] = set(self.keys)  # until the first answer
+        self.value_fields = [
+            (i, GPU_INDEX[f.key], f.read.scale) for i, f in enumerate(fields) if f.read.kind is FieldKind.VALUE
+        ]
+        first_counter = len(self.value_fields)
+        counters = fields[first_counter:]
+        self.counters = slice(first_counter, len(fields))
+        self.counter_scale = np.array([f.read.scale for f in counters])
+        self.counter_slots = [(k, GPU_INDEX[f.key]) for k, f in enumerate(counters) if f.read.kind is FieldKind.RATE]
+        tx = sum(f.read.kind is FieldKind.LINK_TX for f in counters)
+        rx = sum(f.read.kind is FieldKind.LINK_RX for f in counters)
+        rates_end = len(counters) - tx - rx
+        self.tx_links = slice(rates_end, rates_end + tx)
+        self.rx_links = slice(rates_end + tx, rates_end + tx + rx)
+        self.has_tx, self.has_rx = tx > 0, rx > 0
+        self.has_links = self.has_tx or self.has_rx
+        # A counter kept from before keeps its last reading, so its rate goes on without a gap.
+        self.previous = None
+        if old_previous is not None and counters:
+            self.previous = np.array(
+                [
+                    old_previous[old_positions[(f.fid, f.scope)]] if (f.fid, f.scope) in old_positions else NAN
+                    for f in counters
+                ]
+            )
+        self._types = b""
+        self._type_groups: list[tuple[int, np.ndarray]] = []
+
+    def _first_counter(self) -> int:
+        return sum(f.read.kind is FieldKind.VALUE for f in self.fields)
+
+    def decode(self) -> np.ndarray:
+        """Each field's value as float64, whatever member of the union NVML wrote."""
+        types = self.view["valueType"]
+        signature = types.tobytes()
+        if signature != self._types:  # value types are fixed per field: regroup only on change
+            self._types = signature
+            self._type_groups = [
+                (int(t), np.flatnonzero(types == t))
+                for t in np.unique(types).tolist()
+                if t != N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+            ]
+        raw = self.view["value"]
+        out = raw.astype(np.float64)
+        for value_type, positions in self._type_groups:
+            out[positions] = decode_as(raw[positions], value_type)
+        return out
+
+    def rates(self, numbers: np.ndarray, now_s: float) -> np.ndarray:
+        """Per-second rates of the counter fields since the last call; NaN first and on wrap."""
+        current = numbers[self.counters] * self.counter_scale
+        previous, elapsed_s = self.previous, now_s - self.previous_s
+        self.previous, self.previous_s = current, now_s
+        if previous is None or elapsed_s <= 0:
+            return np.full(len(current), NAN)
+        rates = (current - previous) / elapsed_s
+        rates[rates < 0] = NAN  # the counter wrapped or was reset
+        return rates
+
+    def supported_keys(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(f.key for f in self.supported))
+
+
+def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
+    """How a call's answer fills its slots, specialised for the common shapes (this runs ~20
+    times per GPU per tick)."""
+    slots = [GPU_INDEX[k] for k in read.keys]
+    scale = read.scale
+    if not read.picks:
+        (slot,) = slots
+        if scale == 1.0:
+
+            def fill_one(g: GpuState, value: Any) -> None:
+                g.values[slot] = value
+
+            return fill_one
+
+        def fill_scaled(g: GpuState, value: Any) -> None:
+            g.values[slot] = value * scale
+
+        return fill_scaled
+    getters = [itemgetter(p) if isinstance(p, int) else attrgetter(p) for p in read.picks]
+    pairs = list(zip(slots, getters, strict=True))
+
+    def fill_picked(g: GpuState, result: Any) -> None:
+        values = g.values
+        for slot, get in pairs:
+            values[slot] = get(result) * scale
+
+    return fill_picked
+
+
+class Scheduler:
+    def __init__(
+        self, session: NvmlSession, probe: DeviceProbe, processes: ProcessCache, clock_now_s: Callable[[], float]
+    ) -> None:
+        self.session = session
+        self.probe = probe
+        self.processes = processes
+        self.now_s = clock_now_s
+
+    # ---- building ----
+    def build(self, g: GpuState) -> None:
+        """Every op ``g`` answers, demanded by everyone; its metrics NO_DATA until their first answer."""
+        ops = [op for read in CALLS if (op := self._call_op(read)) is not None]
+        for period_s in sorted({f.period_s for f in FIELDS}):
+            fields = [f for read in FIELDS if read.period_s == period_s for f in self._expand(read, g.info)]
+            if fields:
+                ops.append(self._field_op(FieldBatch(fields), period_s))
+        ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
+        g.ops = ops
+        g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
+        g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
+        g.values[GPU_INDEX["xid_error_count"]] = 0.0
+        self.set_demand(g, None)
+
+    @staticmethod
+    def _expand(read: FieldRead, info: DeviceInfo) -> list[_Field]:
+        if read.kind in (FieldKind.LINK_TX, FieldKind.LINK_RX):
+            return [_Field(read.field_id, link, read) for link in range(info.nvlink_link_count)]
+        return [_Field(read.field_id, 0, read)]
+
+    def _call_op(self, read: CallRead | None) -> Op | None:
+        read = self.probe.usable(read)
+        if read is None:
+            return None
+        older = read.fallback
+        return Op(
+            read.function,
+            caller(read.function, read.args),
+            _fill_call(read),
+            read.keys,
+            read.period_s,
+            fallback=None if older is None else lambda: self._call_op(older),
+        )
+
+    def _field_op(self, batch: FieldBatch, period_s: float) -> Op:
+        def call(handle: Any) -> FieldBatch:
+            binding.read_fields(handle, batch.array)
+            return batch
+
+        return Op("nvmlDeviceGetFieldValues", call, self._fill_fields, batch.keys, period_s, batch=batch)
+
+    def _process_op(self, read: ProcessListRead, function: str = "") -> Op | None:
+        function = function or read.function
+        if not self.probe.has(function):
+            return None if function == read.fallback else self._process_op(read, read.fallback)
+        kind = read.kind
+
+        def fill(g: GpuState, procs: Any) -> None:
+            g.process_lists[kind] = self.processes.samples(g.index, kind, procs)
+            g.processes = tuple(p for lst in g.process_lists.values() for p in lst)
+
+        older = None if function == read.fallback else (lambda: self._process_op(read, read.fallback))
+        return Op(function, getattr(N, function), fill, (PROCESSES,), read.period_s, older, process_kind=kind)
+
+    # ---- demand ----
+    def set_demand(self, g: GpuState, wanted: frozenset[str] | None) -> None:
+        """Read only what ``wanted`` names (None: everything); the rest is NaN and NOT_READ.
+
+        An op that becomes demanded is read on the next tick, whatever its cadence.
+        """
+        active: list[Op] = []
+        for op in g.ops:
+            batch = op.batch
+            if batch is not None:
+                fields = [f for f in batch.supported if wanted is None or f.key in wanted]
+                if fields != batch.fields:
+                    batch.set_fields(fields)
+                    op.keys = batch.keys
+                    op.failing, op.next_due_s = True, 0.0
+                    self._mark(g, op.keys, _NO_DATA, (_OK, *_KEEP))  # the fields just added
+                if not fields:
+                    continue
+            elif wanted is not None and not any(k in wanted for k in op.keys):
+                continue
+            if op not in g.active:
+                op.failing, op.next_due_s = True, 0.0
+                self._mark(g, op.keys, _NO_DATA, (), op.process_kind)
+            active.append(op)
+        read = {k for op in active for k in op.keys}
+        for op in g.ops:
+            keys = op.batch.supported_keys() if op.batch is not None else op.keys
+            self._mark(g, [k for k in keys if k not in read], _NOT_READ, _KEEP, op.process_kind)
+        if PROCESSES not in read:
+            g.process_lists, g.processes = {}, ()
+        if "nvlink_tx_bytes_per_s" not in read:
+            g.nvlink_tx = np.full(len(g.nvlink_tx), NAN)
+            g.nvlink_rx = np.full(len(g.nvlink_rx), NAN)
+        g.active = active
+
+    @staticmethod
+    def _mark(g: GpuState, keys: Any, state: MetricState, keep: tuple[MetricState, ...], kind: str = "") -> None:
+        """Set ``keys`` (and, for PROCESSES, the ``kind`` list) to ``state`` unless they are in ``keep``."""
+        for key in keys:
+            if key == PROCESSES:
+                if g.process_states.get(kind) not in keep:
+                    g.process_states[kind] = state
+                continue
+            slot = GPU_INDEX[key]
+            if g.states[slot] not in keep:
+                g.states[slot] = state
+                g.values[slot] = NAN
+
+    # ---- reading ----
+    def read(self, g: GpuState, now_s: float) -> None:
+        """Run ``g``'s due ops. Raises NvmlDownError when NVML as a whole is gone."""
+        handle = g.handle
+        session = self.session
+        for op in g.active:
+            if op.period_s:
+                if now_s < op.next_due_s:
+                    continue
+                op.next_due_s = now_s + op.period_s
+            session.current_call = op.name
+            try:
+                result = op.call(handle)
+            except N.NVMLError as error:
+                if self._failed(g, op, error.value):
+                    return
+                continue
+            if op.failing:
+                op.failing = False
+                if op.batch is not None:
+                    op.batch.bad_keys = set(op.keys)  # its fill turns the fields that answered OK
+                else:
+                    self._succeeded(g, op)
+            try:
+                op.fill(g, result)
+            except GpuLostError:
+                g.mark_lost()
+                return
+        if g.dropped:
+            g.active = [o for o in g.active if o not in g.dropped]
+            g.dropped.clear()
+
+    @staticmethod
+    def _succeeded(g: GpuState, op: Op) -> None:
+        for slot in op.slots:
+            g.states[slot] = _OK
+        if op.process_kind:
+            g.process_states[op.process_kind] = _OK
+
+    def _failed(self, g: GpuState, op: Op, code: int) -> bool:
+        """Record what a failed call means; True when the GPU is lost (stop reading it)."""
+        state = classify(code)
+        if state is MetricState.LOST:
+            g.mark_lost()
+            return True
+        if state is _NOT_SUPPORTED:
+            if code == N.NVML_ERROR_FUNCTION_NOT_FOUND:
+                self.probe.function_missing(op.name)
+            if op.batch is not None:  # every field of it, each to its own fallback
+                self._drop_fields(g, op.batch, list(op.batch.supported))
+                return False
+            older = op.fallback() if op.fallback is not None else None
+            self._replace(g, op, op.keys, [older] if older is not None else [], op.process_kind)
+            return False
+        op.failing = True
+        self._mark(g, op.keys, state, (), op.process_kind)
+        return False
+
+    def _replace(self, g: GpuState, op: Op | None, keys: Any, newer: list[Op], kind: str = "") -> None:
+        """Drop ``op`` for good; read ``newer`` (fallbacks) from this tick on. Those of ``keys``
+        that no fallback reads are NOT_SUPPORTED."""
+        if op is not None:
+            g.ops = [o for o in g.ops if o is not op]
+            g.dropped.append(op)  # ``active`` is being iterated: newer ops appended run this tick
+        g.ops += newer
+        g.active += newer
+        covered = {k for o in newer for k in o.keys}
+        self._mark(g, [k for k in keys if k not in covered], _NOT_SUPPORTED, (), kind)
+        for o in newer:
+            o.failing, o.next_due_s = True, 0.0
+            self._mark(g, o.keys, _NO_DATA, (), o.process_kind)
+
+    def _fill_fields(self, g: GpuState, batch: FieldBatch) -> None:
+        view = batch.view
+        numbers = batch.decode()
+        codes = view["nvmlReturn"]
+        bad: dict[str, MetricState] = {}
+        dropped: list[int] = []
+        if codes.any():  # rare: some fields failed on their own
+            for position in np.flatnonzero(codes).tolist():
+                state = classify(int(codes[position]))
+                if state is MetricState.LOST:
+                    raise GpuLostError
+                if state is _NOT_SUPPORTED:
+                    dropped.append(position)
+                else:
+                    bad[batch.fields[position].key] = state
+                numbers[position] = NAN
+        values = numbers.tolist()
+        for position, slot, scale in batch.value_fields:
+            g.values[slot] = values[position] * scale
+        if batch.counter_slots or batch.has_links:
+            rates = batch.rates(numbers, self.now_s())
+            for k, slot in batch.counter_slots:
+                g.values[slot] = float(rates[k])
+            if batch.has_tx:
+                g.nvlink_tx = rates[batch.tx_links]
+                g.values[_NVLINK_TX] = float(g.nvlink_tx.sum())
+            if batch.has_rx:
+                g.nvlink_rx = rates[batch.rx_links]
+                g.values[_NVLINK_RX] = float(g.nvlink_rx.sum())
+        if bad or batch.bad_keys:
+            for key in batch.bad_keys - bad.keys():
+                g.states[GPU_INDEX[key]] = _OK
+            for key, state in bad.items():
+                g.values[GPU_INDEX[key]] = NAN
+                g.states[GPU_INDEX[key]] = state
+            batch.bad_keys = set(bad)
+        if dropped:
+            self._drop_fields(g, batch, [batch.fields[p] for p in dropped])
+
+    def _drop_fields(self, g: GpuState, batch: FieldBatch, gone: list[_Field]) -> None:
+        """Fields answering NOT_SUPPORTED are not asked for again; their spec's fallback is read instead."""
+        batch.supported = [f for f in batch.supported if f not in gone]
+        batch.set_fields([f for f in batch.fields if f not in gone])
+        batch.bad_keys = set()
+        op = next(o for o in g.ops if o.batch is batch)
+        op.keys = batch.keys
+        still = batch.supported_keys()
+        reads = list(dict.fromkeys(f.read for f in gone if f.key not in still))
+        newer = [o for r in reads if r.fallback is not None and (o := self._call_op(r.fallback)) is not None]
+        self._replace(g, op if not batch.supported else None, [r.key for r in reads], newer)

@@ -1,0 +1,235 @@
+"""How each metric is read: one declarative entry per metric, beside the reader.
+
+The catalog (core/metrics.py) says what a metric is; this table says where NVML answers it: a
+field id (batched with the other fields of its cadence into one ``nvmlDeviceGetFieldValues``)
+or a pynvml call with the older variants to fall back on, its cadence and its scale to base
+units. The reader's schedule, the fault-matrix tests and the simulator's checks derive from it.
+Derived metrics (memory used %, ...) are described in the catalog; XID counts come from events.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+import pynvml as N
+
+# Cadences: how often a metric is read, in seconds (0: every tick).
+EVERY_TICK_S = 0.0
+SLOW_PERIOD_S = 10.0  # limits, link state, error counters: they change rarely
+PROCESS_PERIOD_S = 5.0  # a process query costs milliseconds in the driver
+PCIE_THROUGHPUT_PERIOD_S = 10.0  # the fallback call blocks 20 ms per direction
+
+PROCESSES = "processes"  # the demand key for the process lists (names, memory), beyond their count
+EVENT_KEYS = ("xid_error_count", "xid_last")  # from the XID event set, drained every tick
+
+Pick = str | int  # how to take a value from a call's result: an attribute name or an index
+
+
+class FieldKind(enum.Enum):
+    VALUE = 0  # the value itself
+    RATE = 1  # a counter: the reader reports its change per second
+    LINK_TX = 2  # a counter per NVLink link (the scope is the link): rates per link, summed
+    LINK_RX = 3
+
+
+@dataclass(frozen=True)
+class CallRead:
+    """One pynvml call (by its C symbol's name) with the handle and ``args``.
+
+    Its result fills ``keys`` in order: the result itself for one key without ``picks``, else
+    ``picks[i]`` of it. ``fallback`` is the older variant to use where the driver lacks this one
+    or the GPU answers NOT_SUPPORTED; keys the fallback does not fill become NOT_SUPPORTED.
+    """
+
+    function: str
+    keys: tuple[str, ...]
+    args: tuple[int, ...] = ()
+    picks: tuple[Pick, ...] = ()
+    scale: float = 1.0  # to base units
+    period_s: float = EVERY_TICK_S
+    fallback: CallRead | None = None
+
+
+@dataclass(frozen=True)
+class FieldRead:
+    """One metric read as a field value; fields of the same cadence share one call."""
+
+    key: str
+    field_id: int
+    kind: FieldKind = FieldKind.VALUE
+    scale: float = 1.0  # to base units
+    period_s: float = EVERY_TICK_S
+    fallback: CallRead | None = None  # read this way where the field answers NOT_SUPPORTED
+
+
+@dataclass(frozen=True)
+class ProcessListRead:
+    """The processes of one kind on a GPU; their count is the derived ``process_count``."""
+
+    kind: str  # "compute" or "graphics"
+    function: str
+    fallback: str  # the older variant of the call
+    period_s: float = PROCESS_PERIOD_S
+
+
+def _clock(key: str, kind: int) -> CallRead:
+    return CallRead("nvmlDeviceGetClockInfo", (key,), (kind,))
+
+
+def _slow(function: str, key: str, scale: float = 1.0) -> CallRead:
+    return CallRead(function, (key,), scale=scale, period_s=SLOW_PERIOD_S)
+
+
+def _counter(key: str, field_id: int) -> FieldRead:
+    return FieldRead(key, field_id, period_s=SLOW_PERIOD_S)
+
+
+_MEMORY_KEYS = ("memory_used_bytes", "memory_free_bytes", "memory_reserved_bytes")
+_MILLI = 1e-3  # NVML answers mW, mJ
+
+CALLS: tuple[CallRead, ...] = (
+    CallRead(
+        "nvmlDeviceGetUtilizationRates",
+        ("utilization_gpu_percent", "utilization_memory_percent"),
+        picks=("gpu", "memory"),
+    ),
+    CallRead(
+        "nvmlDeviceGetMemoryInfo_v2",
+        _MEMORY_KEYS,
+        picks=("used", "free", "reserved"),
+        # The v1 call counts the driver's reservation as used and cannot report it apart.
+        fallback=CallRead("nvmlDeviceGetMemoryInfo", _MEMORY_KEYS[:2], picks=("used", "free")),
+    ),
+    CallRead("nvmlDeviceGetTemperature", ("temperature_gpu_c",), (N.NVML_TEMPERATURE_GPU,)),
+    CallRead("nvmlDeviceGetFanSpeed", ("fan_speed_percent",)),
+    CallRead("nvmlDeviceGetPowerUsage", ("power_draw_w",), scale=_MILLI),
+    CallRead("nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI),
+    _clock("clock_sm_mhz", N.NVML_CLOCK_SM),
+    _clock("clock_graphics_mhz", N.NVML_CLOCK_GRAPHICS),
+    _clock("clock_memory_mhz", N.NVML_CLOCK_MEM),
+    _clock("clock_video_mhz", N.NVML_CLOCK_VIDEO),
+    CallRead("nvmlDeviceGetPerformanceState", ("performance_state",)),
+    CallRead(
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        ("clock_event_reasons",),
+        fallback=CallRead("nvmlDeviceGetCurrentClocksThrottleReasons", ("clock_event_reasons",)),
+    ),
+    # These answer (utilization, sampling period in µs).
+    CallRead("nvmlDeviceGetEncoderUtilization", ("encoder_utilization_percent",), picks=(0,)),
+    CallRead("nvmlDeviceGetDecoderUtilization", ("decoder_utilization_percent",), picks=(0,)),
+    _slow("nvmlDeviceGetPowerManagementLimit", "power_limit_w", _MILLI),
+    _slow("nvmlDeviceGetEnforcedPowerLimit", "power_enforced_limit_w", _MILLI),
+    _slow("nvmlDeviceGetCurrPcieLinkGeneration", "pcie_link_gen"),
+    _slow("nvmlDeviceGetCurrPcieLinkWidth", "pcie_link_width"),
+)
+
+
+def _pcie_throughput(key: str, counter: int) -> CallRead:
+    """Where a GPU has no PCIe byte counters: the call that samples for 20 ms, read rarely (KB/s)."""
+    return CallRead("nvmlDeviceGetPcieThroughput", (key,), (counter,), scale=1000.0, period_s=PCIE_THROUGHPUT_PERIOD_S)
+
+
+FIELDS: tuple[FieldRead, ...] = (
+    FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=_MILLI),
+    FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP),
+    FieldRead(
+        "pcie_tx_bytes_per_s",
+        N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
+        FieldKind.RATE,
+        fallback=_pcie_throughput("pcie_tx_bytes_per_s", N.NVML_PCIE_UTIL_TX_BYTES),
+    ),
+    FieldRead(
+        "pcie_rx_bytes_per_s",
+        N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
+        FieldKind.RATE,
+        fallback=_pcie_throughput("pcie_rx_bytes_per_s", N.NVML_PCIE_UTIL_RX_BYTES),
+    ),
+    # NVLink data counters are per link, in KiB.
+    FieldRead("nvlink_tx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, FieldKind.LINK_TX, 1024.0),
+    FieldRead("nvlink_rx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, FieldKind.LINK_RX, 1024.0),
+    _counter("pcie_replay_count", N.NVML_FI_DEV_PCIE_REPLAY_COUNTER),
+    _counter("ecc_corrected_volatile_count", N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL),
+    _counter("ecc_uncorrected_volatile_count", N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL),
+    _counter("ecc_corrected_aggregate_count", N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL),
+    _counter("ecc_uncorrected_aggregate_count", N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL),
+    _counter("retired_pages_sbe_count", N.NVML_FI_DEV_RETIRED_SBE),
+    _counter("retired_pages_dbe_count", N.NVML_FI_DEV_RETIRED_DBE),
+    _counter("retired_pages_pending", N.NVML_FI_DEV_RETIRED_PENDING),
+    _counter("remapped_rows_correctable_count", N.NVML_FI_DEV_REMAPPED_COR),
+    _counter("remapped_rows_uncorrectable_count", N.NVML_FI_DEV_REMAPPED_UNC),
+    _counter("remapped_rows_pending", N.NVML_FI_DEV_REMAPPED_PENDING),
+    _counter("remapped_rows_failure", N.NVML_FI_DEV_REMAPPED_FAILURE),
+)
+
+PROCESS_LISTS: tuple[ProcessListRead, ...] = (
+    ProcessListRead("compute", "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"),
+    ProcessListRead("graphics", "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"),
+)
+
+
+@dataclass(frozen=True)
+class StaticRead:
+    """A fact read once when NVML opens: a call whose result fills DeviceInfo ``fields``.
+
+    ``as_`` says how to turn the result into each field: "text" (driver bytes, cleaned), "flag",
+    "number" (times ``scale``), "bus_id" (from the PCI struct) or "version" ((major, minor)).
+    A failed call leaves its fields at DeviceInfo's defaults (unknown).
+    """
+
+    function: str
+    fields: tuple[str, ...]
+    as_: str = "number"
+    args: tuple[int, ...] = ()
+    picks: tuple[Pick, ...] = ()
+    scale: float = 1.0
+
+
+STATIC: tuple[StaticRead, ...] = (
+    StaticRead("nvmlDeviceGetName", ("name",), "text"),
+    StaticRead("nvmlDeviceGetUUID", ("uuid",), "text"),
+    StaticRead("nvmlDeviceGetSerial", ("serial",), "text"),
+    StaticRead("nvmlDeviceGetPciInfo_v3", ("pci_bus_id",), "bus_id"),
+    StaticRead("nvmlDeviceGetVbiosVersion", ("vbios_version",), "text"),
+    StaticRead("nvmlDeviceGetCudaComputeCapability", ("compute_capability",), "version"),
+    StaticRead("nvmlDeviceGetPersistenceMode", ("persistence_mode",), "flag"),
+    StaticRead("nvmlDeviceGetMigMode", ("mig_mode_current", "mig_mode_pending"), "flag", picks=(0, 1)),
+    StaticRead("nvmlDeviceGetEccMode", ("ecc_mode_current",), "flag", picks=(0,)),
+    StaticRead(
+        "nvmlDeviceGetPowerManagementLimitConstraints",
+        ("power_limit_min_w", "power_limit_max_w"),
+        picks=(0, 1),
+        scale=_MILLI,
+    ),
+    StaticRead("nvmlDeviceGetPowerManagementDefaultLimit", ("power_limit_default_w",), scale=_MILLI),
+    StaticRead("nvmlDeviceGetMemoryInfo", ("memory_total_bytes",), picks=("total",)),
+    StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_sm_mhz",), args=(N.NVML_CLOCK_SM,)),
+    StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_graphics_mhz",), args=(N.NVML_CLOCK_GRAPHICS,)),
+    StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_memory_mhz",), args=(N.NVML_CLOCK_MEM,)),
+    StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_video_mhz",), args=(N.NVML_CLOCK_VIDEO,)),
+    StaticRead("nvmlDeviceGetMaxPcieLinkGeneration", ("pcie_link_gen_max",)),
+    StaticRead("nvmlDeviceGetMaxPcieLinkWidth", ("pcie_link_width_max",)),
+)
+# nvlink_link_count is probed with a field value (see probe.py): the link fields depend on it.
+
+
+def call_chain(read: CallRead | None) -> list[CallRead]:
+    """``read`` and the older variants it falls back on, newest first."""
+    chain = []
+    while read is not None:
+        chain.append(read)
+        read = read.fallback
+    return chain
+
+
+def read_keys() -> dict[str, str]:
+    """Each GPU metric key that NVML answers directly, with how (for checks and error messages)."""
+    how: dict[str, str] = {}
+    for call in CALLS:
+        for key in call.keys:
+            how[key] = call.function
+    for field in FIELDS:
+        how[field.key] = "nvmlDeviceGetFieldValues"
+    for key in EVENT_KEYS:
+        how[key] = "nvmlEventSetWait_v2"
+    return how
