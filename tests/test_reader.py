@@ -192,3 +192,111 @@ def test_no_gpus_is_its_own_reason() -> None:
     sample = source.sample()
     assert sample.unavailable is not None and sample.unavailable.reason is UnavailableReason.OTHER
     assert "Unknown Error" in sample.unavailable.sentence
+
+
+# ---- demand: what nobody shows is not read ----
+def test_demand_reads_only_the_ops_of_demanded_metrics() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100*2,start=300")
+    reader = source.reader
+    demand = frozenset({"temperature_gpu_c"})
+    reader.read()  # everything once: what a GPU lacks is known from then on
+    reader.read(demand)
+    lib.calls.clear()
+    for _ in range(10):
+        clock.advance_s(1)
+        gpus = reader.read(demand)
+    assert lib.calls["nvmlDeviceGetTemperature"] == 10 * 2
+    for function in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetFieldValues", "nvmlDeviceGetPowerUsage"):
+        assert lib.calls[function] == 0, function
+    assert not any("RunningProcesses" in f for f in lib.calls)
+    gpu = gpus[0]
+    assert gpu.state("temperature_gpu_c") is MetricState.OK and finite(gpu.value("temperature_gpu_c"))
+    assert gpu.state("utilization_gpu_percent") is MetricState.NOT_READ
+    assert math.isnan(gpu.value("utilization_gpu_percent")) and gpu.processes == ()
+    assert gpu.state("process_count") is MetricState.NOT_READ and math.isnan(gpu.value("process_count"))
+    assert gpu.state("fan_speed_percent") is MetricState.NOT_SUPPORTED  # says more than "not read"
+    assert gpu.state("xid_error_count") is MetricState.OK  # events are always read
+    assert MetricState.NOT_READ.label == "not read: nothing shows it"
+
+
+def test_process_lists_are_read_only_when_processes_or_their_count_are_demanded() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=300")
+    reader = source.reader
+    for wanted in ("processes", "process_count"):
+        lib.calls.clear()
+        gpu = reader.read(frozenset({"utilization_gpu_percent"}))[0]
+        clock.advance_s(1)
+        assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] == 0 and gpu.processes == ()
+        gpu = reader.read(frozenset({wanted}))[0]
+        clock.advance_s(1)
+        assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] > 0
+        assert gpu.value("process_count") == 1 and len(gpu.processes) == 1
+
+
+def test_derived_metrics_read_their_inputs() -> None:
+    source, _, lib = simulated_source("training:gpus=h100,start=300")
+    gpu = source.reader.read(frozenset({"memory_used_percent", "power_used_percent"}))[0]
+    assert 0 < gpu.value("memory_used_percent") < 100 and 0 < gpu.value("power_used_percent") < 100
+    assert gpu.state("memory_used_percent") is MetricState.OK and gpu.state("power_used_percent") is MetricState.OK
+    assert lib.calls["nvmlDeviceGetTemperature"] == 0
+
+
+def test_a_metric_demanded_again_is_read_on_the_next_tick_whatever_its_cadence() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100")
+    reader = source.reader
+    reader.read()  # everything, including the 10 s power limits
+    clock.advance_s(1)
+    reader.read(frozenset({"temperature_gpu_c"}))
+    calls = lib.calls["nvmlDeviceGetEnforcedPowerLimit"]
+    clock.advance_s(1)  # not due by its cadence for another 8 s
+    gpu = reader.read(frozenset({"power_enforced_limit_w"}))[0]
+    assert lib.calls["nvmlDeviceGetEnforcedPowerLimit"] == calls + 1
+    assert gpu.state("power_enforced_limit_w") is MetricState.OK and gpu.value("power_enforced_limit_w") == 700
+    assert gpu.state("temperature_gpu_c") is MetricState.NOT_READ
+
+
+def test_field_values_ask_only_for_demanded_fields_and_rates_go_on() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100")
+    reader = source.reader
+    clock.advance_s(400)
+    both = frozenset({"pcie_rx_bytes_per_s", "nvlink_tx_bytes_per_s"})
+    reader.read(both)
+    clock.advance_s(1)
+    reader.read(both)
+    clock.advance_s(1)
+    gpu = reader.read(frozenset({"pcie_rx_bytes_per_s"}))[0]  # the NVLink fields leave the call
+    assert gpu.value("pcie_rx_bytes_per_s") > 0  # its counter's last reading was kept: no gap
+    assert gpu.state("nvlink_tx_bytes_per_s") is MetricState.NOT_READ
+    assert all(math.isnan(rate) for rate in gpu.nvlink_link_tx_bytes_per_s)
+    lib.calls.clear()
+    clock.advance_s(1)
+    reader.read(frozenset({"temperature_memory_c"}))
+    assert lib.calls["nvmlDeviceGetFieldValues"] == 1  # the slow batch has nothing demanded: not called
+
+
+def test_no_demand_reads_everything_as_before() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100")
+    reader = source.reader
+    reader.read(frozenset({"temperature_gpu_c"}))
+    clock.advance_s(1)
+    gpu = reader.read(None)[0]
+    assert MetricState.NOT_READ not in gpu.states
+
+
+def test_every_catalog_metric_is_read_one_way() -> None:
+    from trayvml.nvml.specs import read_keys
+
+    how = read_keys()
+    derived = {m.key for m in GPU_METRICS if m.derived is not None}
+    assert derived == {"memory_used_percent", "power_used_percent", "process_count"}
+    assert set(how) | derived == {m.key for m in GPU_METRICS} and not set(how) & derived
+
+
+def test_pynvml_has_the_private_names_binding_uses() -> None:
+    """binding.py was checked against the nvidia-ml-py releases pyproject.toml allows."""
+    import pynvml as N
+
+    from trayvml.nvml import binding
+
+    assert all(hasattr(N, name) for name in binding.PRIVATE_NAMES)
+    assert hasattr(N.NVMLError, "_errcode_to_string") and hasattr(N.nvmlDeviceGetName, "__wrapped__")

@@ -65,8 +65,10 @@ def test_process_lists_follow_the_two_call_protocol(lib: SimulatedNvml) -> None:
 
 
 def test_a_function_the_driver_lacks_is_function_not_found(lib: SimulatedNvml) -> None:
+    from trayvml.nvml import binding
+
     lib.missing_functions.add("nvmlDeviceGetMemoryInfo_v2")
-    N._nvmlGetFunctionPointer_cache.clear()
+    binding.forget_functions()
     with pytest.raises(N.NVMLError_FunctionNotFound):
         N.nvmlDeviceGetMemoryInfo(handle(0), version=N.nvmlMemory_v2)
 
@@ -238,3 +240,55 @@ def test_spec_bounds_are_inclusive() -> None:
     assert (spec.seed, spec.at_s, spec.start_s, spec.speed) == (MAX_SEED, MAX_SIM_S, MAX_SIM_S, MAX_SPEED)
     assert parse_spec("idle:gpus=h100*16").gpus == ("h100",) * 16
     assert parse_spec("idle:procperm=no").other_users_hidden is False
+
+
+def test_every_field_the_read_specs_ask_for_is_answered_for_the_h100_profile(lib: SimulatedNvml) -> None:
+    from trayvml.nvml.sim.library import FIELD_MODELS
+    from trayvml.nvml.specs import FIELDS
+
+    links = N.nvmlDeviceGetFieldValues(handle(0), [N.NVML_FI_DEV_NVLINK_LINK_COUNT])[0].value.uiVal
+    ids = [(f.field_id, link) for f in FIELDS for link in range(links if "nvlink" in f.key else 1)]
+    answers = N.nvmlDeviceGetFieldValues(handle(0), ids)
+    retired = {N.NVML_FI_DEV_RETIRED_SBE, N.NVML_FI_DEV_RETIRED_DBE, N.NVML_FI_DEV_RETIRED_PENDING}
+    for (fid, scope), answer in zip(ids, answers, strict=True):
+        assert fid in FIELD_MODELS, fid  # modelled, if only to say NOT_SUPPORTED
+        # Hopper remaps rows instead of retiring pages; every other field has a value.
+        expected = N.NVML_ERROR_NOT_SUPPORTED if fid in retired else N.NVML_SUCCESS
+        assert answer.nvmlReturn == expected, (fid, scope)
+
+
+def test_field_values_come_from_the_model_of_their_own_id(lib: SimulatedNvml) -> None:
+    """Asked in any order, each field answers its own value (no positional columns to get wrong)."""
+    lib.clock.advance_s(400)
+    ids = [N.NVML_FI_DEV_MEMORY_TEMP, N.NVML_FI_DEV_NVLINK_LINK_COUNT, N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL]
+    forward = [
+        v.value.uiVal if v.valueType == N.NVML_VALUE_TYPE_UNSIGNED_INT else v.value.ullVal
+        for v in N.nvmlDeviceGetFieldValues(handle(0), ids)
+    ]
+    backward = [
+        v.value.uiVal if v.valueType == N.NVML_VALUE_TYPE_UNSIGNED_INT else v.value.ullVal
+        for v in N.nvmlDeviceGetFieldValues(handle(0), ids[::-1])
+    ]
+    assert forward == backward[::-1]
+    temperature = N.nvmlDeviceGetTemperature(handle(0), N.NVML_TEMPERATURE_GPU)
+    # HBM a little warmer than the die (the die's reading is rounded, the field's truncated).
+    assert abs(forward[0] - (temperature + 6)) <= 1 and forward[1] == 18 and forward[2] >= 12
+
+
+def test_every_call_the_read_specs_name_is_answered() -> None:
+    from trayvml.nvml.specs import CALLS, FIELDS, PROCESS_LISTS, STATIC, call_chain
+
+    functions = {r.function for read in CALLS for r in call_chain(read)}
+    functions |= {f.fallback.function for f in FIELDS if f.fallback is not None}
+    functions |= {name for p in PROCESS_LISTS for name in (p.function, p.fallback)}
+    functions |= {s.function for s in STATIC}
+    for function in functions:
+        assert hasattr(SimulatedNvml, "c_" + function), function
+
+
+def test_one_field_can_be_made_to_fail_on_its_own(lib: SimulatedNvml) -> None:
+    lib.fail_field(N.NVML_FI_DEV_MEMORY_TEMP, N.NVML_ERROR_NO_PERMISSION, gpu=0)
+    ids = [N.NVML_FI_DEV_MEMORY_TEMP, N.NVML_FI_DEV_POWER_INSTANT]
+    assert [v.nvmlReturn for v in N.nvmlDeviceGetFieldValues(handle(0), ids)] == [N.NVML_ERROR_NO_PERMISSION, 0]
+    # GPU 1 (an RTX 4090, no memory temperature) answers as before.
+    assert N.nvmlDeviceGetFieldValues(handle(1), ids)[0].nvmlReturn == N.NVML_ERROR_NOT_SUPPORTED
