@@ -14,6 +14,8 @@ from dataclasses import dataclass
 
 import pynvml as N
 
+from trayvml.core.units import KIB
+
 # Cadences: how often a metric is read, in seconds (0: every tick).
 EVERY_TICK_S = 0.0
 SLOW_PERIOD_S = 10.0  # limits, link state, error counters: they change rarely
@@ -146,8 +148,8 @@ FIELDS: tuple[FieldRead, ...] = (
         fallback=_pcie_throughput("pcie_rx_bytes_per_s", N.NVML_PCIE_UTIL_RX_BYTES),
     ),
     # NVLink data counters are per link, in KiB.
-    FieldRead("nvlink_tx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, FieldKind.LINK_TX, 1024.0),
-    FieldRead("nvlink_rx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, FieldKind.LINK_RX, 1024.0),
+    FieldRead("nvlink_tx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, FieldKind.LINK_TX, KIB),
+    FieldRead("nvlink_rx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, FieldKind.LINK_RX, KIB),
     _counter("pcie_replay_count", N.NVML_FI_DEV_PCIE_REPLAY_COUNTER),
     _counter("ecc_corrected_volatile_count", N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL),
     _counter("ecc_uncorrected_volatile_count", N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL),

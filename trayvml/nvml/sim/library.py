@@ -24,6 +24,7 @@ import numpy as np
 import pynvml as N
 
 from trayvml.core.clock import Clock
+from trayvml.core.units import KIB
 from trayvml.nvml import binding
 from trayvml.nvml.fields import field_view
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
@@ -219,7 +220,7 @@ class Timeline:
         pcie_rx = load.pcie_fraction[LAG_S:] * p.pcie_gb_per_s * 1e9
         pcie_tx = 0.4 * pcie_rx
         nvlink = load.nvlink_fraction[LAG_S:] * p.nvlink_links * p.nvlink_link_gb_per_s * 1e9
-        counters = np.stack([power_w * 1000, pcie_tx, pcie_rx, nvlink / 1024, 0.97 * nvlink / 1024])
+        counters = np.stack([power_w * 1000, pcie_tx, pcie_rx, nvlink / KIB, 0.97 * nvlink / KIB])
         sums = np.cumsum(counters, axis=1) + self._carry[:, None]
         self._carry = sums[:, -1].copy()
 
