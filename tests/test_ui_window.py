@@ -330,3 +330,187 @@ def test_unsupported_metrics_are_hidden_per_gpu_not_per_name(window) -> None:
     w.refresh()
     assert fan.lines[0].line(0) is None and fan.lines[0].line(1) is not None
     assert not fan.notice.isVisible()
+
+
+def _scroll_to(w, panel) -> None:  # type: ignore[no-untyped-def]
+    w.gpu_page.verticalScrollBar().setValue(int(panel.plot.geometry().top()))
+    w.refresh()
+
+
+def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window) -> None:
+    w, sample = window("training:gpus=h100", seconds=300)
+    w.tabs.setCurrentWidget(w.host_page)
+    w.refresh()
+    panels = {p.spec.group: p for p in w.host_page.panels}
+    assert list(panels) == [Group.CPU, Group.RAM, Group.DISK, Group.NETWORK]
+    cpu = panels[Group.CPU]
+    xs, ys = cpu.lines[0].line(0)
+    assert len(xs) == 900 and np.isfinite(ys).sum() == 300 + 1  # 15 minutes at 1 s, five of them known
+    assert ys[-1] == np.float32(sample.host.value("cpu_percent"))
+    cores = [cpu.extra.line(k) for k in range(len(cpu.extra.data))]
+    assert len(cores) == len(sample.host.cpu_core_percent) >= 1
+    assert [float(values[-1]) for _, values in cores] == list(map(float, np.float32(sample.host.cpu_core_percent)))
+    for panel in w.host_page.visible_panels():  # what is in view is drawn, every metric of it
+        assert all(lines.line(0) is not None for lines in panel.lines), panel.spec.title
+    readout = cpu.values_at(float(xs[-1]), w._names())
+    assert readout.startswith(f"CPU: {sample.host.value('cpu_percent'):.0f} %")
+    gpu_utilization = w.gpu_page.panels[0].lines[0]
+    assert gpu_utilization.line(0) is not None  # drawn before: the GPU page keeps what it had
+
+
+def _with_processes(sample, t_s: float, memory_by_gpu: dict[int, list[tuple[int, float]]]):  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from trayvml.core.sample import ProcessSample
+
+    gpus = tuple(
+        replace(
+            g, processes=tuple(ProcessSample(g.index, pid, "compute", m) for pid, m in memory_by_gpu.get(g.index, []))
+        )
+        for g in sample.gpus
+    )
+    return replace(sample, timestamp_s=t_s, gpus=gpus)
+
+
+def test_process_timeline_draws_each_process_biggest_first_in_its_gpu_colour(window) -> None:
+    from trayvml.history import ProcessHistory
+    from trayvml.ui.theme import gpu_colour
+
+    w, sample = window("training:gpus=rtx4090*2", seconds=1200)
+    now = sample.timestamp_s
+    w.history.processes = ProcessHistory()  # without the training job's own processes
+    for k in range(600, 0, -5):  # the last 10 minutes: two jobs on GPU 0, one on GPU 1
+        memory = {0: [(100, 2 * GIB), (101, 1 * GIB)], 1: [(200, 3 * GIB)]}
+        if k > 300:
+            memory[0] = [(100, 2 * GIB)]  # the small job started five minutes ago
+        w.history.processes.append(_with_processes(sample, now - k, memory))
+    panel = next(p for p in w.gpu_page.panels if p.spec.group is Group.PROCESSES)
+    _scroll_to(w, panel)
+    drawn = [panel.extra.line(k) for k in range(len(panel.extra.data))]
+    assert len(drawn) == 3 and not panel.notice.isVisible()
+    peaks = [float(np.nanmax(values)) for _, values in drawn]
+    assert peaks == [3 * GIB, 2 * GIB, 1 * GIB]  # most memory first
+    assert [pen.color().name() for pen, _ in panel.extra._paths] == [gpu_colour(g).name() for g in (1, 0, 0)]
+    small_times, small = drawn[2]
+    started = small_times[np.isfinite(small)][0]
+    assert now - 305 <= started <= now - 295  # not drawn before it started
+    w.set_gpu_visible(1, False)
+    w.finish_redraw()
+    assert len(panel.extra.data) == 2  # a hidden GPU's processes go with it
+    w.set_gpu_visible(1, True)
+    w.set_range(60)
+    w.set_following(False)
+    w.gpu_page.set_x_range(now - 1200, now - 900)  # twenty minutes ago: no process yet
+    w.refresh()
+    assert len(panel.extra.data) == 0 and panel.notice.isVisible()
+    assert panel.notice.textItem.toPlainText() == "No GPU processes in this range"
+
+
+def _alert(t_s: float, gpu: int, severity, kind: str = "firing", rule: str = "temperature"):  # type: ignore[no-untyped-def]
+    from trayvml.alerts import AlertEvent
+
+    name = "" if gpu < 0 else "NVIDIA GeForce RTX 4090"
+    message = "GPU driver not responding" if gpu < 0 else "temperature 91 °C"
+    return AlertEvent(t_s, gpu, name, rule, kind, severity, message)
+
+
+def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> None:
+    from trayvml.alerts import Severity
+    from trayvml.ui.alerts_page import SEVERITY_COLOURS
+
+    w, sample = window("training:gpus=rtx4090*2", seconds=600)
+    now = sample.timestamp_s
+    events = [
+        _alert(now - 500, 0, Severity.WARNING),
+        _alert(now - 400, 1, Severity.CRITICAL),
+        _alert(now - 300, 1, Severity.CRITICAL, kind="resolved"),
+        _alert(now - 200, -1, Severity.CRITICAL, rule="driver_stall"),
+        _alert(now - 3600, 0, Severity.CRITICAL),  # before the range shown
+    ]
+    w.add_events(events[:4])
+    w.add_events(events[4:])
+    table = w.alert_table
+    rows = [[table.item(r, c).text() for c in range(4)] for r in range(table.rowCount())]
+    assert [row[1:3] for row in rows] == [
+        ["0 RTX 4090", "critical"],
+        ["all", "critical"],
+        ["1 RTX 4090", "resolved"],
+        ["1 RTX 4090", "critical"],
+        ["0 RTX 4090", "warning"],
+    ]
+    assert rows[1][3] == "GPU driver not responding" and rows[3][3] == "GPU 1 RTX 4090: temperature 91 °C"
+    assert table.item(3, 2).foreground().color().name() == SEVERITY_COLOURS[Severity.CRITICAL]
+    w.refresh()
+    panel = w.gpu_page.panels[0]
+    marked = sorted(m.value() for m in panel.markers if m.isVisible())
+    assert marked == [now - 500, now - 400, now - 200]  # firing ones in range; a resolution is not marked
+    colours = {m.value(): m.pen.color().name() for m in panel.markers if m.isVisible()}
+    assert colours[now - 500] == SEVERITY_COLOURS[Severity.WARNING]
+    w.set_gpu_visible(1, False)
+    w.finish_redraw()
+    marked = sorted(m.value() for m in panel.markers if m.isVisible())
+    assert marked == [now - 500, now - 200]  # the machine's alert concerns every GPU
+
+
+def test_alert_list_keeps_the_latest_thousand(window) -> None:
+    from trayvml.alerts import Severity
+    from trayvml.ui.alerts_page import MAX_LISTED_EVENTS
+
+    w, sample = window("training:gpus=rtx4090", seconds=10)
+    w.add_events([_alert(sample.timestamp_s - 2000 + k, 0, Severity.WARNING) for k in range(MAX_LISTED_EVENTS + 5)])
+    assert len(w.events) == w.alert_table.rowCount() == MAX_LISTED_EVENTS
+    assert w.events[0].timestamp_s == sample.timestamp_s - 2000 + 5  # the oldest five went
+
+
+def test_crosshair_follows_the_mouse_with_every_panels_values(window) -> None:
+    from PySide6.QtCore import QPointF
+
+    w, _ = window("training:gpus=rtx4090*2", seconds=120)
+    panel = w.gpu_page.panels[0]
+    # The scene's own signal: pyqtgraph drops a mouse move that comes within 10 ms of the last one.
+    moved = w.gpu_page.layout_widget.scene().sigMouseMoved
+    xs, ys = panel.lines[0].line(1)
+    moved.emit(panel.plot.getViewBox().mapViewToScene(QPointF(float(xs[-30]), 50.0)))
+    shown = [p for p in w.gpu_page.panels if p.crosshair.isVisible() and p.readout.isVisible()]
+    assert shown == w.gpu_page.panels  # one line through every panel, at one time
+    assert all(abs(p.crosshair.value() - xs[-30]) < 1.5 for p in shown)  # within a pixel of the cursor
+    text = panel.readout.textItem.toPlainText()
+    assert f"1 RTX 4090 gpu utilization: {ys[-30]:.0f} %" in text.splitlines()
+    moved.emit(panel.plot.sceneBoundingRect().topLeft() - QPointF(0, 3))  # off the plots: gone
+    assert not any(p.crosshair.isVisible() or p.readout.isVisible() for p in w.gpu_page.panels)
+
+
+def test_samples_faster_than_the_screen_fold_into_one_redraw(window, qtbot) -> None:
+    from dataclasses import replace
+
+    w, sample = window("training:gpus=rtx4090*2", seconds=120)
+    w.set_range(60)
+    w.finish_redraw()
+    before = w.redraws
+    for k in range(1, 6):  # five samples before the event loop gets a turn
+        w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + k))
+    qtbot.waitUntil(lambda: not w._redraw_timer.isActive())
+    assert w.redraws == before + 1
+    (_, x1), _ = w.gpu_page.first.getViewBox().viewRange()
+    assert x1 == sample.timestamp_s + 5  # the last one shown
+
+
+def test_the_event_loop_gets_a_turn_between_panels(window, qtbot) -> None:
+    from PySide6.QtCore import QTimer
+
+    w, _ = window("training:gpus=rtx4090*2", seconds=120)
+    page = w.gpu_page
+    order: list[str] = []
+    draw = page.draw_panel
+
+    def logged(panel, view) -> None:  # type: ignore[no-untyped-def]
+        order.append(panel.spec.title)
+        QTimer.singleShot(0, lambda: order.append("other work"))  # as a click or a repaint would come
+        draw(panel, view)
+
+    page.draw_panel = logged  # type: ignore[method-assign]
+    w.request_redraw()
+    qtbot.waitUntil(lambda: not w._redraw_timer.isActive() and order[-1:] == ["other work"])
+    panels = [title for title in order if title != "other work"]
+    assert len(panels) == len(page.visible_panels()) >= 3
+    assert order == [item for title in panels for item in (title, "other work")]

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor
@@ -186,7 +187,8 @@ class GpuPage(PlotPage):
             for gpu, _label, series in view.history.processes.series(
                 view.start_s, view.end_s, self.budget(panel, MAX_PROCESS_LINES)
             )
-            if gpu not in view.hidden_gpus
+            # A process seen after this range is listed too, with no value in it: left out.
+            if gpu not in view.hidden_gpus and np.isfinite(series.mean).any()
         ][:MAX_PROCESS_LINES]
         pens = [pg.mkPen(gpu_colour(gpu), width=1.4) for gpu, _ in found]
         # Each its own: a process that exited long ago is read from a coarser tier.

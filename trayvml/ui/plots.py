@@ -296,7 +296,7 @@ class Panel:
     def values_at(self, x: float, names: Callable[[int], str]) -> str:
         """The readout text: every shown line's value at time ``x`` (``names`` names a GPU column)."""
         rows = []
-        for metric, lines in zip(self.spec.metrics, self.lines, strict=True):
+        for metric, lines in zip(self.spec.metrics, self.lines, strict=False):  # a strip has no lines
             for column, line in enumerate(lines.data):
                 if line is None or not len(line[0]):
                     continue
