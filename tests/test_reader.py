@@ -12,6 +12,7 @@ from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
 from trayvml.nvml.reader import RETRY_PERIOD_S
 from trayvml.nvml.sim.scenarios import SCENARIOS
+from trayvml.nvml.specs import SLOW_PERIOD_S
 
 ALL = "gpus=h100+rtx4090+laptop"
 NOT_ON_RTX4090 = {
@@ -300,3 +301,15 @@ def test_pynvml_has_the_private_names_binding_uses() -> None:
 
     assert all(hasattr(N, name) for name in binding.PRIVATE_NAMES)
     assert hasattr(N.NVMLError, "_errcode_to_string") and hasattr(N.nvmlDeviceGetName, "__wrapped__")
+
+
+def test_pcie_replays_per_second_are_the_replay_counters_rate() -> None:
+    """The metric added end to end by a catalog entry, a read spec and the simulator's model."""
+    source, clock, _ = simulated_source("training:gpus=h100")
+    clock.advance_s(400)  # training: the PCIe link is busy and retries now and then
+    first = run_ticks(source, clock, 1).gpus[0]
+    clock.advance_s(6 * SLOW_PERIOD_S)
+    second = source.sample().gpus[0]
+    assert second.state("pcie_replays_per_s") is MetricState.OK
+    replays = second.value("pcie_replay_count") - first.value("pcie_replay_count")
+    assert replays > 0 and second.value("pcie_replays_per_s") == replays / (6 * SLOW_PERIOD_S)

@@ -245,6 +245,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("pcie.replay_counter"),
         plot=False,
     ),
+    Metric("pcie_replays_per_s", "PCIe replays per second", Unit.COUNT, Group.PCIE, plot=False),
     Metric(
         "nvlink_tx_bytes_per_s",
         "NVLink TX (all links)",

@@ -64,22 +64,26 @@ def _lists_state(g: GpuState) -> MetricState:
 
 
 def _derivation(metric: Metric) -> Callable[[GpuState], None]:
+    """The catalog's description of ``metric`` as a function filling its slot (runs every tick)."""
     assert metric.derived is not None
     slot = GPU_INDEX[metric.key]
-    how = metric.derived.how
-    inputs = [_input(name) for name in metric.derived.inputs]
+    if metric.derived.how is Derivation.COUNT:
+        (items,) = (_input(name) for name in metric.derived.inputs)
 
-    def derive(g: GpuState) -> None:
-        (values, states) = zip(*(get(g) for get in inputs), strict=True)
-        state = max(states)
-        if how is Derivation.PERCENT:
-            part, whole = values
-            g.values[slot] = 100.0 * part / whole if whole else NAN
-        else:  # COUNT
-            g.values[slot] = float(len(values[0])) if state is MetricState.OK else NAN
-        g.states[slot] = state
+        def count(g: GpuState) -> None:
+            found, state = items(g)
+            g.values[slot] = float(len(found)) if state is MetricState.OK else NAN
+            g.states[slot] = state
 
-    return derive
+        return count
+    part, whole = (_input(name) for name in metric.derived.inputs)
+
+    def percent(g: GpuState) -> None:
+        (numerator, state), (denominator, whole_state) = part(g), whole(g)
+        g.values[slot] = 100.0 * numerator / denominator if denominator else NAN
+        g.states[slot] = state if state >= whole_state else whole_state  # the worse of the two
+
+    return percent
 
 
 def wanted_for(demand: frozenset[str] | None) -> frozenset[str] | None:

@@ -214,13 +214,28 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
         return fill_scaled
     getters = [itemgetter(p) if isinstance(p, int) else attrgetter(p) for p in read.picks]
     pairs = list(zip(slots, getters, strict=True))
+    if len(pairs) == 1 and scale == 1.0:
+        ((slot, get),) = pairs
 
-    def fill_picked(g: GpuState, result: Any) -> None:
+        def fill_picked_one(g: GpuState, result: Any) -> None:
+            g.values[slot] = get(result)
+
+        return fill_picked_one
+    if scale == 1.0:
+
+        def fill_picked(g: GpuState, result: Any) -> None:
+            values = g.values
+            for slot, get in pairs:
+                values[slot] = get(result)
+
+        return fill_picked
+
+    def fill_picked_scaled(g: GpuState, result: Any) -> None:
         values = g.values
         for slot, get in pairs:
             values[slot] = get(result) * scale
 
-    return fill_picked
+    return fill_picked_scaled
 
 
 class Scheduler:

@@ -151,6 +151,7 @@ FIELDS: tuple[FieldRead, ...] = (
     FieldRead("nvlink_tx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX, FieldKind.LINK_TX, KIB),
     FieldRead("nvlink_rx_bytes_per_s", N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX, FieldKind.LINK_RX, KIB),
     _counter("pcie_replay_count", N.NVML_FI_DEV_PCIE_REPLAY_COUNTER),
+    FieldRead("pcie_replays_per_s", N.NVML_FI_DEV_PCIE_REPLAY_COUNTER, FieldKind.RATE, period_s=SLOW_PERIOD_S),
     _counter("ecc_corrected_volatile_count", N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL),
     _counter("ecc_uncorrected_volatile_count", N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL),
     _counter("ecc_corrected_aggregate_count", N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL),

@@ -37,6 +37,7 @@ _TEMPERATURE_KERNEL = np.exp(-np.arange(LAG_S + 1) / 30.0)
 _TEMPERATURE_KERNEL /= _TEMPERATURE_KERNEL.sum()
 THERMAL_SLOWDOWN_C = 87.0
 _XID_LOST = 79  # "GPU has fallen off the bus"
+REPLAYS_PER_S_AT_FULL_PCIE = 0.2  # a link that needs a look: healthy ones rarely replay
 
 _NVML_FAULT_CODES = {
     "missing": N.NVML_ERROR_LIBRARY_NOT_FOUND,
@@ -80,6 +81,7 @@ class _Chunk:
     nvlink_rx_kib_per_link: np.ndarray
     ecc_corrected: np.ndarray
     ecc_uncorrected: np.ndarray
+    pcie_replays: np.ndarray
     nvlink_links: np.ndarray
     zeros: np.ndarray
 
@@ -119,7 +121,7 @@ FIELD_MODELS: dict[int, FieldModel] = {
     N.NVML_FI_DEV_MEMORY_TEMP: FieldModel(_U, lambda p, s: p.has_memory_temperature, lambda c: c.temperature_c + 6),
     N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_tx_bytes),
     N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_rx_bytes),
-    N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: FieldModel(_ULL, _always, lambda c: c.zeros),
+    N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: FieldModel(_ULL, _always, lambda c: c.pcie_replays),
     N.NVML_FI_DEV_NVLINK_LINK_COUNT: FieldModel(_U, _always, lambda c: c.nvlink_links),
     N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_corrected),
     N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
@@ -181,7 +183,7 @@ class Timeline:
 
     def _reset(self) -> None:
         self.chunk_start = -CHUNK_S
-        self._carry = np.zeros(5)  # energy mJ, PCIe TX B, PCIe RX B, NVLink TX KiB, NVLink RX KiB
+        self._carry = np.zeros(6)  # energy mJ, PCIe TX B, PCIe RX B, NVLink TX KiB, NVLink RX KiB, PCIe replays
 
     def seek(self, t_s: float) -> None:
         second = int(t_s) if t_s > 0 else 0
@@ -220,7 +222,8 @@ class Timeline:
         pcie_rx = load.pcie_fraction[LAG_S:] * p.pcie_gb_per_s * 1e9
         pcie_tx = 0.4 * pcie_rx
         nvlink = load.nvlink_fraction[LAG_S:] * p.nvlink_links * p.nvlink_link_gb_per_s * 1e9
-        counters = np.stack([power_w * 1000, pcie_tx, pcie_rx, nvlink / KIB, 0.97 * nvlink / KIB])
+        replays = REPLAYS_PER_S_AT_FULL_PCIE * load.pcie_fraction[LAG_S:]  # a busy link retries now and then
+        counters = np.stack([power_w * 1000, pcie_tx, pcie_rx, nvlink / KIB, 0.97 * nvlink / KIB, replays])
         sums = np.cumsum(counters, axis=1) + self._carry[:, None]
         self._carry = sums[:, -1].copy()
 
@@ -251,6 +254,7 @@ class Timeline:
             nvlink_rx_kib_per_link=sums[4] // links,
             ecc_corrected=s.ecc_corrected(gpu, t),
             ecc_uncorrected=s.ecc_uncorrected(gpu, t),
+            pcie_replays=np.floor(sums[5]),
             nvlink_links=zeros + p.nvlink_links,
             zeros=zeros,
         )
