@@ -18,11 +18,14 @@ import pynvml as N
 import pytest
 
 from tests.helpers import run_ticks, simulated_source, states_by_key
+from trayvml.core.clock import ManualClock
 from trayvml.core.errors import UnavailableReason
 from trayvml.core.metrics import GPU_METRICS, Derivation
-from trayvml.core.sample import DeviceInfo, MetricState
+from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.nvml.session import RETRY_PERIOD_S
-from trayvml.nvml.specs import CALLS, FIELDS, PROCESS_LISTS, STATIC, call_chain
+from trayvml.nvml.sim.library import SimulatedNvml
+from trayvml.nvml.specs import CALLS, FIELDS, PROCESS_LISTS, STATIC, FieldRead, call_chain
+from trayvml.source import Source
 
 SPEC = "faults:gpus=h100*2,lost="
 TICKS = 12  # past the 10 s cadence: every op has been due twice
@@ -81,7 +84,7 @@ def _paths() -> list[Path]:
 PATHS = _paths()
 
 
-def _source(path: Path):  # type: ignore[no-untyped-def]
+def _source(path: Path) -> tuple[Source, ManualClock, SimulatedNvml]:
     source, clock, lib = simulated_source(SPEC)
     clock.advance_s(120)  # a job is running, so process lists are fetched with two calls
     lib.missing_functions.update(path.missing)
@@ -166,7 +169,7 @@ def _unknown(value: object) -> bool:
     return isinstance(value, float) and math.isnan(value)
 
 
-def assert_states(sample, gpu: int, expected: dict[str, MetricState]) -> None:  # type: ignore[no-untyped-def]
+def assert_states(sample: Sample, gpu: int, expected: dict[str, MetricState]) -> None:
     assert states_by_key(sample, gpu) == expected
     for metric in GPU_METRICS:
         if expected[metric.key] is not OK:
@@ -258,14 +261,15 @@ FIELD_CODES = [N.NVML_ERROR_NO_PERMISSION, N.NVML_ERROR_UNKNOWN, N.NVML_ERROR_NO
 
 @pytest.mark.parametrize("field", FIELDS, ids=lambda f: f.key)
 @pytest.mark.parametrize("code", [*FIELD_CODES, N.NVML_ERROR_DRIVER_NOT_LOADED])
-def test_a_field_failing_on_its_own(field, code: int) -> None:  # type: ignore[no-untyped-def]
+def test_a_field_failing_on_its_own(field: FieldRead, code: int) -> None:
     """One field's own return code in an otherwise good field-value call."""
     source, clock, lib = _source(Path(""))
     lib.fail_field(field.field_id, code, gpu=0)
     sample = run_ticks(source, clock, TICKS)
     base, _ = baseline(Path(""))
     if code in FATAL:
-        assert sample.gpus == () and sample.unavailable.reason is FATAL[code]
+        assert sample.gpus == () and sample.unavailable is not None
+        assert sample.unavailable.reason is FATAL[code]
         return
     if code == N.NVML_ERROR_GPU_IS_LOST:
         assert sample.gpus[0].lost and not sample.gpus[1].lost

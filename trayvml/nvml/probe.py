@@ -33,7 +33,7 @@ class GpuLostError(Exception):
 
 def caller(function: str, args: tuple[int, ...] = ()) -> Callable[[Any], Any]:
     """``f(handle)`` calling the pynvml function ``function`` with ``args`` after the handle."""
-    call = _RAW_CALLS.get(function) or getattr(N, function)
+    call: Callable[..., Any] = _RAW_CALLS.get(function) or getattr(N, function)
     if not args:
         return call
     if len(args) == 1:

@@ -23,7 +23,7 @@ import pynvml as N
 from trayvml.core.clock import Clock
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, Derivation, Metric
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, SystemInfo
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
 from trayvml.nvml.processes import ProcessCache, ProcessResolver
 from trayvml.nvml.schedule import GpuState, Scheduler
@@ -104,7 +104,7 @@ class NvmlReader:
         self.session = NvmlSession()
         self.probe = DeviceProbe()
         self.scheduler = Scheduler(self.session, self.probe, ProcessCache(resolve_process), clock.now_s)
-        self.system = None
+        self.system: SystemInfo | None = None
         self.devices: tuple[DeviceInfo, ...] = ()
         self._gpus: list[GpuState] | None = None
         self._gpu_by_handle: dict[int, GpuState] = {}
