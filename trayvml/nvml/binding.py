@@ -54,11 +54,6 @@ def has_function(name: str) -> bool:
     return True
 
 
-def call_raw(name: str, *args: Any) -> None:
-    """Call the C function ``name`` with ctypes arguments; raises pynvml.NVMLError on failure."""
-    N._nvmlCheckReturn(N._nvmlGetFunctionPointer(name)(*args))
-
-
 def undecorated(call: Callable[..., Any]) -> Callable[..., Any]:
     """A pynvml string function beneath its decorator, which decodes strictly: it answers bytes."""
     return getattr(call, "__wrapped__", call)
@@ -71,7 +66,8 @@ def error_string(code: int) -> str:
 
 def read_fields(handle: Any, array: Any) -> None:
     """Fill a prepared ``c_nvmlFieldValue_t`` array in place (see fields.py)."""
-    call_raw("nvmlDeviceGetFieldValues", handle, ctypes.c_int32(len(array)), ctypes.byref(array))
+    function = N._nvmlGetFunctionPointer("nvmlDeviceGetFieldValues")  # cached by pynvml
+    N._nvmlCheckReturn(function(handle, ctypes.c_int32(len(array)), ctypes.byref(array)))
 
 
 def read_memory_v2(handle: Any) -> Any:
@@ -82,5 +78,5 @@ def read_memory_v2(handle: Any) -> Any:
     """
     memory = N.c_nvmlMemory_v2_t()
     memory.version = N.nvmlMemory_v2
-    call_raw("nvmlDeviceGetMemoryInfo_v2", handle, ctypes.byref(memory))
+    N._nvmlCheckReturn(N._nvmlGetFunctionPointer("nvmlDeviceGetMemoryInfo_v2")(handle, ctypes.byref(memory)))
     return memory

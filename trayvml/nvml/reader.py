@@ -16,7 +16,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
-from typing import Any
 
 import pynvml as N
 
@@ -38,22 +37,50 @@ NAN = math.nan
 _XID_COUNT, _XID_LAST = GPU_INDEX["xid_error_count"], GPU_INDEX["xid_last"]
 _DERIVED = tuple(m for m in GPU_METRICS if m.derived is not None)
 
-_Input = Callable[[GpuState], tuple[Any, MetricState]]
 
+def _derivation(metric: Metric, g: GpuState) -> Callable[[], None]:
+    """The catalog's description of ``metric`` as a function filling its slot of ``g``.
 
-def _input(name: str) -> _Input:
-    """A derivation's input: a GPU metric, a static fact (DeviceInfo field) or the process lists."""
-    if name == PROCESSES:
-        return lambda g: (g.processes, _lists_state(g))
-    if name in GPU_INDEX:
-        slot = GPU_INDEX[name]
-        return lambda g: (g.values[slot], g.states[slot])
+    Made per GPU, so that a static fact is looked up once: this runs every tick. A percentage's
+    state is the worse of its inputs'; a count's is the process lists' (see _lists_state).
+    """
+    assert metric.derived is not None
+    slot = GPU_INDEX[metric.key]
+    values, states = g.values, g.states  # mutated in place, never replaced
+    if metric.derived.how is Derivation.COUNT:
+        assert metric.derived.inputs == (PROCESSES,)
 
-    def fact(g: GpuState) -> tuple[Any, MetricState]:
-        value = getattr(g.info, name)
-        return value, MetricState.NOT_SUPPORTED if math.isnan(value) else MetricState.OK
+        def count() -> None:
+            state = MetricState.OK
+            for kind_state in g.process_states.values():
+                if kind_state is not MetricState.OK:  # rare: combine the kinds' states
+                    state = _lists_state(g)
+                    break
+            values[slot] = float(len(g.processes)) if state is MetricState.OK else NAN
+            states[slot] = state
 
-    return fact
+        return count
+    part, whole = metric.derived.inputs
+    p = GPU_INDEX[part]
+    if whole in GPU_INDEX:
+        w = GPU_INDEX[whole]
+
+        def percent() -> None:
+            denominator = values[w]
+            values[slot] = 100.0 * values[p] / denominator if denominator else NAN
+            a, b = states[p], states[w]
+            states[slot] = a if a >= b else b
+
+        return percent
+    fact = float(getattr(g.info, whole))  # a static fact: unknown for good if it could not be read
+    known = MetricState.NOT_SUPPORTED if math.isnan(fact) else MetricState.OK
+
+    def percent_of_fact() -> None:
+        values[slot] = 100.0 * values[p] / fact if fact else NAN
+        a = states[p]
+        states[slot] = a if a >= known else known
+
+    return percent_of_fact
 
 
 def _lists_state(g: GpuState) -> MetricState:
@@ -61,29 +88,6 @@ def _lists_state(g: GpuState) -> MetricState:
     lists still counts its compute processes)."""
     told = [s for s in g.process_states.values() if s is not MetricState.NOT_SUPPORTED]
     return max(told) if told else MetricState.NOT_SUPPORTED
-
-
-def _derivation(metric: Metric) -> Callable[[GpuState], None]:
-    """The catalog's description of ``metric`` as a function filling its slot (runs every tick)."""
-    assert metric.derived is not None
-    slot = GPU_INDEX[metric.key]
-    if metric.derived.how is Derivation.COUNT:
-        (items,) = (_input(name) for name in metric.derived.inputs)
-
-        def count(g: GpuState) -> None:
-            found, state = items(g)
-            g.values[slot] = float(len(found)) if state is MetricState.OK else NAN
-            g.states[slot] = state
-
-        return count
-    part, whole = (_input(name) for name in metric.derived.inputs)
-
-    def percent(g: GpuState) -> None:
-        (numerator, state), (denominator, whole_state) = part(g), whole(g)
-        g.values[slot] = 100.0 * numerator / denominator if denominator else NAN
-        g.states[slot] = state if state >= whole_state else whole_state  # the worse of the two
-
-    return percent
 
 
 def wanted_for(demand: frozenset[str] | None) -> frozenset[str] | None:
@@ -109,7 +113,6 @@ class NvmlReader:
         self._gpus: list[GpuState] | None = None
         self._gpu_by_handle: dict[int, GpuState] = {}
         self._demand: frozenset[str] | None = None
-        self._derivations: list[Callable[[GpuState], None]] = []
 
     @property
     def unavailable(self) -> NvmlUnavailable | None:
@@ -218,12 +221,12 @@ class NvmlReader:
         self._demand = demand
         wanted = wanted_for(demand)
         derived = [m for m in _DERIVED if wanted is None or _inputs_read(m, wanted)]
-        self._derivations = [_derivation(m) for m in derived]
         unread = [GPU_INDEX[m.key] for m in _DERIVED if m not in derived]
         for g in self._gpus or ():
             if g.lost:
                 continue
             self.scheduler.set_demand(g, wanted)
+            g.derivations = [_derivation(m, g) for m in derived]
             for slot in unread:
                 g.values[slot], g.states[slot] = NAN, MetricState.NOT_READ
 
@@ -234,8 +237,8 @@ class NvmlReader:
             if g.lost:
                 self._mark_lost(g)
             else:
-                for derive in self._derivations:
-                    derive(g)
+                for derive in g.derivations:
+                    derive()
         return GpuSample(
             g.index,
             tuple(g.values),

@@ -58,6 +58,7 @@ class GpuState:
     ops: list[Op] = field(default_factory=list)  # every op this GPU answers
     active: list[Op] = field(default_factory=list)  # the demanded ones
     dropped: list[Op] = field(default_factory=list)  # taken out of ``active`` after this tick
+    derivations: list[Callable[[], None]] = field(default_factory=list)  # derived metrics' fills
     lost: bool = False
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
