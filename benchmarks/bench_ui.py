@@ -1,10 +1,11 @@
-"""Tray and window cost (PERFORMANCE.md P3, P4, P5, P7).
+"""Tray and window cost (PERFORMANCE.md P3, P4, P5, P7) and the GUI thread's stalls (issue 8 §4).
 
     .venv/bin/python benchmarks/bench_ui.py [--idle-seconds 60] [--runs 5]
+    .venv/bin/python benchmarks/bench_ui.py --stalls-only [--stall-seconds 20]
 
 P3 and P4 run trayvml and a minimal PySide6 tray app as separate processes on a virtual
 desktop with a real StatusNotifierItem host (tests/desktop.py), measured the same way.
-P5 and P7 run in this process, offscreen. Prints medians.
+P5, P7 and the stalls run in this process, offscreen. Prints medians.
 """
 
 from __future__ import annotations
@@ -155,11 +156,129 @@ def window_figures(runs: int) -> dict[str, float]:
     return figures
 
 
+STALL_GPU_COUNTS = (8, 16, 64)
+STALL_TICK_MS = 10
+SAMPLE_EVERY_MS = 500  # 2 Hz
+# (simulated clock speed, range shown): the issue's case, each sample 30 simulated seconds after
+# the last, in the history the app makes (1 s tiers, so sparse); and live time on the 1 min range,
+# where every sample moves the view and every line is drawn whole.
+STALL_CASES = ((60, 900), (1, 60))
+
+
+def stall_figures(
+    gpu_count: int, seconds: float, whole_app: bool, speed: float, range_s: int
+) -> tuple[float, float, int]:
+    """The window open on the GPU page (1280×800, following live), samples of ``gpu_count`` GPUs
+    arriving at 2 Hz with a simulated clock ×``speed`` for ``seconds``; ``whole_app``: through
+    App.on_sample (history, alerts, tray icon and tooltip, window), else the history and the window.
+
+    Returns the longest event-loop stall (ms: how late a 10 ms timer fired, at worst), the CPU %
+    of one core over the run, and the redraws begun. The simulation stops at 16 GPUs: samples are
+    copies of one simulated H100's, with moving values (tests/ui_helpers.many_gpus)."""
+    import numpy as np
+    from PySide6.QtCore import QElapsedTimer, QEventLoop, Qt, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    from tests.helpers import run_ticks, simulated_source
+    from tests.ui_helpers import fill_history, many_gpus, moved_on
+    from trayvml.history import History
+    from trayvml.ui.window import GraphWindow
+
+    qt = QApplication.instance() or QApplication([])
+    source, clock, _ = simulated_source("training:gpus=h100", host=True)
+    first = many_gpus(run_ticks(source, clock, 2), gpu_count)
+    step_s = SAMPLE_EVERY_MS / 1000 * speed
+    # The past: every 30 s over 12 h, then every second for the last 15 minutes.
+    past_s = np.concatenate([np.arange(12 * 3600, 900, -30.0), np.arange(900, 0, -1.0)])
+    count = int(seconds * 1000 / SAMPLE_EVERY_MS)
+    live = [moved_on(first, first.timestamp_s + step_s * (k + 1)) for k in range(count)]  # made beforehand
+    if whole_app:
+        from trayvml.ui.app import App
+
+        app = App(None, tray_wait_s=3600)
+        history = app.history
+        fill_history(history, first, first.timestamp_s - past_s)
+        app.on_sample(first)
+        window = app.ensure_window()
+        feed = app.on_sample
+    else:
+        history = History()
+        fill_history(history, first, first.timestamp_s - past_s)
+        window = GraphWindow(history)
+
+        def feed(sample):  # type: ignore[no-untyped-def]
+            history.append(sample)
+            window.update_sample(sample)
+
+        feed(first)
+    window.resize(1280, 800)
+    window.set_range(range_s)
+    window.show()
+    window.refresh()
+    qt.processEvents()
+    clock_ms = QElapsedTimer()
+    worst_ms = [0.0]
+    last_ms = [0]
+
+    def tick() -> None:
+        now = clock_ms.elapsed()
+        worst_ms[0] = max(worst_ms[0], now - last_ms[0] - STALL_TICK_MS)
+        last_ms[0] = now
+
+    ticker = QTimer()
+    ticker.setTimerType(Qt.TimerType.PreciseTimer)
+    ticker.timeout.connect(tick)
+    sampler = QTimer()
+    sampler.setTimerType(Qt.TimerType.PreciseTimer)
+    pending = iter(live)
+    done = QEventLoop()
+
+    def next_sample() -> None:
+        sample = next(pending, None)
+        if sample is None:
+            done.quit()
+        else:
+            feed(sample)
+
+    sampler.timeout.connect(next_sample)
+    redraws = window.redraws
+    cpu_start = time.process_time()
+    wall_start = time.perf_counter()
+    clock_ms.start()
+    ticker.start(STALL_TICK_MS)
+    sampler.start(SAMPLE_EVERY_MS)
+    done.exec()
+    ticker.stop()
+    sampler.stop()
+    cpu_percent = (time.process_time() - cpu_start) / (time.perf_counter() - wall_start) * 100
+    redraws = window.redraws - redraws
+    window.hide()
+    if whole_app:
+        app.stop()
+    window.deleteLater()
+    qt.processEvents()
+    return worst_ms[0], cpu_percent, redraws
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--idle-seconds", type=float, default=60.0)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--stall-seconds", type=float, default=20.0)
+    parser.add_argument("--stalls-only", action="store_true")
     args = parser.parse_args()
+
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    print(f"GUI thread with the window open, samples at 2 Hz, {args.stall_seconds:.0f} s each (offscreen)")
+    for speed, range_s in STALL_CASES:
+        for whole_app in (False, True):
+            for gpus in STALL_GPU_COUNTS:
+                stall_ms, cpu, redraws = stall_figures(gpus, args.stall_seconds, whole_app, speed, range_s)
+                what = f"clock ×{speed:g}, {range_s // 60} min range, {'whole app' if whole_app else 'window'}"
+                figures = f"longest stall {stall_ms:4.0f} ms, CPU {cpu:5.1f} %, {redraws} redraws"
+                print(f"  {what:>36}, {gpus:2d} GPUs: {figures}")
+    if args.stalls_only:
+        return
 
     print("P5/P7 window, 8 simulated H100s, every panel (offscreen)")
     for name, value in window_figures(args.runs).items():
