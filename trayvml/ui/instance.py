@@ -8,17 +8,20 @@ second start in the same session brings the running window forward.
 
 from __future__ import annotations
 
+import contextlib
 import getpass
 import hashlib
 import logging
 import os
+import socket
 import stat
 import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
-from PySide6.QtNetwork import QLocalServer, QLocalSocket
+from PySide6.QtCore import QObject, QSocketNotifier
 
 log = logging.getLogger(__name__)
 CONNECT_WAIT_MS = 500
@@ -74,35 +77,116 @@ def instance_name(config_path: Path | None) -> str | None:
     return None if folder is None else str(folder / f"instance-{key}")
 
 
+class InstanceServer(Protocol):
+    def close(self) -> None: ...
+
+
 def already_running(name: str) -> bool:
     """Ask a running trayvml to show its window; True if one answered."""
-    socket = QLocalSocket()
-    socket.connectToServer(name)
-    if not socket.waitForConnected(CONNECT_WAIT_MS):
-        return False
-    socket.write(b"show\n")
-    socket.flush()
-    socket.waitForBytesWritten(CONNECT_WAIT_MS)
-    socket.disconnectFromServer()
+    if not hasattr(socket, "AF_UNIX"):
+        return _already_running_qt(name)
+    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+        peer.settimeout(CONNECT_WAIT_MS / 1000)
+        try:
+            peer.connect(name)
+            peer.sendall(b"show\n")
+        except OSError:  # no socket, a stale one, or nobody answering in time
+            return False
     return True
 
 
-def listen(name: str, on_show: Callable[[], None], parent: object = None) -> QLocalServer:
+def listen(name: str, on_show: Callable[[], None], parent: QObject | None = None) -> InstanceServer:
     """Serve ``name``: each message from a second start calls ``on_show``."""
-    server = QLocalServer(parent)  # type: ignore[arg-type]
+    if not hasattr(socket, "AF_UNIX"):
+        return _listen_qt(name, on_show, parent)
+    return _UnixServer(name, on_show, parent)
+
+
+class _UnixServer(QObject):
+    """A Unix socket watched by the event loop: Python's own socket, so no QtNetwork (3-7 MiB) is loaded."""
+
+    def __init__(self, path: str, on_show: Callable[[], None], parent: QObject | None) -> None:
+        super().__init__(parent)
+        self._path = path
+        self._on_show = on_show
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)  # a stale socket from a crash (a live one answered already_running)
+        self._socket = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._socket.setblocking(False)
+        self._socket.bind(path)
+        os.chmod(path, 0o600)  # the folder is private already; the socket too
+        self._socket.listen(8)
+        self._notifier = QSocketNotifier(self._socket.fileno(), QSocketNotifier.Type.Read, self)
+        self._notifier.activated.connect(self._accept)
+        self.connections: dict[int, tuple[socket.socket, QSocketNotifier]] = {}
+
+    def _accept(self) -> None:
+        try:
+            connection, _ = self._socket.accept()
+        except BlockingIOError:
+            return
+        connection.setblocking(False)
+        notifier = QSocketNotifier(connection.fileno(), QSocketNotifier.Type.Read, self)
+        notifier.activated.connect(lambda: self._receive(connection))
+        self.connections[connection.fileno()] = (connection, notifier)
+
+    def _receive(self, connection: socket.socket) -> None:
+        try:
+            message = connection.recv(MAX_MESSAGE_BYTES)
+        except BlockingIOError:
+            return
+        except OSError:
+            message = b""
+        self._drop(connection)  # one message per connection; a peer that went away is freed too
+        if message:  # any message means: show yourself
+            self._on_show()
+
+    def _drop(self, connection: socket.socket) -> None:
+        _, notifier = self.connections.pop(connection.fileno())
+        notifier.setEnabled(False)
+        notifier.deleteLater()
+        connection.close()
+
+    def close(self) -> None:
+        for connection, _ in list(self.connections.values()):
+            self._drop(connection)
+        self._notifier.setEnabled(False)
+        self._socket.close()
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(self._path)
+
+
+# ---- where Python has no Unix sockets (Windows): a Qt local socket, a named pipe there ----
+def _already_running_qt(name: str) -> bool:
+    from PySide6.QtNetwork import QLocalSocket
+
+    peer = QLocalSocket()
+    peer.connectToServer(name)
+    if not peer.waitForConnected(CONNECT_WAIT_MS):
+        return False
+    peer.write(b"show\n")
+    peer.flush()
+    peer.waitForBytesWritten(CONNECT_WAIT_MS)
+    peer.disconnectFromServer()
+    return True
+
+
+def _listen_qt(name: str, on_show: Callable[[], None], parent: QObject | None) -> InstanceServer:
+    from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+    server = QLocalServer(parent)
     server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
-    QLocalServer.removeServer(name)  # a stale socket from a crash (a live one answered already_running)
+    QLocalServer.removeServer(name)
     if not server.listen(name):
         log.warning("could not listen on %s: %s", name, server.errorString())
 
     def on_connection() -> None:
         while (connection := server.nextPendingConnection()) is not None:
-            # Freed when the peer goes: a connection kept nothing alive but memory (9 KB each).
-            connection.disconnected.connect(connection.deleteLater)
+            connection.disconnected.connect(connection.deleteLater)  # freed when the peer goes
             connection.readyRead.connect(lambda c=connection: on_message(c))
 
     def on_message(connection: QLocalSocket) -> None:
-        connection.read(MAX_MESSAGE_BYTES)  # any message means: show yourself
+        connection.read(MAX_MESSAGE_BYTES)
         connection.disconnectFromServer()
         on_show()
 
