@@ -1,9 +1,12 @@
 """Screenshots of trayvml on a virtual screen with a real tray host: tray, menu, window per range.
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR] [--spec SPEC]
+    .venv/bin/python scripts/screenshots.py [OUT_DIR] --offscreen [--spec SPEC]
 
 Twelve simulated hours are fed through the app first (the same code path live samples take),
-so that every range has something to show. Look at every picture it writes.
+so that every range has something to show. ``--offscreen`` needs no desktop: it grabs each page
+of the graph window at 1280×800 (the GPU page at its top, middle and bottom). Look at every
+picture it writes.
 """
 
 from __future__ import annotations
@@ -44,15 +47,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
         QTimer.singleShot(ms, loop.quit)
         loop.exec()
 
-    # 12 h of history: a sample every 5 s for most of it (one per bucket of the 5 s tier),
-    # then every second for the last 15 minutes, the way the sampler would have fed it.
-    twelve_hours = 12 * 3600
-    while clock.now_s() < 1_800_000_000.0 + twelve_hours - 900:
-        app.history.append(source.sample())
-        clock.advance_s(5)
-    for _ in range(900):
-        app.on_sample(source.sample())
-        clock.advance_s(1)
+    feed_twelve_hours(app, source, clock)
     pump(1500)
 
     stack.screenshot(out / "tray.png", crop="260x40+1020+0")
@@ -104,13 +99,68 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     qt.quit()
 
 
+def feed_twelve_hours(app, source, clock) -> None:  # type: ignore[no-untyped-def]
+    """12 h of history: a sample every 5 s for most of it (one per bucket of the 5 s tier), then
+    every second for the last 15 minutes through the app, the way the sampler would have fed it."""
+    end_s = clock.now_s() + 12 * 3600
+    while clock.now_s() < end_s - 900:
+        app.history.append(source.sample())
+        clock.advance_s(5)
+    for _ in range(900):
+        app.on_sample(source.sample())
+        clock.advance_s(1)
+
+
+def shoot_offscreen(out: Path, spec_text: str) -> None:
+    from PySide6.QtWidgets import QApplication
+
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.source import Source
+    from trayvml.ui.app import App
+
+    qt = QApplication([])
+    clock = ManualClock(1_800_000_000.0)
+    spec = parse_spec(spec_text)
+    source = Source(spec, clock, host=True)
+    app = App(spec, clock=clock, tray_wait_s=3600)
+    feed_twelve_hours(app, source, clock)
+    window = app.ensure_window()
+    window.resize(1280, 800)
+    window.set_range(3600)
+    window.show()
+    for tab in range(window.tabs.count()):
+        window.tabs.setCurrentIndex(tab)
+        name = window.tabs.tabText(tab).lower().replace(" ", "-")
+        pages = [window.gpu_page] if tab == 0 else []
+        for page in pages:
+            bar = page.verticalScrollBar()
+            for where, value in (("top", 0), ("middle", bar.maximum() // 2), ("bottom", bar.maximum())):
+                bar.setValue(value)
+                window.refresh()
+                window.grab().save(str(out / f"offscreen-{name}-{where}.png"))
+        if not pages:
+            window.refresh()
+            window.grab().save(str(out / f"offscreen-{name}.png"))
+    window.hide()
+    app.stop()
+    source.close()
+    qt.quit()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("out", nargs="?", default="out/screenshots")
     parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
+    parser.add_argument("--offscreen", action="store_true", help="the graph window's pages only, no desktop")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    if args.offscreen:
+        os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        shoot_offscreen(out, args.spec)
+        print(f"screenshots in {out}/")
+        sys.exit(0)
     with DesktopStack("sni", notifications=True) as stack:
         os.environ.update(stack.env)
         shoot(stack, out, args.spec)
