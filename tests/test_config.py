@@ -394,3 +394,35 @@ def test_start_at_login_says_when_the_settings_cannot_be_saved(qtbot, tmp_path: 
     assert told == ["Could not save the settings: [Errno 28] No space left on device"]
     app.tray.autostart_action.setChecked(False)
     assert not autostart.is_enabled() and not app.settings.start_at_login and len(told) == 2
+
+
+def test_one_set_of_defaults_the_schemas() -> None:
+    from dataclasses import fields
+
+    from trayvml.config import GENERAL
+
+    settings_fields = {f.name for f in fields(config.Settings)}
+    for setting in GENERAL:
+        assert setting.key in settings_fields, setting.key
+        assert getattr(config.Settings(), setting.key) == setting.default
+
+
+def test_the_model_saves_and_tells_its_listeners_of_a_change(tmp_path: Path) -> None:
+    store = config.SettingsStore(tmp_path / "config.toml")
+    model = config.SettingsModel(config.Settings(), store)
+    heard: list[tuple[float, float]] = []
+    model.on_change(lambda old, new: heard.append((old.sampling_interval_s, new.sampling_interval_s)))
+    assert model.change(replace(model.current, sampling_interval_s=2.0)) == ""
+    assert heard == [(1.0, 2.0)] and store.load()[0].sampling_interval_s == 2.0
+    assert model.change(model.current) == "" and len(heard) == 1  # no change, nobody told
+
+
+def test_the_model_says_when_it_cannot_save_and_still_applies(tmp_path: Path) -> None:
+    folder = tmp_path / "config.toml"
+    folder.mkdir()  # a folder where the file should be: nothing can be saved there
+    model = config.SettingsModel(config.Settings(), config.SettingsStore(folder))
+    heard: list[bool] = []
+    model.on_change(lambda old, new: heard.append(new.notifications))
+    problem = model.change(replace(model.current, notifications=False))
+    assert problem.startswith("Could not save the settings: ")
+    assert model.current.notifications is False and heard == [False]  # in force for this session

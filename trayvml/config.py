@@ -17,6 +17,7 @@ import reprlib
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -80,13 +81,17 @@ GENERAL: tuple[Setting, ...] = (
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
 
+def _default(key: str) -> Any:
+    return GENERAL_BY_KEY[key].default  # one set of defaults: the schema's
+
+
 @dataclass(frozen=True)
 class Settings:
-    sampling_interval_s: float = 1.0
-    history_hours: int = 12
-    tray_metric: str = "utilization"
-    notifications: bool = True
-    start_at_login: bool = False
+    sampling_interval_s: float = _default("sampling_interval_s")
+    history_hours: int = _default("history_hours")
+    tray_metric: str = _default("tray_metric")
+    notifications: bool = _default("notifications")
+    start_at_login: bool = _default("start_at_login")
     hidden_gpus: tuple[int, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
@@ -423,3 +428,30 @@ class SettingsStore:
             write_atomically(_free_name(self.path, "kept"), self._keep)
             self._keep = None
         write_atomically(self.path, to_toml(settings).encode("utf-8"))
+
+
+class SettingsModel:
+    """The settings in force: the one place that holds them, saves them and tells who asked of a change."""
+
+    def __init__(self, settings: Settings, store: SettingsStore | None = None) -> None:
+        self.current = settings
+        self.store = store
+        self._listeners: list[Callable[[Settings, Settings], None]] = []
+
+    def on_change(self, listener: Callable[[Settings, Settings], None]) -> None:
+        """Call ``listener(old, new)`` after every change."""
+        self._listeners.append(listener)
+
+    def change(self, settings: Settings) -> str:
+        """Put ``settings`` in force and save them; a sentence when they could not be saved, else ""."""
+        old, self.current = self.current, settings
+        problem = ""
+        if self.store is not None:
+            try:
+                self.store.save(settings)
+            except (OSError, SettingsError) as error:
+                problem = f"Could not save the settings: {error}"
+        if settings != old:
+            for listener in self._listeners:
+                listener(old, settings)
+        return problem

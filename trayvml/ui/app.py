@@ -20,7 +20,7 @@ from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 from trayvml.alerts import AlertEngine, AlertEvent, Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
-from trayvml.config import Settings, SettingsError, SettingsStore
+from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.sample import Sample
 from trayvml.demand import Demand
@@ -93,9 +93,11 @@ class App(QObject):
     ) -> None:
         super().__init__()
         self.store = store
-        self.settings, self.settings_message = store.load() if store is not None else (Settings(), "")
-        if interval_s is not None:
-            self.settings = replace(self.settings, sampling_interval_s=interval_s)
+        loaded, self.settings_message = store.load() if store is not None else (Settings(), "")
+        if interval_s is not None:  # --interval: in force, not saved until the settings are
+            loaded = replace(loaded, sampling_interval_s=interval_s)
+        self.model = SettingsModel(loaded, store)
+        self.model.on_change(self._settings_changed)
         self._history: History | None = None
         self.latest: Sample | None = None
         self.clock = clock
@@ -235,14 +237,17 @@ class App(QObject):
         self.settings_dialog.show()
         self.settings_dialog.raise_()
 
+    @property
+    def settings(self) -> Settings:
+        return self.model.current
+
     def apply_settings(self, settings: Settings) -> None:
         """Changes take effect at once; no restart."""
-        old, self.settings = self.settings, settings
-        if self.store is not None:
-            try:
-                self.store.save(settings)
-            except (OSError, SettingsError) as error:
-                self.tray.icon.showMessage("trayvml", f"Could not save the settings: {error}")
+        problem = self.model.change(settings)
+        if problem:
+            self.tray.icon.showMessage("trayvml", problem)
+
+    def _settings_changed(self, old: Settings, settings: Settings) -> None:
         self.engine.configure(settings.alerts)
         self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
@@ -284,12 +289,7 @@ class App(QObject):
             self.tray.icon.showMessage("trayvml", f"Could not change {self.autostart.location}: {error.strerror}")
         enabled = self.autostart.is_enabled()
         if enabled != self.settings.start_at_login:
-            self.settings = replace(self.settings, start_at_login=enabled)
-            if self.store is not None:
-                try:
-                    self.store.save(self.settings)
-                except (OSError, SettingsError) as error:
-                    self.tray.icon.showMessage("trayvml", f"Could not save the settings: {error}")
+            self.apply_settings(replace(self.settings, start_at_login=enabled))
         if self.tray.autostart_action.isChecked() != enabled:
             self.tray.autostart_action.setChecked(enabled)
 
