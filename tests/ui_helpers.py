@@ -7,14 +7,13 @@ Only ``simulated_history`` runs the reader, for the one end-to-end test that nee
 
 from __future__ import annotations
 
-import math
 from dataclasses import replace
 
 import numpy as np
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, HOST_INDEX, HOST_METRIC_BY_KEY, Unit
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.sample import Sample
 from trayvml.history import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, History
 
 _GPU_COLUMNS = [GPU_INDEX[key] for key in HISTORY_GPU_KEYS]
@@ -109,15 +108,6 @@ def moved_on(sample: Sample, t_s: float) -> Sample:
     values = waves(base, np.array([t_s]), percent)[0]
     gpus = tuple(replace(g, values=tuple(map(float, row))) for g, row in zip(sample.gpus, values, strict=True))
     return replace(sample, timestamp_s=t_s, gpus=gpus)
-
-
-def gpu_sample(index: int, name: str = "NVIDIA H100 80GB HBM3", **values: float) -> tuple[GpuSample, DeviceInfo]:
-    """A GPU with only ``values`` known (by catalog key), the rest NaN."""
-    row = [math.nan] * len(GPU_INDEX)
-    for key, value in values.items():
-        row[GPU_INDEX[key]] = value
-    states = tuple(MetricState.OK for _ in row)
-    return GpuSample(index, tuple(row), states), DeviceInfo(index, name, f"GPU-test-{index}")
 
 
 def drawn_tick_labels(axis) -> list[str]:  # type: ignore[no-untyped-def]

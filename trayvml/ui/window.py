@@ -315,8 +315,8 @@ class GraphWindow(QMainWindow):
             self._redraw_timer.start(0)  # the rest after the event loop has had a turn
 
     def _begin_redraw(self) -> None:
-        if self.sample is None:
-            return
+        if self.sample is None or not self.isVisible():
+            return  # shown, it redraws (showEvent)
         self.redraws += 1
         start, end = self.visible_range()
         page = self._plot_page()
