@@ -514,3 +514,17 @@ def test_the_event_loop_gets_a_turn_between_panels(window, qtbot) -> None:
     panels = [title for title in order if title != "other work"]
     assert len(panels) == len(page.visible_panels()) >= 3
     assert order == [item for title in panels for item in (title, "other work")]
+
+
+def test_panning_the_machine_tab_keeps_it_where_the_user_put_it(window) -> None:
+    w, sample = window("training:gpus=rtx4090", seconds=1800)
+    w.tabs.setCurrentWidget(w.host_page)
+    w.refresh()
+    view = w.host_page.first.getViewBox()
+    view.translateBy(x=-600)
+    view.sigRangeChangedManually.emit(view.state["mouseEnabled"])
+    w.refresh()  # as the pan timer would
+    (_, x1), _ = view.viewRange()
+    assert not w.following and abs(x1 - (sample.timestamp_s - 600)) < 1  # not snapped back to the GPU page's range
+    xs, ys = w.host_page.panels[0].lines[0].line(0)
+    assert xs[0] <= sample.timestamp_s - 1500 and np.isfinite(ys).any()  # and drawn for that range
