@@ -15,6 +15,7 @@ for the tray, the desktop stack of `scripts/setup --test`.
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import statistics
 import subprocess
@@ -31,12 +32,40 @@ SETTLE_S = 8.0
 
 
 def _spec(gpus: int) -> str:
-    return f"training:gpus=h100*{gpus},latency=realistic,start=1800"
+    # past=0: no made-up history at start, as with real GPUs (it would cost the tray start-up time and RSS)
+    return f"training:gpus=h100*{gpus},latency=realistic,start=1800,past=0"
 
 
-def _in_a_terminal(command: list[str]) -> list[str]:
-    """A pseudo-terminal, as curses tools need (util-linux `script`)."""
-    return ["script", "-qfec", shlex.join(command), "/dev/null"]
+class _Started:
+    """A tool running: the process to watch, and how to stop it."""
+
+    def __init__(self, command: list[str], env: dict[str, str] | None, terminal: bool) -> None:
+        self._tmux: list[str] = []
+        if terminal:
+            # A real terminal emulator (tmux), as curses tools need: they ask the terminal questions
+            # (cursor position, capabilities) and wait for the answers, which a bare pty never gives.
+            self._tmux = ["tmux", "-L", f"trayvml-bench-{os.getpid()}"]
+            subprocess.run([*self._tmux, "new-session", "-d", "-x", "200", "-y", "60", shlex.join(command)], check=True)
+            pane = subprocess.run([*self._tmux, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True)
+            self.process = psutil.Process(int(pane.stdout.split()[0]))
+            self._popen: subprocess.Popen | None = None
+        else:
+            self._popen = subprocess.Popen(
+                command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+            )
+            self.process = psutil.Process(self._popen.pid)
+
+    def stop(self) -> None:
+        if self._tmux:
+            subprocess.run([*self._tmux, "kill-server"], check=False)
+            return
+        assert self._popen is not None
+        self._popen.terminate()
+        try:
+            self._popen.wait(10)
+        except subprocess.TimeoutExpired:
+            self._popen.kill()
+            self._popen.wait()
 
 
 def _tree_cpu_s(process: psutil.Process) -> float:
@@ -56,39 +85,32 @@ def _python_rss_mib(process: psutil.Process) -> float:
     return max((m.memory_info().rss for m in pythons or members), default=0) / 2**20
 
 
-def measure(command: list[str], seconds: float, env: dict[str, str] | None = None) -> tuple[float, float]:
+def measure(
+    command: list[str], seconds: float, env: dict[str, str] | None = None, terminal: bool = False
+) -> tuple[float, float]:
     """(CPU % of one core, RSS MiB) of ``command`` over ``seconds`` after SETTLE_S."""
-    process = subprocess.Popen(
-        command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    started = _Started(command, env, terminal)
     try:
-        watched = psutil.Process(process.pid)
         time.sleep(SETTLE_S)
-        before = _tree_cpu_s(watched)
+        before = _tree_cpu_s(started.process)
         time.sleep(seconds)
-        cpu_percent = (_tree_cpu_s(watched) - before) / seconds * 100
-        return cpu_percent, _python_rss_mib(watched)
+        cpu_percent = (_tree_cpu_s(started.process) - before) / seconds * 100
+        return cpu_percent, _python_rss_mib(started.process)
     finally:
-        for member in psutil.Process(process.pid).children(recursive=True):
-            member.terminate()
-        process.terminate()
-        try:
-            process.wait(10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        started.stop()
 
 
-def tools(gpus: int, folder: Path) -> dict[str, list[str]]:
+def tools(gpus: int, folder: Path) -> dict[str, tuple[list[str], bool]]:
+    """name -> (command, needs a terminal)"""
     spec = _spec(gpus)
     simulated = [sys.executable, "-m", "trayvml.nvml.sim.run", spec]
     return {
-        "trayvml log (default columns)": [
+        "trayvml log (default columns)": ([
             sys.executable, "-m", "trayvml", "log", "--csv", str(folder / "log.csv"), "--interval", "1",
             f"--simulate={spec}",
-        ],
-        "gpustat --interval 1": _in_a_terminal([*simulated, "gpustat", "--interval", "1"]),
-        "nvitop --monitor --interval 1": _in_a_terminal([*simulated, "nvitop", "--monitor", "--interval", "1"]),
+        ], False),
+        "gpustat --interval 1": ([*simulated, "gpustat", "--interval", "1"], True),
+        "nvitop --monitor --interval 1": ([*simulated, "nvitop", "--monitor", "--interval", "1"], True),
     }  # fmt: skip
 
 
@@ -116,8 +138,8 @@ def main() -> None:
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(args.runs):
-            for name, command in tools(args.gpus, Path(folder)).items():
-                results.setdefault(name, []).append(measure(command, args.seconds))
+            for name, (command, terminal) in tools(args.gpus, Path(folder)).items():
+                results.setdefault(name, []).append(measure(command, args.seconds, terminal=terminal))
             if not args.no_tray:
                 results.setdefault("trayvml tray, window closed", []).append(tray_idle(args.gpus, args.seconds))
     cpu = {name: statistics.median(c for c, _ in runs) for name, runs in results.items()}

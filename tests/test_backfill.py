@@ -72,6 +72,9 @@ def test_real_gpus_and_frozen_time_get_no_past() -> None:
     assert simulated_past(parse_spec("training:at=600"), 12 * 3600) is None  # time stands still
     assert simulated_past(parse_spec("faults"), 12 * 3600) is None  # its faults come from second 0
     assert simulated_past(parse_spec(""), 0) is None  # no history kept
+    assert simulated_past(parse_spec("training:past=0"), 12 * 3600) is None  # asked for none
+    short = simulated_past(parse_spec("training:start=1800,past=600"), 12 * 3600)
+    assert short is not None and short[1] == 600  # as much past as asked for, no more
 
 
 def test_the_past_joins_the_present_in_the_same_phase() -> None:

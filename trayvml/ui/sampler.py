@@ -38,6 +38,8 @@ def simulated_past(simulation: SimSpec | None, span_s: float) -> tuple[SimSpec, 
     It ends where ``simulation`` begins, in the same phase of its scenario. None for real GPUs,
     whose past is unknown, and for frozen simulated time (``at=``), which has no past.
     """
+    if simulation is not None and simulation.past_s is not None:
+        span_s = min(span_s, simulation.past_s)
     if simulation is None or simulation.at_s is not None or span_s <= 0:
         return None
     from trayvml.nvml.sim.scenarios import SCENARIOS

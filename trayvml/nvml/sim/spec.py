@@ -15,6 +15,8 @@ Keys:
   latency=realistic           emulate NVML's per-call latency (20 ms PCIe reads...)
   speed=60                    simulated seconds per real second, up to 3600 (demos, tests)
   start=350                   begin the scenario this many simulated seconds in
+  past=0                      seconds of made-up past in the history at start (default: as much
+                              as the history holds; 0: none, as with real GPUs)
   hang=nvmlDeviceGetUtilizationRates@30/60
                               that NVML call does not return from 30 s on, for 60 s
                               (for good without "/"), as a call into a wedged GPU
@@ -60,6 +62,7 @@ class SimSpec:
     realistic_latency: bool = False
     speed: float = 1.0
     start_s: float = 0.0
+    past_s: float | None = None  # real seconds of made-up past in the history at start; None: all it holds
     hangs: tuple[tuple[str, tuple[float, float]], ...] = ()  # (NVML function, (from, until) in seconds)
 
     @property
@@ -162,6 +165,8 @@ def parse_spec(text: str) -> SimSpec:
             values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
         elif key == "start":
             values["start_s"] = _seconds(key, value)
+        elif key == "past":
+            values["past_s"] = _seconds(key, value)
         elif key == "latency":
             if value not in ("none", "realistic"):
                 raise SimulationSpecError(f"--simulate: latency wants none or realistic, not {reprlib.repr(value)}.")
@@ -169,7 +174,7 @@ def parse_spec(text: str) -> SimSpec:
         else:
             raise SimulationSpecError(
                 f"--simulate: unknown option {reprlib.repr(key)} "
-                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, hang)."
+                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang)."
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
