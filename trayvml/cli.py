@@ -215,10 +215,11 @@ def _check_settings(path: str) -> None:
         print(f"trayvml: {note}", file=sys.stderr)
 
 
-def _source(simulation: SimSpec | None, timeout_s: float) -> Source:
+def _source(simulation: SimSpec | None, timeout_s: float, host: bool = False) -> Source:
+    """``host``: also sample the host (CPU, RAM, disk, network), for the commands that show it."""
     from trayvml.source import Source
 
-    return Source(simulation, stall_after_s=timeout_s)
+    return Source(simulation, host=host, stall_after_s=timeout_s)
 
 
 def _not_current(sample: Sample) -> str | None:
@@ -230,7 +231,7 @@ def _not_current(sample: Sample) -> str | None:
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.report import json_snapshot, text_snapshot
 
-    source = _source(simulation, args.timeout)
+    source = _source(simulation, args.timeout, host=True)
     try:
         sample = source.sample()
         if sample.stall is None:

@@ -8,6 +8,7 @@ catalog at load time, so that the catalog can use the byte sizes below.
 from __future__ import annotations
 
 import enum
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -150,6 +151,7 @@ def format_static(field: StaticField, value: object, smi: bool = False, units: b
 _NOISE = re.compile(r"\bNVIDIA\b|\bGeForce\b|\bGPU$|\b\d+GB\b|\bHBM\d*e?\b|\bPCIe\b|\bSXM\d*\b")
 
 
+@functools.lru_cache(maxsize=256)  # a handful of GPU names, shortened on every tick
 def short_name(name: str) -> str:
     """'NVIDIA GeForce RTX 4090' -> 'RTX 4090'; 'Tesla V100-SXM2-16GB' -> 'Tesla V100'."""
     short = " ".join(_NOISE.sub(" ", name).split())

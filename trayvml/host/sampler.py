@@ -21,8 +21,9 @@ class HostSampler:
         self._last: tuple[float, tuple[float, float, float, float]] | None = None
 
     def _io_counters(self) -> tuple[float, float, float, float]:
-        disk = psutil.disk_io_counters(perdisk=False)
-        net = psutil.net_io_counters(pernic=False)
+        # nowrap=False: psutil need not keep its own wrap table; a counter going back gives NaN below.
+        disk = psutil.disk_io_counters(perdisk=False, nowrap=False)
+        net = psutil.net_io_counters(pernic=False, nowrap=False)
         return (
             float(disk.read_bytes) if disk else NAN,
             float(disk.write_bytes) if disk else NAN,

@@ -53,16 +53,22 @@ def host_line(sample: Sample) -> str:
     return f"Host CPU {cpu_text} · RAM {used_of_total(used, total)}"
 
 
-def tooltip(sample: Sample | None) -> str:
-    lines = ["trayvml"]
+def gpu_lines(sample: Sample | None) -> list[str]:
+    """One line per GPU, made once a tick for the tooltip and the menu alike."""
+    if sample is None:
+        return []
+    return [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+
+
+def tooltip(sample: Sample | None, gpu_text: list[str] | None = None) -> str:
+    """``gpu_text``: the GPU lines, where the caller has made them already."""
     if sample is None:
         return "trayvml — starting…"
-    if sample.simulation:
-        lines[0] += f" — {sample.simulation}"
+    lines = [f"trayvml — {sample.simulation}" if sample.simulation else "trayvml"]
     problem = sample.problem
     if problem is not None:
         lines.append(problem[1])
-    lines.extend(gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True))
+    lines.extend(gpu_lines(sample) if gpu_text is None else gpu_text)
     host = host_line(sample)
     if host:
         lines.append(host)

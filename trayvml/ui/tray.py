@@ -15,7 +15,7 @@ from trayvml.core.sample import Sample
 from trayvml.pick import choose
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent, draw_icon
-from trayvml.ui.text import gpu_line, tooltip
+from trayvml.ui.text import gpu_lines, tooltip
 
 ICON_SIZES = (16, 22, 24, 32, 48, 64)
 PAUSE_1H_S = 3600.0
@@ -134,11 +134,12 @@ class Tray(QObject):
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
-        text = tooltip(sample)
+        lines = gpu_lines(sample)
+        text = tooltip(sample, lines)
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
-        self._update_menu(sample)
+        self._update_menu(sample, lines)
 
     def set_metric(self, metric: str) -> None:
         self.metric = metric
@@ -148,7 +149,7 @@ class Tray(QObject):
         screen = QGuiApplication.primaryScreen()
         return screen.devicePixelRatio() if screen else 1.0
 
-    def _update_menu(self, sample: Sample | None) -> None:
+    def _update_menu(self, sample: Sample | None, lines: list[str]) -> None:
         gpus = sample.gpus if sample else ()
         while len(self.gpu_actions) < len(gpus):
             index = len(self.gpu_actions)
@@ -160,8 +161,8 @@ class Tray(QObject):
             action.setVisible(k < len(gpus))
         if sample is None:
             return
-        for gpu, info, action in zip(sample.gpus, sample.devices, self.gpu_actions, strict=False):
-            action.setText(self._label(gpu_line(gpu, info)))
+        for line, action in zip(lines, self.gpu_actions, strict=False):
+            action.setText(self._label(line))
         unavailable = sample.unavailable
         problem = sample.problem
         status = problem[0] if problem else sample.simulation
