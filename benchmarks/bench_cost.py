@@ -15,6 +15,7 @@ for the tray, the desktop stack of `scripts/setup --test`.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import shlex
 import statistics
@@ -29,6 +30,7 @@ import psutil
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/desktop.py, for the tray's desktop
 
 SETTLE_S = 8.0
+_SERVERS = itertools.count()
 
 
 def _spec(gpus: int) -> str:
@@ -44,7 +46,8 @@ class _Started:
         if terminal:
             # A real terminal emulator (tmux), as curses tools need: they ask the terminal questions
             # (cursor position, capabilities) and wait for the answers, which a bare pty never gives.
-            self._tmux = ["tmux", "-L", f"trayvml-bench-{os.getpid()}"]
+            # A server of its own each time: the last one may still be going away under its name.
+            self._tmux = ["tmux", "-L", f"trayvml-bench-{os.getpid()}-{next(_SERVERS)}"]
             subprocess.run([*self._tmux, "new-session", "-d", "-x", "200", "-y", "60", shlex.join(command)], check=True)
             pane = subprocess.run([*self._tmux, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True)
             self.process = psutil.Process(int(pane.stdout.split()[0]))

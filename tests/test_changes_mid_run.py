@@ -5,6 +5,7 @@ from __future__ import annotations
 import pynvml as N
 
 from tests.helpers import simulated_source
+from tests.ui_helpers import open_menu
 from trayvml.core.errors import UnavailableReason
 from trayvml.csvlog import CsvLog, parse_fields
 from trayvml.history import History
@@ -49,6 +50,7 @@ def test_the_history_and_the_tray_follow_a_change_in_the_number_of_gpus(qapp) ->
         sample = four.sample()
         history.append(sample)
         tray.update(sample)
+        open_menu(tray)
         clock4.advance_s(1.0)
     assert history.gpu_count == 4 and sum(a.isVisible() for a in tray.gpu_actions) == 4
     four.close()  # a driver reload later, only two GPUs answer
@@ -57,6 +59,7 @@ def test_the_history_and_the_tray_follow_a_change_in_the_number_of_gpus(qapp) ->
     sample = two.sample()
     history.append(sample)
     tray.update(sample)
+    open_menu(tray)
     assert history.gpu_count == 2 and sum(a.isVisible() for a in tray.gpu_actions) == 2
     series = history.gpu_series("utilization_gpu_percent", sample.timestamp_s - 60, sample.timestamp_s, 100)
     assert series is not None and series.mean.shape[1] == 2  # one column per GPU there is now

@@ -67,6 +67,8 @@ def _menu_entries(stack: DesktopStack, service: str) -> dict[str, int]:
     bus_name = service.partition("/")[0]
     menu_path = re.search(r"objectpath '([^']+)'", stack.item_property(service, "Menu"))
     assert menu_path, "the item exports no menu"
+    # As a tray host does before it shows the menu: the app fills the menu's texts then.
+    stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.AboutToShow", "0")
     layout = stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.GetLayout", "0", "-1", "[]")
     entries = {}
     for item_id, props in re.findall(r"<\((\d+), \{([^}]*)\}", layout):

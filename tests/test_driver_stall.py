@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from tests.helpers import run_ticks, simulated_source
+from tests.ui_helpers import open_menu
 from trayvml.alerts import MACHINE, AlertEngine, AlertSettings, RuleSettings, Severity
 from trayvml.cli import EXIT_NO_NVML, main
 from trayvml.core.errors import UnavailableReason
@@ -194,8 +195,10 @@ def test_the_tray_shows_no_old_values_while_the_driver_is_stuck(qapp) -> None:  
     live, stuck = _stuck_sample()
     tray = Tray()
     tray.update(live)
+    open_menu(tray)
     assert not content_for(live).stale and tray.gpu_actions[0].isVisible()
     tray.update(stuck)
+    open_menu(tray)
     assert content_for(stuck).stale
     assert tray.icon.toolTip().splitlines()[1].startswith("The NVIDIA driver has not answered for 20 s")
     assert "H100" not in tray.icon.toolTip()  # no GPU line with the old values

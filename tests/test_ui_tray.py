@@ -6,6 +6,7 @@ import pytest
 from PySide6.QtGui import QGuiApplication
 
 from tests.helpers import run_ticks, simulated_source
+from tests.ui_helpers import open_menu
 from trayvml.alerts import AlertSettings, gpu_level
 from trayvml.core.levels import Level
 from trayvml.core.units import short_name
@@ -106,6 +107,7 @@ def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
     source, _clock, _ = simulated_source("processes:at=1500,seed=3")
     sample = source.sample()
     tray.update(sample)
+    open_menu(tray)
     texts = [a.text() for a in tray.gpu_actions if a.isVisible()]
     assert texts == [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
     from trayvml.pick import choose
@@ -119,6 +121,7 @@ def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
 def test_menu_entry_opens_the_window_on_that_gpu(tray: Tray, qtbot) -> None:
     source, _, _ = simulated_source("idle:gpus=h100*3")
     tray.update(source.sample())
+    open_menu(tray)
     with qtbot.waitSignal(tray.show_window_requested) as blocker:
         tray.gpu_actions[2].trigger()
     assert blocker.args == [2]
@@ -130,6 +133,7 @@ def test_no_driver_offers_simulated_gpus(tray: Tray) -> None:
 
     missing = NvmlUnavailable(UnavailableReason.LIBRARY_NOT_FOUND)
     tray.update(Sample(0.0, (), (), None, None, unavailable=missing))
+    open_menu(tray)
     assert tray.simulate_action.isVisible()
     assert tray.status_action.text() == "No NVIDIA driver found"
     assert tray.status_action.toolTip() == missing.sentence
@@ -149,3 +153,16 @@ def test_pause_menu_asks_and_shows(tray: Tray) -> None:
     assert asked == [3600.0, float("inf"), 0.0]  # the app's dispatcher decides; the tray only asks
     tray.show_paused(False)
     assert not tray.resume_action.isEnabled() and tray.pause_menu.title() == "Pause alerts"
+
+
+def test_the_closed_menu_is_not_rewritten_on_every_sample(tray: Tray) -> None:
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    tray.update(source.sample())
+    open_menu(tray)
+    shown = tray.gpu_actions[0].text()
+    for _ in range(5):  # values change, nobody looks
+        clock.advance_s(1.0)
+        tray.update(source.sample())
+    assert tray.gpu_actions[0].text() == shown  # no D-Bus traffic to the tray host for a closed menu
+    open_menu(tray)
+    assert tray.gpu_actions[0].text() == gpu_line(tray.sample.gpus[0], tray.sample.devices[0])  # current once opened

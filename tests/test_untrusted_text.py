@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_ticks, shown_by_dbusmenu_host, simulated_source
+from tests.ui_helpers import open_menu
 from trayvml.cli import main
 from trayvml.core.safe_text import (
     NAME_LIMIT,
@@ -254,6 +255,7 @@ def test_tray_menu_shows_names_and_commands_as_they_are(hostile_names: None, qap
         tray = Tray()
         tray.over_dbus = over_dbus
         tray.update(sample)
+        open_menu(tray)
         gpu_entries = [shows(a.text()) for a in tray.gpu_actions]
         assert gpu_entries[2].startswith('2 <img src="/etc/passwd"><b>A&B_C</b> ')
         assert gpu_entries[3].startswith("3 \ufffd]0;owned\ufffd\ufffd[31mRTX ")

@@ -122,3 +122,8 @@ def drawn_tick_labels(axis) -> list[str]:  # type: ignore[no-untyped-def]
     finally:
         painter.end()
     return [text for _, _, text in texts]
+
+
+def open_menu(tray) -> None:  # type: ignore[no-untyped-def]
+    """What a tray host does before it shows the tray's menu: the tray fills in its texts then."""
+    tray.menu.aboutToShow.emit()

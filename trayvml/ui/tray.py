@@ -69,6 +69,7 @@ class Tray(QObject):
         self.menu = QMenu()
         self._build_menu()
         self.icon.setContextMenu(self.menu)
+        self.menu.aboutToShow.connect(self._refresh_menu)
         self.icon.activated.connect(self._activated)
         self.update(None)
 
@@ -134,12 +135,17 @@ class Tray(QObject):
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
-        lines = gpu_lines(sample)
-        text = tooltip(sample, lines)
+        text = tooltip(sample)
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
-        self._update_menu(sample, lines)
+        if self.menu.isVisible():  # open (Qt's own menu): follow live
+            self._refresh_menu()
+
+    def _refresh_menu(self) -> None:
+        """The menu's texts, made when it is about to be shown: rewriting them on every sample sent
+        each change to the tray host over D-Bus (dbusmenu) although nobody had the menu open."""
+        self._update_menu(self.sample, gpu_lines(self.sample))
 
     def set_metric(self, metric: str) -> None:
         self.metric = metric
