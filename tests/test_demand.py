@@ -72,16 +72,26 @@ def _app(qapp, settings: Settings | None = None):  # type: ignore[no-untyped-def
     return app
 
 
-def test_the_idle_tray_reads_no_process_lists_and_the_open_window_does(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page_shows(qapp) -> None:  # type: ignore[no-untyped-def]
     app = _app(qapp)
     app._declare_demand()
     assert app.sampler._worker.demand == HISTORY  # window closed, no alert waiting, job rule off
+    source, _, _ = simulated_source("training:gpus=h100*2,start=1800")
+    app.on_sample(source.sample())
     app.show_window()
+    window = app.window
+    assert window is not None and window.tabs.currentWidget() is window._gpu_tab
+    assert app.sampler._worker.demand == EVERYTHING - {PROCESSES, "process_count"}  # the top of the GPU page
+    window.tabs.setCurrentWidget(window.process_view)  # told at once, not at the next sample
     assert PROCESSES in app.sampler._worker.demand
-    app.window.hide()
-    app._declare_demand()
-    assert PROCESSES not in app.sampler._worker.demand
-    app.window.close()
+    window.tabs.setCurrentWidget(window._gpu_tab)
+    assert window.gpu_page is not None
+    scroll = window.gpu_page.verticalScrollBar()
+    scroll.setValue(scroll.maximum())  # the process panel is at the bottom of the GPU page
+    assert PROCESSES in app.sampler._worker.demand
+    window.hide()
+    assert app.sampler._worker.demand == HISTORY
+    window.close()
 
 
 def test_the_job_finished_rule_needs_the_process_lists(qapp) -> None:  # type: ignore[no-untyped-def]

@@ -355,15 +355,14 @@ class App(QObject):
 
     def _declare_demand(self) -> None:
         """Tell the sampler what is looked at now: the idle tray reads no process lists."""
-        from trayvml.demand import EVERYTHING, HISTORY, PROCESSES
+        from trayvml.demand import HISTORY, PROCESSES
 
         demand = self.demand
         demand.need("history", HISTORY)  # what the tray, its tooltip and the alert rules read too
         job_rule = self.settings.alerts.rules.get("job_finished")
         wants = self._awaiting_processes or (job_rule is not None and job_rule.enabled)
         demand.need("alerts", {PROCESSES} if wants else ())
-        window_open = self.window is not None and self.window.isVisible()
-        demand.need("window", EVERYTHING if window_open else ())
+        demand.need("window", self.window.needs() if self.window is not None else ())
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
@@ -372,6 +371,7 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
+            self.window.needs_changed.connect(self._declare_demand)
             self.window.add_events(list(self.engine.events))
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)
@@ -386,7 +386,6 @@ class App(QObject):
         window.showNormal()
         window.raise_()
         window.activateWindow()
-        self._declare_demand()  # the next tick reads what the window shows
 
     def toggle_window(self) -> None:
         if self.window is not None and self.window.isVisible():

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer
+from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -29,9 +29,11 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.alerts import AlertEvent
+from trayvml.core.metrics import Group
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.core.units import short_name
+from trayvml.demand import EVERYTHING, PROCESSES
 from trayvml.history import History
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
@@ -56,6 +58,8 @@ FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, befor
 
 
 class GraphWindow(QMainWindow):
+    needs_changed = Signal()  # what it shows changed (a tab, a scroll, shown or hidden): see needs()
+
     def __init__(self, history: History) -> None:
         super().__init__()
         self.setObjectName("trayvml_window")
@@ -97,6 +101,7 @@ class GraphWindow(QMainWindow):
         self.tabs.addTab(self.details, "Device details")
         self.tabs.addTab(self.alert_table, "Alerts")
         self.tabs.currentChanged.connect(lambda _: self.request_redraw())
+        self.tabs.currentChanged.connect(lambda _: self.needs_changed.emit())
         self._pan_timer = QTimer(self)
         self._pan_timer.setObjectName("refresh_after_pan_timer")
         self._pan_timer.setSingleShot(True)
@@ -196,8 +201,23 @@ class GraphWindow(QMainWindow):
         self.details.show_devices(sample)
         self.apply_palette()
 
+    def needs(self) -> frozenset[str]:
+        """The GPU metrics the window shows now (trayvml.demand): everything while it is open, the
+        process lists only while the Processes tab or the GPU page's process panel is in view."""
+        if not self.isVisible():
+            return frozenset()
+        current = self.tabs.currentWidget()
+        page = self.gpu_page
+        processes = current is self.process_view or (
+            current is self._gpu_tab
+            and page is not None
+            and any(p.spec.group is Group.PROCESSES for p in page.visible_panels())
+        )
+        return EVERYTHING if processes else EVERYTHING - {PROCESSES, "process_count"}
+
     def _watch_range(self, page: PlotPage) -> None:
         page.verticalScrollBar().valueChanged.connect(lambda _: self._pan_timer.start(REFRESH_AFTER_PAN_MS))
+        page.verticalScrollBar().valueChanged.connect(lambda _: self.needs_changed.emit())
         for panel in page.panels:
             panel.plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
         page.layout_widget.scene().sigMouseMoved.connect(lambda pos, p=page: p.show_crosshair(pos, self._names()))
@@ -433,10 +453,12 @@ class GraphWindow(QMainWindow):
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
         super().showEvent(event)
         self.request_redraw()
+        self.needs_changed.emit()
 
     def hideEvent(self, event: object) -> None:  # noqa: N802 - Qt override
         self._settings.setValue("window/geometry", self.saveGeometry())
         super().hideEvent(event)  # type: ignore[arg-type]
+        self.needs_changed.emit()
 
     def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
         # Hidden, not destroyed: pyqtgraph leaks a PlotItem per window built (pyqtgraph#2672).
