@@ -64,3 +64,16 @@ def test_the_history_and_the_tray_follow_a_change_in_the_number_of_gpus(qapp) ->
     series = history.gpu_series("utilization_gpu_percent", sample.timestamp_s - 60, sample.timestamp_s, 100)
     assert series is not None and series.mean.shape[1] == 2  # one column per GPU there is now
     assert "2 H100" not in tray.icon.toolTip() and "1 H100" in tray.icon.toolTip()
+
+
+def test_a_counter_that_goes_back_gives_no_rate_for_that_tick_then_rates_again() -> None:
+    source, clock, library = simulated_source("training:gpus=h100,start=1800")
+    rates = []
+    for tick in range(5):
+        if tick == 3:  # the PCIe byte counter wraps (or the driver reloads) between ticks 2 and 3
+            library.restart_counter(N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES)
+        rates.append(source.sample().gpus[0].value("pcie_tx_bytes_per_s"))
+        clock.advance_s(1.0)
+    assert rates[1] > 0 and rates[2] > 0  # a busy GPU moves bytes
+    assert rates[3] != rates[3]  # NaN: not a negative rate (nor, unsigned, a huge one)
+    assert 0 < rates[4] < 64e9  # then per second again, within what PCIe Gen5 x16 can carry

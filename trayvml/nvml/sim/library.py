@@ -319,6 +319,7 @@ class SimulatedNvml:
         self.failures: dict[str, list[tuple[int | None, int]]] = {}
         # field id -> [(GPU index or None, return code)]: that field's own code in a field-value call
         self.field_failures: dict[int, list[tuple[int | None, int]]] = {}
+        self.restarted_counters: dict[int, dict[int, int]] = {}  # field id -> GPU -> raw value at restart
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks
@@ -349,6 +350,10 @@ class SimulatedNvml:
     def fail(self, function: str, code: int, gpu: int | None = None) -> None:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
         self.failures.setdefault(function, []).append((gpu, code))
+
+    def restart_counter(self, field_id: int) -> None:
+        """The counter ``field_id`` starts again from 0 at its next read (a wrap, or a driver reload)."""
+        self.restarted_counters[field_id] = {}
 
     def fail_field(self, field_id: int, code: int, gpu: int | None = None) -> None:
         """Make the field ``field_id`` answer ``code`` (for one GPU, or all) from now on."""
@@ -739,6 +744,11 @@ class SimulatedNvml:
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
         view["value"] = g.fields[g.i][plan.columns]
+        if self.restarted_counters:
+            for position, fid in enumerate(view["fieldId"].tolist()):
+                if fid in self.restarted_counters:  # counted from the restart on
+                    start = self.restarted_counters[fid].setdefault(g.gpu, int(view["value"][position]))
+                    view["value"][position] = int(view["value"][position]) - start
         if self.field_failures:
             for position, fid in enumerate(view["fieldId"].tolist()):
                 for gpu, code in self.field_failures.get(fid, ()):
