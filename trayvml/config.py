@@ -26,6 +26,7 @@ import tomli_w
 
 from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
 from trayvml.core.metrics import TRAY_METRICS
+from trayvml.core.units import MIB
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -45,7 +46,7 @@ RENAMED: dict[str, str] = {
 }
 DELETED: frozenset[str] = frozenset({"alerts.job_finished.critical_clear", "alerts.job_finished.cooldown_s"})
 
-MAX_FILE_BYTES = 1 << 20  # a settings file is a few KiB; anything this big is not one
+MAX_FILE_BYTES = MIB  # a settings file is a few KiB; anything this big is not one
 NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
 STALE_TEMPORARY_S = 3600.0  # a write takes milliseconds: a temporary file this old was left by a crash
 _GPU_INDEX = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "²".isdigit() is True but int("²") fails

@@ -13,14 +13,14 @@ from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
 from trayvml.core.safe_text import rich_text
-from trayvml.core.units import format_value
+from trayvml.core.units import KIB, MIB, format_value
 from trayvml.history import Series
 from trayvml.ui.theme import gpu_colour
 
 LINE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
 STYLE_NAMES = ("solid", "dashed", "dotted", "dash-dot")
 PANEL_HEIGHT_PX = 170
-MIN_SPAN = {Unit.BYTES: 2**20, Unit.BYTES_PER_S: 2**10, Unit.COUNT: 4.0, Unit.WATTS: 10.0, Unit.MHZ: 100.0}
+MIN_SPAN = {Unit.BYTES: MIB, Unit.BYTES_PER_S: KIB, Unit.COUNT: 4.0, Unit.WATTS: 10.0, Unit.MHZ: 100.0}
 
 
 @dataclass(frozen=True)
@@ -84,7 +84,7 @@ def value_axis_width_px() -> int:
 def _byte_power(top: float) -> int:
     """The binary unit (0 bytes, 1 KiB, …) that labels an axis reaching ``top``: the one in which
     it reaches at least 2, so that ticks are round numbers of it."""
-    return min(len(BYTE_UNITS) - 1, max(0, math.floor(math.log(max(top / 2, 1.0), 1024))))
+    return min(len(BYTE_UNITS) - 1, max(0, math.floor(math.log(max(top / 2, 1.0), KIB))))
 
 
 def _decimals(step: float) -> int:
@@ -101,7 +101,7 @@ class UnitAxis(pg.AxisItem):
         self.setWidth(value_axis_width_px())
 
     def _byte_scale(self, low: float, high: float) -> float:
-        return 1024.0 ** _byte_power(max(abs(low), abs(high)))
+        return float(KIB) ** _byte_power(max(abs(low), abs(high)))
 
     def tickSpacing(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, float]]:  # noqa: N802, N803
         """Byte axes step in round KiB, MiB or GiB, not in round numbers of bytes."""
@@ -116,7 +116,7 @@ class UnitAxis(pg.AxisItem):
             # One unit for the whole axis, the one its ticks were spaced in: "0.5 GiB" under
             # "1.0 GiB", never "512 MiB" beside "1.0 GiB".
             base = self._byte_scale(*self.range)
-            suffix = BYTE_UNITS[round(math.log(base, 1024))] + ("/s" if self.unit is Unit.BYTES_PER_S else "")
+            suffix = BYTE_UNITS[round(math.log(base, KIB))] + ("/s" if self.unit is Unit.BYTES_PER_S else "")
             decimals = _decimals(spacing / base)
             return [f"{v / base:.{decimals}f} {suffix}" for v in values]
         unit = {Unit.PERCENT: " %", Unit.CELSIUS: " °C", Unit.WATTS: " W", Unit.MHZ: " MHz"}.get(self.unit, "")
