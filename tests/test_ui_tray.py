@@ -158,6 +158,8 @@ def test_pause_menu_asks_and_shows(tray: Tray) -> None:
 def test_the_closed_menu_is_not_rewritten_on_every_sample(tray: Tray) -> None:
     source, clock, _ = simulated_source("training:gpus=h100,start=1800")
     tray.update(source.sample())
+    # The entries are there before the menu opens: a tray host measures the menu before it asks for texts.
+    assert tray.gpu_actions[0].isVisible() and tray.gpu_actions[0].text().startswith("0 H100")
     open_menu(tray)
     shown = tray.gpu_actions[0].text()
     for _ in range(5):  # values change, nobody looks

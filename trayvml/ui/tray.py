@@ -62,6 +62,7 @@ class Tray(QObject):
         self.sample: Sample | None = None
         self._content: IconContent | None = None
         self._tooltip = ""
+        self._menu_shape: tuple[int, str] | None = None
         self.redraws = 0
         self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
         self.icon = QSystemTrayIcon()
@@ -139,12 +140,16 @@ class Tray(QObject):
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
-        if self.menu.isVisible():  # open (Qt's own menu): follow live
+        # The menu's live texts are made when it is about to be shown: rewriting them on every sample
+        # sent each change to the tray host over D-Bus although nobody had the menu open. Its shape
+        # (which entries there are) follows at once: a host measures the menu before it asks for
+        # texts, and would draw entries that appear only then cut off.
+        shape = _menu_shape(sample)
+        if self.menu.isVisible() or shape != self._menu_shape:  # open (Qt's own menu): follow live
+            self._menu_shape = shape
             self._refresh_menu()
 
     def _refresh_menu(self) -> None:
-        """The menu's texts, made when it is about to be shown: rewriting them on every sample sent
-        each change to the tray host over D-Bus (dbusmenu) although nobody had the menu open."""
         self._update_menu(self.sample, gpu_lines(self.sample))
 
     def set_metric(self, metric: str) -> None:
@@ -180,3 +185,11 @@ class Tray(QObject):
         freest = self.freest_text()
         self.copy_action.setText(self._label(f"Copy {freest}" if freest else "Copy CUDA_VISIBLE_DEVICES"))
         self.copy_action.setEnabled(bool(freest))
+
+
+def _menu_shape(sample: Sample | None) -> tuple[int, str] | None:
+    """What decides the menu's entries: how many GPUs, and the status line's headline."""
+    if sample is None:
+        return None
+    problem = sample.problem
+    return len(sample.gpus), problem[0] if problem else sample.simulation
