@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -23,7 +24,6 @@ from tests.desktop import DesktopStack  # noqa: E402
 
 
 def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
-    from PySide6.QtCore import QPoint
     from PySide6.QtWidgets import QApplication, QTabWidget
 
     from trayvml.core.clock import ManualClock
@@ -51,10 +51,15 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     pump(1500)
 
     stack.screenshot(out / "tray.png", crop="260x40+1020+0")
-    app.tray.menu.popup(QPoint(900, 34))
-    pump(800)
-    stack.screenshot(out / "menu.png", crop="560x420+700+0")
-    app.tray.menu.hide()
+    # The menu as the tray host draws it from dbusmenu, after a right click on the icon: Qt's own
+    # popup of the same menu would show the labels escaped for dbusmenu ("CUDA__VISIBLE…").
+    clicker = subprocess.Popen(["xdotool", "mousemove", "1265", "15", "click", "3"], env=stack.env)
+    pump(1500)
+    clicker.wait(10)
+    stack.screenshot(out / "menu.png", crop="560x420+720+0")
+    subprocess.run(["xdotool", "key", "Escape"], env=stack.env, check=False)
+    subprocess.run(["xdotool", "mousemove", "640", "700"], env=stack.env, check=False)  # no tooltip over later shots
+    pump(300)
 
     window = app.ensure_window()
     window.resize(1240, 760)
