@@ -134,3 +134,18 @@ def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp
     clock.advance_s(1.0)
     app.on_sample(source.sample(app.sampler._worker.demand))
     assert PROCESSES not in app.sampler._worker.demand  # asked for once, not kept
+
+
+def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.alerts import RULES, RuleSettings
+
+    all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
+    memory = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)  # fires at once
+    app = _app(qapp, Settings(alerts=AlertSettings(rules={**all_off, "memory_used": memory})))
+    app._use_notifier(_Recorder())  # type: ignore[arg-type]
+    app.pause_notifications(3600.0)
+    source, _, _ = simulated_source("training:gpus=h100,start=1800")
+    app._declare_demand()
+    app.on_sample(source.sample(app.sampler._worker.demand))
+    assert [e.rule for e in app.engine.events] == ["memory_used"]  # it fired
+    assert PROCESSES not in app.sampler._worker.demand  # but nobody is told, so nothing names processes

@@ -22,8 +22,8 @@ from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core.clock import Clock, SystemClock
-from trayvml.core.sample import Sample
-from trayvml.demand import Demand
+from trayvml.core.sample import MetricState, Sample
+from trayvml.demand import HISTORY, PROCESSES, Demand
 from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.ui.instance import already_running, instance_name, listen
@@ -344,7 +344,8 @@ class App(QObject):
         """
         waiting, self._awaiting_processes = self._awaiting_processes, []
         for event, waited in [*waiting, *((e, 0) for e in events)]:
-            if _names_processes(event) and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
+            waits = _names_processes(event) and self.dispatcher.wanted(event)  # no lists for a quiet alert
+            if waits and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
                 self._awaiting_processes.append((event, waited + 1))
                 continue
             # Logged with the outcome (-v): what a user (or a test) can check a notification against.
@@ -355,8 +356,6 @@ class App(QObject):
 
     def _declare_demand(self) -> None:
         """Tell the sampler what is looked at now: the idle tray reads no process lists."""
-        from trayvml.demand import HISTORY, PROCESSES
-
         demand = self.demand
         demand.need("history", HISTORY)  # what the tray, its tooltip and the alert rules read too
         job_rule = self.settings.alerts.rules.get("job_finished")
@@ -437,7 +436,5 @@ def _names_processes(event: AlertEvent) -> bool:
 
 def _processes_read(sample: Sample, gpu_index: int) -> bool:
     """Whether this sample read the GPU's process lists (they are read only while someone needs them)."""
-    from trayvml.core.sample import MetricState
-
     gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
     return gpu is not None and gpu.state("process_count") is not MetricState.NOT_READ
