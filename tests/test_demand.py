@@ -23,8 +23,8 @@ def test_the_wanted_set_is_the_union_of_what_each_consumer_needs() -> None:
     assert demand.wanted == {"temperature_gpu_c", PROCESSES}
     demand.need("window", {"power_draw_w"})  # a consumer's need is replaced, not added to
     assert demand.wanted == {"temperature_gpu_c", "power_draw_w"}
-    demand.drop("window")
-    assert demand.wanted == {"temperature_gpu_c"} and demand.needs("window") == frozenset()
+    demand.need("window", ())  # needs nothing now
+    assert demand.wanted == {"temperature_gpu_c"}
 
 
 def test_an_unknown_metric_is_refused() -> None:

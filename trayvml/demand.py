@@ -37,9 +37,3 @@ class Demand:
         else:
             self._needs.pop(consumer, None)
         self.wanted = frozenset().union(*self._needs.values())
-
-    def drop(self, consumer: str) -> None:
-        self.need(consumer, ())
-
-    def needs(self, consumer: str) -> frozenset[str]:
-        return self._needs.get(consumer, frozenset())

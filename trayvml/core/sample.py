@@ -135,6 +135,10 @@ class Sample:
     notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)
     stall: DriverStall | None = None  # set while the driver has not answered: ``gpus`` is empty then
 
+    def gpu(self, index: int) -> GpuSample | None:
+        """The GPU with that index in this sample, or None."""
+        return next((g for g in self.gpus if g.index == index), None)
+
     @property
     def problem(self) -> tuple[str, str] | None:
         """(headline, sentence) of why no GPU values are current, or None when they are."""

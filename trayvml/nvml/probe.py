@@ -7,7 +7,6 @@ the older one, and each missing function is logged once, with a note for the use
 from __future__ import annotations
 
 import logging
-import math
 import socket
 from collections.abc import Callable
 from dataclasses import fields
@@ -164,7 +163,3 @@ class DeviceProbe:
         log.warning(note)
         if note not in self.notes:
             self.notes = (*self.notes, note)
-
-
-def unknown(value: Any) -> bool:
-    return value is None or value == "" or (isinstance(value, float) and math.isnan(value))

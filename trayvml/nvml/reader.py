@@ -23,11 +23,11 @@ from trayvml.core.clock import Clock
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, Derivation, Metric
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, SystemInfo
+from trayvml.demand import PROCESSES
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
 from trayvml.nvml.processes import ProcessCache, ProcessResolver
 from trayvml.nvml.schedule import GpuState, Scheduler
 from trayvml.nvml.session import RETRY_PERIOD_S, NvmlDownError, NvmlSession, classify, handle_value, unavailable_from
-from trayvml.nvml.specs import PROCESSES
 
 __all__ = ["RETRY_PERIOD_S", "NvmlReader", "ProcessResolver"]
 

@@ -19,6 +19,7 @@ import pynvml as N
 
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
+from trayvml.demand import PROCESSES
 from trayvml.nvml import binding
 from trayvml.nvml.fields import decode_as, field_array, field_view
 from trayvml.nvml.probe import DeviceProbe, GpuLostError, caller
@@ -28,7 +29,6 @@ from trayvml.nvml.specs import (
     CALLS,
     FIELDS,
     PROCESS_LISTS,
-    PROCESSES,
     CallRead,
     FieldKind,
     FieldRead,

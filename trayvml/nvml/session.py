@@ -135,8 +135,7 @@ class NvmlSession:
             try:
                 data = N.nvmlEventSetWait_v2(self._event_set, 0)
             except N.NVMLError as error:
-                if error.value in FATAL:
-                    raise NvmlDownError(error.value) from None
+                classify(error.value)  # raises where NVML as a whole is gone
                 break  # TIMEOUT: no more events
             events.append((handle_value(data.device), int(data.eventData)))
         return events

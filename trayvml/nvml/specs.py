@@ -22,7 +22,6 @@ SLOW_PERIOD_S = 10.0  # limits, link state, error counters: they change rarely
 PROCESS_PERIOD_S = 5.0  # a process query costs milliseconds in the driver
 PCIE_THROUGHPUT_PERIOD_S = 10.0  # the fallback call blocks 20 ms per direction
 
-PROCESSES = "processes"  # the demand key for the process lists (names, memory), beyond their count
 EVENT_KEYS = ("xid_error_count", "xid_last")  # from the XID event set, drained every tick
 
 Pick = str | int  # how to take a value from a call's result: an attribute name or an index

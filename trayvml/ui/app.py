@@ -211,7 +211,7 @@ class App(QObject):
         """The GPU's biggest processes, for memory and temperature alerts."""
         if not _names_processes(event):
             return ""
-        gpu = next((g for g in sample.gpus if g.index == event.gpu_index), None)
+        gpu = sample.gpu(event.gpu_index)
         if gpu is None or not gpu.processes:
             return ""
         from trayvml.core.safe_text import shorten
@@ -436,5 +436,5 @@ def _names_processes(event: AlertEvent) -> bool:
 
 def _processes_read(sample: Sample, gpu_index: int) -> bool:
     """Whether this sample read the GPU's process lists (they are read only while someone needs them)."""
-    gpu = next((g for g in sample.gpus if g.index == gpu_index), None)
+    gpu = sample.gpu(gpu_index)
     return gpu is not None and gpu.state("process_count") is not MetricState.NOT_READ

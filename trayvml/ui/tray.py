@@ -136,7 +136,8 @@ class Tray(QObject):
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
-        text = tooltip(sample)
+        lines = gpu_lines(sample)
+        text = tooltip(sample, lines)
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
@@ -147,7 +148,7 @@ class Tray(QObject):
         shape = _menu_shape(sample)
         if self.menu.isVisible() or shape != self._menu_shape:  # open (Qt's own menu): follow live
             self._menu_shape = shape
-            self._refresh_menu()
+            self._update_menu(sample, lines)
 
     def _refresh_menu(self) -> None:
         self._update_menu(self.sample, gpu_lines(self.sample))
