@@ -154,6 +154,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     autostart = commands.add_parser("autostart", parents=[config], help="start trayvml at login: on, off or status")
     autostart.add_argument("state", choices=("on", "off", "status"))
+
+    desktop = commands.add_parser(
+        "desktop", parents=[config], help="add trayvml to the application menu, with its icons: install or uninstall"
+    )
+    desktop.add_argument("action", choices=("install", "uninstall"))
     return parser
 
 
@@ -189,6 +194,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _pick(args, simulation)
         if args.command == "autostart":
             return _autostart(args)
+        if args.command == "desktop":
+            return _desktop(args)
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval, args.config)
@@ -309,6 +316,27 @@ def _autostart(args: argparse.Namespace) -> int:
         return _fail(f"Could not change {autostart.location}: {error.strerror or error}.", EXIT_USAGE)
     state = "on" if autostart.is_enabled() else "off"
     print(f"Start at login is {state} ({autostart.location}).")
+    return 0
+
+
+def _desktop(args: argparse.Namespace) -> int:
+    from trayvml import desktop
+
+    if not desktop.supported():
+        return _fail("desktop install is for Linux and other freedesktop desktops; use autostart here.", EXIT_USAGE)
+    try:
+        if args.action == "install":
+            outcome = desktop.install(config_path=args.config)
+            done = f"Installed the launcher and {len(outcome.files) - 1} icons under {desktop.data_home()}."
+        else:
+            outcome = desktop.uninstall()
+            done = f"Removed {len(outcome.files)} files trayvml had installed." if outcome.files else ""
+    except desktop.DesktopInstallError as error:
+        return _fail(str(error), EXIT_USAGE)
+    for note in outcome.notes:
+        print(f"trayvml: {note}", file=sys.stderr)
+    if done:
+        print(done)
     return 0
 
 
