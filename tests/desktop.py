@@ -65,10 +65,13 @@ class AppProcess:
     itself too), and prints its stderr, which pytest shows when the test fails.
     """
 
-    def __init__(self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None, command: list[str] | None = None
+    ) -> None:
+        """``command``: how to start trayvml (a launcher's Exec line, say); by default this Python's."""
         self.stack = stack
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trayvml", *args],
+            [*(command or [sys.executable, "-m", "trayvml"]), *args],
             env={**stack.env, **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
