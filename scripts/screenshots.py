@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR] [--spec SPEC]
     .venv/bin/python scripts/screenshots.py [OUT_DIR] --offscreen [--spec SPEC]
+    .venv/bin/python scripts/screenshots.py out/screenshots-2x --scale 2    # a HiDPI screen at 200 %
 
 Twelve simulated hours are fed through the app first (the same code path live samples take),
 so that every range has something to show. ``--offscreen`` needs no desktop: it grabs each page
@@ -24,6 +25,7 @@ from tests.desktop import DesktopStack  # noqa: E402
 
 
 def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
+    """On a ``stack.scale`` screen: positions below are logical pixels, crops and clicks scaled to the screen's."""
     from PySide6.QtWidgets import QApplication, QTabWidget
 
     from trayvml.core.clock import ManualClock
@@ -50,15 +52,22 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     feed_twelve_hours(app, source, clock)
     pump(1500)
 
-    stack.screenshot(out / "tray.png", crop="260x40+1020+0")
+    k = stack.scale
+
+    def crop(width: int, height: int, x: int, y: int) -> str:
+        return f"{width * k}x{height * k}+{x * k}+{y * k}"
+
+    stack.screenshot(out / "tray.png", crop=crop(260, 40, 1020, 0))
     # The menu as the tray host draws it from dbusmenu, after a right click on the icon: Qt's own
     # popup of the same menu would show the labels escaped for dbusmenu ("CUDA__VISIBLE…").
-    clicker = subprocess.Popen(["xdotool", "mousemove", "1265", "15", "click", "3"], env=stack.env)
+    clicker = subprocess.Popen(["xdotool", "mousemove", str(1265 * k), str(15 * k), "click", "3"], env=stack.env)
     pump(1500)
     clicker.wait(10)
-    stack.screenshot(out / "menu.png", crop="560x420+720+0")
+    stack.screenshot(out / "menu.png", crop=crop(560, 420, 720, 0))
     subprocess.run(["xdotool", "key", "Escape"], env=stack.env, check=False)
-    subprocess.run(["xdotool", "mousemove", "640", "700"], env=stack.env, check=False)  # no tooltip over later shots
+    subprocess.run(
+        ["xdotool", "mousemove", str(640 * k), str(700 * k)], env=stack.env, check=False
+    )  # no tooltip over later shots
     pump(300)
 
     window = app.ensure_window()
@@ -91,7 +100,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
         app.on_sample(hot.sample())
         clock.advance_s(5)
     pump(1500)
-    stack.screenshot(out / "notification.png", crop="460x140+800+30")
+    stack.screenshot(out / "notification.png", crop=crop(480, 140, 800, 30))
 
     app.show_settings()
     assert app.settings_dialog is not None
@@ -99,7 +108,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     app.settings_dialog.findChild(QTabWidget).setCurrentIndex(1)
     pump(800)
     stack.screenshot(
-        out / "settings.png", crop=f"{app.settings_dialog.width() + 40}x{app.settings_dialog.height() + 80}+40+40"
+        out / "settings.png", crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40)
     )
     qt.quit()
 
@@ -158,15 +167,18 @@ if __name__ == "__main__":
     parser.add_argument("out", nargs="?", default="out/screenshots")
     parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
     parser.add_argument("--offscreen", action="store_true", help="the graph window's pages only, no desktop")
+    parser.add_argument("--scale", type=int, choices=(1, 2, 3), default=1, help="screen scale: 2 is 200 %% (HiDPI)")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.offscreen:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
+        if args.scale != 1:
+            os.environ["QT_SCALE_FACTOR"] = str(args.scale)
         shoot_offscreen(out, args.spec)
         print(f"screenshots in {out}/")
         sys.exit(0)
-    with DesktopStack("sni", notifications=True) as stack:
+    with DesktopStack("sni", notifications=True, scale=args.scale) as stack:
         os.environ.update(stack.env)
         shoot(stack, out, args.spec)
     print(f"screenshots in {out}/")

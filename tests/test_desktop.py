@@ -115,6 +115,17 @@ def test_sni_tray_item_shows_the_simulated_gpus(sni_desktop: DesktopStack, launc
     assert code == 0 and "Traceback" not in err
 
 
+def test_at_200_percent_the_tray_item_offers_icons_drawn_at_twice_the_pixels(sni_desktop: DesktopStack, launch) -> None:
+    """At QT_SCALE_FACTOR=2 the item's pixmaps are drawn for the doubled sizes (22 px as 44), so a
+    tray host that scales picks a sharp one. (gtk-sni-tray here picks by its unscaled size.)"""
+    launch(sni_desktop, SPEC, env={"QT_SCALE_FACTOR": "2"})
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    (service,) = _registered_items(sni_desktop)
+    wait_until(lambda: _icon_has_green_bars(sni_desktop, service), what="the first sample in the icon")
+    sizes = {int(w) for w, _ in re.findall(r"\((\d+), (\d+), \[", sni_desktop.item_property(service, "IconPixmap"))}
+    assert {44, 64} <= sizes, sizes  # 22 and 32 logical pixels at 2x
+
+
 def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:
     app = launch(sni_desktop, SPEC)
     wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")

@@ -216,7 +216,14 @@ class Lines(pg.GraphicsObject):
         return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def paint(self, painter: QPainter, *args: object) -> None:
+        # Cosmetic pens are as wide in device pixels at any scale: at 200 % a 1 px line would be
+        # drawn half as thick as the text beside it, so its width follows the screen's scale.
+        device = painter.device()
+        ratio = device.devicePixelRatioF() if device is not None else 1.0
         for pen, path in self._paths:
+            if ratio != 1.0:
+                pen = QPen(pen)
+                pen.setWidthF(pen.widthF() * ratio)
             painter.setPen(pen)
             painter.drawPath(path)
 
