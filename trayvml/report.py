@@ -7,7 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from trayvml import __version__
-from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, STATIC_FIELDS
+from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_FIELDS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_bytes, format_static, format_value
@@ -123,6 +123,10 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,
+                "gpm": {
+                    "supported": info.gpm_supported,
+                    "reason": None if info.gpm_supported else f"{GPM_MISSING}; this one answers not supported",
+                },
                 "nvlink_links": [
                     {"link": link, "tx_bytes_per_s": _number(tx), "rx_bytes_per_s": _number(rx)}
                     for link, (tx, rx) in enumerate(

@@ -70,6 +70,7 @@ class DeviceInfo:
     pcie_link_gen_max: float = math.nan
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
+    gpm_supported: bool | None = None  # GPM activity metrics (Hopper and newer); None: cannot tell
 
 
 @dataclass(frozen=True)

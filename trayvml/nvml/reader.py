@@ -154,11 +154,15 @@ class NvmlReader:
 
     def close(self) -> None:
         if self._gpus is not None:
+            for g in self._gpus:
+                g.release()
             self._gpus = None
             self._gpu_by_handle = {}
             self.session.stop()
 
     def _close(self, why: NvmlUnavailable, now_s: float) -> None:
+        for g in self._gpus or ():
+            g.release()  # NVML may be gone: the buffers go with it, and freeing them says so quietly
         self._gpus = None
         self._gpu_by_handle = {}
         self.session.fail(why, now_s)

@@ -37,6 +37,7 @@ class GpuProfile:
     mig_capable: bool = False
     has_pcie_counters: bool = True  # NVML_FI_DEV_PCIE_COUNT_* field values
     pcie_gb_per_s: float = 32.0
+    has_gpm: bool = False  # GPM activity metrics: Hopper and newer data-center GPUs
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -69,6 +70,7 @@ PROFILES: dict[str, GpuProfile] = {
             has_ecc=True,
             mig_capable=True,
             pcie_gb_per_s=64.0,
+            has_gpm=True,
         ),
         GpuProfile(
             key="rtx4090",

@@ -35,7 +35,7 @@ from trayvml.nvml.sim.profiles import PROFILES
 SIMULATE_ENV = "TRAYVML_SIMULATE"
 # The scenarios in scenarios.py (kept here so that parsing a spec does not import numpy;
 # tests/test_simulated_library.py checks that the two lists agree).
-SCENARIO_NAMES = ("idle", "training", "thermal", "processes", "faults")
+SCENARIO_NAMES = ("idle", "training", "thermal", "processes", "faults", "stalled")
 MAX_GPUS = 16
 # Simulated time is computed second by second from 0 (counters are running sums), so a later
 # time costs CPU: a day takes about half a second, and every scenario repeats within 2 hours.
