@@ -22,6 +22,7 @@ from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.demand import HISTORY, PROCESSES, Demand
 from trayvml.dispatch import Dispatcher, Outgoing
@@ -362,6 +363,7 @@ class App(QObject):
         wants = self._awaiting_processes or (job_rule is not None and job_rule.enabled)
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
+        demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----

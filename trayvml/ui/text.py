@@ -33,6 +33,9 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     util = _value(gpu, "utilization_gpu_percent")
     if util:
         head += f" {util}"
+    sm_activity = _value(gpu, "sm_activity_percent")  # GPM: what the SMs really do, where read
+    if sm_activity:
+        head += f" (SM {sm_activity})"
     used = gpu.value("memory_used_bytes")
     if not math.isnan(used):
         parts.append(used_of_total(used, info.memory_total_bytes))

@@ -336,6 +336,7 @@ class Stalled(Training):
         assert base.sm_activity is not None and base.tensor_activity is not None
         base.sm_activity = np.where(stalled, 0.4 + 0.2 * np.abs(self.noise(gpu, 2, t)), base.sm_activity)
         base.tensor_activity = np.where(stalled, 0.0, base.tensor_activity)
+        base.util_memory = np.where(stalled, 0.3, base.util_memory)
         base.pcie_fraction = np.where(stalled, 0.001, base.pcie_fraction)
         base.nvlink_fraction = np.where(stalled, 0.0, base.nvlink_fraction)
         base.stalled = stalled
