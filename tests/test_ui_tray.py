@@ -63,6 +63,19 @@ def test_the_icon_can_show_sm_activity_and_uses_utilization_where_a_gpu_lacks_it
     assert by_sm.bars[1].fraction == by_util.bars[1].fraction
 
 
+def test_a_sleeping_gpu_and_a_resting_one_say_so() -> None:
+    source, clock, _ = simulated_source("idle:gpus=laptop+laptop,sleep=1@0")
+    source.reader.idle_poll_s = 30.0
+    source.sample()
+    clock.advance_s(1)
+    sample = source.sample()
+    lines = [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+    assert lines == [
+        "0 RTX 4070 Laptop — idle: read now and then, so that it can go to sleep",
+        "1 NVIDIA GPU — asleep (runtime-suspended): not queried, so it stays asleep",  # its name would wake it
+    ]
+
+
 def test_a_lost_gpu_says_so() -> None:
     source, clock, _ = simulated_source("idle:gpus=h100*2,lost=1@5")
     sample = run_ticks(source, clock, 7)

@@ -57,6 +57,9 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
         if gpu.lost:
             lines.append(f"[{gpu.index}] {name:<{name_width}} | GPU lost: it has fallen off the bus")
             continue
+        if gpu.asleep:
+            lines.append(f"[{gpu.index}] {name:<{name_width}} | asleep (runtime-suspended): not queried")
+            continue
         total = info.memory_total_bytes
         used = gpu.value("memory_used_bytes")
         memory = f"{format_bytes(used)} / {format_bytes(total)}"
@@ -120,6 +123,7 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
             {
                 "index": gpu.index,
                 "lost": gpu.lost,
+                "asleep": gpu.asleep,
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,

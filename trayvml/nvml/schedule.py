@@ -61,6 +61,7 @@ class GpuState:
     dropped: list[Op] = field(default_factory=list)  # taken out of ``active`` after this tick
     derivations: list[Callable[[], None]] = field(default_factory=list)  # derived metrics' fills
     lost: bool = False
+    deferred: bool = False  # asleep when NVML opened: facts and reads wait until it wakes
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
     processes: tuple[ProcessSample, ...] = ()

@@ -110,6 +110,7 @@ class App(QObject):
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
         self.sampler.sample_taken.connect(self.on_sample)
+        self.sampler.set_idle_poll(self.settings.idle_gpu_poll_s)
         self.sampler.history_backfilled.connect(self.use_past)
         self.tray = Tray(self.settings.tray_metric, self.engine)
         self.tray.hidden_gpus = set(self.settings.hidden_gpus)
@@ -257,6 +258,7 @@ class App(QObject):
             self._resize_history()
         self.tray.hidden_gpus = set(settings.hidden_gpus)
         self.tray.set_metric(settings.tray_metric)
+        self.sampler.set_idle_poll(settings.idle_gpu_poll_s)
         if settings.start_at_login != self.autostart.is_enabled():
             self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
         if self.window is not None:

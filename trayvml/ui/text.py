@@ -29,6 +29,10 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
         return f"{head} — lost: it has fallen off the bus"
+    if gpu.asleep:
+        return f"{head} — asleep (runtime-suspended): not queried, so it stays asleep"
+    if gpu.state("utilization_gpu_percent") is MetricState.RESTING:
+        return f"{head} — idle: read now and then, so that it can go to sleep"
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:

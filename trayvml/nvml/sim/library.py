@@ -18,6 +18,7 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -398,6 +399,8 @@ class SimulatedNvml:
         self._functions: dict[str, _SimFunction] = {}
         self._plans: dict[tuple[str, bytes, bytes], _FieldPlan] = {}
         self._handle_index: dict[int, tuple[Any, int]] = {}
+        self.calls_on_sleeping_gpus = 0  # device queries that would have woken a runtime-suspended GPU
+        self._sysfs_written: dict[Path, str] = {}  # runtime_status files, by what they say now
         self.gpm_samples: dict[int, _GpmSample] = {}  # allocated GPM buffers, by the pointer handed out
         self._next_gpm_sample = _GPM_SAMPLE_BASE
 
@@ -459,6 +462,45 @@ class SimulatedNvml:
     def hides(self, process: SimProcess) -> bool:
         return self.spec.other_users_hidden and process.user != self.scenario.user
 
+    # ---- runtime power management (laptop GPUs that sleep=) ----
+    def sleeps_at(self, gpu: int, t_s: float) -> bool:
+        return any(g == gpu and start_s <= t_s < until_s for g, (start_s, until_s) in self.spec.sleeps)
+
+    def pci_address(self, gpu: int) -> str:
+        bus = _PCI_BUSES[gpu] if gpu < len(_PCI_BUSES) else 0xE0 + gpu
+        return f"0000:{bus:02x}:00.0"
+
+    def write_sysfs(self, root: Path) -> None:
+        """A fake ``/sys/bus/pci/devices`` with each GPU (and an Intel iGPU beside them, as on a
+        laptop); ``sync_sysfs`` keeps each runtime_status current."""
+        devices = root / "bus" / "pci" / "devices"
+        functions = [("0000:00:02.0", "0x8086", "0x030000", "auto")]
+        functions += [
+            (self.pci_address(k), "0x10de", "0x030200", "auto" if p.runtime_pm else "on")
+            for k, p in enumerate(self.profiles)
+        ]
+        for address, vendor, pci_class, control in functions:
+            power = devices / address / "power"
+            power.mkdir(parents=True, exist_ok=True)
+            (devices / address / "vendor").write_text(vendor + "\n")
+            (devices / address / "class").write_text(pci_class + "\n")
+            (power / "control").write_text(control + "\n")
+        self._sysfs_written = {}
+        self._sysfs_root = root
+        self.sync_sysfs()
+
+    def sync_sysfs(self) -> None:
+        root = getattr(self, "_sysfs_root", None)
+        if root is None:
+            return
+        t_s = self.sim_time_s()
+        for k, profile in enumerate(self.profiles):
+            status = "suspended" if self.sleeps_at(k, t_s) else ("active" if profile.runtime_pm else "unsupported")
+            path = root / "bus" / "pci" / "devices" / self.pci_address(k) / "power" / "runtime_status"
+            if self._sysfs_written.get(path) != status:
+                path.write_text(status + "\n")
+                self._sysfs_written[path] = status
+
     # ---- name lookup, as ctypes.CDLL does it ----
     def __getattr__(self, name: str) -> _SimFunction:
         if name.startswith("_") or name in self.missing_functions:
@@ -488,13 +530,16 @@ class SimulatedNvml:
         self._handle_index[id(handle)] = (handle, index)
         return index
 
-    def _gpu(self, handle: Any) -> Timeline | int:
+    def _gpu(self, handle: Any, wakes: bool = True) -> Timeline | int:
         if not self.refcount:
             return N.NVML_ERROR_UNINITIALIZED
         index = self._index_of(handle)
         if not 0 <= index < len(self.timelines):
             return N.NVML_ERROR_INVALID_ARGUMENT
         t_s = self.sim_time_s()
+        if wakes and self.sleeps_at(index, t_s):
+            # On a real laptop this call would wake the GPU (5-25 W): tests count them.
+            self.calls_on_sleeping_gpus += 1
         lost_at_s = self.spec.lost_at_s.get(index)
         if lost_at_s is not None and t_s >= lost_at_s:
             return N.NVML_ERROR_GPU_IS_LOST
@@ -588,10 +633,11 @@ class SimulatedNvml:
         return found if isinstance(found, int) else _put_string(buffer, size, found[1].vbios_version)
 
     def c_nvmlDeviceGetPciInfo_v3(self, handle: Any, ref: Any) -> int:
-        found = self._static(handle)
+        # Answered from what the driver knows of the PCI function: assumed not to wake a sleeping GPU.
+        found = self._gpu(handle, wakes=False)
         if isinstance(found, int):
             return found
-        index = found[0]
+        index = found.gpu
         bus = _PCI_BUSES[index] if index < len(_PCI_BUSES) else 0xE0 + index
         info = ref._obj
         info.domain, info.bus, info.device = 0, bus, 0

@@ -38,6 +38,7 @@ class GpuProfile:
     has_pcie_counters: bool = True  # NVML_FI_DEV_PCIE_COUNT_* field values
     pcie_gb_per_s: float = 32.0
     has_gpm: bool = False  # GPM activity metrics: Hopper and newer data-center GPUs
+    runtime_pm: bool = False  # the kernel may runtime-suspend it (a laptop dGPU): it can sleep=
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -117,6 +118,7 @@ PROFILES: dict[str, GpuProfile] = {
             has_power=False,
             has_pcie_counters=False,
             pcie_gb_per_s=16.0,
+            runtime_pm=True,
         ),
     )
 }

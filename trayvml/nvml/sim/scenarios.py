@@ -105,7 +105,9 @@ class Scenario:
 
     def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
         profile = self.profiles[gpu]
-        if profile.nvlink_links:  # a datacenter GPU has no display server
+        # A datacenter GPU has no display server; a laptop's desktop runs on its iGPU (PRIME render
+        # offload), which lets the dGPU runtime-suspend while nothing uses it.
+        if profile.nvlink_links or profile.runtime_pm:
             return []
         return [self._xorg(gpu)]
 
@@ -122,7 +124,7 @@ class Scenario:
     # helpers
     def _desktop_fraction(self, gpu: int) -> float:
         profile = self.profiles[gpu]
-        return 0.0 if profile.nvlink_links else 300 * MIB / profile.memory_total_bytes
+        return 0.0 if profile.nvlink_links or profile.runtime_pm else 300 * MIB / profile.memory_total_bytes
 
     def _xorg(self, gpu: int) -> SimProcess:
         return SimProcess(
