@@ -11,6 +11,7 @@ from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_bytes, format_static, format_value
+from trayvml.energy import EnergyMeter, job_key
 
 _GPU = {m.key: m for m in GPU_METRICS}
 _HOST = {m.key: m for m in HOST_METRICS}
@@ -109,8 +110,10 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
     return out
 
 
-def json_snapshot(sample: Sample) -> dict[str, Any]:
-    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null."""
+def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str, Any]:
+    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null.
+
+    ``energy``: a meter fed the samples so far (energy since it started, per GPU and process)."""
     gpus = []
     for gpu, info in zip(sample.gpus, sample.devices, strict=True):
         metrics = {}
@@ -127,6 +130,13 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,
+                "energy": None
+                if energy is None
+                else {
+                    "since_start_wh": _number(energy.since_start_wh(gpu.index)),
+                    "method": energy.method(gpu.index) or None,
+                    "unattributed_wh": _number(energy.unattributed_wh(gpu.index)),
+                },
                 "gpm": {
                     "supported": info.gpm_supported,
                     "reason": None if info.gpm_supported else f"{GPM_MISSING}; this one answers not supported",
@@ -147,6 +157,9 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                         "container": json_text(p.container),
                         "used_memory_bytes": _number(p.used_memory_bytes),
                         "no_permission": p.no_permission,
+                        "energy_wh": None if energy is None else energy.process_wh.get((gpu.index, p.pid), 0.0),
+                        "job": job_key(p),
+                        "job_energy_wh": None if energy is None else energy.job_wh.get((gpu.index, job_key(p)), 0.0),
                     }
                     for p in gpu.processes
                 ],
