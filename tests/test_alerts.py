@@ -176,6 +176,8 @@ def test_job_finished_after_a_busy_stretch() -> None:
     utilization = [0] * 10 + [95] * 120 + [1] * 40 + [95] * 10 + [1] * 40  # a long job, then a short one
     events = run(engine, "utilization_gpu_percent", utilization)
     assert [(e.rule, e.timestamp_s) for e in events] == [("job_finished", 160)]
+    assert events[0].message == "job finished after 2 min (idle now)"
+    assert events[0].value == 150  # from the job's first busy second until it was told: its energy's span
 
 
 def test_per_gpu_overrides_win() -> None:
@@ -316,7 +318,7 @@ STEPS = [
         "job_finished",
         {"enabled": True, "busy_for_s": 2.0, "idle_for_s": 1.0},
         [{"utilization_gpu_percent": u} for u in (90, 90, 90, 3, 3, 3)],
-        [(4, "event", Severity.INFO, "job finished (idle now)", True)],
+        [(4, "event", Severity.INFO, "job finished after 3 s (idle now)", True)],
     ),
     (
         "driver_stalled",

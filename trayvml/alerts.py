@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
-from trayvml.core.units import DISPLAY_UNITS, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, short_name
+from trayvml.core.units import DISPLAY_UNITS, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
 
 MAX_EVENTS = 1000
 MACHINE = -1  # the "GPU index" of alerts about the whole machine (the driver), not one GPU
@@ -85,6 +85,7 @@ class Tracker:
     busy_since_s: float = math.nan
     idle_since_s: float = math.nan
     armed: bool = False  # a job has been busy long enough: its end will be told
+    job_since_s: float = math.nan  # when the armed job became busy
 
 
 @dataclass(frozen=True)
@@ -382,8 +383,9 @@ class JobRule(GpuRule[JobSettings]):
             tracker.idle_since_s = math.nan
             if math.isnan(tracker.busy_since_s):
                 tracker.busy_since_s = now_s
-            if now_s - tracker.busy_since_s >= settings.busy_for_s:
+            if now_s - tracker.busy_since_s >= settings.busy_for_s and not tracker.armed:
                 tracker.armed = True
+                tracker.job_since_s = tracker.busy_since_s
             return None
         tracker.busy_since_s = math.nan
         if util > settings.idle_below_percent or not tracker.armed:
@@ -392,9 +394,14 @@ class JobRule(GpuRule[JobSettings]):
             tracker.idle_since_s = now_s
         if now_s - tracker.idle_since_s < settings.idle_for_s:
             return None
+        busy_s = tracker.idle_since_s - tracker.job_since_s
         tracker.armed = False
         tracker.idle_since_s = math.nan
-        return AlertEvent(now_s, gpu.index, name, self.key, "event", Severity.INFO, "job finished (idle now)")
+        # The value is the job's span until now, over which the app tells its energy.
+        message = f"job finished after {format_duration(busy_s)} (idle now)"
+        return AlertEvent(
+            now_s, gpu.index, name, self.key, "event", Severity.INFO, message, now_s - tracker.job_since_s
+        )
 
     def problems(self, settings: JobSettings) -> list[str]:
         busy, idle = settings.busy_above_percent, settings.idle_below_percent

@@ -236,14 +236,18 @@ def _not_current(sample: Sample) -> str | None:
 
 
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    from trayvml.energy import EnergyMeter
     from trayvml.report import json_snapshot, text_snapshot
 
     source = _source(simulation, args.timeout, host=True)
+    energy = EnergyMeter()  # over the snapshot's own two samples
     try:
         sample = source.sample()
+        energy.update(sample)
         if sample.stall is None:
             source.clock.sleep_s(SNAPSHOT_SETTLE_S)
             sample = source.sample()
+            energy.update(sample)
     finally:
         source.close()
     problem = _not_current(sample)
@@ -252,7 +256,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
             print(json.dumps(json_snapshot(sample), indent=2))
         return _fail(problem, EXIT_NO_NVML)
     if args.json:
-        print(json.dumps(json_snapshot(sample), indent=2, ensure_ascii=False))
+        print(json.dumps(json_snapshot(sample, energy), indent=2, ensure_ascii=False))
     else:
         print(text_snapshot(sample, full=args.full))
     return 0

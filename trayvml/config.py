@@ -78,6 +78,15 @@ GENERAL: tuple[Setting, ...] = (
     Setting("tray_metric", "Tray icon shows", "utilization", choices=tuple(TRAY_METRICS)),
     Setting("notifications", "Desktop notifications", True, description="Alerts still show in the window."),
     Setting("start_at_login", "Start at login", False),
+    Setting(
+        "idle_gpu_poll_s",
+        "Read idle laptop GPUs every (s)",
+        30,
+        0,
+        600,
+        description="An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to "
+        "sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.",
+    ),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
@@ -93,6 +102,7 @@ class Settings:
     tray_metric: str = _default("tray_metric")
     notifications: bool = _default("notifications")
     start_at_login: bool = _default("start_at_login")
+    idle_gpu_poll_s: int = _default("idle_gpu_poll_s")
     hidden_gpus: tuple[int, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 

@@ -39,6 +39,8 @@ _STATE_TEXT = {
     MetricState.NOT_SUPPORTED: "[Not Supported]",
     MetricState.NO_PERMISSION: "[Insufficient Permissions]",
     MetricState.LOST: "[GPU is lost]",
+    MetricState.ASLEEP: "[Asleep]",
+    MetricState.RESTING: "[Resting]",
 }
 
 

@@ -7,10 +7,11 @@ from datetime import datetime
 from typing import Any
 
 from trayvml import __version__
-from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, STATIC_FIELDS
+from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_FIELDS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_bytes, format_static, format_value
+from trayvml.energy import EnergyMeter, job_key
 
 _GPU = {m.key: m for m in GPU_METRICS}
 _HOST = {m.key: m for m in HOST_METRICS}
@@ -56,6 +57,9 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
     for gpu, info, name in zip(sample.gpus, sample.devices, names, strict=True):
         if gpu.lost:
             lines.append(f"[{gpu.index}] {name:<{name_width}} | GPU lost: it has fallen off the bus")
+            continue
+        if gpu.asleep:
+            lines.append(f"[{gpu.index}] {name:<{name_width}} | asleep (runtime-suspended): not queried")
             continue
         total = info.memory_total_bytes
         used = gpu.value("memory_used_bytes")
@@ -106,8 +110,10 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
     return out
 
 
-def json_snapshot(sample: Sample) -> dict[str, Any]:
-    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null."""
+def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str, Any]:
+    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null.
+
+    ``energy``: a meter fed the samples so far (energy since it started, per GPU and process)."""
     gpus = []
     for gpu, info in zip(sample.gpus, sample.devices, strict=True):
         metrics = {}
@@ -120,9 +126,21 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
             {
                 "index": gpu.index,
                 "lost": gpu.lost,
+                "asleep": gpu.asleep,
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,
+                "energy": None
+                if energy is None
+                else {
+                    "since_start_wh": _number(energy.since_start_wh(gpu.index)),
+                    "method": energy.method(gpu.index) or None,
+                    "unattributed_wh": _number(energy.unattributed_wh(gpu.index)),
+                },
+                "gpm": {
+                    "supported": info.gpm_supported,
+                    "reason": None if info.gpm_supported else f"{GPM_MISSING}; this one answers not supported",
+                },
                 "nvlink_links": [
                     {"link": link, "tx_bytes_per_s": _number(tx), "rx_bytes_per_s": _number(rx)}
                     for link, (tx, rx) in enumerate(
@@ -139,6 +157,9 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                         "container": json_text(p.container),
                         "used_memory_bytes": _number(p.used_memory_bytes),
                         "no_permission": p.no_permission,
+                        "energy_wh": None if energy is None else energy.process_wh.get((gpu.index, p.pid), 0.0),
+                        "job": job_key(p),
+                        "job_energy_wh": None if energy is None else energy.job_wh.get((gpu.index, job_key(p)), 0.0),
                     }
                     for p in gpu.processes
                 ],

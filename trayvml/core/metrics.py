@@ -18,6 +18,7 @@ class Group(enum.Enum):
     """A graph panel; the value is its title."""
 
     UTILIZATION = "Utilization"
+    ACTIVITY = "Activity"  # GPM (Hopper and newer): what the SMs really do
     MEMORY = "Memory"
     TEMPERATURE = "Temperature"
     POWER = "Power"
@@ -72,6 +73,9 @@ class Metric:
     history: bool = True  # kept as a timeline (False: shown as a current value only)
     plot: bool = True  # drawn in its group's panel (False: in history, CSV and JSON, not drawn)
     derived: Derived | None = None  # None: read from NVML (see trayvml/nvml/specs.py)
+    # False: recorded only while something shows it or a rule watches it, not always (GPM: its
+    # counters are shared with DCGM's profiling, and reading them can disturb it).
+    always_recorded: bool = True
 
 
 _P = Unit.PERCENT
@@ -375,6 +379,37 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
     ),
+    # GPM activity (Hopper and newer), averaged between two GPM samples: read only while
+    # something shows or records it, as GPM shares its counters with DCGM's profiling.
+    Metric("sm_activity_percent", "SM activity", _P, Group.ACTIVITY, always_recorded=False),
+    Metric("sm_occupancy_percent", "SM occupancy", _P, Group.ACTIVITY, always_recorded=False),
+    Metric("tensor_activity_percent", "Tensor core activity", _P, Group.ACTIVITY, always_recorded=False),
+    Metric("dram_bandwidth_percent", "DRAM bandwidth utilization", _P, Group.ACTIVITY, always_recorded=False),
+    Metric("fp64_activity_percent", "FP64 activity", _P, Group.ACTIVITY, history=False, always_recorded=False),
+    Metric("fp32_activity_percent", "FP32 activity", _P, Group.ACTIVITY, history=False, always_recorded=False),
+    Metric("fp16_activity_percent", "FP16 activity", _P, Group.ACTIVITY, history=False, always_recorded=False),
+    Metric(
+        "gpm_pcie_tx_bytes_per_s", "PCIe TX (GPM)", Unit.BYTES_PER_S, Group.PCIE, history=False, always_recorded=False
+    ),
+    Metric(
+        "gpm_pcie_rx_bytes_per_s", "PCIe RX (GPM)", Unit.BYTES_PER_S, Group.PCIE, history=False, always_recorded=False
+    ),
+    Metric(
+        "gpm_nvlink_tx_bytes_per_s",
+        "NVLink TX (GPM)",
+        Unit.BYTES_PER_S,
+        Group.NVLINK,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_nvlink_rx_bytes_per_s",
+        "NVLink RX (GPM)",
+        Unit.BYTES_PER_S,
+        Group.NVLINK,
+        history=False,
+        always_recorded=False,
+    ),
     Metric(
         "process_count",
         "Processes",
@@ -424,7 +459,11 @@ TRAY_METRICS: Mapping[str, TrayMetric] = {
     "memory": TrayMetric("memory_used_percent", 100.0),
     "temperature": TrayMetric("temperature_gpu_c", 100.0),
     "power": TrayMetric("power_used_percent", 100.0),
+    "sm_activity": TrayMetric("sm_activity_percent", 100.0),  # GPM; utilization where a GPU lacks it
 }
+# A tray metric shown in place of another on GPUs that cannot read it (GPM needs Hopper or newer).
+TRAY_FALLBACK: Mapping[str, str] = {"sm_activity_percent": "utilization_gpu_percent"}
+GPM_MISSING = "GPM activity metrics need a Hopper or newer data-center GPU"
 
 
 @dataclass(frozen=True)

@@ -20,6 +20,8 @@ class MetricState(enum.IntEnum):
     NO_PERMISSION = 3
     LOST = 4  # the GPU fell off the bus
     NOT_READ = 5  # nothing shown needs it, so it was not read (see NvmlReader.read's demand)
+    ASLEEP = 6  # the GPU is runtime-suspended: not queried, as any query would wake it
+    RESTING = 7  # an idle laptop GPU between slow polls, left alone so that it can suspend
 
     @property
     def label(self) -> str:
@@ -33,6 +35,8 @@ _STATE_LABELS = {
     MetricState.NO_PERMISSION: "no permission",
     MetricState.LOST: "GPU lost",
     MetricState.NOT_READ: "not read: nothing shows it",
+    MetricState.ASLEEP: "asleep: runtime-suspended, not queried so that it stays asleep",
+    MetricState.RESTING: "resting: an idle laptop GPU is read slowly so that it can go to sleep",
 }
 
 
@@ -70,6 +74,7 @@ class DeviceInfo:
     pcie_link_gen_max: float = math.nan
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
+    gpm_supported: bool | None = None  # GPM activity metrics (Hopper and newer); None: cannot tell
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,7 @@ class GpuSample:
     nvlink_link_tx_bytes_per_s: tuple[float, ...] = ()
     nvlink_link_rx_bytes_per_s: tuple[float, ...] = ()
     lost: bool = False
+    asleep: bool = False  # runtime-suspended: every value NaN, every state ASLEEP
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]

@@ -157,3 +157,14 @@ def short_name(name: str) -> str:
     short = " ".join(_NOISE.sub(" ", name).split())
     short = re.sub(r"(\s*-)+\s*$", "", re.sub(r"-(\s*-)+", "-", short)).strip(" -")
     return short or name
+
+
+def format_duration(seconds: float) -> str:
+    """``3 h 12 min``, ``12 min``, ``45 s``."""
+    if math.isnan(seconds):
+        return "–"
+    whole = round(seconds)
+    hours, minutes = whole // 3600, whole % 3600 // 60
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else f"{whole} s"

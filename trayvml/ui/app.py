@@ -22,9 +22,11 @@ from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.demand import HISTORY, PROCESSES, Demand
 from trayvml.dispatch import Dispatcher, Outgoing
+from trayvml.energy import EnergyMeter, job_energy_text
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
@@ -105,10 +107,12 @@ class App(QObject):
         self.notifier: Notifier | None = None
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         self.demand = Demand()
+        self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
         self.sampler.sample_taken.connect(self.on_sample)
+        self.sampler.set_idle_poll(self.settings.idle_gpu_poll_s)
         self.sampler.history_backfilled.connect(self.use_past)
         self.tray = Tray(self.settings.tray_metric, self.engine)
         self.tray.hidden_gpus = set(self.settings.hidden_gpus)
@@ -208,7 +212,9 @@ class App(QObject):
             self.dispatcher.snooze(gpu, rule)
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
-        """The GPU's biggest processes, for memory and temperature alerts."""
+        """The GPU's biggest processes, for memory and temperature alerts; a finished job's energy."""
+        if event.rule == "job_finished" and not math.isnan(event.value):
+            return job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
         if not _names_processes(event):
             return ""
         gpu = sample.gpu(event.gpu_index)
@@ -256,6 +262,7 @@ class App(QObject):
             self._resize_history()
         self.tray.hidden_gpus = set(settings.hidden_gpus)
         self.tray.set_metric(settings.tray_metric)
+        self.sampler.set_idle_poll(settings.idle_gpu_poll_s)
         if settings.start_at_login != self.autostart.is_enabled():
             self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
         if self.window is not None:
@@ -324,6 +331,7 @@ class App(QObject):
         log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
         self.latest = sample
         self.history.append(sample)
+        self.energy.update(sample)
         events = self.engine.update(sample)
         self._offer(events, sample)
         self._declare_demand()
@@ -362,6 +370,7 @@ class App(QObject):
         wants = self._awaiting_processes or (job_rule is not None and job_rule.enabled)
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
+        demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
@@ -370,6 +379,8 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
+            self.window.process_view.processes.energy = self.energy
+            self.window.energy = self.energy
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_events(list(self.engine.events))
             for gpu in self.settings.hidden_gpus:

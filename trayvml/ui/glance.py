@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 
 from trayvml.alerts import AlertSettings, gpu_level
-from trayvml.core.metrics import TRAY_METRICS
-from trayvml.core.sample import Sample
+from trayvml.core.metrics import TRAY_FALLBACK, TRAY_METRICS
+from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.ui.icon import Bar, IconContent, icon_content
 
 DEFAULT_ALERTS = AlertSettings()
@@ -26,7 +26,17 @@ def content_for(
         return IconContent((), no_gpu=True)
     tray = TRAY_METRICS[metric]
     shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)
-    return icon_content([Bar(_steps(g.value(tray.metric) / tray.full_scale), gpu_level(g, alerts)) for g in shown])
+    return icon_content(
+        [Bar(_steps(_tray_value(g, tray.metric) / tray.full_scale), gpu_level(g, alerts)) for g in shown]
+    )
+
+
+def _tray_value(gpu: GpuSample, key: str) -> float:
+    """``key``'s value; on a GPU that cannot read it, its stand-in's (SM activity: utilization)."""
+    fallback = TRAY_FALLBACK.get(key)
+    if fallback is not None and gpu.state(key) is MetricState.NOT_SUPPORTED:
+        return gpu.value(fallback)
+    return gpu.value(key)
 
 
 def _steps(fraction: float) -> float:

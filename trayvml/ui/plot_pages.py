@@ -16,7 +16,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QScrollArea
 
 from trayvml.alerts import AlertEvent
-from trayvml.core.metrics import Group, Unit
+from trayvml.core.metrics import GPM_MISSING, Group, Unit
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import short_name
 from trayvml.history import History
@@ -174,10 +174,12 @@ class GpuPage(PlotPage):
                 panel.lines[k].clear()  # no history yet, or one of another set of GPUs
             else:
                 panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown)
-        if unsupported and len(unsupported) == len(sample.gpus):
+        if unsupported and (len(unsupported) == len(sample.gpus) or spec.group is Group.ACTIVITY):
             names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
             models = dict.fromkeys(names[g] for g in sorted(unsupported))
-            panel.show_notice(f"Not supported on {', '.join(models)}")
+            # The Activity panel names what a GPU lacks even beside GPUs that have it.
+            why = f": {GPM_MISSING}" if spec.group is Group.ACTIVITY else ""
+            panel.show_notice(f"Not supported on {', '.join(models)}{why}")
         else:
             panel.show_notice("")
 

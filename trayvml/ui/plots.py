@@ -52,6 +52,7 @@ GPU_PANELS = _panels(
     GPU_METRICS,
     (
         Group.UTILIZATION,
+        Group.ACTIVITY,
         Group.MEMORY,
         Group.TEMPERATURE,
         Group.POWER,

@@ -10,15 +10,19 @@ from PySide6.QtWidgets import QTableView
 
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes
+from trayvml.energy import EnergyMeter, format_energy, job_key
 
 _Index = QModelIndex | QPersistentModelIndex
-HEADERS = ("GPU", "PID", "User", "Name", "GPU memory", "Type", "Container", "Command")
+HEADERS = ("GPU", "PID", "User", "Name", "GPU memory", "Type", "Container", "Energy", "Job energy", "Command")
 
 
-def _cells(proc: ProcessSample) -> tuple[tuple[str, Any], ...]:
+def _cells(proc: ProcessSample, energy: EnergyMeter | None = None) -> tuple[tuple[str, Any], ...]:
     """(shown text, sort key) per column."""
     hidden = "(no permission)" if proc.no_permission else "?"
     memory = proc.used_memory_bytes
+    # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.energy).
+    wh = math.nan if energy is None else energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
+    job_wh = math.nan if energy is None else energy.job_wh.get((proc.gpu_index, job_key(proc)), 0.0)
     return (
         (str(proc.gpu_index), proc.gpu_index),
         (str(proc.pid), proc.pid),
@@ -27,6 +31,8 @@ def _cells(proc: ProcessSample) -> tuple[tuple[str, Any], ...]:
         ("n/a" if math.isnan(memory) else format_bytes(memory), -1.0 if math.isnan(memory) else memory),
         (proc.kind, proc.kind),
         (proc.container, proc.container),
+        (format_energy(wh), -1.0 if math.isnan(wh) else wh),
+        (format_energy(job_wh), -1.0 if math.isnan(job_wh) else job_wh),
         (proc.command, proc.command),
     )
 
@@ -39,6 +45,7 @@ class ProcessModel(QAbstractTableModel):
         super().__init__()
         self._keys: list[tuple[int, int, str]] = []
         self._rows: list[tuple[tuple[str, Any], ...]] = []
+        self.energy: EnergyMeter | None = None  # set by the app: energy per process and job
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802, B008 - Qt override
         return 0 if parent.isValid() else len(self._rows)
@@ -73,7 +80,7 @@ class ProcessModel(QAbstractTableModel):
                 del self._keys[row], self._rows[row]
                 self.endRemoveRows()
         for row, key in enumerate(self._keys):  # still there: change in place
-            cells = _cells(current.pop(key))
+            cells = _cells(current.pop(key), self.energy)
             if cells != self._rows[row]:
                 self._rows[row] = cells
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(HEADERS) - 1))
@@ -82,7 +89,7 @@ class ProcessModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), first, first + len(current) - 1)
             for key, proc in current.items():
                 self._keys.append(key)
-                self._rows.append(_cells(proc))
+                self._rows.append(_cells(proc, self.energy))
             self.endInsertRows()
 
 

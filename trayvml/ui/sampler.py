@@ -89,6 +89,7 @@ class _Worker(QObject):
         self._stall_after_s = stall_after_s
         # Set from the GUI thread, read here: swapping one immutable value needs no lock.
         self.demand: frozenset[str] | None = None
+        self.idle_poll_s = 0.0  # seconds between reads of idle laptop GPUs (NvmlReader.idle_poll_s)
         self._new_history = new_history
         self._stopping = threading.Event()
         self._simulation = simulation
@@ -152,6 +153,7 @@ class _Worker(QObject):
     @Slot()
     def tick(self) -> None:
         if self._source is not None:
+            self._source.reader.idle_poll_s = self.idle_poll_s
             self.sample_taken.emit(self._source.sample(self.demand))
 
     @Slot(object)
@@ -225,6 +227,10 @@ class Sampler(QObject):
     def set_demand(self, demand: frozenset[str] | None) -> None:
         """What the next ticks read (None: everything); see trayvml.demand."""
         self._worker.demand = demand
+
+    def set_idle_poll(self, seconds: float) -> None:
+        """How seldom idle laptop GPUs are read, NVML let go in between (0: every tick)."""
+        self._worker.idle_poll_s = seconds
 
     def stop(self) -> None:
         if self._thread.isRunning():

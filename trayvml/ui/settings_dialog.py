@@ -186,6 +186,12 @@ class SettingsDialog(QDialog):
         form.addRow("", self.notifications)
         self.start_at_login = QCheckBox("Start trayvml when I log in")
         form.addRow("", self.start_at_login)
+        self.idle_gpu_poll = QSpinBox()
+        spec = GENERAL_BY_KEY["idle_gpu_poll_s"]
+        self.idle_gpu_poll.setRange(int(spec.minimum or 0), int(spec.maximum or 600))
+        self.idle_gpu_poll.setSuffix(" s")
+        self.idle_gpu_poll.setToolTip(spec.description)
+        form.addRow(spec.label.replace(" (s)", ""), self.idle_gpu_poll)
         shown = QWidget()
         shown_layout = QHBoxLayout(shown)
         shown_layout.setContentsMargins(0, 0, 0, 0)
@@ -252,6 +258,7 @@ class SettingsDialog(QDialog):
         self.tray_metric.setCurrentText(settings.tray_metric)
         self.notifications.setChecked(settings.notifications)
         self.start_at_login.setChecked(settings.start_at_login)
+        self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
         for check, info in zip(self.gpu_checks, self.devices, strict=True):
             check.setChecked(info.index not in settings.hidden_gpus)
         self.rule_grid.show_rules(dict(settings.alerts.rules))
@@ -292,6 +299,7 @@ class SettingsDialog(QDialog):
             tray_metric=self.tray_metric.currentText(),
             notifications=self.notifications.isChecked(),
             start_at_login=self.start_at_login.isChecked(),
+            idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )

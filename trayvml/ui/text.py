@@ -29,10 +29,17 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
         return f"{head} — lost: it has fallen off the bus"
+    if gpu.asleep:
+        return f"{head} — asleep (runtime-suspended): not queried, so it stays asleep"
+    if gpu.state("utilization_gpu_percent") is MetricState.RESTING:
+        return f"{head} — idle: read now and then, so that it can go to sleep"
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:
         head += f" {util}"
+    sm_activity = _value(gpu, "sm_activity_percent")  # GPM: what the SMs really do, where read
+    if sm_activity:
+        head += f" (SM {sm_activity})"
     used = gpu.value("memory_used_bytes")
     if not math.isnan(used):
         parts.append(used_of_total(used, info.memory_total_bytes))

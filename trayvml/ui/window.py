@@ -8,6 +8,7 @@ free for input and the tray whatever the number of GPUs.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -34,6 +35,7 @@ from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.core.units import short_name
 from trayvml.demand import EVERYTHING, PROCESSES
+from trayvml.energy import EnergyMeter, format_energy
 from trayvml.history import History
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
@@ -172,6 +174,7 @@ class GraphWindow(QMainWindow):
         self.gpu_toggles: list[QCheckBox] = []
         gpus.addWidget(QLabel(" Show: "))
         gpus.addWidget(self.gpu_toggles_widget)
+        self.energy: EnergyMeter | None = None  # set by the app: energy per GPU for the range in view
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
 
@@ -387,8 +390,20 @@ class GraphWindow(QMainWindow):
             parts.append(sample.problem[1])
         if sample.system is not None:
             parts.append(f"driver {sample.system.driver_version} · CUDA {sample.system.cuda_driver_version}")
+        energy = self._energy_text()
+        if energy:
+            parts.append(energy)
         parts.append("following live" if self.following else "paused on a past range: press Follow live")
         return "   ·   ".join(parts)
+
+    def _energy_text(self) -> str:
+        """Each GPU's energy in the range in view (as far as trayvml has seen it since it started)."""
+        if self.energy is None or self.sample is None:
+            return ""
+        start, end = self.visible_range()
+        each = [(g.index, self.energy.between_wh(g.index, start, end)) for g in self.sample.gpus]
+        known = [f"{gpu} {format_energy(wh)}" for gpu, wh in each if not math.isnan(wh)]
+        return f"energy in view: {', '.join(known)}" if known else ""
 
     def _names(self) -> Callable[[int], str]:
         devices = {d.index: d for d in self._devices}
