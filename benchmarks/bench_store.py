@@ -29,9 +29,9 @@ from trayvml.core.sample import HostSample  # noqa: E402
 from trayvml.nvml.sim import simulation_from  # noqa: E402
 from trayvml.source import Source  # noqa: E402
 from trayvml.store import codec  # noqa: E402
-from trayvml.store.db import DAY_MS, PACKED_LEVEL, Database, Tier  # noqa: E402
+from trayvml.store.db import BUCKET_MS, DAY_MS, PACKED_LEVEL, WIDE_BUCKET_MS, Database, Tier  # noqa: E402
 from trayvml.store.read import StoreReader  # noqa: E402
-from trayvml.store.store import GPU_LAYOUT, Limits, StoreWriter  # noqa: E402
+from trayvml.store.store import GPU_LAYOUT, Limits, StoreWriter, merge_coarse  # noqa: E402
 
 START_S = 1_800_000_000.0  # 2027-01-15 08:00 UTC
 WEEK_S = 7 * 86400.0
@@ -88,25 +88,31 @@ def push(folder: Path, hours: float, gpus: int, scenario: str) -> tuple[int, flo
 
 
 def copy_week(folder: Path) -> None:
-    """Copy the coarse blocks of the simulated day into the six days before it."""
+    """Copy the coarse and wide blocks of the simulated day into the six days before it.
+
+    The last UTC day of the run is merged as the writer merges a finished day (one coarse block of
+    minutes, one wide block of 10 minutes), so that the copies have the shape a real week has.
+    """
     db = Database(folder)
     with db.transaction():
-        rows = db.connection.execute(
-            "SELECT device, start_ms, end_ms, rows, layout, crc, data FROM blocks WHERE tier = ?", (int(Tier.COARSE),)
-        ).fetchall()
-        for device, start_ms, end_ms, count, layout, crc, data in rows:
-            matrices = codec.decode(data, crc, codec.COARSE_MATRICES)
-            for day in range(1, 7):
-                moved = [matrices[0] - day * DAY_MS, *matrices[1:]]
-                blob, check = codec.encode(moved, PACKED_LEVEL)
-                db.insert(
-                    device, Tier.COARSE, start_ms - day * DAY_MS, end_ms - day * DAY_MS, count, layout, blob, check
-                )
+        for device in db.devices():
+            blocks = db.blocks(device.id, (Tier.COARSE,), 0, 2**62)
+            layout = blocks[-1].layout
+            parts = [codec.decode(b.data, b.crc, codec.COARSE_MATRICES) for b in blocks if b.layout == layout]
+            day = merge_coarse(parts, BUCKET_MS)
+            wide = merge_coarse([day], WIDE_BUCKET_MS)
+            for back in range(1, 7):
+                for tier, matrices in ((Tier.COARSE, day), (Tier.WIDE, wide)):
+                    moved = [matrices[0] - back * DAY_MS, *matrices[1:]]
+                    blob, check = codec.encode(moved, PACKED_LEVEL)
+                    times = moved[0][0]
+                    db.insert(device.id, tier, int(times[0]), int(times[-1]), len(times), layout, blob, check)
     db.close()
 
 
 def read_week(folder: Path, end_s: float, runs: int) -> tuple[float, int]:
-    """Median seconds to read a 7-day range of every GPU (every metric) from the coarse tier."""
+    """Median seconds to read a 7-day range of every GPU (every metric) from the coarse and wide tiers
+    (the last hour, not yet packed, comes from the window's memory: see trayvml/store/view.py)."""
     times = []
     buckets = 0
     for _ in range(runs):
@@ -114,7 +120,7 @@ def read_week(folder: Path, end_s: float, runs: int) -> tuple[float, int]:
         t0 = time.perf_counter()
         uuids = [d.uuid for d in reader.devices() if d.uuid != "host"]
         for uuid in uuids:
-            data = reader.coarse(uuid, end_s - WEEK_S, end_s, WEEK_S / WINDOW_POINTS, GPU_LAYOUT.keys)
+            data = reader.coarse(uuid, end_s - WEEK_S, end_s, WEEK_S / WINDOW_POINTS, GPU_LAYOUT.keys, fresh=False)
             buckets = len(data.times_s)
         times.append(time.perf_counter() - t0)
         reader.close()

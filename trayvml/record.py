@@ -35,7 +35,7 @@ DEFAULT_SINCE_S = 3600.0
 
 
 def add_commands(
-    commands: argparse._SubParsersAction,  # type: ignore[type-arg]
+    commands: argparse._SubParsersAction,
     parents: Sequence[argparse.ArgumentParser],
     sampling: argparse.ArgumentParser,
 ) -> None:

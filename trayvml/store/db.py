@@ -6,8 +6,9 @@ block also carries a CRC-32 of its bytes, so that one damaged on disk is skipped
 
 Tiers: FRESH holds blocks of a few seconds as they are written; once a UTC hour is over its
 fresh blocks become one FINE block (every sample) and one COARSE block (min/mean/max per
-minute); the coarse blocks of a finished UTC day merge into one, so that a week reads as 8
-blocks a device. Devices are GPUs by UUID and the host; times are milliseconds since the epoch (UTC).
+minute); the coarse blocks of a UTC day merge into one as it goes, and once the day is over
+a WIDE block of 10-minute buckets is made from it: a week reads as 8 small blocks a device.
+Devices are GPUs by UUID and the host; times are milliseconds since the epoch (UTC).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ BUSY_TIMEOUT_S = 5.0  # a bounded wait on another process' transaction
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
 BUCKET_MS = 60_000  # the coarse tier's bucket
+WIDE_BUCKET_MS = 600_000  # the wide tier's
 FRESH_LEVEL = 3  # zstd level for the few-second blocks (cheap: written every few seconds)
 PACKED_LEVEL = 12  # for the hourly and daily blocks: written once, kept for days
 
@@ -38,6 +40,7 @@ class Tier(enum.IntEnum):
     FRESH = 0
     FINE = 1
     COARSE = 2
+    WIDE = 3  # 10-minute buckets of each finished day: a week in a few hundred rows a device
 
 
 _SCHEMA = """

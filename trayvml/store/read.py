@@ -16,7 +16,7 @@ import numpy as np
 
 from trayvml.core.sample import MetricState
 from trayvml.store import codec
-from trayvml.store.db import BUCKET_MS, FILE_NAME, Block, Database, Device, Layout, Tier
+from trayvml.store.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 from trayvml.store.store import _decode, coarse_from_fine, merge_coarse
 
 
@@ -110,10 +110,14 @@ class StoreReader:
         order = np.argsort(t, kind="stable")
         return FineData(t[order], np.concatenate(values)[order], np.concatenate(states)[order])
 
-    def coarse(self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...]) -> CoarseData:
-        """Buckets of ``step_s`` (rounded up to whole minutes) over the range, from the coarse tier and
-        the fresh blocks not yet packed into it: never a week of seconds."""
-        step_ms = max(1, math.ceil(step_s * 1000 / BUCKET_MS)) * BUCKET_MS
+    def coarse(
+        self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
+    ) -> CoarseData:
+        """Buckets of ``step_s`` (rounded up to whole minutes, or ten) over the range: never a week of
+        seconds. ``fresh``: also the blocks of the hour not yet packed (a caller holding the last
+        hours in memory leaves them out: a few hundred small blocks)."""
+        bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
+        step_ms = max(1, math.ceil(step_s * 1000 / bucket_ms)) * bucket_ms
         first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
         n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
         columns = len(keys)
@@ -121,7 +125,21 @@ class StoreReader:
         low = np.full((n, columns), np.inf)
         high = np.full((n, columns), -np.inf)
         total = np.zeros((n, columns))
-        found = self._blocks(uuid, (Tier.FRESH, Tier.COARSE), first_ms / 1000, first_ms / 1000 + n * step_ms / 1000)
+        tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
+        found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000)
+        if found is not None:  # a day with a wide block is read from it alone, when buckets are that wide
+            wide_days = {(b.start_ms // DAY_MS, b.layout) for b in found[1] if b.tier is Tier.WIDE}
+            use_wide = bucket_ms == WIDE_BUCKET_MS
+            found = (
+                found[0],
+                [
+                    b
+                    for b in found[1]
+                    if (b.tier is Tier.WIDE) == use_wide
+                    or b.tier is Tier.FRESH
+                    or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
+                ],
+            )
         for db, block, matrices in _decoded_any(found):
             layout = db.layout(block.layout)
             parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices

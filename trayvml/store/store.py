@@ -26,7 +26,18 @@ from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import MIB, Unit
 from trayvml.store import codec
-from trayvml.store.db import BUCKET_MS, DAY_MS, FRESH_LEVEL, HOUR_MS, PACKED_LEVEL, Block, Database, Layout, Tier
+from trayvml.store.db import (
+    BUCKET_MS,
+    DAY_MS,
+    FRESH_LEVEL,
+    HOUR_MS,
+    PACKED_LEVEL,
+    WIDE_BUCKET_MS,
+    Block,
+    Database,
+    Layout,
+    Tier,
+)
 
 log = logging.getLogger(__name__)
 
@@ -272,35 +283,48 @@ class StoreWriter:
         self._pending.clear()
 
     def _compact(self, db: Database, now_ms: int) -> None:
-        """Fresh blocks of UTC hours that are over become one fine and one coarse block each; coarse
-        blocks of UTC days that are over, one block a day."""
+        """Fresh blocks of UTC hours that are over become one fine and one coarse block each; the
+        coarse blocks of a UTC day merge into one; a finished day also gets its wide block."""
         hour_ms = now_ms - now_ms % HOUR_MS
-        day_ms = now_ms - now_ms % DAY_MS
+        today = now_ms // DAY_MS
         for device in db.devices():
             fresh = [b for b in db.blocks(device.id, (Tier.FRESH,), 0, hour_ms - 1) if b.start_ms < hour_ms]
-            groups: dict[tuple[int, int], list[Block]] = {}
-            for block in fresh:
-                groups.setdefault((block.start_ms // HOUR_MS, block.layout), []).append(block)
-            coarse = [b for b in db.blocks(device.id, (Tier.COARSE,), 0, day_ms - 1) if b.start_ms < day_ms]
-            days: dict[tuple[int, int], list[Block]] = {}
-            for block in coarse:
-                days.setdefault((block.start_ms // DAY_MS, block.layout), []).append(block)
-            days = {k: v for k, v in days.items() if len(v) > 1}
-            if not groups and not days:
+            if not fresh:
                 continue
+            hours: dict[tuple[int, int], list[Block]] = {}
+            for block in fresh:
+                hours.setdefault((block.start_ms // HOUR_MS, block.layout), []).append(block)
             with db.transaction():
-                for (_, layout_id), blocks in groups.items():
+                for (_, layout_id), blocks in hours.items():
                     parts = [m for m in (_decode(b, codec.FINE_MATRICES) for b in blocks) if m is not None]
                     if parts:
                         fine = _concat_fine(parts)
                         _insert(db, device.id, Tier.FINE, layout_id, fine)
                         _insert(db, device.id, Tier.COARSE, layout_id, coarse_from_fine(fine, BUCKET_MS))
                     db.delete([b.id for b in blocks])
-                for (_, layout_id), blocks in days.items():
-                    parts = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in blocks) if m is not None]
-                    if parts:
-                        _insert(db, device.id, Tier.COARSE, layout_id, merge_coarse(parts, BUCKET_MS))
-                    db.delete([b.id for b in blocks])
+                touched = {(b.start_ms // DAY_MS, b.layout) for b in fresh}
+                for day, layout_id in touched:
+                    self._merge_day(db, device.id, day, layout_id, wide=day < today)
+
+    def _merge_day(self, db: Database, device: int, day: int, layout_id: int, wide: bool) -> None:
+        """One coarse block for the day (and, for a day that is over, its wide block anew)."""
+        start_ms, end_ms = day * DAY_MS, (day + 1) * DAY_MS - 1
+        blocks = [
+            b
+            for b in db.blocks(device, (Tier.COARSE, Tier.WIDE), start_ms, end_ms)
+            if b.layout == layout_id and start_ms <= b.start_ms <= end_ms
+        ]
+        coarse = [b for b in blocks if b.tier is Tier.COARSE]
+        parts = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in coarse) if m is not None]
+        if not parts:
+            return
+        merged = merge_coarse(parts, BUCKET_MS)
+        if len(coarse) > 1:
+            db.delete([b.id for b in coarse])
+            _insert(db, device, Tier.COARSE, layout_id, merged)
+        if wide:
+            db.delete([b.id for b in blocks if b.tier is Tier.WIDE])
+            _insert(db, device, Tier.WIDE, layout_id, merge_coarse([merged], WIDE_BUCKET_MS))
 
     def _failed(self, error: Exception, now_ms: int) -> None:
         self._retry_at_ms = now_ms + round(RETRY_S * 1000)
@@ -420,10 +444,10 @@ def prune(db: Database, now_ms: int, limits: Limits) -> None:
     connection = db.connection
     with db.transaction():
         connection.execute("DELETE FROM blocks WHERE tier IN (0, 1) AND end_ms < ?", (fine_cut,))
-        connection.execute("DELETE FROM blocks WHERE tier = 2 AND end_ms < ?", (coarse_cut,))
+        connection.execute("DELETE FROM blocks WHERE tier IN (2, 3) AND end_ms < ?", (coarse_cut,))
         total = db.data_bytes()
         # Over the cap: the oldest seconds go first (they take most room), then the oldest minutes.
-        for tier in (Tier.FINE, Tier.COARSE, Tier.FRESH):
+        for tier in (Tier.FINE, Tier.COARSE, Tier.WIDE, Tier.FRESH):
             if total <= limits.size_cap_bytes:
                 break
             rows = connection.execute(
