@@ -67,7 +67,7 @@ def limits_of(settings: Settings) -> Limits:
 
 
 def _folder(args: argparse.Namespace) -> Path:
-    from trayvml.store.store import default_folder
+    from trayvml.store import default_folder
 
     return Path(args.store) if args.store is not None else default_folder()
 

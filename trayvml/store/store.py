@@ -60,12 +60,6 @@ def host_layout(cores: int) -> Layout:
     return Layout(keys, tuple(m.stored_resolution for m in HOST_METRICS) + (RESOLUTION[Unit.PERCENT],) * cores)
 
 
-def default_folder() -> Path:
-    from platformdirs import user_state_path
-
-    return user_state_path("trayvml") / "history"
-
-
 @dataclass(frozen=True)
 class Limits:
     """How much the store keeps (settings: history_fine_hours, history_coarse_days, history_size_mib)."""

@@ -50,6 +50,8 @@ RANGES_S = (
     ("1 h", 3600),
     ("6 h", 6 * 3600),
     ("12 h", 12 * 3600),
+    ("24 h", 24 * 3600),  # this and the next read the history on disk (trayvml/store)
+    ("7 d", 7 * 24 * 3600),
 )
 DEFAULT_RANGE_S = 900
 REFRESH_AFTER_PAN_MS = 120
@@ -78,6 +80,7 @@ class GraphWindow(QMainWindow):
         self._view: View | None = None
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
+        self.store_note = ""  # why the history on disk is not written, if it is not
         self.setWindowTitle("trayvml")
         self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
@@ -387,6 +390,8 @@ class GraphWindow(QMainWindow):
             parts.append(sample.problem[1])
         if sample.system is not None:
             parts.append(f"driver {sample.system.driver_version} · CUDA {sample.system.cuda_driver_version}")
+        if self.store_note:
+            parts.append(self.store_note)
         parts.append("following live" if self.following else "paused on a past range: press Follow live")
         return "   ·   ".join(parts)
 
