@@ -13,6 +13,7 @@ the samples in the bucket, exactly.
 
 from __future__ import annotations
 
+import functools
 import struct
 import zlib
 
@@ -32,11 +33,17 @@ class DamagedBlockError(ValueError):
 
 
 def _factors(resolutions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return _factors_of(tuple(resolutions.tolist()))
+
+
+@functools.lru_cache(maxsize=64)
+def _factors_of(resolutions_tuple: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
     """(multiplier, divisor) per column that turn a value into its count of resolution steps.
 
     A resolution finer than 1 is an integer count per unit (0.01 → 100 per unit), so that the way
     back is one division and a whole value reads back exactly (9100 / 100 == 91.0).
     """
+    resolutions = np.array(resolutions_tuple)
     fine = resolutions < 1
     per_unit = np.where(fine, np.rint(1 / np.where(fine, resolutions, 1)), 1.0)
     return per_unit, np.where(fine, 1.0, resolutions)

@@ -6,6 +6,7 @@ A damaged block is skipped with one log note; a range nothing was recorded in re
 
 from __future__ import annotations
 
+import functools
 import math
 import sqlite3
 from collections.abc import Iterator
@@ -187,12 +188,19 @@ def _columns(matrix: np.ndarray, layout: Layout, keys: tuple[str, ...], fill: fl
     """``matrix`` (rows × the layout's columns) as rows × ``keys``; ``fill`` where the layout lacks a key."""
     if layout.keys == keys:
         return matrix
-    position = {k: i for i, k in enumerate(layout.keys)}
-    out = np.full((len(matrix), len(keys)), fill, dtype=np.result_type(matrix.dtype, np.asarray(fill).dtype))
-    for j, key in enumerate(keys):
-        if key in position:
-            out[:, j] = matrix[:, position[key]]
+    source, present = _mapping(layout.keys, keys)
+    out = matrix[:, source]
+    if not present.all():
+        out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype))
+        out[:, ~present] = fill
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _mapping(have: tuple[str, ...], want: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per wanted key: its column in ``have`` (0 where missing) and whether it is there."""
+    position = {k: i for i, k in enumerate(have)}
+    return np.array([position.get(k, 0) for k in want], dtype=np.intp), np.array([k in position for k in want])
 
 
 def _decoded(

@@ -38,6 +38,7 @@ from trayvml.history import History
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
+from trayvml.ui.gaps import pick_range, shade_gaps
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
@@ -155,6 +156,11 @@ class GraphWindow(QMainWindow):
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
         bar.addWidget(self.follow_button)
+        self.pick_button = QPushButton("Range…")
+        self.pick_button.setFlat(True)
+        self.pick_button.setToolTip("Show any past range kept on disk")
+        self.pick_button.clicked.connect(self._pick_range)
+        bar.addWidget(self.pick_button)
         spacer = QWidget()
         spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
         bar.addWidget(spacer)
@@ -237,6 +243,17 @@ class GraphWindow(QMainWindow):
         self.following = following
         self.follow_button.setChecked(following)
         self.request_redraw()
+
+    def show_range(self, start_s: float, end_s: float) -> None:
+        """A fixed past range (the Range… picker); Follow live goes back to the present."""
+        self.following = False
+        self.follow_button.setChecked(False)
+        self._set_x_range(start_s, end_s)
+        self.request_redraw()
+
+    def _pick_range(self) -> None:
+        start, end = self.visible_range()
+        pick_range(self, start, end, self.show_range)
 
     def set_gpu_visible(self, index: int, visible: bool) -> None:
         if visible:
@@ -360,6 +377,7 @@ class GraphWindow(QMainWindow):
             read_start, end, self.sample, self.history, hidden, self.alert_table.markers(read_start, end, hidden)
         )
         if page is not None:
+            self._shade_gaps(read_start, end, page)
             # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.
             panels = page.visible_panels()
             left = [panel for p, panel in self._queue if p is page and panel in panels]
@@ -369,6 +387,13 @@ class GraphWindow(QMainWindow):
             if self.tabs.currentWidget() is self.process_view:
                 self.process_model.update_processes(self.sample)
         self.status_label.setText(self._status_text())
+
+    def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
+        """Spans in the range when trayvml recorded nothing: shaded, labelled, never a line across."""
+        disk = self.history.disk
+        points = max(100, int(page.width_px()))
+        spans = disk.not_recorded(start, end, points, self.history) if disk is not None else []
+        shade_gaps([panel.plot for panel in page.panels], spans, end - start)
 
     def _set_x_range(self, start: float, end: float) -> None:
         self._setting_range = True
