@@ -159,6 +159,9 @@ def build_parser() -> argparse.ArgumentParser:
         "desktop", parents=[config], help="add trayvml to the application menu, with its icons: install or uninstall"
     )
     desktop.add_argument("action", choices=("install", "uninstall"))
+    from trayvml.record import add_commands
+
+    add_commands(commands, reading, sampling)  # record, history: the history store (issue 9)
     return parser
 
 
@@ -196,6 +199,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _autostart(args)
         if args.command == "desktop":
             return _desktop(args)
+        if args.command in ("record", "history"):
+            return _store_command(args, simulation)
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval, args.config)
@@ -205,6 +210,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)
+
+
+def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    import time
+    from pathlib import Path
+
+    from trayvml.config import SettingsStore, default_path
+    from trayvml.record import history, record
+
+    if args.command == "history":
+        return history(args, time.time())
+    settings, note = SettingsStore(Path(args.config) if args.config else default_path()).load()
+    if note:
+        print(f"trayvml: {note}", file=sys.stderr)
+    return record(args, simulation, settings)
 
 
 def _check_settings(path: str) -> None:

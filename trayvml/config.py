@@ -87,6 +87,16 @@ GENERAL: tuple[Setting, ...] = (
         description="An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to "
         "sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.",
     ),
+    # The history on disk (trayvml/store): each second for the first span, minutes for the second.
+    Setting(
+        "history_on_disk",
+        "Keep history on disk",
+        True,
+        description="In your state folder; trayvml record writes the same.",
+    ),
+    Setting("history_fine_hours", "Seconds kept on disk (h)", 24, 1, 24 * 31),
+    Setting("history_coarse_days", "Minutes kept on disk (days)", 7, 1, 3660),
+    Setting("history_size_mib", "History size cap (MiB)", 512, 16, 1 << 20),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
@@ -103,6 +113,10 @@ class Settings:
     notifications: bool = _default("notifications")
     start_at_login: bool = _default("start_at_login")
     idle_gpu_poll_s: int = _default("idle_gpu_poll_s")
+    history_on_disk: bool = _default("history_on_disk")
+    history_fine_hours: int = _default("history_fine_hours")
+    history_coarse_days: int = _default("history_coarse_days")
+    history_size_mib: int = _default("history_size_mib")
     hidden_gpus: tuple[int, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 

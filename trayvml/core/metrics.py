@@ -11,7 +11,7 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from trayvml.core.units import MIB, Unit
+from trayvml.core.units import KIB, MIB, Unit
 
 
 class Group(enum.Enum):
@@ -76,9 +76,33 @@ class Metric:
     # False: recorded only while something shows it or a rule watches it, not always (GPM: its
     # counters are shared with DCGM's profiling, and reading them can disturb it).
     always_recorded: bool = True
+    resolution: float = 0.0  # what the history on disk keeps (in its unit); 0: RESOLUTION[unit]
+
+    @property
+    def stored_resolution(self) -> float:
+        """The step values are rounded to on disk (trayvml/store): finer than anything shown."""
+        return self.resolution or RESOLUTION[self.unit]
 
 
 _P = Unit.PERCENT
+# The history on disk rounds each value to its metric's resolution: what NVML and psutil report is
+# kept exactly (integers, milliwatts, millijoules, KiB/s), memory to the MiB nvidia-smi shows.
+RESOLUTION: Mapping[Unit, float] = {
+    Unit.PERCENT: 0.01,
+    Unit.BYTES: MIB,
+    Unit.BYTES_PER_S: KIB,
+    Unit.CELSIUS: 0.1,
+    Unit.WATTS: 0.001,
+    Unit.JOULES: 0.001,
+    Unit.MHZ: 1.0,
+    Unit.COUNT: 1.0,
+    Unit.PSTATE: 1.0,
+    Unit.BITMASK: 1.0,
+    Unit.FLAG: 1.0,
+    Unit.PCIE_GEN: 1.0,
+    Unit.LANES: 1.0,
+    Unit.XID: 1.0,
+}
 
 GPU_METRICS: tuple[Metric, ...] = (
     Metric(
@@ -249,7 +273,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("pcie.replay_counter"),
         plot=False,
     ),
-    Metric("pcie_replays_per_s", "PCIe replays per second", Unit.COUNT, Group.PCIE, plot=False),
+    Metric("pcie_replays_per_s", "PCIe replays per second", Unit.COUNT, Group.PCIE, plot=False, resolution=0.001),
     Metric(
         "nvlink_tx_bytes_per_s",
         "NVLink TX (all links)",

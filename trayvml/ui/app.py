@@ -36,6 +36,7 @@ from trayvml.ui.tray import Tray
 if TYPE_CHECKING:
     from trayvml.history import History
     from trayvml.notify import Notifier
+    from trayvml.store.view import DiskReach, Recording
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
 
@@ -92,9 +93,13 @@ class App(QObject):
         tray_wait_s: float = TRAY_WAIT_S,
         store: SettingsStore | None = None,
         autostart: Autostart | None = None,
+        history_folder: Path | None = None,  # the history on disk (trayvml/store); None: memory only
     ) -> None:
         super().__init__()
         self.store = store
+        self.history_folder = history_folder
+        self._disk: DiskReach | None = None
+        self.store_note = ""
         loaded, self.settings_message = store.load() if store is not None else (Settings(), "")
         if interval_s is not None:  # --interval: in force, not saved until the settings are
             loaded = replace(loaded, sampling_interval_s=interval_s)
@@ -110,7 +115,14 @@ class App(QObject):
         self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
-        self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
+        self.sampler = Sampler(
+            simulation,
+            self.settings.sampling_interval_s,
+            clock,
+            new_history=self._new_history,
+            open_recording=self._open_recording if history_folder is not None else None,
+        )
+        self.sampler.store_noted.connect(self._store_noted)
         self.sampler.sample_taken.connect(self.on_sample)
         self.sampler.set_idle_poll(self.settings.idle_gpu_poll_s)
         self.sampler.history_backfilled.connect(self.use_past)
@@ -140,7 +152,33 @@ class App(QObject):
         """Made on first use: numpy need not load before the tray icon shows."""
         if self._history is None:
             self._history = self._new_history()
+            self._attach_disk(self._history)
         return self._history
+
+    # ---- the history on disk (issue 9) ----
+    def _open_recording(self) -> Recording | None:
+        """On the sampler thread: the store's writer (or a note that a recorder writes it)."""
+        if self.history_folder is None or not self.settings.history_on_disk:
+            return None
+        from trayvml.record import limits_of
+        from trayvml.store.view import Recording
+
+        return Recording(self.history_folder, limits_of(self.settings))
+
+    def _attach_disk(self, history: History) -> None:
+        """Ranges older than memory are read from the store (on this, the GUI thread)."""
+        if self.history_folder is None or not self.settings.history_on_disk:
+            return
+        if self._disk is None:
+            from trayvml.store.view import DiskReach
+
+            self._disk = DiskReach(self.history_folder)
+        history.disk = self._disk
+
+    def _store_noted(self, note: str) -> None:
+        self.store_note = note
+        if self.window is not None:
+            self.window.store_note = note
 
     def _new_history(self) -> History:
         from trayvml.history import History, default_tiers
@@ -275,6 +313,7 @@ class App(QObject):
 
     def _use_history(self, history: History) -> None:
         self._history = history
+        self._attach_disk(history)
         if self.window is not None:
             self.window.history = history
 
@@ -332,6 +371,8 @@ class App(QObject):
         self.latest = sample
         self.history.append(sample)
         self.energy.update(sample)
+        if self._disk is not None and sample.devices:
+            self._disk.uuids = tuple(d.uuid for d in sample.devices)
         events = self.engine.update(sample)
         self._offer(events, sample)
         self._declare_demand()
@@ -423,7 +464,9 @@ def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
-    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store)
+    from trayvml.store import default_folder
+
+    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store, history_folder=default_folder())
     server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
     # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.

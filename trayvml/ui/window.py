@@ -40,6 +40,7 @@ from trayvml.history import History
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
+from trayvml.ui.gaps import pick_range, shade_gaps
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
@@ -52,6 +53,8 @@ RANGES_S = (
     ("1 h", 3600),
     ("6 h", 6 * 3600),
     ("12 h", 12 * 3600),
+    ("24 h", 24 * 3600),  # this and the next read the history on disk (trayvml/store)
+    ("7 d", 7 * 24 * 3600),
 )
 DEFAULT_RANGE_S = 900
 REFRESH_AFTER_PAN_MS = 120
@@ -80,6 +83,7 @@ class GraphWindow(QMainWindow):
         self._view: View | None = None
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
+        self.store_note = ""  # why the history on disk is not written, if it is not
         self.setWindowTitle("trayvml")
         self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
@@ -154,6 +158,11 @@ class GraphWindow(QMainWindow):
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
         bar.addWidget(self.follow_button)
+        self.pick_button = QPushButton("Range…")
+        self.pick_button.setFlat(True)
+        self.pick_button.setToolTip("Show any past range kept on disk")
+        self.pick_button.clicked.connect(self._pick_range)
+        bar.addWidget(self.pick_button)
         spacer = QWidget()
         spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
         bar.addWidget(spacer)
@@ -237,6 +246,17 @@ class GraphWindow(QMainWindow):
         self.following = following
         self.follow_button.setChecked(following)
         self.request_redraw()
+
+    def show_range(self, start_s: float, end_s: float) -> None:
+        """A fixed past range (the Range… picker); Follow live goes back to the present."""
+        self.following = False
+        self.follow_button.setChecked(False)
+        self._set_x_range(start_s, end_s)
+        self.request_redraw()
+
+    def _pick_range(self) -> None:
+        start, end = self.visible_range()
+        pick_range(self, start, end, self.show_range)
 
     def set_gpu_visible(self, index: int, visible: bool) -> None:
         if visible:
@@ -360,6 +380,7 @@ class GraphWindow(QMainWindow):
             read_start, end, self.sample, self.history, hidden, self.alert_table.markers(read_start, end, hidden)
         )
         if page is not None:
+            self._shade_gaps(read_start, end, page)
             # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.
             panels = page.visible_panels()
             left = [panel for p, panel in self._queue if p is page and panel in panels]
@@ -369,6 +390,13 @@ class GraphWindow(QMainWindow):
             if self.tabs.currentWidget() is self.process_view:
                 self.process_model.update_processes(self.sample)
         self.status_label.setText(self._status_text())
+
+    def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
+        """Spans in the range when trayvml recorded nothing: shaded, labelled, never a line across."""
+        disk = self.history.disk
+        points = max(100, int(page.width_px()))
+        spans = disk.not_recorded(start, end, points, self.history) if disk is not None else []
+        shade_gaps([panel.plot for panel in page.panels], spans, end - start)
 
     def _set_x_range(self, start: float, end: float) -> None:
         self._setting_range = True
@@ -393,6 +421,8 @@ class GraphWindow(QMainWindow):
         energy = self._energy_text()
         if energy:
             parts.append(energy)
+        if self.store_note:
+            parts.append(self.store_note)
         parts.append("following live" if self.following else "paused on a past range: press Follow live")
         return "   ·   ".join(parts)
 
