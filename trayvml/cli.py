@@ -152,9 +152,41 @@ def build_parser() -> argparse.ArgumentParser:
     pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
     pick.add_argument("--uuid", action="store_true", help="print GPU UUIDs instead of indices")
 
+    _add_serve_parser(commands, [*reading, sampling])
+
     autostart = commands.add_parser("autostart", parents=[config], help="start trayvml at login: on, off or status")
     autostart.add_argument("state", choices=("on", "off", "status"))
     return parser
+
+
+def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
+
+    serve = commands.add_parser("serve", parents=parents, help="serve the GPUs' metrics to Prometheus on /metrics")
+    serve.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"where to listen (default {DEFAULT_ADDRESS}:{DEFAULT_PORT}, this machine only; "
+        "another address is reachable from other machines)",
+    )
+    serve.add_argument(
+        "--web-config",
+        metavar="FILE",
+        help="basic auth and TLS, as Prometheus exporters' --web.config.file (YAML: tls_server_config, "
+        "basic_auth_users with bcrypt hashes)",
+    )
+
+
+def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    from trayvml.serve import run
+
+    interval = args.interval if args.interval is not None else LOG_INTERVAL_S
+    source = _source(simulation, args.timeout, host=True)
+    try:
+        return run(args.listen, args.web_config, interval, source.sample)
+    finally:
+        source.interrupt()
+        source.close()
 
 
 def _fail(message: str, code: int) -> int:
@@ -189,6 +221,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _pick(args, simulation)
         if args.command == "autostart":
             return _autostart(args)
+        if args.command == "serve":
+            return _serve(args, simulation)
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval, args.config)
