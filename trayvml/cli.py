@@ -20,7 +20,9 @@ from trayvml.core.errors import NotEnoughGpusError, SimulationSpecError, Trayvml
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
     from trayvml.core.sample import Sample
+    from trayvml.csvlog import Column
     from trayvml.nvml.sim import SimSpec
+    from trayvml.remote.source import Remotes
     from trayvml.source import Source
 
 EXIT_NOT_ENOUGH = 1
@@ -121,8 +123,20 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="S",
         help=f"give up when the NVIDIA driver has not answered for S seconds (default {DRIVER_TIMEOUT_S:g})",
     )
+    remote = _Parser(add_help=False)
+    remote.add_argument(
+        "--remote",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="also show a remote host's GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, "
+        "nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; "
+        "credentials only in the settings file (remote_hosts)",
+    )
     parser = _Parser(
-        prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate, config, sampling]
+        prog="trayvml",
+        description="A system-tray monitor for NVIDIA GPUs.",
+        parents=[simulate, config, sampling, remote],
     )
     parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
     parser.add_argument(
@@ -135,11 +149,13 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading = [simulate, config, driver]
 
-    snap = commands.add_parser("snapshot", parents=reading, help="print every GPU's current values")
+    snap = commands.add_parser("snapshot", parents=[*reading, remote], help="print every GPU's current values")
     snap.add_argument("--json", action="store_true", help="JSON with units in the key names")
     snap.add_argument("--full", action="store_true", help="every metric and static fact per GPU")
 
-    log = commands.add_parser("log", parents=[*reading, sampling], help="append CSV rows like nvidia-smi --format=csv")
+    log = commands.add_parser(
+        "log", parents=[*reading, sampling, remote], help="append CSV rows like nvidia-smi --format=csv"
+    )
     log.add_argument("--csv", metavar="FILE", help="the CSV file (appended to when its header matches)")
     log.add_argument("--count", type=_count, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
     log.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names")
@@ -200,6 +216,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
         return done.code if isinstance(done.code, int) else 0
     args.config = getattr(args, "config", None)
+    args.remote = getattr(args, "remote", [])
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
@@ -265,14 +282,20 @@ def _not_current(sample: Sample) -> str | None:
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.report import json_snapshot, text_snapshot
 
+    remotes = _remotes(args) if args.remote else None
     source = _source(simulation, args.timeout, host=True)
     try:
+        finish = remotes.begin_read() if remotes is not None else None  # read while the local GPUs settle
         sample = source.sample()
         if sample.stall is None:
             source.clock.sleep_s(SNAPSHOT_SETTLE_S)
             sample = source.sample()
     finally:
         source.close()
+    if finish is not None:
+        from trayvml.remote.cli import print_snapshot
+
+        return print_snapshot(sample, finish(), args.json, args.full)
     problem = _not_current(sample)
     if problem is not None:
         if args.json:
@@ -295,6 +318,10 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         return _fail("log needs --csv FILE (or --list-fields).", EXIT_USAGE)
     columns = parse_fields(args.query)
     demand = demand_of(columns)  # the reader reads only what the columns show
+    if args.remote:
+        from trayvml.remote.cli import log_columns
+
+        return _log_remote(args, simulation, log_columns(columns), demand)
     source = _source(simulation, args.timeout)
     try:
         first = source.sample(demand)
@@ -327,6 +354,27 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         print(f"trayvml: {ticks} tick{'s' if ticks != 1 else ''} logged to {args.csv}", file=sys.stderr)
         return 0
     finally:
+        source.close()
+
+
+def _remotes(args: argparse.Namespace, interval_s: float = 1.0) -> Remotes:
+    from trayvml.remote.cli import endpoints
+    from trayvml.remote.source import Remotes
+
+    return Remotes(endpoints(args.remote, args.config), interval_s)
+
+
+def _log_remote(
+    args: argparse.Namespace, simulation: SimSpec | None, columns: list[Column], demand: frozenset[str]
+) -> int:
+    from trayvml.remote.cli import RemoteLog
+
+    remotes = _remotes(args, args.interval)
+    source = _source(simulation, args.timeout)
+    try:
+        return RemoteLog(args.csv, columns, not args.nounits, source, remotes, demand).run(args.count, args.interval)
+    finally:
+        remotes.close()
         source.close()
 
 

@@ -78,6 +78,12 @@ GENERAL: tuple[Setting, ...] = (
     Setting("tray_metric", "Tray icon shows", "utilization", choices=tuple(TRAY_METRICS)),
     Setting("notifications", "Desktop notifications", True, description="Alerts still show in the window."),
     Setting("start_at_login", "Start at login", False),
+    Setting(
+        "serve_metrics",
+        "Serve metrics to Prometheus",
+        False,
+        description="Serve the GPUs' metrics on http://127.0.0.1:8729/metrics, as `trayvml serve` does.",
+    ),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
@@ -94,6 +100,9 @@ class Settings:
     notifications: bool = _default("notifications")
     start_at_login: bool = _default("start_at_login")
     hidden_gpus: tuple[int, ...] = ()
+    serve_metrics: bool = _default("serve_metrics")
+    # Exporter or prometheus+http(s):// URLs; the only place credentials (user:password@) may be given.
+    remote_hosts: tuple[str, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
 
@@ -149,6 +158,8 @@ def to_toml(settings: Settings) -> str:
     document: dict[str, Any] = {"version": VERSION}
     document.update({s.key: getattr(settings, s.key) for s in GENERAL})
     document["hidden_gpus"] = list(settings.hidden_gpus)
+    if settings.remote_hosts:
+        document["remote_hosts"] = list(settings.remote_hosts)
     document["alerts"] = {kind.key: _rule_to_toml(settings.alerts.rules.get(kind.key, kind.defaults)) for kind in RULES}
     overrides = {
         str(gpu): {"alerts": {key: _rule_to_toml(rule, settings.alerts.rules[key]) for key, rule in rules.items()}}
@@ -264,6 +275,10 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
                 raise SettingsError("hidden_gpus should be a list of GPU indices")
             values[key] = tuple(value)
+        elif key == "remote_hosts":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise SettingsError("remote_hosts should be a list of URLs")
+            values[key] = tuple(v.strip() for v in value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
     alerts = _table(document.get("alerts", {}), "alerts")

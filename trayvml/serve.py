@@ -49,7 +49,7 @@ _GPU_LABELS = ["hostname", "uuid", "index"]
 
 # ---- what a scrape shows ----
 def up_reason(sample: Sample) -> str:
-    """"" when the GPU values are current, else a short machine-readable reason."""
+    """ "" when the GPU values are current, else a short machine-readable reason."""
     if sample.stall is not None:
         return "driver_not_responding"
     if sample.unavailable is not None:
@@ -66,7 +66,9 @@ class SampleCollector(Collector):
 
     def collect(self) -> Iterator[PromMetric]:
         sample = self._latest()
-        up = GaugeMetricFamily(names.UP, "1 when the GPU values are current; 0 says why in reason.", labels=["hostname", "reason"])
+        up = GaugeMetricFamily(
+            names.UP, "1 when the GPU values are current; 0 says why in reason.", labels=["hostname", "reason"]
+        )
         if sample is None:
             up.add_metric([self._hostname, "starting"], 0.0)
             yield up
@@ -75,7 +77,9 @@ class SampleCollector(Collector):
         reason = up_reason(sample)
         up.add_metric([host, reason], 0.0 if reason else 1.0)
         yield up
-        when = GaugeMetricFamily(names.SAMPLE_TIME.family, "When the values served were read (Unix time).", labels=["hostname"])
+        when = GaugeMetricFamily(
+            names.SAMPLE_TIME.family, "When the values served were read (Unix time).", labels=["hostname"]
+        )
         when.add_metric([host], sample.timestamp_s)
         yield when
         yield from self._gpus(sample, host)
@@ -89,7 +93,9 @@ class SampleCollector(Collector):
 
     def _gpus(self, sample: Sample, host: str) -> Iterable[PromMetric]:
         driver = sample.system.driver_version if sample.system else ""
-        info = InfoMetricFamily(names.GPU_INFO[: -len("_info")], "Facts about each GPU.", labels=["hostname", "uuid", "index"])
+        info = InfoMetricFamily(
+            names.GPU_INFO[: -len("_info")], "Facts about each GPU.", labels=["hostname", "uuid", "index"]
+        )
         total = GaugeMetricFamily(names.MEMORY_TOTAL.family, "Memory total", labels=_GPU_LABELS)
         procs = GaugeMetricFamily(
             names.PROCESS_MEMORY.family,
@@ -243,14 +249,16 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
             if hashed is not None and (token in accepted or bcrypt.checkpw(password.encode(), hashed)):
                 accepted.add(token)
                 return app(environ, start_response)
-        start_response("401 Unauthorized", [("WWW-Authenticate", 'Basic realm="trayvml"'), ("Content-Type", "text/plain")])
+        start_response(
+            "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="trayvml"'), ("Content-Type", "text/plain")]
+        )
         return [b"Unauthorized\n"]
 
     return guarded
 
 
 class _QuietHandler(WSGIRequestHandler):
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the signature WSGIRequestHandler has
+    def log_message(self, format: str, *args: Any) -> None:
         """No line per scrape on stderr."""
 
 
