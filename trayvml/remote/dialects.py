@@ -68,11 +68,7 @@ class Dialect:
 
 
 def _trayvml_table() -> dict[str, tuple[str, float]]:
-    table = {
-        prom_names.GPU_NAMES[m.key].full: (m.key, prom_names.per_base_unit(m.unit))
-        for m in GPU_METRICS
-        if m.derived is None  # derived percentages are computed again from their inputs
-    }
+    table = {prom_names.GPU_NAMES[m.key].full: (m.key, prom_names.per_base_unit(m.unit)) for m in GPU_METRICS}
     table[prom_names.MEMORY_TOTAL.full] = (MEMORY_TOTAL, 1.0)
     return table
 
@@ -317,7 +313,9 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
                 )
             )
             continue
-        known = dialect.gpu.get(point.name)
+        # prometheus-client's parser names a counter's sample NAME_total even where the exporter
+        # wrote NAME (dcgm-exporter's counters); a Prometheus server keeps NAME.
+        known = dialect.gpu.get(point.name) or dialect.gpu.get(point.name.removesuffix("_total"))
         if known is None and point.name != dialect.info:
             continue
         # Identity: the series' own labels, else those of the info series with the same uuid.
