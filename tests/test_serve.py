@@ -195,8 +195,10 @@ def _web_config(tmp_path: Path, tls: bool) -> tuple[Path, Path | None]:
     if tls:
         cert = tmp_path / "server.crt"
         subprocess.run(
-            ["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"]
-            + ["-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "server.key"), "-out", str(cert)],
+            [
+                *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+                *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "server.key"), "-out", str(cert)),
+            ],
             check=True,
             capture_output=True,
             timeout=60,
