@@ -308,3 +308,14 @@ def test_parse_exposition_keeps_labels_and_counters() -> None:
     endpoint = parse_endpoint("http://x:1")
     points = parse_exposition(endpoint, b'# TYPE a_total counter\na_total{uuid="u"} 3\n', "text/plain")
     assert [(p.name, dict(p.labels), p.value) for p in points] == [("a_total", {"uuid": "u"}, 3.0)]
+
+
+def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: _Remote) -> None:
+    remote.body = (
+        b'# TYPE trayvml_up gauge\ntrayvml_up{hostname="gpu-box",reason="driver_not_responding"} 0\n'
+        b'# TYPE trayvml_sample_timestamp_seconds gauge\ntrayvml_sample_timestamp_seconds{hostname="gpu-box"} 1\n'
+    )
+    (sample,) = _read(remote.url)
+    assert sample.system.hostname == "gpu-box" and sample.gpus == ()
+    assert "driver is not usable (driver_not_responding)" in sample.remote.fault
+    assert sample.remote.fault.startswith(remote.url)

@@ -380,7 +380,11 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
     host_sample = None
     if host.host:
         host_sample = HostSample(tuple(host.host.get(m.key, math.nan) for m in HOST_METRICS))
-    fault = f"{url}: {host.name}'s exporter says its GPU driver is not usable ({host.down})." if host.down else ""
+    fault = ""
+    if host.down == "starting":
+        fault = f"{url}: {host.name}'s exporter has not read its GPUs yet."
+    elif host.down:
+        fault = f"{url}: {host.name}'s exporter says its GPU driver is not usable ({host.down})."
     return Sample(
         timestamp_s=now_s,
         gpus=() if fault else tuple(gpus),
