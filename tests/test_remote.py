@@ -21,7 +21,15 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
 from trayvml.core.units import MIB
-from trayvml.remote.fetch import Endpoint, RemoteError, parse_endpoint, parse_exposition, prometheus_query, read
+from trayvml.remote.fetch import (
+    Endpoint,
+    RemoteError,
+    SeriesCache,
+    parse_endpoint,
+    parse_exposition,
+    prometheus_query,
+    read,
+)
 from trayvml.remote.source import MAX_BACKOFF_S, RemoteSource
 
 UUID0 = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
@@ -304,10 +312,20 @@ def test_remote_credentials_come_from_the_settings_file(tmp_path: Path, capsys: 
     assert "put them in the settings file" in capsys.readouterr().err
 
 
-def test_parse_exposition_keeps_labels_and_counters() -> None:
+def test_series_are_parsed_once_and_only_new_values_read_after() -> None:
     endpoint = parse_endpoint("http://x:1")
-    points = parse_exposition(endpoint, b'# TYPE a_total counter\na_total{uuid="u"} 3\n', "text/plain")
-    assert [(p.name, dict(p.labels), p.value) for p in points] == [("a_total", {"uuid": "u"}, 3.0)]
+    cache = SeriesCache()
+    text = (
+        '# TYPE trayvml_gpu_energy_joules_total counter\ntrayvml_gpu_energy_joules_total{uuid="u",name="a b}"} VALUE\n'
+    )
+    text += "# TYPE node_load1 gauge\nnode_load1 0.5\n"  # of no GPU exporter: skipped
+    first = parse_exposition(endpoint, text.replace("VALUE", "3").encode(), "text/plain", cache)
+    second = parse_exposition(endpoint, text.replace("VALUE", "4.5 1700000000000").encode(), "text/plain", cache)
+    expected = ("trayvml_gpu_energy_joules_total", {"uuid": "u", "name": "a b}"})
+    assert [(p.name, dict(p.labels), p.value) for p in first] == [(*expected, 3.0)]
+    assert [(p.name, dict(p.labels), p.value) for p in second] == [(*expected, 4.5)]
+    with pytest.raises(RemoteError, match="is not Prometheus metrics"):
+        parse_exposition(endpoint, b'trayvml_up{hostname="h"}\n', "text/plain", cache)
 
 
 def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: _Remote) -> None:

@@ -15,7 +15,7 @@ from dataclasses import replace
 
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
-from trayvml.remote.fetch import Endpoint, RemoteError, read
+from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +32,14 @@ class RemoteSource:
         interval_s: float = 1.0,
         timeout_s: float = TIMEOUT_S,
         clock: Clock | None = None,
-        reader: Callable[[Endpoint, float, float], list[Sample]] = read,
+        reader: Callable[[Endpoint, float, float, SeriesCache], list[Sample]] = read,
     ) -> None:
         self.endpoint = endpoint
         self.interval_s = interval_s
         self.timeout_s = timeout_s
         self.clock = clock or SystemClock()
         self._read = reader
+        self._cache = SeriesCache()
         self._samples: tuple[Sample, ...] = ()  # replaced whole: other threads see one or the other
         self._hosts: tuple[str, ...] = ()  # the hosts it last reported: named while it is down
         self._fault_since_s = math.nan
@@ -50,7 +51,7 @@ class RemoteSource:
         """Read now on the calling thread (bounded by ``timeout_s``) and return what it got."""
         now_s = self.clock.now_s()
         try:
-            samples = self._read(self.endpoint, self.timeout_s, now_s)
+            samples = self._read(self.endpoint, self.timeout_s, now_s, self._cache)
         except RemoteError as error:
             self._failed(str(error), now_s)
         except Exception as error:  # a bug in trayvml's reading: shown as a fault, logged once per kind
