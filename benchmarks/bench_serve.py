@@ -90,7 +90,9 @@ def scrape_costs(gpus: int, seconds: float) -> list[tuple[float, int, float, flo
             if scrapes:
                 idle_cpu_s = rows[0][2] / 100 * wall_s if rows else 0.0
                 per_scrape = max(0.0, cpu_s - idle_cpu_s) / scrapes * 1000
-            reads = (len(seen) / wall_s) if rate else float("nan")
+            # Distinct samples seen, less the one already there at the start; a scrape slower than
+            # the sampling cannot see every sample, so below 1/s the column says nothing.
+            reads = (len(seen) - 1) / wall_s if rate >= 1 else float("nan")
             rows.append((rate, scrapes, cpu_s / wall_s * 100, per_scrape, reads, size))
     return rows
 

@@ -242,7 +242,10 @@ class _Host:
     down: str = ""  # trayvml_up 0: its reason
 
     def gpu(self, uuid: str) -> _Gpu:
-        return self.gpus.setdefault(uuid, _Gpu(uuid))
+        gpu = self.gpus.get(uuid)
+        if gpu is None:  # not setdefault: that would build a _Gpu for every series of every read
+            gpu = self.gpus[uuid] = _Gpu(uuid)
+        return gpu
 
 
 def _host_of(dialect: Dialect, labels: Mapping[str, str], fallback: str) -> str:
@@ -279,8 +282,11 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
 
     def host_of(labels: Mapping[str, str]) -> _Host:
         name = _host_of(dialect, labels, fallback)
-        kinds.setdefault(name, dialect.kind)
-        return hosts.setdefault(name, _Host(name))
+        host = hosts.get(name)
+        if host is None:
+            kinds[name] = dialect.kind
+            host = hosts[name] = _Host(name)
+        return host
 
     for point in points:
         labels = point.labels
