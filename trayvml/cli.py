@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _serve(args, simulation)
         from trayvml.ui.app import run_app
 
-        return run_app(simulation, args.interval, args.config)
+        return run_app(simulation, args.interval, args.config, tuple(args.remote))
     except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
         return EXIT_INTERRUPTED
     except NotEnoughGpusError as error:
