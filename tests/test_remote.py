@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import json
 import math
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition
 from trayvml.cli import main
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_METRICS
@@ -31,33 +30,6 @@ from trayvml.remote.fetch import (
     read,
 )
 from trayvml.remote.source import MAX_BACKOFF_S, RemoteSource
-
-UUID0 = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
-UUID1 = "GPU-2a7c4e1b-0000-4b1e-9c1d-5f3b2a1c0de1"
-
-
-def _dcgm(host_label: str) -> str:
-    labels = (
-        'gpu="{gpu}",UUID="{uuid}",pci_bus_id="00000000:00:1{gpu}.0",device="nvidia{gpu}",'
-        f'modelName="NVIDIA A100-SXM4-80GB",{host_label}="dgx-01",DCGM_FI_DRIVER_VERSION="550.54.15"'
-    )
-    rows = {
-        "DCGM_FI_DEV_SM_CLOCK": ("gauge", (1410, 210)),
-        "DCGM_FI_DEV_GPU_TEMP": ("gauge", (61, 33)),
-        "DCGM_FI_DEV_POWER_USAGE": ("gauge", (312.5, 61.0)),
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("counter", (123456789, 2000)),
-        "DCGM_FI_DEV_GPU_UTIL": ("gauge", (87, 0)),
-        "DCGM_FI_DEV_FB_FREE": ("gauge", (20000, 81000)),
-        "DCGM_FI_DEV_FB_USED": ("gauge", (61000, 0)),
-        "DCGM_FI_DEV_XID_ERRORS": ("gauge", (0, 79)),
-    }
-    out = []
-    for name, (kind, values) in rows.items():
-        out += [f"# HELP {name} from etc/default-counters.csv", f"# TYPE {name} {kind}"]
-        for gpu, (uuid, value) in enumerate(zip((UUID0, UUID1), values, strict=True)):
-            out.append(f"{name}{{{labels.format(gpu=gpu, uuid=uuid)}}} {value}")
-    return "\n".join(out) + "\n"
-
 
 NVIDIA_GPU_EXPORTER = """\
 # HELP nvidia_smi_gpu_info A metric with a constant '1' value labeled by gpu uuid, name, driver_version, ...
@@ -92,61 +64,11 @@ nvidia_smi_last_collect_success 1
 """
 
 
-class _Remote:
-    """A small HTTP server whose answer each test sets: a body, a status, a hang, or gone."""
-
-    def __init__(self) -> None:
-        self.body = b""
-        self.status = 200
-        self.content_type = "text/plain; version=0.0.4"
-        self.hang = False
-        self.release = threading.Event()
-        remote = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                if remote.hang:
-                    remote.release.wait(10)
-                    return
-                self.send_response(remote.status)
-                self.send_header("Content-Type", remote.content_type)
-                self.send_header("Content-Length", str(len(remote.body)))
-                self.end_headers()
-                self.wfile.write(remote.body)
-
-            def log_message(self, format: str, *args: object) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-        self.running = True
-
-    def stop(self) -> None:
-        if self.running:
-            self.running = False
-            self.release.set()
-            self.server.shutdown()
-            self.server.server_close()
-            self.thread.join(5)
-
-
 @pytest.fixture
-def remote() -> Iterator[_Remote]:
-    server = _Remote()
+def remote() -> Iterator[FakeRemote]:
+    server = FakeRemote()
     yield server
     server.stop()
-
-
-def _closed_port_url() -> str:
-    """A local address where nothing listens (a port the system just gave out and took back)."""
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    return f"http://127.0.0.1:{port}"
 
 
 def _read(url: str, timeout_s: float = 2.0) -> list:
@@ -154,8 +76,8 @@ def _read(url: str, timeout_s: float = 2.0) -> list:
 
 
 @pytest.mark.parametrize("host_label", ["Hostname", "hostname"])
-def test_dcgm_exporter_in_catalog_units_with_either_hostname_spelling(remote: _Remote, host_label: str) -> None:
-    remote.body = _dcgm(host_label).encode()
+def test_dcgm_exporter_in_catalog_units_with_either_hostname_spelling(remote: FakeRemote, host_label: str) -> None:
+    remote.body = dcgm_exposition(host_label).encode()
     (sample,) = _read(remote.url)
     assert sample.system.hostname == "dgx-01" and sample.remote.kind == "dcgm-exporter"
     assert sample.system.driver_version == "550.54.15"
@@ -174,7 +96,7 @@ def test_dcgm_exporter_in_catalog_units_with_either_hostname_spelling(remote: _R
     assert gpu.state("fan_speed_percent") is MetricState.NOT_SUPPORTED and math.isnan(gpu.value("fan_speed_percent"))
 
 
-def test_nvidia_gpu_exporter_joins_gpu_info_and_is_named_by_the_url_host(remote: _Remote) -> None:
+def test_nvidia_gpu_exporter_joins_gpu_info_and_is_named_by_the_url_host(remote: FakeRemote) -> None:
     remote.body = NVIDIA_GPU_EXPORTER.encode()
     (sample,) = _read(remote.url)
     assert sample.remote.kind == "nvidia_gpu_exporter"
@@ -193,19 +115,19 @@ def test_nvidia_gpu_exporter_joins_gpu_info_and_is_named_by_the_url_host(remote:
     assert "energy_consumed_j" not in supported and "fan_speed_percent" not in supported
 
 
-def test_a_remote_that_returns_html_is_one_note_naming_the_url(remote: _Remote) -> None:
+def test_a_remote_that_returns_html_is_one_note_naming_the_url(remote: FakeRemote) -> None:
     remote.body, remote.content_type = b"<!doctype html><html><body>Grafana</body></html>", "text/html"
     with pytest.raises(RemoteError, match=rf"^{remote.url} returned a web page, not Prometheus metrics"):
         _read(remote.url)
 
 
-def test_a_remote_that_returns_500_is_one_note_naming_the_url(remote: _Remote) -> None:
+def test_a_remote_that_returns_500_is_one_note_naming_the_url(remote: FakeRemote) -> None:
     remote.status, remote.body = 500, b"oops"
     with pytest.raises(RemoteError, match=rf"^{remote.url} answered HTTP 500 Internal Server Error\.$"):
         _read(remote.url)
 
 
-def test_garbage_and_metrics_of_no_gpu_exporter_are_notes_naming_the_url(remote: _Remote) -> None:
+def test_garbage_and_metrics_of_no_gpu_exporter_are_notes_naming_the_url(remote: FakeRemote) -> None:
     remote.body = b"this is { not an exposition\n"
     with pytest.raises(RemoteError, match=rf"^{remote.url} returned something that is not Prometheus metrics"):
         _read(remote.url)
@@ -214,14 +136,14 @@ def test_garbage_and_metrics_of_no_gpu_exporter_are_notes_naming_the_url(remote:
         _read(remote.url)
 
 
-def test_a_remote_that_hangs_is_given_up_on_after_the_timeout(remote: _Remote) -> None:
+def test_a_remote_that_hangs_is_given_up_on_after_the_timeout(remote: FakeRemote) -> None:
     remote.hang = True
     with pytest.raises(RemoteError, match=rf"^{remote.url} did not answer within 0.3 s\.$"):
         _read(remote.url, timeout_s=0.3)
 
 
-def test_a_remote_that_disappears_mid_run_is_unreachable_since_then_and_backs_off(remote: _Remote) -> None:
-    remote.body = _dcgm("hostname").encode()
+def test_a_remote_that_disappears_mid_run_is_unreachable_since_then_and_backs_off(remote: FakeRemote) -> None:
+    remote.body = dcgm_exposition("hostname").encode()
     source = RemoteSource(parse_endpoint(remote.url), interval_s=1.0, timeout_s=1.0)
     (live,) = source.read_once()
     assert len(live.gpus) == 2 and not live.remote.fault
@@ -240,7 +162,7 @@ def test_a_remote_that_disappears_mid_run_is_unreachable_since_then_and_backs_of
     assert waits == sorted(waits) and waits[0] == 2.0 and waits[-1] == MAX_BACKOFF_S
 
 
-def test_a_remote_thread_never_delays_its_caller(remote: _Remote) -> None:
+def test_a_remote_thread_never_delays_its_caller(remote: FakeRemote) -> None:
     remote.hang = True
     source = RemoteSource(parse_endpoint(remote.url), interval_s=0.1, timeout_s=5.0)
     source.start()
@@ -266,9 +188,9 @@ def test_endpoints_and_credentials() -> None:
 
 
 def test_snapshot_with_a_remote_and_no_local_driver_exits_0_with_a_note(
-    remote: _Remote, capsys: pytest.CaptureFixture[str]
+    remote: FakeRemote, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    remote.body = _dcgm("Hostname").encode()
+    remote.body = dcgm_exposition("Hostname").encode()
     assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url, "--json"]) == 0
     captured = capsys.readouterr()
     document = json.loads(captured.out)
@@ -281,10 +203,10 @@ def test_snapshot_with_a_remote_and_no_local_driver_exits_0_with_a_note(
 
 
 def test_snapshot_and_log_show_an_unreachable_remote_and_go_on(
-    remote: _Remote, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    remote: FakeRemote, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    remote.body = _dcgm("hostname").encode()
-    gone = _closed_port_url()
+    remote.body = dcgm_exposition("hostname").encode()
+    gone = closed_port_url()
     assert main(["snapshot", "--simulate=idle", "--remote", remote.url, "--remote", gone]) == 0
     text = capsys.readouterr().out
     assert "127.0.0.1: unreachable (since " in text and f"{gone} cannot be reached" in text
@@ -328,7 +250,7 @@ def test_series_are_parsed_once_and_only_new_values_read_after() -> None:
         parse_exposition(endpoint, b'trayvml_up{hostname="h"}\n', "text/plain", cache)
 
 
-def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: _Remote) -> None:
+def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: FakeRemote) -> None:
     remote.body = (
         b'# TYPE trayvml_up gauge\ntrayvml_up{hostname="gpu-box",reason="driver_not_responding"} 0\n'
         b'# TYPE trayvml_sample_timestamp_seconds gauge\ntrayvml_sample_timestamp_seconds{hostname="gpu-box"} 1\n'
