@@ -40,8 +40,9 @@ def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: 
         menus = {a.text(): a.menu() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"}
         assert set(menus) == {"dgx-01", "127.0.0.1 — unreachable"}
         assert [a.text().split(" ")[:2] for a in menus["dgx-01"].actions()] == [["0", "A100"], ["1", "A100"]]
-        (why,) = menus["127.0.0.1 — unreachable"].actions()
-        assert not why.isEnabled() and "cannot be reached" in why.text()
+        since, why = menus["127.0.0.1 — unreachable"].actions()
+        assert since.text().startswith("unreachable since ") and "cannot be reached" in why.text()
+        assert not since.isEnabled() and not why.isEnabled()
         # The remote goes away mid-run: its host stays, greyed, and its old values go.
         remote.stop()
         qtbot.waitUntil(lambda: "dgx-01 — unreachable" in [a.text() for a in tray.menu.actions()], timeout=10_000)

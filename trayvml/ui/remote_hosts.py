@@ -50,16 +50,21 @@ def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tup
     return list(found.values()), problems
 
 
-def host_status(sample: Sample) -> str:
-    """``unreachable since 14:02 (3 min 10 s): URL cannot be reached: …``; "" while it answers."""
+def unreachable_since(sample: Sample) -> str:
+    """``unreachable since 14:02:10 (3 min 10 s)``; "" while the host answers."""
     remote = sample.remote
     if remote is None or not remote.fault:
         return ""
-    since = ""
-    if not math.isnan(remote.since_s):
-        at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
-        since = f" since {at} ({format_duration(sample.timestamp_s - remote.since_s)})"
-    return f"unreachable{since}: {remote.fault}"
+    if math.isnan(remote.since_s):
+        return "unreachable"
+    at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
+    return f"unreachable since {at} ({format_duration(sample.timestamp_s - remote.since_s)})"
+
+
+def host_status(sample: Sample) -> str:
+    """``unreachable since 14:02:10 (3 min 10 s): URL cannot be reached: …``; "" while it answers."""
+    since = unreachable_since(sample)
+    return f"{since}: {sample.remote.fault}" if since and sample.remote else ""
 
 
 def host_name(sample: Sample) -> str:
@@ -133,10 +138,12 @@ class RemoteHostsView(QObject):
             if status:
                 host.setTitle(self._label(f"{host_name(sample)} — unreachable"))
                 host.setToolTip(status)
-                line = host.addAction(self._label(shorten(clean(status), 120)))
-                line.setEnabled(False)  # greyed: no values, and the reason why
+                # Greyed: no values; when it went and why, in two lines short enough for a menu.
+                assert sample.remote is not None
+                for text in (unreachable_since(sample), shorten(clean(sample.remote.fault), 90)):
+                    host.addAction(self._label(text)).setEnabled(False)
             for text in [] if status else gpu_lines(sample):
-                host.addAction(self._label(text)).setEnabled(False)
+                host.addAction(self._label(text))  # not greyed: grey says "no current values"
             action = host.menuAction()
             self._menu.insertAction(self._anchor, action)
             self._actions.append(action)
