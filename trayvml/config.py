@@ -97,6 +97,12 @@ GENERAL: tuple[Setting, ...] = (
     Setting("history_fine_hours", "Seconds kept on disk (h)", 24, 1, 24 * 31),
     Setting("history_coarse_days", "Minutes kept on disk (days)", 7, 1, 3660),
     Setting("history_size_mib", "History size cap (MiB)", 512, 16, 1 << 20),
+    Setting(
+        "serve_metrics",
+        "Serve metrics to Prometheus",
+        False,
+        description="Serve the GPUs' metrics on http://127.0.0.1:8729/metrics, as `trayvml serve` does.",
+    ),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
@@ -118,6 +124,9 @@ class Settings:
     history_coarse_days: int = _default("history_coarse_days")
     history_size_mib: int = _default("history_size_mib")
     hidden_gpus: tuple[int, ...] = ()
+    serve_metrics: bool = _default("serve_metrics")
+    # Exporter or prometheus+http(s):// URLs; the only place credentials (user:password@) may be given.
+    remote_hosts: tuple[str, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
 
@@ -173,6 +182,8 @@ def to_toml(settings: Settings) -> str:
     document: dict[str, Any] = {"version": VERSION}
     document.update({s.key: getattr(settings, s.key) for s in GENERAL})
     document["hidden_gpus"] = list(settings.hidden_gpus)
+    if settings.remote_hosts:
+        document["remote_hosts"] = list(settings.remote_hosts)
     document["alerts"] = {kind.key: _rule_to_toml(settings.alerts.rules.get(kind.key, kind.defaults)) for kind in RULES}
     overrides = {
         str(gpu): {"alerts": {key: _rule_to_toml(rule, settings.alerts.rules[key]) for key, rule in rules.items()}}
@@ -288,6 +299,10 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
                 raise SettingsError("hidden_gpus should be a list of GPU indices")
             values[key] = tuple(value)
+        elif key == "remote_hosts":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise SettingsError("remote_hosts should be a list of URLs")
+            values[key] = tuple(v.strip() for v in value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
     alerts = _table(document.get("alerts", {}), "alerts")

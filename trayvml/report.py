@@ -39,7 +39,8 @@ def _process_text(proc: Any) -> str:
     return f"{user}{who}/{proc.pid}{memory}"
 
 
-def text_snapshot(sample: Sample, full: bool = False) -> str:
+def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> str:
+    """``host_column``: start every GPU line with it (the host column of ``snapshot --remote``)."""
     when = datetime.fromtimestamp(sample.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
     system = sample.system
     lines = []
@@ -54,9 +55,10 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
         lines.append(sample.problem[1])
     names = [terminal_text(d.name) for d in sample.devices]  # a name from the driver is untrusted
     name_width = max(map(len, names), default=0)
+    at = f"{terminal_text(host_column)} " if host_column else ""
     for gpu, info, name in zip(sample.gpus, sample.devices, names, strict=True):
         if gpu.lost:
-            lines.append(f"[{gpu.index}] {name:<{name_width}} | GPU lost: it has fallen off the bus")
+            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | GPU lost: it has fallen off the bus")
             continue
         if gpu.asleep:
             lines.append(f"[{gpu.index}] {name:<{name_width}} | asleep (runtime-suspended): not queried")
@@ -68,7 +70,7 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
         if power != "n/a":
             power += f" / {_show(gpu, 'power_enforced_limit_w')}"
         cells = [
-            f"[{gpu.index}] {name:<{name_width}}",
+            f"{at}[{gpu.index}] {name:<{name_width}}",
             f"{_show(gpu, 'temperature_gpu_c'):>6}",
             f"{_show(gpu, 'utilization_gpu_percent'):>5}",
             f"{memory:>21}",
@@ -124,6 +126,7 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                 states[metric.key] = state.label
         gpus.append(
             {
+                "host": json_text(sample.system.hostname) if sample.system else None,
                 "index": gpu.index,
                 "lost": gpu.lost,
                 "asleep": gpu.asleep,

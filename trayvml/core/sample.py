@@ -130,6 +130,18 @@ class HostSample:
 
 
 @dataclass(frozen=True)
+class RemoteOrigin:
+    """Where a remote host's sample came from (see trayvml.remote); local samples have none."""
+
+    url: str  # as the user gave it, without credentials
+    kind: str  # what answered: "trayvml serve", "dcgm-exporter", ..., "Prometheus"
+    fault: str = ""  # a sentence naming the URL: why no values are current; "" when they are
+    since_s: float = math.nan  # wall clock when the fault began
+
+    headline = "Host unreachable"
+
+
+@dataclass(frozen=True)
 class Sample:
     timestamp_s: float  # wall clock, seconds since the epoch
     gpus: tuple[GpuSample, ...]
@@ -140,6 +152,7 @@ class Sample:
     simulation: str = ""  # "" for real GPUs, else a label such as "simulated: training"
     notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)
     stall: DriverStall | None = None  # set while the driver has not answered: ``gpus`` is empty then
+    remote: RemoteOrigin | None = None  # set for a remote host's sample (``system.hostname`` names it)
 
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with that index in this sample, or None."""
@@ -148,6 +161,8 @@ class Sample:
     @property
     def problem(self) -> tuple[str, str] | None:
         """(headline, sentence) of why no GPU values are current, or None when they are."""
+        if self.remote is not None and self.remote.fault:
+            return self.remote.headline, self.remote.fault
         if self.stall is not None:
             return self.stall.headline, self.stall.sentence(self.timestamp_s)
         if self.unavailable is not None:

@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from trayvml.history import History
     from trayvml.notify import Notifier
     from trayvml.store.view import DiskReach, Recording
+    from trayvml.serve import Exporter
+    from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
 
@@ -94,6 +96,7 @@ class App(QObject):
         store: SettingsStore | None = None,
         autostart: Autostart | None = None,
         history_folder: Path | None = None,  # the history on disk (trayvml/store); None: memory only
+        remote_urls: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         self.store = store
@@ -146,6 +149,9 @@ class App(QObject):
         self._tray_timer = QTimer(self)
         self._tray_timer.setObjectName("tray_host_timer")
         self._tray_timer.timeout.connect(self._check_tray)
+        self._remote_urls = remote_urls
+        self.remote_hosts = self._make_remote_hosts()
+        self.exporter: Exporter | None = None
 
     @property
     def history(self) -> History:
@@ -188,6 +194,8 @@ class App(QObject):
     def start(self) -> None:
         self._declare_demand()
         self.sampler.start()
+        self.remote_hosts.start()
+        self._serve(self.settings.serve_metrics)
         self._check_tray()
         self._tray_timer.start(TRAY_POLL_MS)
         # Meeting the notification service takes a D-Bus round trip (or a service activation
@@ -200,6 +208,8 @@ class App(QObject):
             self.tray.icon.showMessage("trayvml", self.settings_message)
 
     def stop(self) -> None:
+        self.remote_hosts.stop()
+        self._serve(False)
         self._tray_timer.stop()
         self.sampler.stop()
         if self.notifier is not None:
@@ -292,6 +302,7 @@ class App(QObject):
             self.tray.icon.showMessage("trayvml", problem)
 
     def _settings_changed(self, old: Settings, settings: Settings) -> None:
+        self._remote_settings_changed(old, settings)
         self.engine.configure(settings.alerts)
         self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
@@ -306,6 +317,47 @@ class App(QObject):
         if self.window is not None:
             for gpu in range(self.window.gpu_count):
                 self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
+
+    # ---- remote hosts and serving (issue 10) ----
+    def _make_remote_hosts(self) -> RemoteHostsView:
+        from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
+
+        endpoints, problems = endpoints_from(self.settings.remote_hosts, self._remote_urls)
+        for problem in problems:
+            print(f"trayvml: {problem}", file=sys.stderr)
+        view = RemoteHostsView(
+            endpoints, self.settings.sampling_interval_s, self.tray.menu, self.tray.copy_action, self.tray.over_dbus
+        )
+        view.changed.connect(self._remote_hosts_changed)
+        return view
+
+    def _remote_hosts_changed(self) -> None:
+        self.tray.remote_lines = self.remote_hosts.lines
+        self.tray.update(self.tray.sample)
+
+    def _remote_settings_changed(self, old: Settings, settings: Settings) -> None:
+        if settings.remote_hosts != old.remote_hosts or settings.sampling_interval_s != old.sampling_interval_s:
+            self.remote_hosts.stop()
+            self.remote_hosts = self._make_remote_hosts()
+            self.remote_hosts.start()
+        if settings.serve_metrics != old.serve_metrics:
+            self._serve(settings.serve_metrics)
+
+    def _serve(self, on: bool) -> None:
+        """Serve the samples the app takes anyway (no reads of its own) on 127.0.0.1, as `trayvml serve`."""
+        from trayvml.core.errors import TrayvmlError
+        from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
+
+        if not on and self.exporter is not None:
+            self.exporter.close()
+            self.exporter = None
+        elif on and self.exporter is None:
+            from trayvml.serve import Exporter
+
+            try:
+                self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
+            except TrayvmlError as error:
+                self.tray.icon.showMessage("trayvml", f"Serving metrics: {error}")
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not).
@@ -445,7 +497,12 @@ class App(QObject):
             self.show_window()
 
 
-def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_path: str | None = None) -> int:
+def run_app(
+    simulation: SimSpec | None,
+    interval_s: float | None = None,
+    config_path: str | None = None,
+    remote_urls: tuple[str, ...] = (),
+) -> int:
     if not display_available():
         print(f"trayvml: {NO_DISPLAY_MESSAGE}", file=sys.stderr)
         return EXIT_NO_DISPLAY
@@ -466,7 +523,14 @@ def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
     from trayvml.store import default_folder
 
-    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store, history_folder=default_folder())
+    app = App(
+        simulation,
+        interval_s,
+        tray_wait_s=tray_wait_s,
+        store=store,
+        history_folder=default_folder(),
+        remote_urls=remote_urls,
+    )
     server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
     # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.

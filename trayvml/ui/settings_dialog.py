@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -205,6 +206,19 @@ class SettingsDialog(QDialog):
             self.gpu_checks.append(check)
         shown_layout.addStretch(1)
         form.addRow("GPUs shown", shown)
+        # Issue 10: serving to Prometheus, and remote hosts (one URL a line; credentials may be given here).
+        self.serve_metrics = QCheckBox(GENERAL_BY_KEY["serve_metrics"].label)
+        self.serve_metrics.setToolTip(GENERAL_BY_KEY["serve_metrics"].description)
+        form.addRow("", self.serve_metrics)
+        self.remote_hosts = QPlainTextEdit()
+        self.remote_hosts.setObjectName("remote_hosts")
+        self.remote_hosts.setPlaceholderText('http://gpu-box:8729\nprometheus+http://prometheus:9090#job="gpu"')
+        self.remote_hosts.setToolTip(
+            "One URL a line: an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) "
+            "or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only."
+        )
+        self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 4 + 12)
+        form.addRow("Remote hosts", self.remote_hosts)
         tabs.addTab(general, "General")
 
         self.rule_grid = _RuleGrid(overridable=False)
@@ -259,6 +273,8 @@ class SettingsDialog(QDialog):
         self.notifications.setChecked(settings.notifications)
         self.start_at_login.setChecked(settings.start_at_login)
         self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
+        self.serve_metrics.setChecked(settings.serve_metrics)
+        self.remote_hosts.setPlainText("\n".join(settings.remote_hosts))
         for check, info in zip(self.gpu_checks, self.devices, strict=True):
             check.setChecked(info.index not in settings.hidden_gpus)
         self.rule_grid.show_rules(dict(settings.alerts.rules))
@@ -301,6 +317,8 @@ class SettingsDialog(QDialog):
             start_at_login=self.start_at_login.isChecked(),
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
+            serve_metrics=self.serve_metrics.isChecked(),
+            remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
         return settings, errors + problems(settings)

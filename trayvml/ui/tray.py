@@ -62,6 +62,7 @@ class Tray(QObject):
         self.sample: Sample | None = None
         self._content: IconContent | None = None
         self._tooltip = ""
+        self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
         self._menu_shape: tuple[int, str] | None = None
         self.redraws = 0
         self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
@@ -137,7 +138,7 @@ class Tray(QObject):
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
         lines = gpu_lines(sample)
-        text = tooltip(sample, lines)
+        text = "\n".join([tooltip(sample, lines), *self.remote_lines])
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
