@@ -154,17 +154,19 @@ def test_snooze_action_over_dbus_quiets_that_alert(run, desktop: DesktopStack) -
 
 def test_notification_text_from_the_system_is_escaped(desktop: DesktopStack, monkeypatch) -> None:
     from trayvml.alerts import AlertEvent, Severity
+    from trayvml.dispatch import Outgoing
+    from trayvml.notices import notice_for
     from trayvml.notify import FreedesktopNotifier
 
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
     notifier = FreedesktopNotifier(lambda action, key: None)
     assert notifier.markup and notifier.actions  # dunst, configured with markup, offers both
     event = AlertEvent(0.0, 0, "H100", "memory_used", "firing", Severity.WARNING, "memory 91 % full")
-    notifier.notify(event, "Processes: <b>evil</b> & co (alice, 42)")
+    notifier.notify(notice_for(Outgoing(event, "Processes: <b>evil</b> & co (alice, 42)")))
     (shown,) = desktop.dunst_history()[:1]
     # Sent escaped, so a markup-reading server shows the text as it is, tags and all.
-    assert shown["body"] == "Processes: &lt;b&gt;evil&lt;/b&gt; &amp; co (alice, 42)"
-    notifier.notify(event, "again")
+    assert shown["body"].startswith("Processes: &lt;b&gt;evil&lt;/b&gt; &amp; co (alice, 42)\n")
+    notifier.notify(notice_for(Outgoing(event, "again")))
     notifier.close()
 
 
