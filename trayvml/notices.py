@@ -118,11 +118,11 @@ class Grouper:
     def __init__(self, window_s: float = GROUP_WINDOW_S) -> None:
         self.window_s = window_s
         self._groups: dict[str, _Group] = {}
+        self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest notification
 
     def members(self, rule: str) -> tuple[int, ...]:
-        """The GPUs the rule's notification is about now (for its Snooze action)."""
-        group = self._groups.get(rule)
-        return tuple(sorted(group.members)) if group else ()
+        """The GPUs the rule's latest notification is about, resolved or not (for its actions)."""
+        return self._last_members.get(rule, ())
 
     def take(self, batch: list[Outgoing], now_s: float) -> list[Notice]:
         """The notices to send for the alerts of one tick (all already wanted by the dispatcher)."""
@@ -139,6 +139,7 @@ class Grouper:
                 if group is None or event.gpu_index not in group.firing:
                     # Its firing went out before a pause or from an earlier group: told on its own.
                     notices.append(replace_key(notice_for(outgoing), (GROUP, event.rule)))
+                    self._last_members[event.rule] = (event.gpu_index,)
                     continue
                 group.firing.discard(event.gpu_index)
                 if not group.firing and event.rule not in ended:
@@ -155,6 +156,7 @@ class Grouper:
         for rule in changed:
             notices.append(self._notice(rule, now_s))
             self._groups[rule].sent = True
+            self._last_members[rule] = tuple(sorted(self._groups[rule].members))
         for rule in ended:
             group = self._groups[rule]
             if group.firing:  # fired again in the same tick

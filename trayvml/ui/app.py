@@ -199,6 +199,7 @@ class App(QObject):
         """One tick's notifications, grouped across GPUs (trayvml.notices)."""
         assert self.notifier is not None
         for notice in self.grouper.take(outgoing, now_s):
+            log.info("notification %s: %s", notice.key[1], notice.title)  # one per Notify call (-v)
             self.notifier.notify(notice)
         for sent in outgoing:
             self.notified.emit(sent.event)
@@ -315,6 +316,7 @@ class App(QObject):
             self.summary = SummaryWindow(self.engine)
             self.summary.show_graphs_requested.connect(lambda: self.show_window(-1))
             self.summary.quit_requested.connect(QApplication.quit)
+            self.summary.add_app_menu(self.tray.app_menu(self.summary))
             print(
                 "trayvml: no system tray found; showing a summary window instead "
                 "(on GNOME, the AppIndicator extension adds a tray).",
@@ -378,6 +380,7 @@ class App(QObject):
 
             self.window = GraphWindow(self.history)
             self.window.needs_changed.connect(self._declare_demand)
+            self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)
