@@ -115,7 +115,7 @@ def test_events_name_the_gpu_and_the_value() -> None:
 
 
 def test_memory_rules_in_percent_and_in_free_gib() -> None:
-    used = run(AlertEngine(only("memory_used", hold_s=0)), "memory_used_percent", [50, 91, 98])
+    used = run(AlertEngine(only("memory_used", hold_s=0)), "memory_used_percent", [50, 96, 99.5])
     assert [(e.kind, e.severity) for e in used] == [("firing", Severity.WARNING), ("firing", Severity.CRITICAL)]
     free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * GIB, 3 * GIB, 7 * GIB])
     assert [(e.kind, e.severity) for e in free] == [("firing", Severity.WARNING), ("resolved", Severity.INFO)]
@@ -222,11 +222,17 @@ def test_validation_names_the_problem(rule: str, changes: dict, problem: str) ->
     assert len(problems) == 1 and problem in problems[0]
 
 
-def test_defaults_are_valid_and_on_for_temperature_and_memory() -> None:
+def test_defaults_are_valid_and_on_for_temperature_and_faults_not_memory() -> None:
     for kind in RULES:
         assert validate(kind, kind.defaults) == [], kind.key
     on = {kind.key for kind in RULES if kind.defaults.enabled}
-    assert {"temperature", "memory_used", "gpu_lost", "xid"} <= on and "job_finished" not in on
+    assert {"temperature", "gpu_lost", "xid"} <= on
+    assert "job_finished" not in on and "memory_used" not in on  # near-full memory is how ML jobs run
+
+
+def test_a_threshold_firing_says_which_threshold_it_crossed() -> None:
+    warning, critical = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [84, 93])
+    assert (warning.threshold, critical.threshold) == (83, 90)
     assert isinstance(RuleSettings(), RuleSettings)
 
 
@@ -262,10 +268,10 @@ STEPS = [
     (
         "memory_used",
         {"hold_s": 0.0},
-        [{"memory_used_percent": 91}, {"memory_used_percent": 98}, {"memory_used_percent": NAN}],
+        [{"memory_used_percent": 96}, {"memory_used_percent": 99.2}, {"memory_used_percent": NAN}],
         [
-            (0, "firing", Severity.WARNING, "memory used high at 91 %", True),
-            (1, "firing", Severity.CRITICAL, "memory used critical at 98 %", True),
+            (0, "firing", Severity.WARNING, "memory used high at 96 %", True),
+            (1, "firing", Severity.CRITICAL, "memory used critical at 99 %", True),
         ],
     ),
     (

@@ -264,15 +264,18 @@ def test_tray_menu_shows_names_and_commands_as_they_are(hostile_names: None, qap
 
 def test_tray_balloon_escapes_markup_only_where_a_notification_server_reads_it() -> None:
     from trayvml.alerts import AlertEvent, Severity
+    from trayvml.dispatch import Outgoing
+    from trayvml.notices import notice_for
     from trayvml.notify import TrayMessageNotifier
 
     shown: list[tuple[str, str]] = []
     event = AlertEvent(0.0, 0, "H100", "memory_used", "firing", Severity.WARNING, "memory 91 % full")
     details = "Processes: <b>evil</b>\udcff & co (alice, 42)"
-    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=True).notify(event, details)
-    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=False).notify(event, details)
-    assert shown[0][1].endswith("Processes: &lt;b&gt;evil&lt;/b&gt;\ufffd &amp; co (alice, 42)")
-    assert shown[1][1].endswith("Processes: <b>evil</b>\ufffd & co (alice, 42)")  # Qt's own balloon: plain text
+    notice = notice_for(Outgoing(event, details))
+    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=True).notify(notice)
+    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=False).notify(notice)
+    assert "Processes: &lt;b&gt;evil&lt;/b&gt;\ufffd &amp; co (alice, 42)\n" in shown[0][1]
+    assert "Processes: <b>evil</b>\ufffd & co (alice, 42)\n" in shown[1][1]  # Qt's own balloon: plain text
 
 
 def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]

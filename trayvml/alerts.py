@@ -16,7 +16,7 @@ import enum
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 from trayvml.core.levels import Level
@@ -100,6 +100,7 @@ class AlertEvent:
     value: float = math.nan
     notify: bool = True  # False within the rule's cooldown: the state changed, quietly
     detail: str = ""  # e.g. the thresholds, for the notification's body
+    threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
 
     @property
     def title(self) -> str:
@@ -208,7 +209,11 @@ class ThresholdRule(GpuRule[RuleSettings]):
             symbol = self.unit.symbol
             return message, f"{level.capitalize()} {side} {enter:g} {symbol}; clears {back} {clear:g} {symbol}."
 
-        return _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
+        event = _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
+        if event is not None and event.kind == "firing":
+            level = LEVELS[event.severity is Severity.CRITICAL]
+            event = replace(event, threshold=getattr(settings, f"{level}_enter"))
+        return event
 
     def clear_words(self) -> tuple[str, str]:
         """Where a level is entered and where it clears: ('above', 'below') when high values alarm."""
@@ -444,10 +449,12 @@ RULES: tuple[Rule[Any], ...] = (
         RuleSettings(True, 83.0, 78.0, 90.0, 85.0, hold_s=5.0),
         "temperature_gpu_c",
     ),
+    # Off by default: near-full memory is how ML jobs run (frameworks reserve it all), and on
+    # for a node it fired on every GPU at once. When on, it waits a minute before telling.
     ThresholdRule(
         "memory_used",
         "Memory used",
-        RuleSettings(True, 90.0, 85.0, 97.0, 93.0, hold_s=10.0),
+        RuleSettings(False, 95.0, 90.0, 99.0, 97.0, hold_s=60.0, cooldown_s=1800.0),
         "memory_used_percent",
     ),
     ThresholdRule(
@@ -473,6 +480,11 @@ RULES: tuple[Rule[Any], ...] = (
     JobRule("job_finished", "Job finished", JobSettings(enabled=False)),
 )
 RULE_BY_KEY: Mapping[str, Rule[Any]] = {r.key: r for r in RULES}
+# Defaults of earlier versions that later ones changed: a settings file that still holds one
+# exactly was never chosen by its user, and takes today's default (trayvml.config migrates).
+FORMER_DEFAULTS: Mapping[str, AnySettings] = {
+    "memory_used": RuleSettings(True, 90.0, 85.0, 97.0, 93.0, hold_s=10.0),  # before settings version 3
+}
 THRESHOLD_RULES = tuple(r for r in RULES if isinstance(r, ThresholdRule))
 GPU_RULES = tuple(r for r in RULES if isinstance(r, GpuRule))
 MACHINE_RULES = tuple(r for r in RULES if isinstance(r, MachineRule))

@@ -24,7 +24,7 @@ from typing import Any
 
 import tomli_w
 
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
+from trayvml.alerts import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.units import MIB
 
@@ -35,7 +35,7 @@ else:  # pragma: no cover - Python 3.10
 
 # The shape of the file this version writes. Raise it when a key is renamed or deleted, and say how
 # in RENAMED / DELETED (qutebrowser's configdata `renamed:` / `deleted:`), so older files still load.
-VERSION = 2
+VERSION = 3  # 3: a rule left at a former default takes today's (FORMER_DEFAULTS)
 # Dotted paths; a rule path ("alerts.x" or "alerts.x.field") applies under every gpus.N table too.
 RENAMED: dict[str, str] = {
     # Version 2: job_finished has settings of its own instead of threshold fields meaning other things.
@@ -270,6 +270,34 @@ def _migrate(document: dict[str, Any]) -> list[str]:
     return notes
 
 
+def _retire_former_defaults(document: dict[str, Any]) -> list[str]:
+    """Drop each rule table that holds exactly a former default, so today's default applies.
+
+    A file written by an older trayvml holds every rule's settings, chosen or not; one equal to
+    the default of its day was not chosen. Anything else the user typed stays as it is.
+    """
+    notes: list[str] = []
+    alerts = document.get("alerts")
+    if not isinstance(alerts, dict):
+        return notes
+    for key, former in FORMER_DEFAULTS.items():
+        table = alerts.get(key)
+        if not isinstance(table, dict):
+            continue
+        try:
+            unchanged = _rule_from_toml(dict(table), former, f"alerts.{key}", []) == former
+        except SettingsError:
+            continue  # reported when the file is read as a whole
+        if unchanged and set(table) <= {f.name for f in fields(former)}:
+            del alerts[key]
+            notes.append(f"alerts.{key} held the former default and now has today's ({_default_words(key)})")
+    return notes
+
+
+def _default_words(key: str) -> str:
+    return "on" if RULE_BY_KEY[key].defaults.enabled else "off"
+
+
 def from_toml(text: str) -> tuple[Settings, list[str]]:
     """Parse and check a settings file: the settings, and notes on what was renamed or ignored.
 
@@ -290,6 +318,8 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     if version > VERSION:
         notes.append(f"it was written by a newer trayvml (settings version {version}; this one knows {VERSION})")
     notes += _migrate(document)
+    if version < 3:
+        notes += _retire_former_defaults(document)
     ignored: list[str] = []
     values: dict[str, Any] = {}
     for key, value in document.items():

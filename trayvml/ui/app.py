@@ -23,11 +23,13 @@ from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.metrics import TRAY_METRICS
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.demand import HISTORY, PROCESSES, Demand
 from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.energy import EnergyMeter, job_energy_text
+from trayvml.notices import GROUP, Grouper
 from trayvml.nvml.sim import SimSpec, parse_spec
+from trayvml.ui.alert_details import PROCESS_RULES, alert_details
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
@@ -36,8 +38,8 @@ from trayvml.ui.tray import Tray
 if TYPE_CHECKING:
     from trayvml.history import History
     from trayvml.notify import Notifier
-    from trayvml.store.view import DiskReach, Recording
     from trayvml.serve import Exporter
+    from trayvml.store.view import DiskReach, Recording
     from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
@@ -47,7 +49,6 @@ TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 log = logging.getLogger(__name__)
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
-PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
 NO_DISPLAY_MESSAGE = (
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
     "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
@@ -114,6 +115,9 @@ class App(QObject):
         self.engine = AlertEngine(self.settings.alerts)
         self.notifier: Notifier | None = None
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
+        self.grouper = Grouper()  # one rule on several GPUs: one notification
+        # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
+        self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
         self.demand = Demand()
         self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
@@ -240,13 +244,17 @@ class App(QObject):
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self.notifier = notifier
-        for outgoing in self.dispatcher.notifier_ready():
-            self._send(outgoing)
+        held = self.dispatcher.notifier_ready()
+        self._send(held, max((o.event.timestamp_s for o in held), default=0.0))
 
-    def _send(self, outgoing: Outgoing) -> None:
+    def _send(self, outgoing: list[Outgoing], now_s: float) -> None:
+        """One tick's notifications, grouped across GPUs (trayvml.notices)."""
         assert self.notifier is not None
-        self.notifier.notify(outgoing.event, outgoing.details)
-        self.notified.emit(outgoing.event)
+        for notice in self.grouper.take(outgoing, now_s):
+            log.info("notification %s: %s", notice.key[1], notice.title)  # one per Notify call (-v)
+            self.notifier.notify(notice)
+        for sent in outgoing:
+            self.notified.emit(sent.event)
 
     def pause_notifications(self, seconds: float) -> None:
         """Paused: the alert states go on, only the notifications stop (inf: until resumed; 0: resume)."""
@@ -254,29 +262,27 @@ class App(QObject):
         self.tray.show_paused(self.dispatcher.paused)
 
     def _on_action(self, action: str, gpu: int, rule: str) -> None:
+        gpus = self.grouper.members(rule) if gpu == GROUP else (gpu,)  # a grouped notification: its GPUs
         if action == "open":
-            self.show_window(gpu)
+            self.show_window(gpus[0] if len(gpus) == 1 else -1)
         elif action == "snooze":
-            self.dispatcher.snooze(gpu, rule)
+            for member in gpus:
+                self.dispatcher.snooze(member, rule)
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
-        """The GPU's biggest processes, for memory and temperature alerts; a finished job's energy."""
+        """The lines below the title: a lost GPU's facts and last values, the biggest processes; a
+        finished job's energy."""
+        seen = self._last_seen.get(event.gpu_index)
+        details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
         if event.rule == "job_finished" and not math.isnan(event.value):
-            return job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
-        if not _names_processes(event):
-            return ""
-        gpu = sample.gpu(event.gpu_index)
-        if gpu is None or not gpu.processes:
-            return ""
-        from trayvml.core.safe_text import shorten
-        from trayvml.core.units import format_bytes
+            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
+            return "\n".join(part for part in (energy, details) if part)
+        return details
 
-        biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
-        shown = (  # names shortened: any user names a process
-            f"{shorten(p.name) or '?'} ({shorten(p.user) or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}"
-            for p in biggest[:3]
-        )
-        return "Processes: " + ", ".join(shown)
+    def _remember(self, sample: Sample) -> None:
+        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
+            if not gpu.lost:
+                self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
 
     # ---- settings and autostart ----
     def show_settings(self) -> None:
@@ -409,6 +415,7 @@ class App(QObject):
             self.summary = SummaryWindow(self.engine)
             self.summary.show_graphs_requested.connect(lambda: self.show_window(-1))
             self.summary.quit_requested.connect(QApplication.quit)
+            self.summary.add_app_menu(self.tray.app_menu(self.summary))
             print(
                 "trayvml: no system tray found; showing a summary window instead "
                 "(on GNOME, the AppIndicator extension adds a tray).",
@@ -421,6 +428,7 @@ class App(QObject):
     def on_sample(self, sample: Sample) -> None:
         log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
         self.latest = sample
+        self._remember(sample)
         self.history.append(sample)
         self.energy.update(sample)
         if self._disk is not None and sample.devices:
@@ -444,6 +452,7 @@ class App(QObject):
         biggest processes asks for them when it fires and goes out once they arrive (a tick or two).
         """
         waiting, self._awaiting_processes = self._awaiting_processes, []
+        ready: list[Outgoing] = []
         for event, waited in [*waiting, *((e, 0) for e in events)]:
             waits = _names_processes(event) and self.dispatcher.wanted(event)  # no lists for a quiet alert
             if waits and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
@@ -452,8 +461,9 @@ class App(QObject):
             # Logged with the outcome (-v): what a user (or a test) can check a notification against.
             why_not = self.dispatcher.why_not(event)
             log.info("alert %s %s: %s", event.rule, event.kind, f"not notified ({why_not})" if why_not else "notified")
-            for outgoing in self.dispatcher.offer(Outgoing(event, self._details(event, sample))):
-                self._send(outgoing)
+            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample)))
+        if ready:
+            self._send(ready, sample.timestamp_s)
 
     def _declare_demand(self) -> None:
         """Tell the sampler what is looked at now: the idle tray reads no process lists."""
@@ -475,6 +485,7 @@ class App(QObject):
             self.window.process_view.processes.energy = self.energy
             self.window.energy = self.energy
             self.window.needs_changed.connect(self._declare_demand)
+            self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)

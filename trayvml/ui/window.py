@@ -21,10 +21,12 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QTabWidget,
     QToolBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -186,6 +188,17 @@ class GraphWindow(QMainWindow):
         self.energy: EnergyMeter | None = None  # set by the app: energy per GPU for the range in view
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
+
+    def add_app_menu(self, menu: QMenu) -> None:
+        """A menu button at the toolbar's end: pause alerts, start at login, settings (the tray's)."""
+        button = QToolButton()
+        button.setObjectName("app_menu_button")
+        button.setText("Alerts and settings")
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        button.setMenu(menu)
+        toolbar = self.findChild(QToolBar, "view_toolbar")
+        assert toolbar is not None  # made in __init__
+        toolbar.addWidget(button)
 
     def _build_gpu_widgets(self, sample: Sample) -> None:
         """(Re)build what depends on the set of GPUs; happens once, or if the GPUs change."""
