@@ -193,7 +193,7 @@ class PlotPage(QScrollArea):
             self.hide_crosshair()
         elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
             if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
-                QApplication.sendEvent(self.verticalScrollBar(), event)
+                self._scroll(event)
                 return True
             notches = event.angleDelta().y() / 120
             if notches:
@@ -207,6 +207,14 @@ class PlotPage(QScrollArea):
             self._zoom_at(event.position(), max(0.1, 1.0 - event.value()))  # value > 0: fingers apart
             return True
         return super().eventFilter(watched, event)
+
+    def _scroll(self, event: QWheelEvent) -> None:
+        """The page moves as a scroll area's wheel would move it (a touchpad's pixels as they come)."""
+        bar = self.verticalScrollBar()
+        pixels = event.pixelDelta().y()
+        if not pixels:
+            pixels = round(event.angleDelta().y() / 120 * QApplication.wheelScrollLines() * bar.singleStep())
+        bar.setValue(bar.value() - pixels)
 
     def _zoom_at(self, position: QPointF, factor: float) -> None:
         scene = self.layout_widget.mapToScene(position.toPoint())
@@ -291,9 +299,10 @@ class GpuPage(PlotPage):
                 panel.lines[k].clear()  # no history yet, or one of another set of GPUs
             else:
                 panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown)
-        if unsupported and len(unsupported) == len(gpus):
+        wanted = [g for g in gpus if g not in view.hidden_gpus] or list(gpus)
+        if unsupported and unsupported >= set(wanted):  # every GPU in view lacks it: say so
             names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
-            models = dict.fromkeys(names[g] for g in sorted(unsupported))
+            models = dict.fromkeys(names[g] for g in sorted(unsupported & set(wanted)))
             panel.show_notice(f"Not supported on {', '.join(models)}")
         else:
             panel.show_notice("")

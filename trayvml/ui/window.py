@@ -309,9 +309,9 @@ class GraphWindow(QMainWindow):
     # ---- samples ----
     def update_sample(self, sample: Sample) -> None:
         self.sample = sample
-        self._show_no_gpus(sample)
         if sample.gpus and (len(sample.gpus) != self.gpu_count or sample.devices != self._devices):
             self._build_gpu_widgets(sample)
+        self._show_no_gpus(sample)
         title = "trayvml"
         if sample.gpus:
             title += f" — {len(sample.gpus)} GPU{'s' if len(sample.gpus) > 1 else ''}"
