@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
@@ -252,6 +252,8 @@ class Grid(pg.GraphicsObject):
         self._values = values  # the value axis, whose major ticks get a line each
         self._pen = QPen()
         self._pen.setCosmetic(True)
+        self._values_key: tuple[float, float, float] | None = None
+        self._value_ticks: list[float] = []
         self.setZValue(-100)
 
     def set_colour(self, colour: QColor) -> None:
@@ -273,12 +275,16 @@ class Grid(pg.GraphicsObject):
         if view is None:
             return
         rect = view.viewRect()
+        # The value axis' ticks cost about a millisecond to work out: kept while its range stays
+        # (following live, only the time range moves).
+        key = (rect.top(), rect.bottom(), view.height())
+        if key != self._values_key:
+            levels = self._values.tickValues(rect.top(), rect.bottom(), max(1.0, view.height()))
+            self._values_key, self._value_ticks = key, list(levels[0][1]) if levels else []
+        lines = [QLineF(rect.left(), y, rect.right(), y) for y in self._value_ticks]
+        lines += [QLineF(x, rect.top(), x, rect.bottom()) for x in time_grid_s(rect.left(), rect.right(), view.width())]
         painter.setPen(self._pen)
-        levels = self._values.tickValues(rect.top(), rect.bottom(), max(1.0, view.height()))
-        for y in levels[0][1] if levels else ():
-            painter.drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y))
-        for x in time_grid_s(rect.left(), rect.right(), view.width()):
-            painter.drawLine(QPointF(x, rect.top()), QPointF(x, rect.bottom()))
+        painter.drawLines(lines)
 
 
 class Panel:
