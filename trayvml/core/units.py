@@ -137,8 +137,10 @@ def format_precise(metric: Metric, value: float) -> str:
         suffix = "/s" if unit is Unit.BYTES_PER_S else ""
         for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
             if abs(value) >= size:
-                return f"{value / size:.2f} {name}{suffix}"
+                return f"{_trimmed(value / size, 2)} {name}{suffix}"
         return f"{value:.0f} B{suffix}"
+    if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
+        return f"{_trimmed(value / 1e6, 3)} MJ"
     decimals = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
     if unit in decimals:
         symbol = "" if unit is Unit.COUNT else f" {unit.value}"

@@ -25,8 +25,9 @@ MAX_COLUMNS = 4
 
 
 def gpu_title(info: DeviceInfo) -> str:
-    """Index, model and PCI bus id: identical GPUs differ by index and bus."""
-    bus = f" · {info.pci_bus_id}" if info.pci_bus_id else ""
+    """Index, model and PCI bus (without its domain, 0 on nearly every machine): identical GPUs
+    differ by index and bus."""
+    bus = f" · bus {info.pci_bus_id.split(':', 1)[-1]}" if info.pci_bus_id else ""
     return f"GPU {info.index} {short_name(info.name)}{bus}"
 
 
