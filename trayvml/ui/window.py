@@ -211,6 +211,9 @@ class GraphWindow(QMainWindow):
             colour = gpu_colour(gpu.index).name()
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
+            # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
+            facts = f"{info.name} · bus {info.pci_bus_id or '?'} · {info.uuid}"
+            toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
             self.gpu_toggles_layout.addWidget(toggle)
             self.gpu_toggles.append(toggle)
