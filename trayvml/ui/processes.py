@@ -63,8 +63,8 @@ def _cells(proc: ProcessSample, usage: HostUsage | str, now_s: float) -> tuple[t
         cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
         ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)
         runtime = (format_runtime(now_s - usage.started_s), now_s - usage.started_s)
-    else:
-        cpu = ram = runtime = (usage, -1.0)
+    else:  # why, said once in the row: the other columns only show that nothing is there
+        cpu, ram, runtime = (usage, -1.0), ("–", -1.0), ("–", -1.0)
     return (
         (str(proc.gpu_index), proc.gpu_index),
         (str(proc.pid), proc.pid),
