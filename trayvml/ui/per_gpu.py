@@ -36,7 +36,8 @@ class PerGpuPage(GpuPage):
 
     def __init__(self, spec: PanelSpec, devices: tuple[DeviceInfo, ...]) -> None:
         count = len(devices)
-        columns = min(MAX_COLUMNS, max(1, math.ceil(math.sqrt(count))))
+        # Two GPUs one above the other (wide panels, like the overlay's); more in a square-ish grid.
+        columns = 1 if count <= 2 else min(MAX_COLUMNS, math.ceil(math.sqrt(count)))
         titles = [f"{gpu_title(info)} — {spec.title}" if count == 1 else gpu_title(info) for info in devices]
         PlotPage.__init__(self, (spec,) * count, count, columns, titles)
 
@@ -60,6 +61,9 @@ class PerGpuTab(QWidget):
         for spec in PER_GPU_SPECS:
             self.group_box.addItem(spec.group.value)
         bar.addWidget(self.group_box)
+        self.legend = QLabel()  # which line is which metric: the panels' titles name the GPUs
+        self.legend.setStyleSheet("color: palette(placeholder-text); padding-left: 8px;")
+        bar.addWidget(self.legend)
         bar.addStretch(1)
         layout.addLayout(bar)
         self.stack = QStackedWidget()
@@ -89,6 +93,7 @@ class PerGpuTab(QWidget):
         if not self._devices or index < 0:
             return
         spec = PER_GPU_SPECS[index]
+        self.legend.setText(spec.title)
         page = self.pages.get(spec.group)
         if page is None:
             page = PerGpuPage(spec, self._devices)
