@@ -125,7 +125,30 @@ def feed_twelve_hours(app, source, clock) -> None:  # type: ignore[no-untyped-de
         clock.advance_s(1)
 
 
-def shoot_offscreen(out: Path, spec_text: str) -> None:
+def dark_palette():  # type: ignore[no-untyped-def]
+    """A dark theme as a desktop would set it: Fusion with dark colours."""
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = QPalette()
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#2b2f36"),
+        (QPalette.ColorRole.WindowText, "#e6e6e6"),
+        (QPalette.ColorRole.Base, "#1e2127"),
+        (QPalette.ColorRole.AlternateBase, "#262a31"),
+        (QPalette.ColorRole.Text, "#e6e6e6"),
+        (QPalette.ColorRole.Button, "#353a42"),
+        (QPalette.ColorRole.ButtonText, "#e6e6e6"),
+        (QPalette.ColorRole.Highlight, "#3d7bd9"),
+        (QPalette.ColorRole.HighlightedText, "#ffffff"),
+        (QPalette.ColorRole.PlaceholderText, "#9aa0a8"),
+        (QPalette.ColorRole.ToolTipBase, "#2b2f36"),
+        (QPalette.ColorRole.ToolTipText, "#e6e6e6"),
+    ):
+        palette.setColor(role, QColor(colour))
+    return palette
+
+
+def shoot_offscreen(out: Path, spec_text: str, size: tuple[int, int] = (1280, 800), dark: bool = False) -> None:
     from PySide6.QtWidgets import QApplication
 
     from trayvml.core.clock import ManualClock
@@ -133,16 +156,20 @@ def shoot_offscreen(out: Path, spec_text: str) -> None:
     from trayvml.source import Source
     from trayvml.ui.app import App
 
-    qt = QApplication([])
+    qt = QApplication.instance() or QApplication([])
+    if dark:
+        qt.setStyle("Fusion")
+        qt.setPalette(dark_palette())
     clock = ManualClock(1_800_000_000.0)
     spec = parse_spec(spec_text)
     source = Source(spec, clock, host=True)
     app = App(spec, clock=clock, tray_wait_s=3600)
     feed_twelve_hours(app, source, clock)
     window = app.ensure_window()
-    window.resize(1280, 800)
+    window.resize(*size)
     window.set_range(3600)
     window.show()
+    shoot_hover(window, out / "offscreen-hover.png")
     for tab in range(window.tabs.count()):
         window.tabs.setCurrentIndex(tab)
         name = window.tabs.tabText(tab).lower().replace(" ", "-")
@@ -159,7 +186,20 @@ def shoot_offscreen(out: Path, spec_text: str) -> None:
     window.hide()
     app.stop()
     source.close()
-    qt.quit()
+
+
+def shoot_hover(window, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The readout box as the cursor would bring it up: near the right edge of the second panel."""
+    from PySide6.QtCore import QPointF
+
+    window.refresh()
+    page = window.gpu_page
+    panel = page.panels[1]
+    (x0, x1), (y0, y1) = panel.plot.getViewBox().viewRange()
+    position = panel.plot.getViewBox().mapViewToScene(QPointF(x1 - (x1 - x0) * 0.05, (y0 + y1) / 2))
+    page.layout_widget.scene().sigMouseMoved.emit(position)
+    window.grab().save(str(path))
+    page.hide_crosshair()
 
 
 if __name__ == "__main__":
@@ -168,6 +208,8 @@ if __name__ == "__main__":
     parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
     parser.add_argument("--offscreen", action="store_true", help="the graph window's pages only, no desktop")
     parser.add_argument("--scale", type=int, choices=(1, 2, 3), default=1, help="screen scale: 2 is 200 %% (HiDPI)")
+    parser.add_argument("--size", default="1280x800", help="the window's size offscreen, WIDTHxHEIGHT")
+    parser.add_argument("--dark", action="store_true", help="offscreen in a dark theme")
     args = parser.parse_args()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -175,7 +217,8 @@ if __name__ == "__main__":
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
         if args.scale != 1:
             os.environ["QT_SCALE_FACTOR"] = str(args.scale)
-        shoot_offscreen(out, args.spec)
+        width, height = (int(n) for n in args.size.split("x"))
+        shoot_offscreen(out, args.spec, (width, height), args.dark)
         print(f"screenshots in {out}/")
         sys.exit(0)
     with DesktopStack("sni", notifications=True, scale=args.scale) as stack:

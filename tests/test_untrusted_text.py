@@ -296,10 +296,16 @@ def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> Non
     history, sample = filled_history(SPEC.removeprefix("--simulate="), 10, host=False)
     window = shown_window(qtbot, history, sample)
     assert qt_menu_shows(window.gpu_toggles[2].text()) == '2 <img src="/etc/passwd"><b>A&B_C</b>'
-    panel = window.gpu_page.panels[0]
+    from PySide6.QtCore import QPointF
+
+    page = window.gpu_page
+    panel = page.panels[0]
     xs, _ = panel.lines[0].line(2)
-    readout = shown_as_html(panel.values_at(float(xs[-1]), window._names()))
-    assert '2 <img src="/etc/passwd"><b>A&B_C</b> gpu utilization: ' in readout
+    page.layout_widget.scene().sigMouseMoved.emit(panel.plot.getViewBox().mapViewToScene(QPointF(float(xs[-1]), 50.0)))
+    readout = shown_as_html(page.readout.text())  # the box by the cursor, a row per GPU
+    assert '2 <img src="/etc/passwd"><b>A&B_C</b>' in readout.splitlines()
+    tooltip = shown_as_html(window.gpu_toggles[2].toolTip())
+    assert tooltip.startswith('<img src="/etc/passwd"><b>A&B_C</b> · bus ')
 
 
 def test_settings_dialog_tooltips_show_names_as_they_are(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]

@@ -172,6 +172,7 @@ class History:
         self._gpus: TieredRing | None = None
         self._host: TieredRing | None = None
         self.disk: DiskReach | None = None  # reads ranges older than memory from the store (the tray app's)
+        self.first_s = math.inf  # the time of the oldest row appended (inf: none yet)
 
     @property
     def nbytes(self) -> int:
@@ -195,6 +196,7 @@ class History:
         """One time's values, already arranged: ``gpu_values`` is GPUs × HISTORY_GPU_KEYS (none: no
         GPU row), ``host_values`` HISTORY_HOST_KEYS then one per core. Tests and benchmarks build
         hours of synthetic history this way, without making a Sample per second."""
+        self.first_s = min(self.first_s, t_s)
         if len(gpu_values):
             if len(gpu_values) != self.gpu_count or self._gpus is None:
                 self.gpu_count = len(gpu_values)  # a different set of GPUs: start afresh

@@ -83,6 +83,10 @@ class Metric:
         """The step values are rounded to on disk (trayvml/store): finer than anything shown."""
         return self.resolution or RESOLUTION[self.unit]
 
+    # The smallest value span its panel shows (in its unit): a 2 °C jitter stays a ripple rather
+    # than a square wave filling the panel. 0: the panel fits the values.
+    min_span: float = 0.0
+
 
 _P = Unit.PERCENT
 # The history on disk rounds each value to its metric's resolution: what NVML and psutil report is
@@ -125,6 +129,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / MIB),
+        min_span=MIB,
     ),
     Metric(
         "memory_free_bytes",
@@ -156,6 +161,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
+        min_span=20.0,
     ),
     Metric(
         "temperature_memory_c",
@@ -163,6 +169,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.memory"),
+        min_span=20.0,
     ),
     Metric("fan_speed_percent", "Fan speed", _P, Group.FAN, SmiField("fan.speed", "%")),
     Metric(
@@ -171,6 +178,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
+        min_span=50.0,
     ),
     Metric(
         "power_instant_w",
@@ -178,6 +186,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw.instant", "W", decimals=2),
+        min_span=50.0,
     ),
     Metric(
         "power_limit_w",
@@ -193,7 +202,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("enforced.power.limit", "W", decimals=2),
-        plot=False,
     ),
     Metric(
         "power_used_percent",
@@ -211,14 +219,14 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("energy.consumed", "J", decimals=1),
         history=False,
     ),
-    Metric("clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz")),
+    Metric("clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz"), min_span=500.0),
     Metric(
         "clock_graphics_mhz",
         "Graphics clock",
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.graphics", "MHz"),
-        plot=False,
+        min_span=500.0,
     ),
     Metric(
         "clock_memory_mhz",
@@ -226,6 +234,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.memory", "MHz"),
+        min_span=500.0,
     ),
     Metric(
         "clock_video_mhz",
@@ -233,6 +242,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
+        min_span=500.0,
     ),
     Metric("performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate"), plot=False),
     Metric(
@@ -241,6 +251,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "pcie_rx_bytes_per_s",
@@ -248,6 +259,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "pcie_link_gen",
@@ -280,6 +292,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "nvlink_rx_bytes_per_s",
@@ -287,6 +300,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "encoder_utilization_percent",
@@ -308,6 +322,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.volatile.total"),
+        min_span=4.0,
     ),
     Metric(
         "ecc_uncorrected_volatile_count",
@@ -315,6 +330,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.volatile.total"),
+        min_span=4.0,
     ),
     Metric(
         "ecc_corrected_aggregate_count",
@@ -394,6 +410,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("xid.count"),
+        min_span=4.0,
     ),
     Metric("xid_last", "Last XID", Unit.XID, Group.ERRORS, SmiField("xid.last"), history=False),
     Metric(
@@ -447,15 +464,15 @@ GPU_METRICS: tuple[Metric, ...] = (
 
 HOST_METRICS: tuple[Metric, ...] = (
     Metric("cpu_percent", "CPU", _P, Group.CPU),
-    Metric("ram_used_bytes", "RAM used", Unit.BYTES, Group.RAM),
+    Metric("ram_used_bytes", "RAM used", Unit.BYTES, Group.RAM, min_span=MIB),
     Metric("ram_total_bytes", "RAM total", Unit.BYTES, Group.RAM, history=False, plot=False),
     Metric("ram_used_percent", "RAM used", _P, Group.RAM, plot=False),
-    Metric("swap_used_bytes", "Swap used", Unit.BYTES, Group.RAM),
+    Metric("swap_used_bytes", "Swap used", Unit.BYTES, Group.RAM, min_span=MIB),
     Metric("swap_total_bytes", "Swap total", Unit.BYTES, Group.RAM, history=False, plot=False),
-    Metric("disk_read_bytes_per_s", "Disk read", Unit.BYTES_PER_S, Group.DISK),
-    Metric("disk_write_bytes_per_s", "Disk write", Unit.BYTES_PER_S, Group.DISK),
-    Metric("net_rx_bytes_per_s", "Network received", Unit.BYTES_PER_S, Group.NETWORK),
-    Metric("net_tx_bytes_per_s", "Network sent", Unit.BYTES_PER_S, Group.NETWORK),
+    Metric("disk_read_bytes_per_s", "Disk read", Unit.BYTES_PER_S, Group.DISK, min_span=KIB),
+    Metric("disk_write_bytes_per_s", "Disk write", Unit.BYTES_PER_S, Group.DISK, min_span=KIB),
+    Metric("net_rx_bytes_per_s", "Network received", Unit.BYTES_PER_S, Group.NETWORK, min_span=KIB),
+    Metric("net_tx_bytes_per_s", "Network sent", Unit.BYTES_PER_S, Group.NETWORK, min_span=KIB),
 )
 
 

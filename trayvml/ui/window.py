@@ -12,7 +12,7 @@ import math
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
+from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -33,7 +33,7 @@ from PySide6.QtWidgets import (
 
 from trayvml.alerts import AlertEvent
 from trayvml.core.metrics import Group
-from trayvml.core.safe_text import menu_label
+from trayvml.core.safe_text import menu_label, rich_text
 from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.core.units import short_name
 from trayvml.demand import EVERYTHING, PROCESSES
@@ -43,6 +43,7 @@ from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
 from trayvml.ui.gaps import pick_range, shade_gaps
+from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
@@ -62,6 +63,8 @@ DEFAULT_RANGE_S = 900
 REFRESH_AFTER_PAN_MS = 120
 DEFAULT_SIZE_PX = (1100, 820)
 FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
+MIN_ZOOM_SPAN_S = 10.0  # Ctrl+wheel zooms in to this many seconds at most
+FIRST_MINUTE_S = 60.0  # following live, a range longer than the history shows this much at least
 
 
 class GraphWindow(QMainWindow):
@@ -100,10 +103,22 @@ class GraphWindow(QMainWindow):
         self._gpu_tab = QWidget()
         self._gpu_tab_layout = QVBoxLayout(self._gpu_tab)
         self._gpu_tab_layout.setContentsMargins(0, 0, 0, 0)
+        # Where there are no GPUs to draw: why, and what to do (sample.problem).
+        self.no_gpus_label = QLabel()
+        self.no_gpus_label.setObjectName("no_gpus")
+        self.no_gpus_label.setWordWrap(True)
+        self.no_gpus_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.no_gpus_label.setStyleSheet("padding: 40px; font-size: 13pt;")
+        self.no_gpus_label.hide()
+        self._gpu_tab_layout.addWidget(self.no_gpus_label, 1)
         legend = QLabel(f"Throttle strip: {REASON_LEGEND}")
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
         self.tabs.addTab(self._gpu_tab, "GPUs")
+        self.per_gpu = PerGpuTab()
+        self.per_gpu.page_built.connect(self._watch_range)
+        self.per_gpu.page_changed.connect(self.request_redraw)
+        self.tabs.addTab(self.per_gpu, "Per GPU")
         self.tabs.addTab(self.host_page, "Machine")
         self.tabs.addTab(self.process_view, "Processes")
         self.tabs.addTab(self.details, "Device details")
@@ -159,6 +174,7 @@ class GraphWindow(QMainWindow):
         self.follow_button.setCheckable(True)
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
+        self.follow_button.setToolTip("Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
         bar.addWidget(self.follow_button)
         self.pick_button = QPushButton("Range…")
         self.pick_button.setFlat(True)
@@ -220,10 +236,14 @@ class GraphWindow(QMainWindow):
             colour = gpu_colour(gpu.index).name()
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
+            # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
+            facts = f"{info.name} · bus {info.pci_bus_id or '?'} · {info.uuid}"
+            toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
             self.gpu_toggles_layout.addWidget(toggle)
             self.gpu_toggles.append(toggle)
         self.details.show_devices(sample)
+        self.per_gpu.set_devices(sample.devices, lambda page: self.apply_palette())
         self.apply_palette()
 
     def needs(self) -> frozenset[str]:
@@ -246,6 +266,7 @@ class GraphWindow(QMainWindow):
         for panel in page.panels:
             panel.plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
         page.layout_widget.scene().sigMouseMoved.connect(lambda pos, p=page: p.show_crosshair(pos, self._names()))
+        page.time_zoomed.connect(self.zoom_time)
 
     # ---- public controls ----
     def set_range(self, seconds: int) -> None:
@@ -257,19 +278,26 @@ class GraphWindow(QMainWindow):
 
     def set_following(self, following: bool) -> None:
         self.following = following
-        self.follow_button.setChecked(following)
+        self._show_following()
         self.request_redraw()
 
     def show_range(self, start_s: float, end_s: float) -> None:
         """A fixed past range (the Range… picker); Follow live goes back to the present."""
         self.following = False
-        self.follow_button.setChecked(False)
+        self._show_following()
         self._set_x_range(start_s, end_s)
         self.request_redraw()
 
     def _pick_range(self) -> None:
         start, end = self.visible_range()
         pick_range(self, start, end, self.show_range)
+
+    def _show_following(self) -> None:
+        """Out of Follow live, the button says so where the eye is, and one click returns."""
+        self.follow_button.setChecked(self.following)
+        self.follow_button.setText("Follow live" if self.following else "Paused: back to live ▶")
+        paused = "QPushButton { background: palette(highlight); color: palette(highlighted-text); }"
+        self.follow_button.setStyleSheet("" if self.following else paused)
 
     def set_gpu_visible(self, index: int, visible: bool) -> None:
         if visible:
@@ -290,8 +318,28 @@ class GraphWindow(QMainWindow):
         if self._setting_range:
             return
         self.following = False
-        self.follow_button.setChecked(False)
+        self._show_following()
+        page = self._plot_page()
+        if page is not None and self.sample is not None and page.first is not None:
+            start, end = page.x_range()
+            now = self.sample.timestamp_s
+            if end > now:  # a drag never goes past "now": there is nothing there yet
+                self._set_x_range(start - (end - now), now)
         self._pan_timer.start(REFRESH_AFTER_PAN_MS)
+
+    def zoom_time(self, center_s: float, factor: float) -> None:
+        """Ctrl+wheel or a pinch: the span shown times ``factor``, around ``center_s``, never past
+        now; it leaves Follow live (shown on its button) like a drag does."""
+        if self.sample is None:
+            return
+        start, end = self.visible_range()
+        span = min(max(MIN_ZOOM_SPAN_S, (end - start) * factor), float(max(s for _, s in RANGES_S)))
+        start = center_s - (center_s - start) * span / (end - start)
+        end = min(start + span, self.sample.timestamp_s)
+        self.following = False
+        self._show_following()
+        self._set_x_range(end - span, end)
+        self.request_redraw()
 
     def add_events(self, events: list[AlertEvent]) -> None:
         """Listed in the Alerts page; marked on the GPU timelines at their next redraw."""
@@ -302,6 +350,7 @@ class GraphWindow(QMainWindow):
         self.sample = sample
         if sample.gpus and (len(sample.gpus) != self.gpu_count or sample.devices != self._devices):
             self._build_gpu_widgets(sample)
+        self._show_no_gpus(sample)
         title = "trayvml"
         if sample.gpus:
             title += f" — {len(sample.gpus)} GPU{'s' if len(sample.gpus) > 1 else ''}"
@@ -317,6 +366,25 @@ class GraphWindow(QMainWindow):
         if self._worth_redrawing(sample):
             self.request_redraw()
 
+    def _show_no_gpus(self, sample: Sample) -> None:
+        """No GPU to draw: the GPU tab says why and what to do, instead of a blank page."""
+        problem = sample.problem if not sample.gpus else None
+        if problem is None and sample.gpus:
+            self.no_gpus_label.hide()
+            if self.gpu_page is not None:
+                self.gpu_page.show()
+            return
+        headline, sentence = problem or ("Waiting for the first reading of the GPUs", "")
+        text = (
+            f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p>"
+            "<p>The Machine tab still shows this computer's CPU, memory, disk and network.</p>"
+        )
+        if text != self.no_gpus_label.text():
+            self.no_gpus_label.setText(text)
+        self.no_gpus_label.show()
+        if self.gpu_page is not None:
+            self.gpu_page.hide()
+
     def _worth_redrawing(self, sample: Sample) -> bool:
         """Following live, redraw once the view would move by a pixel: at 12 h a second is 1/30 px."""
         if not self.following or self.gpu_page is None:
@@ -328,7 +396,10 @@ class GraphWindow(QMainWindow):
         page = self._plot_page() or self.gpu_page
         if self.following or page is None or page.first is None:
             end = self.sample.timestamp_s if self.sample else time.time()
-            return end - self.range_s, end
+            # A history shorter than the range: since it began (a minute at least), not a sliver
+            # at the right edge of an empty range.
+            since = end - max(FIRST_MINUTE_S, end - self._history.first_s)
+            return max(end - self.range_s, since), end
         return page.x_range()
 
     def _plot_page(self) -> PlotPage | None:
@@ -336,6 +407,8 @@ class GraphWindow(QMainWindow):
         current = self.tabs.currentWidget()
         if current is self._gpu_tab:
             return self.gpu_page
+        if current is self.per_gpu:
+            return self.per_gpu.page
         return self.host_page if current is self.host_page else None
 
     # ---- redrawing, a panel at a time ----
@@ -402,6 +475,8 @@ class GraphWindow(QMainWindow):
             self._queue = []
             if self.tabs.currentWidget() is self.process_view:
                 self.process_model.update_processes(self.sample)
+            elif self.tabs.currentWidget() is self.details:
+                self.details.show_readings(self.sample)
         self.status_label.setText(self._status_text())
 
     def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
@@ -414,7 +489,7 @@ class GraphWindow(QMainWindow):
     def _set_x_range(self, start: float, end: float) -> None:
         self._setting_range = True
         try:
-            for page in (self.gpu_page, self.host_page):
+            for page in (self.gpu_page, self.host_page, *self.per_gpu.pages.values()):
                 if page is not None:
                     page.set_x_range(start, end)
         finally:
@@ -484,7 +559,7 @@ class GraphWindow(QMainWindow):
         palette = self.palette()
         background = palette.color(QPalette.ColorRole.Base)
         foreground = palette.color(QPalette.ColorRole.Text)
-        for page in (self.gpu_page, self.host_page):
+        for page in (self.gpu_page, self.host_page, *self.per_gpu.pages.values()):
             if page is not None:
                 page.apply_palette(background, foreground)
 
