@@ -96,8 +96,10 @@ def test_the_wheel_ships_every_package_and_resource(wheel: Path) -> None:
         assert f"{package}/__init__.py" in names, f"{package} is missing from the wheel"
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "trayvml").rglob("*.py")}
     assert modules <= names
-    for resource in (ROOT / "resources").iterdir():
-        assert f"trayvml/resources/{resource.name}" in names
+    resources = [p.relative_to(ROOT / "resources").as_posix() for p in (ROOT / "resources").rglob("*") if p.is_file()]
+    assert len(resources) > 10  # the icons at every size, the SVG, the launcher
+    for resource in resources:  # translations and other folders included
+        assert f"trayvml/resources/{resource}" in names, f"resources/{resource} is missing from the wheel"
     # The MIT licence asks that its text travel with every copy.
     (licence,) = (n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     assert zipfile.ZipFile(wheel).read(licence) == (ROOT / "LICENSE").read_bytes()
