@@ -10,6 +10,7 @@ from __future__ import annotations
 import email
 import os
 import re
+import shlex
 import shutil
 import signal
 import subprocess
@@ -96,8 +97,10 @@ def test_the_wheel_ships_every_package_and_resource(wheel: Path) -> None:
         assert f"{package}/__init__.py" in names, f"{package} is missing from the wheel"
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "trayvml").rglob("*.py")}
     assert modules <= names
-    for resource in (ROOT / "resources").iterdir():
-        assert f"trayvml/resources/{resource.name}" in names
+    resources = [p.relative_to(ROOT / "resources").as_posix() for p in (ROOT / "resources").rglob("*") if p.is_file()]
+    assert len(resources) > 10  # the icons at every size, the SVG, the launcher
+    for resource in resources:  # translations and other folders included
+        assert f"trayvml/resources/{resource}" in names, f"resources/{resource} is missing from the wheel"
     # The MIT licence asks that its text travel with every copy.
     (licence,) = (n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     assert zipfile.ZipFile(wheel).read(licence) == (ROOT / "LICENSE").read_bytes()
@@ -159,6 +162,29 @@ def test_the_installed_package_reads_its_resources_from_itself(installed: Path) 
     )
     assert result.returncode == 0, result.stderr
     assert Path(result.stdout.strip()).is_relative_to(installed.parent / "home")  # not the checkout's resources/
+
+
+def test_the_installed_package_puts_itself_in_the_menu(installed: Path, tmp_path: Path) -> None:
+    """`trayvml desktop install` from a pipx install: a launcher that starts that install, and uninstall."""
+    data = tmp_path / "data"
+    env = _clean_env(XDG_DATA_HOME=str(data))
+
+    def run(*args: str) -> subprocess.CompletedProcess:
+        command = [str(installed / "trayvml"), *args]
+        return subprocess.run(command, capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path, check=False)
+
+    assert run("desktop", "install").returncode == 0
+    entry = (data / "applications/trayvml.desktop").read_text()
+    (exec_line,) = (line[5:] for line in entry.splitlines() if line.startswith("Exec="))
+    launcher = shlex.split(exec_line)
+    assert Path(launcher[0]).is_relative_to(installed.parent / "home")  # the pipx environment's Python
+    started = subprocess.run(
+        [*launcher, "snapshot", "--simulate"], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path
+    )
+    assert started.returncode == 0 and "H100" in started.stdout, started.stderr
+    assert (data / "icons/hicolor/512x512/apps/trayvml.png").is_file()
+    assert run("desktop", "uninstall").returncode == 0
+    assert not data.exists()  # every folder install made, the data folder included, is gone again
 
 
 @pytest.fixture
