@@ -182,6 +182,10 @@ def test_per_gpu_tab_draws_a_panel_per_gpu_named_apart(window) -> None:
     assert len(set(titles)) == 8 and titles[3].startswith("GPU 3 H100")  # identical GPUs told apart
     for k, panel in enumerate(page.visible_panels()):
         assert [g for g in range(8) if panel.lines[0].line(g) is not None] == [k]
+    w.set_gpu_visible(2, False)
+    w.finish_redraw()
+    assert page.panels[2].lines[0].line(2) is None and page.panels[2].notice.isVisible()  # says why it is empty
+    assert not page.panels[1].notice.isVisible()
     w.per_gpu.group_box.setCurrentText(Group.TEMPERATURE.value)
     w.refresh()
     assert w.per_gpu.page is not page and w.per_gpu.page.panels[0].spec.group is Group.TEMPERATURE
