@@ -250,3 +250,14 @@ def test_simulated_processes_never_show_a_host_process_of_the_same_pid(window) -
     assert {model.index(r, 5).data() for r in range(model.rowCount())} == {"simulated"}
     assert not any(w.process_view.can_end(r) for r in range(model.rowCount()))
     assert os.getpid() not in model.started_s
+
+
+def test_temperature_panel_draws_the_slowdown_and_shutdown_limits(window) -> None:
+    w, sample = window("training:gpus=h100*2", seconds=120)
+    temperature = next(p for p in w.gpu_page.panels if p.spec.group is Group.TEMPERATURE)
+    limits = sorted(line.value() for line in temperature.limits if line.isVisible())
+    info = sample.devices[0]
+    assert limits == [info.temperature_slowdown_c, info.temperature_shutdown_c] == [87.0, 92.0]  # read from NVML
+    assert temperature.limits[0].label.toPlainText() == "slowdown 87 °C · shutdown 92 °C"
+    w.grab()
+    assert temperature.plot.getViewBox().viewRange()[1][1] >= 92  # the headroom is in view

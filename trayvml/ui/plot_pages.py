@@ -6,6 +6,7 @@ back between panels: at 64 GPUs a panel takes tens of milliseconds, a page sever
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -239,6 +240,18 @@ class PlotPage(QScrollArea):
         )
 
 
+def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float, str]]:
+    """The slowdown and shutdown temperatures of the GPUs in view: a line per distinct value."""
+    limits: dict[float, str] = {}
+    for info in sample.devices:
+        if info.index not in gpus:
+            continue
+        for value, what in ((info.temperature_slowdown_c, "slowdown"), (info.temperature_shutdown_c, "shutdown")):
+            if math.isfinite(value):
+                limits.setdefault(value, f"{what} {value:.0f} °C")
+    return sorted(limits.items())
+
+
 def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     """The time, then a row per GPU (or the machine) and a column per metric of ``panel``."""
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(x))
@@ -300,6 +313,8 @@ class GpuPage(PlotPage):
             else:
                 panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown)
         wanted = [g for g in gpus if g not in view.hidden_gpus] or list(gpus)
+        if spec.group is Group.TEMPERATURE:
+            panel.set_limits(_temperature_limits(sample, wanted), self.foreground)
         if unsupported and unsupported >= set(wanted):  # every GPU in view lacks it: say so
             names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
             models = dict.fromkeys(names[g] for g in sorted(unsupported & set(wanted)))
