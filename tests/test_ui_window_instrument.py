@@ -93,13 +93,15 @@ def test_wheel_scrolls_the_page_and_ctrl_wheel_zooms_time_out_of_follow_live(win
     start, end = page.x_range()
     bar = page.verticalScrollBar()
     _wheel(target, QPoint(300, 200), -2)  # down two notches
-    assert bar.value() > 0 and page.x_range() == (start, end) and w.following
+    scrolled = bar.value()
+    assert scrolled == min(bar.maximum(), 2 * QApplication.wheelScrollLines() * bar.singleStep())  # once, not twice
+    assert scrolled > 0 and page.x_range() == (start, end) and w.following
     _wheel(target, QPoint(300, 200), +2, ctrl=True)  # zoom in
     zoomed_start, zoomed_end = page.x_range()
     assert zoomed_end - zoomed_start == pytest.approx((end - start) * 0.8**2)
     assert zoomed_end <= sample.timestamp_s and not w.following
     assert w.follow_button.text() != "Follow live" and not w.follow_button.isChecked()  # out of it, shown
-    assert bar.value() > 0  # the page stayed where it was scrolled
+    assert bar.value() == scrolled  # Ctrl+wheel zooms only: the page stayed where it was scrolled
     w.follow_button.click()  # one click back
     w.finish_redraw()
     assert w.following and w.follow_button.text() == "Follow live"
@@ -261,3 +263,27 @@ def test_temperature_panel_draws_the_slowdown_and_shutdown_limits(window) -> Non
     assert temperature.limits[0].label.toPlainText() == "slowdown 87 °C · shutdown 92 °C"
     w.grab()
     assert temperature.plot.getViewBox().viewRange()[1][1] >= 92  # the headroom is in view
+
+
+def test_a_pinch_zooms_time_like_ctrl_wheel(window) -> None:
+    from PySide6.QtGui import QNativeGestureEvent, QPointingDevice
+
+    w, sample = window(seconds=1800)
+    page = w.gpu_page
+    start, end = page.x_range()
+    at = QPointF(300, 200)
+    pinch = QNativeGestureEvent(
+        Qt.NativeGestureType.ZoomNativeGesture,
+        QPointingDevice.primaryPointingDevice(),
+        2,
+        at,
+        at,
+        at,
+        0.5,  # fingers apart: half the span
+        QPointF(0, 0),
+        1,
+    )
+    QApplication.sendEvent(page.layout_widget.viewport(), pinch)
+    zoomed_start, zoomed_end = page.x_range()
+    assert zoomed_end - zoomed_start == pytest.approx((end - start) * 0.5) and not w.following
+    assert zoomed_end <= sample.timestamp_s

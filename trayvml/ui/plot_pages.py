@@ -193,6 +193,8 @@ class PlotPage(QScrollArea):
         if kind == QEvent.Type.Leave:
             self.hide_crosshair()
         elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
+            # Accepted, or Qt hands the event on to the page's own scroll area: a second scroll.
+            event.accept()
             if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
                 self._scroll(event)
                 return True
@@ -205,6 +207,7 @@ class PlotPage(QScrollArea):
             and isinstance(event, QNativeGestureEvent)
             and event.gestureType() == Qt.NativeGestureType.ZoomNativeGesture
         ):
+            event.accept()
             self._zoom_at(event.position(), max(0.1, 1.0 - event.value()))  # value > 0: fingers apart
             return True
         return super().eventFilter(watched, event)
