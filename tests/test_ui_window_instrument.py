@@ -75,6 +75,8 @@ def test_readout_reads_the_strip_and_full_precision(window) -> None:
     w, _ = window("thermal:gpus=h100*2", seconds=300)
     page = w.gpu_page
     power = next(p for p in page.panels if p.spec.group is Group.POWER)
+    assert w._view is not None
+    page.draw_panel(power, w._view)  # drawn even where it is scrolled out of view (only those in view are)
     xs, ys = power.lines[0].line(1)
     rows = power.values_at(float(xs[-20]), w._names())
     assert rows[1][2][0] == format_precise(power.spec.metrics[0], float(ys[-20]))
