@@ -278,7 +278,7 @@ def test_a_remote_reads_trayvml_serve_over_https_with_basic_auth(
         with pytest.raises(RemoteError, match=rf"^{url}: the TLS connection failed \(CERTIFICATE_VERIFY_FAILED\)"):
             read(parse_endpoint(url), 5.0, sample.timestamp_s)  # a certificate no CA of this machine signed
         monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # as a user trusts their own CA
-        with pytest.raises(RemoteError, match="answered HTTP 401 Unauthorized .check the user and password"):
+        with pytest.raises(RemoteError, match=r"answered HTTP 401 Unauthorized \(check the user and password"):
             read(parse_endpoint(url), 5.0, sample.timestamp_s)
         with_password = url.replace("https://", "https://alice:s3cret@")
         (back,) = read(parse_endpoint(with_password, credentials_allowed=True), 5.0, sample.timestamp_s)

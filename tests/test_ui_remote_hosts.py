@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 
 import pytest
 from pytestqt.qtbot import QtBot
 
 from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition
+from trayvml.alerts import RULE_BY_KEY, AlertEvent, AlertSettings
 from trayvml.config import Settings
 from trayvml.remote.fetch import parse_endpoint
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
@@ -57,3 +59,22 @@ def test_remote_host_urls_from_settings_and_command_line() -> None:
     assert [e.url for e in endpoints] == ["https://gpu-box:8729", "http://other:9400"]
     assert endpoints[0].username == "alice"  # the command line's URL takes the stored credentials
     assert len(problems) == 1 and "nonsense" in problems[0]
+
+
+def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: FakeRemote) -> None:
+    remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # GPU 0 at 99 °C
+    tray = Tray()
+    view = RemoteHostsView([parse_endpoint(remote.url)], 0.2, tray.menu, tray.copy_action)
+    rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
+    view.configure_alerts(AlertSettings(rules=rules))
+    raised: list[AlertEvent] = []
+    view.alerts_raised.connect(raised.extend)
+    view.start()
+    try:
+        qtbot.waitUntil(lambda: any(e.rule == "temperature" for e in raised), timeout=10_000)
+    finally:
+        view.stop()
+    (event,) = [e for e in raised if e.rule == "temperature"]
+    assert (event.host, event.gpu_index, event.kind) == ("dgx-01", 0, "firing")
+    assert event.title.startswith("dgx-01: GPU 0 A100")
+    assert not [e for e in raised if e.gpu_index == 1 and e.rule == "temperature"]  # 33 °C

@@ -231,6 +231,7 @@ class _Gpu:
     driver: str = ""
     values: dict[str, float] = field(default_factory=dict)
     processes: list[ProcessSample] = field(default_factory=list)
+    identified: bool = False  # index, name, PCI bus id and driver taken from its labels
 
 
 @dataclass
@@ -324,14 +325,15 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
         known = dialect.gpu.get(point.name) or dialect.gpu.get(point.name.removesuffix("_total"))
         if known is None and point.name != dialect.info:
             continue
-        # Identity: the series' own labels, else those of the info series with the same uuid.
-        facts = {**info_by_uuid.get(uuid, {}), **labels}
-        gpu = host_of(facts).gpu(uuid)
-        if gpu.index < 0:
+        gpu = host_of(labels).gpu(uuid)
+        if not gpu.identified:
+            # Identity, once a read: the series' own labels, else those of the info series of that uuid.
+            facts = {**info_by_uuid.get(uuid, {}), **labels}
             gpu.index = _index(facts.get(dialect.index_label, ""))
-        gpu.name = gpu.name or facts.get(dialect.name_label or "name", "")
-        gpu.pci_bus_id = gpu.pci_bus_id or facts.get(dialect.pci_label, "")
-        gpu.driver = gpu.driver or facts.get(dialect.driver_label, "")
+            gpu.name = facts.get(dialect.name_label or "name", "")
+            gpu.pci_bus_id = facts.get(dialect.pci_label, "")
+            gpu.driver = facts.get(dialect.driver_label, "")
+            gpu.identified = True
         if known is not None and math.isfinite(point.value):
             key, scale = known
             gpu.values[key] = point.value * scale

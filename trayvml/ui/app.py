@@ -259,6 +259,7 @@ class App(QObject):
 
     def _settings_changed(self, old: Settings, settings: Settings) -> None:
         self._remote_settings_changed(old, settings)
+        self.remote_hosts.configure_alerts(settings.alerts)
         self.engine.configure(settings.alerts)
         self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
@@ -284,7 +285,16 @@ class App(QObject):
             endpoints, self.settings.sampling_interval_s, self.tray.menu, self.tray.copy_action, self.tray.over_dbus
         )
         view.changed.connect(self._remote_hosts_changed)
+        view.configure_alerts(self.settings.alerts)
+        view.alerts_raised.connect(self._remote_alerts)
         return view
+
+    def _remote_alerts(self, events: list[AlertEvent]) -> None:
+        """A remote host's alerts go out as local ones do, the host in the title (no process lists)."""
+        for event in events:
+            log.info("alert %s %s on %s", event.rule, event.kind, event.host)
+            for outgoing in self.dispatcher.offer(Outgoing(event, "")):
+                self._send(outgoing)
 
     def _remote_hosts_changed(self) -> None:
         self.tray.remote_lines = self.remote_hosts.lines

@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
+from trayvml.alerts import AlertEngine, AlertEvent, AlertSettings
 from trayvml.core.errors import TrayvmlError, format_duration
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
@@ -85,6 +87,7 @@ class RemoteHostsView(QObject):
     """Reads the remotes (each on its own thread) and shows them in a tray menu section."""
 
     changed = Signal()  # the lines changed: the tooltip should be made again
+    alerts_raised = Signal(list)  # AlertEvents of remote hosts, each naming its host
 
     def __init__(
         self, endpoints: Sequence[Endpoint], interval_s: float, menu: QMenu, anchor: QAction, over_dbus: bool = False
@@ -101,6 +104,9 @@ class RemoteHostsView(QObject):
         self._header.setEnabled(False)
         self._header.setVisible(bool(endpoints))
         menu.insertAction(anchor, self._header)
+        self.alert_settings = AlertSettings()
+        self._engines: dict[str, AlertEngine] = {}  # per host: each host's GPUs have their own states
+        self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its engine had last
         self._timer = QTimer(self)
         self._timer.setObjectName("remote_hosts_timer")
         self._timer.timeout.connect(self.refresh)
@@ -118,11 +124,32 @@ class RemoteHostsView(QObject):
     def refresh(self) -> None:
         """Take what the remote threads read last (never waits on a host)."""
         self.samples = self.remotes.samples()
+        self._alert(self.samples)
         lines = tooltip_lines(self.samples)
         if lines != self.lines:
             self.lines = lines
             self._show(self.samples)
             self.changed.emit()
+
+    def configure_alerts(self, settings: AlertSettings) -> None:
+        self.alert_settings = settings
+        for engine in self._engines.values():
+            engine.configure(settings)
+
+    def _alert(self, samples: Sequence[Sample]) -> None:
+        """Each host's new samples through its own alert engine; the events name the host."""
+        raised: list[AlertEvent] = []
+        for sample in samples:
+            host = sample.system.hostname if sample.system else ""
+            if not sample.gpus or self._fed.get(host) == sample.timestamp_s:
+                continue  # unreachable (shown as such), or nothing new since the last look
+            self._fed[host] = sample.timestamp_s
+            engine = self._engines.get(host)
+            if engine is None:
+                engine = self._engines[host] = AlertEngine(self.alert_settings)
+            raised += [replace(event, host=host) for event in engine.update(sample)]
+        if raised:
+            self.alerts_raised.emit(raised)
 
     def _label(self, text: str) -> str:
         return menu_label(text, self._over_dbus)
