@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pytestqt.qtbot import QtBot
 
-from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition
+from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, simulated_source
 from trayvml.alerts import RULE_BY_KEY, AlertEvent, AlertSettings
 from trayvml.config import Settings
 from trayvml.remote.fetch import parse_endpoint
@@ -78,3 +79,37 @@ def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: 
     assert (event.host, event.gpu_index, event.kind) == ("dgx-01", 0, "firing")
     assert event.title.startswith("dgx-01: GPU 0 A100")
     assert not [e for e in raised if e.gpu_index == 1 and e.rule == "temperature"]  # 33 °C
+
+
+def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+) -> None:
+    from trayvml.autostart import XdgAutostart
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    app = App(
+        parse_spec("idle"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(remote.url,),
+    )
+    source, _, _ = simulated_source("idle")
+    app.on_sample(source.sample())
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    choice = app.host_choice
+    assert choice is not None and not choice.box.isVisibleTo(window)  # no remote host with values yet
+    app.remote_hosts.start()
+    try:
+        qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
+        assert choice.box.itemText(1) == "dgx-01"
+        choice.box.setCurrentIndex(1)
+        assert window.gpu_count == 2 and window.history is app.remote_hosts.histories["dgx-01"]
+        app.on_sample(source.sample())  # this machine's samples go on, into its own history only
+        assert window.gpu_count == 2 and window.sample.system.hostname == "dgx-01"
+        choice.box.setCurrentIndex(0)
+        assert window.gpu_count == 4 and window.history is app.history
+    finally:
+        app.remote_hosts.stop()

@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from trayvml.history import History
     from trayvml.notify import Notifier
     from trayvml.serve import Exporter
+    from trayvml.ui.host_choice import HostChoice
     from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
@@ -136,6 +137,7 @@ class App(QObject):
         self._remote_urls = remote_urls
         self.remote_hosts = self._make_remote_hosts()
         self.exporter: Exporter | None = None
+        self.host_choice: HostChoice | None = None
 
     @property
     def history(self) -> History:
@@ -286,6 +288,7 @@ class App(QObject):
         )
         view.changed.connect(self._remote_hosts_changed)
         view.configure_alerts(self.settings.alerts)
+        view.new_history = self._new_history
         view.alerts_raised.connect(self._remote_alerts)
         return view
 
@@ -395,7 +398,8 @@ class App(QObject):
             self.summary.update_sample(sample)
         if self.window is not None:
             self.window.add_events(events)
-            self.window.update_sample(sample)
+            if self.host_choice is None or not self.host_choice.host:  # else a remote host is shown
+                self.window.update_sample(sample)
         self.sample_shown.emit(sample)
 
     def _offer(self, events: list[AlertEvent], sample: Sample) -> None:
@@ -438,6 +442,9 @@ class App(QObject):
                 self.window.hidden_gpus.add(gpu)
             if self.latest is not None:
                 self.window.update_sample(self.latest)
+            from trayvml.ui.host_choice import HostChoice
+
+            self.host_choice = HostChoice(self.window, self.remote_hosts, lambda: (self.history, self.latest))
         return self.window
 
     def show_window(self, gpu_index: int = -1) -> None:

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtGui import QAction
@@ -25,6 +26,9 @@ from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.remote.source import Remotes
 from trayvml.ui.text import gpu_lines
+
+if TYPE_CHECKING:
+    from trayvml.history import History
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +92,7 @@ class RemoteHostsView(QObject):
 
     changed = Signal()  # the lines changed: the tooltip should be made again
     alerts_raised = Signal(list)  # AlertEvents of remote hosts, each naming its host
+    host_sampled = Signal(object)  # a remote host's new Sample, after its history has it
 
     def __init__(
         self, endpoints: Sequence[Endpoint], interval_s: float, menu: QMenu, anchor: QAction, over_dbus: bool = False
@@ -107,6 +112,9 @@ class RemoteHostsView(QObject):
         self.alert_settings = AlertSettings()
         self._engines: dict[str, AlertEngine] = {}  # per host: each host's GPUs have their own states
         self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its engine had last
+        self.new_history: Callable[[], History] | None = None  # set by the app: each host gets its own
+        self.histories: dict[str, History] = {}
+        self.latest: dict[str, Sample] = {}  # host -> its latest sample with current values
         self._timer = QTimer(self)
         self._timer.setObjectName("remote_hosts_timer")
         self._timer.timeout.connect(self.refresh)
@@ -137,13 +145,20 @@ class RemoteHostsView(QObject):
             engine.configure(settings)
 
     def _alert(self, samples: Sequence[Sample]) -> None:
-        """Each host's new samples through its own alert engine; the events name the host."""
+        """Each host's new samples into its history and through its own alert engine (events name the host)."""
         raised: list[AlertEvent] = []
         for sample in samples:
             host = sample.system.hostname if sample.system else ""
             if not sample.gpus or self._fed.get(host) == sample.timestamp_s:
                 continue  # unreachable (shown as such), or nothing new since the last look
             self._fed[host] = sample.timestamp_s
+            self.latest[host] = sample
+            if self.new_history is not None:
+                history = self.histories.get(host)
+                if history is None:
+                    history = self.histories[host] = self.new_history()
+                history.append(sample)
+                self.host_sampled.emit(sample)
             engine = self._engines.get(host)
             if engine is None:
                 engine = self._engines[host] = AlertEngine(self.alert_settings)
