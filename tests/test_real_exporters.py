@@ -26,6 +26,7 @@ from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import MIB
 from trayvml.remote.fetch import RemoteError, parse_endpoint, read, read_prometheus_range
+from trayvml.remote.source import RemoteSource
 
 T = TypeVar("T")
 SPEC = "idle:gpus=h100*2+rtx4090"
@@ -141,6 +142,15 @@ def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tm
         first = direct.devices[0].uuid
         values = {v for (_h, u), points in past.items() if u == first for _t, v in points}
         assert values == {direct.gpus[0].value("memory_used_bytes")}
+
+        # A new history is filled from the server's past: every step holds the values served.
+        source = RemoteSource(through, interval_s=1.0, timeout_s=5.0)
+        source.past_s = 60.0
+        (live,) = source.read_once()
+        assert source.past and all(s.timestamp_s < live.timestamp_s for s in source.past)
+        for old in source.past:
+            assert [d.uuid for d in old.devices] == [d.uuid for d in direct.devices]
+            assert old.gpus[0].value("memory_used_bytes") == direct.gpus[0].value("memory_used_bytes")
 
         # A selector that matches nothing is a note naming the URL, not an empty host.
         nothing = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="nope"')

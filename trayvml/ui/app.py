@@ -289,6 +289,7 @@ class App(QObject):
         view.changed.connect(self._remote_hosts_changed)
         view.configure_alerts(self.settings.alerts)
         view.new_history = self._new_history
+        view.fill_past(self.settings.history_hours * 3600.0)
         view.alerts_raised.connect(self._remote_alerts)
         return view
 

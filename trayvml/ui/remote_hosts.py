@@ -139,6 +139,19 @@ class RemoteHostsView(QObject):
             self._show(self.samples)
             self.changed.emit()
 
+    def fill_past(self, seconds: float) -> None:
+        """Fill each new host history with this much of a Prometheus server's past (before ``start``)."""
+        for source in self.remotes.sources:
+            source.past_s = seconds
+
+    def _past(self, host: str, before_s: float) -> list[Sample]:
+        return [
+            s
+            for source in self.remotes.sources
+            for s in source.past
+            if s.system is not None and s.system.hostname == host and s.timestamp_s < before_s
+        ]
+
     def configure_alerts(self, settings: AlertSettings) -> None:
         self.alert_settings = settings
         for engine in self._engines.values():
@@ -157,6 +170,8 @@ class RemoteHostsView(QObject):
                 history = self.histories.get(host)
                 if history is None:
                     history = self.histories[host] = self.new_history()
+                    for past in self._past(host, sample.timestamp_s):  # a Prometheus server's, oldest first
+                        history.append(past)
                 history.append(sample)
                 self.host_sampled.emit(sample)
             engine = self._engines.get(host)
