@@ -113,3 +113,38 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
         assert window.gpu_count == 4 and window.history is app.history
     finally:
         app.remote_hosts.stop()
+
+
+def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemote) -> None:
+    from trayvml.alerts import AlertSettings
+    from trayvml.remote.fetch import read
+    from trayvml.ui.glance import content_for
+    from trayvml.ui.icon import IconContent
+    from trayvml.ui.remote_hosts import in_icon, with_remote_bars
+
+    (dgx,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    assert in_icon([dgx], ("*",)) == [dgx] and in_icon([dgx], ("dgx-01",)) == [dgx] and in_icon([dgx], ()) == []
+    alerts = AlertSettings()
+    no_local_gpu = IconContent((), no_gpu=True)
+    laptop = with_remote_bars(no_local_gpu, [dgx], "utilization", alerts)
+    assert [round(b.fraction, 3) for b in laptop.bars] == [0.875, 0.0] and not laptop.no_gpu  # 87 % and 0 %
+    local = content_for(_local_sample(), "utilization")
+    both = with_remote_bars(local, [dgx], "utilization", alerts)
+    assert both.bars == (*local.bars, *laptop.bars)
+    stuck = IconContent((), stale=True)
+    assert with_remote_bars(stuck, [dgx], "utilization", alerts) is stuck  # a stuck local driver still shows
+
+
+def _local_sample():  # type: ignore[no-untyped-def]
+    source, _, _ = simulated_source("idle:gpus=h100")
+    return source.sample()
+
+
+def test_remote_settings_survive_the_settings_file() -> None:
+    from trayvml.config import from_toml, to_toml
+
+    settings = Settings(serve_metrics=True, remote_hosts=("http://a:1",), icon_remote_hosts=("dgx-01",))
+    back, notes = from_toml(to_toml(settings))
+    assert (back.serve_metrics, back.remote_hosts, back.icon_remote_hosts) == (True, ("http://a:1",), ("dgx-01",))
+    assert notes == []
+    assert from_toml("")[0].icon_remote_hosts == ("*",) and not from_toml("")[0].serve_metrics

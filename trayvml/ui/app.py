@@ -301,7 +301,10 @@ class App(QObject):
                 self._send(outgoing)
 
     def _remote_hosts_changed(self) -> None:
+        from trayvml.ui.remote_hosts import in_icon
+
         self.tray.remote_lines = self.remote_hosts.lines
+        self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
         self.tray.update(self.tray.sample)
 
     def _remote_settings_changed(self, old: Settings, settings: Settings) -> None:

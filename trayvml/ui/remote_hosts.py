@@ -25,6 +25,8 @@ from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.remote.source import Remotes
+from trayvml.ui.glance import content_for
+from trayvml.ui.icon import IconContent, icon_content
 from trayvml.ui.text import gpu_lines
 
 if TYPE_CHECKING:
@@ -85,6 +87,22 @@ def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
         lines.append(f"{host_name(sample)}: {shorten(clean(status), 160)}" if status else f"{host_name(sample)}:")
         lines.extend(f"  {line}" for line in gpu_lines(sample) if not status)
     return lines
+
+
+def in_icon(samples: Sequence[Sample], hosts: Sequence[str]) -> list[Sample]:
+    """The remote samples whose host the icon summarises (``hosts`` from the settings; "*": all)."""
+    return [s for s in samples if s.gpus and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))]
+
+
+def with_remote_bars(local: IconContent, remotes: Sequence[Sample], metric: str, alerts: AlertSettings) -> IconContent:
+    """The icon's bars: this machine's, then each summarised remote host's GPUs. A stuck local driver
+    still shows as stale; a machine without GPUs shows the remote ones alone."""
+    if local.stale or not remotes:
+        return local
+    bars = [] if local.no_gpu else list(local.bars)
+    for sample in remotes:
+        bars += content_for(sample, metric, None, alerts).bars
+    return icon_content(bars) if bars else local
 
 
 class RemoteHostsView(QObject):
