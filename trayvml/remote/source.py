@@ -147,11 +147,12 @@ class Remotes:
         for source in self.sources:
             source.start()
 
-    def close(self) -> None:
+    def close(self, wait_s: float | None = None) -> None:
+        """Stop every remote; each read in flight is waited for at most ``wait_s`` (default: its timeout)."""
         for source in self.sources:
             source._stop.set()
         for source in self.sources:
-            source.close()
+            source.close(wait_s)
 
 
 def with_hostname(sample: Sample, hostname: str) -> Sample:

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from trayvml.history import History
 
 log = logging.getLogger(__name__)
+QUIT_WAIT_S = 0.5
 
 
 def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tuple[list[Endpoint], list[str]]:
@@ -145,7 +146,8 @@ class RemoteHostsView(QObject):
 
     def stop(self) -> None:
         self._timer.stop()
-        self.remotes.close()
+        # Quitting does not wait for a hung host: its daemon thread ends with the process.
+        self.remotes.close(wait_s=QUIT_WAIT_S)
 
     def refresh(self) -> None:
         """Take what the remote threads read last (never waits on a host)."""
