@@ -217,3 +217,20 @@ def test_quitting_while_the_driver_is_stuck_is_quick_and_clean(run, desktop: Des
     code, err = app.app.stop(signal.SIGINT)
     assert code == 0
     assert "QThread: Destroyed" not in err and "Traceback" not in err
+
+
+def test_a_remote_hosts_alert_is_its_own_notification_named_by_its_host(desktop: DesktopStack, monkeypatch) -> None:
+    from dataclasses import replace
+
+    from trayvml.alerts import AlertEvent, Severity
+    from trayvml.notify import FreedesktopNotifier
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
+    notifier = FreedesktopNotifier(lambda action, key: None)
+    local = AlertEvent(0.0, 0, "NVIDIA H100", "temperature", "firing", Severity.WARNING, "temperature 85 °C")
+    notifier.notify(local)
+    notifier.notify(replace(local, host="dgx-01", gpu_name="NVIDIA A100"))  # also GPU 0, also temperature
+    summaries = [shown["summary"] for shown in desktop.dunst_history()[:2]]
+    # Not one replacing the other: a remote GPU 0 is not this machine's GPU 0.
+    assert sorted(summaries) == ["GPU 0 H100: temperature 85 °C", "dgx-01: GPU 0 A100: temperature 85 °C"]
+    notifier.close()
