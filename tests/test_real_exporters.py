@@ -144,10 +144,14 @@ def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tm
         assert values == {direct.gpus[0].value("memory_used_bytes")}
 
         # A new history is filled from the server's past: every step holds the values served.
-        source = RemoteSource(through, interval_s=1.0, timeout_s=5.0)
-        source.past_s = 60.0
-        (live,) = source.read_once()
-        assert source.past and all(s.timestamp_s < live.timestamp_s for s in source.past)
+        def with_past() -> tuple[RemoteSource, Sample] | None:
+            source = RemoteSource(through, interval_s=1.0, timeout_s=5.0)
+            source.past_s = 60.0
+            (live,) = source.read_once()
+            return (source, live) if source.past else None  # the first scrape may be this second's
+
+        source, live = _until("Prometheus holds a past", with_past, prom_log)
+        assert all(s.timestamp_s < live.timestamp_s for s in source.past)
         for old in source.past:
             assert [d.uuid for d in old.devices] == [d.uuid for d in direct.devices]
             assert old.gpus[0].value("memory_used_bytes") == direct.gpus[0].value("memory_used_bytes")
@@ -176,6 +180,7 @@ def test_nvitop_exporter_on_the_simulated_gpus_is_a_remote_source(tmp_path: Path
         (mine,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
     assert theirs.remote.kind == "nvitop-exporter" and theirs.system.hostname == "simbox"
     assert theirs.system.driver_version == mine.system.driver_version
+    assert theirs.system.cuda_driver_version == "13.1"  # the simulated driver's, from nvitop_info
     assert [(d.uuid, d.index, d.name) for d in theirs.devices] == [(d.uuid, d.index, d.name) for d in mine.devices]
     for a, b, da in zip(mine.gpus, theirs.gpus, mine.devices, strict=True):
         # nvitop-exporter reports memory in whole MiB.

@@ -241,6 +241,7 @@ class _Host:
     gpus: dict[str, _Gpu] = field(default_factory=dict)
     host: dict[str, float] = field(default_factory=dict)
     driver: str = ""
+    cuda: str = ""  # the CUDA driver version, where the exporter says it (nvitop-exporter)
     down: str = ""  # trayvml_up 0: its reason
 
     def gpu(self, uuid: str) -> _Gpu:
@@ -314,7 +315,9 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
                     gpu.values[known[0]] = value * known[1]
                 continue
             if name == dialect.info:  # nvitop: per host, not per GPU
-                host_of(labels).driver = labels.get("driver_version", "")
+                host = host_of(labels)
+                host.driver = labels.get("driver_version", "")
+                host.cuda = labels.get("cuda_driver_version", "")
             continue
         if name == dialect.up:
             host = host_of(labels)
@@ -395,7 +398,7 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
         timestamp_s=now_s,
         gpus=() if fault else tuple(gpus),
         devices=() if fault else tuple(devices),
-        system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version="", nvml_version=""),
+        system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version=host.cuda, nvml_version=""),
         host=host_sample,
         remote=RemoteOrigin(url, kind, fault, now_s if fault else math.nan),
     )

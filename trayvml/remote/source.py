@@ -76,9 +76,11 @@ class RemoteSource:
     def _read_past(self, now_s: float) -> None:
         self._past_read = True
         try:
-            self.past = tuple(
-                read_prometheus_past(self.endpoint, now_s - self.past_s, now_s, PAST_POINTS, self.timeout_s)
-            )
+            # Read before the first live sample is published, so a new history gets its past first
+            # (its rings take time in order); bounded, and this thread is the remote's own.
+            start_s = now_s - self.past_s
+            past = read_prometheus_past(self.endpoint, start_s, now_s, PAST_POINTS, max(self.timeout_s, PAST_TIMEOUT_S))
+            self.past = tuple(s for s in past if s.timestamp_s < now_s)  # the live read is "now"
         except RemoteError as error:  # the live values still come: the graphs start empty instead
             log.warning("the past of %s could not be read: %s", self.endpoint.url, error)
 
