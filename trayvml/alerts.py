@@ -101,12 +101,14 @@ class AlertEvent:
     notify: bool = True  # False within the rule's cooldown: the state changed, quietly
     detail: str = ""  # e.g. the thresholds, for the notification's body
     threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
+    host: str = ""  # a remote host's name (trayvml.ui.remote_hosts); "" for this machine
 
     @property
     def title(self) -> str:
+        at = f"{self.host}: " if self.host else ""
         if self.gpu_index == MACHINE:
-            return self.message
-        gpu = f"GPU {self.gpu_index} {short_name(self.gpu_name)}"
+            return at + self.message
+        gpu = f"{at}GPU {self.gpu_index} {short_name(self.gpu_name)}"
         if self.kind == "resolved":
             return f"{gpu}: {_in_sentence(RULE_BY_KEY[self.rule].label)} back to normal"
         return f"{gpu}: {self.message}"

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trayvml.alerts import MACHINE, RULE_BY_KEY, AlertEvent, Direction, Severity, ThresholdRule, _in_sentence
 from trayvml.core.units import short_name
@@ -48,6 +48,7 @@ class Notice:
     urgency: int  # LOW, NORMAL or CRITICAL
     severity: Severity
     resolved: bool = False
+    host: str = ""  # a remote host's name; "" for this machine (its GPU 0 is not ours)
 
 
 def urgency(event: AlertEvent) -> int:
@@ -75,6 +76,7 @@ def notice_for(outgoing: Outgoing) -> Notice:
         urgency(event),
         event.severity,
         event.kind == "resolved",
+        event.host,
     )
 
 
@@ -117,8 +119,9 @@ class Grouper:
 
     def __init__(self, window_s: float = GROUP_WINDOW_S) -> None:
         self.window_s = window_s
-        self._groups: dict[str, _Group] = {}
-        self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest notification
+        # By (host, rule): a remote host's GPU 0 is another GPU than this machine's.
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest local notification
 
     def members(self, rule: str) -> tuple[int, ...]:
         """The GPUs the rule's latest notification is about, resolved or not (for its actions)."""
@@ -127,57 +130,63 @@ class Grouper:
     def take(self, batch: list[Outgoing], now_s: float) -> list[Notice]:
         """The notices to send for the alerts of one tick (all already wanted by the dispatcher)."""
         notices: list[Notice] = []
-        changed: list[str] = []
-        ended: list[str] = []
+        changed: list[tuple[str, str]] = []
+        ended: list[tuple[str, str]] = []
         for outgoing in batch:
             event = outgoing.event
             if event.gpu_index == MACHINE:
                 notices.append(notice_for(outgoing))
                 continue
-            group = self._groups.get(event.rule)
+            key = (event.host, event.rule)
+            group = self._groups.get(key)
             if event.kind == "resolved":
                 if group is None or event.gpu_index not in group.firing:
                     # Its firing went out before a pause or from an earlier group: told on its own.
                     notices.append(replace_key(notice_for(outgoing), (GROUP, event.rule)))
-                    self._last_members[event.rule] = (event.gpu_index,)
+                    self._remember(key, (event.gpu_index,))
                     continue
                 group.firing.discard(event.gpu_index)
-                if not group.firing and event.rule not in ended:
-                    ended.append(event.rule)
+                if not group.firing and key not in ended:
+                    ended.append(key)
                 continue
             if group is None or not group.open(now_s, self.window_s):
-                group = self._groups[event.rule] = _Group(now_s, now_s)
+                group = self._groups[key] = _Group(now_s, now_s)
             group.members[event.gpu_index] = outgoing
             group.last_s = now_s
             if event.kind == "firing":
                 group.firing.add(event.gpu_index)
-            if event.rule not in changed:
-                changed.append(event.rule)
-        for rule in changed:
-            notices.append(self._notice(rule, now_s))
-            self._groups[rule].sent = True
-            self._last_members[rule] = tuple(sorted(self._groups[rule].members))
-        for rule in ended:
-            group = self._groups[rule]
+            if key not in changed:
+                changed.append(key)
+        for key in changed:
+            notices.append(self._notice(key, now_s))
+            self._groups[key].sent = True
+            self._remember(key, tuple(sorted(self._groups[key].members)))
+        for key in ended:
+            group = self._groups[key]
             if group.firing:  # fired again in the same tick
                 continue
-            notices.append(self._resolved(rule, group, now_s))
-            del self._groups[rule]
+            notices.append(self._resolved(key, group, now_s))
+            del self._groups[key]
         return notices
 
-    def _notice(self, rule: str, now_s: float) -> Notice:
-        group = self._groups[rule]
+    def _remember(self, key: tuple[str, str], members: tuple[int, ...]) -> None:
+        host, rule = key
+        if not host:  # a notification's actions act on this machine's GPUs only
+            self._last_members[rule] = members
+
+    def _notice(self, key: tuple[str, str], now_s: float) -> Notice:
+        host, rule = key
+        group = self._groups[key]
         members = sorted(group.members)
         worst = max(group.members.values(), key=lambda o: (o.event.severity, o.event.timestamp_s))
         if len(members) == 1:
             notice = replace_key(notice_for(worst), (GROUP, rule))
             lasted = now_s - group.started_s
             if group.sent and lasted >= 1:  # an update: say how long it has lasted
-                body = f"{notice.body}\nFor {duration_words(lasted)} now."
-                notice = Notice(notice.key, notice.title, body, notice.urgency, notice.severity)
+                notice = replace(notice, body=f"{notice.body}\nFor {duration_words(lasted)} now.")
             return notice
         event = worst.event
-        title = f"GPUs {gpu_ranges(members)}: {_what(event, group)}"
+        title = f"{_at(host)}GPUs {gpu_ranges(members)}: {_what(event, group)}"
         lines = [event.detail] if event.detail else []
         for gpu in members[:MAX_GPU_LINES]:
             lines.append(_gpu_line(group.members[gpu]))
@@ -187,21 +196,27 @@ class Grouper:
             lines.append(f"Since {_clock(group.started_s)} ({duration_words(now_s - group.started_s)}).")
         if ADVICE.get(rule):
             lines.append(ADVICE[rule])
-        return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity)
+        return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host)
 
-    def _resolved(self, rule: str, group: _Group, now_s: float) -> Notice:
+    def _resolved(self, key: tuple[str, str], group: _Group, now_s: float) -> Notice:
+        host, rule = key
         members = sorted(group.members)
         lasted = f" after {duration_words(now_s - group.started_s)}" if now_s - group.started_s >= 1 else ""
         if len(members) == 1:
             first = group.members[members[0]].event
-            title = f"GPU {first.gpu_index} {short_name(first.gpu_name)}: {_label(rule)} back to normal"
+            title = f"{_at(host)}GPU {first.gpu_index} {short_name(first.gpu_name)}: {_label(rule)} back to normal"
         else:
-            title = f"GPUs {gpu_ranges(members)}: {_label(rule)} back to normal"
-        return Notice((GROUP, rule), title, f"Back to normal{lasted}.", LOW, Severity.INFO, resolved=True)
+            title = f"{_at(host)}GPUs {gpu_ranges(members)}: {_label(rule)} back to normal"
+        return Notice((GROUP, rule), title, f"Back to normal{lasted}.", LOW, Severity.INFO, resolved=True, host=host)
+
+
+def _at(host: str) -> str:
+    """A remote host's name before a title, as AlertEvent.title puts it; nothing for this machine."""
+    return f"{host}: " if host else ""
 
 
 def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
-    return Notice(key, notice.title, notice.body, notice.urgency, notice.severity, notice.resolved)
+    return replace(notice, key=key)
 
 
 def _label(rule: str) -> str:

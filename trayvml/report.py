@@ -47,7 +47,9 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
     header = [f"trayvml {__version__}", when]
     if system:
         header[1:1] = [terminal_text(system.hostname)]
-        header += [f"driver {terminal_text(system.driver_version)}", f"CUDA {system.cuda_driver_version}"]
+        header += [f"driver {terminal_text(system.driver_version)}"]
+        if system.cuda_driver_version:  # a remote exporter may not say it
+            header.append(f"CUDA {terminal_text(system.cuda_driver_version)}")
     lines.append("  ".join(header))
     if sample.simulation:
         lines.append(simulation_banner(sample))

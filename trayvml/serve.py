@@ -205,7 +205,7 @@ def load_web_config(path: str) -> WebConfig:
         raise TrayvmlError(f"The web config file {path} is not valid YAML: {error}.") from None
     if not isinstance(data, dict):
         raise TrayvmlError(f"The web config file {path} must be a mapping (tls_server_config, basic_auth_users).")
-    known = {"tls_server_config", "basic_auth_users", "http_server_config"}
+    known = {"tls_server_config", "basic_auth_users"}  # http_server_config (headers, HTTP/2): not supported
     unknown = sorted(set(map(str, data)) - known)
     if unknown:
         raise TrayvmlError(f"The web config file {path} has keys trayvml does not know: {', '.join(unknown)}.")

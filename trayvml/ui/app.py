@@ -40,6 +40,7 @@ if TYPE_CHECKING:
     from trayvml.notify import Notifier
     from trayvml.serve import Exporter
     from trayvml.store.view import DiskReach, Recording
+    from trayvml.ui.host_choice import HostChoice
     from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
@@ -156,6 +157,7 @@ class App(QObject):
         self._remote_urls = remote_urls
         self.remote_hosts = self._make_remote_hosts()
         self.exporter: Exporter | None = None
+        self.host_choice: HostChoice | None = None
 
     @property
     def history(self) -> History:
@@ -309,6 +311,7 @@ class App(QObject):
 
     def _settings_changed(self, old: Settings, settings: Settings) -> None:
         self._remote_settings_changed(old, settings)
+        self.remote_hosts.configure_alerts(settings.alerts)
         self.engine.configure(settings.alerts)
         self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
@@ -335,10 +338,26 @@ class App(QObject):
             endpoints, self.settings.sampling_interval_s, self.tray.menu, self.tray.copy_action, self.tray.over_dbus
         )
         view.changed.connect(self._remote_hosts_changed)
+        view.configure_alerts(self.settings.alerts)
+        view.new_history = self._new_history
+        view.fill_past(self.settings.history_hours * 3600.0)
+        view.alerts_raised.connect(self._remote_alerts)
         return view
 
+    def _remote_alerts(self, events: list[AlertEvent]) -> None:
+        """A remote host's alerts go out as local ones do, the host in the title (no process lists)."""
+        ready: list[Outgoing] = []
+        for event in events:
+            log.info("alert %s %s on %s", event.rule, event.kind, event.host)
+            ready += self.dispatcher.offer(Outgoing(event, ""))
+        if ready:
+            self._send(ready, max(o.event.timestamp_s for o in ready))
+
     def _remote_hosts_changed(self) -> None:
+        from trayvml.ui.remote_hosts import in_icon
+
         self.tray.remote_lines = self.remote_hosts.lines
+        self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
         self.tray.update(self.tray.sample)
 
     def _remote_settings_changed(self, old: Settings, settings: Settings) -> None:
@@ -442,7 +461,8 @@ class App(QObject):
             self.summary.update_sample(sample)
         if self.window is not None:
             self.window.add_events(events)
-            self.window.update_sample(sample)
+            if self.host_choice is None or not self.host_choice.host:  # else a remote host is shown
+                self.window.update_sample(sample)
         self.sample_shown.emit(sample)
 
     def _offer(self, events: list[AlertEvent], sample: Sample) -> None:
@@ -491,6 +511,9 @@ class App(QObject):
                 self.window.hidden_gpus.add(gpu)
             if self.latest is not None:
                 self.window.update_sample(self.latest)
+            from trayvml.ui.host_choice import HostChoice
+
+            self.host_choice = HostChoice(self.window, self.remote_hosts, lambda: (self.history, self.latest))
         return self.window
 
     def show_window(self, gpu_index: int = -1) -> None:

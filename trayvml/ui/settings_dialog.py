@@ -318,6 +318,7 @@ class SettingsDialog(QDialog):
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             serve_metrics=self.serve_metrics.isChecked(),
+            icon_remote_hosts=self.base.icon_remote_hosts,  # no control yet: kept as the file has it
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
