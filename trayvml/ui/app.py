@@ -44,7 +44,12 @@ TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 log = logging.getLogger(__name__)
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
-PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
+PROCESS_RULES = (
+    "memory_used",
+    "memory_free",
+    "temperature",
+    "memory_held_idle",
+)  # their notifications name the biggest processes
 NO_DISPLAY_MESSAGE = (
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
     "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
@@ -371,6 +376,7 @@ class App(QObject):
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
+        demand.need("alert_metrics", self.engine.needs())  # the stalled-job rule reads SM activity
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
