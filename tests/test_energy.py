@@ -47,6 +47,10 @@ def test_power_is_integrated_without_a_counter_and_a_sleeping_gpu_counts_0_w() -
     assert math.isclose(meter.since_start_wh(0), 100.0 + 100 / 2 / 3600)  # the one second falling to 0 W
     assert math.isclose(meter.between_wh(0, 0, 1800), 50.0)
     assert meter.between_wh(0, 4000, 7000) == 0.0
+    unknown = EnergyMeter()
+    for k in range(10):  # no power sensor, then asleep: still unknown, not 0 Wh
+        unknown.update(gpu_sample(k, asleep=k >= 5))
+    assert math.isnan(unknown.since_start_wh(0))
 
 
 def test_energy_is_shared_by_memory_and_summed_per_container() -> None:

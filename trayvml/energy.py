@@ -58,7 +58,9 @@ class EnergyMeter:
     def _update_gpu(self, gpu: GpuSample, now_s: float) -> None:
         e = self._gpus.setdefault(gpu.index, _GpuEnergy())
         counter = gpu.value("energy_consumed_j") if gpu.state("energy_consumed_j") is MetricState.OK else math.nan
-        power = 0.0 if gpu.asleep else gpu.value("power_draw_w")
+        # Asleep is 0 W, for a GPU whose energy is known otherwise (a laptop without a power
+        # sensor stays unknown: its awake hours are).
+        power = (0.0 if e.method else math.nan) if gpu.asleep else gpu.value("power_draw_w")
         elapsed_s = now_s - e.last_s
         added_wh = 0.0
         if not math.isnan(counter) and not math.isnan(e.last_counter_j) and counter >= e.last_counter_j:
