@@ -137,6 +137,9 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                     "method": energy.method(gpu.index) or None,
                     "unattributed_wh": _number(energy.unattributed_wh(gpu.index)),
                 },
+                "mig": None
+                if info.mig_parent_index < 0
+                else {"parent_index": info.mig_parent_index, "gpu_instance_id": info.gpu_instance_id},
                 "gpm": {
                     "supported": info.gpm_supported,
                     "reason": None if info.gpm_supported else f"{GPM_MISSING}; this one answers not supported",

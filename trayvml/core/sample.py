@@ -75,6 +75,8 @@ class DeviceInfo:
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
     gpm_supported: bool | None = None  # GPM activity metrics (Hopper and newer); None: cannot tell
+    mig_parent_index: int = -1  # a MIG device: the index of the GPU it is carved from; -1: a whole GPU
+    gpu_instance_id: int = -1  # a MIG device's GPU instance id
 
 
 @dataclass(frozen=True)

@@ -34,9 +34,10 @@ def gpm_supported(handle: Any) -> bool | None:
 class GpmSampler:
     """The two sample buffers of one GPU (or one MIG instance: ``instance`` is its GPU instance id)."""
 
-    def __init__(self, reads: tuple[GpmRead, ...] = GPM, instance: int | None = None) -> None:
+    def __init__(self, reads: tuple[GpmRead, ...] = GPM, instance: int | None = None, parent: Any = None) -> None:
         self.reads = reads
         self.instance = instance
+        self.parent = parent  # a MIG device's samples are taken on its parent GPU, by instance id
         self.request = N.c_nvmlGpmMetricsGet_t()
         self.request.version = N.NVML_GPM_METRICS_GET_VERSION
         self.request.numMetrics = len(reads)
@@ -62,7 +63,7 @@ class GpmSampler:
         if self.instance is None:
             N.nvmlGpmSampleGet(handle, self.current)
         else:
-            N.nvmlGpmMigSampleGet(handle, self.instance, self.current)
+            N.nvmlGpmMigSampleGet(self.parent, self.instance, self.current)
         first = not self.filled
         self.previous, self.current = self.current, self.previous
         self.filled = True

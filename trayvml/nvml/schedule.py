@@ -62,6 +62,7 @@ class GpuState:
     derivations: list[Callable[[], None]] = field(default_factory=list)  # derived metrics' fills
     lost: bool = False
     deferred: bool = False  # asleep when NVML opened: facts and reads wait until it wakes
+    parent_handle: Any = None  # a MIG device: its parent GPU's handle (GPM samples are taken there)
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
     processes: tuple[ProcessSample, ...] = ()
@@ -268,7 +269,8 @@ class Scheduler:
                 ops.append(self._field_op(FieldBatch(fields), period_s))
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
         if g.info.gpm_supported:
-            ops.append(self._gpm_op(GpmSampler()))
+            instance = g.info.gpu_instance_id if g.parent_handle is not None else None
+            ops.append(self._gpm_op(GpmSampler(instance=instance, parent=g.parent_handle)))
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
