@@ -307,19 +307,23 @@ class Scheduler:
     @staticmethod
     def _gpm_op(sampler: GpmSampler) -> Op:
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
-        scales = [read.scale for read in sampler.reads]
+        scales = np.array([read.scale for read in sampler.reads])
 
-        def fill(g: GpuState, answer: Any) -> None:
+        def fill(g: GpuState, answer: np.ndarray | None) -> None:
+            values, states = g.values, g.states
             if answer is None:  # the first sample: nothing to compare it with yet
                 for slot in slots:
-                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                    values[slot], states[slot] = NAN, _NO_DATA
                 return
-            for k, slot in enumerate(slots):
-                metric = answer.metrics[k]
-                if metric.nvmlReturn == N.NVML_SUCCESS:
-                    g.values[slot], g.states[slot] = metric.value * scales[k], _OK
-                else:
-                    g.values[slot], g.states[slot] = NAN, classify(metric.nvmlReturn)
+            numbers = (answer["value"] * scales).tolist()
+            codes = answer["nvmlReturn"]
+            if not codes.any():
+                for slot, number in zip(slots, numbers, strict=True):
+                    values[slot], states[slot] = number, _OK
+                return
+            for slot, number, code in zip(slots, numbers, codes.tolist(), strict=True):
+                ok = code == N.NVML_SUCCESS
+                values[slot], states[slot] = (number if ok else NAN), (_OK if ok else classify(code))
 
         keys = tuple(read.key for read in sampler.reads)
         return Op("nvmlGpmMetricsGet", sampler.read, fill, keys, release=sampler.free)

@@ -28,6 +28,7 @@ from trayvml.core.clock import Clock
 from trayvml.core.units import KIB, MIB
 from trayvml.nvml import binding
 from trayvml.nvml.fields import field_view
+from trayvml.nvml.gpm import metrics_view
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
 from trayvml.nvml.sim.scenarios import SCENARIOS, Scenario, SimProcess
 from trayvml.nvml.sim.spec import SimSpec
@@ -405,6 +406,7 @@ class SimulatedNvml:
         self._sysfs_written: dict[Path, str] = {}  # runtime_status files, by what they say now
         self.gpm_samples: dict[int, _GpmSample] = {}  # allocated GPM buffers, by the pointer handed out
         self._next_gpm_sample = _GPM_SAMPLE_BASE
+        self._gpm_plans: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # ---- the parts tests and the reader's process lookup use ----
     def sim_time_s(self) -> float:
@@ -467,6 +469,8 @@ class SimulatedNvml:
 
     # ---- runtime power management (laptop GPUs that sleep=) ----
     def sleeps_at(self, gpu: int, t_s: float) -> bool:
+        if not self.spec.sleeps:
+            return False
         return any(g == gpu and start_s <= t_s < until_s for g, (start_s, until_s) in self.spec.sleeps)
 
     def pci_address(self, gpu: int) -> str:
@@ -1074,14 +1078,19 @@ class SimulatedNvml:
         values = (second.sums - first.sums) / elapsed_s if elapsed_s > 0 else second.now
         if second.instance is not None:  # a MIG instance sees its share of the SMs' work
             values = values * self._instance_share(second.gpu, second.instance)
-        links = self.profiles[second.gpu].nvlink_links
-        for k in range(count):
-            metric = request.metrics[k]
-            column = _GPM_COLUMN.get(metric.metricId)
-            if column is None or (metric.metricId in _GPM_NVLINK and not links):
-                metric.nvmlReturn, metric.value = N.NVML_ERROR_NOT_SUPPORTED, 0.0
-            else:
-                metric.nvmlReturn, metric.value = N.NVML_SUCCESS, float(values[column])
+        view = metrics_view(request, count)
+        ids = view["metricId"]
+        key = (second.gpu, ids.tobytes())
+        plan = self._gpm_plans.get(key)
+        if plan is None:  # which column answers each metric, and which are not simulated
+            links = self.profiles[second.gpu].nvlink_links
+            answered = [int(m) in _GPM_COLUMN and (links or int(m) not in _GPM_NVLINK) for m in ids.tolist()]
+            columns = np.array([_GPM_COLUMN[int(m)] if ok else 0 for m, ok in zip(ids.tolist(), answered, strict=True)])
+            codes = np.where(answered, N.NVML_SUCCESS, N.NVML_ERROR_NOT_SUPPORTED)
+            plan = self._gpm_plans[key] = (columns, codes, np.array(answered))
+        columns, codes, known = plan
+        view["nvmlReturn"] = codes
+        view["value"] = np.where(known, values[columns], 0.0)
         return N.NVML_SUCCESS
 
     def _instance_share(self, gpu: int, instance: int) -> float:
