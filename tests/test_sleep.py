@@ -11,6 +11,7 @@ from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
+from trayvml.spans import AsleepSpans
 
 
 def nvml_calls(lib) -> int:  # type: ignore[no-untyped-def]
@@ -119,3 +120,15 @@ def test_only_laptop_profiles_can_sleep() -> None:
     with pytest.raises(SimulationSpecError, match="only laptop GPUs runtime-suspend"):
         parse_spec("idle:gpus=h100+laptop,sleep=0@10")
     assert parse_spec("idle:gpus=h100+laptop,sleep=1@10/5").sleeps == ((1, (10.0, 15.0)),)
+
+
+def test_asleep_spans_say_which_gaps_were_sleep() -> None:
+    source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/20+1@50/5")
+    spans = AsleepSpans()
+    start_s = clock.now_s()
+    for _ in range(70):
+        spans.update(source.sample())
+        clock.advance_s(1)
+    seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 70)]
+    assert seen == [(1, 10.0, 29.0), (1, 50.0, 54.0)]
+    assert spans.between(start_s + 31, start_s + 45) == []

@@ -28,6 +28,7 @@ from trayvml.demand import HISTORY, PROCESSES, Demand
 from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.energy import EnergyMeter, job_energy_text
 from trayvml.nvml.sim import SimSpec, parse_spec
+from trayvml.spans import AsleepSpans
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
@@ -44,12 +45,8 @@ TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 log = logging.getLogger(__name__)
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
-PROCESS_RULES = (
-    "memory_used",
-    "memory_free",
-    "temperature",
-    "memory_held_idle",
-)  # their notifications name the biggest processes
+# Their notifications name the biggest processes.
+PROCESS_RULES = ("memory_used", "memory_free", "temperature", "memory_held_idle")
 NO_DISPLAY_MESSAGE = (
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
     "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
@@ -113,6 +110,7 @@ class App(QObject):
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         self.demand = Demand()
         self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
+        self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
@@ -337,6 +335,7 @@ class App(QObject):
         self.latest = sample
         self.history.append(sample)
         self.energy.update(sample)
+        self.asleep_spans.update(sample)
         events = self.engine.update(sample)
         self._offer(events, sample)
         self._declare_demand()
@@ -387,6 +386,7 @@ class App(QObject):
             self.window = GraphWindow(self.history)
             self.window.process_view.processes.energy = self.energy
             self.window.energy = self.energy
+            self.window.asleep_spans = self.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_events(list(self.engine.events))
             for gpu in self.settings.hidden_gpus:
