@@ -27,7 +27,7 @@ def content_for(
     tray = TRAY_METRICS[metric]
     shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)
     return icon_content(
-        [Bar(_steps(_tray_value(g, tray.metric) / tray.full_scale), gpu_level(g, alerts)) for g in shown]
+        [Bar(_steps(_tray_value(g, tray.metric) / tray.full_scale), gpu_level(g, alerts), g.asleep) for g in shown]
     )
 
 

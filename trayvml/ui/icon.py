@@ -18,6 +18,7 @@ MAX_BARS = 8
 class Bar:
     fraction: float  # 0..1 of the metric's full scale; NaN when unknown
     level: Level
+    asleep: bool = False  # runtime-suspended: an empty trough, neither a value nor a fault
 
 
 @dataclass(frozen=True)
@@ -75,6 +76,8 @@ def _draw_bars(painter: QPainter, content: IconContent, s: float) -> None:
         trough = QRectF(x, margin, width, height)
         painter.setBrush(ICON_TROUGH)
         painter.drawRoundedRect(trough, width * 0.2, width * 0.2)
+        if bar.asleep:
+            continue
         colour = LEVEL_COLOURS[bar.level]
         if bar.level is Level.LOST or math.isnan(bar.fraction):
             _draw_cross(painter, trough, colour)
