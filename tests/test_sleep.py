@@ -9,6 +9,7 @@ import pytest
 from tests.helpers import run_ticks, simulated_source
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
+from trayvml.demand import HISTORY
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
 from trayvml.spans import AsleepSpans
@@ -81,6 +82,17 @@ def test_an_idle_laptop_gpu_is_read_slowly_and_nvml_let_go_in_between() -> None:
         clock.advance_s(1)
     assert states.count(MetricState.OK) == 3  # at 0, 30 and 60 s
     assert states.count(MetricState.RESTING) == 58
+
+
+def test_a_laptop_gpu_holding_memory_is_not_rested_even_without_process_lists() -> None:
+    source, _, _ = simulated_source("training:gpus=laptop,start=6700")  # the job just ended: idle, memory free
+    source.reader.idle_poll_s = 30.0
+    states = [source.sample(HISTORY).gpus[0].state("temperature_gpu_c") for _ in range(2)]
+    assert states[-1] is MetricState.RESTING
+    source2, _, _ = simulated_source("faults:gpus=laptop,start=6700,lost=")  # alice's notebook holds 2 GiB
+    source2.reader.idle_poll_s = 30.0
+    states = [source2.sample(HISTORY).gpus[0].state("temperature_gpu_c") for _ in range(2)]
+    assert states == [MetricState.OK, MetricState.OK]
 
 
 def test_a_gpu_waking_during_a_slow_poll_rest_is_read_at_once() -> None:

@@ -105,6 +105,7 @@ def wanted_for(demand: frozenset[str] | None) -> frozenset[str] | None:
 
 
 IDLE_UTIL_PERCENT = 5.0  # a laptop GPU below this, with no processes, is idle: read it slowly
+IDLE_MEMORY_BYTES = 64 * 2**20  # above this in use, some process holds the GPU: it cannot sleep anyway
 
 
 class NvmlReader:
@@ -412,6 +413,8 @@ def _idle_laptops(samples: tuple[GpuSample, ...], devices: tuple[DeviceInfo, ...
             return False
         util = gpu.value("utilization_gpu_percent")
         if not util < IDLE_UTIL_PERCENT:  # NaN (not read) is not idle
+            return False
+        if gpu.value("memory_used_bytes") > IDLE_MEMORY_BYTES:  # a process holds it (lists may not be read)
             return False
     return True
 
