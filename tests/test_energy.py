@@ -109,3 +109,27 @@ def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:
     cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], meter)), strict=True))
     assert (cells["Energy"], cells["Job energy"]) == ("10.0 Wh", "40.0 Wh")
     assert dict(zip(HEADERS, (t for t, _ in _cells(procs[1])), strict=True))["Energy"] == "–"  # no meter
+
+
+def test_per_process_sm_share_is_read_with_its_last_seen_timestamp_and_shares_energy() -> None:
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800")
+    sample = source.sample()
+    shares = {p.name: p.sm_util_percent for p in sample.gpus[0].processes}
+    assert shares["Xorg"] == 1 and sum(shares.values()) <= 100 and shares["python"] > 0
+    meter = EnergyMeter()
+    meter.update(sample)
+    clock.advance_s(5)
+    sample = source.sample()
+    meter.update(sample)
+    by_pid = {p.pid: p for p in sample.gpus[0].processes}
+    total = sum(p.sm_util_percent for p in by_pid.values())
+    gpu_wh = meter.since_start_wh(0)
+    for pid, wh in ((pid, wh) for (gpu, pid), wh in meter.process_wh.items()):
+        assert math.isclose(wh, gpu_wh * by_pid[pid].sm_util_percent / total)  # by SM share, not memory
+    assert lib.calls["nvmlDeviceGetProcessUtilization"] == 4  # two reads, each asking the size first
+
+
+def test_under_mig_the_sm_share_is_unknown_and_memory_shares_energy() -> None:
+    source, _, _ = simulated_source("training:gpus=h100-mig,start=1800")
+    sample = source.sample()
+    assert all(math.isnan(p.sm_util_percent) for g in sample.gpus for p in g.processes)

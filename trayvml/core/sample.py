@@ -100,6 +100,7 @@ class ProcessSample:
     command: str = ""
     container: str = ""  # container id from /proc/PID/cgroup, "" on the host
     no_permission: bool = False  # another user's process that we may not inspect
+    sm_util_percent: float = math.nan  # its share of the SMs (nvmlDeviceGetProcessUtilization); NaN: unknown
 
 
 @dataclass(frozen=True)
