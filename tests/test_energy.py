@@ -133,3 +133,47 @@ def test_under_mig_the_sm_share_is_unknown_and_memory_shares_energy() -> None:
     source, _, _ = simulated_source("training:gpus=h100-mig,start=1800")
     sample = source.sample()
     assert all(math.isnan(p.sm_util_percent) for g in sample.gpus for p in g.processes)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def notify(self, event, details: str) -> None:  # type: ignore[no-untyped-def]
+        self.sent.append((event.title, details))
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from trayvml.alerts import AlertSettings
+    from trayvml.config import SettingsStore
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.source import Source
+    from trayvml.ui.app import App
+
+    spec = parse_spec("training:gpus=h100,start=6300")  # the job ends at 6600 s
+    clock = ManualClock(1_800_000_000.0)
+    source = Source(spec, clock, host=False)
+    app = App(spec, clock=clock, tray_wait_s=0, store=SettingsStore(tmp_path / "config.toml"))
+    try:
+        rules = dict(AlertSettings().rules)
+        rules["job_finished"] = replace(rules["job_finished"], enabled=True)
+        app.engine.configure(AlertSettings(rules=rules))
+        recorder = _Recorder()
+        app.notifier = recorder  # type: ignore[assignment]
+        app.dispatcher.ready = True  # as once the app's notifier is set up
+        for _ in range(80):
+            app.on_sample(source.sample())
+            clock.advance_s(5)
+        [(title, details)] = [sent for sent in recorder.sent if "job finished" in sent[0]]
+        assert title == "GPU 0 H100: job finished after 5 min (idle now)"
+        wh = float(details.split(" Wh")[0])
+        assert 40 < wh < 70 and details.endswith(" on GPU 0 over 5 min.")  # ~600 W for 5 min, then idle
+    finally:
+        source.close()
+        app.stop()
