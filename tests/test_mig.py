@@ -71,3 +71,13 @@ def test_pick_offers_mig_instances_not_their_parent_and_json_names_the_parent() 
     assert len(lib.gpm_samples) == 8  # two per device: the board and each instance
     source.close()
     assert lib.gpm_samples == {}
+
+
+def test_the_icon_shows_sm_activity_where_mig_leaves_no_utilization() -> None:
+    from trayvml.ui.glance import content_for
+
+    source, clock, _ = simulated_source("training:gpus=h100-mig,start=1800")
+    content = content_for(run_ticks(source, clock, 2), "utilization")
+    fractions = [bar.fraction for bar in content.bars]
+    assert all(0 <= f <= 1 for f in fractions)  # no unknown bar (a cross) for the MIG devices
+    assert fractions[3] == 0.0 and fractions[1] > 0.5  # the idle 2g.20gb, the 3g.40gb with the job
