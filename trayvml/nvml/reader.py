@@ -409,7 +409,8 @@ def _idle_laptops(samples: tuple[GpuSample, ...], devices: tuple[DeviceInfo, ...
         p = power.get(bus_key(info.pci_bus_id))
         if gpu.asleep:
             continue
-        if p is None or not p.managed or gpu.lost or gpu.processes:
+        # Persistence mode keeps the GPU initialised: it cannot suspend (and servers set it).
+        if p is None or not p.managed or info.persistence_mode or gpu.lost or gpu.processes:
             return False
         util = gpu.value("utilization_gpu_percent")
         if not util < IDLE_UTIL_PERCENT:  # NaN (not read) is not idle
