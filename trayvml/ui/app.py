@@ -29,6 +29,7 @@ from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.energy import EnergyMeter, job_energy_text
 from trayvml.notices import GROUP, Grouper
 from trayvml.nvml.sim import SimSpec, parse_spec
+from trayvml.spans import AsleepSpans
 from trayvml.ui.alert_details import PROCESS_RULES, alert_details
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
@@ -121,6 +122,7 @@ class App(QObject):
         self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
         self.demand = Demand()
         self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
+        self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(
@@ -452,6 +454,7 @@ class App(QObject):
         self.energy.update(sample)
         if self._disk is not None and sample.devices:
             self._disk.uuids = tuple(d.uuid for d in sample.devices)
+        self.asleep_spans.update(sample)
         events = self.engine.update(sample)
         self._offer(events, sample)
         self._declare_demand()
@@ -494,6 +497,7 @@ class App(QObject):
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
+        demand.need("alert_metrics", self.engine.needs())  # the stalled-job rule reads SM activity
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
@@ -504,6 +508,7 @@ class App(QObject):
             self.window = GraphWindow(self.history)
             self.window.process_view.processes.energy = self.energy
             self.window.energy = self.energy
+            self.window.asleep_spans = self.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))

@@ -45,6 +45,9 @@ SENTENCE_WORDS = {
     "busy_for_s": ("for", "s,"),
     "idle_below_percent": ("then idle below", "%"),
     "idle_for_s": ("for", "s"),
+    "sm_below_percent": ("while SM activity below", "%"),
+    "power_below_percent": ("(without GPM: power below", "% of limit)"),
+    "memory_above_gib": ("memory above", "GiB"),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
 
@@ -114,7 +117,9 @@ class _RuleGrid(QWidget):
                 grid.addLayout(cell, row, columns[name])
             if sentence.count():
                 sentence.addStretch(1)
-                grid.addLayout(sentence, row, FIRST_COLUMN, 1, len(COLUMN_TITLES))
+                # Beside hold and cooldown columns of its own (stalled job), across the threshold columns only.
+                span = 4 if any(name in COLUMN_TITLES for name in kind.numbers) else len(COLUMN_TITLES)
+                grid.addLayout(sentence, row, FIRST_COLUMN, 1, span)
             self.rows[kind.key] = (enabled, override, edits)
 
     def _override_toggled(self) -> None:
