@@ -106,9 +106,10 @@ def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:
     procs = (proc(1, 3e9, "abc"), proc(2, 1e9, "abc"))
     for k in range(3601):
         meter.update(gpu_sample(k, power_w=40, processes=procs))
-    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], meter)), strict=True))
+    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", 0.0, meter)), strict=True))
     assert (cells["Energy"], cells["Job energy"]) == ("10.0 Wh", "40.0 Wh")
-    assert dict(zip(HEADERS, (t for t, _ in _cells(procs[1])), strict=True))["Energy"] == "–"  # no meter
+    no_meter = _cells(procs[1], "simulated", 0.0)
+    assert dict(zip(HEADERS, (t for t, _ in no_meter), strict=True))["Energy"] == "–"
 
 
 def test_per_process_sm_share_is_read_with_its_last_seen_timestamp_and_shares_energy() -> None:
@@ -139,8 +140,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    def notify(self, event, details: str) -> None:  # type: ignore[no-untyped-def]
-        self.sent.append((event.title, details))
+    def notify(self, notice) -> None:  # type: ignore[no-untyped-def]
+        self.sent.append((notice.title, notice.body))
 
     def close(self) -> None:
         pass
@@ -170,10 +171,11 @@ def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, 
         for _ in range(80):
             app.on_sample(source.sample())
             clock.advance_s(5)
-        [(title, details)] = [sent for sent in recorder.sent if "job finished" in sent[0]]
+        [(title, body)] = [sent for sent in recorder.sent if "job finished" in sent[0]]
         assert title == "GPU 0 H100: job finished after 5 min (idle now)"
-        wh = float(details.split(" Wh")[0])
-        assert 40 < wh < 70 and details.endswith(" on GPU 0 over 5 min.")  # ~600 W for 5 min, then idle
+        [energy] = [line for line in body.splitlines() if " Wh on GPU" in line]
+        wh = float(energy.split(" Wh")[0])
+        assert 40 < wh < 70 and energy.endswith(" on GPU 0 over 5 min.")  # ~600 W for 5 min, then idle
     finally:
         source.close()
         app.stop()
