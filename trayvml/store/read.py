@@ -114,11 +114,11 @@ class StoreReader:
     def coarse(
         self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
     ) -> CoarseData:
-        """Buckets of ``step_s`` (rounded up to whole minutes, or ten) over the range: never a week of
+        """Buckets of about ``step_s`` (rounded to whole minutes, or ten) over the range: never a week of
         seconds. ``fresh``: also the blocks of the hour not yet packed (a caller holding the last
         hours in memory leaves them out: a few hundred small blocks)."""
         bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
-        step_ms = max(1, math.ceil(step_s * 1000 / bucket_ms)) * bucket_ms
+        step_ms = max(1, round(step_s * 1000 / bucket_ms)) * bucket_ms
         first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
         n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
         columns = len(keys)
@@ -149,11 +149,12 @@ class StoreReader:
             inside = (index >= 0) & (index < n)
             if not inside.any():
                 continue
-            merged = merge_coarse(
-                [[(index[inside] * step_ms)[None, :], *(m[inside].T for m in (c, lo, hi, su))]], step_ms
-            )
-            at = merged[0][0] // step_ms
-            c, lo, hi, su = (m.T for m in merged[1:])
+            at = index[inside]
+            c, lo, hi, su = (m[inside] for m in (c, lo, hi, su))
+            if len(at) > 1 and not (np.diff(at) > 0).all():  # several buckets of the block in one of ours
+                merged = merge_coarse([[(at * step_ms)[None, :], c.T, lo.T, hi.T, su.T]], step_ms)
+                at = merged[0][0] // step_ms
+                c, lo, hi, su = (m.T for m in merged[1:])
             resolutions = np.array(layout.resolutions)
             lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
             hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
