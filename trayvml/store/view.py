@@ -37,6 +37,7 @@ class Recording:
         self.note: str | None = None
         try:
             self.writer = StoreWriter(folder, limits)
+            self.note = self.writer.problem
         except StoreLockedError as error:
             self.note = f"{error} The window shows what it writes."
         except OSError as error:  # the lock file itself cannot be made: memory only, said once
@@ -45,7 +46,7 @@ class Recording:
             log.warning("%s", self.note)
 
     def append(self, sample: Sample) -> str | None:
-        """Write ``sample``; returns a note when the store's state changed (a problem, or it cleared)."""
+        """Write ``sample``; returns the note when it changed ("" once a problem cleared), else None."""
         if self.writer is None:
             return None
         before = self.writer.problem
@@ -53,7 +54,7 @@ class Recording:
         after = self.writer.problem
         if after != before:
             self.note = after
-            return after or f"Writing the history to {self.folder} again."
+            return after or ""
         return None
 
     def close(self) -> None:
