@@ -128,7 +128,7 @@ def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: P
 
         window.show_range(hour - 3 * 86400 - 3 * 3600, hour - 3 * 86400 + 3600)  # the picker's range
         window.refresh()
-        assert not window.following
+        assert not window.following and window.range_buttons.checkedButton() is None
         start, end = window.visible_range()
         assert abs(start - (hour - 3 * 86400 - 3 * 3600)) < 60 and abs(end - (hour - 3 * 86400 + 3600)) < 60
     finally:
