@@ -17,7 +17,7 @@ from trayvml.history import History
 from trayvml.nvml.sim import parse_spec
 from trayvml.source import Source
 from trayvml.store.read import StoreReader
-from trayvml.store.store import GPU_LAYOUT, StoreWriter
+from trayvml.store.store import GPU_LAYOUT, Limits, StoreWriter
 from trayvml.store.view import DiskReach
 
 SPEC = "idle:gpus=h100*2,past=0"  # no made-up past: the history's past comes from disk
@@ -73,6 +73,24 @@ def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path) ->
     finally:
         recorder.close()
     assert StoreReader(folder).devices() == []  # the app wrote nothing beside the recorder
+
+
+def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path) -> None:
+    from trayvml.store.view import LOCK_RETRY_S, Recording
+
+    folder = tmp_path / "history"
+    clock = ManualClock(1_800_000_000.0)
+    source = Source(parse_spec("idle:gpus=h100"), clock, host=False)
+    OPEN_SOURCES.append(source)
+    recorder = StoreWriter(folder)
+    recording = Recording(folder, Limits())
+    assert recording.writer is None and recording.note and "being written by process" in recording.note
+    assert recording.append(source.sample()) is None
+    recorder.close()
+    clock.advance_s(LOCK_RETRY_S)
+    assert recording.append(source.sample()) == ""  # the note clears: this app writes now
+    assert recording.writer is not None
+    recording.close()
 
 
 def _stored(folder: Path, start_s: float, seconds: int) -> tuple[str, ...]:
