@@ -347,3 +347,17 @@ def test_old_data_goes_by_age_then_by_size(tmp_path: Path) -> None:
     assert newest.times_s[-1] == samples[-1].timestamp_s  # the newest seconds stay
     assert newest.times_s[0] > MIDNIGHT_S  # the oldest went
     reader.close()
+
+
+def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "history.sqlite3").write_bytes(b"not a database " * 100)
+    assert cli.main(["history", "--store", str(tmp_path), "--stats"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Cannot read the history" in err and "Traceback" not in err
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 20)
+    _write(tmp_path, samples)  # the writer keeps the damaged file aside and begins anew
+    aside = list(tmp_path.glob("history.sqlite3.damaged-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"not a database")
+    reader = StoreReader(tmp_path)
+    assert len(reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 30, GPU_LAYOUT.keys).times_s) == 20
+    reader.close()
