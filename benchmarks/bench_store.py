@@ -128,10 +128,9 @@ def read_week(folder: Path, end_s: float, runs: int) -> tuple[float, int]:
     return statistics.median(times), buckets
 
 
-def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[float, float]:
-    """Median ms of the window's refresh at 7 days, 8 GPUs, offscreen: (the store read anew, as
-    when the range is opened or moves by a bucket; the store read cached, as on other redraws)."""
-
+def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[float, float, float]:
+    """Median seconds of the window's refresh at 7 days, 8 GPUs, offscreen: (opened afresh, every
+    block read from disk; the range moved by a bucket, blocks already decoded; nothing moved)."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
@@ -145,8 +144,6 @@ def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[float, float]:
     sample = source.sample()
     source.close()
     history = History()
-    history.disk = DiskReach(folder)
-    history.disk.uuids = tuple(d.uuid for d in sample.devices)
     history.append(sample)
     window = GraphWindow(history)
     window.resize(1100, 800)
@@ -155,18 +152,23 @@ def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[float, float]:
     app.processEvents()
     window.set_range(int(WEEK_S))
     window.refresh()
-    fresh, cached = [], []
+    opened, moved, cached = [], [], []
     for _ in range(runs):
+        history.disk = DiskReach(folder)
+        history.disk.uuids = tuple(d.uuid for d in sample.devices)
+        t0 = time.perf_counter()
+        window.refresh()
+        opened.append(time.perf_counter() - t0)
         history.disk._cache.clear()
         t0 = time.perf_counter()
         window.refresh()
-        fresh.append(time.perf_counter() - t0)
+        moved.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         window.refresh()
         cached.append(time.perf_counter() - t0)
+        history.disk.close()
     window.hide()
-    history.disk.close()
-    return statistics.median(fresh), statistics.median(cached)
+    return statistics.median(opened), statistics.median(moved), statistics.median(cached)
 
 
 def main() -> None:
@@ -191,7 +193,7 @@ def main() -> None:
         reader.close()
         copy_week(folder)
         week_s, buckets = read_week(folder, START_S + seconds, args.runs)
-        redraw_fresh_s, redraw_cached_s = redraw_week(folder, START_S + seconds, args.runs)
+        redraw_opened_s, redraw_moved_s, redraw_cached_s = redraw_week(folder, START_S + seconds, args.runs)
     per_second = write_cpu / seconds
     print(f"\nHistory store, {args.gpus} simulated GPUs ({args.scenario}) + host (16 cores), {args.hours:g} h at 1 s\n")
     print("| figure | measured | target |")
@@ -209,9 +211,12 @@ def main() -> None:
         f"({buckets} buckets each, median of {args.runs}) | |"
     )
     print(
-        f"| **window refresh at 7 d, 8 GPUs, store read anew** | **{redraw_fresh_s * 1e3:.1f} ms** "
-        f"(store read cached: {redraw_cached_s * 1e3:.1f} ms) | ≤ 50 ms |"
+        f"| **window refresh at 7 d, 8 GPUs: opened, the week read from disk** | **{redraw_opened_s * 1e3:.1f} ms** | ≤ 50 ms |"
     )
+    print(
+        f"| window refresh at 7 d: the range moved a bucket (blocks decoded before) | {redraw_moved_s * 1e3:.1f} ms | ≤ 50 ms |"
+    )
+    print(f"| window refresh at 7 d: nothing new to read | {redraw_cached_s * 1e3:.1f} ms | ≤ 50 ms |")
     print(f"\n(load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
 

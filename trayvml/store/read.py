@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,8 @@ from trayvml.core.sample import MetricState
 from trayvml.store import codec
 from trayvml.store.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 from trayvml.store.store import _decode, coarse_from_fine, merge_coarse
+
+COARSE_CACHE = 128  # decoded coarse and wide blocks kept: a week of 8 GPUs and the host, twice over
 
 
 @dataclass(frozen=True)
@@ -65,6 +68,7 @@ class StoreReader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._db: Database | None = None
+        self._cache: OrderedDict[tuple[int, int], list[np.ndarray]] = OrderedDict()
 
     def _database(self) -> Database | None:
         if self._db is None and (self.folder / FILE_NAME).exists():
@@ -141,7 +145,7 @@ class StoreReader:
                     or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
                 ],
             )
-        for db, block, matrices in _decoded_any(found):
+        for db, block, matrices in self._decoded_coarse(found):
             layout = db.layout(block.layout)
             parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
             starts, c, lo, hi, su = parts[0][0], *(m.T for m in parts[1:])
@@ -170,6 +174,14 @@ class StoreReader:
         high[empty] = np.nan
         times = (first_ms + np.arange(n) * step_ms) / 1000
         return CoarseData(times, count, low, mean, high, step_ms / 1000)
+
+    def _decoded_coarse(
+        self, found: tuple[Database, list[Block]] | None
+    ) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
+        """Like _decoded_any, keeping the last COARSE_CACHE coarse and wide blocks decoded: a block
+        never changes once written (a merge writes a new one), and a range that moves by a bucket
+        would otherwise decode its week again."""
+        yield from _decoded_any(found, self._cache)
 
     def stats(self) -> Stats:
         db = self._database()
@@ -216,12 +228,23 @@ def _decoded(
             yield db, block, matrices
 
 
-def _decoded_any(found: tuple[Database, list[Block]] | None) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
+def _decoded_any(
+    found: tuple[Database, list[Block]] | None, cache: OrderedDict[tuple[int, int], list[np.ndarray]]
+) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
     if found is None:
         return
     db, blocks = found
     for block in blocks:
-        matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
+        key = (block.id, block.crc)
+        matrices = cache.get(key)
+        if matrices is not None:
+            cache.move_to_end(key)
+        else:
+            matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
+            if matrices is not None and block.tier in (Tier.COARSE, Tier.WIDE):
+                cache[key] = matrices
+                while len(cache) > COARSE_CACHE:
+                    cache.popitem(last=False)
         if matrices is not None:
             yield db, block, matrices
 
