@@ -21,6 +21,7 @@ from trayvml.store import codec
 from trayvml.store.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 from trayvml.store.store import _decode, coarse_from_fine, merge_coarse
 
+_Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 COARSE_CACHE = 128  # decoded coarse and wide blocks kept: a week of 8 GPUs and the host, twice over
 
 
@@ -69,6 +70,7 @@ class StoreReader:
         self.folder = folder
         self._db: Database | None = None
         self._cache: OrderedDict[tuple[int, int], list[np.ndarray]] = OrderedDict()
+        self._buckets: OrderedDict[tuple[int, int, int, tuple[str, ...]], _Buckets] = OrderedDict()
 
     def _database(self) -> Database | None:
         if self._db is None and (self.folder / FILE_NAME).exists():
@@ -146,27 +148,16 @@ class StoreReader:
                 ],
             )
         for db, block, matrices in self._decoded_coarse(found):
-            layout = db.layout(block.layout)
-            parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
-            starts, c, lo, hi, su = parts[0][0], *(m.T for m in parts[1:])
-            index = (starts - first_ms) // step_ms
-            inside = (index >= 0) & (index < n)
+            starts, c, lo_v, hi_v, su_v = self._in_buckets(db, block, matrices, step_ms, keys)
+            at = (starts - first_ms) // step_ms
+            inside = (at >= 0) & (at < n)
             if not inside.any():
                 continue
-            at = index[inside]
-            c, lo, hi, su = (m[inside] for m in (c, lo, hi, su))
-            if len(at) > 1 and not (np.diff(at) > 0).all():  # several buckets of the block in one of ours
-                merged = merge_coarse([[(at * step_ms)[None, :], c.T, lo.T, hi.T, su.T]], step_ms)
-                at = merged[0][0] // step_ms
-                c, lo, hi, su = (m.T for m in merged[1:])
-            resolutions = np.array(layout.resolutions)
-            lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
-            hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
-            su_v = codec.restore_columns(su, resolutions)
-            count[at] += _columns(c, layout, keys, 0)
-            low[at] = np.minimum(low[at], _columns(lo_v, layout, keys, np.inf))
-            high[at] = np.maximum(high[at], _columns(hi_v, layout, keys, -np.inf))
-            total[at] += _columns(su_v, layout, keys, 0.0)
+            at = at[inside]  # one row per bucket of ours: _in_buckets folded the block into them
+            count[at] += c[inside]
+            low[at] = np.minimum(low[at], lo_v[inside])
+            high[at] = np.maximum(high[at], hi_v[inside])
+            total[at] += su_v[inside]
         empty = count == 0
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(empty, np.nan, total / np.maximum(count, 1))
@@ -174,6 +165,37 @@ class StoreReader:
         high[empty] = np.nan
         times = (first_ms + np.arange(n) * step_ms) / 1000
         return CoarseData(times, count, low, mean, high, step_ms / 1000)
+
+    def _in_buckets(
+        self, db: Database, block: Block, matrices: list[np.ndarray], step_ms: int, keys: tuple[str, ...]
+    ) -> _Buckets:
+        """The block folded into buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum)
+        of ``keys``, values restored; kept for packed blocks, which never change."""
+        key = (block.id, block.crc, step_ms, keys)
+        found = self._buckets.get(key)
+        if found is not None:
+            self._buckets.move_to_end(key)
+            return found
+        layout = db.layout(block.layout)
+        parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
+        merged = merge_coarse([parts], step_ms) if step_ms != BUCKET_MS or block.tier is not Tier.COARSE else parts
+        starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
+        resolutions = np.array(layout.resolutions)
+        lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
+        hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
+        su_v = codec.restore_columns(su, resolutions)
+        found = (
+            starts,
+            _columns(c, layout, keys, 0),
+            _columns(lo_v, layout, keys, np.inf),
+            _columns(hi_v, layout, keys, -np.inf),
+            _columns(su_v, layout, keys, 0.0),
+        )
+        if block.tier is not Tier.FRESH:
+            self._buckets[key] = found
+            while len(self._buckets) > COARSE_CACHE:
+                self._buckets.popitem(last=False)
+        return found
 
     def _decoded_coarse(
         self, found: tuple[Database, list[Block]] | None
