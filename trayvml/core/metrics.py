@@ -89,8 +89,8 @@ class Metric:
 
 
 _P = Unit.PERCENT
-# The history on disk rounds each value to its metric's resolution: what NVML and psutil report is
-# kept exactly (integers, milliwatts, millijoules, KiB/s), memory to the MiB nvidia-smi shows.
+# The history on disk rounds each value to its metric's resolution: NVML's integers, milliwatts and
+# millijoules are kept exactly, memory to the MiB nvidia-smi shows, rates to the KiB/s.
 RESOLUTION: Mapping[Unit, float] = {
     Unit.PERCENT: 0.01,
     Unit.BYTES: MIB,
