@@ -112,8 +112,18 @@ class AppProcess:
 class DesktopStack:
     """``tray`` is "sni", "xembed" or None (a desktop with no tray at all)."""
 
-    def __init__(self, tray: str | None = "sni", notifications: bool = True, size: str = "1280x800") -> None:
+    def __init__(
+        self,
+        tray: str | None = "sni",
+        notifications: bool = True,
+        size: str = "1280x800",
+        tray_px: int = 30,
+        tray_colour: str = "#2e3440",
+    ) -> None:
+        """``tray_px``, ``tray_colour``: the SNI panel's height and colour (scripts/tray_screenshots.py)."""
         self.tray = tray
+        self.tray_px = tray_px
+        self.tray_colour = tray_colour
         self.notifications = notifications
         self.size = size
         self.env: dict[str, str] = {}
@@ -154,7 +164,8 @@ class DesktopStack:
         if self.tray == "sni":
             self._spawn("status-notifier-watcher")
             wait_until(lambda: self._has_owner("org.kde.StatusNotifierWatcher"), what="the SNI watcher")
-            self._spawn("gtk-sni-tray-standalone", "--top", "--end", "--size", "30", "--color", "#2e3440")
+            size, colour = str(self.tray_px), self.tray_colour
+            self._spawn("gtk-sni-tray-standalone", "--top", "--end", "--size", size, "--color", colour)
             wait_until(self._sni_host_registered, what="the SNI tray host")
         elif self.tray == "xembed":
             self._spawn(

@@ -442,6 +442,15 @@ RULES: tuple[Rule[Any], ...] = (
         RuleSettings(True, 83.0, 78.0, 90.0, 85.0, hold_s=5.0),
         "temperature_gpu_c",
     ),
+    # Relative to each GPU's own limit (NVML's shutdown threshold), where fixed °C cannot fit every
+    # GPU: a laptop GPU runs at 90 °C by design, a datacenter one shuts down at 92 °C.
+    ThresholdRule(
+        "temperature_limit",
+        "Margin to the shutdown temperature",
+        RuleSettings(False, 8.0, 10.0, 3.0, 5.0, hold_s=5.0),
+        "temperature_below_shutdown_c",
+        Direction.BELOW,
+    ),
     # Off by default: near-full memory is how ML jobs run (frameworks reserve it all), and on
     # for a node it fired on every GPU at once. When on, it waits a minute before telling.
     ThresholdRule(

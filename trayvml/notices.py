@@ -21,7 +21,7 @@ GROUP = -2  # the "GPU index" in the key of a notification about a rule on any n
 GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification
 MAX_GPU_LINES = 8  # a grouped body names this many GPUs, then how many more
 URGENT_RULES = frozenset({"gpu_lost", "xid", "driver_stalled"})  # critical urgency whatever happens
-HEAT_RULE = "temperature"  # critical urgency at its critical level (the GPU slows, then shuts down)
+HEAT_RULES = frozenset({"temperature", "temperature_limit"})  # critical urgency at their critical level
 LOW, NORMAL, CRITICAL = 0, 1, 2  # freedesktop urgencies
 # What to do, where there is something to do (the notification's last line).
 ADVICE = {
@@ -32,6 +32,9 @@ ADVICE = {
     ),
     "xid": "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset.",
     "temperature": "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it.",
+    "temperature_limit": (
+        "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
+    ),
     "throttle": "Clocks are held down: check the cooling (thermal) or the power limit (power).",
     "memory_used": "A job that allocates more will fail with out of memory.",
     "memory_free": "A job that allocates more will fail with out of memory.",
@@ -53,7 +56,7 @@ class Notice:
 def urgency(event: AlertEvent) -> int:
     if event.kind == "resolved" or event.severity is Severity.INFO:
         return LOW
-    if event.severity is Severity.CRITICAL and (event.rule in URGENT_RULES or event.rule == HEAT_RULE):
+    if event.severity is Severity.CRITICAL and (event.rule in URGENT_RULES or event.rule in HEAT_RULES):
         return CRITICAL
     return NORMAL
 

@@ -70,6 +70,8 @@ class DeviceInfo:
     pcie_link_gen_max: float = math.nan
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
+    temperature_slowdown_c: float = math.nan  # where the GPU slows itself down to cool
+    temperature_shutdown_c: float = math.nan  # where it shuts down
 
 
 @dataclass(frozen=True)

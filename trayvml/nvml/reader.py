@@ -74,6 +74,14 @@ def _derivation(metric: Metric, g: GpuState) -> Callable[[], None]:
         return percent
     fact = float(getattr(g.info, whole))  # a static fact: unknown for good if it could not be read
     known = MetricState.NOT_SUPPORTED if math.isnan(fact) else MetricState.OK
+    if metric.derived.how is Derivation.MARGIN:
+
+        def margin() -> None:
+            values[slot] = fact - values[p]
+            a = states[p]
+            states[slot] = a if a >= known else known
+
+        return margin
 
     def percent_of_fact() -> None:
         values[slot] = 100.0 * values[p] / fact if fact else NAN

@@ -15,7 +15,8 @@ from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
 from trayvml.core.units import format_bytes
 from trayvml.ui.text import gpu_line
 
-PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
+# Their notifications name the biggest processes.
+PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit")
 SHOWN_PROCESSES = 3
 UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
 
@@ -73,6 +74,19 @@ def alert_details(
         elif last_seen is None:
             lines.append("trayvml never read a value from it.")
         return "\n".join(line for line in lines if line)
+    lines = [heat_line(sample, event.gpu_index)] if event.rule in ("temperature", "temperature_limit") else []
     if event.rule in PROCESS_RULES:
-        return processes_line(sample.gpu(event.gpu_index))
-    return ""
+        lines.append(processes_line(sample.gpu(event.gpu_index)))
+    return "\n".join(line for line in lines if line)
+
+
+def heat_line(sample: Sample, gpu_index: int) -> str:
+    """'At 92 °C; this GPU slows down at 90 °C and shuts down at 95 °C.' (the limits it tells)."""
+    gpu = sample.gpu(gpu_index)
+    device = next((d for d in sample.devices if d.index == gpu_index), None)
+    if gpu is None or device is None or math.isnan(gpu.value("temperature_gpu_c")):
+        return ""
+    known = (("slows down", device.temperature_slowdown_c), ("shuts down", device.temperature_shutdown_c))
+    limits = [f"{verb} at {value:.0f} °C" for verb, value in known if not math.isnan(value)]
+    told = f"; this GPU {' and '.join(limits)}" if limits else "; this GPU does not tell its limits"
+    return f"At {gpu.value('temperature_gpu_c'):.0f} °C{told}."

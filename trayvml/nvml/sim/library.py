@@ -626,6 +626,19 @@ class SimulatedNvml:
 
     c_nvmlDeviceGetCurrPcieLinkWidth = c_nvmlDeviceGetMaxPcieLinkWidth
 
+    def c_nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        limits = {
+            N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: found[1].temperature_slowdown_c,
+            N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: found[1].temperature_shutdown_c,
+        }
+        if threshold.value not in limits:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = int(limits[threshold.value])
+        return N.NVML_SUCCESS
+
     # ---- dynamic values ----
     def c_nvmlDeviceGetUtilizationRates(self, handle: Any, ref: Any) -> int:
         g = self._gpu(handle)
