@@ -1,6 +1,6 @@
 """Screenshots of the tray icon as a real StatusNotifierItem host draws it, at each tray size.
 
-    .venv/bin/python scripts/tray_screenshots.py [OUT_DIR]
+    .venv/bin/python scripts/tray_screenshots.py [OUT_DIR] [--scale 1|2]
 
 For each panel height (icons of about 16, 22, 24 and 32 px), a light and a dark panel, 100 % and
 200 % scaling, it runs trayvml on simulated GPUs in several states (1, 2 and 8 GPUs at work, a
@@ -10,6 +10,7 @@ warning, a critical temperature, a lost GPU, a stuck driver) and crops the icon 
 
 from __future__ import annotations
 
+import argparse
 import os
 import signal
 import subprocess
@@ -37,10 +38,12 @@ PANELS = ((18, 16, 1), (26, 22, 1), (28, 24, 1), (36, 32, 1), (26, 22, 2))
 THEMES = (("dark", "#2e3440"), ("light", "#eceff4"))
 
 
-def shoot(out: Path) -> None:
+def shoot(out: Path, only_scale: int | None = None) -> None:
     out.mkdir(parents=True, exist_ok=True)
     rows = []
     for panel_px, icon_px, scale in PANELS:
+        if only_scale is not None and scale != only_scale:
+            continue
         for theme, colour in THEMES:
             row = []
             os.environ["GDK_SCALE"] = str(scale)  # the tray host drawn at the scale (the stack copies the environment)
@@ -75,4 +78,8 @@ def shoot(out: Path) -> None:
 
 
 if __name__ == "__main__":
-    shoot(Path(sys.argv[1]) if len(sys.argv) > 1 else Path("tray-shots"))
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", nargs="?", default="out/tray-shots")
+    parser.add_argument("--scale", type=int, choices=(1, 2), help="only the panels at this scale")
+    args = parser.parse_args()
+    shoot(Path(args.out), args.scale)

@@ -12,7 +12,7 @@ import time
 from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
-from trayvml.core.units import format_bytes
+from trayvml.core.units import format_bytes, short_name
 from trayvml.ui.text import gpu_line
 
 # Their notifications name the biggest processes.
@@ -48,7 +48,7 @@ def device_words(device: DeviceInfo | None) -> str:
     if device is None or device.name == UNKNOWN_NAME or not device.name:
         return "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
     where = f" at PCI {device.pci_bus_id}" if device.pci_bus_id else " (PCI bus id unknown)"
-    return f"{clean(device.name)}{where}, UUID {device.uuid or 'unknown'}."
+    return f"{clean(device.name)}{where}."
 
 
 def alert_details(
@@ -69,7 +69,8 @@ def alert_details(
         lines = [device_words(device)]
         if last_seen is not None and device is not None:
             when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
-            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).split(' ', 1)[1]}.")
+            head = f"{last_seen.index} {shorten(short_name(clean(device.name)))}"  # gpu_line's, said in the title
+            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).removeprefix(head).strip()}.")
             lines.append(processes_line(last_seen, "It was running"))
         elif last_seen is None:
             lines.append("trayvml never read a value from it.")

@@ -10,7 +10,7 @@ its tile alone, for hosts that show nothing but the icon:
 - a GPU lost or the driver stuck: a red tile with a white badge ("!" or an hourglass) in place
   of the number, since no number on it would be current.
 
-Below the number (from 20 px) a strip shows each GPU as a small bar up to MAX_BARS GPUs, beyond
+Below the number (from 20 device pixels) a strip shows each GPU as a small bar up to MAX_BARS GPUs, beyond
 that one aggregate bar (the mean, in the worst GPU's colour). It is drawn in device pixels on
 a whole-pixel grid, so edges stay crisp at 100 % and 200 %.
 """
@@ -27,7 +27,7 @@ from trayvml.core.levels import Level
 from trayvml.ui.theme import ICON_BACKGROUND, ICON_TROUGH, LEVEL_COLOURS, NO_GPU
 
 MAX_BARS = 4  # GPUs drawn one by one in the strip; beyond, one aggregate bar
-STRIP_FROM_PX = 20  # smaller icons show the number (or badge) only
+STRIP_FROM_PX = 20  # device pixels; smaller icons show the number (or badge) only
 DIGITS_LIGHT = QColor("#f4f6f8")
 DIGITS_DARK = QColor("#1b2330")  # on the amber tile
 TILES = {  # the tile's colour tells the state on its own
@@ -74,7 +74,9 @@ def render(content: IconContent, size_px: int, device_pixel_ratio: float = 1.0) 
     painter = QPainter(image)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setPen(Qt.PenStyle.NoPen)
-    _draw(painter, content, pixels, strip=size_px >= STRIP_FROM_PX)
+    # Detail follows device pixels: a 16 px icon at 200 % has the pixels of a 32 px one (and hosts
+    # that pick a pixmap by size may show it in a 22 px slot).
+    _draw(painter, content, pixels, strip=pixels >= STRIP_FROM_PX)
     painter.end()
     pixmap = QPixmap.fromImage(image)
     pixmap.setDevicePixelRatio(device_pixel_ratio)
