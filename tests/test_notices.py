@@ -136,3 +136,11 @@ def test_event_rules_group_by_their_shared_words() -> None:
     (mixed,) = Grouper().take([xid(0, 74), xid(1, 79)], 0.0)
     assert mixed.title == "GPUs 0, 1: XID error"
     assert math.isnan(xid(0, 74).event.threshold)
+
+
+def test_a_lone_resolution_leaves_an_open_group_in_place() -> None:
+    grouper = Grouper()
+    grouper.take([firing(0), firing(1)], 0.0)
+    (alone,) = grouper.take([resolved(4, t=5.0)], 5.0)  # GPU 4's firing was told before a pause
+    assert alone.key == (4, "memory_used") and alone.title == "GPU 4 H100: memory used back to normal"
+    assert grouper.members("memory_used") == (0, 1)

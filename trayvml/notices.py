@@ -136,9 +136,12 @@ class Grouper:
             group = self._groups.get(event.rule)
             if event.kind == "resolved":
                 if group is None or event.gpu_index not in group.firing:
-                    # Its firing went out before a pause or from an earlier group: told on its own.
-                    notices.append(replace_key(notice_for(outgoing), (GROUP, event.rule)))
-                    self._last_members[event.rule] = (event.gpu_index,)
+                    # Its firing was told outside any group now open (before a pause, say): told
+                    # on its own, replacing the rule's last notification unless a group holds it.
+                    key = (GROUP, event.rule) if group is None else (event.gpu_index, event.rule)
+                    notices.append(replace_key(notice_for(outgoing), key))
+                    if group is None:
+                        self._last_members[event.rule] = (event.gpu_index,)
                     continue
                 group.firing.discard(event.gpu_index)
                 if not group.firing and event.rule not in ended:
