@@ -55,7 +55,7 @@ def test_a_gpu_lost_before_start_has_no_name() -> None:
     source, _, _ = simulated_source("idle:gpus=h100*2,lost=1@0")
     sample = source.sample()
     line = gpu_line(sample.gpus[1], sample.devices[1])
-    assert line == "1 (name unknown) — lost: it has fallen off the bus"
+    assert line == "1 — lost before its name could be read: it has fallen off the bus"  # never "(name unknown)"
 
 
 def test_icon_content_follows_the_chosen_metric() -> None:

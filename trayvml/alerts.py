@@ -21,7 +21,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
-from trayvml.core.sample import GpuSample, Sample
+from trayvml.core.sample import UNKNOWN_NAME, GpuSample, Sample
 from trayvml.core.units import DISPLAY_UNITS, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, short_name
 
 MAX_EVENTS = 1000
@@ -105,7 +105,12 @@ class AlertEvent:
     def title(self) -> str:
         if self.gpu_index == MACHINE:
             return self.message
-        gpu = f"GPU {self.gpu_index} {short_name(self.gpu_name)}"
+        # A GPU lost before its name was read is called by its index alone.
+        gpu = (
+            f"GPU {self.gpu_index}"
+            if self.gpu_name == UNKNOWN_NAME
+            else f"GPU {self.gpu_index} {short_name(self.gpu_name)}"
+        )
         if self.kind == "resolved":
             return f"{gpu}: {_in_sentence(RULE_BY_KEY[self.rule].label)} back to normal"
         return f"{gpu}: {self.message}"

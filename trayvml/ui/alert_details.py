@@ -11,14 +11,13 @@ import time
 
 from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
 from trayvml.core.units import format_bytes, short_name
 from trayvml.ui.text import gpu_line
 
 # Their notifications name the biggest processes.
 PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit")
 SHOWN_PROCESSES = 3
-UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
 
 
 def process_words(process: ProcessSample) -> str:
