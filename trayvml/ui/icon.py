@@ -102,7 +102,7 @@ def _draw(painter: QPainter, content: IconContent, p: int, strip: bool) -> None:
     if content.stale:
         _draw_hourglass(painter, head, ink)
     elif level is Level.LOST:
-        _draw_text(painter, head, "!", ink)
+        _draw_exclamation(painter, head, ink)
     elif not math.isnan(content.number):
         _draw_text(painter, head, f"{content.number:.0f}", ink)
     else:  # nothing to count: the bars fill the tile
@@ -169,6 +169,20 @@ def _draw_bars(painter: QPainter, bars: tuple[Bar, ...], box: QRect, tile: Level
 
 def _ink(tile: Level) -> QColor:
     return DIGITS_DARK if tile is Level.WARNING else DIGITS_LIGHT
+
+
+def _draw_exclamation(painter: QPainter, box: QRect, ink: QColor) -> None:
+    """A lost GPU's badge: a heavy "!" of whole-pixel rectangles (a font's is thin and blurs)."""
+    stroke = max(2, round(box.height() * 0.24))
+    if (box.width() - stroke) % 2:  # centred on whole pixels
+        stroke += 1
+    left = box.left() + (box.width() - stroke) // 2
+    dot = stroke
+    gap = max(1, round(stroke * 0.5))
+    bar = box.height() - dot - gap
+    painter.setBrush(ink)
+    painter.drawRect(QRect(left, box.top(), stroke, bar))
+    painter.drawRect(QRect(left, box.top() + bar + gap, stroke, dot))
 
 
 def _draw_hourglass(painter: QPainter, box: QRect, ink: QColor) -> None:
