@@ -132,6 +132,13 @@ def test_without_a_number_the_bars_fill_the_tile(qapp) -> None:
     assert 10 <= sum(column) <= 16 and column[26] and not column[6]  # half, from the bottom
 
 
+def test_starting_draws_an_empty_tile_and_claims_nothing(qapp) -> None:
+    img = image(IconContent(()), 22)
+    assert close(dominant(img), ICON_BACKGROUND)
+    assert img != image(STATES["no GPU"], 22)
+    assert {c.rgb() for _, _, c in pixels(img) if c.alpha() == 255} == {ICON_BACKGROUND.rgb()}
+
+
 def test_no_gpu_draws_no_level_colour(qapp) -> None:
     img = image(STATES["no GPU"], 22)
     assert close(dominant(img), ICON_BACKGROUND)

@@ -91,9 +91,11 @@ def _draw(painter: QPainter, content: IconContent, p: int, strip: bool) -> None:
     level = Level.NORMAL if content.no_gpu or not (content.bars or content.stale) else content.level
     painter.setBrush(TILES[level])
     painter.drawRoundedRect(QRectF(0, 0, p, p), p * 0.16, p * 0.16)
-    if content.no_gpu or not (content.bars or content.stale):
+    if content.no_gpu:
         _draw_no_gpu(painter, p)
         return
+    if not (content.bars or content.stale):
+        return  # starting: an empty tile, claiming nothing (the tooltip says "starting…")
     pad = max(1, round(p * 0.09))
     strip = strip and not content.stale
     strip_h = max(3, round(p * 0.22)) if strip else 0
