@@ -73,8 +73,9 @@ class DeviceInfo:
     pcie_link_gen_max: float = math.nan
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
-    temperature_slowdown_c: float = math.nan  # where the GPU slows itself down to cool
-    temperature_shutdown_c: float = math.nan  # where it shuts down
+    # Where the driver slows the GPU down, and shuts it off, for heat (drawn on the temperature panel).
+    temperature_slowdown_c: float = math.nan
+    temperature_shutdown_c: float = math.nan
 
 
 @dataclass(frozen=True)

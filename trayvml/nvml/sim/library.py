@@ -36,6 +36,7 @@ LAG_S = 120  # how far back the temperature's thermal lag looks
 _TEMPERATURE_KERNEL = np.exp(-np.arange(LAG_S + 1) / 30.0)
 _TEMPERATURE_KERNEL /= _TEMPERATURE_KERNEL.sum()
 THERMAL_SLOWDOWN_C = 87.0
+THERMAL_SHUTDOWN_C = 92.0
 _XID_LOST = 79  # "GPU has fallen off the bus"
 REPLAYS_PER_S_AT_FULL_PCIE = 0.2  # a link that needs a look: healthy ones rarely replay
 
@@ -608,6 +609,19 @@ class SimulatedNvml:
         }[clock_type.value]
         return N.NVML_SUCCESS
 
+    def c_nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        limits = {
+            N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: THERMAL_SLOWDOWN_C,
+            N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: THERMAL_SHUTDOWN_C,
+        }
+        if threshold.value not in limits:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = int(limits[threshold.value])
+        return N.NVML_SUCCESS
+
     def c_nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any, ref: Any) -> int:
         found = self._static(handle)
         if isinstance(found, int):
@@ -625,19 +639,6 @@ class SimulatedNvml:
         return N.NVML_SUCCESS
 
     c_nvmlDeviceGetCurrPcieLinkWidth = c_nvmlDeviceGetMaxPcieLinkWidth
-
-    def c_nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: Any, ref: Any) -> int:
-        found = self._static(handle)
-        if isinstance(found, int):
-            return found
-        limits = {
-            N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: found[1].temperature_slowdown_c,
-            N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: found[1].temperature_shutdown_c,
-        }
-        if threshold.value not in limits:
-            return N.NVML_ERROR_NOT_SUPPORTED
-        ref._obj.value = int(limits[threshold.value])
-        return N.NVML_SUCCESS
 
     # ---- dynamic values ----
     def c_nvmlDeviceGetUtilizationRates(self, handle: Any, ref: Any) -> int:

@@ -37,8 +37,6 @@ class GpuProfile:
     mig_capable: bool = False
     has_pcie_counters: bool = True  # NVML_FI_DEV_PCIE_COUNT_* field values
     pcie_gb_per_s: float = 32.0
-    temperature_slowdown_c: float = 90.0  # NVML's temperature thresholds (simulated values)
-    temperature_shutdown_c: float = 95.0
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -115,8 +113,6 @@ PROFILES: dict[str, GpuProfile] = {
             board_serial="",
             has_fan=False,
             has_power=False,
-            temperature_slowdown_c=102.0,  # laptop GPUs run hotter by design
-            temperature_shutdown_c=105.0,
             has_pcie_counters=False,
             pcie_gb_per_s=16.0,
         ),
