@@ -11,14 +11,13 @@ import time
 
 from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
-from trayvml.core.units import format_bytes
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
+from trayvml.core.units import format_bytes, short_name
 from trayvml.ui.text import gpu_line
 
 # Their notifications name the biggest processes.
-PROCESS_RULES = ("memory_used", "memory_free", "temperature", "memory_held_idle")
+PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit", "memory_held_idle")
 SHOWN_PROCESSES = 3
-UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
 
 
 def process_words(process: ProcessSample) -> str:
@@ -48,7 +47,7 @@ def device_words(device: DeviceInfo | None) -> str:
     if device is None or device.name == UNKNOWN_NAME or not device.name:
         return "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
     where = f" at PCI {device.pci_bus_id}" if device.pci_bus_id else " (PCI bus id unknown)"
-    return f"{clean(device.name)}{where}, UUID {device.uuid or 'unknown'}."
+    return f"{clean(device.name)}{where}."
 
 
 def alert_details(
@@ -69,11 +68,25 @@ def alert_details(
         lines = [device_words(device)]
         if last_seen is not None and device is not None:
             when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
-            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).split(' ', 1)[1]}.")
+            head = f"{last_seen.index} {shorten(short_name(clean(device.name)))}"  # gpu_line's, said in the title
+            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).removeprefix(head).strip()}.")
             lines.append(processes_line(last_seen, "It was running"))
         elif last_seen is None:
             lines.append("trayvml never read a value from it.")
         return "\n".join(line for line in lines if line)
+    lines = [heat_line(sample, event.gpu_index)] if event.rule in ("temperature", "temperature_limit") else []
     if event.rule in PROCESS_RULES:
-        return processes_line(sample.gpu(event.gpu_index))
-    return ""
+        lines.append(processes_line(sample.gpu(event.gpu_index)))
+    return "\n".join(line for line in lines if line)
+
+
+def heat_line(sample: Sample, gpu_index: int) -> str:
+    """'At 92 °C; this GPU slows down at 90 °C and shuts down at 95 °C.' (the limits it tells)."""
+    gpu = sample.gpu(gpu_index)
+    device = next((d for d in sample.devices if d.index == gpu_index), None)
+    if gpu is None or device is None or math.isnan(gpu.value("temperature_gpu_c")):
+        return ""
+    known = (("slows down", device.temperature_slowdown_c), ("shuts down", device.temperature_shutdown_c))
+    limits = [f"{verb} at {value:.0f} °C" for verb, value in known if not math.isnan(value)]
+    told = f"; this GPU {' and '.join(limits)}" if limits else "; this GPU does not tell its limits"
+    return f"At {gpu.value('temperature_gpu_c'):.0f} °C{told}."
