@@ -75,7 +75,9 @@ def _app(qapp, settings: Settings | None = None):  # type: ignore[no-untyped-def
 def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page_shows(qapp) -> None:  # type: ignore[no-untyped-def]
     app = _app(qapp)
     app._declare_demand()
-    assert app.sampler._worker.demand == HISTORY  # window closed, no alert waiting, job rule off
+    # Window closed, no alert waiting, job rule off; the stalled-job rule (on) watches SM activity.
+    idle = HISTORY | {"sm_activity_percent"}
+    assert app.engine.needs() == {"sm_activity_percent"} and app.sampler._worker.demand == idle
     source, _, _ = simulated_source("training:gpus=h100*2,start=1800")
     app.on_sample(source.sample())
     app.show_window()
@@ -90,7 +92,7 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     scroll.setValue(scroll.maximum())  # the process panel is at the bottom of the GPU page
     assert PROCESSES in app.sampler._worker.demand
     window.hide()
-    assert app.sampler._worker.demand == HISTORY
+    assert app.sampler._worker.demand == idle
     window.close()
 
 

@@ -14,7 +14,6 @@ import errno
 import fcntl
 import functools
 import logging
-import math
 import os
 import sqlite3
 import time
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
@@ -207,7 +207,7 @@ class StoreWriter:
         return self.folder
 
     def append(self, sample: Sample) -> None:
-        t_ms = math.floor(sample.timestamp_s * 1000)  # as `log` writes times: cut to the millisecond
+        t_ms = epoch_ms(sample.timestamp_s)  # as `log` writes times: cut to the millisecond
         if self._last_ms is not None and t_ms <= self._last_ms:
             self._close_rows()  # the clock went back: a block holds increasing times only
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
