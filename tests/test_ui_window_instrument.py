@@ -246,12 +246,22 @@ def test_processes_show_host_usage_and_end_only_after_confirmation(qtbot) -> Non
 
 
 def test_simulated_processes_never_show_a_host_process_of_the_same_pid(window) -> None:
-    w, _ = window("processes:gpus=rtx4090*2,seed=3", seconds=60)
+    w, _ = window("processes:gpus=rtx4090*2,seed=3,start=1800", seconds=60)
     w.tabs.setCurrentWidget(w.process_view)
     w.refresh()
     model = w.process_model
     assert model.rowCount() > 0
-    assert {model.index(r, 5).data() for r in range(model.rowCount())} == {"simulated"}
+    from trayvml.ui.processes import HEADERS
+
+    cpu, sm, pid = HEADERS.index("CPU %"), HEADERS.index("SM %"), HEADERS.index("PID")
+    assert {model.index(r, cpu).data() for r in range(model.rowCount())} == {"simulated"}
+    # Each process's share of the SMs, as the driver said it (nvmlDeviceGetProcessUtilization).
+    assert w.sample is not None
+    shares = {p.pid: p.sm_util_percent for g in w.sample.gpus for p in g.processes}
+    assert any(s > 0 for s in shares.values())
+    for r in range(model.rowCount()):
+        share = shares[int(model.index(r, pid).data())]
+        assert model.index(r, sm).data() == ("–" if share != share else f"{share:.0f} %")
     assert not any(w.process_view.can_end(r) for r in range(model.rowCount()))
     assert os.getpid() not in model.started_s
 

@@ -243,7 +243,9 @@ class History:
 
 
 PROCESS_TIERS = (Tier(5.0, 180), Tier(30.0, 1440))  # 15 min at 5 s, then 12 h at 30 s
-MAX_TRACKED_PROCESSES = 64
+# Six a GPU for eight GPUs: with the GPM activity and margin metrics (12 more timelines a GPU),
+# the worst case stays within the 16 MiB the history may take for 8 GPUs over 12 h (PERFORMANCE.md P6).
+MAX_TRACKED_PROCESSES = 48
 
 
 @dataclass

@@ -31,6 +31,7 @@ HEADERS = (
     "User",
     "Name",
     "GPU memory",
+    "SM %",
     "CPU %",
     "Host RAM",
     "Runtime",
@@ -41,7 +42,8 @@ HEADERS = (
     "Command",
 )
 RIGHT_ALIGNED = frozenset(
-    HEADERS.index(h) for h in ("GPU", "PID", "GPU memory", "CPU %", "Host RAM", "Runtime", "Energy", "Job energy")
+    HEADERS.index(h)
+    for h in ("GPU", "PID", "GPU memory", "SM %", "CPU %", "Host RAM", "Runtime", "Energy", "Job energy")
 )
 SIMULATED = "simulated"  # a simulated GPU's process has no host process to read
 
@@ -58,6 +60,12 @@ def format_runtime(seconds: float) -> str:
     if days < 1:
         return f"{hours} h {minutes % 60:02d} min"
     return f"{days} d {hours % 24} h"
+
+
+def _sm_share(percent: float) -> tuple[str, float]:
+    """Its share of the GPU's SMs over the last sample period; "–" where the driver does not say
+    (MIG, no samples since the process started, or an older driver)."""
+    return ("–", -1.0) if math.isnan(percent) else (f"{percent:.0f} %", percent)
 
 
 def _cells(
@@ -81,6 +89,7 @@ def _cells(
         (proc.user or hidden, proc.user),
         (proc.name or hidden, proc.name),
         ("n/a" if math.isnan(memory) else format_bytes(memory), -1.0 if math.isnan(memory) else memory),
+        _sm_share(proc.sm_util_percent),
         cpu,
         ram,
         runtime,

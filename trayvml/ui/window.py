@@ -404,6 +404,8 @@ class GraphWindow(QMainWindow):
         page = self._plot_page() or self.gpu_page
         if self.following or page is None or page.first is None:
             end = self.sample.timestamp_s if self.sample else time.time()
+            if self._history.disk is not None:  # the disk reaches back; what it lacks is shaded
+                return end - self.range_s, end
             # A history shorter than the range: since it began (a minute at least), not a sliver
             # at the right edge of an empty range.
             since = end - max(FIRST_MINUTE_S, end - self._history.first_s)
