@@ -37,8 +37,9 @@ def test_the_wheel_ships_every_package_and_resource(tmp_path: Path) -> None:
         assert f"{package}/__init__.py" in names, f"{package} is missing from the wheel"
     modules = {p.relative_to(ROOT).as_posix() for p in (ROOT / "trayvml").rglob("*.py")}
     assert modules <= names
-    for resource in (ROOT / "resources").iterdir():
-        assert f"trayvml/resources/{resource.name}" in names
+    for resource in (ROOT / "resources").rglob("*"):  # translations/ too
+        if resource.is_file():
+            assert f"trayvml/resources/{resource.relative_to(ROOT / 'resources').as_posix()}" in names
     # The MIT licence asks that its text travel with every copy.
     (licence,) = (n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     assert zipfile.ZipFile(wheel).read(licence) == (ROOT / "LICENSE").read_bytes()

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
@@ -104,9 +105,10 @@ class AlertEvent:
     def title(self) -> str:
         if self.gpu_index == MACHINE:
             return self.message
-        gpu = f"GPU {self.gpu_index} {short_name(self.gpu_name)}"
+        gpu = translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
         if self.kind == "resolved":
-            return f"{gpu}: {_in_sentence(RULE_BY_KEY[self.rule].label)} back to normal"
+            rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
+            return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
         return f"{gpu}: {self.message}"
 
 
@@ -198,14 +200,27 @@ class ThresholdRule(GpuRule[RuleSettings]):
         target = self.target(settings, value, tracker.level)
 
         def describe(severity: Severity) -> tuple[str, str]:
-            high = "high" if self.direction is Direction.ABOVE else "low"
-            word = "critical" if severity is Severity.CRITICAL else high
-            message = f"{_in_sentence(self.label)} {word} at {self.unit.format(value)}"
+            high = translate("alerts", "high") if self.direction is Direction.ABOVE else translate("alerts", "low")
+            word = translate("alerts", "critical") if severity is Severity.CRITICAL else high
+            message = translate("alerts", "{rule} {word} at {value}").format(
+                rule=_in_sentence(translate("alerts", self.label)), word=word, value=self.unit.format(value)
+            )
             level = LEVELS[severity is Severity.CRITICAL]
             enter, clear = getattr(settings, f"{level}_enter"), getattr(settings, f"{level}_clear")
-            side, back = self.clear_words()
-            symbol = self.unit.symbol
-            return message, f"{level.capitalize()} {side} {enter:g} {symbol}; clears {back} {clear:g} {symbol}."
+            above = self.direction is Direction.ABOVE
+            if level == "critical":
+                detail = (
+                    translate("alerts", "Critical above {enter} {unit}; clears below {clear} {unit}.")
+                    if above
+                    else translate("alerts", "Critical below {enter} {unit}; clears above {clear} {unit}.")
+                )
+            else:
+                detail = (
+                    translate("alerts", "Warning above {enter} {unit}; clears below {clear} {unit}.")
+                    if above
+                    else translate("alerts", "Warning below {enter} {unit}; clears above {clear} {unit}.")
+                )
+            return message, detail.format(enter=f"{enter:g}", clear=f"{clear:g}", unit=self.unit.symbol)
 
         return _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
 
@@ -289,28 +304,29 @@ class LostRule(GpuRule[RuleSettings]):
     ) -> AlertEvent | None:
         if gpu.lost and tracker.level is None:
             tracker.level = Severity.CRITICAL
-            return AlertEvent(now_s, gpu.index, name, self.key, "firing", Severity.CRITICAL, "lost: fell off the bus")
+            lost = translate("alerts", "lost: fell off the bus")
+            return AlertEvent(now_s, gpu.index, name, self.key, "firing", Severity.CRITICAL, lost)
         if not gpu.lost and tracker.level is not None:
             tracker.level = None
-            return AlertEvent(now_s, gpu.index, name, self.key, "resolved", Severity.INFO, "back")
+            return AlertEvent(now_s, gpu.index, name, self.key, "resolved", Severity.INFO, translate("alerts", "back"))
         return None
 
 
 XID_MEANINGS = {
-    13: "graphics engine exception",
-    31: "GPU memory page fault",
-    43: "GPU stopped processing",
-    45: "preemptive cleanup",
-    48: "double-bit ECC error",
-    61: "internal micro-controller breakpoint",
-    62: "internal micro-controller halt",
-    63: "ECC page retirement or row remapping",
-    64: "ECC page retirement or row remapping failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
+    13: QT_TRANSLATE_NOOP("alerts", "graphics engine exception"),
+    31: QT_TRANSLATE_NOOP("alerts", "GPU memory page fault"),
+    43: QT_TRANSLATE_NOOP("alerts", "GPU stopped processing"),
+    45: QT_TRANSLATE_NOOP("alerts", "preemptive cleanup"),
+    48: QT_TRANSLATE_NOOP("alerts", "double-bit ECC error"),
+    61: QT_TRANSLATE_NOOP("alerts", "internal micro-controller breakpoint"),
+    62: QT_TRANSLATE_NOOP("alerts", "internal micro-controller halt"),
+    63: QT_TRANSLATE_NOOP("alerts", "ECC page retirement or row remapping"),
+    64: QT_TRANSLATE_NOOP("alerts", "ECC page retirement or row remapping failure"),
+    74: QT_TRANSLATE_NOOP("alerts", "NVLink error"),
+    79: QT_TRANSLATE_NOOP("alerts", "GPU has fallen off the bus"),
+    92: QT_TRANSLATE_NOOP("alerts", "high single-bit ECC error rate"),
+    94: QT_TRANSLATE_NOOP("alerts", "contained ECC error"),
+    95: QT_TRANSLATE_NOOP("alerts", "uncontained ECC error"),
 }
 
 
@@ -330,7 +346,7 @@ class XidRule(GpuRule[RuleSettings]):
         if math.isnan(previous) or count <= previous:
             return None
         code = int(gpu.value("xid_last")) if not math.isnan(gpu.value("xid_last")) else 0
-        meaning = XID_MEANINGS.get(code, "see NVIDIA's XID catalog")
+        meaning = translate("alerts", XID_MEANINGS.get(code, QT_TRANSLATE_NOOP("alerts", "see NVIDIA's XID catalog")))
         notify = now_s - tracker.last_notified_s >= settings.cooldown_s
         if notify:
             tracker.last_notified_s = now_s
@@ -351,7 +367,8 @@ class ThrottleRule(GpuRule[RuleSettings]):
         if math.isnan(reasons):
             return None
         active = int(reasons) & (THERMAL_REASON_MASK | POWER_REASON_MASK)
-        why = "thermal" if int(reasons) & THERMAL_REASON_MASK else "power"
+        thermal = int(reasons) & THERMAL_REASON_MASK
+        why = translate("alerts", "thermal throttling") if thermal else translate("alerts", "power throttling")
         target = Severity.WARNING if active else None
         # An on/off condition has no clear threshold: its hysteresis is in time. It clears
         # only once it has been gone for the hold time too.
@@ -361,9 +378,7 @@ class ThrottleRule(GpuRule[RuleSettings]):
             if now_s - tracker.clear_since_s < settings.hold_s:
                 return None
         tracker.clear_since_s = math.nan
-        return _advance(
-            self.key, settings, tracker, target, math.nan, name, gpu.index, now_s, lambda _: (f"{why} throttling", "")
-        )
+        return _advance(self.key, settings, tracker, target, math.nan, name, gpu.index, now_s, lambda _: (why, ""))
 
 
 @dataclass(frozen=True)
@@ -394,7 +409,9 @@ class JobRule(GpuRule[JobSettings]):
             return None
         tracker.armed = False
         tracker.idle_since_s = math.nan
-        return AlertEvent(now_s, gpu.index, name, self.key, "event", Severity.INFO, "job finished (idle now)")
+        return AlertEvent(
+            now_s, gpu.index, name, self.key, "event", Severity.INFO, translate("alerts", "job finished (idle now)")
+        )
 
     def problems(self, settings: JobSettings) -> list[str]:
         busy, idle = settings.busy_above_percent, settings.idle_below_percent
@@ -420,32 +437,42 @@ class DriverStallRule(MachineRule[RuleSettings]):
         now_s = sample.timestamp_s
         if sample.stall is not None and tracker.level is None:
             tracker.level = Severity.CRITICAL
-            detail = sample.stall.sentence(now_s) + " A GPU may be wedged (see `dmesg` for Xid errors)."
+            detail = sample.stall.sentence(now_s) + translate(
+                "alerts", " A GPU may be wedged (see `dmesg` for Xid errors)."
+            )
             return AlertEvent(
-                now_s, MACHINE, "", self.key, "firing", Severity.CRITICAL, "GPU driver not responding", detail=detail
+                now_s, MACHINE, "", self.key, "firing", Severity.CRITICAL, sample.stall.headline, detail=detail
             )
         if sample.stall is None and tracker.level is not None:
             tracker.level = None
-            return AlertEvent(now_s, MACHINE, "", self.key, "resolved", Severity.INFO, "GPU driver answering again")
+            return AlertEvent(
+                now_s,
+                MACHINE,
+                "",
+                self.key,
+                "resolved",
+                Severity.INFO,
+                translate("alerts", "GPU driver answering again"),
+            )
         return None
 
 
 RULES: tuple[Rule[Any], ...] = (
     ThresholdRule(
         "temperature",
-        "GPU temperature",
+        QT_TRANSLATE_NOOP("alerts", "GPU temperature"),
         RuleSettings(True, 83.0, 78.0, 90.0, 85.0, hold_s=5.0),
         "temperature_gpu_c",
     ),
     ThresholdRule(
         "memory_used",
-        "Memory used",
+        QT_TRANSLATE_NOOP("alerts", "Memory used"),
         RuleSettings(True, 90.0, 85.0, 97.0, 93.0, hold_s=10.0),
         "memory_used_percent",
     ),
     ThresholdRule(
         "memory_free",
-        "Memory free",
+        QT_TRANSLATE_NOOP("alerts", "Memory free"),
         RuleSettings(False, 4.0, 6.0, 1.0, 2.0, hold_s=10.0),
         "memory_free_bytes",
         Direction.BELOW,
@@ -453,17 +480,21 @@ RULES: tuple[Rule[Any], ...] = (
     ),
     ThresholdRule(
         "power",
-        "Power draw",
+        QT_TRANSLATE_NOOP("alerts", "Power draw"),
         RuleSettings(False, 95.0, 90.0, hold_s=30.0),
         "power_used_percent",
         display=PERCENT_OF_LIMIT,
     ),
-    LostRule("gpu_lost", "GPU lost", RuleSettings(True, cooldown_s=0.0)),
-    DriverStallRule("driver_stalled", "GPU driver not responding", RuleSettings(True, cooldown_s=0.0)),
-    XidRule("xid", "XID error", RuleSettings(True, cooldown_s=60.0)),
+    LostRule("gpu_lost", QT_TRANSLATE_NOOP("alerts", "GPU lost"), RuleSettings(True, cooldown_s=0.0)),
+    DriverStallRule(
+        "driver_stalled", QT_TRANSLATE_NOOP("alerts", "GPU driver not responding"), RuleSettings(True, cooldown_s=0.0)
+    ),
+    XidRule("xid", QT_TRANSLATE_NOOP("alerts", "XID error"), RuleSettings(True, cooldown_s=60.0)),
     # Sustained: a GPU near its limits dips in and out of slowdown every few seconds.
-    ThrottleRule("throttle", "Thermal or power throttling", RuleSettings(True, hold_s=30.0)),
-    JobRule("job_finished", "Job finished", JobSettings(enabled=False)),
+    ThrottleRule(
+        "throttle", QT_TRANSLATE_NOOP("alerts", "Thermal or power throttling"), RuleSettings(True, hold_s=30.0)
+    ),
+    JobRule("job_finished", QT_TRANSLATE_NOOP("alerts", "Job finished"), JobSettings(enabled=False)),
 )
 RULE_BY_KEY: Mapping[str, Rule[Any]] = {r.key: r for r in RULES}
 THRESHOLD_RULES = tuple(r for r in RULES if isinstance(r, ThresholdRule))

@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from trayvml import __version__
+from trayvml.core import i18n
 from trayvml.core.errors import NotEnoughGpusError, SimulationSpecError, TrayvmlError
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
     from trayvml.core.sample import Sample
@@ -40,7 +42,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if len(message) > 300:  # argparse repeats a bad value whole, even 5,000 characters of it
             message = message[:300] + "…"
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(
+            EXIT_USAGE,
+            translate("cli", "{prog}: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n",
+        )
 
 
 def _number_argument(
@@ -52,7 +57,9 @@ def _number_argument(
         try:
             value = convert(text) if text.isascii() else convert("")  # float() reads "٣" as 3
         except ValueError:  # int() also refuses over 4,300 digits this way
-            raise argparse.ArgumentTypeError(f"{reprlib.repr(text)} is not {kind}") from None
+            raise argparse.ArgumentTypeError(
+                translate("cli", "{text} is not {kind}").format(text=reprlib.repr(text), kind=kind)
+            ) from None
         if not fits(value):  # NaN fits no bound
             raise argparse.ArgumentTypeError(f"{reprlib.repr(text)} {rule}")
         return value
@@ -63,19 +70,33 @@ def _number_argument(
 def _between(low: float, high: float, unit: str) -> Callable[[str], float]:
     """A finite number from ``low`` to ``high``, in ``unit``."""
     return _number_argument(
-        float, f"a number of {unit}", lambda v: low <= v <= high, f"is not between {low:.15g} and {high:.15g} {unit}"
+        float,
+        translate("cli", "a number of {unit}").format(unit=unit),
+        lambda v: low <= v <= high,
+        translate("cli", "is not between {low} and {high} {unit}").format(
+            low=f"{low:.15g}", high=f"{high:.15g}", unit=unit
+        ),
     )
 
 
-_count = _number_argument(int, "a whole number", lambda v: 1 <= v <= MAX_COUNT, f"is not from 1 to {MAX_COUNT}")
-_timeout_s = _between(0.1, 3600, "seconds")
-_min_free_mib = _between(0, MAX_MIB, "MiB")
+def _count(text: str) -> float:
+    """Made on use, as the words are: the language is chosen when main() starts."""
+    rule = translate("cli", "is not from 1 to {maximum}").format(maximum=MAX_COUNT)
+    return _number_argument(int, translate("cli", "a whole number"), lambda v: 1 <= v <= MAX_COUNT, rule)(text)
+
+
+def _timeout_s(text: str) -> float:
+    return _between(0.1, 3600, translate("cli", "seconds"))(text)
+
+
+def _min_free_mib(text: str) -> float:
+    return _between(0, MAX_MIB, "MiB")(text)
 
 
 def _config_path(text: str) -> str:
     # Absolute: `autostart on` writes it into an entry that runs from another folder.
     if not text.strip():
-        raise argparse.ArgumentTypeError("wants the path of a settings file")
+        raise argparse.ArgumentTypeError(translate("cli", "wants the path of a settings file"))
     return os.path.abspath(text)
 
 
@@ -93,8 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=argparse.SUPPRESS,
         metavar="SPEC",
-        help="use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
-        "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
+        help=translate(
+            "cli",
+            "use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
+            "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
+        ),
     )
     config = _Parser(add_help=False)
     config.add_argument(
@@ -102,16 +126,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=_config_path,
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="settings file (default: in your config folder)",
+        help=translate("cli", "settings file (default: in your config folder)"),
     )
     sampling = _Parser(add_help=False)
     sampling.add_argument(
         "--interval",
-        type=_between(interval.minimum, interval.maximum, "seconds"),
+        type=_between(interval.minimum, interval.maximum, translate("cli", "seconds")),
         default=argparse.SUPPRESS,
         metavar="S",
-        help=f"seconds between samples, {interval.minimum:g} to {interval.maximum:g} "
-        f"(default: the tray app's settings; {LOG_INTERVAL_S:g} for log)",
+        help=translate(
+            "cli", "seconds between samples, {minimum} to {maximum} (default: the tray app's settings; {log} for log)"
+        ).format(minimum=f"{interval.minimum:g}", maximum=f"{interval.maximum:g}", log=f"{LOG_INTERVAL_S:g}"),
     )
     driver = _Parser(add_help=False)
     driver.add_argument(
@@ -119,40 +144,61 @@ def build_parser() -> argparse.ArgumentParser:
         type=_timeout_s,
         default=DRIVER_TIMEOUT_S,
         metavar="S",
-        help=f"give up when the NVIDIA driver has not answered for S seconds (default {DRIVER_TIMEOUT_S:g})",
+        help=translate(
+            "cli", "give up when the NVIDIA driver has not answered for S seconds (default {default})"
+        ).format(default=f"{DRIVER_TIMEOUT_S:g}"),
     )
     parser = _Parser(
-        prog="trayvml", description="A system-tray monitor for NVIDIA GPUs.", parents=[simulate, config, sampling]
+        prog="trayvml",
+        description=translate("cli", "A system-tray monitor for NVIDIA GPUs."),
+        parents=[simulate, config, sampling],
     )
-    parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"trayvml {__version__}",
+        help=translate("cli", "show program's version number and exit"),
+    )
     parser.add_argument(
         "-v",
         "--verbose",
         action="count",
         default=0,
-        help="say more on stderr: -v each alert and its outcome, -vv each sample",
+        help=translate("cli", "say more on stderr: -v each alert and its outcome, -vv each sample"),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading = [simulate, config, driver]
 
-    snap = commands.add_parser("snapshot", parents=reading, help="print every GPU's current values")
-    snap.add_argument("--json", action="store_true", help="JSON with units in the key names")
-    snap.add_argument("--full", action="store_true", help="every metric and static fact per GPU")
+    snap = commands.add_parser("snapshot", parents=reading, help=translate("cli", "print every GPU's current values"))
+    snap.add_argument("--json", action="store_true", help=translate("cli", "JSON with units in the key names"))
+    snap.add_argument("--full", action="store_true", help=translate("cli", "every metric and static fact per GPU"))
 
-    log = commands.add_parser("log", parents=[*reading, sampling], help="append CSV rows like nvidia-smi --format=csv")
-    log.add_argument("--csv", metavar="FILE", help="the CSV file (appended to when its header matches)")
-    log.add_argument("--count", type=_count, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
-    log.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names")
-    log.add_argument("--nounits", action="store_true", help="values without units, as --format=csv,nounits")
-    log.add_argument("--list-fields", action="store_true", help="print the field names and exit")
+    log = commands.add_parser(
+        "log", parents=[*reading, sampling], help=translate("cli", "append CSV rows like nvidia-smi --format=csv")
+    )
+    log.add_argument(
+        "--csv", metavar="FILE", help=translate("cli", "the CSV file (appended to when its header matches)")
+    )
+    log.add_argument(
+        "--count", type=_count, metavar="N", help=translate("cli", "stop after N ticks (default: until Ctrl-C)")
+    )
+    log.add_argument("--query", metavar="FIELDS", help=translate("cli", "comma-separated nvidia-smi field names"))
+    log.add_argument(
+        "--nounits", action="store_true", help=translate("cli", "values without units, as --format=csv,nounits")
+    )
+    log.add_argument("--list-fields", action="store_true", help=translate("cli", "print the field names and exit"))
 
-    pick = commands.add_parser("pick", parents=reading, help="print the freest GPUs for CUDA_VISIBLE_DEVICES")
+    pick = commands.add_parser(
+        "pick", parents=reading, help=translate("cli", "print the freest GPUs for CUDA_VISIBLE_DEVICES")
+    )
     pick.add_argument("--count", type=_count, default=1, metavar="N")
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
     pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
-    pick.add_argument("--uuid", action="store_true", help="print GPU UUIDs instead of indices")
+    pick.add_argument("--uuid", action="store_true", help=translate("cli", "print GPU UUIDs instead of indices"))
 
-    autostart = commands.add_parser("autostart", parents=[config], help="start trayvml at login: on, off or status")
+    autostart = commands.add_parser(
+        "autostart", parents=[config], help=translate("cli", "start trayvml at login: on, off or status")
+    )
     autostart.add_argument("state", choices=("on", "off", "status"))
     return parser
 
@@ -162,7 +208,43 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+# argparse's own words (headings, its help and version options, usage errors), which it asks
+# gettext for: given to it from trayvml's catalog, under the context "argparse".
+ARGPARSE_WORDS = (
+    QT_TRANSLATE_NOOP("argparse", "usage: "),
+    QT_TRANSLATE_NOOP("argparse", "options"),
+    QT_TRANSLATE_NOOP("argparse", "positional arguments"),
+    QT_TRANSLATE_NOOP("argparse", "show this help message and exit"),
+    QT_TRANSLATE_NOOP("argparse", "invalid choice: %(value)r (choose from %(choices)s)"),
+    QT_TRANSLATE_NOOP("argparse", "the following arguments are required: %s"),
+    QT_TRANSLATE_NOOP("argparse", "unrecognized arguments: %s"),
+    QT_TRANSLATE_NOOP("argparse", "expected one argument"),
+    QT_TRANSLATE_NOOP("argparse", "argument %(argument_name)s: %(message)s"),
+)
+
+
+def use_language(environ: dict[str, str] | None = None) -> str:
+    """The CLI speaks the language the tray app would: the settings' choice, else the system's.
+
+    Read from the default settings file without loading it (loading moves a broken file aside)."""
+    from trayvml.config import default_path, tomllib
+
+    setting = "system"
+    try:
+        with open(default_path(), "rb") as file:
+            value = tomllib.load(file).get("language", "system")
+        setting = value if isinstance(value, str) else setting
+    except (OSError, ValueError):  # no file, or one the tray app will complain about: the system's
+        pass
+    language = i18n.resolve(setting, environ)
+    i18n.install(language)
+    if language != i18n.SOURCE_LANGUAGE:
+        argparse._ = lambda text: translate("argparse", text)  # type: ignore[attr-defined]
+    return language
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    use_language()
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
@@ -258,7 +340,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         print("\n".join(COLUMNS))
         return 0
     if not args.csv:
-        return _fail("log needs --csv FILE (or --list-fields).", EXIT_USAGE)
+        return _fail(translate("cli", "log needs --csv FILE (or --list-fields)."), EXIT_USAGE)
     columns = parse_fields(args.query)
     demand = demand_of(columns)  # the reader reads only what the columns show
     source = _source(simulation, args.timeout)
@@ -278,7 +360,8 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
                     print(f"trayvml: {sample.stall.sentence(sample.timestamp_s)}", file=sys.stderr)
                     return EXIT_NO_NVML
                 if sample.unavailable is not None and not warned:
-                    print(f"trayvml: {sample.unavailable.sentence} (still trying)", file=sys.stderr)
+                    still = translate("cli", "{problem} (still trying)").format(problem=sample.unavailable.sentence)
+                    print(f"trayvml: {still}", file=sys.stderr)
                     warned = True
                 log.append(sample)
                 ticks += 1
@@ -290,7 +373,12 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
             pass  # Ctrl-C is how a user ends an open-ended log
         finally:
             log.close()
-        print(f"trayvml: {ticks} tick{'s' if ticks != 1 else ''} logged to {args.csv}", file=sys.stderr)
+        logged = (
+            translate("cli", "{ticks} ticks logged to {path}")
+            if ticks != 1
+            else translate("cli", "1 tick logged to {path}")
+        )
+        print(f"trayvml: {logged.format(ticks=ticks, path=args.csv)}", file=sys.stderr)
         return 0
     finally:
         source.close()
@@ -306,9 +394,14 @@ def _autostart(args: argparse.Namespace) -> int:
         elif args.state == "off":
             autostart.disable()
     except OSError as error:
-        return _fail(f"Could not change {autostart.location}: {error.strerror or error}.", EXIT_USAGE)
-    state = "on" if autostart.is_enabled() else "off"
-    print(f"Start at login is {state} ({autostart.location}).")
+        failed = translate("cli", "Could not change {location}: {error}.")
+        return _fail(failed.format(location=autostart.location, error=error.strerror or error), EXIT_USAGE)
+    state = (
+        translate("cli", "Start at login is on ({location}).")
+        if autostart.is_enabled()
+        else translate("cli", "Start at login is off ({location}).")
+    )
+    print(state.format(location=autostart.location))
     return 0
 
 

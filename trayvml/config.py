@@ -25,6 +25,8 @@ from typing import Any
 import tomli_w
 
 from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
+from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.units import MIB
 
@@ -68,16 +70,43 @@ class Setting:
 GENERAL: tuple[Setting, ...] = (
     Setting(
         "sampling_interval_s",
-        "Sampling interval (s)",
+        QT_TRANSLATE_NOOP("settings", "Sampling interval (s)"),
         1.0,
         0.5,
         60.0,
-        description="How often GPUs are read. NVML refreshes utilization about once a second.",
+        description=QT_TRANSLATE_NOOP(
+            "settings", "How often GPUs are read. NVML refreshes utilization about once a second."
+        ),
     ),
-    Setting("history_hours", "History length (h)", 12, 1, 24, description="How far back the graphs reach."),
-    Setting("tray_metric", "Tray icon shows", "utilization", choices=tuple(TRAY_METRICS)),
-    Setting("notifications", "Desktop notifications", True, description="Alerts still show in the window."),
-    Setting("start_at_login", "Start at login", False),
+    Setting(
+        "history_hours",
+        QT_TRANSLATE_NOOP("settings", "History length (h)"),
+        12,
+        1,
+        24,
+        description=QT_TRANSLATE_NOOP("settings", "How far back the graphs reach."),
+    ),
+    Setting(
+        "tray_metric", QT_TRANSLATE_NOOP("settings", "Tray icon shows"), "utilization", choices=tuple(TRAY_METRICS)
+    ),
+    Setting(
+        "notifications",
+        QT_TRANSLATE_NOOP("settings", "Desktop notifications"),
+        True,
+        description=QT_TRANSLATE_NOOP("settings", "Alerts still show in the window."),
+    ),
+    Setting("start_at_login", QT_TRANSLATE_NOOP("settings", "Start at login"), False),
+    Setting(
+        "language",
+        QT_TRANSLATE_NOOP("settings", "Language"),
+        "system",
+        choices=LANGUAGE_CHOICES,
+        description=QT_TRANSLATE_NOOP(
+            "settings",
+            "The language of trayvml's menus, windows and messages; system: the desktop's. "
+            "Takes effect at the next start.",
+        ),
+    ),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
@@ -93,6 +122,7 @@ class Settings:
     tray_metric: str = _default("tray_metric")
     notifications: bool = _default("notifications")
     start_at_login: bool = _default("start_at_login")
+    language: str = _default("language")
     hidden_gpus: tuple[int, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
@@ -112,14 +142,30 @@ def problems(settings: Settings) -> list[str]:
     for setting in GENERAL:
         value = getattr(settings, setting.key)
         if setting.choices and value not in setting.choices:
-            found.append(f"{setting.label}: {_shown(value)} is not one of {', '.join(setting.choices)}.")
+            found.append(
+                translate("settings", "{setting}: {value} is not one of {choices}.").format(
+                    setting=translate("settings", setting.label),
+                    value=_shown(value),
+                    choices=", ".join(setting.choices),
+                )
+            )
         if setting.minimum is not None and not setting.minimum <= value <= (setting.maximum or math.inf):
-            found.append(f"{setting.label}: {value} is outside {setting.minimum:g}–{setting.maximum:g}.")
+            found.append(
+                translate("settings", "{setting}: {value} is outside {minimum}–{maximum}.").format(
+                    setting=translate("settings", setting.label),
+                    value=value,
+                    minimum=f"{setting.minimum:g}",
+                    maximum=f"{setting.maximum:g}",
+                )
+            )
     for kind in RULES:
         found += validate(kind, settings.alerts.rules.get(kind.key, kind.defaults))
     for gpu, rules in settings.alerts.overrides.items():
         for key, rule in rules.items():
-            found += [f"GPU {gpu}: {p}" for p in validate(RULE_BY_KEY[key], rule)]
+            found += [
+                translate("settings", "GPU {gpu}: {problem}").format(gpu=gpu, problem=p)
+                for p in validate(RULE_BY_KEY[key], rule)
+            ]
     return found
 
 

@@ -17,11 +17,12 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from trayvml.alerts import AlertEvent, Severity
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.safe_text import clean, notification_text
 
 log = logging.getLogger(__name__)
 
-ACTIONS = (("open", "Open graphs"), ("snooze", "Snooze 1 h"))
+ACTIONS = (("open", QT_TRANSLATE_NOOP("notify", "Open graphs")), ("snooze", QT_TRANSLATE_NOOP("notify", "Snooze 1 h")))
 URGENCY = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
 AlertKey = tuple[int, str]  # (GPU index, rule)
 ActionHandler = Callable[[str, AlertKey], None]
@@ -46,7 +47,7 @@ _START_ERRORS: tuple[type[BaseException], ...] = (*_DBUS_ERRORS, KeyError)  # Ke
 def notification_body(event: AlertEvent, details: str = "") -> str:
     """What a notification says below its title: thresholds, then the GPU's processes."""
     if event.kind == "resolved":
-        return "Back to normal."
+        return translate("notify", "Back to normal.")
     return "\n".join(part for part in (event.detail, details) if part) or event.message
 
 
@@ -108,7 +109,11 @@ class FreedesktopNotifier:
         key = (event.gpu_index, event.rule)
         # Text from the system (process names) must not be read as markup, nor fail to encode.
         body = notification_text(notification_body(event, details), self.markup)
-        actions = [part for action in ACTIONS for part in action] if self.actions and event.kind != "resolved" else []
+        actions = (
+            [part for key, label in ACTIONS for part in (key, translate("notify", label))]
+            if self.actions and event.kind != "resolved"
+            else []
+        )
         hints = {
             "urgency": ("y", URGENCY[event.severity]),
             "desktop-entry": ("s", "trayvml"),

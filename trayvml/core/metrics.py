@@ -11,28 +11,29 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.units import MIB, Unit
 
 
 class Group(enum.Enum):
     """A graph panel; the value is its title."""
 
-    UTILIZATION = "Utilization"
-    MEMORY = "Memory"
-    TEMPERATURE = "Temperature"
-    POWER = "Power"
-    FAN = "Fan"
-    CLOCKS = "Clocks"
-    PCIE = "PCIe"
-    NVLINK = "NVLink"
-    CODEC = "Encoder / decoder"
-    ERRORS = "Errors"
-    THROTTLE = "Throttle reasons"
-    PROCESSES = "Processes"
-    CPU = "CPU"
-    RAM = "RAM and swap"
-    DISK = "Disk"
-    NETWORK = "Network"
+    UTILIZATION = QT_TRANSLATE_NOOP("metrics", "Utilization")
+    MEMORY = QT_TRANSLATE_NOOP("metrics", "Memory")
+    TEMPERATURE = QT_TRANSLATE_NOOP("metrics", "Temperature")
+    POWER = QT_TRANSLATE_NOOP("metrics", "Power")
+    FAN = QT_TRANSLATE_NOOP("metrics", "Fan")
+    CLOCKS = QT_TRANSLATE_NOOP("metrics", "Clocks")
+    PCIE = QT_TRANSLATE_NOOP("metrics", "PCIe")
+    NVLINK = QT_TRANSLATE_NOOP("metrics", "NVLink")
+    CODEC = QT_TRANSLATE_NOOP("metrics", "Encoder / decoder")
+    ERRORS = QT_TRANSLATE_NOOP("metrics", "Errors")
+    THROTTLE = QT_TRANSLATE_NOOP("metrics", "Throttle reasons")
+    PROCESSES = QT_TRANSLATE_NOOP("metrics", "Processes")
+    CPU = QT_TRANSLATE_NOOP("metrics", "CPU")
+    RAM = QT_TRANSLATE_NOOP("metrics", "RAM and swap")
+    DISK = QT_TRANSLATE_NOOP("metrics", "Disk")
+    NETWORK = QT_TRANSLATE_NOOP("metrics", "Network")
 
 
 @dataclass(frozen=True)
@@ -79,28 +80,28 @@ _P = Unit.PERCENT
 GPU_METRICS: tuple[Metric, ...] = (
     Metric(
         "utilization_gpu_percent",
-        "GPU utilization",
+        QT_TRANSLATE_NOOP("metrics", "GPU utilization"),
         _P,
         Group.UTILIZATION,
         SmiField("utilization.gpu", "%"),
     ),
     Metric(
         "utilization_memory_percent",
-        "Memory bandwidth utilization",
+        QT_TRANSLATE_NOOP("metrics", "Memory bandwidth utilization"),
         _P,
         Group.UTILIZATION,
         SmiField("utilization.memory", "%"),
     ),
     Metric(
         "memory_used_bytes",
-        "Memory used",
+        QT_TRANSLATE_NOOP("metrics", "Memory used"),
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / MIB),
     ),
     Metric(
         "memory_free_bytes",
-        "Memory free",
+        QT_TRANSLATE_NOOP("metrics", "Memory free"),
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.free", "MiB", 1 / MIB),
@@ -108,7 +109,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "memory_reserved_bytes",
-        "Memory reserved by the driver",
+        QT_TRANSLATE_NOOP("metrics", "Memory reserved by the driver"),
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.reserved", "MiB", 1 / MIB),
@@ -116,7 +117,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "memory_used_percent",
-        "Memory used, % of total",
+        QT_TRANSLATE_NOOP("metrics", "Memory used, % of total"),
         _P,
         Group.MEMORY,
         plot=False,
@@ -124,36 +125,36 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "temperature_gpu_c",
-        "GPU temperature",
+        QT_TRANSLATE_NOOP("metrics", "GPU temperature"),
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
     ),
     Metric(
         "temperature_memory_c",
-        "Memory temperature",
+        QT_TRANSLATE_NOOP("metrics", "Memory temperature"),
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.memory"),
     ),
-    Metric("fan_speed_percent", "Fan speed", _P, Group.FAN, SmiField("fan.speed", "%")),
+    Metric("fan_speed_percent", QT_TRANSLATE_NOOP("metrics", "Fan speed"), _P, Group.FAN, SmiField("fan.speed", "%")),
     Metric(
         "power_draw_w",
-        "Power draw (1 s average)",
+        QT_TRANSLATE_NOOP("metrics", "Power draw (1 s average)"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
     ),
     Metric(
         "power_instant_w",
-        "Power draw (instant)",
+        QT_TRANSLATE_NOOP("metrics", "Power draw (instant)"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw.instant", "W", decimals=2),
     ),
     Metric(
         "power_limit_w",
-        "Power limit",
+        QT_TRANSLATE_NOOP("metrics", "Power limit"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.limit", "W", decimals=2),
@@ -161,7 +162,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_enforced_limit_w",
-        "Enforced power limit",
+        QT_TRANSLATE_NOOP("metrics", "Enforced power limit"),
         Unit.WATTS,
         Group.POWER,
         SmiField("enforced.power.limit", "W", decimals=2),
@@ -169,7 +170,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_used_percent",
-        "Power draw, % of enforced limit",
+        QT_TRANSLATE_NOOP("metrics", "Power draw, % of enforced limit"),
         _P,
         Group.POWER,
         plot=False,
@@ -177,16 +178,22 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "energy_consumed_j",
-        "Energy since driver load",
+        QT_TRANSLATE_NOOP("metrics", "Energy since driver load"),
         Unit.JOULES,
         Group.POWER,
         SmiField("energy.consumed", "J", decimals=1),
         history=False,
     ),
-    Metric("clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz")),
+    Metric(
+        "clock_sm_mhz",
+        QT_TRANSLATE_NOOP("metrics", "SM clock"),
+        Unit.MHZ,
+        Group.CLOCKS,
+        SmiField("clocks.current.sm", "MHz"),
+    ),
     Metric(
         "clock_graphics_mhz",
-        "Graphics clock",
+        QT_TRANSLATE_NOOP("metrics", "Graphics clock"),
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.graphics", "MHz"),
@@ -194,36 +201,43 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "clock_memory_mhz",
-        "Memory clock",
+        QT_TRANSLATE_NOOP("metrics", "Memory clock"),
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.memory", "MHz"),
     ),
     Metric(
         "clock_video_mhz",
-        "Video clock",
+        QT_TRANSLATE_NOOP("metrics", "Video clock"),
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
     ),
-    Metric("performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate"), plot=False),
+    Metric(
+        "performance_state",
+        QT_TRANSLATE_NOOP("metrics", "Performance state"),
+        Unit.PSTATE,
+        Group.CLOCKS,
+        SmiField("pstate"),
+        plot=False,
+    ),
     Metric(
         "pcie_tx_bytes_per_s",
-        "PCIe TX",
+        QT_TRANSLATE_NOOP("metrics", "PCIe TX"),
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "pcie_rx_bytes_per_s",
-        "PCIe RX",
+        QT_TRANSLATE_NOOP("metrics", "PCIe RX"),
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "pcie_link_gen",
-        "PCIe link generation",
+        QT_TRANSLATE_NOOP("metrics", "PCIe link generation"),
         Unit.PCIE_GEN,
         Group.PCIE,
         SmiField("pcie.link.gen.current"),
@@ -231,7 +245,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "pcie_link_width",
-        "PCIe link width",
+        QT_TRANSLATE_NOOP("metrics", "PCIe link width"),
         Unit.LANES,
         Group.PCIE,
         SmiField("pcie.link.width.current"),
@@ -239,58 +253,64 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "pcie_replay_count",
-        "PCIe replays",
+        QT_TRANSLATE_NOOP("metrics", "PCIe replays"),
         Unit.COUNT,
         Group.PCIE,
         SmiField("pcie.replay_counter"),
         plot=False,
     ),
-    Metric("pcie_replays_per_s", "PCIe replays per second", Unit.COUNT, Group.PCIE, plot=False),
+    Metric(
+        "pcie_replays_per_s",
+        QT_TRANSLATE_NOOP("metrics", "PCIe replays per second"),
+        Unit.COUNT,
+        Group.PCIE,
+        plot=False,
+    ),
     Metric(
         "nvlink_tx_bytes_per_s",
-        "NVLink TX (all links)",
+        QT_TRANSLATE_NOOP("metrics", "NVLink TX (all links)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "nvlink_rx_bytes_per_s",
-        "NVLink RX (all links)",
+        QT_TRANSLATE_NOOP("metrics", "NVLink RX (all links)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
     ),
     Metric(
         "encoder_utilization_percent",
-        "Encoder utilization",
+        QT_TRANSLATE_NOOP("metrics", "Encoder utilization"),
         _P,
         Group.CODEC,
         SmiField("utilization.encoder", "%"),
     ),
     Metric(
         "decoder_utilization_percent",
-        "Decoder utilization",
+        QT_TRANSLATE_NOOP("metrics", "Decoder utilization"),
         _P,
         Group.CODEC,
         SmiField("utilization.decoder", "%"),
     ),
     Metric(
         "ecc_corrected_volatile_count",
-        "ECC corrected (volatile)",
+        QT_TRANSLATE_NOOP("metrics", "ECC corrected (volatile)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.volatile.total"),
     ),
     Metric(
         "ecc_uncorrected_volatile_count",
-        "ECC uncorrected (volatile)",
+        QT_TRANSLATE_NOOP("metrics", "ECC uncorrected (volatile)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.volatile.total"),
     ),
     Metric(
         "ecc_corrected_aggregate_count",
-        "ECC corrected (aggregate)",
+        QT_TRANSLATE_NOOP("metrics", "ECC corrected (aggregate)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.aggregate.total"),
@@ -298,7 +318,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "ecc_uncorrected_aggregate_count",
-        "ECC uncorrected (aggregate)",
+        QT_TRANSLATE_NOOP("metrics", "ECC uncorrected (aggregate)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.aggregate.total"),
@@ -306,7 +326,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "retired_pages_sbe_count",
-        "Retired pages (single-bit)",
+        QT_TRANSLATE_NOOP("metrics", "Retired pages (single-bit)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("retired_pages.single_bit_ecc.count"),
@@ -314,7 +334,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "retired_pages_dbe_count",
-        "Retired pages (double-bit)",
+        QT_TRANSLATE_NOOP("metrics", "Retired pages (double-bit)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("retired_pages.double_bit.count"),
@@ -322,7 +342,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "retired_pages_pending",
-        "Page retirement pending",
+        QT_TRANSLATE_NOOP("metrics", "Page retirement pending"),
         Unit.FLAG,
         Group.ERRORS,
         SmiField("retired_pages.pending"),
@@ -330,7 +350,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_correctable_count",
-        "Remapped rows (correctable)",
+        QT_TRANSLATE_NOOP("metrics", "Remapped rows (correctable)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("remapped_rows.correctable"),
@@ -338,7 +358,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_uncorrectable_count",
-        "Remapped rows (uncorrectable)",
+        QT_TRANSLATE_NOOP("metrics", "Remapped rows (uncorrectable)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("remapped_rows.uncorrectable"),
@@ -346,7 +366,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_pending",
-        "Row remapping pending",
+        QT_TRANSLATE_NOOP("metrics", "Row remapping pending"),
         Unit.FLAG,
         Group.ERRORS,
         SmiField("remapped_rows.pending"),
@@ -354,7 +374,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_failure",
-        "Row remapping failed",
+        QT_TRANSLATE_NOOP("metrics", "Row remapping failed"),
         Unit.FLAG,
         Group.ERRORS,
         SmiField("remapped_rows.failure"),
@@ -362,22 +382,29 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "xid_error_count",
-        "XID errors since start",
+        QT_TRANSLATE_NOOP("metrics", "XID errors since start"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("xid.count"),
     ),
-    Metric("xid_last", "Last XID", Unit.XID, Group.ERRORS, SmiField("xid.last"), history=False),
+    Metric(
+        "xid_last",
+        QT_TRANSLATE_NOOP("metrics", "Last XID"),
+        Unit.XID,
+        Group.ERRORS,
+        SmiField("xid.last"),
+        history=False,
+    ),
     Metric(
         "clock_event_reasons",
-        "Clock event (throttle) reasons",
+        QT_TRANSLATE_NOOP("metrics", "Clock event (throttle) reasons"),
         Unit.BITMASK,
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
     ),
     Metric(
         "process_count",
-        "Processes",
+        QT_TRANSLATE_NOOP("metrics", "Processes"),
         Unit.COUNT,
         Group.PROCESSES,
         SmiField("process.count"),
@@ -387,16 +414,20 @@ GPU_METRICS: tuple[Metric, ...] = (
 )
 
 HOST_METRICS: tuple[Metric, ...] = (
-    Metric("cpu_percent", "CPU", _P, Group.CPU),
-    Metric("ram_used_bytes", "RAM used", Unit.BYTES, Group.RAM),
-    Metric("ram_total_bytes", "RAM total", Unit.BYTES, Group.RAM, history=False, plot=False),
-    Metric("ram_used_percent", "RAM used", _P, Group.RAM, plot=False),
-    Metric("swap_used_bytes", "Swap used", Unit.BYTES, Group.RAM),
-    Metric("swap_total_bytes", "Swap total", Unit.BYTES, Group.RAM, history=False, plot=False),
-    Metric("disk_read_bytes_per_s", "Disk read", Unit.BYTES_PER_S, Group.DISK),
-    Metric("disk_write_bytes_per_s", "Disk write", Unit.BYTES_PER_S, Group.DISK),
-    Metric("net_rx_bytes_per_s", "Network received", Unit.BYTES_PER_S, Group.NETWORK),
-    Metric("net_tx_bytes_per_s", "Network sent", Unit.BYTES_PER_S, Group.NETWORK),
+    Metric("cpu_percent", QT_TRANSLATE_NOOP("metrics", "CPU"), _P, Group.CPU),
+    Metric("ram_used_bytes", QT_TRANSLATE_NOOP("metrics", "RAM used"), Unit.BYTES, Group.RAM),
+    Metric(
+        "ram_total_bytes", QT_TRANSLATE_NOOP("metrics", "RAM total"), Unit.BYTES, Group.RAM, history=False, plot=False
+    ),
+    Metric("ram_used_percent", QT_TRANSLATE_NOOP("metrics", "RAM used"), _P, Group.RAM, plot=False),
+    Metric("swap_used_bytes", QT_TRANSLATE_NOOP("metrics", "Swap used"), Unit.BYTES, Group.RAM),
+    Metric(
+        "swap_total_bytes", QT_TRANSLATE_NOOP("metrics", "Swap total"), Unit.BYTES, Group.RAM, history=False, plot=False
+    ),
+    Metric("disk_read_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk read"), Unit.BYTES_PER_S, Group.DISK),
+    Metric("disk_write_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk write"), Unit.BYTES_PER_S, Group.DISK),
+    Metric("net_rx_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Network received"), Unit.BYTES_PER_S, Group.NETWORK),
+    Metric("net_tx_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Network sent"), Unit.BYTES_PER_S, Group.NETWORK),
 )
 
 
@@ -438,41 +469,68 @@ class StaticField:
 
 
 STATIC_FIELDS: tuple[StaticField, ...] = (
-    StaticField("index", "Index", SmiField("index")),
-    StaticField("name", "Name", SmiField("name")),
-    StaticField("uuid", "UUID", SmiField("uuid")),
-    StaticField("serial", "Serial number", SmiField("serial")),
-    StaticField("pci_bus_id", "PCI bus id", SmiField("pci.bus_id")),
-    StaticField("vbios_version", "VBIOS", SmiField("vbios_version")),
-    StaticField("compute_capability", "Compute capability", SmiField("compute_cap")),
-    StaticField("persistence_mode", "Persistence mode", SmiField("persistence_mode")),
-    StaticField("mig_mode_current", "MIG mode", SmiField("mig.mode.current")),
-    StaticField("mig_mode_pending", "MIG mode (pending)", SmiField("mig.mode.pending")),
-    StaticField("ecc_mode_current", "ECC mode", SmiField("ecc.mode.current")),
-    StaticField("memory_total_bytes", "Memory total", SmiField("memory.total", "MiB", 1 / MIB), Unit.BYTES),
-    StaticField("power_limit_default_w", "Default power limit", SmiField("power.default_limit", "W", decimals=2)),
-    StaticField("power_limit_min_w", "Minimum power limit", SmiField("power.min_limit", "W", decimals=2)),
-    StaticField("power_limit_max_w", "Maximum power limit", SmiField("power.max_limit", "W", decimals=2)),
-    StaticField("clock_max_sm_mhz", "Max SM clock", SmiField("clocks.max.sm", "MHz")),
-    StaticField("clock_max_graphics_mhz", "Max graphics clock", SmiField("clocks.max.graphics", "MHz")),
-    StaticField("clock_max_memory_mhz", "Max memory clock", SmiField("clocks.max.memory", "MHz")),
-    StaticField("clock_max_video_mhz", "Max video clock", SmiField("clocks.max.video", "MHz")),
-    StaticField("pcie_link_gen_max", "Max PCIe generation", SmiField("pcie.link.gen.max")),
-    StaticField("pcie_link_width_max", "Max PCIe width", SmiField("pcie.link.width.max")),
-    StaticField("nvlink_link_count", "NVLink links", SmiField("nvlink.link_count")),
+    StaticField("index", QT_TRANSLATE_NOOP("metrics", "Index"), SmiField("index")),
+    StaticField("name", QT_TRANSLATE_NOOP("metrics", "Name"), SmiField("name")),
+    StaticField("uuid", QT_TRANSLATE_NOOP("metrics", "UUID"), SmiField("uuid")),
+    StaticField("serial", QT_TRANSLATE_NOOP("metrics", "Serial number"), SmiField("serial")),
+    StaticField("pci_bus_id", QT_TRANSLATE_NOOP("metrics", "PCI bus id"), SmiField("pci.bus_id")),
+    StaticField("vbios_version", QT_TRANSLATE_NOOP("metrics", "VBIOS"), SmiField("vbios_version")),
+    StaticField("compute_capability", QT_TRANSLATE_NOOP("metrics", "Compute capability"), SmiField("compute_cap")),
+    StaticField("persistence_mode", QT_TRANSLATE_NOOP("metrics", "Persistence mode"), SmiField("persistence_mode")),
+    StaticField("mig_mode_current", QT_TRANSLATE_NOOP("metrics", "MIG mode"), SmiField("mig.mode.current")),
+    StaticField("mig_mode_pending", QT_TRANSLATE_NOOP("metrics", "MIG mode (pending)"), SmiField("mig.mode.pending")),
+    StaticField("ecc_mode_current", QT_TRANSLATE_NOOP("metrics", "ECC mode"), SmiField("ecc.mode.current")),
+    StaticField(
+        "memory_total_bytes",
+        QT_TRANSLATE_NOOP("metrics", "Memory total"),
+        SmiField("memory.total", "MiB", 1 / MIB),
+        Unit.BYTES,
+    ),
+    StaticField(
+        "power_limit_default_w",
+        QT_TRANSLATE_NOOP("metrics", "Default power limit"),
+        SmiField("power.default_limit", "W", decimals=2),
+    ),
+    StaticField(
+        "power_limit_min_w",
+        QT_TRANSLATE_NOOP("metrics", "Minimum power limit"),
+        SmiField("power.min_limit", "W", decimals=2),
+    ),
+    StaticField(
+        "power_limit_max_w",
+        QT_TRANSLATE_NOOP("metrics", "Maximum power limit"),
+        SmiField("power.max_limit", "W", decimals=2),
+    ),
+    StaticField("clock_max_sm_mhz", QT_TRANSLATE_NOOP("metrics", "Max SM clock"), SmiField("clocks.max.sm", "MHz")),
+    StaticField(
+        "clock_max_graphics_mhz",
+        QT_TRANSLATE_NOOP("metrics", "Max graphics clock"),
+        SmiField("clocks.max.graphics", "MHz"),
+    ),
+    StaticField(
+        "clock_max_memory_mhz", QT_TRANSLATE_NOOP("metrics", "Max memory clock"), SmiField("clocks.max.memory", "MHz")
+    ),
+    StaticField(
+        "clock_max_video_mhz", QT_TRANSLATE_NOOP("metrics", "Max video clock"), SmiField("clocks.max.video", "MHz")
+    ),
+    StaticField(
+        "pcie_link_gen_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe generation"), SmiField("pcie.link.gen.max")
+    ),
+    StaticField("pcie_link_width_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe width"), SmiField("pcie.link.width.max")),
+    StaticField("nvlink_link_count", QT_TRANSLATE_NOOP("metrics", "NVLink links"), SmiField("nvlink.link_count")),
 )
 
 # Clock event ("throttle") reason bits, as in nvml.h's nvmlClocksEventReason*.
 CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
-    (0x1, "idle"),
-    (0x2, "applications clocks setting"),
-    (0x4, "software power cap"),
-    (0x8, "hardware slowdown"),
-    (0x10, "sync boost"),
-    (0x20, "software thermal slowdown"),
-    (0x40, "hardware thermal slowdown"),
-    (0x80, "hardware power brake"),
-    (0x100, "display clock setting"),
+    (0x1, QT_TRANSLATE_NOOP("metrics", "idle")),
+    (0x2, QT_TRANSLATE_NOOP("metrics", "applications clocks setting")),
+    (0x4, QT_TRANSLATE_NOOP("metrics", "software power cap")),
+    (0x8, QT_TRANSLATE_NOOP("metrics", "hardware slowdown")),
+    (0x10, QT_TRANSLATE_NOOP("metrics", "sync boost")),
+    (0x20, QT_TRANSLATE_NOOP("metrics", "software thermal slowdown")),
+    (0x40, QT_TRANSLATE_NOOP("metrics", "hardware thermal slowdown")),
+    (0x80, QT_TRANSLATE_NOOP("metrics", "hardware power brake")),
+    (0x100, QT_TRANSLATE_NOOP("metrics", "display clock setting")),
 )
 THERMAL_REASON_MASK = 0x20 | 0x40
 POWER_REASON_MASK = 0x4 | 0x80

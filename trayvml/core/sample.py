@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from trayvml.core.errors import DriverStall, NvmlUnavailable
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import GPU_INDEX, HOST_INDEX
 
 
@@ -27,12 +28,12 @@ class MetricState(enum.IntEnum):
 
 
 _STATE_LABELS = {
-    MetricState.OK: "ok",
-    MetricState.NO_DATA: "no data",
-    MetricState.NOT_SUPPORTED: "not supported",
-    MetricState.NO_PERMISSION: "no permission",
-    MetricState.LOST: "GPU lost",
-    MetricState.NOT_READ: "not read: nothing shows it",
+    MetricState.OK: QT_TRANSLATE_NOOP("metrics", "ok"),
+    MetricState.NO_DATA: QT_TRANSLATE_NOOP("metrics", "no data"),
+    MetricState.NOT_SUPPORTED: QT_TRANSLATE_NOOP("metrics", "not supported"),
+    MetricState.NO_PERMISSION: QT_TRANSLATE_NOOP("metrics", "no permission"),
+    MetricState.LOST: QT_TRANSLATE_NOOP("metrics", "GPU lost"),
+    MetricState.NOT_READ: QT_TRANSLATE_NOOP("metrics", "not read: nothing shows it"),
 }
 
 

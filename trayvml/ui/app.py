@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
@@ -21,6 +21,7 @@ from trayvml.alerts import AlertEngine, AlertEvent, Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
+from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.sample import MetricState, Sample
 from trayvml.demand import HISTORY, PROCESSES, Demand
@@ -29,6 +30,7 @@ from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
+from trayvml.ui.translation import install_translators
 from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
@@ -43,10 +45,12 @@ TRAY_POLL_MS = 500
 log = logging.getLogger(__name__)
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
 PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
-NO_DISPLAY_MESSAGE = (
+NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
+    "App",
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
-    "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
+    "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`.",
 )
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def display_available() -> bool:
@@ -90,10 +94,13 @@ class App(QObject):
         tray_wait_s: float = TRAY_WAIT_S,
         store: SettingsStore | None = None,
         autostart: Autostart | None = None,
+        stored: tuple[Settings, str] | None = None,  # what store.load() gave, where the caller has read it
     ) -> None:
         super().__init__()
         self.store = store
-        loaded, self.settings_message = store.load() if store is not None else (Settings(), "")
+        if stored is None:
+            stored = store.load() if store is not None else (Settings(), "")
+        loaded, self.settings_message = stored
         if interval_s is not None:  # --interval: in force, not saved until the settings are
             loaded = replace(loaded, sampling_interval_s=interval_s)
         self.model = SettingsModel(loaded, store)
@@ -222,7 +229,7 @@ class App(QObject):
             f"{shorten(p.name) or '?'} ({shorten(p.user) or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}"
             for p in biggest[:3]
         )
-        return "Processes: " + ", ".join(shown)
+        return translate("App", "Processes: {processes}").format(processes=", ".join(shown))
 
     # ---- settings and autostart ----
     def show_settings(self) -> None:
@@ -286,7 +293,8 @@ class App(QObject):
             else:
                 self.autostart.disable()
         except OSError as error:
-            self.tray.icon.showMessage("trayvml", f"Could not change {self.autostart.location}: {error.strerror}")
+            failed = translate("App", "Could not change {location}: {error}")
+            self.tray.icon.showMessage("trayvml", failed.format(location=self.autostart.location, error=error.strerror))
         enabled = self.autostart.is_enabled()
         if enabled != self.settings.start_at_login:
             self.apply_settings(replace(self.settings, start_at_login=enabled))
@@ -312,8 +320,11 @@ class App(QObject):
             self.summary.show_graphs_requested.connect(lambda: self.show_window(-1))
             self.summary.quit_requested.connect(QApplication.quit)
             print(
-                "trayvml: no system tray found; showing a summary window instead "
-                "(on GNOME, the AppIndicator extension adds a tray).",
+                translate(
+                    "App",
+                    "trayvml: no system tray found; showing a summary window instead "
+                    "(on GNOME, the AppIndicator extension adds a tray).",
+                ),
                 file=sys.stderr,
             )
         self.summary.update_sample(self.latest)
@@ -395,24 +406,27 @@ class App(QObject):
 
 def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_path: str | None = None) -> int:
     if not display_available():
-        print(f"trayvml: {NO_DISPLAY_MESSAGE}", file=sys.stderr)
+        print(f"trayvml: {i18n.translate('App', NO_DISPLAY_MESSAGE)}", file=sys.stderr)
         return EXIT_NO_DISPLAY
     qt_app = QApplication(sys.argv[:1])
     qt_app.setApplicationName("trayvml")
     qt_app.setDesktopFileName("trayvml")
     qt_app.setQuitOnLastWindowClosed(False)
+    store = SettingsStore(Path(config_path) if config_path else None)
+    # The language is chosen once, before any text is made: the settings' override, else the system's.
+    stored = store.load()  # once: a broken file is moved aside, and the App says so
+    translators = install_translators(qt_app, i18n.resolve(stored[0].language))  # noqa: F841 - kept alive
     icon = QIcon()
     for path in icon_paths():
         icon.addFile(str(path))
     qt_app.setWindowIcon(icon)
-    store = SettingsStore(Path(config_path) if config_path else None)
     name = instance_name(store.path)
     if name is not None and already_running(name):
-        print("trayvml is already running: its window was brought forward.", file=sys.stderr)
+        print(translate("App", "trayvml is already running: its window was brought forward."), file=sys.stderr)
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
-    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store)
+    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store, stored=stored)
     server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
     # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.

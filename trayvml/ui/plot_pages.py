@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtCore import QCoreApplication, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QScrollArea
 
@@ -41,6 +41,8 @@ MAX_PROCESS_LINES = 12
 # 64 GPUs get fewer points a line rather than 8 times the paint time of 8 GPUs.
 PANEL_POINT_BUDGET = 40_000
 MIN_POINTS_PER_LINE = 120
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,7 @@ class GpuPage(PlotPage):
         if unsupported and len(unsupported) == len(sample.gpus):
             names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
             models = dict.fromkeys(names[g] for g in sorted(unsupported))
-            panel.show_notice(f"Not supported on {', '.join(models)}")
+            panel.show_notice(translate("Panel", "Not supported on {models}").format(models=", ".join(models)))
         else:
             panel.show_notice("")
 
@@ -193,7 +195,7 @@ class GpuPage(PlotPage):
         pens = [pg.mkPen(gpu_colour(gpu), width=1.4) for gpu, _ in found]
         # Each its own: a process that exited long ago is read from a coarser tier.
         panel.extra.set_each([(series.times_s, series.mean[:, 0]) for _, series in found], pens)
-        panel.show_notice("" if found else "No GPU processes in this range")
+        panel.show_notice("" if found else translate("Panel", "No GPU processes in this range"))
 
     @staticmethod
     def _mark(panel: Panel, view: View) -> None:

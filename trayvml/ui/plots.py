@@ -8,9 +8,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
+from PySide6.QtCore import QCoreApplication, QRectF, Qt
 from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
 from trayvml.core.safe_text import rich_text
 from trayvml.core.units import KIB, MIB, format_value
@@ -18,7 +19,8 @@ from trayvml.history import Series
 from trayvml.ui.theme import gpu_colour
 
 LINE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
-STYLE_NAMES = ("solid", "dashed", "dotted", "dash-dot")
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+STYLE_NAMES = tuple(QT_TRANSLATE_NOOP("Panel", s) for s in ("solid", "dashed", "dotted", "dash-dot"))
 PANEL_HEIGHT_PX = 170
 MIN_SPAN = {Unit.BYTES: MIB, Unit.BYTES_PER_S: KIB, Unit.COUNT: 4.0, Unit.WATTS: 10.0, Unit.MHZ: 100.0}
 
@@ -31,10 +33,14 @@ class PanelSpec:
 
     @property
     def title(self) -> str:
+        group = translate("metrics", self.group.value)
         if len(self.metrics) < 2:
-            return self.group.value
-        styles = ", ".join(f"{m.label.lower()} {STYLE_NAMES[k]}" for k, m in enumerate(self.metrics))
-        return f"{self.group.value} — {styles}"
+            return group
+        styles = ", ".join(
+            f"{translate('metrics', m.label).lower()} {translate('Panel', STYLE_NAMES[k])}"
+            for k, m in enumerate(self.metrics)
+        )
+        return f"{group} — {styles}"
 
 
 def _panels(metrics: Sequence[Metric], groups: Sequence[Group]) -> tuple[PanelSpec, ...]:
@@ -136,7 +142,9 @@ REASON_COLOURS = {
     0x80: (245, 120, 20),  # hardware power brake
     0x100: (90, 140, 220),  # display clocks
 }
-REASON_LEGEND = "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
+REASON_LEGEND = QT_TRANSLATE_NOOP(
+    "Panel", "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
+)
 
 
 def reason_rgba(bitmasks: np.ndarray) -> np.ndarray:
@@ -306,9 +314,11 @@ class Panel:
                     continue
                 text = f"{format_value(metric, value)}"
                 if not self.gpu_count:  # the machine: a line per metric, in the readout's colour
-                    rows.append(f"{metric.label}: {text}")
+                    rows.append(f"{translate('metrics', metric.label)}: {text}")
                     continue
-                label = names(column) + (f" {metric.label.lower()}" if len(self.spec.metrics) > 1 else "")
+                label = names(column) + (
+                    f" {translate('metrics', metric.label).lower()}" if len(self.spec.metrics) > 1 else ""
+                )
                 # HTML: the label holds the GPU's name, from the driver.
                 rows.append(f'<span style="color:{gpu_colour(column).name()}">{rich_text(label)}: {text}</span>')
         return "<br>".join(rows)

@@ -5,26 +5,47 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from PySide6.QtCore import QAbstractTableModel, QModelIndex, QPersistentModelIndex, QSortFilterProxyModel, Qt
+from PySide6.QtCore import (
+    QAbstractTableModel,
+    QCoreApplication,
+    QModelIndex,
+    QPersistentModelIndex,
+    QSortFilterProxyModel,
+    Qt,
+)
 from PySide6.QtWidgets import QTableView
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes
 
 _Index = QModelIndex | QPersistentModelIndex
-HEADERS = ("GPU", "PID", "User", "Name", "GPU memory", "Type", "Container", "Command")
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+HEADERS = (
+    QT_TRANSLATE_NOOP("ProcessModel", "GPU"),
+    QT_TRANSLATE_NOOP("ProcessModel", "PID"),
+    QT_TRANSLATE_NOOP("ProcessModel", "User"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Name"),
+    QT_TRANSLATE_NOOP("ProcessModel", "GPU memory"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Type"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Container"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Command"),
+)
 
 
 def _cells(proc: ProcessSample) -> tuple[tuple[str, Any], ...]:
     """(shown text, sort key) per column."""
-    hidden = "(no permission)" if proc.no_permission else "?"
+    hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
     memory = proc.used_memory_bytes
     return (
         (str(proc.gpu_index), proc.gpu_index),
         (str(proc.pid), proc.pid),
         (proc.user or hidden, proc.user),
         (proc.name or hidden, proc.name),
-        ("n/a" if math.isnan(memory) else format_bytes(memory), -1.0 if math.isnan(memory) else memory),
+        (
+            translate("ProcessModel", "n/a") if math.isnan(memory) else format_bytes(memory),
+            -1.0 if math.isnan(memory) else memory,
+        ),
         (proc.kind, proc.kind),
         (proc.container, proc.container),
         (proc.command, proc.command),
@@ -50,7 +71,7 @@ class ProcessModel(QAbstractTableModel):
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return HEADERS[section]
+            return translate("ProcessModel", HEADERS[section])
         return None
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import QCoreApplication
+
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB, format_value, short_name
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:
@@ -28,7 +32,7 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     """
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
-        return f"{head} — lost: it has fallen off the bus"
+        return translate("GpuText", "{gpu} — lost: it has fallen off the bus").format(gpu=head)
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:
@@ -50,7 +54,7 @@ def host_line(sample: Sample) -> str:
     cpu = host.value("cpu_percent")
     used, total = host.value("ram_used_bytes"), host.value("ram_total_bytes")
     cpu_text = "–" if math.isnan(cpu) else f"{cpu:.0f}%"
-    return f"Host CPU {cpu_text} · RAM {used_of_total(used, total)}"
+    return translate("GpuText", "Host CPU {cpu} · RAM {ram}").format(cpu=cpu_text, ram=used_of_total(used, total))
 
 
 def gpu_lines(sample: Sample | None) -> list[str]:
@@ -60,11 +64,17 @@ def gpu_lines(sample: Sample | None) -> list[str]:
     return [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
 
 
+def simulation_text(sample: Sample) -> str:
+    """The sample's simulation label (English in JSON and logs), in the user's language."""
+    scenario = sample.simulation.removeprefix("simulated GPUs ").strip("()")
+    return translate("GpuText", "simulated GPUs ({scenario})").format(scenario=scenario) if sample.simulation else ""
+
+
 def tooltip(sample: Sample | None, gpu_text: list[str] | None = None) -> str:
     """``gpu_text``: the GPU lines, where the caller has made them already."""
     if sample is None:
-        return "trayvml — starting…"
-    lines = [f"trayvml — {sample.simulation}" if sample.simulation else "trayvml"]
+        return translate("GpuText", "trayvml — starting…")
+    lines = [f"trayvml — {simulation_text(sample)}" if sample.simulation else "trayvml"]
     problem = sample.problem
     if problem is not None:
         lines.append(problem[1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.alerts import AlertEvent
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import Group
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import DeviceInfo, Sample
@@ -41,15 +42,17 @@ from trayvml.ui.export import export_csv, export_png
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
+from trayvml.ui.text import simulation_text
 from trayvml.ui.theme import gpu_colour
 
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 RANGES_S = (
-    ("1 min", 60),
-    ("5 min", 300),
-    ("15 min", 900),
-    ("1 h", 3600),
-    ("6 h", 6 * 3600),
-    ("12 h", 12 * 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "1 min"), 60),
+    (QT_TRANSLATE_NOOP("GraphWindow", "5 min"), 300),
+    (QT_TRANSLATE_NOOP("GraphWindow", "15 min"), 900),
+    (QT_TRANSLATE_NOOP("GraphWindow", "1 h"), 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "6 h"), 6 * 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "12 h"), 12 * 3600),
 )
 DEFAULT_RANGE_S = 900
 REFRESH_AFTER_PAN_MS = 120
@@ -92,14 +95,16 @@ class GraphWindow(QMainWindow):
         self._gpu_tab = QWidget()
         self._gpu_tab_layout = QVBoxLayout(self._gpu_tab)
         self._gpu_tab_layout.setContentsMargins(0, 0, 0, 0)
-        legend = QLabel(f"Throttle strip: {REASON_LEGEND}")
+        legend = QLabel(
+            translate("GraphWindow", "Throttle strip: {legend}").format(legend=translate("Panel", REASON_LEGEND))
+        )
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
-        self.tabs.addTab(self._gpu_tab, "GPUs")
-        self.tabs.addTab(self.host_page, "Machine")
-        self.tabs.addTab(self.process_view, "Processes")
-        self.tabs.addTab(self.details, "Device details")
-        self.tabs.addTab(self.alert_table, "Alerts")
+        self.tabs.addTab(self._gpu_tab, translate("GraphWindow", "GPUs"))
+        self.tabs.addTab(self.host_page, translate("GraphWindow", "Machine"))
+        self.tabs.addTab(self.process_view, translate("GraphWindow", "Processes"))
+        self.tabs.addTab(self.details, translate("GraphWindow", "Device details"))
+        self.tabs.addTab(self.alert_table, translate("GraphWindow", "Alerts"))
         self.tabs.currentChanged.connect(lambda _: self.request_redraw())
         self.tabs.currentChanged.connect(lambda _: self.needs_changed.emit())
         self._pan_timer = QTimer(self)
@@ -133,13 +138,13 @@ class GraphWindow(QMainWindow):
 
     # ---- toolbar ----
     def _build_toolbar(self) -> None:
-        bar = QToolBar("View")
+        bar = QToolBar(translate("GraphWindow", "View"))
         bar.setObjectName("view_toolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
         self.range_buttons = QButtonGroup(self)
         for label, seconds in RANGES_S:
-            button = QPushButton(label)
+            button = QPushButton(translate("GraphWindow", label))
             button.setCheckable(True)
             button.setChecked(seconds == self.range_s)
             button.setFlat(True)
@@ -147,7 +152,7 @@ class GraphWindow(QMainWindow):
             self.range_buttons.addButton(button, seconds)
             bar.addWidget(button)
         bar.addSeparator()
-        self.follow_button = QPushButton("Follow live")
+        self.follow_button = QPushButton(translate("GraphWindow", "Follow live"))
         self.follow_button.setCheckable(True)
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
@@ -155,14 +160,14 @@ class GraphWindow(QMainWindow):
         spacer = QWidget()
         spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
         bar.addWidget(spacer)
-        self.export_csv_action = QAction("Export CSV…", self)
+        self.export_csv_action = QAction(translate("GraphWindow", "Export CSV…"), self)
         self.export_csv_action.triggered.connect(self._ask_export_csv)
         bar.addAction(self.export_csv_action)
-        self.export_png_action = QAction("Save PNG…", self)
+        self.export_png_action = QAction(translate("GraphWindow", "Save PNG…"), self)
         self.export_png_action.triggered.connect(self._ask_export_png)
         bar.addAction(self.export_png_action)
         self.addToolBarBreak()
-        gpus = QToolBar("GPUs")
+        gpus = QToolBar(translate("GraphWindow", "GPUs"))
         gpus.setObjectName("gpu_toolbar")
         gpus.setMovable(False)
         self.addToolBar(gpus)
@@ -170,7 +175,7 @@ class GraphWindow(QMainWindow):
         self.gpu_toggles_layout = QHBoxLayout(self.gpu_toggles_widget)
         self.gpu_toggles_layout.setContentsMargins(4, 0, 4, 0)
         self.gpu_toggles: list[QCheckBox] = []
-        gpus.addWidget(QLabel(" Show: "))
+        gpus.addWidget(QLabel(translate("GraphWindow", " Show: ")))
         gpus.addWidget(self.gpu_toggles_widget)
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
@@ -268,9 +273,14 @@ class GraphWindow(QMainWindow):
             self._build_gpu_widgets(sample)
         title = "trayvml"
         if sample.gpus:
-            title += f" — {len(sample.gpus)} GPU{'s' if len(sample.gpus) > 1 else ''}"
+            count = len(sample.gpus)
+            title += (
+                translate("GraphWindow", " — {count} GPUs") if count > 1 else translate("GraphWindow", " — {count} GPU")
+            ).format(count=count)
         if sample.simulation:
-            title += f" — SIMULATED ({sample.simulation.removeprefix('simulated GPUs ').strip('()')})"
+            title += translate("GraphWindow", " — SIMULATED ({what})").format(
+                what=sample.simulation.removeprefix("simulated GPUs ").strip("()")
+            )
         if title != self.windowTitle():
             self.setWindowTitle(title)
         if not self.isVisible():
@@ -382,17 +392,25 @@ class GraphWindow(QMainWindow):
             return ""
         parts = []
         if sample.simulation:
-            parts.append(f"SIMULATED: {sample.simulation}")
+            parts.append(translate("GraphWindow", "SIMULATED: {what}").format(what=simulation_text(sample)))
         if sample.problem is not None:
             parts.append(sample.problem[1])
         if sample.system is not None:
-            parts.append(f"driver {sample.system.driver_version} · CUDA {sample.system.cuda_driver_version}")
-        parts.append("following live" if self.following else "paused on a past range: press Follow live")
+            driver = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
+            parts.append(driver.format(driver=sample.system.driver_version, cuda=sample.system.cuda_driver_version))
+        following = translate("GraphWindow", "following live")
+        parts.append(
+            following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
+        )
         return "   ·   ".join(parts)
 
     def _names(self) -> Callable[[int], str]:
         devices = {d.index: d for d in self._devices}
-        return lambda gpu: f"{gpu} {short_name(devices[gpu].name)}" if gpu in devices else f"GPU {gpu}"
+        return lambda gpu: (
+            f"{gpu} {short_name(devices[gpu].name)}"
+            if gpu in devices
+            else translate("GraphWindow", "GPU {gpu}").format(gpu=gpu)
+        )
 
     # ---- export ----
     def export_csv(self, path: str) -> None:
@@ -406,20 +424,25 @@ class GraphWindow(QMainWindow):
         export_png(self, path)
 
     def _ask_export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export visible range", "trayvml.csv", "CSV (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, translate("GraphWindow", "Export visible range"), "trayvml.csv", "CSV (*.csv)"
+        )
         if path:
-            self._try(lambda: self.export_csv(path), "export the CSV")
+            self._try(lambda: self.export_csv(path), translate("GraphWindow", "Could not export the CSV: {error}."))
 
     def _ask_export_png(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save window as PNG", "trayvml.png", "PNG (*.png)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, translate("GraphWindow", "Save window as PNG"), "trayvml.png", "PNG (*.png)"
+        )
         if path:
-            self._try(lambda: self.export_png(path), "save the PNG")
+            self._try(lambda: self.export_png(path), translate("GraphWindow", "Could not save the PNG: {error}."))
 
-    def _try(self, action: Callable[[], None], what: str) -> None:
+    def _try(self, action: Callable[[], None], failed: str) -> None:
+        """``failed``: the sentence for an OSError, with {error} for why."""
         try:
             action()
         except OSError as error:
-            QMessageBox.warning(self, "trayvml", f"Could not {what}: {error.strerror or error}.")
+            QMessageBox.warning(self, "trayvml", failed.format(error=error.strerror or error))
 
     # ---- look, geometry, visibility ----
     def apply_palette(self) -> None:

@@ -1,0 +1,1414 @@
+<?xml version="1.0" encoding="utf-8"?>
+<!DOCTYPE TS>
+<TS version="2.1" language="zh_CN" sourcelanguage="en">
+<context>
+    <name>AlertsPage</name>
+    <message>
+        <source>Time</source>
+        <translation>时间</translation>
+    </message>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Severity</source>
+        <translation>级别</translation>
+    </message>
+    <message>
+        <source>What happened</source>
+        <translation>事件</translation>
+    </message>
+    <message>
+        <source>info</source>
+        <translation>信息</translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>resolved</source>
+        <translation>已恢复</translation>
+    </message>
+    <message>
+        <source>all</source>
+        <translation>全部</translation>
+    </message>
+</context>
+<context>
+    <name>App</name>
+    <message>
+        <source>no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`.</source>
+        <translation>未找到图形桌面（没有可响应的 DISPLAY 或 WAYLAND_DISPLAY），托盘程序需要图形桌面。在终端或 SSH 中，请使用 `trayvml snapshot` 或 `trayvml log --csv FILE`。</translation>
+    </message>
+    <message>
+        <source>Processes: {processes}</source>
+        <translation>进程：{processes}</translation>
+    </message>
+    <message>
+        <source>Could not change {location}: {error}</source>
+        <translation>无法修改 {location}：{error}</translation>
+    </message>
+    <message>
+        <source>trayvml: no system tray found; showing a summary window instead (on GNOME, the AppIndicator extension adds a tray).</source>
+        <translation>trayvml：未找到系统托盘，改为显示摘要窗口（在 GNOME 上，AppIndicator 扩展可提供托盘）。</translation>
+    </message>
+    <message>
+        <source>trayvml is already running: its window was brought forward.</source>
+        <translation>trayvml 已在运行：已将其窗口调到前台。</translation>
+    </message>
+</context>
+<context>
+    <name>DetailsPage</name>
+    <message>
+        <source>Value</source>
+        <translation>值</translation>
+    </message>
+    <message>
+        <source>System</source>
+        <translation>系统</translation>
+    </message>
+    <message>
+        <source>Driver</source>
+        <translation>驱动</translation>
+    </message>
+    <message>
+        <source>CUDA driver API</source>
+        <translation>CUDA 驱动 API</translation>
+    </message>
+    <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
+        <source>not available</source>
+        <translation>不可用</translation>
+    </message>
+</context>
+<context>
+    <name>GpuText</name>
+    <message>
+        <source>{gpu} — lost: it has fallen off the bus</source>
+        <translation>{gpu} — 已丢失：GPU 已从总线上掉线</translation>
+    </message>
+    <message>
+        <source>Host CPU {cpu} · RAM {ram}</source>
+        <translation>主机 CPU {cpu} · 内存 {ram}</translation>
+    </message>
+    <message>
+        <source>simulated GPUs ({scenario})</source>
+        <translation>模拟 GPU（{scenario}）</translation>
+    </message>
+    <message>
+        <source>trayvml — starting…</source>
+        <translation>trayvml — 正在启动…</translation>
+    </message>
+</context>
+<context>
+    <name>GraphWindow</name>
+    <message>
+        <source>1 min</source>
+        <translation>1 分钟</translation>
+    </message>
+    <message>
+        <source>5 min</source>
+        <translation>5 分钟</translation>
+    </message>
+    <message>
+        <source>15 min</source>
+        <translation>15 分钟</translation>
+    </message>
+    <message>
+        <source>1 h</source>
+        <translation>1 小时</translation>
+    </message>
+    <message>
+        <source>6 h</source>
+        <translation>6 小时</translation>
+    </message>
+    <message>
+        <source>12 h</source>
+        <translation>12 小时</translation>
+    </message>
+    <message>
+        <source>Throttle strip: {legend}</source>
+        <translation>降频条：{legend}</translation>
+    </message>
+    <message>
+        <source>GPUs</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Machine</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source>Processes</source>
+        <translation>进程</translation>
+    </message>
+    <message>
+        <source>Device details</source>
+        <translation>设备详情</translation>
+    </message>
+    <message>
+        <source>Alerts</source>
+        <translation>告警</translation>
+    </message>
+    <message>
+        <source>View</source>
+        <translation>视图</translation>
+    </message>
+    <message>
+        <source>Follow live</source>
+        <translation>跟随实时</translation>
+    </message>
+    <message>
+        <source>Export CSV…</source>
+        <translation>导出 CSV…</translation>
+    </message>
+    <message>
+        <source>Save PNG…</source>
+        <translation>保存 PNG…</translation>
+    </message>
+    <message>
+        <source> Show: </source>
+        <translation> 显示：</translation>
+    </message>
+    <message>
+        <source> — {count} GPUs</source>
+        <translation> — {count} 个 GPU</translation>
+    </message>
+    <message>
+        <source> — {count} GPU</source>
+        <translation> — {count} 个 GPU</translation>
+    </message>
+    <message>
+        <source> — SIMULATED ({what})</source>
+        <translation> — 模拟（{what}）</translation>
+    </message>
+    <message>
+        <source>SIMULATED: {what}</source>
+        <translation>模拟：{what}</translation>
+    </message>
+    <message>
+        <source>driver {driver} · CUDA {cuda}</source>
+        <translation>驱动 {driver} · CUDA {cuda}</translation>
+    </message>
+    <message>
+        <source>following live</source>
+        <translation>正在跟随实时数据</translation>
+    </message>
+    <message>
+        <source>paused on a past range: press Follow live</source>
+        <translation>已停在过去的时间段：点击“跟随实时”继续</translation>
+    </message>
+    <message>
+        <source>GPU {gpu}</source>
+        <translation>GPU {gpu}</translation>
+    </message>
+    <message>
+        <source>Export visible range</source>
+        <translation>导出可见时间段</translation>
+    </message>
+    <message>
+        <source>Could not export the CSV: {error}.</source>
+        <translation>无法导出 CSV：{error}。</translation>
+    </message>
+    <message>
+        <source>Save window as PNG</source>
+        <translation>将窗口保存为 PNG</translation>
+    </message>
+    <message>
+        <source>Could not save the PNG: {error}.</source>
+        <translation>无法保存 PNG：{error}。</translation>
+    </message>
+</context>
+<context>
+    <name>Panel</name>
+    <message>
+        <source>Not supported on {models}</source>
+        <translation>{models} 不支持</translation>
+    </message>
+    <message>
+        <source>No GPU processes in this range</source>
+        <translation>此时间段内没有 GPU 进程</translation>
+    </message>
+    <message>
+        <source>red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set</source>
+        <translation>红：温度 · 橙/琥珀：功耗 · 紫：硬件降速 · 灰：空闲 · 蓝：时钟设定</translation>
+    </message>
+</context>
+<context>
+    <name>ProcessModel</name>
+    <message>
+        <source>GPU</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>PID</source>
+        <translation>PID</translation>
+    </message>
+    <message>
+        <source>User</source>
+        <translation>用户</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>GPU memory</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>Type</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>Container</source>
+        <translation>容器</translation>
+    </message>
+    <message>
+        <source>Command</source>
+        <translation>命令</translation>
+    </message>
+    <message>
+        <source>(no permission)</source>
+        <translation>（无权限）</translation>
+    </message>
+    <message>
+        <source>n/a</source>
+        <translation>无</translation>
+    </message>
+</context>
+<context>
+    <name>SettingsDialog</name>
+    <message>
+        <source>Warning at</source>
+        <translation>警告阈值</translation>
+    </message>
+    <message>
+        <source>clears</source>
+        <translation>恢复</translation>
+    </message>
+    <message>
+        <source>Critical at</source>
+        <translation>严重阈值</translation>
+    </message>
+    <message>
+        <source>Hold (s)</source>
+        <translation>持续（秒）</translation>
+    </message>
+    <message>
+        <source>Cooldown (s)</source>
+        <translation>冷却（秒）</translation>
+    </message>
+    <message>
+        <source>utilization</source>
+        <translation>利用率</translation>
+    </message>
+    <message>
+        <source>memory</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>power</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>System default</source>
+        <translation>跟随系统</translation>
+    </message>
+    <message>
+        <source>busy above</source>
+        <translation>繁忙：高于</translation>
+    </message>
+    <message>
+        <source>for</source>
+        <translation>持续</translation>
+    </message>
+    <message>
+        <source>s,</source>
+        <translation>秒，</translation>
+    </message>
+    <message>
+        <source>then idle below</source>
+        <translation>随后空闲：低于</translation>
+    </message>
+    <message>
+        <source>&lt;b&gt;Rule&lt;/b&gt;</source>
+        <translation>&lt;b&gt;规则&lt;/b&gt;</translation>
+    </message>
+    <message>
+        <source>override</source>
+        <translation>覆盖</translation>
+    </message>
+    <message>
+        <source>{rule}: {number} must be a number, not {text}.</source>
+        <translation>{rule}：{number}必须是数字，而不是 {text}。</translation>
+    </message>
+    <message>
+        <source>trayvml settings</source>
+        <translation>trayvml 设置</translation>
+    </message>
+    <message>
+        <source>Show desktop notifications for alerts</source>
+        <translation>告警时显示桌面通知</translation>
+    </message>
+    <message>
+        <source>Start trayvml when I log in</source>
+        <translation>登录时启动 trayvml</translation>
+    </message>
+    <message>
+        <source>GPUs shown</source>
+        <translation>显示的 GPU</translation>
+    </message>
+    <message>
+        <source>General</source>
+        <translation>常规</translation>
+    </message>
+    <message>
+        <source>Alerts</source>
+        <translation>告警</translation>
+    </message>
+    <message>
+        <source>GPU {index}: {name}</source>
+        <translation>GPU {index}：{name}</translation>
+    </message>
+    <message>
+        <source>Per GPU</source>
+        <translation>单独 GPU</translation>
+    </message>
+</context>
+<context>
+    <name>SummaryWindow</name>
+    <message>
+        <source>No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray.</source>
+        <translation>未找到系统托盘，因此 trayvml 显示此窗口。在 GNOME 上，AppIndicator 扩展可提供托盘。</translation>
+    </message>
+    <message>
+        <source>Show graphs</source>
+        <translation>显示图表</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在启动…</translation>
+    </message>
+</context>
+<context>
+    <name>Tray</name>
+    <message>
+        <source>Show graphs</source>
+        <translation>显示图表</translation>
+    </message>
+    <message>
+        <source>Starting…</source>
+        <translation>正在启动…</translation>
+    </message>
+    <message>
+        <source>Copy CUDA_VISIBLE_DEVICES</source>
+        <translation>复制 CUDA_VISIBLE_DEVICES</translation>
+    </message>
+    <message>
+        <source>Start with simulated GPUs</source>
+        <translation>使用模拟 GPU 启动</translation>
+    </message>
+    <message>
+        <source>Pause alerts</source>
+        <translation>暂停告警</translation>
+    </message>
+    <message>
+        <source>For 1 hour</source>
+        <translation>暂停 1 小时</translation>
+    </message>
+    <message>
+        <source>Until resumed</source>
+        <translation>直到恢复</translation>
+    </message>
+    <message>
+        <source>Resume alerts</source>
+        <translation>恢复告警</translation>
+    </message>
+    <message>
+        <source>Start at login</source>
+        <translation>登录时启动</translation>
+    </message>
+    <message>
+        <source>Settings…</source>
+        <translation>设置…</translation>
+    </message>
+    <message>
+        <source>Quit</source>
+        <translation>退出</translation>
+    </message>
+    <message>
+        <source>Alerts paused</source>
+        <translation>告警已暂停</translation>
+    </message>
+    <message>
+        <source>Copy {freest}</source>
+        <translation>复制 {freest}</translation>
+    </message>
+</context>
+<context>
+    <name>alerts</name>
+    <message>
+        <source>GPU {index} {name}</source>
+        <translation>GPU {index} {name}</translation>
+    </message>
+    <message>
+        <source>{gpu}: {rule} back to normal</source>
+        <translation>{gpu}：{rule}已恢复正常</translation>
+    </message>
+    <message>
+        <source>high</source>
+        <translation>过高</translation>
+    </message>
+    <message>
+        <source>low</source>
+        <translation>过低</translation>
+    </message>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>{rule} {word} at {value}</source>
+        <translation>{rule}{word}：{value}</translation>
+    </message>
+    <message>
+        <source>Critical above {enter} {unit}; clears below {clear} {unit}.</source>
+        <translation>高于 {enter} {unit} 为严重；低于 {clear} {unit} 时恢复。</translation>
+    </message>
+    <message>
+        <source>Critical below {enter} {unit}; clears above {clear} {unit}.</source>
+        <translation>低于 {enter} {unit} 为严重；高于 {clear} {unit} 时恢复。</translation>
+    </message>
+    <message>
+        <source>Warning above {enter} {unit}; clears below {clear} {unit}.</source>
+        <translation>高于 {enter} {unit} 为警告；低于 {clear} {unit} 时恢复。</translation>
+    </message>
+    <message>
+        <source>Warning below {enter} {unit}; clears above {clear} {unit}.</source>
+        <translation>低于 {enter} {unit} 为警告；高于 {clear} {unit} 时恢复。</translation>
+    </message>
+    <message>
+        <source>lost: fell off the bus</source>
+        <translation>已丢失：从总线上掉线</translation>
+    </message>
+    <message>
+        <source>back</source>
+        <translation>已恢复</translation>
+    </message>
+    <message>
+        <source>graphics engine exception</source>
+        <translation>图形引擎异常</translation>
+    </message>
+    <message>
+        <source>GPU memory page fault</source>
+        <translation>显存页错误</translation>
+    </message>
+    <message>
+        <source>GPU stopped processing</source>
+        <translation>GPU 停止处理</translation>
+    </message>
+    <message>
+        <source>preemptive cleanup</source>
+        <translation>抢占式清理</translation>
+    </message>
+    <message>
+        <source>double-bit ECC error</source>
+        <translation>双比特 ECC 错误</translation>
+    </message>
+    <message>
+        <source>internal micro-controller breakpoint</source>
+        <translation>内部微控制器断点</translation>
+    </message>
+    <message>
+        <source>internal micro-controller halt</source>
+        <translation>内部微控制器停机</translation>
+    </message>
+    <message>
+        <source>ECC page retirement or row remapping</source>
+        <translation>ECC 页面退役或行重映射</translation>
+    </message>
+    <message>
+        <source>ECC page retirement or row remapping failure</source>
+        <translation>ECC 页面退役或行重映射失败</translation>
+    </message>
+    <message>
+        <source>NVLink error</source>
+        <translation>NVLink 错误</translation>
+    </message>
+    <message>
+        <source>GPU has fallen off the bus</source>
+        <translation>GPU 已从总线上掉线</translation>
+    </message>
+    <message>
+        <source>high single-bit ECC error rate</source>
+        <translation>单比特 ECC 错误率过高</translation>
+    </message>
+    <message>
+        <source>contained ECC error</source>
+        <translation>已隔离的 ECC 错误</translation>
+    </message>
+    <message>
+        <source>uncontained ECC error</source>
+        <translation>未隔离的 ECC 错误</translation>
+    </message>
+    <message>
+        <source>see NVIDIA&apos;s XID catalog</source>
+        <translation>请查阅 NVIDIA 的 XID 错误列表</translation>
+    </message>
+    <message>
+        <source>thermal throttling</source>
+        <translation>温度降频</translation>
+    </message>
+    <message>
+        <source>power throttling</source>
+        <translation>功耗降频</translation>
+    </message>
+    <message>
+        <source>job finished (idle now)</source>
+        <translation>任务已完成（现已空闲）</translation>
+    </message>
+    <message>
+        <source> A GPU may be wedged (see `dmesg` for Xid errors).</source>
+        <translation>可能有 GPU 卡死（在 `dmesg` 中查看 Xid 错误）。</translation>
+    </message>
+    <message>
+        <source>GPU driver answering again</source>
+        <translation>GPU 驱动已恢复响应</translation>
+    </message>
+    <message>
+        <source>GPU temperature</source>
+        <translation>GPU 温度</translation>
+    </message>
+    <message>
+        <source>Memory used</source>
+        <translation>已用显存</translation>
+    </message>
+    <message>
+        <source>Memory free</source>
+        <translation>可用显存</translation>
+    </message>
+    <message>
+        <source>Power draw</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>GPU lost</source>
+        <translation>GPU 丢失</translation>
+    </message>
+    <message>
+        <source>GPU driver not responding</source>
+        <translation>GPU 驱动无响应</translation>
+    </message>
+    <message>
+        <source>XID error</source>
+        <translation>XID 错误</translation>
+    </message>
+    <message>
+        <source>Thermal or power throttling</source>
+        <translation>温度或功耗降频</translation>
+    </message>
+    <message>
+        <source>Job finished</source>
+        <translation>任务完成</translation>
+    </message>
+</context>
+<context>
+    <name>argparse</name>
+    <message>
+        <source>usage: </source>
+        <translation>用法：</translation>
+    </message>
+    <message>
+        <source>options</source>
+        <translation>选项</translation>
+    </message>
+    <message>
+        <source>positional arguments</source>
+        <translation>位置参数</translation>
+    </message>
+    <message>
+        <source>show this help message and exit</source>
+        <translation>显示此帮助信息并退出</translation>
+    </message>
+    <message>
+        <source>invalid choice: %(value)r (choose from %(choices)s)</source>
+        <translation>无效的选择：%(value)r（可选：%(choices)s）</translation>
+    </message>
+    <message>
+        <source>the following arguments are required: %s</source>
+        <translation>缺少以下必需参数：%s</translation>
+    </message>
+    <message>
+        <source>unrecognized arguments: %s</source>
+        <translation>无法识别的参数：%s</translation>
+    </message>
+    <message>
+        <source>expected one argument</source>
+        <translation>需要一个参数值</translation>
+    </message>
+    <message>
+        <source>argument %(argument_name)s: %(message)s</source>
+        <translation>参数 %(argument_name)s：%(message)s</translation>
+    </message>
+</context>
+<context>
+    <name>cli</name>
+    <message>
+        <source>{prog}: {message} (see {prog} --help)</source>
+        <translation>{prog}：{message}（参见 {prog} --help）</translation>
+    </message>
+    <message>
+        <source>{text} is not {kind}</source>
+        <translation>{text} 不是{kind}</translation>
+    </message>
+    <message>
+        <source>a number of {unit}</source>
+        <translation>以{unit}为单位的数字</translation>
+    </message>
+    <message>
+        <source>is not between {low} and {high} {unit}</source>
+        <translation>不在 {low} 到 {high} {unit}之间</translation>
+    </message>
+    <message>
+        <source>is not from 1 to {maximum}</source>
+        <translation>不在 1 到 {maximum} 之间</translation>
+    </message>
+    <message>
+        <source>a whole number</source>
+        <translation>整数</translation>
+    </message>
+    <message>
+        <source>seconds</source>
+        <translation>秒</translation>
+    </message>
+    <message>
+        <source>wants the path of a settings file</source>
+        <translation>需要一个设置文件的路径</translation>
+    </message>
+    <message>
+        <source>use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE</source>
+        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 idle、training、thermal、processes、faults（不带参数时为 training，任务已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
+    </message>
+    <message>
+        <source>settings file (default: in your config folder)</source>
+        <translation>设置文件（默认在你的配置目录中）</translation>
+    </message>
+    <message>
+        <source>seconds between samples, {minimum} to {maximum} (default: the tray app&apos;s settings; {log} for log)</source>
+        <translation>采样间隔秒数，{minimum} 到 {maximum}（默认：托盘程序的设置；log 命令为 {log}）</translation>
+    </message>
+    <message>
+        <source>give up when the NVIDIA driver has not answered for S seconds (default {default})</source>
+        <translation>NVIDIA 驱动 S 秒未响应时放弃（默认 {default}）</translation>
+    </message>
+    <message>
+        <source>A system-tray monitor for NVIDIA GPUs.</source>
+        <translation>NVIDIA GPU 的系统托盘监视器。</translation>
+    </message>
+    <message>
+        <source>show program&apos;s version number and exit</source>
+        <translation>显示程序版本号并退出</translation>
+    </message>
+    <message>
+        <source>say more on stderr: -v each alert and its outcome, -vv each sample</source>
+        <translation>在 stderr 上输出更多信息：-v 输出每条告警及其结果，-vv 输出每次采样</translation>
+    </message>
+    <message>
+        <source>print every GPU&apos;s current values</source>
+        <translation>打印每个 GPU 的当前数值</translation>
+    </message>
+    <message>
+        <source>JSON with units in the key names</source>
+        <translation>输出 JSON，单位写在键名中</translation>
+    </message>
+    <message>
+        <source>every metric and static fact per GPU</source>
+        <translation>每个 GPU 的全部指标和静态信息</translation>
+    </message>
+    <message>
+        <source>append CSV rows like nvidia-smi --format=csv</source>
+        <translation>追加 CSV 行，格式同 nvidia-smi --format=csv</translation>
+    </message>
+    <message>
+        <source>the CSV file (appended to when its header matches)</source>
+        <translation>CSV 文件（表头一致时追加写入）</translation>
+    </message>
+    <message>
+        <source>stop after N ticks (default: until Ctrl-C)</source>
+        <translation>采样 N 次后停止（默认：直到按下 Ctrl-C）</translation>
+    </message>
+    <message>
+        <source>comma-separated nvidia-smi field names</source>
+        <translation>以逗号分隔的 nvidia-smi 字段名</translation>
+    </message>
+    <message>
+        <source>values without units, as --format=csv,nounits</source>
+        <translation>数值不带单位，同 --format=csv,nounits</translation>
+    </message>
+    <message>
+        <source>print the field names and exit</source>
+        <translation>打印字段名并退出</translation>
+    </message>
+    <message>
+        <source>print the freest GPUs for CUDA_VISIBLE_DEVICES</source>
+        <translation>打印最空闲的 GPU，用于 CUDA_VISIBLE_DEVICES</translation>
+    </message>
+    <message>
+        <source>print GPU UUIDs instead of indices</source>
+        <translation>打印 GPU 的 UUID 而不是索引</translation>
+    </message>
+    <message>
+        <source>start trayvml at login: on, off or status</source>
+        <translation>登录时启动 trayvml：on（开启）、off（关闭）或 status（状态）</translation>
+    </message>
+    <message>
+        <source>log needs --csv FILE (or --list-fields).</source>
+        <translation>log 命令需要 --csv FILE（或 --list-fields）。</translation>
+    </message>
+    <message>
+        <source>{problem} (still trying)</source>
+        <translation>{problem}（仍在重试）</translation>
+    </message>
+    <message>
+        <source>{ticks} ticks logged to {path}</source>
+        <translation>已记录 {ticks} 次采样到 {path}</translation>
+    </message>
+    <message>
+        <source>1 tick logged to {path}</source>
+        <translation>已记录 1 次采样到 {path}</translation>
+    </message>
+    <message>
+        <source>Could not change {location}: {error}.</source>
+        <translation>无法修改 {location}：{error}。</translation>
+    </message>
+    <message>
+        <source>Start at login is on ({location}).</source>
+        <translation>登录时启动：已开启（{location}）。</translation>
+    </message>
+    <message>
+        <source>Start at login is off ({location}).</source>
+        <translation>登录时启动：已关闭（{location}）。</translation>
+    </message>
+</context>
+<context>
+    <name>errors</name>
+    <message>
+        <source>No NVIDIA driver found: the NVML library (libnvidia-ml) that ships with the driver is not installed. Install the NVIDIA driver.</source>
+        <translation>未找到 NVIDIA 驱动：未安装随驱动提供的 NVML 库（libnvidia-ml）。请安装 NVIDIA 驱动。</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver is installed but not loaded: no NVIDIA kernel module is running. Check `lsmod | grep nvidia`, or reboot after installing the driver.</source>
+        <translation>NVIDIA 驱动已安装但未加载：没有正在运行的 NVIDIA 内核模块。请检查 `lsmod | grep nvidia`，或在安装驱动后重启。</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver was updated but the old kernel module is still loaded (driver/library version mismatch). Reboot to finish the update.</source>
+        <translation>NVIDIA 驱动已更新，但旧的内核模块仍在运行（驱动与库版本不匹配）。请重启以完成更新。</translation>
+    </message>
+    <message>
+        <source>No permission to open the NVIDIA device files (/dev/nvidia*). Ask an administrator to add you to the group that owns them.</source>
+        <translation>没有打开 NVIDIA 设备文件（/dev/nvidia*）的权限。请让管理员将你加入拥有这些文件的用户组。</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver is running but reports no GPUs.</source>
+        <translation>NVIDIA 驱动正在运行，但未报告任何 GPU。</translation>
+    </message>
+    <message>
+        <source>Reading the GPUs failed in trayvml itself (the details are in its log)</source>
+        <translation>trayvml 自身读取 GPU 失败（详情见其日志）</translation>
+    </message>
+    <message>
+        <source>NVML could not start</source>
+        <translation>NVML 无法启动</translation>
+    </message>
+    <message>
+        <source>No NVIDIA driver found</source>
+        <translation>未找到 NVIDIA 驱动</translation>
+    </message>
+    <message>
+        <source>NVIDIA driver not loaded</source>
+        <translation>NVIDIA 驱动未加载</translation>
+    </message>
+    <message>
+        <source>Driver updated: reboot needed</source>
+        <translation>驱动已更新：需要重启</translation>
+    </message>
+    <message>
+        <source>No permission to read the GPUs</source>
+        <translation>没有读取 GPU 的权限</translation>
+    </message>
+    <message>
+        <source>No NVIDIA GPUs found</source>
+        <translation>未找到 NVIDIA GPU</translation>
+    </message>
+    <message>
+        <source>Reading the GPUs failed</source>
+        <translation>读取 GPU 失败</translation>
+    </message>
+    <message>
+        <source>{problem}: {detail}.</source>
+        <translation>{problem}：{detail}。</translation>
+    </message>
+    <message>
+        <source>{problem} This fault is simulated, as --simulate asked.</source>
+        <translation>{problem}此故障是按 --simulate 的要求模拟的。</translation>
+    </message>
+    <message>
+        <source>{problem} Meanwhile, trayvml --simulate shows simulated GPUs.</source>
+        <translation>{problem}在此期间，可用 trayvml --simulate 查看模拟 GPU。</translation>
+    </message>
+    <message>
+        <source>GPU driver not responding</source>
+        <translation>GPU 驱动无响应</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver has not answered for {duration}, stuck in {call}; no GPU values are current until it does.</source>
+        <translation>NVIDIA 驱动已 {duration} 未响应，卡在 {call}；在其响应之前，所有 GPU 数值都不是最新的。</translation>
+    </message>
+    <message>
+        <source>The NVIDIA driver has not answered for {duration}; no GPU values are current until it does.</source>
+        <translation>NVIDIA 驱动已 {duration} 未响应；在其响应之前，所有 GPU 数值都不是最新的。</translation>
+    </message>
+</context>
+<context>
+    <name>metrics</name>
+    <message>
+        <source>Utilization</source>
+        <translation>利用率</translation>
+    </message>
+    <message>
+        <source>Memory</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>Temperature</source>
+        <translation>温度</translation>
+    </message>
+    <message>
+        <source>Power</source>
+        <translation>功耗</translation>
+    </message>
+    <message>
+        <source>Fan</source>
+        <translation>风扇</translation>
+    </message>
+    <message>
+        <source>Clocks</source>
+        <translation>时钟</translation>
+    </message>
+    <message>
+        <source>PCIe</source>
+        <translation>PCIe</translation>
+    </message>
+    <message>
+        <source>NVLink</source>
+        <translation>NVLink</translation>
+    </message>
+    <message>
+        <source>Encoder / decoder</source>
+        <translation>编码器 / 解码器</translation>
+    </message>
+    <message>
+        <source>Errors</source>
+        <translation>错误</translation>
+    </message>
+    <message>
+        <source>Throttle reasons</source>
+        <translation>降频原因</translation>
+    </message>
+    <message>
+        <source>Processes</source>
+        <translation>进程</translation>
+    </message>
+    <message>
+        <source>CPU</source>
+        <translation>CPU</translation>
+    </message>
+    <message>
+        <source>RAM and swap</source>
+        <translation>内存与交换</translation>
+    </message>
+    <message>
+        <source>Disk</source>
+        <translation>磁盘</translation>
+    </message>
+    <message>
+        <source>Network</source>
+        <translation>网络</translation>
+    </message>
+    <message>
+        <source>GPU utilization</source>
+        <translation>GPU 利用率</translation>
+    </message>
+    <message>
+        <source>Memory bandwidth utilization</source>
+        <translation>显存带宽利用率</translation>
+    </message>
+    <message>
+        <source>Memory used</source>
+        <translation>已用显存</translation>
+    </message>
+    <message>
+        <source>Memory free</source>
+        <translation>可用显存</translation>
+    </message>
+    <message>
+        <source>Memory reserved by the driver</source>
+        <translation>驱动保留显存</translation>
+    </message>
+    <message>
+        <source>Memory used, % of total</source>
+        <translation>已用显存占比</translation>
+    </message>
+    <message>
+        <source>GPU temperature</source>
+        <translation>GPU 温度</translation>
+    </message>
+    <message>
+        <source>Memory temperature</source>
+        <translation>显存温度</translation>
+    </message>
+    <message>
+        <source>Fan speed</source>
+        <translation>风扇转速</translation>
+    </message>
+    <message>
+        <source>Power draw (1 s average)</source>
+        <translation>功耗（1 秒平均）</translation>
+    </message>
+    <message>
+        <source>Power draw (instant)</source>
+        <translation>功耗（瞬时）</translation>
+    </message>
+    <message>
+        <source>Power limit</source>
+        <translation>功耗上限</translation>
+    </message>
+    <message>
+        <source>Enforced power limit</source>
+        <translation>实际功耗上限</translation>
+    </message>
+    <message>
+        <source>Power draw, % of enforced limit</source>
+        <translation>功耗占上限百分比</translation>
+    </message>
+    <message>
+        <source>Energy since driver load</source>
+        <translation>驱动加载以来的能耗</translation>
+    </message>
+    <message>
+        <source>SM clock</source>
+        <translation>SM 时钟</translation>
+    </message>
+    <message>
+        <source>Graphics clock</source>
+        <translation>图形时钟</translation>
+    </message>
+    <message>
+        <source>Memory clock</source>
+        <translation>显存时钟</translation>
+    </message>
+    <message>
+        <source>Video clock</source>
+        <translation>视频时钟</translation>
+    </message>
+    <message>
+        <source>Performance state</source>
+        <translation>性能状态</translation>
+    </message>
+    <message>
+        <source>PCIe TX</source>
+        <translation>PCIe 发送</translation>
+    </message>
+    <message>
+        <source>PCIe RX</source>
+        <translation>PCIe 接收</translation>
+    </message>
+    <message>
+        <source>PCIe link generation</source>
+        <translation>PCIe 链路代数</translation>
+    </message>
+    <message>
+        <source>PCIe link width</source>
+        <translation>PCIe 链路宽度</translation>
+    </message>
+    <message>
+        <source>PCIe replays</source>
+        <translation>PCIe 重传</translation>
+    </message>
+    <message>
+        <source>PCIe replays per second</source>
+        <translation>PCIe 每秒重传</translation>
+    </message>
+    <message>
+        <source>NVLink TX (all links)</source>
+        <translation>NVLink 发送（所有链路）</translation>
+    </message>
+    <message>
+        <source>NVLink RX (all links)</source>
+        <translation>NVLink 接收（所有链路）</translation>
+    </message>
+    <message>
+        <source>Encoder utilization</source>
+        <translation>编码器利用率</translation>
+    </message>
+    <message>
+        <source>Decoder utilization</source>
+        <translation>解码器利用率</translation>
+    </message>
+    <message>
+        <source>ECC corrected (volatile)</source>
+        <translation>ECC 已纠正（易失）</translation>
+    </message>
+    <message>
+        <source>ECC uncorrected (volatile)</source>
+        <translation>ECC 未纠正（易失）</translation>
+    </message>
+    <message>
+        <source>ECC corrected (aggregate)</source>
+        <translation>ECC 已纠正（累计）</translation>
+    </message>
+    <message>
+        <source>ECC uncorrected (aggregate)</source>
+        <translation>ECC 未纠正（累计）</translation>
+    </message>
+    <message>
+        <source>Retired pages (single-bit)</source>
+        <translation>退役页（单比特）</translation>
+    </message>
+    <message>
+        <source>Retired pages (double-bit)</source>
+        <translation>退役页（双比特）</translation>
+    </message>
+    <message>
+        <source>Page retirement pending</source>
+        <translation>页面退役待处理</translation>
+    </message>
+    <message>
+        <source>Remapped rows (correctable)</source>
+        <translation>重映射行（可纠正）</translation>
+    </message>
+    <message>
+        <source>Remapped rows (uncorrectable)</source>
+        <translation>重映射行（不可纠正）</translation>
+    </message>
+    <message>
+        <source>Row remapping pending</source>
+        <translation>行重映射待处理</translation>
+    </message>
+    <message>
+        <source>Row remapping failed</source>
+        <translation>行重映射失败</translation>
+    </message>
+    <message>
+        <source>XID errors since start</source>
+        <translation>启动以来的 XID 错误</translation>
+    </message>
+    <message>
+        <source>Last XID</source>
+        <translation>最近的 XID</translation>
+    </message>
+    <message>
+        <source>Clock event (throttle) reasons</source>
+        <translation>时钟事件（降频）原因</translation>
+    </message>
+    <message>
+        <source>RAM used</source>
+        <translation>已用内存</translation>
+    </message>
+    <message>
+        <source>RAM total</source>
+        <translation>内存总量</translation>
+    </message>
+    <message>
+        <source>Swap used</source>
+        <translation>已用交换</translation>
+    </message>
+    <message>
+        <source>Swap total</source>
+        <translation>交换总量</translation>
+    </message>
+    <message>
+        <source>Disk read</source>
+        <translation>磁盘读取</translation>
+    </message>
+    <message>
+        <source>Disk write</source>
+        <translation>磁盘写入</translation>
+    </message>
+    <message>
+        <source>Network received</source>
+        <translation>网络接收</translation>
+    </message>
+    <message>
+        <source>Network sent</source>
+        <translation>网络发送</translation>
+    </message>
+    <message>
+        <source>Index</source>
+        <translation>索引</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>UUID</source>
+        <translation>UUID</translation>
+    </message>
+    <message>
+        <source>Serial number</source>
+        <translation>序列号</translation>
+    </message>
+    <message>
+        <source>PCI bus id</source>
+        <translation>PCI 总线 ID</translation>
+    </message>
+    <message>
+        <source>VBIOS</source>
+        <translation>VBIOS</translation>
+    </message>
+    <message>
+        <source>Compute capability</source>
+        <translation>计算能力</translation>
+    </message>
+    <message>
+        <source>Persistence mode</source>
+        <translation>持久模式</translation>
+    </message>
+    <message>
+        <source>MIG mode</source>
+        <translation>MIG 模式</translation>
+    </message>
+    <message>
+        <source>MIG mode (pending)</source>
+        <translation>MIG 模式（待生效）</translation>
+    </message>
+    <message>
+        <source>ECC mode</source>
+        <translation>ECC 模式</translation>
+    </message>
+    <message>
+        <source>Memory total</source>
+        <translation>显存总量</translation>
+    </message>
+    <message>
+        <source>Default power limit</source>
+        <translation>默认功耗上限</translation>
+    </message>
+    <message>
+        <source>Minimum power limit</source>
+        <translation>最小功耗上限</translation>
+    </message>
+    <message>
+        <source>Maximum power limit</source>
+        <translation>最大功耗上限</translation>
+    </message>
+    <message>
+        <source>Max SM clock</source>
+        <translation>最高 SM 时钟</translation>
+    </message>
+    <message>
+        <source>Max graphics clock</source>
+        <translation>最高图形时钟</translation>
+    </message>
+    <message>
+        <source>Max memory clock</source>
+        <translation>最高显存时钟</translation>
+    </message>
+    <message>
+        <source>Max video clock</source>
+        <translation>最高视频时钟</translation>
+    </message>
+    <message>
+        <source>Max PCIe generation</source>
+        <translation>最高 PCIe 代数</translation>
+    </message>
+    <message>
+        <source>Max PCIe width</source>
+        <translation>最大 PCIe 宽度</translation>
+    </message>
+    <message>
+        <source>NVLink links</source>
+        <translation>NVLink 链路数</translation>
+    </message>
+    <message>
+        <source>idle</source>
+        <translation>空闲</translation>
+    </message>
+    <message>
+        <source>applications clocks setting</source>
+        <translation>应用时钟设定</translation>
+    </message>
+    <message>
+        <source>software power cap</source>
+        <translation>软件功耗上限</translation>
+    </message>
+    <message>
+        <source>hardware slowdown</source>
+        <translation>硬件降速</translation>
+    </message>
+    <message>
+        <source>sync boost</source>
+        <translation>同步加速</translation>
+    </message>
+    <message>
+        <source>software thermal slowdown</source>
+        <translation>软件温度降速</translation>
+    </message>
+    <message>
+        <source>hardware thermal slowdown</source>
+        <translation>硬件温度降速</translation>
+    </message>
+    <message>
+        <source>hardware power brake</source>
+        <translation>硬件功耗制动</translation>
+    </message>
+    <message>
+        <source>display clock setting</source>
+        <translation>显示时钟设定</translation>
+    </message>
+    <message>
+        <source>ok</source>
+        <translation>正常</translation>
+    </message>
+    <message>
+        <source>no data</source>
+        <translation>无数据</translation>
+    </message>
+    <message>
+        <source>not supported</source>
+        <translation>不支持</translation>
+    </message>
+    <message>
+        <source>no permission</source>
+        <translation>无权限</translation>
+    </message>
+    <message>
+        <source>GPU lost</source>
+        <translation>GPU 丢失</translation>
+    </message>
+    <message>
+        <source>not read: nothing shows it</source>
+        <translation>未读取：没有界面显示它</translation>
+    </message>
+</context>
+<context>
+    <name>notify</name>
+    <message>
+        <source>Open graphs</source>
+        <translation>打开图表</translation>
+    </message>
+    <message>
+        <source>Snooze 1 h</source>
+        <translation>1 小时内不再提醒</translation>
+    </message>
+    <message>
+        <source>Back to normal.</source>
+        <translation>已恢复正常。</translation>
+    </message>
+</context>
+<context>
+    <name>report</name>
+    <message>
+        <source>SIMULATED: simulated GPUs ({scenario}), not real hardware</source>
+        <translation>模拟：模拟 GPU（{scenario}），并非真实硬件</translation>
+    </message>
+    <message>
+        <source>(hidden)</source>
+        <translation>（隐藏）</translation>
+    </message>
+    <message>
+        <source>driver {version}</source>
+        <translation>驱动 {version}</translation>
+    </message>
+    <message>
+        <source>GPU lost: it has fallen off the bus</source>
+        <translation>GPU 丢失：已从总线上掉线</translation>
+    </message>
+    <message>
+        <source>fan {speed}</source>
+        <translation>风扇 {speed}</translation>
+    </message>
+    <message>
+        <source>host: CPU {cpu} · RAM {ram_used} / {ram_total} · swap {swap_used} / {swap_total} · disk read {disk_read} write {disk_write} · net rx {net_rx} tx {net_tx}</source>
+        <translation>主机：CPU {cpu} · 内存 {ram_used} / {ram_total} · 交换 {swap_used} / {swap_total} · 磁盘 读 {disk_read} 写 {disk_write} · 网络 收 {net_rx} 发 {net_tx}</translation>
+    </message>
+    <message>
+        <source>note: {note}</source>
+        <translation>注意：{note}</translation>
+    </message>
+</context>
+<context>
+    <name>settings</name>
+    <message>
+        <source>Sampling interval (s)</source>
+        <translation>采样间隔 (s)</translation>
+    </message>
+    <message>
+        <source>How often GPUs are read. NVML refreshes utilization about once a second.</source>
+        <translation>读取 GPU 的频率。NVML 大约每秒刷新一次利用率。</translation>
+    </message>
+    <message>
+        <source>History length (h)</source>
+        <translation>历史长度 (h)</translation>
+    </message>
+    <message>
+        <source>How far back the graphs reach.</source>
+        <translation>图表可回看的时长。</translation>
+    </message>
+    <message>
+        <source>Tray icon shows</source>
+        <translation>托盘图标显示</translation>
+    </message>
+    <message>
+        <source>Desktop notifications</source>
+        <translation>桌面通知</translation>
+    </message>
+    <message>
+        <source>Alerts still show in the window.</source>
+        <translation>告警仍会显示在窗口中。</translation>
+    </message>
+    <message>
+        <source>Start at login</source>
+        <translation>登录时启动</translation>
+    </message>
+    <message>
+        <source>Language</source>
+        <translation>语言</translation>
+    </message>
+    <message>
+        <source>The language of trayvml&apos;s menus, windows and messages; system: the desktop&apos;s. Takes effect at the next start.</source>
+        <translation>trayvml 菜单、窗口和消息使用的语言；跟随系统：使用桌面的语言。下次启动时生效。</translation>
+    </message>
+    <message>
+        <source>{setting}: {value} is not one of {choices}.</source>
+        <translation>{setting}：{value} 不是 {choices} 之一。</translation>
+    </message>
+    <message>
+        <source>{setting}: {value} is outside {minimum}–{maximum}.</source>
+        <translation>{setting}：{value} 超出 {minimum}–{maximum} 的范围。</translation>
+    </message>
+    <message>
+        <source>GPU {gpu}: {problem}</source>
+        <translation>GPU {gpu}：{problem}</translation>
+    </message>
+</context>
+</TS>
