@@ -109,7 +109,7 @@ class AlertEvent:
         if self.kind == "resolved":
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
             return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
-        return f"{gpu}: {self.message}"
+        return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
 
 def _in_sentence(label: str) -> str:
@@ -270,7 +270,9 @@ def _advance(
     if target is None:  # back beyond the clear threshold: resolved at once
         tracker.level = tracker.pending = None
         announced, tracker.announced = tracker.announced, False
-        return AlertEvent(now_s, gpu, name, rule, "resolved", Severity.INFO, "back to normal", value, announced)
+        return AlertEvent(
+            now_s, gpu, name, rule, "resolved", Severity.INFO, translate("alerts", "back to normal"), value, announced
+        )
     if tracker.level is not None and target < tracker.level:  # critical calming to warning
         tracker.level = target
         tracker.pending = None

@@ -238,9 +238,16 @@ def use_language(environ: dict[str, str] | None = None) -> str:
         pass
     language = i18n.resolve(setting, environ)
     i18n.install(language)
-    if language != i18n.SOURCE_LANGUAGE:
-        argparse._ = lambda text: translate("argparse", text)  # type: ignore[attr-defined]
+    # argparse looks its gettext function up as a module global each time it needs words.
+    argparse._ = _argparse_gettext if language == i18n.SOURCE_LANGUAGE else _argparse_words  # type: ignore[attr-defined]
     return language
+
+
+_argparse_gettext = argparse._  # type: ignore[attr-defined]
+
+
+def _argparse_words(text: str) -> str:
+    return translate("argparse", _argparse_gettext(text))
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -239,6 +239,22 @@
         <translation>此时间段内没有 GPU 进程</translation>
     </message>
     <message>
+        <source>solid</source>
+        <translation>实线</translation>
+    </message>
+    <message>
+        <source>dashed</source>
+        <translation>虚线</translation>
+    </message>
+    <message>
+        <source>dotted</source>
+        <translation>点线</translation>
+    </message>
+    <message>
+        <source>dash-dot</source>
+        <translation>点划线</translation>
+    </message>
+    <message>
         <source>red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set</source>
         <translation>红：温度 · 橙/琥珀：功耗 · 紫：硬件降速 · 灰：空闲 · 蓝：时钟设定</translation>
     </message>
@@ -474,6 +490,10 @@
         <translation>{gpu}：{rule}已恢复正常</translation>
     </message>
     <message>
+        <source>{gpu}: {message}</source>
+        <translation>{gpu}：{message}</translation>
+    </message>
+    <message>
         <source>high</source>
         <translation>过高</translation>
     </message>
@@ -504,6 +524,10 @@
     <message>
         <source>Warning below {enter} {unit}; clears above {clear} {unit}.</source>
         <translation>低于 {enter} {unit} 为警告；高于 {clear} {unit} 时恢复。</translation>
+    </message>
+    <message>
+        <source>back to normal</source>
+        <translation>已恢复正常</translation>
     </message>
     <message>
         <source>lost: fell off the bus</source>

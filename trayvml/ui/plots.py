@@ -20,7 +20,12 @@ from trayvml.ui.theme import gpu_colour
 
 LINE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
-STYLE_NAMES = tuple(QT_TRANSLATE_NOOP("Panel", s) for s in ("solid", "dashed", "dotted", "dash-dot"))
+STYLE_NAMES = (
+    QT_TRANSLATE_NOOP("Panel", "solid"),
+    QT_TRANSLATE_NOOP("Panel", "dashed"),
+    QT_TRANSLATE_NOOP("Panel", "dotted"),
+    QT_TRANSLATE_NOOP("Panel", "dash-dot"),
+)
 PANEL_HEIGHT_PX = 170
 MIN_SPAN = {Unit.BYTES: MIB, Unit.BYTES_PER_S: KIB, Unit.COUNT: 4.0, Unit.WATTS: 10.0, Unit.MHZ: 100.0}
 
