@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR] [--spec SPEC]
     .venv/bin/python scripts/screenshots.py [OUT_DIR] --offscreen [--spec SPEC]
+    .venv/bin/python scripts/screenshots.py [OUT_DIR] --lang zh_CN   (either way, in that language)
 
 Twelve simulated hours are fed through the app first (the same code path live samples take),
 so that every range has something to show. ``--offscreen`` needs no desktop: it grabs each page
@@ -23,7 +24,21 @@ sys.path.insert(0, str(ROOT))
 from tests.desktop import DesktopStack  # noqa: E402
 
 
-def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
+def use_language(qt, language: str) -> None:  # type: ignore[no-untyped-def]
+    """The app's translators for ``language`` ("" or "system": the locale's), as run_app installs them."""
+    from trayvml.core import i18n
+    from trayvml.ui.translation import install_translators
+
+    qt._translators = install_translators(qt, i18n.resolve(language or "system"))
+
+
+def file_name(text: str, fallback: str) -> str:
+    """A tab's name as a file name: ASCII, or the fallback (a translated tab's name is not)."""
+    name = text.lower().replace(" ", "-")
+    return name if name.isascii() else fallback
+
+
+def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") -> None:
     from PySide6.QtWidgets import QApplication, QTabWidget
 
     from trayvml.core.clock import ManualClock
@@ -34,6 +49,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
 
     qt = QApplication([])
     qt.setApplicationName("trayvml")
+    use_language(qt, language)
     clock = ManualClock(1_800_000_000.0)
     spec = parse_spec(spec_text)
     source = Source(spec, clock)
@@ -74,7 +90,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     for tab in range(1, window.tabs.count()):
         window.tabs.setCurrentIndex(tab)
         pump(500)
-        name = window.tabs.tabText(tab).lower().replace(" ", "-")
+        name = file_name(window.tabs.tabText(tab), f"tab{tab}")
         stack.screenshot(out / f"window-{name}.png")
     window.tabs.setCurrentIndex(0)
     window.hide()
@@ -116,7 +132,7 @@ def feed_twelve_hours(app, source, clock) -> None:  # type: ignore[no-untyped-de
         clock.advance_s(1)
 
 
-def shoot_offscreen(out: Path, spec_text: str) -> None:
+def shoot_offscreen(out: Path, spec_text: str, language: str = "") -> None:
     from PySide6.QtWidgets import QApplication
 
     from trayvml.core.clock import ManualClock
@@ -125,6 +141,7 @@ def shoot_offscreen(out: Path, spec_text: str) -> None:
     from trayvml.ui.app import App
 
     qt = QApplication([])
+    use_language(qt, language)
     clock = ManualClock(1_800_000_000.0)
     spec = parse_spec(spec_text)
     source = Source(spec, clock, host=True)
@@ -136,7 +153,7 @@ def shoot_offscreen(out: Path, spec_text: str) -> None:
     window.show()
     for tab in range(window.tabs.count()):
         window.tabs.setCurrentIndex(tab)
-        name = window.tabs.tabText(tab).lower().replace(" ", "-")
+        name = file_name(window.tabs.tabText(tab), f"tab{tab}")
         pages = [window.gpu_page] if tab == 0 else []
         for page in pages:
             bar = page.verticalScrollBar()
@@ -158,15 +175,18 @@ if __name__ == "__main__":
     parser.add_argument("out", nargs="?", default="out/screenshots")
     parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
     parser.add_argument("--offscreen", action="store_true", help="the graph window's pages only, no desktop")
+    parser.add_argument("--lang", default="", help="en or zh_CN (default: the locale's, as the app)")
     args = parser.parse_args()
+    if args.lang:  # the desktop's programs (the notification daemon) and the app alike
+        os.environ["LANGUAGE"] = args.lang
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.offscreen:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-        shoot_offscreen(out, args.spec)
+        shoot_offscreen(out, args.spec, args.lang)
         print(f"screenshots in {out}/")
         sys.exit(0)
     with DesktopStack("sni", notifications=True) as stack:
         os.environ.update(stack.env)
-        shoot(stack, out, args.spec)
+        shoot(stack, out, args.spec, args.lang)
     print(f"screenshots in {out}/")
