@@ -107,7 +107,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
         app.on_sample(hot.sample())
         clock.advance_s(5)
     pump(1500)
-    stack.screenshot(out / "notification.png", crop="460x140+800+30")
+    stack.screenshot(out / "notification.png", crop="520x200+760+30")  # room for a wrapped body
 
     app.show_settings()
     assert app.settings_dialog is not None
@@ -116,6 +116,12 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     pump(800)
     stack.screenshot(
         out / "settings.png", crop=f"{app.settings_dialog.width() + 40}x{app.settings_dialog.height() + 80}+40+40"
+    )
+    app.settings_dialog.findChild(QTabWidget).setCurrentIndex(0)
+    pump(500)
+    stack.screenshot(
+        out / "settings-general.png",
+        crop=f"{app.settings_dialog.width() + 40}x{app.settings_dialog.height() + 80}+40+40",
     )
     qt.quit()
 

@@ -220,7 +220,7 @@ class ThresholdRule(GpuRule[RuleSettings]):
                     if above
                     else translate("alerts", "Warning below {enter} {unit}; clears above {clear} {unit}.")
                 )
-            return message, detail.format(enter=f"{enter:g}", clear=f"{clear:g}", unit=self.unit.symbol)
+            return message, detail.format(enter=f"{enter:g}", clear=f"{clear:g}", unit=self.unit.shown)
 
         return _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
 

@@ -255,6 +255,10 @@
         <translation>点划线</translation>
     </message>
     <message>
+        <source>, </source>
+        <translation>，</translation>
+    </message>
+    <message>
         <source>red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set</source>
         <translation>红：温度 · 橙/琥珀：功耗 · 紫：硬件降速 · 灰：空闲 · 蓝：时钟设定</translation>
     </message>
@@ -341,6 +345,14 @@
         <translation>功耗</translation>
     </message>
     <message>
+        <source>above</source>
+        <translation>高于</translation>
+    </message>
+    <message>
+        <source>below</source>
+        <translation>低于</translation>
+    </message>
+    <message>
         <source>System default</source>
         <translation>跟随系统</translation>
     </message>
@@ -359,6 +371,10 @@
     <message>
         <source>then idle below</source>
         <translation>随后空闲：低于</translation>
+    </message>
+    <message>
+        <source>s</source>
+        <translation>秒</translation>
     </message>
     <message>
         <source>&lt;b&gt;Rule&lt;/b&gt;</source>
@@ -1433,6 +1449,21 @@
     <message>
         <source>GPU {gpu}: {problem}</source>
         <translation>GPU {gpu}：{problem}</translation>
+    </message>
+</context>
+<context>
+    <name>units</name>
+    <message>
+        <source>% of limit</source>
+        <translation>% 上限</translation>
+    </message>
+    <message>
+        <source>enabled</source>
+        <translation>已启用</translation>
+    </message>
+    <message>
+        <source>disabled</source>
+        <translation>已禁用</translation>
     </message>
 </context>
 </TS>

@@ -41,11 +41,16 @@ class PanelSpec:
         group = translate("metrics", self.group.value)
         if len(self.metrics) < 2:
             return group
-        styles = ", ".join(
-            f"{translate('metrics', m.label).lower()} {translate('Panel', STYLE_NAMES[k])}"
-            for k, m in enumerate(self.metrics)
+        styles = translate("Panel", ", ").join(
+            f"{_in_sentence(m)} {translate('Panel', STYLE_NAMES[k])}" for k, m in enumerate(self.metrics)
         )
         return f"{group} — {styles}"
+
+
+def _in_sentence(metric: Metric) -> str:
+    """A metric's label within a sentence: lower case in English; as it is in a language without case."""
+    label = translate("metrics", metric.label)
+    return label.lower() if label == metric.label else label
 
 
 def _panels(metrics: Sequence[Metric], groups: Sequence[Group]) -> tuple[PanelSpec, ...]:
@@ -321,9 +326,7 @@ class Panel:
                 if not self.gpu_count:  # the machine: a line per metric, in the readout's colour
                     rows.append(f"{translate('metrics', metric.label)}: {text}")
                     continue
-                label = names(column) + (
-                    f" {translate('metrics', metric.label).lower()}" if len(self.spec.metrics) > 1 else ""
-                )
+                label = names(column) + (f" {_in_sentence(metric)}" if len(self.spec.metrics) > 1 else "")
                 # HTML: the label holds the GPU's name, from the driver.
                 rows.append(f'<span style="color:{gpu_colour(column).name()}">{rich_text(label)}: {text}</span>')
         return "<br>".join(rows)

@@ -50,6 +50,10 @@ TRAY_CHOICE_NAMES = {
     "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "temperature"),
     "power": QT_TRANSLATE_NOOP("SettingsDialog", "power"),
 }
+CLEAR_WORDS = {
+    "above": QT_TRANSLATE_NOOP("SettingsDialog", "above"),
+    "below": QT_TRANSLATE_NOOP("SettingsDialog", "below"),
+}
 # The language setting's choices as the dialog names them ("system": whatever the desktop's locale asks).
 LANGUAGE_NAMES = {
     "system": QT_TRANSLATE_NOOP("SettingsDialog", "System default"),
@@ -61,7 +65,7 @@ SENTENCE_WORDS = {
     "busy_above_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "busy above"), "%"),
     "busy_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), QT_TRANSLATE_NOOP("SettingsDialog", "s,")),
     "idle_below_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "then idle below"), "%"),
-    "idle_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), "s"),
+    "idle_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), QT_TRANSLATE_NOOP("SettingsDialog", "s")),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
 
@@ -75,7 +79,7 @@ def _title(name: str) -> str:
 
 def _clear_word(kind: Rule[Any]) -> str:
     """Where a level clears: below its threshold when high values alarm, above when low ones do."""
-    return kind.clear_words()[1] if isinstance(kind, ThresholdRule) else ""
+    return translate("SettingsDialog", CLEAR_WORDS[kind.clear_words()[1]]) if isinstance(kind, ThresholdRule) else ""
 
 
 class _RuleGrid(QWidget):
@@ -97,7 +101,7 @@ class _RuleGrid(QWidget):
             grid.addWidget(QLabel(f"<b>{translate('SettingsDialog', COLUMN_TITLES[name])}</b>"), 0, column)
         self.rows: dict[str, tuple[QCheckBox, QCheckBox | None, dict[str, QLineEdit]]] = {}
         for row, kind in enumerate(RULES, start=1):
-            unit = f" ({kind.unit.symbol})" if isinstance(kind, ThresholdRule) else ""
+            unit = f" ({kind.unit.shown})" if isinstance(kind, ThresholdRule) else ""
             enabled = QCheckBox(translate("alerts", kind.label) + unit)
             enabled.toggled.connect(self.changed)
             grid.addWidget(enabled, row, 0)
