@@ -375,6 +375,10 @@ def test_the_cli_follows_the_language_setting(tmp_path: Path, monkeypatch: pytes
         path.write_text("language = [broken\n", encoding="utf-8")
         assert cli.use_language() == "zh_CN"  # a broken file: the system's, and the file stays for the app
         assert path.exists()
+        other = tmp_path / "other.toml"
+        other.write_text('language = "en"\n', encoding="utf-8")
+        assert cli.use_language(["snapshot", "--config", str(other)]) == "en"
+        assert cli.use_language([f"--config={other}", "snapshot"]) == "en"
     finally:
         path.unlink()
         monkeypatch.setenv("LANGUAGE", "en")

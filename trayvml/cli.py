@@ -223,15 +223,23 @@ ARGPARSE_WORDS = (
 )
 
 
-def use_language(environ: dict[str, str] | None = None) -> str:
+def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None) -> str:
     """The CLI speaks the language the tray app would: the settings' choice, else the system's.
 
-    Read from the default settings file without loading it (loading moves a broken file aside)."""
+    Chosen before the arguments are parsed (their help and errors are in it), from the settings file
+    that ``argv`` names with --config or the default one, read without loading it (loading moves a
+    broken file aside)."""
     from trayvml.config import default_path, tomllib
 
+    path = str(default_path())
+    for k, argument in enumerate(argv):
+        if argument == "--config" and k + 1 < len(argv):
+            path = argv[k + 1]
+        elif argument.startswith("--config="):
+            path = argument.removeprefix("--config=")
     setting = "system"
     try:
-        with open(default_path(), "rb") as file:
+        with open(path, "rb") as file:
             value = tomllib.load(file).get("language", "system")
         setting = value if isinstance(value, str) else setting
     except (OSError, ValueError):  # no file, or one the tray app will complain about: the system's
@@ -251,7 +259,7 @@ def _argparse_words(text: str) -> str:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    use_language()
+    use_language(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line

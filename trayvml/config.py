@@ -435,34 +435,40 @@ class SettingsStore:
             return Settings(), self._set_aside(str(error))
         except OSError as error:
             # Perhaps a passing fault, or not a file at all: leave it as it is, and never write over it.
-            self._refusal = f"The settings file {self.path} could not be read, so it is not overwritten"
+            self._refusal = translate(
+                "settings", "The settings file {path} could not be read, so it is not overwritten"
+            ).format(path=self.path)
             reason = error.strerror or str(error)
-            return Settings(), (
-                f"The settings file {self.path} could not be read ({reason}); "
-                "it is left as it is and defaults are in use."
-            )
+            return Settings(), translate(
+                "settings",
+                "The settings file {path} could not be read ({reason}); it is left as it is and defaults are in use.",
+            ).format(path=self.path, reason=reason)
         if not notes:
             return settings, ""
         self._keep = data
-        return settings, (
-            f"The settings file {self.path} is used with changes: {'; '.join(notes)}; "
-            "a copy of it as it is now is kept when trayvml next saves the settings."
-        )
+        return settings, translate(
+            "settings",
+            "The settings file {path} is used with changes: {changes}; "
+            "a copy of it as it is now is kept when trayvml next saves the settings.",
+        ).format(path=self.path, changes="; ".join(notes))
 
     def _set_aside(self, reason: str) -> str:
         aside = _free_name(self.path, "corrupt")
         try:
             os.replace(self.path, aside)
         except OSError as error:
-            self._refusal = f"The settings file {self.path} could not be used or set aside, so it is not overwritten"
-            return (
-                f"The settings file {self.path} could not be used: {reason}; it could not be moved aside either "
-                f"({error.strerror or error}), so it is left as it is and defaults are in use."
-            )
-        return (
-            f"The settings file {self.path} could not be used: {reason}; "
-            f"it was moved to {aside.name} and defaults are in use."
-        )
+            self._refusal = translate(
+                "settings", "The settings file {path} could not be used or set aside, so it is not overwritten"
+            ).format(path=self.path)
+            return translate(
+                "settings",
+                "The settings file {path} could not be used: {reason}; it could not be moved aside either "
+                "({error}), so it is left as it is and defaults are in use.",
+            ).format(path=self.path, reason=reason, error=error.strerror or error)
+        return translate(
+            "settings",
+            "The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.",
+        ).format(path=self.path, reason=reason, aside=aside.name)
 
     def save(self, settings: Settings) -> None:
         """Raises SettingsError (invalid settings, or a file that must not be overwritten) or OSError."""

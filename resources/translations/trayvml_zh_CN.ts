@@ -51,6 +51,10 @@
         <translation>进程：{processes}</translation>
     </message>
     <message>
+        <source>trayvml speaks the new language from its next start.</source>
+        <translation>trayvml 将在下次启动时使用新的语言。</translation>
+    </message>
+    <message>
         <source>Could not change {location}: {error}</source>
         <translation>无法修改 {location}：{error}</translation>
     </message>
@@ -226,6 +230,14 @@
     <message>
         <source>Could not save the PNG: {error}.</source>
         <translation>无法保存 PNG：{error}。</translation>
+    </message>
+    <message>
+        <source>there is no data in the visible range yet</source>
+        <translation>可见时间段内还没有数据</translation>
+    </message>
+    <message>
+        <source>could not write {path}</source>
+        <translation>无法写入 {path}</translation>
     </message>
 </context>
 <context>
@@ -1449,6 +1461,30 @@
     <message>
         <source>GPU {gpu}: {problem}</source>
         <translation>GPU {gpu}：{problem}</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be read, so it is not overwritten</source>
+        <translation>无法读取设置文件 {path}，因此不会覆盖它</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be read ({reason}); it is left as it is and defaults are in use.</source>
+        <translation>无法读取设置文件 {path}（{reason}）；文件保持原样，当前使用默认设置。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} is used with changes: {changes}; a copy of it as it is now is kept when trayvml next saves the settings.</source>
+        <translation>设置文件 {path} 已按以下变更使用：{changes}；trayvml 下次保存设置时会保留它当前内容的副本。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be used or set aside, so it is not overwritten</source>
+        <translation>设置文件 {path} 无法使用也无法移到一旁，因此不会覆盖它</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be used: {reason}; it could not be moved aside either ({error}), so it is left as it is and defaults are in use.</source>
+        <translation>无法使用设置文件 {path}：{reason}；也无法将其移到一旁（{error}），因此文件保持原样，当前使用默认设置。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.</source>
+        <translation>无法使用设置文件 {path}：{reason}；已将其移为 {aside}，当前使用默认设置。</translation>
     </message>
 </context>
 <context>

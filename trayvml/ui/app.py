@@ -263,6 +263,10 @@ class App(QObject):
             self._resize_history()
         self.tray.hidden_gpus = set(settings.hidden_gpus)
         self.tray.set_metric(settings.tray_metric)
+        if settings.language != old.language:  # every text is made in one language, at the start
+            self.tray.icon.showMessage(
+                "trayvml", translate("App", "trayvml speaks the new language from its next start.")
+            )
         if settings.start_at_login != self.autostart.is_enabled():
             self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
         if self.window is not None:
