@@ -72,8 +72,13 @@ PLAIN_TEXT_CALLS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "ArgumentTypeError": ((0,), ()),
     "_fail": ((0,), ()),
     "print": ((0,), ()),
+    "TrayvmlError": ((0,), ()),
+    "NotEnoughGpusError": ((0,), ()),
+    "SettingsError": ((0,), ()),
+    "append": ((0,), ()),  # found.append(sentence): the settings' and rules' problems
 }
-PLAIN_TEXT_MODULES = ("alerts.py", "notify.py", "cli.py", "report.py", "core/errors.py")
+PLAIN_TEXT_MODULES = ("alerts.py", "notify.py", "cli.py", "report.py", "core/errors.py", "csvlog.py", "pick.py")
+PLAIN_TEXT_MODULES += ("config.py",)
 MARKERS = ("translate", "tr", "QT_TRANSLATE_NOOP", "QT_TR_NOOP")
 # Texts that read the same in every language: the product's name, file filters and names.
 SAME_IN_EVERY_LANGUAGE = {"trayvml", "<b>trayvml</b>", "CSV (*.csv)", "PNG (*.png)", "trayvml.csv", "trayvml.png"}
@@ -84,7 +89,10 @@ def _name(func: ast.expr) -> str:
 
 
 def _words(text: str) -> bool:
-    """Whether a piece of text holds words (not only numbers, symbols, markup or placeholders)."""
+    """Whether a piece of text holds words: not only numbers, symbols, markup, placeholders, or names
+    such as a settings key (``.alerts.``) or a variable (``CUDA_VISIBLE_DEVICES=``)."""
+    if not re.search(r"\s", text) and re.search(r"[._=]", text):
+        return False
     return bool(re.search(r"[A-Za-z]{2,}", re.sub(r"<[^>]*>|\{[^}]*\}|%\w|\btrayvml\b", "", text)))
 
 

@@ -131,7 +131,9 @@ class Rule(Generic[S]):
     def problems(self, settings: S) -> list[str]:
         """Sentences naming what is wrong with ``settings`` (empty when it is fine)."""
         return [
-            f"{self.label}: a time cannot be negative ({name} = {value:g})."
+            translate("alerts", "{rule}: a time cannot be negative ({name} = {value}).").format(
+                rule=translate("alerts", self.label), name=name, value=f"{value:g}"
+            )
             for name, value in vars(settings).items()
             if name.endswith("_s") and not value >= 0  # NaN too
         ]
@@ -231,21 +233,37 @@ class ThresholdRule(GpuRule[RuleSettings]):
     def problems(self, settings: RuleSettings) -> list[str]:
         found = []
         _, back = self.clear_words()
+        rule = translate("alerts", self.label)
+        words = {
+            "warning": translate("alerts", "warning"),
+            "critical": translate("alerts", "critical"),
+            "above": translate("alerts", "above"),
+            "below": translate("alerts", "below"),
+        }
         for level in LEVELS:
             enter = getattr(settings, f"{level}_enter")
             clear = getattr(settings, f"{level}_clear")
             if math.isnan(enter):
                 continue
             if math.isnan(clear):
-                found.append(f"{self.label}: the {level} level needs a clear threshold.")
+                found.append(
+                    translate("alerts", "{rule}: the {level} level needs a clear threshold.").format(
+                        rule=rule, level=words[level]
+                    )
+                )
             elif self.beyond(clear, enter):
                 found.append(
-                    f"{self.label}: the {level} clear threshold ({clear:g}) must be {back} its enter threshold "
-                    f"({enter:g}), or a value near it would alert again and again."
+                    translate(
+                        "alerts",
+                        "{rule}: the {level} clear threshold ({clear}) must be {side} its enter threshold "
+                        "({enter}), or a value near it would alert again and again.",
+                    ).format(rule=rule, level=words[level], clear=f"{clear:g}", side=words[back], enter=f"{enter:g}")
                 )
         warning, critical = settings.warning_enter, settings.critical_enter
         if not math.isnan(warning) and not math.isnan(critical) and self.beyond(warning, critical):
-            found.append(f"{self.label}: the critical threshold must be beyond the warning one.")
+            found.append(
+                translate("alerts", "{rule}: the critical threshold must be beyond the warning one.").format(rule=rule)
+            )
         return found + super().problems(settings)
 
 
@@ -417,15 +435,19 @@ class JobRule(GpuRule[JobSettings]):
 
     def problems(self, settings: JobSettings) -> list[str]:
         busy, idle = settings.busy_above_percent, settings.idle_below_percent
+        rule = translate("alerts", self.label)
         found = [
-            f"{self.label}: {what} must be a percentage from 0 to 100."
-            for what, value in (("busy above", busy), ("idle below", idle))
+            translate("alerts", "{rule}: {what} must be a percentage from 0 to 100.").format(rule=rule, what=what)
+            for what, value in ((translate("alerts", "busy above"), busy), (translate("alerts", "idle below"), idle))
             if not 0 <= value <= 100  # NaN too
         ]
         if not found and not idle < busy:
             found.append(
-                f"{self.label}: idle below ({idle:g} %) must be under busy above ({busy:g} %), "
-                "or a GPU would be busy and idle at once."
+                translate(
+                    "alerts",
+                    "{rule}: idle below ({idle} %) must be under busy above ({busy} %), "
+                    "or a GPU would be busy and idle at once.",
+                ).format(rule=rule, idle=f"{idle:g}", busy=f"{busy:g}")
             )
         return found + super().problems(settings)
 
@@ -520,7 +542,11 @@ class AlertSettings:
 def validate(rule: Rule[Any], settings: Any) -> list[str]:
     """Sentences naming what is wrong with ``settings`` for ``rule`` (empty when it is fine)."""
     if not isinstance(settings, type(rule.defaults)):
-        return [f"{rule.label}: these settings are for another kind of rule."]
+        return [
+            translate("alerts", "{rule}: these settings are for another kind of rule.").format(
+                rule=translate("alerts", rule.label)
+            )
+        ]
     return rule.problems(settings)
 
 

@@ -208,7 +208,9 @@ def to_toml(settings: Settings) -> str:
 
 def _table(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise SettingsError(f"{where} should be a table, not {_shown(value)}")
+        raise SettingsError(
+            translate("settings", "{key} should be a table, not {value}").format(key=where, value=_shown(value))
+        )
     return value
 
 
@@ -221,7 +223,11 @@ def _typed(setting: Setting, value: Any) -> Any:
     if expected is float and _is_int(value):
         return float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise SettingsError(f"{setting.key} should be {expected.__name__}, not {_shown(value)}")
+        raise SettingsError(
+            translate("settings", "{key} should be {kind}, not {value}").format(
+                key=setting.key, kind=expected.__name__, value=_shown(value)
+            )
+        )
     return value
 
 
@@ -233,13 +239,17 @@ def _rule_from_toml(table: Any, base: AnySettings, where: str, ignored: list[str
             ignored.append(f"{where}.{name}")
         elif name == "enabled":
             if not isinstance(value, bool):
-                raise SettingsError(f"{where}.enabled should be true or false")
+                raise SettingsError(
+                    translate("settings", "{key} should be true or false").format(key=f"{where}.enabled")
+                )
             changes[name] = value
         elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise SettingsError(f"{where}.{name} should be a number")
+            raise SettingsError(translate("settings", "{key} should be a number").format(key=f"{where}.{name}"))
         elif name.endswith("_s") and not math.isfinite(value):
             # NaN means "no level" for a threshold, but a time has no such meaning.
-            raise SettingsError(f"{where}.{name} should be a finite number of seconds")
+            raise SettingsError(
+                translate("settings", "{key} should be a finite number of seconds").format(key=f"{where}.{name}")
+            )
         else:
             changes[name] = float(value)
     return replace(base, **changes)
@@ -261,7 +271,7 @@ def _move(root: dict[str, Any], old: str, new: str | None) -> bool:
     for key in parents:
         table = table.setdefault(key, {})
         if not isinstance(table, dict):
-            raise SettingsError(f"{new.rsplit('.', 1)[0]} should be a table")
+            raise SettingsError(translate("settings", "{key} should be a table").format(key=new.rsplit(".", 1)[0]))
     table.setdefault(leaf, value)  # the new name wins where a file holds both
     return True
 
@@ -277,7 +287,10 @@ def _migrate(document: dict[str, Any]) -> list[str]:
         for prefix, root in roots:
             if (prefix and not old.startswith("alerts.")) or not _move(root, old, new):
                 continue
-            notes.append(f"{prefix}{old} is now {prefix}{new}" if new else f"{prefix}{old} is no longer used")
+            note = (
+                translate("settings", "{old} is now {new}") if new else translate("settings", "{old} is no longer used")
+            )
+            notes.append(note.format(old=f"{prefix}{old}", new=f"{prefix}{new}"))
     return notes
 
 
@@ -289,17 +302,22 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise SettingsError(f"it is not valid TOML ({error})") from None
+        raise SettingsError(translate("settings", "it is not valid TOML ({error})").format(error=error)) from None
     except ValueError:  # Python refuses to convert integers of more than 4,300 digits
-        raise SettingsError("it holds a number too long to be a setting") from None
+        raise SettingsError(translate("settings", "it holds a number too long to be a setting")) from None
     except RecursionError:  # the parser recurses once per nested array or table
-        raise SettingsError("it is nested too deeply to be a settings file") from None
+        raise SettingsError(translate("settings", "it is nested too deeply to be a settings file")) from None
     notes = []
     version = document.pop("version", 0)  # files from before versioning have the shape of version 1
     if not _is_int(version) or version < 0:
-        raise SettingsError(f"version should be a whole number, not {_shown(version)}")
+        raise SettingsError(
+            translate("settings", "version should be a whole number, not {value}").format(value=_shown(version))
+        )
     if version > VERSION:
-        notes.append(f"it was written by a newer trayvml (settings version {version}; this one knows {VERSION})")
+        newer = translate(
+            "settings", "it was written by a newer trayvml (settings version {version}; this one knows {known})"
+        )
+        notes.append(newer.format(version=version, known=VERSION))
     notes += _migrate(document)
     ignored: list[str] = []
     values: dict[str, Any] = {}
@@ -308,7 +326,7 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             values[key] = _typed(GENERAL_BY_KEY[key], value)
         elif key == "hidden_gpus":
             if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
-                raise SettingsError("hidden_gpus should be a list of GPU indices")
+                raise SettingsError(translate("settings", "hidden_gpus should be a list of GPU indices"))
             values[key] = tuple(value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
@@ -322,7 +340,9 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     for gpu_text, table in _table(document.get("gpus", {}), "gpus").items():
         where = f"gpus.{gpu_text}"
         if not _GPU_INDEX.fullmatch(gpu_text):
-            raise SettingsError(f"gpus.{_shown(gpu_text)} should be a GPU index (0, 1, …)")
+            raise SettingsError(
+                translate("settings", "{key} should be a GPU index (0, 1, …)").format(key=f"gpus.{_shown(gpu_text)}")
+            )
         ignored += [f"{where}.{key}" for key in _table(table, where) if key != "alerts"]
         for key, rule in _table(table.get("alerts", {}), f"{where}.alerts").items():
             if key not in RULE_BY_KEY:
@@ -331,9 +351,13 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             override = _rule_from_toml(rule, rules[key], f"{where}.alerts.{key}", ignored)
             overrides.setdefault(int(gpu_text), {})[key] = override
     if ignored:
-        more = f" and {len(ignored) - NOTED_KEYS} more" if len(ignored) > NOTED_KEYS else ""
-        names = ", ".join(_shown(key) for key in ignored[:NOTED_KEYS])
-        notes.append(f"{names}{more} {'is' if len(ignored) == 1 else 'are'} not known to this version and ignored")
+        more = translate("settings", " and {count} more").format(count=len(ignored) - NOTED_KEYS)
+        names = ", ".join(_shown(key) for key in ignored[:NOTED_KEYS]) + (more if len(ignored) > NOTED_KEYS else "")
+        if len(ignored) == 1:
+            unknown = translate("settings", "{names} is not known to this version and ignored")
+        else:
+            unknown = translate("settings", "{names} are not known to this version and ignored")
+        notes.append(unknown.format(names=names))
     settings = Settings(**values, alerts=AlertSettings(rules=rules, overrides=overrides))
     found = problems(settings)
     if found:
@@ -409,7 +433,7 @@ def _read(path: Path) -> bytes:
     with path.open("rb") as file:
         data = file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise SettingsError(f"it is larger than {MAX_FILE_BYTES >> 20} MiB")
+        raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
     return data
 
 

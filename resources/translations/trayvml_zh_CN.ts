@@ -522,6 +522,10 @@
         <translation>{gpu}：{message}</translation>
     </message>
     <message>
+        <source>{rule}: a time cannot be negative ({name} = {value}).</source>
+        <translation>{rule}：时间不能为负数（{name} = {value}）。</translation>
+    </message>
+    <message>
         <source>high</source>
         <translation>过高</translation>
     </message>
@@ -552,6 +556,30 @@
     <message>
         <source>Warning below {enter} {unit}; clears above {clear} {unit}.</source>
         <translation>低于 {enter} {unit} 为警告；高于 {clear} {unit} 时恢复。</translation>
+    </message>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>above</source>
+        <translation>高于</translation>
+    </message>
+    <message>
+        <source>below</source>
+        <translation>低于</translation>
+    </message>
+    <message>
+        <source>{rule}: the {level} level needs a clear threshold.</source>
+        <translation>{rule}：{level}级别需要设置恢复阈值。</translation>
+    </message>
+    <message>
+        <source>{rule}: the {level} clear threshold ({clear}) must be {side} its enter threshold ({enter}), or a value near it would alert again and again.</source>
+        <translation>{rule}：{level}级别的恢复阈值（{clear}）必须{side}其触发阈值（{enter}），否则数值在阈值附近波动时会反复告警。</translation>
+    </message>
+    <message>
+        <source>{rule}: the critical threshold must be beyond the warning one.</source>
+        <translation>{rule}：严重阈值必须比警告阈值更极端。</translation>
     </message>
     <message>
         <source>back to normal</source>
@@ -638,6 +666,22 @@
         <translation>任务已完成（现已空闲）</translation>
     </message>
     <message>
+        <source>{rule}: {what} must be a percentage from 0 to 100.</source>
+        <translation>{rule}：{what}必须是 0 到 100 之间的百分比。</translation>
+    </message>
+    <message>
+        <source>busy above</source>
+        <translation>“繁忙：高于”</translation>
+    </message>
+    <message>
+        <source>idle below</source>
+        <translation>“空闲：低于”</translation>
+    </message>
+    <message>
+        <source>{rule}: idle below ({idle} %) must be under busy above ({busy} %), or a GPU would be busy and idle at once.</source>
+        <translation>{rule}：“空闲：低于”（{idle} %）必须小于“繁忙：高于”（{busy} %），否则 GPU 会同时处于繁忙和空闲状态。</translation>
+    </message>
+    <message>
         <source> A GPU may be wedged (see `dmesg` for Xid errors).</source>
         <translation>可能有 GPU 卡死（在 `dmesg` 中查看 Xid 错误）。</translation>
     </message>
@@ -680,6 +724,10 @@
     <message>
         <source>Job finished</source>
         <translation>任务完成</translation>
+    </message>
+    <message>
+        <source>{rule}: these settings are for another kind of rule.</source>
+        <translation>{rule}：这些设置属于另一种规则。</translation>
     </message>
 </context>
 <context>
@@ -858,6 +906,45 @@
     <message>
         <source>Start at login is off ({location}).</source>
         <translation>登录时启动：已关闭（{location}）。</translation>
+    </message>
+</context>
+<context>
+    <name>csvlog</name>
+    <message>
+        <source> Did you mean {fields}?</source>
+        <translation>你是否想用 {fields}？</translation>
+    </message>
+    <message>
+        <source> or </source>
+        <translation> 或 </translation>
+    </message>
+    <message>
+        <source> Run `trayvml log --list-fields` for the list.</source>
+        <translation>运行 `trayvml log --list-fields` 查看字段列表。</translation>
+    </message>
+    <message>
+        <source>Unknown field {field} in --query.{hint}</source>
+        <translation>--query 中有未知字段 {field}。{hint}</translation>
+    </message>
+    <message>
+        <source>--query names no fields.</source>
+        <translation>--query 没有指定任何字段。</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: {error}.</source>
+        <translation>无法写入 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>{path} already holds a log with other columns ({columns}); choose another file or the same --query, so that nothing in it is mixed up.</source>
+        <translation>{path} 中已有列不同的日志（{columns}）；请换一个文件或使用相同的 --query，以免内容混杂。</translation>
+    </message>
+    <message>
+        <source>Cannot read {path}: {error}.</source>
+        <translation>无法读取 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: {error}; the rows already in it are whole.</source>
+        <translation>无法写入 {path}：{error}；已写入的行完整无损。</translation>
     </message>
 </context>
 <context>
@@ -1378,6 +1465,37 @@
     </message>
 </context>
 <context>
+    <name>pick</name>
+    <message>
+        <source>Unknown criterion {criterion}: choose one of {choices}.</source>
+        <translation>未知的排序依据 {criterion}：请从 {choices} 中选择。</translation>
+    </message>
+    <message>
+        <source>The number of GPUs to pick must be at least 1.</source>
+        <translation>要挑选的 GPU 数量至少为 1。</translation>
+    </message>
+    <message>
+        <source> with at least {mib} MiB free</source>
+        <translation>（至少 {mib} MiB 可用显存）</translation>
+    </message>
+    <message>
+        <source> ({lost} lost)</source>
+        <translation>（{lost} 个已丢失）</translation>
+    </message>
+    <message>
+        <source>1 GPU asked for, but only {qualifying} of {total}{lost} qualify{condition}.</source>
+        <translation>需要 1 个 GPU，但 {total} 个{lost}中只有 {qualifying} 个符合条件{condition}。</translation>
+    </message>
+    <message>
+        <source>{count} GPUs asked for, but only 1 of {total}{lost} qualifies{condition}.</source>
+        <translation>需要 {count} 个 GPU，但 {total} 个{lost}中只有 1 个符合条件{condition}。</translation>
+    </message>
+    <message>
+        <source>{count} GPUs asked for, but only {qualifying} of {total}{lost} qualify{condition}.</source>
+        <translation>需要 {count} 个 GPU，但 {total} 个{lost}中只有 {qualifying} 个符合条件{condition}。</translation>
+    </message>
+</context>
+<context>
     <name>report</name>
     <message>
         <source>SIMULATED: simulated GPUs ({scenario}), not real hardware</source>
@@ -1461,6 +1579,82 @@
     <message>
         <source>GPU {gpu}: {problem}</source>
         <translation>GPU {gpu}：{problem}</translation>
+    </message>
+    <message>
+        <source>{key} should be a table, not {value}</source>
+        <translation>{key} 应为表（table），而不是 {value}</translation>
+    </message>
+    <message>
+        <source>{key} should be {kind}, not {value}</source>
+        <translation>{key} 应为 {kind} 类型，而不是 {value}</translation>
+    </message>
+    <message>
+        <source>{key} should be true or false</source>
+        <translation>{key} 应为 true 或 false</translation>
+    </message>
+    <message>
+        <source>{key} should be a number</source>
+        <translation>{key} 应为数字</translation>
+    </message>
+    <message>
+        <source>{key} should be a finite number of seconds</source>
+        <translation>{key} 应为有限的秒数</translation>
+    </message>
+    <message>
+        <source>{key} should be a table</source>
+        <translation>{key} 应为表（table）</translation>
+    </message>
+    <message>
+        <source>{old} is now {new}</source>
+        <translation>{old} 现已改为 {new}</translation>
+    </message>
+    <message>
+        <source>{old} is no longer used</source>
+        <translation>{old} 已不再使用</translation>
+    </message>
+    <message>
+        <source>it is not valid TOML ({error})</source>
+        <translation>它不是有效的 TOML（{error}）</translation>
+    </message>
+    <message>
+        <source>it holds a number too long to be a setting</source>
+        <translation>其中的数字过长，不可能是设置值</translation>
+    </message>
+    <message>
+        <source>it is nested too deeply to be a settings file</source>
+        <translation>嵌套层级过深，不可能是设置文件</translation>
+    </message>
+    <message>
+        <source>version should be a whole number, not {value}</source>
+        <translation>version 应为整数，而不是 {value}</translation>
+    </message>
+    <message>
+        <source>it was written by a newer trayvml (settings version {version}; this one knows {known})</source>
+        <translation>它由更新版本的 trayvml 写入（设置版本 {version}；当前版本只认识 {known}）</translation>
+    </message>
+    <message>
+        <source>hidden_gpus should be a list of GPU indices</source>
+        <translation>hidden_gpus 应为 GPU 索引的列表</translation>
+    </message>
+    <message>
+        <source>{key} should be a GPU index (0, 1, …)</source>
+        <translation>{key} 应为 GPU 索引（0、1、…）</translation>
+    </message>
+    <message>
+        <source> and {count} more</source>
+        <translation> 等另外 {count} 项</translation>
+    </message>
+    <message>
+        <source>{names} is not known to this version and ignored</source>
+        <translation>当前版本不认识 {names}，已忽略</translation>
+    </message>
+    <message>
+        <source>{names} are not known to this version and ignored</source>
+        <translation>当前版本不认识 {names}，已忽略</translation>
+    </message>
+    <message>
+        <source>it is larger than {size} MiB</source>
+        <translation>文件大于 {size} MiB</translation>
     </message>
     <message>
         <source>The settings file {path} could not be read, so it is not overwritten</source>
