@@ -344,7 +344,7 @@ def test_notifications_speak_chinese(chinese: None) -> None:
     from trayvml.notify import ACTIONS, notification_body
 
     firing, resolved = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93, 60])
-    assert firing.title == "GPU 0 H100：GPU 温度严重：93 °C"
+    assert firing.title == "GPU 0 H100：GPU 温度达到严重级别：93 °C"
     assert notification_body(firing) == "高于 90 °C 为严重；低于 85 °C 时恢复。"
     assert resolved.title == "GPU 0 H100：GPU 温度已恢复正常"
     assert notification_body(resolved) == "已恢复正常。"

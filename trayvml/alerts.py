@@ -202,11 +202,13 @@ class ThresholdRule(GpuRule[RuleSettings]):
         target = self.target(settings, value, tracker.level)
 
         def describe(severity: Severity) -> tuple[str, str]:
-            high = translate("alerts", "high") if self.direction is Direction.ABOVE else translate("alerts", "low")
-            word = translate("alerts", "critical") if severity is Severity.CRITICAL else high
-            message = translate("alerts", "{rule} {word} at {value}").format(
-                rule=_in_sentence(translate("alerts", self.label)), word=word, value=self.unit.format(value)
-            )
+            if severity is Severity.CRITICAL:
+                message = translate("alerts", "{rule} critical at {value}")
+            elif self.direction is Direction.ABOVE:
+                message = translate("alerts", "{rule} high at {value}")
+            else:
+                message = translate("alerts", "{rule} low at {value}")
+            message = message.format(rule=_in_sentence(translate("alerts", self.label)), value=self.unit.format(value))
             level = LEVELS[severity is Severity.CRITICAL]
             enter, clear = getattr(settings, f"{level}_enter"), getattr(settings, f"{level}_clear")
             above = self.direction is Direction.ABOVE

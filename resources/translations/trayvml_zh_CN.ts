@@ -430,7 +430,7 @@
     </message>
     <message>
         <source>Per GPU</source>
-        <translation>单独 GPU</translation>
+        <translation>按 GPU 设置</translation>
     </message>
 </context>
 <context>
@@ -526,20 +526,20 @@
         <translation>{rule}：时间不能为负数（{name} = {value}）。</translation>
     </message>
     <message>
-        <source>high</source>
-        <translation>过高</translation>
-    </message>
-    <message>
-        <source>low</source>
-        <translation>过低</translation>
-    </message>
-    <message>
         <source>critical</source>
         <translation>严重</translation>
     </message>
     <message>
-        <source>{rule} {word} at {value}</source>
-        <translation>{rule}{word}：{value}</translation>
+        <source>{rule} critical at {value}</source>
+        <translation>{rule}达到严重级别：{value}</translation>
+    </message>
+    <message>
+        <source>{rule} high at {value}</source>
+        <translation>{rule}过高：{value}</translation>
+    </message>
+    <message>
+        <source>{rule} low at {value}</source>
+        <translation>{rule}过低：{value}</translation>
     </message>
     <message>
         <source>Critical above {enter} {unit}; clears below {clear} {unit}.</source>

@@ -18,12 +18,12 @@ log = logging.getLogger(__name__)
 def install_translators(app: QCoreApplication, language: str) -> list[QTranslator]:
     """Translate the app into ``language`` ("en" or one of i18n.LANGUAGES). Returns the translators
     installed, which must live as long as the app (Qt does not own them)."""
-    i18n.install(language)
     locale = QLocale(language)
     # Numbers, dates and the decimal separator in Qt's widgets follow the chosen language too.
     QLocale.setDefault(locale)
     installed: list[QTranslator] = []
     if language not in i18n.LANGUAGES:
+        i18n.install(language)
         return installed
     qt_folder = QLibraryInfo.path(QLibraryInfo.LibraryPath.TranslationsPath)
     for name, folder in (("qtbase", qt_folder), ("trayvml", str(i18n.catalog_path(language).parent))):
@@ -33,4 +33,6 @@ def install_translators(app: QCoreApplication, language: str) -> list[QTranslato
             installed.append(translator)
         else:  # the app still works, in English
             log.warning("No %s translation for %s in %s", name, language, folder)
+    # The layers without Qt read the same catalog through Qt's translators (thread-safe), not the .ts.
+    i18n.install(language, QCoreApplication.translate)
     return installed
