@@ -336,6 +336,9 @@ def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:
     assert dialog.language.currentText() == "跟随系统"
     # Qt's own words come from Qt's catalog for the same language.
     assert dialog.buttons.button(QDialogButtonBox.StandardButton.Cancel).text() == "取消"
+    from PySide6.QtCore import QLocale
+
+    assert QLocale().language() == QLocale.Language.Chinese  # numbers as the language writes them
 
 
 def test_notifications_speak_chinese(chinese: None) -> None:

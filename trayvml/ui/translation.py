@@ -19,8 +19,10 @@ def install_translators(app: QCoreApplication, language: str) -> list[QTranslato
     """Translate the app into ``language`` ("en" or one of i18n.LANGUAGES). Returns the translators
     installed, which must live as long as the app (Qt does not own them)."""
     locale = QLocale(language)
-    # Numbers, dates and the decimal separator in Qt's widgets follow the chosen language too.
-    QLocale.setDefault(locale)
+    # Numbers, dates and the decimal separator in Qt's widgets follow the language shown: the system's
+    # own conventions where it speaks that language (en_GB, zh_SG), the language's where it does not.
+    if QLocale.system().language() != locale.language():
+        QLocale.setDefault(locale)
     installed: list[QTranslator] = []
     if language not in i18n.LANGUAGES:
         i18n.install(language)
