@@ -3,6 +3,7 @@
     .venv/bin/python scripts/screenshots.py [OUT_DIR] [--spec SPEC]
     .venv/bin/python scripts/screenshots.py [OUT_DIR] --offscreen [--spec SPEC]
     .venv/bin/python scripts/screenshots.py [OUT_DIR] --lang zh_CN   (either way, in that language)
+    .venv/bin/python scripts/screenshots.py out/screenshots-2x --scale 2    # a HiDPI screen at 200 %
 
 Twelve simulated hours are fed through the app first (the same code path live samples take),
 so that every range has something to show. ``--offscreen`` needs no desktop: it grabs each page
@@ -39,6 +40,7 @@ def file_name(text: str, fallback: str) -> str:
 
 
 def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") -> None:
+    """On a ``stack.scale`` screen: positions below are logical pixels, crops and clicks scaled to the screen's."""
     from PySide6.QtWidgets import QApplication, QTabWidget
 
     from trayvml.core.clock import ManualClock
@@ -66,15 +68,22 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     feed_twelve_hours(app, source, clock)
     pump(1500)
 
-    stack.screenshot(out / "tray.png", crop="260x40+1020+0")
+    k = stack.scale
+
+    def crop(width: int, height: int, x: int, y: int) -> str:
+        return f"{width * k}x{height * k}+{x * k}+{y * k}"
+
+    stack.screenshot(out / "tray.png", crop=crop(260, 40, 1020, 0))
     # The menu as the tray host draws it from dbusmenu, after a right click on the icon: Qt's own
     # popup of the same menu would show the labels escaped for dbusmenu ("CUDA__VISIBLE…").
-    clicker = subprocess.Popen(["xdotool", "mousemove", "1265", "15", "click", "3"], env=stack.env)
+    clicker = subprocess.Popen(["xdotool", "mousemove", str(1265 * k), str(15 * k), "click", "3"], env=stack.env)
     pump(1500)
     clicker.wait(10)
-    stack.screenshot(out / "menu.png", crop="560x420+720+0")
+    stack.screenshot(out / "menu.png", crop=crop(560, 420, 720, 0))
     subprocess.run(["xdotool", "key", "Escape"], env=stack.env, check=False)
-    subprocess.run(["xdotool", "mousemove", "640", "700"], env=stack.env, check=False)  # no tooltip over later shots
+    subprocess.run(
+        ["xdotool", "mousemove", str(640 * k), str(700 * k)], env=stack.env, check=False
+    )  # no tooltip over later shots
     pump(300)
 
     window = app.ensure_window()
@@ -107,7 +116,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
         app.on_sample(hot.sample())
         clock.advance_s(5)
     pump(1500)
-    stack.screenshot(out / "notification.png", crop="520x200+760+30")  # room for a wrapped body
+    stack.screenshot(out / "notification.png", crop=crop(520, 200, 760, 30))  # room for a wrapped body
 
     app.show_settings()
     assert app.settings_dialog is not None
@@ -115,13 +124,13 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     app.settings_dialog.findChild(QTabWidget).setCurrentIndex(1)
     pump(800)
     stack.screenshot(
-        out / "settings.png", crop=f"{app.settings_dialog.width() + 40}x{app.settings_dialog.height() + 80}+40+40"
+        out / "settings.png", crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40)
     )
     app.settings_dialog.findChild(QTabWidget).setCurrentIndex(0)
     pump(500)
     stack.screenshot(
         out / "settings-general.png",
-        crop=f"{app.settings_dialog.width() + 40}x{app.settings_dialog.height() + 80}+40+40",
+        crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40),
     )
     qt.quit()
 
@@ -138,7 +147,32 @@ def feed_twelve_hours(app, source, clock) -> None:  # type: ignore[no-untyped-de
         clock.advance_s(1)
 
 
-def shoot_offscreen(out: Path, spec_text: str, language: str = "") -> None:
+def dark_palette():  # type: ignore[no-untyped-def]
+    """A dark theme as a desktop would set it: Fusion with dark colours."""
+    from PySide6.QtGui import QColor, QPalette
+
+    palette = QPalette()
+    for role, colour in (
+        (QPalette.ColorRole.Window, "#2b2f36"),
+        (QPalette.ColorRole.WindowText, "#e6e6e6"),
+        (QPalette.ColorRole.Base, "#1e2127"),
+        (QPalette.ColorRole.AlternateBase, "#262a31"),
+        (QPalette.ColorRole.Text, "#e6e6e6"),
+        (QPalette.ColorRole.Button, "#353a42"),
+        (QPalette.ColorRole.ButtonText, "#e6e6e6"),
+        (QPalette.ColorRole.Highlight, "#3d7bd9"),
+        (QPalette.ColorRole.HighlightedText, "#ffffff"),
+        (QPalette.ColorRole.PlaceholderText, "#9aa0a8"),
+        (QPalette.ColorRole.ToolTipBase, "#2b2f36"),
+        (QPalette.ColorRole.ToolTipText, "#e6e6e6"),
+    ):
+        palette.setColor(role, QColor(colour))
+    return palette
+
+
+def shoot_offscreen(
+    out: Path, spec_text: str, size: tuple[int, int] = (1280, 800), dark: bool = False, language: str = ""
+) -> None:
     from PySide6.QtWidgets import QApplication
 
     from trayvml.core.clock import ManualClock
@@ -146,17 +180,21 @@ def shoot_offscreen(out: Path, spec_text: str, language: str = "") -> None:
     from trayvml.source import Source
     from trayvml.ui.app import App
 
-    qt = QApplication([])
+    qt = QApplication.instance() or QApplication([])
     use_language(qt, language)
+    if dark:
+        qt.setStyle("Fusion")
+        qt.setPalette(dark_palette())
     clock = ManualClock(1_800_000_000.0)
     spec = parse_spec(spec_text)
     source = Source(spec, clock, host=True)
     app = App(spec, clock=clock, tray_wait_s=3600)
     feed_twelve_hours(app, source, clock)
     window = app.ensure_window()
-    window.resize(1280, 800)
+    window.resize(*size)
     window.set_range(3600)
     window.show()
+    shoot_hover(window, out / "offscreen-hover.png")
     for tab in range(window.tabs.count()):
         window.tabs.setCurrentIndex(tab)
         name = file_name(window.tabs.tabText(tab), f"tab{tab}")
@@ -173,7 +211,20 @@ def shoot_offscreen(out: Path, spec_text: str, language: str = "") -> None:
     window.hide()
     app.stop()
     source.close()
-    qt.quit()
+
+
+def shoot_hover(window, path: Path) -> None:  # type: ignore[no-untyped-def]
+    """The readout box as the cursor would bring it up: near the right edge of the second panel."""
+    from PySide6.QtCore import QPointF
+
+    window.refresh()
+    page = window.gpu_page
+    panel = page.panels[1]
+    (x0, x1), (y0, y1) = panel.plot.getViewBox().viewRange()
+    position = panel.plot.getViewBox().mapViewToScene(QPointF(x1 - (x1 - x0) * 0.05, (y0 + y1) / 2))
+    page.layout_widget.scene().sigMouseMoved.emit(position)
+    window.grab().save(str(path))
+    page.hide_crosshair()
 
 
 if __name__ == "__main__":
@@ -182,6 +233,9 @@ if __name__ == "__main__":
     parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
     parser.add_argument("--offscreen", action="store_true", help="the graph window's pages only, no desktop")
     parser.add_argument("--lang", default="", help="en or zh_CN (default: the locale's, as the app)")
+    parser.add_argument("--scale", type=int, choices=(1, 2, 3), default=1, help="screen scale: 2 is 200 %% (HiDPI)")
+    parser.add_argument("--size", default="1280x800", help="the window's size offscreen, WIDTHxHEIGHT")
+    parser.add_argument("--dark", action="store_true", help="offscreen in a dark theme")
     args = parser.parse_args()
     if args.lang:  # the desktop's programs (the notification daemon) and the app alike
         os.environ["LANGUAGE"] = args.lang
@@ -189,10 +243,13 @@ if __name__ == "__main__":
     out.mkdir(parents=True, exist_ok=True)
     if args.offscreen:
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-        shoot_offscreen(out, args.spec, args.lang)
+        if args.scale != 1:
+            os.environ["QT_SCALE_FACTOR"] = str(args.scale)
+        width, height = (int(n) for n in args.size.split("x"))
+        shoot_offscreen(out, args.spec, (width, height), args.dark, args.lang)
         print(f"screenshots in {out}/")
         sys.exit(0)
-    with DesktopStack("sni", notifications=True) as stack:
+    with DesktopStack("sni", notifications=True, scale=args.scale) as stack:
         os.environ.update(stack.env)
         shoot(stack, out, args.spec, args.lang)
     print(f"screenshots in {out}/")

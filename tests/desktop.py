@@ -65,10 +65,13 @@ class AppProcess:
     itself too), and prints its stderr, which pytest shows when the test fails.
     """
 
-    def __init__(self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, stack: DesktopStack, *args: str, env: dict[str, str] | None = None, command: list[str] | None = None
+    ) -> None:
+        """``command``: how to start trayvml (a launcher's Exec line, say); by default this Python's."""
         self.stack = stack
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "trayvml", *args],
+            [*(command or [sys.executable, "-m", "trayvml"]), *args],
             env={**stack.env, **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -112,10 +115,15 @@ class AppProcess:
 class DesktopStack:
     """``tray`` is "sni", "xembed" or None (a desktop with no tray at all)."""
 
-    def __init__(self, tray: str | None = "sni", notifications: bool = True, size: str = "1280x800") -> None:
+    def __init__(
+        self, tray: str | None = "sni", notifications: bool = True, size: str = "1280x800", scale: int = 1
+    ) -> None:
+        """``scale``: a HiDPI screen, as at 200 % (2): ``size`` in logical pixels, Qt, GTK and dunst scaled."""
         self.tray = tray
         self.notifications = notifications
-        self.size = size
+        width, height = (int(n) * scale for n in size.split("x"))
+        self.size = f"{width}x{height}"
+        self.scale = scale
         self.env: dict[str, str] = {}
         self._processes: list[subprocess.Popen] = []
         self._dir = Path(tempfile.mkdtemp(prefix="trayvml-desktop-"))
@@ -142,6 +150,8 @@ class DesktopStack:
             "QT_QPA_PLATFORM": "xcb",
         }
         self.env.pop("WAYLAND_DISPLAY", None)
+        if self.scale != 1:  # the app (Qt) and the tray host (GTK) both drawn at the screen's scale
+            self.env.update(QT_SCALE_FACTOR=str(self.scale), GDK_SCALE=str(self.scale))
         bus = subprocess.Popen(
             ["dbus-daemon", "--session", "--nofork", "--print-address=1"],
             stdout=subprocess.PIPE,
@@ -200,8 +210,9 @@ class DesktopStack:
             textwrap.dedent(
                 """\
                 [global]
+                    scale = {scale}
                     geometry = "400x5-20+40"
-                    font = DejaVu Sans 10
+                    font = DejaVu Sans {points}
                     frame_width = 2
                     frame_color = "#76b900"
                     markup = full
@@ -218,6 +229,9 @@ class DesktopStack:
                     timeout = 0
                 """
             )
+            # dunst 1.9's `scale` scales sizes and offsets but not the text.
+            .replace("{scale}", str(self.scale))
+            .replace("{points}", str(10 * self.scale))
         )
         return path
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS
@@ -45,3 +47,81 @@ def shown_by_dbusmenu_host(label: str) -> str:
 
 def finite(value: float) -> bool:
     return not math.isnan(value)
+
+
+class FakeRemote:
+    """A small HTTP server whose answer each test sets: a body, a status, a hang, or gone."""
+
+    def __init__(self) -> None:
+        self.body = b""
+        self.status = 200
+        self.content_type = "text/plain; version=0.0.4"
+        self.hang = False
+        self.release = threading.Event()
+        remote = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if remote.hang:
+                    remote.release.wait(10)
+                    return
+                self.send_response(remote.status)
+                self.send_header("Content-Type", remote.content_type)
+                self.send_header("Content-Length", str(len(remote.body)))
+                self.end_headers()
+                self.wfile.write(remote.body)
+
+            def log_message(self, format: str, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+        self.running = True
+
+    def stop(self) -> None:
+        if self.running:
+            self.running = False
+            self.release.set()
+            self.server.shutdown()
+            self.server.server_close()
+            self.thread.join(5)
+
+
+UUID0 = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
+UUID1 = "GPU-2a7c4e1b-0000-4b1e-9c1d-5f3b2a1c0de1"
+
+
+def dcgm_exposition(host_label: str) -> str:
+    """Two A100s as dcgm-exporter serves them (written from its etc/default-counters.csv and README)."""
+    labels = (
+        'gpu="{gpu}",UUID="{uuid}",pci_bus_id="00000000:00:1{gpu}.0",device="nvidia{gpu}",'
+        f'modelName="NVIDIA A100-SXM4-80GB",{host_label}="dgx-01",DCGM_FI_DRIVER_VERSION="550.54.15"'
+    )
+    rows = {
+        "DCGM_FI_DEV_SM_CLOCK": ("gauge", (1410, 210)),
+        "DCGM_FI_DEV_GPU_TEMP": ("gauge", (61, 33)),
+        "DCGM_FI_DEV_POWER_USAGE": ("gauge", (312.5, 61.0)),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("counter", (123456789, 2000)),
+        "DCGM_FI_DEV_GPU_UTIL": ("gauge", (87, 0)),
+        "DCGM_FI_DEV_FB_FREE": ("gauge", (20000, 81000)),
+        "DCGM_FI_DEV_FB_USED": ("gauge", (61000, 0)),
+        "DCGM_FI_DEV_XID_ERRORS": ("gauge", (0, 79)),
+    }
+    out = []
+    for name, (kind, values) in rows.items():
+        out += [f"# HELP {name} from etc/default-counters.csv", f"# TYPE {name} {kind}"]
+        for gpu, (uuid, value) in enumerate(zip((UUID0, UUID1), values, strict=True)):
+            out.append(f"{name}{{{labels.format(gpu=gpu, uuid=uuid)}}} {value}")
+    return "\n".join(out) + "\n"
+
+
+def closed_port_url() -> str:
+    """A local address where nothing listens (a port the system just gave out and took back)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"

@@ -115,7 +115,7 @@ def test_events_name_the_gpu_and_the_value() -> None:
 
 
 def test_memory_rules_in_percent_and_in_free_gib() -> None:
-    used = run(AlertEngine(only("memory_used", hold_s=0)), "memory_used_percent", [50, 91, 98])
+    used = run(AlertEngine(only("memory_used", hold_s=0)), "memory_used_percent", [50, 96, 99.5])
     assert [(e.kind, e.severity) for e in used] == [("firing", Severity.WARNING), ("firing", Severity.CRITICAL)]
     free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * GIB, 3 * GIB, 7 * GIB])
     assert [(e.kind, e.severity) for e in free] == [("firing", Severity.WARNING), ("resolved", Severity.INFO)]
@@ -176,6 +176,8 @@ def test_job_finished_after_a_busy_stretch() -> None:
     utilization = [0] * 10 + [95] * 120 + [1] * 40 + [95] * 10 + [1] * 40  # a long job, then a short one
     events = run(engine, "utilization_gpu_percent", utilization)
     assert [(e.rule, e.timestamp_s) for e in events] == [("job_finished", 160)]
+    assert events[0].message == "job finished after 2 min (idle now)"
+    assert events[0].value == 150  # from the job's first busy second until it was told: its energy's span
 
 
 def test_per_gpu_overrides_win() -> None:
@@ -220,11 +222,17 @@ def test_validation_names_the_problem(rule: str, changes: dict, problem: str) ->
     assert len(problems) == 1 and problem in problems[0]
 
 
-def test_defaults_are_valid_and_on_for_temperature_and_memory() -> None:
+def test_defaults_are_valid_and_on_for_temperature_and_faults_not_memory() -> None:
     for kind in RULES:
         assert validate(kind, kind.defaults) == [], kind.key
     on = {kind.key for kind in RULES if kind.defaults.enabled}
-    assert {"temperature", "memory_used", "gpu_lost", "xid"} <= on and "job_finished" not in on
+    assert {"temperature", "gpu_lost", "xid"} <= on
+    assert "job_finished" not in on and "memory_used" not in on  # near-full memory is how ML jobs run
+
+
+def test_a_threshold_firing_says_which_threshold_it_crossed() -> None:
+    warning, critical = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [84, 93])
+    assert (warning.threshold, critical.threshold) == (83, 90)
     assert isinstance(RuleSettings(), RuleSettings)
 
 
@@ -260,10 +268,10 @@ STEPS = [
     (
         "memory_used",
         {"hold_s": 0.0},
-        [{"memory_used_percent": 91}, {"memory_used_percent": 98}, {"memory_used_percent": NAN}],
+        [{"memory_used_percent": 96}, {"memory_used_percent": 99.2}, {"memory_used_percent": NAN}],
         [
-            (0, "firing", Severity.WARNING, "memory used high at 91 %", True),
-            (1, "firing", Severity.CRITICAL, "memory used critical at 98 %", True),
+            (0, "firing", Severity.WARNING, "memory used high at 96 %", True),
+            (1, "firing", Severity.CRITICAL, "memory used critical at 99 %", True),
         ],
     ),
     (
@@ -316,7 +324,7 @@ STEPS = [
         "job_finished",
         {"enabled": True, "busy_for_s": 2.0, "idle_for_s": 1.0},
         [{"utilization_gpu_percent": u} for u in (90, 90, 90, 3, 3, 3)],
-        [(4, "event", Severity.INFO, "job finished (idle now)", True)],
+        [(4, "event", Severity.INFO, "job finished after 3 s (idle now)", True)],
     ),
     (
         "driver_stalled",

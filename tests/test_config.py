@@ -427,3 +427,36 @@ def test_the_model_says_when_it_cannot_save_and_still_applies(tmp_path: Path) ->
     problem = model.change(replace(model.current, notifications=False))
     assert problem.startswith("Could not save the settings: ")
     assert model.current.notifications is False and heard == [False]  # in force for this session
+
+
+# ---- version 3: a rule left at its former default takes today's ----
+FORMER_MEMORY = (
+    "version = 2\n[alerts.memory_used]\nenabled = true\nwarning_enter = 90.0\nwarning_clear = 85.0\n"
+    "critical_enter = 97.0\ncritical_clear = 93.0\nhold_s = 10.0\ncooldown_s = 300.0\n"
+)
+
+
+def test_memory_alerts_left_at_the_former_default_take_todays(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(FORMER_MEMORY)
+    settings, message = SettingsStore(path).load()
+    assert settings.alerts.rules["memory_used"] == RULE_BY_KEY["memory_used"].defaults
+    assert not settings.alerts.rules["memory_used"].enabled
+    assert "alerts.memory_used held the former default and now has today's (off)" in message
+    assert one_sentence(message), message
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        ("critical_enter = 97.0", "critical_enter = 98.0"),  # a threshold the user chose
+        ("version = 2", "version = 3"),  # written by this version: the user chose these
+    ],
+)
+def test_memory_alerts_the_user_chose_stay_as_they_are(tmp_path: Path, change: tuple[str, str]) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(FORMER_MEMORY.replace(*change))
+    settings, message = SettingsStore(path).load()
+    memory = settings.alerts.rules["memory_used"]
+    assert memory.enabled and memory.warning_enter == 90.0 and memory.hold_s == 10.0
+    assert "former default" not in message

@@ -107,8 +107,8 @@ class _Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    def notify(self, event, details: str = "") -> None:  # type: ignore[no-untyped-def]
-        self.sent.append((event.rule, details))
+    def notify(self, notice) -> None:  # type: ignore[no-untyped-def]
+        self.sent.append((notice.key[1], notice.body))
 
     def close(self) -> None:
         pass
@@ -130,7 +130,7 @@ def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp
     clock.advance_s(1.0)
     app.on_sample(source.sample(app.sampler._worker.demand))
     assert [rule for rule, _ in recorder.sent] == ["memory_used"]
-    assert "python (" in recorder.sent[0][1]  # the biggest process, by name
+    assert "python train.py --model llama-7b --rank 0 (" in recorder.sent[0][1]  # the biggest process, by command
     clock.advance_s(1.0)
     app.on_sample(source.sample(app.sampler._worker.demand))
     assert PROCESSES not in app.sampler._worker.demand  # asked for once, not kept

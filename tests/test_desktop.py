@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -41,8 +42,10 @@ def bare_desktop() -> Iterator[DesktopStack]:
 def launch() -> Iterator:
     started: list[AppProcess] = []
 
-    def start(stack: DesktopStack, *args: str, env: dict[str, str] | None = None) -> AppProcess:
-        app = AppProcess(stack, *args, env=env)
+    def start(
+        stack: DesktopStack, *args: str, env: dict[str, str] | None = None, command: list[str] | None = None
+    ) -> AppProcess:
+        app = AppProcess(stack, *args, env=env, command=command)
         started.append(app)
         return app
 
@@ -112,6 +115,17 @@ def test_sni_tray_item_shows_the_simulated_gpus(sni_desktop: DesktopStack, launc
     assert code == 0 and "Traceback" not in err
 
 
+def test_at_200_percent_the_tray_item_offers_icons_drawn_at_twice_the_pixels(sni_desktop: DesktopStack, launch) -> None:
+    """At QT_SCALE_FACTOR=2 the item's pixmaps are drawn for the doubled sizes (22 px as 44), so a
+    tray host that scales picks a sharp one. (gtk-sni-tray here picks by its unscaled size.)"""
+    launch(sni_desktop, SPEC, env={"QT_SCALE_FACTOR": "2"})
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    (service,) = _registered_items(sni_desktop)
+    wait_until(lambda: _icon_has_green_bars(sni_desktop, service), what="the first sample in the icon")
+    sizes = {int(w) for w, _ in re.findall(r"\((\d+), (\d+), \[", sni_desktop.item_property(service, "IconPixmap"))}
+    assert {44, 64} <= sizes, sizes  # 22 and 32 logical pixels at 2x
+
+
 def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:
     app = launch(sni_desktop, SPEC)
     wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
@@ -162,6 +176,37 @@ def test_a_second_start_brings_the_first_forward(sni_desktop: DesktopStack, laun
     assert second.returncode == 0 and "already running" in second.stderr
     wait_until(lambda: any(n.startswith("trayvml — 4 GPUs") for n in window_names(sni_desktop)), what="the window")
     assert len(_registered_items(sni_desktop)) == 1
+
+
+def _visible_windows(stack: DesktopStack, name: str) -> int:
+    found = stack.run("xdotool", "search", "--onlyvisible", "--name", name)
+    return len(found.stdout.split())
+
+
+def test_the_menu_launcher_starts_the_tray_then_brings_its_window_forward(
+    sni_desktop: DesktopStack, launch, tmp_path: Path
+) -> None:
+    """As a user does from the application menu: the Exec line that `trayvml desktop install` wrote."""
+    env = {**sni_desktop.env, "XDG_DATA_HOME": str(tmp_path / "data"), "TRAYVML_SIMULATE": SPEC.partition("=")[2]}
+    subprocess.run([sys.executable, "-m", "trayvml", "desktop", "install"], env=env, check=True, timeout=30)
+    entry = (tmp_path / "data/applications/trayvml.desktop").read_text()
+    (exec_line,) = (line[5:] for line in entry.splitlines() if line.startswith("Exec="))
+    launcher = shlex.split(exec_line)  # no field codes, and its quoting is a subset of the shell's
+
+    first = launch(sni_desktop, env=env, command=launcher)
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    assert _visible_windows(sni_desktop, "trayvml — ") == 0  # the tray app starts to the tray
+    for _ in range(2):  # the second time after the window was hidden again from the tray icon
+        again = subprocess.run(launcher, env=env, capture_output=True, text=True, timeout=30)
+        assert again.returncode == 0 and "already running" in again.stderr
+        wait_until(lambda: _visible_windows(sni_desktop, "trayvml — 4 GPUs") == 1, what="the window in front")
+        (service,) = _registered_items(sni_desktop)
+        bus_name = service.partition("/")[0]
+        sni_desktop.gdbus_call(bus_name, "/StatusNotifierItem", "org.kde.StatusNotifierItem.Activate", "0", "0")
+        wait_until(lambda: _visible_windows(sni_desktop, "trayvml — 4 GPUs") == 0, what="a click to hide it")
+    assert len(_registered_items(sni_desktop)) == 1
+    code, err = first.stop()
+    assert code == 0 and "Traceback" not in err
 
 
 @pytest.fixture

@@ -69,6 +69,32 @@ def test_a_second_start_reaches_its_own_session_only(qtbot, tmp_path: Path) -> N
         server.close()
 
 
+def test_a_second_start_hands_over_its_activation_token(  # type: ignore[no-untyped-def]
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The launcher's xdg-activation token reaches the running trayvml, where Qt uses it to raise the window."""
+    name = str(tmp_path / "instance")
+    tokens: list[str | None] = []
+    server = listen(name, lambda: tokens.append(os.environ.get("XDG_ACTIVATION_TOKEN")))
+    try:
+        monkeypatch.delenv("XDG_ACTIVATION_TOKEN", raising=False)
+        assert already_running(name)
+        qtbot.waitUntil(lambda: tokens == [None])  # none given, none made up
+        # One process plays both sides here: the token leaves the environment once sent.
+        monkeypatch.setenv("XDG_ACTIVATION_TOKEN", "gnome-shell/trayvml/1234-5-host_TIME12")
+        assert already_running(name)
+        monkeypatch.delenv("XDG_ACTIVATION_TOKEN")
+        qtbot.waitUntil(lambda: len(tokens) == 2)
+        assert tokens[1] == "gnome-shell/trayvml/1234-5-host_TIME12"
+        monkeypatch.setenv("XDG_ACTIVATION_TOKEN", "two\nlines")  # not a token: the window is still shown
+        assert already_running(name)
+        monkeypatch.delenv("XDG_ACTIVATION_TOKEN")
+        qtbot.waitUntil(lambda: len(tokens) == 3)
+        assert tokens[2] is None
+    finally:
+        server.close()
+
+
 def test_connections_are_freed_when_their_peer_goes(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
     name = str(tmp_path / "instance")
     server = listen(name, lambda: None)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.desktop import AppProcess, DesktopStack, running_desktop, wait_until
-from trayvml.alerts import RULES, AlertSettings, RuleSettings
+from trayvml.alerts import FORMER_DEFAULTS, RULES, AlertSettings, RuleSettings
 from trayvml.config import Settings, SettingsStore
 
 pytestmark = pytest.mark.desktop
@@ -101,11 +101,11 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
 
 
 def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> None:
-    memory = replace(RULES[1].defaults, hold_s=0.0)
+    memory = replace(FORMER_DEFAULTS["memory_used"], hold_s=0.0)  # today's default is off and waits a minute
     app = run("training:gpus=h100,speed=60,start=3500", only_rules(memory_used=memory))
     (warning,) = app.wait_for(1, 30)[:1]
     assert warning["summary"].startswith("GPU 0 H100: memory used high at 9") and urgency(warning) == "NORMAL"
-    assert "python (" in warning["body"]
+    assert "python train.py --model llama-7b --rank 0 (" in warning["body"]
     app.wait_samples(4)
     assert len(app.notifications()) == 1
 
@@ -154,17 +154,19 @@ def test_snooze_action_over_dbus_quiets_that_alert(run, desktop: DesktopStack) -
 
 def test_notification_text_from_the_system_is_escaped(desktop: DesktopStack, monkeypatch) -> None:
     from trayvml.alerts import AlertEvent, Severity
+    from trayvml.dispatch import Outgoing
+    from trayvml.notices import notice_for
     from trayvml.notify import FreedesktopNotifier
 
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
     notifier = FreedesktopNotifier(lambda action, key: None)
     assert notifier.markup and notifier.actions  # dunst, configured with markup, offers both
     event = AlertEvent(0.0, 0, "H100", "memory_used", "firing", Severity.WARNING, "memory 91 % full")
-    notifier.notify(event, "Processes: <b>evil</b> & co (alice, 42)")
+    notifier.notify(notice_for(Outgoing(event, "Processes: <b>evil</b> & co (alice, 42)")))
     (shown,) = desktop.dunst_history()[:1]
     # Sent escaped, so a markup-reading server shows the text as it is, tags and all.
-    assert shown["body"] == "Processes: &lt;b&gt;evil&lt;/b&gt; &amp; co (alice, 42)"
-    notifier.notify(event, "again")
+    assert shown["body"].startswith("Processes: &lt;b&gt;evil&lt;/b&gt; &amp; co (alice, 42)\n")
+    notifier.notify(notice_for(Outgoing(event, "again")))
     notifier.close()
 
 
@@ -217,3 +219,17 @@ def test_quitting_while_the_driver_is_stuck_is_quick_and_clean(run, desktop: Des
     code, err = app.app.stop(signal.SIGINT)
     assert code == 0
     assert "QThread: Destroyed" not in err and "Traceback" not in err
+
+
+def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) -> None:
+    # The scene: a training job fills memory on 8 H100s in lockstep, with memory alerts on
+    # at their former eager thresholds (warning at 90 %). Each GPU fires; the user gets one notice.
+    eager = replace(FORMER_DEFAULTS["memory_used"], hold_s=0.0)
+    app = run("training:gpus=h100*8,speed=60,start=3500", only_rules(memory_used=eager))
+    app.app.wait_for_log("alert memory_used firing: notified", count=8, timeout_s=60)
+    app.wait_samples(5)
+    shown = app.notifications()
+    assert len({n["id"] for n in shown}) == 1  # one notification, however often updated in place
+    assert shown[-1]["summary"] == "GPUs 0–7: memory used ≥ 90 %" and urgency(shown[-1]) == "NORMAL"
+    assert "GPU 7 H100: 9" in shown[-1]["body"] and "python train.py" in shown[-1]["body"]
+    assert app.app.log_count("notification memory_used:") <= 2  # sent (and updated) at most twice

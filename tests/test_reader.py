@@ -15,7 +15,20 @@ from trayvml.nvml.sim.scenarios import SCENARIOS
 from trayvml.nvml.specs import SLOW_PERIOD_S
 
 ALL = "gpus=h100+rtx4090+laptop"
-NOT_ON_RTX4090 = {
+GPM = {
+    "sm_activity_percent",
+    "sm_occupancy_percent",
+    "tensor_activity_percent",
+    "dram_bandwidth_percent",
+    "fp64_activity_percent",
+    "fp32_activity_percent",
+    "fp16_activity_percent",
+    "gpm_pcie_tx_bytes_per_s",
+    "gpm_pcie_rx_bytes_per_s",
+    "gpm_nvlink_tx_bytes_per_s",
+    "gpm_nvlink_rx_bytes_per_s",
+}
+NOT_ON_RTX4090 = GPM | {
     "temperature_memory_c",
     "nvlink_tx_bytes_per_s",
     "nvlink_rx_bytes_per_s",

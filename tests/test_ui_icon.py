@@ -1,88 +1,164 @@
-"""The tray icon's pixels: bars, heights, colours by level, lost and no-GPU states."""
+"""The tray icon's pixels at the tray's real sizes: the tile tells the state, the digits fit, a
+lost GPU or a stuck driver shows a badge, one bar per GPU up to a few, then an aggregate."""
 
 from __future__ import annotations
 
 import math
+from collections import Counter
+from itertools import combinations
 
 import pytest
 from PySide6.QtGui import QColor, QImage
 
 from trayvml.core.levels import Level
-from trayvml.ui.icon import MAX_BARS, Bar, IconContent, draw_icon, icon_content
-from trayvml.ui.theme import ICON_TROUGH, LEVEL_COLOURS
+from trayvml.ui.icon import DIGITS_DARK, DIGITS_LIGHT, MAX_BARS, TILES, Bar, IconContent, icon_content, render
+from trayvml.ui.theme import ICON_BACKGROUND, ICON_TROUGH, LEVEL_COLOURS
 
-SIZE = 64
+SIZES = [(16, 1.0), (22, 1.0), (24, 1.0), (32, 1.0), (22, 2.0), (32, 2.0)]
+N, W, C, X = Level.NORMAL, Level.WARNING, Level.CRITICAL, Level.LOST
 
 
-def image(content: IconContent, size: int = SIZE, ratio: float = 1.0) -> QImage:
-    return draw_icon(content, size, ratio).toImage()
+def image(content: IconContent, size: int = 32, ratio: float = 1.0) -> QImage:
+    return render(content, size, ratio).toImage()
 
 
 def close(a: QColor, b: QColor, tolerance: int = 12) -> bool:
     return all(abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=True))
 
 
-def column_colours(img: QImage, x: int) -> list[QColor]:
-    return [img.pixelColor(x, y) for y in range(img.height())]
+def pixels(img: QImage) -> list[tuple[int, int, QColor]]:
+    return [(x, y, img.pixelColor(x, y)) for y in range(img.height()) for x in range(img.width())]
 
 
-def test_one_gpu_bar_height_follows_the_value(qapp) -> None:
-    img = image(IconContent((Bar(0.5, Level.NORMAL),)))
-    centre = SIZE // 2
-    green = [close(c, LEVEL_COLOURS[Level.NORMAL]) for c in column_colours(img, centre)]
-    filled_rows = sum(green)
-    bar_height = SIZE - 2 * round(SIZE * 0.12)
-    assert abs(filled_rows - bar_height * 0.5) <= 3
-    assert green[SIZE - 10] and not green[10]  # it fills from the bottom
-    assert close(img.pixelColor(centre, 10), ICON_TROUGH)
+def dominant(img: QImage) -> QColor:
+    """The commonest opaque colour: the tile's."""
+    counts = Counter(c.rgb() for _, _, c in pixels(img) if c.alpha() == 255)
+    return QColor.fromRgb(counts.most_common(1)[0][0])
 
 
-@pytest.mark.parametrize("level", list(Level)[:3])
-def test_colour_tells_the_level(qapp, level: Level) -> None:
-    img = image(IconContent((Bar(0.9, level),)))
-    assert close(img.pixelColor(SIZE // 2, SIZE - 12), LEVEL_COLOURS[level])
+def ink_box(img: QImage, ink: QColor) -> tuple[int, int, int, int]:
+    """(left, top, right, bottom) of the pixels close to ``ink``."""
+    found = [(x, y) for x, y, c in pixels(img) if c.alpha() == 255 and close(c, ink, 40)]
+    assert found, "no ink drawn"
+    xs, ys = [x for x, _ in found], [y for _, y in found]
+    return min(xs), min(ys), max(xs), max(ys)
 
 
-def test_one_bar_per_gpu_each_in_its_own_colour(qapp) -> None:
-    levels = [Level.NORMAL, Level.WARNING, Level.CRITICAL, Level.NORMAL]
-    img = image(icon_content([Bar(0.8, level) for level in levels]))
-    margin, gap = SIZE * 0.12, SIZE * 0.06
-    width = (SIZE - 2 * margin - 3 * gap) / 4
-    for k, level in enumerate(levels):
-        x = round(margin + k * (width + gap) + width / 2)
-        assert close(img.pixelColor(x, SIZE - 12), LEVEL_COLOURS[level]), k
-    between = round(margin + width + gap / 2)
-    assert not close(img.pixelColor(between, SIZE - 12), LEVEL_COLOURS[Level.NORMAL])
+STATES = {
+    "normal": IconContent((Bar(0.43, N), Bar(0.2, N)), number=43),
+    "warning": IconContent((Bar(0.86, W), Bar(0.2, N)), number=86),
+    "critical": IconContent((Bar(0.91, C), Bar(0.2, N)), number=91),
+    "lost": IconContent((Bar(math.nan, X), Bar(0.2, N)), number=20),
+    "stale": IconContent((), stale=True),
+    "no GPU": IconContent((), no_gpu=True),
+}
+TILE_OF = {"normal": TILES[N], "warning": TILES[W], "critical": TILES[C], "lost": TILES[X], "stale": TILES[X]}
 
 
-def test_a_lost_gpu_shows_a_cross_and_no_fill(qapp) -> None:
-    img = image(IconContent((Bar(math.nan, Level.LOST),)))
-    lost = LEVEL_COLOURS[Level.LOST]
-    pixels = [img.pixelColor(x, y) for x in range(SIZE) for y in range(SIZE)]
-    assert any(close(c, lost) for c in pixels)
-    assert not any(close(c, LEVEL_COLOURS[Level.NORMAL]) for c in pixels)
+@pytest.mark.parametrize(("size", "ratio"), SIZES)
+@pytest.mark.parametrize("state", list(TILE_OF))
+def test_the_tile_alone_tells_the_state(qapp, state: str, size: int, ratio: float) -> None:
+    assert close(dominant(image(STATES[state], size, ratio)), TILE_OF[state])
 
 
-def test_no_gpu_state_draws_no_bars(qapp) -> None:
-    img = image(IconContent((), no_gpu=True))
-    pixels = [img.pixelColor(x, y) for x in range(SIZE) for y in range(SIZE)]
-    assert not any(
-        close(c, colour) for c in pixels for colour in LEVEL_COLOURS.values() if colour != LEVEL_COLOURS[Level.LOST]
-    )
+@pytest.mark.parametrize(("size", "ratio"), SIZES)
+def test_distinct_states_draw_distinct_icons(qapp, size: int, ratio: float) -> None:
+    images = {name: image(content, size, ratio) for name, content in STATES.items()}
+    for a, b in combinations(images, 2):
+        assert images[a] != images[b], (a, b)
+    assert {close(dominant(images[n]), TILES[N]) for n in ("warning", "critical", "lost")} == {False}
 
 
-def test_beyond_eight_gpus_the_busiest_and_a_count(qapp) -> None:
-    bars = [Bar(k / 20, Level.NORMAL) for k in range(12)]
-    bars[2] = Bar(0.1, Level.CRITICAL)  # a critical GPU is kept however idle
-    content = icon_content(bars)
-    assert len(content.bars) == MAX_BARS - 1 and content.hidden_count == 5
-    kept = {b.fraction for b in content.bars}
-    assert 0.1 in kept and 11 / 20 in kept and 0.0 not in kept
+@pytest.mark.parametrize(("size", "ratio"), SIZES)
+@pytest.mark.parametrize("number", [7, 43, 100])
+def test_the_number_fits_inside_the_icon_and_is_legible(qapp, number: int, size: int, ratio: float) -> None:
+    img = image(IconContent((Bar(number / 100, N),), number=number), size, ratio)
+    left, top, right, bottom = ink_box(img, DIGITS_LIGHT)
+    pixels_across = img.width()
+    assert left >= 1 and top >= 1 and right <= pixels_across - 2 and bottom <= pixels_across - 2  # inside the tile
+    assert bottom - top + 1 >= 0.4 * pixels_across  # digits at least 40 % of the icon's height
+    assert right - left + 1 >= (0.2 if number < 10 else 0.45) * pixels_across
+
+
+@pytest.mark.parametrize(("size", "ratio"), SIZES)
+def test_a_lost_gpu_shows_a_badge_and_no_number(qapp, size: int, ratio: float) -> None:
+    lost = image(STATES["lost"], size, ratio)
+    critical_with_number = image(IconContent(STATES["lost"].bars[1:], number=20), size, ratio)
+    assert lost != critical_with_number
+    left, top, right, bottom = ink_box(lost, DIGITS_LIGHT)
+    assert right - left + 1 <= 0.35 * lost.width()  # a narrow "!", not the two digits of 20
+    assert bottom - top + 1 >= 0.4 * lost.height()
+
+
+def test_a_stuck_driver_shows_its_badge_on_the_red_tile_and_no_values(qapp) -> None:
+    img = image(STATES["stale"], 22)
+    assert close(dominant(img), LEVEL_COLOURS[Level.CRITICAL])
+    assert ink_box(img, DIGITS_LIGHT)  # the hourglass
+    assert not any(close(c, LEVEL_COLOURS[N]) for _, _, c in pixels(img))  # no bar, no value
+
+
+def test_the_warning_tile_has_dark_digits(qapp) -> None:
+    img = image(STATES["warning"], 22)
+    assert ink_box(img, DIGITS_DARK)
+
+
+def strip_row(img: QImage) -> list[QColor]:
+    """The row through the middle of the strip below the number."""
+    y = img.height() - round(img.height() * 0.09) - max(3, round(img.height() * 0.22)) // 2 - 1
+    return [img.pixelColor(x, y) for x in range(img.width())]
+
+
+def test_one_bar_per_gpu_filled_from_the_left(qapp) -> None:
+    row = strip_row(image(IconContent((Bar(1.0, N), Bar(0.0, N)), number=100), 32))
+    green = [close(c, LEVEL_COLOURS[N]) for c in row]
+    trough = [close(c, ICON_TROUGH) for c in row]
+    half = len(row) // 2
+    assert sum(green[:half]) >= half - 4 and sum(green[half:]) <= 1  # the busy GPU full, the idle one a sliver
+    assert sum(trough[half:]) >= half - 5
+
+
+def test_beyond_a_few_gpus_one_aggregate_bar_the_mean(qapp) -> None:
+    bars = tuple(Bar(1.0 if k < 4 else 0.0, N) for k in range(8))
+    row = strip_row(image(IconContent(bars, number=100), 32))
+    green = sum(close(c, LEVEL_COLOURS[N]) for c in row)
+    inner = 32 - 2 * round(32 * 0.09)
+    assert abs(green - inner / 2) <= 1  # half the GPUs full: half the bar
+    assert len(bars) > MAX_BARS
+
+
+def test_without_a_number_the_bars_fill_the_tile(qapp) -> None:
+    img = image(IconContent((Bar(0.5, N),)), 32)
+    column = [close(img.pixelColor(16, y), LEVEL_COLOURS[N]) for y in range(32)]
+    assert 10 <= sum(column) <= 16 and column[26] and not column[6]  # half, from the bottom
+
+
+def test_no_gpu_draws_no_level_colour(qapp) -> None:
+    img = image(STATES["no GPU"], 22)
+    assert close(dominant(img), ICON_BACKGROUND)
+    assert not any(close(c, colour) for _, _, c in pixels(img) for colour in (TILES[W], TILES[C], LEVEL_COLOURS[N]))
 
 
 def test_drawn_at_the_device_pixel_ratio(qapp) -> None:
-    pixmap = draw_icon(IconContent((Bar(0.3, Level.NORMAL),)), 22, 2.0)
+    content = IconContent((Bar(0.3, N),), number=30)
+    pixmap = render(content, 22, 2.0)
     assert (pixmap.width(), pixmap.height(), pixmap.devicePixelRatio()) == (44, 44, 2.0)
+    once, twice = ink_box(image(content, 22), DIGITS_LIGHT), ink_box(pixmap.toImage(), DIGITS_LIGHT)
+    assert abs((twice[3] - twice[1]) - 2 * (once[3] - once[1])) <= 2  # drawn anew at 44 px, not scaled up
+
+
+def test_the_number_is_the_highest_value_and_holds_within_a_step() -> None:
+    from tests.helpers import run_ticks, simulated_source
+    from trayvml.ui.glance import content_for, steady
+
+    source, clock, _ = simulated_source("training:gpus=h100*2,at=900")
+    sample = run_ticks(source, clock, 2)
+    content = content_for(sample, "temperature")
+    assert content.number == round(max(g.value("temperature_gpu_c") for g in sample.gpus))
+    moved = IconContent(content.bars, number=content.number + 1)
+    assert steady(moved, content).number == content.number  # within a step: unchanged, no redraw
+    jumped = IconContent(content.bars, number=content.number + 5)
+    assert steady(jumped, content).number == content.number + 5
+    assert icon_content([Bar(0.5, N)], number=50).number == 50
 
 
 # ---- levels: the icon and the summary colour GPUs by the alert settings ----

@@ -205,3 +205,44 @@ def test_an_older_file_with_job_finished_in_threshold_fields_migrates(qtbot, dev
     assert kept.read_text() == old  # the file as it was is not lost
     reloaded, message = SettingsStore(path).load()
     assert message == "" and reloaded.alerts.for_gpu(1, "job_finished").idle_for_s == 90.0
+
+
+def test_pause_start_at_login_and_settings_are_reachable_without_a_tray_menu(qtbot, tmp_path: Path) -> None:
+    # GNOME without the AppIndicator extension has no tray menu: the graph window and the
+    # no-tray summary window offer the same actions.
+    from PySide6.QtWidgets import QMenu, QPushButton, QToolButton
+
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    autostart = XdgAutostart(tmp_path)
+    app = App(parse_spec("idle:gpus=h100"), store=SettingsStore(tmp_path / "config.toml"), autostart=autostart)
+    source, _, _ = simulated_source("idle:gpus=h100")
+    app.on_sample(source.sample())
+    window = app.ensure_window()
+    window.resize(1280, 760)  # narrower, the toolbar's overflow arrow holds the button
+    window.show()
+    app._show_summary()
+    assert app.summary is not None
+    qtbot.addWidget(window)
+    qtbot.addWidget(app.summary)
+    for button in (
+        window.findChild(QToolButton, "app_menu_button"),
+        app.summary.findChild(QPushButton, "app_menu_button"),
+    ):
+        assert button is not None and not button.isHidden()
+        menu = button.menu()
+        assert isinstance(menu, QMenu)
+        texts = [action.text() for action in menu.actions()]
+        assert texts == ["Pause alerts", "Start at login", "Settings…"]
+    menu = window.findChild(QToolButton, "app_menu_button").menu()
+    pause = next(a for a in menu.actions() if a.menu() is not None).menu()
+    next(a for a in pause.actions() if a.text() == "Until resumed").trigger()
+    assert app.dispatcher.paused and menu.actions()[0].text() == "Alerts paused"
+    next(a for a in menu.actions() if a.text() == "Start at login").trigger()
+    assert autostart.is_enabled()
+    next(a for a in menu.actions() if a.text() == "Settings…").trigger()
+    assert app.settings_dialog is not None and app.settings_dialog.isVisible()
+    app.settings_dialog.close()
+    app.summary.close()
+    window.close()

@@ -10,6 +10,7 @@ from tests.ui_helpers import open_menu
 from trayvml.alerts import AlertSettings, gpu_level
 from trayvml.core.levels import Level
 from trayvml.core.units import short_name
+from trayvml.demand import HISTORY
 from trayvml.ui.glance import content_for
 from trayvml.ui.text import gpu_line, tooltip
 from trayvml.ui.tray import Tray
@@ -36,12 +37,43 @@ def test_tooltip_has_a_line_per_gpu_and_the_host() -> None:
     assert lines[0] == "trayvml — simulated GPUs (training)"
     h100 = sample.gpus[0]
     assert lines[1] == (
-        f"0 H100 {h100.value('utilization_gpu_percent'):.0f}% · "
+        f"0 H100 {h100.value('utilization_gpu_percent'):.0f}% (SM {h100.value('sm_activity_percent'):.0f}%) · "
         f"{h100.value('memory_used_bytes') / 2**30:.1f}/79.6 GiB · "
         f"{h100.value('temperature_gpu_c'):.0f} °C · {h100.value('power_draw_w'):.0f} W"
     )
     assert lines[2].startswith("1 RTX 4070 Laptop ") and not lines[2].endswith(" W")  # no power reading
     assert lines[3].startswith("Host CPU ")
+
+
+def test_tooltip_shows_sm_activity_only_where_it_is_read() -> None:
+    source, clock, _ = simulated_source("stalled:gpus=h100+rtx4090,at=900")
+    sample = run_ticks(source, clock, 2)
+    assert gpu_line(sample.gpus[0], sample.devices[0]).startswith("0 H100 100% (SM 1%) · ")  # stalled
+    assert "(SM" not in gpu_line(sample.gpus[1], sample.devices[1])  # an RTX 4090 has no GPM
+    not_demanded = source.sample(HISTORY)
+    assert "(SM" not in gpu_line(not_demanded.gpus[0], not_demanded.devices[0])
+
+
+def test_the_icon_can_show_sm_activity_and_uses_utilization_where_a_gpu_lacks_it() -> None:
+    source, clock, _ = simulated_source("stalled:gpus=h100+rtx4090,at=900")
+    sample = run_ticks(source, clock, 2)
+    by_util = content_for(sample, "utilization")
+    by_sm = content_for(sample, "sm_activity")
+    assert by_util.bars[0].fraction == 1.0 and by_sm.bars[0].fraction == 0.0
+    assert by_sm.bars[1].fraction == by_util.bars[1].fraction
+
+
+def test_a_sleeping_gpu_and_a_resting_one_say_so() -> None:
+    source, clock, _ = simulated_source("idle:gpus=laptop+laptop,sleep=1@0")
+    source.reader.idle_poll_s = 30.0
+    source.sample()
+    clock.advance_s(1)
+    sample = source.sample()
+    lines = [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+    assert lines == [
+        "0 RTX 4070 Laptop — idle: read now and then, so that it can go to sleep",
+        "1 NVIDIA GPU — asleep (runtime-suspended): not queried, so it stays asleep",  # its name would wake it
+    ]
 
 
 def test_a_lost_gpu_says_so() -> None:

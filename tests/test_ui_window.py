@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import time
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,9 @@ from PySide6.QtGui import QColor, QPalette
 from tests.helpers import simulated_source
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, simulated_history
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
+from trayvml.core.units import format_precise
 from trayvml.ui.plots import GPU_PANELS
+from trayvml.ui.theme import GPU_COLOURS
 
 
 @pytest.fixture
@@ -106,9 +109,11 @@ def test_crosshair_reads_every_curve_at_the_cursor(window) -> None:
     w, sample = window(seconds=120)
     panel = w.gpu_page.panels[0]
     xs, ys = panel.lines[0].line(0)
-    text = panel.values_at(float(xs[-10]), lambda gpu: f"GPU{gpu}")
-    assert f"GPU0 gpu utilization: {ys[-10]:.0f} %" in text
-    assert text.count("<br>") == 2 * len(sample.gpus) - 1
+    rows = panel.values_at(float(xs[-10]), lambda gpu: f"GPU{gpu}")
+    assert [name for name, _, _ in rows] == [f"GPU{g}" for g in range(len(sample.gpus))]
+    _, colour, values = rows[0]
+    assert colour == "#4e79a7" and values[0] == format_precise(panel.spec.metrics[0], float(ys[-10]))
+    assert all(len(values) == 2 for _, _, values in rows)  # GPU and memory-bandwidth utilization
 
 
 def test_export_csv_holds_the_visible_range(window, tmp_path: Path) -> None:
@@ -167,7 +172,7 @@ def test_device_details_list_every_static_fact(window) -> None:
     top = w.details.topLevelItem(1)
     assert top.text(0) == "GPU 0" and top.text(1) == "NVIDIA H100 80GB HBM3"
     labels = [top.child(k).text(0) for k in range(top.childCount())]
-    assert labels == [f.label for f in STATIC_FIELDS]
+    assert labels == [f.label for f in STATIC_FIELDS] + ["Current readings"]
     assert top.child(labels.index("Memory total")).text(1) == "79.6 GiB"
     laptop = w.details.topLevelItem(4)
     assert laptop.child(labels.index("ECC mode")).text(1) == "not available"
@@ -345,7 +350,8 @@ def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window)
     assert list(panels) == [Group.CPU, Group.RAM, Group.DISK, Group.NETWORK]
     cpu = panels[Group.CPU]
     xs, ys = cpu.lines[0].line(0)
-    assert len(xs) == 900 and np.isfinite(ys).sum() == 300 + 1  # 15 minutes at 1 s, five of them known
+    # 15 minutes asked, five known: the five since the history began are shown, not a sliver.
+    assert len(xs) == 300 + 1 and np.isfinite(ys).all() and xs[0] == sample.timestamp_s - 300
     assert ys[-1] == np.float32(sample.host.value("cpu_percent"))
     cores = [cpu.extra.line(k) for k in range(len(cpu.extra.data))]
     assert len(cores) == len(sample.host.cpu_core_percent) >= 1
@@ -353,7 +359,7 @@ def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window)
     for panel in w.host_page.visible_panels():  # what is in view is drawn, every metric of it
         assert all(lines.line(0) is not None for lines in panel.lines), panel.spec.title
     readout = cpu.values_at(float(xs[-1]), w._names())
-    assert readout.startswith(f"CPU: {sample.host.value('cpu_percent'):.0f} %")
+    assert readout == [("", "", [format_precise(cpu.spec.metrics[0], float(ys[-1]))])]
     gpu_utilization = w.gpu_page.panels[0].lines[0]
     assert gpu_utilization.line(0) is not None  # drawn before: the GPU page keeps what it had
 
@@ -444,8 +450,12 @@ def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> N
     panel = w.gpu_page.panels[0]
     marked = sorted(m.value() for m in panel.markers if m.isVisible())
     assert marked == [now - 500, now - 400, now - 200]  # firing ones in range; a resolution is not marked
-    colours = {m.value(): m.pen.color().name() for m in panel.markers if m.isVisible()}
-    assert colours[now - 500] == SEVERITY_COLOURS[Severity.WARNING]
+    # In the text colour, which no GPU line has; dashed for a warning, solid and wider for critical.
+    pens = {m.value(): m.pen for m in panel.markers if m.isVisible()}
+    assert {pen.color().name() for pen in pens.values()} == {w.palette().color(QPalette.ColorRole.Text).name()}
+    assert not {pen.color().name() for pen in pens.values()} & set(GPU_COLOURS)
+    assert pens[now - 500].style() == Qt.PenStyle.DashLine and pens[now - 400].style() == Qt.PenStyle.SolidLine
+    assert pens[now - 400].widthF() > pens[now - 500].widthF()
     w.set_gpu_visible(1, False)
     w.finish_redraw()
     marked = sorted(m.value() for m in panel.markers if m.isVisible())
@@ -462,22 +472,26 @@ def test_alert_list_keeps_the_latest_thousand(window) -> None:
     assert w.events[0].timestamp_s == sample.timestamp_s - 2000 + 5  # the oldest five went
 
 
-def test_crosshair_follows_the_mouse_with_every_panels_values(window) -> None:
+def test_crosshair_follows_the_mouse_with_a_readout_box_of_every_line(window) -> None:
     from PySide6.QtCore import QPointF
 
     w, _ = window("training:gpus=rtx4090*2", seconds=120)
-    panel = w.gpu_page.panels[0]
+    page = w.gpu_page
+    panel = page.panels[0]
     # The scene's own signal: pyqtgraph drops a mouse move that comes within 10 ms of the last one.
-    moved = w.gpu_page.layout_widget.scene().sigMouseMoved
+    moved = page.layout_widget.scene().sigMouseMoved
     xs, ys = panel.lines[0].line(1)
     moved.emit(panel.plot.getViewBox().mapViewToScene(QPointF(float(xs[-30]), 50.0)))
-    shown = [p for p in w.gpu_page.panels if p.crosshair.isVisible() and p.readout.isVisible()]
-    assert shown == w.gpu_page.panels  # one line through every panel, at one time
+    shown = [p for p in page.panels if p.crosshair.isVisible()]
+    assert shown == page.panels and page.readout.isVisible()  # one line through every panel, at one time
     assert all(abs(p.crosshair.value() - xs[-30]) < 1.5 for p in shown)  # within a pixel of the cursor
-    text = panel.readout.textItem.toPlainText()
-    assert f"1 RTX 4090 gpu utilization: {ys[-30]:.0f} %" in text.splitlines()
+    text = page.readout.text()
+    assert time.strftime("%H:%M:%S", time.localtime(float(xs[-30]))) in text
+    assert "1 RTX 4090" in text and "0 RTX 4090" in text
+    assert "(solid)" in text and "(dashed)" in text  # both metrics of the panel, named by line style
+    assert f"&nbsp;{format_precise(panel.spec.metrics[0], float(ys[-30]))}</td>" in text
     moved.emit(panel.plot.sceneBoundingRect().topLeft() - QPointF(0, 3))  # off the plots: gone
-    assert not any(p.crosshair.isVisible() or p.readout.isVisible() for p in w.gpu_page.panels)
+    assert not any(p.crosshair.isVisible() for p in page.panels) and not page.readout.isVisible()
 
 
 def test_samples_faster_than_the_screen_fold_into_one_redraw(window, qtbot) -> None:

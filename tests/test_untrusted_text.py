@@ -264,15 +264,18 @@ def test_tray_menu_shows_names_and_commands_as_they_are(hostile_names: None, qap
 
 def test_tray_balloon_escapes_markup_only_where_a_notification_server_reads_it() -> None:
     from trayvml.alerts import AlertEvent, Severity
+    from trayvml.dispatch import Outgoing
+    from trayvml.notices import notice_for
     from trayvml.notify import TrayMessageNotifier
 
     shown: list[tuple[str, str]] = []
     event = AlertEvent(0.0, 0, "H100", "memory_used", "firing", Severity.WARNING, "memory 91 % full")
     details = "Processes: <b>evil</b>\udcff & co (alice, 42)"
-    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=True).notify(event, details)
-    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=False).notify(event, details)
-    assert shown[0][1].endswith("Processes: &lt;b&gt;evil&lt;/b&gt;\ufffd &amp; co (alice, 42)")
-    assert shown[1][1].endswith("Processes: <b>evil</b>\ufffd & co (alice, 42)")  # Qt's own balloon: plain text
+    notice = notice_for(Outgoing(event, details))
+    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=True).notify(notice)
+    TrayMessageNotifier(lambda title, body, severity: shown.append((title, body)), markup=False).notify(notice)
+    assert "Processes: &lt;b&gt;evil&lt;/b&gt;\ufffd &amp; co (alice, 42)\n" in shown[0][1]
+    assert "Processes: <b>evil</b>\ufffd & co (alice, 42)\n" in shown[1][1]  # Qt's own balloon: plain text
 
 
 def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
@@ -293,10 +296,16 @@ def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> Non
     history, sample = filled_history(SPEC.removeprefix("--simulate="), 10, host=False)
     window = shown_window(qtbot, history, sample)
     assert qt_menu_shows(window.gpu_toggles[2].text()) == '2 <img src="/etc/passwd"><b>A&B_C</b>'
-    panel = window.gpu_page.panels[0]
+    from PySide6.QtCore import QPointF
+
+    page = window.gpu_page
+    panel = page.panels[0]
     xs, _ = panel.lines[0].line(2)
-    readout = shown_as_html(panel.values_at(float(xs[-1]), window._names()))
-    assert '2 <img src="/etc/passwd"><b>A&B_C</b> gpu utilization: ' in readout
+    page.layout_widget.scene().sigMouseMoved.emit(panel.plot.getViewBox().mapViewToScene(QPointF(float(xs[-1]), 50.0)))
+    readout = shown_as_html(page.readout.text())  # the box by the cursor, a row per GPU
+    assert '2 <img src="/etc/passwd"><b>A&B_C</b>' in readout.splitlines()
+    tooltip = shown_as_html(window.gpu_toggles[2].toolTip())
+    assert tooltip.startswith('<img src="/etc/passwd"><b>A&B_C</b> · bus ')
 
 
 def test_settings_dialog_tooltips_show_names_as_they_are(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]

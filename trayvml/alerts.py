@@ -16,14 +16,14 @@ import enum
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
-from trayvml.core.units import DISPLAY_UNITS, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, short_name
+from trayvml.core.units import DISPLAY_UNITS, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
 
 MAX_EVENTS = 1000
 MACHINE = -1  # the "GPU index" of alerts about the whole machine (the driver), not one GPU
@@ -86,6 +86,7 @@ class Tracker:
     busy_since_s: float = math.nan
     idle_since_s: float = math.nan
     armed: bool = False  # a job has been busy long enough: its end will be told
+    job_since_s: float = math.nan  # when the armed job became busy
 
 
 @dataclass(frozen=True)
@@ -100,6 +101,7 @@ class AlertEvent:
     value: float = math.nan
     notify: bool = True  # False within the rule's cooldown: the state changed, quietly
     detail: str = ""  # e.g. the thresholds, for the notification's body
+    threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
 
     @property
     def title(self) -> str:
@@ -226,7 +228,11 @@ class ThresholdRule(GpuRule[RuleSettings]):
                 )
             return message, detail.format(enter=f"{enter:g}", clear=f"{clear:g}", unit=self.unit.shown)
 
-        return _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
+        event = _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
+        if event is not None and event.kind == "firing":
+            level = LEVELS[event.severity is Severity.CRITICAL]
+            event = replace(event, threshold=getattr(settings, f"{level}_enter"))
+        return event
 
     def clear_words(self) -> tuple[str, str]:
         """Where a level is entered and where it clears: ('above', 'below') when high values alarm."""
@@ -419,8 +425,9 @@ class JobRule(GpuRule[JobSettings]):
             tracker.idle_since_s = math.nan
             if math.isnan(tracker.busy_since_s):
                 tracker.busy_since_s = now_s
-            if now_s - tracker.busy_since_s >= settings.busy_for_s:
+            if now_s - tracker.busy_since_s >= settings.busy_for_s and not tracker.armed:
                 tracker.armed = True
+                tracker.job_since_s = tracker.busy_since_s
             return None
         tracker.busy_since_s = math.nan
         if util > settings.idle_below_percent or not tracker.armed:
@@ -429,10 +436,15 @@ class JobRule(GpuRule[JobSettings]):
             tracker.idle_since_s = now_s
         if now_s - tracker.idle_since_s < settings.idle_for_s:
             return None
+        busy_s = tracker.idle_since_s - tracker.job_since_s
         tracker.armed = False
         tracker.idle_since_s = math.nan
+        # The value is the job's span until now, over which the app tells its energy.
+        message = translate("alerts", "job finished after {duration} (idle now)").format(
+            duration=format_duration(busy_s)
+        )
         return AlertEvent(
-            now_s, gpu.index, name, self.key, "event", Severity.INFO, translate("alerts", "job finished (idle now)")
+            now_s, gpu.index, name, self.key, "event", Severity.INFO, message, now_s - tracker.job_since_s
         )
 
     def problems(self, settings: JobSettings) -> list[str]:
@@ -490,10 +502,12 @@ RULES: tuple[Rule[Any], ...] = (
         RuleSettings(True, 83.0, 78.0, 90.0, 85.0, hold_s=5.0),
         "temperature_gpu_c",
     ),
+    # Off by default: near-full memory is how ML jobs run (frameworks reserve it all), and on
+    # for a node it fired on every GPU at once. When on, it waits a minute before telling.
     ThresholdRule(
         "memory_used",
         QT_TRANSLATE_NOOP("alerts", "Memory used"),
-        RuleSettings(True, 90.0, 85.0, 97.0, 93.0, hold_s=10.0),
+        RuleSettings(False, 95.0, 90.0, 99.0, 97.0, hold_s=60.0, cooldown_s=1800.0),
         "memory_used_percent",
     ),
     ThresholdRule(
@@ -523,6 +537,11 @@ RULES: tuple[Rule[Any], ...] = (
     JobRule("job_finished", QT_TRANSLATE_NOOP("alerts", "Job finished"), JobSettings(enabled=False)),
 )
 RULE_BY_KEY: Mapping[str, Rule[Any]] = {r.key: r for r in RULES}
+# Defaults of earlier versions that later ones changed: a settings file that still holds one
+# exactly was never chosen by its user, and takes today's default (trayvml.config migrates).
+FORMER_DEFAULTS: Mapping[str, AnySettings] = {
+    "memory_used": RuleSettings(True, 90.0, 85.0, 97.0, 93.0, hold_s=10.0),  # before settings version 3
+}
 THRESHOLD_RULES = tuple(r for r in RULES if isinstance(r, ThresholdRule))
 GPU_RULES = tuple(r for r in RULES if isinstance(r, GpuRule))
 MACHINE_RULES = tuple(r for r in RULES if isinstance(r, MachineRule))

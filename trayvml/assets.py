@@ -7,7 +7,7 @@ from __future__ import annotations
 from importlib.resources import files
 from pathlib import Path
 
-ICON_SIZES = (16, 22, 24, 32, 48, 64, 128, 256)
+ICON_SIZES = (16, 22, 24, 32, 48, 64, 128, 256, 512)  # scripts/render-icons renders each from trayvml.svg
 _CHECKOUT = Path(__file__).resolve().parent.parent / "resources"
 
 

@@ -22,7 +22,9 @@ from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
     from trayvml.core.sample import Sample
+    from trayvml.csvlog import Column
     from trayvml.nvml.sim import SimSpec
+    from trayvml.remote.source import Remotes
     from trayvml.source import Source
 
 EXIT_NOT_ENOUGH = 1
@@ -148,10 +150,20 @@ def build_parser() -> argparse.ArgumentParser:
             "cli", "give up when the NVIDIA driver has not answered for S seconds (default {default})"
         ).format(default=f"{DRIVER_TIMEOUT_S:g}"),
     )
+    remote = _Parser(add_help=False)
+    remote.add_argument(
+        "--remote",
+        action="append",
+        default=argparse.SUPPRESS,
+        metavar="URL",
+        help="also show a remote host's GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, "
+        "nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; "
+        "credentials only in the settings file (remote_hosts)",
+    )
     parser = _Parser(
         prog="trayvml",
         description=translate("cli", "A system-tray monitor for NVIDIA GPUs."),
-        parents=[simulate, config, sampling],
+        parents=[simulate, config, sampling, remote],
     )
     parser.add_argument(
         "--version",
@@ -169,12 +181,16 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading = [simulate, config, driver]
 
-    snap = commands.add_parser("snapshot", parents=reading, help=translate("cli", "print every GPU's current values"))
+    snap = commands.add_parser(
+        "snapshot", parents=[*reading, remote], help=translate("cli", "print every GPU's current values")
+    )
     snap.add_argument("--json", action="store_true", help=translate("cli", "JSON with units in the key names"))
     snap.add_argument("--full", action="store_true", help=translate("cli", "every metric and static fact per GPU"))
 
     log = commands.add_parser(
-        "log", parents=[*reading, sampling], help=translate("cli", "append CSV rows like nvidia-smi --format=csv")
+        "log",
+        parents=[*reading, sampling, remote],
+        help=translate("cli", "append CSV rows like nvidia-smi --format=csv"),
     )
     log.add_argument(
         "--csv", metavar="FILE", help=translate("cli", "the CSV file (appended to when its header matches)")
@@ -196,11 +212,51 @@ def build_parser() -> argparse.ArgumentParser:
     pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
     pick.add_argument("--uuid", action="store_true", help=translate("cli", "print GPU UUIDs instead of indices"))
 
+    _add_serve_parser(commands, [*reading, sampling])
+
     autostart = commands.add_parser(
         "autostart", parents=[config], help=translate("cli", "start trayvml at login: on, off or status")
     )
     autostart.add_argument("state", choices=("on", "off", "status"))
+
+    desktop = commands.add_parser(
+        "desktop", parents=[config], help="add trayvml to the application menu, with its icons: install or uninstall"
+    )
+    desktop.add_argument("action", choices=("install", "uninstall"))
+    from trayvml.record import add_commands
+
+    add_commands(commands, reading, sampling)  # record, history: the history store (issue 9)
     return parser
+
+
+def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
+    from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
+
+    serve = commands.add_parser("serve", parents=parents, help="serve the GPUs' metrics to Prometheus on /metrics")
+    serve.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help=f"where to listen (default {DEFAULT_ADDRESS}:{DEFAULT_PORT}, this machine only; "
+        "another address is reachable from other machines)",
+    )
+    serve.add_argument(
+        "--web-config",
+        metavar="FILE",
+        help="basic auth and TLS, as Prometheus exporters' --web.config.file (YAML: tls_server_config, "
+        "basic_auth_users with bcrypt hashes)",
+    )
+
+
+def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    from trayvml.serve import run
+
+    interval = args.interval if args.interval is not None else LOG_INTERVAL_S
+    source = _source(simulation, args.timeout, host=True)
+    try:
+        return run(args.listen, args.web_config, interval, source.sample)
+    finally:
+        source.interrupt()
+        source.close()
 
 
 def _fail(message: str, code: int) -> int:
@@ -265,6 +321,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
         return done.code if isinstance(done.code, int) else 0
     args.config = getattr(args, "config", None)
+    args.remote = getattr(args, "remote", [])
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
@@ -286,15 +343,36 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _pick(args, simulation)
         if args.command == "autostart":
             return _autostart(args)
+        if args.command == "desktop":
+            return _desktop(args)
+        if args.command in ("record", "history"):
+            return _store_command(args, simulation)
+        if args.command == "serve":
+            return _serve(args, simulation)
         from trayvml.ui.app import run_app
 
-        return run_app(simulation, args.interval, args.config)
+        return run_app(simulation, args.interval, args.config, tuple(args.remote))
     except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
         return EXIT_INTERRUPTED
     except NotEnoughGpusError as error:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)
+
+
+def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    import time
+    from pathlib import Path
+
+    from trayvml.config import SettingsStore, default_path
+    from trayvml.record import history, record
+
+    if args.command == "history":
+        return history(args, time.time())
+    settings, note = SettingsStore(Path(args.config) if args.config else default_path()).load()
+    if note:
+        print(f"trayvml: {note}", file=sys.stderr)
+    return record(args, simulation, settings)
 
 
 def _check_settings(path: str) -> None:
@@ -326,23 +404,33 @@ def _not_current(sample: Sample) -> str | None:
 
 
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    from trayvml.energy import EnergyMeter
     from trayvml.report import json_snapshot, text_snapshot
 
+    remotes = _remotes(args) if args.remote else None
     source = _source(simulation, args.timeout, host=True)
+    energy = EnergyMeter()  # over the snapshot's own two samples
     try:
+        finish = remotes.begin_read() if remotes is not None else None  # read while the local GPUs settle
         sample = source.sample()
+        energy.update(sample)
         if sample.stall is None:
             source.clock.sleep_s(SNAPSHOT_SETTLE_S)
             sample = source.sample()
+            energy.update(sample)
     finally:
         source.close()
+    if finish is not None:
+        from trayvml.remote.cli import print_snapshot
+
+        return print_snapshot(sample, finish(), args.json, args.full)
     problem = _not_current(sample)
     if problem is not None:
         if args.json:
             print(json.dumps(json_snapshot(sample), indent=2))
         return _fail(problem, EXIT_NO_NVML)
     if args.json:
-        print(json.dumps(json_snapshot(sample), indent=2, ensure_ascii=False))
+        print(json.dumps(json_snapshot(sample, energy), indent=2, ensure_ascii=False))
     else:
         print(text_snapshot(sample, full=args.full))
     return 0
@@ -358,6 +446,10 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         return _fail(translate("cli", "log needs --csv FILE (or --list-fields)."), EXIT_USAGE)
     columns = parse_fields(args.query)
     demand = demand_of(columns)  # the reader reads only what the columns show
+    if args.remote:
+        from trayvml.remote.cli import log_columns
+
+        return _log_remote(args, simulation, log_columns(columns), demand)
     source = _source(simulation, args.timeout)
     try:
         first = source.sample(demand)
@@ -399,6 +491,27 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         source.close()
 
 
+def _remotes(args: argparse.Namespace, interval_s: float = 1.0) -> Remotes:
+    from trayvml.remote.cli import endpoints
+    from trayvml.remote.source import Remotes
+
+    return Remotes(endpoints(args.remote, args.config), interval_s)
+
+
+def _log_remote(
+    args: argparse.Namespace, simulation: SimSpec | None, columns: list[Column], demand: frozenset[str]
+) -> int:
+    from trayvml.remote.cli import RemoteLog
+
+    remotes = _remotes(args, args.interval)
+    source = _source(simulation, args.timeout)
+    try:
+        return RemoteLog(args.csv, columns, not args.nounits, source, remotes, demand).run(args.count, args.interval)
+    finally:
+        remotes.close()
+        source.close()
+
+
 def _autostart(args: argparse.Namespace) -> int:
     from trayvml.autostart import for_this_platform
 
@@ -417,6 +530,27 @@ def _autostart(args: argparse.Namespace) -> int:
         else translate("cli", "Start at login is off ({location}).")
     )
     print(state.format(location=autostart.location))
+    return 0
+
+
+def _desktop(args: argparse.Namespace) -> int:
+    from trayvml import desktop
+
+    if not desktop.supported():
+        return _fail("desktop install is for Linux and other freedesktop desktops; use autostart here.", EXIT_USAGE)
+    try:
+        if args.action == "install":
+            outcome = desktop.install(config_path=args.config)
+            done = f"Installed the launcher and {len(outcome.files) - 1} icons under {desktop.data_home()}."
+        else:
+            outcome = desktop.uninstall()
+            done = f"Removed {len(outcome.files)} files trayvml had installed." if outcome.files else ""
+    except desktop.DesktopInstallError as error:
+        return _fail(str(error), EXIT_USAGE)
+    for note in outcome.notes:
+        print(f"trayvml: {note}", file=sys.stderr)
+    if done:
+        print(done)
     return 0
 
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import tomli_w
 
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
+from trayvml.alerts import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
@@ -37,7 +37,7 @@ else:  # pragma: no cover - Python 3.10
 
 # The shape of the file this version writes. Raise it when a key is renamed or deleted, and say how
 # in RENAMED / DELETED (qutebrowser's configdata `renamed:` / `deleted:`), so older files still load.
-VERSION = 2
+VERSION = 3  # 3: a rule left at a former default takes today's (FORMER_DEFAULTS)
 # Dotted paths; a rule path ("alerts.x" or "alerts.x.field") applies under every gpus.N table too.
 RENAMED: dict[str, str] = {
     # Version 2: job_finished has settings of its own instead of threshold fields meaning other things.
@@ -107,6 +107,54 @@ GENERAL: tuple[Setting, ...] = (
             "Takes effect at the next start.",
         ),
     ),
+    Setting(
+        "idle_gpu_poll_s",
+        QT_TRANSLATE_NOOP("settings", "Read idle laptop GPUs every (s)"),
+        30,
+        0,
+        600,
+        description=QT_TRANSLATE_NOOP(
+            "settings",
+            "An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to "
+            "sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.",
+        ),
+    ),
+    # The history on disk (trayvml/store): each second for the first span, minutes for the second.
+    Setting(
+        "history_on_disk",
+        QT_TRANSLATE_NOOP("settings", "Keep history on disk"),
+        True,
+        description=QT_TRANSLATE_NOOP("settings", "In your state folder; trayvml record writes the same."),
+    ),
+    Setting(
+        "history_fine_hours",
+        QT_TRANSLATE_NOOP("settings", "Seconds kept on disk (h)"),
+        24,
+        1,
+        24 * 31,
+    ),
+    Setting(
+        "history_coarse_days",
+        QT_TRANSLATE_NOOP("settings", "Minutes kept on disk (days)"),
+        7,
+        1,
+        3660,
+    ),
+    Setting(
+        "history_size_mib",
+        QT_TRANSLATE_NOOP("settings", "History size cap (MiB)"),
+        512,
+        16,
+        1 << 20,
+    ),
+    Setting(
+        "serve_metrics",
+        QT_TRANSLATE_NOOP("settings", "Serve metrics to Prometheus"),
+        False,
+        description=QT_TRANSLATE_NOOP(
+            "settings", "Serve the GPUs' metrics on http://127.0.0.1:8729/metrics, as `trayvml serve` does."
+        ),
+    ),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
 
@@ -123,7 +171,15 @@ class Settings:
     notifications: bool = _default("notifications")
     start_at_login: bool = _default("start_at_login")
     language: str = _default("language")
+    idle_gpu_poll_s: int = _default("idle_gpu_poll_s")
+    history_on_disk: bool = _default("history_on_disk")
+    history_fine_hours: int = _default("history_fine_hours")
+    history_coarse_days: int = _default("history_coarse_days")
+    history_size_mib: int = _default("history_size_mib")
     hidden_gpus: tuple[int, ...] = ()
+    serve_metrics: bool = _default("serve_metrics")
+    # Exporter or prometheus+http(s):// URLs; the only place credentials (user:password@) may be given.
+    remote_hosts: tuple[str, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
 
@@ -195,6 +251,8 @@ def to_toml(settings: Settings) -> str:
     document: dict[str, Any] = {"version": VERSION}
     document.update({s.key: getattr(settings, s.key) for s in GENERAL})
     document["hidden_gpus"] = list(settings.hidden_gpus)
+    if settings.remote_hosts:
+        document["remote_hosts"] = list(settings.remote_hosts)
     document["alerts"] = {kind.key: _rule_to_toml(settings.alerts.rules.get(kind.key, kind.defaults)) for kind in RULES}
     overrides = {
         str(gpu): {"alerts": {key: _rule_to_toml(rule, settings.alerts.rules[key]) for key, rule in rules.items()}}
@@ -294,6 +352,34 @@ def _migrate(document: dict[str, Any]) -> list[str]:
     return notes
 
 
+def _retire_former_defaults(document: dict[str, Any]) -> list[str]:
+    """Drop each rule table that holds exactly a former default, so today's default applies.
+
+    A file written by an older trayvml holds every rule's settings, chosen or not; one equal to
+    the default of its day was not chosen. Anything else the user typed stays as it is.
+    """
+    notes: list[str] = []
+    alerts = document.get("alerts")
+    if not isinstance(alerts, dict):
+        return notes
+    for key, former in FORMER_DEFAULTS.items():
+        table = alerts.get(key)
+        if not isinstance(table, dict):
+            continue
+        try:
+            unchanged = _rule_from_toml(dict(table), former, f"alerts.{key}", []) == former
+        except SettingsError:
+            continue  # reported when the file is read as a whole
+        if unchanged and set(table) <= {f.name for f in fields(former)}:
+            del alerts[key]
+            notes.append(f"alerts.{key} held the former default and now has today's ({_default_words(key)})")
+    return notes
+
+
+def _default_words(key: str) -> str:
+    return "on" if RULE_BY_KEY[key].defaults.enabled else "off"
+
+
 def from_toml(text: str) -> tuple[Settings, list[str]]:
     """Parse and check a settings file: the settings, and notes on what was renamed or ignored.
 
@@ -319,6 +405,8 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
         )
         notes.append(newer.format(version=version, known=VERSION))
     notes += _migrate(document)
+    if version < 3:
+        notes += _retire_former_defaults(document)
     ignored: list[str] = []
     values: dict[str, Any] = {}
     for key, value in document.items():
@@ -328,6 +416,10 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
                 raise SettingsError(translate("settings", "hidden_gpus should be a list of GPU indices"))
             values[key] = tuple(value)
+        elif key == "remote_hosts":
+            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+                raise SettingsError("remote_hosts should be a list of URLs")
+            values[key] = tuple(v.strip() for v in value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
     alerts = _table(document.get("alerts", {}), "alerts")

@@ -40,6 +40,8 @@ _STATE_TEXT = {
     MetricState.NOT_SUPPORTED: "[Not Supported]",
     MetricState.NO_PERMISSION: "[Insufficient Permissions]",
     MetricState.LOST: "[GPU is lost]",
+    MetricState.ASLEEP: "[Asleep]",
+    MetricState.RESTING: "[Resting]",
 }
 
 
@@ -89,6 +91,10 @@ def _driver(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> st
     return csv_text(sample.system.driver_version) if sample.system else "[N/A]"
 
 
+def _hostname(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
+    return csv_text(sample.system.hostname) if sample.system else "[N/A]"
+
+
 def _count(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
     return str(len(sample.gpus))
 
@@ -97,6 +103,7 @@ COLUMNS: dict[str, Column] = {
     "timestamp": Column(SmiField("timestamp"), _timestamp),
     "driver_version": Column(SmiField("driver_version"), _driver),
     "count": Column(SmiField("count"), _count),
+    "hostname": Column(SmiField("hostname"), _hostname),  # not nvidia-smi's: which host (log --remote)
     **{f.smi.name: _static_column(f) for f in STATIC_FIELDS},
     **{m.smi.name: _metric_column(m.key, m.smi, m.unit) for m in GPU_METRICS if m.smi},
 }

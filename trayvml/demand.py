@@ -16,7 +16,10 @@ PROCESSES = "processes"  # the process lists (names, memory), beyond the count
 EVERYTHING: frozenset[str] = frozenset(m.key for m in GPU_METRICS) | {PROCESSES}
 # What the timelines record while nothing else asks: every metric with a history, so that opening
 # the window shows the past, but not the process lists (and so not their count).
-HISTORY: frozenset[str] = frozenset(m.key for m in GPU_METRICS if m.history and m.key != "process_count")
+# GPM activity neither: it is read only while shown or watched (see Metric.always_recorded).
+HISTORY: frozenset[str] = frozenset(
+    m.key for m in GPU_METRICS if m.history and m.always_recorded and m.key != "process_count"
+)
 
 
 class Demand:

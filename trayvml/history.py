@@ -10,11 +10,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import Sample
+
+if TYPE_CHECKING:
+    from trayvml.store.view import DiskReach
 
 HISTORY_GPU_KEYS = tuple(m.key for m in GPU_METRICS if m.history)
 HISTORY_HOST_KEYS = tuple(m.key for m in HOST_METRICS if m.history)
@@ -167,6 +171,8 @@ class History:
         self.core_count = 0
         self._gpus: TieredRing | None = None
         self._host: TieredRing | None = None
+        self.disk: DiskReach | None = None  # reads ranges older than memory from the store (the tray app's)
+        self.first_s = math.inf  # the time of the oldest row appended (inf: none yet)
 
     @property
     def nbytes(self) -> int:
@@ -190,6 +196,7 @@ class History:
         """One time's values, already arranged: ``gpu_values`` is GPUs × HISTORY_GPU_KEYS (none: no
         GPU row), ``host_values`` HISTORY_HOST_KEYS then one per core. Tests and benchmarks build
         hours of synthetic history this way, without making a Sample per second."""
+        self.first_s = min(self.first_s, t_s)
         if len(gpu_values):
             if len(gpu_values) != self.gpu_count or self._gpus is None:
                 self.gpu_count = len(gpu_values)  # a different set of GPUs: start afresh
@@ -202,17 +209,30 @@ class History:
                 self._host = TieredRing(len(host_values), self.tiers)
             self._host.append(t_s, np.asarray(host_values, dtype=np.float32))
 
-    def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
+    @property
+    def reach_s(self) -> float:
+        """How far back memory reaches; a range starting before it is read from ``disk``, if any."""
+        return self.latest_s - self.tiers[-1].span_s
+
+    def gpu_series(
+        self, key: str, start_s: float, end_s: float, max_points: int, memory_only: bool = False
+    ) -> Series | None:
         """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""
         if self._gpus is None:
             return None
+        if self.disk is not None and not memory_only and start_s < self.reach_s:
+            return self.disk.gpu_series(key, start_s, end_s, max_points, self)
         stride = len(HISTORY_GPU_KEYS)
         columns = np.arange(self.gpu_count) * stride + _GPU_POSITION[key]
         return self._gpus.read(start_s, end_s, max_points, columns)
 
-    def host_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
+    def host_series(
+        self, key: str, start_s: float, end_s: float, max_points: int, memory_only: bool = False
+    ) -> Series | None:
         if self._host is None:
             return None
+        if self.disk is not None and not memory_only and start_s < self.reach_s:
+            return self.disk.host_series(key, start_s, end_s, max_points, self)
         return self._host.read(start_s, end_s, max_points, np.array([_HOST_POSITION[key]]))
 
     def core_series(self, start_s: float, end_s: float, max_points: int) -> Series | None:

@@ -1,7 +1,8 @@
 """Desktop notifications: freedesktop's org.freedesktop.Notifications over D-Bus, through jeepney.
 
 (QtDBus cannot marshal the uint32 that ``Notify`` takes from Python, so it cannot send one.)
-One notification per GPU and rule is updated in place (``replaces_id``) rather than piled up.
+A notice (trayvml.notices) with the key of an earlier one replaces it in place (``replaces_id``)
+rather than piling up.
 Where the server offers actions, "Open graphs" and "Snooze 1 h" come back through
 ``on_action``, called from a listener thread.
 """
@@ -16,20 +17,20 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from trayvml.alerts import AlertEvent, Severity
+from trayvml.alerts import Severity
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.safe_text import clean, notification_text
+from trayvml.notices import Notice
 
 log = logging.getLogger(__name__)
 
 ACTIONS = (("open", QT_TRANSLATE_NOOP("notify", "Open graphs")), ("snooze", QT_TRANSLATE_NOOP("notify", "Snooze 1 h")))
-URGENCY = {Severity.INFO: 0, Severity.WARNING: 1, Severity.CRITICAL: 2}
-AlertKey = tuple[int, str]  # (GPU index, rule)
+AlertKey = tuple[int, str]  # (GPU index, or notices.GROUP / alerts.MACHINE; rule)
 ActionHandler = Callable[[str, AlertKey], None]
 
 
 class Notifier(Protocol):
-    def notify(self, event: AlertEvent, details: str = "") -> None: ...
+    def notify(self, notice: Notice) -> None: ...
 
     def close(self) -> None: ...
 
@@ -42,13 +43,6 @@ def _dbus_errors() -> tuple[type[BaseException], ...]:
 
 _DBUS_ERRORS = _dbus_errors() if sys.platform == "linux" else (OSError,)
 _START_ERRORS: tuple[type[BaseException], ...] = (*_DBUS_ERRORS, KeyError)  # KeyError: no session bus at all
-
-
-def notification_body(event: AlertEvent, details: str = "") -> str:
-    """What a notification says below its title: thresholds, then the GPU's processes."""
-    if event.kind == "resolved":
-        return translate("notify", "Back to normal.")
-    return "\n".join(part for part in (event.detail, details) if part) or event.message
 
 
 class NotificationsUnavailableError(Exception):
@@ -105,17 +99,17 @@ class FreedesktopNotifier:
         reply = self._connection.send_and_get_reply(new_method_call(self._address, method, signature, body), timeout=5)
         return reply.body
 
-    def notify(self, event: AlertEvent, details: str = "") -> None:
-        key = (event.gpu_index, event.rule)
+    def notify(self, notice: Notice) -> None:
+        key = notice.key
         # Text from the system (process names) must not be read as markup, nor fail to encode.
-        body = notification_text(notification_body(event, details), self.markup)
+        body = notification_text(notice.body, self.markup)
         actions = (
             [part for key, label in ACTIONS for part in (key, translate("notify", label))]
-            if self.actions and event.kind != "resolved"
+            if self.actions and not notice.resolved
             else []
         )
         hints = {
-            "urgency": ("y", URGENCY[event.severity]),
+            "urgency": ("y", notice.urgency),
             "desktop-entry": ("s", "trayvml"),
             "category": ("s", "device"),
         }
@@ -125,7 +119,7 @@ class FreedesktopNotifier:
                 (notification_id,) = self._call(
                     "Notify",
                     "susssasa{sv}i",
-                    ("trayvml", replaces, self._icon, clean(event.title), body, actions, hints, -1),
+                    ("trayvml", replaces, self._icon, clean(notice.title), body, actions, hints, -1),
                 )
             except _DBUS_ERRORS as error:  # the service went away: say so in the log, carry on
                 log.warning("could not send a desktop notification: %s", error)
@@ -174,9 +168,9 @@ class TrayMessageNotifier:
         self._show = show
         self._markup = markup
 
-    def notify(self, event: AlertEvent, details: str = "") -> None:
-        body = notification_text(notification_body(event, details), self._markup)
-        self._show(clean(event.title), body, event.severity)
+    def notify(self, notice: Notice) -> None:
+        body = notification_text(notice.body, self._markup)
+        self._show(clean(notice.title), body, notice.severity)
 
     def close(self) -> None:
         pass  # nothing held

@@ -9,10 +9,11 @@ from typing import Any
 
 from trayvml import __version__
 from trayvml.core.i18n import translate
-from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, STATIC_FIELDS
+from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_FIELDS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_bytes, format_static, format_value
+from trayvml.energy import EnergyMeter, job_key
 
 _GPU = {m.key: m for m in GPU_METRICS}
 _HOST = {m.key: m for m in HOST_METRICS}
@@ -43,7 +44,8 @@ def _process_text(proc: Any) -> str:
     return f"{user}{who}/{proc.pid}{memory}"
 
 
-def text_snapshot(sample: Sample, full: bool = False) -> str:
+def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> str:
+    """``host_column``: start every GPU line with it (the host column of ``snapshot --remote``)."""
     when = datetime.fromtimestamp(sample.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
     system = sample.system
     lines = []
@@ -59,10 +61,15 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
         lines.append(sample.problem[1])
     names = [terminal_text(d.name) for d in sample.devices]  # a name from the driver is untrusted
     name_width = max(map(len, names), default=0)
+    at = f"{terminal_text(host_column)} " if host_column else ""
     for gpu, info, name in zip(sample.gpus, sample.devices, names, strict=True):
         if gpu.lost:
             lost = translate("report", "GPU lost: it has fallen off the bus")
-            lines.append(f"[{gpu.index}] {name:<{name_width}} | {lost}")
+            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {lost}")
+            continue
+        if gpu.asleep:
+            asleep = translate("report", "asleep (runtime-suspended): not queried")
+            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {asleep}")
             continue
         total = info.memory_total_bytes
         used = gpu.value("memory_used_bytes")
@@ -71,7 +78,7 @@ def text_snapshot(sample: Sample, full: bool = False) -> str:
         if power != "n/a":
             power += f" / {_show(gpu, 'power_enforced_limit_w')}"
         cells = [
-            f"[{gpu.index}] {name:<{name_width}}",
+            f"{at}[{gpu.index}] {name:<{name_width}}",
             f"{_show(gpu, 'temperature_gpu_c'):>6}",
             f"{_show(gpu, 'utilization_gpu_percent'):>5}",
             f"{memory:>21}",
@@ -135,8 +142,10 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
     return out
 
 
-def json_snapshot(sample: Sample) -> dict[str, Any]:
-    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null."""
+def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str, Any]:
+    """Units are in the key names (bytes, watts, °C as _c, percent); NaN becomes null.
+
+    ``energy``: a meter fed the samples so far (energy since it started, per GPU and process)."""
     gpus = []
     for gpu, info in zip(sample.gpus, sample.devices, strict=True):
         metrics = {}
@@ -147,11 +156,24 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                 states[metric.key] = state.label
         gpus.append(
             {
+                "host": json_text(sample.system.hostname) if sample.system else None,
                 "index": gpu.index,
                 "lost": gpu.lost,
+                "asleep": gpu.asleep,
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,
+                "energy": None
+                if energy is None
+                else {
+                    "since_start_wh": _number(energy.since_start_wh(gpu.index)),
+                    "method": energy.method(gpu.index) or None,
+                    "unattributed_wh": _number(energy.unattributed_wh(gpu.index)),
+                },
+                "gpm": {
+                    "supported": info.gpm_supported,
+                    "reason": None if info.gpm_supported else f"{GPM_MISSING}; this one answers not supported",
+                },
                 "nvlink_links": [
                     {"link": link, "tx_bytes_per_s": _number(tx), "rx_bytes_per_s": _number(rx)}
                     for link, (tx, rx) in enumerate(
@@ -168,6 +190,9 @@ def json_snapshot(sample: Sample) -> dict[str, Any]:
                         "container": json_text(p.container),
                         "used_memory_bytes": _number(p.used_memory_bytes),
                         "no_permission": p.no_permission,
+                        "energy_wh": None if energy is None else energy.process_wh.get((gpu.index, p.pid), 0.0),
+                        "job": job_key(p),
+                        "job_energy_wh": None if energy is None else energy.job_wh.get((gpu.index, job_key(p)), 0.0),
                     }
                     for p in gpu.processes
                 ],

@@ -13,11 +13,14 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import queue
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from trayvml.core.clock import Clock, SystemClock
@@ -26,6 +29,7 @@ from trayvml.core.sample import GpuSample, HostSample, ProcessDetails, Sample
 from trayvml.host.processes import resolve_host_process
 from trayvml.host.sampler import HostSampler
 from trayvml.nvml.reader import NvmlReader
+from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
 from trayvml.nvml.sim.library import SimulatedNvml, install, installed, uninstall
 from trayvml.nvml.sim.spec import SimSpec
 
@@ -100,11 +104,20 @@ class Source:
         self.stall_after_s = stall_after_s
         self.library: SimulatedNvml | None = None
         resolver = resolve_host_process
+        power: RuntimePower | None = None
+        self._sysfs_dir: tempfile.TemporaryDirectory[str] | None = None
         if simulation is not None:
             self.library = SimulatedNvml(simulation, self.clock)
             install(self.library)
             resolver = self._resolve_simulated
-        self.reader = NvmlReader(self.clock, resolver)
+            # Simulated GPUs get a fake sysfs (runtime power states): TRAYVML_SYSFS_ROOT, or a private one.
+            root = os.environ.get(SYSFS_ROOT_ENV)
+            if not root:
+                self._sysfs_dir = tempfile.TemporaryDirectory(prefix="trayvml-sysfs-")
+                root = self._sysfs_dir.name
+            self.library.write_sysfs(Path(root))
+            power = RuntimePower(Path(root))
+        self.reader = NvmlReader(self.clock, resolver, power)
         self.host = HostSampler() if host else None
         self._nvml = _NvmlThread()
         self._read_began_s = 0.0  # clock time, for the user
@@ -132,6 +145,8 @@ class Source:
 
         ``demand``: the GPU metric keys someone needs (see trayvml.demand); None reads everything.
         """
+        if self.library is not None:
+            self.library.sync_sysfs()  # the simulated GPUs' sleep schedule, as the kernel would show it
         gpus, stall, failure = self._read_gpus(demand)
         reader = self.reader
         return Sample(
@@ -211,3 +226,6 @@ class Source:
         nvml.stop()
         if self.library is not None and installed() is self.library:
             uninstall()
+        if self._sysfs_dir is not None:
+            self._sysfs_dir.cleanup()
+            self._sysfs_dir = None

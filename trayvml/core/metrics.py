@@ -12,13 +12,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.units import MIB, Unit
+from trayvml.core.units import KIB, MIB, Unit
 
 
 class Group(enum.Enum):
     """A graph panel; the value is its title."""
 
     UTILIZATION = QT_TRANSLATE_NOOP("metrics", "Utilization")
+    ACTIVITY = QT_TRANSLATE_NOOP("metrics", "Activity")  # GPM (Hopper and newer): what the SMs really do
     MEMORY = QT_TRANSLATE_NOOP("metrics", "Memory")
     TEMPERATURE = QT_TRANSLATE_NOOP("metrics", "Temperature")
     POWER = QT_TRANSLATE_NOOP("metrics", "Power")
@@ -73,9 +74,40 @@ class Metric:
     history: bool = True  # kept as a timeline (False: shown as a current value only)
     plot: bool = True  # drawn in its group's panel (False: in history, CSV and JSON, not drawn)
     derived: Derived | None = None  # None: read from NVML (see trayvml/nvml/specs.py)
+    # False: recorded only while something shows it or a rule watches it, not always (GPM: its
+    # counters are shared with DCGM's profiling, and reading them can disturb it).
+    always_recorded: bool = True
+    resolution: float = 0.0  # what the history on disk keeps (in its unit); 0: RESOLUTION[unit]
+
+    @property
+    def stored_resolution(self) -> float:
+        """The step values are rounded to on disk (trayvml/store): finer than anything shown."""
+        return self.resolution or RESOLUTION[self.unit]
+
+    # The smallest value span its panel shows (in its unit): a 2 °C jitter stays a ripple rather
+    # than a square wave filling the panel. 0: the panel fits the values.
+    min_span: float = 0.0
 
 
 _P = Unit.PERCENT
+# The history on disk rounds each value to its metric's resolution: what NVML and psutil report is
+# kept exactly (integers, milliwatts, millijoules, KiB/s), memory to the MiB nvidia-smi shows.
+RESOLUTION: Mapping[Unit, float] = {
+    Unit.PERCENT: 0.01,
+    Unit.BYTES: MIB,
+    Unit.BYTES_PER_S: KIB,
+    Unit.CELSIUS: 0.1,
+    Unit.WATTS: 0.001,
+    Unit.JOULES: 0.001,
+    Unit.MHZ: 1.0,
+    Unit.COUNT: 1.0,
+    Unit.PSTATE: 1.0,
+    Unit.BITMASK: 1.0,
+    Unit.FLAG: 1.0,
+    Unit.PCIE_GEN: 1.0,
+    Unit.LANES: 1.0,
+    Unit.XID: 1.0,
+}
 
 GPU_METRICS: tuple[Metric, ...] = (
     Metric(
@@ -98,6 +130,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / MIB),
+        min_span=MIB,
     ),
     Metric(
         "memory_free_bytes",
@@ -129,6 +162,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
+        min_span=20.0,
     ),
     Metric(
         "temperature_memory_c",
@@ -136,6 +170,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.memory"),
+        min_span=20.0,
     ),
     Metric("fan_speed_percent", QT_TRANSLATE_NOOP("metrics", "Fan speed"), _P, Group.FAN, SmiField("fan.speed", "%")),
     Metric(
@@ -144,6 +179,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
+        min_span=50.0,
     ),
     Metric(
         "power_instant_w",
@@ -151,6 +187,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw.instant", "W", decimals=2),
+        min_span=50.0,
     ),
     Metric(
         "power_limit_w",
@@ -166,7 +203,6 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("enforced.power.limit", "W", decimals=2),
-        plot=False,
     ),
     Metric(
         "power_used_percent",
@@ -190,6 +226,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.sm", "MHz"),
+        min_span=500.0,
     ),
     Metric(
         "clock_graphics_mhz",
@@ -197,7 +234,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.graphics", "MHz"),
-        plot=False,
+        min_span=500.0,
     ),
     Metric(
         "clock_memory_mhz",
@@ -205,6 +242,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.memory", "MHz"),
+        min_span=500.0,
     ),
     Metric(
         "clock_video_mhz",
@@ -212,6 +250,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
+        min_span=500.0,
     ),
     Metric(
         "performance_state",
@@ -227,6 +266,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "pcie_rx_bytes_per_s",
@@ -234,6 +274,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "pcie_link_gen",
@@ -265,6 +306,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.PCIE,
         plot=False,
+        resolution=0.001,
     ),
     Metric(
         "nvlink_tx_bytes_per_s",
@@ -272,6 +314,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "nvlink_rx_bytes_per_s",
@@ -279,6 +322,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
+        min_span=MIB,
     ),
     Metric(
         "encoder_utilization_percent",
@@ -300,6 +344,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.volatile.total"),
+        min_span=4.0,
     ),
     Metric(
         "ecc_uncorrected_volatile_count",
@@ -307,6 +352,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.volatile.total"),
+        min_span=4.0,
     ),
     Metric(
         "ecc_corrected_aggregate_count",
@@ -386,6 +432,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.COUNT,
         Group.ERRORS,
         SmiField("xid.count"),
+        min_span=4.0,
     ),
     Metric(
         "xid_last",
@@ -402,6 +449,84 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
     ),
+    # GPM activity (Hopper and newer), averaged between two GPM samples: read only while
+    # something shows or records it, as GPM shares its counters with DCGM's profiling.
+    Metric(
+        "sm_activity_percent", QT_TRANSLATE_NOOP("metrics", "SM activity"), _P, Group.ACTIVITY, always_recorded=False
+    ),
+    Metric(
+        "sm_occupancy_percent", QT_TRANSLATE_NOOP("metrics", "SM occupancy"), _P, Group.ACTIVITY, always_recorded=False
+    ),
+    Metric(
+        "tensor_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "Tensor core activity"),
+        _P,
+        Group.ACTIVITY,
+        always_recorded=False,
+    ),
+    Metric(
+        "dram_bandwidth_percent",
+        QT_TRANSLATE_NOOP("metrics", "DRAM bandwidth utilization"),
+        _P,
+        Group.ACTIVITY,
+        always_recorded=False,
+    ),
+    Metric(
+        "fp64_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "FP64 activity"),
+        _P,
+        Group.ACTIVITY,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "fp32_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "FP32 activity"),
+        _P,
+        Group.ACTIVITY,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "fp16_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "FP16 activity"),
+        _P,
+        Group.ACTIVITY,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_pcie_tx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "PCIe TX (GPM)"),
+        Unit.BYTES_PER_S,
+        Group.PCIE,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_pcie_rx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "PCIe RX (GPM)"),
+        Unit.BYTES_PER_S,
+        Group.PCIE,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_nvlink_tx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "NVLink TX (GPM)"),
+        Unit.BYTES_PER_S,
+        Group.NVLINK,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_nvlink_rx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "NVLink RX (GPM)"),
+        Unit.BYTES_PER_S,
+        Group.NVLINK,
+        history=False,
+        always_recorded=False,
+    ),
     Metric(
         "process_count",
         QT_TRANSLATE_NOOP("metrics", "Processes"),
@@ -415,19 +540,35 @@ GPU_METRICS: tuple[Metric, ...] = (
 
 HOST_METRICS: tuple[Metric, ...] = (
     Metric("cpu_percent", QT_TRANSLATE_NOOP("metrics", "CPU"), _P, Group.CPU),
-    Metric("ram_used_bytes", QT_TRANSLATE_NOOP("metrics", "RAM used"), Unit.BYTES, Group.RAM),
+    Metric("ram_used_bytes", QT_TRANSLATE_NOOP("metrics", "RAM used"), Unit.BYTES, Group.RAM, min_span=MIB),
     Metric(
         "ram_total_bytes", QT_TRANSLATE_NOOP("metrics", "RAM total"), Unit.BYTES, Group.RAM, history=False, plot=False
     ),
     Metric("ram_used_percent", QT_TRANSLATE_NOOP("metrics", "RAM used"), _P, Group.RAM, plot=False),
-    Metric("swap_used_bytes", QT_TRANSLATE_NOOP("metrics", "Swap used"), Unit.BYTES, Group.RAM),
+    Metric("swap_used_bytes", QT_TRANSLATE_NOOP("metrics", "Swap used"), Unit.BYTES, Group.RAM, min_span=MIB),
     Metric(
         "swap_total_bytes", QT_TRANSLATE_NOOP("metrics", "Swap total"), Unit.BYTES, Group.RAM, history=False, plot=False
     ),
-    Metric("disk_read_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk read"), Unit.BYTES_PER_S, Group.DISK),
-    Metric("disk_write_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk write"), Unit.BYTES_PER_S, Group.DISK),
-    Metric("net_rx_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Network received"), Unit.BYTES_PER_S, Group.NETWORK),
-    Metric("net_tx_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Network sent"), Unit.BYTES_PER_S, Group.NETWORK),
+    Metric(
+        "disk_read_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk read"), Unit.BYTES_PER_S, Group.DISK, min_span=KIB
+    ),
+    Metric(
+        "disk_write_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk write"), Unit.BYTES_PER_S, Group.DISK, min_span=KIB
+    ),
+    Metric(
+        "net_rx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "Network received"),
+        Unit.BYTES_PER_S,
+        Group.NETWORK,
+        min_span=KIB,
+    ),
+    Metric(
+        "net_tx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "Network sent"),
+        Unit.BYTES_PER_S,
+        Group.NETWORK,
+        min_span=KIB,
+    ),
 )
 
 
@@ -455,7 +596,11 @@ TRAY_METRICS: Mapping[str, TrayMetric] = {
     "memory": TrayMetric("memory_used_percent", 100.0),
     "temperature": TrayMetric("temperature_gpu_c", 100.0),
     "power": TrayMetric("power_used_percent", 100.0),
+    "sm_activity": TrayMetric("sm_activity_percent", 100.0),  # GPM; utilization where a GPU lacks it
 }
+# A tray metric shown in place of another on GPUs that cannot read it (GPM needs Hopper or newer).
+TRAY_FALLBACK: Mapping[str, str] = {"sm_activity_percent": "utilization_gpu_percent"}
+GPM_MISSING = QT_TRANSLATE_NOOP("metrics", "GPM activity metrics need a Hopper or newer data-center GPU")
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,8 @@ class MetricState(enum.IntEnum):
     NO_PERMISSION = 3
     LOST = 4  # the GPU fell off the bus
     NOT_READ = 5  # nothing shown needs it, so it was not read (see NvmlReader.read's demand)
+    ASLEEP = 6  # the GPU is runtime-suspended: not queried, as any query would wake it
+    RESTING = 7  # an idle laptop GPU between slow polls, left alone so that it can suspend
 
     @property
     def label(self) -> str:
@@ -34,6 +36,10 @@ _STATE_LABELS = {
     MetricState.NO_PERMISSION: QT_TRANSLATE_NOOP("metrics", "no permission"),
     MetricState.LOST: QT_TRANSLATE_NOOP("metrics", "GPU lost"),
     MetricState.NOT_READ: QT_TRANSLATE_NOOP("metrics", "not read: nothing shows it"),
+    MetricState.ASLEEP: QT_TRANSLATE_NOOP("metrics", "asleep: runtime-suspended, not queried so that it stays asleep"),
+    MetricState.RESTING: QT_TRANSLATE_NOOP(
+        "metrics", "resting: an idle laptop GPU is read slowly so that it can go to sleep"
+    ),
 }
 
 
@@ -71,6 +77,7 @@ class DeviceInfo:
     pcie_link_gen_max: float = math.nan
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
+    gpm_supported: bool | None = None  # GPM activity metrics (Hopper and newer); None: cannot tell
 
 
 @dataclass(frozen=True)
@@ -107,6 +114,7 @@ class GpuSample:
     nvlink_link_tx_bytes_per_s: tuple[float, ...] = ()
     nvlink_link_rx_bytes_per_s: tuple[float, ...] = ()
     lost: bool = False
+    asleep: bool = False  # runtime-suspended: every value NaN, every state ASLEEP
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]
@@ -125,6 +133,18 @@ class HostSample:
 
 
 @dataclass(frozen=True)
+class RemoteOrigin:
+    """Where a remote host's sample came from (see trayvml.remote); local samples have none."""
+
+    url: str  # as the user gave it, without credentials
+    kind: str  # what answered: "trayvml serve", "dcgm-exporter", ..., "Prometheus"
+    fault: str = ""  # a sentence naming the URL: why no values are current; "" when they are
+    since_s: float = math.nan  # wall clock when the fault began
+
+    headline = "Host unreachable"
+
+
+@dataclass(frozen=True)
 class Sample:
     timestamp_s: float  # wall clock, seconds since the epoch
     gpus: tuple[GpuSample, ...]
@@ -135,6 +155,7 @@ class Sample:
     simulation: str = ""  # "" for real GPUs, else a label such as "simulated: training"
     notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)
     stall: DriverStall | None = None  # set while the driver has not answered: ``gpus`` is empty then
+    remote: RemoteOrigin | None = None  # set for a remote host's sample (``system.hostname`` names it)
 
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with that index in this sample, or None."""
@@ -143,6 +164,8 @@ class Sample:
     @property
     def problem(self) -> tuple[str, str] | None:
         """(headline, sentence) of why no GPU values are current, or None when they are."""
+        if self.remote is not None and self.remote.fault:
+            return self.remote.headline, self.remote.fault
         if self.stall is not None:
             return self.stall.headline, self.stall.sentence(self.timestamp_s)
         if self.unavailable is not None:

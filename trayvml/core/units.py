@@ -128,6 +128,33 @@ def format_value(metric: Metric, value: float) -> str:
     return f"{value:.0f}"
 
 
+def _trimmed(value: float, decimals: int) -> str:
+    """``value`` to ``decimals`` places, without trailing zeros: 61 stays "61", 61.25 "61.25"."""
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_precise(metric: Metric, value: float) -> str:
+    """A reading at the full precision its unit has (a graph's hover readout): ``61 °C``,
+    ``187.25 W``, ``12.34 GiB``, ``45.5 %`` (a bucket's mean may fall between whole readings)."""
+    if math.isnan(value):
+        return "–"
+    unit = metric.unit
+    if unit in (Unit.BYTES, Unit.BYTES_PER_S):
+        suffix = "/s" if unit is Unit.BYTES_PER_S else ""
+        for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+            if abs(value) >= size:
+                return f"{_trimmed(value / size, 2)} {name}{suffix}"
+        return f"{value:.0f} B{suffix}"
+    if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
+        return f"{_trimmed(value / 1e6, 3)} MJ"
+    decimals = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
+    if unit in decimals:
+        symbol = "" if unit is Unit.COUNT else f" {unit.value}"
+        return _trimmed(value, decimals[unit]) + symbol
+    return format_value(metric, value)
+
+
 def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
     """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
     text = f"{value * smi.scale:.{smi.decimals}f}"
@@ -166,3 +193,14 @@ def short_name(name: str) -> str:
     short = " ".join(_NOISE.sub(" ", name).split())
     short = re.sub(r"(\s*-)+\s*$", "", re.sub(r"-(\s*-)+", "-", short)).strip(" -")
     return short or name
+
+
+def format_duration(seconds: float) -> str:
+    """``3 h 12 min``, ``12 min``, ``45 s``."""
+    if math.isnan(seconds):
+        return "–"
+    whole = round(seconds)
+    hours, minutes = whole // 3600, whole % 3600 // 60
+    if hours:
+        return f"{hours} h {minutes} min"
+    return f"{minutes} min" if minutes else f"{whole} s"

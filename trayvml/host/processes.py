@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import math
+import os
 import re
 import shlex
+from collections.abc import Iterable
+from dataclasses import dataclass
 
 import psutil
 
@@ -50,3 +54,68 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     except psutil.AccessDenied as denied:
         raise PermissionError(f"no permission to inspect process {pid}") from denied
     return ProcessDetails(clean(name), clean(user), clean(command), container_of(pid))
+
+
+@dataclass(frozen=True)
+class HostUsage:
+    """What a process costs the host: CPU % of one core since the last reading, resident memory,
+    and when it started (seconds since the epoch). ``cpu_percent`` is NaN on the first reading."""
+
+    cpu_percent: float
+    rss_bytes: float
+    started_s: float
+
+
+class HostUsageReader:
+    """Host usage of GPU processes, read while their table is in view. CPU % needs two readings of
+    a process's CPU times, so the psutil handle of each PID is kept between calls (and dropped
+    once the PID is no longer asked for)."""
+
+    def __init__(self) -> None:
+        self._handles: dict[int, psutil.Process] = {}
+
+    def read(self, pids: Iterable[int]) -> dict[int, HostUsage]:
+        """Usage of each PID that is alive and readable; the others are left out."""
+        found: dict[int, HostUsage] = {}
+        handles: dict[int, psutil.Process] = {}
+        for pid in pids:
+            try:
+                proc = self._handles.get(pid) or psutil.Process(pid)
+                with proc.oneshot():
+                    first = pid not in self._handles
+                    cpu = proc.cpu_percent(interval=None)  # since the last call on this handle
+                    usage = HostUsage(math.nan if first else cpu, float(proc.memory_info().rss), proc.create_time())
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+            handles[pid] = proc
+            found[pid] = usage
+        self._handles = handles
+        return found
+
+
+def owned_by_me(pid: int) -> bool:
+    """Whether the process runs as this user (the only processes trayvml offers to end)."""
+    try:
+        return psutil.Process(pid).uids().real == os.getuid()
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return False
+
+
+def end_process(pid: int, started_s: float) -> None:
+    """Ask a process of this user to end (SIGTERM, as ``kill`` does).
+
+    ``started_s`` is its start time when it was shown, so that a PID reused since by another
+    process is not ended. Raises ProcessLookupError if it is gone (or the PID was reused),
+    PermissionError if it belongs to another user.
+    """
+    try:
+        proc = psutil.Process(pid)
+        if abs(proc.create_time() - started_s) > 1.0:
+            raise ProcessLookupError(f"process {pid} has already ended")
+        if proc.uids().real != os.getuid():
+            raise PermissionError(f"process {pid} belongs to another user")
+        proc.terminate()
+    except psutil.NoSuchProcess as gone:
+        raise ProcessLookupError(f"process {pid} has already ended") from gone
+    except psutil.AccessDenied as denied:
+        raise PermissionError(f"no permission to end process {pid}") from denied

@@ -17,6 +17,7 @@ import pynvml as N
 from trayvml.core.safe_text import clean, decode
 from trayvml.core.sample import DeviceInfo, MetricState, SystemInfo
 from trayvml.nvml import binding
+from trayvml.nvml.gpm import gpm_supported
 from trayvml.nvml.session import classify
 from trayvml.nvml.specs import STATIC, CallRead, Pick, StaticRead
 
@@ -103,7 +104,12 @@ class DeviceProbe:
     # ---- static facts ----
     def device_info(self, index: int, handle: Any) -> DeviceInfo:
         """Every static fact; a fact the GPU cannot tell stays unknown. Raises GpuLostError, NvmlDownError."""
-        facts: dict[str, Any] = {"index": index, "name": f"GPU {index}", "nvlink_link_count": self._links(handle)}
+        facts: dict[str, Any] = {
+            "index": index,
+            "name": f"GPU {index}",
+            "nvlink_link_count": self._links(handle),
+            "gpm_supported": gpm_supported(handle),
+        }
         for read in STATIC:
             value = self._static(read, handle)
             if value is None:

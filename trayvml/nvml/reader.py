@@ -16,6 +16,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 import pynvml as N
 
@@ -26,6 +27,7 @@ from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, SystemInfo
 from trayvml.demand import PROCESSES
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
 from trayvml.nvml.processes import ProcessCache, ProcessResolver
+from trayvml.nvml.runtime_pm import PciPower, RuntimePower, bus_key
 from trayvml.nvml.schedule import GpuState, Scheduler
 from trayvml.nvml.session import RETRY_PERIOD_S, NvmlDownError, NvmlSession, classify, handle_value, unavailable_from
 
@@ -102,9 +104,22 @@ def wanted_for(demand: frozenset[str] | None) -> frozenset[str] | None:
     return frozenset(wanted)
 
 
+IDLE_UTIL_PERCENT = 5.0  # a laptop GPU below this, with no processes, is idle: read it slowly
+
+
 class NvmlReader:
-    def __init__(self, clock: Clock, resolve_process: ProcessResolver | None = None) -> None:
+    def __init__(
+        self, clock: Clock, resolve_process: ProcessResolver | None = None, power: RuntimePower | None = None
+    ) -> None:
         self.clock = clock
+        # Read before any NVML call: a runtime-suspended GPU is not queried (a query would wake it).
+        self.power = power if power is not None else RuntimePower()
+        # Seconds between reads of idle laptop GPUs, NVML released in between so that they can
+        # suspend; 0: every tick (the app sets it from its settings).
+        self.idle_poll_s = 0.0
+        self._rest_until_s = 0.0
+        self._rest_awake: frozenset[str] = frozenset()  # GPUs awake when the rest began
+        self._known: dict[str, DeviceInfo] = {}  # facts of each GPU by bus key, for when NVML is closed
         self.session = NvmlSession()
         self.probe = DeviceProbe()
         self.scheduler = Scheduler(self.session, self.probe, ProcessCache(resolve_process), clock.now_s)
@@ -136,34 +151,84 @@ class NvmlReader:
         Static facts and XID events are always read.
         """
         now_s = self.clock.now_s()
+        power = self.power.poll()
+        asleep = frozenset(key for key, p in power.items() if p.asleep)
+        if power and len(asleep) == len(power):  # every NVIDIA GPU sleeps: let go of NVML entirely
+            if self._gpus is not None:
+                log.info("every NVIDIA GPU is runtime-suspended: NVML released until one wakes")
+                self.release()
+            return self._not_queried(power, asleep)
+        if self._gpus is None and self._resting(power, asleep, now_s):
+            return self._not_queried(power, asleep)
         if self._gpus is None:
             if now_s < self.session.next_retry_s:
                 return ()
-            self._open(now_s)
+            self.power.rescan()
+            self._open(now_s, asleep)
             if self._gpus is None:
                 return ()
         try:
             if demand is not self._demand and demand != self._demand:
                 self._set_demand(demand)
             self._count_xid_events()
-            return tuple(self._read_gpu(g, now_s) for g in self._gpus)
+            samples = tuple(self._read_gpu(g, now_s, asleep) for g in self._gpus)
         except NvmlDownError as down:
             log.warning("NVML stopped answering (%s); retrying every %.0f s", down.why.sentence, RETRY_PERIOD_S)
             self._close(down.why, now_s)
             return ()
+        if self.idle_poll_s > 0 and _idle_laptops(samples, self.devices, power):
+            # Let go of NVML until the next slow poll: an open handle alone keeps the GPU awake.
+            self._rest_until_s = now_s + self.idle_poll_s
+            self._rest_awake = frozenset(power) - asleep
+            self.release()
+        return samples
+
+    def _resting(self, power: dict[str, PciPower], asleep: frozenset[str], now_s: float) -> bool:
+        """Between slow polls of idle laptop GPUs; a GPU that woke meanwhile ends the rest at once."""
+        if now_s >= self._rest_until_s or self.idle_poll_s <= 0:
+            return False
+        woke = (frozenset(power) - asleep) - self._rest_awake
+        return not woke
+
+    def _not_queried(self, power: dict[str, PciPower], asleep: frozenset[str]) -> tuple[GpuSample, ...]:
+        """Samples made without NVML: asleep GPUs ASLEEP, resting ones RESTING, values NaN."""
+        devices = []
+        for k, key in enumerate(sorted(power)):
+            info = self._known.get(key) or DeviceInfo(k, "NVIDIA GPU", "", pci_bus_id=power[key].address)
+            devices.append(info if info.index == k else replace(info, index=k))
+        self.devices = tuple(devices)
+        count = len(GPU_METRICS)
+        return tuple(
+            GpuSample(
+                info.index,
+                (NAN,) * count,
+                (MetricState.ASLEEP if key in asleep else MetricState.RESTING,) * count,
+                asleep=key in asleep,
+            )
+            for key, info in zip(sorted(power), devices, strict=True)
+        )
+
+    def release(self) -> None:
+        """Close NVML completely (nvmlShutdown until init and shutdown balance): nothing is held."""
+        self.close()
+        self.session.release()
 
     def close(self) -> None:
         if self._gpus is not None:
+            for g in self._gpus:
+                g.release()
             self._gpus = None
             self._gpu_by_handle = {}
             self.session.stop()
 
     def _close(self, why: NvmlUnavailable, now_s: float) -> None:
+        for g in self._gpus or ():
+            g.release()  # NVML may be gone: the buffers go with it, and freeing them says so quietly
         self._gpus = None
         self._gpu_by_handle = {}
         self.session.fail(why, now_s)
 
-    def _open(self, now_s: float) -> None:
+    def _open(self, now_s: float, asleep: frozenset[str] = frozenset()) -> None:
         session = self.session
         if not session.start(now_s):
             return
@@ -171,7 +236,7 @@ class NvmlReader:
         try:
             count = N.nvmlDeviceGetCount()
             self.system = self.probe.system_info()
-            gpus = [self._open_gpu(i) for i in range(count)]
+            gpus = [self._open_gpu(i, asleep) for i in range(count)]
             if gpus:
                 self._open_events(gpus)
         except N.NVMLError as error:
@@ -185,13 +250,22 @@ class NvmlReader:
             return
         self._gpus = gpus
         self.devices = tuple(g.info for g in gpus)
+        self._known.update({bus_key(g.info.pci_bus_id): g.info for g in gpus if g.info.pci_bus_id})
         session.unavailable = None
         self._gpu_by_handle = {handle_value(g.handle): g for g in gpus if g.handle is not None}
         self._set_demand(self._demand)
 
-    def _open_gpu(self, index: int) -> GpuState:
+    def _open_gpu(self, index: int, asleep: frozenset[str] = frozenset()) -> GpuState:
         try:
             handle = N.nvmlDeviceGetHandleByIndex(index)
+            if asleep:
+                # Only the PCI address (the driver knows it without waking the GPU): the facts of
+                # a sleeping GPU are read when it wakes.
+                bus_id = N.nvmlDeviceGetPciInfo_v3(handle).busId
+                key = bus_key(bus_id.decode() if isinstance(bus_id, bytes) else str(bus_id))
+                if key in asleep:
+                    known = self._known.get(key) or DeviceInfo(index, "NVIDIA GPU", "", pci_bus_id=key)
+                    return GpuState(index, handle, replace(known, index=index), deferred=True)
             info = self.probe.device_info(index, handle)
         except (N.NVMLError, GpuLostError) as error:
             if isinstance(error, N.NVMLError):
@@ -207,14 +281,16 @@ class NvmlReader:
     def _open_events(self, gpus: list[GpuState]) -> None:
         self.session.create_event_set()
         for g in gpus:
-            if g.lost:
-                continue
-            state = self.session.register_xid_events(g.handle)
-            if state is MetricState.LOST:
-                self._mark_lost(g)
-            elif state is not MetricState.OK:
-                g.states[_XID_COUNT] = g.states[_XID_LAST] = state
-                g.values[_XID_COUNT] = NAN
+            if not g.lost and not g.deferred:
+                self._register_events(g)
+
+    def _register_events(self, g: GpuState) -> None:
+        state = self.session.register_xid_events(g.handle)
+        if state is MetricState.LOST:
+            self._mark_lost(g)
+        elif state is not MetricState.OK:
+            g.states[_XID_COUNT] = g.states[_XID_LAST] = state
+            g.values[_XID_COUNT] = NAN
 
     # ---- demand ----
     def _set_demand(self, demand: frozenset[str] | None) -> None:
@@ -231,7 +307,12 @@ class NvmlReader:
                 g.values[slot], g.states[slot] = NAN, MetricState.NOT_READ
 
     # ---- reading ----
-    def _read_gpu(self, g: GpuState, now_s: float) -> GpuSample:
+    def _read_gpu(self, g: GpuState, now_s: float, asleep: frozenset[str] = frozenset()) -> GpuSample:
+        if asleep and bus_key(g.info.pci_bus_id) in asleep:
+            count = len(GPU_METRICS)
+            return GpuSample(g.index, (NAN,) * count, (MetricState.ASLEEP,) * count, asleep=True)
+        if g.deferred:
+            self._woke(g)
         if not g.lost:
             self.scheduler.read(g, now_s)
             if g.lost:
@@ -249,6 +330,22 @@ class NvmlReader:
             g.lost,
         )
 
+    def _woke(self, g: GpuState) -> None:
+        """A GPU asleep when NVML opened is awake: read its facts and build its reads now."""
+        g.deferred = False
+        try:
+            g.info = self.probe.device_info(g.index, g.handle)
+        except GpuLostError:
+            self._mark_lost(g)
+            return
+        self.scheduler.build(g)
+        g.states[_XID_COUNT] = g.states[_XID_LAST] = MetricState.OK
+        self._register_events(g)
+        assert self._gpus is not None
+        self.devices = tuple(x.info for x in self._gpus)
+        self._known[bus_key(g.info.pci_bus_id)] = g.info
+        self._set_demand(self._demand)
+
     @staticmethod
     def _mark_lost(g: GpuState) -> None:
         log.warning("GPU %d has fallen off the bus; the other GPUs carry on", g.index)
@@ -260,6 +357,22 @@ class NvmlReader:
             if g is not None and not g.lost:
                 g.values[_XID_COUNT] += 1
                 g.values[_XID_LAST] = float(xid)
+
+
+def _idle_laptops(samples: tuple[GpuSample, ...], devices: tuple[DeviceInfo, ...], power: dict[str, PciPower]) -> bool:
+    """Whether every GPU read is one the kernel may suspend (runtime PM on) and does nothing now."""
+    if not samples or not power:
+        return False
+    for gpu, info in zip(samples, devices, strict=False):
+        p = power.get(bus_key(info.pci_bus_id))
+        if gpu.asleep:
+            continue
+        if p is None or not p.managed or gpu.lost or gpu.processes:
+            return False
+        util = gpu.value("utilization_gpu_percent")
+        if not util < IDLE_UTIL_PERCENT:  # NaN (not read) is not idle
+            return False
+    return True
 
 
 def _inputs_read(metric: Metric, wanted: frozenset[str]) -> bool:

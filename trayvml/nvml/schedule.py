@@ -22,6 +22,7 @@ from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
 from trayvml.demand import PROCESSES
 from trayvml.nvml import binding
 from trayvml.nvml.fields import decode_as, field_array, field_view
+from trayvml.nvml.gpm import GpmSampler
 from trayvml.nvml.probe import DeviceProbe, GpuLostError, caller
 from trayvml.nvml.processes import ProcessCache
 from trayvml.nvml.session import NvmlSession, classify
@@ -60,13 +61,21 @@ class GpuState:
     dropped: list[Op] = field(default_factory=list)  # taken out of ``active`` after this tick
     derivations: list[Callable[[], None]] = field(default_factory=list)  # derived metrics' fills
     lost: bool = False
+    deferred: bool = False  # asleep when NVML opened: facts and reads wait until it wakes
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
     processes: tuple[ProcessSample, ...] = ()
     nvlink_tx: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bytes/s per supported link
     nvlink_rx: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
+    def release(self) -> None:
+        """Give back what this GPU's ops hold in the driver (on close, on a lost GPU)."""
+        for op in self.ops:
+            if op.release is not None:
+                op.release()
+
     def mark_lost(self) -> None:
+        self.release()
         self.lost = True
         self.values[:] = [NAN] * len(self.values)
         self.states[:] = [MetricState.LOST] * len(self.states)
@@ -89,6 +98,7 @@ class Op:
     failing: bool = True  # until its first answer turns its metrics OK
     batch: FieldBatch | None = None  # set on field-value ops
     process_kind: str = ""  # set on process-list ops
+    release: Callable[[], None] | None = None  # gives back what the op holds in the driver (GPM buffers)
 
     @property
     def slots(self) -> tuple[int, ...]:
@@ -257,6 +267,8 @@ class Scheduler:
             if fields:
                 ops.append(self._field_op(FieldBatch(fields), period_s))
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
+        if g.info.gpm_supported:
+            ops.append(self._gpm_op(GpmSampler()))
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
@@ -289,6 +301,26 @@ class Scheduler:
             return batch
 
         return Op("nvmlDeviceGetFieldValues", call, self._fill_fields, batch.keys, period_s, batch=batch)
+
+    @staticmethod
+    def _gpm_op(sampler: GpmSampler) -> Op:
+        slots = [GPU_INDEX[read.key] for read in sampler.reads]
+        scales = [read.scale for read in sampler.reads]
+
+        def fill(g: GpuState, answer: Any) -> None:
+            if answer is None:  # the first sample: nothing to compare it with yet
+                for slot in slots:
+                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                return
+            for k, slot in enumerate(slots):
+                metric = answer.metrics[k]
+                if metric.nvmlReturn == N.NVML_SUCCESS:
+                    g.values[slot], g.states[slot] = metric.value * scales[k], _OK
+                else:
+                    g.values[slot], g.states[slot] = NAN, classify(metric.nvmlReturn)
+
+        keys = tuple(read.key for read in sampler.reads)
+        return Op("nvmlGpmMetricsGet", sampler.read, fill, keys, release=sampler.free)
 
     def _process_op(self, read: ProcessListRead, function: str = "") -> Op | None:
         function = function or read.function
@@ -331,6 +363,8 @@ class Scheduler:
         for op in g.ops:
             keys = op.batch.supported_keys() if op.batch is not None else op.keys
             self._mark(g, [k for k in keys if k not in read], _NOT_READ, _KEEP, op.process_kind)
+            if op.release is not None and op not in active:  # GPM counters are held only while needed
+                op.release()
         if PROCESSES not in read:
             g.process_lists, g.processes = {}, ()
         if "nvlink_tx_bytes_per_s" not in read:
@@ -413,6 +447,8 @@ class Scheduler:
         """Drop ``op`` for good; read ``newer`` (fallbacks) from this tick on. Those of ``keys``
         that no fallback reads are NOT_SUPPORTED."""
         if op is not None:
+            if op.release is not None:
+                op.release()
             g.ops = [o for o in g.ops if o is not op]
             g.dropped.append(op)  # ``active`` is being iterated: newer ops appended run this tick
         g.ops += newer

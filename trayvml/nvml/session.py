@@ -15,6 +15,7 @@ from trayvml.core.sample import MetricState
 log = logging.getLogger(__name__)
 
 RETRY_PERIOD_S = 10.0  # how often to try NVML again when it could not start
+_MAX_SHUTDOWNS = 16  # nvmlShutdown calls to balance inits made elsewhere in this process
 XID_EVENTS_PER_READ = 64  # bounded: a storm of XIDs must not stall the sampler
 
 # Errors that mean NVML as a whole is unusable, not one metric.
@@ -107,6 +108,15 @@ class NvmlSession:
         except N.NVMLError:
             pass  # already gone: nothing left to release
         self._event_set = None
+
+    def release(self) -> None:
+        """nvmlShutdown until NVML's init count is back to zero (bounded): nothing holds the GPUs."""
+        for _ in range(_MAX_SHUTDOWNS):
+            try:
+                N.nvmlShutdown()
+            except N.NVMLError:
+                break  # UNINITIALIZED: balanced
+        self.started = False
 
     # ---- XID errors ----
     def create_event_set(self) -> None:

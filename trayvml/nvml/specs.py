@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import pynvml as N
 
-from trayvml.core.units import KIB
+from trayvml.core.units import KIB, MIB
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
 EVERY_TICK_S = 0.0
@@ -164,6 +164,32 @@ FIELDS: tuple[FieldRead, ...] = (
     _counter("remapped_rows_failure", N.NVML_FI_DEV_REMAPPED_FAILURE),
 )
 
+
+@dataclass(frozen=True)
+class GpmRead:
+    """One GPM metric (Hopper and newer): computed by ``nvmlGpmMetricsGet`` over two samples."""
+
+    key: str
+    metric_id: int
+    scale: float = 1.0  # to base units
+
+
+# Read together, every tick while demanded (the reader keeps two sample buffers per GPU).
+GPM: tuple[GpmRead, ...] = (
+    GpmRead("sm_activity_percent", N.NVML_GPM_METRIC_SM_UTIL),
+    GpmRead("sm_occupancy_percent", N.NVML_GPM_METRIC_SM_OCCUPANCY),
+    GpmRead("tensor_activity_percent", N.NVML_GPM_METRIC_ANY_TENSOR_UTIL),
+    GpmRead("dram_bandwidth_percent", N.NVML_GPM_METRIC_DRAM_BW_UTIL),
+    GpmRead("fp64_activity_percent", N.NVML_GPM_METRIC_FP64_UTIL),
+    GpmRead("fp32_activity_percent", N.NVML_GPM_METRIC_FP32_UTIL),
+    GpmRead("fp16_activity_percent", N.NVML_GPM_METRIC_FP16_UTIL),
+    # GPM answers these in MiB/s.
+    GpmRead("gpm_pcie_tx_bytes_per_s", N.NVML_GPM_METRIC_PCIE_TX_PER_SEC, MIB),
+    GpmRead("gpm_pcie_rx_bytes_per_s", N.NVML_GPM_METRIC_PCIE_RX_PER_SEC, MIB),
+    GpmRead("gpm_nvlink_tx_bytes_per_s", N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, MIB),
+    GpmRead("gpm_nvlink_rx_bytes_per_s", N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, MIB),
+)
+
 PROCESS_LISTS: tuple[ProcessListRead, ...] = (
     ProcessListRead("compute", "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetComputeRunningProcesses_v2"),
     ProcessListRead("graphics", "nvmlDeviceGetGraphicsRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v2"),
@@ -234,4 +260,6 @@ def read_keys() -> dict[str, str]:
         how[field.key] = "nvmlDeviceGetFieldValues"
     for key in EVENT_KEYS:
         how[key] = "nvmlEventSetWait_v2"
+    for gpm in GPM:
+        how[gpm.key] = "nvmlGpmMetricsGet"
     return how

@@ -23,10 +23,14 @@ from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.metrics import TRAY_METRICS
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.demand import HISTORY, PROCESSES, Demand
 from trayvml.dispatch import Dispatcher, Outgoing
+from trayvml.energy import EnergyMeter, job_energy_text
+from trayvml.notices import GROUP, Grouper
 from trayvml.nvml.sim import SimSpec, parse_spec
+from trayvml.ui.alert_details import PROCESS_RULES, alert_details
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
@@ -36,6 +40,9 @@ from trayvml.ui.tray import Tray
 if TYPE_CHECKING:
     from trayvml.history import History
     from trayvml.notify import Notifier
+    from trayvml.serve import Exporter
+    from trayvml.store.view import DiskReach, Recording
+    from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
 
@@ -44,7 +51,6 @@ TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 log = logging.getLogger(__name__)
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
-PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
 NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
     "App",
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
@@ -95,9 +101,14 @@ class App(QObject):
         store: SettingsStore | None = None,
         autostart: Autostart | None = None,
         stored: tuple[Settings, str] | None = None,  # what store.load() gave, where the caller has read it
+        history_folder: Path | None = None,  # the history on disk (trayvml/store); None: memory only
+        remote_urls: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
         self.store = store
+        self.history_folder = history_folder
+        self._disk: DiskReach | None = None
+        self.store_note = ""
         if stored is None:
             stored = store.load() if store is not None else (Settings(), "")
         loaded, self.settings_message = stored
@@ -111,11 +122,23 @@ class App(QObject):
         self.engine = AlertEngine(self.settings.alerts)
         self.notifier: Notifier | None = None
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
+        self.grouper = Grouper()  # one rule on several GPUs: one notification
+        # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
+        self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
         self.demand = Demand()
+        self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
-        self.sampler = Sampler(simulation, self.settings.sampling_interval_s, clock, new_history=self._new_history)
+        self.sampler = Sampler(
+            simulation,
+            self.settings.sampling_interval_s,
+            clock,
+            new_history=self._new_history,
+            open_recording=self._open_recording if history_folder is not None else None,
+        )
+        self.sampler.store_noted.connect(self._store_noted)
         self.sampler.sample_taken.connect(self.on_sample)
+        self.sampler.set_idle_poll(self.settings.idle_gpu_poll_s)
         self.sampler.history_backfilled.connect(self.use_past)
         self.tray = Tray(self.settings.tray_metric, self.engine)
         self.tray.hidden_gpus = set(self.settings.hidden_gpus)
@@ -137,13 +160,42 @@ class App(QObject):
         self._tray_timer = QTimer(self)
         self._tray_timer.setObjectName("tray_host_timer")
         self._tray_timer.timeout.connect(self._check_tray)
+        self._remote_urls = remote_urls
+        self.remote_hosts = self._make_remote_hosts()
+        self.exporter: Exporter | None = None
 
     @property
     def history(self) -> History:
         """Made on first use: numpy need not load before the tray icon shows."""
         if self._history is None:
             self._history = self._new_history()
+            self._attach_disk(self._history)
         return self._history
+
+    # ---- the history on disk (issue 9) ----
+    def _open_recording(self) -> Recording | None:
+        """On the sampler thread: the store's writer (or a note that a recorder writes it)."""
+        if self.history_folder is None or not self.settings.history_on_disk:
+            return None
+        from trayvml.record import limits_of
+        from trayvml.store.view import Recording
+
+        return Recording(self.history_folder, limits_of(self.settings))
+
+    def _attach_disk(self, history: History) -> None:
+        """Ranges older than memory are read from the store (on this, the GUI thread)."""
+        if self.history_folder is None or not self.settings.history_on_disk:
+            return
+        if self._disk is None:
+            from trayvml.store.view import DiskReach
+
+            self._disk = DiskReach(self.history_folder)
+        history.disk = self._disk
+
+    def _store_noted(self, note: str) -> None:
+        self.store_note = note
+        if self.window is not None:
+            self.window.store_note = note
 
     def _new_history(self) -> History:
         from trayvml.history import History, default_tiers
@@ -153,6 +205,8 @@ class App(QObject):
     def start(self) -> None:
         self._declare_demand()
         self.sampler.start()
+        self.remote_hosts.start()
+        self._serve(self.settings.serve_metrics)
         self._check_tray()
         self._tray_timer.start(TRAY_POLL_MS)
         # Meeting the notification service takes a D-Bus round trip (or a service activation
@@ -165,6 +219,8 @@ class App(QObject):
             self.tray.icon.showMessage("trayvml", self.settings_message)
 
     def stop(self) -> None:
+        self.remote_hosts.stop()
+        self._serve(False)
         self._tray_timer.stop()
         self.sampler.stop()
         if self.notifier is not None:
@@ -195,13 +251,17 @@ class App(QObject):
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self.notifier = notifier
-        for outgoing in self.dispatcher.notifier_ready():
-            self._send(outgoing)
+        held = self.dispatcher.notifier_ready()
+        self._send(held, max((o.event.timestamp_s for o in held), default=0.0))
 
-    def _send(self, outgoing: Outgoing) -> None:
+    def _send(self, outgoing: list[Outgoing], now_s: float) -> None:
+        """One tick's notifications, grouped across GPUs (trayvml.notices)."""
         assert self.notifier is not None
-        self.notifier.notify(outgoing.event, outgoing.details)
-        self.notified.emit(outgoing.event)
+        for notice in self.grouper.take(outgoing, now_s):
+            log.info("notification %s: %s", notice.key[1], notice.title)  # one per Notify call (-v)
+            self.notifier.notify(notice)
+        for sent in outgoing:
+            self.notified.emit(sent.event)
 
     def pause_notifications(self, seconds: float) -> None:
         """Paused: the alert states go on, only the notifications stop (inf: until resumed; 0: resume)."""
@@ -209,27 +269,27 @@ class App(QObject):
         self.tray.show_paused(self.dispatcher.paused)
 
     def _on_action(self, action: str, gpu: int, rule: str) -> None:
+        gpus = self.grouper.members(rule) if gpu == GROUP else (gpu,)  # a grouped notification: its GPUs
         if action == "open":
-            self.show_window(gpu)
+            self.show_window(gpus[0] if len(gpus) == 1 else -1)
         elif action == "snooze":
-            self.dispatcher.snooze(gpu, rule)
+            for member in gpus:
+                self.dispatcher.snooze(member, rule)
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
-        """The GPU's biggest processes, for memory and temperature alerts."""
-        if not _names_processes(event):
-            return ""
-        gpu = sample.gpu(event.gpu_index)
-        if gpu is None or not gpu.processes:
-            return ""
-        from trayvml.core.safe_text import shorten
-        from trayvml.core.units import format_bytes
+        """The lines below the title: a lost GPU's facts and last values, the biggest processes; a
+        finished job's energy."""
+        seen = self._last_seen.get(event.gpu_index)
+        details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
+        if event.rule == "job_finished" and not math.isnan(event.value):
+            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
+            return "\n".join(part for part in (energy, details) if part)
+        return details
 
-        biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
-        shown = (  # names shortened: any user names a process
-            f"{shorten(p.name) or '?'} ({shorten(p.user) or '?'}, {p.pid}) {format_bytes(p.used_memory_bytes)}"
-            for p in biggest[:3]
-        )
-        return translate("App", "Processes: {processes}").format(processes=", ".join(shown))
+    def _remember(self, sample: Sample) -> None:
+        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
+            if not gpu.lost:
+                self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
 
     # ---- settings and autostart ----
     def show_settings(self) -> None:
@@ -255,6 +315,7 @@ class App(QObject):
             self.tray.icon.showMessage("trayvml", problem)
 
     def _settings_changed(self, old: Settings, settings: Settings) -> None:
+        self._remote_settings_changed(old, settings)
         self.engine.configure(settings.alerts)
         self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
@@ -267,11 +328,53 @@ class App(QObject):
             self.tray.icon.showMessage(
                 "trayvml", translate("App", "trayvml speaks the new language from its next start.")
             )
+        self.sampler.set_idle_poll(settings.idle_gpu_poll_s)
         if settings.start_at_login != self.autostart.is_enabled():
             self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
         if self.window is not None:
             for gpu in range(self.window.gpu_count):
                 self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
+
+    # ---- remote hosts and serving (issue 10) ----
+    def _make_remote_hosts(self) -> RemoteHostsView:
+        from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
+
+        endpoints, problems = endpoints_from(self.settings.remote_hosts, self._remote_urls)
+        for problem in problems:
+            print(f"trayvml: {problem}", file=sys.stderr)
+        view = RemoteHostsView(
+            endpoints, self.settings.sampling_interval_s, self.tray.menu, self.tray.copy_action, self.tray.over_dbus
+        )
+        view.changed.connect(self._remote_hosts_changed)
+        return view
+
+    def _remote_hosts_changed(self) -> None:
+        self.tray.remote_lines = self.remote_hosts.lines
+        self.tray.update(self.tray.sample)
+
+    def _remote_settings_changed(self, old: Settings, settings: Settings) -> None:
+        if settings.remote_hosts != old.remote_hosts or settings.sampling_interval_s != old.sampling_interval_s:
+            self.remote_hosts.stop()
+            self.remote_hosts = self._make_remote_hosts()
+            self.remote_hosts.start()
+        if settings.serve_metrics != old.serve_metrics:
+            self._serve(settings.serve_metrics)
+
+    def _serve(self, on: bool) -> None:
+        """Serve the samples the app takes anyway (no reads of its own) on 127.0.0.1, as `trayvml serve`."""
+        from trayvml.core.errors import TrayvmlError
+        from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
+
+        if not on and self.exporter is not None:
+            self.exporter.close()
+            self.exporter = None
+        elif on and self.exporter is None:
+            from trayvml.serve import Exporter
+
+            try:
+                self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
+            except TrayvmlError as error:
+                self.tray.icon.showMessage("trayvml", translate("App", "Serving metrics: {error}").format(error=error))
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not).
@@ -279,6 +382,7 @@ class App(QObject):
 
     def _use_history(self, history: History) -> None:
         self._history = history
+        self._attach_disk(history)
         if self.window is not None:
             self.window.history = history
 
@@ -323,6 +427,7 @@ class App(QObject):
             self.summary = SummaryWindow(self.engine)
             self.summary.show_graphs_requested.connect(lambda: self.show_window(-1))
             self.summary.quit_requested.connect(QApplication.quit)
+            self.summary.add_app_menu(self.tray.app_menu(self.summary))
             print(
                 translate(
                     "App",
@@ -338,7 +443,11 @@ class App(QObject):
     def on_sample(self, sample: Sample) -> None:
         log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
         self.latest = sample
+        self._remember(sample)
         self.history.append(sample)
+        self.energy.update(sample)
+        if self._disk is not None and sample.devices:
+            self._disk.uuids = tuple(d.uuid for d in sample.devices)
         events = self.engine.update(sample)
         self._offer(events, sample)
         self._declare_demand()
@@ -358,6 +467,7 @@ class App(QObject):
         biggest processes asks for them when it fires and goes out once they arrive (a tick or two).
         """
         waiting, self._awaiting_processes = self._awaiting_processes, []
+        ready: list[Outgoing] = []
         for event, waited in [*waiting, *((e, 0) for e in events)]:
             waits = _names_processes(event) and self.dispatcher.wanted(event)  # no lists for a quiet alert
             if waits and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
@@ -366,8 +476,9 @@ class App(QObject):
             # Logged with the outcome (-v): what a user (or a test) can check a notification against.
             why_not = self.dispatcher.why_not(event)
             log.info("alert %s %s: %s", event.rule, event.kind, f"not notified ({why_not})" if why_not else "notified")
-            for outgoing in self.dispatcher.offer(Outgoing(event, self._details(event, sample))):
-                self._send(outgoing)
+            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample)))
+        if ready:
+            self._send(ready, sample.timestamp_s)
 
     def _declare_demand(self) -> None:
         """Tell the sampler what is looked at now: the idle tray reads no process lists."""
@@ -377,6 +488,7 @@ class App(QObject):
         wants = self._awaiting_processes or (job_rule is not None and job_rule.enabled)
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
+        demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
@@ -385,7 +497,10 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
+            self.window.process_view.processes.energy = self.energy
+            self.window.energy = self.energy
             self.window.needs_changed.connect(self._declare_demand)
+            self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)
@@ -408,7 +523,12 @@ class App(QObject):
             self.show_window()
 
 
-def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_path: str | None = None) -> int:
+def run_app(
+    simulation: SimSpec | None,
+    interval_s: float | None = None,
+    config_path: str | None = None,
+    remote_urls: tuple[str, ...] = (),
+) -> int:
     if not display_available():
         print(f"trayvml: {i18n.translate('App', NO_DISPLAY_MESSAGE)}", file=sys.stderr)
         return EXIT_NO_DISPLAY
@@ -430,7 +550,17 @@ def run_app(simulation: SimSpec | None, interval_s: float | None = None, config_
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
-    app = App(simulation, interval_s, tray_wait_s=tray_wait_s, store=store, stored=stored)
+    from trayvml.store import default_folder
+
+    app = App(
+        simulation,
+        interval_s,
+        tray_wait_s=tray_wait_s,
+        store=store,
+        stored=stored,
+        history_folder=default_folder(),
+        remote_urls=remote_urls,
+    )
     server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
     # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
     # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.

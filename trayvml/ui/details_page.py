@@ -1,13 +1,22 @@
-"""The Device details page: the system and each GPU's static facts, from the catalog's STATIC_FIELDS."""
+"""The Device details page: the system, each GPU's static facts (the catalog's STATIC_FIELDS) and
+its current reading of every metric the catalog has (GPU_METRICS), those no panel draws included:
+performance state, PCIe link, ECC, retired pages, remapped rows, energy, the last XID; NVLink per
+link on request (folded until opened)."""
 
 from __future__ import annotations
+
+import math
 
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
-from trayvml.core.metrics import STATIC_FIELDS
-from trayvml.core.sample import Sample
-from trayvml.core.units import format_static
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
+from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
+from trayvml.core.sample import MetricState, Sample
+from trayvml.core.units import format_bytes, format_precise, format_static
+
+READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")
+NVLINK_LINKS = QT_TRANSLATE_NOOP("DetailsPage", "NVLink per link")
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
@@ -17,10 +26,15 @@ class DetailsPage(QTreeWidget):
         super().__init__()
         self.setHeaderLabels(["", translate("DetailsPage", "Value")])
         self.setColumnWidth(0, 260)
+        # Per GPU index: the item of each metric's reading, and the NVLink links' parent.
+        self._readings: dict[int, dict[str, QTreeWidgetItem]] = {}
+        self._links: dict[int, QTreeWidgetItem] = {}
 
     def show_devices(self, sample: Sample) -> None:
         """Rebuilt whole: it changes only when the set of GPUs does."""
         self.clear()
+        self._readings = {}
+        self._links = {}
         if sample.system is not None:
             system = QTreeWidgetItem(self, [translate("DetailsPage", "System"), sample.system.hostname])
             for label, value in (
@@ -41,4 +55,47 @@ class DetailsPage(QTreeWidget):
                         format_static(field, value) or translate("DetailsPage", "not available"),
                     ],
                 )
+            readings = QTreeWidgetItem(item, [translate("DetailsPage", READINGS), ""])
+            self._readings[info.index] = {
+                m.key: QTreeWidgetItem(readings, [translate("metrics", m.label), ""]) for m in GPU_METRICS
+            }
+            self._links[info.index] = QTreeWidgetItem(readings, [translate("DetailsPage", NVLINK_LINKS), ""])
+            readings.setExpanded(True)
             item.setExpanded(True)
+        self.show_readings(sample)
+
+    def show_readings(self, sample: Sample) -> None:
+        """Every metric's value in this sample, or why there is none; texts changed in place."""
+        for gpu in sample.gpus:
+            items = self._readings.get(gpu.index)
+            if items is None:
+                continue
+            for metric in GPU_METRICS:
+                state = gpu.state(metric.key)
+                value = gpu.value(metric.key)
+                ok = state is MetricState.OK and not math.isnan(value)
+                text = format_precise(metric, value) if ok else translate("metrics", state.label)
+                if items[metric.key].text(1) != text:
+                    items[metric.key].setText(1, text)
+            self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)
+
+    @staticmethod
+    def _show_links(parent: QTreeWidgetItem, tx: tuple[float, ...], rx: tuple[float, ...]) -> None:
+        count = max(len(tx), len(rx))
+        parent.setText(
+            1,
+            translate("DetailsPage", "{count} links").format(count=count)
+            if count
+            else translate("DetailsPage", "no links read"),
+        )
+        while parent.childCount() > count:
+            parent.takeChild(parent.childCount() - 1)
+        while parent.childCount() < count:
+            QTreeWidgetItem(parent, [translate("DetailsPage", "Link {link}").format(link=parent.childCount()), ""])
+        for link in range(count):
+            sent = format_bytes(tx[link]) + "/s" if link < len(tx) else "–"
+            received = format_bytes(rx[link]) + "/s" if link < len(rx) else "–"
+            text = f"TX {sent} · RX {received}"
+            child = parent.child(link)
+            if child is not None and child.text(1) != text:
+                child.setText(1, text)

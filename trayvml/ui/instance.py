@@ -25,7 +25,9 @@ from PySide6.QtCore import QObject, QSocketNotifier
 
 log = logging.getLogger(__name__)
 CONNECT_WAIT_MS = 500
-MAX_MESSAGE_BYTES = 64  # "show\n" is all a second start says
+MAX_MESSAGE_BYTES = 512  # "show\n", or "show TOKEN\n" with the launcher's activation token
+ACTIVATION_TOKEN = "XDG_ACTIVATION_TOKEN"  # xdg-activation (Wayland): lets a window come to the front
+MAX_TOKEN_CHARS = 256
 
 
 def session_key(config_path: Path | None) -> str:
@@ -81,6 +83,30 @@ class InstanceServer(Protocol):
     def close(self) -> None: ...
 
 
+def _show_message() -> bytes:
+    """What a second start says: show yourself, with the token the launcher gave this process, if any.
+
+    A compositor lets a window take the focus only with a token from the launch the user made
+    (xdg-activation); the launcher gave it to this second process, so it is handed over, as
+    Dolphin and Kate do. Qt's Wayland windows use it from the environment when asked to activate.
+    """
+    token = os.environ.get(ACTIVATION_TOKEN, "")
+    return f"show {token}\n".encode() if _valid_token(token) else b"show\n"
+
+
+def _valid_token(token: str) -> bool:
+    return 0 < len(token) <= MAX_TOKEN_CHARS and token.isascii() and token.isprintable() and " " not in token
+
+
+def _take_token(message: bytes) -> None:
+    """Put the activation token of a second start where Qt looks for it when the window is activated."""
+    words = message.decode("ascii", "replace").split()
+    if len(words) == 2 and words[0] == "show" and _valid_token(words[1]):
+        os.environ[ACTIVATION_TOKEN] = words[1]
+    else:  # an earlier start's token, unused (X11 has no use for it), is no token for this one
+        os.environ.pop(ACTIVATION_TOKEN, None)
+
+
 def already_running(name: str) -> bool:
     """Ask a running trayvml to show its window; True if one answered."""
     if not hasattr(socket, "AF_UNIX"):
@@ -89,7 +115,7 @@ def already_running(name: str) -> bool:
         peer.settimeout(CONNECT_WAIT_MS / 1000)
         try:
             peer.connect(name)
-            peer.sendall(b"show\n")
+            peer.sendall(_show_message())
         except OSError:  # no socket, a stale one, or nobody answering in time
             return False
     return True
@@ -139,6 +165,7 @@ class _UnixServer(QObject):
             message = b""
         self._drop(connection)  # one message per connection; a peer that went away is freed too
         if message:  # any message means: show yourself
+            _take_token(message)
             self._on_show()
 
     def _drop(self, connection: socket.socket) -> None:

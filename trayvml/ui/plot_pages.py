@@ -6,26 +6,28 @@ back between panels: at 64 GPUs a panel takes tens of milliseconds, a page sever
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QPointF, QRectF, Qt
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QScrollArea
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QNativeGestureEvent, QWheelEvent
+from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
-from trayvml.alerts import AlertEvent
-from trayvml.core.metrics import Group, Unit
+from trayvml.alerts import AlertEvent, Severity
+from trayvml.core.metrics import GPM_MISSING, Group, Unit
+from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import short_name
 from trayvml.history import History
-from trayvml.ui.alerts_page import SEVERITY_COLOURS
 from trayvml.ui.plots import (
     GPU_PANELS,
     HOST_PANELS,
     LINE_STYLES,
     PANEL_HEIGHT_PX,
+    STYLE_NAMES,
     TICK_LENGTH_PX,
     Panel,
     PanelSpec,
@@ -41,6 +43,13 @@ MAX_PROCESS_LINES = 12
 # 64 GPUs get fewer points a line rather than 8 times the paint time of 8 GPUs.
 PANEL_POINT_BUDGET = 40_000
 MIN_POINTS_PER_LINE = 120
+READOUT_OFFSET_PX = 16  # between the cursor and the readout box, so that the box never covers it
+MARKER_STYLES = {
+    Severity.INFO: (Qt.PenStyle.DotLine, 1),
+    Severity.WARNING: (Qt.PenStyle.DashLine, 1),
+    Severity.CRITICAL: (Qt.PenStyle.SolidLine, 2),
+}
+WHEEL_ZOOM_PER_NOTCH = 0.8  # Ctrl+wheel: the time span shown shrinks to this per notch up
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
@@ -58,28 +67,45 @@ class View:
 
 
 class PlotPage(QScrollArea):
-    """A scrolling column of linked plots in one pyqtgraph scene."""
+    """A scrolling column of linked plots in one pyqtgraph scene.
 
-    def __init__(self, specs: tuple[PanelSpec, ...], gpu_count: int) -> None:
+    The wheel scrolls the page; Ctrl+wheel or a pinch asks to zoom time (``time_zoomed``: the time
+    under the cursor and the factor the span shown is multiplied by). A box by the cursor reads
+    every line of the panel under it."""
+
+    time_zoomed = Signal(float, float)
+
+    def __init__(
+        self, specs: tuple[PanelSpec, ...], gpu_count: int, columns: int = 1, titles: Sequence[str] = ()
+    ) -> None:
         super().__init__()
         self.setWidgetResizable(True)
         self.gpu_count = gpu_count
         self.layout_widget = pg.GraphicsLayoutWidget()
-        self.layout_widget.setMinimumHeight(PANEL_HEIGHT_PX * len(specs))
+        rows = -(-len(specs) // columns)
+        self.layout_widget.setMinimumHeight(PANEL_HEIGHT_PX * rows)
         self.setWidget(self.layout_widget)
+        self.layout_widget.viewport().installEventFilter(self)
+        self.readout = QLabel(self.viewport())
+        self.readout.setObjectName("readout")
+        self.readout.setTextFormat(Qt.TextFormat.RichText)
+        self.readout.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+        self.readout.hide()
         self.panels: list[Panel] = []
+        self.foreground = QColor(Qt.GlobalColor.black)  # the palette's text colour (apply_palette)
         first: pg.PlotItem | None = None
-        for row, spec in enumerate(specs):
+        for index, spec in enumerate(specs):
+            row, col = divmod(index, columns)
             unit = spec.metrics[0].unit if spec.metrics else None
             axes = {"bottom": pg.DateAxisItem()}
             if unit is not None and not spec.strip:
                 axes["left"] = UnitAxis(unit)
             elif spec.group is Group.PROCESSES:
                 axes["left"] = UnitAxis(Unit.BYTES)
-            plot = self.layout_widget.addPlot(row=row, col=0, axisItems=axes, title=spec.title)
+            plot = self.layout_widget.addPlot(row=row, col=col, axisItems=axes, title=spec.title)
             plot.setMenuEnabled(False)
-            # No grid: pyqtgraph's costs about 50 ms a redraw, more than all the lines.
-            # Short inward ticks mark the scale instead.
+            # No grid of pyqtgraph's: it costs about 50 ms a redraw, more than all the lines (each
+            # panel draws its own light lines at the major ticks, plots.Grid).
             for name in ("left", "bottom"):
                 plot.getAxis(name).setStyle(tickLength=TICK_LENGTH_PX)
             plot.getViewBox().setLimits(yMin=0 if not spec.strip else -0.5)
@@ -89,7 +115,10 @@ class PlotPage(QScrollArea):
                 first = plot
             else:
                 plot.setXLink(first)
-            self.panels.append(Panel(spec, plot, gpu_count))
+            title = titles[index] if index < len(titles) else spec.title
+            if title != spec.title:
+                plot.setTitle(title)
+            self.panels.append(Panel(spec, plot, gpu_count, title))
         self.first = first
 
     def visible_panels(self) -> list[Panel]:
@@ -118,22 +147,82 @@ class PlotPage(QScrollArea):
     def draw_panel(self, panel: Panel, view: View) -> None:
         raise NotImplementedError
 
+    def panel_at(self, position: QPointF) -> Panel | None:
+        """The panel whose plot holds ``position`` (scene coordinates)."""
+        return next((p for p in self.panels if p.plot.sceneBoundingRect().contains(position)), None)
+
     def show_crosshair(self, position: QPointF, names: Callable[[int], str]) -> None:
-        """A line at the cursor's time on every panel, with each panel's values there."""
-        x = None
+        """A line at the cursor's time on every panel, and by the cursor a box with the time and
+        every line of the panel under it, in full precision."""
+        panel = self.panel_at(position)
+        if panel is None:
+            self.hide_crosshair()
+            return
+        x = panel.plot.getViewBox().mapSceneToView(position).x()
+        for each in self.panels:
+            each.crosshair.setVisible(True)
+            each.crosshair.setPos(x)
+        self.readout.setText(_readout_html(panel, x, names))
+        self.readout.adjustSize()
+        view_point = self.layout_widget.mapFromScene(position)
+        self._place_readout(self.layout_widget.viewport().mapTo(self.viewport(), view_point))
+        self.readout.show()
+        self.readout.raise_()
+
+    def hide_crosshair(self) -> None:
         for panel in self.panels:
-            if panel.plot.sceneBoundingRect().contains(position):
-                x = panel.plot.getViewBox().mapSceneToView(position).x()
-                break
-        for panel in self.panels:
-            panel.crosshair.setVisible(x is not None)
-            panel.readout.setVisible(x is not None)
-            if x is None:
-                continue
-            panel.crosshair.setPos(x)
-            panel.readout.setHtml(panel.values_at(x, names))
-            (x0, _), (_, y1) = panel.plot.getViewBox().viewRange()
-            panel.readout.setPos(x0, y1)
+            panel.crosshair.setVisible(False)
+        self.readout.hide()
+
+    def _place_readout(self, cursor: QPoint) -> None:
+        """Beside the cursor, on whichever side keeps the whole box inside the visible page."""
+        size = self.readout.size()
+        area = self.viewport().rect()
+        x = cursor.x() + READOUT_OFFSET_PX
+        if x + size.width() > area.right():
+            x = cursor.x() - READOUT_OFFSET_PX - size.width()
+        y = cursor.y() + READOUT_OFFSET_PX
+        if y + size.height() > area.bottom():
+            y = cursor.y() - READOUT_OFFSET_PX - size.height()
+        x = max(0, min(x, area.right() - size.width()))
+        y = max(0, min(y, area.bottom() - size.height()))
+        self.readout.move(x, y)
+
+    def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+        """On the plots: the wheel scrolls the page, Ctrl+wheel and a pinch zoom time."""
+        kind = event.type()
+        if kind == QEvent.Type.Leave:
+            self.hide_crosshair()
+        elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
+            if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+                self._scroll(event)
+                return True
+            notches = event.angleDelta().y() / 120
+            if notches:
+                self._zoom_at(event.position(), WHEEL_ZOOM_PER_NOTCH**notches)
+            return True
+        elif (
+            kind == QEvent.Type.NativeGesture
+            and isinstance(event, QNativeGestureEvent)
+            and event.gestureType() == Qt.NativeGestureType.ZoomNativeGesture
+        ):
+            self._zoom_at(event.position(), max(0.1, 1.0 - event.value()))  # value > 0: fingers apart
+            return True
+        return super().eventFilter(watched, event)
+
+    def _scroll(self, event: QWheelEvent) -> None:
+        """The page moves as a scroll area's wheel would move it (a touchpad's pixels as they come)."""
+        bar = self.verticalScrollBar()
+        pixels = event.pixelDelta().y()
+        if not pixels:
+            pixels = round(event.angleDelta().y() / 120 * QApplication.wheelScrollLines() * bar.singleStep())
+        bar.setValue(bar.value() - pixels)
+
+    def _zoom_at(self, position: QPointF, factor: float) -> None:
+        scene = self.layout_widget.mapToScene(position.toPoint())
+        panel = self.panel_at(scene) or (self.panels[0] if self.panels else None)
+        if panel is not None:
+            self.time_zoomed.emit(panel.plot.getViewBox().mapSceneToView(scene).x(), factor)
 
     def apply_palette(self, background: QColor, foreground: QColor) -> None:
         self.layout_widget.setBackground(background)
@@ -142,9 +231,38 @@ class PlotPage(QScrollArea):
                 axis = panel.plot.getAxis(name)
                 axis.setPen(foreground)
                 axis.setTextPen(foreground)
-            panel.plot.setTitle(panel.spec.title, color=foreground.name(), size="10pt")
-            panel.readout.setColor(foreground)
+            panel.plot.setTitle(panel.title, color=foreground.name(), size="10pt")
+            panel.grid.set_colour(foreground)
             panel.notice.setColor(foreground)
+        self.foreground = QColor(foreground)
+        self.readout.setStyleSheet(
+            f"QLabel#readout {{ background: {background.name()}; color: {foreground.name()};"
+            f" border: 1px solid {foreground.name()}; padding: 4px; }}"
+        )
+
+
+def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
+    """The time, then a row per GPU (or the machine) and a column per metric of ``panel``."""
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(x))
+    rows = panel.values_at(x, names)
+    metrics = panel.spec.metrics
+    head = ""
+    if len(metrics) > 1 or not panel.gpu_count:
+        styled = len(metrics) > 1
+        cells = "".join(
+            f"<th align=right>&nbsp;{rich_text(m.label)}{f' ({STYLE_NAMES[k]})' if styled else ''}</th>"
+            for k, m in enumerate(metrics)
+        )
+        head = f"<tr><th></th>{cells}</tr>"
+    body = "".join(
+        f'<tr><td style="color:{colour}">{rich_text(name)}</td>'
+        + "".join(f"<td align=right>&nbsp;{value}</td>" for value in values)
+        + "</tr>"
+        for name, colour, values in rows
+    )
+    if not rows:
+        body = "<tr><td>no lines here at this time</td></tr>"
+    return f"<b>{when}</b><table cellspacing=0 cellpadding=1>{head}{body}</table>"
 
 
 class GpuPage(PlotPage):
@@ -163,12 +281,19 @@ class GpuPage(PlotPage):
             series = view.history.gpu_series(spec.metrics[0].key, view.start_s, view.end_s, self.budget(panel))
             panel.set_strip(series, self.gpu_count)
             return
+        self.draw_lines(panel, view, range(self.gpu_count))
+
+    def draw_lines(self, panel: Panel, view: View, gpus: Sequence[int]) -> None:
+        """``panel``'s metrics for the GPUs ``gpus`` (those hidden or not supporting them left out)."""
+        spec = panel.spec
         sample = view.sample
         # By index: two GPUs of one model share a name, and only one may lack the metric.
         unsupported = {
-            g.index for g in sample.gpus if all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
+            g.index
+            for g in sample.gpus
+            if g.index in gpus and all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
         }
-        shown = [g not in view.hidden_gpus and g not in unsupported for g in range(self.gpu_count)]
+        shown = [g in gpus and g not in view.hidden_gpus and g not in unsupported for g in range(self.gpu_count)]
         budget = self.budget(panel, sum(shown) * len(spec.metrics))
         for k, metric in enumerate(spec.metrics):
             series = view.history.gpu_series(metric.key, view.start_s, view.end_s, budget)
@@ -176,10 +301,20 @@ class GpuPage(PlotPage):
                 panel.lines[k].clear()  # no history yet, or one of another set of GPUs
             else:
                 panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown)
-        if unsupported and len(unsupported) == len(sample.gpus):
+        wanted = [g for g in gpus if g not in view.hidden_gpus] or list(gpus)
+        lacking = unsupported & set(wanted)
+        # The Activity panel names what a GPU lacks even beside GPUs that have it.
+        if lacking and (lacking == set(wanted) or spec.group is Group.ACTIVITY):
             names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
-            models = dict.fromkeys(names[g] for g in sorted(unsupported))
-            panel.show_notice(translate("Panel", "Not supported on {models}").format(models=", ".join(models)))
+            models = dict.fromkeys(names[g] for g in sorted(lacking))
+            why = translate("metrics", GPM_MISSING) if spec.group is Group.ACTIVITY else ""
+            if why:
+                notice = translate("Panel", "Not supported on {models}: {why}").format(
+                    models=", ".join(models), why=why
+                )
+            else:
+                notice = translate("Panel", "Not supported on {models}").format(models=", ".join(models))
+            panel.show_notice(notice)
         else:
             panel.show_notice("")
 
@@ -197,10 +332,11 @@ class GpuPage(PlotPage):
         panel.extra.set_each([(series.times_s, series.mean[:, 0]) for _, series in found], pens)
         panel.show_notice("" if found else translate("Panel", "No GPU processes in this range"))
 
-    @staticmethod
-    def _mark(panel: Panel, view: View) -> None:
+    def _mark(self, panel: Panel, view: View) -> None:
+        # In the text colour, which no GPU line uses; the severity is in the dash and the width.
         for marker, event in zip(panel.set_markers(len(view.markers)), view.markers, strict=True):
-            marker.setPen(pg.mkPen(SEVERITY_COLOURS[event.severity], width=1, style=Qt.PenStyle.DotLine))
+            style, width = MARKER_STYLES[event.severity]
+            marker.setPen(pg.mkPen(self.foreground, width=width, style=style))
             marker.setPos(event.timestamp_s)
 
 

@@ -3,18 +3,18 @@
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QRectF, Qt
-from PySide6.QtGui import QFont, QFontMetrics, QPainter, QPainterPath, QPen
+from PySide6.QtCore import QCoreApplication, QLineF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
-from trayvml.core.safe_text import rich_text
-from trayvml.core.units import KIB, MIB, format_value
+from trayvml.core.units import KIB, format_precise
 from trayvml.history import Series
 from trayvml.ui.theme import gpu_colour
 
@@ -27,7 +27,7 @@ STYLE_NAMES = (
     QT_TRANSLATE_NOOP("Panel", "dash-dot"),
 )
 PANEL_HEIGHT_PX = 170
-MIN_SPAN = {Unit.BYTES: MIB, Unit.BYTES_PER_S: KIB, Unit.COUNT: 4.0, Unit.WATTS: 10.0, Unit.MHZ: 100.0}
+GRID_ALPHA = 40  # of 255: grid lines a shade off the background, behind everything
 
 
 @dataclass(frozen=True)
@@ -35,6 +35,11 @@ class PanelSpec:
     group: Group
     metrics: tuple[Metric, ...]
     strip: bool = False  # a state strip (throttle reasons) rather than lines
+
+    @property
+    def min_span(self) -> float:
+        """The smallest value span the panel shows: the widest its metrics ask for (catalog)."""
+        return max((m.min_span for m in self.metrics), default=0.0)
 
     @property
     def title(self) -> str:
@@ -68,6 +73,7 @@ GPU_PANELS = _panels(
     GPU_METRICS,
     (
         Group.UTILIZATION,
+        Group.ACTIVITY,
         Group.MEMORY,
         Group.TEMPERATURE,
         Group.POWER,
@@ -234,16 +240,85 @@ class Lines(pg.GraphicsObject):
         return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def paint(self, painter: QPainter, *args: object) -> None:
+        # Cosmetic pens are as wide in device pixels at any scale: at 200 % a 1 px line would be
+        # drawn half as thick as the text beside it, so its width follows the screen's scale.
+        device = painter.device()
+        ratio = device.devicePixelRatioF() if device is not None else 1.0
         for pen, path in self._paths:
+            if ratio != 1.0:
+                pen = QPen(pen)
+                pen.setWidthF(pen.widthF() * ratio)
             painter.setPen(pen)
             painter.drawPath(path)
 
 
-class Panel:
-    """One plot: its lines (one Lines item per metric, a column per GPU), a crosshair and a readout."""
+# Steps of the time grid, in seconds: the first that leaves GRID_SPACING_PX between lines.
+TIME_GRID_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10800, 21600, 43200, 86400)
+GRID_SPACING_PX = 90
 
-    def __init__(self, spec: PanelSpec, plot: pg.PlotItem, gpu_count: int) -> None:
+
+def time_grid_s(start_s: float, end_s: float, width_px: float) -> np.ndarray:
+    """Times of vertical grid lines over [start_s, end_s]: round local times (a line at each full
+    hour, say), about GRID_SPACING_PX apart."""
+    if not (math.isfinite(start_s) and math.isfinite(end_s)) or end_s <= start_s or width_px <= 0:
+        return np.empty(0)
+    wanted = (end_s - start_s) * GRID_SPACING_PX / width_px
+    step = next((s for s in TIME_GRID_STEPS_S if s >= wanted), TIME_GRID_STEPS_S[-1])
+    offset = time.localtime(start_s).tm_gmtoff  # round in local time, as the time axis labels it
+    first = math.ceil((start_s + offset) / step) * step - offset
+    return np.arange(first, end_s, step, dtype=np.float64)
+
+
+class Grid(pg.GraphicsObject):
+    """Light lines at round values and times. pyqtgraph's own grid (``showGrid``) redraws its axes'
+    whole area and cost about 50 ms a redraw; this draws a dozen cosmetic lines."""
+
+    def __init__(self, values: pg.AxisItem) -> None:
+        super().__init__()
+        self._values = values  # the value axis, whose major ticks get a line each
+        self._pen = QPen()
+        self._pen.setCosmetic(True)
+        self._values_key: tuple[float, float, float] | None = None
+        self._value_ticks: list[float] = []
+        self.setZValue(-100)
+
+    def set_colour(self, colour: QColor) -> None:
+        grid = QColor(colour)
+        grid.setAlpha(GRID_ALPHA)
+        self._pen.setColor(grid)
+        self.update()
+
+    def viewRangeChanged(self) -> None:  # noqa: N802 - pyqtgraph's hook
+        self.prepareGeometryChange()
+        self.update()
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        view = self.getViewBox()
+        return QRectF() if view is None else view.viewRect()
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        view = self.getViewBox()
+        if view is None:
+            return
+        rect = view.viewRect()
+        # The value axis' ticks cost about a millisecond to work out: kept while its range stays
+        # (following live, only the time range moves).
+        key = (rect.top(), rect.bottom(), view.height())
+        if key != self._values_key:
+            levels = self._values.tickValues(rect.top(), rect.bottom(), max(1.0, view.height()))
+            self._values_key, self._value_ticks = key, list(levels[0][1]) if levels else []
+        lines = [QLineF(rect.left(), y, rect.right(), y) for y in self._value_ticks]
+        lines += [QLineF(x, rect.top(), x, rect.bottom()) for x in time_grid_s(rect.left(), rect.right(), view.width())]
+        painter.setPen(self._pen)
+        painter.drawLines(lines)
+
+
+class Panel:
+    """One plot: its lines (one Lines item per metric, a column per GPU), a crosshair and a grid."""
+
+    def __init__(self, spec: PanelSpec, plot: pg.PlotItem, gpu_count: int, title: str = "") -> None:
         self.spec = spec
+        self.title = title or spec.title
         self.plot = plot
         self.gpu_count = gpu_count
         self.lines: list[Lines] = []  # one per metric: columns are GPUs
@@ -253,22 +328,23 @@ class Panel:
         ]
         self.extra = Lines()  # per-process or per-core lines
         plot.addItem(self.extra)
+        plot.hideButtons()  # pyqtgraph's auto-range "A": the window sets every range itself
         self.image: pg.ImageItem | None = None
+        self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
         self.markers: list[pg.InfiniteLine] = []
         self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
-        self.readout = pg.TextItem(anchor=(0, 0))
-        self.readout.setZValue(10)
-        plot.addItem(self.readout, ignoreBounds=True)
+        self.grid = Grid(plot.getAxis("left"))
+        plot.addItem(self.grid, ignoreBounds=True)
         self.notice = pg.TextItem(anchor=(0.5, 0.5))
         plot.addItem(self.notice, ignoreBounds=True)
         unit = spec.metrics[0].unit if spec.metrics else Unit.BYTES
         if unit is Unit.PERCENT:
             plot.setYRange(0, 100, padding=0.02)  # a percentage reads best against its full scale
             plot.getViewBox().setMouseEnabled(y=False)
-        elif unit in MIN_SPAN:  # near-zero rates should not magnify noise into big swings
-            plot.getViewBox().setLimits(minYRange=MIN_SPAN[unit])
+        elif spec.min_span:  # noise near a flat value should not be magnified into big swings
+            plot.getViewBox().setLimits(minYRange=spec.min_span)
         if unit in (Unit.BYTES, Unit.BYTES_PER_S):
             # Amounts read from zero. Auto-ranged around a flat 31.6 GiB, the axis spanned 1 MiB
             # and needed labels like "31.6330 GiB", too wide to be drawn: no labels at all.
@@ -278,6 +354,9 @@ class Panel:
             self.image = pg.ImageItem()
             plot.addItem(self.image)
             plot.getViewBox().setMouseEnabled(y=False)
+            # Each row of the strip is a GPU: named on the axis, not left to a legend.
+            rows = [(k + 0.5, f"GPU {k}") for k in range(gpu_count)]
+            plot.getAxis("left").setTicks([rows, []])
         else:
             # No clip-to-view or downsampling of pyqtgraph's: the window asks the history for the
             # visible range at about one point per pixel.
@@ -305,28 +384,36 @@ class Panel:
     def set_strip(self, series: Series | None, gpu_count: int) -> None:
         if self.image is None or series is None or len(series.times_s) == 0:
             return
+        self.strip_data = (series.times_s, series.high[:, :gpu_count])
         rgba = reason_rgba(series.high[:, :gpu_count])  # max of a bucket keeps its highest reason
         self.image.setImage(rgba, autoLevels=False)
         step = series.step_s
         self.image.setRect(float(series.times_s[0]), 0.0, len(series.times_s) * step, float(gpu_count))
         self.plot.setYRange(0, gpu_count, padding=0)
 
-    def values_at(self, x: float, names: Callable[[int], str]) -> str:
-        """The readout text: every shown line's value at time ``x`` (``names`` names a GPU column)."""
-        rows = []
-        for metric, lines in zip(self.spec.metrics, self.lines, strict=False):  # a strip has no lines
+    def values_at(self, x: float, names: Callable[[int], str]) -> list[tuple[str, str, list[str]]]:
+        """Every shown line's value at time ``x``, nearest reading: (name, colour, a value per metric)
+        per GPU (or one row for the machine). ``names`` names a GPU column."""
+        rows: dict[int, list[str]] = {}
+        if self.strip_data is not None and len(self.strip_data[0]):
+            times, masks = self.strip_data
+            at = min(max(0, int(np.searchsorted(times, x, side="right")) - 1), len(times) - 1)
+            for column in range(masks.shape[1]):
+                value = float(masks[at, column])
+                rows[column] = [format_precise(self.spec.metrics[0], value) if math.isfinite(value) else "–"]
+        for k, lines in enumerate(self.lines):  # a strip has no lines
+            metric = self.spec.metrics[k]
             for column, line in enumerate(lines.data):
                 if line is None or not len(line[0]):
                     continue
                 xs, ys = line
-                value = float(ys[min(int(np.searchsorted(xs, x)), len(xs) - 1)])
-                if math.isnan(value):
-                    continue
-                text = f"{format_value(metric, value)}"
-                if not self.gpu_count:  # the machine: a line per metric, in the readout's colour
-                    rows.append(f"{translate('metrics', metric.label)}: {text}")
-                    continue
-                label = names(column) + (f" {_in_sentence(metric)}" if len(self.spec.metrics) > 1 else "")
-                # HTML: the label holds the GPU's name, from the driver.
-                rows.append(f'<span style="color:{gpu_colour(column).name()}">{rich_text(label)}: {text}</span>')
-        return "<br>".join(rows)
+                at = int(np.searchsorted(xs, x))
+                if at == len(xs) or (at > 0 and x - xs[at - 1] < xs[at] - x):
+                    at -= 1  # the nearer of the readings either side
+                step = xs[1] - xs[0] if len(xs) > 1 else 1.0
+                outside = x < xs[0] - step or x > xs[-1] + step
+                value = math.nan if outside else float(ys[at])
+                rows.setdefault(column, ["–"] * len(self.lines))[k] = format_precise(metric, value)
+        if not self.gpu_count:
+            return [("", "", values) for values in rows.values()]
+        return [(names(column), gpu_colour(column).name(), values) for column, values in sorted(rows.items())]

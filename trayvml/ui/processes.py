@@ -1,8 +1,11 @@
-"""The Processes page: a table updated in place (rows keyed by GPU, PID and kind), sortable."""
+"""The Processes page: a table updated in place (rows keyed by GPU, PID and kind), sortable, with
+what each process costs the host (CPU %, resident memory, runtime) and a way to end one's own."""
 
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Callable
 from typing import Any
 
 from PySide6.QtCore import (
@@ -10,14 +13,18 @@ from PySide6.QtCore import (
     QCoreApplication,
     QModelIndex,
     QPersistentModelIndex,
+    QPoint,
     QSortFilterProxyModel,
     Qt,
 )
-from PySide6.QtWidgets import QTableView
+from PySide6.QtWidgets import QHeaderView, QMenu, QMessageBox, QTableView, QWidget
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
+from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes
+from trayvml.energy import EnergyMeter, format_energy, job_key
+from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
 
 _Index = QModelIndex | QPersistentModelIndex
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -27,16 +34,50 @@ HEADERS = (
     QT_TRANSLATE_NOOP("ProcessModel", "User"),
     QT_TRANSLATE_NOOP("ProcessModel", "Name"),
     QT_TRANSLATE_NOOP("ProcessModel", "GPU memory"),
+    QT_TRANSLATE_NOOP("ProcessModel", "CPU %"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Host RAM"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Runtime"),
     QT_TRANSLATE_NOOP("ProcessModel", "Type"),
     QT_TRANSLATE_NOOP("ProcessModel", "Container"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Energy"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Job energy"),
     QT_TRANSLATE_NOOP("ProcessModel", "Command"),
 )
+RIGHT_ALIGNED = frozenset(
+    HEADERS.index(h) for h in ("GPU", "PID", "GPU memory", "CPU %", "Host RAM", "Runtime", "Energy", "Job energy")
+)
+SIMULATED = QT_TRANSLATE_NOOP("ProcessModel", "simulated")  # a simulated GPU's process has no host process to read
 
 
-def _cells(proc: ProcessSample) -> tuple[tuple[str, Any], ...]:
-    """(shown text, sort key) per column."""
+def format_runtime(seconds: float) -> str:
+    """``42 s``, ``12 min``, ``3 h 05 min``, ``2 d 4 h``."""
+    if math.isnan(seconds) or seconds < 0:
+        return "–"
+    minutes, hours, days = int(seconds // 60), int(seconds // 3600), int(seconds // 86400)
+    if seconds < 60:
+        return f"{seconds:.0f} s"
+    if hours < 1:
+        return f"{minutes} min"
+    if days < 1:
+        return f"{hours} h {minutes % 60:02d} min"
+    return f"{days} d {hours % 24} h"
+
+
+def _cells(
+    proc: ProcessSample, usage: HostUsage | str, now_s: float, energy: EnergyMeter | None = None
+) -> tuple[tuple[str, Any], ...]:
+    """(shown text, sort key) per column. ``usage``: the host's figures, or why there are none."""
     hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
     memory = proc.used_memory_bytes
+    # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.energy).
+    wh = math.nan if energy is None else energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
+    job_wh = math.nan if energy is None else energy.job_wh.get((proc.gpu_index, job_key(proc)), 0.0)
+    if isinstance(usage, HostUsage):
+        cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
+        ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)
+        runtime = (format_runtime(now_s - usage.started_s), now_s - usage.started_s)
+    else:  # why, said once in the row: the other columns only show that nothing is there
+        cpu, ram, runtime = (usage, -1.0), ("–", -1.0), ("–", -1.0)
     return (
         (str(proc.gpu_index), proc.gpu_index),
         (str(proc.pid), proc.pid),
@@ -46,8 +87,13 @@ def _cells(proc: ProcessSample) -> tuple[tuple[str, Any], ...]:
             translate("ProcessModel", "n/a") if math.isnan(memory) else format_bytes(memory),
             -1.0 if math.isnan(memory) else memory,
         ),
+        cpu,
+        ram,
+        runtime,
         (proc.kind, proc.kind),
         (proc.container, proc.container),
+        (format_energy(wh), -1.0 if math.isnan(wh) else wh),
+        (format_energy(job_wh), -1.0 if math.isnan(job_wh) else job_wh),
         (proc.command, proc.command),
     )
 
@@ -60,6 +106,9 @@ class ProcessModel(QAbstractTableModel):
         super().__init__()
         self._keys: list[tuple[int, int, str]] = []
         self._rows: list[tuple[tuple[str, Any], ...]] = []
+        self.energy: EnergyMeter | None = None  # set by the app: energy per process and job
+        self.started_s: dict[int, float] = {}  # by PID, of the processes the host could read
+        self._usage = HostUsageReader()
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802, B008 - Qt override
         return 0 if parent.isValid() else len(self._rows)
@@ -82,19 +131,40 @@ class ProcessModel(QAbstractTableModel):
             return text
         if role == self.SORT_ROLE:
             return key
-        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in (0, 1, self.MEMORY_COLUMN):
+        if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in RIGHT_ALIGNED:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
+    def pid_at(self, row: int) -> int:
+        return self._keys[row][1]
+
+    def name_at(self, row: int) -> str:
+        return str(self._rows[row][HEADERS.index("Name")][0])
+
+    def _host_usage(self, sample: Sample, procs: list[ProcessSample]) -> dict[int, HostUsage | str]:
+        """The host's figures per PID, or why there are none. A simulated GPU's PIDs are made up:
+        whatever host process has that PID is not it."""
+        if sample.simulation:
+            return dict.fromkeys((p.pid for p in procs), translate("ProcessModel", SIMULATED))
+        usage = self._usage.read({p.pid for p in procs})
+        self.started_s = {pid: u.started_s for pid, u in usage.items()}
+        return {
+            p.pid: usage.get(p.pid, translate("ProcessModel", "(no permission)") if p.no_permission else "–")
+            for p in procs
+        }
+
     def update_processes(self, sample: Sample) -> None:
         current = {(p.gpu_index, p.pid, p.kind): p for g in sample.gpus for p in g.processes}
+        usage = self._host_usage(sample, list(current.values()))
+        now_s = time.time()  # the host's figures are read now, whatever the sample's clock
         for row in reversed(range(len(self._keys))):  # gone: remove
             if self._keys[row] not in current:
                 self.beginRemoveRows(QModelIndex(), row, row)
                 del self._keys[row], self._rows[row]
                 self.endRemoveRows()
         for row, key in enumerate(self._keys):  # still there: change in place
-            cells = _cells(current.pop(key))
+            proc = current.pop(key)
+            cells = _cells(proc, usage[proc.pid], now_s, self.energy)
             if cells != self._rows[row]:
                 self._rows[row] = cells
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(HEADERS) - 1))
@@ -103,12 +173,18 @@ class ProcessModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), first, first + len(current) - 1)
             for key, proc in current.items():
                 self._keys.append(key)
-                self._rows.append(_cells(proc))
+                self._rows.append(_cells(proc, usage[proc.pid], now_s, self.energy))
             self.endInsertRows()
 
 
+def _ask(parent: QWidget, question: str) -> bool:
+    answer = QMessageBox.question(parent, "trayvml", question, defaultButton=QMessageBox.StandardButton.No)
+    return answer == QMessageBox.StandardButton.Yes
+
+
 class ProcessesPage(QTableView):
-    """The table of GPU processes, biggest first until the user sorts otherwise."""
+    """The table of GPU processes, biggest first until the user sorts otherwise. A right click on
+    a process of this user offers to end it, after asking."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -121,4 +197,64 @@ class ProcessesPage(QTableView):
         self.sortByColumn(ProcessModel.MEMORY_COLUMN, Qt.SortOrder.DescendingOrder)
         self.horizontalHeader().setStretchLastSection(True)
         self.verticalHeader().setVisible(False)
+        # One line a row, whatever a cell holds: "(no permission)" wrapped to two lines made its
+        # row twice as tall as the others.
+        self.setWordWrap(False)
+        self.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)
+        self.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         self.setAlternatingRowColors(True)
+        self.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
+        self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.customContextMenuRequested.connect(self._menu)
+        self.ask: Callable[[QWidget, str], bool] = _ask  # tests answer for the user
+        self.tell: Callable[[QWidget, str], object] = lambda parent, text: QMessageBox.warning(parent, "trayvml", text)
+        self.last_error = ""  # the last failure to end a process, as the user was told it
+
+    def source_row(self, view_row: int) -> int:
+        proxy = self.model()
+        assert isinstance(proxy, QSortFilterProxyModel)
+        return proxy.mapToSource(proxy.index(view_row, 0)).row()
+
+    def _menu(self, position: QPoint) -> None:
+        index = self.indexAt(position)
+        if not index.isValid():
+            return
+        row = self.source_row(index.row())
+        pid = self.processes.pid_at(row)
+        menu = QMenu(self)
+        action = menu.addAction(
+            menu_label(
+                translate("ProcessesPage", "End process {pid} ({name})…").format(
+                    pid=pid, name=self.processes.name_at(row)
+                ),
+                dbusmenu=False,
+            )
+        )
+        action.setEnabled(self.can_end(row))
+        if not action.isEnabled():
+            action.setToolTip(
+                translate("ProcessesPage", "Only your own processes, on this computer, can be ended from here")
+            )
+        action.triggered.connect(lambda: self.end(row))
+        menu.exec(self.viewport().mapToGlobal(position))
+
+    def can_end(self, row: int) -> bool:
+        pid = self.processes.pid_at(row)
+        return pid in self.processes.started_s and owned_by_me(pid)
+
+    def end(self, row: int) -> bool:
+        """Ends the process in ``row`` (of the model) once the user confirms; True if it was asked to end."""
+        pid, name = self.processes.pid_at(row), self.processes.name_at(row)
+        started = self.processes.started_s.get(pid)
+        question = translate("ProcessesPage", "End process {pid} ({name})?\n\nIt is sent SIGTERM, as kill does.")
+        if started is None or not self.ask(self, question.format(pid=pid, name=name)):
+            return False
+        try:
+            end_process(pid, started)
+        except (ProcessLookupError, PermissionError) as error:
+            self.last_error = translate("ProcessesPage", "Could not end process {pid}: {error}.").format(
+                pid=pid, error=error
+            )
+            self.tell(self, self.last_error)
+            return False
+        return True

@@ -20,9 +20,11 @@ from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 from trayvml.core.clock import Clock, ManualClock, SystemClock
 
 if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (start-up time)
+    from trayvml.core.sample import Sample
     from trayvml.history import History, Tier
     from trayvml.nvml.sim import SimSpec
     from trayvml.source import Source
+    from trayvml.store.view import Recording
 
 # Every simulated second of the past is computed (counters are running sums): at most this many.
 PAST_MAX_SIM_S = 12 * 3600.0
@@ -76,6 +78,7 @@ def past_times_s(end_s: float, span_s: float, tiers: Sequence[Tier]) -> list[tup
 class _Worker(QObject):
     sample_taken = Signal(object)  # trayvml.core.sample.Sample
     history_backfilled = Signal(object)  # a History of the past, all before the first live sample
+    store_noted = Signal(str)  # the history on disk: why it is not written (or that it is again)
 
     def __init__(
         self,
@@ -84,11 +87,16 @@ class _Worker(QObject):
         clock: Clock | None,
         stall_after_s: float | None,
         new_history: Callable[[], History] | None,
+        open_recording: Callable[[], Recording | None] | None = None,
     ) -> None:
         super().__init__()
+        self._open_recording = open_recording
+        self._recording: Recording | None = None
+        self._past_from_disk = True  # until a simulation's past fills the history instead
         self._stall_after_s = stall_after_s
         # Set from the GUI thread, read here: swapping one immutable value needs no lock.
         self.demand: frozenset[str] | None = None
+        self.idle_poll_s = 0.0  # seconds between reads of idle laptop GPUs (NvmlReader.idle_poll_s)
         self._new_history = new_history
         self._stopping = threading.Event()
         self._simulation = simulation
@@ -103,6 +111,10 @@ class _Worker(QObject):
         # and importing pynvml, numpy and psutil need not delay the tray icon.
         self._backfill()  # first: only one simulated library can sit beneath pynvml at a time
         self._source = self._new_source()
+        if self._open_recording is not None:  # the store is written here, never on the GUI thread
+            self._recording = self._open_recording()
+            if self._recording is not None and self._recording.note:
+                self.store_noted.emit(self._recording.note)
         self._timer = QTimer(self)
         self._timer.setObjectName("sample_timer")
         self._timer.timeout.connect(self.tick)
@@ -140,7 +152,24 @@ class _Worker(QObject):
                 history.append(sample)
         finally:
             source.close()
+        self._past_from_disk = False
         self.history_backfilled.emit(history)
+
+    def _backfill_from_disk(self, sample: Sample) -> None:
+        """The timelines continue from the store: its last hours, for the GPUs there are now."""
+        self._past_from_disk = False
+        if self._new_history is None or self._recording is None or not sample.devices:
+            return
+        from trayvml.store.read import StoreReader
+        from trayvml.store.view import backfill
+
+        history = self._new_history()
+        reader = StoreReader(self._recording.folder)
+        try:
+            if backfill(history, reader, sample, history.tiers[-1].span_s):
+                self.history_backfilled.emit(history)
+        finally:
+            reader.close()
 
     def interrupt(self) -> None:
         """From the GUI thread: stop waiting on the driver, the app is quitting."""
@@ -152,7 +181,15 @@ class _Worker(QObject):
     @Slot()
     def tick(self) -> None:
         if self._source is not None:
-            self.sample_taken.emit(self._source.sample(self.demand))
+            self._source.reader.idle_poll_s = self.idle_poll_s
+            sample = self._source.sample(self.demand)
+            if self._past_from_disk:
+                self._backfill_from_disk(sample)
+            self.sample_taken.emit(sample)
+            if self._recording is not None:
+                note = self._recording.append(sample)
+                if note:
+                    self.store_noted.emit(note)
 
     @Slot(object)
     def use_simulation(self, simulation: SimSpec | None) -> None:
@@ -177,6 +214,9 @@ class _Worker(QObject):
         if self._source is not None:
             self._source.close()
             self._source = None
+        if self._recording is not None:
+            self._recording.close()  # what waits is committed: a quit loses nothing
+            self._recording = None
 
 
 class Sampler(QObject):
@@ -184,6 +224,7 @@ class Sampler(QObject):
 
     sample_taken = Signal(object)
     history_backfilled = Signal(object)  # a History: a simulation's past, before its first sample
+    store_noted = Signal(str)  # the history on disk cannot be written, or can again
     _simulation_changed = Signal(object)
     _interval_changed = Signal(float)
     _stop_requested = Signal()
@@ -196,16 +237,19 @@ class Sampler(QObject):
         stall_after_s: float | None = None,  # None: a few intervals (tests shorten it)
         # Makes an empty history, on the sampler thread, that a simulation's past fills; None: no past.
         new_history: Callable[[], History] | None = None,
+        # Opens the history on disk, on the sampler thread; None: nothing on disk (tests, settings).
+        open_recording: Callable[[], Recording | None] | None = None,
     ) -> None:
         super().__init__()
         self.simulation = simulation
         self._thread = QThread()
         self._thread.setObjectName("trayvml-sampler")
-        self._worker = _Worker(simulation, interval_s, clock, stall_after_s, new_history)
+        self._worker = _Worker(simulation, interval_s, clock, stall_after_s, new_history, open_recording)
         self._worker.moveToThread(self._thread)
         self._thread.started.connect(self._worker.start)
         self._worker.sample_taken.connect(self.sample_taken)
         self._worker.history_backfilled.connect(self.history_backfilled)
+        self._worker.store_noted.connect(self.store_noted)
         self._simulation_changed.connect(self._worker.use_simulation)
         self._interval_changed.connect(self._worker.set_interval)
         # Blocking: the worker stops its timer and closes its source on its own thread before that
@@ -225,6 +269,10 @@ class Sampler(QObject):
     def set_demand(self, demand: frozenset[str] | None) -> None:
         """What the next ticks read (None: everything); see trayvml.demand."""
         self._worker.demand = demand
+
+    def set_idle_poll(self, seconds: float) -> None:
+        """How seldom idle laptop GPUs are read, NVML let go in between (0: every tick)."""
+        self._worker.idle_poll_s = seconds
 
     def stop(self) -> None:
         if self._thread.isRunning():

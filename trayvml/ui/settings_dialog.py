@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QLineEdit,
+    QPlainTextEdit,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -49,6 +50,7 @@ TRAY_CHOICE_NAMES = {
     "memory": QT_TRANSLATE_NOOP("SettingsDialog", "memory"),
     "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "temperature"),
     "power": QT_TRANSLATE_NOOP("SettingsDialog", "power"),
+    "sm_activity": QT_TRANSLATE_NOOP("SettingsDialog", "SM activity"),
 }
 CLEAR_WORDS = {
     "above": QT_TRANSLATE_NOOP("SettingsDialog", "above"),
@@ -222,6 +224,12 @@ class SettingsDialog(QDialog):
         form.addRow("", self.notifications)
         self.start_at_login = QCheckBox(translate("SettingsDialog", "Start trayvml when I log in"))
         form.addRow("", self.start_at_login)
+        self.idle_gpu_poll = QSpinBox()
+        spec = GENERAL_BY_KEY["idle_gpu_poll_s"]
+        self.idle_gpu_poll.setRange(int(spec.minimum or 0), int(spec.maximum or 600))
+        self.idle_gpu_poll.setSuffix(" s")
+        self.idle_gpu_poll.setToolTip(translate("settings", spec.description))
+        form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.idle_gpu_poll)
         shown = QWidget()
         shown_layout = QHBoxLayout(shown)
         shown_layout.setContentsMargins(0, 0, 0, 0)
@@ -235,6 +243,22 @@ class SettingsDialog(QDialog):
             self.gpu_checks.append(check)
         shown_layout.addStretch(1)
         form.addRow(translate("SettingsDialog", "GPUs shown"), shown)
+        # Issue 10: serving to Prometheus, and remote hosts (one URL a line; credentials may be given here).
+        self.serve_metrics = QCheckBox(translate("settings", GENERAL_BY_KEY["serve_metrics"].label))
+        self.serve_metrics.setToolTip(translate("settings", GENERAL_BY_KEY["serve_metrics"].description))
+        form.addRow("", self.serve_metrics)
+        self.remote_hosts = QPlainTextEdit()
+        self.remote_hosts.setObjectName("remote_hosts")
+        self.remote_hosts.setPlaceholderText('http://gpu-box:8729\nprometheus+http://prometheus:9090#job="gpu"')
+        self.remote_hosts.setToolTip(
+            translate(
+                "SettingsDialog",
+                "One URL a line: an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) "
+                "or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only.",
+            )
+        )
+        self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 4 + 12)
+        form.addRow(translate("SettingsDialog", "Remote hosts"), self.remote_hosts)
         tabs.addTab(general, translate("SettingsDialog", "General"))
 
         self.rule_grid = _RuleGrid(overridable=False)
@@ -295,6 +319,9 @@ class SettingsDialog(QDialog):
         self.language.setCurrentIndex(max(0, self.language.findData(settings.language)))
         self.notifications.setChecked(settings.notifications)
         self.start_at_login.setChecked(settings.start_at_login)
+        self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
+        self.serve_metrics.setChecked(settings.serve_metrics)
+        self.remote_hosts.setPlainText("\n".join(settings.remote_hosts))
         for check, info in zip(self.gpu_checks, self.devices, strict=True):
             check.setChecked(info.index not in settings.hidden_gpus)
         self.rule_grid.show_rules(dict(settings.alerts.rules))
@@ -336,7 +363,10 @@ class SettingsDialog(QDialog):
             language=self.language.currentData(),
             notifications=self.notifications.isChecked(),
             start_at_login=self.start_at_login.isChecked(),
+            idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
+            serve_metrics=self.serve_metrics.isChecked(),
+            remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
         return settings, errors + problems(settings)

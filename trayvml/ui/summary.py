@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QPixmap
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from trayvml.alerts import AlertEngine, gpu_level
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
@@ -46,15 +46,24 @@ class SummaryWindow(QWidget):
         self.rows.setTextFormat(Qt.TextFormat.RichText)
         layout.addWidget(self.rows)
         buttons = QHBoxLayout()
+        # Pause alerts, Start at login and Settings: on such a desktop there is no tray menu.
+        self.menu_button = QPushButton(translate("SummaryWindow", "Alerts and settings"))
+        self.menu_button.setObjectName("app_menu_button")
+        self.menu_button.setVisible(False)  # until the app gives it its menu
         show = QPushButton(translate("SummaryWindow", "Show graphs"))
         show.clicked.connect(self.show_graphs_requested)
         quit_button = QPushButton(translate("SummaryWindow", "Quit"))
         quit_button.clicked.connect(self.quit_requested)
+        buttons.addWidget(self.menu_button)
         buttons.addStretch(1)
         buttons.addWidget(show)
         buttons.addWidget(quit_button)
         layout.addLayout(buttons)
         self.setMinimumWidth(380)
+
+    def add_app_menu(self, menu: QMenu) -> None:
+        self.menu_button.setMenu(menu)
+        self.menu_button.setVisible(True)
 
     def update_sample(self, sample: Sample | None) -> None:
         pixmap: QPixmap = draw_icon(content_for(sample, alerts=self.engine.settings), 32, self.devicePixelRatioF())

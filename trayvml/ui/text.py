@@ -33,10 +33,19 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
         return translate("GpuText", "{gpu} — lost: it has fallen off the bus").format(gpu=head)
+    if gpu.asleep:
+        return translate("GpuText", "{gpu} — asleep (runtime-suspended): not queried, so it stays asleep").format(
+            gpu=head
+        )
+    if gpu.state("utilization_gpu_percent") is MetricState.RESTING:
+        return translate("GpuText", "{gpu} — idle: read now and then, so that it can go to sleep").format(gpu=head)
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:
         head += f" {util}"
+    sm_activity = _value(gpu, "sm_activity_percent")  # GPM: what the SMs really do, where read
+    if sm_activity:
+        head += f" (SM {sm_activity})"
     used = gpu.value("memory_used_bytes")
     if not math.isnan(used):
         parts.append(used_of_total(used, info.memory_total_bytes))

@@ -6,14 +6,14 @@ import sys
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
-from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
 from trayvml.alerts import AlertEngine
 from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
 from trayvml.pick import choose
-from trayvml.ui.glance import content_for
+from trayvml.ui.glance import content_for, steady
 from trayvml.ui.icon import IconContent, draw_icon
 from trayvml.ui.text import gpu_lines, simulation_text, tooltip
 
@@ -63,6 +63,7 @@ class Tray(QObject):
         self.sample: Sample | None = None
         self._content: IconContent | None = None
         self._tooltip = ""
+        self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
         self._menu_shape: tuple[int, str] | None = None
         self.redraws = 0
         self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
@@ -108,6 +109,16 @@ class Tray(QObject):
         m.addSeparator()
         m.addAction(translate("Tray", "Quit"), self.quit_requested.emit)
 
+    def app_menu(self, parent: QWidget) -> QMenu:
+        """Pause alerts, Start at login and Settings for a window of ``parent``'s: the same actions
+        as the tray menu's, for desktops without a tray menu (GNOME without AppIndicator)."""
+        menu = QMenu(parent)
+        menu.setObjectName("app_menu")
+        menu.addMenu(self.pause_menu)
+        menu.addAction(self.autostart_action)
+        menu.addAction(self.settings_action)
+        return menu
+
     def _label(self, text: str) -> str:
         """A menu entry's text that shows ``text`` as it is (GPU names come from the driver)."""
         return menu_label(text, self.over_dbus)
@@ -138,13 +149,13 @@ class Tray(QObject):
     # ---- updates ----
     def update(self, sample: Sample | None) -> None:
         self.sample = sample
-        content = content_for(sample, self.metric, self.hidden_gpus, self.engine.settings)
+        content = steady(content_for(sample, self.metric, self.hidden_gpus, self.engine.settings), self._content)
         if content != self._content:
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
         lines = gpu_lines(sample)
-        text = tooltip(sample, lines)
+        text = "\n".join([tooltip(sample, lines), *self.remote_lines])
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)

@@ -8,10 +8,11 @@ free for input and the tray whatever the number of GPUs.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -20,10 +21,12 @@ from PySide6.QtWidgets import (
     QHBoxLayout,
     QLabel,
     QMainWindow,
+    QMenu,
     QMessageBox,
     QPushButton,
     QTabWidget,
     QToolBar,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
@@ -31,14 +34,17 @@ from PySide6.QtWidgets import (
 from trayvml.alerts import AlertEvent
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import Group
-from trayvml.core.safe_text import menu_label
+from trayvml.core.safe_text import menu_label, rich_text
 from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.core.units import short_name
 from trayvml.demand import EVERYTHING, PROCESSES
+from trayvml.energy import EnergyMeter, format_energy
 from trayvml.history import History
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
+from trayvml.ui.gaps import pick_range, shade_gaps
+from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
@@ -53,11 +59,15 @@ RANGES_S = (
     (QT_TRANSLATE_NOOP("GraphWindow", "1 h"), 3600),
     (QT_TRANSLATE_NOOP("GraphWindow", "6 h"), 6 * 3600),
     (QT_TRANSLATE_NOOP("GraphWindow", "12 h"), 12 * 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "24 h"), 24 * 3600),  # this and the next read the history on disk (trayvml/store)
+    (QT_TRANSLATE_NOOP("GraphWindow", "7 d"), 7 * 24 * 3600),
 )
 DEFAULT_RANGE_S = 900
 REFRESH_AFTER_PAN_MS = 120
 DEFAULT_SIZE_PX = (1100, 820)
 FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
+MIN_ZOOM_SPAN_S = 10.0  # Ctrl+wheel zooms in to this many seconds at most
+FIRST_MINUTE_S = 60.0  # following live, a range longer than the history shows this much at least
 
 
 class GraphWindow(QMainWindow):
@@ -81,6 +91,7 @@ class GraphWindow(QMainWindow):
         self._view: View | None = None
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
+        self.store_note = ""  # why the history on disk is not written, if it is not
         self.setWindowTitle("trayvml")
         self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
@@ -95,12 +106,24 @@ class GraphWindow(QMainWindow):
         self._gpu_tab = QWidget()
         self._gpu_tab_layout = QVBoxLayout(self._gpu_tab)
         self._gpu_tab_layout.setContentsMargins(0, 0, 0, 0)
+        # Where there are no GPUs to draw: why, and what to do (sample.problem).
+        self.no_gpus_label = QLabel()
+        self.no_gpus_label.setObjectName("no_gpus")
+        self.no_gpus_label.setWordWrap(True)
+        self.no_gpus_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.no_gpus_label.setStyleSheet("padding: 40px; font-size: 13pt;")
+        self.no_gpus_label.hide()
+        self._gpu_tab_layout.addWidget(self.no_gpus_label, 1)
         legend = QLabel(
             translate("GraphWindow", "Throttle strip: {legend}").format(legend=translate("Panel", REASON_LEGEND))
         )
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
         self.tabs.addTab(self._gpu_tab, translate("GraphWindow", "GPUs"))
+        self.per_gpu = PerGpuTab()
+        self.per_gpu.page_built.connect(self._watch_range)
+        self.per_gpu.page_changed.connect(self.request_redraw)
+        self.tabs.addTab(self.per_gpu, translate("GraphWindow", "Per GPU"))
         self.tabs.addTab(self.host_page, translate("GraphWindow", "Machine"))
         self.tabs.addTab(self.process_view, translate("GraphWindow", "Processes"))
         self.tabs.addTab(self.details, translate("GraphWindow", "Device details"))
@@ -156,7 +179,13 @@ class GraphWindow(QMainWindow):
         self.follow_button.setCheckable(True)
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
+        self.follow_button.setToolTip("Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
         bar.addWidget(self.follow_button)
+        self.pick_button = QPushButton("Range…")
+        self.pick_button.setFlat(True)
+        self.pick_button.setToolTip("Show any past range kept on disk")
+        self.pick_button.clicked.connect(self._pick_range)
+        bar.addWidget(self.pick_button)
         spacer = QWidget()
         spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
         bar.addWidget(spacer)
@@ -177,8 +206,20 @@ class GraphWindow(QMainWindow):
         self.gpu_toggles: list[QCheckBox] = []
         gpus.addWidget(QLabel(translate("GraphWindow", " Show: ")))
         gpus.addWidget(self.gpu_toggles_widget)
+        self.energy: EnergyMeter | None = None  # set by the app: energy per GPU for the range in view
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
+
+    def add_app_menu(self, menu: QMenu) -> None:
+        """A menu button at the toolbar's end: pause alerts, start at login, settings (the tray's)."""
+        button = QToolButton()
+        button.setObjectName("app_menu_button")
+        button.setText("Alerts and settings")
+        button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        button.setMenu(menu)
+        toolbar = self.findChild(QToolBar, "view_toolbar")
+        assert toolbar is not None  # made in __init__
+        toolbar.addWidget(button)
 
     def _build_gpu_widgets(self, sample: Sample) -> None:
         """(Re)build what depends on the set of GPUs; happens once, or if the GPUs change."""
@@ -200,10 +241,14 @@ class GraphWindow(QMainWindow):
             colour = gpu_colour(gpu.index).name()
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
+            # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
+            facts = f"{info.name} · bus {info.pci_bus_id or '?'} · {info.uuid}"
+            toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
             self.gpu_toggles_layout.addWidget(toggle)
             self.gpu_toggles.append(toggle)
         self.details.show_devices(sample)
+        self.per_gpu.set_devices(sample.devices, lambda page: self.apply_palette())
         self.apply_palette()
 
     def needs(self) -> frozenset[str]:
@@ -226,6 +271,7 @@ class GraphWindow(QMainWindow):
         for panel in page.panels:
             panel.plot.getViewBox().sigRangeChangedManually.connect(self._user_moved)
         page.layout_widget.scene().sigMouseMoved.connect(lambda pos, p=page: p.show_crosshair(pos, self._names()))
+        page.time_zoomed.connect(self.zoom_time)
 
     # ---- public controls ----
     def set_range(self, seconds: int) -> None:
@@ -237,8 +283,26 @@ class GraphWindow(QMainWindow):
 
     def set_following(self, following: bool) -> None:
         self.following = following
-        self.follow_button.setChecked(following)
+        self._show_following()
         self.request_redraw()
+
+    def show_range(self, start_s: float, end_s: float) -> None:
+        """A fixed past range (the Range… picker); Follow live goes back to the present."""
+        self.following = False
+        self._show_following()
+        self._set_x_range(start_s, end_s)
+        self.request_redraw()
+
+    def _pick_range(self) -> None:
+        start, end = self.visible_range()
+        pick_range(self, start, end, self.show_range)
+
+    def _show_following(self) -> None:
+        """Out of Follow live, the button says so where the eye is, and one click returns."""
+        self.follow_button.setChecked(self.following)
+        self.follow_button.setText("Follow live" if self.following else "Paused: back to live ▶")
+        paused = "QPushButton { background: palette(highlight); color: palette(highlighted-text); }"
+        self.follow_button.setStyleSheet("" if self.following else paused)
 
     def set_gpu_visible(self, index: int, visible: bool) -> None:
         if visible:
@@ -259,8 +323,28 @@ class GraphWindow(QMainWindow):
         if self._setting_range:
             return
         self.following = False
-        self.follow_button.setChecked(False)
+        self._show_following()
+        page = self._plot_page()
+        if page is not None and self.sample is not None and page.first is not None:
+            start, end = page.x_range()
+            now = self.sample.timestamp_s
+            if end > now:  # a drag never goes past "now": there is nothing there yet
+                self._set_x_range(start - (end - now), now)
         self._pan_timer.start(REFRESH_AFTER_PAN_MS)
+
+    def zoom_time(self, center_s: float, factor: float) -> None:
+        """Ctrl+wheel or a pinch: the span shown times ``factor``, around ``center_s``, never past
+        now; it leaves Follow live (shown on its button) like a drag does."""
+        if self.sample is None:
+            return
+        start, end = self.visible_range()
+        span = min(max(MIN_ZOOM_SPAN_S, (end - start) * factor), float(max(s for _, s in RANGES_S)))
+        start = center_s - (center_s - start) * span / (end - start)
+        end = min(start + span, self.sample.timestamp_s)
+        self.following = False
+        self._show_following()
+        self._set_x_range(end - span, end)
+        self.request_redraw()
 
     def add_events(self, events: list[AlertEvent]) -> None:
         """Listed in the Alerts page; marked on the GPU timelines at their next redraw."""
@@ -271,6 +355,7 @@ class GraphWindow(QMainWindow):
         self.sample = sample
         if sample.gpus and (len(sample.gpus) != self.gpu_count or sample.devices != self._devices):
             self._build_gpu_widgets(sample)
+        self._show_no_gpus(sample)
         title = "trayvml"
         if sample.gpus:
             count = len(sample.gpus)
@@ -291,6 +376,25 @@ class GraphWindow(QMainWindow):
         if self._worth_redrawing(sample):
             self.request_redraw()
 
+    def _show_no_gpus(self, sample: Sample) -> None:
+        """No GPU to draw: the GPU tab says why and what to do, instead of a blank page."""
+        problem = sample.problem if not sample.gpus else None
+        if problem is None and sample.gpus:
+            self.no_gpus_label.hide()
+            if self.gpu_page is not None:
+                self.gpu_page.show()
+            return
+        headline, sentence = problem or ("Waiting for the first reading of the GPUs", "")
+        text = (
+            f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p>"
+            "<p>The Machine tab still shows this computer's CPU, memory, disk and network.</p>"
+        )
+        if text != self.no_gpus_label.text():
+            self.no_gpus_label.setText(text)
+        self.no_gpus_label.show()
+        if self.gpu_page is not None:
+            self.gpu_page.hide()
+
     def _worth_redrawing(self, sample: Sample) -> bool:
         """Following live, redraw once the view would move by a pixel: at 12 h a second is 1/30 px."""
         if not self.following or self.gpu_page is None:
@@ -302,7 +406,10 @@ class GraphWindow(QMainWindow):
         page = self._plot_page() or self.gpu_page
         if self.following or page is None or page.first is None:
             end = self.sample.timestamp_s if self.sample else time.time()
-            return end - self.range_s, end
+            # A history shorter than the range: since it began (a minute at least), not a sliver
+            # at the right edge of an empty range.
+            since = end - max(FIRST_MINUTE_S, end - self._history.first_s)
+            return max(end - self.range_s, since), end
         return page.x_range()
 
     def _plot_page(self) -> PlotPage | None:
@@ -310,6 +417,8 @@ class GraphWindow(QMainWindow):
         current = self.tabs.currentWidget()
         if current is self._gpu_tab:
             return self.gpu_page
+        if current is self.per_gpu:
+            return self.per_gpu.page
         return self.host_page if current is self.host_page else None
 
     # ---- redrawing, a panel at a time ----
@@ -367,6 +476,7 @@ class GraphWindow(QMainWindow):
             read_start, end, self.sample, self.history, hidden, self.alert_table.markers(read_start, end, hidden)
         )
         if page is not None:
+            self._shade_gaps(read_start, end, page)
             # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.
             panels = page.visible_panels()
             left = [panel for p, panel in self._queue if p is page and panel in panels]
@@ -375,12 +485,21 @@ class GraphWindow(QMainWindow):
             self._queue = []
             if self.tabs.currentWidget() is self.process_view:
                 self.process_model.update_processes(self.sample)
+            elif self.tabs.currentWidget() is self.details:
+                self.details.show_readings(self.sample)
         self.status_label.setText(self._status_text())
+
+    def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
+        """Spans in the range when trayvml recorded nothing: shaded, labelled, never a line across."""
+        disk = self.history.disk
+        points = max(100, int(page.width_px()))
+        spans = disk.not_recorded(start, end, points, self.history) if disk is not None else []
+        shade_gaps([panel.plot for panel in page.panels], spans, end - start)
 
     def _set_x_range(self, start: float, end: float) -> None:
         self._setting_range = True
         try:
-            for page in (self.gpu_page, self.host_page):
+            for page in (self.gpu_page, self.host_page, *self.per_gpu.pages.values()):
                 if page is not None:
                     page.set_x_range(start, end)
         finally:
@@ -398,11 +517,26 @@ class GraphWindow(QMainWindow):
         if sample.system is not None:
             driver = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
             parts.append(driver.format(driver=sample.system.driver_version, cuda=sample.system.cuda_driver_version))
+        energy = self._energy_text()
+        if energy:
+            parts.append(energy)
+        if self.store_note:
+            parts.append(self.store_note)
         following = translate("GraphWindow", "following live")
         parts.append(
             following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
         )
         return "   ·   ".join(parts)
+
+    def _energy_text(self) -> str:
+        """Each GPU's energy in the range in view (as far as trayvml has seen it since it started)."""
+        if self.energy is None or self.sample is None:
+            return ""
+        start, end = self.visible_range()
+        each = [(g.index, self.energy.between_wh(g.index, start, end)) for g in self.sample.gpus]
+        known = [f"{gpu} {format_energy(wh)}" for gpu, wh in each if not math.isnan(wh)]
+        energy = translate("GraphWindow", "energy in view: {energy}")
+        return energy.format(energy=translate("Panel", ", ").join(known)) if known else ""
 
     def _names(self) -> Callable[[int], str]:
         devices = {d.index: d for d in self._devices}
@@ -449,7 +583,7 @@ class GraphWindow(QMainWindow):
         palette = self.palette()
         background = palette.color(QPalette.ColorRole.Base)
         foreground = palette.color(QPalette.ColorRole.Text)
-        for page in (self.gpu_page, self.host_page):
+        for page in (self.gpu_page, self.host_page, *self.per_gpu.pages.values()):
             if page is not None:
                 page.apply_palette(background, foreground)
 

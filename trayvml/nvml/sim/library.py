@@ -18,13 +18,14 @@ import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pynvml as N
 
 from trayvml.core.clock import Clock
-from trayvml.core.units import KIB
+from trayvml.core.units import KIB, MIB
 from trayvml.nvml import binding
 from trayvml.nvml.fields import field_view
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
@@ -141,6 +142,35 @@ FIELD_MODELS: dict[int, FieldModel] = {
 }
 _COLUMN = {fid: k for k, fid in enumerate(FIELD_MODELS)}  # the column of a timeline's field matrix
 
+# The GPM metrics the simulation answers, in the column order of a timeline's GPM matrix.
+GPM_METRIC_IDS = (
+    N.NVML_GPM_METRIC_SM_UTIL,
+    N.NVML_GPM_METRIC_SM_OCCUPANCY,
+    N.NVML_GPM_METRIC_ANY_TENSOR_UTIL,
+    N.NVML_GPM_METRIC_DRAM_BW_UTIL,
+    N.NVML_GPM_METRIC_FP64_UTIL,
+    N.NVML_GPM_METRIC_FP32_UTIL,
+    N.NVML_GPM_METRIC_FP16_UTIL,
+    N.NVML_GPM_METRIC_PCIE_TX_PER_SEC,
+    N.NVML_GPM_METRIC_PCIE_RX_PER_SEC,
+    N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC,
+    N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC,
+)
+_GPM_COLUMN = {metric: k for k, metric in enumerate(GPM_METRIC_IDS)}
+_GPM_NVLINK = {N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC}
+_GPM_SAMPLE_BASE = 0x6000_0000  # sample "pointers" handed out by nvmlGpmSampleAlloc
+
+
+@dataclass
+class _GpmSample:
+    """What a GPM sample buffer holds once nvmlGpmSampleGet filled it."""
+
+    gpu: int = -1  # -1: allocated, never filled
+    instance: int | None = None  # the GPU instance id for nvmlGpmMigSampleGet
+    second: float = 0.0
+    sums: np.ndarray | None = None
+    now: np.ndarray | None = None
+
 
 @dataclass(frozen=True)
 class _FieldPlan:
@@ -184,6 +214,7 @@ class Timeline:
     def _reset(self) -> None:
         self.chunk_start = -CHUNK_S
         self._carry = np.zeros(6)  # energy mJ, PCIe TX B, PCIe RX B, NVLink TX KiB, NVLink RX KiB, PCIe replays
+        self._gpm_carry = np.zeros(len(GPM_METRIC_IDS))
 
     def seek(self, t_s: float) -> None:
         second = int(t_s) if t_s > 0 else 0
@@ -209,7 +240,10 @@ class Timeline:
         temperature = temperature + 0.6 * s.noise(gpu, 6, t)
         override = load.temperature_override_c[LAG_S:]
         temperature = np.where(np.isnan(override), temperature, override)
-        power_w = p.power_idle_w + (0.93 * p.power_limit_w - p.power_idle_w) * (util / 100) ** 1.3
+        sm_activity, tensor_activity = (a[LAG_S:] for a in load.activity())
+        # A stalled job keeps util at 100 % but burns what its SMs do: near idle.
+        drawing = util if load.stalled is None else np.where(load.stalled[LAG_S:], sm_activity, util)
+        power_w = p.power_idle_w + (0.93 * p.power_limit_w - p.power_idle_w) * (drawing / 100) ** 1.3
         power_w = np.clip(power_w + 2.0 * s.noise(gpu, 7, t), 0.9 * p.power_idle_w, p.power_limit_w)
         thermal = temperature >= THERMAL_SLOWDOWN_C
         reasons = np.where(util < 1, 0x1, 0) | np.where(thermal, 0x20, 0)
@@ -260,7 +294,32 @@ class Timeline:
         )
         columns = [model.values(chunk) for model in FIELD_MODELS.values()]
         self.fields = np.stack(columns, axis=1).astype(np.uint64)
+        if p.has_gpm:
+            dram = np.minimum(load.util_memory[LAG_S:], sm_activity)
+            gpm = np.stack(
+                [
+                    sm_activity,
+                    0.55 * sm_activity,
+                    tensor_activity,
+                    dram,
+                    load.fp64_share * sm_activity,
+                    load.fp32_share * sm_activity,
+                    load.fp16_share * sm_activity,
+                    pcie_tx / MIB,
+                    pcie_rx / MIB,
+                    0.97 * nvlink / MIB,
+                    nvlink / MIB,
+                ],
+                axis=1,
+            )
+            self.gpm_now = gpm
+            self.gpm_sums = np.cumsum(gpm, axis=0) + self._gpm_carry
+            self._gpm_carry = self.gpm_sums[-1].copy()
         self.chunk_start = start
+
+    def gpm_snapshot(self) -> tuple[float, np.ndarray, np.ndarray]:
+        """(simulated second, GPM running sums, this second's values): what a GPM sample holds."""
+        return float(self.chunk_start + self.i), self.gpm_sums[self.i].copy(), self.gpm_now[self.i].copy()
 
 
 def _per_second(values: str, supported: Callable[[GpuProfile], bool] = lambda p: True) -> Callable[..., int]:
@@ -340,6 +399,10 @@ class SimulatedNvml:
         self._functions: dict[str, _SimFunction] = {}
         self._plans: dict[tuple[str, bytes, bytes], _FieldPlan] = {}
         self._handle_index: dict[int, tuple[Any, int]] = {}
+        self.calls_on_sleeping_gpus = 0  # device queries that would have woken a runtime-suspended GPU
+        self._sysfs_written: dict[Path, str] = {}  # runtime_status files, by what they say now
+        self.gpm_samples: dict[int, _GpmSample] = {}  # allocated GPM buffers, by the pointer handed out
+        self._next_gpm_sample = _GPM_SAMPLE_BASE
 
     # ---- the parts tests and the reader's process lookup use ----
     def sim_time_s(self) -> float:
@@ -399,6 +462,45 @@ class SimulatedNvml:
     def hides(self, process: SimProcess) -> bool:
         return self.spec.other_users_hidden and process.user != self.scenario.user
 
+    # ---- runtime power management (laptop GPUs that sleep=) ----
+    def sleeps_at(self, gpu: int, t_s: float) -> bool:
+        return any(g == gpu and start_s <= t_s < until_s for g, (start_s, until_s) in self.spec.sleeps)
+
+    def pci_address(self, gpu: int) -> str:
+        bus = _PCI_BUSES[gpu] if gpu < len(_PCI_BUSES) else 0xE0 + gpu
+        return f"0000:{bus:02x}:00.0"
+
+    def write_sysfs(self, root: Path) -> None:
+        """A fake ``/sys/bus/pci/devices`` with each GPU (and an Intel iGPU beside them, as on a
+        laptop); ``sync_sysfs`` keeps each runtime_status current."""
+        devices = root / "bus" / "pci" / "devices"
+        functions = [("0000:00:02.0", "0x8086", "0x030000", "auto")]
+        functions += [
+            (self.pci_address(k), "0x10de", "0x030200", "auto" if p.runtime_pm else "on")
+            for k, p in enumerate(self.profiles)
+        ]
+        for address, vendor, pci_class, control in functions:
+            power = devices / address / "power"
+            power.mkdir(parents=True, exist_ok=True)
+            (devices / address / "vendor").write_text(vendor + "\n")
+            (devices / address / "class").write_text(pci_class + "\n")
+            (power / "control").write_text(control + "\n")
+        self._sysfs_written = {}
+        self._sysfs_root = root
+        self.sync_sysfs()
+
+    def sync_sysfs(self) -> None:
+        root = getattr(self, "_sysfs_root", None)
+        if root is None:
+            return
+        t_s = self.sim_time_s()
+        for k, profile in enumerate(self.profiles):
+            status = "suspended" if self.sleeps_at(k, t_s) else ("active" if profile.runtime_pm else "unsupported")
+            path = root / "bus" / "pci" / "devices" / self.pci_address(k) / "power" / "runtime_status"
+            if self._sysfs_written.get(path) != status:
+                path.write_text(status + "\n")
+                self._sysfs_written[path] = status
+
     # ---- name lookup, as ctypes.CDLL does it ----
     def __getattr__(self, name: str) -> _SimFunction:
         if name.startswith("_") or name in self.missing_functions:
@@ -428,13 +530,16 @@ class SimulatedNvml:
         self._handle_index[id(handle)] = (handle, index)
         return index
 
-    def _gpu(self, handle: Any) -> Timeline | int:
+    def _gpu(self, handle: Any, wakes: bool = True) -> Timeline | int:
         if not self.refcount:
             return N.NVML_ERROR_UNINITIALIZED
         index = self._index_of(handle)
         if not 0 <= index < len(self.timelines):
             return N.NVML_ERROR_INVALID_ARGUMENT
         t_s = self.sim_time_s()
+        if wakes and self.sleeps_at(index, t_s):
+            # On a real laptop this call would wake the GPU (5-25 W): tests count them.
+            self.calls_on_sleeping_gpus += 1
         lost_at_s = self.spec.lost_at_s.get(index)
         if lost_at_s is not None and t_s >= lost_at_s:
             return N.NVML_ERROR_GPU_IS_LOST
@@ -528,10 +633,11 @@ class SimulatedNvml:
         return found if isinstance(found, int) else _put_string(buffer, size, found[1].vbios_version)
 
     def c_nvmlDeviceGetPciInfo_v3(self, handle: Any, ref: Any) -> int:
-        found = self._static(handle)
+        # Answered from what the driver knows of the PCI function: assumed not to wake a sleeping GPU.
+        found = self._gpu(handle, wakes=False)
         if isinstance(found, int):
             return found
-        index = found[0]
+        index = found.gpu
         bus = _PCI_BUSES[index] if index < len(_PCI_BUSES) else 0xE0 + index
         info = ref._obj
         info.domain, info.bus, info.device = 0, bus, 0
@@ -784,6 +890,80 @@ class SimulatedNvml:
     # Older drivers' variants: pynvml reads them into a struct with the same fields.
     c_nvmlDeviceGetComputeRunningProcesses_v2 = c_nvmlDeviceGetComputeRunningProcesses_v3
     c_nvmlDeviceGetGraphicsRunningProcesses_v2 = c_nvmlDeviceGetGraphicsRunningProcesses_v3
+
+    # ---- GPM (Hopper and newer): activity from two samples ----
+    def c_nvmlGpmQueryDeviceSupport(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        support = ref._obj
+        if support.version != N.NVML_GPM_SUPPORT_VERSION:
+            return N.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        support.isSupportedDevice = 1 if found[1].has_gpm else 0
+        return N.NVML_SUCCESS
+
+    def c_nvmlGpmSampleAlloc(self, ref: Any) -> int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        self._next_gpm_sample += 0x10
+        self.gpm_samples[self._next_gpm_sample] = _GpmSample()
+        _set_pointer(ref._obj, self._next_gpm_sample)
+        return N.NVML_SUCCESS
+
+    def c_nvmlGpmSampleFree(self, sample: Any) -> int:
+        if self.gpm_samples.pop(_pointer_value(sample), None) is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        return N.NVML_SUCCESS
+
+    def _gpm_fill(self, handle: Any, sample: Any, instance: int | None) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        buffer = self.gpm_samples.get(_pointer_value(sample))
+        if buffer is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        if not g.profile.has_gpm:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        buffer.gpu, buffer.instance = g.gpu, instance
+        buffer.second, buffer.sums, buffer.now = g.gpm_snapshot()
+        return N.NVML_SUCCESS
+
+    def c_nvmlGpmSampleGet(self, handle: Any, sample: Any) -> int:
+        return self._gpm_fill(handle, sample, None)
+
+    def c_nvmlGpmMigSampleGet(self, handle: Any, instance: Any, sample: Any) -> int:
+        return self._gpm_fill(handle, sample, instance.value)
+
+    def c_nvmlGpmMetricsGet(self, ref: Any) -> int:
+        request = ref._obj
+        if request.version != N.NVML_GPM_METRICS_GET_VERSION:
+            return N.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        first = self.gpm_samples.get(ctypes.cast(request.sample1, ctypes.c_void_p).value or 0)
+        second = self.gpm_samples.get(ctypes.cast(request.sample2, ctypes.c_void_p).value or 0)
+        count = request.numMetrics
+        if first is None or second is None or first.sums is None or second.sums is None or second.now is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        if (first.gpu, first.instance) != (second.gpu, second.instance) or not 0 < count <= N.NVML_GPM_METRIC_MAX:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        elapsed_s = second.second - first.second
+        # Averages over the time between the samples; within one simulated second, that second's.
+        values = (second.sums - first.sums) / elapsed_s if elapsed_s > 0 else second.now
+        if second.instance is not None:  # a MIG instance sees its share of the SMs' work
+            values = values * self._instance_share(second.gpu, second.instance)
+        links = self.profiles[second.gpu].nvlink_links
+        for k in range(count):
+            metric = request.metrics[k]
+            column = _GPM_COLUMN.get(metric.metricId)
+            if column is None or (metric.metricId in _GPM_NVLINK and not links):
+                metric.nvmlReturn, metric.value = N.NVML_ERROR_NOT_SUPPORTED, 0.0
+            else:
+                metric.nvmlReturn, metric.value = N.NVML_SUCCESS, float(values[column])
+        return N.NVML_SUCCESS
+
+    def _instance_share(self, gpu: int, instance: int) -> float:
+        return 1.0
 
     # ---- events (XID errors) ----
     def c_nvmlEventSetCreate(self, ref: Any) -> int:

@@ -37,6 +37,8 @@ class GpuProfile:
     mig_capable: bool = False
     has_pcie_counters: bool = True  # NVML_FI_DEV_PCIE_COUNT_* field values
     pcie_gb_per_s: float = 32.0
+    has_gpm: bool = False  # GPM activity metrics: Hopper and newer data-center GPUs
+    runtime_pm: bool = False  # the kernel may runtime-suspend it (a laptop dGPU): it can sleep=
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -69,6 +71,7 @@ PROFILES: dict[str, GpuProfile] = {
             has_ecc=True,
             mig_capable=True,
             pcie_gb_per_s=64.0,
+            has_gpm=True,
         ),
         GpuProfile(
             key="rtx4090",
@@ -115,6 +118,7 @@ PROFILES: dict[str, GpuProfile] = {
             has_power=False,
             has_pcie_counters=False,
             pcie_gb_per_s=16.0,
+            runtime_pm=True,
         ),
     )
 }

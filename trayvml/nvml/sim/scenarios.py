@@ -44,6 +44,20 @@ class Load:
     pcie_fraction: np.ndarray  # of the link's bandwidth
     nvlink_fraction: np.ndarray  # of the NVLink bandwidth
     temperature_override_c: np.ndarray  # NaN: temperature follows the load
+    # What GPM (Hopper and newer) sees, in percent: how many SMs are busy and with what. A job
+    # that keeps a kernel resident but waits (a deadlocked NCCL collective) has util 100, SM ~0.
+    sm_activity: np.ndarray | None = None  # None: follows util_gpu (see activity())
+    tensor_activity: np.ndarray | None = None  # None: no tensor work
+    fp16_share: float = 0.0  # of the SM activity that is non-tensor FP16 math
+    fp32_share: float = 0.4
+    fp64_share: float = 0.0
+    stalled: np.ndarray | None = None  # True where a job waits: power near idle whatever util says
+
+    def activity(self) -> tuple[np.ndarray, np.ndarray]:
+        """(SM activity, tensor activity) in percent."""
+        sm = 0.7 * self.util_gpu if self.sm_activity is None else self.sm_activity
+        tensor = np.zeros_like(sm) if self.tensor_activity is None else self.tensor_activity
+        return np.clip(sm, 0, 100), np.clip(tensor, 0, 100)
 
 
 def current_user() -> str:
@@ -91,7 +105,9 @@ class Scenario:
 
     def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
         profile = self.profiles[gpu]
-        if profile.nvlink_links:  # a datacenter GPU has no display server
+        # A datacenter GPU has no display server; a laptop's desktop runs on its iGPU (PRIME render
+        # offload), which lets the dGPU runtime-suspend while nothing uses it.
+        if profile.nvlink_links or profile.runtime_pm:
             return []
         return [self._xorg(gpu)]
 
@@ -108,7 +124,7 @@ class Scenario:
     # helpers
     def _desktop_fraction(self, gpu: int) -> float:
         profile = self.profiles[gpu]
-        return 0.0 if profile.nvlink_links else 300 * MIB / profile.memory_total_bytes
+        return 0.0 if profile.nvlink_links or profile.runtime_pm else 300 * MIB / profile.memory_total_bytes
 
     def _xorg(self, gpu: int) -> SimProcess:
         return SimProcess(
@@ -157,6 +173,10 @@ class Training(Scenario):
         base.pcie_fraction = np.where(loading, 0.45, np.where(running, 0.06 + 0.03 * self.noise(gpu, 4, t), 0.001))
         if self.profiles[gpu].nvlink_links:
             base.nvlink_fraction = np.where(running, ramp * (0.35 + 0.1 * self.noise(gpu, 5, t)), 0.0)
+        # Mixed-precision training: most SM time in tensor cores, a little FP32/FP16 around them.
+        base.sm_activity = np.where(running, 0.82 * base.util_gpu, 0.5 * base.util_gpu)
+        base.tensor_activity = np.where(running, 0.68 * base.util_gpu, 0.0)
+        base.fp16_share, base.fp32_share = 0.12, 0.18
         return base
 
     def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
@@ -296,4 +316,47 @@ class Faults(Training):
         return base
 
 
-SCENARIOS: dict[str, type[Scenario]] = {s.name: s for s in (Scenario, Training, Thermal, Processes, Faults)}
+class Stalled(Training):
+    name = "stalled"
+    description = (
+        "a training job that deadlocks at 10 min (util stays 100 %, SM activity and power fall to idle), "
+        "and on the last GPU a notebook kernel holding 6 GiB while the GPU does nothing"
+    )
+    stall_s = 600.0
+
+    def load(self, gpu: int, t: np.ndarray) -> Load:
+        last = gpu == len(self.profiles) - 1 and len(self.profiles) > 1
+        base = Scenario.load(self, gpu, t) if last else super().load(gpu, t)
+        if last:
+            base.memory_fraction = base.memory_fraction + self._notebook_bytes / self._usable_bytes(gpu)
+            return base
+        phase = self._phase(gpu, t)
+        stalled = (phase >= self.stall_s) & self._running(phase)
+        # A kernel stays resident (spinning on a collective that never completes): NVML's
+        # utilization says 100 %, the SMs and the power say nothing happens.
+        base.util_gpu = np.where(stalled, 100.0, base.util_gpu)
+        assert base.sm_activity is not None and base.tensor_activity is not None
+        base.sm_activity = np.where(stalled, 0.4 + 0.2 * np.abs(self.noise(gpu, 2, t)), base.sm_activity)
+        base.tensor_activity = np.where(stalled, 0.0, base.tensor_activity)
+        base.util_memory = np.where(stalled, 0.3, base.util_memory)
+        base.pcie_fraction = np.where(stalled, 0.001, base.pcie_fraction)
+        base.nvlink_fraction = np.where(stalled, 0.0, base.nvlink_fraction)
+        base.stalled = stalled
+        return base
+
+    _notebook_bytes = 6 * GIB
+
+    def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
+        if gpu == len(self.profiles) - 1 and len(self.profiles) > 1:
+            notebook = SimProcess(
+                PID_BASE + gpu * 1000 + 7,
+                "python",
+                self.user,
+                "python -m ipykernel_launcher -f kernel-3.json",
+                self._notebook_bytes,
+            )
+            return [*Scenario.processes(self, gpu, t_s), notebook]
+        return super().processes(gpu, t_s)
+
+
+SCENARIOS: dict[str, type[Scenario]] = {s.name: s for s in (Scenario, Training, Thermal, Processes, Faults, Stalled)}

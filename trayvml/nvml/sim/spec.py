@@ -17,6 +17,8 @@ Keys:
   start=350                   begin the scenario this many simulated seconds in
   past=0                      seconds of made-up past in the history at start (default: as much
                               as the history holds; 0: none, as with real GPUs)
+  sleep=1@30/60               laptop GPU 1 is runtime-suspended from 30 s, for 60 s (for good
+                              without "/"; "+" joins several): its fake sysfs says "suspended"
   hang=nvmlDeviceGetUtilizationRates@30/60
                               that NVML call does not return from 30 s on, for 60 s
                               (for good without "/"), as a call into a wedged GPU
@@ -35,7 +37,7 @@ from trayvml.nvml.sim.profiles import PROFILES
 SIMULATE_ENV = "TRAYVML_SIMULATE"
 # The scenarios in scenarios.py (kept here so that parsing a spec does not import numpy;
 # tests/test_simulated_library.py checks that the two lists agree).
-SCENARIO_NAMES = ("idle", "training", "thermal", "processes", "faults")
+SCENARIO_NAMES = ("idle", "training", "thermal", "processes", "faults", "stalled")
 MAX_GPUS = 16
 # Simulated time is computed second by second from 0 (counters are running sums), so a later
 # time costs CPU: a day takes about half a second, and every scenario repeats within 2 hours.
@@ -64,6 +66,7 @@ class SimSpec:
     start_s: float = 0.0
     past_s: float | None = None  # real seconds of made-up past in the history at start; None: all it holds
     hangs: tuple[tuple[str, tuple[float, float]], ...] = ()  # (NVML function, (from, until) in seconds)
+    sleeps: tuple[tuple[int, tuple[float, float]], ...] = ()  # (GPU, (from, until) in seconds): runtime-suspended
 
     @property
     def label(self) -> str:
@@ -118,6 +121,16 @@ def _hang(entry: str) -> tuple[str, tuple[float, float]]:
     return function, (start_s, start_s + _seconds("hang", for_text) if slash else math.inf)
 
 
+def _sleep(entry: str) -> tuple[int, tuple[float, float]]:
+    gpu_text, at, when = entry.partition("@")
+    if not at:
+        raise SimulationSpecError(f"--simulate: sleep wants GPU@SECONDS[/SECONDS], not {reprlib.repr(entry)}.")
+    from_text, slash, for_text = when.partition("/")
+    start_s = _seconds("sleep", from_text)
+    until_s = start_s + _seconds("sleep", for_text) if slash else math.inf
+    return _whole("sleep's GPU", gpu_text, 0, MAX_GPUS - 1), (start_s, until_s)
+
+
 def parse_spec(text: str) -> SimSpec:
     """Parse a spec such as ``training:gpus=h100*8,seed=3`` ("" is the default); raises SimulationSpecError."""
     scenario, _, options = text.strip().partition(":")
@@ -163,6 +176,8 @@ def parse_spec(text: str) -> SimSpec:
                 raise SimulationSpecError("--simulate: speed must be greater than 0.")
         elif key == "hang":
             values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
+        elif key == "sleep":
+            values["sleeps"] = tuple(_sleep(entry) for entry in filter(None, value.split("+")))
         elif key == "start":
             values["start_s"] = _seconds(key, value)
         elif key == "past":
@@ -174,12 +189,19 @@ def parse_spec(text: str) -> SimSpec:
         else:
             raise SimulationSpecError(
                 f"--simulate: unknown option {reprlib.repr(key)} "
-                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang)."
+                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep)."
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
         if gpu >= len(spec.gpus):
             raise SimulationSpecError(f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
+    for gpu, _ in spec.sleeps:
+        if gpu >= len(spec.gpus):
+            raise SimulationSpecError(f"--simulate: sleep names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
+        if not PROFILES[spec.gpus[gpu]].runtime_pm:
+            raise SimulationSpecError(
+                f"--simulate: sleep names GPU {gpu}, a {spec.gpus[gpu]}: only laptop GPUs runtime-suspend."
+            )
     if spec.scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)
     return spec

@@ -1,0 +1,176 @@
+"""What serving and watching remotes cost (issue 10): scrape cost against scrape rate, and the CPU
+a remote host adds to the reader.
+
+    .venv/bin/python benchmarks/bench_serve.py [--seconds S] [--gpus N] [--hosts 1,4]
+
+1. ``trayvml serve`` on N simulated H100s (realistic driver latency) in a process of its own, scraped
+   at several rates over HTTP. Its CPU is read from /proc through psutil; "GPU reads/s" counts the
+   distinct ``trayvml_sample_timestamp_seconds`` the scrapes saw: a scrape never reads the GPUs,
+   so it stays at the sampling rate (1/s) whatever the scrape rate.
+2. A process that reads H remote ``trayvml serve`` endpoints at 1 Hz with trayvml's remote sources
+   (one thread each, as the tray app would), against the same process reading none: its extra CPU
+   per remote host, in % of one core (target <= 0.2 %).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+
+import psutil
+
+RATES_HZ = (0.0, 0.2, 1.0, 5.0, 20.0)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _serve(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
+    port = _free_port()
+    spec = f"training:gpus=h100*{gpus},latency=realistic"
+    command = [sys.executable, "-m", "trayvml", "serve", f"--simulate={spec}", "--listen", f"127.0.0.1:{port}"]
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(url, timeout=2) as answer:
+                    if b"trayvml_gpu_utilization_ratio" in answer.read():
+                        break
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                raise SystemExit(f"trayvml serve did not start on {url}")
+            time.sleep(0.2)
+        yield url, psutil.Process(process.pid)
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def _sample_time(body: bytes) -> bytes:
+    for line in body.splitlines():
+        if line.startswith(b"trayvml_sample_timestamp_seconds"):
+            return line.rsplit(b" ", 1)[1]
+    return b""
+
+
+def scrape_costs(gpus: int, seconds: float) -> list[tuple[float, int, float, float, float, int]]:
+    """(rate Hz, scrapes, server CPU % of a core, CPU ms per scrape, GPU reads/s, body bytes)."""
+    rows = []
+    with _serve(gpus) as (url, server):
+        for rate in RATES_HZ:
+            scrapes, seen, size = 0, set(), 0
+            cpu_before = sum(server.cpu_times()[:2])
+            start = time.monotonic()
+            while (elapsed := time.monotonic() - start) < seconds:
+                if rate:
+                    with urllib.request.urlopen(url, timeout=5) as answer:
+                        body = answer.read()
+                    size = len(body)
+                    seen.add(_sample_time(body))
+                    scrapes += 1
+                    time.sleep(max(0.0, start + scrapes / rate - time.monotonic()))
+                else:
+                    time.sleep(min(0.5, seconds - elapsed))
+            cpu_s = sum(server.cpu_times()[:2]) - cpu_before
+            wall_s = time.monotonic() - start
+            per_scrape = 0.0
+            if scrapes:
+                idle_cpu_s = rows[0][2] / 100 * wall_s if rows else 0.0
+                per_scrape = max(0.0, cpu_s - idle_cpu_s) / scrapes * 1000
+            # Distinct samples seen, less the one already there at the start; a scrape slower than
+            # the sampling cannot see every sample, so below 1/s the column says nothing.
+            reads = (len(seen) - 1) / wall_s if rate >= 1 else float("nan")
+            rows.append((rate, scrapes, cpu_s / wall_s * 100, per_scrape, reads, size))
+    return rows
+
+
+_REMOTE_READER = """
+import sys, time
+from trayvml.remote.fetch import parse_endpoint
+from trayvml.remote.source import Remotes
+urls, seconds = sys.argv[1].split(",") if sys.argv[1] else [], float(sys.argv[2])
+remotes = Remotes([parse_endpoint(u) for u in urls], interval_s=1.0)
+remotes.begin_read()()
+remotes.start()
+time.sleep(1.0)
+start_cpu, start = time.process_time(), time.monotonic()
+time.sleep(seconds)
+cpu, wall = time.process_time() - start_cpu, time.monotonic() - start
+hosts = {s.system.hostname for s in remotes.samples() if not s.remote.fault}
+faults = [s.remote.fault for s in remotes.samples() if s.remote.fault]
+remotes.close()
+print(cpu / wall * 100, len(urls), len(faults))
+"""
+
+
+def remote_costs(gpus: int, seconds: float, hosts: list[int]) -> list[tuple[int, float, float]]:
+    """(remote hosts, reader CPU % of a core, extra % per host over reading none)."""
+    most = max(hosts)
+    rows = []
+    with contextlib.ExitStack() as stack:
+        urls = [stack.enter_context(_serve(gpus))[0] for _ in range(most)]
+        baseline = _reader_cpu_percent([], seconds)
+        rows.append((0, baseline, float("nan")))
+        for count in hosts:
+            cpu = _reader_cpu_percent(urls[:count], seconds)
+            rows.append((count, cpu, (cpu - baseline) / count))
+    return rows
+
+
+def _reader_cpu_percent(urls: list[str], seconds: float) -> float:
+    out = subprocess.run(
+        [sys.executable, "-c", _REMOTE_READER, ",".join(urls), str(seconds)],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=seconds + 60,
+    ).stdout.split()
+    if int(out[2]):
+        raise SystemExit(f"{out[2]} remote(s) did not answer during the run")
+    return float(out[0])
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="per row (default 10)")
+    parser.add_argument("--gpus", type=int, default=8, help="simulated H100s per exporter (default 8)")
+    parser.add_argument("--hosts", default="1,4", help="remote host counts to measure (default 1,4)")
+    args = parser.parse_args()
+    print(
+        f"trayvml serve, {args.gpus} simulated H100s, realistic driver latency, sampling at 1 Hz, "
+        f"{args.seconds:g} s a row"
+    )
+    print(
+        f"{'scrapes/s':>9} {'scrapes':>7} {'serve CPU %':>11} {'CPU ms/scrape':>13} {'GPU reads/s':>11} {'body KiB':>8}"
+    )
+    for rate, scrapes, cpu, per, reads, size in scrape_costs(args.gpus, args.seconds):
+        reads_text = "-" if reads != reads else f"{reads:.2f}"
+        per_text = "-" if not scrapes else f"{per:.2f}"
+        print(f"{rate:>9g} {scrapes:>7} {cpu:>11.2f} {per_text:>13} {reads_text:>11} {size / 1024:>8.1f}")
+    print()
+    hosts = [int(h) for h in args.hosts.split(",")]
+    print(
+        f"Remote hosts read at 1 Hz ({args.gpus} GPUs each, trayvml serve), reader process CPU, "
+        f"{args.seconds:g} s a row"
+    )
+    print(f"{'hosts':>5} {'reader CPU %':>12} {'extra % per host':>16}")
+    for count, cpu, per_host in remote_costs(args.gpus, args.seconds, hosts):
+        per_text = "-" if per_host != per_host else f"{per_host:.3f}"
+        print(f"{count:>5} {cpu:>12.3f} {per_text:>16}")
+
+
+if __name__ == "__main__":
+    main()

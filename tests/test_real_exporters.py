@@ -1,0 +1,178 @@
+"""Real parts: Debian's Prometheus scrapes `trayvml serve`, and nvitop-exporter runs on the simulated GPUs.
+
+Both start as processes of their own on free local ports and are stopped after each test. The
+exporter samples once a minute (``--interval 60``), so every scrape in a test serves the same
+values and the values read back through Prometheus can be compared exactly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import TypeVar
+
+import pytest
+
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.sample import MetricState, Sample
+from trayvml.core.units import MIB
+from trayvml.remote.fetch import RemoteError, parse_endpoint, read, read_prometheus_range
+
+T = TypeVar("T")
+SPEC = "idle:gpus=h100*2+rtx4090"
+WAIT_S = 60.0  # Prometheus takes a few seconds to start on a loaded machine
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@contextlib.contextmanager
+def _process(command: list[str], log: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with log.open("wb") as output:
+        process = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT)
+        try:
+            yield process
+        finally:
+            process.terminate()
+            try:
+                process.wait(15)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait(5)
+
+
+def _until(what: str, attempt: Callable[[], T | None], log: Path) -> T:
+    deadline = time.monotonic() + WAIT_S
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError, RemoteError, ValueError):
+            result = attempt()
+            if result:
+                return result
+        time.sleep(0.25)
+    raise AssertionError(f"{what} within {WAIT_S:g} s; its log:\n{log.read_text(errors='replace')[-3000:]}")
+
+
+def _serve(tmp_path: Path) -> tuple[list[str], str, Path]:
+    port = _free_port()
+    command = [sys.executable, "-m", "trayvml", "serve", f"--simulate={SPEC}", "--interval", "60"]
+    return [*command, "--listen", f"127.0.0.1:{port}"], f"http://127.0.0.1:{port}", tmp_path / "serve.log"
+
+
+def _gpus_read(url: str) -> Callable[[], list[Sample]]:
+    """Reads ``url``; [] until it serves GPUs (an exporter that has not sampled yet says it is starting)."""
+    endpoint = parse_endpoint(url)
+
+    def attempt() -> list[Sample]:
+        samples = read(endpoint, 2.0, time.time())
+        return samples if samples and samples[0].gpus else []
+
+    return attempt
+
+
+def _same_gpus(mine: Sample, theirs: Sample) -> None:
+    assert theirs.system.hostname == mine.system.hostname
+    assert [(d.uuid, d.index, d.name, d.pci_bus_id) for d in theirs.devices] == [
+        (d.uuid, d.index, d.name, d.pci_bus_id) for d in mine.devices
+    ]
+    assert [d.memory_total_bytes for d in theirs.devices] == [d.memory_total_bytes for d in mine.devices]
+    for a, b in zip(mine.gpus, theirs.gpus, strict=True):
+        for metric in GPU_METRICS:
+            assert b.state(metric.key) is a.state(metric.key), metric.key
+            if a.state(metric.key) is MetricState.OK:
+                assert b.value(metric.key) == pytest.approx(a.value(metric.key), rel=1e-12), metric.key
+        assert sorted((p.pid, p.used_memory_bytes) for p in b.processes) == sorted(
+            (p.pid, p.used_memory_bytes) for p in a.processes
+        )
+    assert mine.host is not None and theirs.host is not None
+    for metric, x, y in zip(HOST_METRICS, mine.host.values, theirs.host.values, strict=True):
+        assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=1e-12), metric.key
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
+def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tmp_path: Path) -> None:
+    serve_command, serve_url, serve_log = _serve(tmp_path)
+    prom_port = _free_port()
+    config = tmp_path / "prometheus.yml"
+    target = serve_url.removeprefix("http://")
+    config.write_text(
+        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
+        f"scrape_configs:\n  - job_name: trayvml\n    static_configs:\n      - targets: ['{target}']\n"
+    )
+    prometheus = [
+        "prometheus",
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / 'data'}",
+        f"--web.listen-address=127.0.0.1:{prom_port}",
+        "--log.level=warn",
+    ]
+    prom_log = tmp_path / "prometheus.log"
+    with _process(serve_command, serve_log), _process(prometheus, prom_log):
+        (direct,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
+        api = f"http://127.0.0.1:{prom_port}/api/v1/query?query=trayvml_up"
+
+        def scraped() -> bool:
+            with urllib.request.urlopen(api, timeout=2) as answer:
+                return bool(json.load(answer)["data"]["result"])
+
+        _until("Prometheus scraped trayvml serve", scraped, prom_log)
+        through = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="trayvml"')
+        (via_prometheus,) = read(through, 5.0, time.time())
+        assert via_prometheus.remote.kind == "trayvml serve"
+        _same_gpus(direct, via_prometheus)
+        assert len(direct.gpus) == 3
+
+        # The past, for a window opened on a range: the same series through /api/v1/query_range.
+        now_s = time.time()
+        past = read_prometheus_range(through, "trayvml_gpu_memory_used_bytes", now_s - 30, now_s, 1.0, 5.0)
+        uuids = {uuid for (_host, uuid) in past}
+        assert uuids == {d.uuid for d in direct.devices}
+        first = direct.devices[0].uuid
+        values = {v for (_h, u), points in past.items() if u == first for _t, v in points}
+        assert values == {direct.gpus[0].value("memory_used_bytes")}
+
+        # A selector that matches nothing is a note naming the URL, not an empty host.
+        nothing = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="nope"')
+        with pytest.raises(RemoteError, match=rf"^prometheus\+http://127.0.0.1:{prom_port}#job=\"nope\" holds no"):
+            read(nothing, 5.0, time.time())
+
+
+def _nvitop_exporter_installed() -> bool:
+    from importlib.metadata import entry_points
+
+    return any(ep.name == "nvitop-exporter" for ep in entry_points(group="console_scripts"))
+
+
+@pytest.mark.skipif(not _nvitop_exporter_installed(), reason="needs nvitop-exporter (pip install -e .[test])")
+def test_nvitop_exporter_on_the_simulated_gpus_is_a_remote_source(tmp_path: Path) -> None:
+    port = _free_port()
+    command = [sys.executable, "-m", "trayvml.nvml.sim.run", SPEC, "nvitop-exporter", "--hostname", "simbox"]
+    command += ["--bind-address", "127.0.0.1", "--port", str(port), "--interval", "60"]
+    log = tmp_path / "nvitop-exporter.log"
+    serve_command, serve_url, serve_log = _serve(tmp_path)
+    with _process(command, log), _process(serve_command, serve_log):
+        (theirs,) = _until("nvitop-exporter serves the GPUs", _gpus_read(f"http://127.0.0.1:{port}"), log)
+        (mine,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
+    assert theirs.remote.kind == "nvitop-exporter" and theirs.system.hostname == "simbox"
+    assert theirs.system.driver_version == mine.system.driver_version
+    assert [(d.uuid, d.index, d.name) for d in theirs.devices] == [(d.uuid, d.index, d.name) for d in mine.devices]
+    for a, b, da in zip(mine.gpus, theirs.gpus, mine.devices, strict=True):
+        # nvitop-exporter reports memory in whole MiB.
+        assert theirs.devices[a.index].memory_total_bytes == pytest.approx(da.memory_total_bytes, abs=MIB)
+        for key in ("utilization_gpu_percent", "temperature_gpu_c", "power_draw_w", "memory_used_bytes"):
+            assert b.state(key) is MetricState.OK, key
+        assert 0 <= b.value("utilization_gpu_percent") <= 100
+        assert b.value("memory_used_bytes") == pytest.approx(a.value("memory_used_bytes"), abs=MIB)
+        # What nvitop-exporter does not export is not supported, not zero.
+        assert b.state("ecc_corrected_volatile_count") is MetricState.NOT_SUPPORTED

@@ -1,0 +1,261 @@
+"""Remote sources: each exporter's names and units into the catalog's, and remotes that misbehave.
+
+The dcgm-exporter and nvidia_gpu_exporter scrapes below are written from their documentation and
+source (dcgm-exporter's etc/default-counters.csv and README; nvidia_gpu_exporter's docs/METRICS.md
+and internal/integration/testdata): both need real GPUs to run.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition
+from trayvml.cli import main
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.metrics import GPU_METRICS
+from trayvml.core.sample import MetricState
+from trayvml.core.units import MIB
+from trayvml.remote.fetch import (
+    Endpoint,
+    RemoteError,
+    SeriesCache,
+    parse_endpoint,
+    parse_exposition,
+    prometheus_query,
+    read,
+)
+from trayvml.remote.source import MAX_BACKOFF_S, RemoteSource
+
+NVIDIA_GPU_EXPORTER = """\
+# HELP nvidia_smi_gpu_info A metric with a constant '1' value labeled by gpu uuid, name, driver_version, ...
+# TYPE nvidia_smi_gpu_info gauge
+nvidia_smi_gpu_info{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa",name="NVIDIA GeForce RTX 2080 SUPER",\
+driver_version="471.11",pci_bus_id="00000000:71:00.0",index="0"} 1
+# HELP nvidia_smi_utilization_gpu_ratio utilization.gpu [%]
+# TYPE nvidia_smi_utilization_gpu_ratio gauge
+nvidia_smi_utilization_gpu_ratio{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 0.42
+# HELP nvidia_smi_memory_used_bytes memory.used [MiB]
+# TYPE nvidia_smi_memory_used_bytes gauge
+nvidia_smi_memory_used_bytes{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 7.06740224e+08
+# HELP nvidia_smi_memory_total_bytes memory.total [MiB]
+# TYPE nvidia_smi_memory_total_bytes gauge
+nvidia_smi_memory_total_bytes{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 8.589934592e+09
+# HELP nvidia_smi_power_draw_watts power.draw [W]
+# TYPE nvidia_smi_power_draw_watts gauge
+nvidia_smi_power_draw_watts{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 28.07
+# HELP nvidia_smi_temperature_gpu temperature.gpu
+# TYPE nvidia_smi_temperature_gpu gauge
+nvidia_smi_temperature_gpu{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 34
+# HELP nvidia_smi_clocks_current_sm_clock_hz clocks.current.sm [MHz]
+# TYPE nvidia_smi_clocks_current_sm_clock_hz gauge
+nvidia_smi_clocks_current_sm_clock_hz{uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 1.98e+09
+# HELP nvidia_smi_compute_app_used_memory_bytes GPU memory used by the process.
+# TYPE nvidia_smi_compute_app_used_memory_bytes gauge
+nvidia_smi_compute_app_used_memory_bytes{pid="10291",process_name="/root/tools/memhog",\
+uuid="df6e7a7c-7314-46f8-abc4-b88b36dcf3aa"} 2.690646016e+09
+# HELP nvidia_smi_last_collect_success Whether the most recent collection succeeded (1) or not (0)
+# TYPE nvidia_smi_last_collect_success gauge
+nvidia_smi_last_collect_success 1
+"""
+
+
+@pytest.fixture
+def remote() -> Iterator[FakeRemote]:
+    server = FakeRemote()
+    yield server
+    server.stop()
+
+
+def _read(url: str, timeout_s: float = 2.0) -> list:
+    return read(parse_endpoint(url), timeout_s, 1_800_000_000.0)
+
+
+@pytest.mark.parametrize("host_label", ["Hostname", "hostname"])
+def test_dcgm_exporter_in_catalog_units_with_either_hostname_spelling(remote: FakeRemote, host_label: str) -> None:
+    remote.body = dcgm_exposition(host_label).encode()
+    (sample,) = _read(remote.url)
+    assert sample.system.hostname == "dgx-01" and sample.remote.kind == "dcgm-exporter"
+    assert sample.system.driver_version == "550.54.15"
+    assert [d.uuid for d in sample.devices] == [UUID0, UUID1]
+    assert sample.devices[0].name == "NVIDIA A100-SXM4-80GB"
+    gpu = sample.gpus[0]
+    assert gpu.value("utilization_gpu_percent") == 87
+    assert gpu.value("memory_used_bytes") == 61000 * MIB
+    assert sample.devices[0].memory_total_bytes == (61000 + 20000) * MIB
+    assert gpu.value("memory_used_percent") == pytest.approx(100 * 61000 / 81000)
+    assert gpu.value("energy_consumed_j") == pytest.approx(123456.789)  # from mJ
+    assert gpu.value("clock_sm_mhz") == 1410 and gpu.value("power_draw_w") == 312.5
+    assert sample.gpus[1].value("xid_last") == 79
+    assert gpu.state("utilization_gpu_percent") is MetricState.OK
+    # Not in dcgm-exporter's default counters: not supported, not zero.
+    assert gpu.state("fan_speed_percent") is MetricState.NOT_SUPPORTED and math.isnan(gpu.value("fan_speed_percent"))
+
+
+def test_nvidia_gpu_exporter_joins_gpu_info_and_is_named_by_the_url_host(remote: FakeRemote) -> None:
+    remote.body = NVIDIA_GPU_EXPORTER.encode()
+    (sample,) = _read(remote.url)
+    assert sample.remote.kind == "nvidia_gpu_exporter"
+    assert sample.system.hostname == "127.0.0.1"  # the exporter names no host
+    (device,) = sample.devices
+    assert (device.name, device.index, device.pci_bus_id) == ("NVIDIA GeForce RTX 2080 SUPER", 0, "00000000:71:00.0")
+    assert sample.system.driver_version == "471.11"
+    gpu = sample.gpus[0]
+    assert gpu.value("utilization_gpu_percent") == pytest.approx(42)
+    assert gpu.value("clock_sm_mhz") == pytest.approx(1980)
+    assert gpu.value("memory_used_percent") == pytest.approx(100 * 706740224 / 8589934592)
+    assert gpu.value("power_draw_w") == pytest.approx(28.07)
+    (proc,) = gpu.processes
+    assert (proc.pid, proc.name, proc.used_memory_bytes) == (10291, "/root/tools/memhog", 2690646016)
+    supported = {m.key for m in GPU_METRICS if gpu.state(m.key) is MetricState.OK}
+    assert "energy_consumed_j" not in supported and "fan_speed_percent" not in supported
+
+
+def test_a_remote_that_returns_html_is_one_note_naming_the_url(remote: FakeRemote) -> None:
+    remote.body, remote.content_type = b"<!doctype html><html><body>Grafana</body></html>", "text/html"
+    with pytest.raises(RemoteError, match=rf"^{remote.url} returned a web page, not Prometheus metrics"):
+        _read(remote.url)
+
+
+def test_a_remote_that_returns_500_is_one_note_naming_the_url(remote: FakeRemote) -> None:
+    remote.status, remote.body = 500, b"oops"
+    with pytest.raises(RemoteError, match=rf"^{remote.url} answered HTTP 500 Internal Server Error\.$"):
+        _read(remote.url)
+
+
+def test_garbage_and_metrics_of_no_gpu_exporter_are_notes_naming_the_url(remote: FakeRemote) -> None:
+    remote.body = b"this is { not an exposition\n"
+    with pytest.raises(RemoteError, match=rf"^{remote.url} returned something that is not Prometheus metrics"):
+        _read(remote.url)
+    remote.body = b"# TYPE node_load1 gauge\nnode_load1 0.5\n"
+    with pytest.raises(RemoteError, match="none from a GPU exporter trayvml knows"):
+        _read(remote.url)
+
+
+def test_a_remote_that_hangs_is_given_up_on_after_the_timeout(remote: FakeRemote) -> None:
+    remote.hang = True
+    with pytest.raises(RemoteError, match=rf"^{remote.url} did not answer within 0.3 s\.$"):
+        _read(remote.url, timeout_s=0.3)
+
+
+def test_a_remote_that_disappears_mid_run_is_unreachable_since_then_and_backs_off(remote: FakeRemote) -> None:
+    remote.body = dcgm_exposition("hostname").encode()
+    source = RemoteSource(parse_endpoint(remote.url), interval_s=1.0, timeout_s=1.0)
+    (live,) = source.read_once()
+    assert len(live.gpus) == 2 and not live.remote.fault
+    remote.stop()
+    (down,) = source.read_once()
+    assert down.system.hostname == "dgx-01"  # still named as it was while it answered
+    assert down.gpus == () and down.devices == ()  # its last values are not shown as current
+    assert down.remote.fault.startswith(f"{remote.url} cannot be reached")
+    assert down.problem is not None and down.problem[0] == "Host unreachable"
+    since = down.remote.since_s
+    waits = [source.wait_s()]
+    for _ in range(8):
+        (again,) = source.read_once()
+        assert again.remote.since_s == since  # since when it stopped, not since the latest try
+        waits.append(source.wait_s())
+    assert waits == sorted(waits) and waits[0] == 2.0 and waits[-1] == MAX_BACKOFF_S
+
+
+def test_a_remote_thread_never_delays_its_caller(remote: FakeRemote) -> None:
+    remote.hang = True
+    source = RemoteSource(parse_endpoint(remote.url), interval_s=0.1, timeout_s=5.0)
+    source.start()
+    try:
+        assert source.samples == ()  # nothing yet, and asking did not wait for the hung host
+    finally:
+        remote.release.set()
+        source.close(wait_s=6.0)
+
+
+def test_endpoints_and_credentials() -> None:
+    bare = parse_endpoint("http://gpu-box:8729")
+    assert bare.fetch_url == "http://gpu-box:8729/metrics" and not bare.prometheus
+    prom = parse_endpoint('prometheus+https://prom.example:9090/#job="gpu"')
+    assert prom.prometheus and prom.fetch_url == "https://prom.example:9090" and prom.selector == 'job="gpu"'
+    assert prometheus_query(prom).endswith(',job="gpu"}')
+    with pytest.raises(TrayvmlError, match="put them in the settings file"):
+        parse_endpoint("http://alice:s3cret@gpu-box:8729")
+    stored = parse_endpoint("https://alice:s3cret@gpu-box:8729", credentials_allowed=True)
+    assert (stored.username, stored.password, stored.url) == ("alice", "s3cret", "https://gpu-box:8729")
+    with pytest.raises(TrayvmlError, match="is not an http"):
+        parse_endpoint("ftp://gpu-box")
+
+
+def test_snapshot_with_a_remote_and_no_local_driver_exits_0_with_a_note(
+    remote: FakeRemote, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote.body = dcgm_exposition("Hostname").encode()
+    assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url, "--json"]) == 0
+    captured = capsys.readouterr()
+    document = json.loads(captured.out)
+    assert [g["host"] for g in document["gpus"]] == ["dgx-01", "dgx-01"]
+    assert document["remotes"][0]["reachable"] and document["remotes"][0]["kind"] == "dcgm-exporter"
+    assert "No local GPU values" in document["local_gpus"] and "No local GPU values" in captured.err
+    assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url]) == 0
+    text = capsys.readouterr().out
+    assert "dgx-01 [0] NVIDIA A100-SXM4-80GB" in text and "dgx-01 [1]" in text
+
+
+def test_snapshot_and_log_show_an_unreachable_remote_and_go_on(
+    remote: FakeRemote, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote.body = dcgm_exposition("hostname").encode()
+    gone = closed_port_url()
+    assert main(["snapshot", "--simulate=idle", "--remote", remote.url, "--remote", gone]) == 0
+    text = capsys.readouterr().out
+    assert "127.0.0.1: unreachable (since " in text and f"{gone} cannot be reached" in text
+    assert "dgx-01 [0]" in text
+    csv = tmp_path / "log.csv"
+    assert (
+        main(["log", "--simulate=idle", "--csv", str(csv), "--count", "2", "--remote", remote.url, "--remote", gone])
+        == 0
+    )
+    rows = csv.read_text().splitlines()
+    assert rows[0].startswith("timestamp, hostname, index, name")
+    hosts = [row.split(", ")[1] for row in rows[1:]]
+    assert hosts.count("dgx-01") == 4 and len(hosts) == 4 + 2 * 4  # 4 simulated local GPUs per tick
+    assert capsys.readouterr().err.count(f"{gone} cannot be reached") == 1  # said once, not every tick
+
+
+def test_remote_credentials_come_from_the_settings_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text('remote_hosts = ["http://alice:s3cret@127.0.0.1:9/"]\n')
+    from trayvml.remote.cli import endpoints
+
+    (endpoint,) = endpoints(["http://127.0.0.1:9/"], str(config))
+    assert isinstance(endpoint, Endpoint) and (endpoint.username, endpoint.password) == ("alice", "s3cret")
+    assert main(["snapshot", "--simulate=idle", "--remote", "http://bob:pw@127.0.0.1:9/"]) == 2
+    assert "put them in the settings file" in capsys.readouterr().err
+
+
+def test_series_are_parsed_once_and_only_new_values_read_after() -> None:
+    endpoint = parse_endpoint("http://x:1")
+    cache = SeriesCache()
+    text = (
+        '# TYPE trayvml_gpu_energy_joules_total counter\ntrayvml_gpu_energy_joules_total{uuid="u",name="a b}"} VALUE\n'
+    )
+    text += "# TYPE node_load1 gauge\nnode_load1 0.5\n"  # of no GPU exporter: skipped
+    first = parse_exposition(endpoint, text.replace("VALUE", "3").encode(), "text/plain", cache)
+    second = parse_exposition(endpoint, text.replace("VALUE", "4.5 1700000000000").encode(), "text/plain", cache)
+    expected = ("trayvml_gpu_energy_joules_total", {"uuid": "u", "name": "a b}"})
+    assert [(p.name, dict(p.labels), p.value) for p in first] == [(*expected, 3.0)]
+    assert [(p.name, dict(p.labels), p.value) for p in second] == [(*expected, 4.5)]
+    with pytest.raises(RemoteError, match="is not Prometheus metrics"):
+        parse_exposition(endpoint, b'trayvml_up{hostname="h"}\n', "text/plain", cache)
+
+
+def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: FakeRemote) -> None:
+    remote.body = (
+        b'# TYPE trayvml_up gauge\ntrayvml_up{hostname="gpu-box",reason="driver_not_responding"} 0\n'
+        b'# TYPE trayvml_sample_timestamp_seconds gauge\ntrayvml_sample_timestamp_seconds{hostname="gpu-box"} 1\n'
+    )
+    (sample,) = _read(remote.url)
+    assert sample.system.hostname == "gpu-box" and sample.gpus == ()
+    assert "driver is not usable (driver_not_responding)" in sample.remote.fault
+    assert sample.remote.fault.startswith(remote.url)

@@ -1,0 +1,265 @@
+"""trayvml serve: names from the catalog, the latest sample served, faults as trayvml_up 0, auth and TLS."""
+
+from __future__ import annotations
+
+import base64
+import math
+import re
+import ssl
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import replace
+from pathlib import Path
+
+import bcrypt
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.cli import main
+from trayvml.core import prom_names
+from trayvml.core.errors import DriverStall, NvmlUnavailable, TrayvmlError, UnavailableReason
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.sample import MetricState, Sample
+from trayvml.core.units import Unit
+from trayvml.remote.dialects import Point, to_samples
+from trayvml.serve import (
+    DEFAULT_PORT,
+    Exporter,
+    SampleCollector,
+    SamplingLoop,
+    WebConfig,
+    is_loopback,
+    load_web_config,
+    parse_listen,
+)
+
+_NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
+
+
+def _scrape_text(sample: Sample | None) -> str:
+    from prometheus_client import CollectorRegistry
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SampleCollector(lambda: sample, hostname="here"))
+    return generate_latest(registry).decode()
+
+
+def _points(text: str) -> list[Point]:
+    return [Point(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
+
+
+def _simulated_sample(spec: str = "training") -> Sample:
+    source, clock, _ = simulated_source(spec, host=True)
+    return run_ticks(source, clock, 3)
+
+
+def test_every_catalog_metric_has_a_prometheus_name_by_the_conventions() -> None:
+    assert set(prom_names.GPU_NAMES) == {m.key for m in GPU_METRICS}
+    assert set(prom_names.HOST_NAMES) == {m.key for m in HOST_METRICS}
+    full = [n.full for n in (*prom_names.GPU_NAMES.values(), *prom_names.HOST_NAMES.values())]
+    assert len(full) == len(set(full))
+    for metric in (*GPU_METRICS, *HOST_METRICS):
+        name = {**prom_names.GPU_NAMES, **prom_names.HOST_NAMES}[metric.key]
+        assert _NAME.match(name.full) and name.full.startswith("trayvml_")
+        assert "percent" not in name.full and not name.full.endswith(("_c", "_w", "_j", "_mhz"))
+        if metric.unit is Unit.PERCENT:
+            assert name.full.endswith("_ratio")
+        if metric.unit is Unit.BYTES:
+            assert name.full.endswith("_bytes")
+        if name.counter:
+            assert name.full.endswith("_total")
+    assert prom_names.GPU_NAMES["energy_consumed_j"].full == "trayvml_gpu_energy_joules_total"
+    assert prom_names.GPU_NAMES["utilization_gpu_percent"].full == "trayvml_gpu_utilization_ratio"
+
+
+def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> None:
+    sample = _simulated_sample()
+    text = _scrape_text(sample)
+    gpu, device = sample.gpus[0], sample.devices[0]
+    line = f'trayvml_gpu_utilization_ratio{{hostname="{sample.system.hostname}",index="0",uuid="{device.uuid}"}}'
+    assert line in text
+    served = {(p.name, p.labels.get("uuid")): p.value for p in _points(text)}
+    ratio = served[("trayvml_gpu_utilization_ratio", device.uuid)]
+    assert ratio == pytest.approx(gpu.value("utilization_gpu_percent") / 100)
+    assert served[("trayvml_gpu_clock_sm_hertz", device.uuid)] == pytest.approx(gpu.value("clock_sm_mhz") * 1e6)
+    assert served[("trayvml_gpu_energy_joules_total", device.uuid)] == pytest.approx(gpu.value("energy_consumed_j"))
+    assert served[("trayvml_up", None)] == 1.0
+    info = next(p for p in _points(text) if p.name == "trayvml_gpu_info" and p.labels["uuid"] == device.uuid)
+    assert info.labels["name"] == device.name and info.labels["pci_bus_id"] == device.pci_bus_id
+    assert info.labels["driver"] == sample.system.driver_version and info.labels["index"] == "0"
+    procs = [p for p in _points(text) if p.name == "trayvml_gpu_process_memory_used_bytes"]
+    assert {int(p.labels["pid"]) for p in procs} == {p.pid for g in sample.gpus for p in g.processes}
+    assert any(p.name == "trayvml_host_memory_used_bytes" for p in _points(text))
+
+    (back,) = to_samples(_points(text), "fallback", "http://x", sample.timestamp_s)
+    assert [d.uuid for d in back.devices] == [d.uuid for d in sample.devices]
+    for mine, theirs in zip(sample.gpus, back.gpus, strict=True):
+        for metric in GPU_METRICS:
+            if mine.state(metric.key) is MetricState.OK and not math.isnan(mine.value(metric.key)):
+                assert theirs.value(metric.key) == pytest.approx(mine.value(metric.key)), metric.key
+            else:
+                assert theirs.state(metric.key) is MetricState.NOT_SUPPORTED, metric.key
+
+
+def test_a_metric_that_is_not_supported_has_no_series_rather_than_zero() -> None:
+    sample = _simulated_sample()
+    h100 = sample.gpus[0]
+    assert h100.state("fan_speed_percent") is MetricState.NOT_SUPPORTED  # H100s have no fan of their own
+    text = _scrape_text(sample)
+    fans = {p.labels["uuid"] for p in _points(text) if p.name == "trayvml_gpu_fan_speed_ratio"}
+    assert sample.devices[0].uuid not in fans
+    assert fans  # the RTX 4090 has one
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        (
+            {"stall": DriverStall(0.0, "nvmlDeviceGetUtilizationRates"), "gpus": (), "devices": ()},
+            "driver_not_responding",
+        ),
+        (
+            {"unavailable": NvmlUnavailable(UnavailableReason.LIBRARY_NOT_FOUND), "gpus": (), "devices": ()},
+            "library_not_found",
+        ),
+    ],
+)
+def test_a_stuck_or_missing_driver_is_up_0_with_a_reason(change: dict, reason: str) -> None:
+    sample = replace(_simulated_sample(), **change)
+    points = _points(_scrape_text(sample))
+    (up,) = [p for p in points if p.name == "trayvml_up"]
+    assert up.value == 0.0 and up.labels["reason"] == reason
+    assert not [p for p in points if p.name.startswith("trayvml_gpu_")]
+
+
+def test_before_the_first_sample_the_exporter_says_it_is_starting() -> None:
+    (up,) = [p for p in _points(_scrape_text(None)) if p.name == "trayvml_up"]
+    assert (up.value, up.labels["reason"]) == (0.0, "starting")
+
+
+def _get(url: str, headers: dict[str, str] | None = None, context: ssl.SSLContext | None = None) -> tuple[int, str]:
+    request = urllib.request.Request(url, headers=headers or {})
+    try:
+        with urllib.request.urlopen(request, timeout=5, context=context) as answer:
+            return answer.status, answer.read().decode()
+    except urllib.error.HTTPError as error:
+        error.close()
+        return error.code, ""
+
+
+def test_scrapes_never_read_the_gpus_they_serve_what_the_loop_read_last() -> None:
+    sample = _simulated_sample()
+    reads = []
+
+    def read() -> Sample:
+        reads.append(1)
+        return sample
+
+    loop = SamplingLoop(read, interval_s=3600)
+    loop.start()
+    exporter = Exporter(lambda: loop.latest, "127.0.0.1", 0)
+    try:
+        deadline = time.monotonic() + 5
+        while loop.latest is None and time.monotonic() < deadline:
+            time.sleep(0.01)
+        for _ in range(20):
+            status, text = _get(exporter.server.url)
+            assert status == 200 and "trayvml_gpu_utilization_ratio" in text
+        assert len(reads) == 1
+    finally:
+        exporter.close()
+        loop.stop()
+
+
+def test_listen_addresses() -> None:
+    assert parse_listen("127.0.0.1:9999") == ("127.0.0.1", 9999)
+    assert parse_listen("[::1]:9999") == ("::1", 9999)
+    assert parse_listen(":9999") == ("0.0.0.0", 9999)
+    assert parse_listen("localhost") == ("localhost", DEFAULT_PORT)
+    with pytest.raises(TrayvmlError, match="port must be a number"):
+        parse_listen("127.0.0.1:http")
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("gpu-box")
+    assert DEFAULT_PORT not in (9400, 9835, 8000) and not 9100 <= DEFAULT_PORT <= 9999
+
+
+def _web_config(tmp_path: Path, tls: bool) -> tuple[Path, Path | None]:
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
+    lines = ["basic_auth_users:", f"  alice: {hashed}"]
+    cert = None
+    if tls:
+        cert = tmp_path / "server.crt"
+        subprocess.run(
+            [
+                *("openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=127.0.0.1"),
+                *("-addext", "subjectAltName=IP:127.0.0.1", "-keyout", str(tmp_path / "server.key"), "-out", str(cert)),
+            ],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+        lines += ["tls_server_config:", "  cert_file: server.crt", "  key_file: server.key"]  # relative to the file
+    path = tmp_path / "web.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return path, cert
+
+
+@pytest.mark.parametrize("tls", [False, True])
+def test_basic_auth_and_tls_from_a_web_config_file(tmp_path: Path, tls: bool) -> None:
+    config, cert = _web_config(tmp_path, tls)
+    web = load_web_config(str(config))
+    sample = _simulated_sample()
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, web)
+    context = ssl.create_default_context(cafile=str(cert)) if cert else None
+    try:
+        url = exporter.server.url
+        assert url.startswith("https://" if tls else "http://")
+        assert _get(url, context=context)[0] == 401
+        wrong = base64.b64encode(b"alice:guess").decode()
+        assert _get(url, {"Authorization": f"Basic {wrong}"}, context)[0] == 401
+        right = base64.b64encode(b"alice:s3cret").decode()
+        status, text = _get(url, {"Authorization": f"Basic {right}"}, context)
+        assert status == 200 and "trayvml_up" in text
+    finally:
+        exporter.close()
+
+
+def test_a_bad_web_config_is_one_sentence(tmp_path: Path) -> None:
+    path = tmp_path / "web.yml"
+    path.write_text("basic_auth_users:\n  alice: plaintext\n")
+    with pytest.raises(TrayvmlError, match="must be a bcrypt hash"):
+        load_web_config(str(path))
+    path.write_text("tls_server_config:\n  cert_file: a.crt\n")
+    with pytest.raises(TrayvmlError, match="needs both cert_file and key_file"):
+        load_web_config(str(path))
+    path.write_text("tls_server_confg: {}\n")
+    with pytest.raises(TrayvmlError, match="does not know: tls_server_confg"):
+        load_web_config(str(path))
+    assert WebConfig().users == {}
+
+
+def test_serve_command_rejects_a_bad_listen_address(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["serve", "--simulate", "--listen", "127.0.0.1:99999"]) == 2
+    err = capsys.readouterr().err
+    assert "port must be a number from 0 to 65535" in err and "Traceback" not in err
+
+
+def test_serve_command_warns_when_reachable_from_other_machines() -> None:
+    command = [sys.executable, "-m", "trayvml", "serve", "--simulate", "--listen", "0.0.0.0:0"]
+    with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
+        try:
+            assert process.stderr is not None
+            first = process.stderr.readline()
+            second = process.stderr.readline()
+        finally:
+            process.terminate()
+            process.wait(10)
+            process.stderr.close()
+    assert "warning: serving on 0.0.0.0, reachable from other machines" in first
+    assert "serving http://0.0.0.0:" in second
+    assert process.returncode == 0  # SIGTERM ends it cleanly

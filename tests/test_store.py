@@ -1,0 +1,309 @@
+"""The history on disk (trayvml/store): round trips, buckets, time oddities, faults, one writer, CLI."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers import OPEN_SOURCES
+from trayvml import cli, csvlog
+from trayvml.core.clock import ManualClock
+from trayvml.core.metrics import GPU_METRICS, Unit
+from trayvml.core.sample import Sample
+from trayvml.nvml.sim import parse_spec
+from trayvml.record import parse_time
+from trayvml.source import Source
+from trayvml.store import codec
+from trayvml.store.db import Database
+from trayvml.store.read import StoreReader
+from trayvml.store.store import GPU_LAYOUT, HOST_UUID, StoreLockedError, StoreWriter
+
+MIDNIGHT_S = datetime(2027, 3, 3, tzinfo=timezone.utc).timestamp()
+INTEGER_UNITS = {Unit.COUNT, Unit.MHZ, Unit.PSTATE, Unit.BITMASK, Unit.FLAG, Unit.PCIE_GEN, Unit.LANES, Unit.XID}
+
+
+def _samples(spec: str, start_s: float, count: int, step_s: float = 1.0) -> list[Sample]:
+    clock = ManualClock(start_s)
+    source = Source(parse_spec(spec), clock, host=False)
+    OPEN_SOURCES.append(source)
+    samples = []
+    for _ in range(count):
+        samples.append(source.sample())
+        clock.advance_s(step_s)
+    return samples
+
+
+def _write(folder: Path, samples: list[Sample]) -> None:
+    writer = StoreWriter(folder)
+    try:
+        for sample in samples:
+            writer.append(sample)
+    finally:
+        writer.close()
+
+
+def _values(samples: list[Sample], gpu: int) -> np.ndarray:
+    return np.array([s.gpus[gpu].values for s in samples], dtype=np.float64)
+
+
+def test_round_trip_across_an_hour_and_a_day_boundary(tmp_path: Path) -> None:
+    samples = _samples("training:gpus=h100+rtx4090", MIDNIGHT_S - 150, 300)
+    _write(tmp_path, samples)
+    reader = StoreReader(tmp_path)
+    uuid = samples[0].devices[1].uuid
+    data = reader.fine(uuid, samples[0].timestamp_s, samples[-1].timestamp_s, GPU_LAYOUT.keys)
+    expected = _values(samples, 1)
+    assert np.array_equal(data.times_s, [s.timestamp_s for s in samples])
+    assert np.array_equal(np.isnan(data.values), np.isnan(expected))
+    for column, metric in enumerate(GPU_METRICS):
+        got, want = data.values[:, column], expected[:, column]
+        present = ~np.isnan(want)
+        if metric.unit in INTEGER_UNITS:
+            assert np.array_equal(got[present], want[present]), metric.key
+        else:
+            assert np.abs(got[present] - want[present]).max(initial=0) <= metric.stored_resolution / 2 + 1e-9, (
+                metric.key
+            )
+    assert np.array_equal(data.states, [[int(x) for x in s.gpus[1].states] for s in samples])
+    # The hour before midnight was packed into the fine, coarse and (a day over) wide tiers; what
+    # follows it is fresh.
+    tiers = Database(tmp_path).connection.execute("SELECT DISTINCT tier FROM blocks").fetchall()
+    assert {t for (t,) in tiers} == {0, 1, 2, 3}
+    reader.close()
+
+
+def test_bucket_min_mean_max_are_those_of_the_samples(tmp_path: Path) -> None:
+    samples = _samples("training:gpus=h100", MIDNIGHT_S - 3700, 3800)
+    _write(tmp_path, samples)
+    reader = StoreReader(tmp_path)
+    uuid = samples[0].devices[0].uuid
+    fine = reader.fine(uuid, MIDNIGHT_S - 3700, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
+    coarse = reader.coarse(uuid, MIDNIGHT_S - 3600, MIDNIGHT_S - 1, 300.0, GPU_LAYOUT.keys)
+    assert coarse.step_s == 300.0 and len(coarse.times_s) == 12
+    wide = reader.coarse(uuid, MIDNIGHT_S - 3600, MIDNIGHT_S - 1, 600.0, GPU_LAYOUT.keys)  # the day's wide block
+    assert len(wide.times_s) == 6
+    for data in (coarse, wide):
+        for column, key in enumerate(GPU_LAYOUT.keys):
+            for k, start in enumerate(data.times_s):
+                inside = (fine.times_s >= start) & (fine.times_s < start + data.step_s)
+                values = fine.values[inside, column]
+                values = values[~np.isnan(values)]
+                assert data.count[k, column] == len(values), key
+                if len(values):
+                    assert data.low[k, column] == values.min() and data.high[k, column] == values.max(), key
+                    assert data.mean[k, column] == pytest.approx(values.mean(), rel=1e-9, abs=1e-9), key
+    reader.close()
+
+
+def test_a_clock_jump_backwards_keeps_both_stretches(tmp_path: Path) -> None:
+    first = _samples("idle:gpus=h100", MIDNIGHT_S, 30)
+    again = [replace(s, timestamp_s=s.timestamp_s - 20) for s in _samples("idle:gpus=h100", MIDNIGHT_S + 30, 30)]
+    _write(tmp_path, first + again)
+    reader = StoreReader(tmp_path)
+    data = reader.fine(first[0].devices[0].uuid, MIDNIGHT_S - 60, MIDNIGHT_S + 120, GPU_LAYOUT.keys)
+    assert len(data.times_s) == 60
+    assert np.all(np.diff(data.times_s) >= 0)  # read back in time order, overlap and all
+    reader.close()
+
+
+def test_gpus_are_joined_by_uuid_across_runs(tmp_path: Path) -> None:
+    run1 = _samples("idle:gpus=h100+rtx4090", MIDNIGHT_S, 20)
+    kept = run1[0].devices[1].uuid
+    # The next run sees only that GPU, now at index 0.
+    run2 = [
+        replace(s, gpus=(replace(s.gpus[1], index=0),), devices=(replace(s.devices[1], index=0),))
+        for s in _samples("idle:gpus=h100+rtx4090", MIDNIGHT_S + 100, 20)
+    ]
+    _write(tmp_path, run1)
+    _write(tmp_path, run2)
+    reader = StoreReader(tmp_path)
+    assert {d.uuid for d in reader.devices()} == {run1[0].devices[0].uuid, kept}
+    data = reader.fine(kept, MIDNIGHT_S - 1, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
+    assert len(data.times_s) == 40
+    reader.close()
+
+
+def test_time_is_stored_in_utc_through_a_dst_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    try:
+        change_s = datetime(2027, 3, 28, 1, 0, tzinfo=timezone.utc).timestamp()  # 02:00 CET → 03:00 CEST
+        samples = _samples("idle:gpus=h100", change_s - 60, 120)
+        _write(tmp_path, samples)
+        reader = StoreReader(tmp_path)
+        start = parse_time("2027-03-28 01:59:00", datetime.now())  # local, CET
+        end = parse_time("2027-03-28 03:01:00+02:00", datetime.now())  # CEST, offset given
+        data = reader.fine(samples[0].devices[0].uuid, start, end, GPU_LAYOUT.keys)
+        assert np.array_equal(np.diff(data.times_s), np.ones(119))  # one hour of clock, two minutes of samples
+        reader.close()
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+def test_a_damaged_block_is_skipped_with_one_note(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 40)
+    _write(tmp_path, samples)
+    db = Database(tmp_path)
+    block_id, data = db.connection.execute("SELECT id, data FROM blocks WHERE tier = 0 ORDER BY start_ms").fetchone()
+    db.connection.execute(
+        "UPDATE blocks SET data = ? WHERE id = ?", (data[:5] + bytes([data[5] ^ 0xFF]) + data[6:], block_id)
+    )
+    db.close()
+    reader = StoreReader(tmp_path)
+    with caplog.at_level(logging.WARNING):
+        first = reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 60, GPU_LAYOUT.keys)
+        again = reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 60, GPU_LAYOUT.keys)
+    assert 0 < len(first.times_s) < 40 and len(again.times_s) == len(first.times_s)
+    assert first.times_s[0] > MIDNIGHT_S  # the first block was the damaged one
+    assert sum("damaged block" in r.message for r in caplog.records) == 1
+    reader.close()
+
+
+def test_a_full_disk_keeps_samples_in_memory_says_so_once_and_resumes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 120)
+    writer = StoreWriter(tmp_path)
+
+    def full(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    with caplog.at_level(logging.WARNING):
+        for sample in samples[:20]:
+            writer.append(sample)
+        monkeypatch.setattr(Database, "insert", full)
+        for sample in samples[20:60]:
+            writer.append(sample)
+        assert writer.problem is not None and "No space left on device" in writer.problem
+        monkeypatch.undo()
+        for sample in samples[60:]:
+            writer.append(sample)
+        assert writer.problem is None
+    writer.close()
+    assert sum("in memory only" in r.message for r in caplog.records) == 1
+    reader = StoreReader(tmp_path)
+    data = reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
+    assert len(data.times_s) == 120  # nothing lost: the samples waited in memory
+    reader.close()
+
+
+def test_an_unwritable_folder_keeps_running_and_writes_once_it_can(tmp_path: Path) -> None:
+    blocker = tmp_path / "state"
+    blocker.write_text("a file where the folder should be")
+    folder = blocker / "history"
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 80)
+    writer = StoreWriter(folder)
+    for sample in samples[:30]:
+        writer.append(sample)
+    assert writer.problem is not None and "Not a directory" in writer.problem
+    blocker.unlink()
+    for sample in samples[30:]:
+        writer.append(sample)
+    assert writer.problem is None
+    writer.close()
+    reader = StoreReader(folder)
+    assert len(reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 100, GPU_LAYOUT.keys).times_s) == 80
+    reader.close()
+
+
+def test_a_second_writer_is_told_who_holds_the_store(tmp_path: Path) -> None:
+    writer = StoreWriter(tmp_path)
+    try:
+        with pytest.raises(StoreLockedError, match=f"process {os.getpid()}"):
+            StoreWriter(tmp_path)
+        assert cli.main(["record", "--simulate", "idle", "--store", str(tmp_path), "--count", "1"]) == cli.EXIT_USAGE
+    finally:
+        writer.close()
+    StoreWriter(tmp_path).close()  # free again once the first one is gone
+
+
+def test_kill_9_of_a_recorder_loses_at_most_ten_seconds(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    command = [sys.executable, "-m", "trayvml", "record", "--simulate", "idle:gpus=h100*2", "--interval", "0.5"]
+    process = subprocess.Popen([*command, "--store", str(tmp_path)], env=env, stderr=subprocess.DEVNULL)
+    try:
+        time.sleep(14)
+    finally:
+        killed_s = time.time()
+        process.send_signal(signal.SIGKILL)
+        process.wait(10)
+    reader = StoreReader(tmp_path)
+    gpus = [d.uuid for d in reader.devices() if d.uuid != HOST_UUID]
+    assert len(gpus) == 2
+    for uuid in gpus:
+        data = reader.fine(uuid, killed_s - 3600, killed_s, GPU_LAYOUT.keys)
+        assert killed_s - data.times_s[-1] <= 10.0
+        assert np.all(np.diff(data.times_s) > 0)
+    reader.close()
+    _write(tmp_path, _samples("idle:gpus=h100", killed_s + 5, 10))  # and the store takes writes again
+
+
+def test_history_exports_log_columns_and_stats(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    now = time.time()
+    samples = _samples("training:gpus=h100*2", now - 120, 60)
+    _write(tmp_path, samples)
+    out = tmp_path / "out.csv"
+    query = "timestamp,index,uuid,power.draw,pstate,fan.speed"
+    assert (
+        cli.main(
+            ["history", "--store", str(tmp_path), "--since", "1h", "--gpu", "1", "--query", query, "--csv", str(out)]
+        )
+        == 0
+    )
+    lines = out.read_text().splitlines()
+    assert lines[0] == "timestamp, index, uuid, power.draw [W], pstate, fan.speed [%]"
+    assert len(lines) == 61 and all(line.split(", ")[1] == "1" for line in lines[1:])
+    logged = [csvlog.rows(s, csvlog.parse_fields(query))[1] for s in samples]  # what `log` wrote at the time
+    for got, want in zip(lines[1:], logged, strict=True):
+        got_fields, want_fields = got.split(", "), want.split(", ")
+        # Power is kept to the milliwatt: a value at x.xx5 may print one hundredth apart.
+        assert got_fields[:3] + got_fields[4:] == want_fields[:3] + want_fields[4:]
+        assert float(got_fields[3][:-2]) == pytest.approx(float(want_fields[3][:-2]), abs=0.0100001)
+    capsys.readouterr()
+    assert cli.main(["history", "--store", str(tmp_path), "--stats"]) == 0
+    text = capsys.readouterr().out
+    assert "devices:          2 GPUs and the host" in text
+    assert f"samples:          {60 * 2 * len(GPU_METRICS):,}" in text
+    assert "bytes per sample:" in text
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--since", "2x"], "is not a length of time"),
+        (["--from", "yesterday"], "is not a date and time"),
+        (["--from", "2027-01-02", "--to", "2027-01-01"], "--to is before --from"),
+        (["--to", "2027-01-01"], "--to needs --from"),
+        (["--query", "nonsense"], "Unknown field"),
+    ],
+)
+def test_history_refuses_bad_input_in_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], said: str
+) -> None:
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S, 10))
+    assert cli.main(["history", "--store", str(tmp_path), *arguments]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert said in err and "Traceback" not in err and err.count("\n") == 1
+
+
+def test_history_without_a_store_says_so(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main(["history", "--store", str(tmp_path / "none"), "--stats"]) == cli.EXIT_USAGE
+    assert "No history in" in capsys.readouterr().err
+
+
+def test_codec_refuses_a_damaged_payload() -> None:
+    data, crc = codec.encode([np.arange(5)[None, :], np.ones((2, 5), dtype=np.int64)], 3)
+    with pytest.raises(codec.DamagedBlockError):
+        codec.decode(data, crc ^ 1, 2)

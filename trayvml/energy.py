@@ -1,0 +1,148 @@
+"""Energy per GPU, per process and per job, from the samples.
+
+A GPU's energy comes from the driver's counter (``energy_consumed_j``, Volta and newer) where it
+answers, and from its power draw integrated over time where it does not (older GPUs, laptops); a
+runtime-suspended GPU draws 0 W here (it is not queried, and sleeping is what it costs least).
+Each tick's energy is shared among the GPU's processes by their share of its memory (NVML's
+per-process utilization is not read yet), counted only on ticks whose process lists were read;
+the rest is "unattributed". A job is a container where the process runs in one, else the process.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+from collections import deque
+from dataclasses import dataclass, field
+
+from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample
+from trayvml.core.units import format_duration
+
+J_PER_WH = 3600.0
+CHECKPOINT_S = 10.0  # how finely energy over a range can be told
+MAX_GAP_S = 60.0  # power is not integrated across a longer gap (the app was stopped, a stall)
+DRIVER, INTEGRATED = "driver counter", "integrated power"
+
+
+def job_key(process: ProcessSample) -> str:
+    """What a process's energy adds up under: its container, or the process itself."""
+    return f"container {process.container}" if process.container else f"pid {process.pid}"
+
+
+@dataclass
+class _GpuEnergy:
+    since_start_wh: float = 0.0
+    method: str = ""  # DRIVER or INTEGRATED, "" before the second sample
+    last_counter_j: float = math.nan
+    last_power_w: float = math.nan
+    last_s: float = math.nan
+    unattributed_wh: float = 0.0
+    # (time, energy since start) every CHECKPOINT_S, for any range the history covers
+    times_s: deque[float] = field(default_factory=deque)
+    totals_wh: deque[float] = field(default_factory=deque)
+
+
+class EnergyMeter:
+    """Wh per GPU (by index) since it started, over a range, and per process and job."""
+
+    def __init__(self, span_s: float = 12 * 3600.0) -> None:
+        self.span_s = span_s
+        self._gpus: dict[int, _GpuEnergy] = {}
+        self.process_wh: dict[tuple[int, int], float] = {}  # (GPU, PID) -> Wh attributed
+        self.job_wh: dict[tuple[int, str], float] = {}  # (GPU, job key) -> Wh attributed
+
+    def update(self, sample: Sample) -> None:
+        for gpu in sample.gpus:
+            self._update_gpu(gpu, sample.timestamp_s)
+
+    def _update_gpu(self, gpu: GpuSample, now_s: float) -> None:
+        e = self._gpus.setdefault(gpu.index, _GpuEnergy())
+        counter = gpu.value("energy_consumed_j") if gpu.state("energy_consumed_j") is MetricState.OK else math.nan
+        power = 0.0 if gpu.asleep else gpu.value("power_draw_w")
+        elapsed_s = now_s - e.last_s
+        added_wh = 0.0
+        if not math.isnan(counter) and not math.isnan(e.last_counter_j) and counter >= e.last_counter_j:
+            added_wh, e.method = (counter - e.last_counter_j) / J_PER_WH, DRIVER
+        elif 0 < elapsed_s <= MAX_GAP_S and not math.isnan(power) and not math.isnan(e.last_power_w):
+            # The mean of the two readings over the time between them (trapezoids).
+            added_wh = (power + e.last_power_w) / 2 * elapsed_s / J_PER_WH
+            e.method = e.method or INTEGRATED
+        if not math.isnan(counter):
+            e.last_counter_j = counter
+        e.last_power_w, e.last_s = power, now_s
+        e.since_start_wh += added_wh
+        self._attribute(gpu, e, added_wh)
+        if not e.times_s or now_s - e.times_s[-1] >= CHECKPOINT_S:
+            e.times_s.append(now_s)
+            e.totals_wh.append(e.since_start_wh)
+            while e.times_s and now_s - e.times_s[0] > self.span_s:
+                e.times_s.popleft()
+                e.totals_wh.popleft()
+
+    def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
+        read = gpu.state("process_count") is MetricState.OK
+        memory = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}  # NaN: unknown
+        total = sum(memory.values())
+        if not read or not total or not added_wh:
+            e.unattributed_wh += added_wh
+            return
+        for process in gpu.processes:
+            share = memory.get(process.pid, 0.0) / total
+            if share:
+                key = (gpu.index, process.pid)
+                self.process_wh[key] = self.process_wh.get(key, 0.0) + added_wh * share
+                job = (gpu.index, job_key(process))
+                self.job_wh[job] = self.job_wh.get(job, 0.0) + added_wh * share
+
+    # ---- what it tells ----
+    def since_start_wh(self, gpu: int) -> float:
+        e = self._gpus.get(gpu)
+        return math.nan if e is None or not e.method else e.since_start_wh
+
+    def method(self, gpu: int) -> str:
+        e = self._gpus.get(gpu)
+        return "" if e is None else e.method
+
+    def between_wh(self, gpu: int, start_s: float, end_s: float) -> float:
+        """Energy between two times (to CHECKPOINT_S); NaN where the meter has not seen them."""
+        e = self._gpus.get(gpu)
+        if e is None or not e.method or not e.times_s or start_s >= end_s:
+            return math.nan
+        times = list(e.times_s)
+        if end_s < times[0]:
+            return math.nan
+        totals = list(e.totals_wh)
+        return _at(times, totals, min(end_s, e.last_s), e) - _at(times, totals, max(start_s, times[0]), e)
+
+    def unattributed_wh(self, gpu: int) -> float:
+        e = self._gpus.get(gpu)
+        return math.nan if e is None else e.unattributed_wh
+
+
+def _at(times: list[float], totals: list[float], t_s: float, e: _GpuEnergy) -> float:
+    """The running total at ``t_s``, linear between checkpoints (the latest total after the last)."""
+    if t_s >= e.last_s:
+        return e.since_start_wh
+    k = bisect.bisect_right(times, t_s)
+    if k >= len(times):
+        t0, w0, t1, w1 = times[-1], totals[-1], e.last_s, e.since_start_wh
+    else:
+        t0, w0, t1, w1 = times[k - 1], totals[k - 1], times[k], totals[k]
+    return w0 if t1 <= t0 else w0 + (w1 - w0) * (t_s - t0) / (t1 - t0)
+
+
+def format_energy(wh: float) -> str:
+    """``2.41 kWh``, ``312 Wh``, ``4.2 Wh``; "–" where unknown."""
+    if math.isnan(wh):
+        return "–"
+    if wh >= 1000:
+        return f"{wh / 1000:.2f} kWh"
+    return f"{wh:.0f} Wh" if wh >= 100 else f"{wh:.1f} Wh"
+
+
+def job_energy_text(meter: EnergyMeter, gpu: int, end_s: float, span_s: float) -> str:
+    """``2.41 kWh on GPU 1 over 3 h 12 min``: what a finished job cost, for its notification."""
+    wh = meter.between_wh(gpu, end_s - span_s, end_s)
+    if math.isnan(wh):
+        return ""
+    return f"{format_energy(wh)} on GPU {gpu} over {format_duration(span_s)}."

@@ -1,0 +1,231 @@
+"""What a notification says, how urgent it is, and which alerts share one.
+
+Pure and clock-free (the time comes in), so that every case is a table test. One rule firing on
+several GPUs within GROUP_WINDOW_S becomes ONE notification ("GPUs 0–7: memory used ≥ 97 %"),
+updated in place (the same key, so the same ``replaces_id``) as GPUs join or its level rises,
+and resolved once every one of them is back to normal. Critical urgency, which never times out,
+is only for what needs a human now: a lost GPU, an XID, a stuck driver, heat at the critical level.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+from trayvml.alerts import MACHINE, RULE_BY_KEY, AlertEvent, Direction, Severity, ThresholdRule, _in_sentence
+from trayvml.core.units import short_name
+from trayvml.dispatch import Outgoing
+
+GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
+GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification
+MAX_GPU_LINES = 8  # a grouped body names this many GPUs, then how many more
+URGENT_RULES = frozenset({"gpu_lost", "xid", "driver_stalled"})  # critical urgency whatever happens
+HEAT_RULE = "temperature"  # critical urgency at its critical level (the GPU slows, then shuts down)
+LOW, NORMAL, CRITICAL = 0, 1, 2  # freedesktop urgencies
+# What to do, where there is something to do (the notification's last line).
+ADVICE = {
+    "gpu_lost": (
+        "Jobs on it have failed. `dmesg` shows the driver's Xid message and `nvidia-smi` whether the GPU "
+        "is still seen; a reboot (or reseating the card) usually brings it back, and if it happens again, "
+        "check its power and cooling."
+    ),
+    "xid": "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset.",
+    "temperature": "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it.",
+    "throttle": "Clocks are held down: check the cooling (thermal) or the power limit (power).",
+    "memory_used": "A job that allocates more will fail with out of memory.",
+    "memory_free": "A job that allocates more will fail with out of memory.",
+}
+
+
+@dataclass(frozen=True)
+class Notice:
+    """One desktop notification; a later notice with the same key replaces it in place."""
+
+    key: tuple[int, str]  # (GPU index, GROUP or MACHINE; rule)
+    title: str
+    body: str
+    urgency: int  # LOW, NORMAL or CRITICAL
+    severity: Severity
+    resolved: bool = False
+
+
+def urgency(event: AlertEvent) -> int:
+    if event.kind == "resolved" or event.severity is Severity.INFO:
+        return LOW
+    if event.severity is Severity.CRITICAL and (event.rule in URGENT_RULES or event.rule == HEAT_RULE):
+        return CRITICAL
+    return NORMAL
+
+
+def notification_body(event: AlertEvent, details: str = "") -> str:
+    """What a notification about one event says below its title: thresholds, details, advice."""
+    if event.kind == "resolved":
+        return "Back to normal."
+    return "\n".join(part for part in (event.detail, details, ADVICE.get(event.rule, "")) if part) or event.message
+
+
+def notice_for(outgoing: Outgoing) -> Notice:
+    """A notification about one event on its own (its key: its GPU and rule)."""
+    event = outgoing.event
+    return Notice(
+        (event.gpu_index, event.rule),
+        event.title,
+        notification_body(event, outgoing.details),
+        urgency(event),
+        event.severity,
+        event.kind == "resolved",
+    )
+
+
+def gpu_ranges(indices: list[int] | tuple[int, ...]) -> str:
+    """'0–3, 6': runs of consecutive GPU indices joined by an en dash."""
+    runs: list[list[int]] = []
+    for index in sorted(set(indices)):
+        if runs and index == runs[-1][1] + 1:
+            runs[-1][1] = index
+        else:
+            runs.append([index, index])
+    return ", ".join(f"{a}" if a == b else f"{a}–{b}" if b > a + 1 else f"{a}, {b}" for a, b in runs)
+
+
+def duration_words(seconds: float) -> str:
+    """'45 s', '12 min', '2 h 05 min'."""
+    seconds = max(0.0, seconds)
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = round(seconds / 60)
+    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
+
+
+@dataclass
+class _Group:
+    """One rule's notification and the GPUs it covers."""
+
+    started_s: float
+    last_s: float
+    members: dict[int, Outgoing] = field(default_factory=dict)  # GPU -> its latest alert
+    firing: set[int] = field(default_factory=set)  # members not back to normal yet
+    sent: bool = False
+
+    def open(self, now_s: float, window_s: float) -> bool:
+        return bool(self.firing) or now_s - self.last_s <= window_s
+
+
+class Grouper:
+    """Turns the alerts the dispatcher lets through into notices, one per rule across GPUs."""
+
+    def __init__(self, window_s: float = GROUP_WINDOW_S) -> None:
+        self.window_s = window_s
+        self._groups: dict[str, _Group] = {}
+        self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest notification
+
+    def members(self, rule: str) -> tuple[int, ...]:
+        """The GPUs the rule's latest notification is about, resolved or not (for its actions)."""
+        return self._last_members.get(rule, ())
+
+    def take(self, batch: list[Outgoing], now_s: float) -> list[Notice]:
+        """The notices to send for the alerts of one tick (all already wanted by the dispatcher)."""
+        notices: list[Notice] = []
+        changed: list[str] = []
+        ended: list[str] = []
+        for outgoing in batch:
+            event = outgoing.event
+            if event.gpu_index == MACHINE:
+                notices.append(notice_for(outgoing))
+                continue
+            group = self._groups.get(event.rule)
+            if event.kind == "resolved":
+                if group is None or event.gpu_index not in group.firing:
+                    # Its firing went out before a pause or from an earlier group: told on its own.
+                    notices.append(replace_key(notice_for(outgoing), (GROUP, event.rule)))
+                    self._last_members[event.rule] = (event.gpu_index,)
+                    continue
+                group.firing.discard(event.gpu_index)
+                if not group.firing and event.rule not in ended:
+                    ended.append(event.rule)
+                continue
+            if group is None or not group.open(now_s, self.window_s):
+                group = self._groups[event.rule] = _Group(now_s, now_s)
+            group.members[event.gpu_index] = outgoing
+            group.last_s = now_s
+            if event.kind == "firing":
+                group.firing.add(event.gpu_index)
+            if event.rule not in changed:
+                changed.append(event.rule)
+        for rule in changed:
+            notices.append(self._notice(rule, now_s))
+            self._groups[rule].sent = True
+            self._last_members[rule] = tuple(sorted(self._groups[rule].members))
+        for rule in ended:
+            group = self._groups[rule]
+            if group.firing:  # fired again in the same tick
+                continue
+            notices.append(self._resolved(rule, group, now_s))
+            del self._groups[rule]
+        return notices
+
+    def _notice(self, rule: str, now_s: float) -> Notice:
+        group = self._groups[rule]
+        members = sorted(group.members)
+        worst = max(group.members.values(), key=lambda o: (o.event.severity, o.event.timestamp_s))
+        if len(members) == 1:
+            notice = replace_key(notice_for(worst), (GROUP, rule))
+            lasted = now_s - group.started_s
+            if group.sent and lasted >= 1:  # an update: say how long it has lasted
+                body = f"{notice.body}\nFor {duration_words(lasted)} now."
+                notice = Notice(notice.key, notice.title, body, notice.urgency, notice.severity)
+            return notice
+        event = worst.event
+        title = f"GPUs {gpu_ranges(members)}: {_what(event, group)}"
+        lines = [event.detail] if event.detail else []
+        for gpu in members[:MAX_GPU_LINES]:
+            lines.append(_gpu_line(group.members[gpu]))
+        if len(members) > MAX_GPU_LINES:
+            lines.append(f"… and {len(members) - MAX_GPU_LINES} more GPUs.")
+        if now_s - group.started_s >= 1:
+            lines.append(f"Since {_clock(group.started_s)} ({duration_words(now_s - group.started_s)}).")
+        if ADVICE.get(rule):
+            lines.append(ADVICE[rule])
+        return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity)
+
+    def _resolved(self, rule: str, group: _Group, now_s: float) -> Notice:
+        members = sorted(group.members)
+        lasted = f" after {duration_words(now_s - group.started_s)}" if now_s - group.started_s >= 1 else ""
+        if len(members) == 1:
+            first = group.members[members[0]].event
+            title = f"GPU {first.gpu_index} {short_name(first.gpu_name)}: {_label(rule)} back to normal"
+        else:
+            title = f"GPUs {gpu_ranges(members)}: {_label(rule)} back to normal"
+        return Notice((GROUP, rule), title, f"Back to normal{lasted}.", LOW, Severity.INFO, resolved=True)
+
+
+def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
+    return Notice(key, notice.title, notice.body, notice.urgency, notice.severity, notice.resolved)
+
+
+def _label(rule: str) -> str:
+    return _in_sentence(RULE_BY_KEY[rule].label)
+
+
+def _what(event: AlertEvent, group: _Group) -> str:
+    """What all the GPUs share: '≥ 97 %' for a threshold, else the event's words where they agree."""
+    rule = RULE_BY_KEY[event.rule]
+    if isinstance(rule, ThresholdRule) and not math.isnan(event.threshold):
+        sign = "≥" if rule.direction is Direction.ABOVE else "≤"
+        return f"{_label(event.rule)} {sign} {rule.unit.format(event.threshold)}"
+    messages = {o.event.message for o in group.members.values()}
+    return event.message if len(messages) == 1 else _label(event.rule)
+
+
+def _gpu_line(outgoing: Outgoing) -> str:
+    event = outgoing.event
+    rule = RULE_BY_KEY[event.rule]
+    value = rule.unit.format(event.value) if isinstance(rule, ThresholdRule) and not math.isnan(event.value) else ""
+    said = value or event.message
+    first_detail = outgoing.details.splitlines()[0] if outgoing.details else ""
+    return f"GPU {event.gpu_index} {short_name(event.gpu_name)}: {said}" + (f"; {first_detail}" if first_detail else "")
+
+
+def _clock(timestamp_s: float) -> str:
+    return time.strftime("%H:%M", time.localtime(timestamp_s))

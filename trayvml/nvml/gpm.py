@@ -1,0 +1,86 @@
+"""GPM (GPU performance monitoring, Hopper and newer): activity computed over two samples.
+
+Each GPU that supports GPM gets two sample buffers while something demands its metrics: each
+tick fills one, asks ``nvmlGpmMetricsGet`` for the metrics between it and the one before, and
+swaps them. The buffers are freed when no one needs the metrics, on close and on a lost GPU, so
+trayvml holds GPM counters only while a view or a rule uses them (they are shared with DCGM's
+profiling metrics).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pynvml as N
+
+from trayvml.nvml.session import classify
+from trayvml.nvml.specs import GPM, GpmRead
+
+log = logging.getLogger(__name__)
+
+
+def gpm_supported(handle: Any) -> bool | None:
+    """Whether the GPU answers GPM; None where the driver cannot tell (an old driver, an error).
+
+    Raises NvmlDownError where NVML as a whole is gone (through classify)."""
+    try:
+        return bool(N.nvmlGpmQueryDeviceSupport(handle).isSupportedDevice)
+    except N.NVMLError as error:
+        classify(error.value)  # raises where NVML as a whole is gone
+        return None
+
+
+class GpmSampler:
+    """The two sample buffers of one GPU (or one MIG instance: ``instance`` is its GPU instance id)."""
+
+    def __init__(self, reads: tuple[GpmRead, ...] = GPM, instance: int | None = None) -> None:
+        self.reads = reads
+        self.instance = instance
+        self.request = N.c_nvmlGpmMetricsGet_t()
+        self.request.version = N.NVML_GPM_METRICS_GET_VERSION
+        self.request.numMetrics = len(reads)
+        for k, read in enumerate(reads):
+            self.request.metrics[k].metricId = read.metric_id
+        self.previous: Any = None
+        self.current: Any = None
+        self.filled = False  # ``previous`` holds a sample
+
+    @property
+    def allocated(self) -> bool:
+        return self.current is not None
+
+    def read(self, handle: Any) -> N.c_nvmlGpmMetricsGet_t | None:
+        """Take a sample; the metrics since the last one, or None on the first. Raises NVMLError."""
+        if self.current is None:
+            self.previous = N.nvmlGpmSampleAlloc()
+            try:
+                self.current = N.nvmlGpmSampleAlloc()
+            except N.NVMLError:
+                self.free()
+                raise
+        if self.instance is None:
+            N.nvmlGpmSampleGet(handle, self.current)
+        else:
+            N.nvmlGpmMigSampleGet(handle, self.instance, self.current)
+        first = not self.filled
+        self.previous, self.current = self.current, self.previous
+        self.filled = True
+        if first:
+            return None
+        request = self.request
+        request.sample1, request.sample2 = self.current, self.previous  # older, newer (after the swap)
+        N.nvmlGpmMetricsGet(request)
+        return request
+
+    def free(self) -> None:
+        """Give the buffers back to the driver (also when NVML is already gone: nothing to undo)."""
+        for buffer in (self.previous, self.current):
+            if buffer is None:
+                continue
+            try:
+                N.nvmlGpmSampleFree(buffer)
+            except N.NVMLError as error:
+                log.debug("nvmlGpmSampleFree: %s", error)
+        self.previous = self.current = None
+        self.filled = False

@@ -1,0 +1,249 @@
+"""``trayvml record`` (a headless writer of the history store) and ``trayvml history`` (its export).
+
+The export writes the columns of ``trayvml log`` (trayvml.csvlog) from stored samples, so that a
+night pulled out of the store reads like a night logged with ``log``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import math
+import os
+import re
+import signal
+import sys
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.units import MIB
+
+if TYPE_CHECKING:
+    from trayvml.config import Settings
+    from trayvml.core.sample import Sample
+    from trayvml.nvml.sim import SimSpec
+    from trayvml.store.store import Limits
+
+_SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
+_SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+DEFAULT_SINCE_S = 3600.0
+
+
+def add_commands(
+    commands: argparse._SubParsersAction,
+    parents: Sequence[argparse.ArgumentParser],
+    sampling: argparse.ArgumentParser,
+) -> None:
+    """Register ``record`` and ``history`` on the CLI's sub-command parser."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument("--store", metavar="DIR", type=Path, help="the history folder (default: in your state folder)")
+    record = commands.add_parser(
+        "record", parents=[*parents, sampling, store], help="write the history store without the tray (servers)"
+    )
+    record.add_argument("--count", type=int, metavar="N", help=argparse.SUPPRESS)  # tests: stop after N samples
+    history = commands.add_parser("history", parents=[store], help="export stored history as CSV (the columns of log)")
+    when = history.add_mutually_exclusive_group()
+    when.add_argument("--since", metavar="AGO", help="e.g. 90m, 2h, 3d (default 1h)")
+    when.add_argument("--from", dest="start", metavar="TIME", help="ISO date and time, local unless it says its zone")
+    history.add_argument("--to", dest="end", metavar="TIME", help="with --from (default: now)")
+    history.add_argument("--csv", metavar="FILE", default="-", help="the CSV file, or - for standard output (default)")
+    history.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names, as for log")
+    history.add_argument("--gpu", type=int, metavar="N", help="only the GPU with this index")
+    history.add_argument("--nounits", action="store_true", help="values without units")
+    history.add_argument("--stats", action="store_true", help="print the span, samples and bytes stored, and exit")
+
+
+def limits_of(settings: Settings) -> Limits:
+    from trayvml.store.store import Limits
+
+    return Limits(
+        settings.history_fine_hours * 3600.0, settings.history_coarse_days * 86400.0, settings.history_size_mib * MIB
+    )
+
+
+def _folder(args: argparse.Namespace) -> Path:
+    from trayvml.store import default_folder
+
+    return Path(args.store) if args.store is not None else default_folder()
+
+
+def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
+    """Sample at ``args.interval`` into the store until Ctrl-C or SIGTERM; 2 when another process writes it."""
+    from trayvml.source import Source
+    from trayvml.store.store import StoreWriter
+
+    interval_s = args.interval if args.interval is not None else settings.sampling_interval_s
+    writer = StoreWriter(_folder(args), limits_of(settings))  # raises StoreLockedError with the holder's pid
+    said: str | None = None
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
+    source = Source(simulation, host=True, stall_after_s=args.timeout)
+    ticks = 0
+    try:
+        start_s = source.clock.now_s()
+        print(f"trayvml: recording to {writer.folder} every {interval_s:g} s", file=sys.stderr)
+        while args.count is None or ticks < args.count:
+            sample = source.sample()
+            if sample.problem is not None and sample.problem[1] != said:
+                said = sample.problem[1]
+                print(f"trayvml: {said} (the host is still recorded)", file=sys.stderr)
+            writer.append(sample)
+            if writer.problem is not None and writer.problem != said:
+                said = writer.problem
+                print(f"trayvml: {said}", file=sys.stderr)
+            ticks += 1
+            source.clock.sleep_s(start_s + ticks * interval_s - source.clock.now_s())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        source.close()
+        writer.close()
+    print(f"trayvml: {ticks} sample{'s' if ticks != 1 else ''} recorded", file=sys.stderr)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt
+
+
+def parse_time(text: str, now: datetime) -> float:
+    """Seconds since the epoch for an ISO date-time (local time unless it names its offset)."""
+    try:
+        moment = datetime.fromisoformat(text.strip())
+    except ValueError:
+        raise TrayvmlError(f"{text!r} is not a date and time such as {now:%Y-%m-%d %H:%M}.") from None
+    return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+
+
+def parse_since(text: str) -> float:
+    match = _SINCE.fullmatch(text.strip())
+    if match is None:
+        raise TrayvmlError(f"--since {text!r} is not a length of time such as 90m, 2h or 3d.")
+    return float(match.group(1)) * _SECONDS[match.group(2)]
+
+
+def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
+    now = datetime.fromtimestamp(now_s).astimezone()
+    if args.end is not None and args.start is None:
+        raise TrayvmlError("--to needs --from.")
+    if args.start is not None:
+        start_s = parse_time(args.start, now)
+        end_s = parse_time(args.end, now) if args.end is not None else now_s
+    else:
+        start_s, end_s = now_s - parse_since(args.since or f"{DEFAULT_SINCE_S:g}s"), now_s
+    if end_s < start_s:
+        raise TrayvmlError("--to is before --from.")
+    return start_s, end_s
+
+
+def history(args: argparse.Namespace, now_s: float) -> int:
+    from trayvml.csvlog import header_line, parse_fields, rows
+    from trayvml.store.read import StoreReader
+
+    folder = _folder(args)
+    reader = StoreReader(folder)
+    try:
+        if not reader.devices():
+            raise TrayvmlError(f"No history in {folder} yet: the tray app or `trayvml record` writes it.")
+        if args.stats:
+            print(_stats_text(reader, folder))
+            return 0
+        columns = parse_fields(args.query)
+        start_s, end_s = time_range(args, now_s)
+        units = not args.nounits
+        count = 0
+        try:
+            with _output(args.csv) as out:
+                out.write(header_line(columns) + "\n")
+                for sample in stored_samples(reader, start_s, end_s, args.gpu):
+                    lines = rows(sample, columns, units)
+                    out.write("".join(line + "\n" for line in lines))
+                    count += len(lines)
+        except BrokenPipeError:  # `| head`: the reader has what it wanted
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+            return 0
+        if args.csv != "-":
+            print(f"trayvml: {count} row{'s' if count != 1 else ''} written to {args.csv}", file=sys.stderr)
+        return 0
+    finally:
+        reader.close()
+
+
+def stored_samples(reader: object, start_s: float, end_s: float, gpu_index: int | None) -> Iterator[Sample]:
+    """The stored GPUs' samples in the range as Samples, one per time, oldest first."""
+    from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.store.read import StoreReader
+    from trayvml.store.store import GPU_LAYOUT, HOST_UUID
+
+    assert isinstance(reader, StoreReader)
+    names = {f.name for f in fields(DeviceInfo)}
+    by_time: dict[int, list[tuple[GpuSample, DeviceInfo]]] = {}
+    for device in reader.devices():
+        if device.uuid == HOST_UUID:
+            continue
+        info = DeviceInfo(**{k: v for k, v in device.info.items() if k in names})  # type: ignore[arg-type]
+        if gpu_index is not None and info.index != gpu_index:
+            continue
+        data = reader.fine(device.uuid, start_s, end_s, GPU_LAYOUT.keys)
+        states = [tuple(MetricState(s) for s in row) for row in data.states.tolist()]
+        for t_s, values, state in zip(data.times_s.tolist(), data.values.tolist(), states, strict=True):
+            by_time.setdefault(round(t_s * 1000), []).append((GpuSample(info.index, tuple(values), state), info))
+    for t_ms in sorted(by_time):
+        pairs = sorted(by_time[t_ms], key=lambda p: p[1].index)
+        yield Sample(t_ms / 1000, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), None, None)
+
+
+@contextlib.contextmanager
+def _output(path: str) -> Iterator[TextIO]:
+    """Standard output, or a file written whole or not at all (a temporary file renamed into place)."""
+    if path == "-":
+        yield sys.stdout
+        return
+    target = Path(path)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+    except OSError as error:
+        raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
+            yield out
+        os.replace(temporary, target)
+    except OSError as error:
+        raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def _stats_text(reader: object, folder: Path) -> str:
+    from trayvml.store.read import StoreReader
+
+    assert isinstance(reader, StoreReader)
+    stats = reader.stats()
+    gpus = sum(1 for d in reader.devices() if d.uuid != "host")
+
+    def when(t: float | None) -> str:
+        if t is None:
+            return "-"
+        utc = datetime.fromtimestamp(t, timezone.utc)
+        return f"{utc.astimezone():%Y-%m-%d %H:%M:%S %Z} ({utc:%Y-%m-%d %H:%M:%S} UTC)"
+
+    span = (stats.last_s or 0) - (stats.first_s or 0)
+    per = "-" if math.isnan(stats.bytes_per_sample) else f"{stats.bytes_per_sample:.3f}"
+    return "\n".join(
+        (
+            f"store:            {folder}",
+            f"from:             {when(stats.first_s)}",
+            f"to:               {when(stats.last_s)}",
+            f"span:             {span / 3600:.1f} h",
+            f"devices:          {gpus} GPU{'s' if gpus != 1 else ''} and the host",
+            f"samples:          {stats.samples:,}",
+            f"bytes on disk:    {stats.file_bytes:,}",
+            f"bytes per sample: {per}",
+        )
+    )

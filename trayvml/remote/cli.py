@@ -1,0 +1,192 @@
+"""``--remote`` for ``snapshot`` and ``log``: remote hosts beside (or instead of) the local GPUs."""
+
+from __future__ import annotations
+
+import json
+import math
+import socket
+import sys
+import urllib.parse
+from collections.abc import Sequence
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.safe_text import terminal_text
+from trayvml.core.sample import Sample
+from trayvml.remote.fetch import Endpoint, parse_endpoint
+
+if TYPE_CHECKING:
+    from trayvml.csvlog import Column
+    from trayvml.remote.source import Remotes
+    from trayvml.source import Source
+
+
+def endpoints(urls: Sequence[str], config: str | None) -> list[Endpoint]:
+    """Endpoints for ``--remote`` URLs; credentials come from the settings file's ``remote_hosts``
+    entry for the same URL (raises TrayvmlError for a bad URL or credentials on the command line)."""
+    from trayvml.config import SettingsStore, default_path
+
+    settings, _note = SettingsStore(Path(config) if config else default_path()).load()
+    stored: dict[str, Endpoint] = {}
+    for text in settings.remote_hosts:
+        try:
+            endpoint = parse_endpoint(text, credentials_allowed=True)
+        except TrayvmlError as error:
+            print(f"trayvml: settings, remote_hosts: {error}", file=sys.stderr)
+            continue
+        stored[endpoint.url] = endpoint
+    found = []
+    for url in urls:
+        endpoint = parse_endpoint(url)
+        found.append(stored.get(endpoint.url, endpoint))
+    return found
+
+
+def hostname_of(sample: Sample) -> str:
+    return sample.system.hostname if sample.system else socket.gethostname()
+
+
+def _fault_line(sample: Sample) -> str:
+    remote = sample.remote
+    assert remote is not None
+    since = ""
+    if not math.isnan(remote.since_s):
+        at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
+        since = f" (since {at}, {format_duration(sample.timestamp_s - remote.since_s)})"
+    # The sentence quotes the remote's own words (an HTTP reason): cleaned, and cut only when absurd.
+    return f"{terminal_text(hostname_of(sample))}: unreachable{since}: {terminal_text(remote.fault, 500)}"
+
+
+def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -> str:
+    """Each host's GPUs, every GPU line starting with its host; an unreachable host in one line."""
+    from trayvml.report import text_snapshot as one_host
+
+    blocks = []
+    if local is not None:
+        blocks.append(one_host(local, full=full, host_column=hostname_of(local)))
+    for sample in remotes:
+        if sample.remote is not None and sample.remote.fault:
+            blocks.append(_fault_line(sample))
+        else:
+            kind = sample.remote.kind if sample.remote else ""
+            text = one_host(sample, full=full, host_column=hostname_of(sample))
+            url = _safe_url(sample.remote.url) if sample.remote else ""
+            blocks.append(f"{text}\n  (from {kind} at {url})")
+    return "\n".join(blocks)
+
+
+def _safe_url(url: str) -> str:
+    return terminal_text(urllib.parse.unquote(url), 500)
+
+
+def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sample]) -> dict[str, Any]:
+    """The local snapshot's shape, with every remote GPU added to ``gpus`` (each has ``host``) and a
+    ``remotes`` list saying how each remote host was read, or why it could not be."""
+    from trayvml.report import json_snapshot as one_host
+
+    document = one_host(local) if local is not None else {"gpus": [], "host": None}
+    document["local_gpus"] = local_note or None
+    document["remotes"] = []
+    for sample in remotes:
+        remote = sample.remote
+        assert remote is not None
+        part = one_host(sample)
+        document["gpus"].extend(part["gpus"])
+        document["remotes"].append(
+            {
+                "url": remote.url,
+                "host": hostname_of(sample),
+                "kind": remote.kind or None,
+                "reachable": not remote.fault,
+                "message": remote.fault or None,
+                "since_s": None if math.isnan(remote.since_s) else remote.since_s,
+                "host_metrics": part["host"],
+                "driver_version": sample.system.driver_version if sample.system else None,
+            }
+        )
+    return document
+
+
+def print_snapshot(local: Sample, remotes: Sequence[Sample], as_json: bool, full: bool) -> int:
+    """The ``snapshot --remote`` output; 0 while any host has current values, else 3."""
+    problem = local.problem
+    note = f"No local GPU values: {problem[1]}" if problem is not None else ""
+    if as_json:
+        print(json.dumps(json_snapshot(local, note, remotes), indent=2, ensure_ascii=False))
+    else:
+        shown = local if problem is None else None
+        print(text_snapshot(shown, remotes, full))
+    if note:
+        print(f"trayvml: {note}", file=sys.stderr)
+    reachable = problem is None or any(s.remote is not None and not s.remote.fault for s in remotes)
+    return 0 if reachable else 3
+
+
+def log_columns(columns: list[Column]) -> list[Column]:
+    """The columns with ``hostname`` after ``timestamp`` (or first), unless --query names it already."""
+    from trayvml.csvlog import COLUMNS
+
+    host = COLUMNS["hostname"]
+    if host in columns:
+        return columns
+    at = 1 if columns and columns[0] is COLUMNS["timestamp"] else 0
+    return [*columns[:at], host, *columns[at:]]
+
+
+class RemoteLog:
+    """``log --remote``: each tick, a row per GPU of every host whose values are current.
+
+    A host without current values writes no rows (old values are never logged as new); stderr says
+    so once when it goes and once when it comes back.
+    """
+
+    def __init__(
+        self, path: str, columns: list[Column], units: bool, source: Source, remotes: Remotes, demand: frozenset[str]
+    ) -> None:
+        from trayvml.csvlog import CsvLog
+
+        self.log = CsvLog(path, columns, units=units)
+        self.path = path
+        self.source = source
+        self.remotes = remotes
+        self.demand = demand
+        self._down: dict[str, str] = {}  # "this machine" or "host (URL)" -> the sentence last said
+
+    def _say(self, who: str, problem: str) -> None:
+        if self._down.get(who) != problem:
+            if problem:
+                print(f"trayvml: {problem} (no rows for {who} until it answers)", file=sys.stderr)
+            elif who in self._down:
+                print(f"trayvml: {who} answers again", file=sys.stderr)
+            self._down[who] = problem
+
+    def run(self, count: int | None, interval_s: float) -> int:
+        self.remotes.begin_read()()  # the first tick has every host that answers
+        self.remotes.start()
+        clock = self.source.clock
+        start_s = clock.now_s()
+        ticks = 0
+        try:
+            while True:
+                local = self.source.sample(self.demand)
+                problem = local.problem
+                self._say("this machine", problem[1] if problem else "")
+                if problem is None:
+                    self.log.append(local)
+                for sample in self.remotes.samples():
+                    fault = sample.remote.fault if sample.remote else ""
+                    self._say(f"{hostname_of(sample)} ({sample.remote.url if sample.remote else ''})", fault)
+                    if not fault:
+                        self.log.append(sample)
+                ticks += 1
+                if count is not None and ticks >= count:
+                    break
+                clock.sleep_s(start_s + ticks * interval_s - clock.now_s())
+        except KeyboardInterrupt:
+            pass  # Ctrl-C is how a user ends an open-ended log
+        finally:
+            self.log.close()
+        print(f"trayvml: {ticks} tick{'s' if ticks != 1 else ''} logged to {self.path}", file=sys.stderr)
+        return 0

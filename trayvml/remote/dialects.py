@@ -1,0 +1,401 @@
+"""What each GPU exporter calls a metric, and in which unit: turned into the catalog's keys and units.
+
+A source is recognised by names only it exposes. A metric a source lacks is "not supported" for
+its GPUs, never zero. The tables below were written from each exporter's documentation and source:
+
+- ``trayvml serve``: ``trayvml/core/prom_names.py`` (the same table that names them).
+- dcgm-exporter: ``etc/default-counters.csv`` (DCGM field, type, unit in the help text); labels
+  ``gpu``, ``UUID``, ``modelName``, ``pci_bus_id``, ``DCGM_FI_DRIVER_VERSION`` and ``Hostname``,
+  spelled ``hostname`` since 2026.
+- nvidia_gpu_exporter: ``docs/METRICS.md`` and its scrapes under ``internal/integration/testdata``;
+  every series has only ``uuid``, the rest is joined from ``nvidia_smi_gpu_info``.
+- nvitop-exporter: ``nvitop_exporter/exporter.py`` (prometheus-client gauges with a unit suffix).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from trayvml.core import prom_names
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.sample import (
+    DeviceInfo,
+    GpuSample,
+    HostSample,
+    MetricState,
+    ProcessSample,
+    RemoteOrigin,
+    Sample,
+    SystemInfo,
+)
+from trayvml.core.units import MIB
+
+MEMORY_TOTAL = "memory_total_bytes"  # a DeviceInfo fact rather than a GPU metric, read the same way
+
+
+@dataclass(frozen=True)
+class Point:
+    """One series' current value: a metric name, its labels and the value."""
+
+    name: str
+    labels: Mapping[str, str]
+    value: float
+
+
+@dataclass(frozen=True)
+class Dialect:
+    kind: str  # how a user knows it: "dcgm-exporter"
+    markers: tuple[str, ...]  # names (or name prefixes ending in "_") only this source exposes
+    gpu: Mapping[str, tuple[str, float]]  # series name -> (catalog key or MEMORY_TOTAL, × into catalog unit)
+    host: Mapping[str, tuple[str, float]] = field(default_factory=dict)
+    uuid_label: str = "uuid"
+    index_label: str = "index"
+    name_label: str = ""
+    host_labels: tuple[str, ...] = ("hostname",)  # the first present names the host
+    info: str = ""  # a series whose labels (index, name, driver, PCI bus id) belong to every GPU of that uuid
+    driver_label: str = "driver_version"
+    pci_label: str = "pci_bus_id"
+    process_memory: str = ""  # series of one process's GPU memory (labels pid and a name)
+    process_scale: float = 1.0
+    process_name_label: str = "name"
+    process_user_label: str = ""
+    up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
+
+    def recognises(self, names: set[str]) -> bool:
+        return any(m in names if not m.endswith("_") else any(n.startswith(m) for n in names) for m in self.markers)
+
+
+def _trayvml_table() -> dict[str, tuple[str, float]]:
+    table = {prom_names.GPU_NAMES[m.key].full: (m.key, prom_names.per_base_unit(m.unit)) for m in GPU_METRICS}
+    table[prom_names.MEMORY_TOTAL.full] = (MEMORY_TOTAL, 1.0)
+    return table
+
+
+TRAYVML = Dialect(
+    kind="trayvml serve",
+    markers=(prom_names.UP,),
+    gpu=_trayvml_table(),
+    host={prom_names.HOST_NAMES[m.key].full: (m.key, prom_names.per_base_unit(m.unit)) for m in HOST_METRICS},
+    info=prom_names.GPU_INFO,
+    driver_label="driver",
+    process_memory=prom_names.PROCESS_MEMORY.full,
+    process_user_label="user",
+    up=prom_names.UP,
+)
+
+DCGM = Dialect(
+    kind="dcgm-exporter",
+    markers=("DCGM_FI_",),
+    gpu={
+        "DCGM_FI_DEV_SM_CLOCK": ("clock_sm_mhz", 1.0),
+        "DCGM_FI_DEV_MEM_CLOCK": ("clock_memory_mhz", 1.0),
+        "DCGM_FI_DEV_MEMORY_TEMP": ("temperature_memory_c", 1.0),
+        "DCGM_FI_DEV_GPU_TEMP": ("temperature_gpu_c", 1.0),
+        "DCGM_FI_DEV_POWER_USAGE": ("power_draw_w", 1.0),
+        "DCGM_FI_DEV_POWER_USAGE_INSTANT": ("power_instant_w", 1.0),
+        "DCGM_FI_DEV_ENFORCED_POWER_LIMIT": ("power_enforced_limit_w", 1.0),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("energy_consumed_j", 1e-3),  # mJ
+        "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("pcie_replay_count", 1.0),
+        "DCGM_FI_DEV_GPU_UTIL": ("utilization_gpu_percent", 1.0),
+        "DCGM_FI_DEV_MEM_COPY_UTIL": ("utilization_memory_percent", 1.0),
+        "DCGM_FI_DEV_ENC_UTIL": ("encoder_utilization_percent", 1.0),
+        "DCGM_FI_DEV_DEC_UTIL": ("decoder_utilization_percent", 1.0),
+        "DCGM_FI_DEV_XID_ERRORS": ("xid_last", 1.0),  # the value of the last XID, not a count
+        "DCGM_FI_DEV_FB_FREE": ("memory_free_bytes", MIB),
+        "DCGM_FI_DEV_FB_USED": ("memory_used_bytes", MIB),
+        "DCGM_FI_DEV_FB_RESERVED": ("memory_reserved_bytes", MIB),
+        "DCGM_FI_DEV_FB_TOTAL": (MEMORY_TOTAL, MIB),
+        "DCGM_FI_DEV_FAN_SPEED": ("fan_speed_percent", 1.0),
+        "DCGM_FI_DEV_PSTATE": ("performance_state", 1.0),
+        "DCGM_FI_DEV_ECC_SBE_VOL_TOTAL": ("ecc_corrected_volatile_count", 1.0),
+        "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL": ("ecc_uncorrected_volatile_count", 1.0),
+        "DCGM_FI_DEV_ECC_SBE_AGG_TOTAL": ("ecc_corrected_aggregate_count", 1.0),
+        "DCGM_FI_DEV_ECC_DBE_AGG_TOTAL": ("ecc_uncorrected_aggregate_count", 1.0),
+        "DCGM_FI_DEV_RETIRED_SBE": ("retired_pages_sbe_count", 1.0),
+        "DCGM_FI_DEV_RETIRED_DBE": ("retired_pages_dbe_count", 1.0),
+        "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": ("remapped_rows_uncorrectable_count", 1.0),
+        "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": ("remapped_rows_correctable_count", 1.0),
+        "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("remapped_rows_failure", 1.0),
+        "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_bytes_per_s", 1.0),  # bytes per second (profiling field)
+        "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_bytes_per_s", 1.0),
+    },
+    uuid_label="UUID",
+    index_label="gpu",
+    name_label="modelName",
+    host_labels=("hostname", "Hostname"),  # renamed from Hostname in 2026; either may come
+    driver_label="DCGM_FI_DRIVER_VERSION",
+)
+
+NVIDIA_GPU_EXPORTER = Dialect(
+    kind="nvidia_gpu_exporter",
+    markers=("nvidia_smi_gpu_info",),
+    gpu={
+        "nvidia_smi_utilization_gpu_ratio": ("utilization_gpu_percent", 100.0),
+        "nvidia_smi_utilization_memory_ratio": ("utilization_memory_percent", 100.0),
+        "nvidia_smi_utilization_encoder_ratio": ("encoder_utilization_percent", 100.0),
+        "nvidia_smi_utilization_decoder_ratio": ("decoder_utilization_percent", 100.0),
+        "nvidia_smi_memory_used_bytes": ("memory_used_bytes", 1.0),
+        "nvidia_smi_memory_free_bytes": ("memory_free_bytes", 1.0),
+        "nvidia_smi_memory_reserved_bytes": ("memory_reserved_bytes", 1.0),
+        "nvidia_smi_memory_total_bytes": (MEMORY_TOTAL, 1.0),
+        "nvidia_smi_temperature_gpu": ("temperature_gpu_c", 1.0),
+        "nvidia_smi_temperature_memory": ("temperature_memory_c", 1.0),
+        "nvidia_smi_fan_speed_ratio": ("fan_speed_percent", 100.0),
+        "nvidia_smi_power_draw_watts": ("power_draw_w", 1.0),
+        "nvidia_smi_power_draw_instant_watts": ("power_instant_w", 1.0),
+        "nvidia_smi_power_limit_watts": ("power_limit_w", 1.0),
+        "nvidia_smi_enforced_power_limit_watts": ("power_enforced_limit_w", 1.0),
+        "nvidia_smi_energy_joules_total": ("energy_consumed_j", 1.0),
+        "nvidia_smi_clocks_current_sm_clock_hz": ("clock_sm_mhz", 1e-6),
+        "nvidia_smi_clocks_current_graphics_clock_hz": ("clock_graphics_mhz", 1e-6),
+        "nvidia_smi_clocks_current_memory_clock_hz": ("clock_memory_mhz", 1e-6),
+        "nvidia_smi_clocks_current_video_clock_hz": ("clock_video_mhz", 1e-6),
+        "nvidia_smi_pstate": ("performance_state", 1.0),
+        "nvidia_smi_pcie_link_gen_current": ("pcie_link_gen", 1.0),
+        "nvidia_smi_pcie_link_width_current": ("pcie_link_width", 1.0),
+        "nvidia_smi_pcie_throughput_tx_bytes_per_second": ("pcie_tx_bytes_per_s", 1.0),
+        "nvidia_smi_pcie_throughput_rx_bytes_per_second": ("pcie_rx_bytes_per_s", 1.0),
+        "nvidia_smi_ecc_errors_corrected_volatile_total": ("ecc_corrected_volatile_count", 1.0),
+        "nvidia_smi_ecc_errors_uncorrected_volatile_total": ("ecc_uncorrected_volatile_count", 1.0),
+        "nvidia_smi_ecc_errors_corrected_aggregate_total": ("ecc_corrected_aggregate_count", 1.0),
+        "nvidia_smi_ecc_errors_uncorrected_aggregate_total": ("ecc_uncorrected_aggregate_count", 1.0),
+        "nvidia_smi_remapped_rows_correctable": ("remapped_rows_correctable_count", 1.0),
+        "nvidia_smi_remapped_rows_uncorrectable": ("remapped_rows_uncorrectable_count", 1.0),
+        "nvidia_smi_remapped_rows_pending": ("remapped_rows_pending", 1.0),
+        "nvidia_smi_remapped_rows_failure": ("remapped_rows_failure", 1.0),
+        "nvidia_smi_clocks_event_reasons_active": ("clock_event_reasons", 1.0),
+    },
+    host_labels=(),  # none: the URL's host (or Prometheus's instance) names it
+    info="nvidia_smi_gpu_info",
+    process_memory="nvidia_smi_compute_app_used_memory_bytes",
+    process_name_label="process_name",
+)
+
+NVITOP = Dialect(
+    kind="nvitop-exporter",
+    markers=("nvitop_info",),
+    gpu={
+        "gpu_utilization_Percentage": ("utilization_gpu_percent", 1.0),
+        "gpu_memory_utilization_Percentage": ("utilization_memory_percent", 1.0),
+        "gpu_encoder_utilization_Percentage": ("encoder_utilization_percent", 1.0),
+        "gpu_decoder_utilization_Percentage": ("decoder_utilization_percent", 1.0),
+        "gpu_memory_total_MiB": (MEMORY_TOTAL, MIB),
+        "gpu_memory_used_MiB": ("memory_used_bytes", MIB),
+        "gpu_memory_free_MiB": ("memory_free_bytes", MIB),
+        "gpu_clock_sm_MHz": ("clock_sm_mhz", 1.0),
+        "gpu_clock_memory_MHz": ("clock_memory_mhz", 1.0),
+        "gpu_clock_graphics_MHz": ("clock_graphics_mhz", 1.0),
+        "gpu_clock_video_MHz": ("clock_video_mhz", 1.0),
+        "gpu_power_usage_W": ("power_draw_w", 1.0),
+        "gpu_power_limit_W": ("power_enforced_limit_w", 1.0),
+        "gpu_temperature_C": ("temperature_gpu_c", 1.0),
+        "gpu_fan_speed_Percentage": ("fan_speed_percent", 1.0),
+        "gpu_pcie_tx_throughput_MiBps": ("pcie_tx_bytes_per_s", MIB),
+        "gpu_pcie_rx_throughput_MiBps": ("pcie_rx_bytes_per_s", MIB),
+        "gpu_nvlink_total_tx_throughput_MiBps": ("nvlink_tx_bytes_per_s", MIB),
+        "gpu_nvlink_total_rx_throughput_MiBps": ("nvlink_rx_bytes_per_s", MIB),
+    },
+    host={
+        "host_cpu_percent_Percentage": ("cpu_percent", 1.0),
+        "host_virtual_memory_used_MiB": ("ram_used_bytes", MIB),
+        "host_virtual_memory_total_MiB": ("ram_total_bytes", MIB),
+        "host_virtual_memory_percent_Percentage": ("ram_used_percent", 1.0),
+        "host_swap_memory_used_MiB": ("swap_used_bytes", MIB),
+        "host_swap_memory_total_MiB": ("swap_total_bytes", MIB),
+    },
+    name_label="devicename",
+    info="nvitop_info",  # per host, not per GPU: read for the driver version only
+    process_memory="process_gpu_memory_MiB",
+    process_scale=MIB,
+    process_name_label="",  # nvitop-exporter labels a process by pid and user, not by name
+    process_user_label="username",
+)
+
+DIALECTS: tuple[Dialect, ...] = (TRAYVML, DCGM, NVIDIA_GPU_EXPORTER, NVITOP)
+# Every name the dialects read: the Prometheus-server source asks for these and nothing else.
+NAME_PREFIXES = ("trayvml_", "DCGM_FI_", "nvidia_smi_", "gpu_", "host_", "process_gpu_memory", "nvitop_info")
+
+
+def recognise(names: set[str]) -> list[Dialect]:
+    return [d for d in DIALECTS if d.recognises(names)]
+
+
+@dataclass
+class _Gpu:
+    uuid: str
+    index: int = -1
+    name: str = ""
+    pci_bus_id: str = ""
+    driver: str = ""
+    values: dict[str, float] = field(default_factory=dict)
+    processes: list[ProcessSample] = field(default_factory=list)
+
+
+@dataclass
+class _Host:
+    name: str
+    gpus: dict[str, _Gpu] = field(default_factory=dict)
+    host: dict[str, float] = field(default_factory=dict)
+    driver: str = ""
+    down: str = ""  # trayvml_up 0: its reason
+
+    def gpu(self, uuid: str) -> _Gpu:
+        gpu = self.gpus.get(uuid)
+        if gpu is None:  # not setdefault: that would build a _Gpu for every series of every read
+            gpu = self.gpus[uuid] = _Gpu(uuid)
+        return gpu
+
+
+def _host_of(dialect: Dialect, labels: Mapping[str, str], fallback: str) -> str:
+    for label in dialect.host_labels:
+        if labels.get(label):
+            return labels[label]
+    instance = labels.get("instance", "")  # added by a Prometheus server: host:port of the target
+    return instance.rsplit(":", 1)[0].strip("[]") if instance else fallback
+
+
+def _index(text: str) -> int:
+    return int(text) if text.isascii() and text.isdigit() else -1
+
+
+def to_samples(points: Iterable[Point], fallback_host: str, url: str, now_s: float) -> list[Sample]:
+    """One Sample per host found in ``points`` (from any mix of the known exporters); [] if none.
+
+    ``fallback_host`` names the host when a source does not (nvidia_gpu_exporter): the URL's host.
+    """
+    points = list(points)
+    dialects = recognise({p.name for p in points})
+    hosts: dict[str, _Host] = {}
+    kinds: dict[str, str] = {}
+    for dialect in dialects:
+        _read(dialect, points, fallback_host, hosts, kinds)
+    return [_sample(host, kinds[host.name], url, now_s) for host in hosts.values()]
+
+
+def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str, _Host], kinds: dict[str, str]) -> None:
+    info_by_uuid: dict[str, Mapping[str, str]] = {}
+    for point in points:
+        if point.name == dialect.info and dialect.uuid_label in point.labels:
+            info_by_uuid[point.labels[dialect.uuid_label]] = point.labels
+
+    def host_of(labels: Mapping[str, str]) -> _Host:
+        name = _host_of(dialect, labels, fallback)
+        host = hosts.get(name)
+        if host is None:
+            kinds[name] = dialect.kind
+            host = hosts[name] = _Host(name)
+        return host
+
+    for point in points:
+        labels = point.labels
+        if point.name == dialect.up:
+            host = host_of(labels)
+            if point.value != 1.0:
+                host.down = labels.get("reason", "") or "unknown"
+            continue
+        if point.name == dialect.info and dialect.uuid_label not in labels:  # nvitop: per host
+            host_of(labels).driver = labels.get("driver_version", "")
+            continue
+        if point.name in dialect.host:
+            key, scale = dialect.host[point.name]
+            host_of(labels).host[key] = point.value * scale
+            continue
+        uuid = labels.get(dialect.uuid_label, "")
+        if not uuid:
+            continue
+        if point.name == dialect.process_memory:
+            pid = _index(labels.get("pid", ""))
+            gpu = host_of(labels).gpu(uuid)
+            gpu.processes.append(
+                ProcessSample(
+                    gpu_index=-1,  # set once the GPU's index is known
+                    pid=pid,
+                    kind=labels.get("kind", "compute"),
+                    used_memory_bytes=point.value * dialect.process_scale,
+                    name=labels.get(dialect.process_name_label, "") if dialect.process_name_label else "",
+                    user=labels.get(dialect.process_user_label, "") if dialect.process_user_label else "",
+                )
+            )
+            continue
+        # prometheus-client's parser names a counter's sample NAME_total even where the exporter
+        # wrote NAME (dcgm-exporter's counters); a Prometheus server keeps NAME.
+        known = dialect.gpu.get(point.name) or dialect.gpu.get(point.name.removesuffix("_total"))
+        if known is None and point.name != dialect.info:
+            continue
+        # Identity: the series' own labels, else those of the info series with the same uuid.
+        facts = {**info_by_uuid.get(uuid, {}), **labels}
+        gpu = host_of(facts).gpu(uuid)
+        if gpu.index < 0:
+            gpu.index = _index(facts.get(dialect.index_label, ""))
+        gpu.name = gpu.name or facts.get(dialect.name_label or "name", "")
+        gpu.pci_bus_id = gpu.pci_bus_id or facts.get(dialect.pci_label, "")
+        gpu.driver = gpu.driver or facts.get(dialect.driver_label, "")
+        if known is not None and math.isfinite(point.value):
+            key, scale = known
+            gpu.values[key] = point.value * scale
+
+
+def _percent(part: float | None, whole: float | None) -> float | None:
+    if part is None or whole is None or not whole:
+        return None
+    return 100.0 * part / whole
+
+
+def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
+    gpus: list[GpuSample] = []
+    devices: list[DeviceInfo] = []
+    ordered = sorted(host.gpus.values(), key=lambda g: (g.index < 0, g.index, g.uuid))
+    for position, gpu in enumerate(ordered):
+        index = gpu.index if gpu.index >= 0 else position
+        values = dict(gpu.values)
+        total = values.pop(MEMORY_TOTAL, None)
+        if total is None and "memory_used_bytes" in values and "memory_free_bytes" in values:
+            total = values["memory_used_bytes"] + values["memory_free_bytes"] + values.get("memory_reserved_bytes", 0.0)
+        derived = {
+            "memory_used_percent": _percent(values.get("memory_used_bytes"), total),
+            "power_used_percent": _percent(values.get("power_draw_w"), values.get("power_enforced_limit_w")),
+        }
+        for key, value in derived.items():
+            if key not in values and value is not None:
+                values[key] = value
+        processes = tuple(
+            ProcessSample(index, p.pid, p.kind, p.used_memory_bytes, p.name, p.user) for p in gpu.processes
+        )
+        if processes:
+            values.setdefault("process_count", float(len(processes)))
+        gpus.append(
+            GpuSample(
+                index=index,
+                values=tuple(values.get(m.key, math.nan) for m in GPU_METRICS),
+                states=tuple(MetricState.OK if m.key in values else MetricState.NOT_SUPPORTED for m in GPU_METRICS),
+                processes=processes,
+            )
+        )
+        devices.append(
+            DeviceInfo(
+                index=index,
+                name=gpu.name,
+                uuid=gpu.uuid,
+                pci_bus_id=gpu.pci_bus_id,
+                memory_total_bytes=math.nan if total is None else total,
+            )
+        )
+    driver = next((g.driver for g in ordered if g.driver), host.driver)
+    host_sample = None
+    if host.host:
+        host_sample = HostSample(tuple(host.host.get(m.key, math.nan) for m in HOST_METRICS))
+    fault = ""
+    if host.down == "starting":
+        fault = f"{url}: {host.name}'s exporter has not read its GPUs yet."
+    elif host.down:
+        fault = f"{url}: {host.name}'s exporter says its GPU driver is not usable ({host.down})."
+    return Sample(
+        timestamp_s=now_s,
+        gpus=() if fault else tuple(gpus),
+        devices=() if fault else tuple(devices),
+        system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version="", nvml_version=""),
+        host=host_sample,
+        remote=RemoteOrigin(url, kind, fault, now_s if fault else math.nan),
+    )

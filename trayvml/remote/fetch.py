@@ -1,0 +1,271 @@
+"""Reading a remote: an exporter's ``/metrics`` or a Prometheus server's HTTP API, into samples.
+
+Every failure is a :class:`RemoteError` whose message is one sentence naming the URL (never its
+credentials). Each request has a timeout on every socket operation and an overall deadline, so a
+host that trickles bytes cannot hold a reader for longer than ``timeout_s`` plus one operation.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import math
+import ssl
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
+
+from prometheus_client.parser import text_string_to_metric_families
+
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.sample import Sample
+from trayvml.remote.dialects import NAME_PREFIXES, Point, recognise, to_samples
+
+MAX_BODY_BYTES = 32 * 2**20  # a scrape of 8 GPUs is ~50 KiB; a body this big is not a scrape
+_CHUNK = 64 * 1024
+PROMETHEUS_SCHEME = "prometheus+"
+
+
+class RemoteError(TrayvmlError):
+    """A remote that cannot be read now; the message names the URL and says why."""
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One ``--remote`` URL: an exporter, or a Prometheus server with an optional label selector."""
+
+    url: str  # as given, without credentials: what the user reads
+    fetch_url: str  # what is requested (http/https, with /metrics added to a bare exporter address)
+    prometheus: bool = False
+    selector: str = ""  # Prometheus label matchers, e.g. job="gpu",cluster="a"
+    username: str = ""
+    password: str = ""
+
+    @property
+    def host(self) -> str:
+        return urllib.parse.urlsplit(self.fetch_url).hostname or self.url
+
+
+def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
+    """``http(s)://host:port[/path]`` or ``prometheus+http(s)://host:9090[#selector]``; raises TrayvmlError.
+
+    Credentials (``user:password@``) come only from the settings file (``credentials_allowed``):
+    on a command line every user of the machine can read them in the process list.
+    """
+    prometheus = text.startswith(PROMETHEUS_SCHEME)
+    raw = text[len(PROMETHEUS_SCHEME) :] if prometheus else text
+    try:
+        parts = urllib.parse.urlsplit(raw)
+        port = parts.port
+    except ValueError as error:
+        raise TrayvmlError(f"Remote {text!r} is not a URL: {error}.") from None
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise TrayvmlError(f"Remote {text!r} is not an http(s):// exporter URL or a prometheus+http(s):// server URL.")
+    username = urllib.parse.unquote(parts.username or "")
+    password = urllib.parse.unquote(parts.password or "")
+    if (username or password) and not credentials_allowed:
+        raise TrayvmlError(
+            f"Remote {_without_credentials(parts, prometheus)!r} has credentials in it: put them in the "
+            "settings file (remote_hosts), where other users cannot read them in the process list."
+        )
+    netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
+    if port is not None:
+        netloc += f":{port}"
+    path = parts.path
+    if not prometheus and path in ("", "/"):
+        path = "/metrics"
+    fetch_url = urllib.parse.urlunsplit(
+        (parts.scheme, netloc, path.rstrip("/") if prometheus else path, parts.query, "")
+    )
+    shown = _without_credentials(parts, prometheus)
+    return Endpoint(shown, fetch_url, prometheus, urllib.parse.unquote(parts.fragment), username, password)
+
+
+def _without_credentials(parts: urllib.parse.SplitResult, prometheus: bool) -> str:
+    netloc = parts.netloc.rpartition("@")[2]
+    url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
+    return PROMETHEUS_SCHEME + url if prometheus else url
+
+
+def get(endpoint: Endpoint, url: str, timeout_s: float) -> tuple[bytes, str]:
+    """The body and content type of ``url``; raises RemoteError naming ``endpoint.url``."""
+    request = urllib.request.Request(url, headers={"Accept": "text/plain;version=0.0.4, application/json;q=0.9"})
+    if endpoint.username or endpoint.password:
+        token = base64.b64encode(f"{endpoint.username}:{endpoint.password}".encode()).decode()
+        request.add_header("Authorization", f"Basic {token}")
+    deadline = time.monotonic() + timeout_s
+    context = ssl.create_default_context() if url.startswith("https:") else None
+    try:
+        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
+            kind = response.headers.get_content_type()
+            body = bytearray()
+            while chunk := response.read(_CHUNK):
+                body += chunk
+                if len(body) > MAX_BODY_BYTES:
+                    raise RemoteError(f"{endpoint.url} sent more than {MAX_BODY_BYTES // 2**20} MiB: not a scrape.")
+                if time.monotonic() > deadline:
+                    raise RemoteError(f"{endpoint.url} did not finish answering within {timeout_s:g} s.")
+            return bytes(body), kind
+    except urllib.error.HTTPError as error:
+        hint = " (check the user and password in the settings file)" if error.code in (401, 403) else ""
+        raise RemoteError(f"{endpoint.url} answered HTTP {error.code} {error.reason}{hint}.") from None
+    except TimeoutError:
+        raise RemoteError(f"{endpoint.url} did not answer within {timeout_s:g} s.") from None
+    except urllib.error.URLError as error:
+        reason = error.reason
+        if isinstance(reason, TimeoutError):
+            raise RemoteError(f"{endpoint.url} did not answer within {timeout_s:g} s.") from None
+        if isinstance(reason, ssl.SSLError):
+            raise RemoteError(f"{endpoint.url}: the TLS connection failed ({reason.reason or reason}).") from None
+        text = getattr(reason, "strerror", None) or str(reason)
+        raise RemoteError(f"{endpoint.url} cannot be reached: {text}.") from None
+    except (OSError, ValueError) as error:  # a connection reset mid-body, a malformed status line
+        raise RemoteError(f"{endpoint.url} broke off: {getattr(error, 'strerror', None) or error}.") from None
+
+
+class SeriesCache:
+    """Each series line's name and labels, parsed once by prometheus-client's parser.
+
+    An exporter serves the same series scrape after scrape with new values; parsing every label
+    set again costs ~40 µs a series in pure Python (13 ms for 8 GPUs), so a line whose series text
+    was seen before only has its value read. A new series, and anything malformed, goes through
+    prometheus-client's parser. Series of no exporter trayvml knows are skipped before parsing.
+    """
+
+    LIMIT = 20_000  # series remembered; past it (processes come and go) it starts afresh
+
+    def __init__(self) -> None:
+        self._series: dict[str, tuple[str, dict[str, str]] | None] = {}
+
+    def points(self, text: str) -> list[Point]:
+        """Raises ValueError for text that is not an exposition."""
+        if len(self._series) > self.LIMIT:
+            self._series.clear()
+        points = []
+        for line in text.splitlines():
+            if not line or line.startswith("#"):
+                continue
+            brace = line.find("{")
+            # The value (and an optional timestamp) follow the last "}", or the name.
+            end = line.rindex("}") + 1 if brace >= 0 else line.find(" ")
+            if end <= 0:
+                raise ValueError(f"not a sample line: {line[:80]!r}")
+            series, rest = line[:end], line[end:].split()
+            if series not in self._series:
+                self._series[series] = self._parse(line, series[:brace] if brace >= 0 else series)
+            known = self._series[series]
+            if known is not None:
+                if not rest:
+                    raise ValueError(f"no value in {line[:80]!r}")
+                points.append(Point(known[0], known[1], float(rest[0])))
+        return points
+
+    @staticmethod
+    def _parse(line: str, name: str) -> tuple[str, dict[str, str]] | None:
+        if not name.strip().startswith(NAME_PREFIXES):
+            return None
+        (family,) = text_string_to_metric_families(line + "\n")
+        (sample,) = family.samples
+        return sample.name, sample.labels
+
+
+def parse_exposition(endpoint: Endpoint, body: bytes, kind: str, cache: SeriesCache | None = None) -> list[Point]:
+    """The series of a Prometheus text exposition; raises RemoteError for anything else."""
+    if kind == "text/html" or body.lstrip()[:1] == b"<":
+        raise RemoteError(f"{endpoint.url} returned a web page, not Prometheus metrics: is it the /metrics address?")
+    try:
+        return (cache or SeriesCache()).points(body.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, TypeError, IndexError) as error:
+        raise RemoteError(f"{endpoint.url} returned something that is not Prometheus metrics ({error}).") from None
+
+
+def read_exporter(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
+    body, kind = get(endpoint, endpoint.fetch_url, timeout_s)
+    points = parse_exposition(endpoint, body, kind, cache)
+    return _samples(endpoint, points, now_s)
+
+
+def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:
+    if not recognise({p.name for p in points}):
+        raise RemoteError(
+            f"{endpoint.url} serves Prometheus metrics, but none from a GPU exporter trayvml knows "
+            "(trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter)."
+        )
+    return to_samples(points, endpoint.host, endpoint.url, now_s)
+
+
+def prometheus_query(endpoint: Endpoint) -> str:
+    """The PromQL that selects every series the dialects read, within the user's selector."""
+    names = "|".join(f"{prefix}.*" for prefix in NAME_PREFIXES)
+    extra = f",{endpoint.selector}" if endpoint.selector else ""
+    return f'{{__name__=~"{names}"{extra}}}'
+
+
+def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float, stale_after_s: float = 60.0) -> list[Sample]:
+    """The latest value of each series through ``/api/v1/query``; values older than ``stale_after_s`` are left out."""
+    query = urllib.parse.urlencode({"query": prometheus_query(endpoint)})
+    body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query?{query}", timeout_s)
+    try:
+        answer = json.loads(body)
+        if answer.get("status") != "success":
+            raise RemoteError(f"{endpoint.url} refused the query: {answer.get('error', 'no reason given')}.")
+        result = answer["data"]["result"]
+        points = []
+        for series in result:
+            labels = dict(series["metric"])
+            name = labels.pop("__name__")
+            at_s, text = series["value"]
+            if now_s - float(at_s) <= stale_after_s:
+                points.append(Point(name, labels, float(text)))
+    except RemoteError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise RemoteError(
+            f"{endpoint.url} did not answer as a Prometheus server ({type(error).__name__}: {error})."
+        ) from None
+    if not points:
+        raise RemoteError(f"{endpoint.url} holds no current GPU series matching {prometheus_query(endpoint)}.")
+    return _samples(endpoint, points, now_s)
+
+
+def read_prometheus_range(
+    endpoint: Endpoint, metric_name: str, start_s: float, end_s: float, step_s: float, timeout_s: float
+) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """The past of one series name through ``/api/v1/query_range``: (host or instance, uuid) -> [(time, value)].
+
+    Values are as the exporter served them (the caller converts with the dialect's scale).
+    """
+    selector = f",{endpoint.selector}" if endpoint.selector else ""
+    params = {
+        "query": f'{{__name__="{metric_name}"{selector}}}',
+        "start": f"{start_s:.3f}",
+        "end": f"{end_s:.3f}",
+        "step": f"{max(step_s, 0.001):g}",
+    }
+    body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query_range?{urllib.parse.urlencode(params)}", timeout_s)
+    try:
+        answer = json.loads(body)
+        out: dict[tuple[str, str], list[tuple[float, float]]] = {}
+        for series in answer["data"]["result"]:
+            labels = series["metric"]
+            host = labels.get("hostname") or labels.get("Hostname") or labels.get("instance", "")
+            uuid = labels.get("uuid") or labels.get("UUID", "")
+            out[(host, uuid)] = [(float(t), float(v)) for t, v in series["values"] if not math.isnan(float(v))]
+        return out
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise RemoteError(
+            f"{endpoint.url} did not answer as a Prometheus server ({type(error).__name__}: {error})."
+        ) from None
+
+
+def _not_prometheus(endpoint: Endpoint, error: Exception) -> RemoteError:
+    return RemoteError(f"{endpoint.url} did not answer as a Prometheus server ({type(error).__name__}: {error}).")
+
+
+def read(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
+    """The samples of every host ``endpoint`` reports; ``cache``: kept by the caller between reads."""
+    if endpoint.prometheus:
+        return read_prometheus(endpoint, timeout_s, now_s)
+    return read_exporter(endpoint, timeout_s, now_s, cache)

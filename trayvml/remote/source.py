@@ -1,0 +1,141 @@
+"""A remote read on a thread of its own, so that a slow or dead host never delays anything else.
+
+Each :class:`RemoteSource` reads its URL every interval with a timeout; while it fails it waits
+longer between tries (doubling up to :data:`MAX_BACKOFF_S`) and reports the host unreachable, with
+the reason and since when, instead of its last values: old values are never shown as current.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
+from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 3.0  # a healthy exporter answers in milliseconds; a scrape is small
+MAX_BACKOFF_S = 60.0
+
+
+class RemoteSource:
+    """The latest samples of one remote (one per host it reports), refreshed on a daemon thread."""
+
+    def __init__(
+        self,
+        endpoint: Endpoint,
+        interval_s: float = 1.0,
+        timeout_s: float = TIMEOUT_S,
+        clock: Clock | None = None,
+        reader: Callable[[Endpoint, float, float, SeriesCache], list[Sample]] = read,
+    ) -> None:
+        self.endpoint = endpoint
+        self.interval_s = interval_s
+        self.timeout_s = timeout_s
+        self.clock = clock or SystemClock()
+        self._read = reader
+        self._cache = SeriesCache()
+        self._samples: tuple[Sample, ...] = ()  # replaced whole: other threads see one or the other
+        self._hosts: tuple[str, ...] = ()  # the hosts it last reported: named while it is down
+        self._fault_since_s = math.nan
+        self.failures = 0  # consecutive
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def read_once(self) -> tuple[Sample, ...]:
+        """Read now on the calling thread (bounded by ``timeout_s``) and return what it got."""
+        now_s = self.clock.now_s()
+        try:
+            samples = self._read(self.endpoint, self.timeout_s, now_s, self._cache)
+        except RemoteError as error:
+            self._failed(str(error), now_s)
+        except Exception as error:  # a bug in trayvml's reading: shown as a fault, logged once per kind
+            log.exception("reading %s failed", self.endpoint.url)
+            self._failed(f"{self.endpoint.url}: reading it failed in trayvml itself ({type(error).__name__}).", now_s)
+        else:
+            self.failures = 0
+            self._fault_since_s = math.nan
+            self._hosts = tuple(s.system.hostname for s in samples if s.system)
+            self._samples = tuple(samples)
+        return self._samples
+
+    def _failed(self, message: str, now_s: float) -> None:
+        if self.failures == 0:
+            self._fault_since_s = now_s
+            log.warning("%s", message)
+        self.failures += 1
+        hosts = self._hosts or (self.endpoint.host,)
+        origin = RemoteOrigin(self.endpoint.url, "", message, self._fault_since_s)
+        self._samples = tuple(
+            Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin) for host in hosts
+        )
+
+    @property
+    def samples(self) -> tuple[Sample, ...]:
+        """The latest: current values, or one sample per host saying why there are none."""
+        return self._samples
+
+    def wait_s(self) -> float:
+        """How long to wait before the next try: the interval, doubled per consecutive failure."""
+        if not self.failures:
+            return self.interval_s
+        return min(self.interval_s * 2 ** min(self.failures, 16), MAX_BACKOFF_S)
+
+    def start(self) -> None:
+        self._thread = threading.Thread(target=self._run, name=f"trayvml-remote {self.endpoint.url}", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.read_once()
+            self._stop.wait(self.wait_s())
+
+    def close(self, wait_s: float | None = None) -> None:
+        """Stop; waits for a read in flight at most ``wait_s`` (default: the timeout) and leaves it behind after."""
+        self._stop.set()
+        if self._thread is not None and self._thread.is_alive():
+            self._thread.join(self.timeout_s + 1.0 if wait_s is None else wait_s)
+
+
+class Remotes:
+    """Every ``--remote`` together: started, read and closed as one."""
+
+    def __init__(self, endpoints: Sequence[Endpoint], interval_s: float = 1.0, timeout_s: float = TIMEOUT_S) -> None:
+        self.sources = [RemoteSource(e, interval_s, timeout_s) for e in endpoints]
+
+    def begin_read(self) -> Callable[[], list[Sample]]:
+        """Start reading every remote once, each on its own thread; the function returned waits for
+        them (each at most its timeout) and gives the samples (for ``snapshot``)."""
+        threads = [threading.Thread(target=s.read_once, daemon=True) for s in self.sources]
+        for thread in threads:
+            thread.start()
+
+        def finish() -> list[Sample]:
+            for thread, source in zip(threads, self.sources, strict=True):
+                thread.join(source.timeout_s + 1.0)
+            return self.samples()
+
+        return finish
+
+    def samples(self) -> list[Sample]:
+        return [sample for source in self.sources for sample in source.samples]
+
+    def start(self) -> None:
+        for source in self.sources:
+            source.start()
+
+    def close(self) -> None:
+        for source in self.sources:
+            source._stop.set()
+        for source in self.sources:
+            source.close()
+
+
+def with_hostname(sample: Sample, hostname: str) -> Sample:
+    """``sample`` said to come from ``hostname`` (for a local sample with no system info)."""
+    return replace(sample, system=SystemInfo(hostname, "", "", "")) if sample.system is None else sample

@@ -1,0 +1,353 @@
+"""``trayvml serve``: the latest sample in the Prometheus text exposition, on ``/metrics``.
+
+A scrape never calls NVML (per-scrape nvidia-smi runs stutter games and hang old GPUs:
+nvidia_gpu_exporter#90, #405): one background loop samples through :class:`trayvml.source.Source`
+at the sampling interval, and each scrape renders whatever that loop read last. A stuck or missing
+driver is ``trayvml_up 0`` with the reason as a label, never a slow or failed scrape.
+
+The HTTP side is prometheus-client's WSGI app on the standard library's WSGI server, as
+prometheus-client's own ``start_http_server`` builds it; basic auth and TLS come from a web config
+file in the exporter-toolkit convention (the YAML file Prometheus's own exporters take with
+``--web.config.file``).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import ipaddress
+import logging
+import socket
+import ssl
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from wsgiref.simple_server import WSGIRequestHandler, make_server
+
+from prometheus_client import CollectorRegistry, make_wsgi_app
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
+from prometheus_client.exposition import ThreadingWSGIServer
+from prometheus_client.metrics_core import Metric as PromMetric
+from prometheus_client.registry import Collector
+
+from trayvml.core import prom_names as names
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.sample import MetricState, Sample
+
+log = logging.getLogger(__name__)
+
+# Outside 9100-9999 (Prometheus's exporter port list, full since 2023) and away from the GPU
+# exporters people already run: dcgm-exporter 9400, nvidia_gpu_exporter 9835, nvitop-exporter 8000.
+# 8729 spells TRAY on a phone keypad.
+DEFAULT_PORT = 8729
+DEFAULT_ADDRESS = "127.0.0.1"
+_GPU_LABELS = ["hostname", "uuid", "index"]
+
+
+# ---- what a scrape shows ----
+def up_reason(sample: Sample) -> str:
+    """ "" when the GPU values are current, else a short machine-readable reason."""
+    if sample.stall is not None:
+        return "driver_not_responding"
+    if sample.unavailable is not None:
+        return sample.unavailable.reason.value
+    return ""
+
+
+class SampleCollector(Collector):
+    """Renders the latest sample; ``latest`` returns it (None before the first read)."""
+
+    def __init__(self, latest: Callable[[], Sample | None], hostname: str | None = None) -> None:
+        self._latest = latest
+        self._hostname = hostname or socket.gethostname()
+
+    def collect(self) -> Iterator[PromMetric]:
+        sample = self._latest()
+        up = GaugeMetricFamily(
+            names.UP, "1 when the GPU values are current; 0 says why in reason.", labels=["hostname", "reason"]
+        )
+        if sample is None:
+            up.add_metric([self._hostname, "starting"], 0.0)
+            yield up
+            return
+        host = sample.system.hostname if sample.system else self._hostname
+        reason = up_reason(sample)
+        up.add_metric([host, reason], 0.0 if reason else 1.0)
+        yield up
+        when = GaugeMetricFamily(
+            names.SAMPLE_TIME.family, "When the values served were read (Unix time).", labels=["hostname"]
+        )
+        when.add_metric([host], sample.timestamp_s)
+        yield when
+        yield from self._gpus(sample, host)
+        if sample.host is not None:
+            for metric, value in zip(HOST_METRICS, sample.host.values, strict=True):
+                name = names.HOST_NAMES[metric.key]
+                family = _family(name, metric.label, ["hostname"])
+                if value == value:  # NaN: not known yet (a rate's first reading); no series
+                    family.add_metric([host], value / names.per_base_unit(metric.unit))
+                yield family
+
+    def _gpus(self, sample: Sample, host: str) -> Iterable[PromMetric]:
+        driver = sample.system.driver_version if sample.system else ""
+        info = InfoMetricFamily(
+            names.GPU_INFO[: -len("_info")], "Facts about each GPU.", labels=["hostname", "uuid", "index"]
+        )
+        total = GaugeMetricFamily(names.MEMORY_TOTAL.family, "Memory total", labels=_GPU_LABELS)
+        procs = GaugeMetricFamily(
+            names.PROCESS_MEMORY.family,
+            "GPU memory used by each process",
+            labels=[*_GPU_LABELS, "pid", "name", "user", "kind"],
+        )
+        families = [
+            (metric, _family(names.GPU_NAMES[metric.key], metric.label, _GPU_LABELS), names.per_base_unit(metric.unit))
+            for metric in GPU_METRICS
+        ]
+        for gpu, device in zip(sample.gpus, sample.devices, strict=True):
+            labels = [host, device.uuid, str(gpu.index)]
+            info.add_metric(labels, {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id})
+            if device.memory_total_bytes == device.memory_total_bytes:
+                total.add_metric(labels, device.memory_total_bytes)
+            for (_metric, family, scale), value, state in zip(families, gpu.values, gpu.states, strict=True):
+                # A value that is not current or not supported has no series: absent is "not known".
+                if state is MetricState.OK and value == value:
+                    family.add_metric(labels, value / scale)
+            for proc in gpu.processes:
+                if proc.used_memory_bytes == proc.used_memory_bytes:
+                    procs.add_metric([*labels, str(proc.pid), proc.name, proc.user, proc.kind], proc.used_memory_bytes)
+        yield info
+        yield total
+        for _metric, family, _scale in families:
+            yield family
+        yield procs
+
+
+def _family(name: names.PromName, label: str, labels: list[str]) -> GaugeMetricFamily | CounterMetricFamily:
+    if name.counter:
+        return CounterMetricFamily(name.family, label, labels=labels)
+    return GaugeMetricFamily(name.family, label, labels=labels)
+
+
+# ---- the sampling loop ----
+class SamplingLoop:
+    """Reads a sample every ``interval_s`` on a thread of its own; ``latest`` is what it read last."""
+
+    def __init__(self, read: Callable[[], Sample], interval_s: float) -> None:
+        self._read = read
+        self.interval_s = interval_s
+        self.latest: Sample | None = None  # replaced whole: readers on other threads see one or the other
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="trayvml-serve-sampler", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                self.latest = self._read()
+            except Exception:  # Source.sample reports its own failures; anything else is a bug to see
+                log.exception("sampling failed")
+            self._stop.wait(self.interval_s)
+
+    def stop(self, wait_s: float = 2.0) -> None:
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join(wait_s)
+
+
+# ---- where to listen ----
+def parse_listen(text: str) -> tuple[str, int]:
+    """``HOST:PORT``, ``[V6]:PORT`` or ``:PORT`` (every address) into (host, port); raises TrayvmlError."""
+    host, sep, port_text = text.rpartition(":")
+    if not sep:
+        host, port_text = text, str(DEFAULT_PORT)
+    host = host.strip("[]")
+    if not port_text.isascii() or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
+        raise TrayvmlError(f"--listen {text!r}: the port must be a number from 0 to 65535.")
+    return host or "0.0.0.0", int(port_text)
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name: it may resolve to anything
+
+
+# ---- the web config file (exporter-toolkit convention) ----
+@dataclass(frozen=True)
+class WebConfig:
+    cert_file: str = ""
+    key_file: str = ""
+    users: dict[str, bytes] = field(default_factory=dict)  # user -> bcrypt hash
+
+
+def load_web_config(path: str) -> WebConfig:
+    """Reads ``tls_server_config`` (cert_file, key_file) and ``basic_auth_users`` (bcrypt hashes).
+
+    Relative paths are relative to the file, as exporter-toolkit reads them. Raises TrayvmlError.
+    """
+    import yaml
+
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as error:
+        raise TrayvmlError(f"Cannot read the web config file {path}: {error.strerror}.") from None
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as error:
+        raise TrayvmlError(f"The web config file {path} is not valid YAML: {error}.") from None
+    if not isinstance(data, dict):
+        raise TrayvmlError(f"The web config file {path} must be a mapping (tls_server_config, basic_auth_users).")
+    known = {"tls_server_config", "basic_auth_users", "http_server_config"}
+    unknown = sorted(set(map(str, data)) - known)
+    if unknown:
+        raise TrayvmlError(f"The web config file {path} has keys trayvml does not know: {', '.join(unknown)}.")
+    base = Path(path).parent
+    tls = data.get("tls_server_config") or {}
+    users = data.get("basic_auth_users") or {}
+    if not isinstance(tls, dict) or not isinstance(users, dict):
+        raise TrayvmlError(f"The web config file {path}: tls_server_config and basic_auth_users must be mappings.")
+    cert, key = tls.get("cert_file", ""), tls.get("key_file", "")
+    if bool(cert) != bool(key):
+        raise TrayvmlError(f"The web config file {path}: TLS needs both cert_file and key_file.")
+    for user, hashed in users.items():
+        if not isinstance(hashed, str) or not hashed.startswith("$2"):
+            raise TrayvmlError(f"The web config file {path}: the password of {user!r} must be a bcrypt hash.")
+    return WebConfig(
+        str(base / cert) if cert else "",
+        str(base / key) if key else "",
+        {str(u): h.encode() for u, h in users.items()},
+    )
+
+
+def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callable[..., Any]:
+    import base64
+
+    import bcrypt
+
+    # bcrypt is slow on purpose (tens of ms); a scrape every few seconds should not pay it each time.
+    accepted: set[bytes] = set()
+    salt = hashlib.sha256(str(id(users)).encode()).digest()
+
+    def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        header = environ.get("HTTP_AUTHORIZATION", "")
+        scheme, _, encoded = header.partition(" ")
+        if scheme.lower() == "basic":
+            try:
+                user, _, password = base64.b64decode(encoded, validate=True).decode().partition(":")
+            except (ValueError, UnicodeDecodeError):
+                user, password = "", ""
+            hashed = users.get(user)
+            token = hmac.new(salt, f"{user}\0{password}".encode(), "sha256").digest()
+            if hashed is not None and (token in accepted or bcrypt.checkpw(password.encode(), hashed)):
+                accepted.add(token)
+                return app(environ, start_response)
+        start_response(
+            "401 Unauthorized", [("WWW-Authenticate", 'Basic realm="trayvml"'), ("Content-Type", "text/plain")]
+        )
+        return [b"Unauthorized\n"]
+
+    return guarded
+
+
+class _QuietHandler(WSGIRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """No line per scrape on stderr."""
+
+
+class MetricsServer:
+    """prometheus-client's WSGI app on a threading WSGI server, on a daemon thread."""
+
+    def __init__(self, registry: CollectorRegistry, host: str, port: int, web: WebConfig | None = None) -> None:
+        web = web or WebConfig()
+        app = make_wsgi_app(registry)
+        if web.users:
+            app = _with_basic_auth(app, web.users)
+
+        class Server(ThreadingWSGIServer):
+            address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
+
+        try:
+            self._httpd = make_server(host, port, app, Server, handler_class=_QuietHandler)
+        except OSError as error:
+            raise TrayvmlError(f"Cannot listen on {host}:{port}: {error.strerror or error}.") from None
+        self.tls = bool(web.cert_file)
+        if self.tls:
+            context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+            context.minimum_version = ssl.TLSVersion.TLSv1_2
+            try:
+                context.load_cert_chain(web.cert_file, web.key_file)
+            except (OSError, ssl.SSLError) as error:
+                self._httpd.server_close()
+                raise TrayvmlError(f"Cannot load the TLS certificate {web.cert_file} or its key: {error}.") from None
+            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+        self.host = host
+        self.port = self._httpd.server_address[1]
+        self._thread = threading.Thread(target=self._httpd.serve_forever, name="trayvml-serve-http", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"{'https' if self.tls else 'http'}://{host}:{self.port}/metrics"
+
+    def close(self) -> None:
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._thread.join(2.0)
+
+
+class Exporter:
+    """The sampling loop, the collector and the server together: what ``serve`` and the tray app run.
+
+    ``latest``: where samples come from. The tray app passes the samples it already takes;
+    ``trayvml serve`` passes a :class:`SamplingLoop`'s.
+    """
+
+    def __init__(self, latest: Callable[[], Sample | None], host: str, port: int, web: WebConfig | None = None) -> None:
+        self.registry = CollectorRegistry(auto_describe=False)
+        self.registry.register(SampleCollector(latest))
+        self.server = MetricsServer(self.registry, host, port, web)
+
+    def close(self) -> None:
+        self.server.close()
+
+
+def run(listen: str | None, web_config: str | None, interval_s: float, read: Callable[[], Sample]) -> int:
+    """The ``serve`` command: serve until Ctrl-C or SIGTERM. Raises TrayvmlError for bad input."""
+    import signal
+    import sys
+
+    host, port = parse_listen(listen) if listen is not None else (DEFAULT_ADDRESS, DEFAULT_PORT)
+    web = load_web_config(web_config) if web_config else None
+    if not is_loopback(host):
+        print(
+            f"trayvml: warning: serving on {host}, reachable from other machines; "
+            + ("basic auth is on." if web and web.users else "anyone who can reach it can read your GPUs' metrics."),
+            file=sys.stderr,
+        )
+    loop = SamplingLoop(read, interval_s)
+    loop.start()
+    stop = threading.Event()
+    previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    try:
+        exporter = Exporter(lambda: loop.latest, host, port, web)
+        try:
+            print(f"trayvml: serving {exporter.server.url}", file=sys.stderr, flush=True)
+            while not stop.wait(0.5):
+                pass
+        except KeyboardInterrupt:
+            pass
+        finally:
+            exporter.close()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        loop.stop()
+    return 0

@@ -1,0 +1,15 @@
+"""History on disk: every metric of every GPU (by UUID) and the host, a day of seconds and a week of
+minutes, in a few bytes per minute per metric. Core layer: numpy, zstandard and SQLite, no Qt."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+def default_folder() -> Path:
+    """Where the history lives: the user's state folder (``~/.local/state/trayvml/history`` on Linux).
+
+    Here, away from the heavy modules, so that the tray app can name it without importing numpy."""
+    from platformdirs import user_state_path
+
+    return user_state_path("trayvml", appauthor=False) / "history"

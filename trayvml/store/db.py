@@ -1,0 +1,211 @@
+"""The history on disk: one SQLite file in WAL mode holding compressed blocks (see codec.py).
+
+SQLite gives the crash safety: a block is in the file whole once its transaction commits, and a
+kill -9 loses only what had not been committed (the writer commits every few seconds). Each
+block also carries a CRC-32 of its bytes, so that one damaged on disk is skipped with one note.
+
+Tiers: FRESH holds blocks of a few seconds as they are written; once a UTC hour is over its
+fresh blocks become one FINE block (every sample) and one COARSE block (min/mean/max per
+minute); the coarse blocks of a UTC day merge into one as it goes, and once the day is over
+a WIDE block of 10-minute buckets is made from it: a week reads as 8 small blocks a device.
+Devices are GPUs by UUID and the host; times are milliseconds since the epoch (UTC).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import json
+import logging
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "history.sqlite3"
+BUSY_TIMEOUT_S = 5.0  # a bounded wait on another process' transaction
+HOUR_MS = 3_600_000
+DAY_MS = 24 * HOUR_MS
+BUCKET_MS = 60_000  # the coarse tier's bucket
+WIDE_BUCKET_MS = 600_000  # the wide tier's
+FRESH_LEVEL = 3  # zstd level for the few-second blocks (cheap: written every few seconds)
+PACKED_LEVEL = 12  # for the hourly and daily blocks: written once, kept for days
+
+
+class Tier(enum.IntEnum):
+    FRESH = 0
+    FINE = 1
+    COARSE = 2
+    WIDE = 3  # 10-minute buckets of each finished day: a week in a few hundred rows a device
+
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS devices(id INTEGER PRIMARY KEY, uuid TEXT UNIQUE NOT NULL, info TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS layouts(id INTEGER PRIMARY KEY, columns TEXT UNIQUE NOT NULL);
+CREATE TABLE IF NOT EXISTS blocks(
+    id INTEGER PRIMARY KEY, device INTEGER NOT NULL, tier INTEGER NOT NULL,
+    start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, rows INTEGER NOT NULL,
+    layout INTEGER NOT NULL, crc INTEGER NOT NULL, data BLOB NOT NULL);
+CREATE INDEX IF NOT EXISTS blocks_by_time ON blocks(device, tier, end_ms);
+"""
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The columns of a device's blocks: metric keys and the resolution each is kept at."""
+
+    keys: tuple[str, ...]
+    resolutions: tuple[float, ...]
+
+    def to_json(self) -> str:
+        return json.dumps([list(self.keys), list(self.resolutions)])
+
+    @classmethod
+    def from_json(cls, text: str) -> Layout:
+        keys, resolutions = json.loads(text)
+        return cls(tuple(keys), tuple(float(r) for r in resolutions))
+
+
+@dataclass(frozen=True)
+class Block:
+    id: int
+    device: int
+    tier: Tier
+    start_ms: int
+    end_ms: int
+    layout: int
+    crc: int
+    data: bytes
+
+
+@dataclass(frozen=True)
+class Device:
+    id: int
+    uuid: str
+    info: dict[str, object]
+
+
+class Database:
+    """One connection to the store file; used from one thread. Raises sqlite3.Error / OSError."""
+
+    def __init__(self, folder: Path, read_only: bool = False) -> None:
+        self.folder = folder
+        self.path = folder / FILE_NAME
+        if not read_only:
+            folder.mkdir(parents=True, exist_ok=True)
+        uri = f"{self.path.as_uri()}?mode={'ro' if read_only else 'rwc'}"
+        self.connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        try:
+            if not read_only:
+                # Before any table exists: lets a size-cap deletion give its pages back to the disk.
+                self.connection.execute("PRAGMA auto_vacuum=INCREMENTAL")
+                self.connection.execute("PRAGMA journal_mode=WAL")
+                self.connection.execute("PRAGMA synchronous=NORMAL")  # WAL: a process crash loses nothing committed
+                self.connection.executescript(_SCHEMA)
+        except BaseException:
+            self.connection.close()
+            raise
+        self._layouts: dict[int, Layout] = {}
+        self._layout_ids: dict[Layout, int] = {}
+        self._devices: dict[str, int] = {}
+
+    def close(self) -> None:
+        self.connection.close()
+
+    @contextlib.contextmanager
+    def transaction(self) -> Iterator[None]:
+        self.connection.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self.connection.execute("ROLLBACK")
+            raise
+        self.connection.execute("COMMIT")
+
+    def device_id(self, uuid: str, info: dict[str, object]) -> int:
+        """The device's id, its facts (name, index, ...) brought up to date."""
+        text = json.dumps(info, sort_keys=True, default=str)
+        row = self.connection.execute("SELECT id, info FROM devices WHERE uuid = ?", (uuid,)).fetchone()
+        if row is None:
+            cursor = self.connection.execute("INSERT INTO devices(uuid, info) VALUES (?, ?)", (uuid, text))
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
+        if row[1] != text:
+            self.connection.execute("UPDATE devices SET info = ? WHERE id = ?", (text, row[0]))
+        return int(row[0])
+
+    def devices(self) -> list[Device]:
+        rows = self.connection.execute("SELECT id, uuid, info FROM devices ORDER BY id").fetchall()
+        return [Device(int(i), uuid, json.loads(info)) for i, uuid, info in rows]
+
+    def layout_id(self, layout: Layout) -> int:
+        found = self._layout_ids.get(layout)
+        if found is not None:
+            return found
+        text = layout.to_json()
+        row = self.connection.execute("SELECT id FROM layouts WHERE columns = ?", (text,)).fetchone()
+        if row is None:
+            cursor = self.connection.execute("INSERT INTO layouts(columns) VALUES (?)", (text,))
+            assert cursor.lastrowid is not None
+            row = (cursor.lastrowid,)
+        self._layout_ids[layout] = int(row[0])
+        self._layouts[int(row[0])] = layout
+        return int(row[0])
+
+    def layout(self, layout_id: int) -> Layout:
+        found = self._layouts.get(layout_id)
+        if found is None:
+            row = self.connection.execute("SELECT columns FROM layouts WHERE id = ?", (layout_id,)).fetchone()
+            found = Layout.from_json(row[0])
+            self._layouts[layout_id] = found
+        return found
+
+    def insert(
+        self, device: int, tier: Tier, start_ms: int, end_ms: int, rows: int, layout: int, data: bytes, crc: int
+    ) -> None:
+        self.connection.execute(
+            "INSERT INTO blocks(device, tier, start_ms, end_ms, rows, layout, crc, data) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",  # noqa: E501
+            (device, int(tier), start_ms, end_ms, rows, layout, crc, data),
+        )
+
+    def delete(self, ids: list[int]) -> None:
+        self.connection.executemany("DELETE FROM blocks WHERE id = ?", [(i,) for i in ids])
+
+    def blocks(self, device: int, tiers: tuple[Tier, ...], start_ms: int, end_ms: int) -> list[Block]:
+        """Blocks of ``device`` in ``tiers`` that overlap [start_ms, end_ms], oldest first."""
+        marks = ",".join("?" * len(tiers))
+        rows = self.connection.execute(
+            f"SELECT id, device, tier, start_ms, end_ms, layout, crc, data FROM blocks WHERE device = ? "
+            f"AND tier IN ({marks}) AND end_ms >= ? AND start_ms <= ? ORDER BY start_ms, id",
+            (device, *map(int, tiers), start_ms, end_ms),
+        ).fetchall()
+        return [Block(r[0], r[1], Tier(r[2]), r[3], r[4], r[5], r[6], r[7]) for r in rows]
+
+    def span_ms(self) -> tuple[int, int] | None:
+        row = self.connection.execute("SELECT MIN(start_ms), MAX(end_ms) FROM blocks").fetchone()
+        return None if row[0] is None else (int(row[0]), int(row[1]))
+
+    def data_bytes(self) -> int:
+        return int(self.connection.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM blocks").fetchone()[0])
+
+    def file_bytes(self) -> int:
+        """The store's size on disk: the file, its write-ahead log and shared-memory index."""
+        total = 0
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(OSError):
+                total += (self.folder / (FILE_NAME + suffix)).stat().st_size
+        return total
+
+    def reclaim(self) -> None:
+        """Give the pages of deleted blocks back to the file system."""
+        self.connection.execute("PRAGMA incremental_vacuum")
+        self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def as_arrays(matrices: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
+    """(times in ms, each other matrix as rows × columns)."""
+    return matrices[0][0], [m.T for m in matrices[1:]]

@@ -1,0 +1,235 @@
+"""Reading the store: each sample of a range (fine) or min/mean/max buckets (coarse), per device.
+
+Readers never write: any number of them (the window, ``trayvml history``) read beside the one writer.
+A damaged block is skipped with one log note; a range nothing was recorded in reads back empty.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trayvml.core.sample import MetricState
+from trayvml.store import codec
+from trayvml.store.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
+from trayvml.store.store import _decode, coarse_from_fine, merge_coarse
+
+
+@dataclass(frozen=True)
+class FineData:
+    """Every stored sample of a range, oldest first; ``values`` NaN where there was no value."""
+
+    times_s: np.ndarray  # (n,)
+    values: np.ndarray  # (n, keys)
+    states: np.ndarray  # (n, keys) MetricState values
+
+
+@dataclass(frozen=True)
+class CoarseData:
+    """Buckets of ``step_s`` from ``times_s[0]`` on; NaN (count 0) where nothing was recorded."""
+
+    times_s: np.ndarray  # bucket starts
+    count: np.ndarray  # (n, keys)
+    low: np.ndarray
+    mean: np.ndarray
+    high: np.ndarray
+    step_s: float
+
+    @property
+    def recorded(self) -> np.ndarray:
+        """Per bucket: whether anything at all was recorded in it."""
+        return self.count.max(axis=1, initial=0) > 0
+
+
+@dataclass(frozen=True)
+class Stats:
+    first_s: float | None
+    last_s: float | None
+    samples: int  # one metric value of one device at one time
+    file_bytes: int
+
+    @property
+    def bytes_per_sample(self) -> float:
+        return self.file_bytes / self.samples if self.samples else math.nan
+
+
+class StoreReader:
+    """Reads the store in ``folder``; raises sqlite3.Error / OSError when the file cannot be read."""
+
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self._db: Database | None = None
+
+    def _database(self) -> Database | None:
+        if self._db is None and (self.folder / FILE_NAME).exists():
+            self._db = Database(self.folder, read_only=True)
+        return self._db
+
+    def close(self) -> None:
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def devices(self) -> list[Device]:
+        db = self._database()
+        return db.devices() if db is not None else []
+
+    def _blocks(
+        self, uuid: str, tiers: tuple[Tier, ...], start_s: float, end_s: float
+    ) -> tuple[Database, list[Block]] | None:
+        db = self._database()
+        if db is None:
+            return None
+        device = next((d for d in db.devices() if d.uuid == uuid), None)
+        if device is None:
+            return None
+        return db, db.blocks(device.id, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000))
+
+    def fine(self, uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]) -> FineData:
+        found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
+        times, values, states = [], [], []
+        for db, block, matrices in _decoded(found, codec.FINE_MATRICES):
+            layout = db.layout(block.layout)
+            t_ms, q, missing, state = matrices[0][0], matrices[1].T, matrices[2].T.astype(bool), matrices[3].T
+            chosen = (t_ms >= start_s * 1000) & (t_ms <= end_s * 1000)
+            if not chosen.any():
+                continue
+            value = codec.restore_columns(q[chosen], np.array(layout.resolutions))
+            value[missing[chosen]] = np.nan
+            times.append(t_ms[chosen] / 1000)
+            values.append(_columns(value, layout, keys, np.nan))
+            states.append(_columns(state[chosen], layout, keys, MetricState.NO_DATA))
+        if not times:
+            return FineData(np.empty(0), np.empty((0, len(keys))), np.empty((0, len(keys)), dtype=np.int64))
+        t = np.concatenate(times)
+        order = np.argsort(t, kind="stable")
+        return FineData(t[order], np.concatenate(values)[order], np.concatenate(states)[order])
+
+    def coarse(
+        self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
+    ) -> CoarseData:
+        """Buckets of ``step_s`` (rounded up to whole minutes, or ten) over the range: never a week of
+        seconds. ``fresh``: also the blocks of the hour not yet packed (a caller holding the last
+        hours in memory leaves them out: a few hundred small blocks)."""
+        bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
+        step_ms = max(1, math.ceil(step_s * 1000 / bucket_ms)) * bucket_ms
+        first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
+        n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
+        columns = len(keys)
+        count = np.zeros((n, columns), dtype=np.int64)
+        low = np.full((n, columns), np.inf)
+        high = np.full((n, columns), -np.inf)
+        total = np.zeros((n, columns))
+        tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
+        found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000)
+        if found is not None:  # a day with a wide block is read from it alone, when buckets are that wide
+            wide_days = {(b.start_ms // DAY_MS, b.layout) for b in found[1] if b.tier is Tier.WIDE}
+            use_wide = bucket_ms == WIDE_BUCKET_MS
+            found = (
+                found[0],
+                [
+                    b
+                    for b in found[1]
+                    if (b.tier is Tier.WIDE) == use_wide
+                    or b.tier is Tier.FRESH
+                    or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
+                ],
+            )
+        for db, block, matrices in _decoded_any(found):
+            layout = db.layout(block.layout)
+            parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
+            starts, c, lo, hi, su = parts[0][0], *(m.T for m in parts[1:])
+            index = (starts - first_ms) // step_ms
+            inside = (index >= 0) & (index < n)
+            if not inside.any():
+                continue
+            merged = merge_coarse(
+                [[(index[inside] * step_ms)[None, :], *(m[inside].T for m in (c, lo, hi, su))]], step_ms
+            )
+            at = merged[0][0] // step_ms
+            c, lo, hi, su = (m.T for m in merged[1:])
+            resolutions = np.array(layout.resolutions)
+            lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
+            hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
+            su_v = codec.restore_columns(su, resolutions)
+            count[at] += _columns(c, layout, keys, 0)
+            low[at] = np.minimum(low[at], _columns(lo_v, layout, keys, np.inf))
+            high[at] = np.maximum(high[at], _columns(hi_v, layout, keys, -np.inf))
+            total[at] += _columns(su_v, layout, keys, 0.0)
+        empty = count == 0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            mean = np.where(empty, np.nan, total / np.maximum(count, 1))
+        low[empty] = np.nan
+        high[empty] = np.nan
+        times = (first_ms + np.arange(n) * step_ms) / 1000
+        return CoarseData(times, count, low, mean, high, step_ms / 1000)
+
+    def stats(self) -> Stats:
+        db = self._database()
+        if db is None:
+            return Stats(None, None, 0, 0)
+        samples = 0
+        for rows, layout_id in db.connection.execute(
+            "SELECT SUM(rows), layout FROM blocks WHERE tier IN (0, 1) GROUP BY layout"
+        ):
+            samples += int(rows) * len(db.layout(layout_id).keys)
+        span = db.span_ms()
+        first, last = (span[0] / 1000, span[1] / 1000) if span else (None, None)
+        return Stats(first, last, samples, db.file_bytes())
+
+
+def _columns(matrix: np.ndarray, layout: Layout, keys: tuple[str, ...], fill: float) -> np.ndarray:
+    """``matrix`` (rows × the layout's columns) as rows × ``keys``; ``fill`` where the layout lacks a key."""
+    if layout.keys == keys:
+        return matrix
+    source, present = _mapping(layout.keys, keys)
+    out = matrix[:, source]
+    if not present.all():
+        out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype))
+        out[:, ~present] = fill
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _mapping(have: tuple[str, ...], want: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Per wanted key: its column in ``have`` (0 where missing) and whether it is there."""
+    position = {k: i for i, k in enumerate(have)}
+    return np.array([position.get(k, 0) for k in want], dtype=np.intp), np.array([k in position for k in want])
+
+
+def _decoded(
+    found: tuple[Database, list[Block]] | None, count: int
+) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
+    if found is None:
+        return
+    db, blocks = found
+    for block in blocks:
+        matrices = _decode(block, count)
+        if matrices is not None:
+            yield db, block, matrices
+
+
+def _decoded_any(found: tuple[Database, list[Block]] | None) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
+    if found is None:
+        return
+    db, blocks = found
+    for block in blocks:
+        matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
+        if matrices is not None:
+            yield db, block, matrices
+
+
+def open_reader(folder: Path) -> StoreReader:
+    reader = StoreReader(folder)
+    try:
+        reader.devices()
+    except sqlite3.Error:
+        reader.close()
+        raise
+    return reader

@@ -1,0 +1,457 @@
+"""Writing samples into the store and reading ranges back, fine (each sample) or coarse (buckets).
+
+One writer per store: :class:`WriterLock` (``flock`` on a file holding the writer's pid). The
+writer commits every FLUSH_S seconds of samples, so a kill -9 loses at most that much. A store
+it cannot write (disk full, folder not writable, the file damaged) does not stop anything: the
+samples wait in memory (at most MEMORY_KEEP_S of them), ``problem`` says why once, and writing
+resumes on its own when it works again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import functools
+import logging
+import os
+import sqlite3
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
+from trayvml.core.sample import DeviceInfo, MetricState, Sample
+from trayvml.core.units import MIB, Unit
+from trayvml.store import codec
+from trayvml.store.db import (
+    BUCKET_MS,
+    DAY_MS,
+    FRESH_LEVEL,
+    HOUR_MS,
+    PACKED_LEVEL,
+    WIDE_BUCKET_MS,
+    Block,
+    Database,
+    Layout,
+    Tier,
+)
+
+log = logging.getLogger(__name__)
+
+FLUSH_S = 8.0  # samples wait at most this long before they are committed: a kill -9 loses < 10 s
+RETRY_S = 30.0  # after a failed write, how long before trying again
+MEMORY_KEEP_S = 3600.0  # samples kept in memory while the store cannot be written
+PRUNE_EVERY_S = 600.0
+HOST_UUID = "host"
+LOCK_NAME = "writer.lock"
+
+GPU_LAYOUT = Layout(tuple(m.key for m in GPU_METRICS), tuple(m.stored_resolution for m in GPU_METRICS))
+
+
+HOST_INFO: dict[str, object] = {"name": "host"}
+
+
+@functools.lru_cache(maxsize=8)
+def host_layout(cores: int) -> Layout:
+    keys = tuple(m.key for m in HOST_METRICS) + tuple(f"cpu_core_{i}_percent" for i in range(cores))
+    return Layout(keys, tuple(m.stored_resolution for m in HOST_METRICS) + (RESOLUTION[Unit.PERCENT],) * cores)
+
+
+@dataclass(frozen=True)
+class Limits:
+    """How much the store keeps (settings: history_fine_hours, history_coarse_days, history_size_mib)."""
+
+    fine_span_s: float = 24 * 3600.0
+    coarse_span_s: float = 7 * 86400.0
+    size_cap_bytes: int = 512 * MIB
+
+
+class StoreLockedError(TrayvmlError):
+    """Another process writes this store."""
+
+
+class WriterLock:
+    """An exclusive ``flock`` on ``folder/writer.lock``, which holds the writer's pid for the next one."""
+
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / LOCK_NAME
+        self._fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+        try:
+            fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip() or "?"
+            os.close(self._fd)
+            raise StoreLockedError(
+                f"The history in {folder} is being written by process {holder}; one writer at a time."
+            ) from None
+        except OSError:
+            os.close(self._fd)
+            raise
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self._fd >= 0:
+            fcntl.flock(self._fd, fcntl.LOCK_UN)
+            os.close(self._fd)
+            self._fd = -1
+
+
+def holder(folder: Path) -> int | None:
+    """The pid of the process writing the store in ``folder``, or None when nobody does."""
+    path = folder / LOCK_NAME
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            text = os.pread(fd, 64, 0).decode(errors="replace").strip()
+            return int(text) if text.isdigit() else -1
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return None
+    finally:
+        os.close(fd)
+
+
+class _Rows:
+    """One device's samples not yet committed."""
+
+    def __init__(self, uuid: str, info: dict[str, object], layout: Layout) -> None:
+        self.uuid = uuid
+        self.info = info
+        self.layout = layout
+        self.times_ms: list[int] = []
+        self.values: list[tuple[float, ...]] = []
+        self.states: list[tuple[int, ...]] = []
+
+    def matrices(self) -> list[np.ndarray]:
+        values = np.array(self.values, dtype=np.float64)
+        states = np.array(self.states, dtype=np.int64)
+        return fine_matrices(np.array(self.times_ms, dtype=np.int64), values, states, self.layout)
+
+
+def fine_matrices(times_ms: np.ndarray, values: np.ndarray, states: np.ndarray, layout: Layout) -> list[np.ndarray]:
+    """The matrices of a fine block (each columns × rows) from rows × columns arrays."""
+    missing = np.isnan(values)
+    q = codec.quantise_columns(values, np.array(layout.resolutions))
+    q = _hold_over_gaps(q, missing)
+    return [times_ms[None, :], q.T, missing.T.astype(np.int64), states.T]
+
+
+def _hold_over_gaps(q: np.ndarray, missing: np.ndarray) -> np.ndarray:
+    """A NaN's slot repeats the value before it: no delta there, the mask says it is not a value."""
+    if not missing.any():
+        return q
+    rows = np.where(missing, 0, np.arange(len(q))[:, None])
+    np.maximum.accumulate(rows, axis=0, out=rows)
+    return np.take_along_axis(q, rows, axis=0)
+
+
+class StoreWriter:
+    """Appends samples to the store in ``folder``; use from one thread (the sampler's).
+
+    Raises StoreLockedError when another process writes the store, at start only. ``problem`` is a
+    sentence while the store cannot be written (the samples wait in memory), None otherwise.
+    """
+
+    def __init__(self, folder: Path, limits: Limits | None = None) -> None:
+        self.folder = folder
+        self.limits = limits or Limits()
+        self.problem: str | None = None
+        self._lock: WriterLock | None = None
+        self._db: Database | None = None
+        self._rows: dict[str, _Rows] = {}
+        self._first_ms: int | None = None
+        self._last_ms: int | None = None
+        self._pending: list[tuple[str, dict[str, object], Layout, list[np.ndarray]]] = []
+        self._retry_at_ms = 0
+        self._compacted_hour = -1
+        self._infos: dict[str, tuple[DeviceInfo, dict[str, object]]] = {}
+        self._pruned_at_ms = 0
+        try:
+            self._open()
+        except StoreLockedError:
+            raise
+        except (OSError, sqlite3.Error) as error:
+            self._failed(error, 0)
+
+    def _open(self) -> None:
+        if self._lock is None:
+            self._lock = WriterLock(self.folder)
+        if self._db is None:
+            self._db = Database(self.folder)
+
+    def append(self, sample: Sample) -> None:
+        t_ms = round(sample.timestamp_s * 1000)
+        if self._last_ms is not None and t_ms <= self._last_ms:
+            self._close_rows()  # the clock went back: a block holds increasing times only
+        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
+            self._add(info.uuid, self._facts(info), GPU_LAYOUT, t_ms, gpu.values, gpu.states)
+        if sample.host is not None:
+            host = sample.host
+            values = host.values + host.cpu_core_percent
+            states = (MetricState.OK,) * len(values)
+            self._add(HOST_UUID, HOST_INFO, host_layout(len(host.cpu_core_percent)), t_ms, values, states)
+        self._last_ms = t_ms
+        if self._first_ms is None:
+            self._first_ms = t_ms
+        if t_ms - self._first_ms >= FLUSH_S * 1000:
+            self.flush(t_ms)
+
+    def _facts(self, info: DeviceInfo) -> dict[str, object]:
+        """The GPU's static facts as stored (asdict is slow: made again only when they change)."""
+        cached = self._infos.get(info.uuid)
+        if cached is None or (cached[0] is not info and cached[0] != info):
+            cached = self._infos[info.uuid] = (info, asdict(info))
+        return cached[1]
+
+    def _add(
+        self,
+        uuid: str,
+        info: dict[str, object],
+        layout: Layout,
+        t_ms: int,
+        values: tuple[float, ...],
+        states: tuple[int, ...],
+    ) -> None:
+        rows = self._rows.get(uuid)
+        if rows is not None and (rows.layout != layout or rows.info is not info):
+            self._close_rows()
+            rows = None
+        if rows is None:
+            rows = self._rows[uuid] = _Rows(uuid, info, layout)
+        rows.times_ms.append(t_ms)
+        rows.values.append(values)
+        rows.states.append(states)
+
+    def _close_rows(self) -> None:
+        for rows in self._rows.values():
+            if rows.times_ms:
+                self._pending.append((rows.uuid, rows.info, rows.layout, rows.matrices()))
+        self._rows.clear()
+        self._first_ms = None
+
+    def flush(self, now_ms: int | None = None) -> None:
+        """Commit what waits (unless the store is failing and not yet due for another try)."""
+        self._close_rows()
+        now_ms = now_ms if now_ms is not None else self._last_ms or 0
+        if not self._pending or (self.problem is not None and now_ms < self._retry_at_ms):
+            self._drop_old(now_ms)
+            return
+        try:
+            self._open()
+            assert self._db is not None
+            self._write(self._db)
+            hour = now_ms // HOUR_MS
+            if hour != self._compacted_hour:  # only a new hour (or a first write) has hours to pack
+                self._compact(self._db, now_ms)
+                self._compacted_hour = hour
+            if now_ms - self._pruned_at_ms >= PRUNE_EVERY_S * 1000:
+                self._pruned_at_ms = now_ms
+                prune(self._db, now_ms, self.limits)
+        except StoreLockedError as error:
+            self._failed(error, now_ms)
+        except (OSError, sqlite3.Error) as error:
+            self._failed(error, now_ms)
+        else:
+            if self.problem is not None:
+                log.warning("writing the history to %s again", self.folder)
+                self.problem = None
+
+    def _write(self, db: Database) -> None:
+        with db.transaction():
+            for uuid, info, layout, matrices in self._pending:
+                data, crc = codec.encode(matrices, FRESH_LEVEL)
+                times = matrices[0][0]
+                device = db.device_id(uuid, info)
+                db.insert(
+                    device, Tier.FRESH, int(times[0]), int(times[-1]), len(times), db.layout_id(layout), data, crc
+                )
+        self._pending.clear()
+
+    def _compact(self, db: Database, now_ms: int) -> None:
+        """Fresh blocks of UTC hours that are over become one fine and one coarse block each; the
+        coarse blocks of a UTC day merge into one; a finished day also gets its wide block."""
+        hour_ms = now_ms - now_ms % HOUR_MS
+        today = now_ms // DAY_MS
+        for device in db.devices():
+            fresh = [b for b in db.blocks(device.id, (Tier.FRESH,), 0, hour_ms - 1) if b.start_ms < hour_ms]
+            if not fresh:
+                continue
+            hours: dict[tuple[int, int], list[Block]] = {}
+            for block in fresh:
+                hours.setdefault((block.start_ms // HOUR_MS, block.layout), []).append(block)
+            with db.transaction():
+                for (_, layout_id), blocks in hours.items():
+                    parts = [m for m in (_decode(b, codec.FINE_MATRICES) for b in blocks) if m is not None]
+                    if parts:
+                        fine = _concat_fine(parts)
+                        _insert(db, device.id, Tier.FINE, layout_id, fine)
+                        _insert(db, device.id, Tier.COARSE, layout_id, coarse_from_fine(fine, BUCKET_MS))
+                    db.delete([b.id for b in blocks])
+                touched = {(b.start_ms // DAY_MS, b.layout) for b in fresh}
+                for day, layout_id in touched:
+                    self._merge_day(db, device.id, day, layout_id, wide=day < today)
+
+    def _merge_day(self, db: Database, device: int, day: int, layout_id: int, wide: bool) -> None:
+        """One coarse block for the day (and, for a day that is over, its wide block anew)."""
+        start_ms, end_ms = day * DAY_MS, (day + 1) * DAY_MS - 1
+        blocks = [
+            b
+            for b in db.blocks(device, (Tier.COARSE, Tier.WIDE), start_ms, end_ms)
+            if b.layout == layout_id and start_ms <= b.start_ms <= end_ms
+        ]
+        coarse = [b for b in blocks if b.tier is Tier.COARSE]
+        parts = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in coarse) if m is not None]
+        if not parts:
+            return
+        merged = merge_coarse(parts, BUCKET_MS)
+        if len(coarse) > 1:
+            db.delete([b.id for b in coarse])
+            _insert(db, device, Tier.COARSE, layout_id, merged)
+        if wide:
+            db.delete([b.id for b in blocks if b.tier is Tier.WIDE])
+            _insert(db, device, Tier.WIDE, layout_id, merge_coarse([merged], WIDE_BUCKET_MS))
+
+    def _failed(self, error: Exception, now_ms: int) -> None:
+        self._retry_at_ms = now_ms + round(RETRY_S * 1000)
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.close()
+            self._db = None
+        if self.problem is None:
+            why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+            if isinstance(error, sqlite3.OperationalError) and "full" in str(error):
+                why = os.strerror(errno.ENOSPC)
+            self.problem = (
+                f"History is kept in memory only: cannot write {self.folder} ({why}); trying again every {RETRY_S:g} s."
+            )
+            log.warning("%s", self.problem)
+        self._drop_old(now_ms)
+
+    def _drop_old(self, now_ms: int) -> None:
+        """While the store cannot be written, keep the last MEMORY_KEEP_S of samples only."""
+        keep_ms = now_ms - MEMORY_KEEP_S * 1000
+        self._pending = [p for p in self._pending if p[3][0][0][-1] >= keep_ms]
+
+    def close(self) -> None:
+        with contextlib.suppress(StoreLockedError):
+            self.flush()
+        if self._db is not None:
+            with contextlib.suppress(sqlite3.Error):
+                self._db.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self._db.close()
+            self._db = None
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+
+def _decode(block: Block, count: int) -> list[np.ndarray] | None:
+    try:
+        return codec.decode(block.data, block.crc, count)
+    except codec.DamagedBlockError as error:
+        note_damaged(block, str(error))
+        return None
+
+
+_noted: set[tuple[int, int]] = set()
+
+
+def note_damaged(block: Block, why: str) -> None:
+    """One log line per damaged block, however often it is read."""
+    if (block.id, block.crc) not in _noted:
+        _noted.add((block.id, block.crc))
+        log.warning(
+            "a damaged block of history (%s to %s UTC, %s) was skipped", _utc(block.start_ms), _utc(block.end_ms), why
+        )
+
+
+def _utc(t_ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(t_ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _insert(db: Database, device: int, tier: Tier, layout: int, matrices: list[np.ndarray]) -> None:
+    data, crc = codec.encode(matrices, PACKED_LEVEL)
+    times = matrices[0][0]
+    db.insert(device, tier, int(times[0]), int(times[-1]), len(times), layout, data, crc)
+
+
+def _concat_fine(parts: list[list[np.ndarray]]) -> list[np.ndarray]:
+    joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.FINE_MATRICES)]
+    order = np.argsort(joined[0][0], kind="stable")
+    return [m[:, order] for m in joined]
+
+
+def coarse_from_fine(fine: list[np.ndarray], bucket_ms: int) -> list[np.ndarray]:
+    """Per bucket: starts, count, min, max and sum (of the integers) of each column."""
+    times, q, missing = fine[0][0], fine[1].T, fine[2].T.astype(bool)
+    present = ~missing
+    big = np.iinfo(np.int64).max
+    return _reduce(
+        times - times % bucket_ms,
+        present.astype(np.int64),
+        np.where(present, q, big),
+        np.where(present, q, -big),
+        np.where(present, q, 0),
+    )
+
+
+def merge_coarse(parts: list[list[np.ndarray]], bucket_ms: int) -> list[np.ndarray]:
+    joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.COARSE_MATRICES)]
+    starts = joined[0][0]
+    return _reduce(starts - starts % bucket_ms, *(m.T for m in joined[1:]))
+
+
+def _reduce(
+    keys: np.ndarray, count: np.ndarray, low: np.ndarray, high: np.ndarray, total: np.ndarray
+) -> list[np.ndarray]:
+    """Rows with the same key (bucket start) folded into one: counts and sums added, min of mins."""
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    big = np.iinfo(np.int64).max
+    count_b = np.add.reduceat(count[order], first, axis=0)
+    low_b = np.minimum.reduceat(low[order], first, axis=0)
+    high_b = np.maximum.reduceat(high[order], first, axis=0)
+    total_b = np.add.reduceat(total[order], first, axis=0)
+    empty = count_b == 0
+    # An empty bucket's min and max are 0, not the sentinels: zeros cost nothing once compressed.
+    low_b[empty | (low_b == big)] = 0
+    high_b[empty | (high_b == -big)] = 0
+    return [keys[first][None, :], count_b.T, low_b.T, high_b.T, total_b.T]
+
+
+def prune(db: Database, now_ms: int, limits: Limits) -> None:
+    """Drop blocks past their tier's span, then the oldest ones while the store is over its size cap."""
+    fine_cut = now_ms - round(limits.fine_span_s * 1000)
+    coarse_cut = now_ms - round(limits.coarse_span_s * 1000)
+    connection = db.connection
+    with db.transaction():
+        connection.execute("DELETE FROM blocks WHERE tier IN (0, 1) AND end_ms < ?", (fine_cut,))
+        connection.execute("DELETE FROM blocks WHERE tier IN (2, 3) AND end_ms < ?", (coarse_cut,))
+        total = db.data_bytes()
+        # Over the cap: the oldest seconds go first (they take most room), then the oldest minutes.
+        for tier in (Tier.FINE, Tier.COARSE, Tier.WIDE, Tier.FRESH):
+            if total <= limits.size_cap_bytes:
+                break
+            rows = connection.execute(
+                "SELECT id, LENGTH(data) FROM blocks WHERE tier = ? ORDER BY start_ms", (int(tier),)
+            ).fetchall()
+            doomed = []
+            for block_id, size in rows[:-1]:  # the newest block of each tier stays
+                if total <= limits.size_cap_bytes:
+                    break
+                doomed.append(block_id)
+                total -= size
+            db.delete(doomed)
+    db.reclaim()

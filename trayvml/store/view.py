@@ -1,0 +1,195 @@
+"""The store as the tray app uses it: memory continued from disk, ranges older than memory read
+from the coarse tiers, and where nothing was recorded.
+
+GPUs are matched by UUID: the GPU at index 0 today is the one whose UUID it has, whatever index
+it had when its past was written.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import sqlite3
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from trayvml.core.sample import Sample
+from trayvml.history import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, History, Series
+from trayvml.store.read import CoarseData, StoreReader
+from trayvml.store.store import HOST_UUID, Limits, StoreLockedError, StoreWriter, host_layout
+
+log = logging.getLogger(__name__)
+
+GAP_MIN_S = 120.0  # a hole shorter than this is a missed sample or two, not "not recording"
+
+
+class Recording:
+    """The tray's writer (none while a ``trayvml record`` holds the store: it reads instead).
+
+    Used from the sampler thread. ``note`` is a sentence for the user, or None.
+    """
+
+    def __init__(self, folder: Path, limits: Limits) -> None:
+        self.folder = folder
+        self.writer: StoreWriter | None = None
+        self.note: str | None = None
+        try:
+            self.writer = StoreWriter(folder, limits)
+        except StoreLockedError as error:
+            self.note = f"{error} The window shows what it writes."
+        except OSError as error:  # the lock file itself cannot be made: memory only, said once
+            self.note = f"History is kept in memory only: cannot write {folder} ({error.strerror})."
+        if self.note:
+            log.warning("%s", self.note)
+
+    def append(self, sample: Sample) -> str | None:
+        """Write ``sample``; returns a note when the store's state changed (a problem, or it cleared)."""
+        if self.writer is None:
+            return None
+        before = self.writer.problem
+        self.writer.append(sample)
+        after = self.writer.problem
+        if after != before:
+            self.note = after
+            return after or f"Writing the history to {self.folder} again."
+        return None
+
+    def close(self) -> None:
+        if self.writer is not None:
+            self.writer.close()
+            self.writer = None
+
+
+def backfill(history: History, reader: StoreReader, sample: Sample, span_s: float) -> int:
+    """Append to ``history`` what the store holds of the ``span_s`` before ``sample``, for the GPUs in
+    ``sample`` (by UUID) and the host; returns the number of times appended."""
+    end_s = sample.timestamp_s - 1e-3
+    start_s = end_s - span_s
+    try:
+        gpus = [reader.fine(d.uuid, start_s, end_s, HISTORY_GPU_KEYS) for d in sample.devices]
+        cores = len(sample.host.cpu_core_percent) if sample.host is not None else 0
+        host_keys = HISTORY_HOST_KEYS + host_layout(cores).keys[-cores:] if cores else HISTORY_HOST_KEYS
+        host = reader.fine(HOST_UUID, start_s, end_s, host_keys) if sample.host is not None else None
+    except sqlite3.Error as error:
+        log.warning("the history on disk could not be read (%s); the timelines start now", error)
+        return 0
+    parts = [g.times_s for g in gpus] + ([host.times_s] if host is not None else [])
+    times_ms = np.unique(np.round(np.concatenate(parts) * 1000).astype(np.int64)) if parts else np.empty(0)
+    if not len(times_ms):
+        return 0
+    gpu_rows = np.full((len(times_ms), len(gpus), len(HISTORY_GPU_KEYS)), np.nan, dtype=np.float32)
+    for k, data in enumerate(gpus):
+        gpu_rows[np.searchsorted(times_ms, np.round(data.times_s * 1000)), k] = data.values
+    host_rows = None
+    if host is not None:
+        host_rows = np.full((len(times_ms), host.values.shape[1]), np.nan, dtype=np.float32)
+        host_rows[np.searchsorted(times_ms, np.round(host.times_s * 1000))] = host.values
+    for i, t_ms in enumerate(times_ms.tolist()):
+        history.append_values(t_ms / 1000, gpu_rows[i], host_rows[i] if host_rows is not None else None)
+    return len(times_ms)
+
+
+@dataclass
+class _Cached:
+    key: tuple[str, int, int, int]
+    data: CoarseData
+
+
+class DiskReach:
+    """Reads ranges older than the History's memory from the store (History.disk)."""
+
+    def __init__(self, folder: Path) -> None:
+        self.reader = StoreReader(folder)
+        self.uuids: tuple[str, ...] = ()  # the GPUs shown, in index order (set from each sample)
+        self._cache: dict[str, _Cached] = {}
+
+    def close(self) -> None:
+        self.reader.close()
+
+    def _coarse(self, uuid: str, keys: tuple[str, ...], start_s: float, end_s: float, max_points: int) -> CoarseData:
+        """Cached per device until the range moves by a bucket: a redraw reads each device once."""
+        step_s = max(60.0, (end_s - start_s) / max(1, max_points))
+        data = self._cache.get(uuid)
+        key = (",".join(keys), math.floor(start_s / step_s), math.floor(end_s / step_s), round(step_s))
+        if data is None or data.key != key:
+            try:
+                read = self.reader.coarse(uuid, start_s, end_s, step_s, keys, fresh=False)
+            except sqlite3.Error as error:
+                log.warning("the history on disk could not be read: %s", error)
+                nothing = np.empty((0, len(keys)))
+                read = CoarseData(np.empty(0), nothing, nothing, nothing, nothing, step_s)
+            data = self._cache[uuid] = _Cached(key, read)
+        return data.data
+
+    def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: History) -> Series:
+        datas = [self._coarse(u, HISTORY_GPU_KEYS, start_s, end_s, max_points) for u in self.uuids]
+        column = HISTORY_GPU_KEYS.index(key)
+        return _with_memory(
+            _series(datas, column), memory.gpu_series(key, start_s, end_s, max_points, memory_only=True)
+        )
+
+    def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: History) -> Series:
+        data = self._coarse(HOST_UUID, HISTORY_HOST_KEYS, start_s, end_s, max_points)
+        return _with_memory(
+            _series([data], HISTORY_HOST_KEYS.index(key)),
+            memory.host_series(key, start_s, end_s, max_points, memory_only=True),
+        )
+
+    def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: History) -> list[tuple[float, float]]:
+        """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
+        buckets, and the memory's for the hour not yet packed on disk)."""
+        data = self._coarse(HOST_UUID, HISTORY_HOST_KEYS, start_s, end_s, max_points)
+        if not len(data.times_s):
+            return []
+        recorded = data.recorded.copy()
+        recent = memory.host_series(HISTORY_HOST_KEYS[0], start_s, end_s, max_points, memory_only=True)
+        if recent is not None and len(recent.times_s):
+            seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
+            index = ((seen - data.times_s[0]) // data.step_s).astype(np.int64)
+            recorded[index[(index >= 0) & (index < len(recorded))]] = True
+        latest = memory.latest_s if math.isfinite(memory.latest_s) else end_s
+        spans = []
+        edges = np.flatnonzero(np.diff(np.r_[0, (~recorded).astype(np.int8), 0]))
+        for a, b in zip(edges[::2], edges[1::2], strict=True):
+            first, last = data.times_s[a], min(data.times_s[b - 1] + data.step_s, latest)
+            if last - first >= GAP_MIN_S and first < latest:
+                spans.append((float(first), float(last)))
+        return spans
+
+
+def _series(datas: list[CoarseData], column: int) -> Series:
+    if not datas:
+        return Series(np.empty(0), np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0)), 60.0)
+    n = min(len(d.times_s) for d in datas)
+
+    def stack(name: str) -> np.ndarray:
+        return np.stack([getattr(d, name)[:n, column] for d in datas], axis=1).astype(np.float32)
+
+    return Series(datas[0].times_s[:n], stack("mean"), stack("low"), stack("high"), datas[0].step_s)
+
+
+def _with_memory(disk: Series, memory: Series | None) -> Series:
+    """Buckets the disk has nothing for (the hour not yet packed) filled from memory's values."""
+    if memory is None or not len(memory.times_s) or not len(disk.times_s) or disk.mean.shape[1] != memory.mean.shape[1]:
+        return disk
+    index = ((memory.times_s - disk.times_s[0]) // disk.step_s).astype(np.int64)
+    inside = (index >= 0) & (index < len(disk.times_s)) & np.isfinite(memory.mean).any(axis=1)
+    if not inside.any():
+        return disk
+    index, mean, low, high = index[inside], memory.mean[inside], memory.low[inside], memory.high[inside]
+    first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
+    at = index[first]
+    empty = ~np.isfinite(disk.mean[at]).any(axis=1)
+    with np.errstate(invalid="ignore"):
+        counts = np.add.reduceat(np.isfinite(mean).astype(np.float32), first, axis=0)
+        sums = np.add.reduceat(np.nan_to_num(mean), first, axis=0)
+        fill_mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
+    fill_low = np.fmin.reduceat(low, first, axis=0)
+    fill_high = np.fmax.reduceat(high, first, axis=0)
+    out_mean, out_low, out_high = disk.mean.copy(), disk.low.copy(), disk.high.copy()
+    out_mean[at[empty]] = fill_mean[empty]
+    out_low[at[empty]] = fill_low[empty]
+    out_high[at[empty]] = fill_high[empty]
+    return Series(disk.times_s, out_mean, out_low, out_high, disk.step_s)

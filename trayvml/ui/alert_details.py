@@ -1,0 +1,78 @@
+"""The lines an alert's notification adds below its title: which GPU, its last values, its processes.
+
+Plain text (each notifier escapes it for its server). Nothing unknown is shown as "?": where a
+process's name or user cannot be read, the words say why.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+
+from trayvml.alerts import AlertEvent
+from trayvml.core.safe_text import clean, shorten
+from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
+from trayvml.core.units import format_bytes
+from trayvml.ui.text import gpu_line
+
+PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
+SHOWN_PROCESSES = 3
+UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
+
+
+def process_words(process: ProcessSample) -> str:
+    """'python train.py --rank 0 (alice, PID 4200001) 70.1 GiB'; unknowns said in words."""
+    memory = "" if math.isnan(process.used_memory_bytes) else f" {format_bytes(process.used_memory_bytes)}"
+    if process.no_permission:
+        return f"PID {process.pid} of another user (no permission to see its name){memory}"
+    if not process.name and not process.user:
+        where = f"container {process.container[:12]}" if process.container else "another container or namespace"
+        return f"PID {process.pid}, not visible from here ({where}){memory}"
+    what = shorten(clean(process.command or process.name))
+    user = shorten(clean(process.user)) or "user unknown"
+    return f"{what} ({user}, PID {process.pid}){memory}"
+
+
+def processes_line(gpu: GpuSample | None, lead: str = "Processes") -> str:
+    if gpu is None or not gpu.processes:
+        return ""
+    biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
+    shown = "; ".join(process_words(p) for p in biggest[:SHOWN_PROCESSES])
+    more = len(biggest) - SHOWN_PROCESSES
+    return f"{lead}: {shown}" + (f"; and {more} more" if more > 0 else "")
+
+
+def device_words(device: DeviceInfo | None) -> str:
+    """'NVIDIA H100 80GB HBM3 at PCI 00000000:1B:00.0', or why that is unknown."""
+    if device is None or device.name == UNKNOWN_NAME or not device.name:
+        return "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
+    where = f" at PCI {device.pci_bus_id}" if device.pci_bus_id else " (PCI bus id unknown)"
+    return f"{clean(device.name)}{where}, UUID {device.uuid or 'unknown'}."
+
+
+def alert_details(
+    event: AlertEvent,
+    sample: Sample,
+    last_seen: GpuSample | None = None,
+    last_seen_s: float = math.nan,
+    device: DeviceInfo | None = None,
+) -> str:
+    """What the notification of ``event`` says beyond its title and thresholds.
+
+    ``last_seen``: the GPU's last sample in which it answered (at ``last_seen_s``), and ``device``
+    its facts as last known: a lost GPU has no values of its own any more.
+    """
+    if event.kind == "resolved":
+        return ""
+    if event.rule == "gpu_lost":
+        lines = [device_words(device)]
+        if last_seen is not None and device is not None:
+            when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
+            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).split(' ', 1)[1]}.")
+            lines.append(processes_line(last_seen, "It was running"))
+        elif last_seen is None:
+            lines.append("trayvml never read a value from it.")
+        return "\n".join(line for line in lines if line)
+    if event.rule in PROCESS_RULES:
+        return processes_line(sample.gpu(event.gpu_index))
+    return ""

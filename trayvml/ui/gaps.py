@@ -1,0 +1,103 @@
+"""What the window adds for the history on disk: shaded "not recording" spans, and a picker for any
+past range. Kept apart from the plots and the window, which only call in here."""
+
+from __future__ import annotations
+
+import datetime as dt
+import weakref
+from collections.abc import Callable, Sequence
+
+import pyqtgraph as pg
+from PySide6.QtCore import QDateTime
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QWidget
+
+GAP_LABEL = " not recording"
+LABELLED_FRACTION = 0.06  # a gap narrower than this part of the range is shaded without its label
+_GAP_BRUSH = QColor(128, 128, 128, 48)
+_GAP_TEXT = QColor(128, 128, 128)
+
+
+class GapShading:
+    """Shaded, labelled spans of one plot where nothing was recorded (trayvml off, the machine asleep)."""
+
+    def __init__(self, plot: pg.PlotItem) -> None:
+        self.plot = plot
+        self.regions: list[tuple[pg.LinearRegionItem, pg.InfLineLabel]] = []
+        self.shown: tuple[list[tuple[float, float]], float] = ([], 0.0)
+
+    def show(self, spans: Sequence[tuple[float, float]], range_s: float) -> None:
+        if (list(spans), range_s) == self.shown:
+            return
+        self.shown = (list(spans), range_s)
+        while len(self.regions) < len(spans):
+            region = pg.LinearRegionItem(movable=False, brush=_GAP_BRUSH, pen=pg.mkPen(None))
+            region.setZValue(-10)  # under the lines
+            label = pg.InfLineLabel(region.lines[0], text=GAP_LABEL, position=0.88, anchors=[(0, 0.5), (0, 0.5)])
+            label.setColor(_GAP_TEXT)
+            self.plot.addItem(region, ignoreBounds=True)
+            self.regions.append((region, label))
+        for (region, label), (start, end) in zip(self.regions, spans, strict=False):
+            region.setRegion((start, end))
+            label.setVisible((end - start) >= LABELLED_FRACTION * range_s)
+            region.show()
+        for region, _ in self.regions[len(spans) :]:
+            region.hide()
+
+
+_shadings: weakref.WeakKeyDictionary[pg.PlotItem, GapShading] = weakref.WeakKeyDictionary()
+
+
+def shade_gaps(plots: Sequence[pg.PlotItem], spans: Sequence[tuple[float, float]], range_s: float) -> None:
+    """Show ``spans`` (start, end in epoch seconds) shaded on each of ``plots``, which show ``range_s``."""
+    for plot in plots:
+        shading = _shadings.get(plot)
+        if shading is None:
+            shading = _shadings[plot] = GapShading(plot)
+        shading.show(spans, range_s)
+
+
+class RangePicker(QDialog):
+    """Two date-times (local time, as the axes show) for a past range of the window."""
+
+    def __init__(self, parent: QWidget, start_s: float, end_s: float) -> None:
+        super().__init__(parent)
+        self.setObjectName("range_picker")
+        self.setWindowTitle("Show a past range")
+        form = QFormLayout(self)
+        self.start_edit = self._edit(start_s)
+        self.end_edit = self._edit(end_s)
+        form.addRow("From", self.start_edit)
+        form.addRow("To", self.end_edit)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
+        buttons.accepted.connect(self.accept)
+        buttons.rejected.connect(self.reject)
+        form.addRow(buttons)
+
+    @staticmethod
+    def _edit(t_s: float) -> QDateTimeEdit:
+        edit = QDateTimeEdit(QDateTime.fromSecsSinceEpoch(round(t_s)))
+        edit.setCalendarPopup(True)
+        edit.setDisplayFormat("yyyy-MM-dd HH:mm")
+        edit.setMaximumDateTime(QDateTime.fromSecsSinceEpoch(round(dt.datetime.now().timestamp()) + 60))
+        return edit
+
+    def chosen(self) -> tuple[float, float] | None:
+        """(start, end) in epoch seconds, or None when they are the wrong way round."""
+        start = self.start_edit.dateTime().toSecsSinceEpoch()
+        end = self.end_edit.dateTime().toSecsSinceEpoch()
+        return (float(start), float(end)) if end > start else None
+
+
+def pick_range(parent: QWidget, start_s: float, end_s: float, show: Callable[[float, float], None]) -> RangePicker:
+    """Open the picker; ``show(start, end)`` when the user accepts a range."""
+    picker = RangePicker(parent, start_s, end_s)
+
+    def accepted() -> None:
+        chosen = picker.chosen()
+        if chosen is not None:
+            show(*chosen)
+
+    picker.accepted.connect(accepted)
+    picker.open()
+    return picker

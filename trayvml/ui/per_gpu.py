@@ -1,0 +1,105 @@
+"""The Per GPU tab: small multiples, a panel per GPU for one metric group (as Mission Center lays
+out its GPUs), beside the GPUs tab's overlay of every GPU in one panel.
+
+A page per group is built the first time it is chosen and kept: pyqtgraph leaks a PlotItem per
+plot destroyed (pyqtgraph#2672), so the pages are few and never rebuilt while the GPUs stay.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+from PySide6.QtCore import Signal
+from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
+
+from trayvml.core.metrics import Group
+from trayvml.core.sample import DeviceInfo
+from trayvml.core.units import short_name
+from trayvml.ui.plot_pages import GpuPage, PlotPage, View
+from trayvml.ui.plots import GPU_PANELS, Panel, PanelSpec
+
+# Line panels only: the throttle strip already has a row per GPU, processes a line per process.
+PER_GPU_SPECS = tuple(spec for spec in GPU_PANELS if spec.metrics and not spec.strip)
+MAX_COLUMNS = 4
+
+
+def gpu_title(info: DeviceInfo) -> str:
+    """Index, model and PCI bus (without its domain, 0 on nearly every machine): identical GPUs
+    differ by index and bus."""
+    bus = f" · bus {info.pci_bus_id.split(':', 1)[-1]}" if info.pci_bus_id else ""
+    return f"GPU {info.index} {short_name(info.name)}{bus}"
+
+
+class PerGpuPage(GpuPage):
+    """One group of the catalog, one panel per GPU, in a grid."""
+
+    def __init__(self, spec: PanelSpec, devices: tuple[DeviceInfo, ...]) -> None:
+        count = len(devices)
+        # Two GPUs one above the other (wide panels, like the overlay's); more in a square-ish grid.
+        columns = 1 if count <= 2 else min(MAX_COLUMNS, math.ceil(math.sqrt(count)))
+        titles = [f"{gpu_title(info)} — {spec.title}" if count == 1 else gpu_title(info) for info in devices]
+        PlotPage.__init__(self, (spec,) * count, count, columns, titles)
+
+    def draw_panel(self, panel: Panel, view: View) -> None:
+        self._mark(panel, view)
+        self.draw_lines(panel, view, (self.panels.index(panel),))
+
+
+class PerGpuTab(QWidget):
+    page_built = Signal(object)  # a PerGpuPage, the first time its group is chosen
+    page_changed = Signal()
+
+    def __init__(self) -> None:
+        super().__init__()
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        bar = QHBoxLayout()
+        bar.setContentsMargins(6, 4, 6, 0)
+        bar.addWidget(QLabel("Metric:"))
+        self.group_box = QComboBox()
+        for spec in PER_GPU_SPECS:
+            self.group_box.addItem(spec.group.value)
+        bar.addWidget(self.group_box)
+        self.legend = QLabel()  # which line is which metric: the panels' titles name the GPUs
+        self.legend.setStyleSheet("color: palette(placeholder-text); padding-left: 8px;")
+        bar.addWidget(self.legend)
+        bar.addStretch(1)
+        layout.addLayout(bar)
+        self.stack = QStackedWidget()
+        layout.addWidget(self.stack, 1)
+        self.pages: dict[Group, PerGpuPage] = {}
+        self._devices: tuple[DeviceInfo, ...] = ()
+        self._styled: Callable[[PlotPage], None] = lambda _: None
+        self.group_box.currentIndexChanged.connect(self._show_group)
+
+    def set_devices(self, devices: tuple[DeviceInfo, ...], styled: Callable[[PlotPage], None]) -> None:
+        """Another set of GPUs: the pages of the last are dropped, built again when chosen."""
+        self._devices = devices
+        self._styled = styled
+        for page in self.pages.values():
+            self.stack.removeWidget(page)
+            page.setParent(None)
+            page.deleteLater()
+        self.pages = {}
+        self._show_group(self.group_box.currentIndex())
+
+    @property
+    def page(self) -> PerGpuPage | None:
+        current = self.stack.currentWidget()
+        return current if isinstance(current, PerGpuPage) else None
+
+    def _show_group(self, index: int) -> None:
+        if not self._devices or index < 0:
+            return
+        spec = PER_GPU_SPECS[index]
+        self.legend.setText(spec.title)
+        page = self.pages.get(spec.group)
+        if page is None:
+            page = PerGpuPage(spec, self._devices)
+            self.pages[spec.group] = page
+            self.stack.addWidget(page)
+            self._styled(page)
+            self.page_built.emit(page)
+        self.stack.setCurrentWidget(page)
+        self.page_changed.emit()

@@ -1,0 +1,149 @@
+"""Remote hosts in the tray: a menu section and tooltip lines per host, grouped by host.
+
+The remotes are read on threads of their own (trayvml.remote.source); this view only looks at
+what they read last, on a timer, so a slow or dead host never delays the GUI or local sampling.
+A host that does not answer is shown greyed, with the reason and since when, never with the
+values it had before.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Sequence
+from datetime import datetime
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtGui import QAction
+from PySide6.QtWidgets import QMenu
+
+from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.safe_text import clean, menu_label, shorten
+from trayvml.core.sample import Sample
+from trayvml.remote.fetch import Endpoint, parse_endpoint
+from trayvml.remote.source import Remotes
+from trayvml.ui.text import gpu_lines
+
+log = logging.getLogger(__name__)
+
+
+def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tuple[list[Endpoint], list[str]]:
+    """The settings' remote hosts (credentials allowed there) and ``--remote`` URLs (credentials taken
+    from the settings' entry for the same URL); and a sentence for each URL that cannot be used."""
+    problems = []
+    stored: dict[str, Endpoint] = {}
+    for text in settings_urls:
+        try:
+            endpoint = parse_endpoint(text, credentials_allowed=True)
+        except TrayvmlError as error:
+            problems.append(f"Settings, remote hosts: {error}")
+            continue
+        stored[endpoint.url] = endpoint
+    found = dict(stored)
+    for text in cli_urls:
+        try:
+            endpoint = parse_endpoint(text)
+        except TrayvmlError as error:
+            problems.append(str(error))
+            continue
+        found.setdefault(endpoint.url, endpoint)
+    return list(found.values()), problems
+
+
+def unreachable_since(sample: Sample) -> str:
+    """``unreachable since 14:02:10 (3 min 10 s)``; "" while the host answers."""
+    remote = sample.remote
+    if remote is None or not remote.fault:
+        return ""
+    if math.isnan(remote.since_s):
+        return "unreachable"
+    at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
+    return f"unreachable since {at} ({format_duration(sample.timestamp_s - remote.since_s)})"
+
+
+def host_status(sample: Sample) -> str:
+    """``unreachable since 14:02:10 (3 min 10 s): URL cannot be reached: …``; "" while it answers."""
+    since = unreachable_since(sample)
+    return f"{since}: {sample.remote.fault}" if since and sample.remote else ""
+
+
+def host_name(sample: Sample) -> str:
+    return shorten(clean(sample.system.hostname)) if sample.system else "?"
+
+
+def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
+    """Per host: its name, then its GPU lines indented, or why it has none."""
+    lines = []
+    for sample in samples:
+        status = host_status(sample)
+        lines.append(f"{host_name(sample)}: {shorten(clean(status), 160)}" if status else f"{host_name(sample)}:")
+        lines.extend(f"  {line}" for line in gpu_lines(sample) if not status)
+    return lines
+
+
+class RemoteHostsView(QObject):
+    """Reads the remotes (each on its own thread) and shows them in a tray menu section."""
+
+    changed = Signal()  # the lines changed: the tooltip should be made again
+
+    def __init__(
+        self, endpoints: Sequence[Endpoint], interval_s: float, menu: QMenu, anchor: QAction, over_dbus: bool = False
+    ) -> None:
+        super().__init__()
+        self._over_dbus = over_dbus  # labels escaped for where the menu is shown (names come from remotes)
+        self.remotes = Remotes(endpoints, interval_s)
+        self.samples: list[Sample] = []
+        self.lines: list[str] = []
+        self._menu = menu
+        self._anchor = anchor  # the section goes before this entry
+        self._actions: list[QAction] = []
+        self._header = QAction("Remote hosts", menu)
+        self._header.setEnabled(False)
+        self._header.setVisible(bool(endpoints))
+        menu.insertAction(anchor, self._header)
+        self._timer = QTimer(self)
+        self._timer.setObjectName("remote_hosts_timer")
+        self._timer.timeout.connect(self.refresh)
+        self._interval_ms = max(100, int(interval_s * 1000))
+
+    def start(self) -> None:
+        if self.remotes.sources:
+            self.remotes.start()
+            self._timer.start(self._interval_ms)
+
+    def stop(self) -> None:
+        self._timer.stop()
+        self.remotes.close()
+
+    def refresh(self) -> None:
+        """Take what the remote threads read last (never waits on a host)."""
+        self.samples = self.remotes.samples()
+        lines = tooltip_lines(self.samples)
+        if lines != self.lines:
+            self.lines = lines
+            self._show(self.samples)
+            self.changed.emit()
+
+    def _label(self, text: str) -> str:
+        return menu_label(text, self._over_dbus)
+
+    def _show(self, samples: Sequence[Sample]) -> None:
+        for action in self._actions:
+            self._menu.removeAction(action)
+            action.deleteLater()
+        self._actions = []
+        for sample in samples:
+            status = host_status(sample)
+            host = QMenu(self._label(host_name(sample)), self._menu)
+            if status:
+                host.setTitle(self._label(f"{host_name(sample)} — unreachable"))
+                host.setToolTip(status)
+                # Greyed: no values; when it went and why, in two lines short enough for a menu.
+                assert sample.remote is not None
+                for text in (unreachable_since(sample), shorten(clean(sample.remote.fault), 90)):
+                    host.addAction(self._label(text)).setEnabled(False)
+            for text in [] if status else gpu_lines(sample):
+                host.addAction(self._label(text))  # not greyed: grey says "no current values"
+            action = host.menuAction()
+            self._menu.insertAction(self._anchor, action)
+            self._actions.append(action)
