@@ -76,9 +76,16 @@ PLAIN_TEXT_CALLS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "NotEnoughGpusError": ((0,), ()),
     "SettingsError": ((0,), ()),
     "append": ((0,), ()),  # found.append(sentence): the settings' and rules' problems
+    "Notice": ((1, 2), ()),  # a desktop notification's title and body
+    "RemoteError": ((0,), ()),
+    "StoreLockedError": ((0,), ()),
+    "DesktopInstallError": ((0,), ()),
 }
 PLAIN_TEXT_MODULES = ("alerts.py", "notify.py", "cli.py", "report.py", "core/errors.py", "csvlog.py", "pick.py")
 PLAIN_TEXT_MODULES += ("config.py",)
+PLAIN_TEXT_MODULES += ("notices.py", "energy.py", "desktop.py", "serve.py", "record.py")
+PLAIN_TEXT_MODULES += ("remote/cli.py", "remote/fetch.py", "remote/dialects.py", "remote/source.py")
+PLAIN_TEXT_MODULES += ("store/store.py", "store/view.py")
 MARKERS = ("translate", "tr", "QT_TRANSLATE_NOOP", "QT_TR_NOOP")
 # Texts that read the same in every language: the product's name, file filters and names.
 SAME_IN_EVERY_LANGUAGE = {"trayvml", "<b>trayvml</b>", "CSV (*.csv)", "PNG (*.png)", "trayvml.csv", "trayvml.png"}
@@ -92,6 +99,8 @@ def _words(text: str) -> bool:
     """Whether a piece of text holds words: not only numbers, symbols, markup, placeholders, or names
     such as a settings key (``.alerts.``) or a variable (``CUDA_VISIBLE_DEVICES=``)."""
     if not re.search(r"\s", text) and re.search(r"[._=]", text):
+        return False
+    if all("://" in token for token in text.split()):  # example URLs, one a line
         return False
     return bool(re.search(r"[A-Za-z]{2,}", re.sub(r"<[^>]*>|\{[^}]*\}|%\w|\btrayvml\b", "", text)))
 
@@ -325,7 +334,7 @@ def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:
     history, sample = filled_history("training:gpus=h100*2", 120, 1.0)
     window = shown_window(qtbot, history, sample)
     tabs = [window.tabs.tabText(k) for k in range(window.tabs.count())]
-    assert tabs == ["GPU", "本机", "进程", "设备详情", "告警"]
+    assert tabs == ["GPU", "各 GPU", "本机", "进程", "设备详情", "告警"]
     assert window.windowTitle() == "trayvml — 2 个 GPU — 模拟（training）"
     assert window.gpu_page is not None
     assert window.gpu_page.panels[0].spec.title == "利用率 — GPU 利用率 实线，显存带宽利用率 虚线"
@@ -344,11 +353,14 @@ def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:
 def test_notifications_speak_chinese(chinese: None) -> None:
     from tests.test_alerts import TEMPERATURE, only, run
     from trayvml.alerts import AlertEngine
-    from trayvml.notify import ACTIONS, notification_body
+    from trayvml.notices import notification_body
+    from trayvml.notify import ACTIONS
 
     firing, resolved = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93, 60])
     assert firing.title == "GPU 0 H100：GPU 温度达到严重级别：93 °C"
-    assert notification_body(firing) == "高于 90 °C 为严重；低于 85 °C 时恢复。"
+    assert notification_body(firing) == (
+        "高于 90 °C 为严重；低于 85 °C 时恢复。\n请检查风扇和风道：GPU 接近温度上限时会自行降速，超过上限时会关闭。"
+    )
     assert resolved.title == "GPU 0 H100：GPU 温度已恢复正常"
     assert notification_body(resolved) == "已恢复正常。"
     assert [i18n.translate("notify", label) for _, label in ACTIONS] == ["打开图表", "1 小时内不再提醒"]

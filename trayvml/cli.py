@@ -156,9 +156,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=argparse.SUPPRESS,
         metavar="URL",
-        help="also show a remote host's GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, "
-        "nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; "
-        "credentials only in the settings file (remote_hosts)",
+        help=translate(
+            "cli",
+            "also show a remote host's GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, "
+            "nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; "
+            "credentials only in the settings file (remote_hosts)",
+        ),
     )
     parser = _Parser(
         prog="trayvml",
@@ -220,7 +223,9 @@ def build_parser() -> argparse.ArgumentParser:
     autostart.add_argument("state", choices=("on", "off", "status"))
 
     desktop = commands.add_parser(
-        "desktop", parents=[config], help="add trayvml to the application menu, with its icons: install or uninstall"
+        "desktop",
+        parents=[config],
+        help=translate("cli", "add trayvml to the application menu, with its icons: install or uninstall"),
     )
     desktop.add_argument("action", choices=("install", "uninstall"))
     from trayvml.record import add_commands
@@ -232,18 +237,25 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
 
-    serve = commands.add_parser("serve", parents=parents, help="serve the GPUs' metrics to Prometheus on /metrics")
+    serve = commands.add_parser(
+        "serve", parents=parents, help=translate("cli", "serve the GPUs' metrics to Prometheus on /metrics")
+    )
     serve.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help=f"where to listen (default {DEFAULT_ADDRESS}:{DEFAULT_PORT}, this machine only; "
-        "another address is reachable from other machines)",
+        help=translate(
+            "cli",
+            "where to listen (default {address}, this machine only; another address is reachable from other machines)",
+        ).format(address=f"{DEFAULT_ADDRESS}:{DEFAULT_PORT}"),
     )
     serve.add_argument(
         "--web-config",
         metavar="FILE",
-        help="basic auth and TLS, as Prometheus exporters' --web.config.file (YAML: tls_server_config, "
-        "basic_auth_users with bcrypt hashes)",
+        help=translate(
+            "cli",
+            "basic auth and TLS, as Prometheus exporters' --web.config.file (YAML: tls_server_config, "
+            "basic_auth_users with bcrypt hashes)",
+        ),
     )
 
 
@@ -537,14 +549,20 @@ def _desktop(args: argparse.Namespace) -> int:
     from trayvml import desktop
 
     if not desktop.supported():
-        return _fail("desktop install is for Linux and other freedesktop desktops; use autostart here.", EXIT_USAGE)
+        return _fail(
+            translate("cli", "desktop install is for Linux and other freedesktop desktops; use autostart here."),
+            EXIT_USAGE,
+        )
     try:
         if args.action == "install":
             outcome = desktop.install(config_path=args.config)
-            done = f"Installed the launcher and {len(outcome.files) - 1} icons under {desktop.data_home()}."
+            done = translate("cli", "Installed the launcher and {count} icons under {folder}.").format(
+                count=len(outcome.files) - 1, folder=desktop.data_home()
+            )
         else:
             outcome = desktop.uninstall()
-            done = f"Removed {len(outcome.files)} files trayvml had installed." if outcome.files else ""
+            removed = translate("cli", "Removed {count} files trayvml had installed.")
+            done = removed.format(count=len(outcome.files)) if outcome.files else ""
     except desktop.DesktopInstallError as error:
         return _fail(str(error), EXIT_USAGE)
     for note in outcome.notes:

@@ -372,12 +372,13 @@ def _retire_former_defaults(document: dict[str, Any]) -> list[str]:
             continue  # reported when the file is read as a whole
         if unchanged and set(table) <= {f.name for f in fields(former)}:
             del alerts[key]
-            notes.append(f"alerts.{key} held the former default and now has today's ({_default_words(key)})")
+            note = translate("settings", "{table} held the former default and now has today's ({default})")
+            notes.append(note.format(table=f"alerts.{key}", default=_default_words(key)))
     return notes
 
 
 def _default_words(key: str) -> str:
-    return "on" if RULE_BY_KEY[key].defaults.enabled else "off"
+    return translate("settings", "on") if RULE_BY_KEY[key].defaults.enabled else translate("settings", "off")
 
 
 def from_toml(text: str) -> tuple[Settings, list[str]]:
@@ -418,7 +419,7 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             values[key] = tuple(value)
         elif key == "remote_hosts":
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-                raise SettingsError("remote_hosts should be a list of URLs")
+                raise SettingsError(translate("settings", "remote_hosts should be a list of URLs"))
             values[key] = tuple(v.strip() for v in value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field
 
 from trayvml.alerts import MACHINE, RULE_BY_KEY, AlertEvent, Direction, Severity, ThresholdRule, _in_sentence
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.units import short_name
 from trayvml.dispatch import Outgoing
 
@@ -25,17 +26,29 @@ HEAT_RULE = "temperature"  # critical urgency at its critical level (the GPU slo
 LOW, NORMAL, CRITICAL = 0, 1, 2  # freedesktop urgencies
 # What to do, where there is something to do (the notification's last line).
 ADVICE = {
-    "gpu_lost": (
+    "gpu_lost": QT_TRANSLATE_NOOP(
+        "notices",
         "Jobs on it have failed. `dmesg` shows the driver's Xid message and `nvidia-smi` whether the GPU "
         "is still seen; a reboot (or reseating the card) usually brings it back, and if it happens again, "
-        "check its power and cooling."
+        "check its power and cooling.",
     ),
-    "xid": "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset.",
-    "temperature": "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it.",
-    "throttle": "Clocks are held down: check the cooling (thermal) or the power limit (power).",
-    "memory_used": "A job that allocates more will fail with out of memory.",
-    "memory_free": "A job that allocates more will fail with out of memory.",
+    "xid": QT_TRANSLATE_NOOP(
+        "notices", "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset."
+    ),
+    "temperature": QT_TRANSLATE_NOOP(
+        "notices", "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
+    ),
+    "throttle": QT_TRANSLATE_NOOP(
+        "notices", "Clocks are held down: check the cooling (thermal) or the power limit (power)."
+    ),
+    "memory_used": QT_TRANSLATE_NOOP("notices", "A job that allocates more will fail with out of memory."),
+    "memory_free": QT_TRANSLATE_NOOP("notices", "A job that allocates more will fail with out of memory."),
 }
+
+
+def advice(rule: str) -> str:
+    """What to do about an alert of ``rule``, in the user's language; "" where there is nothing to do."""
+    return translate("notices", ADVICE[rule]) if rule in ADVICE else ""
 
 
 @dataclass(frozen=True)
@@ -61,8 +74,8 @@ def urgency(event: AlertEvent) -> int:
 def notification_body(event: AlertEvent, details: str = "") -> str:
     """What a notification about one event says below its title: thresholds, details, advice."""
     if event.kind == "resolved":
-        return "Back to normal."
-    return "\n".join(part for part in (event.detail, details, ADVICE.get(event.rule, "")) if part) or event.message
+        return translate("notices", "Back to normal.")
+    return "\n".join(part for part in (event.detail, details, advice(event.rule)) if part) or event.message
 
 
 def notice_for(outgoing: Outgoing) -> Notice:
@@ -173,31 +186,42 @@ class Grouper:
             notice = replace_key(notice_for(worst), (GROUP, rule))
             lasted = now_s - group.started_s
             if group.sent and lasted >= 1:  # an update: say how long it has lasted
-                body = f"{notice.body}\nFor {duration_words(lasted)} now."
+                body = translate("notices", "{body}\nFor {duration} now.").format(
+                    body=notice.body, duration=duration_words(lasted)
+                )
                 notice = Notice(notice.key, notice.title, body, notice.urgency, notice.severity)
             return notice
         event = worst.event
-        title = f"GPUs {gpu_ranges(members)}: {_what(event, group)}"
+        title = translate("notices", "GPUs {gpus}: {what}").format(gpus=gpu_ranges(members), what=_what(event, group))
         lines = [event.detail] if event.detail else []
         for gpu in members[:MAX_GPU_LINES]:
             lines.append(_gpu_line(group.members[gpu]))
         if len(members) > MAX_GPU_LINES:
-            lines.append(f"… and {len(members) - MAX_GPU_LINES} more GPUs.")
+            lines.append(translate("notices", "… and {count} more GPUs.").format(count=len(members) - MAX_GPU_LINES))
         if now_s - group.started_s >= 1:
-            lines.append(f"Since {_clock(group.started_s)} ({duration_words(now_s - group.started_s)}).")
-        if ADVICE.get(rule):
-            lines.append(ADVICE[rule])
+            since = translate("notices", "Since {time} ({duration}).")
+            lines.append(since.format(time=_clock(group.started_s), duration=duration_words(now_s - group.started_s)))
+        if advice(rule):
+            lines.append(advice(rule))
         return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity)
 
     def _resolved(self, rule: str, group: _Group, now_s: float) -> Notice:
         members = sorted(group.members)
-        lasted = f" after {duration_words(now_s - group.started_s)}" if now_s - group.started_s >= 1 else ""
         if len(members) == 1:
             first = group.members[members[0]].event
-            title = f"GPU {first.gpu_index} {short_name(first.gpu_name)}: {_label(rule)} back to normal"
+            gpus = translate("alerts", "GPU {index} {name}").format(
+                index=first.gpu_index, name=short_name(first.gpu_name)
+            )
         else:
-            title = f"GPUs {gpu_ranges(members)}: {_label(rule)} back to normal"
-        return Notice((GROUP, rule), title, f"Back to normal{lasted}.", LOW, Severity.INFO, resolved=True)
+            gpus = translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
+        title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
+        if now_s - group.started_s >= 1:
+            body = translate("notices", "Back to normal after {duration}.").format(
+                duration=duration_words(now_s - group.started_s)
+            )
+        else:
+            body = translate("notices", "Back to normal.")
+        return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True)
 
 
 def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
@@ -205,7 +229,7 @@ def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
 
 
 def _label(rule: str) -> str:
-    return _in_sentence(RULE_BY_KEY[rule].label)
+    return _in_sentence(translate("alerts", RULE_BY_KEY[rule].label))
 
 
 def _what(event: AlertEvent, group: _Group) -> str:
@@ -224,7 +248,9 @@ def _gpu_line(outgoing: Outgoing) -> str:
     value = rule.unit.format(event.value) if isinstance(rule, ThresholdRule) and not math.isnan(event.value) else ""
     said = value or event.message
     first_detail = outgoing.details.splitlines()[0] if outgoing.details else ""
-    return f"GPU {event.gpu_index} {short_name(event.gpu_name)}: {said}" + (f"; {first_detail}" if first_detail else "")
+    gpu = translate("alerts", "GPU {index} {name}").format(index=event.gpu_index, name=short_name(event.gpu_name))
+    line = translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=said)
+    return translate("notices", "{line}; {detail}").format(line=line, detail=first_detail) if first_detail else line
 
 
 def _clock(timestamp_s: float) -> str:

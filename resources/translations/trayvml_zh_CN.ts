@@ -2,6 +2,77 @@
 <!DOCTYPE TS>
 <TS version="2.1" language="zh_CN" sourcelanguage="en">
 <context>
+    <name>AlertDetails</name>
+    <message>
+        <source>PID {pid} of another user (no permission to see its name)</source>
+        <translation>PID {pid}，属于其他用户（无权限查看其名称）</translation>
+    </message>
+    <message>
+        <source>container {id}</source>
+        <translation>容器 {id}</translation>
+    </message>
+    <message>
+        <source>another container or namespace</source>
+        <translation>其他容器或命名空间</translation>
+    </message>
+    <message>
+        <source>PID {pid}, not visible from here ({where})</source>
+        <translation>PID {pid}，从这里不可见（{where}）</translation>
+    </message>
+    <message>
+        <source>user unknown</source>
+        <translation>用户未知</translation>
+    </message>
+    <message>
+        <source>{what} ({user}, PID {pid})</source>
+        <translation>{what}（{user}，PID {pid}）</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
+    </message>
+    <message>
+        <source>{processes}; and {more} more</source>
+        <translation>{processes}；另有 {more} 个</translation>
+    </message>
+    <message>
+        <source>{lead}: {processes}</source>
+        <translation>{lead}：{processes}</translation>
+    </message>
+    <message>
+        <source>Processes</source>
+        <translation>进程</translation>
+    </message>
+    <message>
+        <source>Its name and PCI bus id are unknown: it was lost before trayvml could read them.</source>
+        <translation>其名称和 PCI 总线 ID 未知：在 trayvml 读取它们之前 GPU 就已丢失。</translation>
+    </message>
+    <message>
+        <source>unknown</source>
+        <translation>未知</translation>
+    </message>
+    <message>
+        <source>{name} at PCI {bus}, UUID {uuid}.</source>
+        <translation>{name}，位于 PCI {bus}，UUID {uuid}。</translation>
+    </message>
+    <message>
+        <source>{name} (PCI bus id unknown), UUID {uuid}.</source>
+        <translation>{name}（PCI 总线 ID 未知），UUID {uuid}。</translation>
+    </message>
+    <message>
+        <source>Last seen at {time}: {values}.</source>
+        <translation>最后一次读到是在 {time}：{values}。</translation>
+    </message>
+    <message>
+        <source>It was running</source>
+        <translation>当时运行的进程</translation>
+    </message>
+    <message>
+        <source>trayvml never read a value from it.</source>
+        <translation>trayvml 从未从它读到任何数值。</translation>
+    </message>
+</context>
+<context>
     <name>AlertsPage</name>
     <message>
         <source>Time</source>
@@ -47,12 +118,12 @@
         <translation>未找到图形桌面（没有可响应的 DISPLAY 或 WAYLAND_DISPLAY），托盘程序需要图形桌面。在终端或 SSH 中，请使用 `trayvml snapshot` 或 `trayvml log --csv FILE`。</translation>
     </message>
     <message>
-        <source>Processes: {processes}</source>
-        <translation>进程：{processes}</translation>
-    </message>
-    <message>
         <source>trayvml speaks the new language from its next start.</source>
         <translation>trayvml 将在下次启动时使用新的语言。</translation>
+    </message>
+    <message>
+        <source>Serving metrics: {error}</source>
+        <translation>提供指标服务：{error}</translation>
     </message>
     <message>
         <source>Could not change {location}: {error}</source>
@@ -69,6 +140,14 @@
 </context>
 <context>
     <name>DetailsPage</name>
+    <message>
+        <source>Current readings</source>
+        <translation>当前读数</translation>
+    </message>
+    <message>
+        <source>NVLink per link</source>
+        <translation>各 NVLink 链路</translation>
+    </message>
     <message>
         <source>Value</source>
         <translation>值</translation>
@@ -93,12 +172,51 @@
         <source>not available</source>
         <translation>不可用</translation>
     </message>
+    <message>
+        <source>{count} links</source>
+        <translation>{count} 条链路</translation>
+    </message>
+    <message>
+        <source>no links read</source>
+        <translation>未读取到链路</translation>
+    </message>
+    <message>
+        <source>Link {link}</source>
+        <translation>链路 {link}</translation>
+    </message>
+</context>
+<context>
+    <name>Gaps</name>
+    <message>
+        <source>not recording</source>
+        <translation>未记录</translation>
+    </message>
+    <message>
+        <source>Show a past range</source>
+        <translation>显示过去的时间段</translation>
+    </message>
+    <message>
+        <source>From</source>
+        <translation>从</translation>
+    </message>
+    <message>
+        <source>To</source>
+        <translation>到</translation>
+    </message>
 </context>
 <context>
     <name>GpuText</name>
     <message>
         <source>{gpu} — lost: it has fallen off the bus</source>
         <translation>{gpu} — 已丢失：GPU 已从总线上掉线</translation>
+    </message>
+    <message>
+        <source>{gpu} — asleep (runtime-suspended): not queried, so it stays asleep</source>
+        <translation>{gpu} — 休眠中（运行时挂起）：不查询，以免将其唤醒</translation>
+    </message>
+    <message>
+        <source>{gpu} — idle: read now and then, so that it can go to sleep</source>
+        <translation>{gpu} — 空闲：仅偶尔读取，以便其进入休眠</translation>
     </message>
     <message>
         <source>Host CPU {cpu} · RAM {ram}</source>
@@ -140,12 +258,24 @@
         <translation>12 小时</translation>
     </message>
     <message>
+        <source>24 h</source>
+        <translation>24 小时</translation>
+    </message>
+    <message>
+        <source>7 d</source>
+        <translation>7 天</translation>
+    </message>
+    <message>
         <source>Throttle strip: {legend}</source>
         <translation>降频条：{legend}</translation>
     </message>
     <message>
         <source>GPUs</source>
         <translation>GPU</translation>
+    </message>
+    <message>
+        <source>Per GPU</source>
+        <translation>各 GPU</translation>
     </message>
     <message>
         <source>Machine</source>
@@ -172,6 +302,18 @@
         <translation>跟随实时</translation>
     </message>
     <message>
+        <source>Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it</source>
+        <translation>让最新时间保持在右边缘；拖动或 Ctrl+滚轮会退出此模式</translation>
+    </message>
+    <message>
+        <source>Range…</source>
+        <translation>时间段…</translation>
+    </message>
+    <message>
+        <source>Show any past range kept on disk</source>
+        <translation>显示磁盘上保存的任意过去时间段</translation>
+    </message>
+    <message>
         <source>Export CSV…</source>
         <translation>导出 CSV…</translation>
     </message>
@@ -184,6 +326,18 @@
         <translation> 显示：</translation>
     </message>
     <message>
+        <source>Alerts and settings</source>
+        <translation>告警和设置</translation>
+    </message>
+    <message>
+        <source>{name} · bus {bus} · {uuid}</source>
+        <translation>{name} · 总线 {bus} · {uuid}</translation>
+    </message>
+    <message>
+        <source>Paused: back to live ▶</source>
+        <translation>已暂停：回到实时 ▶</translation>
+    </message>
+    <message>
         <source> — {count} GPUs</source>
         <translation> — {count} 个 GPU</translation>
     </message>
@@ -194,6 +348,14 @@
     <message>
         <source> — SIMULATED ({what})</source>
         <translation> — 模拟（{what}）</translation>
+    </message>
+    <message>
+        <source>Waiting for the first reading of the GPUs</source>
+        <translation>正在等待 GPU 的首次读数</translation>
+    </message>
+    <message>
+        <source>The Machine tab still shows this computer&apos;s CPU, memory, disk and network.</source>
+        <translation>“本机”标签页仍会显示这台计算机的 CPU、内存、磁盘和网络。</translation>
     </message>
     <message>
         <source>SIMULATED: {what}</source>
@@ -210,6 +372,10 @@
     <message>
         <source>paused on a past range: press Follow live</source>
         <translation>已停在过去的时间段：点击“跟随实时”继续</translation>
+    </message>
+    <message>
+        <source>energy in view: {energy}</source>
+        <translation>可见时间段能耗：{energy}</translation>
     </message>
     <message>
         <source>GPU {gpu}</source>
@@ -242,6 +408,14 @@
 </context>
 <context>
     <name>Panel</name>
+    <message>
+        <source>no lines here at this time</source>
+        <translation>此时刻没有曲线</translation>
+    </message>
+    <message>
+        <source>Not supported on {models}: {why}</source>
+        <translation>{models} 不支持：{why}</translation>
+    </message>
     <message>
         <source>Not supported on {models}</source>
         <translation>{models} 不支持</translation>
@@ -276,6 +450,21 @@
     </message>
 </context>
 <context>
+    <name>PerGpu</name>
+    <message>
+        <source>GPU {index} {name}</source>
+        <translation>GPU {index} {name}</translation>
+    </message>
+    <message>
+        <source>{gpu} · bus {bus}</source>
+        <translation>{gpu} · 总线 {bus}</translation>
+    </message>
+    <message>
+        <source>Metric:</source>
+        <translation>指标：</translation>
+    </message>
+</context>
+<context>
     <name>ProcessModel</name>
     <message>
         <source>GPU</source>
@@ -298,6 +487,18 @@
         <translation>显存</translation>
     </message>
     <message>
+        <source>CPU %</source>
+        <translation>CPU %</translation>
+    </message>
+    <message>
+        <source>Host RAM</source>
+        <translation>主机内存</translation>
+    </message>
+    <message>
+        <source>Runtime</source>
+        <translation>运行时长</translation>
+    </message>
+    <message>
         <source>Type</source>
         <translation>类型</translation>
     </message>
@@ -306,8 +507,20 @@
         <translation>容器</translation>
     </message>
     <message>
+        <source>Energy</source>
+        <translation>能耗</translation>
+    </message>
+    <message>
+        <source>Job energy</source>
+        <translation>任务能耗</translation>
+    </message>
+    <message>
         <source>Command</source>
         <translation>命令</translation>
+    </message>
+    <message>
+        <source>simulated</source>
+        <translation>模拟</translation>
     </message>
     <message>
         <source>(no permission)</source>
@@ -316,6 +529,56 @@
     <message>
         <source>n/a</source>
         <translation>无</translation>
+    </message>
+</context>
+<context>
+    <name>ProcessesPage</name>
+    <message>
+        <source>End process {pid} ({name})…</source>
+        <translation>结束进程 {pid}（{name}）…</translation>
+    </message>
+    <message>
+        <source>Only your own processes, on this computer, can be ended from here</source>
+        <translation>在这里只能结束本机上你自己的进程</translation>
+    </message>
+    <message>
+        <source>End process {pid} ({name})?
+
+It is sent SIGTERM, as kill does.</source>
+        <translation>结束进程 {pid}（{name}）？
+
+将向它发送 SIGTERM，与 kill 命令相同。</translation>
+    </message>
+    <message>
+        <source>Could not end process {pid}: {error}.</source>
+        <translation>无法结束进程 {pid}：{error}。</translation>
+    </message>
+</context>
+<context>
+    <name>RemoteHosts</name>
+    <message>
+        <source>Settings, remote hosts: {error}</source>
+        <translation>设置中的远程主机：{error}</translation>
+    </message>
+    <message>
+        <source>unreachable</source>
+        <translation>无法连接</translation>
+    </message>
+    <message>
+        <source>unreachable since {time} ({duration})</source>
+        <translation>自 {time} 起无法连接（{duration}）</translation>
+    </message>
+    <message>
+        <source>{since}: {fault}</source>
+        <translation>{since}：{fault}</translation>
+    </message>
+    <message>
+        <source>Remote hosts</source>
+        <translation>远程主机</translation>
+    </message>
+    <message>
+        <source>{host} — unreachable</source>
+        <translation>{host} — 无法连接</translation>
     </message>
 </context>
 <context>
@@ -355,6 +618,10 @@
     <message>
         <source>power</source>
         <translation>功耗</translation>
+    </message>
+    <message>
+        <source>SM activity</source>
+        <translation>SM 活跃度</translation>
     </message>
     <message>
         <source>above</source>
@@ -417,6 +684,14 @@
         <translation>显示的 GPU</translation>
     </message>
     <message>
+        <source>One URL a line: an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only.</source>
+        <translation>每行一个 URL：一个 exporter（trayvml serve、dcgm-exporter、nvidia_gpu_exporter、nvitop-exporter），或 prometheus+http(s)://HOST:9090，可附加 #标签选择器。user:password@ 只能写在这里。</translation>
+    </message>
+    <message>
+        <source>Remote hosts</source>
+        <translation>远程主机</translation>
+    </message>
+    <message>
         <source>General</source>
         <translation>常规</translation>
     </message>
@@ -438,6 +713,10 @@
     <message>
         <source>No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray.</source>
         <translation>未找到系统托盘，因此 trayvml 显示此窗口。在 GNOME 上，AppIndicator 扩展可提供托盘。</translation>
+    </message>
+    <message>
+        <source>Alerts and settings</source>
+        <translation>告警和设置</translation>
     </message>
     <message>
         <source>Show graphs</source>
@@ -662,8 +941,8 @@
         <translation>功耗降频</translation>
     </message>
     <message>
-        <source>job finished (idle now)</source>
-        <translation>任务已完成（现已空闲）</translation>
+        <source>job finished after {duration} (idle now)</source>
+        <translation>任务在运行 {duration} 后完成（现已空闲）</translation>
     </message>
     <message>
         <source>{rule}: {what} must be a percentage from 0 to 100.</source>
@@ -820,6 +1099,10 @@
         <translation>NVIDIA 驱动 S 秒未响应时放弃（默认 {default}）</translation>
     </message>
     <message>
+        <source>also show a remote host&apos;s GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; credentials only in the settings file (remote_hosts)</source>
+        <translation>同时显示远程主机的 GPU（可重复）：一个 exporter（trayvml serve、dcgm-exporter、nvidia_gpu_exporter、nvitop-exporter）或 prometheus+http(s)://HOST:9090[#SELECTOR]；凭据只能写在设置文件中（remote_hosts）</translation>
+    </message>
+    <message>
         <source>A system-tray monitor for NVIDIA GPUs.</source>
         <translation>NVIDIA GPU 的系统托盘监视器。</translation>
     </message>
@@ -880,6 +1163,22 @@
         <translation>登录时启动 trayvml：on（开启）、off（关闭）或 status（状态）</translation>
     </message>
     <message>
+        <source>add trayvml to the application menu, with its icons: install or uninstall</source>
+        <translation>将 trayvml 及其图标添加到应用程序菜单：install（安装）或 uninstall（卸载）</translation>
+    </message>
+    <message>
+        <source>serve the GPUs&apos; metrics to Prometheus on /metrics</source>
+        <translation>在 /metrics 上向 Prometheus 提供 GPU 指标</translation>
+    </message>
+    <message>
+        <source>where to listen (default {address}, this machine only; another address is reachable from other machines)</source>
+        <translation>监听地址（默认 {address}，仅本机可访问；其他地址可被其他机器访问）</translation>
+    </message>
+    <message>
+        <source>basic auth and TLS, as Prometheus exporters&apos; --web.config.file (YAML: tls_server_config, basic_auth_users with bcrypt hashes)</source>
+        <translation>基本认证和 TLS，同 Prometheus exporter 的 --web.config.file（YAML：tls_server_config、含 bcrypt 哈希的 basic_auth_users）</translation>
+    </message>
+    <message>
         <source>log needs --csv FILE (or --list-fields).</source>
         <translation>log 命令需要 --csv FILE（或 --list-fields）。</translation>
     </message>
@@ -906,6 +1205,62 @@
     <message>
         <source>Start at login is off ({location}).</source>
         <translation>登录时启动：已关闭（{location}）。</translation>
+    </message>
+    <message>
+        <source>desktop install is for Linux and other freedesktop desktops; use autostart here.</source>
+        <translation>desktop install 适用于 Linux 及其他 freedesktop 桌面；在此请使用 autostart。</translation>
+    </message>
+    <message>
+        <source>Installed the launcher and {count} icons under {folder}.</source>
+        <translation>已在 {folder} 下安装启动器和 {count} 个图标。</translation>
+    </message>
+    <message>
+        <source>Removed {count} files trayvml had installed.</source>
+        <translation>已删除 trayvml 安装的 {count} 个文件。</translation>
+    </message>
+    <message>
+        <source>the history folder (default: in your state folder)</source>
+        <translation>历史记录目录（默认在你的状态目录中）</translation>
+    </message>
+    <message>
+        <source>write the history store without the tray (servers)</source>
+        <translation>不启动托盘，直接写入历史记录存储（用于服务器）</translation>
+    </message>
+    <message>
+        <source>export stored history as CSV (the columns of log)</source>
+        <translation>将已存储的历史记录导出为 CSV（列与 log 相同）</translation>
+    </message>
+    <message>
+        <source>e.g. 90m, 2h, 3d (default 1h)</source>
+        <translation>例如 90m、2h、3d（默认 1h）</translation>
+    </message>
+    <message>
+        <source>ISO date and time, local unless it says its zone</source>
+        <translation>ISO 格式的日期和时间，未注明时区时按本地时间</translation>
+    </message>
+    <message>
+        <source>with --from (default: now)</source>
+        <translation>与 --from 一起使用（默认：现在）</translation>
+    </message>
+    <message>
+        <source>the CSV file, or - for standard output (default)</source>
+        <translation>CSV 文件，或用 - 表示标准输出（默认）</translation>
+    </message>
+    <message>
+        <source>comma-separated nvidia-smi field names, as for log</source>
+        <translation>以逗号分隔的 nvidia-smi 字段名，同 log</translation>
+    </message>
+    <message>
+        <source>only the GPU with this index</source>
+        <translation>只导出此编号的 GPU</translation>
+    </message>
+    <message>
+        <source>values without units</source>
+        <translation>数值不带单位</translation>
+    </message>
+    <message>
+        <source>print the span, samples and bytes stored, and exit</source>
+        <translation>打印已存储的时间跨度、样本数和字节数，然后退出</translation>
     </message>
 </context>
 <context>
@@ -945,6 +1300,56 @@
     <message>
         <source>Cannot write {path}: {error}; the rows already in it are whole.</source>
         <translation>无法写入 {path}：{error}；已写入的行完整无损。</translation>
+    </message>
+</context>
+<context>
+    <name>desktop</name>
+    <message>
+        <source>The list of installed files {path} cannot be read ({error}).</source>
+        <translation>无法读取已安装文件列表 {path}（{error}）。</translation>
+    </message>
+    <message>
+        <source>The list of installed files {path} is not one this trayvml wrote.</source>
+        <translation>已安装文件列表 {path} 不是此 trayvml 写入的。</translation>
+    </message>
+    <message>
+        <source>Could not write {path}: {error}.</source>
+        <translation>无法写入 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>Nothing to remove: no trayvml desktop files are recorded in {path}.</source>
+        <translation>没有可删除的内容：{path} 中没有记录任何 trayvml 桌面文件。</translation>
+    </message>
+    <message>
+        <source>Left {path} in place: it has changed since trayvml wrote it.</source>
+        <translation>已保留 {path}：自 trayvml 写入后它已被修改。</translation>
+    </message>
+    <message>
+        <source>Could not remove {path}: {error}.</source>
+        <translation>无法删除 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>{tool} did not finish within {seconds} s: {cache} may be out of date.</source>
+        <translation>{tool} 未在 {seconds} 秒内完成：{cache} 可能已过时。</translation>
+    </message>
+    <message>
+        <source>{tool} could not run ({error}): {cache} may be out of date.</source>
+        <translation>{tool} 无法运行（{error}）：{cache} 可能已过时。</translation>
+    </message>
+    <message>
+        <source>exit status {code}</source>
+        <translation>退出状态 {code}</translation>
+    </message>
+    <message>
+        <source>{tool} failed ({reason}): {cache} may be out of date.</source>
+        <translation>{tool} 失败（{reason}）：{cache} 可能已过时。</translation>
+    </message>
+</context>
+<context>
+    <name>energy</name>
+    <message>
+        <source>{energy} on GPU {gpu} over {duration}.</source>
+        <translation>GPU {gpu} 在 {duration} 内消耗 {energy}。</translation>
     </message>
 </context>
 <context>
@@ -1025,12 +1430,20 @@
         <source>The NVIDIA driver has not answered for {duration}; no GPU values are current until it does.</source>
         <translation>NVIDIA 驱动已 {duration} 未响应；在其响应之前，所有 GPU 数值都不是最新的。</translation>
     </message>
+    <message>
+        <source>Host unreachable</source>
+        <translation>主机无法连接</translation>
+    </message>
 </context>
 <context>
     <name>metrics</name>
     <message>
         <source>Utilization</source>
         <translation>利用率</translation>
+    </message>
+    <message>
+        <source>Activity</source>
+        <translation>活跃度</translation>
     </message>
     <message>
         <source>Memory</source>
@@ -1269,6 +1682,50 @@
         <translation>时钟事件（降频）原因</translation>
     </message>
     <message>
+        <source>SM activity</source>
+        <translation>SM 活跃度</translation>
+    </message>
+    <message>
+        <source>SM occupancy</source>
+        <translation>SM 占用率</translation>
+    </message>
+    <message>
+        <source>Tensor core activity</source>
+        <translation>Tensor Core 活跃度</translation>
+    </message>
+    <message>
+        <source>DRAM bandwidth utilization</source>
+        <translation>DRAM 带宽利用率</translation>
+    </message>
+    <message>
+        <source>FP64 activity</source>
+        <translation>FP64 活跃度</translation>
+    </message>
+    <message>
+        <source>FP32 activity</source>
+        <translation>FP32 活跃度</translation>
+    </message>
+    <message>
+        <source>FP16 activity</source>
+        <translation>FP16 活跃度</translation>
+    </message>
+    <message>
+        <source>PCIe TX (GPM)</source>
+        <translation>PCIe 发送 (GPM)</translation>
+    </message>
+    <message>
+        <source>PCIe RX (GPM)</source>
+        <translation>PCIe 接收 (GPM)</translation>
+    </message>
+    <message>
+        <source>NVLink TX (GPM)</source>
+        <translation>NVLink 发送 (GPM)</translation>
+    </message>
+    <message>
+        <source>NVLink RX (GPM)</source>
+        <translation>NVLink 接收 (GPM)</translation>
+    </message>
+    <message>
         <source>RAM used</source>
         <translation>已用内存</translation>
     </message>
@@ -1299,6 +1756,10 @@
     <message>
         <source>Network sent</source>
         <translation>网络发送</translation>
+    </message>
+    <message>
+        <source>GPM activity metrics need a Hopper or newer data-center GPU</source>
+        <translation>GPM 活跃度指标需要 Hopper 或更新架构的数据中心 GPU</translation>
     </message>
     <message>
         <source>Index</source>
@@ -1448,6 +1909,71 @@
         <source>not read: nothing shows it</source>
         <translation>未读取：没有界面显示它</translation>
     </message>
+    <message>
+        <source>asleep: runtime-suspended, not queried so that it stays asleep</source>
+        <translation>休眠中：运行时挂起，不查询以免将其唤醒</translation>
+    </message>
+    <message>
+        <source>resting: an idle laptop GPU is read slowly so that it can go to sleep</source>
+        <translation>低频读取：空闲的笔记本 GPU 读取得较慢，以便其进入休眠</translation>
+    </message>
+</context>
+<context>
+    <name>notices</name>
+    <message>
+        <source>Jobs on it have failed. `dmesg` shows the driver&apos;s Xid message and `nvidia-smi` whether the GPU is still seen; a reboot (or reseating the card) usually brings it back, and if it happens again, check its power and cooling.</source>
+        <translation>其上的任务已失败。`dmesg` 可查看驱动的 Xid 消息，`nvidia-smi` 可查看 GPU 是否仍被识别；重启（或重新插拔显卡）通常可以恢复，如果再次发生，请检查其供电和散热。</translation>
+    </message>
+    <message>
+        <source>`dmesg` has the driver&apos;s message; NVIDIA&apos;s XID catalog says whether the GPU needs a reset.</source>
+        <translation>`dmesg` 中有驱动的消息；NVIDIA 的 XID 目录说明了 GPU 是否需要重置。</translation>
+    </message>
+    <message>
+        <source>Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it.</source>
+        <translation>请检查风扇和风道：GPU 接近温度上限时会自行降速，超过上限时会关闭。</translation>
+    </message>
+    <message>
+        <source>Clocks are held down: check the cooling (thermal) or the power limit (power).</source>
+        <translation>时钟被压低：请检查散热（温度）或功耗上限（功耗）。</translation>
+    </message>
+    <message>
+        <source>A job that allocates more will fail with out of memory.</source>
+        <translation>再多分配显存的任务将因显存不足而失败。</translation>
+    </message>
+    <message>
+        <source>Back to normal.</source>
+        <translation>已恢复正常。</translation>
+    </message>
+    <message>
+        <source>{body}
+For {duration} now.</source>
+        <translation>{body}
+已持续 {duration}。</translation>
+    </message>
+    <message>
+        <source>GPUs {gpus}: {what}</source>
+        <translation>GPU {gpus}：{what}</translation>
+    </message>
+    <message>
+        <source>… and {count} more GPUs.</source>
+        <translation>… 另有 {count} 个 GPU。</translation>
+    </message>
+    <message>
+        <source>Since {time} ({duration}).</source>
+        <translation>自 {time} 起（{duration}）。</translation>
+    </message>
+    <message>
+        <source>GPUs {gpus}</source>
+        <translation>GPU {gpus}</translation>
+    </message>
+    <message>
+        <source>Back to normal after {duration}.</source>
+        <translation>持续 {duration} 后已恢复正常。</translation>
+    </message>
+    <message>
+        <source>{line}; {detail}</source>
+        <translation>{line}；{detail}</translation>
+    </message>
 </context>
 <context>
     <name>notify</name>
@@ -1458,10 +1984,6 @@
     <message>
         <source>Snooze 1 h</source>
         <translation>1 小时内不再提醒</translation>
-    </message>
-    <message>
-        <source>Back to normal.</source>
-        <translation>已恢复正常。</translation>
     </message>
 </context>
 <context>
@@ -1496,6 +2018,224 @@
     </message>
 </context>
 <context>
+    <name>record</name>
+    <message>
+        <source>trayvml: recording to {folder} every {seconds} s</source>
+        <translation>trayvml：每 {seconds} 秒记录一次，写入 {folder}</translation>
+    </message>
+    <message>
+        <source>trayvml: {problem} (the host is still recorded)</source>
+        <translation>trayvml：{problem}（仍在记录主机数据）</translation>
+    </message>
+    <message>
+        <source>trayvml: {count} samples recorded</source>
+        <translation>trayvml：已记录 {count} 个样本</translation>
+    </message>
+    <message>
+        <source>trayvml: {count} sample recorded</source>
+        <translation>trayvml：已记录 {count} 个样本</translation>
+    </message>
+    <message>
+        <source>{value} is not a date and time such as {example}.</source>
+        <translation>{value} 不是日期和时间，应类似 {example}。</translation>
+    </message>
+    <message>
+        <source>--since {value} is not a length of time such as 90m, 2h or 3d.</source>
+        <translation>--since {value} 不是时长，应类似 90m、2h 或 3d。</translation>
+    </message>
+    <message>
+        <source>--to needs --from.</source>
+        <translation>--to 需要与 --from 一起使用。</translation>
+    </message>
+    <message>
+        <source>--to is before --from.</source>
+        <translation>--to 早于 --from。</translation>
+    </message>
+    <message>
+        <source>No history in {folder} yet: the tray app or `trayvml record` writes it.</source>
+        <translation>{folder} 中还没有历史记录：托盘程序或 `trayvml record` 会写入它。</translation>
+    </message>
+    <message>
+        <source>trayvml: {count} rows written to {path}</source>
+        <translation>trayvml：已将 {count} 行写入 {path}</translation>
+    </message>
+    <message>
+        <source>trayvml: {count} row written to {path}</source>
+        <translation>trayvml：已将 {count} 行写入 {path}</translation>
+    </message>
+    <message>
+        <source>Cannot write {path}: {error}.</source>
+        <translation>无法写入 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>{count} GPUs and the host</source>
+        <translation>{count} 个 GPU 和主机</translation>
+    </message>
+    <message>
+        <source>{count} GPU and the host</source>
+        <translation>{count} 个 GPU 和主机</translation>
+    </message>
+    <message>
+        <source>store:</source>
+        <translation>存储：</translation>
+    </message>
+    <message>
+        <source>from:</source>
+        <translation>起始：</translation>
+    </message>
+    <message>
+        <source>to:</source>
+        <translation>结束：</translation>
+    </message>
+    <message>
+        <source>span:</source>
+        <translation>跨度：</translation>
+    </message>
+    <message>
+        <source>devices:</source>
+        <translation>设备：</translation>
+    </message>
+    <message>
+        <source>samples:</source>
+        <translation>样本数：</translation>
+    </message>
+    <message>
+        <source>bytes on disk:</source>
+        <translation>磁盘字节数：</translation>
+    </message>
+    <message>
+        <source>bytes per sample:</source>
+        <translation>每样本字节数：</translation>
+    </message>
+</context>
+<context>
+    <name>remote</name>
+    <message>
+        <source>trayvml: settings, remote_hosts: {error}</source>
+        <translation>trayvml：设置中的 remote_hosts：{error}</translation>
+    </message>
+    <message>
+        <source>{host}: unreachable: {fault}</source>
+        <translation>{host}：无法连接：{fault}</translation>
+    </message>
+    <message>
+        <source>{host}: unreachable (since {time}, {duration}): {fault}</source>
+        <translation>{host}：无法连接（自 {time} 起，{duration}）：{fault}</translation>
+    </message>
+    <message>
+        <source>(from {kind} at {url})</source>
+        <translation>（来自 {url} 上的 {kind}）</translation>
+    </message>
+    <message>
+        <source>trayvml: No local GPU values: {problem}</source>
+        <translation>trayvml：没有本机 GPU 数值：{problem}</translation>
+    </message>
+    <message>
+        <source>trayvml: {problem} (no rows for {host} until it answers)</source>
+        <translation>trayvml：{problem}（在 {host} 响应之前不为其写入数据行）</translation>
+    </message>
+    <message>
+        <source>trayvml: {host} answers again</source>
+        <translation>trayvml：{host} 已恢复响应</translation>
+    </message>
+    <message>
+        <source>this machine</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source>trayvml: {count} ticks logged to {path}</source>
+        <translation>trayvml：已记录 {count} 次采样到 {path}</translation>
+    </message>
+    <message>
+        <source>trayvml: {count} tick logged to {path}</source>
+        <translation>trayvml：已记录 {count} 次采样到 {path}</translation>
+    </message>
+    <message>
+        <source>{url}: {host}&apos;s exporter has not read its GPUs yet.</source>
+        <translation>{url}：{host} 的 exporter 尚未读取其 GPU。</translation>
+    </message>
+    <message>
+        <source>{url}: {host}&apos;s exporter says its GPU driver is not usable ({reason}).</source>
+        <translation>{url}：{host} 的 exporter 报告其 GPU 驱动不可用（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Remote {url} is not a URL: {error}.</source>
+        <translation>远程地址 {url} 不是 URL：{error}。</translation>
+    </message>
+    <message>
+        <source>Remote {url} is not an http(s):// exporter URL or a prometheus+http(s):// server URL.</source>
+        <translation>远程地址 {url} 既不是 http(s):// exporter URL，也不是 prometheus+http(s):// 服务器 URL。</translation>
+    </message>
+    <message>
+        <source>Remote {url} has credentials in it: put them in the settings file (remote_hosts), where other users cannot read them in the process list.</source>
+        <translation>远程地址 {url} 中含有凭据：请将其写入设置文件（remote_hosts），这样其他用户无法在进程列表中看到它们。</translation>
+    </message>
+    <message>
+        <source>{url} sent more than {mib} MiB: not a scrape.</source>
+        <translation>{url} 发送了超过 {mib} MiB 的数据：这不是一次指标抓取。</translation>
+    </message>
+    <message>
+        <source>{url} did not finish answering within {seconds} s.</source>
+        <translation>{url} 未在 {seconds} 秒内完成响应。</translation>
+    </message>
+    <message>
+        <source>{url} answered HTTP {code} {reason} (check the user and password in the settings file).</source>
+        <translation>{url} 返回 HTTP {code} {reason}（请检查设置文件中的用户名和密码）。</translation>
+    </message>
+    <message>
+        <source>{url} answered HTTP {code} {reason}.</source>
+        <translation>{url} 返回 HTTP {code} {reason}。</translation>
+    </message>
+    <message>
+        <source>{url}: the TLS connection failed ({reason}).</source>
+        <translation>{url}：TLS 连接失败（{reason}）。</translation>
+    </message>
+    <message>
+        <source>{url} cannot be reached: {reason}.</source>
+        <translation>无法连接 {url}：{reason}。</translation>
+    </message>
+    <message>
+        <source>{url} broke off: {reason}.</source>
+        <translation>{url} 连接中断：{reason}。</translation>
+    </message>
+    <message>
+        <source>{url} did not answer within {seconds} s.</source>
+        <translation>{url} 未在 {seconds} 秒内响应。</translation>
+    </message>
+    <message>
+        <source>{url} returned a web page, not Prometheus metrics: is it the /metrics address?</source>
+        <translation>{url} 返回的是网页，不是 Prometheus 指标：这是 /metrics 地址吗？</translation>
+    </message>
+    <message>
+        <source>{url} returned something that is not Prometheus metrics ({error}).</source>
+        <translation>{url} 返回的内容不是 Prometheus 指标（{error}）。</translation>
+    </message>
+    <message>
+        <source>{url} serves Prometheus metrics, but none from a GPU exporter trayvml knows (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter).</source>
+        <translation>{url} 提供 Prometheus 指标，但没有来自 trayvml 所知的 GPU exporter（trayvml serve、dcgm-exporter、nvidia_gpu_exporter、nvitop-exporter）的指标。</translation>
+    </message>
+    <message>
+        <source>{url} refused the query: {reason}.</source>
+        <translation>{url} 拒绝了查询：{reason}。</translation>
+    </message>
+    <message>
+        <source>no reason given</source>
+        <translation>未给出原因</translation>
+    </message>
+    <message>
+        <source>{url} holds no current GPU series matching {query}.</source>
+        <translation>{url} 中没有与 {query} 匹配的当前 GPU 时间序列。</translation>
+    </message>
+    <message>
+        <source>{url} did not answer as a Prometheus server ({error}).</source>
+        <translation>{url} 的响应不像 Prometheus 服务器（{error}）。</translation>
+    </message>
+    <message>
+        <source>{url}: reading it failed in trayvml itself ({error}).</source>
+        <translation>{url}：trayvml 自身读取它时失败（{error}）。</translation>
+    </message>
+</context>
+<context>
     <name>report</name>
     <message>
         <source>SIMULATED: simulated GPUs ({scenario}), not real hardware</source>
@@ -1514,6 +2254,10 @@
         <translation>GPU 丢失：已从总线上掉线</translation>
     </message>
     <message>
+        <source>asleep (runtime-suspended): not queried</source>
+        <translation>休眠中（运行时挂起）：未查询</translation>
+    </message>
+    <message>
         <source>fan {speed}</source>
         <translation>风扇 {speed}</translation>
     </message>
@@ -1524,6 +2268,61 @@
     <message>
         <source>note: {note}</source>
         <translation>注意：{note}</translation>
+    </message>
+</context>
+<context>
+    <name>serve</name>
+    <message>
+        <source>--listen {value}: the port must be a number from 0 to 65535.</source>
+        <translation>--listen {value}：端口必须是 0 到 65535 之间的数字。</translation>
+    </message>
+    <message>
+        <source>Cannot read the web config file {path}: {error}.</source>
+        <translation>无法读取 web 配置文件 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>The web config file {path} is not valid YAML: {error}.</source>
+        <translation>web 配置文件 {path} 不是有效的 YAML：{error}。</translation>
+    </message>
+    <message>
+        <source>The web config file {path} must be a mapping (tls_server_config, basic_auth_users).</source>
+        <translation>web 配置文件 {path} 必须是映射（tls_server_config、basic_auth_users）。</translation>
+    </message>
+    <message>
+        <source>The web config file {path} has keys trayvml does not know: {keys}.</source>
+        <translation>web 配置文件 {path} 中有 trayvml 不认识的键：{keys}。</translation>
+    </message>
+    <message>
+        <source>The web config file {path}: tls_server_config and basic_auth_users must be mappings.</source>
+        <translation>web 配置文件 {path}：tls_server_config 和 basic_auth_users 必须是映射。</translation>
+    </message>
+    <message>
+        <source>The web config file {path}: TLS needs both cert_file and key_file.</source>
+        <translation>web 配置文件 {path}：TLS 需要同时提供 cert_file 和 key_file。</translation>
+    </message>
+    <message>
+        <source>The web config file {path}: the password of {user} must be a bcrypt hash.</source>
+        <translation>web 配置文件 {path}：{user} 的密码必须是 bcrypt 哈希。</translation>
+    </message>
+    <message>
+        <source>Cannot listen on {address}: {error}.</source>
+        <translation>无法在 {address} 上监听：{error}。</translation>
+    </message>
+    <message>
+        <source>Cannot load the TLS certificate {path} or its key: {error}.</source>
+        <translation>无法加载 TLS 证书 {path} 或其密钥：{error}。</translation>
+    </message>
+    <message>
+        <source>trayvml: warning: serving on {host}, reachable from other machines; basic auth is on.</source>
+        <translation>trayvml：警告：正在 {host} 上提供服务，其他机器可以访问；已启用基本认证。</translation>
+    </message>
+    <message>
+        <source>trayvml: warning: serving on {host}, reachable from other machines; anyone who can reach it can read your GPUs&apos; metrics.</source>
+        <translation>trayvml：警告：正在 {host} 上提供服务，其他机器可以访问；任何能访问它的人都能读取你的 GPU 指标。</translation>
+    </message>
+    <message>
+        <source>trayvml: serving {url}</source>
+        <translation>trayvml：正在提供 {url}</translation>
     </message>
 </context>
 <context>
@@ -1567,6 +2366,42 @@
     <message>
         <source>The language of trayvml&apos;s menus, windows and messages; system: the desktop&apos;s. Takes effect at the next start.</source>
         <translation>trayvml 菜单、窗口和消息使用的语言；跟随系统：使用桌面的语言。下次启动时生效。</translation>
+    </message>
+    <message>
+        <source>Read idle laptop GPUs every (s)</source>
+        <translation>空闲笔记本 GPU 读取间隔 (s)</translation>
+    </message>
+    <message>
+        <source>An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.</source>
+        <translation>空闲的笔记本 GPU 按此间隔读取，其间释放 NVML，以便 GPU 进入休眠（打开的 NVML 句柄会让它保持唤醒，耗电 5-25 W）。0：按采样间隔读取。</translation>
+    </message>
+    <message>
+        <source>Keep history on disk</source>
+        <translation>在磁盘上保存历史记录</translation>
+    </message>
+    <message>
+        <source>In your state folder; trayvml record writes the same.</source>
+        <translation>保存在你的状态目录中；trayvml record 写入的也是同一份。</translation>
+    </message>
+    <message>
+        <source>Seconds kept on disk (h)</source>
+        <translation>磁盘上按秒保存的时长 (h)</translation>
+    </message>
+    <message>
+        <source>Minutes kept on disk (days)</source>
+        <translation>磁盘上按分钟保存的时长（天）</translation>
+    </message>
+    <message>
+        <source>History size cap (MiB)</source>
+        <translation>历史记录大小上限 (MiB)</translation>
+    </message>
+    <message>
+        <source>Serve metrics to Prometheus</source>
+        <translation>向 Prometheus 提供指标</translation>
+    </message>
+    <message>
+        <source>Serve the GPUs&apos; metrics on http://127.0.0.1:8729/metrics, as `trayvml serve` does.</source>
+        <translation>在 http://127.0.0.1:8729/metrics 上提供 GPU 指标，与 `trayvml serve` 相同。</translation>
     </message>
     <message>
         <source>{setting}: {value} is not one of {choices}.</source>
@@ -1613,6 +2448,18 @@
         <translation>{old} 已不再使用</translation>
     </message>
     <message>
+        <source>{table} held the former default and now has today&apos;s ({default})</source>
+        <translation>{table} 原为旧的默认值，现改用当前默认值（{default}）</translation>
+    </message>
+    <message>
+        <source>on</source>
+        <translation>开启</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
         <source>it is not valid TOML ({error})</source>
         <translation>它不是有效的 TOML（{error}）</translation>
     </message>
@@ -1635,6 +2482,10 @@
     <message>
         <source>hidden_gpus should be a list of GPU indices</source>
         <translation>hidden_gpus 应为 GPU 索引的列表</translation>
+    </message>
+    <message>
+        <source>remote_hosts should be a list of URLs</source>
+        <translation>remote_hosts 应为 URL 列表</translation>
     </message>
     <message>
         <source>{key} should be a GPU index (0, 1, …)</source>
@@ -1679,6 +2530,29 @@
     <message>
         <source>The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.</source>
         <translation>无法使用设置文件 {path}：{reason}；已将其移为 {aside}，当前使用默认设置。</translation>
+    </message>
+</context>
+<context>
+    <name>store</name>
+    <message>
+        <source>The history in {folder} is being written by process {pid}; one writer at a time.</source>
+        <translation>{folder} 中的历史记录正由进程 {pid} 写入；同一时间只能有一个写入者。</translation>
+    </message>
+    <message>
+        <source>History is kept in memory only: cannot write {folder} ({reason}); trying again every {seconds} s.</source>
+        <translation>历史记录仅保存在内存中：无法写入 {folder}（{reason}）；每 {seconds} 秒重试一次。</translation>
+    </message>
+    <message>
+        <source>{problem} The window shows what it writes.</source>
+        <translation>{problem}窗口会显示它写入的内容。</translation>
+    </message>
+    <message>
+        <source>History is kept in memory only: cannot write {folder} ({reason}).</source>
+        <translation>历史记录仅保存在内存中：无法写入 {folder}（{reason}）。</translation>
+    </message>
+    <message>
+        <source>Writing the history to {folder} again.</source>
+        <translation>已恢复将历史记录写入 {folder}。</translation>
     </message>
 </context>
 <context>

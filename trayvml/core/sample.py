@@ -10,7 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from trayvml.core.errors import DriverStall, NvmlUnavailable
-from trayvml.core.i18n import QT_TRANSLATE_NOOP
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import GPU_INDEX, HOST_INDEX
 
 
@@ -141,7 +141,9 @@ class RemoteOrigin:
     fault: str = ""  # a sentence naming the URL: why no values are current; "" when they are
     since_s: float = math.nan  # wall clock when the fault began
 
-    headline = "Host unreachable"
+    @property
+    def headline(self) -> str:
+        return translate("errors", "Host unreachable")
 
 
 @dataclass(frozen=True)

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.history import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, History, Series
 from trayvml.store.read import CoarseData, StoreReader
@@ -38,9 +39,11 @@ class Recording:
         try:
             self.writer = StoreWriter(folder, limits)
         except StoreLockedError as error:
-            self.note = f"{error} The window shows what it writes."
+            self.note = translate("store", "{problem} The window shows what it writes.").format(problem=error)
         except OSError as error:  # the lock file itself cannot be made: memory only, said once
-            self.note = f"History is kept in memory only: cannot write {folder} ({error.strerror})."
+            self.note = translate("store", "History is kept in memory only: cannot write {folder} ({reason}).").format(
+                folder=folder, reason=error.strerror
+            )
         if self.note:
             log.warning("%s", self.note)
 
@@ -53,7 +56,7 @@ class Recording:
         after = self.writer.problem
         if after != before:
             self.note = after
-            return after or f"Writing the history to {self.folder} again."
+            return after or translate("store", "Writing the history to {folder} again.").format(folder=self.folder)
         return None
 
     def close(self) -> None:

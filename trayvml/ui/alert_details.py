@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import time
 
+from PySide6.QtCore import QCoreApplication
+
 from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
@@ -18,36 +20,62 @@ from trayvml.ui.text import gpu_line
 PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
 SHOWN_PROCESSES = 3
 UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def process_words(process: ProcessSample) -> str:
     """'python train.py --rank 0 (alice, PID 4200001) 70.1 GiB'; unknowns said in words."""
     memory = "" if math.isnan(process.used_memory_bytes) else f" {format_bytes(process.used_memory_bytes)}"
     if process.no_permission:
-        return f"PID {process.pid} of another user (no permission to see its name){memory}"
+        return (
+            translate("AlertDetails", "PID {pid} of another user (no permission to see its name)").format(
+                pid=process.pid
+            )
+            + memory
+        )
     if not process.name and not process.user:
-        where = f"container {process.container[:12]}" if process.container else "another container or namespace"
-        return f"PID {process.pid}, not visible from here ({where}){memory}"
+        where = (
+            translate("AlertDetails", "container {id}").format(id=process.container[:12])
+            if process.container
+            else translate("AlertDetails", "another container or namespace")
+        )
+        return (
+            translate("AlertDetails", "PID {pid}, not visible from here ({where})").format(pid=process.pid, where=where)
+            + memory
+        )
     what = shorten(clean(process.command or process.name))
-    user = shorten(clean(process.user)) or "user unknown"
-    return f"{what} ({user}, PID {process.pid}){memory}"
+    user = shorten(clean(process.user)) or translate("AlertDetails", "user unknown")
+    return (
+        translate("AlertDetails", "{what} ({user}, PID {pid})").format(what=what, user=user, pid=process.pid) + memory
+    )
 
 
-def processes_line(gpu: GpuSample | None, lead: str = "Processes") -> str:
+def processes_line(gpu: GpuSample | None, lead: str = "") -> str:
+    """``lead`` (default: "Processes"), then the biggest processes."""
     if gpu is None or not gpu.processes:
         return ""
     biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
-    shown = "; ".join(process_words(p) for p in biggest[:SHOWN_PROCESSES])
+    shown = translate("AlertDetails", "; ").join(process_words(p) for p in biggest[:SHOWN_PROCESSES])
     more = len(biggest) - SHOWN_PROCESSES
-    return f"{lead}: {shown}" + (f"; and {more} more" if more > 0 else "")
+    if more > 0:
+        shown = translate("AlertDetails", "{processes}; and {more} more").format(processes=shown, more=more)
+    return translate("AlertDetails", "{lead}: {processes}").format(
+        lead=lead or translate("AlertDetails", "Processes"), processes=shown
+    )
 
 
 def device_words(device: DeviceInfo | None) -> str:
     """'NVIDIA H100 80GB HBM3 at PCI 00000000:1B:00.0', or why that is unknown."""
     if device is None or device.name == UNKNOWN_NAME or not device.name:
-        return "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
-    where = f" at PCI {device.pci_bus_id}" if device.pci_bus_id else " (PCI bus id unknown)"
-    return f"{clean(device.name)}{where}, UUID {device.uuid or 'unknown'}."
+        return translate(
+            "AlertDetails", "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
+        )
+    uuid = device.uuid or translate("AlertDetails", "unknown")
+    if device.pci_bus_id:
+        words = translate("AlertDetails", "{name} at PCI {bus}, UUID {uuid}.")
+    else:
+        words = translate("AlertDetails", "{name} (PCI bus id unknown), UUID {uuid}.")
+    return words.format(name=clean(device.name), bus=device.pci_bus_id, uuid=uuid)
 
 
 def alert_details(
@@ -68,10 +96,11 @@ def alert_details(
         lines = [device_words(device)]
         if last_seen is not None and device is not None:
             when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
-            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).split(' ', 1)[1]}.")
-            lines.append(processes_line(last_seen, "It was running"))
+            values = gpu_line(last_seen, device).split(" ", 1)[1]
+            lines.append(translate("AlertDetails", "Last seen at {time}: {values}.").format(time=when, values=values))
+            lines.append(processes_line(last_seen, translate("AlertDetails", "It was running")))
         elif last_seen is None:
-            lines.append("trayvml never read a value from it.")
+            lines.append(translate("AlertDetails", "trayvml never read a value from it."))
         return "\n".join(line for line in lines if line)
     if event.rule in PROCESS_RULES:
         return processes_line(sample.gpu(event.gpu_index))

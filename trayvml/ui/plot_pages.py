@@ -249,10 +249,10 @@ def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     head = ""
     if len(metrics) > 1 or not panel.gpu_count:
         styled = len(metrics) > 1
-        cells = "".join(
-            f"<th align=right>&nbsp;{rich_text(m.label)}{f' ({STYLE_NAMES[k]})' if styled else ''}</th>"
-            for k, m in enumerate(metrics)
-        )
+        labels = [translate("metrics", m.label) for m in metrics]
+        if styled:
+            labels = [f"{label} ({translate('Panel', STYLE_NAMES[k])})" for k, label in enumerate(labels)]
+        cells = "".join(f"<th align=right>&nbsp;{rich_text(label)}</th>" for label in labels)
         head = f"<tr><th></th>{cells}</tr>"
     body = "".join(
         f'<tr><td style="color:{colour}">{rich_text(name)}</td>'
@@ -261,7 +261,7 @@ def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
         for name, colour, values in rows
     )
     if not rows:
-        body = "<tr><td>no lines here at this time</td></tr>"
+        body = "<tr><td>" + translate("Panel", "no lines here at this time") + "</td></tr>"
     return f"<b>{when}</b><table cellspacing=0 cellpadding=1>{head}{body}</table>"
 
 

@@ -179,11 +179,13 @@ class GraphWindow(QMainWindow):
         self.follow_button.setCheckable(True)
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
-        self.follow_button.setToolTip("Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
+        self.follow_button.setToolTip(
+            translate("GraphWindow", "Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
+        )
         bar.addWidget(self.follow_button)
-        self.pick_button = QPushButton("Range…")
+        self.pick_button = QPushButton(translate("GraphWindow", "Range…"))
         self.pick_button.setFlat(True)
-        self.pick_button.setToolTip("Show any past range kept on disk")
+        self.pick_button.setToolTip(translate("GraphWindow", "Show any past range kept on disk"))
         self.pick_button.clicked.connect(self._pick_range)
         bar.addWidget(self.pick_button)
         spacer = QWidget()
@@ -214,7 +216,7 @@ class GraphWindow(QMainWindow):
         """A menu button at the toolbar's end: pause alerts, start at login, settings (the tray's)."""
         button = QToolButton()
         button.setObjectName("app_menu_button")
-        button.setText("Alerts and settings")
+        button.setText(translate("GraphWindow", "Alerts and settings"))
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         button.setMenu(menu)
         toolbar = self.findChild(QToolBar, "view_toolbar")
@@ -242,7 +244,9 @@ class GraphWindow(QMainWindow):
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
             # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
-            facts = f"{info.name} · bus {info.pci_bus_id or '?'} · {info.uuid}"
+            facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(
+                name=info.name, bus=info.pci_bus_id or "?", uuid=info.uuid
+            )
             toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
             self.gpu_toggles_layout.addWidget(toggle)
@@ -300,7 +304,11 @@ class GraphWindow(QMainWindow):
     def _show_following(self) -> None:
         """Out of Follow live, the button says so where the eye is, and one click returns."""
         self.follow_button.setChecked(self.following)
-        self.follow_button.setText("Follow live" if self.following else "Paused: back to live ▶")
+        self.follow_button.setText(
+            translate("GraphWindow", "Follow live")
+            if self.following
+            else translate("GraphWindow", "Paused: back to live ▶")
+        )
         paused = "QPushButton { background: palette(highlight); color: palette(highlighted-text); }"
         self.follow_button.setStyleSheet("" if self.following else paused)
 
@@ -384,11 +392,9 @@ class GraphWindow(QMainWindow):
             if self.gpu_page is not None:
                 self.gpu_page.show()
             return
-        headline, sentence = problem or ("Waiting for the first reading of the GPUs", "")
-        text = (
-            f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p>"
-            "<p>The Machine tab still shows this computer's CPU, memory, disk and network.</p>"
-        )
+        headline, sentence = problem or (translate("GraphWindow", "Waiting for the first reading of the GPUs"), "")
+        machine = translate("GraphWindow", "The Machine tab still shows this computer's CPU, memory, disk and network.")
+        text = f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p><p>{machine}</p>"
         if text != self.no_gpus_label.text():
             self.no_gpus_label.setText(text)
         self.no_gpus_label.show()
