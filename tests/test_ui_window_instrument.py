@@ -75,6 +75,8 @@ def test_readout_reads_the_strip_and_full_precision(window) -> None:
     w, _ = window("thermal:gpus=h100*2", seconds=300)
     page = w.gpu_page
     power = next(p for p in page.panels if p.spec.group is Group.POWER)
+    assert w._view is not None
+    page.draw_panel(power, w._view)  # drawn even where it is scrolled out of view (only those in view are)
     xs, ys = power.lines[0].line(1)
     rows = power.values_at(float(xs[-20]), w._names())
     assert rows[1][2][0] == format_precise(power.spec.metrics[0], float(ys[-20]))
@@ -93,13 +95,15 @@ def test_wheel_scrolls_the_page_and_ctrl_wheel_zooms_time_out_of_follow_live(win
     start, end = page.x_range()
     bar = page.verticalScrollBar()
     _wheel(target, QPoint(300, 200), -2)  # down two notches
-    assert bar.value() > 0 and page.x_range() == (start, end) and w.following
+    scrolled = bar.value()
+    assert scrolled == min(bar.maximum(), 2 * QApplication.wheelScrollLines() * bar.singleStep())  # once, not twice
+    assert scrolled > 0 and page.x_range() == (start, end) and w.following
     _wheel(target, QPoint(300, 200), +2, ctrl=True)  # zoom in
     zoomed_start, zoomed_end = page.x_range()
     assert zoomed_end - zoomed_start == pytest.approx((end - start) * 0.8**2)
     assert zoomed_end <= sample.timestamp_s and not w.following
     assert w.follow_button.text() != "Follow live" and not w.follow_button.isChecked()  # out of it, shown
-    assert bar.value() > 0  # the page stayed where it was scrolled
+    assert bar.value() == scrolled  # Ctrl+wheel zooms only: the page stayed where it was scrolled
     w.follow_button.click()  # one click back
     w.finish_redraw()
     assert w.following and w.follow_button.text() == "Follow live"
@@ -182,6 +186,10 @@ def test_per_gpu_tab_draws_a_panel_per_gpu_named_apart(window) -> None:
     assert len(set(titles)) == 8 and titles[3].startswith("GPU 3 H100")  # identical GPUs told apart
     for k, panel in enumerate(page.visible_panels()):
         assert [g for g in range(8) if panel.lines[0].line(g) is not None] == [k]
+    w.set_gpu_visible(2, False)
+    w.finish_redraw()
+    assert page.panels[2].lines[0].line(2) is None and page.panels[2].notice.isVisible()  # says why it is empty
+    assert not page.panels[1].notice.isVisible()
     w.per_gpu.group_box.setCurrentText(Group.TEMPERATURE.value)
     w.refresh()
     assert w.per_gpu.page is not page and w.per_gpu.page.panels[0].spec.group is Group.TEMPERATURE
@@ -246,3 +254,38 @@ def test_simulated_processes_never_show_a_host_process_of_the_same_pid(window) -
     assert {model.index(r, 5).data() for r in range(model.rowCount())} == {"simulated"}
     assert not any(w.process_view.can_end(r) for r in range(model.rowCount()))
     assert os.getpid() not in model.started_s
+
+
+def test_temperature_panel_draws_the_slowdown_and_shutdown_limits(window) -> None:
+    w, sample = window("training:gpus=h100*2", seconds=120)
+    temperature = next(p for p in w.gpu_page.panels if p.spec.group is Group.TEMPERATURE)
+    limits = sorted(line.value() for line in temperature.limits if line.isVisible())
+    info = sample.devices[0]
+    assert limits == [info.temperature_slowdown_c, info.temperature_shutdown_c] == [87.0, 92.0]  # read from NVML
+    assert temperature.limits[0].label.toPlainText() == "slowdown 87 °C · shutdown 92 °C"
+    w.grab()
+    assert temperature.plot.getViewBox().viewRange()[1][1] >= 92  # the headroom is in view
+
+
+def test_a_pinch_zooms_time_like_ctrl_wheel(window) -> None:
+    from PySide6.QtGui import QNativeGestureEvent, QPointingDevice
+
+    w, sample = window(seconds=1800)
+    page = w.gpu_page
+    start, end = page.x_range()
+    at = QPointF(300, 200)
+    pinch = QNativeGestureEvent(
+        Qt.NativeGestureType.ZoomNativeGesture,
+        QPointingDevice.primaryPointingDevice(),
+        2,
+        at,
+        at,
+        at,
+        0.5,  # fingers apart: half the span
+        QPointF(0, 0),
+        1,
+    )
+    QApplication.sendEvent(page.layout_widget.viewport(), pinch)
+    zoomed_start, zoomed_end = page.x_range()
+    assert zoomed_end - zoomed_start == pytest.approx((end - start) * 0.5) and not w.following
+    assert zoomed_end <= sample.timestamp_s

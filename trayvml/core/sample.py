@@ -78,6 +78,9 @@ class DeviceInfo:
     pcie_link_width_max: float = math.nan
     nvlink_link_count: int = 0
     gpm_supported: bool | None = None  # GPM activity metrics (Hopper and newer); None: cannot tell
+    # Where the driver slows the GPU down, and shuts it off, for heat (drawn on the temperature panel).
+    temperature_slowdown_c: float = math.nan
+    temperature_shutdown_c: float = math.nan
 
 
 @dataclass(frozen=True)

@@ -237,6 +237,12 @@ STATIC: tuple[StaticRead, ...] = (
     StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_video_mhz",), args=(N.NVML_CLOCK_VIDEO,)),
     StaticRead("nvmlDeviceGetMaxPcieLinkGeneration", ("pcie_link_gen_max",)),
     StaticRead("nvmlDeviceGetMaxPcieLinkWidth", ("pcie_link_width_max",)),
+    StaticRead(
+        "nvmlDeviceGetTemperatureThreshold", ("temperature_slowdown_c",), args=(N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN,)
+    ),
+    StaticRead(
+        "nvmlDeviceGetTemperatureThreshold", ("temperature_shutdown_c",), args=(N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN,)
+    ),
 )
 # nvlink_link_count is probed with a field value (see probe.py): the link fields depend on it.
 

@@ -46,7 +46,10 @@ class PerGpuPage(GpuPage):
 
     def draw_panel(self, panel: Panel, view: View) -> None:
         self._mark(panel, view)
-        self.draw_lines(panel, view, (self.panels.index(panel),))
+        gpu = self.panels.index(panel)
+        self.draw_lines(panel, view, (gpu,))
+        if gpu in view.hidden_gpus:
+            panel.show_notice("Hidden: tick it under Show")
 
 
 class PerGpuTab(QWidget):

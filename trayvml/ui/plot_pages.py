@@ -6,6 +6,7 @@ back between panels: at 64 GPUs a panel takes tens of milliseconds, a page sever
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -194,6 +195,8 @@ class PlotPage(QScrollArea):
         if kind == QEvent.Type.Leave:
             self.hide_crosshair()
         elif kind == QEvent.Type.Wheel and isinstance(event, QWheelEvent):
+            # Accepted, or Qt hands the event on to the page's own scroll area: a second scroll.
+            event.accept()
             if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
                 self._scroll(event)
                 return True
@@ -206,6 +209,7 @@ class PlotPage(QScrollArea):
             and isinstance(event, QNativeGestureEvent)
             and event.gestureType() == Qt.NativeGestureType.ZoomNativeGesture
         ):
+            event.accept()
             self._zoom_at(event.position(), max(0.1, 1.0 - event.value()))  # value > 0: fingers apart
             return True
         return super().eventFilter(watched, event)
@@ -239,6 +243,18 @@ class PlotPage(QScrollArea):
             f"QLabel#readout {{ background: {background.name()}; color: {foreground.name()};"
             f" border: 1px solid {foreground.name()}; padding: 4px; }}"
         )
+
+
+def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float, str]]:
+    """The slowdown and shutdown temperatures of the GPUs in view: a line per distinct value."""
+    limits: dict[float, str] = {}
+    for info in sample.devices:
+        if info.index not in gpus:
+            continue
+        for value, what in ((info.temperature_slowdown_c, "slowdown"), (info.temperature_shutdown_c, "shutdown")):
+            if math.isfinite(value):
+                limits.setdefault(value, f"{what} {value:.0f} °C")
+    return sorted(limits.items())
 
 
 def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
@@ -302,6 +318,8 @@ class GpuPage(PlotPage):
             else:
                 panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown)
         wanted = [g for g in gpus if g not in view.hidden_gpus] or list(gpus)
+        if spec.group is Group.TEMPERATURE:
+            panel.set_limits(_temperature_limits(sample, wanted), self.foreground)
         lacking = unsupported & set(wanted)
         # The Activity panel names what a GPU lacks even beside GPUs that have it.
         if lacking and (lacking == set(wanted) or spec.group is Group.ACTIVITY):

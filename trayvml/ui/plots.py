@@ -332,6 +332,7 @@ class Panel:
         self.image: pg.ImageItem | None = None
         self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
         self.markers: list[pg.InfiniteLine] = []
+        self.limits: list[pg.InfiniteLine] = []  # fixed limits, horizontal (set_limits)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
@@ -373,6 +374,24 @@ class Panel:
         for k, marker in enumerate(self.markers):
             marker.setVisible(k < count)
         return self.markers[:count]
+
+    def set_limits(self, limits: Sequence[tuple[float, str]], colour: QColor) -> None:
+        """Horizontal lines at fixed limits (a GPU's slowdown temperature), named once, under the
+        lowest (limits a few degrees apart would print over each other). Inside the auto range on
+        purpose: the headroom to the limit is what they are for."""
+        while len(self.limits) < len(limits):
+            options = {"position": 0.02, "anchors": [(0, 0), (0, 0)]}  # the text hangs below the line
+            line = pg.InfiniteLine(angle=0, movable=False, label="", labelOpts=options)
+            self.plot.addItem(line)
+            self.limits.append(line)
+        names = " · ".join(text for _, text in limits)
+        for k, line in enumerate(self.limits):
+            line.setVisible(k < len(limits))
+            if k < len(limits):
+                line.setPen(pg.mkPen(colour, width=1, style=Qt.PenStyle.DashDotDotLine))
+                line.setPos(limits[k][0])
+                line.label.setFormat(names if k == 0 else "")
+                line.label.setColor(colour)
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)

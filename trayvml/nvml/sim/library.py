@@ -37,6 +37,7 @@ LAG_S = 120  # how far back the temperature's thermal lag looks
 _TEMPERATURE_KERNEL = np.exp(-np.arange(LAG_S + 1) / 30.0)
 _TEMPERATURE_KERNEL /= _TEMPERATURE_KERNEL.sum()
 THERMAL_SLOWDOWN_C = 87.0
+THERMAL_SHUTDOWN_C = 92.0
 _XID_LOST = 79  # "GPU has fallen off the bus"
 REPLAYS_PER_S_AT_FULL_PCIE = 0.2  # a link that needs a look: healthy ones rarely replay
 
@@ -712,6 +713,19 @@ class SimulatedNvml:
             N.NVML_CLOCK_MEM: p.clock_max_memory_mhz,
             N.NVML_CLOCK_VIDEO: p.clock_max_video_mhz,
         }[clock_type.value]
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetTemperatureThreshold(self, handle: Any, threshold: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        limits = {
+            N.NVML_TEMPERATURE_THRESHOLD_SLOWDOWN: THERMAL_SLOWDOWN_C,
+            N.NVML_TEMPERATURE_THRESHOLD_SHUTDOWN: THERMAL_SHUTDOWN_C,
+        }
+        if threshold.value not in limits:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = int(limits[threshold.value])
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetMaxPcieLinkGeneration(self, handle: Any, ref: Any) -> int:
