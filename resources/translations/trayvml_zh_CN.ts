@@ -409,6 +409,14 @@
 <context>
     <name>Panel</name>
     <message>
+        <source>slowdown {value} °C</source>
+        <translation>降速 {value} °C</translation>
+    </message>
+    <message>
+        <source>shutdown {value} °C</source>
+        <translation>关机 {value} °C</translation>
+    </message>
+    <message>
         <source>no lines here at this time</source>
         <translation>此时刻没有曲线</translation>
     </message>
@@ -458,6 +466,10 @@
     <message>
         <source>{gpu} · bus {bus}</source>
         <translation>{gpu} · 总线 {bus}</translation>
+    </message>
+    <message>
+        <source>Hidden: tick it under Show</source>
+        <translation>已隐藏：在“显示”中勾选即可</translation>
     </message>
     <message>
         <source>Metric:</source>

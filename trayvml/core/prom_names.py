@@ -81,6 +81,18 @@ GPU_NAMES: Mapping[str, PromName] = {
     "xid_last": PromName("gpu_xid_last"),
     "clock_event_reasons": PromName("gpu_clock_event_reasons"),
     "process_count": PromName("gpu_processes"),
+    # GPM (Hopper and newer), from branch depth: named here so that serve and the trayvml dialect know them.
+    "sm_activity_percent": PromName("gpu_sm_activity_ratio"),
+    "sm_occupancy_percent": PromName("gpu_sm_occupancy_ratio"),
+    "tensor_activity_percent": PromName("gpu_tensor_activity_ratio"),
+    "dram_bandwidth_percent": PromName("gpu_dram_bandwidth_utilization_ratio"),
+    "fp64_activity_percent": PromName("gpu_fp64_activity_ratio"),
+    "fp32_activity_percent": PromName("gpu_fp32_activity_ratio"),
+    "fp16_activity_percent": PromName("gpu_fp16_activity_ratio"),
+    "gpm_pcie_tx_bytes_per_s": PromName("gpu_gpm_pcie_tx_bytes_per_second"),
+    "gpm_pcie_rx_bytes_per_s": PromName("gpu_gpm_pcie_rx_bytes_per_second"),
+    "gpm_nvlink_tx_bytes_per_s": PromName("gpu_gpm_nvlink_tx_bytes_per_second"),
+    "gpm_nvlink_rx_bytes_per_s": PromName("gpu_gpm_nvlink_rx_bytes_per_second"),
 }
 
 HOST_NAMES: Mapping[str, PromName] = {

@@ -49,7 +49,7 @@ class PerGpuPage(GpuPage):
         gpu = self.panels.index(panel)
         self.draw_lines(panel, view, (gpu,))
         if gpu in view.hidden_gpus:
-            panel.show_notice("Hidden: tick it under Show")
+            panel.show_notice(translate("PerGpu", "Hidden: tick it under Show"))
 
 
 class PerGpuTab(QWidget):

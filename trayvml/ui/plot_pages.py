@@ -251,9 +251,11 @@ def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float
     for info in sample.devices:
         if info.index not in gpus:
             continue
-        for value, what in ((info.temperature_slowdown_c, "slowdown"), (info.temperature_shutdown_c, "shutdown")):
+        slowdown = translate("Panel", "slowdown {value} °C")
+        shutdown = translate("Panel", "shutdown {value} °C")
+        for value, what in ((info.temperature_slowdown_c, slowdown), (info.temperature_shutdown_c, shutdown)):
             if math.isfinite(value):
-                limits.setdefault(value, f"{what} {value:.0f} °C")
+                limits.setdefault(value, what.format(value=f"{value:.0f}"))
     return sorted(limits.items())
 
 
