@@ -102,6 +102,8 @@ def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:
     procs = (proc(1, 3e9, "abc"), proc(2, 1e9, "abc"))
     for k in range(3601):
         meter.update(gpu_sample(k, power_w=40, processes=procs))
-    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], meter)), strict=True))
+    # The host's figures (CPU, RAM, runtime) come from branch window: none here ("–").
+    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "–", 3600.0, meter)), strict=True))
     assert (cells["Energy"], cells["Job energy"]) == ("10.0 Wh", "40.0 Wh")
-    assert dict(zip(HEADERS, (t for t, _ in _cells(procs[1])), strict=True))["Energy"] == "–"  # no meter
+    no_meter = dict(zip(HEADERS, (t for t, _ in _cells(procs[1], "–", 3600.0)), strict=True))
+    assert no_meter["Energy"] == "–"
