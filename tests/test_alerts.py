@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from tests.helpers import simulated_source
 from trayvml.alerts import (
     RULE_BY_KEY,
     RULES,
@@ -26,6 +27,7 @@ from trayvml.core.errors import DriverStall
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB
+from trayvml.demand import HISTORY
 
 NAN = math.nan
 
@@ -327,6 +329,32 @@ STEPS = [
         [(4, "event", Severity.INFO, "job finished after 3 s (idle now)", True)],
     ),
     (
+        "stalled",
+        {"hold_s": 2.0},
+        [
+            *[{"utilization_gpu_percent": 100, "sm_activity_percent": 1}] * 3,
+            {"utilization_gpu_percent": 100, "sm_activity_percent": 7},  # within the hysteresis: holds
+            {"utilization_gpu_percent": 100, "sm_activity_percent": 40},
+        ],
+        [
+            (2, "firing", Severity.WARNING, "job stalled", True),
+            (4, "resolved", Severity.INFO, "back to normal", True),
+        ],
+    ),
+    (
+        "memory_held_idle",
+        {"hold_s": 1.0},
+        [
+            *[{"utilization_gpu_percent": 0, "memory_used_bytes": 6 * GIB}] * 2,
+            {"utilization_gpu_percent": 12, "memory_used_bytes": 6 * GIB},  # within the hysteresis
+            {"utilization_gpu_percent": 50, "memory_used_bytes": 6 * GIB},
+        ],
+        [
+            (1, "firing", Severity.WARNING, "6.0 GiB held, GPU idle for 1 s", True),
+            (3, "resolved", Severity.INFO, "back to normal", True),
+        ],
+    ),
+    (
         "driver_stalled",
         {},
         [{}, {"stall": True}, {"stall": True}, {}],
@@ -336,6 +364,30 @@ STEPS = [
         ],
     ),
 ]
+
+
+def test_the_stalled_and_memory_held_rules_fire_in_the_scenario_built_for_them() -> None:
+    source, clock, _ = simulated_source("stalled:gpus=h100+rtx4090+h100,start=500")
+    engine = AlertEngine()
+    assert engine.needs() == {"sm_activity_percent"}
+    demand = HISTORY | engine.needs()
+    events = []
+    for _ in range(240):  # 40 min in 10 s ticks: the deadlock at 600 s, the notebook idle all along
+        events += [(e.gpu_index, e.rule, e.kind) for e in engine.update(source.sample(demand))]
+        clock.advance_s(10)
+    firing = {(gpu, rule) for gpu, rule, kind in events if kind == "firing"}
+    # GPU 0 by its SM activity (GPM), GPU 1 (an RTX 4090, no GPM) by its power near idle.
+    assert {(0, "stalled"), (1, "stalled"), (2, "memory_held_idle")} <= firing
+    assert not any(rule == "stalled" for gpu, rule in firing if gpu == 2)
+
+
+def test_a_busy_training_job_is_not_called_stalled() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,start=300")
+    engine = AlertEngine()
+    for _ in range(60):
+        events = engine.update(source.sample(HISTORY | engine.needs()))
+        assert not [e for e in events if e.rule in ("stalled", "memory_held_idle")]
+        clock.advance_s(10)
 
 
 def test_the_step_table_covers_every_rule() -> None:

@@ -47,6 +47,10 @@ def test_power_is_integrated_without_a_counter_and_a_sleeping_gpu_counts_0_w() -
     assert math.isclose(meter.since_start_wh(0), 100.0 + 100 / 2 / 3600)  # the one second falling to 0 W
     assert math.isclose(meter.between_wh(0, 0, 1800), 50.0)
     assert meter.between_wh(0, 4000, 7000) == 0.0
+    unknown = EnergyMeter()
+    for k in range(10):  # no power sensor, then asleep: still unknown, not 0 Wh
+        unknown.update(gpu_sample(k, asleep=k >= 5))
+    assert math.isnan(unknown.since_start_wh(0))
 
 
 def test_energy_is_shared_by_memory_and_summed_per_container() -> None:
@@ -102,8 +106,76 @@ def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:
     procs = (proc(1, 3e9, "abc"), proc(2, 1e9, "abc"))
     for k in range(3601):
         meter.update(gpu_sample(k, power_w=40, processes=procs))
-    # The host's figures (CPU, RAM, runtime) come from branch window: none here ("–").
-    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "–", 3600.0, meter)), strict=True))
+    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", 0.0, meter)), strict=True))
     assert (cells["Energy"], cells["Job energy"]) == ("10.0 Wh", "40.0 Wh")
-    no_meter = dict(zip(HEADERS, (t for t, _ in _cells(procs[1], "–", 3600.0)), strict=True))
-    assert no_meter["Energy"] == "–"
+    no_meter = _cells(procs[1], "simulated", 0.0)
+    assert dict(zip(HEADERS, (t for t, _ in no_meter), strict=True))["Energy"] == "–"
+
+
+def test_per_process_sm_share_is_read_with_its_last_seen_timestamp_and_shares_energy() -> None:
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800")
+    sample = source.sample()
+    shares = {p.name: p.sm_util_percent for p in sample.gpus[0].processes}
+    assert shares["Xorg"] == 1 and sum(shares.values()) <= 100 and shares["python"] > 0
+    meter = EnergyMeter()
+    meter.update(sample)
+    clock.advance_s(5)
+    sample = source.sample()
+    meter.update(sample)
+    by_pid = {p.pid: p for p in sample.gpus[0].processes}
+    total = sum(p.sm_util_percent for p in by_pid.values())
+    gpu_wh = meter.since_start_wh(0)
+    for pid, wh in ((pid, wh) for (gpu, pid), wh in meter.process_wh.items()):
+        assert math.isclose(wh, gpu_wh * by_pid[pid].sm_util_percent / total)  # by SM share, not memory
+    assert lib.calls["nvmlDeviceGetProcessUtilization"] == 4  # two reads, each asking the size first
+
+
+def test_under_mig_the_sm_share_is_unknown_and_memory_shares_energy() -> None:
+    source, _, _ = simulated_source("training:gpus=h100-mig,start=1800")
+    sample = source.sample()
+    assert all(math.isnan(p.sm_util_percent) for g in sample.gpus for p in g.processes)
+
+
+class _Recorder:
+    def __init__(self) -> None:
+        self.sent: list[tuple[str, str]] = []
+
+    def notify(self, notice) -> None:  # type: ignore[no-untyped-def]
+        self.sent.append((notice.title, notice.body))
+
+    def close(self) -> None:
+        pass
+
+
+def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from dataclasses import replace
+
+    from trayvml.alerts import AlertSettings
+    from trayvml.config import SettingsStore
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.source import Source
+    from trayvml.ui.app import App
+
+    spec = parse_spec("training:gpus=h100,start=6300")  # the job ends at 6600 s
+    clock = ManualClock(1_800_000_000.0)
+    source = Source(spec, clock, host=False)
+    app = App(spec, clock=clock, tray_wait_s=0, store=SettingsStore(tmp_path / "config.toml"))
+    try:
+        rules = dict(AlertSettings().rules)
+        rules["job_finished"] = replace(rules["job_finished"], enabled=True)
+        app.engine.configure(AlertSettings(rules=rules))
+        recorder = _Recorder()
+        app.notifier = recorder  # type: ignore[assignment]
+        app.dispatcher.ready = True  # as once the app's notifier is set up
+        for _ in range(80):
+            app.on_sample(source.sample())
+            clock.advance_s(5)
+        [(title, body)] = [sent for sent in recorder.sent if "job finished" in sent[0]]
+        assert title == "GPU 0 H100: job finished after 5 min (idle now)"
+        [energy] = [line for line in body.splitlines() if " Wh on GPU" in line]
+        wh = float(energy.split(" Wh")[0])
+        assert 40 < wh < 70 and energy.endswith(" on GPU 0 over 5 min.")  # ~600 W for 5 min, then idle
+    finally:
+        source.close()
+        app.stop()

@@ -233,3 +233,23 @@ def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) 
     assert shown[-1]["summary"] == "GPUs 0–7: memory used ≥ 90 %" and urgency(shown[-1]) == "NORMAL"
     assert "GPU 7 H100: 9" in shown[-1]["body"] and "python train.py" in shown[-1]["body"]
     assert app.app.log_count("notification memory_used:") <= 2  # sent (and updated) at most twice
+
+
+def test_a_remote_hosts_alert_is_its_own_notification_named_by_its_host(desktop: DesktopStack, monkeypatch) -> None:
+    from dataclasses import replace
+
+    from trayvml.alerts import AlertEvent, Severity
+    from trayvml.dispatch import Outgoing
+    from trayvml.notices import notice_for
+    from trayvml.notify import FreedesktopNotifier
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
+    notifier = FreedesktopNotifier(lambda action, key: None)
+    local = AlertEvent(0.0, 0, "NVIDIA H100", "temperature", "firing", Severity.WARNING, "temperature 85 °C")
+    notifier.notify(notice_for(Outgoing(local)))
+    remote = replace(local, host="dgx-01", gpu_name="NVIDIA A100")  # also GPU 0, also temperature
+    notifier.notify(notice_for(Outgoing(remote)))
+    summaries = [shown["summary"] for shown in desktop.dunst_history()[:2]]
+    # Not one replacing the other: a remote GPU 0 is not this machine's GPU 0.
+    assert sorted(summaries) == ["GPU 0 H100: temperature 85 °C", "dgx-01: GPU 0 A100: temperature 85 °C"]
+    notifier.close()

@@ -26,6 +26,7 @@ from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import MIB
 from trayvml.remote.fetch import RemoteError, parse_endpoint, read, read_prometheus_range
+from trayvml.remote.source import RemoteSource
 
 T = TypeVar("T")
 SPEC = "idle:gpus=h100*2+rtx4090"
@@ -142,6 +143,19 @@ def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tm
         values = {v for (_h, u), points in past.items() if u == first for _t, v in points}
         assert values == {direct.gpus[0].value("memory_used_bytes")}
 
+        # A new history is filled from the server's past: every step holds the values served.
+        def with_past() -> tuple[RemoteSource, Sample] | None:
+            source = RemoteSource(through, interval_s=1.0, timeout_s=5.0)
+            source.past_s = 60.0
+            (live,) = source.read_once()
+            return (source, live) if source.past else None  # the first scrape may be this second's
+
+        source, live = _until("Prometheus holds a past", with_past, prom_log)
+        assert all(s.timestamp_s < live.timestamp_s for s in source.past)
+        for old in source.past:
+            assert [d.uuid for d in old.devices] == [d.uuid for d in direct.devices]
+            assert old.gpus[0].value("memory_used_bytes") == direct.gpus[0].value("memory_used_bytes")
+
         # A selector that matches nothing is a note naming the URL, not an empty host.
         nothing = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="nope"')
         with pytest.raises(RemoteError, match=rf"^prometheus\+http://127.0.0.1:{prom_port}#job=\"nope\" holds no"):
@@ -166,6 +180,7 @@ def test_nvitop_exporter_on_the_simulated_gpus_is_a_remote_source(tmp_path: Path
         (mine,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
     assert theirs.remote.kind == "nvitop-exporter" and theirs.system.hostname == "simbox"
     assert theirs.system.driver_version == mine.system.driver_version
+    assert theirs.system.cuda_driver_version == "13.1"  # the simulated driver's, from nvitop_info
     assert [(d.uuid, d.index, d.name) for d in theirs.devices] == [(d.uuid, d.index, d.name) for d in mine.devices]
     for a, b, da in zip(mine.gpus, theirs.gpus, mine.devices, strict=True):
         # nvitop-exporter reports memory in whole MiB.

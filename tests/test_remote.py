@@ -259,3 +259,8 @@ def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote:
     assert sample.system.hostname == "gpu-box" and sample.gpus == ()
     assert "driver is not usable (driver_not_responding)" in sample.remote.fault
     assert sample.remote.fault.startswith(remote.url)
+
+
+def test_remote_is_refused_where_it_would_be_ignored(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["--remote", "http://gpu-box:8729", "pick", "--simulate=idle"]) == 2
+    assert "--remote is for snapshot, log and the tray app, not pick." in capsys.readouterr().err

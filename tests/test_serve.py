@@ -263,3 +263,25 @@ def test_serve_command_warns_when_reachable_from_other_machines() -> None:
     assert "warning: serving on 0.0.0.0, reachable from other machines" in first
     assert "serving http://0.0.0.0:" in second
     assert process.returncode == 0  # SIGTERM ends it cleanly
+
+
+def test_a_remote_reads_trayvml_serve_over_https_with_basic_auth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trayvml.remote.fetch import RemoteError, parse_endpoint, read
+
+    config, cert = _web_config(tmp_path, tls=True)
+    sample = _simulated_sample()
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, load_web_config(str(config)))
+    try:
+        url = exporter.server.url
+        with pytest.raises(RemoteError, match=rf"^{url}: the TLS connection failed \(CERTIFICATE_VERIFY_FAILED\)"):
+            read(parse_endpoint(url), 5.0, sample.timestamp_s)  # a certificate no CA of this machine signed
+        monkeypatch.setenv("SSL_CERT_FILE", str(cert))  # as a user trusts their own CA
+        with pytest.raises(RemoteError, match=r"answered HTTP 401 Unauthorized \(check the user and password"):
+            read(parse_endpoint(url), 5.0, sample.timestamp_s)
+        with_password = url.replace("https://", "https://alice:s3cret@")
+        (back,) = read(parse_endpoint(with_password, credentials_allowed=True), 5.0, sample.timestamp_s)
+        assert [d.uuid for d in back.devices] == [d.uuid for d in sample.devices]
+    finally:
+        exporter.close()

@@ -9,8 +9,10 @@ import pytest
 from tests.helpers import run_ticks, simulated_source
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
+from trayvml.demand import HISTORY
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
+from trayvml.spans import AsleepSpans
 
 
 def nvml_calls(lib) -> int:  # type: ignore[no-untyped-def]
@@ -82,6 +84,17 @@ def test_an_idle_laptop_gpu_is_read_slowly_and_nvml_let_go_in_between() -> None:
     assert states.count(MetricState.RESTING) == 58
 
 
+def test_a_laptop_gpu_holding_memory_is_not_rested_even_without_process_lists() -> None:
+    source, _, _ = simulated_source("training:gpus=laptop,start=6700")  # the job just ended: idle, memory free
+    source.reader.idle_poll_s = 30.0
+    states = [source.sample(HISTORY).gpus[0].state("temperature_gpu_c") for _ in range(2)]
+    assert states[-1] is MetricState.RESTING
+    source2, _, _ = simulated_source("faults:gpus=laptop,start=6700,lost=")  # alice's notebook holds 2 GiB
+    source2.reader.idle_poll_s = 30.0
+    states = [source2.sample(HISTORY).gpus[0].state("temperature_gpu_c") for _ in range(2)]
+    assert states == [MetricState.OK, MetricState.OK]
+
+
 def test_a_gpu_waking_during_a_slow_poll_rest_is_read_at_once() -> None:
     source, clock, _ = simulated_source("idle:gpus=laptop+laptop,sleep=1@0/5")
     source.reader.idle_poll_s = 30.0
@@ -119,3 +132,15 @@ def test_only_laptop_profiles_can_sleep() -> None:
     with pytest.raises(SimulationSpecError, match="only laptop GPUs runtime-suspend"):
         parse_spec("idle:gpus=h100+laptop,sleep=0@10")
     assert parse_spec("idle:gpus=h100+laptop,sleep=1@10/5").sleeps == ((1, (10.0, 15.0)),)
+
+
+def test_asleep_spans_say_which_gaps_were_sleep() -> None:
+    source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/20+1@50/5")
+    spans = AsleepSpans()
+    start_s = clock.now_s()
+    for _ in range(70):
+        spans.update(source.sample())
+        clock.advance_s(1)
+    seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 70)]
+    assert seen == [(1, 10.0, 29.0), (1, 50.0, 54.0)]
+    assert spans.between(start_s + 31, start_s + 45) == []

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 from pytestqt.qtbot import QtBot
 
-from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition
+from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, simulated_source
+from trayvml.alerts import RULE_BY_KEY, AlertEvent, AlertSettings
 from trayvml.config import Settings
 from trayvml.remote.fetch import parse_endpoint
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
@@ -57,3 +60,91 @@ def test_remote_host_urls_from_settings_and_command_line() -> None:
     assert [e.url for e in endpoints] == ["https://gpu-box:8729", "http://other:9400"]
     assert endpoints[0].username == "alice"  # the command line's URL takes the stored credentials
     assert len(problems) == 1 and "nonsense" in problems[0]
+
+
+def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: FakeRemote) -> None:
+    remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # GPU 0 at 99 °C
+    tray = Tray()
+    view = RemoteHostsView([parse_endpoint(remote.url)], 0.2, tray.menu, tray.copy_action)
+    rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
+    view.configure_alerts(AlertSettings(rules=rules))
+    raised: list[AlertEvent] = []
+    view.alerts_raised.connect(raised.extend)
+    view.start()
+    try:
+        qtbot.waitUntil(lambda: any(e.rule == "temperature" for e in raised), timeout=10_000)
+    finally:
+        view.stop()
+    (event,) = [e for e in raised if e.rule == "temperature"]
+    assert (event.host, event.gpu_index, event.kind) == ("dgx-01", 0, "firing")
+    assert event.title.startswith("dgx-01: GPU 0 A100")
+    assert not [e for e in raised if e.gpu_index == 1 and e.rule == "temperature"]  # 33 °C
+
+
+def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+) -> None:
+    from trayvml.autostart import XdgAutostart
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    app = App(
+        parse_spec("idle"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(remote.url,),
+    )
+    source, _, _ = simulated_source("idle")
+    app.on_sample(source.sample())
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    choice = app.host_choice
+    assert choice is not None and not choice.box.isVisibleTo(window)  # no remote host with values yet
+    app.remote_hosts.start()
+    try:
+        qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
+        assert choice.box.itemText(1) == "dgx-01"
+        choice.box.setCurrentIndex(1)
+        assert window.gpu_count == 2 and window.history is app.remote_hosts.histories["dgx-01"]
+        app.on_sample(source.sample())  # this machine's samples go on, into its own history only
+        assert window.gpu_count == 2 and window.sample.system.hostname == "dgx-01"
+        choice.box.setCurrentIndex(0)
+        assert window.gpu_count == 4 and window.history is app.history
+    finally:
+        app.remote_hosts.stop()
+
+
+def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemote) -> None:
+    from trayvml.alerts import AlertSettings
+    from trayvml.remote.fetch import read
+    from trayvml.ui.glance import content_for
+    from trayvml.ui.icon import IconContent
+    from trayvml.ui.remote_hosts import in_icon, with_remote_bars
+
+    (dgx,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    assert in_icon([dgx], ("*",)) == [dgx] and in_icon([dgx], ("dgx-01",)) == [dgx] and in_icon([dgx], ()) == []
+    alerts = AlertSettings()
+    no_local_gpu = IconContent((), no_gpu=True)
+    laptop = with_remote_bars(no_local_gpu, [dgx], "utilization", alerts)
+    assert [round(b.fraction, 3) for b in laptop.bars] == [0.875, 0.0] and not laptop.no_gpu  # 87 % and 0 %
+    local = content_for(_local_sample(), "utilization")
+    both = with_remote_bars(local, [dgx], "utilization", alerts)
+    assert both.bars == (*local.bars, *laptop.bars)
+    stuck = IconContent((), stale=True)
+    assert with_remote_bars(stuck, [dgx], "utilization", alerts) is stuck  # a stuck local driver still shows
+
+
+def _local_sample():  # type: ignore[no-untyped-def]
+    source, _, _ = simulated_source("idle:gpus=h100")
+    return source.sample()
+
+
+def test_remote_settings_survive_the_settings_file() -> None:
+    from trayvml.config import from_toml, to_toml
+
+    settings = Settings(serve_metrics=True, remote_hosts=("http://a:1",), icon_remote_hosts=("dgx-01",))
+    back, notes = from_toml(to_toml(settings))
+    assert (back.serve_metrics, back.remote_hosts, back.icon_remote_hosts) == (True, ("http://a:1",), ("dgx-01",))
+    assert notes == []
+    assert from_toml("")[0].icon_remote_hosts == ("*",) and not from_toml("")[0].serve_metrics

@@ -135,6 +135,8 @@ def test_each_rule_shows_only_the_numbers_it_reads(qtbot, devices) -> None:
         "xid": {"cooldown_s"},
         "throttle": {"hold_s", "cooldown_s"},
         "job_finished": {"busy_above_percent", "busy_for_s", "idle_below_percent", "idle_for_s"},
+        "stalled": {"busy_above_percent", "sm_below_percent", "power_below_percent", "hold_s", "cooldown_s"},
+        "memory_held_idle": {"memory_above_gib", "idle_below_percent", "hold_s", "cooldown_s"},
     }
     names = {key: enabled.text() for key, (enabled, _, _) in dialog.rule_grid.rows.items()}
     assert names["memory_free"] == "Memory free (GiB)" and names["power"] == "Power draw (% of limit)"

@@ -76,6 +76,12 @@ def test_a_sleeping_gpu_and_a_resting_one_say_so() -> None:
     ]
 
 
+def test_a_sleeping_gpu_is_an_empty_bar_not_a_fault() -> None:
+    source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@0")
+    content = content_for(run_ticks(source, clock, 2))
+    assert [bar.asleep for bar in content.bars] == [False, True]
+
+
 def test_a_lost_gpu_says_so() -> None:
     source, clock, _ = simulated_source("idle:gpus=h100*2,lost=1@5")
     sample = run_ticks(source, clock, 7)

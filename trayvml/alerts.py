@@ -22,8 +22,8 @@ from typing import Any, ClassVar, Generic, TypeVar
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
-from trayvml.core.sample import GpuSample, Sample
-from trayvml.core.units import DISPLAY_UNITS, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
+from trayvml.core.sample import GpuSample, MetricState, Sample
+from trayvml.core.units import DISPLAY_UNITS, GIB, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
 
 MAX_EVENTS = 1000
 MACHINE = -1  # the "GPU index" of alerts about the whole machine (the driver), not one GPU
@@ -67,8 +67,32 @@ class JobSettings:
     idle_for_s: float = 30.0  # idle this long means the job finished
 
 
-AnySettings = RuleSettings | JobSettings
-S = TypeVar("S", RuleSettings, JobSettings)
+@dataclass(frozen=True)
+class StallSettings:
+    """Stalled job: utilization high while nothing happens, for ``hold_s``: the SMs idle (GPM, where
+    the GPU has it) or else the power near idle. The signature of a deadlocked NCCL job."""
+
+    enabled: bool = True
+    busy_above_percent: float = 95.0  # GPU utilization: a kernel is resident all the time
+    sm_below_percent: float = 5.0  # SM activity (GPM) near zero
+    power_below_percent: float = 20.0  # of the enforced power limit, where GPM cannot tell
+    hold_s: float = 300.0
+    cooldown_s: float = 1800.0
+
+
+@dataclass(frozen=True)
+class HeldSettings:
+    """Memory held while the GPU does nothing for ``hold_s``: a notebook kernel left open, a zombie."""
+
+    enabled: bool = True
+    memory_above_gib: float = 2.0  # more than a desktop's display server holds
+    idle_below_percent: float = 5.0  # GPU utilization
+    hold_s: float = 1800.0
+    cooldown_s: float = 3600.0
+
+
+AnySettings = RuleSettings | JobSettings | StallSettings | HeldSettings
+S = TypeVar("S", RuleSettings, JobSettings, StallSettings, HeldSettings)
 
 
 @dataclass
@@ -102,12 +126,16 @@ class AlertEvent:
     notify: bool = True  # False within the rule's cooldown: the state changed, quietly
     detail: str = ""  # e.g. the thresholds, for the notification's body
     threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
+    host: str = ""  # a remote host's name (trayvml.ui.remote_hosts); "" for this machine
 
     @property
     def title(self) -> str:
+        at = translate("alerts", "{host}: ").format(host=self.host) if self.host else ""
         if self.gpu_index == MACHINE:
-            return self.message
-        gpu = translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
+            return at + self.message
+        gpu = at + translate("alerts", "GPU {index} {name}").format(
+            index=self.gpu_index, name=short_name(self.gpu_name)
+        )
         if self.kind == "resolved":
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
             return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
@@ -145,6 +173,7 @@ class GpuRule(Rule[S]):
     """A rule about one GPU."""
 
     while_lost: ClassVar[bool] = False  # a lost GPU's values are all missing: its other states hold
+    needs: ClassVar[frozenset[str]] = frozenset()  # metrics read only while some consumer asks (GPM)
 
     def step(self, settings: S, tracker: Tracker, gpu: GpuSample, name: str, now_s: float) -> AlertEvent | None:
         raise NotImplementedError
@@ -277,7 +306,7 @@ class ThresholdRule(GpuRule[RuleSettings]):
 
 def _advance(
     rule: str,
-    settings: RuleSettings,
+    settings: RuleSettings | StallSettings | HeldSettings,
     tracker: Tracker,
     target: Severity | None,
     value: float,
@@ -466,6 +495,95 @@ class JobRule(GpuRule[JobSettings]):
         return found + super().problems(settings)
 
 
+# Hysteresis margins: a stalled or idle GPU clears only once clearly busy again.
+_STALL_CLEAR_UTIL = 10.0  # percentage points below the busy threshold
+_STALL_CLEAR_MARGIN = 5.0  # percentage points above the SM or power threshold
+_HELD_CLEAR_UTIL = 10.0  # percentage points above the idle threshold
+
+
+@dataclass(frozen=True)
+class StalledRule(GpuRule[StallSettings]):
+    """Utilization high but the SMs (or, without GPM, the power) idle: the job is stuck."""
+
+    numbers: ClassVar[tuple[str, ...]] = (
+        "busy_above_percent",
+        "sm_below_percent",
+        "power_below_percent",
+        "hold_s",
+        "cooldown_s",
+    )
+    needs: ClassVar[frozenset[str]] = frozenset({"sm_activity_percent"})
+
+    def step(
+        self, settings: StallSettings, tracker: Tracker, gpu: GpuSample, name: str, now_s: float
+    ) -> AlertEvent | None:
+        util = gpu.value("utilization_gpu_percent")
+        sm_state = gpu.state("sm_activity_percent")
+        if sm_state is MetricState.OK:
+            idle, threshold, what = gpu.value("sm_activity_percent"), settings.sm_below_percent, "SM activity"
+        elif sm_state is MetricState.NOT_SUPPORTED:
+            idle, threshold, what = gpu.value("power_used_percent"), settings.power_below_percent, "power"
+        else:
+            return None  # SM activity not read this tick: the state holds
+        if math.isnan(util) or math.isnan(idle):
+            return None
+        stalled = util >= settings.busy_above_percent and idle < threshold
+        if tracker.level is not None and not stalled:  # hysteresis: clear only when clearly working
+            working = util < settings.busy_above_percent - _STALL_CLEAR_UTIL or idle >= threshold + _STALL_CLEAR_MARGIN
+            stalled = not working
+        target = Severity.WARNING if stalled else None
+        unit = "% of the power limit" if what == "power" else "%"
+        detail = (
+            f"Utilization {util:.0f} % while {what} is {idle:.0f} {unit}: a kernel is resident but nothing "
+            "runs (a deadlocked collective?)."
+        )
+        return _advance(
+            self.key, settings, tracker, target, util, name, gpu.index, now_s, lambda _: ("job stalled", detail)
+        )
+
+    def problems(self, settings: StallSettings) -> list[str]:
+        found = [
+            f"{self.label}: {what} must be a percentage from 0 to 100."
+            for what, value in (
+                ("busy above", settings.busy_above_percent),
+                ("SM below", settings.sm_below_percent),
+                ("power below", settings.power_below_percent),
+            )
+            if not 0 <= value <= 100
+        ]
+        return found + super().problems(settings)
+
+
+@dataclass(frozen=True)
+class HeldRule(GpuRule[HeldSettings]):
+    """Memory held while the GPU does nothing (its notification names the biggest processes)."""
+
+    numbers: ClassVar[tuple[str, ...]] = ("memory_above_gib", "idle_below_percent", "hold_s", "cooldown_s")
+
+    def step(
+        self, settings: HeldSettings, tracker: Tracker, gpu: GpuSample, name: str, now_s: float
+    ) -> AlertEvent | None:
+        util, used = gpu.value("utilization_gpu_percent"), gpu.value("memory_used_bytes")
+        if math.isnan(util) or math.isnan(used):
+            return None
+        held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent
+        if tracker.level is not None and not held:
+            held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent + _HELD_CLEAR_UTIL
+        target = Severity.WARNING if held else None
+        idle_for = format_duration(settings.hold_s)
+        message = f"{used / GIB:.1f} GiB held, GPU idle for {idle_for}"
+        detail = "A notebook kernel left open, or a crashed job's process, may be holding it."
+        return _advance(self.key, settings, tracker, target, used, name, gpu.index, now_s, lambda _: (message, detail))
+
+    def problems(self, settings: HeldSettings) -> list[str]:
+        found = []
+        if not settings.memory_above_gib >= 0:
+            found.append(f"{self.label}: memory above must be a number of GiB, 0 or more.")
+        if not 0 <= settings.idle_below_percent <= 100:
+            found.append(f"{self.label}: idle below must be a percentage from 0 to 100.")
+        return found + super().problems(settings)
+
+
 @dataclass(frozen=True)
 class DriverStallRule(MachineRule[RuleSettings]):
     """The driver has not answered for the sampler's grace time (a few intervals): told once,
@@ -535,6 +653,8 @@ RULES: tuple[Rule[Any], ...] = (
         "throttle", QT_TRANSLATE_NOOP("alerts", "Thermal or power throttling"), RuleSettings(True, hold_s=30.0)
     ),
     JobRule("job_finished", QT_TRANSLATE_NOOP("alerts", "Job finished"), JobSettings(enabled=False)),
+    StalledRule("stalled", QT_TRANSLATE_NOOP("alerts", "Stalled job"), StallSettings()),
+    HeldRule("memory_held_idle", QT_TRANSLATE_NOOP("alerts", "Memory held, GPU idle"), HeldSettings()),
 )
 RULE_BY_KEY: Mapping[str, Rule[Any]] = {r.key: r for r in RULES}
 # Defaults of earlier versions that later ones changed: a settings file that still holds one
@@ -620,6 +740,15 @@ class AlertEngine:
         events = [event for event in found if event is not None]
         self.events.extend(events)
         return events
+
+    def needs(self) -> frozenset[str]:
+        """Metrics the enabled rules read that are not always read (SM activity, from GPM)."""
+        needed: set[str] = set()
+        for rule in GPU_RULES:
+            per_gpu = [rules.get(rule.key) for rules in self.settings.overrides.values()]
+            if rule.needs and any(r is not None and r.enabled for r in [self.settings.rules.get(rule.key), *per_gpu]):
+                needed |= rule.needs
+        return frozenset(needed)
 
     def _tracker(self, gpu: int, rule: str) -> Tracker:
         return self._trackers.setdefault((gpu, rule), Tracker())

@@ -180,6 +180,8 @@ class Settings:
     serve_metrics: bool = _default("serve_metrics")
     # Exporter or prometheus+http(s):// URLs; the only place credentials (user:password@) may be given.
     remote_hosts: tuple[str, ...] = ()
+    # Remote hosts (by name) whose GPUs the tray icon adds to this machine's bars; "*": every one.
+    icon_remote_hosts: tuple[str, ...] = ("*",)
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
 
@@ -253,6 +255,7 @@ def to_toml(settings: Settings) -> str:
     document["hidden_gpus"] = list(settings.hidden_gpus)
     if settings.remote_hosts:
         document["remote_hosts"] = list(settings.remote_hosts)
+    document["icon_remote_hosts"] = list(settings.icon_remote_hosts)
     document["alerts"] = {kind.key: _rule_to_toml(settings.alerts.rules.get(kind.key, kind.defaults)) for kind in RULES}
     overrides = {
         str(gpu): {"alerts": {key: _rule_to_toml(rule, settings.alerts.rules[key]) for key, rule in rules.items()}}
@@ -421,6 +424,10 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
                 raise SettingsError(translate("settings", "remote_hosts should be a list of URLs"))
             values[key] = tuple(v.strip() for v in value)
+        elif key == "icon_remote_hosts":
+            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                raise SettingsError('icon_remote_hosts should be a list of host names (or ["*"] for all)')
+            values[key] = tuple(value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
     alerts = _table(document.get("alerts", {}), "alerts")

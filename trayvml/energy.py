@@ -3,8 +3,9 @@
 A GPU's energy comes from the driver's counter (``energy_consumed_j``, Volta and newer) where it
 answers, and from its power draw integrated over time where it does not (older GPUs, laptops); a
 runtime-suspended GPU draws 0 W here (it is not queried, and sleeping is what it costs least).
-Each tick's energy is shared among the GPU's processes by their share of its memory (NVML's
-per-process utilization is not read yet), counted only on ticks whose process lists were read;
+Each tick's energy is shared among the GPU's processes by their share of its SMs (NVML's
+per-process utilization, with its last-seen timestamp) or, where the driver does not tell it (MIG,
+old drivers, no samples yet), of its memory; counted only on ticks whose process lists were read;
 the rest is "unattributed". A job is a container where the process runs in one, else the process.
 """
 
@@ -59,7 +60,9 @@ class EnergyMeter:
     def _update_gpu(self, gpu: GpuSample, now_s: float) -> None:
         e = self._gpus.setdefault(gpu.index, _GpuEnergy())
         counter = gpu.value("energy_consumed_j") if gpu.state("energy_consumed_j") is MetricState.OK else math.nan
-        power = 0.0 if gpu.asleep else gpu.value("power_draw_w")
+        # Asleep is 0 W, for a GPU whose energy is known otherwise (a laptop without a power
+        # sensor stays unknown: its awake hours are).
+        power = (0.0 if e.method else math.nan) if gpu.asleep else gpu.value("power_draw_w")
         elapsed_s = now_s - e.last_s
         added_wh = 0.0
         if not math.isnan(counter) and not math.isnan(e.last_counter_j) and counter >= e.last_counter_j:
@@ -82,13 +85,16 @@ class EnergyMeter:
 
     def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
         read = gpu.state("process_count") is MetricState.OK
-        memory = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}  # NaN: unknown
-        total = sum(memory.values())
+        # By SM share where the driver tells it (nvmlDeviceGetProcessUtilization), else by memory.
+        weights = {p.pid: p.sm_util_percent for p in gpu.processes if p.sm_util_percent > 0}  # NaN: unknown
+        if not weights:
+            weights = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}
+        total = sum(weights.values())
         if not read or not total or not added_wh:
             e.unattributed_wh += added_wh
             return
         for process in gpu.processes:
-            share = memory.get(process.pid, 0.0) / total
+            share = weights.get(process.pid, 0.0) / total
             if share:
                 key = (gpu.index, process.pid)
                 self.process_wh[key] = self.process_wh.get(key, 0.0) + added_wh * share

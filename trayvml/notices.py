@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from trayvml.alerts import MACHINE, RULE_BY_KEY, AlertEvent, Direction, Severity, ThresholdRule, _in_sentence
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
@@ -61,6 +61,7 @@ class Notice:
     urgency: int  # LOW, NORMAL or CRITICAL
     severity: Severity
     resolved: bool = False
+    host: str = ""  # a remote host's name; "" for this machine (its GPU 0 is not ours)
 
 
 def urgency(event: AlertEvent) -> int:
@@ -88,6 +89,7 @@ def notice_for(outgoing: Outgoing) -> Notice:
         urgency(event),
         event.severity,
         event.kind == "resolved",
+        event.host,
     )
 
 
@@ -130,8 +132,9 @@ class Grouper:
 
     def __init__(self, window_s: float = GROUP_WINDOW_S) -> None:
         self.window_s = window_s
-        self._groups: dict[str, _Group] = {}
-        self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest notification
+        # By (host, rule): a remote host's GPU 0 is another GPU than this machine's.
+        self._groups: dict[tuple[str, str], _Group] = {}
+        self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest local notification
 
     def members(self, rule: str) -> tuple[int, ...]:
         """The GPUs the rule's latest notification is about, resolved or not (for its actions)."""
@@ -140,46 +143,53 @@ class Grouper:
     def take(self, batch: list[Outgoing], now_s: float) -> list[Notice]:
         """The notices to send for the alerts of one tick (all already wanted by the dispatcher)."""
         notices: list[Notice] = []
-        changed: list[str] = []
-        ended: list[str] = []
+        changed: list[tuple[str, str]] = []
+        ended: list[tuple[str, str]] = []
         for outgoing in batch:
             event = outgoing.event
             if event.gpu_index == MACHINE:
                 notices.append(notice_for(outgoing))
                 continue
-            group = self._groups.get(event.rule)
+            key = (event.host, event.rule)
+            group = self._groups.get(key)
             if event.kind == "resolved":
                 if group is None or event.gpu_index not in group.firing:
                     # Its firing went out before a pause or from an earlier group: told on its own.
                     notices.append(replace_key(notice_for(outgoing), (GROUP, event.rule)))
-                    self._last_members[event.rule] = (event.gpu_index,)
+                    self._remember(key, (event.gpu_index,))
                     continue
                 group.firing.discard(event.gpu_index)
-                if not group.firing and event.rule not in ended:
-                    ended.append(event.rule)
+                if not group.firing and key not in ended:
+                    ended.append(key)
                 continue
             if group is None or not group.open(now_s, self.window_s):
-                group = self._groups[event.rule] = _Group(now_s, now_s)
+                group = self._groups[key] = _Group(now_s, now_s)
             group.members[event.gpu_index] = outgoing
             group.last_s = now_s
             if event.kind == "firing":
                 group.firing.add(event.gpu_index)
-            if event.rule not in changed:
-                changed.append(event.rule)
-        for rule in changed:
-            notices.append(self._notice(rule, now_s))
-            self._groups[rule].sent = True
-            self._last_members[rule] = tuple(sorted(self._groups[rule].members))
-        for rule in ended:
-            group = self._groups[rule]
+            if key not in changed:
+                changed.append(key)
+        for key in changed:
+            notices.append(self._notice(key, now_s))
+            self._groups[key].sent = True
+            self._remember(key, tuple(sorted(self._groups[key].members)))
+        for key in ended:
+            group = self._groups[key]
             if group.firing:  # fired again in the same tick
                 continue
-            notices.append(self._resolved(rule, group, now_s))
-            del self._groups[rule]
+            notices.append(self._resolved(key, group, now_s))
+            del self._groups[key]
         return notices
 
-    def _notice(self, rule: str, now_s: float) -> Notice:
-        group = self._groups[rule]
+    def _remember(self, key: tuple[str, str], members: tuple[int, ...]) -> None:
+        host, rule = key
+        if not host:  # a notification's actions act on this machine's GPUs only
+            self._last_members[rule] = members
+
+    def _notice(self, key: tuple[str, str], now_s: float) -> Notice:
+        host, rule = key
+        group = self._groups[key]
         members = sorted(group.members)
         worst = max(group.members.values(), key=lambda o: (o.event.severity, o.event.timestamp_s))
         if len(members) == 1:
@@ -189,10 +199,12 @@ class Grouper:
                 body = translate("notices", "{body}\nFor {duration} now.").format(
                     body=notice.body, duration=duration_words(lasted)
                 )
-                notice = Notice(notice.key, notice.title, body, notice.urgency, notice.severity)
+                notice = replace(notice, body=body)
             return notice
         event = worst.event
-        title = translate("notices", "GPUs {gpus}: {what}").format(gpus=gpu_ranges(members), what=_what(event, group))
+        title = _at(host) + translate("notices", "GPUs {gpus}: {what}").format(
+            gpus=gpu_ranges(members), what=_what(event, group)
+        )
         lines = [event.detail] if event.detail else []
         for gpu in members[:MAX_GPU_LINES]:
             lines.append(_gpu_line(group.members[gpu]))
@@ -203,17 +215,18 @@ class Grouper:
             lines.append(since.format(time=_clock(group.started_s), duration=duration_words(now_s - group.started_s)))
         if advice(rule):
             lines.append(advice(rule))
-        return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity)
+        return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host)
 
-    def _resolved(self, rule: str, group: _Group, now_s: float) -> Notice:
+    def _resolved(self, key: tuple[str, str], group: _Group, now_s: float) -> Notice:
+        host, rule = key
         members = sorted(group.members)
         if len(members) == 1:
             first = group.members[members[0]].event
-            gpus = translate("alerts", "GPU {index} {name}").format(
+            gpus = _at(host) + translate("alerts", "GPU {index} {name}").format(
                 index=first.gpu_index, name=short_name(first.gpu_name)
             )
         else:
-            gpus = translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
+            gpus = _at(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
         if now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
@@ -221,11 +234,16 @@ class Grouper:
             )
         else:
             body = translate("notices", "Back to normal.")
-        return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True)
+        return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True, host=host)
+
+
+def _at(host: str) -> str:
+    """A remote host's name before a title, as AlertEvent.title puts it; nothing for this machine."""
+    return translate("alerts", "{host}: ").format(host=host) if host else ""
 
 
 def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
-    return Notice(key, notice.title, notice.body, notice.urgency, notice.severity, notice.resolved)
+    return replace(notice, key=key)
 
 
 def _label(rule: str) -> str:

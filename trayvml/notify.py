@@ -68,7 +68,7 @@ class FreedesktopNotifier:
             raise NotificationsUnavailableError(str(error)) from error
         self.actions = "actions" in capabilities
         self.markup = "body-markup" in capabilities
-        self._ids: dict[AlertKey, int] = {}
+        self._ids: dict[tuple[str, int, str], int] = {}  # (host, GPU, rule): a remote GPU 0 is not ours
         self._keys: dict[int, AlertKey] = {}
         self._lock = threading.Lock()
         self._listener: threading.Thread | None = None
@@ -103,18 +103,16 @@ class FreedesktopNotifier:
         key = notice.key
         # Text from the system (process names) must not be read as markup, nor fail to encode.
         body = notification_text(notice.body, self.markup)
-        actions = (
-            [part for key, label in ACTIONS for part in (key, translate("notify", label))]
-            if self.actions and not notice.resolved
-            else []
-        )
+        # A remote host's alert has no actions: "Open graphs" and "Snooze" act on this machine's GPUs.
+        offered = self.actions and not notice.resolved and not notice.host
+        actions = [part for key, label in ACTIONS for part in (key, translate("notify", label))] if offered else []
         hints = {
             "urgency": ("y", notice.urgency),
             "desktop-entry": ("s", "trayvml"),
             "category": ("s", "device"),
         }
         with self._lock:
-            replaces = self._ids.get(key, 0)
+            replaces = self._ids.get((notice.host, *key), 0)
             try:
                 (notification_id,) = self._call(
                     "Notify",
@@ -124,7 +122,7 @@ class FreedesktopNotifier:
             except _DBUS_ERRORS as error:  # the service went away: say so in the log, carry on
                 log.warning("could not send a desktop notification: %s", error)
                 return
-            self._ids[key] = notification_id
+            self._ids[(notice.host, *key)] = notification_id
             self._keys[notification_id] = key
 
     def _listen(self) -> None:

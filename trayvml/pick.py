@@ -39,7 +39,13 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
         )
     if count < 1:
         raise TrayvmlError(translate("pick", "The number of GPUs to pick must be at least 1."))
-    qualifying = [g for g in sample.gpus if not g.lost and g.value("memory_free_bytes") >= min_free_mib * MIB]
+    # A GPU in MIG mode cannot be used whole: its MIG devices (each its own index and UUID) can.
+    in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
+    qualifying = [
+        g
+        for g in sample.gpus
+        if not g.lost and g.index not in in_mig_mode and g.value("memory_free_bytes") >= min_free_mib * MIB
+    ]
     if len(qualifying) < count:
         condition = translate("pick", " with at least {mib} MiB free").format(mib=f"{min_free_mib:g}")
         lost = sum(g.lost for g in sample.gpus)

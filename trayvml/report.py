@@ -52,8 +52,9 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
     header = [f"trayvml {__version__}", when]
     if system:
         header[1:1] = [terminal_text(system.hostname)]
-        driver = translate("report", "driver {version}").format(version=terminal_text(system.driver_version))
-        header += [driver, f"CUDA {system.cuda_driver_version}"]
+        header += [translate("report", "driver {version}").format(version=terminal_text(system.driver_version))]
+        if system.cuda_driver_version:  # a remote exporter may not say it
+            header.append(f"CUDA {terminal_text(system.cuda_driver_version)}")
     lines.append("  ".join(header))
     if sample.simulation:
         lines.append(simulation_banner(sample))
@@ -170,6 +171,9 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                     "method": energy.method(gpu.index) or None,
                     "unattributed_wh": _number(energy.unattributed_wh(gpu.index)),
                 },
+                "mig": None
+                if info.mig_parent_index < 0
+                else {"parent_index": info.mig_parent_index, "gpu_instance_id": info.gpu_instance_id},
                 "gpm": {
                     "supported": info.gpm_supported,
                     "reason": None if info.gpm_supported else f"{GPM_MISSING}; this one answers not supported",
@@ -190,6 +194,7 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                         "container": json_text(p.container),
                         "used_memory_bytes": _number(p.used_memory_bytes),
                         "no_permission": p.no_permission,
+                        "sm_util_percent": _number(p.sm_util_percent),
                         "energy_wh": None if energy is None else energy.process_wh.get((gpu.index, p.pid), 0.0),
                         "job": job_key(p),
                         "job_energy_wh": None if energy is None else energy.job_wh.get((gpu.index, job_key(p)), 0.0),

@@ -214,7 +214,7 @@ def load_web_config(path: str) -> WebConfig:
                 "serve", "The web config file {path} must be a mapping (tls_server_config, basic_auth_users)."
             ).format(path=path)
         )
-    known = {"tls_server_config", "basic_auth_users", "http_server_config"}
+    known = {"tls_server_config", "basic_auth_users"}  # http_server_config (headers, HTTP/2): not supported
     unknown = sorted(set(map(str, data)) - known)
     if unknown:
         strange = translate("serve", "The web config file {path} has keys trayvml does not know: {keys}.")

@@ -599,7 +599,11 @@ TRAY_METRICS: Mapping[str, TrayMetric] = {
     "sm_activity": TrayMetric("sm_activity_percent", 100.0),  # GPM; utilization where a GPU lacks it
 }
 # A tray metric shown in place of another on GPUs that cannot read it (GPM needs Hopper or newer).
-TRAY_FALLBACK: Mapping[str, str] = {"sm_activity_percent": "utilization_gpu_percent"}
+# And the other way round on a GPU in MIG mode and its MIG devices, which have no utilization.
+TRAY_FALLBACK: Mapping[str, str] = {
+    "sm_activity_percent": "utilization_gpu_percent",
+    "utilization_gpu_percent": "sm_activity_percent",
+}
 GPM_MISSING = QT_TRANSLATE_NOOP("metrics", "GPM activity metrics need a Hopper or newer data-center GPU")
 
 

@@ -81,7 +81,7 @@ GPU_NAMES: Mapping[str, PromName] = {
     "xid_last": PromName("gpu_xid_last"),
     "clock_event_reasons": PromName("gpu_clock_event_reasons"),
     "process_count": PromName("gpu_processes"),
-    # GPM (Hopper and newer), from branch depth: named here so that serve and the trayvml dialect know them.
+    # GPM (Hopper and newer; read only while asked for, see trayvml/nvml/gpm.py)
     "sm_activity_percent": PromName("gpu_sm_activity_ratio"),
     "sm_occupancy_percent": PromName("gpu_sm_occupancy_ratio"),
     "tensor_activity_percent": PromName("gpu_tensor_activity_ratio"),

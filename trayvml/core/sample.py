@@ -81,6 +81,8 @@ class DeviceInfo:
     # Where the driver slows the GPU down, and shuts it off, for heat (drawn on the temperature panel).
     temperature_slowdown_c: float = math.nan
     temperature_shutdown_c: float = math.nan
+    mig_parent_index: int = -1  # a MIG device: the index of the GPU it is carved from; -1: a whole GPU
+    gpu_instance_id: int = -1  # a MIG device's GPU instance id
 
 
 @dataclass(frozen=True)
@@ -104,6 +106,7 @@ class ProcessSample:
     command: str = ""
     container: str = ""  # container id from /proc/PID/cgroup, "" on the host
     no_permission: bool = False  # another user's process that we may not inspect
+    sm_util_percent: float = math.nan  # its share of the SMs (nvmlDeviceGetProcessUtilization); NaN: unknown
 
 
 @dataclass(frozen=True)

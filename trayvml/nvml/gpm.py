@@ -9,15 +9,37 @@ profiling metrics).
 
 from __future__ import annotations
 
+import ctypes
 import logging
 from typing import Any
 
+import numpy as np
 import pynvml as N
 
 from trayvml.nvml.session import classify
 from trayvml.nvml.specs import GPM, GpmRead
 
 log = logging.getLogger(__name__)
+
+# c_nvmlGpmMetric_t as a numpy record: pynvml's structures format every attribute read in Python,
+# so the metrics are read (and, in the simulation, written) through this view instead.
+METRIC_DTYPE = np.dtype(
+    {
+        "names": ["metricId", "nvmlReturn", "value"],
+        "formats": [np.uint32, np.uint32, np.float64],
+        "offsets": [
+            N.c_nvmlGpmMetric_t.metricId.offset,
+            N.c_nvmlGpmMetric_t.nvmlReturn.offset,
+            N.c_nvmlGpmMetric_t.value.offset,
+        ],
+        "itemsize": ctypes.sizeof(N.c_nvmlGpmMetric_t),
+    }
+)
+
+
+def metrics_view(request: Any, count: int) -> np.ndarray:
+    """The first ``count`` metrics of a c_nvmlGpmMetricsGet_t, as a writable numpy view."""
+    return np.frombuffer(request.metrics, dtype=METRIC_DTYPE, count=count)
 
 
 def gpm_supported(handle: Any) -> bool | None:
@@ -34,14 +56,15 @@ def gpm_supported(handle: Any) -> bool | None:
 class GpmSampler:
     """The two sample buffers of one GPU (or one MIG instance: ``instance`` is its GPU instance id)."""
 
-    def __init__(self, reads: tuple[GpmRead, ...] = GPM, instance: int | None = None) -> None:
+    def __init__(self, reads: tuple[GpmRead, ...] = GPM, instance: int | None = None, parent: Any = None) -> None:
         self.reads = reads
         self.instance = instance
+        self.parent = parent  # a MIG device's samples are taken on its parent GPU, by instance id
         self.request = N.c_nvmlGpmMetricsGet_t()
         self.request.version = N.NVML_GPM_METRICS_GET_VERSION
         self.request.numMetrics = len(reads)
-        for k, read in enumerate(reads):
-            self.request.metrics[k].metricId = read.metric_id
+        self.view = metrics_view(self.request, len(reads))
+        self.view["metricId"] = [read.metric_id for read in reads]
         self.previous: Any = None
         self.current: Any = None
         self.filled = False  # ``previous`` holds a sample
@@ -50,8 +73,9 @@ class GpmSampler:
     def allocated(self) -> bool:
         return self.current is not None
 
-    def read(self, handle: Any) -> N.c_nvmlGpmMetricsGet_t | None:
-        """Take a sample; the metrics since the last one, or None on the first. Raises NVMLError."""
+    def read(self, handle: Any) -> np.ndarray | None:
+        """Take a sample; the metrics since the last one (a view: metricId, nvmlReturn, value), or
+        None on the first. Raises NVMLError."""
         if self.current is None:
             self.previous = N.nvmlGpmSampleAlloc()
             try:
@@ -62,7 +86,7 @@ class GpmSampler:
         if self.instance is None:
             N.nvmlGpmSampleGet(handle, self.current)
         else:
-            N.nvmlGpmMigSampleGet(handle, self.instance, self.current)
+            N.nvmlGpmMigSampleGet(self.parent, self.instance, self.current)
         first = not self.filled
         self.previous, self.current = self.current, self.previous
         self.filled = True
@@ -71,7 +95,7 @@ class GpmSampler:
         request = self.request
         request.sample1, request.sample2 = self.current, self.previous  # older, newer (after the swap)
         N.nvmlGpmMetricsGet(request)
-        return request
+        return self.view
 
     def free(self) -> None:
         """Give the buffers back to the driver (also when NVML is already gone: nothing to undo)."""

@@ -105,6 +105,7 @@ def wanted_for(demand: frozenset[str] | None) -> frozenset[str] | None:
 
 
 IDLE_UTIL_PERCENT = 5.0  # a laptop GPU below this, with no processes, is idle: read it slowly
+IDLE_MEMORY_BYTES = 64 * 2**20  # above this in use, some process holds the GPU: it cannot sleep anyway
 
 
 class NvmlReader:
@@ -237,6 +238,7 @@ class NvmlReader:
             count = N.nvmlDeviceGetCount()
             self.system = self.probe.system_info()
             gpus = [self._open_gpu(i, asleep) for i in range(count)]
+            gpus += self._open_mig_devices(gpus)
             if gpus:
                 self._open_events(gpus)
         except N.NVMLError as error:
@@ -250,7 +252,9 @@ class NvmlReader:
             return
         self._gpus = gpus
         self.devices = tuple(g.info for g in gpus)
-        self._known.update({bus_key(g.info.pci_bus_id): g.info for g in gpus if g.info.pci_bus_id})
+        self._known.update(
+            {bus_key(g.info.pci_bus_id): g.info for g in gpus if g.info.pci_bus_id and g.parent_handle is None}
+        )
         session.unavailable = None
         self._gpu_by_handle = {handle_value(g.handle): g for g in gpus if g.handle is not None}
         self._set_demand(self._demand)
@@ -278,10 +282,48 @@ class NvmlReader:
         g.states[_XID_COUNT] = g.states[_XID_LAST] = MetricState.OK
         return g
 
+    def _open_mig_devices(self, parents: list[GpuState]) -> list[GpuState]:
+        """Each MIG device of a GPU in MIG mode, as a device of its own after the physical GPUs:
+        its memory, processes and GPM activity; the parent keeps the whole-board metrics."""
+        found: list[GpuState] = []
+        for parent in parents:
+            if parent.lost or parent.deferred or not parent.info.mig_mode_current:
+                continue
+            try:
+                slots = N.nvmlDeviceGetMaxMigDeviceCount(parent.handle)
+            except N.NVMLError as error:
+                classify(error.value)  # raises where NVML as a whole is gone
+                continue
+            for slot in range(slots):
+                try:
+                    handle = N.nvmlDeviceGetMigDeviceHandleByIndex(parent.handle, slot)
+                    instance = N.nvmlDeviceGetGpuInstanceId(handle)
+                    index = len(parents) + len(found)
+                    info = self.probe.device_info(index, handle)
+                except N.NVMLError as error:
+                    classify(error.value)  # NOT_FOUND: no instance in that slot
+                    continue
+                except GpuLostError:
+                    continue
+                info = replace(
+                    info,
+                    mig_parent_index=parent.index,
+                    gpu_instance_id=instance,
+                    pci_bus_id=parent.info.pci_bus_id,  # asleep with its parent, never apart
+                    gpm_supported=parent.info.gpm_supported,
+                )
+                g = GpuState(index, handle, info, parent_handle=parent.handle)
+                self.scheduler.build(g)
+                # XID errors are the board's: counted on the parent.
+                g.states[_XID_COUNT] = g.states[_XID_LAST] = MetricState.NOT_SUPPORTED
+                g.values[_XID_COUNT] = NAN
+                found.append(g)
+        return found
+
     def _open_events(self, gpus: list[GpuState]) -> None:
         self.session.create_event_set()
         for g in gpus:
-            if not g.lost and not g.deferred:
+            if not g.lost and not g.deferred and g.parent_handle is None:
                 self._register_events(g)
 
     def _register_events(self, g: GpuState) -> None:
@@ -367,10 +409,13 @@ def _idle_laptops(samples: tuple[GpuSample, ...], devices: tuple[DeviceInfo, ...
         p = power.get(bus_key(info.pci_bus_id))
         if gpu.asleep:
             continue
-        if p is None or not p.managed or gpu.lost or gpu.processes:
+        # Persistence mode keeps the GPU initialised: it cannot suspend (and servers set it).
+        if p is None or not p.managed or info.persistence_mode or gpu.lost or gpu.processes:
             return False
         util = gpu.value("utilization_gpu_percent")
         if not util < IDLE_UTIL_PERCENT:  # NaN (not read) is not idle
+            return False
+        if gpu.value("memory_used_bytes") > IDLE_MEMORY_BYTES:  # a process holds it (lists may not be read)
             return False
     return True
 

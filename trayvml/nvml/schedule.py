@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from operator import attrgetter, itemgetter
 from typing import Any
 
@@ -44,6 +44,7 @@ _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
     MetricState.NOT_READ,
 )
 _NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
+_MAX_PROCESS_SM = 1024
 _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more than "not read"
 
 
@@ -62,6 +63,10 @@ class GpuState:
     derivations: list[Callable[[], None]] = field(default_factory=list)  # derived metrics' fills
     lost: bool = False
     deferred: bool = False  # asleep when NVML opened: facts and reads wait until it wakes
+    parent_handle: Any = None  # a MIG device: its parent GPU's handle (GPM samples are taken there)
+    process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % from the last samples seen
+    process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
+    process_util_supported: bool = True
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
     processes: tuple[ProcessSample, ...] = ()
@@ -268,7 +273,8 @@ class Scheduler:
                 ops.append(self._field_op(FieldBatch(fields), period_s))
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
         if g.info.gpm_supported:
-            ops.append(self._gpm_op(GpmSampler()))
+            instance = g.info.gpu_instance_id if g.parent_handle is not None else None
+            ops.append(self._gpm_op(GpmSampler(instance=instance, parent=g.parent_handle)))
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
@@ -305,19 +311,23 @@ class Scheduler:
     @staticmethod
     def _gpm_op(sampler: GpmSampler) -> Op:
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
-        scales = [read.scale for read in sampler.reads]
+        scales = np.array([read.scale for read in sampler.reads])
 
-        def fill(g: GpuState, answer: Any) -> None:
+        def fill(g: GpuState, answer: np.ndarray | None) -> None:
+            values, states = g.values, g.states
             if answer is None:  # the first sample: nothing to compare it with yet
                 for slot in slots:
-                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                    values[slot], states[slot] = NAN, _NO_DATA
                 return
-            for k, slot in enumerate(slots):
-                metric = answer.metrics[k]
-                if metric.nvmlReturn == N.NVML_SUCCESS:
-                    g.values[slot], g.states[slot] = metric.value * scales[k], _OK
-                else:
-                    g.values[slot], g.states[slot] = NAN, classify(metric.nvmlReturn)
+            numbers = (answer["value"] * scales).tolist()
+            codes = answer["nvmlReturn"]
+            if not codes.any():
+                for slot, number in zip(slots, numbers, strict=True):
+                    values[slot], states[slot] = number, _OK
+                return
+            for slot, number, code in zip(slots, numbers, codes.tolist(), strict=True):
+                ok = code == N.NVML_SUCCESS
+                values[slot], states[slot] = (number if ok else NAN), (_OK if ok else classify(code))
 
         keys = tuple(read.key for read in sampler.reads)
         return Op("nvmlGpmMetricsGet", sampler.read, fill, keys, release=sampler.free)
@@ -330,10 +340,39 @@ class Scheduler:
 
         def fill(g: GpuState, procs: Any) -> None:
             g.process_lists[kind] = self.processes.samples(g.index, kind, procs)
-            g.processes = tuple(p for lst in g.process_lists.values() for p in lst)
+            processes = tuple(p for lst in g.process_lists.values() for p in lst)
+            # Each process's share of the SMs: asked with the compute list, applied to both lists.
+            g.processes = self._with_sm_util(g, processes, ask=kind == "compute")
 
         older = None if function == read.fallback else (lambda: self._process_op(read, read.fallback))
         return Op(function, getattr(N, function), fill, (PROCESSES,), read.period_s, older, process_kind=kind)
+
+    def _with_sm_util(self, g: GpuState, processes: tuple[ProcessSample, ...], ask: bool) -> tuple[ProcessSample, ...]:
+        """``processes`` with their SM share from nvmlDeviceGetProcessUtilization (the samples since
+        the last-seen timestamp; a process with none new keeps its last). Not supported under MIG."""
+        if not g.process_util_supported or not processes:
+            return processes
+        if not ask:
+            return tuple(replace(p, sm_util_percent=g.process_sm.get(p.pid, NAN)) for p in processes)
+        self.session.current_call = "nvmlDeviceGetProcessUtilization"
+        try:
+            samples = N.nvmlDeviceGetProcessUtilization(g.handle, g.process_util_seen_us)
+        except N.NVMLError as error:
+            state = classify(error.value)  # raises where NVML as a whole is gone
+            if state is MetricState.LOST:
+                raise GpuLostError from None
+            if state is _NOT_SUPPORTED:
+                g.process_util_supported = False
+                return processes
+            samples = []  # NOT_FOUND: no new samples since the last call
+        for sample in samples:
+            # NVML answers garbage above 100 % at times (nvtop clamps it too).
+            g.process_sm[int(sample.pid)] = float(min(int(sample.smUtil), 100))
+            g.process_util_seen_us = max(g.process_util_seen_us, int(sample.timeStamp))
+        if len(g.process_sm) > _MAX_PROCESS_SM:  # PIDs come and go: keep the ones listed now
+            alive = {p.pid for p in processes}
+            g.process_sm = {pid: sm for pid, sm in g.process_sm.items() if pid in alive}
+        return tuple(replace(p, sm_util_percent=g.process_sm.get(p.pid, NAN)) for p in processes)
 
     # ---- demand ----
     def set_demand(self, g: GpuState, wanted: frozenset[str] | None) -> None:

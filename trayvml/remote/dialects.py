@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from trayvml.core import prom_names
 from trayvml.core.i18n import translate
@@ -36,9 +37,9 @@ from trayvml.core.units import MIB
 MEMORY_TOTAL = "memory_total_bytes"  # a DeviceInfo fact rather than a GPU metric, read the same way
 
 
-@dataclass(frozen=True)
-class Point:
-    """One series' current value: a metric name, its labels and the value."""
+class Point(NamedTuple):
+    """One series' current value: a metric name, its labels and the value (a NamedTuple: hundreds
+    are made a read, and a frozen dataclass takes several times longer to build)."""
 
     name: str
     labels: Mapping[str, str]
@@ -232,6 +233,7 @@ class _Gpu:
     driver: str = ""
     values: dict[str, float] = field(default_factory=dict)
     processes: list[ProcessSample] = field(default_factory=list)
+    identified: bool = False  # index, name, PCI bus id and driver taken from its labels
 
 
 @dataclass
@@ -240,6 +242,7 @@ class _Host:
     gpus: dict[str, _Gpu] = field(default_factory=dict)
     host: dict[str, float] = field(default_factory=dict)
     driver: str = ""
+    cuda: str = ""  # the CUDA driver version, where the exporter says it (nvitop-exporter)
     down: str = ""  # trayvml_up 0: its reason
 
     def gpu(self, uuid: str) -> _Gpu:
@@ -289,53 +292,53 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
             host = hosts[name] = _Host(name)
         return host
 
+    gpu_table, uuid_label = dialect.gpu, dialect.uuid_label
     for point in points:
-        labels = point.labels
-        if point.name == dialect.up:
+        name, labels, value = point.name, point.labels, point.value
+        # prometheus-client's parser names a counter's sample NAME_total even where the exporter
+        # wrote NAME (dcgm-exporter's counters); a Prometheus server keeps NAME.
+        known = gpu_table.get(name)
+        if known is None and name.endswith("_total"):
+            known = gpu_table.get(name[: -len("_total")])
+        if known is not None or name == dialect.info:
+            uuid = labels.get(uuid_label, "")
+            if uuid:  # the common case first: one GPU metric
+                gpu = host_of(labels).gpu(uuid)
+                if not gpu.identified:
+                    # Identity, once a read: the series' own labels, else those of the info series of that uuid.
+                    facts = {**info_by_uuid.get(uuid, {}), **labels}
+                    gpu.index = _index(facts.get(dialect.index_label, ""))
+                    gpu.name = facts.get(dialect.name_label or "name", "")
+                    gpu.pci_bus_id = facts.get(dialect.pci_label, "")
+                    gpu.driver = facts.get(dialect.driver_label, "")
+                    gpu.identified = True
+                if known is not None and math.isfinite(value):
+                    gpu.values[known[0]] = value * known[1]
+                continue
+            if name == dialect.info:  # nvitop: per host, not per GPU
+                host = host_of(labels)
+                host.driver = labels.get("driver_version", "")
+                host.cuda = labels.get("cuda_driver_version", "")
+            continue
+        if name == dialect.up:
             host = host_of(labels)
-            if point.value != 1.0:
+            if value != 1.0:
                 host.down = labels.get("reason", "") or "unknown"
-            continue
-        if point.name == dialect.info and dialect.uuid_label not in labels:  # nvitop: per host
-            host_of(labels).driver = labels.get("driver_version", "")
-            continue
-        if point.name in dialect.host:
-            key, scale = dialect.host[point.name]
-            host_of(labels).host[key] = point.value * scale
-            continue
-        uuid = labels.get(dialect.uuid_label, "")
-        if not uuid:
-            continue
-        if point.name == dialect.process_memory:
-            pid = _index(labels.get("pid", ""))
-            gpu = host_of(labels).gpu(uuid)
+        elif name in dialect.host:
+            key, scale = dialect.host[name]
+            host_of(labels).host[key] = value * scale
+        elif name == dialect.process_memory and labels.get(uuid_label):
+            gpu = host_of(labels).gpu(labels[uuid_label])
             gpu.processes.append(
                 ProcessSample(
                     gpu_index=-1,  # set once the GPU's index is known
-                    pid=pid,
+                    pid=_index(labels.get("pid", "")),
                     kind=labels.get("kind", "compute"),
-                    used_memory_bytes=point.value * dialect.process_scale,
+                    used_memory_bytes=value * dialect.process_scale,
                     name=labels.get(dialect.process_name_label, "") if dialect.process_name_label else "",
                     user=labels.get(dialect.process_user_label, "") if dialect.process_user_label else "",
                 )
             )
-            continue
-        # prometheus-client's parser names a counter's sample NAME_total even where the exporter
-        # wrote NAME (dcgm-exporter's counters); a Prometheus server keeps NAME.
-        known = dialect.gpu.get(point.name) or dialect.gpu.get(point.name.removesuffix("_total"))
-        if known is None and point.name != dialect.info:
-            continue
-        # Identity: the series' own labels, else those of the info series with the same uuid.
-        facts = {**info_by_uuid.get(uuid, {}), **labels}
-        gpu = host_of(facts).gpu(uuid)
-        if gpu.index < 0:
-            gpu.index = _index(facts.get(dialect.index_label, ""))
-        gpu.name = gpu.name or facts.get(dialect.name_label or "name", "")
-        gpu.pci_bus_id = gpu.pci_bus_id or facts.get(dialect.pci_label, "")
-        gpu.driver = gpu.driver or facts.get(dialect.driver_label, "")
-        if known is not None and math.isfinite(point.value):
-            key, scale = known
-            gpu.values[key] = point.value * scale
 
 
 def _percent(part: float | None, whole: float | None) -> float | None:
@@ -400,7 +403,7 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
         timestamp_s=now_s,
         gpus=() if fault else tuple(gpus),
         devices=() if fault else tuple(devices),
-        system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version="", nvml_version=""),
+        system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version=host.cuda, nvml_version=""),
         host=host_sample,
         remote=RemoteOrigin(url, kind, fault, now_s if fault else math.nan),
     )

@@ -304,3 +304,38 @@ def read(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache 
     if endpoint.prometheus:
         return read_prometheus(endpoint, timeout_s, now_s)
     return read_exporter(endpoint, timeout_s, now_s, cache)
+
+
+def read_prometheus_past(
+    endpoint: Endpoint, start_s: float, end_s: float, points: int, timeout_s: float
+) -> list[Sample]:
+    """The past of every series the dialects read, through ``/api/v1/query_range``: one sample per
+    host per step, oldest first, ``points`` steps from ``start_s`` to ``end_s`` (to fill a history)."""
+    step_s = max((end_s - start_s) / max(points, 1), 1.0)
+    params = {
+        "query": prometheus_query(endpoint),
+        "start": f"{start_s:.3f}",
+        "end": f"{end_s:.3f}",
+        "step": f"{step_s:g}",
+    }
+    body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query_range?{urllib.parse.urlencode(params)}", timeout_s)
+    by_time: dict[float, list[Point]] = {}
+    try:
+        answer = json.loads(body)
+        if answer.get("status") != "success":
+            raise RemoteError(f"{endpoint.url} refused the query: {answer.get('error', 'no reason given')}.")
+        for series in answer["data"]["result"]:
+            labels = dict(series["metric"])
+            name = labels.pop("__name__")
+            for at_s, text in series["values"]:
+                by_time.setdefault(float(at_s), []).append(Point(name, labels, float(text)))
+    except RemoteError:
+        raise
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise _not_prometheus(endpoint, error) from None
+    return [
+        sample
+        for at_s in sorted(by_time)
+        for sample in to_samples(by_time[at_s], endpoint.host, endpoint.url, at_s)
+        if sample.gpus
+    ]

@@ -16,12 +16,14 @@ from dataclasses import replace
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
-from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read
+from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_prometheus_past
 
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 3.0  # a healthy exporter answers in milliseconds; a scrape is small
 MAX_BACKOFF_S = 60.0
+PAST_TIMEOUT_S = 10.0  # a few MB of JSON from a server with hours of it
+PAST_POINTS = 300  # steps of a Prometheus server's past put into a new history: ~1 a pixel of a graph
 
 
 class RemoteSource:
@@ -45,6 +47,11 @@ class RemoteSource:
         self._hosts: tuple[str, ...] = ()  # the hosts it last reported: named while it is down
         self._fault_since_s = math.nan
         self.failures = 0  # consecutive
+        # Prometheus servers only: how far back to fill a new history from /api/v1/query_range (0: not),
+        # read once, on the first read that works; ``past`` holds it (oldest first) for the history's owner.
+        self.past_s = 0.0
+        self.past: tuple[Sample, ...] = ()
+        self._past_read = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -60,11 +67,24 @@ class RemoteSource:
             ours = translate("remote", "{url}: reading it failed in trayvml itself ({error}).")
             self._failed(ours.format(url=self.endpoint.url, error=type(error).__name__), now_s)
         else:
+            if self.past_s > 0 and self.endpoint.prometheus and not self._past_read:
+                self._read_past(now_s)
             self.failures = 0
             self._fault_since_s = math.nan
             self._hosts = tuple(s.system.hostname for s in samples if s.system)
             self._samples = tuple(samples)
         return self._samples
+
+    def _read_past(self, now_s: float) -> None:
+        self._past_read = True
+        try:
+            # Read before the first live sample is published, so a new history gets its past first
+            # (its rings take time in order); bounded, and this thread is the remote's own.
+            start_s = now_s - self.past_s
+            past = read_prometheus_past(self.endpoint, start_s, now_s, PAST_POINTS, max(self.timeout_s, PAST_TIMEOUT_S))
+            self.past = tuple(s for s in past if s.timestamp_s < now_s)  # the live read is "now"
+        except RemoteError as error:  # the live values still come: the graphs start empty instead
+            log.warning("the past of %s could not be read: %s", self.endpoint.url, error)
 
     def _failed(self, message: str, now_s: float) -> None:
         if self.failures == 0:
@@ -131,11 +151,12 @@ class Remotes:
         for source in self.sources:
             source.start()
 
-    def close(self) -> None:
+    def close(self, wait_s: float | None = None) -> None:
+        """Stop every remote; each read in flight is waited for at most ``wait_s`` (default: its timeout)."""
         for source in self.sources:
             source._stop.set()
         for source in self.sources:
-            source.close()
+            source.close(wait_s)
 
 
 def with_hostname(sample: Sample, hostname: str) -> Sample:

@@ -17,7 +17,8 @@ from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
 from trayvml.core.units import format_bytes
 from trayvml.ui.text import gpu_line
 
-PROCESS_RULES = ("memory_used", "memory_free", "temperature")  # their notifications name the biggest processes
+# Their notifications name the biggest processes.
+PROCESS_RULES = ("memory_used", "memory_free", "temperature", "memory_held_idle")
 SHOWN_PROCESSES = 3
 UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

@@ -30,6 +30,7 @@ from trayvml.dispatch import Dispatcher, Outgoing
 from trayvml.energy import EnergyMeter, job_energy_text
 from trayvml.notices import GROUP, Grouper
 from trayvml.nvml.sim import SimSpec, parse_spec
+from trayvml.spans import AsleepSpans
 from trayvml.ui.alert_details import PROCESS_RULES, alert_details
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from trayvml.notify import Notifier
     from trayvml.serve import Exporter
     from trayvml.store.view import DiskReach, Recording
+    from trayvml.ui.host_choice import HostChoice
     from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
     from trayvml.ui.window import GraphWindow
@@ -127,6 +129,7 @@ class App(QObject):
         self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
         self.demand = Demand()
         self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
+        self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
         self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(
@@ -163,6 +166,7 @@ class App(QObject):
         self._remote_urls = remote_urls
         self.remote_hosts = self._make_remote_hosts()
         self.exporter: Exporter | None = None
+        self.host_choice: HostChoice | None = None
 
     @property
     def history(self) -> History:
@@ -316,6 +320,7 @@ class App(QObject):
 
     def _settings_changed(self, old: Settings, settings: Settings) -> None:
         self._remote_settings_changed(old, settings)
+        self.remote_hosts.configure_alerts(settings.alerts)
         self.engine.configure(settings.alerts)
         self.dispatcher.notifications_on = settings.notifications
         if settings.sampling_interval_s != old.sampling_interval_s:
@@ -346,10 +351,26 @@ class App(QObject):
             endpoints, self.settings.sampling_interval_s, self.tray.menu, self.tray.copy_action, self.tray.over_dbus
         )
         view.changed.connect(self._remote_hosts_changed)
+        view.configure_alerts(self.settings.alerts)
+        view.new_history = self._new_history
+        view.fill_past(self.settings.history_hours * 3600.0)
+        view.alerts_raised.connect(self._remote_alerts)
         return view
 
+    def _remote_alerts(self, events: list[AlertEvent]) -> None:
+        """A remote host's alerts go out as local ones do, the host in the title (no process lists)."""
+        ready: list[Outgoing] = []
+        for event in events:
+            log.info("alert %s %s on %s", event.rule, event.kind, event.host)
+            ready += self.dispatcher.offer(Outgoing(event, ""))
+        if ready:
+            self._send(ready, max(o.event.timestamp_s for o in ready))
+
     def _remote_hosts_changed(self) -> None:
+        from trayvml.ui.remote_hosts import in_icon
+
         self.tray.remote_lines = self.remote_hosts.lines
+        self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
         self.tray.update(self.tray.sample)
 
     def _remote_settings_changed(self, old: Settings, settings: Settings) -> None:
@@ -448,6 +469,7 @@ class App(QObject):
         self.energy.update(sample)
         if self._disk is not None and sample.devices:
             self._disk.uuids = tuple(d.uuid for d in sample.devices)
+        self.asleep_spans.update(sample)
         events = self.engine.update(sample)
         self._offer(events, sample)
         self._declare_demand()
@@ -457,7 +479,8 @@ class App(QObject):
             self.summary.update_sample(sample)
         if self.window is not None:
             self.window.add_events(events)
-            self.window.update_sample(sample)
+            if self.host_choice is None or not self.host_choice.host:  # else a remote host is shown
+                self.window.update_sample(sample)
         self.sample_shown.emit(sample)
 
     def _offer(self, events: list[AlertEvent], sample: Sample) -> None:
@@ -489,6 +512,7 @@ class App(QObject):
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
+        demand.need("alert_metrics", self.engine.needs())  # the stalled-job rule reads SM activity
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
@@ -499,6 +523,7 @@ class App(QObject):
             self.window = GraphWindow(self.history)
             self.window.process_view.processes.energy = self.energy
             self.window.energy = self.energy
+            self.window.asleep_spans = self.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
@@ -506,6 +531,9 @@ class App(QObject):
                 self.window.hidden_gpus.add(gpu)
             if self.latest is not None:
                 self.window.update_sample(self.latest)
+            from trayvml.ui.host_choice import HostChoice
+
+            self.host_choice = HostChoice(self.window, self.remote_hosts, lambda: (self.history, self.latest))
         return self.window
 
     def show_window(self, gpu_index: int = -1) -> None:

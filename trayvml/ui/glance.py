@@ -27,7 +27,7 @@ def content_for(
         return IconContent((), no_gpu=True)
     tray = TRAY_METRICS[metric]
     shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)
-    bars = [Bar(_steps(_tray_value(g, tray.metric) / tray.full_scale), gpu_level(g, alerts)) for g in shown]
+    bars = [Bar(_steps(_tray_value(g, tray.metric) / tray.full_scale), gpu_level(g, alerts), g.asleep) for g in shown]
     return icon_content(bars, number=_highest([_tray_value(g, tray.metric) for g in shown if not g.lost]))
 
 

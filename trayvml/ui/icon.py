@@ -42,6 +42,7 @@ TILES = {  # the tile's colour tells the state on its own
 class Bar:
     fraction: float  # 0..1 of the metric's full scale; NaN when unknown
     level: Level
+    asleep: bool = False  # runtime-suspended: an empty trough, neither a value nor a fault
 
 
 @dataclass(frozen=True)
@@ -153,6 +154,8 @@ def _draw_bars(painter: QPainter, bars: tuple[Bar, ...], box: QRect, tile: Level
         cell = QRect(left + k * (width + gap), box.top(), width, box.height())
         painter.setBrush(trough)
         painter.drawRect(cell)
+        if bar.asleep:
+            continue  # an empty trough, no cross: asleep is not wrong
         if bar.level is Level.LOST or math.isnan(bar.fraction):
             continue  # an empty trough: nothing current to show
         # On a coloured tile, which says the state already, the bars are in the digits' ink.

@@ -65,6 +65,7 @@ class View:
     history: History
     hidden_gpus: frozenset[int]
     markers: Sequence[AlertEvent] = ()  # alerts to mark on GPU timelines
+    asleep: Sequence[tuple[int, float, float]] = ()  # (GPU, from, until): shaded, the GPU slept
 
 
 class PlotPage(QScrollArea):
@@ -291,6 +292,7 @@ class GpuPage(PlotPage):
 
     def draw_panel(self, panel: Panel, view: View) -> None:
         self._mark(panel, view)
+        self._shade_asleep(panel, view)
         spec = panel.spec
         if spec.group is Group.PROCESSES:
             self._draw_processes(panel, view)
@@ -351,6 +353,25 @@ class GpuPage(PlotPage):
         # Each its own: a process that exited long ago is read from a coarser tier.
         panel.extra.set_each([(series.times_s, series.mean[:, 0]) for _, series in found], pens)
         panel.show_notice("" if found else translate("Panel", "No GPU processes in this range"))
+
+    @staticmethod
+    def _shade_asleep(panel: Panel, view: View) -> None:
+        """A band in the GPU's colour where it slept: its values are missing for that reason."""
+        bands: list[pg.LinearRegionItem] = panel.__dict__.setdefault("asleep_bands", [])
+        shown = [span for span in view.asleep if span[0] not in view.hidden_gpus]
+        while len(bands) < len(shown):
+            band = pg.LinearRegionItem(movable=False, pen=pg.mkPen(None))
+            band.setZValue(-10)
+            panel.plot.addItem(band, ignoreBounds=True)
+            bands.append(band)
+        for k, band in enumerate(bands):
+            band.setVisible(k < len(shown))
+            if k < len(shown):
+                gpu, begin, end = shown[k]
+                colour = QColor(gpu_colour(gpu))
+                colour.setAlpha(40)
+                band.setBrush(colour)
+                band.setRegion((begin, end))
 
     def _mark(self, panel: Panel, view: View) -> None:
         # In the text colour, which no GPU line uses; the severity is in the dash and the width.

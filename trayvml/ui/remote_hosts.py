@@ -10,22 +10,31 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
+from trayvml.alerts import AlertEngine, AlertEvent, AlertSettings
 from trayvml.core.errors import TrayvmlError, format_duration
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.remote.source import Remotes
+from trayvml.ui.glance import content_for
+from trayvml.ui.icon import IconContent, icon_content
 from trayvml.ui.text import gpu_lines
+
+if TYPE_CHECKING:
+    from trayvml.history import History
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+QUIT_WAIT_S = 0.5
 
 
 def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tuple[list[Endpoint], list[str]]:
@@ -86,10 +95,28 @@ def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
     return lines
 
 
+def in_icon(samples: Sequence[Sample], hosts: Sequence[str]) -> list[Sample]:
+    """The remote samples whose host the icon summarises (``hosts`` from the settings; "*": all)."""
+    return [s for s in samples if s.gpus and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))]
+
+
+def with_remote_bars(local: IconContent, remotes: Sequence[Sample], metric: str, alerts: AlertSettings) -> IconContent:
+    """The icon's bars: this machine's, then each summarised remote host's GPUs. A stuck local driver
+    still shows as stale; a machine without GPUs shows the remote ones alone."""
+    if local.stale or not remotes:
+        return local
+    bars = [] if local.no_gpu else list(local.bars)
+    for sample in remotes:
+        bars += content_for(sample, metric, None, alerts).bars
+    return icon_content(bars) if bars else local
+
+
 class RemoteHostsView(QObject):
     """Reads the remotes (each on its own thread) and shows them in a tray menu section."""
 
     changed = Signal()  # the lines changed: the tooltip should be made again
+    alerts_raised = Signal(list)  # AlertEvents of remote hosts, each naming its host
+    host_sampled = Signal(object)  # a remote host's new Sample, after its history has it
 
     def __init__(
         self, endpoints: Sequence[Endpoint], interval_s: float, menu: QMenu, anchor: QAction, over_dbus: bool = False
@@ -106,6 +133,12 @@ class RemoteHostsView(QObject):
         self._header.setEnabled(False)
         self._header.setVisible(bool(endpoints))
         menu.insertAction(anchor, self._header)
+        self.alert_settings = AlertSettings()
+        self._engines: dict[str, AlertEngine] = {}  # per host: each host's GPUs have their own states
+        self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its engine had last
+        self.new_history: Callable[[], History] | None = None  # set by the app: each host gets its own
+        self.histories: dict[str, History] = {}
+        self.latest: dict[str, Sample] = {}  # host -> its latest sample with current values
         self._timer = QTimer(self)
         self._timer.setObjectName("remote_hosts_timer")
         self._timer.timeout.connect(self.refresh)
@@ -118,16 +151,60 @@ class RemoteHostsView(QObject):
 
     def stop(self) -> None:
         self._timer.stop()
-        self.remotes.close()
+        # Quitting does not wait for a hung host: its daemon thread ends with the process.
+        self.remotes.close(wait_s=QUIT_WAIT_S)
 
     def refresh(self) -> None:
         """Take what the remote threads read last (never waits on a host)."""
         self.samples = self.remotes.samples()
+        self._alert(self.samples)
         lines = tooltip_lines(self.samples)
         if lines != self.lines:
             self.lines = lines
             self._show(self.samples)
             self.changed.emit()
+
+    def fill_past(self, seconds: float) -> None:
+        """Fill each new host history with this much of a Prometheus server's past (before ``start``)."""
+        for source in self.remotes.sources:
+            source.past_s = seconds
+
+    def _past(self, host: str, before_s: float) -> list[Sample]:
+        return [
+            s
+            for source in self.remotes.sources
+            for s in source.past
+            if s.system is not None and s.system.hostname == host and s.timestamp_s < before_s
+        ]
+
+    def configure_alerts(self, settings: AlertSettings) -> None:
+        self.alert_settings = settings
+        for engine in self._engines.values():
+            engine.configure(settings)
+
+    def _alert(self, samples: Sequence[Sample]) -> None:
+        """Each host's new samples into its history and through its own alert engine (events name the host)."""
+        raised: list[AlertEvent] = []
+        for sample in samples:
+            host = sample.system.hostname if sample.system else ""
+            if not sample.gpus or self._fed.get(host) == sample.timestamp_s:
+                continue  # unreachable (shown as such), or nothing new since the last look
+            self._fed[host] = sample.timestamp_s
+            self.latest[host] = sample
+            if self.new_history is not None:
+                history = self.histories.get(host)
+                if history is None:
+                    history = self.histories[host] = self.new_history()
+                    for past in self._past(host, sample.timestamp_s):  # a Prometheus server's, oldest first
+                        history.append(past)
+                history.append(sample)
+                self.host_sampled.emit(sample)
+            engine = self._engines.get(host)
+            if engine is None:
+                engine = self._engines[host] = AlertEngine(self.alert_settings)
+            raised += [replace(event, host=host) for event in engine.update(sample)]
+        if raised:
+            self.alerts_raised.emit(raised)
 
     def _label(self, text: str) -> str:
         return menu_label(text, self._over_dbus)

@@ -68,6 +68,12 @@ SENTENCE_WORDS = {
     "busy_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), QT_TRANSLATE_NOOP("SettingsDialog", "s,")),
     "idle_below_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "then idle below"), "%"),
     "idle_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), QT_TRANSLATE_NOOP("SettingsDialog", "s")),
+    "sm_below_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "while SM activity below"), "%"),
+    "power_below_percent": (
+        QT_TRANSLATE_NOOP("SettingsDialog", "(without GPM: power below"),
+        QT_TRANSLATE_NOOP("SettingsDialog", "% of limit)"),
+    ),
+    "memory_above_gib": (QT_TRANSLATE_NOOP("SettingsDialog", "memory above"), "GiB"),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
 
@@ -141,7 +147,9 @@ class _RuleGrid(QWidget):
                 grid.addLayout(cell, row, columns[name])
             if sentence.count():
                 sentence.addStretch(1)
-                grid.addLayout(sentence, row, FIRST_COLUMN, 1, len(COLUMN_TITLES))
+                # Beside hold and cooldown columns of its own (stalled job), across the threshold columns only.
+                span = 4 if any(name in COLUMN_TITLES for name in kind.numbers) else len(COLUMN_TITLES)
+                grid.addLayout(sentence, row, FIRST_COLUMN, 1, span)
             self.rows[kind.key] = (enabled, override, edits)
 
     def _override_toggled(self) -> None:
@@ -366,6 +374,7 @@ class SettingsDialog(QDialog):
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             serve_metrics=self.serve_metrics.isChecked(),
+            icon_remote_hosts=self.base.icon_remote_hosts,  # no control yet: kept as the file has it
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )

@@ -64,6 +64,7 @@ class Tray(QObject):
         self._content: IconContent | None = None
         self._tooltip = ""
         self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
+        self.remote_icon_samples: list[Sample] = []  # remote hosts the icon summarises too
         self._menu_shape: tuple[int, str] | None = None
         self.redraws = 0
         self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
@@ -149,7 +150,12 @@ class Tray(QObject):
     # ---- updates ----
     def update(self, sample: Sample | None) -> None:
         self.sample = sample
-        content = steady(content_for(sample, self.metric, self.hidden_gpus, self.engine.settings), self._content)
+        content = content_for(sample, self.metric, self.hidden_gpus, self.engine.settings)
+        if self.remote_icon_samples:
+            from trayvml.ui.remote_hosts import with_remote_bars
+
+            content = with_remote_bars(content, self.remote_icon_samples, self.metric, self.engine.settings)
+        content = steady(content, self._content)
         if content != self._content:
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
@@ -40,6 +41,7 @@ from trayvml.core.units import short_name
 from trayvml.demand import EVERYTHING, PROCESSES
 from trayvml.energy import EnergyMeter, format_energy
 from trayvml.history import History
+from trayvml.spans import AsleepSpans
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
@@ -209,6 +211,7 @@ class GraphWindow(QMainWindow):
         gpus.addWidget(QLabel(translate("GraphWindow", " Show: ")))
         gpus.addWidget(self.gpu_toggles_widget)
         self.energy: EnergyMeter | None = None  # set by the app: energy per GPU for the range in view
+        self.asleep_spans: AsleepSpans | None = None  # set by the app: shaded where a GPU slept
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
 
@@ -481,6 +484,8 @@ class GraphWindow(QMainWindow):
         self._view = View(
             read_start, end, self.sample, self.history, hidden, self.alert_table.markers(read_start, end, hidden)
         )
+        if self.asleep_spans is not None:
+            self._view = replace(self._view, asleep=self.asleep_spans.between(read_start, end))
         if page is not None:
             self._shade_gaps(read_start, end, page)
             # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.

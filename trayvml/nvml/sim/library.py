@@ -28,6 +28,7 @@ from trayvml.core.clock import Clock
 from trayvml.core.units import KIB, MIB
 from trayvml.nvml import binding
 from trayvml.nvml.fields import field_view
+from trayvml.nvml.gpm import metrics_view
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
 from trayvml.nvml.sim.scenarios import SCENARIOS, Scenario, SimProcess
 from trayvml.nvml.sim.spec import SimSpec
@@ -61,7 +62,7 @@ _REALISTIC_LATENCY_S = {
 _DEFAULT_LATENCY_S = 5e-6
 _SLEEP_ABOVE_S = 1e-3  # longer waits block in the driver; shorter ones spin on the CPU
 
-_PCI_DEVICE_IDS = {"h100": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010DE}
+_PCI_DEVICE_IDS = {"h100": 0x233010DE, "h100-mig": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010DE}
 _PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
 
 _U, _ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
@@ -160,6 +161,8 @@ GPM_METRIC_IDS = (
 _GPM_COLUMN = {metric: k for k, metric in enumerate(GPM_METRIC_IDS)}
 _GPM_NVLINK = {N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC}
 _GPM_SAMPLE_BASE = 0x6000_0000  # sample "pointers" handed out by nvmlGpmSampleAlloc
+_MIG_HANDLE_BASE = 0x1_0000  # a MIG device's handle: (instance + 1) * this + parent index + 1
+_MIG_DEVICE_SLOTS = 7  # nvmlDeviceGetMaxMigDeviceCount on an H100
 
 
 @dataclass
@@ -404,6 +407,7 @@ class SimulatedNvml:
         self._sysfs_written: dict[Path, str] = {}  # runtime_status files, by what they say now
         self.gpm_samples: dict[int, _GpmSample] = {}  # allocated GPM buffers, by the pointer handed out
         self._next_gpm_sample = _GPM_SAMPLE_BASE
+        self._gpm_plans: dict[tuple[int, bytes], tuple[np.ndarray, np.ndarray, np.ndarray]] = {}
 
     # ---- the parts tests and the reader's process lookup use ----
     def sim_time_s(self) -> float:
@@ -455,7 +459,8 @@ class SimulatedNvml:
             pass
 
     def processes(self, gpu: int) -> list[SimProcess]:
-        found = self.scenario.processes(gpu, self.sim_time_s())
+        t_s = self.sim_time_s()
+        found = self.scenario.placed_on_instances(gpu, t_s, self.scenario.processes(gpu, t_s))
         if self.process_names:
             found = [replace(p, name=self.process_names.get(p.pid, p.name)) for p in found]
         return found
@@ -465,6 +470,8 @@ class SimulatedNvml:
 
     # ---- runtime power management (laptop GPUs that sleep=) ----
     def sleeps_at(self, gpu: int, t_s: float) -> bool:
+        if not self.spec.sleeps:
+            return False
         return any(g == gpu and start_s <= t_s < until_s for g, (start_s, until_s) in self.spec.sleeps)
 
     def pci_address(self, gpu: int) -> str:
@@ -535,6 +542,10 @@ class SimulatedNvml:
         if not self.refcount:
             return N.NVML_ERROR_UNINITIALIZED
         index = self._index_of(handle)
+        if index >= _MIG_HANDLE_BASE - 1:
+            # A MIG device answers its memory, processes and names (below); whole-board metrics
+            # (temperature, power, clocks, fields) are the parent GPU's.
+            return N.NVML_ERROR_NOT_SUPPORTED
         if not 0 <= index < len(self.timelines):
             return N.NVML_ERROR_INVALID_ARGUMENT
         t_s = self.sim_time_s()
@@ -611,12 +622,25 @@ class SimulatedNvml:
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetName(self, handle: Any, buffer: Any, size: Any) -> int:
+        mig = self._mig(handle)
+        if mig is not None:
+            return (
+                mig
+                if isinstance(mig, int)
+                else _put_string(buffer, size, f"{mig[0].profile.name} MIG {mig[1].profile}")
+            )
         found = self._static(handle)
         if isinstance(found, int):
             return found
         return _put_string(buffer, size, self.gpu_names.get(found[0], found[1].name))
 
     def c_nvmlDeviceGetUUID(self, handle: Any, buffer: Any, size: Any) -> int:
+        mig = self._mig(handle)
+        if mig is not None:
+            if isinstance(mig, int):
+                return mig
+            parent_uuid = self.uuids[mig[0].gpu].removeprefix("GPU-")
+            return _put_string(buffer, size, f"MIG-{uuid.uuid5(uuid.UUID(parent_uuid), str(mig[1].gpu_instance_id))}")
         found = self._static(handle)
         return found if isinstance(found, int) else _put_string(buffer, size, self.uuids[found[0]])
 
@@ -667,7 +691,87 @@ class SimulatedNvml:
             return found
         if not found[1].mig_capable:
             return N.NVML_ERROR_NOT_SUPPORTED
-        current._obj.value = pending._obj.value = 0
+        current._obj.value = pending._obj.value = 1 if found[1].mig_instances else 0
+        return N.NVML_SUCCESS
+
+    # ---- MIG devices ----
+    def _mig(self, handle: Any) -> tuple[Timeline, Any] | int | None:
+        """(parent timeline, MigInstance) for a MIG device's handle, an error code, or None (not MIG)."""
+        value = self._index_of(handle) + 1
+        if value < _MIG_HANDLE_BASE:
+            return None
+        parent = self._gpu_by_index(value % _MIG_HANDLE_BASE - 1)
+        if isinstance(parent, int):
+            return parent
+        instances = parent.profile.mig_instances
+        slot = value // _MIG_HANDLE_BASE - 1
+        return (parent, instances[slot]) if slot < len(instances) else N.NVML_ERROR_INVALID_ARGUMENT
+
+    def _gpu_by_index(self, index: int) -> Timeline | int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        if not 0 <= index < len(self.timelines):
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        timeline = self.timelines[index]
+        timeline.seek(self.sim_time_s())
+        return timeline
+
+    def _instance_used(self, gpu: int, instance: int) -> int:
+        return sum(p.memory_bytes for p in self.processes(gpu) if p.gpu_instance == instance)
+
+    def c_nvmlDeviceGetMaxMigDeviceCount(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].mig_capable:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        ref._obj.value = _MIG_DEVICE_SLOTS
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetMigDeviceHandleByIndex(self, handle: Any, index: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        gpu, profile = found
+        if not profile.mig_instances:
+            return N.NVML_ERROR_NOT_SUPPORTED if not profile.mig_capable else N.NVML_ERROR_INVALID_ARGUMENT
+        if index.value >= len(profile.mig_instances):
+            return N.NVML_ERROR_NOT_FOUND
+        _set_pointer(ref._obj, (index.value + 1) * _MIG_HANDLE_BASE + gpu + 1)
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceIsMigDeviceHandle(self, handle: Any, ref: Any) -> int:
+        mig = self._mig(handle)
+        if isinstance(mig, int):
+            return mig
+        ref._obj.value = 0 if mig is None else 1
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetGpuInstanceId(self, handle: Any, ref: Any) -> int:
+        mig = self._mig(handle)
+        if mig is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT  # not a MIG device
+        if isinstance(mig, int):
+            return mig
+        ref._obj.value = mig[1].gpu_instance_id
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetComputeInstanceId(self, handle: Any, ref: Any) -> int:
+        mig = self._mig(handle)
+        if mig is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        if isinstance(mig, int):
+            return mig
+        ref._obj.value = 0
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetDeviceHandleFromMigDeviceHandle(self, handle: Any, ref: Any) -> int:
+        mig = self._mig(handle)
+        if mig is None:
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        if isinstance(mig, int):
+            return mig
+        _set_pointer(ref._obj, mig[0].gpu + 1)
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetEccMode(self, handle: Any, current: Any, pending: Any) -> int:
@@ -751,18 +855,34 @@ class SimulatedNvml:
         g = self._gpu(handle)
         if isinstance(g, int):
             return g
+        if g.profile.mig_instances:  # as on real GPUs: no utilization in MIG mode (use GPM)
+            return N.NVML_ERROR_NOT_SUPPORTED
         u = ref._obj
         u.gpu = g.util[g.i]
         u.memory = g.util_memory[g.i]
         return N.NVML_SUCCESS
 
     def _memory(self, handle: Any, ref: Any, v2: bool) -> int:
+        mig = self._mig(handle)
+        if mig is not None:
+            if isinstance(mig, int):
+                return mig
+            parent, instance = mig
+            m = ref._obj
+            m.total = instance.memory_total_bytes
+            used = self._instance_used(parent.gpu, instance.gpu_instance_id)
+            m.used, m.free = used, instance.memory_total_bytes - used
+            if v2:
+                m.reserved = 0
+            return N.NVML_SUCCESS
         g = self._gpu(handle)
         if isinstance(g, int):
             return g
         p = g.profile
         m = ref._obj
         used = g.memory_used[g.i]
+        if p.mig_instances:  # the board's memory in use is what its instances use
+            used = sum(self._instance_used(g.gpu, i.gpu_instance_id) for i in p.mig_instances)
         m.total = p.memory_total_bytes
         if v2:
             m.reserved = p.memory_reserved_bytes
@@ -770,7 +890,7 @@ class SimulatedNvml:
         else:  # v1 counts the driver's reservation as used, as the real v1 call does
             used += p.memory_reserved_bytes
             m.used = used
-        m.free = p.memory_total_bytes - p.memory_reserved_bytes - g.memory_used[g.i]
+        m.free = p.memory_total_bytes - p.memory_reserved_bytes - (m.used - (p.memory_reserved_bytes if not v2 else 0))
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetMemoryInfo_v2(self, handle: Any, ref: Any) -> int:
@@ -878,10 +998,15 @@ class SimulatedNvml:
 
     # ---- processes ----
     def _running(self, handle: Any, count: Any, array: Any, kind: str) -> int:
-        g = self._gpu(handle)
+        mig = self._mig(handle)
+        if isinstance(mig, int):
+            return mig
+        g = self._gpu(handle) if mig is None else mig[0]
         if isinstance(g, int):
             return g
         procs = [p for p in self.processes(g.gpu) if p.kind == kind]
+        if mig is not None:  # a MIG device lists its own instance's processes; the parent, all
+            procs = [p for p in procs if p.gpu_instance == mig[1].gpu_instance_id]
         capacity = count._obj
         if array is None or capacity.value < len(procs):
             capacity.value = len(procs)
@@ -891,7 +1016,8 @@ class SimulatedNvml:
             entry.pid = proc.pid
             hidden = self.hides(proc)
             entry.usedGpuMemory = N.NVML_VALUE_NOT_AVAILABLE_ulonglong.value if hidden else proc.memory_bytes
-            entry.gpuInstanceId = entry.computeInstanceId = 0xFFFFFFFF
+            entry.gpuInstanceId = proc.gpu_instance if proc.gpu_instance >= 0 else 0xFFFFFFFF
+            entry.computeInstanceId = 0 if proc.gpu_instance >= 0 else 0xFFFFFFFF
         capacity.value = len(procs)
         return N.NVML_SUCCESS
 
@@ -900,6 +1026,36 @@ class SimulatedNvml:
 
     def c_nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
         return self._running(handle, count, array, "graphics")
+
+    def c_nvmlDeviceGetProcessUtilization(self, handle: Any, array: Any, count: Any, last_seen_us: Any) -> int:
+        if self._mig(handle) is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED  # as NVML: not under MIG
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if g.profile.mig_instances:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        procs = self.processes(g.gpu)
+        if not procs:
+            return N.NVML_ERROR_NOT_FOUND  # no samples since the last-seen timestamp
+        capacity = count._obj
+        if array is None or capacity.value < len(procs):
+            capacity.value = len(procs)
+            return N.NVML_ERROR_INSUFFICIENT_SIZE
+        # A display server takes a sliver; the rest of the GPU's utilization goes to the compute
+        # processes by their memory (a stand-in: real shares come from the driver's sampling).
+        util = g.util[g.i]
+        compute = [p for p in procs if p.kind == "compute"]
+        memory = sum(p.memory_bytes for p in compute) or 1
+        now_us = int(self.clock.now_s() * 1e6)
+        for k, proc in enumerate(procs):
+            entry = array[k]
+            entry.pid, entry.timeStamp = proc.pid, now_us
+            share = proc.memory_bytes / memory if proc.kind == "compute" else 0.0
+            entry.smUtil = min(util, 1) if proc.kind != "compute" else round(max(util - 1, 0) * share)
+            entry.memUtil = entry.encUtil = entry.decUtil = 0
+        capacity.value = len(procs)
+        return N.NVML_SUCCESS
 
     # Older drivers' variants: pynvml reads them into a struct with the same fields.
     c_nvmlDeviceGetComputeRunningProcesses_v2 = c_nvmlDeviceGetComputeRunningProcesses_v3
@@ -946,7 +1102,7 @@ class SimulatedNvml:
         return self._gpm_fill(handle, sample, None)
 
     def c_nvmlGpmMigSampleGet(self, handle: Any, instance: Any, sample: Any) -> int:
-        return self._gpm_fill(handle, sample, instance.value)
+        return self._gpm_fill(handle, sample, instance if isinstance(instance, int) else instance.value)
 
     def c_nvmlGpmMetricsGet(self, ref: Any) -> int:
         request = ref._obj
@@ -966,18 +1122,26 @@ class SimulatedNvml:
         values = (second.sums - first.sums) / elapsed_s if elapsed_s > 0 else second.now
         if second.instance is not None:  # a MIG instance sees its share of the SMs' work
             values = values * self._instance_share(second.gpu, second.instance)
-        links = self.profiles[second.gpu].nvlink_links
-        for k in range(count):
-            metric = request.metrics[k]
-            column = _GPM_COLUMN.get(metric.metricId)
-            if column is None or (metric.metricId in _GPM_NVLINK and not links):
-                metric.nvmlReturn, metric.value = N.NVML_ERROR_NOT_SUPPORTED, 0.0
-            else:
-                metric.nvmlReturn, metric.value = N.NVML_SUCCESS, float(values[column])
+        view = metrics_view(request, count)
+        ids = view["metricId"]
+        key = (second.gpu, ids.tobytes())
+        plan = self._gpm_plans.get(key)
+        if plan is None:  # which column answers each metric, and which are not simulated
+            links = self.profiles[second.gpu].nvlink_links
+            answered = [int(m) in _GPM_COLUMN and (links or int(m) not in _GPM_NVLINK) for m in ids.tolist()]
+            columns = np.array([_GPM_COLUMN[int(m)] if ok else 0 for m, ok in zip(ids.tolist(), answered, strict=True)])
+            codes = np.where(answered, N.NVML_SUCCESS, N.NVML_ERROR_NOT_SUPPORTED)
+            plan = self._gpm_plans[key] = (columns, codes, np.array(answered))
+        columns, codes, known = plan
+        view["nvmlReturn"] = codes
+        view["value"] = np.where(known, values[columns], 0.0)
         return N.NVML_SUCCESS
 
     def _instance_share(self, gpu: int, instance: int) -> float:
-        return 1.0
+        """How busy a MIG instance is, relative to the board's activity: the scenario's job runs in
+        the first instance, the inference server in the second is half as busy, the third idles."""
+        ids = [i.gpu_instance_id for i in self.profiles[gpu].mig_instances]
+        return {0: 1.0, 1: 0.5}.get(ids.index(instance), 0.0) if instance in ids else 0.0
 
     # ---- events (XID errors) ----
     def c_nvmlEventSetCreate(self, ref: Any) -> int:

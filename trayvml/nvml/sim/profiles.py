@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from trayvml.core.units import MIB
+
+
+@dataclass(frozen=True)
+class MigInstance:
+    """A MIG device: a GPU instance (with one compute instance) carved out of the board."""
+
+    profile: str  # e.g. "3g.40gb"
+    gpu_instance_id: int
+    slices: int  # compute slices of the board's 7
+    memory_total_bytes: int
 
 
 @dataclass(frozen=True)
@@ -39,6 +49,7 @@ class GpuProfile:
     pcie_gb_per_s: float = 32.0
     has_gpm: bool = False  # GPM activity metrics: Hopper and newer data-center GPUs
     runtime_pm: bool = False  # the kernel may runtime-suspend it (a laptop dGPU): it can sleep=
+    mig_instances: tuple[MigInstance, ...] = ()  # MIG mode on, with these instances
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -122,3 +133,15 @@ PROFILES: dict[str, GpuProfile] = {
         ),
     )
 }
+
+# The H100 in MIG mode with one 3g.40gb and two 2g.20gb instances (GPU instance ids as nvidia-smi
+# mig -lgi shows them for that layout).
+PROFILES["h100-mig"] = replace(
+    PROFILES["h100"],
+    key="h100-mig",
+    mig_instances=(
+        MigInstance("3g.40gb", 2, 3, 40448 * MIB),
+        MigInstance("2g.20gb", 3, 2, 20096 * MIB),
+        MigInstance("2g.20gb", 4, 2, 20096 * MIB),
+    ),
+)

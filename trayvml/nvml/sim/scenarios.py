@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import getpass
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -30,6 +30,7 @@ class SimProcess:
     memory_bytes: int
     kind: str = "compute"  # or "graphics"
     container: str = ""
+    gpu_instance: int = -1  # the MIG GPU instance it runs in; -1: the whole GPU
 
 
 @dataclass
@@ -114,6 +115,27 @@ class Scenario:
     def xid_events(self) -> list[tuple[float, int, int]]:
         """(simulated second, GPU index, XID code), sorted by time."""
         return []
+
+    def placed_on_instances(self, gpu: int, t_s: float, processes: list[SimProcess]) -> list[SimProcess]:
+        """On a MIG GPU: the scenario's processes in its first instance (their memory scaled to it),
+        and an inference server holding 12 GiB in the second; the third stays empty."""
+        instances = self.profiles[gpu].mig_instances
+        if not instances:
+            return processes
+        first = instances[0]
+        scale = first.memory_total_bytes / self._usable_bytes(gpu)
+        placed = [
+            replace(p, gpu_instance=first.gpu_instance_id, memory_bytes=int(p.memory_bytes * scale)) for p in processes
+        ]
+        server = SimProcess(
+            PID_BASE + gpu * 1000 + 50,
+            "tritonserver",
+            self.user,
+            "tritonserver --model-repository=/models",
+            12 * GIB,
+            gpu_instance=instances[1].gpu_instance_id,
+        )
+        return [*placed, server]
 
     def ecc_corrected(self, gpu: int, t: np.ndarray) -> np.ndarray:
         return np.zeros_like(t)

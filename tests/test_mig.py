@@ -1,0 +1,83 @@
+"""MIG: each MIG instance of a MIG-enabled H100 is a device of its own; the parent keeps the board."""
+
+from __future__ import annotations
+
+import pynvml as N
+import pytest
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.core.sample import MetricState
+from trayvml.core.units import GIB, MIB
+from trayvml.demand import HISTORY
+from trayvml.pick import choose
+from trayvml.report import json_snapshot
+
+SPEC = "training:gpus=h100-mig+rtx4090,start=1800"
+
+
+def test_the_simulated_library_answers_pynvmls_mig_calls() -> None:
+    source, _, _ = simulated_source(SPEC)
+    source.sample(HISTORY)
+    parent, rtx = N.nvmlDeviceGetHandleByIndex(0), N.nvmlDeviceGetHandleByIndex(1)
+    assert N.nvmlDeviceGetMigMode(parent) == [1, 1]
+    assert N.nvmlDeviceGetMaxMigDeviceCount(parent) == 7
+    with pytest.raises(N.NVMLError_NotSupported):
+        N.nvmlDeviceGetMigMode(rtx)
+    handles = [N.nvmlDeviceGetMigDeviceHandleByIndex(parent, k) for k in range(3)]
+    with pytest.raises(N.NVMLError_NotFound):
+        N.nvmlDeviceGetMigDeviceHandleByIndex(parent, 3)
+    assert [N.nvmlDeviceGetGpuInstanceId(h) for h in handles] == [2, 3, 4]
+    assert N.nvmlDeviceIsMigDeviceHandle(handles[0]).value == 1 and N.nvmlDeviceIsMigDeviceHandle(parent).value == 0
+    back = N.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(handles[1])
+    assert N.nvmlDeviceGetUUID(back) == N.nvmlDeviceGetUUID(parent)
+    assert N.nvmlDeviceGetUUID(handles[0]).startswith("MIG-")
+    assert N.nvmlDeviceGetName(handles[2]) == "NVIDIA H100 80GB HBM3 MIG 2g.20gb"
+    with pytest.raises(N.NVMLError_NotSupported):
+        N.nvmlDeviceGetTemperature(handles[0], N.NVML_TEMPERATURE_GPU)  # the board's: ask the parent
+    with pytest.raises(N.NVMLError_NotSupported):
+        N.nvmlDeviceGetUtilizationRates(parent)  # no utilization in MIG mode, as on real GPUs
+
+
+def test_each_mig_instance_is_a_device_with_its_memory_processes_and_activity() -> None:
+    source, clock, _ = simulated_source(SPEC)
+    sample = run_ticks(source, clock, 3)
+    assert len(sample.gpus) == 5
+    devices = sample.devices
+    assert [d.mig_parent_index for d in devices] == [-1, -1, 0, 0, 0]
+    assert [d.gpu_instance_id for d in devices[2:]] == [2, 3, 4]
+    assert [round(d.memory_total_bytes / MIB) for d in devices[2:]] == [40448, 20096, 20096]
+    assert len({d.uuid for d in devices}) == 5
+    big, server, empty = sample.gpus[2:]
+    assert [p.name for p in big.processes] == ["python"] and [p.name for p in server.processes] == ["tritonserver"]
+    assert empty.processes == () and empty.value("memory_used_bytes") == 0
+    assert server.value("memory_used_bytes") == 12 * GIB
+    assert big.value("sm_activity_percent") > 50 and empty.value("sm_activity_percent") == 0
+    # The parent keeps the whole-board metrics; the instances do not pretend to have them.
+    parent = sample.gpus[0]
+    assert parent.state("temperature_gpu_c") is MetricState.OK and parent.state("power_draw_w") is MetricState.OK
+    assert big.state("temperature_gpu_c") is MetricState.NOT_SUPPORTED
+    assert parent.state("utilization_gpu_percent") is MetricState.NOT_SUPPORTED
+    assert parent.value("memory_used_bytes") == sum(g.value("memory_used_bytes") for g in sample.gpus[2:])
+
+
+def test_pick_offers_mig_instances_not_their_parent_and_json_names_the_parent() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100-mig,start=1800")
+    sample = run_ticks(source, clock, 2)
+    assert choose(sample, 1, "memory") == [3]  # an empty 2g.20gb: more free than the 3g.40gb's 13 GiB
+    assert sample.devices[3].uuid.startswith("MIG-")
+    gpus = json_snapshot(sample)["gpus"]
+    assert gpus[0]["mig"] is None and gpus[0]["info"]["mig_mode_current"] is True
+    assert gpus[2]["mig"] == {"parent_index": 0, "gpu_instance_id": 3}
+    assert len(lib.gpm_samples) == 8  # two per device: the board and each instance
+    source.close()
+    assert lib.gpm_samples == {}
+
+
+def test_the_icon_shows_sm_activity_where_mig_leaves_no_utilization() -> None:
+    from trayvml.ui.glance import content_for
+
+    source, clock, _ = simulated_source("training:gpus=h100-mig,start=1800")
+    content = content_for(run_ticks(source, clock, 2), "utilization")
+    fractions = [bar.fraction for bar in content.bars]
+    assert all(0 <= f <= 1 for f in fractions)  # no unknown bar (a cross) for the MIG devices
+    assert fractions[3] == 0.0 and fractions[1] > 0.5  # the idle 2g.20gb, the 3g.40gb with the job

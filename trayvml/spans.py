@@ -1,0 +1,41 @@
+"""When each GPU was asleep (runtime-suspended): the shaded bands on the timelines.
+
+The history records an asleep GPU's values as missing, like any gap; this says which gaps were
+sleep. Kept per GPU index, bounded, fed every sample by the app.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from trayvml.core.sample import Sample
+
+MAX_SPANS_PER_GPU = 256
+
+
+class AsleepSpans:
+    def __init__(self) -> None:
+        self._spans: dict[int, deque[list[float]]] = {}
+        self._open: set[int] = set()  # GPUs whose last span is still going on
+
+    def update(self, sample: Sample) -> None:
+        now_s = sample.timestamp_s
+        for gpu in sample.gpus:
+            if not gpu.asleep:
+                self._open.discard(gpu.index)
+                continue
+            spans = self._spans.setdefault(gpu.index, deque(maxlen=MAX_SPANS_PER_GPU))
+            if gpu.index in self._open:
+                spans[-1][1] = now_s
+            else:
+                spans.append([now_s, now_s])
+                self._open.add(gpu.index)
+
+    def between(self, start_s: float, end_s: float) -> list[tuple[int, float, float]]:
+        """(GPU, from, until) of each span that overlaps the range."""
+        return [
+            (gpu, begin, end)
+            for gpu, spans in self._spans.items()
+            for begin, end in spans
+            if end >= start_s and begin <= end_s
+        ]

@@ -1,0 +1,70 @@
+"""The graph window's host selector: this machine or one of the remote hosts.
+
+Each host has its own history (kept by trayvml.ui.remote_hosts); choosing a host shows its
+history and its latest sample in the same window. GPU colours stay per GPU index, as locally.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject
+from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
+
+from trayvml.core.sample import Sample
+from trayvml.history import History
+from trayvml.ui.remote_hosts import RemoteHostsView
+from trayvml.ui.window import GraphWindow
+
+THIS_MACHINE = ""
+
+
+class HostChoice(QObject):
+    """A "Host" box on the window's toolbar; ``host`` is "" for this machine."""
+
+    def __init__(
+        self,
+        window: GraphWindow,
+        remotes: RemoteHostsView,
+        local: Callable[[], tuple[History, Sample | None]],
+    ) -> None:
+        super().__init__(window)
+        self.window = window
+        self.remotes = remotes
+        self._local = local
+        self.host = THIS_MACHINE
+        self.box = QComboBox()
+        self.box.setObjectName("host_choice")
+        self.box.addItem("This machine", THIS_MACHINE)
+        bar = window.findChild(QToolBar, "view_toolbar")
+        assert bar is not None
+        self._label_action = bar.addWidget(QLabel(" Host: "))
+        self._box_action = bar.addWidget(self.box)
+        self.box.currentIndexChanged.connect(self._chosen)
+        remotes.host_sampled.connect(self._remote_sample)
+        remotes.changed.connect(self.refresh_hosts)
+        self.refresh_hosts()
+
+    def refresh_hosts(self) -> None:
+        """The box lists this machine and every remote host with a history; shown only when there are some."""
+        hosts = sorted(self.remotes.histories)
+        known = [self.box.itemData(i) for i in range(1, self.box.count())]
+        for host in hosts:
+            if host not in known:
+                self.box.addItem(host, host)
+        self._label_action.setVisible(bool(hosts))
+        self._box_action.setVisible(bool(hosts))
+
+    def _chosen(self, position: int) -> None:
+        self.host = self.box.itemData(position) or THIS_MACHINE
+        if self.host == THIS_MACHINE:
+            history, sample = self._local()
+        else:
+            history, sample = self.remotes.histories[self.host], self.remotes.latest.get(self.host)
+        self.window.history = history
+        if sample is not None:
+            self.window.update_sample(sample)
+
+    def _remote_sample(self, sample: Sample) -> None:
+        if self.host != THIS_MACHINE and sample.system is not None and sample.system.hostname == self.host:
+            self.window.update_sample(sample)
