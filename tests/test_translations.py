@@ -102,7 +102,7 @@ def _words(text: str) -> bool:
         return False
     if all("://" in token for token in text.split()):  # example URLs, one a line
         return False
-    return bool(re.search(r"[A-Za-z]{2,}", re.sub(r"<[^>]*>|\{[^}]*\}|%\w|\btrayvml\b", "", text)))
+    return bool(re.search(r"[A-Za-z]{2,}", re.sub(r"<[^>]*>|\{[^}]*\}|%\w|\btrayvml\b|\bCUDA\b", "", text)))
 
 
 def unmarked(node: ast.expr) -> bool:

@@ -532,22 +532,32 @@ class StalledRule(GpuRule[StallSettings]):
             working = util < settings.busy_above_percent - _STALL_CLEAR_UTIL or idle >= threshold + _STALL_CLEAR_MARGIN
             stalled = not working
         target = Severity.WARNING if stalled else None
-        unit = "% of the power limit" if what == "power" else "%"
-        detail = (
-            f"Utilization {util:.0f} % while {what} is {idle:.0f} {unit}: a kernel is resident but nothing "
-            "runs (a deadlocked collective?)."
-        )
+        if what == "power":
+            detail = translate(
+                "alerts",
+                "Utilization {util} % while power is {idle} % of the power limit: a kernel is resident but "
+                "nothing runs (a deadlocked collective?).",
+            )
+        else:
+            detail = translate(
+                "alerts",
+                "Utilization {util} % while SM activity is {idle} %: a kernel is resident but nothing "
+                "runs (a deadlocked collective?).",
+            )
+        detail = detail.format(util=f"{util:.0f}", idle=f"{idle:.0f}")
+        stalled_words = translate("alerts", "job stalled")
         return _advance(
-            self.key, settings, tracker, target, util, name, gpu.index, now_s, lambda _: ("job stalled", detail)
+            self.key, settings, tracker, target, util, name, gpu.index, now_s, lambda _: (stalled_words, detail)
         )
 
     def problems(self, settings: StallSettings) -> list[str]:
+        rule = translate("alerts", self.label)
         found = [
-            f"{self.label}: {what} must be a percentage from 0 to 100."
+            translate("alerts", "{rule}: {what} must be a percentage from 0 to 100.").format(rule=rule, what=what)
             for what, value in (
-                ("busy above", settings.busy_above_percent),
-                ("SM below", settings.sm_below_percent),
-                ("power below", settings.power_below_percent),
+                (translate("alerts", "busy above"), settings.busy_above_percent),
+                (translate("alerts", "SM below"), settings.sm_below_percent),
+                (translate("alerts", "power below"), settings.power_below_percent),
             )
             if not 0 <= value <= 100
         ]
@@ -571,16 +581,26 @@ class HeldRule(GpuRule[HeldSettings]):
             held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent + _HELD_CLEAR_UTIL
         target = Severity.WARNING if held else None
         idle_for = format_duration(settings.hold_s)
-        message = f"{used / GIB:.1f} GiB held, GPU idle for {idle_for}"
-        detail = "A notebook kernel left open, or a crashed job's process, may be holding it."
+        message = translate("alerts", "{memory} GiB held, GPU idle for {duration}").format(
+            memory=f"{used / GIB:.1f}", duration=idle_for
+        )
+        detail = translate("alerts", "A notebook kernel left open, or a crashed job's process, may be holding it.")
         return _advance(self.key, settings, tracker, target, used, name, gpu.index, now_s, lambda _: (message, detail))
 
     def problems(self, settings: HeldSettings) -> list[str]:
         found = []
         if not settings.memory_above_gib >= 0:
-            found.append(f"{self.label}: memory above must be a number of GiB, 0 or more.")
+            found.append(
+                translate("alerts", "{rule}: memory above must be a number of GiB, 0 or more.").format(
+                    rule=translate("alerts", self.label)
+                )
+            )
         if not 0 <= settings.idle_below_percent <= 100:
-            found.append(f"{self.label}: idle below must be a percentage from 0 to 100.")
+            found.append(
+                translate("alerts", "{rule}: {what} must be a percentage from 0 to 100.").format(
+                    rule=translate("alerts", self.label), what=translate("alerts", "idle below")
+                )
+            )
         return found + super().problems(settings)
 
 

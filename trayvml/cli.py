@@ -335,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.config = getattr(args, "config", None)
     args.remote = getattr(args, "remote", [])
     if args.remote and args.command not in (None, "snapshot", "log"):
-        return _fail(f"--remote is for snapshot, log and the tray app, not {args.command}.", EXIT_USAGE)
+        not_here = translate("cli", "--remote is for snapshot, log and the tray app, not {command}.")
+        return _fail(not_here.format(command=args.command), EXIT_USAGE)
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING

@@ -426,7 +426,9 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             values[key] = tuple(v.strip() for v in value)
         elif key == "icon_remote_hosts":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise SettingsError('icon_remote_hosts should be a list of host names (or ["*"] for all)')
+                raise SettingsError(
+                    translate("settings", 'icon_remote_hosts should be a list of host names (or ["*"] for all)')
+                )
             values[key] = tuple(value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)

@@ -407,6 +407,17 @@
     </message>
 </context>
 <context>
+    <name>HostChoice</name>
+    <message>
+        <source>This machine</source>
+        <translation>本机</translation>
+    </message>
+    <message>
+        <source> Host: </source>
+        <translation> 主机：</translation>
+    </message>
+</context>
+<context>
     <name>Panel</name>
     <message>
         <source>slowdown {value} °C</source>
@@ -668,6 +679,22 @@ It is sent SIGTERM, as kill does.</source>
         <translation>秒</translation>
     </message>
     <message>
+        <source>while SM activity below</source>
+        <translation>同时 SM 活跃度低于</translation>
+    </message>
+    <message>
+        <source>(without GPM: power below</source>
+        <translation>（无 GPM 时：功耗低于</translation>
+    </message>
+    <message>
+        <source>% of limit)</source>
+        <translation>% 上限）</translation>
+    </message>
+    <message>
+        <source>memory above</source>
+        <translation>显存高于</translation>
+    </message>
+    <message>
         <source>&lt;b&gt;Rule&lt;/b&gt;</source>
         <translation>&lt;b&gt;规则&lt;/b&gt;</translation>
     </message>
@@ -825,6 +852,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{rule}达到严重级别：{value}</translation>
     </message>
     <message>
+        <source>{host}: </source>
+        <translation>{host}：</translation>
+    </message>
+    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>
@@ -973,6 +1004,38 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{rule}：“空闲：低于”（{idle} %）必须小于“繁忙：高于”（{busy} %），否则 GPU 会同时处于繁忙和空闲状态。</translation>
     </message>
     <message>
+        <source>Utilization {util} % while power is {idle} % of the power limit: a kernel is resident but nothing runs (a deadlocked collective?).</source>
+        <translation>利用率 {util} %，而功耗仅为功耗上限的 {idle} %：有内核驻留但没有实际运行（集合通信死锁？）。</translation>
+    </message>
+    <message>
+        <source>Utilization {util} % while SM activity is {idle} %: a kernel is resident but nothing runs (a deadlocked collective?).</source>
+        <translation>利用率 {util} %，而 SM 活跃度仅为 {idle} %：有内核驻留但没有实际运行（集合通信死锁？）。</translation>
+    </message>
+    <message>
+        <source>job stalled</source>
+        <translation>任务停滞</translation>
+    </message>
+    <message>
+        <source>SM below</source>
+        <translation>“SM 低于”</translation>
+    </message>
+    <message>
+        <source>power below</source>
+        <translation>“功耗低于”</translation>
+    </message>
+    <message>
+        <source>{memory} GiB held, GPU idle for {duration}</source>
+        <translation>占用 {memory} GiB 显存，GPU 已空闲 {duration}</translation>
+    </message>
+    <message>
+        <source>A notebook kernel left open, or a crashed job&apos;s process, may be holding it.</source>
+        <translation>可能是未关闭的 notebook 内核或崩溃任务的进程占用着它。</translation>
+    </message>
+    <message>
+        <source>{rule}: memory above must be a number of GiB, 0 or more.</source>
+        <translation>{rule}：“显存高于”必须是不小于 0 的 GiB 数。</translation>
+    </message>
+    <message>
         <source> A GPU may be wedged (see `dmesg` for Xid errors).</source>
         <translation>可能有 GPU 卡死（在 `dmesg` 中查看 Xid 错误）。</translation>
     </message>
@@ -1015,6 +1078,14 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Job finished</source>
         <translation>任务完成</translation>
+    </message>
+    <message>
+        <source>Stalled job</source>
+        <translation>任务停滞</translation>
+    </message>
+    <message>
+        <source>Memory held, GPU idle</source>
+        <translation>显存被占用，GPU 空闲</translation>
     </message>
     <message>
         <source>{rule}: these settings are for another kind of rule.</source>
@@ -1189,6 +1260,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>basic auth and TLS, as Prometheus exporters&apos; --web.config.file (YAML: tls_server_config, basic_auth_users with bcrypt hashes)</source>
         <translation>基本认证和 TLS，同 Prometheus exporter 的 --web.config.file（YAML：tls_server_config、含 bcrypt 哈希的 basic_auth_users）</translation>
+    </message>
+    <message>
+        <source>--remote is for snapshot, log and the tray app, not {command}.</source>
+        <translation>--remote 只用于 snapshot、log 和托盘程序，不能用于 {command}。</translation>
     </message>
     <message>
         <source>log needs --csv FILE (or --list-fields).</source>
@@ -2498,6 +2573,10 @@ For {duration} now.</source>
     <message>
         <source>remote_hosts should be a list of URLs</source>
         <translation>remote_hosts 应为 URL 列表</translation>
+    </message>
+    <message>
+        <source>icon_remote_hosts should be a list of host names (or [&quot;*&quot;] for all)</source>
+        <translation>icon_remote_hosts 应为主机名列表（或用 [&quot;*&quot;] 表示全部）</translation>
     </message>
     <message>
         <source>{key} should be a GPU index (0, 1, …)</source>

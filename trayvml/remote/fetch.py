@@ -323,7 +323,9 @@ def read_prometheus_past(
     try:
         answer = json.loads(body)
         if answer.get("status") != "success":
-            raise RemoteError(f"{endpoint.url} refused the query: {answer.get('error', 'no reason given')}.")
+            refused = translate("remote", "{url} refused the query: {reason}.")
+            reason = answer.get("error") or translate("remote", "no reason given")
+            raise RemoteError(refused.format(url=endpoint.url, reason=reason))
         for series in answer["data"]["result"]:
             labels = dict(series["metric"])
             name = labels.pop("__name__")
