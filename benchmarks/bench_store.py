@@ -13,6 +13,7 @@ For the week, the coarse blocks of the simulated day are copied into the six day
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import sys
 import tempfile
@@ -127,6 +128,49 @@ def read_week(folder: Path, end_s: float, runs: int) -> tuple[float, int]:
     return statistics.median(times), buckets
 
 
+def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[float, float, float]:
+    """Median seconds of the window's refresh at 7 days, 8 GPUs, offscreen: (opened afresh, every
+    block read from disk; the range moved by a bucket, blocks already decoded; nothing moved)."""
+    os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+    from PySide6.QtWidgets import QApplication
+
+    from trayvml.history import History
+    from trayvml.store.view import DiskReach
+    from trayvml.ui.window import GraphWindow
+
+    app = QApplication.instance() or QApplication([])
+    clock = ManualClock(end_s)
+    source = Source(simulation_from("training:gpus=h100*8"), clock, host=True)
+    sample = source.sample()
+    source.close()
+    history = History()
+    history.append(sample)
+    window = GraphWindow(history)
+    window.resize(1100, 800)
+    window.update_sample(sample)
+    window.show()
+    app.processEvents()
+    window.set_range(int(WEEK_S))
+    window.refresh()
+    opened, moved, cached = [], [], []
+    for _ in range(runs):
+        history.disk = DiskReach(folder)
+        history.disk.uuids = tuple(d.uuid for d in sample.devices)
+        t0 = time.perf_counter()
+        window.refresh()
+        opened.append(time.perf_counter() - t0)
+        history.disk._cache.clear()
+        t0 = time.perf_counter()
+        window.refresh()
+        moved.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        window.refresh()
+        cached.append(time.perf_counter() - t0)
+        history.disk.close()
+    window.hide()
+    return statistics.median(opened), statistics.median(moved), statistics.median(cached)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--hours", type=float, default=24.0)
@@ -149,6 +193,7 @@ def main() -> None:
         reader.close()
         copy_week(folder)
         week_s, buckets = read_week(folder, START_S + seconds, args.runs)
+        redraw_opened_s, redraw_moved_s, redraw_cached_s = redraw_week(folder, START_S + seconds, args.runs)
     per_second = write_cpu / seconds
     print(f"\nHistory store, {args.gpus} simulated GPUs ({args.scenario}) + host (16 cores), {args.hours:g} h at 1 s\n")
     print("| figure | measured | target |")
@@ -163,8 +208,13 @@ def main() -> None:
     print(f"| (the simulated NVML's own CPU, not counted) | {sim_cpu / seconds * 1e3:.2f} ms/s | |")
     print(
         f"| **read 7 days × {args.gpus} GPUs × every metric, coarse tier** | **{week_s * 1e3:.1f} ms** "
-        f"({buckets} buckets each, median of {args.runs}) | ≤ 50 ms with the redraw |"
+        f"({buckets} buckets each, median of {args.runs}) | |"
     )
+    opened_ms, moved_ms = redraw_opened_s * 1e3, redraw_moved_s * 1e3
+    print(f"| **window refresh at 7 d, 8 GPUs: opened, the week read from disk** | **{opened_ms:.1f} ms** | ≤ 50 ms |")
+    print(f"| window refresh at 7 d: the range moved a bucket (blocks decoded before) | {moved_ms:.1f} ms | ≤ 50 ms |")
+    print(f"| window refresh at 7 d: nothing new to read | {redraw_cached_s * 1e3:.1f} ms | ≤ 50 ms |")
+    print(f"\n(load average while measuring: {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs)")
 
 
 if __name__ == "__main__":

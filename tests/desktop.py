@@ -116,10 +116,19 @@ class DesktopStack:
     """``tray`` is "sni", "xembed" or None (a desktop with no tray at all)."""
 
     def __init__(
-        self, tray: str | None = "sni", notifications: bool = True, size: str = "1280x800", scale: int = 1
+        self,
+        tray: str | None = "sni",
+        notifications: bool = True,
+        size: str = "1280x800",
+        scale: int = 1,
+        tray_px: int = 30,
+        tray_colour: str = "#2e3440",
     ) -> None:
-        """``scale``: a HiDPI screen, as at 200 % (2): ``size`` in logical pixels, Qt, GTK and dunst scaled."""
+        """``scale``: a HiDPI screen, as at 200 % (2): ``size`` in logical pixels, Qt, GTK and dunst scaled.
+        ``tray_px``, ``tray_colour``: the SNI panel's height and colour (scripts/tray_screenshots.py)."""
         self.tray = tray
+        self.tray_px = tray_px
+        self.tray_colour = tray_colour
         self.notifications = notifications
         width, height = (int(n) * scale for n in size.split("x"))
         self.size = f"{width}x{height}"
@@ -164,7 +173,8 @@ class DesktopStack:
         if self.tray == "sni":
             self._spawn("status-notifier-watcher")
             wait_until(lambda: self._has_owner("org.kde.StatusNotifierWatcher"), what="the SNI watcher")
-            self._spawn("gtk-sni-tray-standalone", "--top", "--end", "--size", "30", "--color", "#2e3440")
+            size, colour = str(self.tray_px), self.tray_colour
+            self._spawn("gtk-sni-tray-standalone", "--top", "--end", "--size", size, "--color", colour)
             wait_until(self._sni_host_registered, what="the SNI tray host")
         elif self.tray == "xembed":
             self._spawn(

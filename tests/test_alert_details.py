@@ -24,8 +24,8 @@ def test_a_lost_gpu_is_named_by_its_last_known_facts_and_values() -> None:
     assert after.gpus[1].lost
     text = alert_details(lost_event(), after, seen, before.timestamp_s, info)
     first, second, *rest = text.splitlines()
-    assert first == f"{info.name} at PCI {info.pci_bus_id}, UUID {info.uuid}." and info.pci_bus_id
-    assert second.startswith("Last seen at ") and "GiB" in second and "°C" in second
+    assert first == f"{info.name} at PCI {info.pci_bus_id}." and info.pci_bus_id
+    assert second.startswith("Last seen at ") and "GiB" in second and "°C" in second and "H100" not in second
     assert any(line.startswith("It was running: python train.py") for line in rest)
     assert "name unknown" not in text and "?" not in text
 
@@ -53,4 +53,17 @@ def test_processes_say_what_is_unknown_in_words() -> None:
 
 
 def test_a_device_without_a_bus_id_says_so() -> None:
-    assert device_words(DeviceInfo(0, "NVIDIA H100", "GPU-1")) == "NVIDIA H100 (PCI bus id unknown), UUID GPU-1."
+    assert device_words(DeviceInfo(0, "NVIDIA H100", "GPU-1")) == "NVIDIA H100 (PCI bus id unknown)."
+
+
+def test_heat_is_told_against_the_gpus_own_limits() -> None:
+    source, clock, _ = simulated_source("thermal:gpus=h100+laptop,at=500")
+    sample = run_ticks(source, clock, 2)
+    h100, laptop = sample.devices
+    assert (h100.temperature_slowdown_c, h100.temperature_shutdown_c) == (87, 92)  # NVML's thresholds
+    assert (laptop.temperature_slowdown_c, laptop.temperature_shutdown_c) == (87, 92)  # (one pair in the simulator)
+    hot = sample.gpus[0]
+    assert hot.value("temperature_below_shutdown_c") == 92 - hot.value("temperature_gpu_c")
+    event = AlertEvent(0.0, 0, "H100", "temperature_limit", "firing", Severity.CRITICAL, "margin low")
+    first = alert_details(event, sample).splitlines()[0]
+    assert first == f"At {hot.value('temperature_gpu_c'):.0f} °C; this GPU slows down at 87 °C and shuts down at 92 °C."

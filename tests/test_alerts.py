@@ -239,7 +239,13 @@ def test_a_threshold_firing_says_which_threshold_it_crossed() -> None:
 
 
 def test_every_threshold_rule_watches_a_catalog_metric_in_a_compatible_unit() -> None:
-    assert {r.key for r in THRESHOLD_RULES} == {"temperature", "memory_used", "memory_free", "power"}
+    assert {r.key for r in THRESHOLD_RULES} == {
+        "temperature",
+        "temperature_limit",
+        "memory_used",
+        "memory_free",
+        "power",
+    }
     for rule in THRESHOLD_RULES:
         assert rule.metric in GPU_METRIC_BY_KEY, rule.key
         assert rule.unit.base is GPU_METRIC_BY_KEY[rule.metric].unit, rule.key
@@ -274,6 +280,16 @@ STEPS = [
         [
             (0, "firing", Severity.WARNING, "memory used high at 96 %", True),
             (1, "firing", Severity.CRITICAL, "memory used critical at 99 %", True),
+        ],
+    ),
+    (
+        "temperature_limit",  # °C below the GPU's own shutdown limit: low is alarming
+        {"hold_s": 0.0, "enabled": True},
+        [{"temperature_below_shutdown_c": margin} for margin in (12, 7, 2, 11)],
+        [
+            (1, "firing", Severity.WARNING, "margin to the shutdown temperature low at 7 °C", True),
+            (2, "firing", Severity.CRITICAL, "margin to the shutdown temperature critical at 2 °C", True),
+            (3, "resolved", Severity.INFO, "back to normal", True),
         ],
     ),
     (

@@ -77,3 +77,17 @@ def test_a_counter_that_goes_back_gives_no_rate_for_that_tick_then_rates_again()
     assert rates[1] > 0 and rates[2] > 0  # a busy GPU moves bytes
     assert rates[3] != rates[3]  # NaN: not a negative rate (nor, unsigned, a huge one)
     assert 0 < rates[4] < 64e9  # then per second again, within what PCIe Gen5 x16 can carry
+
+
+def test_a_gpu_lost_while_nvml_was_away_keeps_its_name_and_bus_id() -> None:
+    source, clock, library = simulated_source("training:gpus=h100*2,start=1800")
+    before = source.sample().devices[1]
+    library.fail("nvmlDeviceGetUtilizationRates", N.NVML_ERROR_DRIVER_NOT_LOADED)  # the module unloaded
+    clock.advance_s(1.0)
+    assert source.sample().gpus == ()
+    library.failures.clear()
+    library.fail("nvmlDeviceGetName", N.NVML_ERROR_GPU_IS_LOST, gpu=1)  # back, but GPU 1 is not
+    clock.advance_s(RETRY_S + 1)
+    sample = source.sample()
+    assert sample.gpus[1].lost
+    assert sample.devices[1] == before  # as last read: "NVIDIA H100 …" at its bus id, not "(name unknown)"

@@ -75,7 +75,9 @@ def _app(qapp, settings: Settings | None = None):  # type: ignore[no-untyped-def
 def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page_shows(qapp) -> None:  # type: ignore[no-untyped-def]
     app = _app(qapp)
     app._declare_demand()
-    assert app.sampler._worker.demand == HISTORY  # window closed, no alert waiting, job rule off
+    # Window closed, no alert waiting, job rule off; the stalled-job rule (on) watches SM activity.
+    idle = HISTORY | {"sm_activity_percent"}
+    assert app.engine.needs() == {"sm_activity_percent"} and app.sampler._worker.demand == idle
     source, _, _ = simulated_source("training:gpus=h100*2,start=1800")
     app.on_sample(source.sample())
     app.show_window()
@@ -90,7 +92,7 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     scroll.setValue(scroll.maximum())  # the process panel is at the bottom of the GPU page
     assert PROCESSES in app.sampler._worker.demand
     window.hide()
-    assert app.sampler._worker.demand == HISTORY
+    assert app.sampler._worker.demand == idle
     window.close()
 
 
@@ -149,3 +151,20 @@ def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:  # type: ignore[
     app.on_sample(source.sample(app.sampler._worker.demand))
     assert [e.rule for e in app.engine.events] == ["memory_used"]  # it fired
     assert PROCESSES not in app.sampler._worker.demand  # but nobody is told, so nothing names processes
+
+
+def test_snoozing_a_grouped_notification_snoozes_the_rule_on_each_of_its_gpus(qapp) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.alerts import AlertEvent, Severity
+    from trayvml.dispatch import Outgoing
+    from trayvml.notices import GROUP
+
+    app = _app(qapp)
+    app._use_notifier(_Recorder())  # type: ignore[arg-type]
+    events = [
+        AlertEvent(0.0, gpu, "H100", "xid", "event", Severity.CRITICAL, "XID 74 (NVLink error)") for gpu in (1, 3)
+    ]
+    app._send([Outgoing(event) for event in events], 0.0)
+    app._on_action("snooze", GROUP, "xid")
+    assert not app.dispatcher.wanted(replace(events[0], timestamp_s=10.0))
+    assert not app.dispatcher.wanted(replace(events[1], gpu_index=3))
+    assert app.dispatcher.wanted(replace(events[0], gpu_index=2))  # not in that notification

@@ -88,15 +88,18 @@ def _click(stack: DesktopStack, service: str, item_id: int) -> None:
     stack.gdbus_call(bus_name, menu_path.group(1), "com.canonical.dbusmenu.Event", str(item_id), "clicked", "<0>", "0")
 
 
-def _icon_has_green_bars(stack: DesktopStack, service: str) -> bool:
-    """Decode the smallest IconPixmap (ARGB, network byte order) and look for the 'normal' green."""
+def _icon_pixels(stack: DesktopStack, service: str, size: int = 22) -> list[list[int]]:
+    """The item's IconPixmap of ``size`` px as (a, r, g, b) per pixel (network byte order; gdbus
+    writes "byte" before the first array only); empty where there is none."""
     reply = stack.item_property(service, "IconPixmap")
-    first = re.search(r"\((\d+), (\d+), \[byte ([^\]]*)\]", reply)
-    if not first:
-        return False
-    values = [int(v, 16) for v in re.findall(r"0x([0-9a-f]{2})", first.group(3))]
-    pixels = [values[k : k + 4] for k in range(0, len(values), 4)]
-    return any(a > 200 and 0x60 < r < 0x90 and g > 0xA0 and b < 0x30 for a, r, g, b in pixels)
+    sizes = {int(w): data for w, _, data in re.findall(r"\((\d+), (\d+), \[(?:byte )?([^\]]*)\]", reply)}
+    values = [int(v, 16) for v in re.findall(r"0x([0-9a-f]{2})", sizes.get(size, ""))]
+    return [values[k : k + 4] for k in range(0, len(values), 4)]
+
+
+def _icon_has_green_bars(stack: DesktopStack, service: str) -> bool:
+    """The 22 px icon (the usual tray size, a bar per GPU below its number) shows the 'normal' green."""
+    return any(a > 200 and 0x60 < r < 0x90 and g > 0xA0 and b < 0x30 for a, r, g, b in _icon_pixels(stack, service))
 
 
 def test_sni_tray_item_shows_the_simulated_gpus(sni_desktop: DesktopStack, launch, tmp_path: Path) -> None:
@@ -124,6 +127,19 @@ def test_at_200_percent_the_tray_item_offers_icons_drawn_at_twice_the_pixels(sni
     wait_until(lambda: _icon_has_green_bars(sni_desktop, service), what="the first sample in the icon")
     sizes = {int(w) for w, _ in re.findall(r"\((\d+), (\d+), \[", sni_desktop.item_property(service, "IconPixmap"))}
     assert {44, 64} <= sizes, sizes  # 22 and 32 logical pixels at 2x
+
+
+def test_on_an_icon_only_host_a_lost_gpu_turns_the_whole_icon_red(sni_desktop: DesktopStack, launch) -> None:
+    from collections import Counter
+
+    launch(sni_desktop, "--simulate=idle:gpus=h100*2,lost=1@0", env={"TRAYVML_TRAY_WAIT_S": "1"})
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    (service,) = _registered_items(sni_desktop)
+    wait_until(lambda: "lost" in sni_desktop.item_property(service, "ToolTip"), what="the lost GPU")
+    opaque = Counter(tuple(p[1:]) for p in _icon_pixels(sni_desktop, service) if p[0] == 255)
+    (tile, count), *_ = opaque.most_common(1)
+    assert tile == (0xE5, 0x48, 0x4D) and count > 22 * 22 / 3  # the critical red, most of the icon
+    assert any(r > 0xF0 and g > 0xF0 and b > 0xF0 for r, g, b in opaque)  # and the white badge on it
 
 
 def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:

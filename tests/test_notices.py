@@ -33,7 +33,9 @@ def test_eight_gpus_at_once_make_one_notification_naming_them_all() -> None:
     assert notice.title == "GPUs 0–7: memory used ≥ 97 %"
     assert notice.key == (GROUP, "memory_used")
     assert notice.body.splitlines()[0] == "Critical above 97 %; clears below 93 %."
-    assert "GPU 7 H100: 97 %; Processes: python train.py --rank 7 (alice, PID 4207001) 76.0 GiB" in notice.body
+    assert notice.body.splitlines()[1] == " · ".join(f"GPU {gpu} at 97 %" for gpu in range(8))
+    # the processes of the worst GPU (the first of those at the highest level)
+    assert notice.body.splitlines()[2] == "GPU 0: Processes: python train.py --rank 0 (alice, PID 4200001) 76.0 GiB"
     assert notice.body.endswith("fail with out of memory.")
     assert grouper.members("memory_used") == tuple(range(8))
 
@@ -134,3 +136,11 @@ def test_event_rules_group_by_their_shared_words() -> None:
     (mixed,) = Grouper().take([xid(0, 74), xid(1, 79)], 0.0)
     assert mixed.title == "GPUs 0, 1: XID error"
     assert math.isnan(xid(0, 74).event.threshold)
+
+
+def test_a_lone_resolution_leaves_an_open_group_in_place() -> None:
+    grouper = Grouper()
+    grouper.take([firing(0), firing(1)], 0.0)
+    (alone,) = grouper.take([resolved(4, t=5.0)], 5.0)  # GPU 4's firing was told before a pause
+    assert alone.key == (4, "memory_used") and alone.title == "GPU 4 H100: memory used back to normal"
+    assert grouper.members("memory_used") == (0, 1)

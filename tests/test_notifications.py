@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.desktop import AppProcess, DesktopStack, running_desktop, wait_until
-from trayvml.alerts import FORMER_DEFAULTS, RULES, AlertSettings, RuleSettings
+from trayvml.alerts import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AlertSettings, RuleSettings
 from trayvml.config import Settings, SettingsStore
 
 pytestmark = pytest.mark.desktop
@@ -111,7 +111,7 @@ def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> N
 
 
 def test_a_lost_gpu_notifies_once(run) -> None:
-    lost = RULES[4].defaults
+    lost = RULE_BY_KEY["gpu_lost"].defaults
     app = run("idle:gpus=h100*2,lost=1@4", only_rules(gpu_lost=lost))
     (notice,) = app.wait_for(1, 20)[:1]
     assert notice["summary"] == "GPU 1 H100: lost: fell off the bus" and urgency(notice) == "CRITICAL"
@@ -130,7 +130,7 @@ def _menu_click(stack: DesktopStack, label_prefix: str) -> None:
 
 
 def test_pause_alerts_suppresses_notifications(run, desktop: DesktopStack) -> None:
-    app = run("idle:gpus=h100*2,lost=1@8", only_rules(gpu_lost=RULES[4].defaults))
+    app = run("idle:gpus=h100*2,lost=1@8", only_rules(gpu_lost=RULE_BY_KEY["gpu_lost"].defaults))
     _menu_click(desktop, "Until resumed")
     app.app.wait_for_log("alert gpu_lost firing: not notified (alerts are paused)")  # the GPU is lost at 8 s
     assert app.notifications() == []
@@ -231,7 +231,7 @@ def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) 
     shown = app.notifications()
     assert len({n["id"] for n in shown}) == 1  # one notification, however often updated in place
     assert shown[-1]["summary"] == "GPUs 0–7: memory used ≥ 90 %" and urgency(shown[-1]) == "NORMAL"
-    assert "GPU 7 H100: 9" in shown[-1]["body"] and "python train.py" in shown[-1]["body"]
+    assert "GPU 7 at 9" in shown[-1]["body"] and "python train.py" in shown[-1]["body"]
     assert app.app.log_count("notification memory_used:") <= 2  # sent (and updated) at most twice
 
 

@@ -302,7 +302,7 @@ def test_every_catalog_metric_is_read_one_way() -> None:
 
     how = read_keys()
     derived = {m.key for m in GPU_METRICS if m.derived is not None}
-    assert derived == {"memory_used_percent", "power_used_percent", "process_count"}
+    assert derived == {"memory_used_percent", "power_used_percent", "process_count", "temperature_below_shutdown_c"}
     assert set(how) | derived == {m.key for m in GPU_METRICS} and not set(how) & derived
 
 

@@ -27,7 +27,7 @@ from trayvml.source import Source
 from trayvml.store import codec
 from trayvml.store.db import Database
 from trayvml.store.read import StoreReader
-from trayvml.store.store import GPU_LAYOUT, HOST_UUID, StoreLockedError, StoreWriter
+from trayvml.store.store import GPU_LAYOUT, HOST_UUID, Limits, StoreLockedError, StoreWriter
 
 MIDNIGHT_S = datetime(2027, 3, 3, tzinfo=timezone.utc).timestamp()
 INTEGER_UNITS = {Unit.COUNT, Unit.MHZ, Unit.PSTATE, Unit.BITMASK, Unit.FLAG, Unit.PCIE_GEN, Unit.LANES, Unit.XID}
@@ -307,3 +307,57 @@ def test_codec_refuses_a_damaged_payload() -> None:
     data, crc = codec.encode([np.arange(5)[None, :], np.ones((2, 5), dtype=np.int64)], 3)
     with pytest.raises(codec.DamagedBlockError):
         codec.decode(data, crc ^ 1, 2)
+
+
+def test_old_data_goes_by_age_then_by_size(tmp_path: Path) -> None:
+    samples = _samples("training:gpus=h100", MIDNIGHT_S, 3 * 3600 + 700)
+    later = _samples("training:gpus=h100", MIDNIGHT_S + 3 * 86400, 20)  # the machine was off for days
+    limits = Limits(fine_span_s=3600.0, coarse_span_s=2 * 86400.0, size_cap_bytes=2**30)
+    writer = StoreWriter(tmp_path / "age", limits)
+    for sample in samples:
+        writer.append(sample)
+    writer.close()
+    reader = StoreReader(tmp_path / "age")
+    uuid = samples[0].devices[0].uuid
+    fine = reader.fine(uuid, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, GPU_LAYOUT.keys)
+    assert fine.times_s[0] >= MIDNIGHT_S + 3600  # seconds older than an hour (a whole packed hour) are gone
+    coarse = reader.coarse(uuid, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, 60.0, GPU_LAYOUT.keys)
+    assert coarse.times_s[coarse.recorded][0] == MIDNIGHT_S  # the minutes reach further back
+    reader.close()
+    writer = StoreWriter(tmp_path / "age", limits)
+    for sample in later:
+        writer.append(sample)
+    writer.close()
+    reader = StoreReader(tmp_path / "age")
+    coarse = reader.coarse(uuid, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, 60.0, GPU_LAYOUT.keys)
+    assert not coarse.recorded.any()  # three days on, that day's minutes are past their 2 days
+    reader.close()
+
+    writer = StoreWriter(tmp_path / "size", Limits(size_cap_bytes=150_000))
+    for sample in samples:
+        writer.append(sample)
+    writer.close()
+    db = Database(tmp_path / "size")
+    assert db.data_bytes() <= 150_000 + max(
+        size for (size,) in db.connection.execute("SELECT LENGTH(data) FROM blocks WHERE tier = 1")
+    )
+    db.close()
+    reader = StoreReader(tmp_path / "size")
+    newest = reader.fine(uuid, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, GPU_LAYOUT.keys)
+    assert newest.times_s[-1] == samples[-1].timestamp_s  # the newest seconds stay
+    assert newest.times_s[0] > MIDNIGHT_S  # the oldest went
+    reader.close()
+
+
+def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "history.sqlite3").write_bytes(b"not a database " * 100)
+    assert cli.main(["history", "--store", str(tmp_path), "--stats"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Cannot read the history" in err and "Traceback" not in err
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 20)
+    _write(tmp_path, samples)  # the writer keeps the damaged file aside and begins anew
+    aside = list(tmp_path.glob("history.sqlite3.damaged-*"))
+    assert len(aside) == 1 and aside[0].read_bytes().startswith(b"not a database")
+    reader = StoreReader(tmp_path)
+    assert len(reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 30, GPU_LAYOUT.keys).times_s) == 20
+    reader.close()

@@ -132,6 +132,13 @@ def test_without_a_number_the_bars_fill_the_tile(qapp) -> None:
     assert 10 <= sum(column) <= 16 and column[26] and not column[6]  # half, from the bottom
 
 
+def test_starting_draws_an_empty_tile_and_claims_nothing(qapp) -> None:
+    img = image(IconContent(()), 22)
+    assert close(dominant(img), ICON_BACKGROUND)
+    assert img != image(STATES["no GPU"], 22)
+    assert {c.rgb() for _, _, c in pixels(img) if c.alpha() == 255} == {ICON_BACKGROUND.rgb()}
+
+
 def test_no_gpu_draws_no_level_colour(qapp) -> None:
     img = image(STATES["no GPU"], 22)
     assert close(dominant(img), ICON_BACKGROUND)
@@ -234,3 +241,17 @@ def test_each_tray_choice_is_a_catalog_metric_drawn_to_its_full_scale(name: str)
     sample = Sample(0.0, (gpu,), (DeviceInfo(0, "H100", "GPU-0"),), None, None)
     (bar,) = content_for(sample, name).bars
     assert bar.fraction == 0.75
+
+
+@pytest.mark.parametrize("size", [16, 22, 24, 32])
+@pytest.mark.parametrize("state", list(STATES))
+def test_drawn_in_device_pixels_alone(qapp, state: str, size: int) -> None:
+    # A pure function of the pixels it has: 22 px at 200 % is the 44 px drawing, not 22 px enlarged.
+    assert image(STATES[state], size, 2.0) == image(STATES[state], 2 * size, 1.0)
+
+
+def test_below_twenty_device_pixels_the_number_stands_alone(qapp) -> None:
+    content = IconContent((Bar(1.0, N),), number=96)
+    small, hidpi = image(content, 16), image(content, 16, 2.0)
+    assert not any(close(c, LEVEL_COLOURS[N]) for _, _, c in pixels(small))  # no strip at 16 px
+    assert any(close(c, LEVEL_COLOURS[N]) for _, _, c in pixels(hidpi))  # 32 device pixels: room for it

@@ -127,6 +127,7 @@ def test_each_rule_shows_only_the_numbers_it_reads(qtbot, devices) -> None:
     shown = {key: set(edits) for key, (_, _, edits) in dialog.rule_grid.rows.items()}
     assert shown == {
         "temperature": thresholds,
+        "temperature_limit": thresholds,  # in °C below each GPU's own shutdown limit
         "memory_used": thresholds,
         "memory_free": thresholds,
         "power": thresholds,
@@ -141,6 +142,7 @@ def test_each_rule_shows_only_the_numbers_it_reads(qtbot, devices) -> None:
     names = {key: enabled.text() for key, (enabled, _, _) in dialog.rule_grid.rows.items()}
     assert names["memory_free"] == "Memory free (GiB)" and names["power"] == "Power draw (% of limit)"
     assert names["temperature"] == "GPU temperature (°C)" and names["xid"] == "XID error"
+    assert names["temperature_limit"] == "Margin to the shutdown temperature (°C)"
     # job finished reads as a sentence: its numbers, each between its words
     words = [label.text() for label in dialog.rule_grid.findChildren(QLabel)]
     assert {"busy above", "then idle below", "s,"} <= set(words)

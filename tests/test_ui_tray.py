@@ -12,6 +12,7 @@ from trayvml.core.levels import Level
 from trayvml.core.units import short_name
 from trayvml.demand import HISTORY
 from trayvml.ui.glance import content_for
+from trayvml.ui.icon import IconContent
 from trayvml.ui.text import gpu_line, tooltip
 from trayvml.ui.tray import Tray
 
@@ -93,7 +94,7 @@ def test_a_gpu_lost_before_start_has_no_name() -> None:
     source, _, _ = simulated_source("idle:gpus=h100*2,lost=1@0")
     sample = source.sample()
     line = gpu_line(sample.gpus[1], sample.devices[1])
-    assert line == "1 (name unknown) — lost: it has fallen off the bus"
+    assert line == "1 — lost before its name could be read: it has fallen off the bus"  # never "(name unknown)"
 
 
 def test_icon_content_follows_the_chosen_metric() -> None:
@@ -104,7 +105,7 @@ def test_icon_content_follows_the_chosen_metric() -> None:
     assert abs(util.bars[0].fraction - sample.gpus[0].value("utilization_gpu_percent") / 100) <= 1 / 80
     assert abs(temperature.bars[0].fraction - sample.gpus[0].value("temperature_gpu_c") / 100) <= 1 / 80
     assert temperature.bars[0].level is Level.CRITICAL  # 92 °C at 500 s in the thermal scenario
-    assert content_for(None).no_gpu
+    assert content_for(None) == IconContent(())  # starting: an empty tile, not "no GPU"
     assert len(content_for(sample, "utilization", hidden={1}).bars) == 1  # "GPUs shown" applies to the icon
     assert len(content_for(sample, "utilization", hidden={0, 1}).bars) == 2  # never an empty icon
 

@@ -22,7 +22,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
-from trayvml.core.sample import GpuSample, MetricState, Sample
+from trayvml.core.sample import UNKNOWN_NAME, GpuSample, MetricState, Sample
 from trayvml.core.units import DISPLAY_UNITS, GIB, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
 
 MAX_EVENTS = 1000
@@ -133,8 +133,11 @@ class AlertEvent:
         at = translate("alerts", "{host}: ").format(host=self.host) if self.host else ""
         if self.gpu_index == MACHINE:
             return at + self.message
-        gpu = at + translate("alerts", "GPU {index} {name}").format(
-            index=self.gpu_index, name=short_name(self.gpu_name)
+        # A GPU lost before its name was read is called by its index alone.
+        gpu = at + (
+            translate("alerts", "GPU {index}").format(index=self.gpu_index)
+            if self.gpu_name == UNKNOWN_NAME
+            else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
         )
         if self.kind == "resolved":
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
@@ -639,6 +642,15 @@ RULES: tuple[Rule[Any], ...] = (
         QT_TRANSLATE_NOOP("alerts", "GPU temperature"),
         RuleSettings(True, 83.0, 78.0, 90.0, 85.0, hold_s=5.0),
         "temperature_gpu_c",
+    ),
+    # Relative to each GPU's own limit (NVML's shutdown threshold), where fixed °C cannot fit every
+    # GPU: a laptop GPU runs at 90 °C by design, a datacenter one shuts down at 92 °C.
+    ThresholdRule(
+        "temperature_limit",
+        "Margin to the shutdown temperature",
+        RuleSettings(False, 8.0, 10.0, 3.0, 5.0, hold_s=5.0),
+        "temperature_below_shutdown_c",
+        Direction.BELOW,
     ),
     # Off by default: near-full memory is how ML jobs run (frameworks reserve it all), and on
     # for a node it fired on every GPU at once. When on, it waits a minute before telling.

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 
+from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, STATIC_FIELDS, SmiField, StaticField, Unit
@@ -84,7 +85,7 @@ def _static_column(field: StaticField) -> Column:
 
 
 def _timestamp(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
-    return datetime.fromtimestamp(sample.timestamp_s).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+    return datetime.fromtimestamp(epoch_ms(sample.timestamp_s) / 1000).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
 
 
 def _driver(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:

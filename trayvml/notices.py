@@ -20,22 +20,22 @@ from trayvml.dispatch import Outgoing
 
 GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
 GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification
-MAX_GPU_LINES = 8  # a grouped body names this many GPUs, then how many more
+MAX_GPU_LINES = 16  # a grouped body names this many GPUs, then how many more
 URGENT_RULES = frozenset({"gpu_lost", "xid", "driver_stalled"})  # critical urgency whatever happens
-HEAT_RULE = "temperature"  # critical urgency at its critical level (the GPU slows, then shuts down)
+HEAT_RULES = frozenset({"temperature", "temperature_limit"})  # critical urgency at their critical level
 LOW, NORMAL, CRITICAL = 0, 1, 2  # freedesktop urgencies
 # What to do, where there is something to do (the notification's last line).
 ADVICE = {
     "gpu_lost": QT_TRANSLATE_NOOP(
-        "notices",
-        "Jobs on it have failed. `dmesg` shows the driver's Xid message and `nvidia-smi` whether the GPU "
-        "is still seen; a reboot (or reseating the card) usually brings it back, and if it happens again, "
-        "check its power and cooling.",
+        "notices", "Jobs on it have failed. See `dmesg` for the Xid; a reboot usually brings it back."
     ),
     "xid": QT_TRANSLATE_NOOP(
         "notices", "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset."
     ),
     "temperature": QT_TRANSLATE_NOOP(
+        "notices", "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
+    ),
+    "temperature_limit": QT_TRANSLATE_NOOP(
         "notices", "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
     ),
     "throttle": QT_TRANSLATE_NOOP(
@@ -67,7 +67,7 @@ class Notice:
 def urgency(event: AlertEvent) -> int:
     if event.kind == "resolved" or event.severity is Severity.INFO:
         return LOW
-    if event.severity is Severity.CRITICAL and (event.rule in URGENT_RULES or event.rule == HEAT_RULE):
+    if event.severity is Severity.CRITICAL and (event.rule in URGENT_RULES or event.rule in HEAT_RULES):
         return CRITICAL
     return NORMAL
 
@@ -154,9 +154,12 @@ class Grouper:
             group = self._groups.get(key)
             if event.kind == "resolved":
                 if group is None or event.gpu_index not in group.firing:
-                    # Its firing went out before a pause or from an earlier group: told on its own.
-                    notices.append(replace_key(notice_for(outgoing), (GROUP, event.rule)))
-                    self._remember(key, (event.gpu_index,))
+                    # Its firing was told outside any group now open (before a pause, say): told
+                    # on its own, replacing the rule's last notification unless a group holds it.
+                    told = (GROUP, event.rule) if group is None else (event.gpu_index, event.rule)
+                    notices.append(replace_key(notice_for(outgoing), told))
+                    if group is None:
+                        self._remember(key, (event.gpu_index,))
                     continue
                 group.firing.discard(event.gpu_index)
                 if not group.firing and key not in ended:
@@ -191,7 +194,7 @@ class Grouper:
         host, rule = key
         group = self._groups[key]
         members = sorted(group.members)
-        worst = max(group.members.values(), key=lambda o: (o.event.severity, o.event.timestamp_s))
+        worst = max(group.members.values(), key=lambda o: o.event.severity)  # the first of the worst
         if len(members) == 1:
             notice = replace_key(notice_for(worst), (GROUP, rule))
             lasted = now_s - group.started_s
@@ -206,10 +209,18 @@ class Grouper:
             gpus=gpu_ranges(members), what=_what(event, group)
         )
         lines = [event.detail] if event.detail else []
-        for gpu in members[:MAX_GPU_LINES]:
-            lines.append(_gpu_line(group.members[gpu]))
+        # One short line for all the GPUs (a server shows a few lines only), then what the worst
+        # one's alert adds (its processes: on a node they are mostly one job's ranks).
+        said = translate("notices", " · ").join(_gpu_value(group.members[gpu]) for gpu in members[:MAX_GPU_LINES])
         if len(members) > MAX_GPU_LINES:
-            lines.append(translate("notices", "… and {count} more GPUs.").format(count=len(members) - MAX_GPU_LINES))
+            said = translate("notices", "{gpus} and {count} more").format(gpus=said, count=len(members) - MAX_GPU_LINES)
+        lines.append(said)
+        if worst.details:
+            lines.append(
+                translate("notices", "GPU {index}: {detail}").format(
+                    index=event.gpu_index, detail=worst.details.splitlines()[0]
+                )
+            )
         if now_s - group.started_s >= 1:
             since = translate("notices", "Since {time} ({duration}).")
             lines.append(since.format(time=_clock(group.started_s), duration=duration_words(now_s - group.started_s)))
@@ -260,15 +271,14 @@ def _what(event: AlertEvent, group: _Group) -> str:
     return event.message if len(messages) == 1 else _label(event.rule)
 
 
-def _gpu_line(outgoing: Outgoing) -> str:
+def _gpu_value(outgoing: Outgoing) -> str:
+    """'GPU 3 at 97 %': a threshold alert's value, else its words."""
     event = outgoing.event
     rule = RULE_BY_KEY[event.rule]
     value = rule.unit.format(event.value) if isinstance(rule, ThresholdRule) and not math.isnan(event.value) else ""
-    said = value or event.message
-    first_detail = outgoing.details.splitlines()[0] if outgoing.details else ""
-    gpu = translate("alerts", "GPU {index} {name}").format(index=event.gpu_index, name=short_name(event.gpu_name))
-    line = translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=said)
-    return translate("notices", "{line}; {detail}").format(line=line, detail=first_detail) if first_detail else line
+    if value:
+        return translate("notices", "GPU {index} at {value}").format(index=event.gpu_index, value=value)
+    return translate("notices", "GPU {index}: {message}").format(index=event.gpu_index, message=event.message)
 
 
 def _clock(timestamp_s: float) -> str:

@@ -12,6 +12,7 @@ import math
 import os
 import re
 import signal
+import sqlite3
 import sys
 import tempfile
 import unicodedata
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from trayvml.config import Settings
     from trayvml.core.sample import Sample
     from trayvml.nvml.sim import SimSpec
+    from trayvml.store.read import StoreReader
     from trayvml.store.store import Limits
 
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
@@ -178,42 +180,51 @@ def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
 
 
 def history(args: argparse.Namespace, now_s: float) -> int:
-    from trayvml.csvlog import header_line, parse_fields, rows
     from trayvml.store.read import StoreReader
 
     folder = _folder(args)
     reader = StoreReader(folder)
     try:
-        if not reader.devices():
-            none = translate("record", "No history in {folder} yet: the tray app or `trayvml record` writes it.")
-            raise TrayvmlError(none.format(folder=folder))
-        if args.stats:
-            print(_stats_text(reader, folder))
-            return 0
-        columns = parse_fields(args.query)
-        start_s, end_s = time_range(args, now_s)
-        units = not args.nounits
-        count = 0
-        try:
-            with _output(args.csv) as out:
-                out.write(header_line(columns) + "\n")
-                for sample in stored_samples(reader, start_s, end_s, args.gpu):
-                    lines = rows(sample, columns, units)
-                    out.write("".join(line + "\n" for line in lines))
-                    count += len(lines)
-        except BrokenPipeError:  # `| head`: the reader has what it wanted
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-            return 0
-        if args.csv != "-":
-            written = (
-                translate("record", "trayvml: {count} rows written to {path}")
-                if count != 1
-                else translate("record", "trayvml: {count} row written to {path}")
-            )
-            print(written.format(count=count, path=args.csv), file=sys.stderr)
-        return 0
+        return _history(args, now_s, reader, folder)
+    except sqlite3.Error as error:
+        unreadable = translate("record", "Cannot read the history in {folder}: {error}.")
+        raise TrayvmlError(unreadable.format(folder=folder, error=error)) from None
     finally:
         reader.close()
+
+
+def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder: Path) -> int:
+    """The export (or --stats) from an open reader."""
+    from trayvml.csvlog import header_line, parse_fields, rows
+
+    if not reader.devices():
+        none = translate("record", "No history in {folder} yet: the tray app or `trayvml record` writes it.")
+        raise TrayvmlError(none.format(folder=folder))
+    if args.stats:
+        print(_stats_text(reader, folder))
+        return 0
+    columns = parse_fields(args.query)
+    start_s, end_s = time_range(args, now_s)
+    units = not args.nounits
+    count = 0
+    try:
+        with _output(args.csv) as out:
+            out.write(header_line(columns) + "\n")
+            for sample in stored_samples(reader, start_s, end_s, args.gpu):
+                lines = rows(sample, columns, units)
+                out.write("".join(line + "\n" for line in lines))
+                count += len(lines)
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    if args.csv != "-":
+        written = (
+            translate("record", "trayvml: {count} rows written to {path}")
+            if count != 1
+            else translate("record", "trayvml: {count} row written to {path}")
+        )
+        print(written.format(count=count, path=args.csv), file=sys.stderr)
+    return 0
 
 
 def stored_samples(reader: object, start_s: float, end_s: float, gpu_index: int | None) -> Iterator[Sample]:
@@ -237,7 +248,8 @@ def stored_samples(reader: object, start_s: float, end_s: float, gpu_index: int 
             by_time.setdefault(round(t_s * 1000), []).append((GpuSample(info.index, tuple(values), state), info))
     for t_ms in sorted(by_time):
         pairs = sorted(by_time[t_ms], key=lambda p: p[1].index)
-        yield Sample(t_ms / 1000, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), None, None)
+        # The middle of the stored millisecond: printed cut to milliseconds, it is the time `log` printed.
+        yield Sample((t_ms + 0.5) / 1000, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), None, None)
 
 
 @contextlib.contextmanager

@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Protocol
+
+
+def epoch_ms(t_s: float) -> int:
+    """``t_s`` cut to the millisecond, as the CSV and the history on disk both keep it. The
+    microsecond added makes a time read back from milliseconds (``ms / 1000``, a double a few
+    ten-thousandths of a millisecond off) cut to the same millisecond again."""
+    return math.floor(t_s * 1000 + 0.001)
 
 
 class Clock(Protocol):

@@ -53,6 +53,7 @@ class SmiField:
 class Derivation(enum.Enum):
     PERCENT = "percent"  # 100 × inputs[0] / inputs[1]; NaN where the second is 0 or unknown
     COUNT = "count"  # how many entries the list inputs[0] has ("processes": the process lists)
+    MARGIN = "margin"  # inputs[1] − inputs[0] (a limit, a static fact, less the value); NaN if unknown
 
 
 @dataclass(frozen=True)
@@ -90,8 +91,8 @@ class Metric:
 
 
 _P = Unit.PERCENT
-# The history on disk rounds each value to its metric's resolution: what NVML and psutil report is
-# kept exactly (integers, milliwatts, millijoules, KiB/s), memory to the MiB nvidia-smi shows.
+# The history on disk rounds each value to its metric's resolution: NVML's integers, milliwatts and
+# millijoules are kept exactly, memory to the MiB nvidia-smi shows, rates to the KiB/s.
 RESOLUTION: Mapping[Unit, float] = {
     Unit.PERCENT: 0.01,
     Unit.BYTES: MIB,
@@ -163,6 +164,16 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
         min_span=20.0,
+    ),
+    # How far the GPU is from the temperature at which it shuts itself down: what a threshold
+    # relative to each GPU's own limit watches (the "temperature_limit" alert).
+    Metric(
+        "temperature_below_shutdown_c",
+        "Temperature below the shutdown limit",
+        Unit.CELSIUS,
+        Group.TEMPERATURE,
+        plot=False,
+        derived=Derived(Derivation.MARGIN, ("temperature_gpu_c", "temperature_shutdown_c")),
     ),
     Metric(
         "temperature_memory_c",

@@ -44,6 +44,7 @@ GPU_NAMES: Mapping[str, PromName] = {
     "memory_used_percent": PromName("gpu_memory_used_ratio"),
     "temperature_gpu_c": PromName("gpu_temperature_celsius"),
     "temperature_memory_c": PromName("gpu_memory_temperature_celsius"),
+    "temperature_below_shutdown_c": PromName("gpu_temperature_below_shutdown_celsius"),
     "fan_speed_percent": PromName("gpu_fan_speed_ratio"),
     "power_draw_w": PromName("gpu_power_watts"),
     "power_instant_w": PromName("gpu_power_instant_watts"),

@@ -51,6 +51,9 @@ class SystemInfo:
     nvml_version: str
 
 
+UNKNOWN_NAME = "(name unknown)"  # a GPU lost before its name could ever be read
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """Facts about one GPU read once at start (fields match STATIC_FIELDS keys)."""

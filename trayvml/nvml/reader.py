@@ -23,7 +23,7 @@ import pynvml as N
 from trayvml.core.clock import Clock
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, Derivation, Metric
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, SystemInfo
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, SystemInfo
 from trayvml.demand import PROCESSES
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
 from trayvml.nvml.processes import ProcessCache, ProcessResolver
@@ -76,6 +76,14 @@ def _derivation(metric: Metric, g: GpuState) -> Callable[[], None]:
         return percent
     fact = float(getattr(g.info, whole))  # a static fact: unknown for good if it could not be read
     known = MetricState.NOT_SUPPORTED if math.isnan(fact) else MetricState.OK
+    if metric.derived.how is Derivation.MARGIN:
+
+        def margin() -> None:
+            values[slot] = fact - values[p]
+            a = states[p]
+            states[slot] = a if a >= known else known
+
+        return margin
 
     def percent_of_fact() -> None:
         values[slot] = 100.0 * values[p] / fact if fact else NAN
@@ -274,7 +282,9 @@ class NvmlReader:
         except (N.NVMLError, GpuLostError) as error:
             if isinstance(error, N.NVMLError):
                 classify(error.value)  # raises NvmlDownError where NVML as a whole is gone
-            lost = GpuState(index, None, DeviceInfo(index, "(name unknown)", ""))
+            # Lost on a re-open (after the driver went away): its facts as last read, if ever.
+            last = next((d for d in self.devices if d.index == index and d.name != UNKNOWN_NAME), None)
+            lost = GpuState(index, None, last or DeviceInfo(index, UNKNOWN_NAME, ""))
             self._mark_lost(lost)
             return lost
         g = GpuState(index, handle, info)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import functools
 import math
 import sqlite3
+from collections import OrderedDict
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,9 @@ from trayvml.core.sample import MetricState
 from trayvml.store import codec
 from trayvml.store.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 from trayvml.store.store import _decode, coarse_from_fine, merge_coarse
+
+_Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+COARSE_CACHE = 128  # decoded coarse and wide blocks kept: a week of 8 GPUs and the host, twice over
 
 
 @dataclass(frozen=True)
@@ -65,6 +69,8 @@ class StoreReader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._db: Database | None = None
+        self._cache: OrderedDict[tuple[int, int], list[np.ndarray]] = OrderedDict()
+        self._buckets: OrderedDict[tuple[int, int, int, tuple[str, ...]], _Buckets] = OrderedDict()
 
     def _database(self) -> Database | None:
         if self._db is None and (self.folder / FILE_NAME).exists():
@@ -114,11 +120,11 @@ class StoreReader:
     def coarse(
         self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
     ) -> CoarseData:
-        """Buckets of ``step_s`` (rounded up to whole minutes, or ten) over the range: never a week of
+        """Buckets of about ``step_s`` (rounded to whole minutes, or ten) over the range: never a week of
         seconds. ``fresh``: also the blocks of the hour not yet packed (a caller holding the last
         hours in memory leaves them out: a few hundred small blocks)."""
         bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
-        step_ms = max(1, math.ceil(step_s * 1000 / bucket_ms)) * bucket_ms
+        step_ms = max(1, round(step_s * 1000 / bucket_ms)) * bucket_ms
         first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
         n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
         columns = len(keys)
@@ -141,27 +147,17 @@ class StoreReader:
                     or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
                 ],
             )
-        for db, block, matrices in _decoded_any(found):
-            layout = db.layout(block.layout)
-            parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
-            starts, c, lo, hi, su = parts[0][0], *(m.T for m in parts[1:])
-            index = (starts - first_ms) // step_ms
-            inside = (index >= 0) & (index < n)
+        for db, block, matrices in self._decoded_coarse(found):
+            starts, c, lo_v, hi_v, su_v = self._in_buckets(db, block, matrices, step_ms, keys)
+            at = (starts - first_ms) // step_ms
+            inside = (at >= 0) & (at < n)
             if not inside.any():
                 continue
-            merged = merge_coarse(
-                [[(index[inside] * step_ms)[None, :], *(m[inside].T for m in (c, lo, hi, su))]], step_ms
-            )
-            at = merged[0][0] // step_ms
-            c, lo, hi, su = (m.T for m in merged[1:])
-            resolutions = np.array(layout.resolutions)
-            lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
-            hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
-            su_v = codec.restore_columns(su, resolutions)
-            count[at] += _columns(c, layout, keys, 0)
-            low[at] = np.minimum(low[at], _columns(lo_v, layout, keys, np.inf))
-            high[at] = np.maximum(high[at], _columns(hi_v, layout, keys, -np.inf))
-            total[at] += _columns(su_v, layout, keys, 0.0)
+            at = at[inside]  # one row per bucket of ours: _in_buckets folded the block into them
+            count[at] += c[inside]
+            low[at] = np.minimum(low[at], lo_v[inside])
+            high[at] = np.maximum(high[at], hi_v[inside])
+            total[at] += su_v[inside]
         empty = count == 0
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = np.where(empty, np.nan, total / np.maximum(count, 1))
@@ -169,6 +165,45 @@ class StoreReader:
         high[empty] = np.nan
         times = (first_ms + np.arange(n) * step_ms) / 1000
         return CoarseData(times, count, low, mean, high, step_ms / 1000)
+
+    def _in_buckets(
+        self, db: Database, block: Block, matrices: list[np.ndarray], step_ms: int, keys: tuple[str, ...]
+    ) -> _Buckets:
+        """The block folded into buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum)
+        of ``keys``, values restored; kept for packed blocks, which never change."""
+        key = (block.id, block.crc, step_ms, keys)
+        found = self._buckets.get(key)
+        if found is not None:
+            self._buckets.move_to_end(key)
+            return found
+        layout = db.layout(block.layout)
+        parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
+        merged = merge_coarse([parts], step_ms) if step_ms != BUCKET_MS or block.tier is not Tier.COARSE else parts
+        starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
+        resolutions = np.array(layout.resolutions)
+        lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
+        hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
+        su_v = codec.restore_columns(su, resolutions)
+        found = (
+            starts,
+            _columns(c, layout, keys, 0),
+            _columns(lo_v, layout, keys, np.inf),
+            _columns(hi_v, layout, keys, -np.inf),
+            _columns(su_v, layout, keys, 0.0),
+        )
+        if block.tier is not Tier.FRESH:
+            self._buckets[key] = found
+            while len(self._buckets) > COARSE_CACHE:
+                self._buckets.popitem(last=False)
+        return found
+
+    def _decoded_coarse(
+        self, found: tuple[Database, list[Block]] | None
+    ) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
+        """Like _decoded_any, keeping the last COARSE_CACHE coarse and wide blocks decoded: a block
+        never changes once written (a merge writes a new one), and a range that moves by a bucket
+        would otherwise decode its week again."""
+        yield from _decoded_any(found, self._cache)
 
     def stats(self) -> Stats:
         db = self._database()
@@ -215,12 +250,23 @@ def _decoded(
             yield db, block, matrices
 
 
-def _decoded_any(found: tuple[Database, list[Block]] | None) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
+def _decoded_any(
+    found: tuple[Database, list[Block]] | None, cache: OrderedDict[tuple[int, int], list[np.ndarray]]
+) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
     if found is None:
         return
     db, blocks = found
     for block in blocks:
-        matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
+        key = (block.id, block.crc)
+        matrices = cache.get(key)
+        if matrices is not None:
+            cache.move_to_end(key)
+        else:
+            matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
+            if matrices is not None and block.tier in (Tier.COARSE, Tier.WIDE):
+                cache[key] = matrices
+                while len(cache) > COARSE_CACHE:
+                    cache.popitem(last=False)
         if matrices is not None:
             yield db, block, matrices
 

@@ -16,11 +16,13 @@ import functools
 import logging
 import os
 import sqlite3
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 
+from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
@@ -30,6 +32,7 @@ from trayvml.store import codec
 from trayvml.store.db import (
     BUCKET_MS,
     DAY_MS,
+    FILE_NAME,
     FRESH_LEVEL,
     HOUR_MS,
     PACKED_LEVEL,
@@ -188,10 +191,25 @@ class StoreWriter:
         if self._lock is None:
             self._lock = WriterLock(self.folder)
         if self._db is None:
-            self._db = Database(self.folder)
+            try:
+                self._db = Database(self.folder)
+            except sqlite3.DatabaseError as error:
+                if isinstance(error, sqlite3.OperationalError):
+                    raise  # the disk, not the file: try again later
+                self._db = Database(self._move_aside(error))
+
+    def _move_aside(self, error: Exception) -> Path:
+        """A file that is not a store (damaged beyond its blocks): kept aside, a new one begun."""
+        path = self.folder / FILE_NAME
+        aside = path.with_name(f"{FILE_NAME}.damaged-{time.strftime('%Y%m%d-%H%M%S')}")
+        for suffix in ("", "-wal", "-shm"):
+            with contextlib.suppress(FileNotFoundError):
+                os.replace(f"{path}{suffix}", f"{aside}{suffix}")
+        log.warning("the history file %s could not be read (%s); moved to %s and begun anew", path, error, aside.name)
+        return self.folder
 
     def append(self, sample: Sample) -> None:
-        t_ms = round(sample.timestamp_s * 1000)
+        t_ms = epoch_ms(sample.timestamp_s)  # as `log` writes times: cut to the millisecond
         if self._last_ms is not None and t_ms <= self._last_ms:
             self._close_rows()  # the clock went back: a block holds increasing times only
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):

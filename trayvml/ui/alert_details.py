@@ -13,14 +13,13 @@ from PySide6.QtCore import QCoreApplication
 
 from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import DeviceInfo, GpuSample, ProcessSample, Sample
-from trayvml.core.units import format_bytes
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
+from trayvml.core.units import format_bytes, short_name
 from trayvml.ui.text import gpu_line
 
 # Their notifications name the biggest processes.
-PROCESS_RULES = ("memory_used", "memory_free", "temperature", "memory_held_idle")
+PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit", "memory_held_idle")
 SHOWN_PROCESSES = 3
-UNKNOWN_NAME = "(name unknown)"  # what the reader calls a GPU lost before its name could be read
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -71,12 +70,9 @@ def device_words(device: DeviceInfo | None) -> str:
         return translate(
             "AlertDetails", "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
         )
-    uuid = device.uuid or translate("AlertDetails", "unknown")
     if device.pci_bus_id:
-        words = translate("AlertDetails", "{name} at PCI {bus}, UUID {uuid}.")
-    else:
-        words = translate("AlertDetails", "{name} (PCI bus id unknown), UUID {uuid}.")
-    return words.format(name=clean(device.name), bus=device.pci_bus_id, uuid=uuid)
+        return translate("AlertDetails", "{name} at PCI {bus}.").format(name=clean(device.name), bus=device.pci_bus_id)
+    return translate("AlertDetails", "{name} (PCI bus id unknown).").format(name=clean(device.name))
 
 
 def alert_details(
@@ -97,12 +93,35 @@ def alert_details(
         lines = [device_words(device)]
         if last_seen is not None and device is not None:
             when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
-            values = gpu_line(last_seen, device).split(" ", 1)[1]
+            head = f"{last_seen.index} {shorten(short_name(clean(device.name)))}"  # gpu_line's, said in the title
+            values = gpu_line(last_seen, device).removeprefix(head).strip()
             lines.append(translate("AlertDetails", "Last seen at {time}: {values}.").format(time=when, values=values))
             lines.append(processes_line(last_seen, translate("AlertDetails", "It was running")))
         elif last_seen is None:
             lines.append(translate("AlertDetails", "trayvml never read a value from it."))
         return "\n".join(line for line in lines if line)
+    lines = [heat_line(sample, event.gpu_index)] if event.rule in ("temperature", "temperature_limit") else []
     if event.rule in PROCESS_RULES:
-        return processes_line(sample.gpu(event.gpu_index))
-    return ""
+        lines.append(processes_line(sample.gpu(event.gpu_index)))
+    return "\n".join(line for line in lines if line)
+
+
+def heat_line(sample: Sample, gpu_index: int) -> str:
+    """'At 92 °C; this GPU slows down at 90 °C and shuts down at 95 °C.' (the limits it tells)."""
+    gpu = sample.gpu(gpu_index)
+    device = next((d for d in sample.devices if d.index == gpu_index), None)
+    if gpu is None or device is None or math.isnan(gpu.value("temperature_gpu_c")):
+        return ""
+    now = f"{gpu.value('temperature_gpu_c'):.0f}"
+    slowdown, shutdown = device.temperature_slowdown_c, device.temperature_shutdown_c
+    if not math.isnan(slowdown) and not math.isnan(shutdown):
+        told = translate(
+            "AlertDetails", "At {now} °C; this GPU slows down at {slowdown} °C and shuts down at {shutdown} °C."
+        )
+    elif not math.isnan(slowdown):
+        told = translate("AlertDetails", "At {now} °C; this GPU slows down at {slowdown} °C.")
+    elif not math.isnan(shutdown):
+        told = translate("AlertDetails", "At {now} °C; this GPU shuts down at {shutdown} °C.")
+    else:
+        told = translate("AlertDetails", "At {now} °C; this GPU does not tell its limits.")
+    return told.format(now=now, slowdown=f"{slowdown:.0f}", shutdown=f"{shutdown:.0f}")

@@ -23,7 +23,9 @@ def content_for(
     """Bars for the GPUs not ``hidden``, coloured by the ``alerts`` rules."""
     if sample is not None and sample.stall is not None:
         return IconContent((), stale=True)
-    if sample is None or not sample.gpus:
+    if sample is None:
+        return IconContent(())  # starting: nothing is known yet, so the tile stays empty
+    if not sample.gpus:
         return IconContent((), no_gpu=True)
     tray = TRAY_METRICS[metric]
     shown = [g for g in sample.gpus if g.index not in (hidden or set())] or list(sample.gpus)

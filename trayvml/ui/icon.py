@@ -10,7 +10,7 @@ its tile alone, for hosts that show nothing but the icon:
 - a GPU lost or the driver stuck: a red tile with a white badge ("!" or an hourglass) in place
   of the number, since no number on it would be current.
 
-Below the number (from 20 px) a strip shows each GPU as a small bar up to MAX_BARS GPUs, beyond
+Below the number (from 20 device pixels) a strip shows each GPU as a small bar up to MAX_BARS GPUs, beyond
 that one aggregate bar (the mean, in the worst GPU's colour). It is drawn in device pixels on
 a whole-pixel grid, so edges stay crisp at 100 % and 200 %.
 """
@@ -27,7 +27,7 @@ from trayvml.core.levels import Level
 from trayvml.ui.theme import ICON_BACKGROUND, ICON_TROUGH, LEVEL_COLOURS, NO_GPU
 
 MAX_BARS = 4  # GPUs drawn one by one in the strip; beyond, one aggregate bar
-STRIP_FROM_PX = 20  # smaller icons show the number (or badge) only
+STRIP_FROM_PX = 20  # device pixels; smaller icons show the number (or badge) only
 DIGITS_LIGHT = QColor("#f4f6f8")
 DIGITS_DARK = QColor("#1b2330")  # on the amber tile
 TILES = {  # the tile's colour tells the state on its own
@@ -75,7 +75,9 @@ def render(content: IconContent, size_px: int, device_pixel_ratio: float = 1.0) 
     painter = QPainter(image)
     painter.setRenderHint(QPainter.RenderHint.Antialiasing)
     painter.setPen(Qt.PenStyle.NoPen)
-    _draw(painter, content, pixels, strip=size_px >= STRIP_FROM_PX)
+    # Detail follows device pixels: a 16 px icon at 200 % has the pixels of a 32 px one (and hosts
+    # that pick a pixmap by size may show it in a 22 px slot).
+    _draw(painter, content, pixels, strip=pixels >= STRIP_FROM_PX)
     painter.end()
     pixmap = QPixmap.fromImage(image)
     pixmap.setDevicePixelRatio(device_pixel_ratio)
@@ -90,9 +92,11 @@ def _draw(painter: QPainter, content: IconContent, p: int, strip: bool) -> None:
     level = Level.NORMAL if content.no_gpu or not (content.bars or content.stale) else content.level
     painter.setBrush(TILES[level])
     painter.drawRoundedRect(QRectF(0, 0, p, p), p * 0.16, p * 0.16)
-    if content.no_gpu or not (content.bars or content.stale):
+    if content.no_gpu:
         _draw_no_gpu(painter, p)
         return
+    if not (content.bars or content.stale):
+        return  # starting: an empty tile, claiming nothing (the tooltip says "starting…")
     pad = max(1, round(p * 0.09))
     strip = strip and not content.stale
     strip_h = max(3, round(p * 0.22)) if strip else 0
@@ -101,7 +105,7 @@ def _draw(painter: QPainter, content: IconContent, p: int, strip: bool) -> None:
     if content.stale:
         _draw_hourglass(painter, head, ink)
     elif level is Level.LOST:
-        _draw_text(painter, head, "!", ink)
+        _draw_exclamation(painter, head, ink)
     elif not math.isnan(content.number):
         _draw_text(painter, head, f"{content.number:.0f}", ink)
     else:  # nothing to count: the bars fill the tile
@@ -170,6 +174,20 @@ def _draw_bars(painter: QPainter, bars: tuple[Bar, ...], box: QRect, tile: Level
 
 def _ink(tile: Level) -> QColor:
     return DIGITS_DARK if tile is Level.WARNING else DIGITS_LIGHT
+
+
+def _draw_exclamation(painter: QPainter, box: QRect, ink: QColor) -> None:
+    """A lost GPU's badge: a heavy "!" of whole-pixel rectangles (a font's is thin and blurs)."""
+    stroke = max(2, round(box.height() * 0.24))
+    if (box.width() - stroke) % 2:  # centred on whole pixels
+        stroke += 1
+    left = box.left() + (box.width() - stroke) // 2
+    dot = stroke
+    gap = max(1, round(stroke * 0.5))
+    bar = box.height() - dot - gap
+    painter.setBrush(ink)
+    painter.drawRect(QRect(left, box.top(), stroke, bar))
+    painter.drawRect(QRect(left, box.top() + bar + gap, stroke, dot))
 
 
 def _draw_hourglass(painter: QPainter, box: QRect, ink: QColor) -> None:

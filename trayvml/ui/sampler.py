@@ -188,7 +188,7 @@ class _Worker(QObject):
             self.sample_taken.emit(sample)
             if self._recording is not None:
                 note = self._recording.append(sample)
-                if note:
+                if note is not None:  # "": the store is written again
                     self.store_noted.emit(note)
 
     @Slot(object)

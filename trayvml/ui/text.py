@@ -8,7 +8,7 @@ from PySide6.QtCore import QCoreApplication
 
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB, format_value, short_name
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -30,6 +30,8 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
 
     Plain text: each sink escapes it for its own syntax (see core.safe_text).
     """
+    if gpu.lost and info.name == UNKNOWN_NAME:
+        return f"{gpu.index} — lost before its name could be read: it has fallen off the bus"
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
         return translate("GpuText", "{gpu} — lost: it has fallen off the bus").format(gpu=head)

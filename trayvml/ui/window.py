@@ -297,6 +297,11 @@ class GraphWindow(QMainWindow):
         """A fixed past range (the Range… picker); Follow live goes back to the present."""
         self.following = False
         self._show_following()
+        checked = self.range_buttons.checkedButton()
+        if checked is not None:  # no preset range is what is shown
+            self.range_buttons.setExclusive(False)
+            checked.setChecked(False)
+            self.range_buttons.setExclusive(True)
         self._set_x_range(start_s, end_s)
         self.request_redraw()
 

@@ -1,0 +1,153 @@
+"""The tray app on the history store: writing from the sampler thread, continuing from disk,
+reading instead of writing while a recorder runs, and the window's week, picker and gaps."""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tests.helpers import OPEN_SOURCES
+from trayvml.config import SettingsStore
+from trayvml.core.clock import ManualClock
+from trayvml.history import History
+from trayvml.nvml.sim import parse_spec
+from trayvml.source import Source
+from trayvml.store.read import StoreReader
+from trayvml.store.store import GPU_LAYOUT, Limits, StoreWriter
+from trayvml.store.view import DiskReach
+
+SPEC = "idle:gpus=h100*2,past=0"  # no made-up past: the history's past comes from disk
+
+
+def _run_app(qtbot, tmp_path: Path, folder: Path, samples: int):  # type: ignore[no-untyped-def]
+    from trayvml.ui.app import App
+
+    app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=folder)
+    seen: list[float] = []
+    app.sampler.sample_taken.connect(lambda s: seen.append(s.timestamp_s))
+    app.sampler.start()
+    try:
+        qtbot.waitUntil(lambda: len(seen) >= samples, timeout=30_000)
+    finally:
+        app.sampler.stop()  # closes the writer: what waits is committed
+    return app, seen
+
+
+def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "history"
+    threads: set[str] = set()
+    append = StoreWriter.append
+
+    def noted(self: StoreWriter, sample: object) -> None:
+        threads.add(threading.current_thread().name)
+        append(self, sample)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(StoreWriter, "append", noted)
+    _, first = _run_app(qtbot, tmp_path, folder, 6)
+    assert threads and threading.main_thread().name not in threads
+    reader = StoreReader(folder)
+    uuids = [d.uuid for d in reader.devices() if d.uuid != "host"]
+    assert len(uuids) == 2
+    assert len(reader.fine(uuids[0], first[0] - 1, time.time(), GPU_LAYOUT.keys).times_s) >= 6
+    reader.close()
+
+    app, second = _run_app(qtbot, tmp_path, folder, 2)
+    series = app.history.gpu_series("utilization_gpu_percent", first[0] - 5, time.time(), 1000)
+    assert series is not None
+    shown = series.times_s[np.isfinite(series.mean).all(axis=1)]
+    assert shown[0] < second[0] - 0.5  # the first run's samples, read back from disk, come first
+
+
+def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path) -> None:
+    folder = tmp_path / "history"
+    recorder = StoreWriter(folder)  # stands for `trayvml record`
+    try:
+        app, _ = _run_app(qtbot, tmp_path, folder, 2)
+        assert "being written by process" in app.store_note
+    finally:
+        recorder.close()
+    assert StoreReader(folder).devices() == []  # the app wrote nothing beside the recorder
+
+
+def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path) -> None:
+    from trayvml.store.view import LOCK_RETRY_S, Recording
+
+    folder = tmp_path / "history"
+    clock = ManualClock(1_800_000_000.0)
+    source = Source(parse_spec("idle:gpus=h100"), clock, host=False)
+    OPEN_SOURCES.append(source)
+    recorder = StoreWriter(folder)
+    recording = Recording(folder, Limits())
+    assert recording.writer is None and recording.note and "being written by process" in recording.note
+    assert recording.append(source.sample()) is None
+    recorder.close()
+    clock.advance_s(LOCK_RETRY_S)
+    assert recording.append(source.sample()) == ""  # the note clears: this app writes now
+    assert recording.writer is not None
+    recording.close()
+
+
+def _stored(folder: Path, start_s: float, seconds: int) -> tuple[str, ...]:
+    """``seconds`` of simulated samples from ``start_s`` written to the store; the GPUs' UUIDs."""
+    clock = ManualClock(start_s)
+    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
+    OPEN_SOURCES.append(source)
+    writer = StoreWriter(folder)
+    sample = None
+    for _ in range(seconds):
+        sample = source.sample()
+        writer.append(sample)
+        clock.advance_s(1.0)
+    writer.close()
+    assert sample is not None
+    return tuple(d.uuid for d in sample.devices)
+
+
+def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: Path) -> None:
+    from tests.ui_helpers import shown_window
+    from trayvml.ui.gaps import GAP_LABEL, _shadings
+
+    folder = tmp_path / "history"
+    now = time.time()
+    hour = now - now % 3600
+    uuids = _stored(folder, hour - 3 * 86400 - 2 * 3600, 2 * 3600 + 60)  # two hours, three days ago
+    clock = ManualClock(now)
+    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
+    OPEN_SOURCES.append(source)
+    sample = source.sample()
+    history = History()
+    history.disk = DiskReach(folder)
+    history.disk.uuids = uuids
+    history.append(sample)
+    window = shown_window(qtbot, history, sample)
+    try:
+        assert {b.text() for b in window.range_buttons.buttons()} >= {"24 h", "7 d"}
+        window.set_range(7 * 86400)
+        window.refresh()
+        series = history.gpu_series("power_draw_w", now - 7 * 86400, now, 1000)
+        assert series is not None and series.mean.shape[1] == 2
+        drawn = series.times_s[np.isfinite(series.mean).all(axis=1)]
+        assert drawn[-1] > now - 600 * 2  # the live sample, from memory
+        drawn = drawn[:-1]  # the rest from disk: the two hours three days ago
+        assert len(drawn) and drawn[0] >= hour - 3 * 86400 - 2 * 3600 - 600 and drawn[-1] <= hour - 3 * 86400 + 600
+        assert window.gpu_page is not None
+        shading = _shadings[window.gpu_page.panels[0].plot]
+        spans = shading.shown[0]
+        # Nothing recorded before the two hours, nor after them until the live sample.
+        assert spans[0][1] <= drawn[0] + 600 and spans[-1][0] >= drawn[-1] and spans[-1][1] > now - 1800
+        labels = [label for region, label in shading.regions if region.isVisible() and label.isVisible()]
+        assert labels and all(label.textItem.toPlainText() == GAP_LABEL for label in labels)
+
+        window.show_range(hour - 3 * 86400 - 3 * 3600, hour - 3 * 86400 + 3600)  # the picker's range
+        window.refresh()
+        assert not window.following and window.range_buttons.checkedButton() is None
+        start, end = window.visible_range()
+        assert abs(start - (hour - 3 * 86400 - 3 * 3600)) < 60 and abs(end - (hour - 3 * 86400 + 3600)) < 60
+    finally:
+        history.disk.close()
