@@ -647,7 +647,7 @@ RULES: tuple[Rule[Any], ...] = (
     # GPU: a laptop GPU runs at 90 °C by design, a datacenter one shuts down at 92 °C.
     ThresholdRule(
         "temperature_limit",
-        "Margin to the shutdown temperature",
+        QT_TRANSLATE_NOOP("alerts", "Margin to the shutdown temperature"),
         RuleSettings(False, 8.0, 10.0, 3.0, 5.0, hold_s=5.0),
         "temperature_below_shutdown_c",
         Direction.BELOW,

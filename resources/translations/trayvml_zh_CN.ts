@@ -48,16 +48,28 @@
         <translation>其名称和 PCI 总线 ID 未知：在 trayvml 读取它们之前 GPU 就已丢失。</translation>
     </message>
     <message>
-        <source>unknown</source>
-        <translation>未知</translation>
+        <source>{name} at PCI {bus}.</source>
+        <translation>{name}，位于 PCI {bus}。</translation>
     </message>
     <message>
-        <source>{name} at PCI {bus}, UUID {uuid}.</source>
-        <translation>{name}，位于 PCI {bus}，UUID {uuid}。</translation>
+        <source>{name} (PCI bus id unknown).</source>
+        <translation>{name}（PCI 总线 ID 未知）。</translation>
     </message>
     <message>
-        <source>{name} (PCI bus id unknown), UUID {uuid}.</source>
-        <translation>{name}（PCI 总线 ID 未知），UUID {uuid}。</translation>
+        <source>At {now} °C; this GPU slows down at {slowdown} °C and shuts down at {shutdown} °C.</source>
+        <translation>当前 {now} °C；此 GPU 在 {slowdown} °C 降速，在 {shutdown} °C 关机。</translation>
+    </message>
+    <message>
+        <source>At {now} °C; this GPU slows down at {slowdown} °C.</source>
+        <translation>当前 {now} °C；此 GPU 在 {slowdown} °C 降速。</translation>
+    </message>
+    <message>
+        <source>At {now} °C; this GPU shuts down at {shutdown} °C.</source>
+        <translation>当前 {now} °C；此 GPU 在 {shutdown} °C 关机。</translation>
+    </message>
+    <message>
+        <source>At {now} °C; this GPU does not tell its limits.</source>
+        <translation>当前 {now} °C；此 GPU 未报告其温度上限。</translation>
     </message>
     <message>
         <source>Last seen at {time}: {values}.</source>
@@ -206,6 +218,10 @@
 </context>
 <context>
     <name>GpuText</name>
+    <message>
+        <source>{index} — lost before its name could be read: it has fallen off the bus</source>
+        <translation>{index} — 在读取名称之前就已丢失：GPU 已从总线上掉线</translation>
+    </message>
     <message>
         <source>{gpu} — lost: it has fallen off the bus</source>
         <translation>{gpu} — 已丢失：GPU 已从总线上掉线</translation>
@@ -856,6 +872,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{host}：</translation>
     </message>
     <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>
@@ -1046,6 +1066,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>GPU temperature</source>
         <translation>GPU 温度</translation>
+    </message>
+    <message>
+        <source>Margin to the shutdown temperature</source>
+        <translation>距关机温度的余量</translation>
     </message>
     <message>
         <source>Memory used</source>
@@ -1621,6 +1645,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPU 温度</translation>
     </message>
     <message>
+        <source>Temperature below the shutdown limit</source>
+        <translation>距关机温度的余量</translation>
+    </message>
+    <message>
         <source>Memory temperature</source>
         <translation>显存温度</translation>
     </message>
@@ -2008,8 +2036,8 @@ It is sent SIGTERM, as kill does.</source>
 <context>
     <name>notices</name>
     <message>
-        <source>Jobs on it have failed. `dmesg` shows the driver&apos;s Xid message and `nvidia-smi` whether the GPU is still seen; a reboot (or reseating the card) usually brings it back, and if it happens again, check its power and cooling.</source>
-        <translation>其上的任务已失败。`dmesg` 可查看驱动的 Xid 消息，`nvidia-smi` 可查看 GPU 是否仍被识别；重启（或重新插拔显卡）通常可以恢复，如果再次发生，请检查其供电和散热。</translation>
+        <source>Jobs on it have failed. See `dmesg` for the Xid; a reboot usually brings it back.</source>
+        <translation>其上的任务已失败。请在 `dmesg` 中查看 Xid；重启通常可以恢复。</translation>
     </message>
     <message>
         <source>`dmesg` has the driver&apos;s message; NVIDIA&apos;s XID catalog says whether the GPU needs a reset.</source>
@@ -2042,8 +2070,24 @@ For {duration} now.</source>
         <translation>GPU {gpus}：{what}</translation>
     </message>
     <message>
-        <source>… and {count} more GPUs.</source>
-        <translation>… 另有 {count} 个 GPU。</translation>
+        <source> · </source>
+        <translation> · </translation>
+    </message>
+    <message>
+        <source>{gpus} and {count} more</source>
+        <translation>{gpus}，另有 {count} 个</translation>
+    </message>
+    <message>
+        <source>GPU {index}: {detail}</source>
+        <translation>GPU {index}：{detail}</translation>
+    </message>
+    <message>
+        <source>GPU {index} at {value}</source>
+        <translation>GPU {index} 为 {value}</translation>
+    </message>
+    <message>
+        <source>GPU {index}: {message}</source>
+        <translation>GPU {index}：{message}</translation>
     </message>
     <message>
         <source>Since {time} ({duration}).</source>
@@ -2056,10 +2100,6 @@ For {duration} now.</source>
     <message>
         <source>Back to normal after {duration}.</source>
         <translation>持续 {duration} 后已恢复正常。</translation>
-    </message>
-    <message>
-        <source>{line}; {detail}</source>
-        <translation>{line}；{detail}</translation>
     </message>
 </context>
 <context>
@@ -2137,6 +2177,10 @@ For {duration} now.</source>
     <message>
         <source>--to is before --from.</source>
         <translation>--to 早于 --from。</translation>
+    </message>
+    <message>
+        <source>Cannot read the history in {folder}: {error}.</source>
+        <translation>无法读取 {folder} 中的历史记录：{error}。</translation>
     </message>
     <message>
         <source>No history in {folder} yet: the tray app or `trayvml record` writes it.</source>
@@ -2640,10 +2684,6 @@ For {duration} now.</source>
     <message>
         <source>History is kept in memory only: cannot write {folder} ({reason}).</source>
         <translation>历史记录仅保存在内存中：无法写入 {folder}（{reason}）。</translation>
-    </message>
-    <message>
-        <source>Writing the history to {folder} again.</source>
-        <translation>已恢复将历史记录写入 {folder}。</translation>
     </message>
 </context>
 <context>

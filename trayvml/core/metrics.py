@@ -169,7 +169,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     # relative to each GPU's own limit watches (the "temperature_limit" alert).
     Metric(
         "temperature_below_shutdown_c",
-        "Temperature below the shutdown limit",
+        QT_TRANSLATE_NOOP("metrics", "Temperature below the shutdown limit"),
         Unit.CELSIUS,
         Group.TEMPERATURE,
         plot=False,

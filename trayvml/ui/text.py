@@ -31,7 +31,9 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     Plain text: each sink escapes it for its own syntax (see core.safe_text).
     """
     if gpu.lost and info.name == UNKNOWN_NAME:
-        return f"{gpu.index} — lost before its name could be read: it has fallen off the bus"
+        return translate("GpuText", "{index} — lost before its name could be read: it has fallen off the bus").format(
+            index=gpu.index
+        )
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
         return translate("GpuText", "{gpu} — lost: it has fallen off the bus").format(gpu=head)
