@@ -2,6 +2,7 @@
 
     .venv/bin/python scripts/screenshots.py [OUT_DIR] [--spec SPEC]
     .venv/bin/python scripts/screenshots.py [OUT_DIR] --offscreen [--spec SPEC]
+    .venv/bin/python scripts/screenshots.py [OUT_DIR] --lang zh_CN   (either way, in that language)
     .venv/bin/python scripts/screenshots.py out/screenshots-2x --scale 2    # a HiDPI screen at 200 %
 
 Twelve simulated hours are fed through the app first (the same code path live samples take),
@@ -24,7 +25,21 @@ sys.path.insert(0, str(ROOT))
 from tests.desktop import DesktopStack  # noqa: E402
 
 
-def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
+def use_language(qt, language: str) -> None:  # type: ignore[no-untyped-def]
+    """The app's translators for ``language`` ("" or "system": the locale's), as run_app installs them."""
+    from trayvml.core import i18n
+    from trayvml.ui.translation import install_translators
+
+    qt._translators = install_translators(qt, i18n.resolve(language or "system"))
+
+
+def file_name(text: str, fallback: str) -> str:
+    """A tab's name as a file name: ASCII, or the fallback (a translated tab's name is not)."""
+    name = text.lower().replace(" ", "-")
+    return name if name.isascii() else fallback
+
+
+def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") -> None:
     """On a ``stack.scale`` screen: positions below are logical pixels, crops and clicks scaled to the screen's."""
     from PySide6.QtWidgets import QApplication, QTabWidget
 
@@ -36,6 +51,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
 
     qt = QApplication([])
     qt.setApplicationName("trayvml")
+    use_language(qt, language)
     clock = ManualClock(1_800_000_000.0)
     spec = parse_spec(spec_text)
     source = Source(spec, clock)
@@ -83,7 +99,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     for tab in range(1, window.tabs.count()):
         window.tabs.setCurrentIndex(tab)
         pump(500)
-        name = window.tabs.tabText(tab).lower().replace(" ", "-")
+        name = file_name(window.tabs.tabText(tab), f"tab{tab}")
         stack.screenshot(out / f"window-{name}.png")
     window.tabs.setCurrentIndex(0)
     window.hide()
@@ -100,7 +116,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
         app.on_sample(hot.sample())
         clock.advance_s(5)
     pump(1500)
-    stack.screenshot(out / "notification.png", crop=crop(480, 140, 800, 30))
+    stack.screenshot(out / "notification.png", crop=crop(520, 200, 760, 30))  # room for a wrapped body
 
     app.show_settings()
     assert app.settings_dialog is not None
@@ -109,6 +125,12 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str) -> None:
     pump(800)
     stack.screenshot(
         out / "settings.png", crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40)
+    )
+    app.settings_dialog.findChild(QTabWidget).setCurrentIndex(0)
+    pump(500)
+    stack.screenshot(
+        out / "settings-general.png",
+        crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40),
     )
     qt.quit()
 
@@ -148,7 +170,9 @@ def dark_palette():  # type: ignore[no-untyped-def]
     return palette
 
 
-def shoot_offscreen(out: Path, spec_text: str, size: tuple[int, int] = (1280, 800), dark: bool = False) -> None:
+def shoot_offscreen(
+    out: Path, spec_text: str, size: tuple[int, int] = (1280, 800), dark: bool = False, language: str = ""
+) -> None:
     from PySide6.QtWidgets import QApplication
 
     from trayvml.core.clock import ManualClock
@@ -157,6 +181,7 @@ def shoot_offscreen(out: Path, spec_text: str, size: tuple[int, int] = (1280, 80
     from trayvml.ui.app import App
 
     qt = QApplication.instance() or QApplication([])
+    use_language(qt, language)
     if dark:
         qt.setStyle("Fusion")
         qt.setPalette(dark_palette())
@@ -172,7 +197,7 @@ def shoot_offscreen(out: Path, spec_text: str, size: tuple[int, int] = (1280, 80
     shoot_hover(window, out / "offscreen-hover.png")
     for tab in range(window.tabs.count()):
         window.tabs.setCurrentIndex(tab)
-        name = window.tabs.tabText(tab).lower().replace(" ", "-")
+        name = file_name(window.tabs.tabText(tab), f"tab{tab}")
         pages = [window.gpu_page] if tab == 0 else []
         for page in pages:
             bar = page.verticalScrollBar()
@@ -207,10 +232,13 @@ if __name__ == "__main__":
     parser.add_argument("out", nargs="?", default="out/screenshots")
     parser.add_argument("--spec", default="thermal:gpus=h100*2+rtx4090+laptop")
     parser.add_argument("--offscreen", action="store_true", help="the graph window's pages only, no desktop")
+    parser.add_argument("--lang", default="", help="en or zh_CN (default: the locale's, as the app)")
     parser.add_argument("--scale", type=int, choices=(1, 2, 3), default=1, help="screen scale: 2 is 200 %% (HiDPI)")
     parser.add_argument("--size", default="1280x800", help="the window's size offscreen, WIDTHxHEIGHT")
     parser.add_argument("--dark", action="store_true", help="offscreen in a dark theme")
     args = parser.parse_args()
+    if args.lang:  # the desktop's programs (the notification daemon) and the app alike
+        os.environ["LANGUAGE"] = args.lang
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     if args.offscreen:
@@ -218,10 +246,10 @@ if __name__ == "__main__":
         if args.scale != 1:
             os.environ["QT_SCALE_FACTOR"] = str(args.scale)
         width, height = (int(n) for n in args.size.split("x"))
-        shoot_offscreen(out, args.spec, (width, height), args.dark)
+        shoot_offscreen(out, args.spec, (width, height), args.dark, args.lang)
         print(f"screenshots in {out}/")
         sys.exit(0)
     with DesktopStack("sni", notifications=True, scale=args.scale) as stack:
         os.environ.update(stack.env)
-        shoot(stack, out, args.spec)
+        shoot(stack, out, args.spec, args.lang)
     print(f"screenshots in {out}/")

@@ -15,6 +15,9 @@ os.environ.pop("TRAYVML_SIMULATE", None)
 # Widget tests run offscreen unless a desktop test brings its own display; Qt reads this
 # before the QApplication exists. The desktop tests start the app as a separate process.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# The tests read English texts whatever the machine's language (LANGUAGE comes first in trayvml's
+# choice, see trayvml.core.i18n); tests of the translations ask for their own.
+os.environ["LANGUAGE"] = "en"
 
 # Each run gets its own runtime, config, state, data and cache folders, so that neither the user's
 # settings nor a trayvml already running for the same user can change a result.

@@ -38,6 +38,7 @@ def changed_settings() -> Settings:
         tray_metric="temperature",
         notifications=False,
         start_at_login=True,
+        language="zh_CN",
         hidden_gpus=(2, 3),
         alerts=AlertSettings(rules=rules, overrides={1: {"temperature": gpu1}}),
     )

@@ -161,6 +161,24 @@ def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:
     assert app.process.returncode == 0
 
 
+def test_the_app_speaks_the_language_of_the_locale(sni_desktop: DesktopStack, launch) -> None:
+    app = launch(sni_desktop, SPEC, env={"LANGUAGE": "zh_CN", "LANG": "zh_CN.UTF-8"})
+    wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")
+    (service,) = _registered_items(sni_desktop)
+    wait_until(lambda: "0 H100 " in " ".join(_menu_entries(sni_desktop, service)), what="GPU entries in the menu")
+    entries = _menu_entries(sni_desktop, service)
+    for label in ("显示图表", "暂停告警", "登录时启动", "设置…", "退出", "模拟 GPU（training）"):
+        assert label in entries, f"{label!r} missing from {sorted(entries)}"
+    assert "模拟 GPU（training）" in sni_desktop.item_property(service, "ToolTip")
+    _click(sni_desktop, service, entries["显示图表"])
+    wait_until(
+        lambda: "trayvml — 4 个 GPU — 模拟（training）" in window_names(sni_desktop), what="the graph window in Chinese"
+    )
+    _click(sni_desktop, service, entries["退出"])
+    app.process.wait(15)
+    assert app.process.returncode == 0
+
+
 def test_a_second_start_brings_the_first_forward(sni_desktop: DesktopStack, launch) -> None:
     launch(sni_desktop, SPEC)
     wait_until(lambda: bool(_registered_items(sni_desktop)), what="the tray item to register")

@@ -19,6 +19,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import UNKNOWN_NAME, GpuSample, MetricState, Sample
@@ -129,18 +130,19 @@ class AlertEvent:
 
     @property
     def title(self) -> str:
-        at = f"{self.host}: " if self.host else ""
+        at = translate("alerts", "{host}: ").format(host=self.host) if self.host else ""
         if self.gpu_index == MACHINE:
             return at + self.message
         # A GPU lost before its name was read is called by its index alone.
-        gpu = (
-            f"{at}GPU {self.gpu_index}"
+        gpu = at + (
+            translate("alerts", "GPU {index}").format(index=self.gpu_index)
             if self.gpu_name == UNKNOWN_NAME
-            else f"{at}GPU {self.gpu_index} {short_name(self.gpu_name)}"
+            else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
         )
         if self.kind == "resolved":
-            return f"{gpu}: {_in_sentence(RULE_BY_KEY[self.rule].label)} back to normal"
-        return f"{gpu}: {self.message}"
+            rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
+            return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
+        return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
 
 def _in_sentence(label: str) -> str:
@@ -162,7 +164,9 @@ class Rule(Generic[S]):
     def problems(self, settings: S) -> list[str]:
         """Sentences naming what is wrong with ``settings`` (empty when it is fine)."""
         return [
-            f"{self.label}: a time cannot be negative ({name} = {value:g})."
+            translate("alerts", "{rule}: a time cannot be negative ({name} = {value}).").format(
+                rule=translate("alerts", self.label), name=name, value=f"{value:g}"
+            )
             for name, value in vars(settings).items()
             if name.endswith("_s") and not value >= 0  # NaN too
         ]
@@ -232,14 +236,29 @@ class ThresholdRule(GpuRule[RuleSettings]):
         target = self.target(settings, value, tracker.level)
 
         def describe(severity: Severity) -> tuple[str, str]:
-            high = "high" if self.direction is Direction.ABOVE else "low"
-            word = "critical" if severity is Severity.CRITICAL else high
-            message = f"{_in_sentence(self.label)} {word} at {self.unit.format(value)}"
+            if severity is Severity.CRITICAL:
+                message = translate("alerts", "{rule} critical at {value}")
+            elif self.direction is Direction.ABOVE:
+                message = translate("alerts", "{rule} high at {value}")
+            else:
+                message = translate("alerts", "{rule} low at {value}")
+            message = message.format(rule=_in_sentence(translate("alerts", self.label)), value=self.unit.format(value))
             level = LEVELS[severity is Severity.CRITICAL]
             enter, clear = getattr(settings, f"{level}_enter"), getattr(settings, f"{level}_clear")
-            side, back = self.clear_words()
-            symbol = self.unit.symbol
-            return message, f"{level.capitalize()} {side} {enter:g} {symbol}; clears {back} {clear:g} {symbol}."
+            above = self.direction is Direction.ABOVE
+            if level == "critical":
+                detail = (
+                    translate("alerts", "Critical above {enter} {unit}; clears below {clear} {unit}.")
+                    if above
+                    else translate("alerts", "Critical below {enter} {unit}; clears above {clear} {unit}.")
+                )
+            else:
+                detail = (
+                    translate("alerts", "Warning above {enter} {unit}; clears below {clear} {unit}.")
+                    if above
+                    else translate("alerts", "Warning below {enter} {unit}; clears above {clear} {unit}.")
+                )
+            return message, detail.format(enter=f"{enter:g}", clear=f"{clear:g}", unit=self.unit.shown)
 
         event = _advance(self.key, settings, tracker, target, value, name, gpu.index, now_s, describe)
         if event is not None and event.kind == "firing":
@@ -254,21 +273,37 @@ class ThresholdRule(GpuRule[RuleSettings]):
     def problems(self, settings: RuleSettings) -> list[str]:
         found = []
         _, back = self.clear_words()
+        rule = translate("alerts", self.label)
+        words = {
+            "warning": translate("alerts", "warning"),
+            "critical": translate("alerts", "critical"),
+            "above": translate("alerts", "above"),
+            "below": translate("alerts", "below"),
+        }
         for level in LEVELS:
             enter = getattr(settings, f"{level}_enter")
             clear = getattr(settings, f"{level}_clear")
             if math.isnan(enter):
                 continue
             if math.isnan(clear):
-                found.append(f"{self.label}: the {level} level needs a clear threshold.")
+                found.append(
+                    translate("alerts", "{rule}: the {level} level needs a clear threshold.").format(
+                        rule=rule, level=words[level]
+                    )
+                )
             elif self.beyond(clear, enter):
                 found.append(
-                    f"{self.label}: the {level} clear threshold ({clear:g}) must be {back} its enter threshold "
-                    f"({enter:g}), or a value near it would alert again and again."
+                    translate(
+                        "alerts",
+                        "{rule}: the {level} clear threshold ({clear}) must be {side} its enter threshold "
+                        "({enter}), or a value near it would alert again and again.",
+                    ).format(rule=rule, level=words[level], clear=f"{clear:g}", side=words[back], enter=f"{enter:g}")
                 )
         warning, critical = settings.warning_enter, settings.critical_enter
         if not math.isnan(warning) and not math.isnan(critical) and self.beyond(warning, critical):
-            found.append(f"{self.label}: the critical threshold must be beyond the warning one.")
+            found.append(
+                translate("alerts", "{rule}: the critical threshold must be beyond the warning one.").format(rule=rule)
+            )
         return found + super().problems(settings)
 
 
@@ -293,7 +328,9 @@ def _advance(
     if target is None:  # back beyond the clear threshold: resolved at once
         tracker.level = tracker.pending = None
         announced, tracker.announced = tracker.announced, False
-        return AlertEvent(now_s, gpu, name, rule, "resolved", Severity.INFO, "back to normal", value, announced)
+        return AlertEvent(
+            now_s, gpu, name, rule, "resolved", Severity.INFO, translate("alerts", "back to normal"), value, announced
+        )
     if tracker.level is not None and target < tracker.level:  # critical calming to warning
         tracker.level = target
         tracker.pending = None
@@ -327,28 +364,29 @@ class LostRule(GpuRule[RuleSettings]):
     ) -> AlertEvent | None:
         if gpu.lost and tracker.level is None:
             tracker.level = Severity.CRITICAL
-            return AlertEvent(now_s, gpu.index, name, self.key, "firing", Severity.CRITICAL, "lost: fell off the bus")
+            lost = translate("alerts", "lost: fell off the bus")
+            return AlertEvent(now_s, gpu.index, name, self.key, "firing", Severity.CRITICAL, lost)
         if not gpu.lost and tracker.level is not None:
             tracker.level = None
-            return AlertEvent(now_s, gpu.index, name, self.key, "resolved", Severity.INFO, "back")
+            return AlertEvent(now_s, gpu.index, name, self.key, "resolved", Severity.INFO, translate("alerts", "back"))
         return None
 
 
 XID_MEANINGS = {
-    13: "graphics engine exception",
-    31: "GPU memory page fault",
-    43: "GPU stopped processing",
-    45: "preemptive cleanup",
-    48: "double-bit ECC error",
-    61: "internal micro-controller breakpoint",
-    62: "internal micro-controller halt",
-    63: "ECC page retirement or row remapping",
-    64: "ECC page retirement or row remapping failure",
-    74: "NVLink error",
-    79: "GPU has fallen off the bus",
-    92: "high single-bit ECC error rate",
-    94: "contained ECC error",
-    95: "uncontained ECC error",
+    13: QT_TRANSLATE_NOOP("alerts", "graphics engine exception"),
+    31: QT_TRANSLATE_NOOP("alerts", "GPU memory page fault"),
+    43: QT_TRANSLATE_NOOP("alerts", "GPU stopped processing"),
+    45: QT_TRANSLATE_NOOP("alerts", "preemptive cleanup"),
+    48: QT_TRANSLATE_NOOP("alerts", "double-bit ECC error"),
+    61: QT_TRANSLATE_NOOP("alerts", "internal micro-controller breakpoint"),
+    62: QT_TRANSLATE_NOOP("alerts", "internal micro-controller halt"),
+    63: QT_TRANSLATE_NOOP("alerts", "ECC page retirement or row remapping"),
+    64: QT_TRANSLATE_NOOP("alerts", "ECC page retirement or row remapping failure"),
+    74: QT_TRANSLATE_NOOP("alerts", "NVLink error"),
+    79: QT_TRANSLATE_NOOP("alerts", "GPU has fallen off the bus"),
+    92: QT_TRANSLATE_NOOP("alerts", "high single-bit ECC error rate"),
+    94: QT_TRANSLATE_NOOP("alerts", "contained ECC error"),
+    95: QT_TRANSLATE_NOOP("alerts", "uncontained ECC error"),
 }
 
 
@@ -368,7 +406,7 @@ class XidRule(GpuRule[RuleSettings]):
         if math.isnan(previous) or count <= previous:
             return None
         code = int(gpu.value("xid_last")) if not math.isnan(gpu.value("xid_last")) else 0
-        meaning = XID_MEANINGS.get(code, "see NVIDIA's XID catalog")
+        meaning = translate("alerts", XID_MEANINGS.get(code, QT_TRANSLATE_NOOP("alerts", "see NVIDIA's XID catalog")))
         notify = now_s - tracker.last_notified_s >= settings.cooldown_s
         if notify:
             tracker.last_notified_s = now_s
@@ -389,7 +427,8 @@ class ThrottleRule(GpuRule[RuleSettings]):
         if math.isnan(reasons):
             return None
         active = int(reasons) & (THERMAL_REASON_MASK | POWER_REASON_MASK)
-        why = "thermal" if int(reasons) & THERMAL_REASON_MASK else "power"
+        thermal = int(reasons) & THERMAL_REASON_MASK
+        why = translate("alerts", "thermal throttling") if thermal else translate("alerts", "power throttling")
         target = Severity.WARNING if active else None
         # An on/off condition has no clear threshold: its hysteresis is in time. It clears
         # only once it has been gone for the hold time too.
@@ -399,9 +438,7 @@ class ThrottleRule(GpuRule[RuleSettings]):
             if now_s - tracker.clear_since_s < settings.hold_s:
                 return None
         tracker.clear_since_s = math.nan
-        return _advance(
-            self.key, settings, tracker, target, math.nan, name, gpu.index, now_s, lambda _: (f"{why} throttling", "")
-        )
+        return _advance(self.key, settings, tracker, target, math.nan, name, gpu.index, now_s, lambda _: (why, ""))
 
 
 @dataclass(frozen=True)
@@ -435,22 +472,28 @@ class JobRule(GpuRule[JobSettings]):
         tracker.armed = False
         tracker.idle_since_s = math.nan
         # The value is the job's span until now, over which the app tells its energy.
-        message = f"job finished after {format_duration(busy_s)} (idle now)"
+        message = translate("alerts", "job finished after {duration} (idle now)").format(
+            duration=format_duration(busy_s)
+        )
         return AlertEvent(
             now_s, gpu.index, name, self.key, "event", Severity.INFO, message, now_s - tracker.job_since_s
         )
 
     def problems(self, settings: JobSettings) -> list[str]:
         busy, idle = settings.busy_above_percent, settings.idle_below_percent
+        rule = translate("alerts", self.label)
         found = [
-            f"{self.label}: {what} must be a percentage from 0 to 100."
-            for what, value in (("busy above", busy), ("idle below", idle))
+            translate("alerts", "{rule}: {what} must be a percentage from 0 to 100.").format(rule=rule, what=what)
+            for what, value in ((translate("alerts", "busy above"), busy), (translate("alerts", "idle below"), idle))
             if not 0 <= value <= 100  # NaN too
         ]
         if not found and not idle < busy:
             found.append(
-                f"{self.label}: idle below ({idle:g} %) must be under busy above ({busy:g} %), "
-                "or a GPU would be busy and idle at once."
+                translate(
+                    "alerts",
+                    "{rule}: idle below ({idle} %) must be under busy above ({busy} %), "
+                    "or a GPU would be busy and idle at once.",
+                ).format(rule=rule, idle=f"{idle:g}", busy=f"{busy:g}")
             )
         return found + super().problems(settings)
 
@@ -492,22 +535,32 @@ class StalledRule(GpuRule[StallSettings]):
             working = util < settings.busy_above_percent - _STALL_CLEAR_UTIL or idle >= threshold + _STALL_CLEAR_MARGIN
             stalled = not working
         target = Severity.WARNING if stalled else None
-        unit = "% of the power limit" if what == "power" else "%"
-        detail = (
-            f"Utilization {util:.0f} % while {what} is {idle:.0f} {unit}: a kernel is resident but nothing "
-            "runs (a deadlocked collective?)."
-        )
+        if what == "power":
+            detail = translate(
+                "alerts",
+                "Utilization {util} % while power is {idle} % of the power limit: a kernel is resident but "
+                "nothing runs (a deadlocked collective?).",
+            )
+        else:
+            detail = translate(
+                "alerts",
+                "Utilization {util} % while SM activity is {idle} %: a kernel is resident but nothing "
+                "runs (a deadlocked collective?).",
+            )
+        detail = detail.format(util=f"{util:.0f}", idle=f"{idle:.0f}")
+        stalled_words = translate("alerts", "job stalled")
         return _advance(
-            self.key, settings, tracker, target, util, name, gpu.index, now_s, lambda _: ("job stalled", detail)
+            self.key, settings, tracker, target, util, name, gpu.index, now_s, lambda _: (stalled_words, detail)
         )
 
     def problems(self, settings: StallSettings) -> list[str]:
+        rule = translate("alerts", self.label)
         found = [
-            f"{self.label}: {what} must be a percentage from 0 to 100."
+            translate("alerts", "{rule}: {what} must be a percentage from 0 to 100.").format(rule=rule, what=what)
             for what, value in (
-                ("busy above", settings.busy_above_percent),
-                ("SM below", settings.sm_below_percent),
-                ("power below", settings.power_below_percent),
+                (translate("alerts", "busy above"), settings.busy_above_percent),
+                (translate("alerts", "SM below"), settings.sm_below_percent),
+                (translate("alerts", "power below"), settings.power_below_percent),
             )
             if not 0 <= value <= 100
         ]
@@ -531,16 +584,26 @@ class HeldRule(GpuRule[HeldSettings]):
             held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent + _HELD_CLEAR_UTIL
         target = Severity.WARNING if held else None
         idle_for = format_duration(settings.hold_s)
-        message = f"{used / GIB:.1f} GiB held, GPU idle for {idle_for}"
-        detail = "A notebook kernel left open, or a crashed job's process, may be holding it."
+        message = translate("alerts", "{memory} GiB held, GPU idle for {duration}").format(
+            memory=f"{used / GIB:.1f}", duration=idle_for
+        )
+        detail = translate("alerts", "A notebook kernel left open, or a crashed job's process, may be holding it.")
         return _advance(self.key, settings, tracker, target, used, name, gpu.index, now_s, lambda _: (message, detail))
 
     def problems(self, settings: HeldSettings) -> list[str]:
         found = []
         if not settings.memory_above_gib >= 0:
-            found.append(f"{self.label}: memory above must be a number of GiB, 0 or more.")
+            found.append(
+                translate("alerts", "{rule}: memory above must be a number of GiB, 0 or more.").format(
+                    rule=translate("alerts", self.label)
+                )
+            )
         if not 0 <= settings.idle_below_percent <= 100:
-            found.append(f"{self.label}: idle below must be a percentage from 0 to 100.")
+            found.append(
+                translate("alerts", "{rule}: {what} must be a percentage from 0 to 100.").format(
+                    rule=translate("alerts", self.label), what=translate("alerts", "idle below")
+                )
+            )
         return found + super().problems(settings)
 
 
@@ -553,20 +616,30 @@ class DriverStallRule(MachineRule[RuleSettings]):
         now_s = sample.timestamp_s
         if sample.stall is not None and tracker.level is None:
             tracker.level = Severity.CRITICAL
-            detail = sample.stall.sentence(now_s) + " A GPU may be wedged (see `dmesg` for Xid errors)."
+            detail = sample.stall.sentence(now_s) + translate(
+                "alerts", " A GPU may be wedged (see `dmesg` for Xid errors)."
+            )
             return AlertEvent(
-                now_s, MACHINE, "", self.key, "firing", Severity.CRITICAL, "GPU driver not responding", detail=detail
+                now_s, MACHINE, "", self.key, "firing", Severity.CRITICAL, sample.stall.headline, detail=detail
             )
         if sample.stall is None and tracker.level is not None:
             tracker.level = None
-            return AlertEvent(now_s, MACHINE, "", self.key, "resolved", Severity.INFO, "GPU driver answering again")
+            return AlertEvent(
+                now_s,
+                MACHINE,
+                "",
+                self.key,
+                "resolved",
+                Severity.INFO,
+                translate("alerts", "GPU driver answering again"),
+            )
         return None
 
 
 RULES: tuple[Rule[Any], ...] = (
     ThresholdRule(
         "temperature",
-        "GPU temperature",
+        QT_TRANSLATE_NOOP("alerts", "GPU temperature"),
         RuleSettings(True, 83.0, 78.0, 90.0, 85.0, hold_s=5.0),
         "temperature_gpu_c",
     ),
@@ -574,7 +647,7 @@ RULES: tuple[Rule[Any], ...] = (
     # GPU: a laptop GPU runs at 90 °C by design, a datacenter one shuts down at 92 °C.
     ThresholdRule(
         "temperature_limit",
-        "Margin to the shutdown temperature",
+        QT_TRANSLATE_NOOP("alerts", "Margin to the shutdown temperature"),
         RuleSettings(False, 8.0, 10.0, 3.0, 5.0, hold_s=5.0),
         "temperature_below_shutdown_c",
         Direction.BELOW,
@@ -583,13 +656,13 @@ RULES: tuple[Rule[Any], ...] = (
     # for a node it fired on every GPU at once. When on, it waits a minute before telling.
     ThresholdRule(
         "memory_used",
-        "Memory used",
+        QT_TRANSLATE_NOOP("alerts", "Memory used"),
         RuleSettings(False, 95.0, 90.0, 99.0, 97.0, hold_s=60.0, cooldown_s=1800.0),
         "memory_used_percent",
     ),
     ThresholdRule(
         "memory_free",
-        "Memory free",
+        QT_TRANSLATE_NOOP("alerts", "Memory free"),
         RuleSettings(False, 4.0, 6.0, 1.0, 2.0, hold_s=10.0),
         "memory_free_bytes",
         Direction.BELOW,
@@ -597,19 +670,23 @@ RULES: tuple[Rule[Any], ...] = (
     ),
     ThresholdRule(
         "power",
-        "Power draw",
+        QT_TRANSLATE_NOOP("alerts", "Power draw"),
         RuleSettings(False, 95.0, 90.0, hold_s=30.0),
         "power_used_percent",
         display=PERCENT_OF_LIMIT,
     ),
-    LostRule("gpu_lost", "GPU lost", RuleSettings(True, cooldown_s=0.0)),
-    DriverStallRule("driver_stalled", "GPU driver not responding", RuleSettings(True, cooldown_s=0.0)),
-    XidRule("xid", "XID error", RuleSettings(True, cooldown_s=60.0)),
+    LostRule("gpu_lost", QT_TRANSLATE_NOOP("alerts", "GPU lost"), RuleSettings(True, cooldown_s=0.0)),
+    DriverStallRule(
+        "driver_stalled", QT_TRANSLATE_NOOP("alerts", "GPU driver not responding"), RuleSettings(True, cooldown_s=0.0)
+    ),
+    XidRule("xid", QT_TRANSLATE_NOOP("alerts", "XID error"), RuleSettings(True, cooldown_s=60.0)),
     # Sustained: a GPU near its limits dips in and out of slowdown every few seconds.
-    ThrottleRule("throttle", "Thermal or power throttling", RuleSettings(True, hold_s=30.0)),
-    JobRule("job_finished", "Job finished", JobSettings(enabled=False)),
-    StalledRule("stalled", "Stalled job", StallSettings()),
-    HeldRule("memory_held_idle", "Memory held, GPU idle", HeldSettings()),
+    ThrottleRule(
+        "throttle", QT_TRANSLATE_NOOP("alerts", "Thermal or power throttling"), RuleSettings(True, hold_s=30.0)
+    ),
+    JobRule("job_finished", QT_TRANSLATE_NOOP("alerts", "Job finished"), JobSettings(enabled=False)),
+    StalledRule("stalled", QT_TRANSLATE_NOOP("alerts", "Stalled job"), StallSettings()),
+    HeldRule("memory_held_idle", QT_TRANSLATE_NOOP("alerts", "Memory held, GPU idle"), HeldSettings()),
 )
 RULE_BY_KEY: Mapping[str, Rule[Any]] = {r.key: r for r in RULES}
 # Defaults of earlier versions that later ones changed: a settings file that still holds one
@@ -638,7 +715,11 @@ class AlertSettings:
 def validate(rule: Rule[Any], settings: Any) -> list[str]:
     """Sentences naming what is wrong with ``settings`` for ``rule`` (empty when it is fine)."""
     if not isinstance(settings, type(rule.defaults)):
-        return [f"{rule.label}: these settings are for another kind of rule."]
+        return [
+            translate("alerts", "{rule}: these settings are for another kind of rule.").format(
+                rule=translate("alerts", rule.label)
+            )
+        ]
     return rule.problems(settings)
 
 

@@ -16,7 +16,9 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from trayvml import __version__
+from trayvml.core import i18n
 from trayvml.core.errors import NotEnoughGpusError, SimulationSpecError, TrayvmlError
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
     from trayvml.core.sample import Sample
@@ -42,7 +44,10 @@ class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         if len(message) > 300:  # argparse repeats a bad value whole, even 5,000 characters of it
             message = message[:300] + "…"
-        self.exit(EXIT_USAGE, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(
+            EXIT_USAGE,
+            translate("cli", "{prog}: {message} (see {prog} --help)").format(prog=self.prog, message=message) + "\n",
+        )
 
 
 def _number_argument(
@@ -54,7 +59,9 @@ def _number_argument(
         try:
             value = convert(text) if text.isascii() else convert("")  # float() reads "٣" as 3
         except ValueError:  # int() also refuses over 4,300 digits this way
-            raise argparse.ArgumentTypeError(f"{reprlib.repr(text)} is not {kind}") from None
+            raise argparse.ArgumentTypeError(
+                translate("cli", "{text} is not {kind}").format(text=reprlib.repr(text), kind=kind)
+            ) from None
         if not fits(value):  # NaN fits no bound
             raise argparse.ArgumentTypeError(f"{reprlib.repr(text)} {rule}")
         return value
@@ -65,19 +72,33 @@ def _number_argument(
 def _between(low: float, high: float, unit: str) -> Callable[[str], float]:
     """A finite number from ``low`` to ``high``, in ``unit``."""
     return _number_argument(
-        float, f"a number of {unit}", lambda v: low <= v <= high, f"is not between {low:.15g} and {high:.15g} {unit}"
+        float,
+        translate("cli", "a number of {unit}").format(unit=unit),
+        lambda v: low <= v <= high,
+        translate("cli", "is not between {low} and {high} {unit}").format(
+            low=f"{low:.15g}", high=f"{high:.15g}", unit=unit
+        ),
     )
 
 
-_count = _number_argument(int, "a whole number", lambda v: 1 <= v <= MAX_COUNT, f"is not from 1 to {MAX_COUNT}")
-_timeout_s = _between(0.1, 3600, "seconds")
-_min_free_mib = _between(0, MAX_MIB, "MiB")
+def _count(text: str) -> float:
+    """Made on use, as the words are: the language is chosen when main() starts."""
+    rule = translate("cli", "is not from 1 to {maximum}").format(maximum=MAX_COUNT)
+    return _number_argument(int, translate("cli", "a whole number"), lambda v: 1 <= v <= MAX_COUNT, rule)(text)
+
+
+def _timeout_s(text: str) -> float:
+    return _between(0.1, 3600, translate("cli", "seconds"))(text)
+
+
+def _min_free_mib(text: str) -> float:
+    return _between(0, MAX_MIB, "MiB")(text)
 
 
 def _config_path(text: str) -> str:
     # Absolute: `autostart on` writes it into an entry that runs from another folder.
     if not text.strip():
-        raise argparse.ArgumentTypeError("wants the path of a settings file")
+        raise argparse.ArgumentTypeError(translate("cli", "wants the path of a settings file"))
     return os.path.abspath(text)
 
 
@@ -95,8 +116,11 @@ def build_parser() -> argparse.ArgumentParser:
         const="",
         default=argparse.SUPPRESS,
         metavar="SPEC",
-        help="use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
-        "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
+        help=translate(
+            "cli",
+            "use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
+            "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
+        ),
     )
     config = _Parser(add_help=False)
     config.add_argument(
@@ -104,16 +128,17 @@ def build_parser() -> argparse.ArgumentParser:
         type=_config_path,
         default=argparse.SUPPRESS,
         metavar="PATH",
-        help="settings file (default: in your config folder)",
+        help=translate("cli", "settings file (default: in your config folder)"),
     )
     sampling = _Parser(add_help=False)
     sampling.add_argument(
         "--interval",
-        type=_between(interval.minimum, interval.maximum, "seconds"),
+        type=_between(interval.minimum, interval.maximum, translate("cli", "seconds")),
         default=argparse.SUPPRESS,
         metavar="S",
-        help=f"seconds between samples, {interval.minimum:g} to {interval.maximum:g} "
-        f"(default: the tray app's settings; {LOG_INTERVAL_S:g} for log)",
+        help=translate(
+            "cli", "seconds between samples, {minimum} to {maximum} (default: the tray app's settings; {log} for log)"
+        ).format(minimum=f"{interval.minimum:g}", maximum=f"{interval.maximum:g}", log=f"{LOG_INTERVAL_S:g}"),
     )
     driver = _Parser(add_help=False)
     driver.add_argument(
@@ -121,7 +146,9 @@ def build_parser() -> argparse.ArgumentParser:
         type=_timeout_s,
         default=DRIVER_TIMEOUT_S,
         metavar="S",
-        help=f"give up when the NVIDIA driver has not answered for S seconds (default {DRIVER_TIMEOUT_S:g})",
+        help=translate(
+            "cli", "give up when the NVIDIA driver has not answered for S seconds (default {default})"
+        ).format(default=f"{DRIVER_TIMEOUT_S:g}"),
     )
     remote = _Parser(add_help=False)
     remote.add_argument(
@@ -129,52 +156,76 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         default=argparse.SUPPRESS,
         metavar="URL",
-        help="also show a remote host's GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, "
-        "nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; "
-        "credentials only in the settings file (remote_hosts)",
+        help=translate(
+            "cli",
+            "also show a remote host's GPUs (repeatable): an exporter (trayvml serve, dcgm-exporter, "
+            "nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090[#SELECTOR]; "
+            "credentials only in the settings file (remote_hosts)",
+        ),
     )
     parser = _Parser(
         prog="trayvml",
-        description="A system-tray monitor for NVIDIA GPUs.",
+        description=translate("cli", "A system-tray monitor for NVIDIA GPUs."),
         parents=[simulate, config, sampling, remote],
     )
-    parser.add_argument("--version", action="version", version=f"trayvml {__version__}")
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"trayvml {__version__}",
+        help=translate("cli", "show program's version number and exit"),
+    )
     parser.add_argument(
         "-v",
         "--verbose",
         action="count",
         default=0,
-        help="say more on stderr: -v each alert and its outcome, -vv each sample",
+        help=translate("cli", "say more on stderr: -v each alert and its outcome, -vv each sample"),
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     reading = [simulate, config, driver]
 
-    snap = commands.add_parser("snapshot", parents=[*reading, remote], help="print every GPU's current values")
-    snap.add_argument("--json", action="store_true", help="JSON with units in the key names")
-    snap.add_argument("--full", action="store_true", help="every metric and static fact per GPU")
+    snap = commands.add_parser(
+        "snapshot", parents=[*reading, remote], help=translate("cli", "print every GPU's current values")
+    )
+    snap.add_argument("--json", action="store_true", help=translate("cli", "JSON with units in the key names"))
+    snap.add_argument("--full", action="store_true", help=translate("cli", "every metric and static fact per GPU"))
 
     log = commands.add_parser(
-        "log", parents=[*reading, sampling, remote], help="append CSV rows like nvidia-smi --format=csv"
+        "log",
+        parents=[*reading, sampling, remote],
+        help=translate("cli", "append CSV rows like nvidia-smi --format=csv"),
     )
-    log.add_argument("--csv", metavar="FILE", help="the CSV file (appended to when its header matches)")
-    log.add_argument("--count", type=_count, metavar="N", help="stop after N ticks (default: until Ctrl-C)")
-    log.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names")
-    log.add_argument("--nounits", action="store_true", help="values without units, as --format=csv,nounits")
-    log.add_argument("--list-fields", action="store_true", help="print the field names and exit")
+    log.add_argument(
+        "--csv", metavar="FILE", help=translate("cli", "the CSV file (appended to when its header matches)")
+    )
+    log.add_argument(
+        "--count", type=_count, metavar="N", help=translate("cli", "stop after N ticks (default: until Ctrl-C)")
+    )
+    log.add_argument("--query", metavar="FIELDS", help=translate("cli", "comma-separated nvidia-smi field names"))
+    log.add_argument(
+        "--nounits", action="store_true", help=translate("cli", "values without units, as --format=csv,nounits")
+    )
+    log.add_argument("--list-fields", action="store_true", help=translate("cli", "print the field names and exit"))
 
-    pick = commands.add_parser("pick", parents=reading, help="print the freest GPUs for CUDA_VISIBLE_DEVICES")
+    pick = commands.add_parser(
+        "pick", parents=reading, help=translate("cli", "print the freest GPUs for CUDA_VISIBLE_DEVICES")
+    )
     pick.add_argument("--count", type=_count, default=1, metavar="N")
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
     pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
-    pick.add_argument("--uuid", action="store_true", help="print GPU UUIDs instead of indices")
+    pick.add_argument("--uuid", action="store_true", help=translate("cli", "print GPU UUIDs instead of indices"))
 
     _add_serve_parser(commands, [*reading, sampling])
 
-    autostart = commands.add_parser("autostart", parents=[config], help="start trayvml at login: on, off or status")
+    autostart = commands.add_parser(
+        "autostart", parents=[config], help=translate("cli", "start trayvml at login: on, off or status")
+    )
     autostart.add_argument("state", choices=("on", "off", "status"))
 
     desktop = commands.add_parser(
-        "desktop", parents=[config], help="add trayvml to the application menu, with its icons: install or uninstall"
+        "desktop",
+        parents=[config],
+        help=translate("cli", "add trayvml to the application menu, with its icons: install or uninstall"),
     )
     desktop.add_argument("action", choices=("install", "uninstall"))
     from trayvml.record import add_commands
@@ -186,18 +237,25 @@ def build_parser() -> argparse.ArgumentParser:
 def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
     from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
 
-    serve = commands.add_parser("serve", parents=parents, help="serve the GPUs' metrics to Prometheus on /metrics")
+    serve = commands.add_parser(
+        "serve", parents=parents, help=translate("cli", "serve the GPUs' metrics to Prometheus on /metrics")
+    )
     serve.add_argument(
         "--listen",
         metavar="HOST:PORT",
-        help=f"where to listen (default {DEFAULT_ADDRESS}:{DEFAULT_PORT}, this machine only; "
-        "another address is reachable from other machines)",
+        help=translate(
+            "cli",
+            "where to listen (default {address}, this machine only; another address is reachable from other machines)",
+        ).format(address=f"{DEFAULT_ADDRESS}:{DEFAULT_PORT}"),
     )
     serve.add_argument(
         "--web-config",
         metavar="FILE",
-        help="basic auth and TLS, as Prometheus exporters' --web.config.file (YAML: tls_server_config, "
-        "basic_auth_users with bcrypt hashes)",
+        help=translate(
+            "cli",
+            "basic auth and TLS, as Prometheus exporters' --web.config.file (YAML: tls_server_config, "
+            "basic_auth_users with bcrypt hashes)",
+        ),
     )
 
 
@@ -218,7 +276,58 @@ def _fail(message: str, code: int) -> int:
     return code
 
 
+# argparse's own words (headings, its help and version options, usage errors), which it asks
+# gettext for: given to it from trayvml's catalog, under the context "argparse".
+ARGPARSE_WORDS = (
+    QT_TRANSLATE_NOOP("argparse", "usage: "),
+    QT_TRANSLATE_NOOP("argparse", "options"),
+    QT_TRANSLATE_NOOP("argparse", "positional arguments"),
+    QT_TRANSLATE_NOOP("argparse", "show this help message and exit"),
+    QT_TRANSLATE_NOOP("argparse", "invalid choice: %(value)r (choose from %(choices)s)"),
+    QT_TRANSLATE_NOOP("argparse", "the following arguments are required: %s"),
+    QT_TRANSLATE_NOOP("argparse", "unrecognized arguments: %s"),
+    QT_TRANSLATE_NOOP("argparse", "expected one argument"),
+    QT_TRANSLATE_NOOP("argparse", "argument %(argument_name)s: %(message)s"),
+)
+
+
+def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None) -> str:
+    """The CLI speaks the language the tray app would: the settings' choice, else the system's.
+
+    Chosen before the arguments are parsed (their help and errors are in it), from the settings file
+    that ``argv`` names with --config or the default one, read without loading it (loading moves a
+    broken file aside)."""
+    from trayvml.config import default_path, tomllib
+
+    path = str(default_path())
+    for k, argument in enumerate(argv):
+        if argument == "--config" and k + 1 < len(argv):
+            path = argv[k + 1]
+        elif argument.startswith("--config="):
+            path = argument.removeprefix("--config=")
+    setting = "system"
+    try:
+        with open(path, "rb") as file:
+            value = tomllib.load(file).get("language", "system")
+        setting = value if isinstance(value, str) else setting
+    except (OSError, ValueError):  # no file, or one the tray app will complain about: the system's
+        pass
+    language = i18n.resolve(setting, environ)
+    i18n.install(language)
+    # argparse looks its gettext function up as a module global each time it needs words.
+    argparse._ = _argparse_gettext if language == i18n.SOURCE_LANGUAGE else _argparse_words  # type: ignore[attr-defined]
+    return language
+
+
+_argparse_gettext = argparse._  # type: ignore[attr-defined]
+
+
+def _argparse_words(text: str) -> str:
+    return translate("argparse", _argparse_gettext(text))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    use_language(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
@@ -226,7 +335,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args.config = getattr(args, "config", None)
     args.remote = getattr(args, "remote", [])
     if args.remote and args.command not in (None, "snapshot", "log"):
-        return _fail(f"--remote is for snapshot, log and the tray app, not {args.command}.", EXIT_USAGE)
+        not_here = translate("cli", "--remote is for snapshot, log and the tray app, not {command}.")
+        return _fail(not_here.format(command=args.command), EXIT_USAGE)
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
@@ -348,7 +458,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         print("\n".join(COLUMNS))
         return 0
     if not args.csv:
-        return _fail("log needs --csv FILE (or --list-fields).", EXIT_USAGE)
+        return _fail(translate("cli", "log needs --csv FILE (or --list-fields)."), EXIT_USAGE)
     columns = parse_fields(args.query)
     demand = demand_of(columns)  # the reader reads only what the columns show
     if args.remote:
@@ -372,7 +482,8 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
                     print(f"trayvml: {sample.stall.sentence(sample.timestamp_s)}", file=sys.stderr)
                     return EXIT_NO_NVML
                 if sample.unavailable is not None and not warned:
-                    print(f"trayvml: {sample.unavailable.sentence} (still trying)", file=sys.stderr)
+                    still = translate("cli", "{problem} (still trying)").format(problem=sample.unavailable.sentence)
+                    print(f"trayvml: {still}", file=sys.stderr)
                     warned = True
                 log.append(sample)
                 ticks += 1
@@ -384,7 +495,12 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
             pass  # Ctrl-C is how a user ends an open-ended log
         finally:
             log.close()
-        print(f"trayvml: {ticks} tick{'s' if ticks != 1 else ''} logged to {args.csv}", file=sys.stderr)
+        logged = (
+            translate("cli", "{ticks} ticks logged to {path}")
+            if ticks != 1
+            else translate("cli", "1 tick logged to {path}")
+        )
+        print(f"trayvml: {logged.format(ticks=ticks, path=args.csv)}", file=sys.stderr)
         return 0
     finally:
         source.close()
@@ -421,9 +537,14 @@ def _autostart(args: argparse.Namespace) -> int:
         elif args.state == "off":
             autostart.disable()
     except OSError as error:
-        return _fail(f"Could not change {autostart.location}: {error.strerror or error}.", EXIT_USAGE)
-    state = "on" if autostart.is_enabled() else "off"
-    print(f"Start at login is {state} ({autostart.location}).")
+        failed = translate("cli", "Could not change {location}: {error}.")
+        return _fail(failed.format(location=autostart.location, error=error.strerror or error), EXIT_USAGE)
+    state = (
+        translate("cli", "Start at login is on ({location}).")
+        if autostart.is_enabled()
+        else translate("cli", "Start at login is off ({location}).")
+    )
+    print(state.format(location=autostart.location))
     return 0
 
 
@@ -431,14 +552,20 @@ def _desktop(args: argparse.Namespace) -> int:
     from trayvml import desktop
 
     if not desktop.supported():
-        return _fail("desktop install is for Linux and other freedesktop desktops; use autostart here.", EXIT_USAGE)
+        return _fail(
+            translate("cli", "desktop install is for Linux and other freedesktop desktops; use autostart here."),
+            EXIT_USAGE,
+        )
     try:
         if args.action == "install":
             outcome = desktop.install(config_path=args.config)
-            done = f"Installed the launcher and {len(outcome.files) - 1} icons under {desktop.data_home()}."
+            done = translate("cli", "Installed the launcher and {count} icons under {folder}.").format(
+                count=len(outcome.files) - 1, folder=desktop.data_home()
+            )
         else:
             outcome = desktop.uninstall()
-            done = f"Removed {len(outcome.files)} files trayvml had installed." if outcome.files else ""
+            removed = translate("cli", "Removed {count} files trayvml had installed.")
+            done = removed.format(count=len(outcome.files)) if outcome.files else ""
     except desktop.DesktopInstallError as error:
         return _fail(str(error), EXIT_USAGE)
     for note in outcome.notes:

@@ -25,6 +25,8 @@ from typing import Any
 import tomli_w
 
 from trayvml.alerts import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
+from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.units import MIB
 
@@ -68,40 +70,90 @@ class Setting:
 GENERAL: tuple[Setting, ...] = (
     Setting(
         "sampling_interval_s",
-        "Sampling interval (s)",
+        QT_TRANSLATE_NOOP("settings", "Sampling interval (s)"),
         1.0,
         0.5,
         60.0,
-        description="How often GPUs are read. NVML refreshes utilization about once a second.",
+        description=QT_TRANSLATE_NOOP(
+            "settings", "How often GPUs are read. NVML refreshes utilization about once a second."
+        ),
     ),
-    Setting("history_hours", "History length (h)", 12, 1, 24, description="How far back the graphs reach."),
-    Setting("tray_metric", "Tray icon shows", "utilization", choices=tuple(TRAY_METRICS)),
-    Setting("notifications", "Desktop notifications", True, description="Alerts still show in the window."),
-    Setting("start_at_login", "Start at login", False),
+    Setting(
+        "history_hours",
+        QT_TRANSLATE_NOOP("settings", "History length (h)"),
+        12,
+        1,
+        24,
+        description=QT_TRANSLATE_NOOP("settings", "How far back the graphs reach."),
+    ),
+    Setting(
+        "tray_metric", QT_TRANSLATE_NOOP("settings", "Tray icon shows"), "utilization", choices=tuple(TRAY_METRICS)
+    ),
+    Setting(
+        "notifications",
+        QT_TRANSLATE_NOOP("settings", "Desktop notifications"),
+        True,
+        description=QT_TRANSLATE_NOOP("settings", "Alerts still show in the window."),
+    ),
+    Setting("start_at_login", QT_TRANSLATE_NOOP("settings", "Start at login"), False),
+    Setting(
+        "language",
+        QT_TRANSLATE_NOOP("settings", "Language"),
+        "system",
+        choices=LANGUAGE_CHOICES,
+        description=QT_TRANSLATE_NOOP(
+            "settings",
+            "The language of trayvml's menus, windows and messages; system: the desktop's. "
+            "Takes effect at the next start.",
+        ),
+    ),
     Setting(
         "idle_gpu_poll_s",
-        "Read idle laptop GPUs every (s)",
+        QT_TRANSLATE_NOOP("settings", "Read idle laptop GPUs every (s)"),
         30,
         0,
         600,
-        description="An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to "
-        "sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.",
+        description=QT_TRANSLATE_NOOP(
+            "settings",
+            "An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to "
+            "sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.",
+        ),
     ),
     # The history on disk (trayvml/store): each second for the first span, minutes for the second.
     Setting(
         "history_on_disk",
-        "Keep history on disk",
+        QT_TRANSLATE_NOOP("settings", "Keep history on disk"),
         True,
-        description="In your state folder; trayvml record writes the same.",
+        description=QT_TRANSLATE_NOOP("settings", "In your state folder; trayvml record writes the same."),
     ),
-    Setting("history_fine_hours", "Seconds kept on disk (h)", 24, 1, 24 * 31),
-    Setting("history_coarse_days", "Minutes kept on disk (days)", 7, 1, 3660),
-    Setting("history_size_mib", "History size cap (MiB)", 512, 16, 1 << 20),
+    Setting(
+        "history_fine_hours",
+        QT_TRANSLATE_NOOP("settings", "Seconds kept on disk (h)"),
+        24,
+        1,
+        24 * 31,
+    ),
+    Setting(
+        "history_coarse_days",
+        QT_TRANSLATE_NOOP("settings", "Minutes kept on disk (days)"),
+        7,
+        1,
+        3660,
+    ),
+    Setting(
+        "history_size_mib",
+        QT_TRANSLATE_NOOP("settings", "History size cap (MiB)"),
+        512,
+        16,
+        1 << 20,
+    ),
     Setting(
         "serve_metrics",
-        "Serve metrics to Prometheus",
+        QT_TRANSLATE_NOOP("settings", "Serve metrics to Prometheus"),
         False,
-        description="Serve the GPUs' metrics on http://127.0.0.1:8729/metrics, as `trayvml serve` does.",
+        description=QT_TRANSLATE_NOOP(
+            "settings", "Serve the GPUs' metrics on http://127.0.0.1:8729/metrics, as `trayvml serve` does."
+        ),
     ),
 )
 GENERAL_BY_KEY = {s.key: s for s in GENERAL}
@@ -118,6 +170,7 @@ class Settings:
     tray_metric: str = _default("tray_metric")
     notifications: bool = _default("notifications")
     start_at_login: bool = _default("start_at_login")
+    language: str = _default("language")
     idle_gpu_poll_s: int = _default("idle_gpu_poll_s")
     history_on_disk: bool = _default("history_on_disk")
     history_fine_hours: int = _default("history_fine_hours")
@@ -147,14 +200,30 @@ def problems(settings: Settings) -> list[str]:
     for setting in GENERAL:
         value = getattr(settings, setting.key)
         if setting.choices and value not in setting.choices:
-            found.append(f"{setting.label}: {_shown(value)} is not one of {', '.join(setting.choices)}.")
+            found.append(
+                translate("settings", "{setting}: {value} is not one of {choices}.").format(
+                    setting=translate("settings", setting.label),
+                    value=_shown(value),
+                    choices=", ".join(setting.choices),
+                )
+            )
         if setting.minimum is not None and not setting.minimum <= value <= (setting.maximum or math.inf):
-            found.append(f"{setting.label}: {value} is outside {setting.minimum:g}–{setting.maximum:g}.")
+            found.append(
+                translate("settings", "{setting}: {value} is outside {minimum}–{maximum}.").format(
+                    setting=translate("settings", setting.label),
+                    value=value,
+                    minimum=f"{setting.minimum:g}",
+                    maximum=f"{setting.maximum:g}",
+                )
+            )
     for kind in RULES:
         found += validate(kind, settings.alerts.rules.get(kind.key, kind.defaults))
     for gpu, rules in settings.alerts.overrides.items():
         for key, rule in rules.items():
-            found += [f"GPU {gpu}: {p}" for p in validate(RULE_BY_KEY[key], rule)]
+            found += [
+                translate("settings", "GPU {gpu}: {problem}").format(gpu=gpu, problem=p)
+                for p in validate(RULE_BY_KEY[key], rule)
+            ]
     return found
 
 
@@ -200,7 +269,9 @@ def to_toml(settings: Settings) -> str:
 
 def _table(value: Any, where: str) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise SettingsError(f"{where} should be a table, not {_shown(value)}")
+        raise SettingsError(
+            translate("settings", "{key} should be a table, not {value}").format(key=where, value=_shown(value))
+        )
     return value
 
 
@@ -213,7 +284,11 @@ def _typed(setting: Setting, value: Any) -> Any:
     if expected is float and _is_int(value):
         return float(value)
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
-        raise SettingsError(f"{setting.key} should be {expected.__name__}, not {_shown(value)}")
+        raise SettingsError(
+            translate("settings", "{key} should be {kind}, not {value}").format(
+                key=setting.key, kind=expected.__name__, value=_shown(value)
+            )
+        )
     return value
 
 
@@ -225,13 +300,17 @@ def _rule_from_toml(table: Any, base: AnySettings, where: str, ignored: list[str
             ignored.append(f"{where}.{name}")
         elif name == "enabled":
             if not isinstance(value, bool):
-                raise SettingsError(f"{where}.enabled should be true or false")
+                raise SettingsError(
+                    translate("settings", "{key} should be true or false").format(key=f"{where}.enabled")
+                )
             changes[name] = value
         elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise SettingsError(f"{where}.{name} should be a number")
+            raise SettingsError(translate("settings", "{key} should be a number").format(key=f"{where}.{name}"))
         elif name.endswith("_s") and not math.isfinite(value):
             # NaN means "no level" for a threshold, but a time has no such meaning.
-            raise SettingsError(f"{where}.{name} should be a finite number of seconds")
+            raise SettingsError(
+                translate("settings", "{key} should be a finite number of seconds").format(key=f"{where}.{name}")
+            )
         else:
             changes[name] = float(value)
     return replace(base, **changes)
@@ -253,7 +332,7 @@ def _move(root: dict[str, Any], old: str, new: str | None) -> bool:
     for key in parents:
         table = table.setdefault(key, {})
         if not isinstance(table, dict):
-            raise SettingsError(f"{new.rsplit('.', 1)[0]} should be a table")
+            raise SettingsError(translate("settings", "{key} should be a table").format(key=new.rsplit(".", 1)[0]))
     table.setdefault(leaf, value)  # the new name wins where a file holds both
     return True
 
@@ -269,7 +348,10 @@ def _migrate(document: dict[str, Any]) -> list[str]:
         for prefix, root in roots:
             if (prefix and not old.startswith("alerts.")) or not _move(root, old, new):
                 continue
-            notes.append(f"{prefix}{old} is now {prefix}{new}" if new else f"{prefix}{old} is no longer used")
+            note = (
+                translate("settings", "{old} is now {new}") if new else translate("settings", "{old} is no longer used")
+            )
+            notes.append(note.format(old=f"{prefix}{old}", new=f"{prefix}{new}"))
     return notes
 
 
@@ -293,12 +375,13 @@ def _retire_former_defaults(document: dict[str, Any]) -> list[str]:
             continue  # reported when the file is read as a whole
         if unchanged and set(table) <= {f.name for f in fields(former)}:
             del alerts[key]
-            notes.append(f"alerts.{key} held the former default and now has today's ({_default_words(key)})")
+            note = translate("settings", "{table} held the former default and now has today's ({default})")
+            notes.append(note.format(table=f"alerts.{key}", default=_default_words(key)))
     return notes
 
 
 def _default_words(key: str) -> str:
-    return "on" if RULE_BY_KEY[key].defaults.enabled else "off"
+    return translate("settings", "on") if RULE_BY_KEY[key].defaults.enabled else translate("settings", "off")
 
 
 def from_toml(text: str) -> tuple[Settings, list[str]]:
@@ -309,17 +392,22 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as error:
-        raise SettingsError(f"it is not valid TOML ({error})") from None
+        raise SettingsError(translate("settings", "it is not valid TOML ({error})").format(error=error)) from None
     except ValueError:  # Python refuses to convert integers of more than 4,300 digits
-        raise SettingsError("it holds a number too long to be a setting") from None
+        raise SettingsError(translate("settings", "it holds a number too long to be a setting")) from None
     except RecursionError:  # the parser recurses once per nested array or table
-        raise SettingsError("it is nested too deeply to be a settings file") from None
+        raise SettingsError(translate("settings", "it is nested too deeply to be a settings file")) from None
     notes = []
     version = document.pop("version", 0)  # files from before versioning have the shape of version 1
     if not _is_int(version) or version < 0:
-        raise SettingsError(f"version should be a whole number, not {_shown(version)}")
+        raise SettingsError(
+            translate("settings", "version should be a whole number, not {value}").format(value=_shown(version))
+        )
     if version > VERSION:
-        notes.append(f"it was written by a newer trayvml (settings version {version}; this one knows {VERSION})")
+        newer = translate(
+            "settings", "it was written by a newer trayvml (settings version {version}; this one knows {known})"
+        )
+        notes.append(newer.format(version=version, known=VERSION))
     notes += _migrate(document)
     if version < 3:
         notes += _retire_former_defaults(document)
@@ -330,15 +418,17 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             values[key] = _typed(GENERAL_BY_KEY[key], value)
         elif key == "hidden_gpus":
             if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
-                raise SettingsError("hidden_gpus should be a list of GPU indices")
+                raise SettingsError(translate("settings", "hidden_gpus should be a list of GPU indices"))
             values[key] = tuple(value)
         elif key == "remote_hosts":
             if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-                raise SettingsError("remote_hosts should be a list of URLs")
+                raise SettingsError(translate("settings", "remote_hosts should be a list of URLs"))
             values[key] = tuple(v.strip() for v in value)
         elif key == "icon_remote_hosts":
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise SettingsError('icon_remote_hosts should be a list of host names (or ["*"] for all)')
+                raise SettingsError(
+                    translate("settings", 'icon_remote_hosts should be a list of host names (or ["*"] for all)')
+                )
             values[key] = tuple(value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
@@ -352,7 +442,9 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     for gpu_text, table in _table(document.get("gpus", {}), "gpus").items():
         where = f"gpus.{gpu_text}"
         if not _GPU_INDEX.fullmatch(gpu_text):
-            raise SettingsError(f"gpus.{_shown(gpu_text)} should be a GPU index (0, 1, …)")
+            raise SettingsError(
+                translate("settings", "{key} should be a GPU index (0, 1, …)").format(key=f"gpus.{_shown(gpu_text)}")
+            )
         ignored += [f"{where}.{key}" for key in _table(table, where) if key != "alerts"]
         for key, rule in _table(table.get("alerts", {}), f"{where}.alerts").items():
             if key not in RULE_BY_KEY:
@@ -361,9 +453,13 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             override = _rule_from_toml(rule, rules[key], f"{where}.alerts.{key}", ignored)
             overrides.setdefault(int(gpu_text), {})[key] = override
     if ignored:
-        more = f" and {len(ignored) - NOTED_KEYS} more" if len(ignored) > NOTED_KEYS else ""
-        names = ", ".join(_shown(key) for key in ignored[:NOTED_KEYS])
-        notes.append(f"{names}{more} {'is' if len(ignored) == 1 else 'are'} not known to this version and ignored")
+        more = translate("settings", " and {count} more").format(count=len(ignored) - NOTED_KEYS)
+        names = ", ".join(_shown(key) for key in ignored[:NOTED_KEYS]) + (more if len(ignored) > NOTED_KEYS else "")
+        if len(ignored) == 1:
+            unknown = translate("settings", "{names} is not known to this version and ignored")
+        else:
+            unknown = translate("settings", "{names} are not known to this version and ignored")
+        notes.append(unknown.format(names=names))
     settings = Settings(**values, alerts=AlertSettings(rules=rules, overrides=overrides))
     found = problems(settings)
     if found:
@@ -439,7 +535,7 @@ def _read(path: Path) -> bytes:
     with path.open("rb") as file:
         data = file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
-        raise SettingsError(f"it is larger than {MAX_FILE_BYTES >> 20} MiB")
+        raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
     return data
 
 
@@ -465,34 +561,40 @@ class SettingsStore:
             return Settings(), self._set_aside(str(error))
         except OSError as error:
             # Perhaps a passing fault, or not a file at all: leave it as it is, and never write over it.
-            self._refusal = f"The settings file {self.path} could not be read, so it is not overwritten"
+            self._refusal = translate(
+                "settings", "The settings file {path} could not be read, so it is not overwritten"
+            ).format(path=self.path)
             reason = error.strerror or str(error)
-            return Settings(), (
-                f"The settings file {self.path} could not be read ({reason}); "
-                "it is left as it is and defaults are in use."
-            )
+            return Settings(), translate(
+                "settings",
+                "The settings file {path} could not be read ({reason}); it is left as it is and defaults are in use.",
+            ).format(path=self.path, reason=reason)
         if not notes:
             return settings, ""
         self._keep = data
-        return settings, (
-            f"The settings file {self.path} is used with changes: {'; '.join(notes)}; "
-            "a copy of it as it is now is kept when trayvml next saves the settings."
-        )
+        return settings, translate(
+            "settings",
+            "The settings file {path} is used with changes: {changes}; "
+            "a copy of it as it is now is kept when trayvml next saves the settings.",
+        ).format(path=self.path, changes="; ".join(notes))
 
     def _set_aside(self, reason: str) -> str:
         aside = _free_name(self.path, "corrupt")
         try:
             os.replace(self.path, aside)
         except OSError as error:
-            self._refusal = f"The settings file {self.path} could not be used or set aside, so it is not overwritten"
-            return (
-                f"The settings file {self.path} could not be used: {reason}; it could not be moved aside either "
-                f"({error.strerror or error}), so it is left as it is and defaults are in use."
-            )
-        return (
-            f"The settings file {self.path} could not be used: {reason}; "
-            f"it was moved to {aside.name} and defaults are in use."
-        )
+            self._refusal = translate(
+                "settings", "The settings file {path} could not be used or set aside, so it is not overwritten"
+            ).format(path=self.path)
+            return translate(
+                "settings",
+                "The settings file {path} could not be used: {reason}; it could not be moved aside either "
+                "({error}), so it is left as it is and defaults are in use.",
+            ).format(path=self.path, reason=reason, error=error.strerror or error)
+        return translate(
+            "settings",
+            "The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.",
+        ).format(path=self.path, reason=reason, aside=aside.name)
 
     def save(self, settings: Settings) -> None:
         """Raises SettingsError (invalid settings, or a file that must not be overwritten) or OSError."""

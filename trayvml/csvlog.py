@@ -15,6 +15,7 @@ from datetime import datetime
 
 from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, STATIC_FIELDS, SmiField, StaticField, Unit
 from trayvml.core.safe_text import csv_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
@@ -121,11 +122,19 @@ def parse_fields(text: str | None) -> list[Column]:
     for name in names:
         if name not in COLUMNS:
             near = difflib.get_close_matches(name, COLUMNS, n=3)
-            hint = f" Did you mean {' or '.join(near)}?" if near else " Run `trayvml log --list-fields` for the list."
-            raise TrayvmlError(f"Unknown field {reprlib.repr(name)} in --query.{hint}")
+            hint = (
+                translate("csvlog", " Did you mean {fields}?").format(fields=translate("csvlog", " or ").join(near))
+                if near
+                else translate("csvlog", " Run `trayvml log --list-fields` for the list.")
+            )
+            raise TrayvmlError(
+                translate("csvlog", "Unknown field {field} in --query.{hint}").format(
+                    field=reprlib.repr(name), hint=hint
+                )
+            )
         columns.append(COLUMNS[name])
     if not columns:
-        raise TrayvmlError("--query names no fields.")
+        raise TrayvmlError(translate("csvlog", "--query names no fields."))
     return columns
 
 
@@ -154,7 +163,9 @@ class CsvLog:
         try:
             self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
-            raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+            raise TrayvmlError(
+                translate("csvlog", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
+            ) from None
         try:
             self._start(header_line(columns))
         except BaseException:
@@ -167,8 +178,11 @@ class CsvLog:
         existing = self._existing_header() if self._regular and status.st_size else None
         if existing is not None and existing != header:
             raise TrayvmlError(
-                f"{self.path} already holds a log with other columns ({reprlib.repr(existing)}); "
-                "choose another file or the same --query, so that nothing in it is mixed up."
+                translate(
+                    "csvlog",
+                    "{path} already holds a log with other columns ({columns}); "
+                    "choose another file or the same --query, so that nothing in it is mixed up.",
+                ).format(path=self.path, columns=reprlib.repr(existing))
             )
         if existing is None:
             self._write(header + "\n")
@@ -181,7 +195,9 @@ class CsvLog:
                 # Bounded: a file that is not a log may hold no newline in its first gigabytes.
                 return log.readline(_HEADER_LIMIT_CHARS).rstrip("\r\n")
         except OSError as error:
-            raise TrayvmlError(f"Cannot read {self.path}: {error.strerror}.") from None
+            raise TrayvmlError(
+                translate("csvlog", "Cannot read {path}: {error}.").format(path=self.path, error=error.strerror)
+            ) from None
 
     def _ends_with_newline(self) -> bool:
         with open(self.path, "rb") as log:
@@ -203,7 +219,9 @@ class CsvLog:
                 with contextlib.suppress(OSError):
                     os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
             raise TrayvmlError(
-                f"Cannot write {self.path}: {error.strerror}; the rows already in it are whole."
+                translate("csvlog", "Cannot write {path}: {error}; the rows already in it are whole.").format(
+                    path=self.path, error=error.strerror
+                )
             ) from None
 
     def append(self, sample: Sample) -> int:

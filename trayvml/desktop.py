@@ -28,6 +28,7 @@ from pathlib import Path
 from trayvml.assets import ICON_SIZES, resource
 from trayvml.autostart import APP_ID, command, desktop_exec_quote
 from trayvml.config import write_atomically
+from trayvml.core.i18n import translate
 
 log = logging.getLogger(__name__)
 MANIFEST_NAME = "desktop-files.json"
@@ -104,12 +105,14 @@ def _read_manifest(base: Path) -> tuple[dict[str, str], list[str]]:
     except FileNotFoundError:
         return {}, []
     except (OSError, ValueError) as error:
-        raise DesktopInstallError(f"The list of installed files {path} cannot be read ({error}).") from None
+        unreadable = translate("desktop", "The list of installed files {path} cannot be read ({error}).")
+        raise DesktopInstallError(unreadable.format(path=path, error=error)) from None
+    foreign = translate("desktop", "The list of installed files {path} is not one this trayvml wrote.")
     if not isinstance(data, dict) or data.get("version") != MANIFEST_VERSION:
-        raise DesktopInstallError(f"The list of installed files {path} is not one this trayvml wrote.")
+        raise DesktopInstallError(foreign.format(path=path))
     files, folders = data.get("files", {}), data.get("folders", [])
     if not isinstance(files, dict) or not isinstance(folders, list):
-        raise DesktopInstallError(f"The list of installed files {path} is not one this trayvml wrote.")
+        raise DesktopInstallError(foreign.format(path=path))
     return {str(k): str(v) for k, v in files.items()}, [str(f) for f in folders]
 
 
@@ -152,11 +155,13 @@ def install(base: Path | None = None, config_path: str | None = None) -> Outcome
         # What was written is recorded all the same, so that uninstall can remove it.
         with contextlib.suppress(OSError):
             _write_manifest(base, recorded, folders)
-        raise DesktopInstallError(f"Could not write {error.filename or base}: {error.strerror or error}.") from None
+        failed = translate("desktop", "Could not write {path}: {error}.")
+        raise DesktopInstallError(failed.format(path=error.filename or base, error=error.strerror or error)) from None
     try:
         _write_manifest(base, recorded, folders)
     except OSError as error:
-        raise DesktopInstallError(f"Could not write {manifest_path(base)}: {error.strerror or error}.") from None
+        failed = translate("desktop", "Could not write {path}: {error}.")
+        raise DesktopInstallError(failed.format(path=manifest_path(base), error=error.strerror or error)) from None
     outcome.notes += _refresh_caches(base)
     return outcome
 
@@ -173,7 +178,8 @@ def uninstall(base: Path | None = None) -> Outcome:
     files, folders = _read_manifest(base)
     outcome = Outcome()
     if not files and not manifest_path(base).exists():
-        outcome.notes.append(f"Nothing to remove: no trayvml desktop files are recorded in {manifest_path(base)}.")
+        nothing = translate("desktop", "Nothing to remove: no trayvml desktop files are recorded in {path}.")
+        outcome.notes.append(nothing.format(path=manifest_path(base)))
         return outcome
     try:
         for name, digest in files.items():
@@ -182,10 +188,12 @@ def uninstall(base: Path | None = None) -> Outcome:
                 path.unlink()
                 outcome.files.append(path)
             elif path.exists():
-                outcome.notes.append(f"Left {path} in place: it has changed since trayvml wrote it.")
+                left = translate("desktop", "Left {path} in place: it has changed since trayvml wrote it.")
+                outcome.notes.append(left.format(path=path))
         manifest_path(base).unlink(missing_ok=True)
     except OSError as error:
-        raise DesktopInstallError(f"Could not remove {error.filename}: {error.strerror or error}.") from None
+        failed = translate("desktop", "Could not remove {path}: {error}.")
+        raise DesktopInstallError(failed.format(path=error.filename, error=error.strerror or error)) from None
     for name in reversed(folders):  # innermost first; a folder something else now uses stays
         with contextlib.suppress(OSError):
             Path(name).rmdir()
@@ -213,14 +221,18 @@ def _refresh_caches(base: Path) -> list[str]:
         try:
             result = subprocess.run(tool, capture_output=True, text=True, timeout=CACHE_TOOL_WAIT_S, check=False)
         except subprocess.TimeoutExpired:
-            notes.append(f"{tool[0]} did not finish within {CACHE_TOOL_WAIT_S:g} s: {cache} may be out of date.")
+            late = translate("desktop", "{tool} did not finish within {seconds} s: {cache} may be out of date.")
+            notes.append(late.format(tool=tool[0], seconds=f"{CACHE_TOOL_WAIT_S:g}", cache=cache))
             continue
         except OSError as error:
-            notes.append(f"{tool[0]} could not run ({error.strerror or error}): {cache} may be out of date.")
+            failed = translate("desktop", "{tool} could not run ({error}): {cache} may be out of date.")
+            notes.append(failed.format(tool=tool[0], error=error.strerror or error, cache=cache))
             continue
         if result.returncode != 0:
-            said = result.stderr.strip().splitlines()[-1:] or [f"exit status {result.returncode}"]
-            notes.append(f"{tool[0]} failed ({said[0]}): {cache} may be out of date.")
+            status = translate("desktop", "exit status {code}").format(code=result.returncode)
+            said = result.stderr.strip().splitlines()[-1:] or [status]
+            failed = translate("desktop", "{tool} failed ({reason}): {cache} may be out of date.")
+            notes.append(failed.format(tool=tool[0], reason=said[0], cache=cache))
     return notes
 
 

@@ -16,13 +16,14 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample
 from trayvml.core.units import format_duration
 
 J_PER_WH = 3600.0
 CHECKPOINT_S = 10.0  # how finely energy over a range can be told
 MAX_GAP_S = 60.0  # power is not integrated across a longer gap (the app was stopped, a stall)
-DRIVER, INTEGRATED = "driver counter", "integrated power"
+DRIVER, INTEGRATED = "driver counter", "integrated power"  # in snapshot --json: not translated
 
 
 def job_key(process: ProcessSample) -> str:
@@ -151,4 +152,6 @@ def job_energy_text(meter: EnergyMeter, gpu: int, end_s: float, span_s: float) -
     wh = meter.between_wh(gpu, end_s - span_s, end_s)
     if math.isnan(wh):
         return ""
-    return f"{format_energy(wh)} on GPU {gpu} over {format_duration(span_s)}."
+    return translate("energy", "{energy} on GPU {gpu} over {duration}.").format(
+        energy=format_energy(wh), gpu=gpu, duration=format_duration(span_s)
+    )

@@ -14,6 +14,7 @@ import time
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts import MACHINE, RULE_BY_KEY, AlertEvent, Direction, Severity, ThresholdRule, _in_sentence
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.units import short_name
 from trayvml.dispatch import Outgoing
 
@@ -25,16 +26,29 @@ HEAT_RULES = frozenset({"temperature", "temperature_limit"})  # critical urgency
 LOW, NORMAL, CRITICAL = 0, 1, 2  # freedesktop urgencies
 # What to do, where there is something to do (the notification's last line).
 ADVICE = {
-    "gpu_lost": "Jobs on it have failed. See `dmesg` for the Xid; a reboot usually brings it back.",
-    "xid": "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset.",
-    "temperature": "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it.",
-    "temperature_limit": (
-        "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
+    "gpu_lost": QT_TRANSLATE_NOOP(
+        "notices", "Jobs on it have failed. See `dmesg` for the Xid; a reboot usually brings it back."
     ),
-    "throttle": "Clocks are held down: check the cooling (thermal) or the power limit (power).",
-    "memory_used": "A job that allocates more will fail with out of memory.",
-    "memory_free": "A job that allocates more will fail with out of memory.",
+    "xid": QT_TRANSLATE_NOOP(
+        "notices", "`dmesg` has the driver's message; NVIDIA's XID catalog says whether the GPU needs a reset."
+    ),
+    "temperature": QT_TRANSLATE_NOOP(
+        "notices", "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
+    ),
+    "temperature_limit": QT_TRANSLATE_NOOP(
+        "notices", "Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it."
+    ),
+    "throttle": QT_TRANSLATE_NOOP(
+        "notices", "Clocks are held down: check the cooling (thermal) or the power limit (power)."
+    ),
+    "memory_used": QT_TRANSLATE_NOOP("notices", "A job that allocates more will fail with out of memory."),
+    "memory_free": QT_TRANSLATE_NOOP("notices", "A job that allocates more will fail with out of memory."),
 }
+
+
+def advice(rule: str) -> str:
+    """What to do about an alert of ``rule``, in the user's language; "" where there is nothing to do."""
+    return translate("notices", ADVICE[rule]) if rule in ADVICE else ""
 
 
 @dataclass(frozen=True)
@@ -61,8 +75,8 @@ def urgency(event: AlertEvent) -> int:
 def notification_body(event: AlertEvent, details: str = "") -> str:
     """What a notification about one event says below its title: thresholds, details, advice."""
     if event.kind == "resolved":
-        return "Back to normal."
-    return "\n".join(part for part in (event.detail, details, ADVICE.get(event.rule, "")) if part) or event.message
+        return translate("notices", "Back to normal.")
+    return "\n".join(part for part in (event.detail, details, advice(event.rule)) if part) or event.message
 
 
 def notice_for(outgoing: Outgoing) -> Notice:
@@ -185,39 +199,58 @@ class Grouper:
             notice = replace_key(notice_for(worst), (GROUP, rule))
             lasted = now_s - group.started_s
             if group.sent and lasted >= 1:  # an update: say how long it has lasted
-                notice = replace(notice, body=f"{notice.body}\nFor {duration_words(lasted)} now.")
+                body = translate("notices", "{body}\nFor {duration} now.").format(
+                    body=notice.body, duration=duration_words(lasted)
+                )
+                notice = replace(notice, body=body)
             return notice
         event = worst.event
-        title = f"{_at(host)}GPUs {gpu_ranges(members)}: {_what(event, group)}"
+        title = _at(host) + translate("notices", "GPUs {gpus}: {what}").format(
+            gpus=gpu_ranges(members), what=_what(event, group)
+        )
         lines = [event.detail] if event.detail else []
         # One short line for all the GPUs (a server shows a few lines only), then what the worst
         # one's alert adds (its processes: on a node they are mostly one job's ranks).
-        said = [_gpu_value(group.members[gpu]) for gpu in members[:MAX_GPU_LINES]]
-        more = f" and {len(members) - MAX_GPU_LINES} more" if len(members) > MAX_GPU_LINES else ""
-        lines.append(" · ".join(said) + more)
+        said = translate("notices", " · ").join(_gpu_value(group.members[gpu]) for gpu in members[:MAX_GPU_LINES])
+        if len(members) > MAX_GPU_LINES:
+            said = translate("notices", "{gpus} and {count} more").format(gpus=said, count=len(members) - MAX_GPU_LINES)
+        lines.append(said)
         if worst.details:
-            lines.append(f"GPU {event.gpu_index}: {worst.details.splitlines()[0]}")
+            lines.append(
+                translate("notices", "GPU {index}: {detail}").format(
+                    index=event.gpu_index, detail=worst.details.splitlines()[0]
+                )
+            )
         if now_s - group.started_s >= 1:
-            lines.append(f"Since {_clock(group.started_s)} ({duration_words(now_s - group.started_s)}).")
-        if ADVICE.get(rule):
-            lines.append(ADVICE[rule])
+            since = translate("notices", "Since {time} ({duration}).")
+            lines.append(since.format(time=_clock(group.started_s), duration=duration_words(now_s - group.started_s)))
+        if advice(rule):
+            lines.append(advice(rule))
         return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host)
 
     def _resolved(self, key: tuple[str, str], group: _Group, now_s: float) -> Notice:
         host, rule = key
         members = sorted(group.members)
-        lasted = f" after {duration_words(now_s - group.started_s)}" if now_s - group.started_s >= 1 else ""
         if len(members) == 1:
             first = group.members[members[0]].event
-            title = f"{_at(host)}GPU {first.gpu_index} {short_name(first.gpu_name)}: {_label(rule)} back to normal"
+            gpus = _at(host) + translate("alerts", "GPU {index} {name}").format(
+                index=first.gpu_index, name=short_name(first.gpu_name)
+            )
         else:
-            title = f"{_at(host)}GPUs {gpu_ranges(members)}: {_label(rule)} back to normal"
-        return Notice((GROUP, rule), title, f"Back to normal{lasted}.", LOW, Severity.INFO, resolved=True, host=host)
+            gpus = _at(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
+        title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
+        if now_s - group.started_s >= 1:
+            body = translate("notices", "Back to normal after {duration}.").format(
+                duration=duration_words(now_s - group.started_s)
+            )
+        else:
+            body = translate("notices", "Back to normal.")
+        return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True, host=host)
 
 
 def _at(host: str) -> str:
     """A remote host's name before a title, as AlertEvent.title puts it; nothing for this machine."""
-    return f"{host}: " if host else ""
+    return translate("alerts", "{host}: ").format(host=host) if host else ""
 
 
 def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
@@ -225,7 +258,7 @@ def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
 
 
 def _label(rule: str) -> str:
-    return _in_sentence(RULE_BY_KEY[rule].label)
+    return _in_sentence(translate("alerts", RULE_BY_KEY[rule].label))
 
 
 def _what(event: AlertEvent, group: _Group) -> str:
@@ -243,7 +276,9 @@ def _gpu_value(outgoing: Outgoing) -> str:
     event = outgoing.event
     rule = RULE_BY_KEY[event.rule]
     value = rule.unit.format(event.value) if isinstance(rule, ThresholdRule) and not math.isnan(event.value) else ""
-    return f"GPU {event.gpu_index} at {value}" if value else f"GPU {event.gpu_index}: {event.message}"
+    if value:
+        return translate("notices", "GPU {index} at {value}").format(index=event.gpu_index, value=value)
+    return translate("notices", "GPU {index}: {message}").format(index=event.gpu_index, message=event.message)
 
 
 def _clock(timestamp_s: float) -> str:

@@ -18,12 +18,13 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from trayvml.alerts import Severity
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.safe_text import clean, notification_text
 from trayvml.notices import Notice
 
 log = logging.getLogger(__name__)
 
-ACTIONS = (("open", "Open graphs"), ("snooze", "Snooze 1 h"))
+ACTIONS = (("open", QT_TRANSLATE_NOOP("notify", "Open graphs")), ("snooze", QT_TRANSLATE_NOOP("notify", "Snooze 1 h")))
 AlertKey = tuple[int, str]  # (GPU index, or notices.GROUP / alerts.MACHINE; rule)
 ActionHandler = Callable[[str, AlertKey], None]
 
@@ -104,7 +105,7 @@ class FreedesktopNotifier:
         body = notification_text(notice.body, self.markup)
         # A remote host's alert has no actions: "Open graphs" and "Snooze" act on this machine's GPUs.
         offered = self.actions and not notice.resolved and not notice.host
-        actions = [part for action in ACTIONS for part in action] if offered else []
+        actions = [part for key, label in ACTIONS for part in (key, translate("notify", label))] if offered else []
         hints = {
             "urgency": ("y", notice.urgency),
             "desktop-entry": ("s", "trayvml"),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from trayvml.core.errors import NotEnoughGpusError, TrayvmlError
+from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, Sample
 from trayvml.core.units import MIB
 
@@ -31,9 +32,13 @@ def _score(gpu: GpuSample, by: str) -> float:
 def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: float = 0) -> list[int]:
     """Indices of the ``count`` best GPUs in ``sample``; raises NotEnoughGpusError with a sentence."""
     if by not in CRITERIA:
-        raise TrayvmlError(f"Unknown criterion {by!r}: choose one of {', '.join(CRITERIA)}.")
+        raise TrayvmlError(
+            translate("pick", "Unknown criterion {criterion}: choose one of {choices}.").format(
+                criterion=repr(by), choices=", ".join(CRITERIA)
+            )
+        )
     if count < 1:
-        raise TrayvmlError("The number of GPUs to pick must be at least 1.")
+        raise TrayvmlError(translate("pick", "The number of GPUs to pick must be at least 1."))
     # A GPU in MIG mode cannot be used whole: its MIG devices (each its own index and UUID) can.
     in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
     qualifying = [
@@ -42,12 +47,25 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
         if not g.lost and g.index not in in_mig_mode and g.value("memory_free_bytes") >= min_free_mib * MIB
     ]
     if len(qualifying) < count:
-        condition = f" with at least {min_free_mib:g} MiB free" if min_free_mib else ""
+        condition = translate("pick", " with at least {mib} MiB free").format(mib=f"{min_free_mib:g}")
         lost = sum(g.lost for g in sample.gpus)
-        lost_note = f" ({lost} lost)" if lost else ""
+        lost_note = translate("pick", " ({lost} lost)").format(lost=lost) if lost else ""
+        if count == 1:  # then none qualifies
+            sentence = translate("pick", "1 GPU asked for, but only {qualifying} of {total}{lost} qualify{condition}.")
+        elif len(qualifying) == 1:
+            sentence = translate("pick", "{count} GPUs asked for, but only 1 of {total}{lost} qualifies{condition}.")
+        else:
+            sentence = translate(
+                "pick", "{count} GPUs asked for, but only {qualifying} of {total}{lost} qualify{condition}."
+            )
         raise NotEnoughGpusError(
-            f"{count} GPU{'s' if count > 1 else ''} asked for, but only {len(qualifying)} of "
-            f"{len(sample.gpus)}{lost_note} qualif{'y' if len(qualifying) != 1 else 'ies'}{condition}."
+            sentence.format(
+                count=count,
+                qualifying=len(qualifying),
+                total=len(sample.gpus),
+                lost=lost_note,
+                condition=condition if min_free_mib else "",
+            )
         )
 
     def key(g: GpuSample) -> tuple[bool, float, int]:

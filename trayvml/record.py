@@ -15,6 +15,7 @@ import signal
 import sqlite3
 import sys
 import tempfile
+import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import fields
 from datetime import datetime, timezone
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.i18n import translate
 from trayvml.core.units import MIB
 
 if TYPE_CHECKING:
@@ -43,21 +45,41 @@ def add_commands(
 ) -> None:
     """Register ``record`` and ``history`` on the CLI's sub-command parser."""
     store = argparse.ArgumentParser(add_help=False)
-    store.add_argument("--store", metavar="DIR", type=Path, help="the history folder (default: in your state folder)")
+    store.add_argument(
+        "--store",
+        metavar="DIR",
+        type=Path,
+        help=translate("cli", "the history folder (default: in your state folder)"),
+    )
     record = commands.add_parser(
-        "record", parents=[*parents, sampling, store], help="write the history store without the tray (servers)"
+        "record",
+        parents=[*parents, sampling, store],
+        help=translate("cli", "write the history store without the tray (servers)"),
     )
     record.add_argument("--count", type=int, metavar="N", help=argparse.SUPPRESS)  # tests: stop after N samples
-    history = commands.add_parser("history", parents=[store], help="export stored history as CSV (the columns of log)")
+    history = commands.add_parser(
+        "history", parents=[store], help=translate("cli", "export stored history as CSV (the columns of log)")
+    )
     when = history.add_mutually_exclusive_group()
-    when.add_argument("--since", metavar="AGO", help="e.g. 90m, 2h, 3d (default 1h)")
-    when.add_argument("--from", dest="start", metavar="TIME", help="ISO date and time, local unless it says its zone")
-    history.add_argument("--to", dest="end", metavar="TIME", help="with --from (default: now)")
-    history.add_argument("--csv", metavar="FILE", default="-", help="the CSV file, or - for standard output (default)")
-    history.add_argument("--query", metavar="FIELDS", help="comma-separated nvidia-smi field names, as for log")
-    history.add_argument("--gpu", type=int, metavar="N", help="only the GPU with this index")
-    history.add_argument("--nounits", action="store_true", help="values without units")
-    history.add_argument("--stats", action="store_true", help="print the span, samples and bytes stored, and exit")
+    when.add_argument("--since", metavar="AGO", help=translate("cli", "e.g. 90m, 2h, 3d (default 1h)"))
+    when.add_argument(
+        "--from",
+        dest="start",
+        metavar="TIME",
+        help=translate("cli", "ISO date and time, local unless it says its zone"),
+    )
+    history.add_argument("--to", dest="end", metavar="TIME", help=translate("cli", "with --from (default: now)"))
+    history.add_argument(
+        "--csv", metavar="FILE", default="-", help=translate("cli", "the CSV file, or - for standard output (default)")
+    )
+    history.add_argument(
+        "--query", metavar="FIELDS", help=translate("cli", "comma-separated nvidia-smi field names, as for log")
+    )
+    history.add_argument("--gpu", type=int, metavar="N", help=translate("cli", "only the GPU with this index"))
+    history.add_argument("--nounits", action="store_true", help=translate("cli", "values without units"))
+    history.add_argument(
+        "--stats", action="store_true", help=translate("cli", "print the span, samples and bytes stored, and exit")
+    )
 
 
 def limits_of(settings: Settings) -> Limits:
@@ -87,12 +109,16 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     ticks = 0
     try:
         start_s = source.clock.now_s()
-        print(f"trayvml: recording to {writer.folder} every {interval_s:g} s", file=sys.stderr)
+        recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
+        print(recording.format(folder=writer.folder, seconds=f"{interval_s:g}"), file=sys.stderr)
         while args.count is None or ticks < args.count:
             sample = source.sample()
             if sample.problem is not None and sample.problem[1] != said:
                 said = sample.problem[1]
-                print(f"trayvml: {said} (the host is still recorded)", file=sys.stderr)
+                print(
+                    translate("record", "trayvml: {problem} (the host is still recorded)").format(problem=said),
+                    file=sys.stderr,
+                )
             writer.append(sample)
             if writer.problem is not None and writer.problem != said:
                 said = writer.problem
@@ -105,7 +131,12 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
         signal.signal(signal.SIGTERM, previous)
         source.close()
         writer.close()
-    print(f"trayvml: {ticks} sample{'s' if ticks != 1 else ''} recorded", file=sys.stderr)
+    recorded = (
+        translate("record", "trayvml: {count} samples recorded")
+        if ticks != 1
+        else translate("record", "trayvml: {count} sample recorded")
+    )
+    print(recorded.format(count=ticks), file=sys.stderr)
     return 0
 
 
@@ -118,28 +149,33 @@ def parse_time(text: str, now: datetime) -> float:
     try:
         moment = datetime.fromisoformat(text.strip())
     except ValueError:
-        raise TrayvmlError(f"{text!r} is not a date and time such as {now:%Y-%m-%d %H:%M}.") from None
+        wrong = translate("record", "{value} is not a date and time such as {example}.")
+        raise TrayvmlError(wrong.format(value=repr(text), example=f"{now:%Y-%m-%d %H:%M}")) from None
     return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
 
 
 def parse_since(text: str) -> float:
     match = _SINCE.fullmatch(text.strip())
     if match is None:
-        raise TrayvmlError(f"--since {text!r} is not a length of time such as 90m, 2h or 3d.")
+        raise TrayvmlError(
+            translate("record", "--since {value} is not a length of time such as 90m, 2h or 3d.").format(
+                value=repr(text)
+            )
+        )
     return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
 def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
     now = datetime.fromtimestamp(now_s).astimezone()
     if args.end is not None and args.start is None:
-        raise TrayvmlError("--to needs --from.")
+        raise TrayvmlError(translate("record", "--to needs --from."))
     if args.start is not None:
         start_s = parse_time(args.start, now)
         end_s = parse_time(args.end, now) if args.end is not None else now_s
     else:
         start_s, end_s = now_s - parse_since(args.since or f"{DEFAULT_SINCE_S:g}s"), now_s
     if end_s < start_s:
-        raise TrayvmlError("--to is before --from.")
+        raise TrayvmlError(translate("record", "--to is before --from."))
     return start_s, end_s
 
 
@@ -151,7 +187,8 @@ def history(args: argparse.Namespace, now_s: float) -> int:
     try:
         return _history(args, now_s, reader, folder)
     except sqlite3.Error as error:
-        raise TrayvmlError(f"Cannot read the history in {folder}: {error}.") from None
+        unreadable = translate("record", "Cannot read the history in {folder}: {error}.")
+        raise TrayvmlError(unreadable.format(folder=folder, error=error)) from None
     finally:
         reader.close()
 
@@ -161,7 +198,8 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
     from trayvml.csvlog import header_line, parse_fields, rows
 
     if not reader.devices():
-        raise TrayvmlError(f"No history in {folder} yet: the tray app or `trayvml record` writes it.")
+        none = translate("record", "No history in {folder} yet: the tray app or `trayvml record` writes it.")
+        raise TrayvmlError(none.format(folder=folder))
     if args.stats:
         print(_stats_text(reader, folder))
         return 0
@@ -180,7 +218,12 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     if args.csv != "-":
-        print(f"trayvml: {count} row{'s' if count != 1 else ''} written to {args.csv}", file=sys.stderr)
+        written = (
+            translate("record", "trayvml: {count} rows written to {path}")
+            if count != 1
+            else translate("record", "trayvml: {count} row written to {path}")
+        )
+        print(written.format(count=count, path=args.csv), file=sys.stderr)
     return 0
 
 
@@ -219,13 +262,17 @@ def _output(path: str) -> Iterator[TextIO]:
     try:
         fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
     except OSError as error:
-        raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+        raise TrayvmlError(
+            translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
+        ) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             yield out
         os.replace(temporary, target)
     except OSError as error:
-        raise TrayvmlError(f"Cannot write {path}: {error.strerror}.") from None
+        raise TrayvmlError(
+            translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
+        ) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
@@ -246,15 +293,25 @@ def _stats_text(reader: object, folder: Path) -> str:
 
     span = (stats.last_s or 0) - (stats.first_s or 0)
     per = "-" if math.isnan(stats.bytes_per_sample) else f"{stats.bytes_per_sample:.3f}"
-    return "\n".join(
-        (
-            f"store:            {folder}",
-            f"from:             {when(stats.first_s)}",
-            f"to:               {when(stats.last_s)}",
-            f"span:             {span / 3600:.1f} h",
-            f"devices:          {gpus} GPU{'s' if gpus != 1 else ''} and the host",
-            f"samples:          {stats.samples:,}",
-            f"bytes on disk:    {stats.file_bytes:,}",
-            f"bytes per sample: {per}",
-        )
+    devices = (
+        translate("record", "{count} GPUs and the host")
+        if gpus != 1
+        else translate("record", "{count} GPU and the host")
     )
+    rows = (
+        (translate("record", "store:"), str(folder)),
+        (translate("record", "from:"), when(stats.first_s)),
+        (translate("record", "to:"), when(stats.last_s)),
+        (translate("record", "span:"), f"{span / 3600:.1f} h"),
+        (translate("record", "devices:"), devices.format(count=gpus)),
+        (translate("record", "samples:"), f"{stats.samples:,}"),
+        (translate("record", "bytes on disk:"), f"{stats.file_bytes:,}"),
+        (translate("record", "bytes per sample:"), per),
+    )
+    width = max(_columns(label) for label, _ in rows)
+    return "\n".join(f"{label}{' ' * (width - _columns(label))} {value}" for label, value in rows)
+
+
+def _columns(text: str) -> int:
+    """How many terminal columns ``text`` takes: CJK characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import math
+import unicodedata
 from datetime import datetime
 from typing import Any
 
 from trayvml import __version__
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_FIELDS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
@@ -29,11 +31,14 @@ def _show(gpu: GpuSample, key: str) -> str:
 
 
 def simulation_banner(sample: Sample) -> str:
-    return f"SIMULATED: {sample.simulation}, not real hardware" if sample.simulation else ""
+    if not sample.simulation:
+        return ""
+    scenario = sample.simulation.removeprefix("simulated GPUs ").strip("()")
+    return translate("report", "SIMULATED: simulated GPUs ({scenario}), not real hardware").format(scenario=scenario)
 
 
 def _process_text(proc: Any) -> str:
-    who = terminal_text(proc.name) if proc.name else ("(hidden)" if proc.no_permission else "?")
+    who = terminal_text(proc.name) if proc.name else (translate("report", "(hidden)") if proc.no_permission else "?")
     memory = "" if math.isnan(proc.used_memory_bytes) else f" {format_bytes(proc.used_memory_bytes)}"
     user = f"{terminal_text(proc.user)}:" if proc.user else ""
     return f"{user}{who}/{proc.pid}{memory}"
@@ -47,7 +52,7 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
     header = [f"trayvml {__version__}", when]
     if system:
         header[1:1] = [terminal_text(system.hostname)]
-        header += [f"driver {terminal_text(system.driver_version)}"]
+        header += [translate("report", "driver {version}").format(version=terminal_text(system.driver_version))]
         if system.cuda_driver_version:  # a remote exporter may not say it
             header.append(f"CUDA {terminal_text(system.cuda_driver_version)}")
     lines.append("  ".join(header))
@@ -60,10 +65,12 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
     at = f"{terminal_text(host_column)} " if host_column else ""
     for gpu, info, name in zip(sample.gpus, sample.devices, names, strict=True):
         if gpu.lost:
-            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | GPU lost: it has fallen off the bus")
+            lost = translate("report", "GPU lost: it has fallen off the bus")
+            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {lost}")
             continue
         if gpu.asleep:
-            lines.append(f"[{gpu.index}] {name:<{name_width}} | asleep (runtime-suspended): not queried")
+            asleep = translate("report", "asleep (runtime-suspended): not queried")
+            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {asleep}")
             continue
         total = info.memory_total_bytes
         used = gpu.value("memory_used_bytes")
@@ -77,7 +84,7 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
             f"{_show(gpu, 'utilization_gpu_percent'):>5}",
             f"{memory:>21}",
             f"{power:>13}",
-            f"fan {_show(gpu, 'fan_speed_percent'):>5}",
+            translate("report", "fan {speed}").format(speed=f"{_show(gpu, 'fan_speed_percent'):>5}"),
         ]
         procs = " ".join(_process_text(p) for p in gpu.processes)
         lines.append(" | ".join(cells) + (f" | {procs}" if procs else ""))
@@ -89,28 +96,50 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
         def h(key: str) -> str:
             return format_value(_HOST[key], host.value(key))
 
-        lines.append(
-            f"host: CPU {h('cpu_percent')} · RAM {h('ram_used_bytes')} / {h('ram_total_bytes')} · "
-            f"swap {h('swap_used_bytes')} / {h('swap_total_bytes')} · "
-            f"disk read {h('disk_read_bytes_per_s')} write {h('disk_write_bytes_per_s')} · "
-            f"net rx {h('net_rx_bytes_per_s')} tx {h('net_tx_bytes_per_s')}"
+        host_line = translate(
+            "report",
+            "host: CPU {cpu} · RAM {ram_used} / {ram_total} · swap {swap_used} / {swap_total} · "
+            "disk read {disk_read} write {disk_write} · net rx {net_rx} tx {net_tx}",
         )
-    lines.extend(f"note: {note}" for note in sample.notes)
+        lines.append(
+            host_line.format(
+                cpu=h("cpu_percent"),
+                ram_used=h("ram_used_bytes"),
+                ram_total=h("ram_total_bytes"),
+                swap_used=h("swap_used_bytes"),
+                swap_total=h("swap_total_bytes"),
+                disk_read=h("disk_read_bytes_per_s"),
+                disk_write=h("disk_write_bytes_per_s"),
+                net_rx=h("net_rx_bytes_per_s"),
+                net_tx=h("net_tx_bytes_per_s"),
+            )
+        )
+    lines.extend(translate("report", "note: {note}").format(note=note) for note in sample.notes)
     return "\n".join(lines)
 
 
+def _columns(text: str) -> int:
+    """How many terminal columns ``text`` takes: CJK characters take two."""
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def _padded(text: str, width: int) -> str:
+    return text + " " * max(0, width - _columns(text))
+
+
 def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
-    width = max(len(m.label) for m in GPU_METRICS)
+    width = max(_columns(translate("metrics", m.label)) for m in GPU_METRICS)
     out = []
     for field in STATIC_FIELDS:
         value = getattr(info, field.key)
         text = format_static(field, value)
         if text:  # a fact the GPU does not tell is left out
-            out.append(f"    {field.label:<{width}}  {terminal_text(text)}")
+            out.append(f"    {_padded(translate('metrics', field.label), width)}  {terminal_text(text)}")
     for metric in GPU_METRICS:
         state = gpu.state(metric.key)
-        shown = format_value(metric, gpu.value(metric.key)) if state is MetricState.OK else state.label
-        out.append(f"    {metric.label:<{width}}  {shown}")
+        ok = state is MetricState.OK
+        shown = format_value(metric, gpu.value(metric.key)) if ok else translate("metrics", state.label)
+        out.append(f"    {_padded(translate('metrics', metric.label), width)}  {shown}")
     return out
 
 

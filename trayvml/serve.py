@@ -34,6 +34,7 @@ from prometheus_client.registry import Collector
 
 from trayvml.core import prom_names as names
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 
@@ -167,7 +168,9 @@ def parse_listen(text: str) -> tuple[str, int]:
         host, port_text = text, str(DEFAULT_PORT)
     host = host.strip("[]")
     if not port_text.isascii() or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
-        raise TrayvmlError(f"--listen {text!r}: the port must be a number from 0 to 65535.")
+        raise TrayvmlError(
+            translate("serve", "--listen {value}: the port must be a number from 0 to 65535.").format(value=repr(text))
+        )
     return host or "0.0.0.0", int(port_text)
 
 
@@ -198,28 +201,41 @@ def load_web_config(path: str) -> WebConfig:
     try:
         text = Path(path).read_text(encoding="utf-8")
     except OSError as error:
-        raise TrayvmlError(f"Cannot read the web config file {path}: {error.strerror}.") from None
+        unreadable = translate("serve", "Cannot read the web config file {path}: {error}.")
+        raise TrayvmlError(unreadable.format(path=path, error=error.strerror)) from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as error:
-        raise TrayvmlError(f"The web config file {path} is not valid YAML: {error}.") from None
+        invalid = translate("serve", "The web config file {path} is not valid YAML: {error}.")
+        raise TrayvmlError(invalid.format(path=path, error=error)) from None
     if not isinstance(data, dict):
-        raise TrayvmlError(f"The web config file {path} must be a mapping (tls_server_config, basic_auth_users).")
+        raise TrayvmlError(
+            translate(
+                "serve", "The web config file {path} must be a mapping (tls_server_config, basic_auth_users)."
+            ).format(path=path)
+        )
     known = {"tls_server_config", "basic_auth_users"}  # http_server_config (headers, HTTP/2): not supported
     unknown = sorted(set(map(str, data)) - known)
     if unknown:
-        raise TrayvmlError(f"The web config file {path} has keys trayvml does not know: {', '.join(unknown)}.")
+        strange = translate("serve", "The web config file {path} has keys trayvml does not know: {keys}.")
+        raise TrayvmlError(strange.format(path=path, keys=", ".join(unknown)))
     base = Path(path).parent
     tls = data.get("tls_server_config") or {}
     users = data.get("basic_auth_users") or {}
     if not isinstance(tls, dict) or not isinstance(users, dict):
-        raise TrayvmlError(f"The web config file {path}: tls_server_config and basic_auth_users must be mappings.")
+        raise TrayvmlError(
+            translate(
+                "serve", "The web config file {path}: tls_server_config and basic_auth_users must be mappings."
+            ).format(path=path)
+        )
     cert, key = tls.get("cert_file", ""), tls.get("key_file", "")
     if bool(cert) != bool(key):
-        raise TrayvmlError(f"The web config file {path}: TLS needs both cert_file and key_file.")
+        half = translate("serve", "The web config file {path}: TLS needs both cert_file and key_file.")
+        raise TrayvmlError(half.format(path=path))
     for user, hashed in users.items():
         if not isinstance(hashed, str) or not hashed.startswith("$2"):
-            raise TrayvmlError(f"The web config file {path}: the password of {user!r} must be a bcrypt hash.")
+            plain = translate("serve", "The web config file {path}: the password of {user} must be a bcrypt hash.")
+            raise TrayvmlError(plain.format(path=path, user=repr(user)))
     return WebConfig(
         str(base / cert) if cert else "",
         str(base / key) if key else "",
@@ -277,7 +293,8 @@ class MetricsServer:
         try:
             self._httpd = make_server(host, port, app, Server, handler_class=_QuietHandler)
         except OSError as error:
-            raise TrayvmlError(f"Cannot listen on {host}:{port}: {error.strerror or error}.") from None
+            cannot = translate("serve", "Cannot listen on {address}: {error}.")
+            raise TrayvmlError(cannot.format(address=f"{host}:{port}", error=error.strerror or error)) from None
         self.tls = bool(web.cert_file)
         if self.tls:
             context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
@@ -286,7 +303,8 @@ class MetricsServer:
                 context.load_cert_chain(web.cert_file, web.key_file)
             except (OSError, ssl.SSLError) as error:
                 self._httpd.server_close()
-                raise TrayvmlError(f"Cannot load the TLS certificate {web.cert_file} or its key: {error}.") from None
+                cannot = translate("serve", "Cannot load the TLS certificate {path} or its key: {error}.")
+                raise TrayvmlError(cannot.format(path=web.cert_file, error=error)) from None
             self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
         self.host = host
         self.port = self._httpd.server_address[1]
@@ -328,11 +346,17 @@ def run(listen: str | None, web_config: str | None, interval_s: float, read: Cal
     host, port = parse_listen(listen) if listen is not None else (DEFAULT_ADDRESS, DEFAULT_PORT)
     web = load_web_config(web_config) if web_config else None
     if not is_loopback(host):
-        print(
-            f"trayvml: warning: serving on {host}, reachable from other machines; "
-            + ("basic auth is on." if web and web.users else "anyone who can reach it can read your GPUs' metrics."),
-            file=sys.stderr,
-        )
+        if web and web.users:
+            warning = translate(
+                "serve", "trayvml: warning: serving on {host}, reachable from other machines; basic auth is on."
+            )
+        else:
+            warning = translate(
+                "serve",
+                "trayvml: warning: serving on {host}, reachable from other machines; "
+                "anyone who can reach it can read your GPUs' metrics.",
+            )
+        print(warning.format(host=host), file=sys.stderr)
     loop = SamplingLoop(read, interval_s)
     loop.start()
     stop = threading.Event()
@@ -340,7 +364,11 @@ def run(listen: str | None, web_config: str | None, interval_s: float, read: Cal
     try:
         exporter = Exporter(lambda: loop.latest, host, port, web)
         try:
-            print(f"trayvml: serving {exporter.server.url}", file=sys.stderr, flush=True)
+            print(
+                translate("serve", "trayvml: serving {url}").format(url=exporter.server.url),
+                file=sys.stderr,
+                flush=True,
+            )
             while not stop.wait(0.5):
                 pass
         except KeyboardInterrupt:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
+
 
 class UnavailableReason(enum.Enum):
     LIBRARY_NOT_FOUND = "library_not_found"
@@ -17,36 +19,42 @@ class UnavailableReason(enum.Enum):
 
 
 _SENTENCES = {
-    UnavailableReason.LIBRARY_NOT_FOUND: (
+    UnavailableReason.LIBRARY_NOT_FOUND: QT_TRANSLATE_NOOP(
+        "errors",
         "No NVIDIA driver found: the NVML library (libnvidia-ml) that ships with the driver is not "
-        "installed. Install the NVIDIA driver."
+        "installed. Install the NVIDIA driver.",
     ),
-    UnavailableReason.DRIVER_NOT_LOADED: (
+    UnavailableReason.DRIVER_NOT_LOADED: QT_TRANSLATE_NOOP(
+        "errors",
         "The NVIDIA driver is installed but not loaded: no NVIDIA kernel module is running. "
-        "Check `lsmod | grep nvidia`, or reboot after installing the driver."
+        "Check `lsmod | grep nvidia`, or reboot after installing the driver.",
     ),
-    UnavailableReason.VERSION_MISMATCH: (
+    UnavailableReason.VERSION_MISMATCH: QT_TRANSLATE_NOOP(
+        "errors",
         "The NVIDIA driver was updated but the old kernel module is still loaded "
-        "(driver/library version mismatch). Reboot to finish the update."
+        "(driver/library version mismatch). Reboot to finish the update.",
     ),
-    UnavailableReason.NO_PERMISSION: (
+    UnavailableReason.NO_PERMISSION: QT_TRANSLATE_NOOP(
+        "errors",
         "No permission to open the NVIDIA device files (/dev/nvidia*). "
-        "Ask an administrator to add you to the group that owns them."
+        "Ask an administrator to add you to the group that owns them.",
     ),
-    UnavailableReason.NO_GPUS: "The NVIDIA driver is running but reports no GPUs.",
-    UnavailableReason.READ_FAILED: "Reading the GPUs failed in trayvml itself (the details are in its log)",
-    UnavailableReason.OTHER: "NVML could not start",
+    UnavailableReason.NO_GPUS: QT_TRANSLATE_NOOP("errors", "The NVIDIA driver is running but reports no GPUs."),
+    UnavailableReason.READ_FAILED: QT_TRANSLATE_NOOP(
+        "errors", "Reading the GPUs failed in trayvml itself (the details are in its log)"
+    ),
+    UnavailableReason.OTHER: QT_TRANSLATE_NOOP("errors", "NVML could not start"),
 }
 
 
 _HEADLINES = {
-    UnavailableReason.LIBRARY_NOT_FOUND: "No NVIDIA driver found",
-    UnavailableReason.DRIVER_NOT_LOADED: "NVIDIA driver not loaded",
-    UnavailableReason.VERSION_MISMATCH: "Driver updated: reboot needed",
-    UnavailableReason.NO_PERMISSION: "No permission to read the GPUs",
-    UnavailableReason.NO_GPUS: "No NVIDIA GPUs found",
-    UnavailableReason.READ_FAILED: "Reading the GPUs failed",
-    UnavailableReason.OTHER: "NVML could not start",
+    UnavailableReason.LIBRARY_NOT_FOUND: QT_TRANSLATE_NOOP("errors", "No NVIDIA driver found"),
+    UnavailableReason.DRIVER_NOT_LOADED: QT_TRANSLATE_NOOP("errors", "NVIDIA driver not loaded"),
+    UnavailableReason.VERSION_MISMATCH: QT_TRANSLATE_NOOP("errors", "Driver updated: reboot needed"),
+    UnavailableReason.NO_PERMISSION: QT_TRANSLATE_NOOP("errors", "No permission to read the GPUs"),
+    UnavailableReason.NO_GPUS: QT_TRANSLATE_NOOP("errors", "No NVIDIA GPUs found"),
+    UnavailableReason.READ_FAILED: QT_TRANSLATE_NOOP("errors", "Reading the GPUs failed"),
+    UnavailableReason.OTHER: QT_TRANSLATE_NOOP("errors", "NVML could not start"),
 }
 
 
@@ -61,17 +69,19 @@ class NvmlUnavailable:
     @property
     def headline(self) -> str:
         """A few words for a menu entry; ``sentence`` says what to do."""
-        return _HEADLINES[self.reason]
+        return translate("errors", _HEADLINES[self.reason])
 
     @property
     def sentence(self) -> str:
-        base = _SENTENCES[self.reason]
+        base = translate("errors", _SENTENCES[self.reason])
         if self.reason in (UnavailableReason.OTHER, UnavailableReason.READ_FAILED) and self.detail:
-            base = f"{base}: {self.detail}."
+            base = translate("errors", "{problem}: {detail}.").format(problem=base, detail=self.detail)
         if self.simulated:  # the user asked for this fault: advice about simulating would mislead
-            return f"{base} This fault is simulated, as --simulate asked."
+            return translate("errors", "{problem} This fault is simulated, as --simulate asked.").format(problem=base)
         if self.reason is UnavailableReason.LIBRARY_NOT_FOUND:
-            return f"{base} Meanwhile, trayvml --simulate shows simulated GPUs."
+            return translate("errors", "{problem} Meanwhile, trayvml --simulate shows simulated GPUs.").format(
+                problem=base
+            )
         return base
 
 
@@ -85,14 +95,21 @@ class DriverStall:
     since_s: float  # wall clock when the call that has not returned began
     call: str = ""  # the NVML function in flight, "" where unknown
 
-    headline = "GPU driver not responding"
+    @property
+    def headline(self) -> str:
+        return translate("errors", "GPU driver not responding")
 
     def sentence(self, now_s: float) -> str:
-        stuck = f", stuck in {self.call}" if self.call else ""
-        return (
-            f"The NVIDIA driver has not answered for {format_duration(now_s - self.since_s)}{stuck}; "
-            "no GPU values are current until it does."
-        )
+        waited = format_duration(now_s - self.since_s)
+        if self.call:
+            return translate(
+                "errors",
+                "The NVIDIA driver has not answered for {duration}, stuck in {call}; "
+                "no GPU values are current until it does.",
+            ).format(duration=waited, call=self.call)
+        return translate(
+            "errors", "The NVIDIA driver has not answered for {duration}; no GPU values are current until it does."
+        ).format(duration=waited)
 
 
 def format_duration(seconds: float) -> str:

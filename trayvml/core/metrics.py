@@ -11,29 +11,30 @@ import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.units import KIB, MIB, Unit
 
 
 class Group(enum.Enum):
     """A graph panel; the value is its title."""
 
-    UTILIZATION = "Utilization"
-    ACTIVITY = "Activity"  # GPM (Hopper and newer): what the SMs really do
-    MEMORY = "Memory"
-    TEMPERATURE = "Temperature"
-    POWER = "Power"
-    FAN = "Fan"
-    CLOCKS = "Clocks"
-    PCIE = "PCIe"
-    NVLINK = "NVLink"
-    CODEC = "Encoder / decoder"
-    ERRORS = "Errors"
-    THROTTLE = "Throttle reasons"
-    PROCESSES = "Processes"
-    CPU = "CPU"
-    RAM = "RAM and swap"
-    DISK = "Disk"
-    NETWORK = "Network"
+    UTILIZATION = QT_TRANSLATE_NOOP("metrics", "Utilization")
+    ACTIVITY = QT_TRANSLATE_NOOP("metrics", "Activity")  # GPM (Hopper and newer): what the SMs really do
+    MEMORY = QT_TRANSLATE_NOOP("metrics", "Memory")
+    TEMPERATURE = QT_TRANSLATE_NOOP("metrics", "Temperature")
+    POWER = QT_TRANSLATE_NOOP("metrics", "Power")
+    FAN = QT_TRANSLATE_NOOP("metrics", "Fan")
+    CLOCKS = QT_TRANSLATE_NOOP("metrics", "Clocks")
+    PCIE = QT_TRANSLATE_NOOP("metrics", "PCIe")
+    NVLINK = QT_TRANSLATE_NOOP("metrics", "NVLink")
+    CODEC = QT_TRANSLATE_NOOP("metrics", "Encoder / decoder")
+    ERRORS = QT_TRANSLATE_NOOP("metrics", "Errors")
+    THROTTLE = QT_TRANSLATE_NOOP("metrics", "Throttle reasons")
+    PROCESSES = QT_TRANSLATE_NOOP("metrics", "Processes")
+    CPU = QT_TRANSLATE_NOOP("metrics", "CPU")
+    RAM = QT_TRANSLATE_NOOP("metrics", "RAM and swap")
+    DISK = QT_TRANSLATE_NOOP("metrics", "Disk")
+    NETWORK = QT_TRANSLATE_NOOP("metrics", "Network")
 
 
 @dataclass(frozen=True)
@@ -112,21 +113,21 @@ RESOLUTION: Mapping[Unit, float] = {
 GPU_METRICS: tuple[Metric, ...] = (
     Metric(
         "utilization_gpu_percent",
-        "GPU utilization",
+        QT_TRANSLATE_NOOP("metrics", "GPU utilization"),
         _P,
         Group.UTILIZATION,
         SmiField("utilization.gpu", "%"),
     ),
     Metric(
         "utilization_memory_percent",
-        "Memory bandwidth utilization",
+        QT_TRANSLATE_NOOP("metrics", "Memory bandwidth utilization"),
         _P,
         Group.UTILIZATION,
         SmiField("utilization.memory", "%"),
     ),
     Metric(
         "memory_used_bytes",
-        "Memory used",
+        QT_TRANSLATE_NOOP("metrics", "Memory used"),
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / MIB),
@@ -134,7 +135,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "memory_free_bytes",
-        "Memory free",
+        QT_TRANSLATE_NOOP("metrics", "Memory free"),
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.free", "MiB", 1 / MIB),
@@ -142,7 +143,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "memory_reserved_bytes",
-        "Memory reserved by the driver",
+        QT_TRANSLATE_NOOP("metrics", "Memory reserved by the driver"),
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.reserved", "MiB", 1 / MIB),
@@ -150,7 +151,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "memory_used_percent",
-        "Memory used, % of total",
+        QT_TRANSLATE_NOOP("metrics", "Memory used, % of total"),
         _P,
         Group.MEMORY,
         plot=False,
@@ -158,7 +159,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "temperature_gpu_c",
-        "GPU temperature",
+        QT_TRANSLATE_NOOP("metrics", "GPU temperature"),
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
@@ -168,7 +169,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     # relative to each GPU's own limit watches (the "temperature_limit" alert).
     Metric(
         "temperature_below_shutdown_c",
-        "Temperature below the shutdown limit",
+        QT_TRANSLATE_NOOP("metrics", "Temperature below the shutdown limit"),
         Unit.CELSIUS,
         Group.TEMPERATURE,
         plot=False,
@@ -176,16 +177,16 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "temperature_memory_c",
-        "Memory temperature",
+        QT_TRANSLATE_NOOP("metrics", "Memory temperature"),
         Unit.CELSIUS,
         Group.TEMPERATURE,
         SmiField("temperature.memory"),
         min_span=20.0,
     ),
-    Metric("fan_speed_percent", "Fan speed", _P, Group.FAN, SmiField("fan.speed", "%")),
+    Metric("fan_speed_percent", QT_TRANSLATE_NOOP("metrics", "Fan speed"), _P, Group.FAN, SmiField("fan.speed", "%")),
     Metric(
         "power_draw_w",
-        "Power draw (1 s average)",
+        QT_TRANSLATE_NOOP("metrics", "Power draw (1 s average)"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
@@ -193,7 +194,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_instant_w",
-        "Power draw (instant)",
+        QT_TRANSLATE_NOOP("metrics", "Power draw (instant)"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw.instant", "W", decimals=2),
@@ -201,7 +202,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_limit_w",
-        "Power limit",
+        QT_TRANSLATE_NOOP("metrics", "Power limit"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.limit", "W", decimals=2),
@@ -209,14 +210,14 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_enforced_limit_w",
-        "Enforced power limit",
+        QT_TRANSLATE_NOOP("metrics", "Enforced power limit"),
         Unit.WATTS,
         Group.POWER,
         SmiField("enforced.power.limit", "W", decimals=2),
     ),
     Metric(
         "power_used_percent",
-        "Power draw, % of enforced limit",
+        QT_TRANSLATE_NOOP("metrics", "Power draw, % of enforced limit"),
         _P,
         Group.POWER,
         plot=False,
@@ -224,16 +225,23 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "energy_consumed_j",
-        "Energy since driver load",
+        QT_TRANSLATE_NOOP("metrics", "Energy since driver load"),
         Unit.JOULES,
         Group.POWER,
         SmiField("energy.consumed", "J", decimals=1),
         history=False,
     ),
-    Metric("clock_sm_mhz", "SM clock", Unit.MHZ, Group.CLOCKS, SmiField("clocks.current.sm", "MHz"), min_span=500.0),
+    Metric(
+        "clock_sm_mhz",
+        QT_TRANSLATE_NOOP("metrics", "SM clock"),
+        Unit.MHZ,
+        Group.CLOCKS,
+        SmiField("clocks.current.sm", "MHz"),
+        min_span=500.0,
+    ),
     Metric(
         "clock_graphics_mhz",
-        "Graphics clock",
+        QT_TRANSLATE_NOOP("metrics", "Graphics clock"),
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.graphics", "MHz"),
@@ -241,7 +249,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "clock_memory_mhz",
-        "Memory clock",
+        QT_TRANSLATE_NOOP("metrics", "Memory clock"),
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.memory", "MHz"),
@@ -249,16 +257,23 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "clock_video_mhz",
-        "Video clock",
+        QT_TRANSLATE_NOOP("metrics", "Video clock"),
         Unit.MHZ,
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
         min_span=500.0,
     ),
-    Metric("performance_state", "Performance state", Unit.PSTATE, Group.CLOCKS, SmiField("pstate"), plot=False),
+    Metric(
+        "performance_state",
+        QT_TRANSLATE_NOOP("metrics", "Performance state"),
+        Unit.PSTATE,
+        Group.CLOCKS,
+        SmiField("pstate"),
+        plot=False,
+    ),
     Metric(
         "pcie_tx_bytes_per_s",
-        "PCIe TX",
+        QT_TRANSLATE_NOOP("metrics", "PCIe TX"),
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
@@ -266,7 +281,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "pcie_rx_bytes_per_s",
-        "PCIe RX",
+        QT_TRANSLATE_NOOP("metrics", "PCIe RX"),
         Unit.BYTES_PER_S,
         Group.PCIE,
         SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
@@ -274,7 +289,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "pcie_link_gen",
-        "PCIe link generation",
+        QT_TRANSLATE_NOOP("metrics", "PCIe link generation"),
         Unit.PCIE_GEN,
         Group.PCIE,
         SmiField("pcie.link.gen.current"),
@@ -282,7 +297,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "pcie_link_width",
-        "PCIe link width",
+        QT_TRANSLATE_NOOP("metrics", "PCIe link width"),
         Unit.LANES,
         Group.PCIE,
         SmiField("pcie.link.width.current"),
@@ -290,16 +305,23 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "pcie_replay_count",
-        "PCIe replays",
+        QT_TRANSLATE_NOOP("metrics", "PCIe replays"),
         Unit.COUNT,
         Group.PCIE,
         SmiField("pcie.replay_counter"),
         plot=False,
     ),
-    Metric("pcie_replays_per_s", "PCIe replays per second", Unit.COUNT, Group.PCIE, plot=False, resolution=0.001),
+    Metric(
+        "pcie_replays_per_s",
+        QT_TRANSLATE_NOOP("metrics", "PCIe replays per second"),
+        Unit.COUNT,
+        Group.PCIE,
+        plot=False,
+        resolution=0.001,
+    ),
     Metric(
         "nvlink_tx_bytes_per_s",
-        "NVLink TX (all links)",
+        QT_TRANSLATE_NOOP("metrics", "NVLink TX (all links)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
@@ -307,7 +329,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "nvlink_rx_bytes_per_s",
-        "NVLink RX (all links)",
+        QT_TRANSLATE_NOOP("metrics", "NVLink RX (all links)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
         SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
@@ -315,21 +337,21 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "encoder_utilization_percent",
-        "Encoder utilization",
+        QT_TRANSLATE_NOOP("metrics", "Encoder utilization"),
         _P,
         Group.CODEC,
         SmiField("utilization.encoder", "%"),
     ),
     Metric(
         "decoder_utilization_percent",
-        "Decoder utilization",
+        QT_TRANSLATE_NOOP("metrics", "Decoder utilization"),
         _P,
         Group.CODEC,
         SmiField("utilization.decoder", "%"),
     ),
     Metric(
         "ecc_corrected_volatile_count",
-        "ECC corrected (volatile)",
+        QT_TRANSLATE_NOOP("metrics", "ECC corrected (volatile)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.volatile.total"),
@@ -337,7 +359,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "ecc_uncorrected_volatile_count",
-        "ECC uncorrected (volatile)",
+        QT_TRANSLATE_NOOP("metrics", "ECC uncorrected (volatile)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.volatile.total"),
@@ -345,7 +367,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "ecc_corrected_aggregate_count",
-        "ECC corrected (aggregate)",
+        QT_TRANSLATE_NOOP("metrics", "ECC corrected (aggregate)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.corrected.aggregate.total"),
@@ -353,7 +375,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "ecc_uncorrected_aggregate_count",
-        "ECC uncorrected (aggregate)",
+        QT_TRANSLATE_NOOP("metrics", "ECC uncorrected (aggregate)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.aggregate.total"),
@@ -361,7 +383,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "retired_pages_sbe_count",
-        "Retired pages (single-bit)",
+        QT_TRANSLATE_NOOP("metrics", "Retired pages (single-bit)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("retired_pages.single_bit_ecc.count"),
@@ -369,7 +391,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "retired_pages_dbe_count",
-        "Retired pages (double-bit)",
+        QT_TRANSLATE_NOOP("metrics", "Retired pages (double-bit)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("retired_pages.double_bit.count"),
@@ -377,7 +399,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "retired_pages_pending",
-        "Page retirement pending",
+        QT_TRANSLATE_NOOP("metrics", "Page retirement pending"),
         Unit.FLAG,
         Group.ERRORS,
         SmiField("retired_pages.pending"),
@@ -385,7 +407,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_correctable_count",
-        "Remapped rows (correctable)",
+        QT_TRANSLATE_NOOP("metrics", "Remapped rows (correctable)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("remapped_rows.correctable"),
@@ -393,7 +415,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_uncorrectable_count",
-        "Remapped rows (uncorrectable)",
+        QT_TRANSLATE_NOOP("metrics", "Remapped rows (uncorrectable)"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("remapped_rows.uncorrectable"),
@@ -401,7 +423,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_pending",
-        "Row remapping pending",
+        QT_TRANSLATE_NOOP("metrics", "Row remapping pending"),
         Unit.FLAG,
         Group.ERRORS,
         SmiField("remapped_rows.pending"),
@@ -409,7 +431,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "remapped_rows_failure",
-        "Row remapping failed",
+        QT_TRANSLATE_NOOP("metrics", "Row remapping failed"),
         Unit.FLAG,
         Group.ERRORS,
         SmiField("remapped_rows.failure"),
@@ -417,38 +439,92 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "xid_error_count",
-        "XID errors since start",
+        QT_TRANSLATE_NOOP("metrics", "XID errors since start"),
         Unit.COUNT,
         Group.ERRORS,
         SmiField("xid.count"),
         min_span=4.0,
     ),
-    Metric("xid_last", "Last XID", Unit.XID, Group.ERRORS, SmiField("xid.last"), history=False),
+    Metric(
+        "xid_last",
+        QT_TRANSLATE_NOOP("metrics", "Last XID"),
+        Unit.XID,
+        Group.ERRORS,
+        SmiField("xid.last"),
+        history=False,
+    ),
     Metric(
         "clock_event_reasons",
-        "Clock event (throttle) reasons",
+        QT_TRANSLATE_NOOP("metrics", "Clock event (throttle) reasons"),
         Unit.BITMASK,
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
     ),
     # GPM activity (Hopper and newer), averaged between two GPM samples: read only while
     # something shows or records it, as GPM shares its counters with DCGM's profiling.
-    Metric("sm_activity_percent", "SM activity", _P, Group.ACTIVITY, always_recorded=False),
-    Metric("sm_occupancy_percent", "SM occupancy", _P, Group.ACTIVITY, always_recorded=False),
-    Metric("tensor_activity_percent", "Tensor core activity", _P, Group.ACTIVITY, always_recorded=False),
-    Metric("dram_bandwidth_percent", "DRAM bandwidth utilization", _P, Group.ACTIVITY, always_recorded=False),
-    Metric("fp64_activity_percent", "FP64 activity", _P, Group.ACTIVITY, history=False, always_recorded=False),
-    Metric("fp32_activity_percent", "FP32 activity", _P, Group.ACTIVITY, history=False, always_recorded=False),
-    Metric("fp16_activity_percent", "FP16 activity", _P, Group.ACTIVITY, history=False, always_recorded=False),
     Metric(
-        "gpm_pcie_tx_bytes_per_s", "PCIe TX (GPM)", Unit.BYTES_PER_S, Group.PCIE, history=False, always_recorded=False
+        "sm_activity_percent", QT_TRANSLATE_NOOP("metrics", "SM activity"), _P, Group.ACTIVITY, always_recorded=False
     ),
     Metric(
-        "gpm_pcie_rx_bytes_per_s", "PCIe RX (GPM)", Unit.BYTES_PER_S, Group.PCIE, history=False, always_recorded=False
+        "sm_occupancy_percent", QT_TRANSLATE_NOOP("metrics", "SM occupancy"), _P, Group.ACTIVITY, always_recorded=False
+    ),
+    Metric(
+        "tensor_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "Tensor core activity"),
+        _P,
+        Group.ACTIVITY,
+        always_recorded=False,
+    ),
+    Metric(
+        "dram_bandwidth_percent",
+        QT_TRANSLATE_NOOP("metrics", "DRAM bandwidth utilization"),
+        _P,
+        Group.ACTIVITY,
+        always_recorded=False,
+    ),
+    Metric(
+        "fp64_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "FP64 activity"),
+        _P,
+        Group.ACTIVITY,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "fp32_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "FP32 activity"),
+        _P,
+        Group.ACTIVITY,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "fp16_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "FP16 activity"),
+        _P,
+        Group.ACTIVITY,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_pcie_tx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "PCIe TX (GPM)"),
+        Unit.BYTES_PER_S,
+        Group.PCIE,
+        history=False,
+        always_recorded=False,
+    ),
+    Metric(
+        "gpm_pcie_rx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "PCIe RX (GPM)"),
+        Unit.BYTES_PER_S,
+        Group.PCIE,
+        history=False,
+        always_recorded=False,
     ),
     Metric(
         "gpm_nvlink_tx_bytes_per_s",
-        "NVLink TX (GPM)",
+        QT_TRANSLATE_NOOP("metrics", "NVLink TX (GPM)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
         history=False,
@@ -456,7 +532,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "gpm_nvlink_rx_bytes_per_s",
-        "NVLink RX (GPM)",
+        QT_TRANSLATE_NOOP("metrics", "NVLink RX (GPM)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
         history=False,
@@ -464,7 +540,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "process_count",
-        "Processes",
+        QT_TRANSLATE_NOOP("metrics", "Processes"),
         Unit.COUNT,
         Group.PROCESSES,
         SmiField("process.count"),
@@ -474,16 +550,36 @@ GPU_METRICS: tuple[Metric, ...] = (
 )
 
 HOST_METRICS: tuple[Metric, ...] = (
-    Metric("cpu_percent", "CPU", _P, Group.CPU),
-    Metric("ram_used_bytes", "RAM used", Unit.BYTES, Group.RAM, min_span=MIB),
-    Metric("ram_total_bytes", "RAM total", Unit.BYTES, Group.RAM, history=False, plot=False),
-    Metric("ram_used_percent", "RAM used", _P, Group.RAM, plot=False),
-    Metric("swap_used_bytes", "Swap used", Unit.BYTES, Group.RAM, min_span=MIB),
-    Metric("swap_total_bytes", "Swap total", Unit.BYTES, Group.RAM, history=False, plot=False),
-    Metric("disk_read_bytes_per_s", "Disk read", Unit.BYTES_PER_S, Group.DISK, min_span=KIB),
-    Metric("disk_write_bytes_per_s", "Disk write", Unit.BYTES_PER_S, Group.DISK, min_span=KIB),
-    Metric("net_rx_bytes_per_s", "Network received", Unit.BYTES_PER_S, Group.NETWORK, min_span=KIB),
-    Metric("net_tx_bytes_per_s", "Network sent", Unit.BYTES_PER_S, Group.NETWORK, min_span=KIB),
+    Metric("cpu_percent", QT_TRANSLATE_NOOP("metrics", "CPU"), _P, Group.CPU),
+    Metric("ram_used_bytes", QT_TRANSLATE_NOOP("metrics", "RAM used"), Unit.BYTES, Group.RAM, min_span=MIB),
+    Metric(
+        "ram_total_bytes", QT_TRANSLATE_NOOP("metrics", "RAM total"), Unit.BYTES, Group.RAM, history=False, plot=False
+    ),
+    Metric("ram_used_percent", QT_TRANSLATE_NOOP("metrics", "RAM used"), _P, Group.RAM, plot=False),
+    Metric("swap_used_bytes", QT_TRANSLATE_NOOP("metrics", "Swap used"), Unit.BYTES, Group.RAM, min_span=MIB),
+    Metric(
+        "swap_total_bytes", QT_TRANSLATE_NOOP("metrics", "Swap total"), Unit.BYTES, Group.RAM, history=False, plot=False
+    ),
+    Metric(
+        "disk_read_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk read"), Unit.BYTES_PER_S, Group.DISK, min_span=KIB
+    ),
+    Metric(
+        "disk_write_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk write"), Unit.BYTES_PER_S, Group.DISK, min_span=KIB
+    ),
+    Metric(
+        "net_rx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "Network received"),
+        Unit.BYTES_PER_S,
+        Group.NETWORK,
+        min_span=KIB,
+    ),
+    Metric(
+        "net_tx_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "Network sent"),
+        Unit.BYTES_PER_S,
+        Group.NETWORK,
+        min_span=KIB,
+    ),
 )
 
 
@@ -519,7 +615,7 @@ TRAY_FALLBACK: Mapping[str, str] = {
     "sm_activity_percent": "utilization_gpu_percent",
     "utilization_gpu_percent": "sm_activity_percent",
 }
-GPM_MISSING = "GPM activity metrics need a Hopper or newer data-center GPU"
+GPM_MISSING = QT_TRANSLATE_NOOP("metrics", "GPM activity metrics need a Hopper or newer data-center GPU")
 
 
 @dataclass(frozen=True)
@@ -533,41 +629,68 @@ class StaticField:
 
 
 STATIC_FIELDS: tuple[StaticField, ...] = (
-    StaticField("index", "Index", SmiField("index")),
-    StaticField("name", "Name", SmiField("name")),
-    StaticField("uuid", "UUID", SmiField("uuid")),
-    StaticField("serial", "Serial number", SmiField("serial")),
-    StaticField("pci_bus_id", "PCI bus id", SmiField("pci.bus_id")),
-    StaticField("vbios_version", "VBIOS", SmiField("vbios_version")),
-    StaticField("compute_capability", "Compute capability", SmiField("compute_cap")),
-    StaticField("persistence_mode", "Persistence mode", SmiField("persistence_mode")),
-    StaticField("mig_mode_current", "MIG mode", SmiField("mig.mode.current")),
-    StaticField("mig_mode_pending", "MIG mode (pending)", SmiField("mig.mode.pending")),
-    StaticField("ecc_mode_current", "ECC mode", SmiField("ecc.mode.current")),
-    StaticField("memory_total_bytes", "Memory total", SmiField("memory.total", "MiB", 1 / MIB), Unit.BYTES),
-    StaticField("power_limit_default_w", "Default power limit", SmiField("power.default_limit", "W", decimals=2)),
-    StaticField("power_limit_min_w", "Minimum power limit", SmiField("power.min_limit", "W", decimals=2)),
-    StaticField("power_limit_max_w", "Maximum power limit", SmiField("power.max_limit", "W", decimals=2)),
-    StaticField("clock_max_sm_mhz", "Max SM clock", SmiField("clocks.max.sm", "MHz")),
-    StaticField("clock_max_graphics_mhz", "Max graphics clock", SmiField("clocks.max.graphics", "MHz")),
-    StaticField("clock_max_memory_mhz", "Max memory clock", SmiField("clocks.max.memory", "MHz")),
-    StaticField("clock_max_video_mhz", "Max video clock", SmiField("clocks.max.video", "MHz")),
-    StaticField("pcie_link_gen_max", "Max PCIe generation", SmiField("pcie.link.gen.max")),
-    StaticField("pcie_link_width_max", "Max PCIe width", SmiField("pcie.link.width.max")),
-    StaticField("nvlink_link_count", "NVLink links", SmiField("nvlink.link_count")),
+    StaticField("index", QT_TRANSLATE_NOOP("metrics", "Index"), SmiField("index")),
+    StaticField("name", QT_TRANSLATE_NOOP("metrics", "Name"), SmiField("name")),
+    StaticField("uuid", QT_TRANSLATE_NOOP("metrics", "UUID"), SmiField("uuid")),
+    StaticField("serial", QT_TRANSLATE_NOOP("metrics", "Serial number"), SmiField("serial")),
+    StaticField("pci_bus_id", QT_TRANSLATE_NOOP("metrics", "PCI bus id"), SmiField("pci.bus_id")),
+    StaticField("vbios_version", QT_TRANSLATE_NOOP("metrics", "VBIOS"), SmiField("vbios_version")),
+    StaticField("compute_capability", QT_TRANSLATE_NOOP("metrics", "Compute capability"), SmiField("compute_cap")),
+    StaticField("persistence_mode", QT_TRANSLATE_NOOP("metrics", "Persistence mode"), SmiField("persistence_mode")),
+    StaticField("mig_mode_current", QT_TRANSLATE_NOOP("metrics", "MIG mode"), SmiField("mig.mode.current")),
+    StaticField("mig_mode_pending", QT_TRANSLATE_NOOP("metrics", "MIG mode (pending)"), SmiField("mig.mode.pending")),
+    StaticField("ecc_mode_current", QT_TRANSLATE_NOOP("metrics", "ECC mode"), SmiField("ecc.mode.current")),
+    StaticField(
+        "memory_total_bytes",
+        QT_TRANSLATE_NOOP("metrics", "Memory total"),
+        SmiField("memory.total", "MiB", 1 / MIB),
+        Unit.BYTES,
+    ),
+    StaticField(
+        "power_limit_default_w",
+        QT_TRANSLATE_NOOP("metrics", "Default power limit"),
+        SmiField("power.default_limit", "W", decimals=2),
+    ),
+    StaticField(
+        "power_limit_min_w",
+        QT_TRANSLATE_NOOP("metrics", "Minimum power limit"),
+        SmiField("power.min_limit", "W", decimals=2),
+    ),
+    StaticField(
+        "power_limit_max_w",
+        QT_TRANSLATE_NOOP("metrics", "Maximum power limit"),
+        SmiField("power.max_limit", "W", decimals=2),
+    ),
+    StaticField("clock_max_sm_mhz", QT_TRANSLATE_NOOP("metrics", "Max SM clock"), SmiField("clocks.max.sm", "MHz")),
+    StaticField(
+        "clock_max_graphics_mhz",
+        QT_TRANSLATE_NOOP("metrics", "Max graphics clock"),
+        SmiField("clocks.max.graphics", "MHz"),
+    ),
+    StaticField(
+        "clock_max_memory_mhz", QT_TRANSLATE_NOOP("metrics", "Max memory clock"), SmiField("clocks.max.memory", "MHz")
+    ),
+    StaticField(
+        "clock_max_video_mhz", QT_TRANSLATE_NOOP("metrics", "Max video clock"), SmiField("clocks.max.video", "MHz")
+    ),
+    StaticField(
+        "pcie_link_gen_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe generation"), SmiField("pcie.link.gen.max")
+    ),
+    StaticField("pcie_link_width_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe width"), SmiField("pcie.link.width.max")),
+    StaticField("nvlink_link_count", QT_TRANSLATE_NOOP("metrics", "NVLink links"), SmiField("nvlink.link_count")),
 )
 
 # Clock event ("throttle") reason bits, as in nvml.h's nvmlClocksEventReason*.
 CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
-    (0x1, "idle"),
-    (0x2, "applications clocks setting"),
-    (0x4, "software power cap"),
-    (0x8, "hardware slowdown"),
-    (0x10, "sync boost"),
-    (0x20, "software thermal slowdown"),
-    (0x40, "hardware thermal slowdown"),
-    (0x80, "hardware power brake"),
-    (0x100, "display clock setting"),
+    (0x1, QT_TRANSLATE_NOOP("metrics", "idle")),
+    (0x2, QT_TRANSLATE_NOOP("metrics", "applications clocks setting")),
+    (0x4, QT_TRANSLATE_NOOP("metrics", "software power cap")),
+    (0x8, QT_TRANSLATE_NOOP("metrics", "hardware slowdown")),
+    (0x10, QT_TRANSLATE_NOOP("metrics", "sync boost")),
+    (0x20, QT_TRANSLATE_NOOP("metrics", "software thermal slowdown")),
+    (0x40, QT_TRANSLATE_NOOP("metrics", "hardware thermal slowdown")),
+    (0x80, QT_TRANSLATE_NOOP("metrics", "hardware power brake")),
+    (0x100, QT_TRANSLATE_NOOP("metrics", "display clock setting")),
 )
 THERMAL_REASON_MASK = 0x20 | 0x40
 POWER_REASON_MASK = 0x4 | 0x80

@@ -10,6 +10,7 @@ import math
 from dataclasses import dataclass, field
 
 from trayvml.core.errors import DriverStall, NvmlUnavailable
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import GPU_INDEX, HOST_INDEX
 
 
@@ -29,14 +30,16 @@ class MetricState(enum.IntEnum):
 
 
 _STATE_LABELS = {
-    MetricState.OK: "ok",
-    MetricState.NO_DATA: "no data",
-    MetricState.NOT_SUPPORTED: "not supported",
-    MetricState.NO_PERMISSION: "no permission",
-    MetricState.LOST: "GPU lost",
-    MetricState.NOT_READ: "not read: nothing shows it",
-    MetricState.ASLEEP: "asleep: runtime-suspended, not queried so that it stays asleep",
-    MetricState.RESTING: "resting: an idle laptop GPU is read slowly so that it can go to sleep",
+    MetricState.OK: QT_TRANSLATE_NOOP("metrics", "ok"),
+    MetricState.NO_DATA: QT_TRANSLATE_NOOP("metrics", "no data"),
+    MetricState.NOT_SUPPORTED: QT_TRANSLATE_NOOP("metrics", "not supported"),
+    MetricState.NO_PERMISSION: QT_TRANSLATE_NOOP("metrics", "no permission"),
+    MetricState.LOST: QT_TRANSLATE_NOOP("metrics", "GPU lost"),
+    MetricState.NOT_READ: QT_TRANSLATE_NOOP("metrics", "not read: nothing shows it"),
+    MetricState.ASLEEP: QT_TRANSLATE_NOOP("metrics", "asleep: runtime-suspended, not queried so that it stays asleep"),
+    MetricState.RESTING: QT_TRANSLATE_NOOP(
+        "metrics", "resting: an idle laptop GPU is read slowly so that it can go to sleep"
+    ),
 }
 
 
@@ -147,7 +150,9 @@ class RemoteOrigin:
     fault: str = ""  # a sentence naming the URL: why no values are current; "" when they are
     since_s: float = math.nan  # wall clock when the fault began
 
-    headline = "Host unreachable"
+    @property
+    def headline(self) -> str:
+        return translate("errors", "Host unreachable")
 
 
 @dataclass(frozen=True)

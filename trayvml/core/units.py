@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
+
 if TYPE_CHECKING:
     from trayvml.core.metrics import Metric, SmiField, StaticField
 
@@ -58,14 +60,19 @@ class DisplayUnit:
 
     def format(self, value: float) -> str:
         """``value`` (already in this unit), e.g. ``93 °C``, ``0.8 GiB``."""
-        return f"{value:.{self.decimals}f} {self.symbol}"
+        return f"{value:.{self.decimals}f} {self.shown}"
+
+    @property
+    def shown(self) -> str:
+        """The symbol in the user's language (only words are translated: "% of limit", not "°C")."""
+        return translate("units", self.symbol)
 
 
 # The fixed units of catalog units that have one. Bytes have none (format_bytes picks one per
 # value), so whatever needs one fixed unit for bytes names it: IN_GIB.
 DISPLAY_UNITS = {unit: DisplayUnit(unit.value, unit) for unit in (Unit.PERCENT, Unit.CELSIUS, Unit.WATTS, Unit.MHZ)}
 IN_GIB = DisplayUnit("GiB", Unit.BYTES, GIB, decimals=1)
-PERCENT_OF_LIMIT = DisplayUnit("% of limit", Unit.PERCENT)
+PERCENT_OF_LIMIT = DisplayUnit(QT_TRANSLATE_NOOP("units", "% of limit"), Unit.PERCENT)
 
 
 def format_bytes(value: float) -> str:
@@ -165,7 +172,9 @@ def format_static(field: StaticField, value: object, smi: bool = False, units: b
         return ""
     if isinstance(value, bool):
         word = "enabled" if value else "disabled"
-        return word.capitalize() if smi else word
+        if smi:  # CSV: nvidia-smi's words, in every language
+            return word.capitalize()
+        return translate("units", "enabled") if value else translate("units", "disabled")
     if not isinstance(value, float):
         return str(value)
     if smi:

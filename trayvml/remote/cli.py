@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
@@ -34,7 +35,7 @@ def endpoints(urls: Sequence[str], config: str | None) -> list[Endpoint]:
         try:
             endpoint = parse_endpoint(text, credentials_allowed=True)
         except TrayvmlError as error:
-            print(f"trayvml: settings, remote_hosts: {error}", file=sys.stderr)
+            print(translate("remote", "trayvml: settings, remote_hosts: {error}").format(error=error), file=sys.stderr)
             continue
         stored[endpoint.url] = endpoint
     found = []
@@ -51,12 +52,14 @@ def hostname_of(sample: Sample) -> str:
 def _fault_line(sample: Sample) -> str:
     remote = sample.remote
     assert remote is not None
-    since = ""
-    if not math.isnan(remote.since_s):
-        at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
-        since = f" (since {at}, {format_duration(sample.timestamp_s - remote.since_s)})"
     # The sentence quotes the remote's own words (an HTTP reason): cleaned, and cut only when absurd.
-    return f"{terminal_text(hostname_of(sample))}: unreachable{since}: {terminal_text(remote.fault, 500)}"
+    host, fault = terminal_text(hostname_of(sample)), terminal_text(remote.fault, 500)
+    if math.isnan(remote.since_s):
+        return translate("remote", "{host}: unreachable: {fault}").format(host=host, fault=fault)
+    at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
+    return translate("remote", "{host}: unreachable (since {time}, {duration}): {fault}").format(
+        host=host, time=at, duration=format_duration(sample.timestamp_s - remote.since_s), fault=fault
+    )
 
 
 def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -> str:
@@ -73,7 +76,7 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
             kind = sample.remote.kind if sample.remote else ""
             text = one_host(sample, full=full, host_column=hostname_of(sample))
             url = _safe_url(sample.remote.url) if sample.remote else ""
-            blocks.append(f"{text}\n  (from {kind} at {url})")
+            blocks.append(text + "\n  " + translate("remote", "(from {kind} at {url})").format(kind=kind, url=url))
     return "\n".join(blocks)
 
 
@@ -112,14 +115,16 @@ def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sampl
 def print_snapshot(local: Sample, remotes: Sequence[Sample], as_json: bool, full: bool) -> int:
     """The ``snapshot --remote`` output; 0 while any host has current values, else 3."""
     problem = local.problem
-    note = f"No local GPU values: {problem[1]}" if problem is not None else ""
+    note = f"No local GPU values: {problem[1]}" if problem is not None else ""  # in JSON: English, as its keys
     if as_json:
         print(json.dumps(json_snapshot(local, note, remotes), indent=2, ensure_ascii=False))
     else:
         shown = local if problem is None else None
         print(text_snapshot(shown, remotes, full))
-    if note:
-        print(f"trayvml: {note}", file=sys.stderr)
+    if problem is not None:
+        print(
+            translate("remote", "trayvml: No local GPU values: {problem}").format(problem=problem[1]), file=sys.stderr
+        )
     reachable = problem is None or any(s.remote is not None and not s.remote.fault for s in remotes)
     return 0 if reachable else 3
 
@@ -157,9 +162,10 @@ class RemoteLog:
     def _say(self, who: str, problem: str) -> None:
         if self._down.get(who) != problem:
             if problem:
-                print(f"trayvml: {problem} (no rows for {who} until it answers)", file=sys.stderr)
+                silent = translate("remote", "trayvml: {problem} (no rows for {host} until it answers)")
+                print(silent.format(problem=problem, host=who), file=sys.stderr)
             elif who in self._down:
-                print(f"trayvml: {who} answers again", file=sys.stderr)
+                print(translate("remote", "trayvml: {host} answers again").format(host=who), file=sys.stderr)
             self._down[who] = problem
 
     def run(self, count: int | None, interval_s: float) -> int:
@@ -172,7 +178,7 @@ class RemoteLog:
             while True:
                 local = self.source.sample(self.demand)
                 problem = local.problem
-                self._say("this machine", problem[1] if problem else "")
+                self._say(translate("remote", "this machine"), problem[1] if problem else "")
                 if problem is None:
                     self.log.append(local)
                 for sample in self.remotes.samples():
@@ -188,5 +194,10 @@ class RemoteLog:
             pass  # Ctrl-C is how a user ends an open-ended log
         finally:
             self.log.close()
-        print(f"trayvml: {ticks} tick{'s' if ticks != 1 else ''} logged to {self.path}", file=sys.stderr)
+        logged = (
+            translate("remote", "trayvml: {count} ticks logged to {path}")
+            if ticks != 1
+            else translate("remote", "trayvml: {count} tick logged to {path}")
+        )
+        print(logged.format(count=ticks, path=self.path), file=sys.stderr)
         return 0

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from trayvml.core import prom_names
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import (
     DeviceInfo,
@@ -391,9 +392,13 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
         host_sample = HostSample(tuple(host.host.get(m.key, math.nan) for m in HOST_METRICS))
     fault = ""
     if host.down == "starting":
-        fault = f"{url}: {host.name}'s exporter has not read its GPUs yet."
+        fault = translate("remote", "{url}: {host}'s exporter has not read its GPUs yet.").format(
+            url=url, host=host.name
+        )
     elif host.down:
-        fault = f"{url}: {host.name}'s exporter says its GPU driver is not usable ({host.down})."
+        fault = translate("remote", "{url}: {host}'s exporter says its GPU driver is not usable ({reason}).").format(
+            url=url, host=host.name, reason=host.down
+        )
     return Sample(
         timestamp_s=now_s,
         gpus=() if fault else tuple(gpus),

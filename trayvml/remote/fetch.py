@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from prometheus_client.parser import text_string_to_metric_families
 
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.remote.dialects import NAME_PREFIXES, Point, recognise, to_samples
 
@@ -60,15 +61,24 @@ def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
         parts = urllib.parse.urlsplit(raw)
         port = parts.port
     except ValueError as error:
-        raise TrayvmlError(f"Remote {text!r} is not a URL: {error}.") from None
+        raise TrayvmlError(
+            translate("remote", "Remote {url} is not a URL: {error}.").format(url=repr(text), error=error)
+        ) from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise TrayvmlError(f"Remote {text!r} is not an http(s):// exporter URL or a prometheus+http(s):// server URL.")
+        raise TrayvmlError(
+            translate(
+                "remote", "Remote {url} is not an http(s):// exporter URL or a prometheus+http(s):// server URL."
+            ).format(url=repr(text))
+        )
     username = urllib.parse.unquote(parts.username or "")
     password = urllib.parse.unquote(parts.password or "")
     if (username or password) and not credentials_allowed:
         raise TrayvmlError(
-            f"Remote {_without_credentials(parts, prometheus)!r} has credentials in it: put them in the "
-            "settings file (remote_hosts), where other users cannot read them in the process list."
+            translate(
+                "remote",
+                "Remote {url} has credentials in it: put them in the "
+                "settings file (remote_hosts), where other users cannot read them in the process list.",
+            ).format(url=repr(_without_credentials(parts, prometheus)))
         )
     netloc = parts.hostname if ":" not in parts.hostname else f"[{parts.hostname}]"
     if port is not None:
@@ -104,25 +114,42 @@ def get(endpoint: Endpoint, url: str, timeout_s: float) -> tuple[bytes, str]:
             while chunk := response.read(_CHUNK):
                 body += chunk
                 if len(body) > MAX_BODY_BYTES:
-                    raise RemoteError(f"{endpoint.url} sent more than {MAX_BODY_BYTES // 2**20} MiB: not a scrape.")
+                    too_much = translate("remote", "{url} sent more than {mib} MiB: not a scrape.")
+                    raise RemoteError(too_much.format(url=endpoint.url, mib=MAX_BODY_BYTES // 2**20))
                 if time.monotonic() > deadline:
-                    raise RemoteError(f"{endpoint.url} did not finish answering within {timeout_s:g} s.")
+                    slow = translate("remote", "{url} did not finish answering within {seconds} s.")
+                    raise RemoteError(slow.format(url=endpoint.url, seconds=f"{timeout_s:g}"))
             return bytes(body), kind
     except urllib.error.HTTPError as error:
-        hint = " (check the user and password in the settings file)" if error.code in (401, 403) else ""
-        raise RemoteError(f"{endpoint.url} answered HTTP {error.code} {error.reason}{hint}.") from None
+        answered = (
+            translate(
+                "remote", "{url} answered HTTP {code} {reason} (check the user and password in the settings file)."
+            )
+            if error.code in (401, 403)
+            else translate("remote", "{url} answered HTTP {code} {reason}.")
+        )
+        raise RemoteError(answered.format(url=endpoint.url, code=error.code, reason=error.reason)) from None
     except TimeoutError:
-        raise RemoteError(f"{endpoint.url} did not answer within {timeout_s:g} s.") from None
+        raise RemoteError(_no_answer(endpoint, timeout_s)) from None
     except urllib.error.URLError as error:
         reason = error.reason
         if isinstance(reason, TimeoutError):
-            raise RemoteError(f"{endpoint.url} did not answer within {timeout_s:g} s.") from None
+            raise RemoteError(_no_answer(endpoint, timeout_s)) from None
         if isinstance(reason, ssl.SSLError):
-            raise RemoteError(f"{endpoint.url}: the TLS connection failed ({reason.reason or reason}).") from None
+            failed = translate("remote", "{url}: the TLS connection failed ({reason}).")
+            raise RemoteError(failed.format(url=endpoint.url, reason=reason.reason or reason)) from None
         text = getattr(reason, "strerror", None) or str(reason)
-        raise RemoteError(f"{endpoint.url} cannot be reached: {text}.") from None
+        unreachable = translate("remote", "{url} cannot be reached: {reason}.")
+        raise RemoteError(unreachable.format(url=endpoint.url, reason=text)) from None
     except (OSError, ValueError) as error:  # a connection reset mid-body, a malformed status line
-        raise RemoteError(f"{endpoint.url} broke off: {getattr(error, 'strerror', None) or error}.") from None
+        broke = translate("remote", "{url} broke off: {reason}.")
+        raise RemoteError(broke.format(url=endpoint.url, reason=getattr(error, "strerror", None) or error)) from None
+
+
+def _no_answer(endpoint: Endpoint, timeout_s: float) -> str:
+    return translate("remote", "{url} did not answer within {seconds} s.").format(
+        url=endpoint.url, seconds=f"{timeout_s:g}"
+    )
 
 
 class SeriesCache:
@@ -174,11 +201,16 @@ class SeriesCache:
 def parse_exposition(endpoint: Endpoint, body: bytes, kind: str, cache: SeriesCache | None = None) -> list[Point]:
     """The series of a Prometheus text exposition; raises RemoteError for anything else."""
     if kind == "text/html" or body.lstrip()[:1] == b"<":
-        raise RemoteError(f"{endpoint.url} returned a web page, not Prometheus metrics: is it the /metrics address?")
+        raise RemoteError(
+            translate(
+                "remote", "{url} returned a web page, not Prometheus metrics: is it the /metrics address?"
+            ).format(url=endpoint.url)
+        )
     try:
         return (cache or SeriesCache()).points(body.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, TypeError, IndexError) as error:
-        raise RemoteError(f"{endpoint.url} returned something that is not Prometheus metrics ({error}).") from None
+        strange = translate("remote", "{url} returned something that is not Prometheus metrics ({error}).")
+        raise RemoteError(strange.format(url=endpoint.url, error=error)) from None
 
 
 def read_exporter(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
@@ -190,8 +222,11 @@ def read_exporter(endpoint: Endpoint, timeout_s: float, now_s: float, cache: Ser
 def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:
     if not recognise({p.name for p in points}):
         raise RemoteError(
-            f"{endpoint.url} serves Prometheus metrics, but none from a GPU exporter trayvml knows "
-            "(trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter)."
+            translate(
+                "remote",
+                "{url} serves Prometheus metrics, but none from a GPU exporter trayvml knows "
+                "(trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter).",
+            ).format(url=endpoint.url)
         )
     return to_samples(points, endpoint.host, endpoint.url, now_s)
 
@@ -210,7 +245,9 @@ def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float, stale_af
     try:
         answer = json.loads(body)
         if answer.get("status") != "success":
-            raise RemoteError(f"{endpoint.url} refused the query: {answer.get('error', 'no reason given')}.")
+            refused = translate("remote", "{url} refused the query: {reason}.")
+            reason = answer.get("error") or translate("remote", "no reason given")
+            raise RemoteError(refused.format(url=endpoint.url, reason=reason))
         result = answer["data"]["result"]
         points = []
         for series in result:
@@ -222,11 +259,10 @@ def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float, stale_af
     except RemoteError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise RemoteError(
-            f"{endpoint.url} did not answer as a Prometheus server ({type(error).__name__}: {error})."
-        ) from None
+        raise _not_prometheus(endpoint, error) from None
     if not points:
-        raise RemoteError(f"{endpoint.url} holds no current GPU series matching {prometheus_query(endpoint)}.")
+        none = translate("remote", "{url} holds no current GPU series matching {query}.")
+        raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
     return _samples(endpoint, points, now_s)
 
 
@@ -255,13 +291,12 @@ def read_prometheus_range(
             out[(host, uuid)] = [(float(t), float(v)) for t, v in series["values"] if not math.isnan(float(v))]
         return out
     except (ValueError, KeyError, TypeError, AttributeError) as error:
-        raise RemoteError(
-            f"{endpoint.url} did not answer as a Prometheus server ({type(error).__name__}: {error})."
-        ) from None
+        raise _not_prometheus(endpoint, error) from None
 
 
 def _not_prometheus(endpoint: Endpoint, error: Exception) -> RemoteError:
-    return RemoteError(f"{endpoint.url} did not answer as a Prometheus server ({type(error).__name__}: {error}).")
+    unexpected = translate("remote", "{url} did not answer as a Prometheus server ({error}).")
+    return RemoteError(unexpected.format(url=endpoint.url, error=f"{type(error).__name__}: {error}"))
 
 
 def read(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
@@ -288,7 +323,9 @@ def read_prometheus_past(
     try:
         answer = json.loads(body)
         if answer.get("status") != "success":
-            raise RemoteError(f"{endpoint.url} refused the query: {answer.get('error', 'no reason given')}.")
+            refused = translate("remote", "{url} refused the query: {reason}.")
+            reason = answer.get("error") or translate("remote", "no reason given")
+            raise RemoteError(refused.format(url=endpoint.url, reason=reason))
         for series in answer["data"]["result"]:
             labels = dict(series["metric"])
             name = labels.pop("__name__")

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 
 from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_prometheus_past
 
@@ -63,7 +64,8 @@ class RemoteSource:
             self._failed(str(error), now_s)
         except Exception as error:  # a bug in trayvml's reading: shown as a fault, logged once per kind
             log.exception("reading %s failed", self.endpoint.url)
-            self._failed(f"{self.endpoint.url}: reading it failed in trayvml itself ({type(error).__name__}).", now_s)
+            ours = translate("remote", "{url}: reading it failed in trayvml itself ({error}).")
+            self._failed(ours.format(url=self.endpoint.url, error=type(error).__name__), now_s)
         else:
             if self.past_s > 0 and self.endpoint.prometheus and not self._past_read:
                 self._read_past(now_s)

@@ -24,6 +24,7 @@ import numpy as np
 
 from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import MIB, Unit
@@ -88,9 +89,10 @@ class WriterLock:
         except BlockingIOError:
             holder = os.pread(self._fd, 64, 0).decode(errors="replace").strip() or "?"
             os.close(self._fd)
-            raise StoreLockedError(
-                f"The history in {folder} is being written by process {holder}; one writer at a time."
-            ) from None
+            locked = translate(
+                "store", "The history in {folder} is being written by process {pid}; one writer at a time."
+            )
+            raise StoreLockedError(locked.format(folder=folder, pid=holder)) from None
         except OSError:
             os.close(self._fd)
             raise
@@ -348,9 +350,10 @@ class StoreWriter:
             why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             if isinstance(error, sqlite3.OperationalError) and "full" in str(error):
                 why = os.strerror(errno.ENOSPC)
-            self.problem = (
-                f"History is kept in memory only: cannot write {self.folder} ({why}); trying again every {RETRY_S:g} s."
-            )
+            self.problem = translate(
+                "store",
+                "History is kept in memory only: cannot write {folder} ({reason}); trying again every {seconds} s.",
+            ).format(folder=self.folder, reason=why, seconds=f"{RETRY_S:g}")
             log.warning("%s", self.problem)
         self._drop_old(now_ms)
 

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.history import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, History, Series
 from trayvml.store.read import CoarseData, StoreReader
@@ -49,9 +50,11 @@ class Recording:
             self.writer = StoreWriter(self.folder, self.limits)
             self.note = self.writer.problem
         except StoreLockedError as error:
-            self.note = f"{error} The window shows what it writes."
+            self.note = translate("store", "{problem} The window shows what it writes.").format(problem=error)
         except OSError as error:  # the lock file itself cannot be made: memory only, said once
-            self.note = f"History is kept in memory only: cannot write {self.folder} ({error.strerror})."
+            self.note = translate("store", "History is kept in memory only: cannot write {folder} ({reason}).").format(
+                folder=self.folder, reason=error.strerror
+            )
 
     def append(self, sample: Sample) -> str | None:
         """Write ``sample``; returns the note when it changed ("" once a problem cleared), else None."""

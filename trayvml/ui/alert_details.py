@@ -9,6 +9,8 @@ from __future__ import annotations
 import math
 import time
 
+from PySide6.QtCore import QCoreApplication
+
 from trayvml.alerts import AlertEvent
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
@@ -18,36 +20,59 @@ from trayvml.ui.text import gpu_line
 # Their notifications name the biggest processes.
 PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit", "memory_held_idle")
 SHOWN_PROCESSES = 3
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def process_words(process: ProcessSample) -> str:
     """'python train.py --rank 0 (alice, PID 4200001) 70.1 GiB'; unknowns said in words."""
     memory = "" if math.isnan(process.used_memory_bytes) else f" {format_bytes(process.used_memory_bytes)}"
     if process.no_permission:
-        return f"PID {process.pid} of another user (no permission to see its name){memory}"
+        return (
+            translate("AlertDetails", "PID {pid} of another user (no permission to see its name)").format(
+                pid=process.pid
+            )
+            + memory
+        )
     if not process.name and not process.user:
-        where = f"container {process.container[:12]}" if process.container else "another container or namespace"
-        return f"PID {process.pid}, not visible from here ({where}){memory}"
+        where = (
+            translate("AlertDetails", "container {id}").format(id=process.container[:12])
+            if process.container
+            else translate("AlertDetails", "another container or namespace")
+        )
+        return (
+            translate("AlertDetails", "PID {pid}, not visible from here ({where})").format(pid=process.pid, where=where)
+            + memory
+        )
     what = shorten(clean(process.command or process.name))
-    user = shorten(clean(process.user)) or "user unknown"
-    return f"{what} ({user}, PID {process.pid}){memory}"
+    user = shorten(clean(process.user)) or translate("AlertDetails", "user unknown")
+    return (
+        translate("AlertDetails", "{what} ({user}, PID {pid})").format(what=what, user=user, pid=process.pid) + memory
+    )
 
 
-def processes_line(gpu: GpuSample | None, lead: str = "Processes") -> str:
+def processes_line(gpu: GpuSample | None, lead: str = "") -> str:
+    """``lead`` (default: "Processes"), then the biggest processes."""
     if gpu is None or not gpu.processes:
         return ""
     biggest = sorted(gpu.processes, key=lambda p: 0.0 if math.isnan(p.used_memory_bytes) else -p.used_memory_bytes)
-    shown = "; ".join(process_words(p) for p in biggest[:SHOWN_PROCESSES])
+    shown = translate("AlertDetails", "; ").join(process_words(p) for p in biggest[:SHOWN_PROCESSES])
     more = len(biggest) - SHOWN_PROCESSES
-    return f"{lead}: {shown}" + (f"; and {more} more" if more > 0 else "")
+    if more > 0:
+        shown = translate("AlertDetails", "{processes}; and {more} more").format(processes=shown, more=more)
+    return translate("AlertDetails", "{lead}: {processes}").format(
+        lead=lead or translate("AlertDetails", "Processes"), processes=shown
+    )
 
 
 def device_words(device: DeviceInfo | None) -> str:
     """'NVIDIA H100 80GB HBM3 at PCI 00000000:1B:00.0', or why that is unknown."""
     if device is None or device.name == UNKNOWN_NAME or not device.name:
-        return "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
-    where = f" at PCI {device.pci_bus_id}" if device.pci_bus_id else " (PCI bus id unknown)"
-    return f"{clean(device.name)}{where}."
+        return translate(
+            "AlertDetails", "Its name and PCI bus id are unknown: it was lost before trayvml could read them."
+        )
+    if device.pci_bus_id:
+        return translate("AlertDetails", "{name} at PCI {bus}.").format(name=clean(device.name), bus=device.pci_bus_id)
+    return translate("AlertDetails", "{name} (PCI bus id unknown).").format(name=clean(device.name))
 
 
 def alert_details(
@@ -69,10 +94,11 @@ def alert_details(
         if last_seen is not None and device is not None:
             when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
             head = f"{last_seen.index} {shorten(short_name(clean(device.name)))}"  # gpu_line's, said in the title
-            lines.append(f"Last seen at {when}: {gpu_line(last_seen, device).removeprefix(head).strip()}.")
-            lines.append(processes_line(last_seen, "It was running"))
+            values = gpu_line(last_seen, device).removeprefix(head).strip()
+            lines.append(translate("AlertDetails", "Last seen at {time}: {values}.").format(time=when, values=values))
+            lines.append(processes_line(last_seen, translate("AlertDetails", "It was running")))
         elif last_seen is None:
-            lines.append("trayvml never read a value from it.")
+            lines.append(translate("AlertDetails", "trayvml never read a value from it."))
         return "\n".join(line for line in lines if line)
     lines = [heat_line(sample, event.gpu_index)] if event.rule in ("temperature", "temperature_limit") else []
     if event.rule in PROCESS_RULES:
@@ -86,7 +112,16 @@ def heat_line(sample: Sample, gpu_index: int) -> str:
     device = next((d for d in sample.devices if d.index == gpu_index), None)
     if gpu is None or device is None or math.isnan(gpu.value("temperature_gpu_c")):
         return ""
-    known = (("slows down", device.temperature_slowdown_c), ("shuts down", device.temperature_shutdown_c))
-    limits = [f"{verb} at {value:.0f} °C" for verb, value in known if not math.isnan(value)]
-    told = f"; this GPU {' and '.join(limits)}" if limits else "; this GPU does not tell its limits"
-    return f"At {gpu.value('temperature_gpu_c'):.0f} °C{told}."
+    now = f"{gpu.value('temperature_gpu_c'):.0f}"
+    slowdown, shutdown = device.temperature_slowdown_c, device.temperature_shutdown_c
+    if not math.isnan(slowdown) and not math.isnan(shutdown):
+        told = translate(
+            "AlertDetails", "At {now} °C; this GPU slows down at {slowdown} °C and shuts down at {shutdown} °C."
+        )
+    elif not math.isnan(slowdown):
+        told = translate("AlertDetails", "At {now} °C; this GPU slows down at {slowdown} °C.")
+    elif not math.isnan(shutdown):
+        told = translate("AlertDetails", "At {now} °C; this GPU shuts down at {shutdown} °C.")
+    else:
+        told = translate("AlertDetails", "At {now} °C; this GPU does not tell its limits.")
+    return told.format(now=now, slowdown=f"{slowdown:.0f}", shutdown=f"{shutdown:.0f}")

@@ -4,21 +4,35 @@ from __future__ import annotations
 
 from datetime import datetime
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
 from trayvml.alerts import AlertEvent, Severity
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.units import short_name
 
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 MAX_LISTED_EVENTS = 1000
 MAX_MARKERS = 50  # per timeline: more would hide the lines they mark
+HEADERS = (
+    QT_TRANSLATE_NOOP("AlertsPage", "Time"),
+    QT_TRANSLATE_NOOP("AlertsPage", "GPU"),
+    QT_TRANSLATE_NOOP("AlertsPage", "Severity"),
+    QT_TRANSLATE_NOOP("AlertsPage", "What happened"),
+)
+SEVERITY_WORDS = {
+    Severity.INFO: QT_TRANSLATE_NOOP("AlertsPage", "info"),
+    Severity.WARNING: QT_TRANSLATE_NOOP("AlertsPage", "warning"),
+    Severity.CRITICAL: QT_TRANSLATE_NOOP("AlertsPage", "critical"),
+}
 SEVERITY_COLOURS = {Severity.INFO: "#4e79a7", Severity.WARNING: "#f5a524", Severity.CRITICAL: "#e5484d"}
 
 
 class AlertsPage(QTableWidget):
     def __init__(self) -> None:
         super().__init__(0, 4)
-        self.setHorizontalHeaderLabels(["Time", "GPU", "Severity", "What happened"])
+        self.setHorizontalHeaderLabels([translate("AlertsPage", h) for h in HEADERS])
         self.horizontalHeader().setStretchLastSection(True)
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -30,8 +44,17 @@ class AlertsPage(QTableWidget):
             row = 0  # newest first
             self.insertRow(row)
             when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
-            label = "resolved" if event.kind == "resolved" else event.severity.name.lower()
-            gpu = f"{event.gpu_index} {short_name(event.gpu_name)}" if event.gpu_index >= 0 else "all"
+            resolved = event.kind == "resolved"
+            label = (
+                translate("AlertsPage", "resolved")
+                if resolved
+                else translate("AlertsPage", SEVERITY_WORDS[event.severity])
+            )
+            gpu = (
+                f"{event.gpu_index} {short_name(event.gpu_name)}"
+                if event.gpu_index >= 0
+                else translate("AlertsPage", "all")
+            )
             for column, text in enumerate((when, gpu, label, event.title)):
                 item = QTableWidgetItem(text)
                 if event.kind != "resolved":

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
@@ -21,6 +21,7 @@ from trayvml.alerts import AlertEngine, AlertEvent, Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
+from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
@@ -34,6 +35,7 @@ from trayvml.ui.alert_details import PROCESS_RULES, alert_details
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
+from trayvml.ui.translation import install_translators
 from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
@@ -51,10 +53,12 @@ TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 log = logging.getLogger(__name__)
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
-NO_DISPLAY_MESSAGE = (
+NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
+    "App",
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
-    "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`."
+    "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`.",
 )
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def display_available() -> bool:
@@ -98,6 +102,7 @@ class App(QObject):
         tray_wait_s: float = TRAY_WAIT_S,
         store: SettingsStore | None = None,
         autostart: Autostart | None = None,
+        stored: tuple[Settings, str] | None = None,  # what store.load() gave, where the caller has read it
         history_folder: Path | None = None,  # the history on disk (trayvml/store); None: memory only
         remote_urls: tuple[str, ...] = (),
     ) -> None:
@@ -106,7 +111,9 @@ class App(QObject):
         self.history_folder = history_folder
         self._disk: DiskReach | None = None
         self.store_note = ""
-        loaded, self.settings_message = store.load() if store is not None else (Settings(), "")
+        if stored is None:
+            stored = store.load() if store is not None else (Settings(), "")
+        loaded, self.settings_message = stored
         if interval_s is not None:  # --interval: in force, not saved until the settings are
             loaded = replace(loaded, sampling_interval_s=interval_s)
         self.model = SettingsModel(loaded, store)
@@ -322,6 +329,10 @@ class App(QObject):
             self._resize_history()
         self.tray.hidden_gpus = set(settings.hidden_gpus)
         self.tray.set_metric(settings.tray_metric)
+        if settings.language != old.language:  # every text is made in one language, at the start
+            self.tray.icon.showMessage(
+                "trayvml", translate("App", "trayvml speaks the new language from its next start.")
+            )
         self.sampler.set_idle_poll(settings.idle_gpu_poll_s)
         if settings.start_at_login != self.autostart.is_enabled():
             self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
@@ -384,7 +395,7 @@ class App(QObject):
             try:
                 self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
             except TrayvmlError as error:
-                self.tray.icon.showMessage("trayvml", f"Serving metrics: {error}")
+                self.tray.icon.showMessage("trayvml", translate("App", "Serving metrics: {error}").format(error=error))
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not).
@@ -411,7 +422,8 @@ class App(QObject):
             else:
                 self.autostart.disable()
         except OSError as error:
-            self.tray.icon.showMessage("trayvml", f"Could not change {self.autostart.location}: {error.strerror}")
+            failed = translate("App", "Could not change {location}: {error}")
+            self.tray.icon.showMessage("trayvml", failed.format(location=self.autostart.location, error=error.strerror))
         enabled = self.autostart.is_enabled()
         if enabled != self.settings.start_at_login:
             self.apply_settings(replace(self.settings, start_at_login=enabled))
@@ -438,8 +450,11 @@ class App(QObject):
             self.summary.quit_requested.connect(QApplication.quit)
             self.summary.add_app_menu(self.tray.app_menu(self.summary))
             print(
-                "trayvml: no system tray found; showing a summary window instead "
-                "(on GNOME, the AppIndicator extension adds a tray).",
+                translate(
+                    "App",
+                    "trayvml: no system tray found; showing a summary window instead "
+                    "(on GNOME, the AppIndicator extension adds a tray).",
+                ),
                 file=sys.stderr,
             )
         self.summary.update_sample(self.latest)
@@ -543,20 +558,23 @@ def run_app(
     remote_urls: tuple[str, ...] = (),
 ) -> int:
     if not display_available():
-        print(f"trayvml: {NO_DISPLAY_MESSAGE}", file=sys.stderr)
+        print(f"trayvml: {i18n.translate('App', NO_DISPLAY_MESSAGE)}", file=sys.stderr)
         return EXIT_NO_DISPLAY
     qt_app = QApplication(sys.argv[:1])
     qt_app.setApplicationName("trayvml")
     qt_app.setDesktopFileName("trayvml")
     qt_app.setQuitOnLastWindowClosed(False)
+    store = SettingsStore(Path(config_path) if config_path else None)
+    # The language is chosen once, before any text is made: the settings' override, else the system's.
+    stored = store.load()  # once: a broken file is moved aside, and the App says so
+    translators = install_translators(qt_app, i18n.resolve(stored[0].language))  # noqa: F841 - kept alive
     icon = QIcon()
     for path in icon_paths():
         icon.addFile(str(path))
     qt_app.setWindowIcon(icon)
-    store = SettingsStore(Path(config_path) if config_path else None)
     name = instance_name(store.path)
     if name is not None and already_running(name):
-        print("trayvml is already running: its window was brought forward.", file=sys.stderr)
+        print(translate("App", "trayvml is already running: its window was brought forward."), file=sys.stderr)
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
@@ -567,6 +585,7 @@ def run_app(
         interval_s,
         tray_wait_s=tray_wait_s,
         store=store,
+        stored=stored,
         history_folder=default_folder(),
         remote_urls=remote_urls,
     )

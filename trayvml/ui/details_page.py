@@ -7,20 +7,24 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import format_bytes, format_precise, format_static
 
-READINGS = "Current readings"
-NVLINK_LINKS = "NVLink per link"
+READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")
+NVLINK_LINKS = QT_TRANSLATE_NOOP("DetailsPage", "NVLink per link")
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 class DetailsPage(QTreeWidget):
     def __init__(self) -> None:
         super().__init__()
-        self.setHeaderLabels(["", "Value"])
+        self.setHeaderLabels(["", translate("DetailsPage", "Value")])
         self.setColumnWidth(0, 260)
         # Per GPU index: the item of each metric's reading, and the NVLink links' parent.
         self._readings: dict[int, dict[str, QTreeWidgetItem]] = {}
@@ -32,22 +36,30 @@ class DetailsPage(QTreeWidget):
         self._readings = {}
         self._links = {}
         if sample.system is not None:
-            system = QTreeWidgetItem(self, ["System", sample.system.hostname])
+            system = QTreeWidgetItem(self, [translate("DetailsPage", "System"), sample.system.hostname])
             for label, value in (
-                ("Driver", sample.system.driver_version),
-                ("CUDA driver API", sample.system.cuda_driver_version),
+                (translate("DetailsPage", "Driver"), sample.system.driver_version),
+                (translate("DetailsPage", "CUDA driver API"), sample.system.cuda_driver_version),
                 ("NVML", sample.system.nvml_version),
             ):
                 QTreeWidgetItem(system, [label, value])
             system.setExpanded(True)
         for info in sample.devices:
-            item = QTreeWidgetItem(self, [f"GPU {info.index}", info.name])
+            item = QTreeWidgetItem(self, [translate("DetailsPage", "GPU {index}").format(index=info.index), info.name])
             for field in STATIC_FIELDS:
                 value = getattr(info, field.key)
-                QTreeWidgetItem(item, [field.label, format_static(field, value) or "not available"])
-            readings = QTreeWidgetItem(item, [READINGS, ""])
-            self._readings[info.index] = {m.key: QTreeWidgetItem(readings, [m.label, ""]) for m in GPU_METRICS}
-            self._links[info.index] = QTreeWidgetItem(readings, [NVLINK_LINKS, ""])
+                QTreeWidgetItem(
+                    item,
+                    [
+                        translate("metrics", field.label),
+                        format_static(field, value) or translate("DetailsPage", "not available"),
+                    ],
+                )
+            readings = QTreeWidgetItem(item, [translate("DetailsPage", READINGS), ""])
+            self._readings[info.index] = {
+                m.key: QTreeWidgetItem(readings, [translate("metrics", m.label), ""]) for m in GPU_METRICS
+            }
+            self._links[info.index] = QTreeWidgetItem(readings, [translate("DetailsPage", NVLINK_LINKS), ""])
             readings.setExpanded(True)
             item.setExpanded(True)
         self.show_readings(sample)
@@ -62,7 +74,7 @@ class DetailsPage(QTreeWidget):
                 state = gpu.state(metric.key)
                 value = gpu.value(metric.key)
                 ok = state is MetricState.OK and not math.isnan(value)
-                text = format_precise(metric, value) if ok else state.label
+                text = format_precise(metric, value) if ok else translate("metrics", state.label)
                 if items[metric.key].text(1) != text:
                     items[metric.key].setText(1, text)
             self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)
@@ -70,11 +82,16 @@ class DetailsPage(QTreeWidget):
     @staticmethod
     def _show_links(parent: QTreeWidgetItem, tx: tuple[float, ...], rx: tuple[float, ...]) -> None:
         count = max(len(tx), len(rx))
-        parent.setText(1, f"{count} links" if count else "no links read")
+        parent.setText(
+            1,
+            translate("DetailsPage", "{count} links").format(count=count)
+            if count
+            else translate("DetailsPage", "no links read"),
+        )
         while parent.childCount() > count:
             parent.takeChild(parent.childCount() - 1)
         while parent.childCount() < count:
-            QTreeWidgetItem(parent, [f"Link {parent.childCount()}", ""])
+            QTreeWidgetItem(parent, [translate("DetailsPage", "Link {link}").format(link=parent.childCount()), ""])
         for link in range(count):
             sent = format_bytes(tx[link]) + "/s" if link < len(tx) else "–"
             received = format_bytes(rx[link]) + "/s" if link < len(rx) else "–"

@@ -9,12 +9,15 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
+from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QWidget
 
 from trayvml.config import write_atomically
 from trayvml.core.metrics import HOST_METRIC_BY_KEY
 from trayvml.history import History, Series
 from trayvml.ui.plots import GPU_PANELS, HOST_PANELS
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def export_csv(history: History, gpu_count: int, start_s: float, end_s: float, points: int, path: str) -> None:
@@ -32,7 +35,7 @@ def export_csv(history: History, gpu_count: int, start_s: float, end_s: float, p
             if series is not None:
                 columns.append((f"host.{HOST_METRIC_BY_KEY[metric.key].key}", series, 0))
     if not columns:
-        raise OSError("there is no data in the visible range yet")
+        raise OSError(translate("GraphWindow", "there is no data in the visible range yet"))
     # Joined on time: series from different tiers or sources have different sample times, so
     # one row per time any series has, with empty cells where a series has no value then.
     times = np.unique(np.concatenate([series.times_s for _, series, _ in columns]))
@@ -51,4 +54,4 @@ def export_csv(history: History, gpu_count: int, start_s: float, end_s: float, p
 def export_png(widget: QWidget, path: str) -> None:
     """A picture of ``widget`` as shown. OSError when it cannot be written."""
     if not widget.grab().save(path):
-        raise OSError(f"could not write {path}")
+        raise OSError(translate("GraphWindow", "could not write {path}").format(path=path))

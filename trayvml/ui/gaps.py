@@ -8,11 +8,14 @@ import weakref
 from collections.abc import Callable, Sequence
 
 import pyqtgraph as pg
-from PySide6.QtCore import QDateTime
+from PySide6.QtCore import QCoreApplication, QDateTime
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QDateTimeEdit, QDialog, QDialogButtonBox, QFormLayout, QWidget
 
-GAP_LABEL = " not recording"
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+GAP_LABEL = QT_TRANSLATE_NOOP("Gaps", "not recording")  # shown a space right of the span's start
 LABELLED_FRACTION = 0.06  # a gap narrower than this part of the range is shaded without its label
 _GAP_BRUSH = QColor(128, 128, 128, 48)
 _GAP_TEXT = QColor(128, 128, 128)
@@ -33,7 +36,9 @@ class GapShading:
         while len(self.regions) < len(spans):
             region = pg.LinearRegionItem(movable=False, brush=_GAP_BRUSH, pen=pg.mkPen(None))
             region.setZValue(-10)  # under the lines
-            label = pg.InfLineLabel(region.lines[0], text=GAP_LABEL, position=0.88, anchors=[(0, 0.5), (0, 0.5)])
+            label = pg.InfLineLabel(
+                region.lines[0], text=" " + translate("Gaps", GAP_LABEL), position=0.88, anchors=[(0, 0.5), (0, 0.5)]
+            )
             label.setColor(_GAP_TEXT)
             self.plot.addItem(region, ignoreBounds=True)
             self.regions.append((region, label))
@@ -63,12 +68,12 @@ class RangePicker(QDialog):
     def __init__(self, parent: QWidget, start_s: float, end_s: float) -> None:
         super().__init__(parent)
         self.setObjectName("range_picker")
-        self.setWindowTitle("Show a past range")
+        self.setWindowTitle(translate("Gaps", "Show a past range"))
         form = QFormLayout(self)
         self.start_edit = self._edit(start_s)
         self.end_edit = self._edit(end_s)
-        form.addRow("From", self.start_edit)
-        form.addRow("To", self.end_edit)
+        form.addRow(translate("Gaps", "From"), self.start_edit)
+        form.addRow(translate("Gaps", "To"), self.end_edit)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
 
 from trayvml.core.sample import Sample
@@ -17,6 +17,7 @@ from trayvml.ui.remote_hosts import RemoteHostsView
 from trayvml.ui.window import GraphWindow
 
 THIS_MACHINE = ""
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 class HostChoice(QObject):
@@ -35,10 +36,10 @@ class HostChoice(QObject):
         self.host = THIS_MACHINE
         self.box = QComboBox()
         self.box.setObjectName("host_choice")
-        self.box.addItem("This machine", THIS_MACHINE)
+        self.box.addItem(translate("HostChoice", "This machine"), THIS_MACHINE)
         bar = window.findChild(QToolBar, "view_toolbar")
         assert bar is not None
-        self._label_action = bar.addWidget(QLabel(" Host: "))
+        self._label_action = bar.addWidget(QLabel(translate("HostChoice", " Host: ")))
         self._box_action = bar.addWidget(self.box)
         self.box.currentIndexChanged.connect(self._chosen)
         remotes.host_sampled.connect(self._remote_sample)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from trayvml.core.metrics import Group
@@ -22,13 +22,16 @@ from trayvml.ui.plots import GPU_PANELS, Panel, PanelSpec
 # Line panels only: the throttle strip already has a row per GPU, processes a line per process.
 PER_GPU_SPECS = tuple(spec for spec in GPU_PANELS if spec.metrics and not spec.strip)
 MAX_COLUMNS = 4
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def gpu_title(info: DeviceInfo) -> str:
     """Index, model and PCI bus (without its domain, 0 on nearly every machine): identical GPUs
     differ by index and bus."""
-    bus = f" · bus {info.pci_bus_id.split(':', 1)[-1]}" if info.pci_bus_id else ""
-    return f"GPU {info.index} {short_name(info.name)}{bus}"
+    title = translate("PerGpu", "GPU {index} {name}").format(index=info.index, name=short_name(info.name))
+    if not info.pci_bus_id:
+        return title
+    return translate("PerGpu", "{gpu} · bus {bus}").format(gpu=title, bus=info.pci_bus_id.split(":", 1)[-1])
 
 
 class PerGpuPage(GpuPage):
@@ -46,7 +49,7 @@ class PerGpuPage(GpuPage):
         gpu = self.panels.index(panel)
         self.draw_lines(panel, view, (gpu,))
         if gpu in view.hidden_gpus:
-            panel.show_notice("Hidden: tick it under Show")
+            panel.show_notice(translate("PerGpu", "Hidden: tick it under Show"))
 
 
 class PerGpuTab(QWidget):
@@ -59,10 +62,10 @@ class PerGpuTab(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         bar = QHBoxLayout()
         bar.setContentsMargins(6, 4, 6, 0)
-        bar.addWidget(QLabel("Metric:"))
+        bar.addWidget(QLabel(translate("PerGpu", "Metric:")))
         self.group_box = QComboBox()
         for spec in PER_GPU_SPECS:
-            self.group_box.addItem(spec.group.value)
+            self.group_box.addItem(translate("metrics", spec.group.value))
         bar.addWidget(self.group_box)
         self.legend = QLabel()  # which line is which metric: the panels' titles name the GPUs
         self.legend.setStyleSheet("color: palette(placeholder-text); padding-left: 8px;")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QObject, QPoint, QPointF, QRectF, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRectF, Qt, Signal
 from PySide6.QtGui import QColor, QNativeGestureEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
@@ -51,6 +51,8 @@ MARKER_STYLES = {
     Severity.CRITICAL: (Qt.PenStyle.SolidLine, 2),
 }
 WHEEL_ZOOM_PER_NOTCH = 0.8  # Ctrl+wheel: the time span shown shrinks to this per notch up
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 @dataclass(frozen=True)
@@ -250,9 +252,11 @@ def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float
     for info in sample.devices:
         if info.index not in gpus:
             continue
-        for value, what in ((info.temperature_slowdown_c, "slowdown"), (info.temperature_shutdown_c, "shutdown")):
+        slowdown = translate("Panel", "slowdown {value} °C")
+        shutdown = translate("Panel", "shutdown {value} °C")
+        for value, what in ((info.temperature_slowdown_c, slowdown), (info.temperature_shutdown_c, shutdown)):
             if math.isfinite(value):
-                limits.setdefault(value, f"{what} {value:.0f} °C")
+                limits.setdefault(value, what.format(value=f"{value:.0f}"))
     return sorted(limits.items())
 
 
@@ -264,10 +268,10 @@ def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     head = ""
     if len(metrics) > 1 or not panel.gpu_count:
         styled = len(metrics) > 1
-        cells = "".join(
-            f"<th align=right>&nbsp;{rich_text(m.label)}{f' ({STYLE_NAMES[k]})' if styled else ''}</th>"
-            for k, m in enumerate(metrics)
-        )
+        labels = [translate("metrics", m.label) for m in metrics]
+        if styled:
+            labels = [f"{label} ({translate('Panel', STYLE_NAMES[k])})" for k, label in enumerate(labels)]
+        cells = "".join(f"<th align=right>&nbsp;{rich_text(label)}</th>" for label in labels)
         head = f"<tr><th></th>{cells}</tr>"
     body = "".join(
         f'<tr><td style="color:{colour}">{rich_text(name)}</td>'
@@ -276,7 +280,7 @@ def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
         for name, colour, values in rows
     )
     if not rows:
-        body = "<tr><td>no lines here at this time</td></tr>"
+        body = "<tr><td>" + translate("Panel", "no lines here at this time") + "</td></tr>"
     return f"<b>{when}</b><table cellspacing=0 cellpadding=1>{head}{body}</table>"
 
 
@@ -325,8 +329,14 @@ class GpuPage(PlotPage):
         if lacking and (lacking == set(wanted) or spec.group is Group.ACTIVITY):
             names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
             models = dict.fromkeys(names[g] for g in sorted(lacking))
-            why = f": {GPM_MISSING}" if spec.group is Group.ACTIVITY else ""
-            panel.show_notice(f"Not supported on {', '.join(models)}{why}")
+            why = translate("metrics", GPM_MISSING) if spec.group is Group.ACTIVITY else ""
+            if why:
+                notice = translate("Panel", "Not supported on {models}: {why}").format(
+                    models=", ".join(models), why=why
+                )
+            else:
+                notice = translate("Panel", "Not supported on {models}").format(models=", ".join(models))
+            panel.show_notice(notice)
         else:
             panel.show_notice("")
 
@@ -342,7 +352,7 @@ class GpuPage(PlotPage):
         pens = [pg.mkPen(gpu_colour(gpu), width=1.4) for gpu, _ in found]
         # Each its own: a process that exited long ago is read from a coarser tier.
         panel.extra.set_each([(series.times_s, series.mean[:, 0]) for _, series in found], pens)
-        panel.show_notice("" if found else "No GPU processes in this range")
+        panel.show_notice("" if found else translate("Panel", "No GPU processes in this range"))
 
     @staticmethod
     def _shade_asleep(panel: Panel, view: View) -> None:

@@ -9,16 +9,23 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QLineF, QRectF, Qt
+from PySide6.QtCore import QCoreApplication, QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
 from trayvml.core.units import KIB, format_precise
 from trayvml.history import Series
 from trayvml.ui.theme import gpu_colour
 
 LINE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
-STYLE_NAMES = ("solid", "dashed", "dotted", "dash-dot")
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+STYLE_NAMES = (
+    QT_TRANSLATE_NOOP("Panel", "solid"),
+    QT_TRANSLATE_NOOP("Panel", "dashed"),
+    QT_TRANSLATE_NOOP("Panel", "dotted"),
+    QT_TRANSLATE_NOOP("Panel", "dash-dot"),
+)
 PANEL_HEIGHT_PX = 170
 GRID_ALPHA = 40  # of 255: grid lines a shade off the background, behind everything
 
@@ -36,10 +43,19 @@ class PanelSpec:
 
     @property
     def title(self) -> str:
+        group = translate("metrics", self.group.value)
         if len(self.metrics) < 2:
-            return self.group.value
-        styles = ", ".join(f"{m.label.lower()} {STYLE_NAMES[k]}" for k, m in enumerate(self.metrics))
-        return f"{self.group.value} — {styles}"
+            return group
+        styles = translate("Panel", ", ").join(
+            f"{_in_sentence(m)} {translate('Panel', STYLE_NAMES[k])}" for k, m in enumerate(self.metrics)
+        )
+        return f"{group} — {styles}"
+
+
+def _in_sentence(metric: Metric) -> str:
+    """A metric's label within a sentence: lower case in English; as it is in a language without case."""
+    label = translate("metrics", metric.label)
+    return label.lower() if label == metric.label else label
 
 
 def _panels(metrics: Sequence[Metric], groups: Sequence[Group]) -> tuple[PanelSpec, ...]:
@@ -142,7 +158,9 @@ REASON_COLOURS = {
     0x80: (245, 120, 20),  # hardware power brake
     0x100: (90, 140, 220),  # display clocks
 }
-REASON_LEGEND = "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
+REASON_LEGEND = QT_TRANSLATE_NOOP(
+    "Panel", "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
+)
 
 
 def reason_rgba(bitmasks: np.ndarray) -> np.ndarray:

@@ -10,6 +10,7 @@ from typing import Any
 
 from PySide6.QtCore import (
     QAbstractTableModel,
+    QCoreApplication,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -18,6 +19,7 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import QHeaderView, QMenu, QMessageBox, QTableView, QWidget
 
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes
@@ -25,27 +27,28 @@ from trayvml.energy import EnergyMeter, format_energy, job_key
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
 
 _Index = QModelIndex | QPersistentModelIndex
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 HEADERS = (
-    "GPU",
-    "PID",
-    "User",
-    "Name",
-    "GPU memory",
-    "SM %",
-    "CPU %",
-    "Host RAM",
-    "Runtime",
-    "Type",
-    "Container",
-    "Energy",
-    "Job energy",
-    "Command",
+    QT_TRANSLATE_NOOP("ProcessModel", "GPU"),
+    QT_TRANSLATE_NOOP("ProcessModel", "PID"),
+    QT_TRANSLATE_NOOP("ProcessModel", "User"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Name"),
+    QT_TRANSLATE_NOOP("ProcessModel", "GPU memory"),
+    QT_TRANSLATE_NOOP("ProcessModel", "SM %"),
+    QT_TRANSLATE_NOOP("ProcessModel", "CPU %"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Host RAM"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Runtime"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Type"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Container"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Energy"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Job energy"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Command"),
 )
 RIGHT_ALIGNED = frozenset(
     HEADERS.index(h)
     for h in ("GPU", "PID", "GPU memory", "SM %", "CPU %", "Host RAM", "Runtime", "Energy", "Job energy")
 )
-SIMULATED = "simulated"  # a simulated GPU's process has no host process to read
+SIMULATED = QT_TRANSLATE_NOOP("ProcessModel", "simulated")  # a simulated GPU's process has no host process to read
 
 
 def format_runtime(seconds: float) -> str:
@@ -72,7 +75,7 @@ def _cells(
     proc: ProcessSample, usage: HostUsage | str, now_s: float, energy: EnergyMeter | None = None
 ) -> tuple[tuple[str, Any], ...]:
     """(shown text, sort key) per column. ``usage``: the host's figures, or why there are none."""
-    hidden = "(no permission)" if proc.no_permission else "?"
+    hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
     memory = proc.used_memory_bytes
     # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.energy).
     wh = math.nan if energy is None else energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
@@ -88,7 +91,10 @@ def _cells(
         (str(proc.pid), proc.pid),
         (proc.user or hidden, proc.user),
         (proc.name or hidden, proc.name),
-        ("n/a" if math.isnan(memory) else format_bytes(memory), -1.0 if math.isnan(memory) else memory),
+        (
+            translate("ProcessModel", "n/a") if math.isnan(memory) else format_bytes(memory),
+            -1.0 if math.isnan(memory) else memory,
+        ),
         _sm_share(proc.sm_util_percent),
         cpu,
         ram,
@@ -123,7 +129,7 @@ class ProcessModel(QAbstractTableModel):
         self, section: int, orientation: Qt.Orientation, role: int = Qt.ItemDataRole.DisplayRole
     ) -> Any:
         if orientation == Qt.Orientation.Horizontal and role == Qt.ItemDataRole.DisplayRole:
-            return HEADERS[section]
+            return translate("ProcessModel", HEADERS[section])
         return None
 
     def data(self, index: _Index, role: int = Qt.ItemDataRole.DisplayRole) -> Any:
@@ -148,10 +154,13 @@ class ProcessModel(QAbstractTableModel):
         """The host's figures per PID, or why there are none. A simulated GPU's PIDs are made up:
         whatever host process has that PID is not it."""
         if sample.simulation:
-            return dict.fromkeys((p.pid for p in procs), SIMULATED)
+            return dict.fromkeys((p.pid for p in procs), translate("ProcessModel", SIMULATED))
         usage = self._usage.read({p.pid for p in procs})
         self.started_s = {pid: u.started_s for pid, u in usage.items()}
-        return {p.pid: usage.get(p.pid, "(no permission)" if p.no_permission else "–") for p in procs}
+        return {
+            p.pid: usage.get(p.pid, translate("ProcessModel", "(no permission)") if p.no_permission else "–")
+            for p in procs
+        }
 
     def update_processes(self, sample: Sample) -> None:
         current = {(p.gpu_index, p.pid, p.kind): p for g in sample.gpus for p in g.processes}
@@ -222,10 +231,19 @@ class ProcessesPage(QTableView):
         row = self.source_row(index.row())
         pid = self.processes.pid_at(row)
         menu = QMenu(self)
-        action = menu.addAction(menu_label(f"End process {pid} ({self.processes.name_at(row)})…", dbusmenu=False))
+        action = menu.addAction(
+            menu_label(
+                translate("ProcessesPage", "End process {pid} ({name})…").format(
+                    pid=pid, name=self.processes.name_at(row)
+                ),
+                dbusmenu=False,
+            )
+        )
         action.setEnabled(self.can_end(row))
         if not action.isEnabled():
-            action.setToolTip("Only your own processes, on this computer, can be ended from here")
+            action.setToolTip(
+                translate("ProcessesPage", "Only your own processes, on this computer, can be ended from here")
+            )
         action.triggered.connect(lambda: self.end(row))
         menu.exec(self.viewport().mapToGlobal(position))
 
@@ -237,12 +255,15 @@ class ProcessesPage(QTableView):
         """Ends the process in ``row`` (of the model) once the user confirms; True if it was asked to end."""
         pid, name = self.processes.pid_at(row), self.processes.name_at(row)
         started = self.processes.started_s.get(pid)
-        if started is None or not self.ask(self, f"End process {pid} ({name})?\n\nIt is sent SIGTERM, as kill does."):
+        question = translate("ProcessesPage", "End process {pid} ({name})?\n\nIt is sent SIGTERM, as kill does.")
+        if started is None or not self.ask(self, question.format(pid=pid, name=name)):
             return False
         try:
             end_process(pid, started)
         except (ProcessLookupError, PermissionError) as error:
-            self.last_error = f"Could not end process {pid}: {error}."
+            self.last_error = translate("ProcessesPage", "Could not end process {pid}: {error}.").format(
+                pid=pid, error=error
+            )
             self.tell(self, self.last_error)
             return False
         return True

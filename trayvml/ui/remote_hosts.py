@@ -15,7 +15,7 @@ from dataclasses import replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from trayvml.history import History
 
 log = logging.getLogger(__name__)
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 QUIT_WAIT_S = 0.5
 
 
@@ -45,7 +46,7 @@ def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tup
         try:
             endpoint = parse_endpoint(text, credentials_allowed=True)
         except TrayvmlError as error:
-            problems.append(f"Settings, remote hosts: {error}")
+            problems.append(translate("RemoteHosts", "Settings, remote hosts: {error}").format(error=error))
             continue
         stored[endpoint.url] = endpoint
     found = dict(stored)
@@ -65,15 +66,19 @@ def unreachable_since(sample: Sample) -> str:
     if remote is None or not remote.fault:
         return ""
     if math.isnan(remote.since_s):
-        return "unreachable"
+        return translate("RemoteHosts", "unreachable")
     at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
-    return f"unreachable since {at} ({format_duration(sample.timestamp_s - remote.since_s)})"
+    return translate("RemoteHosts", "unreachable since {time} ({duration})").format(
+        time=at, duration=format_duration(sample.timestamp_s - remote.since_s)
+    )
 
 
 def host_status(sample: Sample) -> str:
     """``unreachable since 14:02:10 (3 min 10 s): URL cannot be reached: …``; "" while it answers."""
     since = unreachable_since(sample)
-    return f"{since}: {sample.remote.fault}" if since and sample.remote else ""
+    if not since or not sample.remote:
+        return ""
+    return translate("RemoteHosts", "{since}: {fault}").format(since=since, fault=sample.remote.fault)
 
 
 def host_name(sample: Sample) -> str:
@@ -124,7 +129,7 @@ class RemoteHostsView(QObject):
         self._menu = menu
         self._anchor = anchor  # the section goes before this entry
         self._actions: list[QAction] = []
-        self._header = QAction("Remote hosts", menu)
+        self._header = QAction(translate("RemoteHosts", "Remote hosts"), menu)
         self._header.setEnabled(False)
         self._header.setVisible(bool(endpoints))
         menu.insertAction(anchor, self._header)
@@ -213,7 +218,9 @@ class RemoteHostsView(QObject):
             status = host_status(sample)
             host = QMenu(self._label(host_name(sample)), self._menu)
             if status:
-                host.setTitle(self._label(f"{host_name(sample)} — unreachable"))
+                host.setTitle(
+                    self._label(translate("RemoteHosts", "{host} — unreachable").format(host=host_name(sample)))
+                )
                 host.setToolTip(status)
                 # Greyed: no values; when it went and why, in two lines short enough for a menu.
                 assert sample.remote is not None

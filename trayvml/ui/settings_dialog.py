@@ -6,7 +6,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QCoreApplication, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -27,27 +27,53 @@ from PySide6.QtWidgets import (
 
 from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, Rule, ThresholdRule
 from trayvml.config import GENERAL_BY_KEY, Settings, problems
+from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import DeviceInfo
 
 # The grid's columns: a rule's numbers with one of these names sit under its title.
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 COLUMN_TITLES = {
-    "warning_enter": "Warning at",
-    "warning_clear": "clears",  # each row goes on "below" or "above", by its rule's direction
-    "critical_enter": "Critical at",
-    "critical_clear": "clears",
-    "hold_s": "Hold (s)",
-    "cooldown_s": "Cooldown (s)",
+    "warning_enter": QT_TRANSLATE_NOOP("SettingsDialog", "Warning at"),
+    "warning_clear": QT_TRANSLATE_NOOP(
+        "SettingsDialog", "clears"
+    ),  # each row goes on "below" or "above", by its rule's direction
+    "critical_enter": QT_TRANSLATE_NOOP("SettingsDialog", "Critical at"),
+    "critical_clear": QT_TRANSLATE_NOOP("SettingsDialog", "clears"),
+    "hold_s": QT_TRANSLATE_NOOP("SettingsDialog", "Hold (s)"),
+    "cooldown_s": QT_TRANSLATE_NOOP("SettingsDialog", "Cooldown (s)"),
+}
+# The tray metric's choices as the dialog names them (in English, the settings file's own words).
+TRAY_CHOICE_NAMES = {
+    "utilization": QT_TRANSLATE_NOOP("SettingsDialog", "utilization"),
+    "memory": QT_TRANSLATE_NOOP("SettingsDialog", "memory"),
+    "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "temperature"),
+    "power": QT_TRANSLATE_NOOP("SettingsDialog", "power"),
+    "sm_activity": QT_TRANSLATE_NOOP("SettingsDialog", "SM activity"),
+}
+CLEAR_WORDS = {
+    "above": QT_TRANSLATE_NOOP("SettingsDialog", "above"),
+    "below": QT_TRANSLATE_NOOP("SettingsDialog", "below"),
+}
+# The language setting's choices as the dialog names them ("system": whatever the desktop's locale asks).
+LANGUAGE_NAMES = {
+    "system": QT_TRANSLATE_NOOP("SettingsDialog", "System default"),
+    "en": "English",  # each language in its own words, never translated
+    "zh_CN": "简体中文",
 }
 # Numbers of other names make a sentence across the threshold columns: the words before and after.
 SENTENCE_WORDS = {
-    "busy_above_percent": ("busy above", "%"),
-    "busy_for_s": ("for", "s,"),
-    "idle_below_percent": ("then idle below", "%"),
-    "idle_for_s": ("for", "s"),
-    "sm_below_percent": ("while SM activity below", "%"),
-    "power_below_percent": ("(without GPM: power below", "% of limit)"),
-    "memory_above_gib": ("memory above", "GiB"),
+    "busy_above_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "busy above"), "%"),
+    "busy_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), QT_TRANSLATE_NOOP("SettingsDialog", "s,")),
+    "idle_below_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "then idle below"), "%"),
+    "idle_for_s": (QT_TRANSLATE_NOOP("SettingsDialog", "for"), QT_TRANSLATE_NOOP("SettingsDialog", "s")),
+    "sm_below_percent": (QT_TRANSLATE_NOOP("SettingsDialog", "while SM activity below"), "%"),
+    "power_below_percent": (
+        QT_TRANSLATE_NOOP("SettingsDialog", "(without GPM: power below"),
+        QT_TRANSLATE_NOOP("SettingsDialog", "% of limit)"),
+    ),
+    "memory_above_gib": (QT_TRANSLATE_NOOP("SettingsDialog", "memory above"), "GiB"),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
 
@@ -55,13 +81,13 @@ FIRST_COLUMN = 2  # after the rule's name and the override box
 def _title(name: str) -> str:
     """A number's name in a sentence about it: 'hold (s)', 'busy above (%)'."""
     if name in COLUMN_TITLES:
-        return COLUMN_TITLES[name].lower()
+        return translate("SettingsDialog", COLUMN_TITLES[name]).lower()
     return name.replace("_percent", " (%)").replace("_s", " (s)").replace("_", " ")
 
 
 def _clear_word(kind: Rule[Any]) -> str:
     """Where a level clears: below its threshold when high values alarm, above when low ones do."""
-    return kind.clear_words()[1] if isinstance(kind, ThresholdRule) else ""
+    return translate("SettingsDialog", CLEAR_WORDS[kind.clear_words()[1]]) if isinstance(kind, ThresholdRule) else ""
 
 
 class _RuleGrid(QWidget):
@@ -77,19 +103,19 @@ class _RuleGrid(QWidget):
         super().__init__()
         grid = QGridLayout(self)
         self.overridable = overridable
-        grid.addWidget(QLabel("<b>Rule</b>"), 0, 0)
+        grid.addWidget(QLabel(translate("SettingsDialog", "<b>Rule</b>")), 0, 0)
         columns = {name: column for column, name in enumerate(COLUMN_TITLES, start=FIRST_COLUMN)}
         for name, column in columns.items():
-            grid.addWidget(QLabel(f"<b>{COLUMN_TITLES[name]}</b>"), 0, column)
+            grid.addWidget(QLabel(f"<b>{translate('SettingsDialog', COLUMN_TITLES[name])}</b>"), 0, column)
         self.rows: dict[str, tuple[QCheckBox, QCheckBox | None, dict[str, QLineEdit]]] = {}
         for row, kind in enumerate(RULES, start=1):
-            unit = f" ({kind.unit.symbol})" if isinstance(kind, ThresholdRule) else ""
-            enabled = QCheckBox(kind.label + unit)
+            unit = f" ({kind.unit.shown})" if isinstance(kind, ThresholdRule) else ""
+            enabled = QCheckBox(translate("alerts", kind.label) + unit)
             enabled.toggled.connect(self.changed)
             grid.addWidget(enabled, row, 0)
             override = None
             if overridable:
-                override = QCheckBox("override")
+                override = QCheckBox(translate("SettingsDialog", "override"))
                 override.toggled.connect(self._override_toggled)
                 grid.addWidget(override, row, 1)
             edits = {}
@@ -102,7 +128,11 @@ class _RuleGrid(QWidget):
                 edits[name] = edit
                 if name in SENTENCE_WORDS:
                     before, after = SENTENCE_WORDS[name]
-                    for widget in (QLabel(before), edit, QLabel(after)):
+                    for widget in (
+                        QLabel(translate("SettingsDialog", before)),
+                        edit,
+                        QLabel(translate("SettingsDialog", after)),
+                    ):
                         sentence.addWidget(widget)
                     continue
                 word = _clear_word(kind) if name.endswith("_clear") else ""
@@ -153,7 +183,11 @@ class _RuleGrid(QWidget):
                 try:
                     changes[name] = float(text) if text else math.nan
                 except ValueError:
-                    errors.append(f"{RULE_BY_KEY[key].label}: {_title(name)} must be a number, not {text!r}.")
+                    errors.append(
+                        translate("SettingsDialog", "{rule}: {number} must be a number, not {text}.").format(
+                            rule=translate("alerts", RULE_BY_KEY[key].label), number=_title(name), text=repr(text)
+                        )
+                    )
             rules[key] = replace(base[key], **changes)  # type: ignore[arg-type]
         return rules, errors
 
@@ -164,7 +198,7 @@ class SettingsDialog(QDialog):
     def __init__(self, settings: Settings, devices: tuple[DeviceInfo, ...] = ()) -> None:
         super().__init__()
         self.setObjectName("trayvml_settings")
-        self.setWindowTitle("trayvml settings")
+        self.setWindowTitle(translate("SettingsDialog", "trayvml settings"))
         self.devices = devices
         self._overrides = {gpu: dict(rules) for gpu, rules in settings.alerts.overrides.items()}
         self._gpu_shown = -1
@@ -179,25 +213,31 @@ class SettingsDialog(QDialog):
         self.interval.setRange(spec.minimum or 0, spec.maximum or 60)
         self.interval.setSingleStep(0.5)
         self.interval.setSuffix(" s")
-        form.addRow(spec.label.replace(" (s)", ""), self.interval)
+        form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.interval)
         self.history_hours = QSpinBox()
         spec = GENERAL_BY_KEY["history_hours"]
         self.history_hours.setRange(int(spec.minimum or 1), int(spec.maximum or 24))
         self.history_hours.setSuffix(" h")
-        form.addRow(spec.label.replace(" (h)", ""), self.history_hours)
+        form.addRow(translate("settings", spec.label).replace(" (h)", ""), self.history_hours)
         self.tray_metric = QComboBox()
-        self.tray_metric.addItems(list(GENERAL_BY_KEY["tray_metric"].choices))
-        form.addRow(GENERAL_BY_KEY["tray_metric"].label, self.tray_metric)
-        self.notifications = QCheckBox("Show desktop notifications for alerts")
+        for choice in GENERAL_BY_KEY["tray_metric"].choices:
+            self.tray_metric.addItem(translate("SettingsDialog", TRAY_CHOICE_NAMES.get(choice, choice)), choice)
+        form.addRow(translate("settings", GENERAL_BY_KEY["tray_metric"].label), self.tray_metric)
+        self.language = QComboBox()
+        self.language.setObjectName("language")
+        for choice in LANGUAGE_CHOICES:
+            self.language.addItem(translate("SettingsDialog", LANGUAGE_NAMES.get(choice, choice)), choice)
+        form.addRow(translate("settings", GENERAL_BY_KEY["language"].label), self.language)
+        self.notifications = QCheckBox(translate("SettingsDialog", "Show desktop notifications for alerts"))
         form.addRow("", self.notifications)
-        self.start_at_login = QCheckBox("Start trayvml when I log in")
+        self.start_at_login = QCheckBox(translate("SettingsDialog", "Start trayvml when I log in"))
         form.addRow("", self.start_at_login)
         self.idle_gpu_poll = QSpinBox()
         spec = GENERAL_BY_KEY["idle_gpu_poll_s"]
         self.idle_gpu_poll.setRange(int(spec.minimum or 0), int(spec.maximum or 600))
         self.idle_gpu_poll.setSuffix(" s")
-        self.idle_gpu_poll.setToolTip(spec.description)
-        form.addRow(spec.label.replace(" (s)", ""), self.idle_gpu_poll)
+        self.idle_gpu_poll.setToolTip(translate("settings", spec.description))
+        form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.idle_gpu_poll)
         shown = QWidget()
         shown_layout = QHBoxLayout(shown)
         shown_layout.setContentsMargins(0, 0, 0, 0)
@@ -210,35 +250,40 @@ class SettingsDialog(QDialog):
             shown_layout.addWidget(check)
             self.gpu_checks.append(check)
         shown_layout.addStretch(1)
-        form.addRow("GPUs shown", shown)
+        form.addRow(translate("SettingsDialog", "GPUs shown"), shown)
         # Issue 10: serving to Prometheus, and remote hosts (one URL a line; credentials may be given here).
-        self.serve_metrics = QCheckBox(GENERAL_BY_KEY["serve_metrics"].label)
-        self.serve_metrics.setToolTip(GENERAL_BY_KEY["serve_metrics"].description)
+        self.serve_metrics = QCheckBox(translate("settings", GENERAL_BY_KEY["serve_metrics"].label))
+        self.serve_metrics.setToolTip(translate("settings", GENERAL_BY_KEY["serve_metrics"].description))
         form.addRow("", self.serve_metrics)
         self.remote_hosts = QPlainTextEdit()
         self.remote_hosts.setObjectName("remote_hosts")
         self.remote_hosts.setPlaceholderText('http://gpu-box:8729\nprometheus+http://prometheus:9090#job="gpu"')
         self.remote_hosts.setToolTip(
-            "One URL a line: an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) "
-            "or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only."
+            translate(
+                "SettingsDialog",
+                "One URL a line: an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) "
+                "or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only.",
+            )
         )
         self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 4 + 12)
-        form.addRow("Remote hosts", self.remote_hosts)
-        tabs.addTab(general, "General")
+        form.addRow(translate("SettingsDialog", "Remote hosts"), self.remote_hosts)
+        tabs.addTab(general, translate("SettingsDialog", "General"))
 
         self.rule_grid = _RuleGrid(overridable=False)
-        tabs.addTab(self.rule_grid, "Alerts")
+        tabs.addTab(self.rule_grid, translate("SettingsDialog", "Alerts"))
 
         per_gpu = QWidget()
         per_gpu_layout = QVBoxLayout(per_gpu)
         self.gpu_choice = QComboBox()
         for info in devices:
-            self.gpu_choice.addItem(f"GPU {info.index}: {info.name}", info.index)
+            self.gpu_choice.addItem(
+                translate("SettingsDialog", "GPU {index}: {name}").format(index=info.index, name=info.name), info.index
+            )
         per_gpu_layout.addWidget(self.gpu_choice)
         self.override_grid = _RuleGrid(overridable=True)
         per_gpu_layout.addWidget(self.override_grid)
         per_gpu_layout.addStretch(1)
-        tabs.addTab(per_gpu, "Per GPU")
+        tabs.addTab(per_gpu, translate("SettingsDialog", "Per GPU"))
 
         self.problem = QLabel()
         self.problem.setObjectName("settings_problem")
@@ -259,12 +304,16 @@ class SettingsDialog(QDialog):
             ("sampling_interval_s", self.interval),
             ("history_hours", self.history_hours),
             ("notifications", self.notifications),
+            ("language", self.language),
         ):
-            widget.setToolTip(GENERAL_BY_KEY[key].description)  # the schema's words, in one place
+            widget.setToolTip(
+                translate("settings", GENERAL_BY_KEY[key].description)
+            )  # the schema's words, in one place
         self.show_settings(settings)
         for widget in (self.interval, self.history_hours):
             widget.valueChanged.connect(self._check)
         self.tray_metric.currentIndexChanged.connect(self._check)
+        self.language.currentIndexChanged.connect(self._check)
         self.rule_grid.changed.connect(self._check)
         self.override_grid.changed.connect(self._check)
         self.gpu_choice.currentIndexChanged.connect(self._switch_gpu)
@@ -274,7 +323,8 @@ class SettingsDialog(QDialog):
         self.base = settings
         self.interval.setValue(settings.sampling_interval_s)
         self.history_hours.setValue(settings.history_hours)
-        self.tray_metric.setCurrentText(settings.tray_metric)
+        self.tray_metric.setCurrentIndex(max(0, self.tray_metric.findData(settings.tray_metric)))
+        self.language.setCurrentIndex(max(0, self.language.findData(settings.language)))
         self.notifications.setChecked(settings.notifications)
         self.start_at_login.setChecked(settings.start_at_login)
         self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
@@ -317,7 +367,8 @@ class SettingsDialog(QDialog):
         settings = Settings(
             sampling_interval_s=round(self.interval.value(), 2),
             history_hours=self.history_hours.value(),
-            tray_metric=self.tray_metric.currentText(),
+            tray_metric=self.tray_metric.currentData(),
+            language=self.language.currentData(),
             notifications=self.notifications.isChecked(),
             start_at_login=self.start_at_login.isChecked(),
             idle_gpu_poll_s=self.idle_gpu_poll.value(),

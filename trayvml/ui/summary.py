@@ -2,20 +2,23 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from trayvml.alerts import AlertEngine, gpu_level
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import Sample
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import draw_icon
-from trayvml.ui.text import gpu_line, host_line
+from trayvml.ui.text import gpu_line, host_line, simulation_text
 from trayvml.ui.theme import LEVEL_COLOURS
 
-NO_TRAY_MESSAGE = (
-    "No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray."
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+NO_TRAY_MESSAGE = QT_TRANSLATE_NOOP(
+    "SummaryWindow",
+    "No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray.",
 )
 
 
@@ -35,7 +38,7 @@ class SummaryWindow(QWidget):
         self.title = QLabel("<b>trayvml</b>")
         header.addWidget(self.title, 1)
         layout.addLayout(header)
-        self.message = QLabel(NO_TRAY_MESSAGE)
+        self.message = QLabel(translate("SummaryWindow", NO_TRAY_MESSAGE))
         self.message.setWordWrap(True)
         self.message.setStyleSheet("color: palette(placeholder-text);")
         layout.addWidget(self.message)
@@ -44,12 +47,12 @@ class SummaryWindow(QWidget):
         layout.addWidget(self.rows)
         buttons = QHBoxLayout()
         # Pause alerts, Start at login and Settings: on such a desktop there is no tray menu.
-        self.menu_button = QPushButton("Alerts and settings")
+        self.menu_button = QPushButton(translate("SummaryWindow", "Alerts and settings"))
         self.menu_button.setObjectName("app_menu_button")
         self.menu_button.setVisible(False)  # until the app gives it its menu
-        show = QPushButton("Show graphs")
+        show = QPushButton(translate("SummaryWindow", "Show graphs"))
         show.clicked.connect(self.show_graphs_requested)
-        quit_button = QPushButton("Quit")
+        quit_button = QPushButton(translate("SummaryWindow", "Quit"))
         quit_button.clicked.connect(self.quit_requested)
         buttons.addWidget(self.menu_button)
         buttons.addStretch(1)
@@ -66,10 +69,10 @@ class SummaryWindow(QWidget):
         pixmap: QPixmap = draw_icon(content_for(sample, alerts=self.engine.settings), 32, self.devicePixelRatioF())
         self.icon_label.setPixmap(pixmap)
         if sample is None:
-            self.rows.setText("Starting…")
+            self.rows.setText(translate("SummaryWindow", "Starting…"))
             return
         # Rich text: every piece of text is escaped, GPU names from the driver above all.
-        simulation = f" — {rich_text(sample.simulation)}" if sample.simulation else ""
+        simulation = f" — {rich_text(simulation_text(sample))}" if sample.simulation else ""
         self.title.setText(f"<b>trayvml</b>{simulation}")
         rows = []
         if sample.problem is not None:

@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import QCoreApplication
+
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB, format_value, short_name
+
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:
@@ -27,14 +31,18 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
     Plain text: each sink escapes it for its own syntax (see core.safe_text).
     """
     if gpu.lost and info.name == UNKNOWN_NAME:
-        return f"{gpu.index} — lost before its name could be read: it has fallen off the bus"
+        return translate("GpuText", "{index} — lost before its name could be read: it has fallen off the bus").format(
+            index=gpu.index
+        )
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
     if gpu.lost:
-        return f"{head} — lost: it has fallen off the bus"
+        return translate("GpuText", "{gpu} — lost: it has fallen off the bus").format(gpu=head)
     if gpu.asleep:
-        return f"{head} — asleep (runtime-suspended): not queried, so it stays asleep"
+        return translate("GpuText", "{gpu} — asleep (runtime-suspended): not queried, so it stays asleep").format(
+            gpu=head
+        )
     if gpu.state("utilization_gpu_percent") is MetricState.RESTING:
-        return f"{head} — idle: read now and then, so that it can go to sleep"
+        return translate("GpuText", "{gpu} — idle: read now and then, so that it can go to sleep").format(gpu=head)
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:
@@ -59,7 +67,7 @@ def host_line(sample: Sample) -> str:
     cpu = host.value("cpu_percent")
     used, total = host.value("ram_used_bytes"), host.value("ram_total_bytes")
     cpu_text = "–" if math.isnan(cpu) else f"{cpu:.0f}%"
-    return f"Host CPU {cpu_text} · RAM {used_of_total(used, total)}"
+    return translate("GpuText", "Host CPU {cpu} · RAM {ram}").format(cpu=cpu_text, ram=used_of_total(used, total))
 
 
 def gpu_lines(sample: Sample | None) -> list[str]:
@@ -69,11 +77,17 @@ def gpu_lines(sample: Sample | None) -> list[str]:
     return [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
 
 
+def simulation_text(sample: Sample) -> str:
+    """The sample's simulation label (English in JSON and logs), in the user's language."""
+    scenario = sample.simulation.removeprefix("simulated GPUs ").strip("()")
+    return translate("GpuText", "simulated GPUs ({scenario})").format(scenario=scenario) if sample.simulation else ""
+
+
 def tooltip(sample: Sample | None, gpu_text: list[str] | None = None) -> str:
     """``gpu_text``: the GPU lines, where the caller has made them already."""
     if sample is None:
-        return "trayvml — starting…"
-    lines = [f"trayvml — {sample.simulation}" if sample.simulation else "trayvml"]
+        return translate("GpuText", "trayvml — starting…")
+    lines = [f"trayvml — {simulation_text(sample)}" if sample.simulation else "trayvml"]
     problem = sample.problem
     if problem is not None:
         lines.append(problem[1])

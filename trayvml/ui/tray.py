@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import sys
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
@@ -15,9 +15,10 @@ from trayvml.core.sample import Sample
 from trayvml.pick import choose
 from trayvml.ui.glance import content_for, steady
 from trayvml.ui.icon import IconContent, draw_icon
-from trayvml.ui.text import gpu_lines, tooltip
+from trayvml.ui.text import gpu_lines, simulation_text, tooltip
 
 ICON_SIZES = (16, 22, 24, 32, 48, 64)
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 PAUSE_1H_S = 3600.0
 
 
@@ -79,29 +80,35 @@ class Tray(QObject):
     # ---- menu ----
     def _build_menu(self) -> None:
         m = self.menu
-        self.show_action = m.addAction("Show graphs", lambda: self.show_window_requested.emit(-1))
+        self.show_action = m.addAction(translate("Tray", "Show graphs"), lambda: self.show_window_requested.emit(-1))
         font = self.show_action.font()
         font.setBold(True)
         self.show_action.setFont(font)
         m.addSeparator()
-        self.status_action = m.addAction("Starting…")
+        self.status_action = m.addAction(translate("Tray", "Starting…"))
         self.status_action.setEnabled(False)
         self.gpu_actions: list[QAction] = []
         self._gpu_anchor = m.addSeparator()
-        self.copy_action = m.addAction(self._label("Copy CUDA_VISIBLE_DEVICES"), self._copy_freest)
-        self.simulate_action = m.addAction("Start with simulated GPUs", self.simulation_requested.emit)
+        self.copy_action = m.addAction(self._label(translate("Tray", "Copy CUDA_VISIBLE_DEVICES")), self._copy_freest)
+        self.simulate_action = m.addAction(
+            translate("Tray", "Start with simulated GPUs"), self.simulation_requested.emit
+        )
         self.simulate_action.setVisible(False)
-        pause = m.addMenu("Pause alerts")
-        self.pause_hour_action = pause.addAction("For 1 hour", lambda: self.pause_requested.emit(PAUSE_1H_S))
-        self.pause_forever_action = pause.addAction("Until resumed", lambda: self.pause_requested.emit(float("inf")))
-        self.resume_action = pause.addAction("Resume alerts", lambda: self.pause_requested.emit(0.0))
+        pause = m.addMenu(translate("Tray", "Pause alerts"))
+        self.pause_hour_action = pause.addAction(
+            translate("Tray", "For 1 hour"), lambda: self.pause_requested.emit(PAUSE_1H_S)
+        )
+        self.pause_forever_action = pause.addAction(
+            translate("Tray", "Until resumed"), lambda: self.pause_requested.emit(float("inf"))
+        )
+        self.resume_action = pause.addAction(translate("Tray", "Resume alerts"), lambda: self.pause_requested.emit(0.0))
         self.resume_action.setEnabled(False)
         self.pause_menu = pause
-        self.autostart_action = m.addAction("Start at login")
+        self.autostart_action = m.addAction(translate("Tray", "Start at login"))
         self.autostart_action.setCheckable(True)
-        self.settings_action = m.addAction("Settings…")
+        self.settings_action = m.addAction(translate("Tray", "Settings…"))
         m.addSeparator()
-        m.addAction("Quit", self.quit_requested.emit)
+        m.addAction(translate("Tray", "Quit"), self.quit_requested.emit)
 
     def app_menu(self, parent: QWidget) -> QMenu:
         """Pause alerts, Start at login and Settings for a window of ``parent``'s: the same actions
@@ -120,7 +127,7 @@ class Tray(QObject):
     def show_paused(self, paused: bool) -> None:
         """The menu says whether notifications are paused (the app's dispatcher decides)."""
         self.resume_action.setEnabled(paused)
-        self.pause_menu.setTitle("Alerts paused" if paused else "Pause alerts")
+        self.pause_menu.setTitle(translate("Tray", "Alerts paused") if paused else translate("Tray", "Pause alerts"))
 
     def _copy_freest(self) -> None:
         text = self.freest_text()
@@ -194,14 +201,19 @@ class Tray(QObject):
             action.setText(self._label(line))
         unavailable = sample.unavailable
         problem = sample.problem
-        status = problem[0] if problem else sample.simulation
+        status = problem[0] if problem else simulation_text(sample)
         self.status_action.setText(self._label(status))
         self.status_action.setToolTip(problem[1] if problem else "")
         self.status_action.setVisible(bool(status))
         no_driver = unavailable is not None and unavailable.reason is UnavailableReason.LIBRARY_NOT_FOUND
         self.simulate_action.setVisible(no_driver and not sample.simulation)
         freest = self.freest_text()
-        self.copy_action.setText(self._label(f"Copy {freest}" if freest else "Copy CUDA_VISIBLE_DEVICES"))
+        copy = (
+            translate("Tray", "Copy {freest}").format(freest=freest)
+            if freest
+            else translate("Tray", "Copy CUDA_VISIBLE_DEVICES")
+        )
+        self.copy_action.setText(self._label(copy))
         self.copy_action.setEnabled(bool(freest))
 
 

@@ -13,7 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from PySide6.QtCore import QByteArray, QEvent, QSettings, Qt, QTimer, Signal
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
 from PySide6.QtWidgets import (
     QButtonGroup,
@@ -33,6 +33,7 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.alerts import AlertEvent
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import Group
 from trayvml.core.safe_text import menu_label, rich_text
 from trayvml.core.sample import DeviceInfo, Sample
@@ -49,17 +50,19 @@ from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
+from trayvml.ui.text import simulation_text
 from trayvml.ui.theme import gpu_colour
 
+translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 RANGES_S = (
-    ("1 min", 60),
-    ("5 min", 300),
-    ("15 min", 900),
-    ("1 h", 3600),
-    ("6 h", 6 * 3600),
-    ("12 h", 12 * 3600),
-    ("24 h", 24 * 3600),  # this and the next read the history on disk (trayvml/store)
-    ("7 d", 7 * 24 * 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "1 min"), 60),
+    (QT_TRANSLATE_NOOP("GraphWindow", "5 min"), 300),
+    (QT_TRANSLATE_NOOP("GraphWindow", "15 min"), 900),
+    (QT_TRANSLATE_NOOP("GraphWindow", "1 h"), 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "6 h"), 6 * 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "12 h"), 12 * 3600),
+    (QT_TRANSLATE_NOOP("GraphWindow", "24 h"), 24 * 3600),  # this and the next read the history on disk (trayvml/store)
+    (QT_TRANSLATE_NOOP("GraphWindow", "7 d"), 7 * 24 * 3600),
 )
 DEFAULT_RANGE_S = 900
 REFRESH_AFTER_PAN_MS = 120
@@ -113,18 +116,20 @@ class GraphWindow(QMainWindow):
         self.no_gpus_label.setStyleSheet("padding: 40px; font-size: 13pt;")
         self.no_gpus_label.hide()
         self._gpu_tab_layout.addWidget(self.no_gpus_label, 1)
-        legend = QLabel(f"Throttle strip: {REASON_LEGEND}")
+        legend = QLabel(
+            translate("GraphWindow", "Throttle strip: {legend}").format(legend=translate("Panel", REASON_LEGEND))
+        )
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
-        self.tabs.addTab(self._gpu_tab, "GPUs")
+        self.tabs.addTab(self._gpu_tab, translate("GraphWindow", "GPUs"))
         self.per_gpu = PerGpuTab()
         self.per_gpu.page_built.connect(self._watch_range)
         self.per_gpu.page_changed.connect(self.request_redraw)
-        self.tabs.addTab(self.per_gpu, "Per GPU")
-        self.tabs.addTab(self.host_page, "Machine")
-        self.tabs.addTab(self.process_view, "Processes")
-        self.tabs.addTab(self.details, "Device details")
-        self.tabs.addTab(self.alert_table, "Alerts")
+        self.tabs.addTab(self.per_gpu, translate("GraphWindow", "Per GPU"))
+        self.tabs.addTab(self.host_page, translate("GraphWindow", "Machine"))
+        self.tabs.addTab(self.process_view, translate("GraphWindow", "Processes"))
+        self.tabs.addTab(self.details, translate("GraphWindow", "Device details"))
+        self.tabs.addTab(self.alert_table, translate("GraphWindow", "Alerts"))
         self.tabs.currentChanged.connect(lambda _: self.request_redraw())
         self.tabs.currentChanged.connect(lambda _: self.needs_changed.emit())
         self._pan_timer = QTimer(self)
@@ -158,13 +163,13 @@ class GraphWindow(QMainWindow):
 
     # ---- toolbar ----
     def _build_toolbar(self) -> None:
-        bar = QToolBar("View")
+        bar = QToolBar(translate("GraphWindow", "View"))
         bar.setObjectName("view_toolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
         self.range_buttons = QButtonGroup(self)
         for label, seconds in RANGES_S:
-            button = QPushButton(label)
+            button = QPushButton(translate("GraphWindow", label))
             button.setCheckable(True)
             button.setChecked(seconds == self.range_s)
             button.setFlat(True)
@@ -172,28 +177,30 @@ class GraphWindow(QMainWindow):
             self.range_buttons.addButton(button, seconds)
             bar.addWidget(button)
         bar.addSeparator()
-        self.follow_button = QPushButton("Follow live")
+        self.follow_button = QPushButton(translate("GraphWindow", "Follow live"))
         self.follow_button.setCheckable(True)
         self.follow_button.setChecked(True)
         self.follow_button.clicked.connect(lambda checked: self.set_following(checked))
-        self.follow_button.setToolTip("Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
+        self.follow_button.setToolTip(
+            translate("GraphWindow", "Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
+        )
         bar.addWidget(self.follow_button)
-        self.pick_button = QPushButton("Range…")
+        self.pick_button = QPushButton(translate("GraphWindow", "Range…"))
         self.pick_button.setFlat(True)
-        self.pick_button.setToolTip("Show any past range kept on disk")
+        self.pick_button.setToolTip(translate("GraphWindow", "Show any past range kept on disk"))
         self.pick_button.clicked.connect(self._pick_range)
         bar.addWidget(self.pick_button)
         spacer = QWidget()
         spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
         bar.addWidget(spacer)
-        self.export_csv_action = QAction("Export CSV…", self)
+        self.export_csv_action = QAction(translate("GraphWindow", "Export CSV…"), self)
         self.export_csv_action.triggered.connect(self._ask_export_csv)
         bar.addAction(self.export_csv_action)
-        self.export_png_action = QAction("Save PNG…", self)
+        self.export_png_action = QAction(translate("GraphWindow", "Save PNG…"), self)
         self.export_png_action.triggered.connect(self._ask_export_png)
         bar.addAction(self.export_png_action)
         self.addToolBarBreak()
-        gpus = QToolBar("GPUs")
+        gpus = QToolBar(translate("GraphWindow", "GPUs"))
         gpus.setObjectName("gpu_toolbar")
         gpus.setMovable(False)
         self.addToolBar(gpus)
@@ -201,7 +208,7 @@ class GraphWindow(QMainWindow):
         self.gpu_toggles_layout = QHBoxLayout(self.gpu_toggles_widget)
         self.gpu_toggles_layout.setContentsMargins(4, 0, 4, 0)
         self.gpu_toggles: list[QCheckBox] = []
-        gpus.addWidget(QLabel(" Show: "))
+        gpus.addWidget(QLabel(translate("GraphWindow", " Show: ")))
         gpus.addWidget(self.gpu_toggles_widget)
         self.energy: EnergyMeter | None = None  # set by the app: energy per GPU for the range in view
         self.asleep_spans: AsleepSpans | None = None  # set by the app: shaded where a GPU slept
@@ -212,7 +219,7 @@ class GraphWindow(QMainWindow):
         """A menu button at the toolbar's end: pause alerts, start at login, settings (the tray's)."""
         button = QToolButton()
         button.setObjectName("app_menu_button")
-        button.setText("Alerts and settings")
+        button.setText(translate("GraphWindow", "Alerts and settings"))
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         button.setMenu(menu)
         toolbar = self.findChild(QToolBar, "view_toolbar")
@@ -240,7 +247,9 @@ class GraphWindow(QMainWindow):
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
             # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
-            facts = f"{info.name} · bus {info.pci_bus_id or '?'} · {info.uuid}"
+            facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(
+                name=info.name, bus=info.pci_bus_id or "?", uuid=info.uuid
+            )
             toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
             self.gpu_toggles_layout.addWidget(toggle)
@@ -303,7 +312,11 @@ class GraphWindow(QMainWindow):
     def _show_following(self) -> None:
         """Out of Follow live, the button says so where the eye is, and one click returns."""
         self.follow_button.setChecked(self.following)
-        self.follow_button.setText("Follow live" if self.following else "Paused: back to live ▶")
+        self.follow_button.setText(
+            translate("GraphWindow", "Follow live")
+            if self.following
+            else translate("GraphWindow", "Paused: back to live ▶")
+        )
         paused = "QPushButton { background: palette(highlight); color: palette(highlighted-text); }"
         self.follow_button.setStyleSheet("" if self.following else paused)
 
@@ -361,9 +374,14 @@ class GraphWindow(QMainWindow):
         self._show_no_gpus(sample)
         title = "trayvml"
         if sample.gpus:
-            title += f" — {len(sample.gpus)} GPU{'s' if len(sample.gpus) > 1 else ''}"
+            count = len(sample.gpus)
+            title += (
+                translate("GraphWindow", " — {count} GPUs") if count > 1 else translate("GraphWindow", " — {count} GPU")
+            ).format(count=count)
         if sample.simulation:
-            title += f" — SIMULATED ({sample.simulation.removeprefix('simulated GPUs ').strip('()')})"
+            title += translate("GraphWindow", " — SIMULATED ({what})").format(
+                what=sample.simulation.removeprefix("simulated GPUs ").strip("()")
+            )
         if title != self.windowTitle():
             self.setWindowTitle(title)
         if not self.isVisible():
@@ -382,11 +400,9 @@ class GraphWindow(QMainWindow):
             if self.gpu_page is not None:
                 self.gpu_page.show()
             return
-        headline, sentence = problem or ("Waiting for the first reading of the GPUs", "")
-        text = (
-            f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p>"
-            "<p>The Machine tab still shows this computer's CPU, memory, disk and network.</p>"
-        )
+        headline, sentence = problem or (translate("GraphWindow", "Waiting for the first reading of the GPUs"), "")
+        machine = translate("GraphWindow", "The Machine tab still shows this computer's CPU, memory, disk and network.")
+        text = f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p><p>{machine}</p>"
         if text != self.no_gpus_label.text():
             self.no_gpus_label.setText(text)
         self.no_gpus_label.show()
@@ -513,17 +529,21 @@ class GraphWindow(QMainWindow):
             return ""
         parts = []
         if sample.simulation:
-            parts.append(f"SIMULATED: {sample.simulation}")
+            parts.append(translate("GraphWindow", "SIMULATED: {what}").format(what=simulation_text(sample)))
         if sample.problem is not None:
             parts.append(sample.problem[1])
         if sample.system is not None:
-            parts.append(f"driver {sample.system.driver_version} · CUDA {sample.system.cuda_driver_version}")
+            driver = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
+            parts.append(driver.format(driver=sample.system.driver_version, cuda=sample.system.cuda_driver_version))
         energy = self._energy_text()
         if energy:
             parts.append(energy)
         if self.store_note:
             parts.append(self.store_note)
-        parts.append("following live" if self.following else "paused on a past range: press Follow live")
+        following = translate("GraphWindow", "following live")
+        parts.append(
+            following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
+        )
         return "   ·   ".join(parts)
 
     def _energy_text(self) -> str:
@@ -533,11 +553,16 @@ class GraphWindow(QMainWindow):
         start, end = self.visible_range()
         each = [(g.index, self.energy.between_wh(g.index, start, end)) for g in self.sample.gpus]
         known = [f"{gpu} {format_energy(wh)}" for gpu, wh in each if not math.isnan(wh)]
-        return f"energy in view: {', '.join(known)}" if known else ""
+        energy = translate("GraphWindow", "energy in view: {energy}")
+        return energy.format(energy=translate("Panel", ", ").join(known)) if known else ""
 
     def _names(self) -> Callable[[int], str]:
         devices = {d.index: d for d in self._devices}
-        return lambda gpu: f"{gpu} {short_name(devices[gpu].name)}" if gpu in devices else f"GPU {gpu}"
+        return lambda gpu: (
+            f"{gpu} {short_name(devices[gpu].name)}"
+            if gpu in devices
+            else translate("GraphWindow", "GPU {gpu}").format(gpu=gpu)
+        )
 
     # ---- export ----
     def export_csv(self, path: str) -> None:
@@ -551,20 +576,25 @@ class GraphWindow(QMainWindow):
         export_png(self, path)
 
     def _ask_export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Export visible range", "trayvml.csv", "CSV (*.csv)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, translate("GraphWindow", "Export visible range"), "trayvml.csv", "CSV (*.csv)"
+        )
         if path:
-            self._try(lambda: self.export_csv(path), "export the CSV")
+            self._try(lambda: self.export_csv(path), translate("GraphWindow", "Could not export the CSV: {error}."))
 
     def _ask_export_png(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(self, "Save window as PNG", "trayvml.png", "PNG (*.png)")
+        path, _ = QFileDialog.getSaveFileName(
+            self, translate("GraphWindow", "Save window as PNG"), "trayvml.png", "PNG (*.png)"
+        )
         if path:
-            self._try(lambda: self.export_png(path), "save the PNG")
+            self._try(lambda: self.export_png(path), translate("GraphWindow", "Could not save the PNG: {error}."))
 
-    def _try(self, action: Callable[[], None], what: str) -> None:
+    def _try(self, action: Callable[[], None], failed: str) -> None:
+        """``failed``: the sentence for an OSError, with {error} for why."""
         try:
             action()
         except OSError as error:
-            QMessageBox.warning(self, "trayvml", f"Could not {what}: {error.strerror or error}.")
+            QMessageBox.warning(self, "trayvml", failed.format(error=error.strerror or error))
 
     # ---- look, geometry, visibility ----
     def apply_palette(self) -> None:
