@@ -30,6 +30,7 @@ from trayvml.remote.source import RemoteSource
 
 T = TypeVar("T")
 SPEC = "idle:gpus=h100*2+rtx4090"
+SPEC_GPUS = 3
 WAIT_S = 60.0  # Prometheus takes a few seconds to start on a loaded machine
 
 
@@ -77,7 +78,8 @@ def _gpus_read(url: str) -> Callable[[], list[Sample]]:
 
     def attempt() -> list[Sample]:
         samples = read(endpoint, 2.0, time.time())
-        return samples if samples and samples[0].gpus else []
+        # Every GPU: an exporter that is still collecting may serve the first GPUs' series alone.
+        return samples if samples and len(samples[0].gpus) == SPEC_GPUS else []
 
     return attempt
 

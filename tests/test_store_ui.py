@@ -142,7 +142,7 @@ def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: P
         # Nothing recorded before the two hours, nor after them until the live sample.
         assert spans[0][1] <= drawn[0] + 600 and spans[-1][0] >= drawn[-1] and spans[-1][1] > now - 1800
         labels = [label for region, label in shading.regions if region.isVisible() and label.isVisible()]
-        assert labels and all(label.textItem.toPlainText() == GAP_LABEL for label in labels)
+        assert labels and all(label.textItem.toPlainText().strip() == GAP_LABEL for label in labels)
 
         window.show_range(hour - 3 * 86400 - 3 * 3600, hour - 3 * 86400 + 3600)  # the picker's range
         window.refresh()

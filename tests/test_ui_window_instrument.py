@@ -226,7 +226,10 @@ def test_processes_show_host_usage_and_end_only_after_confirmation(qtbot) -> Non
         view, model = w.process_view, w.process_model
         row = next(r for r in range(model.rowCount()) if model.pid_at(r) == child.pid)
         cells = [model.index(row, c).data() for c in range(model.columnCount())]
-        assert cells[7].endswith(" s") and cells[6].endswith(("MiB", "KiB"))  # runtime, host RAM
+        from trayvml.ui.processes import HEADERS
+
+        runtime, ram = cells[HEADERS.index("Runtime")], cells[HEADERS.index("Host RAM")]
+        assert runtime.endswith(" s") and ram.endswith(("MiB", "KiB"))
         heights = {view.rowHeight(r) for r in range(model.rowCount())}
         assert len(heights) == 1  # "(no permission)" does not make its row taller
         assert view.can_end(row)

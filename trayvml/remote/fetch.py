@@ -16,6 +16,7 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass
+from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -238,17 +239,22 @@ def prometheus_query(endpoint: Endpoint) -> str:
     return f'{{__name__=~"{names}"{extra}}}'
 
 
+def _query_result(endpoint: Endpoint, body: bytes) -> list[dict[str, Any]]:
+    """The series of a Prometheus API answer (``data.result``); a refused query is a RemoteError."""
+    answer = json.loads(body)
+    if answer.get("status") != "success":
+        refused = translate("remote", "{url} refused the query: {reason}.")
+        reason = answer.get("error") or translate("remote", "no reason given")
+        raise RemoteError(refused.format(url=endpoint.url, reason=reason))
+    return list(answer["data"]["result"])
+
+
 def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float, stale_after_s: float = 60.0) -> list[Sample]:
     """The latest value of each series through ``/api/v1/query``; values older than ``stale_after_s`` are left out."""
     query = urllib.parse.urlencode({"query": prometheus_query(endpoint)})
     body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query?{query}", timeout_s)
     try:
-        answer = json.loads(body)
-        if answer.get("status") != "success":
-            refused = translate("remote", "{url} refused the query: {reason}.")
-            reason = answer.get("error") or translate("remote", "no reason given")
-            raise RemoteError(refused.format(url=endpoint.url, reason=reason))
-        result = answer["data"]["result"]
+        result = _query_result(endpoint, body)
         points = []
         for series in result:
             labels = dict(series["metric"])
@@ -321,12 +327,7 @@ def read_prometheus_past(
     body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query_range?{urllib.parse.urlencode(params)}", timeout_s)
     by_time: dict[float, list[Point]] = {}
     try:
-        answer = json.loads(body)
-        if answer.get("status") != "success":
-            refused = translate("remote", "{url} refused the query: {reason}.")
-            reason = answer.get("error") or translate("remote", "no reason given")
-            raise RemoteError(refused.format(url=endpoint.url, reason=reason))
-        for series in answer["data"]["result"]:
+        for series in _query_result(endpoint, body):
             labels = dict(series["metric"])
             name = labels.pop("__name__")
             for at_s, text in series["values"]:
