@@ -278,7 +278,7 @@ class App(QObject):
             self.show_window(gpus[0] if len(gpus) == 1 else -1)
         elif action == "snooze":
             for member in gpus:
-                self.dispatcher.snooze(member, rule)
+                self.dispatcher.snooze(member, rule, host="")  # actions come from local notifications only
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
         """The lines below the title: a lost GPU's facts and last values, the biggest processes; a
