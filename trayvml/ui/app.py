@@ -363,6 +363,8 @@ class App(QObject):
         for event in events:
             log.info("alert %s %s on %s", event.rule, event.kind, event.host)
             ready += self.dispatcher.offer(Outgoing(event, ""))
+        if self.window is not None:
+            self.window.add_events(events)  # listed and marked while that host is shown
         if ready:
             self._send(ready, max(o.event.timestamp_s for o in ready))
 
@@ -527,6 +529,7 @@ class App(QObject):
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
+            self.window.add_events(self.remote_hosts.events())  # listed while their host is chosen
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)
             if self.latest is not None:
