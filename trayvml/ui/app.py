@@ -339,6 +339,25 @@ class App(QObject):
         if self.window is not None:
             for gpu in range(self.window.gpu_count):
                 self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
+        self._store_and_icon_settings_changed(old, settings)
+
+    def _store_and_icon_settings_changed(self, old: Settings, settings: Settings) -> None:
+        """The history on disk's spans and size cap apply from the next sample; keeping it on disk or
+        not from the next start (the store is opened once, on the sampler thread, and a recorder may
+        hold it). The icon's remote hosts at once."""
+        from trayvml.record import limits_of
+
+        if limits_of(settings) != limits_of(old):
+            self.sampler.set_store_limits(limits_of(settings))
+        if settings.history_on_disk != old.history_on_disk:
+            said = (
+                translate("App", "trayvml keeps its history on disk from its next start.")
+                if settings.history_on_disk
+                else translate("App", "trayvml stops keeping its history on disk at its next start.")
+            )
+            self.tray.icon.showMessage("trayvml", said)
+        if settings.icon_remote_hosts != old.icon_remote_hosts:
+            self._remote_hosts_changed()
 
     # ---- remote hosts and serving (issue 10) ----
     def _make_remote_hosts(self) -> RemoteHostsView:
