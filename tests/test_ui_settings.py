@@ -288,3 +288,16 @@ def test_the_icons_remote_hosts_apply_at_once(qtbot, tmp_path: Path) -> None:
     assert app.tray.remote_icon_samples == []
     app.apply_settings(replace(Settings(), icon_remote_hosts=("dgx-01",)))
     assert app.tray.remote_icon_samples == [remote]
+
+
+@pytest.mark.parametrize(
+    ("label", "shown"),
+    [
+        ("Minutes kept on disk (days)", "Minutes kept on disk"),
+        ("磁盘上按分钟保存的时长（天）", "磁盘上按分钟保存的时长"),
+    ],
+)
+def test_a_spin_boxs_label_leaves_its_unit_to_the_suffix(label: str, shown: str) -> None:
+    from trayvml.ui.settings_dialog import TRAILING_UNIT
+
+    assert TRAILING_UNIT.sub("", label) == shown

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -76,6 +77,8 @@ SENTENCE_WORDS = {
     "memory_above_gib": (QT_TRANSLATE_NOOP("SettingsDialog", "memory above"), "GiB"),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
+# A label's trailing unit, "(days)" or a translation's "（天）": the spin box's suffix says it instead.
+TRAILING_UNIT = re.compile(r"\s*[(（][^()（）]*[)）]$")
 
 
 def _title(name: str) -> str:
@@ -341,17 +344,17 @@ class SettingsDialog(QDialog):
         )
         form.addRow("", self.history_on_disk)
         self.store_spins: dict[str, QSpinBox] = {}
-        for key, unit, suffix in (
-            ("history_fine_hours", " (h)", " h"),
-            ("history_coarse_days", " (days)", translate("SettingsDialog", " days")),
-            ("history_size_mib", " (MiB)", " MiB"),
+        for key, suffix in (
+            ("history_fine_hours", " h"),
+            ("history_coarse_days", translate("SettingsDialog", " days")),
+            ("history_size_mib", " MiB"),
         ):
             spec = GENERAL_BY_KEY[key]
             spin = QSpinBox()
             spin.setObjectName(key)
             spin.setRange(int(spec.minimum or 1), int(spec.maximum or 1))
             spin.setSuffix(suffix)
-            form.addRow(translate("settings", spec.label).replace(unit, ""), spin)
+            form.addRow(TRAILING_UNIT.sub("", translate("settings", spec.label)), spin)
             self.store_spins[key] = spin
         self.history_on_disk.toggled.connect(self._store_toggled)
 
