@@ -40,6 +40,11 @@ def changed_settings() -> Settings:
         start_at_login=True,
         language="zh_CN",
         hidden_gpus=(2, 3),
+        history_on_disk=False,
+        history_fine_hours=48,
+        history_coarse_days=30,
+        history_size_mib=256,
+        icon_remote_hosts=("dgx-01", "gpu-box"),
         alerts=AlertSettings(rules=rules, overrides={1: {"temperature": gpu1}}),
     )
 

@@ -11,8 +11,8 @@ from trayvml.core.clock import ManualClock
 from trayvml.dispatch import MAX_HELD_BACK, Dispatcher, Outgoing
 
 
-def event(gpu: int = 0, rule: str = "temperature", notify: bool = True) -> Outgoing:
-    return Outgoing(AlertEvent(0.0, gpu, "H100", rule, "firing", Severity.CRITICAL, "hot", notify=notify))
+def event(gpu: int = 0, rule: str = "temperature", notify: bool = True, host: str = "") -> Outgoing:
+    return Outgoing(AlertEvent(0.0, gpu, "H100", rule, "firing", Severity.CRITICAL, "hot", notify=notify, host=host))
 
 
 def ready(clock: ManualClock, **changes: object) -> Dispatcher:
@@ -34,6 +34,10 @@ CASES = [
     ("snoozed GPU 0 temperature", event(gpu=1), 10, True),  # another GPU
     ("snoozed GPU 0 temperature", event(rule="memory_used"), 10, True),  # another rule
     ("snoozed GPU 0 temperature", event(), 3601, True),
+    ("snoozed GPU 0 temperature", event(host="gpu-box"), 10, True),  # a remote host's GPU 0
+    ("snoozed gpu-box GPU 0 temperature", event(host="gpu-box"), 10, False),
+    ("snoozed gpu-box GPU 0 temperature", event(), 10, True),  # this machine's GPU 0
+    ("snoozed gpu-box GPU 0 temperature", event(host="other-box"), 10, True),
 ]
 
 
@@ -48,6 +52,8 @@ def test_policy(before: str, offered: Outgoing, later_s: float, sent: bool) -> N
     elif before == "paused then resumed":
         dispatcher.pause(math.inf)
         dispatcher.pause(0)
+    elif before.startswith("snoozed gpu-box"):
+        dispatcher.snooze(0, "temperature", host="gpu-box")
     elif before.startswith("snoozed"):
         dispatcher.snooze(0, "temperature")
     clock.advance_s(later_s)
@@ -62,6 +68,15 @@ def test_events_wait_for_the_notifier_and_a_pause_meanwhile_quiets_them() -> Non
     dispatcher.snooze(1, "temperature")
     assert dispatcher.notifier_ready() == [first]
     assert dispatcher.offer(event(gpu=2)) == [event(gpu=2)]  # ready now: sent at once
+
+
+def test_held_back_events_are_snoozed_by_host() -> None:
+    dispatcher = Dispatcher(ManualClock())
+    local, remote = event(gpu=0), event(gpu=0, host="gpu-box")
+    dispatcher.offer(local)
+    dispatcher.offer(remote)
+    dispatcher.snooze(0, "temperature", host="gpu-box")
+    assert dispatcher.notifier_ready() == [local]
 
 
 def test_held_back_events_are_bounded() -> None:

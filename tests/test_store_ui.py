@@ -64,6 +64,28 @@ def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
     assert shown[0] < second[0] - 0.5  # the first run's samples, read back from disk, come first
 
 
+def test_new_spans_and_size_cap_reach_the_running_writer(qtbot, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from trayvml.ui.app import App
+
+    app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=tmp_path / "h")
+    seen: list[float] = []
+    app.sampler.sample_taken.connect(lambda s: seen.append(s.timestamp_s))
+    app.sampler.start()
+    try:
+        qtbot.waitUntil(lambda: len(seen) >= 1, timeout=30_000)
+        recording = app.sampler._worker._recording
+        assert recording is not None and recording.writer is not None
+        assert recording.writer.limits == Limits()
+        app.apply_settings(replace(app.settings, history_fine_hours=2, history_coarse_days=3, history_size_mib=64))
+        after = len(seen)
+        qtbot.waitUntil(lambda: len(seen) >= after + 2, timeout=30_000)
+        assert recording.writer.limits == Limits(2 * 3600.0, 3 * 86400.0, 64 << 20)
+    finally:
+        app.sampler.stop()
+
+
 def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path) -> None:
     folder = tmp_path / "history"
     recorder = StoreWriter(folder)  # stands for `trayvml record`

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -10,7 +11,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, simulated_source
-from trayvml.alerts import RULE_BY_KEY, AlertEvent, AlertSettings
+from trayvml.alerts import RULE_BY_KEY, AlertEvent, AlertSettings, Severity
 from trayvml.config import Settings
 from trayvml.remote.fetch import parse_endpoint
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
@@ -133,6 +134,50 @@ def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemo
     assert both.bars == (*local.bars, *laptop.bars)
     stuck = IconContent((), stale=True)
     assert with_remote_bars(stuck, [dgx], "utilization", alerts) is stuck  # a stuck local driver still shows
+
+
+def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+) -> None:
+    from trayvml.autostart import XdgAutostart
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # the remote GPU 0 at 99 °C
+    app = App(
+        parse_spec("idle"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(remote.url,),
+    )
+    rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
+    app.remote_hosts.configure_alerts(AlertSettings(rules=rules))
+    source, _, _ = simulated_source("idle")
+    app.on_sample(source.sample())
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    table = window.alert_table
+    local = AlertEvent(source.sample().timestamp_s, 1, "H100", "temperature", "firing", Severity.WARNING, "warm")
+    window.add_events([local])
+    choice = app.host_choice
+    assert choice is not None
+    app.remote_hosts.start()
+    try:
+        qtbot.waitUntil(lambda: any(e.host == "dgx-01" for e in table.events), timeout=10_000)
+        titles = [table.item(row, 3).text() for row in range(table.rowCount())]
+        assert not any(t.startswith("dgx-01") for t in titles)  # this machine shown: its alerts only
+        markers = table.markers(0, math.inf, frozenset())
+        assert markers and all(e.host == "" for e in markers)
+        choice.box.setCurrentIndex(1)
+        titles = [table.item(row, 3).text() for row in range(table.rowCount())]
+        assert titles and all(t.startswith("dgx-01: ") for t in titles)
+        (marked,) = table.markers(0, math.inf, frozenset())
+        assert (marked.host, marked.gpu_index, marked.rule) == ("dgx-01", 0, "temperature")
+        choice.box.setCurrentIndex(0)
+        assert table.rowCount() == len([e for e in table.events if not e.host])
+    finally:
+        app.remote_hosts.stop()
 
 
 def _local_sample():  # type: ignore[no-untyped-def]

@@ -41,6 +41,9 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     dialog.interval.setValue(2.5)
     dialog.tray_metric.setCurrentText("power")
     dialog.gpu_checks[3].setChecked(False)
+    dialog.store_spins["history_fine_hours"].setValue(72)
+    dialog.store_spins["history_size_mib"].setValue(1024)
+    dialog.icon_remote_hosts.setText(" dgx-01 ,, gpu-box ")
     dialog.rule_grid.rows["temperature"][2]["critical_enter"].setText("88")
     dialog.gpu_choice.setCurrentIndex(1)
     _, override, edits = dialog.override_grid.rows["temperature"]
@@ -56,6 +59,8 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     (settings,) = applied
     assert settings.sampling_interval_s == 2.5 and settings.tray_metric == "power" and settings.hidden_gpus == (3,)
+    assert (settings.history_fine_hours, settings.history_size_mib) == (72, 1024)
+    assert settings.icon_remote_hosts == ("dgx-01", "gpu-box")
     assert settings.alerts.for_gpu(0, "temperature").critical_enter == 88.0
     assert settings.alerts.for_gpu(1, "temperature").critical_enter == 80.0
     assert set(settings.alerts.overrides) == {1}
@@ -85,6 +90,7 @@ def test_the_app_applies_settings_without_a_restart(qtbot, tmp_path: Path) -> No
     from dataclasses import replace
 
     from trayvml.nvml.sim import parse_spec
+    from trayvml.record import limits_of
     from trayvml.ui.app import App
 
     store = SettingsStore(tmp_path / "config.toml")
@@ -99,6 +105,7 @@ def test_the_app_applies_settings_without_a_restart(qtbot, tmp_path: Path) -> No
     assert app.history.tiers[0].step_s == 2.0  # sampling every 2 s
     assert autostart.is_enabled() and app.tray.autostart_action.isChecked()  # start at login: on
     assert same(store.load()[0], new)
+    assert app.sampler._worker.store_limits == limits_of(new)  # the store's writer keeps to them from the next tick
     app.tray.autostart_action.setChecked(False)  # the menu's check box
     assert not autostart.is_enabled() and not store.load()[0].start_at_login
 
@@ -250,3 +257,47 @@ def test_pause_start_at_login_and_settings_are_reachable_without_a_tray_menu(qtb
     app.settings_dialog.close()
     app.summary.close()
     window.close()
+
+
+def test_the_history_spans_are_greyed_while_the_history_is_not_kept_on_disk(qtbot, devices) -> None:
+    dialog = SettingsDialog(Settings(history_on_disk=False), devices)
+    qtbot.addWidget(dialog)
+    assert not any(spin.isEnabled() for spin in dialog.store_spins.values())
+    assert "next start" in dialog.history_on_disk.toolTip()
+    dialog.history_on_disk.setChecked(True)
+    assert all(spin.isEnabled() for spin in dialog.store_spins.values())
+    settings, problems = dialog.settings()
+    assert problems == [] and settings.history_on_disk
+
+
+def test_the_icons_remote_hosts_apply_at_once(qtbot, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from trayvml.core.sample import SystemInfo
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    app = App(
+        parse_spec("idle:gpus=h100"), store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path)
+    )
+    source, _, _ = simulated_source("idle:gpus=rtx4090*2")
+    remote = source.sample()
+    remote = replace(remote, system=SystemInfo("dgx-01", "570.86", "12.8", "12.570"))
+    app.remote_hosts.samples = [remote]
+    app.apply_settings(replace(Settings(), icon_remote_hosts=("gpu-box",)))
+    assert app.tray.remote_icon_samples == []
+    app.apply_settings(replace(Settings(), icon_remote_hosts=("dgx-01",)))
+    assert app.tray.remote_icon_samples == [remote]
+
+
+@pytest.mark.parametrize(
+    ("label", "shown"),
+    [
+        ("Minutes kept on disk (days)", "Minutes kept on disk"),
+        ("磁盘上按分钟保存的时长（天）", "磁盘上按分钟保存的时长"),
+    ],
+)
+def test_a_spin_boxs_label_leaves_its_unit_to_the_suffix(label: str, shown: str) -> None:
+    from trayvml.ui.settings_dialog import TRAILING_UNIT
+
+    assert TRAILING_UNIT.sub("", label) == shown

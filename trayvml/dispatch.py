@@ -1,7 +1,7 @@
 """Which alert events become notifications: the policy between the alert engine and the notifier.
 
 Pure and clock-injected, so that every rule is a table test: notifications off, paused alerts
-(the alert states go on, only notifications stop), a snoozed GPU and rule, the rule's own
+(the alert states go on, only notifications stop), a snoozed host, GPU and rule, the rule's own
 cooldown (``AlertEvent.notify``), and events held back until a notifier is ready.
 """
 
@@ -30,7 +30,8 @@ class Dispatcher:
     clock: Clock
     notifications_on: bool = True
     paused_until_s: float = 0.0  # 0: not paused; inf: until resumed
-    snoozed_until_s: dict[tuple[int, str], float] = field(default_factory=dict)
+    # By (host, GPU index, rule); host "" is this machine: a remote GPU 0 is not this machine's GPU 0.
+    snoozed_until_s: dict[tuple[str, int, str], float] = field(default_factory=dict)
     ready: bool = False  # a notifier exists; until then events wait in ``held_back``
     held_back: list[Outgoing] = field(default_factory=list)
 
@@ -42,8 +43,8 @@ class Dispatcher:
         """Pause notifications for ``seconds`` (inf: until resumed; 0: resume)."""
         self.paused_until_s = 0.0 if seconds <= 0 else self.clock.now_s() + seconds
 
-    def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S) -> None:
-        self.snoozed_until_s[(gpu_index, rule)] = self.clock.now_s() + seconds
+    def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S, host: str = "") -> None:
+        self.snoozed_until_s[(host, gpu_index, rule)] = self.clock.now_s() + seconds
 
     def why_not(self, event: AlertEvent) -> str:
         """Why ``event`` should not reach the user now; "" when it should."""
@@ -53,7 +54,7 @@ class Dispatcher:
             return "notifications are off"
         if self.paused:
             return "alerts are paused"
-        if self.clock.now_s() < self.snoozed_until_s.get((event.gpu_index, event.rule), -math.inf):
+        if self.clock.now_s() < self.snoozed_until_s.get((event.host, event.gpu_index, event.rule), -math.inf):
             return "snoozed"
         return ""
 

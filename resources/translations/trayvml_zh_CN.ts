@@ -134,6 +134,14 @@
         <translation>trayvml 将在下次启动时使用新的语言。</translation>
     </message>
     <message>
+        <source>trayvml keeps its history on disk from its next start.</source>
+        <translation>trayvml 将从下次启动起在磁盘上保存历史记录。</translation>
+    </message>
+    <message>
+        <source>trayvml stops keeping its history on disk at its next start.</source>
+        <translation>trayvml 将从下次启动起不再在磁盘上保存历史记录。</translation>
+    </message>
+    <message>
         <source>Serving metrics: {error}</source>
         <translation>提供指标服务：{error}</translation>
     </message>
@@ -751,6 +759,18 @@ It is sent SIGTERM, as kill does.</source>
         <translation>远程主机</translation>
     </message>
     <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>The remote hosts, by name and separated by commas, whose GPUs the tray icon shows beside this machine&apos;s; * for every host, empty for none.</source>
+        <translation>托盘图标在本机 GPU 旁一并显示其 GPU 的远程主机，按主机名填写，以逗号分隔；* 表示所有主机，留空表示不显示。</translation>
+    </message>
+    <message>
+        <source>Hosts in the tray icon</source>
+        <translation>托盘图标中的主机</translation>
+    </message>
+    <message>
         <source>General</source>
         <translation>常规</translation>
     </message>
@@ -765,6 +785,14 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Per GPU</source>
         <translation>按 GPU 设置</translation>
+    </message>
+    <message>
+        <source>Turned on or off, it takes effect at the next start.</source>
+        <translation>开启或关闭后，下次启动时生效。</translation>
+    </message>
+    <message>
+        <source> days</source>
+        <translation> 天</translation>
     </message>
 </context>
 <context>

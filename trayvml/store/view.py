@@ -75,6 +75,12 @@ class Recording:
             return after or ""
         return None
 
+    def set_limits(self, limits: Limits) -> None:
+        """New spans and size cap (the settings changed): the writer's next pruning keeps to them."""
+        self.limits = limits
+        if self.writer is not None:
+            self.writer.limits = limits
+
     def close(self) -> None:
         if self.writer is not None:
             self.writer.close()

@@ -1,4 +1,8 @@
-"""The Alerts page: every alert and its resolution, newest first; the same alerts mark the timelines."""
+"""The Alerts page: every alert and its resolution, newest first; the same alerts mark the timelines.
+
+It keeps the alerts of this machine and of every remote host (``AlertEvent.host``) and lists, and
+marks, those of the host the window shows (``show_host``; "" is this machine).
+"""
 
 from __future__ import annotations
 
@@ -36,11 +40,25 @@ class AlertsPage(QTableWidget):
         self.horizontalHeader().setStretchLastSection(True)
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
-        self.events: list[AlertEvent] = []  # oldest first, at most MAX_LISTED_EVENTS
+        self.events: list[AlertEvent] = []  # every host's, oldest first, at most MAX_LISTED_EVENTS
+        self.host = ""  # whose alerts are listed and marked: "" this machine, else a remote host's name
+
+    def show_host(self, host: str) -> None:
+        """List (and mark) the alerts of ``host`` only."""
+        self.host = host
+        self.setRowCount(0)
+        self._list([e for e in self.events if e.host == host])
 
     def add_events(self, events: list[AlertEvent]) -> None:
+        self.events += events
+        self._list([e for e in events if e.host == self.host])
+        if len(self.events) > MAX_LISTED_EVENTS:
+            del self.events[: len(self.events) - MAX_LISTED_EVENTS]
+        while self.rowCount() > MAX_LISTED_EVENTS:
+            self.removeRow(self.rowCount() - 1)
+
+    def _list(self, events: list[AlertEvent]) -> None:
         for event in events:
-            self.events.append(event)
             row = 0  # newest first
             self.insertRow(row)
             when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
@@ -60,16 +78,15 @@ class AlertsPage(QTableWidget):
                 if event.kind != "resolved":
                     item.setForeground(QColor(SEVERITY_COLOURS[event.severity]))
                 self.setItem(row, column, item)
-        if len(self.events) > MAX_LISTED_EVENTS:
-            del self.events[: len(self.events) - MAX_LISTED_EVENTS]
-            while self.rowCount() > MAX_LISTED_EVENTS:
-                self.removeRow(self.rowCount() - 1)
 
     def markers(self, start_s: float, end_s: float, hidden_gpus: frozenset[int]) -> list[AlertEvent]:
-        """The alerts to mark on timelines showing ``start_s``..``end_s``: not resolutions, not those
-        of hidden GPUs (machine-wide ones always), the latest MAX_MARKERS."""
+        """The alerts to mark on timelines showing ``start_s``..``end_s``: the shown host's, not
+        resolutions, not those of hidden GPUs (machine-wide ones always), the latest MAX_MARKERS."""
         return [
             e
             for e in self.events
-            if start_s <= e.timestamp_s <= end_s and e.kind != "resolved" and e.gpu_index not in hidden_gpus
+            if e.host == self.host
+            and start_s <= e.timestamp_s <= end_s
+            and e.kind != "resolved"
+            and e.gpu_index not in hidden_gpus
         ][-MAX_MARKERS:]

@@ -278,7 +278,7 @@ class App(QObject):
             self.show_window(gpus[0] if len(gpus) == 1 else -1)
         elif action == "snooze":
             for member in gpus:
-                self.dispatcher.snooze(member, rule)
+                self.dispatcher.snooze(member, rule, host="")  # actions come from local notifications only
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
         """The lines below the title: a lost GPU's facts and last values, the biggest processes; a
@@ -339,6 +339,25 @@ class App(QObject):
         if self.window is not None:
             for gpu in range(self.window.gpu_count):
                 self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
+        self._store_and_icon_settings_changed(old, settings)
+
+    def _store_and_icon_settings_changed(self, old: Settings, settings: Settings) -> None:
+        """The history on disk's spans and size cap apply from the next sample; keeping it on disk or
+        not from the next start (the store is opened once, on the sampler thread, and a recorder may
+        hold it). The icon's remote hosts at once."""
+        from trayvml.record import limits_of
+
+        if limits_of(settings) != limits_of(old):
+            self.sampler.set_store_limits(limits_of(settings))
+        if settings.history_on_disk != old.history_on_disk:
+            said = (
+                translate("App", "trayvml keeps its history on disk from its next start.")
+                if settings.history_on_disk
+                else translate("App", "trayvml stops keeping its history on disk at its next start.")
+            )
+            self.tray.icon.showMessage("trayvml", said)
+        if settings.icon_remote_hosts != old.icon_remote_hosts:
+            self._remote_hosts_changed()
 
     # ---- remote hosts and serving (issue 10) ----
     def _make_remote_hosts(self) -> RemoteHostsView:
@@ -363,6 +382,8 @@ class App(QObject):
         for event in events:
             log.info("alert %s %s on %s", event.rule, event.kind, event.host)
             ready += self.dispatcher.offer(Outgoing(event, ""))
+        if self.window is not None:
+            self.window.add_events(events)  # listed and marked while that host is shown
         if ready:
             self._send(ready, max(o.event.timestamp_s for o in ready))
 
@@ -527,6 +548,7 @@ class App(QObject):
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
+            self.window.add_events(self.remote_hosts.events())  # listed while their host is chosen
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)
             if self.latest is not None:

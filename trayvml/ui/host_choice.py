@@ -63,6 +63,7 @@ class HostChoice(QObject):
         else:
             history, sample = self.remotes.histories[self.host], self.remotes.latest.get(self.host)
         self.window.history = history
+        self.window.alert_table.show_host(self.host)  # its alerts, in the table and on the timelines
         if sample is not None:
             self.window.update_sample(sample)
 

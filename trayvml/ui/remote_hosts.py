@@ -182,6 +182,11 @@ class RemoteHostsView(QObject):
         for engine in self._engines.values():
             engine.configure(settings)
 
+    def events(self) -> list[AlertEvent]:
+        """Every remote host's alerts so far (each naming its host), oldest first: a window opened late lists them."""
+        named = [replace(event, host=host) for host, engine in self._engines.items() for event in engine.events]
+        return sorted(named, key=lambda event: event.timestamp_s)
+
     def _alert(self, samples: Sequence[Sample]) -> None:
         """Each host's new samples into its history and through its own alert engine (events name the host)."""
         raised: list[AlertEvent] = []

@@ -24,6 +24,7 @@ if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (
     from trayvml.history import History, Tier
     from trayvml.nvml.sim import SimSpec
     from trayvml.source import Source
+    from trayvml.store.store import Limits
     from trayvml.store.view import Recording
 
 # Every simulated second of the past is computed (counters are running sums): at most this many.
@@ -97,6 +98,7 @@ class _Worker(QObject):
         # Set from the GUI thread, read here: swapping one immutable value needs no lock.
         self.demand: frozenset[str] | None = None
         self.idle_poll_s = 0.0  # seconds between reads of idle laptop GPUs (NvmlReader.idle_poll_s)
+        self.store_limits: Limits | None = None  # the store's spans and size cap, once the settings change
         self._new_history = new_history
         self._stopping = threading.Event()
         self._simulation = simulation
@@ -187,6 +189,8 @@ class _Worker(QObject):
                 self._backfill_from_disk(sample)
             self.sample_taken.emit(sample)
             if self._recording is not None:
+                if self.store_limits is not None and self.store_limits != self._recording.limits:
+                    self._recording.set_limits(self.store_limits)
                 note = self._recording.append(sample)
                 if note is not None:  # "": the store is written again
                     self.store_noted.emit(note)
@@ -273,6 +277,10 @@ class Sampler(QObject):
     def set_idle_poll(self, seconds: float) -> None:
         """How seldom idle laptop GPUs are read, NVML let go in between (0: every tick)."""
         self._worker.idle_poll_s = seconds
+
+    def set_store_limits(self, limits: Limits) -> None:
+        """The history on disk's spans and size cap; the store's writer uses them from the next tick."""
+        self._worker.store_limits = limits
 
     def stop(self) -> None:
         if self._thread.isRunning():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import replace
 from typing import Any
 
@@ -76,6 +77,8 @@ SENTENCE_WORDS = {
     "memory_above_gib": (QT_TRANSLATE_NOOP("SettingsDialog", "memory above"), "GiB"),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
+# A label's trailing unit, "(days)" or a translation's "（天）": the spin box's suffix says it instead.
+TRAILING_UNIT = re.compile(r"\s*[(（][^()（）]*[)）]$")
 
 
 def _title(name: str) -> str:
@@ -238,6 +241,7 @@ class SettingsDialog(QDialog):
         self.idle_gpu_poll.setSuffix(" s")
         self.idle_gpu_poll.setToolTip(translate("settings", spec.description))
         form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.idle_gpu_poll)
+        self._add_store_rows(form)
         shown = QWidget()
         shown_layout = QHBoxLayout(shown)
         shown_layout.setContentsMargins(0, 0, 0, 0)
@@ -267,6 +271,17 @@ class SettingsDialog(QDialog):
         )
         self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 4 + 12)
         form.addRow(translate("SettingsDialog", "Remote hosts"), self.remote_hosts)
+        self.icon_remote_hosts = QLineEdit()
+        self.icon_remote_hosts.setObjectName("icon_remote_hosts")
+        self.icon_remote_hosts.setPlaceholderText(translate("SettingsDialog", "none"))
+        self.icon_remote_hosts.setToolTip(
+            translate(
+                "SettingsDialog",
+                "The remote hosts, by name and separated by commas, whose GPUs the tray icon shows beside "
+                "this machine's; * for every host, empty for none.",
+            )
+        )
+        form.addRow(translate("SettingsDialog", "Hosts in the tray icon"), self.icon_remote_hosts)
         tabs.addTab(general, translate("SettingsDialog", "General"))
 
         self.rule_grid = _RuleGrid(overridable=False)
@@ -319,6 +334,34 @@ class SettingsDialog(QDialog):
         self.gpu_choice.currentIndexChanged.connect(self._switch_gpu)
         self._check()
 
+    def _add_store_rows(self, form: QFormLayout) -> None:
+        """The history on disk (issue 9): on or off, each span, the size cap; the spans greyed while off."""
+        self.history_on_disk = QCheckBox(translate("settings", GENERAL_BY_KEY["history_on_disk"].label))
+        self.history_on_disk.setToolTip(
+            translate("settings", GENERAL_BY_KEY["history_on_disk"].description)
+            + " "
+            + translate("SettingsDialog", "Turned on or off, it takes effect at the next start.")
+        )
+        form.addRow("", self.history_on_disk)
+        self.store_spins: dict[str, QSpinBox] = {}
+        for key, suffix in (
+            ("history_fine_hours", " h"),
+            ("history_coarse_days", translate("SettingsDialog", " days")),
+            ("history_size_mib", " MiB"),
+        ):
+            spec = GENERAL_BY_KEY[key]
+            spin = QSpinBox()
+            spin.setObjectName(key)
+            spin.setRange(int(spec.minimum or 1), int(spec.maximum or 1))
+            spin.setSuffix(suffix)
+            form.addRow(TRAILING_UNIT.sub("", translate("settings", spec.label)), spin)
+            self.store_spins[key] = spin
+        self.history_on_disk.toggled.connect(self._store_toggled)
+
+    def _store_toggled(self, on: bool) -> None:
+        for spin in self.store_spins.values():
+            spin.setEnabled(on)
+
     def show_settings(self, settings: Settings) -> None:
         self.base = settings
         self.interval.setValue(settings.sampling_interval_s)
@@ -330,6 +373,11 @@ class SettingsDialog(QDialog):
         self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
         self.serve_metrics.setChecked(settings.serve_metrics)
         self.remote_hosts.setPlainText("\n".join(settings.remote_hosts))
+        self.icon_remote_hosts.setText(", ".join(settings.icon_remote_hosts))
+        self.history_on_disk.setChecked(settings.history_on_disk)
+        self._store_toggled(settings.history_on_disk)
+        for key, spin in self.store_spins.items():
+            spin.setValue(getattr(settings, key))
         for check, info in zip(self.gpu_checks, self.devices, strict=True):
             check.setChecked(info.index not in settings.hidden_gpus)
         self.rule_grid.show_rules(dict(settings.alerts.rules))
@@ -374,7 +422,11 @@ class SettingsDialog(QDialog):
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             serve_metrics=self.serve_metrics.isChecked(),
-            icon_remote_hosts=self.base.icon_remote_hosts,  # no control yet: kept as the file has it
+            icon_remote_hosts=tuple(name.strip() for name in self.icon_remote_hosts.text().split(",") if name.strip()),
+            history_on_disk=self.history_on_disk.isChecked(),
+            history_fine_hours=self.store_spins["history_fine_hours"].value(),
+            history_coarse_days=self.store_spins["history_coarse_days"].value(),
+            history_size_mib=self.store_spins["history_size_mib"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
