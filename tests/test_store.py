@@ -361,3 +361,15 @@ def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytes
     reader = StoreReader(tmp_path)
     assert len(reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 30, GPU_LAYOUT.keys).times_s) == 20
     reader.close()
+
+
+def test_simulated_gpus_keep_a_history_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
+    from trayvml.store import default_folder
+
+    real, simulated = default_folder(), default_folder(simulated=True)
+    assert real != simulated and real.parent == simulated.parent  # both in this run's own state folder
+    _write(simulated, _samples("training:gpus=h100", time.time() - 120, 30))
+    assert cli.main(["history", "--simulate", "--stats"]) == 0
+    assert "samples:" in capsys.readouterr().out  # --simulate reads the simulated GPUs' store
+    assert cli.main(["history", "--stats"]) != 0  # the real GPUs' history is untouched: none yet
+    assert not (real / "history.sqlite").exists()

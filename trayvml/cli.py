@@ -230,7 +230,7 @@ def build_parser() -> argparse.ArgumentParser:
     desktop.add_argument("action", choices=("install", "uninstall"))
     from trayvml.record import add_commands
 
-    add_commands(commands, reading, sampling)  # record, history: the history store (issue 9)
+    add_commands(commands, reading, sampling, simulate)  # record, history: the history store (issue 9)
     return parser
 
 
@@ -383,7 +383,7 @@ def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.record import history, record
 
     if args.command == "history":
-        return history(args, time.time())
+        return history(args, time.time(), simulated=simulation is not None)
     settings, note = SettingsStore(Path(args.config) if args.config else default_path()).load()
     if note:
         print(f"trayvml: {note}", file=sys.stderr)

@@ -42,8 +42,10 @@ def add_commands(
     commands: argparse._SubParsersAction,
     parents: Sequence[argparse.ArgumentParser],
     sampling: argparse.ArgumentParser,
+    simulate: argparse.ArgumentParser,
 ) -> None:
-    """Register ``record`` and ``history`` on the CLI's sub-command parser."""
+    """Register ``record`` and ``history`` on the CLI's sub-command parser (``history --simulate``
+    reads the simulated GPUs' own store)."""
     store = argparse.ArgumentParser(add_help=False)
     store.add_argument(
         "--store",
@@ -58,7 +60,7 @@ def add_commands(
     )
     record.add_argument("--count", type=int, metavar="N", help=argparse.SUPPRESS)  # tests: stop after N samples
     history = commands.add_parser(
-        "history", parents=[store], help=translate("cli", "export stored history as CSV (the columns of log)")
+        "history", parents=[simulate, store], help=translate("cli", "export stored history as CSV (the columns of log)")
     )
     when = history.add_mutually_exclusive_group()
     when.add_argument("--since", metavar="AGO", help=translate("cli", "e.g. 90m, 2h, 3d (default 1h)"))
@@ -90,10 +92,10 @@ def limits_of(settings: Settings) -> Limits:
     )
 
 
-def _folder(args: argparse.Namespace) -> Path:
+def _folder(args: argparse.Namespace, simulated: bool) -> Path:
     from trayvml.store import default_folder
 
-    return Path(args.store) if args.store is not None else default_folder()
+    return Path(args.store) if args.store is not None else default_folder(simulated)
 
 
 def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
@@ -102,7 +104,7 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     from trayvml.store.store import StoreWriter
 
     interval_s = args.interval if args.interval is not None else settings.sampling_interval_s
-    writer = StoreWriter(_folder(args), limits_of(settings))  # raises StoreLockedError with the holder's pid
+    writer = StoreWriter(_folder(args, simulation is not None), limits_of(settings))  # raises StoreLockedError with the holder's pid
     said: str | None = None
     previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
     source = Source(simulation, host=True, stall_after_s=args.timeout)
@@ -179,10 +181,11 @@ def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
     return start_s, end_s
 
 
-def history(args: argparse.Namespace, now_s: float) -> int:
+def history(args: argparse.Namespace, now_s: float, simulated: bool = False) -> int:
+    """Export or describe the store; ``simulated``: the simulated GPUs' own (``--simulate``)."""
     from trayvml.store.read import StoreReader
 
-    folder = _folder(args)
+    folder = _folder(args, simulated)
     reader = StoreReader(folder)
     try:
         return _history(args, now_s, reader, folder)

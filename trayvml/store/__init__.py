@@ -6,10 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 
-def default_folder() -> Path:
+def default_folder(simulated: bool = False) -> Path:
     """Where the history lives: the user's state folder (``~/.local/state/trayvml/history`` on Linux).
 
+    Simulated GPUs keep theirs apart (``history-simulated``), so that trying ``--simulate`` never
+    puts made-up GPUs into the history of the real ones, nor waits on the real recorder's lock.
     Here, away from the heavy modules, so that the tray app can name it without importing numpy."""
     from platformdirs import user_state_path
 
-    return user_state_path("trayvml", appauthor=False) / "history"
+    return user_state_path("trayvml", appauthor=False) / ("history-simulated" if simulated else "history")

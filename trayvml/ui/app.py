@@ -608,7 +608,7 @@ def run_app(
         tray_wait_s=tray_wait_s,
         store=store,
         stored=stored,
-        history_folder=default_folder(),
+        history_folder=default_folder(simulated=simulation is not None),
         remote_urls=remote_urls,
     )
     server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
