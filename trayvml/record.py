@@ -104,7 +104,9 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     from trayvml.store.store import StoreWriter
 
     interval_s = args.interval if args.interval is not None else settings.sampling_interval_s
-    writer = StoreWriter(_folder(args, simulation is not None), limits_of(settings))  # raises StoreLockedError with the holder's pid
+    writer = StoreWriter(
+        _folder(args, simulation is not None), limits_of(settings)
+    )  # raises StoreLockedError with the holder's pid
     said: str | None = None
     previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
     source = Source(simulation, host=True, stall_after_s=args.timeout)
