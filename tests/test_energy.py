@@ -110,6 +110,11 @@ def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:
     assert (cells["Energy"], cells["Job energy"]) == ("10.0 Wh", "40.0 Wh")
     no_meter = _cells(procs[1], "simulated", 0.0)
     assert dict(zip(HEADERS, (t for t, _ in no_meter), strict=True))["Energy"] == "–"
+    unknown = EnergyMeter()  # a GPU with no power reading and no counter: its processes' energy is unknown too
+    for k in range(60):
+        unknown.update(gpu_sample(k, processes=procs))
+    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", 0.0, unknown)), strict=True))
+    assert (cells["Energy"], cells["Job energy"]) == ("–", "–")
 
 
 def test_per_process_sm_share_is_read_with_its_last_seen_timestamp_and_shares_energy() -> None:

@@ -398,6 +398,10 @@
         <translation>已停在过去的时间段：点击“跟随实时”继续</translation>
     </message>
     <message>
+        <source>GPU {gpu}: {energy}</source>
+        <translation>GPU {gpu}：{energy}</translation>
+    </message>
+    <message>
         <source>energy in view: {energy}</source>
         <translation>可见时间段能耗：{energy}</translation>
     </message>

@@ -78,8 +78,12 @@ def _cells(
     hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
     memory = proc.used_memory_bytes
     # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.energy).
-    wh = math.nan if energy is None else energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
-    job_wh = math.nan if energy is None else energy.job_wh.get((proc.gpu_index, job_key(proc)), 0.0)
+    # Unknown, not 0, where the GPU's own energy is unknown (no power reading, no counter).
+    if energy is None or math.isnan(energy.since_start_wh(proc.gpu_index)):
+        wh = job_wh = math.nan
+    else:
+        wh = energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
+        job_wh = energy.job_wh.get((proc.gpu_index, job_key(proc)), 0.0)
     if isinstance(usage, HostUsage):
         cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
         ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)

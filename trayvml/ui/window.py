@@ -552,7 +552,8 @@ class GraphWindow(QMainWindow):
             return ""
         start, end = self.visible_range()
         each = [(g.index, self.energy.between_wh(g.index, start, end)) for g in self.sample.gpus]
-        known = [f"{gpu} {format_energy(wh)}" for gpu, wh in each if not math.isnan(wh)]
+        gpu_energy = translate("GraphWindow", "GPU {gpu}: {energy}")
+        known = [gpu_energy.format(gpu=gpu, energy=format_energy(wh)) for gpu, wh in each if not math.isnan(wh)]
         energy = translate("GraphWindow", "energy in view: {energy}")
         return energy.format(energy=translate("Panel", ", ").join(known)) if known else ""
 
