@@ -154,6 +154,7 @@ class _RuleGrid(QWidget):
                 span = 4 if any(name in COLUMN_TITLES for name in kind.numbers) else len(COLUMN_TITLES)
                 grid.addLayout(sentence, row, FIRST_COLUMN, 1, span)
             self.rows[kind.key] = (enabled, override, edits)
+        grid.setRowStretch(len(RULES) + 1, 1)  # room to spare goes below the rules, not between them
 
     def _override_toggled(self) -> None:
         for enabled, override, edits in self.rows.values():
