@@ -186,10 +186,9 @@ class StoreReader:
         native_ms = WIDE_BUCKET_MS if block.tier is Tier.WIDE else BUCKET_MS
         merged = merge_coarse([parts], step_ms) if step_ms != native_ms else parts  # already in those buckets
         starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
-        resolutions = np.array(layout.resolutions)
-        lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
-        hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
-        su_v = codec.restore_columns(su, resolutions)
+        lo_r, hi_r, su_v = codec.restore_columns(np.stack([lo, hi, su]), np.array(layout.resolutions))  # one call
+        lo_v = np.where(c > 0, lo_r, np.inf)
+        hi_v = np.where(c > 0, hi_r, -np.inf)
         found = (
             starts,
             _columns(c, layout, keys, 0),
