@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +27,7 @@ from trayvml.record import parse_time
 from trayvml.source import Source
 from trayvml.store import codec
 from trayvml.store.db import Block, Database, Tier
-from trayvml.store.read import StoreReader
+from trayvml.store.read import StoreReader, _decoded_any
 from trayvml.store.store import GPU_LAYOUT, HOST_UUID, Limits, StoreLockedError, StoreWriter
 
 MIDNIGHT_S = datetime(2027, 3, 3, tzinfo=timezone.utc).timestamp()
@@ -348,6 +349,16 @@ def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monk
     assert np.array_equal(again.count, wide.count)
     reader.coarse(uuid, *day_before, 60.0, GPU_LAYOUT.keys, fresh=False)
     assert [tier for _, tier in fetched] == [int(Tier.WIDE), int(Tier.COARSE)]
+    # A block listed without its data (it was decoded) and dropped from the cache before it is
+    # used is read again, not taken for a damaged one.
+    db = reader._database()
+    assert db is not None
+    listed = db.blocks(db.devices()[0].id, (Tier.WIDE,), 0, 2**62, data=False)
+    assert len(listed) == 1 and listed[0].data == b""
+    decoded = [matrices for _, _, matrices in _decoded_any((db, listed), OrderedDict())]
+    whole = db.with_data(listed)[0]
+    expected = codec.decode(whole.data, whole.crc, codec.COARSE_MATRICES)
+    assert len(decoded) == 1 and all(np.array_equal(a, b) for a, b in zip(decoded[0], expected, strict=True))
     reader.close()
 
 

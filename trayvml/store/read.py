@@ -267,6 +267,11 @@ def _decoded_any(
         if matrices is not None:
             cache.move_to_end(key)
         else:
+            if not block.data:  # listed without its data, as it was decoded, and dropped from the cache since
+                reread = db.with_data([block])
+                if not reread:
+                    continue  # deleted since (pruned): nothing to show of it
+                block = reread[0]
             matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
             if matrices is not None and block.tier in (Tier.COARSE, Tier.WIDE):
                 cache[key] = matrices
