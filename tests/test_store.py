@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,8 +26,8 @@ from trayvml.nvml.sim import parse_spec
 from trayvml.record import parse_time
 from trayvml.source import Source
 from trayvml.store import codec
-from trayvml.store.db import Database
-from trayvml.store.read import StoreReader
+from trayvml.store.db import Block, Database, Tier
+from trayvml.store.read import StoreReader, _decoded_any
 from trayvml.store.store import GPU_LAYOUT, HOST_UUID, Limits, StoreLockedError, StoreWriter
 
 MIDNIGHT_S = datetime(2027, 3, 3, tzinfo=timezone.utc).timestamp()
@@ -307,6 +308,58 @@ def test_codec_refuses_a_damaged_payload() -> None:
     data, crc = codec.encode([np.arange(5)[None, :], np.ones((2, 5), dtype=np.int64)], 3)
     with pytest.raises(codec.DamagedBlockError):
         codec.decode(data, crc ^ 1, 2)
+
+
+def test_codec_round_trips_every_integer_width_and_refuses_an_unknown_one() -> None:
+    rows = 6
+    times = np.arange(rows, dtype=np.int64)[None, :] * 60_000
+    steps = np.array([0, 100, 30_000, 2**31 + 5, 2**40])[:, None]  # a constant, then 1-, 2-, 4- and 8-byte deltas
+    values = np.cumsum(np.where(np.arange(rows) % 2, steps, -steps), axis=1)
+    for matrices in ([times, values, values * 2, -values, values + 7], [times, *[np.empty((0, rows), np.int64)] * 4]):
+        data, crc = codec.encode(matrices, 3)
+        decoded = codec.decode(data, crc, len(matrices))
+        assert len(decoded) == len(matrices)
+        assert all(np.array_equal(a, b) for a, b in zip(decoded, matrices, strict=True))
+    raw = codec._HEADER.pack(codec.FORMAT, 1, 1) + bytes([0, 0]) + bytes([9, 0])  # type code 9 does not exist
+    data = codec.zstandard.ZstdCompressor().compress(raw)
+    with pytest.raises(codec.DamagedBlockError, match="unknown integer type"):
+        codec.decode(data, codec.zlib.crc32(data), 2)
+
+
+def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    samples = _samples("training:gpus=h100", MIDNIGHT_S - 150, 300)
+    _write(tmp_path, samples)
+    fetched: list[tuple[int, int]] = []
+    with_data = Database.with_data
+
+    def counting(db: Database, blocks: list[Block]) -> list[Block]:
+        fetched.extend((b.id, int(b.tier)) for b in blocks)
+        return with_data(db, blocks)
+
+    monkeypatch.setattr(Database, "with_data", counting)
+    reader = StoreReader(tmp_path)
+    uuid = samples[0].devices[0].uuid
+    day_before = (MIDNIGHT_S - 3600, MIDNIGHT_S - 1)
+    wide = reader.coarse(uuid, *day_before, 600.0, GPU_LAYOUT.keys, fresh=False)
+    # The day before midnight has a coarse and a wide block: at 10 minutes only the wide one is read.
+    assert [tier for _, tier in fetched] == [int(Tier.WIDE)]
+    assert wide.recorded.sum() == 1  # the 150 s before midnight, in the last 10-minute bucket
+    again = reader.coarse(uuid, *day_before, 600.0, GPU_LAYOUT.keys, fresh=False)
+    assert len(fetched) == 1  # decoded before: not read again
+    assert np.array_equal(again.count, wide.count)
+    reader.coarse(uuid, *day_before, 60.0, GPU_LAYOUT.keys, fresh=False)
+    assert [tier for _, tier in fetched] == [int(Tier.WIDE), int(Tier.COARSE)]
+    # A block listed without its data (it was decoded) and dropped from the cache before it is
+    # used is read again, not taken for a damaged one.
+    db = reader._database()
+    assert db is not None
+    listed = db.blocks(db.devices()[0].id, (Tier.WIDE,), 0, 2**62, data=False)
+    assert len(listed) == 1 and listed[0].data == b""
+    decoded = [matrices for _, _, matrices in _decoded_any((db, listed), OrderedDict())]
+    whole = db.with_data(listed)[0]
+    expected = codec.decode(whole.data, whole.crc, codec.COARSE_MATRICES)
+    assert len(decoded) == 1 and all(np.array_equal(a, b) for a, b in zip(decoded[0], expected, strict=True))
+    reader.close()
 
 
 def test_old_data_goes_by_age_then_by_size(tmp_path: Path) -> None:

@@ -123,10 +123,12 @@ class _Ring:
         wanted = np.arange(max(first, last - self.tier.capacity + 1), last + 1, dtype=np.int64)
         positions = wanted % self.tier.capacity
         valid = (self.slots[positions] == wanted)[:, None]
-        mean = np.where(valid, self.mean[positions][:, columns], np.nan)
+        # Only the columns asked for are copied (a GPU metric is one column in 8 × 48).
+        rows = positions if isinstance(columns, slice) else positions[:, None]
+        mean = np.where(valid, self.mean[rows, columns], np.nan)
         if self.aggregated:
-            low = np.where(valid, self.low[positions][:, columns], np.nan)
-            high = np.where(valid, self.high[positions][:, columns], np.nan)
+            low = np.where(valid, self.low[rows, columns], np.nan)
+            high = np.where(valid, self.high[rows, columns], np.nan)
         else:
             low = high = mean
         return Series(wanted * step, mean, low, high, step)

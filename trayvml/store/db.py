@@ -19,7 +19,7 @@ import json
 import logging
 import sqlite3
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -175,15 +175,31 @@ class Database:
     def delete(self, ids: list[int]) -> None:
         self.connection.executemany("DELETE FROM blocks WHERE id = ?", [(i,) for i in ids])
 
-    def blocks(self, device: int, tiers: tuple[Tier, ...], start_ms: int, end_ms: int) -> list[Block]:
-        """Blocks of ``device`` in ``tiers`` that overlap [start_ms, end_ms], oldest first."""
+    def blocks(
+        self, device: int, tiers: tuple[Tier, ...], start_ms: int, end_ms: int, data: bool = True
+    ) -> list[Block]:
+        """Blocks of ``device`` in ``tiers`` that overlap [start_ms, end_ms], oldest first; without
+        ``data``, their ``data`` is empty (with_data reads it): a reader that keeps blocks decoded,
+        or uses only some of them, need not copy megabytes of blobs it will not decode."""
         marks = ",".join("?" * len(tiers))
+        blob = "data" if data else "X''"
         rows = self.connection.execute(
-            f"SELECT id, device, tier, start_ms, end_ms, layout, crc, data FROM blocks WHERE device = ? "
-            f"AND tier IN ({marks}) AND end_ms >= ? AND start_ms <= ? ORDER BY start_ms, id",
+            f"SELECT id, device, tier, start_ms, end_ms, layout, crc, {blob} "
+            f"FROM blocks WHERE device = ? AND tier IN ({marks}) AND end_ms >= ? AND start_ms <= ? "
+            "ORDER BY start_ms, id",
             (device, *map(int, tiers), start_ms, end_ms),
         ).fetchall()
         return [Block(r[0], r[1], Tier(r[2]), r[3], r[4], r[5], r[6], r[7]) for r in rows]
+
+    def with_data(self, blocks: list[Block]) -> list[Block]:
+        """``blocks`` with their data read (a block deleted since is left out)."""
+        if not blocks:
+            return []
+        marks = ",".join("?" * len(blocks))
+        found = dict(
+            self.connection.execute(f"SELECT id, data FROM blocks WHERE id IN ({marks})", [b.id for b in blocks])
+        )
+        return [replace(b, data=found[b.id]) for b in blocks if b.id in found]
 
     def span_ms(self) -> tuple[int, int] | None:
         row = self.connection.execute("SELECT MIN(start_ms), MAX(end_ms) FROM blocks").fetchone()

@@ -87,7 +87,7 @@ class StoreReader:
         return db.devices() if db is not None else []
 
     def _blocks(
-        self, uuid: str, tiers: tuple[Tier, ...], start_s: float, end_s: float
+        self, uuid: str, tiers: tuple[Tier, ...], start_s: float, end_s: float, data: bool = True
     ) -> tuple[Database, list[Block]] | None:
         db = self._database()
         if db is None:
@@ -95,7 +95,7 @@ class StoreReader:
         device = next((d for d in db.devices() if d.uuid == uuid), None)
         if device is None:
             return None
-        return db, db.blocks(device.id, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000))
+        return db, db.blocks(device.id, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000), data)
 
     def fine(self, uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]) -> FineData:
         found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
@@ -133,7 +133,7 @@ class StoreReader:
         high = np.full((n, columns), -np.inf)
         total = np.zeros((n, columns))
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
-        found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000)
+        found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
         if found is not None:  # a day with a wide block is read from it alone, when buckets are that wide
             wide_days = {(b.start_ms // DAY_MS, b.layout) for b in found[1] if b.tier is Tier.WIDE}
             use_wide = bucket_ms == WIDE_BUCKET_MS
@@ -147,6 +147,11 @@ class StoreReader:
                     or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
                 ],
             )
+            # Only the blobs of the blocks used and not decoded before are read (a week of minutes
+            # a device is over a megabyte that the wide blocks make unnecessary).
+            chosen = [b for b in found[1] if (b.id, b.crc) not in self._cache]
+            data = {b.id: b for b in found[0].with_data(chosen)}
+            found = (found[0], [data.get(b.id, b) for b in found[1] if b.id in data or (b.id, b.crc) in self._cache])
         for db, block, matrices in self._decoded_coarse(found):
             starts, c, lo_v, hi_v, su_v = self._in_buckets(db, block, matrices, step_ms, keys)
             at = (starts - first_ms) // step_ms
@@ -178,12 +183,12 @@ class StoreReader:
             return found
         layout = db.layout(block.layout)
         parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
-        merged = merge_coarse([parts], step_ms) if step_ms != BUCKET_MS or block.tier is not Tier.COARSE else parts
+        native_ms = WIDE_BUCKET_MS if block.tier is Tier.WIDE else BUCKET_MS
+        merged = merge_coarse([parts], step_ms) if step_ms != native_ms else parts  # already in those buckets
         starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
-        resolutions = np.array(layout.resolutions)
-        lo_v = np.where(c > 0, codec.restore_columns(lo, resolutions), np.inf)
-        hi_v = np.where(c > 0, codec.restore_columns(hi, resolutions), -np.inf)
-        su_v = codec.restore_columns(su, resolutions)
+        lo_r, hi_r, su_v = codec.restore_columns(np.stack([lo, hi, su]), np.array(layout.resolutions))  # one call
+        lo_v = np.where(c > 0, lo_r, np.inf)
+        hi_v = np.where(c > 0, hi_r, -np.inf)
         found = (
             starts,
             _columns(c, layout, keys, 0),
@@ -262,6 +267,11 @@ def _decoded_any(
         if matrices is not None:
             cache.move_to_end(key)
         else:
+            if not block.data:  # listed without its data, as it was decoded, and dropped from the cache since
+                reread = db.with_data([block])
+                if not reread:
+                    continue  # deleted since (pruned): nothing to show of it
+                block = reread[0]
             matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
             if matrices is not None and block.tier in (Tier.COARSE, Tier.WIDE):
                 cache[key] = matrices
