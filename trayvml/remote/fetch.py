@@ -18,8 +18,6 @@ import urllib.request
 from dataclasses import dataclass
 from typing import Any
 
-from prometheus_client.parser import text_string_to_metric_families
-
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
@@ -194,6 +192,9 @@ class SeriesCache:
     def _parse(line: str, name: str) -> tuple[str, dict[str, str]] | None:
         if not name.strip().startswith(NAME_PREFIXES):
             return None
+        # Imported on the first series parsed: a tray with no remote host never loads prometheus-client.
+        from prometheus_client.parser import text_string_to_metric_families
+
         (family,) = text_string_to_metric_families(line + "\n")
         (sample,) = family.samples
         return sample.name, sample.labels

@@ -404,14 +404,13 @@ class App(QObject):
 
     def _serve(self, on: bool) -> None:
         """Serve the samples the app takes anyway (no reads of its own) on 127.0.0.1, as `trayvml serve`."""
-        from trayvml.core.errors import TrayvmlError
-        from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
-
         if not on and self.exporter is not None:
             self.exporter.close()
             self.exporter = None
         elif on and self.exporter is None:
-            from trayvml.serve import Exporter
+            # Imported only when serving: prometheus-client and its HTTP server cost the idle tray memory.
+            from trayvml.core.errors import TrayvmlError
+            from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT, Exporter
 
             try:
                 self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
