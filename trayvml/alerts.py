@@ -113,6 +113,11 @@ class Tracker:
     job_since_s: float = math.nan  # when the armed job became busy
 
 
+def host_prefix(host: str) -> str:
+    """A remote host's name before an alert's title; nothing for this machine."""
+    return translate("alerts", "{host}: ").format(host=host) if host else ""
+
+
 @dataclass(frozen=True)
 class AlertEvent:
     timestamp_s: float
@@ -130,7 +135,7 @@ class AlertEvent:
 
     @property
     def title(self) -> str:
-        at = translate("alerts", "{host}: ").format(host=self.host) if self.host else ""
+        at = host_prefix(self.host)
         if self.gpu_index == MACHINE:
             return at + self.message
         # A GPU lost before its name was read is called by its index alone.

@@ -13,7 +13,16 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
-from trayvml.alerts import MACHINE, RULE_BY_KEY, AlertEvent, Direction, Severity, ThresholdRule, _in_sentence
+from trayvml.alerts import (
+    MACHINE,
+    RULE_BY_KEY,
+    AlertEvent,
+    Direction,
+    Severity,
+    ThresholdRule,
+    _in_sentence,
+    host_prefix,
+)
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.units import short_name
 from trayvml.dispatch import Outgoing
@@ -205,7 +214,7 @@ class Grouper:
                 notice = replace(notice, body=body)
             return notice
         event = worst.event
-        title = _at(host) + translate("notices", "GPUs {gpus}: {what}").format(
+        title = host_prefix(host) + translate("notices", "GPUs {gpus}: {what}").format(
             gpus=gpu_ranges(members), what=_what(event, group)
         )
         lines = [event.detail] if event.detail else []
@@ -233,11 +242,11 @@ class Grouper:
         members = sorted(group.members)
         if len(members) == 1:
             first = group.members[members[0]].event
-            gpus = _at(host) + translate("alerts", "GPU {index} {name}").format(
+            gpus = host_prefix(host) + translate("alerts", "GPU {index} {name}").format(
                 index=first.gpu_index, name=short_name(first.gpu_name)
             )
         else:
-            gpus = _at(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
+            gpus = host_prefix(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
         if now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
@@ -246,11 +255,6 @@ class Grouper:
         else:
             body = translate("notices", "Back to normal.")
         return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True, host=host)
-
-
-def _at(host: str) -> str:
-    """A remote host's name before a title, as AlertEvent.title puts it; nothing for this machine."""
-    return translate("alerts", "{host}: ").format(host=host) if host else ""
 
 
 def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:
