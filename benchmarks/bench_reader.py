@@ -18,7 +18,8 @@ import time
 import pynvml as N
 
 from trayvml.core.clock import ManualClock, SystemClock
-from trayvml.history import History, default_tiers
+from trayvml.history.rings import default_tiers
+from trayvml.history.timeline import History
 from trayvml.nvml.binding import read_fields, read_memory_v2
 from trayvml.nvml.fields import field_array
 from trayvml.nvml.reader import NvmlReader

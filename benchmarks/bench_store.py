@@ -27,12 +27,13 @@ sys.path.insert(0, str(ROOT))
 
 from trayvml.core.clock import ManualClock  # noqa: E402
 from trayvml.core.sample import HostSample  # noqa: E402
+from trayvml.history.disk import codec  # noqa: E402
+from trayvml.history.disk.db import BUCKET_MS, DAY_MS, PACKED_LEVEL, WIDE_BUCKET_MS, Database, Tier  # noqa: E402
+from trayvml.history.disk.limits import Limits  # noqa: E402
+from trayvml.history.disk.read import StoreReader  # noqa: E402
+from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter, merge_coarse  # noqa: E402
 from trayvml.nvml.sim import simulation_from  # noqa: E402
 from trayvml.source import Source  # noqa: E402
-from trayvml.store import codec  # noqa: E402
-from trayvml.store.db import BUCKET_MS, DAY_MS, PACKED_LEVEL, WIDE_BUCKET_MS, Database, Tier  # noqa: E402
-from trayvml.store.read import StoreReader  # noqa: E402
-from trayvml.store.store import GPU_LAYOUT, Limits, StoreWriter, merge_coarse  # noqa: E402
 
 START_S = 1_800_000_000.0  # 2027-01-15 08:00 UTC
 WEEK_S = 7 * 86400.0
@@ -134,8 +135,7 @@ def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[list[float], lis
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtWidgets import QApplication
 
-    from trayvml.history import History
-    from trayvml.store.view import DiskReach
+    from trayvml.history.timeline import DiskReach, History
     from trayvml.ui.window import GraphWindow
 
     app = QApplication.instance() or QApplication([])

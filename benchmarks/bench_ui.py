@@ -91,7 +91,7 @@ def window_figures(runs: int) -> dict[str, float]:
     from PySide6.QtWidgets import QApplication
 
     from tests.helpers import simulated_source
-    from trayvml.history import History
+    from trayvml.history.timeline import History
     from trayvml.ui.window import GraphWindow
 
     app = QApplication.instance() or QApplication([])
@@ -181,7 +181,7 @@ def stall_figures(
 
     from tests.helpers import run_ticks, simulated_source
     from tests.ui_helpers import fill_history, many_gpus, moved_on
-    from trayvml.history import History
+    from trayvml.history.timeline import History
     from trayvml.ui.window import GraphWindow
 
     qt = QApplication.instance() or QApplication([])

@@ -5,9 +5,10 @@ from __future__ import annotations
 import math
 
 from tests.helpers import run_ticks, simulated_source
-from trayvml.alerts import AlertEvent, Severity
+from trayvml.alerts.details import alert_details, device_words, process_words
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import Severity
 from trayvml.core.sample import DeviceInfo, ProcessSample
-from trayvml.ui.alert_details import alert_details, device_words, process_words
 
 
 def lost_event(gpu: int = 1) -> AlertEvent:

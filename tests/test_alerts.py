@@ -8,21 +8,18 @@ from dataclasses import replace
 import pytest
 
 from tests.helpers import simulated_source
-from trayvml.alerts import (
+from trayvml.alerts.engine import AlertEngine, AlertSettings, validate
+from trayvml.alerts.rules import (
     RULE_BY_KEY,
     RULES,
     THRESHOLD_RULES,
-    AlertEngine,
-    AlertSettings,
-    Direction,
     GpuRule,
     JobSettings,
     MachineRule,
     RuleSettings,
-    Severity,
     Tracker,
-    validate,
 )
+from trayvml.alerts.severity import Direction, Severity
 from trayvml.core.errors import DriverStall
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample

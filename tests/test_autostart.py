@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from trayvml.autostart import MARKER, LaunchAgentAutostart, XdgAutostart, desktop_entry
 from trayvml.cli import main
+from trayvml.platform.autostart import MARKER, LaunchAgentAutostart, XdgAutostart, desktop_entry
 
 
 def parse_exec(value: str) -> list[str]:

@@ -10,7 +10,8 @@ from pathlib import Path
 import numpy as np
 
 from trayvml.config import Settings, SettingsStore
-from trayvml.history import History, default_tiers
+from trayvml.history.rings import default_tiers
+from trayvml.history.timeline import History
 from trayvml.nvml.sim import parse_spec
 from trayvml.ui.sampler import HOLD_BUCKETS, PAST_MAX_SIM_S, past_times_s, simulated_past
 

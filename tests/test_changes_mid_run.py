@@ -6,9 +6,9 @@ import pynvml as N
 
 from tests.helpers import simulated_source
 from tests.ui_helpers import open_menu
+from trayvml.commands.csvlog import CsvLog, parse_fields
 from trayvml.core.errors import UnavailableReason
-from trayvml.csvlog import CsvLog, parse_fields
-from trayvml.history import History
+from trayvml.history.timeline import History
 
 RETRY_S = 10.0  # the reader tries NVML again this often (trayvml/nvml: RETRY_PERIOD_S)
 

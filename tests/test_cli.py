@@ -253,7 +253,7 @@ class _DiskFillingUp:
 def test_a_full_disk_ends_the_log_with_a_sentence_and_no_torn_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
-    from trayvml import csvlog
+    from trayvml.commands import csvlog
 
     path = tmp_path / "full.csv"
     assert main(["log", "--csv", str(path), "--count", "1", SIM]) == 0
@@ -267,7 +267,7 @@ def test_a_full_disk_ends_the_log_with_a_sentence_and_no_torn_row(
 
 
 def test_short_writes_are_continued_so_rows_stay_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trayvml import csvlog
+    from trayvml.commands import csvlog
 
     path = tmp_path / "short.csv"
     monkeypatch.setattr(csvlog, "os", _DiskFillingUp(room=math.inf, chunk=7))  # as a signal can cut a write

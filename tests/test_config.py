@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from trayvml import config
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings
+from trayvml.alerts.engine import AlertSettings
+from trayvml.alerts.rules import RULE_BY_KEY, RULES
 from trayvml.config import (
     GENERAL,
     Settings,
@@ -25,6 +26,7 @@ from trayvml.config import (
     remove_stale_temporaries,
     to_toml,
 )
+from trayvml.core.files import STALE_TEMPORARY_S
 
 
 def changed_settings() -> Settings:
@@ -245,7 +247,7 @@ def test_saving_goes_through_a_temporary_file(tmp_path: Path, monkeypatch: pytes
 KILLED_WRITER = """
 import os, sys
 from pathlib import Path
-from trayvml.config import write_atomically
+from trayvml.core.files import write_atomically
 os.fsync = lambda fd: (print("writing", flush=True), sys.stdin.read())
 write_atomically(Path(sys.argv[1]), b"half")
 """
@@ -276,7 +278,7 @@ def test_old_temporary_files_of_ours_are_removed_on_load(tmp_path: Path) -> None
     fresh = tmp_path / f".config.toml.trayvml-{os.getpid()}-def.tmp"
     for temporary in (old, fresh):
         temporary.write_bytes(b"half")
-    an_hour_and_more_ago = time.time() - config.STALE_TEMPORARY_S - 60
+    an_hour_and_more_ago = time.time() - STALE_TEMPORARY_S - 60
     os.utime(old, (an_hour_and_more_ago, an_hour_and_more_ago))
     SettingsStore(path).load()
     assert temporaries(tmp_path) == [fresh]  # a write of this process may still be under way
@@ -387,8 +389,8 @@ class UnsavableStore(SettingsStore):
 
 
 def test_start_at_login_says_when_the_settings_cannot_be_saved(qtbot, tmp_path: Path) -> None:
-    from trayvml.autostart import XdgAutostart
     from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
     from trayvml.ui.app import App
 
     autostart = XdgAutostart(tmp_path)

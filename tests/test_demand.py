@@ -7,10 +7,10 @@ from dataclasses import replace
 import pytest
 
 from tests.helpers import simulated_source
-from trayvml.alerts import AlertSettings
+from trayvml.alerts.engine import AlertSettings
+from trayvml.commands.csvlog import demand_of, parse_fields
 from trayvml.config import Settings
 from trayvml.core.sample import MetricState
-from trayvml.csvlog import demand_of, parse_fields
 from trayvml.demand import EVERYTHING, HISTORY, PROCESSES, Demand
 
 PROCESS_CALLS = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3")
@@ -117,7 +117,7 @@ class _Recorder:
 
 
 def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp) -> None:  # type: ignore[no-untyped-def]
-    from trayvml.alerts import RULES, RuleSettings
+    from trayvml.alerts.rules import RULES, RuleSettings
 
     all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
     memory = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)  # fires at once
@@ -139,7 +139,7 @@ def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp
 
 
 def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:  # type: ignore[no-untyped-def]
-    from trayvml.alerts import RULES, RuleSettings
+    from trayvml.alerts.rules import RULES, RuleSettings
 
     all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
     memory = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)  # fires at once
@@ -154,9 +154,10 @@ def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:  # type: ignore[
 
 
 def test_snoozing_a_grouped_notification_snoozes_the_rule_on_each_of_its_gpus(qapp) -> None:  # type: ignore[no-untyped-def]
-    from trayvml.alerts import AlertEvent, Severity
-    from trayvml.dispatch import Outgoing
-    from trayvml.notices import GROUP
+    from trayvml.alerts.dispatch import Outgoing
+    from trayvml.alerts.grouping import GROUP
+    from trayvml.alerts.rules import AlertEvent
+    from trayvml.alerts.severity import Severity
 
     app = _app(qapp)
     app._use_notifier(_Recorder())  # type: ignore[arg-type]

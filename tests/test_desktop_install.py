@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from trayvml import desktop
 from trayvml.assets import ICON_SIZES, resource
-from trayvml.autostart import XdgAutostart
 from trayvml.cli import EXIT_USAGE, main
+from trayvml.platform import desktop_entry as desktop
+from trayvml.platform.autostart import XdgAutostart
 
 ROOT = Path(__file__).resolve().parent.parent
 

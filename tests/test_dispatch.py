@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from trayvml.alerts import AlertEvent, Severity
+from trayvml.alerts.dispatch import MAX_HELD_BACK, Dispatcher, Outgoing
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import Severity
 from trayvml.core.clock import ManualClock
-from trayvml.dispatch import MAX_HELD_BACK, Dispatcher, Outgoing
 
 
 def event(gpu: int = 0, rule: str = "temperature", notify: bool = True, host: str = "") -> Outgoing:

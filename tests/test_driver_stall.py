@@ -9,7 +9,9 @@ import pytest
 
 from tests.helpers import run_ticks, simulated_source
 from tests.ui_helpers import open_menu
-from trayvml.alerts import MACHINE, AlertEngine, AlertSettings, RuleSettings, Severity
+from trayvml.alerts.engine import AlertEngine, AlertSettings
+from trayvml.alerts.rules import RuleSettings
+from trayvml.alerts.severity import MACHINE, Severity
 from trayvml.cli import EXIT_NO_NVML, main
 from trayvml.core.errors import UnavailableReason
 from trayvml.nvml.sim.library import installed

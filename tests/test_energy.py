@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 
 from tests.helpers import simulated_source
+from trayvml.commands.report import json_snapshot
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
-from trayvml.energy import DRIVER, INTEGRATED, EnergyMeter, format_energy, job_energy_text
-from trayvml.report import json_snapshot
+from trayvml.monitor.energy import DRIVER, INTEGRATED, EnergyMeter, format_energy, job_energy_text
 
 NAN = math.nan
 
@@ -155,7 +155,7 @@ class _Recorder:
 def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from dataclasses import replace
 
-    from trayvml.alerts import AlertSettings
+    from trayvml.alerts.engine import AlertSettings
     from trayvml.config import SettingsStore
     from trayvml.core.clock import ManualClock
     from trayvml.nvml.sim import parse_spec

@@ -6,9 +6,9 @@ import pynvml as N
 import pytest
 
 from tests.helpers import run_ticks, simulated_source
+from trayvml.commands.report import json_snapshot
 from trayvml.core.sample import MetricState
 from trayvml.demand import HISTORY
-from trayvml.report import json_snapshot
 
 ACTIVITY = frozenset({"sm_activity_percent", "tensor_activity_percent", "utilization_gpu_percent"})
 

@@ -7,15 +7,15 @@ import numpy as np
 from tests.helpers import simulated_source
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import GpuSample, MetricState, Sample
-from trayvml.history import (
+from trayvml.history.rings import (
     HISTORY_GPU_KEYS,
     MAX_TRACKED_PROCESSES,
     PROCESS_TIERS,
-    History,
     Tier,
     TieredRing,
     default_tiers,
 )
+from trayvml.history.timeline import History
 
 T0 = 1_800_000_000.0
 

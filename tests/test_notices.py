@@ -6,9 +6,10 @@ import math
 
 import pytest
 
-from trayvml.alerts import MACHINE, AlertEvent, Severity
-from trayvml.dispatch import Outgoing
-from trayvml.notices import CRITICAL, GROUP, LOW, NORMAL, Grouper, gpu_ranges, notice_for, urgency
+from trayvml.alerts.dispatch import Outgoing
+from trayvml.alerts.grouping import CRITICAL, GROUP, LOW, NORMAL, Grouper, gpu_ranges, notice_for, urgency
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import MACHINE, Severity
 
 
 def firing(

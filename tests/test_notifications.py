@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from tests.desktop import AppProcess, DesktopStack, running_desktop, wait_until
-from trayvml.alerts import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AlertSettings, RuleSettings
+from trayvml.alerts.engine import AlertSettings
+from trayvml.alerts.rules import FORMER_DEFAULTS, RULE_BY_KEY, RULES, RuleSettings
 from trayvml.config import Settings, SettingsStore
 
 pytestmark = pytest.mark.desktop
@@ -153,10 +154,11 @@ def test_snooze_action_over_dbus_quiets_that_alert(run, desktop: DesktopStack) -
 
 
 def test_notification_text_from_the_system_is_escaped(desktop: DesktopStack, monkeypatch) -> None:
-    from trayvml.alerts import AlertEvent, Severity
-    from trayvml.dispatch import Outgoing
-    from trayvml.notices import notice_for
-    from trayvml.notify import FreedesktopNotifier
+    from trayvml.alerts.dispatch import Outgoing
+    from trayvml.alerts.grouping import notice_for
+    from trayvml.alerts.rules import AlertEvent
+    from trayvml.alerts.severity import Severity
+    from trayvml.platform.notifiers import FreedesktopNotifier
 
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
     notifier = FreedesktopNotifier(lambda action, key: None)
@@ -184,7 +186,7 @@ def _blocked_in_a_receive(thread) -> bool:  # type: ignore[no-untyped-def]
 def test_close_stops_the_action_listener_blocked_in_a_receive(desktop: DesktopStack, monkeypatch) -> None:
     import threading
 
-    from trayvml.notify import FreedesktopNotifier
+    from trayvml.platform.notifiers import FreedesktopNotifier
 
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
     notifier = FreedesktopNotifier(lambda action, key: None)
@@ -238,10 +240,11 @@ def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) 
 def test_a_remote_hosts_alert_is_its_own_notification_named_by_its_host(desktop: DesktopStack, monkeypatch) -> None:
     from dataclasses import replace
 
-    from trayvml.alerts import AlertEvent, Severity
-    from trayvml.dispatch import Outgoing
-    from trayvml.notices import notice_for
-    from trayvml.notify import FreedesktopNotifier
+    from trayvml.alerts.dispatch import Outgoing
+    from trayvml.alerts.grouping import notice_for
+    from trayvml.alerts.rules import AlertEvent
+    from trayvml.alerts.severity import Severity
+    from trayvml.platform.notifiers import FreedesktopNotifier
 
     monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", desktop.env["DBUS_SESSION_BUS_ADDRESS"])
     notifier = FreedesktopNotifier(lambda action, key: None)

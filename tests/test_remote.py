@@ -226,7 +226,7 @@ def test_snapshot_and_log_show_an_unreachable_remote_and_go_on(
 def test_remote_credentials_come_from_the_settings_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "config.toml"
     config.write_text('remote_hosts = ["http://alice:s3cret@127.0.0.1:9/"]\n')
-    from trayvml.remote.cli import endpoints
+    from trayvml.commands.remote import endpoints
 
     (endpoint,) = endpoints(["http://127.0.0.1:9/"], str(config))
     assert isinstance(endpoint, Endpoint) and (endpoint.username, endpoint.password) == ("alice", "s3cret")

@@ -21,22 +21,14 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.cli import main
+from trayvml.commands.serve import DEFAULT_PORT, Exporter, SamplingLoop, is_loopback, load_web_config, parse_listen
 from trayvml.core import prom_names
 from trayvml.core.errors import DriverStall, NvmlUnavailable, TrayvmlError, UnavailableReason
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import Unit
+from trayvml.prometheus.exposition import SampleCollector, WebConfig
 from trayvml.remote.dialects import Point, to_samples
-from trayvml.serve import (
-    DEFAULT_PORT,
-    Exporter,
-    SampleCollector,
-    SamplingLoop,
-    WebConfig,
-    is_loopback,
-    load_web_config,
-    parse_listen,
-)
 
 _NAME = re.compile(r"^[a-zA-Z_:][a-zA-Z0-9_:]*$")
 

@@ -162,8 +162,8 @@ def test_realistic_latency_blocks_in_slow_calls(monkeypatch: pytest.MonkeyPatch)
 
 
 def test_spec_knows_every_scenario() -> None:
+    from trayvml.nvml.sim.options import SCENARIO_NAMES
     from trayvml.nvml.sim.scenarios import SCENARIOS
-    from trayvml.nvml.sim.spec import SCENARIO_NAMES
 
     assert set(SCENARIO_NAMES) == set(SCENARIOS)
 
@@ -186,7 +186,7 @@ def test_speed_and_start_move_simulated_time() -> None:
 
 
 def test_the_default_simulation_starts_with_the_training_job_running() -> None:
-    from trayvml.nvml.sim.spec import DEFAULT_START_S
+    from trayvml.nvml.sim.options import DEFAULT_START_S
 
     spec = parse_spec("")  # what --simulate alone, scripts/run and the tray's menu ask for
     assert spec.scenario == "training" and spec.start_s == DEFAULT_START_S
@@ -234,7 +234,7 @@ def test_bad_spec_values_are_refused_with_a_sentence(spec: str, message: str) ->
 
 
 def test_spec_bounds_are_inclusive() -> None:
-    from trayvml.nvml.sim.spec import MAX_SEED, MAX_SIM_S, MAX_SPEED
+    from trayvml.nvml.sim.options import MAX_SEED, MAX_SIM_S, MAX_SPEED
 
     spec = parse_spec(f"idle:seed={MAX_SEED},at={MAX_SIM_S:.0f},start={MAX_SIM_S:.0f},speed={MAX_SPEED:.0f}")
     assert (spec.seed, spec.at_s, spec.start_s, spec.speed) == (MAX_SEED, MAX_SIM_S, MAX_SIM_S, MAX_SPEED)

@@ -10,9 +10,9 @@ from tests.helpers import run_ticks, simulated_source
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
 from trayvml.demand import HISTORY
+from trayvml.monitor.spans import AsleepSpans
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
-from trayvml.spans import AsleepSpans
 
 
 def nvml_calls(lib) -> int:  # type: ignore[no-untyped-def]

@@ -18,17 +18,19 @@ import numpy as np
 import pytest
 
 from tests.helpers import OPEN_SOURCES
-from trayvml import cli, csvlog
+from trayvml import cli
+from trayvml.commands import csvlog
+from trayvml.commands.history import parse_time
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS, Unit
 from trayvml.core.sample import Sample
+from trayvml.history.disk import codec
+from trayvml.history.disk.db import Block, Database, Tier
+from trayvml.history.disk.limits import Limits
+from trayvml.history.disk.read import StoreReader, _decoded_any
+from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID, StoreLockedError, StoreWriter
 from trayvml.nvml.sim import parse_spec
-from trayvml.record import parse_time
 from trayvml.source import Source
-from trayvml.store import codec
-from trayvml.store.db import Block, Database, Tier
-from trayvml.store.read import StoreReader, _decoded_any
-from trayvml.store.store import GPU_LAYOUT, HOST_UUID, Limits, StoreLockedError, StoreWriter
 
 MIDNIGHT_S = datetime(2027, 3, 3, tzinfo=timezone.utc).timestamp()
 INTEGER_UNITS = {Unit.COUNT, Unit.MHZ, Unit.PSTATE, Unit.BITMASK, Unit.FLAG, Unit.PCIE_GEN, Unit.LANES, Unit.XID}
@@ -417,7 +419,7 @@ def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytes
 
 
 def test_simulated_gpus_keep_a_history_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
-    from trayvml.store import default_folder
+    from trayvml.history import default_folder
 
     real, simulated = default_folder(), default_folder(simulated=True)
     assert real != simulated and real.parent == simulated.parent  # both in this run's own state folder

@@ -13,12 +13,12 @@ import pytest
 from tests.helpers import OPEN_SOURCES
 from trayvml.config import SettingsStore
 from trayvml.core.clock import ManualClock
-from trayvml.history import History
+from trayvml.history.disk.limits import Limits
+from trayvml.history.disk.read import StoreReader
+from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter
+from trayvml.history.timeline import DiskReach, History
 from trayvml.nvml.sim import parse_spec
 from trayvml.source import Source
-from trayvml.store.read import StoreReader
-from trayvml.store.store import GPU_LAYOUT, Limits, StoreWriter
-from trayvml.store.view import DiskReach
 
 SPEC = "idle:gpus=h100*2,past=0"  # no made-up past: the history's past comes from disk
 
@@ -98,7 +98,7 @@ def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path) ->
 
 
 def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path) -> None:
-    from trayvml.store.view import LOCK_RETRY_S, Recording
+    from trayvml.history.disk.recording import LOCK_RETRY_S, Recording
 
     folder = tmp_path / "history"
     clock = ManualClock(1_800_000_000.0)

@@ -81,11 +81,13 @@ PLAIN_TEXT_CALLS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "StoreLockedError": ((0,), ()),
     "DesktopInstallError": ((0,), ()),
 }
-PLAIN_TEXT_MODULES = ("alerts.py", "notify.py", "cli.py", "report.py", "core/errors.py", "csvlog.py", "pick.py")
-PLAIN_TEXT_MODULES += ("config.py",)
-PLAIN_TEXT_MODULES += ("notices.py", "energy.py", "desktop.py", "serve.py", "record.py")
-PLAIN_TEXT_MODULES += ("remote/cli.py", "remote/fetch.py", "remote/dialects.py", "remote/source.py")
-PLAIN_TEXT_MODULES += ("store/store.py", "store/view.py")
+PLAIN_TEXT_MODULES = ("alerts/rules.py", "alerts/engine.py", "alerts/severity.py", "alerts/details.py")
+PLAIN_TEXT_MODULES += ("alerts/grouping.py", "platform/notifiers.py", "platform/desktop_entry.py", "core/lines.py")
+PLAIN_TEXT_MODULES += ("cli.py", "core/errors.py", "pick.py", "config.py", "monitor/energy.py")
+PLAIN_TEXT_MODULES += ("commands/report.py", "commands/csvlog.py", "commands/serve.py", "commands/record.py")
+PLAIN_TEXT_MODULES += ("commands/history.py", "commands/remote.py", "prometheus/exposition.py")
+PLAIN_TEXT_MODULES += ("remote/fetch.py", "remote/dialects.py", "remote/source.py")
+PLAIN_TEXT_MODULES += ("history/disk/write.py", "history/disk/recording.py", "history/timeline.py")
 MARKERS = ("translate", "tr", "QT_TRANSLATE_NOOP", "QT_TR_NOOP")
 # Texts that read the same in every language: the product's name, file filters and names.
 SAME_IN_EVERY_LANGUAGE = {"trayvml", "<b>trayvml</b>", "CSV (*.csv)", "PNG (*.png)", "trayvml.csv", "trayvml.png"}
@@ -352,9 +354,9 @@ def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:
 
 def test_notifications_speak_chinese(chinese: None) -> None:
     from tests.test_alerts import TEMPERATURE, only, run
-    from trayvml.alerts import AlertEngine
-    from trayvml.notices import notification_body
-    from trayvml.notify import ACTIONS
+    from trayvml.alerts.engine import AlertEngine
+    from trayvml.alerts.grouping import notification_body
+    from trayvml.platform.notifiers import ACTIONS
 
     firing, resolved = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93, 60])
     assert firing.title == "GPU 0 H100：GPU 温度达到严重级别：93 °C"

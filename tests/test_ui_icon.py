@@ -188,7 +188,7 @@ def test_levels_follow_the_configured_alert_thresholds(qapp) -> None:
     from dataclasses import replace
 
     from tests.helpers import simulated_source
-    from trayvml.alerts import AlertEngine, AlertSettings
+    from trayvml.alerts.engine import AlertEngine, AlertSettings
     from trayvml.ui.summary import SummaryWindow
     from trayvml.ui.tray import Tray
 

@@ -11,7 +11,9 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, simulated_source
-from trayvml.alerts import RULE_BY_KEY, AlertEvent, AlertSettings, Severity
+from trayvml.alerts.engine import AlertSettings
+from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent
+from trayvml.alerts.severity import Severity
 from trayvml.config import Settings
 from trayvml.remote.fetch import parse_endpoint
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
@@ -85,9 +87,9 @@ def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: 
 def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path
 ) -> None:
-    from trayvml.autostart import XdgAutostart
     from trayvml.config import SettingsStore
     from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
     from trayvml.ui.app import App
 
     app = App(
@@ -117,7 +119,7 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
 
 
 def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemote) -> None:
-    from trayvml.alerts import AlertSettings
+    from trayvml.alerts.engine import AlertSettings
     from trayvml.remote.fetch import read
     from trayvml.ui.glance import content_for
     from trayvml.ui.icon import IconContent
@@ -139,9 +141,9 @@ def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemo
 def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path
 ) -> None:
-    from trayvml.autostart import XdgAutostart
     from trayvml.config import SettingsStore
     from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
     from trayvml.ui.app import App
 
     remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # the remote GPU 0 at 99 °C

@@ -9,8 +9,8 @@ from PySide6.QtWidgets import QDialogButtonBox
 
 from tests.helpers import simulated_source
 from tests.test_config import changed_settings, same
-from trayvml.autostart import XdgAutostart
 from trayvml.config import Settings, SettingsStore
+from trayvml.platform.autostart import XdgAutostart
 from trayvml.ui.settings_dialog import SettingsDialog
 
 
@@ -90,7 +90,6 @@ def test_the_app_applies_settings_without_a_restart(qtbot, tmp_path: Path) -> No
     from dataclasses import replace
 
     from trayvml.nvml.sim import parse_spec
-    from trayvml.record import limits_of
     from trayvml.ui.app import App
 
     store = SettingsStore(tmp_path / "config.toml")
@@ -105,7 +104,7 @@ def test_the_app_applies_settings_without_a_restart(qtbot, tmp_path: Path) -> No
     assert app.history.tiers[0].step_s == 2.0  # sampling every 2 s
     assert autostart.is_enabled() and app.tray.autostart_action.isChecked()  # start at login: on
     assert same(store.load()[0], new)
-    assert app.sampler._worker.store_limits == limits_of(new)  # the store's writer keeps to them from the next tick
+    assert app.sampler._worker.store_limits == new.history_limits  # the store's writer keeps to them from the next tick
     app.tray.autostart_action.setChecked(False)  # the menu's check box
     assert not autostart.is_enabled() and not store.load()[0].start_at_login
 
@@ -159,7 +158,7 @@ def test_each_rule_shows_only_the_numbers_it_reads(qtbot, devices) -> None:
 
 
 def test_the_job_finished_row_edits_its_own_settings(qtbot, devices) -> None:
-    from trayvml.alerts import JobSettings
+    from trayvml.alerts.rules import JobSettings
 
     dialog = SettingsDialog(Settings(), devices)
     qtbot.addWidget(dialog)
@@ -181,7 +180,7 @@ def test_the_job_finished_row_edits_its_own_settings(qtbot, devices) -> None:
 
 
 def test_an_older_file_with_job_finished_in_threshold_fields_migrates(qtbot, devices, tmp_path: Path) -> None:
-    from trayvml.alerts import JobSettings
+    from trayvml.alerts.rules import JobSettings
 
     path = tmp_path / "config.toml"
     old = (  # as version 1 wrote it: seconds in critical_enter, "idle" in warning_clear

@@ -10,11 +10,11 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QPushButton
 
 from tests.helpers import run_ticks, simulated_source
-from trayvml.alerts import AlertEngine, AlertSettings, Level
+from trayvml.alerts.engine import AlertEngine, AlertSettings, Level
+from trayvml.core.lines import gpu_line, host_line
 from trayvml.core.metrics import GPU_INDEX
 from trayvml.core.sample import Sample
 from trayvml.ui.summary import NO_TRAY_MESSAGE, SummaryWindow
-from trayvml.ui.text import gpu_line, host_line
 from trayvml.ui.theme import LEVEL_COLOURS
 
 

@@ -266,7 +266,7 @@ def test_byte_axes_use_one_unit_and_flat_memory_keeps_its_labels(window) -> None
 def test_window_fits_the_screen_it_opens_on(qtbot) -> None:
     from PySide6.QtCore import QSettings
 
-    from trayvml.history import History
+    from trayvml.history.timeline import History
     from trayvml.ui.window import GraphWindow
 
     settings = QSettings("trayvml", "trayvml")
@@ -289,14 +289,14 @@ class _FakeHistory:
     """Two series with different sample times: GPU values every second, host values every 2 s, offset."""
 
     def gpu_series(self, key: str, start: float, end: float, budget: int):  # type: ignore[no-untyped-def]
-        from trayvml.history import Series
+        from trayvml.history.rings import Series
 
         times = np.array([1000.0, 1001.0, 1002.0])
         values = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
         return Series(times, values, values, values, 1.0)
 
     def host_series(self, key: str, start: float, end: float, budget: int):  # type: ignore[no-untyped-def]
-        from trayvml.history import Series
+        from trayvml.history.rings import Series
 
         times = np.array([1001.0, 1003.0])
         values = np.array([[50.0], [70.0]])
@@ -379,7 +379,7 @@ def _with_processes(sample, t_s: float, memory_by_gpu: dict[int, list[tuple[int,
 
 
 def test_process_timeline_draws_each_process_biggest_first_in_its_gpu_colour(window) -> None:
-    from trayvml.history import ProcessHistory
+    from trayvml.history.rings import ProcessHistory
     from trayvml.ui.theme import gpu_colour
 
     w, sample = window("training:gpus=rtx4090*2", seconds=1200)
@@ -413,7 +413,7 @@ def test_process_timeline_draws_each_process_biggest_first_in_its_gpu_colour(win
 
 
 def _alert(t_s: float, gpu: int, severity, kind: str = "firing", rule: str = "temperature"):  # type: ignore[no-untyped-def]
-    from trayvml.alerts import AlertEvent
+    from trayvml.alerts.rules import AlertEvent
 
     name = "" if gpu < 0 else "NVIDIA GeForce RTX 4090"
     message = "GPU driver not responding" if gpu < 0 else "temperature 91 °C"
@@ -421,7 +421,7 @@ def _alert(t_s: float, gpu: int, severity, kind: str = "firing", rule: str = "te
 
 
 def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> None:
-    from trayvml.alerts import Severity
+    from trayvml.alerts.severity import Severity
     from trayvml.ui.alerts_page import SEVERITY_COLOURS
 
     w, sample = window("training:gpus=rtx4090*2", seconds=600)
@@ -463,7 +463,7 @@ def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> N
 
 
 def test_alert_list_keeps_the_latest_thousand(window) -> None:
-    from trayvml.alerts import Severity
+    from trayvml.alerts.severity import Severity
     from trayvml.ui.alerts_page import MAX_LISTED_EVENTS
 
     w, sample = window("training:gpus=rtx4090", seconds=10)

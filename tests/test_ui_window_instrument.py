@@ -17,7 +17,7 @@ from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.core.sample import ProcessSample
-from trayvml.history import History
+from trayvml.history.timeline import History
 
 
 @pytest.fixture

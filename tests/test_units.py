@@ -42,8 +42,8 @@ def test_static_facts_for_people_and_as_nvidia_smi_writes_them(key: str, people:
 
 
 def test_the_snapshot_and_the_csv_log_format_static_facts_alike() -> None:
-    from trayvml.csvlog import parse_fields, rows
-    from trayvml.report import text_snapshot
+    from trayvml.commands.csvlog import parse_fields, rows
+    from trayvml.commands.report import text_snapshot
 
     gpu = GpuSample(0, (math.nan,) * len(GPU_METRICS), (MetricState.NOT_SUPPORTED,) * len(GPU_METRICS))
     sample = Sample(0.0, (gpu,), (H100,), None, None)

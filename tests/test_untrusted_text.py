@@ -263,10 +263,11 @@ def test_tray_menu_shows_names_and_commands_as_they_are(hostile_names: None, qap
 
 
 def test_tray_balloon_escapes_markup_only_where_a_notification_server_reads_it() -> None:
-    from trayvml.alerts import AlertEvent, Severity
-    from trayvml.dispatch import Outgoing
-    from trayvml.notices import notice_for
-    from trayvml.notify import TrayMessageNotifier
+    from trayvml.alerts.dispatch import Outgoing
+    from trayvml.alerts.grouping import notice_for
+    from trayvml.alerts.rules import AlertEvent
+    from trayvml.alerts.severity import Severity
+    from trayvml.platform.notifiers import TrayMessageNotifier
 
     shown: list[tuple[str, str]] = []
     event = AlertEvent(0.0, 0, "H100", "memory_used", "firing", Severity.WARNING, "memory 91 % full")
@@ -281,7 +282,7 @@ def test_tray_balloon_escapes_markup_only_where_a_notification_server_reads_it()
 def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
     from PySide6.QtGui import Qt
 
-    from trayvml.ui.text import tooltip
+    from trayvml.core.lines import tooltip
 
     source, clock, _ = simulated_source(SPEC.removeprefix("--simulate="))
     text = tooltip(run_ticks(source, clock, 2))

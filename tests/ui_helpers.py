@@ -14,7 +14,8 @@ import numpy as np
 from tests.helpers import run_ticks, simulated_source
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, HOST_INDEX, HOST_METRIC_BY_KEY, Unit
 from trayvml.core.sample import Sample
-from trayvml.history import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, History
+from trayvml.history.rings import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS
+from trayvml.history.timeline import History
 
 _GPU_COLUMNS = [GPU_INDEX[key] for key in HISTORY_GPU_KEYS]
 _HOST_COLUMNS = [HOST_INDEX[key] for key in HISTORY_HOST_KEYS]

@@ -21,8 +21,8 @@ from trayvml.core.errors import NotEnoughGpusError, SimulationSpecError, Trayvml
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 
 if TYPE_CHECKING:  # the CLI imports its workers lazily, to start fast
+    from trayvml.commands.csvlog import Column
     from trayvml.core.sample import Sample
-    from trayvml.csvlog import Column
     from trayvml.nvml.sim import SimSpec
     from trayvml.remote.source import Remotes
     from trayvml.source import Source
@@ -228,14 +228,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=translate("cli", "add trayvml to the application menu, with its icons: install or uninstall"),
     )
     desktop.add_argument("action", choices=("install", "uninstall"))
-    from trayvml.record import add_commands
+    from trayvml.commands.record import add_commands
 
     add_commands(commands, reading, sampling, simulate)  # record, history: the history store (issue 9)
     return parser
 
 
 def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT
+    from trayvml.commands.serve import DEFAULT_ADDRESS, DEFAULT_PORT
 
     serve = commands.add_parser(
         "serve", parents=parents, help=translate("cli", "serve the GPUs' metrics to Prometheus on /metrics")
@@ -260,7 +260,7 @@ def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argpar
 
 
 def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.serve import run
+    from trayvml.commands.serve import run
 
     interval = args.interval if args.interval is not None else LOG_INTERVAL_S
     source = _source(simulation, args.timeout, host=True)
@@ -379,8 +379,9 @@ def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     import time
     from pathlib import Path
 
+    from trayvml.commands.history import history
+    from trayvml.commands.record import record
     from trayvml.config import SettingsStore, default_path
-    from trayvml.record import history, record
 
     if args.command == "history":
         return history(args, time.time(), simulated=simulation is not None)
@@ -419,8 +420,8 @@ def _not_current(sample: Sample) -> str | None:
 
 
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.energy import EnergyMeter
-    from trayvml.report import json_snapshot, text_snapshot
+    from trayvml.commands.report import json_snapshot, text_snapshot
+    from trayvml.monitor.energy import EnergyMeter
 
     remotes = _remotes(args) if args.remote else None
     source = _source(simulation, args.timeout, host=True)
@@ -436,7 +437,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     finally:
         source.close()
     if finish is not None:
-        from trayvml.remote.cli import print_snapshot
+        from trayvml.commands.remote import print_snapshot
 
         return print_snapshot(sample, finish(), args.json, args.full)
     problem = _not_current(sample)
@@ -452,7 +453,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
 
 
 def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.csvlog import COLUMNS, CsvLog, demand_of, parse_fields
+    from trayvml.commands.csvlog import COLUMNS, CsvLog, demand_of, parse_fields
 
     if args.list_fields:
         print("\n".join(COLUMNS))
@@ -462,7 +463,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     columns = parse_fields(args.query)
     demand = demand_of(columns)  # the reader reads only what the columns show
     if args.remote:
-        from trayvml.remote.cli import log_columns
+        from trayvml.commands.remote import log_columns
 
         return _log_remote(args, simulation, log_columns(columns), demand)
     source = _source(simulation, args.timeout)
@@ -507,7 +508,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
 
 
 def _remotes(args: argparse.Namespace, interval_s: float = 1.0) -> Remotes:
-    from trayvml.remote.cli import endpoints
+    from trayvml.commands.remote import endpoints
     from trayvml.remote.source import Remotes
 
     return Remotes(endpoints(args.remote, args.config), interval_s)
@@ -516,7 +517,7 @@ def _remotes(args: argparse.Namespace, interval_s: float = 1.0) -> Remotes:
 def _log_remote(
     args: argparse.Namespace, simulation: SimSpec | None, columns: list[Column], demand: frozenset[str]
 ) -> int:
-    from trayvml.remote.cli import RemoteLog
+    from trayvml.commands.remote import RemoteLog
 
     remotes = _remotes(args, args.interval)
     source = _source(simulation, args.timeout)
@@ -528,7 +529,7 @@ def _log_remote(
 
 
 def _autostart(args: argparse.Namespace) -> int:
-    from trayvml.autostart import for_this_platform
+    from trayvml.platform.autostart import for_this_platform
 
     autostart = for_this_platform()
     try:
@@ -549,7 +550,7 @@ def _autostart(args: argparse.Namespace) -> int:
 
 
 def _desktop(args: argparse.Namespace) -> int:
-    from trayvml import desktop
+    from trayvml.platform import desktop_entry as desktop
 
     if not desktop.supported():
         return _fail(

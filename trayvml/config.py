@@ -3,19 +3,15 @@
 A file that cannot be parsed or holds invalid values is moved aside (never overwritten), the
 defaults are used, and the caller gets one sentence to show the user. Settings this version does
 not know (a typo, or a file from a newer trayvml) are ignored with a note instead: the rest of the
-file is used, and the file is copied aside before trayvml first overwrites it.
-"""
+file is used, and the file is copied aside before trayvml first overwrites it."""
 
 from __future__ import annotations
 
-import contextlib
-import glob
 import math
 import os
 import re
 import reprlib
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, fields, replace
@@ -24,11 +20,14 @@ from typing import Any
 
 import tomli_w
 
-from trayvml.alerts import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AlertSettings, AnySettings, validate
+from trayvml.alerts.engine import AlertSettings, validate
+from trayvml.alerts.rules import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings
+from trayvml.core.files import remove_stale_temporaries, write_atomically
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.units import MIB
+from trayvml.history.disk.limits import Limits
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -50,7 +49,6 @@ DELETED: frozenset[str] = frozenset({"alerts.job_finished.critical_clear", "aler
 
 MAX_FILE_BYTES = MIB  # a settings file is a few KiB; anything this big is not one
 NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
-STALE_TEMPORARY_S = 3600.0  # a write takes milliseconds: a temporary file this old was left by a crash
 _GPU_INDEX = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "²".isdigit() is True but int("²") fails
 
 
@@ -183,6 +181,11 @@ class Settings:
     # Remote hosts (by name) whose GPUs the tray icon adds to this machine's bars; "*": every one.
     icon_remote_hosts: tuple[str, ...] = ("*",)
     alerts: AlertSettings = field(default_factory=AlertSettings)
+
+    @property
+    def history_limits(self) -> Limits:
+        """What the history on disk keeps, from the three settings that say it."""
+        return Limits(self.history_fine_hours * 3600.0, self.history_coarse_days * 86400.0, self.history_size_mib * MIB)
 
 
 class SettingsError(ValueError):
@@ -465,59 +468,6 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     if found:
         raise SettingsError(found[0].rstrip("."))
     return settings, notes
-
-
-# ---- the file ----
-def _temporary_prefix(path: Path) -> str:
-    # Named after the file, this program and the writer's process, so that leftovers of a writer
-    # killed mid-write can be told from anyone else's files and from writes still under way.
-    return f".{path.name}.trayvml-{os.getpid()}-"
-
-
-def remove_stale_temporaries(path: Path) -> None:
-    """Remove temporary files that writes of ``path`` left behind when they were killed.
-
-    Best effort: a folder that cannot be listed or written is left as it is (its reads and writes
-    report their own errors).
-    """
-    with contextlib.suppress(OSError):
-        for temporary in path.parent.glob(f".{glob.escape(path.name)}.trayvml-*-*.tmp"):
-            pid_text = temporary.name[len(f".{path.name}.trayvml-") :].split("-", 1)[0]
-            if pid_text.isdigit() and _is_stale(temporary, int(pid_text)):
-                temporary.unlink(missing_ok=True)
-
-
-def _is_stale(temporary: Path, pid: int) -> bool:
-    try:
-        if time.time() - temporary.stat().st_mtime > STALE_TEMPORARY_S:
-            return True
-        if os.name != "posix" or pid == os.getpid():
-            return False  # on Windows os.kill would terminate the process it asks about
-        os.kill(pid, 0)  # signal 0 only asks whether the writer still runs
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False  # gone already, or the writer runs as someone else
-    return False
-
-
-def write_atomically(path: Path, data: bytes) -> None:
-    """A temporary file in the same folder, flushed to disk, then renamed over ``path``.
-
-    Raises OSError. Leftovers of earlier writes that were killed are removed first.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    remove_stale_temporaries(path)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
 
 
 def _free_name(path: Path, tag: str) -> Path:

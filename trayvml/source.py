@@ -31,7 +31,7 @@ from trayvml.host.sampler import HostSampler
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
 from trayvml.nvml.sim.library import SimulatedNvml, install, installed, uninstall
-from trayvml.nvml.sim.spec import SimSpec
+from trayvml.nvml.sim.options import SimSpec
 
 log = logging.getLogger(__name__)
 

@@ -12,7 +12,8 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 
-from trayvml.alerts import AlertEvent, Severity
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import Severity
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.units import short_name
 

@@ -17,21 +17,23 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from trayvml.alerts import AlertEngine, AlertEvent, Severity
+from trayvml.alerts.details import PROCESS_RULES, alert_details
+from trayvml.alerts.dispatch import Dispatcher, Outgoing
+from trayvml.alerts.engine import AlertEngine
+from trayvml.alerts.grouping import GROUP, Grouper
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import Severity
 from trayvml.assets import icon_paths, resource
-from trayvml.autostart import Autostart, for_this_platform
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.demand import HISTORY, PROCESSES, Demand
-from trayvml.dispatch import Dispatcher, Outgoing
-from trayvml.energy import EnergyMeter, job_energy_text
-from trayvml.notices import GROUP, Grouper
+from trayvml.monitor.energy import EnergyMeter, job_energy_text
+from trayvml.monitor.spans import AsleepSpans
 from trayvml.nvml.sim import SimSpec, parse_spec
-from trayvml.spans import AsleepSpans
-from trayvml.ui.alert_details import PROCESS_RULES, alert_details
+from trayvml.platform.autostart import Autostart, for_this_platform
 from trayvml.ui.instance import already_running, instance_name, listen
 from trayvml.ui.sampler import Sampler
 from trayvml.ui.summary import SummaryWindow
@@ -39,10 +41,10 @@ from trayvml.ui.translation import install_translators
 from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
-    from trayvml.history import History
-    from trayvml.notify import Notifier
-    from trayvml.serve import Exporter
-    from trayvml.store.view import DiskReach, Recording
+    from trayvml.commands.serve import Exporter
+    from trayvml.history.disk.recording import Recording
+    from trayvml.history.timeline import DiskReach, History
+    from trayvml.platform.notifiers import Notifier
     from trayvml.ui.host_choice import HostChoice
     from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
@@ -181,17 +183,16 @@ class App(QObject):
         """On the sampler thread: the store's writer (or a note that a recorder writes it)."""
         if self.history_folder is None or not self.settings.history_on_disk:
             return None
-        from trayvml.record import limits_of
-        from trayvml.store.view import Recording
+        from trayvml.history.disk.recording import Recording
 
-        return Recording(self.history_folder, limits_of(self.settings))
+        return Recording(self.history_folder, self.settings.history_limits)
 
     def _attach_disk(self, history: History) -> None:
         """Ranges older than memory are read from the store (on this, the GUI thread)."""
         if self.history_folder is None or not self.settings.history_on_disk:
             return
         if self._disk is None:
-            from trayvml.store.view import DiskReach
+            from trayvml.history.timeline import DiskReach
 
             self._disk = DiskReach(self.history_folder)
         history.disk = self._disk
@@ -202,7 +203,8 @@ class App(QObject):
             self.window.store_note = note
 
     def _new_history(self) -> History:
-        from trayvml.history import History, default_tiers
+        from trayvml.history.rings import default_tiers
+        from trayvml.history.timeline import History
 
         return History(default_tiers(self.settings.history_hours * 3600.0, self.settings.sampling_interval_s))
 
@@ -232,7 +234,7 @@ class App(QObject):
 
     # ---- alerts and notifications ----
     def _make_notifier(self) -> Notifier:
-        from trayvml.notify import FreedesktopNotifier, NotificationsUnavailableError, TrayMessageNotifier
+        from trayvml.platform.notifiers import FreedesktopNotifier, NotificationsUnavailableError, TrayMessageNotifier
 
         if sys.platform == "linux":
             try:
@@ -259,7 +261,7 @@ class App(QObject):
         self._send(held, max((o.event.timestamp_s for o in held), default=0.0))
 
     def _send(self, outgoing: list[Outgoing], now_s: float) -> None:
-        """One tick's notifications, grouped across GPUs (trayvml.notices)."""
+        """One tick's notifications, grouped across GPUs (trayvml.alerts.grouping)."""
         assert self.notifier is not None
         for notice in self.grouper.take(outgoing, now_s):
             log.info("notification %s: %s", notice.key[1], notice.title)  # one per Notify call (-v)
@@ -345,10 +347,9 @@ class App(QObject):
         """The history on disk's spans and size cap apply from the next sample; keeping it on disk or
         not from the next start (the store is opened once, on the sampler thread, and a recorder may
         hold it). The icon's remote hosts at once."""
-        from trayvml.record import limits_of
 
-        if limits_of(settings) != limits_of(old):
-            self.sampler.set_store_limits(limits_of(settings))
+        if settings.history_limits != old.history_limits:
+            self.sampler.set_store_limits(settings.history_limits)
         if settings.history_on_disk != old.history_on_disk:
             said = (
                 translate("App", "trayvml keeps its history on disk from its next start.")
@@ -409,8 +410,8 @@ class App(QObject):
             self.exporter = None
         elif on and self.exporter is None:
             # Imported only when serving: prometheus-client and its HTTP server cost the idle tray memory.
+            from trayvml.commands.serve import DEFAULT_ADDRESS, DEFAULT_PORT, Exporter
             from trayvml.core.errors import TrayvmlError
-            from trayvml.serve import DEFAULT_ADDRESS, DEFAULT_PORT, Exporter
 
             try:
                 self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
@@ -599,7 +600,7 @@ def run_app(
         return 0
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
-    from trayvml.store import default_folder
+    from trayvml.history import default_folder
 
     app = App(
         simulation,

@@ -14,7 +14,8 @@ from PySide6.QtWidgets import QWidget
 
 from trayvml.config import write_atomically
 from trayvml.core.metrics import HOST_METRIC_BY_KEY
-from trayvml.history import History, Series
+from trayvml.history.rings import Series
+from trayvml.history.timeline import History
 from trayvml.ui.plots import GPU_PANELS, HOST_PANELS
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from trayvml.alerts import AlertSettings, gpu_level
+from trayvml.alerts.engine import AlertSettings, gpu_level
 from trayvml.core.metrics import TRAY_FALLBACK, TRAY_METRICS
 from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.ui.icon import Bar, IconContent, icon_content

@@ -12,7 +12,7 @@ from PySide6.QtCore import QCoreApplication, QObject
 from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
 
 from trayvml.core.sample import Sample
-from trayvml.history import History
+from trayvml.history.timeline import History
 from trayvml.ui.remote_hosts import RemoteHostsView
 from trayvml.ui.window import GraphWindow
 

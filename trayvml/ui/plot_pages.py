@@ -17,12 +17,13 @@ from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, Q
 from PySide6.QtGui import QColor, QNativeGestureEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
-from trayvml.alerts import AlertEvent, Severity
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import Severity
 from trayvml.core.metrics import GPM_MISSING, Group, Unit
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import short_name
-from trayvml.history import History
+from trayvml.history.timeline import History
 from trayvml.ui.plots import (
     GPU_PANELS,
     HOST_PANELS,

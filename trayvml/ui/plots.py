@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, Q
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
 from trayvml.core.units import KIB, format_precise
-from trayvml.history import Series
+from trayvml.history.rings import Series
 from trayvml.ui.theme import gpu_colour
 
 LINE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)

@@ -23,8 +23,8 @@ from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes
-from trayvml.energy import EnergyMeter, format_energy, job_key
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
+from trayvml.monitor.energy import EnergyMeter, format_energy, job_key
 
 _Index = QModelIndex | QPersistentModelIndex
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -77,7 +77,7 @@ def _cells(
     """(shown text, sort key) per column. ``usage``: the host's figures, or why there are none."""
     hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
     memory = proc.used_memory_bytes
-    # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.energy).
+    # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.monitor.energy).
     # Unknown, not 0, where the GPU's own energy is unknown (no power reading, no counter).
     if energy is None or math.isnan(energy.since_start_wh(proc.gpu_index)):
         wh = job_wh = math.nan

@@ -19,18 +19,19 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from trayvml.alerts import AlertEngine, AlertEvent, AlertSettings
+from trayvml.alerts.engine import AlertEngine, AlertSettings
+from trayvml.alerts.rules import AlertEvent
 from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.lines import gpu_lines
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.remote.source import Remotes
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent, icon_content
-from trayvml.ui.text import gpu_lines
 
 if TYPE_CHECKING:
-    from trayvml.history import History
+    from trayvml.history.timeline import History
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

@@ -21,11 +21,12 @@ from trayvml.core.clock import Clock, ManualClock, SystemClock
 
 if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (start-up time)
     from trayvml.core.sample import Sample
-    from trayvml.history import History, Tier
+    from trayvml.history.disk.limits import Limits
+    from trayvml.history.disk.recording import Recording
+    from trayvml.history.rings import Tier
+    from trayvml.history.timeline import History
     from trayvml.nvml.sim import SimSpec
     from trayvml.source import Source
-    from trayvml.store.store import Limits
-    from trayvml.store.view import Recording
 
 # Every simulated second of the past is computed (counters are running sums): at most this many.
 PAST_MAX_SIM_S = 12 * 3600.0
@@ -162,8 +163,8 @@ class _Worker(QObject):
         self._past_from_disk = False
         if self._new_history is None or self._recording is None or not sample.devices:
             return
-        from trayvml.store.read import StoreReader
-        from trayvml.store.view import backfill
+        from trayvml.history.disk.read import StoreReader
+        from trayvml.history.timeline import backfill
 
         history = self._new_history()
         reader = StoreReader(self._recording.folder)

@@ -26,7 +26,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trayvml.alerts import RULE_BY_KEY, RULES, AlertSettings, AnySettings, Rule, ThresholdRule
+from trayvml.alerts.engine import AlertSettings
+from trayvml.alerts.rules import RULE_BY_KEY, RULES, AnySettings, Rule, ThresholdRule
 from trayvml.config import GENERAL_BY_KEY, Settings, problems
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP

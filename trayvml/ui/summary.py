@@ -6,13 +6,13 @@ from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
-from trayvml.alerts import AlertEngine, gpu_level
+from trayvml.alerts.engine import AlertEngine, gpu_level
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
+from trayvml.core.lines import gpu_line, host_line, simulation_text
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import Sample
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import draw_icon
-from trayvml.ui.text import gpu_line, host_line, simulation_text
 from trayvml.ui.theme import LEVEL_COLOURS
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

@@ -8,14 +8,14 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
-from trayvml.alerts import AlertEngine
+from trayvml.alerts.engine import AlertEngine
 from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
+from trayvml.core.lines import gpu_lines, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
 from trayvml.pick import choose
 from trayvml.ui.glance import content_for, steady
 from trayvml.ui.icon import IconContent, draw_icon
-from trayvml.ui.text import gpu_lines, simulation_text, tooltip
 
 ICON_SIZES = (16, 22, 24, 32, 48, 64)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

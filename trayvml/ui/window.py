@@ -32,16 +32,17 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from trayvml.alerts import AlertEvent
+from trayvml.alerts.rules import AlertEvent
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
+from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import Group
 from trayvml.core.safe_text import menu_label, rich_text
 from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.core.units import short_name
 from trayvml.demand import EVERYTHING, PROCESSES
-from trayvml.energy import EnergyMeter, format_energy
-from trayvml.history import History
-from trayvml.spans import AsleepSpans
+from trayvml.history.timeline import History
+from trayvml.monitor.energy import EnergyMeter, format_energy
+from trayvml.monitor.spans import AsleepSpans
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
@@ -50,7 +51,6 @@ from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesPage
-from trayvml.ui.text import simulation_text
 from trayvml.ui.theme import gpu_colour
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

@@ -4,6 +4,6 @@ Only the specification is imported here: parsing ``--simulate`` must not pull nu
 pynvml into the tray app's start-up. The library is ``trayvml.nvml.sim.library``.
 """
 
-from trayvml.nvml.sim.spec import SIMULATE_ENV, SimSpec, parse_spec, simulation_from
+from trayvml.nvml.sim.options import SIMULATE_ENV, SimSpec, parse_spec, simulation_from
 
 __all__ = ["SIMULATE_ENV", "SimSpec", "parse_spec", "simulation_from"]

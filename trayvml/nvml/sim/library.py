@@ -29,9 +29,9 @@ from trayvml.core.units import KIB, MIB
 from trayvml.nvml import binding
 from trayvml.nvml.fields import field_view
 from trayvml.nvml.gpm import metrics_view
+from trayvml.nvml.sim.options import SimSpec
 from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
 from trayvml.nvml.sim.scenarios import SCENARIOS, Scenario, SimProcess
-from trayvml.nvml.sim.spec import SimSpec
 
 CHUNK_S = 600  # seconds of per-second values computed at once
 LAG_S = 120  # how far back the temperature's thermal lag looks

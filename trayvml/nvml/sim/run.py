@@ -15,7 +15,7 @@ from importlib.metadata import entry_points
 from trayvml.core.clock import SystemClock
 from trayvml.core.errors import SimulationSpecError
 from trayvml.nvml.sim.library import SimulatedNvml, install
-from trayvml.nvml.sim.spec import parse_spec
+from trayvml.nvml.sim.options import parse_spec
 
 
 def main(argv: list[str]) -> int:

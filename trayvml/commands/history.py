@@ -1,8 +1,4 @@
-"""``trayvml record`` (a headless writer of the history store) and ``trayvml history`` (its export).
-
-The export writes the columns of ``trayvml log`` (trayvml.csvlog) from stored samples, so that a
-night pulled out of the store reads like a night logged with ``log``.
-"""
+"""`trayvml history`: the history on disk read back as log's CSV, or its statistics."""
 
 from __future__ import annotations
 
@@ -11,12 +7,11 @@ import contextlib
 import math
 import os
 import re
-import signal
 import sqlite3
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,128 +19,20 @@ from typing import TYPE_CHECKING, TextIO
 
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.units import MIB
 
 if TYPE_CHECKING:
-    from trayvml.config import Settings
     from trayvml.core.sample import Sample
-    from trayvml.nvml.sim import SimSpec
-    from trayvml.store.read import StoreReader
-    from trayvml.store.store import Limits
+    from trayvml.history.disk.read import StoreReader
 
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DEFAULT_SINCE_S = 3600.0
 
 
-def add_commands(
-    commands: argparse._SubParsersAction,
-    parents: Sequence[argparse.ArgumentParser],
-    sampling: argparse.ArgumentParser,
-    simulate: argparse.ArgumentParser,
-) -> None:
-    """Register ``record`` and ``history`` on the CLI's sub-command parser (``history --simulate``
-    reads the simulated GPUs' own store)."""
-    store = argparse.ArgumentParser(add_help=False)
-    store.add_argument(
-        "--store",
-        metavar="DIR",
-        type=Path,
-        help=translate("cli", "the history folder (default: in your state folder)"),
-    )
-    record = commands.add_parser(
-        "record",
-        parents=[*parents, sampling, store],
-        help=translate("cli", "write the history store without the tray (servers)"),
-    )
-    record.add_argument("--count", type=int, metavar="N", help=argparse.SUPPRESS)  # tests: stop after N samples
-    history = commands.add_parser(
-        "history", parents=[simulate, store], help=translate("cli", "export stored history as CSV (the columns of log)")
-    )
-    when = history.add_mutually_exclusive_group()
-    when.add_argument("--since", metavar="AGO", help=translate("cli", "e.g. 90m, 2h, 3d (default 1h)"))
-    when.add_argument(
-        "--from",
-        dest="start",
-        metavar="TIME",
-        help=translate("cli", "ISO date and time, local unless it says its zone"),
-    )
-    history.add_argument("--to", dest="end", metavar="TIME", help=translate("cli", "with --from (default: now)"))
-    history.add_argument(
-        "--csv", metavar="FILE", default="-", help=translate("cli", "the CSV file, or - for standard output (default)")
-    )
-    history.add_argument(
-        "--query", metavar="FIELDS", help=translate("cli", "comma-separated nvidia-smi field names, as for log")
-    )
-    history.add_argument("--gpu", type=int, metavar="N", help=translate("cli", "only the GPU with this index"))
-    history.add_argument("--nounits", action="store_true", help=translate("cli", "values without units"))
-    history.add_argument(
-        "--stats", action="store_true", help=translate("cli", "print the span, samples and bytes stored, and exit")
-    )
-
-
-def limits_of(settings: Settings) -> Limits:
-    from trayvml.store.store import Limits
-
-    return Limits(
-        settings.history_fine_hours * 3600.0, settings.history_coarse_days * 86400.0, settings.history_size_mib * MIB
-    )
-
-
 def _folder(args: argparse.Namespace, simulated: bool) -> Path:
-    from trayvml.store import default_folder
+    from trayvml.history import default_folder
 
     return Path(args.store) if args.store is not None else default_folder(simulated)
-
-
-def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
-    """Sample at ``args.interval`` into the store until Ctrl-C or SIGTERM; 2 when another process writes it."""
-    from trayvml.source import Source
-    from trayvml.store.store import StoreWriter
-
-    interval_s = args.interval if args.interval is not None else settings.sampling_interval_s
-    writer = StoreWriter(
-        _folder(args, simulation is not None), limits_of(settings)
-    )  # raises StoreLockedError with the holder's pid
-    said: str | None = None
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
-    source = Source(simulation, host=True, stall_after_s=args.timeout)
-    ticks = 0
-    try:
-        start_s = source.clock.now_s()
-        recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
-        print(recording.format(folder=writer.folder, seconds=f"{interval_s:g}"), file=sys.stderr)
-        while args.count is None or ticks < args.count:
-            sample = source.sample()
-            if sample.problem is not None and sample.problem[1] != said:
-                said = sample.problem[1]
-                print(
-                    translate("record", "trayvml: {problem} (the host is still recorded)").format(problem=said),
-                    file=sys.stderr,
-                )
-            writer.append(sample)
-            if writer.problem is not None and writer.problem != said:
-                said = writer.problem
-                print(f"trayvml: {said}", file=sys.stderr)
-            ticks += 1
-            source.clock.sleep_s(start_s + ticks * interval_s - source.clock.now_s())
-    except KeyboardInterrupt:
-        pass
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-        source.close()
-        writer.close()
-    recorded = (
-        translate("record", "trayvml: {count} samples recorded")
-        if ticks != 1
-        else translate("record", "trayvml: {count} sample recorded")
-    )
-    print(recorded.format(count=ticks), file=sys.stderr)
-    return 0
-
-
-def _interrupt(signum: int, frame: object) -> None:
-    raise KeyboardInterrupt
 
 
 def parse_time(text: str, now: datetime) -> float:
@@ -185,7 +72,7 @@ def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
 
 def history(args: argparse.Namespace, now_s: float, simulated: bool = False) -> int:
     """Export or describe the store; ``simulated``: the simulated GPUs' own (``--simulate``)."""
-    from trayvml.store.read import StoreReader
+    from trayvml.history.disk.read import StoreReader
 
     folder = _folder(args, simulated)
     reader = StoreReader(folder)
@@ -200,7 +87,7 @@ def history(args: argparse.Namespace, now_s: float, simulated: bool = False) -> 
 
 def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder: Path) -> int:
     """The export (or --stats) from an open reader."""
-    from trayvml.csvlog import header_line, parse_fields, rows
+    from trayvml.commands.csvlog import header_line, parse_fields, rows
 
     if not reader.devices():
         none = translate("record", "No history in {folder} yet: the tray app or `trayvml record` writes it.")
@@ -235,8 +122,8 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
 def stored_samples(reader: object, start_s: float, end_s: float, gpu_index: int | None) -> Iterator[Sample]:
     """The stored GPUs' samples in the range as Samples, one per time, oldest first."""
     from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-    from trayvml.store.read import StoreReader
-    from trayvml.store.store import GPU_LAYOUT, HOST_UUID
+    from trayvml.history.disk.read import StoreReader
+    from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID
 
     assert isinstance(reader, StoreReader)
     names = {f.name for f in fields(DeviceInfo)}
@@ -284,7 +171,7 @@ def _output(path: str) -> Iterator[TextIO]:
 
 
 def _stats_text(reader: object, folder: Path) -> str:
-    from trayvml.store.read import StoreReader
+    from trayvml.history.disk.read import StoreReader
 
     assert isinstance(reader, StoreReader)
     stats = reader.stats()

@@ -1,8 +1,8 @@
-"""The store as the tray app uses it: memory continued from disk, ranges older than memory read
-from the coarse tiers, and where nothing was recorded.
+"""The one timeline readers use: memory's rings continued from the history on disk.
 
-GPUs are matched by UUID: the GPU at index 0 today is the one whose UUID it has, whatever index
-it had when its past was written.
+Ranges older than memory are read from the store's coarse tiers; where nothing was recorded is
+said. GPUs are matched by UUID: the GPU at index 0 today is the one whose UUID it has, whatever
+index it had when its past was written.
 """
 
 from __future__ import annotations
@@ -15,79 +15,16 @@ from pathlib import Path
 
 import numpy as np
 
-from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
-from trayvml.history import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, History, Series
-from trayvml.store.read import CoarseData, StoreReader
-from trayvml.store.store import HOST_UUID, Limits, StoreLockedError, StoreWriter, host_layout
+from trayvml.history.disk.read import CoarseData, StoreReader
+from trayvml.history.disk.write import HOST_UUID, host_layout
+from trayvml.history.rings import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, Rings, Series, Tier
 
 log = logging.getLogger(__name__)
-
-LOCK_RETRY_S = 60.0  # how often a tray app that reads a recorder's store looks whether it still runs
 GAP_MIN_S = 120.0  # a hole shorter than this is a missed sample or two, not "not recording"
 
 
-class Recording:
-    """The tray's writer (none while a ``trayvml record`` holds the store: it reads instead).
-
-    Used from the sampler thread. ``note`` is a sentence for the user, or None.
-    """
-
-    def __init__(self, folder: Path, limits: Limits) -> None:
-        self.folder = folder
-        self.limits = limits
-        self.writer: StoreWriter | None = None
-        self.note: str | None = None
-        self._try_again_s = 0.0  # while a recorder writes: when to look whether it has stopped
-        self._take_over(0.0)
-        if self.note:
-            log.warning("%s", self.note)
-
-    def _take_over(self, now_s: float) -> None:
-        """Become the writer, unless another process is (then try again in LOCK_RETRY_S)."""
-        self._try_again_s = now_s + LOCK_RETRY_S
-        try:
-            self.writer = StoreWriter(self.folder, self.limits)
-            self.note = self.writer.problem
-        except StoreLockedError as error:
-            self.note = translate("store", "{problem} The window shows what it writes.").format(problem=error)
-        except OSError as error:  # the lock file itself cannot be made: memory only, said once
-            self.note = translate("store", "History is kept in memory only: cannot write {folder} ({reason}).").format(
-                folder=self.folder, reason=error.strerror
-            )
-
-    def append(self, sample: Sample) -> str | None:
-        """Write ``sample``; returns the note when it changed ("" once a problem cleared), else None."""
-        if self.writer is None:
-            if sample.timestamp_s < self._try_again_s:
-                return None
-            before_note = self.note
-            self._take_over(sample.timestamp_s)  # the recorder may have stopped: then this app writes
-            if self.writer is None:
-                return None
-            log.warning("writing the history to %s (no other process does now)", self.folder)
-            return self.note or "" if before_note else None
-        before = self.writer.problem
-        self.writer.append(sample)
-        after = self.writer.problem
-        if after != before:
-            self.note = after
-            return after or ""
-        return None
-
-    def set_limits(self, limits: Limits) -> None:
-        """New spans and size cap (the settings changed): the writer's next pruning keeps to them."""
-        self.limits = limits
-        if self.writer is not None:
-            self.writer.limits = limits
-
-    def close(self) -> None:
-        if self.writer is not None:
-            self.writer.close()
-            self.writer = None
-
-
-def backfill(history: History, reader: StoreReader, sample: Sample, span_s: float) -> int:
+def backfill(history: Rings, reader: StoreReader, sample: Sample, span_s: float) -> int:
     """Append to ``history`` what the store holds of the ``span_s`` before ``sample``, for the GPUs in
     ``sample`` (by UUID) and the host; returns the number of times appended."""
     end_s = sample.timestamp_s - 1e-3
@@ -123,7 +60,7 @@ class _Cached:
 
 
 class DiskReach:
-    """Reads ranges older than the History's memory from the store (History.disk)."""
+    """Reads ranges older than memory's rings from the store (History.disk)."""
 
     def __init__(self, folder: Path) -> None:
         self.reader = StoreReader(folder)
@@ -148,28 +85,26 @@ class DiskReach:
             data = self._cache[uuid] = _Cached(key, read)
         return data.data
 
-    def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: History) -> Series:
+    def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
         datas = [self._coarse(u, HISTORY_GPU_KEYS, start_s, end_s, max_points) for u in self.uuids]
         column = HISTORY_GPU_KEYS.index(key)
-        return _with_memory(
-            _series(datas, column), memory.gpu_series(key, start_s, end_s, max_points, memory_only=True)
-        )
+        return _with_memory(_series(datas, column), Rings.gpu_series(memory, key, start_s, end_s, max_points))
 
-    def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: History) -> Series:
+    def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
         data = self._coarse(HOST_UUID, HISTORY_HOST_KEYS, start_s, end_s, max_points)
         return _with_memory(
             _series([data], HISTORY_HOST_KEYS.index(key)),
-            memory.host_series(key, start_s, end_s, max_points, memory_only=True),
+            Rings.host_series(memory, key, start_s, end_s, max_points),
         )
 
-    def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: History) -> list[tuple[float, float]]:
+    def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: Rings) -> list[tuple[float, float]]:
         """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
         buckets, and the memory's for the hour not yet packed on disk)."""
         data = self._coarse(HOST_UUID, HISTORY_HOST_KEYS, start_s, end_s, max_points)
         if not len(data.times_s):
             return []
         recorded = data.recorded.copy()
-        recent = memory.host_series(HISTORY_HOST_KEYS[0], start_s, end_s, max_points, memory_only=True)
+        recent = Rings.host_series(memory, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
         if recent is not None and len(recent.times_s):
             seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
             index = ((seen - data.times_s[0]) // data.step_s).astype(np.int64)
@@ -218,3 +153,34 @@ def _with_memory(disk: Series, memory: Series | None) -> Series:
     out_low[at[empty]] = fill_low[empty]
     out_high[at[empty]] = fill_high[empty]
     return Series(disk.times_s, out_mean, out_low, out_high, disk.step_s)
+
+
+class History(Rings):
+    """The timelines the window and the app read: memory's rings, and the store behind them.
+
+    A range that starts before memory reaches is read from ``disk`` (the tray app's), joined with
+    what memory holds of it; without a store it is memory alone."""
+
+    def __init__(self, tiers: tuple[Tier, ...] | None = None) -> None:
+        super().__init__(tiers)
+        self.disk: DiskReach | None = None
+
+    def _from_disk(self, start_s: float, memory_only: bool) -> DiskReach | None:
+        return self.disk if self.disk is not None and not memory_only and start_s < self.reach_s else None
+
+    def gpu_series(
+        self, key: str, start_s: float, end_s: float, max_points: int, memory_only: bool = False
+    ) -> Series | None:
+        """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""
+        disk = self._from_disk(start_s, memory_only)
+        if disk is not None and self.has_gpus:
+            return disk.gpu_series(key, start_s, end_s, max_points, self)
+        return super().gpu_series(key, start_s, end_s, max_points)
+
+    def host_series(
+        self, key: str, start_s: float, end_s: float, max_points: int, memory_only: bool = False
+    ) -> Series | None:
+        disk = self._from_disk(start_s, memory_only)
+        if disk is not None and self.has_host:
+            return disk.host_series(key, start_s, end_s, max_points, self)
+        return super().host_series(key, start_s, end_s, max_points)

@@ -1,11 +1,5 @@
-"""Writing samples into the store and reading ranges back, fine (each sample) or coarse (buckets).
-
-One writer per store: :class:`WriterLock` (``flock`` on a file holding the writer's pid). The
-writer commits every FLUSH_S seconds of samples, so a kill -9 loses at most that much. A store
-it cannot write (disk full, folder not writable, the file damaged) does not stop anything: the
-samples wait in memory (at most MEMORY_KEEP_S of them), ``problem`` says why once, and writing
-resumes on its own when it works again.
-"""
+"""The writer of the history on disk: fresh blocks every few seconds, packed per hour and per
+day, pruned to the limits."""
 
 from __future__ import annotations
 
@@ -17,7 +11,7 @@ import logging
 import os
 import sqlite3
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -27,9 +21,10 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
-from trayvml.core.units import MIB, Unit
-from trayvml.store import codec
-from trayvml.store.db import (
+from trayvml.core.units import Unit
+from trayvml.history.disk import codec
+from trayvml.history.disk.blocks import _concat_fine, _decode, coarse_from_fine, merge_coarse
+from trayvml.history.disk.db import (
     BUCKET_MS,
     DAY_MS,
     FILE_NAME,
@@ -42,6 +37,7 @@ from trayvml.store.db import (
     Layout,
     Tier,
 )
+from trayvml.history.disk.limits import Limits
 
 log = logging.getLogger(__name__)
 
@@ -62,15 +58,6 @@ HOST_INFO: dict[str, object] = {"name": "host"}
 def host_layout(cores: int) -> Layout:
     keys = tuple(m.key for m in HOST_METRICS) + tuple(f"cpu_core_{i}_percent" for i in range(cores))
     return Layout(keys, tuple(m.stored_resolution for m in HOST_METRICS) + (RESOLUTION[Unit.PERCENT],) * cores)
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How much the store keeps (settings: history_fine_hours, history_coarse_days, history_size_mib)."""
-
-    fine_span_s: float = 24 * 3600.0
-    coarse_span_s: float = 7 * 86400.0
-    size_cap_bytes: int = 512 * MIB
 
 
 class StoreLockedError(TrayvmlError):
@@ -375,81 +362,10 @@ class StoreWriter:
             self._lock = None
 
 
-def _decode(block: Block, count: int) -> list[np.ndarray] | None:
-    try:
-        return codec.decode(block.data, block.crc, count)
-    except codec.DamagedBlockError as error:
-        note_damaged(block, str(error))
-        return None
-
-
-_noted: set[tuple[int, int]] = set()
-
-
-def note_damaged(block: Block, why: str) -> None:
-    """One log line per damaged block, however often it is read."""
-    if (block.id, block.crc) not in _noted:
-        _noted.add((block.id, block.crc))
-        log.warning(
-            "a damaged block of history (%s to %s UTC, %s) was skipped", _utc(block.start_ms), _utc(block.end_ms), why
-        )
-
-
-def _utc(t_ms: int) -> str:
-    from datetime import datetime, timezone
-
-    return datetime.fromtimestamp(t_ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
-
-
 def _insert(db: Database, device: int, tier: Tier, layout: int, matrices: list[np.ndarray]) -> None:
     data, crc = codec.encode(matrices, PACKED_LEVEL)
     times = matrices[0][0]
     db.insert(device, tier, int(times[0]), int(times[-1]), len(times), layout, data, crc)
-
-
-def _concat_fine(parts: list[list[np.ndarray]]) -> list[np.ndarray]:
-    joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.FINE_MATRICES)]
-    order = np.argsort(joined[0][0], kind="stable")
-    return [m[:, order] for m in joined]
-
-
-def coarse_from_fine(fine: list[np.ndarray], bucket_ms: int) -> list[np.ndarray]:
-    """Per bucket: starts, count, min, max and sum (of the integers) of each column."""
-    times, q, missing = fine[0][0], fine[1].T, fine[2].T.astype(bool)
-    present = ~missing
-    big = np.iinfo(np.int64).max
-    return _reduce(
-        times - times % bucket_ms,
-        present.astype(np.int64),
-        np.where(present, q, big),
-        np.where(present, q, -big),
-        np.where(present, q, 0),
-    )
-
-
-def merge_coarse(parts: list[list[np.ndarray]], bucket_ms: int) -> list[np.ndarray]:
-    joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.COARSE_MATRICES)]
-    starts = joined[0][0]
-    return _reduce(starts - starts % bucket_ms, *(m.T for m in joined[1:]))
-
-
-def _reduce(
-    keys: np.ndarray, count: np.ndarray, low: np.ndarray, high: np.ndarray, total: np.ndarray
-) -> list[np.ndarray]:
-    """Rows with the same key (bucket start) folded into one: counts and sums added, min of mins."""
-    order = np.argsort(keys, kind="stable")
-    keys = keys[order]
-    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
-    big = np.iinfo(np.int64).max
-    count_b = np.add.reduceat(count[order], first, axis=0)
-    low_b = np.minimum.reduceat(low[order], first, axis=0)
-    high_b = np.maximum.reduceat(high[order], first, axis=0)
-    total_b = np.add.reduceat(total[order], first, axis=0)
-    empty = count_b == 0
-    # An empty bucket's min and max are 0, not the sentinels: zeros cost nothing once compressed.
-    low_b[empty | (low_b == big)] = 0
-    high_b[empty | (high_b == -big)] = 0
-    return [keys[first][None, :], count_b.T, low_b.T, high_b.T, total_b.T]
 
 
 def prune(db: Database, now_ms: int, limits: Limits) -> None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from trayvml.alerts import AlertEvent
+from trayvml.alerts.rules import AlertEvent
 from trayvml.core.clock import Clock
 
 SNOOZE_S = 3600.0

@@ -1,7 +1,7 @@
 """Desktop notifications: freedesktop's org.freedesktop.Notifications over D-Bus, through jeepney.
 
 (QtDBus cannot marshal the uint32 that ``Notify`` takes from Python, so it cannot send one.)
-A notice (trayvml.notices) with the key of an earlier one replaces it in place (``replaces_id``)
+A notice (trayvml.alerts.grouping) with the key of an earlier one replaces it in place (``replaces_id``)
 rather than piling up.
 Where the server offers actions, "Open graphs" and "Snooze 1 h" come back through
 ``on_action``, called from a listener thread.
@@ -17,10 +17,10 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
-from trayvml.alerts import Severity
+from trayvml.alerts.grouping import Notice
+from trayvml.alerts.severity import Severity
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.safe_text import clean, notification_text
-from trayvml.notices import Notice
 
 log = logging.getLogger(__name__)
 

@@ -13,19 +13,11 @@ import math
 import time
 from dataclasses import dataclass, field, replace
 
-from trayvml.alerts import (
-    MACHINE,
-    RULE_BY_KEY,
-    AlertEvent,
-    Direction,
-    Severity,
-    ThresholdRule,
-    _in_sentence,
-    host_prefix,
-)
+from trayvml.alerts.dispatch import Outgoing
+from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule
+from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.units import short_name
-from trayvml.dispatch import Outgoing
 
 GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
 GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification

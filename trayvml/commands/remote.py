@@ -19,7 +19,7 @@ from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 
 if TYPE_CHECKING:
-    from trayvml.csvlog import Column
+    from trayvml.commands.csvlog import Column
     from trayvml.remote.source import Remotes
     from trayvml.source import Source
 
@@ -64,7 +64,7 @@ def _fault_line(sample: Sample) -> str:
 
 def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -> str:
     """Each host's GPUs, every GPU line starting with its host; an unreachable host in one line."""
-    from trayvml.report import text_snapshot as one_host
+    from trayvml.commands.report import text_snapshot as one_host
 
     blocks = []
     if local is not None:
@@ -87,7 +87,7 @@ def _safe_url(url: str) -> str:
 def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sample]) -> dict[str, Any]:
     """The local snapshot's shape, with every remote GPU added to ``gpus`` (each has ``host``) and a
     ``remotes`` list saying how each remote host was read, or why it could not be."""
-    from trayvml.report import json_snapshot as one_host
+    from trayvml.commands.report import json_snapshot as one_host
 
     document = one_host(local) if local is not None else {"gpus": [], "host": None}
     document["local_gpus"] = local_note or None
@@ -131,7 +131,7 @@ def print_snapshot(local: Sample, remotes: Sequence[Sample], as_json: bool, full
 
 def log_columns(columns: list[Column]) -> list[Column]:
     """The columns with ``hostname`` after ``timestamp`` (or first), unless --query names it already."""
-    from trayvml.csvlog import COLUMNS
+    from trayvml.commands.csvlog import COLUMNS
 
     host = COLUMNS["hostname"]
     if host in columns:
@@ -150,7 +150,7 @@ class RemoteLog:
     def __init__(
         self, path: str, columns: list[Column], units: bool, source: Source, remotes: Remotes, demand: frozenset[str]
     ) -> None:
-        from trayvml.csvlog import CsvLog
+        from trayvml.commands.csvlog import CsvLog
 
         self.log = CsvLog(path, columns, units=units)
         self.path = path

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 
 from trayvml.core.sample import MetricState
-from trayvml.store import codec
-from trayvml.store.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
-from trayvml.store.store import _decode, coarse_from_fine, merge_coarse
+from trayvml.history.disk import codec
+from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse
+from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 
 _Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 COARSE_CACHE = 128  # decoded coarse and wide blocks kept: a week of 8 GPUs and the host, twice over

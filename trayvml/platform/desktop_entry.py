@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from trayvml.assets import ICON_SIZES, resource
-from trayvml.autostart import APP_ID, command, desktop_exec_quote
 from trayvml.config import write_atomically
 from trayvml.core.i18n import translate
+from trayvml.platform.autostart import APP_ID, command, desktop_exec_quote
 
 log = logging.getLogger(__name__)
 MANIFEST_NAME = "desktop-files.json"

@@ -13,7 +13,7 @@ from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import format_bytes, format_static, format_value
-from trayvml.energy import EnergyMeter, job_key
+from trayvml.monitor.energy import EnergyMeter, job_key
 
 _GPU = {m.key: m for m in GPU_METRICS}
 _HOST = {m.key: m for m in HOST_METRICS}

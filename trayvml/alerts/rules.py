@@ -1,43 +1,49 @@
-"""The alert engine: pure rules over samples, with hysteresis, hold times and cooldowns.
-
-Every rule is an object with one ``step()``: fed its settings, its state on one GPU (or on the
-machine) and the latest values, it returns the transition they cause, if any. A threshold rule
-watches one catalog metric in one direction, with warning and critical levels; it is OK, pending
-(over its enter threshold, not yet for ``hold_s``) or firing. It clears only beyond its clear
-threshold, so a value hovering around the enter threshold fires once. A missing value (NaN)
-keeps the state as it was. Whether a transition should be *notified* also depends on the rule's
-cooldown. Event rules (a GPU lost, a new XID error, throttling, a job finished, the driver not
-answering) have their own conditions and settings.
-"""
+"""The alert rules: each a metric, a direction and levels, or an event; all step alike."""
 
 from __future__ import annotations
 
-import enum
 import math
-from collections import deque
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
+from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
-from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import UNKNOWN_NAME, GpuSample, MetricState, Sample
 from trayvml.core.units import DISPLAY_UNITS, GIB, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
 
-MAX_EVENTS = 1000
-MACHINE = -1  # the "GPU index" of alerts about the whole machine (the driver), not one GPU
 
+@dataclass(frozen=True)
+class AlertEvent:
+    timestamp_s: float
+    gpu_index: int
+    gpu_name: str
+    rule: str
+    kind: str  # "firing", "resolved" or "event"
+    severity: Severity
+    message: str
+    value: float = math.nan
+    notify: bool = True  # False within the rule's cooldown: the state changed, quietly
+    detail: str = ""  # e.g. the thresholds, for the notification's body
+    threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
+    host: str = ""  # a remote host's name (trayvml.ui.remote_hosts); "" for this machine
 
-class Severity(enum.IntEnum):
-    INFO = 0
-    WARNING = 1
-    CRITICAL = 2
-
-
-class Direction(enum.Enum):
-    ABOVE = "above"  # e.g. temperature: alarming when high
-    BELOW = "below"  # e.g. free memory: alarming when low
+    @property
+    def title(self) -> str:
+        at = host_prefix(self.host)
+        if self.gpu_index == MACHINE:
+            return at + self.message
+        # A GPU lost before its name was read is called by its index alone.
+        gpu = at + (
+            translate("alerts", "GPU {index}").format(index=self.gpu_index)
+            if self.gpu_name == UNKNOWN_NAME
+            else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
+        )
+        if self.kind == "resolved":
+            rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
+            return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
+        return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
 
 @dataclass(frozen=True)
@@ -111,48 +117,6 @@ class Tracker:
     idle_since_s: float = math.nan
     armed: bool = False  # a job has been busy long enough: its end will be told
     job_since_s: float = math.nan  # when the armed job became busy
-
-
-def host_prefix(host: str) -> str:
-    """A remote host's name before an alert's title; nothing for this machine."""
-    return translate("alerts", "{host}: ").format(host=host) if host else ""
-
-
-@dataclass(frozen=True)
-class AlertEvent:
-    timestamp_s: float
-    gpu_index: int
-    gpu_name: str
-    rule: str
-    kind: str  # "firing", "resolved" or "event"
-    severity: Severity
-    message: str
-    value: float = math.nan
-    notify: bool = True  # False within the rule's cooldown: the state changed, quietly
-    detail: str = ""  # e.g. the thresholds, for the notification's body
-    threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
-    host: str = ""  # a remote host's name (trayvml.ui.remote_hosts); "" for this machine
-
-    @property
-    def title(self) -> str:
-        at = host_prefix(self.host)
-        if self.gpu_index == MACHINE:
-            return at + self.message
-        # A GPU lost before its name was read is called by its index alone.
-        gpu = at + (
-            translate("alerts", "GPU {index}").format(index=self.gpu_index)
-            if self.gpu_name == UNKNOWN_NAME
-            else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
-        )
-        if self.kind == "resolved":
-            rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
-            return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
-        return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
-
-
-def _in_sentence(label: str) -> str:
-    """A label as it reads after a colon: 'Memory free' -> 'memory free'; 'GPU lost' stays."""
-    return label if label[1:2].isupper() else label[:1].lower() + label[1:]
 
 
 # ---- the rules ----
@@ -702,90 +666,3 @@ FORMER_DEFAULTS: Mapping[str, AnySettings] = {
 THRESHOLD_RULES = tuple(r for r in RULES if isinstance(r, ThresholdRule))
 GPU_RULES = tuple(r for r in RULES if isinstance(r, GpuRule))
 MACHINE_RULES = tuple(r for r in RULES if isinstance(r, MachineRule))
-
-
-@dataclass(frozen=True)
-class AlertSettings:
-    """Defaults for every GPU, and per-GPU overrides (GPU index -> rule key -> settings)."""
-
-    rules: Mapping[str, AnySettings] = field(default_factory=lambda: {r.key: r.defaults for r in RULES})
-    overrides: Mapping[int, Mapping[str, AnySettings]] = field(default_factory=dict)
-
-    def for_gpu(self, gpu: int, rule: str) -> Any:
-        """The settings of ``rule`` on ``gpu``: a RuleSettings, or the rule's own kind (JobSettings)."""
-        override = self.overrides.get(gpu, {}).get(rule)
-        return override if override is not None else self.rules.get(rule, RULE_BY_KEY[rule].defaults)
-
-
-def validate(rule: Rule[Any], settings: Any) -> list[str]:
-    """Sentences naming what is wrong with ``settings`` for ``rule`` (empty when it is fine)."""
-    if not isinstance(settings, type(rule.defaults)):
-        return [
-            translate("alerts", "{rule}: these settings are for another kind of rule.").format(
-                rule=translate("alerts", rule.label)
-            )
-        ]
-    return rule.problems(settings)
-
-
-def gpu_level(gpu: GpuSample, settings: AlertSettings) -> Level:
-    """How alarming ``gpu`` looks at a glance (tray icon, summary), by the alerts' own rules and
-    thresholds, per-GPU overrides included. It reads the value now: hold times and hysteresis
-    decide when an alert is told, not how a value looks."""
-    if gpu.lost:
-        return Level.LOST
-    level = Level.NORMAL
-    for rule in THRESHOLD_RULES:
-        rule_settings = settings.for_gpu(gpu.index, rule.key)
-        if not rule_settings.enabled:
-            continue
-        severity = rule.target(rule_settings, rule.reading(gpu), None)  # NaN: no level
-        if severity is not None:
-            level = max(level, Level.CRITICAL if severity is Severity.CRITICAL else Level.WARNING)
-    # Thermal throttling only: a busy GPU held at its power limit is working as designed, and
-    # the throttle rule's hold time tells that apart from trouble before it alerts.
-    reasons = gpu.value("clock_event_reasons")
-    thermal = not math.isnan(reasons) and int(reasons) & THERMAL_REASON_MASK
-    if thermal and settings.for_gpu(gpu.index, "throttle").enabled:
-        level = max(level, Level.WARNING)
-    return level
-
-
-class AlertEngine:
-    def __init__(self, settings: AlertSettings | None = None) -> None:
-        self.settings = settings or AlertSettings()
-        self.events: deque[AlertEvent] = deque(maxlen=MAX_EVENTS)
-        self._trackers: dict[tuple[int, str], Tracker] = {}
-
-    def configure(self, settings: AlertSettings) -> None:
-        self.settings = settings
-
-    def update(self, sample: Sample) -> list[AlertEvent]:
-        """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
-        found: list[AlertEvent | None] = []
-        for machine_rule in MACHINE_RULES:
-            settings = self.settings.for_gpu(MACHINE, machine_rule.key)
-            if settings.enabled:
-                found.append(machine_rule.step(settings, self._tracker(MACHINE, machine_rule.key), sample))
-        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
-            for rule in GPU_RULES:
-                settings = self.settings.for_gpu(gpu.index, rule.key)
-                if not settings.enabled or (gpu.lost and not rule.while_lost):
-                    continue
-                tracker = self._tracker(gpu.index, rule.key)
-                found.append(rule.step(settings, tracker, gpu, info.name, sample.timestamp_s))
-        events = [event for event in found if event is not None]
-        self.events.extend(events)
-        return events
-
-    def needs(self) -> frozenset[str]:
-        """Metrics the enabled rules read that are not always read (SM activity, from GPM)."""
-        needed: set[str] = set()
-        for rule in GPU_RULES:
-            per_gpu = [rules.get(rule.key) for rules in self.settings.overrides.values()]
-            if rule.needs and any(r is not None and r.enabled for r in [self.settings.rules.get(rule.key), *per_gpu]):
-                needed |= rule.needs
-        return frozenset(needed)
-
-    def _tracker(self, gpu: int, rule: str) -> Tracker:
-        return self._trackers.setdefault((gpu, rule), Tracker())

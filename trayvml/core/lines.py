@@ -4,14 +4,11 @@ from __future__ import annotations
 
 import math
 
-from PySide6.QtCore import QCoreApplication
-
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB, format_value, short_name
-
-translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:

@@ -9,18 +9,16 @@ from __future__ import annotations
 import math
 import time
 
-from PySide6.QtCore import QCoreApplication
-
-from trayvml.alerts import AlertEvent
+from trayvml.alerts.rules import AlertEvent
+from trayvml.core.i18n import translate
+from trayvml.core.lines import gpu_line
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
 from trayvml.core.units import format_bytes, short_name
-from trayvml.ui.text import gpu_line
 
 # Their notifications name the biggest processes.
 PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit", "memory_held_idle")
 SHOWN_PROCESSES = 3
-translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
 def process_words(process: ProcessSample) -> str:

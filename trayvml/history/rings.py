@@ -1,24 +1,14 @@
-"""Bounded history of every metric: numpy rings in tiers of coarser and coarser buckets.
-
-The finest tier keeps each sample; coarser tiers keep a min, mean and max per bucket, so a
-12-hour plot still shows peaks. Each ring slot remembers which bucket it holds, so a gap in
-sampling (the machine asleep, NVML unavailable) reads back as NaN without any bookkeeping,
-and memory never grows with uptime.
-"""
+"""Memory's part of the history: numpy rings in tiers, every sample for minutes, min/mean/max buckets for hours."""
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import Sample
-
-if TYPE_CHECKING:
-    from trayvml.store.view import DiskReach
 
 HISTORY_GPU_KEYS = tuple(m.key for m in GPU_METRICS if m.history)
 HISTORY_HOST_KEYS = tuple(m.key for m in HOST_METRICS if m.history)
@@ -163,8 +153,8 @@ class TieredRing:
         return self.tier_for(start_s, end_s, max_points).read(start_s, end_s, columns)
 
 
-class History:
-    """Every GPU's and the host's timelines, appended one Sample at a time."""
+class Rings:
+    """Every GPU's and the host's timelines in memory, appended one Sample at a time."""
 
     def __init__(self, tiers: tuple[Tier, ...] | None = None) -> None:
         self.tiers = tiers or default_tiers()
@@ -173,7 +163,6 @@ class History:
         self.core_count = 0
         self._gpus: TieredRing | None = None
         self._host: TieredRing | None = None
-        self.disk: DiskReach | None = None  # reads ranges older than memory from the store (the tray app's)
         self.first_s = math.inf  # the time of the oldest row appended (inf: none yet)
 
     @property
@@ -212,29 +201,29 @@ class History:
             self._host.append(t_s, np.asarray(host_values, dtype=np.float32))
 
     @property
+    def has_gpus(self) -> bool:
+        return self._gpus is not None
+
+    @property
+    def has_host(self) -> bool:
+        return self._host is not None
+
+    @property
     def reach_s(self) -> float:
-        """How far back memory reaches; a range starting before it is read from ``disk``, if any."""
+        """How far back memory reaches."""
         return self.latest_s - self.tiers[-1].span_s
 
-    def gpu_series(
-        self, key: str, start_s: float, end_s: float, max_points: int, memory_only: bool = False
-    ) -> Series | None:
+    def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
         """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""
         if self._gpus is None:
             return None
-        if self.disk is not None and not memory_only and start_s < self.reach_s:
-            return self.disk.gpu_series(key, start_s, end_s, max_points, self)
         stride = len(HISTORY_GPU_KEYS)
         columns = np.arange(self.gpu_count) * stride + _GPU_POSITION[key]
         return self._gpus.read(start_s, end_s, max_points, columns)
 
-    def host_series(
-        self, key: str, start_s: float, end_s: float, max_points: int, memory_only: bool = False
-    ) -> Series | None:
+    def host_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
         if self._host is None:
             return None
-        if self.disk is not None and not memory_only and start_s < self.reach_s:
-            return self.disk.host_series(key, start_s, end_s, max_points, self)
         return self._host.read(start_s, end_s, max_points, np.array([_HOST_POSITION[key]]))
 
     def core_series(self, start_s: float, end_s: float, max_points: int) -> Series | None:

@@ -1,0 +1,115 @@
+"""The alert engine: every rule stepped on every sample, per GPU, with the settings in force."""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from trayvml.alerts.rules import (
+    GPU_RULES,
+    MACHINE_RULES,
+    RULE_BY_KEY,
+    RULES,
+    THRESHOLD_RULES,
+    AlertEvent,
+    AnySettings,
+    Rule,
+    Tracker,
+)
+from trayvml.alerts.severity import MACHINE, Severity
+from trayvml.core.i18n import translate
+from trayvml.core.levels import Level
+from trayvml.core.metrics import THERMAL_REASON_MASK
+from trayvml.core.sample import GpuSample, Sample
+
+MAX_EVENTS = 1000
+
+
+@dataclass(frozen=True)
+class AlertSettings:
+    """Defaults for every GPU, and per-GPU overrides (GPU index -> rule key -> settings)."""
+
+    rules: Mapping[str, AnySettings] = field(default_factory=lambda: {r.key: r.defaults for r in RULES})
+    overrides: Mapping[int, Mapping[str, AnySettings]] = field(default_factory=dict)
+
+    def for_gpu(self, gpu: int, rule: str) -> Any:
+        """The settings of ``rule`` on ``gpu``: a RuleSettings, or the rule's own kind (JobSettings)."""
+        override = self.overrides.get(gpu, {}).get(rule)
+        return override if override is not None else self.rules.get(rule, RULE_BY_KEY[rule].defaults)
+
+
+def validate(rule: Rule[Any], settings: Any) -> list[str]:
+    """Sentences naming what is wrong with ``settings`` for ``rule`` (empty when it is fine)."""
+    if not isinstance(settings, type(rule.defaults)):
+        return [
+            translate("alerts", "{rule}: these settings are for another kind of rule.").format(
+                rule=translate("alerts", rule.label)
+            )
+        ]
+    return rule.problems(settings)
+
+
+def gpu_level(gpu: GpuSample, settings: AlertSettings) -> Level:
+    """How alarming ``gpu`` looks at a glance (tray icon, summary), by the alerts' own rules and
+    thresholds, per-GPU overrides included. It reads the value now: hold times and hysteresis
+    decide when an alert is told, not how a value looks."""
+    if gpu.lost:
+        return Level.LOST
+    level = Level.NORMAL
+    for rule in THRESHOLD_RULES:
+        rule_settings = settings.for_gpu(gpu.index, rule.key)
+        if not rule_settings.enabled:
+            continue
+        severity = rule.target(rule_settings, rule.reading(gpu), None)  # NaN: no level
+        if severity is not None:
+            level = max(level, Level.CRITICAL if severity is Severity.CRITICAL else Level.WARNING)
+    # Thermal throttling only: a busy GPU held at its power limit is working as designed, and
+    # the throttle rule's hold time tells that apart from trouble before it alerts.
+    reasons = gpu.value("clock_event_reasons")
+    thermal = not math.isnan(reasons) and int(reasons) & THERMAL_REASON_MASK
+    if thermal and settings.for_gpu(gpu.index, "throttle").enabled:
+        level = max(level, Level.WARNING)
+    return level
+
+
+class AlertEngine:
+    def __init__(self, settings: AlertSettings | None = None) -> None:
+        self.settings = settings or AlertSettings()
+        self.events: deque[AlertEvent] = deque(maxlen=MAX_EVENTS)
+        self._trackers: dict[tuple[int, str], Tracker] = {}
+
+    def configure(self, settings: AlertSettings) -> None:
+        self.settings = settings
+
+    def update(self, sample: Sample) -> list[AlertEvent]:
+        """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
+        found: list[AlertEvent | None] = []
+        for machine_rule in MACHINE_RULES:
+            settings = self.settings.for_gpu(MACHINE, machine_rule.key)
+            if settings.enabled:
+                found.append(machine_rule.step(settings, self._tracker(MACHINE, machine_rule.key), sample))
+        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
+            for rule in GPU_RULES:
+                settings = self.settings.for_gpu(gpu.index, rule.key)
+                if not settings.enabled or (gpu.lost and not rule.while_lost):
+                    continue
+                tracker = self._tracker(gpu.index, rule.key)
+                found.append(rule.step(settings, tracker, gpu, info.name, sample.timestamp_s))
+        events = [event for event in found if event is not None]
+        self.events.extend(events)
+        return events
+
+    def needs(self) -> frozenset[str]:
+        """Metrics the enabled rules read that are not always read (SM activity, from GPM)."""
+        needed: set[str] = set()
+        for rule in GPU_RULES:
+            per_gpu = [rules.get(rule.key) for rules in self.settings.overrides.values()]
+            if rule.needs and any(r is not None and r.enabled for r in [self.settings.rules.get(rule.key), *per_gpu]):
+                needed |= rule.needs
+        return frozenset(needed)
+
+    def _tracker(self, gpu: int, rule: str) -> Tracker:
+        return self._trackers.setdefault((gpu, rule), Tracker())

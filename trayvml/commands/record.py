@@ -1,0 +1,113 @@
+"""`trayvml record`: the headless recorder of the history on disk."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from trayvml.commands.history import _folder
+from trayvml.core.i18n import translate
+
+if TYPE_CHECKING:
+    from trayvml.config import Settings
+    from trayvml.nvml.sim import SimSpec
+
+
+def add_commands(
+    commands: argparse._SubParsersAction,
+    parents: Sequence[argparse.ArgumentParser],
+    sampling: argparse.ArgumentParser,
+    simulate: argparse.ArgumentParser,
+) -> None:
+    """Register ``record`` and ``history`` on the CLI's sub-command parser (``history --simulate``
+    reads the simulated GPUs' own store)."""
+    store = argparse.ArgumentParser(add_help=False)
+    store.add_argument(
+        "--store",
+        metavar="DIR",
+        type=Path,
+        help=translate("cli", "the history folder (default: in your state folder)"),
+    )
+    record = commands.add_parser(
+        "record",
+        parents=[*parents, sampling, store],
+        help=translate("cli", "write the history store without the tray (servers)"),
+    )
+    record.add_argument("--count", type=int, metavar="N", help=argparse.SUPPRESS)  # tests: stop after N samples
+    history = commands.add_parser(
+        "history", parents=[simulate, store], help=translate("cli", "export stored history as CSV (the columns of log)")
+    )
+    when = history.add_mutually_exclusive_group()
+    when.add_argument("--since", metavar="AGO", help=translate("cli", "e.g. 90m, 2h, 3d (default 1h)"))
+    when.add_argument(
+        "--from",
+        dest="start",
+        metavar="TIME",
+        help=translate("cli", "ISO date and time, local unless it says its zone"),
+    )
+    history.add_argument("--to", dest="end", metavar="TIME", help=translate("cli", "with --from (default: now)"))
+    history.add_argument(
+        "--csv", metavar="FILE", default="-", help=translate("cli", "the CSV file, or - for standard output (default)")
+    )
+    history.add_argument(
+        "--query", metavar="FIELDS", help=translate("cli", "comma-separated nvidia-smi field names, as for log")
+    )
+    history.add_argument("--gpu", type=int, metavar="N", help=translate("cli", "only the GPU with this index"))
+    history.add_argument("--nounits", action="store_true", help=translate("cli", "values without units"))
+    history.add_argument(
+        "--stats", action="store_true", help=translate("cli", "print the span, samples and bytes stored, and exit")
+    )
+
+
+def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
+    """Sample at ``args.interval`` into the store until Ctrl-C or SIGTERM; 2 when another process writes it."""
+    from trayvml.history.disk.write import StoreWriter
+    from trayvml.source import Source
+
+    interval_s = args.interval if args.interval is not None else settings.sampling_interval_s
+    writer = StoreWriter(
+        _folder(args, simulation is not None), settings.history_limits
+    )  # raises StoreLockedError with the holder's pid
+    said: str | None = None
+    previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
+    source = Source(simulation, host=True, stall_after_s=args.timeout)
+    ticks = 0
+    try:
+        start_s = source.clock.now_s()
+        recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
+        print(recording.format(folder=writer.folder, seconds=f"{interval_s:g}"), file=sys.stderr)
+        while args.count is None or ticks < args.count:
+            sample = source.sample()
+            if sample.problem is not None and sample.problem[1] != said:
+                said = sample.problem[1]
+                print(
+                    translate("record", "trayvml: {problem} (the host is still recorded)").format(problem=said),
+                    file=sys.stderr,
+                )
+            writer.append(sample)
+            if writer.problem is not None and writer.problem != said:
+                said = writer.problem
+                print(f"trayvml: {said}", file=sys.stderr)
+            ticks += 1
+            source.clock.sleep_s(start_s + ticks * interval_s - source.clock.now_s())
+    except KeyboardInterrupt:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+        source.close()
+        writer.close()
+    recorded = (
+        translate("record", "trayvml: {count} samples recorded")
+        if ticks != 1
+        else translate("record", "trayvml: {count} sample recorded")
+    )
+    print(recorded.format(count=ticks), file=sys.stderr)
+    return 0
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt

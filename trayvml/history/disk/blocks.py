@@ -1,0 +1,85 @@
+"""Blocks of the store decoded, and per-minute buckets made from every-second rows (for the
+writer and the readers alike)."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+
+from trayvml.history.disk import codec
+from trayvml.history.disk.db import (
+    Block,
+)
+
+log = logging.getLogger(__name__)
+
+_noted: set[tuple[int, int]] = set()
+
+
+def _decode(block: Block, count: int) -> list[np.ndarray] | None:
+    try:
+        return codec.decode(block.data, block.crc, count)
+    except codec.DamagedBlockError as error:
+        note_damaged(block, str(error))
+        return None
+
+
+def note_damaged(block: Block, why: str) -> None:
+    """One log line per damaged block, however often it is read."""
+    if (block.id, block.crc) not in _noted:
+        _noted.add((block.id, block.crc))
+        log.warning(
+            "a damaged block of history (%s to %s UTC, %s) was skipped", _utc(block.start_ms), _utc(block.end_ms), why
+        )
+
+
+def _utc(t_ms: int) -> str:
+    from datetime import datetime, timezone
+
+    return datetime.fromtimestamp(t_ms / 1000, timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def _concat_fine(parts: list[list[np.ndarray]]) -> list[np.ndarray]:
+    joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.FINE_MATRICES)]
+    order = np.argsort(joined[0][0], kind="stable")
+    return [m[:, order] for m in joined]
+
+
+def coarse_from_fine(fine: list[np.ndarray], bucket_ms: int) -> list[np.ndarray]:
+    """Per bucket: starts, count, min, max and sum (of the integers) of each column."""
+    times, q, missing = fine[0][0], fine[1].T, fine[2].T.astype(bool)
+    present = ~missing
+    big = np.iinfo(np.int64).max
+    return _reduce(
+        times - times % bucket_ms,
+        present.astype(np.int64),
+        np.where(present, q, big),
+        np.where(present, q, -big),
+        np.where(present, q, 0),
+    )
+
+
+def merge_coarse(parts: list[list[np.ndarray]], bucket_ms: int) -> list[np.ndarray]:
+    joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.COARSE_MATRICES)]
+    starts = joined[0][0]
+    return _reduce(starts - starts % bucket_ms, *(m.T for m in joined[1:]))
+
+
+def _reduce(
+    keys: np.ndarray, count: np.ndarray, low: np.ndarray, high: np.ndarray, total: np.ndarray
+) -> list[np.ndarray]:
+    """Rows with the same key (bucket start) folded into one: counts and sums added, min of mins."""
+    order = np.argsort(keys, kind="stable")
+    keys = keys[order]
+    first = np.flatnonzero(np.r_[True, keys[1:] != keys[:-1]])
+    big = np.iinfo(np.int64).max
+    count_b = np.add.reduceat(count[order], first, axis=0)
+    low_b = np.minimum.reduceat(low[order], first, axis=0)
+    high_b = np.maximum.reduceat(high[order], first, axis=0)
+    total_b = np.add.reduceat(total[order], first, axis=0)
+    empty = count_b == 0
+    # An empty bucket's min and max are 0, not the sentinels: zeros cost nothing once compressed.
+    low_b[empty | (low_b == big)] = 0
+    high_b[empty | (high_b == -big)] = 0
+    return [keys[first][None, :], count_b.T, low_b.T, high_b.T, total_b.T]
