@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from trayvml.core.clock import ManualClock
-from trayvml.demand import HISTORY
+from trayvml.core.demand import HISTORY
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import RuntimePower
 from trayvml.nvml.sim import parse_spec

@@ -20,11 +20,11 @@ from trayvml.alerts.rules import (
     Tracker,
 )
 from trayvml.alerts.severity import Direction, Severity
+from trayvml.core.demand import HISTORY
 from trayvml.core.errors import DriverStall
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB
-from trayvml.demand import HISTORY
 
 NAN = math.nan
 

@@ -418,11 +418,33 @@ def test_one_set_of_defaults_the_schemas() -> None:
 def test_the_model_saves_and_tells_its_listeners_of_a_change(tmp_path: Path) -> None:
     store = config.SettingsStore(tmp_path / "config.toml")
     model = config.SettingsModel(config.Settings(), store)
-    heard: list[tuple[float, float]] = []
-    model.on_change(lambda old, new: heard.append((old.sampling_interval_s, new.sampling_interval_s)))
+    heard: list[float] = []
+    model.on_change("sampling_interval_s", lambda new: heard.append(new.sampling_interval_s))
     assert model.change(replace(model.current, sampling_interval_s=2.0)) == ""
-    assert heard == [(1.0, 2.0)] and store.load()[0].sampling_interval_s == 2.0
+    assert heard == [2.0] and store.load()[0].sampling_interval_s == 2.0
     assert model.change(model.current) == "" and len(heard) == 1  # no change, nobody told
+
+
+def test_the_model_tells_a_listener_only_of_its_own_keys_and_once_per_change() -> None:
+    model = config.SettingsModel(config.Settings())
+    interval: list[float] = []
+    either: list[tuple[float, int]] = []
+    model.on_change("sampling_interval_s", lambda new: interval.append(new.sampling_interval_s))
+    model.on_change(
+        ("history_hours", "sampling_interval_s"),
+        lambda new: either.append((new.sampling_interval_s, new.history_hours)),
+    )
+    model.change(replace(model.current, notifications=False))  # neither key
+    assert interval == [] and either == []
+    model.change(replace(model.current, history_hours=6))
+    assert interval == [] and either == [(1.0, 6)]
+    model.change(replace(model.current, history_hours=3, sampling_interval_s=2.0))  # both keys: told once
+    assert interval == [2.0] and either == [(1.0, 6), (2.0, 3)]
+
+
+def test_the_model_refuses_a_listener_of_a_setting_that_does_not_exist() -> None:
+    with pytest.raises(ValueError, match="no such setting: sampling_interval"):
+        config.SettingsModel(config.Settings()).on_change("sampling_interval", lambda new: None)
 
 
 def test_the_model_says_when_it_cannot_save_and_still_applies(tmp_path: Path) -> None:
@@ -430,7 +452,7 @@ def test_the_model_says_when_it_cannot_save_and_still_applies(tmp_path: Path) ->
     folder.mkdir()  # a folder where the file should be: nothing can be saved there
     model = config.SettingsModel(config.Settings(), config.SettingsStore(folder))
     heard: list[bool] = []
-    model.on_change(lambda old, new: heard.append(new.notifications))
+    model.on_change("notifications", lambda new: heard.append(new.notifications))
     problem = model.change(replace(model.current, notifications=False))
     assert problem.startswith("Could not save the settings: ")
     assert model.current.notifications is False and heard == [False]  # in force for this session

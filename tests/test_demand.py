@@ -10,8 +10,8 @@ from tests.helpers import simulated_source
 from trayvml.alerts.engine import AlertSettings
 from trayvml.commands.csvlog import demand_of, parse_fields
 from trayvml.config import Settings
+from trayvml.core.demand import EVERYTHING, HISTORY, PROCESSES, Demand
 from trayvml.core.sample import MetricState
-from trayvml.demand import EVERYTHING, HISTORY, PROCESSES, Demand
 
 PROCESS_CALLS = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3")
 
@@ -164,7 +164,7 @@ def test_snoozing_a_grouped_notification_snoozes_the_rule_on_each_of_its_gpus(qa
     events = [
         AlertEvent(0.0, gpu, "H100", "xid", "event", Severity.CRITICAL, "XID 74 (NVLink error)") for gpu in (1, 3)
     ]
-    app._send([Outgoing(event) for event in events], 0.0)
+    app._send(app.local.outcome([Outgoing(event) for event in events], 0.0))
     app._on_action("snooze", GROUP, "xid")
     assert not app.dispatcher.wanted(replace(events[0], timestamp_s=10.0))
     assert not app.dispatcher.wanted(replace(events[1], gpu_index=3))

@@ -7,8 +7,8 @@ import pytest
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.commands.report import json_snapshot
+from trayvml.core.demand import HISTORY
 from trayvml.core.sample import MetricState
-from trayvml.demand import HISTORY
 
 ACTIVITY = frozenset({"sm_activity_percent", "tensor_activity_percent", "utilization_gpu_percent"})
 

@@ -7,9 +7,9 @@ import pytest
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.commands.report import json_snapshot
+from trayvml.core.demand import HISTORY
 from trayvml.core.sample import MetricState
 from trayvml.core.units import GIB, MIB
-from trayvml.demand import HISTORY
 from trayvml.pick import choose
 
 SPEC = "training:gpus=h100-mig+rtx4090,start=1800"

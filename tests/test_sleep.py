@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_ticks, simulated_source
+from trayvml.core.demand import HISTORY
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
-from trayvml.demand import HISTORY
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent
 from trayvml.alerts.severity import Severity
 from trayvml.config import Settings
 from trayvml.remote.fetch import parse_endpoint
+from trayvml.remote.source import Remotes
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
 from trayvml.ui.tray import Tray
 
@@ -31,13 +32,17 @@ def remote() -> Iterator[FakeRemote]:
 def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: QtBot, remote: FakeRemote) -> None:
     tray = Tray()
     gone = closed_port_url()
-    view = RemoteHostsView(
-        [parse_endpoint(remote.url), parse_endpoint(gone)], 0.2, tray.menu, tray.copy_action, tray.over_dbus
-    )
+    remotes = Remotes([parse_endpoint(remote.url), parse_endpoint(gone)], 0.2)
+    view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
+    view.show_hosts(True)
     view.changed.connect(lambda: (setattr(tray, "remote_lines", view.lines), tray.update(tray.sample)))
-    view.start()
+
+    def shown(check: Callable[[], bool]) -> Callable[[], bool]:
+        return lambda: (view.show(remotes.samples()), check())[1]  # what the app's timer does
+
+    remotes.start()
     try:
-        qtbot.waitUntil(lambda: len(view.samples) == 2 and any(s.gpus for s in view.samples), timeout=10_000)
+        qtbot.waitUntil(shown(lambda: len(view.samples) == 2 and any(s.gpus for s in view.samples)), timeout=10_000)
         tip = tray.icon.toolTip().splitlines()
         assert "dgx-01:" in tip
         assert any(line.startswith("  0 A100") for line in tip) and any(line.startswith("  1 A100") for line in tip)
@@ -51,10 +56,12 @@ def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: 
         assert not since.isEnabled() and not why.isEnabled()
         # The remote goes away mid-run: its host stays, greyed, and its old values go.
         remote.stop()
-        qtbot.waitUntil(lambda: "dgx-01 — unreachable" in [a.text() for a in tray.menu.actions()], timeout=10_000)
+        qtbot.waitUntil(
+            shown(lambda: "dgx-01 — unreachable" in [a.text() for a in tray.menu.actions()]), timeout=10_000
+        )
         assert not any(line.startswith("  0 A100") for line in tray.icon.toolTip().splitlines())
     finally:
-        view.stop()
+        remotes.close()
 
 
 def test_remote_host_urls_from_settings_and_command_line() -> None:
@@ -67,17 +74,26 @@ def test_remote_host_urls_from_settings_and_command_line() -> None:
 
 def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: FakeRemote) -> None:
     remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # GPU 0 at 99 °C
-    tray = Tray()
-    view = RemoteHostsView([parse_endpoint(remote.url)], 0.2, tray.menu, tray.copy_action)
+    from trayvml.alerts.dispatch import Dispatcher
+    from trayvml.core.clock import SystemClock
+    from trayvml.history.timeline import History
+    from trayvml.monitor.remotes import RemoteMonitors
+
+    remotes = Remotes([parse_endpoint(remote.url)], 0.2)
     rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
-    view.configure_alerts(AlertSettings(rules=rules))
+    monitors = RemoteMonitors(Dispatcher(SystemClock()), AlertSettings(rules=rules), History)
     raised: list[AlertEvent] = []
-    view.alerts_raised.connect(raised.extend)
-    view.start()
+    remotes.start()
     try:
-        qtbot.waitUntil(lambda: any(e.rule == "temperature" for e in raised), timeout=10_000)
+        qtbot.waitUntil(
+            lambda: (
+                raised.extend(monitors.take(remotes.samples())[1].events),
+                any(e.rule == "temperature" for e in raised),
+            )[1],
+            timeout=10_000,
+        )
     finally:
-        view.stop()
+        remotes.close()
     (event,) = [e for e in raised if e.rule == "temperature"]
     assert (event.host, event.gpu_index, event.kind) == ("dgx-01", 0, "firing")
     assert event.title.startswith("dgx-01: GPU 0 A100")
@@ -104,18 +120,18 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
     qtbot.addWidget(window)
     choice = app.host_choice
     assert choice is not None and not choice.box.isVisibleTo(window)  # no remote host with values yet
-    app.remote_hosts.start()
+    app._start_remotes()
     try:
         qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
         assert choice.box.itemText(1) == "dgx-01"
         choice.box.setCurrentIndex(1)
-        assert window.gpu_count == 2 and window.history is app.remote_hosts.histories["dgx-01"]
+        assert window.gpu_count == 2 and window.history is app.remote_monitors.histories["dgx-01"]
         app.on_sample(source.sample())  # this machine's samples go on, into its own history only
         assert window.gpu_count == 2 and window.sample.system.hostname == "dgx-01"
         choice.box.setCurrentIndex(0)
         assert window.gpu_count == 4 and window.history is app.history
     finally:
-        app.remote_hosts.stop()
+        app._stop_remotes()
 
 
 def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemote) -> None:
@@ -154,7 +170,7 @@ def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
         remote_urls=(remote.url,),
     )
     rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
-    app.remote_hosts.configure_alerts(AlertSettings(rules=rules))
+    app.apply_settings(replace(app.settings, alerts=AlertSettings(rules=rules)))
     source, _, _ = simulated_source("idle")
     app.on_sample(source.sample())
     window = app.ensure_window()
@@ -164,7 +180,7 @@ def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
     window.add_events([local])
     choice = app.host_choice
     assert choice is not None
-    app.remote_hosts.start()
+    app._start_remotes()
     try:
         qtbot.waitUntil(lambda: any(e.host == "dgx-01" for e in table.events), timeout=10_000)
         titles = [table.item(row, 3).text() for row in range(table.rowCount())]
@@ -179,7 +195,7 @@ def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
         choice.box.setCurrentIndex(0)
         assert table.rowCount() == len([e for e in table.events if not e.host])
     finally:
-        app.remote_hosts.stop()
+        app._stop_remotes()
 
 
 def _local_sample():  # type: ignore[no-untyped-def]

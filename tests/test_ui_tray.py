@@ -8,10 +8,10 @@ from PySide6.QtGui import QGuiApplication
 from tests.helpers import run_ticks, simulated_source
 from tests.ui_helpers import open_menu
 from trayvml.alerts.engine import AlertSettings, gpu_level
+from trayvml.core.demand import HISTORY
 from trayvml.core.levels import Level
 from trayvml.core.lines import gpu_line, tooltip
 from trayvml.core.units import short_name
-from trayvml.demand import HISTORY
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent
 from trayvml.ui.tray import Tray

@@ -565,11 +565,16 @@ class SettingsModel:
     def __init__(self, settings: Settings, store: SettingsStore | None = None) -> None:
         self.current = settings
         self.store = store
-        self._listeners: list[Callable[[Settings, Settings], None]] = []
+        self._listeners: list[tuple[frozenset[str], Callable[[Settings], None]]] = []
 
-    def on_change(self, listener: Callable[[Settings, Settings], None]) -> None:
-        """Call ``listener(old, new)`` after every change."""
-        self._listeners.append(listener)
+    def on_change(self, keys: str | tuple[str, ...], listener: Callable[[Settings], None]) -> None:
+        """Call ``listener(new)`` after a change of any of ``keys`` (field names of Settings), once per
+        change however many of them changed."""
+        wanted = frozenset((keys,) if isinstance(keys, str) else keys)
+        unknown = wanted - {f.name for f in fields(Settings)}
+        if unknown:
+            raise ValueError(f"no such setting: {', '.join(sorted(unknown))}")
+        self._listeners.append((wanted, listener))
 
     def change(self, settings: Settings) -> str:
         """Put ``settings`` in force and save them; a sentence when they could not be saved, else ""."""
@@ -580,7 +585,8 @@ class SettingsModel:
                 self.store.save(settings)
             except (OSError, SettingsError) as error:
                 problem = f"Could not save the settings: {error}"
-        if settings != old:
-            for listener in self._listeners:
-                listener(old, settings)
+        changed = {f.name for f in fields(Settings) if getattr(old, f.name) != getattr(settings, f.name)}
+        for keys, listener in self._listeners:
+            if keys & changed:
+                listener(settings)
         return problem

@@ -143,7 +143,7 @@ class Source:
     def sample(self, demand: frozenset[str] | None = None) -> Sample:
         """One sample; waits at most ``stall_after_s`` for the driver (less once it is known stuck).
 
-        ``demand``: the GPU metric keys someone needs (see trayvml.demand); None reads everything.
+        ``demand``: the GPU metric keys someone needs (see trayvml.core.demand); None reads everything.
         """
         if self.library is not None:
             self.library.sync_sysfs()  # the simulated GPUs' sleep schedule, as the kernel would show it

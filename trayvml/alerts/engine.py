@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trayvml.alerts.rules import (
@@ -76,8 +76,11 @@ def gpu_level(gpu: GpuSample, settings: AlertSettings) -> Level:
 
 
 class AlertEngine:
-    def __init__(self, settings: AlertSettings | None = None) -> None:
+    """Every rule stepped on every sample of one host; its events name that host ("": this machine)."""
+
+    def __init__(self, settings: AlertSettings | None = None, host: str = "") -> None:
         self.settings = settings or AlertSettings()
+        self.host = host
         self.events: deque[AlertEvent] = deque(maxlen=MAX_EVENTS)
         self._trackers: dict[tuple[int, str], Tracker] = {}
 
@@ -98,7 +101,7 @@ class AlertEngine:
                     continue
                 tracker = self._tracker(gpu.index, rule.key)
                 found.append(rule.step(settings, tracker, gpu, info.name, sample.timestamp_s))
-        events = [event for event in found if event is not None]
+        events = [event if not self.host else replace(event, host=self.host) for event in found if event is not None]
         self.events.extend(events)
         return events
 

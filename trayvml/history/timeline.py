@@ -165,6 +165,11 @@ class History(Rings):
         super().__init__(tiers)
         self.disk: DiskReach | None = None
 
+    def append(self, sample: Sample) -> None:
+        super().append(sample)
+        if self.disk is not None and sample.devices:  # the store's past is joined to these GPUs by UUID
+            self.disk.uuids = tuple(d.uuid for d in sample.devices)
+
     def _from_disk(self, start_s: float, memory_only: bool) -> DiskReach | None:
         return self.disk if self.disk is not None and not memory_only and start_s < self.reach_s else None
 

@@ -21,10 +21,10 @@ from dataclasses import replace
 import pynvml as N
 
 from trayvml.core.clock import Clock
+from trayvml.core.demand import PROCESSES
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, Derivation, Metric
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, SystemInfo
-from trayvml.demand import PROCESSES
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
 from trayvml.nvml.processes import ProcessCache, ProcessResolver
 from trayvml.nvml.runtime_pm import PciPower, RuntimePower, bus_key

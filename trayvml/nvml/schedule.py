@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 import pynvml as N
 
+from trayvml.core.demand import PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
-from trayvml.demand import PROCESSES
 from trayvml.nvml import binding
 from trayvml.nvml.fields import decode_as, field_array, field_view
 from trayvml.nvml.gpm import GpmSampler

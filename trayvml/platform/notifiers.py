@@ -172,3 +172,26 @@ class TrayMessageNotifier:
 
     def close(self) -> None:
         pass  # nothing held
+
+
+class NoNotifier:
+    """Where notifications are not wanted or nowhere to go (a headless recorder, a test): says nothing."""
+
+    def notify(self, notice: Notice) -> None:
+        log.debug("not shown (no notifier): %s", notice.title)
+
+    def close(self) -> None:
+        pass
+
+
+def notifier_for_desktop(
+    on_action: ActionHandler, icon: str, show: Callable[[str, str, Severity], None], markup: bool = False
+) -> Notifier:
+    """The desktop's notification service where one answers (Linux, D-Bus), else the tray's balloon
+    (``show``; ``markup``: see TrayMessageNotifier). Takes a D-Bus round trip: not on a GUI thread."""
+    if sys.platform == "linux":
+        try:
+            return FreedesktopNotifier(on_action, icon)
+        except NotificationsUnavailableError:
+            pass  # no notification service: the tray's own balloon will do
+    return TrayMessageNotifier(show, markup=markup)

@@ -147,6 +147,20 @@ class Remotes:
     def samples(self) -> list[Sample]:
         return [sample for source in self.sources for sample in source.samples]
 
+    def keep_past(self, seconds: float) -> None:
+        """Read this much of a Prometheus server's past on the first read that works (before ``start``)."""
+        for source in self.sources:
+            source.past_s = seconds
+
+    def past_of(self, host: str, before_s: float) -> list[Sample]:
+        """What a Prometheus server said of ``host``'s past before ``before_s``, oldest first."""
+        return [
+            s
+            for source in self.sources
+            for s in source.past
+            if s.system is not None and s.system.hostname == host and s.timestamp_s < before_s
+        ]
+
     def start(self) -> None:
         for source in self.sources:
             source.start()

@@ -17,21 +17,16 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
-from trayvml.alerts.details import PROCESS_RULES, alert_details
-from trayvml.alerts.dispatch import Dispatcher, Outgoing
-from trayvml.alerts.engine import AlertEngine
-from trayvml.alerts.grouping import GROUP, Grouper
-from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.severity import Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.demand import HISTORY, PROCESSES, Demand
 from trayvml.core.metrics import TRAY_METRICS
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.demand import HISTORY, PROCESSES, Demand
-from trayvml.monitor.energy import EnergyMeter, job_energy_text
-from trayvml.monitor.spans import AsleepSpans
+from trayvml.core.sample import Sample
+from trayvml.monitor.pipeline import Monitor, Outcome
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.platform.autostart import Autostart, for_this_platform
 from trayvml.ui.instance import already_running, instance_name, listen
@@ -41,10 +36,13 @@ from trayvml.ui.translation import install_translators
 from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
-    from trayvml.commands.serve import Exporter
+    from trayvml.alerts.engine import AlertEngine
     from trayvml.history.disk.recording import Recording
     from trayvml.history.timeline import DiskReach, History
+    from trayvml.monitor.remotes import RemoteMonitors
     from trayvml.platform.notifiers import Notifier
+    from trayvml.prometheus.exposition import Exporter
+    from trayvml.remote.source import Remotes
     from trayvml.ui.host_choice import HostChoice
     from trayvml.ui.remote_hosts import RemoteHostsView
     from trayvml.ui.settings_dialog import SettingsDialog
@@ -53,8 +51,8 @@ if TYPE_CHECKING:
 EXIT_NO_DISPLAY = 4
 TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
+REMOTE_QUIT_WAIT_S = 0.5  # quitting waits this long for a remote read in flight, then leaves it
 log = logging.getLogger(__name__)
-DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
 NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
     "App",
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
@@ -89,7 +87,8 @@ def display_available() -> bool:
 
 
 class App(QObject):
-    """Everything the running app is made of; ``run_app`` builds one."""
+    """Everything the running app is made of; ``run_app`` builds one. It wires: the pipelines are
+    the monitors' (trayvml.monitor), what is shown is the tray's, menus' and window's."""
 
     sample_shown = Signal(object)  # a Sample, after the tray and window have it
     notified = Signal(object)  # an AlertEvent that went out as a notification
@@ -105,7 +104,7 @@ class App(QObject):
         store: SettingsStore | None = None,
         autostart: Autostart | None = None,
         stored: tuple[Settings, str] | None = None,  # what store.load() gave, where the caller has read it
-        history_folder: Path | None = None,  # the history on disk (trayvml/store); None: memory only
+        history_folder: Path | None = None,  # the history on disk (trayvml/history/disk); None: memory only
         remote_urls: tuple[str, ...] = (),
     ) -> None:
         super().__init__()
@@ -119,20 +118,13 @@ class App(QObject):
         if interval_s is not None:  # --interval: in force, not saved until the settings are
             loaded = replace(loaded, sampling_interval_s=interval_s)
         self.model = SettingsModel(loaded, store)
-        self.model.on_change(self._settings_changed)
-        self._history: History | None = None
-        self.latest: Sample | None = None
+        self._watch_settings()
         self.clock = clock
-        self.engine = AlertEngine(self.settings.alerts)
         self.notifier: Notifier | None = None
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
-        self.grouper = Grouper()  # one rule on several GPUs: one notification
-        # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
-        self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
+        # This machine's pipeline; process lists are read only while someone asks for them.
+        self.local = Monitor(self.dispatcher, self.settings.alerts, self._new_history, processes_on_demand=True)
         self.demand = Demand()
-        self.energy = EnergyMeter()  # Wh per GPU, process and job: the Processes tab and job notifications
-        self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
-        self._awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(
             simulation,
@@ -166,17 +158,31 @@ class App(QObject):
         self._tray_timer.setObjectName("tray_host_timer")
         self._tray_timer.timeout.connect(self._check_tray)
         self._remote_urls = remote_urls
-        self.remote_hosts = self._make_remote_hosts()
+        self._remote_timer = QTimer(self)
+        self._remote_timer.setObjectName("remote_hosts_timer")
+        self._remote_timer.timeout.connect(self.take_remote_samples)
+        self.remotes: Remotes | None = None
+        self.remote_monitors: RemoteMonitors | None = None
+        self.remote_hosts: RemoteHostsView | None = None
+        self._make_remote_hosts()
         self.exporter: Exporter | None = None
         self.host_choice: HostChoice | None = None
+
+    # ---- this machine's pipeline ----
+    @property
+    def engine(self) -> AlertEngine:
+        return self.local.engine
+
+    @property
+    def latest(self) -> Sample | None:
+        return self.local.latest
 
     @property
     def history(self) -> History:
         """Made on first use: numpy need not load before the tray icon shows."""
-        if self._history is None:
-            self._history = self._new_history()
-            self._attach_disk(self._history)
-        return self._history
+        history = self.local.history
+        self._attach_disk(history)
+        return history
 
     # ---- the history on disk (issue 9) ----
     def _open_recording(self) -> Recording | None:
@@ -189,7 +195,7 @@ class App(QObject):
 
     def _attach_disk(self, history: History) -> None:
         """Ranges older than memory are read from the store (on this, the GUI thread)."""
-        if self.history_folder is None or not self.settings.history_on_disk:
+        if self.history_folder is None or not self.settings.history_on_disk or history.disk is not None:
             return
         if self._disk is None:
             from trayvml.history.timeline import DiskReach
@@ -211,7 +217,7 @@ class App(QObject):
     def start(self) -> None:
         self._declare_demand()
         self.sampler.start()
-        self.remote_hosts.start()
+        self._start_remotes()
         self._serve(self.settings.serve_metrics)
         self._check_tray()
         self._tray_timer.start(TRAY_POLL_MS)
@@ -225,7 +231,7 @@ class App(QObject):
             self.tray.icon.showMessage("trayvml", self.settings_message)
 
     def stop(self) -> None:
-        self.remote_hosts.stop()
+        self._stop_remotes()
         self._serve(False)
         self._tray_timer.stop()
         self.sampler.stop()
@@ -234,16 +240,7 @@ class App(QObject):
 
     # ---- alerts and notifications ----
     def _make_notifier(self) -> Notifier:
-        from trayvml.platform.notifiers import FreedesktopNotifier, NotificationsUnavailableError, TrayMessageNotifier
-
-        if sys.platform == "linux":
-            try:
-                return FreedesktopNotifier(
-                    lambda action, key: self._action_received.emit(action, key[0], key[1]),
-                    str(resource("trayvml-64.png")),
-                )
-            except NotificationsUnavailableError:
-                pass  # no notification service: the tray's own balloon will do
+        from trayvml.platform.notifiers import notifier_for_desktop
 
         def show(title: str, body: str, severity: Severity) -> None:
             icon = (
@@ -253,20 +250,32 @@ class App(QObject):
             )
             self.tray.icon.showMessage(title, body, icon, 10_000)
 
-        return TrayMessageNotifier(show, markup=self.tray.over_dbus)
+        return notifier_for_desktop(
+            lambda action, key: self._action_received.emit(action, key[0], key[1]),
+            str(resource("trayvml-64.png")),
+            show,
+            markup=self.tray.over_dbus,
+        )
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self.notifier = notifier
         held = self.dispatcher.notifier_ready()
-        self._send(held, max((o.event.timestamp_s for o in held), default=0.0))
+        now_s = max((o.event.timestamp_s for o in held), default=0.0)
+        for monitor in self._monitors():  # each host's held alerts, grouped as its own
+            self._send(monitor.outcome([o for o in held if o.event.host == monitor.host], now_s))
 
-    def _send(self, outgoing: list[Outgoing], now_s: float) -> None:
-        """One tick's notifications, grouped across GPUs (trayvml.alerts.grouping)."""
-        assert self.notifier is not None
-        for notice in self.grouper.take(outgoing, now_s):
+    def _monitors(self) -> list[Monitor]:
+        remote = list(self.remote_monitors.monitors.values()) if self.remote_monitors is not None else []
+        return [self.local, *remote]
+
+    def _send(self, outcome: Outcome) -> None:
+        """What a tick let through, as notifications (grouped across GPUs by trayvml.alerts.grouping)."""
+        if self.notifier is None:
+            return  # held back by the dispatcher until there is one
+        for notice in outcome.notices:
             log.info("notification %s: %s", notice.key[1], notice.title)  # one per Notify call (-v)
             self.notifier.notify(notice)
-        for sent in outgoing:
+        for sent in outcome.sent:
             self.notified.emit(sent.event)
 
     def pause_notifications(self, seconds: float) -> None:
@@ -275,27 +284,12 @@ class App(QObject):
         self.tray.show_paused(self.dispatcher.paused)
 
     def _on_action(self, action: str, gpu: int, rule: str) -> None:
-        gpus = self.grouper.members(rule) if gpu == GROUP else (gpu,)  # a grouped notification: its GPUs
+        gpus = self.local.members(gpu, rule)  # a grouped notification: its GPUs
         if action == "open":
             self.show_window(gpus[0] if len(gpus) == 1 else -1)
         elif action == "snooze":
             for member in gpus:
                 self.dispatcher.snooze(member, rule, host="")  # actions come from local notifications only
-
-    def _details(self, event: AlertEvent, sample: Sample) -> str:
-        """The lines below the title: a lost GPU's facts and last values, the biggest processes; a
-        finished job's energy."""
-        seen = self._last_seen.get(event.gpu_index)
-        details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
-        if event.rule == "job_finished" and not math.isnan(event.value):
-            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
-            return "\n".join(part for part in (energy, details) if part)
-        return details
-
-    def _remember(self, sample: Sample) -> None:
-        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
-            if not gpu.lost:
-                self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
 
     # ---- settings and autostart ----
     def show_settings(self) -> None:
@@ -320,88 +314,116 @@ class App(QObject):
         if problem:
             self.tray.icon.showMessage("trayvml", problem)
 
-    def _settings_changed(self, old: Settings, settings: Settings) -> None:
-        self._remote_settings_changed(old, settings)
-        self.remote_hosts.configure_alerts(settings.alerts)
-        self.engine.configure(settings.alerts)
-        self.dispatcher.notifications_on = settings.notifications
-        if settings.sampling_interval_s != old.sampling_interval_s:
-            self.sampler.set_interval(settings.sampling_interval_s)
-        if settings.history_hours != old.history_hours or settings.sampling_interval_s != old.sampling_interval_s:
-            self._resize_history()
+    def _watch_settings(self) -> None:
+        """Who hears of which setting's change (each listener once per change)."""
+        watch = self.model.on_change
+        watch(("remote_hosts", "sampling_interval_s"), lambda s: self._restart_remotes())
+        watch("serve_metrics", lambda s: self._serve(s.serve_metrics))
+        watch("alerts", self._alerts_changed)
+        watch("notifications", lambda s: setattr(self.dispatcher, "notifications_on", s.notifications))
+        watch("sampling_interval_s", lambda s: self.sampler.set_interval(s.sampling_interval_s))
+        watch(("history_hours", "sampling_interval_s"), lambda s: self._resize_history())
+        watch("hidden_gpus", self._hidden_gpus_changed)
+        watch("tray_metric", lambda s: self.tray.set_metric(s.tray_metric))
+        watch("language", lambda s: self._say(translate("App", "trayvml speaks the new language from its next start.")))
+        watch("idle_gpu_poll_s", lambda s: self.sampler.set_idle_poll(s.idle_gpu_poll_s))
+        watch("start_at_login", self._start_at_login_changed)
+        # The history on disk's spans and size cap apply from the next sample; keeping it on disk or
+        # not from the next start (the store is opened once, on the sampler thread, and a recorder
+        # may hold it).
+        watch(
+            ("history_fine_hours", "history_coarse_days", "history_size_mib"),
+            lambda s: self.sampler.set_store_limits(s.history_limits),
+        )
+        watch("history_on_disk", self._history_on_disk_changed)
+        watch("icon_remote_hosts", lambda s: self._remote_hosts_changed())
+
+    def _say(self, text: str) -> None:
+        self.tray.icon.showMessage("trayvml", text)
+
+    def _alerts_changed(self, settings: Settings) -> None:
+        self.local.configure(settings.alerts)
+        if self.remote_monitors is not None:
+            self.remote_monitors.configure(settings.alerts)
+        self.tray.update(self.tray.sample)  # the icon's colours follow the levels
+
+    def _hidden_gpus_changed(self, settings: Settings) -> None:
         self.tray.hidden_gpus = set(settings.hidden_gpus)
-        self.tray.set_metric(settings.tray_metric)
-        if settings.language != old.language:  # every text is made in one language, at the start
-            self.tray.icon.showMessage(
-                "trayvml", translate("App", "trayvml speaks the new language from its next start.")
-            )
-        self.sampler.set_idle_poll(settings.idle_gpu_poll_s)
-        if settings.start_at_login != self.autostart.is_enabled():
-            self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
+        self.tray.update(self.tray.sample)
         if self.window is not None:
             for gpu in range(self.window.gpu_count):
                 self.window.set_gpu_visible(gpu, gpu not in settings.hidden_gpus)
-        self._store_and_icon_settings_changed(old, settings)
 
-    def _store_and_icon_settings_changed(self, old: Settings, settings: Settings) -> None:
-        """The history on disk's spans and size cap apply from the next sample; keeping it on disk or
-        not from the next start (the store is opened once, on the sampler thread, and a recorder may
-        hold it). The icon's remote hosts at once."""
+    def _start_at_login_changed(self, settings: Settings) -> None:
+        if settings.start_at_login != self.autostart.is_enabled():
+            self.tray.autostart_action.setChecked(settings.start_at_login)  # toggles autostart
 
-        if settings.history_limits != old.history_limits:
-            self.sampler.set_store_limits(settings.history_limits)
-        if settings.history_on_disk != old.history_on_disk:
-            said = (
-                translate("App", "trayvml keeps its history on disk from its next start.")
-                if settings.history_on_disk
-                else translate("App", "trayvml stops keeping its history on disk at its next start.")
-            )
-            self.tray.icon.showMessage("trayvml", said)
-        if settings.icon_remote_hosts != old.icon_remote_hosts:
-            self._remote_hosts_changed()
+    def _history_on_disk_changed(self, settings: Settings) -> None:
+        if settings.history_on_disk:
+            self._say(translate("App", "trayvml keeps its history on disk from its next start."))
+        else:
+            self._say(translate("App", "trayvml stops keeping its history on disk at its next start."))
 
     # ---- remote hosts and serving (issue 10) ----
-    def _make_remote_hosts(self) -> RemoteHostsView:
+    def _make_remote_hosts(self) -> None:
+        """The remotes' readers (each on its own thread), their monitors, and their menu section."""
+        from trayvml.monitor.remotes import RemoteMonitors
+        from trayvml.remote.source import Remotes
         from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
 
         endpoints, problems = endpoints_from(self.settings.remote_hosts, self._remote_urls)
         for problem in problems:
             print(f"trayvml: {problem}", file=sys.stderr)
-        view = RemoteHostsView(
-            endpoints, self.settings.sampling_interval_s, self.tray.menu, self.tray.copy_action, self.tray.over_dbus
+        self.remotes = Remotes(endpoints, self.settings.sampling_interval_s)
+        self.remotes.keep_past(self.settings.history_hours * 3600.0)  # a Prometheus server's, for a new history
+        self.remote_monitors = RemoteMonitors(
+            self.dispatcher, self.settings.alerts, self._new_history, self.remotes.past_of
         )
-        view.changed.connect(self._remote_hosts_changed)
-        view.configure_alerts(self.settings.alerts)
-        view.new_history = self._new_history
-        view.fill_past(self.settings.history_hours * 3600.0)
-        view.alerts_raised.connect(self._remote_alerts)
-        return view
+        if self.remote_hosts is None:
+            self.remote_hosts = RemoteHostsView(self.tray.menu, self.tray.copy_action, self.tray.over_dbus)
+            self.remote_hosts.changed.connect(self._remote_hosts_changed)
+        self.remote_hosts.show_hosts(bool(endpoints))
 
-    def _remote_alerts(self, events: list[AlertEvent]) -> None:
-        """A remote host's alerts go out as local ones do, the host in the title (no process lists)."""
-        ready: list[Outgoing] = []
-        for event in events:
-            log.info("alert %s %s on %s", event.rule, event.kind, event.host)
-            ready += self.dispatcher.offer(Outgoing(event, ""))
-        if self.window is not None:
-            self.window.add_events(events)  # listed and marked while that host is shown
-        if ready:
-            self._send(ready, max(o.event.timestamp_s for o in ready))
+    def _start_remotes(self) -> None:
+        if self.remotes is not None and self.remotes.sources:
+            self.remotes.start()
+            self._remote_timer.start(max(100, int(self.settings.sampling_interval_s * 1000)))
+
+    def _stop_remotes(self) -> None:
+        self._remote_timer.stop()
+        if self.remotes is not None:
+            # Quitting does not wait for a hung host: its daemon thread ends with the process.
+            self.remotes.close(wait_s=REMOTE_QUIT_WAIT_S)
+
+    def _restart_remotes(self) -> None:
+        self._stop_remotes()
+        self._make_remote_hosts()
+        self._start_remotes()
+
+    def take_remote_samples(self) -> None:
+        """What the remote threads read last (never waits on a host): through each host's monitor,
+        then shown."""
+        if self.remotes is None or self.remote_monitors is None or self.remote_hosts is None:
+            return
+        samples = self.remotes.samples()
+        fresh, outcome = self.remote_monitors.take(samples)
+        self.remote_hosts.show(samples)
+        if self.host_choice is not None:
+            for sample in fresh:
+                self.host_choice.remote_sampled(sample)
+        if outcome.events and self.window is not None:
+            self.window.add_events(outcome.events)  # listed and marked while that host is shown
+        self._send(outcome)
 
     def _remote_hosts_changed(self) -> None:
         from trayvml.ui.remote_hosts import in_icon
 
+        assert self.remote_hosts is not None
         self.tray.remote_lines = self.remote_hosts.lines
         self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
         self.tray.update(self.tray.sample)
-
-    def _remote_settings_changed(self, old: Settings, settings: Settings) -> None:
-        if settings.remote_hosts != old.remote_hosts or settings.sampling_interval_s != old.sampling_interval_s:
-            self.remote_hosts.stop()
-            self.remote_hosts = self._make_remote_hosts()
-            self.remote_hosts.start()
-        if settings.serve_metrics != old.serve_metrics:
-            self._serve(settings.serve_metrics)
+        if self.host_choice is not None:
+            self.host_choice.refresh_hosts()
 
     def _serve(self, on: bool) -> None:
         """Serve the samples the app takes anyway (no reads of its own) on 127.0.0.1, as `trayvml serve`."""
@@ -410,22 +432,22 @@ class App(QObject):
             self.exporter = None
         elif on and self.exporter is None:
             # Imported only when serving: prometheus-client and its HTTP server cost the idle tray memory.
-            from trayvml.commands.serve import DEFAULT_ADDRESS, DEFAULT_PORT, Exporter
             from trayvml.core.errors import TrayvmlError
+            from trayvml.prometheus.exposition import DEFAULT_ADDRESS, DEFAULT_PORT, Exporter
 
             try:
                 self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
             except TrayvmlError as error:
-                self.tray.icon.showMessage("trayvml", translate("App", "Serving metrics: {error}").format(error=error))
+                self._say(translate("App", "Serving metrics: {error}").format(error=error))
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not).
         self._use_history(self._new_history())
 
     def _use_history(self, history: History) -> None:
-        self._history = history
+        self.local.history = history
         self._attach_disk(history)
-        if self.window is not None:
+        if self.window is not None and (self.host_choice is None or not self.host_choice.host):
             self.window.history = history
 
     def use_past(self, past: History) -> None:
@@ -444,7 +466,7 @@ class App(QObject):
                 self.autostart.disable()
         except OSError as error:
             failed = translate("App", "Could not change {location}: {error}")
-            self.tray.icon.showMessage("trayvml", failed.format(location=self.autostart.location, error=error.strerror))
+            self._say(failed.format(location=self.autostart.location, error=error.strerror))
         enabled = self.autostart.is_enabled()
         if enabled != self.settings.start_at_login:
             self.apply_settings(replace(self.settings, start_at_login=enabled))
@@ -484,52 +506,26 @@ class App(QObject):
     # ---- samples ----
     def on_sample(self, sample: Sample) -> None:
         log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
-        self.latest = sample
-        self._remember(sample)
-        self.history.append(sample)
-        self.energy.update(sample)
-        if self._disk is not None and sample.devices:
-            self._disk.uuids = tuple(d.uuid for d in sample.devices)
-        self.asleep_spans.update(sample)
-        events = self.engine.update(sample)
-        self._offer(events, sample)
+        self._attach_disk(self.local.history)
+        outcome = self.local.take(sample)
+        self._send(outcome)
         self._declare_demand()
         self.tray.show_paused(self.dispatcher.paused)  # a pause for an hour ends by itself
         self.tray.update(sample)
         if self.summary is not None and self.summary.isVisible():
             self.summary.update_sample(sample)
         if self.window is not None:
-            self.window.add_events(events)
+            self.window.add_events(outcome.events)
             if self.host_choice is None or not self.host_choice.host:  # else a remote host is shown
                 self.window.update_sample(sample)
         self.sample_shown.emit(sample)
-
-    def _offer(self, events: list[AlertEvent], sample: Sample) -> None:
-        """Hand events to the dispatcher; one that names processes waits until they are read.
-
-        Process lists are read only while someone needs them: an alert that names the GPU's
-        biggest processes asks for them when it fires and goes out once they arrive (a tick or two).
-        """
-        waiting, self._awaiting_processes = self._awaiting_processes, []
-        ready: list[Outgoing] = []
-        for event, waited in [*waiting, *((e, 0) for e in events)]:
-            waits = _names_processes(event) and self.dispatcher.wanted(event)  # no lists for a quiet alert
-            if waits and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
-                self._awaiting_processes.append((event, waited + 1))
-                continue
-            # Logged with the outcome (-v): what a user (or a test) can check a notification against.
-            why_not = self.dispatcher.why_not(event)
-            log.info("alert %s %s: %s", event.rule, event.kind, f"not notified ({why_not})" if why_not else "notified")
-            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample)))
-        if ready:
-            self._send(ready, sample.timestamp_s)
 
     def _declare_demand(self) -> None:
         """Tell the sampler what is looked at now: the idle tray reads no process lists."""
         demand = self.demand
         demand.need("history", HISTORY)  # what the tray, its tooltip and the alert rules read too
         job_rule = self.settings.alerts.rules.get("job_finished")
-        wants = self._awaiting_processes or (job_rule is not None and job_rule.enabled)
+        wants = self.local.awaiting_processes or (job_rule is not None and job_rule.enabled)
         demand.need("alerts", {PROCESSES} if wants else ())
         demand.need("window", self.window.needs() if self.window is not None else ())
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
@@ -542,21 +538,32 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
-            self.window.process_view.processes.energy = self.energy
-            self.window.energy = self.energy
-            self.window.asleep_spans = self.asleep_spans
+            self.window.process_view.processes.energy = self.local.energy
+            self.window.energy = self.local.energy
+            self.window.asleep_spans = self.local.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
-            self.window.add_events(self.remote_hosts.events())  # listed while their host is chosen
+            if self.remote_monitors is not None:
+                self.window.add_events(self.remote_monitors.events())  # listed while their host is chosen
             for gpu in self.settings.hidden_gpus:
                 self.window.hidden_gpus.add(gpu)
             if self.latest is not None:
                 self.window.update_sample(self.latest)
             from trayvml.ui.host_choice import HostChoice
 
-            self.host_choice = HostChoice(self.window, self.remote_hosts, lambda: (self.history, self.latest))
+            self.host_choice = HostChoice(self.window, self._host_view, self.remote_host_names)
         return self.window
+
+    def _host_view(self, host: str) -> tuple[History, Sample | None]:
+        """What the window shows for ``host`` ("": this machine): its history and latest sample."""
+        if not host or self.remote_monitors is None or host not in self.remote_monitors.monitors:
+            return self.history, self.latest
+        monitor = self.remote_monitors.monitors[host]
+        return monitor.history, monitor.latest
+
+    def remote_host_names(self) -> list[str]:
+        return sorted(self.remote_monitors.monitors) if self.remote_monitors is not None else []
 
     def show_window(self, gpu_index: int = -1) -> None:
         window = self.ensure_window()
@@ -626,13 +633,3 @@ def run_app(
         app.stop()
         if server is not None:
             server.close()
-
-
-def _names_processes(event: AlertEvent) -> bool:
-    return event.rule in PROCESS_RULES and event.kind != "resolved"
-
-
-def _processes_read(sample: Sample, gpu_index: int) -> bool:
-    """Whether this sample read the GPU's process lists (they are read only while someone needs them)."""
-    gpu = sample.gpu(gpu_index)
-    return gpu is not None and gpu.state("process_count") is not MetricState.NOT_READ

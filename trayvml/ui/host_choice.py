@@ -1,6 +1,6 @@
 """The graph window's host selector: this machine or one of the remote hosts.
 
-Each host has its own history (kept by trayvml.ui.remote_hosts); choosing a host shows its
+Each host has its own history (kept by its monitor, trayvml.monitor); choosing a host shows its
 history and its latest sample in the same window. GPU colours stay per GPU index, as locally.
 """
 
@@ -13,7 +13,6 @@ from PySide6.QtWidgets import QComboBox, QLabel, QToolBar
 
 from trayvml.core.sample import Sample
 from trayvml.history.timeline import History
-from trayvml.ui.remote_hosts import RemoteHostsView
 from trayvml.ui.window import GraphWindow
 
 THIS_MACHINE = ""
@@ -26,13 +25,13 @@ class HostChoice(QObject):
     def __init__(
         self,
         window: GraphWindow,
-        remotes: RemoteHostsView,
-        local: Callable[[], tuple[History, Sample | None]],
+        view: Callable[[str], tuple[History, Sample | None]],
+        hosts: Callable[[], list[str]],
     ) -> None:
         super().__init__(window)
         self.window = window
-        self.remotes = remotes
-        self._local = local
+        self._view = view  # a host's history and latest sample ("": this machine)
+        self._hosts = hosts  # the remote hosts with a history
         self.host = THIS_MACHINE
         self.box = QComboBox()
         self.box.setObjectName("host_choice")
@@ -42,13 +41,11 @@ class HostChoice(QObject):
         self._label_action = bar.addWidget(QLabel(translate("HostChoice", " Host: ")))
         self._box_action = bar.addWidget(self.box)
         self.box.currentIndexChanged.connect(self._chosen)
-        remotes.host_sampled.connect(self._remote_sample)
-        remotes.changed.connect(self.refresh_hosts)
         self.refresh_hosts()
 
     def refresh_hosts(self) -> None:
         """The box lists this machine and every remote host with a history; shown only when there are some."""
-        hosts = sorted(self.remotes.histories)
+        hosts = self._hosts()
         known = [self.box.itemData(i) for i in range(1, self.box.count())]
         for host in hosts:
             if host not in known:
@@ -58,15 +55,13 @@ class HostChoice(QObject):
 
     def _chosen(self, position: int) -> None:
         self.host = self.box.itemData(position) or THIS_MACHINE
-        if self.host == THIS_MACHINE:
-            history, sample = self._local()
-        else:
-            history, sample = self.remotes.histories[self.host], self.remotes.latest.get(self.host)
+        history, sample = self._view(self.host)
         self.window.history = history
         self.window.alert_table.show_host(self.host)  # its alerts, in the table and on the timelines
         if sample is not None:
             self.window.update_sample(sample)
 
-    def _remote_sample(self, sample: Sample) -> None:
+    def remote_sampled(self, sample: Sample) -> None:
+        """A remote host's new sample: shown when that host is."""
         if self.host != THIS_MACHINE and sample.system is not None and sample.system.hostname == self.host:
             self.window.update_sample(sample)

@@ -10,32 +10,28 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import replace
+from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
+from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from trayvml.alerts.engine import AlertEngine, AlertSettings
-from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.engine import AlertSettings
 from trayvml.core.errors import TrayvmlError, format_duration
 from trayvml.core.lines import gpu_lines
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, parse_endpoint
-from trayvml.remote.source import Remotes
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent, icon_content
 
 if TYPE_CHECKING:
-    from trayvml.history.timeline import History
+    pass
 
 log = logging.getLogger(__name__)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
-QUIT_WAIT_S = 0.5
 
 
 def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tuple[list[Endpoint], list[str]]:
@@ -113,18 +109,13 @@ def with_remote_bars(local: IconContent, remotes: Sequence[Sample], metric: str,
 
 
 class RemoteHostsView(QObject):
-    """Reads the remotes (each on its own thread) and shows them in a tray menu section."""
+    """The remote hosts' section of the tray menu and their tooltip lines: shows, reads nothing."""
 
     changed = Signal()  # the lines changed: the tooltip should be made again
-    alerts_raised = Signal(list)  # AlertEvents of remote hosts, each naming its host
-    host_sampled = Signal(object)  # a remote host's new Sample, after its history has it
 
-    def __init__(
-        self, endpoints: Sequence[Endpoint], interval_s: float, menu: QMenu, anchor: QAction, over_dbus: bool = False
-    ) -> None:
+    def __init__(self, menu: QMenu, anchor: QAction, over_dbus: bool = False) -> None:
         super().__init__()
         self._over_dbus = over_dbus  # labels escaped for where the menu is shown (names come from remotes)
-        self.remotes = Remotes(endpoints, interval_s)
         self.samples: list[Sample] = []
         self.lines: list[str] = []
         self._menu = menu
@@ -132,85 +123,21 @@ class RemoteHostsView(QObject):
         self._actions: list[QAction] = []
         self._header = QAction(translate("RemoteHosts", "Remote hosts"), menu)
         self._header.setEnabled(False)
-        self._header.setVisible(bool(endpoints))
+        self._header.setVisible(False)
         menu.insertAction(anchor, self._header)
-        self.alert_settings = AlertSettings()
-        self._engines: dict[str, AlertEngine] = {}  # per host: each host's GPUs have their own states
-        self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its engine had last
-        self.new_history: Callable[[], History] | None = None  # set by the app: each host gets its own
-        self.histories: dict[str, History] = {}
-        self.latest: dict[str, Sample] = {}  # host -> its latest sample with current values
-        self._timer = QTimer(self)
-        self._timer.setObjectName("remote_hosts_timer")
-        self._timer.timeout.connect(self.refresh)
-        self._interval_ms = max(100, int(interval_s * 1000))
 
-    def start(self) -> None:
-        if self.remotes.sources:
-            self.remotes.start()
-            self._timer.start(self._interval_ms)
+    def show_hosts(self, any_host: bool) -> None:
+        """The section's header, where remote hosts are configured."""
+        self._header.setVisible(any_host)
 
-    def stop(self) -> None:
-        self._timer.stop()
-        # Quitting does not wait for a hung host: its daemon thread ends with the process.
-        self.remotes.close(wait_s=QUIT_WAIT_S)
-
-    def refresh(self) -> None:
-        """Take what the remote threads read last (never waits on a host)."""
-        self.samples = self.remotes.samples()
-        self._alert(self.samples)
-        lines = tooltip_lines(self.samples)
+    def show(self, samples: list[Sample]) -> None:
+        """Each host's latest sample (or why it has none), in the menu and the tooltip's lines."""
+        self.samples = samples
+        lines = tooltip_lines(samples)
         if lines != self.lines:
             self.lines = lines
-            self._show(self.samples)
+            self._show(samples)
             self.changed.emit()
-
-    def fill_past(self, seconds: float) -> None:
-        """Fill each new host history with this much of a Prometheus server's past (before ``start``)."""
-        for source in self.remotes.sources:
-            source.past_s = seconds
-
-    def _past(self, host: str, before_s: float) -> list[Sample]:
-        return [
-            s
-            for source in self.remotes.sources
-            for s in source.past
-            if s.system is not None and s.system.hostname == host and s.timestamp_s < before_s
-        ]
-
-    def configure_alerts(self, settings: AlertSettings) -> None:
-        self.alert_settings = settings
-        for engine in self._engines.values():
-            engine.configure(settings)
-
-    def events(self) -> list[AlertEvent]:
-        """Every remote host's alerts so far (each naming its host), oldest first: a window opened late lists them."""
-        named = [replace(event, host=host) for host, engine in self._engines.items() for event in engine.events]
-        return sorted(named, key=lambda event: event.timestamp_s)
-
-    def _alert(self, samples: Sequence[Sample]) -> None:
-        """Each host's new samples into its history and through its own alert engine (events name the host)."""
-        raised: list[AlertEvent] = []
-        for sample in samples:
-            host = sample.system.hostname if sample.system else ""
-            if not sample.gpus or self._fed.get(host) == sample.timestamp_s:
-                continue  # unreachable (shown as such), or nothing new since the last look
-            self._fed[host] = sample.timestamp_s
-            self.latest[host] = sample
-            if self.new_history is not None:
-                history = self.histories.get(host)
-                if history is None:
-                    history = self.histories[host] = self.new_history()
-                    for past in self._past(host, sample.timestamp_s):  # a Prometheus server's, oldest first
-                        history.append(past)
-                history.append(sample)
-                self.host_sampled.emit(sample)
-            engine = self._engines.get(host)
-            if engine is None:
-                engine = self._engines[host] = AlertEngine(self.alert_settings)
-            raised += [replace(event, host=host) for event in engine.update(sample)]
-        if raised:
-            self.alerts_raised.emit(raised)
 
     def _label(self, text: str) -> str:
         return menu_label(text, self._over_dbus)

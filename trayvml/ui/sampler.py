@@ -272,7 +272,7 @@ class Sampler(QObject):
         self._interval_changed.emit(interval_s)
 
     def set_demand(self, demand: frozenset[str] | None) -> None:
-        """What the next ticks read (None: everything); see trayvml.demand."""
+        """What the next ticks read (None: everything); see trayvml.core.demand."""
         self._worker.demand = demand
 
     def set_idle_poll(self, seconds: float) -> None:

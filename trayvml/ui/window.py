@@ -33,13 +33,13 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.alerts.rules import AlertEvent
+from trayvml.core.demand import EVERYTHING, PROCESSES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import Group
 from trayvml.core.safe_text import menu_label, rich_text
 from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.core.units import short_name
-from trayvml.demand import EVERYTHING, PROCESSES
 from trayvml.history.timeline import History
 from trayvml.monitor.energy import EnergyMeter, format_energy
 from trayvml.monitor.spans import AsleepSpans
@@ -259,7 +259,7 @@ class GraphWindow(QMainWindow):
         self.apply_palette()
 
     def needs(self) -> frozenset[str]:
-        """The GPU metrics the window shows now (trayvml.demand): everything while it is open, the
+        """The GPU metrics the window shows now (trayvml.core.demand): everything while it is open, the
         process lists only while the Processes tab or the GPU page's process panel is in view."""
         if not self.isVisible():
             return frozenset()

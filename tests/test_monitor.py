@@ -1,0 +1,131 @@
+"""One host's pipeline without Qt: sample in, history, energy, spans and alerts brought up to date,
+notices out; this machine and a remote host through the same code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from dataclasses import replace
+
+from tests.helpers import simulated_source
+from trayvml.alerts.dispatch import Dispatcher
+from trayvml.alerts.engine import AlertSettings
+from trayvml.alerts.grouping import GROUP
+from trayvml.alerts.rules import RULES, RuleSettings
+from trayvml.core.clock import ManualClock
+from trayvml.core.demand import HISTORY, PROCESSES
+from trayvml.core.sample import SystemInfo
+from trayvml.history.timeline import History
+from trayvml.monitor.pipeline import DETAILS_WAIT, Monitor
+from trayvml.monitor.remotes import RemoteMonitors
+
+ALL_OFF = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
+MEMORY_AT_ONCE = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)
+MEMORY_ONLY = AlertSettings(rules={**ALL_OFF, "memory_used": MEMORY_AT_ONCE})
+WITH_PROCESSES = HISTORY | {PROCESSES}  # what the timelines read, and the process lists
+
+
+def _ready_dispatcher(clock: ManualClock | None = None) -> Dispatcher:
+    dispatcher = Dispatcher(clock or ManualClock())
+    dispatcher.notifier_ready()
+    return dispatcher
+
+
+def test_a_sample_feeds_history_energy_and_alerts_and_gives_one_grouped_notice() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100*2,start=1800")
+    monitor = Monitor(_ready_dispatcher(), MEMORY_ONLY, History)
+    outcome = monitor.take(source.sample(WITH_PROCESSES))
+    assert sorted(e.gpu_index for e in outcome.events) == [0, 1] and all(e.host == "" for e in outcome.events)
+    (notice,) = outcome.notices  # one rule on two GPUs: one notification
+    assert notice.key == (GROUP, "memory_used") and notice.title.startswith("GPUs 0, 1: ")
+    assert "python train.py" in notice.body  # the biggest process named, as the desktop does
+    assert [o.event.gpu_index for o in outcome.sent] == [0, 1]
+    clock.advance_s(1.0)
+    monitor.take(source.sample(WITH_PROCESSES))
+    assert monitor.history.gpu_count == 2 and monitor.history.latest_s == monitor.latest.timestamp_s
+    assert monitor.energy.since_start_wh(0) > 0  # integrated over the second between the samples
+
+
+def test_an_alert_naming_processes_waits_for_them_on_a_host_that_reads_them_on_demand() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    monitor = Monitor(_ready_dispatcher(), MEMORY_ONLY, History, processes_on_demand=True)
+    first = monitor.take(source.sample(HISTORY))  # no process lists read
+    assert [e.rule for e in first.events] == ["memory_used"] and first.notices == []
+    assert [event.rule for event, _ in monitor.awaiting_processes] == ["memory_used"]
+    clock.advance_s(1.0)
+    second = monitor.take(source.sample(WITH_PROCESSES))
+    (notice,) = second.notices
+    assert "python train.py --model llama-7b --rank 0 (" in notice.body and monitor.awaiting_processes == []
+
+
+def test_an_alert_goes_without_processes_after_waiting_a_few_samples_for_them() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    monitor = Monitor(_ready_dispatcher(), MEMORY_ONLY, History, processes_on_demand=True)
+    notices = []
+    for _ in range(DETAILS_WAIT + 1):
+        notices += monitor.take(source.sample(HISTORY)).notices  # the lists never come
+        clock.advance_s(1.0)
+    (notice,) = notices
+    assert "python" not in notice.body and monitor.awaiting_processes == []
+
+
+def test_a_host_whose_samples_carry_what_they_carry_does_not_wait() -> None:
+    source, _, _ = simulated_source("training:gpus=h100,start=1800")
+    monitor = Monitor(_ready_dispatcher(), MEMORY_ONLY, History)  # a remote host: nothing to ask for
+    outcome = monitor.take(source.sample(HISTORY))
+    assert len(outcome.notices) == 1 and monitor.awaiting_processes == []
+
+
+def test_notices_wait_for_a_notifier_and_a_pause_quiets_them_while_the_states_go_on() -> None:
+    clock = ManualClock()
+    dispatcher = Dispatcher(clock)  # no notifier yet
+    source, _, _ = simulated_source("training:gpus=h100,start=1800")
+    monitor = Monitor(dispatcher, MEMORY_ONLY, History)
+    assert monitor.take(source.sample(WITH_PROCESSES)).notices == []
+    (held,) = dispatcher.notifier_ready()
+    assert monitor.outcome([held], 0.0).notices[0].key == (GROUP, "memory_used")
+    paused = Monitor(dispatcher, MEMORY_ONLY, History)
+    dispatcher.pause(3600.0)
+    outcome = paused.take(source.sample(WITH_PROCESSES))
+    assert [e.rule for e in outcome.events] == ["memory_used"] and outcome.notices == [] and outcome.sent == []
+
+
+def test_remote_hosts_each_get_a_monitor_whose_alerts_name_the_host() -> None:
+    source, _, _ = simulated_source("training:gpus=h100*2,start=1800")
+    sample = source.sample(WITH_PROCESSES)
+    dgx = replace(sample, system=SystemInfo("dgx-01", "", "", ""))
+    box = replace(sample, system=SystemInfo("gpu-box", "", "", ""))
+    past = replace(dgx, timestamp_s=dgx.timestamp_s - 60)
+    monitors = RemoteMonitors(
+        _ready_dispatcher(), MEMORY_ONLY, History, lambda host, before_s: [past] if host == "dgx-01" else []
+    )
+    fresh, outcome = monitors.take([dgx, box])
+    assert fresh == [dgx, box] and sorted(monitors.monitors) == ["dgx-01", "gpu-box"]
+    assert {(e.host, e.gpu_index) for e in outcome.events} == {
+        ("dgx-01", 0),
+        ("dgx-01", 1),
+        ("gpu-box", 0),
+        ("gpu-box", 1),
+    }
+    titles = sorted(n.title for n in outcome.notices)  # one notice per host: a host's GPU 0 is not another's
+    assert len(titles) == 2 and titles[0].startswith("dgx-01: GPUs 0, 1")
+    assert titles[1].startswith("gpu-box: GPUs 0, 1")
+    assert monitors.histories["dgx-01"].first_s == past.timestamp_s  # a Prometheus server's past first
+    assert monitors.take([dgx, box]) == ([], outcome.__class__())  # nothing new: nothing fed twice
+    assert [e.host for e in monitors.events()].count("dgx-01") == 2
+
+
+def test_an_unreachable_remote_host_feeds_nothing() -> None:
+    source, _, _ = simulated_source("idle:gpus=h100")
+    gone = replace(source.sample(), gpus=(), devices=(), system=SystemInfo("dgx-01", "", "", ""))
+    monitors = RemoteMonitors(_ready_dispatcher(), AlertSettings(), History)
+    assert monitors.take([gone])[0] == [] and monitors.monitors == {}
+
+
+def test_the_monitors_import_no_qt() -> None:
+    code = (
+        "import sys, trayvml.monitor.pipeline, trayvml.monitor.remotes;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'pyqtgraph')))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"

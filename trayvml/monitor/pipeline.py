@@ -1,0 +1,151 @@
+"""One host's pipeline, this machine and remote hosts alike (no Qt).
+
+A sample goes in; its history, energy, asleep spans and alert states are brought up to date, and the
+notices it causes come out: each alert asks the dispatcher whether it should reach the user (pause,
+snooze, notifications off, a notifier not ready yet), gets its details (a lost GPU's last facts, the
+biggest processes, a finished job's energy), and is grouped with the same rule on other GPUs into
+one notice. What shows them (tray, window, notifier) is the caller's business.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from trayvml.alerts.details import PROCESS_RULES, alert_details
+from trayvml.alerts.dispatch import Dispatcher, Outgoing
+from trayvml.alerts.engine import AlertEngine, AlertSettings
+from trayvml.alerts.grouping import GROUP, Grouper, Notice
+from trayvml.alerts.rules import AlertEvent
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.history.timeline import History
+from trayvml.monitor.energy import EnergyMeter, job_energy_text
+from trayvml.monitor.spans import AsleepSpans
+
+log = logging.getLogger(__name__)
+
+THIS_MACHINE = ""  # the host name of this machine's monitor: its GPU 0 is not a remote host's
+DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What one sample caused: the alert transitions (for the window's table and markers), the alerts
+    that go out now, and the notices that tell them."""
+
+    events: list[AlertEvent] = field(default_factory=list)
+    sent: list[Outgoing] = field(default_factory=list)
+    notices: list[Notice] = field(default_factory=list)
+
+
+class Monitor:
+    """One host: its history, energy, asleep spans, alert engine, the alerts waiting for process
+    lists, and the grouping of its notices.
+
+    ``processes_on_demand``: whether the host's process lists are read only when someone asks for
+    them (this machine), so that an alert naming processes waits a few samples for them; a remote
+    host's samples carry whatever its exporter reports, and waiting would only delay the alert.
+    """
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        alerts: AlertSettings,
+        new_history: Callable[[], History],
+        host: str = THIS_MACHINE,
+        processes_on_demand: bool = False,
+    ) -> None:
+        self.host = host
+        self.dispatcher = dispatcher  # shared by every host: one pause, one notifier
+        self.engine = AlertEngine(alerts, host)
+        self.grouper = Grouper()  # one rule on several of this host's GPUs: one notification
+        self.energy = EnergyMeter()  # Wh per GPU, process and job
+        self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
+        self.new_history = new_history
+        self._history: History | None = None
+        self.latest: Sample | None = None
+        self._processes_on_demand = processes_on_demand
+        # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
+        self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
+        self.awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
+
+    @property
+    def history(self) -> History:
+        """Made on first use: numpy need not load before the tray icon shows."""
+        if self._history is None:
+            self._history = self.new_history()
+        return self._history
+
+    @history.setter
+    def history(self, history: History) -> None:
+        self._history = history
+
+    def configure(self, alerts: AlertSettings) -> None:
+        self.engine.configure(alerts)
+
+    def take(self, sample: Sample) -> Outcome:
+        """One sample through the pipeline; what it caused."""
+        self.latest = sample
+        self._remember(sample)
+        self.history.append(sample)
+        self.energy.update(sample)
+        self.asleep_spans.update(sample)
+        events = self.engine.update(sample)
+        return self.outcome(self._offer(events, sample), sample.timestamp_s, events)
+
+    def outcome(self, ready: Sequence[Outgoing], now_s: float, events: Sequence[AlertEvent] = ()) -> Outcome:
+        """The notices for the alerts the dispatcher let through (``ready``: this host's)."""
+        notices = self.grouper.take(list(ready), now_s) if ready else []
+        return Outcome(list(events), list(ready), notices)
+
+    def members(self, gpu_index: int, rule: str) -> tuple[int, ...]:
+        """The GPUs a notification's action acts on: a grouped one's members, else its own GPU."""
+        return self.grouper.members(rule) if gpu_index == GROUP else (gpu_index,)
+
+    def _offer(self, events: list[AlertEvent], sample: Sample) -> list[Outgoing]:
+        """Hand events to the dispatcher; one that names processes waits until they are read.
+
+        Process lists are read only while someone needs them: an alert that names the GPU's
+        biggest processes asks for them when it fires and goes out once they arrive (a tick or two).
+        """
+        waiting, self.awaiting_processes = self.awaiting_processes, []
+        ready: list[Outgoing] = []
+        for event, waited in [*waiting, *((e, 0) for e in events)]:
+            waits = self._processes_on_demand and _names_processes(event) and self.dispatcher.wanted(event)
+            if waits and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
+                self.awaiting_processes.append((event, waited + 1))
+                continue
+            # Logged with the outcome (-v): what a user (or a test) can check a notification against.
+            why_not = self.dispatcher.why_not(event)
+            where = f" on {self.host}" if self.host else ""
+            outcome = f"not notified ({why_not})" if why_not else "notified"
+            log.info("alert %s %s%s: %s", event.rule, event.kind, where, outcome)
+            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample)))
+        return ready
+
+    def _details(self, event: AlertEvent, sample: Sample) -> str:
+        """The lines below the title: a lost GPU's facts and last values, the biggest processes; a
+        finished job's energy."""
+        seen = self._last_seen.get(event.gpu_index)
+        details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
+        if event.rule == "job_finished" and not math.isnan(event.value):
+            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
+            return "\n".join(part for part in (energy, details) if part)
+        return details
+
+    def _remember(self, sample: Sample) -> None:
+        for gpu, info in zip(sample.gpus, sample.devices, strict=False):
+            if not gpu.lost:
+                self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
+
+
+def _names_processes(event: AlertEvent) -> bool:
+    return event.rule in PROCESS_RULES and event.kind != "resolved"
+
+
+def _processes_read(sample: Sample, gpu_index: int) -> bool:
+    """Whether this sample read the GPU's process lists (they are read only while someone needs them)."""
+    gpu = sample.gpu(gpu_index)
+    return gpu is not None and gpu.state("process_count") is not MetricState.NOT_READ
