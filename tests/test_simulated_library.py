@@ -149,10 +149,10 @@ def test_field_values_have_their_own_return_codes(lib: SimulatedNvml) -> None:
 
 
 def test_realistic_latency_blocks_in_slow_calls(monkeypatch: pytest.MonkeyPatch) -> None:
-    from trayvml.nvml.sim import library
+    from trayvml.nvml.sim import base
 
     slept: list[float] = []
-    monkeypatch.setattr(library.time, "sleep", slept.append)
+    monkeypatch.setattr(base.time, "sleep", slept.append)
     install(SimulatedNvml(parse_spec("idle:gpus=h100,latency=realistic"), ManualClock()))
     N.nvmlInit()
     N.nvmlDeviceGetPcieThroughput(handle(0), N.NVML_PCIE_UTIL_TX_BYTES)
@@ -243,7 +243,7 @@ def test_spec_bounds_are_inclusive() -> None:
 
 
 def test_every_field_the_read_specs_ask_for_is_answered_for_the_h100_profile(lib: SimulatedNvml) -> None:
-    from trayvml.nvml.sim.library import FIELD_MODELS
+    from trayvml.nvml.sim.field_models import FIELD_MODELS
     from trayvml.nvml.specs import FIELDS
 
     links = N.nvmlDeviceGetFieldValues(handle(0), [N.NVML_FI_DEV_NVLINK_LINK_COUNT])[0].value.uiVal

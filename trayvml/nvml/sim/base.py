@@ -1,0 +1,302 @@
+"""The simulated library's per-device state and how pynvml reaches it: the name lookup that
+hands out C functions, the handles it decodes, and the hooks tests use (failures, hangs,
+latency, sleeping GPUs). The C functions themselves are in the ``*_calls`` modules."""
+
+from __future__ import annotations
+
+import ctypes
+import math
+import random
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pynvml as N
+
+from trayvml.core.clock import Clock
+from trayvml.nvml.sim.options import SimSpec
+from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
+from trayvml.nvml.sim.scenarios import SCENARIOS, SimProcess
+from trayvml.nvml.sim.timeline import Timeline
+
+# Seconds per call with latency=realistic, after MangoHud#2104 (RTX 4090 laptop) and the
+# nvidia_gpu_exporter notes: a PCIe throughput read samples for 20 ms.
+_REALISTIC_LATENCY_S = {
+    "nvmlDeviceGetUtilizationRates": 2.5e-6,
+    "nvmlDeviceGetMemoryInfo_v2": 11.6e-6,
+    "nvmlDeviceGetFanSpeed": 137e-6,
+    "nvmlDeviceGetComputeRunningProcesses_v3": 2.25e-3,
+    "nvmlDeviceGetGraphicsRunningProcesses_v3": 2.25e-3,
+    "nvmlDeviceGetPcieThroughput": 20e-3,
+}
+_DEFAULT_LATENCY_S = 5e-6
+_SLEEP_ABOVE_S = 1e-3  # longer waits block in the driver; shorter ones spin on the CPU
+
+PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
+MIG_HANDLE_BASE = 0x1_0000  # a MIG device's handle: (instance + 1) * this + parent index + 1
+
+
+def pointer_value(obj: Any) -> int:
+    return ctypes.c_void_p.from_buffer(obj).value or 0
+
+
+def set_pointer(obj: Any, value: int) -> None:
+    ctypes.c_void_p.from_buffer(obj).value = value
+
+
+def put_string(buffer: Any, size: Any, text: str | bytes) -> int:
+    data = text if isinstance(text, bytes) else text.encode()
+    if len(data) + 1 > size.value:
+        return N.NVML_ERROR_INSUFFICIENT_SIZE
+    buffer.value = data
+    return N.NVML_SUCCESS
+
+
+class SimFunction:
+    """One C function of the simulated library; pynvml may set ``restype`` on it."""
+
+    __slots__ = ("argtypes", "impl", "lib", "name", "restype")
+
+    def __init__(self, lib: SimulatedNvmlBase, name: str, impl: Callable[..., Any]) -> None:
+        self.lib = lib
+        self.name = name
+        self.impl = impl
+        self.restype: Any = None
+        self.argtypes: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        lib = self.lib
+        lib.calls[self.name] += 1
+        if lib.failures:
+            code = lib.injected_failure(self.name, args)
+            if code is not None:
+                return code
+        if lib.hangs:
+            lib.wait_out_hang(self.name)
+        if lib.latency_s:
+            lib.wait(self.name)
+        return self.impl(*args)
+
+
+class SimulatedNvmlBase:
+    """The state the C functions answer from; ``SimulatedNvml`` adds the functions."""
+
+    def __init__(self, spec: SimSpec, clock: Clock) -> None:
+        self.spec = spec
+        self.clock = clock
+        self.start_s = clock.now_s()
+        self.profile_keys = list(spec.gpus)
+        self.profiles = [PROFILES[key] for key in spec.gpus]
+        self.scenario = SCENARIOS[spec.scenario](spec.seed, self.profiles)
+        self.timelines = [Timeline(i, p, self.scenario) for i, p in enumerate(self.profiles)]
+        self.refcount = 0
+        self.calls: Counter[str] = Counter()  # calls per C function, for tests
+        # function name -> [(GPU index or None for every GPU, return code)]
+        self.failures: dict[str, list[tuple[int | None, int]]] = {}
+        # field id -> [(GPU index or None, return code)]: that field's own code in a field-value call
+        self.field_failures: dict[int, list[tuple[int | None, int]]] = {}
+        self.restarted_counters: dict[int, dict[int, int]] = {}  # field id -> GPU -> raw value at restart
+        self.missing_functions: set[str] = set()
+        self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
+        self.latency_waited_s = 0.0  # emulated driver time, for benchmarks
+        # Hostile names for tests: a GPU's (by index) as the raw bytes a driver answers, a
+        # process's (by PID) as psutil would give it (undecodable bytes surrogate-escaped).
+        self.gpu_names: dict[int, bytes] = {}
+        self.process_names: dict[int, str] = {}
+        # function name -> (from, until) in simulated seconds: the call does not return meanwhile,
+        # as a call into a wedged GPU does not.
+        self.hangs: dict[str, tuple[float, float]] = dict(spec.hangs)
+        self._hang_changed = threading.Event()
+        rng = random.Random(spec.seed)
+        self.uuids = [f"GPU-{uuid.UUID(int=rng.getrandbits(128), version=4)}" for _ in self.profiles]
+        self._functions: dict[str, SimFunction] = {}
+        self._handle_index: dict[int, tuple[Any, int]] = {}
+        self.calls_on_sleeping_gpus = 0  # device queries that would have woken a runtime-suspended GPU
+        self._sysfs_written: dict[Path, str] = {}  # runtime_status files, by what they say now
+
+    # ---- the parts tests and the reader's process lookup use ----
+    def sim_time_s(self) -> float:
+        if self.spec.at_s is not None:
+            return self.spec.at_s
+        return self.spec.start_s + (self.clock.now_s() - self.start_s) * self.spec.speed
+
+    def fail(self, function: str, code: int, gpu: int | None = None) -> None:
+        """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
+        self.failures.setdefault(function, []).append((gpu, code))
+
+    def restart_counter(self, field_id: int) -> None:
+        """The counter ``field_id`` starts again from 0 at its next read (a wrap, or a driver reload)."""
+        self.restarted_counters[field_id] = {}
+
+    def fail_field(self, field_id: int, code: int, gpu: int | None = None) -> None:
+        """Make the field ``field_id`` answer ``code`` (for one GPU, or all) from now on."""
+        self.field_failures.setdefault(field_id, []).append((gpu, code))
+
+    def hang(self, function: str) -> None:
+        """Make ``function`` block from now on, until ``release``."""
+        self.hangs[function] = (-math.inf, math.inf)
+
+    def release(self, function: str) -> None:
+        self.hangs.pop(function, None)
+        self._hang_changed.set()
+
+    def wait_out_hang(self, name: str) -> None:
+        while (window := self.hangs.get(name)) is not None and window[0] <= self.sim_time_s() < window[1]:
+            # Polled as well as woken: a simulated clock moving past the window's end ends it too.
+            self._hang_changed.wait(0.05)
+            self._hang_changed.clear()
+
+    def injected_failure(self, name: str, args: tuple) -> int | None:
+        for gpu, code in self.failures.get(name, ()):
+            if gpu is None or (args and self._index_of(args[0]) == gpu):
+                return code
+        return None
+
+    def wait(self, name: str) -> None:
+        assert self.latency_s is not None
+        seconds = self.latency_s.get(name, _DEFAULT_LATENCY_S)
+        self.latency_waited_s += seconds
+        if seconds >= _SLEEP_ABOVE_S:
+            time.sleep(seconds)
+            return
+        until = time.perf_counter() + seconds
+        while time.perf_counter() < until:
+            pass
+
+    def processes(self, gpu: int) -> list[SimProcess]:
+        t_s = self.sim_time_s()
+        found = self.scenario.placed_on_instances(gpu, t_s, self.scenario.processes(gpu, t_s))
+        if self.process_names:
+            found = [replace(p, name=self.process_names.get(p.pid, p.name)) for p in found]
+        return found
+
+    def hides(self, process: SimProcess) -> bool:
+        return self.spec.other_users_hidden and process.user != self.scenario.user
+
+    # ---- runtime power management (laptop GPUs that sleep=) ----
+    def sleeps_at(self, gpu: int, t_s: float) -> bool:
+        if not self.spec.sleeps:
+            return False
+        return any(g == gpu and start_s <= t_s < until_s for g, (start_s, until_s) in self.spec.sleeps)
+
+    def pci_address(self, gpu: int) -> str:
+        bus = PCI_BUSES[gpu] if gpu < len(PCI_BUSES) else 0xE0 + gpu
+        return f"0000:{bus:02x}:00.0"
+
+    def write_sysfs(self, root: Path) -> None:
+        """A fake ``/sys/bus/pci/devices`` with each GPU (and an Intel iGPU beside them, as on a
+        laptop); ``sync_sysfs`` keeps each runtime_status current."""
+        devices = root / "bus" / "pci" / "devices"
+        functions = [("0000:00:02.0", "0x8086", "0x030000", "auto")]
+        functions += [
+            (self.pci_address(k), "0x10de", "0x030200", "auto" if p.runtime_pm else "on")
+            for k, p in enumerate(self.profiles)
+        ]
+        for address, vendor, pci_class, control in functions:
+            power = devices / address / "power"
+            power.mkdir(parents=True, exist_ok=True)
+            (devices / address / "vendor").write_text(vendor + "\n")
+            (devices / address / "class").write_text(pci_class + "\n")
+            (power / "control").write_text(control + "\n")
+        self._sysfs_written = {}
+        self._sysfs_root = root
+        self.sync_sysfs()
+
+    def sync_sysfs(self) -> None:
+        root = getattr(self, "_sysfs_root", None)
+        if root is None:
+            return
+        t_s = self.sim_time_s()
+        for k, profile in enumerate(self.profiles):
+            status = "suspended" if self.sleeps_at(k, t_s) else ("active" if profile.runtime_pm else "unsupported")
+            path = root / "bus" / "pci" / "devices" / self.pci_address(k) / "power" / "runtime_status"
+            if self._sysfs_written.get(path) != status:
+                path.write_text(status + "\n")
+                self._sysfs_written[path] = status
+
+    # ---- name lookup, as ctypes.CDLL does it ----
+    def __getattr__(self, name: str) -> SimFunction:
+        if name.startswith("_") or name in self.missing_functions:
+            raise AttributeError(name)
+        function = self._functions.get(name)
+        if function is None:
+            impl = getattr(type(self), "c_" + name, None)
+            if impl is None:
+                raise AttributeError(name)
+            function = SimFunction(self, name, impl.__get__(self))
+            self._functions[name] = function
+        return function
+
+    # ---- helpers ----
+    def _index_of(self, handle: Any) -> int:
+        # Callers pass back the handle objects they were given: remember those by identity
+        # (holding them, so the identity stays theirs), and decode anything else.
+        known = self._handle_index.get(id(handle))
+        if known is not None:
+            return known[1]
+        try:
+            index = pointer_value(handle) - 1
+        except TypeError:
+            return -1
+        if len(self._handle_index) > 4096:  # tools that fetch new handles every query
+            self._handle_index.clear()
+        self._handle_index[id(handle)] = (handle, index)
+        return index
+
+    def _gpu(self, handle: Any, wakes: bool = True) -> Timeline | int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        index = self._index_of(handle)
+        if index >= MIG_HANDLE_BASE - 1:
+            # A MIG device answers its memory, processes and names (below); whole-board metrics
+            # (temperature, power, clocks, fields) are the parent GPU's.
+            return N.NVML_ERROR_NOT_SUPPORTED
+        if not 0 <= index < len(self.timelines):
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        t_s = self.sim_time_s()
+        if wakes and self.sleeps_at(index, t_s):
+            # On a real laptop this call would wake the GPU (5-25 W): tests count them.
+            self.calls_on_sleeping_gpus += 1
+        lost_at_s = self.spec.lost_at_s.get(index)
+        if lost_at_s is not None and t_s >= lost_at_s:
+            return N.NVML_ERROR_GPU_IS_LOST
+        timeline = self.timelines[index]
+        timeline.seek(t_s)
+        return timeline
+
+    # ---- the GPU behind a handle ----
+    def _static(self, handle: Any) -> tuple[int, GpuProfile] | int:
+        gpu = self._gpu(handle)
+        if isinstance(gpu, int):
+            return gpu
+        return gpu.gpu, gpu.profile
+
+    # ---- MIG devices ----
+    def _mig(self, handle: Any) -> tuple[Timeline, Any] | int | None:
+        """(parent timeline, MigInstance) for a MIG device's handle, an error code, or None (not MIG)."""
+        value = self._index_of(handle) + 1
+        if value < MIG_HANDLE_BASE:
+            return None
+        parent = self._gpu_by_index(value % MIG_HANDLE_BASE - 1)
+        if isinstance(parent, int):
+            return parent
+        instances = parent.profile.mig_instances
+        slot = value // MIG_HANDLE_BASE - 1
+        return (parent, instances[slot]) if slot < len(instances) else N.NVML_ERROR_INVALID_ARGUMENT
+
+    def _gpu_by_index(self, index: int) -> Timeline | int:
+        if not self.refcount:
+            return N.NVML_ERROR_UNINITIALIZED
+        if not 0 <= index < len(self.timelines):
+            return N.NVML_ERROR_INVALID_ARGUMENT
+        timeline = self.timelines[index]
+        timeline.seek(self.sim_time_s())
+        return timeline
+
+    def _instance_used(self, gpu: int, instance: int) -> int:
+        return sum(p.memory_bytes for p in self.processes(gpu) if p.gpu_instance == instance)

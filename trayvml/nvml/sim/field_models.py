@@ -1,0 +1,87 @@
+"""The field values the simulated library answers: one model per field id, and the per-second
+series of a chunk that the models read their values from."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+import pynvml as N
+
+from trayvml.nvml.sim.profiles import GpuProfile
+
+_U, _ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A chunk's per-second series that field values are made of (counters as running sums)."""
+
+    power_mw: np.ndarray
+    temperature_c: np.ndarray
+    pcie_tx_bytes: np.ndarray
+    pcie_rx_bytes: np.ndarray
+    nvlink_tx_kib_per_link: np.ndarray
+    nvlink_rx_kib_per_link: np.ndarray
+    ecc_corrected: np.ndarray
+    ecc_uncorrected: np.ndarray
+    pcie_replays: np.ndarray
+    nvlink_links: np.ndarray
+    zeros: np.ndarray
+
+
+@dataclass(frozen=True)
+class FieldModel:
+    """How the simulation answers one field id: its value type, on which profiles (and, for
+    per-link fields, which scopes), and its per-second values."""
+
+    value_type: int
+    supported: Callable[[GpuProfile, int], bool]
+    values: Callable[[Chunk], np.ndarray]
+
+
+def _always(p: GpuProfile, scope: int) -> bool:
+    return True
+
+
+def _never(p: GpuProfile, scope: int) -> bool:
+    return False
+
+
+def _has_ecc_field(p: GpuProfile, scope: int) -> bool:
+    return p.has_ecc
+
+
+def _link(p: GpuProfile, scope: int) -> bool:
+    return scope < p.nvlink_links
+
+
+# The field values the simulation answers, keyed by field id: one table, so that a field's
+# value cannot be taken from another field's column. Fields not here answer NOT_SUPPORTED.
+FIELD_MODELS: dict[int, FieldModel] = {
+    N.NVML_FI_DEV_POWER_INSTANT: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
+    N.NVML_FI_DEV_POWER_AVERAGE: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
+    # HBM runs a little warmer than the die's sensor.
+    N.NVML_FI_DEV_MEMORY_TEMP: FieldModel(_U, lambda p, s: p.has_memory_temperature, lambda c: c.temperature_c + 6),
+    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_tx_bytes),
+    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_rx_bytes),
+    N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: FieldModel(_ULL, _always, lambda c: c.pcie_replays),
+    N.NVML_FI_DEV_NVLINK_LINK_COUNT: FieldModel(_U, _always, lambda c: c.nvlink_links),
+    N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_corrected),
+    N.NVML_FI_DEV_ECC_DBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
+    # A few corrected errors from before this boot.
+    N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: 12 + c.ecc_corrected),
+    N.NVML_FI_DEV_ECC_DBE_AGG_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
+    # No profile retires pages: Hopper remaps rows instead, and consumer cards have no ECC.
+    N.NVML_FI_DEV_RETIRED_SBE: FieldModel(_ULL, _never, lambda c: c.zeros),
+    N.NVML_FI_DEV_RETIRED_DBE: FieldModel(_ULL, _never, lambda c: c.zeros),
+    N.NVML_FI_DEV_RETIRED_PENDING: FieldModel(_ULL, _never, lambda c: c.zeros),
+    N.NVML_FI_DEV_REMAPPED_COR: FieldModel(_ULL, _has_ecc_field, lambda c: c.zeros),
+    N.NVML_FI_DEV_REMAPPED_UNC: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_uncorrected),
+    N.NVML_FI_DEV_REMAPPED_PENDING: FieldModel(_ULL, _has_ecc_field, lambda c: c.zeros),
+    N.NVML_FI_DEV_REMAPPED_FAILURE: FieldModel(_ULL, _has_ecc_field, lambda c: c.zeros),
+    N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX: FieldModel(_ULL, _link, lambda c: c.nvlink_tx_kib_per_link),
+    N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: FieldModel(_ULL, _link, lambda c: c.nvlink_rx_kib_per_link),
+}
+FIELD_COLUMN = {fid: k for k, fid in enumerate(FIELD_MODELS)}  # the column of a timeline's field matrix

@@ -1,0 +1,75 @@
+"""The C functions that list a device's processes and their utilization."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pynvml as N
+
+from trayvml.nvml.sim.base import SimulatedNvmlBase
+
+
+class ProcessCalls(SimulatedNvmlBase):
+    def _running(self, handle: Any, count: Any, array: Any, kind: str) -> int:
+        mig = self._mig(handle)
+        if isinstance(mig, int):
+            return mig
+        g = self._gpu(handle) if mig is None else mig[0]
+        if isinstance(g, int):
+            return g
+        procs = [p for p in self.processes(g.gpu) if p.kind == kind]
+        if mig is not None:  # a MIG device lists its own instance's processes; the parent, all
+            procs = [p for p in procs if p.gpu_instance == mig[1].gpu_instance_id]
+        capacity = count._obj
+        if array is None or capacity.value < len(procs):
+            capacity.value = len(procs)
+            return N.NVML_ERROR_INSUFFICIENT_SIZE if procs else N.NVML_SUCCESS
+        for k, proc in enumerate(procs):
+            entry = array[k]
+            entry.pid = proc.pid
+            hidden = self.hides(proc)
+            entry.usedGpuMemory = N.NVML_VALUE_NOT_AVAILABLE_ulonglong.value if hidden else proc.memory_bytes
+            entry.gpuInstanceId = proc.gpu_instance if proc.gpu_instance >= 0 else 0xFFFFFFFF
+            entry.computeInstanceId = 0 if proc.gpu_instance >= 0 else 0xFFFFFFFF
+        capacity.value = len(procs)
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetComputeRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
+        return self._running(handle, count, array, "compute")
+
+    def c_nvmlDeviceGetGraphicsRunningProcesses_v3(self, handle: Any, count: Any, array: Any) -> int:
+        return self._running(handle, count, array, "graphics")
+
+    def c_nvmlDeviceGetProcessUtilization(self, handle: Any, array: Any, count: Any, last_seen_us: Any) -> int:
+        if self._mig(handle) is not None:
+            return N.NVML_ERROR_NOT_SUPPORTED  # as NVML: not under MIG
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if g.profile.mig_instances:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        procs = self.processes(g.gpu)
+        if not procs:
+            return N.NVML_ERROR_NOT_FOUND  # no samples since the last-seen timestamp
+        capacity = count._obj
+        if array is None or capacity.value < len(procs):
+            capacity.value = len(procs)
+            return N.NVML_ERROR_INSUFFICIENT_SIZE
+        # A display server takes a sliver; the rest of the GPU's utilization goes to the compute
+        # processes by their memory (a stand-in: real shares come from the driver's sampling).
+        util = g.util[g.i]
+        compute = [p for p in procs if p.kind == "compute"]
+        memory = sum(p.memory_bytes for p in compute) or 1
+        now_us = int(self.clock.now_s() * 1e6)
+        for k, proc in enumerate(procs):
+            entry = array[k]
+            entry.pid, entry.timeStamp = proc.pid, now_us
+            share = proc.memory_bytes / memory if proc.kind == "compute" else 0.0
+            entry.smUtil = min(util, 1) if proc.kind != "compute" else round(max(util - 1, 0) * share)
+            entry.memUtil = entry.encUtil = entry.decUtil = 0
+        capacity.value = len(procs)
+        return N.NVML_SUCCESS
+
+    # Older drivers' variants: pynvml reads them into a struct with the same fields.
+    c_nvmlDeviceGetComputeRunningProcesses_v2 = c_nvmlDeviceGetComputeRunningProcesses_v3
+    c_nvmlDeviceGetGraphicsRunningProcesses_v2 = c_nvmlDeviceGetGraphicsRunningProcesses_v3
