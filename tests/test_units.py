@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_static
+from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_static
 
 FIELD = {f.key: f for f in STATIC_FIELDS}
 H100 = DeviceInfo(
@@ -56,3 +58,35 @@ def test_the_snapshot_and_the_csv_log_format_static_facts_alike() -> None:
 def test_byte_sizes() -> None:
     assert (KIB, MIB, GIB) == (1024, 1024**2, 1024**3)
     assert IN_GIB.of(3 * GIB) == 3.0 and IN_GIB.format(0.8) == "0.8 GiB"
+
+
+NAN = math.nan
+
+
+@pytest.fixture
+def india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time 5 h 30 min ahead of UTC, without daylight saving (a POSIX TZ: no tzdata needed)."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.usefixtures("india")
+@pytest.mark.parametrize(
+    ("timestamp_s", "seconds", "date", "text"),
+    [
+        (1_800_000_130.6, True, False, "13:32:10"),  # 08:02:10.6 UTC: local, the second not rounded up
+        (1_800_000_130.6, False, False, "13:32"),
+        (1_800_000_130.6, True, True, "2027-01-15 13:32:10"),
+        (1_800_000_130.6, False, True, "2027-01-15 13:32"),
+        (1_800_045_000.0, True, True, "2027-01-16 02:00:00"),  # 20:30 UTC: the next day here
+        (NAN, True, False, "–"),
+        (math.inf, False, True, "–"),
+    ],
+)
+def test_clock_times_in_local_time(timestamp_s: float, seconds: bool, date: bool, text: str) -> None:
+    assert format_clock(timestamp_s, seconds=seconds, date=date) == text

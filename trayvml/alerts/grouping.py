@@ -10,14 +10,13 @@ is only for what needs a human now: a lost GPU, an XID, a stuck driver, heat at 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts.dispatch import Outgoing
 from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
-from trayvml.core.units import short_name
+from trayvml.core.units import format_clock, short_name
 
 GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
 GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification
@@ -224,7 +223,12 @@ class Grouper:
             )
         if now_s - group.started_s >= 1:
             since = translate("notices", "Since {time} ({duration}).")
-            lines.append(since.format(time=_clock(group.started_s), duration=duration_words(now_s - group.started_s)))
+            lines.append(
+                since.format(
+                    time=format_clock(group.started_s, seconds=False),
+                    duration=duration_words(now_s - group.started_s),
+                )
+            )
         if advice(rule):
             lines.append(advice(rule))
         return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host)
@@ -275,7 +279,3 @@ def _gpu_value(outgoing: Outgoing) -> str:
     if value:
         return translate("notices", "GPU {index} at {value}").format(index=event.gpu_index, value=value)
     return translate("notices", "GPU {index}: {message}").format(index=event.gpu_index, message=event.message)
-
-
-def _clock(timestamp_s: float) -> str:
-    return time.strftime("%H:%M", time.localtime(timestamp_s))

@@ -11,6 +11,7 @@ import enum
 import functools
 import math
 import re
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -204,3 +205,12 @@ def format_duration(seconds: float) -> str:
     if hours:
         return f"{hours} h {minutes} min"
     return f"{minutes} min" if minutes else f"{whole} s"
+
+
+def format_clock(timestamp_s: float, seconds: bool = True, date: bool = False) -> str:
+    """A wall-clock time in local time: ``14:02:10``; ``14:02`` without ``seconds``; with ``date``
+    ``2024-05-01 14:02:10``. "–" for NaN or infinity."""
+    if not math.isfinite(timestamp_s):
+        return "–"
+    pattern = ("%Y-%m-%d " if date else "") + ("%H:%M:%S" if seconds else "%H:%M")
+    return time.strftime(pattern, time.localtime(timestamp_s))

@@ -12,7 +12,6 @@ import logging
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import replace
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
@@ -25,6 +24,7 @@ from trayvml.core.errors import TrayvmlError, format_duration
 from trayvml.core.lines import gpu_lines
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
+from trayvml.core.units import format_clock
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.remote.source import Remotes
 from trayvml.ui.glance import content_for
@@ -68,9 +68,8 @@ def unreachable_since(sample: Sample) -> str:
         return ""
     if math.isnan(remote.since_s):
         return translate("RemoteHosts", "unreachable")
-    at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
     return translate("RemoteHosts", "unreachable since {time} ({duration})").format(
-        time=at, duration=format_duration(sample.timestamp_s - remote.since_s)
+        time=format_clock(remote.since_s), duration=format_duration(sample.timestamp_s - remote.since_s)
     )
 
 
