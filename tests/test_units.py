@@ -10,7 +10,7 @@ import pytest
 
 from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_static
+from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_duration, format_static
 
 FIELD = {f.key: f for f in STATIC_FIELDS}
 H100 = DeviceInfo(
@@ -61,6 +61,37 @@ def test_byte_sizes() -> None:
 
 
 NAN = math.nan
+
+
+@pytest.mark.parametrize(
+    ("seconds", "to_the_second", "to_the_minute", "to_the_hour"),
+    [
+        (0, "0 s", "0 s", "0 s"),
+        (0.4, "0 s", "0 s", "0 s"),
+        (12, "12 s", "12 s", "12 s"),
+        (59.4, "59 s", "59 s", "59 s"),
+        (59.6, "1 min 00 s", "1 min", "1 min"),  # whole seconds rounded: not "60 s"
+        (89, "1 min 29 s", "1 min", "1 min"),
+        (245, "4 min 05 s", "4 min", "4 min"),
+        (299.9999, "5 min 00 s", "5 min", "5 min"),  # a measured span's noise
+        (359, "5 min 59 s", "5 min", "5 min"),  # the larger units truncated, never rounded up
+        (3599.7, "1 h 00 min", "1 h 00 min", "1 h"),
+        (3700, "1 h 01 min", "1 h 01 min", "1 h"),
+        (11520, "3 h 12 min", "3 h 12 min", "3 h"),
+        (86399.6, "1 d 00 h", "1 d 00 h", "1 d 00 h"),
+        (2 * 86400 + 4 * 3600 + 59 * 60, "2 d 04 h", "2 d 04 h", "2 d 04 h"),
+        (40 * 86400, "40 d 00 h", "40 d 00 h", "40 d 00 h"),
+        (-0.3, "0 s", "0 s", "0 s"),  # a clock set back: no time has passed
+        (-3700, "0 s", "0 s", "0 s"),
+        (NAN, "–", "–", "–"),
+        (math.inf, "–", "–", "–"),
+    ],
+)
+def test_durations_at_each_precision(seconds: float, to_the_second: str, to_the_minute: str, to_the_hour: str) -> None:
+    assert format_duration(seconds) == to_the_second
+    assert format_duration(seconds, "s") == to_the_second
+    assert format_duration(seconds, "min") == to_the_minute
+    assert format_duration(seconds, "h") == to_the_hour
 
 
 @pytest.fixture

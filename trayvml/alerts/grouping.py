@@ -16,7 +16,7 @@ from trayvml.alerts.dispatch import Outgoing
 from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
-from trayvml.core.units import format_clock, short_name
+from trayvml.core.units import format_clock, format_duration, short_name
 
 GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
 GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification
@@ -102,15 +102,6 @@ def gpu_ranges(indices: list[int] | tuple[int, ...]) -> str:
         else:
             runs.append([index, index])
     return ", ".join(f"{a}" if a == b else f"{a}–{b}" if b > a + 1 else f"{a}, {b}" for a, b in runs)
-
-
-def duration_words(seconds: float) -> str:
-    """'45 s', '12 min', '2 h 05 min'."""
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 @dataclass
@@ -200,7 +191,7 @@ class Grouper:
             lasted = now_s - group.started_s
             if group.sent and lasted >= 1:  # an update: say how long it has lasted
                 body = translate("notices", "{body}\nFor {duration} now.").format(
-                    body=notice.body, duration=duration_words(lasted)
+                    body=notice.body, duration=format_duration(lasted, "min")
                 )
                 notice = replace(notice, body=body)
             return notice
@@ -226,7 +217,7 @@ class Grouper:
             lines.append(
                 since.format(
                     time=format_clock(group.started_s, seconds=False),
-                    duration=duration_words(now_s - group.started_s),
+                    duration=format_duration(now_s - group.started_s, "min"),
                 )
             )
         if advice(rule):
@@ -246,7 +237,7 @@ class Grouper:
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
         if now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
-                duration=duration_words(now_s - group.started_s)
+                duration=format_duration(now_s - group.started_s, "min")
             )
         else:
             body = translate("notices", "Back to normal.")

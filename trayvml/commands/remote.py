@@ -11,11 +11,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
 from trayvml.core.sample import Sample
-from trayvml.core.units import format_clock
+from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 
 if TYPE_CHECKING:

@@ -20,11 +20,11 @@ from PySide6.QtWidgets import QMenu
 
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.rules import AlertEvent
-from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.errors import TrayvmlError
 from trayvml.core.lines import gpu_lines
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
-from trayvml.core.units import format_clock
+from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.remote.source import Remotes
 from trayvml.ui.glance import content_for
