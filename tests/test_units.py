@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import math
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_static
+from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_duration, format_static
 
 FIELD = {f.key: f for f in STATIC_FIELDS}
 H100 = DeviceInfo(
@@ -56,3 +58,66 @@ def test_the_snapshot_and_the_csv_log_format_static_facts_alike() -> None:
 def test_byte_sizes() -> None:
     assert (KIB, MIB, GIB) == (1024, 1024**2, 1024**3)
     assert IN_GIB.of(3 * GIB) == 3.0 and IN_GIB.format(0.8) == "0.8 GiB"
+
+
+NAN = math.nan
+
+
+@pytest.mark.parametrize(
+    ("seconds", "to_the_second", "to_the_minute", "to_the_hour"),
+    [
+        (0, "0 s", "0 s", "0 s"),
+        (0.4, "0 s", "0 s", "0 s"),
+        (12, "12 s", "12 s", "12 s"),
+        (59.4, "59 s", "59 s", "59 s"),
+        (59.6, "1 min 00 s", "1 min", "1 min"),  # whole seconds rounded: not "60 s"
+        (89, "1 min 29 s", "1 min", "1 min"),
+        (245, "4 min 05 s", "4 min", "4 min"),
+        (299.9999, "5 min 00 s", "5 min", "5 min"),  # a measured span's noise
+        (359, "5 min 59 s", "5 min", "5 min"),  # the larger units truncated, never rounded up
+        (3599.7, "1 h 00 min", "1 h 00 min", "1 h"),
+        (3700, "1 h 01 min", "1 h 01 min", "1 h"),
+        (11520, "3 h 12 min", "3 h 12 min", "3 h"),
+        (86399.6, "1 d 00 h", "1 d 00 h", "1 d 00 h"),
+        (2 * 86400 + 4 * 3600 + 59 * 60, "2 d 04 h", "2 d 04 h", "2 d 04 h"),
+        (40 * 86400, "40 d 00 h", "40 d 00 h", "40 d 00 h"),
+        (-0.3, "0 s", "0 s", "0 s"),  # a clock set back: no time has passed
+        (-3700, "0 s", "0 s", "0 s"),
+        (NAN, "–", "–", "–"),
+        (math.inf, "–", "–", "–"),
+    ],
+)
+def test_durations_at_each_precision(seconds: float, to_the_second: str, to_the_minute: str, to_the_hour: str) -> None:
+    assert format_duration(seconds) == to_the_second
+    assert format_duration(seconds, "s") == to_the_second
+    assert format_duration(seconds, "min") == to_the_minute
+    assert format_duration(seconds, "h") == to_the_hour
+
+
+@pytest.fixture
+def india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Local time 5 h 30 min ahead of UTC, without daylight saving (a POSIX TZ: no tzdata needed)."""
+    monkeypatch.setenv("TZ", "IST-5:30")
+    time.tzset()
+    try:
+        yield
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+
+
+@pytest.mark.usefixtures("india")
+@pytest.mark.parametrize(
+    ("timestamp_s", "seconds", "date", "text"),
+    [
+        (1_800_000_130.6, True, False, "13:32:10"),  # 08:02:10.6 UTC: local, the second not rounded up
+        (1_800_000_130.6, False, False, "13:32"),
+        (1_800_000_130.6, True, True, "2027-01-15 13:32:10"),
+        (1_800_000_130.6, False, True, "2027-01-15 13:32"),
+        (1_800_045_000.0, True, True, "2027-01-16 02:00:00"),  # 20:30 UTC: the next day here
+        (NAN, True, False, "–"),
+        (math.inf, False, True, "–"),
+    ],
+)
+def test_clock_times_in_local_time(timestamp_s: float, seconds: bool, date: bool, text: str) -> None:
+    assert format_clock(timestamp_s, seconds=seconds, date=date) == text

@@ -7,14 +7,13 @@ process's name or user cannot be read, the words say why.
 from __future__ import annotations
 
 import math
-import time
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.core.i18n import translate
 from trayvml.core.lines import gpu_line
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
-from trayvml.core.units import format_bytes, short_name
+from trayvml.core.units import format_bytes, format_clock, short_name
 
 # Their notifications name the biggest processes.
 PROCESS_RULES = ("memory_used", "memory_free", "temperature", "temperature_limit", "memory_held_idle")
@@ -90,7 +89,7 @@ def alert_details(
     if event.rule == "gpu_lost":
         lines = [device_words(device)]
         if last_seen is not None and device is not None:
-            when = time.strftime("%H:%M:%S", time.localtime(last_seen_s))
+            when = format_clock(last_seen_s)
             head = f"{last_seen.index} {shorten(short_name(clean(device.name)))}"  # gpu_line's, said in the title
             values = gpu_line(last_seen, device).removeprefix(head).strip()
             lines.append(translate("AlertDetails", "Last seen at {time}: {values}.").format(time=when, values=values))

@@ -10,14 +10,13 @@ is only for what needs a human now: a lost GPU, an XID, a stuck driver, heat at 
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts.dispatch import Outgoing
 from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
-from trayvml.core.units import short_name
+from trayvml.core.units import format_clock, format_duration, short_name
 
 GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
 GROUP_WINDOW_S = 60.0  # a GPU whose alert comes this soon after the last joins its notification
@@ -103,15 +102,6 @@ def gpu_ranges(indices: list[int] | tuple[int, ...]) -> str:
         else:
             runs.append([index, index])
     return ", ".join(f"{a}" if a == b else f"{a}–{b}" if b > a + 1 else f"{a}, {b}" for a, b in runs)
-
-
-def duration_words(seconds: float) -> str:
-    """'45 s', '12 min', '2 h 05 min'."""
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{seconds:.0f} s"
-    minutes = round(seconds / 60)
-    return f"{minutes} min" if minutes < 60 else f"{minutes // 60} h {minutes % 60:02d} min"
 
 
 @dataclass
@@ -201,7 +191,7 @@ class Grouper:
             lasted = now_s - group.started_s
             if group.sent and lasted >= 1:  # an update: say how long it has lasted
                 body = translate("notices", "{body}\nFor {duration} now.").format(
-                    body=notice.body, duration=duration_words(lasted)
+                    body=notice.body, duration=format_duration(lasted, "min")
                 )
                 notice = replace(notice, body=body)
             return notice
@@ -224,7 +214,12 @@ class Grouper:
             )
         if now_s - group.started_s >= 1:
             since = translate("notices", "Since {time} ({duration}).")
-            lines.append(since.format(time=_clock(group.started_s), duration=duration_words(now_s - group.started_s)))
+            lines.append(
+                since.format(
+                    time=format_clock(group.started_s, seconds=False),
+                    duration=format_duration(now_s - group.started_s, "min"),
+                )
+            )
         if advice(rule):
             lines.append(advice(rule))
         return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host)
@@ -242,7 +237,7 @@ class Grouper:
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
         if now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
-                duration=duration_words(now_s - group.started_s)
+                duration=format_duration(now_s - group.started_s, "min")
             )
         else:
             body = translate("notices", "Back to normal.")
@@ -275,7 +270,3 @@ def _gpu_value(outgoing: Outgoing) -> str:
     if value:
         return translate("notices", "GPU {index} at {value}").format(index=event.gpu_index, value=value)
     return translate("notices", "GPU {index}: {message}").format(index=event.gpu_index, message=event.message)
-
-
-def _clock(timestamp_s: float) -> str:
-    return time.strftime("%H:%M", time.localtime(timestamp_s))

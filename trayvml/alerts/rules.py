@@ -442,7 +442,7 @@ class JobRule(GpuRule[JobSettings]):
         tracker.idle_since_s = math.nan
         # The value is the job's span until now, over which the app tells its energy.
         message = translate("alerts", "job finished after {duration} (idle now)").format(
-            duration=format_duration(busy_s)
+            duration=format_duration(busy_s, "min")
         )
         return AlertEvent(
             now_s, gpu.index, name, self.key, "event", Severity.INFO, message, now_s - tracker.job_since_s
@@ -552,7 +552,7 @@ class HeldRule(GpuRule[HeldSettings]):
         if tracker.level is not None and not held:
             held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent + _HELD_CLEAR_UTIL
         target = Severity.WARNING if held else None
-        idle_for = format_duration(settings.hold_s)
+        idle_for = format_duration(settings.hold_s, "min")
         message = translate("alerts", "{memory} GiB held, GPU idle for {duration}").format(
             memory=f"{used / GIB:.1f}", duration=idle_for
         )

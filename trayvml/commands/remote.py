@@ -8,14 +8,14 @@ import socket
 import sys
 import urllib.parse
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
 from trayvml.core.sample import Sample
+from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 
 if TYPE_CHECKING:
@@ -56,9 +56,11 @@ def _fault_line(sample: Sample) -> str:
     host, fault = terminal_text(hostname_of(sample)), terminal_text(remote.fault, 500)
     if math.isnan(remote.since_s):
         return translate("remote", "{host}: unreachable: {fault}").format(host=host, fault=fault)
-    at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
     return translate("remote", "{host}: unreachable (since {time}, {duration}): {fault}").format(
-        host=host, time=at, duration=format_duration(sample.timestamp_s - remote.since_s), fault=fault
+        host=host,
+        time=format_clock(remote.since_s),
+        duration=format_duration(sample.timestamp_s - remote.since_s),
+        fault=fault,
     )
 
 

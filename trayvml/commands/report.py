@@ -12,7 +12,7 @@ from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_FIELDS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import format_bytes, format_static, format_value
+from trayvml.core.units import format_bytes, format_clock, format_static, format_value
 from trayvml.monitor.energy import EnergyMeter, job_key
 
 _GPU = {m.key: m for m in GPU_METRICS}
@@ -46,7 +46,7 @@ def _process_text(proc: Any) -> str:
 
 def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> str:
     """``host_column``: start every GPU line with it (the host column of ``snapshot --remote``)."""
-    when = datetime.fromtimestamp(sample.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
+    when = format_clock(sample.timestamp_s, date=True)
     system = sample.system
     lines = []
     header = [f"trayvml {__version__}", when]

@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
+from trayvml.core.units import format_duration
 
 
 class UnavailableReason(enum.Enum):
@@ -110,16 +111,6 @@ class DriverStall:
         return translate(
             "errors", "The NVIDIA driver has not answered for {duration}; no GPU values are current until it does."
         ).format(duration=waited)
-
-
-def format_duration(seconds: float) -> str:
-    """``12 s``, ``4 min 05 s``, ``2 h 03 min``: whole units a person reads at a glance."""
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole} s"
-    if whole < 3600:
-        return f"{whole // 60} min {whole % 60:02d} s"
-    return f"{whole // 3600} h {whole % 3600 // 60:02d} min"
 
 
 class TrayvmlError(Exception):

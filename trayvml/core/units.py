@@ -11,8 +11,9 @@ import enum
 import functools
 import math
 import re
+import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 
@@ -195,12 +196,39 @@ def short_name(name: str) -> str:
     return short or name
 
 
-def format_duration(seconds: float) -> str:
-    """``3 h 12 min``, ``12 min``, ``45 s``."""
-    if math.isnan(seconds):
+# The units a duration is written in, largest first, with their seconds.
+_DURATION_UNITS = (("d", 86400), ("h", 3600), ("min", 60), ("s", 1))
+_PRECISION_S = {"s": 1, "min": 60, "h": 3600}
+
+
+def format_duration(seconds: float, precision: Literal["s", "min", "h"] = "s") -> str:
+    """How long, for people: the largest whole unit it reaches, then the next one below it,
+    zero-padded, unless that one is finer than ``precision``.
+
+    ``precision="s"``: ``45 s``, ``4 min 05 s``, ``1 h 01 min``, ``2 d 04 h``;
+    ``precision="min"``: ``45 s``, ``12 min``, ``1 h 01 min``, ``2 d 04 h``;
+    ``precision="h"``: ``45 s``, ``12 min``, ``3 h``, ``2 d 04 h``. A span shorter than one
+    ``precision`` unit is told in the largest unit it reaches.
+
+    Rounded to whole seconds (59.6 s is 1 min), then truncated to the units shown: never rounded
+    up (4 min 59 s is ``4 min`` to the minute). A negative span (a clock set back) is ``0 s``;
+    NaN or infinity ``–``.
+    """
+    if not math.isfinite(seconds):
         return "–"
-    whole = round(seconds)
-    hours, minutes = whole // 3600, whole % 3600 // 60
-    if hours:
-        return f"{hours} h {minutes} min"
-    return f"{minutes} min" if minutes else f"{whole} s"
+    whole = max(0, math.floor(seconds + 0.5))
+    index = next(i for i, (_, size) in enumerate(_DURATION_UNITS) if whole >= size or size == 1)
+    name, size = _DURATION_UNITS[index]
+    if size == 1 or _DURATION_UNITS[index + 1][1] < _PRECISION_S[precision]:
+        return f"{whole // size} {name}"
+    lower_name, lower = _DURATION_UNITS[index + 1]
+    return f"{whole // size} {name} {whole % size // lower:02d} {lower_name}"
+
+
+def format_clock(timestamp_s: float, seconds: bool = True, date: bool = False) -> str:
+    """A wall-clock time in local time: ``14:02:10``; ``14:02`` without ``seconds``; with ``date``
+    ``2024-05-01 14:02:10``. "–" for NaN or infinity."""
+    if not math.isfinite(timestamp_s):
+        return "–"
+    pattern = ("%Y-%m-%d " if date else "") + ("%H:%M:%S" if seconds else "%H:%M")
+    return time.strftime(pattern, time.localtime(timestamp_s))

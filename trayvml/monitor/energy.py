@@ -153,5 +153,5 @@ def job_energy_text(meter: EnergyMeter, gpu: int, end_s: float, span_s: float) -
     if math.isnan(wh):
         return ""
     return translate("energy", "{energy} on GPU {gpu} over {duration}.").format(
-        energy=format_energy(wh), gpu=gpu, duration=format_duration(span_s)
+        energy=format_energy(wh), gpu=gpu, duration=format_duration(span_s, "min")
     )

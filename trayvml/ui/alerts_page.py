@@ -6,8 +6,6 @@ marks, those of the host the window shows (``show_host``; "" is this machine).
 
 from __future__ import annotations
 
-from datetime import datetime
-
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
@@ -15,7 +13,7 @@ from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.units import short_name
+from trayvml.core.units import format_clock, short_name
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 MAX_LISTED_EVENTS = 1000
@@ -62,7 +60,7 @@ class AlertsPage(QTableWidget):
         for event in events:
             row = 0  # newest first
             self.insertRow(row)
-            when = datetime.fromtimestamp(event.timestamp_s).strftime("%Y-%m-%d %H:%M:%S")
+            when = format_clock(event.timestamp_s, date=True)
             resolved = event.kind == "resolved"
             label = (
                 translate("AlertsPage", "resolved")

@@ -7,7 +7,6 @@ back between panels: at 64 GPUs a panel takes tens of milliseconds, a page sever
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -22,7 +21,7 @@ from trayvml.alerts.severity import Severity
 from trayvml.core.metrics import GPM_MISSING, Group, Unit
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import MetricState, Sample
-from trayvml.core.units import short_name
+from trayvml.core.units import format_clock, short_name
 from trayvml.history.timeline import History
 from trayvml.ui.plots import (
     GPU_PANELS,
@@ -263,7 +262,7 @@ def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float
 
 def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     """The time, then a row per GPU (or the machine) and a column per metric of ``panel``."""
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(x))
+    when = format_clock(x, date=True)
     rows = panel.values_at(x, names)
     metrics = panel.spec.metrics
     head = ""

@@ -22,7 +22,7 @@ from PySide6.QtWidgets import QHeaderView, QMenu, QMessageBox, QTableView, QWidg
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import ProcessSample, Sample
-from trayvml.core.units import format_bytes
+from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
 from trayvml.monitor.energy import EnergyMeter, format_energy, job_key
 
@@ -51,20 +51,6 @@ RIGHT_ALIGNED = frozenset(
 SIMULATED = QT_TRANSLATE_NOOP("ProcessModel", "simulated")  # a simulated GPU's process has no host process to read
 
 
-def format_runtime(seconds: float) -> str:
-    """``42 s``, ``12 min``, ``3 h 05 min``, ``2 d 4 h``."""
-    if math.isnan(seconds) or seconds < 0:
-        return "–"
-    minutes, hours, days = int(seconds // 60), int(seconds // 3600), int(seconds // 86400)
-    if seconds < 60:
-        return f"{seconds:.0f} s"
-    if hours < 1:
-        return f"{minutes} min"
-    if days < 1:
-        return f"{hours} h {minutes % 60:02d} min"
-    return f"{days} d {hours % 24} h"
-
-
 def _sm_share(percent: float) -> tuple[str, float]:
     """Its share of the GPU's SMs over the last sample period; "–" where the driver does not say
     (MIG, no samples since the process started, or an older driver)."""
@@ -87,7 +73,7 @@ def _cells(
     if isinstance(usage, HostUsage):
         cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
         ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)
-        runtime = (format_runtime(now_s - usage.started_s), now_s - usage.started_s)
+        runtime = (format_duration(now_s - usage.started_s, "min"), now_s - usage.started_s)
     else:  # why, said once in the row: the other columns only show that nothing is there
         cpu, ram, runtime = (usage, -1.0), ("–", -1.0), ("–", -1.0)
     return (

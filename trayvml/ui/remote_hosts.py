@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
-from datetime import datetime
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
@@ -19,10 +18,11 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 from trayvml.alerts.engine import AlertSettings
-from trayvml.core.errors import TrayvmlError, format_duration
+from trayvml.core.errors import TrayvmlError
 from trayvml.core.lines import gpu_lines
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
+from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, parse_endpoint
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent, icon_content
@@ -64,9 +64,8 @@ def unreachable_since(sample: Sample) -> str:
         return ""
     if math.isnan(remote.since_s):
         return translate("RemoteHosts", "unreachable")
-    at = datetime.fromtimestamp(remote.since_s).strftime("%H:%M:%S")
     return translate("RemoteHosts", "unreachable since {time} ({duration})").format(
-        time=at, duration=format_duration(sample.timestamp_s - remote.since_s)
+        time=format_clock(remote.since_s), duration=format_duration(sample.timestamp_s - remote.since_s)
     )
 
 
