@@ -12,6 +12,9 @@ import threading
 import pytest
 
 from trayvml.core.clock import ManualClock, SystemClock, Ticker
+from trayvml.core.sample import Sample
+from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, parse_endpoint
+from trayvml.remote.source import RemoteSource
 
 HOUR_S = 3600.0
 
@@ -120,3 +123,25 @@ def test_wait_next_ends_when_stopped() -> None:
     assert ticker.wait_next(stop) is True and clock.monotonic_s() == 60.0
     system = Ticker(3600.0, SystemClock())
     assert system.wait_next(stop) is True  # at once, not in an hour
+
+
+def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try() -> None:
+    clock = ManualClock()
+    began: list[float] = []
+    answers = [True, True, False, False, False, True, True]
+
+    def reader(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache) -> list[Sample]:
+        began.append(clock.monotonic_s())
+        ok = answers[len(began) - 1]
+        clock.advance_s(0.2 if ok else timeout_s)
+        if len(began) == len(answers):
+            source._stop.set()
+        if not ok:
+            raise RemoteError("down")
+        return []
+
+    source = RemoteSource(parse_endpoint("http://gpu-box:9400"), 1.0, 3.0, clock, reader)
+    source._run()  # on this thread: the manual clock moves only here
+    assert began == pytest.approx([0.0, 1.0, 2.0, 7.0, 14.0, 25.0, 26.0])
+    # 1.0, 2.0: on the ticker; 7.0, 14.0, 25.0: each back-off (2, 4, 8 s) after a 3 s timeout, not
+    # into it; 26.0: on the ticker again once it answers
