@@ -145,3 +145,20 @@ def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try
     assert began == pytest.approx([0.0, 1.0, 2.0, 7.0, 14.0, 25.0, 26.0])
     # 1.0, 2.0: on the ticker; 7.0, 14.0, 25.0: each back-off (2, 4, 8 s) after a 3 s timeout, not
     # into it; 26.0: on the ticker again once it answers
+
+
+def test_the_tray_sampler_ticks_on_the_ticker_and_takes_a_new_interval_at_once(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.sampler import Sampler
+
+    sampler = Sampler(parse_spec("idle:gpus=h100"), 3600.0, stall_after_s=3600.0)
+    samples: list[Sample] = []
+    sampler.sample_taken.connect(samples.append)
+    sampler.start()
+    try:
+        qtbot.waitUntil(lambda: len(samples) == 1)  # the first tick is due at once, the next in an hour
+        sampler.set_interval(0.01)  # an hour after the last tick becomes 10 ms after it: long past
+        qtbot.waitUntil(lambda: len(samples) >= 4)  # and it goes on ticking (the timer fires once a tick)
+    finally:
+        sampler.stop()
+    assert not sampler._thread.isRunning()
