@@ -454,6 +454,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
 
 def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.commands.csvlog import COLUMNS, CsvLog, demand_of, parse_fields
+    from trayvml.core.clock import Ticker
 
     if args.list_fields:
         print("\n".join(COLUMNS))
@@ -476,7 +477,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         ticks = 0
         warned = False
         sample = first
-        start_s = source.clock.now_s()
+        ticker = Ticker(args.interval, source.clock)  # paced on the monotonic clock, stamped with the wall clock
         try:
             while True:
                 if sample.stall is not None:  # write no row that would pass old values off as new
@@ -490,7 +491,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
                 ticks += 1
                 if args.count is not None and ticks >= args.count:
                     break
-                source.clock.sleep_s(start_s + ticks * args.interval - source.clock.now_s())
+                ticker.wait_next()
                 sample = source.sample(demand)
         except KeyboardInterrupt:
             pass  # Ctrl-C is how a user ends an open-ended log

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from trayvml.commands.history import _folder
+from trayvml.core.clock import Ticker
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
@@ -77,10 +78,12 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     source = Source(simulation, host=True, stall_after_s=args.timeout)
     ticks = 0
     try:
-        start_s = source.clock.now_s()
+        ticker = Ticker(interval_s, source.clock)  # paced on the monotonic clock, stamped with the wall clock
         recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
         print(recording.format(folder=writer.folder, seconds=f"{interval_s:g}"), file=sys.stderr)
         while args.count is None or ticks < args.count:
+            if ticks:
+                ticker.wait_next()
             sample = source.sample()
             if sample.problem is not None and sample.problem[1] != said:
                 said = sample.problem[1]
@@ -93,7 +96,6 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
                 said = writer.problem
                 print(f"trayvml: {said}", file=sys.stderr)
             ticks += 1
-            source.clock.sleep_s(start_s + ticks * interval_s - source.clock.now_s())
     except KeyboardInterrupt:
         pass
     finally:

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from trayvml.core.clock import Ticker
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
@@ -173,8 +174,7 @@ class RemoteLog:
     def run(self, count: int | None, interval_s: float) -> int:
         self.remotes.begin_read()()  # the first tick has every host that answers
         self.remotes.start()
-        clock = self.source.clock
-        start_s = clock.now_s()
+        ticker = Ticker(interval_s, self.source.clock)  # paced on the monotonic clock, stamped with the wall clock
         ticks = 0
         try:
             while True:
@@ -191,7 +191,7 @@ class RemoteLog:
                 ticks += 1
                 if count is not None and ticks >= count:
                     break
-                clock.sleep_s(start_s + ticks * interval_s - clock.now_s())
+                ticker.wait_next()
         except KeyboardInterrupt:
             pass  # Ctrl-C is how a user ends an open-ended log
         finally:

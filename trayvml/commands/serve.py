@@ -6,6 +6,7 @@ import logging
 import threading
 from collections.abc import Callable
 
+from trayvml.core.clock import Ticker
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.prometheus.exposition import (
@@ -35,12 +36,15 @@ class SamplingLoop:
         self._thread.start()
 
     def _run(self) -> None:
+        ticker = Ticker(self.interval_s)  # paced on the monotonic clock; the samples carry wall-clock stamps
         while not self._stop.is_set():
             try:
                 self.latest = self._read()
             except Exception:  # Source.sample reports its own failures; anything else is a bug to see
                 log.exception("sampling failed")
-            self._stop.wait(self.interval_s)
+            ticker.interval_s = self.interval_s
+            if ticker.wait_next(self._stop):
+                break
 
     def stop(self, wait_s: float = 2.0) -> None:
         self._stop.set()

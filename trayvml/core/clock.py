@@ -1,8 +1,14 @@
-"""Clocks, injected everywhere time matters so that tests can run simulated hours in seconds."""
+"""Clocks, injected everywhere time matters so that tests can run simulated hours in seconds.
+
+Two times: the wall clock (``now_s``), which stamps samples and may be set forward or back
+(NTP, a user, a resume), and the monotonic clock (``monotonic_s``), which only moves on and
+paces every sampling loop (:class:`Ticker`).
+"""
 
 from __future__ import annotations
 
 import math
+import threading
 import time
 from typing import Protocol
 
@@ -19,16 +25,30 @@ class Clock(Protocol):
         """Wall-clock time in seconds since the Unix epoch."""
         ...
 
+    def monotonic_s(self) -> float:
+        """Seconds from an arbitrary origin that never go back and never jump with the wall clock."""
+        ...
+
     def sleep_s(self, seconds: float) -> None: ...
+
+    def wait_s(self, seconds: float, stop: threading.Event) -> bool:
+        """Sleep ``seconds`` or until ``stop`` is set, whichever comes first; True when it is set."""
+        ...
 
 
 class SystemClock:
     def now_s(self) -> float:
         return time.time()
 
+    def monotonic_s(self) -> float:
+        return time.monotonic()
+
     def sleep_s(self, seconds: float) -> None:
         if seconds > 0:
             time.sleep(seconds)
+
+    def wait_s(self, seconds: float, stop: threading.Event) -> bool:
+        return stop.wait(max(seconds, 0.0))
 
 
 class ManualClock:
@@ -36,15 +56,87 @@ class ManualClock:
 
     def __init__(self, start_s: float = 1_800_000_000.0) -> None:
         self._now_s = start_s
+        self._monotonic_s = 0.0
 
     # Reading a float attribute is atomic, and only the test's thread advances the clock,
     # so no lock is needed (this clock is read on every simulated NVML call).
     def now_s(self) -> float:
         return self._now_s
 
+    def monotonic_s(self) -> float:
+        return self._monotonic_s
+
     def advance_s(self, seconds: float) -> None:
+        """Time passes: both clocks move on."""
+        self._now_s += seconds
+        self._monotonic_s += seconds
+
+    def set_wall_s(self, seconds: float) -> None:
+        """The wall clock is set forward (positive) or back (negative); the monotonic clock is not."""
         self._now_s += seconds
 
     def sleep_s(self, seconds: float) -> None:
         if seconds > 0:
             self.advance_s(seconds)
+
+    def wait_s(self, seconds: float, stop: threading.Event) -> bool:
+        if not stop.is_set():
+            self.sleep_s(seconds)
+        return stop.is_set()
+
+
+class Ticker:
+    """When each tick of a sampling loop is due: every ``interval_s`` on ``clock``'s monotonic clock.
+
+    The first tick is due when the ticker is made; each next one an interval after the one before,
+    so that ticks do not drift however long the work in between takes (and the wall clock set
+    forward or back changes nothing: stamp samples with ``clock.now_s()``). A tick that comes late
+    (the work took longer than an interval) is due at once, and the schedule goes on from there: the
+    ticks it missed are skipped, never made up in a burst. ``interval_s`` can be changed at any
+    time; the next tick is due that long after the one before.
+
+    Loops that wait themselves call :meth:`wait_next` after each tick's work; a loop whose waiting
+    is done by someone else (a Qt timer) calls :meth:`next_delay_s` and waits that long.
+    """
+
+    def __init__(self, interval_s: float, clock: Clock | None = None) -> None:
+        self.clock = clock or SystemClock()
+        self._interval_s = interval_s
+        self._due_s = self.clock.monotonic_s()  # of the tick that is running, or that is waited for
+        self._previous_s = self._due_s - interval_s  # of the tick before it
+
+    @property
+    def interval_s(self) -> float:
+        return self._interval_s
+
+    @interval_s.setter
+    def interval_s(self, seconds: float) -> None:
+        self._interval_s = seconds
+        now_s = self.clock.monotonic_s()
+        if now_s < self._due_s:  # a tick is waited for: it is due the new interval after the one before
+            self._due_s = max(self._previous_s + seconds, now_s)
+
+    def restart(self) -> None:
+        """The tick now running is taken to be due now: the next one is an interval from now (a
+        back-off that counts from the end of a failed try, not from its start)."""
+        self._due_s = self.clock.monotonic_s()
+
+    def next_delay_s(self) -> float:
+        """Call once after each tick's work: the seconds until the next tick is due (0: late, at once)."""
+        now_s = self.clock.monotonic_s()
+        self._previous_s = self._due_s
+        self._due_s = max(self._due_s + self._interval_s, now_s)
+        return self._due_s - now_s
+
+    def delay_s(self) -> float:
+        """The seconds until the tick waited for is due, once more (after ``interval_s`` changed)."""
+        return max(self._due_s - self.clock.monotonic_s(), 0.0)
+
+    def wait_next(self, stop: threading.Event | None = None) -> bool:
+        """Wait until the next tick is due, or until ``stop`` is set (True then). With no ``stop``
+        it sleeps, and a KeyboardInterrupt (Ctrl-C, or SIGTERM raised as one) ends the wait."""
+        delay_s = self.next_delay_s()
+        if stop is None:
+            self.clock.sleep_s(delay_s)
+            return False
+        return self.clock.wait_s(delay_s, stop)

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.clock import Clock, SystemClock, Ticker
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_prometheus_past
@@ -113,9 +113,16 @@ class RemoteSource:
         self._thread.start()
 
     def _run(self) -> None:
+        # Reads that work are paced on the monotonic clock; while they fail, each back-off counts
+        # from the end of the failed try (a dead host's timeout is not taken off the wait).
+        ticker = Ticker(self.interval_s, self.clock)
         while not self._stop.is_set():
             self.read_once()
-            self._stop.wait(self.wait_s())
+            if self.failures:
+                ticker.restart()
+            ticker.interval_s = self.wait_s()
+            if ticker.wait_next(self._stop):
+                break
 
     def close(self, wait_s: float | None = None) -> None:
         """Stop; waits for a read in flight at most ``wait_s`` (default: the timeout) and leaves it behind after."""

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 
-from trayvml.core.clock import Clock, ManualClock, SystemClock
+from trayvml.core.clock import Clock, ManualClock, SystemClock, Ticker
 
 if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (start-up time)
     from trayvml.core.sample import Sample
@@ -107,6 +107,9 @@ class _Worker(QObject):
         self._clock = clock
         self._source: Source | None = None
         self._timer: QTimer | None = None
+        # When each tick is due, on the real monotonic clock (the Qt timer waits in real time, whatever
+        # ``clock`` stamps the samples): the timer is started again after each tick for the time left.
+        self._ticker: Ticker | None = None
 
     @Slot()
     def start(self) -> None:
@@ -120,9 +123,10 @@ class _Worker(QObject):
                 self.store_noted.emit(self._recording.note)
         self._timer = QTimer(self)
         self._timer.setObjectName("sample_timer")
-        self._timer.timeout.connect(self.tick)
-        self._timer.start(round(self._interval_s * 1000))
-        self.tick()
+        self._timer.setSingleShot(True)
+        self._timer.timeout.connect(self._scheduled_tick)
+        self._ticker = Ticker(self._interval_s)
+        self._scheduled_tick()
 
     def _new_source(self) -> Source:
         from trayvml.source import STALL_AFTER_S, Source
@@ -182,6 +186,12 @@ class _Worker(QObject):
             source.interrupt()
 
     @Slot()
+    def _scheduled_tick(self) -> None:
+        self.tick()
+        if self._timer is not None and self._ticker is not None:  # None: stopped during the tick
+            self._timer.start(round(self._ticker.next_delay_s() * 1000))
+
+    @Slot()
     def tick(self) -> None:
         if self._source is not None:
             self._source.reader.idle_poll_s = self.idle_poll_s
@@ -209,13 +219,15 @@ class _Worker(QObject):
         self._interval_s = interval_s
         if self._source is not None and self._stall_after_s is None:
             self._source.stall_after_s = max(self._source.stall_after_s, 3 * interval_s)
-        if self._timer is not None:
-            self._timer.start(round(interval_s * 1000))
+        if self._ticker is not None and self._timer is not None:  # the tick waited for is due that long after the last
+            self._ticker.interval_s = interval_s
+            self._timer.start(round(self._ticker.delay_s() * 1000))
 
     @Slot()
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.stop()
+            self._timer = None
         if self._source is not None:
             self._source.close()
             self._source = None

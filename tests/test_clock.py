@@ -1,0 +1,164 @@
+"""One scheduler for every sampling loop: paced on the monotonic clock, stamped with the wall clock.
+
+All on a ManualClock: simulated hours take no real time, and nothing here asserts a real timing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import random
+import threading
+
+import pytest
+
+from trayvml.core.clock import ManualClock, SystemClock, Ticker
+from trayvml.core.sample import Sample
+from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, parse_endpoint
+from trayvml.remote.source import RemoteSource
+
+HOUR_S = 3600.0
+
+
+def run_loop(
+    clock: ManualClock,
+    interval_s: float,
+    work_s: list[float],
+    at_tick: dict[int, float] | None = None,
+) -> tuple[list[float], list[float]]:
+    """A sampling loop as the commands write it: one tick per entry of ``work_s`` (the work takes
+    that long), waiting on a Ticker in between. ``at_tick``: the wall clock set by that much as
+    that tick begins. Returns when each tick began on the monotonic clock, and its wall stamp."""
+    ticker = Ticker(interval_s, clock)
+    began: list[float] = []
+    stamps: list[float] = []
+    for n, seconds in enumerate(work_s):
+        if n:
+            ticker.wait_next()
+        if at_tick and n in at_tick:
+            clock.set_wall_s(at_tick[n])
+        began.append(clock.monotonic_s())
+        stamps.append(clock.now_s())  # what the sample is stamped with
+        clock.advance_s(seconds)
+    return began, stamps
+
+
+def test_ticks_do_not_drift_over_a_thousand_ticks_whatever_the_work_takes() -> None:
+    clock = ManualClock()
+    rng = random.Random(7)
+    began, _ = run_loop(clock, 0.1, [rng.uniform(0.0, 0.099) for _ in range(1001)])
+    assert began == pytest.approx([k * 0.1 for k in range(1001)], abs=1e-9)
+    # The wall-clock arithmetic the loops had, sleep(start + n * interval - now), does the same
+    # only while the wall clock stands still; an error added per tick (sleep(interval)) would not.
+    assert began[-1] == pytest.approx(100.0, abs=1e-9)
+
+
+def test_a_slow_tick_skips_the_ticks_it_missed_instead_of_making_them_up() -> None:
+    clock = ManualClock()
+    work = [0.01] * 12
+    work[3] = 3.5  # a driver call that hung for three and a half intervals
+    began, _ = run_loop(clock, 1.0, work)
+    assert began[:4] == pytest.approx([0.0, 1.0, 2.0, 3.0])
+    assert began[4] == pytest.approx(6.5)  # late: at once, when the slow tick ends
+    assert began[5:] == pytest.approx([7.5 + k for k in range(7)])  # and on from there
+    gaps = [b - a for a, b in itertools.pairwise(began)]
+    assert min(gaps) >= 1.0 - 1e-9  # no burst: never two ticks closer than an interval
+
+
+@pytest.mark.parametrize("jump_s", [HOUR_S, -HOUR_S])
+def test_a_wall_clock_jump_changes_only_the_stamps(jump_s: float) -> None:
+    rng = random.Random(11)
+    work = [rng.uniform(0.0, 0.5) for _ in range(40)]
+    steady_began, steady_stamps = run_loop(ManualClock(), 1.0, work)
+    began, stamps = run_loop(ManualClock(), 1.0, work, at_tick={20: jump_s})
+    assert began == steady_began  # the pacing: the same ticks at the same times, none more, none less
+    assert stamps[:20] == steady_stamps[:20]
+    assert [s - jump_s for s in stamps[20:]] == pytest.approx(steady_stamps[20:])
+
+
+@pytest.mark.parametrize("jump_s", [HOUR_S, -HOUR_S])
+def test_a_wall_clock_jump_during_a_wait_does_not_change_it(jump_s: float) -> None:
+    clock = ManualClock()
+    ticker = Ticker(1.0, clock)
+    clock.advance_s(0.25)
+    assert ticker.next_delay_s() == pytest.approx(0.75)
+    clock.set_wall_s(jump_s)  # NTP, a user or a resume sets the clock while the loop waits
+    assert ticker.delay_s() == pytest.approx(0.75)
+    clock.advance_s(0.75)
+    assert ticker.next_delay_s() == pytest.approx(1.0)
+
+
+def test_an_interval_change_takes_effect_at_the_next_tick() -> None:
+    clock = ManualClock()
+    ticker = Ticker(1.0, clock)
+    assert ticker.next_delay_s() == 1.0
+    clock.advance_s(1.0)
+    ticker.interval_s = 0.5  # changed while a tick works: the next is due half a second after it
+    assert ticker.next_delay_s() == pytest.approx(0.5)
+    clock.advance_s(0.5)
+    assert ticker.next_delay_s() == pytest.approx(0.5)
+    # Changed while a tick is waited for (the tray's settings): due the new interval after the last tick.
+    clock.advance_s(0.1)
+    ticker.interval_s = 10.0
+    assert ticker.delay_s() == pytest.approx(9.9)
+    ticker.interval_s = 0.05  # already past: due at once, not in the past
+    assert ticker.delay_s() == 0.0
+    assert ticker.next_delay_s() == pytest.approx(0.05)
+
+
+def test_restart_counts_the_next_tick_from_now() -> None:
+    clock = ManualClock()
+    ticker = Ticker(1.0, clock)
+    clock.advance_s(3.0)  # a try that timed out
+    ticker.restart()
+    ticker.interval_s = 2.0  # a back-off
+    assert ticker.next_delay_s() == 2.0
+
+
+def test_wait_next_ends_when_stopped() -> None:
+    clock = ManualClock()
+    ticker = Ticker(60.0, clock)
+    stop = threading.Event()
+    assert ticker.wait_next(stop) is False and clock.monotonic_s() == 60.0
+    stop.set()
+    assert ticker.wait_next(stop) is True and clock.monotonic_s() == 60.0
+    system = Ticker(3600.0, SystemClock())
+    assert system.wait_next(stop) is True  # at once, not in an hour
+
+
+def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try() -> None:
+    clock = ManualClock()
+    began: list[float] = []
+    answers = [True, True, False, False, False, True, True]
+
+    def reader(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache) -> list[Sample]:
+        began.append(clock.monotonic_s())
+        ok = answers[len(began) - 1]
+        clock.advance_s(0.2 if ok else timeout_s)
+        if len(began) == len(answers):
+            source._stop.set()
+        if not ok:
+            raise RemoteError("down")
+        return []
+
+    source = RemoteSource(parse_endpoint("http://gpu-box:9400"), 1.0, 3.0, clock, reader)
+    source._run()  # on this thread: the manual clock moves only here
+    assert began == pytest.approx([0.0, 1.0, 2.0, 7.0, 14.0, 25.0, 26.0])
+    # 1.0, 2.0: on the ticker; 7.0, 14.0, 25.0: each back-off (2, 4, 8 s) after a 3 s timeout, not
+    # into it; 26.0: on the ticker again once it answers
+
+
+def test_the_tray_sampler_ticks_on_the_ticker_and_takes_a_new_interval_at_once(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.sampler import Sampler
+
+    sampler = Sampler(parse_spec("idle:gpus=h100"), 3600.0, stall_after_s=3600.0)
+    samples: list[Sample] = []
+    sampler.sample_taken.connect(samples.append)
+    sampler.start()
+    try:
+        qtbot.waitUntil(lambda: len(samples) == 1)  # the first tick is due at once, the next in an hour
+        sampler.set_interval(0.01)  # an hour after the last tick becomes 10 ms after it: long past
+        qtbot.waitUntil(lambda: len(samples) >= 4)  # and it goes on ticking (the timer fires once a tick)
+    finally:
+        sampler.stop()
+    assert not sampler._thread.isRunning()
