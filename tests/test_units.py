@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
+from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS, format_static
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_static
+from trayvml.core.units import GIB, IN_GIB, KIB, MIB
 
 FIELD = {f.key: f for f in STATIC_FIELDS}
 H100 = DeviceInfo(
