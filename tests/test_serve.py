@@ -50,23 +50,44 @@ def _simulated_sample(spec: str = "training") -> Sample:
     return run_ticks(source, clock, 3)
 
 
-def test_every_catalog_metric_has_a_prometheus_name_by_the_conventions() -> None:
-    assert set(prom_names.GPU_NAMES) == {m.key for m in GPU_METRICS}
-    assert set(prom_names.HOST_NAMES) == {m.key for m in HOST_METRICS}
-    full = [n.full for n in (*prom_names.GPU_NAMES.values(), *prom_names.HOST_NAMES.values())]
-    assert len(full) == len(set(full))
+def test_every_served_catalog_metric_has_a_unique_prometheus_name_by_the_conventions() -> None:
+    served = {m.key: n for m in (*GPU_METRICS, *HOST_METRICS) if (n := prom_names.name_of(m)) is not None}
+    full = [n.full for n in served.values()]
+    assert len({n.family for n in served.values()}) == len(served)
+    not_catalog = [prom_names.UP, prom_names.GPU_INFO]
+    not_catalog += [n.full for n in (prom_names.MEMORY_TOTAL, prom_names.PROCESS_MEMORY, prom_names.SAMPLE_TIME)]
+    assert len(set(full)) == len(full) and not set(full) & set(not_catalog)
     for metric in (*GPU_METRICS, *HOST_METRICS):
-        name = {**prom_names.GPU_NAMES, **prom_names.HOST_NAMES}[metric.key]
+        if metric.prom is None:
+            continue
+        name = served[metric.key]
         assert _NAME.match(name.full) and name.full.startswith("trayvml_")
+        assert _NAME.match(metric.prom) and not metric.prom.startswith("trayvml_")
         assert "percent" not in name.full and not name.full.endswith(("_c", "_w", "_j", "_mhz"))
         if metric.unit is Unit.PERCENT:
             assert name.full.endswith("_ratio")
         if metric.unit is Unit.BYTES:
             assert name.full.endswith("_bytes")
-        if name.counter:
-            assert name.full.endswith("_total")
-    assert prom_names.GPU_NAMES["energy_consumed_j"].full == "trayvml_gpu_energy_joules_total"
-    assert prom_names.GPU_NAMES["utilization_gpu_percent"].full == "trayvml_gpu_utilization_ratio"
+        assert name.full.endswith("_total") == metric.counter
+    assert served["energy_consumed_j"] == prom_names.PromName("gpu_energy_joules", counter=True)
+    assert served["energy_consumed_j"].full == "trayvml_gpu_energy_joules_total"
+    assert served["utilization_gpu_percent"].full == "trayvml_gpu_utilization_ratio"
+    assert served["clock_sm_mhz"].full == "trayvml_gpu_clock_sm_hertz"
+    assert served["pcie_link_width"].full == "trayvml_gpu_pcie_link_width_lanes"
+
+
+def test_a_catalog_metric_without_a_prometheus_name_is_not_served(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml.prometheus import exposition
+
+    unserved = {"power_instant_w", "ram_total_bytes"}
+    for table in ("GPU_METRICS", "HOST_METRICS"):
+        metrics = getattr(exposition, table)
+        monkeypatch.setattr(
+            exposition, table, tuple(replace(m, prom=None) if m.key in unserved else m for m in metrics)
+        )
+    names = {p.name for p in _points(_scrape_text(_simulated_sample()))}
+    assert "trayvml_gpu_power_watts" in names and "trayvml_host_memory_used_bytes" in names
+    assert not names & {"trayvml_gpu_power_instant_watts", "trayvml_host_memory_total_bytes"}
 
 
 def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> None:

@@ -13,8 +13,7 @@ from PySide6.QtGui import QColor, QPalette
 
 from tests.helpers import simulated_source
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, simulated_history
-from trayvml.core.metrics import GPU_METRICS, Group, Unit
-from trayvml.core.units import format_precise
+from trayvml.core.metrics import GPU_METRICS, Group, Unit, format_precise
 from trayvml.ui.plots import GPU_PANELS
 from trayvml.ui.theme import GPU_COLOURS
 

@@ -8,9 +8,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
+from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS, format_static
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_duration, format_static
+from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_duration
 
 FIELD = {f.key: f for f in STATIC_FIELDS}
 H100 = DeviceInfo(

@@ -1,18 +1,19 @@
 """The metric catalog: the one place that says what each metric is and how it is shown.
 
-CSV columns, JSON keys, tooltips, graph panels and history series derive from these tables.
-How a GPU metric is *read* lives next to the reader (``trayvml/nvml/specs.py``), and which
-metric each alert rule watches in ``trayvml/alerts.py``, both keyed by the same ``key``.
+CSV columns, JSON keys, Prometheus names, tooltips, graph panels and history series derive from
+these tables. How a GPU metric is *read* lives next to the reader (``trayvml/nvml/specs.py``), and
+which metric each alert rule watches in ``trayvml/alerts/rules.py``, both keyed by the same ``key``.
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
-from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.units import KIB, MIB, Unit
+from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
+from trayvml.core.units import GIB, KIB, MIB, Unit, format_bytes
 
 
 class Group(enum.Enum):
@@ -79,6 +80,12 @@ class Metric:
     # counters are shared with DCGM's profiling, and reading them can disturb it).
     always_recorded: bool = True
     resolution: float = 0.0  # what the history on disk keeps (in its unit); 0: RESOLUTION[unit]
+    # Its name in the Prometheus exposition (``trayvml serve``, and read back from a remote host),
+    # without the prefix and the unit's suffix, which trayvml/core/prom_names.py adds: "gpu_power"
+    # of a metric in watts is served as trayvml_gpu_power_watts. None: not served. Every entry says
+    # which (no default), so that a new metric cannot be left out of the exporter by omission.
+    prom: str | None = field(kw_only=True)
+    counter: bool = False  # only grows (until the driver reloads): a Prometheus counter, *_total
 
     @property
     def stored_resolution(self) -> float:
@@ -117,6 +124,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.UTILIZATION,
         SmiField("utilization.gpu", "%"),
+        prom="gpu_utilization",
     ),
     Metric(
         "utilization_memory_percent",
@@ -124,6 +132,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.UTILIZATION,
         SmiField("utilization.memory", "%"),
+        prom="gpu_memory_bandwidth_utilization",
     ),
     Metric(
         "memory_used_bytes",
@@ -132,6 +141,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / MIB),
         min_span=MIB,
+        prom="gpu_memory_used",
     ),
     Metric(
         "memory_free_bytes",
@@ -140,6 +150,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.MEMORY,
         SmiField("memory.free", "MiB", 1 / MIB),
         plot=False,
+        prom="gpu_memory_free",
     ),
     Metric(
         "memory_reserved_bytes",
@@ -148,6 +159,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.MEMORY,
         SmiField("memory.reserved", "MiB", 1 / MIB),
         plot=False,
+        prom="gpu_memory_reserved",
     ),
     Metric(
         "memory_used_percent",
@@ -156,6 +168,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.MEMORY,
         plot=False,
         derived=Derived(Derivation.PERCENT, ("memory_used_bytes", "memory_total_bytes")),
+        prom="gpu_memory_used",
     ),
     Metric(
         "temperature_gpu_c",
@@ -164,6 +177,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.TEMPERATURE,
         SmiField("temperature.gpu"),
         min_span=20.0,
+        prom="gpu_temperature",
     ),
     # How far the GPU is from the temperature at which it shuts itself down: what a threshold
     # relative to each GPU's own limit watches (the "temperature_limit" alert).
@@ -174,6 +188,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.TEMPERATURE,
         plot=False,
         derived=Derived(Derivation.MARGIN, ("temperature_gpu_c", "temperature_shutdown_c")),
+        prom="gpu_temperature_below_shutdown",
     ),
     Metric(
         "temperature_memory_c",
@@ -182,8 +197,16 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.TEMPERATURE,
         SmiField("temperature.memory"),
         min_span=20.0,
+        prom="gpu_memory_temperature",
     ),
-    Metric("fan_speed_percent", QT_TRANSLATE_NOOP("metrics", "Fan speed"), _P, Group.FAN, SmiField("fan.speed", "%")),
+    Metric(
+        "fan_speed_percent",
+        QT_TRANSLATE_NOOP("metrics", "Fan speed"),
+        _P,
+        Group.FAN,
+        SmiField("fan.speed", "%"),
+        prom="gpu_fan_speed",
+    ),
     Metric(
         "power_draw_w",
         QT_TRANSLATE_NOOP("metrics", "Power draw (1 s average)"),
@@ -191,6 +214,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
         min_span=50.0,
+        prom="gpu_power",
     ),
     Metric(
         "power_instant_w",
@@ -199,6 +223,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.POWER,
         SmiField("power.draw.instant", "W", decimals=2),
         min_span=50.0,
+        prom="gpu_power_instant",
     ),
     Metric(
         "power_limit_w",
@@ -207,6 +232,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.POWER,
         SmiField("power.limit", "W", decimals=2),
         plot=False,
+        prom="gpu_power_limit",
     ),
     Metric(
         "power_enforced_limit_w",
@@ -214,6 +240,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.WATTS,
         Group.POWER,
         SmiField("enforced.power.limit", "W", decimals=2),
+        prom="gpu_power_enforced_limit",
     ),
     Metric(
         "power_used_percent",
@@ -222,6 +249,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.POWER,
         plot=False,
         derived=Derived(Derivation.PERCENT, ("power_draw_w", "power_enforced_limit_w")),
+        prom="gpu_power_used",
     ),
     Metric(
         "energy_consumed_j",
@@ -230,6 +258,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.POWER,
         SmiField("energy.consumed", "J", decimals=1),
         history=False,
+        prom="gpu_energy",
+        counter=True,
     ),
     Metric(
         "clock_sm_mhz",
@@ -238,6 +268,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("clocks.current.sm", "MHz"),
         min_span=500.0,
+        prom="gpu_clock_sm",
     ),
     Metric(
         "clock_graphics_mhz",
@@ -246,6 +277,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("clocks.current.graphics", "MHz"),
         min_span=500.0,
+        prom="gpu_clock_graphics",
     ),
     Metric(
         "clock_memory_mhz",
@@ -254,6 +286,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("clocks.current.memory", "MHz"),
         min_span=500.0,
+        prom="gpu_clock_memory",
     ),
     Metric(
         "clock_video_mhz",
@@ -262,6 +295,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("clocks.current.video", "MHz"),
         min_span=500.0,
+        prom="gpu_clock_video",
     ),
     Metric(
         "performance_state",
@@ -270,6 +304,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.CLOCKS,
         SmiField("pstate"),
         plot=False,
+        prom="gpu_performance_state",
     ),
     Metric(
         "pcie_tx_bytes_per_s",
@@ -278,6 +313,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
         min_span=MIB,
+        prom="gpu_pcie_tx",
     ),
     Metric(
         "pcie_rx_bytes_per_s",
@@ -286,6 +322,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
         min_span=MIB,
+        prom="gpu_pcie_rx",
     ),
     Metric(
         "pcie_link_gen",
@@ -294,6 +331,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         SmiField("pcie.link.gen.current"),
         plot=False,
+        prom="gpu_pcie_link_generation",
     ),
     Metric(
         "pcie_link_width",
@@ -302,6 +340,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         SmiField("pcie.link.width.current"),
         plot=False,
+        prom="gpu_pcie_link_width",
     ),
     Metric(
         "pcie_replay_count",
@@ -310,6 +349,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         SmiField("pcie.replay_counter"),
         plot=False,
+        prom="gpu_pcie_replays",
+        counter=True,
     ),
     Metric(
         "pcie_replays_per_s",
@@ -318,6 +359,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         plot=False,
         resolution=0.001,
+        prom="gpu_pcie_replays_per_second",
     ),
     Metric(
         "nvlink_tx_bytes_per_s",
@@ -326,6 +368,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.NVLINK,
         SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
         min_span=MIB,
+        prom="gpu_nvlink_tx",
     ),
     Metric(
         "nvlink_rx_bytes_per_s",
@@ -334,6 +377,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.NVLINK,
         SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
         min_span=MIB,
+        prom="gpu_nvlink_rx",
     ),
     Metric(
         "encoder_utilization_percent",
@@ -341,6 +385,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.CODEC,
         SmiField("utilization.encoder", "%"),
+        prom="gpu_encoder_utilization",
     ),
     Metric(
         "decoder_utilization_percent",
@@ -348,6 +393,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.CODEC,
         SmiField("utilization.decoder", "%"),
+        prom="gpu_decoder_utilization",
     ),
     Metric(
         "ecc_corrected_volatile_count",
@@ -356,6 +402,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("ecc.errors.corrected.volatile.total"),
         min_span=4.0,
+        prom="gpu_ecc_corrected_volatile_errors",
+        counter=True,
     ),
     Metric(
         "ecc_uncorrected_volatile_count",
@@ -364,6 +412,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.volatile.total"),
         min_span=4.0,
+        prom="gpu_ecc_uncorrected_volatile_errors",
+        counter=True,
     ),
     Metric(
         "ecc_corrected_aggregate_count",
@@ -372,6 +422,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("ecc.errors.corrected.aggregate.total"),
         plot=False,
+        prom="gpu_ecc_corrected_aggregate_errors",
+        counter=True,
     ),
     Metric(
         "ecc_uncorrected_aggregate_count",
@@ -380,6 +432,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("ecc.errors.uncorrected.aggregate.total"),
         plot=False,
+        prom="gpu_ecc_uncorrected_aggregate_errors",
+        counter=True,
     ),
     Metric(
         "retired_pages_sbe_count",
@@ -388,6 +442,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("retired_pages.single_bit_ecc.count"),
         plot=False,
+        prom="gpu_retired_pages_single_bit",
     ),
     Metric(
         "retired_pages_dbe_count",
@@ -396,6 +451,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("retired_pages.double_bit.count"),
         plot=False,
+        prom="gpu_retired_pages_double_bit",
     ),
     Metric(
         "retired_pages_pending",
@@ -404,6 +460,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("retired_pages.pending"),
         plot=False,
+        prom="gpu_retired_pages_pending",
     ),
     Metric(
         "remapped_rows_correctable_count",
@@ -412,6 +469,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("remapped_rows.correctable"),
         plot=False,
+        prom="gpu_remapped_rows_correctable",
     ),
     Metric(
         "remapped_rows_uncorrectable_count",
@@ -420,6 +478,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("remapped_rows.uncorrectable"),
         plot=False,
+        prom="gpu_remapped_rows_uncorrectable",
     ),
     Metric(
         "remapped_rows_pending",
@@ -428,6 +487,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("remapped_rows.pending"),
         plot=False,
+        prom="gpu_remapped_rows_pending",
     ),
     Metric(
         "remapped_rows_failure",
@@ -436,6 +496,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("remapped_rows.failure"),
         plot=False,
+        prom="gpu_remapped_rows_failure",
     ),
     Metric(
         "xid_error_count",
@@ -444,6 +505,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("xid.count"),
         min_span=4.0,
+        prom="gpu_xid_errors",
+        counter=True,
     ),
     Metric(
         "xid_last",
@@ -452,6 +515,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ERRORS,
         SmiField("xid.last"),
         history=False,
+        prom="gpu_xid_last",
     ),
     Metric(
         "clock_event_reasons",
@@ -459,14 +523,25 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BITMASK,
         Group.THROTTLE,
         SmiField("clocks_event_reasons.active"),
+        prom="gpu_clock_event_reasons",
     ),
     # GPM activity (Hopper and newer), averaged between two GPM samples: read only while
     # something shows or records it, as GPM shares its counters with DCGM's profiling.
     Metric(
-        "sm_activity_percent", QT_TRANSLATE_NOOP("metrics", "SM activity"), _P, Group.ACTIVITY, always_recorded=False
+        "sm_activity_percent",
+        QT_TRANSLATE_NOOP("metrics", "SM activity"),
+        _P,
+        Group.ACTIVITY,
+        always_recorded=False,
+        prom="gpu_sm_activity",
     ),
     Metric(
-        "sm_occupancy_percent", QT_TRANSLATE_NOOP("metrics", "SM occupancy"), _P, Group.ACTIVITY, always_recorded=False
+        "sm_occupancy_percent",
+        QT_TRANSLATE_NOOP("metrics", "SM occupancy"),
+        _P,
+        Group.ACTIVITY,
+        always_recorded=False,
+        prom="gpu_sm_occupancy",
     ),
     Metric(
         "tensor_activity_percent",
@@ -474,6 +549,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.ACTIVITY,
         always_recorded=False,
+        prom="gpu_tensor_activity",
     ),
     Metric(
         "dram_bandwidth_percent",
@@ -481,6 +557,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         _P,
         Group.ACTIVITY,
         always_recorded=False,
+        prom="gpu_dram_bandwidth_utilization",
     ),
     Metric(
         "fp64_activity_percent",
@@ -489,6 +566,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ACTIVITY,
         history=False,
         always_recorded=False,
+        prom="gpu_fp64_activity",
     ),
     Metric(
         "fp32_activity_percent",
@@ -497,6 +575,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ACTIVITY,
         history=False,
         always_recorded=False,
+        prom="gpu_fp32_activity",
     ),
     Metric(
         "fp16_activity_percent",
@@ -505,6 +584,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.ACTIVITY,
         history=False,
         always_recorded=False,
+        prom="gpu_fp16_activity",
     ),
     Metric(
         "gpm_pcie_tx_bytes_per_s",
@@ -513,6 +593,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         history=False,
         always_recorded=False,
+        prom="gpu_gpm_pcie_tx",
     ),
     Metric(
         "gpm_pcie_rx_bytes_per_s",
@@ -521,6 +602,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.PCIE,
         history=False,
         always_recorded=False,
+        prom="gpu_gpm_pcie_rx",
     ),
     Metric(
         "gpm_nvlink_tx_bytes_per_s",
@@ -529,6 +611,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.NVLINK,
         history=False,
         always_recorded=False,
+        prom="gpu_gpm_nvlink_tx",
     ),
     Metric(
         "gpm_nvlink_rx_bytes_per_s",
@@ -537,6 +620,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         Group.NVLINK,
         history=False,
         always_recorded=False,
+        prom="gpu_gpm_nvlink_rx",
     ),
     Metric(
         "process_count",
@@ -546,25 +630,64 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("process.count"),
         plot=False,
         derived=Derived(Derivation.COUNT, ("processes",)),
+        prom="gpu_processes",
     ),
 )
 
 HOST_METRICS: tuple[Metric, ...] = (
-    Metric("cpu_percent", QT_TRANSLATE_NOOP("metrics", "CPU"), _P, Group.CPU),
-    Metric("ram_used_bytes", QT_TRANSLATE_NOOP("metrics", "RAM used"), Unit.BYTES, Group.RAM, min_span=MIB),
+    Metric("cpu_percent", QT_TRANSLATE_NOOP("metrics", "CPU"), _P, Group.CPU, prom="host_cpu_utilization"),
     Metric(
-        "ram_total_bytes", QT_TRANSLATE_NOOP("metrics", "RAM total"), Unit.BYTES, Group.RAM, history=False, plot=False
-    ),
-    Metric("ram_used_percent", QT_TRANSLATE_NOOP("metrics", "RAM used"), _P, Group.RAM, plot=False),
-    Metric("swap_used_bytes", QT_TRANSLATE_NOOP("metrics", "Swap used"), Unit.BYTES, Group.RAM, min_span=MIB),
-    Metric(
-        "swap_total_bytes", QT_TRANSLATE_NOOP("metrics", "Swap total"), Unit.BYTES, Group.RAM, history=False, plot=False
-    ),
-    Metric(
-        "disk_read_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk read"), Unit.BYTES_PER_S, Group.DISK, min_span=KIB
+        "ram_used_bytes",
+        QT_TRANSLATE_NOOP("metrics", "RAM used"),
+        Unit.BYTES,
+        Group.RAM,
+        min_span=MIB,
+        prom="host_memory_used",
     ),
     Metric(
-        "disk_write_bytes_per_s", QT_TRANSLATE_NOOP("metrics", "Disk write"), Unit.BYTES_PER_S, Group.DISK, min_span=KIB
+        "ram_total_bytes",
+        QT_TRANSLATE_NOOP("metrics", "RAM total"),
+        Unit.BYTES,
+        Group.RAM,
+        history=False,
+        plot=False,
+        prom="host_memory_total",
+    ),
+    Metric(
+        "ram_used_percent", QT_TRANSLATE_NOOP("metrics", "RAM used"), _P, Group.RAM, plot=False, prom="host_memory_used"
+    ),
+    Metric(
+        "swap_used_bytes",
+        QT_TRANSLATE_NOOP("metrics", "Swap used"),
+        Unit.BYTES,
+        Group.RAM,
+        min_span=MIB,
+        prom="host_swap_used",
+    ),
+    Metric(
+        "swap_total_bytes",
+        QT_TRANSLATE_NOOP("metrics", "Swap total"),
+        Unit.BYTES,
+        Group.RAM,
+        history=False,
+        plot=False,
+        prom="host_swap_total",
+    ),
+    Metric(
+        "disk_read_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "Disk read"),
+        Unit.BYTES_PER_S,
+        Group.DISK,
+        min_span=KIB,
+        prom="host_disk_read",
+    ),
+    Metric(
+        "disk_write_bytes_per_s",
+        QT_TRANSLATE_NOOP("metrics", "Disk write"),
+        Unit.BYTES_PER_S,
+        Group.DISK,
+        min_span=KIB,
+        prom="host_disk_write",
     ),
     Metric(
         "net_rx_bytes_per_s",
@@ -572,6 +695,7 @@ HOST_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.NETWORK,
         min_span=KIB,
+        prom="host_network_receive",
     ),
     Metric(
         "net_tx_bytes_per_s",
@@ -579,6 +703,7 @@ HOST_METRICS: tuple[Metric, ...] = (
         Unit.BYTES_PER_S,
         Group.NETWORK,
         min_span=KIB,
+        prom="host_network_transmit",
     ),
 )
 
@@ -694,3 +819,97 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
 )
 THERMAL_REASON_MASK = 0x20 | 0x40
 POWER_REASON_MASK = 0x4 | 0x80
+
+
+# ---- a metric's value as text ----
+def clock_event_reason_names(bitmask: int) -> list[str]:
+    return [name for bit, name in CLOCK_EVENT_REASONS if bitmask & bit]
+
+
+def format_value(metric: Metric, value: float) -> str:
+    """A short human rendering, e.g. ``43 %``, ``12.1 GiB``, ``61 °C``, ``P0``."""
+    if math.isnan(value):
+        return "–"
+    unit = metric.unit
+    if unit is Unit.PERCENT:
+        return f"{value:.0f} %"
+    if unit is Unit.BYTES:
+        return format_bytes(value)
+    if unit is Unit.BYTES_PER_S:
+        return format_bytes(value) + "/s"
+    if unit is Unit.CELSIUS:
+        return f"{value:.0f} °C"
+    if unit is Unit.WATTS:
+        return f"{value:.0f} W"
+    if unit is Unit.JOULES:
+        return f"{value / 1000:.1f} kJ" if value >= 10_000 else f"{value:.0f} J"
+    if unit is Unit.MHZ:
+        return f"{value:.0f} MHz"
+    if unit is Unit.PSTATE:
+        return f"P{value:.0f}"
+    if unit is Unit.BITMASK:
+        names = clock_event_reason_names(int(value))
+        return ", ".join(names) if names else "none"
+    if unit is Unit.FLAG:
+        return "yes" if value else "no"
+    if unit is Unit.PCIE_GEN:
+        return f"Gen {value:.0f}"
+    if unit is Unit.LANES:
+        return f"x{value:.0f}"
+    return f"{value:.0f}"
+
+
+def _trimmed(value: float, decimals: int) -> str:
+    """``value`` to ``decimals`` places, without trailing zeros: 61 stays "61", 61.25 "61.25"."""
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_precise(metric: Metric, value: float) -> str:
+    """A reading at the full precision its unit has (a graph's hover readout): ``61 °C``,
+    ``187.25 W``, ``12.34 GiB``, ``45.5 %`` (a bucket's mean may fall between whole readings)."""
+    if math.isnan(value):
+        return "–"
+    unit = metric.unit
+    if unit in (Unit.BYTES, Unit.BYTES_PER_S):
+        suffix = "/s" if unit is Unit.BYTES_PER_S else ""
+        for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+            if abs(value) >= size:
+                return f"{_trimmed(value / size, 2)} {name}{suffix}"
+        return f"{value:.0f} B{suffix}"
+    if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
+        return f"{_trimmed(value / 1e6, 3)} MJ"
+    decimals = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
+    if unit in decimals:
+        symbol = "" if unit is Unit.COUNT else f" {unit.value}"
+        return _trimmed(value, decimals[unit]) + symbol
+    return format_value(metric, value)
+
+
+def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
+    """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
+    text = f"{value * smi.scale:.{smi.decimals}f}"
+    return f"{text} {smi.unit}" if units and smi.unit else text
+
+
+def format_static(field: StaticField, value: object, smi: bool = False, units: bool = True) -> str:
+    """A static fact about a GPU as text; "" when the GPU does not tell it.
+
+    For people (``80.0 GiB``, ``enabled``, ``700 W``), or with ``smi`` as nvidia-smi's CSV writes
+    it (``81559 MiB``, ``Enabled``; ``units``: with the unit). Text comes back as it is: making it
+    safe is the sink's job (``trayvml.core.safe_text``).
+    """
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        word = "enabled" if value else "disabled"
+        if smi:  # CSV: nvidia-smi's words, in every language
+            return word.capitalize()
+        return translate("units", "enabled") if value else translate("units", "disabled")
+    if not isinstance(value, float):
+        return str(value)
+    if smi:
+        return smi_number(field.smi, value, units)
+    if field.unit is Unit.BYTES:
+        return format_bytes(value)
+    return f"{value:g} {field.smi.unit}".rstrip()

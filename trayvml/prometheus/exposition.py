@@ -25,7 +25,7 @@ from prometheus_client.registry import Collector
 from trayvml.core import prom_names as names
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
 from trayvml.core.sample import MetricState, Sample
 
 log = logging.getLogger(__name__)
@@ -76,10 +76,12 @@ class SampleCollector(Collector):
         yield from self._gpus(sample, host)
         if sample.host is not None:
             for metric, value in zip(HOST_METRICS, sample.host.values, strict=True):
-                name = names.HOST_NAMES[metric.key]
-                family = _family(name, metric.label, ["hostname"])
+                served = _family(metric, ["hostname"])
+                if served is None:
+                    continue
+                family, scale = served
                 if value == value:  # NaN: not known yet (a rate's first reading); no series
-                    family.add_metric([host], value / names.per_base_unit(metric.unit))
+                    family.add_metric([host], value / scale)
                 yield family
 
     def _gpus(self, sample: Sample, host: str) -> Iterable[PromMetric]:
@@ -93,33 +95,35 @@ class SampleCollector(Collector):
             "GPU memory used by each process",
             labels=[*_GPU_LABELS, "pid", "name", "user", "kind"],
         )
-        families = [
-            (metric, _family(names.GPU_NAMES[metric.key], metric.label, _GPU_LABELS), names.per_base_unit(metric.unit))
-            for metric in GPU_METRICS
-        ]
+        families = [_family(metric, _GPU_LABELS) for metric in GPU_METRICS]  # None: a metric not served
         for gpu, device in zip(sample.gpus, sample.devices, strict=True):
             labels = [host, device.uuid, str(gpu.index)]
             info.add_metric(labels, {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id})
             if device.memory_total_bytes == device.memory_total_bytes:
                 total.add_metric(labels, device.memory_total_bytes)
-            for (_metric, family, scale), value, state in zip(families, gpu.values, gpu.states, strict=True):
+            for served, value, state in zip(families, gpu.values, gpu.states, strict=True):
                 # A value that is not current or not supported has no series: absent is "not known".
-                if state is MetricState.OK and value == value:
+                if served is not None and state is MetricState.OK and value == value:
+                    family, scale = served
                     family.add_metric(labels, value / scale)
             for proc in gpu.processes:
                 if proc.used_memory_bytes == proc.used_memory_bytes:
                     procs.add_metric([*labels, str(proc.pid), proc.name, proc.user, proc.kind], proc.used_memory_bytes)
         yield info
         yield total
-        for _metric, family, _scale in families:
-            yield family
+        for served in families:
+            if served is not None:
+                yield served[0]
         yield procs
 
 
-def _family(name: names.PromName, label: str, labels: list[str]) -> GaugeMetricFamily | CounterMetricFamily:
-    if name.counter:
-        return CounterMetricFamily(name.family, label, labels=labels)
-    return GaugeMetricFamily(name.family, label, labels=labels)
+def _family(metric: Metric, labels: list[str]) -> tuple[GaugeMetricFamily | CounterMetricFamily, float] | None:
+    """A catalog metric's family, and what its values are divided by to serve them; None: not served."""
+    name = names.name_of(metric)
+    if name is None:
+        return None
+    kind = CounterMetricFamily if name.counter else GaugeMetricFamily
+    return kind(name.family, metric.label, labels=labels), names.per_base_unit(metric.unit)
 
 
 # ---- where to listen ----

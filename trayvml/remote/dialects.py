@@ -3,7 +3,8 @@
 A source is recognised by names only it exposes. A metric a source lacks is "not supported" for
 its GPUs, never zero. The tables below were written from each exporter's documentation and source:
 
-- ``trayvml serve``: ``trayvml/core/prom_names.py`` (the same table that names them).
+- ``trayvml serve``: each catalog metric's ``prom`` name with ``trayvml/core/prom_names.py``'s rules
+  (the same that name them).
 - dcgm-exporter: ``etc/default-counters.csv`` (DCGM field, type, unit in the help text); labels
   ``gpu``, ``UUID``, ``modelName``, ``pci_bus_id``, ``DCGM_FI_DRIVER_VERSION`` and ``Hostname``,
   spelled ``hostname`` since 2026.
@@ -21,7 +22,7 @@ from typing import NamedTuple
 
 from trayvml.core import prom_names
 from trayvml.core.i18n import translate
-from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
 from trayvml.core.sample import (
     DeviceInfo,
     GpuSample,
@@ -69,17 +70,20 @@ class Dialect:
         return any(m in names if not m.endswith("_") else any(n.startswith(m) for n in names) for m in self.markers)
 
 
-def _trayvml_table() -> dict[str, tuple[str, float]]:
-    table = {prom_names.GPU_NAMES[m.key].full: (m.key, prom_names.per_base_unit(m.unit)) for m in GPU_METRICS}
-    table[prom_names.MEMORY_TOTAL.full] = (MEMORY_TOTAL, 1.0)
-    return table
+def _served(metrics: Iterable[Metric]) -> dict[str, tuple[str, float]]:
+    """What ``trayvml serve`` names each of these catalog metrics, and the scale back to its unit."""
+    return {
+        name.full: (m.key, prom_names.per_base_unit(m.unit))
+        for m in metrics
+        if (name := prom_names.name_of(m)) is not None
+    }
 
 
 TRAYVML = Dialect(
     kind="trayvml serve",
     markers=(prom_names.UP,),
-    gpu=_trayvml_table(),
-    host={prom_names.HOST_NAMES[m.key].full: (m.key, prom_names.per_base_unit(m.unit)) for m in HOST_METRICS},
+    gpu={**_served(GPU_METRICS), prom_names.MEMORY_TOTAL.full: (MEMORY_TOTAL, 1.0)},
+    host=_served(HOST_METRICS),
     info=prom_names.GPU_INFO,
     driver_label="driver",
     process_memory=prom_names.PROCESS_MEMORY.full,

@@ -11,9 +11,9 @@ from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS
+from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS, format_precise, format_static
 from trayvml.core.sample import MetricState, Sample
-from trayvml.core.units import format_bytes, format_precise, format_static
+from trayvml.core.units import format_bytes
 
 READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")
 NVLINK_LINKS = QT_TRANSLATE_NOOP("DetailsPage", "NVLink per link")
