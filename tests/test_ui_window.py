@@ -13,7 +13,8 @@ from PySide6.QtGui import QColor, QPalette
 
 from tests.helpers import simulated_source
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, simulated_history
-from trayvml.core.metrics import GPU_METRICS, Group, Unit, format_precise
+from trayvml.core.formatting import format_precise
+from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.ui.plots import GPU_PANELS
 from trayvml.ui.theme import GPU_COLOURS
 
@@ -165,7 +166,7 @@ def test_processes_table_updates_in_place_and_sorts(window) -> None:
 
 
 def test_device_details_list_every_static_fact(window) -> None:
-    from trayvml.core.metrics import STATIC_FIELDS
+    from trayvml.core.static_fields import STATIC_FIELDS
 
     w, _sample = window(seconds=10)
     top = w.details.topLevelItem(1)

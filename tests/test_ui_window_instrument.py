@@ -70,7 +70,7 @@ def test_readout_box_stays_inside_the_page_beside_the_cursor_and_goes_on_leave(w
 
 
 def test_readout_reads_the_strip_and_full_precision(window) -> None:
-    from trayvml.core.metrics import format_precise
+    from trayvml.core.formatting import format_precise
 
     w, _ = window("thermal:gpus=h100*2", seconds=300)
     page = w.gpu_page

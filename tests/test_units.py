@@ -8,8 +8,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS, format_static
+from trayvml.core.formatting import format_static
+from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import GIB, IN_GIB, KIB, MIB, format_clock, format_duration
 
 FIELD = {f.key: f for f in STATIC_FIELDS}

@@ -15,19 +15,12 @@ from datetime import datetime
 
 from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.formatting import format_static, smi_number
 from trayvml.core.i18n import translate
-from trayvml.core.metrics import (
-    GPU_INDEX,
-    GPU_METRICS,
-    STATIC_FIELDS,
-    SmiField,
-    StaticField,
-    Unit,
-    format_static,
-    smi_number,
-)
+from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, SmiField, Unit
 from trayvml.core.safe_text import csv_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.static_fields import STATIC_FIELDS, StaticField
 
 DEFAULT_FIELDS = (
     "timestamp",

@@ -8,10 +8,12 @@ from datetime import datetime
 from typing import Any
 
 from trayvml import __version__
+from trayvml.core.formatting import format_static, format_value
 from trayvml.core.i18n import translate
-from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS, STATIC_FIELDS, format_static, format_value
+from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes, format_clock
 from trayvml.monitor.energy import EnergyMeter, job_key
 

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import math
 
+from trayvml.core.formatting import format_value
 from trayvml.core.i18n import translate
-from trayvml.core.metrics import GPU_METRIC_BY_KEY, format_value
+from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB, short_name

@@ -8,12 +8,11 @@ which metric each alert rule watches in ``trayvml/alerts/rules.py``, both keyed 
 from __future__ import annotations
 
 import enum
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
-from trayvml.core.units import GIB, KIB, MIB, Unit, format_bytes
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
+from trayvml.core.units import KIB, MIB, Unit
 
 
 class Group(enum.Enum):
@@ -743,69 +742,6 @@ TRAY_FALLBACK: Mapping[str, str] = {
 GPM_MISSING = QT_TRANSLATE_NOOP("metrics", "GPM activity metrics need a Hopper or newer data-center GPU")
 
 
-@dataclass(frozen=True)
-class StaticField:
-    """A fact about a GPU that does not change while it runs; ``key`` names a DeviceInfo field."""
-
-    key: str
-    label: str
-    smi: SmiField
-    unit: Unit = Unit.COUNT  # BYTES: shown to people in a unit that fits the value
-
-
-STATIC_FIELDS: tuple[StaticField, ...] = (
-    StaticField("index", QT_TRANSLATE_NOOP("metrics", "Index"), SmiField("index")),
-    StaticField("name", QT_TRANSLATE_NOOP("metrics", "Name"), SmiField("name")),
-    StaticField("uuid", QT_TRANSLATE_NOOP("metrics", "UUID"), SmiField("uuid")),
-    StaticField("serial", QT_TRANSLATE_NOOP("metrics", "Serial number"), SmiField("serial")),
-    StaticField("pci_bus_id", QT_TRANSLATE_NOOP("metrics", "PCI bus id"), SmiField("pci.bus_id")),
-    StaticField("vbios_version", QT_TRANSLATE_NOOP("metrics", "VBIOS"), SmiField("vbios_version")),
-    StaticField("compute_capability", QT_TRANSLATE_NOOP("metrics", "Compute capability"), SmiField("compute_cap")),
-    StaticField("persistence_mode", QT_TRANSLATE_NOOP("metrics", "Persistence mode"), SmiField("persistence_mode")),
-    StaticField("mig_mode_current", QT_TRANSLATE_NOOP("metrics", "MIG mode"), SmiField("mig.mode.current")),
-    StaticField("mig_mode_pending", QT_TRANSLATE_NOOP("metrics", "MIG mode (pending)"), SmiField("mig.mode.pending")),
-    StaticField("ecc_mode_current", QT_TRANSLATE_NOOP("metrics", "ECC mode"), SmiField("ecc.mode.current")),
-    StaticField(
-        "memory_total_bytes",
-        QT_TRANSLATE_NOOP("metrics", "Memory total"),
-        SmiField("memory.total", "MiB", 1 / MIB),
-        Unit.BYTES,
-    ),
-    StaticField(
-        "power_limit_default_w",
-        QT_TRANSLATE_NOOP("metrics", "Default power limit"),
-        SmiField("power.default_limit", "W", decimals=2),
-    ),
-    StaticField(
-        "power_limit_min_w",
-        QT_TRANSLATE_NOOP("metrics", "Minimum power limit"),
-        SmiField("power.min_limit", "W", decimals=2),
-    ),
-    StaticField(
-        "power_limit_max_w",
-        QT_TRANSLATE_NOOP("metrics", "Maximum power limit"),
-        SmiField("power.max_limit", "W", decimals=2),
-    ),
-    StaticField("clock_max_sm_mhz", QT_TRANSLATE_NOOP("metrics", "Max SM clock"), SmiField("clocks.max.sm", "MHz")),
-    StaticField(
-        "clock_max_graphics_mhz",
-        QT_TRANSLATE_NOOP("metrics", "Max graphics clock"),
-        SmiField("clocks.max.graphics", "MHz"),
-    ),
-    StaticField(
-        "clock_max_memory_mhz", QT_TRANSLATE_NOOP("metrics", "Max memory clock"), SmiField("clocks.max.memory", "MHz")
-    ),
-    StaticField(
-        "clock_max_video_mhz", QT_TRANSLATE_NOOP("metrics", "Max video clock"), SmiField("clocks.max.video", "MHz")
-    ),
-    StaticField(
-        "pcie_link_gen_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe generation"), SmiField("pcie.link.gen.max")
-    ),
-    StaticField("pcie_link_width_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe width"), SmiField("pcie.link.width.max")),
-    StaticField("nvlink_link_count", QT_TRANSLATE_NOOP("metrics", "NVLink links"), SmiField("nvlink.link_count")),
-)
-
-# Clock event ("throttle") reason bits, as in nvml.h's nvmlClocksEventReason*.
 CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
     (0x1, QT_TRANSLATE_NOOP("metrics", "idle")),
     (0x2, QT_TRANSLATE_NOOP("metrics", "applications clocks setting")),
@@ -819,97 +755,3 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
 )
 THERMAL_REASON_MASK = 0x20 | 0x40
 POWER_REASON_MASK = 0x4 | 0x80
-
-
-# ---- a metric's value as text ----
-def clock_event_reason_names(bitmask: int) -> list[str]:
-    return [name for bit, name in CLOCK_EVENT_REASONS if bitmask & bit]
-
-
-def format_value(metric: Metric, value: float) -> str:
-    """A short human rendering, e.g. ``43 %``, ``12.1 GiB``, ``61 °C``, ``P0``."""
-    if math.isnan(value):
-        return "–"
-    unit = metric.unit
-    if unit is Unit.PERCENT:
-        return f"{value:.0f} %"
-    if unit is Unit.BYTES:
-        return format_bytes(value)
-    if unit is Unit.BYTES_PER_S:
-        return format_bytes(value) + "/s"
-    if unit is Unit.CELSIUS:
-        return f"{value:.0f} °C"
-    if unit is Unit.WATTS:
-        return f"{value:.0f} W"
-    if unit is Unit.JOULES:
-        return f"{value / 1000:.1f} kJ" if value >= 10_000 else f"{value:.0f} J"
-    if unit is Unit.MHZ:
-        return f"{value:.0f} MHz"
-    if unit is Unit.PSTATE:
-        return f"P{value:.0f}"
-    if unit is Unit.BITMASK:
-        names = clock_event_reason_names(int(value))
-        return ", ".join(names) if names else "none"
-    if unit is Unit.FLAG:
-        return "yes" if value else "no"
-    if unit is Unit.PCIE_GEN:
-        return f"Gen {value:.0f}"
-    if unit is Unit.LANES:
-        return f"x{value:.0f}"
-    return f"{value:.0f}"
-
-
-def _trimmed(value: float, decimals: int) -> str:
-    """``value`` to ``decimals`` places, without trailing zeros: 61 stays "61", 61.25 "61.25"."""
-    text = f"{value:.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
-
-
-def format_precise(metric: Metric, value: float) -> str:
-    """A reading at the full precision its unit has (a graph's hover readout): ``61 °C``,
-    ``187.25 W``, ``12.34 GiB``, ``45.5 %`` (a bucket's mean may fall between whole readings)."""
-    if math.isnan(value):
-        return "–"
-    unit = metric.unit
-    if unit in (Unit.BYTES, Unit.BYTES_PER_S):
-        suffix = "/s" if unit is Unit.BYTES_PER_S else ""
-        for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
-            if abs(value) >= size:
-                return f"{_trimmed(value / size, 2)} {name}{suffix}"
-        return f"{value:.0f} B{suffix}"
-    if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
-        return f"{_trimmed(value / 1e6, 3)} MJ"
-    decimals = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
-    if unit in decimals:
-        symbol = "" if unit is Unit.COUNT else f" {unit.value}"
-        return _trimmed(value, decimals[unit]) + symbol
-    return format_value(metric, value)
-
-
-def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
-    """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
-    text = f"{value * smi.scale:.{smi.decimals}f}"
-    return f"{text} {smi.unit}" if units and smi.unit else text
-
-
-def format_static(field: StaticField, value: object, smi: bool = False, units: bool = True) -> str:
-    """A static fact about a GPU as text; "" when the GPU does not tell it.
-
-    For people (``80.0 GiB``, ``enabled``, ``700 W``), or with ``smi`` as nvidia-smi's CSV writes
-    it (``81559 MiB``, ``Enabled``; ``units``: with the unit). Text comes back as it is: making it
-    safe is the sink's job (``trayvml.core.safe_text``).
-    """
-    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, bool):
-        word = "enabled" if value else "disabled"
-        if smi:  # CSV: nvidia-smi's words, in every language
-            return word.capitalize()
-        return translate("units", "enabled") if value else translate("units", "disabled")
-    if not isinstance(value, float):
-        return str(value)
-    if smi:
-        return smi_number(field.smi, value, units)
-    if field.unit is Unit.BYTES:
-        return format_bytes(value)
-    return f"{value:g} {field.smi.unit}".rstrip()

@@ -10,9 +10,11 @@ import math
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
 
+from trayvml.core.formatting import format_precise, format_static
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.metrics import GPU_METRICS, STATIC_FIELDS, format_precise, format_static
+from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState, Sample
+from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes
 
 READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")

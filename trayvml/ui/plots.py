@@ -12,8 +12,9 @@ import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QLineF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
+from trayvml.core.formatting import format_precise
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit, format_precise
+from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
 from trayvml.core.units import KIB
 from trayvml.history.rings import Series
 from trayvml.ui.theme import gpu_colour

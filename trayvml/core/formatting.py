@@ -1,0 +1,104 @@
+"""A metric's value as text: short for the glance, precise for the readout, nvidia-smi's for CSV,
+and the static facts. The catalog says what each metric is; this says how its value reads."""
+
+from __future__ import annotations
+
+import math
+
+from trayvml.core.i18n import translate
+from trayvml.core.metrics import CLOCK_EVENT_REASONS, Metric, SmiField
+from trayvml.core.static_fields import StaticField
+from trayvml.core.units import GIB, KIB, MIB, Unit, format_bytes
+
+
+def clock_event_reason_names(bitmask: int) -> list[str]:
+    return [name for bit, name in CLOCK_EVENT_REASONS if bitmask & bit]
+
+
+def format_value(metric: Metric, value: float) -> str:
+    """A short human rendering, e.g. ``43 %``, ``12.1 GiB``, ``61 °C``, ``P0``."""
+    if math.isnan(value):
+        return "–"
+    unit = metric.unit
+    if unit is Unit.PERCENT:
+        return f"{value:.0f} %"
+    if unit is Unit.BYTES:
+        return format_bytes(value)
+    if unit is Unit.BYTES_PER_S:
+        return format_bytes(value) + "/s"
+    if unit is Unit.CELSIUS:
+        return f"{value:.0f} °C"
+    if unit is Unit.WATTS:
+        return f"{value:.0f} W"
+    if unit is Unit.JOULES:
+        return f"{value / 1000:.1f} kJ" if value >= 10_000 else f"{value:.0f} J"
+    if unit is Unit.MHZ:
+        return f"{value:.0f} MHz"
+    if unit is Unit.PSTATE:
+        return f"P{value:.0f}"
+    if unit is Unit.BITMASK:
+        names = clock_event_reason_names(int(value))
+        return ", ".join(names) if names else "none"
+    if unit is Unit.FLAG:
+        return "yes" if value else "no"
+    if unit is Unit.PCIE_GEN:
+        return f"Gen {value:.0f}"
+    if unit is Unit.LANES:
+        return f"x{value:.0f}"
+    return f"{value:.0f}"
+
+
+def _trimmed(value: float, decimals: int) -> str:
+    """``value`` to ``decimals`` places, without trailing zeros: 61 stays "61", 61.25 "61.25"."""
+    text = f"{value:.{decimals}f}"
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def format_precise(metric: Metric, value: float) -> str:
+    """A reading at the full precision its unit has (a graph's hover readout): ``61 °C``,
+    ``187.25 W``, ``12.34 GiB``, ``45.5 %`` (a bucket's mean may fall between whole readings)."""
+    if math.isnan(value):
+        return "–"
+    unit = metric.unit
+    if unit in (Unit.BYTES, Unit.BYTES_PER_S):
+        suffix = "/s" if unit is Unit.BYTES_PER_S else ""
+        for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
+            if abs(value) >= size:
+                return f"{_trimmed(value / size, 2)} {name}{suffix}"
+        return f"{value:.0f} B{suffix}"
+    if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
+        return f"{_trimmed(value / 1e6, 3)} MJ"
+    decimals = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
+    if unit in decimals:
+        symbol = "" if unit is Unit.COUNT else f" {unit.value}"
+        return _trimmed(value, decimals[unit]) + symbol
+    return format_value(metric, value)
+
+
+def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
+    """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
+    text = f"{value * smi.scale:.{smi.decimals}f}"
+    return f"{text} {smi.unit}" if units and smi.unit else text
+
+
+def format_static(field: StaticField, value: object, smi: bool = False, units: bool = True) -> str:
+    """A static fact about a GPU as text; "" when the GPU does not tell it.
+
+    For people (``80.0 GiB``, ``enabled``, ``700 W``), or with ``smi`` as nvidia-smi's CSV writes
+    it (``81559 MiB``, ``Enabled``; ``units``: with the unit). Text comes back as it is: making it
+    safe is the sink's job (``trayvml.core.safe_text``).
+    """
+    if value is None or value == "" or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, bool):
+        word = "enabled" if value else "disabled"
+        if smi:  # CSV: nvidia-smi's words, in every language
+            return word.capitalize()
+        return translate("units", "enabled") if value else translate("units", "disabled")
+    if not isinstance(value, float):
+        return str(value)
+    if smi:
+        return smi_number(field.smi, value, units)
+    if field.unit is Unit.BYTES:
+        return format_bytes(value)
+    return f"{value:g} {field.smi.unit}".rstrip()
