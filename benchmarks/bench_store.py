@@ -114,7 +114,7 @@ def copy_week(folder: Path) -> None:
 
 def read_week(folder: Path, end_s: float, runs: int) -> tuple[float, int]:
     """Median seconds to read a 7-day range of every GPU (every metric) from the coarse and wide tiers
-    (the last hour, not yet packed, comes from the window's memory: see trayvml/store/view.py)."""
+    (the last hour, not yet packed, comes from the window's memory: see trayvml/history/timeline.py)."""
     times = []
     buckets = 0
     for _ in range(runs):

@@ -1,4 +1,4 @@
-"""The history on disk (trayvml/store): round trips, buckets, time oddities, faults, one writer, CLI."""
+"""The history on disk (trayvml/history/disk): round trips, buckets, time oddities, faults, one writer, CLI."""
 
 from __future__ import annotations
 

@@ -117,7 +117,7 @@ GENERAL: tuple[Setting, ...] = (
             "sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.",
         ),
     ),
-    # The history on disk (trayvml/store): each second for the first span, minutes for the second.
+    # The history on disk (trayvml/history/disk): each second for the first span, minutes for the second.
     Setting(
         "history_on_disk",
         QT_TRANSLATE_NOOP("settings", "Keep history on disk"),

@@ -88,7 +88,7 @@ class Metric:
 
     @property
     def stored_resolution(self) -> float:
-        """The step values are rounded to on disk (trayvml/store): finer than anything shown."""
+        """The step values are rounded to on disk (trayvml/history/disk): finer than anything shown."""
         return self.resolution or RESOLUTION[self.unit]
 
     # The smallest value span its panel shows (in its unit): a 2 °C jitter stays a ripple rather
