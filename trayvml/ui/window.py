@@ -61,7 +61,7 @@ RANGES_S = (
     (QT_TRANSLATE_NOOP("GraphWindow", "1 h"), 3600),
     (QT_TRANSLATE_NOOP("GraphWindow", "6 h"), 6 * 3600),
     (QT_TRANSLATE_NOOP("GraphWindow", "12 h"), 12 * 3600),
-    (QT_TRANSLATE_NOOP("GraphWindow", "24 h"), 24 * 3600),  # this and the next read the history on disk (trayvml/history/disk)
+    (QT_TRANSLATE_NOOP("GraphWindow", "24 h"), 24 * 3600),  # this and the next read the history on disk
     (QT_TRANSLATE_NOOP("GraphWindow", "7 d"), 7 * 24 * 3600),
 )
 DEFAULT_RANGE_S = 900
