@@ -147,9 +147,11 @@ def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemo
     no_local_gpu = IconContent((), no_gpu=True)
     laptop = with_remote_bars(no_local_gpu, [dgx], "utilization", alerts)
     assert [round(b.fraction, 3) for b in laptop.bars] == [0.875, 0.0] and not laptop.no_gpu  # 87 % and 0 %
+    assert laptop.number == 87  # the remote GPUs' highest: the icon keeps its number
     local = content_for(_local_sample(), "utilization")
     both = with_remote_bars(local, [dgx], "utilization", alerts)
     assert both.bars == (*local.bars, *laptop.bars)
+    assert both.number == max(local.number, 87)
     stuck = IconContent((), stale=True)
     assert with_remote_bars(stuck, [dgx], "utilization", alerts) is stuck  # a stuck local driver still shows
 

@@ -102,9 +102,14 @@ def with_remote_bars(local: IconContent, remotes: Sequence[Sample], metric: str,
     if local.stale or not remotes:
         return local
     bars = [] if local.no_gpu else list(local.bars)
+    numbers = [] if local.no_gpu else [local.number]
     for sample in remotes:
-        bars += content_for(sample, metric, None, alerts).bars
-    return icon_content(bars) if bars else local
+        remote = content_for(sample, metric, None, alerts)
+        bars += remote.bars
+        numbers.append(remote.number)
+    # The number is the highest across every GPU the bars show, as it is for this machine's alone.
+    known = [n for n in numbers if not math.isnan(n)]
+    return icon_content(bars, number=max(known) if known else math.nan) if bars else local
 
 
 class RemoteHostsView(QObject):
