@@ -8,6 +8,7 @@ import math
 import os
 import re
 import sqlite3
+import stat
 import sys
 import tempfile
 import unicodedata
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.files import remove_stale_temporaries
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
@@ -32,7 +34,8 @@ DEFAULT_SINCE_S = 3600.0
 def _folder(args: argparse.Namespace, simulated: bool) -> Path:
     from trayvml.history import default_folder
 
-    return Path(args.store) if args.store is not None else default_folder(simulated)
+    # Against the working directory now: the folder is named in messages and opened by URI.
+    return Path(args.store).absolute() if args.store is not None else default_folder(simulated)
 
 
 def parse_time(text: str, now: datetime) -> float:
@@ -107,7 +110,7 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
                 out.write("".join(line + "\n" for line in lines))
                 count += len(lines)
     except BrokenPipeError:  # `| head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 0
     if args.csv != "-":
         written = (
@@ -146,28 +149,86 @@ def stored_samples(reader: object, start_s: float, end_s: float, gpu_index: int 
 
 @contextlib.contextmanager
 def _output(path: str) -> Iterator[TextIO]:
-    """Standard output, or a file written whole or not at all (a temporary file renamed into place)."""
+    """Where the CSV goes: standard output for ``-``; a pipe, device or socket written through, as
+    `log` does (renaming a file over one would leave its reader with nothing, and replace the
+    device); a regular file (or a new one) written whole or not at all, by a temporary file renamed
+    into place. A symbolic link keeps being a link: its target is what is written, atomically.
+    Raises TrayvmlError with a sentence."""
     if path == "-":
-        yield sys.stdout
+        try:
+            yield sys.stdout
+            sys.stdout.flush()  # a full disk or a closed pipe is reported here, not at exit
+        except BrokenPipeError:
+            raise  # `| head`: the reader has what it wanted (the caller ends quietly)
+        except OSError as error:
+            _quiet_stdout()
+            raise _cannot_write(translate("record", "standard output"), error) from None
         return
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # the file a link points to (the link stays as it is)
     try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+        status: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        status = None
     except OSError as error:
-        raise TrayvmlError(
-            translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
-        ) from None
+        raise _cannot_write(path, error) from None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        yield from _through(path)
+        return
+    yield from _atomically(path, target, status)
+
+
+def _cannot_write(path: str, error: OSError) -> TrayvmlError:
+    return TrayvmlError(translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror))
+
+
+def _through(path: str) -> Iterator[TextIO]:
     try:
+        # No O_CREAT, no O_TRUNC: it exists, and is not ours to replace or empty.
+        out = open(os.open(path, os.O_WRONLY), "w", encoding="utf-8", newline="")  # noqa: SIM115
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+    try:
+        with out:
+            yield out
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+
+
+def _atomically(path: str, target: Path, status: os.stat_result | None) -> Iterator[TextIO]:
+    remove_stale_temporaries(target)
+    try:
+        # Named as core.files names its temporaries, so that a killed export's leftover is cleared.
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{target.name}.trayvml-{os.getpid()}-", suffix=".tmp", dir=target.parent
+        )
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+    try:
+        # mkstemp makes 0600: give the file the mode it had, or the one `>` would give a new file.
+        os.fchmod(fd, stat.S_IMODE(status.st_mode) if status is not None else 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             yield out
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, target)
     except OSError as error:
-        raise TrayvmlError(
-            translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
-        ) from None
+        raise _cannot_write(path, error) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def _quiet_stdout() -> None:
+    """What is still buffered for standard output goes nowhere: Python's flush at exit would
+    otherwise fail again and print its own message after ours."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _stats_text(reader: object, folder: Path) -> str:

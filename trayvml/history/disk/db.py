@@ -94,7 +94,8 @@ class Database:
 
     def __init__(self, folder: Path, read_only: bool = False) -> None:
         self.folder = folder
-        self.path = folder / FILE_NAME
+        # absolute(): SQLite is opened by URI, and a relative path has none (`--store hist`).
+        self.path = folder.absolute() / FILE_NAME
         if not read_only:
             folder.mkdir(parents=True, exist_ok=True)
         uri = f"{self.path.as_uri()}?mode={'ro' if read_only else 'rwc'}"
