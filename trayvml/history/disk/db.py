@@ -141,7 +141,7 @@ class Database:
 
     def devices(self) -> list[Device]:
         rows = self.connection.execute("SELECT id, uuid, info FROM devices ORDER BY id").fetchall()
-        return [Device(int(i), uuid, json.loads(info)) for i, uuid, info in rows]
+        return [Device(int(i), uuid, _facts(info)) for i, uuid, info in rows]
 
     def layout_id(self, layout: Layout) -> int:
         found = self._layout_ids.get(layout)
@@ -221,6 +221,16 @@ class Database:
         """Give the pages of deleted blocks back to the file system."""
         self.connection.execute("PRAGMA incremental_vacuum")
         self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _facts(text: object) -> dict[str, object]:
+    """A device's stored facts; {} when damaged (the writer's next device_id writes them anew, and a
+    reader that needs them says the entry is damaged)."""
+    try:
+        facts = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        facts = None
+    return facts if isinstance(facts, dict) else {}
 
 
 def as_arrays(matrices: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
