@@ -228,3 +228,22 @@ def test_export_memory_is_bounded_by_an_hour(tmp_path: Path, monkeypatch: pytest
     list(rows)
     assert asked and max(asked) <= 3600
     reader.close()
+
+
+def test_record_that_could_write_nothing_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = blocker / "store"  # cannot be made: a file is in the way
+    assert cli.main(["record", "--simulate=idle:gpus=h100", "--store", str(store), "--count", "1"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "0 of 1 samples recorded" in err and "Not a directory" in err and "Traceback" not in err
+    assert "1 sample recorded" not in err
+
+
+def test_a_writer_counts_what_it_saved_and_what_it_lost(tmp_path: Path) -> None:
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 20)
+    writer = StoreWriter(tmp_path / "store")
+    for sample in samples:
+        writer.append(sample)
+    writer.close()
+    assert (writer.saved, writer.lost) == (20, 0)
