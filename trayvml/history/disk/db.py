@@ -17,6 +17,7 @@ import contextlib
 import enum
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -116,6 +117,22 @@ class Database:
 
     def close(self) -> None:
         self.connection.close()
+
+    def log_files(self) -> tuple[tuple[int, int] | None, ...]:
+        """Which files the write-ahead log and its index are (device and inode; None: missing).
+
+        SQLite keeps writing to a -wal or -shm file deleted under it (its descriptors stay open):
+        every commit after is invisible to other processes, and lost when this one is killed.
+        Comparing these before each commit is how the writer notices and starts afresh."""
+        found: list[tuple[int, int] | None] = []
+        for suffix in ("-wal", "-shm"):
+            try:
+                status = os.stat(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                found.append(None)
+            else:
+                found.append((status.st_dev, status.st_ino))
+        return tuple(found)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:

@@ -170,6 +170,7 @@ class StoreWriter:
         self.saved = 0  # samples committed to the store
         self.lost = 0  # samples dropped unwritten (memory kept only so much; or still unwritten at close)
         self._unsaved: list[int] = []  # the times of samples appended and not yet committed
+        self._log_files: tuple[tuple[int, int] | None, ...] | None = None  # as after the last commit
         try:
             self._open()
         except StoreLockedError:
@@ -187,6 +188,19 @@ class StoreWriter:
                 if isinstance(error, sqlite3.OperationalError):
                     raise  # the disk, not the file: try again later
                 self._db = Database(self._move_aside(error))
+
+    def _reopen(self) -> None:
+        """The write-ahead log or its index was deleted (or replaced) under the open connection:
+        what was committed since is only in the deleted file. A checkpoint copies it into the
+        database file; a new connection then writes a log that readers see."""
+        log.warning("the history's write-ahead log in %s was deleted or replaced: opening the store again", self.folder)
+        assert self._db is not None
+        with contextlib.suppress(sqlite3.Error):
+            self._db.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.close()
+        self._db = None
+        self._log_files = None
+        self._open()
 
     def _move_aside(self, error: Exception) -> Path:
         """A file that is not a store (damaged beyond its blocks): kept aside, a new one begun."""
@@ -259,7 +273,11 @@ class StoreWriter:
         try:
             self._open()
             assert self._db is not None
+            if self._log_files is not None and self._db.log_files() != self._log_files:
+                self._reopen()
+                assert self._db is not None
             self._write(self._db)
+            self._log_files = self._db.log_files()
             hour = now_ms // HOUR_MS
             if hour != self._compacted_hour:  # only a new hour (or a first write) has hours to pack
                 self._compact(self._db, now_ms)
