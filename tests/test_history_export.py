@@ -216,7 +216,7 @@ def test_export_memory_is_bounded_by_an_hour(tmp_path: Path, monkeypatch: pytest
     asked: list[float] = []
     fine = reader.fine
 
-    def spy(uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]):  # type: ignore[no-untyped-def]
+    def spy(uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]):
         asked.append(end_s - start_s)
         return fine(uuid, start_s, end_s, keys)
 
