@@ -428,3 +428,26 @@ def test_simulated_gpus_keep_a_history_of_their_own(capsys: pytest.CaptureFixtur
     assert "samples:" in capsys.readouterr().out  # --simulate reads the simulated GPUs' store
     assert cli.main(["history", "--stats"]) != 0  # the real GPUs' history is untouched: none yet
     assert not (real / "history.sqlite").exists()
+
+
+def test_a_deleted_write_ahead_log_is_noticed_and_nothing_is_lost(tmp_path: Path) -> None:
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 40)
+    uuid = samples[0].devices[0].uuid
+    writer = StoreWriter(tmp_path)
+    try:
+        for sample in samples[:20]:
+            writer.append(sample)
+        writer.flush()
+        for suffix in ("-wal", "-shm"):  # a cleaner, or a user, deleting "temporary" files
+            (tmp_path / f"history.sqlite3{suffix}").unlink()
+        for sample in samples[20:]:
+            writer.append(sample)
+        writer.flush()
+        # The writer still runs (or was killed now): a new reader sees every sample.
+        reader = StoreReader(tmp_path)
+        times = reader.fine(uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 60, GPU_LAYOUT.keys).times_s
+        reader.close()
+        assert len(times) == 40
+        assert (tmp_path / "history.sqlite3-wal").exists()  # writing to a log readers can see again
+    finally:
+        writer.close()

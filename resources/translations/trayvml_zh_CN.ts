@@ -2191,6 +2191,14 @@ For {duration} now.</source>
         <translation>trayvml：{problem}（仍在记录主机数据）</translation>
     </message>
     <message>
+        <source>{saved} of {count} samples recorded; the rest could not be written ({problem})</source>
+        <translation>已记录 {count} 个样本中的 {saved} 个；其余无法写入（{problem}）</translation>
+    </message>
+    <message>
+        <source>the store was not writable</source>
+        <translation>历史存储不可写</translation>
+    </message>
+    <message>
         <source>trayvml: {count} samples recorded</source>
         <translation>trayvml：已记录 {count} 个样本</translation>
     </message>
@@ -2203,8 +2211,16 @@ For {duration} now.</source>
         <translation>{value} 不是日期和时间，应类似 {example}。</translation>
     </message>
     <message>
+        <source>{value} is not a time trayvml can work with; give one after 1970.</source>
+        <translation>{value} 不是 trayvml 能处理的时间；请给出 1970 年之后的时间。</translation>
+    </message>
+    <message>
         <source>--since {value} is not a length of time such as 90m, 2h or 3d.</source>
         <translation>--since {value} 不是时长，应类似 90m、2h 或 3d。</translation>
+    </message>
+    <message>
+        <source>--since {value} reaches back before 1970; the history holds nothing that old.</source>
+        <translation>--since {value} 早于 1970 年；历史中没有那么早的数据。</translation>
     </message>
     <message>
         <source>--to needs --from.</source>
@@ -2223,12 +2239,36 @@ For {duration} now.</source>
         <translation>{folder} 中还没有历史记录：托盘程序或 `trayvml record` 会写入它。</translation>
     </message>
     <message>
+        <source>trayvml: before {time} the history keeps one row a minute: such a row has an interval of 60 s, the minute&apos;s mean in each column and its lowest and highest in the .min and .max columns.</source>
+        <translation>trayvml：{time} 之前的历史每分钟只保留一行：这样的行间隔为 60 秒，各列为该分钟的平均值，.min 和 .max 列为其最低值和最高值。</translation>
+    </message>
+    <message>
         <source>trayvml: {count} rows written to {path}</source>
         <translation>trayvml：已将 {count} 行写入 {path}</translation>
     </message>
     <message>
         <source>trayvml: {count} row written to {path}</source>
         <translation>trayvml：已将 {count} 行写入 {path}</translation>
+    </message>
+    <message>
+        <source>No history between {start} and {end} in {folder}</source>
+        <translation>{folder} 中没有 {start} 到 {end} 之间的历史</translation>
+    </message>
+    <message>
+        <source> (it holds {first} to {last}, with gaps where nothing was recording)</source>
+        <translation>（其中保存的是 {first} 到 {last}，未在记录时留有空隙）</translation>
+    </message>
+    <message>
+        <source>The history in {folder} has a damaged entry for GPU {uuid}; it is written anew when that GPU is next recorded.</source>
+        <translation>{folder} 中的历史里 GPU {uuid} 的条目已损坏；下次记录该 GPU 时会重新写入。</translation>
+    </message>
+    <message>
+        <source>No GPU with index {index} in the history in {folder}; it holds GPUs {indices}.</source>
+        <translation>{folder} 中的历史没有索引为 {index} 的 GPU；其中有 GPU {indices}。</translation>
+    </message>
+    <message>
+        <source>standard output</source>
+        <translation>标准输出</translation>
     </message>
     <message>
         <source>Cannot write {path}: {error}.</source>

@@ -9,6 +9,7 @@ import math
 import os
 import reprlib
 import stat
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
@@ -162,7 +163,11 @@ class CsvLog:
         self.columns = columns
         self.units = units
         try:
-            self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            if path == "-":  # standard output, as for `history` (a file named "-" is ./-)
+                sys.stdout.flush()  # whatever Python holds for it goes first
+                self._fd = os.dup(sys.stdout.fileno())
+            else:
+                self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
             raise TrayvmlError(
                 translate("csvlog", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
@@ -175,7 +180,8 @@ class CsvLog:
 
     def _start(self, header: str) -> None:
         status = os.fstat(self._fd)
-        self._regular = stat.S_ISREG(status.st_mode)
+        # Standard output redirected to a file is written only: its name is not ``path``.
+        self._regular = stat.S_ISREG(status.st_mode) and self.path != "-"
         existing = self._existing_header() if self._regular and status.st_size else None
         if existing is not None and existing != header:
             raise TrayvmlError(

@@ -8,20 +8,24 @@ import math
 import os
 import re
 import sqlite3
+import stat
 import sys
 import tempfile
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+import numpy as np
+
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.files import remove_stale_temporaries
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
-    from trayvml.core.sample import Sample
+    from trayvml.core.sample import DeviceInfo, Sample
     from trayvml.history.disk.read import StoreReader
 
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
@@ -32,7 +36,8 @@ DEFAULT_SINCE_S = 3600.0
 def _folder(args: argparse.Namespace, simulated: bool) -> Path:
     from trayvml.history import default_folder
 
-    return Path(args.store) if args.store is not None else default_folder(simulated)
+    # Against the working directory now: the folder is named in messages and opened by URI.
+    return Path(args.store).absolute() if args.store is not None else default_folder(simulated)
 
 
 def parse_time(text: str, now: datetime) -> float:
@@ -42,7 +47,11 @@ def parse_time(text: str, now: datetime) -> float:
     except ValueError:
         wrong = translate("record", "{value} is not a date and time such as {example}.")
         raise TrayvmlError(wrong.format(value=repr(text), example=f"{now:%Y-%m-%d %H:%M}")) from None
-    return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+    try:
+        return moment.astimezone().timestamp() if moment.tzinfo is None else moment.timestamp()
+    except (ValueError, OverflowError, OSError):  # year 1: the local zone's offset takes it out of range
+        far = translate("record", "{value} is not a time trayvml can work with; give one after 1970.")
+        raise TrayvmlError(far.format(value=repr(text))) from None
 
 
 def parse_since(text: str) -> float:
@@ -56,6 +65,12 @@ def parse_since(text: str) -> float:
     return float(match.group(1)) * _SECONDS[match.group(2)]
 
 
+def _check_since(text: str, seconds: float, now_s: float) -> None:
+    if seconds > now_s:  # before the epoch: no history, and times SQLite's integers cannot hold
+        far = translate("record", "--since {value} reaches back before 1970; the history holds nothing that old.")
+        raise TrayvmlError(far.format(value=repr(text)))
+
+
 def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
     now = datetime.fromtimestamp(now_s).astimezone()
     if args.end is not None and args.start is None:
@@ -64,7 +79,10 @@ def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
         start_s = parse_time(args.start, now)
         end_s = parse_time(args.end, now) if args.end is not None else now_s
     else:
-        start_s, end_s = now_s - parse_since(args.since or f"{DEFAULT_SINCE_S:g}s"), now_s
+        since = args.since or f"{DEFAULT_SINCE_S:g}s"
+        seconds = parse_since(since)
+        _check_since(since, seconds, now_s)
+        start_s, end_s = now_s - seconds, now_s
     if end_s < start_s:
         raise TrayvmlError(translate("record", "--to is before --from."))
     return start_s, end_s
@@ -97,18 +115,47 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
         return 0
     columns = parse_fields(args.query)
     start_s, end_s = time_range(args, now_s)
+    gpus = stored_gpus(reader, folder, args.gpu)
     units = not args.nounits
+    minutes_until = _minutes_until(reader, gpus, start_s, end_s)
+    extra = [c for c in columns if c.metric]  # the columns a minute row gives a min and a max of
     count = 0
     try:
         with _output(args.csv) as out:
-            out.write(header_line(columns) + "\n")
-            for sample in stored_samples(reader, start_s, end_s, args.gpu):
-                lines = rows(sample, columns, units)
+            for row in stored_rows(reader, gpus, start_s, end_s):
+                if count == 0:
+                    # Written with the first row: a range with nothing in it leaves no header-only file.
+                    header = header_line(columns)
+                    if minutes_until is not None:
+                        names = [
+                            f"{c.smi.name}.{end}" + (f" [{c.smi.unit}]" if c.smi.unit else "")
+                            for c in extra
+                            for end in ("min", "max")
+                        ]
+                        header = ", ".join([header, "interval [s]", *names])
+                    out.write(header + "\n")
+                lines = rows(row.sample, columns, units)
+                if minutes_until is not None:
+                    interval = f"{row.interval_s:g}" + (" s" if units else "")
+                    low, high = rows(row.low, extra, units), rows(row.high, extra, units)
+                    lines = [
+                        ", ".join((line, interval, *_pairs(lo, hi)))
+                        for line, lo, hi in zip(lines, low, high, strict=True)
+                    ]
                 out.write("".join(line + "\n" for line in lines))
                 count += len(lines)
+            if count == 0:
+                raise TrayvmlError(_nothing_between(reader, folder, start_s, end_s))
     except BrokenPipeError:  # `| head`: the reader has what it wanted
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        _quiet_stdout()
         return 0
+    if minutes_until is not None:
+        note = translate(
+            "record",
+            "trayvml: before {time} the history keeps one row a minute: such a row has an interval of 60 s, "
+            "the minute's mean in each column and its lowest and highest in the .min and .max columns.",
+        )
+        print(note.format(time=_when(minutes_until)), file=sys.stderr)
     if args.csv != "-":
         written = (
             translate("record", "trayvml: {count} rows written to {path}")
@@ -119,55 +166,222 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
     return 0
 
 
-def stored_samples(reader: object, start_s: float, end_s: float, gpu_index: int | None) -> Iterator[Sample]:
-    """The stored GPUs' samples in the range as Samples, one per time, oldest first."""
-    from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
-    from trayvml.history.disk.read import StoreReader
-    from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID
+def _pairs(low: str, high: str) -> Iterator[str]:
+    for lo, hi in zip(low.split(", "), high.split(", "), strict=True):
+        yield lo
+        yield hi
 
-    assert isinstance(reader, StoreReader)
+
+def _when(t_s: float) -> str:
+    return f"{datetime.fromtimestamp(t_s).astimezone():%Y-%m-%d %H:%M:%S %Z}"
+
+
+def _nothing_between(reader: StoreReader, folder: Path, start_s: float, end_s: float) -> str:
+    span = reader.span_s()
+    nothing = translate("record", "No history between {start} and {end} in {folder}")
+    text = nothing.format(start=_when(max(start_s, 0.0)), end=_when(end_s), folder=folder)
+    if span is not None:
+        text += translate("record", " (it holds {first} to {last}, with gaps where nothing was recording)").format(
+            first=_when(span[0]), last=_when(span[1])
+        )
+    return text + "."
+
+
+def stored_gpus(reader: StoreReader, folder: Path, gpu_index: int | None) -> list[tuple[str, DeviceInfo]]:
+    """The stored GPUs (UUID and facts), all or the one with ``gpu_index``; raises TrayvmlError with a
+    sentence for a damaged entry or an index the history has no GPU with."""
+    from trayvml.core.sample import DeviceInfo
+    from trayvml.history.disk.write import HOST_UUID
+
     names = {f.name for f in fields(DeviceInfo)}
-    by_time: dict[int, list[tuple[GpuSample, DeviceInfo]]] = {}
+    gpus = []
     for device in reader.devices():
         if device.uuid == HOST_UUID:
             continue
-        info = DeviceInfo(**{k: v for k, v in device.info.items() if k in names})  # type: ignore[arg-type]
-        if gpu_index is not None and info.index != gpu_index:
-            continue
-        data = reader.fine(device.uuid, start_s, end_s, GPU_LAYOUT.keys)
-        states = [tuple(MetricState(s) for s in row) for row in data.states.tolist()]
-        for t_s, values, state in zip(data.times_s.tolist(), data.values.tolist(), states, strict=True):
-            by_time.setdefault(round(t_s * 1000), []).append((GpuSample(info.index, tuple(values), state), info))
-    for t_ms in sorted(by_time):
-        pairs = sorted(by_time[t_ms], key=lambda p: p[1].index)
-        # The middle of the stored millisecond: printed cut to milliseconds, it is the time `log` printed.
-        yield Sample((t_ms + 0.5) / 1000, tuple(p[0] for p in pairs), tuple(p[1] for p in pairs), None, None)
+        try:
+            info = DeviceInfo(**{k: v for k, v in device.info.items() if k in names})  # type: ignore[arg-type]
+            if not isinstance(info.index, int):
+                raise TypeError(info.index)
+        except (TypeError, AttributeError):
+            damaged = translate(
+                "record",
+                "The history in {folder} has a damaged entry for GPU {uuid}; "
+                "it is written anew when that GPU is next recorded.",
+            )
+            raise TrayvmlError(damaged.format(folder=folder, uuid=repr(device.uuid))) from None
+        gpus.append((device.uuid, info))
+    chosen = [g for g in gpus if gpu_index is None or g[1].index == gpu_index]
+    if not chosen:
+        none = translate("record", "No GPU with index {index} in the history in {folder}; it holds GPUs {indices}.")
+        indices = ", ".join(str(i) for i in sorted({g[1].index for g in gpus})) or "-"
+        raise TrayvmlError(none.format(index=gpu_index, folder=folder, indices=indices))
+    return chosen
+
+
+def _minutes_until(
+    reader: StoreReader, gpus: list[tuple[str, DeviceInfo]], start_s: float, end_s: float
+) -> float | None:
+    """Where the range reaches before the every-sample tier into per-minute buckets: when they end
+    (the latest such time over the GPUs), else None."""
+    until = None
+    for uuid, _ in gpus:
+        fine_s = reader.fine_start_s(uuid)
+        stop = min(end_s, fine_s) if fine_s is not None else end_s
+        if stop > start_s and reader.has_minutes(uuid, start_s, stop):
+            until = stop if until is None else max(until, stop)
+    return until
+
+
+@dataclass(frozen=True)
+class StoredRow:
+    """A time's rows: every GPU's sample (interval 0), or each minute's mean, min and max (60 s)."""
+
+    sample: Sample
+    low: Sample
+    high: Sample
+    interval_s: float
+
+
+def stored_rows(
+    reader: StoreReader, gpus: list[tuple[str, DeviceInfo]], start_s: float, end_s: float
+) -> Iterator[StoredRow]:
+    """The GPUs' history in the range, oldest first, one UTC hour at a time (a packed fine block
+    is one hour: each is decoded once, and at most an hour of samples is held): every sample where
+    the fine tier has them, and before it each minute's bucket from the coarse tier."""
+    from trayvml.core.sample import GpuSample, MetricState, Sample
+    from trayvml.history.disk.db import HOUR_MS
+    from trayvml.history.disk.write import GPU_LAYOUT
+
+    keys = GPU_LAYOUT.keys
+    fine_from = {uuid: reader.fine_start_s(uuid) for uuid, _ in gpus}
+    t_s = max(start_s, 0.0)
+    while t_s <= end_s:
+        stop_s = min(end_s, (math.floor(t_s * 1000 / HOUR_MS) + 1) * HOUR_MS / 1000)
+        last = stop_s >= end_s
+        by_time: dict[int, list[tuple[int, GpuSample, GpuSample, GpuSample, DeviceInfo]]] = {}
+        for uuid, info in gpus:
+            fine_s = fine_from[uuid]
+            if fine_s is None or t_s < fine_s:  # before the every-sample tier: minutes
+                until_s = min(stop_s, fine_s) if fine_s is not None else stop_s
+                buckets = reader.coarse(uuid, t_s, until_s, 60.0, keys, fresh=False)
+                starts_ms = np.rint(buckets.times_s * 1000).astype(np.int64)
+                for k in np.flatnonzero(buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)):
+                    t_ms = int(starts_ms[k])
+                    if t_ms >= until_s * 1000 and not (last and fine_s is None):
+                        continue
+                    states = tuple(MetricState.OK if c else MetricState.NO_DATA for c in buckets.count[k].tolist())
+                    mean, low, high = (
+                        GpuSample(info.index, tuple(m[k].tolist()), states)
+                        for m in (buckets.mean, buckets.low, buckets.high)
+                    )
+                    by_time.setdefault(t_ms * 2, []).append((60, mean, low, high, info))
+            if fine_s is not None and stop_s >= fine_s:
+                data = reader.fine(uuid, max(t_s, fine_s), stop_s, keys)
+                times_ms = np.rint(data.times_s * 1000).astype(np.int64).tolist()
+                for t_ms, values, state in zip(times_ms, data.values.tolist(), data.states.tolist(), strict=True):
+                    if t_ms >= stop_s * 1000 and not last:
+                        continue  # the next hour's
+                    gpu = GpuSample(info.index, tuple(values), tuple(MetricState(s) for s in state))
+                    by_time.setdefault(t_ms * 2 + 1, []).append((0, gpu, gpu, gpu, info))
+        for key in sorted(by_time):
+            parts = sorted(by_time[key], key=lambda p: p[4].index)
+            # A sample: the middle of its stored millisecond (printed cut to milliseconds, the time
+            # `log` printed). A minute: its start.
+            t_out = key // 2 / 1000 + (0.0005 if key % 2 else 0.0)
+            devices = tuple(p[4] for p in parts)
+            yield StoredRow(
+                Sample(t_out, tuple(p[1] for p in parts), devices, None, None),
+                Sample(t_out, tuple(p[2] for p in parts), devices, None, None),
+                Sample(t_out, tuple(p[3] for p in parts), devices, None, None),
+                float(parts[0][0]),
+            )
+        if last:
+            break
+        t_s = stop_s
 
 
 @contextlib.contextmanager
 def _output(path: str) -> Iterator[TextIO]:
-    """Standard output, or a file written whole or not at all (a temporary file renamed into place)."""
+    """Where the CSV goes: standard output for ``-``; a pipe, device or socket written through, as
+    `log` does (renaming a file over one would leave its reader with nothing, and replace the
+    device); a regular file (or a new one) written whole or not at all, by a temporary file renamed
+    into place. A symbolic link keeps being a link: its target is what is written, atomically.
+    Raises TrayvmlError with a sentence."""
     if path == "-":
-        yield sys.stdout
+        try:
+            yield sys.stdout
+            sys.stdout.flush()  # a full disk or a closed pipe is reported here, not at exit
+        except BrokenPipeError:
+            raise  # `| head`: the reader has what it wanted (the caller ends quietly)
+        except OSError as error:
+            _quiet_stdout()
+            raise _cannot_write(translate("record", "standard output"), error) from None
         return
-    target = Path(path)
+    target = Path(os.path.realpath(path))  # the file a link points to (the link stays as it is)
     try:
-        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or Path("."))
+        status: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        status = None
     except OSError as error:
-        raise TrayvmlError(
-            translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
-        ) from None
+        raise _cannot_write(path, error) from None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        yield from _through(path)
+        return
+    yield from _atomically(path, target, status)
+
+
+def _cannot_write(path: str, error: OSError) -> TrayvmlError:
+    return TrayvmlError(translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror))
+
+
+def _through(path: str) -> Iterator[TextIO]:
     try:
+        # No O_CREAT, no O_TRUNC: it exists, and is not ours to replace or empty.
+        out = open(os.open(path, os.O_WRONLY), "w", encoding="utf-8", newline="")  # noqa: SIM115
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+    try:
+        with out:
+            yield out
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+
+
+def _atomically(path: str, target: Path, status: os.stat_result | None) -> Iterator[TextIO]:
+    remove_stale_temporaries(target)
+    try:
+        # Named as core.files names its temporaries, so that a killed export's leftover is cleared.
+        fd, temporary = tempfile.mkstemp(
+            prefix=f".{target.name}.trayvml-{os.getpid()}-", suffix=".tmp", dir=target.parent
+        )
+    except OSError as error:
+        raise _cannot_write(path, error) from None
+    try:
+        # mkstemp makes 0600: give the file the mode it had, or the one `>` would give a new file.
+        os.fchmod(fd, stat.S_IMODE(status.st_mode) if status is not None else 0o666 & ~_umask())
         with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
             yield out
+            out.flush()
+            os.fsync(out.fileno())
         os.replace(temporary, target)
     except OSError as error:
-        raise TrayvmlError(
-            translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
-        ) from None
+        raise _cannot_write(path, error) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(temporary)
+
+
+def _quiet_stdout() -> None:
+    """What is still buffered for standard output goes nowhere: Python's flush at exit would
+    otherwise fail again and print its own message after ours."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def _stats_text(reader: object, folder: Path) -> str:

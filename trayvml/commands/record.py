@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from trayvml.commands.history import _folder
 from trayvml.core.clock import Ticker
+from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
@@ -102,6 +103,11 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
         signal.signal(signal.SIGTERM, previous)
         source.close()
         writer.close()
+    if writer.saved < ticks:
+        # Not "N samples recorded" when they were not: what was lost, why, and a failing exit.
+        lost = translate("record", "{saved} of {count} samples recorded; the rest could not be written ({problem})")
+        problem = writer.problem or said or translate("record", "the store was not writable")
+        raise TrayvmlError(lost.format(saved=writer.saved, count=ticks, problem=problem))
     recorded = (
         translate("record", "trayvml: {count} samples recorded")
         if ticks != 1

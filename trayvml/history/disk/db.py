@@ -17,6 +17,7 @@ import contextlib
 import enum
 import json
 import logging
+import os
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -94,7 +95,8 @@ class Database:
 
     def __init__(self, folder: Path, read_only: bool = False) -> None:
         self.folder = folder
-        self.path = folder / FILE_NAME
+        # absolute(): SQLite is opened by URI, and a relative path has none (`--store hist`).
+        self.path = folder.absolute() / FILE_NAME
         if not read_only:
             folder.mkdir(parents=True, exist_ok=True)
         uri = f"{self.path.as_uri()}?mode={'ro' if read_only else 'rwc'}"
@@ -115,6 +117,22 @@ class Database:
 
     def close(self) -> None:
         self.connection.close()
+
+    def log_files(self) -> tuple[tuple[int, int] | None, ...]:
+        """Which files the write-ahead log and its index are (device and inode; None: missing).
+
+        SQLite keeps writing to a -wal or -shm file deleted under it (its descriptors stay open):
+        every commit after is invisible to other processes, and lost when this one is killed.
+        Comparing these before each commit is how the writer notices and starts afresh."""
+        found: list[tuple[int, int] | None] = []
+        for suffix in ("-wal", "-shm"):
+            try:
+                status = os.stat(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                found.append(None)
+            else:
+                found.append((status.st_dev, status.st_ino))
+        return tuple(found)
 
     @contextlib.contextmanager
     def transaction(self) -> Iterator[None]:
@@ -140,7 +158,7 @@ class Database:
 
     def devices(self) -> list[Device]:
         rows = self.connection.execute("SELECT id, uuid, info FROM devices ORDER BY id").fetchall()
-        return [Device(int(i), uuid, json.loads(info)) for i, uuid, info in rows]
+        return [Device(int(i), uuid, _facts(info)) for i, uuid, info in rows]
 
     def layout_id(self, layout: Layout) -> int:
         found = self._layout_ids.get(layout)
@@ -220,6 +238,16 @@ class Database:
         """Give the pages of deleted blocks back to the file system."""
         self.connection.execute("PRAGMA incremental_vacuum")
         self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+
+def _facts(text: object) -> dict[str, object]:
+    """A device's stored facts; {} when damaged (the writer's next device_id writes them anew, and a
+    reader that needs them says the entry is damaged)."""
+    try:
+        facts = json.loads(text) if isinstance(text, str | bytes) else None
+    except ValueError:
+        facts = None
+    return facts if isinstance(facts, dict) else {}
 
 
 def as_arrays(matrices: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:

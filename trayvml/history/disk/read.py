@@ -210,6 +210,21 @@ class StoreReader:
         would otherwise decode its week again."""
         yield from _decoded_any(found, self._cache)
 
+    def fine_start_s(self, uuid: str) -> float | None:
+        """When the device's every-sample tier begins (older ones are pruned to minutes), or None."""
+        found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), 0.0, 2.0**52 / 1000, data=False)
+        return min(b.start_ms for b in found[1]) / 1000 if found and found[1] else None
+
+    def has_minutes(self, uuid: str, start_s: float, end_s: float) -> bool:
+        """Whether per-minute buckets of the device overlap the range."""
+        found = self._blocks(uuid, (Tier.COARSE,), start_s, end_s, data=False)
+        return bool(found and found[1])
+
+    def span_s(self) -> tuple[float, float] | None:
+        db = self._database()
+        span = db.span_ms() if db is not None else None
+        return (span[0] / 1000, span[1] / 1000) if span else None
+
     def stats(self) -> Stats:
         db = self._database()
         if db is None:

@@ -167,6 +167,10 @@ class StoreWriter:
         self._compacted_hour = -1
         self._infos: dict[str, tuple[DeviceInfo, dict[str, object]]] = {}
         self._pruned_at_ms = 0
+        self.saved = 0  # samples committed to the store
+        self.lost = 0  # samples dropped unwritten (memory kept only so much; or still unwritten at close)
+        self._unsaved: list[int] = []  # the times of samples appended and not yet committed
+        self._log_files: tuple[tuple[int, int] | None, ...] | None = None  # as after the last commit
         try:
             self._open()
         except StoreLockedError:
@@ -184,6 +188,19 @@ class StoreWriter:
                 if isinstance(error, sqlite3.OperationalError):
                     raise  # the disk, not the file: try again later
                 self._db = Database(self._move_aside(error))
+
+    def _reopen(self) -> None:
+        """The write-ahead log or its index was deleted (or replaced) under the open connection:
+        what was committed since is only in the deleted file. A checkpoint copies it into the
+        database file; a new connection then writes a log that readers see."""
+        log.warning("the history's write-ahead log in %s was deleted or replaced: opening the store again", self.folder)
+        assert self._db is not None
+        with contextlib.suppress(sqlite3.Error):
+            self._db.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._db.close()
+        self._db = None
+        self._log_files = None
+        self._open()
 
     def _move_aside(self, error: Exception) -> Path:
         """A file that is not a store (damaged beyond its blocks): kept aside, a new one begun."""
@@ -206,6 +223,7 @@ class StoreWriter:
             values = host.values + host.cpu_core_percent
             states = (MetricState.OK,) * len(values)
             self._add(HOST_UUID, HOST_INFO, host_layout(len(host.cpu_core_percent)), t_ms, values, states)
+        self._unsaved.append(t_ms)
         self._last_ms = t_ms
         if self._first_ms is None:
             self._first_ms = t_ms
@@ -255,7 +273,11 @@ class StoreWriter:
         try:
             self._open()
             assert self._db is not None
+            if self._log_files is not None and self._db.log_files() != self._log_files:
+                self._reopen()
+                assert self._db is not None
             self._write(self._db)
+            self._log_files = self._db.log_files()
             hour = now_ms // HOUR_MS
             if hour != self._compacted_hour:  # only a new hour (or a first write) has hours to pack
                 self._compact(self._db, now_ms)
@@ -282,6 +304,8 @@ class StoreWriter:
                     device, Tier.FRESH, int(times[0]), int(times[-1]), len(times), db.layout_id(layout), data, crc
                 )
         self._pending.clear()
+        self.saved += len(self._unsaved)
+        self._unsaved.clear()
 
     def _compact(self, db: Database, now_ms: int) -> None:
         """Fresh blocks of UTC hours that are over become one fine and one coarse block each; the
@@ -348,10 +372,16 @@ class StoreWriter:
         """While the store cannot be written, keep the last MEMORY_KEEP_S of samples only."""
         keep_ms = now_ms - MEMORY_KEEP_S * 1000
         self._pending = [p for p in self._pending if p[3][0][0][-1] >= keep_ms]
+        kept = [t for t in self._unsaved if t >= keep_ms]
+        self.lost += len(self._unsaved) - len(kept)
+        self._unsaved = kept
 
     def close(self) -> None:
         with contextlib.suppress(StoreLockedError):
             self.flush()
+        self.lost += len(self._unsaved)  # what the last flush could not write is gone with this process
+        self._unsaved.clear()
+        self._pending.clear()
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")

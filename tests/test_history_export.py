@@ -1,0 +1,249 @@
+"""`trayvml history` and `log` output: written through to pipes and devices, atomically to files,
+``-`` for standard output; streamed; ranges beyond the every-sample tier; bad input in a sentence."""
+
+from __future__ import annotations
+
+import csv
+import errno
+import io
+import os
+import sqlite3
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pytest
+
+from tests.test_store import MIDNIGHT_S, _samples, _write
+from trayvml import cli
+from trayvml.core.metrics import GPU_INDEX
+from trayvml.history.disk.limits import Limits
+from trayvml.history.disk.read import StoreReader
+from trayvml.history.disk.write import StoreWriter
+
+QUERY = "timestamp,index,utilization.gpu"
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Path:
+    folder = tmp_path / "store"
+    _write(folder, _samples("idle:gpus=h100*2", time.time() - 120, 30))
+    return folder
+
+
+def _history(store: Path, *arguments: str) -> int:
+    return cli.main(["history", "--store", str(store), "--since", "1h", "--query", QUERY, *arguments])
+
+
+def test_history_to_a_fifo_writes_through_to_its_reader(
+    store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as pipe:
+            got.append(pipe.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert _history(store, "--csv", str(fifo)) == 0
+    reader.join(5)
+    assert not reader.is_alive() and got, "the reader on the pipe got nothing"
+    lines = got[0].decode().splitlines()
+    assert lines[0] == "timestamp, index, utilization.gpu [%]" and len(lines) == 1 + 30 * 2
+    assert fifo.is_fifo()  # not replaced by a plain file
+    assert "60 rows written" in capsys.readouterr().err
+
+
+def test_history_through_a_symlink_writes_its_target_and_keeps_the_link(store: Path, tmp_path: Path) -> None:
+    target = tmp_path / "real.csv"
+    target.write_text("old\n")
+    link = tmp_path / "link.csv"
+    link.symlink_to(target)
+    assert _history(store, "--csv", str(link)) == 0
+    assert link.is_symlink() and os.readlink(link) == str(target)
+    lines = target.read_text().splitlines()
+    assert lines[0] == "timestamp, index, utilization.gpu [%]" and len(lines) == 61
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []  # no temporary left
+
+
+def test_history_to_a_new_file_leaves_no_temporary_and_is_readable_by_others(store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out.csv"
+    assert _history(store, "--csv", str(out)) == 0
+    assert len(out.read_text().splitlines()) == 61
+    assert out.stat().st_mode & 0o777 == 0o666 & ~_umask()  # as `>` makes it, not mkstemp's 0600
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.csv", "store"]
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def test_history_dash_is_standard_output(store: Path, tmp_path: Path, capsys, monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _history(store, "--csv", "-") == 0
+    assert len(capsys.readouterr().out.splitlines()) == 61
+    assert not (tmp_path / "-").exists()
+
+
+def test_log_dash_is_standard_output(tmp_path: Path, capfd: pytest.CaptureFixture[str], monkeypatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["log", "--csv", "-", "--count", "1", "--query", QUERY, "--simulate=idle:gpus=h100*2"]) == 0
+    out = capfd.readouterr().out
+    assert out.splitlines()[0] == "timestamp, index, utilization.gpu [%]" and len(out.splitlines()) == 3
+    assert not (tmp_path / "-").exists()
+
+
+def test_a_relative_store_is_the_folder_under_the_working_directory(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["record", "--simulate=idle:gpus=h100", "--store", "rel", "--count", "1"]) == 0
+    assert "1 sample recorded" in capsys.readouterr().err
+    assert cli.main(["history", "--store", "rel", "--stats"]) == 0
+    assert "1 GPU and the host" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(
+    ("arguments", "said"),
+    [
+        (["--since", "99999999999999999999d"], "--since '99999999999999999999d' reaches back before 1970"),
+        (["--from", "0001-01-01"], "'0001-01-01' is not a time trayvml can work with"),
+        (["--from", "9999-12-31T23:59:59+00:00"], "--to is before --from"),
+        (["--gpu", "99"], "No GPU with index 99 in the history"),
+    ],
+)
+def test_history_says_in_one_sentence_what_it_cannot_do(
+    store: Path, capsys: pytest.CaptureFixture[str], arguments: list[str], said: str
+) -> None:
+    assert cli.main(["history", "--store", str(store), *arguments]) == cli.EXIT_USAGE
+    captured = capsys.readouterr()
+    assert said in captured.err and "Traceback" not in captured.err and captured.err.count("\n") == 1
+    assert captured.out == ""  # not a header with nothing under it
+
+
+def test_a_damaged_device_entry_is_a_sentence(store: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with sqlite3.connect(store / "history.sqlite3") as connection:
+        connection.execute("UPDATE devices SET info = '{\"index\": 0' WHERE uuid != 'host'")
+    connection.close()
+    assert _history(store) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "damaged" in err and "Traceback" not in err and err.count("\n") == 1
+
+
+class _FullStream(io.StringIO):
+    def write(self, text: str) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+def test_a_full_standard_output_is_a_sentence(
+    store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("trayvml.commands.history._quiet_stdout", lambda: None)  # not pytest's own descriptor
+    monkeypatch.setattr(sys, "stdout", _FullStream())
+    assert _history(store) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "Cannot write standard output: No space left on device." in err and "Traceback" not in err
+
+
+def _three_hours(folder: Path) -> list:
+    """Three hours at one sample per 10 s, the every-sample tier kept for the last hour only."""
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 3 * 360, step_s=10.0)
+    writer = StoreWriter(folder, Limits(fine_span_s=3600.0))
+    try:
+        for sample in samples:
+            writer.append(sample)
+    finally:
+        writer.close()
+    return samples
+
+
+def test_beyond_the_fine_tier_history_exports_minutes_with_min_and_max(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    samples = _three_hours(tmp_path)
+    out = tmp_path / "out.csv"
+    start, end = (datetime.fromtimestamp(t, timezone.utc).isoformat() for t in (MIDNIGHT_S, MIDNIGHT_S + 3 * 3600))
+    arguments = ["--from", start, "--to", end, "--query", "timestamp,utilization.gpu", "--nounits"]
+    assert cli.main(["history", "--store", str(tmp_path), *arguments, "--csv", str(out)]) == 0
+    rows = list(csv.reader(out.read_text().splitlines(), skipinitialspace=True))
+    assert rows[0] == [
+        "timestamp",
+        "utilization.gpu [%]",
+        "interval [s]",
+        "utilization.gpu.min [%]",
+        "utilization.gpu.max [%]",
+    ]
+    minutes = [r for r in rows[1:] if r[2] == "60"]
+    each = [r for r in rows[1:] if r[2] == "0"]
+    reader = StoreReader(tmp_path)
+    fine_start = reader.fine_start_s(samples[0].devices[0].uuid)
+    reader.close()
+    assert fine_start is not None and fine_start >= MIDNIGHT_S + 3600  # the first hours kept as minutes only
+    assert len(minutes) == (fine_start - MIDNIGHT_S) / 60 and len(each) == sum(
+        1 for s in samples if s.timestamp_s >= fine_start
+    )
+    assert rows[1:] == minutes + each  # oldest first
+    first_minute = [s.gpus[0].values[GPU_INDEX["utilization_gpu_percent"]] for s in samples[:6]]
+    low, mean, high = float(minutes[0][3]), float(minutes[0][1]), float(minutes[0][4])
+    assert low == pytest.approx(min(first_minute), abs=0.01) and high == pytest.approx(max(first_minute), abs=0.01)
+    assert mean == pytest.approx(sum(first_minute) / 6, abs=0.01)
+    assert "one row a minute" in capsys.readouterr().err
+
+
+def test_a_range_with_nothing_recorded_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S, 10))
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S + 86400, 10))
+    out = tmp_path / "out.csv"
+    start, end = (datetime.fromtimestamp(t, timezone.utc).isoformat() for t in (MIDNIGHT_S + 3600, MIDNIGHT_S + 7200))
+    assert cli.main(["history", "--store", str(tmp_path), "--from", start, "--to", end, "--csv", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "No history between" in err and "it holds" in err and err.count("\n") == 1
+    assert not out.exists()
+
+
+def test_export_memory_is_bounded_by_an_hour(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml.commands import history
+
+    _three_hours(tmp_path)
+    reader = StoreReader(tmp_path)
+    asked: list[float] = []
+    fine = reader.fine
+
+    def spy(uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]):
+        asked.append(end_s - start_s)
+        return fine(uuid, start_s, end_s, keys)
+
+    monkeypatch.setattr(reader, "fine", spy)
+    gpus = history.stored_gpus(reader, tmp_path, None)
+    rows = history.stored_rows(reader, gpus, MIDNIGHT_S, MIDNIGHT_S + 3 * 3600)
+    next(rows)  # a generator: the first row comes before the rest is read
+    assert asked == [] or max(asked) <= 3600
+    list(rows)
+    assert asked and max(asked) <= 3600
+    reader.close()
+
+
+def test_record_that_could_write_nothing_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    blocker = tmp_path / "file"
+    blocker.write_text("not a folder")
+    store = blocker / "store"  # cannot be made: a file is in the way
+    assert cli.main(["record", "--simulate=idle:gpus=h100", "--store", str(store), "--count", "1"]) == cli.EXIT_USAGE
+    err = capsys.readouterr().err
+    assert "0 of 1 samples recorded" in err and "Not a directory" in err and "Traceback" not in err
+    assert "1 sample recorded" not in err
+
+
+def test_a_writer_counts_what_it_saved_and_what_it_lost(tmp_path: Path) -> None:
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 20)
+    writer = StoreWriter(tmp_path / "store")
+    for sample in samples:
+        writer.append(sample)
+    writer.close()
+    assert (writer.saved, writer.lost) == (20, 0)
