@@ -102,7 +102,7 @@ class ProcessDetails:
 class ProcessSample:
     gpu_index: int
     pid: int
-    kind: str  # "compute" or "graphics"
+    kind: str  # "compute", "graphics", or "compute+graphics" (in both of NVML's lists)
     used_memory_bytes: float  # NaN where NVML does not say (other users, WDDM)
     name: str = ""  # "" where the PID cannot be resolved (another container, no permission)
     user: str = ""

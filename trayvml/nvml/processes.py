@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import replace
 from typing import Any
 
 from trayvml.core.sample import ProcessDetails, ProcessSample
@@ -41,3 +42,27 @@ class ProcessCache:
                 gpu_index, pid, kind, memory, details.name, details.user, details.command, details.container
             )
         return ProcessSample(gpu_index, pid, kind, memory, no_permission=isinstance(details, PermissionError))
+
+
+def merged_by_pid(lists: Iterable[tuple[ProcessSample, ...]]) -> tuple[ProcessSample, ...]:
+    """The compute and graphics lists as one list of processes, each PID once.
+
+    A program that both computes and draws (a renderer's viewport, a game using CUDA, often the
+    desktop's own compositor) is in both of NVML's lists; counted twice, it doubles the process
+    count and takes two shares of the GPU's energy. Merged as nvitop's Device.processes() does:
+    one process of kind "compute+graphics" (nvidia-smi's "C+G"), with the larger of the two memory
+    figures (the compute one where only it is known).
+    """
+    by_pid: dict[int, ProcessSample] = {}
+    for processes in lists:
+        for p in processes:
+            seen = by_pid.get(p.pid)
+            if seen is None:
+                by_pid[p.pid] = p
+                continue
+            kinds = sorted({*seen.kind.split("+"), *p.kind.split("+")})
+            memories = [m for m in (seen.used_memory_bytes, p.used_memory_bytes) if not math.isnan(m)]
+            by_pid[p.pid] = replace(
+                seen, kind="+".join(kinds), used_memory_bytes=max(memories) if memories else math.nan
+            )
+    return tuple(by_pid.values())

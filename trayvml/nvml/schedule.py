@@ -24,7 +24,7 @@ from trayvml.nvml import binding
 from trayvml.nvml.fields import decode_as, field_array, field_view
 from trayvml.nvml.gpm import GpmSampler
 from trayvml.nvml.probe import DeviceProbe, GpuLostError, caller
-from trayvml.nvml.processes import ProcessCache
+from trayvml.nvml.processes import ProcessCache, merged_by_pid
 from trayvml.nvml.session import NvmlSession, classify
 from trayvml.nvml.specs import (
     CALLS,
@@ -340,7 +340,7 @@ class Scheduler:
 
         def fill(g: GpuState, procs: Any) -> None:
             g.process_lists[kind] = self.processes.samples(g.index, kind, procs)
-            processes = tuple(p for lst in g.process_lists.values() for p in lst)
+            processes = merged_by_pid(g.process_lists.values())
             # Each process's share of the SMs: asked with the compute list, applied to both lists.
             g.processes = self._with_sm_util(g, processes, ask=kind == "compute")
 

@@ -17,7 +17,7 @@ class ProcessCalls(SimulatedNvmlBase):
         g = self._gpu(handle) if mig is None else mig[0]
         if isinstance(g, int):
             return g
-        procs = [p for p in self.processes(g.gpu) if p.kind == kind]
+        procs = [p for p in self.processes(g.gpu) if kind in p.kind.split("+")]
         if mig is not None:  # a MIG device lists its own instance's processes; the parent, all
             procs = [p for p in procs if p.gpu_instance == mig[1].gpu_instance_id]
         capacity = count._obj
@@ -58,14 +58,14 @@ class ProcessCalls(SimulatedNvmlBase):
         # A display server takes a sliver; the rest of the GPU's utilization goes to the compute
         # processes by their memory (a stand-in: real shares come from the driver's sampling).
         util = g.util[g.i]
-        compute = [p for p in procs if p.kind == "compute"]
+        compute = [p for p in procs if "compute" in p.kind]
         memory = sum(p.memory_bytes for p in compute) or 1
         now_us = int(self.clock.now_s() * 1e6)
         for k, proc in enumerate(procs):
             entry = array[k]
             entry.pid, entry.timeStamp = proc.pid, now_us
-            share = proc.memory_bytes / memory if proc.kind == "compute" else 0.0
-            entry.smUtil = min(util, 1) if proc.kind != "compute" else round(max(util - 1, 0) * share)
+            share = proc.memory_bytes / memory if "compute" in proc.kind else 0.0
+            entry.smUtil = min(util, 1) if "compute" not in proc.kind else round(max(util - 1, 0) * share)
             entry.memUtil = entry.encUtil = entry.decUtil = 0
         capacity.value = len(procs)
         return N.NVML_SUCCESS

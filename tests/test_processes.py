@@ -1,0 +1,35 @@
+"""Process lists as a real driver gives them: one row per process, shares that add up, PIDs
+that are reused, PIDs from another PID namespace."""
+
+from __future__ import annotations
+
+from tests.helpers import simulated_source
+from trayvml.monitor.energy import EnergyMeter
+from trayvml.nvml.sim.profiles import PROFILES
+from trayvml.nvml.sim.scenarios import Processes
+
+
+def _running(program: str, seed: int) -> float:
+    """A simulated second at which ``program`` runs on GPU 0 (an RTX 4090) in the processes scenario."""
+    scenario = Processes(seed, [PROFILES["rtx4090"]])
+    item = next(s for s in scenario._schedule[0] if s.process.name == program)
+    return item.start_s + 1.0
+
+
+def test_a_process_in_both_the_compute_and_the_graphics_list_is_one_process() -> None:
+    start = _running("blender", seed=1)
+    source, clock, _ = simulated_source(f"processes:gpus=rtx4090,seed=1,start={start}")
+    meter = EnergyMeter()
+    for _ in range(3):
+        sample = source.sample()
+        meter.update(sample)
+        clock.advance_s(5)
+    gpu = sample.gpus[0]
+    pids = [p.pid for p in gpu.processes]
+    assert len(pids) == len(set(pids))
+    blender = next(p for p in gpu.processes if p.name == "blender")
+    assert blender.kind == "compute+graphics" and blender.used_memory_bytes > 0
+    assert gpu.value("process_count") == len(set(pids))
+    # Energy goes to each process once: the shares add up to the GPU's, never more.
+    attributed = sum(meter.process_wh.values()) + meter.unattributed_wh(0)
+    assert 0 < attributed <= meter.since_start_wh(0) * (1 + 1e-9)
