@@ -3,6 +3,8 @@ that are reused, PIDs from another PID namespace."""
 
 from __future__ import annotations
 
+import math
+
 from tests.helpers import simulated_source
 from trayvml.monitor.energy import EnergyMeter
 from trayvml.nvml.sim.profiles import PROFILES
@@ -33,3 +35,33 @@ def test_a_process_in_both_the_compute_and_the_graphics_list_is_one_process() ->
     # Energy goes to each process once: the shares add up to the GPU's, never more.
     attributed = sum(meter.process_wh.values()) + meter.unattributed_wh(0)
     assert 0 < attributed <= meter.since_start_wh(0) * (1 + 1e-9)
+
+
+def _by_name(sample, name: str):  # type: ignore[no-untyped-def]
+    return next(p for p in sample.gpus[0].processes if p.name == name)
+
+
+def test_a_process_without_new_utilization_samples_is_idle_not_as_before() -> None:
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800")
+    busy = _by_name(source.sample(), "python")
+    assert busy.sm_util_percent > 0
+    lib.process_sm_util[busy.pid] = 0  # it runs no kernel: the driver has no sample of it
+    clock.advance_s(5)
+    assert _by_name(source.sample(), "python").sm_util_percent == 0
+
+
+def test_an_sm_share_above_100_is_unknown_and_energy_is_shared_by_memory() -> None:
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800")
+    meter = EnergyMeter()
+    meter.update(source.sample())
+    python = _by_name(source.sample(), "python")
+    lib.process_sm_util[python.pid] = 0xFFFFFFFF  # garbage drivers answer at times
+    clock.advance_s(5)
+    sample = source.sample()
+    meter.update(sample)
+    assert math.isnan(_by_name(sample, "python").sm_util_percent)  # unknown, not 100 %
+    procs = sample.gpus[0].processes
+    memory = sum(p.used_memory_bytes for p in procs)
+    gpu_wh = meter.since_start_wh(0)
+    for p in procs:  # not by a made-up SM share: by memory, for every process
+        assert math.isclose(meter.process_wh[(0, p.pid)], gpu_wh * p.used_memory_bytes / memory)

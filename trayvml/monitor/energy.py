@@ -85,8 +85,12 @@ class EnergyMeter:
 
     def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
         read = gpu.state("process_count") is MetricState.OK
-        # By SM share where the driver tells it (nvmlDeviceGetProcessUtilization), else by memory.
-        weights = {p.pid: p.sm_util_percent for p in gpu.processes if p.sm_util_percent > 0}  # NaN: unknown
+        # By SM share where the driver tells it for every process (nvmlDeviceGetProcessUtilization),
+        # else by memory: one process's unknown share (NaN) would otherwise hand its part to the others.
+        sm = [p.sm_util_percent for p in gpu.processes]
+        weights = {}
+        if not any(math.isnan(share) for share in sm):
+            weights = {p.pid: p.sm_util_percent for p in gpu.processes if p.sm_util_percent > 0}
         if not weights:
             weights = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}
         total = sum(weights.values())
