@@ -64,4 +64,28 @@ def test_an_sm_share_above_100_is_unknown_and_energy_is_shared_by_memory() -> No
     memory = sum(p.used_memory_bytes for p in procs)
     gpu_wh = meter.since_start_wh(0)
     for p in procs:  # not by a made-up SM share: by memory, for every process
-        assert math.isclose(meter.process_wh[(0, p.pid)], gpu_wh * p.used_memory_bytes / memory)
+        assert math.isclose(meter.process_energy_wh(p), gpu_wh * p.used_memory_bytes / memory)
+
+
+def test_a_reused_pid_is_a_new_process_with_its_own_name_and_energy() -> None:
+    # The training job ends at 6600 s and starts again at 7260 s under the same PID.
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=6590")
+    meter = EnergyMeter()
+    for _ in range(2):
+        meter.update(sample := source.sample())
+        clock.advance_s(5)
+    first = _by_name(sample, "python")
+    first_wh = meter.process_energy_wh(first)
+    assert first_wh > 0
+    lib.process_names[first.pid] = "python3"  # what the host says of the PID from now on
+    while clock.now_s() - source.library.start_s < 7265 - 6590:  # type: ignore[union-attr]
+        meter.update(source.sample())  # the gap's energy goes to the processes of the gap
+        clock.advance_s(30)
+    for _ in range(2):
+        meter.update(sample := source.sample())
+        clock.advance_s(5)
+    second = next(p for p in sample.gpus[0].processes if p.pid == first.pid)
+    assert second.started_s > first.started_s
+    assert second.name == "python3"  # looked up again, not the old process's name
+    assert 0 < meter.process_energy_wh(second) < first_wh  # its energy starts from 0
+    assert meter.process_energy_wh(first) == first_wh

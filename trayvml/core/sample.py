@@ -110,6 +110,9 @@ class ProcessSample:
     container: str = ""  # container id from /proc/PID/cgroup, "" on the host
     no_permission: bool = False  # another user's process that we may not inspect
     sm_util_percent: float = math.nan  # its share of the SMs (nvmlDeviceGetProcessUtilization); NaN: unknown
+    # When it started (seconds since the epoch), NaN where unknown: with the PID, what tells one
+    # process from a later one the kernel gave the same PID.
+    started_s: float = math.nan
 
 
 @dataclass(frozen=True)

@@ -56,6 +56,15 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     return ProcessDetails(clean(name), clean(user), clean(command), container_of(pid))
 
 
+def process_start(pid: int) -> float:
+    """When a host PID's process started (seconds since the epoch), NaN where it cannot be read:
+    with the PID, what tells a process from a later one given the same PID."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return math.nan
+
+
 @dataclass(frozen=True)
 class HostUsage:
     """What a process costs the host: CPU % of one core since the last reading, resident memory,

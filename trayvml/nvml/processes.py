@@ -12,13 +12,21 @@ from trayvml.core.sample import ProcessDetails, ProcessSample
 ProcessResolver = Callable[[int], ProcessDetails | None]
 """Looks a PID up on the host: details, None if it is gone, PermissionError if hidden."""
 
+ProcessStart = Callable[[int], float]
+"""When a host PID's process started (seconds since the epoch); NaN where it cannot tell."""
+
 CACHE_MAX = 4096  # PIDs come and go; keep the cache bounded
 
 
 class ProcessCache:
-    def __init__(self, resolve: ProcessResolver | None = None) -> None:
+    """What the host knows of each process, looked up once per process: by PID and start time,
+    since the kernel hands a PID to a new process once the old one has gone, and a new process
+    under an old PID must not show the old one's name, user or command."""
+
+    def __init__(self, resolve: ProcessResolver | None = None, started: ProcessStart | None = None) -> None:
         self.resolve = resolve or (lambda pid: None)
-        self._details: dict[int, ProcessDetails | PermissionError | None] = {}
+        self.started = started or (lambda pid: math.nan)
+        self._details: dict[tuple[int, float], ProcessDetails | PermissionError | None] = {}
 
     def samples(self, gpu_index: int, kind: str, procs: Any) -> tuple[ProcessSample, ...]:
         """``procs`` (pynvml's process structs) as samples, with what the host knows of each."""
@@ -26,7 +34,9 @@ class ProcessCache:
 
     def _sample(self, gpu_index: int, kind: str, proc: Any) -> ProcessSample:
         pid = int(proc.pid)
-        details = self._details.get(pid)
+        started = self.started(pid)
+        key = (pid, -1.0 if math.isnan(started) else started)  # NaN is no dictionary key
+        details = self._details.get(key)
         if details is None:
             try:
                 details = self.resolve(pid)
@@ -34,14 +44,24 @@ class ProcessCache:
                 details = error
             if len(self._details) > CACHE_MAX:
                 self._details.clear()
-            self._details[pid] = details
+            self._details[key] = details
         used = proc.usedGpuMemory
         memory = math.nan if used is None else float(used)
         if isinstance(details, ProcessDetails):
             return ProcessSample(
-                gpu_index, pid, kind, memory, details.name, details.user, details.command, details.container
+                gpu_index,
+                pid,
+                kind,
+                memory,
+                details.name,
+                details.user,
+                details.command,
+                details.container,
+                started_s=started,
             )
-        return ProcessSample(gpu_index, pid, kind, memory, no_permission=isinstance(details, PermissionError))
+        return ProcessSample(
+            gpu_index, pid, kind, memory, no_permission=isinstance(details, PermissionError), started_s=started
+        )
 
 
 def merged_by_pid(lists: Iterable[tuple[ProcessSample, ...]]) -> tuple[ProcessSample, ...]:

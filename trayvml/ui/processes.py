@@ -24,7 +24,7 @@ from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
-from trayvml.monitor.energy import EnergyMeter, format_energy, job_key
+from trayvml.monitor.energy import EnergyMeter, format_energy
 
 _Index = QModelIndex | QPersistentModelIndex
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -68,8 +68,8 @@ def _cells(
     if energy is None or math.isnan(energy.since_start_wh(proc.gpu_index)):
         wh = job_wh = math.nan
     else:
-        wh = energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
-        job_wh = energy.job_wh.get((proc.gpu_index, job_key(proc)), 0.0)
+        wh = energy.process_energy_wh(proc)
+        job_wh = energy.job_energy_wh(proc)
     if isinstance(usage, HostUsage):
         cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
         ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)

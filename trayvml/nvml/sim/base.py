@@ -129,6 +129,10 @@ class SimulatedNvmlBase:
             return self.spec.at_s
         return self.spec.start_s + (self.clock.now_s() - self.start_s) * self.spec.speed
 
+    def wall_time_s(self, sim_s: float) -> float:
+        """The clock's time at simulated second ``sim_s`` (a simulated process's start, as the host would say it)."""
+        return self.start_s + (sim_s - self.spec.start_s) / self.spec.speed
+
     def fail(self, function: str, code: int, gpu: int | None = None) -> None:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
         self.failures.setdefault(function, []).append((gpu, code))

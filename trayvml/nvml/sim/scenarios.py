@@ -33,6 +33,9 @@ class SimProcess:
     kind: str = "compute"
     container: str = ""
     gpu_instance: int = -1  # the MIG GPU instance it runs in; -1: the whole GPU
+    # When it started, in simulated seconds: a job started again later under the same PID is
+    # another process, as a reused PID is on a real host.
+    started_s: float = 0.0
 
 
 @dataclass
@@ -217,6 +220,7 @@ class Training(Scenario):
                     f"python train.py --model llama-7b --rank {gpu}",
                     int(fraction * self._usable_bytes(gpu)),
                     container=container,
+                    started_s=t_s - phase + self.start_s,
                 )
             )
         return procs
@@ -314,7 +318,10 @@ class Processes(Scenario):
 
     def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
         phase = t_s % self.period_s
-        active = [s.process for s in self._schedule[gpu] if s.start_s <= phase < s.end_s]
+        began = t_s - phase  # this round of the schedule
+        active = [
+            replace(s.process, started_s=began + s.start_s) for s in self._schedule[gpu] if s.start_s <= phase < s.end_s
+        ]
         return [*super().processes(gpu, t_s), *active]
 
 
