@@ -4,11 +4,21 @@ that are reused, PIDs from another PID namespace."""
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
 
-from tests.helpers import simulated_source
+from tests.helpers import OPEN_SOURCES, simulated_source
+from trayvml.core.clock import ManualClock
+from trayvml.core.sample import ProcessSample
+from trayvml.host.processes import in_host_pid_namespace
 from trayvml.monitor.energy import EnergyMeter
+from trayvml.nvml.sim import parse_spec
 from trayvml.nvml.sim.profiles import PROFILES
 from trayvml.nvml.sim.scenarios import Processes
+from trayvml.source import Source
 
 
 def _running(program: str, seed: int) -> float:
@@ -89,3 +99,61 @@ def test_a_reused_pid_is_a_new_process_with_its_own_name_and_energy() -> None:
     assert second.name == "python3"  # looked up again, not the old process's name
     assert 0 < meter.process_energy_wh(second) < first_wh  # its energy starts from 0
     assert meter.process_energy_wh(first) == first_wh
+
+
+def _proc_root(tmp_path: Path, namespace: str | None, kthreadd: bool, pid1: bool = True) -> Path:
+    """A fake /proc: what in_host_pid_namespace reads, no more."""
+    root = tmp_path / "proc"
+    (root / "self" / "ns").mkdir(parents=True)
+    if namespace is not None:
+        os.symlink(namespace, root / "self" / "ns" / "pid")  # dangling, as read from outside procfs
+    if kthreadd:
+        (root / "2").mkdir()
+        (root / "2" / "comm").write_text("kthreadd\n")
+    if pid1:
+        (root / "1").mkdir()
+    return root
+
+
+def test_the_pid_namespace_probe_tells_the_host_from_a_container(tmp_path: Path) -> None:
+    assert in_host_pid_namespace(_proc_root(tmp_path / "a", "pid:[4026531836]", kthreadd=True))
+    assert not in_host_pid_namespace(_proc_root(tmp_path / "b", "pid:[4026532417]", kthreadd=False))
+    assert in_host_pid_namespace(_proc_root(tmp_path / "c", None, kthreadd=True))  # link unreadable
+    assert not in_host_pid_namespace(_proc_root(tmp_path / "d", None, kthreadd=False))  # PID 1, no kernel threads
+    assert in_host_pid_namespace(tmp_path / "no-procfs")  # not Linux: no PID namespaces
+
+
+def test_in_another_pid_namespace_processes_are_not_looked_up(tmp_path: Path) -> None:
+    container = _proc_root(tmp_path, "pid:[4026532417]", kthreadd=False)
+    source = Source(parse_spec("training:gpus=rtx4090,start=1800"), ManualClock(), host=False, proc_root=container)
+    OPEN_SOURCES.append(source)
+    gpu = source.sample().gpus[0]
+    assert gpu.processes and gpu.value("process_count") == len(gpu.processes)
+    for p in gpu.processes:  # NVML's numbers, and what it says of them; nothing from our /proc
+        assert p.foreign_pid and (p.name, p.user, p.command) == ("", "", "") and p.used_memory_bytes > 0
+
+
+def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from tests.ui_helpers import filled_history, shown_window
+    from trayvml.ui.processes import HEADERS
+
+    history, sample = filled_history("training:gpus=rtx4090", 10, host=False)
+    # Our own live process has the number NVML gave: here it is not the process NVML meant.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        foreign = ProcessSample(0, child.pid, "compute", 2.0**30, foreign_pid=True)
+        live = replace(sample, gpus=(replace(sample.gpus[0], processes=(foreign,)),), simulation="")
+        w = shown_window(qtbot, history, live)
+        w.tabs.setCurrentWidget(w.process_view)
+        w.refresh()
+        view, model = w.process_view, w.process_model
+        row = next(r for r in range(model.rowCount()) if model.pid_at(r) == child.pid)
+        cells = dict(zip(HEADERS, (model.index(row, c).data() for c in range(len(HEADERS))), strict=True))
+        assert cells["Name"] == cells["User"] == cells["CPU %"] == "(another PID namespace)"
+        assert cells["Host RAM"] == "–" and child.pid not in model.started_s
+        assert not view.can_end(row)
+        view.ask = lambda _parent, _question: True
+        assert not view.end(row) and child.poll() is None
+    finally:
+        child.kill()
+        child.wait(10)

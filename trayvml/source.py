@@ -27,7 +27,7 @@ from typing import Any
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
 from trayvml.core.sample import GpuSample, HostSample, ProcessDetails, Sample
-from trayvml.host.processes import process_start, resolve_host_process
+from trayvml.host.processes import in_host_pid_namespace, process_start, resolve_host_process
 from trayvml.host.sampler import HostSampler
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
@@ -99,7 +99,10 @@ class Source:
         clock: Clock | None = None,
         host: bool = True,
         stall_after_s: float = STALL_AFTER_S,
+        proc_root: Path | None = None,
     ) -> None:
+        """``proc_root``: the procfs whose PID namespace is checked against NVML's (host) PIDs;
+        None: /proc for real GPUs, none for simulated ones (their PIDs are the simulator's)."""
         self.clock = clock or SystemClock()
         self.simulation = simulation
         self.stall_after_s = stall_after_s
@@ -119,7 +122,12 @@ class Source:
                 root = self._sysfs_dir.name
             self.library.write_sysfs(Path(root))
             power = RuntimePower(Path(root))
-        self.reader = NvmlReader(self.clock, resolver, power, started)
+        if proc_root is None and simulation is None:
+            proc_root = Path("/proc")
+        foreign = proc_root is not None and not in_host_pid_namespace(proc_root)
+        if foreign:
+            log.info("trayvml runs outside the host's PID namespace: GPU processes cannot be looked up here")
+        self.reader = NvmlReader(self.clock, resolver, power, started, foreign)
         self.host = HostSampler() if host else None
         self._nvml = _NvmlThread()
         self._read_began_s = 0.0  # clock time, for the user

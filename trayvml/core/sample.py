@@ -113,6 +113,9 @@ class ProcessSample:
     # When it started (seconds since the epoch), NaN where unknown: with the PID, what tells one
     # process from a later one the kernel gave the same PID.
     started_s: float = math.nan
+    # NVML's PID is the host's and trayvml runs in another PID namespace (a container, WSL2): the
+    # same number here is another process or none, so it is neither looked up nor ended.
+    foreign_pid: bool = False
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,14 @@ class ProcessCache:
     since the kernel hands a PID to a new process once the old one has gone, and a new process
     under an old PID must not show the old one's name, user or command."""
 
-    def __init__(self, resolve: ProcessResolver | None = None, started: ProcessStart | None = None) -> None:
+    def __init__(
+        self, resolve: ProcessResolver | None = None, started: ProcessStart | None = None, foreign_pids: bool = False
+    ) -> None:
         self.resolve = resolve or (lambda pid: None)
         self.started = started or (lambda pid: math.nan)
+        # NVML's PIDs are the host's and we run in another PID namespace: a PID here is not the
+        # process NVML means, so nothing is looked up (no other process's name or user shown).
+        self.foreign_pids = foreign_pids
         self._details: dict[tuple[int, float], ProcessDetails | PermissionError | None] = {}
 
     def samples(self, gpu_index: int, kind: str, procs: Any) -> tuple[ProcessSample, ...]:
@@ -34,6 +39,10 @@ class ProcessCache:
 
     def _sample(self, gpu_index: int, kind: str, proc: Any) -> ProcessSample:
         pid = int(proc.pid)
+        used = proc.usedGpuMemory
+        memory = math.nan if used is None else float(used)
+        if self.foreign_pids:
+            return ProcessSample(gpu_index, pid, kind, memory, foreign_pid=True)
         started = self.started(pid)
         key = (pid, -1.0 if math.isnan(started) else started)  # NaN is no dictionary key
         details = self._details.get(key)
@@ -45,8 +54,6 @@ class ProcessCache:
             if len(self._details) > CACHE_MAX:
                 self._details.clear()
             self._details[key] = details
-        used = proc.usedGpuMemory
-        memory = math.nan if used is None else float(used)
         if isinstance(details, ProcessDetails):
             return ProcessSample(
                 gpu_index,

@@ -123,6 +123,7 @@ class NvmlReader:
         resolve_process: ProcessResolver | None = None,
         power: RuntimePower | None = None,
         process_started: ProcessStart | None = None,
+        foreign_pids: bool = False,
     ) -> None:
         self.clock = clock
         # Read before any NVML call: a runtime-suspended GPU is not queried (a query would wake it).
@@ -135,7 +136,7 @@ class NvmlReader:
         self._known: dict[str, DeviceInfo] = {}  # facts of each GPU by bus key, for when NVML is closed
         self.session = NvmlSession()
         self.probe = DeviceProbe()
-        processes = ProcessCache(resolve_process, process_started)
+        processes = ProcessCache(resolve_process, process_started, foreign_pids)
         self.scheduler = Scheduler(self.session, self.probe, processes, clock.now_s)
         self.system: SystemInfo | None = None
         self.devices: tuple[DeviceInfo, ...] = ()
