@@ -58,9 +58,9 @@ def test_energy_is_shared_by_memory_and_summed_per_container() -> None:
     procs = (proc(1, 3e9, "abc"), proc(2, 1e9, "abc"), proc(3, 4e9))
     for k in range(3601):
         meter.update(gpu_sample(k, power_w=80, processes=procs))
-    assert math.isclose(meter.process_wh[(0, 1)], 30.0)
-    assert math.isclose(meter.process_wh[(0, 3)], 40.0)
-    assert math.isclose(meter.job_wh[(0, "container abc")], 40.0)
+    assert math.isclose(meter.process_energy_wh(procs[0]), 30.0)
+    assert math.isclose(meter.process_energy_wh(procs[2]), 40.0)
+    assert math.isclose(meter.job_energy_wh(procs[0]), 40.0)
     assert meter.unattributed_wh(0) == 0.0
 
 
@@ -130,7 +130,7 @@ def test_per_process_sm_share_is_read_with_its_last_seen_timestamp_and_shares_en
     by_pid = {p.pid: p for p in sample.gpus[0].processes}
     total = sum(p.sm_util_percent for p in by_pid.values())
     gpu_wh = meter.since_start_wh(0)
-    for pid, wh in ((pid, wh) for (gpu, pid), wh in meter.process_wh.items()):
+    for pid, wh in ((pid, wh) for (gpu, pid, _), wh in meter.process_wh.items()):
         assert math.isclose(wh, gpu_wh * by_pid[pid].sm_util_percent / total)  # by SM share, not memory
     assert lib.calls["nvmlDeviceGetProcessUtilization"] == 4  # two reads, each asking the size first
 

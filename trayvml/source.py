@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import os
 import queue
 import tempfile
@@ -26,7 +27,7 @@ from typing import Any
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
 from trayvml.core.sample import GpuSample, HostSample, ProcessDetails, Sample
-from trayvml.host.processes import resolve_host_process
+from trayvml.host.processes import in_host_pid_namespace, process_start, resolve_host_process
 from trayvml.host.sampler import HostSampler
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
@@ -98,18 +99,22 @@ class Source:
         clock: Clock | None = None,
         host: bool = True,
         stall_after_s: float = STALL_AFTER_S,
+        proc_root: Path | None = None,
     ) -> None:
+        """``proc_root``: the procfs whose PID namespace is checked against NVML's (host) PIDs;
+        None: /proc for real GPUs, none for simulated ones (their PIDs are the simulator's)."""
         self.clock = clock or SystemClock()
         self.simulation = simulation
         self.stall_after_s = stall_after_s
         self.library: SimulatedNvml | None = None
         resolver = resolve_host_process
+        started = process_start
         power: RuntimePower | None = None
         self._sysfs_dir: tempfile.TemporaryDirectory[str] | None = None
         if simulation is not None:
             self.library = SimulatedNvml(simulation, self.clock)
             install(self.library)
-            resolver = self._resolve_simulated
+            resolver, started = self._resolve_simulated, self._simulated_start
             # Simulated GPUs get a fake sysfs (runtime power states): TRAYVML_SYSFS_ROOT, or a private one.
             root = os.environ.get(SYSFS_ROOT_ENV)
             if not root:
@@ -117,7 +122,12 @@ class Source:
                 root = self._sysfs_dir.name
             self.library.write_sysfs(Path(root))
             power = RuntimePower(Path(root))
-        self.reader = NvmlReader(self.clock, resolver, power)
+        if proc_root is None and simulation is None:
+            proc_root = Path("/proc")
+        foreign = proc_root is not None and not in_host_pid_namespace(proc_root)
+        if foreign:
+            log.info("trayvml runs outside the host's PID namespace: GPU processes cannot be looked up here")
+        self.reader = NvmlReader(self.clock, resolver, power, started, foreign)
         self.host = HostSampler() if host else None
         self._nvml = _NvmlThread()
         self._read_began_s = 0.0  # clock time, for the user
@@ -139,6 +149,14 @@ class Source:
                         raise PermissionError(f"process {pid} belongs to {proc.user}")
                     return ProcessDetails(proc.name, proc.user, proc.command, proc.container)
         return None
+
+    def _simulated_start(self, pid: int) -> float:
+        assert self.library is not None
+        for gpu in range(len(self.library.timelines)):
+            for proc in self.library.processes(gpu):
+                if proc.pid == pid:
+                    return self.library.wall_time_s(proc.started_s)
+        return math.nan
 
     def sample(self, demand: frozenset[str] | None = None) -> Sample:
         """One sample; waits at most ``stall_after_s`` for the driver (less once it is known stuck).

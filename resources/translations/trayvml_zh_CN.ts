@@ -578,6 +578,10 @@
         <translation>模拟</translation>
     </message>
     <message>
+        <source>(another PID namespace)</source>
+        <translation>（其他 PID 命名空间）</translation>
+    </message>
+    <message>
         <source>(no permission)</source>
         <translation>（无权限）</translation>
     </message>

@@ -197,9 +197,9 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                         "used_memory_bytes": _number(p.used_memory_bytes),
                         "no_permission": p.no_permission,
                         "sm_util_percent": _number(p.sm_util_percent),
-                        "energy_wh": None if energy is None else energy.process_wh.get((gpu.index, p.pid), 0.0),
+                        "energy_wh": None if energy is None else energy.process_energy_wh(p),
                         "job": job_key(p),
-                        "job_energy_wh": None if energy is None else energy.job_wh.get((gpu.index, job_key(p)), 0.0),
+                        "job_energy_wh": None if energy is None else energy.job_energy_wh(p),
                     }
                     for p in gpu.processes
                 ],

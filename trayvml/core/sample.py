@@ -102,7 +102,7 @@ class ProcessDetails:
 class ProcessSample:
     gpu_index: int
     pid: int
-    kind: str  # "compute" or "graphics"
+    kind: str  # "compute", "graphics", or "compute+graphics" (in both of NVML's lists)
     used_memory_bytes: float  # NaN where NVML does not say (other users, WDDM)
     name: str = ""  # "" where the PID cannot be resolved (another container, no permission)
     user: str = ""
@@ -110,6 +110,12 @@ class ProcessSample:
     container: str = ""  # container id from /proc/PID/cgroup, "" on the host
     no_permission: bool = False  # another user's process that we may not inspect
     sm_util_percent: float = math.nan  # its share of the SMs (nvmlDeviceGetProcessUtilization); NaN: unknown
+    # When it started (seconds since the epoch), NaN where unknown: with the PID, what tells one
+    # process from a later one the kernel gave the same PID.
+    started_s: float = math.nan
+    # NVML's PID is the host's and trayvml runs in another PID namespace (a container, WSL2): the
+    # same number here is another process or none, so it is neither looked up nor ended.
+    foreign_pid: bool = False
 
 
 @dataclass(frozen=True)

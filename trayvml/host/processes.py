@@ -8,6 +8,7 @@ import re
 import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 import psutil
 
@@ -32,6 +33,35 @@ def container_of(pid: int) -> str:
     return (match.group(1) or match.group(2))[:12]
 
 
+# The inode of the initial (the host's) PID namespace: the kernel's fixed PROC_PID_INIT_INO
+# (include/linux/proc_ns.h), what /proc/self/ns/pid links to outside any container.
+_HOST_PID_NAMESPACE = "pid:[4026531836]"
+
+
+def in_host_pid_namespace(proc_root: Path = Path("/proc")) -> bool:
+    """Whether PIDs here are the host's, as NVML's are.
+
+    NVML lists host PIDs whatever namespace asks (nvidia-docker#1483: the driver knows no PID
+    namespaces); inside a container without --pid=host, or in WSL2, the same number is another
+    process or none (nvtop#149, nvitop#134: they advise --pid=host). Comparing /proc/self/ns/pid
+    with /proc/1/ns/pid cannot tell: a container's PID 1 shares its namespace. What can: our
+    namespace is the initial one (its inode is fixed), or, where that link cannot be read, the
+    kernel's threads (kthreadd is PID 2 only in the host's namespace) are visible.
+    Without a procfs (not Linux) there are no PID namespaces; where procfs hides other users'
+    processes (hidepid) and nothing tells, the host's is assumed.
+    """
+    if not proc_root.is_dir():
+        return True
+    try:
+        return os.readlink(proc_root / "self" / "ns" / "pid") == _HOST_PID_NAMESPACE
+    except OSError:
+        pass
+    try:
+        return (proc_root / "2" / "comm").read_text(encoding="utf-8", errors="replace").strip() == "kthreadd"
+    except OSError:
+        return not (proc_root / "1").is_dir()  # PID 1 seen and kernel threads not: a container
+
+
 def resolve_host_process(pid: int) -> ProcessDetails | None:
     """Details of a host PID; None if it is gone or lives outside our PID namespace.
 
@@ -54,6 +84,15 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     except psutil.AccessDenied as denied:
         raise PermissionError(f"no permission to inspect process {pid}") from denied
     return ProcessDetails(clean(name), clean(user), clean(command), container_of(pid))
+
+
+def process_start(pid: int) -> float:
+    """When a host PID's process started (seconds since the epoch), NaN where it cannot be read:
+    with the PID, what tells a process from a later one given the same PID."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return math.nan
 
 
 @dataclass(frozen=True)

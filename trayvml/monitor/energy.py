@@ -31,6 +31,22 @@ def job_key(process: ProcessSample) -> str:
     return f"container {process.container}" if process.container else f"pid {process.pid}"
 
 
+ProcessKey = tuple[int, int, float]
+JobKey = tuple[int, str, float]
+
+
+def process_key(process: ProcessSample) -> ProcessKey:
+    """(GPU, PID, start time): a PID the kernel hands to a new process later is another process,
+    whose energy starts from 0 (-1 stands for an unknown start time, NaN being no dictionary key)."""
+    started = -1.0 if math.isnan(process.started_s) else round(process.started_s, 2)
+    return (process.gpu_index, process.pid, started)
+
+
+def _job_key(process: ProcessSample) -> JobKey:
+    """A container's job spans its processes; a process's own job is that process, start time and all."""
+    return (process.gpu_index, job_key(process), -1.0 if process.container else process_key(process)[2])
+
+
 @dataclass
 class _GpuEnergy:
     since_start_wh: float = 0.0
@@ -50,8 +66,8 @@ class EnergyMeter:
     def __init__(self, span_s: float = 12 * 3600.0) -> None:
         self.span_s = span_s
         self._gpus: dict[int, _GpuEnergy] = {}
-        self.process_wh: dict[tuple[int, int], float] = {}  # (GPU, PID) -> Wh attributed
-        self.job_wh: dict[tuple[int, str], float] = {}  # (GPU, job key) -> Wh attributed
+        self.process_wh: dict[ProcessKey, float] = {}  # (GPU, PID, start) -> Wh attributed
+        self.job_wh: dict[JobKey, float] = {}  # (GPU, job key, start of a process's job) -> Wh attributed
 
     def update(self, sample: Sample) -> None:
         for gpu in sample.gpus:
@@ -85,8 +101,12 @@ class EnergyMeter:
 
     def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
         read = gpu.state("process_count") is MetricState.OK
-        # By SM share where the driver tells it (nvmlDeviceGetProcessUtilization), else by memory.
-        weights = {p.pid: p.sm_util_percent for p in gpu.processes if p.sm_util_percent > 0}  # NaN: unknown
+        # By SM share where the driver tells it for every process (nvmlDeviceGetProcessUtilization),
+        # else by memory: one process's unknown share (NaN) would otherwise hand its part to the others.
+        sm = [p.sm_util_percent for p in gpu.processes]
+        weights = {}
+        if not any(math.isnan(share) for share in sm):
+            weights = {p.pid: p.sm_util_percent for p in gpu.processes if p.sm_util_percent > 0}
         if not weights:
             weights = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}
         total = sum(weights.values())
@@ -96,9 +116,9 @@ class EnergyMeter:
         for process in gpu.processes:
             share = weights.get(process.pid, 0.0) / total
             if share:
-                key = (gpu.index, process.pid)
+                key = process_key(process)
                 self.process_wh[key] = self.process_wh.get(key, 0.0) + added_wh * share
-                job = (gpu.index, job_key(process))
+                job = _job_key(process)
                 self.job_wh[job] = self.job_wh.get(job, 0.0) + added_wh * share
 
     # ---- what it tells ----
@@ -120,6 +140,14 @@ class EnergyMeter:
             return math.nan
         totals = list(e.totals_wh)
         return _at(times, totals, min(end_s, e.last_s), e) - _at(times, totals, max(start_s, times[0]), e)
+
+    def process_energy_wh(self, process: ProcessSample) -> float:
+        """Wh attributed to this process (0 before its first share)."""
+        return self.process_wh.get(process_key(process), 0.0)
+
+    def job_energy_wh(self, process: ProcessSample) -> float:
+        """Wh attributed to the job this process belongs to."""
+        return self.job_wh.get(_job_key(process), 0.0)
 
     def unattributed_wh(self, gpu: int) -> float:
         e = self._gpus.get(gpu)

@@ -26,12 +26,12 @@ from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, Derivation, Metric
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, SystemInfo
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
-from trayvml.nvml.processes import ProcessCache, ProcessResolver
+from trayvml.nvml.processes import ProcessCache, ProcessResolver, ProcessStart
 from trayvml.nvml.runtime_pm import PciPower, RuntimePower, bus_key
 from trayvml.nvml.schedule import GpuState, Scheduler
 from trayvml.nvml.session import RETRY_PERIOD_S, NvmlDownError, NvmlSession, classify, handle_value, unavailable_from
 
-__all__ = ["RETRY_PERIOD_S", "NvmlReader", "ProcessResolver"]
+__all__ = ["RETRY_PERIOD_S", "NvmlReader", "ProcessResolver", "ProcessStart"]
 
 log = logging.getLogger(__name__)
 
@@ -118,7 +118,12 @@ IDLE_MEMORY_BYTES = 64 * 2**20  # above this in use, some process holds the GPU:
 
 class NvmlReader:
     def __init__(
-        self, clock: Clock, resolve_process: ProcessResolver | None = None, power: RuntimePower | None = None
+        self,
+        clock: Clock,
+        resolve_process: ProcessResolver | None = None,
+        power: RuntimePower | None = None,
+        process_started: ProcessStart | None = None,
+        foreign_pids: bool = False,
     ) -> None:
         self.clock = clock
         # Read before any NVML call: a runtime-suspended GPU is not queried (a query would wake it).
@@ -131,7 +136,8 @@ class NvmlReader:
         self._known: dict[str, DeviceInfo] = {}  # facts of each GPU by bus key, for when NVML is closed
         self.session = NvmlSession()
         self.probe = DeviceProbe()
-        self.scheduler = Scheduler(self.session, self.probe, ProcessCache(resolve_process), clock.now_s)
+        processes = ProcessCache(resolve_process, process_started, foreign_pids)
+        self.scheduler = Scheduler(self.session, self.probe, processes, clock.now_s)
         self.system: SystemInfo | None = None
         self.devices: tuple[DeviceInfo, ...] = ()
         self._gpus: list[GpuState] | None = None

@@ -24,7 +24,7 @@ from trayvml.nvml import binding
 from trayvml.nvml.fields import decode_as, field_array, field_view
 from trayvml.nvml.gpm import GpmSampler
 from trayvml.nvml.probe import DeviceProbe, GpuLostError, caller
-from trayvml.nvml.processes import ProcessCache
+from trayvml.nvml.processes import ProcessCache, merged_by_pid
 from trayvml.nvml.session import NvmlSession, classify
 from trayvml.nvml.specs import (
     CALLS,
@@ -44,7 +44,6 @@ _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
     MetricState.NOT_READ,
 )
 _NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
-_MAX_PROCESS_SM = 1024
 _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more than "not read"
 
 
@@ -64,7 +63,8 @@ class GpuState:
     lost: bool = False
     deferred: bool = False  # asleep when NVML opened: facts and reads wait until it wakes
     parent_handle: Any = None  # a MIG device: its parent GPU's handle (GPM samples are taken there)
-    process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % from the last samples seen
+    process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % in the last samples read
+    process_sm_read: bool = False  # whether process_sm holds the last call's answer (else: unknown)
     process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
     process_util_supported: bool = True
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
@@ -340,7 +340,7 @@ class Scheduler:
 
         def fill(g: GpuState, procs: Any) -> None:
             g.process_lists[kind] = self.processes.samples(g.index, kind, procs)
-            processes = tuple(p for lst in g.process_lists.values() for p in lst)
+            processes = merged_by_pid(g.process_lists.values())
             # Each process's share of the SMs: asked with the compute list, applied to both lists.
             g.processes = self._with_sm_util(g, processes, ask=kind == "compute")
 
@@ -348,31 +348,46 @@ class Scheduler:
         return Op(function, getattr(N, function), fill, (PROCESSES,), read.period_s, older, process_kind=kind)
 
     def _with_sm_util(self, g: GpuState, processes: tuple[ProcessSample, ...], ask: bool) -> tuple[ProcessSample, ...]:
-        """``processes`` with their SM share from nvmlDeviceGetProcessUtilization (the samples since
-        the last-seen timestamp; a process with none new keeps its last). Not supported under MIG."""
+        """``processes`` with their SM share from nvmlDeviceGetProcessUtilization. Not supported under MIG.
+
+        The driver answers only the processes with a sample newer than the last-seen timestamp,
+        and samples only those "that had some non-zero utilization" (nvml.h): a listed process it
+        leaves out ran no kernel since the last call, so it is idle (0 %), not as it was before.
+        A value above 100 (0xFFFFFFFF and other garbage drivers answer at times, see nvtop) is
+        unknown (NaN), never a busy 100 %.
+        """
         if not g.process_util_supported or not processes:
             return processes
-        if not ask:
-            return tuple(replace(p, sm_util_percent=g.process_sm.get(p.pid, NAN)) for p in processes)
+        if ask:
+            g.process_sm, g.process_sm_read = self._read_sm_util(g)
+            if not g.process_util_supported:
+                return processes
+        if not g.process_sm_read:
+            return tuple(replace(p, sm_util_percent=NAN) for p in processes)
+        return tuple(replace(p, sm_util_percent=g.process_sm.get(p.pid, 0.0)) for p in processes)
+
+    def _read_sm_util(self, g: GpuState) -> tuple[dict[int, float], bool]:
+        """PID -> SM % of the samples since the last call, and whether the call answered."""
         self.session.current_call = "nvmlDeviceGetProcessUtilization"
         try:
             samples = N.nvmlDeviceGetProcessUtilization(g.handle, g.process_util_seen_us)
         except N.NVMLError as error:
+            if error.value == N.NVML_ERROR_NOT_FOUND:
+                return {}, True  # no samples since the last call: every process was idle
             state = classify(error.value)  # raises where NVML as a whole is gone
             if state is MetricState.LOST:
                 raise GpuLostError from None
             if state is _NOT_SUPPORTED:
                 g.process_util_supported = False
-                return processes
-            samples = []  # NOT_FOUND: no new samples since the last call
+            return {}, False  # this time unknown
+        shares: dict[int, tuple[int, float]] = {}  # PID -> (timestamp, SM %): its latest sample
         for sample in samples:
-            # NVML answers garbage above 100 % at times (nvtop clamps it too).
-            g.process_sm[int(sample.pid)] = float(min(int(sample.smUtil), 100))
-            g.process_util_seen_us = max(g.process_util_seen_us, int(sample.timeStamp))
-        if len(g.process_sm) > _MAX_PROCESS_SM:  # PIDs come and go: keep the ones listed now
-            alive = {p.pid for p in processes}
-            g.process_sm = {pid: sm for pid, sm in g.process_sm.items() if pid in alive}
-        return tuple(replace(p, sm_util_percent=g.process_sm.get(p.pid, NAN)) for p in processes)
+            stamp, sm = int(sample.timeStamp), int(sample.smUtil)
+            pid = int(sample.pid)
+            if pid not in shares or stamp >= shares[pid][0]:
+                shares[pid] = (stamp, float(sm) if sm <= 100 else NAN)
+            g.process_util_seen_us = max(g.process_util_seen_us, stamp)
+        return {pid: sm for pid, (_, sm) in shares.items()}, True
 
     # ---- demand ----
     def set_demand(self, g: GpuState, wanted: frozenset[str] | None) -> None:

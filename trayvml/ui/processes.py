@@ -24,7 +24,7 @@ from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import ProcessSample, Sample
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
-from trayvml.monitor.energy import EnergyMeter, format_energy, job_key
+from trayvml.monitor.energy import EnergyMeter, format_energy
 
 _Index = QModelIndex | QPersistentModelIndex
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -49,6 +49,8 @@ RIGHT_ALIGNED = frozenset(
     for h in ("GPU", "PID", "GPU memory", "SM %", "CPU %", "Host RAM", "Runtime", "Energy", "Job energy")
 )
 SIMULATED = QT_TRANSLATE_NOOP("ProcessModel", "simulated")  # a simulated GPU's process has no host process to read
+# NVML's PID is the host's, and trayvml runs in another PID namespace (a container, WSL2).
+FOREIGN = QT_TRANSLATE_NOOP("ProcessModel", "(another PID namespace)")
 
 
 def _sm_share(percent: float) -> tuple[str, float]:
@@ -62,14 +64,16 @@ def _cells(
 ) -> tuple[tuple[str, Any], ...]:
     """(shown text, sort key) per column. ``usage``: the host's figures, or why there are none."""
     hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
+    if proc.foreign_pid:
+        hidden = translate("ProcessModel", FOREIGN)
     memory = proc.used_memory_bytes
     # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.monitor.energy).
     # Unknown, not 0, where the GPU's own energy is unknown (no power reading, no counter).
     if energy is None or math.isnan(energy.since_start_wh(proc.gpu_index)):
         wh = job_wh = math.nan
     else:
-        wh = energy.process_wh.get((proc.gpu_index, proc.pid), 0.0)
-        job_wh = energy.job_wh.get((proc.gpu_index, job_key(proc)), 0.0)
+        wh = energy.process_energy_wh(proc)
+        job_wh = energy.job_energy_wh(proc)
     if isinstance(usage, HostUsage):
         cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
         ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)
@@ -107,6 +111,7 @@ class ProcessModel(QAbstractTableModel):
         self._rows: list[tuple[tuple[str, Any], ...]] = []
         self.energy: EnergyMeter | None = None  # set by the app: energy per process and job
         self.started_s: dict[int, float] = {}  # by PID, of the processes the host could read
+        self.foreign_pids: set[int] = set()  # PIDs of another PID namespace: never looked up or ended
         self._usage = HostUsageReader()
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802, B008 - Qt override
@@ -143,14 +148,17 @@ class ProcessModel(QAbstractTableModel):
     def _host_usage(self, sample: Sample, procs: list[ProcessSample]) -> dict[int, HostUsage | str]:
         """The host's figures per PID, or why there are none. A simulated GPU's PIDs are made up:
         whatever host process has that PID is not it."""
+        self.foreign_pids = {p.pid for p in procs if p.foreign_pid}
         if sample.simulation:
             return dict.fromkeys((p.pid for p in procs), translate("ProcessModel", SIMULATED))
-        usage = self._usage.read({p.pid for p in procs})
+        # A PID of another namespace here is some other process (or none): not read.
+        usage = self._usage.read({p.pid for p in procs if not p.foreign_pid})
         self.started_s = {pid: u.started_s for pid, u in usage.items()}
         return {
             p.pid: usage.get(p.pid, translate("ProcessModel", "(no permission)") if p.no_permission else "–")
             for p in procs
-        }
+            if not p.foreign_pid
+        } | {p.pid: translate("ProcessModel", FOREIGN) for p in procs if p.foreign_pid}
 
     def update_processes(self, sample: Sample) -> None:
         current = {(p.gpu_index, p.pid, p.kind): p for g in sample.gpus for p in g.processes}
@@ -238,13 +246,17 @@ class ProcessesPage(QTableView):
         menu.exec(self.viewport().mapToGlobal(position))
 
     def can_end(self, row: int) -> bool:
+        """Only a process proven to be the one NVML meant: read here (its start time known), this
+        user's, and not a PID of another PID namespace (there the number is some other process)."""
         pid = self.processes.pid_at(row)
+        if pid in self.processes.foreign_pids:
+            return False
         return pid in self.processes.started_s and owned_by_me(pid)
 
     def end(self, row: int) -> bool:
         """Ends the process in ``row`` (of the model) once the user confirms; True if it was asked to end."""
         pid, name = self.processes.pid_at(row), self.processes.name_at(row)
-        started = self.processes.started_s.get(pid)
+        started = None if pid in self.processes.foreign_pids else self.processes.started_s.get(pid)
         question = translate("ProcessesPage", "End process {pid} ({name})?\n\nIt is sent SIGTERM, as kill does.")
         if started is None or not self.ask(self, question.format(pid=pid, name=name)):
             return False

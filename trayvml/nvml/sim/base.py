@@ -108,6 +108,10 @@ class SimulatedNvmlBase:
         # process's (by PID) as psutil would give it (undecodable bytes surrogate-escaped).
         self.gpu_names: dict[int, bytes] = {}
         self.process_names: dict[int, str] = {}
+        # PID -> the SM % nvmlDeviceGetProcessUtilization reports for it, instead of its share of
+        # the GPU's: 0 is an idle process (the driver has no sample of it, so it is left out);
+        # above 100 the garbage drivers answer at times (0xFFFFFFFF, nvtop's handling).
+        self.process_sm_util: dict[int, int] = {}
         # function name -> (from, until) in simulated seconds: the call does not return meanwhile,
         # as a call into a wedged GPU does not.
         self.hangs: dict[str, tuple[float, float]] = dict(spec.hangs)
@@ -124,6 +128,10 @@ class SimulatedNvmlBase:
         if self.spec.at_s is not None:
             return self.spec.at_s
         return self.spec.start_s + (self.clock.now_s() - self.start_s) * self.spec.speed
+
+    def wall_time_s(self, sim_s: float) -> float:
+        """The clock's time at simulated second ``sim_s`` (a simulated process's start, as the host would say it)."""
+        return self.start_s + (sim_s - self.spec.start_s) / self.spec.speed
 
     def fail(self, function: str, code: int, gpu: int | None = None) -> None:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""

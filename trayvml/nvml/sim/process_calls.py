@@ -17,7 +17,7 @@ class ProcessCalls(SimulatedNvmlBase):
         g = self._gpu(handle) if mig is None else mig[0]
         if isinstance(g, int):
             return g
-        procs = [p for p in self.processes(g.gpu) if p.kind == kind]
+        procs = [p for p in self.processes(g.gpu) if kind in p.kind.split("+")]
         if mig is not None:  # a MIG device lists its own instance's processes; the parent, all
             procs = [p for p in procs if p.gpu_instance == mig[1].gpu_instance_id]
         capacity = count._obj
@@ -48,26 +48,36 @@ class ProcessCalls(SimulatedNvmlBase):
             return g
         if g.profile.mig_instances:
             return N.NVML_ERROR_NOT_SUPPORTED
-        procs = self.processes(g.gpu)
-        if not procs:
-            return N.NVML_ERROR_NOT_FOUND  # no samples since the last-seen timestamp
-        capacity = count._obj
-        if array is None or capacity.value < len(procs):
-            capacity.value = len(procs)
-            return N.NVML_ERROR_INSUFFICIENT_SIZE
+        # Only processes with samples newer than the last-seen timestamp are answered, and only
+        # those that "had some non-zero utilization during the last sample period" (nvml.h;
+        # nvml-wrapper's process_utilization_stats says the same): an idle process is left out.
+        # No samples at all is NOT_FOUND.
+        last_seen_us = int(getattr(last_seen_us, "value", last_seen_us))
+        now_us = int(self.clock.now_s() * 1e6)
+        procs = self.processes(g.gpu) if now_us > last_seen_us else []
         # A display server takes a sliver; the rest of the GPU's utilization goes to the compute
         # processes by their memory (a stand-in: real shares come from the driver's sampling).
         util = g.util[g.i]
-        compute = [p for p in procs if p.kind == "compute"]
+        compute = [p for p in procs if "compute" in p.kind]
         memory = sum(p.memory_bytes for p in compute) or 1
-        now_us = int(self.clock.now_s() * 1e6)
-        for k, proc in enumerate(procs):
+        samples: list[tuple[int, int]] = []
+        for proc in procs:
+            share = proc.memory_bytes / memory if "compute" in proc.kind else 0.0
+            sm = min(util, 1) if "compute" not in proc.kind else round(max(util - 1, 0) * share)
+            sm = self.process_sm_util.get(proc.pid, sm)
+            if sm:
+                samples.append((proc.pid, int(sm)))
+        if not samples:
+            return N.NVML_ERROR_NOT_FOUND  # no samples since the last-seen timestamp
+        capacity = count._obj
+        if array is None or capacity.value < len(samples):
+            capacity.value = len(samples)
+            return N.NVML_ERROR_INSUFFICIENT_SIZE
+        for k, (pid, sm) in enumerate(samples):
             entry = array[k]
-            entry.pid, entry.timeStamp = proc.pid, now_us
-            share = proc.memory_bytes / memory if proc.kind == "compute" else 0.0
-            entry.smUtil = min(util, 1) if proc.kind != "compute" else round(max(util - 1, 0) * share)
+            entry.pid, entry.timeStamp, entry.smUtil = pid, now_us, sm
             entry.memUtil = entry.encUtil = entry.decUtil = 0
-        capacity.value = len(procs)
+        capacity.value = len(samples)
         return N.NVML_SUCCESS
 
     # Older drivers' variants: pynvml reads them into a struct with the same fields.

@@ -28,9 +28,14 @@ class SimProcess:
     user: str
     command: str
     memory_bytes: int
-    kind: str = "compute"  # or "graphics"
+    # "compute", "graphics", or "compute+graphics": a program that both computes and draws (a
+    # renderer with a viewport, a game using CUDA) is in both of NVML's lists (nvidia-smi: "C+G").
+    kind: str = "compute"
     container: str = ""
     gpu_instance: int = -1  # the MIG GPU instance it runs in; -1: the whole GPU
+    # When it started, in simulated seconds: a job started again later under the same PID is
+    # another process, as a reused PID is on a real host.
+    started_s: float = 0.0
 
 
 @dataclass
@@ -215,6 +220,7 @@ class Training(Scenario):
                     f"python train.py --model llama-7b --rank {gpu}",
                     int(fraction * self._usable_bytes(gpu)),
                     container=container,
+                    started_s=t_s - phase + self.start_s,
                 )
             )
         return procs
@@ -271,7 +277,7 @@ class Processes(Scenario):
     _programs = (
         ("python", "python infer.py --batch 32", 60.0),
         ("ollama", "ollama serve", 35.0),
-        ("blender", "blender -b scene.blend -a", 80.0),
+        ("blender", "blender scene.blend", 80.0),  # rendering in its viewport: computes and draws
         ("ffmpeg", "ffmpeg -hwaccel cuda -i in.mp4 out.mp4", 20.0),
         ("jupyter", "python -m ipykernel_launcher -f kernel.json", 10.0),
     )
@@ -288,7 +294,8 @@ class Processes(Scenario):
                 end = min(self.period_s, start + rng.uniform(60, 1500))
                 user = rng.choice([self.user, self.user, "alice", "bob"])
                 memory = int(rng.uniform(0.03, 0.15) * self._usable_bytes(gpu))
-                proc = SimProcess(PID_BASE + gpu * 1000 + 10 + k, name, user, command, memory)
+                kind = "compute+graphics" if name == "blender" else "compute"
+                proc = SimProcess(PID_BASE + gpu * 1000 + 10 + k, name, user, command, memory, kind)
                 items.append(_Scheduled(start, end, proc, util))
             self._schedule.append(items)
 
@@ -311,7 +318,10 @@ class Processes(Scenario):
 
     def processes(self, gpu: int, t_s: float) -> list[SimProcess]:
         phase = t_s % self.period_s
-        active = [s.process for s in self._schedule[gpu] if s.start_s <= phase < s.end_s]
+        began = t_s - phase  # this round of the schedule
+        active = [
+            replace(s.process, started_s=began + s.start_s) for s in self._schedule[gpu] if s.start_s <= phase < s.end_s
+        ]
         return [*super().processes(gpu, t_s), *active]
 
 

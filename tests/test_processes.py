@@ -1,0 +1,159 @@
+"""Process lists as a real driver gives them: one row per process, shares that add up, PIDs
+that are reused, PIDs from another PID namespace."""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+from tests.helpers import OPEN_SOURCES, simulated_source
+from trayvml.core.clock import ManualClock
+from trayvml.core.sample import ProcessSample
+from trayvml.host.processes import in_host_pid_namespace
+from trayvml.monitor.energy import EnergyMeter
+from trayvml.nvml.sim import parse_spec
+from trayvml.nvml.sim.profiles import PROFILES
+from trayvml.nvml.sim.scenarios import Processes
+from trayvml.source import Source
+
+
+def _running(program: str, seed: int) -> float:
+    """A simulated second at which ``program`` runs on GPU 0 (an RTX 4090) in the processes scenario."""
+    scenario = Processes(seed, [PROFILES["rtx4090"]])
+    item = next(s for s in scenario._schedule[0] if s.process.name == program)
+    return item.start_s + 1.0
+
+
+def test_a_process_in_both_the_compute_and_the_graphics_list_is_one_process() -> None:
+    start = _running("blender", seed=1)
+    source, clock, _ = simulated_source(f"processes:gpus=rtx4090,seed=1,start={start}")
+    meter = EnergyMeter()
+    for _ in range(3):
+        sample = source.sample()
+        meter.update(sample)
+        clock.advance_s(5)
+    gpu = sample.gpus[0]
+    pids = [p.pid for p in gpu.processes]
+    assert len(pids) == len(set(pids))
+    blender = next(p for p in gpu.processes if p.name == "blender")
+    assert blender.kind == "compute+graphics" and blender.used_memory_bytes > 0
+    assert gpu.value("process_count") == len(set(pids))
+    # Energy goes to each process once: the shares add up to the GPU's, never more.
+    attributed = sum(meter.process_wh.values()) + meter.unattributed_wh(0)
+    assert 0 < attributed <= meter.since_start_wh(0) * (1 + 1e-9)
+
+
+def _by_name(sample, name: str):  # type: ignore[no-untyped-def]
+    return next(p for p in sample.gpus[0].processes if p.name == name)
+
+
+def test_a_process_without_new_utilization_samples_is_idle_not_as_before() -> None:
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800")
+    busy = _by_name(source.sample(), "python")
+    assert busy.sm_util_percent > 0
+    lib.process_sm_util[busy.pid] = 0  # it runs no kernel: the driver has no sample of it
+    clock.advance_s(5)
+    assert _by_name(source.sample(), "python").sm_util_percent == 0
+
+
+def test_an_sm_share_above_100_is_unknown_and_energy_is_shared_by_memory() -> None:
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800")
+    meter = EnergyMeter()
+    meter.update(source.sample())
+    python = _by_name(source.sample(), "python")
+    lib.process_sm_util[python.pid] = 0xFFFFFFFF  # garbage drivers answer at times
+    clock.advance_s(5)
+    sample = source.sample()
+    meter.update(sample)
+    assert math.isnan(_by_name(sample, "python").sm_util_percent)  # unknown, not 100 %
+    procs = sample.gpus[0].processes
+    memory = sum(p.used_memory_bytes for p in procs)
+    gpu_wh = meter.since_start_wh(0)
+    for p in procs:  # not by a made-up SM share: by memory, for every process
+        assert math.isclose(meter.process_energy_wh(p), gpu_wh * p.used_memory_bytes / memory)
+
+
+def test_a_reused_pid_is_a_new_process_with_its_own_name_and_energy() -> None:
+    # The training job ends at 6600 s and starts again at 7260 s under the same PID.
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=6590")
+    meter = EnergyMeter()
+    for _ in range(2):
+        meter.update(sample := source.sample())
+        clock.advance_s(5)
+    first = _by_name(sample, "python")
+    first_wh = meter.process_energy_wh(first)
+    assert first_wh > 0
+    lib.process_names[first.pid] = "python3"  # what the host says of the PID from now on
+    while clock.now_s() - source.library.start_s < 7265 - 6590:  # type: ignore[union-attr]
+        meter.update(source.sample())  # the gap's energy goes to the processes of the gap
+        clock.advance_s(30)
+    for _ in range(2):
+        meter.update(sample := source.sample())
+        clock.advance_s(5)
+    second = next(p for p in sample.gpus[0].processes if p.pid == first.pid)
+    assert second.started_s > first.started_s
+    assert second.name == "python3"  # looked up again, not the old process's name
+    assert 0 < meter.process_energy_wh(second) < first_wh  # its energy starts from 0
+    assert meter.process_energy_wh(first) == first_wh
+
+
+def _proc_root(tmp_path: Path, namespace: str | None, kthreadd: bool, pid1: bool = True) -> Path:
+    """A fake /proc: what in_host_pid_namespace reads, no more."""
+    root = tmp_path / "proc"
+    (root / "self" / "ns").mkdir(parents=True)
+    if namespace is not None:
+        os.symlink(namespace, root / "self" / "ns" / "pid")  # dangling, as read from outside procfs
+    if kthreadd:
+        (root / "2").mkdir()
+        (root / "2" / "comm").write_text("kthreadd\n")
+    if pid1:
+        (root / "1").mkdir()
+    return root
+
+
+def test_the_pid_namespace_probe_tells_the_host_from_a_container(tmp_path: Path) -> None:
+    assert in_host_pid_namespace(_proc_root(tmp_path / "a", "pid:[4026531836]", kthreadd=True))
+    assert not in_host_pid_namespace(_proc_root(tmp_path / "b", "pid:[4026532417]", kthreadd=False))
+    assert in_host_pid_namespace(_proc_root(tmp_path / "c", None, kthreadd=True))  # link unreadable
+    assert not in_host_pid_namespace(_proc_root(tmp_path / "d", None, kthreadd=False))  # PID 1, no kernel threads
+    assert in_host_pid_namespace(tmp_path / "no-procfs")  # not Linux: no PID namespaces
+
+
+def test_in_another_pid_namespace_processes_are_not_looked_up(tmp_path: Path) -> None:
+    container = _proc_root(tmp_path, "pid:[4026532417]", kthreadd=False)
+    source = Source(parse_spec("training:gpus=rtx4090,start=1800"), ManualClock(), host=False, proc_root=container)
+    OPEN_SOURCES.append(source)
+    gpu = source.sample().gpus[0]
+    assert gpu.processes and gpu.value("process_count") == len(gpu.processes)
+    for p in gpu.processes:  # NVML's numbers, and what it says of them; nothing from our /proc
+        assert p.foreign_pid and (p.name, p.user, p.command) == ("", "", "") and p.used_memory_bytes > 0
+
+
+def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from tests.ui_helpers import filled_history, shown_window
+    from trayvml.ui.processes import HEADERS
+
+    history, sample = filled_history("training:gpus=rtx4090", 10, host=False)
+    # Our own live process has the number NVML gave: here it is not the process NVML meant.
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        foreign = ProcessSample(0, child.pid, "compute", 2.0**30, foreign_pid=True)
+        live = replace(sample, gpus=(replace(sample.gpus[0], processes=(foreign,)),), simulation="")
+        w = shown_window(qtbot, history, live)
+        w.tabs.setCurrentWidget(w.process_view)
+        w.refresh()
+        view, model = w.process_view, w.process_model
+        row = next(r for r in range(model.rowCount()) if model.pid_at(r) == child.pid)
+        cells = dict(zip(HEADERS, (model.index(row, c).data() for c in range(len(HEADERS))), strict=True))
+        assert cells["Name"] == cells["User"] == cells["CPU %"] == "(another PID namespace)"
+        assert cells["Host RAM"] == "–" and child.pid not in model.started_s
+        assert not view.can_end(row)
+        view.ask = lambda _parent, _question: True
+        assert not view.end(row) and child.poll() is None
+    finally:
+        child.kill()
+        child.wait(10)
