@@ -228,6 +228,17 @@ def build_parser() -> argparse.ArgumentParser:
         help=translate("cli", "add trayvml to the application menu, with its icons: install or uninstall"),
     )
     desktop.add_argument("action", choices=("install", "uninstall"))
+    doctor = commands.add_parser(
+        "doctor",
+        parents=reading,
+        help=translate("cli", "check the driver, permissions, desktop and files, and explain"),
+    )
+    doctor.add_argument("--json", action="store_true", help=translate("cli", "the checks as JSON"))
+    doctor.add_argument(
+        "--bundle",
+        metavar="FILE",
+        help=translate("cli", "also write a report to attach to an issue (host, user, home and GPU ids redacted)"),
+    )
     from trayvml.commands.record import add_commands
 
     add_commands(commands, reading, sampling, simulate)  # record, history: the history store (issue 9)
@@ -364,6 +375,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _store_command(args, simulation)
         if args.command == "serve":
             return _serve(args, simulation)
+        if args.command == "doctor":
+            from trayvml.commands.doctor import run as doctor
+
+            return doctor(args, simulation)
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval, args.config, tuple(args.remote))
