@@ -1322,6 +1322,14 @@ It is sent SIGTERM, as kill does.</source>
         <translation>另写一份可附在问题报告中的报告（主机名、用户名、主目录和 GPU 标识已隐去）</translation>
     </message>
     <message>
+        <source>instead, record every NVML call and answer (and nvidia-smi&apos;s, where it is installed) to FILE</source>
+        <translation>改为把每次 NVML 调用及其应答（以及已安装时 nvidia-smi 的输出）记录到 FILE</translation>
+    </message>
+    <message>
+        <source>how long --record records (default 60)</source>
+        <translation>--record 记录多长时间（默认 60）</translation>
+    </message>
+    <message>
         <source>serve the GPUs&apos; metrics to Prometheus on /metrics</source>
         <translation>在 /metrics 上向 Prometheus 提供 GPU 指标</translation>
     </message>
@@ -1653,6 +1661,18 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>A redacted report is in {path}; attach it to an issue.</source>
         <translation>已隐去敏感信息的报告在 {path}；请将其附在问题报告中。</translation>
+    </message>
+    <message>
+        <source>A replayed recording cannot be recorded again.</source>
+        <translation>回放中的记录不能再次记录。</translation>
+    </message>
+    <message>
+        <source>Recorded {calls} NVML calls in {ticks} ticks to {path}.</source>
+        <translation>已在 {ticks} 个采样周期内把 {calls} 次 NVML 调用记录到 {path}。</translation>
+    </message>
+    <message>
+        <source>No nvidia-smi here: the recording holds NVML answers only.</source>
+        <translation>此处没有 nvidia-smi：记录中只有 NVML 的应答。</translation>
     </message>
 </context>
 <context>

@@ -479,3 +479,134 @@ def run(args: Any, simulation: Any, bus_names: BusNames = session_bus_names) -> 
         wrote = translate("doctor", "A redacted report is in {path}; attach it to an issue.")
         print(f"trayvml: {wrote.format(path=args.bundle)}", file=sys.stderr)
     return 1 if findings.problems else 0
+
+
+# ---- doctor --record ----
+SMI_TIMEOUT_S = 10.0  # nvidia-smi answers in well under a second; a wedged GPU hangs it (NVML-NOTES)
+RECORD_INTERVAL_S = 1.0
+# The CSV columns trayvml's log shares with nvidia-smi --query-gpu, asked of both at each tick;
+# "hostname" is trayvml's own, and the timestamp differs by when each was asked.
+NOT_SMI_COLUMNS = ("hostname", "timestamp")
+
+
+def shared_fields() -> list[str]:
+    from trayvml.commands.csvlog import COLUMNS
+
+    return [name for name in COLUMNS if name not in NOT_SMI_COLUMNS]
+
+
+def trayvml_rows(sample: Sample, fields: list[str]) -> list[list[str]]:
+    """What ``trayvml log --nounits`` writes for ``fields``, one row per GPU."""
+    from trayvml.commands.csvlog import COLUMNS
+
+    columns = [COLUMNS[name] for name in fields]
+    return [
+        [column.render(sample, gpu, info, False) for column in columns]
+        for gpu, info in zip(sample.gpus, sample.devices, strict=False)
+    ]
+
+
+def _run_smi(smi: str, arguments: list[str]) -> dict[str, Any]:
+    import subprocess
+
+    try:
+        done = subprocess.run([smi, *arguments], capture_output=True, text=True, timeout=SMI_TIMEOUT_S, check=False)
+    except subprocess.TimeoutExpired:
+        return {"note": f"nvidia-smi did not answer within {SMI_TIMEOUT_S:g} s"}
+    except OSError as error:
+        return {"note": f"nvidia-smi could not be run: {error.strerror or error}"}
+    if done.returncode != 0:
+        return {"note": f"nvidia-smi exited with {done.returncode}: {(done.stdout + done.stderr).strip()[:500]}"}
+    return {"out": done.stdout}
+
+
+def smi_outputs(smi: str | None, fields: list[str]) -> dict[str, Any]:
+    """nvidia-smi's CSV for ``fields`` and its ``-q -x`` XML, taken now; a note where it cannot be."""
+    if smi is None:
+        return {}
+    return {
+        "smi_csv": _run_smi(smi, [f"--query-gpu={','.join(fields)}", "--format=csv,nounits"]),
+        "smi_xml": _run_smi(smi, ["-q", "-x"]),
+    }
+
+
+def record(args: Any, simulation: Any, smi: str | None = None) -> int:
+    """``trayvml doctor --record FILE``: every NVML call for ``--seconds``, written as JSON lines."""
+    import shutil
+    import sys
+
+    from trayvml.core.clock import Ticker
+    from trayvml.nvml.recording import (
+        RECORDING_FORMAT,
+        RECORDING_VERSION,
+        NoLibraryError,
+        start_recording,
+        stop_recording,
+    )
+    from trayvml.source import Source
+
+    if simulation is not None and simulation.replay:
+        again = translate("doctor", "A replayed recording cannot be recorded again.")
+        print(f"trayvml: {again}", file=sys.stderr)
+        return 2
+    smi = smi if smi is not None else (None if simulation is not None else shutil.which("nvidia-smi"))
+    fields = shared_fields()
+    source = Source(simulation, host=False, stall_after_s=args.timeout)
+    try:
+        recorder = start_recording()
+    except NoLibraryError as error:
+        source.close()
+        print(f"trayvml: {error}", file=sys.stderr)
+        return 3
+    ticks = 0
+    try:
+        ticker = Ticker(RECORD_INTERVAL_S, source.clock)
+        began_s = source.clock.monotonic_s()
+        while True:
+            sample = source.sample()
+            recorder.mark(
+                {
+                    "tick": ticks,
+                    "t": sample.timestamp_s,
+                    "trayvml": trayvml_rows(sample, fields),
+                    **smi_outputs(smi, fields),
+                }
+            )
+            ticks += 1
+            if source.clock.monotonic_s() - began_s >= args.seconds:
+                break
+            ticker.wait_next()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: keep what was recorded so far
+    finally:
+        source.close()
+        stop_recording(recorder)
+    header = {
+        "format": RECORDING_FORMAT,
+        "version": RECORDING_VERSION,
+        "trayvml": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "source": simulation.label if simulation is not None else "libnvidia-ml",
+        "interval_s": RECORD_INTERVAL_S,
+        "fields": fields,
+        # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
+        "smi": smi or "",
+        "dropped_calls": recorder.dropped,
+    }
+    lines = [header, *recorder.entries]
+    data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
+    try:
+        write_atomically(Path(args.record), data.encode())
+    except OSError as error:
+        failed = translate("doctor", "Could not write {path}: {error}.")
+        print(f"trayvml: {failed.format(path=args.record, error=error.strerror or error)}", file=sys.stderr)
+        return 2
+    calls = sum("f" in e for e in recorder.entries)
+    done = translate("doctor", "Recorded {calls} NVML calls in {ticks} ticks to {path}.").format(
+        calls=calls, ticks=ticks, path=args.record
+    )
+    print(f"trayvml: {done}", file=sys.stderr)
+    if not smi:
+        alone = translate("doctor", "No nvidia-smi here: the recording holds NVML answers only.")
+        print(f"trayvml: {alone}", file=sys.stderr)
+    return 0
