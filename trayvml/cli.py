@@ -91,6 +91,10 @@ def _timeout_s(text: str) -> float:
     return _between(0.1, 3600, translate("cli", "seconds"))(text)
 
 
+def _record_seconds(text: str) -> float:
+    return _between(1, 3600, translate("cli", "seconds"))(text)
+
+
 def _min_free_mib(text: str) -> float:
     return _between(0, MAX_MIB, "MiB")(text)
 
@@ -228,6 +232,31 @@ def build_parser() -> argparse.ArgumentParser:
         help=translate("cli", "add trayvml to the application menu, with its icons: install or uninstall"),
     )
     desktop.add_argument("action", choices=("install", "uninstall"))
+    doctor = commands.add_parser(
+        "doctor",
+        parents=reading,
+        help=translate("cli", "check the driver, permissions, desktop and files, and explain"),
+    )
+    doctor.add_argument("--json", action="store_true", help=translate("cli", "the checks as JSON"))
+    doctor.add_argument(
+        "--bundle",
+        metavar="FILE",
+        help=translate("cli", "also write a report to attach to an issue (host, user, home and GPU ids redacted)"),
+    )
+    doctor.add_argument(
+        "--record",
+        metavar="FILE",
+        help=translate(
+            "cli", "instead, record every NVML call and answer (and nvidia-smi's, where it is installed) to FILE"
+        ),
+    )
+    doctor.add_argument(
+        "--seconds",
+        type=_record_seconds,
+        default=60.0,
+        metavar="S",
+        help=translate("cli", "how long --record records (default 60)"),
+    )
     from trayvml.commands.record import add_commands
 
     add_commands(commands, reading, sampling, simulate)  # record, history: the history store (issue 9)
@@ -364,6 +393,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _store_command(args, simulation)
         if args.command == "serve":
             return _serve(args, simulation)
+        if args.command == "doctor":
+            from trayvml.commands.doctor import record
+            from trayvml.commands.doctor import run as doctor
+
+            return record(args, simulation) if args.record else doctor(args, simulation)
         from trayvml.ui.app import run_app
 
         return run_app(simulation, args.interval, args.config, tuple(args.remote))

@@ -7,6 +7,7 @@ file is used, and the file is copied aside before trayvml first overwrites it.""
 
 from __future__ import annotations
 
+import glob
 import math
 import os
 import re
@@ -487,6 +488,21 @@ def _read(path: Path) -> bytes:
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
     return data
+
+
+def examine(path: Path) -> list[str]:
+    """What loading ``path`` would change (renamed or ignored parts), without loading it: nothing is
+    moved aside. Raises FileNotFoundError, OSError, UnicodeDecodeError, or SettingsError naming why
+    the tray app would set the file aside (``trayvml doctor`` asks this)."""
+    return from_toml(_read(path).decode("utf-8"))[1]
+
+
+def set_aside_copies(path: Path) -> list[Path]:
+    """Files the tray app moved aside as unusable, beside ``path`` (see SettingsStore._set_aside)."""
+    try:
+        return sorted(path.parent.glob(f"{glob.escape(path.name)}.corrupt-*"))
+    except OSError:
+        return []
 
 
 class SettingsStore:

@@ -33,6 +33,7 @@ from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
 from trayvml.nvml.sim.library import SimulatedNvml, install, installed, uninstall
 from trayvml.nvml.sim.options import SimSpec
+from trayvml.nvml.sim.replay import ReplayedNvml
 
 log = logging.getLogger(__name__)
 
@@ -92,6 +93,10 @@ class _NvmlThread:
         self._jobs.put(None)
 
 
+def _nobody(pid: int) -> ProcessDetails | None:
+    return None
+
+
 class Source:
     def __init__(
         self,
@@ -111,7 +116,16 @@ class Source:
         started = process_start
         power: RuntimePower | None = None
         self._sysfs_dir: tempfile.TemporaryDirectory[str] | None = None
-        if simulation is not None:
+        self._replay: ReplayedNvml | None = None
+        if simulation is not None and simulation.replay:
+            # A recording of another machine's driver: its GPUs are not in this machine's sysfs,
+            # and its processes' PIDs are not this machine's to look up.
+            self._replay = ReplayedNvml(Path(simulation.replay))
+            install(self._replay)
+            self._sysfs_dir = tempfile.TemporaryDirectory(prefix="trayvml-sysfs-")
+            power = RuntimePower(Path(self._sysfs_dir.name))
+            resolver = _nobody
+        elif simulation is not None:
             self.library = SimulatedNvml(simulation, self.clock)
             install(self.library)
             resolver, started = self._resolve_simulated, self._simulated_start
@@ -242,7 +256,7 @@ class Source:
             # Stuck in the driver: nvmlShutdown would wait on the same lock. Leave the thread behind.
             log.warning("the NVIDIA driver is still not answering (%s); not waiting for it", self.reader.current_call)
         nvml.stop()
-        if self.library is not None and installed() is self.library:
+        if installed() is not None and installed() in (self.library, self._replay):
             uninstall()
         if self._sysfs_dir is not None:
             self._sysfs_dir.cleanup()

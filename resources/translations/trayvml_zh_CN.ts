@@ -1314,6 +1314,26 @@ It is sent SIGTERM, as kill does.</source>
         <translation>将 trayvml 及其图标添加到应用程序菜单：install（安装）或 uninstall（卸载）</translation>
     </message>
     <message>
+        <source>check the driver, permissions, desktop and files, and explain</source>
+        <translation>检查驱动、权限、桌面和文件，并加以说明</translation>
+    </message>
+    <message>
+        <source>the checks as JSON</source>
+        <translation>以 JSON 输出检查结果</translation>
+    </message>
+    <message>
+        <source>also write a report to attach to an issue (host, user, home and GPU ids redacted)</source>
+        <translation>另写一份可附在问题报告中的报告（主机名、用户名、主目录和 GPU 标识已隐去）</translation>
+    </message>
+    <message>
+        <source>instead, record every NVML call and answer (and nvidia-smi&apos;s, where it is installed) to FILE</source>
+        <translation>改为把每次 NVML 调用及其应答（以及已安装时 nvidia-smi 的输出）记录到 FILE</translation>
+    </message>
+    <message>
+        <source>how long --record records (default 60)</source>
+        <translation>--record 记录多长时间（默认 60）</translation>
+    </message>
+    <message>
         <source>serve the GPUs&apos; metrics to Prometheus on /metrics</source>
         <translation>在 /metrics 上向 Prometheus 提供 GPU 指标</translation>
     </message>
@@ -1494,6 +1514,169 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>{tool} failed ({reason}): {cache} may be out of date.</source>
         <translation>{tool} 失败（{reason}）：{cache} 可能已过时。</translation>
+    </message>
+</context>
+<context>
+    <name>doctor</name>
+    <message>
+        <source>DBUS_SESSION_BUS_ADDRESS is not set</source>
+        <translation>未设置 DBUS_SESSION_BUS_ADDRESS</translation>
+    </message>
+    <message>
+        <source>No session D-Bus answered ({error}): no tray icon and no desktop notifications here.</source>
+        <translation>会话 D-Bus 没有应答（{error}）：此处没有托盘图标，也没有桌面通知。</translation>
+    </message>
+    <message>
+        <source>A tray host (StatusNotifierWatcher) is running.</source>
+        <translation>托盘宿主（StatusNotifierWatcher）正在运行。</translation>
+    </message>
+    <message>
+        <source>No tray host (StatusNotifierWatcher) is on the session bus: trayvml shows a small window instead of a tray icon. On GNOME, the AppIndicator extension adds one.</source>
+        <translation>会话总线上没有托盘宿主（StatusNotifierWatcher）：trayvml 将显示一个小窗口而不是托盘图标。在 GNOME 上，AppIndicator 扩展可提供托盘宿主。</translation>
+    </message>
+    <message>
+        <source>A notification service is available.</source>
+        <translation>通知服务可用。</translation>
+    </message>
+    <message>
+        <source>No notification service (org.freedesktop.Notifications): alerts show only in trayvml.</source>
+        <translation>没有通知服务（org.freedesktop.Notifications）：警报只在 trayvml 中显示。</translation>
+    </message>
+    <message>
+        <source>NVML library loaded: {where}.</source>
+        <translation>已加载 NVML 库：{where}。</translation>
+    </message>
+    <message>
+        <source>The NVML library (libnvidia-ml) was not found: is the NVIDIA driver installed?</source>
+        <translation>未找到 NVML 库（libnvidia-ml）：是否已安装 NVIDIA 驱动？</translation>
+    </message>
+    <message>
+        <source>Driver {driver}, NVML {nvml}, CUDA {cuda}.</source>
+        <translation>驱动 {driver}，NVML {nvml}，CUDA {cuda}。</translation>
+    </message>
+    <message>
+        <source>No processes use the GPUs now, so whether others&apos; can be seen cannot be told.</source>
+        <translation>目前没有进程使用 GPU，因此无法判断能否看到其他用户的进程。</translation>
+    </message>
+    <message>
+        <source>{hidden} of {total} GPU processes cannot be named (other users&apos; processes, or another container&apos;s): run as their owner or as root to see them.</source>
+        <translation>{total} 个 GPU 进程中有 {hidden} 个无法识别名称（其他用户的进程，或其他容器中的进程）：以其所有者或 root 身份运行才能看到。</translation>
+    </message>
+    <message>
+        <source>Every one of the {total} GPU processes can be named.</source>
+        <translation>全部 {total} 个 GPU 进程都能识别名称。</translation>
+    </message>
+    <message>
+        <source>No runtime power state in sysfs (not Linux, or no sysfs): NVML alone is asked.</source>
+        <translation>sysfs 中没有运行时电源状态（不是 Linux，或没有 sysfs）：只询问 NVML。</translation>
+    </message>
+    <message>
+        <source>on</source>
+        <translation>开启</translation>
+    </message>
+    <message>
+        <source>off</source>
+        <translation>关闭</translation>
+    </message>
+    <message>
+        <source>{address}: its runtime power state cannot be read.</source>
+        <translation>{address}：无法读取其运行时电源状态。</translation>
+    </message>
+    <message>
+        <source>{address}: runtime-suspended; trayvml does not wake it.</source>
+        <translation>{address}：处于运行时挂起状态；trayvml 不会唤醒它。</translation>
+    </message>
+    <message>
+        <source>{address}: {status}, runtime power management {managed}.</source>
+        <translation>{address}：{status}，运行时电源管理{managed}。</translation>
+    </message>
+    <message>
+        <source>GPU {index} has fallen off the bus.</source>
+        <translation>GPU {index} 已从总线上掉线。</translation>
+    </message>
+    <message>
+        <source>GPU {index} is asleep: its metrics are read when it wakes.</source>
+        <translation>GPU {index} 正在休眠：唤醒后再读取其指标。</translation>
+    </message>
+    <message>
+        <source>{name}: {supported} of {total} metrics read.</source>
+        <translation>{name}：已读取 {total} 项指标中的 {supported} 项。</translation>
+    </message>
+    <message>
+        <source>Not supported by this GPU: {names}.</source>
+        <translation>此 GPU 不支持：{names}。</translation>
+    </message>
+    <message>
+        <source>No permission: {names}.</source>
+        <translation>无权限：{names}。</translation>
+    </message>
+    <message>
+        <source>No settings file at {path}: defaults are in use.</source>
+        <translation>{path} 处没有设置文件：正在使用默认设置。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} cannot be used ({reason}): trayvml will set it aside and use defaults.</source>
+        <translation>设置文件 {path} 无法使用（{reason}）：trayvml 将把它移到一旁并使用默认设置。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} cannot be read: {reason}.</source>
+        <translation>无法读取设置文件 {path}：{reason}。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} loads with changes: {changes}.</source>
+        <translation>设置文件 {path} 加载时有改动：{changes}。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} loads.</source>
+        <translation>设置文件 {path} 可以正常加载。</translation>
+    </message>
+    <message>
+        <source>{count} unusable settings files were set aside earlier: {names}.</source>
+        <translation>之前有 {count} 个无法使用的设置文件被移到一旁：{names}。</translation>
+    </message>
+    <message>
+        <source>The history folder {folder} is not writable: no history is kept.</source>
+        <translation>历史记录文件夹 {folder} 不可写：不会保存历史记录。</translation>
+    </message>
+    <message>
+        <source>No history yet; {folder} can be created.</source>
+        <translation>还没有历史记录；可以创建 {folder}。</translation>
+    </message>
+    <message>
+        <source>The history folder {folder} is writable.</source>
+        <translation>历史记录文件夹 {folder} 可写。</translation>
+    </message>
+    <message>
+        <source>No trayvml process is writing the history now.</source>
+        <translation>目前没有 trayvml 进程在写入历史记录。</translation>
+    </message>
+    <message>
+        <source>Another process is writing the history (its process id is not recorded).</source>
+        <translation>另一个进程正在写入历史记录（未记录其进程号）。</translation>
+    </message>
+    <message>
+        <source>Process {pid} (a trayvml tray app or record) is writing the history.</source>
+        <translation>进程 {pid}（trayvml 托盘程序或 record）正在写入历史记录。</translation>
+    </message>
+    <message>
+        <source>Could not write {path}: {error}.</source>
+        <translation>无法写入 {path}：{error}。</translation>
+    </message>
+    <message>
+        <source>A redacted report is in {path}; attach it to an issue.</source>
+        <translation>已隐去敏感信息的报告在 {path}；请将其附在问题报告中。</translation>
+    </message>
+    <message>
+        <source>A replayed recording cannot be recorded again.</source>
+        <translation>回放中的记录不能再次记录。</translation>
+    </message>
+    <message>
+        <source>Recorded {calls} NVML calls in {ticks} ticks to {path}.</source>
+        <translation>已在 {ticks} 个采样周期内把 {calls} 次 NVML 调用记录到 {path}。</translation>
+    </message>
+    <message>
+        <source>No nvidia-smi here: the recording holds NVML answers only.</source>
+        <translation>此处没有 nvidia-smi：记录中只有 NVML 的应答。</translation>
     </message>
 </context>
 <context>

@@ -24,6 +24,7 @@ PRIVATE_NAMES = (
     "_nvmlGetFunctionPointer",
     "_nvmlGetFunctionPointer_cache",
     "_nvmlCheckReturn",
+    "_LoadNvmlLibrary",
 )
 
 
@@ -80,3 +81,29 @@ def read_memory_v2(handle: Any) -> Any:
     memory.version = N.nvmlMemory_v2
     N._nvmlCheckReturn(N._nvmlGetFunctionPointer("nvmlDeviceGetMemoryInfo_v2")(handle, ctypes.byref(memory)))
     return memory
+
+
+def library_location() -> str:
+    """Where the NVML library beneath pynvml came from: a file path, a simulated library's class
+    name, or "" when none is loaded. On Linux the path is the one the dynamic loader mapped
+    (``/proc/self/maps``), which says which of several installed copies is in use."""
+    library = N.nvmlLib
+    if library is None:
+        return ""
+    name = getattr(library, "_name", None)
+    if not isinstance(name, str):  # a stand-in (simulated, recording, replaying)
+        return type(library).__name__
+    try:
+        with open("/proc/self/maps", encoding="utf-8", errors="replace") as maps:
+            for line in maps:
+                if "libnvidia-ml" in line and "/" in line:
+                    return line[line.index("/") :].strip()
+    except OSError:
+        pass  # not Linux: the name it was loaded by is all there is
+    return name
+
+
+def load_real_library() -> Any:
+    """libnvidia-ml, loaded as pynvml loads it (raises pynvml.NVMLError LIBRARY_NOT_FOUND)."""
+    N._LoadNvmlLibrary()
+    return N.nvmlLib

@@ -40,11 +40,12 @@ def simulated_past(simulation: SimSpec | None, span_s: float) -> tuple[SimSpec, 
     """The simulation to run over the real seconds before now, and how many seconds that is.
 
     It ends where ``simulation`` begins, in the same phase of its scenario. None for real GPUs,
-    whose past is unknown, and for frozen simulated time (``at=``), which has no past.
+    whose past is unknown, for frozen simulated time (``at=``), which has no past, and for a replayed
+    recording, whose past is what it recorded.
     """
     if simulation is not None and simulation.past_s is not None:
         span_s = min(span_s, simulation.past_s)
-    if simulation is None or simulation.at_s is not None or span_s <= 0:
+    if simulation is None or simulation.at_s is not None or simulation.replay or span_s <= 0:
         return None
     from trayvml.nvml.sim.scenarios import SCENARIOS
 

@@ -27,8 +27,8 @@ class SimulatedNvml(DeviceCalls, FieldCalls, ProcessCalls, GpmCalls, EventCalls)
     """Simulated GPUs, answering every C function the ``*Calls`` classes define."""
 
 
-def install(library: SimulatedNvml) -> None:
-    """Put ``library`` beneath pynvml, in place of libnvidia-ml."""
+def install(library: Any) -> None:
+    """Put ``library`` (a SimulatedNvml, or a ReplayedNvml) beneath pynvml, in place of libnvidia-ml."""
     binding.install_library(library)
 
 

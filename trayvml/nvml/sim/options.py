@@ -19,6 +19,8 @@ Keys:
                               as the history holds; 0: none, as with real GPUs)
   sleep=1@30/60               laptop GPU 1 is runtime-suspended from 30 s, for 60 s (for good
                               without "/"; "+" joins several): its fake sysfs says "suspended"
+  replay=FILE                 alone, not after a scenario: answer every NVML call from a
+                              recording made by `trayvml doctor --record FILE`
   hang=nvmlDeviceGetUtilizationRates@30/60
                               that NVML call does not return from 30 s on, for 60 s
                               (for good without "/"), as a call into a wedged GPU
@@ -48,6 +50,7 @@ MAX_SEED = 2**32 - 1
 DEFAULT_SCENARIO = "training"
 DEFAULT_START_S = 1_800.0
 DEFAULT_GPUS = ("h100", "h100", "rtx4090", "laptop")
+REPLAY = "replay="
 NVML_FAULTS = ("missing", "not-loaded", "mismatch", "no-permission")
 
 
@@ -67,9 +70,12 @@ class SimSpec:
     past_s: float | None = None  # real seconds of made-up past in the history at start; None: all it holds
     hangs: tuple[tuple[str, tuple[float, float]], ...] = ()  # (NVML function, (from, until) in seconds)
     sleeps: tuple[tuple[int, tuple[float, float]], ...] = ()  # (GPU, (from, until) in seconds): runtime-suspended
+    replay: str = ""  # a recording's path (trayvml doctor --record): answered from it, not simulated
 
     @property
     def label(self) -> str:
+        if self.replay:
+            return f"replayed NVML recording ({os.path.basename(self.replay)})"
         return f"simulated GPUs ({self.scenario})"
 
 
@@ -133,6 +139,14 @@ def _sleep(entry: str) -> tuple[int, tuple[float, float]]:
 
 def parse_spec(text: str) -> SimSpec:
     """Parse a spec such as ``training:gpus=h100*8,seed=3`` ("" is the default); raises SimulationSpecError."""
+    if text.strip().startswith(REPLAY):
+        # Alone, and not split at ":" or ",": a path may hold either.
+        path = text.strip().removeprefix(REPLAY)
+        if not path or not os.path.isfile(path):
+            raise SimulationSpecError(
+                f"--simulate: replay wants a recording file, and {reprlib.repr(path)} is not one."
+            )
+        return SimSpec(scenario="replay", gpus=(), replay=os.path.abspath(path))
     scenario, _, options = text.strip().partition(":")
     values: dict = {"scenario": scenario}
     if not scenario:

@@ -1,0 +1,94 @@
+"""A stand-in for the NVML library that answers from a recording (``--simulate replay=FILE``).
+
+Each call is matched by its function and its key (see trayvml.nvml.recording.call_key) to the
+calls recorded with the same function and key, answered in the order they were recorded, and
+the last one held once they run out: a replay that runs longer than its recording shows the
+driver's last answers, and a counter (energy, PCIe bytes) stays where it ended rather than going
+back to its start, which trayvml would take for a driver reload. A call the recording never made
+answers NVML_ERROR_UNKNOWN: shown as "no data", never as a value and never as "not supported".
+A function the recording never called is missing (FunctionNotFound), as on the recorded driver
+it may well have been.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pynvml as N
+
+from trayvml.core.errors import SimulationSpecError
+from trayvml.nvml.recording import RECORDING_FORMAT, call_key, decode_result, restore
+
+MAX_RECORDING_BYTES = 256 * 2**20  # a minute of 8 GPUs with nvidia-smi's XML is tens of MB
+
+
+def read_recording(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The recording's header and its entries (calls and ticks); raises SimulationSpecError."""
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_RECORDING_BYTES + 1)
+    except OSError as error:
+        raise SimulationSpecError(
+            f"--simulate: the recording {path} cannot be read: {error.strerror or error}."
+        ) from None
+    if len(data) > MAX_RECORDING_BYTES:
+        raise SimulationSpecError(f"--simulate: {path} is larger than any recording trayvml makes.")
+    try:
+        lines = [json.loads(line) for line in data.decode("utf-8").splitlines() if line.strip()]
+    except (UnicodeDecodeError, ValueError):
+        lines = []
+    if not lines or not isinstance(lines[0], dict) or lines[0].get("format") != RECORDING_FORMAT:
+        raise SimulationSpecError(f"--simulate: {path} is not a trayvml NVML recording (trayvml doctor --record).")
+    if not all(isinstance(entry, dict) for entry in lines):
+        raise SimulationSpecError(f"--simulate: {path} holds lines that are not recorded calls.")
+    return lines[0], lines[1:]
+
+
+class _ReplayedFunction:
+    def __init__(self, library: ReplayedNvml, name: str) -> None:
+        self.library = library
+        self.name = name
+        self.restype: Any = None
+        self.argtypes: Any = None
+
+    def __call__(self, *args: Any) -> Any:
+        return self.library.answer(self.name, args)
+
+
+class ReplayedNvml:
+    def __init__(self, path: Path) -> None:
+        self.header, entries = read_recording(path)
+        self.ticks = [e for e in entries if "tick" in e]
+        self._answers: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        for entry in entries:
+            if "f" in entry:
+                self._answers.setdefault((entry["f"], json.dumps(entry["k"])), []).append(entry)
+        # nvmlErrorString: pynvml asks it for an error's words, which a recording need not hold.
+        self._names = {name for name, _ in self._answers} | {"nvmlErrorString"}
+        self._next: dict[tuple[str, str], int] = {}
+        self._functions: dict[str, _ReplayedFunction] = {}
+        self.unanswered: set[str] = set()  # functions called with a key the recording lacks, for tests
+
+    def __getattr__(self, name: str) -> _ReplayedFunction:
+        if name.startswith("_") or name not in self._names:
+            raise AttributeError(name)
+        function = self._functions.get(name)
+        if function is None:
+            function = self._functions[name] = _ReplayedFunction(self, name)
+        return function
+
+    def answer(self, name: str, args: tuple[Any, ...]) -> Any:
+        key = (name, json.dumps(call_key(args)))
+        answers = self._answers.get(key)
+        if not answers:
+            if name == "nvmlErrorString":
+                return f"NVML error {call_key(args)[0]}".encode()
+            self.unanswered.add(name)
+            return N.NVML_ERROR_UNKNOWN
+        position = self._next.get(key, 0)
+        entry = answers[min(position, len(answers) - 1)]
+        self._next[key] = position + 1
+        restore(args, entry["o"])
+        return decode_result(entry["r"])
