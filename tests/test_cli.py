@@ -437,3 +437,32 @@ def test_bad_values_for_any_option_exit_2_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 400 and "Traceback" not in err
     assert not (tmp_path / "fuzz.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "language", "args"),
+    [
+        ("iso-8859-1", "en", ("snapshot", "--full", "--simulate")),
+        ("ascii", "en", ("snapshot", "--full", "--simulate")),
+        ("gb2312", "zh_CN", ("snapshot", "--full", "--simulate")),
+        ("iso-8859-1", "zh_CN", ("--help",)),
+    ],
+)
+def test_a_terminal_encoding_without_dashes_or_degrees_gets_ascii_not_a_traceback(
+    encoding: str, language: str, args: tuple[str, ...]
+) -> None:
+    # PYTHONIOENCODING is what LANG=C or a legacy locale (ISO-8859-1, GB2312) gives Python.
+    result = subprocess.run(
+        [sys.executable, "-m", "trayvml", *args],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": encoding, "LANGUAGE": language, "LC_ALL": "C", "PYTHONUTF8": "0"},
+    )
+    out, err = result.stdout.decode(encoding), result.stderr.decode(encoding)  # each byte in its encoding
+    assert "Traceback" not in err and "UnicodeEncodeError" not in err
+    assert result.returncode == 0, err
+    if args[0] == "--help":
+        assert "--simulate" in out
+    else:
+        assert "SIMULATED" in out or "模拟" in out
+        assert " C " in out or "°C" in out  # temperatures, with the degree sign or without it

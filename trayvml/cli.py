@@ -7,6 +7,8 @@ driver not answering, 4 no display (the tray app), 130 ended by Ctrl-C while wai
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import json
 import logging
 import os
@@ -326,7 +328,54 @@ def _argparse_words(text: str) -> str:
     return translate("argparse", _argparse_gettext(text))
 
 
+# What trayvml writes that a legacy terminal encoding (ISO-8859-1, GB2312, ASCII under LANG=C) may
+# lack, in plain ASCII; anything else it cannot hold becomes "?".
+_ASCII_FOR = {
+    "\u2013": "-",  # – in ranges
+    "\u2014": "-",  # — between a GPU and its state
+    "\u00b7": "|",  # · between the host's figures
+    "\u00b0": "",  # ° in "45 °C": "45 C"
+    "\u2026": "...",
+    "\u00b5": "u",  # µs
+    "\u00d7": "x",
+    "\u2264": "<=",
+    "\u2265": ">=",
+    "\u2192": "->",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u00a0": " ",
+    "\u202f": " ",
+}
+_OUTPUT_ERRORS = "trayvml-ascii"
+
+
+def _ascii_instead(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(_ASCII_FOR.get(c, "?") for c in text), error.end
+
+
+codecs.register_error(_OUTPUT_ERRORS, _ascii_instead)
+
+
+def tolerate_output_encoding() -> None:
+    """Never crash on writing text the terminal's encoding cannot hold: what it lacks is written in
+    ASCII instead. Python fails with UnicodeEncodeError on stdout by default (and writes \\u2013 on
+    stderr), for example under LANG=C or an ISO-8859-1 or GB2312 locale."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if reconfigure is None or encoding in ("utf-8", "utf8", "utf-16", "utf-32", "gb18030"):
+            continue  # these hold every character; a stream without reconfigure (None under pythonw) is left as it is
+        with contextlib.suppress(OSError, ValueError):  # a stream already closed, or one that refuses
+            reconfigure(errors=_OUTPUT_ERRORS)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    tolerate_output_encoding()
     use_language(sys.argv[1:] if argv is None else argv)
     try:
         args = build_parser().parse_args(argv)
