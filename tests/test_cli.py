@@ -466,3 +466,15 @@ def test_a_terminal_encoding_without_dashes_or_degrees_gets_ascii_not_a_tracebac
     else:
         assert "SIMULATED" in out or "模拟" in out
         assert " C " in out or "°C" in out  # temperatures, with the degree sign or without it
+
+
+@pytest.mark.parametrize("nesting", ["[" * 5000 + "]" * 5000, "{ a = " * 5000 + "1" + " }" * 5000])
+def test_a_settings_file_nested_thousands_deep_is_set_aside_not_a_crash(
+    nesting: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"x = {nesting}\n", encoding="utf-8")
+    assert main(["snapshot", "--config", str(path), SIM]) == 0
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and "moved to config.toml.corrupt-" in err
+    assert not path.exists() and len(list(tmp_path.glob("config.toml.corrupt-*"))) == 1

@@ -312,8 +312,8 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
         with open(path, "rb") as file:
             value = tomllib.load(file).get("language", "system")
         setting = value if isinstance(value, str) else setting
-    except (OSError, ValueError):  # no file, or one the tray app will complain about: the system's
-        pass
+    except (OSError, ValueError, RecursionError):  # no file, or one loading sets aside: the system's
+        pass  # RecursionError: tomllib recurses once per nested array or table
     language = i18n.resolve(setting, environ)
     i18n.install(language)
     # argparse looks its gettext function up as a module global each time it needs words.
