@@ -478,3 +478,21 @@ def test_a_settings_file_nested_thousands_deep_is_set_aside_not_a_crash(
     err = capsys.readouterr().err
     assert "nested too deeply" in err and "moved to config.toml.corrupt-" in err
     assert not path.exists() and len(list(tmp_path.glob("config.toml.corrupt-*"))) == 1
+
+
+@pytest.mark.parametrize("command", ["snapshot", "pick"])
+def test_simulate_alone_before_the_command_is_read_as_the_default_simulation(
+    command: str, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["--simulate", command]) == 0
+    out = capsys.readouterr().out
+    assert ("SIMULATED" in out) if command == "snapshot" else out.strip() == "0"
+
+
+def test_help_names_every_simulated_scenario(capsys: pytest.CaptureFixture) -> None:
+    from trayvml.nvml.sim.scenarios import SCENARIOS
+
+    assert main(["--help"]) == 0
+    words = " ".join(capsys.readouterr().out.split())  # as one line, whatever argparse wrapped
+    for name in SCENARIOS:
+        assert f" {name}," in words or f" {name} (" in words, name

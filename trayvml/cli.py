@@ -106,6 +106,7 @@ def _config_path(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from trayvml.config import GENERAL_BY_KEY
+    from trayvml.nvml.sim.options import SCENARIO_NAMES  # the scenarios' names, kept equal to SCENARIOS by a test
 
     interval = GENERAL_BY_KEY["sampling_interval_s"]  # the settings' bounds, so that no option bypasses them
     assert interval.minimum is not None and interval.maximum is not None
@@ -120,9 +121,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help=translate(
             "cli",
-            "use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
-            "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
-        ),
+            "use simulated GPUs: SCENARIO[:key=value,...], scenarios {scenarios} "
+            "(alone: training, half an hour into the job); also TRAYVML_SIMULATE",
+        ).format(scenarios=", ".join(SCENARIO_NAMES)),
     )
     config = _Parser(add_help=False)
     config.add_argument(
@@ -374,11 +375,31 @@ def tolerate_output_encoding() -> None:
             reconfigure(errors=_OUTPUT_ERRORS)
 
 
+def _simulate_alone(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``argv``, where ``--simulate`` right before a command means the default simulation.
+
+    --simulate takes an optional SPEC, and argparse gives it the next word whatever it is: in
+    ``trayvml --simulate snapshot`` the command would be read as a scenario. No scenario is named
+    as a command, so a command's name there is the command, as it is after any other option."""
+    commands: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands.update(action.choices)
+    words = list(argv)
+    for k, word in enumerate(words[:-1]):
+        if word == "--":
+            break
+        if word == "--simulate" and words[k + 1] in commands:
+            words[k] = "--simulate="  # the same as --simulate alone: const is ""
+    return words
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     tolerate_output_encoding()
     use_language(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(_simulate_alone(parser, sys.argv[1:] if argv is None else argv))
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
         return done.code if isinstance(done.code, int) else 0
     args.config = getattr(args, "config", None)

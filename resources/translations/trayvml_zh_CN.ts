@@ -1226,8 +1226,8 @@ It is sent SIGTERM, as kill does.</source>
         <translation>需要一个设置文件的路径</translation>
     </message>
     <message>
-        <source>use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE</source>
-        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 idle、training、thermal、processes、faults（不带参数时为 training，任务已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
+        <source>use simulated GPUs: SCENARIO[:key=value,...], scenarios {scenarios} (alone: training, half an hour into the job); also TRAYVML_SIMULATE</source>
+        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 {scenarios}（不带参数时为 training，任务已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
     </message>
     <message>
         <source>settings file (default: in your config folder)</source>
