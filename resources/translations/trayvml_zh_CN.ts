@@ -1570,8 +1570,16 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{problem}在此期间，可用 trayvml --simulate 查看模拟 GPU。</translation>
     </message>
     <message>
+        <source>GPU power state not readable</source>
+        <translation>无法读取 GPU 电源状态</translation>
+    </message>
+    <message>
         <source>GPU driver not responding</source>
         <translation>GPU 驱动无响应</translation>
+    </message>
+    <message>
+        <source>Reading {file} has not finished for {duration}; trayvml reads it before asking the NVIDIA driver, so no GPU values are current until it does.</source>
+        <translation>读取 {file} 已 {duration} 未完成；trayvml 在询问 NVIDIA 驱动之前会先读取它，因此在读取完成之前，所有 GPU 数值都不是最新的。</translation>
     </message>
     <message>
         <source>The NVIDIA driver has not answered for {duration}, stuck in {call}; no GPU values are current until it does.</source>

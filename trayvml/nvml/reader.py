@@ -149,8 +149,9 @@ class NvmlReader:
 
     @property
     def current_call(self) -> str:
-        """The NVML function being called: read from another thread to say which call is stuck."""
-        return self.session.current_call
+        """The NVML function being called, or the sysfs file being read (a path): read from another
+        thread to say which call is stuck."""
+        return self.power.reading or self.session.current_call
 
     # ---- lifecycle ----
     def read(self, demand: frozenset[str] | None = None) -> tuple[GpuSample, ...]:
