@@ -2574,12 +2574,12 @@ For {duration} now.</source>
         <translation>保存在你的状态目录中；trayvml record 写入的也是同一份。</translation>
     </message>
     <message>
-        <source>Seconds kept on disk (h)</source>
-        <translation>磁盘上按秒保存的时长 (h)</translation>
+        <source>Per-second history on disk (h)</source>
+        <translation>磁盘上逐秒历史的保存时长（小时）</translation>
     </message>
     <message>
-        <source>Minutes kept on disk (days)</source>
-        <translation>磁盘上按分钟保存的时长（天）</translation>
+        <source>Per-minute history on disk (days)</source>
+        <translation>磁盘上逐分钟历史的保存时长（天）</translation>
     </message>
     <message>
         <source>History size cap (MiB)</source>
