@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import default_sigint, end_process
 from trayvml.cli import main
 
 SIM = "--simulate=training:at=600"
@@ -214,12 +215,16 @@ def test_ctrl_c_ends_an_open_ended_log_cleanly(tmp_path: Path) -> None:
         [sys.executable, "-m", "trayvml", "log", "--csv", str(path), "--interval", "0.5", SIM],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
-    deadline = time.monotonic() + 30
-    while (not path.exists() or path.read_text().count("\n") < 9) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        deadline = time.monotonic() + 30
+        while (not path.exists() or path.read_text().count("\n") < 9) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        end_process(proc)
     assert proc.returncode == 0 and "Traceback" not in err and "ticks logged" in err
     assert path.read_text().endswith("\n")
 
@@ -496,3 +501,21 @@ def test_help_names_every_simulated_scenario(capsys: pytest.CaptureFixture) -> N
     words = " ".join(capsys.readouterr().out.split())  # as one line, whatever argparse wrapped
     for name in SCENARIOS:
         assert f" {name}," in words or f" {name} (" in words, name
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGINT ignored through exec is POSIX")
+def test_the_ctrl_c_test_ends_its_log_even_where_sigint_is_inherited_as_ignored(tmp_path: Path) -> None:
+    # A test run started with nohup, or in the background by some shells, ignores SIGINT, and a
+    # child inherits that: the Ctrl-C test must still pass, and leave no `trayvml log` running.
+    marker = f"trayvml-sigint-{os.getpid()}"
+    test = f"{Path(__file__)}::test_ctrl_c_ends_an_open_ended_log_cleanly"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / marker), test],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert run.returncode == 0, run.stdout[-2000:]
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == ""
