@@ -7,6 +7,7 @@ import subprocess
 import tempfile
 import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -53,8 +54,8 @@ _STARTED: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
 _popen_init = subprocess.Popen.__init__
 
 
-def _tracked_init(self: subprocess.Popen, *args: object, **kwargs: object) -> None:
-    _popen_init(self, *args, **kwargs)  # type: ignore[arg-type]
+def _tracked_init(self: subprocess.Popen, *args: Any, **kwargs: Any) -> None:
+    _popen_init(self, *args, **kwargs)
     _STARTED.add(self)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -256,8 +257,8 @@ def test_a_stuck_gpm_call_is_named_as_the_function_that_hangs(call: str) -> None
 
 
 def test_a_sysfs_file_that_does_not_answer_is_named_and_the_driver_not_blamed(
-    tmp_path, monkeypatch: pytest.MonkeyPatch
-) -> None:  # type: ignore[no-untyped-def]
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import os
 
     from trayvml.core.clock import ManualClock

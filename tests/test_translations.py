@@ -82,7 +82,7 @@ PLAIN_TEXT_CALLS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "DesktopInstallError": ((0,), ()),
     "SimulationSpecError": ((0,), ()),  # --simulate's errors, which the CLI says
 }
-PLAIN_TEXT_MODULES = ("alerts/rules.py", "alerts/engine.py", "alerts/severity.py", "alerts/details.py")
+PLAIN_TEXT_MODULES: tuple[str, ...] = ("alerts/rules.py", "alerts/engine.py", "alerts/severity.py", "alerts/details.py")
 PLAIN_TEXT_MODULES += ("alerts/grouping.py", "platform/notifiers.py", "platform/desktop_entry.py", "core/lines.py")
 PLAIN_TEXT_MODULES += ("cli.py", "core/errors.py", "pick.py", "config.py", "monitor/energy.py")
 PLAIN_TEXT_MODULES += ("commands/report.py", "commands/csvlog.py", "commands/serve.py", "commands/record.py")
