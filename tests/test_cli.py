@@ -519,3 +519,20 @@ def test_the_ctrl_c_test_ends_its_log_even_where_sigint_is_inherited_as_ignored(
     assert run.returncode == 0, run.stdout[-2000:]
     left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
     assert left.stdout == ""
+
+
+def test_the_readme_says_the_alerts_once_and_the_window_ranges_as_they_are() -> None:
+    from trayvml.alerts.rules import RULE_BY_KEY
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert readme.count("trayvml watches every GPU against rules") == 1
+    alerts = " ".join(readme.split("## Alerts and notifications")[1].split("\n\n")[1].split())
+    off = alerts.split("Off by default:")[1]
+    for key, words in (
+        ("memory_used", "memory (used %"),
+        ("power", "power as a share"),
+        ("job_finished", "job finished"),
+    ):
+        assert not RULE_BY_KEY[key].defaults.enabled and words in off
+    assert RULE_BY_KEY["temperature"].defaults.enabled and "temperature" in alerts.split("Off by default:")[0]
+    assert "7 days" in " ".join(readme.split()) and "Ranges go from 1 minute to 12 hours;" not in readme
