@@ -3,12 +3,15 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import subprocess
 import tempfile
+import weakref
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
-from tests.helpers import OPEN_SOURCES
+from tests.helpers import OPEN_SOURCES, end_process
 from trayvml.nvml.sim.library import uninstall
 
 os.environ.pop("TRAYVML_SIMULATE", None)
@@ -43,3 +46,22 @@ def _no_simulation_leaks() -> Iterator[None]:
     while OPEN_SOURCES:
         OPEN_SOURCES.pop().close()
     uninstall()
+
+
+# Every child process a test starts, so that none outlives the run: a test that fails (or a child
+# that ignores the signal meant to end it) must not leave `trayvml log` running for minutes.
+_STARTED: weakref.WeakSet[subprocess.Popen] = weakref.WeakSet()
+_popen_init = subprocess.Popen.__init__
+
+
+def _tracked_init(self: subprocess.Popen, *args: Any, **kwargs: Any) -> None:
+    _popen_init(self, *args, **kwargs)
+    _STARTED.add(self)
+
+
+subprocess.Popen.__init__ = _tracked_init  # type: ignore[method-assign]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    for process in list(_STARTED):
+        end_process(process, wait_s=2.0)

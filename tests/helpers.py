@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 import re
+import signal
+import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -125,3 +127,21 @@ def closed_port_url() -> str:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
     return f"http://127.0.0.1:{port}"
+
+
+def end_process(process: subprocess.Popen, wait_s: float = 5.0) -> None:
+    """End a child a test started, whatever it does with signals: SIGTERM, then SIGKILL after a
+    bounded wait. For a finally block, so that a failing test leaves nothing running."""
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(wait_s)
+
+
+def default_sigint() -> None:
+    """A child's preexec_fn: Ctrl-C ends it even where the test run ignores SIGINT (started with
+    nohup or in the background), which a child would otherwise inherit."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

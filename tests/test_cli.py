@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import default_sigint, end_process
 from trayvml.cli import main
 
 SIM = "--simulate=training:at=600"
@@ -214,12 +215,16 @@ def test_ctrl_c_ends_an_open_ended_log_cleanly(tmp_path: Path) -> None:
         [sys.executable, "-m", "trayvml", "log", "--csv", str(path), "--interval", "0.5", SIM],
         stderr=subprocess.PIPE,
         text=True,
+        preexec_fn=default_sigint,
     )
-    deadline = time.monotonic() + 30
-    while (not path.exists() or path.read_text().count("\n") < 9) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=30)
+    try:
+        deadline = time.monotonic() + 30
+        while (not path.exists() or path.read_text().count("\n") < 9) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        end_process(proc)
     assert proc.returncode == 0 and "Traceback" not in err and "ticks logged" in err
     assert path.read_text().endswith("\n")
 
@@ -437,3 +442,97 @@ def test_bad_values_for_any_option_exit_2_with_one_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and len(err) < 400 and "Traceback" not in err
     assert not (tmp_path / "fuzz.csv").exists()
+
+
+@pytest.mark.parametrize(
+    ("encoding", "language", "args"),
+    [
+        ("iso-8859-1", "en", ("snapshot", "--full", "--simulate")),
+        ("ascii", "en", ("snapshot", "--full", "--simulate")),
+        ("gb2312", "zh_CN", ("snapshot", "--full", "--simulate")),
+        ("iso-8859-1", "zh_CN", ("--help",)),
+    ],
+)
+def test_a_terminal_encoding_without_dashes_or_degrees_gets_ascii_not_a_traceback(
+    encoding: str, language: str, args: tuple[str, ...]
+) -> None:
+    # PYTHONIOENCODING is what LANG=C or a legacy locale (ISO-8859-1, GB2312) gives Python.
+    result = subprocess.run(
+        [sys.executable, "-m", "trayvml", *args],
+        capture_output=True,
+        timeout=60,
+        env={**os.environ, "PYTHONIOENCODING": encoding, "LANGUAGE": language, "LC_ALL": "C", "PYTHONUTF8": "0"},
+    )
+    out, err = result.stdout.decode(encoding), result.stderr.decode(encoding)  # each byte in its encoding
+    assert "Traceback" not in err and "UnicodeEncodeError" not in err
+    assert result.returncode == 0, err
+    if args[0] == "--help":
+        assert "--simulate" in out
+    else:
+        assert "SIMULATED" in out or "模拟" in out
+        assert " C " in out or "°C" in out  # temperatures, with the degree sign or without it
+
+
+@pytest.mark.parametrize("nesting", ["[" * 5000 + "]" * 5000, "{ a = " * 5000 + "1" + " }" * 5000])
+def test_a_settings_file_nested_thousands_deep_is_set_aside_not_a_crash(
+    nesting: str, tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(f"x = {nesting}\n", encoding="utf-8")
+    assert main(["snapshot", "--config", str(path), SIM]) == 0
+    err = capsys.readouterr().err
+    assert "nested too deeply" in err and "moved to config.toml.corrupt-" in err
+    assert not path.exists() and len(list(tmp_path.glob("config.toml.corrupt-*"))) == 1
+
+
+@pytest.mark.parametrize("command", ["snapshot", "pick"])
+def test_simulate_alone_before_the_command_is_read_as_the_default_simulation(
+    command: str, capsys: pytest.CaptureFixture
+) -> None:
+    assert main(["--simulate", command]) == 0
+    out = capsys.readouterr().out
+    assert ("SIMULATED" in out) if command == "snapshot" else out.strip() == "0"
+
+
+def test_help_names_every_simulated_scenario(capsys: pytest.CaptureFixture) -> None:
+    from trayvml.nvml.sim.scenarios import SCENARIOS
+
+    assert main(["--help"]) == 0
+    words = " ".join(capsys.readouterr().out.split())  # as one line, whatever argparse wrapped
+    for name in SCENARIOS:
+        assert f" {name}," in words or f" {name} (" in words, name
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGINT ignored through exec is POSIX")
+def test_the_ctrl_c_test_ends_its_log_even_where_sigint_is_inherited_as_ignored(tmp_path: Path) -> None:
+    # A test run started with nohup, or in the background by some shells, ignores SIGINT, and a
+    # child inherits that: the Ctrl-C test must still pass, and leave no `trayvml log` running.
+    marker = f"trayvml-sigint-{os.getpid()}"
+    test = f"{Path(__file__)}::test_ctrl_c_ends_an_open_ended_log_cleanly"
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--basetemp", str(tmp_path / marker), test],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
+    )
+    assert run.returncode == 0, run.stdout[-2000:]
+    left = subprocess.run(["pgrep", "-f", marker], capture_output=True, text=True)
+    assert left.stdout == ""
+
+
+def test_the_readme_says_the_alerts_once_and_the_window_ranges_as_they_are() -> None:
+    from trayvml.alerts.rules import RULE_BY_KEY
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    assert readme.count("trayvml watches every GPU against rules") == 1
+    alerts = " ".join(readme.split("## Alerts and notifications")[1].split("\n\n")[1].split())
+    off = alerts.split("Off by default:")[1]
+    for key, words in (
+        ("memory_used", "memory (used %"),
+        ("power", "power as a share"),
+        ("job_finished", "job finished"),
+    ):
+        assert not RULE_BY_KEY[key].defaults.enabled and words in off
+    assert RULE_BY_KEY["temperature"].defaults.enabled and "temperature" in alerts.split("Off by default:")[0]
+    assert "7 days" in " ".join(readme.split()) and "Ranges go from 1 minute to 12 hours;" not in readme

@@ -489,3 +489,13 @@ def test_memory_alerts_the_user_chose_stay_as_they_are(tmp_path: Path, change: t
     memory = settings.alerts.rules["memory_used"]
     assert memory.enabled and memory.warning_enter == 90.0 and memory.hold_s == 10.0
     assert "former default" not in message
+
+
+def test_the_disk_history_settings_say_what_they_keep_and_bounds_are_written_out() -> None:
+    assert problems(replace(Settings(), history_size_mib=8)) == ["History size cap (MiB): 8 is outside 16–1048576."]
+    assert problems(replace(Settings(), history_fine_hours=0)) == [
+        "Per-second history on disk (h): 0 is outside 1–744."
+    ]
+    assert problems(replace(Settings(), history_coarse_days=0)) == [
+        "Per-minute history on disk (days): 0 is outside 1–3660."
+    ]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -242,3 +243,43 @@ def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:  # type:
     qtbot.waitUntil(lambda: installed() is not None and installed().calls["nvmlDeviceGetTemperature"] > 0)
     sampler.stop()  # the tick waiting up to an hour on the driver is interrupted
     assert not sampler._thread.isRunning()
+
+
+@pytest.mark.parametrize("call", ["nvmlGpmMigSampleGet", "nvmlGpmSampleGet"])
+def test_a_stuck_gpm_call_is_named_as_the_function_that_hangs(call: str) -> None:
+    source, clock, library = simulated_source("training:gpus=h100-mig,start=1800", stall_after_s=GRACE_S)
+    source.sample()  # every metric demanded: GPM's too
+    library.hang(call)
+    clock.advance_s(1.0)
+    stuck = source.sample()
+    assert stuck.stall is not None and stuck.stall.call == call
+    library.release(call)
+
+
+def test_a_sysfs_file_that_does_not_answer_is_named_and_the_driver_not_blamed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV
+    from trayvml.source import Source
+
+    function = tmp_path / "bus" / "pci" / "devices" / "0000:01:00.0"
+    (function / "power").mkdir(parents=True)
+    (function / "vendor").write_text("0x10de\n")
+    (function / "class").write_text("0x030000\n")
+    status = function / "power" / "runtime_status"
+    os.mkfifo(status)  # opening it for reading blocks until something writes: a file that does not answer
+    monkeypatch.setenv(SYSFS_ROOT_ENV, str(tmp_path))
+    source = Source(None, ManualClock(), host=False, stall_after_s=GRACE_S)
+    try:
+        stuck = source.sample()
+        assert stuck.gpus == () and stuck.stall is not None and stuck.stall.call == str(status)
+        assert stuck.problem is not None
+        headline, sentence = stuck.problem
+        assert str(status) in sentence and "NVIDIA driver has not answered" not in sentence
+        assert "driver" not in headline
+    finally:
+        os.close(os.open(status, os.O_WRONLY | os.O_NONBLOCK))  # the blocked reader gets end of file
+        source.close()

@@ -80,14 +80,18 @@ PLAIN_TEXT_CALLS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "RemoteError": ((0,), ()),
     "StoreLockedError": ((0,), ()),
     "DesktopInstallError": ((0,), ()),
+    "SimulationSpecError": ((0,), ()),  # --simulate's errors, which the CLI says
 }
-PLAIN_TEXT_MODULES = ("alerts/rules.py", "alerts/engine.py", "alerts/severity.py", "alerts/details.py")
+PLAIN_TEXT_MODULES: tuple[str, ...] = ("alerts/rules.py", "alerts/engine.py", "alerts/severity.py", "alerts/details.py")
 PLAIN_TEXT_MODULES += ("alerts/grouping.py", "platform/notifiers.py", "platform/desktop_entry.py", "core/lines.py")
 PLAIN_TEXT_MODULES += ("cli.py", "core/errors.py", "pick.py", "config.py", "monitor/energy.py")
 PLAIN_TEXT_MODULES += ("commands/report.py", "commands/csvlog.py", "commands/serve.py", "commands/record.py")
 PLAIN_TEXT_MODULES += ("commands/history.py", "commands/remote.py", "prometheus/exposition.py")
 PLAIN_TEXT_MODULES += ("remote/fetch.py", "remote/dialects.py", "remote/source.py")
 PLAIN_TEXT_MODULES += ("history/disk/write.py", "history/disk/recording.py", "history/timeline.py")
+PLAIN_TEXT_MODULES += ("nvml/sim/options.py",)
+# Modules whose warnings the CLI says on stderr as they are, with the other messages in the user's language.
+WARNING_MODULES = ("nvml/reader.py",)
 MARKERS = ("translate", "tr", "QT_TRANSLATE_NOOP", "QT_TR_NOOP")
 # Texts that read the same in every language: the product's name, file filters and names.
 SAME_IN_EVERY_LANGUAGE = {"trayvml", "<b>trayvml</b>", "CSV (*.csv)", "PNG (*.png)", "trayvml.csv", "trayvml.png"}
@@ -163,6 +167,12 @@ def test_every_text_the_ui_shows_is_marked_for_translation(path: Path) -> None:
 def test_alert_notification_and_cli_texts_are_marked_for_translation(module: str) -> None:
     source = (ROOT / "trayvml" / module).read_text(encoding="utf-8")
     assert unmarked_texts(source, PLAIN_TEXT_CALLS) == []
+
+
+@pytest.mark.parametrize("module", WARNING_MODULES)
+def test_warnings_the_cli_says_are_marked_for_translation(module: str) -> None:
+    source = (ROOT / "trayvml" / module).read_text(encoding="utf-8")
+    assert unmarked_texts(source, {"warning": ((0,), ())}) == []
 
 
 # ---- the catalogs: complete, finished, compiled ----
@@ -384,6 +394,19 @@ def test_the_cli_speaks_chinese(capsys: pytest.CaptureFixture[str], monkeypatch:
         cli.use_language()
     assert cli.main(["pick", "--count", "x"]) == cli.EXIT_USAGE
     assert "is not a whole number" in capsys.readouterr().err
+
+
+def test_a_lost_gpu_and_simulate_errors_speak_chinese() -> None:
+    environ = {**os.environ, "LANGUAGE": "zh_CN"}
+    command = [sys.executable, "-m", "trayvml", "snapshot"]
+    lost = subprocess.run(
+        [*command, "--simulate=training:at=600,lost=1@0"], capture_output=True, text=True, env=environ
+    )
+    assert lost.returncode == 0, lost.stderr
+    assert "GPU 1 has fallen off the bus" not in lost.stderr and "GPU 1 已从总线上掉线" in lost.stderr
+    assert "(name unknown)" not in lost.stdout and "[1] （名称未知）" in lost.stdout
+    bad = subprocess.run([*command, "--simulate=bogus"], capture_output=True, text=True, env=environ)
+    assert bad.returncode == 2 and bad.stderr.startswith("trayvml: --simulate：未知场景 'bogus'")
 
 
 def test_the_cli_follows_the_language_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -292,8 +292,8 @@ def test_the_icons_remote_hosts_apply_at_once(qtbot, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("label", "shown"),
     [
-        ("Minutes kept on disk (days)", "Minutes kept on disk"),
-        ("磁盘上按分钟保存的时长（天）", "磁盘上按分钟保存的时长"),
+        ("Per-minute history on disk (days)", "Per-minute history on disk"),
+        ("磁盘上逐分钟历史的保存时长（天）", "磁盘上逐分钟历史的保存时长"),
     ],
 )
 def test_a_spin_boxs_label_leaves_its_unit_to_the_suffix(label: str, shown: str) -> None:

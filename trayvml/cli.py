@@ -7,6 +7,8 @@ driver not answering, 4 no display (the tray app), 130 ended by Ctrl-C while wai
 from __future__ import annotations
 
 import argparse
+import codecs
+import contextlib
 import json
 import logging
 import os
@@ -108,6 +110,7 @@ def _config_path(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from trayvml.config import GENERAL_BY_KEY
+    from trayvml.nvml.sim.options import SCENARIO_NAMES  # the scenarios' names, kept equal to SCENARIOS by a test
 
     interval = GENERAL_BY_KEY["sampling_interval_s"]  # the settings' bounds, so that no option bypasses them
     assert interval.minimum is not None and interval.maximum is not None
@@ -122,9 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SPEC",
         help=translate(
             "cli",
-            "use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, "
-            "processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE",
-        ),
+            "use simulated GPUs: SCENARIO[:key=value,...], scenarios {scenarios} "
+            "(alone: training, half an hour into the job); also TRAYVML_SIMULATE",
+        ).format(scenarios=", ".join(SCENARIO_NAMES)),
     )
     config = _Parser(add_help=False)
     config.add_argument(
@@ -339,8 +342,8 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
         with open(path, "rb") as file:
             value = tomllib.load(file).get("language", "system")
         setting = value if isinstance(value, str) else setting
-    except (OSError, ValueError):  # no file, or one the tray app will complain about: the system's
-        pass
+    except (OSError, ValueError, RecursionError):  # no file, or one loading sets aside: the system's
+        pass  # RecursionError: tomllib recurses once per nested array or table
     language = i18n.resolve(setting, environ)
     i18n.install(language)
     # argparse looks its gettext function up as a module global each time it needs words.
@@ -355,10 +358,77 @@ def _argparse_words(text: str) -> str:
     return translate("argparse", _argparse_gettext(text))
 
 
+# What trayvml writes that a legacy terminal encoding (ISO-8859-1, GB2312, ASCII under LANG=C) may
+# lack, in plain ASCII; anything else it cannot hold becomes "?".
+_ASCII_FOR = {
+    "\u2013": "-",  # – in ranges
+    "\u2014": "-",  # — between a GPU and its state
+    "\u00b7": "|",  # · between the host's figures
+    "\u00b0": "",  # ° in "45 °C": "45 C"
+    "\u2026": "...",
+    "\u00b5": "u",  # µs
+    "\u00d7": "x",
+    "\u2264": "<=",
+    "\u2265": ">=",
+    "\u2192": "->",
+    "\u2018": "'",
+    "\u2019": "'",
+    "\u201c": '"',
+    "\u201d": '"',
+    "\u00a0": " ",
+    "\u202f": " ",
+}
+_OUTPUT_ERRORS = "trayvml-ascii"
+
+
+def _ascii_instead(error: UnicodeError) -> tuple[str, int]:
+    if not isinstance(error, UnicodeEncodeError):
+        raise error
+    text = error.object[error.start : error.end]
+    return "".join(_ASCII_FOR.get(c, "?") for c in text), error.end
+
+
+codecs.register_error(_OUTPUT_ERRORS, _ascii_instead)
+
+
+def tolerate_output_encoding() -> None:
+    """Never crash on writing text the terminal's encoding cannot hold: what it lacks is written in
+    ASCII instead. Python fails with UnicodeEncodeError on stdout by default (and writes \\u2013 on
+    stderr), for example under LANG=C or an ISO-8859-1 or GB2312 locale."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        encoding = (getattr(stream, "encoding", None) or "").lower().replace("_", "-")
+        if reconfigure is None or encoding in ("utf-8", "utf8", "utf-16", "utf-32", "gb18030"):
+            continue  # these hold every character; a stream without reconfigure (None under pythonw) is left as it is
+        with contextlib.suppress(OSError, ValueError):  # a stream already closed, or one that refuses
+            reconfigure(errors=_OUTPUT_ERRORS)
+
+
+def _simulate_alone(parser: argparse.ArgumentParser, argv: Sequence[str]) -> list[str]:
+    """``argv``, where ``--simulate`` right before a command means the default simulation.
+
+    --simulate takes an optional SPEC, and argparse gives it the next word whatever it is: in
+    ``trayvml --simulate snapshot`` the command would be read as a scenario. No scenario is named
+    as a command, so a command's name there is the command, as it is after any other option."""
+    commands: set[str] = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            commands.update(action.choices)
+    words = list(argv)
+    for k, word in enumerate(words[:-1]):
+        if word == "--":
+            break
+        if word == "--simulate" and words[k + 1] in commands:
+            words[k] = "--simulate="  # the same as --simulate alone: const is ""
+    return words
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    tolerate_output_encoding()
     use_language(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
     try:
-        args = build_parser().parse_args(argv)
+        args = parser.parse_args(_simulate_alone(parser, sys.argv[1:] if argv is None else argv))
     except SystemExit as done:  # --help, --version, or a usage error argparse has said in one line
         return done.code if isinstance(done.code, int) else 0
     args.config = getattr(args, "config", None)

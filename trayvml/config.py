@@ -127,14 +127,14 @@ GENERAL: tuple[Setting, ...] = (
     ),
     Setting(
         "history_fine_hours",
-        QT_TRANSLATE_NOOP("settings", "Seconds kept on disk (h)"),
+        QT_TRANSLATE_NOOP("settings", "Per-second history on disk (h)"),
         24,
         1,
         24 * 31,
     ),
     Setting(
         "history_coarse_days",
-        QT_TRANSLATE_NOOP("settings", "Minutes kept on disk (days)"),
+        QT_TRANSLATE_NOOP("settings", "Per-minute history on disk (days)"),
         7,
         1,
         3660,
@@ -198,6 +198,11 @@ def _shown(value: Any) -> str:
     return reprlib.repr(value)
 
 
+def _number(value: Any) -> str:
+    """A bound or value written out: 1048576, not :g's 1.04858e+06."""
+    return f"{value:.15g}" if isinstance(value, int | float) and not isinstance(value, bool) else _shown(value)
+
+
 def problems(settings: Settings) -> list[str]:
     """Every reason ``settings`` cannot be used (empty when it is fine)."""
     found = []
@@ -215,9 +220,9 @@ def problems(settings: Settings) -> list[str]:
             found.append(
                 translate("settings", "{setting}: {value} is outside {minimum}–{maximum}.").format(
                     setting=translate("settings", setting.label),
-                    value=value,
-                    minimum=f"{setting.minimum:g}",
-                    maximum=f"{setting.maximum:g}",
+                    value=_number(value),
+                    minimum=_number(setting.minimum),
+                    maximum=_number(setting.maximum),
                 )
             )
     for kind in RULES:

@@ -253,8 +253,8 @@ class Source:
             nvml.submit(self.reader.close)
             nvml.wait(CLOSE_WAIT_S)
         else:
-            # Stuck in the driver: nvmlShutdown would wait on the same lock. Leave the thread behind.
-            log.warning("the NVIDIA driver is still not answering (%s); not waiting for it", self.reader.current_call)
+            # Stuck in the driver (nvmlShutdown would wait on the same lock) or a sysfs read: leave the thread behind.
+            log.warning("still not answering: %s; not waiting for it", self.reader.current_call or "the NVIDIA driver")
         nvml.stop()
         if installed() is not None and installed() in (self.library, self._replay):
             uninstall()

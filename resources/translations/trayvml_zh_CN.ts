@@ -254,6 +254,10 @@
         <source>trayvml — starting…</source>
         <translation>trayvml — 正在启动…</translation>
     </message>
+    <message>
+        <source>(name unknown)</source>
+        <translation>（名称未知）</translation>
+    </message>
 </context>
 <context>
     <name>GraphWindow</name>
@@ -1230,8 +1234,8 @@ It is sent SIGTERM, as kill does.</source>
         <translation>需要一个设置文件的路径</translation>
     </message>
     <message>
-        <source>use simulated GPUs: SCENARIO[:key=value,...], scenarios idle, training, thermal, processes, faults (alone: training, half an hour into the job); also TRAYVML_SIMULATE</source>
-        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 idle、training、thermal、processes、faults（不带参数时为 training，任务已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
+        <source>use simulated GPUs: SCENARIO[:key=value,...], scenarios {scenarios} (alone: training, half an hour into the job); also TRAYVML_SIMULATE</source>
+        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 {scenarios}（不带参数时为 training，任务已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
     </message>
     <message>
         <source>settings file (default: in your config folder)</source>
@@ -1753,8 +1757,16 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{problem}在此期间，可用 trayvml --simulate 查看模拟 GPU。</translation>
     </message>
     <message>
+        <source>GPU power state not readable</source>
+        <translation>无法读取 GPU 电源状态</translation>
+    </message>
+    <message>
         <source>GPU driver not responding</source>
         <translation>GPU 驱动无响应</translation>
+    </message>
+    <message>
+        <source>Reading {file} has not finished for {duration}; trayvml reads it before asking the NVIDIA driver, so no GPU values are current until it does.</source>
+        <translation>读取 {file} 已 {duration} 未完成；trayvml 在询问 NVIDIA 驱动之前会先读取它，因此在读取完成之前，所有 GPU 数值都不是最新的。</translation>
     </message>
     <message>
         <source>The NVIDIA driver has not answered for {duration}, stuck in {call}; no GPU values are current until it does.</source>
@@ -2368,6 +2380,17 @@ For {duration} now.</source>
     </message>
 </context>
 <context>
+    <name>reader</name>
+    <message>
+        <source>NVML stopped answering ({why}); retrying every {period} s</source>
+        <translation>NVML 停止响应（{why}）；每 {period} 秒重试一次</translation>
+    </message>
+    <message>
+        <source>GPU {index} has fallen off the bus; the other GPUs carry on</source>
+        <translation>GPU {index} 已从总线上掉线；其他 GPU 继续工作</translation>
+    </message>
+</context>
+<context>
     <name>record</name>
     <message>
         <source>trayvml: recording to {folder} every {seconds} s</source>
@@ -2778,12 +2801,12 @@ For {duration} now.</source>
         <translation>保存在你的状态目录中；trayvml record 写入的也是同一份。</translation>
     </message>
     <message>
-        <source>Seconds kept on disk (h)</source>
-        <translation>磁盘上按秒保存的时长 (h)</translation>
+        <source>Per-second history on disk (h)</source>
+        <translation>磁盘上逐秒历史的保存时长（小时）</translation>
     </message>
     <message>
-        <source>Minutes kept on disk (days)</source>
-        <translation>磁盘上按分钟保存的时长（天）</translation>
+        <source>Per-minute history on disk (days)</source>
+        <translation>磁盘上逐分钟历史的保存时长（天）</translation>
     </message>
     <message>
         <source>History size cap (MiB)</source>
@@ -2928,6 +2951,97 @@ For {duration} now.</source>
     <message>
         <source>The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.</source>
         <translation>无法使用设置文件 {path}：{reason}；已将其移为 {aside}，当前使用默认设置。</translation>
+    </message>
+</context>
+<context>
+    <name>simulate</name>
+    <message>
+        <source>--simulate: {key} wants {what} from 0 to {high}, not {text}.</source>
+        <translation>--simulate：{key} 需要 0 到 {high} 之间的{what}，而不是 {text}。</translation>
+    </message>
+    <message>
+        <source>a number of seconds</source>
+        <translation>秒数</translation>
+    </message>
+    <message>
+        <source>--simulate: {what} wants a whole number from {low} to {high}, not {text}.</source>
+        <translation>--simulate：{what} 需要 {low} 到 {high} 之间的整数，而不是 {text}。</translation>
+    </message>
+    <message>
+        <source>--simulate: unknown GPU profile {name}; choose from {known}.</source>
+        <translation>--simulate：未知 GPU 型号 {name}；可选 {known}。</translation>
+    </message>
+    <message>
+        <source>the count after {name}*</source>
+        <translation>{name}* 后的数量</translation>
+    </message>
+    <message>
+        <source>--simulate: at most {maximum} GPUs can be simulated, not {count}.</source>
+        <translation>--simulate：最多可模拟 {maximum} 个 GPU，而不是 {count} 个。</translation>
+    </message>
+    <message>
+        <source>--simulate: hang wants NVMLFUNCTION@SECONDS[/SECONDS], not {entry}.</source>
+        <translation>--simulate：hang 的格式为 NVMLFUNCTION@SECONDS[/SECONDS]，而不是 {entry}。</translation>
+    </message>
+    <message>
+        <source>--simulate: sleep wants GPU@SECONDS[/SECONDS], not {entry}.</source>
+        <translation>--simulate：sleep 的格式为 GPU@SECONDS[/SECONDS]，而不是 {entry}。</translation>
+    </message>
+    <message>
+        <source>sleep&apos;s GPU</source>
+        <translation>sleep 的 GPU</translation>
+    </message>
+    <message>
+        <source>--simulate: unknown scenario {scenario}; choose from {known}.</source>
+        <translation>--simulate：未知场景 {scenario}；可选 {known}。</translation>
+    </message>
+    <message>
+        <source>--simulate: {item} is not of the form key=value.</source>
+        <translation>--simulate：{item} 不是 key=value 的形式。</translation>
+    </message>
+    <message>
+        <source>--simulate: lost wants GPU@SECONDS, not {entry}.</source>
+        <translation>--simulate：lost 的格式为 GPU@SECONDS，而不是 {entry}。</translation>
+    </message>
+    <message>
+        <source>lost&apos;s GPU</source>
+        <translation>lost 的 GPU</translation>
+    </message>
+    <message>
+        <source>--simulate: nvml wants one of {faults}, not {fault}.</source>
+        <translation>--simulate：nvml 需要 {faults} 之一，而不是 {fault}。</translation>
+    </message>
+    <message>
+        <source>--simulate: procperm wants yes or no, not {value}.</source>
+        <translation>--simulate：procperm 需要 yes 或 no，而不是 {value}。</translation>
+    </message>
+    <message>
+        <source>simulated seconds per second</source>
+        <translation>每秒模拟的秒数</translation>
+    </message>
+    <message>
+        <source>--simulate: speed must be greater than 0.</source>
+        <translation>--simulate：speed 必须大于 0。</translation>
+    </message>
+    <message>
+        <source>--simulate: latency wants none or realistic, not {value}.</source>
+        <translation>--simulate：latency 需要 none 或 realistic，而不是 {value}。</translation>
+    </message>
+    <message>
+        <source>--simulate: unknown option {key} (known: {known}).</source>
+        <translation>--simulate：未知选项 {key}（可用：{known}）。</translation>
+    </message>
+    <message>
+        <source>--simulate: lost names GPU {gpu}, but only {count} are simulated.</source>
+        <translation>--simulate：lost 指定了 GPU {gpu}，但只模拟了 {count} 个 GPU。</translation>
+    </message>
+    <message>
+        <source>--simulate: sleep names GPU {gpu}, but only {count} are simulated.</source>
+        <translation>--simulate：sleep 指定了 GPU {gpu}，但只模拟了 {count} 个 GPU。</translation>
+    </message>
+    <message>
+        <source>--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend.</source>
+        <translation>--simulate：sleep 指定的 GPU {gpu} 是 {profile}：只有笔记本 GPU 会运行时挂起。</translation>
     </message>
 </context>
 <context>

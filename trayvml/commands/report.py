@@ -62,7 +62,7 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
         lines.append(simulation_banner(sample))
     if sample.problem is not None:
         lines.append(sample.problem[1])
-    names = [terminal_text(d.name) for d in sample.devices]  # a name from the driver is untrusted
+    names = [terminal_text(d.shown_name) for d in sample.devices]  # a name from the driver is untrusted
     name_width = max(map(len, names), default=0)
     at = f"{terminal_text(host_column)} " if host_column else ""
     for gpu, info, name in zip(sample.gpus, sample.devices, names, strict=True):

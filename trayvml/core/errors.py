@@ -94,14 +94,28 @@ class DriverStall:
     """
 
     since_s: float  # wall clock when the call that has not returned began
-    call: str = ""  # the NVML function in flight, "" where unknown
+    call: str = ""  # the NVML function in flight, or the sysfs file being read (a path); "" where unknown
+
+    @property
+    def in_file(self) -> bool:
+        """Whether a file (sysfs's runtime_status, read before any NVML call) is what does not answer,
+        not the driver: no NVML function has a "/" in its name."""
+        return "/" in self.call
 
     @property
     def headline(self) -> str:
+        if self.in_file:
+            return translate("errors", "GPU power state not readable")
         return translate("errors", "GPU driver not responding")
 
     def sentence(self, now_s: float) -> str:
         waited = format_duration(now_s - self.since_s)
+        if self.in_file:
+            return translate(
+                "errors",
+                "Reading {file} has not finished for {duration}; trayvml reads it before asking the NVIDIA "
+                "driver, so no GPU values are current until it does.",
+            ).format(file=self.call, duration=waited)
         if self.call:
             return translate(
                 "errors",

@@ -51,7 +51,9 @@ class SystemInfo:
     nvml_version: str
 
 
-UNKNOWN_NAME = "(name unknown)"  # a GPU lost before its name could ever be read
+# A GPU lost before its name could ever be read. The English text is the marker compared against;
+# DeviceInfo.shown_name says it in the reader's language.
+UNKNOWN_NAME = QT_TRANSLATE_NOOP("GpuText", "(name unknown)")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,7 @@ class DeviceInfo:
     """Facts about one GPU read once at start (fields match STATIC_FIELDS keys)."""
 
     index: int
-    name: str
+    name: str  # as the driver gives it, or UNKNOWN_NAME; shown_name is the one to show
     uuid: str
     serial: str = ""
     pci_bus_id: str = ""
@@ -86,6 +88,11 @@ class DeviceInfo:
     temperature_shutdown_c: float = math.nan
     mig_parent_index: int = -1  # a MIG device: the index of the GPU it is carved from; -1: a whole GPU
     gpu_instance_id: int = -1  # a MIG device's GPU instance id
+
+    @property
+    def shown_name(self) -> str:
+        """The name as a person reads it: "(name unknown)" in their language."""
+        return translate("GpuText", UNKNOWN_NAME) if self.name == UNKNOWN_NAME else self.name
 
 
 @dataclass(frozen=True)

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import pynvml as N
 
-from trayvml.nvml.session import classify
+from trayvml.nvml.session import NvmlSession, classify
 from trayvml.nvml.specs import GPM, GpmRead
 
 log = logging.getLogger(__name__)
@@ -56,8 +56,17 @@ def gpm_supported(handle: Any) -> bool | None:
 class GpmSampler:
     """The two sample buffers of one GPU (or one MIG instance: ``instance`` is its GPU instance id)."""
 
-    def __init__(self, reads: tuple[GpmRead, ...] = GPM, instance: int | None = None, parent: Any = None) -> None:
+    def __init__(
+        self,
+        reads: tuple[GpmRead, ...] = GPM,
+        instance: int | None = None,
+        parent: Any = None,
+        session: NvmlSession | None = None,
+    ) -> None:
         self.reads = reads
+        # Told each function before it is called: one read makes up to four calls, and a stall
+        # report must name the one that did not return (nvmlGpmMigSampleGet for a MIG instance).
+        self.session = session
         self.instance = instance
         self.parent = parent  # a MIG device's samples are taken on its parent GPU, by instance id
         self.request = N.c_nvmlGpmMetricsGet_t()
@@ -77,6 +86,7 @@ class GpmSampler:
         """Take a sample; the metrics since the last one (a view: metricId, nvmlReturn, value), or
         None on the first. Raises NVMLError."""
         if self.current is None:
+            self._calling("nvmlGpmSampleAlloc")
             self.previous = N.nvmlGpmSampleAlloc()
             try:
                 self.current = N.nvmlGpmSampleAlloc()
@@ -84,8 +94,10 @@ class GpmSampler:
                 self.free()
                 raise
         if self.instance is None:
+            self._calling("nvmlGpmSampleGet")
             N.nvmlGpmSampleGet(handle, self.current)
         else:
+            self._calling("nvmlGpmMigSampleGet")
             N.nvmlGpmMigSampleGet(self.parent, self.instance, self.current)
         first = not self.filled
         self.previous, self.current = self.current, self.previous
@@ -94,8 +106,13 @@ class GpmSampler:
             return None
         request = self.request
         request.sample1, request.sample2 = self.current, self.previous  # older, newer (after the swap)
+        self._calling("nvmlGpmMetricsGet")
         N.nvmlGpmMetricsGet(request)
         return self.view
+
+    def _calling(self, function: str) -> None:
+        if self.session is not None:
+            self.session.current_call = function
 
     def free(self) -> None:
         """Give the buffers back to the driver (also when NVML is already gone: nothing to undo)."""

@@ -23,6 +23,7 @@ import pynvml as N
 from trayvml.core.clock import Clock
 from trayvml.core.demand import PROCESSES
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
+from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS, Derivation, Metric
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, SystemInfo
 from trayvml.nvml.probe import DeviceProbe, GpuLostError
@@ -154,8 +155,9 @@ class NvmlReader:
 
     @property
     def current_call(self) -> str:
-        """The NVML function being called: read from another thread to say which call is stuck."""
-        return self.session.current_call
+        """The NVML function being called, or the sysfs file being read (a path): read from another
+        thread to say which call is stuck."""
+        return self.power.reading or self.session.current_call
 
     # ---- lifecycle ----
     def read(self, demand: frozenset[str] | None = None) -> tuple[GpuSample, ...]:
@@ -188,7 +190,8 @@ class NvmlReader:
             self._count_xid_events()
             samples = tuple(self._read_gpu(g, now_s, asleep) for g in self._gpus)
         except NvmlDownError as down:
-            log.warning("NVML stopped answering (%s); retrying every %.0f s", down.why.sentence, RETRY_PERIOD_S)
+            stopped = translate("reader", "NVML stopped answering ({why}); retrying every {period} s")
+            log.warning("%s", stopped.format(why=down.why.sentence, period=f"{RETRY_PERIOD_S:.0f}"))
             self._close(down.why, now_s)
             return ()
         if self.idle_poll_s > 0 and _idle_laptops(samples, self.devices, power):
@@ -406,7 +409,8 @@ class NvmlReader:
 
     @staticmethod
     def _mark_lost(g: GpuState) -> None:
-        log.warning("GPU %d has fallen off the bus; the other GPUs carry on", g.index)
+        lost = translate("reader", "GPU {index} has fallen off the bus; the other GPUs carry on")
+        log.warning("%s", lost.format(index=g.index))  # said on stderr by the CLI: in the user's language
         g.mark_lost()
 
     def _count_xid_events(self) -> None:

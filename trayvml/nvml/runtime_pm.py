@@ -60,6 +60,16 @@ class RuntimePower:
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else sysfs_root()
         self._functions: list[Path] | None = None
+        # The file being read, "" between reads: read from another thread to say what does not
+        # answer (a sysfs read runs where NVML calls do, so it holds up the sample just the same).
+        self.reading = ""
+
+    def _read(self, path: Path) -> str:
+        self.reading = str(path)
+        try:
+            return _read(path)
+        finally:
+            self.reading = ""
 
     def rescan(self) -> None:
         """Look for NVIDIA functions again at the next poll (NVML is being opened anew)."""
@@ -72,7 +82,9 @@ class RuntimePower:
         except OSError:
             return []  # no sysfs (not Linux, a container without it): NVML alone decides
         return [
-            d for d in entries if _read(d / "vendor") == NVIDIA_VENDOR and _read(d / "class").startswith(DISPLAY_CLASS)
+            d
+            for d in entries
+            if self._read(d / "vendor") == NVIDIA_VENDOR and self._read(d / "class").startswith(DISPLAY_CLASS)
         ]
 
     def poll(self) -> dict[str, PciPower]:
@@ -81,7 +93,7 @@ class RuntimePower:
             self._functions = self._find()
         return {
             bus_key(d.name): PciPower(
-                d.name, _read(d / "power" / "runtime_status"), _read(d / "power" / "control") == "auto"
+                d.name, self._read(d / "power" / "runtime_status"), self._read(d / "power" / "control") == "auto"
             )
             for d in self._functions
         }

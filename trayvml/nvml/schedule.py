@@ -274,7 +274,7 @@ class Scheduler:
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
         if g.info.gpm_supported:
             instance = g.info.gpu_instance_id if g.parent_handle is not None else None
-            ops.append(self._gpm_op(GpmSampler(instance=instance, parent=g.parent_handle)))
+            ops.append(self._gpm_op(GpmSampler(instance=instance, parent=g.parent_handle, session=self.session)))
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)

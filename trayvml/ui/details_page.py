@@ -47,7 +47,9 @@ class DetailsPage(QTreeWidget):
                 QTreeWidgetItem(system, [label, value])
             system.setExpanded(True)
         for info in sample.devices:
-            item = QTreeWidgetItem(self, [translate("DetailsPage", "GPU {index}").format(index=info.index), info.name])
+            item = QTreeWidgetItem(
+                self, [translate("DetailsPage", "GPU {index}").format(index=info.index), info.shown_name]
+            )
             for field in STATIC_FIELDS:
                 value = getattr(info, field.key)
                 QTreeWidgetItem(

@@ -28,7 +28,7 @@ translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (sc
 def gpu_title(info: DeviceInfo) -> str:
     """Index, model and PCI bus (without its domain, 0 on nearly every machine): identical GPUs
     differ by index and bus."""
-    title = translate("PerGpu", "GPU {index} {name}").format(index=info.index, name=short_name(info.name))
+    title = translate("PerGpu", "GPU {index} {name}").format(index=info.index, name=short_name(info.shown_name))
     if not info.pci_bus_id:
         return title
     return translate("PerGpu", "{gpu} · bus {bus}").format(gpu=title, bus=info.pci_bus_id.split(":", 1)[-1])

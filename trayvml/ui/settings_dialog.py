@@ -252,7 +252,7 @@ class SettingsDialog(QDialog):
             check = QCheckBox(f"{info.index}")
             # Qt reads a tooltip that starts with a tag as rich text: escaped in a paragraph, the
             # GPU's name (from the driver) is shown as it is.
-            check.setToolTip(f"<p>{rich_text(info.name)}</p>")
+            check.setToolTip(f"<p>{rich_text(info.shown_name)}</p>")
             shown_layout.addWidget(check)
             self.gpu_checks.append(check)
         shown_layout.addStretch(1)
@@ -294,7 +294,8 @@ class SettingsDialog(QDialog):
         self.gpu_choice = QComboBox()
         for info in devices:
             self.gpu_choice.addItem(
-                translate("SettingsDialog", "GPU {index}: {name}").format(index=info.index, name=info.name), info.index
+                translate("SettingsDialog", "GPU {index}: {name}").format(index=info.index, name=info.shown_name),
+                info.index,
             )
         per_gpu_layout.addWidget(self.gpu_choice)
         self.override_grid = _RuleGrid(overridable=True)

@@ -242,13 +242,15 @@ class GraphWindow(QMainWindow):
             toggle.setParent(None)
         self.gpu_toggles = []
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
-            toggle = QCheckBox(menu_label(f"{gpu.index} {short_name(info.name)}", dbusmenu=False))  # & is a mnemonic
+            toggle = QCheckBox(
+                menu_label(f"{gpu.index} {short_name(info.shown_name)}", dbusmenu=False)
+            )  # & is a mnemonic
             colour = gpu_colour(gpu.index).name()
             toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
             toggle.setChecked(gpu.index not in self.hidden_gpus)
             # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
             facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(
-                name=info.name, bus=info.pci_bus_id or "?", uuid=info.uuid
+                name=info.shown_name, bus=info.pci_bus_id or "?", uuid=info.uuid
             )
             toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
             toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))

@@ -34,6 +34,7 @@ import reprlib
 from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
+from trayvml.core.i18n import translate
 from trayvml.nvml.sim.profiles import PROFILES
 
 SIMULATE_ENV = "TRAYVML_SIMULATE"
@@ -86,12 +87,16 @@ def _number(key: str, text: str, high: float, what: str) -> float:
     except ValueError:
         value = math.nan
     if not 0 <= value <= high:  # NaN fails this too
-        raise SimulationSpecError(f"--simulate: {key} wants {what} from 0 to {high:g}, not {reprlib.repr(text)}.")
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: {key} wants {what} from 0 to {high}, not {text}.").format(
+                key=key, what=what, high=f"{high:g}", text=reprlib.repr(text)
+            )
+        )
     return value
 
 
 def _seconds(key: str, text: str) -> float:
-    return _number(key, text, MAX_SIM_S, "a number of seconds")
+    return _number(key, text, MAX_SIM_S, translate("simulate", "a number of seconds"))
 
 
 def _whole(what: str, text: str, low: int, high: int) -> int:
@@ -99,7 +104,9 @@ def _whole(what: str, text: str, low: int, high: int) -> int:
     digits = text.isascii() and text.isdigit() and len(text) <= 20  # int() raises past 4,300 digits
     if not digits or not low <= int(text) <= high:
         raise SimulationSpecError(
-            f"--simulate: {what} wants a whole number from {low} to {high}, not {reprlib.repr(text)}."
+            translate("simulate", "--simulate: {what} wants a whole number from {low} to {high}, not {text}.").format(
+                what=what, low=low, high=high, text=reprlib.repr(text)
+            )
         )
     return int(text)
 
@@ -110,18 +117,37 @@ def _gpus(text: str) -> tuple[str, ...]:
         name, star, count_text = part.partition("*")
         if name not in PROFILES:
             known = ", ".join(PROFILES)
-            raise SimulationSpecError(f"--simulate: unknown GPU profile {reprlib.repr(name)}; choose from {known}.")
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: unknown GPU profile {name}; choose from {known}.").format(
+                    name=reprlib.repr(name), known=known
+                )
+            )
         # Checked before the list grows: h100*999999999999 must not build that list first.
-        names.extend([name] * (_whole(f"the count after {name}*", count_text, 1, MAX_GPUS) if star else 1))
+        names.extend(
+            [name]
+            * (
+                _whole(translate("simulate", "the count after {name}*").format(name=name), count_text, 1, MAX_GPUS)
+                if star
+                else 1
+            )
+        )
         if len(names) > MAX_GPUS:
-            raise SimulationSpecError(f"--simulate: at most {MAX_GPUS} GPUs can be simulated, not {len(names)}.")
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: at most {maximum} GPUs can be simulated, not {count}.").format(
+                    maximum=MAX_GPUS, count=len(names)
+                )
+            )
     return tuple(names)
 
 
 def _hang(entry: str) -> tuple[str, tuple[float, float]]:
     function, at, when = entry.partition("@")
     if not at or not function.startswith("nvml"):
-        raise SimulationSpecError(f"--simulate: hang wants NVMLFUNCTION@SECONDS[/SECONDS], not {reprlib.repr(entry)}.")
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: hang wants NVMLFUNCTION@SECONDS[/SECONDS], not {entry}.").format(
+                entry=reprlib.repr(entry)
+            )
+        )
     from_text, slash, for_text = when.partition("/")
     start_s = _seconds("hang", from_text)
     return function, (start_s, start_s + _seconds("hang", for_text) if slash else math.inf)
@@ -130,11 +156,15 @@ def _hang(entry: str) -> tuple[str, tuple[float, float]]:
 def _sleep(entry: str) -> tuple[int, tuple[float, float]]:
     gpu_text, at, when = entry.partition("@")
     if not at:
-        raise SimulationSpecError(f"--simulate: sleep wants GPU@SECONDS[/SECONDS], not {reprlib.repr(entry)}.")
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: sleep wants GPU@SECONDS[/SECONDS], not {entry}.").format(
+                entry=reprlib.repr(entry)
+            )
+        )
     from_text, slash, for_text = when.partition("/")
     start_s = _seconds("sleep", from_text)
     until_s = start_s + _seconds("sleep", for_text) if slash else math.inf
-    return _whole("sleep's GPU", gpu_text, 0, MAX_GPUS - 1), (start_s, until_s)
+    return _whole(translate("simulate", "sleep's GPU"), gpu_text, 0, MAX_GPUS - 1), (start_s, until_s)
 
 
 def parse_spec(text: str) -> SimSpec:
@@ -153,11 +183,19 @@ def parse_spec(text: str) -> SimSpec:
         values = {"scenario": DEFAULT_SCENARIO, "start_s": DEFAULT_START_S}
     elif scenario not in SCENARIO_NAMES:
         known = ", ".join(SCENARIO_NAMES)
-        raise SimulationSpecError(f"--simulate: unknown scenario {reprlib.repr(scenario)}; choose from {known}.")
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: unknown scenario {scenario}; choose from {known}.").format(
+                scenario=reprlib.repr(scenario), known=known
+            )
+        )
     for item in filter(None, options.split(",")):
         key, eq, value = item.partition("=")
         if not eq:
-            raise SimulationSpecError(f"--simulate: {reprlib.repr(item)} is not of the form key=value.")
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: {item} is not of the form key=value.").format(
+                    item=reprlib.repr(item)
+                )
+            )
         if key == "gpus":
             values["gpus"] = _gpus(value)
         elif key == "seed":
@@ -169,25 +207,35 @@ def parse_spec(text: str) -> SimSpec:
             for entry in filter(None, value.split("+")):  # "lost=" alone: no GPU is lost
                 gpu_text, at, when = entry.partition("@")
                 if not at:
-                    raise SimulationSpecError(f"--simulate: lost wants GPU@SECONDS, not {reprlib.repr(entry)}.")
-                lost[_whole("lost's GPU", gpu_text, 0, MAX_GPUS - 1)] = _seconds(key, when)
+                    raise SimulationSpecError(
+                        translate("simulate", "--simulate: lost wants GPU@SECONDS, not {entry}.").format(
+                            entry=reprlib.repr(entry)
+                        )
+                    )
+                lost[_whole(translate("simulate", "lost's GPU"), gpu_text, 0, MAX_GPUS - 1)] = _seconds(key, when)
             values["lost_at_s"] = lost
         elif key == "nvml":
             fault, at, until = value.partition("@")
             if fault not in NVML_FAULTS:
                 raise SimulationSpecError(
-                    f"--simulate: nvml wants one of {', '.join(NVML_FAULTS)}, not {reprlib.repr(fault)}."
+                    translate("simulate", "--simulate: nvml wants one of {faults}, not {fault}.").format(
+                        faults=", ".join(NVML_FAULTS), fault=reprlib.repr(fault)
+                    )
                 )
             values["nvml_fault"] = fault
             values["nvml_fault_until_s"] = _seconds(key, until) if at else None
         elif key == "procperm":
             if value not in ("yes", "no"):
-                raise SimulationSpecError(f"--simulate: procperm wants yes or no, not {reprlib.repr(value)}.")
+                raise SimulationSpecError(
+                    translate("simulate", "--simulate: procperm wants yes or no, not {value}.").format(
+                        value=reprlib.repr(value)
+                    )
+                )
             values["other_users_hidden"] = value == "yes"
         elif key == "speed":
-            values["speed"] = _number(key, value, MAX_SPEED, "simulated seconds per second")
+            values["speed"] = _number(key, value, MAX_SPEED, translate("simulate", "simulated seconds per second"))
             if values["speed"] == 0:
-                raise SimulationSpecError("--simulate: speed must be greater than 0.")
+                raise SimulationSpecError(translate("simulate", "--simulate: speed must be greater than 0."))
         elif key == "hang":
             values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
         elif key == "sleep":
@@ -198,23 +246,39 @@ def parse_spec(text: str) -> SimSpec:
             values["past_s"] = _seconds(key, value)
         elif key == "latency":
             if value not in ("none", "realistic"):
-                raise SimulationSpecError(f"--simulate: latency wants none or realistic, not {reprlib.repr(value)}.")
+                raise SimulationSpecError(
+                    translate("simulate", "--simulate: latency wants none or realistic, not {value}.").format(
+                        value=reprlib.repr(value)
+                    )
+                )
             values["realistic_latency"] = value == "realistic"
         else:
             raise SimulationSpecError(
-                f"--simulate: unknown option {reprlib.repr(key)} "
-                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep)."
+                translate("simulate", "--simulate: unknown option {key} (known: {known}).").format(
+                    key=reprlib.repr(key),
+                    known="gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep",
+                )
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
         if gpu >= len(spec.gpus):
-            raise SimulationSpecError(f"--simulate: lost names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: lost names GPU {gpu}, but only {count} are simulated.").format(
+                    gpu=gpu, count=len(spec.gpus)
+                )
+            )
     for gpu, _ in spec.sleeps:
         if gpu >= len(spec.gpus):
-            raise SimulationSpecError(f"--simulate: sleep names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: sleep names GPU {gpu}, but only {count} are simulated.").format(
+                    gpu=gpu, count=len(spec.gpus)
+                )
+            )
         if not PROFILES[spec.gpus[gpu]].runtime_pm:
             raise SimulationSpecError(
-                f"--simulate: sleep names GPU {gpu}, a {spec.gpus[gpu]}: only laptop GPUs runtime-suspend."
+                translate(
+                    "simulate", "--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend."
+                ).format(gpu=gpu, profile=spec.gpus[gpu])
             )
     if spec.scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)
