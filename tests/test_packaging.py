@@ -15,6 +15,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -104,6 +105,18 @@ def test_the_wheel_ships_every_package_and_resource(wheel: Path) -> None:
     # The MIT licence asks that its text travel with every copy.
     (licence,) = (n for n in names if n.endswith(".dist-info/licenses/LICENSE"))
     assert zipfile.ZipFile(wheel).read(licence) == (ROOT / "LICENSE").read_bytes()
+
+
+def test_the_source_archive_holds_every_tracked_file_so_its_tests_run(dist: Path) -> None:
+    (sdist,) = dist.glob("trayvml-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    listed = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=False)
+    if listed.returncode != 0 or not listed.stdout:
+        pytest.skip("not a git checkout (the tests run from a source archive): nothing to compare with")
+    tracked = listed.stdout.split()
+    missing = sorted(set(tracked) - names)
+    assert not missing, f"the source archive lacks {missing[:10]}"  # conftest.py and tests/helpers.py among them once
 
 
 def test_the_metadata_is_complete_and_the_long_description_has_no_relative_links(wheel: Path) -> None:
