@@ -10,6 +10,7 @@ Derived metrics (memory used %, ...) are described in the catalog; XID counts co
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 import pynvml as N
@@ -62,6 +63,9 @@ class FieldRead:
     scale: float = 1.0  # to base units
     period_s: float = EVERY_TICK_S
     fallback: CallRead | None = None  # read this way where the field answers NOT_SUPPORTED
+    # A counter that wraps at this modulus (0: it never wraps, a drop is a reset); such counters
+    # are the PCIe link's, so the link's top rate says how many wraps an interval can hide.
+    wraps_at: int = 0
 
 
 @dataclass(frozen=True)
@@ -131,6 +135,25 @@ def _pcie_throughput(key: str, counter: int) -> CallRead:
     return CallRead("nvmlDeviceGetPcieThroughput", (key,), (counter,), scale=1000.0, period_s=PCIE_THROUGHPUT_PERIOD_S)
 
 
+# The PCIe byte counters are 32-bit: nvml.h says their "value can be wrapped", and nvidia-smi
+# shows them below 2**32 (dcgm-exporter#721: TX_BYTES 3020371496 on an L40S). At Gen4/5 rates
+# they wrap several times a second: differences are taken modulo 2**32, and where more than one
+# wrap fits in the interval the rate is only a lower bound (see FieldBatch.rates).
+PCIE_COUNTER_MODULUS = 2**32
+
+# Transfers per second per lane, by PCIe generation (GT/s). A lane carries at most GT/s / 8
+# bytes per second: encoding (8b/10b, 128b/130b, FLIT) only lowers that, so it is a ceiling.
+_PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
+
+
+def pcie_max_bytes_per_s(generation: float, width: float) -> float:
+    """The most bytes a second one direction of a PCIe link can carry; NaN where not known."""
+    if generation != generation or width != width or width <= 0:
+        return math.nan
+    gt_per_s = _PCIE_GT_PER_S.get(int(generation))
+    return math.nan if gt_per_s is None else gt_per_s * 1e9 / 8 * width
+
+
 FIELDS: tuple[FieldRead, ...] = (
     FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=_MILLI),
     FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP),
@@ -138,12 +161,14 @@ FIELDS: tuple[FieldRead, ...] = (
         "pcie_tx_bytes_per_s",
         N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
         FieldKind.RATE,
+        wraps_at=PCIE_COUNTER_MODULUS,
         fallback=_pcie_throughput("pcie_tx_bytes_per_s", N.NVML_PCIE_UTIL_TX_BYTES),
     ),
     FieldRead(
         "pcie_rx_bytes_per_s",
         N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
         FieldKind.RATE,
+        wraps_at=PCIE_COUNTER_MODULUS,
         fallback=_pcie_throughput("pcie_rx_bytes_per_s", N.NVML_PCIE_UTIL_RX_BYTES),
     ),
     # NVLink data counters are per link, in KiB.

@@ -1,0 +1,82 @@
+"""What real drivers do that a naive reader gets wrong, each reproduced by the simulator."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pynvml as N
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.commands.report import json_snapshot
+from trayvml.nvml.schedule import FieldBatch, _Field
+from trayvml.nvml.sim.field_models import FIELD_COLUMN
+from trayvml.nvml.specs import FIELDS, PCIE_COUNTER_MODULUS, pcie_max_bytes_per_s
+
+_PCIE_TX = next(f for f in FIELDS if f.field_id == N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES)
+
+
+def _pcie_batch(generation: int, width: int) -> FieldBatch:
+    return FieldBatch([_Field(_PCIE_TX.field_id, 0, _PCIE_TX)], pcie_max_bytes_per_s(generation, width))
+
+
+def test_pcie_byte_counters_wrap_at_32_bits_in_the_simulator() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    run_ticks(source, clock, 3)
+    timeline = lib.timelines[0]
+    counter = timeline.fields[:, FIELD_COLUMN[N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES]]
+    assert counter.max() < PCIE_COUNTER_MODULUS
+    assert (np.diff(counter.astype(np.int64)) < 0).sum() > 100  # it wraps, often
+
+
+def test_a_wrapped_pcie_counter_gives_the_rate_not_a_gap() -> None:
+    """Training at 6 % of an RTX 4090's Gen4 link: 1.9 GB/s, a wrap every two seconds or so."""
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
+    source.sample()
+    for _ in range(12):
+        clock.advance_s(1.0)
+        gpu = source.sample().gpus[0]
+        timeline = lib.timelines[0]
+        true_rx = timeline.pcie_rx_kb_per_s[timeline.i] * 1000
+        assert true_rx < PCIE_COUNTER_MODULUS  # at most one wrap a tick: the difference is exact
+        assert math.isclose(gpu.value("pcie_rx_bytes_per_s"), true_rx, rel_tol=1e-3, abs_tol=1000)
+        # Gen4 x16 carries up to 32 GB/s: in a second the counter could have wrapped 7 times.
+        assert "pcie_rx_bytes_per_s" in gpu.lower_bounds
+
+
+def test_more_than_one_wrap_a_tick_is_shown_as_a_lower_bound() -> None:
+    """An H100 at 6 % of Gen5 moves about 4-5 GB a second: more than 2**32 bytes at times."""
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    sample = run_ticks(source, clock, 12)
+    gpu = sample.gpus[0]
+    timeline = lib.timelines[0]
+    true_rx = timeline.pcie_rx_kb_per_s[timeline.i] * 1000
+    shown = gpu.value("pcie_rx_bytes_per_s")
+    wraps_missed = round((true_rx - shown) / PCIE_COUNTER_MODULUS)
+    assert wraps_missed >= 0 and math.isclose(shown + wraps_missed * PCIE_COUNTER_MODULUS, true_rx, rel_tol=1e-3)
+    assert shown <= true_rx + 1000 and "pcie_rx_bytes_per_s" in gpu.lower_bounds
+    snapshot = json_snapshot(sample)
+    assert "pcie_rx_bytes_per_s" in snapshot["gpus"][0]["lower_bounds"]
+
+
+def test_a_wrap_on_a_slow_link_is_exact_and_uses_the_values_timestamps() -> None:
+    batch = _pcie_batch(1, 1)  # 312.5 MB/s at most: 0.1 s cannot hide a whole wrap
+    first = batch.rates(np.array([PCIE_COUNTER_MODULUS - 100.0]), 50.0, np.array([1_000_000]))
+    assert math.isnan(first[0])
+    # The reader's clock says 10 s passed (a late tick); the values' own stamps say 0.1 s.
+    rate = batch.rates(np.array([50.0]), 60.0, np.array([1_100_000]))
+    assert math.isclose(rate[0], 150 / 0.1) and not batch.lower_bounds[0]
+
+
+def test_a_fast_link_makes_the_rate_a_lower_bound() -> None:
+    batch = _pcie_batch(5, 16)  # 64 GB/s: 2**32 bytes in 67 ms
+    batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
+    rate = batch.rates(np.array([20.0]), 0.0, np.array([1_100_000]))
+    assert math.isclose(rate[0], 100.0) and batch.lower_bounds[0]
+
+
+def test_a_reading_served_again_gives_no_rate() -> None:
+    """The same timestamp twice is the same reading: not a rate of 0."""
+    batch = _pcie_batch(1, 1)
+    batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
+    assert math.isnan(batch.rates(np.array([10.0]), 1.0, np.array([1_000_000]))[0])
