@@ -9,6 +9,7 @@ import pynvml as N
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.commands.report import json_snapshot
+from trayvml.core.sample import MetricState
 from trayvml.nvml.schedule import FieldBatch, _Field
 from trayvml.nvml.sim.field_models import FIELD_COLUMN
 from trayvml.nvml.specs import FIELDS, PCIE_COUNTER_MODULUS, pcie_max_bytes_per_s
@@ -80,3 +81,18 @@ def test_a_reading_served_again_gives_no_rate() -> None:
     batch = _pcie_batch(1, 1)
     batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
     assert math.isnan(batch.rates(np.array([10.0]), 1.0, np.array([1_000_000]))[0])
+
+
+def test_an_unknown_performance_state_is_no_data_not_p32() -> None:
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
+    assert source.sample().gpus[0].value("performance_state") == 0  # busy: P0
+    lib.answer_value("pstate", N.NVML_PSTATE_UNKNOWN)
+    clock.advance_s(1.0)
+    sample = source.sample()
+    gpu = sample.gpus[0]
+    assert math.isnan(gpu.value("performance_state")) and gpu.state("performance_state") is MetricState.NO_DATA
+    assert json_snapshot(sample)["gpus"][0]["metrics"]["performance_state"] is None
+    lib.answered_values.clear()  # the driver can tell again
+    clock.advance_s(1.0)
+    gpu = source.sample().gpus[0]
+    assert gpu.value("performance_state") == 0 and gpu.state("performance_state") is MetricState.OK

@@ -242,6 +242,17 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     scale = read.scale
     if not read.picks:
         (slot,) = slots
+        if read.unknown is not None:
+            unknown = read.unknown
+
+            def fill_known(g: GpuState, value: Any) -> None:
+                # The driver's "cannot tell" is no data for this sample, never shown as a number.
+                if value == unknown:
+                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                else:
+                    g.values[slot], g.states[slot] = value * scale, _OK
+
+            return fill_known
         if scale == 1.0:
 
             def fill_one(g: GpuState, value: Any) -> None:

@@ -51,6 +51,7 @@ class CallRead:
     scale: float = 1.0  # to base units
     period_s: float = EVERY_TICK_S
     fallback: CallRead | None = None
+    unknown: int | None = None  # a value the driver answers when it cannot tell: no data, not a number
 
 
 @dataclass(frozen=True)
@@ -114,7 +115,8 @@ CALLS: tuple[CallRead, ...] = (
     _clock("clock_graphics_mhz", N.NVML_CLOCK_GRAPHICS),
     _clock("clock_memory_mhz", N.NVML_CLOCK_MEM),
     _clock("clock_video_mhz", N.NVML_CLOCK_VIDEO),
-    CallRead("nvmlDeviceGetPerformanceState", ("performance_state",)),
+    # NVML_PSTATE_UNKNOWN (32) is nvml.h's "unknown performance state", not a P-state "P32".
+    CallRead("nvmlDeviceGetPerformanceState", ("performance_state",), unknown=N.NVML_PSTATE_UNKNOWN),
     CallRead(
         "nvmlDeviceGetCurrentClocksEventReasons",
         ("clock_event_reasons",),

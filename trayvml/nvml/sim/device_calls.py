@@ -37,7 +37,8 @@ def _per_second(values: str, supported: Callable[[GpuProfile], bool] = lambda p:
             return g
         if not supported(g.profile):
             return N.NVML_ERROR_NOT_SUPPORTED
-        ref._obj.value = getattr(g, values)[g.i]
+        answered = self.answered_values.get(values)
+        ref._obj.value = answered if answered is not None else getattr(g, values)[g.i]
         return N.NVML_SUCCESS
 
     return impl
