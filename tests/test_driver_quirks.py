@@ -96,3 +96,19 @@ def test_an_unknown_performance_state_is_no_data_not_p32() -> None:
     clock.advance_s(1.0)
     gpu = source.sample().gpus[0]
     assert gpu.value("performance_state") == 0 and gpu.state("performance_state") is MetricState.OK
+
+
+def test_a_field_id_the_driver_does_not_know_falls_back_to_the_throughput_call() -> None:
+    """On R550 the PCIe byte counters answer INVALID_ARGUMENT per value: use the 20 ms call."""
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800,driver=550")
+    sample = run_ticks(source, clock, 3)
+    gpu = sample.gpus[0]
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and gpu.value("pcie_rx_bytes_per_s") > 0
+    assert lib.calls["nvmlDeviceGetPcieThroughput"] == 2  # once each way, then every 10 s
+    assert sample.system is not None and sample.system.driver_version.startswith("550.")
+
+
+def test_a_newer_driver_answers_the_counters() -> None:
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
+    run_ticks(source, clock, 3)
+    assert lib.calls["nvmlDeviceGetPcieThroughput"] == 0

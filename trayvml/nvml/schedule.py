@@ -543,7 +543,11 @@ class Scheduler:
         dropped: list[int] = []
         if codes.any():  # rare: some fields failed on their own
             for position in np.flatnonzero(codes).tolist():
-                state = classify(int(codes[position]))
+                code = int(codes[position])
+                # A field id newer than the driver answers INVALID_ARGUMENT in its own slot (the
+                # call succeeds): the driver does not know it, so it is as good as not supported
+                # and the metric's fallback (e.g. nvmlDeviceGetPcieThroughput) is read instead.
+                state = _NOT_SUPPORTED if code == N.NVML_ERROR_INVALID_ARGUMENT else classify(code)
                 if state is MetricState.LOST:
                     raise GpuLostError
                 if state is _NOT_SUPPORTED:

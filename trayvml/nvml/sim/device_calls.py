@@ -68,10 +68,10 @@ class DeviceCalls(SimulatedNvmlBase):
         return binding.error_string(value).encode()
 
     def c_nvmlSystemGetDriverVersion(self, buffer: Any, size: Any) -> int:
-        return put_string(buffer, size, "610.43.01")
+        return put_string(buffer, size, f"{self.spec.driver}.43.01")
 
     def c_nvmlSystemGetNVMLVersion(self, buffer: Any, size: Any) -> int:
-        return put_string(buffer, size, "13.610.43.01")
+        return put_string(buffer, size, f"{13 if self.spec.driver >= 580 else 12}.{self.spec.driver}.43.01")
 
     def c_nvmlSystemGetCudaDriverVersion(self, ref: Any) -> int:
         ref._obj.value = 13010
