@@ -112,3 +112,15 @@ def test_a_newer_driver_answers_the_counters() -> None:
     source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
     run_ticks(source, clock, 3)
     assert lib.calls["nvmlDeviceGetPcieThroughput"] == 0
+
+
+def test_field_values_stay_right_when_the_driver_adds_into_the_buffer() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.fields_add_into_buffer = True
+    for _ in range(4):
+        gpu = source.sample().gpus[0]
+        timeline = lib.timelines[0]
+        assert math.isclose(gpu.value("power_instant_w"), timeline.power_mw[timeline.i] / 1000)
+        assert gpu.value("temperature_memory_c") == timeline.temperature[timeline.i] + 6
+        assert gpu.value("ecc_uncorrected_volatile_count") == 0
+        clock.advance_s(1.0)

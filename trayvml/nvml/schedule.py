@@ -182,6 +182,13 @@ class FieldBatch:
         self._types = b""
         self._type_groups: list[tuple[int, np.ndarray]] = []
 
+    def clear(self) -> None:
+        """Zero what the driver writes, keeping the ids and scopes asked for: a driver was seen
+        adding into the buffer instead of overwriting it, so last tick's answer must not remain."""
+        view = self.view
+        for name in ("timestamp", "valueType", "nvmlReturn", "value"):
+            view[name] = 0
+
     def _first_counter(self) -> int:
         return sum(f.read.kind is FieldKind.VALUE for f in self.fields)
 
@@ -340,6 +347,7 @@ class Scheduler:
 
     def _field_op(self, batch: FieldBatch, period_s: float) -> Op:
         def call(handle: Any) -> FieldBatch:
+            batch.clear()
             binding.read_fields(handle, batch.array)
             return batch
 

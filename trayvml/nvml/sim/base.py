@@ -104,6 +104,8 @@ class SimulatedNvmlBase:
         # A timeline series (e.g. "pstate") -> the value every GPU answers for it instead, as a
         # real driver answers NVML_PSTATE_UNKNOWN (32) when it cannot tell.
         self.answered_values: dict[str, int] = {}
+        # Field values added into the caller's buffer rather than written over it, as one driver did.
+        self.fields_add_into_buffer = False
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks

@@ -56,7 +56,10 @@ class FieldCalls(SimulatedNvmlBase):
         view["timestamp"] = int(self.clock.now_s() * 1e6)
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
-        view["value"] = g.fields[g.i][plan.columns]
+        if self.fields_add_into_buffer:
+            view["value"] += g.fields[g.i][plan.columns]
+        else:
+            view["value"] = g.fields[g.i][plan.columns]
         if self.restarted_counters:
             for position, fid in enumerate(view["fieldId"].tolist()):
                 if fid in self.restarted_counters:  # counted from the restart on
