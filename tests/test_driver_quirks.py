@@ -124,3 +124,24 @@ def test_field_values_stay_right_when_the_driver_adds_into_the_buffer() -> None:
         assert gpu.value("temperature_memory_c") == timeline.temperature[timeline.i] + 6
         assert gpu.value("ecc_uncorrected_volatile_count") == 0
         clock.advance_s(1.0)
+
+
+def test_a_memory_temperature_labelled_double_but_holding_an_integer_is_read_as_the_integer() -> None:
+    source, _clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.field_types[N.NVML_FI_DEV_MEMORY_TEMP] = N.NVML_VALUE_TYPE_DOUBLE  # as r545 answers it
+    gpu = source.sample().gpus[0]
+    timeline = lib.timelines[0]
+    assert gpu.value("temperature_memory_c") == timeline.temperature[timeline.i] + 6
+    assert gpu.state("temperature_memory_c") is MetricState.OK
+
+
+def test_an_implausible_memory_temperature_is_unknown_not_a_huge_number() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.field_raw[N.NVML_FI_DEV_MEMORY_TEMP] = 0xFFFF_FFFF_FFFF_FF00
+    gpu = source.sample().gpus[0]
+    assert math.isnan(gpu.value("temperature_memory_c"))
+    assert gpu.state("temperature_memory_c") is MetricState.NO_DATA
+    del lib.field_raw[N.NVML_FI_DEV_MEMORY_TEMP]  # the next reading is plausible again
+    clock.advance_s(1.0)
+    gpu = source.sample().gpus[0]
+    assert gpu.state("temperature_memory_c") is MetricState.OK and 20 < gpu.value("temperature_memory_c") < 100

@@ -156,6 +156,11 @@ class FieldBatch:
         self.value_fields = [
             (i, GPU_INDEX[f.key], f.read.scale) for i, f in enumerate(fields) if f.read.kind is FieldKind.VALUE
         ]
+        self.bounded = [
+            (i, f.key, f.read.plausible)
+            for i, f in enumerate(fields)
+            if f.read.kind is FieldKind.VALUE and f.read.plausible is not None
+        ]
         first_counter = len(self.value_fields)
         counters = fields[first_counter:]
         self.counters = slice(first_counter, len(fields))
@@ -563,6 +568,19 @@ class Scheduler:
                 else:
                     bad[batch.fields[position].key] = state
                 numbers[position] = NAN
+        for position, key, (low, high) in batch.bounded:
+            if codes[position]:
+                continue  # failed on its own: already NaN with its state
+            raw = int(view["value"][position])
+            if view["valueType"][position] == N.NVML_VALUE_TYPE_DOUBLE and raw and not raw >> 32:
+                # Labelled DOUBLE but holding an unsigned int (r545): no double of a plausible
+                # reading has its upper 32 bits (sign, exponent) all zero; a denormal that does
+                # is the integer in the low ones.
+                numbers[position] = float(raw)
+            number = numbers[position]
+            if number == number and not low <= number <= high:
+                numbers[position] = NAN  # not a reading that can be true: unknown, never a huge number
+                bad[key] = _NO_DATA
         values = numbers.tolist()
         for position, slot, scale in batch.value_fields:
             g.values[slot] = values[position] * scale

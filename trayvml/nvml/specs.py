@@ -67,6 +67,7 @@ class FieldRead:
     # A counter that wraps at this modulus (0: it never wraps, a drop is a reset); such counters
     # are the PCIe link's, so the link's top rate says how many wraps an interval can hide.
     wraps_at: int = 0
+    plausible: tuple[float, float] | None = None  # a value outside is unknown (no data), never shown
 
 
 @dataclass(frozen=True)
@@ -156,9 +157,15 @@ def pcie_max_bytes_per_s(generation: float, width: float) -> float:
     return math.nan if gt_per_s is None else gt_per_s * 1e9 / 8 * width
 
 
+# A GPU or memory sensor's reading in °C that can be true: below it is a decoding error, above it
+# the GPU would long have shut down (shutdown thresholds are about 90-105 °C).
+PLAUSIBLE_TEMPERATURE_C = (-40.0, 150.0)
+
 FIELDS: tuple[FieldRead, ...] = (
     FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=_MILLI),
-    FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP),
+    # r545 labels this field DOUBLE while writing an unsigned int (DCGM reads it as an integer):
+    # read as a double that is a denormal near 0. Decoded defensively and bounded (FieldBatch).
+    FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP, plausible=PLAUSIBLE_TEMPERATURE_C),
     FieldRead(
         "pcie_tx_bytes_per_s",
         N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,

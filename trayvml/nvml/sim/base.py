@@ -106,6 +106,10 @@ class SimulatedNvmlBase:
         self.answered_values: dict[str, int] = {}
         # Field values added into the caller's buffer rather than written over it, as one driver did.
         self.fields_add_into_buffer = False
+        # field id -> the value type a field is labelled with (the value itself unchanged), as r545
+        # labels the memory temperature DOUBLE; field id -> the raw 8 bytes it answers instead.
+        self.field_types: dict[int, int] = {}
+        self.field_raw: dict[int, int] = {}
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks

@@ -60,6 +60,12 @@ class FieldCalls(SimulatedNvmlBase):
             view["value"] += g.fields[g.i][plan.columns]
         else:
             view["value"] = g.fields[g.i][plan.columns]
+        if self.field_types or self.field_raw:
+            for position, fid in enumerate(view["fieldId"].tolist()):
+                if fid in self.field_types:
+                    view["valueType"][position] = self.field_types[fid]
+                if fid in self.field_raw:
+                    view["value"][position] = self.field_raw[fid]
         if self.restarted_counters:
             for position, fid in enumerate(view["fieldId"].tolist()):
                 if fid in self.restarted_counters:  # counted from the restart on
