@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+import logging
 import math
 
 import numpy as np
 import pynvml as N
+import pytest
 
 from tests.helpers import run_ticks, simulated_source
 from trayvml.commands.report import json_snapshot
 from trayvml.core.sample import MetricState
 from trayvml.nvml.schedule import FieldBatch, _Field
 from trayvml.nvml.sim.field_models import FIELD_COLUMN
-from trayvml.nvml.specs import FIELDS, PCIE_COUNTER_MODULUS, pcie_max_bytes_per_s
+from trayvml.nvml.specs import FIELDS, PCIE_COUNTER_MODULUS, PCIE_THROUGHPUT_PERIOD_S, pcie_max_bytes_per_s
 
 _PCIE_TX = next(f for f in FIELDS if f.field_id == N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES)
 
@@ -145,3 +147,15 @@ def test_an_implausible_memory_temperature_is_unknown_not_a_huge_number() -> Non
     clock.advance_s(1.0)
     gpu = source.sample().gpus[0]
     assert gpu.state("temperature_memory_c") is MetricState.OK and 20 < gpu.value("temperature_memory_c") < 100
+
+
+def test_a_pcie_throughput_beyond_the_link_is_not_shown(caplog: pytest.LogCaptureFixture) -> None:
+    source, clock, lib = simulated_source("training:gpus=laptop,start=1800")  # no byte counters
+    gpu = source.sample().gpus[0]
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and 0 < gpu.value("pcie_rx_bytes_per_s") < 16e9
+    lib.pcie_throughput_scale = 1000  # the driver series that answered 1000 times too much
+    with caplog.at_level(logging.WARNING):
+        clock.advance_s(PCIE_THROUGHPUT_PERIOD_S)
+        gpu = source.sample().gpus[0]
+    assert math.isnan(gpu.value("pcie_rx_bytes_per_s")) and gpu.state("pcie_rx_bytes_per_s") is MetricState.NO_DATA
+    assert "more than its PCIe link can carry" in caplog.text

@@ -8,6 +8,7 @@ older variant its spec names; other failures leave NaN and a state for that samp
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -38,6 +39,7 @@ from trayvml.nvml.specs import (
 )
 
 NAN = math.nan
+log = logging.getLogger(__name__)
 _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
     MetricState.NOT_SUPPORTED,
     MetricState.OK,
@@ -73,6 +75,7 @@ class GpuState:
     processes: tuple[ProcessSample, ...] = ()
     nvlink_tx: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bytes/s per supported link
     nvlink_rx: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    implausible_logged: bool = False  # a PCIe throughput beyond the link was logged once
     lower_bounds: set[str] = field(default_factory=set)  # rates that are only "at least" (wrapped counters)
 
     def release(self) -> None:
@@ -254,6 +257,27 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     scale = read.scale
     if not read.picks:
         (slot,) = slots
+        if read.link_limited:
+
+            def fill_within_link(g: GpuState, value: Any) -> None:
+                number = value * scale
+                most = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
+                if number > most:  # NaN (link not known) compares False: shown as read
+                    if not g.implausible_logged:
+                        g.implausible_logged = True
+                        log.warning(
+                            "GPU %d: %s answered %.3g B/s, more than its PCIe link can carry (%.3g B/s): "
+                            "not shown (a driver known to answer 1000 times too much)",
+                            g.index,
+                            read.function,
+                            number,
+                            most,
+                        )
+                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                else:
+                    g.values[slot], g.states[slot] = number, _OK
+
+            return fill_within_link
         if read.unknown is not None:
             unknown = read.unknown
 

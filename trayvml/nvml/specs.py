@@ -52,6 +52,7 @@ class CallRead:
     period_s: float = EVERY_TICK_S
     fallback: CallRead | None = None
     unknown: int | None = None  # a value the driver answers when it cannot tell: no data, not a number
+    link_limited: bool = False  # bytes/s over the PCIe link: beyond the link's maximum is implausible
 
 
 @dataclass(frozen=True)
@@ -135,7 +136,16 @@ CALLS: tuple[CallRead, ...] = (
 
 def _pcie_throughput(key: str, counter: int) -> CallRead:
     """Where a GPU has no PCIe byte counters: the call that samples for 20 ms, read rarely (KB/s)."""
-    return CallRead("nvmlDeviceGetPcieThroughput", (key,), (counter,), scale=1000.0, period_s=PCIE_THROUGHPUT_PERIOD_S)
+    # One driver series answered this 1000 times too large: a value beyond what the link can carry
+    # (generation x width) is not shown (see schedule._fill_call).
+    return CallRead(
+        "nvmlDeviceGetPcieThroughput",
+        (key,),
+        (counter,),
+        scale=1000.0,
+        period_s=PCIE_THROUGHPUT_PERIOD_S,
+        link_limited=True,
+    )
 
 
 # The PCIe byte counters are 32-bit: nvml.h says their "value can be wrapped", and nvidia-smi

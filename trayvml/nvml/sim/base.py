@@ -110,6 +110,8 @@ class SimulatedNvmlBase:
         # labels the memory temperature DOUBLE; field id -> the raw 8 bytes it answers instead.
         self.field_types: dict[int, int] = {}
         self.field_raw: dict[int, int] = {}
+        # nvmlDeviceGetPcieThroughput's answers times this: 1000 as the driver series that was 1000x off.
+        self.pcie_throughput_scale = 1
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks

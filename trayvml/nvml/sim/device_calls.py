@@ -409,5 +409,5 @@ class DeviceCalls(SimulatedNvmlBase):
         if isinstance(g, int):
             return g
         values = g.pcie_tx_kb_per_s if counter.value == N.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_per_s
-        ref._obj.value = values[g.i]
+        ref._obj.value = values[g.i] * self.pcie_throughput_scale
         return N.NVML_SUCCESS
