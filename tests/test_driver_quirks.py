@@ -159,3 +159,21 @@ def test_a_pcie_throughput_beyond_the_link_is_not_shown(caplog: pytest.LogCaptur
         gpu = source.sample().gpus[0]
     assert math.isnan(gpu.value("pcie_rx_bytes_per_s")) and gpu.state("pcie_rx_bytes_per_s") is MetricState.NO_DATA
     assert "more than its PCIe link can carry" in caplog.text
+
+
+def test_the_gpu_temperature_comes_from_the_versioned_call() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    gpu = run_ticks(source, clock, 2).gpus[0]
+    timeline = lib.timelines[0]
+    assert gpu.value("temperature_gpu_c") == timeline.temperature[timeline.i]
+    assert lib.calls["nvmlDeviceGetTemperatureV"] == 2 and lib.calls["nvmlDeviceGetTemperature"] == 0
+
+
+def test_a_driver_without_the_versioned_temperature_call_uses_the_old_one() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.missing_functions.add("nvmlDeviceGetTemperatureV")
+    gpu = run_ticks(source, clock, 2).gpus[0]
+    timeline = lib.timelines[0]
+    assert gpu.value("temperature_gpu_c") == timeline.temperature[timeline.i]
+    assert gpu.state("temperature_gpu_c") is MetricState.OK
+    assert lib.calls["nvmlDeviceGetTemperature"] == 2

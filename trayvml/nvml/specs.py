@@ -109,7 +109,14 @@ CALLS: tuple[CallRead, ...] = (
         # The v1 call counts the driver's reservation as used and cannot report it apart.
         fallback=CallRead("nvmlDeviceGetMemoryInfo", _MEMORY_KEYS[:2], picks=("used", "free")),
     ),
-    CallRead("nvmlDeviceGetTemperature", ("temperature_gpu_c",), (N.NVML_TEMPERATURE_GPU,)),
+    # nvmlDeviceGetTemperature is deprecated (removed for CUDA 14); the versioned call replaces it.
+    # pynvml's wrapper fills the version into c_nvmlTemperature_v1_t; older drivers lack the symbol.
+    CallRead(
+        "nvmlDeviceGetTemperatureV",
+        ("temperature_gpu_c",),
+        (N.NVML_TEMPERATURE_GPU,),
+        fallback=CallRead("nvmlDeviceGetTemperature", ("temperature_gpu_c",), (N.NVML_TEMPERATURE_GPU,)),
+    ),
     CallRead("nvmlDeviceGetFanSpeed", ("fan_speed_percent",)),
     CallRead("nvmlDeviceGetPowerUsage", ("power_draw_w",), scale=_MILLI),
     CallRead("nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI),

@@ -362,6 +362,18 @@ class DeviceCalls(SimulatedNvmlBase):
         ref._obj.value = g.temperature[g.i]
         return N.NVML_SUCCESS
 
+    def c_nvmlDeviceGetTemperatureV(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        reading = ref._obj
+        if reading.version != N.nvmlTemperature_v1:
+            return N.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        if reading.sensorType != N.NVML_TEMPERATURE_GPU:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        reading.temperature = g.temperature[g.i]
+        return N.NVML_SUCCESS
+
     # One value of the GPU's per-second timeline, or NOT_SUPPORTED where its profile lacks it.
     c_nvmlDeviceGetFanSpeed = _per_second("fan", lambda p: p.has_fan)
     c_nvmlDeviceGetPowerUsage = _per_second("power_mw", _has_power)
