@@ -1040,6 +1040,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>功耗降频</translation>
     </message>
     <message>
+        <source>hardware slowdown</source>
+        <translation>硬件降速</translation>
+    </message>
+    <message>
         <source>job finished after {duration} (idle now)</source>
         <translation>任务在运行 {duration} 后完成（现已空闲）</translation>
     </message>
@@ -1911,6 +1915,14 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>GPM activity metrics need a Hopper or newer data-center GPU</source>
         <translation>GPM 活跃度指标需要 Hopper 或更新架构的数据中心 GPU</translation>
+    </message>
+    <message>
+        <source>board limit</source>
+        <translation>板卡限制</translation>
+    </message>
+    <message>
+        <source>reliability limit</source>
+        <translation>可靠性限制</translation>
     </message>
     <message>
         <source>Index</source>

@@ -752,6 +752,13 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
     (0x40, QT_TRANSLATE_NOOP("metrics", "hardware thermal slowdown")),
     (0x80, QT_TRANSLATE_NOOP("metrics", "hardware power brake")),
     (0x100, QT_TRANSLATE_NOOP("metrics", "display clock setting")),
+    # nvml.h (as pynvml mirrors it): nvmlClocksThrottleReasonBoardLimit and ...Reliability.
+    (0x200, QT_TRANSLATE_NOOP("metrics", "board limit")),
+    (0x400, QT_TRANSLATE_NOOP("metrics", "reliability limit")),
 )
 THERMAL_REASON_MASK = 0x20 | 0x40
-POWER_REASON_MASK = 0x4 | 0x80
+# Held at the power limit by software (0x4, SwPowerCap) is how a GPU under load normally runs: no
+# alert for it. The hardware brakes are not normal: HW slowdown (0x8: over temperature or power,
+# or an external signal) and HW power brake (0x80, the power supply asked for it).
+POWER_REASON_MASK = 0x80
+HW_SLOWDOWN_REASON = 0x8
