@@ -1661,10 +1661,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPU 利用率</translation>
     </message>
     <message>
-        <source>Memory bandwidth utilization</source>
-        <translation>显存带宽利用率</translation>
-    </message>
-    <message>
         <source>Memory used</source>
         <translation>已用显存</translation>
     </message>
@@ -1697,8 +1693,12 @@ It is sent SIGTERM, as kill does.</source>
         <translation>风扇转速</translation>
     </message>
     <message>
-        <source>Power draw (1 s average)</source>
-        <translation>功耗（1 秒平均）</translation>
+        <source>Memory busy (% of time)</source>
+        <translation>显存忙碌时间占比</translation>
+    </message>
+    <message>
+        <source>Power draw</source>
+        <translation>功耗</translation>
     </message>
     <message>
         <source>Power draw (instant)</source>

@@ -127,7 +127,9 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "utilization_memory_percent",
-        QT_TRANSLATE_NOOP("metrics", "Memory bandwidth utilization"),
+        # Not a share of the bandwidth: nvidia-smi's utilization.memory is the "percent of time over
+        # the past sample period during which global (device) memory was being read or written".
+        QT_TRANSLATE_NOOP("metrics", "Memory busy (% of time)"),
         _P,
         Group.UTILIZATION,
         SmiField("utilization.memory", "%"),
@@ -208,7 +210,9 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_draw_w",
-        QT_TRANSLATE_NOOP("metrics", "Power draw (1 s average)"),
+        # nvmlDeviceGetPowerUsage: a 1 s average on Ampere (but A100) and newer, instantaneous on
+        # Volta, Turing and A100 (nvidia-smi's power.draw): the label claims neither.
+        QT_TRANSLATE_NOOP("metrics", "Power draw"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
