@@ -152,13 +152,22 @@ def test_new_xid_errors_are_events() -> None:
 def test_throttling_start_and_end() -> None:
     engine = AlertEngine(only("throttle", hold_s=2))
     events = []
-    for t, reasons in enumerate([0x1, 0x20, 0x20, 0x20, 0x0, 0x0, 0x0, 0x4, 0x4, 0x4]):
+    for t, reasons in enumerate([0x1, 0x20, 0x20, 0x20, 0x0, 0x0, 0x0, 0x80, 0x80, 0x80]):
         events += engine.update(sample(t, clock_event_reasons=reasons))
     assert [(e.kind, e.message, e.timestamp_s) for e in events] == [
         ("firing", "thermal throttling", 3),
         ("resolved", "back to normal", 6),  # gone for the hold time, not at the first quiet second
-        ("firing", "power throttling", 9),
+        ("firing", "power throttling", 9),  # the hardware power brake
     ]
+
+
+def test_held_at_the_power_limit_is_no_alert_but_a_hardware_slowdown_is() -> None:
+    engine = AlertEngine(only("throttle", hold_s=2))
+    events = []
+    # SwPowerCap (0x4) for a minute: a GPU under load at its power limit, as it should be.
+    for t, reasons in enumerate([0x4] * 60 + [0x4 | 0x8] * 3):
+        events += engine.update(sample(t, clock_event_reasons=reasons))
+    assert [(e.kind, e.message, e.timestamp_s) for e in events] == [("firing", "hardware slowdown", 62)]
 
 
 def test_throttling_that_comes_and_goes_stays_one_alert() -> None:

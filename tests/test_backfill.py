@@ -79,7 +79,7 @@ def test_real_gpus_and_frozen_time_get_no_past() -> None:
 
 
 def test_the_past_joins_the_present_in_the_same_phase() -> None:
-    spec = parse_spec("training:hang=nvmlDeviceGetTemperature@0,latency=realistic,start=1800")
+    spec = parse_spec("training:hang=nvmlDeviceGetTemperatureV@0,latency=realistic,start=1800")
     past, span_s = simulated_past(spec, 12 * 3600) or (spec, 0.0)
     assert span_s == 12 * 3600
     assert past.start_s >= 0 and (past.start_s + span_s - spec.start_s) % 7200 == 0  # the job's period

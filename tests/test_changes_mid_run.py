@@ -70,13 +70,15 @@ def test_a_counter_that_goes_back_gives_no_rate_for_that_tick_then_rates_again()
     source, clock, library = simulated_source("training:gpus=h100,start=1800")
     rates = []
     for tick in range(5):
-        if tick == 3:  # the PCIe byte counter wraps (or the driver reloads) between ticks 2 and 3
-            library.restart_counter(N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES)
-        rates.append(source.sample().gpus[0].value("pcie_tx_bytes_per_s"))
+        # A 64-bit counter starts again (the driver reloads) between ticks 2 and 3. (The 32-bit
+        # PCIe byte counters wrap instead: tests/test_driver_quirks.py.)
+        if tick == 3:
+            library.restart_counter(N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX)
+        rates.append(source.sample().gpus[0].value("nvlink_tx_bytes_per_s"))
         clock.advance_s(1.0)
     assert rates[1] > 0 and rates[2] > 0  # a busy GPU moves bytes
     assert rates[3] != rates[3]  # NaN: not a negative rate (nor, unsigned, a huge one)
-    assert 0 < rates[4] < 64e9  # then per second again, within what PCIe Gen5 x16 can carry
+    assert 0 < rates[4] < 18 * 50e9  # then per second again, within what 18 NVLink 4 links carry
 
 
 def test_a_gpu_lost_while_nvml_was_away_keeps_its_name_and_bus_id() -> None:

@@ -21,7 +21,7 @@ GRACE_S = 0.2  # the tests' stall threshold: real seconds the source waits for t
 
 
 @pytest.mark.parametrize(
-    "call", ["nvmlDeviceGetTemperature", "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetFieldValues"]
+    "call", ["nvmlDeviceGetTemperatureV", "nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetFieldValues"]
 )
 def test_a_stuck_call_is_reported_with_its_name_while_the_host_goes_on(call: str) -> None:
     source, clock, library = simulated_source("training:gpus=h100*2", host=True, stall_after_s=GRACE_S)
@@ -52,9 +52,9 @@ def _stuck_in(call: str, spec: str = "idle:gpus=h100"):  # type: ignore[no-untyp
 
 
 def test_the_driver_answering_again_recovers_with_a_fresh_reading() -> None:
-    source, clock, library = _stuck_in("nvmlDeviceGetTemperature", "training:gpus=h100")
+    source, clock, library = _stuck_in("nvmlDeviceGetTemperatureV", "training:gpus=h100")
     utilization_reads = library.calls["nvmlDeviceGetUtilizationRates"]
-    library.release("nvmlDeviceGetTemperature")
+    library.release("nvmlDeviceGetTemperatureV")
     for _ in range(50):  # the released call returns on the sampler's own thread, in its own time
         clock.advance_s(1.0)
         sample = source.sample()
@@ -105,7 +105,7 @@ def test_the_stall_alert_fires_once_and_resolves_once() -> None:
     source, clock, library = simulated_source("idle:gpus=h100", stall_after_s=GRACE_S)
     engine = AlertEngine()
     assert engine.update(source.sample()) == []
-    library.hang("nvmlDeviceGetTemperature")
+    library.hang("nvmlDeviceGetTemperatureV")
     events = []
     for _ in range(3):
         clock.advance_s(1.0)
@@ -114,8 +114,8 @@ def test_the_stall_alert_fires_once_and_resolves_once() -> None:
         (MACHINE, "driver_stalled", "firing", Severity.CRITICAL)
     ]
     assert events[0].title == "GPU driver not responding"
-    assert "nvmlDeviceGetTemperature" in events[0].detail
-    library.release("nvmlDeviceGetTemperature")
+    assert "nvmlDeviceGetTemperatureV" in events[0].detail
+    library.release("nvmlDeviceGetTemperatureV")
     resolved = []
     for _ in range(3):
         clock.advance_s(1.0)
@@ -128,29 +128,29 @@ def test_the_stall_alert_can_be_turned_off() -> None:
     rules = dict(AlertSettings().rules, driver_stalled=RuleSettings(enabled=False))
     engine = AlertEngine(AlertSettings(rules))
     source.sample()
-    library.hang("nvmlDeviceGetTemperature")
+    library.hang("nvmlDeviceGetTemperatureV")
     clock.advance_s(1.0)
     assert engine.update(source.sample()) == []
-    library.release("nvmlDeviceGetTemperature")
+    library.release("nvmlDeviceGetTemperatureV")
 
 
 def test_snapshot_gives_up_with_exit_3_and_the_sentence(capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["snapshot", "--timeout", "0.3", "--simulate", "idle:gpus=h100,hang=nvmlDeviceGetTemperature@0"])
+    code = main(["snapshot", "--timeout", "0.3", "--simulate", "idle:gpus=h100,hang=nvmlDeviceGetTemperatureV@0"])
     err = capsys.readouterr().err
     assert code == EXIT_NO_NVML
-    assert "has not answered" in err and "nvmlDeviceGetTemperature" in err
+    assert "has not answered" in err and "nvmlDeviceGetTemperatureV" in err
     assert "Traceback" not in err
 
 
 def test_snapshot_json_says_the_driver_is_stuck(capsys: pytest.CaptureFixture[str]) -> None:
     import json
 
-    code = main(["snapshot", "--json", "--timeout", "0.3", "--simulate", "idle:hang=nvmlDeviceGetTemperature@0"])
+    code = main(["snapshot", "--json", "--timeout", "0.3", "--simulate", "idle:hang=nvmlDeviceGetTemperatureV@0"])
     out = capsys.readouterr().out
     assert code == EXIT_NO_NVML
     document = json.loads(out)
     assert document["gpus"] == []
-    assert document["driver_stall"]["call"] == "nvmlDeviceGetTemperature"
+    assert document["driver_stall"]["call"] == "nvmlDeviceGetTemperatureV"
 
 
 def test_log_stops_with_whole_rows_when_the_driver_stops_answering(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
@@ -182,12 +182,12 @@ def test_log_stops_with_whole_rows_when_the_driver_stops_answering(tmp_path, cap
 def _stuck_sample():  # type: ignore[no-untyped-def]
     source, clock, library = simulated_source("training:gpus=h100*2", host=True, stall_after_s=GRACE_S)
     live = source.sample()
-    library.hang("nvmlDeviceGetTemperature")
+    library.hang("nvmlDeviceGetTemperatureV")
     clock.advance_s(1.0)
     source.sample()  # the read that gets stuck begins here
     clock.advance_s(20.0)
     stuck = source.sample()
-    library.release("nvmlDeviceGetTemperature")
+    library.release("nvmlDeviceGetTemperatureV")
     return live, stuck
 
 
@@ -236,11 +236,11 @@ def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:  # type:
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.sampler import Sampler
 
-    sampler = Sampler(parse_spec("idle:gpus=h100,hang=nvmlDeviceGetTemperature@0"), 0.1, stall_after_s=3600.0)
+    sampler = Sampler(parse_spec("idle:gpus=h100,hang=nvmlDeviceGetTemperatureV@0"), 0.1, stall_after_s=3600.0)
     samples: list = []
     sampler.sample_taken.connect(samples.append)
     sampler.start()
-    qtbot.waitUntil(lambda: installed() is not None and installed().calls["nvmlDeviceGetTemperature"] > 0)
+    qtbot.waitUntil(lambda: installed() is not None and installed().calls["nvmlDeviceGetTemperatureV"] > 0)
     sampler.stop()  # the tick waiting up to an hour on the driver is interrupted
     assert not sampler._thread.isRunning()
 

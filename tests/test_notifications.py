@@ -200,12 +200,12 @@ def test_close_stops_the_action_listener_blocked_in_a_receive(desktop: DesktopSt
 
 def test_a_stuck_driver_is_shown_notified_once_and_recovers(run, desktop: DesktopStack) -> None:
     # The temperature call hangs from 2 s to 14 s: after the sampler's 5 s grace the tray says so.
-    app = run("idle:gpus=h100,hang=nvmlDeviceGetTemperature@2/12", only_rules(driver_stalled=RuleSettings()))
+    app = run("idle:gpus=h100,hang=nvmlDeviceGetTemperatureV@2/12", only_rules(driver_stalled=RuleSettings()))
     wait_until(lambda: bool(desktop.sni_items()), what="the tray item")
     (service,) = desktop.sni_items()
     wait_until(lambda: "has not answered" in desktop.item_property(service, "ToolTip"), timeout_s=20, what="stale")
     tooltip = desktop.item_property(service, "ToolTip")
-    assert "nvmlDeviceGetTemperature" in tooltip and "0 H100" not in tooltip  # no old values as live
+    assert "nvmlDeviceGetTemperatureV" in tooltip and "0 H100" not in tooltip  # no old values as live
     (stalled,) = app.wait_for(1, 10)
     assert stalled["summary"] == "GPU driver not responding" and urgency(stalled) == "CRITICAL"
     wait_until(lambda: "0 H100" in desktop.item_property(service, "ToolTip"), timeout_s=20, what="recovery")
@@ -214,7 +214,7 @@ def test_a_stuck_driver_is_shown_notified_once_and_recovers(run, desktop: Deskto
 
 
 def test_quitting_while_the_driver_is_stuck_is_quick_and_clean(run, desktop: DesktopStack) -> None:
-    app = run("idle:gpus=h100,hang=nvmlDeviceGetTemperature@1", only_rules())
+    app = run("idle:gpus=h100,hang=nvmlDeviceGetTemperatureV@1", only_rules())
     wait_until(lambda: bool(desktop.sni_items()), what="the tray item")
     (service,) = desktop.sni_items()
     wait_until(lambda: "has not answered" in desktop.item_property(service, "ToolTip"), timeout_s=20, what="stale")

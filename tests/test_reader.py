@@ -219,7 +219,7 @@ def test_demand_reads_only_the_ops_of_demanded_metrics() -> None:
     for _ in range(10):
         clock.advance_s(1)
         gpus = reader.read(demand)
-    assert lib.calls["nvmlDeviceGetTemperature"] == 10 * 2
+    assert lib.calls["nvmlDeviceGetTemperatureV"] == 10 * 2
     for function in ("nvmlDeviceGetUtilizationRates", "nvmlDeviceGetFieldValues", "nvmlDeviceGetPowerUsage"):
         assert lib.calls[function] == 0, function
     assert not any("RunningProcesses" in f for f in lib.calls)
@@ -252,7 +252,7 @@ def test_derived_metrics_read_their_inputs() -> None:
     gpu = source.reader.read(frozenset({"memory_used_percent", "power_used_percent"}))[0]
     assert 0 < gpu.value("memory_used_percent") < 100 and 0 < gpu.value("power_used_percent") < 100
     assert gpu.state("memory_used_percent") is MetricState.OK and gpu.state("power_used_percent") is MetricState.OK
-    assert lib.calls["nvmlDeviceGetTemperature"] == 0
+    assert lib.calls["nvmlDeviceGetTemperatureV"] == 0
 
 
 def test_a_metric_demanded_again_is_read_on_the_next_tick_whatever_its_cadence() -> None:

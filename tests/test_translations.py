@@ -349,7 +349,7 @@ def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:
     assert tabs == ["GPU", "各 GPU", "本机", "进程", "设备详情", "告警"]
     assert window.windowTitle() == "trayvml — 2 个 GPU — 模拟（training）"
     assert window.gpu_page is not None
-    assert window.gpu_page.panels[0].spec.title == "利用率 — GPU 利用率 实线，显存带宽利用率 虚线"
+    assert window.gpu_page.panels[0].spec.title == "利用率 — GPU 利用率 实线，显存忙碌时间占比 虚线"
     assert window.follow_button.text() == "跟随实时"
     dialog = SettingsDialog(Settings(), sample.devices)
     qtbot.addWidget(dialog)

@@ -1048,6 +1048,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>功耗降频</translation>
     </message>
     <message>
+        <source>hardware slowdown</source>
+        <translation>硬件降速</translation>
+    </message>
+    <message>
         <source>job finished after {duration} (idle now)</source>
         <translation>任务在运行 {duration} 后完成（现已空闲）</translation>
     </message>
@@ -1856,10 +1860,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPU 利用率</translation>
     </message>
     <message>
-        <source>Memory bandwidth utilization</source>
-        <translation>显存带宽利用率</translation>
-    </message>
-    <message>
         <source>Memory used</source>
         <translation>已用显存</translation>
     </message>
@@ -1892,8 +1892,12 @@ It is sent SIGTERM, as kill does.</source>
         <translation>风扇转速</translation>
     </message>
     <message>
-        <source>Power draw (1 s average)</source>
-        <translation>功耗（1 秒平均）</translation>
+        <source>Memory busy (% of time)</source>
+        <translation>显存忙碌时间占比</translation>
+    </message>
+    <message>
+        <source>Power draw</source>
+        <translation>功耗</translation>
     </message>
     <message>
         <source>Power draw (instant)</source>
@@ -2112,6 +2116,14 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPM 活跃度指标需要 Hopper 或更新架构的数据中心 GPU</translation>
     </message>
     <message>
+        <source>board limit</source>
+        <translation>板卡限制</translation>
+    </message>
+    <message>
+        <source>reliability limit</source>
+        <translation>可靠性限制</translation>
+    </message>
+    <message>
         <source>Index</source>
         <translation>索引</translation>
     </message>
@@ -2266,6 +2278,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>resting: an idle laptop GPU is read slowly so that it can go to sleep</source>
         <translation>低频读取：空闲的笔记本 GPU 读取得较慢，以便其进入休眠</translation>
+    </message>
+    <message>
+        <source>at least {value}: the counter may have wrapped more than once</source>
+        <translation>至少 {value}：计数器可能已回绕不止一次</translation>
     </message>
 </context>
 <context>

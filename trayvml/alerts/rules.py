@@ -9,7 +9,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
-from trayvml.core.metrics import GPU_METRIC_BY_KEY, POWER_REASON_MASK, THERMAL_REASON_MASK
+from trayvml.core.metrics import GPU_METRIC_BY_KEY, HW_SLOWDOWN_REASON, POWER_REASON_MASK, THERMAL_REASON_MASK
 from trayvml.core.sample import UNKNOWN_NAME, GpuSample, MetricState, Sample
 from trayvml.core.units import DISPLAY_UNITS, GIB, IN_GIB, PERCENT_OF_LIMIT, DisplayUnit, format_duration, short_name
 
@@ -395,9 +395,14 @@ class ThrottleRule(GpuRule[RuleSettings]):
         reasons = gpu.value("clock_event_reasons")
         if math.isnan(reasons):
             return None
-        active = int(reasons) & (THERMAL_REASON_MASK | POWER_REASON_MASK)
-        thermal = int(reasons) & THERMAL_REASON_MASK
-        why = translate("alerts", "thermal throttling") if thermal else translate("alerts", "power throttling")
+        # Not SwPowerCap (0x4): held at the power limit is normal under load (see POWER_REASON_MASK).
+        active = int(reasons) & (THERMAL_REASON_MASK | POWER_REASON_MASK | HW_SLOWDOWN_REASON)
+        if int(reasons) & THERMAL_REASON_MASK:
+            why = translate("alerts", "thermal throttling")
+        elif int(reasons) & POWER_REASON_MASK:
+            why = translate("alerts", "power throttling")
+        else:
+            why = translate("alerts", "hardware slowdown")
         target = Severity.WARNING if active else None
         # An on/off condition has no clear threshold: its hysteresis is in time. It clears
         # only once it has been gone for the hold time too.

@@ -141,6 +141,10 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
         state = gpu.state(metric.key)
         ok = state is MetricState.OK
         shown = format_value(metric, gpu.value(metric.key)) if ok else translate("metrics", state.label)
+        if ok and metric.key in gpu.lower_bounds:
+            shown = translate("metrics", "at least {value}: the counter may have wrapped more than once").format(
+                value=shown
+            )
         out.append(f"    {_padded(translate('metrics', metric.label), width)}  {shown}")
     return out
 
@@ -166,6 +170,9 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,
+                # Values that are only "at least": a PCIe byte counter that may have wrapped more
+                # than once between two reads (the true rate may be higher).
+                "lower_bounds": sorted(gpu.lower_bounds),
                 "energy": None
                 if energy is None
                 else {

@@ -127,7 +127,9 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "utilization_memory_percent",
-        QT_TRANSLATE_NOOP("metrics", "Memory bandwidth utilization"),
+        # Not a share of the bandwidth: nvidia-smi's utilization.memory is the "percent of time over
+        # the past sample period during which global (device) memory was being read or written".
+        QT_TRANSLATE_NOOP("metrics", "Memory busy (% of time)"),
         _P,
         Group.UTILIZATION,
         SmiField("utilization.memory", "%"),
@@ -208,7 +210,9 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_draw_w",
-        QT_TRANSLATE_NOOP("metrics", "Power draw (1 s average)"),
+        # nvmlDeviceGetPowerUsage: a 1 s average on Ampere (but A100) and newer, instantaneous on
+        # Volta, Turing and A100 (nvidia-smi's power.draw): the label claims neither.
+        QT_TRANSLATE_NOOP("metrics", "Power draw"),
         Unit.WATTS,
         Group.POWER,
         SmiField("power.draw", "W", decimals=2),
@@ -752,6 +756,13 @@ CLOCK_EVENT_REASONS: tuple[tuple[int, str], ...] = (
     (0x40, QT_TRANSLATE_NOOP("metrics", "hardware thermal slowdown")),
     (0x80, QT_TRANSLATE_NOOP("metrics", "hardware power brake")),
     (0x100, QT_TRANSLATE_NOOP("metrics", "display clock setting")),
+    # nvml.h (as pynvml mirrors it): nvmlClocksThrottleReasonBoardLimit and ...Reliability.
+    (0x200, QT_TRANSLATE_NOOP("metrics", "board limit")),
+    (0x400, QT_TRANSLATE_NOOP("metrics", "reliability limit")),
 )
 THERMAL_REASON_MASK = 0x20 | 0x40
-POWER_REASON_MASK = 0x4 | 0x80
+# Held at the power limit by software (0x4, SwPowerCap) is how a GPU under load normally runs: no
+# alert for it. The hardware brakes are not normal: HW slowdown (0x8: over temperature or power,
+# or an external signal) and HW power brake (0x80, the power supply asked for it).
+POWER_REASON_MASK = 0x80
+HW_SLOWDOWN_REASON = 0x8

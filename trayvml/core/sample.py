@@ -137,6 +137,9 @@ class GpuSample:
     nvlink_link_rx_bytes_per_s: tuple[float, ...] = ()
     lost: bool = False
     asleep: bool = False  # runtime-suspended: every value NaN, every state ASLEEP
+    # Keys whose value is only a lower bound: a PCIe byte counter that may have wrapped more than
+    # once between two reads (the value is what is certain; the true rate may be higher).
+    lower_bounds: frozenset[str] = frozenset()
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]

@@ -389,6 +389,7 @@ class NvmlReader:
             tuple(g.nvlink_tx.tolist()),
             tuple(g.nvlink_rx.tolist()),
             g.lost,
+            lower_bounds=frozenset(k for k in g.lower_bounds if g.states[GPU_INDEX[k]] is MetricState.OK),
         )
 
     def _woke(self, g: GpuState) -> None:

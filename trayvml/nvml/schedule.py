@@ -8,6 +8,7 @@ older variant its spec names; other failures leave NaN and a state for that samp
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -34,9 +35,11 @@ from trayvml.nvml.specs import (
     FieldKind,
     FieldRead,
     ProcessListRead,
+    pcie_max_bytes_per_s,
 )
 
 NAN = math.nan
+log = logging.getLogger(__name__)
 _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
     MetricState.NOT_SUPPORTED,
     MetricState.OK,
@@ -72,6 +75,8 @@ class GpuState:
     processes: tuple[ProcessSample, ...] = ()
     nvlink_tx: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bytes/s per supported link
     nvlink_rx: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    implausible_logged: bool = False  # a PCIe throughput beyond the link was logged once
+    lower_bounds: set[str] = field(default_factory=set)  # rates that are only "at least" (wrapped counters)
 
     def release(self) -> None:
         """Give back what this GPU's ops hold in the driver (on close, on a lost GPU)."""
@@ -132,10 +137,13 @@ class FieldBatch:
     is a slice of the decoded array and a tick costs a few numpy operations.
     """
 
-    def __init__(self, supported: list[_Field]) -> None:
+    def __init__(self, supported: list[_Field], link_max_bytes_per_s: float = NAN) -> None:
         self.supported = supported
-        self.previous: np.ndarray | None = None
+        self.link_max_bytes_per_s = link_max_bytes_per_s  # NaN: not known, no rate can be bounded
+        self.previous: np.ndarray | None = None  # raw counter values, unscaled (wraps are in raw units)
+        self.previous_stamps = np.zeros(0)  # their own timestamps, in seconds
         self.previous_s = 0.0
+        self.lower_bounds: np.ndarray = np.zeros(0, dtype=bool)  # per counter: its last rate is only "at least"
         self.fields: list[_Field] = []
         self.set_fields(supported)
 
@@ -151,11 +159,17 @@ class FieldBatch:
         self.value_fields = [
             (i, GPU_INDEX[f.key], f.read.scale) for i, f in enumerate(fields) if f.read.kind is FieldKind.VALUE
         ]
+        self.bounded = [
+            (i, f.key, f.read.plausible)
+            for i, f in enumerate(fields)
+            if f.read.kind is FieldKind.VALUE and f.read.plausible is not None
+        ]
         first_counter = len(self.value_fields)
         counters = fields[first_counter:]
         self.counters = slice(first_counter, len(fields))
         self.counter_scale = np.array([f.read.scale for f in counters])
         self.counter_slots = [(k, GPU_INDEX[f.key]) for k, f in enumerate(counters) if f.read.kind is FieldKind.RATE]
+        self.counter_keys = [(k, f.key) for k, f in enumerate(counters) if f.read.kind is FieldKind.RATE]
         tx = sum(f.read.kind is FieldKind.LINK_TX for f in counters)
         rx = sum(f.read.kind is FieldKind.LINK_RX for f in counters)
         rates_end = len(counters) - tx - rx
@@ -163,17 +177,25 @@ class FieldBatch:
         self.rx_links = slice(rates_end + tx, rates_end + tx + rx)
         self.has_tx, self.has_rx = tx > 0, rx > 0
         self.has_links = self.has_tx or self.has_rx
+        self.counter_modulus = np.array([float(f.read.wraps_at) for f in counters])
+        self.wrapping = self.counter_modulus > 0
+        self.lower_bounds = np.zeros(len(counters), dtype=bool)
         # A counter kept from before keeps its last reading, so its rate goes on without a gap.
+        old_stamps = self.previous_stamps
         self.previous = None
         if old_previous is not None and counters:
-            self.previous = np.array(
-                [
-                    old_previous[old_positions[(f.fid, f.scope)]] if (f.fid, f.scope) in old_positions else NAN
-                    for f in counters
-                ]
-            )
+            kept = [old_positions.get((f.fid, f.scope)) for f in counters]
+            self.previous = np.array([NAN if k is None else old_previous[k] for k in kept])
+            self.previous_stamps = np.array([0.0 if k is None else old_stamps[k] for k in kept])
         self._types = b""
         self._type_groups: list[tuple[int, np.ndarray]] = []
+
+    def clear(self) -> None:
+        """Zero what the driver writes, keeping the ids and scopes asked for: a driver was seen
+        adding into the buffer instead of overwriting it, so last tick's answer must not remain."""
+        view = self.view
+        for name in ("timestamp", "valueType", "nvmlReturn", "value"):
+            view[name] = 0
 
     def _first_counter(self) -> int:
         return sum(f.read.kind is FieldKind.VALUE for f in self.fields)
@@ -195,15 +217,33 @@ class FieldBatch:
             out[positions] = decode_as(raw[positions], value_type)
         return out
 
-    def rates(self, numbers: np.ndarray, now_s: float) -> np.ndarray:
-        """Per-second rates of the counter fields since the last call; NaN first and on wrap."""
-        current = numbers[self.counters] * self.counter_scale
-        previous, elapsed_s = self.previous, now_s - self.previous_s
-        self.previous, self.previous_s = current, now_s
-        if previous is None or elapsed_s <= 0:
-            return np.full(len(current), NAN)
-        rates = (current - previous) / elapsed_s
-        rates[rates < 0] = NAN  # the counter wrapped or was reset
+    def rates(self, numbers: np.ndarray, now_s: float, stamps_us: np.ndarray | None = None) -> np.ndarray:
+        """Per-second rates of the counter fields since the last call; NaN first and on a reset.
+
+        The interval is the values' own timestamps (µs) where the driver gives them, else the
+        reader's clock. A counter that wraps (``wraps_at``) is differenced modulo its wrap; where
+        more than one wrap fits in the interval at the link's top rate, its rate is only a lower
+        bound and ``lower_bounds`` says so.
+        """
+        current = numbers[self.counters]
+        count = len(current)
+        stamps = np.zeros(count) if stamps_us is None else stamps_us[self.counters] / 1e6
+        previous, previous_stamps, previous_s = self.previous, self.previous_stamps, self.previous_s
+        self.previous, self.previous_stamps, self.previous_s = current, stamps, now_s
+        self.lower_bounds = np.zeros(count, dtype=bool)
+        if previous is None:
+            return np.full(count, NAN)
+        stamped = (stamps > 0) & (previous_stamps > 0)
+        # A timestamp that did not move is the same reading served again: no rate from it.
+        elapsed_s = np.where(stamped, stamps - previous_stamps, now_s - previous_s)
+        delta = current - previous
+        if self.wrapping.any():
+            delta = np.where(self.wrapping, np.mod(delta, np.where(self.wrapping, self.counter_modulus, 1.0)), delta)
+            most = self.link_max_bytes_per_s * elapsed_s  # NaN where the link is not known: not bounded
+            self.lower_bounds = self.wrapping & ~(most < self.counter_modulus)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = delta * self.counter_scale / elapsed_s
+        rates[(delta < 0) | ~(elapsed_s > 0)] = NAN  # a counter that went back was reset
         return rates
 
     def supported_keys(self) -> tuple[str, ...]:
@@ -217,6 +257,38 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     scale = read.scale
     if not read.picks:
         (slot,) = slots
+        if read.link_limited:
+
+            def fill_within_link(g: GpuState, value: Any) -> None:
+                number = value * scale
+                most = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
+                if number > most:  # NaN (link not known) compares False: shown as read
+                    if not g.implausible_logged:
+                        g.implausible_logged = True
+                        log.warning(
+                            "GPU %d: %s answered %.3g B/s, more than its PCIe link can carry (%.3g B/s): "
+                            "not shown (a driver known to answer 1000 times too much)",
+                            g.index,
+                            read.function,
+                            number,
+                            most,
+                        )
+                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                else:
+                    g.values[slot], g.states[slot] = number, _OK
+
+            return fill_within_link
+        if read.unknown is not None:
+            unknown = read.unknown
+
+            def fill_known(g: GpuState, value: Any) -> None:
+                # The driver's "cannot tell" is no data for this sample, never shown as a number.
+                if value == unknown:
+                    g.values[slot], g.states[slot] = NAN, _NO_DATA
+                else:
+                    g.values[slot], g.states[slot] = value * scale, _OK
+
+            return fill_known
         if scale == 1.0:
 
             def fill_one(g: GpuState, value: Any) -> None:
@@ -270,7 +342,8 @@ class Scheduler:
         for period_s in sorted({f.period_s for f in FIELDS}):
             fields = [f for read in FIELDS if read.period_s == period_s for f in self._expand(read, g.info)]
             if fields:
-                ops.append(self._field_op(FieldBatch(fields), period_s))
+                link_max = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
+                ops.append(self._field_op(FieldBatch(fields, link_max), period_s))
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
         if g.info.gpm_supported:
             instance = g.info.gpu_instance_id if g.parent_handle is not None else None
@@ -303,6 +376,7 @@ class Scheduler:
 
     def _field_op(self, batch: FieldBatch, period_s: float) -> Op:
         def call(handle: Any) -> FieldBatch:
+            batch.clear()
             binding.read_fields(handle, batch.array)
             return batch
 
@@ -521,7 +595,11 @@ class Scheduler:
         dropped: list[int] = []
         if codes.any():  # rare: some fields failed on their own
             for position in np.flatnonzero(codes).tolist():
-                state = classify(int(codes[position]))
+                code = int(codes[position])
+                # A field id newer than the driver answers INVALID_ARGUMENT in its own slot (the
+                # call succeeds): the driver does not know it, so it is as good as not supported
+                # and the metric's fallback (e.g. nvmlDeviceGetPcieThroughput) is read instead.
+                state = _NOT_SUPPORTED if code == N.NVML_ERROR_INVALID_ARGUMENT else classify(code)
                 if state is MetricState.LOST:
                     raise GpuLostError
                 if state is _NOT_SUPPORTED:
@@ -529,13 +607,32 @@ class Scheduler:
                 else:
                     bad[batch.fields[position].key] = state
                 numbers[position] = NAN
+        for position, key, (low, high) in batch.bounded:
+            if codes[position]:
+                continue  # failed on its own: already NaN with its state
+            raw = int(view["value"][position])
+            if view["valueType"][position] == N.NVML_VALUE_TYPE_DOUBLE and raw and not raw >> 32:
+                # Labelled DOUBLE but holding an unsigned int (r545): no double of a plausible
+                # reading has its upper 32 bits (sign, exponent) all zero; a denormal that does
+                # is the integer in the low ones.
+                numbers[position] = float(raw)
+            number = numbers[position]
+            if number == number and not low <= number <= high:
+                numbers[position] = NAN  # not a reading that can be true: unknown, never a huge number
+                bad[key] = _NO_DATA
         values = numbers.tolist()
         for position, slot, scale in batch.value_fields:
             g.values[slot] = values[position] * scale
         if batch.counter_slots or batch.has_links:
-            rates = batch.rates(numbers, self.now_s())
+            rates = batch.rates(numbers, self.now_s(), view["timestamp"])
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
+            if batch.wrapping.any():
+                for k, key in batch.counter_keys:
+                    if batch.lower_bounds[k]:
+                        g.lower_bounds.add(key)
+                    else:
+                        g.lower_bounds.discard(key)
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
                 g.values[_NVLINK_TX] = float(g.nvlink_tx.sum())

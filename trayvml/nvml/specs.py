@@ -10,6 +10,7 @@ Derived metrics (memory used %, ...) are described in the catalog; XID counts co
 from __future__ import annotations
 
 import enum
+import math
 from dataclasses import dataclass
 
 import pynvml as N
@@ -50,6 +51,8 @@ class CallRead:
     scale: float = 1.0  # to base units
     period_s: float = EVERY_TICK_S
     fallback: CallRead | None = None
+    unknown: int | None = None  # a value the driver answers when it cannot tell: no data, not a number
+    link_limited: bool = False  # bytes/s over the PCIe link: beyond the link's maximum is implausible
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,10 @@ class FieldRead:
     scale: float = 1.0  # to base units
     period_s: float = EVERY_TICK_S
     fallback: CallRead | None = None  # read this way where the field answers NOT_SUPPORTED
+    # A counter that wraps at this modulus (0: it never wraps, a drop is a reset); such counters
+    # are the PCIe link's, so the link's top rate says how many wraps an interval can hide.
+    wraps_at: int = 0
+    plausible: tuple[float, float] | None = None  # a value outside is unknown (no data), never shown
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,14 @@ CALLS: tuple[CallRead, ...] = (
         # The v1 call counts the driver's reservation as used and cannot report it apart.
         fallback=CallRead("nvmlDeviceGetMemoryInfo", _MEMORY_KEYS[:2], picks=("used", "free")),
     ),
-    CallRead("nvmlDeviceGetTemperature", ("temperature_gpu_c",), (N.NVML_TEMPERATURE_GPU,)),
+    # nvmlDeviceGetTemperature is deprecated (removed for CUDA 14); the versioned call replaces it.
+    # pynvml's wrapper fills the version into c_nvmlTemperature_v1_t; older drivers lack the symbol.
+    CallRead(
+        "nvmlDeviceGetTemperatureV",
+        ("temperature_gpu_c",),
+        (N.NVML_TEMPERATURE_GPU,),
+        fallback=CallRead("nvmlDeviceGetTemperature", ("temperature_gpu_c",), (N.NVML_TEMPERATURE_GPU,)),
+    ),
     CallRead("nvmlDeviceGetFanSpeed", ("fan_speed_percent",)),
     CallRead("nvmlDeviceGetPowerUsage", ("power_draw_w",), scale=_MILLI),
     CallRead("nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI),
@@ -110,7 +124,8 @@ CALLS: tuple[CallRead, ...] = (
     _clock("clock_graphics_mhz", N.NVML_CLOCK_GRAPHICS),
     _clock("clock_memory_mhz", N.NVML_CLOCK_MEM),
     _clock("clock_video_mhz", N.NVML_CLOCK_VIDEO),
-    CallRead("nvmlDeviceGetPerformanceState", ("performance_state",)),
+    # NVML_PSTATE_UNKNOWN (32) is nvml.h's "unknown performance state", not a P-state "P32".
+    CallRead("nvmlDeviceGetPerformanceState", ("performance_state",), unknown=N.NVML_PSTATE_UNKNOWN),
     CallRead(
         "nvmlDeviceGetCurrentClocksEventReasons",
         ("clock_event_reasons",),
@@ -128,22 +143,58 @@ CALLS: tuple[CallRead, ...] = (
 
 def _pcie_throughput(key: str, counter: int) -> CallRead:
     """Where a GPU has no PCIe byte counters: the call that samples for 20 ms, read rarely (KB/s)."""
-    return CallRead("nvmlDeviceGetPcieThroughput", (key,), (counter,), scale=1000.0, period_s=PCIE_THROUGHPUT_PERIOD_S)
+    # One driver series answered this 1000 times too large: a value beyond what the link can carry
+    # (generation x width) is not shown (see schedule._fill_call).
+    return CallRead(
+        "nvmlDeviceGetPcieThroughput",
+        (key,),
+        (counter,),
+        scale=1000.0,
+        period_s=PCIE_THROUGHPUT_PERIOD_S,
+        link_limited=True,
+    )
 
+
+# The PCIe byte counters are 32-bit: nvml.h says their "value can be wrapped", and nvidia-smi
+# shows them below 2**32 (dcgm-exporter#721: TX_BYTES 3020371496 on an L40S). At Gen4/5 rates
+# they wrap several times a second: differences are taken modulo 2**32, and where more than one
+# wrap fits in the interval the rate is only a lower bound (see FieldBatch.rates).
+PCIE_COUNTER_MODULUS = 2**32
+
+# Transfers per second per lane, by PCIe generation (GT/s). A lane carries at most GT/s / 8
+# bytes per second: encoding (8b/10b, 128b/130b, FLIT) only lowers that, so it is a ceiling.
+_PCIE_GT_PER_S = {1: 2.5, 2: 5.0, 3: 8.0, 4: 16.0, 5: 32.0, 6: 64.0, 7: 128.0}
+
+
+def pcie_max_bytes_per_s(generation: float, width: float) -> float:
+    """The most bytes a second one direction of a PCIe link can carry; NaN where not known."""
+    if generation != generation or width != width or width <= 0:
+        return math.nan
+    gt_per_s = _PCIE_GT_PER_S.get(int(generation))
+    return math.nan if gt_per_s is None else gt_per_s * 1e9 / 8 * width
+
+
+# A GPU or memory sensor's reading in °C that can be true: below it is a decoding error, above it
+# the GPU would long have shut down (shutdown thresholds are about 90-105 °C).
+PLAUSIBLE_TEMPERATURE_C = (-40.0, 150.0)
 
 FIELDS: tuple[FieldRead, ...] = (
     FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=_MILLI),
-    FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP),
+    # r545 labels this field DOUBLE while writing an unsigned int (DCGM reads it as an integer):
+    # read as a double that is a denormal near 0. Decoded defensively and bounded (FieldBatch).
+    FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP, plausible=PLAUSIBLE_TEMPERATURE_C),
     FieldRead(
         "pcie_tx_bytes_per_s",
         N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES,
         FieldKind.RATE,
+        wraps_at=PCIE_COUNTER_MODULUS,
         fallback=_pcie_throughput("pcie_tx_bytes_per_s", N.NVML_PCIE_UTIL_TX_BYTES),
     ),
     FieldRead(
         "pcie_rx_bytes_per_s",
         N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
         FieldKind.RATE,
+        wraps_at=PCIE_COUNTER_MODULUS,
         fallback=_pcie_throughput("pcie_rx_bytes_per_s", N.NVML_PCIE_UTIL_RX_BYTES),
     ),
     # NVLink data counters are per link, in KiB.

@@ -101,6 +101,17 @@ class SimulatedNvmlBase:
         # field id -> [(GPU index or None, return code)]: that field's own code in a field-value call
         self.field_failures: dict[int, list[tuple[int | None, int]]] = {}
         self.restarted_counters: dict[int, dict[int, int]] = {}  # field id -> GPU -> raw value at restart
+        # A timeline series (e.g. "pstate") -> the value every GPU answers for it instead, as a
+        # real driver answers NVML_PSTATE_UNKNOWN (32) when it cannot tell.
+        self.answered_values: dict[str, int] = {}
+        # Field values added into the caller's buffer rather than written over it, as one driver did.
+        self.fields_add_into_buffer = False
+        # field id -> the value type a field is labelled with (the value itself unchanged), as r545
+        # labels the memory temperature DOUBLE; field id -> the raw 8 bytes it answers instead.
+        self.field_types: dict[int, int] = {}
+        self.field_raw: dict[int, int] = {}
+        # nvmlDeviceGetPcieThroughput's answers times this: 1000 as the driver series that was 1000x off.
+        self.pcie_throughput_scale = 1
         self.missing_functions: set[str] = set()
         self.latency_s = _REALISTIC_LATENCY_S if spec.realistic_latency else None
         self.latency_waited_s = 0.0  # emulated driver time, for benchmarks
@@ -136,6 +147,10 @@ class SimulatedNvmlBase:
     def fail(self, function: str, code: int, gpu: int | None = None) -> None:
         """Make ``function`` return ``code`` (for one GPU, or all) from now on."""
         self.failures.setdefault(function, []).append((gpu, code))
+
+    def answer_value(self, series: str, value: int) -> None:
+        """Make the calls answering the timeline's ``series`` (pstate, reasons, fan...) answer ``value``."""
+        self.answered_values[series] = value
 
     def restart_counter(self, field_id: int) -> None:
         """The counter ``field_id`` starts again from 0 at its next read (a wrap, or a driver reload)."""

@@ -37,7 +37,8 @@ def _per_second(values: str, supported: Callable[[GpuProfile], bool] = lambda p:
             return g
         if not supported(g.profile):
             return N.NVML_ERROR_NOT_SUPPORTED
-        ref._obj.value = getattr(g, values)[g.i]
+        answered = self.answered_values.get(values)
+        ref._obj.value = answered if answered is not None else getattr(g, values)[g.i]
         return N.NVML_SUCCESS
 
     return impl
@@ -67,10 +68,10 @@ class DeviceCalls(SimulatedNvmlBase):
         return binding.error_string(value).encode()
 
     def c_nvmlSystemGetDriverVersion(self, buffer: Any, size: Any) -> int:
-        return put_string(buffer, size, "610.43.01")
+        return put_string(buffer, size, f"{self.spec.driver}.43.01")
 
     def c_nvmlSystemGetNVMLVersion(self, buffer: Any, size: Any) -> int:
-        return put_string(buffer, size, "13.610.43.01")
+        return put_string(buffer, size, f"{13 if self.spec.driver >= 580 else 12}.{self.spec.driver}.43.01")
 
     def c_nvmlSystemGetCudaDriverVersion(self, ref: Any) -> int:
         ref._obj.value = 13010
@@ -361,6 +362,18 @@ class DeviceCalls(SimulatedNvmlBase):
         ref._obj.value = g.temperature[g.i]
         return N.NVML_SUCCESS
 
+    def c_nvmlDeviceGetTemperatureV(self, handle: Any, ref: Any) -> int:
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        reading = ref._obj
+        if reading.version != N.nvmlTemperature_v1:
+            return N.NVML_ERROR_ARGUMENT_VERSION_MISMATCH
+        if reading.sensorType != N.NVML_TEMPERATURE_GPU:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        reading.temperature = g.temperature[g.i]
+        return N.NVML_SUCCESS
+
     # One value of the GPU's per-second timeline, or NOT_SUPPORTED where its profile lacks it.
     c_nvmlDeviceGetFanSpeed = _per_second("fan", lambda p: p.has_fan)
     c_nvmlDeviceGetPowerUsage = _per_second("power_mw", _has_power)
@@ -408,5 +421,5 @@ class DeviceCalls(SimulatedNvmlBase):
         if isinstance(g, int):
             return g
         values = g.pcie_tx_kb_per_s if counter.value == N.NVML_PCIE_UTIL_TX_BYTES else g.pcie_rx_kb_per_s
-        ref._obj.value = values[g.i]
+        ref._obj.value = values[g.i] * self.pcie_throughput_scale
         return N.NVML_SUCCESS

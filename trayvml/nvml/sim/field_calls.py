@@ -37,9 +37,11 @@ class FieldCalls(SimulatedNvmlBase):
             columns, codes, types = [], [], []
             for fid, scope in zip(fids.tolist(), scopes.tolist(), strict=True):
                 model = FIELD_MODELS.get(fid)
-                supported = model is not None and model.supported(profile, scope)
+                known = model is None or model.since_driver <= self.spec.driver
+                supported = known and model is not None and model.supported(profile, scope)
                 columns.append(FIELD_COLUMN[fid] if supported else 0)
-                codes.append(N.NVML_SUCCESS if supported else N.NVML_ERROR_NOT_SUPPORTED)
+                code = N.NVML_SUCCESS if supported else N.NVML_ERROR_NOT_SUPPORTED
+                codes.append(code if known else N.NVML_ERROR_INVALID_ARGUMENT)
                 types.append(model.value_type if model is not None and supported else 0)
             plan = _FieldPlan(np.array(columns, dtype=np.intp), np.array(codes), np.array(types))
             self._plans[key] = plan
@@ -54,7 +56,16 @@ class FieldCalls(SimulatedNvmlBase):
         view["timestamp"] = int(self.clock.now_s() * 1e6)
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
-        view["value"] = g.fields[g.i][plan.columns]
+        if self.fields_add_into_buffer:
+            view["value"] += g.fields[g.i][plan.columns]
+        else:
+            view["value"] = g.fields[g.i][plan.columns]
+        if self.field_types or self.field_raw:
+            for position, fid in enumerate(view["fieldId"].tolist()):
+                if fid in self.field_types:
+                    view["valueType"][position] = self.field_types[fid]
+                if fid in self.field_raw:
+                    view["value"][position] = self.field_raw[fid]
         if self.restarted_counters:
             for position, fid in enumerate(view["fieldId"].tolist()):
                 if fid in self.restarted_counters:  # counted from the restart on

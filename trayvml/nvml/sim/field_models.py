@@ -12,6 +12,7 @@ import pynvml as N
 from trayvml.nvml.sim.profiles import GpuProfile
 
 _U, _ULL = N.NVML_VALUE_TYPE_UNSIGNED_INT, N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+PCIE_COUNTERS_SINCE_DRIVER = 555
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,7 @@ class FieldModel:
     value_type: int
     supported: Callable[[GpuProfile, int], bool]
     values: Callable[[Chunk], np.ndarray]
+    since_driver: int = 0  # the first driver branch that knows this field id; older ones answer INVALID_ARGUMENT
 
 
 def _always(p: GpuProfile, scope: int) -> bool:
@@ -64,8 +66,13 @@ FIELD_MODELS: dict[int, FieldModel] = {
     N.NVML_FI_DEV_POWER_AVERAGE: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
     # HBM runs a little warmer than the die's sensor.
     N.NVML_FI_DEV_MEMORY_TEMP: FieldModel(_U, lambda p, s: p.has_memory_temperature, lambda c: c.temperature_c + 6),
-    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_tx_bytes),
-    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: FieldModel(_ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_rx_bytes),
+    # Unknown to R535 and R550 drivers: there they answer INVALID_ARGUMENT in their own slot.
+    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: FieldModel(
+        _ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_tx_bytes, since_driver=PCIE_COUNTERS_SINCE_DRIVER
+    ),
+    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: FieldModel(
+        _ULL, lambda p, s: p.has_pcie_counters, lambda c: c.pcie_rx_bytes, since_driver=PCIE_COUNTERS_SINCE_DRIVER
+    ),
     N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: FieldModel(_ULL, _always, lambda c: c.pcie_replays),
     N.NVML_FI_DEV_NVLINK_LINK_COUNT: FieldModel(_U, _always, lambda c: c.nvlink_links),
     N.NVML_FI_DEV_ECC_SBE_VOL_TOTAL: FieldModel(_ULL, _has_ecc_field, lambda c: c.ecc_corrected),

@@ -24,6 +24,8 @@ Keys:
   hang=nvmlDeviceGetUtilizationRates@30/60
                               that NVML call does not return from 30 s on, for 60 s
                               (for good without "/"), as a call into a wedged GPU
+  driver=550                  the driver branch (400 to 999, default 610): field values newer
+                              than it answer INVALID_ARGUMENT, as an older driver does
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ DEFAULT_SCENARIO = "training"
 DEFAULT_START_S = 1_800.0
 DEFAULT_GPUS = ("h100", "h100", "rtx4090", "laptop")
 REPLAY = "replay="
+DEFAULT_DRIVER = 610
 NVML_FAULTS = ("missing", "not-loaded", "mismatch", "no-permission")
 
 
@@ -72,6 +75,7 @@ class SimSpec:
     hangs: tuple[tuple[str, tuple[float, float]], ...] = ()  # (NVML function, (from, until) in seconds)
     sleeps: tuple[tuple[int, tuple[float, float]], ...] = ()  # (GPU, (from, until) in seconds): runtime-suspended
     replay: str = ""  # a recording's path (trayvml doctor --record): answered from it, not simulated
+    driver: int = DEFAULT_DRIVER  # the driver branch: field ids newer than it answer INVALID_ARGUMENT
 
     @property
     def label(self) -> str:
@@ -240,6 +244,8 @@ def parse_spec(text: str) -> SimSpec:
             values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
         elif key == "sleep":
             values["sleeps"] = tuple(_sleep(entry) for entry in filter(None, value.split("+")))
+        elif key == "driver":
+            values["driver"] = _whole(key, value, 400, 999)
         elif key == "start":
             values["start_s"] = _seconds(key, value)
         elif key == "past":
@@ -256,7 +262,7 @@ def parse_spec(text: str) -> SimSpec:
             raise SimulationSpecError(
                 translate("simulate", "--simulate: unknown option {key} (known: {known}).").format(
                     key=reprlib.repr(key),
-                    known="gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep",
+                    known="gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, driver",
                 )
             )
     spec = SimSpec(**values)

@@ -16,6 +16,7 @@ _TEMPERATURE_KERNEL = np.exp(-np.arange(LAG_S + 1) / 30.0)
 _TEMPERATURE_KERNEL /= _TEMPERATURE_KERNEL.sum()
 THERMAL_SLOWDOWN_C = 87.0
 THERMAL_SHUTDOWN_C = 92.0
+PCIE_COUNTER_WRAP = 2**32  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES are 32-bit counters
 REPLAYS_PER_S_AT_FULL_PCIE = 0.2  # a link that needs a look: healthy ones rarely replay
 
 # The GPM metrics the simulation answers, in the column order of a timeline's GPM matrix.
@@ -119,8 +120,9 @@ class Timeline:
         chunk = Chunk(
             power_mw=power_w * 1000,
             temperature_c=temperature,
-            pcie_tx_bytes=sums[1],
-            pcie_rx_bytes=sums[2],
+            # 32-bit on real drivers (nvml.h: "can be wrapped"): several wraps a second at Gen5.
+            pcie_tx_bytes=np.mod(sums[1], PCIE_COUNTER_WRAP),
+            pcie_rx_bytes=np.mod(sums[2], PCIE_COUNTER_WRAP),
             nvlink_tx_kib_per_link=sums[3] // links,
             nvlink_rx_kib_per_link=sums[4] // links,
             ecc_corrected=s.ecc_corrected(gpu, t),

@@ -1,0 +1,179 @@
+"""What real drivers do that a naive reader gets wrong, each reproduced by the simulator."""
+
+from __future__ import annotations
+
+import logging
+import math
+
+import numpy as np
+import pynvml as N
+import pytest
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.commands.report import json_snapshot
+from trayvml.core.sample import MetricState
+from trayvml.nvml.schedule import FieldBatch, _Field
+from trayvml.nvml.sim.field_models import FIELD_COLUMN
+from trayvml.nvml.specs import FIELDS, PCIE_COUNTER_MODULUS, PCIE_THROUGHPUT_PERIOD_S, pcie_max_bytes_per_s
+
+_PCIE_TX = next(f for f in FIELDS if f.field_id == N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES)
+
+
+def _pcie_batch(generation: int, width: int) -> FieldBatch:
+    return FieldBatch([_Field(_PCIE_TX.field_id, 0, _PCIE_TX)], pcie_max_bytes_per_s(generation, width))
+
+
+def test_pcie_byte_counters_wrap_at_32_bits_in_the_simulator() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    run_ticks(source, clock, 3)
+    timeline = lib.timelines[0]
+    counter = timeline.fields[:, FIELD_COLUMN[N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES]]
+    assert counter.max() < PCIE_COUNTER_MODULUS
+    assert (np.diff(counter.astype(np.int64)) < 0).sum() > 100  # it wraps, often
+
+
+def test_a_wrapped_pcie_counter_gives_the_rate_not_a_gap() -> None:
+    """Training at 6 % of an RTX 4090's Gen4 link: 1.9 GB/s, a wrap every two seconds or so."""
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
+    source.sample()
+    for _ in range(12):
+        clock.advance_s(1.0)
+        gpu = source.sample().gpus[0]
+        timeline = lib.timelines[0]
+        true_rx = timeline.pcie_rx_kb_per_s[timeline.i] * 1000
+        assert true_rx < PCIE_COUNTER_MODULUS  # at most one wrap a tick: the difference is exact
+        assert math.isclose(gpu.value("pcie_rx_bytes_per_s"), true_rx, rel_tol=1e-3, abs_tol=1000)
+        # Gen4 x16 carries up to 32 GB/s: in a second the counter could have wrapped 7 times.
+        assert "pcie_rx_bytes_per_s" in gpu.lower_bounds
+
+
+def test_more_than_one_wrap_a_tick_is_shown_as_a_lower_bound() -> None:
+    """An H100 at 6 % of Gen5 moves about 4-5 GB a second: more than 2**32 bytes at times."""
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    sample = run_ticks(source, clock, 12)
+    gpu = sample.gpus[0]
+    timeline = lib.timelines[0]
+    true_rx = timeline.pcie_rx_kb_per_s[timeline.i] * 1000
+    shown = gpu.value("pcie_rx_bytes_per_s")
+    wraps_missed = round((true_rx - shown) / PCIE_COUNTER_MODULUS)
+    assert wraps_missed >= 0 and math.isclose(shown + wraps_missed * PCIE_COUNTER_MODULUS, true_rx, rel_tol=1e-3)
+    assert shown <= true_rx + 1000 and "pcie_rx_bytes_per_s" in gpu.lower_bounds
+    snapshot = json_snapshot(sample)
+    assert "pcie_rx_bytes_per_s" in snapshot["gpus"][0]["lower_bounds"]
+
+
+def test_a_wrap_on_a_slow_link_is_exact_and_uses_the_values_timestamps() -> None:
+    batch = _pcie_batch(1, 1)  # 312.5 MB/s at most: 0.1 s cannot hide a whole wrap
+    first = batch.rates(np.array([PCIE_COUNTER_MODULUS - 100.0]), 50.0, np.array([1_000_000]))
+    assert math.isnan(first[0])
+    # The reader's clock says 10 s passed (a late tick); the values' own stamps say 0.1 s.
+    rate = batch.rates(np.array([50.0]), 60.0, np.array([1_100_000]))
+    assert math.isclose(rate[0], 150 / 0.1) and not batch.lower_bounds[0]
+
+
+def test_a_fast_link_makes_the_rate_a_lower_bound() -> None:
+    batch = _pcie_batch(5, 16)  # 64 GB/s: 2**32 bytes in 67 ms
+    batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
+    rate = batch.rates(np.array([20.0]), 0.0, np.array([1_100_000]))
+    assert math.isclose(rate[0], 100.0) and batch.lower_bounds[0]
+
+
+def test_a_reading_served_again_gives_no_rate() -> None:
+    """The same timestamp twice is the same reading: not a rate of 0."""
+    batch = _pcie_batch(1, 1)
+    batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
+    assert math.isnan(batch.rates(np.array([10.0]), 1.0, np.array([1_000_000]))[0])
+
+
+def test_an_unknown_performance_state_is_no_data_not_p32() -> None:
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
+    assert source.sample().gpus[0].value("performance_state") == 0  # busy: P0
+    lib.answer_value("pstate", N.NVML_PSTATE_UNKNOWN)
+    clock.advance_s(1.0)
+    sample = source.sample()
+    gpu = sample.gpus[0]
+    assert math.isnan(gpu.value("performance_state")) and gpu.state("performance_state") is MetricState.NO_DATA
+    assert json_snapshot(sample)["gpus"][0]["metrics"]["performance_state"] is None
+    lib.answered_values.clear()  # the driver can tell again
+    clock.advance_s(1.0)
+    gpu = source.sample().gpus[0]
+    assert gpu.value("performance_state") == 0 and gpu.state("performance_state") is MetricState.OK
+
+
+def test_a_field_id_the_driver_does_not_know_falls_back_to_the_throughput_call() -> None:
+    """On R550 the PCIe byte counters answer INVALID_ARGUMENT per value: use the 20 ms call."""
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800,driver=550")
+    sample = run_ticks(source, clock, 3)
+    gpu = sample.gpus[0]
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and gpu.value("pcie_rx_bytes_per_s") > 0
+    assert lib.calls["nvmlDeviceGetPcieThroughput"] == 2  # once each way, then every 10 s
+    assert sample.system is not None and sample.system.driver_version.startswith("550.")
+
+
+def test_a_newer_driver_answers_the_counters() -> None:
+    source, clock, lib = simulated_source("training:gpus=rtx4090,start=1800")
+    run_ticks(source, clock, 3)
+    assert lib.calls["nvmlDeviceGetPcieThroughput"] == 0
+
+
+def test_field_values_stay_right_when_the_driver_adds_into_the_buffer() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.fields_add_into_buffer = True
+    for _ in range(4):
+        gpu = source.sample().gpus[0]
+        timeline = lib.timelines[0]
+        assert math.isclose(gpu.value("power_instant_w"), timeline.power_mw[timeline.i] / 1000)
+        assert gpu.value("temperature_memory_c") == timeline.temperature[timeline.i] + 6
+        assert gpu.value("ecc_uncorrected_volatile_count") == 0
+        clock.advance_s(1.0)
+
+
+def test_a_memory_temperature_labelled_double_but_holding_an_integer_is_read_as_the_integer() -> None:
+    source, _clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.field_types[N.NVML_FI_DEV_MEMORY_TEMP] = N.NVML_VALUE_TYPE_DOUBLE  # as r545 answers it
+    gpu = source.sample().gpus[0]
+    timeline = lib.timelines[0]
+    assert gpu.value("temperature_memory_c") == timeline.temperature[timeline.i] + 6
+    assert gpu.state("temperature_memory_c") is MetricState.OK
+
+
+def test_an_implausible_memory_temperature_is_unknown_not_a_huge_number() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.field_raw[N.NVML_FI_DEV_MEMORY_TEMP] = 0xFFFF_FFFF_FFFF_FF00
+    gpu = source.sample().gpus[0]
+    assert math.isnan(gpu.value("temperature_memory_c"))
+    assert gpu.state("temperature_memory_c") is MetricState.NO_DATA
+    del lib.field_raw[N.NVML_FI_DEV_MEMORY_TEMP]  # the next reading is plausible again
+    clock.advance_s(1.0)
+    gpu = source.sample().gpus[0]
+    assert gpu.state("temperature_memory_c") is MetricState.OK and 20 < gpu.value("temperature_memory_c") < 100
+
+
+def test_a_pcie_throughput_beyond_the_link_is_not_shown(caplog: pytest.LogCaptureFixture) -> None:
+    source, clock, lib = simulated_source("training:gpus=laptop,start=1800")  # no byte counters
+    gpu = source.sample().gpus[0]
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and 0 < gpu.value("pcie_rx_bytes_per_s") < 16e9
+    lib.pcie_throughput_scale = 1000  # the driver series that answered 1000 times too much
+    with caplog.at_level(logging.WARNING):
+        clock.advance_s(PCIE_THROUGHPUT_PERIOD_S)
+        gpu = source.sample().gpus[0]
+    assert math.isnan(gpu.value("pcie_rx_bytes_per_s")) and gpu.state("pcie_rx_bytes_per_s") is MetricState.NO_DATA
+    assert "more than its PCIe link can carry" in caplog.text
+
+
+def test_the_gpu_temperature_comes_from_the_versioned_call() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    gpu = run_ticks(source, clock, 2).gpus[0]
+    timeline = lib.timelines[0]
+    assert gpu.value("temperature_gpu_c") == timeline.temperature[timeline.i]
+    assert lib.calls["nvmlDeviceGetTemperatureV"] == 2 and lib.calls["nvmlDeviceGetTemperature"] == 0
+
+
+def test_a_driver_without_the_versioned_temperature_call_uses_the_old_one() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    lib.missing_functions.add("nvmlDeviceGetTemperatureV")
+    gpu = run_ticks(source, clock, 2).gpus[0]
+    timeline = lib.timelines[0]
+    assert gpu.value("temperature_gpu_c") == timeline.temperature[timeline.i]
+    assert gpu.state("temperature_gpu_c") is MetricState.OK
+    assert lib.calls["nvmlDeviceGetTemperature"] == 2
