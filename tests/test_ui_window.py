@@ -542,3 +542,13 @@ def test_panning_the_machine_tab_keeps_it_where_the_user_put_it(window) -> None:
     assert not w.following and abs(x1 - (sample.timestamp_s - 600)) < 1  # not snapped back to the GPU page's range
     xs, ys = w.host_page.panels[0].lines[0].line(0)
     assert xs[0] <= sample.timestamp_s - 1500 and np.isfinite(ys).any()  # and drawn for that range
+
+
+def test_every_clock_event_reason_has_a_colour_on_the_throttle_strip() -> None:
+    from trayvml.core.metrics import CLOCK_EVENT_REASONS
+    from trayvml.ui.plots import REASON_COLOURS, reason_rgba
+
+    assert set(REASON_COLOURS) == {bit for bit, _ in CLOCK_EVENT_REASONS}
+    every_bit = np.array([float(bit) for bit, _ in CLOCK_EVENT_REASONS] + [np.nan])
+    rgba = reason_rgba(every_bit)
+    assert (rgba[:-1, 3] == 255).all() and rgba[-1, 3] == 0  # each reason drawn; unknown left clear

@@ -158,6 +158,8 @@ REASON_COLOURS = {
     0x40: (200, 30, 40),  # hardware thermal slowdown
     0x80: (245, 120, 20),  # hardware power brake
     0x100: (90, 140, 220),  # display clocks
+    0x200: (245, 165, 36),  # board limit: a power limit of the board's, amber as the power cap
+    0x400: (176, 122, 161),  # reliability limit: held down by the hardware, purple as its slowdown
 }
 REASON_LEGEND = QT_TRANSLATE_NOOP(
     "Panel", "red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set"
