@@ -8,17 +8,22 @@ only to the origin they are for.
 from __future__ import annotations
 
 import json
+import math
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
-from tests.helpers import FakeRemote, dcgm_exposition
+from tests.helpers import FakeRemote, dcgm_exposition, simulated_source
 from trayvml.cli import main
+from trayvml.core.clock import ManualClock
+from trayvml.core.sample import Sample
 from trayvml.remote import source as source_module
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, parse_endpoint, read
-from trayvml.remote.source import Remotes
+from trayvml.remote.source import Remotes, RemoteSource
 
 
 @pytest.fixture
@@ -73,3 +78,67 @@ def test_a_read_still_running_at_the_deadline_is_a_fault_in_snapshot() -> None:
     assert sample.system is not None and sample.remote is not None
     assert sample.system.hostname == "slow-box" and sample.gpus == ()
     assert sample.remote.fault == "http://slow-box:8729 did not finish answering within 0.1 s."
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 5
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert condition()
+
+
+def test_a_host_whose_read_hangs_is_unreachable_not_its_last_values(remote: FakeRemote) -> None:
+    remote.body = dcgm_exposition("hostname").encode()
+    clock = ManualClock()
+    source = RemoteSource(parse_endpoint(remote.url), interval_s=1.0, timeout_s=3.0, clock=clock)
+    (live,) = source.read_once()
+    assert len(live.gpus) == 2
+    release = threading.Event()
+    source._read = _blocked_reader(release)  # type: ignore[assignment]
+    hung = threading.Thread(target=source.read_once, daemon=True)
+    hung.start()
+    try:
+        _wait_until(lambda: not math.isnan(source._started_s))
+        clock.advance_s(1.0)
+        assert source.samples == (live,)  # within its timeout: the last read is still the latest
+        clock.advance_s(3.0)
+        (down,) = source.samples
+        assert down.system is not None and down.remote is not None
+        assert down.system.hostname == "dgx-01" and down.gpus == () and down.devices == ()
+        assert down.remote.fault == f"{remote.url} did not finish answering within 3 s."
+        assert down.remote.since_s == live.timestamp_s  # since the read that hangs began
+    finally:
+        release.set()
+        hung.join(5)
+
+
+class _SameSampleRemotes:
+    """A remote whose thread has not read again since the last tick: the same sample each time."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.sample = sample
+
+    def begin_read(self) -> Callable[[], list[Sample]]:
+        return lambda: [self.sample]
+
+    def start(self) -> None:
+        pass
+
+    def samples(self) -> list[Sample]:
+        return [self.sample]
+
+
+def test_log_remote_writes_a_remote_sample_once_however_many_ticks_find_it(remote: FakeRemote, tmp_path: Path) -> None:
+    from trayvml.commands.csvlog import COLUMNS
+    from trayvml.commands.remote import RemoteLog, log_columns
+
+    remote.body = dcgm_exposition("hostname").encode()
+    (sample,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    source, _clock, _library = simulated_source("idle")
+    csv = tmp_path / "log.csv"
+    columns = log_columns([COLUMNS["timestamp"], COLUMNS["index"]])
+    remotes: Any = _SameSampleRemotes(sample)
+    assert RemoteLog(str(csv), columns, False, source, remotes, frozenset()).run(3, 1.0) == 0
+    hosts = [row.split(", ")[1] for row in csv.read_text().splitlines()[1:]]
+    assert hosts.count("dgx-01") == 2  # its two GPUs, once: not once per tick
+    assert len(hosts) - hosts.count("dgx-01") == 3 * 4  # the local GPUs every tick
