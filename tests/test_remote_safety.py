@@ -22,7 +22,15 @@ from trayvml.cli import main
 from trayvml.core.clock import ManualClock
 from trayvml.core.sample import Sample
 from trayvml.remote import source as source_module
-from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, parse_endpoint, read
+from trayvml.remote.fetch import (
+    MAX_GPUS_PER_HOST,
+    MAX_REMOTES,
+    Endpoint,
+    RemoteError,
+    SeriesCache,
+    parse_endpoint,
+    read,
+)
 from trayvml.remote.source import Remotes, RemoteSource
 
 
@@ -142,3 +150,38 @@ def test_log_remote_writes_a_remote_sample_once_however_many_ticks_find_it(remot
     hosts = [row.split(", ")[1] for row in csv.read_text().splitlines()[1:]]
     assert hosts.count("dgx-01") == 2  # its two GPUs, once: not once per tick
     assert len(hosts) - hosts.count("dgx-01") == 3 * 4  # the local GPUs every tick
+
+
+def test_a_redirect_to_another_origin_never_carries_the_credentials(remote: FakeRemote, second: FakeRemote) -> None:
+    second.body = dcgm_exposition("hostname").encode()
+    remote.redirect_to = second.url + "/metrics"
+    endpoint = parse_endpoint(remote.url.replace("http://", "http://alice:s3cret@"), credentials_allowed=True)
+    (sample,) = read(endpoint, 2.0, 1_800_000_000.0)
+    assert sample.system is not None and sample.system.hostname == "dgx-01"  # the redirect was followed
+    assert remote.seen[0]["Authorization"].startswith("Basic ")  # the origin it is for has them
+    assert second.seen and all("Authorization" not in headers for headers in second.seen)
+
+
+def test_an_answer_with_more_gpus_than_a_host_has_is_refused_in_one_sentence(remote: FakeRemote) -> None:
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    lines += [
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="{i}",UUID="GPU-{i:08d}",hostname="gpu-farm"}} 1'
+        for i in range(MAX_GPUS_PER_HOST + 1)
+    ]
+    remote.body = ("\n".join(lines) + "\n").encode()
+    with pytest.raises(
+        RemoteError, match=rf"^{remote.url} reports 1025 GPUs on gpu-farm; trayvml reads at most 1024 a host\.$"
+    ):
+        read(parse_endpoint(remote.url), 5.0, 1_800_000_000.0)
+
+
+def test_at_most_64_remotes_are_read_and_the_rest_said_in_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trayvml.commands.remote import endpoints
+
+    urls = [f"http://gpu-{i:05d}:8729" for i in range(20_000)]
+    found = endpoints(urls, str(tmp_path / "config.toml"))
+    assert [e.url for e in found] == urls[:MAX_REMOTES] and MAX_REMOTES == 64
+    err = capsys.readouterr().err
+    assert err == "trayvml: 20000 remote hosts are listed; trayvml reads the first 64 and leaves out the rest.\n"

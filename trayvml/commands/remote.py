@@ -17,7 +17,7 @@ from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
-from trayvml.remote.fetch import Endpoint, parse_endpoint
+from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 
 if TYPE_CHECKING:
     from trayvml.commands.csvlog import Column
@@ -43,7 +43,10 @@ def endpoints(urls: Sequence[str], config: str | None) -> list[Endpoint]:
     for url in urls:
         endpoint = parse_endpoint(url)
         found.append(stored.get(endpoint.url, endpoint))
-    return found
+    kept, left_out = capped_remotes(found)
+    if left_out:
+        print(f"trayvml: {left_out}", file=sys.stderr)
+    return kept
 
 
 def hostname_of(sample: Sample) -> str:

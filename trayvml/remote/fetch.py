@@ -35,6 +35,11 @@ _CHUNK = 64 * 1024
 # nothing at all is told by the timeout ("did not answer"), and one that trickles by the deadline.
 _DEADLINE_MARGIN_S = 0.1
 PROMETHEUS_SCHEME = "prometheus+"
+# Bounds on what one answer and one settings file can make trayvml hold: a DGX has 8 GPUs and the
+# biggest NVLink domains 72, so a host with more than this many is not a host; each remote is a
+# thread and a connection every interval, so more than this many is a mistake (or a paste gone wrong).
+MAX_GPUS_PER_HOST = 1024
+MAX_REMOTES = 64
 
 
 class RemoteError(TrayvmlError):
@@ -376,7 +381,31 @@ def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Samp
                 "(trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter).",
             ).format(url=endpoint.url)
         )
-    return to_samples(points, endpoint.host, endpoint.url, now_s)
+    return _capped(endpoint, to_samples(points, endpoint.host, endpoint.url, now_s))
+
+
+def _capped(endpoint: Endpoint, samples: list[Sample]) -> list[Sample]:
+    """``samples``, or a RemoteError when a host in them has more GPUs than any host has."""
+    for sample in samples:
+        if len(sample.gpus) > MAX_GPUS_PER_HOST:
+            host = sample.system.hostname if sample.system else endpoint.host
+            too_many = translate(
+                "remote", "{url} reports {count} GPUs on {host}; trayvml reads at most {limit} a host."
+            )
+            raise RemoteError(
+                too_many.format(url=endpoint.url, count=len(sample.gpus), host=host, limit=MAX_GPUS_PER_HOST)
+            )
+    return samples
+
+
+def capped_remotes(endpoints: list[Endpoint]) -> tuple[list[Endpoint], str]:
+    """The first :data:`MAX_REMOTES` endpoints, and a sentence saying what was left out ("" if nothing)."""
+    if len(endpoints) <= MAX_REMOTES:
+        return endpoints, ""
+    left_out = translate(
+        "remote", "{count} remote hosts are listed; trayvml reads the first {limit} and leaves out the rest."
+    )
+    return endpoints[:MAX_REMOTES], left_out.format(count=len(endpoints), limit=MAX_REMOTES)
 
 
 def prometheus_query(endpoint: Endpoint) -> str:
@@ -486,6 +515,6 @@ def read_prometheus_past(
     return [
         sample
         for at_s in sorted(by_time)
-        for sample in to_samples(by_time[at_s], endpoint.host, endpoint.url, at_s)
+        for sample in _capped(endpoint, to_samples(by_time[at_s], endpoint.host, endpoint.url, at_s))
         if sample.gpus
     ]
