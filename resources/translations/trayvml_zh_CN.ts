@@ -2456,8 +2456,12 @@ For {duration} now.</source>
         <translation>无法读取 web 配置文件 {path}：{error}。</translation>
     </message>
     <message>
-        <source>The web config file {path} is not valid YAML: {error}.</source>
-        <translation>web 配置文件 {path} 不是有效的 YAML：{error}。</translation>
+        <source>The web config file {path} is not valid YAML at line {line}: {problem}.</source>
+        <translation>web 配置文件 {path} 第 {line} 行不是有效的 YAML：{problem}。</translation>
+    </message>
+    <message>
+        <source>The web config file {path} is not valid YAML: {problem}.</source>
+        <translation>web 配置文件 {path} 不是有效的 YAML：{problem}。</translation>
     </message>
     <message>
         <source>The web config file {path} must be a mapping (tls_server_config, basic_auth_users).</source>

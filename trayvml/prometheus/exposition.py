@@ -7,6 +7,8 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import re
+import secrets
 import socket
 import ssl
 import threading
@@ -157,6 +159,9 @@ class WebConfig:
     users: dict[str, bytes] = field(default_factory=dict)  # user -> bcrypt hash
 
 
+_BCRYPT = re.compile(r"\$2[abxy]?\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}")
+
+
 def load_web_config(path: str) -> WebConfig:
     """Reads ``tls_server_config`` (cert_file, key_file) and ``basic_auth_users`` (bcrypt hashes).
 
@@ -172,8 +177,14 @@ def load_web_config(path: str) -> WebConfig:
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as error:
-        invalid = translate("serve", "The web config file {path} is not valid YAML: {error}.")
-        raise TrayvmlError(invalid.format(path=path, error=error)) from None
+        # One sentence: where, and the parser's short word for what (not its multi-line dump).
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or type(error).__name__
+        if mark is not None:
+            invalid = translate("serve", "The web config file {path} is not valid YAML at line {line}: {problem}.")
+            raise TrayvmlError(invalid.format(path=path, line=mark.line + 1, problem=problem)) from None
+        invalid = translate("serve", "The web config file {path} is not valid YAML: {problem}.")
+        raise TrayvmlError(invalid.format(path=path, problem=problem)) from None
     if not isinstance(data, dict):
         raise TrayvmlError(
             translate(
@@ -199,7 +210,9 @@ def load_web_config(path: str) -> WebConfig:
         half = translate("serve", "The web config file {path}: TLS needs both cert_file and key_file.")
         raise TrayvmlError(half.format(path=path))
     for user, hashed in users.items():
-        if not isinstance(hashed, str) or not hashed.startswith("$2"):
+        # The whole modular-crypt form (as bcrypt itself checks it at the first login): a placeholder
+        # such as the README's "$2b$12$..." is refused at start, not with a traceback on a scrape.
+        if not isinstance(hashed, str) or not _BCRYPT.fullmatch(hashed):
             plain = translate("serve", "The web config file {path}: the password of {user} must be a bcrypt hash.")
             raise TrayvmlError(plain.format(path=path, user=repr(user)))
     return WebConfig(
@@ -217,6 +230,10 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
     # bcrypt is slow on purpose (tens of ms); a scrape every few seconds should not pay it each time.
     accepted: set[bytes] = set()
     salt = hashlib.sha256(str(id(users)).encode()).digest()
+    # An unknown user is checked against a hash of the same cost as the users' own, so that the
+    # answer takes as long as for a known one: the time to a 401 does not tell which users exist.
+    rounds = max(int(h.split(b"$")[2]) for h in users.values())
+    dummy = bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=rounds))
 
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         header = environ.get("HTTP_AUTHORIZATION", "")
@@ -228,7 +245,9 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
                 user, password = "", ""
             hashed = users.get(user)
             token = hmac.new(salt, f"{user}\0{password}".encode(), "sha256").digest()
-            if hashed is not None and (token in accepted or bcrypt.checkpw(password.encode(), hashed)):
+            if hashed is None:
+                _matches(bcrypt, password, dummy)  # constant work; never a match
+            elif token in accepted or _matches(bcrypt, password, hashed):
                 accepted.add(token)
                 return app(environ, start_response)
         start_response(
@@ -237,6 +256,13 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
         return [b"Unauthorized\n"]
 
     return guarded
+
+
+def _matches(bcrypt: Any, password: str, hashed: bytes) -> bool:
+    try:
+        return bool(bcrypt.checkpw(password.encode(), hashed))
+    except ValueError:  # bcrypt 5 refuses passwords over 72 bytes: no such password was ever set
+        return False
 
 
 class _QuietHandler(WSGIRequestHandler):
