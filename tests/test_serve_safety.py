@@ -4,8 +4,13 @@ start (one sentence naming the file and line), and connections that cannot take 
 from __future__ import annotations
 
 import base64
+import contextlib
+import socket
+import threading
+import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 import bcrypt
@@ -75,3 +80,38 @@ def test_invalid_yaml_is_one_sentence_naming_the_file_and_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"The web config file {path} is not valid YAML at line 3: " in err
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+def test_idle_connections_hold_at_most_the_bound_of_threads_and_a_scrape_still_answers() -> None:
+    source, clock, _ = simulated_source("idle")
+    sample = run_ticks(source, clock, 2)
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, max_connections=4, idle_timeout_s=0.3)
+    before = threading.active_count()
+    idle = []
+    try:
+        port = exporter.server.port
+        for _ in range(200):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        # The server has taken the 4 it serves and closed the rest: those read as closed at once.
+        refused = 0
+        for sock in idle[4:]:
+            sock.settimeout(5)
+            with contextlib.suppress(ConnectionError):
+                refused += sock.recv(1) == b""
+        assert refused == 196
+        assert threading.active_count() <= before + 4
+        # The held ones are let go after the idle timeout; then a real scrape answers.
+        assert _wait_until(lambda: threading.active_count() <= before)
+        with urllib.request.urlopen(exporter.server.url, timeout=5) as response:
+            assert response.status == 200 and b"trayvml_up" in response.read()
+    finally:
+        for sock in idle:
+            sock.close()
+        exporter.close()

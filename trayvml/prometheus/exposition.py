@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import ipaddress
@@ -38,6 +39,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8729
 DEFAULT_ADDRESS = "127.0.0.1"
 _GPU_LABELS = ["hostname", "uuid", "index"]
+MAX_CONNECTIONS = 16  # connections served at once, each on a thread of its own
+IDLE_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed (Prometheus sends at once)
 
 
 # ---- what a scrape shows ----
@@ -266,24 +269,75 @@ def _matches(bcrypt: Any, password: str, hashed: bytes) -> bool:
 
 
 class _QuietHandler(WSGIRequestHandler):
+    timeout = IDLE_TIMEOUT_S  # on every receive (and the TLS handshake): a silent client is let go
+
+    def handle(self) -> None:
+        # A client that went silent, hung up or spoke no TLS: nothing to answer, nothing to log.
+        with contextlib.suppress(TimeoutError, ConnectionError, ssl.SSLError):
+            super().handle()
+
     def log_message(self, format: str, *args: Any) -> None:
         """No line per scrape on stderr."""
+
+
+class _BoundedServer(ThreadingWSGIServer):
+    """A thread per connection, at most ``max_connections`` at a time: one more is closed at once.
+
+    Without a bound, every idle connection held a thread (3,000 connections, 3,000 threads); a
+    Prometheus server scrapes with one connection at a time, so a small bound costs it nothing.
+    """
+
+    max_connections = MAX_CONNECTIONS
+    request_queue_size = 128  # the listen backlog: a burst is taken (and refused) rather than left to retry its SYN
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # refused at once rather than queued behind idle ones
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class MetricsServer:
     """prometheus-client's WSGI app on a threading WSGI server, on a daemon thread."""
 
-    def __init__(self, registry: CollectorRegistry, host: str, port: int, web: WebConfig | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        host: str,
+        port: int,
+        web: WebConfig | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         web = web or WebConfig()
         app = make_wsgi_app(registry)
         if web.users:
             app = _with_basic_auth(app, web.users)
 
-        class Server(ThreadingWSGIServer):
+        class Server(_BoundedServer):
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
+        Server.max_connections = max_connections
+
+        class Handler(_QuietHandler):
+            timeout = idle_timeout_s
+
         try:
-            self._httpd = make_server(host, port, app, Server, handler_class=_QuietHandler)
+            self._httpd = make_server(host, port, app, Server, handler_class=Handler)
         except OSError as error:
             cannot = translate("serve", "Cannot listen on {address}: {error}.")
             raise TrayvmlError(cannot.format(address=f"{host}:{port}", error=error.strerror or error)) from None
@@ -297,7 +351,11 @@ class MetricsServer:
                 self._httpd.server_close()
                 cannot = translate("serve", "Cannot load the TLS certificate {path} or its key: {error}.")
                 raise TrayvmlError(cannot.format(path=web.cert_file, error=error)) from None
-            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            # The handshake on the connection's own thread, under its idle timeout: done at accept (the
+            # default), a client that connects and says nothing would stop the server taking any other.
+            self._httpd.socket = context.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.host = host
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="trayvml-serve-http", daemon=True)
@@ -321,10 +379,18 @@ class Exporter:
     ``trayvml serve`` passes a :class:`SamplingLoop`'s.
     """
 
-    def __init__(self, latest: Callable[[], Sample | None], host: str, port: int, web: WebConfig | None = None) -> None:
+    def __init__(
+        self,
+        latest: Callable[[], Sample | None],
+        host: str,
+        port: int,
+        web: WebConfig | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SampleCollector(latest))
-        self.server = MetricsServer(self.registry, host, port, web)
+        self.server = MetricsServer(self.registry, host, port, web, max_connections, idle_timeout_s)
 
     def close(self) -> None:
         self.server.close()
