@@ -52,26 +52,53 @@ def finite(value: float) -> bool:
 
 
 class FakeRemote:
-    """A small HTTP server whose answer each test sets: a body, a status, a hang, or gone."""
+    """A small HTTP server whose answer each test sets: a body, a status, a hang, a redirect, an
+    answer dripped a byte at a time (``drip_s`` apart, headers too), or gone. ``seen`` holds the
+    headers of each request it got."""
 
     def __init__(self) -> None:
         self.body = b""
         self.status = 200
         self.content_type = "text/plain; version=0.0.4"
         self.hang = False
+        self.drip_s = 0.0
+        self.redirect_to = ""
+        self.seen: list[dict[str, str]] = []
         self.release = threading.Event()
         remote = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
+                remote.seen.append(dict(self.headers.items()))
                 if remote.hang:
                     remote.release.wait(10)
+                    return
+                if remote.drip_s:
+                    self._drip()
+                    return
+                if remote.redirect_to:
+                    self.send_response(302)
+                    self.send_header("Location", remote.redirect_to)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
                     return
                 self.send_response(remote.status)
                 self.send_header("Content-Type", remote.content_type)
                 self.send_header("Content-Length", str(len(remote.body)))
                 self.end_headers()
                 self.wfile.write(remote.body)
+
+            def _drip(self) -> None:
+                head = f"HTTP/1.0 200 OK\r\nContent-Type: {remote.content_type}\r\n"
+                head += f"Content-Length: {len(remote.body)}\r\n\r\n"
+                for byte in head.encode() + remote.body:
+                    if remote.release.wait(remote.drip_s):
+                        return
+                    try:
+                        self.wfile.write(bytes([byte]))
+                        self.wfile.flush()
+                    except OSError:
+                        return  # the reader gave up
 
             def log_message(self, format: str, *args: object) -> None:
                 pass

@@ -2648,6 +2648,14 @@ For {duration} now.</source>
         <translation>{url} 提供 Prometheus 指标，但没有来自 trayvml 所知的 GPU exporter（trayvml serve、dcgm-exporter、nvidia_gpu_exporter、nvitop-exporter）的指标。</translation>
     </message>
     <message>
+        <source>{url} reports {count} GPUs on {host}; trayvml reads at most {limit} a host.</source>
+        <translation>{url} 报告 {host} 上有 {count} 个 GPU；trayvml 每台主机最多读取 {limit} 个。</translation>
+    </message>
+    <message>
+        <source>{count} remote hosts are listed; trayvml reads the first {limit} and leaves out the rest.</source>
+        <translation>列出了 {count} 台远程主机；trayvml 只读取前 {limit} 台，其余的不读取。</translation>
+    </message>
+    <message>
         <source>{url} refused the query: {reason}.</source>
         <translation>{url} 拒绝了查询：{reason}。</translation>
     </message>
@@ -2714,8 +2722,12 @@ For {duration} now.</source>
         <translation>无法读取 web 配置文件 {path}：{error}。</translation>
     </message>
     <message>
-        <source>The web config file {path} is not valid YAML: {error}.</source>
-        <translation>web 配置文件 {path} 不是有效的 YAML：{error}。</translation>
+        <source>The web config file {path} is not valid YAML at line {line}: {problem}.</source>
+        <translation>web 配置文件 {path} 第 {line} 行不是有效的 YAML：{problem}。</translation>
+    </message>
+    <message>
+        <source>The web config file {path} is not valid YAML: {problem}.</source>
+        <translation>web 配置文件 {path} 不是有效的 YAML：{problem}。</translation>
     </message>
     <message>
         <source>The web config file {path} must be a mapping (tls_server_config, basic_auth_users).</source>

@@ -17,7 +17,7 @@ from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
-from trayvml.remote.fetch import Endpoint, parse_endpoint
+from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 
 if TYPE_CHECKING:
     from trayvml.commands.csvlog import Column
@@ -43,7 +43,10 @@ def endpoints(urls: Sequence[str], config: str | None) -> list[Endpoint]:
     for url in urls:
         endpoint = parse_endpoint(url)
         found.append(stored.get(endpoint.url, endpoint))
-    return found
+    kept, left_out = capped_remotes(found)
+    if left_out:
+        print(f"trayvml: {left_out}", file=sys.stderr)
+    return kept
 
 
 def hostname_of(sample: Sample) -> str:
@@ -147,7 +150,8 @@ class RemoteLog:
     """``log --remote``: each tick, a row per GPU of every host whose values are current.
 
     A host without current values writes no rows (old values are never logged as new); stderr says
-    so once when it goes and once when it comes back.
+    so once when it goes and once when it comes back. A remote's sample is written once: its
+    thread reads on its own beat, so a tick that finds the sample an earlier tick wrote skips it.
     """
 
     def __init__(
@@ -161,6 +165,7 @@ class RemoteLog:
         self.remotes = remotes
         self.demand = demand
         self._down: dict[str, str] = {}  # "this machine" or "host (URL)" -> the sentence last said
+        self._logged: dict[tuple[str, str], float] = {}  # (URL, host) -> the timestamp of its last rows
 
     def _say(self, who: str, problem: str) -> None:
         if self._down.get(who) != problem:
@@ -185,8 +190,10 @@ class RemoteLog:
                     self.log.append(local)
                 for sample in self.remotes.samples():
                     fault = sample.remote.fault if sample.remote else ""
-                    self._say(f"{hostname_of(sample)} ({sample.remote.url if sample.remote else ''})", fault)
-                    if not fault:
+                    url = sample.remote.url if sample.remote else ""
+                    self._say(f"{hostname_of(sample)} ({url})", fault)
+                    if not fault and self._logged.get((url, hostname_of(sample))) != sample.timestamp_s:
+                        self._logged[(url, hostname_of(sample))] = sample.timestamp_s
                         self.log.append(sample)
                 ticks += 1
                 if count is not None and ticks >= count:

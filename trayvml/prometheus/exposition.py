@@ -3,10 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import ipaddress
 import logging
+import re
+import secrets
 import socket
 import ssl
 import threading
@@ -36,6 +39,8 @@ log = logging.getLogger(__name__)
 DEFAULT_PORT = 8729
 DEFAULT_ADDRESS = "127.0.0.1"
 _GPU_LABELS = ["hostname", "uuid", "index"]
+MAX_CONNECTIONS = 16  # connections served at once, each on a thread of its own
+IDLE_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed (Prometheus sends at once)
 
 
 # ---- what a scrape shows ----
@@ -157,6 +162,9 @@ class WebConfig:
     users: dict[str, bytes] = field(default_factory=dict)  # user -> bcrypt hash
 
 
+_BCRYPT = re.compile(r"\$2[abxy]?\$(0[4-9]|[12][0-9]|3[01])\$[./A-Za-z0-9]{53}")
+
+
 def load_web_config(path: str) -> WebConfig:
     """Reads ``tls_server_config`` (cert_file, key_file) and ``basic_auth_users`` (bcrypt hashes).
 
@@ -172,8 +180,14 @@ def load_web_config(path: str) -> WebConfig:
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as error:
-        invalid = translate("serve", "The web config file {path} is not valid YAML: {error}.")
-        raise TrayvmlError(invalid.format(path=path, error=error)) from None
+        # One sentence: where, and the parser's short word for what (not its multi-line dump).
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or type(error).__name__
+        if mark is not None:
+            invalid = translate("serve", "The web config file {path} is not valid YAML at line {line}: {problem}.")
+            raise TrayvmlError(invalid.format(path=path, line=mark.line + 1, problem=problem)) from None
+        invalid = translate("serve", "The web config file {path} is not valid YAML: {problem}.")
+        raise TrayvmlError(invalid.format(path=path, problem=problem)) from None
     if not isinstance(data, dict):
         raise TrayvmlError(
             translate(
@@ -199,7 +213,9 @@ def load_web_config(path: str) -> WebConfig:
         half = translate("serve", "The web config file {path}: TLS needs both cert_file and key_file.")
         raise TrayvmlError(half.format(path=path))
     for user, hashed in users.items():
-        if not isinstance(hashed, str) or not hashed.startswith("$2"):
+        # The whole modular-crypt form (as bcrypt itself checks it at the first login): a placeholder
+        # such as the README's "$2b$12$..." is refused at start, not with a traceback on a scrape.
+        if not isinstance(hashed, str) or not _BCRYPT.fullmatch(hashed):
             plain = translate("serve", "The web config file {path}: the password of {user} must be a bcrypt hash.")
             raise TrayvmlError(plain.format(path=path, user=repr(user)))
     return WebConfig(
@@ -217,6 +233,10 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
     # bcrypt is slow on purpose (tens of ms); a scrape every few seconds should not pay it each time.
     accepted: set[bytes] = set()
     salt = hashlib.sha256(str(id(users)).encode()).digest()
+    # An unknown user is checked against a hash of the same cost as the users' own, so that the
+    # answer takes as long as for a known one: the time to a 401 does not tell which users exist.
+    rounds = max(int(h.split(b"$")[2]) for h in users.values())
+    dummy = bcrypt.hashpw(secrets.token_bytes(16), bcrypt.gensalt(rounds=rounds))
 
     def guarded(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         header = environ.get("HTTP_AUTHORIZATION", "")
@@ -228,7 +248,9 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
                 user, password = "", ""
             hashed = users.get(user)
             token = hmac.new(salt, f"{user}\0{password}".encode(), "sha256").digest()
-            if hashed is not None and (token in accepted or bcrypt.checkpw(password.encode(), hashed)):
+            if hashed is None:
+                _matches(bcrypt, password, dummy)  # constant work; never a match
+            elif token in accepted or _matches(bcrypt, password, hashed):
                 accepted.add(token)
                 return app(environ, start_response)
         start_response(
@@ -239,25 +261,83 @@ def _with_basic_auth(app: Callable[..., Any], users: dict[str, bytes]) -> Callab
     return guarded
 
 
+def _matches(bcrypt: Any, password: str, hashed: bytes) -> bool:
+    try:
+        return bool(bcrypt.checkpw(password.encode(), hashed))
+    except ValueError:  # bcrypt 5 refuses passwords over 72 bytes: no such password was ever set
+        return False
+
+
 class _QuietHandler(WSGIRequestHandler):
+    timeout = IDLE_TIMEOUT_S  # on every receive (and the TLS handshake): a silent client is let go
+
+    def handle(self) -> None:
+        # A client that went silent, hung up or spoke no TLS: nothing to answer, nothing to log.
+        with contextlib.suppress(TimeoutError, ConnectionError, ssl.SSLError):
+            super().handle()
+
     def log_message(self, format: str, *args: Any) -> None:
         """No line per scrape on stderr."""
+
+
+class _BoundedServer(ThreadingWSGIServer):
+    """A thread per connection, at most ``max_connections`` at a time: one more is closed at once.
+
+    Without a bound, every idle connection held a thread (3,000 connections, 3,000 threads); a
+    Prometheus server scrapes with one connection at a time, so a small bound costs it nothing.
+    """
+
+    max_connections = MAX_CONNECTIONS
+    request_queue_size = 128  # the listen backlog: a burst is taken (and refused) rather than left to retry its SYN
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self._slots = threading.BoundedSemaphore(self.max_connections)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)  # refused at once rather than queued behind idle ones
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class MetricsServer:
     """prometheus-client's WSGI app on a threading WSGI server, on a daemon thread."""
 
-    def __init__(self, registry: CollectorRegistry, host: str, port: int, web: WebConfig | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry,
+        host: str,
+        port: int,
+        web: WebConfig | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         web = web or WebConfig()
         app = make_wsgi_app(registry)
         if web.users:
             app = _with_basic_auth(app, web.users)
 
-        class Server(ThreadingWSGIServer):
+        class Server(_BoundedServer):
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
+        Server.max_connections = max_connections
+
+        class Handler(_QuietHandler):
+            timeout = idle_timeout_s
+
         try:
-            self._httpd = make_server(host, port, app, Server, handler_class=_QuietHandler)
+            self._httpd = make_server(host, port, app, Server, handler_class=Handler)
         except OSError as error:
             cannot = translate("serve", "Cannot listen on {address}: {error}.")
             raise TrayvmlError(cannot.format(address=f"{host}:{port}", error=error.strerror or error)) from None
@@ -271,7 +351,11 @@ class MetricsServer:
                 self._httpd.server_close()
                 cannot = translate("serve", "Cannot load the TLS certificate {path} or its key: {error}.")
                 raise TrayvmlError(cannot.format(path=web.cert_file, error=error)) from None
-            self._httpd.socket = context.wrap_socket(self._httpd.socket, server_side=True)
+            # The handshake on the connection's own thread, under its idle timeout: done at accept (the
+            # default), a client that connects and says nothing would stop the server taking any other.
+            self._httpd.socket = context.wrap_socket(
+                self._httpd.socket, server_side=True, do_handshake_on_connect=False
+            )
         self.host = host
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, name="trayvml-serve-http", daemon=True)
@@ -295,10 +379,18 @@ class Exporter:
     ``trayvml serve`` passes a :class:`SamplingLoop`'s.
     """
 
-    def __init__(self, latest: Callable[[], Sample | None], host: str, port: int, web: WebConfig | None = None) -> None:
+    def __init__(
+        self,
+        latest: Callable[[], Sample | None],
+        host: str,
+        port: int,
+        web: WebConfig | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        idle_timeout_s: float = IDLE_TIMEOUT_S,
+    ) -> None:
         self.registry = CollectorRegistry(auto_describe=False)
         self.registry.register(SampleCollector(latest))
-        self.server = MetricsServer(self.registry, host, port, web)
+        self.server = MetricsServer(self.registry, host, port, web, max_connections, idle_timeout_s)
 
     def close(self) -> None:
         self.server.close()

@@ -1,17 +1,23 @@
 """Reading a remote: an exporter's ``/metrics`` or a Prometheus server's HTTP API, into samples.
 
 Every failure is a :class:`RemoteError` whose message is one sentence naming the URL (never its
-credentials). Each request has a timeout on every socket operation and an overall deadline, so a
-host that trickles bytes cannot hold a reader for longer than ``timeout_s`` plus one operation.
+credentials). Each request has a timeout on every socket operation and a deadline on the whole of
+it (connection, TLS, headers and body), so a host that trickles bytes cannot hold a reader for
+longer than ``timeout_s``. Credentials go to the URL's own origin only, never along a redirect to
+another.
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
+import functools
+import http.client
 import json
 import math
+import socket
 import ssl
-import time
+import threading
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -25,7 +31,15 @@ from trayvml.remote.dialects import NAME_PREFIXES, Point, recognise, to_samples
 
 MAX_BODY_BYTES = 32 * 2**20  # a scrape of 8 GPUs is ~50 KiB; a body this big is not a scrape
 _CHUNK = 64 * 1024
+# The whole-request deadline comes this much after the per-receive timeout, so that a host that says
+# nothing at all is told by the timeout ("did not answer"), and one that trickles by the deadline.
+_DEADLINE_MARGIN_S = 0.1
 PROMETHEUS_SCHEME = "prometheus+"
+# Bounds on what one answer and one settings file can make trayvml hold: a DGX has 8 GPUs and the
+# biggest NVLink domains 72, so a host with more than this many is not a host; each remote is a
+# thread and a connection every interval, so more than this many is a mistake (or a paste gone wrong).
+MAX_GPUS_PER_HOST = 1024
+MAX_REMOTES = 64
 
 
 class RemoteError(TrayvmlError):
@@ -98,16 +112,148 @@ def _without_credentials(parts: urllib.parse.SplitResult, prometheus: bool) -> s
     return PROMETHEUS_SCHEME + url if prometheus else url
 
 
+class _Watchdog:
+    """Ends a request at its deadline, headers included.
+
+    A socket timeout bounds each single receive only: a host that sends a byte a second (of its
+    headers or its body) would hold the reader for as long as it likes. At the deadline every socket
+    the request opened is shut down, so a receive blocked on it returns at once and the read fails.
+    """
+
+    def __init__(self, seconds: float) -> None:
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def connect(self, address: tuple[str, int], timeout: float | None = None, source: Any = None) -> socket.socket:
+        """``socket.create_connection``, the socket watched (a TLS handshake on it is bounded too)."""
+        sock = socket.create_connection(address, timeout, source)
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+        return sock
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+    def cancel(self) -> None:
+        self._timer.cancel()
+
+
+def _shut(sock: socket.socket) -> None:
+    with contextlib.suppress(OSError):  # already closed: nothing is waiting on it
+        sock.shutdown(socket.SHUT_RDWR)
+
+
+class _Connection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, watchdog: _Watchdog, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = watchdog.connect
+
+
+class _TlsConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, watchdog: _Watchdog, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = watchdog.connect
+
+
+class _HttpHandler(urllib.request.HTTPHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(functools.partial(_Connection, watchdog=self._watchdog), req)
+
+
+class _HttpsHandler(urllib.request.HTTPSHandler):
+    def __init__(self, watchdog: _Watchdog) -> None:
+        super().__init__()
+        self._watchdog = watchdog
+
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        # No context given: http.client makes the default one (system CAs, SSL_CERT_FILE) when needed.
+        return self.do_open(functools.partial(_TlsConnection, watchdog=self._watchdog), req)
+
+
+def _origin(url: str) -> tuple[str, str, int | None]:
+    parts = urllib.parse.urlsplit(url)
+    default = 443 if parts.scheme == "https" else 80
+    return parts.scheme, (parts.hostname or "").lower(), parts.port or default
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Follows redirects to http(s) only, and sends the credentials only to the origin they are for.
+
+    As curl (since 7.58) and requests do: a redirect to another scheme, host or port loses the
+    Authorization header, so a host (or whoever took over its name) cannot hand them to a third.
+    """
+
+    max_redirections = 5
+
+    def redirect_request(
+        self,
+        req: urllib.request.Request,
+        fp: Any,
+        code: int,
+        msg: str,
+        headers: Any,
+        newurl: str,
+    ) -> urllib.request.Request | None:
+        if urllib.parse.urlsplit(newurl).scheme not in ("http", "https"):
+            return None  # not followed: the redirect itself is the answer (an HTTP error)
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and _origin(newurl) != _origin(req.full_url):
+            new.remove_header("Authorization")
+        return new
+
+
+def _opener(watchdog: _Watchdog) -> urllib.request.OpenerDirector:
+    opener = urllib.request.OpenerDirector()
+    for handler in (
+        urllib.request.ProxyHandler(),  # http(s)_proxy and no_proxy, as urlopen honours them
+        _HttpHandler(watchdog),
+        _HttpsHandler(watchdog),
+        urllib.request.HTTPDefaultErrorHandler(),
+        _Redirects(),
+        urllib.request.HTTPErrorProcessor(),
+    ):
+        opener.add_handler(handler)
+    return opener
+
+
 def get(endpoint: Endpoint, url: str, timeout_s: float) -> tuple[bytes, str]:
-    """The body and content type of ``url``; raises RemoteError naming ``endpoint.url``."""
+    """The body and content type of ``url``, all within ``timeout_s``; raises RemoteError naming ``endpoint.url``."""
     request = urllib.request.Request(url, headers={"Accept": "text/plain;version=0.0.4, application/json;q=0.9"})
     if endpoint.username or endpoint.password:
         token = base64.b64encode(f"{endpoint.username}:{endpoint.password}".encode()).decode()
         request.add_header("Authorization", f"Basic {token}")
-    deadline = time.monotonic() + timeout_s
-    context = ssl.create_default_context() if url.startswith("https:") else None
+    watchdog = _Watchdog(timeout_s + _DEADLINE_MARGIN_S)
     try:
-        with urllib.request.urlopen(request, timeout=timeout_s, context=context) as response:
+        return _get(endpoint, request, timeout_s, watchdog)
+    except RemoteError:
+        raise
+    except Exception:
+        if watchdog.expired:  # whatever broke off, it broke off because the deadline shut it
+            slow = translate("remote", "{url} did not finish answering within {seconds} s.")
+            raise RemoteError(slow.format(url=endpoint.url, seconds=f"{timeout_s:g}")) from None
+        raise
+    finally:
+        watchdog.cancel()
+
+
+def _get(
+    endpoint: Endpoint, request: urllib.request.Request, timeout_s: float, watchdog: _Watchdog
+) -> tuple[bytes, str]:
+    try:
+        with _opener(watchdog).open(request, timeout=timeout_s) as response:
             kind = response.headers.get_content_type()
             body = bytearray()
             while chunk := response.read(_CHUNK):
@@ -115,9 +261,8 @@ def get(endpoint: Endpoint, url: str, timeout_s: float) -> tuple[bytes, str]:
                 if len(body) > MAX_BODY_BYTES:
                     too_much = translate("remote", "{url} sent more than {mib} MiB: not a scrape.")
                     raise RemoteError(too_much.format(url=endpoint.url, mib=MAX_BODY_BYTES // 2**20))
-                if time.monotonic() > deadline:
-                    slow = translate("remote", "{url} did not finish answering within {seconds} s.")
-                    raise RemoteError(slow.format(url=endpoint.url, seconds=f"{timeout_s:g}"))
+            if watchdog.expired:  # the end of a body cut off at the deadline is not the end of the answer
+                raise TimeoutError
             return bytes(body), kind
     except urllib.error.HTTPError as error:
         answered = (
@@ -129,9 +274,13 @@ def get(endpoint: Endpoint, url: str, timeout_s: float) -> tuple[bytes, str]:
         )
         raise RemoteError(answered.format(url=endpoint.url, code=error.code, reason=error.reason)) from None
     except TimeoutError:
+        if watchdog.expired:
+            raise
         raise RemoteError(_no_answer(endpoint, timeout_s)) from None
     except urllib.error.URLError as error:
         reason = error.reason
+        if watchdog.expired:
+            raise
         if isinstance(reason, TimeoutError):
             raise RemoteError(_no_answer(endpoint, timeout_s)) from None
         if isinstance(reason, ssl.SSLError):
@@ -140,7 +289,9 @@ def get(endpoint: Endpoint, url: str, timeout_s: float) -> tuple[bytes, str]:
         text = getattr(reason, "strerror", None) or str(reason)
         unreachable = translate("remote", "{url} cannot be reached: {reason}.")
         raise RemoteError(unreachable.format(url=endpoint.url, reason=text)) from None
-    except (OSError, ValueError) as error:  # a connection reset mid-body, a malformed status line
+    except (OSError, ValueError, http.client.HTTPException) as error:  # reset mid-body, a malformed status line
+        if watchdog.expired:
+            raise
         broke = translate("remote", "{url} broke off: {reason}.")
         raise RemoteError(broke.format(url=endpoint.url, reason=getattr(error, "strerror", None) or error)) from None
 
@@ -230,7 +381,31 @@ def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Samp
                 "(trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter).",
             ).format(url=endpoint.url)
         )
-    return to_samples(points, endpoint.host, endpoint.url, now_s)
+    return _capped(endpoint, to_samples(points, endpoint.host, endpoint.url, now_s))
+
+
+def _capped(endpoint: Endpoint, samples: list[Sample]) -> list[Sample]:
+    """``samples``, or a RemoteError when a host in them has more GPUs than any host has."""
+    for sample in samples:
+        if len(sample.gpus) > MAX_GPUS_PER_HOST:
+            host = sample.system.hostname if sample.system else endpoint.host
+            too_many = translate(
+                "remote", "{url} reports {count} GPUs on {host}; trayvml reads at most {limit} a host."
+            )
+            raise RemoteError(
+                too_many.format(url=endpoint.url, count=len(sample.gpus), host=host, limit=MAX_GPUS_PER_HOST)
+            )
+    return samples
+
+
+def capped_remotes(endpoints: list[Endpoint]) -> tuple[list[Endpoint], str]:
+    """The first :data:`MAX_REMOTES` endpoints, and a sentence saying what was left out ("" if nothing)."""
+    if len(endpoints) <= MAX_REMOTES:
+        return endpoints, ""
+    left_out = translate(
+        "remote", "{count} remote hosts are listed; trayvml reads the first {limit} and leaves out the rest."
+    )
+    return endpoints[:MAX_REMOTES], left_out.format(count=len(endpoints), limit=MAX_REMOTES)
 
 
 def prometheus_query(endpoint: Endpoint) -> str:
@@ -340,6 +515,6 @@ def read_prometheus_past(
     return [
         sample
         for at_s in sorted(by_time)
-        for sample in to_samples(by_time[at_s], endpoint.host, endpoint.url, at_s)
+        for sample in _capped(endpoint, to_samples(by_time[at_s], endpoint.host, endpoint.url, at_s))
         if sample.gpus
     ]

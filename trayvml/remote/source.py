@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -21,6 +22,9 @@ from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_
 log = logging.getLogger(__name__)
 
 TIMEOUT_S = 3.0  # a healthy exporter answers in milliseconds; a scrape is small
+# A read still running this long after its timeout (a parse of a huge answer, a DNS look-up that
+# hangs) makes its host unreachable until it returns: its last values are not current any more.
+OVERDUE_GRACE_S = 0.5
 MAX_BACKOFF_S = 60.0
 PAST_TIMEOUT_S = 10.0  # a few MB of JSON from a server with hours of it
 PAST_POINTS = 300  # steps of a Prometheus server's past put into a new history: ~1 a pixel of a graph
@@ -46,6 +50,8 @@ class RemoteSource:
         self._samples: tuple[Sample, ...] = ()  # replaced whole: other threads see one or the other
         self._hosts: tuple[str, ...] = ()  # the hosts it last reported: named while it is down
         self._fault_since_s = math.nan
+        self._started_s = math.nan  # monotonic and wall clock when the read in flight began (nan: none)
+        self._started_wall_s = math.nan
         self.failures = 0  # consecutive
         # Prometheus servers only: how far back to fill a new history from /api/v1/query_range (0: not),
         # read once, on the first read that works; ``past`` holds it (oldest first) for the history's owner.
@@ -58,6 +64,7 @@ class RemoteSource:
     def read_once(self) -> tuple[Sample, ...]:
         """Read now on the calling thread (bounded by ``timeout_s``) and return what it got."""
         now_s = self.clock.now_s()
+        self._started_wall_s, self._started_s = now_s, self.clock.monotonic_s()
         try:
             samples = self._read(self.endpoint, self.timeout_s, now_s, self._cache)
         except RemoteError as error:
@@ -73,6 +80,8 @@ class RemoteSource:
             self._fault_since_s = math.nan
             self._hosts = tuple(s.system.hostname for s in samples if s.system)
             self._samples = tuple(samples)
+        finally:
+            self._started_s = math.nan
         return self._samples
 
     def _read_past(self, now_s: float) -> None:
@@ -99,8 +108,24 @@ class RemoteSource:
 
     @property
     def samples(self) -> tuple[Sample, ...]:
-        """The latest: current values, or one sample per host saying why there are none."""
+        """The latest: current values, or one sample per host saying why there are none (a read
+        running past its timeout is such a why: the values before it are not current)."""
+        started_s = self._started_s
+        if not math.isnan(started_s) and self.clock.monotonic_s() - started_s > self.timeout_s + OVERDUE_GRACE_S:
+            return self.unfinished()
         return self._samples
+
+    def unfinished(self) -> tuple[Sample, ...]:
+        """One sample per host saying that the read in flight did not finish in time (nothing changes)."""
+        now_s = self.clock.now_s()
+        started_s = self._started_wall_s if not math.isnan(self._started_wall_s) else now_s
+        since_s = self._fault_since_s if self.failures else started_s
+        slow = translate("remote", "{url} did not finish answering within {seconds} s.")
+        origin = RemoteOrigin(
+            self.endpoint.url, "", slow.format(url=self.endpoint.url, seconds=f"{self.timeout_s:g}"), since_s
+        )
+        hosts = self._hosts or (self.endpoint.host,)
+        return tuple(Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin) for host in hosts)
 
     def wait_s(self) -> float:
         """How long to wait before the next try: the interval, doubled per consecutive failure."""
@@ -134,20 +159,27 @@ class RemoteSource:
 class Remotes:
     """Every ``--remote`` together: started, read and closed as one."""
 
-    def __init__(self, endpoints: Sequence[Endpoint], interval_s: float = 1.0, timeout_s: float = TIMEOUT_S) -> None:
+    def __init__(self, endpoints: Sequence[Endpoint], interval_s: float = 1.0, timeout_s: float | None = None) -> None:
+        timeout_s = TIMEOUT_S if timeout_s is None else timeout_s
         self.sources = [RemoteSource(e, interval_s, timeout_s) for e in endpoints]
 
     def begin_read(self) -> Callable[[], list[Sample]]:
         """Start reading every remote once, each on its own thread; the function returned waits for
-        them (each at most its timeout) and gives the samples (for ``snapshot``)."""
+        them all (together at most the timeout and a second) and gives the samples (for ``snapshot``):
+        a remote whose read is still running then is unreachable, with that reason."""
         threads = [threading.Thread(target=s.read_once, daemon=True) for s in self.sources]
         for thread in threads:
             thread.start()
+        end_s = time.monotonic() + max((s.timeout_s for s in self.sources), default=0.0) + 1.0
 
         def finish() -> list[Sample]:
-            for thread, source in zip(threads, self.sources, strict=True):
-                thread.join(source.timeout_s + 1.0)
-            return self.samples()
+            for thread in threads:
+                thread.join(max(0.0, end_s - time.monotonic()))
+            return [
+                sample
+                for thread, source in zip(threads, self.sources, strict=True)
+                for sample in (source.unfinished() if thread.is_alive() else source.samples)
+            ]
 
         return finish
 

@@ -23,7 +23,7 @@ from trayvml.core.lines import gpu_lines
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
-from trayvml.remote.fetch import Endpoint, parse_endpoint
+from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent, icon_content
 
@@ -54,7 +54,10 @@ def endpoints_from(settings_urls: Sequence[str], cli_urls: Sequence[str]) -> tup
             problems.append(str(error))
             continue
         found.setdefault(endpoint.url, endpoint)
-    return list(found.values()), problems
+    kept, left_out = capped_remotes(list(found.values()))
+    if left_out:
+        problems.append(left_out)
+    return kept, problems
 
 
 def unreachable_since(sample: Sample) -> str:

@@ -1,0 +1,187 @@
+"""Remotes that misbehave on purpose or by accident: nothing lost, nothing stale, nothing leaked.
+
+A host that drips its answer, hangs, redirects elsewhere or answers absurdly large is bounded in
+time and size; a host that does not answer is unreachable (never its old values); credentials go
+only to the origin they are for.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import FakeRemote, dcgm_exposition, simulated_source
+from trayvml.cli import main
+from trayvml.core.clock import ManualClock
+from trayvml.core.sample import Sample
+from trayvml.remote import source as source_module
+from trayvml.remote.fetch import (
+    MAX_GPUS_PER_HOST,
+    MAX_REMOTES,
+    Endpoint,
+    RemoteError,
+    SeriesCache,
+    parse_endpoint,
+    read,
+)
+from trayvml.remote.source import Remotes, RemoteSource
+
+
+@pytest.fixture
+def remote() -> Iterator[FakeRemote]:
+    server = FakeRemote()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def second() -> Iterator[FakeRemote]:
+    server = FakeRemote()
+    yield server
+    server.stop()
+
+
+def test_a_remote_that_drips_its_headers_fails_at_the_deadline_naming_the_url(remote: FakeRemote) -> None:
+    remote.body, remote.drip_s = b"x" * 200, 0.02  # each byte well within the socket timeout
+    started = time.monotonic()
+    with pytest.raises(RemoteError, match=rf"^{remote.url}/metrics did not finish answering within 0\.3 s\.$"):
+        read(parse_endpoint(remote.url + "/metrics"), 0.3, 1_800_000_000.0)
+    assert time.monotonic() - started < 1.0  # the headers alone take 1.6 s to drip
+
+
+def test_a_remote_that_drips_is_unreachable_in_snapshot_not_missing(
+    remote: FakeRemote, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setattr(source_module, "TIMEOUT_S", 0.3)
+    remote.body, remote.drip_s = dcgm_exposition("hostname").encode(), 0.02
+    assert main(["snapshot", "--simulate=idle", "--remote", remote.url, "--json"]) == 0
+    (entry,) = json.loads(capsys.readouterr().out)["remotes"]
+    assert entry["url"] == remote.url and not entry["reachable"]
+    assert entry["message"] == f"{remote.url} did not finish answering within 0.3 s."
+
+
+def _blocked_reader(release: threading.Event) -> object:
+    def reader(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache) -> list:
+        release.wait(5)
+        return []
+
+    return reader
+
+
+def test_a_read_still_running_at_the_deadline_is_a_fault_in_snapshot() -> None:
+    remotes = Remotes([parse_endpoint("http://slow-box:8729")], timeout_s=0.1)
+    release = threading.Event()
+    remotes.sources[0]._read = _blocked_reader(release)  # type: ignore[assignment]
+    try:
+        (sample,) = remotes.begin_read()()
+    finally:
+        release.set()
+    assert sample.system is not None and sample.remote is not None
+    assert sample.system.hostname == "slow-box" and sample.gpus == ()
+    assert sample.remote.fault == "http://slow-box:8729 did not finish answering within 0.1 s."
+
+
+def _wait_until(condition: Callable[[], bool]) -> None:
+    deadline = time.monotonic() + 5
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.002)
+    assert condition()
+
+
+def test_a_host_whose_read_hangs_is_unreachable_not_its_last_values(remote: FakeRemote) -> None:
+    remote.body = dcgm_exposition("hostname").encode()
+    clock = ManualClock()
+    source = RemoteSource(parse_endpoint(remote.url), interval_s=1.0, timeout_s=3.0, clock=clock)
+    (live,) = source.read_once()
+    assert len(live.gpus) == 2
+    release = threading.Event()
+    source._read = _blocked_reader(release)  # type: ignore[assignment]
+    hung = threading.Thread(target=source.read_once, daemon=True)
+    hung.start()
+    try:
+        _wait_until(lambda: not math.isnan(source._started_s))
+        clock.advance_s(1.0)
+        assert source.samples == (live,)  # within its timeout: the last read is still the latest
+        clock.advance_s(3.0)
+        (down,) = source.samples
+        assert down.system is not None and down.remote is not None
+        assert down.system.hostname == "dgx-01" and down.gpus == () and down.devices == ()
+        assert down.remote.fault == f"{remote.url} did not finish answering within 3 s."
+        assert down.remote.since_s == live.timestamp_s  # since the read that hangs began
+    finally:
+        release.set()
+        hung.join(5)
+
+
+class _SameSampleRemotes:
+    """A remote whose thread has not read again since the last tick: the same sample each time."""
+
+    def __init__(self, sample: Sample) -> None:
+        self.sample = sample
+
+    def begin_read(self) -> Callable[[], list[Sample]]:
+        return lambda: [self.sample]
+
+    def start(self) -> None:
+        pass
+
+    def samples(self) -> list[Sample]:
+        return [self.sample]
+
+
+def test_log_remote_writes_a_remote_sample_once_however_many_ticks_find_it(remote: FakeRemote, tmp_path: Path) -> None:
+    from trayvml.commands.csvlog import COLUMNS
+    from trayvml.commands.remote import RemoteLog, log_columns
+
+    remote.body = dcgm_exposition("hostname").encode()
+    (sample,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    source, _clock, _library = simulated_source("idle")
+    csv = tmp_path / "log.csv"
+    columns = log_columns([COLUMNS["timestamp"], COLUMNS["index"]])
+    remotes: Any = _SameSampleRemotes(sample)
+    assert RemoteLog(str(csv), columns, False, source, remotes, frozenset()).run(3, 1.0) == 0
+    hosts = [row.split(", ")[1] for row in csv.read_text().splitlines()[1:]]
+    assert hosts.count("dgx-01") == 2  # its two GPUs, once: not once per tick
+    assert len(hosts) - hosts.count("dgx-01") == 3 * 4  # the local GPUs every tick
+
+
+def test_a_redirect_to_another_origin_never_carries_the_credentials(remote: FakeRemote, second: FakeRemote) -> None:
+    second.body = dcgm_exposition("hostname").encode()
+    remote.redirect_to = second.url + "/metrics"
+    endpoint = parse_endpoint(remote.url.replace("http://", "http://alice:s3cret@"), credentials_allowed=True)
+    (sample,) = read(endpoint, 2.0, 1_800_000_000.0)
+    assert sample.system is not None and sample.system.hostname == "dgx-01"  # the redirect was followed
+    assert remote.seen[0]["Authorization"].startswith("Basic ")  # the origin it is for has them
+    assert second.seen and all("Authorization" not in headers for headers in second.seen)
+
+
+def test_an_answer_with_more_gpus_than_a_host_has_is_refused_in_one_sentence(remote: FakeRemote) -> None:
+    lines = ["# TYPE DCGM_FI_DEV_GPU_UTIL gauge"]
+    lines += [
+        f'DCGM_FI_DEV_GPU_UTIL{{gpu="{i}",UUID="GPU-{i:08d}",hostname="gpu-farm"}} 1'
+        for i in range(MAX_GPUS_PER_HOST + 1)
+    ]
+    remote.body = ("\n".join(lines) + "\n").encode()
+    with pytest.raises(
+        RemoteError, match=rf"^{remote.url} reports 1025 GPUs on gpu-farm; trayvml reads at most 1024 a host\.$"
+    ):
+        read(parse_endpoint(remote.url), 5.0, 1_800_000_000.0)
+
+
+def test_at_most_64_remotes_are_read_and_the_rest_said_in_one_sentence(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from trayvml.commands.remote import endpoints
+
+    urls = [f"http://gpu-{i:05d}:8729" for i in range(20_000)]
+    found = endpoints(urls, str(tmp_path / "config.toml"))
+    assert [e.url for e in found] == urls[:MAX_REMOTES] and MAX_REMOTES == 64
+    err = capsys.readouterr().err
+    assert err == "trayvml: 20000 remote hosts are listed; trayvml reads the first 64 and leaves out the rest.\n"

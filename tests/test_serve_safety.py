@@ -1,0 +1,117 @@
+"""trayvml serve facing the network: users not told apart by timing, a web config checked whole at
+start (one sentence naming the file and line), and connections that cannot take every thread."""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import socket
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+
+import bcrypt
+import pytest
+
+from tests.helpers import run_ticks, simulated_source
+from trayvml.cli import main
+from trayvml.core.errors import TrayvmlError
+from trayvml.prometheus.exposition import Exporter, load_web_config
+
+
+def _status(url: str, user: str, password: str) -> int:
+    token = base64.b64encode(f"{user}:{password}".encode()).decode()
+    request = urllib.request.Request(url, headers={"Authorization": f"Basic {token}"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status)
+    except urllib.error.HTTPError as error:
+        return error.code
+
+
+def _config(tmp_path: Path, *lines: str) -> Path:
+    path = tmp_path / "web.yml"
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_an_unknown_user_costs_one_bcrypt_check_as_a_known_one_does(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(rounds=4)).decode()
+    web = load_web_config(str(_config(tmp_path, "basic_auth_users:", f"  alice: {hashed}")))
+    source, clock, _ = simulated_source("idle")
+    sample = run_ticks(source, clock, 2)
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, web)
+    checks: list[bytes] = []
+    real = bcrypt.checkpw
+
+    def counted(password: bytes, hashed: bytes) -> bool:
+        checks.append(hashed)
+        return bool(real(password, hashed))
+
+    monkeypatch.setattr(bcrypt, "checkpw", counted)
+    try:
+        url = exporter.server.url
+        assert _status(url, "mallory", "guess") == 401
+        assert len(checks) == 1  # the same work as for a user who exists
+        assert _status(url, "alice", "guess") == 401 and len(checks) == 2
+        assert _status(url, "alice", "x" * 100) == 401  # longer than bcrypt takes: refused, not a 500
+        assert _status(url, "alice", "s3cret") == 200
+    finally:
+        exporter.close()
+
+
+@pytest.mark.parametrize("placeholder", ["$2b$12$...", "$2b$12$" + "a" * 52, "$2b$99$" + "a" * 53])
+def test_a_placeholder_hash_is_refused_at_start_in_one_sentence(tmp_path: Path, placeholder: str) -> None:
+    path = _config(tmp_path, f'basic_auth_users: {{alice: "{placeholder}"}}')
+    with pytest.raises(TrayvmlError, match=r"the password of 'alice' must be a bcrypt hash\.$"):
+        load_web_config(str(path))
+
+
+def test_invalid_yaml_is_one_sentence_naming_the_file_and_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _config(tmp_path, "basic_auth_users:", "  alice: [unclosed", "tls_server_config: {}")
+    assert main(["serve", "--simulate", "--listen", "127.0.0.1:0", "--web-config", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert f"The web config file {path} is not valid YAML at line 3: " in err
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return condition()
+
+
+def test_idle_connections_hold_at_most_the_bound_of_threads_and_a_scrape_still_answers() -> None:
+    source, clock, _ = simulated_source("idle")
+    sample = run_ticks(source, clock, 2)
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, max_connections=4, idle_timeout_s=0.3)
+    before = threading.active_count()
+    idle = []
+    try:
+        port = exporter.server.port
+        for _ in range(200):
+            idle.append(socket.create_connection(("127.0.0.1", port), timeout=5))
+        # The server has taken the 4 it serves and closed the rest: those read as closed at once.
+        refused = 0
+        for sock in idle[4:]:
+            sock.settimeout(5)
+            with contextlib.suppress(ConnectionError):
+                refused += sock.recv(1) == b""
+        assert refused == 196
+        assert threading.active_count() <= before + 4
+        # The held ones are let go after the idle timeout; then a real scrape answers.
+        assert _wait_until(lambda: threading.active_count() <= before)
+        with urllib.request.urlopen(exporter.server.url, timeout=5) as response:
+            assert response.status == 200 and b"trayvml_up" in response.read()
+    finally:
+        for sock in idle:
+            sock.close()
+        exporter.close()
