@@ -3020,6 +3020,10 @@ For {duration} now.</source>
         <translation>sleep 的 GPU</translation>
     </message>
     <message>
+        <source>--simulate: replay wants a recording file, and {path} is not one.</source>
+        <translation>--simulate：replay 需要一个录制文件，而 {path} 不是。</translation>
+    </message>
+    <message>
         <source>--simulate: unknown scenario {scenario}; choose from {known}.</source>
         <translation>--simulate：未知场景 {scenario}；可选 {known}。</translation>
     </message>

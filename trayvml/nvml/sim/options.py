@@ -178,7 +178,9 @@ def parse_spec(text: str) -> SimSpec:
         path = text.strip().removeprefix(REPLAY)
         if not path or not os.path.isfile(path):
             raise SimulationSpecError(
-                f"--simulate: replay wants a recording file, and {reprlib.repr(path)} is not one."
+                translate("simulate", "--simulate: replay wants a recording file, and {path} is not one.").format(
+                    path=reprlib.repr(path)
+                )
             )
         return SimSpec(scenario="replay", gpus=(), replay=os.path.abspath(path))
     scenario, _, options = text.strip().partition(":")
