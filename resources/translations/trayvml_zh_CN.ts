@@ -2068,6 +2068,10 @@ It is sent SIGTERM, as kill does.</source>
         <source>resting: an idle laptop GPU is read slowly so that it can go to sleep</source>
         <translation>低频读取：空闲的笔记本 GPU 读取得较慢，以便其进入休眠</translation>
     </message>
+    <message>
+        <source>not measured yet: a rate needs two readings</source>
+        <translation>尚未测得：速率需要两次读数</translation>
+    </message>
 </context>
 <context>
     <name>notices</name>

@@ -195,16 +195,20 @@ class FieldBatch:
             out[positions] = decode_as(raw[positions], value_type)
         return out
 
-    def rates(self, numbers: np.ndarray, now_s: float) -> np.ndarray:
-        """Per-second rates of the counter fields since the last call; NaN first and on wrap."""
+    def rates(self, numbers: np.ndarray, now_s: float) -> tuple[np.ndarray, np.ndarray]:
+        """Per-second rates of the counter fields since the last call; NaN first and on wrap.
+
+        Also which of them have no earlier reading to difference (True: the first reading): those
+        are "not measured yet", never 0.
+        """
         current = numbers[self.counters] * self.counter_scale
         previous, elapsed_s = self.previous, now_s - self.previous_s
         self.previous, self.previous_s = current, now_s
         if previous is None or elapsed_s <= 0:
-            return np.full(len(current), NAN)
+            return np.full(len(current), NAN), np.ones(len(current), dtype=bool)
         rates = (current - previous) / elapsed_s
         rates[rates < 0] = NAN  # the counter wrapped or was reset
-        return rates
+        return rates, np.isnan(previous)
 
     def supported_keys(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(f.key for f in self.supported))
@@ -518,9 +522,11 @@ class Scheduler:
         for position, slot, scale in batch.value_fields:
             g.values[slot] = values[position] * scale
         if batch.counter_slots or batch.has_links:
-            rates = batch.rates(numbers, self.now_s())
+            rates, first = batch.rates(numbers, self.now_s())
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
+            if first.any():
+                self._not_yet(batch, first, bad)
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
                 g.values[_NVLINK_TX] = float(g.nvlink_tx.sum())
@@ -537,11 +543,20 @@ class Scheduler:
         if dropped:
             self._drop_fields(g, batch, [batch.fields[p] for p in dropped])
 
+    @staticmethod
+    def _not_yet(batch: FieldBatch, first: np.ndarray, bad: dict[str, MetricState]) -> None:
+        """Rates with one reading so far are NOT_YET (their value NaN) until the next reading;
+        a failed field's own state says more and stays."""
+        counters = batch.fields[batch.counters]  # a link's field carries its total's key
+        for k in np.flatnonzero(first).tolist():
+            bad.setdefault(counters[k].key, MetricState.NOT_YET)
+
     def _drop_fields(self, g: GpuState, batch: FieldBatch, gone: list[_Field]) -> None:
         """Fields answering NOT_SUPPORTED are not asked for again; their spec's fallback is read instead."""
         batch.supported = [f for f in batch.supported if f not in gone]
+        still_bad = batch.bad_keys  # a failed or NOT_YET field that stays turns OK on its next answer
         batch.set_fields([f for f in batch.fields if f not in gone])
-        batch.bad_keys = set()
+        batch.bad_keys = still_bad & set(batch.keys)
         op = next(o for o in g.ops if o.batch is batch)
         op.keys = batch.keys
         still = batch.supported_keys()

@@ -54,7 +54,8 @@ class FieldCalls(SimulatedNvmlBase):
         view["timestamp"] = int(self.clock.now_s() * 1e6)
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
-        view["value"] = g.fields[g.i][plan.columns]
+        frozen_for_s = self.clock.now_s() - self.start_s if self.spec.at_s is not None else 0.0
+        view["value"] = g.field_row(frozen_for_s)[plan.columns]
         if self.restarted_counters:
             for position, fid in enumerate(view["fieldId"].tolist()):
                 if fid in self.restarted_counters:  # counted from the restart on
