@@ -628,6 +628,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{since}：{fault}</translation>
     </message>
     <message>
+        <source>{host} — {simulation}</source>
+        <translation>{host} — {simulation}</translation>
+    </message>
+    <message>
         <source>Remote hosts</source>
         <translation>远程主机</translation>
     </message>
@@ -2308,6 +2312,10 @@ For {duration} now.</source>
     <message>
         <source>trayvml: {host} answers again</source>
         <translation>trayvml：{host} 已恢复响应</translation>
+    </message>
+    <message>
+        <source>trayvml: {host} serves {simulation}, not real hardware</source>
+        <translation>trayvml：{host} 提供的是{simulation}，并非真实硬件</translation>
     </message>
     <message>
         <source>this machine</source>
