@@ -402,8 +402,16 @@
         <translation>GPU {gpu}：{energy}</translation>
     </message>
     <message>
+        <source>energy in view: not in the history</source>
+        <translation>可见时间段能耗：历史中没有记录</translation>
+    </message>
+    <message>
         <source>energy in view: {energy}</source>
         <translation>可见时间段能耗：{energy}</translation>
+    </message>
+    <message>
+        <source> (the history covers {covered} of {span})</source>
+        <translation>（历史记录覆盖 {span} 中的 {covered}）</translation>
     </message>
     <message>
         <source>GPU {gpu}</source>
