@@ -54,6 +54,20 @@ def test_snapshot_json_has_units_in_keys_and_nulls_for_gaps(capsys: pytest.Captu
     assert data["host"]["ram_total_bytes"] > 0
 
 
+def test_snapshot_rates_are_measured_or_say_why_never_a_made_up_zero(capsys: pytest.CaptureFixture) -> None:
+    assert main(["snapshot", "--json", SIM + ",gpus=h100"]) == 0  # training: PCIe and NVLink busy
+    gpu = json.loads(capsys.readouterr().out)["gpus"][0]
+    metrics, states = gpu["metrics"], gpu["states"]
+    assert metrics["pcie_rx_bytes_per_s"] > metrics["pcie_tx_bytes_per_s"] > 0  # two readings, settled
+    assert metrics["nvlink_tx_bytes_per_s"] > 0 and all(link["tx_bytes_per_s"] > 0 for link in gpu["nvlink_links"])
+    # The replay counter is read every 10 s: one reading in a snapshot, so its rate is unknown, and why.
+    assert metrics["pcie_replays_per_s"] is None
+    assert states["pcie_replays_per_s"] == "not measured yet: a rate needs two readings"
+    assert main(["snapshot", "--full", SIM + ",gpus=h100"]) == 0
+    out = capsys.readouterr().out
+    assert "PCIe TX                               0 B/s" not in out and "not measured yet" in out
+
+
 def test_full_snapshot_lists_every_catalog_metric(capsys: pytest.CaptureFixture) -> None:
     from trayvml.core.metrics import GPU_METRICS
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import pytest
+
 from tests.helpers import simulated_source
 from trayvml.commands.report import json_snapshot
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
@@ -184,3 +186,21 @@ def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, 
     finally:
         source.close()
         app.stop()
+
+
+def test_energy_in_a_range_integrates_the_recorded_power_and_tells_what_it_covers() -> None:
+    import numpy as np
+
+    from trayvml.history.rings import Series
+    from trayvml.monitor.energy import energy_in_range
+
+    times = np.arange(0.0, 100.0, 10.0)  # 10 s buckets
+    watts = np.full((10, 2), 360.0)
+    watts[5:7, 0] = np.nan  # GPU 0: 20 s not recorded
+    watts[:, 1] = np.nan  # GPU 1: no power reading at all
+    series = Series(times, watts, watts, watts, 10.0)
+    energy = energy_in_range(series, 5.0, 95.0)  # half of the first and last buckets
+    assert energy.wh[0] == pytest.approx(360.0 * 70 / 3600) and math.isnan(energy.wh[1])
+    assert energy.covered_s == 70.0 and energy.span_s == 90.0
+    before = energy_in_range(series, -500.0, -100.0)
+    assert math.isnan(before.wh[0]) and before.covered_s == 0.0

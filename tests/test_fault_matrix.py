@@ -241,7 +241,8 @@ def test_failure(path: Path, code: int) -> None:
             assert lib.calls[path.function] - calls == expected_calls
         return
     lib.failures.clear()  # a transient failure clears: what is read again comes back
-    recovered = run_ticks(source, clock, TICKS)
+    # Twice TICKS: a rate of a 10 s counter comes back with its second reading (until then NOT_YET).
+    recovered = run_ticks(source, clock, 2 * TICKS)
     assert_states(recovered, 0, expected_states(path, code, dynamic=False))
 
 

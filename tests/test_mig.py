@@ -81,3 +81,28 @@ def test_the_icon_shows_sm_activity_where_mig_leaves_no_utilization() -> None:
     fractions = [bar.fraction for bar in content.bars]
     assert all(0 <= f <= 1 for f in fractions)  # no unknown bar (a cross) for the MIG devices
     assert fractions[3] == 0.0 and fractions[1] > 0.5  # the idle 2g.20gb, the 3g.40gb with the job
+
+
+def test_pick_gives_cuda_the_mig_devices_uuid_not_trayvmls_row(capsys: pytest.CaptureFixture) -> None:
+    from trayvml.cli import main
+
+    # CUDA takes a MIG device only by its UUID: row 3 is no CUDA index on a MIG machine.
+    assert main(["pick", "--simulate=training:gpus=h100-mig,start=1800"]) == 0
+    out = capsys.readouterr().out.strip()
+    assert out.startswith("MIG-") and "," not in out
+
+
+def test_the_python_api_sets_mig_uuids_in_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    import trayvml
+
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    spec = "training:gpus=h100-mig+rtx4090,start=1800"
+    chosen = trayvml.pick_gpus(2, simulate=spec)
+    assert len(chosen) == 2 and all(isinstance(c, str) for c in chosen)
+    assert any(str(c).startswith("MIG-") for c in chosen)
+    with trayvml.visible_gpus(1, simulate=spec) as picked:
+        assert os.environ["CUDA_VISIBLE_DEVICES"] == str(picked[0])
+        assert str(picked[0]).startswith(("MIG-", "GPU-"))
+    assert "CUDA_VISIBLE_DEVICES" not in os.environ

@@ -326,3 +326,36 @@ def test_pcie_replays_per_second_are_the_replay_counters_rate() -> None:
     assert second.state("pcie_replays_per_s") is MetricState.OK
     replays = second.value("pcie_replay_count") - first.value("pcie_replay_count")
     assert replays > 0 and second.value("pcie_replays_per_s") == replays / (6 * SLOW_PERIOD_S)
+
+
+def test_a_rate_with_one_reading_is_unknown_and_says_why() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100")
+    clock.advance_s(400)  # PCIe and NVLink busy: a 0 would be a lie
+    first = source.sample().gpus[0]
+    for key in ("pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s", "nvlink_tx_bytes_per_s", "pcie_replays_per_s"):
+        assert math.isnan(first.value(key)) and first.state(key) is MetricState.NOT_YET, key
+    assert first.state("temperature_gpu_c") is MetricState.OK  # values read once are current at once
+    clock.advance_s(1)
+    second = source.sample().gpus[0]
+    assert second.state("pcie_tx_bytes_per_s") is MetricState.OK and second.value("pcie_tx_bytes_per_s") > 0
+    assert second.state("pcie_replays_per_s") is MetricState.NOT_YET  # its counter is read every 10 s
+
+
+def test_a_counter_read_twice_within_a_second_gives_its_rate_not_zero() -> None:
+    """Byte counters count on between the simulation's per-second steps, as hardware's do."""
+    source, clock, _ = simulated_source("training:gpus=h100")
+    clock.advance_s(400.25)
+    source.sample()
+    clock.advance_s(0.5)  # the snapshot's settle: both readings in the same second
+    gpu = source.sample().gpus[0]
+    assert gpu.value("pcie_rx_bytes_per_s") > gpu.value("pcie_tx_bytes_per_s") > 0
+    assert gpu.value("nvlink_tx_bytes_per_s") > 0
+
+
+def test_a_frozen_simulation_gives_the_frozen_seconds_rates_not_zero() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100,at=400")  # snapshot's reproducible picture
+    source.sample()
+    clock.advance_s(0.5)
+    gpu = source.sample().gpus[0]
+    assert gpu.value("pcie_rx_bytes_per_s") > gpu.value("pcie_tx_bytes_per_s") > 0
+    assert gpu.value("nvlink_tx_bytes_per_s") > 0

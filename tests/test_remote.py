@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition
+from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition, run_ticks, simulated_source
 from trayvml.cli import main
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_METRICS
@@ -267,3 +268,40 @@ def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote:
 def test_remote_is_refused_where_it_would_be_ignored(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["--remote", "http://gpu-box:8729", "pick", "--simulate=idle"]) == 2
     assert "--remote is for snapshot, log and the tray app, not pick." in capsys.readouterr().err
+
+
+def _served_simulation() -> bytes:
+    """What ``trayvml serve --simulate`` answers: a scrape of a simulated sample."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from trayvml.prometheus.exposition import SampleCollector
+
+    source, clock, _ = simulated_source("training:gpus=h100", host=True)
+    sample = run_ticks(source, clock, 2)
+    assert sample.system is not None
+    sample = replace(sample, system=replace(sample.system, hostname="sim-box"))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SampleCollector(lambda: sample))
+    return generate_latest(registry)
+
+
+def test_a_remote_serving_simulated_gpus_is_shown_as_simulated(
+    remote: FakeRemote, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    remote.body = _served_simulation()
+    assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url, "--json"]) == 0
+    document = json.loads(capsys.readouterr().out)
+    assert document["remotes"][0]["simulated"] == "simulated GPUs (training)"
+    assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url]) == 0
+    text = capsys.readouterr().out
+    assert "SIMULATED: simulated GPUs (training), not real hardware" in text and "sim-box [0]" in text
+    csv = tmp_path / "log.csv"
+    assert main(["log", "--simulate=idle:nvml=missing", "--csv", str(csv), "--count", "2", "--remote", remote.url]) == 0
+    err = capsys.readouterr().err
+    assert err.count("sim-box serves simulated GPUs (training), not real hardware") == 1  # said once
+
+
+def test_a_remote_serving_real_gpus_is_not_called_simulated(remote: FakeRemote, capsys: pytest.CaptureFixture) -> None:
+    remote.body = dcgm_exposition("hostname").encode()
+    assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["remotes"][0]["simulated"] is None

@@ -298,3 +298,25 @@ def test_a_remote_reads_trayvml_serve_over_https_with_basic_auth(
         assert [d.uuid for d in back.devices] == [d.uuid for d in sample.devices]
     finally:
         exporter.close()
+
+
+def test_simulated_gpus_are_served_as_simulated_and_read_back_as_simulated() -> None:
+    sample = _simulated_sample()
+    points = _points(_scrape_text(sample))
+    (flag,) = [p for p in points if p.name == prom_names.SIMULATED]
+    assert flag.value == 1.0 and flag.labels["scenario"] == "training"
+    assert all(p.labels["simulated"] == "true" for p in points if p.name == "trayvml_gpu_info")
+    util = next(p for p in points if p.name == "trayvml_gpu_utilization_ratio")
+    assert set(util.labels) == {"hostname", "uuid", "index"}  # the frequent series keep their labels
+    (back,) = to_samples(points, "fallback", "http://x", sample.timestamp_s)
+    assert back.simulation == sample.simulation == "simulated GPUs (training)"
+
+
+def test_real_gpus_are_served_as_real_and_read_back_as_real() -> None:
+    sample = replace(_simulated_sample(), simulation="")
+    points = _points(_scrape_text(sample))
+    (flag,) = [p for p in points if p.name == prom_names.SIMULATED]
+    assert flag.value == 0.0
+    assert all("simulated" not in p.labels for p in points if p.name == "trayvml_gpu_info")
+    (back,) = to_samples(points, "fallback", "http://x", sample.timestamp_s)
+    assert back.simulation == ""

@@ -213,3 +213,29 @@ def test_remote_settings_survive_the_settings_file() -> None:
     assert (back.serve_metrics, back.remote_hosts, back.icon_remote_hosts) == (True, ("http://a:1",), ("dgx-01",))
     assert notes == []
     assert from_toml("")[0].icon_remote_hosts == ("*",) and not from_toml("")[0].serve_metrics
+
+
+def test_a_remote_host_serving_simulated_gpus_says_so_in_the_menu_and_tooltip(qapp) -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.helpers import run_ticks
+    from trayvml.prometheus.exposition import SampleCollector
+    from trayvml.remote.dialects import Point, to_samples
+    from trayvml.ui.remote_hosts import tooltip_lines
+
+    source, clock, _ = simulated_source("training:gpus=h100", host=True)
+    served = run_ticks(source, clock, 2)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SampleCollector(lambda: served))
+    text = generate_latest(registry).decode()
+    points = [Point(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
+    (sample,) = to_samples(points, "fallback", "http://sim-box:8729", served.timestamp_s)
+    host = sample.system.hostname if sample.system else ""
+    tray = Tray()
+    view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
+    view.show_hosts(True)
+    view.show([sample])
+    titles = [a.text() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"]
+    assert titles == [f"{host} — simulated GPUs (training)"]
+    assert tooltip_lines([sample])[0] == f"{host} — simulated GPUs (training):"

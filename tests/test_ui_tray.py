@@ -157,6 +157,12 @@ def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
     assert QGuiApplication.clipboard().text() == f"CUDA_VISIBLE_DEVICES={freest}"
 
 
+def test_the_freest_on_a_mig_machine_is_copied_as_its_mig_uuid(tray: Tray) -> None:
+    source, clock, _ = simulated_source("training:gpus=h100-mig,start=1800")
+    tray.update(run_ticks(source, clock, 2))
+    assert tray.freest_text().startswith("CUDA_VISIBLE_DEVICES=MIG-")
+
+
 def test_menu_entry_opens_the_window_on_that_gpu(tray: Tray, qtbot) -> None:
     source, _, _ = simulated_source("idle:gpus=h100*3")
     tray.update(source.sample())

@@ -552,3 +552,43 @@ def test_every_clock_event_reason_has_a_colour_on_the_throttle_strip() -> None:
     every_bit = np.array([float(bit) for bit, _ in CLOCK_EVENT_REASONS] + [np.nan])
     rgba = reason_rgba(every_bit)
     assert (rgba[:-1, 3] == 255).all() and rgba[-1, 3] == 0  # each reason drawn; unknown left clear
+
+
+def _steady_power_history(watts: float, seconds: int):  # type: ignore[no-untyped-def]
+    """``seconds`` of one H100 drawing ``watts``, each second, ending with a real sample."""
+    from tests.helpers import run_ticks
+    from trayvml.history.rings import HISTORY_GPU_KEYS
+    from trayvml.history.timeline import History
+
+    source, clock, _ = simulated_source("training:gpus=h100", host=False)
+    sample = run_ticks(source, clock, 2)
+    history = History()
+    row = np.full((1, len(HISTORY_GPU_KEYS)), np.nan, dtype=np.float32)
+    row[0, HISTORY_GPU_KEYS.index("power_draw_w")] = watts
+    for t_s in sample.timestamp_s - np.arange(seconds, 0, -1):
+        history.append_values(float(t_s), row)
+    history.append(sample)
+    return history, sample
+
+
+def test_energy_in_view_integrates_the_power_in_the_history_over_the_range(qtbot) -> None:
+    history, sample = _steady_power_history(300.0, 3600)
+    w = shown_window(qtbot, history, sample)
+    w.set_range(1800)
+    w.refresh()
+    assert "energy in view: GPU 0: 150 Wh" in w.status_label.text()  # 300 W × 30 min, not since launch
+    end = sample.timestamp_s - 600
+    w.show_range(end - 1200, end)  # a past range: 300 W × 20 min
+    w.refresh()
+    assert "energy in view: GPU 0: 100 Wh" in w.status_label.text()
+
+
+def test_energy_in_view_says_where_the_history_does_not_cover_the_range(qtbot) -> None:
+    history, sample = _steady_power_history(300.0, 1800)
+    w = shown_window(qtbot, history, sample)
+    w.show_range(sample.timestamp_s - 3600, sample.timestamp_s)  # half of it before the history begins
+    w.refresh()
+    assert "energy in view: GPU 0: 150 Wh (the history covers 30 min of 1 h 00 min)" in w.status_label.text()
+    w.show_range(sample.timestamp_s - 7 * 3600, sample.timestamp_s - 6 * 3600)
+    w.refresh()
+    assert "energy in view: not in the history" in w.status_label.text()

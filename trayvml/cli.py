@@ -682,7 +682,7 @@ def _desktop(args: argparse.Namespace) -> int:
 
 
 def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.pick import choose
+    from trayvml.pick import choose, cuda_ids
 
     source = _source(simulation, args.timeout)
     try:
@@ -696,5 +696,5 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if args.uuid:
         print(",".join(sample.devices[i].uuid for i in chosen))
     else:
-        print(",".join(map(str, chosen)))
+        print(",".join(map(str, cuda_ids(sample, chosen))))
     return 0

@@ -75,11 +75,29 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
     return [g.index for g in sorted(qualifying, key=key)[:count]]
 
 
-def pick_gpus(count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None) -> list[int]:
-    """Read the GPUs now and return the indices of the ``count`` freest.
+def cuda_ids(sample: Sample, chosen: list[int]) -> list[int] | list[str]:
+    """What CUDA_VISIBLE_DEVICES must name for the rows ``chosen`` of ``sample``.
+
+    CUDA takes a MIG device only by its ``MIG-`` UUID (CUDA's environment variables: "MIG-<UUID>"), and
+    a machine with a GPU in MIG mode numbers its CUDA devices unlike NVML, so there every chosen device
+    goes by its UUID (CUDA takes a whole GPU's ``GPU-`` UUID too). Elsewhere NVML's index is CUDA's,
+    given ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
+    """
+    mig = any(d.mig_mode_current or d.mig_parent_index >= 0 for d in sample.devices)
+    if not mig:
+        return list(chosen)
+    by_index = {d.index: d for d in sample.devices}
+    return [by_index[i].uuid for i in chosen]
+
+
+def pick_gpus(
+    count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None
+) -> list[int] | list[str]:
+    """Read the GPUs now and return the ``count`` freest, as CUDA_VISIBLE_DEVICES names them.
 
     Raises NotEnoughGpusError when too few qualify and TrayvmlError when NVML is unavailable.
-    Indices follow NVML's (PCI bus) order; :func:`visible_gpus` makes CUDA use that order.
+    Indices follow NVML's (PCI bus) order; :func:`visible_gpus` makes CUDA use that order. On a
+    machine with MIG the answer is UUIDs instead (``MIG-…`` for a MIG device): see :func:`cuda_ids`.
     """
     from trayvml.nvml.sim import simulation_from
     from trayvml.source import Source
@@ -91,13 +109,13 @@ def pick_gpus(count: int = 1, by: str = "memory", min_free_mib: float = 0, simul
         source.close()
     if sample.unavailable is not None:
         raise TrayvmlError(sample.unavailable.sentence)
-    return choose(sample, count, by, min_free_mib)
+    return cuda_ids(sample, choose(sample, count, by, min_free_mib))
 
 
 @contextmanager
 def visible_gpus(
     count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None
-) -> Iterator[list[int]]:
+) -> Iterator[list[int] | list[str]]:
     """Within the block, CUDA sees only the picked GPUs; the environment is restored after.
 
     ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set too, so CUDA numbers GPUs as NVML does.

@@ -406,8 +406,16 @@
         <translation>GPU {gpu}：{energy}</translation>
     </message>
     <message>
+        <source>energy in view: not in the history</source>
+        <translation>可见时间段能耗：历史中没有记录</translation>
+    </message>
+    <message>
         <source>energy in view: {energy}</source>
         <translation>可见时间段能耗：{energy}</translation>
+    </message>
+    <message>
+        <source> (the history covers {covered} of {span})</source>
+        <translation>（历史记录覆盖 {span} 中的 {covered}）</translation>
     </message>
     <message>
         <source>GPU {gpu}</source>
@@ -634,6 +642,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>{since}: {fault}</source>
         <translation>{since}：{fault}</translation>
+    </message>
+    <message>
+        <source>{host} — {simulation}</source>
+        <translation>{host} — {simulation}</translation>
     </message>
     <message>
         <source>Remote hosts</source>
@@ -2283,6 +2295,10 @@ It is sent SIGTERM, as kill does.</source>
         <source>at least {value}: the counter may have wrapped more than once</source>
         <translation>至少 {value}：计数器可能已回绕不止一次</translation>
     </message>
+    <message>
+        <source>not measured yet: a rate needs two readings</source>
+        <translation>尚未测得：速率需要两次读数</translation>
+    </message>
 </context>
 <context>
     <name>notices</name>
@@ -2570,6 +2586,10 @@ For {duration} now.</source>
     <message>
         <source>trayvml: {host} answers again</source>
         <translation>trayvml：{host} 已恢复响应</translation>
+    </message>
+    <message>
+        <source>trayvml: {host} serves {simulation}, not real hardware</source>
+        <translation>trayvml：{host} 提供的是{simulation}，并非真实硬件</translation>
     </message>
     <message>
         <source>this machine</source>

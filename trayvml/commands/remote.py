@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from trayvml.core.clock import Ticker
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
+from trayvml.core.lines import simulation_text
 from trayvml.core.safe_text import terminal_text
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
@@ -113,6 +114,7 @@ def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sampl
                 "since_s": None if math.isnan(remote.since_s) else remote.since_s,
                 "host_metrics": part["host"],
                 "driver_version": sample.system.driver_version if sample.system else None,
+                "simulated": sample.simulation or None,  # its exporter serves simulated GPUs (serve --simulate)
             }
         )
     return document
@@ -166,6 +168,7 @@ class RemoteLog:
         self.demand = demand
         self._down: dict[str, str] = {}  # "this machine" or "host (URL)" -> the sentence last said
         self._logged: dict[tuple[str, str], float] = {}  # (URL, host) -> the timestamp of its last rows
+        self._simulated: set[str] = set()  # hosts already said to serve simulated GPUs
 
     def _say(self, who: str, problem: str) -> None:
         if self._down.get(who) != problem:
@@ -175,6 +178,14 @@ class RemoteLog:
             elif who in self._down:
                 print(translate("remote", "trayvml: {host} answers again").format(host=who), file=sys.stderr)
             self._down[who] = problem
+
+    def _say_simulated(self, sample: Sample) -> None:
+        """A CSV row has no room to say its GPUs are made up: stderr says it, once per host."""
+        host = hostname_of(sample)
+        if sample.simulation and host not in self._simulated:
+            self._simulated.add(host)
+            what = translate("remote", "trayvml: {host} serves {simulation}, not real hardware")
+            print(what.format(host=terminal_text(host), simulation=simulation_text(sample)), file=sys.stderr)
 
     def run(self, count: int | None, interval_s: float) -> int:
         self.remotes.begin_read()()  # the first tick has every host that answers
@@ -192,6 +203,8 @@ class RemoteLog:
                     fault = sample.remote.fault if sample.remote else ""
                     url = sample.remote.url if sample.remote else ""
                     self._say(f"{hostname_of(sample)} ({url})", fault)
+                    if not fault:
+                        self._say_simulated(sample)
                     if not fault and self._logged.get((url, hostname_of(sample))) != sample.timestamp_s:
                         self._logged[(url, hostname_of(sample))] = sample.timestamp_s
                         self.log.append(sample)

@@ -57,6 +57,9 @@ def name_of(metric: Metric) -> PromName | None:
 # Series that are not catalog metrics.
 UP = PREFIX + "up"  # 1: the GPU values are current; 0 with a ``reason`` label
 GPU_INFO = PREFIX + "gpu_info"
+# 1 with a ``scenario`` label when the GPUs served are simulated (``--simulate``), 0 for real ones: a
+# reader (trayvml's remote hosts, a dashboard) can tell made-up numbers from real ones.
+SIMULATED = PREFIX + "simulated"
 MEMORY_TOTAL = PromName("gpu_memory_total_bytes")  # a DeviceInfo fact, needed to turn memory into a ratio
 PROCESS_MEMORY = PromName("gpu_process_memory_used_bytes")
 SAMPLE_TIME = PromName("sample_timestamp_seconds")  # when the values served were read

@@ -23,6 +23,7 @@ class MetricState(enum.IntEnum):
     NOT_READ = 5  # nothing shown needs it, so it was not read (see NvmlReader.read's demand)
     ASLEEP = 6  # the GPU is runtime-suspended: not queried, as any query would wake it
     RESTING = 7  # an idle laptop GPU between slow polls, left alone so that it can suspend
+    NOT_YET = 8  # a rate differenced from a counter: one reading so far, a second one is needed
 
     @property
     def label(self) -> str:
@@ -40,6 +41,7 @@ _STATE_LABELS = {
     MetricState.RESTING: QT_TRANSLATE_NOOP(
         "metrics", "resting: an idle laptop GPU is read slowly so that it can go to sleep"
     ),
+    MetricState.NOT_YET: QT_TRANSLATE_NOOP("metrics", "not measured yet: a rate needs two readings"),
 }
 
 

@@ -16,9 +16,12 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample
 from trayvml.core.units import format_duration
+from trayvml.history.rings import Series
 
 J_PER_WH = 3600.0
 CHECKPOINT_S = 10.0  # how finely energy over a range can be told
@@ -183,3 +186,34 @@ def job_energy_text(meter: EnergyMeter, gpu: int, end_s: float, span_s: float) -
     return translate("energy", "{energy} on GPU {gpu} over {duration}.").format(
         energy=format_energy(wh), gpu=gpu, duration=format_duration(span_s, "min")
     )
+
+
+@dataclass(frozen=True)
+class RangeEnergy:
+    """Each GPU's energy over a range, from the power in the history."""
+
+    wh: tuple[float, ...]  # per column of the power series (a GPU index); NaN: no power recorded for it
+    covered_s: float  # how much of the range the history holds power for (the best-covered GPU)
+    span_s: float  # the range's length
+
+
+def energy_in_range(series: Series | None, start_s: float, end_s: float) -> RangeEnergy:
+    """Integrate a power series (W, a History's ``power_draw_w``) over ``[start_s, end_s]``.
+
+    Each bucket is its mean power times the part of it inside the range: exact for the mean of
+    what was recorded, at every tier of the history (every sample, or 5 s, 30 s, 1 min means). A
+    bucket with no value (before the history, a gap, a GPU without a power reading) adds nothing
+    and is not "covered": the range's energy is never the energy since launch, and a range the
+    history lacks says so through ``covered_s``.
+    """
+    span_s = max(end_s - start_s, 0.0)
+    if series is None or not len(series.times_s) or span_s <= 0:
+        return RangeEnergy((), 0.0, span_s)
+    starts = series.times_s.astype(np.float64)
+    inside = np.clip(np.minimum(starts + series.step_s, end_s) - np.maximum(starts, start_s), 0.0, None)
+    watts = series.mean.astype(np.float64)
+    known = np.isfinite(watts)
+    joules = np.where(known, watts, 0.0) * inside[:, None]
+    covered = (known * inside[:, None]).sum(axis=0)
+    wh = np.where(covered > 0, joules.sum(axis=0) / J_PER_WH, math.nan)
+    return RangeEnergy(tuple(wh.tolist()), float(covered.max(initial=0.0)), span_s)

@@ -217,8 +217,12 @@ class FieldBatch:
             out[positions] = decode_as(raw[positions], value_type)
         return out
 
-    def rates(self, numbers: np.ndarray, now_s: float, stamps_us: np.ndarray | None = None) -> np.ndarray:
+    def rates(
+        self, numbers: np.ndarray, now_s: float, stamps_us: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Per-second rates of the counter fields since the last call; NaN first and on a reset.
+        Also which of them have no earlier reading to difference (True: the first reading): those
+        are "not measured yet", never 0.
 
         The interval is the values' own timestamps (µs) where the driver gives them, else the
         reader's clock. A counter that wraps (``wraps_at``) is differenced modulo its wrap; where
@@ -232,7 +236,7 @@ class FieldBatch:
         self.previous, self.previous_stamps, self.previous_s = current, stamps, now_s
         self.lower_bounds = np.zeros(count, dtype=bool)
         if previous is None:
-            return np.full(count, NAN)
+            return np.full(count, NAN), np.ones(count, dtype=bool)
         stamped = (stamps > 0) & (previous_stamps > 0)
         # A timestamp that did not move is the same reading served again: no rate from it.
         elapsed_s = np.where(stamped, stamps - previous_stamps, now_s - previous_s)
@@ -244,7 +248,7 @@ class FieldBatch:
         with np.errstate(divide="ignore", invalid="ignore"):
             rates = delta * self.counter_scale / elapsed_s
         rates[(delta < 0) | ~(elapsed_s > 0)] = NAN  # a counter that went back was reset
-        return rates
+        return rates, np.isnan(previous)
 
     def supported_keys(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(f.key for f in self.supported))
@@ -624,7 +628,7 @@ class Scheduler:
         for position, slot, scale in batch.value_fields:
             g.values[slot] = values[position] * scale
         if batch.counter_slots or batch.has_links:
-            rates = batch.rates(numbers, self.now_s(), view["timestamp"])
+            rates, first = batch.rates(numbers, self.now_s(), view["timestamp"])
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
             if batch.wrapping.any():
@@ -633,6 +637,8 @@ class Scheduler:
                         g.lower_bounds.add(key)
                     else:
                         g.lower_bounds.discard(key)
+            if first.any():
+                self._not_yet(batch, first, bad)
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
                 g.values[_NVLINK_TX] = float(g.nvlink_tx.sum())
@@ -649,11 +655,20 @@ class Scheduler:
         if dropped:
             self._drop_fields(g, batch, [batch.fields[p] for p in dropped])
 
+    @staticmethod
+    def _not_yet(batch: FieldBatch, first: np.ndarray, bad: dict[str, MetricState]) -> None:
+        """Rates with one reading so far are NOT_YET (their value NaN) until the next reading;
+        a failed field's own state says more and stays."""
+        counters = batch.fields[batch.counters]  # a link's field carries its total's key
+        for k in np.flatnonzero(first).tolist():
+            bad.setdefault(counters[k].key, MetricState.NOT_YET)
+
     def _drop_fields(self, g: GpuState, batch: FieldBatch, gone: list[_Field]) -> None:
         """Fields answering NOT_SUPPORTED are not asked for again; their spec's fallback is read instead."""
         batch.supported = [f for f in batch.supported if f not in gone]
+        still_bad = batch.bad_keys  # a failed or NOT_YET field that stays turns OK on its next answer
         batch.set_fields([f for f in batch.fields if f not in gone])
-        batch.bad_keys = set()
+        batch.bad_keys = still_bad & set(batch.keys)
         op = next(o for o in g.ops if o.batch is batch)
         op.keys = batch.keys
         still = batch.supported_keys()

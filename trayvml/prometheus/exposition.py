@@ -53,6 +53,11 @@ def up_reason(sample: Sample) -> str:
     return ""
 
 
+def simulation_scenario(sample: Sample) -> str:
+    """The simulated scenario's name ("training"), "" for real GPUs."""
+    return sample.simulation.removeprefix("simulated GPUs ").strip("()") if sample.simulation else ""
+
+
 class SampleCollector(Collector):
     """Renders the latest sample; ``latest`` returns it (None before the first read)."""
 
@@ -78,6 +83,13 @@ class SampleCollector(Collector):
         )
         when.add_metric([host], sample.timestamp_s)
         yield when
+        simulated = GaugeMetricFamily(
+            names.SIMULATED,
+            "1 when the GPUs served are simulated (trayvml --simulate), 0 when they are real.",
+            labels=["hostname", "scenario"],
+        )
+        simulated.add_metric([host, simulation_scenario(sample)], 1.0 if sample.simulation else 0.0)
+        yield simulated
         yield from self._gpus(sample, host)
         if sample.host is not None:
             for metric, value in zip(HOST_METRICS, sample.host.values, strict=True):
@@ -103,7 +115,10 @@ class SampleCollector(Collector):
         families = [_family(metric, _GPU_LABELS) for metric in GPU_METRICS]  # None: a metric not served
         for gpu, device in zip(sample.gpus, sample.devices, strict=True):
             labels = [host, device.uuid, str(gpu.index)]
-            info.add_metric(labels, {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id})
+            facts = {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id}
+            if sample.simulation:  # on the info series only: the frequent series keep their labels
+                facts["simulated"] = "true"
+            info.add_metric(labels, facts)
             if device.memory_total_bytes == device.memory_total_bytes:
                 total.add_metric(labels, device.memory_total_bytes)
             for served, value, state in zip(families, gpu.values, gpu.states, strict=True):

@@ -23,6 +23,7 @@ from typing import NamedTuple
 from trayvml.core import prom_names
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
+from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import (
     DeviceInfo,
     GpuSample,
@@ -65,6 +66,7 @@ class Dialect:
     process_name_label: str = "name"
     process_user_label: str = ""
     up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
+    simulated: str = ""  # trayvml_simulated: 1 (with a scenario label) when its GPUs are simulated
 
     def recognises(self, names: set[str]) -> bool:
         return any(m in names if not m.endswith("_") else any(n.startswith(m) for n in names) for m in self.markers)
@@ -89,6 +91,7 @@ TRAYVML = Dialect(
     process_memory=prom_names.PROCESS_MEMORY.full,
     process_user_label="user",
     up=prom_names.UP,
+    simulated=prom_names.SIMULATED,
 )
 
 DCGM = Dialect(
@@ -248,6 +251,7 @@ class _Host:
     driver: str = ""
     cuda: str = ""  # the CUDA driver version, where the exporter says it (nvitop-exporter)
     down: str = ""  # trayvml_up 0: its reason
+    simulation: str = ""  # its exporter serves simulated GPUs: Sample.simulation's label
 
     def gpu(self, uuid: str) -> _Gpu:
         gpu = self.gpus.get(uuid)
@@ -328,6 +332,10 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
             host = host_of(labels)
             if value != 1.0:
                 host.down = labels.get("reason", "") or "unknown"
+        elif name == dialect.simulated:
+            if value == 1.0:  # the scenario is the exporter's text: shown cleaned and cut short
+                scenario = shorten(clean(labels.get("scenario", ""))) or "?"
+                host_of(labels).simulation = f"simulated GPUs ({scenario})"
         elif name in dialect.host:
             key, scale = dialect.host[name]
             host_of(labels).host[key] = value * scale
@@ -410,4 +418,5 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
         system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version=host.cuda, nvml_version=""),
         host=host_sample,
         remote=RemoteOrigin(url, kind, fault, now_s if fault else math.nan),
+        simulation=host.simulation,
     )

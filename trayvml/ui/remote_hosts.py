@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QMenu
 
 from trayvml.alerts.engine import AlertSettings
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.lines import gpu_lines
+from trayvml.core.lines import gpu_lines, simulation_text
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
@@ -84,12 +84,21 @@ def host_name(sample: Sample) -> str:
     return shorten(clean(sample.system.hostname)) if sample.system else "?"
 
 
+def host_title(sample: Sample) -> str:
+    """The host's name, and that its GPUs are simulated where its exporter says so (serve --simulate)."""
+    if not sample.simulation:
+        return host_name(sample)
+    return translate("RemoteHosts", "{host} — {simulation}").format(
+        host=host_name(sample), simulation=simulation_text(sample)
+    )
+
+
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
     """Per host: its name, then its GPU lines indented, or why it has none."""
     lines = []
     for sample in samples:
         status = host_status(sample)
-        lines.append(f"{host_name(sample)}: {shorten(clean(status), 160)}" if status else f"{host_name(sample)}:")
+        lines.append(f"{host_title(sample)}: {shorten(clean(status), 160)}" if status else f"{host_title(sample)}:")
         lines.extend(f"  {line}" for line in gpu_lines(sample) if not status)
     return lines
 
@@ -156,7 +165,7 @@ class RemoteHostsView(QObject):
         self._actions = []
         for sample in samples:
             status = host_status(sample)
-            host = QMenu(self._label(host_name(sample)), self._menu)
+            host = QMenu(self._label(host_title(sample)), self._menu)
             if status:
                 host.setTitle(
                     self._label(translate("RemoteHosts", "{host} — unreachable").format(host=host_name(sample)))

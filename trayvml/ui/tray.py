@@ -13,7 +13,7 @@ from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
 from trayvml.core.lines import gpu_lines, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
-from trayvml.pick import choose
+from trayvml.pick import choose, cuda_ids
 from trayvml.ui.glance import content_for, steady
 from trayvml.ui.icon import IconContent, draw_icon
 
@@ -141,7 +141,7 @@ class Tray(QObject):
             chosen = choose(self.sample, 1, "memory")
         except NotEnoughGpusError:  # every GPU lost
             return ""
-        return f"CUDA_VISIBLE_DEVICES={chosen[0]}"
+        return f"CUDA_VISIBLE_DEVICES={cuda_ids(self.sample, chosen)[0]}"
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         if reason == QSystemTrayIcon.ActivationReason.Trigger:

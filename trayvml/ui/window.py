@@ -38,10 +38,10 @@ from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import Group
 from trayvml.core.safe_text import menu_label, rich_text
-from trayvml.core.sample import DeviceInfo, Sample
-from trayvml.core.units import short_name
+from trayvml.core.sample import DeviceInfo, MetricState, Sample
+from trayvml.core.units import format_duration, short_name
 from trayvml.history.timeline import History
-from trayvml.monitor.energy import EnergyMeter, format_energy
+from trayvml.monitor.energy import energy_in_range, format_energy
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
@@ -65,6 +65,8 @@ RANGES_S = (
     (QT_TRANSLATE_NOOP("GraphWindow", "7 d"), 7 * 24 * 3600),
 )
 DEFAULT_RANGE_S = 900
+ENERGY_POINTS = 4000  # buckets read to integrate the power in view: the 1 s tier for ranges up to an hour
+COVERED_ENOUGH = 0.98  # below this share of the range held by the history, the energy says how much it covers
 REFRESH_AFTER_PAN_MS = 120
 DEFAULT_SIZE_PX = (1100, 820)
 FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
@@ -210,7 +212,6 @@ class GraphWindow(QMainWindow):
         self.gpu_toggles: list[QCheckBox] = []
         gpus.addWidget(QLabel(translate("GraphWindow", " Show: ")))
         gpus.addWidget(self.gpu_toggles_widget)
-        self.energy: EnergyMeter | None = None  # set by the app: energy per GPU for the range in view
         self.asleep_spans: AsleepSpans | None = None  # set by the app: shaded where a GPU slept
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
@@ -549,15 +550,29 @@ class GraphWindow(QMainWindow):
         return "   ·   ".join(parts)
 
     def _energy_text(self) -> str:
-        """Each GPU's energy in the range in view (as far as trayvml has seen it since it started)."""
-        if self.energy is None or self.sample is None:
+        """Each GPU's energy in the range in view, from the power the history holds for that range
+        (memory or disk): not the energy since launch, and a range the history lacks says so."""
+        if self.sample is None or not self.sample.gpus:
             return ""
         start, end = self.visible_range()
-        each = [(g.index, self.energy.between_wh(g.index, start, end)) for g in self.sample.gpus]
+        series = self._history.gpu_series("power_draw_w", start, end, ENERGY_POINTS)
+        energy = energy_in_range(series, start, end)
         gpu_energy = translate("GraphWindow", "GPU {gpu}: {energy}")
-        known = [gpu_energy.format(gpu=gpu, energy=format_energy(wh)) for gpu, wh in each if not math.isnan(wh)]
-        energy = translate("GraphWindow", "energy in view: {energy}")
-        return energy.format(energy=translate("Panel", ", ").join(known)) if known else ""
+        known = [
+            gpu_energy.format(gpu=g.index, energy=format_energy(energy.wh[g.index]))
+            for g in self.sample.gpus
+            if g.index < len(energy.wh) and not math.isnan(energy.wh[g.index])
+        ]
+        if not known:
+            if all(g.state("power_draw_w") is MetricState.NOT_SUPPORTED for g in self.sample.gpus):
+                return ""  # no GPU here tells its power: there is no energy to speak of
+            return translate("GraphWindow", "energy in view: not in the history")
+        text = translate("GraphWindow", "energy in view: {energy}").format(energy=translate("Panel", ", ").join(known))
+        if energy.covered_s < COVERED_ENOUGH * energy.span_s:
+            text += translate("GraphWindow", " (the history covers {covered} of {span})").format(
+                covered=format_duration(energy.covered_s, "min"), span=format_duration(energy.span_s, "min")
+            )
+        return text
 
     def _names(self) -> Callable[[int], str]:
         devices = {d.index: d for d in self._devices}

@@ -56,10 +56,12 @@ class FieldCalls(SimulatedNvmlBase):
         view["timestamp"] = int(self.clock.now_s() * 1e6)
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
+        frozen_for_s = self.clock.now_s() - self.start_s if self.spec.at_s is not None else 0.0
+        row = g.field_row(frozen_for_s)[plan.columns]
         if self.fields_add_into_buffer:
-            view["value"] += g.fields[g.i][plan.columns]
+            view["value"] += row
         else:
-            view["value"] = g.fields[g.i][plan.columns]
+            view["value"] = row
         if self.field_types or self.field_raw:
             for position, fid in enumerate(view["fieldId"].tolist()):
                 if fid in self.field_types:
