@@ -359,3 +359,10 @@ def test_a_file_that_is_not_a_recording_is_one_sentence(
     assert "is not a trayvml NVML recording" in err and "Traceback" not in err
     assert main(["snapshot", f"--simulate=replay={tmp_path / 'missing.jsonl'}"]) == 2
     assert "replay wants a recording file" in capsys.readouterr().err
+
+
+def test_every_metric_state_has_words_in_the_doctors_report() -> None:
+    from trayvml.commands.doctor import _STATE_WORDS
+    from trayvml.core.sample import MetricState
+
+    assert set(_STATE_WORDS) == set(MetricState)

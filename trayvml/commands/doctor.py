@@ -237,6 +237,7 @@ _STATE_WORDS = {
     MetricState.NOT_READ: "not read",
     MetricState.ASLEEP: "asleep",
     MetricState.RESTING: "resting",
+    MetricState.NOT_YET: "supported",  # a rate with one reading so far: the counter answers
 }
 
 
