@@ -81,3 +81,40 @@ def test_the_icon_shows_sm_activity_where_mig_leaves_no_utilization() -> None:
     fractions = [bar.fraction for bar in content.bars]
     assert all(0 <= f <= 1 for f in fractions)  # no unknown bar (a cross) for the MIG devices
     assert fractions[3] == 0.0 and fractions[1] > 0.5  # the idle 2g.20gb, the 3g.40gb with the job
+
+
+def test_mig_devices_of_a_lost_parent_are_lost_too() -> None:
+    # A GPU that falls off the bus takes its MIG devices with it: the driver answers GPU_IS_LOST
+    # for their handles too, and the devices must not go on reporting memory.
+    # Only memory is demanded: nothing read on the parent's handle tells the MIG devices.
+    source, clock, _ = simulated_source("training:gpus=h100-mig+rtx4090,start=1800,lost=0@1801")
+    memory = frozenset({"memory_used_bytes"})
+    source.sample(memory)
+    mig_handle = N.nvmlDeviceGetMigDeviceHandleByIndex(N.nvmlDeviceGetHandleByIndex(0), 0)
+    for _ in range(3):
+        clock.advance_s(1.0)
+        sample = source.sample(memory)
+    with pytest.raises(N.NVMLError_GpuIsLost):
+        N.nvmlDeviceGetMemoryInfo(mig_handle)
+    assert sample.gpus[0].lost
+    assert [g.lost for g in sample.gpus[2:]] == [True, True, True]
+    for g in sample.gpus[2:]:
+        assert g.state("memory_used_bytes") is MetricState.LOST and g.processes == ()
+    assert not sample.gpus[1].lost and sample.gpus[1].state("memory_used_bytes") is MetricState.OK
+
+
+def test_the_reader_marks_mig_devices_lost_with_their_parent_without_asking_them() -> None:
+    # Whatever a MIG handle still answers once its board is gone is no longer live: the reader
+    # does not ask (each call into a lost GPU can take long) and marks them lost in the same tick.
+    source, clock, lib = simulated_source("training:gpus=h100-mig+rtx4090,start=1800")
+    memory = frozenset({"memory_used_bytes"})
+    source.sample(memory)
+    lib.fail("nvmlDeviceGetMemoryInfo_v2", N.NVML_ERROR_GPU_IS_LOST, gpu=0)  # the parent's handle only
+    clock.advance_s(1.0)
+    sample = source.sample(memory)
+    asked = lib.calls["nvmlDeviceGetMemoryInfo_v2"]
+    assert sample.gpus[0].lost and [g.lost for g in sample.gpus[2:]] == [True, True, True]
+    assert all(g.state("memory_used_bytes") is MetricState.LOST for g in sample.gpus[2:])
+    clock.advance_s(1.0)
+    source.sample(memory)
+    assert lib.calls["nvmlDeviceGetMemoryInfo_v2"] == asked + 1  # the RTX 4090 only

@@ -371,6 +371,13 @@ class NvmlReader:
             return GpuSample(g.index, (NAN,) * count, (MetricState.ASLEEP,) * count, asleep=True)
         if g.deferred:
             self._woke(g)
+        if not g.lost and g.parent_handle is not None:
+            # A MIG device goes with its board: parents are read first, so a parent lost this tick
+            # is known here. Whatever its handle still answers is not live, and every call into a
+            # lost GPU can be slow: it is not asked.
+            parent = self._gpu_by_handle.get(handle_value(g.parent_handle))
+            if parent is not None and parent.lost:
+                self._mark_lost(g)
         if not g.lost:
             self.scheduler.read(g, now_s)
             if g.lost:

@@ -293,6 +293,9 @@ class SimulatedNvmlBase:
         parent = self._gpu_by_index(value % MIG_HANDLE_BASE - 1)
         if isinstance(parent, int):
             return parent
+        lost_at_s = self.spec.lost_at_s.get(parent.gpu)
+        if lost_at_s is not None and self.sim_time_s() >= lost_at_s:
+            return N.NVML_ERROR_GPU_IS_LOST  # a MIG device falls off the bus with its board
         instances = parent.profile.mig_instances
         slot = value // MIG_HANDLE_BASE - 1
         return (parent, instances[slot]) if slot < len(instances) else N.NVML_ERROR_INVALID_ARGUMENT
