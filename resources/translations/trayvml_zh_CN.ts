@@ -1965,6 +1965,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>显存总量</translation>
     </message>
     <message>
+        <source>Unified memory (host RAM)</source>
+        <translation>统一内存（主机内存）</translation>
+    </message>
+    <message>
         <source>Default power limit</source>
         <translation>默认功耗上限</translation>
     </message>

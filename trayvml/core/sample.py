@@ -85,6 +85,8 @@ class DeviceInfo:
     temperature_slowdown_c: float = math.nan
     temperature_shutdown_c: float = math.nan
     mig_parent_index: int = -1  # a MIG device: the index of the GPU it is carved from; -1: a whole GPU
+    # True: no memory of its own (GB10, DGX Spark): its memory figures are the host's RAM; None: its own.
+    unified_memory: bool | None = None
     gpu_instance_id: int = -1  # a MIG device's GPU instance id
 
 
@@ -130,6 +132,7 @@ class GpuSample:
     nvlink_link_rx_bytes_per_s: tuple[float, ...] = ()
     lost: bool = False
     asleep: bool = False  # runtime-suspended: every value NaN, every state ASLEEP
+    unified_memory: bool = False  # its memory values are the host's RAM, shared with the CPU
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]

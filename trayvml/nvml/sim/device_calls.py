@@ -8,6 +8,7 @@ from typing import Any
 
 import pynvml as N
 
+from trayvml.core.units import MIB
 from trayvml.nvml import binding
 from trayvml.nvml.sim.base import MIG_HANDLE_BASE, PCI_BUSES, SimulatedNvmlBase, put_string, set_pointer
 from trayvml.nvml.sim.profiles import GpuProfile
@@ -20,7 +21,14 @@ _NVML_FAULT_CODES = {
     "no-permission": N.NVML_ERROR_NO_PERMISSION,
 }
 
-_PCI_DEVICE_IDS = {"h100": 0x233010DE, "h100-mig": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010DE}
+_PCI_DEVICE_IDS = {
+    "h100": 0x233010DE,
+    "h100-mig": 0x233010DE,
+    "rtx4090": 0x268410DE,
+    "laptop": 0x27A010DE,
+    "gb10": 0x2E1210DE,
+}
+_BAR1_BYTES = 256 * MIB  # the aperture without resizable BAR
 _MIG_DEVICE_SLOTS = 7  # nvmlDeviceGetMaxMigDeviceCount on an H100
 
 
@@ -332,6 +340,8 @@ class DeviceCalls(SimulatedNvmlBase):
         if isinstance(g, int):
             return g
         p = g.profile
+        if not p.has_memory_info:  # unified memory: no framebuffer of its own to report
+            return N.NVML_ERROR_NOT_SUPPORTED
         m = ref._obj
         used = g.memory_used[g.i]
         if p.mig_instances:  # the board's memory in use is what its instances use
@@ -344,6 +354,18 @@ class DeviceCalls(SimulatedNvmlBase):
             used += p.memory_reserved_bytes
             m.used = used
         m.free = p.memory_total_bytes - p.memory_reserved_bytes - (m.used - (p.memory_reserved_bytes if not v2 else 0))
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetBAR1MemoryInfo(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].has_memory_info:  # no framebuffer, no aperture onto it
+            return N.NVML_ERROR_NOT_SUPPORTED
+        bar1 = ref._obj
+        bar1.bar1Total = _BAR1_BYTES
+        bar1.bar1Used = 2 * MIB
+        bar1.bar1Free = _BAR1_BYTES - 2 * MIB
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetMemoryInfo_v2(self, handle: Any, ref: Any) -> int:

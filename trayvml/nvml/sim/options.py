@@ -4,7 +4,8 @@ An empty spec (``--simulate`` alone) is the default: training, half an hour into
 Times are simulated seconds from 0 to 86400; each bad value is refused with a sentence.
 
 Keys:
-  gpus=h100*2+rtx4090+laptop  profiles and counts (at most 16 GPUs)
+  gpus=h100*2+rtx4090+laptop  profiles and counts (at most 16 GPUs; also h100-mig, an H100 in
+                              MIG mode, and gb10, a DGX Spark's GPU with unified memory)
   seed=7                      varies the jitter and process schedules (0 to 2**32-1)
   at=300                      freeze simulated time at 300 s (reproducible snapshots)
   lost=1@300                  GPU 1 falls off the bus at 300 s ("+" joins several;
