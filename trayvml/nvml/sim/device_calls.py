@@ -176,7 +176,7 @@ class DeviceCalls(SimulatedNvmlBase):
             return found
         if not found[1].mig_capable:
             return N.NVML_ERROR_NOT_SUPPORTED
-        current._obj.value = pending._obj.value = 1 if found[1].mig_instances else 0
+        current._obj.value = pending._obj.value = 1 if self.mig_mode(found[0]) else 0
         return N.NVML_SUCCESS
 
     # ---- MIG devices ----
@@ -194,11 +194,12 @@ class DeviceCalls(SimulatedNvmlBase):
         if isinstance(found, int):
             return found
         gpu, profile = found
-        if not profile.mig_instances:
+        if not self.mig_mode(gpu):
             return N.NVML_ERROR_NOT_SUPPORTED if not profile.mig_capable else N.NVML_ERROR_INVALID_ARGUMENT
-        if index.value >= len(profile.mig_instances):
+        instances = self.mig_instances(gpu)
+        if index.value >= len(instances):
             return N.NVML_ERROR_NOT_FOUND
-        set_pointer(ref._obj, (index.value + 1) * MIG_HANDLE_BASE + gpu + 1)
+        set_pointer(ref._obj, (instances[index.value].gpu_instance_id + 1) * MIG_HANDLE_BASE + gpu + 1)
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceIsMigDeviceHandle(self, handle: Any, ref: Any) -> int:
@@ -316,7 +317,7 @@ class DeviceCalls(SimulatedNvmlBase):
         g = self._gpu(handle)
         if isinstance(g, int):
             return g
-        if g.profile.mig_instances:  # as on real GPUs: no utilization in MIG mode (use GPM)
+        if self.mig_mode(g.gpu):  # as on real GPUs: no utilization in MIG mode (use GPM)
             return N.NVML_ERROR_NOT_SUPPORTED
         u = ref._obj
         u.gpu = g.util[g.i]
@@ -344,8 +345,8 @@ class DeviceCalls(SimulatedNvmlBase):
             return N.NVML_ERROR_NOT_SUPPORTED
         m = ref._obj
         used = g.memory_used[g.i]
-        if p.mig_instances:  # the board's memory in use is what its instances use
-            used = sum(self._instance_used(g.gpu, i.gpu_instance_id) for i in p.mig_instances)
+        if self.mig_mode(g.gpu):  # the board's memory in use is what its instances use
+            used = sum(self._instance_used(g.gpu, i.gpu_instance_id) for i in self.mig_instances(g.gpu))
         m.total = p.memory_total_bytes
         if v2:
             m.reserved = p.memory_reserved_bytes

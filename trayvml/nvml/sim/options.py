@@ -20,6 +20,10 @@ Keys:
                               as the history holds; 0: none, as with real GPUs)
   sleep=1@30/60               laptop GPU 1 is runtime-suspended from 30 s, for 60 s (for good
                               without "/"; "+" joins several): its fake sysfs says "suspended"
+  mig=0@30:3g.40gb+2g.20gb    from 30 s GPU 0 (an h100 or h100-mig) has these MIG instances: ones
+                              of a profile it had keep their GPU instance id (and UUID), the
+                              rest are destroyed or created; "mig=0@30:" destroys all. Repeat
+                              the key for several changes. MIG mode is on from the start.
   hang=nvmlDeviceGetUtilizationRates@30/60
                               that NVML call does not return from 30 s on, for 60 s
                               (for good without "/"), as a call into a wedged GPU
@@ -33,7 +37,7 @@ import reprlib
 from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
-from trayvml.nvml.sim.profiles import PROFILES
+from trayvml.nvml.sim.profiles import MIG_PROFILES, MIG_SLICES, PROFILES
 
 SIMULATE_ENV = "TRAYVML_SIMULATE"
 # The scenarios in scenarios.py (kept here so that parsing a spec does not import numpy;
@@ -68,6 +72,8 @@ class SimSpec:
     past_s: float | None = None  # real seconds of made-up past in the history at start; None: all it holds
     hangs: tuple[tuple[str, tuple[float, float]], ...] = ()  # (NVML function, (from, until) in seconds)
     sleeps: tuple[tuple[int, tuple[float, float]], ...] = ()  # (GPU, (from, until) in seconds): runtime-suspended
+    # (GPU, from, MIG profiles): the GPU's MIG instances from that simulated second on
+    mig_changes: tuple[tuple[int, float, tuple[str, ...]], ...] = ()
 
     @property
     def label(self) -> str:
@@ -132,6 +138,24 @@ def _sleep(entry: str) -> tuple[int, tuple[float, float]]:
     return _whole("sleep's GPU", gpu_text, 0, MAX_GPUS - 1), (start_s, until_s)
 
 
+def _mig_change(entry: str) -> tuple[int, float, tuple[str, ...]]:
+    where, colon, layout = entry.partition(":")
+    gpu_text, at, when = where.partition("@")
+    if not colon or not at:
+        raise SimulationSpecError(f"--simulate: mig wants GPU@SECONDS:PROFILE+PROFILE..., not {reprlib.repr(entry)}.")
+    profiles = tuple(filter(None, layout.split("+")))
+    for name in profiles:
+        if name not in MIG_PROFILES:
+            known = ", ".join(MIG_PROFILES)
+            raise SimulationSpecError(f"--simulate: unknown MIG profile {reprlib.repr(name)}; choose from {known}.")
+    slices = sum(MIG_PROFILES[name][0] for name in profiles)
+    if slices > MIG_SLICES:
+        raise SimulationSpecError(
+            f"--simulate: the MIG instances {reprlib.repr(layout)} take {slices} slices; a GPU has {MIG_SLICES}."
+        )
+    return _whole("mig's GPU", gpu_text, 0, MAX_GPUS - 1), _seconds("mig", when), profiles
+
+
 def parse_spec(text: str) -> SimSpec:
     """Parse a spec such as ``training:gpus=h100*8,seed=3`` ("" is the default); raises SimulationSpecError."""
     scenario, _, options = text.strip().partition(":")
@@ -177,6 +201,8 @@ def parse_spec(text: str) -> SimSpec:
                 raise SimulationSpecError("--simulate: speed must be greater than 0.")
         elif key == "hang":
             values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
+        elif key == "mig":  # repeated for several changes
+            values["mig_changes"] = (*values.get("mig_changes", ()), _mig_change(value))
         elif key == "sleep":
             values["sleeps"] = tuple(_sleep(entry) for entry in filter(None, value.split("+")))
         elif key == "start":
@@ -190,7 +216,7 @@ def parse_spec(text: str) -> SimSpec:
         else:
             raise SimulationSpecError(
                 f"--simulate: unknown option {reprlib.repr(key)} "
-                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep)."
+                "(known: gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, mig)."
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
@@ -203,6 +229,11 @@ def parse_spec(text: str) -> SimSpec:
             raise SimulationSpecError(
                 f"--simulate: sleep names GPU {gpu}, a {spec.gpus[gpu]}: only laptop GPUs runtime-suspend."
             )
+    for gpu, _, _ in spec.mig_changes:
+        if gpu >= len(spec.gpus):
+            raise SimulationSpecError(f"--simulate: mig names GPU {gpu}, but only {len(spec.gpus)} are simulated.")
+        if not PROFILES[spec.gpus[gpu]].mig_capable:
+            raise SimulationSpecError(f"--simulate: mig names GPU {gpu}, a {spec.gpus[gpu]}, which has no MIG mode.")
     if spec.scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)
     return spec

@@ -17,6 +17,18 @@ class MigInstance:
     memory_total_bytes: int
 
 
+# The H100 80GB's MIG profiles: compute slices (of 7) and memory, for ``mig=`` layouts. The 2g
+# and 3g sizes are nvidia-smi mig -lgi's; the others are near enough for a simulation.
+MIG_PROFILES: dict[str, tuple[int, int]] = {
+    "1g.10gb": (1, 9856 * MIB),
+    "2g.20gb": (2, 20096 * MIB),
+    "3g.40gb": (3, 40448 * MIB),
+    "4g.40gb": (4, 40448 * MIB),
+    "7g.80gb": (7, 80896 * MIB),
+}
+MIG_SLICES = 7
+
+
 @dataclass(frozen=True)
 class GpuProfile:
     key: str
