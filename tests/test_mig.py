@@ -188,3 +188,14 @@ def test_mig_devices_created_or_destroyed_while_running_appear_and_disappear() -
     calls = lib.calls["nvmlDeviceGetMemoryInfo_v2"]
     run_ticks(source, clock, 2)
     assert lib.calls["nvmlDeviceGetMemoryInfo_v2"] - calls <= 2 * 3  # destroyed instances are not read
+
+
+def test_a_gpu_in_mig_mode_without_instances_gets_its_first_one_while_running() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,start=1800,mig=0@1805:3g.40gb")
+    first = source.sample()
+    assert first.devices[0].mig_mode_current is True and len(first.gpus) == 2
+    assert first.gpus[0].value("memory_used_bytes") == 0  # nothing runs outside an instance
+    sample = run_ticks(source, clock, 12)  # to 1811: looked for again at 1810
+    assert [d.mig_parent_index for d in sample.devices] == [-1, -1, 0]
+    assert sample.devices[2].gpu_instance_id == 1 and sample.devices[2].name.endswith("MIG 3g.40gb")
+    assert [p.name for p in sample.gpus[2].processes] == ["python"]
