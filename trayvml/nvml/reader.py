@@ -346,7 +346,6 @@ class NvmlReader:
                     gpu_instance_id=instance,
                     pci_bus_id=parent.info.pci_bus_id,  # asleep with its parent, never apart
                     gpm_supported=parent.info.gpm_supported,
-                    unified_memory=parent.info.unified_memory,
                 )
                 g = GpuState(index, handle, info, parent_handle=parent.handle)
                 self.scheduler.build(g)
