@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import pynvml as N
 import pytest
 
@@ -106,3 +108,119 @@ def test_the_python_api_sets_mig_uuids_in_cuda_visible_devices(monkeypatch: pyte
         assert os.environ["CUDA_VISIBLE_DEVICES"] == str(picked[0])
         assert str(picked[0]).startswith(("MIG-", "GPU-"))
     assert "CUDA_VISIBLE_DEVICES" not in os.environ
+
+
+def test_mig_devices_of_a_lost_parent_are_lost_too() -> None:
+    # A GPU that falls off the bus takes its MIG devices with it: the driver answers GPU_IS_LOST
+    # for their handles too, and the devices must not go on reporting memory.
+    # Only memory is demanded: nothing read on the parent's handle tells the MIG devices.
+    source, clock, _ = simulated_source("training:gpus=h100-mig+rtx4090,start=1800,lost=0@1801")
+    memory = frozenset({"memory_used_bytes"})
+    source.sample(memory)
+    mig_handle = N.nvmlDeviceGetMigDeviceHandleByIndex(N.nvmlDeviceGetHandleByIndex(0), 0)
+    for _ in range(3):
+        clock.advance_s(1.0)
+        sample = source.sample(memory)
+    with pytest.raises(N.NVMLError_GpuIsLost):
+        N.nvmlDeviceGetMemoryInfo(mig_handle)
+    assert sample.gpus[0].lost
+    assert [g.lost for g in sample.gpus[2:]] == [True, True, True]
+    for g in sample.gpus[2:]:
+        assert g.state("memory_used_bytes") is MetricState.LOST and g.processes == ()
+    assert not sample.gpus[1].lost and sample.gpus[1].state("memory_used_bytes") is MetricState.OK
+
+
+def test_the_reader_marks_mig_devices_lost_with_their_parent_without_asking_them() -> None:
+    # Whatever a MIG handle still answers once its board is gone is no longer live: the reader
+    # does not ask (each call into a lost GPU can take long) and marks them lost in the same tick.
+    source, clock, lib = simulated_source("training:gpus=h100-mig+rtx4090,start=1800")
+    memory = frozenset({"memory_used_bytes"})
+    source.sample(memory)
+    lib.fail("nvmlDeviceGetMemoryInfo_v2", N.NVML_ERROR_GPU_IS_LOST, gpu=0)  # the parent's handle only
+    clock.advance_s(1.0)
+    sample = source.sample(memory)
+    asked = lib.calls["nvmlDeviceGetMemoryInfo_v2"]
+    assert sample.gpus[0].lost and [g.lost for g in sample.gpus[2:]] == [True, True, True]
+    assert all(g.state("memory_used_bytes") is MetricState.LOST for g in sample.gpus[2:])
+    clock.advance_s(1.0)
+    source.sample(memory)
+    assert lib.calls["nvmlDeviceGetMemoryInfo_v2"] == asked + 1  # the RTX 4090 only
+
+
+def test_the_simulator_creates_and_destroys_mig_instances_mid_run() -> None:
+    # 3g.40gb (id 2) kept, one 2g.20gb (id 3) kept, the other (id 4) destroyed, a 1g.10gb made.
+    source, clock, _ = simulated_source(f"{SPEC},mig=0@1805:3g.40gb+2g.20gb+1g.10gb")
+    source.sample()
+    parent = N.nvmlDeviceGetHandleByIndex(0)
+    before = [N.nvmlDeviceGetMigDeviceHandleByIndex(parent, k) for k in range(3)]
+    uuids = [N.nvmlDeviceGetUUID(h) for h in before]
+    clock.advance_s(5.0)
+    after = [N.nvmlDeviceGetMigDeviceHandleByIndex(parent, k) for k in range(3)]
+    assert [N.nvmlDeviceGetGpuInstanceId(h) for h in after] == [2, 3, 5]
+    assert N.nvmlDeviceGetName(after[2]) == "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+    assert [N.nvmlDeviceGetUUID(h) for h in after[:2]] == uuids[:2]  # kept instances keep their UUID
+    with pytest.raises(N.NVMLError_InvalidArgument):
+        N.nvmlDeviceGetMemoryInfo(before[2])  # the destroyed instance's handle
+    assert N.nvmlDeviceGetMigMode(parent) == [1, 1]
+
+
+@pytest.mark.parametrize(
+    ("option", "words"),
+    [
+        ("mig=1@30:3g.40gb", "has no MIG mode"),  # the RTX 4090
+        ("mig=0@30:5g.50gb", "unknown MIG profile"),
+        ("mig=0@30:7g.80gb+1g.10gb", "take 8 slices"),
+        ("mig=0:3g.40gb", "GPU@SECONDS:PROFILE"),
+        ("mig=3@30:", "only 2 are simulated"),
+    ],
+)
+def test_a_bad_mig_change_is_refused_with_a_sentence(option: str, words: str) -> None:
+    from trayvml.core.errors import SimulationSpecError
+    from trayvml.nvml.sim.options import parse_spec
+
+    with pytest.raises(SimulationSpecError, match=words):
+        parse_spec(f"training:gpus=h100-mig+rtx4090,{option}")
+
+
+def test_mig_devices_created_or_destroyed_while_running_appear_and_disappear() -> None:
+    # At 1805 a 2g.20gb (id 4) destroyed and two 1g.10gb made, then at 1831 all but the 3g.40gb
+    # destroyed: trayvml finds out within its rescan period (10 s) without a restart, and a kept
+    # instance keeps its UUID (the history joins by it).
+    changes = "mig=0@1805:3g.40gb+2g.20gb+1g.10gb+1g.10gb,mig=0@1831:3g.40gb"
+    source, clock, lib = simulated_source(f"{SPEC},{changes}")
+    first = source.sample()
+    assert len(first.devices) == 5
+    kept = first.devices[2].uuid
+    sample = run_ticks(source, clock, 16)  # to 1815
+    assert [d.gpu_instance_id for d in sample.devices[2:]] == [2, 3, 5, 6]
+    assert [d.mig_parent_index for d in sample.devices] == [-1, -1, 0, 0, 0, 0]
+    assert [d.index for d in sample.devices] == [g.index for g in sample.gpus] == list(range(6))
+    assert sample.devices[2].uuid == kept and len({d.uuid for d in sample.devices}) == 6
+    assert (
+        sample.devices[5].name.endswith("MIG 1g.10gb") and sample.gpus[5].state("memory_used_bytes") is MetricState.OK
+    )
+    for _ in range(17):  # to 1832: destroyed at 1831, last looked for at 1830
+        clock.advance_s(1.0)
+        sample = source.sample()
+    # Until the next look, a destroyed instance's values are missing, never its last ones.
+    for gone in sample.gpus[3:]:
+        assert gone.state("memory_used_bytes") is MetricState.NO_DATA and math.isnan(gone.value("memory_used_bytes"))
+    clock.advance_s(8.0)  # to 1840
+    sample = source.sample()
+    assert [d.gpu_instance_id for d in sample.devices[2:]] == [2]
+    assert sample.devices[2].uuid == kept and len(sample.gpus) == 3
+    assert sample.gpus[2].state("memory_used_bytes") is MetricState.OK
+    calls = lib.calls["nvmlDeviceGetMemoryInfo_v2"]
+    run_ticks(source, clock, 2)
+    assert lib.calls["nvmlDeviceGetMemoryInfo_v2"] - calls <= 2 * 3  # destroyed instances are not read
+
+
+def test_a_gpu_in_mig_mode_without_instances_gets_its_first_one_while_running() -> None:
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,start=1800,mig=0@1805:3g.40gb")
+    first = source.sample()
+    assert first.devices[0].mig_mode_current is True and len(first.gpus) == 2
+    assert first.gpus[0].value("memory_used_bytes") == 0  # nothing runs outside an instance
+    sample = run_ticks(source, clock, 12)  # to 1811: looked for again at 1810
+    assert [d.mig_parent_index for d in sample.devices] == [-1, -1, 0]
+    assert sample.devices[2].gpu_instance_id == 1 and sample.devices[2].name.endswith("MIG 3g.40gb")
+    assert [p.name for p in sample.gpus[2].processes] == ["python"]

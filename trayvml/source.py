@@ -26,9 +26,10 @@ from typing import Any
 
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
-from trayvml.core.sample import GpuSample, HostSample, ProcessDetails, Sample
+from trayvml.core.metrics import GPU_INDEX
+from trayvml.core.sample import DeviceInfo, GpuSample, HostSample, MetricState, ProcessDetails, Sample
 from trayvml.host.processes import in_host_pid_namespace, process_start, resolve_host_process
-from trayvml.host.sampler import HostSampler
+from trayvml.host.sampler import HostSampler, memory_total_available
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
 from trayvml.nvml.sim.library import SimulatedNvml, install, installed, uninstall
@@ -42,6 +43,8 @@ log = logging.getLogger(__name__)
 STALL_AFTER_S = 5.0
 CLOSE_WAIT_S = 2.0  # for nvmlShutdown on close; a stuck driver is left behind instead
 _POLL_S = 0.1  # how often a waiting caller looks whether it was interrupted
+# What a unified-memory GPU's memory is, from the host's: NVML answers NOT_SUPPORTED for them.
+_HOST_MEMORY_SLOTS = tuple(GPU_INDEX[k] for k in ("memory_used_bytes", "memory_free_bytes", "memory_used_percent"))
 
 
 class _NvmlThread:
@@ -105,10 +108,13 @@ class Source:
         host: bool = True,
         stall_after_s: float = STALL_AFTER_S,
         proc_root: Path | None = None,
+        host_memory: Callable[[], tuple[float, float]] = memory_total_available,
     ) -> None:
         """``proc_root``: the procfs whose PID namespace is checked against NVML's (host) PIDs;
-        None: /proc for real GPUs, none for simulated ones (their PIDs are the simulator's)."""
+        None: /proc for real GPUs, none for simulated ones (their PIDs are the simulator's).
+        ``host_memory``: the host's (total, available) memory, for GPUs that share it."""
         self.clock = clock or SystemClock()
+        self._host_memory = host_memory
         self.simulation = simulation
         self.stall_after_s = stall_after_s
         self.library: SimulatedNvml | None = None
@@ -181,10 +187,13 @@ class Source:
             self.library.sync_sysfs()  # the simulated GPUs' sleep schedule, as the kernel would show it
         gpus, stall, failure = self._read_gpus(demand)
         reader = self.reader
+        devices = reader.devices if gpus else ()
+        if any(d.unified_memory for d in devices):
+            gpus, devices = self._with_host_memory(gpus, devices)
         return Sample(
             timestamp_s=self.clock.now_s(),
             gpus=gpus,
-            devices=reader.devices if gpus else (),
+            devices=devices,
             system=reader.system,
             host=self._read_host(),
             unavailable=failure or (None if stall or gpus else self._unavailable()),
@@ -215,6 +224,37 @@ class Source:
             if not self._stall_reported:
                 return gpus, None, None
         return (), DriverStall(self._read_began_s, self.reader.current_call), None
+
+    def _with_host_memory(
+        self, gpus: tuple[GpuSample, ...], devices: tuple[DeviceInfo, ...]
+    ) -> tuple[tuple[GpuSample, ...], tuple[DeviceInfo, ...]]:
+        """A unified-memory GPU's memory as the host's: total, used = total - available, free =
+        available, as nvtop (#466), gpud and ollama (#12619) show a GB10's. The GPU can use what
+        the host has available, and host RAM in use is memory it cannot have. (The sum of its
+        processes' memory, nvtop#511's proposal, leaves out what other programs take.)
+
+        Only values NVML said it does not support are replaced: one nobody asked for stays NOT_READ.
+        Read here, not in the reader: trayvml.nvml does not reach into the host.
+        """
+        try:
+            total, available = self._host_memory()
+        except Exception as error:  # the values stay "not supported": nothing is made up
+            self._failed("reading the host's memory", error)
+            return gpus, devices
+        used = total - available
+        host = (used, available, 100.0 * used / total if total > 0 else math.nan)
+        out_gpus, out_devices = [], []
+        for gpu, info in zip(gpus, devices, strict=True):
+            if info.unified_memory and not gpu.lost and not gpu.asleep:
+                values, states = list(gpu.values), list(gpu.states)
+                for slot, value in zip(_HOST_MEMORY_SLOTS, host, strict=True):
+                    if states[slot] is MetricState.NOT_SUPPORTED and not math.isnan(value):
+                        values[slot], states[slot] = value, MetricState.OK
+                gpu = replace(gpu, values=tuple(values), states=tuple(states), unified_memory=True)
+                info = replace(info, memory_total_bytes=total)
+            out_gpus.append(gpu)
+            out_devices.append(info)
+        return tuple(out_gpus), tuple(out_devices)
 
     def _read_host(self) -> HostSample | None:
         if self.host is None:

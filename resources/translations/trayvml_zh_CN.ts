@@ -2184,6 +2184,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>显存总量</translation>
     </message>
     <message>
+        <source>Unified memory (host RAM)</source>
+        <translation>统一内存（主机内存）</translation>
+    </message>
+    <message>
         <source>Default power limit</source>
         <translation>默认功耗上限</translation>
     </message>
@@ -3040,6 +3044,22 @@ For {duration} now.</source>
         <translation>sleep 的 GPU</translation>
     </message>
     <message>
+        <source>--simulate: mig wants GPU@SECONDS:PROFILE+PROFILE..., not {entry}.</source>
+        <translation>--simulate：mig 需要 GPU@秒数:配置+配置...，而不是 {entry}。</translation>
+    </message>
+    <message>
+        <source>--simulate: unknown MIG profile {name}; choose from {known}.</source>
+        <translation>--simulate：未知的 MIG 配置 {name}；可选 {known}。</translation>
+    </message>
+    <message>
+        <source>--simulate: the MIG instances {layout} take {slices} slices; a GPU has {most}.</source>
+        <translation>--simulate：MIG 实例 {layout} 占用 {slices} 个切片；一块 GPU 只有 {most} 个。</translation>
+    </message>
+    <message>
+        <source>mig&apos;s GPU</source>
+        <translation>mig 的 GPU</translation>
+    </message>
+    <message>
         <source>--simulate: replay wants a recording file, and {path} is not one.</source>
         <translation>--simulate：replay 需要一个录制文件，而 {path} 不是。</translation>
     </message>
@@ -3094,6 +3114,14 @@ For {duration} now.</source>
     <message>
         <source>--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend.</source>
         <translation>--simulate：sleep 指定的 GPU {gpu} 是 {profile}：只有笔记本 GPU 会运行时挂起。</translation>
+    </message>
+    <message>
+        <source>--simulate: mig names GPU {gpu}, but only {count} are simulated.</source>
+        <translation>--simulate：mig 指定了 GPU {gpu}，但只模拟了 {count} 块。</translation>
+    </message>
+    <message>
+        <source>--simulate: mig names GPU {gpu}, a {profile}, which has no MIG mode.</source>
+        <translation>--simulate：mig 指定的 GPU {gpu} 是 {profile}，它没有 MIG 模式。</translation>
     </message>
 </context>
 <context>

@@ -551,7 +551,10 @@ class HeldRule(GpuRule[HeldSettings]):
         self, settings: HeldSettings, tracker: Tracker, gpu: GpuSample, name: str, now_s: float
     ) -> AlertEvent | None:
         util, used = gpu.value("utilization_gpu_percent"), gpu.value("memory_used_bytes")
-        if math.isnan(util) or math.isnan(used):
+        if math.isnan(util) or math.isnan(used) or gpu.unified_memory:
+            # Unified memory (GB10): "used" is the host's RAM in use, the desktop's included; it
+            # says nothing of memory a process holds on the GPU. The memory-used rule still tells
+            # when the shared memory runs out.
             return None
         held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent
         if tracker.level is not None and not held:

@@ -89,6 +89,8 @@ class DeviceInfo:
     temperature_slowdown_c: float = math.nan
     temperature_shutdown_c: float = math.nan
     mig_parent_index: int = -1  # a MIG device: the index of the GPU it is carved from; -1: a whole GPU
+    # True: no memory of its own (GB10, DGX Spark): its memory figures are the host's RAM; None: its own.
+    unified_memory: bool | None = None
     gpu_instance_id: int = -1  # a MIG device's GPU instance id
 
     @property
@@ -142,6 +144,7 @@ class GpuSample:
     # Keys whose value is only a lower bound: a PCIe byte counter that may have wrapped more than
     # once between two reads (the value is what is certain; the true rate may be higher).
     lower_bounds: frozenset[str] = frozenset()
+    unified_memory: bool = False  # its memory values are the host's RAM, shared with the CPU
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]

@@ -38,6 +38,10 @@ STATIC_FIELDS: tuple[StaticField, ...] = (
         SmiField("memory.total", "MiB", 1 / MIB),
         Unit.BYTES,
     ),
+    # gpustat's name for the flag (gpustat#179); nvidia-smi has no such column.
+    StaticField(
+        "unified_memory", QT_TRANSLATE_NOOP("metrics", "Unified memory (host RAM)"), SmiField("memory.unified")
+    ),
     StaticField(
         "power_limit_default_w",
         QT_TRANSLATE_NOOP("metrics", "Default power limit"),

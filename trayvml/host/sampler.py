@@ -13,6 +13,15 @@ from trayvml.core.sample import HostSample
 NAN = math.nan
 
 
+def memory_total_available() -> tuple[float, float]:
+    """The host's memory: its total and what is available (free plus what can be reclaimed at once).
+
+    ``total - available`` is what people mean by used, as ``free`` and nvtop's unified-memory
+    fallback count it (MemTotal - MemAvailable), not psutil's ``used``."""
+    memory = psutil.virtual_memory()
+    return float(memory.total), float(memory.available)
+
+
 class HostSampler:
     """Samples the host; rates are per second between two calls (NaN on the first)."""
 

@@ -116,6 +116,14 @@ class DeviceProbe:
                 continue
             for name, how in zip(read.fields, read.picks or (None,) * len(read.fields), strict=True):
                 facts[name] = _CONVERT[read.as_](value if how is None else pick(value, how), read.scale)
+        if "memory_total_bytes" in facts:
+            facts["unified_memory"] = False  # memory of its own; None below: cannot tell
+        elif self._unified_memory(handle):
+            # A GPU sharing the host's RAM (GB10, DGX Spark) has no framebuffer to report, and the
+            # PCIe link NVML reports for a GPU on the chip itself (Gen1 x1) means nothing.
+            facts["unified_memory"] = True
+            facts.pop("pcie_link_gen_max", None)
+            facts.pop("pcie_link_width_max", None)
         return DeviceInfo(**{name: facts.get(name, default) for name, default in _DEFAULTS.items()})
 
     def _static(self, read: StaticRead, handle: Any) -> Any:
@@ -126,6 +134,29 @@ class DeviceProbe:
             if classify(error.value) is MetricState.LOST:
                 raise GpuLostError from None
             return None
+
+    @staticmethod
+    def _unified_memory(handle: Any) -> bool:
+        """Whether the GPU has no memory of its own (GB10, DGX Spark): the driver answers
+        NOT_SUPPORTED both for its framebuffer and for its BAR1 aperture, as nvidia-smi -q shows
+        ("FB Memory Usage: N/A", "BAR1 Memory Usage: N/A": ComfyUI-Crystools#288, nvtop#466).
+
+        Both, not the first alone (ollama#12619's review asked whether a discrete GPU can answer
+        NOT_SUPPORTED too; gpustat#179 is as strict): every discrete GPU has a BAR1. Asked once,
+        when the total could not be read.
+        """
+        for call in (N.nvmlDeviceGetMemoryInfo, N.nvmlDeviceGetBAR1MemoryInfo):
+            try:
+                call(handle)
+            except N.NVMLError as error:
+                state = classify(error.value)
+                if state is MetricState.LOST:
+                    raise GpuLostError from None
+                if state is not MetricState.NOT_SUPPORTED:
+                    return False
+            else:
+                return False
+        return True
 
     def _links(self, handle: Any) -> int:
         """NVLink links the GPU has. Where the count cannot be read, every possible link: the links

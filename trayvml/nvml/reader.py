@@ -113,6 +113,7 @@ def wanted_for(demand: frozenset[str] | None) -> frozenset[str] | None:
     return frozenset(wanted)
 
 
+MIG_RESCAN_PERIOD_S = 10.0  # how often MIG devices are looked for again (created or destroyed)
 IDLE_UTIL_PERCENT = 5.0  # a laptop GPU below this, with no processes, is idle: read it slowly
 IDLE_MEMORY_BYTES = 64 * 2**20  # above this in use, some process holds the GPU: it cannot sleep anyway
 
@@ -144,6 +145,7 @@ class NvmlReader:
         self._gpus: list[GpuState] | None = None
         self._gpu_by_handle: dict[int, GpuState] = {}
         self._demand: frozenset[str] | None = None
+        self._next_mig_scan_s = 0.0
 
     @property
     def unavailable(self) -> NvmlUnavailable | None:
@@ -187,6 +189,9 @@ class NvmlReader:
         try:
             if demand is not self._demand and demand != self._demand:
                 self._set_demand(demand)
+            if now_s >= self._next_mig_scan_s:
+                self._next_mig_scan_s = now_s + MIG_RESCAN_PERIOD_S
+                self._rescan_mig_devices()
             self._count_xid_events()
             samples = tuple(self._read_gpu(g, now_s, asleep) for g in self._gpus)
         except NvmlDownError as down:
@@ -274,6 +279,7 @@ class NvmlReader:
         )
         session.unavailable = None
         self._gpu_by_handle = {handle_value(g.handle): g for g in gpus if g.handle is not None}
+        self._next_mig_scan_s = now_s + MIG_RESCAN_PERIOD_S  # just found
         self._set_demand(self._demand)
 
     def _open_gpu(self, index: int, asleep: frozenset[str] = frozenset()) -> GpuState:
@@ -301,12 +307,20 @@ class NvmlReader:
         g.states[_XID_COUNT] = g.states[_XID_LAST] = MetricState.OK
         return g
 
-    def _open_mig_devices(self, parents: list[GpuState]) -> list[GpuState]:
+    def _open_mig_devices(self, parents: list[GpuState], known: dict[str, GpuState] | None = None) -> list[GpuState]:
         """Each MIG device of a GPU in MIG mode, as a device of its own after the physical GPUs:
-        its memory, processes and GPM activity; the parent keeps the whole-board metrics."""
+        its memory, processes and GPM activity; the parent keeps the whole-board metrics.
+
+        ``known``: the MIG devices found before, by UUID: one still there is kept as it is (its
+        state, its place in the history, which joins by UUID); only new ones are probed."""
+        known = known or {}
         found: list[GpuState] = []
         for parent in parents:
-            if parent.lost or parent.deferred or not parent.info.mig_mode_current:
+            if parent.lost or parent.deferred:
+                # Its MIG devices as they were: lost with it, or asleep with it.
+                found += [g for g in known.values() if g.info.mig_parent_index == parent.index]
+                continue
+            if not parent.info.mig_mode_current:
                 continue
             try:
                 slots = N.nvmlDeviceGetMaxMigDeviceCount(parent.handle)
@@ -316,6 +330,11 @@ class NvmlReader:
             for slot in range(slots):
                 try:
                     handle = N.nvmlDeviceGetMigDeviceHandleByIndex(parent.handle, slot)
+                    same = known.get(N.nvmlDeviceGetUUID(handle)) if known else None
+                    if same is not None:
+                        same.handle = handle  # the driver's handle now, in case it changed
+                        found.append(same)
+                        continue
                     instance = N.nvmlDeviceGetGpuInstanceId(handle)
                     index = len(parents) + len(found)
                     info = self.probe.device_info(index, handle)
@@ -338,6 +357,47 @@ class NvmlReader:
                 g.values[_XID_COUNT] = NAN
                 found.append(g)
         return found
+
+    def _rescan_mig_devices(self) -> None:
+        """MIG instances are created and destroyed while GPUs run (nvidia-smi mig -cgi / -dgi):
+        find them again, cheaply (a handle and a UUID per slot), every MIG_RESCAN_PERIOD_S. New
+        ones are added, gone ones dropped; the devices are numbered afresh after the GPUs."""
+        assert self._gpus is not None
+        parents = [g for g in self._gpus if g.parent_handle is None]
+        before = [g for g in self._gpus if g.parent_handle is not None]
+        self._reread_mig_modes(parents)
+        if not before and not any(p.info.mig_mode_current for p in parents):
+            return
+        found = self._open_mig_devices(parents, {g.info.uuid: g for g in before})
+        if [id(g) for g in found] == [id(g) for g in before]:
+            return
+        for g in before:
+            if not any(g is f for f in found):
+                g.release()  # its GPM buffers
+        for k, g in enumerate(found, start=len(parents)):
+            if g.index != k:
+                g.index = k
+                g.info = replace(g.info, index=k)
+        log.info("MIG devices changed: %d now (were %d)", len(found), len(before))
+        self._gpus = parents + found
+        self.devices = tuple(g.info for g in self._gpus)
+        self._gpu_by_handle = {handle_value(g.handle): g for g in self._gpus if g.handle is not None}
+        self._set_demand(self._demand)
+
+    @staticmethod
+    def _reread_mig_modes(parents: list[GpuState]) -> None:
+        """A GPU's MIG mode changes after a reset (nvidia-smi -mig 1, then -r): read it again
+        where the GPU has a MIG mode at all."""
+        for g in parents:
+            if g.lost or g.deferred or g.info.mig_mode_current is None:
+                continue
+            try:
+                current, pending = N.nvmlDeviceGetMigMode(g.handle)
+            except N.NVMLError as error:
+                classify(error.value)  # raises where NVML as a whole is gone; else as it was
+                continue
+            if (bool(current), bool(pending)) != (g.info.mig_mode_current, g.info.mig_mode_pending):
+                g.info = replace(g.info, mig_mode_current=bool(current), mig_mode_pending=bool(pending))
 
     def _open_events(self, gpus: list[GpuState]) -> None:
         self.session.create_event_set()
@@ -374,6 +434,13 @@ class NvmlReader:
             return GpuSample(g.index, (NAN,) * count, (MetricState.ASLEEP,) * count, asleep=True)
         if g.deferred:
             self._woke(g)
+        if not g.lost and g.parent_handle is not None:
+            # A MIG device goes with its board: parents are read first, so a parent lost this tick
+            # is known here. Whatever its handle still answers is not live, and every call into a
+            # lost GPU can be slow: it is not asked.
+            parent = self._gpu_by_handle.get(handle_value(g.parent_handle))
+            if parent is not None and parent.lost:
+                self._mark_lost(g)
         if not g.lost:
             self.scheduler.read(g, now_s)
             if g.lost:

@@ -47,6 +47,7 @@ _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
     MetricState.NOT_READ,
 )
 _NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
+_NO_PCIE_LINK = frozenset({"pcie_link_gen", "pcie_link_width"})
 _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more than "not read"
 
 
@@ -349,6 +350,10 @@ class Scheduler:
                 link_max = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
                 ops.append(self._field_op(FieldBatch(fields, link_max), period_s))
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
+        if g.info.unified_memory:
+            # A GPU on the chip itself has no PCIe link: the Gen1 x1 the driver reports is not
+            # one. Its metrics stay NOT_SUPPORTED rather than showing that.
+            ops = [op for op in ops if not set(op.keys) <= _NO_PCIE_LINK]
         if g.info.gpm_supported:
             instance = g.info.gpu_instance_id if g.parent_handle is not None else None
             ops.append(self._gpm_op(GpmSampler(instance=instance, parent=g.parent_handle, session=self.session)))

@@ -20,7 +20,7 @@ import pynvml as N
 
 from trayvml.core.clock import Clock
 from trayvml.nvml.sim.options import SimSpec
-from trayvml.nvml.sim.profiles import PROFILES, GpuProfile
+from trayvml.nvml.sim.profiles import MIG_PROFILES, PROFILES, GpuProfile, MigInstance
 from trayvml.nvml.sim.scenarios import SCENARIOS, SimProcess
 from trayvml.nvml.sim.timeline import Timeline
 
@@ -38,7 +38,9 @@ _DEFAULT_LATENCY_S = 5e-6
 _SLEEP_ABOVE_S = 1e-3  # longer waits block in the driver; shorter ones spin on the CPU
 
 PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
-MIG_HANDLE_BASE = 0x1_0000  # a MIG device's handle: (instance + 1) * this + parent index + 1
+# A MIG device's handle: (GPU instance id + 1) * this + parent index + 1. By id, not by slot: a
+# handle kept after its instance is destroyed must not answer for another one.
+MIG_HANDLE_BASE = 0x1_0000
 
 
 def pointer_value(obj: Any) -> int:
@@ -93,6 +95,7 @@ class SimulatedNvmlBase:
         self.profile_keys = list(spec.gpus)
         self.profiles = [PROFILES[key] for key in spec.gpus]
         self.scenario = SCENARIOS[spec.scenario](spec.seed, self.profiles)
+        self._mig_layouts = _mig_layouts(spec, self.profiles)
         self.timelines = [Timeline(i, p, self.scenario) for i, p in enumerate(self.profiles)]
         self.refcount = 0
         self.calls: Counter[str] = Counter()  # calls per C function, for tests
@@ -193,10 +196,27 @@ class SimulatedNvmlBase:
 
     def processes(self, gpu: int) -> list[SimProcess]:
         t_s = self.sim_time_s()
-        found = self.scenario.placed_on_instances(gpu, t_s, self.scenario.processes(gpu, t_s))
+        instances = self.mig_instances(gpu) if self.mig_mode(gpu) else None
+        found = self.scenario.placed_on_instances(gpu, instances, self.scenario.processes(gpu, t_s))
         if self.process_names:
             found = [replace(p, name=self.process_names.get(p.pid, p.name)) for p in found]
         return found
+
+    def mig_mode(self, gpu: int) -> bool:
+        """MIG mode is on: the profile's, or any GPU whose instances ``mig=`` changes."""
+        return bool(self.profiles[gpu].mig_instances) or gpu in self._mig_layouts
+
+    def mig_instances(self, gpu: int) -> tuple[MigInstance, ...]:
+        """The GPU's MIG instances at this simulated second."""
+        steps = self._mig_layouts.get(gpu)
+        if steps is None:
+            return self.profiles[gpu].mig_instances
+        t_s = self.sim_time_s()
+        current = steps[0][1]
+        for at_s, layout in steps:
+            if t_s >= at_s:
+                current = layout
+        return current
 
     def hides(self, process: SimProcess) -> bool:
         return self.spec.other_users_hidden and process.user != self.scenario.user
@@ -308,9 +328,13 @@ class SimulatedNvmlBase:
         parent = self._gpu_by_index(value % MIG_HANDLE_BASE - 1)
         if isinstance(parent, int):
             return parent
-        instances = parent.profile.mig_instances
-        slot = value // MIG_HANDLE_BASE - 1
-        return (parent, instances[slot]) if slot < len(instances) else N.NVML_ERROR_INVALID_ARGUMENT
+        lost_at_s = self.spec.lost_at_s.get(parent.gpu)
+        if lost_at_s is not None and self.sim_time_s() >= lost_at_s:
+            return N.NVML_ERROR_GPU_IS_LOST  # a MIG device falls off the bus with its board
+        instance_id = value // MIG_HANDLE_BASE - 1
+        found = next((i for i in self.mig_instances(parent.gpu) if i.gpu_instance_id == instance_id), None)
+        # A destroyed instance's handle is no longer valid.
+        return (parent, found) if found is not None else N.NVML_ERROR_INVALID_ARGUMENT
 
     def _gpu_by_index(self, index: int) -> Timeline | int:
         if not self.refcount:
@@ -323,3 +347,25 @@ class SimulatedNvmlBase:
 
     def _instance_used(self, gpu: int, instance: int) -> int:
         return sum(p.memory_bytes for p in self.processes(gpu) if p.gpu_instance == instance)
+
+
+def _mig_layouts(spec: SimSpec, profiles: list[GpuProfile]) -> dict[int, list[tuple[float, tuple[MigInstance, ...]]]]:
+    """Each ``mig=`` GPU's layouts in time order, from its profile's: an instance of a profile the
+    layout before had keeps its GPU instance id (so its UUID); a new one takes an id not used yet."""
+    layouts: dict[int, list[tuple[float, tuple[MigInstance, ...]]]] = {}
+    for gpu, at_s, names in sorted(spec.mig_changes, key=lambda change: (change[0], change[1])):
+        steps = layouts.setdefault(gpu, [(-math.inf, profiles[gpu].mig_instances)])
+        previous = list(steps[-1][1])
+        next_id = max((i.gpu_instance_id for _, layout in steps for i in layout), default=0) + 1
+        made = []
+        for name in names:
+            kept = next((i for i in previous if i.profile == name), None)
+            if kept is not None:
+                previous.remove(kept)
+                made.append(kept)
+            else:
+                slices, memory = MIG_PROFILES[name]
+                made.append(MigInstance(name, next_id, slices, memory))
+                next_id += 1
+        steps.append((at_s, tuple(made)))
+    return layouts

@@ -8,6 +8,7 @@ from typing import Any
 
 import pynvml as N
 
+from trayvml.core.units import MIB
 from trayvml.nvml import binding
 from trayvml.nvml.sim.base import MIG_HANDLE_BASE, PCI_BUSES, SimulatedNvmlBase, put_string, set_pointer
 from trayvml.nvml.sim.profiles import GpuProfile
@@ -20,7 +21,14 @@ _NVML_FAULT_CODES = {
     "no-permission": N.NVML_ERROR_NO_PERMISSION,
 }
 
-_PCI_DEVICE_IDS = {"h100": 0x233010DE, "h100-mig": 0x233010DE, "rtx4090": 0x268410DE, "laptop": 0x27A010DE}
+_PCI_DEVICE_IDS = {
+    "h100": 0x233010DE,
+    "h100-mig": 0x233010DE,
+    "rtx4090": 0x268410DE,
+    "laptop": 0x27A010DE,
+    "gb10": 0x2E1210DE,
+}
+_BAR1_BYTES = 256 * MIB  # the aperture without resizable BAR
 _MIG_DEVICE_SLOTS = 7  # nvmlDeviceGetMaxMigDeviceCount on an H100
 
 
@@ -169,7 +177,7 @@ class DeviceCalls(SimulatedNvmlBase):
             return found
         if not found[1].mig_capable:
             return N.NVML_ERROR_NOT_SUPPORTED
-        current._obj.value = pending._obj.value = 1 if found[1].mig_instances else 0
+        current._obj.value = pending._obj.value = 1 if self.mig_mode(found[0]) else 0
         return N.NVML_SUCCESS
 
     # ---- MIG devices ----
@@ -187,11 +195,12 @@ class DeviceCalls(SimulatedNvmlBase):
         if isinstance(found, int):
             return found
         gpu, profile = found
-        if not profile.mig_instances:
+        if not self.mig_mode(gpu):
             return N.NVML_ERROR_NOT_SUPPORTED if not profile.mig_capable else N.NVML_ERROR_INVALID_ARGUMENT
-        if index.value >= len(profile.mig_instances):
+        instances = self.mig_instances(gpu)
+        if index.value >= len(instances):
             return N.NVML_ERROR_NOT_FOUND
-        set_pointer(ref._obj, (index.value + 1) * MIG_HANDLE_BASE + gpu + 1)
+        set_pointer(ref._obj, (instances[index.value].gpu_instance_id + 1) * MIG_HANDLE_BASE + gpu + 1)
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceIsMigDeviceHandle(self, handle: Any, ref: Any) -> int:
@@ -309,7 +318,7 @@ class DeviceCalls(SimulatedNvmlBase):
         g = self._gpu(handle)
         if isinstance(g, int):
             return g
-        if g.profile.mig_instances:  # as on real GPUs: no utilization in MIG mode (use GPM)
+        if self.mig_mode(g.gpu):  # as on real GPUs: no utilization in MIG mode (use GPM)
             return N.NVML_ERROR_NOT_SUPPORTED
         u = ref._obj
         u.gpu = g.util[g.i]
@@ -333,10 +342,12 @@ class DeviceCalls(SimulatedNvmlBase):
         if isinstance(g, int):
             return g
         p = g.profile
+        if not p.has_memory_info:  # unified memory: no framebuffer of its own to report
+            return N.NVML_ERROR_NOT_SUPPORTED
         m = ref._obj
         used = g.memory_used[g.i]
-        if p.mig_instances:  # the board's memory in use is what its instances use
-            used = sum(self._instance_used(g.gpu, i.gpu_instance_id) for i in p.mig_instances)
+        if self.mig_mode(g.gpu):  # the board's memory in use is what its instances use
+            used = sum(self._instance_used(g.gpu, i.gpu_instance_id) for i in self.mig_instances(g.gpu))
         m.total = p.memory_total_bytes
         if v2:
             m.reserved = p.memory_reserved_bytes
@@ -345,6 +356,18 @@ class DeviceCalls(SimulatedNvmlBase):
             used += p.memory_reserved_bytes
             m.used = used
         m.free = p.memory_total_bytes - p.memory_reserved_bytes - (m.used - (p.memory_reserved_bytes if not v2 else 0))
+        return N.NVML_SUCCESS
+
+    def c_nvmlDeviceGetBAR1MemoryInfo(self, handle: Any, ref: Any) -> int:
+        found = self._static(handle)
+        if isinstance(found, int):
+            return found
+        if not found[1].has_memory_info:  # no framebuffer, no aperture onto it
+            return N.NVML_ERROR_NOT_SUPPORTED
+        bar1 = ref._obj
+        bar1.bar1Total = _BAR1_BYTES
+        bar1.bar1Used = 2 * MIB
+        bar1.bar1Free = _BAR1_BYTES - 2 * MIB
         return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetMemoryInfo_v2(self, handle: Any, ref: Any) -> int:

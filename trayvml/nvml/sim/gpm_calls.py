@@ -116,5 +116,5 @@ class GpmCalls(SimulatedNvmlBase):
     def _instance_share(self, gpu: int, instance: int) -> float:
         """How busy a MIG instance is, relative to the board's activity: the scenario's job runs in
         the first instance, the inference server in the second is half as busy, the third idles."""
-        ids = [i.gpu_instance_id for i in self.profiles[gpu].mig_instances]
+        ids = [i.gpu_instance_id for i in self.mig_instances(gpu)]
         return {0: 1.0, 1: 0.5}.get(ids.index(instance), 0.0) if instance in ids else 0.0

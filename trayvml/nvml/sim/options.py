@@ -4,7 +4,8 @@ An empty spec (``--simulate`` alone) is the default: training, half an hour into
 Times are simulated seconds from 0 to 86400; each bad value is refused with a sentence.
 
 Keys:
-  gpus=h100*2+rtx4090+laptop  profiles and counts (at most 16 GPUs)
+  gpus=h100*2+rtx4090+laptop  profiles and counts (at most 16 GPUs; also h100-mig, an H100 in
+                              MIG mode, and gb10, a DGX Spark's GPU with unified memory)
   seed=7                      varies the jitter and process schedules (0 to 2**32-1)
   at=300                      freeze simulated time at 300 s (reproducible snapshots)
   lost=1@300                  GPU 1 falls off the bus at 300 s ("+" joins several;
@@ -21,6 +22,10 @@ Keys:
                               without "/"; "+" joins several): its fake sysfs says "suspended"
   replay=FILE                 alone, not after a scenario: answer every NVML call from a
                               recording made by `trayvml doctor --record FILE`
+  mig=0@30:3g.40gb+2g.20gb    from 30 s GPU 0 (an h100 or h100-mig) has these MIG instances: ones
+                              of a profile it had keep their GPU instance id (and UUID), the
+                              rest are destroyed or created; "mig=0@30:" destroys all. Repeat
+                              the key for several changes. MIG mode is on from the start.
   hang=nvmlDeviceGetUtilizationRates@30/60
                               that NVML call does not return from 30 s on, for 60 s
                               (for good without "/"), as a call into a wedged GPU
@@ -37,7 +42,7 @@ from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.i18n import translate
-from trayvml.nvml.sim.profiles import PROFILES
+from trayvml.nvml.sim.profiles import MIG_PROFILES, MIG_SLICES, PROFILES
 
 SIMULATE_ENV = "TRAYVML_SIMULATE"
 # The scenarios in scenarios.py (kept here so that parsing a spec does not import numpy;
@@ -76,6 +81,8 @@ class SimSpec:
     sleeps: tuple[tuple[int, tuple[float, float]], ...] = ()  # (GPU, (from, until) in seconds): runtime-suspended
     replay: str = ""  # a recording's path (trayvml doctor --record): answered from it, not simulated
     driver: int = DEFAULT_DRIVER  # the driver branch: field ids newer than it answer INVALID_ARGUMENT
+    # (GPU, from, MIG profiles): the GPU's MIG instances from that simulated second on
+    mig_changes: tuple[tuple[int, float, tuple[str, ...]], ...] = ()
 
     @property
     def label(self) -> str:
@@ -171,6 +178,34 @@ def _sleep(entry: str) -> tuple[int, tuple[float, float]]:
     return _whole(translate("simulate", "sleep's GPU"), gpu_text, 0, MAX_GPUS - 1), (start_s, until_s)
 
 
+def _mig_change(entry: str) -> tuple[int, float, tuple[str, ...]]:
+    where, colon, layout = entry.partition(":")
+    gpu_text, at, when = where.partition("@")
+    if not colon or not at:
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: mig wants GPU@SECONDS:PROFILE+PROFILE..., not {entry}.").format(
+                entry=reprlib.repr(entry)
+            )
+        )
+    profiles = tuple(filter(None, layout.split("+")))
+    for name in profiles:
+        if name not in MIG_PROFILES:
+            known = ", ".join(MIG_PROFILES)
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: unknown MIG profile {name}; choose from {known}.").format(
+                    name=reprlib.repr(name), known=known
+                )
+            )
+    slices = sum(MIG_PROFILES[name][0] for name in profiles)
+    if slices > MIG_SLICES:
+        raise SimulationSpecError(
+            translate(
+                "simulate", "--simulate: the MIG instances {layout} take {slices} slices; a GPU has {most}."
+            ).format(layout=reprlib.repr(layout), slices=slices, most=MIG_SLICES)
+        )
+    return _whole(translate("simulate", "mig's GPU"), gpu_text, 0, MAX_GPUS - 1), _seconds("mig", when), profiles
+
+
 def parse_spec(text: str) -> SimSpec:
     """Parse a spec such as ``training:gpus=h100*8,seed=3`` ("" is the default); raises SimulationSpecError."""
     if text.strip().startswith(REPLAY):
@@ -244,6 +279,8 @@ def parse_spec(text: str) -> SimSpec:
                 raise SimulationSpecError(translate("simulate", "--simulate: speed must be greater than 0."))
         elif key == "hang":
             values["hangs"] = tuple(_hang(entry) for entry in filter(None, value.split("+")))
+        elif key == "mig":  # repeated for several changes
+            values["mig_changes"] = (*values.get("mig_changes", ()), _mig_change(value))
         elif key == "sleep":
             values["sleeps"] = tuple(_sleep(entry) for entry in filter(None, value.split("+")))
         elif key == "driver":
@@ -264,7 +301,7 @@ def parse_spec(text: str) -> SimSpec:
             raise SimulationSpecError(
                 translate("simulate", "--simulate: unknown option {key} (known: {known}).").format(
                     key=reprlib.repr(key),
-                    known="gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, driver",
+                    known="gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, driver, mig",
                 )
             )
     spec = SimSpec(**values)
@@ -287,6 +324,19 @@ def parse_spec(text: str) -> SimSpec:
                 translate(
                     "simulate", "--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend."
                 ).format(gpu=gpu, profile=spec.gpus[gpu])
+            )
+    for gpu, _, _ in spec.mig_changes:
+        if gpu >= len(spec.gpus):
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: mig names GPU {gpu}, but only {count} are simulated.").format(
+                    gpu=gpu, count=len(spec.gpus)
+                )
+            )
+        if not PROFILES[spec.gpus[gpu]].mig_capable:
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: mig names GPU {gpu}, a {profile}, which has no MIG mode.").format(
+                    gpu=gpu, profile=spec.gpus[gpu]
+                )
             )
     if spec.scenario == "faults":
         spec = _with_fault_defaults(spec, "lost" in options, "procperm" in options)

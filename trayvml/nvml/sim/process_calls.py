@@ -46,7 +46,7 @@ class ProcessCalls(SimulatedNvmlBase):
         g = self._gpu(handle)
         if isinstance(g, int):
             return g
-        if g.profile.mig_instances:
+        if self.mig_mode(g.gpu):
             return N.NVML_ERROR_NOT_SUPPORTED
         # Only processes with samples newer than the last-seen timestamp are answered, and only
         # those that "had some non-zero utilization during the last sample period" (nvml.h;

@@ -17,6 +17,18 @@ class MigInstance:
     memory_total_bytes: int
 
 
+# The H100 80GB's MIG profiles: compute slices (of 7) and memory, for ``mig=`` layouts. The 2g
+# and 3g sizes are nvidia-smi mig -lgi's; the others are near enough for a simulation.
+MIG_PROFILES: dict[str, tuple[int, int]] = {
+    "1g.10gb": (1, 9856 * MIB),
+    "2g.20gb": (2, 20096 * MIB),
+    "3g.40gb": (3, 40448 * MIB),
+    "4g.40gb": (4, 40448 * MIB),
+    "7g.80gb": (7, 80896 * MIB),
+}
+MIG_SLICES = 7
+
+
 @dataclass(frozen=True)
 class GpuProfile:
     key: str
@@ -50,6 +62,9 @@ class GpuProfile:
     has_gpm: bool = False  # GPM activity metrics: Hopper and newer data-center GPUs
     runtime_pm: bool = False  # the kernel may runtime-suspend it (a laptop dGPU): it can sleep=
     mig_instances: tuple[MigInstance, ...] = ()  # MIG mode on, with these instances
+    # False: no memory of its own (unified memory, the host's RAM): nvmlDeviceGetMemoryInfo and its
+    # _v2 answer NOT_SUPPORTED, as on a GB10; memory_total_bytes then sizes the scenario's jobs.
+    has_memory_info: bool = True
 
 
 PROFILES: dict[str, GpuProfile] = {
@@ -130,6 +145,35 @@ PROFILES: dict[str, GpuProfile] = {
             has_pcie_counters=False,
             pcie_gb_per_s=16.0,
             runtime_pm=True,
+        ),
+        # The GPU of a DGX Spark: Blackwell, sharing the host's 128 GB of LPDDR5x. NVML answers
+        # NOT_SUPPORTED for its memory info (nvidia-smi: "FB Memory Usage: N/A", driver 580;
+        # nvitop#208, nvtop#466) and reports a PCIe link of Gen1 x1 for a GPU on the chip itself.
+        # Clocks and limits are round figures, not measured ones.
+        GpuProfile(
+            key="gb10",
+            name="NVIDIA GB10",
+            memory_total_bytes=124_611 * MIB,  # the unified pool nvtop#511 measured: 121.69 GiB
+            memory_reserved_bytes=0,
+            power_limit_w=100.0,
+            power_min_limit_w=20.0,
+            power_max_limit_w=100.0,
+            power_idle_w=11.0,
+            temperature_idle_c=35.0,
+            temperature_load_c=72.0,
+            clock_max_sm_mhz=3003,
+            clock_max_memory_mhz=4266,
+            clock_max_video_mhz=2400,
+            clock_idle_sm_mhz=208,
+            pcie_gen_max=1,
+            pcie_width_max=1,
+            compute_capability=(12, 1),
+            vbios_version="00.00.00.00.00",
+            board_serial="",
+            has_fan=False,
+            has_pcie_counters=False,
+            pcie_gb_per_s=0.25,
+            has_memory_info=False,
         ),
     )
 }

@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from trayvml.core.units import GIB, MIB
-from trayvml.nvml.sim.profiles import GpuProfile
+from trayvml.nvml.sim.profiles import GpuProfile, MigInstance
 
 # Simulated PIDs sit above Linux's largest pid_max (2**22), so they never name a real process.
 PID_BASE = 4_200_000
@@ -121,17 +121,23 @@ class Scenario:
         """(simulated second, GPU index, XID code), sorted by time."""
         return []
 
-    def placed_on_instances(self, gpu: int, t_s: float, processes: list[SimProcess]) -> list[SimProcess]:
-        """On a MIG GPU: the scenario's processes in its first instance (their memory scaled to it),
-        and an inference server holding 12 GiB in the second; the third stays empty."""
-        instances = self.profiles[gpu].mig_instances
-        if not instances:
+    def placed_on_instances(
+        self, gpu: int, instances: tuple[MigInstance, ...] | None, processes: list[SimProcess]
+    ) -> list[SimProcess]:
+        """On a MIG GPU (``instances`` not None): the scenario's processes in its first instance
+        (their memory scaled to it), and an inference server holding 12 GiB in the second; the
+        others stay empty. In MIG mode without instances nothing can run."""
+        if instances is None:
             return processes
+        if not instances:
+            return []
         first = instances[0]
         scale = first.memory_total_bytes / self._usable_bytes(gpu)
         placed = [
             replace(p, gpu_instance=first.gpu_instance_id, memory_bytes=int(p.memory_bytes * scale)) for p in processes
         ]
+        if len(instances) < 2:
+            return placed
         server = SimProcess(
             PID_BASE + gpu * 1000 + 50,
             "tritonserver",
