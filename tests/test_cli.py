@@ -191,17 +191,17 @@ def test_pick_orders_by_the_chosen_criterion(by: str, score, capsys: pytest.Capt
     assert main(["snapshot", "--json", spec]) == 0
     gpus = json.loads(capsys.readouterr().out)["gpus"]
     expected = [g["index"] for g in sorted(gpus, key=lambda g: (score(g["metrics"]), g["index"]))]
-    assert main(["pick", "--count", "4", "--by", by, spec]) == 0
+    assert main(["pick", "--count", "4", "--by", by, "--max-util", "100", spec]) == 0  # busy GPUs too
     assert capsys.readouterr().out.strip() == ",".join(map(str, expected))
 
 
 def test_pick_prints_uuids_on_request(capsys: pytest.CaptureFixture) -> None:
-    assert main(["pick", "--count", "2", "--uuid", SIM]) == 0
+    assert main(["pick", "--count", "2", "--uuid", "--max-util", "100", SIM]) == 0
     assert all(u.startswith("GPU-") for u in capsys.readouterr().out.strip().split(","))
 
 
 def test_pick_says_when_too_few_gpus_qualify() -> None:
-    result = run_cli("pick", "--min-free-mib", "30000", "--count", "3", SIM)
+    result = run_cli("pick", "--min-free-mib", "30000", "--count", "3", "--max-util", "100", SIM)
     assert result.returncode == 1
     assert "3 GPUs asked for, but only 2 of 4 qualify with at least 30000 MiB free." in result.stderr
 
@@ -216,8 +216,8 @@ def test_python_api_sets_and_restores_cuda_visible_devices(monkeypatch: pytest.M
 
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "7")
     monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
-    assert trayvml.pick_gpus(2, simulate="training:at=600") == [0, 1]
-    with trayvml.visible_gpus(1, by="memory-ratio", simulate="training:at=600") as chosen:
+    assert trayvml.pick_gpus(2, simulate="training:at=600", max_util=100) == [0, 1]
+    with trayvml.visible_gpus(1, by="memory-ratio", simulate="training:at=600", max_util=100) as chosen:
         assert os.environ["CUDA_VISIBLE_DEVICES"] == str(chosen[0])
         assert os.environ["CUDA_DEVICE_ORDER"] == "PCI_BUS_ID"
     assert os.environ["CUDA_VISIBLE_DEVICES"] == "7" and "CUDA_DEVICE_ORDER" not in os.environ
@@ -503,7 +503,8 @@ def test_a_settings_file_nested_thousands_deep_is_set_aside_not_a_crash(
 def test_simulate_alone_before_the_command_is_read_as_the_default_simulation(
     command: str, capsys: pytest.CaptureFixture
 ) -> None:
-    assert main(["--simulate", command]) == 0
+    more = ["--max-util", "100"] if command == "pick" else []  # the default simulation's GPUs are all busy
+    assert main(["--simulate", command, *more]) == 0
     out = capsys.readouterr().out
     assert ("SIMULATED" in out) if command == "snapshot" else out.strip() == "0"
 
@@ -550,3 +551,41 @@ def test_the_readme_says_the_alerts_once_and_the_window_ranges_as_they_are() -> 
         assert not RULE_BY_KEY[key].defaults.enabled and words in off
     assert RULE_BY_KEY["temperature"].defaults.enabled and "temperature" in alerts.split("Off by default:")[0]
     assert "7 days" in " ".join(readme.split()) and "Ranges go from 1 minute to 12 hours;" not in readme
+
+
+# ---- pick: a busy GPU is not free ----
+BUSY_AND_IDLE = "--simulate=processes:at=1500,seed=3"  # GPUs 0 and 3 busy (100 %, 81 %), 1 and 2 near idle
+
+
+def test_pick_does_not_hand_out_a_busy_gpu_by_default() -> None:
+    result = run_cli("pick", "--count", "3", BUSY_AND_IDLE)
+    assert result.returncode == 1 and result.stdout == ""
+    assert "3 GPUs asked for, but only 2 of 4 qualify at most 50 % busy." in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_pick_says_in_one_sentence_when_no_gpu_is_free() -> None:
+    result = run_cli("pick", "--simulate=training:gpus=h100*2,at=600")
+    assert result.returncode == 1 and result.stdout == ""
+    assert result.stderr.strip() == "trayvml: No GPU is free: all 2 are more than 50 % busy."
+
+
+def test_pick_max_util_sets_the_threshold(capsys: pytest.CaptureFixture) -> None:
+    assert main(["pick", "--count", "2", BUSY_AND_IDLE]) == 0
+    assert set(capsys.readouterr().out.strip().split(",")) == {"1", "2"}
+    assert main(["pick", "--count", "3", "--max-util", "90", BUSY_AND_IDLE]) == 0  # GPU 3 at 81 % now counts
+    assert set(capsys.readouterr().out.strip().split(",")) == {"1", "2", "3"}
+    assert main(["pick", "--count", "4", "--max-util", "100", BUSY_AND_IDLE]) == 0  # 100: busy or not
+    assert sorted(capsys.readouterr().out.strip().split(",")) == ["0", "1", "2", "3"]
+    assert main(["pick", "--max-util", "101", BUSY_AND_IDLE]) == 2
+    assert "is not between 0 and 100 %" in capsys.readouterr().err
+
+
+def test_python_api_takes_max_util() -> None:
+    import trayvml
+    from trayvml.core.errors import NotEnoughGpusError
+
+    assert sorted(map(int, trayvml.pick_gpus(2, simulate="processes:at=1500,seed=3"))) == [1, 2]
+    assert len(trayvml.pick_gpus(4, max_util=100, simulate="processes:at=1500,seed=3")) == 4
+    with pytest.raises(NotEnoughGpusError, match="No GPU is free"):
+        trayvml.pick_gpus(1, max_util=50, simulate="training:gpus=h100*2,at=600")

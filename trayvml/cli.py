@@ -101,6 +101,10 @@ def _min_free_mib(text: str) -> float:
     return _between(0, MAX_MIB, "MiB")(text)
 
 
+def _max_util(text: str) -> float:
+    return _between(0, 100, "%")(text)
+
+
 def _config_path(text: str) -> str:
     # Absolute: `autostart on` writes it into an entry that runs from another folder.
     if not text.strip():
@@ -111,6 +115,7 @@ def _config_path(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from trayvml.config import GENERAL_BY_KEY
     from trayvml.nvml.sim.options import SCENARIO_NAMES  # the scenarios' names, kept equal to SCENARIOS by a test
+    from trayvml.pick import DEFAULT_MAX_UTIL
 
     interval = GENERAL_BY_KEY["sampling_interval_s"]  # the settings' bounds, so that no option bypasses them
     assert interval.minimum is not None and interval.maximum is not None
@@ -220,6 +225,15 @@ def build_parser() -> argparse.ArgumentParser:
     pick.add_argument("--count", type=_count, default=1, metavar="N")
     pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
     pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
+    pick.add_argument(
+        "--max-util",
+        type=_max_util,
+        default=DEFAULT_MAX_UTIL,
+        metavar="PERCENT",
+        help=translate("cli", "a GPU busier than PERCENT does not qualify (default {default}; 100: any)").format(
+            default=f"{DEFAULT_MAX_UTIL:g}"
+        ),
+    )
     pick.add_argument("--uuid", action="store_true", help=translate("cli", "print GPU UUIDs instead of indices"))
 
     _add_serve_parser(commands, [*reading, sampling])
@@ -692,7 +706,7 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     problem = _not_current(sample)
     if problem is not None:
         return _fail(problem, EXIT_NO_NVML)
-    chosen = choose(sample, args.count, args.by, args.min_free_mib)
+    chosen = choose(sample, args.count, args.by, args.min_free_mib, args.max_util)
     if args.uuid:
         print(",".join(sample.devices[i].uuid for i in chosen))
     else:

@@ -9,10 +9,22 @@ from contextlib import contextmanager
 
 from trayvml.core.errors import NotEnoughGpusError, TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.sample import GpuSample, Sample
+from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.core.units import MIB
 
 CRITERIA = ("memory", "memory-ratio", "power", "utilization")
+# A GPU busier than this is not handed out by `pick` and pick_gpus: a job sharing a GPU that is
+# already 96 % busy runs at half speed at best. 100 takes any GPU.
+DEFAULT_MAX_UTIL = 50.0
+
+
+def busy_percent(gpu: GpuSample) -> float:
+    """How busy ``gpu`` is now: its utilization, or its SM activity where it has no utilization
+    (a MIG device: NVML answers not supported for it); NaN where neither is known."""
+    for key in ("utilization_gpu_percent", "sm_activity_percent"):
+        if gpu.state(key) is MetricState.OK and not math.isnan(gpu.value(key)):
+            return gpu.value(key)
+    return math.nan
 
 
 def _score(gpu: GpuSample, by: str) -> float:
@@ -29,8 +41,14 @@ def _score(gpu: GpuSample, by: str) -> float:
     return gpu.value("utilization_gpu_percent")
 
 
-def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: float = 0) -> list[int]:
-    """Indices of the ``count`` best GPUs in ``sample``; raises NotEnoughGpusError with a sentence."""
+def choose(
+    sample: Sample, count: int = 1, by: str = "memory", min_free_mib: float = 0, max_util: float = 100.0
+) -> list[int]:
+    """Indices of the ``count`` best GPUs in ``sample``; raises NotEnoughGpusError with a sentence.
+
+    A GPU more than ``max_util`` percent busy does not qualify. One whose business is unknown is
+    not held against it: it is not known to be busy (the criterion ``utilization`` sorts it last).
+    """
     if by not in CRITERIA:
         raise TrayvmlError(
             translate("pick", "Unknown criterion {criterion}: choose one of {choices}.").format(
@@ -41,13 +59,30 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
         raise TrayvmlError(translate("pick", "The number of GPUs to pick must be at least 1."))
     # A GPU in MIG mode cannot be used whole: its MIG devices (each its own index and UUID) can.
     in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
-    qualifying = [
-        g
-        for g in sample.gpus
-        if not g.lost and g.index not in in_mig_mode and g.value("memory_free_bytes") >= min_free_mib * MIB
-    ]
+    candidates = [g for g in sample.gpus if not g.lost and g.index not in in_mig_mode]
+    busy = [g for g in candidates if busy_percent(g) > max_util]  # NaN compares False: not known busy
+    qualifying = [g for g in candidates if g not in busy and g.value("memory_free_bytes") >= min_free_mib * MIB]
     if len(qualifying) < count:
-        condition = translate("pick", " with at least {mib} MiB free").format(mib=f"{min_free_mib:g}")
+        percent = f"{max_util:g}"
+        if busy and len(busy) == len(sample.gpus):
+            raise NotEnoughGpusError(
+                translate("pick", "No GPU is free: all {total} are more than {percent} % busy.").format(
+                    total=len(sample.gpus), percent=percent
+                )
+                if len(busy) > 1
+                else translate("pick", "No GPU is free: the only one is more than {percent} % busy.").format(
+                    percent=percent
+                )
+            )
+        if min_free_mib and max_util < 100:
+            condition = translate("pick", " with at least {mib} MiB free and at most {percent} % busy")
+        elif min_free_mib:
+            condition = translate("pick", " with at least {mib} MiB free")
+        elif max_util < 100:
+            condition = translate("pick", " at most {percent} % busy")
+        else:
+            condition = ""
+        condition = condition.format(mib=f"{min_free_mib:g}", percent=percent)
         lost = sum(g.lost for g in sample.gpus)
         lost_note = translate("pick", " ({lost} lost)").format(lost=lost) if lost else ""
         if count == 1:  # then none qualifies
@@ -64,7 +99,7 @@ def choose(sample: Sample, count: int = 1, by: str = "memory", min_free_mib: flo
                 qualifying=len(qualifying),
                 total=len(sample.gpus),
                 lost=lost_note,
-                condition=condition if min_free_mib else "",
+                condition=condition,
             )
         )
 
@@ -91,9 +126,15 @@ def cuda_ids(sample: Sample, chosen: list[int]) -> list[int] | list[str]:
 
 
 def pick_gpus(
-    count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None
+    count: int = 1,
+    by: str = "memory",
+    min_free_mib: float = 0,
+    simulate: str | None = None,
+    max_util: float = DEFAULT_MAX_UTIL,
 ) -> list[int] | list[str]:
     """Read the GPUs now and return the ``count`` freest, as CUDA_VISIBLE_DEVICES names them.
+
+    A GPU more than ``max_util`` percent busy does not qualify (100: any).
 
     Raises NotEnoughGpusError when too few qualify and TrayvmlError when NVML is unavailable.
     Indices follow NVML's (PCI bus) order; :func:`visible_gpus` makes CUDA use that order. On a
@@ -109,18 +150,22 @@ def pick_gpus(
         source.close()
     if sample.unavailable is not None:
         raise TrayvmlError(sample.unavailable.sentence)
-    return cuda_ids(sample, choose(sample, count, by, min_free_mib))
+    return cuda_ids(sample, choose(sample, count, by, min_free_mib, max_util))
 
 
 @contextmanager
 def visible_gpus(
-    count: int = 1, by: str = "memory", min_free_mib: float = 0, simulate: str | None = None
+    count: int = 1,
+    by: str = "memory",
+    min_free_mib: float = 0,
+    simulate: str | None = None,
+    max_util: float = DEFAULT_MAX_UTIL,
 ) -> Iterator[list[int] | list[str]]:
     """Within the block, CUDA sees only the picked GPUs; the environment is restored after.
 
     ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set too, so CUDA numbers GPUs as NVML does.
     """
-    chosen = pick_gpus(count, by, min_free_mib, simulate)
+    chosen = pick_gpus(count, by, min_free_mib, simulate, max_util)
     saved = {name: os.environ.get(name) for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
     os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
     os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, chosen))

@@ -1322,6 +1322,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>打印最空闲的 GPU，用于 CUDA_VISIBLE_DEVICES</translation>
     </message>
     <message>
+        <source>a GPU busier than PERCENT does not qualify (default {default}; 100: any)</source>
+        <translation>忙碌程度超过 PERCENT 的 GPU 不符合条件（默认 {default}；100：任意）</translation>
+    </message>
+    <message>
         <source>print GPU UUIDs instead of indices</source>
         <translation>打印 GPU 的 UUID 而不是索引</translation>
     </message>
@@ -2395,8 +2399,24 @@ For {duration} now.</source>
         <translation>要挑选的 GPU 数量至少为 1。</translation>
     </message>
     <message>
+        <source>No GPU is free: all {total} are more than {percent} % busy.</source>
+        <translation>没有空闲的 GPU：全部 {total} 个的忙碌程度都超过 {percent} %。</translation>
+    </message>
+    <message>
+        <source>No GPU is free: the only one is more than {percent} % busy.</source>
+        <translation>没有空闲的 GPU：唯一的 GPU 忙碌程度超过 {percent} %。</translation>
+    </message>
+    <message>
+        <source> with at least {mib} MiB free and at most {percent} % busy</source>
+        <translation>（至少 {mib} MiB 可用显存，且忙碌程度不超过 {percent} %）</translation>
+    </message>
+    <message>
         <source> with at least {mib} MiB free</source>
         <translation>（至少 {mib} MiB 可用显存）</translation>
+    </message>
+    <message>
+        <source> at most {percent} % busy</source>
+        <translation>（忙碌程度不超过 {percent} %）</translation>
     </message>
     <message>
         <source> ({lost} lost)</source>
