@@ -133,7 +133,7 @@ def test_log_after_a_cut_short_row_starts_on_a_new_line(tmp_path: Path) -> None:
             ["log", "--csv", "/nonexistent-dir/log.csv", "--count", "1"],
             "Cannot write /nonexistent-dir/log.csv",
         ),
-        (["log", "--count", "1"], "log needs --csv FILE"),
+        (["log", "--csv", "", "--count", "1"], "--csv wants a file name, or - for standard output."),
         (["snapshot", "--simulate=nonsense"], "unknown scenario 'nonsense'"),
         (["snapshot", "--simulate=training:gpus=a100"], "unknown GPU profile 'a100'"),
         (["snapshot", "--simulate=training:gpus=h100*8+rtx4090*9"], "at most 16 GPUs can be simulated, not 17"),
@@ -319,10 +319,14 @@ def test_intervals_have_the_settings_bounds(capsys: pytest.CaptureFixture) -> No
     for lowest_or_highest in (setting.minimum, setting.maximum):
         assert parser.parse_args(["--interval", str(lowest_or_highest)]).interval == lowest_or_highest
         assert parser.parse_args(["log", "--interval", str(lowest_or_highest)]).interval == lowest_or_highest
-    for command in ([], ["log", "--csv", "unused.csv"]):
-        for outside in (setting.minimum / 2, setting.maximum * 2, 1e-9, 1e9, math.inf):
-            assert main([*command, "--interval", str(outside), SIM]) == 2
-            assert f"is not between {setting.minimum:g} and {setting.maximum:g} seconds" in capsys.readouterr().err
+    for outside in (setting.minimum / 2, setting.maximum * 2, 1e-9, 1e9, math.inf):
+        assert main(["--interval", str(outside), SIM]) == 2
+        assert f"is not between {setting.minimum:g} and {setting.maximum:g} seconds" in capsys.readouterr().err
+    # log goes below the setting's minimum, as nvidia-smi -lms 100 does, but not past its maximum.
+    assert parser.parse_args(["log", "--interval", "0.1"]).interval == 0.1
+    for outside in (0.05, setting.maximum * 2, 1e-9, 1e9, math.inf):
+        assert main(["log", "--csv", "unused.csv", "--interval", str(outside), SIM]) == 2
+        assert f"is not between 0.1 and {setting.maximum:g} seconds" in capsys.readouterr().err
 
 
 def test_options_given_before_the_command_are_kept() -> None:
@@ -589,3 +593,58 @@ def test_python_api_takes_max_util() -> None:
     assert len(trayvml.pick_gpus(4, max_util=100, simulate="processes:at=1500,seed=3")) == 4
     with pytest.raises(NotEnoughGpusError, match="No GPU is free"):
         trayvml.pick_gpus(1, max_util=50, simulate="training:gpus=h100*2,at=600")
+
+
+# ---- log as a drop-in for nvidia-smi --query-gpu ----
+def test_log_without_csv_writes_csv_to_standard_output() -> None:
+    result = run_cli("log", "--count", "1", SIM)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("timestamp, index, name, utilization.gpu [%]") and len(lines) == 1 + 4
+    assert "standard output" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_log_takes_nvidia_smis_format_words_in_any_order(tmp_path: Path) -> None:
+    path = tmp_path / "f.csv"
+    query = "index,temperature.gpu,power.draw"
+    for words in ("csv,noheader,nounits", "nounits,csv,noheader", "noheader,nounits,csv"):
+        path.unlink(missing_ok=True)
+        assert main(["log", "--csv", str(path), "--count", "1", "--query", query, f"--format={words}", SIM]) == 0
+        first = path.read_text().splitlines()[0]
+        index, temperature, power = first.split(", ")  # a row: no header, no units
+        assert index == "0" and 20 < int(temperature) < 100 and float(power) > 50
+    path.unlink()
+    assert main(["log", "--csv", str(path), "--count", "1", "--query", query, "--format", "csv,nounits", SIM]) == 0
+    assert path.read_text().splitlines()[0] == "index, temperature.gpu, power.draw [W]"
+    path.unlink()
+    assert main(["log", "--csv", str(path), "--count", "1", "--query", query, "--format=csv", SIM]) == 0
+    assert path.read_text().splitlines()[1].split(", ")[2].endswith(" W")
+
+
+@pytest.mark.parametrize(("words", "message"), [("csv,bogus", "'bogus'"), ("noheader", "csv")])
+def test_log_refuses_format_words_nvidia_smi_does_not_know(words: str, message: str, tmp_path: Path) -> None:
+    result = run_cli("log", "--csv", str(tmp_path / "x.csv"), "--count", "1", f"--format={words}", SIM)
+    assert result.returncode == 2 and message in result.stderr and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and not (tmp_path / "x.csv").exists()
+
+
+def test_log_takes_nvidia_smis_field_aliases(tmp_path: Path) -> None:
+    path = tmp_path / "a.csv"
+    aliases = "gpu_name,gpu_uuid,gpu_bus_id,clocks.sm,clocks.gr,clocks.mem,clocks_throttle_reasons.active"
+    canonical = "name,uuid,pci.bus_id,clocks.current.sm,clocks.current.graphics,clocks.current.memory"
+    assert main(["log", "--csv", str(path), "--count", "1", "--query", aliases, SIM]) == 0
+    other = tmp_path / "c.csv"
+    assert main(["log", "--csv", str(other), "--count", "1", "--query", canonical, SIM]) == 0
+    header, row, *_ = path.read_text().splitlines()
+    assert header.startswith(other.read_text().splitlines()[0])  # named as nvidia-smi's header names them
+    assert header.endswith(", clocks_event_reasons.active")
+    assert row.split(", ")[1].startswith("GPU-") and row.split(", ")[3].endswith(" MHz")
+
+
+def test_log_samples_faster_than_half_a_second_down_to_a_tenth(tmp_path: Path, capsys) -> None:
+    path = tmp_path / "fast.csv"
+    assert main(["log", "--csv", str(path), "--count", "3", "--interval", "0.1", SIM]) == 0
+    stamps = [line.split(", ")[0] for line in path.read_text().splitlines()[1::4]]
+    assert len(stamps) == 3 and len(set(stamps)) == 3  # a row per tick, each tick its own time
+    assert main(["log", "--csv", str(path), "--count", "1", "--interval", "0.05", SIM]) == 2
+    assert "'0.05' is not between 0.1 and 60 seconds" in capsys.readouterr().err

@@ -35,6 +35,7 @@ EXIT_NO_NVML = 3  # NVML unavailable, or the driver not answering within --timeo
 EXIT_INTERRUPTED = 130  # as shells report a command ended by Ctrl-C
 SNAPSHOT_SETTLE_S = 0.5  # rates (PCIe, NVLink, disk, network) need two readings
 LOG_INTERVAL_S = 1.0  # as nvidia-smi -l 1
+LOG_MIN_INTERVAL_S = 0.1  # as nvidia-smi -lms 100
 DRIVER_TIMEOUT_S = 10.0  # --timeout's default
 MAX_COUNT = 1_000_000_000  # ticks or GPUs: past any real use, short of what would look like a hang
 MAX_MIB = 1e9  # a petabyte of GPU memory
@@ -204,11 +205,32 @@ def build_parser() -> argparse.ArgumentParser:
 
     log = commands.add_parser(
         "log",
-        parents=[*reading, sampling, remote],
+        parents=[*reading, remote],
         help=translate("cli", "append CSV rows like nvidia-smi --format=csv"),
     )
+    # Faster than the tray app may sample, as nvidia-smi -lms 100 does: a log is asked for, and a
+    # tenth of a second is still ten NVML rounds a second (the driver refreshes utilization only
+    # every 1/6 to 1 s, so faster rows repeat it).
     log.add_argument(
-        "--csv", metavar="FILE", help=translate("cli", "the CSV file (appended to when its header matches)")
+        "--interval",
+        type=_between(LOG_MIN_INTERVAL_S, interval.maximum, translate("cli", "seconds")),
+        default=argparse.SUPPRESS,
+        metavar="S",
+        help=translate("cli", "seconds between rows, {minimum} to {maximum} (default {default})").format(
+            minimum=f"{LOG_MIN_INTERVAL_S:g}", maximum=f"{interval.maximum:g}", default=f"{LOG_INTERVAL_S:g}"
+        ),
+    )
+    log.add_argument(
+        "--csv",
+        metavar="FILE",
+        default="-",
+        help=translate("cli", "the CSV file (appended to when its header matches; default: standard output)"),
+    )
+    log.add_argument(
+        "--format",
+        metavar="WORDS",
+        default="csv",
+        help=translate("cli", "as nvidia-smi's: csv, with noheader and nounits in any order (csv,noheader,nounits)"),
     )
     log.add_argument(
         "--count", type=_count, metavar="N", help=translate("cli", "stop after N ticks (default: until Ctrl-C)")
@@ -571,27 +593,29 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
 
 
 def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.commands.csvlog import COLUMNS, CsvLog, demand_of, parse_fields
+    from trayvml.commands.csvlog import COLUMNS, CsvLog, demand_of, parse_fields, parse_format
     from trayvml.core.clock import Ticker
 
     if args.list_fields:
         print("\n".join(COLUMNS))
         return 0
     if not args.csv:
-        return _fail(translate("cli", "log needs --csv FILE (or --list-fields)."), EXIT_USAGE)
+        return _fail(translate("cli", "--csv wants a file name, or - for standard output."), EXIT_USAGE)
+    form = parse_format(args.format)
+    units = form.units and not args.nounits
     columns = parse_fields(args.query)
     demand = demand_of(columns)  # the reader reads only what the columns show
     if args.remote:
         from trayvml.commands.remote import log_columns
 
-        return _log_remote(args, simulation, log_columns(columns), demand)
+        return _log_remote(args, simulation, log_columns(columns), demand, units, form.header)
     source = _source(simulation, args.timeout)
     try:
         first = source.sample(demand)
         problem = _not_current(first)
         if problem is not None:
             return _fail(problem, EXIT_NO_NVML)
-        log = CsvLog(args.csv, columns, units=not args.nounits)
+        log = CsvLog(args.csv, columns, units=units, header=form.header)
         ticks = 0
         warned = False
         sample = first
@@ -620,7 +644,8 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
             if ticks != 1
             else translate("cli", "1 tick logged to {path}")
         )
-        print(f"trayvml: {logged.format(ticks=ticks, path=args.csv)}", file=sys.stderr)
+        path = translate("cli", "standard output") if args.csv == "-" else args.csv
+        print(f"trayvml: {logged.format(ticks=ticks, path=path)}", file=sys.stderr)
         return 0
     finally:
         source.close()
@@ -634,14 +659,20 @@ def _remotes(args: argparse.Namespace, interval_s: float = 1.0) -> Remotes:
 
 
 def _log_remote(
-    args: argparse.Namespace, simulation: SimSpec | None, columns: list[Column], demand: frozenset[str]
+    args: argparse.Namespace,
+    simulation: SimSpec | None,
+    columns: list[Column],
+    demand: frozenset[str],
+    units: bool,
+    header: bool,
 ) -> int:
     from trayvml.commands.remote import RemoteLog
 
     remotes = _remotes(args, args.interval)
     source = _source(simulation, args.timeout)
     try:
-        return RemoteLog(args.csv, columns, not args.nounits, source, remotes, demand).run(args.count, args.interval)
+        log = RemoteLog(args.csv, columns, units, source, remotes, demand, header)
+        return log.run(args.count, args.interval)
     finally:
         remotes.close()
         source.close()

@@ -1298,8 +1298,20 @@ It is sent SIGTERM, as kill does.</source>
         <translation>追加 CSV 行，格式同 nvidia-smi --format=csv</translation>
     </message>
     <message>
-        <source>the CSV file (appended to when its header matches)</source>
-        <translation>CSV 文件（表头一致时追加写入）</translation>
+        <source>seconds between rows, {minimum} to {maximum} (default {default})</source>
+        <translation>两行之间的秒数，{minimum} 到 {maximum}（默认 {default}）</translation>
+    </message>
+    <message>
+        <source>the CSV file (appended to when its header matches; default: standard output)</source>
+        <translation>CSV 文件（表头一致时追加写入；默认：标准输出）</translation>
+    </message>
+    <message>
+        <source>as nvidia-smi&apos;s: csv, with noheader and nounits in any order (csv,noheader,nounits)</source>
+        <translation>与 nvidia-smi 相同：csv，可按任意顺序加上 noheader 和 nounits（csv,noheader,nounits）</translation>
+    </message>
+    <message>
+        <source>--csv wants a file name, or - for standard output.</source>
+        <translation>--csv 需要一个文件名，或用 - 表示标准输出。</translation>
     </message>
     <message>
         <source>stop after N ticks (default: until Ctrl-C)</source>
@@ -1374,10 +1386,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>--remote 只用于 snapshot、log 和托盘程序，不能用于 {command}。</translation>
     </message>
     <message>
-        <source>log needs --csv FILE (or --list-fields).</source>
-        <translation>log 命令需要 --csv FILE（或 --list-fields）。</translation>
-    </message>
-    <message>
         <source>{problem} (still trying)</source>
         <translation>{problem}（仍在重试）</translation>
     </message>
@@ -1388,6 +1396,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>1 tick logged to {path}</source>
         <translation>已记录 1 次采样到 {path}</translation>
+    </message>
+    <message>
+        <source>standard output</source>
+        <translation>标准输出</translation>
     </message>
     <message>
         <source>Could not change {location}: {error}.</source>
@@ -1460,6 +1472,14 @@ It is sent SIGTERM, as kill does.</source>
 </context>
 <context>
     <name>csvlog</name>
+    <message>
+        <source>--format does not know {word}: it takes csv, noheader and nounits.</source>
+        <translation>--format 不认识 {word}：它接受 csv、noheader 和 nounits。</translation>
+    </message>
+    <message>
+        <source>--format needs csv, as nvidia-smi&apos;s: csv,noheader,nounits.</source>
+        <translation>--format 需要 csv，与 nvidia-smi 相同：csv,noheader,nounits。</translation>
+    </message>
     <message>
         <source> Did you mean {fields}?</source>
         <translation>你是否想用 {fields}？</translation>

@@ -112,6 +112,49 @@ COLUMNS: dict[str, Column] = {
 }
 
 
+# nvidia-smi's other names for its fields, each as `nvidia-smi --help-query-gpu` lists it:
+# '"name" or "gpu_name"', '"clocks.current.sm" or "clocks.sm"', '"clocks_event_reasons.active" or
+# "clocks_throttle_reasons.active"' (the throttle spelling is what drivers before 530 knew). A
+# script written for nvidia-smi runs unchanged; the header names the field as trayvml lists it.
+ALIASES: dict[str, str] = {
+    "gpu_name": "name",
+    "gpu_serial": "serial",
+    "gpu_uuid": "uuid",
+    "gpu_bus_id": "pci.bus_id",
+    "clocks.gr": "clocks.current.graphics",
+    "clocks.sm": "clocks.current.sm",
+    "clocks.mem": "clocks.current.memory",
+    "clocks.video": "clocks.current.video",
+    "clocks.max.gr": "clocks.max.graphics",
+    "clocks.max.mem": "clocks.max.memory",
+    "clocks_throttle_reasons.active": "clocks_event_reasons.active",
+    "retired_pages.sbe": "retired_pages.single_bit_ecc.count",
+    "retired_pages.dbe": "retired_pages.double_bit.count",
+}
+FORMAT_WORDS = ("csv", "noheader", "nounits")  # what nvidia-smi's --format takes, in any order
+
+
+@dataclass(frozen=True)
+class Format:
+    header: bool = True
+    units: bool = True
+
+
+def parse_format(text: str) -> Format:
+    """nvidia-smi's ``--format=csv[,noheader][,nounits]``; raises TrayvmlError with a sentence."""
+    words = [w.strip() for w in text.split(",") if w.strip()]
+    for word in words:
+        if word not in FORMAT_WORDS:
+            raise TrayvmlError(
+                translate("csvlog", "--format does not know {word}: it takes csv, noheader and nounits.").format(
+                    word=reprlib.repr(word)
+                )
+            )
+    if "csv" not in words:  # as nvidia-smi: the words qualify csv, the only format a log writes
+        raise TrayvmlError(translate("csvlog", "--format needs csv, as nvidia-smi's: csv,noheader,nounits."))
+    return Format(header="noheader" not in words, units="nounits" not in words)
+
+
 def demand_of(columns: list[Column]) -> frozenset[str]:
     """The GPU metrics these columns show: a log reads nothing else (process lists only if asked)."""
     return frozenset(c.metric for c in columns if c.metric)
@@ -122,6 +165,7 @@ def parse_fields(text: str | None) -> list[Column]:
     names = [n.strip() for n in text.split(",") if n.strip()] if text is not None else list(DEFAULT_FIELDS)
     columns = []
     for name in names:
+        name = ALIASES.get(name, name)
         if name not in COLUMNS:
             near = difflib.get_close_matches(name, COLUMNS, n=3)
             hint = (
@@ -158,7 +202,8 @@ class CsvLog:
     written, since reading one would wait for ever. Raises TrayvmlError with a sentence.
     """
 
-    def __init__(self, path: str, columns: list[Column], units: bool = True) -> None:
+    def __init__(self, path: str, columns: list[Column], units: bool = True, header: bool = True) -> None:
+        """``header``: False writes rows only, as nvidia-smi's noheader (a file's header is then not checked)."""
         self.path = path
         self.columns = columns
         self.units = units
@@ -173,15 +218,19 @@ class CsvLog:
                 translate("csvlog", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
             ) from None
         try:
-            self._start(header_line(columns))
+            self._start(header_line(columns) if header else None)
         except BaseException:
             os.close(self._fd)
             raise
 
-    def _start(self, header: str) -> None:
+    def _start(self, header: str | None) -> None:
         status = os.fstat(self._fd)
         # Standard output redirected to a file is written only: its name is not ``path``.
         self._regular = stat.S_ISREG(status.st_mode) and self.path != "-"
+        if header is None:
+            if self._regular and status.st_size and not self._ends_with_newline():
+                self._write("\n")
+            return
         existing = self._existing_header() if self._regular and status.st_size else None
         if existing is not None and existing != header:
             raise TrayvmlError(

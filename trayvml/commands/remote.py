@@ -157,11 +157,18 @@ class RemoteLog:
     """
 
     def __init__(
-        self, path: str, columns: list[Column], units: bool, source: Source, remotes: Remotes, demand: frozenset[str]
+        self,
+        path: str,
+        columns: list[Column],
+        units: bool,
+        source: Source,
+        remotes: Remotes,
+        demand: frozenset[str],
+        header: bool = True,
     ) -> None:
         from trayvml.commands.csvlog import CsvLog
 
-        self.log = CsvLog(path, columns, units=units)
+        self.log = CsvLog(path, columns, units=units, header=header)
         self.path = path
         self.source = source
         self.remotes = remotes
