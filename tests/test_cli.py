@@ -648,3 +648,30 @@ def test_log_samples_faster_than_half_a_second_down_to_a_tenth(tmp_path: Path, c
     assert len(stamps) == 3 and len(set(stamps)) == 3  # a row per tick, each tick its own time
     assert main(["log", "--csv", str(path), "--count", "1", "--interval", "0.05", SIM]) == 2
     assert "'0.05' is not between 0.1 and 60 seconds" in capsys.readouterr().err
+
+
+# ---- driver notes: for -v and doctor, not every command ----
+# An old driver: nvmlDeviceGetTemperatureV is absent, as before driver 555 (the probe falls back).
+_OLD_DRIVER = """
+import sys
+import trayvml.nvml.binding as binding
+has = binding.has_function
+binding.has_function = lambda name: name != "nvmlDeviceGetTemperatureV" and has(name)
+from trayvml.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_missing_driver_function_is_said_only_with_v(verbose: bool) -> None:
+    args = [*(["-v"] if verbose else []), "snapshot", SIM]
+    result = subprocess.run(
+        [sys.executable, "-c", _OLD_DRIVER, *args], capture_output=True, text=True, timeout=60, env=os.environ
+    )
+    assert result.returncode == 0, result.stderr
+    said = result.stderr + result.stdout
+    if verbose:
+        assert "This NVIDIA driver lacks nvmlDeviceGetTemperatureV" in result.stderr
+    else:
+        assert "lacks" not in said and result.stderr == ""
+        assert "NVIDIA H100" in result.stdout  # the snapshot itself is there

@@ -366,3 +366,20 @@ def test_every_metric_state_has_words_in_the_doctors_report() -> None:
     from trayvml.core.sample import MetricState
 
     assert set(_STATE_WORDS) == set(MetricState)
+
+
+def test_doctor_lists_the_driver_functions_trayvml_works_around(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trayvml.nvml import binding
+
+    has = binding.has_function
+    monkeypatch.setattr(binding, "has_function", lambda name: name != "nvmlDeviceGetTemperatureV" and has(name))
+
+    def bus(names: Iterable[str], timeout_s: float) -> dict[str, bool]:
+        return dict.fromkeys(names, True)
+
+    findings, _, _ = gather(parse_spec("training:at=600,gpus=h100"), 5.0, tmp_path / "c.toml", tmp_path / "h", bus)
+    notes = [c for c in findings.checks if c.name == "driver.functions"]
+    assert len(notes) == 1 and notes[0].level is Level.WARNING
+    assert "lacks nvmlDeviceGetTemperatureV" in notes[0].sentence

@@ -188,6 +188,7 @@ def test_driver_going_away_mid_run_is_survived() -> None:
 
 
 def test_old_driver_without_memory_v2_uses_v1_and_says_so_once(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level("INFO", logger="trayvml.nvml.probe")  # said at INFO: shown with -v
     source, clock, lib = simulated_source("training:gpus=h100*2")
     lib.missing_functions.add("nvmlDeviceGetMemoryInfo_v2")
     sample = run_ticks(source, clock, 3)

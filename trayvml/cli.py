@@ -588,7 +588,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if args.json:
         print(json.dumps(json_snapshot(sample, energy), indent=2, ensure_ascii=False))
     else:
-        print(text_snapshot(sample, full=args.full))
+        print(text_snapshot(sample, full=args.full, notes=getattr(args, "verbose", 0) >= 1))
     return 0
 
 

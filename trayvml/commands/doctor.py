@@ -153,6 +153,8 @@ def check_nvml(findings: Findings, sample: Sample, location: str) -> None:
         findings.add("nvml", Level.PROBLEM, sample.stall.sentence(sample.timestamp_s))
     elif sample.unavailable is not None:
         findings.add("nvml", Level.PROBLEM, sample.unavailable.sentence)
+    for note in sample.notes:  # the functions this driver lacks, said here rather than on every command
+        findings.add("driver.functions", Level.WARNING, note)
     system = sample.system
     if system is not None:
         findings.add(

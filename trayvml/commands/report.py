@@ -46,8 +46,10 @@ def _process_text(proc: Any) -> str:
     return f"{user}{who}/{proc.pid}{memory}"
 
 
-def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> str:
-    """``host_column``: start every GPU line with it (the host column of ``snapshot --remote``)."""
+def text_snapshot(sample: Sample, full: bool = False, host_column: str = "", notes: bool = False) -> str:
+    """``host_column``: start every GPU line with it (the host column of ``snapshot --remote``).
+
+    ``notes``: end with the reader's notes (a driver function it works around), for -v."""
     when = format_clock(sample.timestamp_s, date=True)
     system = sample.system
     lines = []
@@ -116,7 +118,8 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "") -> 
                 net_tx=h("net_tx_bytes_per_s"),
             )
         )
-    lines.extend(translate("report", "note: {note}").format(note=note) for note in sample.notes)
+    if notes:
+        lines.extend(translate("report", "note: {note}").format(note=note) for note in sample.notes)
     return "\n".join(lines)
 
 

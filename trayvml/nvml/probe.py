@@ -192,11 +192,15 @@ class DeviceProbe:
         return False
 
     def function_missing(self, function: str) -> None:
-        """Log once per session that the driver lacks ``function``, and tell the user once."""
+        """Log once per session that the driver lacks ``function``, and keep it in ``notes``.
+
+        At INFO, shown with -v: an older call standing in is how trayvml works on older drivers,
+        nothing to act on, and said on every command it taught users to ignore stderr. ``doctor``
+        lists the notes."""
         if function in self._missing:
             return
         self._missing.add(function)
         note = f"This NVIDIA driver lacks {function}; trayvml uses an older call or leaves that metric out."
-        log.warning(note)
+        log.info(note)
         if note not in self.notes:
             self.notes = (*self.notes, note)
