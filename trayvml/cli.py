@@ -576,10 +576,14 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
             energy.update(sample)
     finally:
         source.close()
-    if finish is not None:
+    if finish is not None and remotes is not None:
         from trayvml.commands.remote import print_snapshot
 
-        return print_snapshot(sample, finish(), args.json, args.full)
+        try:
+            found = finish()
+        finally:
+            remotes.close(0.5)  # an ssh:// host's ssh process ends with it
+        return print_snapshot(sample, found, args.json, args.full)
     problem = _not_current(sample)
     if problem is not None:
         if args.json:

@@ -2660,10 +2660,6 @@ For {duration} now.</source>
         <translation>远程地址 {url} 不是 URL：{error}。</translation>
     </message>
     <message>
-        <source>Remote {url} is not an http(s):// exporter URL or a prometheus+http(s):// server URL.</source>
-        <translation>远程地址 {url} 既不是 http(s):// exporter URL，也不是 prometheus+http(s):// 服务器 URL。</translation>
-    </message>
-    <message>
         <source>Remote {url} has credentials in it: put them in the settings file (remote_hosts), where other users cannot read them in the process list.</source>
         <translation>远程地址 {url} 中含有凭据：请将其写入设置文件（remote_hosts），这样其他用户无法在进程列表中看到它们。</translation>
     </message>
@@ -2674,6 +2670,18 @@ For {duration} now.</source>
     <message>
         <source>{url} did not finish answering within {seconds} s.</source>
         <translation>{url} 未在 {seconds} 秒内完成响应。</translation>
+    </message>
+    <message>
+        <source>Remote {url} is not an http(s):// exporter URL, a prometheus+http(s):// server URL or an ssh://[user@]host[:port] address.</source>
+        <translation>远程地址 {url} 既不是 http(s):// 导出器 URL，也不是 prometheus+http(s):// 服务器 URL 或 ssh://[user@]host[:port] 地址。</translation>
+    </message>
+    <message>
+        <source>Remote {url} is not an ssh://[user@]host[:port] address.</source>
+        <translation>远程地址 {url} 不是 ssh://[user@]host[:port] 地址。</translation>
+    </message>
+    <message>
+        <source>Remote {url} has a password in it: trayvml logs in over SSH with a key or the SSH agent only.</source>
+        <translation>远程地址 {url} 中含有密码：trayvml 只通过密钥或 SSH 代理登录 SSH。</translation>
     </message>
     <message>
         <source>{url} answered HTTP {code} {reason} (check the user and password in the settings file).</source>
@@ -2738,6 +2746,58 @@ For {duration} now.</source>
     <message>
         <source>{url}: reading it failed in trayvml itself ({error}).</source>
         <translation>{url}：trayvml 自身读取它时失败（{error}）。</translation>
+    </message>
+    <message>
+        <source>{url}: the host&apos;s key is not known (or has changed): connect once with ssh yourself to check and accept it.</source>
+        <translation>{url}：主机密钥未知（或已更改）：请先自行用 ssh 连接一次，核对并接受该密钥。</translation>
+    </message>
+    <message>
+        <source>{url}: SSH login failed (permission denied): trayvml logs in with a key or the SSH agent only, never a password.</source>
+        <translation>{url}：SSH 登录失败（权限被拒绝）：trayvml 只用密钥或 SSH 代理登录，从不使用密码。</translation>
+    </message>
+    <message>
+        <source>{url}: nvidia-smi is not installed there (command not found).</source>
+        <translation>{url}：该主机上没有安装 nvidia-smi（找不到命令）。</translation>
+    </message>
+    <message>
+        <source>{url}: SSH could not connect: {reason}.</source>
+        <translation>{url}：SSH 无法连接：{reason}。</translation>
+    </message>
+    <message>
+        <source>{url}: the SSH session ended (exit status {code}){reason}.</source>
+        <translation>{url}：SSH 会话已结束（退出状态 {code}）{reason}。</translation>
+    </message>
+    <message>
+        <source>{url}: nvidia-smi answered something trayvml cannot read: {line}</source>
+        <translation>{url}：nvidia-smi 的回答 trayvml 无法读取：{line}</translation>
+    </message>
+    <message>
+        <source>{url}: {host}: {reason}</source>
+        <translation>{url}：{host}：{reason}</translation>
+    </message>
+    <message>
+        <source>{url}: the host answered something trayvml cannot read ({error}).</source>
+        <translation>{url}：主机的回答 trayvml 无法读取（{error}）。</translation>
+    </message>
+    <message>
+        <source>{url}: nvidia-smi says: {message}</source>
+        <translation>{url}：nvidia-smi 报告：{message}</translation>
+    </message>
+    <message>
+        <source>{url}: closed.</source>
+        <translation>{url}：已关闭。</translation>
+    </message>
+    <message>
+        <source>{url}: the ssh client cannot be started: {reason}.</source>
+        <translation>{url}：无法启动 ssh 客户端：{reason}。</translation>
+    </message>
+    <message>
+        <source>{url} sent nothing new for {seconds} s.</source>
+        <translation>{url} 已有 {seconds} 秒没有发送新数据。</translation>
+    </message>
+    <message>
+        <source>{url}: the SSH session ended.</source>
+        <translation>{url}：SSH 会话已结束。</translation>
     </message>
 </context>
 <context>

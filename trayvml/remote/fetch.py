@@ -35,6 +35,7 @@ _CHUNK = 64 * 1024
 # nothing at all is told by the timeout ("did not answer"), and one that trickles by the deadline.
 _DEADLINE_MARGIN_S = 0.1
 PROMETHEUS_SCHEME = "prometheus+"
+SSH_SCHEME = "ssh://"
 # Bounds on what one answer and one settings file can make trayvml hold: a DGX has 8 GPUs and the
 # biggest NVLink domains 72, so a host with more than this many is not a host; each remote is a
 # thread and a connection every interval, so more than this many is a mistake (or a paste gone wrong).
@@ -56,10 +57,15 @@ class Endpoint:
     selector: str = ""  # Prometheus label matchers, e.g. job="gpu",cluster="a"
     username: str = ""
     password: str = ""
+    ssh: bool = False  # ssh://[user@]host[:port]: read over the user's OpenSSH client (trayvml/remote/ssh.py)
 
     @property
     def host(self) -> str:
         return urllib.parse.urlsplit(self.fetch_url).hostname or self.url
+
+    @property
+    def port(self) -> int | None:
+        return urllib.parse.urlsplit(self.fetch_url).port
 
 
 def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
@@ -68,6 +74,8 @@ def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
     Credentials (``user:password@``) come only from the settings file (``credentials_allowed``):
     on a command line every user of the machine can read them in the process list.
     """
+    if text.startswith(SSH_SCHEME):
+        return _ssh_endpoint(text)
     prometheus = text.startswith(PROMETHEUS_SCHEME)
     raw = text[len(PROMETHEUS_SCHEME) :] if prometheus else text
     try:
@@ -80,7 +88,9 @@ def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TrayvmlError(
             translate(
-                "remote", "Remote {url} is not an http(s):// exporter URL or a prometheus+http(s):// server URL."
+                "remote",
+                "Remote {url} is not an http(s):// exporter URL, a prometheus+http(s):// server URL "
+                "or an ssh://[user@]host[:port] address.",
             ).format(url=repr(text))
         )
     username = urllib.parse.unquote(parts.username or "")
@@ -104,6 +114,36 @@ def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
     )
     shown = _without_credentials(parts, prometheus)
     return Endpoint(shown, fetch_url, prometheus, urllib.parse.unquote(parts.fragment), username, password)
+
+
+def _ssh_endpoint(text: str) -> Endpoint:
+    """``ssh://[user@]host[:port]``: a user name is no secret (the key or agent logs in), a password never given."""
+    try:
+        parts = urllib.parse.urlsplit(text)
+        port = parts.port
+    except ValueError as error:
+        raise TrayvmlError(
+            translate("remote", "Remote {url} is not a URL: {error}.").format(url=repr(text), error=error)
+        ) from None
+    host = parts.hostname or ""
+    user = urllib.parse.unquote(parts.username or "")
+    # A host or user that starts with "-" would be read by ssh as an option.
+    if not host or host.startswith("-") or user.startswith("-") or parts.path not in ("", "/") or parts.query:
+        raise TrayvmlError(
+            translate("remote", "Remote {url} is not an ssh://[user@]host[:port] address.").format(url=repr(text))
+        )
+    if parts.password is not None:
+        raise TrayvmlError(
+            translate(
+                "remote",
+                "Remote {url} has a password in it: trayvml logs in over SSH with a key or the SSH agent only.",
+            ).format(url=repr(text.replace(":" + parts.password + "@", "@")))
+        )
+    netloc = host if ":" not in host else f"[{host}]"
+    if port is not None:
+        netloc += f":{port}"
+    shown = f"ssh://{user + '@' if user else ''}{netloc}"
+    return Endpoint(shown, f"ssh://{netloc}", username=user, ssh=True)
 
 
 def _without_credentials(parts: urllib.parse.SplitResult, prometheus: bool) -> str:

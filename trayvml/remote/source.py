@@ -18,6 +18,7 @@ from trayvml.core.clock import Clock, SystemClock, Ticker
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_prometheus_past
+from trayvml.remote.ssh import FIRST_ANSWER_S, SshReader
 
 log = logging.getLogger(__name__)
 
@@ -43,8 +44,13 @@ class RemoteSource:
     ) -> None:
         self.endpoint = endpoint
         self.interval_s = interval_s
-        self.timeout_s = timeout_s
         self.clock = clock or SystemClock()
+        self._ssh: SshReader | None = None
+        if endpoint.ssh and reader is read:
+            # One long-lived ssh process, its first answer after a login and a first read on the host.
+            reader = self._ssh = SshReader(interval_s)
+            timeout_s = max(timeout_s, FIRST_ANSWER_S)
+        self.timeout_s = timeout_s
         self._read = reader
         self._cache = SeriesCache()
         self._samples: tuple[Sample, ...] = ()  # replaced whole: other threads see one or the other
@@ -150,8 +156,12 @@ class RemoteSource:
                 break
 
     def close(self, wait_s: float | None = None) -> None:
-        """Stop; waits for a read in flight at most ``wait_s`` (default: the timeout) and leaves it behind after."""
+        """Stop; waits for a read in flight at most ``wait_s`` (default: the timeout) and leaves it behind after.
+
+        An ssh:// host's ssh process is ended first (terminate, then kill), which also ends a read waiting on it."""
         self._stop.set()
+        if self._ssh is not None:
+            self._ssh.close()
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(self.timeout_s + 1.0 if wait_s is None else wait_s)
 

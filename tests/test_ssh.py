@@ -1,0 +1,311 @@
+"""ssh:// remote hosts against a real OpenSSH server on 127.0.0.1, started per test in tmp_path.
+
+The server's "GPU box" is a fake ``nvidia-smi`` printing recorded CSV (tests/fixtures/nvidia-smi),
+or this checkout as ``trayvml`` on simulated GPUs; the client is the real ``ssh`` with a config of
+its own (TRAYVML_SSH_CONFIG), so nothing of the user's ~/.ssh is read or written.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from trayvml.core.errors import TrayvmlError
+from trayvml.core.sample import MetricState
+from trayvml.core.units import MIB
+from trayvml.remote.fetch import parse_endpoint
+from trayvml.remote.source import RemoteSource
+from trayvml.remote.ssh import APP_FIELDS, GPU_FIELDS, SSH_CONFIG_ENV
+
+FIXTURES = Path(__file__).parent / "fixtures" / "nvidia-smi"
+REPO = Path(__file__).resolve().parent.parent
+SSHD = shutil.which("sshd", path="/usr/sbin:/usr/bin:/sbin")
+SSH = shutil.which("ssh")
+
+pytestmark = pytest.mark.skipif(
+    SSHD is None or SSH is None,
+    reason="OpenSSH is not installed (apt-get install openssh-server openssh-client; scripts/setup --test does)",
+)
+
+# nvidia-smi as the fixtures recorded it: the query must be trayvml's (else nvidia-smi's own error),
+# -l N prints again every N seconds until the pipe closes.
+FAKE_SMI = """#!/bin/sh
+loop=""
+for a in "$@"; do
+  case "$a" in
+    --query-gpu=*) q="${a#--query-gpu=}"; f=query-gpu ;;
+    --query-compute-apps=*) q="${a#--query-compute-apps=}"; f=query-compute-apps ;;
+    -l) loop=next ;;
+    *) [ "$loop" = next ] && loop="$a" ;;
+  esac
+done
+if [ "$q" != "$(cat "$FIXTURES/$f.fields")" ]; then echo "Field \\"$q\\" is not a valid field to query."; exit 2; fi
+while :; do
+  cat "$FIXTURES/$f.csv" || exit 1
+  [ -n "$loop" ] || exit 0
+  sleep "$loop"
+done
+"""
+
+
+@dataclass
+class Box:
+    tmp: Path
+    port: int
+    process: subprocess.Popen[bytes]
+
+    def config(self, name: str, key: str = "user_key", known: bool = True) -> Path:
+        """A client config for host ``box``: ``key`` to log in, the server's host key known or not."""
+        known_hosts = self.tmp / ("known_hosts" if known else "empty_known_hosts")
+        path = self.tmp / f"{name}.ssh_config"
+        path.write_text(
+            "Host box\n"
+            "  HostName 127.0.0.1\n"
+            f"  Port {self.port}\n"
+            f"  IdentityFile {self.tmp / key}\n"
+            "  IdentitiesOnly yes\n"
+            "  IdentityAgent none\n"
+            f"  UserKnownHostsFile {known_hosts}\n"
+            "  GlobalKnownHostsFile /dev/null\n"
+            "  StrictHostKeyChecking yes\n"
+            "  LogLevel ERROR\n"
+        )
+        return path
+
+    def serve(self, what: str) -> None:
+        """What the host has on its PATH: "smi" (nvidia-smi), "trayvml" (and nvidia-smi) or "no" (neither)."""
+        (self.tmp / "serving").write_text(what)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _keygen(path: Path) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True, timeout=10)
+
+
+@pytest.fixture
+def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
+    assert SSHD is not None
+    for key in ("host_key", "user_key", "other_key"):
+        _keygen(tmp_path / key)
+    (tmp_path / "authorized_keys").write_text((tmp_path / "user_key.pub").read_text())
+    (tmp_path / "empty_known_hosts").write_text("")
+    port = _free_port()
+    host_key = (tmp_path / "host_key.pub").read_text().split()
+    (tmp_path / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+    bins = {"smi": tmp_path / "smi-bin", "trayvml": tmp_path / "trayvml-bin", "no": tmp_path / "no-bin"}
+    for folder in bins.values():
+        folder.mkdir()
+    for folder in (bins["smi"], bins["trayvml"]):
+        (folder / "nvidia-smi").write_text(FAKE_SMI)
+        (folder / "nvidia-smi").chmod(0o755)
+    (bins["trayvml"] / "trayvml").write_text(
+        "#!/bin/sh\n"
+        f"export PYTHONPATH={REPO} TRAYVML_SIMULATE=training XDG_CONFIG_HOME={tmp_path / 'config'}\n"
+        f'exec {sys.executable} -m trayvml "$@"\n'
+    )
+    (bins["trayvml"] / "trayvml").chmod(0o755)
+    # The session's PATH: the chosen folder and the system's tools (no /usr/local, where a real
+    # trayvml or nvidia-smi could be); the original command run as ssh asked.
+    (tmp_path / "session").write_text(
+        "#!/bin/sh\n"
+        f'export FIXTURES={FIXTURES} PATH="{tmp_path}/$(cat {tmp_path}/serving)-bin:/usr/bin:/bin"\n'
+        'exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+    )
+    (tmp_path / "session").chmod(0o755)
+    (tmp_path / "serving").write_text("smi")
+    (tmp_path / "sshd_config").write_text(
+        f"Port {port}\n"
+        "ListenAddress 127.0.0.1\n"
+        f"HostKey {tmp_path / 'host_key'}\n"
+        f"AuthorizedKeysFile {tmp_path / 'authorized_keys'}\n"
+        f"PidFile {tmp_path / 'sshd.pid'}\n"
+        "StrictModes no\n"
+        "UsePAM no\n"
+        "PasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\n"
+        "PermitRootLogin prohibit-password\n"
+        f"ForceCommand {tmp_path / 'session'}\n"
+    )
+    command = [SSHD, "-D", "-e", "-f", str(tmp_path / "sshd_config"), "-p", str(port)]
+    if os.geteuid() == 0 and not Path("/run/sshd").is_dir():
+        # sshd as root wants its privilege-separation folder /run/sshd, made by the system's service:
+        # made here in a mount namespace of its own, on a tmpfs over /run, so the system's stays untouched.
+        if shutil.which("unshare") is None:
+            pytest.skip("sshd as root needs /run/sshd, and unshare is missing to make one privately")
+        command = [
+            "unshare",
+            "--mount",
+            "--propagation",
+            "private",
+            "sh",
+            "-c",
+            'mount -t tmpfs tmpfs /run && mkdir -m 755 /run/sshd && exec "$@"',
+            "sh",
+            *command,
+        ]
+    with (tmp_path / "sshd.log").open("wb") as log_file:  # the child has its own copy
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=log_file)
+    try:
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), 0.2).close()
+                break
+            except OSError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    log = (tmp_path / "sshd.log").read_text()
+                    pytest.skip(f"the test's sshd did not start: {log[-500:]}")
+                time.sleep(0.02)
+        box = Box(tmp_path, port, process)
+        box.serve("smi")
+        monkeypatch.setenv(SSH_CONFIG_ENV, str(box.config("good")))
+        yield box
+    finally:
+        process.terminate()
+        try:
+            process.wait(5)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait(5)
+
+
+def _read_until(source: RemoteSource, done: float = 20.0) -> None:
+    """read_once until it has GPUs or a fault (each read is bounded by the source's timeout)."""
+    end_s = time.monotonic() + done
+    while time.monotonic() < end_s:
+        samples = source.read_once()
+        if samples and (samples[0].gpus or (samples[0].remote and samples[0].remote.fault)):
+            return
+        time.sleep(0.05)
+
+
+def test_fixture_fields_are_the_query() -> None:
+    assert (FIXTURES / "query-gpu.fields").read_text().strip() == ",".join(GPU_FIELDS)
+    assert (FIXTURES / "query-compute-apps.fields").read_text().strip() == ",".join(APP_FIELDS)
+
+
+def test_ssh_urls_parse_and_passwords_are_refused() -> None:
+    endpoint = parse_endpoint("ssh://alice@gpu-box:2222")
+    assert (endpoint.ssh, endpoint.host, endpoint.port, endpoint.username) == (True, "gpu-box", 2222, "alice")
+    assert endpoint.url == "ssh://alice@gpu-box:2222"
+    with pytest.raises(TrayvmlError, match="key or the SSH agent"):
+        parse_endpoint("ssh://alice:secret@gpu-box")
+    with pytest.raises(TrayvmlError, match="ssh://"):
+        parse_endpoint("ssh://-oProxyCommand=x")
+
+
+def test_nvidia_smi_host_gives_values_and_not_supported_states(box: Box) -> None:
+    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
+    try:
+        _read_until(source)
+        (sample,) = source.samples
+        assert sample.remote is not None and not sample.remote.fault, sample.remote
+        assert sample.system is not None and sample.system.driver_version == "550.54.15"
+        h100, rtx = sample.gpus
+        names = [d.name for d in sample.devices]
+        assert names == ["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"]
+        assert sample.devices[0].memory_total_bytes == 81559 * MIB
+        assert h100.value("utilization_gpu_percent") == 87
+        assert h100.value("memory_used_bytes") == 61234 * MIB
+        assert h100.value("power_draw_w") == pytest.approx(512.34)
+        assert h100.value("performance_state") == 0 and rtx.value("performance_state") == 2
+        assert h100.value("memory_used_percent") == pytest.approx(100 * 61234 / 81559)
+        # [N/A] is no data, [Not Supported] is not supported, and neither is 0.
+        assert h100.state("fan_speed_percent") is MetricState.NO_DATA
+        assert math.isnan(h100.value("fan_speed_percent"))
+        assert rtx.value("fan_speed_percent") == 41
+        assert rtx.state("ecc_corrected_volatile_count") is MetricState.NOT_SUPPORTED
+        assert math.isnan(rtx.value("ecc_corrected_volatile_count"))
+        assert h100.state("ecc_corrected_volatile_count") is MetricState.OK
+        # What nvidia-smi was not asked for is not supported (GPM, energy), never 0.
+        assert h100.state("sm_activity_percent") is MetricState.NOT_SUPPORTED
+        # Processes come in their own loop: wait for the first list.
+        end_s = time.monotonic() + 10
+        while not source.read_once()[0].gpus[0].processes and time.monotonic() < end_s:
+            time.sleep(0.1)
+        h100, rtx = source.samples[0].gpus
+        (job,) = h100.processes
+        assert (job.pid, job.name, job.used_memory_bytes) == (41235, "python3", 60416 * MIB)
+        (xorg,) = rtx.processes
+        assert xorg.pid == 2290 and math.isnan(xorg.used_memory_bytes)
+    finally:
+        source.close()
+
+
+def test_trayvml_host_is_read_through_snapshot_json(box: Box) -> None:
+    box.serve("trayvml")
+    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
+    try:
+        _read_until(source)
+        (sample,) = source.samples
+        assert sample.remote is not None and not sample.remote.fault, sample.remote
+        assert sample.remote.kind == "trayvml over SSH"
+        assert sample.simulation  # the remote's GPUs are simulated, and it says so
+        assert sample.gpus and sample.devices[0].name.startswith("NVIDIA")
+        assert sample.gpus[0].state("utilization_gpu_percent") is MetricState.OK
+        assert sample.system is not None and sample.system.driver_version
+    finally:
+        source.close()
+
+
+def _fault(source: RemoteSource) -> str:
+    _read_until(source)
+    (sample,) = source.samples
+    assert sample.remote is not None
+    assert not sample.gpus
+    return sample.remote.fault
+
+
+def test_wrong_key_says_login_failed(box: Box, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(box.config("wrong", key="other_key")))
+    source = RemoteSource(parse_endpoint("ssh://box"))
+    try:
+        assert "SSH login failed (permission denied)" in _fault(source)
+        assert source.failures == 1 and source.wait_s() > source.interval_s  # backs off before trying again
+    finally:
+        source.close()
+
+
+def test_unknown_host_key_says_so(box: Box, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(box.config("unknown", known=False)))
+    source = RemoteSource(parse_endpoint("ssh://box"))
+    try:
+        assert "the host's key is not known" in _fault(source)
+    finally:
+        source.close()
+
+
+def test_host_without_nvidia_smi_says_so(box: Box) -> None:
+    box.serve("no")
+    source = RemoteSource(parse_endpoint("ssh://box"))
+    try:
+        assert "nvidia-smi is not installed there" in _fault(source)
+    finally:
+        source.close()
+
+
+def test_ssh_process_is_gone_after_close(box: Box) -> None:
+    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
+    _read_until(source)
+    assert source.samples[0].gpus
+    assert source._ssh is not None
+    process = source._ssh.process
+    assert process is not None and process.poll() is None  # one long-lived connection, still running
+    source.close()
+    assert process.poll() is not None
+    assert source._ssh.process is None
