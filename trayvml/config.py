@@ -162,6 +162,122 @@ def _default(key: str) -> Any:
     return GENERAL_BY_KEY[key].default  # one set of defaults: the schema's
 
 
+# ---- push destinations: alerts that reach you away from the desk (trayvml/platform/push.py) ----
+PUSH_KINDS = ("ntfy", "webhook", "slack", "email")  # slack: Slack's and Mattermost's incoming webhooks
+SMTP_SECURITY = ("starttls", "ssl", "none")
+SEVERITY_NAMES = ("info", "warning", "critical")
+_QUIET_HOURS = re.compile(r"([01][0-9]|2[0-3]):([0-5][0-9])-([01][0-9]|2[0-3]):([0-5][0-9])")
+
+
+@dataclass(frozen=True)
+class PushDestination:
+    """Where alerts are pushed: one ``[[push]]`` table of the settings file.
+
+    The settings file is the only place for its secrets (a token, a password, a secret in a URL):
+    the file is written readable by its owner only, and trayvml never prints them (push.redact).
+    """
+
+    kind: str  # one of PUSH_KINDS
+    url: str = ""  # ntfy: the topic's URL; webhook, slack: the URL to POST to
+    name: str = ""  # how messages and doctor call it ("" : its kind and host)
+    rules: tuple[str, ...] = ()  # alert rule keys; empty: every rule
+    severities: tuple[str, ...] = SEVERITY_NAMES  # which severities go out (resolved: where the firing went)
+    quiet_hours: str = ""  # "22:00-07:00", local time: only critical goes out then ("": never quiet)
+    token: str = ""  # ntfy: an access token (Authorization: Bearer)
+    smtp_host: str = ""
+    smtp_port: int = 0  # 0: 587 for starttls, 465 for ssl, 25 for none
+    security: str = "starttls"  # one of SMTP_SECURITY
+    username: str = ""
+    password: str = ""
+    sender: str = ""
+    to: tuple[str, ...] = ()
+
+    def quiet_window(self) -> tuple[int, int] | None:
+        """The quiet hours as minutes after local midnight (start, end); None when never quiet."""
+        match = _QUIET_HOURS.fullmatch(self.quiet_hours)
+        if match is None:
+            return None
+        a, b, c, d = (int(group) for group in match.groups())
+        return a * 60 + b, c * 60 + d
+
+
+_PUSH_TEXT = ("kind", "url", "name", "quiet_hours", "token", "smtp_host", "security", "username", "password", "sender")
+_PUSH_LISTS = ("rules", "severities", "to")
+
+
+def push_problems(destination: PushDestination, where: str) -> list[str]:
+    """Every reason one push destination cannot be used (``where``: "push[1]")."""
+    found: list[str] = []
+
+    def say(text: str, **values: Any) -> None:
+        found.append(translate("settings", "{where}: {problem}").format(where=where, problem=text.format(**values)))
+
+    if destination.kind not in PUSH_KINDS:
+        say(translate("settings", "kind should be one of {choices}"), choices=", ".join(PUSH_KINDS))
+        return found
+    if destination.kind == "email":
+        if not destination.smtp_host:
+            say(translate("settings", "an e-mail destination needs smtp_host"))
+        if not destination.sender or not destination.to:
+            say(translate("settings", "an e-mail destination needs sender and to"))
+        if destination.security not in SMTP_SECURITY:
+            say(translate("settings", "security should be one of {choices}"), choices=", ".join(SMTP_SECURITY))
+        if not 0 <= destination.smtp_port <= 65535:
+            say(translate("settings", "smtp_port should be 0–65535"))
+    elif not re.match(r"https?://[^/\s]+", destination.url):
+        say(translate("settings", "url should be an http:// or https:// URL"))
+    unknown = [rule for rule in destination.rules if rule not in RULE_BY_KEY]
+    if unknown:
+        say(translate("settings", "{rule} is not an alert rule"), rule=_shown(unknown[0]))
+    wrong = [name for name in destination.severities if name not in SEVERITY_NAMES]
+    if wrong:
+        say(translate("settings", "severities should be among {choices}"), choices=", ".join(SEVERITY_NAMES))
+    if destination.quiet_hours and destination.quiet_window() is None:
+        say(translate("settings", "quiet_hours should look like 22:00-07:00"))
+    return found
+
+
+def _push_from_toml(value: Any) -> tuple[PushDestination, ...]:
+    if not isinstance(value, list) or not all(isinstance(table, dict) for table in value):
+        raise SettingsError(translate("settings", "push should be a list of [[push]] tables"))
+    destinations = []
+    for number, table in enumerate(value, 1):
+        where = f"push[{number}]"
+        known = {f.name for f in fields(PushDestination)}
+        unknown = sorted(set(table) - known)
+        if unknown:
+            raise SettingsError(
+                translate("settings", "{key} is not a setting of a push destination").format(
+                    key=f"{where}.{_shown(unknown[0])}"
+                )
+            )
+        if "kind" not in table:
+            raise SettingsError(translate("settings", "{key} is missing").format(key=f"{where}.kind"))
+        values: dict[str, Any] = {}
+        for key, item in table.items():
+            if key in _PUSH_TEXT and not isinstance(item, str):
+                raise SettingsError(translate("settings", "{key} should be text").format(key=f"{where}.{key}"))
+            if key in _PUSH_LISTS and (not isinstance(item, list) or not all(isinstance(v, str) for v in item)):
+                wrong = translate("settings", "{key} should be a list of text")
+                raise SettingsError(wrong.format(key=f"{where}.{key}"))
+            if key == "smtp_port" and not _is_int(item):
+                raise SettingsError(translate("settings", "{key} should be a number").format(key=f"{where}.{key}"))
+            values[key] = tuple(item) if key in _PUSH_LISTS else item
+        destinations.append(PushDestination(**values))
+    return tuple(destinations)
+
+
+def _push_to_toml(destination: PushDestination) -> dict[str, Any]:
+    """Only what differs from the defaults: a short table a user can read and edit."""
+    default = PushDestination(destination.kind)
+    table: dict[str, Any] = {"kind": destination.kind}
+    for f in fields(PushDestination):
+        value = getattr(destination, f.name)
+        if f.name != "kind" and value != getattr(default, f.name):
+            table[f.name] = list(value) if isinstance(value, tuple) else value
+    return table
+
+
 @dataclass(frozen=True)
 class Settings:
     sampling_interval_s: float = _default("sampling_interval_s")
@@ -181,6 +297,8 @@ class Settings:
     remote_hosts: tuple[str, ...] = ()
     # Remote hosts (by name) whose GPUs the tray icon adds to this machine's bars; "*": every one.
     icon_remote_hosts: tuple[str, ...] = ("*",)
+    # Where alerts are pushed beyond this desktop (ntfy, webhooks, Slack, e-mail): trayvml/platform/push.py.
+    push: tuple[PushDestination, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
 
     @property
@@ -227,6 +345,8 @@ def problems(settings: Settings) -> list[str]:
             )
     for kind in RULES:
         found += validate(kind, settings.alerts.rules.get(kind.key, kind.defaults))
+    for number, destination in enumerate(settings.push, 1):
+        found += push_problems(destination, f"push[{number}]")
     for gpu, rules in settings.alerts.overrides.items():
         for key, rule in rules.items():
             found += [
@@ -265,6 +385,8 @@ def to_toml(settings: Settings) -> str:
     if settings.remote_hosts:
         document["remote_hosts"] = list(settings.remote_hosts)
     document["icon_remote_hosts"] = list(settings.icon_remote_hosts)
+    if settings.push:
+        document["push"] = [_push_to_toml(destination) for destination in settings.push]
     document["alerts"] = {kind.key: _rule_to_toml(settings.alerts.rules.get(kind.key, kind.defaults)) for kind in RULES}
     overrides = {
         str(gpu): {"alerts": {key: _rule_to_toml(rule, settings.alerts.rules[key]) for key, rule in rules.items()}}
@@ -439,6 +561,8 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
                     translate("settings", 'icon_remote_hosts should be a list of host names (or ["*"] for all)')
                 )
             values[key] = tuple(value)
+        elif key == "push":
+            values[key] = _push_from_toml(value)
         elif key not in ("alerts", "gpus"):
             ignored.append(key)
     alerts = _table(document.get("alerts", {}), "alerts")

@@ -2456,6 +2456,21 @@ For {duration} now.</source>
     </message>
 </context>
 <context>
+    <name>push</name>
+    <message>
+        <source>it answered HTTP {code} {reason}</source>
+        <translation>它返回了 HTTP {code} {reason}</translation>
+    </message>
+    <message>
+        <source>the SMTP server refused the user name and password</source>
+        <translation>SMTP 服务器拒绝了该用户名和密码</translation>
+    </message>
+    <message>
+        <source>Alerts could not be pushed to {name}: {reason}</source>
+        <translation>无法将告警推送到 {name}：{reason}</translation>
+    </message>
+</context>
+<context>
     <name>reader</name>
     <message>
         <source>NVML stopped answering ({why}); retrying every {period} s</source>
@@ -2999,6 +3014,66 @@ For {duration} now.</source>
     <message>
         <source>{key} should be a number</source>
         <translation>{key} 应为数字</translation>
+    </message>
+    <message>
+        <source>{where}: {problem}</source>
+        <translation>{where}：{problem}</translation>
+    </message>
+    <message>
+        <source>kind should be one of {choices}</source>
+        <translation>kind 应为以下之一：{choices}</translation>
+    </message>
+    <message>
+        <source>an e-mail destination needs smtp_host</source>
+        <translation>电子邮件推送目标需要 smtp_host</translation>
+    </message>
+    <message>
+        <source>an e-mail destination needs sender and to</source>
+        <translation>电子邮件推送目标需要 sender 和 to</translation>
+    </message>
+    <message>
+        <source>security should be one of {choices}</source>
+        <translation>security 应为以下之一：{choices}</translation>
+    </message>
+    <message>
+        <source>smtp_port should be 0–65535</source>
+        <translation>smtp_port 应在 0–65535 之间</translation>
+    </message>
+    <message>
+        <source>url should be an http:// or https:// URL</source>
+        <translation>url 应为 http:// 或 https:// 网址</translation>
+    </message>
+    <message>
+        <source>{rule} is not an alert rule</source>
+        <translation>{rule} 不是告警规则</translation>
+    </message>
+    <message>
+        <source>severities should be among {choices}</source>
+        <translation>severities 应取自 {choices}</translation>
+    </message>
+    <message>
+        <source>quiet_hours should look like 22:00-07:00</source>
+        <translation>quiet_hours 的格式应类似 22:00-07:00</translation>
+    </message>
+    <message>
+        <source>push should be a list of [[push]] tables</source>
+        <translation>push 应为 [[push]] 表的列表</translation>
+    </message>
+    <message>
+        <source>{key} is not a setting of a push destination</source>
+        <translation>{key} 不是推送目标的设置项</translation>
+    </message>
+    <message>
+        <source>{key} is missing</source>
+        <translation>缺少 {key}</translation>
+    </message>
+    <message>
+        <source>{key} should be text</source>
+        <translation>{key} 应为文本</translation>
+    </message>
+    <message>
+        <source>{key} should be a list of text</source>
+        <translation>{key} 应为文本列表</translation>
     </message>
     <message>
         <source>{key} should be a finite number of seconds</source>

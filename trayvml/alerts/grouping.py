@@ -62,6 +62,7 @@ class Notice:
     severity: Severity
     resolved: bool = False
     host: str = ""  # a remote host's name; "" for this machine (its GPU 0 is not ours)
+    gpus: tuple[int, ...] = ()  # the GPUs it is about (none for a machine-wide alert): pushed webhooks carry them
 
 
 def urgency(event: AlertEvent) -> int:
@@ -90,6 +91,7 @@ def notice_for(outgoing: Outgoing) -> Notice:
         event.severity,
         event.kind == "resolved",
         event.host,
+        (event.gpu_index,) if event.gpu_index >= 0 else (),
     )
 
 
@@ -222,7 +224,9 @@ class Grouper:
             )
         if advice(rule):
             lines.append(advice(rule))
-        return Notice((GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host)
+        return Notice(
+            (GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host, gpus=tuple(members)
+        )
 
     def _resolved(self, key: tuple[str, str], group: _Group, now_s: float) -> Notice:
         host, rule = key
@@ -241,7 +245,7 @@ class Grouper:
             )
         else:
             body = translate("notices", "Back to normal.")
-        return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True, host=host)
+        return Notice((GROUP, rule), title, body, LOW, Severity.INFO, resolved=True, host=host, gpus=tuple(members))
 
 
 def replace_key(notice: Notice, key: tuple[int, str]) -> Notice:

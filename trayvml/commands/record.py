@@ -16,7 +16,10 @@ from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
     from trayvml.config import Settings
+    from trayvml.core.clock import Clock
+    from trayvml.monitor.pipeline import Monitor
     from trayvml.nvml.sim import SimSpec
+    from trayvml.platform.push import PushNotifier
 
 
 def add_commands(
@@ -78,6 +81,7 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
     source = Source(simulation, host=True, stall_after_s=args.timeout)
     ticks = 0
+    monitor, push = _alerts(settings, source.clock, interval_s, simulation is not None)
     try:
         ticker = Ticker(interval_s, source.clock)  # paced on the monotonic clock, stamped with the wall clock
         recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
@@ -93,6 +97,9 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
                     file=sys.stderr,
                 )
             writer.append(sample)
+            if monitor is not None and push is not None:
+                for notice in monitor.take(sample).notices:  # grouped and worded as on the desktop
+                    push.notify(notice)
             if writer.problem is not None and writer.problem != said:
                 said = writer.problem
                 print(f"trayvml: {said}", file=sys.stderr)
@@ -103,6 +110,8 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
         signal.signal(signal.SIGTERM, previous)
         source.close()
         writer.close()
+        if push is not None:
+            push.close()  # what is queued gets its try before the recorder exits
     if writer.saved < ticks:
         # Not "N samples recorded" when they were not: what was lost, why, and a failing exit.
         lost = translate("record", "{saved} of {count} samples recorded; the rest could not be written ({problem})")
@@ -115,6 +124,25 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     )
     print(recorded.format(count=ticks), file=sys.stderr)
     return 0
+
+
+def _alerts(
+    settings: Settings, clock: Clock, interval_s: float, simulated: bool
+) -> tuple[Monitor | None, PushNotifier | None]:
+    """The alert pipeline and the push notifier, where the settings name push destinations (a
+    server has no desktop: this is how its alerts reach anyone). None, None where there are none."""
+    if not settings.push:
+        return None, None
+    from trayvml.alerts.dispatch import Dispatcher
+    from trayvml.history.rings import Tier
+    from trayvml.history.timeline import History
+    from trayvml.monitor.pipeline import Monitor
+    from trayvml.platform.push import PushNotifier, default_status_file
+
+    # The recorder writes the history itself: the monitor's own needs only a few samples' worth.
+    tiers = (Tier(max(1.0, interval_s), 16),)
+    monitor = Monitor(Dispatcher(clock, ready=True), settings.alerts, lambda: History(tiers))
+    return monitor, PushNotifier(settings.push, clock, status_file=default_status_file(simulated))
 
 
 def _interrupt(signum: int, frame: object) -> None:

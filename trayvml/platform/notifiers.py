@@ -195,3 +195,22 @@ def notifier_for_desktop(
         except NotificationsUnavailableError:
             pass  # no notification service: the tray's own balloon will do
     return TrayMessageNotifier(show, markup=markup)
+
+
+class FanOutNotifier:
+    """Several notifiers as one (the desktop's and the push destinations'): each notice goes to
+    each, and one failing never keeps it from the others."""
+
+    def __init__(self, notifiers: list[Notifier]) -> None:
+        self.notifiers = notifiers
+
+    def notify(self, notice: Notice) -> None:
+        for notifier in self.notifiers:
+            try:
+                notifier.notify(notice)
+            except Exception:  # a bug in one must not silence the rest: logged with its traceback
+                log.exception("a notifier failed: %s", type(notifier).__name__)
+
+    def close(self) -> None:
+        for notifier in self.notifiers:
+            notifier.close()

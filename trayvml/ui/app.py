@@ -121,6 +121,7 @@ class App(QObject):
         self._watch_settings()
         self.clock = clock
         self.notifier: Notifier | None = None
+        self._simulated = simulation is not None  # simulated GPUs' push failures are kept apart
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         # This machine's pipeline; process lists are read only while someone asks for them.
         self.local = Monitor(self.dispatcher, self.settings.alerts, self._new_history, processes_on_demand=True)
@@ -250,12 +251,20 @@ class App(QObject):
             )
             self.tray.icon.showMessage(title, body, icon, 10_000)
 
-        return notifier_for_desktop(
+        desktop = notifier_for_desktop(
             lambda action, key: self._action_received.emit(action, key[0], key[1]),
             str(resource("trayvml-64.png")),
             show,
             markup=self.tray.over_dbus,
         )
+        if not self.settings.push:
+            return desktop
+        from trayvml.platform.notifiers import FanOutNotifier
+        from trayvml.platform.push import PushNotifier, default_status_file
+
+        # The same notices reach the push destinations (phone, chat, e-mail) as the desktop.
+        push = PushNotifier(self.settings.push, status_file=default_status_file(self._simulated))
+        return FanOutNotifier([desktop, push])
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self.notifier = notifier

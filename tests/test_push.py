@@ -1,0 +1,444 @@
+"""Alerts pushed beyond the desktop (trayvml/platform/push.py), against real receivers: an HTTP
+server in a thread for ntfy, webhooks and Slack, and aiosmtpd for e-mail."""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import email
+import email.header
+import email.policy
+import ipaddress
+import json
+import logging
+import socket
+import ssl
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from trayvml import cli
+from trayvml.alerts.grouping import GROUP, MACHINE, NORMAL, Notice
+from trayvml.alerts.severity import Severity
+from trayvml.config import PushDestination, Settings, SettingsError, from_toml, problems, to_toml
+from trayvml.core.clock import ManualClock
+from trayvml.platform.notifiers import FanOutNotifier
+from trayvml.platform.push import DeliveryError, Message, PushNotifier, Sender, read_status
+
+CRITICAL_NOTICE = Notice(
+    (GROUP, "temperature"),
+    "GPUs 0–3: temperature ≥ 90 °C",
+    "GPU 0 at 92 °C\nCheck the fans.",
+    2,
+    Severity.CRITICAL,
+    gpus=(0, 1, 2, 3),
+)
+WARNING_NOTICE = Notice(
+    (GROUP, "memory_used"), "GPU 1: memory used ≥ 90 %", "A job <x> & more", NORMAL, Severity.WARNING, gpus=(1,)
+)
+RESOLVED_NOTICE = Notice(
+    (GROUP, "memory_used"),
+    "GPU 1: memory used back to normal",
+    "Back to normal.",
+    0,
+    Severity.INFO,
+    resolved=True,
+    gpus=(1,),
+)
+
+
+class Receiver:
+    """An HTTP server in a thread that keeps every request it gets."""
+
+    def __init__(self, status: int = 200) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.arrived = threading.Event()
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
+                receiver.requests.append(
+                    {"method": "POST", "path": self.path, "headers": dict(self.headers.items()), "body": body}
+                )
+                self.send_response(status)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                receiver.arrived.set()
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.port = self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def receiver() -> Iterator[Receiver]:
+    server = Receiver()
+    yield server
+    server.close()
+
+
+def wait_idle(notifier: PushNotifier, limit_s: float = 5.0) -> None:
+    deadline = time.monotonic() + limit_s
+    while not notifier.idle():
+        assert time.monotonic() < deadline, "the push notifier never finished"
+        time.sleep(0.002)
+
+
+def push(destinations: list[PushDestination], **options: Any) -> PushNotifier:
+    options.setdefault("host", "gpubox")
+    options.setdefault("clock", ManualClock())
+    return PushNotifier(destinations, **options)
+
+
+def closed_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+# ---- formats ----
+def test_ntfy_gets_the_body_with_title_priority_tags_and_token(receiver: Receiver) -> None:
+    url = f"http://127.0.0.1:{receiver.port}/gpu-alerts-s3cret"
+    notifier = push([PushDestination("ntfy", url=url, token="tk_abcdef")])
+    notifier.notify(CRITICAL_NOTICE)
+    notifier.close()
+    (request,) = receiver.requests
+    assert request["method"] == "POST" and request["path"] == "/gpu-alerts-s3cret"
+    headers = request["headers"]
+    # Not ASCII (an en dash, a degree sign): RFC 2047, as ntfy's docs advise for headers.
+    assert str(email.header.make_header(email.header.decode_header(headers["Title"]))) == (
+        "gpubox: GPUs 0–3: temperature ≥ 90 °C"
+    )
+    assert headers["Priority"] == "5"
+    assert headers["Tags"] == "rotating_light,trayvml"
+    assert headers["Authorization"] == "Bearer tk_abcdef"
+    assert request["body"].decode("utf-8") == CRITICAL_NOTICE.body
+
+
+def test_webhook_gets_json_with_host_rule_gpus_and_time(receiver: Receiver) -> None:
+    clock = ManualClock(1_800_000_000.0)
+    notifier = push([PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/hook")], clock=clock)
+    notifier.notify(CRITICAL_NOTICE)
+    notifier.close()
+    (request,) = receiver.requests
+    assert request["headers"]["Content-Type"] == "application/json"
+    assert json.loads(request["body"]) == {
+        "title": "gpubox: GPUs 0–3: temperature ≥ 90 °C",
+        "body": CRITICAL_NOTICE.body,
+        "severity": "critical",
+        "host": "gpubox",
+        "rule": "temperature",
+        "gpus": [0, 1, 2, 3],
+        "timestamp": "2027-01-15T08:00:00+00:00",
+    }
+
+
+def test_a_remote_hosts_notice_keeps_its_own_name(receiver: Receiver) -> None:
+    notifier = push([PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/")])
+    remote = Notice((MACHINE, "gpu_lost"), "node7: GPU 2 lost", "", 2, Severity.CRITICAL, host="node7")
+    notifier.notify(remote)
+    notifier.close()
+    sent = json.loads(receiver.requests[0]["body"])
+    assert (sent["title"], sent["host"], sent["gpus"]) == ("node7: GPU 2 lost", "node7", [])
+
+
+def test_slack_gets_text_escaped_and_basic_auth_from_the_url(receiver: Receiver) -> None:
+    url = f"http://user:p%40ss@127.0.0.1:{receiver.port}/hooks/T000/B000/XXXX"
+    notifier = push([PushDestination("slack", url=url)])
+    notifier.notify(WARNING_NOTICE)
+    notifier.close()
+    (request,) = receiver.requests
+    assert json.loads(request["body"]) == {"text": "*gpubox: GPU 1: memory used ≥ 90 %*\nA job &lt;x&gt; &amp; more"}
+    assert request["headers"]["Authorization"] == "Basic " + base64.b64encode(b"user:p@ss").decode()
+    assert request["path"] == "/hooks/T000/B000/XXXX"
+
+
+# ---- which notices go where ----
+def test_rules_severities_and_quiet_hours_choose_what_goes_out(receiver: Receiver) -> None:
+    url = f"http://127.0.0.1:{receiver.port}/"
+    minute = [12 * 60]  # noon, then night
+    only_temperature = PushDestination("webhook", url=url, name="temps", rules=("temperature",))
+    only_critical = PushDestination("webhook", url=url, name="crit", severities=("critical",))
+    quiet = PushDestination("webhook", url=url, name="quiet", quiet_hours="22:00-07:00")
+    notifier = push([only_temperature, only_critical, quiet], minute_of_day=lambda now_s: minute[0])
+    assert [notifier.wants(i, WARNING_NOTICE, 0) for i in range(3)] == [False, False, True]
+    assert [notifier.wants(i, CRITICAL_NOTICE, 0) for i in range(3)] == [True, True, True]
+    # Back to normal goes where its alert went, and only there.
+    assert [notifier.wants(i, RESOLVED_NOTICE, 0) for i in range(3)] == [False, False, True]
+    minute[0] = 23 * 60 + 30  # in the quiet hours, across midnight: only critical
+    assert notifier.wants(2, WARNING_NOTICE, 0) is False
+    assert notifier.wants(2, CRITICAL_NOTICE, 0) is True
+    minute[0] = 6 * 60 + 59
+    assert notifier.wants(2, WARNING_NOTICE, 0) is False
+    minute[0] = 7 * 60
+    assert notifier.wants(2, WARNING_NOTICE, 0) is True
+    minute[0] = 23 * 60
+    assert notifier.wants(2, RESOLVED_NOTICE, 0) is False  # a warning's "back to normal" waits for no one
+    notifier.close()
+    assert receiver.requests == []
+
+
+# ---- failures ----
+class RecordingClock(ManualClock):
+    def __init__(self) -> None:
+        super().__init__()
+        self.waits: list[float] = []
+
+    def wait_s(self, seconds: float, stop: threading.Event) -> bool:
+        self.waits.append(seconds)
+        return super().wait_s(seconds, stop)
+
+
+def test_a_dead_destination_is_retried_with_backoff_and_said_once(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    clock = RecordingClock()
+    url = f"http://127.0.0.1:{closed_port()}/topic-secret-42"
+    status_file = tmp_path / "push-status.json"
+    notifier = push(
+        [PushDestination("ntfy", url=url, token="tk_secret_token")], clock=clock, status_file=status_file, timeout_s=2
+    )
+    with caplog.at_level(logging.WARNING, logger="trayvml.platform.push"):
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        notifier.notify(WARNING_NOTICE)
+        wait_idle(notifier)
+    notifier.close()
+    assert clock.waits == [2.0, 4.0, 2.0, 4.0]  # three tries per message, backing off
+    (status,) = notifier.statuses
+    assert (status.failing, status.failures, status.sent) == (True, 2, 0)
+    said = [r.getMessage() for r in caplog.records]
+    assert len(said) == 1 and "ntfy 127.0.0.1" in said[0]  # once, however many alerts followed
+    (problem,) = notifier.problems()
+    assert "ntfy 127.0.0.1" in problem and "refused" in problem.lower()
+    written = status_file.read_text()
+    assert read_status(status_file)["ntfy 127.0.0.1"]["failing"] is True
+    for text in [*said, problem, written]:
+        assert "topic-secret-42" not in text and "tk_secret_token" not in text
+
+
+def test_a_destination_that_works_again_says_so_and_clears(receiver: Receiver) -> None:
+    calls: list[str] = []
+
+    def flaky(destination: PushDestination, message: Message, timeout_s: float) -> None:
+        calls.append(message.title)
+        if len(calls) <= 3:
+            raise DeliveryError("down")
+
+    notifier = push([PushDestination("webhook", url="http://x.invalid/")], send=flaky, backoff_s=0)
+    notifier.notify(CRITICAL_NOTICE)
+    wait_idle(notifier)
+    assert notifier.statuses[0].failing
+    notifier.notify(WARNING_NOTICE)
+    wait_idle(notifier)
+    notifier.close()
+    assert not notifier.statuses[0].failing and notifier.problems() == []
+    assert notifier.statuses[0].sent == 1
+
+
+def test_the_queue_is_bounded_and_drops_the_oldest() -> None:
+    release = threading.Event()
+    got: list[str] = []
+
+    def slow(destination: PushDestination, message: Message, timeout_s: float) -> None:
+        release.wait(5)
+        got.append(message.body)
+
+    notifier = push([PushDestination("webhook", url="http://x.invalid/")], send=slow, max_queued=3)
+    notices = [Notice((i, "xid"), f"XID {i}", str(i), 2, Severity.CRITICAL) for i in range(10)]
+    notifier.notify(notices[0])
+    deadline = time.monotonic() + 5
+    while notifier.idle() or len(notifier._queue):  # the first one is being sent
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    for notice in notices[1:]:
+        notifier.notify(notice)
+    assert len(notifier._queue) == 3
+    assert notifier.dropped == 6
+    release.set()
+    notifier.close()
+    assert got == ["0", "7", "8", "9"]
+
+
+def test_fan_out_reaches_every_notifier_even_past_a_broken_one(caplog: pytest.LogCaptureFixture) -> None:
+    class Broken:
+        def notify(self, notice: Notice) -> None:
+            raise RuntimeError("bug")
+
+        def close(self) -> None:
+            pass
+
+    class Keeping:
+        def __init__(self) -> None:
+            self.notices: list[Notice] = []
+            self.closed = False
+
+        def notify(self, notice: Notice) -> None:
+            self.notices.append(notice)
+
+        def close(self) -> None:
+            self.closed = True
+
+    keeping = Keeping()
+    fan = FanOutNotifier([Broken(), keeping])
+    with caplog.at_level(logging.ERROR):
+        fan.notify(WARNING_NOTICE)
+    fan.close()
+    assert keeping.notices == [WARNING_NOTICE] and keeping.closed
+    assert "Broken" in caplog.text
+
+
+# ---- settings ----
+def test_push_destinations_round_trip_and_bad_ones_are_named() -> None:
+    settings = Settings(
+        push=(
+            PushDestination("ntfy", url="https://ntfy.sh/x", severities=("critical",), quiet_hours="22:00-07:00"),
+            PushDestination("email", smtp_host="smtp.example.com", sender="a@b", to=("c@d",), password="pw"),
+        )
+    )
+    assert from_toml(to_toml(settings))[0].push == settings.push
+    assert problems(Settings(push=(PushDestination("ntfy", url="ftp://x", quiet_hours="25:00-1"),))) == [
+        "push[1]: url should be an http:// or https:// URL",
+        "push[1]: quiet_hours should look like 22:00-07:00",
+    ]
+    assert problems(Settings(push=(PushDestination("email"),)))[0] == "push[1]: an e-mail destination needs smtp_host"
+    with pytest.raises(SettingsError, match=r"push\[1\]\.'colour' is not a setting"):
+        from_toml('[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/x"\ncolour = "red"\n')
+    with pytest.raises(SettingsError, match="push should be a list"):
+        from_toml('push = "https://ntfy.sh/x"\n')
+    assert from_toml("")[0].push == ()  # older files: no destinations
+
+
+# ---- e-mail over a real SMTP server ----
+def _certificate(tmp_path: Path) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 (cryptography), and its key."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    certificate = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_path, key_path = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert_path.write_bytes(certificate.public_bytes(serialization.Encoding.PEM))
+    key_path.write_bytes(
+        key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return cert_path, key_path
+
+
+@pytest.mark.parametrize("security", ["starttls", "ssl"])
+def test_email_reaches_a_real_smtp_server_over_tls_with_login(tmp_path: Path, security: str) -> None:
+    from aiosmtpd.controller import Controller
+    from aiosmtpd.smtp import AuthResult, LoginPassword
+
+    cert, key = _certificate(tmp_path)
+    server_tls = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    server_tls.load_cert_chain(cert, key)
+    received: list[dict[str, Any]] = []
+    logins: list[tuple[bytes, bytes]] = []
+
+    class Handler:
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
+            received.append(
+                {
+                    "to": envelope.rcpt_tos,
+                    "from": envelope.mail_from,
+                    "content": envelope.content,
+                    "tls": server.transport.get_extra_info("ssl_object"),
+                }
+            )
+            return "250 OK"
+
+    def authenticate(server: Any, session: Any, envelope: Any, mechanism: str, data: Any) -> AuthResult:
+        assert isinstance(data, LoginPassword)
+        logins.append((data.login, data.password))
+        return AuthResult(success=data.password == b"hunter22")
+
+    port = closed_port()
+    if security == "ssl":
+        # Implicit TLS: aiosmtpd does not count it as TLS for AUTH (only STARTTLS), so it is not required here.
+        controller = Controller(
+            Handler(),
+            hostname="127.0.0.1",
+            port=port,
+            ssl_context=server_tls,
+            authenticator=authenticate,
+            auth_require_tls=False,
+        )
+    else:
+        controller = Controller(
+            Handler(),
+            hostname="127.0.0.1",
+            port=port,
+            tls_context=server_tls,
+            require_starttls=True,
+            authenticator=authenticate,
+            auth_require_tls=True,
+        )
+    controller.start()
+    try:
+        client_tls = ssl.create_default_context(cafile=str(cert))
+        destination = PushDestination(
+            "email",
+            smtp_host="127.0.0.1",
+            smtp_port=port,
+            security=security,
+            username="ops",
+            password="hunter22",
+            sender="gpubox@example.com",
+            to=("oncall@example.com",),
+        )
+        notifier = push([destination], send=Sender(tls=client_tls))
+        notifier.notify(CRITICAL_NOTICE)
+        notifier.close()
+    finally:
+        controller.stop()
+    assert notifier.problems() == []
+    (mail,) = received
+    assert mail["to"] == ["oncall@example.com"] and mail["from"] == "gpubox@example.com"
+    assert mail["tls"] is not None  # the message went over TLS
+    assert logins == [(b"ops", b"hunter22")]
+    message = email.message_from_bytes(mail["content"], policy=email.policy.default)
+    assert message["Subject"] == "gpubox: GPUs 0–3: temperature ≥ 90 °C"
+    assert message.get_content().replace("\r\n", "\n").strip() == CRITICAL_NOTICE.body
+
+
+# ---- trayvml record ----
+def test_record_pushes_an_alert_to_a_webhook(tmp_path: Path, receiver: Receiver) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(f'[[push]]\nkind = "webhook"\nurl = "http://127.0.0.1:{receiver.port}/hook"\n')
+    argv = ["record", "--simulate", "idle:gpus=h100*2,lost=1@0,past=0", "--store", str(tmp_path / "store")]
+    assert cli.main([*argv, "--config", str(config), "--interval", "0.5", "--count", "3"]) == 0
+    bodies = [json.loads(r["body"]) for r in receiver.requests]
+    lost = [b for b in bodies if b["rule"] == "gpu_lost"]
+    assert lost, bodies
+    assert lost[0]["gpus"] == [1] and lost[0]["severity"] == "critical"
+    assert lost[0]["title"].startswith(socket.gethostname() + ": ")

@@ -1,0 +1,416 @@
+"""Alerts pushed beyond this desktop: ntfy, a JSON webhook, Slack or Mattermost, e-mail over SMTP.
+
+A ``PushNotifier`` is a notifier like the desktop's (``notify(notice)``, ``close()``): the same
+notices, grouped and worded by trayvml.alerts.grouping, with this machine's name in the title (away
+from the desk, which box is the first question). Each destination chooses its rules and severities,
+and quiet hours in which only critical alerts go out; a "back to normal" goes where its alert went.
+
+Delivery is on a thread of its own so that a slow or dead receiver never holds up sampling: a
+bounded queue (the oldest dropped, and counted), a timeout per attempt, a few retries with backoff.
+A failing destination is said once (in the log and in ``problems()``), not at every alert, and its
+last failure is kept in a small status file that ``trayvml doctor`` reads. Secrets (passwords,
+tokens, a URL's user:password and its path and query, which for ntfy's topics and Slack's webhooks
+are the secret) are never printed or logged: ``redact``.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import json
+import logging
+import smtplib
+import socket
+import ssl
+import threading
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections import deque
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from email.message import EmailMessage
+from email.utils import format_datetime, make_msgid
+from pathlib import Path
+
+from trayvml.alerts.grouping import Notice
+from trayvml.alerts.severity import Severity, host_prefix
+from trayvml.config import SEVERITY_NAMES, PushDestination
+from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.files import write_atomically
+from trayvml.core.i18n import translate
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_S = 10.0  # per attempt: a receiver that has not answered by then is not answering
+ATTEMPTS = 3  # the first try and two retries
+BACKOFF_S = 2.0  # before the first retry; doubled before each next one
+MAX_QUEUED = 100  # beyond this the oldest waiting message is dropped (and counted)
+CLOSE_WAIT_S = 15.0  # what close() gives the queue to drain, at most
+SMTP_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
+HIDDEN = "***"
+
+# ntfy's priorities 1-5 and its tags (emoji shortcodes), per https://docs.ntfy.sh/publish/.
+NTFY_PRIORITY = {Severity.CRITICAL: "5", Severity.WARNING: "4", Severity.INFO: "3"}
+NTFY_TAGS = {Severity.CRITICAL: "rotating_light", Severity.WARNING: "warning", Severity.INFO: "information_source"}
+
+
+class DeliveryError(Exception):
+    """A destination did not take a message; the message is safe to show (no secrets in it)."""
+
+
+def secrets_of(destination: PushDestination) -> list[str]:
+    """What must never be shown of a destination: its password and token, and its URL's user
+    information, path and query (an ntfy topic, a Slack webhook's key and a token in a query are
+    each as good as a password)."""
+    found = [destination.password, destination.token]
+    if destination.url:
+        parts = urllib.parse.urlsplit(destination.url)
+        found += [parts.password or "", parts.username or "", parts.path.strip("/"), parts.query, destination.url]
+        found += [urllib.parse.unquote(parts.password or "")]
+    return sorted({s for s in found if len(s) >= 3}, key=len, reverse=True)  # longest first: no partial leftovers
+
+
+def redact(text: str, destination: PushDestination) -> str:
+    for secret in secrets_of(destination):
+        text = text.replace(secret, HIDDEN)
+    return text
+
+
+def destination_name(destination: PushDestination) -> str:
+    """How messages call a destination: its name, else its kind and host (never its path or user)."""
+    if destination.name:
+        return redact(destination.name, destination)
+    host = destination.smtp_host if destination.kind == "email" else urllib.parse.urlsplit(destination.url).hostname
+    return f"{destination.kind} {host or '?'}"
+
+
+def in_quiet_hours(destination: PushDestination, minute_of_day: int) -> bool:
+    """Whether ``minute_of_day`` (local) lies in the destination's quiet hours; they may span midnight."""
+    window = destination.quiet_window()
+    if window is None:
+        return False
+    start, end = window
+    if start <= end:
+        return start <= minute_of_day < end
+    return minute_of_day >= start or minute_of_day < end
+
+
+def local_minute(now_s: float) -> int:
+    moment = time.localtime(now_s)
+    return moment.tm_hour * 60 + moment.tm_min
+
+
+@dataclass(frozen=True)
+class Message:
+    """One notice as pushed: its words with this machine named, and what a webhook also carries."""
+
+    title: str
+    body: str
+    severity: Severity
+    resolved: bool
+    host: str
+    rule: str
+    gpus: tuple[int, ...]
+    timestamp_s: float
+
+
+@dataclass
+class DestinationStatus:
+    """What a caller (the tray, doctor) can show of a destination."""
+
+    name: str
+    kind: str
+    sent: int = 0
+    failures: int = 0
+    failing: bool = False
+    last_failure: str = ""  # redacted
+    last_failure_s: float = 0.0
+
+
+def _header(text: str) -> str:
+    """An HTTP header value: RFC 2047 where it is not ASCII (ntfy decodes it; raw UTF-8 in a header
+    is mangled by some proxies and refused by http.client, and titles hold en dashes and Chinese)."""
+    if text.isascii():
+        return text.replace("\n", " ")
+    return "=?UTF-8?B?" + base64.b64encode(text.encode("utf-8")).decode("ascii") + "?="
+
+
+def _slack_escape(text: str) -> str:
+    # Slack's message formatting: &, < and > are control characters and must be escaped.
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def http_request(destination: PushDestination, message: Message) -> urllib.request.Request:
+    """The POST for an HTTP destination (ntfy, webhook, slack), credentials in its headers only."""
+    parts = urllib.parse.urlsplit(destination.url)
+    headers: dict[str, str] = {"User-Agent": "trayvml"}
+    if parts.username or parts.password:
+        user = urllib.parse.unquote(parts.username or "")
+        password = urllib.parse.unquote(parts.password or "")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode("ascii")
+        netloc = parts.hostname or ""
+        if ":" in netloc:
+            netloc = f"[{netloc}]"
+        if parts.port is not None:
+            netloc += f":{parts.port}"
+        parts = parts._replace(netloc=netloc)
+    url = urllib.parse.urlunsplit(parts)
+    if destination.kind == "ntfy":
+        if destination.token:
+            headers["Authorization"] = f"Bearer {destination.token}"
+        tag = "white_check_mark" if message.resolved else NTFY_TAGS[message.severity]
+        headers["Title"] = _header(message.title)
+        headers["Priority"] = "2" if message.resolved else NTFY_PRIORITY[message.severity]
+        headers["Tags"] = f"{tag},trayvml"
+        headers["Content-Type"] = "text/plain; charset=utf-8"
+        data = (message.body or message.title).encode("utf-8")
+    elif destination.kind == "slack":
+        # Slack's and Mattermost's incoming webhooks both take {"text": ...} with *bold*.
+        text = f"*{_slack_escape(message.title)}*\n{_slack_escape(message.body)}".rstrip()
+        headers["Content-Type"] = "application/json"
+        data = json.dumps({"text": text}).encode("utf-8")
+    else:
+        headers["Content-Type"] = "application/json"
+        data = json.dumps(
+            {
+                "title": message.title,
+                "body": message.body,
+                "severity": "resolved" if message.resolved else SEVERITY_NAMES[message.severity],
+                "host": message.host,
+                "rule": message.rule,
+                "gpus": list(message.gpus),
+                "timestamp": datetime.fromtimestamp(message.timestamp_s, timezone.utc).isoformat(),
+            },
+            ensure_ascii=False,
+        ).encode("utf-8")
+    return urllib.request.Request(url, data=data, headers=headers, method="POST")
+
+
+def email_message(destination: PushDestination, message: Message) -> EmailMessage:
+    mail = EmailMessage()
+    mail["Subject"] = message.title
+    mail["From"] = destination.sender
+    mail["To"] = ", ".join(destination.to)
+    mail["Date"] = format_datetime(datetime.fromtimestamp(message.timestamp_s, timezone.utc))
+    mail["Message-ID"] = make_msgid(domain="trayvml")
+    mail.set_content(message.body or message.title)
+    return mail
+
+
+Transport = Callable[[PushDestination, Message, float], None]
+
+
+class Sender:
+    """Sends one message to one destination in one attempt; raises DeliveryError (redacted)."""
+
+    def __init__(self, tls: ssl.SSLContext | None = None) -> None:
+        self._tls = tls  # tests: a context that trusts their own certificate
+
+    def __call__(self, destination: PushDestination, message: Message, timeout_s: float) -> None:
+        try:
+            if destination.kind == "email":
+                self._mail(destination, message, timeout_s)
+            else:
+                request = http_request(destination, message)
+                with urllib.request.urlopen(request, timeout=timeout_s, context=self._tls) as response:
+                    response.read(65536)
+        except urllib.error.HTTPError as error:
+            raise DeliveryError(
+                translate("push", "it answered HTTP {code} {reason}").format(code=error.code, reason=error.reason)
+            ) from None
+        except urllib.error.URLError as error:
+            raise DeliveryError(redact(str(error.reason), destination)) from None
+        except smtplib.SMTPAuthenticationError:
+            raise DeliveryError(translate("push", "the SMTP server refused the user name and password")) from None
+        except (smtplib.SMTPException, OSError, ValueError) as error:
+            raise DeliveryError(redact(str(error) or type(error).__name__, destination)) from None
+
+    def _mail(self, destination: PushDestination, message: Message, timeout_s: float) -> None:
+        port = destination.smtp_port or SMTP_PORTS[destination.security]
+        context = self._tls or ssl.create_default_context()
+        server: smtplib.SMTP
+        if destination.security == "ssl":
+            server = smtplib.SMTP_SSL(destination.smtp_host, port, timeout=timeout_s, context=context)
+        else:
+            server = smtplib.SMTP(destination.smtp_host, port, timeout=timeout_s)
+        with server:
+            if destination.security == "starttls":
+                server.starttls(context=context)
+            if destination.username:
+                server.login(destination.username, destination.password)
+            server.send_message(email_message(destination, message))
+
+
+class PushNotifier:
+    """Pushes notices to the destinations in the settings, on a thread of its own."""
+
+    def __init__(
+        self,
+        destinations: Sequence[PushDestination],
+        clock: Clock | None = None,
+        host: str | None = None,
+        send: Transport | None = None,
+        status_file: Path | None = None,
+        minute_of_day: Callable[[float], int] = local_minute,
+        timeout_s: float = TIMEOUT_S,
+        attempts: int = ATTEMPTS,
+        backoff_s: float = BACKOFF_S,
+        max_queued: int = MAX_QUEUED,
+    ) -> None:
+        self.destinations = tuple(destinations)
+        self._clock = clock or SystemClock()
+        self.host = socket.gethostname() if host is None else host
+        self._send = send or Sender()
+        self._status_file = status_file
+        self._minute_of_day = minute_of_day
+        self._timeout_s = timeout_s
+        self._attempts = max(1, attempts)
+        self._backoff_s = backoff_s
+        self._max_queued = max_queued
+        self.statuses = [DestinationStatus(destination_name(d), d.kind) for d in self.destinations]
+        self.dropped = 0  # messages dropped from a full queue
+        self._told: list[dict[tuple[str, tuple[int, str]], Severity]] = [{} for _ in self.destinations]
+        self._queue: deque[tuple[int, Message]] = deque()
+        self._lock = threading.Condition()
+        self._closing = threading.Event()
+        self._busy = False
+        self._thread = threading.Thread(target=self._run, name="trayvml-push", daemon=True)
+        self._thread.start()
+
+    # ---- what goes where ----
+    def wants(self, index: int, notice: Notice, now_s: float) -> bool:
+        """Whether destination ``index`` should get ``notice`` (remembering what it was told)."""
+        destination = self.destinations[index]
+        rule = notice.key[1]
+        if destination.rules and rule not in destination.rules:
+            return False
+        quiet = in_quiet_hours(destination, self._minute_of_day(now_s))
+        told = self._told[index]
+        key = (notice.host, notice.key)
+        if notice.resolved:
+            # "Back to normal" goes where the alert went; in quiet hours only an alert that woke someone.
+            severity = told.pop(key, None)
+            return severity is not None and (not quiet or severity is Severity.CRITICAL)
+        if SEVERITY_NAMES[notice.severity] not in destination.severities:
+            return False
+        if quiet and notice.severity is not Severity.CRITICAL:
+            return False
+        told[key] = max(notice.severity, told.get(key, Severity.INFO))
+        return True
+
+    def notify(self, notice: Notice) -> None:
+        now_s = self._clock.now_s()
+        message = Message(
+            notice.title if notice.host else host_prefix(self.host) + notice.title,
+            notice.body,
+            notice.severity,
+            notice.resolved,
+            notice.host or self.host,
+            notice.key[1],
+            notice.gpus,
+            now_s,
+        )
+        with self._lock:
+            for index in range(len(self.destinations)):
+                if not self.wants(index, notice, now_s):
+                    continue
+                if len(self._queue) >= self._max_queued:
+                    self._queue.popleft()
+                    self.dropped += 1
+                    if self.dropped == 1:
+                        log.warning("push: the queue is full; the oldest messages are dropped")
+                self._queue.append((index, message))
+            self._lock.notify_all()
+
+    def problems(self) -> list[str]:
+        """One sentence per failing destination (for a caller to show), redacted."""
+        failing = translate("push", "Alerts could not be pushed to {name}: {reason}")
+        return [failing.format(name=s.name, reason=s.last_failure) for s in self.statuses if s.failing]
+
+    def idle(self) -> bool:
+        """Nothing waiting and nothing being sent (tests wait for this)."""
+        with self._lock:
+            return not self._queue and not self._busy
+
+    # ---- delivery ----
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                while not self._queue and not self._closing.is_set():
+                    self._lock.wait()
+                if not self._queue:
+                    return  # closing, and everything was sent
+                index, message = self._queue.popleft()
+                self._busy = True
+            try:
+                self._deliver(index, message)
+            finally:
+                with self._lock:
+                    self._busy = False
+                    self._lock.notify_all()
+
+    def _deliver(self, index: int, message: Message) -> None:
+        destination = self.destinations[index]
+        status = self.statuses[index]
+        reason = ""
+        for attempt in range(self._attempts):
+            # Closing: the rest of the queue gets one try each, not a backoff.
+            backoff_s = self._backoff_s * 2 ** (attempt - 1)
+            if attempt and (self._closing.is_set() or self._clock.wait_s(backoff_s, self._closing)):
+                break
+            try:
+                self._send(destination, message, self._timeout_s)
+            except DeliveryError as error:
+                reason = redact(str(error), destination)
+                continue
+            status.sent += 1
+            if status.failing:
+                status.failing = False
+                log.warning("push: %s works again", status.name)
+                self._save_status()
+            return
+        status.failures += 1
+        status.last_failure = reason
+        status.last_failure_s = self._clock.now_s()
+        if not status.failing:  # said once per spell of failures, not at every alert
+            status.failing = True
+            log.warning("push: alerts could not be pushed to %s: %s", status.name, reason)
+        self._save_status()
+
+    def _save_status(self) -> None:
+        """What doctor shows: each destination's last failure (redacted), written atomically."""
+        if self._status_file is None:
+            return
+        document = {
+            s.name: {"failing": s.failing, "last_failure": s.last_failure, "last_failure_s": s.last_failure_s}
+            for s in self.statuses
+        }
+        with contextlib.suppress(OSError):  # a status file is a courtesy: never a reason to stop pushing
+            write_atomically(self._status_file, json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8"))
+
+    def close(self) -> None:
+        """Send what is queued (one try each), waiting CLOSE_WAIT_S at most, then stop."""
+        with self._lock:
+            self._closing.set()
+            self._lock.notify_all()
+        self._thread.join(timeout=CLOSE_WAIT_S)
+
+
+def default_status_file(simulated: bool = False) -> Path:
+    """Beside the history in the user's state folder; simulated GPUs' alerts keep theirs apart."""
+    from platformdirs import user_state_path
+
+    name = "push-status-simulated.json" if simulated else "push-status.json"
+    return user_state_path("trayvml", appauthor=False) / name
+
+
+def read_status(path: Path) -> dict[str, dict[str, object]]:
+    """The status file a PushNotifier wrote (doctor): {} when there is none or it is unreadable."""
+    try:
+        document = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
