@@ -12,12 +12,17 @@ import subprocess
 import sys
 import time
 import urllib.request
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import closed_port_url, end_process
+from tests.helpers import closed_port_url, end_process, simulated_source
+from trayvml.alerts.details import process_words
+from trayvml.commands.report import json_snapshot, text_snapshot
+from trayvml.core.sample import Attribution, ProcessSample, Sample
 from trayvml.host.attribution import Attributor
+from trayvml.prometheus.exposition import SampleCollector
 
 HEX = "34048520ee4dcc79b692911aeb87c104e8f3d9b5a99aa269fa1f2b5a3fcfd1fd"
 PODMAN = "cf21d19260ace8544fe8b769fc2638bf2c0873dfbfff0b6253f0569b26a1d5eb"
@@ -328,3 +333,65 @@ def _kernel_pid(server_pid: int, kernel_id: str) -> int:
             if f"kernel-{kernel_id}.json" in command:
                 return int(pid)
     return 0
+
+
+# ---- where it shows: snapshot, serve, notifications ----
+NOTEBOOK = Attribution(notebook="exp/train.ipynb", job="exp/train.ipynb", job_kind="notebook", root_pid=1)
+CONTAINER = Attribution(container=HEX[:12], runtime="docker", job=f"docker {HEX[:12]}", job_kind="container")
+
+
+def _attributed_sample() -> Sample:
+    """A simulated GPU's processes: the first in a notebook, the second in a container, then one
+    of another user and one from another PID namespace."""
+    source, _, _ = simulated_source("processes:gpus=rtx4090,start=1800")
+    sample = source.sample()
+    gpu = sample.gpus[0]
+    first, second = gpu.processes[:2]
+    processes = (
+        replace(first, attribution=NOTEBOOK),
+        replace(second, attribution=CONTAINER),
+        ProcessSample(0, 999001, "compute", 1e9, no_permission=True),
+        ProcessSample(0, 999002, "compute", 1e9, no_permission=True),
+        ProcessSample(0, 999003, "compute", 1e9, foreign_pid=True),
+    )
+    return replace(sample, gpus=(replace(gpu, processes=processes), *sample.gpus[1:]))
+
+
+def test_snapshot_text_and_json_carry_the_job_and_count_hidden_processes() -> None:
+    sample = _attributed_sample()
+    text = text_snapshot(sample)
+    assert "[notebook exp/train.ipynb]" in text and f"[container docker {HEX[:12]}]" in text
+    assert "2 processes of other users; 1 process in another PID namespace" in text
+    gpu = json_snapshot(sample)["gpus"][0]
+    assert gpu["hidden_processes"] == {"other_users": 2, "other_pid_namespace": 1}
+    first = gpu["processes"][0]["attribution"]
+    assert (first["kind"], first["job"], first["notebook"]) == ("notebook", "exp/train.ipynb", "exp/train.ipynb")
+    assert gpu["processes"][1]["attribution"]["container"] == HEX[:12]
+    assert gpu["processes"][2]["attribution"]["job"] == ""  # hidden: no job guessed
+
+
+def test_serve_exposes_the_job_as_an_info_series_not_as_a_label_of_the_frequent_ones() -> None:
+    from prometheus_client import CollectorRegistry, generate_latest
+    from prometheus_client.parser import text_string_to_metric_families
+
+    sample = _attributed_sample()
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SampleCollector(lambda: sample, hostname="here"))
+    families = list(text_string_to_metric_families(generate_latest(registry).decode()))
+    jobs = {
+        s.labels["pid"]: (s.labels["job"], s.labels["kind"])
+        for f in families
+        for s in f.samples
+        if s.name == "trayvml_process_job_info"
+    }
+    pids = [str(p.pid) for p in sample.gpus[0].processes[:2]]
+    assert jobs == {pids[0]: ("exp/train.ipynb", "notebook"), pids[1]: (f"docker {HEX[:12]}", "container")}
+    for family in families:
+        if not family.name.startswith("trayvml_process_job"):
+            assert all("job" not in s.labels for s in family.samples), family.name
+
+
+def test_notifications_name_the_notebook_or_container() -> None:
+    processes = _attributed_sample().gpus[0].processes
+    assert process_words(processes[0]).startswith("notebook exp/train.ipynb: ")
+    assert process_words(processes[1]).startswith(f"container {HEX[:12]}: ")

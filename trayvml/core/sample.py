@@ -239,3 +239,20 @@ class Sample:
         if self.unavailable is not None:
             return self.unavailable.headline, self.unavailable.sentence
         return None
+
+
+def hidden_processes_words(processes: tuple[ProcessSample, ...]) -> str:
+    """'2 processes of other users; 1 process in another PID namespace': the processes whose
+    names and jobs cannot be seen here, counted and said, never guessed; "" where there are none."""
+    others = sum(1 for p in processes if p.no_permission)
+    foreign = sum(1 for p in processes if p.foreign_pid)
+    words = []
+    if others == 1:
+        words.append(translate("processes", "1 process of another user"))
+    elif others:
+        words.append(translate("processes", "{count} processes of other users").format(count=others))
+    if foreign == 1:
+        words.append(translate("processes", "1 process in another PID namespace"))
+    elif foreign:
+        words.append(translate("processes", "{count} processes in another PID namespace").format(count=foreign))
+    return translate("processes", "; ").join(words)
