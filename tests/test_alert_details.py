@@ -27,7 +27,8 @@ def test_a_lost_gpu_is_named_by_its_last_known_facts_and_values() -> None:
     first, second, *rest = text.splitlines()
     assert first == f"{info.name} at PCI {info.pci_bus_id}." and info.pci_bus_id
     assert second.startswith("Last seen at ") and "GiB" in second and "°C" in second and "H100" not in second
-    assert any(line.startswith("It was running: python train.py") for line in rest)
+    # the simulated trainer runs in a container, which the notification names first
+    assert any(line.startswith("It was running: container ") and ": python train.py" in line for line in rest)
     assert "name unknown" not in text and "?" not in text
 
 

@@ -27,7 +27,17 @@ from typing import Any
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX
-from trayvml.core.sample import DeviceInfo, GpuSample, HostSample, MetricState, ProcessDetails, Sample
+from trayvml.core.sample import (
+    NO_ATTRIBUTION,
+    Attribution,
+    DeviceInfo,
+    GpuSample,
+    HostSample,
+    MetricState,
+    ProcessDetails,
+    Sample,
+)
+from trayvml.host.attribution import with_job
 from trayvml.host.processes import in_host_pid_namespace, process_start, resolve_host_process
 from trayvml.host.sampler import HostSampler, memory_total_available
 from trayvml.nvml.reader import NvmlReader
@@ -167,7 +177,9 @@ class Source:
                 if proc.pid == pid:
                     if self.library.hides(proc):
                         raise PermissionError(f"process {pid} belongs to {proc.user}")
-                    return ProcessDetails(proc.name, proc.user, proc.command, proc.container)
+                    # A simulated process's container is all the simulator tells of its job.
+                    job = Attribution(container=proc.container) if proc.container else NO_ATTRIBUTION
+                    return ProcessDetails(proc.name, proc.user, proc.command, proc.container, with_job(job, ""))
         return None
 
     def _simulated_start(self, pid: int) -> float:

@@ -24,6 +24,14 @@
         <translation>用户未知</translation>
     </message>
     <message>
+        <source>notebook {path}</source>
+        <translation>笔记本 {path}</translation>
+    </message>
+    <message>
+        <source>{where}: {what} ({user}, PID {pid})</source>
+        <translation>{where}：{what}（{user}，PID {pid}）</translation>
+    </message>
+    <message>
         <source>{what} ({user}, PID {pid})</source>
         <translation>{what}（{user}，PID {pid}）</translation>
     </message>
@@ -1822,6 +1830,33 @@ It is sent SIGTERM, as kill does.</source>
     </message>
 </context>
 <context>
+    <name>jobs</name>
+    <message>
+        <source>notebook</source>
+        <translation>笔记本</translation>
+    </message>
+    <message>
+        <source>container</source>
+        <translation>容器</translation>
+    </message>
+    <message>
+        <source>Slurm job</source>
+        <translation>Slurm 作业</translation>
+    </message>
+    <message>
+        <source>systemd unit</source>
+        <translation>systemd 单元</translation>
+    </message>
+    <message>
+        <source>terminal session</source>
+        <translation>终端会话</translation>
+    </message>
+    <message>
+        <source>process tree</source>
+        <translation>进程树</translation>
+    </message>
+</context>
+<context>
     <name>metrics</name>
     <message>
         <source>Utilization</source>
@@ -2453,6 +2488,29 @@ For {duration} now.</source>
     <message>
         <source>{count} GPUs asked for, but only {qualifying} of {total}{lost} qualify{condition}.</source>
         <translation>需要 {count} 个 GPU，但 {total} 个{lost}中只有 {qualifying} 个符合条件{condition}。</translation>
+    </message>
+</context>
+<context>
+    <name>processes</name>
+    <message>
+        <source>1 process of another user</source>
+        <translation>1 个其他用户的进程</translation>
+    </message>
+    <message>
+        <source>{count} processes of other users</source>
+        <translation>{count} 个其他用户的进程</translation>
+    </message>
+    <message>
+        <source>1 process in another PID namespace</source>
+        <translation>1 个位于其他 PID 命名空间的进程</translation>
+    </message>
+    <message>
+        <source>{count} processes in another PID namespace</source>
+        <translation>{count} 个位于其他 PID 命名空间的进程</translation>
+    </message>
+    <message>
+        <source>; </source>
+        <translation>；</translation>
     </message>
 </context>
 <context>

@@ -42,6 +42,24 @@ def process_words(process: ProcessSample) -> str:
         )
     what = shorten(clean(process.command or process.name))
     user = shorten(clean(process.user)) or translate("AlertDetails", "user unknown")
+    job = process.attribution
+    # A notebook or a container is what its owner knows the work by; a PID alone is not.
+    if job.notebook:
+        where = translate("AlertDetails", "notebook {path}").format(path=shorten(clean(job.notebook)))
+        return (
+            translate("AlertDetails", "{where}: {what} ({user}, PID {pid})").format(
+                where=where, what=what, user=user, pid=process.pid
+            )
+            + memory
+        )
+    if job.container:
+        where = translate("AlertDetails", "container {id}").format(id=shorten(clean(job.container)))
+        return (
+            translate("AlertDetails", "{where}: {what} ({user}, PID {pid})").format(
+                where=where, what=what, user=user, pid=process.pid
+            )
+            + memory
+        )
     return (
         translate("AlertDetails", "{what} ({user}, PID {pid})").format(what=what, user=user, pid=process.pid) + memory
     )

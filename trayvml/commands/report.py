@@ -12,7 +12,7 @@ from trayvml.core.formatting import format_static, format_value
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS
 from trayvml.core.safe_text import json_text, terminal_text
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.core.sample import JOB_KINDS, DeviceInfo, GpuSample, MetricState, Sample, hidden_processes_words
 from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes, format_clock
 from trayvml.monitor.energy import EnergyMeter, job_key
@@ -43,7 +43,10 @@ def _process_text(proc: Any) -> str:
     who = terminal_text(proc.name) if proc.name else (translate("report", "(hidden)") if proc.no_permission else "?")
     memory = "" if math.isnan(proc.used_memory_bytes) else f" {format_bytes(proc.used_memory_bytes)}"
     user = f"{terminal_text(proc.user)}:" if proc.user else ""
-    return f"{user}{who}/{proc.pid}{memory}"
+    job = proc.attribution
+    # Which job it works for, where known: "[notebook exp/train.ipynb]", "[container docker 34048520ee4d]".
+    shown = f" [{translate('jobs', JOB_KINDS[job.job_kind])} {terminal_text(job.job)}]" if job.job else ""
+    return f"{user}{who}/{proc.pid}{memory}{shown}"
 
 
 def text_snapshot(sample: Sample, full: bool = False, host_column: str = "", notes: bool = False) -> str:
@@ -91,6 +94,9 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "", not
             translate("report", "fan {speed}").format(speed=f"{_show(gpu, 'fan_speed_percent'):>5}"),
         ]
         procs = " ".join(_process_text(p) for p in gpu.processes)
+        hidden = hidden_processes_words(gpu.processes)
+        if hidden:
+            procs += f" ({hidden})"
         lines.append(" | ".join(cells) + (f" | {procs}" if procs else ""))
         if full:
             lines.extend(_full_gpu(gpu, info))
@@ -196,6 +202,11 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                         zip(gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s, strict=True)
                     )
                 ],
+                # Counted where their names cannot be seen (other users', another PID namespace's).
+                "hidden_processes": {
+                    "other_users": sum(1 for p in gpu.processes if p.no_permission),
+                    "other_pid_namespace": sum(1 for p in gpu.processes if p.foreign_pid),
+                },
                 "processes": [
                     {
                         "pid": p.pid,
@@ -209,6 +220,17 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                         "sm_util_percent": _number(p.sm_util_percent),
                         "energy_wh": None if energy is None else energy.process_energy_wh(p),
                         "job": job_key(p),
+                        "attribution": {
+                            "job": json_text(p.attribution.job),
+                            "kind": p.attribution.job_kind,
+                            "container": json_text(p.attribution.container),
+                            "runtime": p.attribution.runtime,
+                            "slurm_job": p.attribution.slurm_job,
+                            "unit": json_text(p.attribution.unit),
+                            "session": json_text(p.attribution.session),
+                            "notebook": json_text(p.attribution.notebook),
+                            "root_pid": p.attribution.root_pid or None,
+                        },
                         "job_energy_wh": None if energy is None else energy.job_energy_wh(p),
                     }
                     for p in gpu.processes

@@ -57,6 +57,9 @@ def name_of(metric: Metric) -> PromName | None:
 # Series that are not catalog metrics.
 UP = PREFIX + "up"  # 1: the GPU values are current; 0 with a ``reason`` label
 GPU_INFO = PREFIX + "gpu_info"
+# Which job each GPU process works for: an info series of its own, so that the job (a notebook's
+# path, a container) is never a label of the frequent series, whose cardinality it would multiply.
+PROCESS_JOB_INFO = PREFIX + "process_job_info"
 # 1 with a ``scenario`` label when the GPUs served are simulated (``--simulate``), 0 for real ones: a
 # reader (trayvml's remote hosts, a dashboard) can tell made-up numbers from real ones.
 SIMULATED = PREFIX + "simulated"

@@ -99,6 +99,40 @@ class DeviceInfo:
         return translate("GpuText", UNKNOWN_NAME) if self.name == UNKNOWN_NAME else self.name
 
 
+# What a job is, most telling first (see trayvml.host.attribution): the words each kind is shown with.
+JOB_KINDS = {
+    "notebook": QT_TRANSLATE_NOOP("jobs", "notebook"),
+    "container": QT_TRANSLATE_NOOP("jobs", "container"),
+    "slurm": QT_TRANSLATE_NOOP("jobs", "Slurm job"),
+    "unit": QT_TRANSLATE_NOOP("jobs", "systemd unit"),
+    "session": QT_TRANSLATE_NOOP("jobs", "terminal session"),
+    "process": QT_TRANSLATE_NOOP("jobs", "process tree"),
+}
+
+
+@dataclass(frozen=True)
+class Attribution:
+    """Whose work a GPU process is, where the host can tell (empty strings where it cannot).
+
+    ``job`` is the top-most of what is known: the notebook, else the container, the Slurm job,
+    the systemd unit, the tmux/screen session, else the root of its process tree; ``job_kind``
+    says which (a key of JOB_KINDS), "" where nothing could be read.
+    """
+
+    container: str = ""  # 12 hex digits (Docker, Podman, containerd, CRI-O) or an LXC container's name
+    runtime: str = ""  # "docker", "podman", "containerd", "cri-o", "lxc"
+    slurm_job: str = ""
+    unit: str = ""  # a systemd unit, "foo.service" or "bar.scope"
+    session: str = ""  # "tmux default", "screen 1234.pts-0.host"
+    notebook: str = ""  # the notebook's path under its Jupyter server's root
+    job: str = ""
+    job_kind: str = ""
+    root_pid: int = 0  # the top of its process tree below init or the session leader; 0: unknown
+
+
+NO_ATTRIBUTION = Attribution()
+
+
 @dataclass(frozen=True)
 class ProcessDetails:
     """What the host knows about a PID (empty strings where it cannot tell)."""
@@ -107,6 +141,7 @@ class ProcessDetails:
     user: str
     command: str
     container: str = ""
+    attribution: Attribution = NO_ATTRIBUTION
 
 
 @dataclass(frozen=True)
@@ -127,6 +162,7 @@ class ProcessSample:
     # NVML's PID is the host's and trayvml runs in another PID namespace (a container, WSL2): the
     # same number here is another process or none, so it is neither looked up nor ended.
     foreign_pid: bool = False
+    attribution: Attribution = NO_ATTRIBUTION  # its job, container, Slurm job, notebook (trayvml.host.attribution)
 
 
 @dataclass(frozen=True)
@@ -203,3 +239,20 @@ class Sample:
         if self.unavailable is not None:
             return self.unavailable.headline, self.unavailable.sentence
         return None
+
+
+def hidden_processes_words(processes: tuple[ProcessSample, ...]) -> str:
+    """'2 processes of other users; 1 process in another PID namespace': the processes whose
+    names and jobs cannot be seen here, counted and said, never guessed; "" where there are none."""
+    others = sum(1 for p in processes if p.no_permission)
+    foreign = sum(1 for p in processes if p.foreign_pid)
+    words = []
+    if others == 1:
+        words.append(translate("processes", "1 process of another user"))
+    elif others:
+        words.append(translate("processes", "{count} processes of other users").format(count=others))
+    if foreign == 1:
+        words.append(translate("processes", "1 process in another PID namespace"))
+    elif foreign:
+        words.append(translate("processes", "{count} processes in another PID namespace").format(count=foreign))
+    return translate("processes", "; ").join(words)

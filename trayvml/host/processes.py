@@ -14,6 +14,7 @@ import psutil
 
 from trayvml.core.safe_text import clean
 from trayvml.core.sample import ProcessDetails
+from trayvml.host.attribution import default_attributor
 
 # Docker, containerd, CRI-O, Podman and Kubernetes all put a 64-hex-digit id in the cgroup path.
 _CONTAINER_ID = re.compile(r"(?:docker|containerd|crio|libpod|cri-containerd)[-/]?([0-9a-f]{64})|/([0-9a-f]{64})")
@@ -83,7 +84,11 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
         return None  # exited, or a host PID seen from inside a container
     except psutil.AccessDenied as denied:
         raise PermissionError(f"no permission to inspect process {pid}") from denied
-    return ProcessDetails(clean(name), clean(user), clean(command), container_of(pid))
+    # Read once per process (the ProcessCache asks once per PID and start time), and only for
+    # processes on a GPU: the idle tray, which lists no processes, never gets here.
+    attribution = default_attributor().attribute(pid)
+    container = attribution.container if attribution.runtime != "lxc" else ""
+    return ProcessDetails(clean(name), clean(user), clean(command), container or container_of(pid), attribution)
 
 
 def process_start(pid: int) -> float:

@@ -65,6 +65,7 @@ class ProcessCache:
                 details.command,
                 details.container,
                 started_s=started,
+                attribution=details.attribution,
             )
         return ProcessSample(
             gpu_index, pid, kind, memory, no_permission=isinstance(details, PermissionError), started_s=started

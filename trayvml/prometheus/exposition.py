@@ -112,6 +112,13 @@ class SampleCollector(Collector):
             "GPU memory used by each process",
             labels=[*_GPU_LABELS, "pid", "name", "user", "kind"],
         )
+        jobs = InfoMetricFamily(
+            names.PROCESS_JOB_INFO[: -len("_info")],
+            "The job each GPU process works for: its notebook, container, Slurm job, systemd unit, "
+            "terminal session or process tree (kind says which).",
+            labels=["hostname", "pid", "job", "kind"],
+        )
+        shown_jobs: set[int] = set()
         families = [_family(metric, _GPU_LABELS) for metric in GPU_METRICS]  # None: a metric not served
         for gpu, device in zip(sample.gpus, sample.devices, strict=True):
             labels = [host, device.uuid, str(gpu.index)]
@@ -129,12 +136,17 @@ class SampleCollector(Collector):
             for proc in gpu.processes:
                 if proc.used_memory_bytes == proc.used_memory_bytes:
                     procs.add_metric([*labels, str(proc.pid), proc.name, proc.user, proc.kind], proc.used_memory_bytes)
+                job = proc.attribution
+                if job.job and proc.pid not in shown_jobs:  # a process on two GPUs is one job
+                    shown_jobs.add(proc.pid)
+                    jobs.add_metric([host, str(proc.pid)], {"job": job.job, "kind": job.job_kind})
         yield info
         yield total
         for served in families:
             if served is not None:
                 yield served[0]
         yield procs
+        yield jobs
 
 
 def _family(metric: Metric, labels: list[str]) -> tuple[GaugeMetricFamily | CounterMetricFamily, float] | None:

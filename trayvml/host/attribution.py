@@ -1,0 +1,325 @@
+"""Whose work a GPU process is: its container, Slurm job, systemd unit, tmux/screen session,
+Jupyter notebook, and the job that is the top-most of these.
+
+Everything is read from procfs under an injectable root (tests give a fake /proc tree), only for
+the processes NVML lists on a GPU, and each process is read once: the result is cached by PID and
+start time (a PID the kernel hands to a later process is another process). Nothing is guessed:
+what cannot be read stays "".
+
+The cgroup path forms recognised, as the runtimes write them to /proc/PID/cgroup (examples kept
+as fixtures in tests/test_attribution.py):
+- Docker: ``/docker/<64 hex>`` (cgroupfs driver, v1 and v2) and ``/system.slice/docker-<64 hex>.scope``
+  (systemd driver).
+- Podman: ``/machine.slice/libpod-<64 hex>.scope[/container]``, rootless under
+  ``/user.slice/user-<uid>.slice/user@<uid>.service/…`` (podman#20423, falcosecurity/libs#1613).
+- containerd and CRI-O under Kubernetes: ``…/kubepods-…-pod<uid>.slice/cri-containerd-<64 hex>.scope``,
+  ``…:cri-containerd:<64 hex>`` (v1 with the systemd driver, opentelemetry-java#4507),
+  ``/kubepods/<qos>/pod<uid>/<64 hex>`` (cgroupfs driver), ``crio-<64 hex>.scope`` (minikube#11280).
+- LXC: ``/lxc/<name>`` (v1), ``/lxc.payload/<name>`` and ``/lxc.payload.<name>/…`` (LXC 3.1+ and cgroup
+  v2: lxc#2782, needrestart#238).
+- Slurm: ``/slurm/uid_<uid>/job_<id>/step_<id>/task_<n>`` (cgroup/v1) and
+  ``/system.slice/slurmstepd.scope/job_<id>/step_<id>/user/task_<n>`` (cgroup/v2), as
+  slurm.schedmd.com/cgroups.html and cgroup_v2.html draw them; else SLURM_JOB_ID in its environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from trayvml.core.safe_text import clean
+from trayvml.core.sample import NO_ATTRIBUTION, Attribution
+
+PROC = Path("/proc")
+CACHE_MAX = 4096
+MAX_DEPTH = 64  # parent links followed at most (a loop in a fake or racing /proc ends here)
+JUPYTER_WAIT_S = 0.5  # per Jupyter server asked: the lookup runs on the sampler's thread
+MAX_ANSWER_BYTES = 4 << 20
+
+_HEX64 = r"([0-9a-f]{64})"
+# (runtime, pattern): the first that matches a cgroup path names the container.
+_CONTAINERS: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("podman", re.compile(r"libpod-(?!conmon-)" + _HEX64)),
+    ("docker", re.compile(r"docker[-/]" + _HEX64)),
+    ("containerd", re.compile(r"cri-containerd[-:]" + _HEX64)),
+    ("cri-o", re.compile(r"crio[-:]" + _HEX64)),
+    ("containerd", re.compile(r"/kubepods/(?:[^/]+/)?pod[^/]+/" + _HEX64)),  # cgroupfs driver: no prefix
+    ("lxc", re.compile(r"/lxc\.payload[./]([^/\s]+)")),
+    ("lxc", re.compile(r"/lxc/([^/\s]+)")),
+)
+_SLURM_JOB = re.compile(r"/job_(\d+)(?:/|$)")
+_UNIT = re.compile(r"^[^/]+\.(?:service|scope)$")
+# Units every process of a login or desktop sits in: they tell nothing about the job.
+_UNTELLING_UNITS = re.compile(r"^(?:user@\d+\.service|init\.scope|session-\w+\.scope|slurmstepd\.scope)$")
+_KERNEL_FILE = re.compile(r"kernel-([0-9A-Za-z-]+)\.json")
+
+Fetch = Callable[[str, str, float], bytes]
+"""GET ``url`` with Jupyter's ``token``, waiting at most the given seconds; raises OSError."""
+
+
+def _fetch(url: str, token: str, timeout_s: float) -> bytes:
+    request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
+    # Jupyter servers listen on the local machine; a proxy from the environment must not see the token.
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=timeout_s) as answer:
+        return bytes(answer.read(MAX_ANSWER_BYTES))
+
+
+def container_in(cgroup: str) -> tuple[str, str]:
+    """(runtime, short id or LXC name) of the container a /proc/PID/cgroup text puts a process in,
+    ("", "") on the host."""
+    for line in cgroup.splitlines():
+        path = line.split(":", 2)[-1]
+        for runtime, pattern in _CONTAINERS:
+            match = pattern.search(path)
+            if match:
+                found = match.group(1)
+                return runtime, found[:12] if runtime != "lxc" else found
+    return "", ""
+
+
+def slurm_job_in(cgroup: str) -> str:
+    for line in cgroup.splitlines():
+        match = _SLURM_JOB.search(line.split(":", 2)[-1])
+        if match:
+            return match.group(1)
+    return ""
+
+
+def unit_in(cgroup: str) -> str:
+    """The innermost systemd unit (system or user) that says something of the job, or ""."""
+    for line in cgroup.splitlines():
+        hierarchy, _, path = line.partition(":")[2].partition(":")
+        if hierarchy not in ("", "name=systemd"):
+            continue  # v1 controllers' paths need not follow systemd's units
+        for part in reversed(path.split("/")):
+            if _UNIT.match(part) and not _UNTELLING_UNITS.match(part):
+                return part
+    return ""
+
+
+@dataclass(frozen=True)
+class _Stat:
+    comm: str
+    ppid: int
+    session: int
+    start_ticks: int
+
+
+class Attributor:
+    """Attribution of host PIDs, read under ``proc_root`` and cached by (PID, start time).
+
+    ``runtime_dirs``: more Jupyter runtime folders to look for servers in (besides the kernel's
+    connection file's folder and its JUPYTER_RUNTIME_DIR); ``fetch``: the HTTP GET (tests fail it).
+    """
+
+    def __init__(
+        self,
+        proc_root: Path = PROC,
+        runtime_dirs: Iterable[Path] = (),
+        fetch: Fetch = _fetch,
+        wait_s: float = JUPYTER_WAIT_S,
+    ) -> None:
+        self.proc_root = proc_root
+        self.runtime_dirs = tuple(runtime_dirs)
+        self.fetch = fetch
+        self.wait_s = wait_s
+        self._cache: dict[tuple[int, int], Attribution] = {}
+        self._lock = threading.Lock()
+
+    def attribute(self, pid: int) -> Attribution:
+        stat = self._stat(pid)
+        if stat is None:
+            return NO_ATTRIBUTION  # gone, or not in our PID namespace
+        key = (pid, stat.start_ticks)
+        with self._lock:
+            known = self._cache.get(key)
+        if known is not None:
+            return known
+        found = self._read(pid, stat)
+        with self._lock:
+            if len(self._cache) >= CACHE_MAX:
+                self._cache.clear()
+            self._cache[key] = found
+        return found
+
+    # procfs
+    def _text(self, pid: int, name: str) -> str:
+        try:
+            return (self.proc_root / str(pid) / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return ""  # gone, or another user's and hidden (hidepid, environ)
+
+    def _stat(self, pid: int) -> _Stat | None:
+        text = self._text(pid, "stat")
+        head, paren, tail = text.rpartition(")")  # the name may hold spaces and parentheses
+        fields = tail.split()
+        if not paren or len(fields) < 20:
+            return None
+        try:
+            # man 5 proc: after the name, state(3) ppid(4) pgrp(5) session(6) … starttime(22)
+            return _Stat(head.partition("(")[2], int(fields[1]), int(fields[3]), int(fields[19]))
+        except ValueError:
+            return None
+
+    def _environ(self, pid: int) -> dict[str, str]:
+        pairs = (entry.partition("=") for entry in self._text(pid, "environ").split("\0") if "=" in entry)
+        return {name: value for name, _, value in pairs}
+
+    def _uid(self, pid: int) -> int | None:
+        for line in self._text(pid, "status").splitlines():
+            if line.startswith("Uid:"):
+                try:
+                    return int(line.split()[1])
+                except (IndexError, ValueError):
+                    return None
+        return None
+
+    # the parts
+    def _read(self, pid: int, stat: _Stat) -> Attribution:
+        cgroup = self._text(pid, "cgroup")
+        environ = self._environ(pid)
+        runtime, container = container_in(cgroup)
+        slurm = slurm_job_in(cgroup) or environ.get("SLURM_JOB_ID", "").strip()
+        if not slurm.isdigit():
+            slurm = ""  # an environment says anything; a job id is a number
+        unit = unit_in(cgroup)
+        session, root = self._tree(pid, stat, environ)
+        notebook = self._notebook(pid, environ)
+        found = Attribution(
+            container=clean(container),
+            runtime=runtime,
+            slurm_job=slurm,
+            unit=clean(unit),
+            session=clean(session),
+            notebook=clean(notebook),
+            root_pid=root,
+        )
+        top = self._stat(root)
+        return with_job(found, top.comm if top is not None else "")
+
+    def _tree(self, pid: int, stat: _Stat, environ: dict[str, str]) -> tuple[str, int]:
+        """(tmux/screen session, root of the process tree), read up the parent PIDs: the root is
+        the top-most ancestor below init or the session leader (a login shell, a pane's shell);
+        the session is a terminal multiplexer's server above it, wherever up the tree."""
+        root, current, session, rooted = pid, stat, "", False
+        for _ in range(MAX_DEPTH):
+            if current.ppid <= 1:
+                break
+            if current.ppid == current.session:
+                rooted = True  # the root is found; only a multiplexer above is still of interest
+            parent = self._stat(current.ppid)
+            if parent is None:
+                break  # another user's, or gone: the tree ends where we can see
+            multiplexer = _multiplexer(parent.comm)
+            if multiplexer:
+                session = _session_name(multiplexer, current.ppid, environ)
+                break
+            if not rooted:
+                root = current.ppid
+            current = parent
+        return session, root
+
+    def _notebook(self, pid: int, environ: dict[str, str]) -> str:
+        """The notebook of a Jupyter kernel: its connection file names the kernel, and the running
+        servers of the same user (their jpserver-*.json files) say which session has that kernel."""
+        command = self._text(pid, "cmdline").split("\0")
+        connection = next((arg for arg in command if _KERNEL_FILE.search(arg)), "")
+        if not connection:
+            return ""
+        match = _KERNEL_FILE.search(connection)
+        assert match is not None
+        kernel_id = match.group(1)
+        uid = self._uid(pid)
+        folders = [Path(connection.partition("=")[2] or connection).parent, *self.runtime_dirs]
+        if environ.get("JUPYTER_RUNTIME_DIR"):
+            folders.insert(0, Path(environ["JUPYTER_RUNTIME_DIR"]))
+        seen: set[Path] = set()
+        for folder in folders:
+            if not folder.is_absolute() or folder in seen:
+                continue
+            seen.add(folder)
+            for server in sorted(folder.glob("jpserver-*.json")):
+                path = self._ask_server(server, uid, kernel_id)
+                if path:
+                    return path
+        return ""
+
+    def _ask_server(self, file: Path, uid: int | None, kernel_id: str) -> str:
+        try:
+            if uid is None or file.stat().st_uid != uid:
+                return ""  # another user's server: its sessions are not this process's to tell
+            info = json.loads(file.read_text(encoding="utf-8"))
+            url, token, server_pid = str(info["url"]), str(info.get("token", "")), int(info["pid"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return ""
+        if not url.startswith(("http://", "https://")) or not (self.proc_root / str(server_pid)).is_dir():
+            return ""  # a stale file of a server that has ended
+        try:
+            sessions = json.loads(self.fetch(url.rstrip("/") + "/api/sessions", token, self.wait_s))
+        except (OSError, ValueError):
+            return ""  # not answering in time, or not Jupyter: no notebook said rather than a guess
+        if not isinstance(sessions, list):
+            return ""
+        for session in sessions:
+            if isinstance(session, dict) and (session.get("kernel") or {}).get("id") == kernel_id:
+                path = session.get("path") or (session.get("notebook") or {}).get("path") or ""
+                return str(path)
+        return ""
+
+
+def _multiplexer(comm: str) -> str:
+    # tmux names its server process "tmux: server"; GNU screen's is "screen" (or "SCREEN").
+    if comm.startswith("tmux"):
+        return "tmux"
+    if comm.lower() == "screen":
+        return "screen"
+    return ""
+
+
+def _session_name(kind: str, server_pid: int, environ: dict[str, str]) -> str:
+    """tmux: the socket's name from TMUX ("/tmp/tmux-1000/default,1234,0"); screen: STY
+    ("1234.pts-0.host"); else the server's PID."""
+    if kind == "tmux" and environ.get("TMUX"):
+        return f"tmux {Path(environ['TMUX'].split(',')[0]).name}"
+    if kind == "screen" and environ.get("STY"):
+        return f"screen {environ['STY']}"
+    return f"{kind} {server_pid}"
+
+
+def with_job(found: Attribution, root_name: str) -> Attribution:
+    """The top-most of what is known is the job."""
+    if found.notebook:
+        return replace(found, job=found.notebook, job_kind="notebook")
+    if found.container:
+        return replace(found, job=f"{found.runtime or 'container'} {found.container}", job_kind="container")
+    if found.slurm_job:
+        return replace(found, job=found.slurm_job, job_kind="slurm")
+    if found.unit:
+        return replace(found, job=found.unit, job_kind="unit")
+    if found.session:
+        return replace(found, job=found.session, job_kind="session")
+    if found.root_pid:
+        name = clean(root_name)
+        return replace(found, job=f"{name} {found.root_pid}" if name else str(found.root_pid), job_kind="process")
+    return found
+
+
+_default: Attributor | None = None
+
+
+def default_attributor() -> Attributor:
+    """The one for this machine's /proc, with this user's Jupyter runtime folder."""
+    global _default
+    if _default is None:
+        runtime = os.environ.get("JUPYTER_RUNTIME_DIR")
+        home = Path.home() / ".local" / "share" / "jupyter" / "runtime"
+        _default = Attributor(PROC, [Path(runtime)] if runtime else [home])
+    return _default
