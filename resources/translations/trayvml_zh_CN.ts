@@ -56,6 +56,22 @@
         <translation>{name}（PCI 总线 ID 未知）。</translation>
     </message>
     <message>
+        <source>SM clock {clock} MHz of its {max} MHz maximum ({percent} %).</source>
+        <translation>SM 时钟 {clock} MHz，最高 {max} MHz（{percent} %）。</translation>
+    </message>
+    <message>
+        <source>SM clock {clock} MHz.</source>
+        <translation>SM 时钟 {clock} MHz。</translation>
+    </message>
+    <message>
+        <source>Why: {reasons}.</source>
+        <translation>原因：{reasons}。</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
         <source>At {now} °C; this GPU slows down at {slowdown} °C and shuts down at {shutdown} °C.</source>
         <translation>当前 {now} °C；此 GPU 在 {slowdown} °C 降速，在 {shutdown} °C 关机。</translation>
     </message>
