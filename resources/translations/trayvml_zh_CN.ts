@@ -675,6 +675,14 @@ It is sent SIGTERM, as kill does.</source>
 <context>
     <name>SettingsDialog</name>
     <message>
+        <source>Off by default: deep-learning frameworks reserve nearly all of a GPU&apos;s memory while they run, so a high share used is normal and would alert on every busy GPU. Memory free tells when the next allocation is likely to fail.</source>
+        <translation>默认关闭：深度学习框架运行时会预留 GPU 的几乎全部显存，因此已用比例高是正常的，开启后每个繁忙的 GPU 都会告警。“可用显存”规则会在下一次分配可能失败时提醒。</translation>
+    </message>
+    <message>
+        <source>On by default: warns when less than 2 GiB is free for half a minute, critical below 0.5 GiB, where the next allocation is likely to fail with out of memory.</source>
+        <translation>默认开启：可用显存低于 2 GiB 持续半分钟时警告，低于 0.5 GiB 时为严重，此时下一次分配很可能因显存不足而失败。</translation>
+    </message>
+    <message>
         <source>Warning at</source>
         <translation>警告阈值</translation>
     </message>
