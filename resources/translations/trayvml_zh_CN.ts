@@ -243,8 +243,24 @@
 <context>
     <name>GpuText</name>
     <message>
+        <source>{index} — lost</source>
+        <translation>{index} — 已丢失</translation>
+    </message>
+    <message>
         <source>{index} — lost before its name could be read: it has fallen off the bus</source>
         <translation>{index} — 在读取名称之前就已丢失：GPU 已从总线上掉线</translation>
+    </message>
+    <message>
+        <source>{gpu} — lost</source>
+        <translation>{gpu} — 已丢失</translation>
+    </message>
+    <message>
+        <source>{gpu} — asleep</source>
+        <translation>{gpu} — 休眠中</translation>
+    </message>
+    <message>
+        <source>{gpu} — idle</source>
+        <translation>{gpu} — 空闲</translation>
     </message>
     <message>
         <source>{gpu} — lost: it has fallen off the bus</source>
@@ -660,6 +676,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{since}：{fault}</translation>
     </message>
     <message>
+        <source>{host} (remote: {where})</source>
+        <translation>{host}（远程：{where}）</translation>
+    </message>
+    <message>
         <source>{host} — {simulation}</source>
         <translation>{host} — {simulation}</translation>
     </message>
@@ -915,6 +935,14 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Alerts paused</source>
         <translation>告警已暂停</translation>
+    </message>
+    <message>
+        <source>{count} active alerts</source>
+        <translation>{count} 个活动告警</translation>
+    </message>
+    <message>
+        <source>1 active alert</source>
+        <translation>1 个活动告警</translation>
     </message>
     <message>
         <source>Copy {freest}</source>
