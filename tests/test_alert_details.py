@@ -69,3 +69,21 @@ def test_heat_is_told_against_the_gpus_own_limits() -> None:
     event = AlertEvent(0.0, 0, "H100", "temperature_limit", "firing", Severity.CRITICAL, "margin low")
     first = alert_details(event, sample).splitlines()[0]
     assert first == f"At {hot.value('temperature_gpu_c'):.0f} °C; this GPU slows down at 87 °C and shuts down at 92 °C."
+
+
+def test_a_throttling_body_gives_the_clocks_and_the_reasons_in_words() -> None:
+    from dataclasses import replace
+
+    from tests.test_alerts import sample
+
+    throttled = sample(0.0, clock_event_reasons=0x40 | 0x4, clock_sm_mhz=1305.0)
+    device = replace(throttled.devices[0], clock_max_sm_mhz=1980.0)
+    throttled = replace(throttled, devices=(device,))
+    event = AlertEvent(0.0, 0, "H100", "throttle", "firing", Severity.WARNING, "thermal throttling")
+    assert alert_details(event, throttled).splitlines() == [
+        "SM clock 1305 MHz of its 1980 MHz maximum (66 %).",
+        "Why: software power cap, hardware thermal slowdown.",
+    ]
+    # A clock the GPU does not tell is left out, not shown as 0; the reasons still are given.
+    unknown = sample(0.0, clock_event_reasons=0x8)
+    assert alert_details(event, unknown).splitlines() == ["Why: hardware slowdown."]

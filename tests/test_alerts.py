@@ -116,10 +116,10 @@ def test_events_name_the_gpu_and_the_value() -> None:
 def test_memory_rules_in_percent_and_in_free_gib() -> None:
     used = run(AlertEngine(only("memory_used", hold_s=0)), "memory_used_percent", [50, 96, 99.5])
     assert [(e.kind, e.severity) for e in used] == [("firing", Severity.WARNING), ("firing", Severity.CRITICAL)]
-    free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * GIB, 3 * GIB, 7 * GIB])
+    free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * GIB, 1.5 * GIB, 7 * GIB])
     assert [(e.kind, e.severity) for e in free] == [("firing", Severity.WARNING), ("resolved", Severity.INFO)]
-    assert free[0].message == "memory free low at 3.0 GiB"
-    assert free[0].detail == "Warning below 4 GiB; clears above 6 GiB."
+    assert free[0].message == "memory free low at 1.5 GiB"
+    assert free[0].detail == "Warning below 2 GiB; clears above 3 GiB."
     assert free[1].title == "GPU 0 H100: memory free back to normal"
 
 
@@ -215,7 +215,7 @@ def test_disabled_rules_stay_silent() -> None:
     [
         ("temperature", {"critical_clear": 95.0}, "clear threshold (95) must be below its enter threshold (90)"),
         ("temperature", {"warning_enter": 95.0, "warning_clear": 90.0}, "critical threshold must be beyond"),
-        ("memory_free", {"warning_clear": 3.0}, "must be above its enter threshold"),
+        ("memory_free", {"warning_clear": 1.5}, "must be above its enter threshold"),
         ("temperature", {"hold_s": -1.0}, "cannot be negative"),
         ("gpu_lost", {"cooldown_s": NAN}, "cannot be negative"),
         ("job_finished", {"idle_below_percent": 60.0}, "must be under busy above (50 %)"),
@@ -230,12 +230,25 @@ def test_validation_names_the_problem(rule: str, changes: dict, problem: str) ->
     assert len(problems) == 1 and problem in problems[0]
 
 
-def test_defaults_are_valid_and_on_for_temperature_and_faults_not_memory() -> None:
+def test_defaults_are_valid_and_on_for_temperature_faults_and_little_free_memory() -> None:
     for kind in RULES:
         assert validate(kind, kind.defaults) == [], kind.key
     on = {kind.key for kind in RULES if kind.defaults.enabled}
-    assert {"temperature", "gpu_lost", "xid"} <= on
+    assert {"temperature", "gpu_lost", "xid", "memory_free"} <= on
     assert "job_finished" not in on and "memory_used" not in on  # near-full memory is how ML jobs run
+
+
+def test_memory_filling_up_notifies_with_the_default_settings() -> None:
+    """With nothing configured, a GPU about to run out of memory is told (it was silent before)."""
+    engine = AlertEngine()
+    free = [20 * GIB] + [1.5 * GIB] * 40 + [0.3 * GIB] * 40
+    events = []
+    for t, value in enumerate(free):
+        events += engine.update(sample(float(t), memory_free_bytes=value))
+    assert [(e.rule, e.severity) for e in events if e.notify] == [
+        ("memory_free", Severity.WARNING),
+        ("memory_free", Severity.CRITICAL),
+    ]
 
 
 def test_a_threshold_firing_says_which_threshold_it_crossed() -> None:
@@ -301,10 +314,10 @@ STEPS = [
     (
         "memory_free",
         {"hold_s": 0.0, "enabled": True},
-        [{"memory_free_bytes": 0.8 * GIB}, {"memory_free_bytes": 3 * GIB}, {"memory_free_bytes": 7 * GIB}],
+        [{"memory_free_bytes": 0.3 * GIB}, {"memory_free_bytes": 1.5 * GIB}, {"memory_free_bytes": 7 * GIB}],
         [
-            (0, "firing", Severity.CRITICAL, "memory free critical at 0.8 GiB", True),
-            (1, "firing", Severity.WARNING, "memory free low at 3.0 GiB", False),  # calming down: quiet
+            (0, "firing", Severity.CRITICAL, "memory free critical at 0.3 GiB", True),
+            (1, "firing", Severity.WARNING, "memory free low at 1.5 GiB", False),  # calming down: quiet
             (2, "resolved", Severity.INFO, "back to normal", True),
         ],
     ),

@@ -499,3 +499,32 @@ def test_the_disk_history_settings_say_what_they_keep_and_bounds_are_written_out
     assert problems(replace(Settings(), history_coarse_days=0)) == [
         "Per-minute history on disk (days): 0 is outside 1–3660."
     ]
+
+
+# ---- version 4: low free memory alerts by default ----
+FORMER_FREE = (
+    "version = 3\n[alerts.memory_free]\nenabled = false\nwarning_enter = 4.0\nwarning_clear = 6.0\n"
+    "critical_enter = 1.0\ncritical_clear = 2.0\nhold_s = 10.0\ncooldown_s = 300.0\n"
+    "[alerts.memory_used]\nenabled = true\nwarning_enter = 90.0\nwarning_clear = 85.0\n"
+    "critical_enter = 97.0\ncritical_clear = 93.0\nhold_s = 10.0\ncooldown_s = 300.0\n"
+)
+
+
+def test_free_memory_alerts_left_off_at_the_former_default_are_on_now(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(FORMER_FREE)
+    settings, message = SettingsStore(path).load()
+    assert settings.alerts.rules["memory_free"] == RULE_BY_KEY["memory_free"].defaults
+    assert settings.alerts.rules["memory_free"].enabled
+    assert "alerts.memory_free held the former default and now has today's (on)" in message
+    assert one_sentence(message), message
+    # A version-3 file was written after memory_used's default changed: its user chose that one.
+    memory_used = settings.alerts.rules["memory_used"]
+    assert memory_used.enabled and memory_used.warning_enter == 90.0
+
+
+def test_free_memory_alerts_written_by_this_version_stay_off(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(FORMER_FREE.replace("version = 3", f"version = {config.VERSION}"))
+    settings, message = SettingsStore(path).load()
+    assert not settings.alerts.rules["memory_free"].enabled and "former default" not in message

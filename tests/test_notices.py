@@ -145,3 +145,20 @@ def test_a_lone_resolution_leaves_an_open_group_in_place() -> None:
     (alone,) = grouper.take([resolved(4, t=5.0)], 5.0)  # GPU 4's firing was told before a pause
     assert alone.key == (4, "memory_used") and alone.title == "GPU 4 H100: memory used back to normal"
     assert grouper.members("memory_used") == (0, 1)
+
+
+def test_warning_then_critical_on_one_gpu_is_one_notification_updated_in_place() -> None:
+    """Through the real engine: the escalation replaces the warning (same key), it is not a second one."""
+    from tests.test_alerts import only, sample
+    from trayvml.alerts.engine import AlertEngine
+
+    engine, grouper = AlertEngine(only("temperature")), Grouper()
+    notices = []
+    for t, celsius in enumerate([84] * 7 + [95] * 7):
+        ready = [Outgoing(e) for e in engine.update(sample(float(t), temperature_gpu_c=celsius)) if e.notify]
+        notices += grouper.take(ready, float(t))
+    warning, critical = notices
+    assert warning.severity is Severity.WARNING and critical.severity is Severity.CRITICAL
+    assert warning.key == critical.key == (GROUP, "temperature")
+    assert critical.urgency == CRITICAL and "critical at 95 °C" in critical.title
+    assert "For " in critical.body  # an update of the one notification says how long it has lasted

@@ -215,7 +215,7 @@ def test_remote_settings_survive_the_settings_file() -> None:
     assert from_toml("")[0].icon_remote_hosts == ("*",) and not from_toml("")[0].serve_metrics
 
 
-def test_a_remote_host_serving_simulated_gpus_says_so_in_the_menu_and_tooltip(qapp) -> None:
+def test_a_remote_host_serving_simulated_gpus_says_so_in_the_menu_and_tooltip(qapp, monkeypatch) -> None:
     from prometheus_client import CollectorRegistry, generate_latest
     from prometheus_client.parser import text_string_to_metric_families
 
@@ -232,10 +232,30 @@ def test_a_remote_host_serving_simulated_gpus_says_so_in_the_menu_and_tooltip(qa
     points = [Point(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
     (sample,) = to_samples(points, "fallback", "http://sim-box:8729", served.timestamp_s)
     host = sample.system.hostname if sample.system else ""
+    from trayvml.ui import remote_hosts
+
+    monkeypatch.setattr(remote_hosts, "this_machine", lambda: host.split(".")[0].lower())  # as it is here
     tray = Tray()
     view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
     view.show_hosts(True)
     view.show([sample])
     titles = [a.text() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"]
-    assert titles == [f"{host} — simulated GPUs (training)"]
-    assert tooltip_lines([sample])[0] == f"{host} — simulated GPUs (training):"
+    # Served from this machine's simulator, it bears this machine's name: marked remote, with its URL's host.
+    assert titles == [f"{host} (remote: sim-box) — simulated GPUs (training)"]
+    assert tooltip_lines([sample])[0] == f"{host} (remote: sim-box) — simulated GPUs (training):"
+
+
+def test_a_remote_host_named_like_this_machine_is_told_apart(monkeypatch) -> None:
+    from dataclasses import replace
+
+    from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
+    from trayvml.ui import remote_hosts
+    from trayvml.ui.remote_hosts import host_title, tooltip_lines
+
+    monkeypatch.setattr(remote_hosts, "this_machine", lambda: "ws-07")
+    twin = Sample(0.0, (), (), SystemInfo("ws-07", "", "", ""), None)
+    twin = replace(twin, remote=RemoteOrigin("http://10.0.0.7:9400", "dcgm-exporter"))
+    assert host_title(twin) == "ws-07 (remote: 10.0.0.7)"
+    assert tooltip_lines([twin])[0] == "ws-07 (remote: 10.0.0.7):"
+    other = replace(twin, system=SystemInfo("dgx-01", "", "", ""))
+    assert host_title(other) == "dgx-01"  # a name of its own needs nothing more

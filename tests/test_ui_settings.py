@@ -300,3 +300,12 @@ def test_a_spin_boxs_label_leaves_its_unit_to_the_suffix(label: str, shown: str)
     from trayvml.ui.settings_dialog import TRAILING_UNIT
 
     assert TRAILING_UNIT.sub("", label) == shown
+
+
+def test_the_memory_rules_say_why_one_is_off_and_the_other_on(qtbot, devices) -> None:
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    used, free = dialog.rule_grid.rows["memory_used"][0], dialog.rule_grid.rows["memory_free"][0]
+    assert not used.isChecked() and free.isChecked()  # today's defaults
+    assert "reserve" in used.toolTip() and "Memory free" in used.toolTip()
+    assert "2 GiB" in free.toolTip()

@@ -148,7 +148,7 @@ def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
     tray.update(sample)
     open_menu(tray)
     texts = [a.text() for a in tray.gpu_actions if a.isVisible()]
-    assert texts == [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+    assert texts == [gpu_line(g, i, compact=True) for g, i in zip(sample.gpus, sample.devices, strict=True)]
     from trayvml.pick import choose
 
     freest = choose(sample, 1, "memory")[0]
@@ -212,4 +212,56 @@ def test_the_closed_menu_is_not_rewritten_on_every_sample(tray: Tray) -> None:
         tray.update(source.sample())
     assert tray.gpu_actions[0].text() == shown  # no D-Bus traffic to the tray host for a closed menu
     open_menu(tray)
-    assert tray.gpu_actions[0].text() == gpu_line(tray.sample.gpus[0], tray.sample.devices[0])  # current once opened
+    current = gpu_line(tray.sample.gpus[0], tray.sample.devices[0], compact=True)
+    assert tray.gpu_actions[0].text() == current  # current once opened
+
+
+def test_menu_rows_are_compact_and_the_tooltip_stays_complete(tray: Tray) -> None:
+    from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+    from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.core.units import GIB
+
+    row = [float("nan")] * len(GPU_METRICS)
+    for key, value in {
+        "utilization_gpu_percent": 43.0,
+        "sm_activity_percent": 38.0,
+        "memory_used_bytes": 12.1 * GIB,
+        "temperature_gpu_c": 61.0,
+        "power_draw_w": 210.0,
+    }.items():
+        row[GPU_INDEX[key]] = value
+    gpu = GpuSample(0, tuple(row), (MetricState.OK,) * len(GPU_METRICS))
+    info = DeviceInfo(0, "NVIDIA H100 80GB HBM3", "GPU-1", memory_total_bytes=80 * GIB)
+    assert gpu_line(gpu, info, compact=True) == "0 H100 43% · 12/80 GiB · 61°C"
+    full = gpu_line(gpu, info)
+    assert full == "0 H100 43% (SM 38%) · 12.1/80.0 GiB · 61 °C · 210 W"
+    tray.update(Sample(0.0, (gpu,), (info,), None, None))
+    open_menu(tray)
+    assert tray.gpu_actions[0].text() == "0 H100 43% · 12/80 GiB · 61°C"
+    assert full in tray.icon.toolTip()
+    # A state's words are short in the menu too; the tooltip says why.
+    asleep = GpuSample(0, tuple(row), (MetricState.OK,) * len(GPU_METRICS), asleep=True)
+    assert gpu_line(asleep, info, compact=True) == "0 H100 — asleep"
+    assert "runtime-suspended" in gpu_line(asleep, info)
+
+
+def test_active_alerts_have_a_menu_entry_that_opens_the_alerts_tab(tray: Tray, qtbot) -> None:
+    from tests.test_alerts import only, sample
+
+    tray.engine.configure(only("temperature", hold_s=0.0))
+    tray.update(sample(0.0, temperature_gpu_c=60.0))
+    tray.engine.update(sample(0.0, temperature_gpu_c=60.0))
+    open_menu(tray)
+    assert not tray.alerts_action.isVisible()  # none active: no entry
+    hot = sample(1.0, temperature_gpu_c=95.0)
+    tray.engine.update(hot)
+    tray.update(hot)
+    open_menu(tray)
+    assert tray.alerts_action.isVisible() and tray.alerts_action.text() == "1 active alert"
+    with qtbot.waitSignal(tray.show_alerts_requested):
+        tray.alerts_action.trigger()
+    cool = sample(2.0, temperature_gpu_c=60.0)
+    tray.engine.update(cool)
+    tray.update(cool)
+    open_menu(tray)
+    assert not tray.alerts_action.isVisible()

@@ -22,7 +22,7 @@ from typing import Any
 import tomli_w
 
 from trayvml.alerts.engine import AlertSettings, validate
-from trayvml.alerts.rules import FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings
+from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings
 from trayvml.core.files import remove_stale_temporaries, write_atomically
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
@@ -37,7 +37,8 @@ else:  # pragma: no cover - Python 3.10
 
 # The shape of the file this version writes. Raise it when a key is renamed or deleted, and say how
 # in RENAMED / DELETED (qutebrowser's configdata `renamed:` / `deleted:`), so older files still load.
-VERSION = 3  # 3: a rule left at a former default takes today's (FORMER_DEFAULTS)
+# 3: a rule left at a former default takes today's (FORMER_DEFAULTS); 4: memory_free on by default
+VERSION = 4
 # Dotted paths; a rule path ("alerts.x" or "alerts.x.field") applies under every gpus.N table too.
 RENAMED: dict[str, str] = {
     # Version 2: job_finished has settings of its own instead of threshold fields meaning other things.
@@ -486,7 +487,7 @@ def _migrate(document: dict[str, Any]) -> list[str]:
     return notes
 
 
-def _retire_former_defaults(document: dict[str, Any]) -> list[str]:
+def _retire_former_defaults(document: dict[str, Any], version: int) -> list[str]:
     """Drop each rule table that holds exactly a former default, so today's default applies.
 
     A file written by an older trayvml holds every rule's settings, chosen or not; one equal to
@@ -497,6 +498,8 @@ def _retire_former_defaults(document: dict[str, Any]) -> list[str]:
     if not isinstance(alerts, dict):
         return notes
     for key, former in FORMER_DEFAULTS.items():
+        if version >= DEFAULT_CHANGED_IN[key]:
+            continue  # written while today's default was offered: what it holds was kept
         table = alerts.get(key)
         if not isinstance(table, dict):
             continue
@@ -540,8 +543,7 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
         )
         notes.append(newer.format(version=version, known=VERSION))
     notes += _migrate(document)
-    if version < 3:
-        notes += _retire_former_defaults(document)
+    notes += _retire_former_defaults(document, version)
     ignored: list[str] = []
     values: dict[str, Any] = {}
     for key, value in document.items():

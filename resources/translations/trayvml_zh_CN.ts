@@ -64,6 +64,22 @@
         <translation>{name}（PCI 总线 ID 未知）。</translation>
     </message>
     <message>
+        <source>SM clock {clock} MHz of its {max} MHz maximum ({percent} %).</source>
+        <translation>SM 时钟 {clock} MHz，最高 {max} MHz（{percent} %）。</translation>
+    </message>
+    <message>
+        <source>SM clock {clock} MHz.</source>
+        <translation>SM 时钟 {clock} MHz。</translation>
+    </message>
+    <message>
+        <source>Why: {reasons}.</source>
+        <translation>原因：{reasons}。</translation>
+    </message>
+    <message>
+        <source>, </source>
+        <translation>、</translation>
+    </message>
+    <message>
         <source>At {now} °C; this GPU slows down at {slowdown} °C and shuts down at {shutdown} °C.</source>
         <translation>当前 {now} °C；此 GPU 在 {slowdown} °C 降速，在 {shutdown} °C 关机。</translation>
     </message>
@@ -235,8 +251,24 @@
 <context>
     <name>GpuText</name>
     <message>
+        <source>{index} — lost</source>
+        <translation>{index} — 已丢失</translation>
+    </message>
+    <message>
         <source>{index} — lost before its name could be read: it has fallen off the bus</source>
         <translation>{index} — 在读取名称之前就已丢失：GPU 已从总线上掉线</translation>
+    </message>
+    <message>
+        <source>{gpu} — lost</source>
+        <translation>{gpu} — 已丢失</translation>
+    </message>
+    <message>
+        <source>{gpu} — asleep</source>
+        <translation>{gpu} — 休眠中</translation>
+    </message>
+    <message>
+        <source>{gpu} — idle</source>
+        <translation>{gpu} — 空闲</translation>
     </message>
     <message>
         <source>{gpu} — lost: it has fallen off the bus</source>
@@ -652,6 +684,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{since}：{fault}</translation>
     </message>
     <message>
+        <source>{host} (remote: {where})</source>
+        <translation>{host}（远程：{where}）</translation>
+    </message>
+    <message>
         <source>{host} — {simulation}</source>
         <translation>{host} — {simulation}</translation>
     </message>
@@ -666,6 +702,14 @@ It is sent SIGTERM, as kill does.</source>
 </context>
 <context>
     <name>SettingsDialog</name>
+    <message>
+        <source>Off by default: deep-learning frameworks reserve nearly all of a GPU&apos;s memory while they run, so a high share used is normal and would alert on every busy GPU. Memory free tells when the next allocation is likely to fail.</source>
+        <translation>默认关闭：深度学习框架运行时会预留 GPU 的几乎全部显存，因此已用比例高是正常的，开启后每个繁忙的 GPU 都会告警。“可用显存”规则会在下一次分配可能失败时提醒。</translation>
+    </message>
+    <message>
+        <source>On by default: warns when less than 2 GiB is free for half a minute, critical below 0.5 GiB, where the next allocation is likely to fail with out of memory.</source>
+        <translation>默认开启：可用显存低于 2 GiB 持续半分钟时警告，低于 0.5 GiB 时为严重，此时下一次分配很可能因显存不足而失败。</translation>
+    </message>
     <message>
         <source>Warning at</source>
         <translation>警告阈值</translation>
@@ -899,6 +943,14 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Alerts paused</source>
         <translation>告警已暂停</translation>
+    </message>
+    <message>
+        <source>{count} active alerts</source>
+        <translation>{count} 个活动告警</translation>
+    </message>
+    <message>
+        <source>1 active alert</source>
+        <translation>1 个活动告警</translation>
     </message>
     <message>
         <source>Copy {freest}</source>

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 
 from trayvml.alerts.rules import AlertEvent
+from trayvml.core.formatting import clock_event_reason_names
 from trayvml.core.i18n import translate
 from trayvml.core.lines import gpu_line
 from trayvml.core.safe_text import clean, shorten
@@ -116,9 +117,43 @@ def alert_details(
             lines.append(translate("AlertDetails", "trayvml never read a value from it."))
         return "\n".join(line for line in lines if line)
     lines = [heat_line(sample, event.gpu_index)] if event.rule in ("temperature", "temperature_limit") else []
+    if event.rule == "throttle":
+        lines.extend(throttle_lines(sample, event.gpu_index))
     if event.rule in PROCESS_RULES:
         lines.append(processes_line(sample.gpu(event.gpu_index)))
     return "\n".join(line for line in lines if line)
+
+
+def throttle_lines(sample: Sample, gpu_index: int) -> list[str]:
+    """'SM clock 1305 MHz of its 1980 MHz maximum (66 %).' and 'Why: hardware thermal slowdown.'
+
+    How far the clock is held down says how much the throttling costs; the reasons (NVML's
+    clocks event reasons bitmask, named as in core.metrics) say what to look at. A clock the GPU
+    does not tell is left out rather than shown as 0.
+    """
+    gpu = sample.gpu(gpu_index)
+    if gpu is None:
+        return []
+    device = next((d for d in sample.devices if d.index == gpu_index), None)
+    lines = []
+    clock = gpu.value("clock_sm_mhz")
+    top = device.clock_max_sm_mhz if device is not None else math.nan
+    if not math.isnan(clock) and not math.isnan(top) and top > 0:
+        lines.append(
+            translate("AlertDetails", "SM clock {clock} MHz of its {max} MHz maximum ({percent} %).").format(
+                clock=f"{clock:.0f}", max=f"{top:.0f}", percent=f"{100 * clock / top:.0f}"
+            )
+        )
+    elif not math.isnan(clock):
+        lines.append(translate("AlertDetails", "SM clock {clock} MHz.").format(clock=f"{clock:.0f}"))
+    reasons = gpu.value("clock_event_reasons")
+    if not math.isnan(reasons):
+        names = [translate("metrics", name) for name in clock_event_reason_names(int(reasons))]
+        if names:
+            lines.append(
+                translate("AlertDetails", "Why: {reasons}.").format(reasons=translate("AlertDetails", ", ").join(names))
+            )
+    return lines
 
 
 def heat_line(sample: Sample, gpu_index: int) -> str:

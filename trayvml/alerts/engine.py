@@ -105,6 +105,10 @@ class AlertEngine:
         self.events.extend(events)
         return events
 
+    def active(self) -> int:
+        """How many alerts are firing now (a rule on a GPU, or on the machine, not back to normal)."""
+        return sum(1 for tracker in self._trackers.values() if tracker.level is not None)
+
     def needs(self) -> frozenset[str]:
         """Metrics the enabled rules read that are not always read (SM activity, from GPM)."""
         needed: set[str] = set()

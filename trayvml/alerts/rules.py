@@ -637,10 +637,15 @@ RULES: tuple[Rule[Any], ...] = (
         RuleSettings(False, 95.0, 90.0, 99.0, 97.0, hold_s=60.0, cooldown_s=1800.0),
         "memory_used_percent",
     ),
+    # On by default (since settings version 4), where memory used is not: a framework that
+    # reserves nearly all of a GPU still leaves more than 2 GiB free on any card large enough
+    # to train on, while under 2 GiB (0.5 critical) the next allocation is likely to fail. It
+    # counts GiB, not a share: 3 % of an 80 GiB card would be the same 2.4 GiB, of an 8 GiB one
+    # too little to tell. It waits half a minute (a job's peak passes) and tells once per 30 min.
     ThresholdRule(
         "memory_free",
         QT_TRANSLATE_NOOP("alerts", "Memory free"),
-        RuleSettings(False, 4.0, 6.0, 1.0, 2.0, hold_s=10.0),
+        RuleSettings(True, 2.0, 3.0, 0.5, 1.0, hold_s=30.0, cooldown_s=1800.0),
         "memory_free_bytes",
         Direction.BELOW,
         IN_GIB,
@@ -670,7 +675,11 @@ RULE_BY_KEY: Mapping[str, Rule[Any]] = {r.key: r for r in RULES}
 # exactly was never chosen by its user, and takes today's default (trayvml.config migrates).
 FORMER_DEFAULTS: Mapping[str, AnySettings] = {
     "memory_used": RuleSettings(True, 90.0, 85.0, 97.0, 93.0, hold_s=10.0),  # before settings version 3
+    "memory_free": RuleSettings(False, 4.0, 6.0, 1.0, 2.0, hold_s=10.0),  # before settings version 4
 }
+# The settings version that changed each default above: a file of that version or later was
+# written while today's default was offered, so what it holds was kept by its user.
+DEFAULT_CHANGED_IN: Mapping[str, int] = {"memory_used": 3, "memory_free": 4}
 THRESHOLD_RULES = tuple(r for r in RULES if isinstance(r, ThresholdRule))
 GPU_RULES = tuple(r for r in RULES if isinstance(r, GpuRule))
 MACHINE_RULES = tuple(r for r in RULES if isinstance(r, MachineRule))

@@ -18,43 +18,55 @@ def _value(gpu: GpuSample, key: str) -> str | None:
     return format_value(GPU_METRIC_BY_KEY[key], gpu.value(key)).replace(" %", "%")
 
 
-def used_of_total(used_bytes: float, total_bytes: float) -> str:
-    """``12.1/80.0 GiB``: both in GiB, so they compare at a glance."""
-    return f"{used_bytes / GIB:.1f}/{total_bytes / GIB:.1f} GiB"
+def used_of_total(used_bytes: float, total_bytes: float, digits: int = 1) -> str:
+    """``12.1/80.0 GiB``: both in GiB, so they compare at a glance (``digits`` after the point)."""
+    return f"{used_bytes / GIB:.{digits}f}/{total_bytes / GIB:.{digits}f} GiB"
 
 
-def gpu_line(gpu: GpuSample, info: DeviceInfo) -> str:
+def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
     """``0 H100 43% · 12.1/80.0 GiB · 61 °C · 210 W``; parts a GPU cannot tell are left out.
 
+    ``compact``: the menu's row, ``0 H100 43% · 12/80 GiB · 61°C``. Tray hosts draw a menu as wide
+    as its longest row and cut it at the screen's edge (rows of ~330 px were cut on common panels):
+    it leaves out SM activity and power, and says a state in a word; the tooltip says it all.
     Plain text: each sink escapes it for its own syntax (see core.safe_text).
     """
     if gpu.lost and info.name == UNKNOWN_NAME:
+        if compact:
+            return translate("GpuText", "{index} — lost").format(index=gpu.index)
         return translate("GpuText", "{index} — lost before its name could be read: it has fallen off the bus").format(
             index=gpu.index
         )
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
+    resting = gpu.state("utilization_gpu_percent") is MetricState.RESTING
+    if compact and (gpu.lost or gpu.asleep or resting):
+        if gpu.lost:
+            return translate("GpuText", "{gpu} — lost").format(gpu=head)
+        if gpu.asleep:
+            return translate("GpuText", "{gpu} — asleep").format(gpu=head)
+        return translate("GpuText", "{gpu} — idle").format(gpu=head)
     if gpu.lost:
         return translate("GpuText", "{gpu} — lost: it has fallen off the bus").format(gpu=head)
     if gpu.asleep:
         return translate("GpuText", "{gpu} — asleep (runtime-suspended): not queried, so it stays asleep").format(
             gpu=head
         )
-    if gpu.state("utilization_gpu_percent") is MetricState.RESTING:
+    if resting:
         return translate("GpuText", "{gpu} — idle: read now and then, so that it can go to sleep").format(gpu=head)
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:
         head += f" {util}"
     sm_activity = _value(gpu, "sm_activity_percent")  # GPM: what the SMs really do, where read
-    if sm_activity:
+    if sm_activity and not compact:
         head += f" (SM {sm_activity})"
     used = gpu.value("memory_used_bytes")
     if not math.isnan(used):
-        parts.append(used_of_total(used, info.memory_total_bytes))
-    for key in ("temperature_gpu_c", "power_draw_w"):
+        parts.append(used_of_total(used, info.memory_total_bytes, 0 if compact else 1))
+    for key in ("temperature_gpu_c",) if compact else ("temperature_gpu_c", "power_draw_w"):
         text = _value(gpu, key)
         if text:
-            parts.append(text)
+            parts.append(text.replace(" °C", "°C") if compact else text)
     return " · ".join([head, *parts])
 
 
@@ -68,11 +80,11 @@ def host_line(sample: Sample) -> str:
     return translate("GpuText", "Host CPU {cpu} · RAM {ram}").format(cpu=cpu_text, ram=used_of_total(used, total))
 
 
-def gpu_lines(sample: Sample | None) -> list[str]:
-    """One line per GPU, made once a tick for the tooltip and the menu alike."""
+def gpu_lines(sample: Sample | None, compact: bool = False) -> list[str]:
+    """One line per GPU: the tooltip's, or (``compact``) the menu's."""
     if sample is None:
         return []
-    return [gpu_line(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+    return [gpu_line(g, i, compact) for g, i in zip(sample.gpus, sample.devices, strict=True)]
 
 
 def simulation_text(sample: Sample) -> str:

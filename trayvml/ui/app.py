@@ -148,6 +148,7 @@ class App(QObject):
         self.tray.pause_requested.connect(self.pause_notifications)
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
+        self.tray.show_alerts_requested.connect(self.show_alerts)
         self.tray.toggle_window_requested.connect(self.toggle_window)
         self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("")))
         self.tray.quit_requested.connect(QApplication.quit)
@@ -580,6 +581,12 @@ class App(QObject):
         window.showNormal()
         window.raise_()
         window.activateWindow()
+
+    def show_alerts(self) -> None:
+        """The window on its Alerts tab (the tray menu's "N active alerts")."""
+        window = self.ensure_window()
+        window.tabs.setCurrentWidget(window.alert_table)
+        self.show_window()
 
     def toggle_window(self) -> None:
         if self.window is not None and self.window.isVisible():

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import logging
 import math
+import socket
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
@@ -84,13 +86,24 @@ def host_name(sample: Sample) -> str:
     return shorten(clean(sample.system.hostname)) if sample.system else "?"
 
 
+def this_machine() -> str:
+    """This machine's short host name, as a remote exporter would report it."""
+    return socket.gethostname().split(".")[0].lower()
+
+
 def host_title(sample: Sample) -> str:
-    """The host's name, and that its GPUs are simulated where its exporter says so (serve --simulate)."""
+    """The host's name, and that its GPUs are simulated where its exporter says so (serve --simulate).
+
+    A remote named like this machine (a container's exporter, a cloned image, localhost served)
+    would read as this machine's GPUs: it is marked remote, with the host of its URL.
+    """
+    name = host_name(sample)
+    if sample.remote is not None and name.split(".")[0].lower() == this_machine():
+        where = urlsplit(sample.remote.url).hostname or sample.remote.url
+        name = translate("RemoteHosts", "{host} (remote: {where})").format(host=name, where=shorten(clean(where)))
     if not sample.simulation:
-        return host_name(sample)
-    return translate("RemoteHosts", "{host} — {simulation}").format(
-        host=host_name(sample), simulation=simulation_text(sample)
-    )
+        return name
+    return translate("RemoteHosts", "{host} — {simulation}").format(host=name, simulation=simulation_text(sample))
 
 
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
@@ -175,7 +188,7 @@ class RemoteHostsView(QObject):
                 assert sample.remote is not None
                 for text in (unreachable_since(sample), shorten(clean(sample.remote.fault), 90)):
                     host.addAction(self._label(text)).setEnabled(False)
-            for text in [] if status else gpu_lines(sample):
+            for text in [] if status else gpu_lines(sample, compact=True):  # short rows, as this machine's
                 host.addAction(self._label(text))  # not greyed: grey says "no current values"
             action = host.menuAction()
             self._menu.insertAction(self._anchor, action)

@@ -36,6 +36,20 @@ from trayvml.core.sample import DeviceInfo
 
 # The grid's columns: a rule's numbers with one of these names sit under its title.
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+# Why a rule is on or off by default, where a user would wonder (its checkbox's tooltip).
+RULE_NOTES = {
+    "memory_used": QT_TRANSLATE_NOOP(
+        "SettingsDialog",
+        "Off by default: deep-learning frameworks reserve nearly all of a GPU's memory while they run, "
+        "so a high share used is normal and would alert on every busy GPU. Memory free tells when the "
+        "next allocation is likely to fail.",
+    ),
+    "memory_free": QT_TRANSLATE_NOOP(
+        "SettingsDialog",
+        "On by default: warns when less than 2 GiB is free for half a minute, critical below 0.5 GiB, "
+        "where the next allocation is likely to fail with out of memory.",
+    ),
+}
 COLUMN_TITLES = {
     "warning_enter": QT_TRANSLATE_NOOP("SettingsDialog", "Warning at"),
     "warning_clear": QT_TRANSLATE_NOOP(
@@ -115,6 +129,8 @@ class _RuleGrid(QWidget):
         for row, kind in enumerate(RULES, start=1):
             unit = f" ({kind.unit.shown})" if isinstance(kind, ThresholdRule) else ""
             enabled = QCheckBox(translate("alerts", kind.label) + unit)
+            if kind.key in RULE_NOTES:
+                enabled.setToolTip(translate("SettingsDialog", RULE_NOTES[kind.key]))
             enabled.toggled.connect(self.changed)
             grid.addWidget(enabled, row, 0)
             override = None

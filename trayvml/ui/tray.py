@@ -49,6 +49,7 @@ class Tray(QObject):
     """The tray item. It redraws only when what it shows changed."""
 
     show_window_requested = Signal(int)  # a GPU index, or -1 for the window as it was
+    show_alerts_requested = Signal()  # the window, on its Alerts tab
     toggle_window_requested = Signal()
     simulation_requested = Signal()
     pause_requested = Signal(float)  # seconds; inf: until resumed; 0: resume
@@ -65,7 +66,7 @@ class Tray(QObject):
         self._tooltip = ""
         self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
         self.remote_icon_samples: list[Sample] = []  # remote hosts the icon summarises too
-        self._menu_shape: tuple[int, str] | None = None
+        self._menu_shape: tuple[int, str, bool] | None = None
         self.redraws = 0
         self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
         self.icon = QSystemTrayIcon()
@@ -89,6 +90,9 @@ class Tray(QObject):
         self.status_action.setEnabled(False)
         self.gpu_actions: list[QAction] = []
         self._gpu_anchor = m.addSeparator()
+        # Only while some alert is active: the way from the menu to what is wrong, and why.
+        self.alerts_action = m.addAction("", self.show_alerts_requested.emit)
+        self.alerts_action.setVisible(False)
         self.copy_action = m.addAction(self._label(translate("Tray", "Copy CUDA_VISIBLE_DEVICES")), self._copy_freest)
         self.simulate_action = m.addAction(
             translate("Tray", "Start with simulated GPUs"), self.simulation_requested.emit
@@ -169,13 +173,13 @@ class Tray(QObject):
         # sent each change to the tray host over D-Bus although nobody had the menu open. Its shape
         # (which entries there are) follows at once: a host measures the menu before it asks for
         # texts, and would draw entries that appear only then cut off.
-        shape = _menu_shape(sample)
+        shape = _menu_shape(sample, self.engine.active())
         if self.menu.isVisible() or shape != self._menu_shape:  # open (Qt's own menu): follow live
             self._menu_shape = shape
-            self._update_menu(sample, lines)
+            self._update_menu(sample)
 
     def _refresh_menu(self) -> None:
-        self._update_menu(self.sample, gpu_lines(self.sample))
+        self._update_menu(self.sample)
 
     def set_metric(self, metric: str) -> None:
         self.metric = metric
@@ -185,8 +189,13 @@ class Tray(QObject):
         screen = QGuiApplication.primaryScreen()
         return screen.devicePixelRatio() if screen else 1.0
 
-    def _update_menu(self, sample: Sample | None, lines: list[str]) -> None:
+    def _update_menu(self, sample: Sample | None) -> None:
         gpus = sample.gpus if sample else ()
+        active = self.engine.active()
+        if active:
+            many = translate("Tray", "{count} active alerts").format(count=active)
+            self.alerts_action.setText(translate("Tray", "1 active alert") if active == 1 else many)
+        self.alerts_action.setVisible(active > 0)
         while len(self.gpu_actions) < len(gpus):
             index = len(self.gpu_actions)
             action = QAction(self.menu)
@@ -197,7 +206,8 @@ class Tray(QObject):
             action.setVisible(k < len(gpus))
         if sample is None:
             return
-        for line, action in zip(lines, self.gpu_actions, strict=False):
+        # Compact rows: a host cuts a wide menu at the screen's edge; the tooltip has the whole line.
+        for line, action in zip(gpu_lines(sample, compact=True), self.gpu_actions, strict=False):
             action.setText(self._label(line))
         unavailable = sample.unavailable
         problem = sample.problem
@@ -217,9 +227,9 @@ class Tray(QObject):
         self.copy_action.setEnabled(bool(freest))
 
 
-def _menu_shape(sample: Sample | None) -> tuple[int, str] | None:
-    """What decides the menu's entries: how many GPUs, and the status line's headline."""
+def _menu_shape(sample: Sample | None, active_alerts: int = 0) -> tuple[int, str, bool] | None:
+    """What decides the menu's entries: how many GPUs, the status line's headline, whether alerts are active."""
     if sample is None:
         return None
     problem = sample.problem
-    return len(sample.gpus), problem[0] if problem else sample.simulation
+    return len(sample.gpus), problem[0] if problem else sample.simulation, active_alerts > 0
