@@ -32,6 +32,7 @@ from trayvml.ui.plots import (
     TICK_LENGTH_PX,
     Panel,
     PanelSpec,
+    TimeAxis,
     UnitAxis,
     value_axis_width_px,
 )
@@ -99,7 +100,7 @@ class PlotPage(QScrollArea):
         for index, spec in enumerate(specs):
             row, col = divmod(index, columns)
             unit = spec.metrics[0].unit if spec.metrics else None
-            axes = {"bottom": pg.DateAxisItem()}
+            axes: dict[str, pg.AxisItem] = {"bottom": TimeAxis()}
             if unit is not None and not spec.strip:
                 axes["left"] = UnitAxis(unit)
             elif spec.group is Group.PROCESSES:
