@@ -115,6 +115,10 @@
         <translation>严重</translation>
     </message>
     <message>
+        <source>No alerts since trayvml started; the rules are in Settings.</source>
+        <translation>trayvml 启动以来没有告警；告警规则在“设置”中。</translation>
+    </message>
+    <message>
         <source>resolved</source>
         <translation>已恢复</translation>
     </message>
