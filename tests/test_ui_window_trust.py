@@ -106,3 +106,19 @@ def test_long_ranges_label_their_ticks_with_dates(window) -> None:
     start = 1_800_000_000.0
     day = axis.tick_strings_for(start, start + 86400, [start + k * 21600 for k in range(4)], 21600)
     assert all(any(d in text for d in weekdays) and ":" in text for text in day), day
+
+
+def test_the_gpm_note_sits_in_the_title_when_other_gpus_draw_lines(window) -> None:
+    from trayvml.core.metrics import Group
+
+    w, _ = window("training:gpus=h100+rtx4090", seconds=60)
+    activity = next(p for p in w.gpu_page.panels if p.spec.group is Group.ACTIVITY)
+    w.gpu_page.verticalScrollBar().setValue(int(activity.plot.geometry().top()))
+    w.refresh()
+    assert activity.lines[0].line(0) is not None  # the H100's lines are drawn…
+    assert not activity.notice.isVisible()  # …so nothing is written over them
+    assert "Not supported on RTX 4090" in activity.plot.titleLabel.text
+    w.set_gpu_visible(0, False)  # the RTX 4090 alone: no line, the note where they would be
+    w.refresh()
+    assert activity.notice.isVisible() and "RTX 4090" in activity.notice.textItem.toPlainText()
+    assert "Not supported" not in activity.plot.titleLabel.text

@@ -237,7 +237,7 @@ class PlotPage(QScrollArea):
                 axis = panel.plot.getAxis(name)
                 axis.setPen(foreground)
                 axis.setTextPen(foreground)
-            panel.plot.setTitle(panel.title, color=foreground.name(), size="10pt")
+            panel.plot.setTitle(panel.title_text(), color=foreground.name(), size="10pt")
             panel.grid.set_colour(foreground)
             panel.notice.setColor(foreground)
         self.foreground = QColor(foreground)
@@ -337,9 +337,15 @@ class GpuPage(PlotPage):
                 )
             else:
                 notice = translate("Panel", "Not supported on {models}").format(models=", ".join(models))
-            panel.show_notice(notice)
+            if lacking == set(wanted):  # nothing drawn: the note says why, where the lines would be
+                panel.show_notice(notice)
+                panel.show_note("", self.foreground)
+            else:
+                panel.show_notice("")
+                panel.show_note(notice, self.foreground)
         else:
             panel.show_notice("")
+            panel.show_note("", self.foreground)
 
     def _draw_processes(self, panel: Panel, view: View) -> None:
         found = [

@@ -358,6 +358,7 @@ class Panel:
     def __init__(self, spec: PanelSpec, plot: pg.PlotItem, gpu_count: int, title: str = "") -> None:
         self.spec = spec
         self.title = title or spec.title
+        self.note = ""  # beside the title (show_note)
         self.plot = plot
         self.gpu_count = gpu_count
         self.lines: list[Lines] = []  # one per metric: columns are GPUs
@@ -431,6 +432,17 @@ class Panel:
                 line.setPos(limits[k][0])
                 line.label.setFormat(names if k == 0 else "")
                 line.label.setColor(colour)
+
+    def title_text(self) -> str:
+        """The title, and the note on GPUs left out beside it when other lines are drawn."""
+        return f"{self.title} — {self.note}" if self.note else self.title
+
+    def show_note(self, text: str, colour: QColor) -> None:
+        """A note in the title area (the GPM note beside GPUs that have GPM): drawn in the middle
+        of the plot, it covered the live lines."""
+        if text != self.note:
+            self.note = text
+            self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)
