@@ -434,8 +434,11 @@ class Panel:
                 line.label.setColor(colour)
 
     def title_text(self) -> str:
-        """The title, and the note on GPUs left out beside it when other lines are drawn."""
-        return f"{self.title} — {self.note}" if self.note else self.title
+        """The title, and the note on GPUs left out beside it when other lines are drawn: beside the
+        group's name alone, as the line-style legend and the note together ran past both edges."""
+        if not self.note:
+            return self.title
+        return f"{translate('metrics', self.spec.group.value)} — {self.note}"
 
     def show_note(self, text: str, colour: QColor) -> None:
         """A note in the title area (the GPM note beside GPUs that have GPM): drawn in the middle
