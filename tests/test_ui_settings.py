@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QDialogButtonBox
+from PySide6.QtWidgets import QDialogButtonBox, QLabel
 
 from tests.helpers import simulated_source
 from tests.test_config import changed_settings, same
@@ -39,7 +39,7 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     applied = []
     dialog.settings_applied.connect(applied.append)
     dialog.interval.setValue(2.5)
-    dialog.tray_metric.setCurrentText("power")
+    dialog.tray_metric.setCurrentIndex(dialog.tray_metric.findData("power"))  # its words: "Power draw (% of limit)"
     dialog.gpu_checks[3].setChecked(False)
     dialog.store_spins["history_fine_hours"].setValue(72)
     dialog.store_spins["history_size_mib"].setValue(1024)
@@ -309,3 +309,25 @@ def test_the_memory_rules_say_why_one_is_off_and_the_other_on(qtbot, devices) ->
     assert not used.isChecked() and free.isChecked()  # today's defaults
     assert "reserve" in used.toolTip() and "Memory free" in used.toolTip()
     assert "2 GiB" in free.toolTip()
+
+
+def test_the_dialog_is_grouped_pages_in_plain_words(qtbot, devices) -> None:
+    from PySide6.QtWidgets import QTabWidget
+
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    tabs = dialog.findChild(QTabWidget)
+    names = [tabs.tabText(k) for k in range(tabs.count())]
+    assert names[:5] == ["General", "Tray", "History", "Remote hosts", "Serving"]
+    assert "Alerts" in names
+    items = [dialog.tray_metric.itemText(k) for k in range(dialog.tray_metric.count())]
+    assert "GPU utilization (%)" in items and "Memory used (%)" in items
+    assert dialog.icon_remote_hosts.text() == "all"  # the default, *, in words
+    settings, _ = dialog.settings()
+    assert settings.icon_remote_hosts == ("*",)
+    words = [label.text() for label in dialog.findChildren(QLabel)]
+    assert "Keep every second for" in words and "Keep per-minute min/mean/max for" in words
+    dialog.show()
+    # Fields at their own size, not stretched across the dialog's width (which the rule grid sets).
+    assert dialog.interval.width() < 200  # on the page in view; the others are laid out when shown
+    assert all(tabs.widget(k).sizeHint().width() < 800 for k in range(5))

@@ -139,6 +139,10 @@
         <translation>严重</translation>
     </message>
     <message>
+        <source>No alerts since trayvml started; the rules are in Settings.</source>
+        <translation>trayvml 启动以来没有告警；告警规则在“设置”中。</translation>
+    </message>
+    <message>
         <source>resolved</source>
         <translation>已恢复</translation>
     </message>
@@ -731,26 +735,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>冷却（秒）</translation>
     </message>
     <message>
-        <source>utilization</source>
-        <translation>利用率</translation>
-    </message>
-    <message>
-        <source>memory</source>
-        <translation>显存</translation>
-    </message>
-    <message>
-        <source>temperature</source>
-        <translation>温度</translation>
-    </message>
-    <message>
-        <source>power</source>
-        <translation>功耗</translation>
-    </message>
-    <message>
-        <source>SM activity</source>
-        <translation>SM 活跃度</translation>
-    </message>
-    <message>
         <source>above</source>
         <translation>高于</translation>
     </message>
@@ -827,6 +811,22 @@ It is sent SIGTERM, as kill does.</source>
         <translation>显示的 GPU</translation>
     </message>
     <message>
+        <source>The remote hosts, by name and separated by commas, whose GPUs the tray icon shows beside this machine&apos;s; all for every host, empty for none.</source>
+        <translation>托盘图标在本机之外还显示其 GPU 的远程主机，按名称以逗号分隔；all 表示所有主机，留空表示不显示。</translation>
+    </message>
+    <message>
+        <source>Tray</source>
+        <translation>托盘</translation>
+    </message>
+    <message>
+        <source>Keep in memory for</source>
+        <translation>在内存中保留</translation>
+    </message>
+    <message>
+        <source>History</source>
+        <translation>历史记录</translation>
+    </message>
+    <message>
         <source>One URL a line: an exporter (trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter) or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only.</source>
         <translation>每行一个 URL：一个 exporter（trayvml serve、dcgm-exporter、nvidia_gpu_exporter、nvitop-exporter），或 prometheus+http(s)://HOST:9090，可附加 #标签选择器。user:password@ 只能写在这里。</translation>
     </message>
@@ -835,12 +835,12 @@ It is sent SIGTERM, as kill does.</source>
         <translation>远程主机</translation>
     </message>
     <message>
-        <source>none</source>
-        <translation>无</translation>
+        <source>all</source>
+        <translation>全部</translation>
     </message>
     <message>
-        <source>The remote hosts, by name and separated by commas, whose GPUs the tray icon shows beside this machine&apos;s; * for every host, empty for none.</source>
-        <translation>托盘图标在本机 GPU 旁一并显示其 GPU 的远程主机，按主机名填写，以逗号分隔；* 表示所有主机，留空表示不显示。</translation>
+        <source>none</source>
+        <translation>无</translation>
     </message>
     <message>
         <source>Hosts in the tray icon</source>
@@ -849,6 +849,42 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>General</source>
         <translation>常规</translation>
+    </message>
+    <message>
+        <source>GPU utilization (%)</source>
+        <translation>GPU 利用率 (%)</translation>
+    </message>
+    <message>
+        <source>Memory used (%)</source>
+        <translation>已用显存 (%)</translation>
+    </message>
+    <message>
+        <source>GPU temperature (°C)</source>
+        <translation>GPU 温度 (°C)</translation>
+    </message>
+    <message>
+        <source>Power draw (% of limit)</source>
+        <translation>功耗（占上限的 %）</translation>
+    </message>
+    <message>
+        <source>SM activity (%)</source>
+        <translation>SM 活动 (%)</translation>
+    </message>
+    <message>
+        <source>Keep every second for</source>
+        <translation>逐秒数据保留</translation>
+    </message>
+    <message>
+        <source>Keep per-minute min/mean/max for</source>
+        <translation>每分钟最小/平均/最大值保留</translation>
+    </message>
+    <message>
+        <source>Use at most</source>
+        <translation>最多占用</translation>
+    </message>
+    <message>
+        <source>Serving</source>
+        <translation>服务</translation>
     </message>
     <message>
         <source>Alerts</source>

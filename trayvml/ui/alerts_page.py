@@ -6,9 +6,9 @@ marks, those of the host the window shows (``show_host``; "" is this machine).
 
 from __future__ import annotations
 
-from PySide6.QtCore import QCoreApplication
-from PySide6.QtGui import QColor
-from PySide6.QtWidgets import QTableWidget, QTableWidgetItem
+from PySide6.QtCore import QCoreApplication, Qt
+from PySide6.QtGui import QColor, QResizeEvent
+from PySide6.QtWidgets import QLabel, QTableWidget, QTableWidgetItem
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
@@ -41,12 +41,30 @@ class AlertsPage(QTableWidget):
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.events: list[AlertEvent] = []  # every host's, oldest first, at most MAX_LISTED_EVENTS
         self.host = ""  # whose alerts are listed and marked: "" this machine, else a remote host's name
+        # An empty table read as "broken" or "not loaded yet": with no rows, a sentence says why.
+        self.empty_label = QLabel(
+            translate("AlertsPage", "No alerts since trayvml started; the rules are in Settings."), self.viewport()
+        )
+        self.empty_label.setObjectName("no_alerts")
+        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
+        self.empty_label.setWordWrap(True)
+        self.empty_label.setStyleSheet("color: palette(placeholder-text); padding: 24px;")
+        self.empty_label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
+
+    def _show_empty(self) -> None:
+        self.empty_label.setVisible(self.rowCount() == 0)
+        self.empty_label.setGeometry(self.viewport().rect())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._show_empty()
 
     def show_host(self, host: str) -> None:
         """List (and mark) the alerts of ``host`` only."""
         self.host = host
         self.setRowCount(0)
         self._list([e for e in self.events if e.host == host])
+        self._show_empty()
 
     def add_events(self, events: list[AlertEvent]) -> None:
         self.events += events
@@ -55,6 +73,7 @@ class AlertsPage(QTableWidget):
             del self.events[: len(self.events) - MAX_LISTED_EVENTS]
         while self.rowCount() > MAX_LISTED_EVENTS:
             self.removeRow(self.rowCount() - 1)
+        self._show_empty()
 
     def _list(self, events: list[AlertEvent]) -> None:
         for event in events:

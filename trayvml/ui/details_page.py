@@ -8,26 +8,39 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QCoreApplication
-from PySide6.QtWidgets import QTreeWidget, QTreeWidgetItem
+from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 
 from trayvml.core.formatting import format_precise, format_static
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.metrics import GPU_METRICS
+from trayvml.core.metrics import GPU_METRICS, Metric, Unit
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes
+from trayvml.monitor.energy import format_energy
 
 READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")
 NVLINK_LINKS = QT_TRANSLATE_NOOP("DetailsPage", "NVLink per link")
 
+J_PER_WH = 3600.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+
+
+def _reading_text(metric: Metric, value: float) -> str:
+    """A reading as the page shows it: energy in Wh or kWh, as the window says it everywhere
+    (the status bar, the Processes tab), not "14933.4 J" beside "4.1 Wh"."""
+    if metric.unit is Unit.JOULES:
+        return format_energy(value / J_PER_WH)
+    return format_precise(metric, value)
 
 
 class DetailsPage(QTreeWidget):
     def __init__(self) -> None:
         super().__init__()
         self.setHeaderLabels(["", translate("DetailsPage", "Value")])
-        self.setColumnWidth(0, 260)
+        # The key column as wide as its longest key ("Temperature below the shutdown limit" was cut
+        # at a fixed 260 px, and more so in a longer translation); the value takes the rest.
+        self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.header().setStretchLastSection(True)
         # Per GPU index: the item of each metric's reading, and the NVLink links' parent.
         self._readings: dict[int, dict[str, QTreeWidgetItem]] = {}
         self._links: dict[int, QTreeWidgetItem] = {}
@@ -78,7 +91,7 @@ class DetailsPage(QTreeWidget):
                 state = gpu.state(metric.key)
                 value = gpu.value(metric.key)
                 ok = state is MetricState.OK and not math.isnan(value)
-                text = format_precise(metric, value) if ok else translate("metrics", state.label)
+                text = _reading_text(metric, value) if ok else translate("metrics", state.label)
                 if items[metric.key].text(1) != text:
                     items[metric.key].setText(1, text)
             self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)

@@ -50,6 +50,23 @@ class GapShading:
             region.hide()
 
 
+def visible_gaps(
+    spans: Sequence[tuple[float, float]], start_s: float, end_s: float, data_from_s: float
+) -> list[tuple[float, float]]:
+    """``spans`` cut to the range shown, and cut short where the data in memory (since
+    ``data_from_s``) begins: the store's gaps come in whole buckets (a minute and more), which
+    reached over the first plotted lines, and a span begun left of the view put its label's start
+    outside the plot ("cording")."""
+    shown = []
+    for first, last in spans:
+        first, last = max(first, start_s), min(last, end_s)
+        if first < data_from_s < last:
+            last = data_from_s
+        if last > first:
+            shown.append((first, last))
+    return shown
+
+
 _shadings: weakref.WeakKeyDictionary[pg.PlotItem, GapShading] = weakref.WeakKeyDictionary()
 
 

@@ -32,6 +32,7 @@ from trayvml.ui.plots import (
     TICK_LENGTH_PX,
     Panel,
     PanelSpec,
+    TimeAxis,
     UnitAxis,
     value_axis_width_px,
 )
@@ -99,7 +100,7 @@ class PlotPage(QScrollArea):
         for index, spec in enumerate(specs):
             row, col = divmod(index, columns)
             unit = spec.metrics[0].unit if spec.metrics else None
-            axes = {"bottom": pg.DateAxisItem()}
+            axes: dict[str, pg.AxisItem] = {"bottom": TimeAxis()}
             if unit is not None and not spec.strip:
                 axes["left"] = UnitAxis(unit)
             elif spec.group is Group.PROCESSES:
@@ -236,7 +237,7 @@ class PlotPage(QScrollArea):
                 axis = panel.plot.getAxis(name)
                 axis.setPen(foreground)
                 axis.setTextPen(foreground)
-            panel.plot.setTitle(panel.title, color=foreground.name(), size="10pt")
+            panel.plot.setTitle(panel.title_text(), color=foreground.name(), size="10pt")
             panel.grid.set_colour(foreground)
             panel.notice.setColor(foreground)
         self.foreground = QColor(foreground)
@@ -336,9 +337,15 @@ class GpuPage(PlotPage):
                 )
             else:
                 notice = translate("Panel", "Not supported on {models}").format(models=", ".join(models))
-            panel.show_notice(notice)
+            if lacking == set(wanted):  # nothing drawn: the note says why, where the lines would be
+                panel.show_notice(notice)
+                panel.show_note("", self.foreground)
+            else:
+                panel.show_notice("")
+                panel.show_note(notice, self.foreground)
         else:
             panel.show_notice("")
+            panel.show_note("", self.foreground)
 
     def _draw_processes(self, panel: Panel, view: View) -> None:
         found = [

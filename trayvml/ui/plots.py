@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QLineF, QRectF, Qt
+from PySide6.QtCore import QCoreApplication, QDateTime, QLineF, QLocale, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
 
 from trayvml.core.formatting import format_precise
@@ -145,6 +145,42 @@ class UnitAxis(pg.AxisItem):
         unit = {Unit.PERCENT: " %", Unit.CELSIUS: " °C", Unit.WATTS: " W", Unit.MHZ: " MHz"}.get(self.unit, "")
         decimals = _decimals(spacing)
         return [f"{v:.{decimals}f}{unit}" for v in values]
+
+
+DATED_RANGE_S = 23 * 3600  # from about a day up, time ticks carry the day: "Mon 06:00", "Mon 18"
+# Steps of a dated axis, in seconds: the first that leaves room for its labels.
+DATED_STEPS_S = (3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 86400)
+DATED_LABEL_GAP_PX = 24
+
+
+class TimeAxis(pg.DateAxisItem):
+    """pyqtgraph's date axis, but dated on long ranges: at 7 days its ticks read "18", "19", day
+    numbers that looked like hours. From about a day up each tick names its weekday, and its time
+    unless it falls on midnight, in the locale's words."""
+
+    def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
+        if maxVal - minVal < DATED_RANGE_S or size <= 0:
+            return super().tickValues(minVal, maxVal, size)
+        label_px = QFontMetrics(self.font()).horizontalAdvance("Wed 30 00:00") + DATED_LABEL_GAP_PX
+        wanted = (maxVal - minVal) * label_px / size
+        step = next((s for s in DATED_STEPS_S if s >= wanted), DATED_STEPS_S[-1])
+        offset = time.localtime(minVal).tm_gmtoff  # local midnights and hours, as the labels read
+        first = math.ceil((minVal + offset) / step) * step - offset
+        return [(float(step), [float(v) for v in np.arange(first, maxVal, step)])]
+
+    def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802 - Qt override
+        low, high = self.range
+        return self.tick_strings_for(low, high, values, spacing)
+
+    def tick_strings_for(self, start_s: float, end_s: float, values: Sequence[float], spacing: float) -> list[str]:
+        """The labels of ticks at ``values``, ``spacing`` apart, on an axis showing ``start_s``..``end_s``."""
+        if end_s - start_s < DATED_RANGE_S:
+            return list(super().tickStrings(list(values), 1.0, spacing))
+        locale = QLocale()
+        days = spacing >= 86400
+        return [
+            locale.toString(QDateTime.fromSecsSinceEpoch(round(v)), "ddd d" if days else "ddd HH:mm") for v in values
+        ]
 
 
 # Throttle strip: the most significant active reason decides the colour of a bucket.
@@ -322,6 +358,7 @@ class Panel:
     def __init__(self, spec: PanelSpec, plot: pg.PlotItem, gpu_count: int, title: str = "") -> None:
         self.spec = spec
         self.title = title or spec.title
+        self.note = ""  # beside the title (show_note)
         self.plot = plot
         self.gpu_count = gpu_count
         self.lines: list[Lines] = []  # one per metric: columns are GPUs
@@ -395,6 +432,20 @@ class Panel:
                 line.setPos(limits[k][0])
                 line.label.setFormat(names if k == 0 else "")
                 line.label.setColor(colour)
+
+    def title_text(self) -> str:
+        """The title, and the note on GPUs left out beside it when other lines are drawn: beside the
+        group's name alone, as the line-style legend and the note together ran past both edges."""
+        if not self.note:
+            return self.title
+        return f"{translate('metrics', self.spec.group.value)} — {self.note}"
+
+    def show_note(self, text: str, colour: QColor) -> None:
+        """A note in the title area (the GPM note beside GPUs that have GPM): drawn in the middle
+        of the plot, it covered the live lines."""
+        if text != self.note:
+            self.note = text
+            self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)

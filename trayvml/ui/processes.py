@@ -104,6 +104,7 @@ def _cells(
 class ProcessModel(QAbstractTableModel):
     SORT_ROLE = Qt.ItemDataRole.UserRole
     MEMORY_COLUMN = HEADERS.index("GPU memory")
+    COMMAND_COLUMN = HEADERS.index("Command")
 
     def __init__(self) -> None:
         super().__init__()
@@ -202,7 +203,10 @@ class ProcessesPage(QTableView):
         self.setModel(proxy)
         self.setSortingEnabled(True)
         self.sortByColumn(ProcessModel.MEMORY_COLUMN, Qt.SortOrder.DescendingOrder)
-        self.horizontalHeader().setStretchLastSection(True)
+        # Numbers as wide as they need, the command (the last column) all the rest: at a fixed 100 px
+        # each, the command was the narrowest column and beyond the right edge.
+        self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.horizontalHeader().setSectionResizeMode(ProcessModel.COMMAND_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.verticalHeader().setVisible(False)
         # One line a row, whatever a cell holds: "(no permission)" wrapped to two lines made its
         # row twice as tall as the others.

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -62,12 +62,20 @@ COLUMN_TITLES = {
 }
 # The tray metric's choices as the dialog names them (in English, the settings file's own words).
 TRAY_CHOICE_NAMES = {
-    "utilization": QT_TRANSLATE_NOOP("SettingsDialog", "utilization"),
-    "memory": QT_TRANSLATE_NOOP("SettingsDialog", "memory"),
-    "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "temperature"),
-    "power": QT_TRANSLATE_NOOP("SettingsDialog", "power"),
-    "sm_activity": QT_TRANSLATE_NOOP("SettingsDialog", "SM activity"),
+    "utilization": QT_TRANSLATE_NOOP("SettingsDialog", "GPU utilization (%)"),
+    "memory": QT_TRANSLATE_NOOP("SettingsDialog", "Memory used (%)"),
+    "temperature": QT_TRANSLATE_NOOP("SettingsDialog", "GPU temperature (°C)"),
+    "power": QT_TRANSLATE_NOOP("SettingsDialog", "Power draw (% of limit)"),
+    "sm_activity": QT_TRANSLATE_NOOP("SettingsDialog", "SM activity (%)"),
 }
+# The history on disk's spans in plain words: what is kept, and for how long.
+STORE_WORDS = {
+    "history_fine_hours": QT_TRANSLATE_NOOP("SettingsDialog", "Keep every second for"),
+    "history_coarse_days": QT_TRANSLATE_NOOP("SettingsDialog", "Keep per-minute min/mean/max for"),
+    "history_size_mib": QT_TRANSLATE_NOOP("SettingsDialog", "Use at most"),
+}
+ALL_HOSTS = "*"  # the settings file's word for every remote host; the dialog says "all"
+URL_CHARS = 56  # the remote hosts' box: wide enough for a Prometheus URL with a selector
 CLEAR_WORDS = {
     "above": QT_TRANSLATE_NOOP("SettingsDialog", "above"),
     "below": QT_TRANSLATE_NOOP("SettingsDialog", "below"),
@@ -213,6 +221,15 @@ class _RuleGrid(QWidget):
         return rules, errors
 
 
+def _form_page() -> tuple[QWidget, QFormLayout]:
+    """A settings page: labels right of nothing, fields at their size hint (capped), room below."""
+    page = QWidget()
+    form = QFormLayout(page)
+    form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
+    form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+    return page, form
+
+
 class SettingsDialog(QDialog):
     settings_applied = Signal(object)  # trayvml.config.Settings
 
@@ -227,23 +244,15 @@ class SettingsDialog(QDialog):
         tabs = QTabWidget()
         layout.addWidget(tabs)
 
-        general = QWidget()
-        form = QFormLayout(general)
+        # Grouped pages, each a short form of fields at their own width: one grid of every setting
+        # was 1171×571 px of stretched fields.
+        general, form = _form_page()
         self.interval = QDoubleSpinBox()
         spec = GENERAL_BY_KEY["sampling_interval_s"]
         self.interval.setRange(spec.minimum or 0, spec.maximum or 60)
         self.interval.setSingleStep(0.5)
         self.interval.setSuffix(" s")
         form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.interval)
-        self.history_hours = QSpinBox()
-        spec = GENERAL_BY_KEY["history_hours"]
-        self.history_hours.setRange(int(spec.minimum or 1), int(spec.maximum or 24))
-        self.history_hours.setSuffix(" h")
-        form.addRow(translate("settings", spec.label).replace(" (h)", ""), self.history_hours)
-        self.tray_metric = QComboBox()
-        for choice in GENERAL_BY_KEY["tray_metric"].choices:
-            self.tray_metric.addItem(translate("SettingsDialog", TRAY_CHOICE_NAMES.get(choice, choice)), choice)
-        form.addRow(translate("settings", GENERAL_BY_KEY["tray_metric"].label), self.tray_metric)
         self.language = QComboBox()
         self.language.setObjectName("language")
         for choice in LANGUAGE_CHOICES:
@@ -259,7 +268,6 @@ class SettingsDialog(QDialog):
         self.idle_gpu_poll.setSuffix(" s")
         self.idle_gpu_poll.setToolTip(translate("settings", spec.description))
         form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.idle_gpu_poll)
-        self._add_store_rows(form)
         shown = QWidget()
         shown_layout = QHBoxLayout(shown)
         shown_layout.setContentsMargins(0, 0, 0, 0)
@@ -273,10 +281,36 @@ class SettingsDialog(QDialog):
             self.gpu_checks.append(check)
         shown_layout.addStretch(1)
         form.addRow(translate("SettingsDialog", "GPUs shown"), shown)
-        # Issue 10: serving to Prometheus, and remote hosts (one URL a line; credentials may be given here).
-        self.serve_metrics = QCheckBox(translate("settings", GENERAL_BY_KEY["serve_metrics"].label))
-        self.serve_metrics.setToolTip(translate("settings", GENERAL_BY_KEY["serve_metrics"].description))
-        form.addRow("", self.serve_metrics)
+        tabs.addTab(general, translate("SettingsDialog", "General"))
+
+        tray, form = _form_page()
+        self.tray_metric = QComboBox()
+        for choice in GENERAL_BY_KEY["tray_metric"].choices:
+            self.tray_metric.addItem(translate("SettingsDialog", TRAY_CHOICE_NAMES.get(choice, choice)), choice)
+        form.addRow(translate("settings", GENERAL_BY_KEY["tray_metric"].label), self.tray_metric)
+        self.icon_remote_hosts = QLineEdit()
+        self.icon_remote_hosts.setObjectName("icon_remote_hosts")
+        self.icon_remote_hosts.setPlaceholderText(translate("SettingsDialog", "none"))
+        self.icon_remote_hosts.setToolTip(
+            translate(
+                "SettingsDialog",
+                "The remote hosts, by name and separated by commas, whose GPUs the tray icon shows beside "
+                "this machine's; all for every host, empty for none.",
+            )
+        )
+        form.addRow(translate("SettingsDialog", "Hosts in the tray icon"), self.icon_remote_hosts)
+        tabs.addTab(tray, translate("SettingsDialog", "Tray"))
+
+        history, form = _form_page()
+        self.history_hours = QSpinBox()
+        spec = GENERAL_BY_KEY["history_hours"]
+        self.history_hours.setRange(int(spec.minimum or 1), int(spec.maximum or 24))
+        self.history_hours.setSuffix(" h")
+        form.addRow(translate("SettingsDialog", "Keep in memory for"), self.history_hours)
+        self._add_store_rows(form)
+        tabs.addTab(history, translate("SettingsDialog", "History"))
+
+        remote, form = _form_page()
         self.remote_hosts = QPlainTextEdit()
         self.remote_hosts.setObjectName("remote_hosts")
         self.remote_hosts.setPlaceholderText('http://gpu-box:8729\nprometheus+http://prometheus:9090#job="gpu"')
@@ -287,20 +321,17 @@ class SettingsDialog(QDialog):
                 "or prometheus+http(s)://HOST:9090 with an optional #label selector. user:password@ goes here only.",
             )
         )
-        self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 4 + 12)
+        self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 6 + 12)
+        self.remote_hosts.setMinimumWidth(self.remote_hosts.fontMetrics().averageCharWidth() * URL_CHARS)
         form.addRow(translate("SettingsDialog", "Remote hosts"), self.remote_hosts)
-        self.icon_remote_hosts = QLineEdit()
-        self.icon_remote_hosts.setObjectName("icon_remote_hosts")
-        self.icon_remote_hosts.setPlaceholderText(translate("SettingsDialog", "none"))
-        self.icon_remote_hosts.setToolTip(
-            translate(
-                "SettingsDialog",
-                "The remote hosts, by name and separated by commas, whose GPUs the tray icon shows beside "
-                "this machine's; * for every host, empty for none.",
-            )
-        )
-        form.addRow(translate("SettingsDialog", "Hosts in the tray icon"), self.icon_remote_hosts)
-        tabs.addTab(general, translate("SettingsDialog", "General"))
+        tabs.addTab(remote, translate("SettingsDialog", "Remote hosts"))
+
+        serving, form = _form_page()
+        # Issue 10: serving to Prometheus.
+        self.serve_metrics = QCheckBox(translate("settings", GENERAL_BY_KEY["serve_metrics"].label))
+        self.serve_metrics.setToolTip(translate("settings", GENERAL_BY_KEY["serve_metrics"].description))
+        form.addRow("", self.serve_metrics)
+        tabs.addTab(serving, translate("SettingsDialog", "Serving"))
 
         self.rule_grid = _RuleGrid(overridable=False)
         tabs.addTab(self.rule_grid, translate("SettingsDialog", "Alerts"))
@@ -373,7 +404,8 @@ class SettingsDialog(QDialog):
             spin.setObjectName(key)
             spin.setRange(int(spec.minimum or 1), int(spec.maximum or 1))
             spin.setSuffix(suffix)
-            form.addRow(TRAILING_UNIT.sub("", translate("settings", spec.label)), spin)
+            spin.setToolTip(TRAILING_UNIT.sub("", translate("settings", spec.label)))  # the settings file's name
+            form.addRow(translate("SettingsDialog", STORE_WORDS[key]), spin)
             self.store_spins[key] = spin
         self.history_on_disk.toggled.connect(self._store_toggled)
 
@@ -392,7 +424,8 @@ class SettingsDialog(QDialog):
         self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
         self.serve_metrics.setChecked(settings.serve_metrics)
         self.remote_hosts.setPlainText("\n".join(settings.remote_hosts))
-        self.icon_remote_hosts.setText(", ".join(settings.icon_remote_hosts))
+        hosts = [translate("SettingsDialog", "all") if h == ALL_HOSTS else h for h in settings.icon_remote_hosts]
+        self.icon_remote_hosts.setText(", ".join(hosts))
         self.history_on_disk.setChecked(settings.history_on_disk)
         self._store_toggled(settings.history_on_disk)
         for key, spin in self.store_spins.items():
@@ -441,7 +474,7 @@ class SettingsDialog(QDialog):
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             serve_metrics=self.serve_metrics.isChecked(),
-            icon_remote_hosts=tuple(name.strip() for name in self.icon_remote_hosts.text().split(",") if name.strip()),
+            icon_remote_hosts=self._icon_hosts(),
             history_on_disk=self.history_on_disk.isChecked(),
             history_fine_hours=self.store_spins["history_fine_hours"].value(),
             history_coarse_days=self.store_spins["history_coarse_days"].value(),
@@ -450,6 +483,12 @@ class SettingsDialog(QDialog):
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
         return settings, errors + problems(settings)
+
+    def _icon_hosts(self) -> tuple[str, ...]:
+        """The hosts typed, "all" (or its translation, or *) read as the settings file's *."""
+        every = {ALL_HOSTS, "all", translate("SettingsDialog", "all")}
+        names = (name.strip() for name in self.icon_remote_hosts.text().split(","))
+        return tuple(ALL_HOSTS if name in every else name for name in names if name)
 
     def _check(self) -> bool:
         _, found = self.settings()

@@ -46,7 +46,7 @@ from trayvml.monitor.spans import AsleepSpans
 from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
-from trayvml.ui.gaps import pick_range, shade_gaps
+from trayvml.ui.gaps import pick_range, shade_gaps, visible_gaps
 from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
@@ -83,6 +83,7 @@ class GraphWindow(QMainWindow):
         self._history = history
         self.sample: Sample | None = None
         self.range_s = DEFAULT_RANGE_S
+        self.range_chosen = False  # until the user picks a range, the window fits it to the data (fit_range)
         self.following = True
         self.gpu_count = 0
         self.hidden_gpus: set[int] = set()
@@ -175,7 +176,7 @@ class GraphWindow(QMainWindow):
             button.setCheckable(True)
             button.setChecked(seconds == self.range_s)
             button.setFlat(True)
-            button.clicked.connect(lambda _=False, s=seconds: self.set_range(s))
+            button.clicked.connect(lambda _=False, s=seconds: self.set_range(s, chosen=True))
             self.range_buttons.addButton(button, seconds)
             bar.addWidget(button)
         bar.addSeparator()
@@ -284,7 +285,9 @@ class GraphWindow(QMainWindow):
         page.time_zoomed.connect(self.zoom_time)
 
     # ---- public controls ----
-    def set_range(self, seconds: int) -> None:
+    def set_range(self, seconds: int, chosen: bool = True) -> None:
+        """Show the last ``seconds``; ``chosen``: the user's choice, which the window keeps from then on."""
+        self.range_chosen = self.range_chosen or chosen
         self.range_s = seconds
         button = self.range_buttons.button(seconds)
         if button is not None:
@@ -369,9 +372,20 @@ class GraphWindow(QMainWindow):
         """Listed in the Alerts page; marked on the GPU timelines at their next redraw."""
         self.alert_table.add_events(events)
 
+    def fitting_range_s(self) -> int:
+        """The preset range the data since trayvml started fills: the smallest one at least as long
+        as it (a minute at least), never longer than the default. A fresh start opened on 15 minutes
+        showed a sliver of lines at the right edge of an empty (or all "not recording") field."""
+        now = self.sample.timestamp_s if self.sample is not None else time.time()
+        span = now - self._history.first_s if math.isfinite(self._history.first_s) else 0.0
+        fits = next((s for _, s in RANGES_S if s >= span), RANGES_S[-1][1])
+        return min(fits, DEFAULT_RANGE_S)
+
     # ---- samples ----
     def update_sample(self, sample: Sample) -> None:
         self.sample = sample
+        if not self.range_chosen and self.following and self.fitting_range_s() != self.range_s:
+            self.set_range(self.fitting_range_s(), chosen=False)  # grows with the data until the user picks
         if sample.gpus and (len(sample.gpus) != self.gpu_count or sample.devices != self._devices):
             self._build_gpu_widgets(sample)
         self._show_no_gpus(sample)
@@ -515,6 +529,7 @@ class GraphWindow(QMainWindow):
         disk = self.history.disk
         points = max(100, int(page.width_px()))
         spans = disk.not_recorded(start, end, points, self.history) if disk is not None else []
+        spans = visible_gaps(spans, start, end, self._history.first_s)
         shade_gaps([panel.plot for panel in page.panels], spans, end - start)
 
     def _set_x_range(self, start: float, end: float) -> None:

@@ -1,0 +1,124 @@
+"""The window at first sight: a range the data fills, gaps shaded only where there is no data,
+dated axes on long ranges, readable tables, empty states that say why."""
+
+from __future__ import annotations
+
+import pytest
+from PySide6.QtGui import QFontMetrics
+
+from tests.ui_helpers import filled_history, shown_window
+
+
+@pytest.fixture
+def window(qtbot):
+    def make(spec: str = "training:gpus=h100+rtx4090", seconds: int = 600, step_s: float = 1.0):
+        history, sample = filled_history(spec, seconds, step_s)
+        return shown_window(qtbot, history, sample), sample
+
+    return make
+
+
+@pytest.mark.parametrize(("seconds", "expected"), [(20, 60), (61, 300), (280, 300), (700, 900), (5000, 900)])
+def test_a_fresh_start_opens_on_the_smallest_range_the_data_fills(window, seconds: int, expected: int) -> None:
+    w, _ = window(seconds=seconds)
+    assert w.range_s == expected
+    assert w.range_buttons.checkedButton() is w.range_buttons.button(expected)
+
+
+def test_the_range_grows_with_the_data_until_the_user_picks_one(window) -> None:
+    from dataclasses import replace
+
+    w, sample = window(seconds=50)
+    assert w.range_s == 60
+    w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + 30))
+    assert w.range_s == 300  # 80 s of data: the 5 minutes it fills
+    w.set_range(60)  # the user's choice stays
+    w.update_sample(replace(sample, timestamp_s=sample.timestamp_s + 400))
+    assert w.range_s == 60
+
+
+def test_gaps_are_cut_to_the_view_and_never_reach_over_the_data() -> None:
+    from trayvml.ui.gaps import visible_gaps
+
+    # The store's minute buckets: a gap from before the view to 40 s past where memory's data begins.
+    spans = [(900.0, 1960.0), (2500.0, 2600.0)]
+    assert visible_gaps(spans, 1000.0, 3000.0, 1920.0) == [(1000.0, 1920.0), (2500.0, 2600.0)]
+    assert visible_gaps([(100.0, 900.0)], 1000.0, 3000.0, 1920.0) == []
+
+
+def test_the_processes_command_column_takes_the_room_left(window) -> None:
+    w, _ = window("processes:gpus=rtx4090*2,seed=3", seconds=60)
+    w.tabs.setCurrentWidget(w.process_view)
+    w.refresh()
+    header = w.process_view.horizontalHeader()
+    command = w.process_model.COMMAND_COLUMN
+    widths = [header.sectionSize(k) for k in range(header.count())]
+    assert widths[command] == max(widths)
+    assert header.sectionViewportPosition(command) + widths[command] <= w.process_view.viewport().width()
+
+
+def test_device_details_keys_are_never_cut_and_energy_is_in_wh(window) -> None:
+    w, _ = window(seconds=10)
+    w.tabs.setCurrentWidget(w.details)
+    w.refresh()
+    metrics = QFontMetrics(w.details.font())
+    texts = []
+    top = w.details.topLevelItem(1)
+    readings = top.child(top.childCount() - 1)
+    for k in range(readings.childCount()):
+        texts.append(readings.child(k))
+    longest = max(metrics.horizontalAdvance(item.text(0)) for item in texts)
+    indent = 2 * w.details.indentation()
+    assert w.details.columnWidth(0) >= longest + indent
+    energy = next(item for item in texts if item.text(0) == "Energy since driver load")
+    assert energy.text(1).endswith(("Wh", "kWh")), energy.text(1)
+
+
+def test_no_alerts_says_so_in_a_sentence(window) -> None:
+    w, _ = window(seconds=10)
+    w.tabs.setCurrentWidget(w.alert_table)
+    assert w.alert_table.empty_label.isVisible()
+    assert "No alerts since trayvml started" in w.alert_table.empty_label.text()
+    from tests.test_ui_window import _alert
+    from trayvml.alerts.severity import Severity
+
+    w.add_events([_alert(w.sample.timestamp_s, 0, Severity.WARNING)])
+    assert not w.alert_table.empty_label.isVisible()
+
+
+def test_long_ranges_label_their_ticks_with_dates(window) -> None:
+    from tests.ui_helpers import drawn_tick_labels
+    from trayvml.ui.plots import TimeAxis
+
+    weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+    w, _ = window(seconds=120)
+    axis = w.gpu_page.panels[0].plot.getAxis("bottom")
+    assert isinstance(axis, TimeAxis)
+    hour = drawn_tick_labels(axis)  # "19:10": a short range needs no day
+    assert hour and not any(any(d in text for d in weekdays) for text in hour), hour
+    now = w.sample.timestamp_s
+    for seconds in (7 * 86400, 86400):
+        w.show_range(now - seconds, now)  # a history in memory alone shows no more than it holds
+        w.refresh()
+        labels = drawn_tick_labels(axis)
+        # Each tick names its day: at 7 days pyqtgraph wrote "18", "19", read as hours.
+        assert len(labels) >= 4 and all(any(d in text for d in weekdays) for text in labels), labels
+    start = 1_800_000_000.0
+    day = axis.tick_strings_for(start, start + 86400, [start + k * 21600 for k in range(4)], 21600)
+    assert all(any(d in text for d in weekdays) and ":" in text for text in day), day
+
+
+def test_the_gpm_note_sits_in_the_title_when_other_gpus_draw_lines(window) -> None:
+    from trayvml.core.metrics import Group
+
+    w, _ = window("training:gpus=h100+rtx4090", seconds=60)
+    activity = next(p for p in w.gpu_page.panels if p.spec.group is Group.ACTIVITY)
+    w.gpu_page.verticalScrollBar().setValue(int(activity.plot.geometry().top()))
+    w.refresh()
+    assert activity.lines[0].line(0) is not None  # the H100's lines are drawn…
+    assert not activity.notice.isVisible()  # …so nothing is written over them
+    assert "Not supported on RTX 4090" in activity.plot.titleLabel.text
+    w.set_gpu_visible(0, False)  # the RTX 4090 alone: no line, the note where they would be
+    w.refresh()
+    assert activity.notice.isVisible() and "RTX 4090" in activity.notice.textItem.toPlainText()
+    assert "Not supported" not in activity.plot.titleLabel.text
