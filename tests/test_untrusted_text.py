@@ -218,7 +218,7 @@ def test_snapshot_json_keeps_names_whole_and_encodable(hostile_names: None, caps
 
 
 def test_pick_reads_gpus_with_hostile_names(hostile_names: None, capsys: pytest.CaptureFixture) -> None:
-    assert main(["pick", "--count", "4", SPEC]) == 0
+    assert main(["pick", "--count", "4", "--max-util", "100", SPEC]) == 0  # busy or not: the names are the point
     assert sorted(capsys.readouterr().out.strip().split(",")) == ["0", "1", "2", "3"]
 
 
