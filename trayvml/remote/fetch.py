@@ -78,13 +78,7 @@ def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
         return _ssh_endpoint(text)
     prometheus = text.startswith(PROMETHEUS_SCHEME)
     raw = text[len(PROMETHEUS_SCHEME) :] if prometheus else text
-    try:
-        parts = urllib.parse.urlsplit(raw)
-        port = parts.port
-    except ValueError as error:
-        raise TrayvmlError(
-            translate("remote", "Remote {url} is not a URL: {error}.").format(url=repr(text), error=error)
-        ) from None
+    parts, port = _split(raw, text)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise TrayvmlError(
             translate(
@@ -116,15 +110,20 @@ def parse_endpoint(text: str, credentials_allowed: bool = False) -> Endpoint:
     return Endpoint(shown, fetch_url, prometheus, urllib.parse.unquote(parts.fragment), username, password)
 
 
-def _ssh_endpoint(text: str) -> Endpoint:
-    """``ssh://[user@]host[:port]``: a user name is no secret (the key or agent logs in), a password never given."""
+def _split(raw: str, text: str) -> tuple[urllib.parse.SplitResult, int | None]:
+    """``raw`` split into a URL's parts and its port; a sentence naming ``text`` (as given) where it is none."""
     try:
-        parts = urllib.parse.urlsplit(text)
-        port = parts.port
+        parts = urllib.parse.urlsplit(raw)
+        return parts, parts.port
     except ValueError as error:
         raise TrayvmlError(
             translate("remote", "Remote {url} is not a URL: {error}.").format(url=repr(text), error=error)
         ) from None
+
+
+def _ssh_endpoint(text: str) -> Endpoint:
+    """``ssh://[user@]host[:port]``: a user name is no secret (the key or agent logs in), a password never given."""
+    parts, port = _split(text, text)
     host = parts.hostname or ""
     user = urllib.parse.unquote(parts.username or "")
     # A host or user that starts with "-" would be read by ssh as an option.
