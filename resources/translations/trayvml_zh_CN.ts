@@ -1944,6 +1944,18 @@ It is sent SIGTERM, as kill does.</source>
         <translation>之前有 {count} 个无法使用的设置文件被移到一旁：{names}。</translation>
     </message>
     <message>
+        <source>Alerts are pushed to {name}; no failure is recorded.</source>
+        <translation>告警推送到 {name}；没有失败记录。</translation>
+    </message>
+    <message>
+        <source>Alerts could not be pushed to {name} at {when}: {reason}.</source>
+        <translation>告警在 {when} 无法推送到 {name}：{reason}。</translation>
+    </message>
+    <message>
+        <source>Alerts are pushed to {name}; it last failed at {when} ({reason}).</source>
+        <translation>告警推送到 {name}；上次失败于 {when}（{reason}）。</translation>
+    </message>
+    <message>
         <source>The history folder {folder} is not writable: no history is kept.</source>
         <translation>历史记录文件夹 {folder} 不可写：不会保存历史记录。</translation>
     </message>
