@@ -383,3 +383,35 @@ def test_doctor_lists_the_driver_functions_trayvml_works_around(
     notes = [c for c in findings.checks if c.name == "driver.functions"]
     assert len(notes) == 1 and notes[0].level is Level.WARNING
     assert "lacks nvmlDeviceGetTemperatureV" in notes[0].sentence
+
+
+def test_push_destinations_are_listed_redacted_with_their_last_failure(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    from trayvml.config import PushDestination, Settings, SettingsStore
+    from trayvml.platform.push import default_status_file, destination_name
+
+    failing = PushDestination("ntfy", url="https://ntfy.example.com/gpus-secret-topic", token="tk_verysecret")
+    fine = PushDestination("webhook", url="https://hooks.example.com/never-failed")
+    config = tmp_path / "config.toml"
+    SettingsStore(config).save(Settings(push=(failing, fine)))
+    status = default_status_file(simulated=True)  # beside this test's own state folder (the fixture's)
+    status.parent.mkdir(parents=True)
+    status.write_text(
+        json.dumps(
+            {
+                destination_name(failing): {
+                    "failing": True,
+                    "last_failure": "it answered HTTP 403 Forbidden",
+                    "last_failure_s": 1_800_000_000.0,
+                }
+            }
+        )
+    )
+    assert main(["doctor", SIM, "--config", str(config)]) == 0  # a failing destination warns, it is no PROBLEM
+    out = capsys.readouterr().out
+    levels = _levels(out)
+    assert levels["push.1"] == "WARNING" and levels["push.2"] == "OK", out
+    line = next(line for line in out.splitlines() if "push.1" in line)
+    assert "ntfy ntfy.example.com" in line and "HTTP 403 Forbidden" in line
+    assert "secret-topic" not in out and "tk_verysecret" not in out and "never-failed" not in out

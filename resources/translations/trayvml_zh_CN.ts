@@ -670,6 +670,171 @@ It is sent SIGTERM, as kill does.</source>
     </message>
 </context>
 <context>
+    <name>PushPage</name>
+    <message>
+        <source>Webhook (JSON)</source>
+        <translation>Webhook（JSON）</translation>
+    </message>
+    <message>
+        <source>Slack or Mattermost</source>
+        <translation>Slack 或 Mattermost</translation>
+    </message>
+    <message>
+        <source>E-mail (SMTP)</source>
+        <translation>电子邮件（SMTP）</translation>
+    </message>
+    <message>
+        <source>STARTTLS (port 587)</source>
+        <translation>STARTTLS（端口 587）</translation>
+    </message>
+    <message>
+        <source>SSL/TLS (port 465)</source>
+        <translation>SSL/TLS（端口 465）</translation>
+    </message>
+    <message>
+        <source>None (port 25)</source>
+        <translation>不加密（端口 25）</translation>
+    </message>
+    <message>
+        <source>Info</source>
+        <translation>信息</translation>
+    </message>
+    <message>
+        <source>Warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>Critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>Alerts also go to these destinations, with this machine&apos;s name in the title. Pausing alerts from the tray menu, and snoozing one, quiets them here too, not only on the desktop.</source>
+        <translation>告警也会发送到这些目的地，标题中带有本机名称。在托盘菜单中暂停告警或暂缓某条告警，同样会让这里静默，而不只是桌面通知。</translation>
+    </message>
+    <message>
+        <source>Add</source>
+        <translation>添加</translation>
+    </message>
+    <message>
+        <source>Remove</source>
+        <translation>删除</translation>
+    </message>
+    <message>
+        <source>Kind</source>
+        <translation>类型</translation>
+    </message>
+    <message>
+        <source>its kind and host</source>
+        <translation>其类型和主机</translation>
+    </message>
+    <message>
+        <source>Name</source>
+        <translation>名称</translation>
+    </message>
+    <message>
+        <source>URL</source>
+        <translation>URL</translation>
+    </message>
+    <message>
+        <source>optional</source>
+        <translation>可选</translation>
+    </message>
+    <message>
+        <source>Access token</source>
+        <translation>访问令牌</translation>
+    </message>
+    <message>
+        <source>SMTP server</source>
+        <translation>SMTP 服务器</translation>
+    </message>
+    <message>
+        <source>the usual</source>
+        <translation>默认</translation>
+    </message>
+    <message>
+        <source>Port</source>
+        <translation>端口</translation>
+    </message>
+    <message>
+        <source>Security</source>
+        <translation>加密方式</translation>
+    </message>
+    <message>
+        <source>none</source>
+        <translation>无</translation>
+    </message>
+    <message>
+        <source>User name</source>
+        <translation>用户名</translation>
+    </message>
+    <message>
+        <source>Password</source>
+        <translation>密码</translation>
+    </message>
+    <message>
+        <source>From</source>
+        <translation>发件人</translation>
+    </message>
+    <message>
+        <source>addresses, separated by commas</source>
+        <translation>地址，用逗号分隔</translation>
+    </message>
+    <message>
+        <source>To</source>
+        <translation>收件人</translation>
+    </message>
+    <message>
+        <source>Rules
+(none ticked: every rule)</source>
+        <translation>规则
+（不勾选：所有规则）</translation>
+    </message>
+    <message>
+        <source>Severities</source>
+        <translation>严重程度</translation>
+    </message>
+    <message>
+        <source>Local time; only critical alerts go out then. Empty: never quiet.</source>
+        <translation>本地时间；此时段只发送严重告警。留空：从不静默。</translation>
+    </message>
+    <message>
+        <source>Quiet hours</source>
+        <translation>静默时段</translation>
+    </message>
+    <message>
+        <source>Send test notification</source>
+        <translation>发送测试通知</translation>
+    </message>
+    <message>
+        <source>Not sent: {problem}.</source>
+        <translation>未发送：{problem}。</translation>
+    </message>
+    <message>
+        <source>Sending…</source>
+        <translation>正在发送…</translation>
+    </message>
+    <message>
+        <source>trayvml test notification</source>
+        <translation>trayvml 测试通知</translation>
+    </message>
+    <message>
+        <source>If you read this, trayvml&apos;s alerts reach you here.</source>
+        <translation>如果您看到这条消息，trayvml 的告警就能送达这里。</translation>
+    </message>
+    <message>
+        <source>A test notification was sent to {name}.</source>
+        <translation>测试通知已发送到 {name}。</translation>
+    </message>
+    <message>
+        <source>The test notification could not be sent to {name}: {reason}.</source>
+        <translation>测试通知无法发送到 {name}：{reason}。</translation>
+    </message>
+    <message>
+        <source>{name} did not answer in time.</source>
+        <translation>{name} 未能及时响应。</translation>
+    </message>
+</context>
+<context>
     <name>RemoteHosts</name>
     <message>
         <source>Settings, remote hosts: {error}</source>
@@ -833,6 +998,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Remote hosts</source>
         <translation>远程主机</translation>
+    </message>
+    <message>
+        <source>Push</source>
+        <translation>推送</translation>
     </message>
     <message>
         <source>all</source>
@@ -1773,6 +1942,18 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>{count} unusable settings files were set aside earlier: {names}.</source>
         <translation>之前有 {count} 个无法使用的设置文件被移到一旁：{names}。</translation>
+    </message>
+    <message>
+        <source>Alerts are pushed to {name}; no failure is recorded.</source>
+        <translation>告警推送到 {name}；没有失败记录。</translation>
+    </message>
+    <message>
+        <source>Alerts could not be pushed to {name} at {when}: {reason}.</source>
+        <translation>告警在 {when} 无法推送到 {name}：{reason}。</translation>
+    </message>
+    <message>
+        <source>Alerts are pushed to {name}; it last failed at {when} ({reason}).</source>
+        <translation>告警推送到 {name}；上次失败于 {when}（{reason}）。</translation>
     </message>
     <message>
         <source>The history folder {folder} is not writable: no history is kept.</source>

@@ -331,6 +331,42 @@ def check_settings(findings: Findings, path: Path) -> None:
         )
 
 
+def check_push(findings: Findings, config: Path, status_file: Path) -> None:
+    """Each push destination of the settings, by its redacted name, and its last failure as the
+    tray app or ``trayvml record`` wrote it (push-status.json): a failing one is a WARNING, since
+    the desktop's notifications still work."""
+    from trayvml.config import from_toml
+    from trayvml.platform.push import destination_name, read_status, redact
+
+    try:
+        settings, _ = from_toml(config.read_bytes().decode("utf-8"))
+    except (OSError, ValueError):  # the settings check says why (SettingsError is a ValueError)
+        return
+    statuses = read_status(status_file)
+    for number, destination in enumerate(settings.push, 1):
+        name = destination_name(destination)  # never its URL's path, token or password
+        status = statuses.get(name)
+        check = f"push.{number}"
+        if not isinstance(status, dict) or not status.get("last_failure"):
+            findings.add(
+                check,
+                Level.OK,
+                translate("doctor", "Alerts are pushed to {name}; no failure is recorded.").format(name=name),
+            )
+            continue
+        at = status.get("last_failure_s")
+        # A hand-edited or foreign status file must not stop the doctor: an odd time reads as unknown.
+        known = isinstance(at, int | float) and not isinstance(at, bool) and 0 < at < 1e11
+        when = datetime.fromtimestamp(float(at)).strftime("%Y-%m-%d %H:%M") if known else "?"  # type: ignore[arg-type]
+        reason = redact(str(status["last_failure"]), destination).rstrip(".")
+        if status.get("failing"):
+            sentence = translate("doctor", "Alerts could not be pushed to {name} at {when}: {reason}.")
+            findings.add(check, Level.WARNING, sentence.format(name=name, when=when, reason=reason))
+        else:
+            sentence = translate("doctor", "Alerts are pushed to {name}; it last failed at {when} ({reason}).")
+            findings.add(check, Level.OK, sentence.format(name=name, when=when, reason=reason))
+
+
 def _nearest_existing(folder: Path) -> Path:
     while not folder.exists() and folder.parent != folder:
         folder = folder.parent
@@ -426,7 +462,12 @@ def write_bundle(path: Path, data: bytes) -> None:
 
 
 def gather(
-    simulation: Any, timeout_s: float, config: Path, history: Path, bus_names: BusNames = session_bus_names
+    simulation: Any,
+    timeout_s: float,
+    config: Path,
+    history: Path,
+    bus_names: BusNames = session_bus_names,
+    push_status: Path | None = None,
 ) -> tuple[Findings, Sample, dict[str, Any]]:
     """Every check: the findings, the sample they were made from, and its snapshot for a bundle."""
     from trayvml.commands.report import json_snapshot
@@ -452,6 +493,8 @@ def gather(
     check_runtime_pm(findings, sample, power, bus_key)
     check_desktop(findings, bus_names)
     check_settings(findings, config)
+    if push_status is not None:
+        check_push(findings, config, push_status)
     check_history(findings, history)
     return findings, sample, json_snapshot(sample)
 
@@ -462,10 +505,12 @@ def run(args: Any, simulation: Any, bus_names: BusNames = session_bus_names) -> 
 
     from trayvml.config import default_path
     from trayvml.history import default_folder
+    from trayvml.platform.push import default_status_file
 
     config = Path(args.config) if args.config else default_path()
+    simulated = simulation is not None
     findings, sample, snapshot = gather(
-        simulation, args.timeout, config, default_folder(simulated=simulation is not None), bus_names
+        simulation, args.timeout, config, default_folder(simulated=simulated), bus_names, default_status_file(simulated)
     )
     if args.json:
         print(json.dumps(findings.as_json(), indent=2, ensure_ascii=False))

@@ -33,6 +33,7 @@ from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import DeviceInfo
+from trayvml.ui.push_page import PushPage
 
 # The grid's columns: a rule's numbers with one of these names sit under its title.
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -333,6 +334,9 @@ class SettingsDialog(QDialog):
         form.addRow("", self.serve_metrics)
         tabs.addTab(serving, translate("SettingsDialog", "Serving"))
 
+        self.push_page = PushPage()
+        tabs.addTab(self.push_page, translate("SettingsDialog", "Push"))
+
         self.rule_grid = _RuleGrid(overridable=False)
         tabs.addTab(self.rule_grid, translate("SettingsDialog", "Alerts"))
 
@@ -381,6 +385,7 @@ class SettingsDialog(QDialog):
         self.language.currentIndexChanged.connect(self._check)
         self.rule_grid.changed.connect(self._check)
         self.override_grid.changed.connect(self._check)
+        self.push_page.changed.connect(self._check)
         self.gpu_choice.currentIndexChanged.connect(self._switch_gpu)
         self._check()
 
@@ -432,6 +437,7 @@ class SettingsDialog(QDialog):
             spin.setValue(getattr(settings, key))
         for check, info in zip(self.gpu_checks, self.devices, strict=True):
             check.setChecked(info.index not in settings.hidden_gpus)
+        self.push_page.show_destinations(settings.push)
         self.rule_grid.show_rules(dict(settings.alerts.rules))
         self._gpu_shown = -1
         self._switch_gpu()
@@ -480,6 +486,7 @@ class SettingsDialog(QDialog):
             history_coarse_days=self.store_spins["history_coarse_days"].value(),
             history_size_mib=self.store_spins["history_size_mib"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
+            push=self.push_page.destinations(),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
         return settings, errors + problems(settings)
