@@ -157,3 +157,37 @@ def test_a_destination_that_cannot_work_is_not_tested(qtbot) -> None:
     dialog.push_page.transport = transport
     _find(dialog, "push_test").click()
     assert "url should be" in _find(dialog, "push_test_result").text() and transport.sent == []
+
+
+def test_the_running_app_takes_changed_destinations_and_says_a_failing_one_in_the_window(qtbot, tmp_path) -> None:
+    from tests.helpers import closed_port_url, simulated_source
+    from tests.test_push import CRITICAL_NOTICE
+    from trayvml.config import SettingsStore
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.platform.notifiers import FanOutNotifier, NoNotifier
+    from trayvml.platform.push import PushNotifier
+    from trayvml.ui.app import App
+
+    app = App(None, store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path))
+    app._use_notifier(NoNotifier())
+    assert app.push is None and isinstance(app.notifier, NoNotifier)
+    dead = PushDestination("webhook", url=closed_port_url() + "/hook", name="phone")
+    app.apply_settings(replace(app.settings, push=(dead,)))  # no restart
+    first = app.push
+    assert first is not None and first.destinations == (dead,) and isinstance(app.notifier, FanOutNotifier)
+    # One quick try, no back-off, so that the failure shows at once.
+    first.close()
+    app.push = PushNotifier((dead,), attempts=1, backoff_s=0.0, timeout_s=1.0, status_file=tmp_path / "status.json")
+    app._combine_notifiers()
+    app.notifier.notify(CRITICAL_NOTICE)
+    qtbot.waitUntil(lambda: app.push.idle() and bool(app.push.problems()), timeout=10_000)
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    app.show_window()  # a hidden window updates nothing
+    source, _, _ = simulated_source("idle:gpus=h100")
+    app.on_sample(source.sample())
+    assert "Alerts could not be pushed to phone" in window.status_label.text()
+    app.apply_settings(replace(app.settings, push=()))  # removed: closed, and only the desktop's left
+    assert app.push is None and isinstance(app.notifier, NoNotifier)
+    app.sampler.stop()
+    app.tray.icon.hide()

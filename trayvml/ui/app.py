@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from trayvml.history.timeline import DiskReach, History
     from trayvml.monitor.remotes import RemoteMonitors
     from trayvml.platform.notifiers import Notifier
+    from trayvml.platform.push import PushNotifier
     from trayvml.prometheus.exposition import Exporter
     from trayvml.remote.source import Remotes
     from trayvml.ui.host_choice import HostChoice
@@ -120,7 +121,9 @@ class App(QObject):
         self.model = SettingsModel(loaded, store)
         self._watch_settings()
         self.clock = clock
-        self.notifier: Notifier | None = None
+        self.notifier: Notifier | None = None  # what notices go to: the desktop's, and push destinations
+        self._desktop_notifier: Notifier | None = None  # made on a thread of its own at start
+        self.push: PushNotifier | None = None
         self._simulated = simulation is not None  # simulated GPUs' push failures are kept apart
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         # This machine's pipeline; process lists are read only while someone asks for them.
@@ -221,6 +224,7 @@ class App(QObject):
         self.sampler.start()
         self._start_remotes()
         self._serve(self.settings.serve_metrics)
+        self._use_push()
         self._check_tray()
         self._tray_timer.start(TRAY_POLL_MS)
         # Meeting the notification service takes a D-Bus round trip (or a service activation
@@ -237,8 +241,9 @@ class App(QObject):
         self._serve(False)
         self._tray_timer.stop()
         self.sampler.stop()
-        if self.notifier is not None:
-            self.notifier.close()
+        for notifier in (self._desktop_notifier, self.push):
+            if notifier is not None:
+                notifier.close()
 
     # ---- alerts and notifications ----
     def _make_notifier(self) -> Notifier:
@@ -252,23 +257,38 @@ class App(QObject):
             )
             self.tray.icon.showMessage(title, body, icon, 10_000)
 
-        desktop = notifier_for_desktop(
+        return notifier_for_desktop(
             lambda action, key: self._action_received.emit(action, key[0], key[1]),
             str(resource("trayvml-64.png")),
             show,
             markup=self.tray.over_dbus,
         )
-        if not self.settings.push:
-            return desktop
-        from trayvml.platform.notifiers import FanOutNotifier
-        from trayvml.platform.push import PushNotifier, default_status_file
 
-        # The same notices reach the push destinations (phone, chat, e-mail) as the desktop.
-        push = PushNotifier(self.settings.push, status_file=default_status_file(self._simulated))
-        return FanOutNotifier([desktop, push])
+    def _use_push(self) -> None:
+        """The push destinations in the settings, beside the desktop's notifier: the same notices
+        reach a phone, a chat or a mailbox. Made again when the destinations change."""
+        if self.push is not None:
+            self.push.close()
+            self.push = None
+        if self.settings.push:
+            from trayvml.platform.push import PushNotifier, default_status_file
+
+            self.push = PushNotifier(self.settings.push, status_file=default_status_file(self._simulated))
+        self._combine_notifiers()
+
+    def _combine_notifiers(self) -> None:
+        if self._desktop_notifier is None:
+            return  # until the desktop's is ready, the dispatcher holds alerts back
+        if self.push is None:
+            self.notifier = self._desktop_notifier
+        else:
+            from trayvml.platform.notifiers import FanOutNotifier
+
+            self.notifier = FanOutNotifier([self._desktop_notifier, self.push])
 
     def _use_notifier(self, notifier: Notifier) -> None:
-        self.notifier = notifier
+        self._desktop_notifier = notifier
+        self._combine_notifiers()
         held = self.dispatcher.notifier_ready()
         now_s = max((o.event.timestamp_s for o in held), default=0.0)
         for monitor in self._monitors():  # each host's held alerts, grouped as its own
@@ -331,6 +351,7 @@ class App(QObject):
         watch("serve_metrics", lambda s: self._serve(s.serve_metrics))
         watch("alerts", self._alerts_changed)
         watch("notifications", lambda s: setattr(self.dispatcher, "notifications_on", s.notifications))
+        watch("push", lambda s: self._use_push())
         watch("sampling_interval_s", lambda s: self.sampler.set_interval(s.sampling_interval_s))
         watch(("history_hours", "sampling_interval_s"), lambda s: self._resize_history())
         watch("hidden_gpus", self._hidden_gpus_changed)
@@ -525,6 +546,8 @@ class App(QObject):
         if self.summary is not None and self.summary.isVisible():
             self.summary.update_sample(sample)
         if self.window is not None:
+            # A destination that fails is said in the window's status line (and by `trayvml doctor`).
+            self.window.push_note = "; ".join(self.push.problems()) if self.push is not None else ""
             self.window.add_events(outcome.events)
             if self.host_choice is None or not self.host_choice.host:  # else a remote host is shown
                 self.window.update_sample(sample)

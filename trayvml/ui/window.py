@@ -97,6 +97,7 @@ class GraphWindow(QMainWindow):
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
         self.store_note = ""  # why the history on disk is not written, if it is not
+        self.push_note = ""  # which push destinations fail, and why (set by the app)
         self.setWindowTitle("trayvml")
         self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
@@ -558,6 +559,8 @@ class GraphWindow(QMainWindow):
             parts.append(energy)
         if self.store_note:
             parts.append(self.store_note)
+        if self.push_note:
+            parts.append(self.push_note)
         following = translate("GraphWindow", "following live")
         parts.append(
             following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
