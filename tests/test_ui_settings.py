@@ -342,5 +342,7 @@ def test_the_dialog_opens_at_a_sane_width_and_the_rule_grids_scroll(qtbot, devic
     # The rule grids, eight columns wide, set the dialog's width (1171 px) before they scrolled.
     assert dialog.width() <= 900
     for grid in (dialog.rule_grid, dialog.override_grid):
-        area = grid.parentWidget().parentWidget()  # the scroll area's viewport, then the area
+        viewport = grid.parentWidget()  # the scroll area's viewport, then the area
+        assert viewport is not None
+        area = viewport.parentWidget()
         assert isinstance(area, QScrollArea) and area.widget() is grid
