@@ -332,7 +332,8 @@ def test_the_tray_menu_speaks_chinese(qt_chinese: None) -> None:
     assert texts[0] == "显示图表" and texts[-1] == "退出"
     assert {"暂停告警", "登录时启动", "设置…"} <= set(texts)
     assert "模拟 GPU（training）" in texts
-    assert tray.icon.toolTip().startswith("trayvml — 模拟 GPU（training）\n")
+    headline, title = tray.icon.toolTip().splitlines()[:2]
+    assert headline.endswith("：GPU 利用率，GPU 0（最高）") and title == "trayvml — 模拟 GPU（training）"
     assert "主机 CPU" in tray.icon.toolTip()
 
 

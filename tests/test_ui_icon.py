@@ -255,3 +255,17 @@ def test_below_twenty_device_pixels_the_number_stands_alone(qapp) -> None:
     small, hidpi = image(content, 16), image(content, 16, 2.0)
     assert not any(close(c, LEVEL_COLOURS[N]) for _, _, c in pixels(small))  # no strip at 16 px
     assert any(close(c, LEVEL_COLOURS[N]) for _, _, c in pixels(hidpi))  # 32 device pixels: room for it
+
+
+# ---- a temperature says so: the degree sign after its digits ----
+@pytest.mark.parametrize(("size", "ratio"), SIZES)
+def test_a_temperature_on_the_icon_carries_its_degree_sign_inside_the_tile(qapp, size: int, ratio: float) -> None:
+    bars = (Bar(0.85, C), Bar(0.4, N))
+    degrees = image(IconContent(bars, number=92, mark="°"), size, ratio)
+    plain = image(IconContent(bars, number=92), size, ratio)
+    assert degrees != plain
+    assert close(dominant(degrees), TILES[C])  # still the critical tile
+    left, top, right, bottom = ink_box(degrees, DIGITS_LIGHT)
+    side = degrees.width()
+    assert left >= 1 and top >= 1 and right <= side - 2 and bottom <= side - 2
+    assert bottom - top + 1 >= 0.35 * side  # the digits stay readable beside the sign

@@ -331,3 +331,18 @@ def test_the_dialog_is_grouped_pages_in_plain_words(qtbot, devices) -> None:
     # Fields at their own size, not stretched across the dialog's width (which the rule grid sets).
     assert dialog.interval.width() < 200  # on the page in view; the others are laid out when shown
     assert all(tabs.widget(k).sizeHint().width() < 800 for k in range(5))
+
+
+def test_the_dialog_opens_at_a_sane_width_and_the_rule_grids_scroll(qtbot, devices) -> None:
+    from PySide6.QtWidgets import QScrollArea
+
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    # The rule grids, eight columns wide, set the dialog's width (1171 px) before they scrolled.
+    assert dialog.width() <= 900
+    for grid in (dialog.rule_grid, dialog.override_grid):
+        viewport = grid.parentWidget()  # the scroll area's viewport, then the area
+        assert viewport is not None
+        area = viewport.parentWidget()
+        assert isinstance(area, QScrollArea) and area.widget() is grid

@@ -139,7 +139,7 @@ def test_tray_redraws_only_when_what_it_shows_changed(tray: Tray) -> None:
     tray.update(sample)
     tray.update(source.sample())  # frozen simulated time: the same picture
     assert tray.redraws == before + 1
-    assert tray.icon.toolTip() == tooltip(tray.sample)
+    assert tray.icon.toolTip() == tooltip(tray.sample, headline=content_for(tray.sample).headline)
 
 
 def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
@@ -265,3 +265,50 @@ def test_active_alerts_have_a_menu_entry_that_opens_the_alerts_tab(tray: Tray, q
     tray.update(cool)
     open_menu(tray)
     assert not tray.alerts_action.isVisible()
+
+
+# ---- the number and the tile tell of one thing, and the tooltip says which ----
+def test_while_heat_colours_the_tile_the_number_is_the_hottest_gpus_temperature(tray: Tray) -> None:
+    # GPU 0 of the thermal scenario runs at about 92 °C (critical) while 85 % busy: a red "85"
+    # would read as 85 °C. The icon shows the temperature, with its degree sign.
+    source, clock, _ = simulated_source("thermal:gpus=h100+rtx4090,at=500")
+    sample = run_ticks(source, clock, 2)
+    hot = sample.gpus[0]
+    assert gpu_level(hot, AlertSettings()) is Level.CRITICAL
+    content = content_for(sample, "utilization")
+    assert content.number == round(hot.value("temperature_gpu_c")) != round(hot.value("utilization_gpu_percent"))
+    assert content.mark == "°"
+    tray.update(sample)
+    first = tray.icon.toolTip().splitlines()[0]
+    assert first == f"{content.number:.0f} °C: GPU temperature, GPU 0 (critical)"
+
+
+def test_while_memory_colours_the_tile_the_number_is_the_fullest_gpus_memory_percent(tray: Tray) -> None:
+    from trayvml.alerts.rules import RULES, RuleSettings
+
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,at=900")
+    sample = run_ticks(source, clock, 2)
+    rules = {r.key: r.defaults for r in RULES}
+    rules["memory_used"] = RuleSettings(True, 5.0, 4.0, 10.0, 9.0)
+    rules["temperature"] = RuleSettings(False)
+    tray.engine.configure(AlertSettings(rules=rules))
+    fullest = max(sample.gpus, key=lambda g: g.value("memory_used_percent"))
+    assert fullest.value("memory_used_percent") > 10
+    tray.update(sample)
+    assert tray._content is not None and tray._content.number == round(fullest.value("memory_used_percent"))
+    assert tray._content.mark == ""
+    first = tray.icon.toolTip().splitlines()[0]
+    expected = f"{tray._content.number:.0f} %: Memory used, % of total, GPU {fullest.index} (critical)"
+    assert first == expected
+
+
+def test_when_all_is_well_the_tooltip_says_the_number_is_the_busiest_gpus_utilization(tray: Tray) -> None:
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,at=900")
+    sample = run_ticks(source, clock, 2)
+    busiest = max(sample.gpus, key=lambda g: (g.value("utilization_gpu_percent"), -g.index))
+    tray.update(sample)
+    assert tray._content is not None and tray._content.level is Level.NORMAL
+    assert tray.icon.toolTip().splitlines()[0] == (
+        f"{busiest.value('utilization_gpu_percent'):.0f} %: GPU utilization, GPU {busiest.index} (the highest)"
+    )
+    assert tray.icon.toolTip().splitlines()[1] == "trayvml — simulated GPUs (training)"

@@ -123,3 +123,22 @@ def india(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 )
 def test_clock_times_in_local_time(timestamp_s: float, seconds: bool, date: bool, text: str) -> None:
     assert format_clock(timestamp_s, seconds=seconds, date=date) == text
+
+
+@pytest.mark.parametrize("columns", [60, 100, 200])
+def test_the_text_snapshot_fits_the_terminal_and_never_wraps_a_gpu_row(monkeypatch, columns: int) -> None:
+    from tests.helpers import run_ticks, simulated_source
+    from trayvml.commands.report import text_snapshot
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090+laptop,at=900")
+    sample = run_ticks(source, clock, 2)
+    rows = [line for line in text_snapshot(sample).splitlines() if line.startswith("[")]
+    assert len(rows) == 3
+    assert all(len(row) <= columns for row in rows), rows
+    wide = [line for line in text_snapshot(sample, width=None).splitlines() if line.startswith("[")]
+    if columns == 200:
+        assert rows == wide or all(" | fan " in row for row in rows)  # room for every column
+    else:
+        assert all(row.split(" | ")[0].startswith(f"[{k}] ") for k, row in enumerate(rows))  # which GPU, still
+        assert "°C" in rows[0] and "%" in rows[0]  # temperature and utilization stay

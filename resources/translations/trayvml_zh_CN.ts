@@ -295,6 +295,30 @@
         <translation>模拟 GPU（{scenario}）</translation>
     </message>
     <message>
+        <source>GPU {index} on {host}</source>
+        <translation>{host} 上的 GPU {index}</translation>
+    </message>
+    <message>
+        <source>GPU {index}</source>
+        <translation>GPU {index}</translation>
+    </message>
+    <message>
+        <source>{gpu} is lost: the icon shows no number</source>
+        <translation>{gpu} 已丢失：图标不显示数值</translation>
+    </message>
+    <message>
+        <source>{value}: {metric}, {gpu} (critical)</source>
+        <translation>{value}：{metric}，{gpu}（严重）</translation>
+    </message>
+    <message>
+        <source>{value}: {metric}, {gpu} (warning)</source>
+        <translation>{value}：{metric}，{gpu}（警告）</translation>
+    </message>
+    <message>
+        <source>{value}: {metric}, {gpu} (the highest)</source>
+        <translation>{value}：{metric}，{gpu}（最高）</translation>
+    </message>
+    <message>
         <source>trayvml — starting…</source>
         <translation>trayvml — 正在启动…</translation>
     </message>

@@ -52,27 +52,43 @@ def validate(rule: Rule[Any], settings: Any) -> list[str]:
     return rule.problems(settings)
 
 
+@dataclass(frozen=True)
+class Verdict:
+    """A GPU's level at a glance and the rule that decided it (``""``: none did, or the GPU is lost)."""
+
+    level: Level
+    rule: str = ""
+
+
 def gpu_level(gpu: GpuSample, settings: AlertSettings) -> Level:
-    """How alarming ``gpu`` looks at a glance (tray icon, summary), by the alerts' own rules and
-    thresholds, per-GPU overrides included. It reads the value now: hold times and hysteresis
-    decide when an alert is told, not how a value looks."""
+    """How alarming ``gpu`` looks at a glance (tray icon, summary); see gpu_verdict."""
+    return gpu_verdict(gpu, settings).level
+
+
+def gpu_verdict(gpu: GpuSample, settings: AlertSettings) -> Verdict:
+    """How alarming ``gpu`` looks at a glance, by the alerts' own rules and thresholds, per-GPU
+    overrides included, and which rule says so (the first in rule order among the most severe),
+    so that whatever colours the icon can also show that rule's value. It reads the value now:
+    hold times and hysteresis decide when an alert is told, not how a value looks."""
     if gpu.lost:
-        return Level.LOST
-    level = Level.NORMAL
+        return Verdict(Level.LOST)
+    verdict = Verdict(Level.NORMAL)
     for rule in THRESHOLD_RULES:
         rule_settings = settings.for_gpu(gpu.index, rule.key)
         if not rule_settings.enabled:
             continue
         severity = rule.target(rule_settings, rule.reading(gpu), None)  # NaN: no level
         if severity is not None:
-            level = max(level, Level.CRITICAL if severity is Severity.CRITICAL else Level.WARNING)
+            level = Level.CRITICAL if severity is Severity.CRITICAL else Level.WARNING
+            if level > verdict.level:
+                verdict = Verdict(level, rule.key)
     # Thermal throttling only: a busy GPU held at its power limit is working as designed, and
     # the throttle rule's hold time tells that apart from trouble before it alerts.
     reasons = gpu.value("clock_event_reasons")
     thermal = not math.isnan(reasons) and int(reasons) & THERMAL_REASON_MASK
-    if thermal and settings.for_gpu(gpu.index, "throttle").enabled:
-        level = max(level, Level.WARNING)
-    return level
+    if thermal and settings.for_gpu(gpu.index, "throttle").enabled and verdict.level < Level.WARNING:
+        verdict = Verdict(Level.WARNING, "throttle")
+    return verdict
 
 
 class AlertEngine:

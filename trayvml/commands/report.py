@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import math
+import os
+import shutil
+import sys
 import unicodedata
 from datetime import datetime
 from typing import Any
@@ -49,10 +52,15 @@ def _process_text(proc: Any) -> str:
     return f"{user}{who}/{proc.pid}{memory}{shown}"
 
 
-def text_snapshot(sample: Sample, full: bool = False, host_column: str = "", notes: bool = False) -> str:
+def text_snapshot(
+    sample: Sample, full: bool = False, host_column: str = "", notes: bool = False, width: int | None = None
+) -> str:
     """``host_column``: start every GPU line with it (the host column of ``snapshot --remote``).
 
-    ``notes``: end with the reader's notes (a driver function it works around), for -v."""
+    ``notes``: end with the reader's notes (a driver function it works around), for -v.
+    ``width``: the columns a GPU row may take (None: the terminal's, see terminal_width)."""
+    if width is None:
+        width = terminal_width()
     when = format_clock(sample.timestamp_s, date=True)
     system = sample.system
     lines = []
@@ -79,25 +87,7 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "", not
             asleep = translate("report", "asleep (runtime-suspended): not queried")
             lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {asleep}")
             continue
-        total = info.memory_total_bytes
-        used = gpu.value("memory_used_bytes")
-        memory = f"{format_bytes(used)} / {format_bytes(total)}"
-        power = _show(gpu, "power_draw_w")
-        if power != "n/a":
-            power += f" / {_show(gpu, 'power_enforced_limit_w')}"
-        cells = [
-            f"{at}[{gpu.index}] {name:<{name_width}}",
-            f"{_show(gpu, 'temperature_gpu_c'):>6}",
-            f"{_show(gpu, 'utilization_gpu_percent'):>5}",
-            f"{memory:>21}",
-            f"{power:>13}",
-            translate("report", "fan {speed}").format(speed=f"{_show(gpu, 'fan_speed_percent'):>5}"),
-        ]
-        procs = " ".join(_process_text(p) for p in gpu.processes)
-        hidden = hidden_processes_words(gpu.processes)
-        if hidden:
-            procs += f" ({hidden})"
-        lines.append(" | ".join(cells) + (f" | {procs}" if procs else ""))
+        lines.append(_gpu_row(gpu, info, f"{at}[{gpu.index}] ", name, name_width, width))
         if full:
             lines.extend(_full_gpu(gpu, info))
     if sample.host is not None:
@@ -127,6 +117,71 @@ def text_snapshot(sample: Sample, full: bool = False, host_column: str = "", not
     if notes:
         lines.extend(translate("report", "note: {note}").format(note=note) for note in sample.notes)
     return "\n".join(lines)
+
+
+def terminal_width() -> int | None:
+    """The terminal's width in columns, or None where output goes to a file or a pipe and no
+    COLUMNS is set: a script reading the output gets every column."""
+    if "COLUMNS" not in os.environ and not sys.stdout.isatty():
+        return None
+    return shutil.get_terminal_size().columns
+
+
+def _gpu_row(gpu: GpuSample, info: DeviceInfo, head: str, name: str, name_width: int, width: int | None) -> str:
+    """One GPU's row, fitted to ``width`` columns: a wrapped row breaks the table. What goes first
+    is what the other rows or ``--full`` also tell: the processes (shortened, then left out), the
+    fan, the power limit, the power, memory's total; the name is cut last (its index stays)."""
+    total = info.memory_total_bytes
+    used = gpu.value("memory_used_bytes")
+    draw = _show(gpu, "power_draw_w")
+    limit = f" / {_show(gpu, 'power_enforced_limit_w')}" if draw != "n/a" else ""
+    procs = " ".join(_process_text(p) for p in gpu.processes)
+    hidden = hidden_processes_words(gpu.processes)
+    if hidden:
+        procs += f" ({hidden})"
+    fan = translate("report", "fan {speed}").format(speed=f"{_show(gpu, 'fan_speed_percent'):>5}")
+
+    def row(name_shown: str, drop: int, name_columns: int = name_width) -> str:
+        memory = f"{format_bytes(used)} / {format_bytes(total)}" if drop < 4 else format_bytes(used)
+        cells = [
+            f"{head}{_padded(name_shown, name_columns)}",
+            f"{_show(gpu, 'temperature_gpu_c'):>6}",
+            f"{_show(gpu, 'utilization_gpu_percent'):>5}",
+            f"{memory:>21}" if drop < 4 else f"{memory:>10}",
+        ]
+        if drop < 3:
+            cells.append(f"{draw + limit:>13}" if drop < 2 else f"{draw:>6}")
+        if drop < 1:
+            cells.append(fan)
+        return " | ".join(cells)
+
+    if width is None:
+        return row(name, 0) + (f" | {procs}" if procs else "")
+    full = row(name, 0)
+    if procs and _columns(full) + 3 + _columns(procs) <= width:
+        return f"{full} | {procs}"
+    if procs and _columns(full) + 3 + 12 <= width:  # room for the start of the list at least
+        return f"{full} | {_cut(procs, width - _columns(full) - 3)}"
+    for drop in range(1, 5):
+        shown = row(name, drop)
+        if _columns(shown) <= width:
+            return shown
+    # Still too wide: the name column narrows (the index before it still says which GPU). Its
+    # width depends on the table's longest name alone, so every row cuts it alike and stays aligned.
+    narrower = max(4, name_width - (_columns(row(name, 4)) - width))
+    return row(_cut(name, narrower), 4, narrower)
+
+
+def _cut(text: str, columns: int) -> str:
+    """``text`` in at most ``columns`` terminal columns, ending in "…" where it was cut."""
+    if _columns(text) <= columns:
+        return text
+    kept = ""
+    for char in text:
+        if _columns(kept + char) > columns - 1:
+            break
+        kept += char
+    return kept + "…"
 
 
 def _columns(text: str) -> int:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 from trayvml.core.formatting import format_value
 from trayvml.core.i18n import translate
+from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, Sample
@@ -93,11 +95,50 @@ def simulation_text(sample: Sample) -> str:
     return translate("GpuText", "simulated GPUs ({scenario})").format(scenario=scenario) if sample.simulation else ""
 
 
-def tooltip(sample: Sample | None, gpu_text: list[str] | None = None) -> str:
-    """``gpu_text``: the GPU lines, where the caller has made them already."""
+@dataclass(frozen=True)
+class Headline:
+    """What the icon's number is: ``metric``'s value on GPU ``gpu`` (of ``host``; "": this machine).
+
+    ``level``: the tile's colour; where it is a warning or critical, ``metric`` is the one whose
+    alert rule coloured it, so the number and the colour tell of the same thing.
+    """
+
+    value: float
+    metric: str  # a GPU_METRICS key
+    gpu: int
+    level: Level = Level.NORMAL
+    host: str = ""
+
+
+def headline_text(headline: Headline) -> str:
+    """``86 °C: GPU temperature, GPU 0 (critical)``: the tooltip's first line, saying what the
+    icon's number is, so that a red "86" is not read as degrees when it is a percentage."""
+    where = (
+        translate("GpuText", "GPU {index} on {host}").format(index=headline.gpu, host=clean(headline.host))
+        if headline.host
+        else translate("GpuText", "GPU {index}").format(index=headline.gpu)
+    )
+    if headline.level is Level.LOST:
+        return translate("GpuText", "{gpu} is lost: the icon shows no number").format(gpu=where)
+    metric = GPU_METRIC_BY_KEY[headline.metric]
+    value = format_value(metric, headline.value)
+    label = translate("metrics", metric.label)
+    if headline.level is Level.CRITICAL:
+        text = translate("GpuText", "{value}: {metric}, {gpu} (critical)")
+    elif headline.level is Level.WARNING:
+        text = translate("GpuText", "{value}: {metric}, {gpu} (warning)")
+    else:
+        text = translate("GpuText", "{value}: {metric}, {gpu} (the highest)")
+    return text.format(value=value, metric=label, gpu=where)
+
+
+def tooltip(sample: Sample | None, gpu_text: list[str] | None = None, headline: Headline | None = None) -> str:
+    """``gpu_text``: the GPU lines, where the caller has made them already; ``headline``: what
+    the icon's number is, said first."""
     if sample is None:
         return translate("GpuText", "trayvml — starting…")
-    lines = [f"trayvml — {simulation_text(sample)}" if sample.simulation else "trayvml"]
+    lines = [headline_text(headline)] if headline is not None else []
+    lines += [f"trayvml — {simulation_text(sample)}" if sample.simulation else "trayvml"]
     problem = sample.problem
     if problem is not None:
         lines.append(problem[1])

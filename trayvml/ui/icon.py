@@ -24,6 +24,7 @@ from PySide6.QtCore import QPointF, QRect, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPainterPath, QPen, QPixmap, QPolygonF
 
 from trayvml.core.levels import Level
+from trayvml.core.lines import Headline
 from trayvml.ui.theme import ICON_BACKGROUND, ICON_TROUGH, LEVEL_COLOURS, NO_GPU
 
 MAX_BARS = 4  # GPUs drawn one by one in the strip; beyond, one aggregate bar
@@ -54,6 +55,8 @@ class IconContent:
     no_gpu: bool = False
     stale: bool = False  # the driver is not answering: no value is current, so none is drawn
     number: float = math.nan  # the headline: the metric's highest value, whole (NaN: none to show)
+    mark: str = ""  # a unit drawn after the number ("°"), where the digits alone would mislead
+    headline: Headline | None = None  # what the number is, for the tooltip's first line
 
     @property
     def level(self) -> Level:
@@ -63,8 +66,10 @@ class IconContent:
         return max((bar.level for bar in self.bars), default=Level.NORMAL)
 
 
-def icon_content(bars: list[Bar], no_gpu: bool = False, number: float = math.nan) -> IconContent:
-    return IconContent(tuple(bars), 0, no_gpu, number=number)
+def icon_content(
+    bars: list[Bar], no_gpu: bool = False, number: float = math.nan, mark: str = "", headline: Headline | None = None
+) -> IconContent:
+    return IconContent(tuple(bars), 0, no_gpu, number=number, mark=mark, headline=headline)
 
 
 def render(content: IconContent, size_px: int, device_pixel_ratio: float = 1.0) -> QPixmap:
@@ -107,7 +112,7 @@ def _draw(painter: QPainter, content: IconContent, p: int, strip: bool) -> None:
     elif level is Level.LOST:
         _draw_exclamation(painter, head, ink)
     elif not math.isnan(content.number):
-        _draw_text(painter, head, f"{content.number:.0f}", ink)
+        _draw_text(painter, head, f"{content.number:.0f}{content.mark}", ink)
     else:  # nothing to count: the bars fill the tile
         _draw_bars(painter, content.bars, QRect(pad, pad, p - 2 * pad, p - 2 * pad), level)
         return

@@ -12,6 +12,7 @@ import logging
 import math
 import socket
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
@@ -127,14 +128,26 @@ def with_remote_bars(local: IconContent, remotes: Sequence[Sample], metric: str,
     if local.stale or not remotes:
         return local
     bars = [] if local.no_gpu else list(local.bars)
-    numbers = [] if local.no_gpu else [local.number]
+    contents = [] if local.no_gpu else [local]
     for sample in remotes:
         remote = content_for(sample, metric, None, alerts)
         bars += remote.bars
-        numbers.append(remote.number)
-    # The number is the highest across every GPU the bars show, as it is for this machine's alone.
-    known = [n for n in numbers if not math.isnan(n)]
-    return icon_content(bars, number=max(known) if known else math.nan) if bars else local
+        if remote.headline is not None:
+            contents.append(replace(remote, headline=replace(remote.headline, host=host_name(sample))))
+    if not bars:
+        return local
+    # The number is the one of the worst level across every GPU the bars show (the highest value
+    # among equals), as it is for this machine's alone: the tile and the number tell of one thing.
+    told = [c for c in contents if c.headline is not None]
+    if not told:
+        return icon_content(bars)
+    worst = max(told, key=_rank)
+    return icon_content(bars, number=worst.number, mark=worst.mark, headline=worst.headline)
+
+
+def _rank(content: IconContent) -> tuple[int, float]:
+    assert content.headline is not None
+    return int(content.headline.level), -math.inf if math.isnan(content.number) else content.number
 
 
 class RemoteHostsView(QObject):

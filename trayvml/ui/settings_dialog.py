@@ -15,11 +15,13 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QDoubleSpinBox,
     QFormLayout,
+    QFrame,
     QGridLayout,
     QHBoxLayout,
     QLabel,
     QLineEdit,
     QPlainTextEdit,
+    QScrollArea,
     QSpinBox,
     QTabWidget,
     QVBoxLayout,
@@ -231,6 +233,20 @@ def _form_page() -> tuple[QWidget, QFormLayout]:
     return page, form
 
 
+MAX_WIDTH_PX = 860  # the dialog's opening width at most: room beside it on a 1280 px screen
+
+
+def _scrolled(grid: QWidget) -> QScrollArea:
+    """``grid`` in a scroll area: the rule grids are eight columns wide (1171 px in English) and
+    set the whole dialog's width when laid out bare; scrolled, the dialog opens at a width that
+    fits a 1280 px screen and the other pages' fields stay at their own size."""
+    area = QScrollArea()
+    area.setWidgetResizable(True)
+    area.setFrameShape(QFrame.Shape.NoFrame)
+    area.setWidget(grid)
+    return area
+
+
 class SettingsDialog(QDialog):
     settings_applied = Signal(object)  # trayvml.config.Settings
 
@@ -338,7 +354,7 @@ class SettingsDialog(QDialog):
         tabs.addTab(self.push_page, translate("SettingsDialog", "Push"))
 
         self.rule_grid = _RuleGrid(overridable=False)
-        tabs.addTab(self.rule_grid, translate("SettingsDialog", "Alerts"))
+        tabs.addTab(_scrolled(self.rule_grid), translate("SettingsDialog", "Alerts"))
 
         per_gpu = QWidget()
         per_gpu_layout = QVBoxLayout(per_gpu)
@@ -350,8 +366,7 @@ class SettingsDialog(QDialog):
             )
         per_gpu_layout.addWidget(self.gpu_choice)
         self.override_grid = _RuleGrid(overridable=True)
-        per_gpu_layout.addWidget(self.override_grid)
-        per_gpu_layout.addStretch(1)
+        per_gpu_layout.addWidget(_scrolled(self.override_grid), 1)
         tabs.addTab(per_gpu, translate("SettingsDialog", "Per GPU"))
 
         self.problem = QLabel()
@@ -368,6 +383,12 @@ class SettingsDialog(QDialog):
         self.buttons.rejected.connect(self.reject)
         self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self.apply)
         layout.addWidget(self.buttons)
+        # Wide enough for most of the rule grid without scrolling, never wider than MAX_WIDTH_PX or
+        # the screen: the grid scrolls sideways for the rest (see _scrolled).
+        screen = self.screen()
+        room = screen.availableGeometry().width() - 40 if screen is not None else MAX_WIDTH_PX
+        wanted = max(self.sizeHint().width(), self.rule_grid.sizeHint().width() + 60)
+        self.resize(min(wanted, MAX_WIDTH_PX, room), self.sizeHint().height())
 
         for key, widget in (
             ("sampling_interval_s", self.interval),

@@ -165,7 +165,9 @@ class Tray(QObject):
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
         lines = gpu_lines(sample)
-        text = "\n".join([tooltip(sample, lines), *self.remote_lines])
+        # Its first line says what the icon's number is (and of which GPU), in the words of its unit.
+        headline = self._content.headline if self._content is not None else None
+        text = "\n".join([tooltip(sample, lines, headline), *self.remote_lines])
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
