@@ -147,3 +147,14 @@ def test_a_job_finished_notice_names_the_job_that_was_running_while_the_gpu_was_
     assert "job finished" in notice.title
     assert "It was running: container 3f2a9c1b7e4d: python train.py" in notice.body
     assert monitor.latest is not None and monitor.latest.gpus[0].processes == ()  # gone from the list by then
+
+
+def test_the_monitor_keeps_memory_and_gpu_time_per_user() -> None:
+    source, clock, _ = simulated_source("processes:gpus=rtx4090,start=1800")
+    monitor = Monitor(_ready_dispatcher(), AlertSettings(rules=ALL_OFF), History)
+    for _ in range(3):
+        monitor.take(source.sample(WITH_PROCESSES))
+        clock.advance_s(5.0)
+    rows = {row.user: row for row in monitor.users.rows()}
+    busiest = max(rows.values(), key=lambda row: row.gpu_seconds)
+    assert busiest.gpu_seconds > 0 and busiest.gpus == (0,) and busiest.memory_bytes > 0

@@ -24,6 +24,7 @@ from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSampl
 from trayvml.history.timeline import History
 from trayvml.monitor.energy import EnergyMeter, job_energy_text
 from trayvml.monitor.spans import AsleepSpans
+from trayvml.monitor.users import UserUsage
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +65,7 @@ class Monitor:
         self.grouper = Grouper()  # one rule on several of this host's GPUs: one notification
         self.energy = EnergyMeter()  # Wh per GPU, process and job
         self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
+        self.users = UserUsage()  # memory and GPU time per user, across the host's GPUs
         self.new_history = new_history
         self._history: History | None = None
         self.latest: Sample | None = None
@@ -95,6 +97,7 @@ class Monitor:
         self._remember(sample)
         self.history.append(sample)
         self.energy.update(sample)
+        self.users.update(sample)
         self.asleep_spans.update(sample)
         events = self.engine.update(sample)
         return self.outcome(self._offer(events, sample), sample.timestamp_s, events)
