@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
@@ -11,7 +12,7 @@ from trayvml.monitor.users import UserUsage
 NAN = math.nan
 
 
-def _sample(t_s: float, processes: dict[int, tuple[ProcessSample, ...]], read: bool = True) -> Sample:
+def _sample(t_s: float, processes: Mapping[int, tuple[ProcessSample, ...]], read: bool = True) -> Sample:
     gpus = []
     for index, procs in processes.items():
         states = [MetricState.OK] * len(GPU_METRICS)
@@ -22,8 +23,8 @@ def _sample(t_s: float, processes: dict[int, tuple[ProcessSample, ...]], read: b
     return Sample(t_s, tuple(gpus), devices, None, None)
 
 
-def _p(gpu: int, pid: int, user: str, memory: float, sm: float, **kw: bool) -> ProcessSample:
-    return ProcessSample(gpu, pid, "compute", memory, user=user, sm_util_percent=sm, **kw)
+def _p(gpu: int, pid: int, user: str, memory: float, sm: float, no_permission: bool = False) -> ProcessSample:
+    return ProcessSample(gpu, pid, "compute", memory, user=user, sm_util_percent=sm, no_permission=no_permission)
 
 
 def test_memory_now_and_gpu_seconds_add_up_per_user_across_gpus() -> None:
