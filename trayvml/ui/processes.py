@@ -312,6 +312,7 @@ GROUP_HEADERS = (
     QT_TRANSLATE_NOOP("ProcessesTab", "Energy"),
     QT_TRANSLATE_NOOP("ProcessesTab", "Runtime"),
 )
+MAX_USER_ROWS = 6
 USER_HEADERS = (
     QT_TRANSLATE_NOOP("ProcessesTab", "User"),
     QT_TRANSLATE_NOOP("ProcessesTab", "GPUs"),
@@ -374,7 +375,8 @@ class ProcessesTab(QWidget):
         self.users_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.users_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.users_table.horizontalHeader().setStretchLastSection(True)
-        layout.addWidget(self.users_table, 1)
+        self.users_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        layout.addWidget(self.users_table)
         self._expanded: set[str] = set()  # jobs the user opened: kept open across updates
 
     def _show_grouping(self, grouped: bool) -> None:
@@ -478,3 +480,9 @@ class ProcessesTab(QWidget):
                 self.users_table.setItem(r, c, QTableWidgetItem(text))
         self.users_title.setVisible(bool(rows))
         self.users_table.setVisible(bool(rows))
+        # As tall as its rows (up to MAX_USER_ROWS, then it scrolls): the process table keeps the rest,
+        # where a stretched users table left most of the tab an empty grid.
+        shown = min(len(rows), MAX_USER_ROWS)
+        header = self.users_table.horizontalHeader().sizeHint().height()
+        rows_px = shown * self.users_table.verticalHeader().defaultSectionSize()
+        self.users_table.setFixedHeight(header + rows_px + 2 * self.users_table.frameWidth())
