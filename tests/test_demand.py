@@ -84,7 +84,7 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     window = app.window
     assert window is not None and window.tabs.currentWidget() is window._gpu_tab
     assert app.sampler._worker.demand == EVERYTHING - {PROCESSES, "process_count"}  # the top of the GPU page
-    window.tabs.setCurrentWidget(window.process_view)  # told at once, not at the next sample
+    window.tabs.setCurrentWidget(window.process_tab)  # told at once, not at the next sample
     assert PROCESSES in app.sampler._worker.demand
     window.tabs.setCurrentWidget(window._gpu_tab)
     assert window.gpu_page is not None

@@ -9,8 +9,8 @@ import pytest
 from tests.helpers import simulated_source
 from trayvml.commands.report import json_snapshot
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
-from trayvml.monitor.energy import DRIVER, INTEGRATED, EnergyMeter, format_energy, job_energy_text
+from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
+from trayvml.monitor.energy import DRIVER, INTEGRATED, EnergyMeter, format_energy, job_energy_text, job_key
 
 NAN = math.nan
 
@@ -64,6 +64,27 @@ def test_energy_is_shared_by_memory_and_summed_per_container() -> None:
     assert math.isclose(meter.process_energy_wh(procs[2]), 40.0)
     assert math.isclose(meter.job_energy_wh(procs[0]), 40.0)
     assert meter.unattributed_wh(0) == 0.0
+
+
+def test_a_job_is_the_attributions_job_notebook_slurm_or_process_tree() -> None:
+    """The notebook's two kernels' processes, a Slurm job's ranks and one process tree each add
+    up as one job, though none runs in a container (the old rule made each PID its own job)."""
+    notebook = Attribution(notebook="exp/train.ipynb", job="exp/train.ipynb", job_kind="notebook", root_pid=9)
+    slurm = Attribution(slurm_job="4242", job="4242", job_kind="slurm", root_pid=20)
+    procs = (
+        ProcessSample(0, 10, "compute", 1e9, attribution=notebook),
+        ProcessSample(0, 11, "compute", 1e9, attribution=notebook),
+        ProcessSample(0, 20, "compute", 1e9, attribution=slurm),
+        ProcessSample(0, 21, "compute", 1e9, attribution=slurm),
+    )
+    meter = EnergyMeter()
+    for k in range(3601):
+        meter.update(gpu_sample(k, power_w=40, processes=procs))
+    assert job_key(procs[0]) == "notebook exp/train.ipynb" and job_key(procs[2]) == "Slurm job 4242"
+    assert math.isclose(meter.job_energy_wh(procs[1]), 20.0)
+    assert math.isclose(meter.job_energy_wh(procs[3]), 20.0)
+    # Nothing read of its job (another user's): the process is its own job, as before.
+    assert job_key(proc(5, 1e9)) == "pid 5"
 
 
 def test_ticks_without_process_lists_stay_unattributed() -> None:

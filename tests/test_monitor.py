@@ -129,3 +129,32 @@ def test_the_monitors_import_no_qt() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def test_a_job_finished_notice_names_the_job_that_was_running_while_the_gpu_was_busy() -> None:
+    """When the job ends its processes are gone from the list: the monitor remembers the last busy
+    ones (their attribution), so the notice says which job finished, not only on which GPU."""
+    from trayvml.alerts.rules import JobSettings
+
+    job_only = AlertSettings(rules={**ALL_OFF, "job_finished": JobSettings(True, 50.0, 60.0, 5.0, 30.0)})
+    source, clock, _ = simulated_source("training:gpus=h100,start=6300")  # the job ends at 6600 s
+    monitor = Monitor(_ready_dispatcher(), job_only, History, processes_on_demand=True)
+    notices = []
+    for _ in range(80):
+        notices += monitor.take(source.sample(WITH_PROCESSES)).notices
+        clock.advance_s(5.0)
+    (notice,) = notices
+    assert "job finished" in notice.title
+    assert "It was running: container 3f2a9c1b7e4d: python train.py" in notice.body
+    assert monitor.latest is not None and monitor.latest.gpus[0].processes == ()  # gone from the list by then
+
+
+def test_the_monitor_keeps_memory_and_gpu_time_per_user() -> None:
+    source, clock, _ = simulated_source("processes:gpus=rtx4090,start=1800")
+    monitor = Monitor(_ready_dispatcher(), AlertSettings(rules=ALL_OFF), History)
+    for _ in range(3):
+        monitor.take(source.sample(WITH_PROCESSES))
+        clock.advance_s(5.0)
+    rows = {row.user: row for row in monitor.users.rows()}
+    busiest = max(rows.values(), key=lambda row: row.gpu_seconds)
+    assert busiest.gpu_seconds > 0 and busiest.gpus == (0,) and busiest.memory_bytes > 0

@@ -144,7 +144,7 @@ def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> No
         foreign = ProcessSample(0, child.pid, "compute", 2.0**30, foreign_pid=True)
         live = replace(sample, gpus=(replace(sample.gpus[0], processes=(foreign,)),), simulation="")
         w = shown_window(qtbot, history, live)
-        w.tabs.setCurrentWidget(w.process_view)
+        w.tabs.setCurrentWidget(w.process_tab)
         w.refresh()
         view, model = w.process_view, w.process_model
         row = next(r for r in range(model.rowCount()) if model.pid_at(r) == child.pid)

@@ -10,11 +10,18 @@ from tests.ui_helpers import open_menu
 from trayvml.alerts.engine import AlertSettings, gpu_level
 from trayvml.core.demand import HISTORY
 from trayvml.core.levels import Level
-from trayvml.core.lines import gpu_line, tooltip
+from trayvml.core.lines import gpu_line, job_line, tooltip
+from trayvml.core.sample import DeviceInfo, GpuSample
 from trayvml.core.units import short_name
 from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent
 from trayvml.ui.tray import Tray
+
+
+def _menu_row(gpu: GpuSample, info: DeviceInfo) -> str:
+    """A GPU's menu row: its compact line, and its biggest job where the lists were read."""
+    job = job_line(gpu, compact=True)
+    return f"{gpu_line(gpu, info, compact=True)} · {job}" if job else gpu_line(gpu, info, compact=True)
 
 
 @pytest.fixture
@@ -34,7 +41,8 @@ def test_tooltip_has_a_line_per_gpu_and_the_host() -> None:
     source, clock, _ = simulated_source("training:gpus=h100+laptop,at=900", host=True)
     sample = run_ticks(source, clock, 2)
     text = tooltip(sample)
-    lines = text.splitlines()
+    # Under a GPU, indented, its biggest job (test_the_tooltip_and_menu_name_each_gpus_biggest_job_…)
+    lines = [line for line in text.splitlines() if not line.startswith("   ")]
     assert lines[0] == "trayvml — simulated GPUs (training)"
     h100 = sample.gpus[0]
     assert lines[1] == (
@@ -148,7 +156,7 @@ def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
     tray.update(sample)
     open_menu(tray)
     texts = [a.text() for a in tray.gpu_actions if a.isVisible()]
-    assert texts == [gpu_line(g, i, compact=True) for g, i in zip(sample.gpus, sample.devices, strict=True)]
+    assert texts == [_menu_row(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
     from trayvml.pick import choose
 
     freest = choose(sample, 1, "memory")[0]
@@ -212,7 +220,7 @@ def test_the_closed_menu_is_not_rewritten_on_every_sample(tray: Tray) -> None:
         tray.update(source.sample())
     assert tray.gpu_actions[0].text() == shown  # no D-Bus traffic to the tray host for a closed menu
     open_menu(tray)
-    current = gpu_line(tray.sample.gpus[0], tray.sample.devices[0], compact=True)
+    current = _menu_row(tray.sample.gpus[0], tray.sample.devices[0])
     assert tray.gpu_actions[0].text() == current  # current once opened
 
 
@@ -312,3 +320,22 @@ def test_when_all_is_well_the_tooltip_says_the_number_is_the_busiest_gpus_utiliz
         f"{busiest.value('utilization_gpu_percent'):.0f} %: GPU utilization, GPU {busiest.index} (the highest)"
     )
     assert tray.icon.toolTip().splitlines()[1] == "trayvml — simulated GPUs (training)"
+
+
+def test_the_tooltip_and_menu_name_each_gpus_biggest_job_only_where_lists_were_read(tray: Tray) -> None:
+    from trayvml.core.demand import PROCESSES
+
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    read = source.sample(HISTORY | {PROCESSES})  # the window or an alert wanted the process lists
+    tray.update(read)
+    lines = tray.icon.toolTip().splitlines()
+    gpu = next(k for k, line in enumerate(lines) if line.startswith("0 H100 "))
+    assert lines[gpu + 1].startswith("   container 3f2a9c1b7e4d (") and lines[gpu + 1].endswith(" GiB")
+    open_menu(tray)
+    assert tray.gpu_actions[0].text().endswith(" · container 3f2a9c1b7e4d")
+    clock.advance_s(1.0)
+    idle = source.sample(HISTORY)  # the closed tray reads no process lists: it names no job then
+    assert job_line(idle.gpus[0]) == ""
+    tray.update(idle)
+    open_menu(tray)  # a closed menu's texts are made when it opens
+    assert "container" not in tray.icon.toolTip() and "container" not in tray.gpu_actions[0].text()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +16,7 @@ from tests.helpers import simulated_source
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, simulated_history
 from trayvml.core.formatting import format_precise
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
+from trayvml.core.sample import Sample
 from trayvml.ui.plots import GPU_PANELS
 from trayvml.ui.theme import GPU_COLOURS
 
@@ -143,7 +145,7 @@ def test_export_png_is_a_picture_of_the_window(window, tmp_path: Path) -> None:
 
 def test_processes_table_updates_in_place_and_sorts(window) -> None:
     w, _ = window("processes:gpus=rtx4090*2,seed=3", seconds=60)
-    w.tabs.setCurrentWidget(w.process_view)
+    w.tabs.setCurrentWidget(w.process_tab)
     model = w.process_model
     source, clock, _ = simulated_source("processes:gpus=rtx4090*2,seed=3")
     seen_changes = []
@@ -592,3 +594,73 @@ def test_energy_in_view_says_where_the_history_does_not_cover_the_range(qtbot) -
     w.show_range(sample.timestamp_s - 7 * 3600, sample.timestamp_s - 6 * 3600)
     w.refresh()
     assert "energy in view: not in the history" in w.status_label.text()
+
+
+def _attributed_sample() -> Sample:
+    import math
+
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, ProcessSample
+
+    notebook = Attribution(notebook="exp/a.ipynb", job="exp/a.ipynb", job_kind="notebook", root_pid=10)
+    slurm = Attribution(slurm_job="4242", job="4242", job_kind="slurm", root_pid=20)
+    gpus = []
+    for index, procs in (
+        (0, ((10, "alice", 4e9, 30.0, notebook), (20, "bob", 2e9, 50.0, slurm), (30, "", math.nan, math.nan, None))),
+        (1, ((11, "alice", 1e9, 20.0, notebook),)),
+    ):
+        states = [MetricState.OK] * len(GPU_METRICS)
+        values = [0.0] * len(GPU_METRICS)
+        values[GPU_INDEX["power_draw_w"]] = 100.0
+        processes = tuple(
+            ProcessSample(index, pid, "compute", memory, "python", user, "python x.py", sm_util_percent=sm)
+            if job is not None
+            else ProcessSample(index, pid, "compute", memory, no_permission=True)
+            for pid, user, memory, sm, job in procs
+        )
+        processes = tuple(
+            p if p.no_permission else replace(p, attribution=notebook if p.pid in (10, 11) else slurm)
+            for p in processes
+        )
+        gpus.append(GpuSample(index, tuple(values), tuple(states), processes))
+    return Sample(1000.0, tuple(gpus), (DeviceInfo(0, "GPU", "GPU-0"), DeviceInfo(1, "GPU", "GPU-1")), None, None)
+
+
+def test_processes_tab_shows_jobs_groups_them_counts_hidden_ones_and_lists_users(qtbot) -> None:
+    from trayvml.monitor.users import UserUsage
+    from trayvml.ui.processes import HEADERS, ProcessesTab
+
+    tab = ProcessesTab()
+    qtbot.addWidget(tab)
+    tab.users = UserUsage()
+    sample = _attributed_sample()
+    tab.users.update(sample)
+    tab.update_processes(sample)
+    model, table = tab.processes, tab.table
+    jobs = {model.index(r, HEADERS.index("Job")).data() for r in range(model.rowCount())}
+    assert {"notebook exp/a.ipynb", "Slurm job 4242"} <= jobs
+    # Columns shown only where some row has one: no container here, a notebook and a Slurm job.
+    assert table.isColumnHidden(HEADERS.index("Container"))
+    assert not table.isColumnHidden(HEADERS.index("Notebook")) and not table.isColumnHidden(HEADERS.index("Slurm"))
+    # The other user's process: counted under the table, never put in a job.
+    assert tab.hidden_label.text() == "Not shown by job: 1 process of another user"
+    tab.group_box.setChecked(True)
+    tree = tab.tree
+    assert tab.stack.currentWidget() is tree
+    items = [tree.topLevelItem(k) for k in range(tree.topLevelItemCount())]
+    groups = {item.text(0): item for item in items if item is not None}
+    assert set(groups) == {"notebook exp/a.ipynb", "Slurm job 4242"}
+    notebook = groups["notebook exp/a.ipynb"]
+    assert notebook.childCount() == 2  # its kernels on GPU 0 and GPU 1, beneath it
+    header = tree.headerItem()
+    assert header is not None
+    columns = [header.text(c) for c in range(tree.columnCount())]
+    assert notebook.text(columns.index("GPU memory")) == "4.7 GiB"  # 4e9 + 1e9 bytes
+    assert notebook.text(columns.index("SM %")) == "50 %"
+    assert notebook.text(columns.index("GPUs")) == "0, 1"
+    cells = [tab.users_table.item(r, 0) for r in range(tab.users_table.rowCount())]
+    users = {cell.text() for cell in cells if cell is not None}
+    assert set(users) == {"alice", "bob", "(not visible here)"}
+    # An empty sample: no job rows left behind.
+    tab.update_processes(Sample(1001.0, (), (), None, None))
+    assert tree.topLevelItemCount() == 0 and tab.hidden_label.text() == ""

@@ -221,7 +221,7 @@ def test_processes_show_host_usage_and_end_only_after_confirmation(qtbot) -> Non
         gpu = replace(sample.gpus[0], processes=(mine, hidden))
         live = replace(sample, gpus=(gpu,), simulation="")
         w = shown_window(qtbot, history, live)
-        w.tabs.setCurrentWidget(w.process_view)
+        w.tabs.setCurrentWidget(w.process_tab)
         w.refresh()
         view, model = w.process_view, w.process_model
         row = next(r for r in range(model.rowCount()) if model.pid_at(r) == child.pid)
@@ -250,7 +250,7 @@ def test_processes_show_host_usage_and_end_only_after_confirmation(qtbot) -> Non
 
 def test_simulated_processes_never_show_a_host_process_of_the_same_pid(window) -> None:
     w, _ = window("processes:gpus=rtx4090*2,seed=3,start=1800", seconds=60)
-    w.tabs.setCurrentWidget(w.process_view)
+    w.tabs.setCurrentWidget(w.process_tab)
     w.refresh()
     model = w.process_model
     assert model.rowCount() > 0

@@ -48,7 +48,7 @@ def test_gaps_are_cut_to_the_view_and_never_reach_over_the_data() -> None:
 
 def test_the_processes_command_column_takes_the_room_left(window) -> None:
     w, _ = window("processes:gpus=rtx4090*2,seed=3", seconds=60)
-    w.tabs.setCurrentWidget(w.process_view)
+    w.tabs.setCurrentWidget(w.process_tab)
     w.refresh()
     header = w.process_view.horizontalHeader()
     command = w.process_model.COMMAND_COLUMN

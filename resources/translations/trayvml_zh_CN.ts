@@ -638,8 +638,20 @@
         <translation>类型</translation>
     </message>
     <message>
+        <source>Job</source>
+        <translation>作业</translation>
+    </message>
+    <message>
         <source>Container</source>
         <translation>容器</translation>
+    </message>
+    <message>
+        <source>Slurm</source>
+        <translation>Slurm</translation>
+    </message>
+    <message>
+        <source>Notebook</source>
+        <translation>笔记本</translation>
     </message>
     <message>
         <source>Energy</source>
@@ -691,6 +703,77 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Could not end process {pid}: {error}.</source>
         <translation>无法结束进程 {pid}：{error}。</translation>
+    </message>
+</context>
+<context>
+    <name>ProcessesTab</name>
+    <message>
+        <source>Job</source>
+        <translation>作业</translation>
+    </message>
+    <message>
+        <source>User</source>
+        <translation>用户</translation>
+    </message>
+    <message>
+        <source>GPUs</source>
+        <translation>GPU</translation>
+    </message>
+    <message>
+        <source>GPU memory</source>
+        <translation>显存</translation>
+    </message>
+    <message>
+        <source>SM %</source>
+        <translation>SM 占用 %</translation>
+    </message>
+    <message>
+        <source>Energy</source>
+        <translation>能耗</translation>
+    </message>
+    <message>
+        <source>Runtime</source>
+        <translation>运行时长</translation>
+    </message>
+    <message>
+        <source>Processes</source>
+        <translation>进程</translation>
+    </message>
+    <message>
+        <source>GPU memory now</source>
+        <translation>当前显存</translation>
+    </message>
+    <message>
+        <source>GPU time since start</source>
+        <translation>启动以来的 GPU 时间</translation>
+    </message>
+    <message>
+        <source>Group by job</source>
+        <translation>按作业分组</translation>
+    </message>
+    <message>
+        <source>One row per job (notebook, container, Slurm job, systemd unit, terminal session or process tree), its processes beneath</source>
+        <translation>每个作业一行（笔记本、容器、Slurm 作业、systemd 单元、终端会话或进程树），其进程列在下方</translation>
+    </message>
+    <message>
+        <source>Users (all GPUs)</source>
+        <translation>用户（所有 GPU）</translation>
+    </message>
+    <message>
+        <source>Not shown by job: {hidden}</source>
+        <translation>未按作业显示：{hidden}</translation>
+    </message>
+    <message>
+        <source>PID {pid} {name}</source>
+        <translation>PID {pid} {name}</translation>
+    </message>
+    <message>
+        <source>at least {time}</source>
+        <translation>至少 {time}</translation>
+    </message>
+    <message>
+        <source>(not visible here)</source>
+        <translation>（此处不可见）</translation>
     </message>
 </context>
 <context>
@@ -2147,6 +2230,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>process tree</source>
         <translation>进程树</translation>
+    </message>
+    <message>
+        <source>pid {pid}</source>
+        <translation>PID {pid}</translation>
     </message>
 </context>
 <context>

@@ -10,8 +10,8 @@ from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, Sample
-from trayvml.core.units import GIB, short_name
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, ProcessSample, Sample, job_text
+from trayvml.core.units import GIB, format_bytes, short_name
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:
@@ -70,6 +70,42 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
         if text:
             parts.append(text.replace(" °C", "°C") if compact else text)
     return " · ".join([head, *parts])
+
+
+MENU_JOB_LIMIT = 28  # characters of a job's name in a menu row (hosts cut wide menus at the edge)
+
+
+def biggest_job(gpu: GpuSample) -> tuple[str, str, float]:
+    """(job, its users, its memory) of the job holding most of the GPU's memory, among the processes
+    whose job can be seen here; ("", "", NaN) where the lists were not read this tick (they are read
+    only while someone needs them: an old list is not shown as current) or nothing visible runs."""
+    if gpu.state("process_count") is not MetricState.OK:
+        return "", "", math.nan
+    jobs: dict[tuple[str, str], list[ProcessSample]] = {}
+    for process in gpu.processes:
+        if not (process.no_permission or process.foreign_pid):  # their jobs cannot be read: not guessed
+            jobs.setdefault(process.job, []).append(process)
+    if not jobs:
+        return "", "", math.nan
+
+    def memory(procs: list[ProcessSample]) -> float:
+        return sum(p.used_memory_bytes for p in procs if not math.isnan(p.used_memory_bytes))
+
+    procs = max(jobs.values(), key=memory)
+    users = ", ".join(sorted({clean(p.user) for p in procs if p.user}))
+    return clean(job_text(procs[0])), users, memory(procs)
+
+
+def job_line(gpu: GpuSample, compact: bool = False) -> str:
+    """The tooltip's line under a GPU, ``container 3f2a9c1b7e4d (alice) 70.1 GiB``; the menu's
+    (``compact``), the job's name alone, shortened; "" where no job can be named."""
+    job, users, memory = biggest_job(gpu)
+    if not job:
+        return ""
+    if compact:
+        return shorten(job, MENU_JOB_LIMIT)
+    who = f" ({shorten(users)})" if users else ""
+    return f"{shorten(job)}{who} {format_bytes(memory)}" if memory else f"{shorten(job)}{who}"
 
 
 def host_line(sample: Sample) -> str:
@@ -142,7 +178,11 @@ def tooltip(sample: Sample | None, gpu_text: list[str] | None = None, headline: 
     problem = sample.problem
     if problem is not None:
         lines.append(problem[1])
-    lines.extend(gpu_lines(sample) if gpu_text is None else gpu_text)
+    for gpu, line in zip(sample.gpus, gpu_lines(sample) if gpu_text is None else gpu_text, strict=False):
+        lines.append(line)
+        job = job_line(gpu)
+        if job:
+            lines.append(f"   {job}")  # indented: it belongs to the GPU above
     host = host_line(sample)
     if host:
         lines.append(host)

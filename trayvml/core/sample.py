@@ -164,6 +164,36 @@ class ProcessSample:
     foreign_pid: bool = False
     attribution: Attribution = NO_ATTRIBUTION  # its job, container, Slurm job, notebook (trayvml.host.attribution)
 
+    @property
+    def job(self) -> tuple[str, str]:
+        """(kind, name) of the job this process's work adds up under: the one rule for energy, the
+        Processes page, the users' view, the tray and notifications. Its attribution's job where the
+        host could read one (notebook, container, Slurm job, unit, session, process tree); else the
+        container its details named; else the process itself (kind "pid"): never a guess."""
+        if self.attribution.job:
+            return self.attribution.job_kind, self.attribution.job
+        if self.container:
+            return "container", f"container {self.container}"
+        return "pid", str(self.pid)
+
+    @property
+    def job_is_itself(self) -> bool:
+        """Whether its job is this very process (so a later process with its PID is another job)."""
+        kind = self.job[0]
+        return kind == "pid" or (kind == "process" and self.attribution.root_pid == self.pid)
+
+
+def job_text(process: ProcessSample, translated: bool = True) -> str:
+    """'notebook exp/train.ipynb', 'docker 3f2a9c1b7e4d', 'Slurm job 4242', 'pid 4100': the job as
+    words (English where ``translated`` is False: JSON keys and logs)."""
+    kind, name = process.job
+    if kind == "container":
+        return name  # "docker 3f2a9c1b7e4d" names its kind already
+    if kind == "pid":
+        return translate("jobs", "pid {pid}").format(pid=name) if translated else f"pid {name}"
+    words = JOB_KINDS.get(kind, kind)
+    return f"{translate('jobs', words) if translated else words} {name}"
+
 
 @dataclass(frozen=True)
 class GpuSample:

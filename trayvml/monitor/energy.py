@@ -6,7 +6,8 @@ runtime-suspended GPU draws 0 W here (it is not queried, and sleeping is what it
 Each tick's energy is shared among the GPU's processes by their share of its SMs (NVML's
 per-process utilization, with its last-seen timestamp) or, where the driver does not tell it (MIG,
 old drivers, no samples yet), of its memory; counted only on ticks whose process lists were read;
-the rest is "unattributed". A job is a container where the process runs in one, else the process.
+the rest is "unattributed". A job is the process's job as ``ProcessSample.job`` says (its notebook,
+container, Slurm job, unit, session or process tree, from trayvml.host.attribution), else the process.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from trayvml.core.i18n import translate
-from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample
+from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import format_duration
 from trayvml.history.rings import Series
 
@@ -30,8 +31,8 @@ DRIVER, INTEGRATED = "driver counter", "integrated power"  # in snapshot --json:
 
 
 def job_key(process: ProcessSample) -> str:
-    """What a process's energy adds up under: its container, or the process itself."""
-    return f"container {process.container}" if process.container else f"pid {process.pid}"
+    """What a process's energy adds up under, in English (snapshot --json): its job (core.sample)."""
+    return job_text(process, translated=False)
 
 
 ProcessKey = tuple[int, int, float]
@@ -46,8 +47,8 @@ def process_key(process: ProcessSample) -> ProcessKey:
 
 
 def _job_key(process: ProcessSample) -> JobKey:
-    """A container's job spans its processes; a process's own job is that process, start time and all."""
-    return (process.gpu_index, job_key(process), -1.0 if process.container else process_key(process)[2])
+    """A job spans its processes; a process that is its own job is that process, start time and all."""
+    return (process.gpu_index, job_key(process), process_key(process)[2] if process.job_is_itself else -1.0)
 
 
 @dataclass

@@ -12,17 +12,19 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
-from trayvml.alerts.details import PROCESS_RULES, alert_details
+from trayvml.alerts.details import PROCESS_RULES, alert_details, processes_line
 from trayvml.alerts.dispatch import Dispatcher, Outgoing
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.grouping import GROUP, Grouper, Notice
-from trayvml.alerts.rules import AlertEvent
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+from trayvml.alerts.rules import AlertEvent, JobSettings
+from trayvml.core.i18n import translate
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
 from trayvml.history.timeline import History
 from trayvml.monitor.energy import EnergyMeter, job_energy_text
 from trayvml.monitor.spans import AsleepSpans
+from trayvml.monitor.users import UserUsage
 
 log = logging.getLogger(__name__)
 
@@ -63,6 +65,7 @@ class Monitor:
         self.grouper = Grouper()  # one rule on several of this host's GPUs: one notification
         self.energy = EnergyMeter()  # Wh per GPU, process and job
         self.asleep_spans = AsleepSpans()  # the timelines' bands where a GPU slept
+        self.users = UserUsage()  # memory and GPU time per user, across the host's GPUs
         self.new_history = new_history
         self._history: History | None = None
         self.latest: Sample | None = None
@@ -70,6 +73,9 @@ class Monitor:
         # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
         self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
         self.awaiting_processes: list[tuple[AlertEvent, int]] = []  # (event, samples waited)
+        # Per GPU: its processes when last read while it was busy (job-finished's threshold). When a
+        # job ends its processes leave the list before the rule fires: these say which job it was.
+        self.busy_processes: dict[int, tuple[ProcessSample, ...]] = {}
 
     @property
     def history(self) -> History:
@@ -91,6 +97,7 @@ class Monitor:
         self._remember(sample)
         self.history.append(sample)
         self.energy.update(sample)
+        self.users.update(sample)
         self.asleep_spans.update(sample)
         events = self.engine.update(sample)
         return self.outcome(self._offer(events, sample), sample.timestamp_s, events)
@@ -130,15 +137,29 @@ class Monitor:
         finished job's energy."""
         seen = self._last_seen.get(event.gpu_index)
         details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
-        if event.rule == "job_finished" and not math.isnan(event.value):
-            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
-            return "\n".join(part for part in (energy, details) if part)
+        if event.rule == "job_finished":
+            energy = ""
+            if not math.isnan(event.value):
+                energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
+            busy = self.busy_processes.pop(event.gpu_index, ())
+            gpu = sample.gpu(event.gpu_index)
+            ran = "" if gpu is None else processes_line(replace(gpu, processes=busy), _it_was_running())
+            return "\n".join(part for part in (energy, ran, details) if part)
         return details
 
     def _remember(self, sample: Sample) -> None:
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
             if not gpu.lost:
                 self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
+            job = self.engine.settings.for_gpu(gpu.index, "job_finished")
+            busy = isinstance(job, JobSettings) and gpu.value("utilization_gpu_percent") >= job.busy_above_percent
+            # Only lists read on this tick (NOT_READ lists are empty, not "nothing running").
+            if busy and gpu.processes and gpu.state("process_count") is MetricState.OK:
+                self.busy_processes[gpu.index] = gpu.processes
+
+
+def _it_was_running() -> str:
+    return translate("AlertDetails", "It was running")
 
 
 def _names_processes(event: AlertEvent) -> bool:

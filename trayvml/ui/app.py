@@ -572,6 +572,7 @@ class App(QObject):
 
             self.window = GraphWindow(self.history)
             self.window.process_view.processes.energy = self.local.energy
+            self.window.process_tab.users = self.local.users
             self.window.asleep_spans = self.local.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))

@@ -17,14 +17,29 @@ from PySide6.QtCore import (
     QSortFilterProxyModel,
     Qt,
 )
-from PySide6.QtWidgets import QHeaderView, QMenu, QMessageBox, QTableView, QWidget
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QHeaderView,
+    QLabel,
+    QMenu,
+    QMessageBox,
+    QStackedWidget,
+    QTableView,
+    QTableWidget,
+    QTableWidgetItem,
+    QTreeWidget,
+    QTreeWidgetItem,
+    QVBoxLayout,
+    QWidget,
+)
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import menu_label
-from trayvml.core.sample import ProcessSample, Sample
+from trayvml.core.sample import ProcessSample, Sample, hidden_processes_words, job_text
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
 from trayvml.monitor.energy import EnergyMeter, format_energy
+from trayvml.monitor.users import UserUsage
 
 _Index = QModelIndex | QPersistentModelIndex
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -39,7 +54,10 @@ HEADERS = (
     QT_TRANSLATE_NOOP("ProcessModel", "Host RAM"),
     QT_TRANSLATE_NOOP("ProcessModel", "Runtime"),
     QT_TRANSLATE_NOOP("ProcessModel", "Type"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Job"),
     QT_TRANSLATE_NOOP("ProcessModel", "Container"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Slurm"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Notebook"),
     QT_TRANSLATE_NOOP("ProcessModel", "Energy"),
     QT_TRANSLATE_NOOP("ProcessModel", "Job energy"),
     QT_TRANSLATE_NOOP("ProcessModel", "Command"),
@@ -67,6 +85,8 @@ def _cells(
     if proc.foreign_pid:
         hidden = translate("ProcessModel", FOREIGN)
     memory = proc.used_memory_bytes
+    job = proc.attribution
+    container = job.container or proc.container
     # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.monitor.energy).
     # Unknown, not 0, where the GPU's own energy is unknown (no power reading, no counter).
     if energy is None or math.isnan(energy.since_start_wh(proc.gpu_index)):
@@ -94,7 +114,10 @@ def _cells(
         ram,
         runtime,
         (proc.kind, proc.kind),
-        (proc.container, proc.container),
+        (hidden, "") if proc.no_permission or proc.foreign_pid else (job_text(proc), job_text(proc)),
+        (container, container),
+        (job.slurm_job, job.slurm_job),
+        (job.notebook, job.notebook),
         (format_energy(wh), -1.0 if math.isnan(wh) else wh),
         (format_energy(job_wh), -1.0 if math.isnan(job_wh) else job_wh),
         (proc.command, proc.command),
@@ -114,6 +137,8 @@ class ProcessModel(QAbstractTableModel):
         self.started_s: dict[int, float] = {}  # by PID, of the processes the host could read
         self.foreign_pids: set[int] = set()  # PIDs of another PID namespace: never looked up or ended
         self._usage = HostUsageReader()
+        self.current: list[ProcessSample] = []  # the latest sample's processes (for the job groups)
+        self.usage: dict[int, HostUsage | str] = {}  # by PID: the host's figures, or why there are none
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802, B008 - Qt override
         return 0 if parent.isValid() else len(self._rows)
@@ -163,7 +188,8 @@ class ProcessModel(QAbstractTableModel):
 
     def update_processes(self, sample: Sample) -> None:
         current = {(p.gpu_index, p.pid, p.kind): p for g in sample.gpus for p in g.processes}
-        usage = self._host_usage(sample, list(current.values()))
+        self.current = list(current.values())
+        usage = self.usage = self._host_usage(sample, self.current)
         now_s = time.time()  # the host's figures are read now, whatever the sample's clock
         for row in reversed(range(len(self._keys))):  # gone: remove
             if self._keys[row] not in current:
@@ -273,3 +299,190 @@ class ProcessesPage(QTableView):
             self.tell(self, self.last_error)
             return False
         return True
+
+
+# Shown only where some row has one: most machines run no containers, Slurm or notebooks.
+OPTIONAL_COLUMNS = tuple(HEADERS.index(h) for h in ("Container", "Slurm", "Notebook"))
+GROUP_HEADERS = (
+    QT_TRANSLATE_NOOP("ProcessesTab", "Job"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "User"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "GPUs"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "GPU memory"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "SM %"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "Energy"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "Runtime"),
+)
+MAX_USER_ROWS = 6
+USER_HEADERS = (
+    QT_TRANSLATE_NOOP("ProcessesTab", "User"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "GPUs"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "Processes"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "GPU memory now"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "GPU time since start"),
+)
+
+
+def _sum_known(values: list[float]) -> float:
+    """Their sum, NaN where none is known."""
+    known = [v for v in values if not math.isnan(v)]
+    return sum(known) if known else math.nan
+
+
+def _memory_text(value: float) -> str:
+    return translate("ProcessModel", "n/a") if math.isnan(value) else format_bytes(value)
+
+
+class ProcessesTab(QWidget):
+    """The Processes tab: the table of processes, or (Group by job) one row per job with its
+    processes beneath; a line counting the processes whose job cannot be seen here; and the users'
+    memory and GPU time across GPUs (trayvml.monitor.users)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.table = ProcessesPage()
+        self.processes = self.table.processes
+        self.users: UserUsage | None = None  # set by the app: the local monitor's
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        self.group_box = QCheckBox(translate("ProcessesTab", "Group by job"))
+        self.group_box.setToolTip(
+            translate(
+                "ProcessesTab",
+                "One row per job (notebook, container, Slurm job, systemd unit, terminal session or process "
+                "tree), its processes beneath",
+            )
+        )
+        self.group_box.toggled.connect(self._show_grouping)
+        layout.addWidget(self.group_box)
+        self.tree = QTreeWidget()
+        self.tree.setHeaderLabels([translate("ProcessesTab", h) for h in GROUP_HEADERS])
+        self.tree.setAlternatingRowColors(True)
+        self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.stack = QStackedWidget()
+        self.stack.addWidget(self.table)
+        self.stack.addWidget(self.tree)
+        layout.addWidget(self.stack, 3)
+        self.hidden_label = QLabel()
+        self.hidden_label.setObjectName("hidden_processes")
+        self.hidden_label.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
+        layout.addWidget(self.hidden_label)
+        self.users_title = QLabel(translate("ProcessesTab", "Users (all GPUs)"))
+        self.users_title.setStyleSheet("font-weight: bold; padding: 4px 6px 0 6px;")
+        layout.addWidget(self.users_title)
+        self.users_table = QTableWidget(0, len(USER_HEADERS))
+        self.users_table.setHorizontalHeaderLabels([translate("ProcessesTab", h) for h in USER_HEADERS])
+        self.users_table.verticalHeader().setVisible(False)
+        self.users_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
+        self.users_table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.users_table.horizontalHeader().setStretchLastSection(True)
+        self.users_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
+        layout.addWidget(self.users_table)
+        self._expanded: set[str] = set()  # jobs the user opened: kept open across updates
+
+    def _show_grouping(self, grouped: bool) -> None:
+        self.stack.setCurrentWidget(self.tree if grouped else self.table)
+        if grouped:
+            self._fill_tree()
+
+    def update_processes(self, sample: Sample) -> None:
+        self.processes.update_processes(sample)
+        model = self.processes
+        for column in OPTIONAL_COLUMNS:
+            empty = not any(model.index(r, column).data() for r in range(model.rowCount()))
+            self.table.setColumnHidden(column, empty)
+        words = hidden_processes_words(tuple(model.current))
+        self.hidden_label.setText(
+            translate("ProcessesTab", "Not shown by job: {hidden}").format(hidden=words) if words else ""
+        )
+        self.hidden_label.setVisible(bool(words))
+        if self.group_box.isChecked():
+            self._fill_tree()
+        self._fill_users()
+
+    def _runtime_s(self, process: ProcessSample, now_s: float) -> float:
+        usage = self.processes.usage.get(process.pid)
+        return now_s - usage.started_s if isinstance(usage, HostUsage) else math.nan
+
+    def _fill_tree(self) -> None:
+        """Rebuilt from the latest lists (read every few seconds): one item per job, its processes beneath."""
+        model, energy, now_s = self.processes, self.processes.energy, time.time()
+        jobs: dict[str, list[ProcessSample]] = {}
+        for process in model.current:
+            if not (process.no_permission or process.foreign_pid):  # counted in the line below instead
+                jobs.setdefault(job_text(process), []).append(process)
+        items = [self.tree.topLevelItem(k) for k in range(self.tree.topLevelItemCount())]
+        self._expanded = {item.text(0) for item in items if item is not None and item.isExpanded()} or self._expanded
+        self.tree.clear()
+
+        def energy_of(procs: list[ProcessSample]) -> float:
+            # Each GPU's share of the job once (the meter keeps a job's energy per GPU).
+            if energy is None or any(math.isnan(energy.since_start_wh(p.gpu_index)) for p in procs):
+                return math.nan
+            firsts = {p.gpu_index: p for p in procs}
+            return sum(energy.job_energy_wh(p) for p in firsts.values())
+
+        def memory_of(procs: list[ProcessSample]) -> float:
+            return _sum_known([p.used_memory_bytes for p in procs])
+
+        # Biggest first, as the table; a job whose memory NVML does not tell last.
+        ordered = sorted(
+            jobs.items(), key=lambda item: -memory_of(item[1]) if not math.isnan(memory_of(item[1])) else 1.0
+        )
+        for name, procs in ordered:
+            sm = [p.sm_util_percent for p in procs]
+            runtimes = [self._runtime_s(p, now_s) for p in procs]
+            known_runtimes = [r for r in runtimes if not math.isnan(r)]
+            top = QTreeWidgetItem(
+                [
+                    name,
+                    ", ".join(sorted({p.user for p in procs if p.user})),
+                    ", ".join(str(g) for g in sorted({p.gpu_index for p in procs})),
+                    _memory_text(memory_of(procs)),
+                    "–" if any(math.isnan(v) for v in sm) else f"{sum(sm):.0f} %",
+                    format_energy(energy_of(procs)),
+                    # The job has run as long as its longest-running process.
+                    format_duration(max(known_runtimes), "min") if known_runtimes else "–",
+                ]
+            )
+            for process, runtime in zip(procs, runtimes, strict=True):
+                known = energy is not None and not math.isnan(energy.since_start_wh(process.gpu_index))
+                QTreeWidgetItem(
+                    top,
+                    [
+                        translate("ProcessesTab", "PID {pid} {name}").format(pid=process.pid, name=process.name),
+                        process.user,
+                        str(process.gpu_index),
+                        _memory_text(process.used_memory_bytes),
+                        _sm_share(process.sm_util_percent)[0],
+                        format_energy(energy.process_energy_wh(process) if energy is not None and known else math.nan),
+                        "–" if math.isnan(runtime) else format_duration(runtime, "min"),
+                    ],
+                )
+            self.tree.addTopLevelItem(top)
+            top.setExpanded(name in self._expanded or len(jobs) <= 3)
+
+    def _fill_users(self) -> None:
+        users = self.users
+        rows = [] if users is None else users.rows()
+        self.users_table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            seconds = format_duration(row.gpu_seconds, "s") if row.gpu_seconds else "0 s"
+            if row.gpu_seconds_partial:
+                seconds = translate("ProcessesTab", "at least {time}").format(time=seconds)
+            cells = (
+                row.user or translate("ProcessesTab", "(not visible here)"),
+                ", ".join(map(str, row.gpus)) or "–",
+                str(row.processes),
+                _memory_text(row.memory_bytes) if row.processes else "–",
+                seconds,
+            )
+            for c, text in enumerate(cells):
+                self.users_table.setItem(r, c, QTableWidgetItem(text))
+        self.users_title.setVisible(bool(rows))
+        self.users_table.setVisible(bool(rows))
+        # As tall as its rows (up to MAX_USER_ROWS, then it scrolls): the process table keeps the rest,
+        # where a stretched users table left most of the tab an empty grid.
+        shown = min(len(rows), MAX_USER_ROWS)
+        header = self.users_table.horizontalHeader().sizeHint().height()
+        rows_px = shown * self.users_table.verticalHeader().defaultSectionSize()
+        self.users_table.setFixedHeight(header + rows_px + 2 * self.users_table.frameWidth())

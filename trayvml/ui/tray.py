@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
 from trayvml.alerts.engine import AlertEngine
 from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
-from trayvml.core.lines import gpu_lines, simulation_text, tooltip
+from trayvml.core.lines import gpu_lines, job_line, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
 from trayvml.pick import choose, cuda_ids
@@ -209,8 +209,9 @@ class Tray(QObject):
         if sample is None:
             return
         # Compact rows: a host cuts a wide menu at the screen's edge; the tooltip has the whole line.
-        for line, action in zip(gpu_lines(sample, compact=True), self.gpu_actions, strict=False):
-            action.setText(self._label(line))
+        for gpu, line, action in zip(sample.gpus, gpu_lines(sample, compact=True), self.gpu_actions, strict=False):
+            job = job_line(gpu, compact=True)  # where the lists were read: the biggest job's name
+            action.setText(self._label(f"{line} · {job}" if job else line))
         unavailable = sample.unavailable
         problem = sample.problem
         status = problem[0] if problem else simulation_text(sample)

@@ -50,7 +50,7 @@ from trayvml.ui.gaps import pick_range, shade_gaps, visible_gaps
 from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
-from trayvml.ui.processes import ProcessesPage
+from trayvml.ui.processes import ProcessesTab
 from trayvml.ui.theme import gpu_colour
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -105,7 +105,8 @@ class GraphWindow(QMainWindow):
         self.setCentralWidget(self.tabs)
         self.gpu_page: GpuPage | None = None
         self.host_page = MachinePage()
-        self.process_view = ProcessesPage()
+        self.process_tab = ProcessesTab()  # the table (or jobs), the hidden ones counted, the users
+        self.process_view = self.process_tab.table
         self.process_model = self.process_view.processes
         self.details = DetailsPage()
         self.alert_table = AlertsPage()
@@ -131,7 +132,7 @@ class GraphWindow(QMainWindow):
         self.per_gpu.page_changed.connect(self.request_redraw)
         self.tabs.addTab(self.per_gpu, translate("GraphWindow", "Per GPU"))
         self.tabs.addTab(self.host_page, translate("GraphWindow", "Machine"))
-        self.tabs.addTab(self.process_view, translate("GraphWindow", "Processes"))
+        self.tabs.addTab(self.process_tab, translate("GraphWindow", "Processes"))
         self.tabs.addTab(self.details, translate("GraphWindow", "Device details"))
         self.tabs.addTab(self.alert_table, translate("GraphWindow", "Alerts"))
         self.tabs.currentChanged.connect(lambda _: self.request_redraw())
@@ -270,7 +271,7 @@ class GraphWindow(QMainWindow):
             return frozenset()
         current = self.tabs.currentWidget()
         page = self.gpu_page
-        processes = current is self.process_view or (
+        processes = current is self.process_tab or (
             current is self._gpu_tab
             and page is not None
             and any(p.spec.group is Group.PROCESSES for p in page.visible_panels())
@@ -519,8 +520,8 @@ class GraphWindow(QMainWindow):
             self._queue = [(page, panel) for panel in left + [p for p in panels if p not in left]]
         else:
             self._queue = []
-            if self.tabs.currentWidget() is self.process_view:
-                self.process_model.update_processes(self.sample)
+            if self.tabs.currentWidget() is self.process_tab:
+                self.process_tab.update_processes(self.sample)
             elif self.tabs.currentWidget() is self.details:
                 self.details.show_readings(self.sample)
         self.status_label.setText(self._status_text())

@@ -1,0 +1,60 @@
+"""Memory and GPU time per user across GPUs (trayvml.monitor.users), fed by the Monitor."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+
+from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
+from trayvml.monitor.users import UserUsage
+
+NAN = math.nan
+
+
+def _sample(t_s: float, processes: Mapping[int, tuple[ProcessSample, ...]], read: bool = True) -> Sample:
+    gpus = []
+    for index, procs in processes.items():
+        states = [MetricState.OK] * len(GPU_METRICS)
+        if not read:
+            states[GPU_INDEX["process_count"]] = MetricState.NOT_READ
+        gpus.append(GpuSample(index, (NAN,) * len(GPU_METRICS), tuple(states), procs if read else ()))
+    devices = tuple(DeviceInfo(i, "GPU", f"GPU-{i}") for i in processes)
+    return Sample(t_s, tuple(gpus), devices, None, None)
+
+
+def _p(gpu: int, pid: int, user: str, memory: float, sm: float, no_permission: bool = False) -> ProcessSample:
+    return ProcessSample(gpu, pid, "compute", memory, user=user, sm_util_percent=sm, no_permission=no_permission)
+
+
+def test_memory_now_and_gpu_seconds_add_up_per_user_across_gpus() -> None:
+    usage = UserUsage()
+    procs = {
+        0: (_p(0, 1, "alice", 4e9, 50.0), _p(0, 2, "bob", 1e9, 25.0)),
+        1: (_p(1, 3, "alice", 2e9, 100.0), _p(1, 9, "", NAN, NAN, no_permission=True)),
+    }
+    for k in range(0, 65, 5):  # lists read every 5 s for a minute
+        usage.update(_sample(k, procs))
+    rows = {r.user: r for r in usage.rows()}
+    alice, bob, hidden = rows["alice"], rows["bob"], rows[""]
+    assert (alice.gpus, alice.processes, alice.memory_bytes) == ((0, 1), 2, 6e9)
+    assert math.isclose(alice.gpu_seconds, 60 * 0.5 + 60 * 1.0) and not alice.gpu_seconds_partial
+    assert math.isclose(bob.gpu_seconds, 15.0)
+    # Another user's process: counted, its memory and time unknown rather than 0 or guessed.
+    assert hidden.processes == 1 and math.isnan(hidden.memory_bytes) and hidden.gpu_seconds_partial
+    assert [r.user for r in usage.rows()][:2] == ["alice", "bob"]
+
+
+def test_ticks_without_lists_add_no_time_and_a_long_gap_is_not_counted() -> None:
+    usage = UserUsage()
+    procs = {0: (_p(0, 1, "alice", 1e9, 100.0),)}
+    usage.update(_sample(0, procs))
+    usage.update(_sample(5, procs, read=False))  # nobody wanted the lists: nothing known of those seconds
+    assert usage.read_at_s == 0 and usage.rows()[0].gpu_seconds == 0
+    usage.update(_sample(10, procs))
+    assert math.isclose(usage.rows()[0].gpu_seconds, 10.0)
+    usage.update(_sample(3600, procs))  # an hour unseen: not an hour of GPU time
+    assert math.isclose(usage.rows()[0].gpu_seconds, 10.0)
+    usage.update(_sample(3600, {0: ()}))  # gone now: its time since start stays, its memory is none
+    (row,) = usage.rows()
+    assert row.processes == 0 and row.gpus == () and math.isclose(row.gpu_seconds, 10.0)
