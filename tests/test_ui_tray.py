@@ -339,3 +339,15 @@ def test_the_tooltip_and_menu_name_each_gpus_biggest_job_only_where_lists_were_r
     tray.update(idle)
     open_menu(tray)  # a closed menu's texts are made when it opens
     assert "container" not in tray.icon.toolTip() and "container" not in tray.gpu_actions[0].text()
+
+
+def test_the_menu_names_only_a_named_job_not_a_bare_process() -> None:
+    from trayvml.core.demand import PROCESSES
+
+    # The stress scenario's processes belong to no notebook, container, Slurm job, unit or session:
+    # the menu row stays short (no "· pid 4200002"); the tooltip still names the biggest process.
+    source, _, _ = simulated_source("processes:gpus=h100,start=1800")
+    gpu = source.sample(HISTORY | {PROCESSES}).gpus[0]
+    assert gpu.processes and all(p.job[0] in ("pid", "process") for p in gpu.processes)
+    assert job_line(gpu, compact=True) == ""
+    assert job_line(gpu).startswith("pid ")

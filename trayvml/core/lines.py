@@ -75,35 +75,41 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
 MENU_JOB_LIMIT = 28  # characters of a job's name in a menu row (hosts cut wide menus at the edge)
 
 
-def biggest_job(gpu: GpuSample) -> tuple[str, str, float]:
-    """(job, its users, its memory) of the job holding most of the GPU's memory, among the processes
-    whose job can be seen here; ("", "", NaN) where the lists were not read this tick (they are read
-    only while someone needs them: an old list is not shown as current) or nothing visible runs."""
+UNNAMED_JOBS = ("pid", "process")  # a process, or a process tree's root: no name of its own
+
+
+def biggest_job(gpu: GpuSample) -> tuple[str, str, float, str]:
+    """(job, its users, its memory, its kind) of the job holding most of the GPU's memory, among the
+    processes whose job can be seen here; ("", "", NaN, "") where the lists were not read this tick
+    (they are read only while someone needs them: an old list is not shown as current) or nothing
+    visible runs."""
     if gpu.state("process_count") is not MetricState.OK:
-        return "", "", math.nan
+        return "", "", math.nan, ""
     jobs: dict[tuple[str, str], list[ProcessSample]] = {}
     for process in gpu.processes:
         if not (process.no_permission or process.foreign_pid):  # their jobs cannot be read: not guessed
             jobs.setdefault(process.job, []).append(process)
     if not jobs:
-        return "", "", math.nan
+        return "", "", math.nan, ""
 
     def memory(procs: list[ProcessSample]) -> float:
         return sum(p.used_memory_bytes for p in procs if not math.isnan(p.used_memory_bytes))
 
     procs = max(jobs.values(), key=memory)
     users = ", ".join(sorted({clean(p.user) for p in procs if p.user}))
-    return clean(job_text(procs[0])), users, memory(procs)
+    return clean(job_text(procs[0])), users, memory(procs), procs[0].job[0]
 
 
 def job_line(gpu: GpuSample, compact: bool = False) -> str:
     """The tooltip's line under a GPU, ``container 3f2a9c1b7e4d (alice) 70.1 GiB``; the menu's
-    (``compact``), the job's name alone, shortened; "" where no job can be named."""
-    job, users, memory = biggest_job(gpu)
+    (``compact``), the job's name alone, shortened, and only a named job (a notebook, container,
+    Slurm job, unit or session): a bare PID would lengthen the row and say little; "" where no job
+    can be named."""
+    job, users, memory, kind = biggest_job(gpu)
     if not job:
         return ""
     if compact:
-        return shorten(job, MENU_JOB_LIMIT)
+        return "" if kind in UNNAMED_JOBS else shorten(job, MENU_JOB_LIMIT)
     who = f" ({shorten(users)})" if users else ""
     return f"{shorten(job)}{who} {format_bytes(memory)}" if memory else f"{shorten(job)}{who}"
 
