@@ -266,7 +266,12 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--stall-seconds", type=float, default=20.0)
     parser.add_argument("--stalls-only", action="store_true")
+    parser.add_argument("--idle-only", action="store_true", help="P3 alone: the idle tray beside the minimal one")
     args = parser.parse_args()
+    if args.idle_only:
+        with DesktopStack("sni", notifications=False) as stack:
+            idle_figures(stack, args.idle_seconds)
+        return
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     print(f"GUI thread with the window open, samples at 2 Hz, {args.stall_seconds:.0f} s each (offscreen)")
@@ -291,11 +296,17 @@ def main() -> None:
         ratio = ours / minimal
         print(f"  minimal PySide6 tray {minimal * 1e3:.0f} ms, trayvml {ours * 1e3:.0f} ms, ratio {ratio:.2f}")
 
-        print(f"\nP3 idle in the tray, window closed, {SPEC} at 1 Hz, {args.idle_seconds:.0f} s")
-        cpu, rss = idle_cost(stack, True, args.idle_seconds)
-        print(f"  minimal PySide6 tray: CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB")
-        cpu, rss = idle_cost(stack, False, args.idle_seconds)
-        print(f"  trayvml:              CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB")
+        idle_figures(stack, args.idle_seconds)
+
+
+def idle_figures(stack: DesktopStack, seconds: float) -> None:
+    """P3, printed: the minimal tray and trayvml one after the other in the same run, and their ratio."""
+    print(f"\nP3 idle in the tray, window closed, {SPEC} at 1 Hz, {seconds:.0f} s")
+    minimal_cpu, minimal_rss = idle_cost(stack, True, seconds)
+    print(f"  minimal PySide6 tray: CPU {minimal_cpu:.2f} % of a core, RSS {minimal_rss:.0f} MiB")
+    cpu, rss = idle_cost(stack, False, seconds)
+    ratio = rss / minimal_rss
+    print(f"  trayvml:              CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB ({ratio:.2f}× the minimal tray)")
 
 
 if __name__ == "__main__":
