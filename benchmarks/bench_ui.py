@@ -47,9 +47,9 @@ def _items(stack: DesktopStack) -> int:
     return len(stack.sni_items())
 
 
-def _launch(stack: DesktopStack, minimal: bool) -> subprocess.Popen:
+def _launch(stack: DesktopStack, minimal: bool, spec: str = SPEC) -> subprocess.Popen:
     command = (
-        [sys.executable, "-c", MINIMAL_TRAY] if minimal else [sys.executable, "-m", "trayvml", f"--simulate={SPEC}"]
+        [sys.executable, "-c", MINIMAL_TRAY] if minimal else [sys.executable, "-m", "trayvml", f"--simulate={spec}"]
     )
     return subprocess.Popen(command, env=stack.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -71,9 +71,9 @@ def start_to_tray_s(stack: DesktopStack, minimal: bool) -> float:
     return elapsed
 
 
-def idle_cost(stack: DesktopStack, minimal: bool, seconds: float) -> tuple[float, float]:
+def idle_cost(stack: DesktopStack, minimal: bool, seconds: float, spec: str = SPEC) -> tuple[float, float]:
     """P3: CPU % of one core and RSS (MiB) over ``seconds`` after a 10 s settling time."""
-    process = _launch(stack, minimal)
+    process = _launch(stack, minimal, spec)
     watched = psutil.Process(process.pid)
     time.sleep(10)
     cpu_before = sum(watched.cpu_times()[:2])
@@ -266,7 +266,14 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--stall-seconds", type=float, default=20.0)
     parser.add_argument("--stalls-only", action="store_true")
+    parser.add_argument("--idle-only", action="store_true", help="P3 alone: the idle tray beside the minimal one")
+    # past=0: no made-up past, so memory holds what it would with real GPUs and the store on
+    parser.add_argument("--spec", default=SPEC, help=f"the simulated GPUs for P3 (default {SPEC})")
     args = parser.parse_args()
+    if args.idle_only:
+        with DesktopStack("sni", notifications=False) as stack:
+            idle_figures(stack, args.idle_seconds, args.spec)
+        return
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     print(f"GUI thread with the window open, samples at 2 Hz, {args.stall_seconds:.0f} s each (offscreen)")
@@ -291,11 +298,17 @@ def main() -> None:
         ratio = ours / minimal
         print(f"  minimal PySide6 tray {minimal * 1e3:.0f} ms, trayvml {ours * 1e3:.0f} ms, ratio {ratio:.2f}")
 
-        print(f"\nP3 idle in the tray, window closed, {SPEC} at 1 Hz, {args.idle_seconds:.0f} s")
-        cpu, rss = idle_cost(stack, True, args.idle_seconds)
-        print(f"  minimal PySide6 tray: CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB")
-        cpu, rss = idle_cost(stack, False, args.idle_seconds)
-        print(f"  trayvml:              CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB")
+        idle_figures(stack, args.idle_seconds, args.spec)
+
+
+def idle_figures(stack: DesktopStack, seconds: float, spec: str = SPEC) -> None:
+    """P3, printed: the minimal tray and trayvml one after the other in the same run, and their ratio."""
+    print(f"\nP3 idle in the tray, window closed, {spec} at 1 Hz, {seconds:.0f} s")
+    minimal_cpu, minimal_rss = idle_cost(stack, True, seconds)
+    print(f"  minimal PySide6 tray: CPU {minimal_cpu:.2f} % of a core, RSS {minimal_rss:.0f} MiB")
+    cpu, rss = idle_cost(stack, False, seconds, spec)
+    ratio = rss / minimal_rss
+    print(f"  trayvml:              CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB ({ratio:.2f}× the minimal tray)")
 
 
 if __name__ == "__main__":

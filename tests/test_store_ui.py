@@ -64,6 +64,45 @@ def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
     assert shown[0] < second[0] - 0.5  # the first run's samples, read back from disk, come first
 
 
+def test_with_the_store_on_memory_holds_two_hours_and_the_window_reads_older_from_disk(qapp, tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from trayvml.config import Settings
+    from trayvml.ui.app import MEMORY_WITH_STORE_S, App
+
+    stored = (replace(Settings(), history_hours=12), "")
+    app = App(parse_spec(SPEC), 0.5, stored=stored, history_folder=tmp_path / "h")
+    assert MEMORY_WITH_STORE_S == 2 * 3600.0
+    assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S
+    assert app.local.history.tiers[0].span_s == 900.0  # every sample for 15 min, as before
+    assert app.history.disk is not None  # what memory no longer holds is read from the store
+    app.apply_settings(replace(app.settings, history_hours=4))
+    assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S  # a resize keeps the short span
+    # A remote host's timelines are not on disk: its whole span stays in memory.
+    assert app._new_history().tiers[-1].span_s == 4 * 3600.0
+
+
+@pytest.mark.parametrize(
+    ("spec", "on_disk", "folder"),
+    [
+        (SPEC, False, True),  # the store off
+        (SPEC, True, False),  # no store folder (memory only)
+        ("idle:gpus=h100*2", True, True),  # a simulation's made-up past is not in the store
+    ],
+)
+def test_without_the_past_on_disk_memory_holds_the_whole_span(
+    qapp, tmp_path: Path, spec: str, on_disk: bool, folder: bool
+) -> None:
+    from dataclasses import replace
+
+    from trayvml.config import Settings
+    from trayvml.ui.app import App
+
+    stored = (replace(Settings(), history_hours=12, history_on_disk=on_disk), "")
+    app = App(parse_spec(spec), 0.5, stored=stored, history_folder=tmp_path / "h" if folder else None)
+    assert app.local.history.tiers[-1].span_s == 12 * 3600.0
+
+
 def test_new_spans_and_size_cap_reach_the_running_writer(qtbot, tmp_path: Path) -> None:
     from dataclasses import replace
 

@@ -303,7 +303,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argparse.ArgumentParser]) -> None:
-    from trayvml.commands.serve import DEFAULT_ADDRESS, DEFAULT_PORT
+    from trayvml.prometheus import DEFAULT_ADDRESS, DEFAULT_PORT  # not commands.serve: prometheus-client
 
     serve = commands.add_parser(
         "serve", parents=parents, help=translate("cli", "serve the GPUs' metrics to Prometheus on /metrics")

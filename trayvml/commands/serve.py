@@ -9,14 +9,8 @@ from collections.abc import Callable
 from trayvml.core.clock import Ticker
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
-from trayvml.prometheus.exposition import (
-    DEFAULT_ADDRESS,
-    DEFAULT_PORT,
-    Exporter,
-    is_loopback,
-    load_web_config,
-    parse_listen,
-)
+from trayvml.prometheus import DEFAULT_ADDRESS, DEFAULT_PORT
+from trayvml.prometheus.exposition import Exporter, is_loopback, load_web_config, parse_listen
 
 log = logging.getLogger(__name__)
 

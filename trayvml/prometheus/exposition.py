@@ -30,14 +30,10 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
 from trayvml.core.sample import MetricState, Sample
+from trayvml.prometheus import DEFAULT_PORT
 
 log = logging.getLogger(__name__)
 
-# Outside 9100-9999 (Prometheus's exporter port list, full since 2023) and away from the GPU
-# exporters people already run: dcgm-exporter 9400, nvidia_gpu_exporter 9835, nvitop-exporter 8000.
-# 8729 spells TRAY on a phone keypad.
-DEFAULT_PORT = 8729
-DEFAULT_ADDRESS = "127.0.0.1"
 _GPU_LABELS = ["hostname", "uuid", "index"]
 MAX_CONNECTIONS = 16  # connections served at once, each on a thread of its own
 IDLE_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed (Prometheus sends at once)

@@ -30,7 +30,7 @@ from trayvml.monitor.pipeline import Monitor, Outcome
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.platform.autostart import Autostart, for_this_platform
 from trayvml.ui.instance import already_running, instance_name, listen
-from trayvml.ui.sampler import Sampler
+from trayvml.ui.sampler import Sampler, simulated_past
 from trayvml.ui.summary import SummaryWindow
 from trayvml.ui.translation import install_translators
 from trayvml.ui.tray import Tray
@@ -59,6 +59,10 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
     "no graphical desktop was found (no DISPLAY or WAYLAND_DISPLAY that answers), and the tray app "
     "needs one. In a terminal or over SSH, use `trayvml snapshot` or `trayvml log --csv FILE`.",
 )
+# This machine's memory span while the history on disk is written: the 1 s and 5 s tiers
+# (default_tiers) and the unpacked hour that the store's coarse tiers do not have yet. 12 h of 8 GPUs
+# in memory is about 13 MiB (benchmarks/README.md); 2 h is a sixth of its 30 s tier.
+MEMORY_WITH_STORE_S = 2 * 3600.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -116,6 +120,14 @@ class App(QObject):
         if stored is None:
             stored = store.load() if store is not None else (Settings(), "")
         loaded, self.settings_message = stored
+        # With the store written (from this start on, as the setting says), memory need not hold
+        # hours: ranges older than it are read from disk. A simulation's made-up past is not in the
+        # store, so it keeps the whole span in memory.
+        self._past_on_disk = (
+            history_folder is not None
+            and loaded.history_on_disk
+            and simulated_past(simulation, MEMORY_WITH_STORE_S) is None
+        )
         if interval_s is not None:  # --interval: in force, not saved until the settings are
             loaded = replace(loaded, sampling_interval_s=interval_s)
         self.model = SettingsModel(loaded, store)
@@ -127,14 +139,14 @@ class App(QObject):
         self._simulated = simulation is not None  # simulated GPUs' push failures are kept apart
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
         # This machine's pipeline; process lists are read only while someone asks for them.
-        self.local = Monitor(self.dispatcher, self.settings.alerts, self._new_history, processes_on_demand=True)
+        self.local = Monitor(self.dispatcher, self.settings.alerts, self._new_local_history, processes_on_demand=True)
         self.demand = Demand()
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(
             simulation,
             self.settings.sampling_interval_s,
             clock,
-            new_history=self._new_history,
+            new_history=self._new_local_history,
             open_recording=self._open_recording if history_folder is not None else None,
         )
         self.sampler.store_noted.connect(self._store_noted)
@@ -213,11 +225,20 @@ class App(QObject):
         if self.window is not None:
             self.window.store_note = note
 
-    def _new_history(self) -> History:
+    def _new_history(self, span_s: float | None = None) -> History:
+        """A remote host's timelines (nothing of theirs is on disk): the whole span in memory."""
         from trayvml.history.rings import default_tiers
         from trayvml.history.timeline import History
 
-        return History(default_tiers(self.settings.history_hours * 3600.0, self.settings.sampling_interval_s))
+        span_s = self.settings.history_hours * 3600.0 if span_s is None else span_s
+        return History(default_tiers(span_s, self.settings.sampling_interval_s))
+
+    def _new_local_history(self) -> History:
+        """This machine's timelines: with the store on, memory holds MEMORY_WITH_STORE_S and the
+        window reads older ranges from disk (History.disk). The store's coarse tiers have no fresh
+        hour (packed each UTC hour), so memory covers the hour being written and then some."""
+        span_s = self.settings.history_hours * 3600.0
+        return self._new_history(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
 
     def start(self) -> None:
         self._declare_demand()
@@ -464,7 +485,8 @@ class App(QObject):
         elif on and self.exporter is None:
             # Imported only when serving: prometheus-client and its HTTP server cost the idle tray memory.
             from trayvml.core.errors import TrayvmlError
-            from trayvml.prometheus.exposition import DEFAULT_ADDRESS, DEFAULT_PORT, Exporter
+            from trayvml.prometheus import DEFAULT_ADDRESS, DEFAULT_PORT
+            from trayvml.prometheus.exposition import Exporter
 
             try:
                 self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
@@ -473,7 +495,7 @@ class App(QObject):
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not).
-        self._use_history(self._new_history())
+        self._use_history(self._new_local_history())
 
     def _use_history(self, history: History) -> None:
         self.local.history = history

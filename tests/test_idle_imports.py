@@ -1,0 +1,81 @@
+"""The idle tray loads only what the tray needs: the window's libraries wait for the window.
+
+Measured in a fresh process (benchmarks/README.md, "What the idle tray's memory is made of"):
+pyqtgraph adds about 49 MiB to a PySide6 tray, prometheus-client and the HTTP, e-mail and TLS
+modules it brings about 10 MiB.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+IDLE_TRAY = textwrap.dedent(
+    """
+    import json, sys
+    from pathlib import Path
+
+    from trayvml.cli import build_parser
+
+    build_parser()  # what `trayvml` itself imports before the tray starts
+    from PySide6.QtCore import QEventLoop, QTimer
+    from PySide6.QtWidgets import QApplication
+
+    qt = QApplication([])
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    folder = Path(sys.argv[1])
+    app = App(
+        parse_spec("idle:gpus=h100*2,past=0"),
+        0.2,
+        tray_wait_s=3600,
+        store=SettingsStore(folder / "config.toml"),
+        history_folder=folder / "history",
+    )
+    assert app.settings.history_on_disk
+    seen = []
+    loop = QEventLoop()
+
+    def taken(sample):
+        seen.append(sample)
+        if len(seen) >= 3:
+            loop.quit()
+
+    app.sampler.sample_taken.connect(taken)
+    app.sampler.start()
+    QTimer.singleShot(30_000, loop.quit)  # bounded: a broken sampler fails the count below
+    loop.exec()
+    app.sampler.stop()
+    print(json.dumps({"samples": len(seen), "window": app.window is not None, "modules": sorted(sys.modules)}))
+    """
+)
+
+
+@pytest.fixture(scope="module")
+def idle_tray(tmp_path_factory: pytest.TempPathFactory) -> dict:
+    folder: Path = tmp_path_factory.mktemp("idle")
+    env = {**os.environ, "QT_QPA_PLATFORM": "offscreen", "XDG_RUNTIME_DIR": str(folder)}
+    result = subprocess.run(
+        [sys.executable, "-c", IDLE_TRAY, str(folder)], capture_output=True, text=True, timeout=90, env=env
+    )
+    assert result.returncode == 0, result.stderr
+    report = json.loads(result.stdout.strip().splitlines()[-1])
+    assert report["samples"] >= 3 and not report["window"]  # sampled, window never opened
+    return report
+
+
+def test_the_idle_tray_does_not_import_pyqtgraph(idle_tray: dict) -> None:
+    assert "pyqtgraph" not in idle_tray["modules"]  # about 49 MiB: loaded when the window opens
+
+
+def test_the_idle_tray_does_not_import_prometheus_client(idle_tray: dict) -> None:
+    # Only serving metrics (the setting, `trayvml serve`) or reading a remote exporter needs it.
+    assert "prometheus_client" not in idle_tray["modules"]
