@@ -79,3 +79,8 @@ def test_the_idle_tray_does_not_import_pyqtgraph(idle_tray: dict) -> None:
 def test_the_idle_tray_does_not_import_prometheus_client(idle_tray: dict) -> None:
     # Only serving metrics (the setting, `trayvml serve`) or reading a remote exporter needs it.
     assert "prometheus_client" not in idle_tray["modules"]
+
+
+def test_the_idle_tray_without_remote_hosts_imports_no_http_or_tls(idle_tray: dict) -> None:
+    # The remote readers (HTTP, TLS, SSH) load only where a remote host is configured: about 6 MiB.
+    assert not {"ssl", "http.client", "trayvml.remote.fetch", "trayvml.remote.ssh"} & set(idle_tray["modules"])

@@ -259,3 +259,23 @@ def test_a_remote_host_named_like_this_machine_is_told_apart(monkeypatch) -> Non
     assert tooltip_lines([twin])[0] == "ws-07 (remote: 10.0.0.7):"
     other = replace(twin, system=SystemInfo("dgx-01", "", "", ""))
     assert host_title(other) == "dgx-01"  # a name of its own needs nothing more
+
+
+def test_remote_hosts_removed_from_the_settings_leave_the_menu_and_nothing_reads_them(tmp_path: Path) -> None:
+    from trayvml.config import SettingsStore
+    from trayvml.core.sample import SystemInfo
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    app = App(parse_spec("idle"), store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path))
+    assert app.remotes is None and app.remote_hosts is None  # none configured: none made
+    app.apply_settings(replace(app.settings, remote_hosts=(closed_port_url(),)))
+    assert app.remotes is not None and app.remote_hosts is not None
+    source, _, _ = simulated_source("idle:gpus=rtx4090")
+    app.remote_hosts.show([replace(source.sample(), system=SystemInfo("dgx-01", "", "", ""))])
+    assert any(line.startswith("dgx-01") for line in app.tray.remote_lines)
+    app.apply_settings(replace(app.settings, remote_hosts=()))
+    assert app.remotes is None and app.remote_monitors is None
+    assert app.tray.remote_lines == [] and not [a for a in app.tray.menu.actions() if a.text() == "dgx-01"]
+    app._stop_remotes()

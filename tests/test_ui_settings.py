@@ -272,16 +272,21 @@ def test_the_history_spans_are_greyed_while_the_history_is_not_kept_on_disk(qtbo
 def test_the_icons_remote_hosts_apply_at_once(qtbot, tmp_path: Path) -> None:
     from dataclasses import replace
 
+    from tests.helpers import closed_port_url
     from trayvml.core.sample import SystemInfo
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.app import App
 
     app = App(
-        parse_spec("idle:gpus=h100"), store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path)
+        parse_spec("idle:gpus=h100"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(closed_port_url(),),  # a remote host configured (never read: the app is not started)
     )
     source, _, _ = simulated_source("idle:gpus=rtx4090*2")
     remote = source.sample()
     remote = replace(remote, system=SystemInfo("dgx-01", "570.86", "12.8", "12.570"))
+    assert app.remote_hosts is not None
     app.remote_hosts.samples = [remote]
     app.apply_settings(replace(Settings(), icon_remote_hosts=("gpu-box",)))
     assert app.tray.remote_icon_samples == []

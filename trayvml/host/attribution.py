@@ -28,8 +28,6 @@ import json
 import os
 import re
 import threading
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -65,6 +63,9 @@ Fetch = Callable[[str, str, float], bytes]
 
 
 def _fetch(url: str, token: str, timeout_s: float) -> bytes:
+    # Imported here: only a Jupyter kernel on a GPU needs HTTP (and its TLS), not the idle tray.
+    import urllib.request
+
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     # Jupyter servers listen on the local machine; a proxy from the environment must not see the token.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))

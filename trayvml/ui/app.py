@@ -419,6 +419,14 @@ class App(QObject):
     # ---- remote hosts and serving (issue 10) ----
     def _make_remote_hosts(self) -> None:
         """The remotes' readers (each on its own thread), their monitors, and their menu section."""
+        if not self.settings.remote_hosts and not self._remote_urls:
+            # None configured: their readers (HTTP, TLS, SSH) are not even imported, which the idle
+            # tray's memory shows (benchmarks/README.md).
+            self.remotes = self.remote_monitors = None
+            if self.remote_hosts is not None:  # there were some: their section goes
+                self.remote_hosts.show_hosts(False)
+                self.remote_hosts.show([])
+            return
         from trayvml.monitor.remotes import RemoteMonitors
         from trayvml.remote.source import Remotes
         from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
@@ -468,11 +476,13 @@ class App(QObject):
         self._send(outcome)
 
     def _remote_hosts_changed(self) -> None:
-        from trayvml.ui.remote_hosts import in_icon
+        if self.remote_hosts is None:  # none configured
+            self.tray.remote_lines, self.tray.remote_icon_samples = [], []
+        else:
+            from trayvml.ui.remote_hosts import in_icon
 
-        assert self.remote_hosts is not None
-        self.tray.remote_lines = self.remote_hosts.lines
-        self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
+            self.tray.remote_lines = self.remote_hosts.lines
+            self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
         self.tray.update(self.tray.sample)
         if self.host_choice is not None:
             self.host_choice.refresh_hosts()
