@@ -24,6 +24,7 @@ IDLE_TRAY = textwrap.dedent(
     from trayvml.cli import build_parser
 
     build_parser()  # what `trayvml` itself imports before the tray starts
+    import trayvml.ui  # first, as `trayvml` imports the tray: before PySide6
     from PySide6.QtCore import QEventLoop, QTimer
     from PySide6.QtWidgets import QApplication
 
@@ -54,7 +55,11 @@ IDLE_TRAY = textwrap.dedent(
     QTimer.singleShot(30_000, loop.quit)  # bounded: a broken sampler fails the count below
     loop.exec()
     app.sampler.stop()
-    print(json.dumps({"samples": len(seen), "window": app.window is not None, "modules": sorted(sys.modules)}))
+    import linecache
+
+    report = {"samples": len(seen), "window": app.window is not None, "modules": sorted(sys.modules)}
+    report["sources_kept"] = sorted(linecache.cache)
+    print(json.dumps(report))
     """
 )
 
@@ -84,3 +89,29 @@ def test_the_idle_tray_does_not_import_prometheus_client(idle_tray: dict) -> Non
 def test_the_idle_tray_without_remote_hosts_imports_no_http_or_tls(idle_tray: dict) -> None:
     # The remote readers (HTTP, TLS, SSH) load only where a remote host is configured: about 6 MiB.
     assert not {"ssl", "http.client", "trayvml.remote.fetch", "trayvml.remote.ssh"} & set(idle_tray["modules"])
+
+
+def test_the_idle_tray_keeps_no_module_sources(idle_tray: dict) -> None:
+    # PySide6 reads every module's source to see whether it uses PySide6 (PYSIDE-2029); through
+    # inspect that left 9 MiB of lines in linecache for the life of the tray.
+    # Only what shiboken6 imports before the check is in place (enum, itself) may be read; 140 files were.
+    kept = idle_tray["sources_kept"]
+    assert not [path for path in kept if "/trayvml/" in path or "/numpy/" in path], kept
+    assert len(kept) <= 3, kept
+
+
+def test_the_pyside_check_still_tells_modules_apart(tmp_path: Path) -> None:
+    import types
+
+    from trayvml.ui import _uses_pyside
+
+    with_qt, without = tmp_path / "with_qt.py", tmp_path / "without.py"
+    with_qt.write_text("from PySide6.QtCore import QObject\n")
+    without.write_text("import json\n")
+    modules = {}
+    for path in (with_qt, without):
+        module = types.ModuleType(path.stem)
+        module.__file__ = str(path)
+        modules[path.stem] = module
+    assert _uses_pyside(modules["with_qt"]) and not _uses_pyside(modules["without"])
+    assert not _uses_pyside(types.ModuleType("builtin_like"))  # no file: as PySide6 itself says
