@@ -191,3 +191,37 @@ def test_the_running_app_takes_changed_destinations_and_says_a_failing_one_in_th
     assert app.push is None and isinstance(app.notifier, NoNotifier)
     app.sampler.stop()
     app.tray.icon.hide()
+
+
+def test_desktop_notifications_off_still_pushes(qtbot, tmp_path) -> None:
+    from tests.test_push import CRITICAL_NOTICE
+    from trayvml.config import SettingsStore
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.platform.notifiers import NoNotifier
+
+    class Kept(NoNotifier):
+        def __init__(self) -> None:
+            self.titles: list[str] = []
+
+        def notify(self, notice) -> None:
+            self.titles.append(notice.title)
+
+    from trayvml.ui.app import App
+
+    app = App(None, store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path))
+    desktop, push = Kept(), Kept()
+    app._use_notifier(desktop)
+    app.apply_settings(replace(app.settings, notifications=False))
+    assert not app.dispatcher.notifications_on  # nowhere to go: the Alerts tab says "notifications are off"
+    app.apply_settings(replace(app.settings, push=(NTFY,)))  # a destination: alerts go somewhere again
+    app.push.close()
+    app.push = push  # type: ignore[assignment] - stands for the destinations' notifier, to see what it gets
+    app._combine_notifiers()
+    assert app.dispatcher.notifications_on
+    app.notifier.notify(CRITICAL_NOTICE)
+    assert push.titles == [CRITICAL_NOTICE.title] and desktop.titles == []  # the phone hears, the desktop not
+    app.apply_settings(replace(app.settings, notifications=True))
+    app.notifier.notify(CRITICAL_NOTICE)
+    assert desktop.titles == [CRITICAL_NOTICE.title] and len(push.titles) == 2
+    app.sampler.stop()
+    app.tray.icon.hide()

@@ -137,7 +137,7 @@ class App(QObject):
         self._desktop_notifier: Notifier | None = None  # made on a thread of its own at start
         self.push: PushNotifier | None = None
         self._simulated = simulation is not None  # simulated GPUs' push failures are kept apart
-        self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self.settings.notifications)
+        self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self._notifications_wanted())
         # This machine's pipeline; process lists are read only while someone asks for them.
         self.local = Monitor(self.dispatcher, self.settings.alerts, self._new_local_history, processes_on_demand=True)
         self.demand = Demand()
@@ -297,15 +297,24 @@ class App(QObject):
             self.push = PushNotifier(self.settings.push, status_file=default_status_file(self._simulated))
         self._combine_notifiers()
 
+    def _notifications_wanted(self) -> bool:
+        """Whether alerts go anywhere: "Desktop notifications" off stops the desktop's alone, so
+        push destinations still hear of them."""
+        return self.settings.notifications or bool(self.settings.push)
+
     def _combine_notifiers(self) -> None:
+        self.dispatcher.notifications_on = self._notifications_wanted()
         if self._desktop_notifier is None:
             return  # until the desktop's is ready, the dispatcher holds alerts back
-        if self.push is None:
-            self.notifier = self._desktop_notifier
-        else:
+        targets = [self._desktop_notifier] if self.settings.notifications else []
+        if self.push is not None:
+            targets.append(self.push)
+        if len(targets) == 1:
+            self.notifier = targets[0]
+        else:  # both, or none (then the dispatcher sends nothing: notifications_on is off)
             from trayvml.platform.notifiers import FanOutNotifier
 
-            self.notifier = FanOutNotifier([self._desktop_notifier, self.push])
+            self.notifier = FanOutNotifier(targets)
 
     def _use_notifier(self, notifier: Notifier) -> None:
         self._desktop_notifier = notifier
@@ -371,7 +380,7 @@ class App(QObject):
         watch(("remote_hosts", "sampling_interval_s"), lambda s: self._restart_remotes())
         watch("serve_metrics", lambda s: self._serve(s.serve_metrics))
         watch("alerts", self._alerts_changed)
-        watch("notifications", lambda s: setattr(self.dispatcher, "notifications_on", s.notifications))
+        watch("notifications", lambda s: self._combine_notifiers())
         watch("push", lambda s: self._use_push())
         watch("sampling_interval_s", lambda s: self.sampler.set_interval(s.sampling_interval_s))
         watch(("history_hours", "sampling_interval_s"), lambda s: self._resize_history())
