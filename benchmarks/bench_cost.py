@@ -114,6 +114,9 @@ def tools(gpus: int, folder: Path) -> dict[str, tuple[list[str], bool]]:
         ], False),
         "gpustat --interval 1": ([*simulated, "gpustat", "--interval", "1"], True),
         "nvitop --monitor --interval 1": ([*simulated, "nvitop", "--monitor", "--interval", "1"], True),
+        "nvitop --monitor full --interval 1 (P14's peer)": (
+            [*simulated, "nvitop", "--monitor", "full", "--interval", "1"], True
+        ),
     }  # fmt: skip
 
 
@@ -131,12 +134,34 @@ def tray_idle(gpus: int, seconds: float) -> tuple[float, float]:
         return measure(command, seconds, env=stack.env)
 
 
+def window_open(gpus: int, seconds: float) -> tuple[float, float]:
+    """The tray with its graph window open on the first page (every metric), brought forward by a
+    second start as the launcher does: CPU and RSS over ``seconds`` after SETTLE_S."""
+    from tests.desktop import DesktopStack, wait_until
+
+    with DesktopStack("sni", notifications=False) as stack:
+        command = [sys.executable, "-m", "trayvml", f"--simulate={_spec(gpus)}"]
+        process = subprocess.Popen(command, env=stack.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            wait_until(lambda: bool(stack.sni_items()), timeout_s=30, what="the tray item")
+            subprocess.run(command, env=stack.env, timeout=30, capture_output=True, check=True)  # shows the window
+            watched = psutil.Process(process.pid)
+            time.sleep(SETTLE_S)
+            before = _tree_cpu_s(watched)
+            time.sleep(seconds)
+            return (_tree_cpu_s(watched) - before) / seconds * 100, _python_rss_mib(watched)
+        finally:
+            process.terminate()
+            process.wait(10)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--gpus", type=int, default=8)
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-tray", action="store_true", help="skip the tray (no desktop stack here)")
+    parser.add_argument("--window", action="store_true", help="the tray's window open against nvitop full (P14)")
     args = parser.parse_args()
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
@@ -145,6 +170,8 @@ def main() -> None:
                 results.setdefault(name, []).append(measure(command, args.seconds, terminal=terminal))
             if not args.no_tray:
                 results.setdefault("trayvml tray, window closed", []).append(tray_idle(args.gpus, args.seconds))
+            if args.window:
+                results.setdefault("trayvml window open (P14)", []).append(window_open(args.gpus, args.seconds))
     cpu = {name: statistics.median(c for c, _ in runs) for name, runs in results.items()}
     rss = {name: statistics.median(r for _, r in runs) for name, runs in results.items()}
     peers = [cpu[name] for name in cpu if not name.startswith("trayvml")]
