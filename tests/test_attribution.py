@@ -132,6 +132,16 @@ def test_the_slurm_job_comes_from_the_environment_where_the_cgroup_does_not_say(
     assert attributor.attribute(11).slurm_job == ""
 
 
+def test_a_slurm_jobs_name_comes_from_its_own_environment(tmp_path: Path) -> None:
+    proc = FakeProc(tmp_path)
+    slurm_v2 = CGROUPS["slurm v2"][0]
+    proc.add(10, cgroup=slurm_v2, environ={"SLURM_JOB_ID": "3385", "SLURM_JOB_NAME": "train_llm"})
+    proc.add(11, cgroup=slurm_v2, environ={"SLURM_JOB_ID": "9999", "SLURM_JOB_NAME": "another"})  # not its job's
+    attributor = Attributor(tmp_path)
+    assert (attributor.attribute(10).slurm_job, attributor.attribute(10).slurm_job_name) == ("3385", "train_llm")
+    assert (attributor.attribute(11).slurm_job, attributor.attribute(11).slurm_job_name) == ("3385", "")
+
+
 def test_a_process_under_tmux_names_the_session_and_its_tree_root(tmp_path: Path) -> None:
     proc = FakeProc(tmp_path)
     proc.add(500, ppid=1, comm="tmux: server", session=500)
@@ -395,3 +405,45 @@ def test_notifications_name_the_notebook_or_container() -> None:
     processes = _attributed_sample().gpus[0].processes
     assert process_words(processes[0]).startswith("notebook exp/train.ipynb: ")
     assert process_words(processes[1]).startswith(f"container {HEX[:12]}: ")
+    slurm = Attribution(slurm_job="3385", slurm_job_name="train_llm", job="3385", job_kind="slurm")
+    unit = Attribution(unit="llm-server.service", job="llm-server.service", job_kind="unit")
+    assert process_words(replace(processes[0], attribution=slurm)).startswith("Slurm job 3385 (train_llm): ")
+    assert process_words(replace(processes[0], attribution=unit)).startswith("systemd unit llm-server.service: ")
+
+
+@pytest.mark.parametrize(
+    ("cgroup", "environ", "named"),
+    [
+        ("slurm v2", {"SLURM_JOB_ID": "3385", "SLURM_JOB_NAME": "train_llm"}, "Slurm job 3385 (train_llm)"),
+        ("slurm v1", {}, "Slurm job 3385"),
+        ("systemd system service", {}, "systemd unit llm-server.service"),
+    ],
+)
+def test_a_finished_job_is_named_with_its_gpu_duration_and_energy(
+    cgroup: str, environ: dict[str, str], named: str, tmp_path: Path
+) -> None:
+    """The job-finished notice's first line names the Slurm job or unit the busy processes ran in
+    (their attribution read from a /proc tree as Slurm and systemd write it)."""
+    from tests.test_monitor import ALL_OFF, WITH_PROCESSES, _ready_dispatcher
+    from trayvml.alerts.engine import AlertSettings
+    from trayvml.alerts.rules import JobSettings
+    from trayvml.history.timeline import History
+    from trayvml.monitor.pipeline import Monitor
+
+    proc = FakeProc(tmp_path)
+    proc.add(4200, cgroup=CGROUPS[cgroup][0], environ=environ)
+    job = Attributor(tmp_path).attribute(4200)
+    job_only = AlertSettings(rules={**ALL_OFF, "job_finished": JobSettings(True, 50.0, 60.0, 5.0, 30.0)})
+    source, clock, _ = simulated_source("training:gpus=h100,start=6300")  # the job ends at 6600 s
+    monitor = Monitor(_ready_dispatcher(), job_only, History, processes_on_demand=True)
+    notices = []
+    for _ in range(80):
+        sample = source.sample(WITH_PROCESSES)
+        gpus = tuple(
+            replace(gpu, processes=tuple(replace(p, attribution=job) for p in gpu.processes)) for gpu in sample.gpus
+        )
+        notices += monitor.take(replace(sample, gpus=gpus)).notices
+        clock.advance_s(5.0)
+    (notice,) = notices
+    first = next(line for line in notice.body.splitlines() if " finished on GPU " in line)
+    assert first.startswith(f"{named} finished on GPU 0 after ") and first.endswith(" Wh."), first

@@ -191,6 +191,8 @@ class Attributor:
         slurm = slurm_job_in(cgroup) or environ.get("SLURM_JOB_ID", "").strip()
         if not slurm.isdigit():
             slurm = ""  # an environment says anything; a job id is a number
+        # Its name only from the job's own environment (a process started elsewhere may carry another's).
+        slurm_name = environ.get("SLURM_JOB_NAME", "") if slurm and environ.get("SLURM_JOB_ID") == slurm else ""
         unit = unit_in(cgroup)
         session, root = self._tree(pid, stat, environ)
         notebook = self._notebook(pid, environ)
@@ -198,6 +200,7 @@ class Attributor:
             container=clean(container),
             runtime=runtime,
             slurm_job=slurm,
+            slurm_job_name=clean(slurm_name),
             unit=clean(unit),
             session=clean(session),
             notebook=clean(notebook),

@@ -10,11 +10,10 @@ one notice. What shows them (tray, window, notifier) is the caller's business.
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from trayvml.alerts.details import PROCESS_RULES, alert_details, processes_line
+from trayvml.alerts.details import PROCESS_RULES, alert_details, biggest_named_job, processes_line
 from trayvml.alerts.dispatch import Dispatcher, Outgoing
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.grouping import GROUP, Grouper, Notice
@@ -138,10 +137,10 @@ class Monitor:
         seen = self._last_seen.get(event.gpu_index)
         details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
         if event.rule == "job_finished":
-            energy = ""
-            if not math.isnan(event.value):
-                energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
             busy = self.busy_processes.pop(event.gpu_index, ())
+            # "Slurm job 4242 (train_llm) finished on GPU 0 after 3 h 12 min, 54.1 Wh." where its job has a name.
+            named = biggest_named_job(busy)
+            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value, named)
             gpu = sample.gpu(event.gpu_index)
             ran = "" if gpu is None else processes_line(replace(gpu, processes=busy), _it_was_running())
             return "\n".join(part for part in (energy, ran, details) if part)
