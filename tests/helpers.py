@@ -8,6 +8,7 @@ import signal
 import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS
@@ -172,3 +173,105 @@ def default_sigint() -> None:
     """A child's preexec_fn: Ctrl-C ends it even where the test run ignores SIGINT (started with
     nohup or in the background), which a child would otherwise inherit."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+class JupyterServer:
+    """A real Jupyter server (jupyter_server) on a free local port, with folders of its own under
+    ``folder``, and a way to open a notebook session with a real ipykernel. A context manager: the
+    server (and with it its kernels) ends on leaving."""
+
+    def __init__(self, folder: Path, token: str = "s3cret-token") -> None:
+        import os
+        import socket
+        import sys
+
+        self.runtime, self.root, self.token = folder / "runtime", folder / "notebooks", token
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        self.base = f"http://127.0.0.1:{port}/"
+        self.environment = {
+            **os.environ,
+            "JUPYTER_RUNTIME_DIR": str(self.runtime),
+            "JUPYTER_CONFIG_DIR": str(folder / "config"),
+            "JUPYTER_DATA_DIR": str(folder / "data"),
+            "IPYTHONDIR": str(folder / "ipython"),
+            "JUPYTER_PLATFORM_DIRS": "1",
+        }
+        self.command = [
+            sys.executable,
+            "-m",
+            "jupyter_server",
+            "--no-browser",
+            f"--port={port}",
+            "--ServerApp.ip=127.0.0.1",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={self.root}",
+            *(["--allow-root"] if os.getuid() == 0 else []),  # containers that run tests as root
+        ]
+        self.server: subprocess.Popen | None = None
+
+    def __enter__(self) -> JupyterServer:
+        import time
+
+        (self.root / "exp").mkdir(parents=True, exist_ok=True)
+        self.server = subprocess.Popen(
+            self.command, env=self.environment, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while not list(self.runtime.glob("jpserver-*.json")):
+                assert self.server.poll() is None and time.monotonic() < deadline, "the Jupyter server did not start"
+                time.sleep(0.05)
+        except BaseException:
+            end_process(self.server, wait_s=10)
+            raise
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        if self.server is not None:
+            end_process(self.server, wait_s=10)
+
+    def api(self, path: str, body: dict[str, object] | None = None, method: str = "") -> object:
+        import json
+        import urllib.request
+
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            self.base + path,
+            data=data,
+            method=method or ("GET" if body is None else "POST"),
+            headers={"Authorization": f"token {self.token}"},
+        )
+        with urllib.request.urlopen(request, timeout=10) as answer:
+            text = answer.read()
+        return json.loads(text) if text else None
+
+    def open_notebook(self, path: str) -> tuple[str, int]:
+        """(kernel id, kernel PID) of a new session of the notebook ``path`` with a python3 kernel."""
+        import time
+
+        session = self.api("api/sessions", {"path": path, "type": "notebook", "kernel": {"name": "python3"}})
+        assert isinstance(session, dict)
+        kernel_id = session["kernel"]["id"]
+        deadline = time.monotonic() + 60
+        kernel_pid = 0
+        while not kernel_pid:
+            assert time.monotonic() < deadline, "the kernel did not start"
+            kernel_pid = self.kernel_pid(kernel_id)
+            time.sleep(0.05)
+        return kernel_id, kernel_pid
+
+    def kernel_pid(self, kernel_id: str) -> int:
+        """The server's child whose command line names the kernel's connection file (only the
+        test's own children are read: the server's /proc/PID/task/*/children lists)."""
+        assert self.server is not None
+        for children in Path(f"/proc/{self.server.pid}/task").glob("*/children"):
+            for pid in children.read_text().split():
+                try:
+                    command = Path(f"/proc/{pid}/cmdline").read_text()
+                except OSError:
+                    continue
+                if f"kernel-{kernel_id}.json" in command:
+                    return int(pid)
+        return 0

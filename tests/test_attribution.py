@@ -10,14 +10,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import closed_port_url, end_process, simulated_source
+from tests.helpers import JupyterServer, closed_port_url, simulated_source
 from trayvml.alerts.details import process_words
 from trayvml.commands.report import json_snapshot, text_snapshot
 from trayvml.core.sample import Attribution, ProcessSample, Sample
@@ -130,6 +128,16 @@ def test_the_slurm_job_comes_from_the_environment_where_the_cgroup_does_not_say(
     attributor = Attributor(tmp_path)
     assert (attributor.attribute(10).slurm_job, attributor.attribute(10).job_kind) == ("77123", "slurm")
     assert attributor.attribute(11).slurm_job == ""
+
+
+def test_a_slurm_jobs_name_comes_from_its_own_environment(tmp_path: Path) -> None:
+    proc = FakeProc(tmp_path)
+    slurm_v2 = CGROUPS["slurm v2"][0]
+    proc.add(10, cgroup=slurm_v2, environ={"SLURM_JOB_ID": "3385", "SLURM_JOB_NAME": "train_llm"})
+    proc.add(11, cgroup=slurm_v2, environ={"SLURM_JOB_ID": "9999", "SLURM_JOB_NAME": "another"})  # not its job's
+    attributor = Attributor(tmp_path)
+    assert (attributor.attribute(10).slurm_job, attributor.attribute(10).slurm_job_name) == ("3385", "train_llm")
+    assert (attributor.attribute(11).slurm_job, attributor.attribute(11).slurm_job_name) == ("3385", "")
 
 
 def test_a_process_under_tmux_names_the_session_and_its_tree_root(tmp_path: Path) -> None:
@@ -252,87 +260,14 @@ def test_a_stale_server_file_is_not_asked(tmp_path: Path) -> None:
     assert asked == []
 
 
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-def _api(base: str, path: str, token: str, body: dict[str, object] | None = None) -> object:
-    data = None if body is None else json.dumps(body).encode()
-    request = urllib.request.Request(
-        base + path, data=data, method="GET" if body is None else "POST", headers={"Authorization": f"token {token}"}
-    )
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return json.loads(answer.read())
-
-
 def test_a_real_jupyter_kernel_is_attributed_to_its_notebook(tmp_path: Path) -> None:
     pytest.importorskip("jupyter_server", reason="jupyter_server is in the test extra: pip install -e .[test]")
     pytest.importorskip("ipykernel", reason="ipykernel is in the test extra: pip install -e .[test]")
-    runtime, root, token, port = tmp_path / "runtime", tmp_path / "notebooks", "s3cret-token", _free_port()
-    (root / "exp").mkdir(parents=True)
-    environment = {
-        **os.environ,
-        "JUPYTER_RUNTIME_DIR": str(runtime),
-        "JUPYTER_CONFIG_DIR": str(tmp_path / "config"),
-        "JUPYTER_DATA_DIR": str(tmp_path / "data"),
-        "IPYTHONDIR": str(tmp_path / "ipython"),
-        "JUPYTER_PLATFORM_DIRS": "1",
-    }
-    server = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "jupyter_server",
-            "--no-browser",
-            f"--port={port}",
-            "--ServerApp.ip=127.0.0.1",
-            f"--IdentityProvider.token={token}",
-            f"--ServerApp.root_dir={root}",
-            *(["--allow-root"] if os.getuid() == 0 else []),  # containers that run tests as root
-        ],
-        env=environment,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + 60
-        while not list(runtime.glob("jpserver-*.json")):
-            assert server.poll() is None and time.monotonic() < deadline, "the Jupyter server did not start"
-            time.sleep(0.05)
-        session = _api(
-            base, "api/sessions", token, {"path": "exp/train.ipynb", "type": "notebook", "kernel": {"name": "python3"}}
-        )
-        assert isinstance(session, dict)
-        kernel_id = session["kernel"]["id"]
-        kernel_pid = 0
-        while not kernel_pid:
-            assert time.monotonic() < deadline, "the kernel did not start"
-            kernel_pid = _kernel_pid(server.pid, kernel_id)
-            time.sleep(0.05)
+    with JupyterServer(tmp_path) as jupyter:
+        _, kernel_pid = jupyter.open_notebook("exp/train.ipynb")
         # No extra runtime folders: the kernel's connection file says where its server's file is.
         found = Attributor(Path("/proc"), wait_s=5.0).attribute(kernel_pid)
         assert (found.notebook, found.job_kind, found.job) == ("exp/train.ipynb", "notebook", "exp/train.ipynb")
-    finally:
-        end_process(server, wait_s=10)
-
-
-def _kernel_pid(server_pid: int, kernel_id: str) -> int:
-    """The server's child whose command line names the kernel's connection file (only the test's
-    own children are read: the kernel's /proc/PID/task/*/children lists)."""
-    for children in Path(f"/proc/{server_pid}/task").glob("*/children"):
-        for pid in children.read_text().split():
-            try:
-                command = Path(f"/proc/{pid}/cmdline").read_text()
-            except OSError:
-                continue
-            if f"kernel-{kernel_id}.json" in command:
-                return int(pid)
-    return 0
 
 
 # ---- where it shows: snapshot, serve, notifications ----
@@ -395,3 +330,45 @@ def test_notifications_name_the_notebook_or_container() -> None:
     processes = _attributed_sample().gpus[0].processes
     assert process_words(processes[0]).startswith("notebook exp/train.ipynb: ")
     assert process_words(processes[1]).startswith(f"container {HEX[:12]}: ")
+    slurm = Attribution(slurm_job="3385", slurm_job_name="train_llm", job="3385", job_kind="slurm")
+    unit = Attribution(unit="llm-server.service", job="llm-server.service", job_kind="unit")
+    assert process_words(replace(processes[0], attribution=slurm)).startswith("Slurm job 3385 (train_llm): ")
+    assert process_words(replace(processes[0], attribution=unit)).startswith("systemd unit llm-server.service: ")
+
+
+@pytest.mark.parametrize(
+    ("cgroup", "environ", "named"),
+    [
+        ("slurm v2", {"SLURM_JOB_ID": "3385", "SLURM_JOB_NAME": "train_llm"}, "Slurm job 3385 (train_llm)"),
+        ("slurm v1", {}, "Slurm job 3385"),
+        ("systemd system service", {}, "systemd unit llm-server.service"),
+    ],
+)
+def test_a_finished_job_is_named_with_its_gpu_duration_and_energy(
+    cgroup: str, environ: dict[str, str], named: str, tmp_path: Path
+) -> None:
+    """The job-finished notice's first line names the Slurm job or unit the busy processes ran in
+    (their attribution read from a /proc tree as Slurm and systemd write it)."""
+    from tests.test_monitor import ALL_OFF, WITH_PROCESSES, _ready_dispatcher
+    from trayvml.alerts.engine import AlertSettings
+    from trayvml.alerts.rules import JobSettings
+    from trayvml.history.timeline import History
+    from trayvml.monitor.pipeline import Monitor
+
+    proc = FakeProc(tmp_path)
+    proc.add(4200, cgroup=CGROUPS[cgroup][0], environ=environ)
+    job = Attributor(tmp_path).attribute(4200)
+    job_only = AlertSettings(rules={**ALL_OFF, "job_finished": JobSettings(True, 50.0, 60.0, 5.0, 30.0)})
+    source, clock, _ = simulated_source("training:gpus=h100,start=6300")  # the job ends at 6600 s
+    monitor = Monitor(_ready_dispatcher(), job_only, History, processes_on_demand=True)
+    notices = []
+    for _ in range(80):
+        sample = source.sample(WITH_PROCESSES)
+        gpus = tuple(
+            replace(gpu, processes=tuple(replace(p, attribution=job) for p in gpu.processes)) for gpu in sample.gpus
+        )
+        notices += monitor.take(replace(sample, gpus=gpus)).notices
+        clock.advance_s(5.0)
+    (notice,) = notices
+    first = next(line for line in notice.body.splitlines() if " finished on GPU " in line)
+    assert first.startswith(f"{named} finished on GPU 0 after ") and first.endswith(" Wh."), first

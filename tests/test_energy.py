@@ -104,6 +104,10 @@ def test_job_finished_text_and_formats() -> None:
         meter.update(gpu_sample(k, power_w=753.0))
     end_s = 3 * 3600 + 12 * 60
     assert job_energy_text(meter, 0, end_s, end_s) == "2.41 kWh on GPU 0 over 3 h 12 min."
+    named = job_energy_text(meter, 0, end_s, end_s, "Slurm job 4242 (train_llm)")
+    assert named == "Slurm job 4242 (train_llm) finished on GPU 0 after 3 h 12 min, 2.41 kWh."
+    assert job_energy_text(meter, 0, end_s, NAN, "unit train.service") == "unit train.service finished on GPU 0."
+    assert job_energy_text(meter, 0, end_s, NAN) == ""
     assert (format_energy(312.4), format_energy(4.21), format_energy(NAN)) == ("312 Wh", "4.2 Wh", "–")
 
 
@@ -201,9 +205,12 @@ def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, 
             clock.advance_s(5)
         [(title, body)] = [sent for sent in recorder.sent if "job finished" in sent[0]]
         assert title == "GPU 0 H100: job finished after 5 min (idle now)"
-        [energy] = [line for line in body.splitlines() if " Wh on GPU" in line]
-        wh = float(energy.split(" Wh")[0])
-        assert 40 < wh < 70 and energy.endswith(" on GPU 0 over 5 min.")  # ~600 W for 5 min, then idle
+        # The simulated trainer runs in a container: the line names it.
+        [energy] = [line for line in body.splitlines() if " finished on GPU" in line]
+        lead = "container 3f2a9c1b7e4d finished on GPU 0 after 5 min, "
+        assert energy.startswith(lead) and energy.endswith(" Wh."), energy
+        wh = float(energy.removeprefix(lead).split(" Wh")[0])
+        assert 40 < wh < 70  # ~600 W for 5 min, then idle
     finally:
         source.close()
         app.stop()

@@ -279,3 +279,48 @@ def test_remote_hosts_removed_from_the_settings_leave_the_menu_and_nothing_reads
     assert app.remotes is None and app.remote_monitors is None
     assert app.tray.remote_lines == [] and not [a for a in app.tray.menu.actions() if a.text() == "dgx-01"]
     app._stop_remotes()
+
+
+def _scraped(text: str, url: str) -> list:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from trayvml.remote.dialects import Point, to_samples
+
+    points = [Point(s.name, s.labels, s.value) for f in text_string_to_metric_families(text) for s in f.samples]
+    return to_samples(points, "fallback", url, 0.0)
+
+
+def test_a_remote_hosts_tooltip_and_menu_name_its_biggest_job_where_it_serves_jobs(qapp) -> None:
+    """trayvml serve names each process's job: the remote GPU's line says it as this machine's do.
+    An exporter that names no jobs (nvidia_gpu_exporter) gets no job line, not a bare PID; a kind
+    trayvml does not know is not shown either."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from tests.helpers import run_ticks
+    from tests.test_remote import NVIDIA_GPU_EXPORTER
+    from trayvml.prometheus.exposition import SampleCollector
+    from trayvml.ui.remote_hosts import tooltip_lines
+
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800", host=True)
+    served = run_ticks(source, clock, 2)
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SampleCollector(lambda: served, hostname="dgx-01"))
+    text = generate_latest(registry).decode()
+    (dgx,) = _scraped(text, "http://dgx-01:8729")
+    (smi,) = _scraped(NVIDIA_GPU_EXPORTER, "http://box:9835")
+    assert smi.gpus[0].processes  # it does list a process, with no job
+    lines = tooltip_lines([dgx, smi])
+    gpu_row = next(k for k, line in enumerate(lines) if line.startswith("  0 "))
+    assert lines[gpu_row + 1].startswith("     container 3f2a9c1b7e4d (") and "GiB" in lines[gpu_row + 1]
+    box = lines.index("fallback:")  # nvidia_gpu_exporter names no host: the one given
+    assert len(lines[box + 1 :]) == 1 and "pid" not in lines[box + 1].lower()  # its GPU's line, no job beneath
+    tray = Tray()
+    view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
+    view.show_hosts(True)
+    view.show([dgx, smi])
+    menus = [a.menu() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"]
+    served_rows, smi_rows = ([a.text() for a in menu.actions()] for menu in menus)
+    assert served_rows[0].endswith(" · container 3f2a9c1b7e4d"), served_rows
+    assert smi_rows == ["0 RTX 2080 SUPER 42% · 1/8 GiB · 34°C"]  # its GPU's row, no job after it
+    forged = text.replace('kind="container"', 'kind="<b>made up</b>"')
+    assert "container" not in "\n".join(tooltip_lines(_scraped(forged, "http://dgx-01:8729")))

@@ -685,12 +685,48 @@
 <context>
     <name>ProcessesPage</name>
     <message>
+        <source>an unknown amount</source>
+        <translation>数量未知的</translation>
+    </message>
+    <message>
+        <source>GPU {gpu} is not idle now (or its utilization is unknown).</source>
+        <translation>GPU {gpu} 现在并不空闲（或其利用率未知）。</translation>
+    </message>
+    <message>
+        <source>GPU {gpu} has been idle for at least {idle} (since trayvml started).</source>
+        <translation>GPU {gpu} 已空闲至少 {idle}（自 trayvml 启动起）。</translation>
+    </message>
+    <message>
+        <source>GPU {gpu} has been idle for {idle}.</source>
+        <translation>GPU {gpu} 已空闲 {idle}。</translation>
+    </message>
+    <message>
+        <source>Shut down the kernel of notebook {notebook}?
+
+It holds {memory} of GPU {gpu}&apos;s memory. {state}
+
+What the kernel holds (variables, a loaded model) is lost; the notebook file stays as last saved.</source>
+        <translation>关闭笔记本 {notebook} 的内核？
+
+它占用 GPU {gpu} 的 {memory} 显存。{state}
+
+内核中的内容（变量、已加载的模型）将丢失；笔记本文件保持上次保存的状态。</translation>
+    </message>
+    <message>
+        <source>PID {pid} is no longer the kernel of a notebook of yours that a running Jupyter server of yours knows: nothing was shut down.</source>
+        <translation>PID {pid} 已不再是您正在运行的 Jupyter 服务器所知的、属于您的笔记本的内核：未关闭任何内核。</translation>
+    </message>
+    <message>
         <source>End process {pid} ({name})…</source>
         <translation>结束进程 {pid}（{name}）…</translation>
     </message>
     <message>
         <source>Only your own processes, on this computer, can be ended from here</source>
         <translation>在这里只能结束本机上你自己的进程</translation>
+    </message>
+    <message>
+        <source>Shut down kernel of {notebook}…</source>
+        <translation>关闭 {notebook} 的内核…</translation>
     </message>
     <message>
         <source>End process {pid} ({name})?
@@ -2110,6 +2146,18 @@ It is sent SIGTERM, as kill does.</source>
 <context>
     <name>energy</name>
     <message>
+        <source>{job} finished on GPU {gpu} after {duration}, {energy}.</source>
+        <translation>{job} 在 GPU {gpu} 上运行 {duration} 后结束，耗电 {energy}。</translation>
+    </message>
+    <message>
+        <source>{job} finished on GPU {gpu} after {duration}.</source>
+        <translation>{job} 在 GPU {gpu} 上运行 {duration} 后结束。</translation>
+    </message>
+    <message>
+        <source>{job} finished on GPU {gpu}.</source>
+        <translation>{job} 已在 GPU {gpu} 上结束。</translation>
+    </message>
+    <message>
         <source>{energy} on GPU {gpu} over {duration}.</source>
         <translation>GPU {gpu} 在 {duration} 内消耗 {energy}。</translation>
     </message>
@@ -2234,6 +2282,29 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>pid {pid}</source>
         <translation>PID {pid}</translation>
+    </message>
+</context>
+<context>
+    <name>jupyter</name>
+    <message>
+        <source>The kernel of {notebook} is already gone from its Jupyter server.</source>
+        <translation>{notebook} 的内核已不在其 Jupyter 服务器上。</translation>
+    </message>
+    <message>
+        <source>The Jupyter server at {server} refused to shut the kernel down (HTTP {code}): it does not accept the token in its runtime file.</source>
+        <translation>位于 {server} 的 Jupyter 服务器拒绝关闭该内核（HTTP {code}）：它不接受其运行时文件中的令牌。</translation>
+    </message>
+    <message>
+        <source>The Jupyter server at {server} answered HTTP {code}: the kernel was not shut down.</source>
+        <translation>位于 {server} 的 Jupyter 服务器返回 HTTP {code}：内核未被关闭。</translation>
+    </message>
+    <message>
+        <source>The Jupyter server at {server} did not answer within {seconds} s: the kernel may still run.</source>
+        <translation>位于 {server} 的 Jupyter 服务器在 {seconds} 秒内未应答：内核可能仍在运行。</translation>
+    </message>
+    <message>
+        <source>The Jupyter server at {server} no longer answers ({reason}): the kernel was not shut down.</source>
+        <translation>位于 {server} 的 Jupyter 服务器已不再应答（{reason}）：内核未被关闭。</translation>
     </message>
 </context>
 <context>
@@ -2821,6 +2892,10 @@ For {duration} now.</source>
     <message>
         <source>Snooze 1 h</source>
         <translation>1 小时内不再提醒</translation>
+    </message>
+    <message>
+        <source>Shut down kernel…</source>
+        <translation>关闭内核…</translation>
     </message>
 </context>
 <context>

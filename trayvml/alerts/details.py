@@ -7,13 +7,14 @@ process's name or user cannot be read, the words say why.
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.core.formatting import clock_event_reason_names
 from trayvml.core.i18n import translate
 from trayvml.core.lines import gpu_line
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample
+from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, ProcessSample, Sample, job_text
 from trayvml.core.units import format_bytes, format_clock, short_name
 
 # Their notifications name the biggest processes.
@@ -43,18 +44,8 @@ def process_words(process: ProcessSample) -> str:
         )
     what = shorten(clean(process.command or process.name))
     user = shorten(clean(process.user)) or translate("AlertDetails", "user unknown")
-    job = process.attribution
-    # A notebook or a container is what its owner knows the work by; a PID alone is not.
-    if job.notebook:
-        where = translate("AlertDetails", "notebook {path}").format(path=shorten(clean(job.notebook)))
-        return (
-            translate("AlertDetails", "{where}: {what} ({user}, PID {pid})").format(
-                where=where, what=what, user=user, pid=process.pid
-            )
-            + memory
-        )
-    if job.container:
-        where = translate("AlertDetails", "container {id}").format(id=shorten(clean(job.container)))
+    where = job_words(process)
+    if where:
         return (
             translate("AlertDetails", "{where}: {what} ({user}, PID {pid})").format(
                 where=where, what=what, user=user, pid=process.pid
@@ -64,6 +55,32 @@ def process_words(process: ProcessSample) -> str:
     return (
         translate("AlertDetails", "{what} ({user}, PID {pid})").format(what=what, user=user, pid=process.pid) + memory
     )
+
+
+def job_words(process: ProcessSample) -> str:
+    """'notebook exp/train.ipynb', 'container 3f2a9c1b7e4d', 'Slurm job 4242 (train_llm)', 'systemd unit
+    train.service': what its owner knows the work by (a PID alone is not); "" where none is known."""
+    job = process.attribution
+    if job.notebook:
+        return translate("AlertDetails", "notebook {path}").format(path=shorten(clean(job.notebook)))
+    if job.container:
+        return translate("AlertDetails", "container {id}").format(id=shorten(clean(job.container)))
+    if job.slurm_job or job.unit:
+        kind = "slurm" if job.slurm_job else "unit"
+        named = replace(process, attribution=replace(job, job=job.slurm_job or job.unit, job_kind=kind))
+        return shorten(clean(job_text(named)))
+    return ""
+
+
+def biggest_named_job(processes: tuple[ProcessSample, ...]) -> str:
+    """The words of the named job (see job_words) holding most GPU memory among ``processes``; ""."""
+    memory: dict[str, float] = {}
+    for process in processes:
+        words = job_words(process)
+        if words:
+            used = process.used_memory_bytes
+            memory[words] = memory.get(words, 0.0) + (0.0 if math.isnan(used) else used)
+    return max(memory, key=lambda words: memory[words]) if memory else ""
 
 
 def processes_line(gpu: GpuSample | None, lead: str = "") -> str:

@@ -23,6 +23,10 @@ class Outgoing:
 
     event: AlertEvent
     details: str = ""
+    actions: tuple[str, ...] = ()  # what its notification offers beyond "Open graphs" and "Snooze" (KERNEL)
+
+
+KERNEL = "kernel"  # the action "Shut down kernel…": a notebook of this user's holds the idle GPU's memory
 
 
 @dataclass

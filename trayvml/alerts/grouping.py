@@ -63,6 +63,7 @@ class Notice:
     resolved: bool = False
     host: str = ""  # a remote host's name; "" for this machine (its GPU 0 is not ours)
     gpus: tuple[int, ...] = ()  # the GPUs it is about (none for a machine-wide alert): pushed webhooks carry them
+    actions: tuple[str, ...] = ()  # its own actions beside "Open graphs" and "Snooze" (dispatch.KERNEL)
 
 
 def urgency(event: AlertEvent) -> int:
@@ -92,6 +93,7 @@ def notice_for(outgoing: Outgoing) -> Notice:
         event.kind == "resolved",
         event.host,
         (event.gpu_index,) if event.gpu_index >= 0 else (),
+        () if event.kind == "resolved" else outgoing.actions,
     )
 
 
@@ -224,8 +226,16 @@ class Grouper:
             )
         if advice(rule):
             lines.append(advice(rule))
+        actions = tuple(dict.fromkeys(a for o in group.members.values() for a in o.actions))  # each once, in order
         return Notice(
-            (GROUP, rule), title, "\n".join(lines), urgency(event), event.severity, host=host, gpus=tuple(members)
+            (GROUP, rule),
+            title,
+            "\n".join(lines),
+            urgency(event),
+            event.severity,
+            host=host,
+            gpus=tuple(members),
+            actions=actions,
         )
 
     def _resolved(self, key: tuple[str, str], group: _Group, now_s: float) -> Notice:

@@ -281,6 +281,7 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                             "container": json_text(p.attribution.container),
                             "runtime": p.attribution.runtime,
                             "slurm_job": p.attribution.slurm_job,
+                            "slurm_job_name": json_text(p.attribution.slurm_job_name),
                             "unit": json_text(p.attribution.unit),
                             "session": json_text(p.attribution.session),
                             "notebook": json_text(p.attribution.notebook),

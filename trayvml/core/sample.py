@@ -122,6 +122,7 @@ class Attribution:
     container: str = ""  # 12 hex digits (Docker, Podman, containerd, CRI-O) or an LXC container's name
     runtime: str = ""  # "docker", "podman", "containerd", "cri-o", "lxc"
     slurm_job: str = ""
+    slurm_job_name: str = ""  # its SLURM_JOB_NAME ("train_llm"), where its environment can be read
     unit: str = ""  # a systemd unit, "foo.service" or "bar.scope"
     session: str = ""  # "tmux default", "screen 1234.pts-0.host"
     notebook: str = ""  # the notebook's path under its Jupyter server's root
@@ -184,7 +185,7 @@ class ProcessSample:
 
 
 def job_text(process: ProcessSample, translated: bool = True) -> str:
-    """'notebook exp/train.ipynb', 'docker 3f2a9c1b7e4d', 'Slurm job 4242', 'pid 4100': the job as
+    """'notebook exp/train.ipynb', 'docker 3f2a9c1b7e4d', 'Slurm job 4242 (train_llm)', 'pid 4100': the job as
     words (English where ``translated`` is False: JSON keys and logs)."""
     kind, name = process.job
     if kind == "container":
@@ -192,7 +193,9 @@ def job_text(process: ProcessSample, translated: bool = True) -> str:
     if kind == "pid":
         return translate("jobs", "pid {pid}").format(pid=name) if translated else f"pid {name}"
     words = JOB_KINDS.get(kind, kind)
-    return f"{translate('jobs', words) if translated else words} {name}"
+    called = process.attribution.slurm_job_name if kind == "slurm" else ""
+    named = f"{name} ({called})" if called else name
+    return f"{translate('jobs', words) if translated else words} {named}"
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ import os
 import re
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from trayvml.core.safe_text import clean
@@ -104,6 +104,17 @@ def unit_in(cgroup: str) -> str:
             if _UNIT.match(part) and not _UNTELLING_UNITS.match(part):
                 return part
     return ""
+
+
+@dataclass(frozen=True)
+class KernelSession:
+    """A Jupyter kernel, the notebook its server runs it for, and how to reach that server."""
+
+    kernel_id: str
+    notebook: str  # its path under the server's root
+    server_url: str  # "http://127.0.0.1:8888" (no trailing slash)
+    token: str = field(repr=False)  # the server's, from its runtime file: never logged
+    server_uid: int = -1  # who owns the server's runtime file
 
 
 @dataclass(frozen=True)
@@ -191,6 +202,8 @@ class Attributor:
         slurm = slurm_job_in(cgroup) or environ.get("SLURM_JOB_ID", "").strip()
         if not slurm.isdigit():
             slurm = ""  # an environment says anything; a job id is a number
+        # Its name only from the job's own environment (a process started elsewhere may carry another's).
+        slurm_name = environ.get("SLURM_JOB_NAME", "") if slurm and environ.get("SLURM_JOB_ID") == slurm else ""
         unit = unit_in(cgroup)
         session, root = self._tree(pid, stat, environ)
         notebook = self._notebook(pid, environ)
@@ -198,6 +211,7 @@ class Attributor:
             container=clean(container),
             runtime=runtime,
             slurm_job=slurm,
+            slurm_job_name=clean(slurm_name),
             unit=clean(unit),
             session=clean(session),
             notebook=clean(notebook),
@@ -229,12 +243,25 @@ class Attributor:
         return session, root
 
     def _notebook(self, pid: int, environ: dict[str, str]) -> str:
+        session = self._kernel_session(pid, environ)
+        return session.notebook if session is not None else ""
+
+    def own_kernel(self, pid: int) -> KernelSession | None:
+        """The Jupyter session of ``pid`` where it is a kernel of this user's, run by a server of
+        this user's (asked now, not cached); None for anything else: another user's kernel or
+        server is never one to act on."""
+        if self._stat(pid) is None or self._uid(pid) != os.getuid():
+            return None
+        session = self._kernel_session(pid, self._environ(pid))
+        return session if session is not None and session.server_uid == os.getuid() else None
+
+    def _kernel_session(self, pid: int, environ: dict[str, str]) -> KernelSession | None:
         """The notebook of a Jupyter kernel: its connection file names the kernel, and the running
         servers of the same user (their jpserver-*.json files) say which session has that kernel."""
         command = self._text(pid, "cmdline").split("\0")
         connection = next((arg for arg in command if _KERNEL_FILE.search(arg)), "")
         if not connection:
-            return ""
+            return None
         match = _KERNEL_FILE.search(connection)
         assert match is not None
         kernel_id = match.group(1)
@@ -248,32 +275,33 @@ class Attributor:
                 continue
             seen.add(folder)
             for server in sorted(folder.glob("jpserver-*.json")):
-                path = self._ask_server(server, uid, kernel_id)
-                if path:
-                    return path
-        return ""
+                session = self._ask_server(server, uid, kernel_id)
+                if session is not None:
+                    return session
+        return None
 
-    def _ask_server(self, file: Path, uid: int | None, kernel_id: str) -> str:
+    def _ask_server(self, file: Path, uid: int | None, kernel_id: str) -> KernelSession | None:
         try:
             if uid is None or file.stat().st_uid != uid:
-                return ""  # another user's server: its sessions are not this process's to tell
+                return None  # another user's server: its sessions are not this process's to tell
             info = json.loads(file.read_text(encoding="utf-8"))
             url, token, server_pid = str(info["url"]), str(info.get("token", "")), int(info["pid"])
         except (OSError, ValueError, KeyError, TypeError):
-            return ""
+            return None
         if not url.startswith(("http://", "https://")) or not (self.proc_root / str(server_pid)).is_dir():
-            return ""  # a stale file of a server that has ended
+            return None  # a stale file of a server that has ended
+        base = url.rstrip("/")
         try:
-            sessions = json.loads(self.fetch(url.rstrip("/") + "/api/sessions", token, self.wait_s))
+            sessions = json.loads(self.fetch(base + "/api/sessions", token, self.wait_s))
         except (OSError, ValueError):
-            return ""  # not answering in time, or not Jupyter: no notebook said rather than a guess
+            return None  # not answering in time, or not Jupyter: no notebook said rather than a guess
         if not isinstance(sessions, list):
-            return ""
+            return None
         for session in sessions:
             if isinstance(session, dict) and (session.get("kernel") or {}).get("id") == kernel_id:
                 path = session.get("path") or (session.get("notebook") or {}).get("path") or ""
-                return str(path)
-        return ""
+                return KernelSession(kernel_id, str(path), base, token, uid) if path else None
+        return None
 
 
 def _multiplexer(comm: str) -> str:

@@ -179,14 +179,23 @@ def format_energy(wh: float) -> str:
     return f"{wh:.0f} Wh" if wh >= 100 else f"{wh:.1f} Wh"
 
 
-def job_energy_text(meter: EnergyMeter, gpu: int, end_s: float, span_s: float) -> str:
-    """``2.41 kWh on GPU 1 over 3 h 12 min``: what a finished job cost, for its notification."""
-    wh = meter.between_wh(gpu, end_s - span_s, end_s)
-    if math.isnan(wh):
+def job_energy_text(meter: EnergyMeter, gpu: int, end_s: float, span_s: float, job: str = "") -> str:
+    """``2.41 kWh on GPU 1 over 3 h 12 min.``: what a finished job cost, for its notification; with
+    the ``job``'s name where it is known, ``Slurm job 4242 (train_llm) finished on GPU 1 after
+    3 h 12 min, 2.41 kWh.`` (``span_s`` NaN: how long is unknown)."""
+    wh = math.nan if math.isnan(span_s) else meter.between_wh(gpu, end_s - span_s, end_s)
+    duration = "" if math.isnan(span_s) else format_duration(span_s, "min")
+    if job and duration and not math.isnan(wh):
+        text = translate("energy", "{job} finished on GPU {gpu} after {duration}, {energy}.")
+    elif job and duration:
+        text = translate("energy", "{job} finished on GPU {gpu} after {duration}.")
+    elif job:
+        text = translate("energy", "{job} finished on GPU {gpu}.")
+    elif duration and not math.isnan(wh):
+        text = translate("energy", "{energy} on GPU {gpu} over {duration}.")
+    else:
         return ""
-    return translate("energy", "{energy} on GPU {gpu} over {duration}.").format(
-        energy=format_energy(wh), gpu=gpu, duration=format_duration(span_s, "min")
-    )
+    return text.format(job=job, gpu=gpu, duration=duration, energy=format_energy(wh))
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,15 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
-from trayvml.alerts.details import PROCESS_RULES, alert_details, processes_line
-from trayvml.alerts.dispatch import Dispatcher, Outgoing
+from trayvml.alerts.details import PROCESS_RULES, alert_details, biggest_named_job, processes_line
+from trayvml.alerts.dispatch import KERNEL, Dispatcher, Outgoing
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.grouping import GROUP, Grouper, Notice
-from trayvml.alerts.rules import AlertEvent, JobSettings
+from trayvml.alerts.rules import AlertEvent, HeldSettings, JobSettings
 from trayvml.core.i18n import translate
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
 from trayvml.history.timeline import History
+from trayvml.host.processes import owned_by_me
 from trayvml.monitor.energy import EnergyMeter, job_energy_text
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.monitor.users import UserUsage
@@ -76,6 +77,12 @@ class Monitor:
         # Per GPU: its processes when last read while it was busy (job-finished's threshold). When a
         # job ends its processes leave the list before the rule fires: these say which job it was.
         self.busy_processes: dict[int, tuple[ProcessSample, ...]] = {}
+        # Per GPU: since when its utilization has been at or below the held-idle rule's idle
+        # threshold (absent: busy or unknown); the first sample's time says "at least".
+        self.idle_since_s: dict[int, float] = {}
+        self.first_s = math.nan
+        # Per GPU: this user's notebook kernels its last held-idle notice named (its KERNEL action's).
+        self.kernel_offers: dict[int, tuple[ProcessSample, ...]] = {}
 
     @property
     def history(self) -> History:
@@ -129,7 +136,7 @@ class Monitor:
             where = f" on {self.host}" if self.host else ""
             outcome = f"not notified ({why_not})" if why_not else "notified"
             log.info("alert %s %s%s: %s", event.rule, event.kind, where, outcome)
-            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample)))
+            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample), self._actions(event, sample)))
         return ready
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
@@ -138,17 +145,48 @@ class Monitor:
         seen = self._last_seen.get(event.gpu_index)
         details = alert_details(event, sample) if seen is None else alert_details(event, sample, *seen)
         if event.rule == "job_finished":
-            energy = ""
-            if not math.isnan(event.value):
-                energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value)
             busy = self.busy_processes.pop(event.gpu_index, ())
+            # "Slurm job 4242 (train_llm) finished on GPU 0 after 3 h 12 min, 54.1 Wh." where its job has a name.
+            named = biggest_named_job(busy)
+            energy = job_energy_text(self.energy, event.gpu_index, event.timestamp_s, event.value, named)
             gpu = sample.gpu(event.gpu_index)
             ran = "" if gpu is None else processes_line(replace(gpu, processes=busy), _it_was_running())
             return "\n".join(part for part in (energy, ran, details) if part)
         return details
 
+    def _actions(self, event: AlertEvent, sample: Sample) -> tuple[str, ...]:
+        """KERNEL where a held-idle alert on this machine names a notebook kernel of this user's."""
+        if event.rule != "memory_held_idle" or event.kind == "resolved" or self.host != THIS_MACHINE:
+            return ()
+        gpu = sample.gpu(event.gpu_index)
+        if gpu is None or sample.simulation:  # a simulated GPU's PIDs are made up
+            return ()
+        mine = tuple(
+            p
+            for p in gpu.processes
+            if p.attribution.notebook and not (p.no_permission or p.foreign_pid) and owned_by_me(p.pid)
+        )
+        self.kernel_offers[event.gpu_index] = mine
+        return (KERNEL,) if mine else ()
+
+    def idle_for_s(self, gpu_index: int) -> tuple[float, bool]:
+        """(How long the GPU has been idle, NaN where busy or unknown; whether that is only since
+        trayvml's first sample, so at least that long)."""
+        since = self.idle_since_s.get(gpu_index, math.nan)
+        if self.latest is None or math.isnan(since):
+            return math.nan, False
+        return self.latest.timestamp_s - since, since <= self.first_s
+
     def _remember(self, sample: Sample) -> None:
+        if math.isnan(self.first_s):
+            self.first_s = sample.timestamp_s
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
+            held = self.engine.settings.for_gpu(gpu.index, "memory_held_idle")
+            util = gpu.value("utilization_gpu_percent")
+            if isinstance(held, HeldSettings) and util <= held.idle_below_percent:  # NaN: not idle
+                self.idle_since_s.setdefault(gpu.index, sample.timestamp_s)
+            else:
+                self.idle_since_s.pop(gpu.index, None)
             if not gpu.lost:
                 self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
             job = self.engine.settings.for_gpu(gpu.index, "job_finished")

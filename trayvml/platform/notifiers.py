@@ -17,6 +17,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from trayvml.alerts.dispatch import KERNEL
 from trayvml.alerts.grouping import Notice
 from trayvml.alerts.severity import Severity
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
@@ -25,8 +26,19 @@ from trayvml.core.safe_text import clean, notification_text
 log = logging.getLogger(__name__)
 
 ACTIONS = (("open", QT_TRANSLATE_NOOP("notify", "Open graphs")), ("snooze", QT_TRANSLATE_NOOP("notify", "Snooze 1 h")))
+# Offered only by the notices that carry them (Notice.actions).
+OWN_ACTIONS = ((KERNEL, QT_TRANSLATE_NOOP("notify", "Shut down kernel…")),)
 AlertKey = tuple[int, str]  # (GPU index, or notices.GROUP / alerts.MACHINE; rule)
 ActionHandler = Callable[[str, AlertKey], None]
+
+
+def action_list(notice: Notice) -> list[str]:
+    """Notify's actions for ``notice``: key, label, key, label… A remote host's alert and a resolved
+    one have none: "Open graphs" and "Snooze" act on this machine's GPUs."""
+    if notice.resolved or notice.host:
+        return []
+    offered = [*ACTIONS, *((key, label) for key, label in OWN_ACTIONS if key in notice.actions)]
+    return [part for key, label in offered for part in (key, translate("notify", label))]
 
 
 class Notifier(Protocol):
@@ -103,9 +115,7 @@ class FreedesktopNotifier:
         key = notice.key
         # Text from the system (process names) must not be read as markup, nor fail to encode.
         body = notification_text(notice.body, self.markup)
-        # A remote host's alert has no actions: "Open graphs" and "Snooze" act on this machine's GPUs.
-        offered = self.actions and not notice.resolved and not notice.host
-        actions = [part for key, label in ACTIONS for part in (key, translate("notify", label))] if offered else []
+        actions = action_list(notice) if self.actions else []
         hints = {
             "urgency": ("y", notice.urgency),
             "desktop-entry": ("s", "trayvml"),

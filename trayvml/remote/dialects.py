@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
 from trayvml.core import prom_names
@@ -25,6 +25,9 @@ from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import (
+    JOB_KINDS,
+    NO_ATTRIBUTION,
+    Attribution,
     DeviceInfo,
     GpuSample,
     HostSample,
@@ -65,6 +68,7 @@ class Dialect:
     process_scale: float = 1.0
     process_name_label: str = "name"
     process_user_label: str = ""
+    process_job: str = ""  # an info series naming each PID's job (labels pid, job, kind): trayvml serve's
     up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
     simulated: str = ""  # trayvml_simulated: 1 (with a scenario label) when its GPUs are simulated
 
@@ -90,6 +94,7 @@ TRAYVML = Dialect(
     driver_label="driver",
     process_memory=prom_names.PROCESS_MEMORY.full,
     process_user_label="user",
+    process_job=prom_names.PROCESS_JOB_INFO,
     up=prom_names.UP,
     simulated=prom_names.SIMULATED,
 )
@@ -252,6 +257,7 @@ class _Host:
     cuda: str = ""  # the CUDA driver version, where the exporter says it (nvitop-exporter)
     down: str = ""  # trayvml_up 0: its reason
     simulation: str = ""  # its exporter serves simulated GPUs: Sample.simulation's label
+    jobs: dict[int, Attribution] = field(default_factory=dict)  # by PID, where the exporter names them
 
     def gpu(self, uuid: str) -> _Gpu:
         gpu = self.gpus.get(uuid)
@@ -339,6 +345,11 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
         elif name in dialect.host:
             key, scale = dialect.host[name]
             host_of(labels).host[key] = value * scale
+        elif name == dialect.process_job and value == 1.0:
+            found = served_job(labels.get("job", ""), labels.get("kind", ""))
+            pid = _index(labels.get("pid", ""))
+            if found is not None and pid >= 0:
+                host_of(labels).jobs[pid] = found
         elif name == dialect.process_memory and labels.get(uuid_label):
             gpu = host_of(labels).gpu(labels[uuid_label])
             gpu.processes.append(
@@ -351,6 +362,25 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
                     user=labels.get(dialect.process_user_label, "") if dialect.process_user_label else "",
                 )
             )
+
+
+def served_job(job: str, kind: str) -> Attribution | None:
+    """The attribution ``trayvml serve`` names (its job and which kind it is); None where the
+    kind is none trayvml knows: a job is not guessed from words it cannot read."""
+    job = shorten(clean(job))
+    if not job or kind not in JOB_KINDS:
+        return None
+    found = Attribution(job=job, job_kind=kind)
+    if kind == "notebook":
+        return replace(found, notebook=job)
+    if kind == "slurm":
+        return replace(found, slurm_job=job)
+    if kind == "unit":
+        return replace(found, unit=job)
+    if kind == "container":  # "docker 3f2a9c1b7e4d"
+        runtime, _, container = job.rpartition(" ")
+        return replace(found, runtime="" if runtime == "container" else runtime, container=container)
+    return found
 
 
 def _percent(part: float | None, whole: float | None) -> float | None:
@@ -377,7 +407,7 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
             if key not in values and value is not None:
                 values[key] = value
         processes = tuple(
-            ProcessSample(index, p.pid, p.kind, p.used_memory_bytes, p.name, p.user) for p in gpu.processes
+            replace(p, gpu_index=index, attribution=host.jobs.get(p.pid, NO_ATTRIBUTION)) for p in gpu.processes
         )
         if processes:
             values.setdefault("process_count", float(len(processes)))

@@ -9,15 +9,16 @@ import os
 import signal
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer, Signal
 from PySide6.QtGui import QIcon
-from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon, QWidget
 
-from trayvml.alerts.dispatch import Dispatcher
+from trayvml.alerts.dispatch import KERNEL, Dispatcher
 from trayvml.alerts.severity import Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.config import Settings, SettingsModel, SettingsStore
@@ -169,6 +170,9 @@ class App(QObject):
         self.tray.quit_requested.connect(QApplication.quit)
         self.summary: SummaryWindow | None = None
         self.window: GraphWindow | None = None
+        # How "Shut down kernel…" asks and tells: None is a dialog (tests answer for the user).
+        self.ask_user: Callable[[QWidget | None, str], bool] | None = None
+        self.tell_user: Callable[[QWidget | None, str], object] | None = None
         self._tray_wait_s = tray_wait_s
         self._waited_s = 0.0
         self._tray_timer = QTimer(self)
@@ -350,6 +354,18 @@ class App(QObject):
         elif action == "snooze":
             for member in gpus:
                 self.dispatcher.snooze(member, rule, host="")  # actions come from local notifications only
+        elif action == KERNEL:
+            self.shut_down_kernels(gpus)
+
+    def shut_down_kernels(self, gpus: tuple[int, ...]) -> None:
+        """The held-idle notification's "Shut down kernel…": each notebook kernel of this user's it
+        named on ``gpus``, after asking (the notebook, the memory it holds, how long the GPU is idle)."""
+        from trayvml.ui import processes
+
+        ask, tell = self.ask_user or processes.ask, self.tell_user or processes.tell
+        for gpu in gpus:
+            for process in self.local.kernel_offers.get(gpu, ()):  # kept: a "no" may be asked again
+                processes.shut_down_kernel_asking(None, process, self.local.idle_for_s(gpu), ask, tell)
 
     # ---- settings and autostart ----
     def show_settings(self) -> None:
@@ -614,6 +630,7 @@ class App(QObject):
             self.window = GraphWindow(self.history)
             self.window.process_view.processes.energy = self.local.energy
             self.window.process_tab.users = self.local.users
+            self.window.process_view.idle_for = self.local.idle_for_s
             self.window.asleep_spans = self.local.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.add_app_menu(self.tray.app_menu(self.window))

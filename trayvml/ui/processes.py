@@ -34,9 +34,11 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.safe_text import menu_label
+from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import ProcessSample, Sample, hidden_processes_words, job_text
 from trayvml.core.units import format_bytes, format_duration
+from trayvml.host.attribution import KernelSession, default_attributor
+from trayvml.host.jupyter import shut_down_kernel
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
 from trayvml.monitor.energy import EnergyMeter, format_energy
 from trayvml.monitor.users import UserUsage
@@ -138,6 +140,7 @@ class ProcessModel(QAbstractTableModel):
         self.foreign_pids: set[int] = set()  # PIDs of another PID namespace: never looked up or ended
         self._usage = HostUsageReader()
         self.current: list[ProcessSample] = []  # the latest sample's processes (for the job groups)
+        self.by_key: dict[tuple[int, int, str], ProcessSample] = {}  # the latest sample's, by row key
         self.usage: dict[int, HostUsage | str] = {}  # by PID: the host's figures, or why there are none
 
     def rowCount(self, parent: _Index = QModelIndex()) -> int:  # noqa: N802, B008 - Qt override
@@ -168,6 +171,9 @@ class ProcessModel(QAbstractTableModel):
     def pid_at(self, row: int) -> int:
         return self._keys[row][1]
 
+    def process_at(self, row: int) -> ProcessSample:
+        return self.by_key[self._keys[row]]
+
     def name_at(self, row: int) -> str:
         return str(self._rows[row][HEADERS.index("Name")][0])
 
@@ -177,6 +183,9 @@ class ProcessModel(QAbstractTableModel):
         self.foreign_pids = {p.pid for p in procs if p.foreign_pid}
         if sample.simulation:
             return dict.fromkeys((p.pid for p in procs), translate("ProcessModel", SIMULATED))
+        if sample.remote is not None:  # another machine's PIDs: a process here with that PID is not it
+            self.started_s = {}
+            return dict.fromkeys((p.pid for p in procs), "–")
         # A PID of another namespace here is some other process (or none): not read.
         usage = self._usage.read({p.pid for p in procs if not p.foreign_pid})
         self.started_s = {pid: u.started_s for pid, u in usage.items()}
@@ -189,6 +198,7 @@ class ProcessModel(QAbstractTableModel):
     def update_processes(self, sample: Sample) -> None:
         current = {(p.gpu_index, p.pid, p.kind): p for g in sample.gpus for p in g.processes}
         self.current = list(current.values())
+        self.by_key = dict(current)
         usage = self.usage = self._host_usage(sample, self.current)
         now_s = time.time()  # the host's figures are read now, whatever the sample's clock
         for row in reversed(range(len(self._keys))):  # gone: remove
@@ -211,9 +221,74 @@ class ProcessModel(QAbstractTableModel):
             self.endInsertRows()
 
 
-def _ask(parent: QWidget, question: str) -> bool:
+def ask(parent: QWidget | None, question: str) -> bool:
     answer = QMessageBox.question(parent, "trayvml", question, defaultButton=QMessageBox.StandardButton.No)
     return answer == QMessageBox.StandardButton.Yes
+
+
+def tell(parent: QWidget | None, text: str) -> object:
+    return QMessageBox.warning(parent, "trayvml", text)
+
+
+Ask = Callable[[QWidget | None, str], bool]
+Tell = Callable[[QWidget | None, str], object]
+IdleFor = Callable[[int], tuple[float, bool]]  # a GPU's idle time in s (NaN: busy or unknown), and "at least"
+
+
+def _own_kernel(pid: int) -> KernelSession | None:
+    return default_attributor().own_kernel(pid)
+
+
+def kernel_question(notebook: str, process: ProcessSample, idle: tuple[float, bool]) -> str:
+    """The confirmation: the notebook, the GPU memory it holds, how long the GPU has been idle."""
+    memory = process.used_memory_bytes
+    held = translate("ProcessesPage", "an unknown amount") if math.isnan(memory) else format_bytes(memory)
+    idle_s, at_least = idle
+    if math.isnan(idle_s):
+        state = translate("ProcessesPage", "GPU {gpu} is not idle now (or its utilization is unknown).")
+    elif at_least:
+        state = translate("ProcessesPage", "GPU {gpu} has been idle for at least {idle} (since trayvml started).")
+    else:
+        state = translate("ProcessesPage", "GPU {gpu} has been idle for {idle}.")
+    idle_text = "" if math.isnan(idle_s) else format_duration(idle_s, "min")
+    return translate(
+        "ProcessesPage",
+        "Shut down the kernel of notebook {notebook}?\n\nIt holds {memory} of GPU {gpu}'s memory. {state}\n\n"
+        "What the kernel holds (variables, a loaded model) is lost; the notebook file stays as last saved.",
+    ).format(
+        notebook=clean(notebook),
+        memory=held,
+        gpu=process.gpu_index,
+        state=state.format(gpu=process.gpu_index, idle=idle_text),
+    )
+
+
+def shut_down_kernel_asking(
+    parent: QWidget | None,
+    process: ProcessSample,
+    idle: tuple[float, bool],
+    ask: Ask = ask,
+    tell: Tell = tell,
+    find: Callable[[int], KernelSession | None] = _own_kernel,
+    shut_down: Callable[[KernelSession], str] = shut_down_kernel,
+) -> tuple[bool, str]:
+    """Asks, then has the Jupyter server shut the kernel of ``process`` down: (whether it was,
+    the sentence the user was told of a failure or ""). The user saying no is (False, "")."""
+    kernel = find(process.pid)
+    if kernel is None:
+        why = translate(
+            "ProcessesPage",
+            "PID {pid} is no longer the kernel of a notebook of yours that a running Jupyter server of yours "
+            "knows: nothing was shut down.",
+        ).format(pid=process.pid)
+        tell(parent, why)
+        return False, why
+    if not ask(parent, kernel_question(kernel.notebook, process, idle)):
+        return False, ""
+    error = shut_down(kernel)
+    if error:
+        tell(parent, error)
+    return not error, error
 
 
 class ProcessesPage(QTableView):
@@ -243,9 +318,11 @@ class ProcessesPage(QTableView):
         self.setSelectionBehavior(QTableView.SelectionBehavior.SelectRows)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
-        self.ask: Callable[[QWidget, str], bool] = _ask  # tests answer for the user
-        self.tell: Callable[[QWidget, str], object] = lambda parent, text: QMessageBox.warning(parent, "trayvml", text)
-        self.last_error = ""  # the last failure to end a process, as the user was told it
+        self.ask: Ask = ask  # tests answer for the user
+        self.tell: Tell = tell
+        self.last_error = ""  # the last failure to end a process or shut a kernel down, as the user was told it
+        self.idle_for: IdleFor = lambda gpu: (math.nan, False)  # set by the app: the local monitor's
+        self.find_kernel: Callable[[int], KernelSession | None] = _own_kernel
 
     def source_row(self, view_row: int) -> int:
         proxy = self.model()
@@ -273,7 +350,32 @@ class ProcessesPage(QTableView):
                 translate("ProcessesPage", "Only your own processes, on this computer, can be ended from here")
             )
         action.triggered.connect(lambda: self.end(row))
+        if self.can_shut_down_kernel(row):
+            notebook = self.processes.process_at(row).attribution.notebook
+            kernel = menu.addAction(
+                menu_label(
+                    translate("ProcessesPage", "Shut down kernel of {notebook}…").format(notebook=shorten(notebook)),
+                    dbusmenu=False,
+                )
+            )
+            kernel.triggered.connect(lambda: self.shut_down_kernel(row))
         menu.exec(self.viewport().mapToGlobal(position))
+
+    def can_shut_down_kernel(self, row: int) -> bool:
+        """Offered for a notebook's kernel only where the process is one this user may end (see
+        can_end): attribution names a notebook only from a server of the kernel's own user."""
+        return bool(self.processes.process_at(row).attribution.notebook) and self.can_end(row)
+
+    def shut_down_kernel(self, row: int) -> bool:
+        """Asks, then shuts the kernel in ``row`` (of the model) down; True once its server has."""
+        if not self.can_shut_down_kernel(row):
+            return False
+        process = self.processes.process_at(row)
+        done, error = shut_down_kernel_asking(
+            self, process, self.idle_for(process.gpu_index), self.ask, self.tell, self.find_kernel
+        )
+        self.last_error = error or self.last_error
+        return done
 
     def can_end(self, row: int) -> bool:
         """Only a process proven to be the one NVML meant: read here (its start time known), this

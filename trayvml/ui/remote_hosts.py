@@ -22,9 +22,9 @@ from PySide6.QtWidgets import QMenu
 
 from trayvml.alerts.engine import AlertSettings
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.lines import gpu_lines, simulation_text
+from trayvml.core.lines import gpu_lines, job_line, simulation_text
 from trayvml.core.safe_text import clean, menu_label, shorten
-from trayvml.core.sample import Sample
+from trayvml.core.sample import GpuSample, Sample
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 from trayvml.ui.glance import content_for
@@ -107,13 +107,26 @@ def host_title(sample: Sample) -> str:
     return translate("RemoteHosts", "{host} — {simulation}").format(host=name, simulation=simulation_text(sample))
 
 
+def named_jobs(gpu: GpuSample) -> GpuSample:
+    """The GPU with only the processes its exporter named a job for (trayvml serve does; others
+    name none): a bare PID of another machine is not shown as its job."""
+    return replace(gpu, processes=tuple(p for p in gpu.processes if p.attribution.job))
+
+
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
-    """Per host: its name, then its GPU lines indented, or why it has none."""
+    """Per host: its name, then its GPU lines indented, each with its biggest job where the host
+    names jobs, or why it has none."""
     lines = []
     for sample in samples:
         status = host_status(sample)
         lines.append(f"{host_title(sample)}: {shorten(clean(status), 160)}" if status else f"{host_title(sample)}:")
-        lines.extend(f"  {line}" for line in gpu_lines(sample) if not status)
+        if status:
+            continue
+        for gpu, line in zip(sample.gpus, gpu_lines(sample), strict=False):
+            lines.append(f"  {line}")
+            job = job_line(named_jobs(gpu))
+            if job:
+                lines.append(f"     {job}")  # indented: it belongs to the GPU above
     return lines
 
 
@@ -201,8 +214,10 @@ class RemoteHostsView(QObject):
                 assert sample.remote is not None
                 for text in (unreachable_since(sample), shorten(clean(sample.remote.fault), 90)):
                     host.addAction(self._label(text)).setEnabled(False)
-            for text in [] if status else gpu_lines(sample, compact=True):  # short rows, as this machine's
-                host.addAction(self._label(text))  # not greyed: grey says "no current values"
+            for gpu, text in [] if status else zip(sample.gpus, gpu_lines(sample, compact=True), strict=False):
+                job = job_line(named_jobs(gpu), compact=True)  # short rows, as this machine's
+                # Not greyed: grey says "no current values".
+                host.addAction(self._label(f"{text} · {job}" if job else text))
             action = host.menuAction()
             self._menu.insertAction(self._anchor, action)
             self._actions.append(action)
