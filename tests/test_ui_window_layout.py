@@ -265,3 +265,21 @@ def test_process_cells_are_never_cut(qtbot) -> None:
             continue
         widest = max(metrics.horizontalAdvance(model.index(r, column).data()) for r in range(model.rowCount()))
         assert header.sectionSize(column) >= widest + 2 * CELL_PADDING_PX, model.headerData(column, Qt.Horizontal)
+
+
+def test_a_panel_first_drawn_after_a_scroll_fits_its_values(qtbot) -> None:
+    history, sample = filled_history("training:gpus=h100*2,start=1800", 3600, step_s=5)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.set_range(3600)
+    w.refresh()
+    w.grab()
+    page = w.gpu_page
+    power = next(p for p in page.panels if p.spec.group is Group.POWER)
+    assert power not in page.visible_panels()  # below the fold: not drawn with the rest
+    page.verticalScrollBar().setValue(int(power.plot.geometry().top()))
+    qtbot.wait(10)
+    w.refresh()
+    w.grab()  # pyqtgraph fits the range when it paints
+    _, ys = power.lines[0].line(0)
+    low, high = power.plot.getViewBox().viewRange()[1]
+    assert low <= np.nanmin(ys) and np.nanmax(ys) <= high

@@ -257,6 +257,9 @@ class Lines(pg.GraphicsObject):
                 x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
                 y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
         self._bounds = (x0, x1, y0, y1) if x0 <= x1 else None
+        # The view box fits its value range to the new bounds at its next paint: told by Qt's
+        # prepareGeometryChange alone, a panel first drawn after a scroll kept an empty range.
+        self.informViewBoundsChanged()
         self.update()
 
     def clear(self) -> None:
