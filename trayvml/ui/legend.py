@@ -32,10 +32,10 @@ class FlowLayout(QLayout):
     def count(self) -> int:
         return len(self._items)
 
-    def itemAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]  # noqa: N802 - Qt override
+    def itemAt(self, index: int) -> QLayoutItem | None:  # noqa: N802 - Qt override
         return self._items[index] if 0 <= index < len(self._items) else None
 
-    def takeAt(self, index: int) -> QLayoutItem | None:  # type: ignore[override]  # noqa: N802 - Qt override
+    def takeAt(self, index: int) -> QLayoutItem | None:  # noqa: N802 - Qt override
         return self._items.pop(index) if 0 <= index < len(self._items) else None
 
     def expandingDirections(self) -> Qt.Orientation:  # noqa: N802 - Qt override
@@ -148,7 +148,7 @@ class GpuLegend(QWidget):
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if watched in self.entries:
             if event.type() == QEvent.Type.Enter:
-                self.hovered.emit(self.entries.index(watched))  # type: ignore[arg-type]
+                self.hovered.emit(self.entries.index(watched))
             elif event.type() == QEvent.Type.Leave:
                 self.hovered.emit(-1)
         return super().eventFilter(watched, event)

@@ -528,8 +528,8 @@ class Panel:
             for column, line in enumerate(lines.data):
                 if line is None or not len(line[0]):
                     continue
-                at = _reading_at(line[0], x)
-                value = math.nan if at is None else float(line[1][at])
+                reading = _reading_at(line[0], x)
+                value = math.nan if reading is None else float(line[1][reading])
                 rows.setdefault(column, ["–"] * len(self.lines))[k] = format_precise(metric, value)
         if not self.gpu_count:
             return [("", "", values) for values in rows.values()]

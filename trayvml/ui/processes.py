@@ -214,7 +214,7 @@ class ProcessModel(QAbstractTableModel):
             self.endInsertRows()
 
 
-CELL_PADDING_PX = 8  # each side of a cell's text, beyond the style's own margins
+CELL_PADDING_PX = 3  # each side of a cell's text, beyond the style's own margins
 
 
 class PaddedCells(QStyledItemDelegate):

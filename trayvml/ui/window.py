@@ -151,6 +151,7 @@ class GraphWindow(QMainWindow):
         )
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
+        self._strip_key = legend  # shown with the graphs only
         self.tabs.addTab(self._gpu_tab, translate("GraphWindow", "GPUs"))
         self.per_gpu = PerGpuTab()
         self.per_gpu.page_built.connect(self._watch_range)
@@ -459,6 +460,7 @@ class GraphWindow(QMainWindow):
         problem = sample.problem if not sample.gpus else None
         if problem is None and sample.gpus:
             self.no_gpus.hide()
+            self._strip_key.show()
             if self.gpu_page is not None:
                 self.gpu_page.show()
             return
@@ -475,6 +477,7 @@ class GraphWindow(QMainWindow):
             self.no_gpus_label.setText(text)
         self.simulate_button.setVisible(offer)
         self.no_gpus.show()
+        self._strip_key.hide()
         if self.gpu_page is not None:
             self.gpu_page.hide()
 
@@ -602,15 +605,16 @@ class GraphWindow(QMainWindow):
             parts.append(translate("GraphWindow", "SIMULATED: {what}").format(what=simulation_text(sample)))
         if sample.problem is not None and not self.no_gpus.isVisible():  # there it is said already
             parts.append(sample.problem[1])
+        short = self._short_history_text()  # early: what the graphs show, before the driver's version
+        if short:
+            parts.append(short)
         if sample.system is not None:
             driver = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
             parts.append(driver.format(driver=sample.system.driver_version, cuda=sample.system.cuda_driver_version))
         energy = self._energy_text()
         if energy:
             parts.append(energy)
-        short = self._short_history_text()
-        if short:
-            parts.append(short)
+
         if self.store_note:
             parts.append(self.store_note)
         if self.push_note:
