@@ -46,16 +46,18 @@ def test_one_panel_per_catalog_group_with_a_line_per_gpu(qtbot) -> None:
     assert ys[-1] == sample.gpus[0].value("utilization_gpu_percent")
 
 
-def test_unsupported_curves_are_left_out_and_an_empty_panel_says_so(window) -> None:
+def test_unsupported_curves_are_left_out_and_a_panel_no_gpu_supports_is_one_line(window) -> None:
+    from trayvml.ui.plots import COLLAPSED_HEIGHT_PX
+
     w, _ = window("training:gpus=laptop+rtx4090", seconds=60)
     panels = {p.spec.group: p for p in w.gpu_page.panels}
     nvlink = panels[Group.NVLINK]
-    assert nvlink not in w.gpu_page.visible_panels()  # below the fold: not drawn yet
+    assert nvlink.collapsed == "NVLink: not supported by any GPU here (RTX 4070 Laptop, RTX 4090)"
+    assert nvlink.plot.titleLabel.text == nvlink.collapsed
+    assert nvlink.plot.geometry().height() <= COLLAPSED_HEIGHT_PX and not nvlink.plot.getViewBox().isVisible()
     w.gpu_page.verticalScrollBar().setValue(int(nvlink.plot.geometry().top()))
     w.refresh()
-    assert nvlink in w.gpu_page.visible_panels()
-    assert nvlink.notice.isVisible()
-    assert nvlink.notice.textItem.toPlainText() == "Not supported on RTX 4070 Laptop, RTX 4090"
+    assert nvlink not in w.gpu_page.visible_panels()  # nothing to draw there
     fan = panels[Group.FAN]
     w.gpu_page.verticalScrollBar().setValue(int(fan.plot.geometry().top()))
     w.refresh()
@@ -245,7 +247,7 @@ def test_every_value_axis_labels_its_ticks_in_typical_ranges(window) -> None:
     for page in (w.gpu_page, w.host_page):
         w.tabs.setCurrentIndex(0 if page is w.gpu_page else 1)
         for panel in page.panels:
-            if panel.spec.strip:
+            if panel.spec.strip or panel.collapsed:  # a collapsed panel (no GPU supports it) has no axes
                 continue
             unit = panel.spec.metrics[0].unit if panel.spec.metrics else Unit.BYTES
             for low, high in TYPICAL_RANGES[unit]:
@@ -485,7 +487,8 @@ def test_crosshair_follows_the_mouse_with_a_readout_box_of_every_line(window) ->
     xs, ys = panel.lines[0].line(1)
     moved.emit(panel.plot.getViewBox().mapViewToScene(QPointF(float(xs[-30]), 50.0)))
     shown = [p for p in page.panels if p.crosshair.isVisible()]
-    assert shown == page.panels and page.readout.isVisible()  # one line through every panel, at one time
+    drawn = [p for p in page.panels if not p.collapsed]  # no GPU has NVLink: that panel is one line of text
+    assert shown == drawn and page.readout.isVisible()  # one line through every panel, at one time
     assert all(abs(p.crosshair.value() - xs[-30]) < 1.5 for p in shown)  # within a pixel of the cursor
     text = page.readout.text()
     assert time.strftime("%H:%M:%S", time.localtime(float(xs[-30]))) in text

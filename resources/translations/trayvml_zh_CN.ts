@@ -362,6 +362,14 @@
         <translation>7 天</translation>
     </message>
     <message>
+        <source>Start with simulated GPUs (made-up readings)</source>
+        <translation>使用模拟 GPU 启动（虚构读数）</translation>
+    </message>
+    <message>
+        <source>Made-up GPUs to look around trayvml without a driver: the title and status bar say SIMULATED while they are shown</source>
+        <translation>无驱动时用虚构的 GPU 体验 trayvml：显示期间标题栏和状态栏会标明“模拟”</translation>
+    </message>
+    <message>
         <source>Throttle strip: {legend}</source>
         <translation>降频条：{legend}</translation>
     </message>
@@ -418,12 +426,16 @@
         <translation>保存 PNG…</translation>
     </message>
     <message>
-        <source> Show: </source>
-        <translation> 显示：</translation>
+        <source>Export</source>
+        <translation>导出</translation>
     </message>
     <message>
         <source>Alerts and settings</source>
         <translation>告警和设置</translation>
+    </message>
+    <message>
+        <source>Show:</source>
+        <translation>显示：</translation>
     </message>
     <message>
         <source>{name} · bus {bus} · {uuid}</source>
@@ -468,6 +480,10 @@
     <message>
         <source>paused on a past range: press Follow live</source>
         <translation>已停在过去的时间段：点击“跟随实时”继续</translation>
+    </message>
+    <message>
+        <source>history starts {when}: {span} of the {range} range</source>
+        <translation>历史记录始于 {when}：仅有 {range} 范围中的 {span}</translation>
     </message>
     <message>
         <source>GPU {gpu}: {energy}</source>
@@ -534,6 +550,14 @@
     <message>
         <source>shutdown {value} °C</source>
         <translation>关机 {value} °C</translation>
+    </message>
+    <message>
+        <source>{panel}: not supported by any GPU here: {why}</source>
+        <translation>{panel}：此处没有 GPU 支持：{why}</translation>
+    </message>
+    <message>
+        <source>{panel}: not supported by any GPU here ({models})</source>
+        <translation>{panel}：此处没有 GPU 支持（{models}）</translation>
     </message>
     <message>
         <source>no lines here at this time</source>

@@ -73,10 +73,16 @@ class NvmlUnavailable:
         return translate("errors", _HEADLINES[self.reason])
 
     @property
-    def sentence(self) -> str:
+    def cause(self) -> str:
+        """What is wrong and what to do, without the advice to simulate (where a button offers it)."""
         base = translate("errors", _SENTENCES[self.reason])
         if self.reason in (UnavailableReason.OTHER, UnavailableReason.READ_FAILED) and self.detail:
             base = translate("errors", "{problem}: {detail}.").format(problem=base, detail=self.detail)
+        return base
+
+    @property
+    def sentence(self) -> str:
+        base = self.cause
         if self.simulated:  # the user asked for this fault: advice about simulating would mislead
             return translate("errors", "{problem} This fault is simulated, as --simulate asked.").format(problem=base)
         if self.reason is UnavailableReason.LIBRARY_NOT_FOUND:

@@ -48,15 +48,17 @@ def format_value(metric: Metric, value: float) -> str:
     return f"{value:.0f}"
 
 
-def _trimmed(value: float, decimals: int) -> str:
-    """``value`` to ``decimals`` places, without trailing zeros: 61 stays "61", 61.25 "61.25"."""
-    text = f"{value:.{decimals}f}"
-    return text.rstrip("0").rstrip(".") if "." in text else text
+# Decimals of a precise reading (the hover readout, the device details): one count per unit,
+# whatever the value, so that "72.80 W" stands beside "73.25 W", not "72.8 W".
+PRECISE_DECIMALS = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
+PRECISE_BYTES_DECIMALS = 2
+PRECISE_MEGAJOULES_DECIMALS = 3
 
 
 def format_precise(metric: Metric, value: float) -> str:
-    """A reading at the full precision its unit has (a graph's hover readout): ``61 °C``,
-    ``187.25 W``, ``12.34 GiB``, ``45.5 %`` (a bucket's mean may fall between whole readings)."""
+    """A reading at the full precision its unit has (a graph's hover readout): ``61.0 °C``,
+    ``187.25 W``, ``12.34 GiB``, ``45.5 %`` (a bucket's mean may fall between whole readings),
+    always with its unit's number of decimals."""
     if math.isnan(value):
         return "–"
     unit = metric.unit
@@ -64,14 +66,13 @@ def format_precise(metric: Metric, value: float) -> str:
         suffix = "/s" if unit is Unit.BYTES_PER_S else ""
         for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
             if abs(value) >= size:
-                return f"{_trimmed(value / size, 2)} {name}{suffix}"
+                return f"{value / size:.{PRECISE_BYTES_DECIMALS}f} {name}{suffix}"
         return f"{value:.0f} B{suffix}"
     if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
-        return f"{_trimmed(value / 1e6, 3)} MJ"
-    decimals = {Unit.PERCENT: 1, Unit.CELSIUS: 1, Unit.WATTS: 2, Unit.MHZ: 0, Unit.COUNT: 2, Unit.JOULES: 1}
-    if unit in decimals:
+        return f"{value / 1e6:.{PRECISE_MEGAJOULES_DECIMALS}f} MJ"
+    if unit in PRECISE_DECIMALS:
         symbol = "" if unit is Unit.COUNT else f" {unit.value}"
-        return _trimmed(value, decimals[unit]) + symbol
+        return f"{value:.{PRECISE_DECIMALS[unit]}f}{symbol}"
     return format_value(metric, value)
 
 

@@ -9,7 +9,7 @@ import enum
 import math
 from dataclasses import dataclass, field
 
-from trayvml.core.errors import DriverStall, NvmlUnavailable
+from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import GPU_INDEX, HOST_INDEX
 
@@ -261,6 +261,17 @@ class Sample:
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with that index in this sample, or None."""
         return next((g for g in self.gpus if g.index == index), None)
+
+    @property
+    def offers_simulation(self) -> bool:
+        """No NVIDIA driver here (not a simulated fault): simulated GPUs are worth offering."""
+        missing = self.unavailable
+        return (
+            missing is not None
+            and missing.reason is UnavailableReason.LIBRARY_NOT_FOUND
+            and not missing.simulated
+            and not self.simulation
+        )
 
     @property
     def problem(self) -> tuple[str, str] | None:

@@ -166,7 +166,7 @@ class App(QObject):
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.show_alerts_requested.connect(self.show_alerts)
         self.tray.toggle_window_requested.connect(self.toggle_window)
-        self.tray.simulation_requested.connect(lambda: self.sampler.use_simulation(parse_spec("")))
+        self.tray.simulation_requested.connect(self.start_simulation)
         self.tray.quit_requested.connect(QApplication.quit)
         self.summary: SummaryWindow | None = None
         self.window: GraphWindow | None = None
@@ -623,6 +623,10 @@ class App(QObject):
         self.sampler.set_demand(demand.wanted)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
+    def start_simulation(self) -> None:
+        """No driver here: simulated GPUs instead (the tray's menu, the window's button), said as such."""
+        self.sampler.use_simulation(parse_spec(""))
+
     def ensure_window(self) -> GraphWindow:
         if self.window is None:
             from trayvml.ui.window import GraphWindow
@@ -633,6 +637,7 @@ class App(QObject):
             self.window.process_view.idle_for = self.local.idle_for_s
             self.window.asleep_spans = self.local.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
+            self.window.simulation_requested.connect(self.start_simulation)
             self.window.add_app_menu(self.tray.app_menu(self.window))
             self.window.add_events(list(self.engine.events))
             if self.remote_monitors is not None:

@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, Signal
+from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import QComboBox, QHBoxLayout, QLabel, QStackedWidget, QVBoxLayout, QWidget
 
 from trayvml.core.metrics import Group
@@ -21,7 +22,8 @@ from trayvml.ui.plots import GPU_PANELS, Panel, PanelSpec
 
 # Line panels only: the throttle strip already has a row per GPU, processes a line per process.
 PER_GPU_SPECS = tuple(spec for spec in GPU_PANELS if spec.metrics and not spec.strip)
-MAX_COLUMNS = 4
+MAX_COLUMNS = 4  # before the page's width is known
+MIN_PANEL_WIDTH_PX = 300  # a panel narrower than this cuts its title and crowds its time axis
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -35,14 +37,40 @@ def gpu_title(info: DeviceInfo) -> str:
 
 
 class PerGpuPage(GpuPage):
-    """One group of the catalog, one panel per GPU, in a grid."""
+    """One group of the catalog, one panel per GPU, in a grid as wide as the page: as many columns
+    as fit MIN_PANEL_WIDTH_PX each, the rows below scrolled to, never a column cut at the right."""
 
     def __init__(self, spec: PanelSpec, devices: tuple[DeviceInfo, ...]) -> None:
         count = len(devices)
-        # Two GPUs one above the other (wide panels, like the overlay's); more in a square-ish grid.
-        columns = 1 if count <= 2 else min(MAX_COLUMNS, math.ceil(math.sqrt(count)))
         titles = [f"{gpu_title(info)} — {spec.title}" if count == 1 else gpu_title(info) for info in devices]
-        PlotPage.__init__(self, (spec,) * count, count, columns, titles)
+        PlotPage.__init__(self, (spec,) * count, count, self.columns_for(count, 0), titles)
+        self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+
+    @staticmethod
+    def columns_for(count: int, width_px: int) -> int:
+        """Two GPUs one above the other (wide panels, like the overlay's); more side by side as the
+        width allows (before the width is known, a square-ish grid)."""
+        if count <= 2:
+            return 1
+        if width_px <= 0:
+            return min(MAX_COLUMNS, math.ceil(math.sqrt(count)))
+        return max(1, min(count, width_px // MIN_PANEL_WIDTH_PX))
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self.lay_out(self.columns_for(len(self.panels), self.viewport().width()))
+
+    def lay_out(self, columns: int) -> None:
+        """The same plots moved into ``columns`` columns (never rebuilt: pyqtgraph leaks destroyed ones)."""
+        if columns == self.columns:
+            return
+        grid = self.layout_widget.ci.layout
+        for panel in self.panels:
+            grid.removeItem(panel.plot)
+        for index, panel in enumerate(self.panels):
+            grid.addItem(panel.plot, *divmod(index, columns))
+        self.columns = columns
+        self.fit_height()
 
     def draw_panel(self, panel: Panel, view: View) -> None:
         self._mark(panel, view)

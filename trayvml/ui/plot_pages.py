@@ -24,6 +24,7 @@ from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import format_clock, short_name
 from trayvml.history.timeline import History
 from trayvml.ui.plots import (
+    COLLAPSED_HEIGHT_PX,
     GPU_PANELS,
     HOST_PANELS,
     LINE_STYLES,
@@ -45,6 +46,7 @@ MAX_PROCESS_LINES = 12
 # 64 GPUs get fewer points a line rather than 8 times the paint time of 8 GPUs.
 PANEL_POINT_BUDGET = 40_000
 MIN_POINTS_PER_LINE = 120
+HOVER_TOLERANCE_PX = 8  # a GPU's line this near the cursor is highlighted
 READOUT_OFFSET_PX = 16  # between the cursor and the readout box, so that the box never covers it
 MARKER_STYLES = {
     Severity.INFO: (Qt.PenStyle.DotLine, 1),
@@ -77,6 +79,7 @@ class PlotPage(QScrollArea):
     every line of the panel under it."""
 
     time_zoomed = Signal(float, float)
+    gpu_hovered = Signal(int)  # the GPU whose line is under the cursor; -1: none
 
     def __init__(
         self, specs: tuple[PanelSpec, ...], gpu_count: int, columns: int = 1, titles: Sequence[str] = ()
@@ -85,8 +88,7 @@ class PlotPage(QScrollArea):
         self.setWidgetResizable(True)
         self.gpu_count = gpu_count
         self.layout_widget = pg.GraphicsLayoutWidget()
-        rows = -(-len(specs) // columns)
-        self.layout_widget.setMinimumHeight(PANEL_HEIGHT_PX * rows)
+        self.columns = columns
         self.setWidget(self.layout_widget)
         self.layout_widget.viewport().installEventFilter(self)
         self.readout = QLabel(self.viewport())
@@ -123,12 +125,22 @@ class PlotPage(QScrollArea):
                 plot.setTitle(title)
             self.panels.append(Panel(spec, plot, gpu_count, title))
         self.first = first
+        self._names: Callable[[int], str] = str  # names GPU columns in the readout (show_crosshair)
+        self.hovered_gpu = -1
+        self.fit_height()
+
+    def fit_height(self) -> None:
+        """Room for each row of panels: a full plot's, or one line where every panel of the row is collapsed."""
+        rows = [self.panels[k : k + self.columns] for k in range(0, len(self.panels), self.columns)]
+        self.layout_widget.setMinimumHeight(
+            sum(COLLAPSED_HEIGHT_PX if all(p.collapsed for p in row) else PANEL_HEIGHT_PX for row in rows)
+        )
 
     def visible_panels(self) -> list[Panel]:
         """The panels inside the scrolled viewport: only those are worth redrawing."""
         top = self.verticalScrollBar().value()
         shown = QRectF(0, top, self.viewport().width(), self.viewport().height())
-        return [p for p in self.panels if p.plot.geometry().intersects(shown)]
+        return [p for p in self.panels if not p.collapsed and p.plot.geometry().intersects(shown)]
 
     def width_px(self) -> float:
         return self.first.getViewBox().width() if self.first is not None else 0.0
@@ -152,16 +164,22 @@ class PlotPage(QScrollArea):
 
     def panel_at(self, position: QPointF) -> Panel | None:
         """The panel whose plot holds ``position`` (scene coordinates)."""
-        return next((p for p in self.panels if p.plot.sceneBoundingRect().contains(position)), None)
+        return next((p for p in self.panels if not p.collapsed and p.plot.sceneBoundingRect().contains(position)), None)
 
     def show_crosshair(self, position: QPointF, names: Callable[[int], str]) -> None:
         """A line at the cursor's time on every panel, and by the cursor a box with the time and
-        every line of the panel under it, in full precision."""
+        every line of the panel under it, in full precision; the GPU whose line is nearest the
+        cursor is highlighted (``gpu_hovered``)."""
+        self._names = names
         panel = self.panel_at(position)
         if panel is None:
             self.hide_crosshair()
             return
-        x = panel.plot.getViewBox().mapSceneToView(position).x()
+        view = panel.plot.getViewBox()
+        point = view.mapSceneToView(position)
+        x = point.x()
+        _, pixel_y = view.viewPixelSize()
+        self._hover_gpu(panel.gpu_near(x, point.y(), HOVER_TOLERANCE_PX * pixel_y))
         for each in self.panels:
             each.crosshair.setVisible(True)
             each.crosshair.setPos(x)
@@ -176,6 +194,17 @@ class PlotPage(QScrollArea):
         for panel in self.panels:
             panel.crosshair.setVisible(False)
         self.readout.hide()
+        self._hover_gpu(-1)
+
+    def _hover_gpu(self, gpu: int) -> None:
+        if gpu != self.hovered_gpu:
+            self.hovered_gpu = gpu
+            self.gpu_hovered.emit(gpu)
+
+    def set_emphasis(self, gpu: int) -> None:
+        """``gpu``'s lines stand out in every panel, the others faint (-1: none)."""
+        for panel in self.panels:
+            panel.set_emphasis(gpu)
 
     def _place_readout(self, cursor: QPoint) -> None:
         """Beside the cursor, on whichever side keeps the whole box inside the visible page."""
@@ -200,7 +229,10 @@ class PlotPage(QScrollArea):
             # Accepted, or Qt hands the event on to the page's own scroll area: a second scroll.
             event.accept()
             if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
-                self._scroll(event)
+                moved_px = self._scroll(event)
+                if self.readout.isVisible():  # the panel under the cursor changed with the page
+                    under = event.position().toPoint() + QPoint(0, moved_px)
+                    self.show_crosshair(self.layout_widget.mapToScene(under), self._names)
                 return True
             notches = event.angleDelta().y() / 120
             if notches:
@@ -216,13 +248,16 @@ class PlotPage(QScrollArea):
             return True
         return super().eventFilter(watched, event)
 
-    def _scroll(self, event: QWheelEvent) -> None:
-        """The page moves as a scroll area's wheel would move it (a touchpad's pixels as they come)."""
+    def _scroll(self, event: QWheelEvent) -> int:
+        """The page moves as a scroll area's wheel would move it (a touchpad's pixels as they come);
+        returns by how many pixels it moved (down: positive)."""
         bar = self.verticalScrollBar()
         pixels = event.pixelDelta().y()
         if not pixels:
             pixels = round(event.angleDelta().y() / 120 * QApplication.wheelScrollLines() * bar.singleStep())
-        bar.setValue(bar.value() - pixels)
+        before = bar.value()
+        bar.setValue(before - pixels)
+        return bar.value() - before
 
     def _zoom_at(self, position: QPointF, factor: float) -> None:
         scene = self.layout_widget.mapToScene(position.toPoint())
@@ -261,6 +296,17 @@ def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float
     return sorted(limits.items())
 
 
+def _not_supported_line(panel: Panel, sample: Sample) -> str:
+    """ "Encoder and decoder: not supported by any GPU here (RTX 4090)", and why where it is known."""
+    group = translate("metrics", panel.spec.group.value)
+    models = ", ".join(dict.fromkeys(short_name(info.name) for info in sample.devices))
+    if panel.spec.group is Group.ACTIVITY:
+        return translate("Panel", "{panel}: not supported by any GPU here: {why}").format(
+            panel=group, why=translate("metrics", GPM_MISSING)
+        )
+    return translate("Panel", "{panel}: not supported by any GPU here ({models})").format(panel=group, models=models)
+
+
 def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     """The time, then a row per GPU (or the machine) and a column per metric of ``panel``."""
     when = format_clock(x, date=True)
@@ -282,7 +328,9 @@ def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     )
     if not rows:
         body = "<tr><td>" + translate("Panel", "no lines here at this time") + "</td></tr>"
-    return f"<b>{when}</b><table cellspacing=0 cellpadding=1>{head}{body}</table>"
+    # Named: after a scroll the cursor may be over another panel than the one last read.
+    title = rich_text(translate("metrics", panel.spec.group.value))
+    return f"<b>{title} · {when}</b><table cellspacing=0 cellpadding=1>{head}{body}</table>"
 
 
 class GpuPage(PlotPage):
@@ -290,6 +338,21 @@ class GpuPage(PlotPage):
 
     def __init__(self, gpu_count: int) -> None:
         super().__init__(GPU_PANELS, gpu_count)
+
+    def collapse_unsupported(self, sample: Sample) -> bool:
+        """A panel whose metrics no GPU here supports becomes one line that says so; it is a plot
+        again once a GPU does (another host chosen, another set of GPUs). Whether any changed."""
+        changed = False
+        for panel in self.panels:
+            metrics = panel.spec.metrics
+            lacking = bool(metrics) and all(
+                g.state(m.key) is MetricState.NOT_SUPPORTED for g in sample.gpus for m in metrics
+            )
+            text = _not_supported_line(panel, sample) if lacking and sample.gpus else ""
+            changed = panel.set_collapsed(text, self.foreground) or changed
+        if changed:
+            self.fit_height()
+        return changed
 
     def draw_panel(self, panel: Panel, view: View) -> None:
         self._mark(panel, view)

@@ -28,6 +28,10 @@ STYLE_NAMES = (
     QT_TRANSLATE_NOOP("Panel", "dash-dot"),
 )
 PANEL_HEIGHT_PX = 170
+COLLAPSED_HEIGHT_PX = 32  # a panel no GPU supports: its title row (pyqtgraph's is 30 px)
+QWIDGETSIZE_MAX = 16_777_215  # Qt's "no maximum"
+FAINT_ALPHA = 45  # of 255: the lines of other GPUs while one is highlighted
+EMPHASIS_WIDTH = 2.5  # the highlighted GPU's lines, times their usual width
 GRID_ALPHA = 40  # of 255: grid lines a shade off the background, behind everything
 
 
@@ -223,6 +227,8 @@ class Lines(pg.GraphicsObject):
         super().__init__()
         self.data: list[tuple[np.ndarray, np.ndarray] | None] = []  # per line: (times, values), None: hidden
         self._paths: list[tuple[QPen, QPainterPath]] = []
+        self._columns: list[int] = []  # the line (GPU column) each of _paths draws
+        self.emphasis = -1  # a line drawn wider, the others faint (the GPU under the cursor); -1: none
         self._bounds: tuple[float, float, float, float] | None = None  # x0, x1, y0, y1 of what is shown
 
     def set_lines(self, xs: np.ndarray, ys: np.ndarray, pens: Sequence[QPen], shown: Sequence[bool]) -> None:
@@ -235,11 +241,13 @@ class Lines(pg.GraphicsObject):
         self.prepareGeometryChange()
         self.data = list(data)
         # Paths are built once per data change; a moving view only changes the painter's transform.
-        self._paths = [
-            (pen, pg.arrayToQPath(line[0], line[1], connect="finite"))
-            for pen, line in zip(pens, self.data, strict=True)
+        drawn = [
+            (column, pen, line)
+            for column, (pen, line) in enumerate(zip(pens, self.data, strict=True))
             if line is not None and len(line[0]) > 1
         ]
+        self._paths = [(pen, pg.arrayToQPath(line[0], line[1], connect="finite")) for _, pen, line in drawn]
+        self._columns = [column for column, _, _ in drawn]
         x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
         for line in self.data:
             if line is None or not len(line[0]):
@@ -249,10 +257,18 @@ class Lines(pg.GraphicsObject):
                 x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
                 y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
         self._bounds = (x0, x1, y0, y1) if x0 <= x1 else None
+        # The view box fits its value range to the new bounds at its next paint: told by Qt's
+        # prepareGeometryChange alone, a panel first drawn after a scroll kept an empty range.
+        self.informViewBoundsChanged()
         self.update()
 
     def clear(self) -> None:
         self.set_each((), ())
+
+    def set_emphasis(self, column: int) -> None:
+        if column != self.emphasis:
+            self.emphasis = column
+            self.update()
 
     def line(self, index: int) -> tuple[np.ndarray, np.ndarray] | None:
         """(times, values) of one line as drawn; None where it is hidden or absent."""
@@ -283,10 +299,22 @@ class Lines(pg.GraphicsObject):
         # drawn half as thick as the text beside it, so its width follows the screen's scale.
         device = painter.device()
         ratio = device.devicePixelRatioF() if device is not None else 1.0
-        for pen, path in self._paths:
-            if ratio != 1.0:
+        emphasised = self.emphasis in self._columns
+        last = []  # the emphasised line, over the others
+        for column, (pen, path) in zip(self._columns, self._paths, strict=True):
+            if ratio != 1.0 or emphasised:
                 pen = QPen(pen)
-                pen.setWidthF(pen.widthF() * ratio)
+                pen.setWidthF(pen.widthF() * ratio * (EMPHASIS_WIDTH if column == self.emphasis else 1.0))
+                if emphasised and column != self.emphasis:
+                    faint = pen.color()
+                    faint.setAlpha(FAINT_ALPHA)
+                    pen.setColor(faint)
+            if column == self.emphasis:
+                last.append((pen, path))
+                continue
+            painter.setPen(pen)
+            painter.drawPath(path)
+        for pen, path in last:
             painter.setPen(pen)
             painter.drawPath(path)
 
@@ -359,6 +387,7 @@ class Panel:
         self.spec = spec
         self.title = title or spec.title
         self.note = ""  # beside the title (show_note)
+        self.collapsed = ""  # the line shown instead of the plot, where no GPU has its metrics (set_collapsed)
         self.plot = plot
         self.gpu_count = gpu_count
         self.lines: list[Lines] = []  # one per metric: columns are GPUs
@@ -436,6 +465,8 @@ class Panel:
     def title_text(self) -> str:
         """The title, and the note on GPUs left out beside it when other lines are drawn: beside the
         group's name alone, as the line-style legend and the note together ran past both edges."""
+        if self.collapsed:
+            return self.collapsed
         if not self.note:
             return self.title
         return f"{translate('metrics', self.spec.group.value)} — {self.note}"
@@ -446,6 +477,24 @@ class Panel:
         if text != self.note:
             self.note = text
             self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
+
+    def set_collapsed(self, text: str, colour: QColor) -> bool:
+        """One line, ``text``, instead of the plot (a title without axes or lines), or the plot again
+        (``text`` ""): a panel no GPU can fill is not a full height of empty chart. Whether it changed."""
+        if text == self.collapsed:
+            return False
+        self.collapsed = text
+        shown = not text
+        view = self.plot.getViewBox()
+        view.setVisible(shown)
+        view.setMaximumHeight(QWIDGETSIZE_MAX if shown else 0)
+        self.plot.getAxis("left").setVisible(shown)
+        bottom = self.plot.getAxis("bottom")
+        bottom.setVisible(shown)
+        bottom.setHeight(bottom.fixedHeight)  # its height again: none while hidden, its own when shown
+        self.plot.setMaximumHeight(QWIDGETSIZE_MAX if shown else COLLAPSED_HEIGHT_PX)
+        self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
+        return True
 
     def show_notice(self, text: str) -> None:
         self.notice.setText(text)
@@ -479,14 +528,37 @@ class Panel:
             for column, line in enumerate(lines.data):
                 if line is None or not len(line[0]):
                     continue
-                xs, ys = line
-                at = int(np.searchsorted(xs, x))
-                if at == len(xs) or (at > 0 and x - xs[at - 1] < xs[at] - x):
-                    at -= 1  # the nearer of the readings either side
-                step = xs[1] - xs[0] if len(xs) > 1 else 1.0
-                outside = x < xs[0] - step or x > xs[-1] + step
-                value = math.nan if outside else float(ys[at])
+                reading = _reading_at(line[0], x)
+                value = math.nan if reading is None else float(line[1][reading])
                 rows.setdefault(column, ["–"] * len(self.lines))[k] = format_precise(metric, value)
         if not self.gpu_count:
             return [("", "", values) for values in rows.values()]
         return [(names(column), gpu_colour(column).name(), values) for column, values in sorted(rows.items())]
+
+    def gpu_near(self, x: float, y: float, tolerance: float) -> int:
+        """The GPU whose line passes nearest to (``x``, ``y``), at most ``tolerance`` (in the panel's
+        values) away; -1 where none is, or the panel has no GPU lines."""
+        best, best_gap = -1, tolerance
+        for lines in self.lines if self.gpu_count else ():
+            for column, line in enumerate(lines.data):
+                at = None if line is None or not len(line[0]) else _reading_at(line[0], x)
+                if line is None or at is None or not math.isfinite(float(line[1][at])):
+                    continue
+                gap = abs(float(line[1][at]) - y)
+                if gap <= best_gap:
+                    best, best_gap = column, gap
+        return best
+
+    def set_emphasis(self, gpu: int) -> None:
+        """``gpu``'s lines wider, the others faint; -1: all as usual."""
+        for lines in self.lines:
+            lines.set_emphasis(gpu)
+
+
+def _reading_at(times_s: np.ndarray, x: float) -> int | None:
+    """The index of the reading nearest to time ``x``; None beyond a step outside the readings."""
+    at = int(np.searchsorted(times_s, x))
+    if at == len(times_s) or (at > 0 and x - times_s[at - 1] < times_s[at] - x):
+        at -= 1  # the nearer of the readings either side
+    step = times_s[1] - times_s[0] if len(times_s) > 1 else 1.0
+    return None if x < times_s[0] - step or x > times_s[-1] + step else at

@@ -14,6 +14,7 @@ from PySide6.QtCore import (
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
+    QSize,
     QSortFilterProxyModel,
     Qt,
 )
@@ -24,6 +25,8 @@ from PySide6.QtWidgets import (
     QMenu,
     QMessageBox,
     QStackedWidget,
+    QStyledItemDelegate,
+    QStyleOptionViewItem,
     QTableView,
     QTableWidget,
     QTableWidgetItem,
@@ -221,6 +224,18 @@ class ProcessModel(QAbstractTableModel):
             self.endInsertRows()
 
 
+CELL_PADDING_PX = 3  # each side of a cell's text, beyond the style's own margins
+
+
+class PaddedCells(QStyledItemDelegate):
+    """Cells as wide as their text and a margin: sized to the text alone, a column fitted to its
+    contents cut "4204000" and "graphics" under styles that draw cells with wider margins."""
+
+    def sizeHint(self, option: QStyleOptionViewItem, index: _Index) -> QSize:  # noqa: N802 - Qt override
+        hint = super().sizeHint(option, index)
+        return QSize(hint.width() + 2 * CELL_PADDING_PX, hint.height())
+
+
 def ask(parent: QWidget | None, question: str) -> bool:
     answer = QMessageBox.question(parent, "trayvml", question, defaultButton=QMessageBox.StandardButton.No)
     return answer == QMessageBox.StandardButton.Yes
@@ -306,6 +321,7 @@ class ProcessesPage(QTableView):
         self.sortByColumn(ProcessModel.MEMORY_COLUMN, Qt.SortOrder.DescendingOrder)
         # Numbers as wide as they need, the command (the last column) all the rest: at a fixed 100 px
         # each, the command was the narrowest column and beyond the right edge.
+        self.setItemDelegate(PaddedCells(self))
         self.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.horizontalHeader().setSectionResizeMode(ProcessModel.COMMAND_COLUMN, QHeaderView.ResizeMode.Stretch)
         self.verticalHeader().setVisible(False)
@@ -460,6 +476,7 @@ class ProcessesTab(QWidget):
         self.tree.setHeaderLabels([translate("ProcessesTab", h) for h in GROUP_HEADERS])
         self.tree.setAlternatingRowColors(True)
         self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.tree.setItemDelegate(PaddedCells(self.tree))
         self.stack = QStackedWidget()
         self.stack.addWidget(self.table)
         self.stack.addWidget(self.tree)

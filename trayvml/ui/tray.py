@@ -9,7 +9,7 @@ from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
 from trayvml.alerts.engine import AlertEngine
-from trayvml.core.errors import NotEnoughGpusError, UnavailableReason
+from trayvml.core.errors import NotEnoughGpusError
 from trayvml.core.lines import gpu_lines, job_line, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
@@ -212,14 +212,12 @@ class Tray(QObject):
         for gpu, line, action in zip(sample.gpus, gpu_lines(sample, compact=True), self.gpu_actions, strict=False):
             job = job_line(gpu, compact=True)  # where the lists were read: the biggest job's name
             action.setText(self._label(f"{line} · {job}" if job else line))
-        unavailable = sample.unavailable
         problem = sample.problem
         status = problem[0] if problem else simulation_text(sample)
         self.status_action.setText(self._label(status))
         self.status_action.setToolTip(problem[1] if problem else "")
         self.status_action.setVisible(bool(status))
-        no_driver = unavailable is not None and unavailable.reason is UnavailableReason.LIBRARY_NOT_FOUND
-        self.simulate_action.setVisible(no_driver and not sample.simulation)
+        self.simulate_action.setVisible(sample.offers_simulation)
         freest = self.freest_text()
         copy = (
             translate("Tray", "Copy {freest}").format(freest=freest)

@@ -19,12 +19,12 @@ from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
     QFileDialog,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QMenu,
     QMessageBox,
     QPushButton,
+    QSizePolicy,
     QTabWidget,
     QToolBar,
     QToolButton,
@@ -37,9 +37,9 @@ from trayvml.core.demand import EVERYTHING, PROCESSES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import Group
-from trayvml.core.safe_text import menu_label, rich_text
+from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
-from trayvml.core.units import format_duration, short_name
+from trayvml.core.units import format_clock, format_duration, short_name
 from trayvml.history.timeline import History
 from trayvml.monitor.energy import energy_in_range, format_energy
 from trayvml.monitor.spans import AsleepSpans
@@ -47,11 +47,11 @@ from trayvml.ui.alerts_page import AlertsPage
 from trayvml.ui.details_page import DetailsPage
 from trayvml.ui.export import export_csv, export_png
 from trayvml.ui.gaps import pick_range, shade_gaps, visible_gaps
+from trayvml.ui.legend import GpuLegend
 from trayvml.ui.per_gpu import PerGpuTab
 from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesTab
-from trayvml.ui.theme import gpu_colour
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 RANGES_S = (
@@ -76,6 +76,7 @@ FIRST_MINUTE_S = 60.0  # following live, a range longer than the history shows t
 
 class GraphWindow(QMainWindow):
     needs_changed = Signal()  # what it shows changed (a tab, a scroll, shown or hidden): see needs()
+    simulation_requested = Signal()  # no driver here: the user asked for simulated GPUs instead
 
     def __init__(self, history: History) -> None:
         super().__init__()
@@ -87,6 +88,7 @@ class GraphWindow(QMainWindow):
         self.following = True
         self.gpu_count = 0
         self.hidden_gpus: set[int] = set()
+        self.highlighted_gpu = -1  # the GPU whose lines stand out (legend or line under the cursor)
         self.redraws = 0  # redraws begun, for tests and benchmarks
         self._devices: tuple[DeviceInfo, ...] = ()
         self._setting_range = False
@@ -102,7 +104,13 @@ class GraphWindow(QMainWindow):
         self.resize(*DEFAULT_SIZE_PX)
         self._build_toolbar()
         self.tabs = QTabWidget()
-        self.setCentralWidget(self.tabs)
+        central = QWidget()
+        central_layout = QVBoxLayout(central)
+        central_layout.setContentsMargins(0, 0, 0, 0)
+        central_layout.setSpacing(0)
+        central_layout.addWidget(self.legend)
+        central_layout.addWidget(self.tabs, 1)
+        self.setCentralWidget(central)
         self.gpu_page: GpuPage | None = None
         self.host_page = MachinePage()
         self.process_tab = ProcessesTab()  # the table (or jobs), the hidden ones counted, the users
@@ -119,13 +127,31 @@ class GraphWindow(QMainWindow):
         self.no_gpus_label.setWordWrap(True)
         self.no_gpus_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
         self.no_gpus_label.setStyleSheet("padding: 40px; font-size: 13pt;")
-        self.no_gpus_label.hide()
-        self._gpu_tab_layout.addWidget(self.no_gpus_label, 1)
+        self.no_gpus_label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.no_gpus = QWidget()  # the label, and where simulated GPUs would help, a button for them
+        no_gpus_layout = QVBoxLayout(self.no_gpus)
+        no_gpus_layout.addStretch(1)
+        no_gpus_layout.addWidget(self.no_gpus_label)
+        self.simulate_button = QPushButton(translate("GraphWindow", "Start with simulated GPUs (made-up readings)"))
+        self.simulate_button.setObjectName("simulate_button")
+        self.simulate_button.setToolTip(
+            translate(
+                "GraphWindow",
+                "Made-up GPUs to look around trayvml without a driver: the title and status bar say SIMULATED"
+                " while they are shown",
+            )
+        )
+        self.simulate_button.clicked.connect(self.simulation_requested.emit)
+        no_gpus_layout.addWidget(self.simulate_button, 0, Qt.AlignmentFlag.AlignHCenter)
+        no_gpus_layout.addStretch(1)
+        self.no_gpus.hide()
+        self._gpu_tab_layout.addWidget(self.no_gpus, 1)
         legend = QLabel(
             translate("GraphWindow", "Throttle strip: {legend}").format(legend=translate("Panel", REASON_LEGEND))
         )
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
+        self._strip_key = legend  # shown with the graphs only
         self.tabs.addTab(self._gpu_tab, translate("GraphWindow", "GPUs"))
         self.per_gpu = PerGpuTab()
         self.per_gpu.page_built.connect(self._watch_range)
@@ -137,6 +163,8 @@ class GraphWindow(QMainWindow):
         self.tabs.addTab(self.alert_table, translate("GraphWindow", "Alerts"))
         self.tabs.currentChanged.connect(lambda _: self.request_redraw())
         self.tabs.currentChanged.connect(lambda _: self.needs_changed.emit())
+        self.tabs.currentChanged.connect(lambda _: self._show_legend())
+        self._show_legend()
         self._pan_timer = QTimer(self)
         self._pan_timer.setObjectName("refresh_after_pan_timer")
         self._pan_timer.setSingleShot(True)
@@ -168,16 +196,19 @@ class GraphWindow(QMainWindow):
 
     # ---- toolbar ----
     def _build_toolbar(self) -> None:
+        """One row that fits 1280 px with room to spare: the ranges as compact buttons, the exports
+        in one menu, the GPUs in the legend above the graphs (GpuLegend), never behind a "»"."""
         bar = QToolBar(translate("GraphWindow", "View"))
         bar.setObjectName("view_toolbar")
         bar.setMovable(False)
         self.addToolBar(bar)
         self.range_buttons = QButtonGroup(self)
         for label, seconds in RANGES_S:
-            button = QPushButton(translate("GraphWindow", label))
+            button = QToolButton()
+            button.setText(translate("GraphWindow", label))
             button.setCheckable(True)
             button.setChecked(seconds == self.range_s)
-            button.setFlat(True)
+            button.setAutoRaise(True)
             button.clicked.connect(lambda _=False, s=seconds: self.set_range(s, chosen=True))
             self.range_buttons.addButton(button, seconds)
             bar.addWidget(button)
@@ -190,34 +221,48 @@ class GraphWindow(QMainWindow):
             translate("GraphWindow", "Keep the newest time at the right edge; a drag or Ctrl+wheel leaves it")
         )
         bar.addWidget(self.follow_button)
-        self.pick_button = QPushButton(translate("GraphWindow", "Range…"))
-        self.pick_button.setFlat(True)
+        self.pick_button = QToolButton()
+        self.pick_button.setText(translate("GraphWindow", "Range…"))
+        self.pick_button.setAutoRaise(True)
         self.pick_button.setToolTip(translate("GraphWindow", "Show any past range kept on disk"))
         self.pick_button.clicked.connect(self._pick_range)
         bar.addWidget(self.pick_button)
         spacer = QWidget()
-        spacer.setSizePolicy(spacer.sizePolicy().horizontalPolicy().Expanding, spacer.sizePolicy().verticalPolicy())
+        spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
         self.export_csv_action = QAction(translate("GraphWindow", "Export CSV…"), self)
         self.export_csv_action.triggered.connect(self._ask_export_csv)
-        bar.addAction(self.export_csv_action)
         self.export_png_action = QAction(translate("GraphWindow", "Save PNG…"), self)
         self.export_png_action.triggered.connect(self._ask_export_png)
-        bar.addAction(self.export_png_action)
-        self.addToolBarBreak()
-        gpus = QToolBar(translate("GraphWindow", "GPUs"))
-        gpus.setObjectName("gpu_toolbar")
-        gpus.setMovable(False)
-        self.addToolBar(gpus)
-        self.gpu_toggles_widget = QWidget()
-        self.gpu_toggles_layout = QHBoxLayout(self.gpu_toggles_widget)
-        self.gpu_toggles_layout.setContentsMargins(4, 0, 4, 0)
-        self.gpu_toggles: list[QCheckBox] = []
-        gpus.addWidget(QLabel(translate("GraphWindow", " Show: ")))
-        gpus.addWidget(self.gpu_toggles_widget)
+        export_menu = QMenu(self)
+        export_menu.addAction(self.export_csv_action)
+        export_menu.addAction(self.export_png_action)
+        export = QToolButton()
+        export.setObjectName("export_button")
+        export.setText(translate("GraphWindow", "Export"))
+        export.setAutoRaise(True)
+        export.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
+        export.setMenu(export_menu)
+        bar.addWidget(export)
+        self.legend = GpuLegend()
+        self.legend.toggled.connect(self.set_gpu_visible)
+        self.legend.hovered.connect(self.highlight_gpu)
         self.asleep_spans: AsleepSpans | None = None  # set by the app: shaded where a GPU slept
         self.status_label = QLabel()
         self.statusBar().addWidget(self.status_label, 1)
+
+    @property
+    def gpu_toggles(self) -> list[QCheckBox]:
+        """The legend's tick boxes, one per GPU."""
+        return self.legend.entries
+
+    def highlight_gpu(self, gpu: int) -> None:
+        """``gpu``'s lines stand out in every panel and its legend entry is marked; -1: none."""
+        self.highlighted_gpu = gpu
+        self.legend.show_highlight(gpu)
+        for page in (self.gpu_page, *self.per_gpu.pages.values()):
+            if page is not None:
+                page.set_emphasis(gpu)
 
     def add_app_menu(self, menu: QMenu) -> None:
         """A menu button at the toolbar's end: pause alerts, start at login, settings (the tray's)."""
@@ -226,6 +271,7 @@ class GraphWindow(QMainWindow):
         button.setText(translate("GraphWindow", "Alerts and settings"))
         button.setPopupMode(QToolButton.ToolButtonPopupMode.InstantPopup)
         button.setMenu(menu)
+        button.setAutoRaise(True)
         toolbar = self.findChild(QToolBar, "view_toolbar")
         assert toolbar is not None  # made in __init__
         toolbar.addWidget(button)
@@ -241,28 +287,23 @@ class GraphWindow(QMainWindow):
             self.gpu_page.deleteLater()
         self.gpu_page = GpuPage(self.gpu_count)
         self._watch_range(self.gpu_page)
-        layout.insertWidget(0, self.gpu_page)  # above the legend
-        for toggle in self.gpu_toggles:
-            toggle.setParent(None)
-        self.gpu_toggles = []
-        for gpu, info in zip(sample.gpus, sample.devices, strict=True):
-            toggle = QCheckBox(
-                menu_label(f"{gpu.index} {short_name(info.shown_name)}", dbusmenu=False)
-            )  # & is a mnemonic
-            colour = gpu_colour(gpu.index).name()
-            toggle.setStyleSheet(f"QCheckBox {{ color: {colour}; font-weight: bold; }}")
-            toggle.setChecked(gpu.index not in self.hidden_gpus)
-            # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
-            facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(
-                name=info.shown_name, bus=info.pci_bus_id or "?", uuid=info.uuid
-            )
-            toggle.setToolTip(f"<p>{rich_text(facts)}</p>")
-            toggle.toggled.connect(lambda on, i=gpu.index: self.set_gpu_visible(i, on))
-            self.gpu_toggles_layout.addWidget(toggle)
-            self.gpu_toggles.append(toggle)
+        layout.insertWidget(0, self.gpu_page)  # above the throttle strip's key
+        self.gpu_page.gpu_hovered.connect(self.highlight_gpu)
+        self.legend.set_devices(sample.devices, self.hidden_gpus)
+        self._show_legend()
         self.details.show_devices(sample)
-        self.per_gpu.set_devices(sample.devices, lambda page: self.apply_palette())
+        self.per_gpu.set_devices(sample.devices, self._new_per_gpu_page)
         self.apply_palette()
+
+    def _show_legend(self) -> None:
+        """Above the GPU timelines (all GPUs, or one each), where it names the colours; not on the other tabs."""
+        timelines = self.tabs.currentWidget() in (self._gpu_tab, self.per_gpu)
+        self.legend.setVisible(timelines and bool(self.legend.entries))
+
+    def _new_per_gpu_page(self, page: PlotPage) -> None:
+        self.apply_palette()
+        page.gpu_hovered.connect(self.highlight_gpu)
+        page.set_emphasis(self.highlighted_gpu)
 
     def needs(self) -> frozenset[str]:
         """The GPU metrics the window shows now (trayvml.core.demand): everything while it is open, the
@@ -390,6 +431,8 @@ class GraphWindow(QMainWindow):
             self.set_range(self.fitting_range_s(), chosen=False)  # grows with the data until the user picks
         if sample.gpus and (len(sample.gpus) != self.gpu_count or sample.devices != self._devices):
             self._build_gpu_widgets(sample)
+        if self.gpu_page is not None and sample.gpus and self.gpu_page.collapse_unsupported(sample):
+            self.request_redraw()
         self._show_no_gpus(sample)
         title = "trayvml"
         if sample.gpus:
@@ -412,19 +455,29 @@ class GraphWindow(QMainWindow):
             self.request_redraw()
 
     def _show_no_gpus(self, sample: Sample) -> None:
-        """No GPU to draw: the GPU tab says why and what to do, instead of a blank page."""
+        """No GPU to draw: the GPU tab says why and what to do, once, instead of a blank page; with
+        no driver at all, a button starts simulated GPUs instead."""
         problem = sample.problem if not sample.gpus else None
         if problem is None and sample.gpus:
-            self.no_gpus_label.hide()
+            self.no_gpus.hide()
+            self._strip_key.show()
             if self.gpu_page is not None:
                 self.gpu_page.show()
             return
         headline, sentence = problem or (translate("GraphWindow", "Waiting for the first reading of the GPUs"), "")
+        offer = sample.offers_simulation
+        if offer and sample.unavailable is not None:
+            sentence = sample.unavailable.cause  # the button below says the rest
+        if sentence.startswith(headline):  # "No NVIDIA driver found: the NVML library…" under that headline
+            rest = sentence[len(headline) :].lstrip(":： ")
+            sentence = rest[:1].upper() + rest[1:]
         machine = translate("GraphWindow", "The Machine tab still shows this computer's CPU, memory, disk and network.")
         text = f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p><p>{machine}</p>"
         if text != self.no_gpus_label.text():
             self.no_gpus_label.setText(text)
-        self.no_gpus_label.show()
+        self.simulate_button.setVisible(offer)
+        self.no_gpus.show()
+        self._strip_key.hide()
         if self.gpu_page is not None:
             self.gpu_page.hide()
 
@@ -550,14 +603,18 @@ class GraphWindow(QMainWindow):
         parts = []
         if sample.simulation:
             parts.append(translate("GraphWindow", "SIMULATED: {what}").format(what=simulation_text(sample)))
-        if sample.problem is not None:
+        if sample.problem is not None and not self.no_gpus.isVisible():  # there it is said already
             parts.append(sample.problem[1])
+        short = self._short_history_text()  # early: what the graphs show, before the driver's version
+        if short:
+            parts.append(short)
         if sample.system is not None:
             driver = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
             parts.append(driver.format(driver=sample.system.driver_version, cuda=sample.system.cuda_driver_version))
         energy = self._energy_text()
         if energy:
             parts.append(energy)
+
         if self.store_note:
             parts.append(self.store_note)
         if self.push_note:
@@ -567,6 +624,22 @@ class GraphWindow(QMainWindow):
             following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
         )
         return "   ·   ".join(parts)
+
+    def _short_history_text(self) -> str:
+        """Following live with a history in memory only (no store, or a simulation's made-up past,
+        which is never written to it) shorter than the range, the view starts where the history
+        does (visible_range): said, so that "7 d" showing 12 h is not taken for a week."""
+        if not self.following or self.sample is None or self._history.disk is not None:
+            return ""
+        start, end = self.visible_range()
+        if end - start >= self.range_s - 1:
+            return ""
+        name = next((translate("GraphWindow", label) for label, s in RANGES_S if s == self.range_s), "")
+        return translate("GraphWindow", "history starts {when}: {span} of the {range} range").format(
+            when=format_clock(start, seconds=False, date=True),
+            span=format_duration(end - start, "min"),
+            range=name or format_duration(self.range_s, "min"),
+        )
 
     def _energy_text(self) -> str:
         """Each GPU's energy in the range in view, from the power the history holds for that range
