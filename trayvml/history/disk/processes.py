@@ -420,8 +420,10 @@ def rows(db: Database, uuid: str, start_s: float, end_s: float) -> Iterator[Proc
         stop_ms = min(end_ms, (t_ms // HOUR_MS + 1) * HOUR_MS - 1)
         found: list[tuple[int, int, float, float, float]] = []  # time, process, memory, SM, interval
         fine_ms = round(fine_from * 1000) if fine_from is not None else None
-        if fine_ms is None or t_ms < fine_ms:  # minutes before the every-sample rows
-            until_ms = min(stop_ms, fine_ms - 1) if fine_ms is not None else stop_ms
+        # Minutes before the every-sample rows (a minute they begin in is theirs: its samples are there).
+        fine_minute_ms = fine_ms - fine_ms % BUCKET_MS if fine_ms is not None else None
+        if fine_minute_ms is None or t_ms < fine_minute_ms:
+            until_ms = min(stop_ms, fine_minute_ms - 1) if fine_minute_ms is not None else stop_ms
             for block in _blocks(db, device, (Tier.COARSE,), t_ms, until_ms):
                 matrices = _decode(block)
                 if matrices is None:
