@@ -361,6 +361,19 @@ def fine_start_s(db: Database, uuid: str) -> float | None:
     return None if row[0] is None else row[0] / 1000
 
 
+def _grid(start_s: float, end_s: float, step_s: float) -> tuple[int, int, int]:
+    """(first bucket's start, step, count) in ms of whole-minute buckets covering the range."""
+    step_ms = max(1, round(step_s * 1000 / BUCKET_MS)) * BUCKET_MS
+    first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
+    return first_ms, step_ms, max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
+
+
+def grid(start_s: float, end_s: float, step_s: float) -> tuple[np.ndarray, float]:
+    """The bucket starts (s) and step (s) that ``series`` gives for the range."""
+    first_ms, step_ms, n = _grid(start_s, end_s, step_s)
+    return (first_ms + np.arange(n) * step_ms) / 1000, step_ms / 1000
+
+
 def series(db: Database, uuid: str, start_s: float, end_s: float, step_s: float) -> list[ProcessSeries]:
     """Each process of the GPU that held it in the range, in buckets of ``step_s`` (whole minutes)
     from the per-minute tier and the hour not yet packed; biggest peak memory first."""
@@ -368,9 +381,7 @@ def series(db: Database, uuid: str, start_s: float, end_s: float, step_s: float)
     device = _device(db, uuid)
     if not processes or device is None:
         return []
-    step_ms = max(1, round(step_s * 1000 / BUCKET_MS)) * BUCKET_MS
-    first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
-    n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
+    first_ms, step_ms, n = _grid(start_s, end_s, step_s)
     ids = np.array(sorted(processes), dtype=np.int64)
     shape = (len(ids), n)
     mem_count, mem_sum, mem_max = np.zeros(shape), np.zeros(shape), np.full(shape, -np.inf)
