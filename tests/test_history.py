@@ -129,4 +129,7 @@ def test_process_history_keeps_at_most_the_cap_and_drops_the_longest_gone() -> N
     found = history.processes.lines(T0, T0 + 200, 500)
     assert len(found) == MAX_TRACKED_PROCESSES
     labels = {(line.name, line.pid) for line in found}
-    assert ("job0", 1000) not in labels and (f"job{MAX_TRACKED_PROCESSES + 9}", 1000 + MAX_TRACKED_PROCESSES + 9) in labels
+    assert ("job0", 1000) not in labels and (
+        f"job{MAX_TRACKED_PROCESSES + 9}",
+        1000 + MAX_TRACKED_PROCESSES + 9,
+    ) in labels

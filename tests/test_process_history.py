@@ -59,9 +59,7 @@ def test_every_process_sample_reads_back_with_its_name_user_and_job(tmp_path: Pa
             }
             assert expected  # the scenario runs processes on each GPU
             rows = list(processes.rows(db, uuid, MIDNIGHT_S - 1800, MIDNIGHT_S + 1800))
-            got = {
-                (epoch_ms(r.t_s), r.process.pid, round(r.memory_bytes / MIB), round(r.sm_percent)) for r in rows
-            }
+            got = {(epoch_ms(r.t_s), r.process.pid, round(r.memory_bytes / MIB), round(r.sm_percent)) for r in rows}
             assert got == expected and all(r.interval_s == 0 for r in rows)
             assert [r.t_s for r in rows] == sorted(r.t_s for r in rows)
             named = {(p.pid, p.name, p.user) for s in samples for p in s.gpus[gpu].processes}
@@ -300,7 +298,9 @@ def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(
     samples = []
     for k in range(0, 3600, 5):
         ranks = [
-            _process(1, 500 + r, (3 + r) * GIB, 40.0 + r, name="python", user="ann", started_s=night - 5, attribution=job)
+            _process(
+                1, 500 + r, (3 + r) * GIB, 40.0 + r, name="python", user="ann", started_s=night - 5, attribution=job
+            )
             for r in range(2)
         ]
         other = _process(1, 900, 1 * GIB, 10.0, name="ffmpeg", user="bob", started_s=night - 5)
@@ -327,12 +327,16 @@ def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(
         window.refresh()
         window.finish_redraw()
         names = [name for name, _ in memory.extra_names]
-        assert names == ["python (501) · Slurm job 4242 · GPU 1", "python (500) · Slurm job 4242 · GPU 1", "ffmpeg (900) · GPU 1"]
+        assert names == [
+            "python (501) · Slurm job 4242 · GPU 1",
+            "python (500) · Slurm job 4242 · GPU 1",
+            "ffmpeg (900) · GPU 1",
+        ]
         peaks = [float(np.nanmax(memory.extra.line(k)[1])) for k in range(3)]
         assert peaks == [4 * GIB, 3 * GIB, 1 * GIB]
         times = memory.extra.line(0)[0][np.isfinite(memory.extra.line(0)[1])]
         assert times[0] >= night - 600 and times[-1] <= night + 3600  # last night's hour, from disk
-        assert [name for name, _ in sm.extra_names][0].startswith("python (501)")
+        assert sm.extra_names[0][0].startswith("python (501)")
         assert float(np.nanmax(sm.extra.line(0)[1])) == pytest.approx(41.0)
         readout = memory.values_at(float(times[3]), window._names())
         assert [row[0] for row in readout] == names and readout[0][2] == ["4.0 GiB"]
@@ -351,11 +355,11 @@ def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(
 
 
 def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_path: Path) -> None:
+    from tests.helpers import simulated_source
     from trayvml.config import Settings
     from trayvml.core.demand import PROCESSES
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.app import STORE_PROCESSES_S, App
-    from tests.helpers import simulated_source
 
     def reads(settings: Settings) -> list[bool]:
         app = App(parse_spec("idle:gpus=h100,past=0"), 1.0, stored=(settings, ""), history_folder=tmp_path / "h")

@@ -223,7 +223,8 @@ def _export_processes(args: argparse.Namespace, now_s: float, reader: StoreReade
     if minutes:
         note = translate(
             "record",
-            "trayvml: rows with an interval of 60 s are a minute's means: older process history keeps one row a minute.",
+            "trayvml: rows with an interval of 60 s are a minute's means: "
+            "older process history keeps one row a minute.",
         )
         print(note, file=sys.stderr)
     if args.csv != "-":

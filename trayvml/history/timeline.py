@@ -87,7 +87,9 @@ class DiskReach:
             self._db.close()
             self._db = None
 
-    def process_lines(self, start_s: float, end_s: float, max_points: int) -> tuple[np.ndarray, float, list[ProcessLine]]:
+    def process_lines(
+        self, start_s: float, end_s: float, max_points: int
+    ) -> tuple[np.ndarray, float, list[ProcessLine]]:
         """(bucket starts, step, the stored processes of the GPUs shown that held one in the range),
         cached until the range moves by a bucket."""
         step_s = max(60.0, (end_s - start_s) / max(1, max_points))

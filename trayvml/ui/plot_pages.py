@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
-from trayvml.core.metrics import GPM_MISSING, Group, Unit
+from trayvml.core.metrics import GPM_MISSING, Group
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import JOB_KINDS, MetricState, Sample
 from trayvml.core.units import format_clock, short_name
@@ -382,9 +382,7 @@ class GpuPage(PlotPage):
         found.sort(key=lambda line: -peak(line, column))
         found = found[:MAX_PROCESS_LINES]
         # The GPU's colour, as everywhere in the window; a style that stays with the process or job.
-        pens = [
-            pg.mkPen(gpu_colour(line.gpu_index), width=1.4, style=LINE_STYLES[_style_of(line)]) for line in found
-        ]
+        pens = [pg.mkPen(gpu_colour(line.gpu_index), width=1.4, style=LINE_STYLES[_style_of(line)]) for line in found]
         panel.extra.set_each([(line.series.times_s, line.series.mean[:, column]) for line in found], pens)
         panel.extra_names = [(line_label(line, self.gpu_count), gpu_colour(line.gpu_index).name()) for line in found]
         if found:

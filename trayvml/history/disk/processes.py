@@ -127,11 +127,11 @@ class PendingProcesses:
                 continue
             device = db.device_id(uuid, self._facts[uuid])
             peaks: dict[tuple[int, int], tuple[float, float]] = {}
-            for _, pid, started_ms, memory, sm in rows:
+            for _, pid, started_ms, memory_bytes, sm_percent in rows:  # NaN (not known) counts as 0
                 mem_peak, sm_peak = peaks.get((pid, started_ms), (0.0, 0.0))
                 peaks[(pid, started_ms)] = (
-                    max(mem_peak, memory if memory == memory else 0.0),
-                    max(sm_peak, sm if sm == sm else 0.0),
+                    max(mem_peak, 0.0 if math.isnan(memory_bytes) else memory_bytes),
+                    max(sm_peak, 0.0 if math.isnan(sm_percent) else sm_percent),
                 )
             kept = sorted(peaks, key=lambda k: peaks[k], reverse=True)[:per_gpu]
             ids = {key: _process_id(db, device, uuid, key, self._meta, rows) for key in kept}
@@ -465,4 +465,3 @@ def rows(db: Database, uuid: str, start_s: float, end_s: float) -> Iterator[Proc
                 t_s = t / 1000 + (0.0005 if not interval_s else 0.0)
                 yield ProcessRow(t_s, process, memory_bytes, sm_percent, interval_s)
         t_ms = stop_ms + 1
-
