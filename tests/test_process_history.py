@@ -173,6 +173,19 @@ def test_processes_are_pruned_with_their_spans_and_count_toward_the_size_cap(tmp
         db.close()
 
 
+def test_reclaiming_gives_every_free_page_back(tmp_path: Path) -> None:
+    _write(tmp_path, _samples(SPEC, MIDNIGHT_S, 600))
+    db = Database(tmp_path)
+    try:
+        db.connection.execute("DELETE FROM blocks")
+        db.connection.execute("DELETE FROM process_blocks")
+        assert db.connection.execute("PRAGMA freelist_count").fetchone()[0] > 1
+        db.reclaim()
+        assert db.connection.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    finally:
+        db.close()
+
+
 def test_a_store_written_before_process_history_reads_as_none(tmp_path: Path) -> None:
     samples = _samples(SPEC, MIDNIGHT_S, 20)
     _write(tmp_path, samples)
