@@ -371,6 +371,7 @@ def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_
     from tests.helpers import simulated_source
     from trayvml.config import Settings
     from trayvml.core.demand import PROCESSES
+    from trayvml.history.rings import PROCESS_STEP_S, PROCESS_TIERS
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.app import STORE_PROCESSES_S, App
 
@@ -384,7 +385,7 @@ def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_
             clock.advance_s(1.0)
         return found
 
-    assert STORE_PROCESSES_S == 10.0
+    assert STORE_PROCESSES_S == PROCESS_STEP_S == PROCESS_TIERS[0].step_s  # readings draw lines, not dots
     asked = reads(Settings())
     assert [k for k, on in enumerate(asked) if on] == [0, 10, 20]
     assert not any(reads(replace(Settings(), process_history_per_gpu=0)))

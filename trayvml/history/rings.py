@@ -233,7 +233,10 @@ class Rings:
         return self._host.read(start_s, end_s, max_points, slice(len(HISTORY_HOST_KEYS), None))
 
 
-PROCESS_TIERS = (Tier(5.0, 180), Tier(30.0, 1440))  # 15 min at 5 s, then 12 h at 30 s
+# While nothing shown needs them, the tray reads the process lists this often (for the history on
+# disk): memory's finest process tier has the same step, so that those readings draw lines, not dots.
+PROCESS_STEP_S = 10.0
+PROCESS_TIERS = (Tier(PROCESS_STEP_S, 90), Tier(30.0, 1440))  # 15 min at 10 s, then 12 h at 30 s
 # Four a GPU for eight GPUs, each with its memory and SM share: with the GPM activity and margin
 # metrics (12 more timelines a GPU), the worst case stays within the 16 MiB the history may take
 # for 8 GPUs over 12 h (PERFORMANCE.md P6). Older and more processes are on disk (disk/processes.py).

@@ -63,7 +63,8 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
 # (default_tiers) and the unpacked hour that the store's coarse tiers do not have yet. 12 h of 8 GPUs
 # in memory is about 13 MiB (benchmarks/README.md); 2 h is a sixth of its 30 s tier.
 MEMORY_WITH_STORE_S = 2 * 3600.0
-# While nothing shown needs them, the process lists are read this often for the history on disk.
+# While nothing shown needs them, the process lists are read this often for the history on disk: the
+# step of memory's finest process tier (history.rings.PROCESS_STEP_S; not imported: it brings numpy).
 STORE_PROCESSES_S = 10.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
