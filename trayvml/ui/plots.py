@@ -476,6 +476,21 @@ class Panel:
         self.image.setRect(float(series.times_s[0]), 0.0, len(series.times_s) * step, float(gpu_count))
         self.plot.setYRange(0, gpu_count, padding=0)
 
+    def _process_values_at(self, x: float) -> list[tuple[str, str, list[str]]]:
+        """Each process (or job) line with a value near ``x``, named, biggest first."""
+        found = []
+        for (name, colour), line in zip(self.extra_names, self.extra.data, strict=False):
+            if line is None or not len(line[0]):
+                continue
+            xs, ys = line
+            at = min(max(0, int(np.searchsorted(xs, x, side="right")) - 1), len(xs) - 1)
+            step = xs[1] - xs[0] if len(xs) > 1 else 1.0
+            value = float(ys[at]) if xs[at] <= x < xs[at] + step else math.nan
+            if math.isfinite(value):
+                shown = f"{value:.0f} %" if self.spec.process_sm else format_bytes(value)
+                found.append((value, (name, colour, [shown])))
+        return [row for _, row in sorted(found, key=lambda item: -item[0])]
+
     def values_at(self, x: float, names: Callable[[int], str]) -> list[tuple[str, str, list[str]]]:
         """Every shown line's value at time ``x``, nearest reading: (name, colour, a value per metric)
         per GPU (or one row for the machine). ``names`` names a GPU column."""
@@ -504,18 +519,3 @@ class Panel:
         if not self.gpu_count:
             return [("", "", values) for values in rows.values()]
         return [(names(column), gpu_colour(column).name(), values) for column, values in sorted(rows.items())]
-
-    def _process_values_at(self, x: float) -> list[tuple[str, str, list[str]]]:
-        """Each process (or job) line with a value near ``x``, named, biggest first."""
-        found = []
-        for (name, colour), line in zip(self.extra_names, self.extra.data, strict=False):
-            if line is None or not len(line[0]):
-                continue
-            xs, ys = line
-            at = min(max(0, int(np.searchsorted(xs, x, side="right")) - 1), len(xs) - 1)
-            step = xs[1] - xs[0] if len(xs) > 1 else 1.0
-            value = float(ys[at]) if xs[at] <= x < xs[at] + step else math.nan
-            if math.isfinite(value):
-                shown = f"{value:.0f} %" if self.spec.process_sm else format_bytes(value)
-                found.append((value, (name, colour, [shown])))
-        return [row for _, row in sorted(found, key=lambda item: -item[0])]
