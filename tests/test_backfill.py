@@ -49,7 +49,7 @@ def test_the_default_simulation_starts_with_hours_of_past(qtbot, tmp_path: Path)
             assert series is not None and series.mean.shape[1] == 4
             assert np.isfinite(series.mean).all(), range_s  # every bucket has a value: no holes in a curve
             assert np.mean(series.mean) > 50  # the training job, not idle GPUs
-        assert app.history.processes.series(started_s - 3600, started_s, 1000)  # the job's memory, too
+        assert app.history.processes.lines(started_s - 3600, started_s, 1000)  # the job's memory, too
         host = app.history.host_series("cpu_percent", started_s - 3600, started_s - 60, 1000)
         assert host is not None and np.isnan(host.mean).all()  # the host's past is not made up
     finally:

@@ -10,6 +10,7 @@ from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.history.rings import (
     HISTORY_GPU_KEYS,
     MAX_TRACKED_PROCESSES,
+    PROCESS_COLUMNS,
     PROCESS_TIERS,
     Tier,
     TieredRing,
@@ -91,7 +92,7 @@ def test_memory_is_bounded_for_8_gpus_12_hours_whatever_the_uptime() -> None:
         history.append(source.sample())
         clock.advance_s(1)
     rings = history.nbytes - history.processes.nbytes
-    per_process = TieredRing(1, PROCESS_TIERS).nbytes
+    per_process = TieredRing(PROCESS_COLUMNS, PROCESS_TIERS).nbytes
     assert rings + MAX_TRACKED_PROCESSES * per_process <= 16 * 2**20  # the worst case
     assert len(HISTORY_GPU_KEYS) >= 40
     clock.advance_s(13 * 3600)  # appending after a long uptime allocates nothing more
@@ -125,9 +126,10 @@ def test_process_history_keeps_at_most_the_cap_and_drops_the_longest_gone() -> N
         values = [float("nan")] * len(GPU_METRICS)
         gpu = GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), processes=(proc,))
         history.append(Sample(T0 + k, (gpu,), (), None, None))
-    found = history.processes.series(T0, T0 + 200, 500)
+    found = history.processes.lines(T0, T0 + 200, 500)
     assert len(found) == MAX_TRACKED_PROCESSES
-    labels = {label for _, label, _ in found}
-    assert (
-        "job0 (1000)" not in labels and f"job{MAX_TRACKED_PROCESSES + 9} ({1000 + MAX_TRACKED_PROCESSES + 9})" in labels
-    )
+    labels = {(line.name, line.pid) for line in found}
+    assert ("job0", 1000) not in labels and (
+        f"job{MAX_TRACKED_PROCESSES + 9}",
+        1000 + MAX_TRACKED_PROCESSES + 9,
+    ) in labels

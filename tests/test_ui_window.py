@@ -249,7 +249,7 @@ def test_every_value_axis_labels_its_ticks_in_typical_ranges(window) -> None:
         for panel in page.panels:
             if panel.spec.strip or panel.collapsed:  # a collapsed panel (no GPU supports it) has no axes
                 continue
-            unit = panel.spec.metrics[0].unit if panel.spec.metrics else Unit.BYTES
+            unit = panel.spec.unit or Unit.BYTES
             for low, high in TYPICAL_RANGES[unit]:
                 panel.plot.setYRange(low, high, padding=0)
                 labels = drawn_tick_labels(panel.plot.getAxis("left"))

@@ -148,6 +148,18 @@ GENERAL: tuple[Setting, ...] = (
         1 << 20,
     ),
     Setting(
+        "process_history_per_gpu",
+        QT_TRANSLATE_NOOP("settings", "GPU processes kept on disk per GPU"),
+        8,
+        0,
+        64,
+        description=QT_TRANSLATE_NOOP(
+            "settings",
+            "The history on disk keeps the memory and SM share over time of this many processes of each "
+            "GPU, the biggest ones. 0: none, and the tray reads no process lists for it.",
+        ),
+    ),
+    Setting(
         "serve_metrics",
         QT_TRANSLATE_NOOP("settings", "Serve metrics to Prometheus"),
         False,
@@ -292,6 +304,7 @@ class Settings:
     history_fine_hours: int = _default("history_fine_hours")
     history_coarse_days: int = _default("history_coarse_days")
     history_size_mib: int = _default("history_size_mib")
+    process_history_per_gpu: int = _default("process_history_per_gpu")
     hidden_gpus: tuple[int, ...] = ()
     serve_metrics: bool = _default("serve_metrics")
     # Exporter or prometheus+http(s):// URLs; the only place credentials (user:password@) may be given.
@@ -304,8 +317,13 @@ class Settings:
 
     @property
     def history_limits(self) -> Limits:
-        """What the history on disk keeps, from the three settings that say it."""
-        return Limits(self.history_fine_hours * 3600.0, self.history_coarse_days * 86400.0, self.history_size_mib * MIB)
+        """What the history on disk keeps, from the settings that say it."""
+        return Limits(
+            self.history_fine_hours * 3600.0,
+            self.history_coarse_days * 86400.0,
+            self.history_size_mib * MIB,
+            self.process_history_per_gpu,
+        )
 
 
 class SettingsError(ValueError):

@@ -418,6 +418,14 @@
         <translation>显示磁盘上保存的任意过去时间段</translation>
     </message>
     <message>
+        <source>Processes by job</source>
+        <translation>按作业显示进程</translation>
+    </message>
+    <message>
+        <source>The process panels draw a line per job (notebook, container, Slurm job, ...), its processes added up</source>
+        <translation>进程面板为每个作业（notebook、容器、Slurm 作业……）画一条线，其进程相加</translation>
+    </message>
+    <message>
         <source>Export CSV…</source>
         <translation>导出 CSV…</translation>
     </message>
@@ -572,6 +580,10 @@
         <translation>{models} 不支持</translation>
     </message>
     <message>
+        <source>No GPU jobs in this range</source>
+        <translation>此时间段内没有 GPU 作业</translation>
+    </message>
+    <message>
         <source>No GPU processes in this range</source>
         <translation>此时间段内没有 GPU 进程</translation>
     </message>
@@ -590,6 +602,14 @@
     <message>
         <source>dash-dot</source>
         <translation>点划线</translation>
+    </message>
+    <message>
+        <source>SM share</source>
+        <translation>SM 占比</translation>
+    </message>
+    <message>
+        <source>memory</source>
+        <translation>显存</translation>
     </message>
     <message>
         <source>, </source>
@@ -1065,6 +1085,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Cooldown (s)</source>
         <translation>冷却（秒）</translation>
+    </message>
+    <message>
+        <source>Keep the biggest processes of each GPU</source>
+        <translation>保留每个 GPU 最大的进程数</translation>
     </message>
     <message>
         <source>above</source>
@@ -1900,6 +1924,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>print the span, samples and bytes stored, and exit</source>
         <translation>打印已存储的时间跨度、样本数和字节数，然后退出</translation>
+    </message>
+    <message>
+        <source>export the GPU processes&apos; memory and SM share instead of the GPUs&apos; metrics</source>
+        <translation>导出 GPU 进程的显存和 SM 占比，而不是 GPU 的指标</translation>
     </message>
 </context>
 <context>
@@ -3089,6 +3117,18 @@ For {duration} now.</source>
         <translation>trayvml：已将 {count} 行写入 {path}</translation>
     </message>
     <message>
+        <source>--query names GPU fields; --processes has columns of its own.</source>
+        <translation>--query 指定的是 GPU 字段；--processes 有自己的列。</translation>
+    </message>
+    <message>
+        <source>No GPU processes stored between {start} and {end} in {folder}.</source>
+        <translation>{folder} 中在 {start} 到 {end} 之间没有存储 GPU 进程。</translation>
+    </message>
+    <message>
+        <source>trayvml: rows with an interval of 60 s are a minute&apos;s means: older process history keeps one row a minute.</source>
+        <translation>trayvml：间隔为 60 秒的行是一分钟的平均值：较早的进程历史每分钟只保留一行。</translation>
+    </message>
+    <message>
         <source>No history between {start} and {end} in {folder}</source>
         <translation>{folder} 中没有 {start} 到 {end} 之间的历史</translation>
     </message>
@@ -3551,6 +3591,14 @@ For {duration} now.</source>
     <message>
         <source>{key} should be a number</source>
         <translation>{key} 应为数字</translation>
+    </message>
+    <message>
+        <source>GPU processes kept on disk per GPU</source>
+        <translation>每个 GPU 在磁盘上保留的进程数</translation>
+    </message>
+    <message>
+        <source>The history on disk keeps the memory and SM share over time of this many processes of each GPU, the biggest ones. 0: none, and the tray reads no process lists for it.</source>
+        <translation>磁盘上的历史记录保留每个 GPU 这么多个进程（最大的那些）随时间变化的显存和 SM 占比。0：不保留，托盘也不会为此读取进程列表。</translation>
     </message>
     <message>
         <source>{where}: {problem}</source>

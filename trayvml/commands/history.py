@@ -20,12 +20,15 @@ from typing import TYPE_CHECKING, TextIO
 
 import numpy as np
 
+from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.files import remove_stale_temporaries
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
     from trayvml.core.sample import DeviceInfo, Sample
+    from trayvml.history.disk.db import Database
+    from trayvml.history.disk.processes import ProcessRow
     from trayvml.history.disk.read import StoreReader
 
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
@@ -113,6 +116,8 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
     if args.stats:
         print(_stats_text(reader, folder))
         return 0
+    if getattr(args, "processes", False):
+        return _export_processes(args, now_s, reader, folder)
     columns = parse_fields(args.query)
     start_s, end_s = time_range(args, now_s)
     gpus = stored_gpus(reader, folder, args.gpu)
@@ -164,6 +169,94 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
         )
         print(written.format(count=count, path=args.csv), file=sys.stderr)
     return 0
+
+
+PROCESS_HEADER = (
+    "timestamp, gpu index, gpu uuid, pid, process name, user, job kind, job name, "
+    "used memory [MiB], sm [%], interval [s]"
+)
+
+
+def _export_processes(args: argparse.Namespace, now_s: float, reader: StoreReader, folder: Path) -> int:
+    """``--processes``: a row per stored sample (or minute) of each process, oldest first, streamed."""
+    from trayvml.core.safe_text import csv_text
+
+    if args.query is not None:
+        raise TrayvmlError(translate("record", "--query names GPU fields; --processes has columns of its own."))
+    from trayvml.history.disk.db import Database
+
+    start_s, end_s = time_range(args, now_s)
+    gpus = stored_gpus(reader, folder, args.gpu)
+    db = Database(folder, read_only=True)  # beside the reader's: its own connection, read-only
+    minutes = False
+    count = 0
+    try:
+        with contextlib.closing(db.connection), _output(args.csv) as out:
+            for t_s, gpu_index, row in _process_rows(db, gpus, start_s, end_s):
+                if count == 0:
+                    out.write(PROCESS_HEADER + "\n")
+                p = row.process
+                memory = f"{row.memory_bytes / 2**20:.0f}" if math.isfinite(row.memory_bytes) else "[N/A]"
+                sm = f"{row.sm_percent:.0f}" if math.isfinite(row.sm_percent) else "[N/A]"
+                fields = (
+                    _stamp(t_s),
+                    str(gpu_index),
+                    p.uuid,
+                    str(p.pid),
+                    csv_text(p.name),
+                    csv_text(p.user),
+                    p.job_kind,
+                    csv_text(p.job),
+                    memory,
+                    sm,
+                    f"{row.interval_s:g}",
+                )
+                out.write(", ".join(fields) + "\n")
+                minutes = minutes or row.interval_s > 0
+                count += 1
+            if count == 0:
+                nothing = translate("record", "No GPU processes stored between {start} and {end} in {folder}.")
+                raise TrayvmlError(nothing.format(start=_when(max(start_s, 0.0)), end=_when(end_s), folder=folder))
+    except BrokenPipeError:
+        _quiet_stdout()
+        return 0
+    if minutes:
+        note = translate(
+            "record",
+            "trayvml: rows with an interval of 60 s are a minute's means: "
+            "older process history keeps one row a minute.",
+        )
+        print(note, file=sys.stderr)
+    if args.csv != "-":
+        written = (
+            translate("record", "trayvml: {count} rows written to {path}")
+            if count != 1
+            else translate("record", "trayvml: {count} row written to {path}")
+        )
+        print(written.format(count=count, path=args.csv), file=sys.stderr)
+    return 0
+
+
+def _process_rows(
+    db: Database, gpus: list[tuple[str, DeviceInfo]], start_s: float, end_s: float
+) -> Iterator[tuple[float, int, ProcessRow]]:
+    """Every chosen GPU's process rows merged by time: one UTC hour of each GPU held at a time."""
+    import heapq
+
+    from trayvml.history.disk import processes
+
+    def stream(uuid: str, index: int) -> Iterator[tuple[float, int, int, ProcessRow]]:
+        for row in processes.rows(db, uuid, start_s, end_s):
+            yield row.t_s, index, row.process.pid, row
+
+    streams = [stream(uuid, info.index) for uuid, info in gpus]
+    for t_s, index, _, row in heapq.merge(*streams, key=lambda item: item[:3]):
+        yield t_s, index, row
+
+
+def _stamp(t_s: float) -> str:
+    """As `log` stamps its rows: local time, cut to the millisecond."""
+    return datetime.fromtimestamp(epoch_ms(t_s) / 1000).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
 
 
 def _pairs(low: str, high: str) -> Iterator[str]:

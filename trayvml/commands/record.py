@@ -66,6 +66,11 @@ def add_commands(
     history.add_argument(
         "--stats", action="store_true", help=translate("cli", "print the span, samples and bytes stored, and exit")
     )
+    history.add_argument(
+        "--processes",
+        action="store_true",
+        help=translate("cli", "export the GPU processes' memory and SM share instead of the GPUs' metrics"),
+    )
 
 
 def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:

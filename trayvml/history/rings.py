@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -233,26 +233,51 @@ class Rings:
         return self._host.read(start_s, end_s, max_points, slice(len(HISTORY_HOST_KEYS), None))
 
 
-PROCESS_TIERS = (Tier(5.0, 180), Tier(30.0, 1440))  # 15 min at 5 s, then 12 h at 30 s
-# Six a GPU for eight GPUs: with the GPM activity and margin metrics (12 more timelines a GPU),
-# the worst case stays within the 16 MiB the history may take for 8 GPUs over 12 h (PERFORMANCE.md P6).
-MAX_TRACKED_PROCESSES = 48
+# While nothing shown needs them, the tray reads the process lists this often (for the history on
+# disk): memory's finest process tier has the same step, so that those readings draw lines, not dots.
+PROCESS_STEP_S = 10.0
+PROCESS_TIERS = (Tier(PROCESS_STEP_S, 90), Tier(30.0, 1440))  # 15 min at 10 s, then 12 h at 30 s
+# Four a GPU for eight GPUs, each with its memory and SM share: with the GPM activity and margin
+# metrics (12 more timelines a GPU), the worst case stays within the 16 MiB the history may take
+# for 8 GPUs over 12 h (PERFORMANCE.md P6). Older and more processes are on disk (disk/processes.py).
+MAX_TRACKED_PROCESSES = 32
+PROCESS_COLUMNS = 2  # a process's memory (bytes) and its share of the SMs (%)
+
+
+@dataclass(frozen=True)
+class ProcessLine:
+    """A process's (or a job's) timeline: ``series`` has two columns, memory bytes and SM %."""
+
+    gpu_index: int
+    pid: int  # 0 for a job's sum
+    started_s: float  # NaN: unknown (or a job's sum)
+    name: str
+    user: str
+    job_kind: str  # ProcessSample.job: "notebook", "container", ..., "pid" (the process itself)
+    job: str
+    series: Series
+
+    @property
+    def key(self) -> tuple[int | str, ...]:
+        """Who the line is, the same in memory and on disk, redraw after redraw: the process (GPU,
+        PID, start in ms), or for a job's sum (pid 0) the GPU and the job."""
+        if not self.pid:
+            return self.gpu_index, self.job_kind, self.job
+        return self.gpu_index, self.pid, round(self.started_s * 1000) if math.isfinite(self.started_s) else 0
 
 
 @dataclass
 class _TrackedProcess:
-    gpu_index: int
-    pid: int
-    label: str
+    line: ProcessLine  # its facts; the series is read from ``ring``
     ring: TieredRing
     last_seen_s: float
 
 
 class ProcessHistory:
-    """GPU memory of each process over time, for at most MAX_TRACKED_PROCESSES processes."""
+    """GPU memory and SM share of each process over time, for at most MAX_TRACKED_PROCESSES processes."""
 
     def __init__(self) -> None:
-        self._processes: dict[tuple[int, int], _TrackedProcess] = {}
+        self._processes: dict[tuple[int, int, float], _TrackedProcess] = {}
 
     @property
     def nbytes(self) -> int:
@@ -261,26 +286,66 @@ class ProcessHistory:
     def append(self, sample: Sample) -> None:
         for gpu in sample.gpus:
             for proc in gpu.processes:
-                key = (gpu.index, proc.pid)
+                started = proc.started_s if math.isfinite(proc.started_s) else 0.0
+                key = (gpu.index, proc.pid, started)  # a later process with the PID is another
                 tracked = self._processes.get(key)
+                kind, job = proc.job
                 if tracked is None:
                     if len(self._processes) >= MAX_TRACKED_PROCESSES:
                         oldest = min(self._processes, key=lambda k: self._processes[k].last_seen_s)
                         del self._processes[oldest]  # the one that exited longest ago
-                    label = f"{proc.name or '?'} ({proc.pid})"
-                    tracked = _TrackedProcess(gpu.index, proc.pid, label, TieredRing(1, PROCESS_TIERS), 0.0)
+                    line = ProcessLine(gpu.index, proc.pid, proc.started_s, proc.name, proc.user, kind, job, _EMPTY)
+                    tracked = _TrackedProcess(line, TieredRing(PROCESS_COLUMNS, PROCESS_TIERS), 0.0)
                     self._processes[key] = tracked
+                elif (job and job != tracked.line.job) or (proc.name and proc.name != tracked.line.name):
+                    # Its job is often named only once its notebook or container is read.
+                    tracked.line = replace(
+                        tracked.line, name=proc.name or tracked.line.name, job_kind=kind, job=job or tracked.line.job
+                    )
                 tracked.last_seen_s = sample.timestamp_s
-                tracked.ring.append(sample.timestamp_s, np.array([proc.used_memory_bytes], dtype=np.float32))
+                row = np.array([proc.used_memory_bytes, proc.sm_util_percent], dtype=np.float32)
+                tracked.ring.append(sample.timestamp_s, row)
 
-    def series(self, start_s: float, end_s: float, max_points: int) -> list[tuple[int, str, Series]]:
-        """(GPU index, label, memory series) of each process seen in the range, most memory first."""
+    def lines(self, start_s: float, end_s: float, max_points: int) -> list[ProcessLine]:
+        """Each process seen in the range (memory and SM %), most memory first."""
         found = []
         for tracked in self._processes.values():
             if tracked.last_seen_s < start_s:
                 continue
-            series = tracked.ring.read(start_s, end_s, max_points, np.array([0]))
-            peak = np.nanmax(series.high) if np.isfinite(series.high).any() else 0.0
-            found.append((peak, tracked.gpu_index, tracked.label, series))
-        found.sort(key=lambda item: -item[0])
-        return [(gpu, label, series) for _, gpu, label, series in found]
+            series = tracked.ring.read(start_s, end_s, max_points, np.arange(PROCESS_COLUMNS))
+            found.append(replace(tracked.line, series=series))
+        return sorted(found, key=lambda line: -peak(line, 0))
+
+
+_EMPTY = Series(np.empty(0), np.empty((0, PROCESS_COLUMNS)), np.empty((0, PROCESS_COLUMNS)), np.empty((0, 0)), 1.0)
+
+
+def peak(line: ProcessLine, column: int) -> float:
+    """The line's highest value of ``column`` (0 where it has none)."""
+    values = line.series.high[:, column] if line.series.high.size else line.series.mean[:, column]
+    return float(np.nanmax(values)) if np.isfinite(values).any() else 0.0
+
+
+def by_job(lines: list[ProcessLine]) -> list[ProcessLine]:
+    """A line per job and GPU: its processes' memory and SM shares added up (NaN where none has a
+    value). Lines must share their times (as History.process_lines gives them)."""
+    groups: dict[tuple[int, str, str], list[ProcessLine]] = {}
+    for line in lines:
+        groups.setdefault((line.gpu_index, line.job_kind, line.job), []).append(line)
+    found = []
+    for (gpu, kind, job), members in groups.items():
+        if len(members) == 1 and members[0].job_kind == "pid":
+            found.append(members[0])  # the process is its own job
+            continue
+        n = min(len(m.series.times_s) for m in members)
+
+        def total(name: str, members: list[ProcessLine] = members, n: int = n) -> np.ndarray:
+            stacked = np.stack([getattr(m.series, name)[:n] for m in members])
+            summed = np.nansum(stacked, axis=0)
+            return np.where(np.isfinite(stacked).any(axis=0), summed, np.nan).astype(np.float32)
+
+        first = members[0].series
+        series = Series(first.times_s[:n], total("mean"), total("low"), total("high"), first.step_s)
+        users = {m.user for m in members}
+        found.append(ProcessLine(gpu, 0, math.nan, "", users.pop() if len(users) == 1 else "", kind, job, series))
+    return sorted(found, key=lambda line: -peak(line, 0))

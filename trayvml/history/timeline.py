@@ -10,15 +10,26 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
 
 from trayvml.core.sample import Sample
+from trayvml.history.disk import processes
+from trayvml.history.disk.db import FILE_NAME, Database
 from trayvml.history.disk.read import CoarseData, StoreReader
 from trayvml.history.disk.write import HOST_UUID, host_layout
-from trayvml.history.rings import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS, Rings, Series, Tier
+from trayvml.history.rings import (
+    HISTORY_GPU_KEYS,
+    HISTORY_HOST_KEYS,
+    PROCESS_COLUMNS,
+    ProcessLine,
+    Rings,
+    Series,
+    Tier,
+    peak,
+)
 
 log = logging.getLogger(__name__)
 GAP_MIN_S = 120.0  # a hole shorter than this is a missed sample or two, not "not recording"
@@ -66,9 +77,42 @@ class DiskReach:
         self.reader = StoreReader(folder)
         self.uuids: tuple[str, ...] = ()  # the GPUs shown, in index order (set from each sample)
         self._cache: dict[str, _Cached] = {}
+        self.folder = folder
+        self._db: Database | None = None  # the process tables' connection (processes.py), read-only
+        self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
 
     def close(self) -> None:
         self.reader.close()
+        if self._db is not None:
+            self._db.close()
+            self._db = None
+
+    def process_lines(
+        self, start_s: float, end_s: float, max_points: int
+    ) -> tuple[np.ndarray, float, list[ProcessLine]]:
+        """(bucket starts, step, the stored processes of the GPUs shown that held one in the range),
+        cached until the range moves by a bucket."""
+        step_s = max(60.0, (end_s - start_s) / max(1, max_points))
+        times, step = processes.grid(start_s, end_s, step_s)
+        key = (self.uuids, math.floor(start_s / step), math.floor(end_s / step), step)
+        if self._lines is not None and self._lines[0] == key:
+            return times, step, self._lines[1]
+        lines: list[ProcessLine] = []
+        try:
+            if self._db is None and (self.folder / FILE_NAME).exists():
+                self._db = Database(self.folder, read_only=True)
+            for index, uuid in enumerate(self.uuids if self._db is not None else ()):
+                assert self._db is not None
+                for found in processes.series(self._db, uuid, start_s, end_s, step):
+                    p = found.process
+                    mean = np.stack([found.memory_bytes, found.sm_percent], axis=1).astype(np.float32)
+                    high = np.stack([found.memory_peak_bytes, found.sm_percent], axis=1).astype(np.float32)
+                    series = Series(found.times_s, mean, mean, high, found.step_s)
+                    lines.append(ProcessLine(index, p.pid, p.started_s, p.name, p.user, p.job_kind, p.job, series))
+        except sqlite3.Error as error:
+            log.warning("the process history on disk could not be read: %s", error)
+        self._lines = (key, lines)
+        return times, step, lines
 
     def _coarse(self, uuid: str, keys: tuple[str, ...], start_s: float, end_s: float, max_points: int) -> CoarseData:
         """Cached per device until the range moves by a bucket: a redraw reads each device once."""
@@ -189,3 +233,31 @@ class History(Rings):
         if disk is not None and self.has_host:
             return disk.host_series(key, start_s, end_s, max_points, self)
         return super().host_series(key, start_s, end_s, max_points)
+
+    def process_lines(
+        self, start_s: float, end_s: float, max_points: int, memory_only: bool = False
+    ) -> list[ProcessLine]:
+        """Each GPU process (memory bytes and SM %) that held a GPU in the range, most memory first, on
+        one grid of times: from the store where the range reaches before memory (last night's
+        processes), with memory's values where the store has none yet (the last seconds)."""
+        memory = self.processes.lines(start_s, end_s, max_points)
+        disk = self._from_disk(start_s, memory_only)
+        if disk is not None:
+            times, step_s, stored = disk.process_lines(start_s, end_s, max_points)
+        elif memory:
+            step_s = max(line.series.step_s for line in memory)
+            times = np.arange(math.floor(start_s / step_s), math.floor(end_s / step_s) + 1) * step_s
+            stored = []
+        else:
+            return []
+        nothing = np.full((len(times), PROCESS_COLUMNS), np.nan, dtype=np.float32)
+        empty = Series(times, nothing, nothing, nothing, step_s)
+        found = {line.key: line for line in stored}
+        for line in memory:
+            before = found.get(line.key)
+            base = before.series if before is not None else empty
+            if before is not None and line.job and line.job != before.job:
+                before = replace(before, job_kind=line.job_kind, job=line.job)  # memory's is the newer
+            found[line.key] = replace(before or line, series=_with_memory(base, line.series))
+        lines = [line for line in found.values() if np.isfinite(line.series.mean).any()]
+        return sorted(lines, key=lambda line: -peak(line, 0))

@@ -64,6 +64,9 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
 # (default_tiers) and the unpacked hour that the store's coarse tiers do not have yet. 12 h of 8 GPUs
 # in memory is about 13 MiB (benchmarks/README.md); 2 h is a sixth of its 30 s tier.
 MEMORY_WITH_STORE_S = 2 * 3600.0
+# While nothing shown needs them, the process lists are read this often for the history on disk: the
+# step of memory's finest process tier (history.rings.PROCESS_STEP_S; not imported: it brings numpy).
+STORE_PROCESSES_S = 10.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -118,6 +121,7 @@ class App(QObject):
         self.history_folder = history_folder
         self._disk: DiskReach | None = None
         self.store_note = ""
+        self._processes_stored_s = -math.inf  # when the store last asked for the process lists
         if stored is None:
             stored = store.load() if store is not None else (Settings(), "")
         loaded, self.settings_message = stored
@@ -409,7 +413,7 @@ class App(QObject):
         # not from the next start (the store is opened once, on the sampler thread, and a recorder
         # may hold it).
         watch(
-            ("history_fine_hours", "history_coarse_days", "history_size_mib"),
+            ("history_fine_hours", "history_coarse_days", "history_size_mib", "process_history_per_gpu"),
             lambda s: self.sampler.set_store_limits(s.history_limits),
         )
         watch("history_on_disk", self._history_on_disk_changed)
@@ -620,7 +624,20 @@ class App(QObject):
         demand.need("window", self.window.needs() if self.window is not None else ())
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
         demand.need("alert_metrics", self.engine.needs())  # the stalled-job rule reads SM activity
+        demand.need("store", {PROCESSES} if self._store_reads_processes() else ())
         self.sampler.set_demand(demand.wanted)
+
+    def _store_reads_processes(self) -> bool:
+        """Whether the next sample reads the process lists for the history on disk: once every
+        STORE_PROCESSES_S, not each second (a list costs milliseconds of driver time a GPU)."""
+        settings = self.settings
+        if self.history_folder is None or not settings.history_on_disk or settings.process_history_per_gpu <= 0:
+            return False
+        now_s = self.local.history.latest_s
+        if not math.isfinite(now_s) or now_s - self._processes_stored_s < STORE_PROCESSES_S - 0.5:
+            return False
+        self._processes_stored_s = now_s
+        return True
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
     def start_simulation(self) -> None:

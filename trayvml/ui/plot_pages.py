@@ -7,6 +7,7 @@ back between panels: at 64 GPUs a panel takes tens of milliseconds, a page sever
 from __future__ import annotations
 
 import math
+import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -18,10 +19,11 @@ from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
-from trayvml.core.metrics import GPM_MISSING, Group, Unit
+from trayvml.core.metrics import GPM_MISSING, Group
 from trayvml.core.safe_text import rich_text
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.sample import JOB_KINDS, MetricState, Sample
 from trayvml.core.units import format_clock, short_name
+from trayvml.history.rings import ProcessLine, by_job, peak
 from trayvml.history.timeline import History
 from trayvml.ui.plots import (
     COLLAPSED_HEIGHT_PX,
@@ -69,6 +71,24 @@ class View:
     hidden_gpus: frozenset[int]
     markers: Sequence[AlertEvent] = ()  # alerts to mark on GPU timelines
     asleep: Sequence[tuple[int, float, float]] = ()  # (GPU, from, until): shaded, the GPU slept
+    process_jobs: bool = False  # the process panels draw a line per job (its processes added up)
+
+
+def _style_of(line: ProcessLine) -> int:
+    return zlib.crc32(repr(line.key).encode()) % len(LINE_STYLES)
+
+
+def line_label(line: ProcessLine, gpu_count: int) -> str:
+    """'python (4100) · notebook exp/train.ipynb', or a job's sum 'Slurm job 4242', with its GPU
+    where there are several."""
+    kind = JOB_KINDS.get(line.job_kind)
+    job = line.job if line.job_kind == "container" else f"{translate('jobs', kind)} {line.job}" if kind else ""
+    if line.pid:
+        process = f"{line.name or '?'} ({line.pid})"
+        text = f"{process} · {job}" if job and line.job_kind != "pid" else process
+    else:
+        text = job or line.job
+    return f"{text} · GPU {line.gpu_index}" if gpu_count > 1 else text
 
 
 class PlotPage(QScrollArea):
@@ -105,8 +125,8 @@ class PlotPage(QScrollArea):
             axes: dict[str, pg.AxisItem] = {"bottom": TimeAxis()}
             if unit is not None and not spec.strip:
                 axes["left"] = UnitAxis(unit)
-            elif spec.group is Group.PROCESSES:
-                axes["left"] = UnitAxis(Unit.BYTES)
+            elif spec.unit is not None:  # the processes' memory or SM share
+                axes["left"] = UnitAxis(spec.unit)
             plot = self.layout_widget.addPlot(row=row, col=col, axisItems=axes, title=spec.title)
             plot.setMenuEnabled(False)
             # No grid of pyqtgraph's: it costs about 50 ms a redraw, more than all the lines (each
@@ -411,18 +431,29 @@ class GpuPage(PlotPage):
             panel.show_note("", self.foreground)
 
     def _draw_processes(self, panel: Panel, view: View) -> None:
+        """A line per process (or job) that held a GPU in the range, biggest first: its memory, or its
+        share of the SMs; from the store where the range reaches before memory."""
+        column = 1 if panel.spec.process_sm else 0
+        lines = view.history.process_lines(view.start_s, view.end_s, self.budget(panel, MAX_PROCESS_LINES))
+        if view.process_jobs:
+            lines = by_job(lines)
         found = [
-            (gpu, series)
-            for gpu, _label, series in view.history.processes.series(
-                view.start_s, view.end_s, self.budget(panel, MAX_PROCESS_LINES)
-            )
-            # A process seen after this range is listed too, with no value in it: left out.
-            if gpu not in view.hidden_gpus and np.isfinite(series.mean).any()
-        ][:MAX_PROCESS_LINES]
-        pens = [pg.mkPen(gpu_colour(gpu), width=1.4) for gpu, _ in found]
-        # Each its own: a process that exited long ago is read from a coarser tier.
-        panel.extra.set_each([(series.times_s, series.mean[:, 0]) for _, series in found], pens)
-        panel.show_notice("" if found else translate("Panel", "No GPU processes in this range"))
+            line
+            for line in lines
+            if line.gpu_index not in view.hidden_gpus and np.isfinite(line.series.mean[:, column]).any()
+        ]
+        found.sort(key=lambda line: -peak(line, column))
+        found = found[:MAX_PROCESS_LINES]
+        # The GPU's colour, as everywhere in the window; a style that stays with the process or job.
+        pens = [pg.mkPen(gpu_colour(line.gpu_index), width=1.4, style=LINE_STYLES[_style_of(line)]) for line in found]
+        panel.extra.set_each([(line.series.times_s, line.series.mean[:, column]) for line in found], pens)
+        panel.extra_names = [(line_label(line, self.gpu_count), gpu_colour(line.gpu_index).name()) for line in found]
+        if found:
+            panel.show_notice("")
+        elif view.process_jobs:
+            panel.show_notice(translate("Panel", "No GPU jobs in this range"))
+        else:
+            panel.show_notice(translate("Panel", "No GPU processes in this range"))
 
     @staticmethod
     def _shade_asleep(panel: Panel, view: View) -> None:

@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, Q
 from trayvml.core.formatting import format_precise
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
-from trayvml.core.units import KIB
+from trayvml.core.units import KIB, format_bytes
 from trayvml.history.rings import Series
 from trayvml.ui.theme import gpu_colour
 
@@ -40,6 +40,14 @@ class PanelSpec:
     group: Group
     metrics: tuple[Metric, ...]
     strip: bool = False  # a state strip (throttle reasons) rather than lines
+    process_sm: bool = False  # the processes' SM share (the processes panel: their memory otherwise)
+
+    @property
+    def unit(self) -> Unit | None:
+        """What its value axis counts (a process panel has no metric of the catalog)."""
+        if self.group is Group.PROCESSES:
+            return Unit.PERCENT if self.process_sm else Unit.BYTES
+        return self.metrics[0].unit if self.metrics else None
 
     @property
     def min_span(self) -> float:
@@ -49,6 +57,9 @@ class PanelSpec:
     @property
     def title(self) -> str:
         group = translate("metrics", self.group.value)
+        if self.group is Group.PROCESSES:
+            what = translate("Panel", "SM share") if self.process_sm else translate("Panel", "memory")
+            return f"{group} — {what}"
         if len(self.metrics) < 2:
             return group
         styles = translate("Panel", ", ").join(
@@ -68,7 +79,7 @@ def _panels(metrics: Sequence[Metric], groups: Sequence[Group]) -> tuple[PanelSp
     for group in groups:
         chosen = tuple(m for m in metrics if m.group is group and m.history and m.plot)
         if group is Group.PROCESSES:
-            panels.append(PanelSpec(group, ()))
+            panels += [PanelSpec(group, ()), PanelSpec(group, (), process_sm=True)]
         elif chosen:
             panels.append(PanelSpec(group, chosen, strip=chosen[0].unit is Unit.BITMASK))
     return tuple(panels)
@@ -396,6 +407,7 @@ class Panel:
             for k in range(len(spec.metrics))
         ]
         self.extra = Lines()  # per-process or per-core lines
+        self.extra_names: list[tuple[str, str]] = []  # per process line: (name, colour) for the readout
         plot.addItem(self.extra)
         plot.hideButtons()  # pyqtgraph's auto-range "A": the window sets every range itself
         self.image: pg.ImageItem | None = None
@@ -409,7 +421,7 @@ class Panel:
         plot.addItem(self.grid, ignoreBounds=True)
         self.notice = pg.TextItem(anchor=(0.5, 0.5))
         plot.addItem(self.notice, ignoreBounds=True)
-        unit = spec.metrics[0].unit if spec.metrics else Unit.BYTES
+        unit = spec.unit
         if unit is Unit.PERCENT:
             plot.setYRange(0, 100, padding=0.02)  # a percentage reads best against its full scale
             plot.getViewBox().setMouseEnabled(y=False)
@@ -513,6 +525,21 @@ class Panel:
         self.image.setRect(float(series.times_s[0]), 0.0, len(series.times_s) * step, float(gpu_count))
         self.plot.setYRange(0, gpu_count, padding=0)
 
+    def _process_values_at(self, x: float) -> list[tuple[str, str, list[str]]]:
+        """Each process (or job) line with a value near ``x``, named, biggest first."""
+        found = []
+        for (name, colour), line in zip(self.extra_names, self.extra.data, strict=False):
+            if line is None or not len(line[0]):
+                continue
+            xs, ys = line
+            at = min(max(0, int(np.searchsorted(xs, x, side="right")) - 1), len(xs) - 1)
+            step = xs[1] - xs[0] if len(xs) > 1 else 1.0
+            value = float(ys[at]) if xs[at] <= x < xs[at] + step else math.nan
+            if math.isfinite(value):
+                shown = f"{value:.0f} %" if self.spec.process_sm else format_bytes(value)
+                found.append((value, (name, colour, [shown])))
+        return [row for _, row in sorted(found, key=lambda item: -item[0])]
+
     def values_at(self, x: float, names: Callable[[int], str]) -> list[tuple[str, str, list[str]]]:
         """Every shown line's value at time ``x``, nearest reading: (name, colour, a value per metric)
         per GPU (or one row for the machine). ``names`` names a GPU column."""
@@ -531,6 +558,8 @@ class Panel:
                 reading = _reading_at(line[0], x)
                 value = math.nan if reading is None else float(line[1][reading])
                 rows.setdefault(column, ["–"] * len(self.lines))[k] = format_precise(metric, value)
+        if self.extra_names:
+            return self._process_values_at(x)
         if not self.gpu_count:
             return [("", "", values) for values in rows.values()]
         return [(names(column), gpu_colour(column).name(), values) for column, values in sorted(rows.items())]

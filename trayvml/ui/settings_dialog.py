@@ -76,6 +76,7 @@ STORE_WORDS = {
     "history_fine_hours": QT_TRANSLATE_NOOP("SettingsDialog", "Keep every second for"),
     "history_coarse_days": QT_TRANSLATE_NOOP("SettingsDialog", "Keep per-minute min/mean/max for"),
     "history_size_mib": QT_TRANSLATE_NOOP("SettingsDialog", "Use at most"),
+    "process_history_per_gpu": QT_TRANSLATE_NOOP("SettingsDialog", "Keep the biggest processes of each GPU"),
 }
 ALL_HOSTS = "*"  # the settings file's word for every remote host; the dialog says "all"
 URL_CHARS = 56  # the remote hosts' box: wide enough for a Prometheus URL with a selector
@@ -424,13 +425,16 @@ class SettingsDialog(QDialog):
             ("history_fine_hours", " h"),
             ("history_coarse_days", translate("SettingsDialog", " days")),
             ("history_size_mib", " MiB"),
+            ("process_history_per_gpu", ""),
         ):
             spec = GENERAL_BY_KEY[key]
             spin = QSpinBox()
             spin.setObjectName(key)
-            spin.setRange(int(spec.minimum or 1), int(spec.maximum or 1))
+            spin.setRange(int(spec.minimum if spec.minimum is not None else 1), int(spec.maximum or 1))
             spin.setSuffix(suffix)
             spin.setToolTip(TRAILING_UNIT.sub("", translate("settings", spec.label)))  # the settings file's name
+            if spec.description:
+                spin.setToolTip(translate("settings", spec.description))
             form.addRow(translate("SettingsDialog", STORE_WORDS[key]), spin)
             self.store_spins[key] = spin
         self.history_on_disk.toggled.connect(self._store_toggled)
@@ -506,6 +510,7 @@ class SettingsDialog(QDialog):
             history_fine_hours=self.store_spins["history_fine_hours"].value(),
             history_coarse_days=self.store_spins["history_coarse_days"].value(),
             history_size_mib=self.store_spins["history_size_mib"].value(),
+            process_history_per_gpu=self.store_spins["process_history_per_gpu"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
             push=self.push_page.destinations(),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),

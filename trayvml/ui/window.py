@@ -227,6 +227,18 @@ class GraphWindow(QMainWindow):
         self.pick_button.setToolTip(translate("GraphWindow", "Show any past range kept on disk"))
         self.pick_button.clicked.connect(self._pick_range)
         bar.addWidget(self.pick_button)
+        self.jobs_button = QPushButton(translate("GraphWindow", "Processes by job"))
+        self.jobs_button.setObjectName("jobs_button")
+        self.jobs_button.setCheckable(True)
+        self.jobs_button.setFlat(True)
+        self.jobs_button.setToolTip(
+            translate(
+                "GraphWindow",
+                "The process panels draw a line per job (notebook, container, Slurm job, ...), its processes added up",
+            )
+        )
+        self.jobs_button.toggled.connect(lambda _: self.request_redraw())
+        bar.addWidget(self.jobs_button)
         spacer = QWidget()
         spacer.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
         bar.addWidget(spacer)
@@ -561,7 +573,13 @@ class GraphWindow(QMainWindow):
         self._drawn_until_s = end
         hidden = frozenset(self.hidden_gpus)
         self._view = View(
-            read_start, end, self.sample, self.history, hidden, self.alert_table.markers(read_start, end, hidden)
+            read_start,
+            end,
+            self.sample,
+            self.history,
+            hidden,
+            self.alert_table.markers(read_start, end, hidden),
+            process_jobs=self.jobs_button.isChecked(),
         )
         if self.asleep_spans is not None:
             self._view = replace(self._view, asleep=self.asleep_spans.between(read_start, end))

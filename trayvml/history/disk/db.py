@@ -236,7 +236,8 @@ class Database:
 
     def reclaim(self) -> None:
         """Give the pages of deleted blocks back to the file system."""
-        self.connection.execute("PRAGMA incremental_vacuum")
+        # executescript runs the pragma to its end: execute() steps it once, which frees one page.
+        self.connection.executescript("PRAGMA incremental_vacuum")
         self.connection.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 

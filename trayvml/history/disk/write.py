@@ -22,7 +22,7 @@ from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import Unit
-from trayvml.history.disk import codec
+from trayvml.history.disk import codec, processes
 from trayvml.history.disk.blocks import _concat_fine, _decode, coarse_from_fine, merge_coarse
 from trayvml.history.disk.db import (
     BUCKET_MS,
@@ -170,6 +170,7 @@ class StoreWriter:
         self.saved = 0  # samples committed to the store
         self.lost = 0  # samples dropped unwritten (memory kept only so much; or still unwritten at close)
         self._unsaved: list[int] = []  # the times of samples appended and not yet committed
+        self._processes = processes.PendingProcesses()
         self._log_files: tuple[tuple[int, int] | None, ...] | None = None  # as after the last commit
         try:
             self._open()
@@ -188,6 +189,7 @@ class StoreWriter:
                 if isinstance(error, sqlite3.OperationalError):
                     raise  # the disk, not the file: try again later
                 self._db = Database(self._move_aside(error))
+            self._db.connection.executescript(processes.SCHEMA)
 
     def _reopen(self) -> None:
         """The write-ahead log or its index was deleted (or replaced) under the open connection:
@@ -218,6 +220,7 @@ class StoreWriter:
             self._close_rows()  # the clock went back: a block holds increasing times only
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
             self._add(info.uuid, self._facts(info), GPU_LAYOUT, t_ms, gpu.values, gpu.states)
+            self._processes.add(info.uuid, self._facts(info), t_ms, gpu.processes)
         if sample.host is not None:
             host = sample.host
             values = host.values + host.cpu_core_percent
@@ -281,6 +284,7 @@ class StoreWriter:
             hour = now_ms // HOUR_MS
             if hour != self._compacted_hour:  # only a new hour (or a first write) has hours to pack
                 self._compact(self._db, now_ms)
+                processes.compact(self._db, now_ms)
                 self._compacted_hour = hour
             if now_ms - self._pruned_at_ms >= PRUNE_EVERY_S * 1000:
                 self._pruned_at_ms = now_ms
@@ -303,7 +307,9 @@ class StoreWriter:
                 db.insert(
                     device, Tier.FRESH, int(times[0]), int(times[-1]), len(times), db.layout_id(layout), data, crc
                 )
+            self._processes.write(db, self.limits.processes_per_gpu)
         self._pending.clear()
+        self._processes.clear()
         self.saved += len(self._unsaved)
         self._unsaved.clear()
 
@@ -372,6 +378,7 @@ class StoreWriter:
         """While the store cannot be written, keep the last MEMORY_KEEP_S of samples only."""
         keep_ms = now_ms - MEMORY_KEEP_S * 1000
         self._pending = [p for p in self._pending if p[3][0][0][-1] >= keep_ms]
+        self._processes.drop_before(round(keep_ms))
         kept = [t for t in self._unsaved if t >= keep_ms]
         self.lost += len(self._unsaved) - len(kept)
         self._unsaved = kept
@@ -406,19 +413,24 @@ def prune(db: Database, now_ms: int, limits: Limits) -> None:
     with db.transaction():
         connection.execute("DELETE FROM blocks WHERE tier IN (0, 1) AND end_ms < ?", (fine_cut,))
         connection.execute("DELETE FROM blocks WHERE tier IN (2, 3) AND end_ms < ?", (coarse_cut,))
-        total = db.data_bytes()
-        # Over the cap: the oldest seconds go first (they take most room), then the oldest minutes.
+        processes.prune(db, fine_cut, coarse_cut)
+        total = db.data_bytes() + processes.data_bytes(db)
+        # Over the cap: the oldest seconds go first (they take most room), then the oldest minutes;
+        # the processes' blocks of a tier with the GPUs' (1: in process_blocks).
         for tier in (Tier.FINE, Tier.COARSE, Tier.WIDE, Tier.FRESH):
             if total <= limits.size_cap_bytes:
                 break
             rows = connection.execute(
-                "SELECT id, LENGTH(data) FROM blocks WHERE tier = ? ORDER BY start_ms", (int(tier),)
+                "SELECT id, LENGTH(data), 0, start_ms FROM blocks WHERE tier = ? UNION ALL "
+                "SELECT id, LENGTH(data), 1, start_ms FROM process_blocks WHERE tier = ? ORDER BY 4",
+                (int(tier), int(tier)),
             ).fetchall()
-            doomed = []
-            for block_id, size in rows[:-1]:  # the newest block of each tier stays
+            doomed: tuple[list[int], list[int]] = ([], [])
+            for block_id, size, table, _ in rows[:-1]:  # the newest block of each tier stays
                 if total <= limits.size_cap_bytes:
                     break
-                doomed.append(block_id)
+                doomed[table].append(block_id)
                 total -= size
-            db.delete(doomed)
+            db.delete(doomed[0])
+            connection.executemany("DELETE FROM process_blocks WHERE id = ?", [(i,) for i in doomed[1]])
     db.reclaim()
