@@ -310,20 +310,33 @@ def test_serve_exposes_the_job_as_an_info_series_not_as_a_label_of_the_frequent_
     from prometheus_client.parser import text_string_to_metric_families
 
     sample = _attributed_sample()
+    gpu = sample.gpus[0]
+    slurm = Attribution(slurm_job="3385", slurm_job_name="train_llm", job="3385", job_kind="slurm")
+    nameless = replace(slurm, slurm_job="3386", slurm_job_name="", job="3386")
+    extra = (
+        replace(gpu.processes[0], pid=777001, attribution=slurm),
+        replace(gpu.processes[0], pid=777002, attribution=nameless),
+    )
+    sample = replace(sample, gpus=(replace(gpu, processes=gpu.processes + extra), *sample.gpus[1:]))
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SampleCollector(lambda: sample, hostname="here"))
     families = list(text_string_to_metric_families(generate_latest(registry).decode()))
     jobs = {
-        s.labels["pid"]: (s.labels["job"], s.labels["kind"])
+        s.labels["pid"]: (s.labels["job"], s.labels["kind"], s.labels.get("job_name"))
         for f in families
         for s in f.samples
         if s.name == "trayvml_process_job_info"
     }
     pids = [str(p.pid) for p in sample.gpus[0].processes[:2]]
-    assert jobs == {pids[0]: ("exp/train.ipynb", "notebook"), pids[1]: (f"docker {HEX[:12]}", "container")}
+    assert jobs == {
+        pids[0]: ("exp/train.ipynb", "notebook", None),
+        pids[1]: (f"docker {HEX[:12]}", "container", None),
+        "777001": ("3385", "slurm", "train_llm"),  # a Slurm job's name, where known
+        "777002": ("3386", "slurm", None),
+    }
     for family in families:
         if not family.name.startswith("trayvml_process_job"):
-            assert all("job" not in s.labels for s in family.samples), family.name
+            assert all("job" not in s.labels and "job_name" not in s.labels for s in family.samples), family.name
 
 
 def test_notifications_name_the_notebook_or_container() -> None:

@@ -243,3 +243,141 @@ def test_the_notifications_action_asks_then_shuts_the_kernel_down(qapp, jupyter:
         assert _gone(pid) and kernel_id not in _kernel_ids(jupyter)
     finally:
         app.stop()
+
+
+def test_the_processes_tabs_button_shuts_down_the_selected_kernel(qtbot, jupyter: JupyterServer) -> None:  # type: ignore[no-untyped-def]
+    """Without a right click: "Shut down kernel…" beside "End process…", enabled only while the
+    selected row is a notebook kernel of one's own, asking as the menu does."""
+    from trayvml.ui.processes import ProcessesTab
+
+    kernel_id, pid = jupyter.open_notebook("exp/button.ipynb")
+    attribution = Attributor(Path("/proc"), wait_s=5.0).attribute(pid)
+    tab = ProcessesTab()
+    qtbot.addWidget(tab)
+    tab.show()
+    table = tab.table
+    table.find_kernel = lambda p: Attributor(Path("/proc"), wait_s=5.0).own_kernel(p)
+    plain = replace(_kernel(os.getpid(), Attribution()), used_memory_bytes=2**30)  # ours, no notebook: smaller
+    tab.update_processes(_sample_with(_kernel(pid, attribution), plain))
+    assert tab.kernel_button.isVisible() and tab.end_button.isVisible()
+    assert not tab.kernel_button.isEnabled() and not tab.end_button.isEnabled()  # nothing selected
+    table.selectRow(1)  # sorted biggest first: this test's own process
+    assert tab.end_button.isEnabled() and not tab.kernel_button.isEnabled()
+    table.selectRow(0)
+    assert table.processes.pid_at(tab.selected_row()) == pid
+    assert tab.kernel_button.isEnabled() and tab.end_button.isEnabled()
+    questions: list[str] = []
+    table.tell = lambda parent, text: pytest.fail(text)
+    table.ask = lambda parent, question: questions.append(question) is None and False  # no
+    tab.kernel_button.click()
+    assert len(questions) == 1 and questions[0].startswith("Shut down the kernel of notebook exp/button.ipynb?")
+    assert Path(f"/proc/{pid}").exists()
+    tab.group_box.setChecked(True)  # jobs shown: no row of the table is the one acted on
+    assert not tab.kernel_button.isEnabled() and not tab.end_button.isEnabled()
+    tab.group_box.setChecked(False)
+    table.ask = lambda parent, question: True
+    tab.kernel_button.click()
+    assert _gone(pid) and kernel_id not in _kernel_ids(jupyter)
+    tab.update_processes(_sample_with(plain))  # no notebook left: the button goes
+    assert not tab.kernel_button.isVisible()
+
+
+def _held_events(monitor: Monitor, processes: tuple[ProcessSample, ...]) -> list:
+    sample = _sample_with(*processes)
+    return monitor.take(sample).events
+
+
+def test_the_alerts_tab_offers_to_shut_down_a_held_idle_notebook(qtbot, jupyter: JupyterServer) -> None:  # type: ignore[no-untyped-def]
+    """Where notifications have no actions (the tray's balloon): the active held-idle alert's row in
+    the Alerts tab offers "Shut down kernel…" for one's own notebook only, and asks first."""
+    from trayvml.alerts.rules import AlertEvent
+    from trayvml.alerts.severity import Severity
+    from trayvml.ui.alerts_page import ACTION, AlertsPage
+
+    kernel_id, pid = jupyter.open_notebook("exp/alerted.ipynb")
+    attribution = Attributor(Path("/proc"), wait_s=5.0).attribute(pid)
+    page = AlertsPage()
+    qtbot.addWidget(page)
+    page.find_kernel = lambda p: Attributor(Path("/proc"), wait_s=5.0).own_kernel(p)
+    page.idle_for = lambda gpu: (25 * 60.0, True)
+
+    theirs = _monitor()  # another user's process holds the memory: nothing offered
+    page.kernel_offers = lambda gpu: theirs.kernel_offers.get(gpu, ())
+    (other,) = _held_events(theirs, (replace(_kernel(999001, attribution), no_permission=True),))
+    page.add_events([other])
+    assert page.isColumnHidden(ACTION) and page.cellWidget(0, ACTION) is None and page.kernels_for(other) == ()
+
+    monitor = _monitor()
+    page.kernel_offers = lambda gpu: monitor.kernel_offers.get(gpu, ())
+    (held,) = _held_events(monitor, (_kernel(pid, attribution),))
+    warm = AlertEvent(held.timestamp_s, 1, "H100", "temperature", "firing", Severity.WARNING, "warm")
+    page.add_events([held, warm])
+    assert [page.item(r, 3).text() for r in range(3)] == [warm.title, held.title, other.title]  # newest first
+    assert page.cellWidget(0, ACTION) is None  # a temperature alert offers nothing
+    button = page.cellWidget(1, ACTION)
+    assert button is not None and button.text() == "Shut down kernel…" and not page.isColumnHidden(ACTION)
+    assert page.cellWidget(2, ACTION) is None  # superseded: the other GPU-0 alert is no longer the active one
+
+    questions: list[str] = []
+    page.tell = lambda parent, text: pytest.fail(text)
+    page.ask = lambda parent, question: questions.append(question) is None and False  # no
+    button.click()
+    (question,) = questions
+    assert question.startswith("Shut down the kernel of notebook exp/alerted.ipynb?")
+    assert "GPU 0 has been idle for at least 25 min (since trayvml started)." in question
+    assert Path(f"/proc/{pid}").exists() and page.cellWidget(1, ACTION) is not None  # still offered
+    page.ask = lambda parent, question: True
+    button.click()
+    assert _gone(pid) and kernel_id not in _kernel_ids(jupyter)
+    assert page.cellWidget(1, ACTION) is None and page.isColumnHidden(ACTION)  # shut down: offered no more
+
+
+def test_a_resolved_or_remote_held_idle_alert_offers_nothing(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.ui.alerts_page import ACTION, AlertsPage
+
+    page = AlertsPage()
+    qtbot.addWidget(page)
+    monitor = _monitor()
+    page.kernel_offers = lambda gpu: monitor.kernel_offers.get(gpu, ())
+    notebook = Attribution(notebook=NOTEBOOK, job=NOTEBOOK, job_kind="notebook")
+    (held,) = _held_events(monitor, (_kernel(os.getpid(), notebook),))
+    page.add_events([held])
+    assert page.cellWidget(0, ACTION) is not None
+    page.add_events([replace(held, kind="resolved", timestamp_s=held.timestamp_s + 60)])
+    assert page.cellWidget(1, ACTION) is None and page.isColumnHidden(ACTION)
+    remote = replace(held, host="dgx-01")
+    page.add_events([remote])
+    page.show_host("dgx-01")
+    assert page.kernels_for(remote) == () and page.isColumnHidden(ACTION)
+
+
+def test_the_app_wires_the_alerts_tab_to_its_monitors_offers(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.ui.alerts_page import ACTION
+    from trayvml.ui.app import App
+
+    app = App(None)
+    try:
+        app.local = _monitor()
+        notebook = Attribution(notebook=NOTEBOOK, job=NOTEBOOK, job_kind="notebook")
+        events = _held_events(app.local, (_kernel(os.getpid(), notebook),))
+        window = app.ensure_window()  # opened after the alert fired: it lists the engine's alerts
+        qtbot.addWidget(window)
+        assert window.alert_table.listed == events
+        assert window.alert_table.cellWidget(0, ACTION) is not None
+        assert window.alert_table.kernels_for(events[0]) == app.local.kernel_offers[0]
+    finally:
+        app.stop()
+
+
+def test_a_balloon_says_where_the_kernel_can_be_shut_down() -> None:
+    from trayvml.alerts.grouping import Notice
+    from trayvml.alerts.severity import Severity
+    from trayvml.platform.notifiers import TrayMessageNotifier
+
+    shown: list[str] = []
+    balloon = TrayMessageNotifier(lambda title, body, severity: shown.append(body))
+    notice = Notice((0, "memory_held_idle"), "GPU 0: memory held", "3.0 GiB held", 1, Severity.WARNING)
+    balloon.notify(notice)
+    balloon.notify(replace(notice, actions=(KERNEL,)))
+    hint = "To shut the kernel down, open the active alerts from the tray menu: the alert offers Shut down kernel…"
+    assert shown == ["3.0 GiB held", f"3.0 GiB held\n{hint}"]

@@ -324,3 +324,38 @@ def test_a_remote_hosts_tooltip_and_menu_name_its_biggest_job_where_it_serves_jo
     assert smi_rows == ["0 RTX 2080 SUPER 42% · 1/8 GiB · 34°C"]  # its GPU's row, no job after it
     forged = text.replace('kind="container"', 'kind="<b>made up</b>"')
     assert "container" not in "\n".join(tooltip_lines(_scraped(forged, "http://dgx-01:8729")))
+
+
+def test_a_remote_slurm_job_is_named_as_this_machines_are(qapp) -> None:
+    """trayvml serve's job_name (on its job info series only) reads back as 'Slurm job 3385 (train_llm)'."""
+    from prometheus_client import CollectorRegistry, generate_latest
+
+    from tests.helpers import run_ticks
+    from trayvml.core.sample import Attribution
+    from trayvml.prometheus.exposition import SampleCollector
+    from trayvml.ui.remote_hosts import tooltip_lines
+
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800", host=True)
+    served = run_ticks(source, clock, 2)
+    slurm = Attribution(slurm_job="3385", slurm_job_name="train_llm", job="3385", job_kind="slurm")
+    gpu = served.gpus[0]
+    processes = tuple(replace(p, attribution=slurm) for p in gpu.processes)
+    served = replace(served, gpus=(replace(gpu, processes=processes), *served.gpus[1:]))
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(SampleCollector(lambda: served, hostname="dgx-01"))
+    text = generate_latest(registry).decode()
+    (dgx,) = _scraped(text, "http://dgx-01:8729")
+    assert {p.attribution.slurm_job_name for p in dgx.gpus[0].processes} == {"train_llm"}
+    lines = tooltip_lines([dgx])
+    gpu_row = next(k for k, line in enumerate(lines) if line.startswith("  0 "))
+    assert lines[gpu_row + 1].startswith("     Slurm job 3385 (train_llm) ("), lines
+    unnamed = text.replace(',job_name="train_llm"', "")  # an older trayvml serve: the job's number alone
+    assert unnamed != text
+    (old,) = _scraped(unnamed, "http://dgx-01:8729")
+    said = "\n".join(tooltip_lines([old]))
+    assert "     Slurm job 3385 (" in said and "train_llm" not in said
+    forged = text.replace('job_name="train_llm"', 'job_name="\x1b[2Jtrain"')  # a terminal's escape
+    assert forged != text
+    (odd,) = _scraped(forged, "http://dgx-01:8729")
+    said = "\n".join(tooltip_lines([odd]))
+    assert "     Slurm job 3385 (" in said and "\x1b" not in said

@@ -127,6 +127,10 @@
         <translation>事件</translation>
     </message>
     <message>
+        <source>Action</source>
+        <translation>操作</translation>
+    </message>
+    <message>
         <source>info</source>
         <translation>信息</translation>
     </message>
@@ -149,6 +153,10 @@
     <message>
         <source>all</source>
         <translation>全部</translation>
+    </message>
+    <message>
+        <source>Shut down kernel…</source>
+        <translation>关闭内核…</translation>
     </message>
 </context>
 <context>
@@ -788,6 +796,10 @@ It is sent SIGTERM, as kill does.</source>
 <context>
     <name>ProcessesTab</name>
     <message>
+        <source>Select a notebook kernel of yours, run by a Jupyter server of yours on this computer</source>
+        <translation>请选择您自己的笔记本内核（由本机上您自己的 Jupyter 服务器运行）</translation>
+    </message>
+    <message>
         <source>Job</source>
         <translation>作业</translation>
     </message>
@@ -836,8 +848,20 @@ It is sent SIGTERM, as kill does.</source>
         <translation>每个作业一行（笔记本、容器、Slurm 作业、systemd 单元、终端会话或进程树），其进程列在下方</translation>
     </message>
     <message>
+        <source>End process…</source>
+        <translation>结束进程…</translation>
+    </message>
+    <message>
+        <source>Shut down kernel…</source>
+        <translation>关闭内核…</translation>
+    </message>
+    <message>
         <source>Users (all GPUs)</source>
         <translation>用户（所有 GPU）</translation>
+    </message>
+    <message>
+        <source>Select a process first</source>
+        <translation>请先选择一个进程</translation>
     </message>
     <message>
         <source>Not shown by job: {hidden}</source>
@@ -2948,6 +2972,10 @@ For {duration} now.</source>
     <message>
         <source>Shut down kernel…</source>
         <translation>关闭内核…</translation>
+    </message>
+    <message>
+        <source>To shut the kernel down, open the active alerts from the tray menu: the alert offers Shut down kernel…</source>
+        <translation>要关闭内核，请从托盘菜单打开活动告警：该告警提供“关闭内核…”</translation>
     </message>
 </context>
 <context>

@@ -41,6 +41,18 @@ def action_list(notice: Notice) -> list[str]:
     return [part for key, label in offered for part in (key, translate("notify", label))]
 
 
+def without_actions(notice: Notice) -> str:
+    """``notice``'s body where the notification cannot carry its own actions (the tray's balloon, a
+    server without actions): where to find them instead."""
+    if KERNEL not in notice.actions or notice.resolved or notice.host:
+        return notice.body
+    where = translate(
+        "notify",
+        "To shut the kernel down, open the active alerts from the tray menu: the alert offers Shut down kernel…",
+    )
+    return f"{notice.body}\n{where}" if notice.body else where
+
+
 class Notifier(Protocol):
     def notify(self, notice: Notice) -> None: ...
 
@@ -114,7 +126,7 @@ class FreedesktopNotifier:
     def notify(self, notice: Notice) -> None:
         key = notice.key
         # Text from the system (process names) must not be read as markup, nor fail to encode.
-        body = notification_text(notice.body, self.markup)
+        body = notification_text(notice.body if self.actions else without_actions(notice), self.markup)
         actions = action_list(notice) if self.actions else []
         hints = {
             "urgency": ("y", notice.urgency),
@@ -177,7 +189,7 @@ class TrayMessageNotifier:
         self._markup = markup
 
     def notify(self, notice: Notice) -> None:
-        body = notification_text(notice.body, self._markup)
+        body = notification_text(without_actions(notice), self._markup)
         self._show(clean(notice.title), body, notice.severity)
 
     def close(self) -> None:

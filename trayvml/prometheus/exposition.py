@@ -111,7 +111,7 @@ class SampleCollector(Collector):
         jobs = InfoMetricFamily(
             names.PROCESS_JOB_INFO[: -len("_info")],
             "The job each GPU process works for: its notebook, container, Slurm job, systemd unit, "
-            "terminal session or process tree (kind says which).",
+            "terminal session or process tree (kind says which); job_name: a Slurm job's name, where known.",
             labels=["hostname", "pid", "job", "kind"],
         )
         shown_jobs: set[int] = set()
@@ -135,7 +135,10 @@ class SampleCollector(Collector):
                 job = proc.attribution
                 if job.job and proc.pid not in shown_jobs:  # a process on two GPUs is one job
                     shown_jobs.add(proc.pid)
-                    jobs.add_metric([host, str(proc.pid)], {"job": job.job, "kind": job.job_kind})
+                    facts = {"job": job.job, "kind": job.job_kind}
+                    if job.job_kind == "slurm" and job.slurm_job_name:  # only here: never a frequent series' label
+                        facts["job_name"] = job.slurm_job_name
+                    jobs.add_metric([host, str(proc.pid)], facts)
         yield info
         yield total
         for served in families:

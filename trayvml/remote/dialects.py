@@ -68,7 +68,7 @@ class Dialect:
     process_scale: float = 1.0
     process_name_label: str = "name"
     process_user_label: str = ""
-    process_job: str = ""  # an info series naming each PID's job (labels pid, job, kind): trayvml serve's
+    process_job: str = ""  # an info series naming each PID's job (labels pid, job, kind, job_name): trayvml serve's
     up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
     simulated: str = ""  # trayvml_simulated: 1 (with a scenario label) when its GPUs are simulated
 
@@ -346,7 +346,7 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
             key, scale = dialect.host[name]
             host_of(labels).host[key] = value * scale
         elif name == dialect.process_job and value == 1.0:
-            found = served_job(labels.get("job", ""), labels.get("kind", ""))
+            found = served_job(labels.get("job", ""), labels.get("kind", ""), labels.get("job_name", ""))
             pid = _index(labels.get("pid", ""))
             if found is not None and pid >= 0:
                 host_of(labels).jobs[pid] = found
@@ -364,9 +364,9 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
             )
 
 
-def served_job(job: str, kind: str) -> Attribution | None:
-    """The attribution ``trayvml serve`` names (its job and which kind it is); None where the
-    kind is none trayvml knows: a job is not guessed from words it cannot read."""
+def served_job(job: str, kind: str, name: str = "") -> Attribution | None:
+    """The attribution ``trayvml serve`` names (its job, which kind it is, a Slurm job's name);
+    None where the kind is none trayvml knows: a job is not guessed from words it cannot read."""
     job = shorten(clean(job))
     if not job or kind not in JOB_KINDS:
         return None
@@ -374,7 +374,7 @@ def served_job(job: str, kind: str) -> Attribution | None:
     if kind == "notebook":
         return replace(found, notebook=job)
     if kind == "slurm":
-        return replace(found, slurm_job=job)
+        return replace(found, slurm_job=job, slurm_job_name=shorten(clean(name)))
     if kind == "unit":
         return replace(found, unit=job)
     if kind == "container":  # "docker 3f2a9c1b7e4d"

@@ -20,10 +20,12 @@ from PySide6.QtCore import (
 )
 from PySide6.QtWidgets import (
     QCheckBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
     QMenu,
     QMessageBox,
+    QPushButton,
     QStackedWidget,
     QStyledItemDelegate,
     QStyleOptionViewItem,
@@ -74,6 +76,10 @@ RIGHT_ALIGNED = frozenset(
 SIMULATED = QT_TRANSLATE_NOOP("ProcessModel", "simulated")  # a simulated GPU's process has no host process to read
 # NVML's PID is the host's, and trayvml runs in another PID namespace (a container, WSL2).
 FOREIGN = QT_TRANSLATE_NOOP("ProcessModel", "(another PID namespace)")
+ONLY_OWN = QT_TRANSLATE_NOOP("ProcessesPage", "Only your own processes, on this computer, can be ended from here")
+KERNELS_ONLY_OWN = QT_TRANSLATE_NOOP(
+    "ProcessesTab", "Select a notebook kernel of yours, run by a Jupyter server of yours on this computer"
+)
 
 
 def _sm_share(percent: float) -> tuple[str, float]:
@@ -250,7 +256,7 @@ Tell = Callable[[QWidget | None, str], object]
 IdleFor = Callable[[int], tuple[float, bool]]  # a GPU's idle time in s (NaN: busy or unknown), and "at least"
 
 
-def _own_kernel(pid: int) -> KernelSession | None:
+def own_kernel(pid: int) -> KernelSession | None:
     return default_attributor().own_kernel(pid)
 
 
@@ -284,7 +290,7 @@ def shut_down_kernel_asking(
     idle: tuple[float, bool],
     ask: Ask = ask,
     tell: Tell = tell,
-    find: Callable[[int], KernelSession | None] = _own_kernel,
+    find: Callable[[int], KernelSession | None] = own_kernel,
     shut_down: Callable[[KernelSession], str] = shut_down_kernel,
 ) -> tuple[bool, str]:
     """Asks, then has the Jupyter server shut the kernel of ``process`` down: (whether it was,
@@ -338,7 +344,7 @@ class ProcessesPage(QTableView):
         self.tell: Tell = tell
         self.last_error = ""  # the last failure to end a process or shut a kernel down, as the user was told it
         self.idle_for: IdleFor = lambda gpu: (math.nan, False)  # set by the app: the local monitor's
-        self.find_kernel: Callable[[int], KernelSession | None] = _own_kernel
+        self.find_kernel: Callable[[int], KernelSession | None] = own_kernel
 
     def source_row(self, view_row: int) -> int:
         proxy = self.model()
@@ -362,9 +368,7 @@ class ProcessesPage(QTableView):
         )
         action.setEnabled(self.can_end(row))
         if not action.isEnabled():
-            action.setToolTip(
-                translate("ProcessesPage", "Only your own processes, on this computer, can be ended from here")
-            )
+            action.setToolTip(translate("ProcessesPage", ONLY_OWN))
         action.triggered.connect(lambda: self.end(row))
         if self.can_shut_down_kernel(row):
             notebook = self.processes.process_at(row).attribution.notebook
@@ -471,7 +475,18 @@ class ProcessesTab(QWidget):
             )
         )
         self.group_box.toggled.connect(self._show_grouping)
-        layout.addWidget(self.group_box)
+        # The selected row's actions, for those who never right-click (the menu offers the same).
+        self.end_button = QPushButton(translate("ProcessesTab", "End process…"))
+        self.end_button.clicked.connect(lambda: self._act(self.table.end))
+        self.kernel_button = QPushButton(translate("ProcessesTab", "Shut down kernel…"))
+        self.kernel_button.clicked.connect(lambda: self._act(self.table.shut_down_kernel))
+        row = QHBoxLayout()
+        row.setContentsMargins(0, 0, 6, 0)
+        row.addWidget(self.group_box)
+        row.addStretch(1)
+        row.addWidget(self.kernel_button)
+        row.addWidget(self.end_button)
+        layout.addLayout(row)
         self.tree = QTreeWidget()
         self.tree.setHeaderLabels([translate("ProcessesTab", h) for h in GROUP_HEADERS])
         self.tree.setAlternatingRowColors(True)
@@ -497,11 +512,43 @@ class ProcessesTab(QWidget):
         self.users_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         layout.addWidget(self.users_table)
         self._expanded: set[str] = set()  # jobs the user opened: kept open across updates
+        selection = self.table.selectionModel()
+        assert selection is not None
+        selection.selectionChanged.connect(self._show_buttons)
+        self._show_buttons()
 
     def _show_grouping(self, grouped: bool) -> None:
         self.stack.setCurrentWidget(self.tree if grouped else self.table)
         if grouped:
             self._fill_tree()
+        self._show_buttons()
+
+    def selected_row(self) -> int:
+        """The model's row of the table's selected process; -1 where none is (or jobs are shown)."""
+        selection = self.table.selectionModel()
+        rows = selection.selectedRows() if selection is not None else []
+        if self.group_box.isChecked() or not rows:
+            return -1
+        return self.table.source_row(rows[0].row())
+
+    def _act(self, action: Callable[[int], bool]) -> None:
+        row = self.selected_row()
+        if row >= 0:
+            action(row)
+
+    def _show_buttons(self) -> None:
+        """ "End process…" for a process of one's own, "Shut down kernel…" for a notebook's kernel
+        of one's own (shown only where some process is a notebook's): as the right-click menu."""
+        row = self.selected_row()
+        model = self.processes
+        self.end_button.setEnabled(row >= 0 and self.table.can_end(row))
+        self.kernel_button.setEnabled(row >= 0 and self.table.can_shut_down_kernel(row))
+        self.kernel_button.setVisible(any(p.attribution.notebook for p in model.current))
+        why = "" if self.end_button.isEnabled() else translate("ProcessesPage", ONLY_OWN)
+        self.end_button.setToolTip(why if row >= 0 else translate("ProcessesTab", "Select a process first"))
+        self.kernel_button.setToolTip(
+            "" if self.kernel_button.isEnabled() else translate("ProcessesTab", KERNELS_ONLY_OWN)
+        )
 
     def update_processes(self, sample: Sample) -> None:
         self.processes.update_processes(sample)
@@ -517,6 +564,7 @@ class ProcessesTab(QWidget):
         if self.group_box.isChecked():
             self._fill_tree()
         self._fill_users()
+        self._show_buttons()  # the selected process may have gone, or become another's
 
     def _runtime_s(self, process: ProcessSample, now_s: float) -> float:
         usage = self.processes.usage.get(process.pid)
