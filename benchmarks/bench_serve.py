@@ -36,6 +36,23 @@ RATES_HZ = (0.0, 0.2, 1.0, 5.0, 20.0)
 SETTLE_S = 5.0
 
 
+# --driver-cpu: the simulated process-list calls (2.25 ms each) burn their time on the CPU instead
+# of sleeping, as in the independent fake NVML that PERFORMANCE.md's P13 figures come from (there
+# nvitop-exporter cost 9.6-10.1 % of a core); the 20 ms PCIe throughput reads still sleep.
+DRIVER_CPU = [False]
+
+
+def _command(module: str, args: list[str]) -> list[str]:
+    """``python -m module args``, with the simulated library's spin threshold raised under --driver-cpu."""
+    if not DRIVER_CPU[0]:
+        return [sys.executable, "-m", module, *args]
+    launch = (
+        "import runpy, sys; import trayvml.nvml.sim.base as base; base._SLEEP_ABOVE_S = 0.01; "
+        f"sys.argv = [{module!r}, *sys.argv[1:]]; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", launch, *args]
+
+
 def _spec(gpus: int) -> str:
     # past=0: no made-up history at start, as with real GPUs; the same spec for every tool
     return f"training:gpus=h100*{gpus},latency=realistic,start=1800,past=0"
@@ -51,7 +68,7 @@ def _free_port() -> int:
 def _serve(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
     port = _free_port()
     spec = _spec(gpus)
-    command = [sys.executable, "-m", "trayvml", "serve", f"--simulate={spec}", "--listen", f"127.0.0.1:{port}"]
+    command = _command("trayvml", ["serve", f"--simulate={spec}", "--listen", f"127.0.0.1:{port}"])
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -65,8 +82,8 @@ def _serve(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
 @contextlib.contextmanager
 def _nvitop_exporter(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
     port = _free_port()
-    command = [sys.executable, "-m", "trayvml.nvml.sim.run", _spec(gpus), "nvitop-exporter"]
-    command += ["--bind-address", "127.0.0.1", "--port", str(port), "--interval", "1"]
+    args = [_spec(gpus), "nvitop-exporter", "--bind-address", "127.0.0.1", "--port", str(port), "--interval", "1"]
+    command = _command("trayvml.nvml.sim.run", args)
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -237,9 +254,13 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3, help="runs beside nvitop-exporter (default 3)")
     parser.add_argument("--gpus", type=int, default=8, help="simulated H100s per exporter (default 8)")
     parser.add_argument("--hosts", default="1,4", help="remote host counts to measure (default 1,4)")
+    parser.add_argument("--driver-cpu", action="store_true", help="process lists burn CPU (see DRIVER_CPU)")
     parser.add_argument("--parts", default="peers,rates,remote", help="which parts (default peers,rates,remote)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    DRIVER_CPU[0] = args.driver_cpu
+    if args.driver_cpu:
+        print("Simulated process-list calls burn their 2.25 ms on the CPU (--driver-cpu)")
     if "peers" in parts:
         print_peers(args.gpus, args.peer_seconds, args.runs)
         print()
