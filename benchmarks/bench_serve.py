@@ -1,7 +1,13 @@
-"""What serving and watching remotes cost (issue 10): scrape cost against scrape rate, and the CPU
-a remote host adds to the reader.
+"""What serving and watching remotes cost (issues 10 and 23): serve beside nvitop-exporter, scrape
+cost against scrape rate, and the CPU a remote host adds to the reader.
 
-    .venv/bin/python benchmarks/bench_serve.py [--seconds S] [--gpus N] [--hosts 1,4]
+    .venv/bin/python benchmarks/bench_serve.py [--seconds S] [--gpus N] [--hosts 1,4] [--runs R]
+        [--peers-only | --no-peers] [--remote-only]
+
+0. ``trayvml serve`` and nvitop-exporter side by side (PERFORMANCE.md P13), each a process of its
+   own on the same simulated GPUs (realistic driver latency), both sampling at 1 s and each scraped
+   once a second by this process over HTTP, at the same time, for ``--seconds`` after a settling
+   time; R runs, medians. CPU: the process's user + system time (% of one core); RSS at the end.
 
 1. ``trayvml serve`` on N simulated H100s (realistic driver latency) in a process of its own, scraped
    at several rates over HTTP. Its CPU is read from /proc through psutil; "GPU reads/s" counts the
@@ -17,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -26,6 +33,29 @@ from collections.abc import Iterator
 import psutil
 
 RATES_HZ = (0.0, 0.2, 1.0, 5.0, 20.0)
+SETTLE_S = 5.0
+
+
+# --driver-cpu: the simulated process-list calls (2.25 ms each) burn their time on the CPU instead
+# of sleeping, as in the independent fake NVML that PERFORMANCE.md's P13 figures come from (there
+# nvitop-exporter cost 9.6-10.1 % of a core); the 20 ms PCIe throughput reads still sleep.
+DRIVER_CPU = [False]
+
+
+def _command(module: str, args: list[str]) -> list[str]:
+    """``python -m module args``, with the simulated library's spin threshold raised under --driver-cpu."""
+    if not DRIVER_CPU[0]:
+        return [sys.executable, "-m", module, *args]
+    launch = (
+        "import runpy, sys; import trayvml.nvml.sim.base as base; base._SLEEP_ABOVE_S = 0.01; "
+        f"sys.argv = [{module!r}, *sys.argv[1:]]; runpy.run_module({module!r}, run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-c", launch, *args]
+
+
+def _spec(gpus: int) -> str:
+    # past=0: no made-up history at start, as with real GPUs; the same spec for every tool
+    return f"training:gpus=h100*{gpus},latency=realistic,start=1800,past=0"
 
 
 def _free_port() -> int:
@@ -37,26 +67,72 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def _serve(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
     port = _free_port()
-    spec = f"training:gpus=h100*{gpus},latency=realistic"
-    command = [sys.executable, "-m", "trayvml", "serve", f"--simulate={spec}", "--listen", f"127.0.0.1:{port}"]
+    spec = _spec(gpus)
+    command = _command("trayvml", ["serve", f"--simulate={spec}", "--listen", f"127.0.0.1:{port}"])
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/metrics"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(url, timeout=2) as answer:
-                    if b"trayvml_gpu_utilization_ratio" in answer.read():
-                        break
-            except OSError:
-                pass
-            if time.monotonic() > deadline:
-                raise SystemExit(f"trayvml serve did not start on {url}")
-            time.sleep(0.2)
+        _wait_for(url, b"trayvml_gpu_utilization_ratio")
         yield url, psutil.Process(process.pid)
     finally:
         process.terminate()
         process.wait(15)
+
+
+@contextlib.contextmanager
+def _nvitop_exporter(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
+    port = _free_port()
+    args = [_spec(gpus), "nvitop-exporter", "--bind-address", "127.0.0.1", "--port", str(port), "--interval", "1"]
+    command = _command("trayvml.nvml.sim.run", args)
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    url = f"http://127.0.0.1:{port}/metrics"
+    try:
+        _wait_for(url, b"gpu_utilization_Percentage")
+        yield url, psutil.Process(process.pid)
+    finally:
+        process.terminate()
+        process.wait(15)
+
+
+def _wait_for(url: str, text: bytes) -> None:
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as answer:
+                if text in answer.read():
+                    return
+        except OSError:
+            pass
+        if time.monotonic() > deadline:
+            raise SystemExit(f"nothing with {text!r} on {url} within 60 s")
+        time.sleep(0.2)
+
+
+def _cpu_s(process: psutil.Process) -> float:
+    times = process.cpu_times()
+    return times.user + times.system
+
+
+def peers(gpus: int, seconds: float) -> dict[str, tuple[float, float, int]]:
+    """name -> (CPU % of one core, RSS MiB, body bytes): serve and nvitop-exporter in the same run."""
+    with _serve(gpus) as mine, _nvitop_exporter(gpus) as theirs:
+        tools = {"trayvml serve": mine, "nvitop-exporter": theirs}
+        time.sleep(SETTLE_S)
+        before = {name: _cpu_s(process) for name, (_url, process) in tools.items()}
+        sizes = dict.fromkeys(tools, 0)
+        start = time.monotonic()
+        scrapes = 0
+        while time.monotonic() - start < seconds:
+            for name, (url, _process) in tools.items():
+                with urllib.request.urlopen(url, timeout=5) as answer:
+                    sizes[name] = len(answer.read())
+            scrapes += 1
+            time.sleep(max(0.0, start + scrapes - time.monotonic()))
+        wall_s = time.monotonic() - start
+        return {
+            name: ((_cpu_s(process) - before[name]) / wall_s * 100, process.memory_info().rss / 2**20, sizes[name])
+            for name, (_url, process) in tools.items()
+        }
 
 
 def _sample_time(body: bytes) -> bytes:
@@ -143,31 +219,73 @@ def _reader_cpu_percent(urls: list[str], seconds: float) -> float:
     return float(out[0])
 
 
+def print_peers(gpus: int, seconds: float, runs: int) -> None:
+    print(
+        f"trayvml serve beside nvitop-exporter, {gpus} simulated H100s, realistic driver latency, both sampling "
+        f"and scraped at 1 s, {seconds:g} s after {SETTLE_S:g} s of settling; median of {runs} run(s)"
+    )
+    results: dict[str, list[tuple[float, float, int]]] = {}
+    for run in range(runs):
+        for name, figures in peers(gpus, seconds).items():
+            results.setdefault(name, []).append(figures)
+        mine, theirs = results["trayvml serve"][-1], results["nvitop-exporter"][-1]
+        print(
+            f"  run {run + 1}: serve {mine[0]:.2f} % {mine[1]:.0f} MiB, "
+            f"nvitop-exporter {theirs[0]:.2f} % {theirs[1]:.0f} MiB"
+        )
+    print(f"{'tool':<16} {'CPU % of a core':>15} {'RSS MiB':>8} {'body KiB':>8}")
+    medians = {
+        name: tuple(statistics.median(f[i] for f in figures) for i in range(3)) for name, figures in results.items()
+    }
+    for name, (cpu, rss, size) in medians.items():
+        print(f"{name:<16} {cpu:>15.2f} {rss:>8.1f} {size / 1024:>8.1f}")
+    ratios_cpu = [m[0] / t[0] for m, t in zip(results["trayvml serve"], results["nvitop-exporter"], strict=True)]
+    ratios_rss = [m[1] / t[1] for m, t in zip(results["trayvml serve"], results["nvitop-exporter"], strict=True)]
+    print(
+        f"serve / nvitop-exporter: CPU {statistics.median(ratios_cpu):.3f}x (runs {min(ratios_cpu):.3f}-"
+        f"{max(ratios_cpu):.3f}; target <= 0.1), RSS {statistics.median(ratios_rss):.2f}x (target <= 1)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="per row (default 10)")
+    parser.add_argument("--peer-seconds", type=float, default=40.0, help="per run beside nvitop-exporter (40)")
+    parser.add_argument("--runs", type=int, default=3, help="runs beside nvitop-exporter (default 3)")
     parser.add_argument("--gpus", type=int, default=8, help="simulated H100s per exporter (default 8)")
     parser.add_argument("--hosts", default="1,4", help="remote host counts to measure (default 1,4)")
+    parser.add_argument("--driver-cpu", action="store_true", help="process lists burn CPU (see DRIVER_CPU)")
+    parser.add_argument("--parts", default="peers,rates,remote", help="which parts (default peers,rates,remote)")
     args = parser.parse_args()
-    print(
-        f"trayvml serve, {args.gpus} simulated H100s, realistic driver latency, sampling at 1 Hz, "
-        f"{args.seconds:g} s a row"
-    )
+    parts = set(args.parts.split(","))
+    DRIVER_CPU[0] = args.driver_cpu
+    if args.driver_cpu:
+        print("Simulated process-list calls burn their 2.25 ms on the CPU (--driver-cpu)")
+    if "peers" in parts:
+        print_peers(args.gpus, args.peer_seconds, args.runs)
+        print()
+    if "rates" in parts:
+        print_rates(args.gpus, args.seconds)
+        print()
+    if "remote" in parts:
+        print_remote(args.gpus, args.seconds, [int(h) for h in args.hosts.split(",")])
+
+
+def print_rates(gpus: int, seconds: float) -> None:
+    print(f"trayvml serve, {gpus} simulated H100s, realistic driver latency, sampling at 1 Hz, {seconds:g} s a row")
     print(
         f"{'scrapes/s':>9} {'scrapes':>7} {'serve CPU %':>11} {'CPU ms/scrape':>13} {'GPU reads/s':>11} {'body KiB':>8}"
     )
-    for rate, scrapes, cpu, per, reads, size in scrape_costs(args.gpus, args.seconds):
+    for rate, scrapes, cpu, per, reads, size in scrape_costs(gpus, seconds):
         reads_text = "-" if reads != reads else f"{reads:.2f}"
         per_text = "-" if not scrapes else f"{per:.2f}"
         print(f"{rate:>9g} {scrapes:>7} {cpu:>11.2f} {per_text:>13} {reads_text:>11} {size / 1024:>8.1f}")
-    print()
-    hosts = [int(h) for h in args.hosts.split(",")]
-    print(
-        f"Remote hosts read at 1 Hz ({args.gpus} GPUs each, trayvml serve), reader process CPU, "
-        f"{args.seconds:g} s a row"
-    )
+
+
+def print_remote(gpus: int, seconds: float, hosts: list[int]) -> None:
+    print(f"Remote hosts read at 1 Hz ({gpus} GPUs each, trayvml serve), reader process CPU, {seconds:g} s a row")
     print(f"{'hosts':>5} {'reader CPU %':>12} {'extra % per host':>16}")
-    for count, cpu, per_host in remote_costs(args.gpus, args.seconds, hosts):
+    for count, cpu, per_host in remote_costs(gpus, seconds, hosts):
         per_text = "-" if per_host != per_host else f"{per_host:.3f}"
         print(f"{count:>5} {cpu:>12.3f} {per_text:>16}")
 

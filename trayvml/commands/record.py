@@ -9,7 +9,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from trayvml.commands.history import _folder
 from trayvml.core.clock import Ticker
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
@@ -75,6 +74,7 @@ def add_commands(
 
 def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
     """Sample at ``args.interval`` into the store until Ctrl-C or SIGTERM; 2 when another process writes it."""
+    from trayvml.commands.history import _folder  # numpy and sqlite3: not for every command's parser
     from trayvml.history.disk.write import StoreWriter
     from trayvml.source import Source
 
