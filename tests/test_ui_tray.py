@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from PySide6.QtGui import QGuiApplication
 
@@ -10,7 +12,8 @@ from tests.ui_helpers import open_menu
 from trayvml.alerts.engine import AlertSettings, gpu_level
 from trayvml.core.demand import HISTORY
 from trayvml.core.levels import Level
-from trayvml.core.lines import gpu_line, job_line, tooltip
+from trayvml.core.lines import biggest_job, gpu_line, job_line, tooltip
+from trayvml.core.metrics import GPU_INDEX
 from trayvml.core.sample import DeviceInfo, GpuSample
 from trayvml.core.units import short_name
 from trayvml.ui.glance import content_for
@@ -322,23 +325,53 @@ def test_when_all_is_well_the_tooltip_says_the_number_is_the_busiest_gpus_utiliz
     assert tray.icon.toolTip().splitlines()[1] == "trayvml — simulated GPUs (training)"
 
 
-def test_the_tooltip_and_menu_name_each_gpus_biggest_job_only_where_lists_were_read(tray: Tray) -> None:
+def test_the_tooltip_and_menu_name_each_gpus_biggest_job_with_its_age_between_list_readings(tray: Tray) -> None:
     from trayvml.core.demand import PROCESSES
+    from trayvml.core.lines import JOB_KEPT_S
 
     source, clock, _ = simulated_source("training:gpus=h100,start=1800")
-    read = source.sample(HISTORY | {PROCESSES})  # the window or an alert wanted the process lists
+    read = source.sample(HISTORY | {PROCESSES})  # the window, an alert or the store wanted the process lists
     tray.update(read)
     lines = tray.icon.toolTip().splitlines()
     gpu = next(k for k, line in enumerate(lines) if line.startswith("0 H100 "))
-    assert lines[gpu + 1].startswith("   container 3f2a9c1b7e4d (") and lines[gpu + 1].endswith(" GiB")
+    live = lines[gpu + 1]
+    assert live.startswith("   container 3f2a9c1b7e4d (") and live.endswith(" GiB")
     open_menu(tray)
     assert tray.gpu_actions[0].text().endswith(" · container 3f2a9c1b7e4d")
-    clock.advance_s(1.0)
-    idle = source.sample(HISTORY)  # the closed tray reads no process lists: it names no job then
-    assert job_line(idle.gpus[0]) == ""
+    clock.advance_s(8.0)
+    idle = source.sample(HISTORY)  # the closed tray reads no process lists on this tick
+    assert job_line(idle.gpus[0]) == ""  # nothing read now: job_line alone says nothing
     tray.update(idle)
     open_menu(tray)  # a closed menu's texts are made when it opens
+    lines = tray.icon.toolTip().splitlines()
+    assert lines[gpu + 1] == f"{live} (as of 8 s ago)"  # the same words, never as if read now
+    assert tray.gpu_actions[0].text().endswith(" · container 3f2a9c1b7e4d (8 s ago)")
+    # Too old: gone (the store reads the lists every 10 s; three readings missed say nothing).
+    clock.advance_s(JOB_KEPT_S - 8.0 + 1.0)
+    tray.update(source.sample(HISTORY))
+    open_menu(tray)
     assert "container" not in tray.icon.toolTip() and "container" not in tray.gpu_actions[0].text()
+    # A new reading shows it live again; its GPU's memory use moving by half the job's memory drops it.
+    tray.update(source.sample(HISTORY | {PROCESSES}))
+    assert "(as of" not in tray.icon.toolTip() and "container 3f2a9c1b7e4d" in tray.icon.toolTip()
+    clock.advance_s(1.0)
+    idle = source.sample(HISTORY)
+    assert "(as of 1 s ago)" in tooltip(idle, jobs=tray.jobs)
+    values = list(idle.gpus[0].values)
+    k = GPU_INDEX["memory_used_bytes"]
+    values[k] -= 0.6 * biggest_job(read.gpus[0])[2]  # the job (most of the memory) ended
+    moved = replace(idle, gpus=(replace(idle.gpus[0], values=tuple(values)),))
+    tray.update(moved)
+    open_menu(tray)
+    assert "container" not in tray.icon.toolTip() and "container" not in tray.gpu_actions[0].text()
+    # A reading that finds no visible job forgets the old one at once.
+    tray.update(read)
+    assert "container" in tray.icon.toolTip()
+    empty = replace(read, gpus=(replace(read.gpus[0], processes=()),))
+    tray.update(empty)
+    clock.advance_s(1.0)
+    tray.update(source.sample(HISTORY))
+    assert "container" not in tray.icon.toolTip()
 
 
 def test_the_menu_names_only_a_named_job_not_a_bare_process() -> None:

@@ -21,6 +21,11 @@ HISTORY: frozenset[str] = frozenset(
     m.key for m in GPU_METRICS if m.history and m.always_recorded and m.key != "process_count"
 )
 
+# While nothing shown needs them, the process lists are read this often for the history on disk (the
+# tray app's store): the step of memory's finest process tier (history.rings.PROCESS_STEP_S; not
+# imported: it brings numpy). The idle tray's tooltip names jobs from these readings.
+STORE_PROCESSES_S = 10.0
+
 
 class Demand:
     """The union of what each consumer needs; ``wanted`` is what the reader reads."""

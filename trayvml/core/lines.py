@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from trayvml.core.demand import STORE_PROCESSES_S
 from trayvml.core.formatting import format_value
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
@@ -114,6 +115,69 @@ def job_line(gpu: GpuSample, compact: bool = False) -> str:
     return f"{shorten(job)}{who} {format_bytes(memory)}" if memory else f"{shorten(job)}{who}"
 
 
+# A job read earlier is said (with its age) for this long: three of the store's list readings, so
+# that one reading missed (a slow tick) does not blank it, and one that ended is gone soon after.
+JOB_KEPT_S = 3 * STORE_PROCESSES_S
+# The job read earlier is dropped at once where the GPU's memory use has moved by more than this
+# share of the job's memory since (the job ended, or another one may now be the biggest).
+JOB_MEMORY_CHANGE = 0.5
+JOB_MEMORY_CHANGE_BYTES = 256 * 2**20  # where the job's own memory is not told
+
+
+@dataclass(frozen=True)
+class _SeenJob:
+    line: str  # job_line's, as read then
+    compact: str  # job_line's menu text ("": none for the menu)
+    memory_bytes: float  # the job's
+    gpu_used_bytes: float  # the GPU's memory use then
+    read_s: float
+
+
+class LastJobs:
+    """The biggest job of each GPU as its process lists were last read, for the ticks that read no
+    lists (the idle tray reads them every STORE_PROCESSES_S for the history on disk): said with
+    its age, never as if read now, and dropped once older than JOB_KEPT_S or once the GPU's memory
+    use says that it may have changed."""
+
+    def __init__(self) -> None:
+        self._seen: dict[int, _SeenJob] = {}
+
+    def note(self, sample: Sample | None) -> None:
+        """Keep what ``sample`` read; a lost or sleeping GPU's job is forgotten."""
+        for gpu in sample.gpus if sample is not None else ():
+            if gpu.lost or gpu.asleep:
+                self._seen.pop(gpu.index, None)
+            elif gpu.state("process_count") is MetricState.OK:
+                job, _, memory, _ = biggest_job(gpu)
+                if job:
+                    used = gpu.value("memory_used_bytes")
+                    seen = _SeenJob(job_line(gpu), job_line(gpu, True), memory, used, sample.timestamp_s)
+                    self._seen[gpu.index] = seen
+                else:
+                    self._seen.pop(gpu.index, None)  # read, and nothing visible runs
+
+    def line(self, gpu: GpuSample, now_s: float, compact: bool = False) -> str:
+        """job_line's text: live where ``gpu`` read its lists, else the last one read, with its age
+        ("… (as of 8 s ago)"), or "" where there is none recent enough to say."""
+        if gpu.state("process_count") is MetricState.OK:
+            return job_line(gpu, compact)
+        seen = self._seen.get(gpu.index)
+        if seen is None:
+            return ""
+        age_s = now_s - seen.read_s
+        memory = seen.memory_bytes
+        limit = JOB_MEMORY_CHANGE * memory if memory > 0 else JOB_MEMORY_CHANGE_BYTES
+        change = abs(gpu.value("memory_used_bytes") - seen.gpu_used_bytes)  # NaN where either is unknown
+        if not 0 <= age_s <= JOB_KEPT_S or not change <= limit:
+            return ""
+        text = seen.compact if compact else seen.line
+        if not text:
+            return ""
+        if compact:
+            return translate("GpuText", "{job} ({age} s ago)").format(job=text, age=f"{age_s:.0f}")
+        return translate("GpuText", "{job} (as of {age} s ago)").format(job=text, age=f"{age_s:.0f}")
+
+
 def host_line(sample: Sample) -> str:
     host = sample.host
     if host is None:
@@ -174,9 +238,15 @@ def headline_text(headline: Headline) -> str:
     return text.format(value=value, metric=label, gpu=where)
 
 
-def tooltip(sample: Sample | None, gpu_text: list[str] | None = None, headline: Headline | None = None) -> str:
+def tooltip(
+    sample: Sample | None,
+    gpu_text: list[str] | None = None,
+    headline: Headline | None = None,
+    jobs: LastJobs | None = None,
+) -> str:
     """``gpu_text``: the GPU lines, where the caller has made them already; ``headline``: what
-    the icon's number is, said first."""
+    the icon's number is, said first; ``jobs``: the jobs last read, said with their age on ticks
+    that read no lists (None: only jobs read in this sample)."""
     if sample is None:
         return translate("GpuText", "trayvml — starting…")
     lines = [headline_text(headline)] if headline is not None else []
@@ -186,7 +256,7 @@ def tooltip(sample: Sample | None, gpu_text: list[str] | None = None, headline: 
         lines.append(problem[1])
     for gpu, line in zip(sample.gpus, gpu_lines(sample) if gpu_text is None else gpu_text, strict=False):
         lines.append(line)
-        job = job_line(gpu)
+        job = job_line(gpu) if jobs is None else jobs.line(gpu, sample.timestamp_s)
         if job:
             lines.append(f"   {job}")  # indented: it belongs to the GPU above
     host = host_line(sample)

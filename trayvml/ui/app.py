@@ -24,7 +24,7 @@ from trayvml.assets import icon_paths, resource
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
-from trayvml.core.demand import HISTORY, PROCESSES, Demand
+from trayvml.core.demand import HISTORY, PROCESSES, STORE_PROCESSES_S, Demand
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import Sample
 from trayvml.monitor.pipeline import Monitor, Outcome
@@ -64,9 +64,6 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
 # (default_tiers) and the unpacked hour that the store's coarse tiers do not have yet. 12 h of 8 GPUs
 # in memory is about 13 MiB (benchmarks/README.md); 2 h is a sixth of its 30 s tier.
 MEMORY_WITH_STORE_S = 2 * 3600.0
-# While nothing shown needs them, the process lists are read this often for the history on disk: the
-# step of memory's finest process tier (history.rings.PROCESS_STEP_S; not imported: it brings numpy).
-STORE_PROCESSES_S = 10.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 

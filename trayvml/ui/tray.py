@@ -10,7 +10,7 @@ from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
 from trayvml.alerts.engine import AlertEngine
 from trayvml.core.errors import NotEnoughGpusError
-from trayvml.core.lines import gpu_lines, job_line, simulation_text, tooltip
+from trayvml.core.lines import LastJobs, gpu_lines, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
 from trayvml.pick import choose, cuda_ids
@@ -62,6 +62,7 @@ class Tray(QObject):
         self.engine = engine or AlertEngine()
         self.hidden_gpus: set[int] = set()  # left out of the icon (the tooltip still lists them)
         self.sample: Sample | None = None
+        self.jobs = LastJobs()  # each GPU's biggest job as last read, said with its age between readings
         self._content: IconContent | None = None
         self._tooltip = ""
         self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
@@ -164,10 +165,11 @@ class Tray(QObject):
             self._content = content
             self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
             self.redraws += 1
+        self.jobs.note(sample)
         lines = gpu_lines(sample)
         # Its first line says what the icon's number is (and of which GPU), in the words of its unit.
         headline = self._content.headline if self._content is not None else None
-        text = "\n".join([tooltip(sample, lines, headline), *self.remote_lines])
+        text = "\n".join([tooltip(sample, lines, headline, self.jobs), *self.remote_lines])
         if text != self._tooltip:
             self._tooltip = text
             self.icon.setToolTip(text)
@@ -210,7 +212,8 @@ class Tray(QObject):
             return
         # Compact rows: a host cuts a wide menu at the screen's edge; the tooltip has the whole line.
         for gpu, line, action in zip(sample.gpus, gpu_lines(sample, compact=True), self.gpu_actions, strict=False):
-            job = job_line(gpu, compact=True)  # where the lists were read: the biggest job's name
+            # The biggest job's name: read in this sample, or earlier and said with its age.
+            job = self.jobs.line(gpu, sample.timestamp_s, compact=True)
             action.setText(self._label(f"{line} · {job}" if job else line))
         problem = sample.problem
         status = problem[0] if problem else simulation_text(sample)
