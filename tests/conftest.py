@@ -36,6 +36,11 @@ for variable, name in (
     folder = os.path.join(RUN_FOLDER, name)
     os.mkdir(folder, 0o700)
     os.environ[variable] = folder
+# Container runtimes are asked for names over these sockets (trayvml.host.containers): never the
+# machine's own (/var/run/docker.sock, /run/podman/podman.sock). Nothing listens here unless a
+# test starts a server of its own.
+os.environ["DOCKER_HOST"] = f"unix://{RUN_FOLDER}/docker.sock"
+os.environ["CONTAINER_HOST"] = f"unix://{RUN_FOLDER}/podman.sock"
 
 
 @pytest.fixture(autouse=True)

@@ -37,7 +37,7 @@ from trayvml.core.sample import (
     ProcessDetails,
     Sample,
 )
-from trayvml.host.attribution import with_job
+from trayvml.host.attribution import default_attributor, with_job
 from trayvml.host.processes import in_host_pid_namespace, process_start, resolve_host_process
 from trayvml.host.sampler import HostSampler, memory_total_available
 from trayvml.nvml.reader import NvmlReader
@@ -108,6 +108,26 @@ class _NvmlThread:
 
 def _nobody(pid: int) -> ProcessDetails | None:
     return None
+
+
+def _named(gpus: tuple[GpuSample, ...]) -> tuple[GpuSample, ...]:
+    """The names asked of other programs (a notebook's Jupyter server, a container's runtime),
+    here on the sampler's thread rather than the NVML thread, whose reads they must not hold up;
+    asked again where an earlier ask found none (the process cache keeps each process's first
+    details). Cached once found: a look-up in memory per such process and tick."""
+    if not any(p.attribution.pending for g in gpus for p in g.processes):
+        return gpus
+    attributor = default_attributor()
+    return tuple(
+        replace(
+            g,
+            processes=tuple(
+                replace(p, attribution=attributor.refresh(p.pid, p.attribution)) if p.attribution.pending else p
+                for p in g.processes
+            ),
+        )
+        for g in gpus
+    )
 
 
 class Source:
@@ -198,6 +218,7 @@ class Source:
         if self.library is not None:
             self.library.sync_sysfs()  # the simulated GPUs' sleep schedule, as the kernel would show it
         gpus, stall, failure = self._read_gpus(demand)
+        gpus = _named(gpus)
         reader = self.reader
         devices = reader.devices if gpus else ()
         if any(d.unified_memory for d in devices):

@@ -279,6 +279,7 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                             "job": json_text(p.attribution.job),
                             "kind": p.attribution.job_kind,
                             "container": json_text(p.attribution.container),
+                            "container_name": json_text(p.attribution.container_name),
                             "runtime": p.attribution.runtime,
                             "slurm_job": p.attribution.slurm_job,
                             "slurm_job_name": json_text(p.attribution.slurm_job_name),

@@ -144,7 +144,9 @@ class LastJobs:
 
     def note(self, sample: Sample | None) -> None:
         """Keep what ``sample`` read; a lost or sleeping GPU's job is forgotten."""
-        for gpu in sample.gpus if sample is not None else ():
+        if sample is None:
+            return
+        for gpu in sample.gpus:
             if gpu.lost or gpu.asleep:
                 self._seen.pop(gpu.index, None)
             elif gpu.state("process_count") is MetricState.OK:

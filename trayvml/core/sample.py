@@ -120,6 +120,7 @@ class Attribution:
     """
 
     container: str = ""  # 12 hex digits (Docker, Podman, containerd, CRI-O) or an LXC container's name
+    container_name: str = ""  # its name, where its runtime (Docker, Podman) told it
     runtime: str = ""  # "docker", "podman", "containerd", "cri-o", "lxc"
     slurm_job: str = ""
     slurm_job_name: str = ""  # its SLURM_JOB_NAME ("train_llm"), where its environment can be read
@@ -129,6 +130,9 @@ class Attribution:
     job: str = ""
     job_kind: str = ""
     root_pid: int = 0  # the top of its process tree below init or the session leader; 0: unknown
+    # A name asked of another program (a notebook's Jupyter server, a container's runtime) is not
+    # known yet: not asked yet, or it did not answer and is asked again later (Attributor.refresh).
+    pending: bool = False
 
 
 NO_ATTRIBUTION = Attribution()

@@ -28,17 +28,24 @@ import json
 import os
 import re
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from trayvml.core.safe_text import clean
 from trayvml.core.sample import NO_ATTRIBUTION, Attribution
+from trayvml.host.containers import ContainerNames
 
 PROC = Path("/proc")
 CACHE_MAX = 4096
 MAX_DEPTH = 64  # parent links followed at most (a loop in a fake or racing /proc ends here)
 JUPYTER_WAIT_S = 0.5  # per Jupyter server asked: the lookup runs on the sampler's thread
+# A kernel whose notebook no server named (one did not answer in time, or had not yet recorded the
+# session) is asked again after this, doubling up to NOTEBOOK_RETRY_MAX_S: one slow answer must
+# not lose the name for good, and a kernel no server knows (a console's) must not cost every tick.
+NOTEBOOK_RETRY_FIRST_S = 10.0
+NOTEBOOK_RETRY_MAX_S = 600.0
 MAX_ANSWER_BYTES = 4 << 20
 
 _HEX64 = r"([0-9a-f]{64})"
@@ -125,11 +132,42 @@ class _Stat:
     start_ticks: int
 
 
+@dataclass(frozen=True)
+class _Kernel:
+    """A Jupyter kernel as its command line and environment tell it: what to ask servers about."""
+
+    kernel_id: str
+    uid: int | None
+    folders: tuple[Path, ...]  # where its servers' runtime files may be
+
+
+@dataclass(frozen=True)
+class _Known:
+    """What procfs says of a process, read once: all but the names asked of other programs."""
+
+    found: Attribution
+    root_name: str
+    kernel: _Kernel | None
+
+
+@dataclass
+class _NotebookLookup:
+    notebook: str = ""
+    retry_at_s: float = 0.0
+    wait_s: float = 0.0  # the back-off after the last failure; 0: none failed yet
+
+
 class Attributor:
     """Attribution of host PIDs, read under ``proc_root`` and cached by (PID, start time).
 
     ``runtime_dirs``: more Jupyter runtime folders to look for servers in (besides the kernel's
-    connection file's folder and its JUPYTER_RUNTIME_DIR); ``fetch``: the HTTP GET (tests fail it).
+    connection file's folder and its JUPYTER_RUNTIME_DIR); ``fetch``: the HTTP GET (tests fail it);
+    ``names``: the container runtimes asked for names (tests point it at their own sockets).
+
+    What procfs says is read once per process. The names asked of other programs (a notebook from
+    its Jupyter server, a container's from Docker or Podman) are asked where ``ask`` is True (the
+    sampler's thread; ``attribute(pid, ask=False)`` on the NVML thread leaves them to it), each
+    cached once found and asked again after a back-off where not found; ``pending`` says so.
     """
 
     def __init__(
@@ -138,29 +176,51 @@ class Attributor:
         runtime_dirs: Iterable[Path] = (),
         fetch: Fetch = _fetch,
         wait_s: float = JUPYTER_WAIT_S,
+        names: ContainerNames | None = None,
+        now_s: Callable[[], float] = time.monotonic,
     ) -> None:
         self.proc_root = proc_root
         self.runtime_dirs = tuple(runtime_dirs)
         self.fetch = fetch
         self.wait_s = wait_s
-        self._cache: dict[tuple[int, int], Attribution] = {}
+        self.names = names if names is not None else ContainerNames()
+        self.now_s = now_s
+        self._cache: dict[tuple[int, int], _Known] = {}
+        self._notebooks: dict[tuple[int, int], _NotebookLookup] = {}
         self._lock = threading.Lock()
 
-    def attribute(self, pid: int) -> Attribution:
+    def attribute(self, pid: int, ask: bool = True) -> Attribution:
         stat = self._stat(pid)
         if stat is None:
             return NO_ATTRIBUTION  # gone, or not in our PID namespace
         key = (pid, stat.start_ticks)
         with self._lock:
             known = self._cache.get(key)
-        if known is not None:
-            return known
-        found = self._read(pid, stat)
-        with self._lock:
-            if len(self._cache) >= CACHE_MAX:
-                self._cache.clear()
-            self._cache[key] = found
-        return found
+        if known is None:
+            known = self._read(pid, stat)
+            with self._lock:
+                if len(self._cache) >= CACHE_MAX:
+                    self._cache.clear()
+                    self._notebooks.clear()
+                self._cache[key] = known
+        found = known.found
+        if ask:
+            notebook, notebook_pending = self._notebook(key, known.kernel)
+            name, name_pending = self.names.name(found.runtime, found.container)
+            found = replace(
+                found, notebook=clean(notebook), container_name=clean(name), pending=notebook_pending or name_pending
+            )
+        else:
+            found = replace(found, pending=known.kernel is not None or self.names.asks(found.runtime))
+        return with_job(found, known.root_name)
+
+    def refresh(self, pid: int, attribution: Attribution) -> Attribution:
+        """``attribution`` with the names asked again where they are ``pending`` (and due); as it
+        was where the process has gone."""
+        if not attribution.pending:
+            return attribution
+        fresh = self.attribute(pid)
+        return fresh if fresh is not NO_ATTRIBUTION else attribution
 
     # procfs
     def _text(self, pid: int, name: str) -> str:
@@ -195,7 +255,7 @@ class Attributor:
         return None
 
     # the parts
-    def _read(self, pid: int, stat: _Stat) -> Attribution:
+    def _read(self, pid: int, stat: _Stat) -> _Known:
         cgroup = self._text(pid, "cgroup")
         environ = self._environ(pid)
         runtime, container = container_in(cgroup)
@@ -206,7 +266,6 @@ class Attributor:
         slurm_name = environ.get("SLURM_JOB_NAME", "") if slurm and environ.get("SLURM_JOB_ID") == slurm else ""
         unit = unit_in(cgroup)
         session, root = self._tree(pid, stat, environ)
-        notebook = self._notebook(pid, environ)
         found = Attribution(
             container=clean(container),
             runtime=runtime,
@@ -214,11 +273,10 @@ class Attributor:
             slurm_job_name=clean(slurm_name),
             unit=clean(unit),
             session=clean(session),
-            notebook=clean(notebook),
             root_pid=root,
         )
         top = self._stat(root)
-        return with_job(found, top.comm if top is not None else "")
+        return _Known(found, top.comm if top is not None else "", self._kernel(pid, environ))
 
     def _tree(self, pid: int, stat: _Stat, environ: dict[str, str]) -> tuple[str, int]:
         """(tmux/screen session, root of the process tree), read up the parent PIDs: the root is
@@ -242,9 +300,24 @@ class Attributor:
             current = parent
         return session, root
 
-    def _notebook(self, pid: int, environ: dict[str, str]) -> str:
-        session = self._kernel_session(pid, environ)
-        return session.notebook if session is not None else ""
+    def _notebook(self, key: tuple[int, int], kernel: _Kernel | None) -> tuple[str, bool]:
+        """(the kernel's notebook or ""; whether it is worth asking again later)."""
+        if kernel is None:
+            return "", False
+        with self._lock:
+            lookup = self._notebooks.setdefault(key, _NotebookLookup())
+            if lookup.notebook:
+                return lookup.notebook, False
+            if self.now_s() < lookup.retry_at_s:
+                return "", True
+        session = self._session_of(kernel)
+        with self._lock:
+            if session is not None:
+                lookup.notebook = session.notebook
+                return lookup.notebook, False
+            lookup.wait_s = min(lookup.wait_s * 2, NOTEBOOK_RETRY_MAX_S) if lookup.wait_s else NOTEBOOK_RETRY_FIRST_S
+            lookup.retry_at_s = self.now_s() + lookup.wait_s
+        return "", True
 
     def own_kernel(self, pid: int) -> KernelSession | None:
         """The Jupyter session of ``pid`` where it is a kernel of this user's, run by a server of
@@ -252,30 +325,30 @@ class Attributor:
         server is never one to act on."""
         if self._stat(pid) is None or self._uid(pid) != os.getuid():
             return None
-        session = self._kernel_session(pid, self._environ(pid))
+        kernel = self._kernel(pid, self._environ(pid))
+        session = self._session_of(kernel) if kernel is not None else None
         return session if session is not None and session.server_uid == os.getuid() else None
 
-    def _kernel_session(self, pid: int, environ: dict[str, str]) -> KernelSession | None:
-        """The notebook of a Jupyter kernel: its connection file names the kernel, and the running
-        servers of the same user (their jpserver-*.json files) say which session has that kernel."""
+    def _kernel(self, pid: int, environ: dict[str, str]) -> _Kernel | None:
+        """The Jupyter kernel ``pid`` is, from the connection file its command line names; None
+        for any other process."""
         command = self._text(pid, "cmdline").split("\0")
         connection = next((arg for arg in command if _KERNEL_FILE.search(arg)), "")
-        if not connection:
-            return None
         match = _KERNEL_FILE.search(connection)
-        assert match is not None
-        kernel_id = match.group(1)
-        uid = self._uid(pid)
+        if match is None:
+            return None
         folders = [Path(connection.partition("=")[2] or connection).parent, *self.runtime_dirs]
         if environ.get("JUPYTER_RUNTIME_DIR"):
             folders.insert(0, Path(environ["JUPYTER_RUNTIME_DIR"]))
-        seen: set[Path] = set()
-        for folder in folders:
-            if not folder.is_absolute() or folder in seen:
-                continue
-            seen.add(folder)
+        unique = tuple(dict.fromkeys(f for f in folders if f.is_absolute()))
+        return _Kernel(match.group(1), self._uid(pid), unique)
+
+    def _session_of(self, kernel: _Kernel) -> KernelSession | None:
+        """The notebook of a Jupyter kernel: the running servers of the same user (their
+        jpserver-*.json files) say which session has that kernel."""
+        for folder in kernel.folders:
             for server in sorted(folder.glob("jpserver-*.json")):
-                session = self._ask_server(server, uid, kernel_id)
+                session = self._ask_server(server, kernel.uid, kernel.kernel_id)
                 if session is not None:
                     return session
         return None
@@ -328,7 +401,8 @@ def with_job(found: Attribution, root_name: str) -> Attribution:
     if found.notebook:
         return replace(found, job=found.notebook, job_kind="notebook")
     if found.container:
-        return replace(found, job=f"{found.runtime or 'container'} {found.container}", job_kind="container")
+        named = found.container_name or found.container
+        return replace(found, job=f"{found.runtime or 'container'} {named}", job_kind="container")
     if found.slurm_job:
         return replace(found, job=found.slurm_job, job_kind="slurm")
     if found.unit:

@@ -85,8 +85,10 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     except psutil.AccessDenied as denied:
         raise PermissionError(f"no permission to inspect process {pid}") from denied
     # Read once per process (the ProcessCache asks once per PID and start time), and only for
-    # processes on a GPU: the idle tray, which lists no processes, never gets here.
-    attribution = default_attributor().attribute(pid)
+    # processes on a GPU: the idle tray, which lists no processes, never gets here. This runs on
+    # the NVML thread: the names asked of other programs (Jupyter, Docker) are left to the
+    # sampler's thread (Source, through Attributor.refresh).
+    attribution = default_attributor().attribute(pid, ask=False)
     container = attribution.container if attribution.runtime != "lxc" else ""
     return ProcessDetails(clean(name), clean(user), clean(command), container or container_of(pid), attribution)
 

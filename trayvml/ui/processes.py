@@ -97,7 +97,7 @@ def _cells(
         hidden = translate("ProcessModel", FOREIGN)
     memory = proc.used_memory_bytes
     job = proc.attribution
-    container = job.container or proc.container
+    container = job.container_name or job.container or proc.container  # its runtime's name, where told
     # Attributed by its share of the GPU's memory since trayvml saw it (see trayvml.monitor.energy).
     # Unknown, not 0, where the GPU's own energy is unknown (no power reading, no counter).
     if energy is None or math.isnan(energy.since_start_wh(proc.gpu_index)):
