@@ -27,6 +27,8 @@ PODMAN = "cf21d19260ace8544fe8b769fc2638bf2c0873dfbfff0b6253f0569b26a1d5eb"
 K8S = "ee4b20e90ac7f42a10bd004d05646b13d8ab5e2c5e7cbc01abf8006bac016459"
 CRIO = "89e8f450417b56acf3089925dfd8f050dd50e950e18cfe83ea923269df601102"
 
+USER = "0::/user.slice/user-1000.slice/user@1000.service/app.slice/"  # a user's systemd manager
+
 # /proc/PID/cgroup as the runtimes write it (sources in trayvml/host/attribution.py's docstring).
 CGROUPS = {
     "docker v1": (
@@ -75,10 +77,28 @@ CGROUPS = {
         "0::/system.slice/llm-server.service\n",
         {"unit": "llm-server.service", "job_kind": "unit", "job": "llm-server.service"},
     ),
-    "systemd user scope": (
-        "0::/user.slice/user-1000.slice/user@1000.service/app.slice/app-org.gnome.Terminal.slice/vte-spawn-9f.scope\n",
-        {"unit": "vte-spawn-9f.scope", "job_kind": "unit"},
+    # A desktop's transient scopes and app units (systemd.io/DESKTOP_ENVIRONMENTS) are not the job:
+    # the process tree beneath them is (or its tmux session: test_a_terminals_scope_does_not_hide_…).
+    "a GNOME Terminal tab's scope": (
+        f"{USER}app-org.gnome.Terminal.slice/vte-spawn-4b4cb3d5-bc04-4d6e-a2b8-95f5e9c8c1b3.scope\n",
+        {"unit": "", "job_kind": "process"},
     ),
+    "an app GNOME Shell launched": (f"{USER}app-gnome-code-31877.scope\n", {"unit": "", "job_kind": "process"}),
+    "a Konsole window": (
+        f"{USER}app-org.kde.konsole-6f1c0b2d4a8b4e4b9d2f0b5c1e3f7a90.scope\n",
+        {"unit": "", "job_kind": "process"},
+    ),
+    "an app KDE launched as a service": (f"{USER}app-org.kde.konsole@0d9a2c1e.service\n", {"unit": ""}),
+    "a tmux server's scope": (f"{USER}tmux-spawn-0b7c9e1a-5d3f-4a8e-9c2b-6e1f0d4a7b53.scope\n", {"unit": ""}),
+    "a snap's launch": (f"{USER}snap.code.code-1b6f4f9e-3a2c-4e57-8a3d-7c0f5b2e9d11.scope\n", {"unit": ""}),
+    "a D-Bus activated service": (f"{USER}dbus-:1.2-org.freedesktop.portal.IBus@0.service\n", {"unit": ""}),
+    "gnome-terminal before VTE scopes": (f"{USER}gnome-terminal-server.service\n", {"unit": ""}),
+    "a user's own service": (
+        f"{USER}jupyter-lab.service\n",
+        {"unit": "jupyter-lab.service", "job_kind": "unit", "job": "jupyter-lab.service"},
+    ),
+    "a named systemd-run unit": (f"{USER}finetune.service\n", {"unit": "finetune.service", "job_kind": "unit"}),
+    "a snap's daemon": ("0::/system.slice/snap.ollama.listener.service\n", {"unit": "snap.ollama.listener.service"}),
     "a login session tells nothing": ("0::/user.slice/user-1000.slice/session-3.scope\n", {"unit": ""}),
 }
 
@@ -149,6 +169,17 @@ def test_a_process_under_tmux_names_the_session_and_its_tree_root(tmp_path: Path
     found = Attributor(tmp_path).attribute(800)
     assert (found.session, found.job_kind, found.job) == ("tmux default", "session", "tmux default")
     assert found.root_pid == 700  # below the shell that leads the pane's session
+
+
+def test_a_terminals_scope_does_not_hide_the_tmux_session(tmp_path: Path) -> None:
+    """A GNOME Terminal tab (its own vte-spawn scope) running tmux: the job is the tmux session."""
+    proc = FakeProc(tmp_path)
+    tab = f"{USER}app-org.gnome.Terminal.slice/vte-spawn-4b4cb3d5-bc04-4d6e-a2b8-95f5e9c8c1b3.scope\n"
+    proc.add(500, ppid=1, comm="tmux: server", session=500, cgroup=tab)
+    proc.add(600, ppid=500, comm="bash", session=600, cgroup=tab)
+    proc.add(700, ppid=600, comm="python", session=600, cgroup=tab, environ={"TMUX": "/tmp/tmux-1000/train,500,0"})
+    found = Attributor(tmp_path).attribute(700)
+    assert (found.unit, found.job_kind, found.job) == ("", "session", "tmux train")
 
 
 def test_without_anything_else_the_job_is_the_process_trees_root(tmp_path: Path) -> None:

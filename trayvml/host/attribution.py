@@ -61,8 +61,21 @@ _CONTAINERS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 _SLURM_JOB = re.compile(r"/job_(\d+)(?:/|$)")
 _UNIT = re.compile(r"^[^/]+\.(?:service|scope)$")
-# Units every process of a login or desktop sits in: they tell nothing about the job.
-_UNTELLING_UNITS = re.compile(r"^(?:user@\d+\.service|init\.scope|session-\w+\.scope|slurmstepd\.scope)$")
+# Units that tell nothing about the job: those every process of a login or desktop sits in, and the
+# transient ones a desktop, terminal or launcher makes per window, tab or launch, whose random names
+# would hide the tmux session or the process tree beneath them. Their names, as systemd.io's
+# "Desktop Environments" page gives them and the launchers write them:
+# app-[<launcher>-]<AppID>-<RANDOM>.scope and app-[<launcher>-]<AppID>[@<RANDOM>].service (GNOME
+# Shell's app-gnome-firefox-2918.scope, KDE's app-org.kde.konsole-<hex>.scope), dbus-:<bus>-<name>@….service
+# (D-Bus activation), vte-spawn-<uuid>.scope (each GNOME Terminal tab, VTE 0.60+),
+# tmux-spawn-<uuid>.scope (tmux 3.2+), kitty-<pid>-<n>.scope, snap.<snap>.<app>-<uuid>.scope, and
+# gnome-terminal-server.service (its tabs before VTE made scopes). A unit a user runs (jupyter.service,
+# `systemd-run --user --unit=finetune`) or a system service still names the job.
+_UNTELLING_UNITS = re.compile(
+    r"^(?:user@\d+\.service|init\.scope|session-\w+\.scope|slurmstepd\.scope"
+    r"|app-.+\.(?:scope|service)|dbus-.+\.(?:scope|service)|vte-spawn-.+\.scope|tmux-spawn-.+\.scope"
+    r"|kitty-\d+-\d+\.scope|snap\..+\.scope|gnome-terminal-server\.service)$"
+)
 _KERNEL_FILE = re.compile(r"kernel-([0-9A-Za-z-]+)\.json")
 
 Fetch = Callable[[str, str, float], bytes]
