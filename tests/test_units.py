@@ -125,6 +125,38 @@ def test_clock_times_in_local_time(timestamp_s: float, seconds: bool, date: bool
     assert format_clock(timestamp_s, seconds=seconds, date=date) == text
 
 
+@pytest.mark.parametrize("columns", [80, 100])
+def test_a_narrow_snapshot_names_each_gpus_biggest_job_and_the_hidden_processes(monkeypatch, columns: int) -> None:
+    """At 80-100 columns a GPU's row has no room for its processes: a line beneath names its
+    biggest job and counts the processes that cannot be seen here."""
+    from dataclasses import replace
+
+    from tests.helpers import run_ticks, simulated_source
+    from trayvml.commands.report import text_snapshot
+    from trayvml.core.sample import ProcessSample
+
+    monkeypatch.setenv("COLUMNS", str(columns))
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,at=900")
+    sample = run_ticks(source, clock, 2)
+    h100 = sample.gpus[0]
+    hidden = (ProcessSample(0, 999001, "compute", 1e9, no_permission=True),) * 2 + (
+        ProcessSample(0, 999003, "compute", 1e9, foreign_pid=True),
+    )
+    sample = replace(sample, gpus=(replace(h100, processes=h100.processes + hidden), *sample.gpus[1:]))
+    lines = text_snapshot(sample).splitlines()
+    assert all(len(line) <= columns for line in lines if line.startswith(("[", " "))), lines
+    gpu0 = next(k for k, line in enumerate(lines) if line.startswith("[0] "))
+    assert " | container " not in lines[gpu0]  # no room in the row ...
+    job = lines[gpu0 + 1]
+    assert job.startswith("    container 3f2a9c1b7e4d (")  # ... so beneath it
+    assert job.endswith(("(2 processes of other users; 1 process in another PID namespace)", "(+3 hidden)")), job
+    gpu1 = next(k for k, line in enumerate(lines) if line.startswith("[1] "))
+    assert lines[gpu1 + 1].startswith("    pid ") and "hidden" not in lines[gpu1 + 1]
+    monkeypatch.delenv("COLUMNS")  # output to a pipe: every column, the whole list in the row, no line beneath
+    wide = text_snapshot(sample).splitlines()
+    assert not any(line.startswith("    ") for line in wide) and " | root:" in wide[2]
+
+
 @pytest.mark.parametrize("columns", [60, 100, 200])
 def test_the_text_snapshot_fits_the_terminal_and_never_wraps_a_gpu_row(monkeypatch, columns: int) -> None:
     from tests.helpers import run_ticks, simulated_source

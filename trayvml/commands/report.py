@@ -13,6 +13,7 @@ from typing import Any
 from trayvml import __version__
 from trayvml.core.formatting import format_static, format_value
 from trayvml.core.i18n import translate
+from trayvml.core.lines import job_line
 from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS
 from trayvml.core.safe_text import json_text, terminal_text
 from trayvml.core.sample import JOB_KINDS, DeviceInfo, GpuSample, MetricState, Sample, hidden_processes_words
@@ -48,7 +49,10 @@ def _process_text(proc: Any) -> str:
     user = f"{terminal_text(proc.user)}:" if proc.user else ""
     job = proc.attribution
     # Which job it works for, where known: "[notebook exp/train.ipynb]", "[container docker 34048520ee4d]".
-    shown = f" [{translate('jobs', JOB_KINDS[job.job_kind])} {terminal_text(job.job)}]" if job.job else ""
+    kind = translate("jobs", JOB_KINDS[job.job_kind]) if job.job else ""
+    # A container whose runtime is unknown is named "container 3f2a…" already: its kind not said twice.
+    named = job.job if job.job_kind == "container" and job.job.startswith("container ") else f"{kind} {job.job}"
+    shown = f" [{terminal_text(named)}]" if job.job else ""
     return f"{user}{who}/{proc.pid}{memory}{shown}"
 
 
@@ -87,7 +91,12 @@ def text_snapshot(
             asleep = translate("report", "asleep (runtime-suspended): not queried")
             lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {asleep}")
             continue
-        lines.append(_gpu_row(gpu, info, f"{at}[{gpu.index}] ", name, name_width, width))
+        row, whole = _gpu_row(gpu, info, f"{at}[{gpu.index}] ", name, name_width, width)
+        lines.append(row)
+        if not whole and width is not None:
+            job = _job_row(gpu, width)
+            if job:
+                lines.append(job)
         if full:
             lines.extend(_full_gpu(gpu, info))
     if sample.host is not None:
@@ -127,10 +136,31 @@ def terminal_width() -> int | None:
     return shutil.get_terminal_size().columns
 
 
-def _gpu_row(gpu: GpuSample, info: DeviceInfo, head: str, name: str, name_width: int, width: int | None) -> str:
+JOB_INDENT = "    "
+
+
+def _job_row(gpu: GpuSample, width: int) -> str:
+    """The line under a GPU whose row had no room for its processes: its biggest job and how many
+    processes cannot be seen here, ``    container 3f2a9c1b7e4d (alice) 53.9 GiB (+2 hidden)``, in
+    ``width`` columns; "" where there is neither."""
+    job = terminal_text(job_line(gpu))  # names any user chose: no control characters reach the terminal
+    hidden = hidden_processes_words(gpu.processes)
+    count = sum(1 for p in gpu.processes if p.no_permission or p.foreign_pid)
+    text = f"{job} ({hidden})" if job and hidden else job or hidden
+    if hidden and _columns(JOB_INDENT + text) > width:
+        short = translate("report", "+{count} hidden").format(count=count)
+        text = f"{job} ({short})" if job else short
+    return _cut(JOB_INDENT + text, width) if text else ""
+
+
+def _gpu_row(
+    gpu: GpuSample, info: DeviceInfo, head: str, name: str, name_width: int, width: int | None
+) -> tuple[str, bool]:
     """One GPU's row, fitted to ``width`` columns: a wrapped row breaks the table. What goes first
-    is what the other rows or ``--full`` also tell: the processes (shortened, then left out), the
-    fan, the power limit, the power, memory's total; the name is cut last (its index stays)."""
+    is what the other rows or ``--full`` also tell: the processes (shortened, then left out: the
+    line _job_row makes names the biggest job instead), the fan, the power limit, the power,
+    memory's total; the name is cut last (its index stays). With it, whether the whole process
+    list is in the row."""
     total = info.memory_total_bytes
     used = gpu.value("memory_used_bytes")
     draw = _show(gpu, "power_draw_w")
@@ -156,20 +186,22 @@ def _gpu_row(gpu: GpuSample, info: DeviceInfo, head: str, name: str, name_width:
         return " | ".join(cells)
 
     if width is None:
-        return row(name, 0) + (f" | {procs}" if procs else "")
+        return row(name, 0) + (f" | {procs}" if procs else ""), True
     full = row(name, 0)
+    if not procs and _columns(full) <= width:
+        return full, True
     if procs and _columns(full) + 3 + _columns(procs) <= width:
-        return f"{full} | {procs}"
+        return f"{full} | {procs}", True
     if procs and _columns(full) + 3 + 12 <= width:  # room for the start of the list at least
-        return f"{full} | {_cut(procs, width - _columns(full) - 3)}"
+        return f"{full} | {_cut(procs, width - _columns(full) - 3)}", False
     for drop in range(1, 5):
         shown = row(name, drop)
         if _columns(shown) <= width:
-            return shown
+            return shown, not procs
     # Still too wide: the name column narrows (the index before it still says which GPU). Its
     # width depends on the table's longest name alone, so every row cuts it alike and stays aligned.
     narrower = max(4, name_width - (_columns(row(name, 4)) - width))
-    return row(_cut(name, narrower), 4, narrower)
+    return row(_cut(name, narrower), 4, narrower), not procs
 
 
 def _cut(text: str, columns: int) -> str:
