@@ -157,3 +157,63 @@ def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> No
     finally:
         child.kill()
         child.wait(10)
+
+
+def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gpu_time(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+    from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.monitor.users import UserUsage
+    from trayvml.ui.processes import HEADERS, ProcessesTab
+
+    unit = Attribution(unit="finetune.service", job="finetune.service", job_kind="unit", root_pid=10)
+    tmux = Attribution(session="tmux train", job="tmux train", job_kind="session", root_pid=20)
+    docker = Attribution(
+        container="34048520ee4d",
+        container_name="train-llm",
+        runtime="docker",
+        job="docker train-llm",
+        job_kind="container",
+    )
+
+    def sample(t_s: float) -> Sample:
+        values = [0.0] * len(GPU_METRICS)
+        values[GPU_INDEX["power_draw_w"]] = 100.0
+        procs = tuple(
+            replace(ProcessSample(0, pid, "compute", 1e9, "python", "alice", sm_util_percent=sm), attribution=job)
+            for pid, sm, job in ((10, 50.0, unit), (20, 20.0, tmux), (21, 10.0, tmux), (30, 40.0, docker))
+        )
+        gpu = GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), procs)
+        return Sample(t_s, (gpu,), (DeviceInfo(0, "GPU", "GPU-0"),), None, None)
+
+    tab = ProcessesTab()
+    qtbot.addWidget(tab)
+    tab.users = UserUsage()
+    for t_s in (1000.0, 1010.0):
+        tab.users.update(sample(t_s))
+        tab.update_processes(sample(t_s))
+    model, table = tab.processes, tab.table
+    rows = {model.pid_at(r): r for r in range(model.rowCount())}
+
+    def cell(pid: int, header: str) -> str:
+        return str(model.index(rows[pid], HEADERS.index(header)).data())
+
+    assert (cell(10, "Unit"), cell(10, "Session"), cell(20, "Session")) == ("finetune.service", "", "tmux train")
+    assert cell(30, "Container") == "train-llm" and cell(30, "Job") == "docker train-llm"  # its runtime's name
+    assert not table.isColumnHidden(HEADERS.index("Unit")) and not table.isColumnHidden(HEADERS.index("Session"))
+    tab.group_box.setChecked(True)
+    header = tab.tree.headerItem()
+    assert header is not None
+    time_column = [header.text(c) for c in range(tab.tree.columnCount())].index("GPU time")
+    items = [tab.tree.topLevelItem(k) for k in range(tab.tree.topLevelItemCount())]
+    shown = {item.text(0): item.text(time_column) for item in items if item is not None}
+    # 10 s between reads: 50 % of the SMs is 5 GPU-seconds; the tmux session's two processes add up.
+    assert shown == {
+        "systemd unit finetune.service": "5 s",
+        "terminal session tmux train": "3 s",
+        "docker train-llm": "4 s",
+    }
+    # With no unit or session among the processes, their columns go.
+    bare = sample(1020.0)
+    bare = replace(bare, gpus=(replace(bare.gpus[0], processes=bare.gpus[0].processes[3:]),))
+    tab.update_processes(bare)
+    assert table.isColumnHidden(HEADERS.index("Unit")) and table.isColumnHidden(HEADERS.index("Session"))

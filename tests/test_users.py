@@ -58,3 +58,27 @@ def test_ticks_without_lists_add_no_time_and_a_long_gap_is_not_counted() -> None
     usage.update(_sample(3600, {0: ()}))  # gone now: its time since start stays, its memory is none
     (row,) = usage.rows()
     assert row.processes == 0 and row.gpus == () and math.isclose(row.gpu_seconds, 10.0)
+
+
+def test_gpu_seconds_add_up_per_job_across_its_processes_and_gpus() -> None:
+    from dataclasses import replace
+
+    from trayvml.core.sample import Attribution
+
+    tmux = Attribution(session="tmux train", job="tmux train", job_kind="session", root_pid=1)
+    usage = UserUsage()
+    procs = {
+        0: (replace(_p(0, 1, "alice", 4e9, 50.0), attribution=tmux), _p(0, 2, "bob", 1e9, 25.0, no_permission=True)),
+        1: (replace(_p(1, 3, "alice", 2e9, NAN), attribution=tmux), replace(_p(1, 4, "alice", 1e9, 10.0))),
+    }
+    for k in range(0, 65, 5):
+        usage.update(_sample(k, procs))
+    seconds, partial = usage.job_gpu_seconds(procs[0][0])
+    assert math.isclose(seconds, 60 * 0.5) and partial  # its GPU 1 process's share is not told: at least
+    assert usage.job_gpu_seconds(procs[1][0]) == (seconds, partial)  # one job across both GPUs
+    alone = usage.job_gpu_seconds(procs[1][1])  # a process with nothing else known is its own job
+    assert math.isclose(alone[0], 6.0) and not alone[1]
+    assert math.isnan(usage.job_gpu_seconds(procs[0][1])[0])  # another user's: its job cannot be read
+    # A later process given PID 4 is another job: its time starts from nothing.
+    later = replace(procs[1][1], started_s=5000.0)
+    assert math.isnan(usage.job_gpu_seconds(later)[0])

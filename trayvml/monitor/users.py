@@ -1,4 +1,4 @@
-"""GPU memory and GPU time per user, across this host's GPUs (no Qt).
+"""GPU memory and GPU time per user, across this host's GPUs, and GPU time per job (no Qt).
 
 Fed each sample by the Monitor; counts only the GPUs whose process lists that sample read (they are
 read only while someone needs them). GPU-seconds are a process's share of its GPU's SMs (NVML's
@@ -6,7 +6,8 @@ per-process utilization) times the time since that GPU's lists were last read: o
 minute is 60 GPU-seconds. Where the driver does not tell a process's share (MIG, older drivers,
 another user's process) its time is not guessed: the user's total is marked as a lower bound.
 Processes whose user cannot be read (other users', another PID namespace's) are one row of their
-own, user "", never spread over the known users.
+own, user "", never spread over the known users. A job's GPU time adds up its processes' on every
+GPU (a job is what ProcessSample.job says); a process whose job cannot be read adds to no job.
 """
 
 from __future__ import annotations
@@ -14,9 +15,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.sample import MetricState, ProcessSample, Sample
 
 MAX_GAP_S = 60.0  # a longer gap between reads (stopped app, lists not wanted) adds no GPU time
+JOBS_MAX = 4096  # jobs kept; past it, those with no process now are forgotten
+
+JobKey = tuple[str, str, float]  # (kind, name, start time of a process that is its own job, else -1)
+
+
+def job_key(process: ProcessSample) -> JobKey:
+    """A job spans its processes and GPUs; a process that is its own job is that process, start
+    time and all (a later process given its PID is another job)."""
+    kind, name = process.job
+    started = process.started_s if process.job_is_itself and not math.isnan(process.started_s) else -1.0
+    return kind, name, started
 
 
 @dataclass(frozen=True)
@@ -44,12 +56,14 @@ class UserUsage:
         self._last_read_s: dict[int, float] = {}  # per GPU: when its lists were last read
         self.read_at_s = math.nan  # when the rows' "now" was read; NaN: no lists read yet
         self._now: dict[str, tuple[set[int], int, float]] = {}
+        self._jobs: dict[JobKey, _Total] = {}
 
     def update(self, sample: Sample) -> None:
         read = [g for g in sample.gpus if not g.lost and g.state("process_count") is MetricState.OK]
         if not read:
             return  # "now" stays as last read, with its time (read_at_s) said beside it
         now: dict[str, tuple[set[int], int, float]] = {}
+        jobs_now: set[JobKey] = set()
         for gpu in read:
             since = self._last_read_s.get(gpu.index, math.nan)
             elapsed_s = sample.timestamp_s - since
@@ -61,16 +75,23 @@ class UserUsage:
                 if not math.isnan(process.used_memory_bytes):
                     memory = (0.0 if math.isnan(memory) else memory) + process.used_memory_bytes
                 now[user] = (gpus, count + 1, memory)
-                total = self._totals.setdefault(user, _Total())
+                totals = [self._totals.setdefault(user, _Total())]
+                if not (process.no_permission or process.foreign_pid):  # else its job cannot be read
+                    key = job_key(process)
+                    jobs_now.add(key)
+                    totals.append(self._jobs.setdefault(key, _Total()))
                 if not 0 < elapsed_s <= MAX_GAP_S:
                     continue  # the first read, or after a long gap: no span to count
                 share = process.sm_util_percent
-                if math.isnan(share):
-                    total.partial = True
-                else:
-                    # NVML's per-process figure can exceed 100 % at times (nvtop clamps it too).
-                    total.gpu_seconds += min(max(share, 0.0), 100.0) / 100.0 * elapsed_s
+                for total in totals:
+                    if math.isnan(share):
+                        total.partial = True
+                    else:
+                        # NVML's per-process figure can exceed 100 % at times (nvtop clamps it too).
+                        total.gpu_seconds += min(max(share, 0.0), 100.0) / 100.0 * elapsed_s
         self._now = now
+        if len(self._jobs) > JOBS_MAX:
+            self._jobs = {key: total for key, total in self._jobs.items() if key in jobs_now}
         self.read_at_s = sample.timestamp_s
 
     def rows(self) -> list[UserRow]:
@@ -82,3 +103,10 @@ class UserUsage:
             total = self._totals.get(user, _Total())
             rows.append(UserRow(user, tuple(sorted(gpus)), count, memory, total.gpu_seconds, total.partial))
         return sorted(rows, key=lambda r: (-(0.0 if math.isnan(r.memory_bytes) else r.memory_bytes), r.user))
+
+    def job_gpu_seconds(self, process: ProcessSample) -> tuple[float, bool]:
+        """(GPU-seconds of the job ``process`` belongs to, across GPUs, since trayvml started;
+        whether some of it was not told, so that it is a lower bound). (NaN, False) for a job
+        never seen in a read list, or a process whose job cannot be read here."""
+        total = None if process.no_permission or process.foreign_pid else self._jobs.get(job_key(process))
+        return (math.nan, False) if total is None else (total.gpu_seconds, total.partial)

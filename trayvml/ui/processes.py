@@ -65,6 +65,8 @@ HEADERS = (
     QT_TRANSLATE_NOOP("ProcessModel", "Container"),
     QT_TRANSLATE_NOOP("ProcessModel", "Slurm"),
     QT_TRANSLATE_NOOP("ProcessModel", "Notebook"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Unit"),
+    QT_TRANSLATE_NOOP("ProcessModel", "Session"),
     QT_TRANSLATE_NOOP("ProcessModel", "Energy"),
     QT_TRANSLATE_NOOP("ProcessModel", "Job energy"),
     QT_TRANSLATE_NOOP("ProcessModel", "Command"),
@@ -129,6 +131,8 @@ def _cells(
         (container, container),
         (job.slurm_job, job.slurm_job),
         (job.notebook, job.notebook),
+        (job.unit, job.unit),
+        (job.session, job.session),
         (format_energy(wh), -1.0 if math.isnan(wh) else wh),
         (format_energy(job_wh), -1.0 if math.isnan(job_wh) else job_wh),
         (proc.command, proc.command),
@@ -423,14 +427,15 @@ class ProcessesPage(QTableView):
         return True
 
 
-# Shown only where some row has one: most machines run no containers, Slurm or notebooks.
-OPTIONAL_COLUMNS = tuple(HEADERS.index(h) for h in ("Container", "Slurm", "Notebook"))
+# Shown only where some row has one: most machines run no containers, Slurm, notebooks, units or tmux.
+OPTIONAL_COLUMNS = tuple(HEADERS.index(h) for h in ("Container", "Slurm", "Notebook", "Unit", "Session"))
 GROUP_HEADERS = (
     QT_TRANSLATE_NOOP("ProcessesTab", "Job"),
     QT_TRANSLATE_NOOP("ProcessesTab", "User"),
     QT_TRANSLATE_NOOP("ProcessesTab", "GPUs"),
     QT_TRANSLATE_NOOP("ProcessesTab", "GPU memory"),
     QT_TRANSLATE_NOOP("ProcessesTab", "SM %"),
+    QT_TRANSLATE_NOOP("ProcessesTab", "GPU time"),
     QT_TRANSLATE_NOOP("ProcessesTab", "Energy"),
     QT_TRANSLATE_NOOP("ProcessesTab", "Runtime"),
 )
@@ -448,6 +453,14 @@ def _sum_known(values: list[float]) -> float:
     """Their sum, NaN where none is known."""
     known = [v for v in values if not math.isnan(v)]
     return sum(known) if known else math.nan
+
+
+def _gpu_seconds_text(seconds: float, partial: bool) -> str:
+    """``1 min 5 s``, ``at least 5 s`` where some processes' share was not told; "–" where unknown."""
+    if math.isnan(seconds):
+        return "–"
+    text = format_duration(seconds, "s") if seconds else "0 s"
+    return translate("ProcessesTab", "at least {time}").format(time=text) if partial else text
 
 
 def _memory_text(value: float) -> str:
@@ -606,6 +619,7 @@ class ProcessesTab(QWidget):
                     ", ".join(str(g) for g in sorted({p.gpu_index for p in procs})),
                     _memory_text(memory_of(procs)),
                     "–" if any(math.isnan(v) for v in sm) else f"{sum(sm):.0f} %",
+                    self._gpu_time_text(procs[0]),
                     format_energy(energy_of(procs)),
                     # The job has run as long as its longest-running process.
                     format_duration(max(known_runtimes), "min") if known_runtimes else "–",
@@ -621,6 +635,7 @@ class ProcessesTab(QWidget):
                         str(process.gpu_index),
                         _memory_text(process.used_memory_bytes),
                         _sm_share(process.sm_util_percent)[0],
+                        "",  # GPU time is the job's (its processes' on every GPU)
                         format_energy(energy.process_energy_wh(process) if energy is not None and known else math.nan),
                         "–" if math.isnan(runtime) else format_duration(runtime, "min"),
                     ],
@@ -628,14 +643,17 @@ class ProcessesTab(QWidget):
             self.tree.addTopLevelItem(top)
             top.setExpanded(name in self._expanded or len(jobs) <= 3)
 
+    def _gpu_time_text(self, process: ProcessSample) -> str:
+        """The GPU time of the job ``process`` belongs to, as the users' table says a user's."""
+        seconds, partial = (math.nan, False) if self.users is None else self.users.job_gpu_seconds(process)
+        return _gpu_seconds_text(seconds, partial)
+
     def _fill_users(self) -> None:
         users = self.users
         rows = [] if users is None else users.rows()
         self.users_table.setRowCount(len(rows))
         for r, row in enumerate(rows):
-            seconds = format_duration(row.gpu_seconds, "s") if row.gpu_seconds else "0 s"
-            if row.gpu_seconds_partial:
-                seconds = translate("ProcessesTab", "at least {time}").format(time=seconds)
+            seconds = _gpu_seconds_text(row.gpu_seconds, row.gpu_seconds_partial)
             cells = (
                 row.user or translate("ProcessesTab", "(not visible here)"),
                 ", ".join(map(str, row.gpus)) or "–",
