@@ -295,6 +295,14 @@
         <translation>{gpu} — 空闲：仅偶尔读取，以便其进入休眠</translation>
     </message>
     <message>
+        <source>{job} ({age} s ago)</source>
+        <translation>{job}（{age} 秒前）</translation>
+    </message>
+    <message>
+        <source>{job} (as of {age} s ago)</source>
+        <translation>{job}（截至 {age} 秒前）</translation>
+    </message>
+    <message>
         <source>Host CPU {cpu} · RAM {ram}</source>
         <translation>主机 CPU {cpu} · 内存 {ram}</translation>
     </message>
@@ -706,6 +714,14 @@
         <translation>笔记本</translation>
     </message>
     <message>
+        <source>Unit</source>
+        <translation>单元</translation>
+    </message>
+    <message>
+        <source>Session</source>
+        <translation>会话</translation>
+    </message>
+    <message>
         <source>Energy</source>
         <translation>能耗</translation>
     </message>
@@ -818,6 +834,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>SM %</source>
         <translation>SM 占用 %</translation>
+    </message>
+    <message>
+        <source>GPU time</source>
+        <translation>GPU 时间</translation>
     </message>
     <message>
         <source>Energy</source>
@@ -3441,6 +3461,10 @@ For {duration} now.</source>
     <message>
         <source>asleep (runtime-suspended): not queried</source>
         <translation>休眠中（运行时挂起）：未查询</translation>
+    </message>
+    <message>
+        <source>+{count} hidden</source>
+        <translation>另有 {count} 个隐藏</translation>
     </message>
     <message>
         <source>fan {speed}</source>
