@@ -100,33 +100,38 @@ def push(folder: Path, hours: float, gpus: int, scenario: str) -> tuple[int, flo
     return seconds, write_cpu, time.process_time() - began - write_cpu
 
 
-def copy_week(folder: Path, hours: float) -> None:
-    """Copy the coarse and wide blocks of the simulated hours into the days before them, until the
-    store reaches back a week (nothing is copied when the hours pushed cover it).
+def copy_week(folder: Path, hours: float, end_ms: int) -> None:
+    """Copy the minutes of the simulated hours into the days before them, until the store reaches
+    back a week (nothing is copied when the hours pushed cover it).
 
-    The run's minutes are merged as the writer merges a finished day, and each copy is cut at UTC
-    midnight (one coarse block of minutes, one wide block of 10 minutes a day), so that the copies
-    have the shape a real week has.
+    The copies move by whole days, so that they never overlap, and the week is then laid out as
+    the writer lays out its days: one coarse block of minutes a UTC day, and a wide block of 10
+    minutes for each day that is over (before the day ``end_ms`` is in).
     """
-    days = max(1, math.ceil(hours / 24))  # copies move by whole days, so that they never overlap
+    days = max(1, math.ceil(hours / 24))
     copies = math.ceil(7 / days) - 1
+    today = end_ms // DAY_MS
     db = Database(folder)
     with db.transaction():
         for device in db.devices():
-            blocks = db.blocks(device.id, (Tier.COARSE,), 0, 2**62)
+            blocks = db.blocks(device.id, (Tier.COARSE, Tier.WIDE), 0, 2**62)
             layout = blocks[-1].layout
-            parts = [codec.decode(b.data, b.crc, codec.COARSE_MATRICES) for b in blocks if b.layout == layout]
-            minutes = merge_coarse(parts, BUCKET_MS)
-            wide = merge_coarse([minutes], WIDE_BUCKET_MS)
-            for back in range(1, copies + 1):
-                for tier, matrices in ((Tier.COARSE, minutes), (Tier.WIDE, wide)):
-                    times = matrices[0][0] - back * days * DAY_MS
-                    for day in np.unique(times // DAY_MS):
-                        on = times // DAY_MS == day
-                        moved = [times[on][None, :], *(m[:, on] for m in matrices[1:])]
-                        blob, check = codec.encode(moved, PACKED_LEVEL)
-                        first, last = int(times[on][0]), int(times[on][-1])
-                        db.insert(device.id, tier, first, last, int(on.sum()), layout, blob, check)
+            coarse = [b for b in blocks if b.tier is Tier.COARSE and b.layout == layout]
+            minutes = merge_coarse([codec.decode(b.data, b.crc, codec.COARSE_MATRICES) for b in coarse], BUCKET_MS)
+            moved = [[minutes[0] - back * days * DAY_MS, *minutes[1:]] for back in range(copies, 0, -1)]
+            week = merge_coarse([*moved, minutes], BUCKET_MS)
+            db.delete([b.id for b in blocks])
+            times = week[0][0]
+            for day in np.unique(times // DAY_MS).tolist():
+                on = times // DAY_MS == day
+                day_minutes = [times[on][None, :], *(m[:, on] for m in week[1:])]
+                tiers = [(Tier.COARSE, day_minutes)]
+                if day < today:
+                    tiers.append((Tier.WIDE, merge_coarse([day_minutes], WIDE_BUCKET_MS)))
+                for tier, matrices in tiers:
+                    blob, check = codec.encode(matrices, PACKED_LEVEL)
+                    stamps = matrices[0][0]
+                    db.insert(device.id, tier, int(stamps[0]), int(stamps[-1]), len(stamps), layout, blob, check)
     db.close()
 
 
@@ -239,7 +244,7 @@ BUILT = "built-by-bench_store.txt"  # in a --store folder: what it was built wit
 def build(folder: Path, args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     """The store in ``folder`` (built unless a run with the same arguments left it): (its end in
     seconds since the epoch, the figures of the build)."""
-    recipe = f"{args.hours:g} h, {args.gpus} GPUs, {args.scenario}"
+    recipe = f"{args.hours:g} h, {args.gpus} GPUs, {args.scenario}, week laid out by day"
     marker = folder / BUILT
     if marker.exists():
         lines = marker.read_text().splitlines()
@@ -263,8 +268,8 @@ def build(folder: Path, args: argparse.Namespace) -> tuple[float, dict[str, floa
     figures |= {"samples": stats.samples, "file_bytes": stats.file_bytes}
     for tier, count, size in tiers:
         figures |= {f"tier{tier}_blocks": count, f"tier{tier}_bytes": size}
-    copy_week(folder, args.hours)
     end_s = START_S + seconds
+    copy_week(folder, args.hours, round(end_s * 1000))
     marker.write_text("\n".join([recipe, repr(end_s), *(f"{k}={v!r}" for k, v in figures.items())]) + "\n")
     return end_s, figures
 

@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,7 @@ from trayvml.core.sample import Sample
 from trayvml.history.disk import codec
 from trayvml.history.disk.db import Block, Database, Tier
 from trayvml.history.disk.limits import Limits
-from trayvml.history.disk.read import StoreReader, _decoded_any
+from trayvml.history.disk.read import StoreReader
 from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID, StoreLockedError, StoreWriter
 from trayvml.nvml.sim import parse_spec
 from trayvml.source import Source
@@ -351,16 +350,15 @@ def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monk
     assert np.array_equal(again.count, wide.count)
     reader.coarse(uuid, *day_before, 60.0, GPU_LAYOUT.keys, fresh=False)
     assert [tier for _, tier in fetched] == [int(Tier.WIDE), int(Tier.COARSE)]
-    # A block listed without its data (it was decoded) and dropped from the cache before it is
+    # A block listed without its data (it was in buckets) and dropped from them before it is
     # used is read again, not taken for a damaged one.
     db = reader._database()
     assert db is not None
     listed = db.blocks(db.devices()[0].id, (Tier.WIDE,), 0, 2**62, data=False)
     assert len(listed) == 1 and listed[0].data == b""
-    decoded = [matrices for _, _, matrices in _decoded_any((db, listed), OrderedDict())]
-    whole = db.with_data(listed)[0]
-    expected = codec.decode(whole.data, whole.crc, codec.COARSE_MATRICES)
-    assert len(decoded) == 1 and all(np.array_equal(a, b) for a, b in zip(decoded[0], expected, strict=True))
+    kept = reader._buckets.pop((listed[0].id, listed[0].crc, 600_000, GPU_LAYOUT.keys))
+    again_read = reader._in_buckets(db, listed[0], 600_000, GPU_LAYOUT.keys)
+    assert again_read is not None and all(np.array_equal(a, b) for a, b in zip(again_read, kept, strict=True))
     reader.close()
 
 

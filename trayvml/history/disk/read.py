@@ -17,12 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from trayvml.core.sample import MetricState
+from trayvml.core.units import MIB
 from trayvml.history.disk import codec
 from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse
-from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
+from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Tier
 
 _Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-COARSE_CACHE = 128  # decoded coarse and wide blocks kept: a week of 8 GPUs and the host, twice over
+# Packed blocks folded into buckets, kept by their bytes: a week of 10-minute buckets of 8 GPUs
+# and the host (every metric the window draws) is about 17 MiB; a day of minutes is 2.6 MiB a GPU.
+BUCKETS_CACHE_BYTES = 24 * MIB
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,8 @@ class StoreReader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._db: Database | None = None
-        self._cache: OrderedDict[tuple[int, int], list[np.ndarray]] = OrderedDict()
         self._buckets: OrderedDict[tuple[int, int, int, tuple[str, ...]], _Buckets] = OrderedDict()
+        self._buckets_bytes = 0
 
     def _database(self) -> Database | None:
         if self._db is None and (self.folder / FILE_NAME).exists():
@@ -102,15 +105,20 @@ class StoreReader:
         times, values, states = [], [], []
         for db, block, matrices in _decoded(found, codec.FINE_MATRICES):
             layout = db.layout(block.layout)
-            t_ms, q, missing, state = matrices[0][0], matrices[1].T, matrices[2].T.astype(bool), matrices[3].T
+            t_ms = matrices[0][0]
             chosen = (t_ms >= start_s * 1000) & (t_ms <= end_s * 1000)
             if not chosen.any():
                 continue
-            value = codec.restore_columns(q[chosen], np.array(layout.resolutions))
-            value[missing[chosen]] = np.nan
+            # Only the columns asked for are restored (an export of a few of them, not all 57).
+            source, present = _mapping(layout.keys, keys)
+            q, missing, state = (m[source][:, chosen].T for m in matrices[1:])
+            value = codec.restore_columns(q, np.array(layout.resolutions)[source])
+            value[missing.astype(bool)] = np.nan
+            value[:, ~present] = np.nan
+            state[:, ~present] = MetricState.NO_DATA
             times.append(t_ms[chosen] / 1000)
-            values.append(_columns(value, layout, keys, np.nan))
-            states.append(_columns(state[chosen], layout, keys, MetricState.NO_DATA))
+            values.append(value)
+            states.append(state)
         if not times:
             return FineData(np.empty(0), np.empty((0, len(keys))), np.empty((0, len(keys)), dtype=np.int64))
         t = np.concatenate(times)
@@ -134,26 +142,28 @@ class StoreReader:
         total = np.zeros((n, columns))
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
         found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
-        if found is not None:  # a day with a wide block is read from it alone, when buckets are that wide
-            wide_days = {(b.start_ms // DAY_MS, b.layout) for b in found[1] if b.tier is Tier.WIDE}
-            use_wide = bucket_ms == WIDE_BUCKET_MS
-            found = (
-                found[0],
-                [
-                    b
-                    for b in found[1]
-                    if (b.tier is Tier.WIDE) == use_wide
-                    or b.tier is Tier.FRESH
-                    or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
-                ],
-            )
-            # Only the blobs of the blocks used and not decoded before are read (a week of minutes
-            # a device is over a megabyte that the wide blocks make unnecessary).
-            chosen = [b for b in found[1] if (b.id, b.crc) not in self._cache]
-            data = {b.id: b for b in found[0].with_data(chosen)}
-            found = (found[0], [data.get(b.id, b) for b in found[1] if b.id in data or (b.id, b.crc) in self._cache])
-        for db, block, matrices in self._decoded_coarse(found):
-            starts, c, lo_v, hi_v, su_v = self._in_buckets(db, block, matrices, step_ms, keys)
+        db, listed = found if found is not None else (None, [])
+        # A day with a wide block is read from it alone, when buckets are that wide.
+        wide_days = {(b.start_ms // DAY_MS, b.layout) for b in listed if b.tier is Tier.WIDE}
+        use_wide = bucket_ms == WIDE_BUCKET_MS
+        used = [
+            b
+            for b in listed
+            if (b.tier is Tier.WIDE) == use_wide
+            or b.tier is Tier.FRESH
+            or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
+        ]
+        # Only the blobs of the blocks used and not in buckets before are read (a week of minutes
+        # a device is over a megabyte that the wide blocks make unnecessary).
+        kept = {b.id for b in used if (b.id, b.crc, step_ms, keys) in self._buckets}
+        data = {b.id: b for b in db.with_data([b for b in used if b.id not in kept])} if db is not None else {}
+        for block in used:
+            if db is None or not (block.id in data or block.id in kept):
+                continue  # deleted since it was listed
+            buckets = self._in_buckets(db, data.get(block.id, block), step_ms, keys)
+            if buckets is None:
+                continue
+            starts, c, lo_v, hi_v, su_v = buckets
             at = (starts - first_ms) // step_ms
             inside = (at >= 0) & (at < n)
             if not inside.any():
@@ -171,44 +181,41 @@ class StoreReader:
         times = (first_ms + np.arange(n) * step_ms) / 1000
         return CoarseData(times, count, low, mean, high, step_ms / 1000)
 
-    def _in_buckets(
-        self, db: Database, block: Block, matrices: list[np.ndarray], step_ms: int, keys: tuple[str, ...]
-    ) -> _Buckets:
+    def _in_buckets(self, db: Database, block: Block, step_ms: int, keys: tuple[str, ...]) -> _Buckets | None:
         """The block folded into buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum)
-        of ``keys``, values restored; kept for packed blocks, which never change."""
+        of ``keys``, values restored; kept for packed blocks, which never change. None: damaged."""
         key = (block.id, block.crc, step_ms, keys)
         found = self._buckets.get(key)
         if found is not None:
             self._buckets.move_to_end(key)
             return found
+        if not block.data:  # listed without its data, as it was in buckets, and dropped from them since
+            reread = db.with_data([block])
+            if not reread:
+                return None  # deleted since (pruned): nothing to show of it
+            block = reread[0]
+        matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
+        if matrices is None:
+            return None
         layout = db.layout(block.layout)
         parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
+        # Only the columns asked for, chosen before any arithmetic on them.
+        source, present = _mapping(layout.keys, keys)
+        parts = [parts[0], *(m[source] for m in parts[1:])]
         native_ms = WIDE_BUCKET_MS if block.tier is Tier.WIDE else BUCKET_MS
         merged = merge_coarse([parts], step_ms) if step_ms != native_ms else parts  # already in those buckets
         starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
-        lo_r, hi_r, su_v = codec.restore_columns(np.stack([lo, hi, su]), np.array(layout.resolutions))  # one call
-        lo_v = np.where(c > 0, lo_r, np.inf)
-        hi_v = np.where(c > 0, hi_r, -np.inf)
-        found = (
-            starts,
-            _columns(c, layout, keys, 0),
-            _columns(lo_v, layout, keys, np.inf),
-            _columns(hi_v, layout, keys, -np.inf),
-            _columns(su_v, layout, keys, 0.0),
-        )
+        c = np.where(present, c, 0)
+        resolutions = np.array(layout.resolutions)[source]
+        lo_r, hi_r, su_v = codec.restore_columns(np.stack([lo, hi, su]), resolutions)  # one call
+        found = (starts, c, np.where(c > 0, lo_r, np.inf), np.where(c > 0, hi_r, -np.inf), np.where(c > 0, su_v, 0.0))
         if block.tier is not Tier.FRESH:
             self._buckets[key] = found
-            while len(self._buckets) > COARSE_CACHE:
-                self._buckets.popitem(last=False)
+            self._buckets_bytes += sum(a.nbytes for a in found)
+            while self._buckets_bytes > BUCKETS_CACHE_BYTES and len(self._buckets) > 1:
+                _, dropped = self._buckets.popitem(last=False)
+                self._buckets_bytes -= sum(a.nbytes for a in dropped)
         return found
-
-    def _decoded_coarse(
-        self, found: tuple[Database, list[Block]] | None
-    ) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
-        """Like _decoded_any, keeping the last COARSE_CACHE coarse and wide blocks decoded: a block
-        never changes once written (a merge writes a new one), and a range that moves by a bucket
-        would otherwise decode its week again."""
-        yield from _decoded_any(found, self._cache)
 
     def fine_start_s(self, uuid: str) -> float | None:
         """When the device's every-sample tier begins (older ones are pruned to minutes), or None."""
@@ -239,18 +246,6 @@ class StoreReader:
         return Stats(first, last, samples, db.file_bytes())
 
 
-def _columns(matrix: np.ndarray, layout: Layout, keys: tuple[str, ...], fill: float) -> np.ndarray:
-    """``matrix`` (rows × the layout's columns) as rows × ``keys``; ``fill`` where the layout lacks a key."""
-    if layout.keys == keys:
-        return matrix
-    source, present = _mapping(layout.keys, keys)
-    out = matrix[:, source]
-    if not present.all():
-        out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype))
-        out[:, ~present] = fill
-    return out
-
-
 @functools.lru_cache(maxsize=64)
 def _mapping(have: tuple[str, ...], want: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per wanted key: its column in ``have`` (0 where missing) and whether it is there."""
@@ -266,32 +261,6 @@ def _decoded(
     db, blocks = found
     for block in blocks:
         matrices = _decode(block, count)
-        if matrices is not None:
-            yield db, block, matrices
-
-
-def _decoded_any(
-    found: tuple[Database, list[Block]] | None, cache: OrderedDict[tuple[int, int], list[np.ndarray]]
-) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
-    if found is None:
-        return
-    db, blocks = found
-    for block in blocks:
-        key = (block.id, block.crc)
-        matrices = cache.get(key)
-        if matrices is not None:
-            cache.move_to_end(key)
-        else:
-            if not block.data:  # listed without its data, as it was decoded, and dropped from the cache since
-                reread = db.with_data([block])
-                if not reread:
-                    continue  # deleted since (pruned): nothing to show of it
-                block = reread[0]
-            matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
-            if matrices is not None and block.tier in (Tier.COARSE, Tier.WIDE):
-                cache[key] = matrices
-                while len(cache) > COARSE_CACHE:
-                    cache.popitem(last=False)
         if matrices is not None:
             yield db, block, matrices
 
