@@ -100,17 +100,16 @@ def push(folder: Path, hours: float, gpus: int, scenario: str) -> tuple[int, flo
     return seconds, write_cpu, time.process_time() - began - write_cpu
 
 
-def copy_week(folder: Path, hours: float, end_ms: int) -> None:
+def copy_week(folder: Path, hours: float) -> None:
     """Copy the minutes of the simulated hours into the days before them, until the store reaches
     back a week (nothing is copied when the hours pushed cover it).
 
     The copies move by whole days, so that they never overlap, and the week is then laid out as
-    the writer lays out its days: one coarse block of minutes a UTC day, and a wide block of 10
-    minutes for each day that is over (before the day ``end_ms`` is in).
+    the writer lays out its days: one coarse block of minutes and one wide block of 10 minutes a
+    UTC day.
     """
     days = max(1, math.ceil(hours / 24))
     copies = math.ceil(7 / days) - 1
-    today = end_ms // DAY_MS
     db = Database(folder)
     with db.transaction():
         for device in db.devices():
@@ -125,10 +124,10 @@ def copy_week(folder: Path, hours: float, end_ms: int) -> None:
             for day in np.unique(times // DAY_MS).tolist():
                 on = times // DAY_MS == day
                 day_minutes = [times[on][None, :], *(m[:, on] for m in week[1:])]
-                tiers = [(Tier.COARSE, day_minutes)]
-                if day < today:
-                    tiers.append((Tier.WIDE, merge_coarse([day_minutes], WIDE_BUCKET_MS)))
-                for tier, matrices in tiers:
+                for tier, matrices in (
+                    (Tier.COARSE, day_minutes),
+                    (Tier.WIDE, merge_coarse([day_minutes], WIDE_BUCKET_MS)),
+                ):
                     blob, check = codec.encode(matrices, PACKED_LEVEL)
                     stamps = matrices[0][0]
                     db.insert(device.id, tier, int(stamps[0]), int(stamps[-1]), len(stamps), layout, blob, check)
@@ -244,7 +243,7 @@ BUILT = "built-by-bench_store.txt"  # in a --store folder: what it was built wit
 def build(folder: Path, args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     """The store in ``folder`` (built unless a run with the same arguments left it): (its end in
     seconds since the epoch, the figures of the build)."""
-    recipe = f"{args.hours:g} h, {args.gpus} GPUs, {args.scenario}, week laid out by day"
+    recipe = f"{args.hours:g} h, {args.gpus} GPUs, {args.scenario}, week laid out by day, wide today"
     marker = folder / BUILT
     if marker.exists():
         lines = marker.read_text().splitlines()
@@ -269,7 +268,7 @@ def build(folder: Path, args: argparse.Namespace) -> tuple[float, dict[str, floa
     for tier, count, size in tiers:
         figures |= {f"tier{tier}_blocks": count, f"tier{tier}_bytes": size}
     end_s = START_S + seconds
-    copy_week(folder, args.hours, round(end_s * 1000))
+    copy_week(folder, args.hours)
     marker.write_text("\n".join([recipe, repr(end_s), *(f"{k}={v!r}" for k, v in figures.items())]) + "\n")
     return end_s, figures
 

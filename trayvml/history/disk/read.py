@@ -19,8 +19,8 @@ import numpy as np
 from trayvml.core.sample import MetricState
 from trayvml.core.units import MIB
 from trayvml.history.disk import codec
-from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse
-from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Tier
+from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse, note_damaged
+from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 
 _Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 # Packed blocks folded into buckets, kept by their bytes: a week of 10-minute buckets of 8 GPUs
@@ -72,8 +72,11 @@ class StoreReader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._db: Database | None = None
-        self._buckets: OrderedDict[tuple[int, int, int, tuple[str, ...]], _Buckets] = OrderedDict()
+        self._buckets: OrderedDict[tuple[tuple[tuple[int, int], ...], int, tuple[str, ...]], tuple[_Buckets, ...]] = (
+            OrderedDict()
+        )
         self._buckets_bytes = 0
+        self._device_ids: dict[str, int] = {}
 
     def _database(self) -> Database | None:
         if self._db is None and (self.folder / FILE_NAME).exists():
@@ -95,10 +98,13 @@ class StoreReader:
         db = self._database()
         if db is None:
             return None
-        device = next((d for d in db.devices() if d.uuid == uuid), None)
-        if device is None:
-            return None
-        return db, db.blocks(device.id, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000), data)
+        device = self._device_ids.get(uuid)
+        if device is None:  # a device's id never changes; one written since is looked up again
+            self._device_ids = {d.uuid: d.id for d in db.devices()}
+            device = self._device_ids.get(uuid)
+            if device is None:
+                return None
+        return db, db.blocks(device, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000), data)
 
     def fine(self, uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]) -> FineData:
         found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
@@ -128,24 +134,24 @@ class StoreReader:
     def coarse(
         self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
     ) -> CoarseData:
-        """Buckets of about ``step_s`` (rounded to whole minutes, or ten) over the range: never a week of
-        seconds. ``fresh``: also the blocks of the hour not yet packed (a caller holding the last
-        hours in memory leaves them out: a few hundred small blocks)."""
-        bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
-        step_ms = max(1, round(step_s * 1000 / bucket_ms)) * bucket_ms
+        """Buckets of about ``step_s`` (rounded to whole minutes, or ten: see bucket_step_ms) over the
+        range: never a week of seconds. ``fresh``: also the blocks of the hour not yet packed (a caller
+        holding the last hours in memory leaves them out: a few hundred small blocks)."""
+        step_ms = bucket_step_ms(step_s)
         first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
         n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
+        # A row a key while they are filled (as blocks hold them; a plot reads a key of each device).
         columns = len(keys)
-        count = np.zeros((n, columns), dtype=np.int64)
-        low = np.full((n, columns), np.inf)
-        high = np.full((n, columns), -np.inf)
-        total = np.zeros((n, columns))
+        count = np.zeros((columns, n), dtype=np.int64)
+        low = np.full((columns, n), np.nan)
+        high = np.full((columns, n), np.nan)
+        total = np.zeros((columns, n))
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
         found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
         db, listed = found if found is not None else (None, [])
         # A day with a wide block is read from it alone, when buckets are that wide.
         wide_days = {(b.start_ms // DAY_MS, b.layout) for b in listed if b.tier is Tier.WIDE}
-        use_wide = bucket_ms == WIDE_BUCKET_MS
+        use_wide = step_ms % WIDE_BUCKET_MS == 0
         used = [
             b
             for b in listed
@@ -153,69 +159,72 @@ class StoreReader:
             or b.tier is Tier.FRESH
             or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
         ]
-        # Only the blobs of the blocks used and not in buckets before are read (a week of minutes
-        # a device is over a megabyte that the wide blocks make unnecessary).
-        kept = {b.id for b in used if (b.id, b.crc, step_ms, keys) in self._buckets}
-        data = {b.id: b for b in db.with_data([b for b in used if b.id not in kept])} if db is not None else {}
-        for block in used:
-            if db is None or not (block.id in data or block.id in kept):
-                continue  # deleted since it was listed
-            buckets = self._in_buckets(db, data.get(block.id, block), step_ms, keys)
-            if buckets is None:
-                continue
-            starts, c, lo_v, hi_v, su_v = buckets
+        placed = []
+        for starts, c, lo_v, hi_v, su_v in self._folded(db, used, step_ms, keys) if db is not None else ():
             at = (starts - first_ms) // step_ms
             inside = (at >= 0) & (at < n)
-            if not inside.any():
-                continue
-            at = at[inside]  # one row per bucket of ours: _in_buckets folded the block into them
-            count[at] += c[inside]
-            low[at] = np.minimum(low[at], lo_v[inside])
-            high[at] = np.maximum(high[at], hi_v[inside])
-            total[at] += su_v[inside]
-        empty = count == 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(empty, np.nan, total / np.maximum(count, 1))
-        low[empty] = np.nan
-        high[empty] = np.nan
+            placed.append(
+                (at, c, lo_v, hi_v, su_v)
+                if inside.all()
+                else (at[inside], c[:, inside], lo_v[:, inside], hi_v[:, inside], su_v[:, inside])
+            )
+        everywhere = np.concatenate([p[0] for p in placed]) if placed else np.empty(0, dtype=np.int64)
+        alone = len(np.unique(everywhere)) == len(everywhere)  # the usual: no bucket in two blocks
+        for at, c, lo_v, hi_v, su_v in placed:
+            if alone:  # each bucket stored once, into empty buckets: plain stores
+                count[:, at], low[:, at], high[:, at], total[:, at] = c, lo_v, hi_v, su_v
+            else:
+                np.add.at(count.T, at, c.T)
+                np.fmin.at(low.T, at, lo_v.T)  # fmin, fmax: NaN (nothing in the bucket yet) gives way
+                np.fmax.at(high.T, at, hi_v.T)
+                np.add.at(total.T, at, su_v.T)
+        mean = np.full((columns, n), np.nan)
+        np.divide(total, count, out=mean, where=count > 0)
         times = (first_ms + np.arange(n) * step_ms) / 1000
-        return CoarseData(times, count, low, mean, high, step_ms / 1000)
+        return CoarseData(times, count.T, low.T, mean.T, high.T, step_ms / 1000)
 
-    def _in_buckets(self, db: Database, block: Block, step_ms: int, keys: tuple[str, ...]) -> _Buckets | None:
-        """The block folded into buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum)
-        of ``keys``, values restored; kept for packed blocks, which never change. None: damaged."""
-        key = (block.id, block.crc, step_ms, keys)
+    def _folded(self, db: Database, blocks: list[Block], step_ms: int, keys: tuple[str, ...]) -> list[_Buckets]:
+        """``blocks`` in buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum: a row a key) of ``keys``,
+        values restored: the packed blocks of each layout together (a week of a device is a few numpy
+        calls, not a few per block), kept for the next read of the same blocks (they never change:
+        a merge writes a new one); the fresh blocks each on their own, never kept."""
+        packed = [b for b in blocks if b.tier is not Tier.FRESH]
+        key = (tuple((b.id, b.crc) for b in packed), step_ms, keys)
         found = self._buckets.get(key)
         if found is not None:
             self._buckets.move_to_end(key)
-            return found
-        if not block.data:  # listed without its data, as it was in buckets, and dropped from them since
-            reread = db.with_data([block])
-            if not reread:
-                return None  # deleted since (pruned): nothing to show of it
-            block = reread[0]
-        matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
-        if matrices is None:
-            return None
-        layout = db.layout(block.layout)
-        parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
-        # Only the columns asked for, chosen before any arithmetic on them.
-        source, present = _mapping(layout.keys, keys)
-        parts = [parts[0], *(m[source] for m in parts[1:])]
-        native_ms = WIDE_BUCKET_MS if block.tier is Tier.WIDE else BUCKET_MS
-        merged = merge_coarse([parts], step_ms) if step_ms != native_ms else parts  # already in those buckets
-        starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
-        c = np.where(present, c, 0)
-        resolutions = np.array(layout.resolutions)[source]
-        lo_r, hi_r, su_v = codec.restore_columns(np.stack([lo, hi, su]), resolutions)  # one call
-        found = (starts, c, np.where(c > 0, lo_r, np.inf), np.where(c > 0, hi_r, -np.inf), np.where(c > 0, su_v, 0.0))
-        if block.tier is not Tier.FRESH:
-            self._buckets[key] = found
-            self._buckets_bytes += sum(a.nbytes for a in found)
+        fetch = [b for b in blocks if b.tier is Tier.FRESH] + (packed if found is None else [])
+        # Only the blobs used and not in buckets before are read (a week of minutes a device is over
+        # a megabyte that the wide blocks make unnecessary).
+        groups: dict[tuple[int, Tier], list[np.ndarray]] = {}
+        out: list[_Buckets] = list(found) if found is not None else []
+        fresh: list[tuple[int, list[np.ndarray]]] = []
+        for block in db.with_data(fetch):  # a block deleted since it was listed is left out
+            if block.tier is Tier.FRESH:
+                matrices = _decode(block, codec.FINE_MATRICES)
+                if matrices is not None:
+                    fresh.append((block.layout, coarse_from_fine(matrices, BUCKET_MS)))
+                continue
+            try:
+                rows = codec.decode_rows(block.data, block.crc, codec.COARSE_MATRICES)
+            except codec.DamagedBlockError as error:
+                note_damaged(block, str(error))
+                continue
+            groups.setdefault((block.layout, block.tier), []).append(rows)
+        made = [
+            _fold(db.layout(layout), np.concatenate(rows, axis=1), _native_ms(tier), step_ms, keys)
+            for (layout, tier), rows in groups.items()
+        ]
+        if found is None:
+            out = made
+            self._buckets[key] = tuple(made)
+            self._buckets_bytes += sum(a.nbytes for m in made for a in m)
             while self._buckets_bytes > BUCKETS_CACHE_BYTES and len(self._buckets) > 1:
                 _, dropped = self._buckets.popitem(last=False)
-                self._buckets_bytes -= sum(a.nbytes for a in dropped)
-        return found
+                self._buckets_bytes -= sum(a.nbytes for m in dropped for a in m)
+        for layout, matrices in fresh:
+            out.append(_fold(db.layout(layout), np.concatenate(matrices), BUCKET_MS, step_ms, keys))
+        return out
 
     def fine_start_s(self, uuid: str) -> float | None:
         """When the device's every-sample tier begins (older ones are pruned to minutes), or None."""
@@ -244,6 +253,41 @@ class StoreReader:
         span = db.span_ms()
         first, last = (span[0] / 1000, span[1] / 1000) if span else (None, None)
         return Stats(first, last, samples, db.file_bytes())
+
+
+def bucket_step_ms(step_s: float) -> int:
+    """The buckets a read for about ``step_s`` gets: whole minutes, or whole tens of minutes from
+    the wide tier once that is at least as fine as asked."""
+    bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
+    return max(1, round(step_s * 1000 / bucket_ms)) * bucket_ms
+
+
+def _native_ms(tier: Tier) -> int:
+    return WIDE_BUCKET_MS if tier is Tier.WIDE else BUCKET_MS
+
+
+def _fold(layout: Layout, rows: np.ndarray, native_ms: int, step_ms: int, keys: tuple[str, ...]) -> _Buckets:
+    """Coarse matrices of one layout, one above the other (codec.decode_rows; several blocks side by
+    side), in ``native_ms`` buckets, as buckets of ``step_ms`` of ``keys``: (starts, count, min, max,
+    sum), a row a key, min and max NaN where a bucket holds nothing of a key."""
+    source, present = _mapping(layout.keys, keys)
+    columns, width = len(layout.keys), len(source)
+    # Only the columns asked for, chosen before any arithmetic on them, in one call (a copy: a view
+    # would keep the whole decoded blocks alive in the cache).
+    wanted = np.concatenate([[0], *(1 + k * columns + source for k in range(codec.COARSE_MATRICES - 1))])
+    chosen = rows[wanted]
+    if step_ms != native_ms or (np.diff(chosen[0]) <= 0).any():  # else already one row a bucket of ours
+        parts = [chosen[:1], *(chosen[1 + k * width : 1 + (k + 1) * width] for k in range(codec.COARSE_MATRICES - 1))]
+        merged = merge_coarse([parts], step_ms)
+        chosen = np.concatenate([merged[0], *merged[1:]])
+    starts, count = chosen[0], chosen[1 : 1 + width]
+    if not present.all():
+        count = np.where(present[:, None], count, 0)
+    values = codec.restore_rows(chosen[1 + width :], np.tile(np.array(layout.resolutions)[source], 3))
+    low, high, total = values.reshape(3, width, -1)
+    empty = count == 0  # nothing in the bucket, or a key the layout lacks (restored from another)
+    low[empty], high[empty], total[empty] = np.nan, np.nan, 0.0
+    return starts, count, low, high, total
 
 
 @functools.lru_cache(maxsize=64)
