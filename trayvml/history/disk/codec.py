@@ -107,6 +107,11 @@ def decode(data: bytes, crc: int, count: int) -> list[np.ndarray]:
 def decode_rows(data: bytes, crc: int, count: int) -> np.ndarray:
     """The ``count`` matrices of a block as one array, one above the other (the one row of times,
     then ``count - 1`` matrices of a row a column); raises DamagedBlockError when it is not whole."""
+    return np.cumsum(decode_deltas(data, crc, count), axis=1)
+
+
+def decode_deltas(data: bytes, crc: int, count: int) -> np.ndarray:
+    """decode_rows before the sum along time (which a reader may do for some rows only)."""
     if zlib.crc32(data) != crc:
         raise DamagedBlockError("checksum mismatch")
     try:
@@ -146,4 +151,4 @@ def decode_rows(data: bytes, crc: int, count: int) -> np.ndarray:
         deltas[order] = np.concatenate(parts).reshape(-1, rows)
     except (zstandard.ZstdError, ValueError, struct.error) as error:
         raise DamagedBlockError(str(error)) from None
-    return np.cumsum(deltas, axis=1)
+    return deltas

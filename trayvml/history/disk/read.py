@@ -198,23 +198,30 @@ class StoreReader:
         # a megabyte that the wide blocks make unnecessary).
         groups: dict[tuple[int, Tier], list[np.ndarray]] = {}
         out: list[_Buckets] = list(found) if found is not None else []
-        fresh: list[tuple[int, list[np.ndarray]]] = []
+        fresh: list[tuple[int, np.ndarray]] = []
         for block in db.with_data(fetch):  # a block deleted since it was listed is left out
             if block.tier is Tier.FRESH:
                 matrices = _decode(block, codec.FINE_MATRICES)
                 if matrices is not None:
-                    fresh.append((block.layout, coarse_from_fine(matrices, BUCKET_MS)))
+                    fresh.append((block.layout, np.concatenate(coarse_from_fine(matrices, BUCKET_MS))))
                 continue
             try:
-                rows = codec.decode_rows(block.data, block.crc, codec.COARSE_MATRICES)
+                deltas = codec.decode_deltas(block.data, block.crc, codec.COARSE_MATRICES)
             except codec.DamagedBlockError as error:
                 note_damaged(block, str(error))
                 continue
-            groups.setdefault((block.layout, block.tier), []).append(rows)
-        made = [
-            _fold(db.layout(layout), np.concatenate(rows, axis=1), _native_ms(tier), step_ms, keys)
-            for (layout, tier), rows in groups.items()
-        ]
+            groups.setdefault((block.layout, block.tier), []).append(deltas)
+        made = []
+        for (layout_id, tier), parts in groups.items():
+            layout = db.layout(layout_id)
+            wanted = _wanted(layout.keys, keys)
+            # The blocks side by side, summed along time for the rows of ``keys`` only, in place.
+            rows = np.empty((len(wanted), sum(d.shape[1] for d in parts)), dtype=np.int64)
+            at = 0
+            for deltas in parts:
+                np.cumsum(deltas[wanted], axis=1, out=rows[:, at : at + deltas.shape[1]])
+                at += deltas.shape[1]
+            made.append(_fold(layout, rows, _native_ms(tier), step_ms, keys))
         if found is None:
             out = made
             self._buckets[key] = tuple(made)
@@ -222,8 +229,9 @@ class StoreReader:
             while self._buckets_bytes > BUCKETS_CACHE_BYTES and len(self._buckets) > 1:
                 _, dropped = self._buckets.popitem(last=False)
                 self._buckets_bytes -= sum(a.nbytes for m in dropped for a in m)
-        for layout, matrices in fresh:
-            out.append(_fold(db.layout(layout), np.concatenate(matrices), BUCKET_MS, step_ms, keys))
+        for layout_id, rows in fresh:
+            layout = db.layout(layout_id)
+            out.append(_fold(layout, rows[_wanted(layout.keys, keys)], BUCKET_MS, step_ms, keys))
         return out
 
     def fine_start_s(self, uuid: str) -> float | None:
@@ -266,16 +274,12 @@ def _native_ms(tier: Tier) -> int:
     return WIDE_BUCKET_MS if tier is Tier.WIDE else BUCKET_MS
 
 
-def _fold(layout: Layout, rows: np.ndarray, native_ms: int, step_ms: int, keys: tuple[str, ...]) -> _Buckets:
-    """Coarse matrices of one layout, one above the other (codec.decode_rows; several blocks side by
-    side), in ``native_ms`` buckets, as buckets of ``step_ms`` of ``keys``: (starts, count, min, max,
-    sum), a row a key, min and max NaN where a bucket holds nothing of a key."""
+def _fold(layout: Layout, chosen: np.ndarray, native_ms: int, step_ms: int, keys: tuple[str, ...]) -> _Buckets:
+    """The rows of ``keys`` (_wanted) of coarse matrices of one layout (several blocks side by side),
+    in ``native_ms`` buckets, as buckets of ``step_ms``: (starts, count, min, max, sum), a row a key,
+    min and max NaN where a bucket holds nothing of a key."""
     source, present = _mapping(layout.keys, keys)
-    columns, width = len(layout.keys), len(source)
-    # Only the columns asked for, chosen before any arithmetic on them, in one call (a copy: a view
-    # would keep the whole decoded blocks alive in the cache).
-    wanted = np.concatenate([[0], *(1 + k * columns + source for k in range(codec.COARSE_MATRICES - 1))])
-    chosen = rows[wanted]
+    width = len(source)
     if step_ms != native_ms or (np.diff(chosen[0]) <= 0).any():  # else already one row a bucket of ours
         parts = [chosen[:1], *(chosen[1 + k * width : 1 + (k + 1) * width] for k in range(codec.COARSE_MATRICES - 1))]
         merged = merge_coarse([parts], step_ms)
@@ -288,6 +292,13 @@ def _fold(layout: Layout, rows: np.ndarray, native_ms: int, step_ms: int, keys: 
     empty = count == 0  # nothing in the bucket, or a key the layout lacks (restored from another)
     low[empty], high[empty], total[empty] = np.nan, np.nan, 0.0
     return starts, count, low, high, total
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted(have: tuple[str, ...], want: tuple[str, ...]) -> np.ndarray:
+    """The rows of a coarse block (codec.decode_rows) with ``want``'s columns: times, then each matrix's."""
+    source, _ = _mapping(have, want)
+    return np.concatenate([[0], *(1 + k * len(have) + source for k in range(codec.COARSE_MATRICES - 1))])
 
 
 @functools.lru_cache(maxsize=64)
