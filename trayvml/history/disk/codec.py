@@ -110,8 +110,8 @@ def decode_rows(data: bytes, crc: int, count: int) -> np.ndarray:
     return np.cumsum(decode_deltas(data, crc, count), axis=1)
 
 
-def decode_deltas(data: bytes, crc: int, count: int) -> np.ndarray:
-    """decode_rows before the sum along time (which a reader may do for some rows only)."""
+def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None = None) -> np.ndarray:
+    """decode_rows before the sum along time; ``wanted``: those rows only (a reader of a few columns)."""
     if zlib.crc32(data) != crc:
         raise DamagedBlockError("checksum mismatch")
     try:
@@ -147,8 +147,13 @@ def decode_deltas(data: bytes, crc: int, count: int) -> np.ndarray:
         parts = [np.frombuffer(b"".join(p), dtype=d) for p, d in zip(by_type, _DTYPES, strict=True) if p]
         # Read type by type, the rows come in the order of their type codes (stable: then as stored).
         order = np.argsort(np.frombuffer(b"".join(codes), dtype=np.uint8), kind="stable")
+        read = np.concatenate(parts).reshape(-1, rows)
+        if wanted is not None:  # where each wanted row was read, then those rows only: one gather
+            where = np.empty_like(order)
+            where[order] = np.arange(len(order))
+            return read[where[wanted]]
         deltas = np.empty((1 + (count - 1) * columns, rows), dtype=np.int64)
-        deltas[order] = np.concatenate(parts).reshape(-1, rows)
+        deltas[order] = read
     except (zstandard.ZstdError, ValueError, struct.error) as error:
         raise DamagedBlockError(str(error)) from None
     return deltas

@@ -171,7 +171,10 @@ class StoreReader:
         everywhere = np.concatenate([p[0] for p in placed]) if placed else np.empty(0, dtype=np.int64)
         alone = len(np.unique(everywhere)) == len(everywhere)  # the usual: no bucket in two blocks
         for at, c, lo_v, hi_v, su_v in placed:
-            if alone:  # each bucket stored once, into empty buckets: plain stores
+            if alone and len(at) and at[-1] - at[0] == len(at) - 1:  # a run of buckets: slices
+                run = slice(at[0], at[-1] + 1)
+                count[:, run], low[:, run], high[:, run], total[:, run] = c, lo_v, hi_v, su_v
+            elif alone:  # each bucket stored once, into empty buckets: plain stores
                 count[:, at], low[:, at], high[:, at], total[:, at] = c, lo_v, hi_v, su_v
             else:
                 np.add.at(count.T, at, c.T)
@@ -205,8 +208,9 @@ class StoreReader:
                 if matrices is not None:
                     fresh.append((block.layout, np.concatenate(coarse_from_fine(matrices, BUCKET_MS))))
                 continue
+            wanted = _wanted(db.layout(block.layout).keys, keys)
             try:
-                deltas = codec.decode_deltas(block.data, block.crc, codec.COARSE_MATRICES)
+                deltas = codec.decode_deltas(block.data, block.crc, codec.COARSE_MATRICES, wanted)
             except codec.DamagedBlockError as error:
                 note_damaged(block, str(error))
                 continue
@@ -214,12 +218,11 @@ class StoreReader:
         made = []
         for (layout_id, tier), parts in groups.items():
             layout = db.layout(layout_id)
-            wanted = _wanted(layout.keys, keys)
-            # The blocks side by side, summed along time for the rows of ``keys`` only, in place.
-            rows = np.empty((len(wanted), sum(d.shape[1] for d in parts)), dtype=np.int64)
+            # The blocks side by side, summed along time (the rows of ``keys`` only), in place.
+            rows = np.empty((len(parts[0]), sum(d.shape[1] for d in parts)), dtype=np.int64)
             at = 0
             for deltas in parts:
-                np.cumsum(deltas[wanted], axis=1, out=rows[:, at : at + deltas.shape[1]])
+                np.cumsum(deltas, axis=1, out=rows[:, at : at + deltas.shape[1]])
                 at += deltas.shape[1]
             made.append(_fold(layout, rows, _native_ms(tier), step_ms, keys))
         if found is None:
@@ -288,10 +291,10 @@ def _fold(layout: Layout, chosen: np.ndarray, native_ms: int, step_ms: int, keys
     if not present.all():
         count = np.where(present[:, None], count, 0)
     values = codec.restore_rows(chosen[1 + width :], np.tile(np.array(layout.resolutions)[source], 3))
-    low, high, total = values.reshape(3, width, -1)
-    empty = count == 0  # nothing in the bucket, or a key the layout lacks (restored from another)
-    low[empty], high[empty], total[empty] = np.nan, np.nan, 0.0
-    return starts, count, low, high, total
+    planes = values.reshape(3, width, -1)
+    planes[:2, count == 0] = np.nan  # no min or max of nothing (nor of a key the layout lacks)
+    planes[2, ~present] = 0.0  # restored from another key's column
+    return starts, count, planes[0], planes[1], planes[2]
 
 
 @functools.lru_cache(maxsize=64)
