@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DEFAULT_SINCE_S = 3600.0
+MEMO_VALUES = 200_000  # texts of distinct values kept a column (about 20 MB at most)
 
 
 def _folder(args: argparse.Namespace, simulated: bool) -> Path:
@@ -121,6 +122,8 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
     minutes_until = _minutes_until(reader, gpus, start_s, end_s)
     extra = [c for c in columns if c.metric]  # the columns a minute row gives a min and a max of
     keys = tuple(dict.fromkeys(c.metric for c in extra))
+    infos = [info for _, info in gpus]
+    memo: dict[object, dict[int, str]] = {}  # each column's texts of values written so far
     count = 0
     try:
         with _output(args.csv) as out:
@@ -136,7 +139,7 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
                         ]
                         header = ", ".join([header, "interval [s]", *names])
                     out.write(header + "\n")
-                out.write(csv_text(chunk, columns, [info for _, info in gpus], units, minutes_until is not None))
+                out.write(csv_text(chunk, columns, infos, units, minutes_until is not None, memo))
                 count += len(chunk.times_ms)
             if count == 0:
                 raise TrayvmlError(_nothing_between(reader, folder, start_s, end_s))
@@ -241,9 +244,10 @@ def stored_rows(
     end_s: float,
     keys: tuple[str, ...] | None = None,
 ) -> Iterator[StoredRows]:
-    """The GPUs' history of ``keys`` (every metric's without) in the range, one UTC hour at a time (a packed fine block is one
-    hour: each is decoded once, and at most an hour of samples is held): every sample where the fine
-    tier has them, and before it each minute's bucket from the coarse tier."""
+    """The GPUs' history of ``keys`` (without: every metric's) in the range, one UTC hour at a time (a
+    packed fine block is one hour: each is decoded once, and at most an hour of samples is held):
+    every sample where the fine tier has them, and before it each minute's bucket from the coarse
+    tier."""
     from trayvml.core.sample import MetricState
     from trayvml.history.disk.db import HOUR_MS
     from trayvml.history.disk.write import GPU_LAYOUT
@@ -316,7 +320,14 @@ def _in_order(parts: list[StoredRows], indices: np.ndarray) -> StoredRows | None
     return StoredRows(*(getattr(rows, f.name)[order] for f in fields(StoredRows)))
 
 
-def csv_text(rows: StoredRows, columns: list[Column], gpus: list[DeviceInfo], units: bool, minutes: bool) -> str:
+def csv_text(
+    rows: StoredRows,
+    columns: list[Column],
+    gpus: list[DeviceInfo],
+    units: bool,
+    minutes: bool,
+    memo: dict[object, dict[int, str]] | None = None,
+) -> str:
     """``rows`` as log's CSV lines (``minutes``: with the interval, and the min and max of each metric
     column), each distinct value formatted once by the column's own code, not once a row."""
     from trayvml.commands.csvlog import COLUMNS, timestamp_text
@@ -324,6 +335,11 @@ def csv_text(rows: StoredRows, columns: list[Column], gpus: list[DeviceInfo], un
 
     n = len(rows.times_ms)
     slot = {k: i for i, k in enumerate(dict.fromkeys(c.metric for c in columns if c.metric))}
+    memo = {} if memo is None else memo
+
+    def memos(column: Column) -> dict[int, str]:
+        return memo.setdefault(column.value_text, {})
+
     # A row's time: how many rows share it is the count column (the GPUs of that sample).
     moment = rows.times_ms * 2 + ~rows.minute
     _, at, same = np.unique(moment, return_inverse=True, return_counts=True)
@@ -332,7 +348,7 @@ def csv_text(rows: StoredRows, columns: list[Column], gpus: list[DeviceInfo], un
     for column in columns:
         if column.value_text is not None:
             k = slot[column.metric]
-            cells.append(_texts(column.value_text, rows.mean[:, k], rows.states[:, k], units))
+            cells.append(_texts(column.value_text, rows.mean[:, k], rows.states[:, k], units, memos(column)))
         elif column is COLUMNS["timestamp"]:
             cells.append(_each_once(rows.times_ms, timestamp_text))
         elif column is COLUMNS["count"]:
@@ -357,7 +373,7 @@ def csv_text(rows: StoredRows, columns: list[Column], gpus: list[DeviceInfo], un
             k = slot[column.metric]
             for ends in (rows.low, rows.high):
                 texts = cells[position].copy()  # a sample's min and max are its value
-                texts[minute] = _texts(column.value_text, ends[minute, k], rows.states[minute, k], units)
+                texts[minute] = _texts(column.value_text, ends[minute, k], rows.states[minute, k], units, memos(column))
                 cells.append(texts)
     table = np.empty((n, 2 * len(cells)), dtype=object)
     for k, texts in enumerate(cells):
@@ -373,9 +389,15 @@ def _each_once(values: np.ndarray, text: Callable[[int], str]) -> np.ndarray:
 
 
 def _texts(
-    text: Callable[[float, MetricState, bool], str], values: np.ndarray, states: np.ndarray, units: bool
+    text: Callable[[float, MetricState, bool], str],
+    values: np.ndarray,
+    states: np.ndarray,
+    units: bool,
+    memo: dict[int, str],
 ) -> np.ndarray:
-    """A metric column's texts: each distinct value (to the bit) or state written once."""
+    """A metric column's texts: each distinct value (to the bit) or state written once, and kept in
+    ``memo`` for the next hours (power to the milliwatt differs from row to row, yet a week of it
+    holds a tenth as many values as rows)."""
     from trayvml.core.sample import MetricState
 
     out = np.empty(len(values), dtype=object)
@@ -385,7 +407,15 @@ def _texts(
         out[bad & (states == state)] = text(math.nan, MetricState(state), units)
     good = ~bad
     bits, at = np.unique(values[good].view(np.int64), return_inverse=True)
-    out[good] = np.array([text(v, MetricState.OK, units) for v in bits.view(np.float64).tolist()], dtype=object)[at]
+    if len(memo) > MEMO_VALUES:
+        memo.clear()
+    texts = []
+    for key, value in zip(bits.tolist(), bits.view(np.float64).tolist(), strict=True):
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = text(value, MetricState.OK, units)
+        texts.append(known)
+    out[good] = np.array(texts, dtype=object)[at]
     return out
 
 
