@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import struct
+import threading
 import zlib
 
 import numpy as np
@@ -28,6 +29,18 @@ _LIMITS = tuple(np.iinfo(d).max for d in _DTYPES[:-1])
 _CODE_BYTES = tuple(bytes([code]) for code in range(len(_DTYPES)))
 FINE_MATRICES = 4  # times, values, nan mask, states
 COARSE_MATRICES = 5  # bucket starts, count, min, max, sum
+
+
+_local = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """One a thread (one is not to be shared between threads; making one for each of a redraw's
+    hundred blocks costs more than decompressing some of them)."""
+    found = getattr(_local, "decompressor", None)
+    if found is None:
+        found = _local.decompressor = zstandard.ZstdDecompressor()
+    return found
 
 
 class DamagedBlockError(ValueError):
@@ -115,7 +128,7 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
     if zlib.crc32(data) != crc:
         raise DamagedBlockError("checksum mismatch")
     try:
-        raw = zstandard.ZstdDecompressor().decompress(data)
+        raw = _decompressor().decompress(data)
         version, rows, columns = _HEADER.unpack_from(raw)
         if version != FORMAT:
             raise DamagedBlockError(f"format {version}")
