@@ -199,6 +199,20 @@ def redraw_week(folder: Path, end_s: float, runs: int) -> tuple[list[float], lis
     return opened, painted, moved, cached
 
 
+# Runs the command given and prints its wall seconds and peak RSS (KiB). The export is this small
+# process's child: the peak RSS of a child forked from the benchmark itself would count the
+# benchmark's own pages (Qt, the window), shared with it until the exec.
+_MEASURE = """
+import resource, subprocess, sys, time
+t0 = time.perf_counter()
+done = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+wall = time.perf_counter() - t0
+if done.returncode:
+    sys.exit(done.stderr.decode())
+print(wall, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+"""
+
+
 def export_week(
     folder: Path, end_s: float, runs: int, keep: Path | None = None
 ) -> tuple[list[float], list[int], int, int]:
@@ -212,17 +226,14 @@ def export_week(
         command = [sys.executable, "-m", "trayvml", "history", "--store", str(folder)]
         command += ["--from", start, "--to", end, "--csv", str(out)]
         for _ in range(runs):
-            t0 = time.perf_counter()
-            child = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-            _, status, usage = os.wait4(child.pid, 0)  # this child's own peak, not the largest of all children
-            walls.append(time.perf_counter() - t0)
-            child.returncode = os.waitstatus_to_exitcode(status)
-            assert child.stderr is not None
-            err = child.stderr.read().decode()
-            child.stderr.close()
-            if child.returncode != 0:
-                raise SystemExit(f"trayvml history failed ({child.returncode}): {err}")
-            peaks.append(usage.ru_maxrss * 1024)  # KiB on Linux
+            done = subprocess.run(
+                [sys.executable, "-c", _MEASURE, *command], env=env, capture_output=True, text=True, check=False
+            )
+            if done.returncode != 0:
+                raise SystemExit(f"trayvml history failed: {done.stderr}")
+            wall, peak_kib = done.stdout.split()
+            walls.append(float(wall))
+            peaks.append(int(peak_kib) * 1024)  # KiB on Linux
             size = out.stat().st_size
             with out.open("rb") as text:
                 rows = sum(1 for _ in text) - 1
@@ -286,8 +297,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         folder = args.store if args.store is not None else Path(tmp) / "history"
         end_s, figures = build(folder, args)
-        week_s, buckets = read_week(folder, end_s, args.runs)
-        opened, painted, moved, cached = redraw_week(folder, end_s, args.runs)
+        week_s, buckets = read_week(folder, end_s, args.runs) if args.runs else (math.nan, 0)
+        opened, painted, moved, cached = redraw_week(folder, end_s, args.runs) if args.runs else ([math.nan],) * 4
         walls, peaks, rows, size = (
             export_week(folder, end_s, args.export_runs, args.keep_csv) if args.export_runs else ([], [], 0, 0)
         )

@@ -273,15 +273,8 @@ def stored_rows(
                     take &= starts_ms < until_s * 1000
                 count = buckets.count[take][:, chosen]
                 states = np.where(count > 0, MetricState.OK, MetricState.NO_DATA)
-                parts.append(
-                    _rows(
-                        starts_ms[take],
-                        position,
-                        *(m[take][:, chosen] for m in (buckets.mean, buckets.low, buckets.high)),
-                        states,
-                        True,
-                    )
-                )
+                mean, low, high = (m[take][:, chosen] for m in (buckets.mean, buckets.low, buckets.high))
+                parts.append(_rows(starts_ms[take], position, mean, low, high, states, True))
             if fine_s is not None and stop_s >= fine_s:
                 data = reader.fine(uuid, max(t_s, fine_s), stop_s, keys)
                 times_ms = np.rint(data.times_s * 1000).astype(np.int64)
