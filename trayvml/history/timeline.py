@@ -60,7 +60,7 @@ class _Cached:
 
 
 DISK_POINTS = 1000  # buckets at most a range read from the store: a week in 10-minute buckets
-CACHED_READS = 32  # ranges kept read: each device at the width of the plots, and the energy's
+STEPS_KEPT = 2  # reads kept a device (about 2 MB each at 1000 buckets): the plots' and the energy's
 
 
 class DiskReach:
@@ -91,7 +91,7 @@ class DiskReach:
                 log.warning("the history on disk could not be read: %s", error)
                 nothing = np.empty((0, len(keys)))
                 read = CoarseData(np.empty(0), nothing, nothing, nothing, nothing, step_s)
-            if len(self._cache) >= CACHED_READS:
+            if len(self._cache) >= STEPS_KEPT * (len(self.uuids) + 1):  # the GPUs and the host
                 self._cache.clear()
             data = self._cache[where] = _Cached(key, read)
         return data.data
