@@ -14,6 +14,7 @@ import time
 from datetime import datetime, timezone
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from tests.test_store import MIDNIGHT_S, _samples, _write
@@ -247,3 +248,83 @@ def test_a_writer_counts_what_it_saved_and_what_it_lost(tmp_path: Path) -> None:
         writer.append(sample)
     writer.close()
     assert (writer.saved, writer.lost) == (20, 0)
+
+
+def _logs_lines(rows, columns, gpus, units: bool, minutes: bool) -> list[str]:
+    """What `log`'s per-row code writes for the stored rows: a Sample a time, each GPU's row rendered
+    value by value (the export's code before it formatted each distinct value once)."""
+    from trayvml.commands import csvlog
+    from trayvml.core.sample import GpuSample, MetricState, Sample
+    from trayvml.history.disk.write import GPU_LAYOUT
+
+    extra = [c for c in columns if c.metric]
+    keys = list(dict.fromkeys(c.metric for c in extra))
+
+    def gpu_sample(position: int, values) -> GpuSample:
+        full = [float("nan")] * len(GPU_LAYOUT.keys)
+        states = [MetricState.NOT_READ] * len(GPU_LAYOUT.keys)
+        for k, key in enumerate(keys):
+            full[GPU_LAYOUT.keys.index(key)] = values[0][k]
+            states[GPU_LAYOUT.keys.index(key)] = MetricState(int(values[1][k]))
+        return GpuSample(gpus[position].index, tuple(full), tuple(states))
+
+    lines: list[str] = []
+    moments = rows.times_ms * 2 + ~rows.minute
+    indices = np.array([gpus[p].index for p in rows.gpu])
+    assert (np.diff(moments) >= 0).all()  # oldest first, a minute before a sample of its millisecond
+    assert all((np.diff(indices[moments == m]) > 0).all() for m in set(moments.tolist()))  # then by GPU index
+    for moment in dict.fromkeys(moments.tolist()):
+        at = np.flatnonzero(moments == moment)
+        t_s = moment // 2 / 1000 + (0.0005 if moment % 2 else 0.0)
+        devices = tuple(gpus[p] for p in rows.gpu[at])
+        made = [
+            Sample(
+                t_s,
+                tuple(gpu_sample(p, (m[i], rows.states[i])) for p, i in zip(rows.gpu[at], at, strict=True)),
+                devices,
+                None,
+                None,
+            )
+            for m in (rows.mean, rows.low, rows.high)
+        ]
+        mean, low, high = (csvlog.rows(s, columns if s is made[0] else extra, units) for s in made)
+        for k, line in enumerate(mean):
+            if minutes:
+                interval = ("60" if rows.minute[at[k]] else "0") + (" s" if units else "")
+                pairs = [x for lo, hi in zip(low[k].split(", "), high[k].split(", "), strict=True) for x in (lo, hi)]
+                line = ", ".join((line, interval, *pairs))
+            lines.append(line)
+    return lines
+
+
+@pytest.mark.parametrize("units", [True, False])
+def test_history_csv_is_what_logs_row_by_row_code_writes(tmp_path: Path, units: bool) -> None:
+    """Every column, samples and minutes, GPUs lacking metrics: the export's vectorised text is the
+    text of log's own per-row rendering of the same rows, to the byte."""
+    from trayvml.commands import csvlog, history
+
+    samples = _samples("training:gpus=h100+rtx4090+laptop", MIDNIGHT_S, 3 * 360, step_s=10.0)
+    writer = StoreWriter(tmp_path, Limits(fine_span_s=3600.0))
+    try:
+        for sample in samples:
+            writer.append(sample)
+    finally:
+        writer.close()
+    columns = csvlog.parse_fields(",".join(csvlog.COLUMNS))
+    keys = tuple(dict.fromkeys(c.metric for c in columns if c.metric))
+    reader = StoreReader(tmp_path)
+    try:
+        gpus = history.stored_gpus(reader, tmp_path, None)
+        infos = [info for _, info in gpus]
+        chunks = list(history.stored_rows(reader, gpus, MIDNIGHT_S, MIDNIGHT_S + 3 * 3600, keys))
+    finally:
+        reader.close()
+    assert any(c.minute.any() for c in chunks) and any((~c.minute).any() for c in chunks)
+    assert any((c.states != 0).any() for c in chunks)  # some values missing or not supported
+    for chunk in chunks:
+        got = history.csv_text(chunk, columns, infos, units, minutes=True).splitlines()
+        assert got == _logs_lines(chunk, columns, infos, units, minutes=True)
+    last = chunks[-1]
+    assert history.csv_text(last, columns, infos, units, minutes=False).splitlines() == _logs_lines(
+        last, columns, infos, units, minutes=False
+    )

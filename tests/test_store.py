@@ -9,7 +9,6 @@ import sqlite3
 import subprocess
 import sys
 import time
-from collections import OrderedDict
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -27,7 +26,7 @@ from trayvml.core.sample import Sample
 from trayvml.history.disk import codec
 from trayvml.history.disk.db import Block, Database, Tier
 from trayvml.history.disk.limits import Limits
-from trayvml.history.disk.read import StoreReader, _decoded_any
+from trayvml.history.disk.read import StoreReader
 from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID, StoreLockedError, StoreWriter
 from trayvml.nvml.sim import parse_spec
 from trayvml.source import Source
@@ -351,16 +350,11 @@ def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monk
     assert np.array_equal(again.count, wide.count)
     reader.coarse(uuid, *day_before, 60.0, GPU_LAYOUT.keys, fresh=False)
     assert [tier for _, tier in fetched] == [int(Tier.WIDE), int(Tier.COARSE)]
-    # A block listed without its data (it was decoded) and dropped from the cache before it is
-    # used is read again, not taken for a damaged one.
-    db = reader._database()
-    assert db is not None
-    listed = db.blocks(db.devices()[0].id, (Tier.WIDE,), 0, 2**62, data=False)
-    assert len(listed) == 1 and listed[0].data == b""
-    decoded = [matrices for _, _, matrices in _decoded_any((db, listed), OrderedDict())]
-    whole = db.with_data(listed)[0]
-    expected = codec.decode(whole.data, whole.crc, codec.COARSE_MATRICES)
-    assert len(decoded) == 1 and all(np.array_equal(a, b) for a, b in zip(decoded[0], expected, strict=True))
+    # Dropped from the reader's buckets, the blocks are read again, to the same buckets.
+    reader._buckets.clear()
+    reread = reader.coarse(uuid, *day_before, 600.0, GPU_LAYOUT.keys, fresh=False)
+    assert [tier for _, tier in fetched] == [int(Tier.WIDE), int(Tier.COARSE), int(Tier.WIDE)]
+    assert np.array_equal(reread.count, wide.count) and np.array_equal(reread.mean, wide.mean, equal_nan=True)
     reader.close()
 
 
@@ -451,3 +445,41 @@ def test_a_deleted_write_ahead_log_is_noticed_and_nothing_is_lost(tmp_path: Path
         assert (tmp_path / "history.sqlite3-wal").exists()  # writing to a log readers can see again
     finally:
         writer.close()
+
+
+def test_buckets_held_by_blocks_of_two_layouts_are_added_up(tmp_path: Path) -> None:
+    """A minute in two blocks (the metrics a device reports changed within it): counts and sums
+    added, min of the mins, max of the maxes, each key by name; a key a layout lacks counts nothing."""
+    from trayvml.history.disk.db import Layout
+
+    t = int(MIDNIGHT_S * 1000)
+    db = Database(tmp_path)
+    with db.transaction():
+        device = db.device_id("GPU-x", {"name": "x", "index": 0})
+        first = db.layout_id(Layout(("a", "b"), (1.0, 0.5)))
+        second = db.layout_id(Layout(("b", "a", "c"), (0.5, 1.0, 1.0)))
+        for layout, times, matrices in (
+            # count, min, max, sum of a and b (b at 0.5: integers are halves)
+            (first, [t, t + 60_000], [[[2, 1], [2, 0]], [[1, 5], [20, 0]], [[3, 5], [24, 0]], [[4, 5], [44, 0]]]),
+            (
+                second,
+                [t + 60_000, t + 120_000],
+                [
+                    [[1, 1], [1, 3], [1, 1]],
+                    [[8, 2], [4, 0], [7, 7]],
+                    [[8, 2], [4, 6], [7, 7]],
+                    [[8, 2], [4, 9], [7, 7]],
+                ],
+            ),
+        ):
+            blob, crc = codec.encode([np.array([times]), *(np.array(m) for m in matrices)], 3)
+            db.insert(device, Tier.COARSE, times[0], times[-1], 2, layout, blob, crc)
+    db.close()
+    reader = StoreReader(tmp_path)
+    data = reader.coarse("GPU-x", MIDNIGHT_S, MIDNIGHT_S + 179, 60.0, ("a", "b", "c", "d"), fresh=False)
+    reader.close()
+    nan = np.nan
+    assert data.count.tolist() == [[2, 2, 0, 0], [2, 1, 1, 0], [3, 1, 1, 0]]
+    assert np.array_equal(data.low, [[1, 10, nan, nan], [4, 4, 7, nan], [0, 1, 7, nan]], equal_nan=True)
+    assert np.array_equal(data.high, [[3, 12, nan, nan], [5, 4, 7, nan], [6, 1, 7, nan]], equal_nan=True)
+    assert np.array_equal(data.mean, [[2, 11, nan, nan], [4.5, 4, 7, nan], [3, 1, 7, nan]], equal_nan=True)

@@ -212,3 +212,30 @@ def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: P
         assert abs(start - (hour - 3 * 86400 - 3 * 3600)) < 60 and abs(end - (hour - 3 * 86400 + 3600)) < 60
     finally:
         history.disk.close()
+
+
+def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The energy in view asks for more points than a plot is wide: at 7 days both get the same
+    10-minute buckets, read once a device and kept (not a week of minutes, nor a read each redraw)."""
+    folder = tmp_path / "history"
+    now = time.time()
+    uuids = _stored(folder, now - now % 3600 - 2 * 86400 - 60, 180)  # an hour's end packed, two days ago
+    history = History()
+    disk = DiskReach(folder)
+    disk.uuids = uuids
+    steps: list[float] = []
+    coarse = disk.reader.coarse
+
+    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+        steps.append(arguments[3])
+        return coarse(*arguments, **named)
+
+    monkeypatch.setattr(disk.reader, "coarse", counting)
+    try:
+        for _ in range(2):  # two redraws
+            energy = disk.gpu_series("power_draw_w", now - 7 * 86400, now, 4000, history)
+            plot = disk.gpu_series("utilization_gpu_percent", now - 7 * 86400, now, 979, history)
+        assert steps == [600.0] * len(uuids)
+        assert energy.step_s == plot.step_s == 600.0 and np.isfinite(energy.mean).any()
+    finally:
+        disk.close()

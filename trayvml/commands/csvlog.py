@@ -53,6 +53,9 @@ class Column:
     smi: SmiField
     render: Callable[[Sample, GpuSample, DeviceInfo, bool], str]
     metric: str = ""  # the GPU metric it shows, "" for static facts: what a log asks the reader for
+    # A metric's text from its value and state alone (render's own): `history` writes each
+    # distinct value once instead of once a row.
+    value_text: Callable[[float, MetricState, bool], str] | None = None
 
     @property
     def header(self) -> str:
@@ -63,8 +66,9 @@ def _metric_column(key: str, smi: SmiField, unit: Unit) -> Column:
     slot = GPU_INDEX[key]
 
     def render(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
-        state = gpu.states[slot]
-        value = gpu.values[slot]
+        return text(gpu.values[slot], gpu.states[slot], units)
+
+    def text(value: float, state: MetricState, units: bool) -> str:
         if state is not MetricState.OK or math.isnan(value):
             return _STATE_TEXT.get(state, "[N/A]")
         if unit is Unit.PSTATE:
@@ -75,7 +79,7 @@ def _metric_column(key: str, smi: SmiField, unit: Unit) -> Column:
             return "Yes" if value else "No"
         return smi_number(smi, value, units)
 
-    return Column(smi, render, key)
+    return Column(smi, render, key, text)
 
 
 def _static_column(field: StaticField) -> Column:
@@ -87,7 +91,12 @@ def _static_column(field: StaticField) -> Column:
 
 
 def _timestamp(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:
-    return datetime.fromtimestamp(epoch_ms(sample.timestamp_s) / 1000).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
+    return timestamp_text(epoch_ms(sample.timestamp_s))
+
+
+def timestamp_text(t_ms: int) -> str:
+    """The timestamp column's text for a time in milliseconds since the epoch (local time)."""
+    return datetime.fromtimestamp(t_ms / 1000).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
 
 
 def _driver(sample: Sample, gpu: GpuSample, info: DeviceInfo, units: bool) -> str:

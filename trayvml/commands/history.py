@@ -12,7 +12,7 @@ import stat
 import sys
 import tempfile
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -26,7 +26,8 @@ from trayvml.core.files import remove_stale_temporaries
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
-    from trayvml.core.sample import DeviceInfo, Sample
+    from trayvml.commands.csvlog import Column
+    from trayvml.core.sample import DeviceInfo, MetricState
     from trayvml.history.disk.db import Database
     from trayvml.history.disk.processes import ProcessRow
     from trayvml.history.disk.read import StoreReader
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 DEFAULT_SINCE_S = 3600.0
+MEMO_VALUES = 200_000  # texts of distinct values kept a column (about 20 MB at most)
 
 
 def _folder(args: argparse.Namespace, simulated: bool) -> Path:
@@ -108,7 +110,7 @@ def history(args: argparse.Namespace, now_s: float, simulated: bool = False) -> 
 
 def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder: Path) -> int:
     """The export (or --stats) from an open reader."""
-    from trayvml.commands.csvlog import header_line, parse_fields, rows
+    from trayvml.commands.csvlog import header_line, parse_fields
 
     if not reader.devices():
         none = translate("record", "No history in {folder} yet: the tray app or `trayvml record` writes it.")
@@ -124,10 +126,13 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
     units = not args.nounits
     minutes_until = _minutes_until(reader, gpus, start_s, end_s)
     extra = [c for c in columns if c.metric]  # the columns a minute row gives a min and a max of
+    keys = tuple(dict.fromkeys(c.metric for c in extra))
+    infos = [info for _, info in gpus]
+    memo: dict[object, dict[int, str]] = {}  # each column's texts of values written so far
     count = 0
     try:
         with _output(args.csv) as out:
-            for row in stored_rows(reader, gpus, start_s, end_s):
+            for chunk in stored_rows(reader, gpus, start_s, end_s, keys):
                 if count == 0:
                     # Written with the first row: a range with nothing in it leaves no header-only file.
                     header = header_line(columns)
@@ -139,16 +144,8 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
                         ]
                         header = ", ".join([header, "interval [s]", *names])
                     out.write(header + "\n")
-                lines = rows(row.sample, columns, units)
-                if minutes_until is not None:
-                    interval = f"{row.interval_s:g}" + (" s" if units else "")
-                    low, high = rows(row.low, extra, units), rows(row.high, extra, units)
-                    lines = [
-                        ", ".join((line, interval, *_pairs(lo, hi)))
-                        for line, lo, hi in zip(lines, low, high, strict=True)
-                    ]
-                out.write("".join(line + "\n" for line in lines))
-                count += len(lines)
+                out.write(csv_text(chunk, columns, infos, units, minutes_until is not None, memo))
+                count += len(chunk.times_ms)
             if count == 0:
                 raise TrayvmlError(_nothing_between(reader, folder, start_s, end_s))
     except BrokenPipeError:  # `| head`: the reader has what it wanted
@@ -326,71 +323,192 @@ def _minutes_until(
 
 
 @dataclass(frozen=True)
-class StoredRow:
-    """A time's rows: every GPU's sample (interval 0), or each minute's mean, min and max (60 s)."""
+class StoredRows:
+    """Rows of the history, oldest first and at one time by GPU index: a GPU's sample (its values in
+    ``mean``, ``low`` and ``high`` alike) or a minute's mean, min and max of it."""
 
-    sample: Sample
-    low: Sample
-    high: Sample
-    interval_s: float
+    times_ms: np.ndarray  # (n,) int64: a sample's stored millisecond, a minute's start
+    gpu: np.ndarray  # (n,) which of the GPUs exported (a position in that list)
+    mean: np.ndarray  # (n, keys) float
+    low: np.ndarray
+    high: np.ndarray
+    states: np.ndarray  # (n, keys) MetricState values (a minute: OK where it holds values)
+    minute: np.ndarray  # (n,) bool: a minute's row (interval 60 s), else a sample (0 s)
 
 
 def stored_rows(
-    reader: StoreReader, gpus: list[tuple[str, DeviceInfo]], start_s: float, end_s: float
-) -> Iterator[StoredRow]:
-    """The GPUs' history in the range, oldest first, one UTC hour at a time (a packed fine block
-    is one hour: each is decoded once, and at most an hour of samples is held): every sample where
-    the fine tier has them, and before it each minute's bucket from the coarse tier."""
-    from trayvml.core.sample import GpuSample, MetricState, Sample
+    reader: StoreReader,
+    gpus: list[tuple[str, DeviceInfo]],
+    start_s: float,
+    end_s: float,
+    keys: tuple[str, ...] | None = None,
+) -> Iterator[StoredRows]:
+    """The GPUs' history of ``keys`` (without: every metric's) in the range, one UTC hour at a time (a
+    packed fine block is one hour: each is decoded once, and at most an hour of samples is held):
+    every sample where the fine tier has them, and before it each minute's bucket from the coarse
+    tier."""
+    from trayvml.core.sample import MetricState
     from trayvml.history.disk.db import HOUR_MS
     from trayvml.history.disk.write import GPU_LAYOUT
 
-    keys = GPU_LAYOUT.keys
+    keys = GPU_LAYOUT.keys if keys is None else keys
+    # A minute counts as recorded when any metric has a value in it, whichever are exported.
+    chosen = np.array([GPU_LAYOUT.keys.index(k) for k in keys], dtype=np.intp)
     fine_from = {uuid: reader.fine_start_s(uuid) for uuid, _ in gpus}
+    indices = np.array([info.index for _, info in gpus], dtype=np.int64)
     t_s = max(start_s, 0.0)
     while t_s <= end_s:
         stop_s = min(end_s, (math.floor(t_s * 1000 / HOUR_MS) + 1) * HOUR_MS / 1000)
         last = stop_s >= end_s
-        by_time: dict[int, list[tuple[int, GpuSample, GpuSample, GpuSample, DeviceInfo]]] = {}
-        for uuid, info in gpus:
+        parts: list[StoredRows] = []
+        for position, (uuid, _) in enumerate(gpus):
             fine_s = fine_from[uuid]
             if fine_s is None or t_s < fine_s:  # before the every-sample tier: minutes
                 until_s = min(stop_s, fine_s) if fine_s is not None else stop_s
-                buckets = reader.coarse(uuid, t_s, until_s, 60.0, keys, fresh=False)
+                buckets = reader.coarse(uuid, t_s, until_s, 60.0, GPU_LAYOUT.keys, fresh=False)
                 starts_ms = np.rint(buckets.times_s * 1000).astype(np.int64)
-                for k in np.flatnonzero(buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)):
-                    t_ms = int(starts_ms[k])
-                    if t_ms >= until_s * 1000 and not (last and fine_s is None):
-                        continue
-                    states = tuple(MetricState.OK if c else MetricState.NO_DATA for c in buckets.count[k].tolist())
-                    mean, low, high = (
-                        GpuSample(info.index, tuple(m[k].tolist()), states)
-                        for m in (buckets.mean, buckets.low, buckets.high)
-                    )
-                    by_time.setdefault(t_ms * 2, []).append((60, mean, low, high, info))
+                take = buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)
+                if not (last and fine_s is None):
+                    take &= starts_ms < until_s * 1000
+                count = buckets.count[take][:, chosen]
+                states = np.where(count > 0, MetricState.OK, MetricState.NO_DATA)
+                mean, low, high = (m[take][:, chosen] for m in (buckets.mean, buckets.low, buckets.high))
+                parts.append(_rows(starts_ms[take], position, mean, low, high, states, True))
             if fine_s is not None and stop_s >= fine_s:
                 data = reader.fine(uuid, max(t_s, fine_s), stop_s, keys)
-                times_ms = np.rint(data.times_s * 1000).astype(np.int64).tolist()
-                for t_ms, values, state in zip(times_ms, data.values.tolist(), data.states.tolist(), strict=True):
-                    if t_ms >= stop_s * 1000 and not last:
-                        continue  # the next hour's
-                    gpu = GpuSample(info.index, tuple(values), tuple(MetricState(s) for s in state))
-                    by_time.setdefault(t_ms * 2 + 1, []).append((0, gpu, gpu, gpu, info))
-        for key in sorted(by_time):
-            parts = sorted(by_time[key], key=lambda p: p[4].index)
-            # A sample: the middle of its stored millisecond (printed cut to milliseconds, the time
-            # `log` printed). A minute: its start.
-            t_out = key // 2 / 1000 + (0.0005 if key % 2 else 0.0)
-            devices = tuple(p[4] for p in parts)
-            yield StoredRow(
-                Sample(t_out, tuple(p[1] for p in parts), devices, None, None),
-                Sample(t_out, tuple(p[2] for p in parts), devices, None, None),
-                Sample(t_out, tuple(p[3] for p in parts), devices, None, None),
-                float(parts[0][0]),
-            )
+                times_ms = np.rint(data.times_s * 1000).astype(np.int64)
+                take = np.ones(len(times_ms), dtype=bool) if last else times_ms < stop_s * 1000  # else the next hour's
+                values = data.values[take]
+                parts.append(_rows(times_ms[take], position, values, values, values, data.states[take], False))
+        rows = _in_order([p for p in parts if len(p.times_ms)], indices)
+        if rows is not None:
+            yield rows
         if last:
             break
         t_s = stop_s
+
+
+def _rows(
+    times_ms: np.ndarray,
+    gpu: int,
+    mean: np.ndarray,
+    low: np.ndarray,
+    high: np.ndarray,
+    states: np.ndarray,
+    minute: bool,
+) -> StoredRows:
+    n = len(times_ms)
+    return StoredRows(
+        times_ms, np.full(n, gpu), mean, low, high, states.astype(np.int64), np.full(n, minute, dtype=bool)
+    )
+
+
+def _in_order(parts: list[StoredRows], indices: np.ndarray) -> StoredRows | None:
+    """The parts as one, by time (a minute before a sample of its millisecond), then GPU index."""
+    if not parts:
+        return None
+    rows = StoredRows(*(np.concatenate([getattr(p, f.name) for p in parts]) for f in fields(StoredRows)))
+    order = np.lexsort((indices[rows.gpu], rows.times_ms * 2 + ~rows.minute))  # stable: ties keep their order
+    return StoredRows(*(getattr(rows, f.name)[order] for f in fields(StoredRows)))
+
+
+def csv_text(
+    rows: StoredRows,
+    columns: list[Column],
+    gpus: list[DeviceInfo],
+    units: bool,
+    minutes: bool,
+    memo: dict[object, dict[int, str]] | None = None,
+) -> str:
+    """``rows`` as log's CSV lines (``minutes``: with the interval, and the min and max of each metric
+    column), each distinct value formatted once by the column's own code, not once a row."""
+    from trayvml.commands.csvlog import COLUMNS, timestamp_text
+    from trayvml.core.sample import GpuSample, Sample
+
+    n = len(rows.times_ms)
+    slot = {k: i for i, k in enumerate(dict.fromkeys(c.metric for c in columns if c.metric))}
+    memo = {} if memo is None else memo
+
+    def memos(column: Column) -> dict[int, str]:
+        return memo.setdefault(column.value_text, {})
+
+    # A row's time: how many rows share it is the count column (the GPUs of that sample).
+    moment = rows.times_ms * 2 + ~rows.minute
+    _, at, same = np.unique(moment, return_inverse=True, return_counts=True)
+    per_gpu: dict[str, np.ndarray] = {}
+    cells: list[np.ndarray] = []
+    for column in columns:
+        if column.value_text is not None:
+            k = slot[column.metric]
+            cells.append(_texts(column.value_text, rows.mean[:, k], rows.states[:, k], units, memos(column)))
+        elif column is COLUMNS["timestamp"]:
+            cells.append(_each_once(rows.times_ms, timestamp_text))
+        elif column is COLUMNS["count"]:
+            cells.append(_each_once(same[at], str))
+        else:
+            # The rest tell the GPU's facts (or the host's, which the history does not keep): one a GPU.
+            texts = per_gpu.get(column.smi.name)
+            if texts is None:
+                texts = np.empty(len(gpus), dtype=object)
+                for position, info in enumerate(gpus):
+                    gpu = GpuSample(info.index, (), ())
+                    texts[position] = column.render(Sample(0.0, (gpu,), (info,), None, None), gpu, info, units)
+                per_gpu[column.smi.name] = texts
+            cells.append(texts[rows.gpu])
+    if minutes:
+        interval = np.where(rows.minute, "60", "0").astype(object) + (" s" if units else "")
+        cells.append(interval)
+        minute = rows.minute
+        for position, column in enumerate(columns):
+            if column.value_text is None:
+                continue
+            k = slot[column.metric]
+            for ends in (rows.low, rows.high):
+                texts = cells[position].copy()  # a sample's min and max are its value
+                texts[minute] = _texts(column.value_text, ends[minute, k], rows.states[minute, k], units, memos(column))
+                cells.append(texts)
+    table = np.empty((n, 2 * len(cells)), dtype=object)
+    for k, texts in enumerate(cells):
+        table[:, 2 * k] = texts
+    table[:, 1::2] = ", "
+    table[:, -1] = "\n"
+    return "".join(table.ravel().tolist())
+
+
+def _each_once(values: np.ndarray, text: Callable[[int], str]) -> np.ndarray:
+    distinct, at = np.unique(values, return_inverse=True)
+    return np.array([text(v) for v in distinct.tolist()], dtype=object)[at]
+
+
+def _texts(
+    text: Callable[[float, MetricState, bool], str],
+    values: np.ndarray,
+    states: np.ndarray,
+    units: bool,
+    memo: dict[int, str],
+) -> np.ndarray:
+    """A metric column's texts: each distinct value (to the bit) or state written once, and kept in
+    ``memo`` for the next hours (power to the milliwatt differs from row to row, yet a week of it
+    holds a tenth as many values as rows)."""
+    from trayvml.core.sample import MetricState
+
+    out = np.empty(len(values), dtype=object)
+    values = np.ascontiguousarray(values, dtype=np.float64)
+    bad = (states != MetricState.OK) | np.isnan(values)
+    for state in np.unique(states[bad]).tolist():
+        out[bad & (states == state)] = text(math.nan, MetricState(state), units)
+    good = ~bad
+    bits, at = np.unique(values[good].view(np.int64), return_inverse=True)
+    if len(memo) > MEMO_VALUES:
+        memo.clear()
+    texts = []
+    for key, value in zip(bits.tolist(), bits.view(np.float64).tolist(), strict=True):
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = text(value, MetricState.OK, units)
+        texts.append(known)
+    out[good] = np.array(texts, dtype=object)[at]
+    return out
 
 
 @contextlib.contextmanager

@@ -18,7 +18,7 @@ import numpy as np
 from trayvml.core.sample import Sample
 from trayvml.history.disk import processes
 from trayvml.history.disk.db import FILE_NAME, Database
-from trayvml.history.disk.read import CoarseData, StoreReader
+from trayvml.history.disk.read import CoarseData, StoreReader, bucket_step_ms
 from trayvml.history.disk.write import HOST_UUID, host_layout
 from trayvml.history.rings import (
     HISTORY_GPU_KEYS,
@@ -66,8 +66,12 @@ def backfill(history: Rings, reader: StoreReader, sample: Sample, span_s: float)
 
 @dataclass
 class _Cached:
-    key: tuple[str, int, int, int]
+    key: tuple[int, int]
     data: CoarseData
+
+
+DISK_POINTS = 1000  # buckets at most a range read from the store: a week in 10-minute buckets
+STEPS_KEPT = 2  # reads kept a device (about 2 MB each at 1000 buckets): the plots' and the energy's
 
 
 class DiskReach:
@@ -76,7 +80,7 @@ class DiskReach:
     def __init__(self, folder: Path) -> None:
         self.reader = StoreReader(folder)
         self.uuids: tuple[str, ...] = ()  # the GPUs shown, in index order (set from each sample)
-        self._cache: dict[str, _Cached] = {}
+        self._cache: dict[tuple[str, tuple[str, ...], int], _Cached] = {}
         self.folder = folder
         self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
@@ -115,10 +119,15 @@ class DiskReach:
         return times, step, lines
 
     def _coarse(self, uuid: str, keys: tuple[str, ...], start_s: float, end_s: float, max_points: int) -> CoarseData:
-        """Cached per device until the range moves by a bucket: a redraw reads each device once."""
-        step_s = max(60.0, (end_s - start_s) / max(1, max_points))
-        data = self._cache.get(uuid)
-        key = (",".join(keys), math.floor(start_s / step_s), math.floor(end_s / step_s), round(step_s))
+        """Cached per device and bucket until the range moves by a bucket: a redraw reads each device
+        once. A range is read in at most DISK_POINTS buckets: no plot is much wider, a week of them
+        is the wide tier's 10-minute buckets (finer ones are a week of minutes to decode), and the
+        energy in view is as exact from them (a bucket's mean times its time)."""
+        step_ms = bucket_step_ms(max(60.0, (end_s - start_s) / max(1, min(max_points, DISK_POINTS))))
+        step_s = step_ms / 1000
+        where = (uuid, keys, step_ms)
+        data = self._cache.get(where)
+        key = (math.floor(start_s / step_s), math.floor(end_s / step_s))
         if data is None or data.key != key:
             try:
                 read = self.reader.coarse(uuid, start_s, end_s, step_s, keys, fresh=False)
@@ -126,7 +135,9 @@ class DiskReach:
                 log.warning("the history on disk could not be read: %s", error)
                 nothing = np.empty((0, len(keys)))
                 read = CoarseData(np.empty(0), nothing, nothing, nothing, nothing, step_s)
-            data = self._cache[uuid] = _Cached(key, read)
+            if len(self._cache) >= STEPS_KEPT * (len(self.uuids) + 1):  # the GPUs and the host
+                self._cache.clear()
+            data = self._cache[where] = _Cached(key, read)
         return data.data
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import itertools
 import struct
+import threading
 import zlib
 
 import numpy as np
@@ -25,8 +26,21 @@ _HEADER = struct.Struct("<BII")  # format, rows, columns
 FORMAT = 1
 _DTYPES: tuple[np.dtype[np.signedinteger], ...] = (np.dtype("<i1"), np.dtype("<i2"), np.dtype("<i4"), np.dtype("<i8"))
 _LIMITS = tuple(np.iinfo(d).max for d in _DTYPES[:-1])
+_CODE_BYTES = tuple(bytes([code]) for code in range(len(_DTYPES)))
 FINE_MATRICES = 4  # times, values, nan mask, states
 COARSE_MATRICES = 5  # bucket starts, count, min, max, sum
+
+
+_local = threading.local()
+
+
+def _decompressor() -> zstandard.ZstdDecompressor:
+    """One a thread (one is not to be shared between threads; making one for each of a redraw's
+    hundred blocks costs more than decompressing some of them)."""
+    found = getattr(_local, "decompressor", None)
+    if found is None:
+        found = _local.decompressor = zstandard.ZstdDecompressor()
+    return found
 
 
 class DamagedBlockError(ValueError):
@@ -65,6 +79,15 @@ def restore_columns(q: np.ndarray, resolutions: np.ndarray) -> np.ndarray:
     return q * divisor / multiplier
 
 
+def restore_rows(q: np.ndarray, resolutions: np.ndarray) -> np.ndarray:
+    """restore_columns for ``q`` a row a column (as blocks hold them), in place of a float copy."""
+    multiplier, divisor = _factors(np.asarray(resolutions, dtype=np.float64))
+    values = q.astype(np.float64)
+    values *= divisor[:, None]  # the same two roundings as restore_columns: the same values
+    values /= multiplier[:, None]
+    return values
+
+
 def _pack(matrix: np.ndarray) -> bytes:
     """One matrix (columns × rows, int64): a type code per column, then, type by type, the deltas of
     the columns of that type as one array (so that decoding is a few numpy calls, not one a column)."""
@@ -75,27 +98,6 @@ def _pack(matrix: np.ndarray) -> bytes:
     for code, dtype in enumerate(_DTYPES):
         parts.append(deltas[codes == code].astype(dtype).tobytes())
     return b"".join(parts)
-
-
-def _unpack(data: memoryview, offset: int, matrix: np.ndarray) -> int:
-    """The deltas of one matrix at ``offset`` into ``matrix`` (columns × rows); the offset after them."""
-    columns, rows = matrix.shape
-    codes = np.frombuffer(data, dtype=np.uint8, count=columns, offset=offset)
-    offset += columns
-    per_code = np.bincount(codes, minlength=len(_DTYPES))
-    if len(per_code) > len(_DTYPES):
-        raise DamagedBlockError("unknown integer type")
-    used = np.flatnonzero(per_code).tolist()  # only the types present: few numpy calls a matrix
-    for code in used:
-        dtype = _DTYPES[code]
-        count = int(per_code[code]) * rows
-        deltas = np.frombuffer(data, dtype=dtype, count=count, offset=offset).reshape(-1, rows)
-        if len(used) == 1:
-            matrix[:] = deltas
-        else:
-            matrix[codes == code] = deltas
-        offset += count * dtype.itemsize
-    return offset
 
 
 def encode(matrices: list[np.ndarray], level: int) -> tuple[bytes, int]:
@@ -109,23 +111,62 @@ def encode(matrices: list[np.ndarray], level: int) -> tuple[bytes, int]:
 
 def decode(data: bytes, crc: int, count: int) -> list[np.ndarray]:
     """The ``count`` matrices of a block; raises DamagedBlockError when it is not whole."""
+    values = decode_rows(data, crc, count)
+    columns = (len(values) - 1) // max(1, count - 1)
+    starts = [0] + [1 + k * columns for k in range(count)]  # where each matrix begins, then the end
+    return [values[first:end] for first, end in itertools.pairwise(starts)]
+
+
+def decode_rows(data: bytes, crc: int, count: int) -> np.ndarray:
+    """The ``count`` matrices of a block as one array, one above the other (the one row of times,
+    then ``count - 1`` matrices of a row a column); raises DamagedBlockError when it is not whole."""
+    return np.cumsum(decode_deltas(data, crc, count), axis=1)
+
+
+def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None = None) -> np.ndarray:
+    """decode_rows before the sum along time; ``wanted``: those rows only (a reader of a few columns)."""
     if zlib.crc32(data) != crc:
         raise DamagedBlockError("checksum mismatch")
     try:
-        raw = memoryview(zstandard.ZstdDecompressor().decompress(data))
+        raw = _decompressor().decompress(data)
         version, rows, columns = _HEADER.unpack_from(raw)
         if version != FORMAT:
             raise DamagedBlockError(f"format {version}")
+        # Each matrix is its columns' type codes, then their deltas type by type (see _pack). The
+        # deltas of one type, of all the matrices, are read as one array: a block is a dozen numpy
+        # calls whatever its matrices and types (a week of a device is several blocks, a redraw
+        # reads every device's).
         offset = _HEADER.size
-        # All matrices in one array, summed along time at once: a block of 10-minute buckets is
-        # small, and one numpy call per matrix was most of its decoding.
-        deltas = np.empty((1 + (count - 1) * columns, rows), dtype=np.int64)
-        starts = [0] + [1 + k * columns for k in range(count)]  # where each matrix begins, then the end
-        for first, end in itertools.pairwise(starts):
-            offset = _unpack(raw, offset, deltas[first:end])
+        view = memoryview(raw)
+        codes: list[bytes] = []
+        by_type: list[list[memoryview]] = [[] for _ in _DTYPES]
+        for k in range(count):
+            width = 1 if k == 0 else columns  # the first matrix is the one row of times
+            these = raw[offset : offset + width]
+            offset += width
+            codes.append(these)
+            found = 0
+            for code, dtype in enumerate(_DTYPES):
+                used = these.count(_CODE_BYTES[code])
+                if used:
+                    found += used
+                    size = used * rows * dtype.itemsize
+                    by_type[code].append(view[offset : offset + size])
+                    offset += size
+            if found != width:
+                raise DamagedBlockError("unknown integer type")
         if offset != len(raw):
             raise DamagedBlockError("length mismatch")
+        parts = [np.frombuffer(b"".join(p), dtype=d) for p, d in zip(by_type, _DTYPES, strict=True) if p]
+        # Read type by type, the rows come in the order of their type codes (stable: then as stored).
+        order = np.argsort(np.frombuffer(b"".join(codes), dtype=np.uint8), kind="stable")
+        read = np.concatenate(parts).reshape(-1, rows)
+        if wanted is not None:  # where each wanted row was read, then those rows only: one gather
+            where = np.empty_like(order)
+            where[order] = np.arange(len(order))
+            return read[where[wanted]]
+        deltas = np.empty((1 + (count - 1) * columns, rows), dtype=np.int64)
+        deltas[order] = read
     except (zstandard.ZstdError, ValueError, struct.error) as error:
         raise DamagedBlockError(str(error)) from None
-    values = np.cumsum(deltas, axis=1)
-    return [values[first:end] for first, end in itertools.pairwise(starts)]
+    return deltas

@@ -6,8 +6,8 @@ block also carries a CRC-32 of its bytes, so that one damaged on disk is skipped
 
 Tiers: FRESH holds blocks of a few seconds as they are written; once a UTC hour is over its
 fresh blocks become one FINE block (every sample) and one COARSE block (min/mean/max per
-minute); the coarse blocks of a UTC day merge into one as it goes, and once the day is over
-a WIDE block of 10-minute buckets is made from it: a week reads as 8 small blocks a device.
+minute); the coarse blocks of a UTC day merge into one as it goes, and a WIDE block of 10-minute
+buckets is made from it each time: a week reads as 8 small blocks a device.
 Devices are GPUs by UUID and the host; times are milliseconds since the epoch (UTC).
 """
 
@@ -41,7 +41,7 @@ class Tier(enum.IntEnum):
     FRESH = 0
     FINE = 1
     COARSE = 2
-    WIDE = 3  # 10-minute buckets of each finished day: a week in a few hundred rows a device
+    WIDE = 3  # 10-minute buckets of each day: a week in a few hundred rows a device
 
 
 _SCHEMA = """

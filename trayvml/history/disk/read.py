@@ -17,12 +17,15 @@ from pathlib import Path
 import numpy as np
 
 from trayvml.core.sample import MetricState
+from trayvml.core.units import MIB
 from trayvml.history.disk import codec
-from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse
+from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse, note_damaged
 from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 
 _Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
-COARSE_CACHE = 128  # decoded coarse and wide blocks kept: a week of 8 GPUs and the host, twice over
+# Packed blocks folded into buckets, kept by their bytes: a week of 10-minute buckets of 8 GPUs
+# and the host (every metric the window draws) is about 17 MiB; a day of minutes is 2.6 MiB a GPU.
+BUCKETS_CACHE_BYTES = 24 * MIB
 
 
 @dataclass(frozen=True)
@@ -69,8 +72,11 @@ class StoreReader:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
         self._db: Database | None = None
-        self._cache: OrderedDict[tuple[int, int], list[np.ndarray]] = OrderedDict()
-        self._buckets: OrderedDict[tuple[int, int, int, tuple[str, ...]], _Buckets] = OrderedDict()
+        self._buckets: OrderedDict[tuple[tuple[tuple[int, int], ...], int, tuple[str, ...]], tuple[_Buckets, ...]] = (
+            OrderedDict()
+        )
+        self._buckets_bytes = 0
+        self._device_ids: dict[str, int] = {}
 
     def _database(self) -> Database | None:
         if self._db is None and (self.folder / FILE_NAME).exists():
@@ -92,25 +98,33 @@ class StoreReader:
         db = self._database()
         if db is None:
             return None
-        device = next((d for d in db.devices() if d.uuid == uuid), None)
-        if device is None:
-            return None
-        return db, db.blocks(device.id, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000), data)
+        device = self._device_ids.get(uuid)
+        if device is None:  # a device's id never changes; one written since is looked up again
+            self._device_ids = {d.uuid: d.id for d in db.devices()}
+            device = self._device_ids.get(uuid)
+            if device is None:
+                return None
+        return db, db.blocks(device, tiers, math.floor(start_s * 1000), math.ceil(end_s * 1000), data)
 
     def fine(self, uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]) -> FineData:
         found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
         times, values, states = [], [], []
         for db, block, matrices in _decoded(found, codec.FINE_MATRICES):
             layout = db.layout(block.layout)
-            t_ms, q, missing, state = matrices[0][0], matrices[1].T, matrices[2].T.astype(bool), matrices[3].T
+            t_ms = matrices[0][0]
             chosen = (t_ms >= start_s * 1000) & (t_ms <= end_s * 1000)
             if not chosen.any():
                 continue
-            value = codec.restore_columns(q[chosen], np.array(layout.resolutions))
-            value[missing[chosen]] = np.nan
+            # Only the columns asked for are restored (an export of a few of them, not all 57).
+            source, present = _mapping(layout.keys, keys)
+            q, missing, state = (m[source][:, chosen].T for m in matrices[1:])
+            value = codec.restore_columns(q, np.array(layout.resolutions)[source])
+            value[missing.astype(bool)] = np.nan
+            value[:, ~present] = np.nan
+            state[:, ~present] = MetricState.NO_DATA
             times.append(t_ms[chosen] / 1000)
-            values.append(_columns(value, layout, keys, np.nan))
-            states.append(_columns(state[chosen], layout, keys, MetricState.NO_DATA))
+            values.append(value)
+            states.append(state)
         if not times:
             return FineData(np.empty(0), np.empty((0, len(keys))), np.empty((0, len(keys)), dtype=np.int64))
         t = np.concatenate(times)
@@ -120,95 +134,108 @@ class StoreReader:
     def coarse(
         self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
     ) -> CoarseData:
-        """Buckets of about ``step_s`` (rounded to whole minutes, or ten) over the range: never a week of
-        seconds. ``fresh``: also the blocks of the hour not yet packed (a caller holding the last
-        hours in memory leaves them out: a few hundred small blocks)."""
-        bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
-        step_ms = max(1, round(step_s * 1000 / bucket_ms)) * bucket_ms
+        """Buckets of about ``step_s`` (rounded to whole minutes, or ten: see bucket_step_ms) over the
+        range: never a week of seconds. ``fresh``: also the blocks of the hour not yet packed (a caller
+        holding the last hours in memory leaves them out: a few hundred small blocks)."""
+        step_ms = bucket_step_ms(step_s)
         first_ms = math.floor(start_s * 1000 / step_ms) * step_ms
         n = max(0, math.floor(end_s * 1000 / step_ms) * step_ms - first_ms) // step_ms + 1
+        # A row a key while they are filled (as blocks hold them; a plot reads a key of each device).
         columns = len(keys)
-        count = np.zeros((n, columns), dtype=np.int64)
-        low = np.full((n, columns), np.inf)
-        high = np.full((n, columns), -np.inf)
-        total = np.zeros((n, columns))
+        count = np.zeros((columns, n), dtype=np.int64)
+        low = np.full((columns, n), np.nan)
+        high = np.full((columns, n), np.nan)
+        total = np.zeros((columns, n))
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
         found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
-        if found is not None:  # a day with a wide block is read from it alone, when buckets are that wide
-            wide_days = {(b.start_ms // DAY_MS, b.layout) for b in found[1] if b.tier is Tier.WIDE}
-            use_wide = bucket_ms == WIDE_BUCKET_MS
-            found = (
-                found[0],
-                [
-                    b
-                    for b in found[1]
-                    if (b.tier is Tier.WIDE) == use_wide
-                    or b.tier is Tier.FRESH
-                    or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
-                ],
-            )
-            # Only the blobs of the blocks used and not decoded before are read (a week of minutes
-            # a device is over a megabyte that the wide blocks make unnecessary).
-            chosen = [b for b in found[1] if (b.id, b.crc) not in self._cache]
-            data = {b.id: b for b in found[0].with_data(chosen)}
-            found = (found[0], [data.get(b.id, b) for b in found[1] if b.id in data or (b.id, b.crc) in self._cache])
-        for db, block, matrices in self._decoded_coarse(found):
-            starts, c, lo_v, hi_v, su_v = self._in_buckets(db, block, matrices, step_ms, keys)
+        db, listed = found if found is not None else (None, [])
+        # A day with a wide block is read from it alone, when buckets are that wide.
+        wide_days = {(b.start_ms // DAY_MS, b.layout) for b in listed if b.tier is Tier.WIDE}
+        use_wide = step_ms % WIDE_BUCKET_MS == 0
+        used = [
+            b
+            for b in listed
+            if (b.tier is Tier.WIDE) == use_wide
+            or b.tier is Tier.FRESH
+            or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
+        ]
+        placed = []
+        for starts, c, lo_v, hi_v, su_v in self._folded(db, used, step_ms, keys) if db is not None else ():
             at = (starts - first_ms) // step_ms
             inside = (at >= 0) & (at < n)
-            if not inside.any():
-                continue
-            at = at[inside]  # one row per bucket of ours: _in_buckets folded the block into them
-            count[at] += c[inside]
-            low[at] = np.minimum(low[at], lo_v[inside])
-            high[at] = np.maximum(high[at], hi_v[inside])
-            total[at] += su_v[inside]
-        empty = count == 0
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = np.where(empty, np.nan, total / np.maximum(count, 1))
-        low[empty] = np.nan
-        high[empty] = np.nan
+            placed.append(
+                (at, c, lo_v, hi_v, su_v)
+                if inside.all()
+                else (at[inside], c[:, inside], lo_v[:, inside], hi_v[:, inside], su_v[:, inside])
+            )
+        everywhere = np.concatenate([p[0] for p in placed]) if placed else np.empty(0, dtype=np.int64)
+        alone = len(np.unique(everywhere)) == len(everywhere)  # the usual: no bucket in two blocks
+        for at, c, lo_v, hi_v, su_v in placed:
+            if alone and len(at) and at[-1] - at[0] == len(at) - 1:  # a run of buckets: slices
+                run = slice(at[0], at[-1] + 1)
+                count[:, run], low[:, run], high[:, run], total[:, run] = c, lo_v, hi_v, su_v
+            elif alone:  # each bucket stored once, into empty buckets: plain stores
+                count[:, at], low[:, at], high[:, at], total[:, at] = c, lo_v, hi_v, su_v
+            else:
+                np.add.at(count.T, at, c.T)
+                np.fmin.at(low.T, at, lo_v.T)  # fmin, fmax: NaN (nothing in the bucket yet) gives way
+                np.fmax.at(high.T, at, hi_v.T)
+                np.add.at(total.T, at, su_v.T)
+        mean = np.full((columns, n), np.nan)
+        np.divide(total, count, out=mean, where=count > 0)
         times = (first_ms + np.arange(n) * step_ms) / 1000
-        return CoarseData(times, count, low, mean, high, step_ms / 1000)
+        return CoarseData(times, count.T, low.T, mean.T, high.T, step_ms / 1000)
 
-    def _in_buckets(
-        self, db: Database, block: Block, matrices: list[np.ndarray], step_ms: int, keys: tuple[str, ...]
-    ) -> _Buckets:
-        """The block folded into buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum)
-        of ``keys``, values restored; kept for packed blocks, which never change."""
-        key = (block.id, block.crc, step_ms, keys)
+    def _folded(self, db: Database, blocks: list[Block], step_ms: int, keys: tuple[str, ...]) -> list[_Buckets]:
+        """``blocks`` in buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum: a row a key) of ``keys``,
+        values restored: the packed blocks of each layout together (a week of a device is a few numpy
+        calls, not a few per block), kept for the next read of the same blocks (they never change:
+        a merge writes a new one); the fresh blocks each on their own, never kept."""
+        packed = [b for b in blocks if b.tier is not Tier.FRESH]
+        key = (tuple((b.id, b.crc) for b in packed), step_ms, keys)
         found = self._buckets.get(key)
         if found is not None:
             self._buckets.move_to_end(key)
-            return found
-        layout = db.layout(block.layout)
-        parts = coarse_from_fine(matrices, BUCKET_MS) if block.tier is Tier.FRESH else matrices
-        native_ms = WIDE_BUCKET_MS if block.tier is Tier.WIDE else BUCKET_MS
-        merged = merge_coarse([parts], step_ms) if step_ms != native_ms else parts  # already in those buckets
-        starts, c, lo, hi, su = merged[0][0], *(m.T for m in merged[1:])
-        lo_r, hi_r, su_v = codec.restore_columns(np.stack([lo, hi, su]), np.array(layout.resolutions))  # one call
-        lo_v = np.where(c > 0, lo_r, np.inf)
-        hi_v = np.where(c > 0, hi_r, -np.inf)
-        found = (
-            starts,
-            _columns(c, layout, keys, 0),
-            _columns(lo_v, layout, keys, np.inf),
-            _columns(hi_v, layout, keys, -np.inf),
-            _columns(su_v, layout, keys, 0.0),
-        )
-        if block.tier is not Tier.FRESH:
-            self._buckets[key] = found
-            while len(self._buckets) > COARSE_CACHE:
-                self._buckets.popitem(last=False)
-        return found
-
-    def _decoded_coarse(
-        self, found: tuple[Database, list[Block]] | None
-    ) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
-        """Like _decoded_any, keeping the last COARSE_CACHE coarse and wide blocks decoded: a block
-        never changes once written (a merge writes a new one), and a range that moves by a bucket
-        would otherwise decode its week again."""
-        yield from _decoded_any(found, self._cache)
+        fetch = [b for b in blocks if b.tier is Tier.FRESH] + (packed if found is None else [])
+        # Only the blobs used and not in buckets before are read (a week of minutes a device is over
+        # a megabyte that the wide blocks make unnecessary).
+        groups: dict[tuple[int, Tier], list[np.ndarray]] = {}
+        out: list[_Buckets] = list(found) if found is not None else []
+        fresh: list[tuple[int, np.ndarray]] = []
+        for block in db.with_data(fetch):  # a block deleted since it was listed is left out
+            if block.tier is Tier.FRESH:
+                matrices = _decode(block, codec.FINE_MATRICES)
+                if matrices is not None:
+                    fresh.append((block.layout, np.concatenate(coarse_from_fine(matrices, BUCKET_MS))))
+                continue
+            wanted = _wanted(db.layout(block.layout).keys, keys)
+            try:
+                deltas = codec.decode_deltas(block.data, block.crc, codec.COARSE_MATRICES, wanted)
+            except codec.DamagedBlockError as error:
+                note_damaged(block, str(error))
+                continue
+            groups.setdefault((block.layout, block.tier), []).append(deltas)
+        made = []
+        for (layout_id, tier), parts in groups.items():
+            layout = db.layout(layout_id)
+            # The blocks side by side, summed along time (the rows of ``keys`` only), in place.
+            rows = np.empty((len(parts[0]), sum(d.shape[1] for d in parts)), dtype=np.int64)
+            at = 0
+            for deltas in parts:
+                np.cumsum(deltas, axis=1, out=rows[:, at : at + deltas.shape[1]])
+                at += deltas.shape[1]
+            made.append(_fold(layout, rows, _native_ms(tier), step_ms, keys))
+        if found is None:
+            out = made
+            self._buckets[key] = tuple(made)
+            self._buckets_bytes += sum(a.nbytes for m in made for a in m)
+            while self._buckets_bytes > BUCKETS_CACHE_BYTES and len(self._buckets) > 1:
+                _, dropped = self._buckets.popitem(last=False)
+                self._buckets_bytes -= sum(a.nbytes for m in dropped for a in m)
+        for layout_id, rows in fresh:
+            layout = db.layout(layout_id)
+            out.append(_fold(layout, rows[_wanted(layout.keys, keys)], BUCKET_MS, step_ms, keys))
+        return out
 
     def fine_start_s(self, uuid: str) -> float | None:
         """When the device's every-sample tier begins (older ones are pruned to minutes), or None."""
@@ -239,16 +266,42 @@ class StoreReader:
         return Stats(first, last, samples, db.file_bytes())
 
 
-def _columns(matrix: np.ndarray, layout: Layout, keys: tuple[str, ...], fill: float) -> np.ndarray:
-    """``matrix`` (rows × the layout's columns) as rows × ``keys``; ``fill`` where the layout lacks a key."""
-    if layout.keys == keys:
-        return matrix
+def bucket_step_ms(step_s: float) -> int:
+    """The buckets a read for about ``step_s`` gets: whole minutes, or whole tens of minutes from
+    the wide tier once that is at least as fine as asked."""
+    bucket_ms = WIDE_BUCKET_MS if step_s * 1000 >= WIDE_BUCKET_MS else BUCKET_MS
+    return max(1, round(step_s * 1000 / bucket_ms)) * bucket_ms
+
+
+def _native_ms(tier: Tier) -> int:
+    return WIDE_BUCKET_MS if tier is Tier.WIDE else BUCKET_MS
+
+
+def _fold(layout: Layout, chosen: np.ndarray, native_ms: int, step_ms: int, keys: tuple[str, ...]) -> _Buckets:
+    """The rows of ``keys`` (_wanted) of coarse matrices of one layout (several blocks side by side),
+    in ``native_ms`` buckets, as buckets of ``step_ms``: (starts, count, min, max, sum), a row a key,
+    min and max NaN where a bucket holds nothing of a key."""
     source, present = _mapping(layout.keys, keys)
-    out = matrix[:, source]
+    width = len(source)
+    if step_ms != native_ms or (np.diff(chosen[0]) <= 0).any():  # else already one row a bucket of ours
+        parts = [chosen[:1], *(chosen[1 + k * width : 1 + (k + 1) * width] for k in range(codec.COARSE_MATRICES - 1))]
+        merged = merge_coarse([parts], step_ms)
+        chosen = np.concatenate([merged[0], *merged[1:]])
+    starts, count = chosen[0], chosen[1 : 1 + width]
     if not present.all():
-        out = out.astype(np.result_type(out.dtype, np.asarray(fill).dtype))
-        out[:, ~present] = fill
-    return out
+        count = np.where(present[:, None], count, 0)
+    values = codec.restore_rows(chosen[1 + width :], np.tile(np.array(layout.resolutions)[source], 3))
+    planes = values.reshape(3, width, -1)
+    planes[:2, count == 0] = np.nan  # no min or max of nothing (nor of a key the layout lacks)
+    planes[2, ~present] = 0.0  # restored from another key's column
+    return starts, count, planes[0], planes[1], planes[2]
+
+
+@functools.lru_cache(maxsize=64)
+def _wanted(have: tuple[str, ...], want: tuple[str, ...]) -> np.ndarray:
+    """The rows of a coarse block (codec.decode_rows) with ``want``'s columns: times, then each matrix's."""
+    source, _ = _mapping(have, want)
+    return np.concatenate([[0], *(1 + k * len(have) + source for k in range(codec.COARSE_MATRICES - 1))])
 
 
 @functools.lru_cache(maxsize=64)
@@ -266,32 +319,6 @@ def _decoded(
     db, blocks = found
     for block in blocks:
         matrices = _decode(block, count)
-        if matrices is not None:
-            yield db, block, matrices
-
-
-def _decoded_any(
-    found: tuple[Database, list[Block]] | None, cache: OrderedDict[tuple[int, int], list[np.ndarray]]
-) -> Iterator[tuple[Database, Block, list[np.ndarray]]]:
-    if found is None:
-        return
-    db, blocks = found
-    for block in blocks:
-        key = (block.id, block.crc)
-        matrices = cache.get(key)
-        if matrices is not None:
-            cache.move_to_end(key)
-        else:
-            if not block.data:  # listed without its data, as it was decoded, and dropped from the cache since
-                reread = db.with_data([block])
-                if not reread:
-                    continue  # deleted since (pruned): nothing to show of it
-                block = reread[0]
-            matrices = _decode(block, codec.FINE_MATRICES if block.tier is Tier.FRESH else codec.COARSE_MATRICES)
-            if matrices is not None and block.tier in (Tier.COARSE, Tier.WIDE):
-                cache[key] = matrices
-                while len(cache) > COARSE_CACHE:
-                    cache.popitem(last=False)
         if matrices is not None:
             yield db, block, matrices
 

@@ -315,9 +315,9 @@ class StoreWriter:
 
     def _compact(self, db: Database, now_ms: int) -> None:
         """Fresh blocks of UTC hours that are over become one fine and one coarse block each; the
-        coarse blocks of a UTC day merge into one; a finished day also gets its wide block."""
+        coarse blocks of a UTC day merge into one, and its wide block is made anew (today's too: a
+        week's view then reads no day as minutes)."""
         hour_ms = now_ms - now_ms % HOUR_MS
-        today = now_ms // DAY_MS
         for device in db.devices():
             fresh = [b for b in db.blocks(device.id, (Tier.FRESH,), 0, hour_ms - 1) if b.start_ms < hour_ms]
             if not fresh:
@@ -335,10 +335,10 @@ class StoreWriter:
                     db.delete([b.id for b in blocks])
                 touched = {(b.start_ms // DAY_MS, b.layout) for b in fresh}
                 for day, layout_id in touched:
-                    self._merge_day(db, device.id, day, layout_id, wide=day < today)
+                    self._merge_day(db, device.id, day, layout_id)
 
-    def _merge_day(self, db: Database, device: int, day: int, layout_id: int, wide: bool) -> None:
-        """One coarse block for the day (and, for a day that is over, its wide block anew)."""
+    def _merge_day(self, db: Database, device: int, day: int, layout_id: int) -> None:
+        """One coarse block for the day, and its wide block anew."""
         start_ms, end_ms = day * DAY_MS, (day + 1) * DAY_MS - 1
         blocks = [
             b
@@ -353,9 +353,8 @@ class StoreWriter:
         if len(coarse) > 1:
             db.delete([b.id for b in coarse])
             _insert(db, device, Tier.COARSE, layout_id, merged)
-        if wide:
-            db.delete([b.id for b in blocks if b.tier is Tier.WIDE])
-            _insert(db, device, Tier.WIDE, layout_id, merge_coarse([merged], WIDE_BUCKET_MS))
+        db.delete([b.id for b in blocks if b.tier is Tier.WIDE])
+        _insert(db, device, Tier.WIDE, layout_id, merge_coarse([merged], WIDE_BUCKET_MS))
 
     def _failed(self, error: Exception, now_ms: int) -> None:
         self._retry_at_ms = now_ms + round(RETRY_S * 1000)
