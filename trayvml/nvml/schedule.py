@@ -428,7 +428,8 @@ class Scheduler:
             g.processes = self._with_sm_util(g, processes, ask=kind == "compute")
 
         older = None if function == read.fallback else (lambda: self._process_op(read, read.fallback))
-        return Op(function, getattr(N, function), fill, (PROCESSES,), read.period_s, older, process_kind=kind)
+        lister = binding.ProcessLister(function)  # one call a read, not pynvml's two
+        return Op(function, lister, fill, (PROCESSES,), read.period_s, older, process_kind=kind)
 
     def _with_sm_util(self, g: GpuState, processes: tuple[ProcessSample, ...], ask: bool) -> tuple[ProcessSample, ...]:
         """``processes`` with their SM share from nvmlDeviceGetProcessUtilization. Not supported under MIG.
