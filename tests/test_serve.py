@@ -320,3 +320,60 @@ def test_real_gpus_are_served_as_real_and_read_back_as_real() -> None:
     assert all("simulated" not in p.labels for p in points if p.name == "trayvml_gpu_info")
     (back,) = to_samples(points, "fallback", "http://x", sample.timestamp_s)
     assert back.simulation == ""
+
+
+def test_serve_keeps_the_connection_of_an_http_1_1_scrape_and_closes_others() -> None:
+    import http.client
+    import socket
+
+    sample = _simulated_sample()
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0)
+    port = exporter.server.port
+    try:
+        kept = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        bodies, sockets = [], []
+        for _ in range(3):
+            kept.request("GET", "/metrics")
+            answer = kept.getresponse()
+            bodies.append(answer.read())
+            assert answer.version == 11 and not answer.will_close
+            sockets.append(kept.sock)  # http.client opens a new one where the server closed it
+        assert sockets[0] is sockets[1] is sockets[2] and sockets[0] is not None
+        assert bodies[0] == bodies[2] and b"trayvml_gpu_utilization_ratio" in bodies[0]
+        kept.close()
+        # HTTP/1.0, and HTTP/1.1 asking for the close, get their answer and the connection closed.
+        for request in (
+            b"GET /metrics HTTP/1.0\r\n\r\n",
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        ):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                raw.sendall(request)
+                received = b""
+                while chunk := raw.recv(65536):  # returns at the close; a kept connection would time out
+                    received += chunk
+            assert received.startswith(b"HTTP/1.1 200 OK") and received.endswith(bodies[0])
+    finally:
+        exporter.close()
+
+
+def test_a_remote_reads_serve_over_one_kept_https_connection_with_basic_auth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trayvml.remote.fetch import SeriesCache, parse_endpoint, read
+
+    config, cert = _web_config(tmp_path, tls=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    sample = _simulated_sample()
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, load_web_config(str(config)))
+    cache = SeriesCache()
+    try:
+        endpoint = parse_endpoint(exporter.server.url.replace("https://", "https://alice:s3cret@"), True)
+        sockets = []
+        for _ in range(3):
+            (back,) = read(endpoint, 5.0, sample.timestamp_s, cache)
+            assert [d.uuid for d in back.devices] == [d.uuid for d in sample.devices]
+            sockets.append(cache.connection._connection.sock)  # type: ignore[union-attr]
+        assert sockets[0] is sockets[1] is sockets[2] and sockets[0] is not None
+    finally:
+        cache.connection.close()
+        exporter.close()
