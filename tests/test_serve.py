@@ -377,3 +377,28 @@ def test_a_remote_reads_serve_over_one_kept_https_connection_with_basic_auth(
     finally:
         cache.connection.close()
         exporter.close()
+
+
+def test_process_series_are_read_at_the_process_lists_cadence_and_say_so() -> None:
+    from trayvml.core.demand import PROCESS_PERIOD_S
+    from trayvml.nvml.sim.scenarios import SimProcess
+
+    source, clock, lib = simulated_source("idle:gpus=h100")
+    memory = [2**30]
+    lib.processes = lambda gpu: [SimProcess(4242, "train", "ada", "python t.py", memory[0])] if gpu == 0 else []
+
+    def served() -> float:
+        text = _scrape_text(source.sample())
+        (point,) = [p for p in _points(text) if p.name == prom_names.PROCESS_MEMORY.family]
+        return point.value
+
+    assert served() == 2**30
+    memory[0] = 3 * 2**30
+    clock.advance_s(1)
+    assert served() == 2**30  # between two reads of the lists: as last read
+    clock.advance_s(PROCESS_PERIOD_S - 1)
+    assert served() == 3 * 2**30
+    text = _scrape_text(source.sample())
+    every = f"(process lists are read every {PROCESS_PERIOD_S:g} s)"
+    assert f"# HELP {prom_names.PROCESS_MEMORY.family} GPU memory used by each process {every}" in text
+    assert every in next(line for line in text.splitlines() if line.startswith("# HELP trayvml_process_job_info"))

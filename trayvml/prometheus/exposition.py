@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from trayvml.core import prom_names as names
+from trayvml.core.demand import PROCESS_PERIOD_S
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
@@ -86,17 +87,20 @@ _SIMULATED = Family(
 )
 _INFO = Family(InfoMetricFamily, names.GPU_INFO[: -len("_info")], "Facts about each GPU.", tuple(_GPU_LABELS))
 _TOTAL = Family(GaugeMetricFamily, names.MEMORY_TOTAL.family, "Memory total", tuple(_GPU_LABELS))
+# The process lists are read less often than the rest (a list costs the driver milliseconds a GPU):
+# the process series say so, as the scrape's timestamp is the sample's.
+_EVERY = f" (process lists are read every {PROCESS_PERIOD_S:g} s)"
 _PROCS = Family(
     GaugeMetricFamily,
     names.PROCESS_MEMORY.family,
-    "GPU memory used by each process",
+    "GPU memory used by each process" + _EVERY,
     (*_GPU_LABELS, "pid", "name", "user", "kind"),
 )
 _JOBS = Family(
     InfoMetricFamily,
     names.PROCESS_JOB_INFO[: -len("_info")],
     "The job each GPU process works for: its notebook, container, Slurm job, systemd unit, "
-    "terminal session or process tree (kind says which); job_name: a Slurm job's name, where known.",
+    "terminal session or process tree (kind says which); job_name: a Slurm job's name, where known" + _EVERY + ".",
     ("hostname", "pid", "job", "kind"),
 )
 
