@@ -402,3 +402,23 @@ def test_process_series_are_read_at_the_process_lists_cadence_and_say_so() -> No
     every = f"(process lists are read every {PROCESS_PERIOD_S:g} s)"
     assert f"# HELP {prom_names.PROCESS_MEMORY.family} GPU memory used by each process {every}" in text
     assert every in next(line for line in text.splitlines() if line.startswith("# HELP trayvml_process_job_info"))
+
+
+def test_serve_gives_free_memory_back_once_its_first_sample_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml.commands import serve
+
+    sample = _simulated_sample()
+    reads: list[int] = []
+    trims: list[int] = []
+
+    def read() -> Sample:
+        reads.append(1)
+        return sample
+
+    def trimmed() -> None:
+        trims.append(len(reads))
+        raise KeyboardInterrupt  # ends run() as Ctrl-C does
+
+    monkeypatch.setattr(serve, "give_back_free_memory", trimmed)
+    assert serve.run("127.0.0.1:0", None, 0.05, read) == 0
+    assert len(trims) == 1 and trims[0] >= 1  # after a sample was read, not before
