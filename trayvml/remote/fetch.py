@@ -364,7 +364,7 @@ class KeptConnection:
             reused = connection is not None
             if connection is None:
                 kind = _TlsConnection if parts.scheme == "https" else _Connection
-                connection = self._connection = kind(parts.hostname, parts.port, timeout=timeout_s, watchdog=watchdog)
+                connection = self._connection = kind(origin[1], origin[2], timeout=timeout_s, watchdog=watchdog)
             else:
                 connection._create_connection = watchdog.connect  # type: ignore[attr-defined]
                 connection.timeout = timeout_s
