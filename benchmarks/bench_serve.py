@@ -2,12 +2,13 @@
 cost against scrape rate, and the CPU a remote host adds to the reader.
 
     .venv/bin/python benchmarks/bench_serve.py [--seconds S] [--gpus N] [--hosts 1,4] [--runs R]
-        [--peers-only | --no-peers] [--remote-only]
+        [--parts peers,rates,remote] [--driver-cpu] [--new-connections]
 
 0. ``trayvml serve`` and nvitop-exporter side by side (PERFORMANCE.md P13), each a process of its
    own on the same simulated GPUs (realistic driver latency), both sampling at 1 s and each scraped
-   once a second by this process over HTTP, at the same time, for ``--seconds`` after a settling
-   time; R runs, medians. CPU: the process's user + system time (% of one core); RSS at the end.
+   once a second by this process over HTTP (a kept connection, as Prometheus scrapes), at the same
+   time, for ``--peer-seconds`` after a settling time; R runs, medians. CPU: the process's user +
+   system time (% of one core); RSS at the end.
 
 1. ``trayvml serve`` on N simulated H100s (realistic driver latency) in a process of its own, scraped
    at several rates over HTTP. Its CPU is read from /proc through psutil; "GPU reads/s" counts the
@@ -22,11 +23,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import http.client
 import socket
 import statistics
 import subprocess
 import sys
 import time
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
@@ -108,6 +111,30 @@ def _wait_for(url: str, text: bytes) -> None:
         time.sleep(0.2)
 
 
+# Scrapes keep their connection between scrapes, as Prometheus does (HTTP/1.1 keep-alive; a server
+# that answers HTTP/1.0 closes it and the next scrape opens another); --new-connections: a new
+# connection each scrape (urllib, "Connection: close"), as this benchmark scraped before.
+NEW_CONNECTIONS = [False]
+
+
+class _Scraper:
+    def __init__(self, url: str) -> None:
+        self.url = url
+        parts = urllib.parse.urlsplit(url)
+        self._connection = http.client.HTTPConnection(parts.hostname or "", parts.port, timeout=5)
+        self._path = parts.path
+
+    def get(self) -> bytes:
+        if NEW_CONNECTIONS[0]:
+            with urllib.request.urlopen(self.url, timeout=5) as answer:
+                return bytes(answer.read())
+        self._connection.request("GET", self._path)
+        return self._connection.getresponse().read()
+
+    def close(self) -> None:
+        self._connection.close()
+
+
 def _cpu_s(process: psutil.Process) -> float:
     times = process.cpu_times()
     return times.user + times.system
@@ -117,18 +144,20 @@ def peers(gpus: int, seconds: float) -> dict[str, tuple[float, float, int]]:
     """name -> (CPU % of one core, RSS MiB, body bytes): serve and nvitop-exporter in the same run."""
     with _serve(gpus) as mine, _nvitop_exporter(gpus) as theirs:
         tools = {"trayvml serve": mine, "nvitop-exporter": theirs}
+        scrapers = {name: _Scraper(url) for name, (url, _process) in tools.items()}
         time.sleep(SETTLE_S)
         before = {name: _cpu_s(process) for name, (_url, process) in tools.items()}
         sizes = dict.fromkeys(tools, 0)
         start = time.monotonic()
         scrapes = 0
         while time.monotonic() - start < seconds:
-            for name, (url, _process) in tools.items():
-                with urllib.request.urlopen(url, timeout=5) as answer:
-                    sizes[name] = len(answer.read())
+            for name, scraper in scrapers.items():
+                sizes[name] = len(scraper.get())
             scrapes += 1
             time.sleep(max(0.0, start + scrapes - time.monotonic()))
         wall_s = time.monotonic() - start
+        for scraper in scrapers.values():
+            scraper.close()
         return {
             name: ((_cpu_s(process) - before[name]) / wall_s * 100, process.memory_info().rss / 2**20, sizes[name])
             for name, (_url, process) in tools.items()
@@ -146,14 +175,14 @@ def scrape_costs(gpus: int, seconds: float) -> list[tuple[float, int, float, flo
     """(rate Hz, scrapes, server CPU % of a core, CPU ms per scrape, GPU reads/s, body bytes)."""
     rows = []
     with _serve(gpus) as (url, server):
+        scraper = _Scraper(url)
         for rate in RATES_HZ:
             scrapes, seen, size = 0, set(), 0
             cpu_before = sum(server.cpu_times()[:2])
             start = time.monotonic()
             while (elapsed := time.monotonic() - start) < seconds:
                 if rate:
-                    with urllib.request.urlopen(url, timeout=5) as answer:
-                        body = answer.read()
+                    body = scraper.get()
                     size = len(body)
                     seen.add(_sample_time(body))
                     scrapes += 1
@@ -170,6 +199,7 @@ def scrape_costs(gpus: int, seconds: float) -> list[tuple[float, int, float, flo
             # the sampling cannot see every sample, so below 1/s the column says nothing.
             reads = (len(seen) - 1) / wall_s if rate >= 1 else float("nan")
             rows.append((rate, scrapes, cpu_s / wall_s * 100, per_scrape, reads, size))
+        scraper.close()
     return rows
 
 
@@ -256,9 +286,13 @@ def main() -> None:
     parser.add_argument("--hosts", default="1,4", help="remote host counts to measure (default 1,4)")
     parser.add_argument("--driver-cpu", action="store_true", help="process lists burn CPU (see DRIVER_CPU)")
     parser.add_argument("--parts", default="peers,rates,remote", help="which parts (default peers,rates,remote)")
+    parser.add_argument("--new-connections", action="store_true", help="a new connection each scrape (see above)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
     DRIVER_CPU[0] = args.driver_cpu
+    NEW_CONNECTIONS[0] = args.new_connections
+    if args.new_connections:
+        print("Each scrape on a new connection (--new-connections)")
     if args.driver_cpu:
         print("Simulated process-list calls burn their 2.25 ms on the CPU (--driver-cpu)")
     if "peers" in parts:

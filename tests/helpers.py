@@ -55,7 +55,9 @@ def finite(value: float) -> bool:
 class FakeRemote:
     """A small HTTP server whose answer each test sets: a body, a status, a hang, a redirect, an
     answer dripped a byte at a time (``drip_s`` apart, headers too), or gone. ``seen`` holds the
-    headers of each request it got."""
+    headers of each request it got, ``connections`` counts the connections it took. ``keep_alive``:
+    it answers HTTP/1.1 and keeps the connection for more requests (``drop_idle``: yet closes it
+    after each answer without saying so, as a server whose idle timeout ran out)."""
 
     def __init__(self) -> None:
         self.body = b""
@@ -65,10 +67,18 @@ class FakeRemote:
         self.drip_s = 0.0
         self.redirect_to = ""
         self.seen: list[dict[str, str]] = []
+        self.keep_alive = False
+        self.drop_idle = False
+        self.connections = 0
         self.release = threading.Event()
         remote = self
 
         class Handler(BaseHTTPRequestHandler):
+            def setup(self) -> None:
+                super().setup()
+                remote.connections += 1
+                self.protocol_version = "HTTP/1.1" if remote.keep_alive else "HTTP/1.0"
+
             def do_GET(self) -> None:
                 remote.seen.append(dict(self.headers.items()))
                 if remote.hang:
@@ -88,6 +98,8 @@ class FakeRemote:
                 self.send_header("Content-Length", str(len(remote.body)))
                 self.end_headers()
                 self.wfile.write(remote.body)
+                if remote.drop_idle:
+                    self.close_connection = True
 
             def _drip(self) -> None:
                 head = f"HTTP/1.0 200 OK\r\nContent-Type: {remote.content_type}\r\n"

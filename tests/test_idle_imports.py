@@ -115,3 +115,24 @@ def test_the_pyside_check_still_tells_modules_apart(tmp_path: Path) -> None:
         modules[path.stem] = module
     assert _uses_pyside(modules["with_qt"]) and not _uses_pyside(modules["without"])
     assert not _uses_pyside(types.ModuleType("builtin_like"))  # no file: as PySide6 itself says
+
+
+def test_reading_field_values_does_not_load_numpy_ma() -> None:
+    # np.unique imports numpy.ma (1.3 MiB of serve's RSS, benchmarks/README.md) for a few value types.
+    code = textwrap.dedent(
+        """
+        import sys
+        from trayvml.core.clock import ManualClock
+        from trayvml.nvml.sim import parse_spec
+        from trayvml.source import Source
+
+        source = Source(parse_spec("training:gpus=h100*2"), ManualClock(), host=False)
+        sample = source.sample()
+        source.close()
+        assert sample.gpus[0].state("power_instant_w").name == "OK"  # a field value, decoded
+        print("numpy.ma" in sys.modules)
+        """
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "False"

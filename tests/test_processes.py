@@ -217,3 +217,58 @@ def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gp
     bare = replace(bare, gpus=(replace(bare.gpus[0], processes=bare.gpus[0].processes[3:]),))
     tab.update_processes(bare)
     assert table.isColumnHidden(HEADERS.index("Unit")) and table.isColumnHidden(HEADERS.index("Session"))
+
+
+def _many(lib, count: int, first_pid: int = 5000):  # type: ignore[no-untyped-def]
+    """GPU 0 runs ``count`` compute processes (PIDs from ``first_pid``), whatever the scenario says."""
+    from trayvml.nvml.sim.scenarios import SimProcess
+
+    procs = [SimProcess(first_pid + k, f"worker{k}", "ada", "python w.py", (k + 1) * 2**20) for k in range(count)]
+    lib.processes = lambda gpu: procs if gpu == 0 else []
+
+
+COMPUTE = "nvmlDeviceGetComputeRunningProcesses_v3"
+
+
+def test_a_process_list_is_read_in_one_call_while_its_buffer_suffices() -> None:
+    source, clock, lib = simulated_source("idle:gpus=h100")
+    _many(lib, 2)
+    source.sample()
+    before = lib.calls[COMPUTE]
+    for _ in range(3):
+        clock.advance_s(5)  # the process lists' cadence
+        sample = source.sample()
+    assert lib.calls[COMPUTE] - before == 3  # pynvml's way is a size query and a fill: 6
+    assert [(p.pid, p.used_memory_bytes) for p in sample.gpus[0].processes] == [(5000, 2**20), (5001, 2 * 2**20)]
+
+
+def test_a_process_list_that_outgrows_its_buffer_is_read_whole_and_the_buffer_kept() -> None:
+    source, clock, lib = simulated_source("idle:gpus=h100")
+    _many(lib, 1)
+    source.sample()
+    # Many more processes than the buffer holds: the driver answers INSUFFICIENT_SIZE with the
+    # count it needs, and the list is read again, whole.
+    _many(lib, 37)
+    clock.advance_s(5)
+    before = lib.calls[COMPUTE]
+    grown = source.sample().gpus[0]
+    assert lib.calls[COMPUTE] - before == 2
+    assert [p.pid for p in grown.processes] == list(range(5000, 5037))
+    assert grown.value("process_count") == 37
+    assert grown.processes[-1].used_memory_bytes == 37 * 2**20
+    # From then on one call again, and a shorter list is read as it is (no stale entries).
+    _many(lib, 3, first_pid=7000)
+    clock.advance_s(5)
+    before = lib.calls[COMPUTE]
+    shrunk = source.sample().gpus[0]
+    assert lib.calls[COMPUTE] - before == 1
+    assert [p.pid for p in shrunk.processes] == [7000, 7001, 7002]
+
+
+def test_a_process_whose_memory_the_driver_cannot_tell_has_unknown_memory_in_the_one_call_read() -> None:
+    source, _clock, lib = simulated_source("idle:gpus=h100")
+    _many(lib, 2)
+    hidden = lib.processes(0)[1]
+    lib.hides = lambda proc: proc is hidden  # the simulator answers NVML_VALUE_NOT_AVAILABLE for it
+    procs = source.sample().gpus[0].processes
+    assert procs[0].used_memory_bytes == 2**20 and math.isnan(procs[1].used_memory_bytes)

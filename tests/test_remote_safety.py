@@ -185,3 +185,88 @@ def test_at_most_64_remotes_are_read_and_the_rest_said_in_one_sentence(
     assert [e.url for e in found] == urls[:MAX_REMOTES] and MAX_REMOTES == 64
     err = capsys.readouterr().err
     assert err == "trayvml: 20000 remote hosts are listed; trayvml reads the first 64 and leaves out the rest.\n"
+
+
+NOW_S = 1_800_000_000.0
+
+
+def test_a_remote_that_keeps_connections_is_read_on_one_connection(remote: FakeRemote) -> None:
+    remote.keep_alive = True
+    remote.body = dcgm_exposition("Hostname").encode()
+    cache = SeriesCache()
+    try:
+        for _ in range(3):
+            (sample,) = read(parse_endpoint(remote.url), 2.0, NOW_S, cache)
+            assert sample.gpus
+    finally:
+        cache.connection.close()
+    assert remote.connections == 1 and len(remote.seen) == 3
+    assert all(seen.get("Connection") != "close" for seen in remote.seen)
+
+
+def test_a_remote_that_closes_each_connection_is_read_on_a_new_one_each_time(remote: FakeRemote) -> None:
+    remote.body = dcgm_exposition("Hostname").encode()  # HTTP/1.0: closed after each answer
+    cache = SeriesCache()
+    for _ in range(3):
+        read(parse_endpoint(remote.url), 2.0, NOW_S, cache)
+    assert remote.connections == 3
+
+
+def test_a_kept_connection_the_server_closed_while_idle_is_opened_anew_once(remote: FakeRemote) -> None:
+    remote.keep_alive = remote.drop_idle = True  # closed after each answer, without saying so
+    remote.body = dcgm_exposition("Hostname").encode()
+    cache = SeriesCache()
+    try:
+        for _ in range(3):
+            (sample,) = read(parse_endpoint(remote.url), 2.0, NOW_S, cache)
+            assert sample.gpus
+    finally:
+        cache.connection.close()
+    assert remote.connections == 3 and len(remote.seen) == 3
+
+
+def test_a_kept_connection_that_stops_answering_is_bounded_by_the_timeout(remote: FakeRemote) -> None:
+    remote.keep_alive = True
+    remote.body = dcgm_exposition("Hostname").encode()
+    cache = SeriesCache()
+    endpoint = parse_endpoint(remote.url)
+    try:
+        read(endpoint, 2.0, NOW_S, cache)
+        remote.hang = True  # the next request on the kept connection gets no answer
+        with pytest.raises(RemoteError, match=r"did not answer within 0\.3 s"):
+            read(endpoint, 0.3, NOW_S, cache)
+        # A kept connection that dribbles is cut at the deadline, as a new one is.
+        remote.hang, remote.drip_s = False, 0.05
+        with pytest.raises(RemoteError, match=r"did not finish answering within 0\.3 s"):
+            read(endpoint, 0.3, NOW_S, cache)
+    finally:
+        cache.connection.close()
+    assert remote.connections >= 2  # the hung one was let go, not used again
+
+
+def test_a_remote_behind_a_proxy_is_read_through_the_proxy_not_a_kept_connection(
+    second: FakeRemote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The host's name resolves nowhere: only through the proxy can it be read.
+    second.keep_alive = True
+    second.body = dcgm_exposition("Hostname").encode()  # the proxy answers for the host
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("http_proxy", second.url)
+    cache = SeriesCache()
+    found: list[Any] = []
+
+    def read_it() -> None:  # on a thread of its own: each thread's opener takes the proxies once, when made
+        try:
+            found.extend(read(parse_endpoint("http://gpu-box.invalid:9400/metrics"), 2.0, NOW_S, cache))
+        except RemoteError as error:
+            found.append(error)
+        finally:
+            cache.connection.close()
+
+    reader = threading.Thread(target=read_it)
+    reader.start()
+    reader.join(10)
+    (sample,) = found
+    assert not isinstance(sample, RemoteError), sample
+    assert sample.gpus and len(second.seen) == 1

@@ -320,3 +320,105 @@ def test_real_gpus_are_served_as_real_and_read_back_as_real() -> None:
     assert all("simulated" not in p.labels for p in points if p.name == "trayvml_gpu_info")
     (back,) = to_samples(points, "fallback", "http://x", sample.timestamp_s)
     assert back.simulation == ""
+
+
+def test_serve_keeps_the_connection_of_an_http_1_1_scrape_and_closes_others() -> None:
+    import http.client
+    import socket
+
+    sample = _simulated_sample()
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0)
+    port = exporter.server.port
+    try:
+        kept = http.client.HTTPConnection("127.0.0.1", port, timeout=5)
+        bodies, sockets = [], []
+        for _ in range(3):
+            kept.request("GET", "/metrics")
+            answer = kept.getresponse()
+            bodies.append(answer.read())
+            assert answer.version == 11 and not answer.will_close
+            sockets.append(kept.sock)  # http.client opens a new one where the server closed it
+        assert sockets[0] is sockets[1] is sockets[2] and sockets[0] is not None
+        assert bodies[0] == bodies[2] and b"trayvml_gpu_utilization_ratio" in bodies[0]
+        kept.close()
+        # HTTP/1.0, and HTTP/1.1 asking for the close, get their answer and the connection closed.
+        for request in (
+            b"GET /metrics HTTP/1.0\r\n\r\n",
+            b"GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n",
+        ):
+            with socket.create_connection(("127.0.0.1", port), timeout=5) as raw:
+                raw.sendall(request)
+                received = b""
+                while chunk := raw.recv(65536):  # returns at the close; a kept connection would time out
+                    received += chunk
+            assert received.startswith(b"HTTP/1.1 200 OK") and received.endswith(bodies[0])
+    finally:
+        exporter.close()
+
+
+def test_a_remote_reads_serve_over_one_kept_https_connection_with_basic_auth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trayvml.remote.fetch import SeriesCache, parse_endpoint, read
+
+    config, cert = _web_config(tmp_path, tls=True)
+    monkeypatch.setenv("SSL_CERT_FILE", str(cert))
+    sample = _simulated_sample()
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, load_web_config(str(config)))
+    cache = SeriesCache()
+    try:
+        endpoint = parse_endpoint(exporter.server.url.replace("https://", "https://alice:s3cret@"), True)
+        sockets = []
+        for _ in range(3):
+            (back,) = read(endpoint, 5.0, sample.timestamp_s, cache)
+            assert [d.uuid for d in back.devices] == [d.uuid for d in sample.devices]
+            sockets.append(cache.connection._connection.sock)  # type: ignore[union-attr]
+        assert sockets[0] is sockets[1] is sockets[2] and sockets[0] is not None
+    finally:
+        cache.connection.close()
+        exporter.close()
+
+
+def test_process_series_are_read_at_the_process_lists_cadence_and_say_so() -> None:
+    from trayvml.core.demand import PROCESS_PERIOD_S
+    from trayvml.nvml.sim.scenarios import SimProcess
+
+    source, clock, lib = simulated_source("idle:gpus=h100")
+    memory = [2**30]
+    lib.processes = lambda gpu: [SimProcess(4242, "train", "ada", "python t.py", memory[0])] if gpu == 0 else []
+
+    def served() -> float:
+        text = _scrape_text(source.sample())
+        (point,) = [p for p in _points(text) if p.name == prom_names.PROCESS_MEMORY.family]
+        return point.value
+
+    assert served() == 2**30
+    memory[0] = 3 * 2**30
+    clock.advance_s(1)
+    assert served() == 2**30  # between two reads of the lists: as last read
+    clock.advance_s(PROCESS_PERIOD_S - 1)
+    assert served() == 3 * 2**30
+    text = _scrape_text(source.sample())
+    every = f"(process lists are read every {PROCESS_PERIOD_S:g} s)"
+    assert f"# HELP {prom_names.PROCESS_MEMORY.family} GPU memory used by each process {every}" in text
+    assert every in next(line for line in text.splitlines() if line.startswith("# HELP trayvml_process_job_info"))
+
+
+def test_serve_gives_free_memory_back_once_its_first_sample_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml.commands import serve
+
+    sample = _simulated_sample()
+    reads: list[int] = []
+    trims: list[int] = []
+
+    def read() -> Sample:
+        reads.append(1)
+        return sample
+
+    def trimmed() -> None:
+        trims.append(len(reads))
+        raise KeyboardInterrupt  # ends run() as Ctrl-C does
+
+    monkeypatch.setattr(serve, "give_back_free_memory", trimmed)
+    assert serve.run("127.0.0.1:0", None, 0.05, read) == 0
+    assert len(trims) == 1 and trims[0] >= 1  # after a sample was read, not before

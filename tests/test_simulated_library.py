@@ -292,3 +292,29 @@ def test_one_field_can_be_made_to_fail_on_its_own(lib: SimulatedNvml) -> None:
     assert [v.nvmlReturn for v in N.nvmlDeviceGetFieldValues(handle(0), ids)] == [N.NVML_ERROR_NO_PERMISSION, 0]
     # GPU 1 (an RTX 4090, no memory temperature) answers as before.
     assert N.nvmlDeviceGetFieldValues(handle(1), ids)[0].nvmlReturn == N.NVML_ERROR_NOT_SUPPORTED
+
+
+def test_a_process_list_too_small_for_the_processes_says_so_with_the_count_it_needs() -> None:
+    import ctypes
+
+    from trayvml.nvml import binding
+
+    library = SimulatedNvml(parse_spec("training:gpus=h100,start=1800"), ManualClock())
+    install(library)
+    N.nvmlInit()
+    running = len(N.nvmlDeviceGetComputeRunningProcesses(handle(0)))
+    assert running >= 1
+    function = library.nvmlDeviceGetComputeRunningProcesses_v3
+    count = ctypes.c_uint(running - 1)
+    array = (N.c_nvmlProcessInfo_v3_t * max(running - 1, 1))()
+    # As nvml.h says: INSUFFICIENT_SIZE, and infoCount holds the size the call needs.
+    assert function(handle(0), ctypes.byref(count), array) == N.NVML_ERROR_INSUFFICIENT_SIZE
+    assert count.value == running
+    count = ctypes.c_uint(running + 3)
+    array = (N.c_nvmlProcessInfo_v3_t * (running + 3))()
+    assert function(handle(0), ctypes.byref(count), array) == N.NVML_SUCCESS and count.value == running
+    # trayvml's one-call read answers what pynvml's two calls answer.
+    listed = binding.ProcessLister("nvmlDeviceGetComputeRunningProcesses_v3")(handle(0))
+    assert [(p.pid, p.usedGpuMemory) for p in listed] == [
+        (p.pid, p.usedGpuMemory) for p in N.nvmlDeviceGetComputeRunningProcesses(handle(0))
+    ]

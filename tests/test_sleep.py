@@ -144,3 +144,35 @@ def test_asleep_spans_say_which_gaps_were_sleep() -> None:
     seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 70)]
     assert seen == [(1, 10.0, 29.0), (1, 50.0, 54.0)]
     assert spans.between(start_s + 31, start_s + 45) == []
+
+
+def test_only_gpus_the_kernel_may_suspend_have_their_power_state_read_each_poll(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from trayvml.nvml import runtime_pm
+
+    devices = tmp_path / "bus" / "pci" / "devices"
+    for address, control in (("0000:01:00.0", "auto"), ("0000:02:00.0", "on")):
+        (devices / address / "power").mkdir(parents=True)
+        (devices / address / "vendor").write_text("0x10de\n")
+        (devices / address / "class").write_text("0x030200\n")
+        (devices / address / "power" / "runtime_status").write_text("active\n")
+        (devices / address / "power" / "control").write_text(control + "\n")
+    reads: list[str] = []
+    real_read = runtime_pm._read
+    monkeypatch.setattr(runtime_pm, "_read", lambda path: reads.append(str(path)) or real_read(path))
+    now = [100.0]
+    monkeypatch.setattr(runtime_pm.time, "monotonic", lambda: now[0])
+    power = RuntimePower(tmp_path)
+    first = power.poll()
+    assert first["0000:01:00.0"].managed and not first["0000:02:00.0"].managed
+    reads.clear()
+    (devices / "0000:01:00.0" / "power" / "runtime_status").write_text("suspended\n")
+    second = power.poll()
+    # The laptop-style GPU's state is read afresh; the server-style one (control "on") is not read at all.
+    assert second["0000:01:00.0"].asleep and not second["0000:02:00.0"].asleep
+    assert [Path(r).parent.parent.name for r in reads] == ["0000:01:00.0"]
+    # Its control is read again after CONTROL_RECHECK_S: set to "auto" meanwhile, it is managed from then on.
+    (devices / "0000:02:00.0" / "power" / "control").write_text("auto\n")
+    now[0] += runtime_pm.CONTROL_RECHECK_S
+    assert power.poll()["0000:02:00.0"].managed

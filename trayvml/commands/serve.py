@@ -27,6 +27,16 @@ def few_malloc_arenas(arenas: int = 2) -> None:
         ctypes.CDLL(None).mallopt(m_arena_max, arenas)
 
 
+def give_back_free_memory() -> None:
+    """Hands the heap's free pages back to the system (glibc's malloc_trim), once start-up is over:
+    building the command line, opening NVML and the first sample leave freed memory that glibc
+    keeps for reuse, and serve then runs for months at a steady size (benchmarks/README.md)."""
+    import ctypes
+
+    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
+        ctypes.CDLL(None).malloc_trim(0)
+
+
 # ---- the sampling loop ----
 class SamplingLoop:
     """Reads a sample every ``interval_s`` on a thread of its own; ``latest`` is what it read last."""
@@ -89,8 +99,11 @@ def run(listen: str | None, web_config: str | None, interval_s: float, read: Cal
                 file=sys.stderr,
                 flush=True,
             )
+            trimmed = False
             while not stop.wait(0.5):
-                pass
+                if not trimmed and loop.latest is not None:
+                    trimmed = True
+                    give_back_free_memory()
         except KeyboardInterrupt:
             pass
         finally:

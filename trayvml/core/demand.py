@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from trayvml.core.metrics import GPU_METRICS
 
 PROCESSES = "processes"  # the process lists (names, memory), beyond the count
+PROCESS_PERIOD_S = 5.0  # how often the process lists are read: a process query costs milliseconds in the driver
 EVERYTHING: frozenset[str] = frozenset(m.key for m in GPU_METRICS) | {PROCESSES}
 # What the timelines record while nothing else asks: every metric with a history, so that opening
 # the window shows the past, but not the process lists (and so not their count).

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 import pynvml as N
 
@@ -107,3 +107,51 @@ def load_real_library() -> Any:
     """libnvidia-ml, loaded as pynvml loads it (raises pynvml.NVMLError LIBRARY_NOT_FOUND)."""
     N._LoadNvmlLibrary()
     return N.nvmlLib
+
+
+class RunningProcess(NamedTuple):
+    """One entry of a process list, with pynvml's names (``usedGpuMemory`` None: not available)."""
+
+    pid: int
+    usedGpuMemory: int | None  # noqa: N815 (pynvml's name, which ProcessCache reads)
+
+
+PROCESS_MARGIN = 4  # room for processes that start between two reads, beyond the last count
+PROCESS_TRIES = 4  # a list that outgrows its buffer this many times running: that read fails
+
+
+class ProcessLister:
+    """A process list (``nvmlDevice*RunningProcesses_v3``/``_v2``) in one call where pynvml makes two.
+
+    pynvml asks for the count (``infos`` NULL), then calls again with an array of twice that plus
+    5. nvml.h lets one call do both: ``*infoCount`` gives the array's size; the driver fills it and
+    sets the count, or answers NVML_ERROR_INSUFFICIENT_SIZE with the count it needs (go-nvml reads
+    the lists this way). The array is kept, sized from the last count plus PROCESS_MARGIN, so a
+    list that did not grow costs one call; one that did costs another with the array grown.
+    """
+
+    def __init__(self, function: str) -> None:
+        self.function = function
+        self._entries = (N.c_nvmlProcessInfo_v3_t * PROCESS_MARGIN)()  # v2 and v3 share this struct
+        self._count = ctypes.c_uint(0)
+        self._missing = N.NVML_VALUE_NOT_AVAILABLE_ulonglong.value  # WDDM: memory not known per process
+
+    def __call__(self, handle: Any) -> list[RunningProcess]:
+        function = N._nvmlGetFunctionPointer(self.function)  # cached by pynvml
+        count = self._count
+        for _ in range(PROCESS_TRIES):
+            entries = self._entries
+            count.value = len(entries)
+            code = function(handle, ctypes.byref(count), entries)
+            if code == N.NVML_SUCCESS and count.value <= len(entries):
+                missing = self._missing
+                return [
+                    RunningProcess(e.pid, None if e.usedGpuMemory == missing else e.usedGpuMemory)
+                    for e in entries[: count.value]
+                ]
+            if code not in (N.NVML_SUCCESS, N.NVML_ERROR_INSUFFICIENT_SIZE):
+                raise N.NVMLError(code)
+            # Too small: the size the driver asked for (at least double), with room to grow.
+            size = max(count.value + PROCESS_MARGIN, 2 * len(entries))
+            self._entries = (N.c_nvmlProcessInfo_v3_t * size)()
+        raise N.NVMLError(N.NVML_ERROR_INSUFFICIENT_SIZE)

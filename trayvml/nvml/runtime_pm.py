@@ -11,6 +11,7 @@ sleeps in ``/sys/bus/pci/devices/<address>/power/runtime_status`` without touchi
 from __future__ import annotations
 
 import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,6 +19,10 @@ SYSFS_ROOT_ENV = "TRAYVML_SYSFS_ROOT"
 NVIDIA_VENDOR = "0x10de"
 DISPLAY_CLASS = "0x03"  # PCI class 03xxxx: VGA (0300) and 3D (0302) controllers
 SUSPENDED = "suspended"
+# power/control is set by udev rules or by hand, rarely: read again this often. A GPU whose control
+# is "on" is never runtime-suspended by the kernel, so its runtime_status is read only then too;
+# a server's GPUs then cost no sysfs read a tick (16 reads a second for 8 GPUs before).
+CONTROL_RECHECK_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -47,24 +52,31 @@ def bus_key(bus_id: str) -> str:
         return bus_id.lower()
 
 
-def _read(path: Path) -> str:
+def _read(path: Path | str) -> str:
     try:
-        return path.read_text(encoding="ascii", errors="replace").strip()
+        with open(path, encoding="ascii", errors="replace") as file:
+            return file.read().strip()
     except OSError:
         return ""
 
 
 class RuntimePower:
-    """The NVIDIA display functions under a sysfs root, found once, and their power state each poll."""
+    """The NVIDIA display functions under a sysfs root, found once, and their power state each poll
+    (read each poll where the kernel may suspend the GPU, see CONTROL_RECHECK_S)."""
 
     def __init__(self, root: Path | None = None) -> None:
         self.root = root if root is not None else sysfs_root()
         self._functions: list[Path] | None = None
+        # Each function's bus key, address and runtime_status path, and what the unmanaged ones'
+        # status said at the last read of their control.
+        self._gpus: list[tuple[str, str, str]] = []
+        self._unmanaged: dict[str, PciPower] = {}
+        self._control_due_s = 0.0  # time.monotonic(): the kernel's state, whatever clock the reader runs on
         # The file being read, "" between reads: read from another thread to say what does not
         # answer (a sysfs read runs where NVML calls do, so it holds up the sample just the same).
         self.reading = ""
 
-    def _read(self, path: Path) -> str:
+    def _read(self, path: Path | str) -> str:
         self.reading = str(path)
         try:
             return _read(path)
@@ -87,13 +99,23 @@ class RuntimePower:
             if self._read(d / "vendor") == NVIDIA_VENDOR and self._read(d / "class").startswith(DISPLAY_CLASS)
         ]
 
+    def _read_controls(self, functions: list[Path]) -> None:
+        self._gpus, self._unmanaged = [], {}
+        for d in functions:
+            status = str(d / "power" / "runtime_status")
+            self._gpus.append((bus_key(d.name), d.name, status))
+            if self._read(d / "power" / "control") != "auto":
+                self._unmanaged[d.name] = PciPower(d.name, self._read(status), False)
+
     def poll(self) -> dict[str, PciPower]:
         """Each NVIDIA GPU's power state by bus key; empty where sysfs says nothing (then read NVML)."""
-        if self._functions is None:
-            self._functions = self._find()
+        now_s = time.monotonic()
+        if self._functions is None or now_s >= self._control_due_s:
+            if self._functions is None:
+                self._functions = self._find()
+            self._read_controls(self._functions)
+            self._control_due_s = now_s + CONTROL_RECHECK_S
         return {
-            bus_key(d.name): PciPower(
-                d.name, self._read(d / "power" / "runtime_status"), self._read(d / "power" / "control") == "auto"
-            )
-            for d in self._functions
+            key: self._unmanaged.get(address) or PciPower(address, self._read(status), True)
+            for key, address, status in self._gpus
         }

@@ -15,12 +15,12 @@ from dataclasses import dataclass
 
 import pynvml as N
 
+from trayvml.core.demand import PROCESS_PERIOD_S
 from trayvml.core.units import KIB, MIB
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
 EVERY_TICK_S = 0.0
 SLOW_PERIOD_S = 10.0  # limits, link state, error counters: they change rarely
-PROCESS_PERIOD_S = 5.0  # a process query costs milliseconds in the driver
 PCIE_THROUGHPUT_PERIOD_S = 10.0  # the fallback call blocks 20 ms per direction
 
 EVENT_KEYS = ("xid_error_count", "xid_last")  # from the XID event set, drained every tick

@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from wsgiref.simple_server import WSGIRequestHandler, make_server
+from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from trayvml.core import prom_names as names
+from trayvml.core.demand import PROCESS_PERIOD_S
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
@@ -86,17 +87,20 @@ _SIMULATED = Family(
 )
 _INFO = Family(InfoMetricFamily, names.GPU_INFO[: -len("_info")], "Facts about each GPU.", tuple(_GPU_LABELS))
 _TOTAL = Family(GaugeMetricFamily, names.MEMORY_TOTAL.family, "Memory total", tuple(_GPU_LABELS))
+# The process lists are read less often than the rest (a list costs the driver milliseconds a GPU):
+# the process series say so, as the scrape's timestamp is the sample's.
+_EVERY = f" (process lists are read every {PROCESS_PERIOD_S:g} s)"
 _PROCS = Family(
     GaugeMetricFamily,
     names.PROCESS_MEMORY.family,
-    "GPU memory used by each process",
+    "GPU memory used by each process" + _EVERY,
     (*_GPU_LABELS, "pid", "name", "user", "kind"),
 )
 _JOBS = Family(
     InfoMetricFamily,
     names.PROCESS_JOB_INFO[: -len("_info")],
     "The job each GPU process works for: its notebook, container, Slurm job, systemd unit, "
-    "terminal session or process tree (kind says which); job_name: a Slurm job's name, where known.",
+    "terminal session or process tree (kind says which); job_name: a Slurm job's name, where known" + _EVERY + ".",
     ("hostname", "pid", "job", "kind"),
 )
 
@@ -466,13 +470,70 @@ def _matches(bcrypt: Any, password: str, hashed: bytes) -> bool:
         return False
 
 
+class _KeptAliveHandler(ServerHandler):
+    """wsgiref's response, as HTTP/1.1; ``reusable`` says whether the connection may carry another
+    request: a whole 200 answer of a known length (wsgiref sends no chunked encoding)."""
+
+    http_version = "1.1"
+    reusable = False
+
+    def close(self) -> None:
+        # wsgiref's close() clears these (typeshed does not know them: read by name)
+        status, headers, sent = (getattr(self, name, None) for name in ("status", "headers", "bytes_sent"))
+        self.reusable = (
+            str(status).startswith("200")
+            and headers is not None
+            and "Content-Length" in headers
+            and sent == int(headers["Content-Length"])
+        )
+        super().close()
+
+
 class _QuietHandler(WSGIRequestHandler):
+    """Serves a connection's requests one after the other (HTTP/1.1 keep-alive, as Prometheus and
+    trayvml's remote reads scrape): a connection and a thread per scrape cost serve about 0.5 ms."""
+
     timeout = IDLE_TIMEOUT_S  # on every receive (and the TLS handshake): a silent client is let go
+    protocol_version = "HTTP/1.1"  # parse_request then reads the client's own wish to keep the connection
+
+    def setup(self) -> None:
+        super().setup()
+        with contextlib.suppress(OSError):  # headers and body are two writes: no wait for an ACK between them
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def handle(self) -> None:
         # A client that went silent, hung up or spoke no TLS: nothing to answer, nothing to log.
         with contextlib.suppress(TimeoutError, ConnectionError, ssl.SSLError):
-            super().handle()
+            self.close_connection = True
+            self._handle_one()
+            while not self.close_connection:
+                self._handle_one()
+
+    def _handle_one(self) -> None:
+        self.close_connection = True
+        self.raw_requestline = self.rfile.readline(65537)
+        if not self.raw_requestline:
+            return  # the client closed the connection
+        if len(self.raw_requestline) > 65536:
+            self.requestline = self.request_version = self.command = ""
+            self.send_error(414)
+            return
+        if not self.parse_request():  # answered with an error, and the connection closed
+            return
+        # Only an HTTP/1.1 GET without a body stays open: an HTTP/1.0 client waits for the close, and
+        # a body the app did not read would be taken for the next request.
+        keep = (
+            not self.close_connection
+            and self.request_version == "HTTP/1.1"
+            and self.command == "GET"
+            and self.headers.get("Content-Length", "0") == "0"
+            and "Transfer-Encoding" not in self.headers
+        )
+        server: Any = self.server  # a WSGIServer: its app
+        handler = _KeptAliveHandler(self.rfile, self.wfile, self.get_stderr(), self.get_environ(), multithread=False)  # type: ignore[arg-type]
+        handler.request_handler = self  # type: ignore[attr-defined]  # wsgiref logs through it
+        handler.run(server.get_app())
+        self.close_connection = not (keep and handler.reusable)
 
     def log_message(self, format: str, *args: Any) -> None:
         """No line per scrape on stderr."""

@@ -154,6 +154,7 @@ class RemoteSource:
             ticker.interval_s = self.wait_s()
             if ticker.wait_next(self._stop):
                 break
+        self._cache.connection.close()  # on this thread: no read of it can be in flight
 
     def close(self, wait_s: float | None = None) -> None:
         """Stop; waits for a read in flight at most ``wait_s`` (default: the timeout) and leaves it behind after.
@@ -164,6 +165,8 @@ class RemoteSource:
             self._ssh.close()
         if self._thread is not None and self._thread.is_alive():
             self._thread.join(self.timeout_s + 1.0 if wait_s is None else wait_s)
+        if self._thread is None:  # read on callers' threads (read_once), done by now: its kept connection
+            self._cache.connection.close()
 
 
 class Remotes:

@@ -247,6 +247,7 @@ class SimulatedNvmlBase:
             (devices / address / "class").write_text(pci_class + "\n")
             (power / "control").write_text(control + "\n")
         self._sysfs_written = {}
+        self._sysfs_paths: list[Path] = []
         self._sysfs_root = root
         self.sync_sysfs()
 
@@ -255,9 +256,13 @@ class SimulatedNvmlBase:
         if root is None:
             return
         t_s = self.sim_time_s()
-        for k, profile in enumerate(self.profiles):
+        if len(self._sysfs_paths) != len(self.profiles):  # made once: this runs every sample
+            devices = root / "bus" / "pci" / "devices"
+            self._sysfs_paths = [
+                devices / self.pci_address(k) / "power" / "runtime_status" for k in range(len(self.profiles))
+            ]
+        for k, (profile, path) in enumerate(zip(self.profiles, self._sysfs_paths, strict=True)):
             status = "suspended" if self.sleeps_at(k, t_s) else ("active" if profile.runtime_pm else "unsupported")
-            path = root / "bus" / "pci" / "devices" / self.pci_address(k) / "power" / "runtime_status"
             if self._sysfs_written.get(path) != status:
                 path.write_text(status + "\n")
                 self._sysfs_written[path] = status

@@ -80,8 +80,15 @@ class ReplayedNvml:
         return function
 
     def answer(self, name: str, args: tuple[Any, ...]) -> Any:
-        key = (name, json.dumps(call_key(args)))
+        called = call_key(args)
+        key = (name, json.dumps(called))
         answers = self._answers.get(key)
+        if not answers and "a" in called:
+            # Recorded as a size query then a fill (pynvml's way), read now in one call with an
+            # array (binding.ProcessLister): where only the size query was recorded, it said what
+            # the call answers (an empty list: success, count 0).
+            key = (name, json.dumps([None if k == "a" else k for k in called]))
+            answers = self._answers.get(key)
         if not answers:
             if name == "nvmlErrorString":
                 return f"NVML error {call_key(args)[0]}".encode()
