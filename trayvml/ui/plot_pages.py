@@ -154,6 +154,18 @@ class PlotPage(QScrollArea):
         if self.first is not None:
             self.first.setXRange(start_s, end_s, padding=0)
 
+    def hold_paint(self) -> None:
+        """Changes to the plots wait for release_paint to be painted: a redraw done a panel per turn
+        of the event loop is painted once, whole, rather than once per panel and again when the
+        view moves (six paints a second at 8 GPUs). Paints the window system asks for still happen."""
+        self.layout_widget.viewport().setUpdatesEnabled(False)
+
+    def release_paint(self) -> None:
+        # The view boxes fit their value ranges to the new lines now: left to the paint, a changed
+        # range asked for a second paint straight after the first.
+        self.layout_widget.scene().prepareForPaint()
+        self.layout_widget.viewport().setUpdatesEnabled(True)  # Qt repaints what is visible of it
+
     def budget(self, panel: Panel, lines: int = 1) -> int:
         """Points per line: about one per pixel, fewer where many lines share the panel."""
         width = int(self.width_px()) or 900

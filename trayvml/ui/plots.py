@@ -6,11 +6,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QDateTime, QLineF, QLocale, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen, QPicture
 
 from trayvml.core.formatting import format_precise
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
@@ -160,7 +161,42 @@ DATED_LABEL_GAP_PX = 24
 class TimeAxis(pg.DateAxisItem):
     """pyqtgraph's date axis, but dated on long ranges: at 7 days its ticks read "18", "19", day
     numbers that looked like hours. From about a day up each tick names its weekday, and its time
-    unless it falls on midnight, in the locale's words."""
+    unless it falls on midnight, in the locale's words.
+
+    The time axes of a page show one range at one width: the first painted works out its ticks
+    and labels, the others play the same picture (following live, every axis is drawn anew each
+    second, and working one out costs about a millisecond of Python)."""
+
+    _shared: ClassVar[tuple[tuple[object, ...], QPicture] | None] = None  # (what it shows, the picture)
+
+    def _picture_key(self) -> tuple[object, ...]:
+        """All that the picture depends on: two axes with equal keys draw the same."""
+        size = self.geometry().size()
+        font = self.style["tickFont"] or QFont()
+        style = tuple(sorted((name, repr(value)) for name, value in self.style.items() if name != "tickFont"))
+        pen, text = self.pen(), self.textPen()
+        return (
+            tuple(self.range),
+            size.width(),
+            size.height(),
+            font.key(),
+            pen.color().rgba(),
+            pen.widthF(),
+            text.color().rgba(),
+            style,
+        )
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        if self.picture is None:
+            key = self._picture_key()
+            shared = TimeAxis._shared
+            if shared is not None and shared[0] == key:
+                self.picture = shared[1]
+            else:
+                super().paint(painter, *args)  # works the picture out and plays it
+                TimeAxis._shared = (key, self.picture)
+                return
+        self.picture.play(painter)
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
         if maxVal - minVal < DATED_RANGE_S or size <= 0:
