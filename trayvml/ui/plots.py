@@ -270,10 +270,32 @@ class Lines(pg.GraphicsObject):
     def set_lines(self, xs: np.ndarray, ys: np.ndarray, pens: Sequence[QPen], shown: Sequence[bool]) -> None:
         """Lines sharing their times: ``ys`` holds one column per line, ``pens`` and ``shown`` an
         entry per column."""
-        self.set_each([(xs, ys[:, k]) if on else None for k, on in enumerate(shown)], pens)
+        columns = [k for k, on in enumerate(shown) if on]
+        values = ys[:, columns]
+        bounds = None
+        if len(xs) and values.size:
+            y0, y1 = float(np.fmin.reduce(values, axis=None)), float(np.fmax.reduce(values, axis=None))
+            bounds = (float(xs[0]), float(xs[-1]), y0, y1) if math.isfinite(y0) else None  # NaN: none finite
+        self._set([(xs, ys[:, k]) if on else None for k, on in enumerate(shown)], pens, bounds)
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
         """A (times, values) pair per line, or None for a hidden one."""
+        x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
+        for line in data:
+            if line is None or not len(line[0]):
+                continue
+            finite = line[1][np.isfinite(line[1])]
+            if len(finite):
+                x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
+                y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
+        self._set(data, pens, (x0, x1, y0, y1) if x0 <= x1 else None)
+
+    def _set(
+        self,
+        data: Sequence[tuple[np.ndarray, np.ndarray] | None],
+        pens: Sequence[QPen],
+        bounds: tuple[float, float, float, float] | None,
+    ) -> None:
         self.prepareGeometryChange()
         self.data = list(data)
         # Paths are built once per data change; a moving view only changes the painter's transform.
@@ -284,18 +306,14 @@ class Lines(pg.GraphicsObject):
         ]
         self._paths = [(pen, pg.arrayToQPath(line[0], line[1], connect="finite")) for _, pen, line in drawn]
         self._columns = [column for column, _, _ in drawn]
-        x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
-        for line in self.data:
-            if line is None or not len(line[0]):
-                continue
-            finite = line[1][np.isfinite(line[1])]
-            if len(finite):
-                x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
-                y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
-        self._bounds = (x0, x1, y0, y1) if x0 <= x1 else None
+        values_before = self._bounds[2:] if self._bounds is not None else None
+        self._bounds = bounds
         # The view box fits its value range to the new bounds at its next paint: told by Qt's
         # prepareGeometryChange alone, a panel first drawn after a scroll kept an empty range.
-        self.informViewBoundsChanged()
+        # Told only when the values' span changed: the time range is the window's, and refitting
+        # the value range of every panel each second cost more than drawing its lines.
+        if (bounds[2:] if bounds is not None else None) != values_before:
+            self.informViewBoundsChanged()
         self.update()
 
     def clear(self) -> None:
@@ -434,6 +452,10 @@ class Panel:
         self.extra = Lines()  # per-process or per-core lines
         plot.addItem(self.extra)
         plot.hideButtons()  # pyqtgraph's auto-range "A": the window sets every range itself
+        # pyqtgraph 0.14 means to keep the view box's inner group from refitting the value range
+        # whenever the view moves, but misspells the attribute (ChildGroup sets
+        # "…__inform_view_on_change"): following live, every panel refitted every second for nothing.
+        plot.getViewBox().childGroup._GraphicsObject__inform_view_on_changes = False
         self.image: pg.ImageItem | None = None
         self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
         self.markers: list[pg.InfiniteLine] = []
@@ -487,6 +509,9 @@ class Panel:
         while len(self.limits) < len(limits):
             options = {"position": 0.02, "anchors": [(0, 0), (0, 0)]}  # the text hangs below the line
             line = pg.InfiniteLine(angle=0, movable=False, label="", labelOpts=options)
+            # Its label moves with the view and, unlike the line, is no part of the value range:
+            # left to pyqtgraph, each move refitted the panel's value range (as for the inner group).
+            line.label._GraphicsObject__inform_view_on_changes = False
             self.plot.addItem(line)
             self.limits.append(line)
         names = " · ".join(text for _, text in limits)
