@@ -144,3 +144,18 @@ def test_following_live_moves_the_page_in_view_and_another_catches_up_when_shown
     w.tabs.setCurrentWidget(w.host_page)
     w.finish_redraw()
     assert w.host_page.x_range() == (later.timestamp_s - RANGE_S, later.timestamp_s)
+
+
+def test_a_panel_out_of_view_is_not_moved_until_it_comes_into_view(eight) -> None:
+    w, history, sample = eight
+    page = w.gpu_page
+    bottom = page.panels[-1]
+    assert bottom not in page.visible_panels()
+    w.update_sample(_next(history, sample, seconds=30))
+    w.finish_redraw()
+    view = bottom.plot.getViewBox()
+    assert tuple(view.viewRange()[0]) != page.x_range()  # following live, only what is seen moves
+    page.verticalScrollBar().setValue(page.verticalScrollBar().maximum())
+    assert bottom in page.visible_panels()
+    page.layout_widget.viewport().repaint()  # its first paint in view, before the redraw a scroll asks for
+    assert tuple(view.viewRange()[0]) == page.x_range()
