@@ -125,6 +125,9 @@ class PlotPage(QScrollArea):
             # panel draws its own light lines at the major ticks, plots.Grid).
             for name in ("left", "bottom"):
                 plot.getAxis(name).setStyle(tickLength=TICK_LENGTH_PX)
+                # Ticks carry their unit (UnitAxis) and no axis has a label to put a prefix in:
+                # left on, pyqtgraph rewrote the hidden label's HTML at every change of range.
+                plot.getAxis(name).enableAutoSIPrefix(False)
             plot.getViewBox().setLimits(yMin=0 if not spec.strip else -0.5)
             if spec.strip:
                 plot.getAxis("left").setWidth(value_axis_width_px())

@@ -594,7 +594,9 @@ class GraphWindow(QMainWindow):
                 self.process_tab.update_processes(self.sample)
             elif self.tabs.currentWidget() is self.details:
                 self.details.show_readings(self.sample)
-        self.status_label.setText(self._status_text())
+        status = self._status_text()
+        if status != self.status_label.text():
+            self.status_label.setText(status)
 
     def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
         """Spans in the range when trayvml recorded nothing: shaded, labelled, never a line across."""
