@@ -187,16 +187,16 @@ class TimeAxis(pg.DateAxisItem):
         )
 
     def paint(self, painter: QPainter, *args: object) -> None:
-        if self.picture is None:
+        picture: QPicture | None = vars(self)["picture"]  # pyqtgraph's (untyped): None until worked out
+        if picture is None:
             key = self._picture_key()
             shared = TimeAxis._shared
-            if shared is not None and shared[0] == key:
-                self.picture = shared[1]
-            else:
+            if shared is None or shared[0] != key:
                 super().paint(painter, *args)  # works the picture out and plays it
-                TimeAxis._shared = (key, self.picture)
+                TimeAxis._shared = (key, vars(self)["picture"])
                 return
-        self.picture.play(painter)
+            picture = self.picture = shared[1]
+        picture.play(painter)
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
         if maxVal - minVal < DATED_RANGE_S or size <= 0:
