@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from PySide6.QtCore import QEvent, QObject
+from PySide6.QtCore import QCoreApplication, QEvent, QObject
 
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.metrics import GPU_INDEX, Group
@@ -159,3 +159,22 @@ def test_a_panel_out_of_view_is_not_moved_until_it_comes_into_view(eight) -> Non
     assert bottom in page.visible_panels()
     page.layout_widget.viewport().repaint()  # its first paint in view, before the redraw a scroll asks for
     assert tuple(view.viewRange()[0]) == page.x_range()
+
+
+def test_new_gpus_mid_redraw_leave_no_page_held(qtbot) -> None:
+    from tests.ui_helpers import many_gpus
+
+    history, sample = filled_history("training:gpus=h100*2", 300, host=False)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.tabs.setCurrentWidget(w.per_gpu)
+    w.finish_redraw()
+    later = _next(history, sample)
+    w.update_sample(later)
+    w._redraw_timer.stop()
+    w._redraw_step()  # begun: the per-GPU page in view is held
+    assert w._held is w.per_gpu.page
+    w.update_sample(many_gpus(replace(later, timestamp_s=later.timestamp_s + 1), 3))  # its page goes
+    QCoreApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)  # as the event loop would
+    w.finish_redraw()  # no release of a deleted page
+    assert w._held is None and w.per_gpu.page is not None
+    assert w.per_gpu.page.layout_widget.viewport().updatesEnabled()

@@ -283,8 +283,7 @@ class GraphWindow(QMainWindow):
         self._devices = sample.devices
         layout = self._gpu_tab_layout
         self._queue = []  # it may name panels of the page that goes
-        if self._held is self.gpu_page:
-            self._held = None
+        self._release_paint()  # the page held may be one that goes (the GPU page, a per-GPU page)
         if self.gpu_page is not None:
             self.gpu_page.setParent(None)
             self.gpu_page.deleteLater()
