@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QNativeGestureEvent, QWheelEvent
+from PySide6.QtGui import QColor, QNativeGestureEvent, QPaintEvent, QWheelEvent
 from PySide6.QtWidgets import QApplication, QLabel, QScrollArea
 
 from trayvml.alerts.rules import AlertEvent
@@ -91,6 +91,18 @@ def line_label(line: ProcessLine, gpu_count: int) -> str:
     return f"{text} · GPU {line.gpu_index}" if gpu_count > 1 else text
 
 
+class _Column(pg.GraphicsLayoutWidget):
+    """The page's plots, in one scene; ``before_paint`` runs before each paint."""
+
+    def __init__(self, before_paint: Callable[[], None]) -> None:
+        super().__init__()
+        self._before_paint = before_paint
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        self._before_paint()
+        super().paintEvent(event)
+
+
 class PlotPage(QScrollArea):
     """A scrolling column of linked plots in one pyqtgraph scene.
 
@@ -107,7 +119,7 @@ class PlotPage(QScrollArea):
         super().__init__()
         self.setWidgetResizable(True)
         self.gpu_count = gpu_count
-        self.layout_widget = pg.GraphicsLayoutWidget()
+        self.layout_widget = _Column(self.sync_x_range)
         self.columns = columns
         self.setWidget(self.layout_widget)
         self.layout_widget.viewport().installEventFilter(self)
@@ -133,6 +145,9 @@ class PlotPage(QScrollArea):
             # panel draws its own light lines at the major ticks, plots.Grid).
             for name in ("left", "bottom"):
                 plot.getAxis(name).setStyle(tickLength=TICK_LENGTH_PX)
+                # Ticks carry their unit (UnitAxis) and no axis has a label to put a prefix in:
+                # left on, pyqtgraph rewrote the hidden label's HTML at every change of range.
+                plot.getAxis(name).enableAutoSIPrefix(False)
             plot.getViewBox().setLimits(yMin=0 if not spec.strip else -0.5)
             if spec.strip:
                 plot.getAxis("left").setWidth(value_axis_width_px())
@@ -171,8 +186,45 @@ class PlotPage(QScrollArea):
         return x0, x1
 
     def set_x_range(self, start_s: float, end_s: float) -> None:
+        """The time range of every panel: set on the first, which the others link to, and on the
+        panels in view; the others take it when they come into view (sync_x_range). Following
+        live, moving all thirteen panels every second, each with its axis, grid and lines, cost
+        more than drawing the four in view."""
         if self.first is not None:
-            self.first.setXRange(start_s, end_s, padding=0)
+            views = [self.first.getViewBox(), *(p.plot.getViewBox() for p in self.visible_panels())]
+            self._move(views, (start_s, end_s))
+
+    def sync_x_range(self) -> None:
+        """The panels in view show the first's time range (before each paint: after a scroll or a
+        resize, a panel that comes into view has not moved with the others)."""
+        if self.first is not None:
+            self._move([p.plot.getViewBox() for p in self.visible_panels()], self.x_range())
+
+    def _move(self, views: Sequence[pg.ViewBox], x_range: tuple[float, float]) -> None:
+        stale = [view for view in dict.fromkeys(views) if tuple(view.viewRange()[0]) != x_range]
+        if not stale:
+            return
+        linked = [panel.plot.getViewBox() for panel in self.panels]
+        for view in linked:
+            view.blockLink(True)  # each moves alone: through the links, one move moves them all
+        try:
+            for view in stale:
+                view.setXRange(*x_range, padding=0)
+        finally:
+            for view in linked:
+                view.blockLink(False)
+
+    def hold_paint(self) -> None:
+        """Changes to the plots wait for release_paint to be painted: a redraw done a panel per turn
+        of the event loop is painted once, whole, rather than once per panel and again when the
+        view moves (six paints a second at 8 GPUs). Paints the window system asks for still happen."""
+        self.layout_widget.viewport().setUpdatesEnabled(False)
+
+    def release_paint(self) -> None:
+        # The view boxes fit their value ranges to the new lines now: left to the paint, a changed
+        # range asked for a second paint straight after the first.
+        self.layout_widget.scene().prepareForPaint()
+        self.layout_widget.viewport().setUpdatesEnabled(True)  # Qt repaints what is visible of it
 
     def budget(self, panel: Panel, lines: int = 1) -> int:
         """Points per line: about one per pixel, fewer where many lines share the panel."""

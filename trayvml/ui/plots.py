@@ -6,11 +6,12 @@ import math
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QDateTime, QLineF, QLocale, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen, QPicture
 
 from trayvml.core.formatting import format_precise
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
@@ -171,7 +172,42 @@ DATED_LABEL_GAP_PX = 24
 class TimeAxis(pg.DateAxisItem):
     """pyqtgraph's date axis, but dated on long ranges: at 7 days its ticks read "18", "19", day
     numbers that looked like hours. From about a day up each tick names its weekday, and its time
-    unless it falls on midnight, in the locale's words."""
+    unless it falls on midnight, in the locale's words.
+
+    The time axes of a page show one range at one width: the first painted works out its ticks
+    and labels, the others play the same picture (following live, every axis is drawn anew each
+    second, and working one out costs about a millisecond of Python)."""
+
+    _shared: ClassVar[tuple[tuple[object, ...], QPicture] | None] = None  # (what it shows, the picture)
+
+    def _picture_key(self) -> tuple[object, ...]:
+        """All that the picture depends on: two axes with equal keys draw the same."""
+        size = self.geometry().size()
+        font = self.style["tickFont"] or QFont()
+        style = tuple(sorted((name, repr(value)) for name, value in self.style.items() if name != "tickFont"))
+        pen, text = self.pen(), self.textPen()
+        return (
+            tuple(self.range),
+            size.width(),
+            size.height(),
+            font.key(),
+            pen.color().rgba(),
+            pen.widthF(),
+            text.color().rgba(),
+            style,
+        )
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        picture: QPicture | None = vars(self)["picture"]  # pyqtgraph's (untyped): None until worked out
+        if picture is None:
+            key = self._picture_key()
+            shared = TimeAxis._shared
+            if shared is None or shared[0] != key:
+                super().paint(painter, *args)  # works the picture out and plays it
+                TimeAxis._shared = (key, vars(self)["picture"])
+                return
+            picture = self.picture = shared[1]
+        picture.play(painter)
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
         if maxVal - minVal < DATED_RANGE_S or size <= 0:
@@ -245,10 +281,32 @@ class Lines(pg.GraphicsObject):
     def set_lines(self, xs: np.ndarray, ys: np.ndarray, pens: Sequence[QPen], shown: Sequence[bool]) -> None:
         """Lines sharing their times: ``ys`` holds one column per line, ``pens`` and ``shown`` an
         entry per column."""
-        self.set_each([(xs, ys[:, k]) if on else None for k, on in enumerate(shown)], pens)
+        columns = [k for k, on in enumerate(shown) if on]
+        values = ys[:, columns]
+        bounds = None
+        if len(xs) and values.size:
+            y0, y1 = float(np.fmin.reduce(values, axis=None)), float(np.fmax.reduce(values, axis=None))
+            bounds = (float(xs[0]), float(xs[-1]), y0, y1) if math.isfinite(y0) else None  # NaN: none finite
+        self._set([(xs, ys[:, k]) if on else None for k, on in enumerate(shown)], pens, bounds)
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
         """A (times, values) pair per line, or None for a hidden one."""
+        x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
+        for line in data:
+            if line is None or not len(line[0]):
+                continue
+            finite = line[1][np.isfinite(line[1])]
+            if len(finite):
+                x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
+                y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
+        self._set(data, pens, (x0, x1, y0, y1) if x0 <= x1 else None)
+
+    def _set(
+        self,
+        data: Sequence[tuple[np.ndarray, np.ndarray] | None],
+        pens: Sequence[QPen],
+        bounds: tuple[float, float, float, float] | None,
+    ) -> None:
         self.prepareGeometryChange()
         self.data = list(data)
         # Paths are built once per data change; a moving view only changes the painter's transform.
@@ -259,18 +317,14 @@ class Lines(pg.GraphicsObject):
         ]
         self._paths = [(pen, pg.arrayToQPath(line[0], line[1], connect="finite")) for _, pen, line in drawn]
         self._columns = [column for column, _, _ in drawn]
-        x0, x1, y0, y1 = np.inf, -np.inf, np.inf, -np.inf
-        for line in self.data:
-            if line is None or not len(line[0]):
-                continue
-            finite = line[1][np.isfinite(line[1])]
-            if len(finite):
-                x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
-                y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
-        self._bounds = (x0, x1, y0, y1) if x0 <= x1 else None
+        values_before = self._bounds[2:] if self._bounds is not None else None
+        self._bounds = bounds
         # The view box fits its value range to the new bounds at its next paint: told by Qt's
         # prepareGeometryChange alone, a panel first drawn after a scroll kept an empty range.
-        self.informViewBoundsChanged()
+        # Told only when the values' span changed: the time range is the window's, and refitting
+        # the value range of every panel each second cost more than drawing its lines.
+        if (bounds[2:] if bounds is not None else None) != values_before:
+            self.informViewBoundsChanged()
         self.update()
 
     def clear(self) -> None:
@@ -410,6 +464,10 @@ class Panel:
         self.extra_names: list[tuple[str, str]] = []  # per process line: (name, colour) for the readout
         plot.addItem(self.extra)
         plot.hideButtons()  # pyqtgraph's auto-range "A": the window sets every range itself
+        # pyqtgraph 0.14 means to keep the view box's inner group from refitting the value range
+        # whenever the view moves, but misspells the attribute (ChildGroup sets
+        # "…__inform_view_on_change"): following live, every panel refitted every second for nothing.
+        plot.getViewBox().childGroup._GraphicsObject__inform_view_on_changes = False
         self.image: pg.ImageItem | None = None
         self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
         self.markers: list[pg.InfiniteLine] = []
@@ -463,6 +521,9 @@ class Panel:
         while len(self.limits) < len(limits):
             options = {"position": 0.02, "anchors": [(0, 0), (0, 0)]}  # the text hangs below the line
             line = pg.InfiniteLine(angle=0, movable=False, label="", labelOpts=options)
+            # Its label moves with the view and, unlike the line, is no part of the value range:
+            # left to pyqtgraph, each move refitted the panel's value range (as for the inner group).
+            line.label._GraphicsObject__inform_view_on_changes = False
             self.plot.addItem(line)
             self.limits.append(line)
         names = " · ".join(text for _, text in limits)

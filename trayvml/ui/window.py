@@ -98,6 +98,7 @@ class GraphWindow(QMainWindow):
         self._view: View | None = None
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
+        self._held: PlotPage | None = None  # the page whose paints wait for the redraw's end (hold_paint)
         self.store_note = ""  # why the history on disk is not written, if it is not
         self.push_note = ""  # which push destinations fail, and why (set by the app)
         self.setWindowTitle("trayvml")
@@ -294,6 +295,7 @@ class GraphWindow(QMainWindow):
         self._devices = sample.devices
         layout = self._gpu_tab_layout
         self._queue = []  # it may name panels of the page that goes
+        self._release_paint()  # the page held may be one that goes (the GPU page, a per-GPU page)
         if self.gpu_page is not None:
             self.gpu_page.setParent(None)
             self.gpu_page.deleteLater()
@@ -548,10 +550,17 @@ class GraphWindow(QMainWindow):
             assert self._view is not None
             page.draw_panel(panel, self._view)
         elif self._range_last is not None:
-            self._set_x_range(*self._range_last)
+            self._set_x_range(*self._range_last, only=self._plot_page())
             self._range_last = None
         if self._redraw_asked or self._queue or self._range_last is not None:
             self._redraw_timer.start(0)  # the rest after the event loop has had a turn
+        else:
+            self._release_paint()
+
+    def _release_paint(self) -> None:
+        if self._held is not None:
+            self._held.release_paint()
+            self._held = None
 
     def _begin_redraw(self) -> None:
         if self.sample is None or not self.isVisible():
@@ -560,6 +569,10 @@ class GraphWindow(QMainWindow):
         start, end = self.visible_range()
         page = self._plot_page()
         read_start = start
+        # A redraw that cuts the last one short shows its panels as they come: held again, the
+        # page might never be painted while requests come faster than redraws end.
+        cut_short = bool(self._queue) or self._range_last is not None
+        self._release_paint()
         self._range_last = None
         if page is not None and self.following:
             shown_start, shown_end = page.x_range()
@@ -569,7 +582,7 @@ class GraphWindow(QMainWindow):
                 read_start = shown_start
                 self._range_last = (start, end)
         if self._range_last is None:
-            self._set_x_range(start, end)
+            self._set_x_range(start, end, only=page if self.following else None)
         self._drawn_until_s = end
         hidden = frozenset(self.hidden_gpus)
         self._view = View(
@@ -589,13 +602,18 @@ class GraphWindow(QMainWindow):
             panels = page.visible_panels()
             left = [panel for p, panel in self._queue if p is page and panel in panels]
             self._queue = [(page, panel) for panel in left + [p for p in panels if p not in left]]
+            if not cut_short:
+                page.hold_paint()
+                self._held = page
         else:
             self._queue = []
             if self.tabs.currentWidget() is self.process_tab:
                 self.process_tab.update_processes(self.sample)
             elif self.tabs.currentWidget() is self.details:
                 self.details.show_readings(self.sample)
-        self.status_label.setText(self._status_text())
+        status = self._status_text()
+        if status != self.status_label.text():
+            self.status_label.setText(status)
 
     def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
         """Spans in the range when trayvml recorded nothing: shaded, labelled, never a line across."""
@@ -605,11 +623,13 @@ class GraphWindow(QMainWindow):
         spans = visible_gaps(spans, start, end, self._history.first_s)
         shade_gaps([panel.plot for panel in page.panels], spans, end - start)
 
-    def _set_x_range(self, start: float, end: float) -> None:
+    def _set_x_range(self, start: float, end: float, only: PlotPage | None = None) -> None:
+        """Every timeline page shows ``start``..``end``; or ``only`` that one (following live, the
+        page in view: another gets its range from the redraw that shows it)."""
         self._setting_range = True
         try:
             for page in (self.gpu_page, self.host_page, *self.per_gpu.pages.values()):
-                if page is not None:
+                if page is not None and only in (None, page):
                     page.set_x_range(start, end)
         finally:
             self._setting_range = False
