@@ -74,7 +74,7 @@ def test_with_the_store_on_memory_holds_two_hours_and_the_window_reads_older_fro
     app = App(parse_spec(SPEC), 0.5, stored=stored, history_folder=tmp_path / "h")
     assert MEMORY_WITH_STORE_S == 2 * 3600.0
     assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S
-    assert app.local.history.tiers[0].span_s == 900.0  # every sample for 15 min, as before
+    assert app.local.history.tiers[0].span_s == 960.0  # every sample for 16 min, as before
     assert app.history.disk is not None  # what memory no longer holds is read from the store
     app.apply_settings(replace(app.settings, history_hours=4))
     assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S  # a resize keeps the short span

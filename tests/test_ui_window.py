@@ -42,7 +42,7 @@ def test_one_panel_per_catalog_group_with_a_line_per_gpu(qtbot) -> None:
     assert len(utilization.lines) == 2  # GPU and memory-bandwidth utilization
     assert all(len(lines.data) == len(sample.gpus) for lines in utilization.lines)
     xs, ys = utilization.lines[0].line(0)
-    assert len(xs) == 900 and np.isfinite(ys).all()  # 15 minutes at 1 s by default: the whole 1 s tier
+    assert len(xs) == 901 and np.isfinite(ys).all()  # 15 minutes at 1 s by default, both ends: every sample
     assert ys[-1] == sample.gpus[0].value("utilization_gpu_percent")
 
 

@@ -13,7 +13,7 @@ from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.metrics import GPU_INDEX, Group
 from trayvml.core.sample import Sample
 
-RANGE_S = 300  # every sample: 15 min reads the 5 s tier while following (its 1 s ring holds 900 s, the view 901)
+RANGE_S = 300
 
 
 class PaintCounter(QObject):
@@ -178,3 +178,19 @@ def test_new_gpus_mid_redraw_leave_no_page_held(qtbot) -> None:
     w.finish_redraw()  # no release of a deleted page
     assert w._held is None and w.per_gpu.page is not None
     assert w.per_gpu.page.layout_widget.viewport().updatesEnabled()
+
+
+def test_the_15_minute_view_following_live_draws_every_sample_to_the_newest(qtbot) -> None:  # type: ignore[no-untyped-def]
+    # The view reads a sample beyond its 900 s; a 1 s tier of exactly 900 samples sent it to the 5 s
+    # buckets, whose newest point lagged the live reading by up to 5 s.
+    history, sample = filled_history("training:gpus=h100*2", 1800, host=False)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.set_range(900)
+    w.finish_redraw()
+    for _ in range(3):
+        sample = _next(history, sample)
+        w.update_sample(sample)
+        w.finish_redraw()
+    times, values = w.gpu_page.panels[0].lines[0].line(0)
+    assert times[-1] == sample.timestamp_s and values[-1] == sample.gpus[0].value("utilization_gpu_percent")
+    assert times[-1] - times[-2] == 1.0  # every sample, not 5 s buckets

@@ -29,10 +29,13 @@ class Tier:
 
 
 def default_tiers(retention_s: float = 12 * 3600.0, sample_interval_s: float = 1.0) -> tuple[Tier, ...]:
-    """Every sample for 15 min, 5 s buckets for 2 h, 30 s buckets out to ``retention_s``."""
+    """Every sample for 16 min, 5 s buckets for 2 h, 30 s buckets out to ``retention_s``.
+
+    16, not 15: the 15-minute view following live reads a sample beyond its start, and a first tier
+    one sample short sent it to the 5 s buckets, whose newest point lags the live one by up to 5 s."""
     base = max(1.0, sample_interval_s)
     return (
-        Tier(base, int(900 / base)),
+        Tier(base, int(960 / base)),
         Tier(max(5.0, base), int(7200 / max(5.0, base))),
         Tier(max(30.0, base), max(1, math.ceil(retention_s / max(30.0, base)))),
     )
