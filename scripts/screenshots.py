@@ -121,7 +121,9 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     app.show_settings()
     assert app.settings_dialog is not None
     app.settings_dialog.move(60, 60)
-    app.settings_dialog.findChild(QTabWidget).setCurrentIndex(1)
+    tabs = app.settings_dialog.findChild(QTabWidget)
+    rules = app.settings_dialog.rule_grid  # the Alerts page: the README shows its thresholds
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.widget(i).isAncestorOf(rules)))
     pump(800)
     stack.screenshot(
         out / "settings.png", crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40)

@@ -351,3 +351,25 @@ def test_the_dialog_opens_at_a_sane_width_and_the_rule_grids_scroll(qtbot, devic
         assert viewport is not None
         area = viewport.parentWidget()
         assert isinstance(area, QScrollArea) and area.widget() is grid
+
+
+def test_the_alert_rules_fit_the_dialog_without_scrolling_sideways(qtbot, devices) -> None:
+    from PySide6.QtWidgets import QLabel, QLineEdit, QTabWidget
+
+    from trayvml.ui.settings_dialog import MAX_WIDTH_PX
+
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    dialog.resize(MAX_WIDTH_PX, dialog.height())  # as it opens on a 1280 px screen (this one is 800)
+    tabs = dialog.findChild(QTabWidget)
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.widget(i).isAncestorOf(dialog.rule_grid)))
+    qtbot.wait(50)
+    area = dialog.rule_grid.parentWidget().parentWidget()
+    assert not area.horizontalScrollBar().isVisible()  # every column in view at the opening width
+    assert dialog.rule_grid.minimumSizeHint().width() <= area.viewport().width()
+    # The word and the number it qualifies sit together: "below [78]", not spread across the column.
+    label = dialog.rule_grid.findChild(QLabel, "temperature.warning_clear.label")
+    edit = dialog.rule_grid.findChild(QLineEdit, "temperature.warning_clear")
+    assert label is not None and edit is not None
+    assert 0 <= edit.geometry().left() - label.geometry().right() <= 12

@@ -104,6 +104,7 @@ SENTENCE_WORDS = {
     "memory_above_gib": (QT_TRANSLATE_NOOP("SettingsDialog", "memory above"), "GiB"),
 }
 FIRST_COLUMN = 2  # after the rule's name and the override box
+NUMBER_CHARS = 7  # a rule's number field fits this many digits
 # A label's trailing unit, "(days)" or a translation's "（天）": the spin box's suffix says it instead.
 TRAILING_UNIT = re.compile(r"\s*[(（][^()（）]*[)）]$")
 
@@ -138,7 +139,11 @@ class _RuleGrid(QWidget):
         for name, column in columns.items():
             grid.addWidget(QLabel(f"<b>{translate('SettingsDialog', COLUMN_TITLES[name])}</b>"), 0, column)
         self.rows: dict[str, tuple[QCheckBox, QCheckBox | None, dict[str, QLineEdit]]] = {}
-        for row, kind in enumerate(RULES, start=1):
+        # Room for the longest number a rule takes ("99999.5"): wider fields pushed the grid past the dialog.
+        number_width_px = QLineEdit().fontMetrics().horizontalAdvance("0" * NUMBER_CHARS) + 16
+        row = 0
+        for kind in RULES:
+            row += 1
             unit = f" ({kind.unit.shown})" if isinstance(kind, ThresholdRule) else ""
             enabled = QCheckBox(translate("alerts", kind.label) + unit)
             if kind.key in RULE_NOTES:
@@ -151,21 +156,24 @@ class _RuleGrid(QWidget):
                 override.toggled.connect(self._override_toggled)
                 grid.addWidget(override, row, 1)
             edits = {}
-            sentence = QHBoxLayout()
+            # A sentence of more than two numbers goes on two lines: on one it set the grid's width.
+            sentences = [QHBoxLayout(), QHBoxLayout()]
+            in_sentence = [name for name in kind.numbers if name in SENTENCE_WORDS]
             for name in kind.numbers:
                 edit = QLineEdit()
                 edit.setObjectName(f"{kind.key}.{name}")
-                edit.setMaximumWidth(90)
+                edit.setMaximumWidth(number_width_px)
                 edit.textChanged.connect(self.changed)
                 edits[name] = edit
                 if name in SENTENCE_WORDS:
                     before, after = SENTENCE_WORDS[name]
+                    line = sentences[1 if len(in_sentence) > 2 and in_sentence.index(name) >= 2 else 0]
                     for widget in (
                         QLabel(translate("SettingsDialog", before)),
                         edit,
                         QLabel(translate("SettingsDialog", after)),
                     ):
-                        sentence.addWidget(widget)
+                        line.addWidget(widget)
                     continue
                 word = _clear_word(kind) if name.endswith("_clear") else ""
                 if not word:
@@ -176,14 +184,17 @@ class _RuleGrid(QWidget):
                 label.setObjectName(f"{kind.key}.{name}.label")
                 cell.addWidget(label)
                 cell.addWidget(edit)
+                cell.addStretch(1)  # "below 78" together, not spread across the column
                 grid.addLayout(cell, row, columns[name])
-            if sentence.count():
+            # Beside hold and cooldown columns of its own (stalled job), across the threshold columns only.
+            span = 4 if any(name in COLUMN_TITLES for name in kind.numbers) else len(COLUMN_TITLES)
+            for k, sentence in enumerate(line for line in sentences if line.count()):
                 sentence.addStretch(1)
-                # Beside hold and cooldown columns of its own (stalled job), across the threshold columns only.
-                span = 4 if any(name in COLUMN_TITLES for name in kind.numbers) else len(COLUMN_TITLES)
+                row += k  # the second line: a row of its own under the first
                 grid.addLayout(sentence, row, FIRST_COLUMN, 1, span)
             self.rows[kind.key] = (enabled, override, edits)
-        grid.setRowStretch(len(RULES) + 1, 1)  # room to spare goes below the rules, not between them
+        grid.setRowStretch(row + 1, 1)  # room to spare goes below the rules, not between them
+        grid.setColumnStretch(FIRST_COLUMN + len(COLUMN_TITLES), 1)  # and right of them
 
     def _override_toggled(self) -> None:
         for enabled, override, edits in self.rows.values():
