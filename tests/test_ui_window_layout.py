@@ -283,3 +283,22 @@ def test_a_panel_first_drawn_after_a_scroll_fits_its_values(qtbot) -> None:
     _, ys = power.lines[0].line(0)
     low, high = power.plot.getViewBox().viewRange()[1]
     assert low <= np.nanmin(ys) and np.nanmax(ys) <= high
+
+
+@pytest.mark.parametrize("range_s", [300, 3600])
+def test_each_per_gpu_panel_reads_a_time_on_its_axis(qtbot, range_s: int) -> None:
+    from tests.ui_helpers import drawn_tick_labels
+
+    # pyqtgraph's own ticks left a 230 px panel one tick at its very edge at 1 h, and so no label.
+    history, sample = filled_history("training:gpus=h100*4", range_s + 60, host=False)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.set_range(range_s)
+    w.tabs.setCurrentWidget(w.per_gpu)
+    w.refresh()
+    page = w.per_gpu.page
+    assert page is not None
+    for panel in page.panels:
+        axis = panel.plot.getAxis("bottom")
+        assert axis.width() < 300 and axis.range[1] - axis.range[0] >= range_s - 1  # narrow; the whole range
+        labels = drawn_tick_labels(axis)
+        assert labels and all(":" in label for label in labels), labels

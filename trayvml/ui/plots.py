@@ -210,11 +210,20 @@ class TimeAxis(pg.DateAxisItem):
         picture.play(painter)
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
-        if maxVal - minVal < DATED_RANGE_S or size <= 0:
+        """Round local times as far apart as a label needs. pyqtgraph's own choice left a narrow panel
+        (Per GPU, 230 px at 1 h) one tick at its very edge, and so no time it could read."""
+        if maxVal <= minVal or size <= 0:
             return super().tickValues(minVal, maxVal, size)
-        label_px = QFontMetrics(self.font()).horizontalAdvance("Wed 30 00:00") + DATED_LABEL_GAP_PX
+        dated = maxVal - minVal >= DATED_RANGE_S
+        metrics = QFontMetrics(self.font())
+        if dated:
+            label_px, steps = metrics.horizontalAdvance("Wed 30 00:00") + DATED_LABEL_GAP_PX, DATED_STEPS_S
+        else:
+            # At least the grid's spacing, so that each label sits on a grid line (time_grid_s).
+            label_px = max(metrics.horizontalAdvance("00:00:00") + DATED_LABEL_GAP_PX, GRID_SPACING_PX)
+            steps = TIME_GRID_STEPS_S
         wanted = (maxVal - minVal) * label_px / size
-        step = next((s for s in DATED_STEPS_S if s >= wanted), DATED_STEPS_S[-1])
+        step = next((s for s in steps if s >= wanted), steps[-1])
         offset = time.localtime(minVal).tm_gmtoff  # local midnights and hours, as the labels read
         first = math.ceil((minVal + offset) / step) * step - offset
         return [(float(step), [float(v) for v in np.arange(first, maxVal, step)])]
@@ -225,9 +234,10 @@ class TimeAxis(pg.DateAxisItem):
 
     def tick_strings_for(self, start_s: float, end_s: float, values: Sequence[float], spacing: float) -> list[str]:
         """The labels of ticks at ``values``, ``spacing`` apart, on an axis showing ``start_s``..``end_s``."""
-        if end_s - start_s < DATED_RANGE_S:
-            return list(super().tickStrings(list(values), 1.0, spacing))
         locale = QLocale()
+        if end_s - start_s < DATED_RANGE_S:
+            shape = "HH:mm:ss" if spacing < 60 else "HH:mm"
+            return [locale.toString(QDateTime.fromSecsSinceEpoch(round(v)), shape) for v in values]
         days = spacing >= 86400
         return [
             locale.toString(QDateTime.fromSecsSinceEpoch(round(v)), "ddd d" if days else "ddd HH:mm") for v in values
