@@ -216,6 +216,7 @@ class TimeAxis(pg.DateAxisItem):
             return super().tickValues(minVal, maxVal, size)
         dated = maxVal - minVal >= DATED_RANGE_S
         metrics = QFontMetrics(self.font())
+        steps: tuple[int, ...]
         if dated:
             label_px, steps = metrics.horizontalAdvance("Wed 30 00:00") + DATED_LABEL_GAP_PX, DATED_STEPS_S
         else:
