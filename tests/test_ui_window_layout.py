@@ -302,3 +302,17 @@ def test_each_per_gpu_panel_reads_a_time_on_its_axis(qtbot, range_s: int) -> Non
         assert axis.width() < 300 and axis.range[1] - axis.range[0] >= range_s - 1  # narrow; the whole range
         labels = drawn_tick_labels(axis)
         assert labels and all(":" in label for label in labels), labels
+
+
+def test_a_status_line_too_long_for_the_window_is_cut_with_an_ellipsis_and_whole_in_its_tooltip(qtbot) -> None:
+    history, sample = filled_history("training:gpus=h100*16,start=1800", 60)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.refresh()
+    status = w.status_label
+    assert "GPU 15" in status.text()  # the energy of every GPU: longer than 1280 px
+    assert status.fontMetrics().horizontalAdvance(status.text()) > status.width()
+    assert status.shown_text().endswith("…") and status.toolTip() == status.text()
+    assert w.minimumSizeHint().width() < 1280  # the text's length does not widen the window
+    w.resize(3000, 800)
+    qtbot.waitUntil(lambda: status.shown_text() == status.text())
+    assert status.toolTip() == ""  # nothing cut, nothing to add

@@ -13,8 +13,17 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 
-from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, Qt, QTimer, Signal
-from PySide6.QtGui import QAction, QCloseEvent, QGuiApplication, QPalette, QShowEvent
+from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QSize, Qt, QTimer, Signal
+from PySide6.QtGui import (
+    QAction,
+    QCloseEvent,
+    QGuiApplication,
+    QPainter,
+    QPaintEvent,
+    QPalette,
+    QResizeEvent,
+    QShowEvent,
+)
 from PySide6.QtWidgets import (
     QButtonGroup,
     QCheckBox,
@@ -72,6 +81,32 @@ DEFAULT_SIZE_PX = (1100, 820)
 FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
 MIN_ZOOM_SPAN_S = 10.0  # Ctrl+wheel zooms in to this many seconds at most
 FIRST_MINUTE_S = 60.0  # following live, a range longer than the history shows this much at least
+
+
+class StatusLine(QLabel):
+    """The status bar's text, cut with "…" where the window is too narrow for it (the energy of 16
+    GPUs) and whole in its tooltip; its length never sets the window's width."""
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(0, super().minimumSizeHint().height())
+
+    def shown_text(self) -> str:
+        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width())
+
+    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
+        super().setText(text)
+        self._tooltip()
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        super().resizeEvent(event)
+        self._tooltip()
+
+    def _tooltip(self) -> None:
+        self.setToolTip(self.text() if self.shown_text() != self.text() else "")
+
+    def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
+        painter = QPainter(self)
+        painter.drawText(self.contentsRect(), int(self.alignment()), self.shown_text())
 
 
 class GraphWindow(QMainWindow):
@@ -261,7 +296,7 @@ class GraphWindow(QMainWindow):
         self.legend.toggled.connect(self.set_gpu_visible)
         self.legend.hovered.connect(self.highlight_gpu)
         self.asleep_spans: AsleepSpans | None = None  # set by the app: shaded where a GPU slept
-        self.status_label = QLabel()
+        self.status_label = StatusLine()
         self.statusBar().addWidget(self.status_label, 1)
 
     @property
