@@ -225,3 +225,23 @@ def test_desktop_notifications_off_still_pushes(qtbot, tmp_path) -> None:
     assert desktop.titles == [CRITICAL_NOTICE.title] and len(push.titles) == 2
     app.sampler.stop()
     app.tray.icon.hide()
+
+
+def test_clicking_an_alerts_tray_balloon_opens_the_alerts_tab_and_other_balloons_nothing(qtbot, tmp_path) -> None:
+    from trayvml.alerts.severity import Severity
+    from trayvml.config import SettingsStore
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    app = App(None, store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path))
+    shown: list[str] = []
+    app.tray.icon.showMessage = lambda title, *rest: shown.append(title)  # type: ignore[method-assign]
+    app._say("trayvml speaks the new language from its next start.")
+    app.tray.icon.messageClicked.emit()
+    assert shown == ["trayvml"] and app.window is None  # a word from trayvml itself: clicking opens nothing
+    app._show_alert_balloon("GPU 0: temperature critical", "body", Severity.CRITICAL)
+    app.tray.icon.messageClicked.emit()
+    assert app.window is not None and app.window.tabs.currentWidget() is app.window.alert_table
+    app.window.close()
+    app.sampler.stop()
+    app.tray.icon.hide()

@@ -166,6 +166,8 @@ class App(QObject):
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
         self.tray.show_alerts_requested.connect(self.show_alerts)
+        self._balloon_is_alert = False  # the last tray balloon shown was an alert's
+        self.tray.icon.messageClicked.connect(self._balloon_clicked)
         self.tray.toggle_window_requested.connect(self.toggle_window)
         self.tray.simulation_requested.connect(self.start_simulation)
         self.tray.quit_requested.connect(QApplication.quit)
@@ -260,7 +262,7 @@ class App(QObject):
         ).start()
         if self.settings_message:  # a settings file was set aside: say so once
             print(f"trayvml: {self.settings_message}", file=sys.stderr)
-            self.tray.icon.showMessage("trayvml", self.settings_message)
+            self._say(self.settings_message)
 
     def stop(self) -> None:
         self._stop_remotes()
@@ -275,18 +277,10 @@ class App(QObject):
     def _make_notifier(self) -> Notifier:
         from trayvml.platform.notifiers import notifier_for_desktop
 
-        def show(title: str, body: str, severity: Severity) -> None:
-            icon = (
-                QSystemTrayIcon.MessageIcon.Critical
-                if severity is Severity.CRITICAL
-                else QSystemTrayIcon.MessageIcon.Warning
-            )
-            self.tray.icon.showMessage(title, body, icon, 10_000)
-
         return notifier_for_desktop(
             lambda action, key: self._action_received.emit(action, key[0], key[1]),
             str(resource("trayvml-64.png")),
-            show,
+            self._show_alert_balloon,
             markup=self.tray.over_dbus,
         )
 
@@ -389,7 +383,7 @@ class App(QObject):
         """Changes take effect at once; no restart."""
         problem = self.model.change(settings)
         if problem:
-            self.tray.icon.showMessage("trayvml", problem)
+            self._say(problem)
 
     def _watch_settings(self) -> None:
         """Who hears of which setting's change (each listener once per change)."""
@@ -416,8 +410,26 @@ class App(QObject):
         watch("history_on_disk", self._history_on_disk_changed)
         watch("icon_remote_hosts", lambda s: self._remote_hosts_changed())
 
+    def _show_alert_balloon(self, title: str, body: str, severity: Severity) -> None:
+        """An alert as a tray balloon, where no notification server answers."""
+        icon = (
+            QSystemTrayIcon.MessageIcon.Critical
+            if severity is Severity.CRITICAL
+            else QSystemTrayIcon.MessageIcon.Warning
+        )
+        self.tray.icon.showMessage(title, body, icon, 10_000)
+        self._balloon_is_alert = True  # clicked, it opens the Alerts tab
+
     def _say(self, text: str) -> None:
+        """A word from trayvml itself in a balloon (not an alert: clicking it opens nothing)."""
+        self._balloon_is_alert = False
         self.tray.icon.showMessage("trayvml", text)
+
+    def _balloon_clicked(self) -> None:
+        """Where notifications are tray balloons (no actions), clicking an alert's opens the Alerts
+        tab, the whole story, and where a held notebook kernel can be shut down."""
+        if self._balloon_is_alert:
+            self.show_alerts()
 
     def _alerts_changed(self, settings: Settings) -> None:
         self.local.configure(settings.alerts)
