@@ -45,7 +45,9 @@ def test_the_default_simulation_starts_with_hours_of_past(qtbot, tmp_path: Path)
         assert app.history is past  # the past became the history the live samples go on in
         assert past_end_s < first.timestamp_s  # the past ends before the first live sample
         for range_s in (900, 3600, 12 * 3600):  # the window's default range, 1 h and 12 h
-            series = app.history.gpu_series("utilization_gpu_percent", started_s - range_s, started_s, 1000)
+            # Up to the past's end: the second between it and the first live sample holds no reading
+            # (at 15 min every second is a bucket of its own).
+            series = app.history.gpu_series("utilization_gpu_percent", past_end_s - range_s, past_end_s, 1000)
             assert series is not None and series.mean.shape[1] == 4
             assert np.isfinite(series.mean).all(), range_s  # every bucket has a value: no holes in a curve
             assert np.mean(series.mean) > 50  # the training job, not idle GPUs
