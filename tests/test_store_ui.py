@@ -337,3 +337,40 @@ def test_hiding_the_window_lets_the_store_reads_go(qtbot, tmp_path: Path) -> Non
     window.refresh()
     assert read and disk._cache
     disk.close()
+
+
+def test_a_device_is_read_for_the_metrics_expected_then_once_for_the_rest(tmp_path: Path) -> None:
+    """A read for an expected metric reads the expected ones of each device; one for a metric not
+    expected reads every metric not read yet, in one go: never a read a metric."""
+    from trayvml.history.rings import HISTORY_GPU_KEYS
+
+    folder = tmp_path / "history"
+    now = time.time()
+    uuids = _stored(folder, now - now % 3600 - 2 * 86400 - 60, 180)
+    disk = DiskReach(folder)
+    disk.uuids = uuids
+    read: list[tuple[str, ...]] = []
+    coarse = disk.reader.coarse
+
+    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+        read.append(arguments[4])
+        return coarse(*arguments, **named)
+
+    disk.reader.coarse = counting  # type: ignore[method-assign]
+    history = History()
+    try:
+        disk.expect({"power_draw_w", "temperature_gpu_c", "not_a_gpu_metric"})
+        power = disk.gpu_series("power_draw_w", now - 7 * 86400, now, 1000, history)
+        assert read == [("temperature_gpu_c", "power_draw_w")] * len(uuids)
+        disk.gpu_series("temperature_gpu_c", now - 7 * 86400, now, 1000, history)
+        assert len(read) == len(uuids)
+        clocks = disk.gpu_series("clock_sm_mhz", now - 7 * 86400, now, 1000, history)
+        rest = tuple(k for k in HISTORY_GPU_KEYS if k not in ("temperature_gpu_c", "power_draw_w"))
+        assert read[len(uuids) :] == [rest] * len(uuids)
+        disk.gpu_series("fan_speed_percent", now - 7 * 86400, now, 1000, history)
+        assert len(read) == 2 * len(uuids)
+        assert np.isfinite(power.mean).any() and np.isfinite(clocks.mean).any()
+        with pytest.raises(ValueError):
+            disk.gpu_series("cpu_percent", now - 7 * 86400, now, 1000, history)
+    finally:
+        disk.close()
