@@ -316,12 +316,17 @@ def test_a_panel_scrolled_into_view_after_the_first_week_redraw_draws_what_a_ful
         history.disk.close()
 
 
-def test_hiding_the_window_lets_the_store_reads_go(qtbot, tmp_path: Path) -> None:
-    """What the window read of the store (megabytes at 7 days) is let go, and the store's file
-    closed, when it hides: the idle tray keeps none of it. Shown again, it reads anew."""
+def test_hiding_the_window_lets_the_store_reads_go(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the window read of the store (megabytes at 7 days) is let go, the store's file closed
+    and the freed pages handed back, when it hides: the idle tray keeps none of it. Shown again,
+    it reads anew."""
     import gc
     import weakref
 
+    from trayvml.ui import window as window_module
+
+    trimmed: list[bool] = []
+    monkeypatch.setattr(window_module, "give_back_free_memory", lambda: trimmed.append(True))
     window, history, read = _week_window(qtbot, tmp_path, 180)
     disk = history.disk
     assert disk is not None and disk._cache and disk.reader._buckets and disk.reader._db is not None
@@ -331,7 +336,7 @@ def test_hiding_the_window_lets_the_store_reads_go(qtbot, tmp_path: Path) -> Non
     gc.collect()
     assert all(ref() is None for ref in kept)
     assert not disk._cache and not disk.reader._buckets and disk.reader._buckets_bytes == 0
-    assert disk.reader._db is None
+    assert disk.reader._db is None and trimmed
     window.show()
     read.clear()
     window.refresh()

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.core.demand import EVERYTHING, PROCESSES
+from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import Group
@@ -820,6 +821,7 @@ class GraphWindow(QMainWindow):
         self._settings.setValue("window/geometry", self.saveGeometry())
         if self._history.disk is not None:  # what it read of the store (megabytes at 7 days) goes
             self._history.disk.close()
+            give_back_free_memory()  # else glibc keeps the freed pages in the idle tray's RSS
         super().hideEvent(event)  # type: ignore[arg-type]
         self.needs_changed.emit()
 
