@@ -13,6 +13,7 @@ import pytest
 from tests.helpers import OPEN_SOURCES
 from trayvml.config import SettingsStore
 from trayvml.core.clock import ManualClock
+from trayvml.core.metrics import Group
 from trayvml.history.disk.limits import Limits
 from trayvml.history.disk.read import StoreReader
 from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter
@@ -237,5 +238,144 @@ def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkey
             plot = disk.gpu_series("utilization_gpu_percent", now - 7 * 86400, now, 979, history)
         assert steps == [600.0] * len(uuids)
         assert energy.step_s == plot.step_s == 600.0 and np.isfinite(energy.mean).any()
+    finally:
+        disk.close()
+
+
+def _week_window(qtbot, tmp_path: Path, seconds: int):  # type: ignore[no-untyped-def]
+    """A window at 7 days over ``seconds`` stored three days ago (2 GPUs), drawn once; the keys
+    each read of the store asked for."""
+    from tests.ui_helpers import shown_window
+
+    folder = tmp_path / "history"
+    now = time.time()
+    hour = now - now % 3600
+    uuids = _stored(folder, hour - 3 * 86400 - seconds + 60, seconds)  # packed up to an hour's end
+    source = Source(parse_spec("training:gpus=h100*2"), ManualClock(now), host=True)
+    OPEN_SOURCES.append(source)
+    sample = source.sample()
+    history = History()
+    history.disk = DiskReach(folder)
+    history.disk.uuids = uuids
+    history.append(sample)
+    read: list[tuple[str, tuple[str, ...]]] = []
+    coarse = history.disk.reader.coarse
+
+    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+        read.append((arguments[0], arguments[4]))
+        return coarse(*arguments, **named)
+
+    history.disk.reader.coarse = counting  # type: ignore[method-assign]
+    window = shown_window(qtbot, history, sample)
+    window.set_range(7 * 86400)
+    window.refresh()
+    return window, history, read
+
+
+def test_a_panel_scrolled_into_view_after_the_first_week_redraw_draws_what_a_full_read_draws(
+    qtbot, tmp_path: Path
+) -> None:
+    """The first redraw at 7 days reads the metrics of the panels in view (and the energy's) only;
+    a panel scrolled into view later reads its own, and draws the very lines a read of every
+    metric at once gives."""
+    window, history, read = _week_window(qtbot, tmp_path, 2 * 3600)
+    page = window.gpu_page
+    assert page is not None and history.disk is not None
+    first_keys = {k for uuid, keys in read if uuid in history.disk.uuids for k in keys}
+    shown = page.visible_panels()
+    assert "power_draw_w" in first_keys and {m.key for p in shown for m in p.spec.metrics} <= first_keys
+    assert len(first_keys) < len(GPU_LAYOUT.keys) // 2  # not every metric stored
+    # The clocks: several metrics a panel, each its own values (a mix-up of columns would show).
+    [clocks] = [p for p in page.panels if p.spec.group is Group.CLOCKS]
+    assert clocks not in shown and len(clocks.spec.metrics) > 1
+    page.verticalScrollBar().setValue(round(clocks.plot.geometry().top()))
+    window.refresh()
+    scrolled = [p for p in page.visible_panels() if p not in shown and p.spec.metrics and not p.spec.strip]
+    assert clocks in scrolled and not {m.key for p in scrolled for m in p.spec.metrics} & first_keys
+    view = window._view
+    assert view is not None
+    drawn = {(id(p), k): list(p.lines[k].data) for p in scrolled for k in range(len(p.spec.metrics))}
+    uuids = history.disk.uuids
+    history.disk = DiskReach(history.disk.folder)  # reads every metric at once (nothing expected)
+    history.disk.uuids = uuids
+    try:
+        finite = 0
+        for panel in scrolled:
+            for k, metric in enumerate(panel.spec.metrics):
+                lines = drawn[(id(panel), k)]
+                budget = page.budget(panel, sum(line is not None for line in lines) * len(panel.spec.metrics))
+                full = history.gpu_series(metric.key, view.start_s, view.end_s, budget)
+                assert full is not None
+                for gpu, line in enumerate(lines):
+                    if line is not None:
+                        np.testing.assert_array_equal(line[0], full.times_s)
+                        np.testing.assert_array_equal(line[1], full.mean[:, gpu])
+                        finite += int(np.isfinite(line[1][:-1]).sum())  # the last bucket: memory's sample
+        assert finite  # the stored hours, drawn
+    finally:
+        history.disk.close()
+
+
+def test_hiding_the_window_lets_the_store_reads_go(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the window read of the store (megabytes at 7 days) is let go, the store's file closed
+    and the freed pages handed back, when it hides: the idle tray keeps none of it. Shown again,
+    it reads anew."""
+    import gc
+    import weakref
+
+    from trayvml.ui import window as window_module
+
+    trimmed: list[bool] = []
+    monkeypatch.setattr(window_module, "give_back_free_memory", lambda: trimmed.append(True))
+    window, history, read = _week_window(qtbot, tmp_path, 180)
+    disk = history.disk
+    assert disk is not None and disk._cache and disk.reader._buckets and disk.reader._db is not None
+    kept = [weakref.ref(r.data) for r in disk._cache.values()]
+    kept += [weakref.ref(a) for made in disk.reader._buckets.values() for buckets in made for a in buckets]
+    window.hide()
+    gc.collect()
+    assert all(ref() is None for ref in kept)
+    assert not disk._cache and not disk.reader._buckets and disk.reader._buckets_bytes == 0
+    assert disk.reader._db is None and trimmed
+    window.show()
+    read.clear()
+    window.refresh()
+    assert read and disk._cache
+    disk.close()
+
+
+def test_a_device_is_read_for_the_metrics_expected_then_once_for_the_rest(tmp_path: Path) -> None:
+    """A read for an expected metric reads the expected ones of each device; one for a metric not
+    expected reads every metric not read yet, in one go: never a read a metric."""
+    from trayvml.history.rings import HISTORY_GPU_KEYS
+
+    folder = tmp_path / "history"
+    now = time.time()
+    uuids = _stored(folder, now - now % 3600 - 2 * 86400 - 60, 180)
+    disk = DiskReach(folder)
+    disk.uuids = uuids
+    read: list[tuple[str, ...]] = []
+    coarse = disk.reader.coarse
+
+    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+        read.append(arguments[4])
+        return coarse(*arguments, **named)
+
+    disk.reader.coarse = counting  # type: ignore[method-assign]
+    history = History()
+    try:
+        disk.expect({"power_draw_w", "temperature_gpu_c", "not_a_gpu_metric"})
+        power = disk.gpu_series("power_draw_w", now - 7 * 86400, now, 1000, history)
+        assert read == [("temperature_gpu_c", "power_draw_w")] * len(uuids)
+        disk.gpu_series("temperature_gpu_c", now - 7 * 86400, now, 1000, history)
+        assert len(read) == len(uuids)
+        clocks = disk.gpu_series("clock_sm_mhz", now - 7 * 86400, now, 1000, history)
+        rest = tuple(k for k in HISTORY_GPU_KEYS if k not in ("temperature_gpu_c", "power_draw_w"))
+        assert read[len(uuids) :] == [rest] * len(uuids)
+        disk.gpu_series("fan_speed_percent", now - 7 * 86400, now, 1000, history)
+        assert len(read) == 2 * len(uuids)
+        assert np.isfinite(power.mean).any() and np.isfinite(clocks.mean).any()
+        with pytest.raises(ValueError):
+            disk.gpu_series("cpu_percent", now - 7 * 86400, now, 1000, history)
     finally:
         disk.close()

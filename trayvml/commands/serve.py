@@ -8,6 +8,7 @@ import threading
 from collections.abc import Callable
 
 from trayvml.core.clock import Ticker
+from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.prometheus import DEFAULT_ADDRESS, DEFAULT_PORT
@@ -25,16 +26,6 @@ def few_malloc_arenas(arenas: int = 2) -> None:
     m_arena_max = -8  # from glibc's malloc.h
     with contextlib.suppress(OSError, AttributeError):  # no mallopt (musl, macOS): nothing to cap
         ctypes.CDLL(None).mallopt(m_arena_max, arenas)
-
-
-def give_back_free_memory() -> None:
-    """Hands the heap's free pages back to the system (glibc's malloc_trim), once start-up is over:
-    building the command line, opening NVML and the first sample leave freed memory that glibc
-    keeps for reuse, and serve then runs for months at a steady size (benchmarks/README.md)."""
-    import ctypes
-
-    with contextlib.suppress(OSError, AttributeError):  # not glibc: nothing to trim
-        ctypes.CDLL(None).malloc_trim(0)
 
 
 # ---- the sampling loop ----

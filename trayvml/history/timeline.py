@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -65,8 +66,11 @@ def backfill(history: Rings, reader: StoreReader, sample: Sample, span_s: float)
 
 
 @dataclass
-class _Cached:
-    key: tuple[int, int]
+class _Read:
+    """A device's buckets of one range and step: the keys read so far, a column each."""
+
+    span: tuple[int, int]  # the range, in buckets of its step
+    columns: dict[str, int]
     data: CoarseData
 
 
@@ -80,16 +84,29 @@ class DiskReach:
     def __init__(self, folder: Path) -> None:
         self.reader = StoreReader(folder)
         self.uuids: tuple[str, ...] = ()  # the GPUs shown, in index order (set from each sample)
-        self._cache: dict[tuple[str, tuple[str, ...], int], _Cached] = {}
+        # The GPU metrics a read of a device reads together (expect): all of them until told.
+        self.expected: tuple[str, ...] = HISTORY_GPU_KEYS
+        self._cache: dict[tuple[str, int], _Read] = {}
         self.folder = folder
         self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
 
     def close(self) -> None:
+        """Lets go of what was read and of the store's connections (the window hid: the idle tray
+        keeps none of it); a later read opens them again."""
+        self._cache.clear()
+        self._lines = None
         self.reader.close()
         if self._db is not None:
             self._db.close()
             self._db = None
+
+    def expect(self, gpu_keys: Iterable[str]) -> None:
+        """The GPU metrics the next reads ask for (a redraw's panels in view and the energy): a device
+        is read for these together, one decode of its blocks, not for every metric stored (the
+        window's first page shows 9 of 48). A metric outside them reads every one not read yet."""
+        wanted = set(gpu_keys)
+        self.expected = tuple(k for k in HISTORY_GPU_KEYS if k in wanted)
 
     def process_lines(
         self, start_s: float, end_s: float, max_points: int
@@ -118,44 +135,57 @@ class DiskReach:
         self._lines = (key, lines)
         return times, step, lines
 
-    def _coarse(self, uuid: str, keys: tuple[str, ...], start_s: float, end_s: float, max_points: int) -> CoarseData:
-        """Cached per device and bucket until the range moves by a bucket: a redraw reads each device
-        once. A range is read in at most DISK_POINTS buckets: no plot is much wider, a week of them
-        is the wide tier's 10-minute buckets (finer ones are a week of minutes to decode), and the
-        energy in view is as exact from them (a bucket's mean times its time)."""
+    def _coarse(self, uuid: str, key: str, start_s: float, end_s: float, max_points: int) -> tuple[CoarseData, int]:
+        """(the device's buckets of the range, the column of ``key`` in them). Cached per device and
+        bucket until the range moves by a bucket: a redraw reads each device once (the host for
+        all its metrics, a GPU for those expected). A range is read in at most DISK_POINTS buckets:
+        no plot is much wider, a week of them is the wide tier's 10-minute buckets (finer ones are
+        a week of minutes to decode), and the energy in view is as exact from them (a bucket's
+        mean times its time)."""
         step_ms = bucket_step_ms(max(60.0, (end_s - start_s) / max(1, min(max_points, DISK_POINTS))))
         step_s = step_ms / 1000
-        where = (uuid, keys, step_ms)
-        data = self._cache.get(where)
-        key = (math.floor(start_s / step_s), math.floor(end_s / step_s))
-        if data is None or data.key != key:
+        where = (uuid, step_ms)
+        span = (math.floor(start_s / step_s), math.floor(end_s / step_s))
+        found = self._cache.get(where)
+        if found is not None and found.span != span:
+            found = None
+        if found is None or key not in found.columns:
+            stored = HISTORY_HOST_KEYS if uuid == HOST_UUID else HISTORY_GPU_KEYS
+            if key not in stored:
+                raise ValueError(f"{key} is not kept in the history")
+            have = found.columns if found is not None else {}
+            group = self.expected if key in self.expected else stored
+            keys = tuple(k for k in group if k not in have)
             try:
                 read = self.reader.coarse(uuid, start_s, end_s, step_s, keys, fresh=False)
             except sqlite3.Error as error:
                 log.warning("the history on disk could not be read: %s", error)
-                nothing = np.empty((0, len(keys)))
-                read = CoarseData(np.empty(0), nothing, nothing, nothing, nothing, step_s)
-            if len(self._cache) >= STEPS_KEPT * (len(self.uuids) + 1):  # the GPUs and the host
-                self._cache.clear()
-            data = self._cache[where] = _Cached(key, read)
-        return data.data
+                times = found.data.times_s if found is not None else np.empty(0)
+                nothing = np.full((len(times), len(keys)), np.nan)
+                read = CoarseData(times, np.zeros(nothing.shape, dtype=np.int64), nothing, nothing, nothing, step_s)
+            if found is None:
+                if len(self._cache) >= STEPS_KEPT * (len(self.uuids) + 1):  # the GPUs and the host
+                    self._cache.clear()
+                found = self._cache[where] = _Read(span, dict(zip(keys, range(len(keys)), strict=True)), read)
+            else:  # the keys read before, and these beside them
+                found.columns |= {k: len(found.columns) + i for i, k in enumerate(keys)}
+                found.data = _beside(found.data, read)
+        return found.data, found.columns[key]
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        datas = [self._coarse(u, HISTORY_GPU_KEYS, start_s, end_s, max_points) for u in self.uuids]
-        column = HISTORY_GPU_KEYS.index(key)
-        return _with_memory(_series(datas, column), Rings.gpu_series(memory, key, start_s, end_s, max_points))
+        datas = [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids]
+        return _with_memory(_series(datas), Rings.gpu_series(memory, key, start_s, end_s, max_points))
 
     def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        data = self._coarse(HOST_UUID, HISTORY_HOST_KEYS, start_s, end_s, max_points)
         return _with_memory(
-            _series([data], HISTORY_HOST_KEYS.index(key)),
+            _series([self._coarse(HOST_UUID, key, start_s, end_s, max_points)]),
             Rings.host_series(memory, key, start_s, end_s, max_points),
         )
 
     def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: Rings) -> list[tuple[float, float]]:
         """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
         buckets, and the memory's for the hour not yet packed on disk)."""
-        data = self._coarse(HOST_UUID, HISTORY_HOST_KEYS, start_s, end_s, max_points)
+        data, _ = self._coarse(HOST_UUID, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
         if not len(data.times_s):
             return []
         recorded = data.recorded.copy()
@@ -174,15 +204,26 @@ class DiskReach:
         return spans
 
 
-def _series(datas: list[CoarseData], column: int) -> Series:
+def _series(datas: list[tuple[CoarseData, int]]) -> Series:
+    """One column of each device's buckets (data, column), side by side."""
     if not datas:
         return Series(np.empty(0), np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0)), 60.0)
-    n = min(len(d.times_s) for d in datas)
+    n = min(len(d.times_s) for d, _ in datas)
 
     def stack(name: str) -> np.ndarray:
-        return np.stack([getattr(d, name)[:n, column] for d in datas], axis=1).astype(np.float32)
+        return np.stack([getattr(d, name)[:n, column] for d, column in datas], axis=1).astype(np.float32)
 
-    return Series(datas[0].times_s[:n], stack("mean"), stack("low"), stack("high"), datas[0].step_s)
+    first = datas[0][0]
+    return Series(first.times_s[:n], stack("mean"), stack("low"), stack("high"), first.step_s)
+
+
+def _beside(before: CoarseData, more: CoarseData) -> CoarseData:
+    """The buckets of the same range and step, ``more``'s keys after ``before``'s."""
+
+    def join(name: str) -> np.ndarray:
+        return np.concatenate([getattr(before, name), getattr(more, name)], axis=1)
+
+    return replace(before, count=join("count"), low=join("low"), mean=join("mean"), high=join("high"))
 
 
 def _with_memory(disk: Series, memory: Series | None) -> Series:

@@ -43,6 +43,7 @@ from PySide6.QtWidgets import (
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.core.demand import EVERYTHING, PROCESSES
+from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import Group
@@ -75,6 +76,7 @@ RANGES_S = (
 )
 DEFAULT_RANGE_S = 900
 ENERGY_POINTS = 4000  # buckets read to integrate the power in view: the 1 s tier for ranges up to an hour
+ENERGY_KEY = "power_draw_w"  # the metric the energy in view is integrated from
 COVERED_ENOUGH = 0.98  # below this share of the range held by the history, the energy says how much it covers
 REFRESH_AFTER_PAN_MS = 120
 DEFAULT_SIZE_PX = (1100, 820)
@@ -631,10 +633,12 @@ class GraphWindow(QMainWindow):
         )
         if self.asleep_spans is not None:
             self._view = replace(self._view, asleep=self.asleep_spans.between(read_start, end))
+        panels = page.visible_panels() if page is not None else []
+        if self.history.disk is not None:  # the store is read for these metrics only (the energy's too)
+            self.history.disk.expect({ENERGY_KEY, *(m.key for panel in panels for m in panel.spec.metrics)})
         if page is not None:
             self._shade_gaps(read_start, end, page)
             # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.
-            panels = page.visible_panels()
             left = [panel for p, panel in self._queue if p is page and panel in panels]
             self._queue = [(page, panel) for panel in left + [p for p in panels if p not in left]]
             if not cut_short:
@@ -720,7 +724,7 @@ class GraphWindow(QMainWindow):
         if self.sample is None or not self.sample.gpus:
             return ""
         start, end = self.visible_range()
-        series = self._history.gpu_series("power_draw_w", start, end, ENERGY_POINTS)
+        series = self._history.gpu_series(ENERGY_KEY, start, end, ENERGY_POINTS)
         energy = energy_in_range(series, start, end)
         gpu_energy = translate("GraphWindow", "GPU {gpu}: {energy}")
         known = [
@@ -815,6 +819,9 @@ class GraphWindow(QMainWindow):
 
     def hideEvent(self, event: object) -> None:  # noqa: N802 - Qt override
         self._settings.setValue("window/geometry", self.saveGeometry())
+        if self._history.disk is not None:  # what it read of the store (megabytes at 7 days) goes
+            self._history.disk.close()
+            give_back_free_memory()  # else glibc keeps the freed pages in the idle tray's RSS
         super().hideEvent(event)  # type: ignore[arg-type]
         self.needs_changed.emit()
 

@@ -84,6 +84,9 @@ class StoreReader:
         return self._db
 
     def close(self) -> None:
+        """The connection closed and the blocks kept in buckets let go; a later read opens it again."""
+        self._buckets.clear()
+        self._buckets_bytes = 0
         if self._db is not None:
             self._db.close()
             self._db = None
@@ -169,7 +172,8 @@ class StoreReader:
                 else (at[inside], c[:, inside], lo_v[:, inside], hi_v[:, inside], su_v[:, inside])
             )
         everywhere = np.concatenate([p[0] for p in placed]) if placed else np.empty(0, dtype=np.int64)
-        alone = len(np.unique(everywhere)) == len(everywhere)  # the usual: no bucket in two blocks
+        # The usual: no bucket in two blocks (ascending, as blocks are listed: no hash of them all).
+        alone = bool((np.diff(everywhere) > 0).all()) or len(np.unique(everywhere)) == len(everywhere)
         for at, c, lo_v, hi_v, su_v in placed:
             if alone and len(at) and at[-1] - at[0] == len(at) - 1:  # a run of buckets: slices
                 run = slice(at[0], at[-1] + 1)
