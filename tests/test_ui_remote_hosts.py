@@ -404,3 +404,36 @@ def test_remote_menu_entries_are_kept_and_their_texts_written_when_the_menu_open
     view.show([idle])
     (back,) = host_menus()
     assert back.title() == "dgx-01" and all(a.isEnabled() for a in back.actions()) and "12" in rows()[0]
+
+
+def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_update(
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+) -> None:
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    app = App(
+        parse_spec("idle"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(remote.url,),
+    )
+    source, _, _ = simulated_source("idle")
+    app._start_remotes()
+    try:
+        app._remote_timer.setInterval(3_600_000)  # its own timer out of the way: only this machine's ticks
+        assert app.remotes is not None
+        qtbot.waitUntil(lambda: any(s.gpus for s in app.remotes.samples()), timeout=10_000)  # read on its thread
+        updates = []
+        update = app.tray.update
+        app.tray.update = lambda sample: (updates.append(sample), update(sample))  # type: ignore[method-assign]
+        local = source.sample()
+        app.on_sample(local)
+        assert updates == [local]  # once, with this machine's sample
+        assert "dgx-01:" in app.tray.icon.toolTip().splitlines()
+        assert app.remote_monitors is not None and "dgx-01" in app.remote_monitors.monitors
+        assert app._remote_timer.isActive() and app._remote_timer.remainingTime() > 3_000_000  # started anew
+    finally:
+        app._stop_remotes()
