@@ -301,7 +301,7 @@ def to_samples_and_layout(
     samples = [_sample(host, kinds[host.name], url, now_s) for host in hosts.values()]
     if lines is None or routes is None:
         return samples, None
-    return samples, Layout(lines, routes, hosts, kinds, url)
+    return samples, Layout(lines, routes, hosts, kinds, url, samples)
 
 
 class Lines(NamedTuple):
@@ -322,10 +322,26 @@ class Layout:
     place, with no label or name looked at. Anything else is read in full (and makes a new layout).
     """
 
-    def __init__(self, lines: Lines, routes: list[_Route], hosts: dict[str, _Host], kinds: dict[str, str], url: str):
+    def __init__(
+        self,
+        lines: Lines,
+        routes: list[_Route],
+        hosts: dict[str, _Host],
+        kinds: dict[str, str],
+        url: str,
+        samples: list[Sample],
+    ):
         self.series = lines.series
         self._kinds, self._url = kinds, url
         self._hosts = list(hosts.values())  # read only: each read copies what it changes
+        # Each GPU's processes as its sample holds them (its index and jobs set): kept where their
+        # memory stays the same.
+        self._processes_of = {
+            (sample.system.hostname, device.uuid): gpu.processes
+            for sample in samples
+            if sample.system is not None
+            for gpu, device in zip(sample.gpus, sample.devices, strict=True)
+        }
         host_slot = {host.name: k for k, host in enumerate(self._hosts)}
         gpu_slot: dict[tuple[str, str], int] = {}
         for host in self._hosts:
@@ -361,8 +377,9 @@ class Layout:
         for was in self._hosts:
             host = _Host(was.name, {}, {}, was.driver, was.cuda, was.down, was.simulation, was.jobs)
             for uuid, old in was.gpus.items():
+                processes = list(self._processes_of.get((was.name, uuid), old.processes))
                 gpu = host.gpus[uuid] = _Gpu(
-                    uuid, old.index, old.name, old.pci_bus_id, old.driver, {}, list(old.processes), old.identified
+                    uuid, old.index, old.name, old.pci_bus_id, old.driver, {}, processes, old.identified
                 )
                 gpus.append(gpu)
             hosts.append(host)
@@ -524,6 +541,14 @@ def _percent(part: float | None, whole: float | None) -> float | None:
     return 100.0 * part / whole
 
 
+def _on_gpu(process: ProcessSample, index: int, job: Attribution) -> ProcessSample:
+    """``process`` on the GPU of that index, with that job (the same one where it is so already: a
+    layout's processes were made here before, and dataclasses.replace takes µs a process)."""
+    if process.gpu_index == index and process.attribution is job:
+        return process
+    return replace(process, gpu_index=index, attribution=job)
+
+
 def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
     gpus: list[GpuSample] = []
     devices: list[DeviceInfo] = []
@@ -541,9 +566,7 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
         for key, value in derived.items():
             if key not in values and value is not None:
                 values[key] = value
-        processes = tuple(
-            replace(p, gpu_index=index, attribution=host.jobs.get(p.pid, NO_ATTRIBUTION)) for p in gpu.processes
-        )
+        processes = tuple(_on_gpu(p, index, host.jobs.get(p.pid, NO_ATTRIBUTION)) for p in gpu.processes)
         if processes:
             values.setdefault("process_count", float(len(processes)))
         gpus.append(

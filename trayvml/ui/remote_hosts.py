@@ -108,7 +108,8 @@ def host_title(sample: Sample) -> str:
 def named_jobs(gpu: GpuSample) -> GpuSample:
     """The GPU with only the processes its exporter named a job for (trayvml serve does; others
     name none): a bare PID of another machine is not shown as its job."""
-    return replace(gpu, processes=tuple(p for p in gpu.processes if p.attribution.job))
+    named = tuple(p for p in gpu.processes if p.attribution.job)
+    return gpu if len(named) == len(gpu.processes) else replace(gpu, processes=named)
 
 
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
