@@ -205,6 +205,25 @@ def test_per_gpu_overrides_win() -> None:
     assert [(e.gpu_index, e.severity) for e in events] == [(1, Severity.CRITICAL)]
 
 
+def test_the_engine_steps_each_gpu_by_the_settings_in_force_now() -> None:
+    engine = AlertEngine(only("temperature", enabled=False))
+    assert run(engine, TEMPERATURE, [99] * 3) == []
+    engine.configure(only("temperature", hold_s=0))  # turned on: its tracker starts now
+    assert [e.kind for e in run(engine, TEMPERATURE, [99, 99], start_s=3)] == ["firing"]
+    engine.settings = only("temperature", hold_s=0, critical_enter=100.0, critical_clear=99.5)  # set directly too
+    assert [(e.kind, e.severity) for e in run(engine, TEMPERATURE, [99], start_s=5)] == [("firing", Severity.WARNING)]
+    # A GPU index not seen before gets its own rules (and an override of its own).
+    row = [NAN] * len(GPU_METRICS)
+    row[GPU_INDEX[TEMPERATURE]] = 99.0
+    gpu = GpuSample(3, tuple(row), (MetricState.OK,) * len(GPU_METRICS))
+    engine.configure(
+        replace(only("temperature", hold_s=0), overrides={3: {"temperature": RULE_BY_KEY["temperature"].defaults}})
+    )
+    events = engine.update(Sample(6.0, (gpu,), (DeviceInfo(3, "H100", "GPU-3"),), None, None))
+    assert events == []  # GPU 3 holds for the default 5 s first
+    assert engine.active() == 1  # GPU 0's alert still firing: its tracker was kept across the settings
+
+
 def test_disabled_rules_stay_silent() -> None:
     engine = AlertEngine(only("temperature", enabled=False))
     assert run(engine, TEMPERATURE, [99] * 20) == []

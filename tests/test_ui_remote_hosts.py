@@ -15,6 +15,7 @@ from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent
 from trayvml.alerts.severity import Severity
 from trayvml.config import Settings
+from trayvml.core.sample import Sample
 from trayvml.remote.fetch import parse_endpoint
 from trayvml.remote.source import Remotes
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
@@ -144,16 +145,20 @@ def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemo
     (dgx,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
     assert in_icon([dgx], ("*",)) == [dgx] and in_icon([dgx], ("dgx-01",)) == [dgx] and in_icon([dgx], ()) == []
     alerts = AlertSettings()
+
+    def own(sample: Sample) -> IconContent:
+        return content_for(sample, "utilization", None, alerts)
+
     no_local_gpu = IconContent((), no_gpu=True)
-    laptop = with_remote_bars(no_local_gpu, [dgx], "utilization", alerts)
+    laptop = with_remote_bars(no_local_gpu, [dgx], own)
     assert [round(b.fraction, 3) for b in laptop.bars] == [0.875, 0.0] and not laptop.no_gpu  # 87 % and 0 %
     assert laptop.number == 87  # the remote GPUs' highest: the icon keeps its number
     local = content_for(_local_sample(), "utilization")
-    both = with_remote_bars(local, [dgx], "utilization", alerts)
+    both = with_remote_bars(local, [dgx], own)
     assert both.bars == (*local.bars, *laptop.bars)
     assert both.number == max(local.number, 87)
     stuck = IconContent((), stale=True)
-    assert with_remote_bars(stuck, [dgx], "utilization", alerts) is stuck  # a stuck local driver still shows
+    assert with_remote_bars(stuck, [dgx], own) is stuck  # a stuck local driver still shows
 
 
 def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
@@ -359,3 +364,76 @@ def test_a_remote_slurm_job_is_named_as_this_machines_are(qapp) -> None:
     (odd,) = _scraped(forged, "http://dgx-01:8729")
     said = "\n".join(tooltip_lines([odd]))
     assert "     Slurm job 3385 (" in said and "\x1b" not in said
+
+
+def test_remote_menu_entries_are_kept_and_their_texts_written_when_the_menu_opens(qapp) -> None:
+    from trayvml.core.sample import RemoteOrigin
+    from trayvml.remote.fetch import parse_exposition, to_samples
+
+    def sample(text: str) -> Sample:
+        endpoint = parse_endpoint("http://dgx-01:9400")
+        points = parse_exposition(endpoint, text.encode(), "text/plain")
+        (found,) = to_samples(points, "dgx-01", endpoint.url, 1_800_000_000.0)
+        return found
+
+    def rows() -> list[str]:
+        return [a.text() for a in host_menus()[0].actions()]
+
+    def host_menus() -> list:
+        return [a.menu() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"]
+
+    busy = sample(dcgm_exposition("hostname"))
+    idle = sample(dcgm_exposition("hostname").replace("} 87\n", "} 12\n"))
+    tray = Tray()
+    view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
+    view.show_hosts(True)
+    view.show([busy])
+    (menu,) = host_menus()
+    first = rows()
+    assert len(first) == 2 and "87" in first[0]
+    view.show([idle])  # the same entries: only their texts are not current until the menu opens
+    assert host_menus() == [menu] and rows() == first and "12" in view.lines[1]
+    tray.menu.aboutToShow.emit()
+    assert host_menus() == [menu] and "12" in rows()[0] and "87" not in rows()[0] and rows()[1] == first[1]
+    # Unreachable: another shape, so made at once (greyed, with why), and the host's name kept.
+    fault = RemoteOrigin(idle.remote.url, "", "http://dgx-01:9400 cannot be reached: refused.", idle.timestamp_s)
+    view.show([replace(idle, gpus=(), devices=(), remote=fault)])
+    (down,) = host_menus()
+    assert down.title() == "dgx-01 — unreachable" and "cannot be reached" in rows()[1]
+    assert not any(a.isEnabled() for a in down.actions())
+    view.show([idle])
+    (back,) = host_menus()
+    assert back.title() == "dgx-01" and all(a.isEnabled() for a in back.actions()) and "12" in rows()[0]
+
+
+def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_update(
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+) -> None:
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    app = App(
+        parse_spec("idle"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(remote.url,),
+    )
+    source, _, _ = simulated_source("idle")
+    app._start_remotes()
+    try:
+        app._remote_timer.setInterval(3_600_000)  # its own timer out of the way: only this machine's ticks
+        assert app.remotes is not None
+        qtbot.waitUntil(lambda: any(s.gpus for s in app.remotes.samples()), timeout=10_000)  # read on its thread
+        updates = []
+        update = app.tray.update
+        app.tray.update = lambda sample: (updates.append(sample), update(sample))  # type: ignore[method-assign]
+        local = source.sample()
+        app.on_sample(local)
+        assert updates == [local]  # once, with this machine's sample
+        assert "dgx-01:" in app.tray.icon.toolTip().splitlines()
+        assert app.remote_monitors is not None and "dgx-01" in app.remote_monitors.monitors
+        assert app._remote_timer.isActive() and app._remote_timer.remainingTime() > 3_000_000  # started anew
+    finally:
+        app._stop_remotes()

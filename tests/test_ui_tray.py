@@ -384,3 +384,56 @@ def test_the_menu_names_only_a_named_job_not_a_bare_process() -> None:
     assert gpu.processes and all(p.job[0] in ("pid", "process") for p in gpu.processes)
     assert job_line(gpu, compact=True) == ""
     assert job_line(gpu).startswith("pid ")
+
+
+def _with_utilization(sample, percents):
+    """``sample`` with its GPUs' utilization set (one a GPU, in order)."""
+    gpus = []
+    for gpu, percent in zip(sample.gpus, percents, strict=True):
+        values = list(gpu.values)
+        values[GPU_INDEX["utilization_gpu_percent"]] = percent
+        gpus.append(replace(gpu, values=tuple(values)))
+    return replace(sample, gpus=tuple(gpus))
+
+
+def test_many_gpus_redraw_only_when_their_aggregate_bar_or_number_moves(tray: Tray) -> None:
+    source, _clock, _ = simulated_source("idle:gpus=h100*8")
+    base = source.sample()
+    tray.update(_with_utilization(base, [50.0] * 8))
+    before = tray.redraws
+    # One GPU's bar moves a step (2.5 %): the one aggregate bar the strip draws of 8 does not.
+    tray.update(_with_utilization(base, [50.0] * 7 + [47.5]))
+    assert tray.redraws == before and tray._content is not None and tray._content.bars[7].fraction == 0.475
+    tray.update(_with_utilization(base, [50.0] * 4 + [30.0] * 4))  # the mean moves: redrawn
+    assert tray.redraws == before + 1
+    tray.update(_with_utilization(base, [50.0] * 4 + [30.0] * 3 + [90.0]))  # the number moves: redrawn
+    assert tray.redraws == before + 2 and tray._content.number == 90
+
+
+def test_the_tray_shows_each_new_remote_sample_beside_the_same_local_one(tray: Tray) -> None:
+    local_source, _, _ = simulated_source("idle:gpus=h100*2")
+    local = _with_utilization(local_source.sample(), [10.0, 15.0])
+    remote_source, _, _ = simulated_source("idle:gpus=h100*2")  # one simulated library at a time
+    remote = remote_source.sample()
+    tray.remote_icon_samples = [_with_utilization(remote, [20.0, 30.0])]
+    tray.update(local)
+    assert tray._content is not None and tray._content.number == 30
+    tray.remote_icon_samples = [_with_utilization(remote, [20.0, 70.0])]  # a new read, the same local sample
+    tray.update(local)
+    assert tray._content.number == 70 and [b.fraction for b in tray._content.bars] == [0.1, 0.15, 0.2, 0.7]
+    tray.hidden_gpus = {1}  # the same samples, this machine's GPU 1 left out
+    tray.update(local)
+    assert [b.fraction for b in tray._content.bars] == [0.1, 0.2, 0.7]
+    tray.set_metric("temperature")  # the same samples, another metric
+    temperature = max(g.value("temperature_gpu_c") for s in (local, remote) for g in s.gpus)
+    assert tray._content.number == round(temperature)
+    tray.set_metric("utilization")
+    # New settings, the same samples: every GPU's temperature is a warning now.
+    warm = replace(AlertSettings().rules["temperature"], warning_enter=1.0, warning_clear=0.5)
+    tray.engine.configure(AlertSettings(rules={**AlertSettings().rules, "temperature": warm}))
+    tray.update(local)
+    assert tray._content.level is Level.WARNING and tray._content.number == round(temperature)
+    tray.engine.configure(AlertSettings())
+    tray.remote_icon_samples = []
+    tray.update(local)
+    assert tray._content.number == 10 and len(tray._content.bars) == 1

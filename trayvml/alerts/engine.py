@@ -16,6 +16,7 @@ from trayvml.alerts.rules import (
     THRESHOLD_RULES,
     AlertEvent,
     AnySettings,
+    GpuRule,
     Rule,
     Tracker,
 )
@@ -99,6 +100,10 @@ class AlertEngine:
         self.host = host
         self.events: deque[AlertEvent] = deque(maxlen=MAX_EVENTS)
         self._trackers: dict[tuple[int, str], Tracker] = {}
+        # Per GPU index: each enabled rule with its settings and tracker, for the settings in
+        # ``_planned_for`` (a sample steps ~20 rules a GPU: looked up once, not every second).
+        self._plans: dict[int, list[tuple[GpuRule[Any], Any, Tracker]]] = {}
+        self._planned_for: AlertSettings | None = None
 
     def configure(self, settings: AlertSettings) -> None:
         self.settings = settings
@@ -110,12 +115,16 @@ class AlertEngine:
             settings = self.settings.for_gpu(MACHINE, machine_rule.key)
             if settings.enabled:
                 found.append(machine_rule.step(settings, self._tracker(MACHINE, machine_rule.key), sample))
+        if self._planned_for is not self.settings:
+            self._plans.clear()
+            self._planned_for = self.settings
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
-            for rule in GPU_RULES:
-                settings = self.settings.for_gpu(gpu.index, rule.key)
-                if not settings.enabled or (gpu.lost and not rule.while_lost):
+            plan = self._plans.get(gpu.index)
+            if plan is None:
+                plan = self._plans[gpu.index] = self._plan(gpu.index)
+            for rule, settings, tracker in plan:
+                if gpu.lost and not rule.while_lost:
                     continue
-                tracker = self._tracker(gpu.index, rule.key)
                 found.append(rule.step(settings, tracker, gpu, info.name, sample.timestamp_s))
         events = [event if not self.host else replace(event, host=self.host) for event in found if event is not None]
         self.events.extend(events)
@@ -134,5 +143,17 @@ class AlertEngine:
                 needed |= rule.needs
         return frozenset(needed)
 
+    def _plan(self, gpu: int) -> list[tuple[GpuRule[Any], Any, Tracker]]:
+        """The rules enabled on ``gpu``, each with its settings and its tracker, in rule order."""
+        plan = []
+        for rule in GPU_RULES:
+            settings = self.settings.for_gpu(gpu, rule.key)
+            if settings.enabled:
+                plan.append((rule, settings, self._tracker(gpu, rule.key)))
+        return plan
+
     def _tracker(self, gpu: int, rule: str) -> Tracker:
-        return self._trackers.setdefault((gpu, rule), Tracker())
+        tracker = self._trackers.get((gpu, rule))
+        if tracker is None:
+            tracker = self._trackers[(gpu, rule)] = Tracker()
+        return tracker

@@ -509,23 +509,23 @@ class StalledRule(GpuRule[StallSettings]):
             working = util < settings.busy_above_percent - _STALL_CLEAR_UTIL or idle >= threshold + _STALL_CLEAR_MARGIN
             stalled = not working
         target = Severity.WARNING if stalled else None
-        if what == "power":
-            detail = translate(
-                "alerts",
-                "Utilization {util} % while power is {idle} % of the power limit: a kernel is resident but "
-                "nothing runs (a deadlocked collective?).",
-            )
-        else:
-            detail = translate(
-                "alerts",
-                "Utilization {util} % while SM activity is {idle} %: a kernel is resident but nothing "
-                "runs (a deadlocked collective?).",
-            )
-        detail = detail.format(util=f"{util:.0f}", idle=f"{idle:.0f}")
-        stalled_words = translate("alerts", "job stalled")
-        return _advance(
-            self.key, settings, tracker, target, util, name, gpu.index, now_s, lambda _: (stalled_words, detail)
-        )
+
+        def describe(_: Severity) -> tuple[str, str]:  # said only when an alert changes, not every sample
+            if what == "power":
+                detail = translate(
+                    "alerts",
+                    "Utilization {util} % while power is {idle} % of the power limit: a kernel is resident but "
+                    "nothing runs (a deadlocked collective?).",
+                )
+            else:
+                detail = translate(
+                    "alerts",
+                    "Utilization {util} % while SM activity is {idle} %: a kernel is resident but nothing "
+                    "runs (a deadlocked collective?).",
+                )
+            return translate("alerts", "job stalled"), detail.format(util=f"{util:.0f}", idle=f"{idle:.0f}")
+
+        return _advance(self.key, settings, tracker, target, util, name, gpu.index, now_s, describe)
 
     def problems(self, settings: StallSettings) -> list[str]:
         rule = translate("alerts", self.label)
@@ -560,12 +560,16 @@ class HeldRule(GpuRule[HeldSettings]):
         if tracker.level is not None and not held:
             held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent + _HELD_CLEAR_UTIL
         target = Severity.WARNING if held else None
-        idle_for = format_duration(settings.hold_s, "min")
-        message = translate("alerts", "{memory} GiB held, GPU idle for {duration}").format(
-            memory=f"{used / GIB:.1f}", duration=idle_for
-        )
-        detail = translate("alerts", "A notebook kernel left open, or a crashed job's process, may be holding it.")
-        return _advance(self.key, settings, tracker, target, used, name, gpu.index, now_s, lambda _: (message, detail))
+
+        def describe(_: Severity) -> tuple[str, str]:  # said only when an alert changes, not every sample
+            idle_for = format_duration(settings.hold_s, "min")
+            message = translate("alerts", "{memory} GiB held, GPU idle for {duration}").format(
+                memory=f"{used / GIB:.1f}", duration=idle_for
+            )
+            detail = translate("alerts", "A notebook kernel left open, or a crashed job's process, may be holding it.")
+            return message, detail
+
+        return _advance(self.key, settings, tracker, target, used, name, gpu.index, now_s, describe)
 
     def problems(self, settings: HeldSettings) -> list[str]:
         found = []

@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import repeat
 from typing import NamedTuple
 
 from trayvml.core import prom_names
@@ -283,16 +284,145 @@ def to_samples(points: Iterable[Point], fallback_host: str, url: str, now_s: flo
 
     ``fallback_host`` names the host when a source does not (nvidia_gpu_exporter): the URL's host.
     """
-    points = list(points)
+    return to_samples_and_layout(list(points), None, fallback_host, url, now_s)[0]
+
+
+def to_samples_and_layout(
+    points: list[Point], lines: Lines | None, fallback_host: str, url: str, now_s: float
+) -> tuple[list[Sample], Layout | None]:
+    """``to_samples``, and the layout of the exposition's ``lines`` for the next read (None where
+    there is none: lines not given, or more than one exporter's series in them)."""
     dialects = recognise({p.name for p in points})
     hosts: dict[str, _Host] = {}
     kinds: dict[str, str] = {}
+    routes: list[_Route] | None = [] if lines is not None and len(dialects) == 1 else None
     for dialect in dialects:
-        _read(dialect, points, fallback_host, hosts, kinds)
-    return [_sample(host, kinds[host.name], url, now_s) for host in hosts.values()]
+        _read(dialect, points, fallback_host, hosts, kinds, routes)
+    samples = [_sample(host, kinds[host.name], url, now_s) for host in hosts.values()]
+    if lines is None or routes is None:
+        return samples, None
+    return samples, Layout(lines, routes, hosts, kinds, url, samples)
 
 
-def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str, _Host], kinds: dict[str, str]) -> None:
+class Lines(NamedTuple):
+    """An exposition's series lines: each one's series text (name and labels as written) and value
+    text, and the point it made (-1: a series of no exporter trayvml knows, not parsed)."""
+
+    series: list[str]
+    values: list[str]
+    point_of_line: list[int]
+
+
+class Layout:
+    """Where each series line of a read put its value, kept for the next read.
+
+    An exporter serves the same series read after read with new values. A read whose lines name
+    the same series in the same order, and whose ``FACT`` lines (identity, up, simulated, jobs)
+    say the same, makes the same hosts, GPUs and processes: only its numbers need putting in
+    place, with no label or name looked at. Anything else is read in full (and makes a new layout).
+    """
+
+    def __init__(
+        self,
+        lines: Lines,
+        routes: list[_Route],
+        hosts: dict[str, _Host],
+        kinds: dict[str, str],
+        url: str,
+        samples: list[Sample],
+    ):
+        self.series = lines.series
+        self._kinds, self._url = kinds, url
+        self._hosts = list(hosts.values())  # read only: each read copies what it changes
+        # Each GPU's processes as its sample holds them (its index and jobs set): kept where their
+        # memory stays the same.
+        self._processes_of = {
+            (sample.system.hostname, device.uuid): gpu.processes
+            for sample in samples
+            if sample.system is not None
+            for gpu, device in zip(sample.gpus, sample.devices, strict=True)
+        }
+        host_slot = {host.name: k for k, host in enumerate(self._hosts)}
+        gpu_slot: dict[tuple[str, str], int] = {}
+        for host in self._hosts:
+            for uuid in host.gpus:
+                gpu_slot[(host.name, uuid)] = len(gpu_slot)
+        self._facts: list[int] = []
+        self._gpu_values: list[tuple[int, int, str, float]] = []  # (line, GPU slot, key, scale)
+        self._host_values: list[tuple[int, int, str, float]] = []  # (line, host slot, key, scale)
+        self._processes: list[tuple[int, int, int, float]] = []  # (line, GPU slot, position, scale)
+        for line, point in enumerate(lines.point_of_line):
+            route = routes[point] if point >= 0 else _IGNORED
+            if route.kind == GPU_VALUE:
+                self._gpu_values.append((line, gpu_slot[(route.host, route.uuid)], route.key, route.scale))
+            elif route.kind == HOST_VALUE:
+                self._host_values.append((line, host_slot[route.host], route.key, route.scale))
+            elif route.kind == PROCESS_MEMORY:
+                self._processes.append((line, gpu_slot[(route.host, route.uuid)], route.position, route.scale))
+            elif route.kind == FACT:
+                self._facts.append(line)
+        self._fact_values = [lines.values[line] for line in self._facts]
+
+    def samples(self, values: list[str], now_s: float) -> list[Sample] | None:
+        """The samples of an exposition whose series are ``self.series`` with these value texts;
+        None where its facts changed or a value is not a number (the full read says which)."""
+        if [values[line] for line in self._facts] != self._fact_values:
+            return None
+        try:
+            numbers = list(map(float, values))
+        except ValueError:
+            return None
+        hosts: list[_Host] = []
+        gpus: list[_Gpu] = []
+        for was in self._hosts:
+            host = _Host(was.name, {}, {}, was.driver, was.cuda, was.down, was.simulation, was.jobs)
+            for uuid, old in was.gpus.items():
+                processes = list(self._processes_of.get((was.name, uuid), old.processes))
+                gpu = host.gpus[uuid] = _Gpu(
+                    uuid, old.index, old.name, old.pci_bus_id, old.driver, {}, processes, old.identified
+                )
+                gpus.append(gpu)
+            hosts.append(host)
+        isfinite = math.isfinite
+        for line, slot, key, scale in self._gpu_values:
+            value = numbers[line]
+            if isfinite(value):
+                gpus[slot].values[key] = value * scale
+        for line, slot, key, scale in self._host_values:
+            hosts[slot].host[key] = numbers[line] * scale
+        for line, slot, position, scale in self._processes:
+            processes = gpus[slot].processes
+            used = numbers[line] * scale
+            if processes[position].used_memory_bytes != used:
+                processes[position] = replace(processes[position], used_memory_bytes=used)
+        return [_sample(host, self._kinds[host.name], self._url, now_s) for host in hosts]
+
+
+class _Route(NamedTuple):
+    """What one point did to a read's hosts: where its value went (``FACT``: something its value
+    decides beyond a number in a slot, so a layout needs the same value; ``IGNORED``: nothing)."""
+
+    kind: int  # GPU_VALUE, HOST_VALUE, PROCESS_MEMORY, FACT or IGNORED
+    host: str = ""
+    uuid: str = ""
+    key: str = ""  # the catalog key (GPU and host values)
+    scale: float = 1.0
+    position: int = 0  # a process's on its GPU
+
+
+GPU_VALUE, HOST_VALUE, PROCESS_MEMORY, FACT, IGNORED = range(5)
+_FACT, _IGNORED = _Route(FACT), _Route(IGNORED)
+
+
+def _read(
+    dialect: Dialect,
+    points: list[Point],
+    fallback: str,
+    hosts: dict[str, _Host],
+    kinds: dict[str, str],
+    routes: list[_Route] | None = None,
+) -> None:
+    """``routes``: extended with what each point did (see Layout)."""
     info_by_uuid: dict[str, Mapping[str, str]] = {}
     for point in points:
         if point.name == dialect.info and dialect.uuid_label in point.labels:
@@ -306,8 +436,10 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
             host = hosts[name] = _Host(name)
         return host
 
+    record = routes is not None
+    route_of = [_FACT] * len(points) if record else []  # a point not marked otherwise is a fact
     gpu_table, uuid_label = dialect.gpu, dialect.uuid_label
-    for point in points:
+    for i, point in enumerate(points):
         name, labels, value = point.name, point.labels, point.value
         # prometheus-client's parser names a counter's sample NAME_total even where the exporter
         # wrote NAME (dcgm-exporter's counters); a Prometheus server keeps NAME.
@@ -317,7 +449,8 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
         if known is not None or name == dialect.info:
             uuid = labels.get(uuid_label, "")
             if uuid:  # the common case first: one GPU metric
-                gpu = host_of(labels).gpu(uuid)
+                host = host_of(labels)
+                gpu = host.gpu(uuid)
                 if not gpu.identified:
                     # Identity, once a read: the series' own labels, else those of the info series of that uuid.
                     facts = {**info_by_uuid.get(uuid, {}), **labels}
@@ -326,13 +459,18 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
                     gpu.pci_bus_id = facts.get(dialect.pci_label, "")
                     gpu.driver = facts.get(dialect.driver_label, "")
                     gpu.identified = True
-                if known is not None and math.isfinite(value):
-                    gpu.values[known[0]] = value * known[1]
+                if known is not None:
+                    if record:
+                        route_of[i] = _Route(GPU_VALUE, host.name, uuid, known[0], known[1])
+                    if math.isfinite(value):
+                        gpu.values[known[0]] = value * known[1]
                 continue
             if name == dialect.info:  # nvitop: per host, not per GPU
                 host = host_of(labels)
                 host.driver = labels.get("driver_version", "")
                 host.cuda = labels.get("cuda_driver_version", "")
+            elif record:
+                route_of[i] = _IGNORED
             continue
         if name == dialect.up:
             host = host_of(labels)
@@ -344,14 +482,20 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
                 host_of(labels).simulation = f"simulated GPUs ({scenario})"
         elif name in dialect.host:
             key, scale = dialect.host[name]
-            host_of(labels).host[key] = value * scale
+            host = host_of(labels)
+            host.host[key] = value * scale
+            if record:
+                route_of[i] = _Route(HOST_VALUE, host.name, "", key, scale)
         elif name == dialect.process_job and value == 1.0:
             found = served_job(labels.get("job", ""), labels.get("kind", ""), labels.get("job_name", ""))
             pid = _index(labels.get("pid", ""))
             if found is not None and pid >= 0:
                 host_of(labels).jobs[pid] = found
         elif name == dialect.process_memory and labels.get(uuid_label):
-            gpu = host_of(labels).gpu(labels[uuid_label])
+            host = host_of(labels)
+            gpu = host.gpu(labels[uuid_label])
+            if record:
+                route_of[i] = _Route(PROCESS_MEMORY, host.name, gpu.uuid, "", dialect.process_scale, len(gpu.processes))
             gpu.processes.append(
                 ProcessSample(
                     gpu_index=-1,  # set once the GPU's index is known
@@ -362,6 +506,10 @@ def _read(dialect: Dialect, points: list[Point], fallback: str, hosts: dict[str,
                     user=labels.get(dialect.process_user_label, "") if dialect.process_user_label else "",
                 )
             )
+        elif record and name != dialect.process_job:
+            route_of[i] = _IGNORED  # no series this dialect reads
+    if routes is not None:
+        routes += route_of
 
 
 def served_job(job: str, kind: str, name: str = "") -> Attribution | None:
@@ -383,10 +531,22 @@ def served_job(job: str, kind: str, name: str = "") -> Attribution | None:
     return found
 
 
+_GPU_KEYS = tuple(m.key for m in GPU_METRICS)
+_STATE_IF_READ = (MetricState.NOT_SUPPORTED, MetricState.OK)  # by whether the exporter gave a value
+
+
 def _percent(part: float | None, whole: float | None) -> float | None:
     if part is None or whole is None or not whole:
         return None
     return 100.0 * part / whole
+
+
+def _on_gpu(process: ProcessSample, index: int, job: Attribution) -> ProcessSample:
+    """``process`` on the GPU of that index, with that job (the same one where it is so already: a
+    layout's processes were made here before, and dataclasses.replace takes µs a process)."""
+    if process.gpu_index == index and process.attribution is job:
+        return process
+    return replace(process, gpu_index=index, attribution=job)
 
 
 def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
@@ -406,16 +566,14 @@ def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
         for key, value in derived.items():
             if key not in values and value is not None:
                 values[key] = value
-        processes = tuple(
-            replace(p, gpu_index=index, attribution=host.jobs.get(p.pid, NO_ATTRIBUTION)) for p in gpu.processes
-        )
+        processes = tuple(_on_gpu(p, index, host.jobs.get(p.pid, NO_ATTRIBUTION)) for p in gpu.processes)
         if processes:
             values.setdefault("process_count", float(len(processes)))
         gpus.append(
             GpuSample(
                 index=index,
-                values=tuple(values.get(m.key, math.nan) for m in GPU_METRICS),
-                states=tuple(MetricState.OK if m.key in values else MetricState.NOT_SUPPORTED for m in GPU_METRICS),
+                values=tuple(map(values.get, _GPU_KEYS, repeat(math.nan))),
+                states=tuple(map(_STATE_IF_READ.__getitem__, map(values.__contains__, _GPU_KEYS))),
                 processes=processes,
             )
         )

@@ -30,7 +30,7 @@ from typing import Any
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
-from trayvml.remote.dialects import NAME_PREFIXES, Point, recognise, to_samples
+from trayvml.remote.dialects import NAME_PREFIXES, Layout, Lines, Point, recognise, to_samples, to_samples_and_layout
 
 MAX_BODY_BYTES = 32 * 2**20  # a scrape of 8 GPUs is ~50 KiB; a body this big is not a scrape
 _CHUNK = 64 * 1024
@@ -495,18 +495,23 @@ def _no_answer(endpoint: Endpoint, timeout_s: float) -> str:
 
 
 class SeriesCache:
-    """Each series line's name and labels, parsed once by prometheus-client's parser.
+    """What a remote's reads keep between them: each series line's name and labels, parsed once by
+    prometheus-client's parser, and the last read's layout.
 
     An exporter serves the same series scrape after scrape with new values; parsing every label
     set again costs ~40 µs a series in pure Python (13 ms for 8 GPUs), so a line whose series text
     was seen before only has its value read. A new series, and anything malformed, goes through
     prometheus-client's parser. Series of no exporter trayvml knows are skipped before parsing.
+    A read whose lines are the last one's series in the same order goes by its layout
+    (``dialects.Layout``): each value straight to its GPU's slot.
     """
 
     LIMIT = 20_000  # series remembered; past it (processes come and go) it starts afresh
 
     def __init__(self) -> None:
         self._series: dict[str, tuple[str, dict[str, str]] | None] = {}
+        self.lines: Lines | None = None  # the last text's lines (None: one not as "series value")
+        self.layout: Layout | None = None
         # What else a remote's reads keep between them: its connection (close it when done).
         self.connection = KeptConnection()
 
@@ -514,7 +519,8 @@ class SeriesCache:
         """Raises ValueError for text that is not an exposition."""
         if len(self._series) > self.LIMIT:
             self._series.clear()
-        points = []
+        points: list[Point] = []
+        lines: Lines | None = Lines([], [], [])
         for line in text.splitlines():
             if not line or line.startswith("#"):
                 continue
@@ -527,11 +533,33 @@ class SeriesCache:
             if series not in self._series:
                 self._series[series] = self._parse(line, series[:brace] if brace >= 0 else series)
             known = self._series[series]
+            # A layout takes lines written "series value" only (one space, no timestamp).
+            if lines is not None and len(rest) == 1 and len(line) == end + 1 + len(rest[0]) and line[end] == " ":
+                lines.series.append(series)
+                lines.values.append(rest[0])
+                lines.point_of_line.append(len(points) if known is not None else -1)
+            else:
+                lines = None
             if known is not None:
                 if not rest:
                     raise ValueError(f"no value in {line[:80]!r}")
                 points.append(Point(known[0], known[1], float(rest[0])))
+        self.lines = lines
         return points
+
+    def by_layout(self, text: str, now_s: float) -> list[Sample] | None:
+        """The samples of ``text`` by the last read's layout; None where it does not fit: other
+        series, or in another order, other facts (read in full then)."""
+        layout = self.layout
+        if layout is None:
+            return None
+        lines = [line for line in text.splitlines() if line and line[0] != "#"]
+        if len(lines) != len(layout.series):
+            return None
+        parts = [line.rpartition(" ") for line in lines]
+        if [part[0] for part in parts] != layout.series:
+            return None
+        return layout.samples([part[2] for part in parts], now_s)
 
     @staticmethod
     def _parse(line: str, name: str) -> tuple[str, dict[str, str]] | None:
@@ -545,8 +573,8 @@ class SeriesCache:
         return sample.name, sample.labels
 
 
-def parse_exposition(endpoint: Endpoint, body: bytes, kind: str, cache: SeriesCache | None = None) -> list[Point]:
-    """The series of a Prometheus text exposition; raises RemoteError for anything else."""
+def _text(endpoint: Endpoint, body: bytes, kind: str) -> str:
+    """The text of a Prometheus exposition; raises RemoteError for a web page or bytes not UTF-8."""
     if kind == "text/html" or body.lstrip()[:1] == b"<":
         raise RemoteError(
             translate(
@@ -554,19 +582,52 @@ def parse_exposition(endpoint: Endpoint, body: bytes, kind: str, cache: SeriesCa
             ).format(url=endpoint.url)
         )
     try:
-        return (cache or SeriesCache()).points(body.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, TypeError, IndexError) as error:
-        strange = translate("remote", "{url} returned something that is not Prometheus metrics ({error}).")
-        raise RemoteError(strange.format(url=endpoint.url, error=error)) from None
+        return body.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise _not_metrics(endpoint, error) from None
+
+
+def _not_metrics(endpoint: Endpoint, error: Exception) -> RemoteError:
+    strange = translate("remote", "{url} returned something that is not Prometheus metrics ({error}).")
+    return RemoteError(strange.format(url=endpoint.url, error=error))
+
+
+def parse_exposition(endpoint: Endpoint, body: bytes, kind: str, cache: SeriesCache | None = None) -> list[Point]:
+    """The series of a Prometheus text exposition; raises RemoteError for anything else."""
+    return _points(endpoint, _text(endpoint, body, kind), cache or SeriesCache())
+
+
+def _points(endpoint: Endpoint, text: str, cache: SeriesCache) -> list[Point]:
+    try:
+        return cache.points(text)
+    except (ValueError, TypeError, IndexError) as error:
+        raise _not_metrics(endpoint, error) from None
 
 
 def read_exporter(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
     body, kind = get(endpoint, endpoint.fetch_url, timeout_s, cache.connection if cache is not None else None)
-    points = parse_exposition(endpoint, body, kind, cache)
-    return _samples(endpoint, points, now_s)
+    text = _text(endpoint, body, kind)
+    if cache is None:
+        return _samples(endpoint, _points(endpoint, text, SeriesCache()), now_s)
+    known = cache.by_layout(text, now_s)
+    if known is not None:
+        return known
+    cache.layout = None
+    points = _points(endpoint, text, cache)
+    _recognised(endpoint, points)
+    samples, layout = to_samples_and_layout(points, cache.lines, endpoint.host, endpoint.url, now_s)
+    _capped(endpoint, samples)
+    cache.layout = layout
+    return samples
 
 
 def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:
+    _recognised(endpoint, points)
+    return _capped(endpoint, to_samples(points, endpoint.host, endpoint.url, now_s))
+
+
+def _recognised(endpoint: Endpoint, points: list[Point]) -> None:
+    """Raises RemoteError where ``points`` hold no series of an exporter trayvml knows."""
     if not recognise({p.name for p in points}):
         raise RemoteError(
             translate(
@@ -575,7 +636,6 @@ def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Samp
                 "(trayvml serve, dcgm-exporter, nvidia_gpu_exporter, nvitop-exporter).",
             ).format(url=endpoint.url)
         )
-    return _capped(endpoint, to_samples(points, endpoint.host, endpoint.url, now_s))
 
 
 def _capped(endpoint: Endpoint, samples: list[Sample]) -> list[Sample]:

@@ -54,6 +54,9 @@ EXIT_NO_DISPLAY = 4
 TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 REMOTE_QUIT_WAIT_S = 0.5  # quitting waits this long for a remote read in flight, then leaves it
+# The remote hosts' reads are taken with each of this machine's samples; after this many sampling
+# intervals without one (a stuck driver), by a timer of their own.
+REMOTE_ALONE_AFTER = 1.5
 log = logging.getLogger(__name__)
 NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
     "App",
@@ -185,6 +188,7 @@ class App(QObject):
         self._remote_timer = QTimer(self)
         self._remote_timer.setObjectName("remote_hosts_timer")
         self._remote_timer.timeout.connect(self.take_remote_samples)
+        self._with_local_sample = False  # taking the remotes' reads within on_sample
         self.remotes: Remotes | None = None
         self.remote_monitors: RemoteMonitors | None = None
         self.remote_hosts: RemoteHostsView | None = None
@@ -485,7 +489,9 @@ class App(QObject):
     def _start_remotes(self) -> None:
         if self.remotes is not None and self.remotes.sources:
             self.remotes.start()
-            self._remote_timer.start(max(100, int(self.settings.sampling_interval_s * 1000)))
+            # This machine's samples take the remotes' reads each tick (one update of the tray for
+            # both); the timer takes them only where those stop coming (a stuck driver).
+            self._remote_timer.start(max(100, int(self.settings.sampling_interval_s * 1000 * REMOTE_ALONE_AFTER)))
 
     def _stop_remotes(self) -> None:
         self._remote_timer.stop()
@@ -521,7 +527,8 @@ class App(QObject):
 
             self.tray.remote_lines = self.remote_hosts.lines
             self.tray.remote_icon_samples = in_icon(self.remote_hosts.samples, self.settings.icon_remote_hosts)
-        self.tray.update(self.tray.sample)
+        if not self._with_local_sample:  # else the tray is updated with this machine's sample next
+            self.tray.update(self.tray.sample)
         if self.host_choice is not None:
             self.host_choice.refresh_hosts()
 
@@ -612,6 +619,13 @@ class App(QObject):
         self._send(outcome)
         self._declare_demand()
         self.tray.show_paused(self.dispatcher.paused)  # a pause for an hour ends by itself
+        if self._remote_timer.isActive():  # the remote hosts' latest reads, shown with this sample
+            self._with_local_sample = True
+            try:
+                self.take_remote_samples()
+            finally:
+                self._with_local_sample = False
+            self._remote_timer.start()  # from now: it fires only where this machine's samples stop
         self.tray.update(sample)
         if self.summary is not None and self.summary.isVisible():
             self.summary.update_sample(sample)

@@ -12,10 +12,9 @@ from trayvml.core.lines import Headline
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, TRAY_FALLBACK, TRAY_METRICS
 from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.core.units import Unit
-from trayvml.ui.icon import Bar, IconContent
+from trayvml.ui.icon import BAR_STEPS, Bar, IconContent
 
 DEFAULT_ALERTS = AlertSettings()
-BAR_STEPS = 40  # half a pixel of a 22 px tray icon's bar
 # What the number shows while a rule colours the tile: that rule's metric, as a value people know
 # (a margin to shutdown or GiB free read as a temperature and a percentage full; throttling is
 # thermal only, see gpu_verdict). A rule not named here shows its own metric.

@@ -28,6 +28,7 @@ from trayvml.core.lines import Headline
 from trayvml.ui.theme import ICON_BACKGROUND, ICON_TROUGH, LEVEL_COLOURS, NO_GPU
 
 MAX_BARS = 4  # GPUs drawn one by one in the strip; beyond, one aggregate bar
+BAR_STEPS = 40  # bars in steps of 1/40: half a pixel of a 22 px tray icon's bar
 STRIP_FROM_PX = 20  # device pixels; smaller icons show the number (or badge) only
 DIGITS_LIGHT = QColor("#f4f6f8")
 DIGITS_DARK = QColor("#1b2330")  # on the amber tile
@@ -64,6 +65,23 @@ class IconContent:
         if self.stale:
             return Level.LOST
         return max((bar.level for bar in self.bars), default=Level.NORMAL)
+
+
+def drawn(content: IconContent) -> tuple[object, ...]:
+    """What the icon draws of ``content``: contents that draw the same icon give equal keys (the
+    headline is the tooltip's, and beyond MAX_BARS the strip is one aggregate bar)."""
+    return content.level, content.no_gpu, content.stale, content.number, content.mark, _strip(content.bars)
+
+
+def _strip(bars: tuple[Bar, ...]) -> tuple[Bar, ...]:
+    """The bars the strip draws: each GPU's, or beyond MAX_BARS one, the mean of those answering
+    in 1/BAR_STEPS as each GPU's (so that a mean moving by less redraws nothing) in the worst one's colour."""
+    if len(bars) <= MAX_BARS:
+        return bars
+    known = [b.fraction for b in bars if not math.isnan(b.fraction) and b.level is not Level.LOST]
+    answering = [b.level for b in bars if b.level is not Level.LOST]  # a lost GPU has no value to average
+    mean = round(sum(known) / len(known) * BAR_STEPS) / BAR_STEPS if known else math.nan
+    return (Bar(mean, max(answering, default=Level.LOST)),)
 
 
 def icon_content(
@@ -152,10 +170,7 @@ def _draw_bars(painter: QPainter, bars: tuple[Bar, ...], box: QRect, tile: Level
     """One bar per GPU, or one aggregate bar (the mean) beyond MAX_BARS. ``across``: filled from
     the left (a strip, wider than tall), else from the bottom."""
     trough = ICON_TROUGH if tile is Level.NORMAL else QColor(0, 0, 0, 90)
-    if len(bars) > MAX_BARS:
-        known = [b.fraction for b in bars if not math.isnan(b.fraction) and b.level is not Level.LOST]
-        answering = [b.level for b in bars if b.level is not Level.LOST]  # a lost GPU has no value to average
-        bars = (Bar(sum(known) / len(known) if known else math.nan, max(answering, default=Level.LOST)),)
+    bars = _strip(bars)
     gap = max(1, round(box.width() * 0.08)) if len(bars) > 1 else 0
     width = (box.width() - gap * (len(bars) - 1)) // len(bars)
     left = box.left() + (box.width() - (width * len(bars) + gap * (len(bars) - 1))) // 2

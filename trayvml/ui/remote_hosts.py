@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import math
 import socket
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
@@ -20,14 +20,12 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
-from trayvml.alerts.engine import AlertSettings
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.lines import gpu_lines, job_line, simulation_text
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import GpuSample, Sample
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
-from trayvml.ui.glance import content_for
 from trayvml.ui.icon import IconContent, icon_content
 
 if TYPE_CHECKING:
@@ -110,7 +108,8 @@ def host_title(sample: Sample) -> str:
 def named_jobs(gpu: GpuSample) -> GpuSample:
     """The GPU with only the processes its exporter named a job for (trayvml serve does; others
     name none): a bare PID of another machine is not shown as its job."""
-    return replace(gpu, processes=tuple(p for p in gpu.processes if p.attribution.job))
+    named = tuple(p for p in gpu.processes if p.attribution.job)
+    return gpu if len(named) == len(gpu.processes) else replace(gpu, processes=named)
 
 
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
@@ -135,15 +134,18 @@ def in_icon(samples: Sequence[Sample], hosts: Sequence[str]) -> list[Sample]:
     return [s for s in samples if s.gpus and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))]
 
 
-def with_remote_bars(local: IconContent, remotes: Sequence[Sample], metric: str, alerts: AlertSettings) -> IconContent:
-    """The icon's bars: this machine's, then each summarised remote host's GPUs. A stuck local driver
-    still shows as stale; a machine without GPUs shows the remote ones alone."""
+def with_remote_bars(
+    local: IconContent, remotes: Sequence[Sample], content_of: Callable[[Sample], IconContent]
+) -> IconContent:
+    """The icon's bars: this machine's, then each summarised remote host's GPUs (``content_of``: a
+    remote sample's own content, ``glance.content_for``'s). A stuck local driver still shows as
+    stale; a machine without GPUs shows the remote ones alone."""
     if local.stale or not remotes:
         return local
     bars = [] if local.no_gpu else list(local.bars)
     contents = [] if local.no_gpu else [local]
     for sample in remotes:
-        remote = content_for(sample, metric, None, alerts)
+        remote = content_of(sample)
         bars += remote.bars
         if remote.headline is not None:
             contents.append(replace(remote, headline=replace(remote.headline, host=host_name(sample))))
@@ -164,7 +166,14 @@ def _rank(content: IconContent) -> tuple[int, float]:
 
 
 class RemoteHostsView(QObject):
-    """The remote hosts' section of the tray menu and their tooltip lines: shows, reads nothing."""
+    """The remote hosts' section of the tray menu and their tooltip lines: shows, reads nothing.
+
+    As the tray's own GPU entries: the section's shape (which hosts, each one's GPUs, or that it is
+    unreachable) follows each read at once, so that a tray host measuring the menu sees every
+    entry; the entries' texts are written when the menu is about to be shown (or while it is
+    open). Rewriting them on every read sent each change to the tray host over D-Bus while nobody
+    had the menu open, and made every entry anew each second (most of a remote host's cost in the
+    tray)."""
 
     changed = Signal()  # the lines changed: the tooltip should be made again
 
@@ -175,11 +184,14 @@ class RemoteHostsView(QObject):
         self.lines: list[str] = []
         self._menu = menu
         self._anchor = anchor  # the section goes before this entry
-        self._actions: list[QAction] = []
+        self._hosts: list[QMenu] = []  # one submenu a host, in the order of ``samples``
+        self._shape: tuple[tuple[bool, int], ...] = ()  # per host: unreachable, GPU rows
+        self._texts_of: list[Sample] | None = None  # the samples the entries' texts were written from
         self._header = QAction(translate("RemoteHosts", "Remote hosts"), menu)
         self._header.setEnabled(False)
         self._header.setVisible(False)
         menu.insertAction(anchor, self._header)
+        menu.aboutToShow.connect(self._write_texts)
 
     def show_hosts(self, any_host: bool) -> None:
         """The section's header, where remote hosts are configured."""
@@ -188,36 +200,57 @@ class RemoteHostsView(QObject):
     def show(self, samples: list[Sample]) -> None:
         """Each host's latest sample (or why it has none), in the menu and the tooltip's lines."""
         self.samples = samples
+        shape = tuple((bool(host_status(s)), 2 if host_status(s) else len(s.gpus)) for s in samples)
+        if shape != self._shape:
+            self._shape = shape
+            self._build(shape)
+        if self._menu.isVisible():  # open (Qt's own menu): follow live
+            self._write_texts()
         lines = tooltip_lines(samples)
         if lines != self.lines:
             self.lines = lines
-            self._show(samples)
             self.changed.emit()
 
     def _label(self, text: str) -> str:
         return menu_label(text, self._over_dbus)
 
-    def _show(self, samples: Sequence[Sample]) -> None:
-        for action in self._actions:
-            self._menu.removeAction(action)
-            action.deleteLater()
-        self._actions = []
-        for sample in samples:
+    def _build(self, shape: tuple[tuple[bool, int], ...]) -> None:
+        """A submenu a host with its rows (greyed where it is unreachable: no values), texts and all."""
+        for host in self._hosts:
+            self._menu.removeAction(host.menuAction())
+            host.deleteLater()
+        self._hosts = []
+        for unreachable, rows in shape:
+            host = QMenu(self._menu)
+            for _ in range(rows):
+                # Not greyed while it answers: grey says "no current values".
+                host.addAction("").setEnabled(not unreachable)
+            self._menu.insertAction(self._anchor, host.menuAction())
+            self._hosts.append(host)
+        self._texts_of = None
+        self._write_texts()
+
+    def _write_texts(self) -> None:
+        if self._texts_of is self.samples:
+            return
+        self._texts_of = self.samples
+        for sample, host in zip(self.samples, self._hosts, strict=False):
             status = host_status(sample)
-            host = QMenu(self._label(host_title(sample)), self._menu)
+            rows = host.actions()
             if status:
                 host.setTitle(
                     self._label(translate("RemoteHosts", "{host} — unreachable").format(host=host_name(sample)))
                 )
                 host.setToolTip(status)
-                # Greyed: no values; when it went and why, in two lines short enough for a menu.
+                # When it went and why, in two lines short enough for a menu.
                 assert sample.remote is not None
-                for text in (unreachable_since(sample), shorten(clean(sample.remote.fault), 90)):
-                    host.addAction(self._label(text)).setEnabled(False)
-            for gpu, text in [] if status else zip(sample.gpus, gpu_lines(sample, compact=True), strict=False):
-                job = job_line(named_jobs(gpu), compact=True)  # short rows, as this machine's
-                # Not greyed: grey says "no current values".
-                host.addAction(self._label(f"{text} · {job}" if job else text))
-            action = host.menuAction()
-            self._menu.insertAction(self._anchor, action)
-            self._actions.append(action)
+                texts = [unreachable_since(sample), shorten(clean(sample.remote.fault), 90)]
+            else:
+                host.setTitle(self._label(host_title(sample)))
+                host.setToolTip("")
+                texts = []
+                for gpu, text in zip(sample.gpus, gpu_lines(sample, compact=True), strict=False):
+                    job = job_line(named_jobs(gpu), compact=True)  # short rows, as this machine's
+                    texts.append(f"{text} · {job}" if job else text)
+            for action, text in zip(rows, texts, strict=False):
+                action.setText(self._label(text))

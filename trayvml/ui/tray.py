@@ -8,14 +8,14 @@ from PySide6.QtCore import QCoreApplication, QObject, Signal
 from PySide6.QtGui import QAction, QGuiApplication, QIcon
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon, QWidget
 
-from trayvml.alerts.engine import AlertEngine
+from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.core.errors import NotEnoughGpusError
 from trayvml.core.lines import LastJobs, gpu_lines, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
 from trayvml.pick import choose, cuda_ids
 from trayvml.ui.glance import content_for, steady
-from trayvml.ui.icon import IconContent, draw_icon
+from trayvml.ui.icon import IconContent, draw_icon, drawn
 
 ICON_SIZES = (16, 22, 24, 32, 48, 64)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -64,6 +64,9 @@ class Tray(QObject):
         self.sample: Sample | None = None
         self.jobs = LastJobs()  # each GPU's biggest job as last read, said with its age between readings
         self._content: IconContent | None = None
+        self._contents = _Contents()
+        self._lines: list[str] = []  # this machine's GPU lines, of the sample in _lines_of
+        self._lines_of: Sample | None = None
         self._tooltip = ""
         self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
         self.remote_icon_samples: list[Sample] = []  # remote hosts the icon summarises too
@@ -154,19 +157,30 @@ class Tray(QObject):
 
     # ---- updates ----
     def update(self, sample: Sample | None) -> None:
+        """Show ``sample`` (this machine's) with the remote hosts' as they are now: called on each
+        of this machine's samples and on each round of remote reads, so whichever did not change
+        is the same object as last time, and what was made of it is kept."""
+        new = sample is not self.sample or self._lines_of is not sample
         self.sample = sample
-        content = content_for(sample, self.metric, self.hidden_gpus, self.engine.settings)
+        content = self._contents.of(sample, self.metric, self.hidden_gpus, self.engine.settings)
         if self.remote_icon_samples:
             from trayvml.ui.remote_hosts import with_remote_bars
 
-            content = with_remote_bars(content, self.remote_icon_samples, self.metric, self.engine.settings)
+            def content_of(remote: Sample) -> IconContent:
+                return self._contents.of(remote, self.metric, set(), self.engine.settings)
+
+            content = with_remote_bars(content, self.remote_icon_samples, content_of)
+        self._contents.done()
         content = steady(content, self._content)
         if content != self._content:
+            if self._content is None or drawn(content) != drawn(self._content):
+                self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
+                self.redraws += 1
             self._content = content
-            self.icon.setIcon(make_icon(content, self._device_pixel_ratio()))
-            self.redraws += 1
-        self.jobs.note(sample)
-        lines = gpu_lines(sample)
+        if new:
+            self.jobs.note(sample)
+            self._lines, self._lines_of = gpu_lines(sample), sample
+        lines = self._lines
         # Its first line says what the icon's number is (and of which GPU), in the words of its unit.
         headline = self._content.headline if self._content is not None else None
         text = "\n".join([tooltip(sample, lines, headline, self.jobs), *self.remote_lines])
@@ -237,3 +251,26 @@ def _menu_shape(sample: Sample | None, active_alerts: int = 0) -> tuple[int, str
         return None
     problem = sample.problem
     return len(sample.gpus), problem[0] if problem else sample.simulation, active_alerts > 0
+
+
+class _Contents:
+    """What the icon makes of each sample it shows (``content_for``), kept while the same sample
+    object is shown again with the same metric, hidden GPUs and alert settings."""
+
+    def __init__(self) -> None:
+        self._kept: dict[int, tuple[Sample | None, str, frozenset[int], AlertSettings, IconContent]] = {}
+        self._used: dict[int, tuple[Sample | None, str, frozenset[int], AlertSettings, IconContent]] = {}
+
+    def of(self, sample: Sample | None, metric: str, hidden: set[int], alerts: AlertSettings) -> IconContent:
+        hidden_now = frozenset(hidden)
+        kept = self._kept.get(id(sample))
+        if kept is not None and kept[0] is sample and kept[1] == metric and kept[2] == hidden_now and kept[3] is alerts:
+            content = kept[4]
+        else:
+            content = content_for(sample, metric, hidden, alerts)
+        self._used[id(sample)] = (sample, metric, hidden_now, alerts, content)
+        return content
+
+    def done(self) -> None:
+        """The samples used since the last call are the ones kept (the others are not shown any more)."""
+        self._kept, self._used = self._used, {}

@@ -1,0 +1,162 @@
+"""A remote read by the last read's layout gives what a full read gives (trayvml.remote.dialects.Layout).
+
+Each case reads a sequence of expositions through one SeriesCache, as a remote's thread does, and
+compares every read with the same text read afresh; and checks which way each read went, so that a
+layout that is never used (or used where it must not be) fails too.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from prometheus_client import CollectorRegistry, generate_latest
+
+from tests.helpers import dcgm_exposition, run_ticks, simulated_source
+from trayvml.core.sample import MetricState, Sample
+from trayvml.prometheus.exposition import SampleCollector
+from trayvml.remote import fetch
+from trayvml.remote.fetch import RemoteError, SeriesCache, parse_endpoint, read_exporter
+
+ENDPOINT = parse_endpoint("http://gpu-box:8729")
+UUIDS = ("GPU-aaaa", "GPU-bbbb")
+
+
+def served(util: tuple[float, float] = (87.0, 5.0), memory: float = 2**30, up: str = "1", jobs: bool = True) -> str:
+    """A trayvml serve exposition of two GPUs, a process on GPU 0 with its job, and host values."""
+    lines = [
+        "# TYPE trayvml_up gauge",
+        f'trayvml_up{{hostname="box",reason=""}} {up}',
+        'trayvml_sample_timestamp_seconds{hostname="box"} 1700000000.5',
+        "# TYPE trayvml_gpu_info gauge",
+    ]
+    for k, uuid in enumerate(UUIDS):
+        lines.append(f'trayvml_gpu_info{{hostname="box",index="{k}",uuid="{uuid}",name="H100",driver="550.1"}} 1.0')
+    for k, uuid in enumerate(UUIDS):
+        labels = f'hostname="box",index="{k}",uuid="{uuid}"'
+        lines.append(f"trayvml_gpu_utilization_ratio{{{labels}}} {util[k] / 100}")
+        lines.append(f"trayvml_gpu_temperature_celsius{{{labels}}} {60 + k}.0")
+        lines.append(f"trayvml_gpu_memory_used_bytes{{{labels}}} {4e9 + k}")
+        lines.append(f"trayvml_gpu_memory_total_bytes{{{labels}}} 8.0e+10")
+    process = f'hostname="box",index="0",kind="compute",name="python",pid="4242",user="ada",uuid="{UUIDS[0]}"'
+    lines.append(f"trayvml_gpu_process_memory_used_bytes{{{process}}} {memory}")
+    if jobs:
+        job = 'hostname="box",job="slurm 77",job_name="train",kind="slurm",pid="4242"'
+        lines.append(f"trayvml_process_job_info{{{job}}} 1.0")
+    lines.append('trayvml_host_cpu_utilization_ratio{hostname="box"} 0.25')
+    lines.append("node_load1 0.5")  # of no GPU exporter
+    return "\n".join(lines) + "\n"
+
+
+class Reads:
+    """Reads texts through one cache, as a remote's thread does; counts the full parses."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.cache = SeriesCache()
+        self.body = b""
+        self.full = 0
+        monkeypatch.setattr(fetch, "get", lambda endpoint, url, timeout_s, kept=None: (self.body, "text/plain"))
+        points = self.cache.points
+
+        def counted(text: str) -> list:
+            self.full += 1
+            return points(text)
+
+        monkeypatch.setattr(self.cache, "points", counted)
+
+    def read(self, text: str, now_s: float = 1_800_000_000.0) -> tuple[list[Sample], bool]:
+        """The samples, and whether they came by the layout (no full parse)."""
+        self.body = text.encode()
+        before = self.full
+        samples = read_exporter(ENDPOINT, 1.0, now_s, self.cache)
+        afresh = read_exporter(ENDPOINT, 1.0, now_s, None)
+        assert repr(samples) == repr(afresh)  # NaN-safe: the same values, states, facts and order
+        return samples, self.full == before
+
+
+def test_a_changed_value_arrives_by_the_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(monkeypatch)
+    (first,), by_layout = reads.read(served((87.0, 5.0)))
+    assert not by_layout and reads.cache.layout is not None
+    (second,), by_layout = reads.read(served((12.0, 99.0), memory=3 * 2**30))
+    assert by_layout
+    assert [g.value("utilization_gpu_percent") for g in second.gpus] == pytest.approx([12.0, 99.0])
+    assert [g.value("utilization_gpu_percent") for g in first.gpus] == pytest.approx([87.0, 5.0])
+    (process,) = second.gpus[0].processes
+    assert process.used_memory_bytes == 3 * 2**30 and process.gpu_index == 0
+    assert process.attribution.slurm_job == "slurm 77" and process.attribution.slurm_job_name == "train"
+    assert second.gpus[0].value("memory_used_percent") == pytest.approx(100 * 4e9 / 8e10)
+    assert second.host is not None and second.host.value("cpu_percent") == pytest.approx(25.0)
+
+
+def test_a_value_that_is_not_finite_is_not_supported_by_the_layout_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(monkeypatch)
+    reads.read(served())
+    (sample,), by_layout = reads.read(served((math.nan, 5.0)))
+    assert by_layout and sample.gpus[0].state("utilization_gpu_percent") is MetricState.NOT_SUPPORTED
+    (sample,), by_layout = reads.read(served((1.0, 5.0)))
+    assert by_layout and sample.gpus[0].state("utilization_gpu_percent") is MetricState.OK
+
+
+def test_a_gpu_that_goes_and_comes_back_is_read_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(monkeypatch)
+    both = served()
+    one = "".join(line + "\n" for line in both.splitlines() if UUIDS[1] not in line)
+    reads.read(both)
+    (sample,), by_layout = reads.read(one)
+    assert not by_layout and [d.uuid for d in sample.devices] == [UUIDS[0]]
+    (sample,), by_layout = reads.read(both)
+    assert not by_layout and [d.uuid for d in sample.devices] == list(UUIDS)
+    _, by_layout = reads.read(both)
+    assert by_layout
+
+
+def test_a_changed_label_or_fact_is_read_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(monkeypatch)
+    reads.read(served())
+    (sample,), by_layout = reads.read(served().replace('name="H100"', 'name="H200"'))
+    assert not by_layout and {d.name for d in sample.devices} == {"H200"}
+    (sample,), by_layout = reads.read(served().replace('name="H100"', 'name="H200"').replace('"box"', '"box2"'))
+    assert not by_layout and sample.system is not None and sample.system.hostname == "box2"
+    # The same series, another value that decides a fact: the exporter's driver is down.
+    reads.read(served())
+    (sample,), by_layout = reads.read(served(up="0"))
+    assert not by_layout and sample.remote is not None and sample.remote.fault and not sample.gpus
+    # A job gone: its line gone, so the layout does not fit; the process loses its job.
+    (sample,), by_layout = reads.read(served(jobs=False))
+    assert not by_layout and not sample.gpus[0].processes[0].attribution.job
+
+
+def test_lines_with_timestamps_or_bad_values_are_read_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(monkeypatch)
+    stamped = served().replace("} 1.0\n", "} 1.0 1700000000000\n")
+    reads.read(stamped)
+    assert reads.cache.layout is None
+    _, by_layout = reads.read(stamped)
+    assert not by_layout
+    reads.read(served())
+    broken = served().replace("0.25\n", "a-quarter\n")
+    with pytest.raises(RemoteError, match="is not Prometheus metrics"):
+        reads.read(broken)
+    _, by_layout = reads.read(served())  # the layout was dropped with the bad read: made again
+    assert not by_layout
+    _, by_layout = reads.read(served((3.0, 4.0)))
+    assert by_layout
+
+
+def test_dcgm_exporter_and_trayvml_serve_read_by_the_layout(monkeypatch: pytest.MonkeyPatch) -> None:
+    reads = Reads(monkeypatch)
+    dcgm = dcgm_exposition("Hostname")
+    reads.read(dcgm)
+    (sample,), by_layout = reads.read(dcgm.replace("} 87\n", "} 42\n"))
+    assert by_layout and sample.gpus[0].value("utilization_gpu_percent") == 42.0
+    source, clock, _ = simulated_source("training:gpus=h100*2", host=True)
+    texts = []
+    for _ in range(3):
+        local = run_ticks(source, clock, 1)
+        registry = CollectorRegistry(auto_describe=False)
+        registry.register(SampleCollector(lambda local=local: local, hostname="here"))
+        texts.append(generate_latest(registry).decode())
+    reads = Reads(monkeypatch)
+    ways = [reads.read(text)[1] for text in texts]
+    assert ways[0] is False and any(ways[1:])
