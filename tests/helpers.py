@@ -232,7 +232,9 @@ class JupyterServer:
         )
         try:
             deadline = time.monotonic() + 60
-            while not list(self.runtime.glob("jpserver-*.json")):
+            # Its runtime file, then its port: the server writes the file before it listens, and a
+            # session asked for in between met a refused connection (seen under load).
+            while not (list(self.runtime.glob("jpserver-*.json")) and self._listening()):
                 assert self.server.poll() is None and time.monotonic() < deadline, "the Jupyter server did not start"
                 time.sleep(0.05)
         except BaseException:
@@ -243,6 +245,17 @@ class JupyterServer:
     def __exit__(self, *_: object) -> None:
         if self.server is not None:
             end_process(self.server, wait_s=10)
+
+    def _listening(self) -> bool:
+        import socket
+        from urllib.parse import urlsplit
+
+        address = urlsplit(self.base)
+        try:
+            with socket.create_connection((address.hostname, address.port), timeout=1.0):
+                return True
+        except OSError:
+            return False
 
     def api(self, path: str, body: dict[str, object] | None = None, method: str = "") -> object:
         import json

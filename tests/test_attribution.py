@@ -301,6 +301,28 @@ def test_a_real_jupyter_kernel_is_attributed_to_its_notebook(tmp_path: Path) -> 
         assert (found.notebook, found.job_kind, found.job) == ("exp/train.ipynb", "notebook", "exp/train.ipynb")
 
 
+def test_a_real_kernel_listed_by_the_driver_reaches_the_sample_with_its_notebook(tmp_path: Path) -> None:
+    # The whole path a GPU process takes: NVML lists the PID (here the simulated library, told of
+    # a real kernel by hostpid=), the host resolves it, the attributor finds its notebook through
+    # the real Jupyter server, and the sample carries it.
+    pytest.importorskip("jupyter_server", reason="jupyter_server is in the test extra: pip install -e .[test]")
+    pytest.importorskip("ipykernel", reason="ipykernel is in the test extra: pip install -e .[test]")
+    with JupyterServer(tmp_path) as jupyter:
+        _, kernel_pid = jupyter.open_notebook("exp/train.ipynb")
+        source, clock, _ = simulated_source(f"idle:gpus=h100*2,hostpid=1:{kernel_pid}")
+        found = None
+        for _ in range(50):  # the notebook is asked of the server on the sampler's thread, bounded
+            gpu = source.sample().gpus[1]
+            found = next((p for p in gpu.processes if p.pid == kernel_pid), None)
+            if found is not None and found.attribution.notebook:
+                break
+            clock.advance_s(1.0)
+        assert found is not None and found.used_memory_bytes == 2 * 2**30
+        assert found.name.startswith("python") and found.user  # the host's, not made up
+        assert (found.attribution.notebook, found.attribution.job_kind) == ("exp/train.ipynb", "notebook")
+        assert not any(p.pid == kernel_pid for p in source.sample().gpus[0].processes)
+
+
 # ---- where it shows: snapshot, serve, notifications ----
 NOTEBOOK = Attribution(notebook="exp/train.ipynb", job="exp/train.ipynb", job_kind="notebook", root_pid=1)
 CONTAINER = Attribution(container=HEX[:12], runtime="docker", job=f"docker {HEX[:12]}", job_kind="container")

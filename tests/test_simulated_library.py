@@ -223,6 +223,9 @@ def test_the_default_simulation_starts_with_the_training_job_running() -> None:
         ("idle:gpus=h100*999999999999", "the count after h100* wants a whole number from 1 to 16"),
         ("idle:gpus=h100*0", "the count after h100* wants a whole number from 1 to 16"),
         ("idle:procperm=maybe", "procperm wants yes or no"),
+        ("idle:hostpid=4242", "hostpid wants GPU:PID"),
+        ("idle:hostpid=0:x", "hostpid wants a whole number"),
+        ("idle:gpus=h100,hostpid=1:4242", "hostpid names GPU 1, but only 1 are simulated"),
     ],
 )
 def test_bad_spec_values_are_refused_with_a_sentence(spec: str, message: str) -> None:

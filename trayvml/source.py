@@ -192,6 +192,8 @@ class Source:
 
     def _resolve_simulated(self, pid: int) -> ProcessDetails | None:
         assert self.library is not None
+        if self._is_host_pid(pid):
+            return resolve_host_process(pid)  # a real process put on a simulated GPU (hostpid=)
         for gpu in range(len(self.library.timelines)):
             for proc in self.library.processes(gpu):
                 if proc.pid == pid:
@@ -202,8 +204,13 @@ class Source:
                     return ProcessDetails(proc.name, proc.user, proc.command, proc.container, with_job(job, ""))
         return None
 
+    def _is_host_pid(self, pid: int) -> bool:
+        return self.simulation is not None and any(p == pid for _, p in self.simulation.host_pids)
+
     def _simulated_start(self, pid: int) -> float:
         assert self.library is not None
+        if self._is_host_pid(pid):
+            return process_start(pid)
         for gpu in range(len(self.library.timelines)):
             for proc in self.library.processes(gpu):
                 if proc.pid == pid:

@@ -3848,6 +3848,14 @@ For {duration} now.</source>
         <translation>--simulate：hang 的格式为 NVMLFUNCTION@SECONDS[/SECONDS]，而不是 {entry}。</translation>
     </message>
     <message>
+        <source>--simulate: hostpid wants GPU:PID, not {entry}.</source>
+        <translation>--simulate：hostpid 应为 GPU:PID，而不是 {entry}。</translation>
+    </message>
+    <message>
+        <source>hostpid&apos;s GPU</source>
+        <translation>hostpid 的 GPU</translation>
+    </message>
+    <message>
         <source>--simulate: sleep wants GPU@SECONDS[/SECONDS], not {entry}.</source>
         <translation>--simulate：sleep 的格式为 GPU@SECONDS[/SECONDS]，而不是 {entry}。</translation>
     </message>
@@ -3926,6 +3934,10 @@ For {duration} now.</source>
     <message>
         <source>--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend.</source>
         <translation>--simulate：sleep 指定的 GPU {gpu} 是 {profile}：只有笔记本 GPU 会运行时挂起。</translation>
+    </message>
+    <message>
+        <source>--simulate: hostpid names GPU {gpu}, but only {count} are simulated.</source>
+        <translation>--simulate：hostpid 指定了 GPU {gpu}，但只模拟了 {count} 个。</translation>
     </message>
     <message>
         <source>--simulate: mig names GPU {gpu}, but only {count} are simulated.</source>

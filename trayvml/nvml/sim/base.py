@@ -35,6 +35,7 @@ _REALISTIC_LATENCY_S = {
     "nvmlDeviceGetPcieThroughput": 20e-3,
 }
 _DEFAULT_LATENCY_S = 5e-6
+HOST_PID_MEMORY_BYTES = 2 * 2**30  # what a hostpid= process holds on its simulated GPU
 _SLEEP_ABOVE_S = 1e-3  # longer waits block in the driver; shorter ones spin on the CPU
 
 PCI_BUSES = (0x18, 0x2A, 0x3A, 0x5D, 0x9A, 0xAB, 0xBA, 0xDB)
@@ -200,6 +201,8 @@ class SimulatedNvmlBase:
         found = self.scenario.placed_on_instances(gpu, instances, self.scenario.processes(gpu, t_s))
         if self.process_names:
             found = [replace(p, name=self.process_names.get(p.pid, p.name)) for p in found]
+        # hostpid=: this machine's processes, as the driver would list them (the host says the rest)
+        found += [SimProcess(pid, "", "", "", HOST_PID_MEMORY_BYTES) for g, pid in self.spec.host_pids if g == gpu]
         return found
 
     def mig_mode(self, gpu: int) -> bool:

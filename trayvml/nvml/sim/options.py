@@ -31,6 +31,9 @@ Keys:
                               (for good without "/"), as a call into a wedged GPU
   driver=550                  the driver branch (400 to 999, default 610): field values newer
                               than it answer INVALID_ARGUMENT, as an older driver does
+  hostpid=0:4242              GPU 0 also lists this machine's process 4242 (2 GiB), looked up on
+                              the host as a real GPU process is ("+" joins several): how the
+                              tests put a real Jupyter kernel on a simulated GPU
 """
 
 from __future__ import annotations
@@ -83,6 +86,7 @@ class SimSpec:
     driver: int = DEFAULT_DRIVER  # the driver branch: field ids newer than it answer INVALID_ARGUMENT
     # (GPU, from, MIG profiles): the GPU's MIG instances from that simulated second on
     mig_changes: tuple[tuple[int, float, tuple[str, ...]], ...] = ()
+    host_pids: tuple[tuple[int, int], ...] = ()  # (GPU, a PID of this machine) listed as on that GPU
 
     @property
     def label(self) -> str:
@@ -162,6 +166,19 @@ def _hang(entry: str) -> tuple[str, tuple[float, float]]:
     from_text, slash, for_text = when.partition("/")
     start_s = _seconds("hang", from_text)
     return function, (start_s, start_s + _seconds("hang", for_text) if slash else math.inf)
+
+
+KNOWN_OPTIONS = "gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, driver, mig, hostpid"
+
+
+def _host_pid(entry: str) -> tuple[int, int]:
+    gpu_text, colon, pid_text = entry.partition(":")
+    if not colon:
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: hostpid wants GPU:PID, not {entry}.").format(entry=reprlib.repr(entry))
+        )
+    gpu = _whole(translate("simulate", "hostpid's GPU"), gpu_text, 0, MAX_GPUS - 1)
+    return gpu, _whole("hostpid", pid_text, 1, 2**22)
 
 
 def _sleep(entry: str) -> tuple[int, tuple[float, float]]:
@@ -285,6 +302,8 @@ def parse_spec(text: str) -> SimSpec:
             values["sleeps"] = tuple(_sleep(entry) for entry in filter(None, value.split("+")))
         elif key == "driver":
             values["driver"] = _whole(key, value, 400, 999)
+        elif key == "hostpid":
+            values["host_pids"] = tuple(_host_pid(entry) for entry in filter(None, value.split("+")))
         elif key == "start":
             values["start_s"] = _seconds(key, value)
         elif key == "past":
@@ -301,7 +320,7 @@ def parse_spec(text: str) -> SimSpec:
             raise SimulationSpecError(
                 translate("simulate", "--simulate: unknown option {key} (known: {known}).").format(
                     key=reprlib.repr(key),
-                    known="gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, driver, mig",
+                    known=KNOWN_OPTIONS,
                 )
             )
     spec = SimSpec(**values)
@@ -324,6 +343,13 @@ def parse_spec(text: str) -> SimSpec:
                 translate(
                     "simulate", "--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend."
                 ).format(gpu=gpu, profile=spec.gpus[gpu])
+            )
+    for gpu, _ in spec.host_pids:
+        if gpu >= len(spec.gpus):
+            raise SimulationSpecError(
+                translate("simulate", "--simulate: hostpid names GPU {gpu}, but only {count} are simulated.").format(
+                    gpu=gpu, count=len(spec.gpus)
+                )
             )
     for gpu, _, _ in spec.mig_changes:
         if gpu >= len(spec.gpus):
