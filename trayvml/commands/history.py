@@ -158,13 +158,7 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
             "the minute's mean in each column and its lowest and highest in the .min and .max columns.",
         )
         print(note.format(time=_when(minutes_until)), file=sys.stderr)
-    if args.csv != "-":
-        written = (
-            translate("record", "trayvml: {count} rows written to {path}")
-            if count != 1
-            else translate("record", "trayvml: {count} row written to {path}")
-        )
-        print(written.format(count=count, path=args.csv), file=sys.stderr)
+    _say_written(args.csv, count)
     return 0
 
 
@@ -224,13 +218,7 @@ def _export_processes(args: argparse.Namespace, now_s: float, reader: StoreReade
             "older process history keeps one row a minute.",
         )
         print(note, file=sys.stderr)
-    if args.csv != "-":
-        written = (
-            translate("record", "trayvml: {count} rows written to {path}")
-            if count != 1
-            else translate("record", "trayvml: {count} row written to {path}")
-        )
-        print(written.format(count=count, path=args.csv), file=sys.stderr)
+    _say_written(args.csv, count)
     return 0
 
 
@@ -260,6 +248,17 @@ def _pairs(low: str, high: str) -> Iterator[str]:
     for lo, hi in zip(low.split(", "), high.split(", "), strict=True):
         yield lo
         yield hi
+
+
+def _say_written(path: str, count: int) -> None:
+    """How many rows went to the file (nothing when they went to standard output)."""
+    if path != "-":
+        written = (
+            translate("record", "trayvml: {count} rows written to {path}")
+            if count != 1
+            else translate("record", "trayvml: {count} row written to {path}")
+        )
+        print(written.format(count=count, path=path), file=sys.stderr)
 
 
 def _when(t_s: float) -> str:
