@@ -3848,6 +3848,10 @@ For {duration} now.</source>
         <translation>--simulate：hang 的格式为 NVMLFUNCTION@SECONDS[/SECONDS]，而不是 {entry}。</translation>
     </message>
     <message>
+        <source>--simulate: {key} names GPU {gpu}, but only {count} are simulated.</source>
+        <translation>--simulate：{key} 指定了 GPU {gpu}，但只模拟了 {count} 个 GPU。</translation>
+    </message>
+    <message>
         <source>--simulate: hostpid wants GPU:PID, not {entry}.</source>
         <translation>--simulate：hostpid 应为 GPU:PID，而不是 {entry}。</translation>
     </message>
@@ -3924,24 +3928,8 @@ For {duration} now.</source>
         <translation>--simulate：未知选项 {key}（可用：{known}）。</translation>
     </message>
     <message>
-        <source>--simulate: lost names GPU {gpu}, but only {count} are simulated.</source>
-        <translation>--simulate：lost 指定了 GPU {gpu}，但只模拟了 {count} 个 GPU。</translation>
-    </message>
-    <message>
-        <source>--simulate: sleep names GPU {gpu}, but only {count} are simulated.</source>
-        <translation>--simulate：sleep 指定了 GPU {gpu}，但只模拟了 {count} 个 GPU。</translation>
-    </message>
-    <message>
         <source>--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend.</source>
         <translation>--simulate：sleep 指定的 GPU {gpu} 是 {profile}：只有笔记本 GPU 会运行时挂起。</translation>
-    </message>
-    <message>
-        <source>--simulate: hostpid names GPU {gpu}, but only {count} are simulated.</source>
-        <translation>--simulate：hostpid 指定了 GPU {gpu}，但只模拟了 {count} 个。</translation>
-    </message>
-    <message>
-        <source>--simulate: mig names GPU {gpu}, but only {count} are simulated.</source>
-        <translation>--simulate：mig 指定了 GPU {gpu}，但只模拟了 {count} 块。</translation>
     </message>
     <message>
         <source>--simulate: mig names GPU {gpu}, a {profile}, which has no MIG mode.</source>

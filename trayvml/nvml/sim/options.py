@@ -171,6 +171,16 @@ def _hang(entry: str) -> tuple[str, tuple[float, float]]:
 KNOWN_OPTIONS = "gpus, seed, at, lost, nvml, procperm, latency, speed, start, past, hang, sleep, driver, mig, hostpid"
 
 
+def _simulated_gpu(key: str, gpu: int, count: int) -> None:
+    """Refuses a key naming a GPU beyond those simulated."""
+    if gpu >= count:
+        raise SimulationSpecError(
+            translate("simulate", "--simulate: {key} names GPU {gpu}, but only {count} are simulated.").format(
+                key=key, gpu=gpu, count=count
+            )
+        )
+
+
 def _host_pid(entry: str) -> tuple[int, int]:
     gpu_text, colon, pid_text = entry.partition(":")
     if not colon:
@@ -325,19 +335,9 @@ def parse_spec(text: str) -> SimSpec:
             )
     spec = SimSpec(**values)
     for gpu in spec.lost_at_s:
-        if gpu >= len(spec.gpus):
-            raise SimulationSpecError(
-                translate("simulate", "--simulate: lost names GPU {gpu}, but only {count} are simulated.").format(
-                    gpu=gpu, count=len(spec.gpus)
-                )
-            )
+        _simulated_gpu("lost", gpu, len(spec.gpus))
     for gpu, _ in spec.sleeps:
-        if gpu >= len(spec.gpus):
-            raise SimulationSpecError(
-                translate("simulate", "--simulate: sleep names GPU {gpu}, but only {count} are simulated.").format(
-                    gpu=gpu, count=len(spec.gpus)
-                )
-            )
+        _simulated_gpu("sleep", gpu, len(spec.gpus))
         if not PROFILES[spec.gpus[gpu]].runtime_pm:
             raise SimulationSpecError(
                 translate(
@@ -345,19 +345,9 @@ def parse_spec(text: str) -> SimSpec:
                 ).format(gpu=gpu, profile=spec.gpus[gpu])
             )
     for gpu, _ in spec.host_pids:
-        if gpu >= len(spec.gpus):
-            raise SimulationSpecError(
-                translate("simulate", "--simulate: hostpid names GPU {gpu}, but only {count} are simulated.").format(
-                    gpu=gpu, count=len(spec.gpus)
-                )
-            )
+        _simulated_gpu("hostpid", gpu, len(spec.gpus))
     for gpu, _, _ in spec.mig_changes:
-        if gpu >= len(spec.gpus):
-            raise SimulationSpecError(
-                translate("simulate", "--simulate: mig names GPU {gpu}, but only {count} are simulated.").format(
-                    gpu=gpu, count=len(spec.gpus)
-                )
-            )
+        _simulated_gpu("mig", gpu, len(spec.gpus))
         if not PROFILES[spec.gpus[gpu]].mig_capable:
             raise SimulationSpecError(
                 translate("simulate", "--simulate: mig names GPU {gpu}, a {profile}, which has no MIG mode.").format(
