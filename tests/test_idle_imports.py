@@ -136,3 +136,9 @@ def test_reading_field_values_does_not_load_numpy_ma() -> None:
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "False"
+
+
+def test_the_idle_tray_loads_no_xml_parser(idle_tray: dict) -> None:
+    # The tray translates through Qt's compiled catalog; the .ts reader (CLI) and macOS's plist
+    # autostart bring ElementTree or plistlib and expat (about 1.5 MiB together).
+    assert not {"xml.etree.ElementTree", "plistlib", "pyexpat"} & set(idle_tray["modules"])

@@ -13,7 +13,6 @@ Strings made at import time (the metric catalog, the settings schema) are marked
 from __future__ import annotations
 
 import os
-import xml.etree.ElementTree as ET
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -77,6 +76,9 @@ def resolve(setting: str, environ: Mapping[str, str] | None = None) -> str:
 
 def read_catalog(path: Path) -> dict[tuple[str, str], str]:
     """The finished translations of a Qt Linguist ``.ts`` file, by (context, source text)."""
+    # Imported here: the tray reads Qt's compiled catalog and never needs an XML parser (0.8 MiB).
+    import xml.etree.ElementTree as ET
+
     found = {}
     for context in ET.parse(path).getroot().iter("context"):
         name = context.findtext("name") or ""

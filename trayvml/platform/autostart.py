@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import plistlib
 import sys
 from pathlib import Path
 from typing import Protocol
@@ -144,6 +143,8 @@ class LaunchAgentAutostart:
         return str(self.path)
 
     def enable(self, config_path: str | None = None) -> None:
+        import plistlib  # macOS only: not loaded into the tray elsewhere (0.7 MiB with its XML parser)
+
         from trayvml.config import write_atomically
 
         plist = {
@@ -160,6 +161,8 @@ class LaunchAgentAutostart:
             self.path.unlink()
 
     def is_enabled(self) -> bool:
+        import plistlib
+
         try:
             return bool(plistlib.loads(self.path.read_bytes()).get(MARKER))
         except (OSError, plistlib.InvalidFileException):
