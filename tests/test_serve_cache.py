@@ -181,3 +181,21 @@ def test_a_value_that_is_not_a_number_has_no_line() -> None:
     text = _payload(collector)
     uuid = sample.devices[0].uuid
     assert not [line for line in text.splitlines() if line.startswith("trayvml_gpu_power_watts{") and uuid in line]
+
+
+def test_a_name_filter_answers_the_families_named_and_only_those() -> None:
+    # Prometheus' ``name[]`` parameter, answered by prometheus-client's own app: it knew no names
+    # (the registry does not auto-describe) and answered an empty page.
+    sample = _samples()[-1]
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0)
+    try:
+        wanted = ("trayvml_up", "trayvml_gpu_power_watts", "trayvml_gpu_energy_joules_total")
+        query = "&".join(f"name[]={name}" for name in wanted)
+        with urllib.request.urlopen(f"{exporter.server.url}?{query}", timeout=5) as answer:
+            text = answer.read().decode()
+    finally:
+        exporter.close()
+    names = {line.split("{")[0].split(" ")[0] for line in text.splitlines() if line and not line.startswith("#")}
+    assert names == set(wanted), text
+    gpus = len(sample.gpus)
+    assert sum(line.startswith("trayvml_gpu_power_watts{") for line in text.splitlines()) == gpus

@@ -164,6 +164,15 @@ def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
     yield _JOBS, jobs
 
 
+def _every_family() -> Iterator[Family]:
+    """Every family a scrape can show, for a registry to know the names (``name[]`` filters)."""
+    yield from (_UP, _WHEN, _SIMULATED, _INFO, _TOTAL)
+    for served in (*_served(GPU_METRICS, tuple(_GPU_LABELS)), *_served(HOST_METRICS, ("hostname",))):
+        if served is not None:
+            yield served[0]
+    yield from (_PROCS, _JOBS)
+
+
 _served_cache: dict[tuple[int, tuple[str, ...]], tuple[tuple[Metric, ...], list[tuple[Family, float] | None]]] = {}
 
 
@@ -278,6 +287,11 @@ class SampleCollector(Collector):
         self._renderers: dict[str, _Renderer] = {}
         self._rendered: object = self  # the sample the payloads are of (self: none yet)
         self._payloads: dict[tuple[str, bool], bytes] = {}
+
+    def describe(self) -> list[PromMetric]:
+        # Without it a registry knows none of the names (auto-describe is off: it would render a
+        # scrape at registration), and a ``name[]`` filter answered no series at all.
+        return [family.build() for family in _every_family()]
 
     def collect(self) -> Iterator[PromMetric]:
         for family, rows in series(self._latest(), self._hostname):
