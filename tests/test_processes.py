@@ -272,3 +272,46 @@ def test_a_process_whose_memory_the_driver_cannot_tell_has_unknown_memory_in_the
     lib.hides = lambda proc: proc is hidden  # the simulator answers NVML_VALUE_NOT_AVAILABLE for it
     procs = source.sample().gpus[0].processes
     assert procs[0].used_memory_bytes == 2**20 and math.isnan(procs[1].used_memory_bytes)
+
+
+def test_grouped_by_job_a_selected_process_can_be_ended_and_stays_selected(qtbot) -> None:  # type: ignore[no-untyped-def]
+    from trayvml.core.metrics import GPU_METRICS
+    from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.ui.processes import ProcessesTab
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ours = Attribution(session="tmux train", job="tmux train", job_kind="session", root_pid=child.pid)
+        pair = Attribution(unit="two.service", job="two.service", job_kind="unit", root_pid=1)
+
+        def sample(t_s: float) -> Sample:
+            procs = (
+                replace(ProcessSample(0, child.pid, "compute", 2e9, "python", "me"), attribution=ours),
+                replace(ProcessSample(0, 2**22 + 1, "compute", 1e9, "a", "other"), attribution=pair),
+                replace(ProcessSample(0, 2**22 + 2, "compute", 1e9, "b", "other"), attribution=pair),
+            )
+            gpu = GpuSample(0, (0.0,) * len(GPU_METRICS), (MetricState.OK,) * len(GPU_METRICS), procs)
+            return Sample(t_s, (gpu,), (DeviceInfo(0, "GPU", "GPU-0"),), None, None)
+
+        tab = ProcessesTab()
+        qtbot.addWidget(tab)
+        tab.update_processes(sample(1000.0))
+        tab.group_box.setChecked(True)
+        jobs = {item.text(0): item for item in map(tab.tree.topLevelItem, range(tab.tree.topLevelItemCount()))}
+        assert not tab.end_button.isEnabled()  # nothing selected
+        jobs["systemd unit two.service"].setSelected(True)
+        assert tab.selected_row() == -1 and not tab.end_button.isEnabled()  # a job of two: which one?
+        jobs["systemd unit two.service"].setSelected(False)
+        jobs["terminal session tmux train"].child(0).setSelected(True)
+        assert tab.processes.pid_at(tab.selected_row()) == child.pid and tab.end_button.isEnabled()
+
+        tab.update_processes(sample(1005.0))  # the tree is rebuilt: the process stays selected
+        (selected,) = tab.tree.selectedItems()
+        assert selected.parent() is not None and selected.parent().text(0) == "terminal session tmux train"
+        assert tab.end_button.isEnabled()
+        tab.table.ask = lambda _parent, _question: True
+        tab.end_button.click()
+        assert child.wait(10) == -15  # SIGTERM
+    finally:
+        child.kill()
+        child.wait(10)

@@ -357,9 +357,11 @@ class ProcessesPage(QTableView):
 
     def _menu(self, position: QPoint) -> None:
         index = self.indexAt(position)
-        if not index.isValid():
-            return
-        row = self.source_row(index.row())
+        if index.isValid():
+            self.menu_for(self.source_row(index.row())).exec(self.viewport().mapToGlobal(position))
+
+    def menu_for(self, row: int) -> QMenu:
+        """The actions on the process in ``row`` (of the model): the table's and the job tree's menu."""
         pid = self.processes.pid_at(row)
         menu = QMenu(self)
         action = menu.addAction(
@@ -383,7 +385,7 @@ class ProcessesPage(QTableView):
                 )
             )
             kernel.triggered.connect(lambda: self.shut_down_kernel(row))
-        menu.exec(self.viewport().mapToGlobal(position))
+        return menu
 
     def can_shut_down_kernel(self, row: int) -> bool:
         """Offered for a notebook's kernel only where the process is one this user may end (see
@@ -449,6 +451,19 @@ USER_HEADERS = (
 )
 
 
+JOB_KEY_ROLE = Qt.ItemDataRole.UserRole  # a job item's job text
+PROCESS_KEY_ROLE = Qt.ItemDataRole.UserRole + 1  # a process item's (PID, GPU index)
+
+
+def _process_key(process: ProcessSample) -> tuple[int, int]:
+    return (process.pid, process.gpu_index)
+
+
+def _item_key(item: QTreeWidgetItem) -> object:
+    """What a tree item stands for, the same across rebuilds: a job, or a process on a GPU."""
+    return item.data(0, PROCESS_KEY_ROLE) or ("job", item.data(0, JOB_KEY_ROLE))
+
+
 def _sum_known(values: list[float]) -> float:
     """Their sum, NaN where none is known."""
     known = [v for v in values if not math.isnan(v)]
@@ -505,6 +520,10 @@ class ProcessesTab(QWidget):
         self.tree.setAlternatingRowColors(True)
         self.tree.header().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.tree.setItemDelegate(PaddedCells(self.tree))
+        # The table's actions on a process row of the tree, and on a job of one process.
+        self.tree.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.tree.customContextMenuRequested.connect(self._tree_menu)
+        self.tree.itemSelectionChanged.connect(self._show_buttons)
         self.stack = QStackedWidget()
         self.stack.addWidget(self.table)
         self.stack.addWidget(self.tree)
@@ -537,12 +556,28 @@ class ProcessesTab(QWidget):
         self._show_buttons()
 
     def selected_row(self) -> int:
-        """The model's row of the table's selected process; -1 where none is (or jobs are shown)."""
+        """The model's row of the selected process (in the table, or in the job tree: a process, or a
+        job of one process); -1 where none is."""
+        if self.group_box.isChecked():
+            return self._tree_row(self.tree.selectedItems()[0]) if self.tree.selectedItems() else -1
         selection = self.table.selectionModel()
         rows = selection.selectedRows() if selection is not None else []
-        if self.group_box.isChecked() or not rows:
+        return self.table.source_row(rows[0].row()) if rows else -1
+
+    def _tree_row(self, item: QTreeWidgetItem) -> int:
+        """The model's row of the process a tree item stands for; -1 for a job of several."""
+        process_item = item if item.parent() is not None else item.child(0) if item.childCount() == 1 else None
+        if process_item is None:
             return -1
-        return self.table.source_row(rows[0].row())
+        key = process_item.data(0, PROCESS_KEY_ROLE)
+        model = self.processes
+        return next((r for r in range(model.rowCount()) if _process_key(model.process_at(r)) == key), -1)
+
+    def _tree_menu(self, position: QPoint) -> None:
+        item = self.tree.itemAt(position)
+        row = -1 if item is None else self._tree_row(item)
+        if row >= 0:
+            self.table.menu_for(row).exec(self.tree.viewport().mapToGlobal(position))
 
     def _act(self, action: Callable[[int], bool]) -> None:
         row = self.selected_row()
@@ -592,6 +627,10 @@ class ProcessesTab(QWidget):
                 jobs.setdefault(job_text(process), []).append(process)
         items = [self.tree.topLevelItem(k) for k in range(self.tree.topLevelItemCount())]
         self._expanded = {item.text(0) for item in items if item is not None and item.isExpanded()} or self._expanded
+        # Rebuilt every few seconds: what the user selected and where they scrolled stay.
+        chosen = self.tree.selectedItems()
+        chosen_key = _item_key(chosen[0]) if chosen else None
+        scrolled = self.tree.verticalScrollBar().value()
         self.tree.clear()
 
         def energy_of(procs: list[ProcessSample]) -> float:
@@ -625,9 +664,10 @@ class ProcessesTab(QWidget):
                     format_duration(max(known_runtimes), "min") if known_runtimes else "–",
                 ]
             )
+            top.setData(0, JOB_KEY_ROLE, name)
             for process, runtime in zip(procs, runtimes, strict=True):
                 known = energy is not None and not math.isnan(energy.since_start_wh(process.gpu_index))
-                QTreeWidgetItem(
+                child = QTreeWidgetItem(
                     top,
                     [
                         translate("ProcessesTab", "PID {pid} {name}").format(pid=process.pid, name=process.name),
@@ -640,8 +680,13 @@ class ProcessesTab(QWidget):
                         "–" if math.isnan(runtime) else format_duration(runtime, "min"),
                     ],
                 )
+                child.setData(0, PROCESS_KEY_ROLE, _process_key(process))
             self.tree.addTopLevelItem(top)
             top.setExpanded(name in self._expanded or len(jobs) <= 3)
+            for item in (top, *(top.child(k) for k in range(top.childCount()))):
+                if item is not None and chosen_key is not None and _item_key(item) == chosen_key:
+                    item.setSelected(True)
+        self.tree.verticalScrollBar().setValue(scrolled)
 
     def _gpu_time_text(self, process: ProcessSample) -> str:
         """The GPU time of the job ``process`` belongs to, as the users' table says a user's."""
