@@ -50,7 +50,7 @@ def run(engine: AlertEngine, key: str, values: list[float], step_s: float = 1.0,
 def only(rule: str, **changes: float | bool) -> AlertSettings:
     """Every rule off but ``rule``, changed as given."""
     rules = {r.key: replace(r.defaults, enabled=False) for r in RULES}
-    rules[rule] = replace(RULE_BY_KEY[rule].defaults, **{"enabled": True, **changes})  # type: ignore[arg-type]
+    rules[rule] = replace(RULE_BY_KEY[rule].defaults, **{"enabled": True, **changes})
     return AlertSettings(rules=rules)
 
 

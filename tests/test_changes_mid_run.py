@@ -13,7 +13,7 @@ from trayvml.history.timeline import History
 RETRY_S = 10.0  # the reader tries NVML again this often (trayvml/nvml: RETRY_PERIOD_S)
 
 
-def test_a_log_writes_whole_rows_while_nvml_goes_away_and_comes_back(tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_a_log_writes_whole_rows_while_nvml_goes_away_and_comes_back(tmp_path) -> None:
     source, clock, library = simulated_source("training:gpus=h100*2,start=1800")
     path = tmp_path / "gpus.csv"
     log = CsvLog(str(path), parse_fields("index,utilization.gpu,memory.used"))
@@ -40,7 +40,7 @@ def test_a_log_writes_whole_rows_while_nvml_goes_away_and_comes_back(tmp_path) -
     assert len(lines) == 1 + sum(written) and all(line.count(",") == 2 for line in lines)
 
 
-def test_the_history_and_the_tray_follow_a_change_in_the_number_of_gpus(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_history_and_the_tray_follow_a_change_in_the_number_of_gpus(qapp) -> None:
     from trayvml.ui.tray import Tray
 
     history = History()

@@ -147,7 +147,7 @@ def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try
     # into it; 26.0: on the ticker again once it answers
 
 
-def test_the_tray_sampler_ticks_on_the_ticker_and_takes_a_new_interval_at_once(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_tray_sampler_ticks_on_the_ticker_and_takes_a_new_interval_at_once(qtbot) -> None:
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.sampler import Sampler
 

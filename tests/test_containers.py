@@ -134,7 +134,7 @@ def engines() -> Iterator[list[FakeEngine]]:
         engine.close()
 
 
-def _only_under(folder: Path, asked: list[Path]):  # type: ignore[no-untyped-def]
+def _only_under(folder: Path, asked: list[Path]):
     """ask_name, refusing any socket outside the test's folder (so no test reaches the machine's)."""
 
     def ask(path: Path, container_id: str, wait_s: float) -> str | None:
@@ -153,7 +153,7 @@ class Clock:
         return self.now
 
 
-def _names(folder: Path, environ: dict[str, str], asked: list[Path], clock: Clock, wait_s: float = 0.2):  # type: ignore[no-untyped-def]
+def _names(folder: Path, environ: dict[str, str], asked: list[Path], clock: Clock, wait_s: float = 0.2):
     return ContainerNames(environ, _only_under(folder, asked), clock, wait_s)
 
 

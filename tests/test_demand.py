@@ -63,7 +63,7 @@ def test_what_is_not_demanded_is_not_read_and_says_so() -> None:
     assert again.gpus[0].state("process_count") is MetricState.OK and again.gpus[0].processes
 
 
-def _app(qapp, settings: Settings | None = None):  # type: ignore[no-untyped-def]
+def _app(qapp, settings: Settings | None = None):
     from trayvml.ui.app import App
 
     app = App(None)
@@ -72,7 +72,7 @@ def _app(qapp, settings: Settings | None = None):  # type: ignore[no-untyped-def
     return app
 
 
-def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page_shows(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page_shows(qapp) -> None:
     app = _app(qapp)
     app._declare_demand()
     # Window closed, no alert waiting, job rule off; the stalled-job rule (on) watches SM activity.
@@ -96,7 +96,7 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     window.close()
 
 
-def test_the_job_finished_rule_needs_the_process_lists(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_job_finished_rule_needs_the_process_lists(qapp) -> None:
     alerts = AlertSettings()
     rules = dict(alerts.rules)
     rules["job_finished"] = replace(rules["job_finished"], enabled=True)
@@ -109,21 +109,21 @@ class _Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    def notify(self, notice) -> None:  # type: ignore[no-untyped-def]
+    def notify(self, notice) -> None:
         self.sent.append((notice.key[1], notice.body))
 
     def close(self) -> None:
         pass
 
 
-def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp) -> None:
     from trayvml.alerts.rules import RULES, RuleSettings
 
     all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
     memory = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)  # fires at once
     app = _app(qapp, Settings(alerts=AlertSettings(rules={**all_off, "memory_used": memory})))
     recorder = _Recorder()
-    app._use_notifier(recorder)  # type: ignore[arg-type]
+    app._use_notifier(recorder)
     source, clock, _ = simulated_source("training:gpus=h100,start=1800")
     app._declare_demand()
     app.on_sample(source.sample(app.sampler._worker.demand))  # the idle tray's demand: no process lists
@@ -138,13 +138,13 @@ def test_an_alert_that_names_processes_asks_for_them_and_goes_out_with_them(qapp
     assert PROCESSES not in app.sampler._worker.demand  # asked for once, not kept
 
 
-def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:
     from trayvml.alerts.rules import RULES, RuleSettings
 
     all_off = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
     memory = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)  # fires at once
     app = _app(qapp, Settings(alerts=AlertSettings(rules={**all_off, "memory_used": memory})))
-    app._use_notifier(_Recorder())  # type: ignore[arg-type]
+    app._use_notifier(_Recorder())
     app.pause_notifications(3600.0)
     source, _, _ = simulated_source("training:gpus=h100,start=1800")
     app._declare_demand()
@@ -153,14 +153,14 @@ def test_a_quiet_alert_asks_for_no_process_lists(qapp) -> None:  # type: ignore[
     assert PROCESSES not in app.sampler._worker.demand  # but nobody is told, so nothing names processes
 
 
-def test_snoozing_a_grouped_notification_snoozes_the_rule_on_each_of_its_gpus(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_snoozing_a_grouped_notification_snoozes_the_rule_on_each_of_its_gpus(qapp) -> None:
     from trayvml.alerts.dispatch import Outgoing
     from trayvml.alerts.grouping import GROUP
     from trayvml.alerts.rules import AlertEvent
     from trayvml.alerts.severity import Severity
 
     app = _app(qapp)
-    app._use_notifier(_Recorder())  # type: ignore[arg-type]
+    app._use_notifier(_Recorder())
     events = [
         AlertEvent(0.0, gpu, "H100", "xid", "event", Severity.CRITICAL, "XID 74 (NVLink error)") for gpu in (1, 3)
     ]

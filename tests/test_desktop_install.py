@@ -216,7 +216,7 @@ def test_a_hung_cache_tool_is_given_up_on(data_home: Path, tmp_path: Path, monke
     assert (data_home / "applications/trayvml.desktop").exists()  # the install itself stands
 
 
-def test_committed_pngs_are_renders_of_the_svg(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_committed_pngs_are_renders_of_the_svg(qapp) -> None:
     """One source for the icon: every PNG is trayvml.svg rendered at its size (scripts/render-icons)."""
     from PySide6.QtCore import Qt
     from PySide6.QtGui import QImage, QPainter

@@ -99,7 +99,7 @@ class _Recorder:
         pass
 
 
-def test_the_app_pauses_from_the_tray_menu_and_snoozes_from_an_action(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_app_pauses_from_the_tray_menu_and_snoozes_from_an_action(qapp) -> None:
     from tests.helpers import simulated_source
     from trayvml.ui.app import App
 

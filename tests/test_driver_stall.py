@@ -41,7 +41,7 @@ def test_a_stuck_call_is_reported_with_its_name_while_the_host_goes_on(call: str
     assert "has not answered for 12 s" in sentence and call in sentence
 
 
-def _stuck_in(call: str, spec: str = "idle:gpus=h100"):  # type: ignore[no-untyped-def]
+def _stuck_in(call: str, spec: str = "idle:gpus=h100"):
     """A source that read once, then got stuck in ``call`` and said so."""
     source, clock, library = simulated_source(spec, stall_after_s=GRACE_S)
     source.sample()
@@ -153,7 +153,7 @@ def test_snapshot_json_says_the_driver_is_stuck(capsys: pytest.CaptureFixture[st
     assert document["driver_stall"]["call"] == "nvmlDeviceGetTemperatureV"
 
 
-def test_log_stops_with_whole_rows_when_the_driver_stops_answering(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+def test_log_stops_with_whole_rows_when_the_driver_stops_answering(tmp_path, capsys) -> None:
     path = tmp_path / "gpu.csv"
     code = main(
         [
@@ -179,7 +179,7 @@ def test_log_stops_with_whole_rows_when_the_driver_stops_answering(tmp_path, cap
     assert all(line.count(",") == 1 for line in lines)
 
 
-def _stuck_sample():  # type: ignore[no-untyped-def]
+def _stuck_sample():
     source, clock, library = simulated_source("training:gpus=h100*2", host=True, stall_after_s=GRACE_S)
     live = source.sample()
     library.hang("nvmlDeviceGetTemperatureV")
@@ -191,7 +191,7 @@ def _stuck_sample():  # type: ignore[no-untyped-def]
     return live, stuck
 
 
-def test_the_tray_shows_no_old_values_while_the_driver_is_stuck(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_tray_shows_no_old_values_while_the_driver_is_stuck(qapp) -> None:
     from trayvml.ui.glance import content_for
     from trayvml.ui.tray import Tray
 
@@ -212,7 +212,7 @@ def test_the_tray_shows_no_old_values_while_the_driver_is_stuck(qapp) -> None:  
     assert "H100" in tray.icon.toolTip()
 
 
-def test_the_stale_icon_differs_from_live_and_from_no_gpu(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_stale_icon_differs_from_live_and_from_no_gpu(qapp) -> None:
     from trayvml.ui.glance import content_for
     from trayvml.ui.icon import IconContent, draw_icon
 
@@ -222,7 +222,7 @@ def test_the_stale_icon_differs_from_live_and_from_no_gpu(qapp) -> None:  # type
     assert images[1] != images[0] and images[1] != images[2]
 
 
-def test_the_summary_window_says_why(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_summary_window_says_why(qtbot) -> None:
     from trayvml.ui.summary import SummaryWindow
 
     _, stuck = _stuck_sample()
@@ -232,7 +232,7 @@ def test_the_summary_window_says_why(qtbot) -> None:  # type: ignore[no-untyped-
     assert "has not answered for 20 s" in window.rows.text()
 
 
-def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.sampler import Sampler
 

@@ -15,7 +15,7 @@ from trayvml.monitor.energy import DRIVER, INTEGRATED, EnergyMeter, format_energ
 NAN = math.nan
 
 
-def gpu_sample(t_s: float, power_w: float = NAN, counter_j: float = NAN, processes=(), asleep=False) -> Sample:  # type: ignore[no-untyped-def]
+def gpu_sample(t_s: float, power_w: float = NAN, counter_j: float = NAN, processes=(), asleep=False) -> Sample:
     values = [NAN] * len(GPU_METRICS)
     states = [MetricState.NOT_SUPPORTED] * len(GPU_METRICS)
     for key, value in (("power_draw_w", power_w), ("energy_consumed_j", counter_j)):
@@ -172,14 +172,14 @@ class _Recorder:
     def __init__(self) -> None:
         self.sent: list[tuple[str, str]] = []
 
-    def notify(self, notice) -> None:  # type: ignore[no-untyped-def]
+    def notify(self, notice) -> None:
         self.sent.append((notice.title, notice.body))
 
     def close(self) -> None:
         pass
 
 
-def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, tmp_path) -> None:
     from dataclasses import replace
 
     from trayvml.alerts.engine import AlertSettings
@@ -198,7 +198,7 @@ def test_the_job_finished_notification_says_how_long_and_how_much_energy(qtbot, 
         rules["job_finished"] = replace(rules["job_finished"], enabled=True)
         app.engine.configure(AlertSettings(rules=rules))
         recorder = _Recorder()
-        app.notifier = recorder  # type: ignore[assignment]
+        app.notifier = recorder
         app.dispatcher.ready = True  # as once the app's notifier is set up
         for _ in range(80):
             app.on_sample(source.sample())

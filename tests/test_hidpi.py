@@ -32,7 +32,7 @@ def _mean_difference(a: QImage, b: QImage) -> float:
     return total / (a.width() * a.height() * 4)
 
 
-def test_at_200_percent_each_tray_size_is_drawn_at_device_resolution(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_at_200_percent_each_tray_size_is_drawn_at_device_resolution(qapp) -> None:
     """What the tray host gets for a 22 px icon on a 2x screen is the icon drawn on 44 pixels, not a
     22 px drawing enlarged or another size's drawing shrunk."""
     icon = make_icon(CONTENT, 2.0)
@@ -63,6 +63,6 @@ def _line_thickness_px(device_pixel_ratio: float) -> int:
     )
 
 
-def test_timeline_lines_are_as_thick_at_200_percent_as_at_100(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_timeline_lines_are_as_thick_at_200_percent_as_at_100(qapp) -> None:
     assert _line_thickness_px(1.0) == 1
     assert _line_thickness_px(2.0) == 2  # a hairline at 2x would look half as heavy as its labels

@@ -58,7 +58,7 @@ def test_a_folder_another_user_made_first_is_refused(monkeypatch: pytest.MonkeyP
     assert instance_name(None) is None  # no single-instance check rather than a squatted one
 
 
-def test_a_second_start_reaches_its_own_session_only(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_a_second_start_reaches_its_own_session_only(qtbot, tmp_path: Path) -> None:
     shown: list[int] = []
     server = listen(str(tmp_path / "instance-a"), lambda: shown.append(1))
     try:
@@ -69,7 +69,7 @@ def test_a_second_start_reaches_its_own_session_only(qtbot, tmp_path: Path) -> N
         server.close()
 
 
-def test_a_second_start_hands_over_its_activation_token(  # type: ignore[no-untyped-def]
+def test_a_second_start_hands_over_its_activation_token(
     qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The launcher's xdg-activation token reaches the running trayvml, where Qt uses it to raise the window."""
@@ -95,7 +95,7 @@ def test_a_second_start_hands_over_its_activation_token(  # type: ignore[no-unty
         server.close()
 
 
-def test_connections_are_freed_when_their_peer_goes(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_connections_are_freed_when_their_peer_goes(qtbot, tmp_path: Path) -> None:
     name = str(tmp_path / "instance")
     server = listen(name, lambda: None)
     try:
@@ -114,7 +114,7 @@ def test_connections_are_freed_when_their_peer_goes(qtbot, tmp_path: Path) -> No
     assert not Path(name).exists()  # the socket goes with the server
 
 
-def test_the_socket_is_closed_to_other_users(qtbot, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+def test_the_socket_is_closed_to_other_users(qtbot, tmp_path: Path) -> None:
     name = str(tmp_path / "instance")
     server = listen(name, lambda: None)
     try:

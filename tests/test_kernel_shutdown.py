@@ -69,7 +69,7 @@ def _kernel(pid: int, attribution: Attribution) -> ProcessSample:
     )
 
 
-def test_the_processes_tab_shuts_down_ones_own_kernel_after_asking(qtbot, jupyter: JupyterServer) -> None:  # type: ignore[no-untyped-def]
+def test_the_processes_tab_shuts_down_ones_own_kernel_after_asking(qtbot, jupyter: JupyterServer) -> None:
     from trayvml.ui.processes import ProcessesPage
 
     kernel_id, pid = jupyter.open_notebook(NOTEBOOK)
@@ -159,7 +159,7 @@ def test_another_users_kernel_or_server_is_never_offered(tmp_path: Path) -> None
     assert asked == []  # their server was not even asked
 
 
-def test_the_page_offers_nothing_for_a_simulated_or_remote_process(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_page_offers_nothing_for_a_simulated_or_remote_process(qtbot) -> None:
     from trayvml.core.sample import RemoteOrigin
     from trayvml.ui.processes import ProcessesPage
 
@@ -223,7 +223,7 @@ def test_the_held_idle_notice_offers_to_shut_down_a_notebook_of_ones_own() -> No
         assert notice.actions == () and "Shut down kernel…" not in action_list(notice)
 
 
-def test_the_notifications_action_asks_then_shuts_the_kernel_down(qapp, jupyter: JupyterServer) -> None:  # type: ignore[no-untyped-def]
+def test_the_notifications_action_asks_then_shuts_the_kernel_down(qapp, jupyter: JupyterServer) -> None:
     from trayvml.ui.app import App
 
     kernel_id, pid = jupyter.open_notebook("exp/held.ipynb")
@@ -245,7 +245,7 @@ def test_the_notifications_action_asks_then_shuts_the_kernel_down(qapp, jupyter:
         app.stop()
 
 
-def test_the_processes_tabs_button_shuts_down_the_selected_kernel(qtbot, jupyter: JupyterServer) -> None:  # type: ignore[no-untyped-def]
+def test_the_processes_tabs_button_shuts_down_the_selected_kernel(qtbot, jupyter: JupyterServer) -> None:
     """Without a right click: "Shut down kernel…" beside "End process…", enabled only while the
     selected row is a notebook kernel of one's own, asking as the menu does."""
     from trayvml.ui.processes import ProcessesTab
@@ -287,7 +287,7 @@ def _held_events(monitor: Monitor, processes: tuple[ProcessSample, ...]) -> list
     return monitor.take(sample).events
 
 
-def test_the_alerts_tab_offers_to_shut_down_a_held_idle_notebook(qtbot, jupyter: JupyterServer) -> None:  # type: ignore[no-untyped-def]
+def test_the_alerts_tab_offers_to_shut_down_a_held_idle_notebook(qtbot, jupyter: JupyterServer) -> None:
     """Where notifications have no actions (the tray's balloon): the active held-idle alert's row in
     the Alerts tab offers "Shut down kernel…" for one's own notebook only, and asks first."""
     from trayvml.alerts.rules import AlertEvent
@@ -332,7 +332,7 @@ def test_the_alerts_tab_offers_to_shut_down_a_held_idle_notebook(qtbot, jupyter:
     assert page.cellWidget(1, ACTION) is None and page.isColumnHidden(ACTION)  # shut down: offered no more
 
 
-def test_a_resolved_or_remote_held_idle_alert_offers_nothing(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_resolved_or_remote_held_idle_alert_offers_nothing(qtbot) -> None:
     from trayvml.ui.alerts_page import ACTION, AlertsPage
 
     page = AlertsPage()
@@ -351,7 +351,7 @@ def test_a_resolved_or_remote_held_idle_alert_offers_nothing(qtbot) -> None:  # 
     assert page.kernels_for(remote) == () and page.isColumnHidden(ACTION)
 
 
-def test_the_app_wires_the_alerts_tab_to_its_monitors_offers(qapp, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_app_wires_the_alerts_tab_to_its_monitors_offers(qapp, qtbot) -> None:
     from trayvml.ui.alerts_page import ACTION
     from trayvml.ui.app import App
 

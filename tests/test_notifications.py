@@ -172,7 +172,7 @@ def test_notification_text_from_the_system_is_escaped(desktop: DesktopStack, mon
     notifier.close()
 
 
-def _blocked_in_a_receive(thread) -> bool:  # type: ignore[no-untyped-def]
+def _blocked_in_a_receive(thread) -> bool:
     import sys
 
     frame = sys._current_frames().get(thread.ident)

@@ -208,7 +208,7 @@ def sni_desktop() -> Iterator:
 
 
 @pytest.mark.desktop
-def test_the_installed_tray_app_starts(installed: Path, sni_desktop) -> None:  # type: ignore[no-untyped-def]
+def test_the_installed_tray_app_starts(installed: Path, sni_desktop) -> None:
     from tests.desktop import wait_until
 
     app = subprocess.Popen(

@@ -47,7 +47,7 @@ def test_a_process_in_both_the_compute_and_the_graphics_list_is_one_process() ->
     assert 0 < attributed <= meter.since_start_wh(0) * (1 + 1e-9)
 
 
-def _by_name(sample, name: str):  # type: ignore[no-untyped-def]
+def _by_name(sample, name: str):
     return next(p for p in sample.gpus[0].processes if p.name == name)
 
 
@@ -133,7 +133,7 @@ def test_in_another_pid_namespace_processes_are_not_looked_up(tmp_path: Path) ->
         assert p.foreign_pid and (p.name, p.user, p.command) == ("", "", "") and p.used_memory_bytes > 0
 
 
-def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> None:
     from tests.ui_helpers import filled_history, shown_window
     from trayvml.ui.processes import HEADERS
 
@@ -159,7 +159,7 @@ def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> No
         child.wait(10)
 
 
-def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gpu_time(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gpu_time(qtbot) -> None:
     from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
     from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
     from trayvml.monitor.users import UserUsage
@@ -219,7 +219,7 @@ def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gp
     assert table.isColumnHidden(HEADERS.index("Unit")) and table.isColumnHidden(HEADERS.index("Session"))
 
 
-def _many(lib, count: int, first_pid: int = 5000):  # type: ignore[no-untyped-def]
+def _many(lib, count: int, first_pid: int = 5000):
     """GPU 0 runs ``count`` compute processes (PIDs from ``first_pid``), whatever the scenario says."""
     from trayvml.nvml.sim.scenarios import SimProcess
 
@@ -274,7 +274,7 @@ def test_a_process_whose_memory_the_driver_cannot_tell_has_unknown_memory_in_the
     assert procs[0].used_memory_bytes == 2**20 and math.isnan(procs[1].used_memory_bytes)
 
 
-def test_grouped_by_job_a_selected_process_can_be_ended_and_stays_selected(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_grouped_by_job_a_selected_process_can_be_ended_and_stays_selected(qtbot) -> None:
     from trayvml.core.metrics import GPU_METRICS
     from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
     from trayvml.ui.processes import ProcessesTab

@@ -15,7 +15,7 @@ from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
 
 
-def nvml_calls(lib) -> int:  # type: ignore[no-untyped-def]
+def nvml_calls(lib) -> int:
     return sum(lib.calls.values())
 
 

@@ -24,7 +24,7 @@ from trayvml.source import Source
 SPEC = "idle:gpus=h100*2,past=0"  # no made-up past: the history's past comes from disk
 
 
-def _run_app(qtbot, tmp_path: Path, folder: Path, samples: int):  # type: ignore[no-untyped-def]
+def _run_app(qtbot, tmp_path: Path, folder: Path, samples: int):
     from trayvml.ui.app import App
 
     app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=folder)
@@ -227,7 +227,7 @@ def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkey
     steps: list[float] = []
     coarse = disk.reader.coarse
 
-    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+    def counting(*arguments, **named):
         steps.append(arguments[3])
         return coarse(*arguments, **named)
 
@@ -242,7 +242,7 @@ def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkey
         disk.close()
 
 
-def _week_window(qtbot, tmp_path: Path, seconds: int):  # type: ignore[no-untyped-def]
+def _week_window(qtbot, tmp_path: Path, seconds: int):
     """A window at 7 days over ``seconds`` stored three days ago (2 GPUs), drawn once; the keys
     each read of the store asked for."""
     from tests.ui_helpers import shown_window
@@ -261,7 +261,7 @@ def _week_window(qtbot, tmp_path: Path, seconds: int):  # type: ignore[no-untype
     read: list[tuple[str, tuple[str, ...]]] = []
     coarse = history.disk.reader.coarse
 
-    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+    def counting(*arguments, **named):
         read.append((arguments[0], arguments[4]))
         return coarse(*arguments, **named)
 
@@ -357,7 +357,7 @@ def test_a_device_is_read_for_the_metrics_expected_then_once_for_the_rest(tmp_pa
     read: list[tuple[str, ...]] = []
     coarse = disk.reader.coarse
 
-    def counting(*arguments, **named):  # type: ignore[no-untyped-def]
+    def counting(*arguments, **named):
         read.append(arguments[4])
         return coarse(*arguments, **named)
 

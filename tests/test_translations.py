@@ -296,7 +296,7 @@ def test_unfinished_translations_are_not_used(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def qt_chinese(qapp) -> Iterator[None]:  # type: ignore[no-untyped-def]
+def qt_chinese(qapp) -> Iterator[None]:
     """The app's translators installed for zh_CN, as run_app does; English again afterwards."""
     from PySide6.QtCore import QLocale
 
@@ -337,7 +337,7 @@ def test_the_tray_menu_speaks_chinese(qt_chinese: None) -> None:
     assert "主机 CPU" in tray.icon.toolTip()
 
 
-def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:  # type: ignore[no-untyped-def]
+def test_the_window_and_settings_speak_chinese(qtbot, qt_chinese: None) -> None:
     from PySide6.QtWidgets import QDialogButtonBox
 
     from tests.ui_helpers import filled_history, shown_window

@@ -169,7 +169,7 @@ def test_the_number_is_the_highest_value_and_holds_within_a_step() -> None:
 
 
 # ---- levels: the icon and the summary colour GPUs by the alert settings ----
-def _at(sample, temperature_c: float):  # type: ignore[no-untyped-def]
+def _at(sample, temperature_c: float):
     """``sample`` with every GPU at ``temperature_c`` and nothing else alarming."""
     from dataclasses import replace
 

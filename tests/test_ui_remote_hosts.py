@@ -205,7 +205,7 @@ def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
         app._stop_remotes()
 
 
-def _local_sample():  # type: ignore[no-untyped-def]
+def _local_sample():
     source, _, _ = simulated_source("idle:gpus=h100")
     return source.sample()
 

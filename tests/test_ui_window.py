@@ -292,14 +292,14 @@ def test_window_fits_the_screen_it_opens_on(qtbot) -> None:
 class _FakeHistory:
     """Two series with different sample times: GPU values every second, host values every 2 s, offset."""
 
-    def gpu_series(self, key: str, start: float, end: float, budget: int):  # type: ignore[no-untyped-def]
+    def gpu_series(self, key: str, start: float, end: float, budget: int):
         from trayvml.history.rings import Series
 
         times = np.array([1000.0, 1001.0, 1002.0])
         values = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
         return Series(times, values, values, values, 1.0)
 
-    def host_series(self, key: str, start: float, end: float, budget: int):  # type: ignore[no-untyped-def]
+    def host_series(self, key: str, start: float, end: float, budget: int):
         from trayvml.history.rings import Series
 
         times = np.array([1001.0, 1003.0])
@@ -341,7 +341,7 @@ def test_unsupported_metrics_are_hidden_per_gpu_not_per_name(window) -> None:
     assert not fan.notice.isVisible()
 
 
-def _scroll_to(w, panel) -> None:  # type: ignore[no-untyped-def]
+def _scroll_to(w, panel) -> None:
     w.gpu_page.verticalScrollBar().setValue(int(panel.plot.geometry().top()))
     w.refresh()
 
@@ -368,7 +368,7 @@ def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window)
     assert gpu_utilization.line(0) is not None  # drawn before: the GPU page keeps what it had
 
 
-def _with_processes(sample, t_s: float, memory_by_gpu: dict[int, list[tuple[int, float]]]):  # type: ignore[no-untyped-def]
+def _with_processes(sample, t_s: float, memory_by_gpu: dict[int, list[tuple[int, float]]]):
     from dataclasses import replace
 
     from trayvml.core.sample import ProcessSample
@@ -416,7 +416,7 @@ def test_process_timeline_draws_each_process_biggest_first_in_its_gpu_colour(win
     assert panel.notice.textItem.toPlainText() == "No GPU processes in this range"
 
 
-def _alert(t_s: float, gpu: int, severity, kind: str = "firing", rule: str = "temperature"):  # type: ignore[no-untyped-def]
+def _alert(t_s: float, gpu: int, severity, kind: str = "firing", rule: str = "temperature"):
     from trayvml.alerts.rules import AlertEvent
 
     name = "" if gpu < 0 else "NVIDIA GeForce RTX 4090"
@@ -522,12 +522,12 @@ def test_the_event_loop_gets_a_turn_between_panels(window, qtbot) -> None:
     order: list[str] = []
     draw = page.draw_panel
 
-    def logged(panel, view) -> None:  # type: ignore[no-untyped-def]
+    def logged(panel, view) -> None:
         order.append(panel.spec.title)
         QTimer.singleShot(0, lambda: order.append("other work"))  # as a click or a repaint would come
         draw(panel, view)
 
-    page.draw_panel = logged  # type: ignore[method-assign]
+    page.draw_panel = logged
     w.request_redraw()
     qtbot.waitUntil(lambda: not w._redraw_timer.isActive() and order[-1:] == ["other work"])
     panels = [title for title in order if title != "other work"]
@@ -559,7 +559,7 @@ def test_every_clock_event_reason_has_a_colour_on_the_throttle_strip() -> None:
     assert (rgba[:-1, 3] == 255).all() and rgba[-1, 3] == 0  # each reason drawn; unknown left clear
 
 
-def _steady_power_history(watts: float, seconds: int):  # type: ignore[no-untyped-def]
+def _steady_power_history(watts: float, seconds: int):
     """``seconds`` of one H100 drawing ``watts``, each second, ending with a real sample."""
     from tests.helpers import run_ticks
     from trayvml.history.rings import HISTORY_GPU_KEYS

@@ -29,7 +29,7 @@ def window(qtbot):
     return make
 
 
-def _wheel(widget, position: QPoint, notches: float, ctrl: bool = False) -> None:  # type: ignore[no-untyped-def]
+def _wheel(widget, position: QPoint, notches: float, ctrl: bool = False) -> None:
     modifiers = Qt.KeyboardModifier.ControlModifier if ctrl else Qt.KeyboardModifier.NoModifier
     event = QWheelEvent(
         QPointF(position),
@@ -44,7 +44,7 @@ def _wheel(widget, position: QPoint, notches: float, ctrl: bool = False) -> None
     QApplication.sendEvent(widget, event)
 
 
-def _scene_point(panel, x_s: float, y: float) -> QPointF:  # type: ignore[no-untyped-def]
+def _scene_point(panel, x_s: float, y: float) -> QPointF:
     return panel.plot.getViewBox().mapViewToScene(QPointF(x_s, y))
 
 
@@ -120,7 +120,7 @@ def test_a_drag_never_goes_past_now(window) -> None:
     assert not w.following
 
 
-def _flat_history(sample, seconds: int) -> History:  # type: ignore[no-untyped-def]
+def _flat_history(sample, seconds: int) -> History:
     history = History()
     for k in range(seconds, 0, -1):
         history.append(replace(sample, timestamp_s=sample.timestamp_s - k))

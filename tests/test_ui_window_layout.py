@@ -20,7 +20,7 @@ from trayvml.core.sample import MetricState
 from trayvml.ui.plots import PANEL_HEIGHT_PX
 
 
-def _with_app_controls(window) -> None:  # type: ignore[no-untyped-def]
+def _with_app_controls(window) -> None:
     """What the app adds to the toolbar: its menu and, with remote hosts, the Host box."""
     from PySide6.QtWidgets import QMenu
 
@@ -112,7 +112,7 @@ def test_hovering_a_legend_entry_or_a_line_highlights_that_gpu(qtbot) -> None:
     assert w.highlighted_gpu == -1
 
 
-def _without(sample, keys: set[str], gpus: range | None = None):  # type: ignore[no-untyped-def]
+def _without(sample, keys: set[str], gpus: range | None = None):
     """``sample`` with ``keys`` not supported by ``gpus`` (all by default)."""
     columns = {GPU_INDEX[key] for key in keys}
     changed = []
@@ -158,7 +158,7 @@ def test_per_gpu_grid_takes_columns_from_the_width_and_scrolls_down(qtbot, width
     qtbot.waitUntil(lambda: page.columns == 2)
 
 
-def _wheel(page, position: QPointF, notches: int) -> None:  # type: ignore[no-untyped-def]
+def _wheel(page, position: QPointF, notches: int) -> None:
     event = QWheelEvent(
         position,
         page.layout_widget.viewport().mapToGlobal(position),
@@ -218,7 +218,7 @@ def test_no_driver_says_it_once_and_offers_simulated_gpus(qtbot) -> None:
     assert not w.simulate_button.isVisible()
 
 
-def test_the_apps_window_button_starts_simulated_gpus(qapp) -> None:  # type: ignore[no-untyped-def]
+def test_the_apps_window_button_starts_simulated_gpus(qapp) -> None:
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.app import App
 

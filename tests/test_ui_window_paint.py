@@ -28,7 +28,7 @@ class PaintCounter(QObject):
 
 
 @pytest.fixture
-def eight(qtbot):  # type: ignore[no-untyped-def]
+def eight(qtbot):
     history, sample = filled_history("training:gpus=h100*8", 1800, host=False)
     window = shown_window(qtbot, history, sample, 1280, 800)
     window.set_range(RANGE_S)
@@ -37,7 +37,7 @@ def eight(qtbot):  # type: ignore[no-untyped-def]
     return window, history, sample
 
 
-def _next(history, sample: Sample, seconds: float = 1.0, power_w: float | None = None) -> Sample:  # type: ignore[no-untyped-def]
+def _next(history, sample: Sample, seconds: float = 1.0, power_w: float | None = None) -> Sample:
     """The sample ``seconds`` after ``sample``, in the history too; ``power_w``: every GPU's power."""
     gpus = sample.gpus
     if power_w is not None:
@@ -60,7 +60,7 @@ def test_a_redraw_is_painted_once_not_once_per_panel(eight, qtbot) -> None:
         step()
         held.append(viewport.updatesEnabled())
 
-    w._redraw_step = logged  # type: ignore[method-assign]
+    w._redraw_step = logged
     w.update_sample(_next(history, sample))
     qtbot.waitUntil(lambda: not w._redraw_timer.isActive() and counter.paints > 0)
     qtbot.wait(50)  # a second paint, if one were coming
@@ -110,7 +110,7 @@ def test_moving_the_view_does_not_refit_the_value_ranges(eight) -> None:
     refits = []
     for view in views:
         fit = view.updateAutoRange
-        view.updateAutoRange = lambda fit=fit: (refits.append(1), fit())  # type: ignore[method-assign]
+        view.updateAutoRange = lambda fit=fit: (refits.append(1), fit())
     for k in range(1, 4):  # the view moves, nothing else: painted, it needs no new value range
         page.set_x_range(sample.timestamp_s - RANGE_S + k, sample.timestamp_s + k)
         page.layout_widget.grab()
@@ -180,7 +180,7 @@ def test_new_gpus_mid_redraw_leave_no_page_held(qtbot) -> None:
     assert w.per_gpu.page.layout_widget.viewport().updatesEnabled()
 
 
-def test_the_15_minute_view_following_live_draws_every_sample_to_the_newest(qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_the_15_minute_view_following_live_draws_every_sample_to_the_newest(qtbot) -> None:
     # The view reads a sample beyond its 900 s; a 1 s tier of exactly 900 samples sent it to the 5 s
     # buckets, whose newest point lagged the live reading by up to 5 s.
     history, sample = filled_history("training:gpus=h100*2", 1800, host=False)

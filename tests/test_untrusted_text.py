@@ -235,7 +235,7 @@ def test_csv_log_keeps_one_row_per_gpu_and_writes_no_formula(hostile_names: None
 # ---- the desktop sinks ----
 
 
-def test_summary_window_shows_markup_in_names_as_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
+def test_summary_window_shows_markup_in_names_as_text(hostile_names: None, qapp) -> None:
     from trayvml.ui.summary import SummaryWindow
 
     source, clock, _ = simulated_source(SPEC.removeprefix("--simulate="))
@@ -246,7 +246,7 @@ def test_summary_window_shows_markup_in_names_as_text(hostile_names: None, qapp)
     window.close()
 
 
-def test_tray_menu_shows_names_and_commands_as_they_are(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
+def test_tray_menu_shows_names_and_commands_as_they_are(hostile_names: None, qapp) -> None:
     from trayvml.ui.tray import Tray
 
     source, clock, _ = simulated_source(SPEC.removeprefix("--simulate="))
@@ -279,7 +279,7 @@ def test_tray_balloon_escapes_markup_only_where_a_notification_server_reads_it()
     assert "Processes: <b>evil</b>\ufffd & co (alice, 42)\n" in shown[1][1]  # Qt's own balloon: plain text
 
 
-def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
+def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:
     from PySide6.QtGui import Qt
 
     from trayvml.core.lines import tooltip
@@ -291,7 +291,7 @@ def test_tray_tooltip_stays_plain_text(hostile_names: None, qapp) -> None:  # ty
     assert safe(text.replace("\n", " ")) and '2 <img src="/etc/passwd"><b>A&B_C</b> ' in text
 
 
-def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> None:  # type: ignore[no-untyped-def]
+def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> None:
     from tests.ui_helpers import filled_history, shown_window
 
     history, sample = filled_history(SPEC.removeprefix("--simulate="), 10, host=False)
@@ -309,7 +309,7 @@ def test_graph_window_shows_names_as_they_are(hostile_names: None, qtbot) -> Non
     assert tooltip.startswith('<img src="/etc/passwd"><b>A&B_C</b> · bus ')
 
 
-def test_settings_dialog_tooltips_show_names_as_they_are(hostile_names: None, qapp) -> None:  # type: ignore[no-untyped-def]
+def test_settings_dialog_tooltips_show_names_as_they_are(hostile_names: None, qapp) -> None:
     from trayvml.config import Settings
     from trayvml.ui.settings_dialog import SettingsDialog
 

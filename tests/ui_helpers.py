@@ -26,7 +26,7 @@ _GPU_PERCENT = np.array([GPU_METRIC_BY_KEY[key].unit is Unit.PERCENT for key in 
 _HOST_PERCENT = np.array([HOST_METRIC_BY_KEY[key].unit is Unit.PERCENT for key in HISTORY_HOST_KEYS])
 
 
-def shown_window(qtbot, history: History, sample: Sample, width: int = 1100, height: int = 800):  # type: ignore[no-untyped-def]
+def shown_window(qtbot, history: History, sample: Sample, width: int = 1100, height: int = 800):
     """A GraphWindow over ``history``, given ``sample``, shown, exposed and drawn."""
     from trayvml.ui.window import GraphWindow
 
@@ -111,7 +111,7 @@ def moved_on(sample: Sample, t_s: float) -> Sample:
     return replace(sample, timestamp_s=t_s, gpus=gpus)
 
 
-def drawn_tick_labels(axis) -> list[str]:  # type: ignore[no-untyped-def]
+def drawn_tick_labels(axis) -> list[str]:
     """The tick labels a pyqtgraph axis would draw now: it leaves out, silently, every label that
     does not fit inside the axis."""
     from PySide6.QtGui import QImage, QPainter
@@ -125,6 +125,6 @@ def drawn_tick_labels(axis) -> list[str]:  # type: ignore[no-untyped-def]
     return [text for _, _, text in texts]
 
 
-def open_menu(tray) -> None:  # type: ignore[no-untyped-def]
+def open_menu(tray) -> None:
     """What a tray host does before it shows the tray's menu: the tray fills in its texts then."""
     tray.menu.aboutToShow.emit()
