@@ -9,7 +9,9 @@ import subprocess
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import TypeVar
 
+from trayvml.alerts.rules import AnySettings, RuleSettings
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState, Sample
@@ -18,6 +20,20 @@ from trayvml.nvml.sim.library import SimulatedNvml
 from trayvml.source import Source
 
 OPEN_SOURCES: list[Source] = []  # closed after each test by conftest (each has a thread of its own)
+
+T = TypeVar("T")
+
+
+def present(value: T | None) -> T:
+    """``value``, asserted to be there (a Qt getter, a sample's part, a lookup that may find nothing)."""
+    assert value is not None
+    return value
+
+
+def thresholds(settings: AnySettings) -> RuleSettings:
+    """A threshold rule's settings, asserted to be of that kind (AlertSettings maps every kind)."""
+    assert isinstance(settings, RuleSettings), settings
+    return settings
 
 
 def simulated_source(

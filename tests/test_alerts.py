@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 import pytest
 
-from tests.helpers import simulated_source
+from tests.helpers import simulated_source, thresholds
 from trayvml.alerts.engine import AlertEngine, AlertSettings, validate
 from trayvml.alerts.rules import (
     RULE_BY_KEY,
@@ -17,6 +18,7 @@ from trayvml.alerts.rules import (
     JobSettings,
     MachineRule,
     RuleSettings,
+    ThresholdRule,
     Tracker,
 )
 from trayvml.alerts.severity import Direction, Severity
@@ -31,6 +33,10 @@ NAN = math.nan
 
 def sample(t_s: float, lost: bool = False, stall: bool = False, **values: float) -> Sample:
     """One GPU named H100 with the given metric values (everything else missing)."""
+    return sample_of(t_s, values, lost, stall)
+
+
+def sample_of(t_s: float, values: Mapping[str, float], lost: bool = False, stall: bool = False) -> Sample:
     row = [NAN] * len(GPU_METRICS)
     for key, value in values.items():
         row[GPU_INDEX[key]] = value
@@ -40,10 +46,10 @@ def sample(t_s: float, lost: bool = False, stall: bool = False, **values: float)
     return Sample(t_s, (gpu,), (DeviceInfo(0, "H100", "GPU-x"),), None, None, stall=since)
 
 
-def run(engine: AlertEngine, key: str, values: list[float], step_s: float = 1.0, start_s: float = 0.0) -> list:
+def run(engine: AlertEngine, key: str, values: Sequence[float], step_s: float = 1.0, start_s: float = 0.0) -> list:
     events = []
     for k, value in enumerate(values):
-        events += engine.update(sample(start_s + k * step_s, **{key: value}))
+        events += engine.update(sample_of(start_s + k * step_s, {key: value}))
     return events
 
 
@@ -193,7 +199,7 @@ def test_per_gpu_overrides_win() -> None:
     settings = replace(
         settings,
         overrides={
-            1: {"temperature": replace(settings.rules["temperature"], critical_enter=70.0, critical_clear=65.0)}
+            1: {"temperature": replace(thresholds(settings.rules["temperature"]), critical_enter=70.0, critical_clear=65.0)}
         },
     )
     engine = AlertEngine(settings)
@@ -287,8 +293,10 @@ def test_every_threshold_rule_watches_a_catalog_metric_in_a_compatible_unit() ->
     for rule in THRESHOLD_RULES:
         assert rule.metric in GPU_METRIC_BY_KEY, rule.key
         assert rule.unit.base is GPU_METRIC_BY_KEY[rule.metric].unit, rule.key
-    assert RULE_BY_KEY["memory_free"].unit.symbol == "GiB"  # bytes are typed and told in GiB
-    assert RULE_BY_KEY["memory_free"].direction is Direction.BELOW
+    memory_free = RULE_BY_KEY["memory_free"]
+    assert isinstance(memory_free, ThresholdRule)
+    assert memory_free.unit.symbol == "GiB"  # bytes are typed and told in GiB
+    assert memory_free.direction is Direction.BELOW
 
 
 def test_job_finished_has_settings_of_its_own() -> None:

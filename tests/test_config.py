@@ -28,6 +28,8 @@ from trayvml.config import (
 )
 from trayvml.core.files import STALE_TEMPORARY_S
 
+from tests.helpers import thresholds
+
 
 def changed_settings() -> Settings:
     temperature = replace(RULE_BY_KEY["temperature"].defaults, critical_enter=88.0, critical_clear=80.0, hold_s=2.0)
@@ -79,7 +81,7 @@ def test_every_field_round_trips(tmp_path: Path) -> None:
     assert message == "" and same(loaded, changed_settings())
     assert loaded.alerts.for_gpu(1, "temperature").critical_enter == 75.0
     assert loaded.alerts.for_gpu(0, "temperature").critical_enter == 88.0
-    assert math.isnan(loaded.alerts.rules["power"].critical_enter)
+    assert math.isnan(thresholds(loaded.alerts.rules["power"]).critical_enter)
     text = store.path.read_text()
     assert "[gpus.1.alerts.temperature]" in text and "hold_s" not in text.split("[gpus.1.alerts.temperature]")[1]
 
@@ -237,7 +239,12 @@ def test_saving_goes_through_a_temporary_file(tmp_path: Path, monkeypatch: pytes
     store = SettingsStore(tmp_path / "sub" / "config.toml")
     replaced = []
     real = os.replace
-    monkeypatch.setattr(os, "replace", lambda a, b: (replaced.append((Path(a).name, Path(b).name)), real(a, b)))
+
+    def recording(a: str | Path, b: str | Path) -> None:
+        replaced.append((Path(a).name, Path(b).name))
+        real(a, b)
+
+    monkeypatch.setattr(os, "replace", recording)
     store.save(Settings())
     assert len(replaced) == 1 and replaced[0][1] == "config.toml"
     assert replaced[0][0].startswith(f".config.toml.trayvml-{os.getpid()}-")
@@ -296,7 +303,7 @@ def test_an_unknown_setting_is_noted_and_the_rest_is_used(tmp_path: Path) -> Non
     path.write_bytes(content)
     store = SettingsStore(path)
     settings, message = store.load()
-    assert settings.history_hours == 6 and settings.alerts.rules["temperature"].hold_s == 5.0
+    assert settings.history_hours == 6 and thresholds(settings.alerts.rules["temperature"]).hold_s == 5.0
     assert settings.alerts.for_gpu(1, "power").enabled
     assert one_sentence(message), message
     for key in ("'colour'", r"'\x1b[31m'", "'alerts.weather'", "'alerts.temperature.snooze_s'", "'gpus.1.name'"):
@@ -356,7 +363,7 @@ def test_renamed_and_deleted_settings_migrate(tmp_path: Path, monkeypatch: pytes
     store = SettingsStore(path)
     settings, message = store.load()
     assert settings.sampling_interval_s == 2.0
-    assert settings.alerts.rules["temperature"].hold_s == 4.0
+    assert thresholds(settings.alerts.rules["temperature"]).hold_s == 4.0
     assert settings.alerts.for_gpu(2, "temperature").hold_s == 8.0
     assert one_sentence(message), message
     for note in (
@@ -486,7 +493,7 @@ def test_memory_alerts_the_user_chose_stay_as_they_are(tmp_path: Path, change: t
     path = tmp_path / "config.toml"
     path.write_text(FORMER_MEMORY.replace(*change))
     settings, message = SettingsStore(path).load()
-    memory = settings.alerts.rules["memory_used"]
+    memory = thresholds(settings.alerts.rules["memory_used"])
     assert memory.enabled and memory.warning_enter == 90.0 and memory.hold_s == 10.0
     assert "former default" not in message
 
@@ -519,7 +526,7 @@ def test_free_memory_alerts_left_off_at_the_former_default_are_on_now(tmp_path: 
     assert "alerts.memory_free held the former default and now has today's (on)" in message
     assert one_sentence(message), message
     # A version-3 file was written after memory_used's default changed: its user chose that one.
-    memory_used = settings.alerts.rules["memory_used"]
+    memory_used = thresholds(settings.alerts.rules["memory_used"])
     assert memory_used.enabled and memory_used.warning_enter == 90.0
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.helpers import simulated_source
+from tests.helpers import present, simulated_source
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.history.rings import (
@@ -55,7 +55,7 @@ def test_gaps_read_back_as_nan() -> None:
     history = History()
     for k in [*range(10), *range(20, 30)]:  # asleep from 10 s to 20 s
         history.append(sample_at(T0 + k, 50))
-    values = history.gpu_series("utilization_gpu_percent", T0, T0 + 29, 1000).mean[:, 0]
+    values = present(history.gpu_series("utilization_gpu_percent", T0, T0 + 29, 1000)).mean[:, 0]
     assert np.isnan(values[10:20]).all() and not np.isnan(values[:10]).any() and not np.isnan(values[20:]).any()
 
 
@@ -65,8 +65,8 @@ def test_long_ranges_come_from_coarse_tiers_that_keep_peaks() -> None:
         spike = 100.0 if k == 5000 else 10.0
         history.append(sample_at(T0 + k, spike))
     end = T0 + 4 * 3600 - 1
-    short = history.gpu_series("utilization_gpu_percent", end - 60, end, 800)
-    hours = history.gpu_series("utilization_gpu_percent", end - 3 * 3600, end, 800)
+    short = present(history.gpu_series("utilization_gpu_percent", end - 60, end, 800))
+    hours = present(history.gpu_series("utilization_gpu_percent", end - 3 * 3600, end, 800))
     assert short.step_s == 1 and hours.step_s == 30
     assert len(hours.times_s) <= 800
     assert np.nanmax(hours.high[:, 0]) == 100.0  # the one-second spike survives as a bucket's max
@@ -79,9 +79,9 @@ def test_tier_choice_follows_the_point_budget() -> None:
     for k in range(3 * 3600):
         history.append(sample_at(T0 + k, 1))
     end = T0 + 3 * 3600 - 1
-    assert history.gpu_series("utilization_gpu_percent", end - 900, end, 1000).step_s == 1
-    assert history.gpu_series("utilization_gpu_percent", end - 3600, end, 1000).step_s == 5
-    assert history.gpu_series("utilization_gpu_percent", end - 3600, end, 100).step_s == 30
+    assert present(history.gpu_series("utilization_gpu_percent", end - 900, end, 1000)).step_s == 1
+    assert present(history.gpu_series("utilization_gpu_percent", end - 3600, end, 1000)).step_s == 5
+    assert present(history.gpu_series("utilization_gpu_percent", end - 3600, end, 100)).step_s == 30
 
 
 def test_memory_is_bounded_for_8_gpus_12_hours_whatever_the_uptime() -> None:
@@ -111,7 +111,7 @@ def test_a_simulated_day_of_samples_keeps_12_hours() -> None:
         history.append(source.sample())
         clock.advance_s(10)
     end = clock.now_s() - 10
-    series = history.gpu_series("utilization_gpu_percent", end - 12 * 3600, end, 2000)
+    series = present(history.gpu_series("utilization_gpu_percent", end - 12 * 3600, end, 2000))
     filled = ~np.isnan(series.mean[:, 0])
     assert series.step_s == 30 and filled.mean() > 0.99  # three samples in every 30 s bucket
     assert series.times_s[0] > start + 11 * 3600

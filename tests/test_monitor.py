@@ -7,7 +7,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
-from tests.helpers import simulated_source
+from tests.helpers import present, simulated_source
 from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.grouping import GROUP
@@ -42,7 +42,7 @@ def test_a_sample_feeds_history_energy_and_alerts_and_gives_one_grouped_notice()
     assert [o.event.gpu_index for o in outcome.sent] == [0, 1]
     clock.advance_s(1.0)
     monitor.take(source.sample(WITH_PROCESSES))
-    assert monitor.history.gpu_count == 2 and monitor.history.latest_s == monitor.latest.timestamp_s
+    assert monitor.history.gpu_count == 2 and monitor.history.latest_s == present(monitor.latest).timestamp_s
     assert monitor.energy.since_start_wh(0) > 0  # integrated over the second between the samples
 
 

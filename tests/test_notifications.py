@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.desktop import AppProcess, DesktopStack, running_desktop, wait_until
+from tests.helpers import thresholds
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import FORMER_DEFAULTS, RULE_BY_KEY, RULES, RuleSettings
 from trayvml.config import Settings, SettingsStore
@@ -34,9 +35,8 @@ def only_rules(**rules: RuleSettings) -> Settings:
     return Settings(alerts=AlertSettings(rules={**all_off, **rules}))
 
 
-def temperature(**changes: float) -> RuleSettings:
-    base = RuleSettings(True, math.nan, math.nan, 86.0, 80.0, hold_s=0.0, cooldown_s=300.0)
-    return replace(base, **changes)
+def temperature(critical_enter: float = 86.0, critical_clear: float = 80.0, cooldown_s: float = 300.0) -> RuleSettings:
+    return RuleSettings(True, math.nan, math.nan, critical_enter, critical_clear, hold_s=0.0, cooldown_s=cooldown_s)
 
 
 class Running:
@@ -102,7 +102,7 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
 
 
 def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> None:
-    memory = replace(FORMER_DEFAULTS["memory_used"], hold_s=0.0)  # today's default is off and waits a minute
+    memory = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)  # today's default is off and waits a minute
     app = run("training:gpus=h100,speed=60,start=3500", only_rules(memory_used=memory))
     (warning,) = app.wait_for(1, 30)[:1]
     assert warning["summary"].startswith("GPU 0 H100: memory used high at 9") and urgency(warning) == "NORMAL"
@@ -226,7 +226,7 @@ def test_quitting_while_the_driver_is_stuck_is_quick_and_clean(run, desktop: Des
 def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) -> None:
     # The scene: a training job fills memory on 8 H100s in lockstep, with memory alerts on
     # at their former eager thresholds (warning at 90 %). Each GPU fires; the user gets one notice.
-    eager = replace(FORMER_DEFAULTS["memory_used"], hold_s=0.0)
+    eager = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)
     app = run("training:gpus=h100*8,speed=60,start=3500", only_rules(memory_used=eager))
     app.app.wait_for_log("alert memory_used firing: notified", count=8, timeout_s=60)
     app.wait_samples(5)

@@ -10,7 +10,9 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from tests.helpers import OPEN_SOURCES, simulated_source
+import pytest
+
+from tests.helpers import OPEN_SOURCES, present, simulated_source
 from trayvml.core.clock import ManualClock
 from trayvml.core.sample import ProcessSample
 from trayvml.host.processes import in_host_pid_namespace
@@ -265,11 +267,13 @@ def test_a_process_list_that_outgrows_its_buffer_is_read_whole_and_the_buffer_ke
     assert [p.pid for p in shrunk.processes] == [7000, 7001, 7002]
 
 
-def test_a_process_whose_memory_the_driver_cannot_tell_has_unknown_memory_in_the_one_call_read() -> None:
+def test_a_process_whose_memory_the_driver_cannot_tell_has_unknown_memory_in_the_one_call_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     source, _clock, lib = simulated_source("idle:gpus=h100")
     _many(lib, 2)
     hidden = lib.processes(0)[1]
-    lib.hides = lambda proc: proc is hidden  # the simulator answers NVML_VALUE_NOT_AVAILABLE for it
+    monkeypatch.setattr(lib, "hides", lambda proc: proc is hidden)  # the simulator answers NVML_VALUE_NOT_AVAILABLE for it
     procs = source.sample().gpus[0].processes
     assert procs[0].used_memory_bytes == 2**20 and math.isnan(procs[1].used_memory_bytes)
 
@@ -297,17 +301,19 @@ def test_grouped_by_job_a_selected_process_can_be_ended_and_stays_selected(qtbot
         qtbot.addWidget(tab)
         tab.update_processes(sample(1000.0))
         tab.group_box.setChecked(True)
-        jobs = {item.text(0): item for item in map(tab.tree.topLevelItem, range(tab.tree.topLevelItemCount()))}
+        items = [present(tab.tree.topLevelItem(k)) for k in range(tab.tree.topLevelItemCount())]
+        jobs = {item.text(0): item for item in items}
         assert not tab.end_button.isEnabled()  # nothing selected
         jobs["systemd unit two.service"].setSelected(True)
         assert tab.selected_row() == -1 and not tab.end_button.isEnabled()  # a job of two: which one?
         jobs["systemd unit two.service"].setSelected(False)
-        jobs["terminal session tmux train"].child(0).setSelected(True)
+        present(jobs["terminal session tmux train"].child(0)).setSelected(True)
         assert tab.processes.pid_at(tab.selected_row()) == child.pid and tab.end_button.isEnabled()
 
         tab.update_processes(sample(1005.0))  # the tree is rebuilt: the process stays selected
         (selected,) = tab.tree.selectedItems()
-        assert selected.parent() is not None and selected.parent().text(0) == "terminal session tmux train"
+        parent = selected.parent()
+        assert parent is not None and parent.text(0) == "terminal session tmux train"
         assert tab.end_button.isEnabled()
         tab.table.ask = lambda _parent, _question: True
         tab.end_button.click()

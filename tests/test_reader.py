@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from tests.helpers import finite, run_ticks, simulated_source, states_by_key
+from tests.helpers import finite, present, run_ticks, simulated_source, states_by_key
 from trayvml.core.errors import UnavailableReason
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
@@ -181,7 +181,7 @@ def test_driver_going_away_mid_run_is_survived() -> None:
     lib.fail("nvmlDeviceGetUtilizationRates", N.NVML_ERROR_DRIVER_NOT_LOADED)
     clock.advance_s(1)
     down = source.sample()
-    assert down.gpus == () and down.unavailable.reason is UnavailableReason.DRIVER_NOT_LOADED
+    assert down.gpus == () and present(down.unavailable).reason is UnavailableReason.DRIVER_NOT_LOADED
     lib.failures.clear()
     clock.advance_s(RETRY_PERIOD_S)
     assert len(source.sample().gpus) == 1

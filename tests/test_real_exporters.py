@@ -22,6 +22,7 @@ from typing import TypeVar
 
 import pytest
 
+from tests.helpers import present
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import MIB
@@ -85,7 +86,7 @@ def _gpus_read(url: str) -> Callable[[], list[Sample]]:
 
 
 def _same_gpus(mine: Sample, theirs: Sample) -> None:
-    assert theirs.system.hostname == mine.system.hostname
+    assert present(theirs.system).hostname == present(mine.system).hostname
     assert [(d.uuid, d.index, d.name, d.pci_bus_id) for d in theirs.devices] == [
         (d.uuid, d.index, d.name, d.pci_bus_id) for d in mine.devices
     ]
@@ -132,7 +133,7 @@ def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tm
         _until("Prometheus scraped trayvml serve", scraped, prom_log)
         through = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="trayvml"')
         (via_prometheus,) = read(through, 5.0, time.time())
-        assert via_prometheus.remote.kind == "trayvml serve"
+        assert present(via_prometheus.remote).kind == "trayvml serve"
         _same_gpus(direct, via_prometheus)
         assert len(direct.gpus) == 3
 
@@ -180,6 +181,7 @@ def test_nvitop_exporter_on_the_simulated_gpus_is_a_remote_source(tmp_path: Path
     with _process(command, log), _process(serve_command, serve_log):
         (theirs,) = _until("nvitop-exporter serves the GPUs", _gpus_read(f"http://127.0.0.1:{port}"), log)
         (mine,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
+    assert theirs.remote is not None and theirs.system is not None and mine.system is not None
     assert theirs.remote.kind == "nvitop-exporter" and theirs.system.hostname == "simbox"
     assert theirs.system.driver_version == mine.system.driver_version
     assert theirs.system.cuda_driver_version == "13.1"  # the simulated driver's, from nvitop_info

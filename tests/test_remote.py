@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition, run_ticks, simulated_source
+from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition, present, run_ticks, simulated_source
 from trayvml.cli import main
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_METRICS
@@ -147,9 +147,10 @@ def test_a_remote_that_disappears_mid_run_is_unreachable_since_then_and_backs_of
     remote.body = dcgm_exposition("hostname").encode()
     source = RemoteSource(parse_endpoint(remote.url), interval_s=1.0, timeout_s=1.0)
     (live,) = source.read_once()
-    assert len(live.gpus) == 2 and not live.remote.fault
+    assert len(live.gpus) == 2 and not present(live.remote).fault
     remote.stop()
     (down,) = source.read_once()
+    assert down.system is not None and down.remote is not None
     assert down.system.hostname == "dgx-01"  # still named as it was while it answered
     assert down.gpus == () and down.devices == ()  # its last values are not shown as current
     assert down.remote.fault.startswith(f"{remote.url} cannot be reached")
@@ -158,7 +159,7 @@ def test_a_remote_that_disappears_mid_run_is_unreachable_since_then_and_backs_of
     waits = [source.wait_s()]
     for _ in range(8):
         (again,) = source.read_once()
-        assert again.remote.since_s == since  # since when it stopped, not since the latest try
+        assert present(again.remote).since_s == since  # since when it stopped, not since the latest try
         waits.append(source.wait_s())
     assert waits == sorted(waits) and waits[0] == 2.0 and waits[-1] == MAX_BACKOFF_S
 

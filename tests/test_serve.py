@@ -19,7 +19,7 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.helpers import run_ticks, simulated_source
+from tests.helpers import present, run_ticks, simulated_source
 from trayvml.cli import main
 from trayvml.commands.serve import DEFAULT_PORT, Exporter, SamplingLoop, is_loopback, load_web_config, parse_listen
 from trayvml.core import prom_names
@@ -93,8 +93,8 @@ def test_a_catalog_metric_without_a_prometheus_name_is_not_served(monkeypatch: p
 def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> None:
     sample = _simulated_sample()
     text = _scrape_text(sample)
-    gpu, device = sample.gpus[0], sample.devices[0]
-    line = f'trayvml_gpu_utilization_ratio{{hostname="{sample.system.hostname}",index="0",uuid="{device.uuid}"}}'
+    gpu, device, system = sample.gpus[0], sample.devices[0], present(sample.system)
+    line = f'trayvml_gpu_utilization_ratio{{hostname="{system.hostname}",index="0",uuid="{device.uuid}"}}'
     assert line in text
     served = {(p.name, p.labels.get("uuid")): p.value for p in _points(text)}
     ratio = served[("trayvml_gpu_utilization_ratio", device.uuid)]
@@ -104,7 +104,7 @@ def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> N
     assert served[("trayvml_up", None)] == 1.0
     info = next(p for p in _points(text) if p.name == "trayvml_gpu_info" and p.labels["uuid"] == device.uuid)
     assert info.labels["name"] == device.name and info.labels["pci_bus_id"] == device.pci_bus_id
-    assert info.labels["driver"] == sample.system.driver_version and info.labels["index"] == "0"
+    assert info.labels["driver"] == system.driver_version and info.labels["index"] == "0"
     procs = [p for p in _points(text) if p.name == "trayvml_gpu_process_memory_used_bytes"]
     assert {int(p.labels["pid"]) for p in procs} == {p.pid for g in sample.gpus for p in g.processes}
     assert any(p.name == "trayvml_host_memory_used_bytes" for p in _points(text))
@@ -265,14 +265,15 @@ def test_serve_command_rejects_a_bad_listen_address(capsys: pytest.CaptureFixtur
 def test_serve_command_warns_when_reachable_from_other_machines() -> None:
     command = [sys.executable, "-m", "trayvml", "serve", "--simulate", "--listen", "0.0.0.0:0"]
     with subprocess.Popen(command, stderr=subprocess.PIPE, text=True) as process:
+        stderr = process.stderr
+        assert stderr is not None
         try:
-            assert process.stderr is not None
-            first = process.stderr.readline()
-            second = process.stderr.readline()
+            first = stderr.readline()
+            second = stderr.readline()
         finally:
             process.terminate()
             process.wait(10)
-            process.stderr.close()
+            stderr.close()
     assert "warning: serving on 0.0.0.0, reachable from other machines" in first
     assert "serving http://0.0.0.0:" in second
     assert process.returncode == 0  # SIGTERM ends it cleanly
@@ -379,13 +380,15 @@ def test_a_remote_reads_serve_over_one_kept_https_connection_with_basic_auth(
         exporter.close()
 
 
-def test_process_series_are_read_at_the_process_lists_cadence_and_say_so() -> None:
+def test_process_series_are_read_at_the_process_lists_cadence_and_say_so(monkeypatch: pytest.MonkeyPatch) -> None:
     from trayvml.core.demand import PROCESS_PERIOD_S
     from trayvml.nvml.sim.scenarios import SimProcess
 
     source, clock, lib = simulated_source("idle:gpus=h100")
     memory = [2**30]
-    lib.processes = lambda gpu: [SimProcess(4242, "train", "ada", "python t.py", memory[0])] if gpu == 0 else []
+    monkeypatch.setattr(
+        lib, "processes", lambda gpu: [SimProcess(4242, "train", "ada", "python t.py", memory[0])] if gpu == 0 else []
+    )
 
     def served() -> float:
         text = _scrape_text(source.sample())

@@ -23,7 +23,8 @@ def image(content: IconContent, size: int = 32, ratio: float = 1.0) -> QImage:
 
 
 def close(a: QColor, b: QColor, tolerance: int = 12) -> bool:
-    return all(abs(x - y) <= tolerance for x, y in zip(a.getRgb()[:3], b.getRgb()[:3], strict=True))
+    rgb_a, rgb_b = (a.red(), a.green(), a.blue()), (b.red(), b.green(), b.blue())
+    return all(abs(x - y) <= tolerance for x, y in zip(rgb_a, rgb_b, strict=True))
 
 
 def pixels(img: QImage) -> list[tuple[int, int, QColor]]:
@@ -187,7 +188,7 @@ def _at(sample, temperature_c: float):
 def test_levels_follow_the_configured_alert_thresholds(qapp) -> None:
     from dataclasses import replace
 
-    from tests.helpers import simulated_source
+    from tests.helpers import simulated_source, thresholds
     from trayvml.alerts.engine import AlertEngine, AlertSettings
     from trayvml.ui.summary import SummaryWindow
     from trayvml.ui.tray import Tray
@@ -204,13 +205,13 @@ def test_levels_follow_the_configured_alert_thresholds(qapp) -> None:
 
     assert levels(83) == [Level.WARNING] * 2  # the default warning threshold
     rules = dict(engine.settings.rules)
-    rules["temperature"] = replace(rules["temperature"], warning_enter=88.0, warning_clear=85.0)
+    rules["temperature"] = replace(thresholds(rules["temperature"]), warning_enter=88.0, warning_clear=85.0)
     engine.configure(AlertSettings(rules=rules))  # what the settings dialog's Apply does
     assert levels(83) == [Level.NORMAL] * 2
     assert levels(89) == [Level.WARNING] * 2
     assert levels(91) == [Level.CRITICAL] * 2
     # A per-GPU override counts for its GPU only, in the icon and in the summary window.
-    override = replace(rules["temperature"], warning_enter=70.0, warning_clear=65.0)
+    override = replace(thresholds(rules["temperature"]), warning_enter=70.0, warning_clear=65.0)
     engine.configure(AlertSettings(rules=rules, overrides={1: {"temperature": override}}))
     assert levels(75) == [Level.NORMAL, Level.WARNING]
     summary = SummaryWindow(engine)

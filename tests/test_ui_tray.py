@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtGui import QGuiApplication
 
-from tests.helpers import run_ticks, simulated_source
+from tests.helpers import run_ticks, simulated_source, thresholds
 from tests.ui_helpers import open_menu
 from trayvml.alerts.engine import AlertSettings, gpu_level
 from trayvml.core.demand import HISTORY
@@ -429,7 +429,7 @@ def test_the_tray_shows_each_new_remote_sample_beside_the_same_local_one(tray: T
     assert tray._content.number == round(temperature)
     tray.set_metric("utilization")
     # New settings, the same samples: every GPU's temperature is a warning now.
-    warm = replace(AlertSettings().rules["temperature"], warning_enter=1.0, warning_clear=0.5)
+    warm = replace(thresholds(AlertSettings().rules["temperature"]), warning_enter=1.0, warning_clear=0.5)
     tray.engine.configure(AlertSettings(rules={**AlertSettings().rules, "temperature": warm}))
     tray.update(local)
     assert tray._content.level is Level.WARNING and tray._content.number == round(temperature)
