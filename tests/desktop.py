@@ -70,8 +70,9 @@ class AppProcess:
     ) -> None:
         """``command``: how to start trayvml (a launcher's Exec line, say); by default this Python's."""
         self.stack = stack
+        self.command = [*(command or [sys.executable, "-m", "trayvml"]), *args]
         self.process = subprocess.Popen(
-            [*(command or [sys.executable, "-m", "trayvml"]), *args],
+            self.command,
             env={**stack.env, **(env or {})},
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -108,7 +109,7 @@ class AppProcess:
             self.process.stderr.close()
             self.stderr = "".join(self.lines)
             if self.stderr:
-                print(f"---- stderr of trayvml {self.process.args[3:]} ----\n{self.stderr}")
+                print(f"---- stderr of trayvml {self.command[3:]} ----\n{self.stderr}")
         return self.process.returncode, self.stderr
 
 

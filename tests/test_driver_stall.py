@@ -15,6 +15,7 @@ from trayvml.alerts.rules import RuleSettings
 from trayvml.alerts.severity import MACHINE, Severity
 from trayvml.cli import EXIT_NO_NVML, main
 from trayvml.core.errors import UnavailableReason
+from trayvml.core.sample import GpuSample
 from trayvml.nvml.sim.library import installed
 
 GRACE_S = 0.2  # the tests' stall threshold: real seconds the source waits for the driver
@@ -81,22 +82,22 @@ def test_interrupt_ends_a_wait_on_the_driver() -> None:
     library.release("nvmlDeviceGetUtilizationRates")
 
 
-def test_an_unexpected_error_is_logged_once_and_shown_as_an_error(caplog: pytest.LogCaptureFixture) -> None:
+def test_an_unexpected_error_is_logged_once_and_shown_as_an_error(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     source, clock, _ = simulated_source("training:gpus=h100")
-    real_read = source.reader.read
 
-    def broken() -> tuple:
+    def broken(demand: frozenset[str] | None = None) -> tuple[GpuSample, ...]:
         raise RuntimeError("a bug in trayvml")
 
-    source.reader.read = broken  # type: ignore[method-assign]
-    with caplog.at_level(logging.ERROR):
+    with monkeypatch.context() as patched, caplog.at_level(logging.ERROR):
+        patched.setattr(source.reader, "read", broken)
         samples = [run_ticks(source, clock, 1) for _ in range(3)]
     for sample in samples:
         assert sample.gpus == ()
         assert sample.unavailable is not None and sample.unavailable.reason is UnavailableReason.READ_FAILED
         assert "a bug in trayvml" in sample.unavailable.sentence
     assert len([r for r in caplog.records if r.exc_info]) == 1  # one traceback, not one per tick
-    source.reader.read = real_read  # type: ignore[method-assign]
     clock.advance_s(1.0)
     assert source.sample().unavailable is None
 

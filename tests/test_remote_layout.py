@@ -155,7 +155,11 @@ def test_dcgm_exporter_and_trayvml_serve_read_by_the_layout(monkeypatch: pytest.
     for _ in range(3):
         local = run_ticks(source, clock, 1)
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(SampleCollector(lambda local=local: local, hostname="here"))
+
+        def latest(sample: Sample = local) -> Sample:
+            return sample
+
+        registry.register(SampleCollector(latest, hostname="here"))
         texts.append(generate_latest(registry).decode())
     reads = Reads(monkeypatch)
     ways = [reads.read(text)[1] for text in texts]

@@ -20,6 +20,11 @@ def lib() -> SimulatedNvml:
     return library
 
 
+def _advance_s(lib: SimulatedNvml, seconds: float) -> None:
+    assert isinstance(lib.clock, ManualClock)  # the fixture's
+    lib.clock.advance_s(seconds)
+
+
 def handle(index: int):
     return N.nvmlDeviceGetHandleByIndex(index)
 
@@ -45,7 +50,7 @@ def test_unsupported_features_raise_not_supported_per_profile(lib: SimulatedNvml
 
 
 def test_memory_v1_counts_the_reservation_as_used(lib: SimulatedNvml) -> None:
-    lib.clock.advance_s(600)  # training has allocated memory by now
+    _advance_s(lib, 600)  # training has allocated memory by now
     v1 = N.nvmlDeviceGetMemoryInfo(handle(0))
     v2 = N.nvmlDeviceGetMemoryInfo(handle(0), version=N.nvmlMemory_v2)
     assert v2.total == v1.total == 81559 * MIB
@@ -57,7 +62,7 @@ def test_memory_v1_counts_the_reservation_as_used(lib: SimulatedNvml) -> None:
 
 def test_process_lists_follow_the_two_call_protocol(lib: SimulatedNvml) -> None:
     assert N.nvmlDeviceGetComputeRunningProcesses(handle(0)) == []  # the job starts at 60 s
-    lib.clock.advance_s(300)
+    _advance_s(lib, 300)
     procs = N.nvmlDeviceGetComputeRunningProcesses(handle(0))
     assert len(procs) == 1 and procs[0].pid > 4_194_304 and procs[0].usedGpuMemory > 0
     graphics = N.nvmlDeviceGetGraphicsRunningProcesses(handle(1))
@@ -75,7 +80,7 @@ def test_a_function_the_driver_lacks_is_function_not_found(lib: SimulatedNvml) -
 
 def test_counters_only_grow_and_match_the_power_drawn(lib: SimulatedNvml) -> None:
     first = N.nvmlDeviceGetTotalEnergyConsumption(handle(0))
-    lib.clock.advance_s(10)
+    _advance_s(lib, 10)
     second = N.nvmlDeviceGetTotalEnergyConsumption(handle(0))
     power_mw = N.nvmlDeviceGetPowerUsage(handle(0))
     assert second > first
@@ -101,7 +106,7 @@ def test_values_are_deterministic_across_instances_and_time_jumps() -> None:
 
 
 def test_twelve_simulated_hours_are_quick(lib: SimulatedNvml) -> None:
-    lib.clock.advance_s(12 * 3600)
+    _advance_s(lib, 12 * 3600)
     assert 0 <= N.nvmlDeviceGetUtilizationRates(handle(0)).gpu <= 100
     energy_j = N.nvmlDeviceGetTotalEnergyConsumption(handle(0)) / 1000
     assert 12 * 3600 * 70 < energy_j < 12 * 3600 * 700  # between idle and the limit, all along
@@ -262,7 +267,7 @@ def test_every_field_the_read_specs_ask_for_is_answered_for_the_h100_profile(lib
 
 def test_field_values_come_from_the_model_of_their_own_id(lib: SimulatedNvml) -> None:
     """Asked in any order, each field answers its own value (no positional columns to get wrong)."""
-    lib.clock.advance_s(400)
+    _advance_s(lib, 400)
     ids = [N.NVML_FI_DEV_MEMORY_TEMP, N.NVML_FI_DEV_NVLINK_LINK_COUNT, N.NVML_FI_DEV_ECC_SBE_AGG_TOTAL]
     forward = [
         v.value.uiVal if v.valueType == N.NVML_VALUE_TYPE_UNSIGNED_INT else v.value.ullVal

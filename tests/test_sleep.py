@@ -160,7 +160,12 @@ def test_only_gpus_the_kernel_may_suspend_have_their_power_state_read_each_poll(
         (devices / address / "power" / "control").write_text(control + "\n")
     reads: list[str] = []
     real_read = runtime_pm._read
-    monkeypatch.setattr(runtime_pm, "_read", lambda path: reads.append(str(path)) or real_read(path))
+
+    def recorded_read(path: Path | str) -> str:
+        reads.append(str(path))
+        return real_read(path)
+
+    monkeypatch.setattr(runtime_pm, "_read", recorded_read)
     now = [100.0]
     monkeypatch.setattr(runtime_pm.time, "monotonic", lambda: now[0])
     power = RuntimePower(tmp_path)

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtGui import QGuiApplication
 
-from tests.helpers import run_ticks, simulated_source, thresholds
+from tests.helpers import present, run_ticks, simulated_source, thresholds
 from tests.ui_helpers import open_menu
 from trayvml.alerts.engine import AlertSettings, gpu_level
 from trayvml.core.demand import HISTORY
@@ -223,7 +223,7 @@ def test_the_closed_menu_is_not_rewritten_on_every_sample(tray: Tray) -> None:
         tray.update(source.sample())
     assert tray.gpu_actions[0].text() == shown  # no D-Bus traffic to the tray host for a closed menu
     open_menu(tray)
-    current = _menu_row(tray.sample.gpus[0], tray.sample.devices[0])
+    current = _menu_row(present(tray.sample).gpus[0], present(tray.sample).devices[0])
     assert tray.gpu_actions[0].text() == current  # current once opened
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -359,7 +360,7 @@ def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window)
     assert ys[-1] == np.float32(sample.host.value("cpu_percent"))
     cores = [cpu.extra.line(k) for k in range(len(cpu.extra.data))]
     assert len(cores) == len(sample.host.cpu_core_percent) >= 1
-    assert [float(values[-1]) for _, values in cores] == list(map(float, np.float32(sample.host.cpu_core_percent)))
+    assert [float(values[-1]) for _, values in cores] == np.array(sample.host.cpu_core_percent, dtype=np.float32).tolist()
     for panel in w.host_page.visible_panels():  # what is in view is drawn, every metric of it
         assert all(lines.line(0) is not None for lines in panel.lines), panel.spec.title
     readout = cpu.values_at(float(xs[-1]), w._names())
@@ -368,7 +369,7 @@ def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window)
     assert gpu_utilization.line(0) is not None  # drawn before: the GPU page keeps what it had
 
 
-def _with_processes(sample, t_s: float, memory_by_gpu: dict[int, list[tuple[int, float]]]):
+def _with_processes(sample, t_s: float, memory_by_gpu: Mapping[int, Sequence[tuple[int, float]]]):
     from dataclasses import replace
 
     from trayvml.core.sample import ProcessSample
