@@ -196,12 +196,8 @@ def test_job_finished_after_a_busy_stretch() -> None:
 
 def test_per_gpu_overrides_win() -> None:
     settings = only("temperature", hold_s=0)
-    settings = replace(
-        settings,
-        overrides={
-            1: {"temperature": replace(thresholds(settings.rules["temperature"]), critical_enter=70.0, critical_clear=65.0)}
-        },
-    )
+    gpu1 = replace(thresholds(settings.rules["temperature"]), critical_enter=70.0, critical_clear=65.0)
+    settings = replace(settings, overrides={1: {"temperature": gpu1}})
     engine = AlertEngine(settings)
     row = [NAN] * len(GPU_METRICS)
     row[GPU_INDEX[TEMPERATURE]] = 75.0

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import thresholds
 from trayvml import config
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, RULES
@@ -27,8 +28,6 @@ from trayvml.config import (
     to_toml,
 )
 from trayvml.core.files import STALE_TEMPORARY_S
-
-from tests.helpers import thresholds
 
 
 def changed_settings() -> Settings:

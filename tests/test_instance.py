@@ -69,9 +69,7 @@ def test_a_second_start_reaches_its_own_session_only(qtbot, tmp_path: Path) -> N
         server.close()
 
 
-def test_a_second_start_hands_over_its_activation_token(
-    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_second_start_hands_over_its_activation_token(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The launcher's xdg-activation token reaches the running trayvml, where Qt uses it to raise the window."""
     name = str(tmp_path / "instance")
     tokens: list[str | None] = []

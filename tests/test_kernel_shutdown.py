@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import JupyterServer, closed_port_url, simulated_source
+from tests.helpers import JupyterServer, closed_port_url, present, simulated_source
+from tests.ui_helpers import answering_no
 from trayvml.alerts.dispatch import KERNEL, Dispatcher
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULES, HeldSettings
@@ -85,7 +86,7 @@ def test_the_processes_tab_shuts_down_ones_own_kernel_after_asking(qtbot, jupyte
     told: list[str] = []
     page.tell = lambda parent, text: told.append(text)
 
-    page.ask = lambda parent, question: questions.append(question) is None and False  # the user says no
+    page.ask = answering_no(questions)  # the user says no
     assert not page.shut_down_kernel(0)
     assert Path(f"/proc/{pid}").exists() and kernel_id in _kernel_ids(jupyter)  # cancelled: still running
     (question,) = questions
@@ -235,7 +236,7 @@ def test_the_notifications_action_asks_then_shuts_the_kernel_down(qapp, jupyter:
         assert notice.actions == (KERNEL,)
         questions: list[str] = []
         app.tell_user = lambda parent, text: pytest.fail(text)
-        app.ask_user = lambda parent, question: questions.append(question) is None and False
+        app.ask_user = answering_no(questions)
         app._on_action(KERNEL, 0, "memory_held_idle")
         assert len(questions) == 1 and "exp/held.ipynb" in questions[0] and Path(f"/proc/{pid}").exists()
         app.ask_user = lambda parent, question: True
@@ -268,7 +269,7 @@ def test_the_processes_tabs_button_shuts_down_the_selected_kernel(qtbot, jupyter
     assert tab.kernel_button.isEnabled() and tab.end_button.isEnabled()
     questions: list[str] = []
     table.tell = lambda parent, text: pytest.fail(text)
-    table.ask = lambda parent, question: questions.append(question) is None and False  # no
+    table.ask = answering_no(questions)  # no
     tab.kernel_button.click()
     assert len(questions) == 1 and questions[0].startswith("Shut down the kernel of notebook exp/button.ipynb?")
     assert Path(f"/proc/{pid}").exists()
@@ -290,6 +291,8 @@ def _held_events(monitor: Monitor, processes: tuple[ProcessSample, ...]) -> list
 def test_the_alerts_tab_offers_to_shut_down_a_held_idle_notebook(qtbot, jupyter: JupyterServer) -> None:
     """Where notifications have no actions (the tray's balloon): the active held-idle alert's row in
     the Alerts tab offers "Shut down kernel…" for one's own notebook only, and asks first."""
+    from PySide6.QtWidgets import QPushButton
+
     from trayvml.alerts.rules import AlertEvent
     from trayvml.alerts.severity import Severity
     from trayvml.ui.alerts_page import ACTION, AlertsPage
@@ -312,15 +315,15 @@ def test_the_alerts_tab_offers_to_shut_down_a_held_idle_notebook(qtbot, jupyter:
     (held,) = _held_events(monitor, (_kernel(pid, attribution),))
     warm = AlertEvent(held.timestamp_s, 1, "H100", "temperature", "firing", Severity.WARNING, "warm")
     page.add_events([held, warm])
-    assert [page.item(r, 3).text() for r in range(3)] == [warm.title, held.title, other.title]  # newest first
+    assert [present(page.item(r, 3)).text() for r in range(3)] == [warm.title, held.title, other.title]  # newest first
     assert page.cellWidget(0, ACTION) is None  # a temperature alert offers nothing
     button = page.cellWidget(1, ACTION)
-    assert button is not None and button.text() == "Shut down kernel…" and not page.isColumnHidden(ACTION)
+    assert isinstance(button, QPushButton) and button.text() == "Shut down kernel…" and not page.isColumnHidden(ACTION)
     assert page.cellWidget(2, ACTION) is None  # superseded: the other GPU-0 alert is no longer the active one
 
     questions: list[str] = []
     page.tell = lambda parent, text: pytest.fail(text)
-    page.ask = lambda parent, question: questions.append(question) is None and False  # no
+    page.ask = answering_no(questions)  # no
     button.click()
     (question,) = questions
     assert question.startswith("Shut down the kernel of notebook exp/alerted.ipynb?")

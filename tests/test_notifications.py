@@ -102,7 +102,8 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
 
 
 def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> None:
-    memory = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)  # today's default is off and waits a minute
+    # Today's default is off and waits a minute.
+    memory = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)
     app = run("training:gpus=h100,speed=60,start=3500", only_rules(memory_used=memory))
     (warning,) = app.wait_for(1, 30)[:1]
     assert warning["summary"].startswith("GPU 0 H100: memory used high at 9") and urgency(warning) == "NORMAL"

@@ -273,7 +273,8 @@ def test_a_process_whose_memory_the_driver_cannot_tell_has_unknown_memory_in_the
     source, _clock, lib = simulated_source("idle:gpus=h100")
     _many(lib, 2)
     hidden = lib.processes(0)[1]
-    monkeypatch.setattr(lib, "hides", lambda proc: proc is hidden)  # the simulator answers NVML_VALUE_NOT_AVAILABLE for it
+    # The simulator answers NVML_VALUE_NOT_AVAILABLE for it.
+    monkeypatch.setattr(lib, "hides", lambda proc: proc is hidden)
     procs = source.sample().gpus[0].processes
     assert procs[0].used_memory_bytes == 2**20 and math.isnan(procs[1].used_memory_bytes)
 

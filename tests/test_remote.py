@@ -15,7 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import UUID0, UUID1, FakeRemote, closed_port_url, dcgm_exposition, present, run_ticks, simulated_source
+from tests.helpers import (
+    UUID0,
+    UUID1,
+    FakeRemote,
+    closed_port_url,
+    dcgm_exposition,
+    present,
+    run_ticks,
+    simulated_source,
+)
 from trayvml.cli import main
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.metrics import GPU_METRICS

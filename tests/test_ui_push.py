@@ -10,6 +10,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLineEdit, QWidget
 
+from tests.helpers import present
 from tests.test_config import changed_settings, same
 from trayvml.config import PushDestination, Settings
 from trayvml.platform.push import DeliveryError, Message
@@ -193,7 +194,7 @@ def test_the_running_app_takes_changed_destinations_and_says_a_failing_one_in_th
     app.tray.icon.hide()
 
 
-def test_desktop_notifications_off_still_pushes(qtbot, tmp_path) -> None:
+def test_desktop_notifications_off_still_pushes(qtbot, tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
     from tests.test_push import CRITICAL_NOTICE
     from trayvml.config import SettingsStore
     from trayvml.platform.autostart import XdgAutostart
@@ -214,8 +215,8 @@ def test_desktop_notifications_off_still_pushes(qtbot, tmp_path) -> None:
     app.apply_settings(replace(app.settings, notifications=False))
     assert not app.dispatcher.notifications_on  # nowhere to go: the Alerts tab says "notifications are off"
     app.apply_settings(replace(app.settings, push=(NTFY,)))  # a destination: alerts go somewhere again
-    app.push.close()
-    app.push = push  # type: ignore[assignment] - stands for the destinations' notifier, to see what it gets
+    present(app.push).close()
+    monkeypatch.setattr(app, "push", push)  # stands for the destinations' notifier, to see what it gets
     app._combine_notifiers()
     assert app.dispatcher.notifications_on
     app.notifier.notify(CRITICAL_NOTICE)

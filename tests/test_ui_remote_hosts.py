@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 from pytestqt.qtbot import QtBot
 
-from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, simulated_source
+from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, present, simulated_source
+from tests.ui_helpers import submenu
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent
 from trayvml.alerts.severity import Severity
@@ -36,10 +37,19 @@ def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: 
     remotes = Remotes([parse_endpoint(remote.url), parse_endpoint(gone)], 0.2)
     view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
     view.show_hosts(True)
-    view.changed.connect(lambda: (setattr(tray, "remote_lines", view.lines), tray.update(tray.sample)))
+
+    def redrawn() -> None:
+        tray.remote_lines = view.lines
+        tray.update(tray.sample)
+
+    view.changed.connect(redrawn)
 
     def shown(check: Callable[[], bool]) -> Callable[[], bool]:
-        return lambda: (view.show(remotes.samples()), check())[1]  # what the app's timer does
+        def shown_then_checked() -> bool:
+            view.show(remotes.samples())  # what the app's timer does
+            return check()
+
+        return shown_then_checked
 
     remotes.start()
     try:
@@ -49,7 +59,9 @@ def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: 
         assert any(line.startswith("  0 A100") for line in tip) and any(line.startswith("  1 A100") for line in tip)
         (down,) = [line for line in tip if line.startswith("127.0.0.1: unreachable since ")]
         assert f"{gone} cannot be reached" in down
-        menus = {a.text(): a.menu() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"}
+        menus = {
+            a.text(): submenu(a) for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"
+        }
         assert set(menus) == {"dgx-01", "127.0.0.1 — unreachable"}
         assert [a.text().split(" ")[:2] for a in menus["dgx-01"].actions()] == [["0", "A100"], ["1", "A100"]]
         since, why = menus["127.0.0.1 — unreachable"].actions()
@@ -86,13 +98,12 @@ def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: 
     raised: list[AlertEvent] = []
     remotes.start()
     try:
-        qtbot.waitUntil(
-            lambda: (
-                raised.extend(monitors.take(remotes.samples())[1].events),
-                any(e.rule == "temperature" for e in raised),
-            )[1],
-            timeout=10_000,
-        )
+
+        def temperature_raised() -> bool:
+            raised.extend(monitors.take(remotes.samples())[1].events)
+            return any(e.rule == "temperature" for e in raised)
+
+        qtbot.waitUntil(temperature_raised, timeout=10_000)
     finally:
         remotes.close()
     (event,) = [e for e in raised if e.rule == "temperature"]
@@ -126,9 +137,9 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
         qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
         assert choice.box.itemText(1) == "dgx-01"
         choice.box.setCurrentIndex(1)
-        assert window.gpu_count == 2 and window.history is app.remote_monitors.histories["dgx-01"]
+        assert window.gpu_count == 2 and window.history is present(app.remote_monitors).histories["dgx-01"]
         app.on_sample(source.sample())  # this machine's samples go on, into its own history only
-        assert window.gpu_count == 2 and window.sample.system.hostname == "dgx-01"
+        assert window.gpu_count == 2 and present(present(window.sample).system).hostname == "dgx-01"
         choice.box.setCurrentIndex(0)
         assert window.gpu_count == 4 and window.history is app.history
     finally:
@@ -190,12 +201,12 @@ def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
     app._start_remotes()
     try:
         qtbot.waitUntil(lambda: any(e.host == "dgx-01" for e in table.events), timeout=10_000)
-        titles = [table.item(row, 3).text() for row in range(table.rowCount())]
+        titles = [present(table.item(row, 3)).text() for row in range(table.rowCount())]
         assert not any(t.startswith("dgx-01") for t in titles)  # this machine shown: its alerts only
         markers = table.markers(0, math.inf, frozenset())
         assert markers and all(e.host == "" for e in markers)
         choice.box.setCurrentIndex(1)
-        titles = [table.item(row, 3).text() for row in range(table.rowCount())]
+        titles = [present(table.item(row, 3)).text() for row in range(table.rowCount())]
         assert titles and all(t.startswith("dgx-01: ") for t in titles)
         (marked,) = table.markers(0, math.inf, frozenset())
         assert (marked.host, marked.gpu_index, marked.rule) == ("dgx-01", 0, "temperature")
@@ -323,7 +334,7 @@ def test_a_remote_hosts_tooltip_and_menu_name_its_biggest_job_where_it_serves_jo
     view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
     view.show_hosts(True)
     view.show([dgx, smi])
-    menus = [a.menu() for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"]
+    menus = [submenu(a) for a in tray.menu.actions() if a.menu() is not None and a.text() != "Pause alerts"]
     served_rows, smi_rows = ([a.text() for a in menu.actions()] for menu in menus)
     assert served_rows[0].endswith(" · container 3f2a9c1b7e4d"), served_rows
     assert smi_rows == ["0 RTX 2080 SUPER 42% · 1/8 GiB · 34°C"]  # its GPU's row, no job after it
@@ -396,7 +407,9 @@ def test_remote_menu_entries_are_kept_and_their_texts_written_when_the_menu_open
     tray.menu.aboutToShow.emit()
     assert host_menus() == [menu] and "12" in rows()[0] and "87" not in rows()[0] and rows()[1] == first[1]
     # Unreachable: another shape, so made at once (greyed, with why), and the host's name kept.
-    fault = RemoteOrigin(idle.remote.url, "", "http://dgx-01:9400 cannot be reached: refused.", idle.timestamp_s)
+    fault = RemoteOrigin(
+        present(idle.remote).url, "", "http://dgx-01:9400 cannot be reached: refused.", idle.timestamp_s
+    )
     view.show([replace(idle, gpus=(), devices=(), remote=fault)])
     (down,) = host_menus()
     assert down.title() == "dgx-01 — unreachable" and "cannot be reached" in rows()[1]
@@ -407,7 +420,7 @@ def test_remote_menu_entries_are_kept_and_their_texts_written_when_the_menu_open
 
 
 def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_update(
-    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from trayvml.config import SettingsStore
     from trayvml.nvml.sim import parse_spec
@@ -424,11 +437,17 @@ def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_upd
     app._start_remotes()
     try:
         app._remote_timer.setInterval(3_600_000)  # its own timer out of the way: only this machine's ticks
-        assert app.remotes is not None
-        qtbot.waitUntil(lambda: any(s.gpus for s in app.remotes.samples()), timeout=10_000)  # read on its thread
+        remotes = app.remotes
+        assert remotes is not None
+        qtbot.waitUntil(lambda: any(s.gpus for s in remotes.samples()), timeout=10_000)  # read on its thread
         updates = []
         update = app.tray.update
-        app.tray.update = lambda sample: (updates.append(sample), update(sample))  # type: ignore[method-assign]
+
+        def counted_update(sample: Sample | None) -> None:
+            updates.append(sample)
+            update(sample)
+
+        monkeypatch.setattr(app.tray, "update", counted_update)
         local = source.sample()
         app.on_sample(local)
         assert updates == [local]  # once, with this machine's sample

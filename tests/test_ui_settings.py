@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtWidgets import QDialogButtonBox, QLabel
 
-from tests.helpers import simulated_source
+from tests.helpers import present, simulated_source
 from tests.test_config import changed_settings, same
 from trayvml.config import Settings, SettingsStore
 from trayvml.platform.autostart import XdgAutostart
@@ -36,7 +36,7 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     dialog = SettingsDialog(Settings(), devices)
     qtbot.addWidget(dialog)
     assert "NVML refreshes utilization" in dialog.interval.toolTip()
-    applied = []
+    applied: list[Settings] = []
     dialog.settings_applied.connect(applied.append)
     dialog.interval.setValue(2.5)
     dialog.tray_metric.setCurrentIndex(dialog.tray_metric.findData("power"))  # its words: "Power draw (% of limit)"
@@ -47,6 +47,7 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     dialog.rule_grid.rows["temperature"][2]["critical_enter"].setText("88")
     dialog.gpu_choice.setCurrentIndex(1)
     _, override, edits = dialog.override_grid.rows["temperature"]
+    assert override is not None
     override.setChecked(True)
     for name, text in (
         ("warning_enter", "75"),
@@ -76,7 +77,7 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
 def test_invalid_input_is_refused_with_a_reason(qtbot, devices, field: str, text: str, reason: str) -> None:
     dialog = SettingsDialog(Settings(), devices)
     qtbot.addWidget(dialog)
-    applied = []
+    applied: list[Settings] = []
     dialog.settings_applied.connect(applied.append)
     dialog.rule_grid.rows["temperature"][2][field].setText(text)
     ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
@@ -117,7 +118,9 @@ def test_clear_thresholds_say_which_way_they_clear(qtbot, devices) -> None:
 
     def words(rule: str) -> list[str]:
         grid = dialog.rule_grid
-        return [grid.findChild(QLabel, f"{rule}.{level}_clear.label").text() for level in ("warning", "critical")]
+        return [
+            present(grid.findChild(QLabel, f"{rule}.{level}_clear.label")).text() for level in ("warning", "critical")
+        ]
 
     assert words("temperature") == ["below", "below"]  # hot is alarming: it clears below
     assert words("memory_free") == ["above", "above"]  # little free memory is: it clears above
@@ -162,7 +165,7 @@ def test_the_job_finished_row_edits_its_own_settings(qtbot, devices) -> None:
 
     dialog = SettingsDialog(Settings(), devices)
     qtbot.addWidget(dialog)
-    applied = []
+    applied: list[Settings] = []
     dialog.settings_applied.connect(applied.append)
     enabled, _, edits = dialog.rule_grid.rows["job_finished"]
     enabled.setChecked(True)
@@ -245,8 +248,9 @@ def test_pause_start_at_login_and_settings_are_reachable_without_a_tray_menu(qtb
         assert isinstance(menu, QMenu)
         texts = [action.text() for action in menu.actions()]
         assert texts == ["Pause alerts", "Start at login", "Settings…"]
-    menu = window.findChild(QToolButton, "app_menu_button").menu()
+    menu = present(window.findChild(QToolButton, "app_menu_button")).menu()
     pause = next(a for a in menu.actions() if a.menu() is not None).menu()
+    assert isinstance(pause, QMenu)
     next(a for a in pause.actions() if a.text() == "Until resumed").trigger()
     assert app.dispatcher.paused and menu.actions()[0].text() == "Alerts paused"
     next(a for a in menu.actions() if a.text() == "Start at login").trigger()
@@ -321,7 +325,7 @@ def test_the_dialog_is_grouped_pages_in_plain_words(qtbot, devices) -> None:
 
     dialog = SettingsDialog(Settings(), devices)
     qtbot.addWidget(dialog)
-    tabs = dialog.findChild(QTabWidget)
+    tabs = present(dialog.findChild(QTabWidget))
     names = [tabs.tabText(k) for k in range(tabs.count())]
     assert names[:5] == ["General", "Tray", "History", "Remote hosts", "Serving"]
     assert "Alerts" in names
@@ -335,7 +339,7 @@ def test_the_dialog_is_grouped_pages_in_plain_words(qtbot, devices) -> None:
     dialog.show()
     # Fields at their own size, not stretched across the dialog's width (which the rule grid sets).
     assert dialog.interval.width() < 200  # on the page in view; the others are laid out when shown
-    assert all(tabs.widget(k).sizeHint().width() < 800 for k in range(5))
+    assert all(present(tabs.widget(k)).sizeHint().width() < 800 for k in range(5))
 
 
 def test_the_dialog_opens_at_a_sane_width_and_the_rule_grids_scroll(qtbot, devices) -> None:
@@ -354,7 +358,7 @@ def test_the_dialog_opens_at_a_sane_width_and_the_rule_grids_scroll(qtbot, devic
 
 
 def test_the_alert_rules_fit_the_dialog_without_scrolling_sideways(qtbot, devices) -> None:
-    from PySide6.QtWidgets import QLabel, QLineEdit, QTabWidget
+    from PySide6.QtWidgets import QLabel, QLineEdit, QScrollArea, QTabWidget
 
     from trayvml.ui.settings_dialog import MAX_WIDTH_PX
 
@@ -362,10 +366,11 @@ def test_the_alert_rules_fit_the_dialog_without_scrolling_sideways(qtbot, device
     qtbot.addWidget(dialog)
     dialog.show()
     dialog.resize(MAX_WIDTH_PX, dialog.height())  # as it opens on a 1280 px screen (this one is 800)
-    tabs = dialog.findChild(QTabWidget)
-    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.widget(i).isAncestorOf(dialog.rule_grid)))
+    tabs = present(dialog.findChild(QTabWidget))
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if present(tabs.widget(i)).isAncestorOf(dialog.rule_grid)))
     qtbot.wait(50)
-    area = dialog.rule_grid.parentWidget().parentWidget()
+    area = present(dialog.rule_grid.parentWidget()).parentWidget()
+    assert isinstance(area, QScrollArea)
     assert not area.horizontalScrollBar().isVisible()  # every column in view at the opening width
     assert dialog.rule_grid.minimumSizeHint().width() <= area.viewport().width()
     # The word and the number it qualifies sit together: "below [78]", not spread across the column.

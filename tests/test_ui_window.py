@@ -360,7 +360,8 @@ def test_machine_tab_draws_cpu_with_a_line_per_core_ram_disk_and_network(window)
     assert ys[-1] == np.float32(sample.host.value("cpu_percent"))
     cores = [cpu.extra.line(k) for k in range(len(cpu.extra.data))]
     assert len(cores) == len(sample.host.cpu_core_percent) >= 1
-    assert [float(values[-1]) for _, values in cores] == np.array(sample.host.cpu_core_percent, dtype=np.float32).tolist()
+    per_core = np.array(sample.host.cpu_core_percent, dtype=np.float32).tolist()
+    assert [float(values[-1]) for _, values in cores] == per_core
     for panel in w.host_page.visible_panels():  # what is in view is drawn, every metric of it
         assert all(lines.line(0) is not None for lines in panel.lines), panel.spec.title
     readout = cpu.values_at(float(xs[-1]), w._names())

@@ -11,9 +11,9 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QApplication
 
-from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
+from tests.ui_helpers import answering_no, drawn_tick_labels, filled_history, shown_window
 from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.core.sample import ProcessSample
@@ -234,12 +234,7 @@ def test_processes_show_host_usage_and_end_only_after_confirmation(qtbot) -> Non
         assert len(heights) == 1  # "(no permission)" does not make its row taller
         assert view.can_end(row)
         asked: list[str] = []
-
-        def says_no(_parent: QWidget | None, question: str) -> bool:
-            asked.append(question)
-            return False
-
-        view.ask = says_no
+        view.ask = answering_no(asked)  # the user says no
         assert not view.end(row) and child.poll() is None and str(child.pid) in asked[0]
         view.ask = lambda _parent, question: True
         assert view.end(row)

@@ -264,7 +264,9 @@ def test_process_cells_are_never_cut(qtbot) -> None:
         if view.isColumnHidden(column) or column == w.process_model.COMMAND_COLUMN:
             continue
         widest = max(metrics.horizontalAdvance(model.index(r, column).data()) for r in range(model.rowCount()))
-        assert header.sectionSize(column) >= widest + 2 * CELL_PADDING_PX, model.headerData(column, Qt.Orientation.Horizontal)
+        assert header.sectionSize(column) >= widest + 2 * CELL_PADDING_PX, model.headerData(
+            column, Qt.Orientation.Horizontal
+        )
 
 
 def test_a_panel_first_drawn_after_a_scroll_fits_its_values(qtbot) -> None:

@@ -7,7 +7,9 @@ Only ``simulated_history`` runs the reader, for the one end-to-end test that nee
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,6 +18,10 @@ from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, HOST_INDEX, HOST_
 from trayvml.core.sample import Sample
 from trayvml.history.rings import HISTORY_GPU_KEYS, HISTORY_HOST_KEYS
 from trayvml.history.timeline import History
+
+if TYPE_CHECKING:
+    from PySide6.QtGui import QAction
+    from PySide6.QtWidgets import QMenu, QWidget
 
 _GPU_COLUMNS = [GPU_INDEX[key] for key in HISTORY_GPU_KEYS]
 _HOST_COLUMNS = [HOST_INDEX[key] for key in HISTORY_HOST_KEYS]
@@ -123,6 +129,25 @@ def drawn_tick_labels(axis) -> list[str]:
     finally:
         painter.end()
     return [text for _, _, text in texts]
+
+
+def submenu(action: QAction) -> QMenu:
+    """The menu ``action`` opens, asserted to be one (Qt's bindings type QAction.menu() as a QObject)."""
+    from PySide6.QtWidgets import QMenu
+
+    menu = action.menu()
+    assert isinstance(menu, QMenu), action.text()
+    return menu
+
+
+def answering_no(asked: list[str]) -> Callable[[QWidget | None, str], bool]:
+    """Stands for asking the user: records each question and answers no (the user cancels)."""
+
+    def ask(_parent: QWidget | None, question: str) -> bool:
+        asked.append(question)
+        return False
+
+    return ask
 
 
 def open_menu(tray) -> None:
