@@ -380,9 +380,9 @@ def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_
         source, clock, _ = simulated_source("idle:gpus=h100")
         found = []
         for _ in range(25):
+            app.on_sample(source.sample(app.sampler._worker.demand))
             demand = app.sampler._worker.demand
-            assert demand is not None  # None would read everything
-            app.on_sample(source.sample(demand))
+            assert demand is not None  # the app has set what the next tick reads
             found.append(PROCESSES in demand)
             clock.advance_s(1.0)
         return found
