@@ -90,7 +90,7 @@ def test_a_reused_pid_is_a_new_process_with_its_own_name_and_energy() -> None:
     first_wh = meter.process_energy_wh(first)
     assert first_wh > 0
     lib.process_names[first.pid] = "python3"  # what the host says of the PID from now on
-    while clock.now_s() - source.library.start_s < 7265 - 6590:  # type: ignore[union-attr]
+    while clock.now_s() - lib.start_s < 7265 - 6590:
         meter.update(source.sample())  # the gap's energy goes to the processes of the gap
         clock.advance_s(30)
     for _ in range(2):

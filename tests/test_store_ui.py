@@ -14,6 +14,7 @@ from tests.helpers import OPEN_SOURCES
 from trayvml.config import SettingsStore
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import Group
+from trayvml.core.sample import Sample
 from trayvml.history.disk.limits import Limits
 from trayvml.history.disk.read import StoreReader
 from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter
@@ -45,9 +46,9 @@ def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
     threads: set[str] = set()
     append = StoreWriter.append
 
-    def noted(self: StoreWriter, sample: object) -> None:
+    def noted(self: StoreWriter, sample: Sample) -> None:
         threads.add(threading.current_thread().name)
-        append(self, sample)  # type: ignore[arg-type]
+        append(self, sample)
 
     monkeypatch.setattr(StoreWriter, "append", noted)
     _, first = _run_app(qtbot, tmp_path, folder, 6)
