@@ -71,6 +71,125 @@ def read_fields(handle: Any, array: Any) -> None:
     N._nvmlCheckReturn(function(handle, ctypes.c_int32(len(array)), ctypes.byref(array)))
 
 
+# pynvml's cache of looked-up C functions, which install_library and forget_functions clear: a
+# getter below looks its function up here on every call, so it follows a library swapped beneath it.
+_FUNCTIONS: dict[str, Any] = N._nvmlGetFunctionPointer_cache
+
+
+def _plain(struct: type) -> type:
+    """``struct``'s layout as a plain ctypes Structure: pynvml's route every member access through
+    Python (``_PrintableStructure``), which costs more than the call itself at one read a tick."""
+    return type(struct.__name__, (ctypes.Structure,), {"_fields_": struct._fields_})
+
+
+_Utilization = _plain(N.c_nvmlUtilization_t)
+_Memory = _plain(N.c_nvmlMemory_t)
+_MemoryV2 = _plain(N.c_nvmlMemory_v2_t)
+_TemperatureV1 = _plain(N.c_nvmlTemperature_v1_t)
+
+
+class _Output(NamedTuple):
+    """A getter's buffers, as prepared (a version and a sensor set, the rest zero), and how its
+    answer is made from them."""
+
+    buffers: tuple[Any, ...]
+    answer: Callable[[], Any]
+
+
+def _value(c_type: type) -> _Output:
+    out = c_type()
+    return _Output((out,), lambda: out.value)
+
+
+def _struct(struct: type, version: int = 0) -> _Output:
+    out = struct()
+    if version:
+        out.version = version
+    return _Output((out,), lambda: out)
+
+
+def _pair() -> _Output:  # (utilization, sampling period in µs), as pynvml's list
+    util, period = ctypes.c_uint(), ctypes.c_uint()
+    return _Output((util, period), lambda: (util.value, period.value))
+
+
+def _temperature_v(sensor: int) -> _Output:
+    reading = _TemperatureV1()
+    reading.version = N.nvmlTemperature_v1
+    reading.sensorType = sensor
+    return _Output((reading,), lambda: reading.temperature)
+
+
+def _uint(*args: int) -> _Output:
+    return _value(ctypes.c_uint)
+
+
+def _ulonglong() -> _Output:
+    return _value(ctypes.c_ulonglong)
+
+
+# The getters read every tick or every few seconds, called by their symbol as pynvml's wrappers
+# call them (the same C types, passed the same way, so that recordings made either way replay):
+# name -> (the C types of the by-value arguments after the handle, the output made from them).
+_GETTERS: dict[str, tuple[tuple[type, ...], Callable[..., _Output]]] = {
+    "nvmlDeviceGetUtilizationRates": ((), lambda: _struct(_Utilization)),
+    "nvmlDeviceGetMemoryInfo_v2": ((), lambda: _struct(_MemoryV2, N.nvmlMemory_v2)),
+    "nvmlDeviceGetMemoryInfo": ((), lambda: _struct(_Memory)),
+    "nvmlDeviceGetTemperatureV": ((), _temperature_v),  # the sensor goes into the struct
+    "nvmlDeviceGetTemperature": ((ctypes.c_uint,), _uint),
+    "nvmlDeviceGetFanSpeed": ((), _uint),
+    "nvmlDeviceGetPowerUsage": ((), _uint),
+    "nvmlDeviceGetTotalEnergyConsumption": ((), _ulonglong),
+    "nvmlDeviceGetClockInfo": ((ctypes.c_uint,), _uint),
+    "nvmlDeviceGetPerformanceState": ((), _uint),
+    "nvmlDeviceGetCurrentClocksEventReasons": ((), _ulonglong),
+    "nvmlDeviceGetCurrentClocksThrottleReasons": ((), _ulonglong),
+    "nvmlDeviceGetEncoderUtilization": ((), _pair),
+    "nvmlDeviceGetDecoderUtilization": ((), _pair),
+    "nvmlDeviceGetPowerManagementLimit": ((), _uint),
+    "nvmlDeviceGetEnforcedPowerLimit": ((), _uint),
+    "nvmlDeviceGetCurrPcieLinkGeneration": ((), _uint),
+    "nvmlDeviceGetCurrPcieLinkWidth": ((), _uint),
+    "nvmlDeviceGetPcieThroughput": ((ctypes.c_uint,), _uint),
+}
+
+
+def has_getter(function: str) -> bool:
+    return function in _GETTERS
+
+
+def getter(function: str, args: tuple[int, ...] = ()) -> Callable[[Any], Any] | None:
+    """``f(handle)`` answering as ``pynvml.<function>(handle, *args)`` does, without its wrapper's
+    cost (new ctypes objects, Python-hooked structures, two calls into pynvml a read): the
+    buffers are made once, set back to their prepared bytes before each call (no answer of an
+    earlier call can remain), and the C function is called straight; its code is checked as
+    pynvml checks it (NVMLError for anything but success, FunctionNotFound where the library
+    lacks it). None where ``function`` has no getter here (pynvml's wrapper is used)."""
+    shape = _GETTERS.get(function)
+    if shape is None:
+        return None
+    arg_types, make = shape
+    buffers, answer = make(*args)
+    # Not strict: TemperatureV takes its sensor in the struct, not as an argument.
+    by_value = [c_type(arg) for c_type, arg in zip(arg_types, args, strict=False)]
+    call_args = (*by_value, *(ctypes.byref(b) for b in buffers))
+    resets = [(view, bytes(view)) for view in (memoryview(b).cast("B") for b in buffers)]
+    functions, lookup, error = _FUNCTIONS, N._nvmlGetFunctionPointer, N.NVMLError
+
+    def call(handle: Any) -> Any:
+        c_function = functions.get(function)  # as pynvml's cache has it: a swapped library is seen
+        if c_function is None:
+            c_function = lookup(function)  # raises FunctionNotFound, Uninitialized as pynvml's wrapper
+        for view, prepared in resets:
+            view[:] = prepared
+        code = c_function(handle, *call_args)
+        if code != 0:
+            raise error(code)
+        return answer()
+
+    return call
+
+
 def read_memory_v2(handle: Any) -> Any:
     """``nvmlDeviceGetMemoryInfo_v2`` called by its own symbol.
 
