@@ -190,6 +190,22 @@ def getter(function: str, args: tuple[int, ...] = ()) -> Callable[[Any], Any] | 
     return call
 
 
+def checked(function: str) -> Callable[..., None]:
+    """``f(*args)`` calling the C function ``function`` with ``args`` as they are, raising NVMLError
+    as pynvml's wrappers do: for calls that fill buffers the caller keeps (GPM samples)."""
+    functions, lookup, error = _FUNCTIONS, N._nvmlGetFunctionPointer, N.NVMLError
+
+    def call(*args: Any) -> None:
+        c_function = functions.get(function)
+        if c_function is None:
+            c_function = lookup(function)
+        code = c_function(*args)
+        if code != 0:
+            raise error(code)
+
+    return call
+
+
 def read_memory_v2(handle: Any) -> Any:
     """``nvmlDeviceGetMemoryInfo_v2`` called by its own symbol.
 
