@@ -391,6 +391,44 @@ def test_a_field_batch_the_recording_never_asked_for_is_answered_field_by_field(
         uninstall()
 
 
+def test_a_two_call_recording_replays_to_one_call_readers_tick_by_tick(tmp_path: Path) -> None:
+    """pynvml's size query then fill, recorded; read back with one call an array (binding): each
+    read gets the answer of its own tick, also where the size query alone answered (NOT_FOUND)."""
+    import pynvml as N
+
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml import binding
+    from trayvml.nvml.recording import RECORDING_FORMAT, start_recording, stop_recording
+    from trayvml.nvml.sim.library import SimulatedNvml, install, uninstall
+    from trayvml.nvml.sim.replay import ReplayedNvml
+
+    install(SimulatedNvml(parse_spec("processes:gpus=rtx4090,start=1800"), ManualClock()))
+    recorder = start_recording()
+    try:
+        N.nvmlInit()
+        handle = N.nvmlDeviceGetHandleByIndex(0)
+        with pytest.raises(N.NVMLError_NotFound):
+            N.nvmlDeviceGetProcessUtilization(handle, 2**62)  # nothing newer: the query alone answers
+        live = [(s.pid, s.smUtil) for s in N.nvmlDeviceGetProcessUtilization(handle, 0)]  # query, fill
+        N.nvmlShutdown()
+    finally:
+        stop_recording(recorder)
+    assert live
+    path = tmp_path / "two-calls.jsonl"
+    lines = [{"format": RECORDING_FORMAT, "version": 1}, *recorder.entries]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    install(ReplayedNvml(path))
+    try:
+        N.nvmlInit()
+        handle = N.nvmlDeviceGetHandleByIndex(0)
+        read = binding.ProcessUtilization()
+        with pytest.raises(N.NVMLError_NotFound):
+            read(handle, 2**62)
+        assert [(s.pid, s.smUtil) for s in read(handle, 0)] == live
+    finally:
+        uninstall()
+
+
 @pytest.mark.parametrize("content", ["", "not json\n", '{"format": "something else"}\n'])
 def test_a_file_that_is_not_a_recording_is_one_sentence(
     tmp_path: Path, capsys: pytest.CaptureFixture, content: str

@@ -290,3 +290,43 @@ class ProcessLister:
             size = max(count.value + PROCESS_MARGIN, 2 * len(entries))
             self._entries = (N.c_nvmlProcessInfo_v3_t * size)()
         raise N.NVMLError(N.NVML_ERROR_INSUFFICIENT_SIZE)
+
+
+_UtilizationSample = _plain(N.c_nvmlProcessUtilizationSample_t)
+
+
+class UtilizationSample(NamedTuple):
+    """One process's sample from nvmlDeviceGetProcessUtilization, with pynvml's names."""
+
+    pid: int
+    timeStamp: int  # noqa: N815 (pynvml's name)
+    smUtil: int  # noqa: N815 (pynvml's name)
+
+
+class ProcessUtilization:
+    """``nvmlDeviceGetProcessUtilization`` in one call where pynvml makes two, as ProcessLister does
+    for the lists: nvml.h answers NVML_ERROR_INSUFFICIENT_SIZE "if utilization is NULL or
+    processSamplesCount is too small" and sets the count it needs, so an array of the last count
+    plus PROCESS_MARGIN passed with its size is filled in one call. NOT_FOUND (no samples since the
+    last-seen timestamp) and every other failure raise NVMLError, as pynvml's wrapper does."""
+
+    def __init__(self) -> None:
+        self._samples = (_UtilizationSample * PROCESS_MARGIN)()
+        self._count = ctypes.c_uint(0)
+
+    def __call__(self, handle: Any, last_seen_us: int) -> list[UtilizationSample]:
+        function = _FUNCTIONS.get("nvmlDeviceGetProcessUtilization")
+        if function is None:
+            function = N._nvmlGetFunctionPointer("nvmlDeviceGetProcessUtilization")
+        count = self._count
+        for _ in range(PROCESS_TRIES):
+            samples = self._samples
+            count.value = len(samples)
+            # The array by itself and the timestamp by value, as pynvml passes them.
+            code = function(handle, samples, ctypes.byref(count), ctypes.c_ulonglong(last_seen_us))
+            if code == N.NVML_SUCCESS and count.value <= len(samples):
+                return [UtilizationSample(s.pid, s.timeStamp, s.smUtil) for s in samples[: count.value]]
+            if code != N.NVML_ERROR_INSUFFICIENT_SIZE:
+                raise N.NVMLError(code)
+            self._samples = (_UtilizationSample * max(count.value + PROCESS_MARGIN, 2 * len(samples)))()
+        raise N.NVMLError(N.NVML_ERROR_INSUFFICIENT_SIZE)

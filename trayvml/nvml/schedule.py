@@ -347,6 +347,7 @@ class Scheduler:
         self.probe = probe
         self.processes = processes
         self.now_s = clock_now_s
+        self._process_utilization = binding.ProcessUtilization()  # one call a read, not pynvml's two
 
     # ---- building ----
     def build(self, g: GpuState) -> None:
@@ -462,7 +463,7 @@ class Scheduler:
         """PID -> SM % of the samples since the last call, and whether the call answered."""
         self.session.current_call = "nvmlDeviceGetProcessUtilization"
         try:
-            samples = N.nvmlDeviceGetProcessUtilization(g.handle, g.process_util_seen_us)
+            samples = self._process_utilization(g.handle, g.process_util_seen_us)
         except N.NVMLError as error:
             if error.value == N.NVML_ERROR_NOT_FOUND:
                 return {}, True  # no samples since the last call: every process was idle

@@ -91,12 +91,18 @@ class ReplayedNvml:
         called = call_key(args)
         key = (name, json.dumps(called))
         answers = self._answers.get(key)
-        if not answers and "a" in called:
-            # Recorded as a size query then a fill (pynvml's way), read now in one call with an
-            # array (binding.ProcessLister): where only the size query was recorded, it said what
-            # the call answers (an empty list: success, count 0).
-            key = (name, json.dumps([None if k == "a" else k for k in called]))
-            answers = self._answers.get(key)
+        if "a" in called:
+            sized = (name, json.dumps([None if k == "a" else k for k in called]))
+            queries = self._answers.get(sized)
+            if queries:
+                # Recorded as a size query, then a fill where the query said the array was too
+                # small (pynvml's way); read now in one call with an array (binding.ProcessLister,
+                # ProcessUtilization). The query says what the call answers (an empty list:
+                # success, count 0; no samples: NOT_FOUND), else the fill made after it does.
+                query = self._take(sized, queries)
+                if decode_result(query["r"]) != N.NVML_ERROR_INSUFFICIENT_SIZE or not answers:
+                    restore(args, query["o"])
+                    return decode_result(query["r"])
         if not answers and name == "nvmlDeviceGetFieldValues" and called[2:] == ["r"]:
             return self._answer_fields(called, args)
         if not answers:
