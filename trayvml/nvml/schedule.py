@@ -97,7 +97,7 @@ class GpuState:
         self.nvlink_rx = np.full(len(self.nvlink_rx), NAN)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: its attributes are read for every op every tick
 class Op:
     name: str  # the C function, for logs and for naming a call that does not return
     call: Callable[[Any], Any]
@@ -155,6 +155,8 @@ class FieldBatch:
         self.fields = fields
         self.array = field_array([(f.fid, f.scope) for f in fields])
         self.view = field_view(self.array)
+        self._bytes = memoryview(self.array).cast("B")
+        self._blank = bytes(self._bytes)  # the ids and scopes asked for, all else zero
         self.keys = tuple(dict.fromkeys(f.key for f in fields))
         self.bad_keys: set[str] = set(self.keys)  # until the first answer
         self.value_fields = [
@@ -196,9 +198,7 @@ class FieldBatch:
     def clear(self) -> None:
         """Zero what the driver writes, keeping the ids and scopes asked for: a driver was seen
         adding into the buffer instead of overwriting it, so last tick's answer must not remain."""
-        view = self.view
-        for name in ("timestamp", "valueType", "nvmlReturn", "value"):
-            view[name] = 0
+        self._bytes[:] = self._blank  # one copy, not a numpy assignment per member
 
     def _first_counter(self) -> int:
         return sum(f.read.kind is FieldKind.VALUE for f in self.fields)
