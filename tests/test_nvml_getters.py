@@ -78,11 +78,22 @@ def test_a_getter_follows_the_library_beneath_pynvml(lib: SimulatedNvml) -> None
     assert other.calls["nvmlDeviceGetClockInfo"] == 1
 
 
-def test_an_answer_of_an_earlier_call_does_not_remain_where_a_call_writes_nothing(lib: SimulatedNvml) -> None:
-    get = binding.getter("nvmlDeviceGetUtilizationRates")
+@pytest.mark.parametrize(
+    ("function", "args", "how"),
+    [
+        ("nvmlDeviceGetUtilizationRates", (), "memory"),  # a structure
+        ("nvmlDeviceGetClockInfo", (N.NVML_CLOCK_SM,), None),  # a number
+        ("nvmlDeviceGetPowerUsage", (), None),
+    ],
+)
+def test_an_answer_of_an_earlier_call_does_not_remain_where_a_call_writes_nothing(
+    lib: SimulatedNvml, function: str, args: tuple[int, ...], how: str | None
+) -> None:
+    get = binding.getter(function, args)
     assert get is not None
     handle = N.nvmlDeviceGetHandleByIndex(0)
-    assert get(handle).memory > 0
-    lib.fail("nvmlDeviceGetUtilizationRates", N.NVML_SUCCESS)  # success, nothing written
     answer = get(handle)
-    assert (answer.gpu, answer.memory) == (0, 0)
+    assert (answer if how is None else getattr(answer, how)) > 0
+    lib.fail(function, N.NVML_SUCCESS)  # success, nothing written: pynvml's fresh buffer reads 0
+    answer = get(handle)
+    assert (answer if how is None else getattr(answer, how)) == 0

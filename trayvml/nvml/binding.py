@@ -175,6 +175,8 @@ def getter(function: str, args: tuple[int, ...] = ()) -> Callable[[Any], Any] | 
     call_args = (*by_value, *(ctypes.byref(b) for b in buffers))
     resets = [(view, bytes(view)) for view in (memoryview(b).cast("B") for b in buffers)]
     functions, lookup, error = _FUNCTIONS, N._nvmlGetFunctionPointer, N.NVMLError
+    if len(buffers) == 1 and isinstance(buffers[0], ctypes._SimpleCData):
+        return _scalar_getter(function, buffers[0], tuple(call_args))
 
     def call(handle: Any) -> Any:
         c_function = functions.get(function)  # as pynvml's cache has it: a swapped library is seen
@@ -188,6 +190,37 @@ def getter(function: str, args: tuple[int, ...] = ()) -> Callable[[Any], Any] | 
         return answer()
 
     return call
+
+
+def _scalar_getter(function: str, out: Any, call_args: tuple[Any, ...]) -> Callable[[Any], Any]:
+    """``getter`` for a call answering one number (most of them): the same steps, written out."""
+    functions, lookup, error = _FUNCTIONS, N._nvmlGetFunctionPointer, N.NVMLError
+    if len(call_args) == 1:
+        (ref,) = call_args
+
+        def call(handle: Any) -> Any:
+            c_function = functions.get(function)
+            if c_function is None:
+                c_function = lookup(function)
+            out.value = 0
+            code = c_function(handle, ref)
+            if code != 0:
+                raise error(code)
+            return out.value
+
+        return call
+
+    def call_with_args(handle: Any) -> Any:
+        c_function = functions.get(function)
+        if c_function is None:
+            c_function = lookup(function)
+        out.value = 0
+        code = c_function(handle, *call_args)
+        if code != 0:
+            raise error(code)
+        return out.value
+
+    return call_with_args
 
 
 def checked(function: str) -> Callable[..., None]:
