@@ -76,10 +76,11 @@ def read_fields(handle: Any, array: Any) -> None:
 _FUNCTIONS: dict[str, Any] = N._nvmlGetFunctionPointer_cache
 
 
-def _plain(struct: type) -> type:
+def _plain(struct: Any) -> Any:
     """``struct``'s layout as a plain ctypes Structure: pynvml's route every member access through
     Python (``_PrintableStructure``), which costs more than the call itself at one read a tick."""
-    return type(struct.__name__, (ctypes.Structure,), {"_fields_": struct._fields_})
+    layout = {name: getattr(struct, name) for name in ("_pack_", "_fields_") if hasattr(struct, name)}
+    return type(struct.__name__, (ctypes.Structure,), layout)
 
 
 _Utilization = _plain(N.c_nvmlUtilization_t)
@@ -325,7 +326,7 @@ class ProcessLister:
         raise N.NVMLError(N.NVML_ERROR_INSUFFICIENT_SIZE)
 
 
-_UtilizationSample = _plain(N.c_nvmlProcessUtilizationSample_t)
+_UtilizationSample: Any = _plain(N.c_nvmlProcessUtilizationSample_t)
 
 
 class UtilizationSample(NamedTuple):
