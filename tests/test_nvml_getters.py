@@ -19,10 +19,11 @@ READS = list(
 
 @pytest.fixture
 def lib() -> SimulatedNvml:
-    library = SimulatedNvml(parse_spec("training:gpus=h100+rtx4090+laptop"), ManualClock())
+    clock = ManualClock()
+    library = SimulatedNvml(parse_spec("training:gpus=h100+rtx4090+laptop"), clock)
     install(library)
     N.nvmlInit()
-    library.clock.advance_s(700)
+    clock.advance_s(700)
     return library
 
 

@@ -323,8 +323,11 @@ def test_a_process_list_too_small_for_the_processes_says_so_with_the_count_it_ne
     ]
 
 
-def test_the_energy_field_answers_the_energy_calls_counter_where_the_gpu_has_one(lib: SimulatedNvml) -> None:
-    lib.clock.advance_s(700)
+def test_the_energy_field_answers_the_energy_calls_counter_where_the_gpu_has_one() -> None:
+    clock = ManualClock()
+    install(SimulatedNvml(parse_spec("training:gpus=h100+rtx4090+laptop"), clock))
+    N.nvmlInit()
+    clock.advance_s(700)
     for index in range(3):
         (answer,) = N.nvmlDeviceGetFieldValues(handle(index), [N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION])
         try:
