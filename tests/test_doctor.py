@@ -348,6 +348,87 @@ def test_a_call_the_recording_lacks_reads_as_no_data_not_a_value(tmp_path: Path)
     assert gpu.states[GPU_INDEX["memory_used_bytes"]] is MetricState.OK
 
 
+def test_a_field_batch_the_recording_never_asked_for_is_answered_field_by_field() -> None:
+    """A recording made before a field joined the reader's batch (the energy counter): the fields
+    it recorded answer as recorded; one the reader also reads with a call (which the recording
+    holds) answers NOT_SUPPORTED so that the call is read; any other is no data, never a value."""
+    import ctypes
+
+    import pynvml as N
+
+    from trayvml.nvml import binding
+    from trayvml.nvml.fields import field_array, field_view
+    from trayvml.nvml.recording import call_key, restore
+    from trayvml.nvml.sim.library import install, uninstall
+    from trayvml.nvml.sim.replay import ReplayedNvml
+
+    path = RECORDINGS / "simulated-h100.jsonl"
+    replay = ReplayedNvml(path)
+    install(replay)
+    try:
+        N.nvmlInit()
+        handle = N.nvmlDeviceGetHandleByIndex(0)
+        entries = [json.loads(line) for line in path.read_text().splitlines()]
+        first = next(
+            e
+            for e in entries
+            if e.get("f") == "nvmlDeviceGetFieldValues" and e["k"][2] == "r" and e["k"][0] == call_key((handle,))[0]
+        )
+        recorded = field_array([(0, 0)] * first["k"][1])
+        restore((None, None, ctypes.byref(recorded)), first["o"])
+        expected = field_view(recorded)
+        assert N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION not in expected["fieldId"].tolist()  # made before
+        pairs = list(zip(expected["fieldId"].tolist(), expected["scopeId"].tolist(), strict=True))
+        extra = [(N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 0), (N.NVML_FI_DEV_POWER_AVERAGE, 0)]
+        asked = field_array([pairs[0], *extra, *pairs[1:]])
+        binding.read_fields(handle, asked)
+        answered = field_view(asked)
+        for name in ("fieldId", "scopeId", "nvmlReturn", "valueType", "value", "timestamp"):
+            assert answered[name][[0, *range(3, len(pairs) + 2)]].tolist() == expected[name].tolist(), name
+        assert answered["nvmlReturn"][1] == N.NVML_ERROR_NOT_SUPPORTED  # the energy call answers instead
+        assert answered["nvmlReturn"][2] == N.NVML_ERROR_UNKNOWN and answered["value"][2] == 0
+    finally:
+        uninstall()
+
+
+def test_a_two_call_recording_replays_to_one_call_readers_tick_by_tick(tmp_path: Path) -> None:
+    """pynvml's size query then fill, recorded; read back with one call an array (binding): each
+    read gets the answer of its own tick, also where the size query alone answered (NOT_FOUND)."""
+    import pynvml as N
+
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml import binding
+    from trayvml.nvml.recording import RECORDING_FORMAT, start_recording, stop_recording
+    from trayvml.nvml.sim.library import SimulatedNvml, install, uninstall
+    from trayvml.nvml.sim.replay import ReplayedNvml
+
+    install(SimulatedNvml(parse_spec("processes:gpus=rtx4090,start=1800"), ManualClock()))
+    recorder = start_recording()
+    try:
+        N.nvmlInit()
+        handle = N.nvmlDeviceGetHandleByIndex(0)
+        with pytest.raises(N.NVMLError_NotFound):
+            N.nvmlDeviceGetProcessUtilization(handle, 2**62)  # nothing newer: the query alone answers
+        live = [(s.pid, s.smUtil) for s in N.nvmlDeviceGetProcessUtilization(handle, 0)]  # query, fill
+        N.nvmlShutdown()
+    finally:
+        stop_recording(recorder)
+    assert live
+    path = tmp_path / "two-calls.jsonl"
+    lines = [{"format": RECORDING_FORMAT, "version": 1}, *recorder.entries]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    install(ReplayedNvml(path))
+    try:
+        N.nvmlInit()
+        handle = N.nvmlDeviceGetHandleByIndex(0)
+        read = binding.ProcessUtilization()
+        with pytest.raises(N.NVMLError_NotFound):
+            read(handle, 2**62)
+        assert [(s.pid, s.smUtil) for s in read(handle, 0)] == live
+    finally:
+        uninstall()
+
+
 @pytest.mark.parametrize("content", ["", "not json\n", '{"format": "something else"}\n'])
 def test_a_file_that_is_not_a_recording_is_one_sentence(
     tmp_path: Path, capsys: pytest.CaptureFixture, content: str

@@ -360,3 +360,27 @@ def test_a_frozen_simulation_gives_the_frozen_seconds_rates_not_zero() -> None:
     gpu = source.sample().gpus[0]
     assert gpu.value("pcie_rx_bytes_per_s") > gpu.value("pcie_tx_bytes_per_s") > 0
     assert gpu.value("nvlink_tx_bytes_per_s") > 0
+
+
+@pytest.mark.parametrize("field_supported", [True, False])
+def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_not_supported(
+    field_supported: bool,
+) -> None:
+    import pynvml as N
+
+    source, clock, lib = simulated_source(f"training:{ALL}")
+    if not field_supported:
+        lib.fail_field(N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, N.NVML_ERROR_NOT_SUPPORTED, gpu=0)
+    clock.advance_s(300)
+    sample = run_ticks(source, clock, 3)
+    call_mj = [lib.timelines[k].energy_mj[lib.timelines[k].i] for k in range(2)]
+    for k in range(2):  # H100 and RTX 4090: the driver's counter, in joules, whichever way it came
+        assert states_by_key(sample, k)["energy_consumed_j"] is MetricState.OK
+        assert sample.gpus[k].value("energy_consumed_j") == call_mj[k] * 1e-3
+    # The laptop has none: not supported either way, never 0.
+    assert states_by_key(sample, 2)["energy_consumed_j"] is MetricState.NOT_SUPPORTED
+    assert math.isnan(sample.gpus[2].value("energy_consumed_j"))
+    calls = lib.calls["nvmlDeviceGetTotalEnergyConsumption"]
+    run_ticks(source, clock, 4)
+    # One call a tick for GPU 0 where its field is not supported; none where the field answers.
+    assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] - calls == (0 if field_supported else 4)

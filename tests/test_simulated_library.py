@@ -326,3 +326,21 @@ def test_a_process_list_too_small_for_the_processes_says_so_with_the_count_it_ne
     assert [(p.pid, p.usedGpuMemory) for p in listed] == [
         (p.pid, p.usedGpuMemory) for p in N.nvmlDeviceGetComputeRunningProcesses(handle(0))
     ]
+
+
+def test_the_energy_field_answers_the_energy_calls_counter_where_the_gpu_has_one() -> None:
+    clock = ManualClock()
+    install(SimulatedNvml(parse_spec("training:gpus=h100+rtx4090+laptop"), clock))
+    N.nvmlInit()
+    clock.advance_s(700)
+    for index in range(3):
+        (answer,) = N.nvmlDeviceGetFieldValues(handle(index), [N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION])
+        try:
+            counter_mj = N.nvmlDeviceGetTotalEnergyConsumption(handle(index))
+        except N.NVMLError_NotSupported:
+            assert index == 2  # the laptop has no power readings: the field is not supported either
+            assert answer.nvmlReturn == N.NVML_ERROR_NOT_SUPPORTED
+            continue
+        assert answer.nvmlReturn == N.NVML_SUCCESS
+        assert answer.valueType == N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
+        assert answer.value.ullVal == counter_mj > 0

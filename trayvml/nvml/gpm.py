@@ -16,10 +16,12 @@ from typing import Any
 import numpy as np
 import pynvml as N
 
+from trayvml.nvml import binding
 from trayvml.nvml.session import NvmlSession, classify
 from trayvml.nvml.specs import GPM, GpmRead
 
 log = logging.getLogger(__name__)
+_set_member = ctypes.Structure.__setattr__
 
 # c_nvmlGpmMetric_t as a numpy record: pynvml's structures format every attribute read in Python,
 # so the metrics are read (and, in the simulation, written) through this view instead.
@@ -77,6 +79,10 @@ class GpmSampler:
         self.previous: Any = None
         self.current: Any = None
         self.filled = False  # ``previous`` holds a sample
+        # Called every tick: by their symbols, the request passed as pynvml passes it.
+        self._sample_get = binding.checked("nvmlGpmSampleGet")
+        self._metrics_get = binding.checked("nvmlGpmMetricsGet")
+        self._request_ref = ctypes.byref(self.request)
 
     @property
     def allocated(self) -> bool:
@@ -95,7 +101,7 @@ class GpmSampler:
                 raise
         if self.instance is None:
             self._calling("nvmlGpmSampleGet")
-            N.nvmlGpmSampleGet(handle, self.current)
+            self._sample_get(handle, self.current)
         else:
             self._calling("nvmlGpmMigSampleGet")
             N.nvmlGpmMigSampleGet(self.parent, self.instance, self.current)
@@ -104,10 +110,12 @@ class GpmSampler:
         self.filled = True
         if first:
             return None
-        request = self.request
-        request.sample1, request.sample2 = self.current, self.previous  # older, newer (after the swap)
+        # Older, newer (after the swap); set past pynvml's Python hook on its structures (which
+        # only encodes str values) as plain ctypes members.
+        _set_member(self.request, "sample1", self.current)
+        _set_member(self.request, "sample2", self.previous)
         self._calling("nvmlGpmMetricsGet")
-        N.nvmlGpmMetricsGet(request)
+        self._metrics_get(self._request_ref)
         return self.view
 
     def _calling(self, function: str) -> None:

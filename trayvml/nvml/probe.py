@@ -23,17 +23,18 @@ from trayvml.nvml.specs import STATIC, CallRead, Pick, StaticRead
 
 log = logging.getLogger(__name__)
 
-# Calls made by their C symbol rather than through pynvml's wrapper (see binding.read_memory_v2).
-_RAW_CALLS: dict[str, Callable[[Any], Any]] = {"nvmlDeviceGetMemoryInfo_v2": binding.read_memory_v2}
-
 
 class GpuLostError(Exception):
     """The GPU fell off the bus while its facts were read."""
 
 
 def caller(function: str, args: tuple[int, ...] = ()) -> Callable[[Any], Any]:
-    """``f(handle)`` calling the pynvml function ``function`` with ``args`` after the handle."""
-    call: Callable[..., Any] = _RAW_CALLS.get(function) or getattr(N, function)
+    """``f(handle)`` calling the pynvml function ``function`` with ``args`` after the handle: by its
+    C symbol where binding has a getter for it (the read specs' calls), else through pynvml."""
+    direct = binding.getter(function, args)
+    if direct is not None:
+        return direct
+    call: Callable[..., Any] = getattr(N, function)
     if not args:
         return call
     if len(args) == 1:
@@ -182,7 +183,7 @@ class DeviceProbe:
     def has(self, function: str) -> bool:
         if function in self._missing:
             return False
-        if function in _RAW_CALLS or hasattr(N, function):
+        if binding.has_getter(function) or hasattr(N, function):
             try:
                 if binding.has_function(function):
                     return True

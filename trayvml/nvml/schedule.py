@@ -97,7 +97,7 @@ class GpuState:
         self.nvlink_rx = np.full(len(self.nvlink_rx), NAN)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)  # slots: its attributes are read for every op every tick
 class Op:
     name: str  # the C function, for logs and for naming a call that does not return
     call: Callable[[Any], Any]
@@ -155,6 +155,8 @@ class FieldBatch:
         self.fields = fields
         self.array = field_array([(f.fid, f.scope) for f in fields])
         self.view = field_view(self.array)
+        self._bytes = memoryview(self.array).cast("B")
+        self._blank = bytes(self._bytes)  # the ids and scopes asked for, all else zero
         self.keys = tuple(dict.fromkeys(f.key for f in fields))
         self.bad_keys: set[str] = set(self.keys)  # until the first answer
         self.value_fields = [
@@ -180,6 +182,8 @@ class FieldBatch:
         self.has_links = self.has_tx or self.has_rx
         self.counter_modulus = np.array([float(f.read.wraps_at) for f in counters])
         self.wrapping = self.counter_modulus > 0
+        self.has_wrapping = bool(self.wrapping.any())
+        self.modulus_or_one = np.where(self.wrapping, self.counter_modulus, 1.0)  # np.mod's divisor
         self.lower_bounds = np.zeros(len(counters), dtype=bool)
         # A counter kept from before keeps its last reading, so its rate goes on without a gap.
         old_stamps = self.previous_stamps
@@ -194,9 +198,7 @@ class FieldBatch:
     def clear(self) -> None:
         """Zero what the driver writes, keeping the ids and scopes asked for: a driver was seen
         adding into the buffer instead of overwriting it, so last tick's answer must not remain."""
-        view = self.view
-        for name in ("timestamp", "valueType", "nvmlReturn", "value"):
-            view[name] = 0
+        self._bytes[:] = self._blank  # one copy, not a numpy assignment per member
 
     def _first_counter(self) -> int:
         return sum(f.read.kind is FieldKind.VALUE for f in self.fields)
@@ -231,25 +233,30 @@ class FieldBatch:
         more than one wrap fits in the interval at the link's top rate, its rate is only a lower
         bound and ``lower_bounds`` says so.
         """
+        # Runs every tick on some 40 counters a GPU: each numpy operation here costs about a
+        # microsecond whatever the size, so there are as few as the arithmetic needs.
         current = numbers[self.counters]
         count = len(current)
         stamps = np.zeros(count) if stamps_us is None else stamps_us[self.counters] / 1e6
         previous, previous_stamps, previous_s = self.previous, self.previous_stamps, self.previous_s
         self.previous, self.previous_stamps, self.previous_s = current, stamps, now_s
-        self.lower_bounds = np.zeros(count, dtype=bool)
         if previous is None:
+            self.lower_bounds = np.zeros(count, dtype=bool)
             return np.full(count, NAN), np.ones(count, dtype=bool)
         stamped = (stamps > 0) & (previous_stamps > 0)
         # A timestamp that did not move is the same reading served again: no rate from it.
         elapsed_s = np.where(stamped, stamps - previous_stamps, now_s - previous_s)
         delta = current - previous
-        if self.wrapping.any():
-            delta = np.where(self.wrapping, np.mod(delta, np.where(self.wrapping, self.counter_modulus, 1.0)), delta)
+        if self.has_wrapping:
+            delta = np.where(self.wrapping, np.mod(delta, self.modulus_or_one), delta)
             most = self.link_max_bytes_per_s * elapsed_s  # NaN where the link is not known: not bounded
             self.lower_bounds = self.wrapping & ~(most < self.counter_modulus)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            rates = delta * self.counter_scale / elapsed_s
-        rates[(delta < 0) | ~(elapsed_s > 0)] = NAN  # a counter that went back was reset
+        else:
+            self.lower_bounds = np.zeros(count, dtype=bool)
+        no_rate = (delta < 0) | ~(elapsed_s > 0)  # a counter that went back was reset
+        # Divided by 1 where there is no rate (then NaN): no division by zero to silence.
+        rates = delta * self.counter_scale / np.where(no_rate, 1.0, elapsed_s)
+        rates[no_rate] = NAN
         return rates, np.isnan(previous)
 
     def supported_keys(self) -> tuple[str, ...]:
@@ -340,6 +347,7 @@ class Scheduler:
         self.probe = probe
         self.processes = processes
         self.now_s = clock_now_s
+        self._process_utilization = binding.ProcessUtilization()  # one call a read, not pynvml's two
 
     # ---- building ----
     def build(self, g: GpuState) -> None:
@@ -405,7 +413,7 @@ class Scheduler:
                 return
             numbers = (answer["value"] * scales).tolist()
             codes = answer["nvmlReturn"]
-            if not codes.any():
+            if not np.count_nonzero(codes):
                 for slot, number in zip(slots, numbers, strict=True):
                     values[slot], states[slot] = number, _OK
                 return
@@ -455,7 +463,7 @@ class Scheduler:
         """PID -> SM % of the samples since the last call, and whether the call answered."""
         self.session.current_call = "nvmlDeviceGetProcessUtilization"
         try:
-            samples = N.nvmlDeviceGetProcessUtilization(g.handle, g.process_util_seen_us)
+            samples = self._process_utilization(g.handle, g.process_util_seen_us)
         except N.NVMLError as error:
             if error.value == N.NVML_ERROR_NOT_FOUND:
                 return {}, True  # no samples since the last call: every process was idle
@@ -604,7 +612,7 @@ class Scheduler:
         codes = view["nvmlReturn"]
         bad: dict[str, MetricState] = {}
         dropped: list[int] = []
-        if codes.any():  # rare: some fields failed on their own
+        if np.count_nonzero(codes):  # rare: some fields failed on their own
             for position in np.flatnonzero(codes).tolist():
                 code = int(codes[position])
                 # A field id newer than the driver answers INVALID_ARGUMENT in its own slot (the
@@ -638,20 +646,21 @@ class Scheduler:
             rates, first = batch.rates(numbers, self.now_s(), view["timestamp"])
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
-            if batch.wrapping.any():
+            if batch.has_wrapping:
                 for k, key in batch.counter_keys:
                     if batch.lower_bounds[k]:
                         g.lower_bounds.add(key)
                     else:
                         g.lower_bounds.discard(key)
-            if first.any():
+            if np.count_nonzero(first):
                 self._not_yet(batch, first, bad)
+            # np.add.reduce is what ndarray.sum runs, without its Python wrapper: the same sum.
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
-                g.values[_NVLINK_TX] = float(g.nvlink_tx.sum())
+                g.values[_NVLINK_TX] = float(np.add.reduce(g.nvlink_tx))
             if batch.has_rx:
                 g.nvlink_rx = rates[batch.rx_links]
-                g.values[_NVLINK_RX] = float(g.nvlink_rx.sum())
+                g.values[_NVLINK_RX] = float(np.add.reduce(g.nvlink_rx))
         if bad or batch.bad_keys:
             for key in batch.bad_keys - bad.keys():
                 g.states[GPU_INDEX[key]] = _OK

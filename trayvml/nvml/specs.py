@@ -119,7 +119,6 @@ CALLS: tuple[CallRead, ...] = (
     ),
     CallRead("nvmlDeviceGetFanSpeed", ("fan_speed_percent",)),
     CallRead("nvmlDeviceGetPowerUsage", ("power_draw_w",), scale=_MILLI),
-    CallRead("nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI),
     _clock("clock_sm_mhz", N.NVML_CLOCK_SM),
     _clock("clock_graphics_mhz", N.NVML_CLOCK_GRAPHICS),
     _clock("clock_memory_mhz", N.NVML_CLOCK_MEM),
@@ -180,6 +179,17 @@ PLAUSIBLE_TEMPERATURE_C = (-40.0, 150.0)
 
 FIELDS: tuple[FieldRead, ...] = (
     FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=_MILLI),
+    # The energy counter in the tick's field batch rather than a call of its own: nvml.h documents
+    # field 83 as "Total energy consumption for the GPU in mJ since the driver was last reloaded",
+    # the same words as nvmlDeviceGetTotalEnergyConsumption ("in millijoules (mJ) since the driver
+    # was last reloaded"). Where the field answers NOT_SUPPORTED (or, unknown to the driver,
+    # INVALID_ARGUMENT) the call is read instead.
+    FieldRead(
+        "energy_consumed_j",
+        N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
+        scale=_MILLI,
+        fallback=CallRead("nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI),
+    ),
     # r545 labels this field DOUBLE while writing an unsigned int (DCGM reads it as an integer):
     # read as a double that is a denormal near 0. Decoded defensively and bounded (FieldBatch).
     FieldRead("temperature_memory_c", N.NVML_FI_DEV_MEMORY_TEMP, plausible=PLAUSIBLE_TEMPERATURE_C),

@@ -20,6 +20,7 @@ class Chunk:
     """A chunk's per-second series that field values are made of (counters as running sums)."""
 
     power_mw: np.ndarray
+    energy_mj: np.ndarray  # running sum, the same numbers nvmlDeviceGetTotalEnergyConsumption answers
     temperature_c: np.ndarray
     pcie_tx_bytes: np.ndarray
     pcie_rx_bytes: np.ndarray
@@ -64,6 +65,9 @@ def _link(p: GpuProfile, scope: int) -> bool:
 FIELD_MODELS: dict[int, FieldModel] = {
     N.NVML_FI_DEV_POWER_INSTANT: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
     N.NVML_FI_DEV_POWER_AVERAGE: FieldModel(_U, lambda p, s: p.has_power, lambda c: c.power_mw),
+    # The counter nvmlDeviceGetTotalEnergyConsumption answers, on the GPUs that answer it (nvml.h
+    # gives both the same words); NOT_SUPPORTED where the profile has no power readings.
+    N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: FieldModel(_ULL, lambda p, s: p.has_power, lambda c: c.energy_mj),
     # HBM runs a little warmer than the die's sensor.
     N.NVML_FI_DEV_MEMORY_TEMP: FieldModel(_U, lambda p, s: p.has_memory_temperature, lambda c: c.temperature_c + 6),
     # Unknown to R535 and R550 drivers: there they answer INVALID_ARGUMENT in their own slot.

@@ -12,6 +12,7 @@ it may well have been.
 
 from __future__ import annotations
 
+import ctypes
 import json
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,13 @@ from typing import Any
 import pynvml as N
 
 from trayvml.core.errors import SimulationSpecError
+from trayvml.nvml.fields import field_array, field_view
 from trayvml.nvml.recording import RECORDING_FORMAT, call_key, decode_result, restore
+from trayvml.nvml.specs import FIELDS
+
+# Fields the reader reads with a call where they are not supported: a recording made before such
+# a field joined the batch holds that call's answers.
+_FIELDS_WITH_CALLS = frozenset(f.field_id for f in FIELDS if f.fallback is not None)
 
 MAX_RECORDING_BYTES = 256 * 2**20  # a minute of 8 GPUs with nvidia-smi's XML is tens of MB
 
@@ -69,6 +76,7 @@ class ReplayedNvml:
         self._names = {name for name, _ in self._answers} | {"nvmlErrorString"}
         self._next: dict[tuple[str, str], int] = {}
         self._functions: dict[str, _ReplayedFunction] = {}
+        self._batches: dict[tuple[str, str], list[tuple[int, int]]] = {}  # see _recorded_fields
         self.unanswered: set[str] = set()  # functions called with a key the recording lacks, for tests
 
     def __getattr__(self, name: str) -> _ReplayedFunction:
@@ -83,19 +91,82 @@ class ReplayedNvml:
         called = call_key(args)
         key = (name, json.dumps(called))
         answers = self._answers.get(key)
-        if not answers and "a" in called:
-            # Recorded as a size query then a fill (pynvml's way), read now in one call with an
-            # array (binding.ProcessLister): where only the size query was recorded, it said what
-            # the call answers (an empty list: success, count 0).
-            key = (name, json.dumps([None if k == "a" else k for k in called]))
-            answers = self._answers.get(key)
+        if "a" in called:
+            sized = (name, json.dumps([None if k == "a" else k for k in called]))
+            queries = self._answers.get(sized)
+            if queries:
+                # Recorded as a size query, then a fill where the query said the array was too
+                # small (pynvml's way); read now in one call with an array (binding.ProcessLister,
+                # ProcessUtilization). The query says what the call answers (an empty list:
+                # success, count 0; no samples: NOT_FOUND), else the fill made after it does.
+                query = self._take(sized, queries)
+                if decode_result(query["r"]) != N.NVML_ERROR_INSUFFICIENT_SIZE or not answers:
+                    restore(args, query["o"])
+                    return decode_result(query["r"])
+        if not answers and name == "nvmlDeviceGetFieldValues" and called[2:] == ["r"]:
+            return self._answer_fields(called, args)
         if not answers:
             if name == "nvmlErrorString":
                 return f"NVML error {call_key(args)[0]}".encode()
             self.unanswered.add(name)
             return N.NVML_ERROR_UNKNOWN
-        position = self._next.get(key, 0)
-        entry = answers[min(position, len(answers) - 1)]
-        self._next[key] = position + 1
+        entry = self._take(key, answers)
         restore(args, entry["o"])
         return decode_result(entry["r"])
+
+    def _take(self, key: tuple[str, str], answers: list[dict[str, Any]]) -> dict[str, Any]:
+        position = self._next.get(key, 0)
+        self._next[key] = position + 1
+        return answers[min(position, len(answers) - 1)]
+
+    def _answer_fields(self, called: list[Any], args: tuple[Any, ...]) -> int:
+        """Field values asked for in a list the recording never asked for (a field added to the
+        reader's batch since, such as the energy counter): each field from the recorded batch of
+        this GPU that holds the most of them, advancing that batch as its own call would. A field
+        the recording never asked for answers NOT_SUPPORTED in its slot where the reader has an
+        older call for it (which the recording holds: it was read that way), else UNKNOWN (no
+        data, never a value)."""
+        count = int(called[1])
+        wanted = field_view(args[2]._obj, count)
+        asked = list(zip(wanted["fieldId"].tolist(), wanted["scopeId"].tolist(), strict=True))
+        best: tuple[int, tuple[str, str], list[dict[str, Any]]] | None = None
+        for key, answers in self._answers.items():
+            recorded = json.loads(key[1])
+            if key[0] != "nvmlDeviceGetFieldValues" or recorded[0] != called[0] or recorded[2:] != ["r"]:
+                continue
+            shared = len(set(asked) & set(self._recorded_fields(key, answers)))
+            if shared and (best is None or shared > best[0]):
+                best = (shared, key, answers)
+        if best is None:
+            self.unanswered.add("nvmlDeviceGetFieldValues")
+            return N.NVML_ERROR_UNKNOWN
+        _, key, answers = best
+        entry = self._take(key, answers)
+        size = int(json.loads(key[1])[1])
+        array = field_array(self._recorded_fields(key, answers))
+        restore((None, None, ctypes.byref(array)), entry["o"])
+        code = decode_result(entry["r"])
+        if code != N.NVML_SUCCESS:
+            return int(code)
+        answered = field_view(array, size)
+        positions = {pair: k for k, pair in enumerate(self._recorded_fields(key, answers))}
+        for k, pair in enumerate(asked):
+            found = positions.get(pair)
+            if found is not None:
+                wanted[k] = answered[found]
+            else:
+                wanted[k]["nvmlReturn"] = (
+                    N.NVML_ERROR_NOT_SUPPORTED if pair[0] in _FIELDS_WITH_CALLS else N.NVML_ERROR_UNKNOWN
+                )
+        return N.NVML_SUCCESS
+
+    def _recorded_fields(self, key: tuple[str, str], answers: list[dict[str, Any]]) -> list[tuple[int, int]]:
+        """The (field id, scope) pairs a recorded field-value batch asked for, from its first answer."""
+        found = self._batches.get(key)
+        if found is None:
+            size = int(json.loads(key[1])[1])
+            array = field_array([(0, 0)] * size)
+            restore((None, None, ctypes.byref(array)), answers[0]["o"])
+            view = field_view(array)
+            found = self._batches[key] = list(zip(view["fieldId"].tolist(), view["scopeId"].tolist(), strict=True))
+        return found

@@ -120,11 +120,13 @@ class Timeline:
         self.decoder = np.rint(load.decoder[LAG_S:]).astype(int).tolist()
         self.pcie_tx_kb_per_s = (pcie_tx / 1000).astype(int).tolist()
         self.pcie_rx_kb_per_s = (pcie_rx / 1000).astype(int).tolist()
-        self.energy_mj = sums[0].astype(np.int64).tolist()
+        energy_mj = sums[0].astype(np.int64)
+        self.energy_mj = energy_mj.tolist()
         zeros = np.zeros_like(t)
         links = max(p.nvlink_links, 1)
         chunk = Chunk(
             power_mw=power_w * 1000,
+            energy_mj=energy_mj,
             temperature_c=temperature,
             # 32-bit on real drivers (nvml.h: "can be wrapped"): several wraps a second at Gen5.
             pcie_tx_bytes=np.mod(sums[1], PCIE_COUNTER_WRAP),
