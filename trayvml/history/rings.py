@@ -185,6 +185,9 @@ class TieredRing:
         return self.tier_for(start_s, end_s, max_points).read(start_s, end_s, columns)
 
 
+_NO_GPUS = np.empty((0, len(HISTORY_GPU_KEYS)), dtype=np.float32)
+
+
 class Rings:
     """Every GPU's and the host's timelines in memory, appended one Sample at a time."""
 
@@ -208,7 +211,10 @@ class Rings:
 
     def append(self, sample: Sample) -> None:
         self.processes.append(sample)
-        gpu_values = np.array([np.asarray(g.values, dtype=np.float32)[_GPU_COLUMNS] for g in sample.gpus])
+        # All GPUs' values in one conversion, then the columns kept.
+        gpu_values = (
+            np.array([g.values for g in sample.gpus], dtype=np.float32)[:, _GPU_COLUMNS] if sample.gpus else _NO_GPUS
+        )
         host_values = None
         if sample.host is not None:
             values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]

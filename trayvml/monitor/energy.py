@@ -105,6 +105,9 @@ class EnergyMeter:
 
     def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
         read = gpu.state("process_count") is MetricState.OK
+        if not read or not added_wh or not gpu.processes:  # nothing to share out (most samples)
+            e.unattributed_wh += added_wh
+            return
         # By SM share where the driver tells it for every process (nvmlDeviceGetProcessUtilization),
         # else by memory: one process's unknown share (NaN) would otherwise hand its part to the others.
         sm = [p.sm_util_percent for p in gpu.processes]
@@ -114,7 +117,7 @@ class EnergyMeter:
         if not weights:
             weights = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}
         total = sum(weights.values())
-        if not read or not total or not added_wh:
+        if not total:
             e.unattributed_wh += added_wh
             return
         for process in gpu.processes:
