@@ -106,19 +106,23 @@ class _Ring:
             self._fold()
 
     def _fold(self) -> None:
-        """The pending rows into the open bucket's sum, count, low and high."""
+        """The pending rows into the open bucket's sum, count, low and high.
+
+        Each is carried on from the bucket's state so far row by row (``accumulate``: numpy's
+        ``reduce`` may pair rows up), from 0 and NaN for a new bucket, as adding each row did."""
         rows = np.array(self._pending, dtype=np.float64)
         self._pending = []
+        if self._folded is None:
+            nothing = np.full(rows.shape[1], np.nan)
+            self._folded = (np.zeros(rows.shape[1]), np.zeros(rows.shape[1]), nothing, nothing)
+        total, count, low, high = self._folded
         present = ~np.isnan(rows)
-        values = np.where(present, rows, 0.0)
-        count = present.sum(axis=0, dtype=np.float64)
-        low, high = np.fmin.reduce(rows, axis=0), np.fmax.reduce(rows, axis=0)
-        if self._folded is not None:
-            before_sum, before_count, before_low, before_high = self._folded
-            values = np.concatenate([before_sum[None], values])
-            count += before_count
-            low, high = np.fmin(before_low, low), np.fmax(before_high, high)
-        self._folded = (np.add.accumulate(values, axis=0)[-1], count, low, high)
+        self._folded = (
+            np.add.accumulate(np.concatenate([total[None], np.where(present, rows, 0.0)]), axis=0)[-1],
+            count + present.sum(axis=0),
+            np.fmin.accumulate(np.concatenate([low[None], rows]), axis=0)[-1],
+            np.fmax.accumulate(np.concatenate([high[None], rows]), axis=0)[-1],
+        )
 
     def flush(self) -> None:
         """Write the open bucket's slot (a coarser tier: before it is read, and when its bucket ends)."""
