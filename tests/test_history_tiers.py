@@ -118,18 +118,16 @@ def _compare(history: History, gpus: Oracle | None, host: Oracle | None, gpu_cou
                 _same(read.high, high, sign=False)
 
 
+# Values a row's are drawn from: NaN (not supported, not read), zeros of either sign (a sum from 0 of
+# -0.0 is 0.0), and huge ones that cancel (1e30 + 1 - 1e30 is 0, 1e30 - 1e30 + 1 is 1: the order
+# of a sum shows in the mean), beside values of every size.
+SPECIAL = (math.nan, math.nan, -0.0, -0.0, 0.0, 1e30, -1e30, 1.0)
+
+
 def _row(chance: random.Random, columns: int) -> np.ndarray:
-    """float32 values of very different sizes (a sum's order shows), some NaN (not supported, not
-    read), some zeros of either sign."""
     values = [
-        math.nan
-        if roll < 0.15
-        else -0.0
-        if roll < 0.2
-        else 0.0
-        if roll < 0.25
-        else chance.uniform(-1, 1) * 10.0 ** chance.randint(-4, 11)
-        for roll in (chance.random() for _ in range(columns))
+        chance.choice(SPECIAL) if chance.random() < 0.6 else chance.uniform(-1, 1) * 10.0 ** chance.randint(-4, 11)
+        for _ in range(columns)
     ]
     return np.array(values, dtype=np.float32)
 
@@ -190,3 +188,14 @@ def test_a_row_is_kept_as_it_was_when_appended_though_the_caller_fills_its_array
     series = history.gpu_series("power_draw_w", 1_700_000_100.0, 1_700_000_102.0, 1)  # 5 s buckets
     assert series is not None and series.step_s == 5.0
     assert series.mean[-1, 0] == 200.0 and series.low[-1, 0] == 100.0 and series.high[-1, 0] == 300.0
+
+
+def test_a_bucket_of_negative_zeros_has_a_mean_of_zero_as_a_sum_from_zero_gives() -> None:
+    history = History(TIERS)
+    row = np.full((1, len(HISTORY_GPU_KEYS)), -0.0, dtype=np.float32)
+    history.append_values(1_700_000_100.0, row)
+    history.append_values(1_700_000_101.0, row)
+    series = history.gpu_series("power_draw_w", 1_700_000_100.0, 1_700_000_104.0, 1)  # 5 s buckets
+    assert series is not None and series.step_s == 5.0
+    assert series.mean[-1, 0] == 0.0 and not np.signbit(series.mean[-1, 0])
+    assert np.signbit(series.low[-1, 0]) and np.signbit(series.high[-1, 0])  # -0.0 was all there was

@@ -106,22 +106,26 @@ class _Ring:
             self._fold()
 
     def _fold(self) -> None:
-        """The pending rows into the open bucket's sum, count, low and high.
+        """The pending rows into the open bucket's sum, count, low and high, as adding each row did.
 
-        Each is carried on from the bucket's state so far row by row (``accumulate``: numpy's
-        ``reduce`` may pair rows up), from 0 and NaN for a new bucket, as adding each row did."""
+        A sum goes row by row from 0 (numpy reduces the rows of an array of two or more columns in
+        order, one column only in pairs; every ring has two or more), in a bucket read before it
+        ended from its sum so far."""
         rows = np.array(self._pending, dtype=np.float64)
         self._pending = []
-        if self._folded is None:
-            nothing = np.full(rows.shape[1], np.nan)
-            self._folded = (np.zeros(rows.shape[1]), np.zeros(rows.shape[1]), nothing, nothing)
-        total, count, low, high = self._folded
         present = ~np.isnan(rows)
+        values = np.where(present, rows, 0.0)
+        count = present.sum(axis=0)
+        low, high = np.fmin.reduce(rows, axis=0), np.fmax.reduce(rows, axis=0)
+        if self._folded is None:
+            self._folded = (np.add.reduce(values, axis=0), count, low, high)
+            return
+        total, before, before_low, before_high = self._folded
         self._folded = (
-            np.add.accumulate(np.concatenate([total[None], np.where(present, rows, 0.0)]), axis=0)[-1],
-            count + present.sum(axis=0),
-            np.fmin.accumulate(np.concatenate([low[None], rows]), axis=0)[-1],
-            np.fmax.accumulate(np.concatenate([high[None], rows]), axis=0)[-1],
+            np.add.reduce(np.concatenate([total[None], values]), axis=0),
+            before + count,
+            np.fmin(before_low, low),
+            np.fmax(before_high, high),
         )
 
     def flush(self) -> None:
@@ -136,8 +140,7 @@ class _Ring:
         total, count, low, high = self._folded
         position = self._open_slot % self.tier.capacity
         self.slots[position] = self._open_slot
-        with np.errstate(invalid="ignore", divide="ignore"):
-            self.mean[position] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        self.mean[position] = np.divide(total, count, out=np.full(len(total), np.nan), where=count > 0)
         self.low[position] = low
         self.high[position] = high
 
