@@ -46,9 +46,9 @@ def process_key(process: ProcessSample) -> ProcessKey:
     return (process.gpu_index, process.pid, started)
 
 
-def _job_key(process: ProcessSample) -> JobKey:
-    """A job spans its processes; a process that is its own job is that process, start time and all."""
-    return (process.gpu_index, job_key(process), process_key(process)[2] if process.job_is_itself else -1.0)
+def _job_key(process: ProcessSample, key: ProcessKey) -> JobKey:
+    """A job spans its processes; a process that is its own job is that process (``key``), start time and all."""
+    return (process.gpu_index, job_key(process), key[2] if process.job_is_itself else -1.0)
 
 
 @dataclass
@@ -125,7 +125,7 @@ class EnergyMeter:
             if share:
                 key = process_key(process)
                 self.process_wh[key] = self.process_wh.get(key, 0.0) + added_wh * share
-                job = _job_key(process)
+                job = _job_key(process, key)
                 self.job_wh[job] = self.job_wh.get(job, 0.0) + added_wh * share
 
     # ---- what it tells ----
@@ -154,7 +154,7 @@ class EnergyMeter:
 
     def job_energy_wh(self, process: ProcessSample) -> float:
         """Wh attributed to the job this process belongs to."""
-        return self.job_wh.get(_job_key(process), 0.0)
+        return self.job_wh.get(_job_key(process, process_key(process)), 0.0)
 
     def unattributed_wh(self, gpu: int) -> float:
         e = self._gpus.get(gpu)
