@@ -61,7 +61,7 @@ class _Ring:
     A coarser tier's open bucket is folded in when it is read or when the bucket ends, not on every
     row: a row costs it a list append (a sample of 8 GPUs was ~10 numpy calls a tier, on the GUI
     thread, for every host shown). The fold gives what folding row by row gave, to the bit: sums
-    in float64 in the rows' order (np.add.accumulate, not a pairwise sum), then the mean as float32.
+    in float64 in the rows' order, then the mean as float32 (tests/test_history_tiers.py).
     """
 
     def __init__(self, tier: Tier, columns: int, aggregated: bool) -> None:
