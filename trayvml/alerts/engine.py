@@ -38,7 +38,8 @@ class AlertSettings:
 
     def for_gpu(self, gpu: int, rule: str) -> Any:
         """The settings of ``rule`` on ``gpu``: a RuleSettings, or the rule's own kind (JobSettings)."""
-        override = self.overrides.get(gpu, {}).get(rule)
+        overrides = self.overrides.get(gpu)
+        override = overrides.get(rule) if overrides is not None else None
         return override if override is not None else self.rules.get(rule, RULE_BY_KEY[rule].defaults)
 
 
@@ -110,23 +111,29 @@ class AlertEngine:
 
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
-        found: list[AlertEvent | None] = []
+        found: list[AlertEvent] = []
         for machine_rule in MACHINE_RULES:
             settings = self.settings.for_gpu(MACHINE, machine_rule.key)
             if settings.enabled:
-                found.append(machine_rule.step(settings, self._tracker(MACHINE, machine_rule.key), sample))
+                event = machine_rule.step(settings, self._tracker(MACHINE, machine_rule.key), sample)
+                if event is not None:
+                    found.append(event)
         if self._planned_for is not self.settings:
             self._plans.clear()
             self._planned_for = self.settings
+        now_s = sample.timestamp_s
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
             plan = self._plans.get(gpu.index)
             if plan is None:
                 plan = self._plans[gpu.index] = self._plan(gpu.index)
+            lost = gpu.lost
             for rule, settings, tracker in plan:
-                if gpu.lost and not rule.while_lost:
+                if lost and not rule.while_lost:
                     continue
-                found.append(rule.step(settings, tracker, gpu, info.name, sample.timestamp_s))
-        events = [event if not self.host else replace(event, host=self.host) for event in found if event is not None]
+                event = rule.step(settings, tracker, gpu, info.name, now_s)
+                if event is not None:
+                    found.append(event)
+        events = [replace(event, host=self.host) for event in found] if self.host else found
         self.events.extend(events)
         return events
 

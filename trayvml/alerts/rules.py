@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
@@ -171,7 +172,7 @@ class ThresholdRule(GpuRule[RuleSettings]):
     display: DisplayUnit | None = None  # the unit thresholds are typed in; None: the metric's own
     numbers: ClassVar[tuple[str, ...]] = (*THRESHOLDS, "hold_s", "cooldown_s")
 
-    @property
+    @functools.cached_property
     def unit(self) -> DisplayUnit:
         return self.display or DISPLAY_UNITS[GPU_METRIC_BY_KEY[self.metric].unit]
 
@@ -203,6 +204,8 @@ class ThresholdRule(GpuRule[RuleSettings]):
         if math.isnan(value):
             return None  # no value: the state holds
         target = self.target(settings, value, tracker.level)
+        if _stays(tracker, target):
+            return None
 
         def describe(severity: Severity) -> tuple[str, str]:
             if severity is Severity.CRITICAL:
@@ -276,6 +279,15 @@ class ThresholdRule(GpuRule[RuleSettings]):
         return found + super().problems(settings)
 
 
+def _stays(tracker: Tracker, target: Severity | None) -> bool:
+    """Whether a rule's state stays as it is (``target`` is its level): then nothing is pending either.
+    Checked before a rule words what it would say (most samples change nothing)."""
+    if target == tracker.level:
+        tracker.pending = None
+        return True
+    return False
+
+
 def _advance(
     rule: str,
     settings: RuleSettings | StallSettings | HeldSettings,
@@ -291,8 +303,7 @@ def _advance(
 
     ``describe``: a severity's message and detail (what the notification says).
     """
-    if target == tracker.level:
-        tracker.pending = None
+    if _stays(tracker, target):
         return None
     if target is None:  # back beyond the clear threshold: resolved at once
         tracker.level = tracker.pending = None
@@ -397,12 +408,6 @@ class ThrottleRule(GpuRule[RuleSettings]):
             return None
         # Not SwPowerCap (0x4): held at the power limit is normal under load (see POWER_REASON_MASK).
         active = int(reasons) & (THERMAL_REASON_MASK | POWER_REASON_MASK | HW_SLOWDOWN_REASON)
-        if int(reasons) & THERMAL_REASON_MASK:
-            why = translate("alerts", "thermal throttling")
-        elif int(reasons) & POWER_REASON_MASK:
-            why = translate("alerts", "power throttling")
-        else:
-            why = translate("alerts", "hardware slowdown")
         target = Severity.WARNING if active else None
         # An on/off condition has no clear threshold: its hysteresis is in time. It clears
         # only once it has been gone for the hold time too.
@@ -412,7 +417,17 @@ class ThrottleRule(GpuRule[RuleSettings]):
             if now_s - tracker.clear_since_s < settings.hold_s:
                 return None
         tracker.clear_since_s = math.nan
-        return _advance(self.key, settings, tracker, target, math.nan, name, gpu.index, now_s, lambda _: (why, ""))
+        if _stays(tracker, target):
+            return None
+
+        def describe(_: Severity) -> tuple[str, str]:  # said only when an alert changes, not every sample
+            if int(reasons) & THERMAL_REASON_MASK:
+                return translate("alerts", "thermal throttling"), ""
+            if int(reasons) & POWER_REASON_MASK:
+                return translate("alerts", "power throttling"), ""
+            return translate("alerts", "hardware slowdown"), ""
+
+        return _advance(self.key, settings, tracker, target, math.nan, name, gpu.index, now_s, describe)
 
 
 @dataclass(frozen=True)
@@ -509,6 +524,8 @@ class StalledRule(GpuRule[StallSettings]):
             working = util < settings.busy_above_percent - _STALL_CLEAR_UTIL or idle >= threshold + _STALL_CLEAR_MARGIN
             stalled = not working
         target = Severity.WARNING if stalled else None
+        if _stays(tracker, target):
+            return None
 
         def describe(_: Severity) -> tuple[str, str]:  # said only when an alert changes, not every sample
             if what == "power":
@@ -560,6 +577,8 @@ class HeldRule(GpuRule[HeldSettings]):
         if tracker.level is not None and not held:
             held = used >= settings.memory_above_gib * GIB and util <= settings.idle_below_percent + _HELD_CLEAR_UTIL
         target = Severity.WARNING if held else None
+        if _stays(tracker, target):
+            return None
 
         def describe(_: Severity) -> tuple[str, str]:  # said only when an alert changes, not every sample
             idle_for = format_duration(settings.hold_s, "min")

@@ -52,7 +52,18 @@ class Series:
     step_s: float
 
 
+_PENDING_MAX = 64  # rows a coarser tier holds unfolded at most
+
+
 class _Ring:
+    """One tier. The first keeps every row; a coarser one keeps each bucket's min, mean and max.
+
+    A coarser tier's open bucket is folded in when it is read or when the bucket ends, not on every
+    row: a row costs it a list append (a sample of 8 GPUs was ~10 numpy calls a tier, on the GUI
+    thread, for every host shown). The fold gives what folding row by row gave, to the bit: sums
+    in float64 in the rows' order, then the mean as float32 (tests/test_history_tiers.py).
+    """
+
     def __init__(self, tier: Tier, columns: int, aggregated: bool) -> None:
         self.tier = tier
         # Values are left uninitialised: a slot counts only once ``slots`` says which bucket it
@@ -64,10 +75,10 @@ class _Ring:
             self.low = np.empty_like(self.mean)
             self.high = np.empty_like(self.mean)
             self._open_slot = -1
-            self._sum = np.zeros(columns)
-            self._count = np.zeros(columns)
-            self._low = np.full(columns, np.nan)
-            self._high = np.full(columns, np.nan)
+            self._pending: list[np.ndarray] = []  # the open bucket's rows not folded in yet
+            self._written = True  # whether the open bucket's slot holds all its rows
+            # The open bucket's rows folded so far (None: none): sum, count, low, high (float64).
+            self._folded: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None = None
         else:
             self.low = self.high = self.mean
 
@@ -86,30 +97,55 @@ class _Ring:
             self.mean[position] = row
             return
         if slot != self._open_slot:
-            self._close()
+            self.flush()
             self._open_slot = slot
-            self._sum[:] = 0
-            self._count[:] = 0
-            self._low[:] = np.nan
-            self._high[:] = np.nan
-        present = ~np.isnan(row)
-        self._sum += np.where(present, row, 0)
-        self._count += present
-        self._low = np.fmin(self._low, row)
-        self._high = np.fmax(self._high, row)
-        self._close()  # keep the open bucket readable; it is rewritten until the bucket ends
+            self._folded = None
+        self._pending.append(row)
+        self._written = False
+        if len(self._pending) >= _PENDING_MAX:  # many rows in one bucket (a burst, a clock stuck)
+            self._fold()
 
-    def _close(self) -> None:
-        if self._open_slot < 0:
+    def _fold(self) -> None:
+        """The pending rows into the open bucket's sum, count, low and high, as adding each row did.
+
+        A sum goes row by row from 0 (numpy reduces the rows of an array of two or more columns in
+        order, one column only in pairs; every ring has two or more), in a bucket read before it
+        ended from its sum so far."""
+        rows = np.array(self._pending, dtype=np.float64)
+        self._pending = []
+        present = ~np.isnan(rows)
+        values = np.where(present, rows, 0.0)
+        count = present.sum(axis=0)
+        low, high = np.fmin.reduce(rows, axis=0), np.fmax.reduce(rows, axis=0)
+        if self._folded is None:
+            self._folded = (np.add.reduce(values, axis=0), count, low, high)
             return
+        total, before, before_low, before_high = self._folded
+        self._folded = (
+            np.add.reduce(np.concatenate([total[None], values]), axis=0),
+            before + count,
+            np.fmin(before_low, low),
+            np.fmax(before_high, high),
+        )
+
+    def flush(self) -> None:
+        """Write the open bucket's slot (a coarser tier: before it is read, and when its bucket ends)."""
+        if not self.aggregated or self._written:
+            return
+        if self._pending:
+            self._fold()
+        self._written = True
+        if self._open_slot < 0 or self._folded is None:
+            return
+        total, count, low, high = self._folded
         position = self._open_slot % self.tier.capacity
         self.slots[position] = self._open_slot
-        with np.errstate(invalid="ignore", divide="ignore"):
-            self.mean[position] = np.where(self._count > 0, self._sum / np.maximum(self._count, 1), np.nan)
-        self.low[position] = self._low
-        self.high[position] = self._high
+        self.mean[position] = np.divide(total, count, out=np.full(len(total), np.nan), where=count > 0)
+        self.low[position] = low
+        self.high[position] = high
 
     def read(self, start_s: float, end_s: float, columns: np.ndarray | slice) -> Series:
+        self.flush()
         step = self.tier.step_s
         first = int(start_s // step)
         last = int(end_s // step)
@@ -156,6 +192,9 @@ class TieredRing:
         return self.tier_for(start_s, end_s, max_points).read(start_s, end_s, columns)
 
 
+_NO_GPUS = np.empty((0, len(HISTORY_GPU_KEYS)), dtype=np.float32)
+
+
 class Rings:
     """Every GPU's and the host's timelines in memory, appended one Sample at a time."""
 
@@ -179,29 +218,39 @@ class Rings:
 
     def append(self, sample: Sample) -> None:
         self.processes.append(sample)
-        gpu_values = np.array([np.asarray(g.values, dtype=np.float32)[_GPU_COLUMNS] for g in sample.gpus])
+        # All GPUs' values in one conversion, then the columns kept.
+        gpu_values = (
+            np.array([g.values for g in sample.gpus], dtype=np.float32)[:, _GPU_COLUMNS] if sample.gpus else _NO_GPUS
+        )
         host_values = None
         if sample.host is not None:
             values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]
             host_values = np.concatenate([values, np.asarray(sample.host.cpu_core_percent, dtype=np.float32)])
-        self.append_values(sample.timestamp_s, gpu_values, host_values)
+        self._append(sample.timestamp_s, gpu_values, host_values)
 
     def append_values(self, t_s: float, gpu_values: np.ndarray, host_values: np.ndarray | None = None) -> None:
         """One time's values, already arranged: ``gpu_values`` is GPUs × HISTORY_GPU_KEYS (none: no
         GPU row), ``host_values`` HISTORY_HOST_KEYS then one per core. Tests and benchmarks build
         hours of synthetic history this way, without making a Sample per second."""
+        # Copies: the coarser tiers keep a row until its bucket is folded in, and a caller may
+        # fill its array again for the next time.
+        gpu_rows = np.array(gpu_values, dtype=np.float32)
+        self._append(t_s, gpu_rows, None if host_values is None else np.array(host_values, dtype=np.float32))
+
+    def _append(self, t_s: float, gpu_values: np.ndarray, host_values: np.ndarray | None) -> None:
+        """``gpu_values`` and ``host_values``: float32 arrays of the ring's own, not changed after."""
         self.first_s = min(self.first_s, t_s)
         if len(gpu_values):
             if len(gpu_values) != self.gpu_count or self._gpus is None:
                 self.gpu_count = len(gpu_values)  # a different set of GPUs: start afresh
                 self._gpus = TieredRing(self.gpu_count * len(HISTORY_GPU_KEYS), self.tiers)
-            self._gpus.append(t_s, np.asarray(gpu_values, dtype=np.float32).reshape(-1))
+            self._gpus.append(t_s, gpu_values.reshape(-1))
         if host_values is not None:
             cores = len(host_values) - len(HISTORY_HOST_KEYS)
             if self._host is None or cores != self.core_count:
                 self.core_count = cores
                 self._host = TieredRing(len(host_values), self.tiers)
-            self._host.append(t_s, np.asarray(host_values, dtype=np.float32))
+            self._host.append(t_s, host_values)
 
     @property
     def has_gpus(self) -> bool:

@@ -46,9 +46,9 @@ def process_key(process: ProcessSample) -> ProcessKey:
     return (process.gpu_index, process.pid, started)
 
 
-def _job_key(process: ProcessSample) -> JobKey:
-    """A job spans its processes; a process that is its own job is that process, start time and all."""
-    return (process.gpu_index, job_key(process), process_key(process)[2] if process.job_is_itself else -1.0)
+def _job_key(process: ProcessSample, key: ProcessKey) -> JobKey:
+    """A job spans its processes; a process that is its own job is that process (``key``), start time and all."""
+    return (process.gpu_index, job_key(process), key[2] if process.job_is_itself else -1.0)
 
 
 @dataclass
@@ -105,6 +105,9 @@ class EnergyMeter:
 
     def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
         read = gpu.state("process_count") is MetricState.OK
+        if not read or not added_wh or not gpu.processes:  # nothing to share out (most samples)
+            e.unattributed_wh += added_wh
+            return
         # By SM share where the driver tells it for every process (nvmlDeviceGetProcessUtilization),
         # else by memory: one process's unknown share (NaN) would otherwise hand its part to the others.
         sm = [p.sm_util_percent for p in gpu.processes]
@@ -114,7 +117,7 @@ class EnergyMeter:
         if not weights:
             weights = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}
         total = sum(weights.values())
-        if not read or not total or not added_wh:
+        if not total:
             e.unattributed_wh += added_wh
             return
         for process in gpu.processes:
@@ -122,7 +125,7 @@ class EnergyMeter:
             if share:
                 key = process_key(process)
                 self.process_wh[key] = self.process_wh.get(key, 0.0) + added_wh * share
-                job = _job_key(process)
+                job = _job_key(process, key)
                 self.job_wh[job] = self.job_wh.get(job, 0.0) + added_wh * share
 
     # ---- what it tells ----
@@ -151,7 +154,7 @@ class EnergyMeter:
 
     def job_energy_wh(self, process: ProcessSample) -> float:
         """Wh attributed to the job this process belongs to."""
-        return self.job_wh.get(_job_key(process), 0.0)
+        return self.job_wh.get(_job_key(process, process_key(process)), 0.0)
 
     def unattributed_wh(self, gpu: int) -> float:
         e = self._gpus.get(gpu)

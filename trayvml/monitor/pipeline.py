@@ -181,7 +181,8 @@ class Monitor:
         if math.isnan(self.first_s):
             self.first_s = sample.timestamp_s
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
-            held = self.engine.settings.for_gpu(gpu.index, "memory_held_idle")
+            settings = self.engine.settings
+            held = settings.for_gpu(gpu.index, "memory_held_idle")
             util = gpu.value("utilization_gpu_percent")
             if isinstance(held, HeldSettings) and util <= held.idle_below_percent:  # NaN: not idle
                 self.idle_since_s.setdefault(gpu.index, sample.timestamp_s)
@@ -189,8 +190,8 @@ class Monitor:
                 self.idle_since_s.pop(gpu.index, None)
             if not gpu.lost:
                 self._last_seen[gpu.index] = (gpu, sample.timestamp_s, info)
-            job = self.engine.settings.for_gpu(gpu.index, "job_finished")
-            busy = isinstance(job, JobSettings) and gpu.value("utilization_gpu_percent") >= job.busy_above_percent
+            job = settings.for_gpu(gpu.index, "job_finished")
+            busy = isinstance(job, JobSettings) and util >= job.busy_above_percent
             # Only lists read on this tick (NOT_READ lists are empty, not "nothing running").
             if busy and gpu.processes and gpu.state("process_count") is MetricState.OK:
                 self.busy_processes[gpu.index] = gpu.processes

@@ -75,11 +75,17 @@ class UserUsage:
                 if not math.isnan(process.used_memory_bytes):
                     memory = (0.0 if math.isnan(memory) else memory) + process.used_memory_bytes
                 now[user] = (gpus, count + 1, memory)
-                totals = [self._totals.setdefault(user, _Total())]
+                total = self._totals.get(user)
+                if total is None:  # (setdefault would make a _Total to throw away, every process every sample)
+                    total = self._totals[user] = _Total()
+                totals = [total]
                 if not (process.no_permission or process.foreign_pid):  # else its job cannot be read
                     key = job_key(process)
                     jobs_now.add(key)
-                    totals.append(self._jobs.setdefault(key, _Total()))
+                    job = self._jobs.get(key)
+                    if job is None:
+                        job = self._jobs[key] = _Total()
+                    totals.append(job)
                 if not 0 < elapsed_s <= MAX_GAP_S:
                     continue  # the first read, or after a long gap: no span to count
                 share = process.sm_util_percent
