@@ -32,24 +32,23 @@ import urllib.parse
 import urllib.request
 from collections import deque
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from trayvml.core.clock import Ticker
+from trayvml.core.clock import Clock, Ticker
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import (
     ACCEPT,
     DEADLINE_MARGIN_S,
     MAX_BODY_BYTES,
+    Endpoint,
     RemoteError,
+    SeriesCache,
     exporter_samples,
     no_answer,
     too_much,
     unfinished,
 )
-
-if TYPE_CHECKING:
-    from trayvml.remote.source import RemoteSource
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +61,30 @@ _MAX_HEAD_BYTES = _MAX_LINE_BYTES * 2
 # A body bigger than this is parsed on a thread of its own: a first full parse of thousands of new
 # series takes long enough to hold the other hosts' reads back.
 PARSE_HERE_MAX_BYTES = 1 * 2**20
+
+
+class RemoteSource(Protocol):
+    """What the shared thread needs of a remote (``source.RemoteSource``)."""
+
+    endpoint: Endpoint
+    interval_s: float
+    timeout_s: float
+    clock: Clock
+    failures: int
+
+    @property
+    def cache(self) -> SeriesCache: ...
+
+    @property
+    def stopped(self) -> bool: ...
+
+    def start_read(self) -> float: ...
+
+    def settle(self, now_s: float, reading: Callable[[], list[Sample]]) -> tuple[Sample, ...]: ...
+
+    def wait_s(self) -> float: ...
+
+    def go_own_way(self) -> None: ...
 
 
 class _OwnWayError(Exception):
