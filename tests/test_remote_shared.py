@@ -380,3 +380,22 @@ def test_what_the_shared_thread_does_not_read_keeps_its_own_thread(fakes: list[F
     own = [f"trayvml-remote {e.url}" for e in endpoints[:2]]
     assert names == sorted([*own, plain.THREAD_NAME])
     _no_threads_left()
+
+
+def test_a_bug_in_the_shared_thread_hands_every_remote_to_a_thread_of_its_own(
+    fakes: list[FakeRemote], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(*args: object) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(plain.SharedReader, "_head", broken)
+    hosts = [_fake(fakes) for _ in range(2)]
+    remotes = Remotes([parse_endpoint(h.url) for h in hosts], interval_s=0.05, timeout_s=2.0)
+    remotes.start()
+    try:
+        _wait_until(lambda: all(_read_fine(s) for s in remotes.sources))
+        names = sorted(_own_threads())
+    finally:
+        remotes.close()
+    assert names == sorted(f"trayvml-remote {h.url}" for h in hosts)  # read as before, on their own
+    _no_threads_left()

@@ -220,6 +220,26 @@ class SharedReader:
     # -- the loop ------------------------------------------------------------------------------
 
     def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # a bug here: each remote goes on reading on a thread of its own, as before
+            log.exception("the thread reading the plain-HTTP remotes failed")
+            with self._lock:
+                self._end_locked()
+            hosts, self._hosts = list(self._hosts.values()), {}
+            for host in hosts:
+                self._close(host)
+                host.source.go_own_way()
+
+    def _end_locked(self) -> None:
+        """This thread ends (a new one is made when needed); under ``_lock``."""
+        self._thread = None
+        for closing in (self._selector, self._wake_in, self._wake_out):
+            if closing is not None:
+                closing.close()
+        self._selector = self._wake_in = self._wake_out = None
+
+    def _loop(self) -> None:
         selector, wake_in = self._selector, self._wake_in
         assert selector is not None and wake_in is not None
         while True:
@@ -227,12 +247,7 @@ class SharedReader:
                 posted = list(self._posted)
                 self._posted.clear()
                 if not posted and not self._hosts:  # nothing to read: the thread ends (made again when needed)
-                    self._thread = None
-                    selector.close()
-                    wake_in.close()
-                    if self._wake_out is not None:
-                        self._wake_out.close()
-                    self._selector = self._wake_in = self._wake_out = None
+                    self._end_locked()
                     return
             for work in posted:
                 work()
