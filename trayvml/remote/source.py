@@ -1,8 +1,10 @@
-"""A remote read on a thread of its own, so that a slow or dead host never delays anything else.
+"""Remote reads off the caller's thread, so that a slow or dead host never delays anything else.
 
 Each :class:`RemoteSource` reads its URL every interval with a timeout; while it fails it waits
 longer between tries (doubling up to :data:`MAX_BACKOFF_S`) and reports the host unreachable, with
 the reason and since when, instead of its last values: old values are never shown as current.
+Plain-HTTP exporters are read together by one thread (:mod:`trayvml.remote.plain`), each host
+bounded by its own timeout; every other remote on a thread of its own.
 """
 
 from __future__ import annotations
