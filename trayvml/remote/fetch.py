@@ -36,7 +36,9 @@ MAX_BODY_BYTES = 32 * 2**20  # a scrape of 8 GPUs is ~50 KiB; a body this big is
 _CHUNK = 64 * 1024
 # The whole-request deadline comes this much after the per-receive timeout, so that a host that says
 # nothing at all is told by the timeout ("did not answer"), and one that trickles by the deadline.
-_DEADLINE_MARGIN_S = 0.1
+DEADLINE_MARGIN_S = 0.1
+# What a read asks for (trayvml/remote/plain.py writes the same request).
+ACCEPT = "text/plain;version=0.0.4, application/json;q=0.9"
 PROMETHEUS_SCHEME = "prometheus+"
 SSH_SCHEME = "ssh://"
 # Bounds on what one answer and one settings file can make trayvml hold: a DGX has 8 GPUs and the
@@ -403,22 +405,33 @@ class KeptConnection:
 def get(endpoint: Endpoint, url: str, timeout_s: float, kept: KeptConnection | None = None) -> tuple[bytes, str]:
     """The body and content type of ``url``, all within ``timeout_s``; raises RemoteError naming ``endpoint.url``.
     ``kept``: a connection kept between reads (keep-alive), else a new one for this request."""
-    headers = {"Accept": "text/plain;version=0.0.4, application/json;q=0.9"}
+    headers = {"Accept": ACCEPT}
     if endpoint.username or endpoint.password:
         token = base64.b64encode(f"{endpoint.username}:{endpoint.password}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
-    watchdog = _Watchdog(timeout_s + _DEADLINE_MARGIN_S)
+    watchdog = _Watchdog(timeout_s + DEADLINE_MARGIN_S)
     try:
         return _get(endpoint, url, headers, timeout_s, watchdog, kept)
     except RemoteError:
         raise
     except Exception:
         if watchdog.expired:  # whatever broke off, it broke off because the deadline shut it
-            slow = translate("remote", "{url} did not finish answering within {seconds} s.")
-            raise RemoteError(slow.format(url=endpoint.url, seconds=f"{timeout_s:g}")) from None
+            raise RemoteError(unfinished(endpoint, timeout_s)) from None
         raise
     finally:
         watchdog.cancel()
+
+
+def unfinished(endpoint: Endpoint, timeout_s: float) -> str:
+    """The sentence for a request cut off at its deadline."""
+    slow = translate("remote", "{url} did not finish answering within {seconds} s.")
+    return slow.format(url=endpoint.url, seconds=f"{timeout_s:g}")
+
+
+def too_much(endpoint: Endpoint) -> str:
+    """The sentence for a body over :data:`MAX_BODY_BYTES`."""
+    too_much = translate("remote", "{url} sent more than {mib} MiB: not a scrape.")
+    return too_much.format(url=endpoint.url, mib=MAX_BODY_BYTES // 2**20)
 
 
 def _body(endpoint: Endpoint, response: Any, watchdog: _Watchdog) -> tuple[bytes, str]:
@@ -427,10 +440,12 @@ def _body(endpoint: Endpoint, response: Any, watchdog: _Watchdog) -> tuple[bytes
     while chunk := response.read(_CHUNK):
         body += chunk
         if len(body) > MAX_BODY_BYTES:
-            too_much = translate("remote", "{url} sent more than {mib} MiB: not a scrape.")
-            raise RemoteError(too_much.format(url=endpoint.url, mib=MAX_BODY_BYTES // 2**20))
+            raise RemoteError(too_much(endpoint))
     if watchdog.expired:  # the end of a body cut off at the deadline is not the end of the answer
         raise TimeoutError
+    missing = getattr(response, "length", None)
+    if missing:  # http.client ends a body the server cut short of its Content-Length without a word
+        raise http.client.IncompleteRead(bytes(body), missing)
     return bytes(body), kind
 
 
@@ -468,13 +483,13 @@ def _get(
     except TimeoutError:
         if watchdog.expired:
             raise
-        raise RemoteError(_no_answer(endpoint, timeout_s)) from None
+        raise RemoteError(no_answer(endpoint, timeout_s)) from None
     except urllib.error.URLError as error:
         reason = error.reason
         if watchdog.expired:
             raise
         if isinstance(reason, TimeoutError):
-            raise RemoteError(_no_answer(endpoint, timeout_s)) from None
+            raise RemoteError(no_answer(endpoint, timeout_s)) from None
         if isinstance(reason, ssl.SSLError):
             failed = translate("remote", "{url}: the TLS connection failed ({reason}).")
             raise RemoteError(failed.format(url=endpoint.url, reason=reason.reason or reason)) from None
@@ -488,7 +503,7 @@ def _get(
         raise RemoteError(broke.format(url=endpoint.url, reason=getattr(error, "strerror", None) or error)) from None
 
 
-def _no_answer(endpoint: Endpoint, timeout_s: float) -> str:
+def no_answer(endpoint: Endpoint, timeout_s: float) -> str:
     return translate("remote", "{url} did not answer within {seconds} s.").format(
         url=endpoint.url, seconds=f"{timeout_s:g}"
     )
@@ -606,6 +621,13 @@ def _points(endpoint: Endpoint, text: str, cache: SeriesCache) -> list[Point]:
 
 def read_exporter(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
     body, kind = get(endpoint, endpoint.fetch_url, timeout_s, cache.connection if cache is not None else None)
+    return exporter_samples(endpoint, body, kind, now_s, cache)
+
+
+def exporter_samples(
+    endpoint: Endpoint, body: bytes, kind: str, now_s: float, cache: SeriesCache | None = None
+) -> list[Sample]:
+    """The samples of an exporter's answer (its body and content type); raises RemoteError."""
     text = _text(endpoint, body, kind)
     if cache is None:
         return _samples(endpoint, _points(endpoint, text, SeriesCache()), now_s)

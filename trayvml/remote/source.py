@@ -1,8 +1,10 @@
-"""A remote read on a thread of its own, so that a slow or dead host never delays anything else.
+"""Remote reads off the caller's thread, so that a slow or dead host never delays anything else.
 
 Each :class:`RemoteSource` reads its URL every interval with a timeout; while it fails it waits
 longer between tries (doubling up to :data:`MAX_BACKOFF_S`) and reports the host unreachable, with
 the reason and since when, instead of its last values: old values are never shown as current.
+Plain-HTTP exporters are read together by one thread (:mod:`trayvml.remote.plain`), each host
+bounded by its own timeout; every other remote on a thread of its own.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from dataclasses import replace
 from trayvml.core.clock import Clock, SystemClock, Ticker
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
+from trayvml.remote import plain
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_prometheus_past
 from trayvml.remote.ssh import FIRST_ANSWER_S, SshReader
 
@@ -65,14 +68,33 @@ class RemoteSource:
         self.past: tuple[Sample, ...] = ()
         self._past_read = False
         self._stop = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # its own (None: none, or read on the shared thread)
+        self._shared = False  # read by plain.READER (until it hands the remote back to a thread of its own)
+        self._lock = threading.Lock()
 
     def read_once(self) -> tuple[Sample, ...]:
         """Read now on the calling thread (bounded by ``timeout_s``) and return what it got."""
+        now_s = self.start_read()
+        return self.settle(now_s, lambda: self._read(self.endpoint, self.timeout_s, now_s, self._cache))
+
+    @property
+    def cache(self) -> SeriesCache:
+        return self._cache
+
+    @property
+    def stopped(self) -> bool:
+        return self._stop.is_set()
+
+    def start_read(self) -> float:
+        """A read begins now: its time (the samples' timestamp); ``samples`` tells an overdue one from it."""
         now_s = self.clock.now_s()
         self._started_wall_s, self._started_s = now_s, self.clock.monotonic_s()
+        return now_s
+
+    def settle(self, now_s: float, reading: Callable[[], list[Sample]]) -> tuple[Sample, ...]:
+        """The read begun at ``now_s`` ends with what ``reading`` returns or raises: current samples or a fault."""
         try:
-            samples = self._read(self.endpoint, self.timeout_s, now_s, self._cache)
+            samples = reading()
         except RemoteError as error:
             self._failed(str(error), now_s)
         except Exception as error:  # a bug in trayvml's reading: shown as a fault, logged once per kind
@@ -140,8 +162,31 @@ class RemoteSource:
         return min(self.interval_s * 2 ** min(self.failures, 16), MAX_BACKOFF_S)
 
     def start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name=f"trayvml-remote {self.endpoint.url}", daemon=True)
-        self._thread.start()
+        """Read every interval from now on: a plain-HTTP exporter on the thread every such remote
+        shares (``plain.READER``), anything else on a thread of its own."""
+        if self._shared_read():
+            self._shared = True
+            plain.READER.add(self)
+            return
+        self.go_own_way()
+
+    def _shared_read(self) -> bool:
+        endpoint = self.endpoint
+        return (
+            self._read is read
+            and isinstance(self.clock, SystemClock)
+            and not (endpoint.ssh or endpoint.prometheus or endpoint.username or endpoint.password)
+            and plain.eligible(endpoint.fetch_url)
+        )
+
+    def go_own_way(self) -> None:
+        """Read on a thread of this remote's own (what the shared thread does not read as urllib would)."""
+        with self._lock:
+            if self._stop.is_set() or self._thread is not None:
+                return
+            self._started_s = math.nan  # the shared thread's read ended here: this thread reads anew
+            self._thread = threading.Thread(target=self._run, name=f"trayvml-remote {self.endpoint.url}", daemon=True)
+            self._thread.start()
 
     def _run(self) -> None:
         # Reads that work are paced on the monotonic clock; while they fail, each back-off counts
@@ -163,9 +208,13 @@ class RemoteSource:
         self._stop.set()
         if self._ssh is not None:
             self._ssh.close()
-        if self._thread is not None and self._thread.is_alive():
-            self._thread.join(self.timeout_s + 1.0 if wait_s is None else wait_s)
-        if self._thread is None:  # read on callers' threads (read_once), done by now: its kept connection
+        if self._shared:  # its connection closed by the shared thread; a read in flight there dropped
+            plain.READER.remove(self, self.timeout_s + 1.0 if wait_s is None else wait_s)
+        with self._lock:
+            thread = self._thread
+        if thread is not None and thread.is_alive():
+            thread.join(self.timeout_s + 1.0 if wait_s is None else wait_s)
+        if thread is None:  # read on callers' threads (read_once), done by now: its kept connection
             self._cache.connection.close()
 
 

@@ -460,7 +460,7 @@ class App(QObject):
 
     # ---- remote hosts and serving (issue 10) ----
     def _make_remote_hosts(self) -> None:
-        """The remotes' readers (each on its own thread), their monitors, and their menu section."""
+        """The remotes' readers (off the GUI thread: trayvml.remote.source), their monitors, and their menu section."""
         if not self.settings.remote_hosts and not self._remote_urls:
             # None configured: their readers (HTTP, TLS, SSH) are not even imported, which the idle
             # tray's memory shows (benchmarks/README.md).

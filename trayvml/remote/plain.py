@@ -1,0 +1,659 @@
+"""One thread reads every plain-HTTP exporter remote, over non-blocking sockets under one selector.
+
+A thread of its own per remote cost each host about 1 ms of CPU a second at 1 Hz: waking it,
+blocking on its socket 4-5 times a read (status line, headers, body in segments), http.client's
+header parse through ``email.feedparser``, and taking the GIL back each time. Here one thread
+sends each host's GET on its kept connection when due, reads whatever has arrived from any host,
+and parses a finished answer by the same code as :func:`fetch.read_exporter`.
+
+Only what this small HTTP/1.1 client reads the same as http.client comes here: ``http://`` exporter
+URLs with no proxy, credentials, redirect or TLS, answered 200 with a Content-Length, chunked or
+read-to-close body. Anything else (another status, a malformed answer, a framing it does not know)
+hands the remote back to its own thread and urllib for good (:meth:`RemoteSource.go_own_way`), so
+that its errors read as they always did. Each host keeps its own bounds: the timeout on every
+socket operation and the deadline on the whole request, as :func:`fetch.get` sets them; a host
+that says nothing or trickles never delays another's read. A connection the server closed while
+idle is opened anew once within the same read, as :class:`fetch.KeptConnection` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import http.client
+import logging
+import math
+import os
+import selectors
+import socket
+import threading
+import time
+import urllib.parse
+import urllib.request
+from collections import deque
+from collections.abc import Callable
+from typing import Protocol
+
+from trayvml.core.clock import Clock, Ticker
+from trayvml.core.i18n import translate
+from trayvml.core.sample import Sample
+from trayvml.remote.fetch import (
+    ACCEPT,
+    DEADLINE_MARGIN_S,
+    MAX_BODY_BYTES,
+    Endpoint,
+    RemoteError,
+    SeriesCache,
+    exporter_samples,
+    no_answer,
+    too_much,
+    unfinished,
+)
+
+log = logging.getLogger(__name__)
+
+THREAD_NAME = "trayvml-remote http (every plain-HTTP exporter)"
+_RECEIVE_BYTES = 256 * 1024
+# http.client's bounds on an answer's head: longer lines or more headers are not read here.
+_MAX_LINE_BYTES = 65536
+_MAX_HEADERS = 100
+_MAX_HEAD_BYTES = _MAX_LINE_BYTES * 2
+# A body bigger than this is parsed on a thread of its own: a first full parse of thousands of new
+# series takes long enough to hold the other hosts' reads back.
+PARSE_HERE_MAX_BYTES = 1 * 2**20
+
+
+class RemoteSource(Protocol):
+    """What the shared thread needs of a remote (``source.RemoteSource``)."""
+
+    endpoint: Endpoint
+    interval_s: float
+    timeout_s: float
+    clock: Clock
+    failures: int
+
+    @property
+    def cache(self) -> SeriesCache: ...
+
+    @property
+    def stopped(self) -> bool: ...
+
+    def start_read(self) -> float: ...
+
+    def settle(self, now_s: float, reading: Callable[[], list[Sample]]) -> tuple[Sample, ...]: ...
+
+    def wait_s(self) -> float: ...
+
+    def go_own_way(self) -> None: ...
+
+
+class _OwnWayError(Exception):
+    """This answer is not one this client reads as http.client would: the remote goes the usual way."""
+
+
+def eligible(fetch_url: str) -> bool:
+    """Whether ``fetch_url`` is read by the shared thread: ``http://``, an ASCII host, no proxy."""
+    parts = urllib.parse.urlsplit(fetch_url)
+    host = parts.hostname or ""
+    path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    if parts.scheme != "http" or not host or not (host + path).isascii():
+        return False
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in path):
+        return False
+    proxies = urllib.request.getproxies()
+    return "http" not in proxies or bool(urllib.request.proxy_bypass(host))
+
+
+def _request(fetch_url: str) -> tuple[str, int, bytes]:
+    """(host, port, the GET's bytes): the request http.client writes for ``fetch.get``, byte for byte."""
+    parts = urllib.parse.urlsplit(fetch_url)
+    host = (parts.hostname or "").lower()
+    port = parts.port or 80
+    path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    shown = f"[{host}]" if ":" in host else host
+    if port != 80:
+        shown += f":{port}"
+    text = f"GET {path} HTTP/1.1\r\nHost: {shown}\r\nAccept-Encoding: identity\r\nAccept: {ACCEPT}\r\n\r\n"
+    return host, port, text.encode("ascii")
+
+
+def _unreachable(source: RemoteSource, error: BaseException) -> RemoteError:
+    """As ``fetch._get`` words a connection that could not be made (urllib's URLError)."""
+    if isinstance(error, TimeoutError):
+        return RemoteError(no_answer(source.endpoint, source.timeout_s))
+    text = getattr(error, "strerror", None) or str(error)
+    cannot = translate("remote", "{url} cannot be reached: {reason}.")
+    return RemoteError(cannot.format(url=source.endpoint.url, reason=text))
+
+
+def _broke_off(source: RemoteSource, reason: object) -> RemoteError:
+    """As ``fetch._get`` words an answer cut off (a reset, a short body, a server gone mid-answer)."""
+    broke = translate("remote", "{url} broke off: {reason}.")
+    return RemoteError(broke.format(url=source.endpoint.url, reason=getattr(reason, "strerror", None) or reason))
+
+
+class _Host:
+    """One remote on the shared thread: its kept connection and the read in flight (loop thread only)."""
+
+    def __init__(self, source: RemoteSource) -> None:
+        self.source = source
+        self.hostname, self.port, self.request = _request(source.endpoint.fetch_url)
+        self.ticker = Ticker(source.interval_s, source.clock)
+        self.due_s = time.monotonic()  # the next read (while none is in flight)
+        self.sock: socket.socket | None = None
+        self.registered = 0  # selector events the socket is registered for (0: not)
+        self.busy = False  # a read in flight (connecting, sending, receiving or parsing)
+        self.phase = ""  # "resolve", "connect", "receive", "parse"
+        self.now_s = math.nan  # the read's wall-clock time (its samples' timestamp)
+        self.deadline_s = math.inf  # monotonic
+        self.quiet_until_s = math.inf  # the timeout on the socket operation waited for
+        self.reused = False
+        self.retried = False
+        self.addresses: list[tuple[int, tuple]] = []
+        self.last_error: BaseException | None = None
+        self.head = bytearray()  # the answer's status line and headers as they come
+        self.headed = False  # the head is read: what comes now is the body
+        self.pending = bytearray()  # chunked: what is not yet read of the coding
+        self.body = bytearray()
+        self.kind = ""
+        self.length: int | None = None  # Content-Length (None: chunked or to the close)
+        self.chunked = False
+        self.chunk_left = -1  # bytes left of the chunk and the CRLF after it (-1: a size line next, -2: trailers)
+        self.will_close = False
+
+
+class SharedReader:
+    """The thread that reads every plain-HTTP exporter remote; :data:`READER` is the one in use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._posted: deque[Callable[[], None]] = deque()
+        self._thread: threading.Thread | None = None
+        self._selector: selectors.BaseSelector | None = None
+        self._wake_in: socket.socket | None = None
+        self._wake_out: socket.socket | None = None
+        self._hosts: dict[RemoteSource, _Host] = {}  # loop thread only
+        # What each receive reads into (loop thread only): a new 256 KiB bytes object a receive
+        # would be an mmap and its page faults each time.
+        self._received = memoryview(bytearray(_RECEIVE_BYTES))
+
+    # -- called from other threads -------------------------------------------------------------
+
+    def add(self, source: RemoteSource) -> None:
+        """Read ``source`` from now on (its first read at once)."""
+        self._post(lambda: self._add(source))
+
+    def remove(self, source: RemoteSource, wait_s: float) -> None:
+        """Stop reading ``source`` and close its connection; waits at most ``wait_s`` for that."""
+        done = threading.Event()
+
+        def drop() -> None:
+            host = self._hosts.pop(source, None)
+            if host is not None:
+                self._close(host)
+            done.set()
+
+        self._post(drop)
+        done.wait(wait_s)
+
+    def running(self) -> bool:
+        with self._lock:
+            return self._thread is not None
+
+    def _post(self, work: Callable[[], None]) -> None:
+        with self._lock:
+            self._posted.append(work)
+            if self._thread is None:
+                self._selector = selectors.DefaultSelector()
+                self._wake_in, self._wake_out = socket.socketpair()
+                self._wake_in.setblocking(False)
+                self._wake_out.setblocking(False)
+                self._selector.register(self._wake_in, selectors.EVENT_READ, None)
+                self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
+                self._thread.start()
+                return
+            wake = self._wake_out
+        assert wake is not None
+        with contextlib.suppress(BlockingIOError):  # a wake-up already waits: one is enough
+            wake.send(b"\0")
+
+    # -- the loop ------------------------------------------------------------------------------
+
+    def _run(self) -> None:
+        try:
+            self._loop()
+        except Exception:  # a bug here: each remote goes on reading on a thread of its own, as before
+            log.exception("the thread reading the plain-HTTP remotes failed")
+            with self._lock:
+                self._end_locked()
+            hosts, self._hosts = list(self._hosts.values()), {}
+            for host in hosts:
+                self._close(host)
+                host.source.go_own_way()
+
+    def _end_locked(self) -> None:
+        """This thread ends (a new one is made when needed); under ``_lock``."""
+        self._thread = None
+        for closing in (self._selector, self._wake_in, self._wake_out):
+            if closing is not None:
+                closing.close()
+        self._selector = self._wake_in = self._wake_out = None
+
+    def _loop(self) -> None:
+        selector, wake_in = self._selector, self._wake_in
+        assert selector is not None and wake_in is not None
+        while True:
+            with self._lock:
+                posted = list(self._posted)
+                self._posted.clear()
+                if not posted and not self._hosts:  # nothing to read: the thread ends (made again when needed)
+                    self._end_locked()
+                    return
+            for work in posted:
+                work()
+            now_s = time.monotonic()
+            wait_s = math.inf
+            for host in list(self._hosts.values()):
+                if not host.busy and host.due_s <= now_s and not host.source.stopped:
+                    self._begin(host, now_s)
+                if host.source not in self._hosts:
+                    continue
+                wait_s = min(wait_s, min(host.deadline_s, host.quiet_until_s) if host.busy else host.due_s)
+            if posted:  # see whether more came while this was done
+                continue
+            timeout_s = None if wait_s == math.inf else max(0.0, wait_s - time.monotonic())
+            for key, _mask in selector.select(timeout_s):
+                if key.data is None:
+                    with contextlib.suppress(BlockingIOError):
+                        wake_in.recv(4096)
+                    continue
+                host = key.data
+                if self._hosts.get(host.source) is host:
+                    self._ready(host)
+            now_s = time.monotonic()
+            for host in list(self._hosts.values()):
+                if host.busy and host.phase != "parse" and min(host.deadline_s, host.quiet_until_s) <= now_s:
+                    self._ready(host)  # whatever came in meanwhile first: a busy loop is no host's timeout
+                    now_s = time.monotonic()
+                    if (
+                        self._hosts.get(host.source) is host
+                        and host.busy
+                        and host.phase != "parse"
+                        and min(host.deadline_s, host.quiet_until_s) <= now_s
+                    ):
+                        self._expire(host, now_s)
+
+    def _add(self, source: RemoteSource) -> None:
+        if source not in self._hosts and not source.stopped:
+            self._hosts[source] = _Host(source)
+
+    def _begin(self, host: _Host, now_s: float) -> None:
+        host.busy = True
+        host.now_s = host.source.start_read()
+        host.deadline_s = now_s + host.source.timeout_s + DEADLINE_MARGIN_S
+        host.retried = False
+        if host.sock is None:
+            self._open(host)
+        else:
+            host.reused = True
+            self._send(host)
+
+    def _open(self, host: _Host) -> None:
+        host.reused = False
+        try:  # an address written as numbers needs no look-up
+            found = socket.getaddrinfo(host.hostname, host.port, 0, socket.SOCK_STREAM, 0, socket.AI_NUMERICHOST)
+        except OSError:
+            found = []
+        if found:
+            host.addresses = [(info[0], info[4]) for info in found]
+            self._connect_next(host)
+            return
+        # A name's look-up may hang (a DNS server away): on a thread of its own, bounded by the deadline.
+        host.phase, host.quiet_until_s = "resolve", math.inf
+
+        def look_up() -> None:
+            try:
+                found = socket.getaddrinfo(host.hostname, host.port, 0, socket.SOCK_STREAM)
+                result: list[tuple[int, tuple]] | BaseException = [(info[0], info[4]) for info in found]
+            except OSError as error:
+                result = error
+            self._post(lambda: self._looked_up(host, result))
+
+        threading.Thread(target=look_up, name=f"trayvml-remote lookup {host.hostname}", daemon=True).start()
+
+    def _looked_up(self, host: _Host, result: list[tuple[int, tuple]] | BaseException) -> None:
+        if self._hosts.get(host.source) is not host or host.phase != "resolve":
+            return  # closed, or given up on at its deadline
+        if isinstance(result, BaseException):
+            self._fail(host, _unreachable(host.source, result))
+            return
+        host.addresses = list(result)
+        if not host.addresses:
+            self._fail(host, _unreachable(host.source, OSError("getaddrinfo returns an empty list")))
+            return
+        self._connect_next(host)
+
+    def _connect_next(self, host: _Host) -> None:
+        """Connect to the next address, as ``socket.create_connection`` tries them in turn."""
+        while host.addresses:
+            family, address = host.addresses.pop(0)
+            sock = None
+            try:
+                sock = socket.socket(family, socket.SOCK_STREAM)
+                sock.setblocking(False)
+                code = sock.connect_ex(address)
+                if code not in (0, errno.EINPROGRESS, errno.EWOULDBLOCK):
+                    raise OSError(code, os.strerror(code))
+            except OSError as error:
+                if sock is not None:
+                    sock.close()
+                host.last_error = error
+                continue
+            host.sock, host.phase = sock, "connect"
+            host.quiet_until_s = time.monotonic() + host.source.timeout_s
+            self._watch(host, selectors.EVENT_WRITE)
+            return
+        last, host.last_error = host.last_error, None  # create_connection raises the last one
+        self._fail(host, _unreachable(host.source, last or OSError("no address")))
+
+    def _watch(self, host: _Host, events: int) -> None:
+        assert self._selector is not None and host.sock is not None
+        if host.registered == events:
+            return
+        if host.registered:
+            self._selector.modify(host.sock, events, host)
+        else:
+            self._selector.register(host.sock, events, host)
+        host.registered = events
+
+    def _send(self, host: _Host) -> None:
+        sock = host.sock
+        assert sock is not None
+        host.phase = "receive"
+        host.head.clear()
+        host.pending.clear()
+        host.body.clear()
+        host.headed = False
+        host.kind, host.length, host.chunked, host.chunk_left, host.will_close = "", None, False, -1, False
+        try:
+            sent = sock.send(host.request)  # ~150 bytes: a connected socket's buffer takes them whole
+            if sent != len(host.request):
+                raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
+        except OSError as error:
+            if self._again(host, error):
+                return
+            self._fail(host, _unreachable(host.source, error))  # urllib's URLError for a failed request
+            return
+        host.quiet_until_s = time.monotonic() + host.source.timeout_s
+        self._watch(host, selectors.EVENT_READ)
+
+    def _again(self, host: _Host, error: BaseException) -> bool:
+        """A kept connection the server closed while idle: asked once more, on a new connection."""
+        if not (host.reused and not host.retried and isinstance(error, ConnectionError)):
+            return False
+        if time.monotonic() >= host.deadline_s:
+            return False
+        host.retried = True
+        self._close(host)
+        self._open(host)
+        return True
+
+    def _ready(self, host: _Host) -> None:
+        """The socket may be read (or, connecting, written): take one step."""
+        sock = host.sock
+        if sock is None:
+            return
+        if not host.busy or host.phase == "parse":  # between reads: the server closed it (or says what it should not)
+            try:
+                sock.recv(1)
+            except BlockingIOError:
+                return
+            except OSError:
+                pass
+            self._close(host)
+            return
+        if host.phase == "connect":
+            code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+            if code == 0:
+                try:
+                    sock.getpeername()
+                except OSError:
+                    return  # not connected yet (a wake-up before the connection was made)
+                self._send(host)
+                return
+            host.last_error = OSError(code, os.strerror(code))
+            self._close(host)
+            self._connect_next(host)
+            return
+        if host.phase != "receive":
+            return
+        try:
+            count = sock.recv_into(self._received)
+        except BlockingIOError:
+            return
+        except OSError as error:
+            if not host.head and not host.headed and self._again(host, error):
+                return
+            self._fail(host, _broke_off(host.source, error))
+            return
+        if not count:
+            self._ended(host)
+            return
+        host.quiet_until_s = time.monotonic() + host.source.timeout_s
+        try:
+            self._take(host, self._received[:count])
+        except _OwnWayError:
+            self._own_way(host)
+        except RemoteError as error:
+            self._fail(host, error)
+
+    def _ended(self, host: _Host) -> None:
+        """The server closed the connection mid-read."""
+        if not host.head and not host.headed:
+            if self._again(host, ConnectionResetError()):
+                return
+            # http.client's RemoteDisconnected, as today's path words it
+            self._fail(host, _broke_off(host.source, "Remote end closed connection without response"))
+            return
+        if host.headed and host.length is None and not host.chunked:  # a body that ends at the close
+            self._finish(host)
+            return
+        if host.headed and host.length is not None:
+            short = http.client.IncompleteRead(bytes(host.body), host.length - len(host.body))
+            self._fail(host, _broke_off(host.source, short))
+            return
+        self._own_way(host)  # a head or a chunk cut short: http.client's words for it are its own
+
+    def _take(self, host: _Host, data: bytes | memoryview) -> None:
+        """Take what was received (copied: ``data`` is the loop's buffer)."""
+        if not host.headed:
+            host.head += data
+            end, gap = host.head.find(b"\n\r\n"), 3
+            bare = host.head.find(b"\n\n")
+            if bare >= 0 and (end < 0 or bare < end):
+                end, gap = bare, 2
+            if end < 0:
+                if len(host.head) > _MAX_HEAD_BYTES:
+                    raise _OwnWayError
+                return
+            data = bytes(host.head[end + gap :])
+            self._head(host, bytes(host.head[: end + 1]))
+            host.head.clear()
+            host.headed = True
+        if host.chunked:
+            self._chunks(host, data)
+            return
+        host.body += data
+        if host.length is not None and len(host.body) >= host.length:
+            if len(host.body) > host.length:
+                host.will_close = True  # bytes beyond the answer: the connection is not kept
+                del host.body[host.length :]
+            self._check_size(host)
+            self._finish(host)
+            return
+        self._check_size(host)
+
+    def _check_size(self, host: _Host) -> None:
+        if len(host.body) > MAX_BODY_BYTES:
+            raise RemoteError(too_much(host.source.endpoint))
+
+    def _head(self, host: _Host, head: bytes) -> None:
+        """The status line and headers, read as http.client reads them; anything but 200 goes the usual way."""
+        lines = [line[:-1] if line.endswith(b"\r") else line for line in head.split(b"\n")]
+        if lines and lines[-1] == b"":
+            lines.pop()
+        if not lines or len(lines) > _MAX_HEADERS + 1 or any(len(line) > _MAX_LINE_BYTES for line in lines):
+            raise _OwnWayError
+        status = lines[0].decode("iso-8859-1").split(None, 2)
+        if len(status) < 2 or status[0] not in ("HTTP/1.0", "HTTP/1.1") or status[1] != "200":
+            raise _OwnWayError
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, colon, value = line.decode("iso-8859-1").partition(":")
+            if not colon or not name or name[0] in " \t" or name != name.rstrip():
+                raise _OwnWayError  # a folded or malformed header
+            headers.setdefault(name.lower(), value.lstrip(" \t"))  # email.message's get: the first
+        kind = headers.get("content-type")
+        if kind is None:
+            host.kind = "text/plain"
+        else:  # email.message.Message.get_content_type
+            kind = kind.partition(";")[0].strip().lower()
+            host.kind = kind if kind.count("/") == 1 else "text/plain"
+        encoding = headers.get("transfer-encoding")
+        host.chunked = encoding is not None and encoding.lower() == "chunked"
+        if encoding is not None and not host.chunked:
+            raise _OwnWayError
+        length = headers.get("content-length")
+        host.length = None
+        if length and not host.chunked:
+            try:
+                host.length = int(length)
+            except ValueError:
+                host.length = None
+            if host.length is not None and host.length < 0:
+                host.length = None
+        connection = (headers.get("connection") or "").lower()
+        if status[0] == "HTTP/1.1":
+            host.will_close = "close" in connection
+        else:
+            host.will_close = not (
+                headers.get("keep-alive")
+                or "keep-alive" in connection
+                or "keep-alive" in (headers.get("proxy-connection") or "").lower()
+            )
+        if not host.chunked and host.length is None:
+            host.will_close = True  # the body ends when the connection does
+
+    def _chunks(self, host: _Host, data: bytes | memoryview) -> None:
+        """Chunked transfer coding: sizes, data, the CRLF after each, trailers up to an empty line."""
+        pending = host.pending
+        pending += data
+        at = 0
+        while at < len(pending):
+            if host.chunk_left < 0:  # a line: a chunk's size, or a trailer
+                newline = pending.find(b"\n", at)
+                if newline < 0:
+                    if len(pending) - at > _MAX_LINE_BYTES:
+                        raise _OwnWayError
+                    break
+                line = bytes(pending[at : newline + 1])
+                at = newline + 1
+                if host.chunk_left == -2:
+                    if line in (b"\r\n", b"\n"):
+                        del pending[:]
+                        self._finish(host)
+                        return
+                    continue  # a trailer, skipped as http.client does
+                try:
+                    size = int(line.split(b";", 1)[0], 16)  # as http.client reads it
+                except ValueError:
+                    raise _OwnWayError from None
+                if size < 0:
+                    raise _OwnWayError
+                host.chunk_left = -2 if size == 0 else size + 2
+                continue
+            # Within a chunk: its data, then the two bytes after it (http.client skips them unread).
+            take = min(host.chunk_left, len(pending) - at)
+            part = min(take, host.chunk_left - 2)
+            if part > 0:
+                host.body += pending[at : at + part]
+                self._check_size(host)
+            host.chunk_left -= take
+            at += take
+            if host.chunk_left == 0:
+                host.chunk_left = -1
+        del pending[:at]
+
+    def _finish(self, host: _Host) -> None:
+        """A whole answer: keep the connection if it may carry the next; parse (here, or on a thread)."""
+        if host.will_close:
+            self._close(host)
+        body, kind, source, now_s = bytes(host.body), host.kind, host.source, host.now_s
+        host.body.clear()
+        host.phase, host.quiet_until_s, host.deadline_s = "parse", math.inf, math.inf
+
+        def parse() -> list[Sample]:
+            return exporter_samples(source.endpoint, body, kind, now_s, source.cache)
+
+        if len(body) <= PARSE_HERE_MAX_BYTES:
+            source.settle(now_s, parse)
+            self._schedule(host)
+            return
+
+        def parse_apart() -> None:
+            source.settle(now_s, parse)
+            self._post(lambda: self._schedule(host))
+
+        threading.Thread(target=parse_apart, name=f"trayvml-remote parse {source.endpoint.url}", daemon=True).start()
+
+    def _fail(self, host: _Host, error: RemoteError) -> None:
+        self._close(host)
+        host.phase, host.quiet_until_s, host.deadline_s = "parse", math.inf, math.inf
+
+        def fail() -> list[Sample]:
+            raise error
+
+        host.source.settle(host.now_s, fail)
+        self._schedule(host)
+
+    def _expire(self, host: _Host, now_s: float) -> None:
+        """A timeout: the operation waited for (``did not answer``) or the whole request (``did not finish``)."""
+        if host.phase == "resolve" or now_s >= host.deadline_s:
+            self._fail(host, RemoteError(unfinished(host.source.endpoint, host.source.timeout_s)))
+        elif host.phase == "connect":  # this address timed out: the next, as create_connection tries them
+            host.last_error = TimeoutError("timed out")
+            self._close(host)
+            self._connect_next(host)
+        else:
+            self._fail(host, RemoteError(no_answer(host.source.endpoint, host.source.timeout_s)))
+
+    def _schedule(self, host: _Host) -> None:
+        """The next read, as the remote's own loop paces it (``RemoteSource._run``)."""
+        if self._hosts.get(host.source) is not host:
+            return
+        host.busy, host.phase = False, ""
+        source = host.source
+        if source.failures:
+            host.ticker.restart()
+        host.ticker.interval_s = source.wait_s()
+        host.due_s = time.monotonic() + host.ticker.next_delay_s()
+
+    def _own_way(self, host: _Host) -> None:
+        """Hand the remote back to a thread of its own and urllib, which read it as they always did."""
+        self._close(host)
+        self._hosts.pop(host.source, None)
+        log.debug("%s is read on its own thread from now on", host.source.endpoint.url)
+        host.source.go_own_way()
+
+    def _close(self, host: _Host) -> None:
+        sock, host.sock = host.sock, None
+        if sock is None:
+            return
+        if host.registered and self._selector is not None:
+            with contextlib.suppress(KeyError, ValueError):
+                self._selector.unregister(sock)
+        host.registered = 0
+        sock.close()
+
+
+READER = SharedReader()
