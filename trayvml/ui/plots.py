@@ -10,8 +10,8 @@ from typing import ClassVar
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QCoreApplication, QDateTime, QLineF, QLocale, QRectF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen, QPicture
+from PySide6.QtCore import QCoreApplication, QDateTime, QLineF, QLocale, QPointF, QRectF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen, QPicture, QPolygonF
 
 from trayvml.core.formatting import format_precise
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
@@ -284,10 +284,14 @@ class Lines(pg.GraphicsObject):
     def __init__(self) -> None:
         super().__init__()
         self.data: list[tuple[np.ndarray, np.ndarray] | None] = []  # per line: (times, values), None: hidden
-        self._paths: list[tuple[QPen, QPainterPath]] = []
+        # Per line drawn: its pen and its points, a polyline where every value is finite, else a
+        # path broken at the gaps (Qt draws a polyline and the path of one the same, pixel for pixel).
+        self._paths: list[tuple[QPen, QPolygonF | QPainterPath]] = []
         self._columns: list[int] = []  # the line (GPU column) each of _paths draws
         self.emphasis = -1  # a line drawn wider, the others faint (the GPU under the cursor); -1: none
         self._bounds: tuple[float, float, float, float] | None = None  # x0, x1, y0, y1 of what is shown
+        self._kept: _Kept | None = None  # what set_lines last drew, to move its polylines on (_move_on)
+        self._rect: QRectF | None = None  # boundingRect, until the data or the view's scale changes
 
     def set_lines(self, xs: np.ndarray, ys: np.ndarray, pens: Sequence[QPen], shown: Sequence[bool]) -> None:
         """Lines sharing their times: ``ys`` holds one column per line, ``pens`` and ``shown`` an
@@ -298,7 +302,46 @@ class Lines(pg.GraphicsObject):
         if len(xs) and values.size:
             y0, y1 = float(np.fmin.reduce(values, axis=None)), float(np.fmax.reduce(values, axis=None))
             bounds = (float(xs[0]), float(xs[-1]), y0, y1) if math.isfinite(y0) else None  # NaN: none finite
-        self._set([(xs, ys[:, k]) if on else None for k, on in enumerate(shown)], pens, bounds)
+        data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
+        kept = _Kept(xs, values, tuple(pens), tuple(shown))
+        if self._move_on(kept):
+            self._set(data, pens, bounds, built=True)
+        else:
+            self._set(data, pens, bounds)
+        # Kept only where every line is a polyline: the only lines that _move_on moves on.
+        finite = all(isinstance(drawn, QPolygonF) for _, drawn in self._paths)
+        self._kept = kept if finite and len(self._paths) == len(columns) else None
+
+    def _move_on(self, new: _Kept) -> bool:
+        """Following live, each redraw reads the range a second on: the same points but the first
+        few, and a new one. The kept polylines lose the points gone from the front and take the
+        new ones at the end, rather than every line being built anew from all of its points each
+        second. Only where the result is the very polyline a rebuild would make (the readings both
+        have in common are equal, every value is finite); whether it did."""
+        old = self._kept
+        if old is None or old.pens != new.pens or old.shown != new.shown or not len(new.times):
+            return False
+        gone = int(np.searchsorted(old.times, new.times[0]))
+        common = min(len(old.times) - gone, len(new.times))
+        if gone >= len(old.times) or old.times[gone] != new.times[0]:
+            return False
+        if not np.array_equal(old.times[gone : gone + common], new.times[:common]):
+            return False
+        # The last bucket is rewritten while it is open: lines keep what is equal, up to where they part.
+        differ = np.flatnonzero((old.values[gone : gone + common] != new.values[:common]).any(axis=1))
+        same = int(differ[0]) if len(differ) else common
+        if len(new.times) - same > MOVE_ON_MAX_POINTS or not np.isfinite(new.values[same:]).all():
+            return False
+        dropped = len(old.times) - gone - same  # from the end: points that changed
+        times = new.times[same:].tolist()
+        for (_, polyline), column in zip(self._paths, new.values.T, strict=True):
+            assert isinstance(polyline, QPolygonF)
+            polyline.remove(0, gone)
+            if dropped:
+                polyline.remove(same, dropped)
+            for t, v in zip(times, column[same:].tolist(), strict=True):
+                polyline.append(QPointF(t, v))
+        return True
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
         """A (times, values) pair per line, or None for a hidden one."""
@@ -317,17 +360,22 @@ class Lines(pg.GraphicsObject):
         data: Sequence[tuple[np.ndarray, np.ndarray] | None],
         pens: Sequence[QPen],
         bounds: tuple[float, float, float, float] | None,
+        built: bool = False,
     ) -> None:
+        """``built``: the lines' polylines are already those of ``data`` (_move_on)."""
         self.prepareGeometryChange()
+        self._rect = None
         self.data = list(data)
-        # Paths are built once per data change; a moving view only changes the painter's transform.
-        drawn = [
-            (column, pen, line)
-            for column, (pen, line) in enumerate(zip(pens, self.data, strict=True))
-            if line is not None and len(line[0]) > 1
-        ]
-        self._paths = [(pen, pg.arrayToQPath(line[0], line[1], connect="finite")) for _, pen, line in drawn]
-        self._columns = [column for column, _, _ in drawn]
+        self._kept = None
+        if not built:
+            # Built once per data change; a moving view only changes the painter's transform.
+            drawn = [
+                (column, pen, line)
+                for column, (pen, line) in enumerate(zip(pens, self.data, strict=True))
+                if line is not None and len(line[0]) > 1
+            ]
+            self._paths = [(pen, _drawn(*line)) for _, pen, line in drawn]
+            self._columns = [column for column, _, _ in drawn]
         values_before = self._bounds[2:] if self._bounds is not None else None
         self._bounds = bounds
         # The view box fits its value range to the new bounds at its next paint: told by Qt's
@@ -360,7 +408,16 @@ class Lines(pg.GraphicsObject):
             return None, None
         return self._bounds[:2] if ax == 0 else self._bounds[2:]
 
+    def viewTransformChanged(self) -> None:  # noqa: N802 - pyqtgraph's hook
+        self._rect = None  # its pixel around the data is another size now
+
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        # Kept: Qt asks a dozen times a paint, and working out the pixel's size took a fifth of the paint.
+        if self._rect is None:
+            self._rect = self._bounding_rect()
+        return self._rect
+
+    def _bounding_rect(self) -> QRectF:
         if self._bounds is None:
             return QRectF()
         x0, x1, y0, y1 = self._bounds
@@ -389,10 +446,41 @@ class Lines(pg.GraphicsObject):
                 last.append((pen, path))
                 continue
             painter.setPen(pen)
-            painter.drawPath(path)
+            _draw(painter, path)
         for pen, path in last:
             painter.setPen(pen)
-            painter.drawPath(path)
+            _draw(painter, path)
+
+
+def _drawn(times: np.ndarray, values: np.ndarray) -> QPolygonF | QPainterPath:
+    """What draws one line: a polyline where every value is finite, else a path broken at the gaps."""
+    if not np.isfinite(values).all():
+        return pg.arrayToQPath(times, values, connect="finite")
+    polyline = pg.functions.create_qpolygonf(len(times))
+    points = pg.functions.ndarray_from_qpolygonf(polyline)
+    points[:, 0] = times
+    points[:, 1] = values
+    return polyline
+
+
+def _draw(painter: QPainter, drawn: QPolygonF | QPainterPath) -> None:
+    if isinstance(drawn, QPolygonF):
+        painter.drawPolyline(drawn)
+    else:
+        painter.drawPath(drawn)
+
+
+@dataclass(frozen=True)
+class _Kept:
+    """What Lines.set_lines last drew: the times, the values of the lines shown, and how."""
+
+    times: np.ndarray
+    values: np.ndarray  # a column per line shown
+    pens: tuple[QPen, ...]
+    shown: tuple[bool, ...]
+
+
+MOVE_ON_MAX_POINTS = 64  # new points past which a line is built anew rather than moved on
 
 
 # Steps of the time grid, in seconds: the first that leaves GRID_SPACING_PX between lines.
@@ -483,6 +571,7 @@ class Panel:
         self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
         self.markers: list[pg.InfiniteLine] = []
         self.limits: list[pg.InfiniteLine] = []  # fixed limits, horizontal (set_limits)
+        self._limits_shown: tuple[tuple[tuple[float, str], ...], int] | None = None  # (limits, colour)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
@@ -537,6 +626,10 @@ class Panel:
             line.label._GraphicsObject__inform_view_on_changes = False
             self.plot.addItem(line)
             self.limits.append(line)
+        wanted = (tuple(limits), colour.rgba())
+        if wanted == self._limits_shown:
+            return  # as shown: set again, each label was laid out anew every second
+        self._limits_shown = wanted
         names = " · ".join(text for _, text in limits)
         for k, line in enumerate(self.limits):
             line.setVisible(k < len(limits))
