@@ -284,9 +284,7 @@ class Lines(pg.GraphicsObject):
     def __init__(self) -> None:
         super().__init__()
         self.data: list[tuple[np.ndarray, np.ndarray] | None] = []  # per line: (times, values), None: hidden
-        # Per line drawn: its pen and its points, a polyline where every value is finite, else a
-        # path broken at the gaps (Qt draws a polyline and the path of one the same, pixel for pixel).
-        self._paths: list[tuple[QPen, QPolygonF | QPainterPath]] = []
+        self._paths: list[tuple[QPen, _Line]] = []  # per line drawn: its pen and its points
         self._columns: list[int] = []  # the line (GPU column) each of _paths draws
         self.emphasis = -1  # a line drawn wider, the others faint (the GPU under the cursor); -1: none
         self._bounds: tuple[float, float, float, float] | None = None  # x0, x1, y0, y1 of what is shown
@@ -304,43 +302,52 @@ class Lines(pg.GraphicsObject):
             bounds = (float(xs[0]), float(xs[-1]), y0, y1) if math.isfinite(y0) else None  # NaN: none finite
         data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
         kept = _Kept(xs, values, tuple(pens), tuple(shown))
-        if self._move_on(kept):
-            self._set(data, pens, bounds, built=True)
-        else:
-            self._set(data, pens, bounds)
-        # Kept only where every line is a polyline: the only lines that _move_on moves on.
-        finite = all(isinstance(drawn, QPolygonF) for _, drawn in self._paths)
-        self._kept = kept if finite and len(self._paths) == len(columns) else None
+        self._set(data, pens, bounds, built=self._move_on(kept))
+        if len(self._paths) == len(columns):  # every line shown is drawn: _move_on can move them on
+            self._kept = kept
 
     def _move_on(self, new: _Kept) -> bool:
-        """Following live, each redraw reads the range a second on: the same points but the first
-        few, and a new one. The kept polylines lose the points gone from the front and take the
-        new ones at the end, rather than every line being built anew from all of its points each
-        second. Only where the result is the very polyline a rebuild would make (the readings both
-        have in common are equal, every value is finite); whether it did."""
+        """Following live, each redraw reads the range a second on: the readings of the last one
+        but the first few, and a new one. The kept polylines lose the points gone from the front
+        and take the new ones at the end, rather than every line being built anew from all its
+        points each second; each ends as the very polyline a rebuild would make, and a line that
+        cannot (a gap, a change before the end) is built anew alone. Whether the lines are now
+        those of ``new``."""
         old = self._kept
-        if old is None or old.pens != new.pens or old.shown != new.shown or not len(new.times):
+        count = len(new.times)
+        if old is None or old.pens != new.pens or old.shown != new.shown or count < 2:
             return False
-        gone = int(np.searchsorted(old.times, new.times[0]))
-        common = min(len(old.times) - gone, len(new.times))
+        gone = int(np.searchsorted(old.times, new.times[0]))  # rows gone from the front
         if gone >= len(old.times) or old.times[gone] != new.times[0]:
             return False
+        common = min(len(old.times) - gone, count)
         if not np.array_equal(old.times[gone : gone + common], new.times[:common]):
             return False
-        # The last bucket is rewritten while it is open: lines keep what is equal, up to where they part.
-        differ = np.flatnonzero((old.values[gone : gone + common] != new.values[:common]).any(axis=1))
-        same = int(differ[0]) if len(differ) else common
-        if len(new.times) - same > MOVE_ON_MAX_POINTS or not np.isfinite(new.values[same:]).all():
+        # The last bucket is rewritten while it is open: the readings are kept up to where they part.
+        before, now = old.values[gone : gone + common], new.values[:common]
+        parted = np.flatnonzero(((before != now) & ~(np.isnan(before) & np.isnan(now))).any(axis=1))
+        same = int(parted[0]) if len(parted) else common  # rows equal in both
+        if count - same > MOVE_ON_MAX_POINTS:
             return False
-        dropped = len(old.times) - gone - same  # from the end: points that changed
-        times = new.times[same:].tolist()
-        for (_, polyline), column in zip(self._paths, new.values.T, strict=True):
+        times = new.times.tolist()
+        for k, (_, line) in enumerate(self._paths):
+            values = new.values[:, k]
+            first = count - int(np.count_nonzero(np.isfinite(values)))  # missing only before it, or a gap
+            polyline = line.drawn
+            start = line.first - gone  # the row of the polyline's first point now (< 0: gone)
+            size = polyline.size() if isinstance(polyline, QPolygonF) else 0
+            end = min(start + size, same)  # the points kept run from its first reading to this row
+            if line.first < 0 or not np.isfinite(values[first:]).all() or max(start, first) != first or first >= end:
+                self._paths[k] = (self._paths[k][0], _Line.of(new.times, values))
+                continue
             assert isinstance(polyline, QPolygonF)
-            polyline.remove(0, gone)
-            if dropped:
-                polyline.remove(same, dropped)
-            for t, v in zip(times, column[same:].tolist(), strict=True):
-                polyline.append(QPointF(t, v))
+            if first > start:
+                polyline.remove(0, first - start)
+            if start + size > end:
+                polyline.remove(end - first, start + size - end)
+            for row in range(end, count):
+                polyline.append(QPointF(times[row], float(values[row])))
+            line.first = first
         return True
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
@@ -362,7 +369,7 @@ class Lines(pg.GraphicsObject):
         bounds: tuple[float, float, float, float] | None,
         built: bool = False,
     ) -> None:
-        """``built``: the lines' polylines are already those of ``data`` (_move_on)."""
+        """``built``: the lines drawn are already those of ``data`` (_move_on)."""
         self.prepareGeometryChange()
         self._rect = None
         self.data = list(data)
@@ -374,7 +381,7 @@ class Lines(pg.GraphicsObject):
                 for column, (pen, line) in enumerate(zip(pens, self.data, strict=True))
                 if line is not None and len(line[0]) > 1
             ]
-            self._paths = [(pen, _drawn(*line)) for _, pen, line in drawn]
+            self._paths = [(pen, _Line.of(*line)) for _, pen, line in drawn]
             self._columns = [column for column, _, _ in drawn]
         values_before = self._bounds[2:] if self._bounds is not None else None
         self._bounds = bounds
@@ -446,28 +453,42 @@ class Lines(pg.GraphicsObject):
                 last.append((pen, path))
                 continue
             painter.setPen(pen)
-            _draw(painter, path)
+            path.draw(painter)
         for pen, path in last:
             painter.setPen(pen)
-            _draw(painter, path)
+            path.draw(painter)
 
 
-def _drawn(times: np.ndarray, values: np.ndarray) -> QPolygonF | QPainterPath:
-    """What draws one line: a polyline where every value is finite, else a path broken at the gaps."""
-    if not np.isfinite(values).all():
-        return pg.arrayToQPath(times, values, connect="finite")
-    polyline = pg.functions.create_qpolygonf(len(times))
-    points = pg.functions.ndarray_from_qpolygonf(polyline)
-    points[:, 0] = times
-    points[:, 1] = values
-    return polyline
+class _Line:
+    """How one line is drawn. Where its values are missing only before its first reading (every
+    value, or a history younger than the range), a polyline from that reading on: Qt draws it as
+    it draws pyqtgraph's path of the line, pixel for pixel, and Lines._move_on can move it on.
+    Else pyqtgraph's path, broken at the gaps."""
 
+    __slots__ = ("drawn", "first")
 
-def _draw(painter: QPainter, drawn: QPolygonF | QPainterPath) -> None:
-    if isinstance(drawn, QPolygonF):
-        painter.drawPolyline(drawn)
-    else:
-        painter.drawPath(drawn)
+    def __init__(self, drawn: QPolygonF | QPainterPath, first: int) -> None:
+        self.drawn = drawn
+        self.first = first  # the row of the polyline's first point; -1: a path
+
+    @classmethod
+    def of(cls, times: np.ndarray, values: np.ndarray) -> _Line:
+        first = len(values) - int(np.count_nonzero(np.isfinite(values)))
+        if not np.isfinite(values[first:]).all():
+            return cls(pg.arrayToQPath(times, values, connect="finite"), -1)
+        if first == len(values):
+            return cls(QPolygonF(), first)  # none yet (pyqtgraph's view of an empty one is read-only)
+        polyline = pg.functions.create_qpolygonf(len(times) - first)
+        points = pg.functions.ndarray_from_qpolygonf(polyline)
+        points[:, 0] = times[first:]
+        points[:, 1] = values[first:]
+        return cls(polyline, first)
+
+    def draw(self, painter: QPainter) -> None:
+        if isinstance(self.drawn, QPainterPath):
+            painter.drawPath(self.drawn)
+        elif self.drawn.size() > 1:  # one point: no line, as in pyqtgraph's path
+            painter.drawPolyline(self.drawn)
 
 
 @dataclass(frozen=True)
