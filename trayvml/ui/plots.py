@@ -169,6 +169,10 @@ DATED_STEPS_S = (3600, 3 * 3600, 6 * 3600, 12 * 3600, 86400, 2 * 86400, 7 * 8640
 DATED_LABEL_GAP_PX = 24
 
 
+_TIME_LABEL_FLAGS = Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop | Qt.TextFlag.TextDontClip
+TEXT_SIZES_KEPT = 512  # labels' sizes kept (TimeAxis._text_size)
+
+
 class TimeAxis(pg.DateAxisItem):
     """pyqtgraph's date axis, but dated on long ranges: at 7 days its ticks read "18", "19", day
     numbers that looked like hours. From about a day up each tick names its weekday, and its time
@@ -208,6 +212,96 @@ class TimeAxis(pg.DateAxisItem):
                 return
             picture = self.picture = shared[1]
         picture.play(painter)
+
+    def generateDrawSpecs(self, p: QPainter) -> tuple[object, list[object], list[object]] | None:  # noqa: N802
+        """pyqtgraph's, for what this axis is (at the bottom, one level of ticks, no grid), with each
+        label's size kept by its text: following live it is worked out every second, and pyqtgraph's
+        general one took about 0.35 ms of Python (the same specifications: tested against it)."""
+        style = self.style
+        alpha = style["tickAlpha"]
+        if (
+            self.orientation != "bottom"
+            or self._tickLevels is not None
+            or self.grid is not False
+            or tuple(style["stopAxisAtTick"]) != (False, False)
+            or not style["showValues"]
+            or style["maxTextLevel"] < 0
+            or not (alpha is None or isinstance(alpha, float) or (isinstance(alpha, int) and 0 <= alpha <= 255))
+        ):
+            return super().generateDrawSpecs(p)
+        if style["tickFont"] is not None:
+            p.setFont(style["tickFont"])
+        self.fontMetrics = p.fontMetrics()  # as DateAxisItem's
+        bounds = self.mapRectFromParent(self.geometry())
+        span = (bounds.topLeft() + pg.Point(-1.0, 1.0), bounds.topRight() + pg.Point(1.0, 1.0))
+        ends = [self.mapToDevice(point) for point in span]
+        if None in ends:
+            return None
+        length_px = pg.Point(ends[1] - ends[0]).length()
+        if length_px == 0:
+            return None
+        levels = self.tickValues(self.range[0], self.range[1], length_px)
+        if len(levels) != 1:
+            return super().generateDrawSpecs(p)
+        low, high = self.range
+        if high == low:
+            scale, offset = 1.0, 0.0
+        else:
+            scale = bounds.width() / (high - low)
+            offset = low * scale
+        x_min, x_max = sorted((low * scale - offset, high * scale - offset))
+        tick_pen = self.tickPen()
+        if tick_pen.brush().style() == Qt.BrushStyle.SolidPattern:
+            if alpha is None:
+                alpha = 255.0
+            elif isinstance(alpha, float):
+                alpha = min(255, max(0, round(alpha * 255)))
+            tick_pen = QPen(tick_pen)
+            colour = QColor(tick_pen.color())
+            colour.setAlpha(int(alpha))
+            tick_pen.setColor(colour)
+        top = bounds.top()
+        tick_px = style["tickLength"] / 1.0
+        spacing, values = levels[0]
+        positions: list[float | None] = []
+        ticks: list[object] = []
+        for value in values:
+            x = value * scale - offset
+            if x < x_min or x > x_max:
+                positions.append(None)
+                continue
+            positions.append(x)
+            ticks.append((tick_pen, QPointF(x, top), QPointF(x, top + tick_px)))
+        texts: list[object] = []
+        strings = self.tickStrings(values, self.autoSIPrefixScale * self.scale, spacing)
+        tallest = 0.0
+        if strings:
+            font = p.font().key()
+            sizes = [None if positions[j] is None else self._text_size(p, font, text) for j, text in enumerate(strings)]
+            tallest = max((size[1] for size in sizes if size is not None), default=0.0)
+            below = top + max(0, style["tickLength"]) + style["tickTextOffset"][1]
+            inside = self.boundingRect()
+            for at, size, text in zip(positions, sizes, strings, strict=False):
+                if at is None or size is None:
+                    continue
+                rect = QRectF(at - size[0] / 2.0, below, size[0], size[1])
+                if inside & rect == rect:  # pyqtgraph leaves out a label that would stick out
+                    texts.append((rect, _TIME_LABEL_FLAGS, text))
+        self._updateMaxTextSize(tallest)
+        return (self.pen(), span[0], span[1]), ticks, texts
+
+    _text_sizes: ClassVar[dict[tuple[str, str], tuple[float, float]]] = {}
+
+    def _text_size(self, p: QPainter, font: str, text: str) -> tuple[float, float]:
+        """A label's width and height as pyqtgraph measures it (its bounding rect, four fifths as high)."""
+        key = (font, text)
+        size = TimeAxis._text_sizes.get(key)
+        if size is None:
+            if len(TimeAxis._text_sizes) > TEXT_SIZES_KEPT:
+                TimeAxis._text_sizes.clear()  # following live, every new time is a new text
+            rect = p.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter, text)
+            size = TimeAxis._text_sizes[key] = (rect.width(), rect.height() * 0.8)
+        return size
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
         """Round local times as far apart as a label needs. pyqtgraph's own choice left a narrow panel
