@@ -4,11 +4,13 @@ exactly what a rebuild from the same data would draw."""
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import pyqtgraph as pg
 import pytest
 from PySide6.QtCore import Qt
-from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QPolygonF, QTransform
+from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QTransform
 
 from tests.ui_helpers import filled_history, shown_window
 from trayvml.ui.plots import Lines
@@ -17,19 +19,24 @@ COLUMNS = 4
 
 
 def _line_ids(window) -> set[int]:  # type: ignore[no-untyped-def]
-    """Which polylines and paths a window's GPU page draws now (to tell one kept from one rebuilt)."""
-    return {id(line.drawn) for panel in window.gpu_page.panels for lines in panel.lines for _, line in lines._paths}
+    """Which kept points a window's GPU page draws now (to tell a line moved on from one rebuilt)."""
+    return {id(line.points) for panel in window.gpu_page.panels for lines in panel.lines for _, line in lines._paths}
 
 
-def _drawn(lines: Lines) -> list[tuple[int, object]]:
-    """Each line drawn, as its points (a polyline) or its path: comparable between two items."""
-    out: list[tuple[int, object]] = []
+def _drawn(lines: Lines) -> list[tuple[object, ...]]:
+    """Each line drawn: its column, first row, points (NaN as a string: comparable) and path."""
+    out: list[tuple[object, ...]] = []
     for column, (_, line) in zip(lines._columns, lines._paths, strict=True):
-        if isinstance(line.drawn, QPolygonF):
-            out.append((column, ("polyline", line.first, [(p.x(), p.y()) for p in line.drawn])))
-        else:
-            elements = [line.drawn.elementAt(k) for k in range(line.drawn.elementCount())]
-            out.append((column, ("path", [(e.x, e.y) for e in elements])))
+        points = [(p.x(), "nan" if math.isnan(p.y()) else p.y()) for p in line.points]
+        path = line.path
+        elements = (
+            None
+            if path is None
+            else [
+                (path.elementAt(k).type, path.elementAt(k).x, path.elementAt(k).y) for k in range(path.elementCount())
+            ]
+        )
+        out.append((column, line.first, points, elements))
     return out
 
 
@@ -61,9 +68,9 @@ def test_lines_moved_on_are_the_lines_a_rebuild_draws(qtbot, seed: int) -> None:
     moving = Lines()
     polylines_kept = 0
     for times, rows in _steps(seed):
-        before = {id(line.drawn) for _, line in moving._paths}
+        before = {id(line.points) for _, line in moving._paths}
         moving.set_lines(times, rows, pens, shown)
-        polylines_kept += sum(id(line.drawn) in before for _, line in moving._paths)
+        polylines_kept += sum(id(line.points) in before for _, line in moving._paths)
         fresh = Lines()
         fresh.set_lines(times, rows, pens, shown)
         assert _drawn(moving) == _drawn(fresh)
@@ -104,32 +111,43 @@ def _image(draw) -> QImage:  # type: ignore[no-untyped-def]
     return image
 
 
-@pytest.mark.parametrize("missing_before", [0, 1, 4, 150, 298, 299])
-def test_a_polyline_is_drawn_as_pyqtgraphs_path_of_the_line(qtbot, missing_before: int) -> None:
-    """pyqtgraph's path joins a gap's sides differently from two polylines, so only lines whose
-    readings are missing before the first are polylines: those must look as the path, pixel for pixel."""
-    rng = np.random.default_rng(missing_before)
+GAPS = {
+    "none": [],
+    "before the first": list(range(150)),
+    "one": [117],
+    "a few (pyqtgraph's own path for under 2 %)": [3, 150, 297],
+    "many (pyqtgraph's path by connections)": list(range(5, 300, 9)),
+    "every other (lone points)": list(range(0, 300, 2)),
+    "at both ends": [0, 1, 2, 298, 299],
+    "all but the last": list(range(299)),
+}
+
+
+@pytest.mark.parametrize("gaps", GAPS)
+def test_a_line_is_drawn_as_pyqtgraphs_path_of_it(qtbot, gaps: str) -> None:
+    """pyqtgraph's path of a line draws the point before a gap twice, which Qt draws differently from
+    a line that ends there: a line with readings missing must look as the path, pixel for pixel."""
+    rng = np.random.default_rng(len(GAPS[gaps]))
     times = np.arange(300, dtype=np.float64)
     values = (rng.random(300) * 100).astype(np.float32).astype(np.float64)
-    values[:missing_before] = np.nan
+    values[GAPS[gaps]] = np.nan
     for style in (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine):
         for width in (1.0, 2.5):
             pen = pg.mkPen((200, 40, 40), width=width, style=style)
             lines = Lines()
             lines.set_lines(times, values[:, None], [pen], [True])
-            assert all(isinstance(line.drawn, QPolygonF) for _, line in lines._paths)
 
-            def polyline(painter: QPainter, lines: Lines = lines, pen=pen) -> None:  # type: ignore[no-untyped-def]
+            def ours(painter: QPainter, lines: Lines = lines, pen=pen) -> None:  # type: ignore[no-untyped-def]
                 painter.setPen(pen)
                 for _, line in lines._paths:
                     line.draw(painter)
 
-            def path(painter: QPainter, pen=pen) -> None:  # type: ignore[no-untyped-def]
+            def pyqtgraphs(painter: QPainter, pen=pen) -> None:  # type: ignore[no-untyped-def]
                 painter.setPen(pen)
                 drawn: QPainterPath = pg.arrayToQPath(times, values, connect="finite")
                 painter.drawPath(drawn)
 
-            assert _image(polyline) == _image(path), (style, width)
+            assert _image(ours) == _image(pyqtgraphs), (style, width)
 
 
 def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:

@@ -404,9 +404,8 @@ class Lines(pg.GraphicsObject):
         """Following live, each redraw reads the range a second on: the readings of the last one
         but the first few, and a new one. The kept polylines lose the points gone from the front
         and take the new ones at the end, rather than every line being built anew from all its
-        points each second; each ends as the very polyline a rebuild would make, and a line that
-        cannot (a gap, a change before the end) is built anew alone. Whether the lines are now
-        those of ``new``."""
+        points each second (pyqtgraph's path of a line with a gap took 25 µs a line); each ends as
+        the very line a rebuild would make. Whether the lines are now those of ``new``."""
         old = self._kept
         count = len(new.times)
         if old is None or old.pens != new.pens or old.shown != new.shown or count < 2:
@@ -426,22 +425,22 @@ class Lines(pg.GraphicsObject):
         times = new.times.tolist()
         for k, (_, line) in enumerate(self._paths):
             values = new.values[:, k]
-            first = count - int(np.count_nonzero(np.isfinite(values)))  # missing only before it, or a gap
-            polyline = line.drawn
-            start = line.first - gone  # the row of the polyline's first point now (< 0: gone)
-            size = polyline.size() if isinstance(polyline, QPolygonF) else 0
+            finite = np.isfinite(values)
+            first = int(np.argmax(finite)) if finite.any() else count
+            start = line.first - gone  # the row of the line's first point now (< 0: gone)
+            size = line.points.size()
             end = min(start + size, same)  # the points kept run from its first reading to this row
-            if line.first < 0 or not np.isfinite(values[first:]).all() or max(start, first) != first or first >= end:
+            if max(start, first) != first or first >= end:
                 self._paths[k] = (self._paths[k][0], _Line.of(new.times, values))
                 continue
-            assert isinstance(polyline, QPolygonF)
             if first > start:
-                polyline.remove(0, first - start)
+                line.points.remove(0, first - start)
             if start + size > end:
-                polyline.remove(end - first, start + size - end)
+                line.points.remove(end - first, start + size - end)
             for row in range(end, count):
-                polyline.append(QPointF(times[row], float(values[row])))
+                line.points.append(QPointF(times[row], float(values[row])))
             line.first = first
+            line.shape(finite[first:])
         return True
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
@@ -554,35 +553,51 @@ class Lines(pg.GraphicsObject):
 
 
 class _Line:
-    """How one line is drawn. Where its values are missing only before its first reading (every
-    value, or a history younger than the range), a polyline from that reading on: Qt draws it as
-    it draws pyqtgraph's path of the line, pixel for pixel, and Lines._move_on can move it on.
-    Else pyqtgraph's path, broken at the gaps."""
+    """How one line is drawn: its points from its first reading on (those missing before it left
+    out), kept so that Lines._move_on can move them on; drawn as a polyline, or where readings
+    are missing after the first, as a path of the runs between the gaps built as pyqtgraph builds
+    its own (the point before each gap twice). Qt draws either as pyqtgraph's path of the line,
+    pixel for pixel (tested)."""
 
-    __slots__ = ("drawn", "first")
+    __slots__ = ("first", "path", "points")
 
-    def __init__(self, drawn: QPolygonF | QPainterPath, first: int) -> None:
-        self.drawn = drawn
-        self.first = first  # the row of the polyline's first point; -1: a path
+    def __init__(self, points: QPolygonF, first: int, finite: np.ndarray) -> None:
+        self.points = points  # NaN where a reading is missing
+        self.first = first  # the row of the first point
+        self.path: QPainterPath | None = None
+        self.shape(finite)
 
     @classmethod
     def of(cls, times: np.ndarray, values: np.ndarray) -> _Line:
-        first = len(values) - int(np.count_nonzero(np.isfinite(values)))
-        if not np.isfinite(values[first:]).all():
-            return cls(pg.arrayToQPath(times, values, connect="finite"), -1)
+        finite = np.isfinite(values)
+        first = int(np.argmax(finite)) if finite.any() else len(values)
         if first == len(values):
-            return cls(QPolygonF(), first)  # none yet (pyqtgraph's view of an empty one is read-only)
-        polyline = pg.functions.create_qpolygonf(len(times) - first)
-        points = pg.functions.ndarray_from_qpolygonf(polyline)
-        points[:, 0] = times[first:]
-        points[:, 1] = values[first:]
-        return cls(polyline, first)
+            return cls(QPolygonF(), first, finite[first:])  # (pyqtgraph's view of an empty one is read-only)
+        points = pg.functions.create_qpolygonf(len(values) - first)
+        array = pg.functions.ndarray_from_qpolygonf(points)
+        array[:, 0] = times[first:]
+        array[:, 1] = values[first:]
+        return cls(points, first, finite[first:])
+
+    def shape(self, finite: np.ndarray) -> None:
+        """The path of the runs between gaps (``finite``: which points are readings); none where
+        there is no gap (the polyline is drawn)."""
+        if finite.all():
+            self.path = None
+            return
+        edges = np.flatnonzero(np.diff(finite.astype(np.int8), prepend=0, append=0))
+        self.path = QPainterPath()
+        for start, end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
+            run = self.points.mid(start, end - start)
+            if end < len(finite):
+                run.append(run[end - start - 1])  # added by lineTo, a point equal to the last is dropped
+            self.path.addPolygon(run)
 
     def draw(self, painter: QPainter) -> None:
-        if isinstance(self.drawn, QPainterPath):
-            painter.drawPath(self.drawn)
-        elif self.drawn.size() > 1:  # one point: no line, as in pyqtgraph's path
-            painter.drawPolyline(self.drawn)
+        if self.path is not None:
+            painter.drawPath(self.path)
+        elif self.points.size() > 1:  # one point: no line, as in pyqtgraph's path
+            painter.drawPolyline(self.points)
 
 
 @dataclass(frozen=True)
