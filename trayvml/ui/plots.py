@@ -422,11 +422,14 @@ class Lines(pg.GraphicsObject):
         same = int(parted[0]) if len(parted) else common  # rows equal in both
         if count - same > MOVE_ON_MAX_POINTS:
             return False
-        times = new.times.tolist()
+        times = new.times[same:].tolist()
+        finite = np.isfinite(new.values)
+        readings = np.count_nonzero(finite, axis=0)
+        firsts = np.where(readings > 0, np.argmax(finite, axis=0), count).tolist()
+        gaps = (count - np.asarray(firsts) != readings).tolist()  # readings missing after the first
         for k, (_, line) in enumerate(self._paths):
             values = new.values[:, k]
-            finite = np.isfinite(values)
-            first = int(np.argmax(finite)) if finite.any() else count
+            first = firsts[k]
             start = line.first - gone  # the row of the line's first point now (< 0: gone)
             size = line.points.size()
             end = min(start + size, same)  # the points kept run from its first reading to this row
@@ -438,9 +441,9 @@ class Lines(pg.GraphicsObject):
             if start + size > end:
                 line.points.remove(end - first, start + size - end)
             for row in range(end, count):
-                line.points.append(QPointF(times[row], float(values[row])))
+                line.points.append(QPointF(times[row - same], float(values[row])))
             line.first = first
-            line.shape(finite[first:])
+            line.shape(new.times[first:], values[first:], gaps[k])
         return True
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
@@ -554,50 +557,49 @@ class Lines(pg.GraphicsObject):
 
 class _Line:
     """How one line is drawn: its points from its first reading on (those missing before it left
-    out), kept so that Lines._move_on can move them on; drawn as a polyline, or where readings
-    are missing after the first, as a path of the runs between the gaps built as pyqtgraph builds
-    its own (the point before each gap twice). Qt draws either as pyqtgraph's path of the line,
-    pixel for pixel (tested)."""
+    out), kept so that Lines._move_on can move them on; drawn as a polyline, which Qt draws as
+    pyqtgraph's path of the line pixel for pixel (tested), or where readings are missing after
+    the first, as pyqtgraph's path."""
 
     __slots__ = ("first", "path", "points")
 
-    def __init__(self, points: QPolygonF, first: int, finite: np.ndarray) -> None:
+    def __init__(self, points: QPolygonF, first: int, times: np.ndarray, values: np.ndarray) -> None:
         self.points = points  # NaN where a reading is missing
         self.first = first  # the row of the first point
         self.path: QPainterPath | None = None
-        self.shape(finite)
+        self.shape(times, values)
 
     @classmethod
     def of(cls, times: np.ndarray, values: np.ndarray) -> _Line:
         finite = np.isfinite(values)
         first = int(np.argmax(finite)) if finite.any() else len(values)
         if first == len(values):
-            return cls(QPolygonF(), first, finite[first:])  # (pyqtgraph's view of an empty one is read-only)
-        points = pg.functions.create_qpolygonf(len(values) - first)
-        array = pg.functions.ndarray_from_qpolygonf(points)
-        array[:, 0] = times[first:]
-        array[:, 1] = values[first:]
-        return cls(points, first, finite[first:])
+            return cls(QPolygonF(), first, times[:0], values[:0])  # (pyqtgraph's view of an empty one is read-only)
+        return cls(_polyline(times[first:], values[first:]), first, times[first:], values[first:])
 
-    def shape(self, finite: np.ndarray) -> None:
-        """The path of the runs between gaps (``finite``: which points are readings); none where
-        there is no gap (the polyline is drawn)."""
-        if finite.all():
-            self.path = None
-            return
-        edges = np.flatnonzero(np.diff(finite.astype(np.int8), prepend=0, append=0))
-        self.path = QPainterPath()
-        for start, end in zip(edges[::2].tolist(), edges[1::2].tolist(), strict=True):
-            run = self.points.mid(start, end - start)
-            if end < len(finite):
-                run.append(run[end - start - 1])  # added by lineTo, a point equal to the last is dropped
-            self.path.addPolygon(run)
+    def shape(self, times: np.ndarray, values: np.ndarray, gaps: bool | None = None) -> None:
+        """pyqtgraph's path of the line where readings are missing after the first (its ``times``
+        and ``values`` from the first reading on); none where none are (the polyline is drawn).
+        Built anew each time: it has the point before each gap twice, which Qt draws differently
+        from a line that ends there, and a path cannot lose its first points. ``gaps``: whether
+        readings are missing, where the caller knows."""
+        if gaps is None:
+            gaps = not np.isfinite(values).all()
+        self.path = pg.arrayToQPath(times, values, connect="finite") if gaps else None
 
     def draw(self, painter: QPainter) -> None:
         if self.path is not None:
             painter.drawPath(self.path)
         elif self.points.size() > 1:  # one point: no line, as in pyqtgraph's path
             painter.drawPolyline(self.points)
+
+
+def _polyline(times: np.ndarray, values: np.ndarray) -> QPolygonF:
+    polyline = pg.functions.create_qpolygonf(len(times))
+    points = pg.functions.ndarray_from_qpolygonf(polyline)
+    points[:, 0] = times
+    points[:, 1] = values
+    return polyline
 
 
 @dataclass(frozen=True)
