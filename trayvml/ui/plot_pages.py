@@ -148,6 +148,9 @@ class PlotPage(QScrollArea):
                 # Ticks carry their unit (UnitAxis) and no axis has a label to put a prefix in:
                 # left on, pyqtgraph rewrote the hidden label's HTML at every change of range.
                 plot.getAxis(name).enableAutoSIPrefix(False)
+            for name in ("top", "right"):
+                # Never shown, yet linked to the view: each move rewrote their hidden labels' HTML.
+                plot.getAxis(name).unlinkFromView()
             plot.getViewBox().setLimits(yMin=0 if not spec.strip else -0.5)
             if spec.strip:
                 plot.getAxis("left").setWidth(value_axis_width_px())

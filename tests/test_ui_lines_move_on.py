@@ -1,0 +1,183 @@
+"""Following live, a panel's lines are moved on (the points gone from the front dropped, the new
+ones appended) rather than built anew each second (PERFORMANCE.md P14): what is drawn must be
+exactly what a rebuild from the same data would draw."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pyqtgraph as pg
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor, QImage, QPainter, QPainterPath, QTransform
+
+from tests.ui_helpers import filled_history, shown_window
+from trayvml.ui.plots import Lines
+
+COLUMNS = 4
+
+
+def _line_ids(window) -> set[int]:  # type: ignore[no-untyped-def]
+    """Which kept points a window's GPU page draws now (to tell a line moved on from one rebuilt)."""
+    return {id(line.points) for panel in window.gpu_page.panels for lines in panel.lines for _, line in lines._paths}
+
+
+def _drawn(lines: Lines) -> list[tuple[object, ...]]:
+    """Each line drawn: its column, first row, points (NaN as a string: comparable) and path."""
+    out: list[tuple[object, ...]] = []
+    for column, (_, line) in zip(lines._columns, lines._paths, strict=True):
+        points = [(p.x(), "nan" if math.isnan(p.y()) else p.y()) for p in line.points]
+        path = line.path
+        elements = (
+            None
+            if path is None
+            else [
+                (path.elementAt(k).type, path.elementAt(k).x, path.elementAt(k).y) for k in range(path.elementCount())
+            ]
+        )
+        out.append((column, line.first, points, elements))
+    return out
+
+
+def _steps(seed: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Seconds of a 60-row window moving on over a history that begins inside it (missing
+    readings before), with an open last bucket rewritten, a reading that comes late, and a gap."""
+    rng = np.random.default_rng(seed)
+    values = (rng.random((400, COLUMNS)) * 100).astype(np.float32)
+    values[:30] = np.nan  # before the history began
+    values[200, 1] = np.nan  # a gap in one line
+    steps = []
+    for end in range(20, 260):  # from a range with no reading at all
+        times = np.arange(end - 60, end, dtype=np.float64)
+        rows = values[np.clip(times.astype(int), 0, None)].copy()
+        rows[times < 0] = np.nan
+        if end % 7 == 0:
+            rows[-1] += 0.5  # the open bucket, rewritten by a later reading
+        if end % 11 == 0:
+            rows = rows[:-1]  # the newest bucket has no reading yet
+            times = times[:-1]
+        steps.append((times, rows))
+    return steps
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+def test_lines_moved_on_are_the_lines_a_rebuild_draws(qtbot, seed: int) -> None:
+    pens = [pg.mkPen(k) for k in range(COLUMNS)]
+    shown = [True, True, False, True]
+    moving = Lines()
+    polylines_kept = 0
+    for times, rows in _steps(seed):
+        before = {id(line.points) for _, line in moving._paths}
+        moving.set_lines(times, rows, pens, shown)
+        polylines_kept += sum(id(line.points) in before for _, line in moving._paths)
+        fresh = Lines()
+        fresh.set_lines(times, rows, pens, shown)
+        assert _drawn(moving) == _drawn(fresh)
+        assert moving._bounds == fresh._bounds
+        assert moving.boundingRect() == fresh.boundingRect()
+        assert moving.dataBounds(0) == fresh.dataBounds(0) and moving.dataBounds(1) == fresh.dataBounds(1)
+        assert [d is None for d in moving.data] == [d is None for d in fresh.data]
+        for mine, theirs in zip(moving.data, fresh.data, strict=True):
+            if mine is not None and theirs is not None:
+                assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1], equal_nan=True)
+    # The lines were moved on, not rebuilt each time (else the comparison above proves nothing).
+    assert polylines_kept > len(_steps(seed)) * 2
+
+
+def test_a_line_that_parts_from_the_last_is_built_anew(qtbot) -> None:
+    pens = [pg.mkPen("r")]
+    lines = Lines()
+    times = np.arange(10.0)
+    lines.set_lines(times, np.arange(10.0)[:, None], pens, [True])
+    changed = np.arange(1.0, 11.0)[:, None].copy()
+    changed[3] = 99.0  # a reading both have, changed: not a move on
+    lines.set_lines(times + 1, changed, pens, [True])
+    fresh = Lines()
+    fresh.set_lines(times + 1, changed, pens, [True])
+    assert _drawn(lines) == _drawn(fresh)
+
+
+def _image(draw) -> QImage:  # type: ignore[no-untyped-def]
+    image = QImage(600, 120, QImage.Format.Format_ARGB32_Premultiplied)
+    image.fill(QColor("white"))
+    painter = QPainter(image)
+    transform = QTransform()
+    transform.translate(10, 110)
+    transform.scale(580 / 300, -1.0)
+    painter.setTransform(transform)
+    draw(painter)
+    painter.end()
+    return image
+
+
+GAPS = {
+    "none": [],
+    "before the first": list(range(150)),
+    "one": [117],
+    "a few (pyqtgraph's own path for under 2 %)": [3, 150, 297],
+    "many (pyqtgraph's path by connections)": list(range(5, 300, 9)),
+    "every other (lone points)": list(range(0, 300, 2)),
+    "at both ends": [0, 1, 2, 298, 299],
+    "all but the last": list(range(299)),
+}
+
+
+@pytest.mark.parametrize("gaps", GAPS)
+def test_a_line_is_drawn_as_pyqtgraphs_path_of_it(qtbot, gaps: str) -> None:
+    """pyqtgraph's path of a line draws the point before a gap twice, which Qt draws differently from
+    a line that ends there: a line with readings missing must look as the path, pixel for pixel."""
+    rng = np.random.default_rng(len(GAPS[gaps]))
+    times = np.arange(300, dtype=np.float64)
+    values = (rng.random(300) * 100).astype(np.float32).astype(np.float64)
+    values[GAPS[gaps]] = np.nan
+    for style in (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine):
+        for width in (1.0, 2.5):
+            pen = pg.mkPen((200, 40, 40), width=width, style=style)
+            lines = Lines()
+            lines.set_lines(times, values[:, None], [pen], [True])
+
+            def ours(painter: QPainter, lines: Lines = lines, pen=pen) -> None:  # type: ignore[no-untyped-def]
+                painter.setPen(pen)
+                for _, line in lines._paths:
+                    line.draw(painter)
+
+            def pyqtgraphs(painter: QPainter, pen=pen) -> None:  # type: ignore[no-untyped-def]
+                painter.setPen(pen)
+                drawn: QPainterPath = pg.arrayToQPath(times, values, connect="finite")
+                painter.drawPath(drawn)
+
+            assert _image(ours) == _image(pyqtgraphs), (style, width)
+
+
+def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:
+    """Two windows following live on one history, seconds on end: one moves its lines on, the
+    other builds every line anew each second (as before). Every panel the same: lines, bounds,
+    value and time ranges."""
+    from dataclasses import replace
+
+    history, sample = filled_history("training:gpus=h100*4", 120, host=False)
+    moving = shown_window(qtbot, history, sample, 1280, 800)
+    rebuilt = shown_window(qtbot, history, sample, 1280, 800)
+    for panel in rebuilt.gpu_page.panels:
+        for lines in (*panel.lines, panel.extra):
+            lines._move_on = lambda new: False  # type: ignore[method-assign]
+    moved = 0
+    for window in (moving, rebuilt):
+        window.set_range(60)
+        window.finish_redraw()
+    for _ in range(12):
+        sample = replace(sample, timestamp_s=sample.timestamp_s + 1)
+        history.append(sample)
+        kept = _line_ids(moving)
+        for window in (moving, rebuilt):
+            window.update_sample(sample)
+            window.finish_redraw()
+            window.gpu_page.layout_widget.scene().prepareForPaint()
+        moved += len(kept & _line_ids(moving))
+        for ours, theirs in zip(moving.gpu_page.panels, rebuilt.gpu_page.panels, strict=True):
+            for mine, other in zip(ours.lines, theirs.lines, strict=True):
+                assert _drawn(mine) == _drawn(other)
+                assert mine._bounds == other._bounds
+            assert ours.plot.getViewBox().viewRange() == theirs.plot.getViewBox().viewRange()
+    assert moved > 0
