@@ -18,7 +18,7 @@ from trayvml.ui.plots import Lines
 COLUMNS = 4
 
 
-def _line_ids(window) -> set[int]:  # type: ignore[no-untyped-def]
+def _line_ids(window) -> set[int]:
     """Which kept points a window's GPU page draws now (to tell a line moved on from one rebuilt)."""
     return {id(line.points) for panel in window.gpu_page.panels for lines in panel.lines for _, line in lines._paths}
 
@@ -27,7 +27,7 @@ def _drawn(lines: Lines) -> list[tuple[object, ...]]:
     """Each line drawn: its column, first row, points (NaN as a string: comparable) and path."""
     out: list[tuple[object, ...]] = []
     for column, (_, line) in zip(lines._columns, lines._paths, strict=True):
-        points = [(p.x(), "nan" if math.isnan(p.y()) else p.y()) for p in line.points]
+        points = [(p.x(), "nan" if math.isnan(p.y()) else p.y()) for p in line.points.toList()]
         path = line.path
         elements = (
             None
@@ -98,7 +98,7 @@ def test_a_line_that_parts_from_the_last_is_built_anew(qtbot) -> None:
     assert _drawn(lines) == _drawn(fresh)
 
 
-def _image(draw) -> QImage:  # type: ignore[no-untyped-def]
+def _image(draw) -> QImage:
     image = QImage(600, 120, QImage.Format.Format_ARGB32_Premultiplied)
     image.fill(QColor("white"))
     painter = QPainter(image)
@@ -137,12 +137,12 @@ def test_a_line_is_drawn_as_pyqtgraphs_path_of_it(qtbot, gaps: str) -> None:
             lines = Lines()
             lines.set_lines(times, values[:, None], [pen], [True])
 
-            def ours(painter: QPainter, lines: Lines = lines, pen=pen) -> None:  # type: ignore[no-untyped-def]
+            def ours(painter: QPainter, lines: Lines = lines, pen=pen) -> None:
                 painter.setPen(pen)
                 for _, line in lines._paths:
                     line.draw(painter)
 
-            def pyqtgraphs(painter: QPainter, pen=pen) -> None:  # type: ignore[no-untyped-def]
+            def pyqtgraphs(painter: QPainter, pen=pen) -> None:
                 painter.setPen(pen)
                 drawn: QPainterPath = pg.arrayToQPath(times, values, connect="finite")
                 painter.drawPath(drawn)

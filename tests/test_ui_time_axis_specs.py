@@ -12,11 +12,11 @@ from trayvml.ui.plots import TimeAxis
 START_S = 1_800_000_000.0
 
 
-def _points(point) -> tuple[float, float]:  # type: ignore[no-untyped-def]
+def _points(point) -> tuple[float, float]:
     return (point.x(), point.y())
 
 
-def _comparable(specs):  # type: ignore[no-untyped-def]
+def _comparable(specs):
     (pen, start, end), ticks, texts = specs
     return (
         (pen.color().rgba(), pen.widthF(), _points(start), _points(end)),
@@ -25,7 +25,7 @@ def _comparable(specs):  # type: ignore[no-untyped-def]
     )
 
 
-def _specs(axis: TimeAxis, ours: bool):  # type: ignore[no-untyped-def]
+def _specs(axis: TimeAxis, ours: bool):
     picture = QPicture()
     painter = QPainter(picture)
     try:
