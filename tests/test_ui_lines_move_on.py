@@ -161,7 +161,7 @@ def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:
     rebuilt = shown_window(qtbot, history, sample, 1280, 800)
     for panel in rebuilt.gpu_page.panels:
         for lines in (*panel.lines, panel.extra):
-            lines._move_on = lambda new: False  # type: ignore[method-assign]
+            lines._move_on = lambda new: False
     moved = 0
     for window in (moving, rebuilt):
         window.set_range(60)
