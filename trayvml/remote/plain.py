@@ -212,10 +212,11 @@ class SharedReader:
                 self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
                 self._thread.start()
                 return
-            wake = self._wake_out
-        assert wake is not None
-        with contextlib.suppress(BlockingIOError):  # a wake-up already waits: one is enough
-            wake.send(b"\0")
+            # Under the lock: once it is let go, the thread may take this work, find nothing more
+            # and end, closing the socket this would write to.
+            assert self._wake_out is not None
+            with contextlib.suppress(BlockingIOError):  # a wake-up already waits: one is enough
+                self._wake_out.send(b"\0")
 
     # -- the loop ------------------------------------------------------------------------------
 
