@@ -102,7 +102,7 @@ def eligible(fetch_url: str) -> bool:
     path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
     if parts.scheme != "http" or not host or not (host + path).isascii():
         return False
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in path):
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in host + path):  # not written here: h11 refuses some
         return False
     proxies = urllib.request.getproxies()
     return "http" not in proxies or bool(urllib.request.proxy_bypass(host))
