@@ -399,3 +399,49 @@ def test_a_bug_in_the_shared_thread_hands_every_remote_to_a_thread_of_its_own(
         remotes.close()
     assert names == sorted(f"trayvml-remote {h.url}" for h in hosts)  # read as before, on their own
     _no_threads_left()
+
+
+_LENGTH = f"Content-Length: {len(BODY)}\r\n".encode()
+_TEXT = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
+
+
+@pytest.mark.parametrize(
+    ("answer", "piece"),
+    [
+        (_TEXT + b"X-Long: " + b"a" * 70_000 + b"\r\n" + _LENGTH + b"\r\n" + BODY, 700),
+        (_TEXT + b"X-Long: " + b"a" * 70_000 + b"\r\n" + _LENGTH + b"\r\n" + BODY, 2**20),
+        (_TEXT + b"".join(b"X-%d: x\r\n" % n for n in range(101)) + _LENGTH + b"\r\n" + BODY, 700),
+        (_TEXT + _LENGTH + f"Content-Length: {len(BODY) + 1}\r\n\r\n".encode() + BODY, 700),
+        (_chunked(BODY).replace(b"\r\n3e8;", b"\r\n0x3e8;"), 700),
+        (b"HTTP/1.1 200 OK\r\n\tx\r\n" + _LENGTH + b"\r\n" + BODY, 700),
+    ],
+    ids=["line too long", "line too long, in one receive", "101 headers", "two lengths", "0x chunk size", "fold first"],
+)
+def test_an_answer_h11_refuses_goes_todays_way_and_reads_as_today(
+    servers: list[RawServer], answer: bytes, piece: int
+) -> None:
+    # Answers that h11 refuses, or that are over http.client's bounds: some http.client reads
+    # (the first of two lengths, a "0x" chunk size), some it refuses; either way as today's path.
+    server = _raw(servers, _answering(answer, keep=False, piece=piece))
+    today = _today(server.url)
+    source = RemoteSource(parse_endpoint(server.url), interval_s=0.05, timeout_s=2.0, clock=_FixedNow())
+    source.start()
+    try:
+        _wait_until(lambda: f"trayvml-remote {server.url}" in _own_threads())  # its own thread from now on
+        _wait_until(lambda: _faulty(source) if isinstance(today, str) else _read_fine(source))
+        shared = _fault(source) if isinstance(today, str) else list(source.samples)
+    finally:
+        source.close()
+    assert shared == today
+    _no_threads_left()
+
+
+def test_a_folded_header_is_read_here_as_today(servers: list[RawServer]) -> None:
+    # obs-fold: h11 joins the lines, as http.client's header parse keeps them; the same content type.
+    folded = _answer(BODY, "HTTP/1.1 200 OK\r\nContent-Type: text/plain;\r\n version=0.0.4\r\n")
+    server = _raw(servers, _answering(folded))
+    today = _today(server.url)
+    assert not isinstance(today, str), today
+    source = _shared(server.url, lambda s: _read_fine(s) and len(server.requests) >= 3)
+    assert list(source.samples) == today and source._thread is None  # never handed to its own thread
+    _no_threads_left()

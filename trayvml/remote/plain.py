@@ -4,16 +4,18 @@ A thread of its own per remote cost each host about 1 ms of CPU a second at 1 Hz
 blocking on its socket 4-5 times a read (status line, headers, body in segments), http.client's
 header parse through ``email.feedparser``, and taking the GIL back each time. Here one thread
 sends each host's GET on its kept connection when due, reads whatever has arrived from any host,
-and parses a finished answer by the same code as :func:`fetch.read_exporter`.
+and parses a finished answer by the same code as :func:`fetch.read_exporter`. h11 (sans-I/O
+HTTP/1.1) writes the request and parses the answer: its head, its framing (Content-Length,
+chunked, to the close) and whether the connection may carry the next request.
 
-Only what this small HTTP/1.1 client reads the same as http.client comes here: ``http://`` exporter
-URLs with no proxy, credentials, redirect or TLS, answered 200 with a Content-Length, chunked or
-read-to-close body. Anything else (another status, a malformed answer, a framing it does not know)
-hands the remote back to its own thread and urllib for good (:meth:`RemoteSource.go_own_way`), so
-that its errors read as they always did. Each host keeps its own bounds: the timeout on every
-socket operation and the deadline on the whole request, as :func:`fetch.get` sets them; a host
-that says nothing or trickles never delays another's read. A connection the server closed while
-idle is opened anew once within the same read, as :class:`fetch.KeptConnection` does.
+Only what h11 reads the same as http.client comes here: ``http://`` exporter URLs with no proxy,
+credentials, redirect or TLS, answered 200. Anything else (another status, an answer h11 refuses,
+a head over http.client's bounds) hands the remote back to its own thread and urllib for good
+(:meth:`RemoteSource.go_own_way`), so that its errors read as they always did. Each host keeps its
+own bounds: the timeout on every socket operation and the deadline on the whole request, as
+:func:`fetch.get` sets them; a host that says nothing or trickles never delays another's read. A
+connection the server closed while idle is opened anew once within the same read, as
+:class:`fetch.KeptConnection` does.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ import urllib.request
 from collections import deque
 from collections.abc import Callable
 from typing import Protocol
+
+import h11
 
 from trayvml.core.clock import Clock, Ticker
 from trayvml.core.i18n import translate
@@ -54,10 +58,10 @@ log = logging.getLogger(__name__)
 
 THREAD_NAME = "trayvml-remote http (every plain-HTTP exporter)"
 _RECEIVE_BYTES = 256 * 1024
-# http.client's bounds on an answer's head: longer lines or more headers are not read here.
-_MAX_LINE_BYTES = 65536
+# Within http.client's bounds on an answer's head (a line of 64 KiB, 100 headers): a head of at most
+# one line's length has no longer line. A bigger head, or more headers, is read the usual way.
+_MAX_HEAD_BYTES = 65536
 _MAX_HEADERS = 100
-_MAX_HEAD_BYTES = _MAX_LINE_BYTES * 2
 # A body bigger than this is parsed on a thread of its own: a first full parse of thousands of new
 # series takes long enough to hold the other hosts' reads back.
 PARSE_HERE_MAX_BYTES = 1 * 2**20
@@ -98,14 +102,14 @@ def eligible(fetch_url: str) -> bool:
     path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
     if parts.scheme != "http" or not host or not (host + path).isascii():
         return False
-    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in path):
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in host + path):  # not written here: h11 refuses some
         return False
     proxies = urllib.request.getproxies()
     return "http" not in proxies or bool(urllib.request.proxy_bypass(host))
 
 
-def _request(fetch_url: str) -> tuple[str, int, bytes]:
-    """(host, port, the GET's bytes): the request http.client writes for ``fetch.get``, byte for byte."""
+def _request(fetch_url: str) -> tuple[str, int, h11.Request]:
+    """(host, port, the GET): the headers http.client sends for ``fetch.get``, in its order and case."""
     parts = urllib.parse.urlsplit(fetch_url)
     host = (parts.hostname or "").lower()
     port = parts.port or 80
@@ -113,8 +117,8 @@ def _request(fetch_url: str) -> tuple[str, int, bytes]:
     shown = f"[{host}]" if ":" in host else host
     if port != 80:
         shown += f":{port}"
-    text = f"GET {path} HTTP/1.1\r\nHost: {shown}\r\nAccept-Encoding: identity\r\nAccept: {ACCEPT}\r\n\r\n"
-    return host, port, text.encode("ascii")
+    headers = [("Host", shown), ("Accept-Encoding", "identity"), ("Accept", ACCEPT)]
+    return host, port, h11.Request(method="GET", target=path, headers=headers)
 
 
 def _unreachable(source: RemoteSource, error: BaseException) -> RemoteError:
@@ -151,15 +155,11 @@ class _Host:
         self.retried = False
         self.addresses: list[tuple[int, tuple]] = []
         self.last_error: BaseException | None = None
-        self.head = bytearray()  # the answer's status line and headers as they come
-        self.headed = False  # the head is read: what comes now is the body
-        self.pending = bytearray()  # chunked: what is not yet read of the coding
+        self.http: h11.Connection | None = None  # the HTTP state of the connection (None: none open)
+        self.heard = False  # a byte of the answer came
+        self.kind = ""  # its content type
+        self.length: int | None = None  # its Content-Length (None: chunked or to the close)
         self.body = bytearray()
-        self.kind = ""
-        self.length: int | None = None  # Content-Length (None: chunked or to the close)
-        self.chunked = False
-        self.chunk_left = -1  # bytes left of the chunk and the CRLF after it (-1: a size line next, -2: trailers)
-        self.will_close = False
 
 
 class SharedReader:
@@ -212,10 +212,11 @@ class SharedReader:
                 self._thread = threading.Thread(target=self._run, name=THREAD_NAME, daemon=True)
                 self._thread.start()
                 return
-            wake = self._wake_out
-        assert wake is not None
-        with contextlib.suppress(BlockingIOError):  # a wake-up already waits: one is enough
-            wake.send(b"\0")
+            # Under the lock: once it is let go, the thread may take this work, find nothing more
+            # and end, closing the socket this would write to.
+            assert self._wake_out is not None
+            with contextlib.suppress(BlockingIOError):  # a wake-up already waits: one is enough
+                self._wake_out.send(b"\0")
 
     # -- the loop ------------------------------------------------------------------------------
 
@@ -370,14 +371,14 @@ class SharedReader:
         sock = host.sock
         assert sock is not None
         host.phase = "receive"
-        host.head.clear()
-        host.pending.clear()
+        host.heard, host.kind, host.length = False, "", None
         host.body.clear()
-        host.headed = False
-        host.kind, host.length, host.chunked, host.chunk_left, host.will_close = "", None, False, -1, False
+        if host.http is None:  # a new connection
+            host.http = h11.Connection(h11.CLIENT, max_incomplete_event_size=_MAX_HEAD_BYTES)
+        request = (host.http.send(host.request) or b"") + (host.http.send(h11.EndOfMessage()) or b"")
         try:
-            sent = sock.send(host.request)  # ~150 bytes: a connected socket's buffer takes them whole
-            if sent != len(host.request):
+            sent = sock.send(request)  # ~150 bytes: a connected socket's buffer takes them whole
+            if sent != len(request):
                 raise OSError(errno.EAGAIN, os.strerror(errno.EAGAIN))
         except OSError as error:
             if self._again(host, error):
@@ -432,7 +433,7 @@ class SharedReader:
         except BlockingIOError:
             return
         except OSError as error:
-            if not host.head and not host.headed and self._again(host, error):
+            if not host.heard and self._again(host, error):
                 return
             self._fail(host, _broke_off(host.source, error))
             return
@@ -440,153 +441,82 @@ class SharedReader:
             self._ended(host)
             return
         host.quiet_until_s = time.monotonic() + host.source.timeout_s
-        try:
-            self._take(host, self._received[:count])
-        except _OwnWayError:
-            self._own_way(host)
-        except RemoteError as error:
-            self._fail(host, error)
+        host.heard = True
+        assert host.http is not None
+        # Copied into h11's buffer; its docs take a bytes-like object, its annotation says bytes.
+        host.http.receive_data(self._received[:count])  # type: ignore[arg-type]
+        self._take(host)
 
     def _ended(self, host: _Host) -> None:
         """The server closed the connection mid-read."""
-        if not host.head and not host.headed:
+        if not host.heard:
             if self._again(host, ConnectionResetError()):
                 return
             # http.client's RemoteDisconnected, as today's path words it
             self._fail(host, _broke_off(host.source, "Remote end closed connection without response"))
             return
-        if host.headed and host.length is None and not host.chunked:  # a body that ends at the close
-            self._finish(host)
-            return
-        if host.headed and host.length is not None:
+        if host.kind and host.length is not None:  # the head read, the body cut short of its Content-Length
             short = http.client.IncompleteRead(bytes(host.body), host.length - len(host.body))
             self._fail(host, _broke_off(host.source, short))
             return
-        self._own_way(host)  # a head or a chunk cut short: http.client's words for it are its own
+        assert host.http is not None
+        host.http.receive_data(b"")  # a body to the close ends here; a head or a chunk cut short goes the usual way
+        self._take(host)
 
-    def _take(self, host: _Host, data: bytes | memoryview) -> None:
-        """Take what was received (copied: ``data`` is the loop's buffer)."""
-        if not host.headed:
-            host.head += data
-            end, gap = host.head.find(b"\n\r\n"), 3
-            bare = host.head.find(b"\n\n")
-            if bare >= 0 and (end < 0 or bare < end):
-                end, gap = bare, 2
-            if end < 0:
-                if len(host.head) > _MAX_HEAD_BYTES:
+    def _take(self, host: _Host) -> None:
+        """Take the answer's events h11 has made of what came."""
+        http_ = host.http
+        assert http_ is not None
+        try:
+            while True:
+                event = http_.next_event()
+                if event is h11.NEED_DATA:
+                    return
+                if isinstance(event, h11.Response):
+                    self._head(host, event)
+                elif isinstance(event, h11.Data):
+                    host.body += event.data
+                    if len(host.body) > MAX_BODY_BYTES:
+                        raise RemoteError(too_much(host.source.endpoint))
+                elif isinstance(event, h11.EndOfMessage):
+                    self._finish(host)
+                    return
+                else:  # an informational answer (1xx), or the connection closed: not a plain 200
                     raise _OwnWayError
-                return
-            data = bytes(host.head[end + gap :])
-            self._head(host, bytes(host.head[: end + 1]))
-            host.head.clear()
-            host.headed = True
-        if host.chunked:
-            self._chunks(host, data)
-            return
-        host.body += data
-        if host.length is not None and len(host.body) >= host.length:
-            if len(host.body) > host.length:
-                host.will_close = True  # bytes beyond the answer: the connection is not kept
-                del host.body[host.length :]
-            self._check_size(host)
-            self._finish(host)
-            return
-        self._check_size(host)
+        except (_OwnWayError, h11.RemoteProtocolError):
+            self._own_way(host)
+        except RemoteError as error:
+            self._fail(host, error)
 
-    def _check_size(self, host: _Host) -> None:
-        if len(host.body) > MAX_BODY_BYTES:
-            raise RemoteError(too_much(host.source.endpoint))
-
-    def _head(self, host: _Host, head: bytes) -> None:
-        """The status line and headers, read as http.client reads them; anything but 200 goes the usual way."""
-        lines = [line[:-1] if line.endswith(b"\r") else line for line in head.split(b"\n")]
-        if lines and lines[-1] == b"":
-            lines.pop()
-        if not lines or len(lines) > _MAX_HEADERS + 1 or any(len(line) > _MAX_LINE_BYTES for line in lines):
+    def _head(self, host: _Host, head: h11.Response) -> None:
+        """The status line and headers, as h11 read them; anything but 200 goes the usual way."""
+        if head.status_code != 200 or len(head.headers) > _MAX_HEADERS:
             raise _OwnWayError
-        status = lines[0].decode("iso-8859-1").split(None, 2)
-        if len(status) < 2 or status[0] not in ("HTTP/1.0", "HTTP/1.1") or status[1] != "200":
-            raise _OwnWayError
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, colon, value = line.decode("iso-8859-1").partition(":")
-            if not colon or not name or name[0] in " \t" or name != name.rstrip():
-                raise _OwnWayError  # a folded or malformed header
-            headers.setdefault(name.lower(), value.lstrip(" \t"))  # email.message's get: the first
-        kind = headers.get("content-type")
+        if sum(len(name) + len(value) + 4 for name, value in head.headers) > _MAX_HEAD_BYTES:
+            raise _OwnWayError  # all of it came in one receive, so h11's bound on an incomplete head did not apply
+        kind: str | None = None
+        chunked = False
+        for name, value in head.headers:  # names lower case, values stripped
+            if name == b"content-type" and kind is None:  # email.message's get: the first
+                kind = value.decode("iso-8859-1")
+            elif name == b"transfer-encoding":  # h11 takes "chunked" alone
+                chunked = True
+            elif name == b"content-length":  # one value, digits (h11 checks)
+                host.length = int(value)
+        if chunked:
+            host.length = None
         if kind is None:
             host.kind = "text/plain"
         else:  # email.message.Message.get_content_type
             kind = kind.partition(";")[0].strip().lower()
             host.kind = kind if kind.count("/") == 1 else "text/plain"
-        encoding = headers.get("transfer-encoding")
-        host.chunked = encoding is not None and encoding.lower() == "chunked"
-        if encoding is not None and not host.chunked:
-            raise _OwnWayError
-        length = headers.get("content-length")
-        host.length = None
-        if length and not host.chunked:
-            try:
-                host.length = int(length)
-            except ValueError:
-                host.length = None
-            if host.length is not None and host.length < 0:
-                host.length = None
-        connection = (headers.get("connection") or "").lower()
-        if status[0] == "HTTP/1.1":
-            host.will_close = "close" in connection
-        else:
-            host.will_close = not (
-                headers.get("keep-alive")
-                or "keep-alive" in connection
-                or "keep-alive" in (headers.get("proxy-connection") or "").lower()
-            )
-        if not host.chunked and host.length is None:
-            host.will_close = True  # the body ends when the connection does
-
-    def _chunks(self, host: _Host, data: bytes | memoryview) -> None:
-        """Chunked transfer coding: sizes, data, the CRLF after each, trailers up to an empty line."""
-        pending = host.pending
-        pending += data
-        at = 0
-        while at < len(pending):
-            if host.chunk_left < 0:  # a line: a chunk's size, or a trailer
-                newline = pending.find(b"\n", at)
-                if newline < 0:
-                    if len(pending) - at > _MAX_LINE_BYTES:
-                        raise _OwnWayError
-                    break
-                line = bytes(pending[at : newline + 1])
-                at = newline + 1
-                if host.chunk_left == -2:
-                    if line in (b"\r\n", b"\n"):
-                        del pending[:]
-                        self._finish(host)
-                        return
-                    continue  # a trailer, skipped as http.client does
-                try:
-                    size = int(line.split(b";", 1)[0], 16)  # as http.client reads it
-                except ValueError:
-                    raise _OwnWayError from None
-                if size < 0:
-                    raise _OwnWayError
-                host.chunk_left = -2 if size == 0 else size + 2
-                continue
-            # Within a chunk: its data, then the two bytes after it (http.client skips them unread).
-            take = min(host.chunk_left, len(pending) - at)
-            part = min(take, host.chunk_left - 2)
-            if part > 0:
-                host.body += pending[at : at + part]
-                self._check_size(host)
-            host.chunk_left -= take
-            at += take
-            if host.chunk_left == 0:
-                host.chunk_left = -1
-        del pending[:at]
 
     def _finish(self, host: _Host) -> None:
         """A whole answer: keep the connection if it may carry the next; parse (here, or on a thread)."""
-        if host.will_close:
+        http_ = host.http
+        if http_ is not None and http_.our_state is http_.their_state is h11.DONE and not http_.trailing_data[0]:
+            http_.start_next_cycle()
+        else:  # the server closes it (Connection: close, HTTP/1.0, a body to the close), or sent more than asked
             self._close(host)
         body, kind, source, now_s = bytes(host.body), host.kind, host.source, host.now_s
         host.body.clear()
@@ -646,7 +576,7 @@ class SharedReader:
         host.source.go_own_way()
 
     def _close(self, host: _Host) -> None:
-        sock, host.sock = host.sock, None
+        sock, host.sock, host.http = host.sock, None, None
         if sock is None:
             return
         if host.registered and self._selector is not None:
