@@ -434,6 +434,10 @@ def too_much(endpoint: Endpoint) -> str:
     return too_much.format(url=endpoint.url, mib=MAX_BODY_BYTES // 2**20)
 
 
+class _CutAtDeadlineError(Exception):
+    """A body ended because the deadline shut its socket (``get`` words it)."""
+
+
 def _body(endpoint: Endpoint, response: Any, watchdog: _Watchdog) -> tuple[bytes, str]:
     kind = response.headers.get_content_type()
     body = bytearray()
@@ -442,7 +446,7 @@ def _body(endpoint: Endpoint, response: Any, watchdog: _Watchdog) -> tuple[bytes
         if len(body) > MAX_BODY_BYTES:
             raise RemoteError(too_much(endpoint))
     if watchdog.expired:  # the end of a body cut off at the deadline is not the end of the answer
-        raise TimeoutError
+        raise _CutAtDeadlineError
     missing = getattr(response, "length", None)
     if missing:  # http.client ends a body the server cut short of its Content-Length without a word
         raise http.client.IncompleteRead(bytes(body), missing)
@@ -481,15 +485,16 @@ def _get(
         )
         raise RemoteError(answered.format(url=endpoint.url, code=error.code, reason=error.reason)) from None
     except TimeoutError:
-        if watchdog.expired:
-            raise
+        # Only a receive's own timeout raises this (the deadline shuts the socket: a receive then
+        # ends or fails otherwise): the host was silent for ``timeout_s``, whether or not the
+        # deadline, 0.1 s later, has passed too by the time a loaded machine gets here.
         raise RemoteError(no_answer(endpoint, timeout_s)) from None
     except urllib.error.URLError as error:
         reason = error.reason
+        if isinstance(reason, TimeoutError):  # connecting timed out: as above
+            raise RemoteError(no_answer(endpoint, timeout_s)) from None
         if watchdog.expired:
             raise
-        if isinstance(reason, TimeoutError):
-            raise RemoteError(no_answer(endpoint, timeout_s)) from None
         if isinstance(reason, ssl.SSLError):
             failed = translate("remote", "{url}: the TLS connection failed ({reason}).")
             raise RemoteError(failed.format(url=endpoint.url, reason=reason.reason or reason)) from None
