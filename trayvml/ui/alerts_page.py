@@ -21,7 +21,6 @@ from PySide6.QtWidgets import QHeaderView, QLabel, QMenu, QPushButton, QTableWid
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.safe_text import menu_label, shorten
 from trayvml.core.sample import ProcessSample
 from trayvml.core.units import format_clock, short_name
 from trayvml.host.attribution import KernelSession
@@ -190,10 +189,7 @@ class AlertsPage(QTableWidget):
             return
         menu = QMenu(self)
         for process in kernels:
-            label = translate("ProcessesPage", "Shut down kernel of {notebook}…")
-            action = menu.addAction(
-                menu_label(label.format(notebook=shorten(process.attribution.notebook)), dbusmenu=False)
-            )
+            action = menu.addAction(processes.kernel_action_text(process))
             action.triggered.connect(lambda _=False, p=process: self.shut_down_kernel(event, p))
         menu.exec(self.viewport().mapToGlobal(position))
 

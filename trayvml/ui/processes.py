@@ -264,6 +264,12 @@ def own_kernel(pid: int) -> KernelSession | None:
     return default_attributor().own_kernel(pid)
 
 
+def kernel_action_text(process: ProcessSample) -> str:
+    """The menu entry that shuts the kernel of ``process`` down (the Processes and Alerts tabs')."""
+    label = translate("ProcessesPage", "Shut down kernel of {notebook}…")
+    return menu_label(label.format(notebook=shorten(process.attribution.notebook)), dbusmenu=False)
+
+
 def kernel_question(notebook: str, process: ProcessSample, idle: tuple[float, bool]) -> str:
     """The confirmation: the notebook, the GPU memory it holds, how long the GPU has been idle."""
     memory = process.used_memory_bytes
@@ -377,13 +383,7 @@ class ProcessesPage(QTableView):
             action.setToolTip(translate("ProcessesPage", ONLY_OWN))
         action.triggered.connect(lambda: self.end(row))
         if self.can_shut_down_kernel(row):
-            notebook = self.processes.process_at(row).attribution.notebook
-            kernel = menu.addAction(
-                menu_label(
-                    translate("ProcessesPage", "Shut down kernel of {notebook}…").format(notebook=shorten(notebook)),
-                    dbusmenu=False,
-                )
-            )
+            kernel = menu.addAction(kernel_action_text(self.processes.process_at(row)))
             kernel.triggered.connect(lambda: self.shut_down_kernel(row))
         return menu
 
