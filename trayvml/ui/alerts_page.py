@@ -160,8 +160,8 @@ class AlertsPage(QTableWidget):
         each sample too: a held-idle alert names its kernels once the process lists are read."""
         wanted: dict[AlertEvent, tuple[ProcessSample, ...]] = {}
         if not self.host:
-            for key, event in self.latest.items():
-                kernels = self.kernels_for(event) if key[2] == HELD_IDLE else ()
+            for event in self.latest.values():
+                kernels = self.kernels_for(event)
                 if kernels and any(e is event for e in self.listed):
                     wanted[event] = kernels
         if wanted == self.offered:
