@@ -677,7 +677,7 @@ class App(QObject):
             self.window.process_view.idle_for = self.local.idle_for_s
             alerts = self.window.alert_table  # its held-idle rows offer the kernels the alert named
             alerts.kernel_offers = lambda gpu: self.local.kernel_offers.get(gpu, ())
-            alerts.idle_for = lambda gpu: self.local.idle_for_s(gpu)
+            alerts.idle_for = self.local.idle_for_s
             self.window.asleep_spans = self.local.asleep_spans
             self.window.needs_changed.connect(self._declare_demand)
             self.window.simulation_requested.connect(self.start_simulation)
