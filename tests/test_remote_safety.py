@@ -190,8 +190,9 @@ def test_at_most_64_remotes_are_read_and_the_rest_said_in_one_sentence(
 NOW_S = 1_800_000_000.0
 
 
-def test_a_remote_that_keeps_connections_is_read_on_one_connection(remote: FakeRemote) -> None:
-    remote.keep_alive = True
+def read_three_times_through_one_cache(remote: FakeRemote) -> None:
+    """Three reads of ``remote`` that keep their connection in one cache, each with GPUs; the
+    connection closed after."""
     remote.body = dcgm_exposition("Hostname").encode()
     cache = SeriesCache()
     try:
@@ -200,28 +201,23 @@ def test_a_remote_that_keeps_connections_is_read_on_one_connection(remote: FakeR
             assert sample.gpus
     finally:
         cache.connection.close()
+
+
+def test_a_remote_that_keeps_connections_is_read_on_one_connection(remote: FakeRemote) -> None:
+    remote.keep_alive = True
+    read_three_times_through_one_cache(remote)
     assert remote.connections == 1 and len(remote.seen) == 3
     assert all(seen.get("Connection") != "close" for seen in remote.seen)
 
 
 def test_a_remote_that_closes_each_connection_is_read_on_a_new_one_each_time(remote: FakeRemote) -> None:
-    remote.body = dcgm_exposition("Hostname").encode()  # HTTP/1.0: closed after each answer
-    cache = SeriesCache()
-    for _ in range(3):
-        read(parse_endpoint(remote.url), 2.0, NOW_S, cache)
+    read_three_times_through_one_cache(remote)  # HTTP/1.0: closed after each answer
     assert remote.connections == 3
 
 
 def test_a_kept_connection_the_server_closed_while_idle_is_opened_anew_once(remote: FakeRemote) -> None:
     remote.keep_alive = remote.drop_idle = True  # closed after each answer, without saying so
-    remote.body = dcgm_exposition("Hostname").encode()
-    cache = SeriesCache()
-    try:
-        for _ in range(3):
-            (sample,) = read(parse_endpoint(remote.url), 2.0, NOW_S, cache)
-            assert sample.gpus
-    finally:
-        cache.connection.close()
+    read_three_times_through_one_cache(remote)
     assert remote.connections == 3 and len(remote.seen) == 3
 
 

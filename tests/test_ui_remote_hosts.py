@@ -6,6 +6,7 @@ import math
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from pytestqt.qtbot import QtBot
@@ -22,6 +23,9 @@ from trayvml.remote.source import Remotes
 from trayvml.ui.remote_hosts import RemoteHostsView, endpoints_from
 from trayvml.ui.tray import Tray
 
+if TYPE_CHECKING:
+    from trayvml.ui.app import App
+
 
 @pytest.fixture
 def remote() -> Iterator[FakeRemote]:
@@ -29,6 +33,21 @@ def remote() -> Iterator[FakeRemote]:
     server.body = dcgm_exposition("hostname").encode()
     yield server
     server.stop()
+
+
+def app_reading(remote: FakeRemote, tmp_path: Path) -> App:
+    """The app of a simulated idle machine that reads ``remote``, its config and autostart in ``tmp_path``."""
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    return App(
+        parse_spec("idle"),
+        store=SettingsStore(tmp_path / "config.toml"),
+        autostart=XdgAutostart(tmp_path),
+        remote_urls=(remote.url,),
+    )
 
 
 def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: QtBot, remote: FakeRemote) -> None:
@@ -115,17 +134,7 @@ def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: 
 def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path
 ) -> None:
-    from trayvml.config import SettingsStore
-    from trayvml.nvml.sim import parse_spec
-    from trayvml.platform.autostart import XdgAutostart
-    from trayvml.ui.app import App
-
-    app = App(
-        parse_spec("idle"),
-        store=SettingsStore(tmp_path / "config.toml"),
-        autostart=XdgAutostart(tmp_path),
-        remote_urls=(remote.url,),
-    )
+    app = app_reading(remote, tmp_path)
     source, _, _ = simulated_source("idle")
     app.on_sample(source.sample())
     window = app.ensure_window()
@@ -175,18 +184,8 @@ def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemo
 def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path
 ) -> None:
-    from trayvml.config import SettingsStore
-    from trayvml.nvml.sim import parse_spec
-    from trayvml.platform.autostart import XdgAutostart
-    from trayvml.ui.app import App
-
     remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # the remote GPU 0 at 99 °C
-    app = App(
-        parse_spec("idle"),
-        store=SettingsStore(tmp_path / "config.toml"),
-        autostart=XdgAutostart(tmp_path),
-        remote_urls=(remote.url,),
-    )
+    app = app_reading(remote, tmp_path)
     rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
     app.apply_settings(replace(app.settings, alerts=AlertSettings(rules=rules)))
     source, _, _ = simulated_source("idle")
@@ -422,17 +421,7 @@ def test_remote_menu_entries_are_kept_and_their_texts_written_when_the_menu_open
 def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_update(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from trayvml.config import SettingsStore
-    from trayvml.nvml.sim import parse_spec
-    from trayvml.platform.autostart import XdgAutostart
-    from trayvml.ui.app import App
-
-    app = App(
-        parse_spec("idle"),
-        store=SettingsStore(tmp_path / "config.toml"),
-        autostart=XdgAutostart(tmp_path),
-        remote_urls=(remote.url,),
-    )
+    app = app_reading(remote, tmp_path)
     source, _, _ = simulated_source("idle")
     app._start_remotes()
     try:

@@ -498,20 +498,29 @@ def _get(
         if isinstance(reason, ssl.SSLError):
             failed = translate("remote", "{url}: the TLS connection failed ({reason}).")
             raise RemoteError(failed.format(url=endpoint.url, reason=reason.reason or reason)) from None
-        text = getattr(reason, "strerror", None) or str(reason)
-        unreachable = translate("remote", "{url} cannot be reached: {reason}.")
-        raise RemoteError(unreachable.format(url=endpoint.url, reason=text)) from None
+        raise RemoteError(cannot_reach(endpoint, reason)) from None
     except (OSError, ValueError, http.client.HTTPException) as error:  # reset mid-body, a malformed status line
         if watchdog.expired:
             raise
-        broke = translate("remote", "{url} broke off: {reason}.")
-        raise RemoteError(broke.format(url=endpoint.url, reason=getattr(error, "strerror", None) or error)) from None
+        raise RemoteError(broke_off(endpoint, error)) from None
 
 
 def no_answer(endpoint: Endpoint, timeout_s: float) -> str:
     return translate("remote", "{url} did not answer within {seconds} s.").format(
         url=endpoint.url, seconds=f"{timeout_s:g}"
     )
+
+
+def cannot_reach(endpoint: Endpoint, reason: object) -> str:
+    """The sentence for a connection that could not be made (urllib's URLError and its reason)."""
+    text = getattr(reason, "strerror", None) or str(reason)
+    return translate("remote", "{url} cannot be reached: {reason}.").format(url=endpoint.url, reason=text)
+
+
+def broke_off(endpoint: Endpoint, reason: object) -> str:
+    """The sentence for an answer cut off (a reset, a short body, a server gone mid-answer)."""
+    broke = translate("remote", "{url} broke off: {reason}.")
+    return broke.format(url=endpoint.url, reason=getattr(reason, "strerror", None) or reason)
 
 
 class SeriesCache:

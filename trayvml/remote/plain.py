@@ -39,7 +39,6 @@ from typing import Protocol
 import h11
 
 from trayvml.core.clock import Clock, Ticker
-from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import (
     ACCEPT,
@@ -48,6 +47,8 @@ from trayvml.remote.fetch import (
     Endpoint,
     RemoteError,
     SeriesCache,
+    broke_off,
+    cannot_reach,
     exporter_samples,
     no_answer,
     too_much,
@@ -125,15 +126,12 @@ def _unreachable(source: RemoteSource, error: BaseException) -> RemoteError:
     """As ``fetch._get`` words a connection that could not be made (urllib's URLError)."""
     if isinstance(error, TimeoutError):
         return RemoteError(no_answer(source.endpoint, source.timeout_s))
-    text = getattr(error, "strerror", None) or str(error)
-    cannot = translate("remote", "{url} cannot be reached: {reason}.")
-    return RemoteError(cannot.format(url=source.endpoint.url, reason=text))
+    return RemoteError(cannot_reach(source.endpoint, error))
 
 
 def _broke_off(source: RemoteSource, reason: object) -> RemoteError:
     """As ``fetch._get`` words an answer cut off (a reset, a short body, a server gone mid-answer)."""
-    broke = translate("remote", "{url} broke off: {reason}.")
-    return RemoteError(broke.format(url=source.endpoint.url, reason=getattr(reason, "strerror", None) or reason))
+    return RemoteError(broke_off(source.endpoint, reason))
 
 
 class _Host:
