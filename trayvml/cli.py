@@ -328,7 +328,8 @@ def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argpar
 
 
 def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.commands.serve import few_malloc_arenas, run
+    from trayvml.commands.serve import run
+    from trayvml.core.heap import few_malloc_arenas
 
     few_malloc_arenas()
     interval = args.interval if args.interval is not None else LOG_INTERVAL_S

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 from collections.abc import Callable
@@ -15,17 +14,6 @@ from trayvml.prometheus import DEFAULT_ADDRESS, DEFAULT_PORT
 from trayvml.prometheus.exposition import Exporter, is_loopback, load_web_config, parse_listen
 
 log = logging.getLogger(__name__)
-
-
-def few_malloc_arenas(arenas: int = 2) -> None:
-    """Caps glibc's malloc arenas, before the threads start. glibc gives each thread that allocates an
-    arena of its own (up to 8 a core); serve's threads (sampling, NVML, HTTP, one per connection) do
-    little, and their arenas held about 1.6 MiB of RSS (benchmarks/README.md, issue 23)."""
-    import ctypes
-
-    m_arena_max = -8  # from glibc's malloc.h
-    with contextlib.suppress(OSError, AttributeError):  # no mallopt (musl, macOS): nothing to cap
-        ctypes.CDLL(None).mallopt(m_arena_max, arenas)
 
 
 # ---- the sampling loop ----
