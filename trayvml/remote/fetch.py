@@ -150,6 +150,16 @@ def _ssh_endpoint(text: str) -> Endpoint:
     return Endpoint(shown, f"ssh://{netloc}", username=user, ssh=True)
 
 
+def request_target(parts: urllib.parse.SplitResult) -> str:
+    """What a GET of the URL ``parts`` asks for: its path ("/" where it has none) and query."""
+    return urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+
+
+def direct(parts: urllib.parse.SplitResult) -> bool:
+    """Whether urllib reaches the URL ``parts`` without a proxy: none set for its scheme, or its host bypassed."""
+    return parts.scheme not in urllib.request.getproxies() or bool(urllib.request.proxy_bypass(parts.hostname or ""))
+
+
 def _without_credentials(parts: urllib.parse.SplitResult, prometheus: bool) -> str:
     netloc = parts.netloc.rpartition("@")[2]
     url = urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
@@ -356,11 +366,10 @@ class KeptConnection:
         if origin != self._origin:
             self.close()
             self._origin = origin
-            proxies = urllib.request.getproxies()
-            self._direct = parts.scheme not in proxies or bool(urllib.request.proxy_bypass(parts.hostname))
+            self._direct = direct(parts)
         if not self._direct:
             return None
-        path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+        path = request_target(parts)
         for _ in range(2):
             connection = self._connection
             reused = connection is not None

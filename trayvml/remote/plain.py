@@ -49,8 +49,10 @@ from trayvml.remote.fetch import (
     SeriesCache,
     broke_off,
     cannot_reach,
+    direct,
     exporter_samples,
     no_answer,
+    request_target,
     too_much,
     unfinished,
 )
@@ -100,13 +102,12 @@ def eligible(fetch_url: str) -> bool:
     """Whether ``fetch_url`` is read by the shared thread: ``http://``, an ASCII host, no proxy."""
     parts = urllib.parse.urlsplit(fetch_url)
     host = parts.hostname or ""
-    path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    path = request_target(parts)
     if parts.scheme != "http" or not host or not (host + path).isascii():
         return False
     if any(c.isspace() or ord(c) < 32 or ord(c) == 127 for c in host + path):  # not written here: h11 refuses some
         return False
-    proxies = urllib.request.getproxies()
-    return "http" not in proxies or bool(urllib.request.proxy_bypass(host))
+    return direct(parts)
 
 
 def _request(fetch_url: str) -> tuple[str, int, h11.Request]:
@@ -114,7 +115,7 @@ def _request(fetch_url: str) -> tuple[str, int, h11.Request]:
     parts = urllib.parse.urlsplit(fetch_url)
     host = (parts.hostname or "").lower()
     port = parts.port or 80
-    path = urllib.parse.urlunsplit(("", "", parts.path or "/", parts.query, ""))
+    path = request_target(parts)
     shown = f"[{host}]" if ":" in host else host
     if port != 80:
         shown += f":{port}"
