@@ -15,6 +15,7 @@ from trayvml.alerts.rules import AnySettings, RuleSettings
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState, Sample
+from trayvml.history.timeline import DiskReach, History
 from trayvml.nvml.sim import parse_spec
 from trayvml.nvml.sim.library import SimulatedNvml
 from trayvml.source import Source
@@ -44,6 +45,23 @@ def simulated_source(
     OPEN_SOURCES.append(source)
     assert source.library is not None
     return source, clock, source.library
+
+
+def disk_history(
+    folder: Path, spec: str, now_s: float, uuids: tuple[str, ...] | None = None
+) -> tuple[Sample, History, DiskReach]:
+    """A history whose past is read from the store in ``folder``, holding the first sample of a
+    simulated ``spec`` (host included) taken at ``now_s``; ``uuids``: the GPUs read from disk where
+    they are not the sample's own. The history's disk is returned beside it."""
+    source = Source(parse_spec(spec), ManualClock(now_s), host=True)
+    OPEN_SOURCES.append(source)
+    sample = source.sample()
+    history = History()
+    history.disk = disk = DiskReach(folder)
+    if uuids is not None:
+        disk.uuids = uuids
+    history.append(sample)
+    return sample, history, disk
 
 
 def run_ticks(source: Source, clock: ManualClock, ticks: int, step_s: float = 1.0) -> Sample:

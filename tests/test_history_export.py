@@ -153,15 +153,10 @@ def test_a_full_standard_output_is_a_sentence(
     assert "Cannot write standard output: No space left on device." in err and "Traceback" not in err
 
 
-def _three_hours(folder: Path) -> list:
+def _three_hours(folder: Path, spec: str = "idle:gpus=h100") -> list:
     """Three hours at one sample per 10 s, the every-sample tier kept for the last hour only."""
-    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 3 * 360, step_s=10.0)
-    writer = StoreWriter(folder, Limits(fine_span_s=3600.0))
-    try:
-        for sample in samples:
-            writer.append(sample)
-    finally:
-        writer.close()
+    samples = _samples(spec, MIDNIGHT_S, 3 * 360, step_s=10.0)
+    _write(folder, samples, Limits(fine_span_s=3600.0))
     return samples
 
 
@@ -303,13 +298,7 @@ def test_history_csv_is_what_logs_row_by_row_code_writes(tmp_path: Path, units: 
     text of log's own per-row rendering of the same rows, to the byte."""
     from trayvml.commands import csvlog, history
 
-    samples = _samples("training:gpus=h100+rtx4090+laptop", MIDNIGHT_S, 3 * 360, step_s=10.0)
-    writer = StoreWriter(tmp_path, Limits(fine_span_s=3600.0))
-    try:
-        for sample in samples:
-            writer.append(sample)
-    finally:
-        writer.close()
+    _three_hours(tmp_path, "training:gpus=h100+rtx4090+laptop")
     columns = csvlog.parse_fields(",".join(csvlog.COLUMNS))
     keys = tuple(dict.fromkeys(c.metric for c in columns if c.metric))
     reader = StoreReader(tmp_path)

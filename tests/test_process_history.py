@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_store import MIDNIGHT_S, _samples
+from tests.test_store import MIDNIGHT_S, _samples, _write
 from trayvml import cli
 from trayvml.core.clock import epoch_ms
 from trayvml.core.sample import Attribution, ProcessSample, Sample
@@ -22,18 +22,9 @@ from trayvml.core.units import GIB, MIB
 from trayvml.history.disk import processes
 from trayvml.history.disk.db import DAY_MS, Database, Tier
 from trayvml.history.disk.limits import Limits
-from trayvml.history.disk.write import StoreWriter, prune
+from trayvml.history.disk.write import prune
 
 SPEC = "processes:gpus=h100*2,seed=3"
-
-
-def _write(folder: Path, samples: list[Sample], limits: Limits | None = None) -> None:
-    writer = StoreWriter(folder, limits)
-    try:
-        for sample in samples:
-            writer.append(sample)
-    finally:
-        writer.close()
 
 
 def _with(sample: Sample, t_s: float, by_gpu: dict[int, list[ProcessSample]]) -> Sample:
@@ -295,13 +286,9 @@ def test_history_processes_says_what_it_cannot_do_in_one_sentence(
 
 
 def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(qtbot, tmp_path: Path) -> None:
-    from tests.helpers import OPEN_SOURCES
+    from tests.helpers import disk_history
     from tests.ui_helpers import shown_window
-    from trayvml.core.clock import ManualClock
     from trayvml.core.metrics import Group
-    from trayvml.history.timeline import DiskReach, History
-    from trayvml.nvml.sim import parse_spec
-    from trayvml.source import Source
 
     folder = tmp_path / "history"
     now = time.time()
@@ -320,14 +307,8 @@ def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(
         samples.append(_with(base, night + k, {1: [*ranks, other]}))
     _write(folder, samples)
 
-    clock = ManualClock(now)
-    source = Source(parse_spec("idle:gpus=h100*2"), clock, host=True)
-    OPEN_SOURCES.append(source)
-    sample = source.sample()
-    history = History()
-    history.disk = DiskReach(folder)
-    history.append(sample)
-    assert history.disk.uuids == tuple(d.uuid for d in base.devices)
+    sample, history, disk = disk_history(folder, "idle:gpus=h100*2", now)
+    assert disk.uuids == tuple(d.uuid for d in base.devices)
     window = shown_window(qtbot, history, sample)
     try:
         window.set_range(7 * 86400)
@@ -364,7 +345,7 @@ def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(
         window.finish_redraw()
         assert memory.extra_names == [] and memory.notice.textItem.toPlainText() == "No GPU jobs in this range"
     finally:
-        history.disk.close()
+        disk.close()
 
 
 def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_path: Path) -> None:

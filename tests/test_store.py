@@ -46,8 +46,8 @@ def _samples(spec: str, start_s: float, count: int, step_s: float = 1.0) -> list
     return samples
 
 
-def _write(folder: Path, samples: list[Sample]) -> None:
-    writer = StoreWriter(folder)
+def _write(folder: Path, samples: list[Sample], limits: Limits | None = None) -> None:
+    writer = StoreWriter(folder, limits)
     try:
         for sample in samples:
             writer.append(sample)

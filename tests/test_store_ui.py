@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import OPEN_SOURCES
+from tests.helpers import OPEN_SOURCES, disk_history
 from trayvml.config import SettingsStore
 from trayvml.core.clock import ManualClock
 from trayvml.core.metrics import Group
@@ -180,14 +180,7 @@ def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: P
     now = time.time()
     hour = now - now % 3600
     uuids = _stored(folder, hour - 3 * 86400 - 2 * 3600, 2 * 3600 + 60)  # two hours, three days ago
-    clock = ManualClock(now)
-    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
-    OPEN_SOURCES.append(source)
-    sample = source.sample()
-    history = History()
-    history.disk = DiskReach(folder)
-    history.disk.uuids = uuids
-    history.append(sample)
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
     window = shown_window(qtbot, history, sample)
     try:
         assert {b.text() for b in window.range_buttons.buttons()} >= {"24 h", "7 d"}
@@ -213,7 +206,7 @@ def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: P
         start, end = window.visible_range()
         assert abs(start - (hour - 3 * 86400 - 3 * 3600)) < 60 and abs(end - (hour - 3 * 86400 + 3600)) < 60
     finally:
-        history.disk.close()
+        disk.close()
 
 
 def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -252,21 +245,15 @@ def _week_window(qtbot, tmp_path: Path, seconds: int):
     now = time.time()
     hour = now - now % 3600
     uuids = _stored(folder, hour - 3 * 86400 - seconds + 60, seconds)  # packed up to an hour's end
-    source = Source(parse_spec("training:gpus=h100*2"), ManualClock(now), host=True)
-    OPEN_SOURCES.append(source)
-    sample = source.sample()
-    history = History()
-    history.disk = DiskReach(folder)
-    history.disk.uuids = uuids
-    history.append(sample)
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
     read: list[tuple[str, tuple[str, ...]]] = []
-    coarse = history.disk.reader.coarse
+    coarse = disk.reader.coarse
 
     def counting(*arguments, **named):
         read.append((arguments[0], arguments[4]))
         return coarse(*arguments, **named)
 
-    history.disk.reader.coarse = counting  # type: ignore[method-assign]
+    disk.reader.coarse = counting  # type: ignore[method-assign]
     window = shown_window(qtbot, history, sample)
     window.set_range(7 * 86400)
     window.refresh()

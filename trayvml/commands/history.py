@@ -170,6 +170,7 @@ PROCESS_HEADER = (
 
 def _export_processes(args: argparse.Namespace, now_s: float, reader: StoreReader, folder: Path) -> int:
     """``--processes``: a row per stored sample (or minute) of each process, oldest first, streamed."""
+    from trayvml.commands.csvlog import timestamp_text
     from trayvml.core.safe_text import csv_text
 
     if args.query is not None:
@@ -190,7 +191,7 @@ def _export_processes(args: argparse.Namespace, now_s: float, reader: StoreReade
                 memory = f"{row.memory_bytes / 2**20:.0f}" if math.isfinite(row.memory_bytes) else "[N/A]"
                 sm = f"{row.sm_percent:.0f}" if math.isfinite(row.sm_percent) else "[N/A]"
                 fields = (
-                    _stamp(t_s),
+                    timestamp_text(epoch_ms(t_s)),  # as `log` stamps its rows
                     str(gpu_index),
                     p.uuid,
                     str(p.pid),
@@ -237,17 +238,6 @@ def _process_rows(
     streams = [stream(uuid, info.index) for uuid, info in gpus]
     for t_s, index, _, row in heapq.merge(*streams, key=lambda item: item[:3]):
         yield t_s, index, row
-
-
-def _stamp(t_s: float) -> str:
-    """As `log` stamps its rows: local time, cut to the millisecond."""
-    return datetime.fromtimestamp(epoch_ms(t_s) / 1000).strftime("%Y/%m/%d %H:%M:%S.%f")[:-3]
-
-
-def _pairs(low: str, high: str) -> Iterator[str]:
-    for lo, hi in zip(low.split(", "), high.split(", "), strict=True):
-        yield lo
-        yield hi
 
 
 def _say_written(path: str, count: int) -> None:

@@ -127,14 +127,17 @@ class PendingProcesses:
                 continue
             device = db.device_id(uuid, self._facts[uuid])
             peaks: dict[tuple[int, int], tuple[float, float]] = {}
-            for _, pid, started_ms, memory_bytes, sm_percent in rows:  # NaN (not known) counts as 0
+            spans: dict[tuple[int, int], tuple[int, int]] = {}  # first and last time (ms) in the rows
+            for t_ms, pid, started_ms, memory_bytes, sm_percent in rows:  # NaN (not known) counts as 0
                 mem_peak, sm_peak = peaks.get((pid, started_ms), (0.0, 0.0))
                 peaks[(pid, started_ms)] = (
                     max(mem_peak, 0.0 if math.isnan(memory_bytes) else memory_bytes),
                     max(sm_peak, 0.0 if math.isnan(sm_percent) else sm_percent),
                 )
+                first_ms, last_ms = spans.get((pid, started_ms), (t_ms, t_ms))
+                spans[(pid, started_ms)] = (min(first_ms, t_ms), max(last_ms, t_ms))
             kept = sorted(peaks, key=lambda k: peaks[k], reverse=True)[:per_gpu]
-            ids = {key: _process_id(db, device, uuid, key, self._meta, rows) for key in kept}
+            ids = {key: _process_id(db, device, uuid, key, self._meta, spans[key]) for key in kept}
             chosen = [r for r in rows if (r[1], r[2]) in ids]
             times = np.array([r[0] for r in chosen], dtype=np.int64)
             memory = np.array([r[3] for r in chosen], dtype=np.float64)
@@ -154,14 +157,14 @@ def _process_id(
     uuid: str,
     key: tuple[int, int],
     meta: dict[tuple[str, int, int], tuple[str, str, str, str]],
-    rows: list[tuple[int, int, int, float, float]],
+    span_ms: tuple[int, int],
 ) -> int:
-    """The process's id, its facts and span brought up to date (a job is often named only once its
-    notebook or container is read, a few samples after the process appears)."""
+    """The process's id, its facts and span (``span_ms``: its first and last time in the rows
+    waiting) brought up to date (a job is often named only once its notebook or container is read,
+    a few samples after the process appears)."""
     pid, started_ms = key
     name, user, kind, job = meta[(uuid, pid, started_ms)]
-    times = [r[0] for r in rows if r[1] == pid and r[2] == started_ms]
-    first_ms, last_ms = min(times), max(times)
+    first_ms, last_ms = span_ms
     connection = db.connection
     row = connection.execute(
         "SELECT id, name, user, job_kind, job, first_ms, last_ms FROM processes "
@@ -425,14 +428,14 @@ def rows(db: Database, uuid: str, start_s: float, end_s: float) -> Iterator[Proc
     if not processes or device is None:
         return
     fine_from = fine_start_s(db, uuid)
+    fine_ms = round(fine_from * 1000) if fine_from is not None else None
+    # Minutes before the every-sample rows (a minute they begin in is theirs: its samples are there).
+    fine_minute_ms = fine_ms - fine_ms % BUCKET_MS if fine_ms is not None else None
     t_ms = max(0, math.floor(start_s * 1000))
     end_ms = math.floor(end_s * 1000)
     while t_ms <= end_ms:
         stop_ms = min(end_ms, (t_ms // HOUR_MS + 1) * HOUR_MS - 1)
         found: list[tuple[int, int, float, float, float]] = []  # time, process, memory, SM, interval
-        fine_ms = round(fine_from * 1000) if fine_from is not None else None
-        # Minutes before the every-sample rows (a minute they begin in is theirs: its samples are there).
-        fine_minute_ms = fine_ms - fine_ms % BUCKET_MS if fine_ms is not None else None
         if fine_minute_ms is None or t_ms < fine_minute_ms:
             until_ms = min(stop_ms, fine_minute_ms - 1) if fine_minute_ms is not None else stop_ms
             for block in _blocks(db, device, (Tier.COARSE,), t_ms, until_ms):
