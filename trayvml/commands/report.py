@@ -145,7 +145,7 @@ def _job_row(gpu: GpuSample, width: int) -> str:
     ``width`` columns; "" where there is neither."""
     job = terminal_text(job_line(gpu))  # names any user chose: no control characters reach the terminal
     hidden = hidden_processes_words(gpu.processes)
-    count = sum(1 for p in gpu.processes if p.no_permission or p.foreign_pid)
+    count = sum(1 for p in gpu.processes if p.unseen)
     text = f"{job} ({hidden})" if job and hidden else job or hidden
     if hidden and _columns(JOB_INDENT + text) > width:
         short = translate("report", "+{count} hidden").format(count=count)

@@ -88,7 +88,7 @@ def biggest_job(gpu: GpuSample) -> tuple[str, str, float, str]:
         return "", "", math.nan, ""
     jobs: dict[tuple[str, str], list[ProcessSample]] = {}
     for process in gpu.processes:
-        if not (process.no_permission or process.foreign_pid):  # their jobs cannot be read: not guessed
+        if not process.unseen:  # their jobs cannot be read: not guessed
             jobs.setdefault(process.job, []).append(process)
     if not jobs:
         return "", "", math.nan, ""

@@ -170,6 +170,12 @@ class ProcessSample:
     attribution: Attribution = NO_ATTRIBUTION  # its job, container, Slurm job, notebook (trayvml.host.attribution)
 
     @property
+    def unseen(self) -> bool:
+        """Whether this machine cannot see into the process (another user's, or a PID of another
+        PID namespace): its name, user and job are not known here, and never guessed."""
+        return self.no_permission or self.foreign_pid
+
+    @property
     def job(self) -> tuple[str, str]:
         """(kind, name) of the job this process's work adds up under: the one rule for energy, the
         Processes page, the users' view, the tray and notifications. Its attribution's job where the

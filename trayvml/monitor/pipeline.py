@@ -161,11 +161,7 @@ class Monitor:
         gpu = sample.gpu(event.gpu_index)
         if gpu is None or sample.simulation:  # a simulated GPU's PIDs are made up
             return ()
-        mine = tuple(
-            p
-            for p in gpu.processes
-            if p.attribution.notebook and not (p.no_permission or p.foreign_pid) and owned_by_me(p.pid)
-        )
+        mine = tuple(p for p in gpu.processes if p.attribution.notebook and not p.unseen and owned_by_me(p.pid))
         self.kernel_offers[event.gpu_index] = mine
         return (KERNEL,) if mine else ()
 

@@ -69,7 +69,7 @@ class UserUsage:
             elapsed_s = sample.timestamp_s - since
             self._last_read_s[gpu.index] = sample.timestamp_s
             for process in gpu.processes:
-                user = process.user if not (process.no_permission or process.foreign_pid) else ""
+                user = process.user if not process.unseen else ""
                 gpus, count, memory = now.get(user, (set(), 0, math.nan))
                 gpus.add(gpu.index)
                 if not math.isnan(process.used_memory_bytes):
@@ -79,7 +79,7 @@ class UserUsage:
                 if total is None:  # (setdefault would make a _Total to throw away, every process every sample)
                     total = self._totals[user] = _Total()
                 totals = [total]
-                if not (process.no_permission or process.foreign_pid):  # else its job cannot be read
+                if not process.unseen:  # else its job cannot be read
                     key = job_key(process)
                     jobs_now.add(key)
                     job = self._jobs.get(key)
@@ -114,5 +114,5 @@ class UserUsage:
         """(GPU-seconds of the job ``process`` belongs to, across GPUs, since trayvml started;
         whether some of it was not told, so that it is a lower bound). (NaN, False) for a job
         never seen in a read list, or a process whose job cannot be read here."""
-        total = None if process.no_permission or process.foreign_pid else self._jobs.get(job_key(process))
+        total = None if process.unseen else self._jobs.get(job_key(process))
         return (math.nan, False) if total is None else (total.gpu_seconds, total.partial)

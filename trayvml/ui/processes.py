@@ -127,7 +127,7 @@ def _cells(
         ram,
         runtime,
         (proc.kind, proc.kind),
-        (hidden, "") if proc.no_permission or proc.foreign_pid else (job_text(proc), job_text(proc)),
+        (hidden, "") if proc.unseen else (job_text(proc), job_text(proc)),
         (container, container),
         (job.slurm_job, job.slurm_job),
         (job.notebook, job.notebook),
@@ -623,7 +623,7 @@ class ProcessesTab(QWidget):
         model, energy, now_s = self.processes, self.processes.energy, time.time()
         jobs: dict[str, list[ProcessSample]] = {}
         for process in model.current:
-            if not (process.no_permission or process.foreign_pid):  # counted in the line below instead
+            if not process.unseen:  # counted in the line below instead
                 jobs.setdefault(job_text(process), []).append(process)
         items = [self.tree.topLevelItem(k) for k in range(self.tree.topLevelItemCount())]
         self._expanded = {item.text(0) for item in items if item is not None and item.isExpanded()} or self._expanded
