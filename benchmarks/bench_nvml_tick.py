@@ -1,6 +1,6 @@
 """What one reader tick costs on serve's simulated GPUs (issue 23, P13): NVML calls, and time.
 
-    PYTHONPATH=<tree> .venv/bin/python benchmarks/bench_nvml_tick.py [--ticks N] [--paced N] [-v]
+    PYTHONPATH=<tree> .venv/bin/python benchmarks/bench_nvml_tick.py [--ticks N] [--paced N] [-v] [--real]
 
 On 8 simulated H100s (``training``, as ``bench_serve.py`` runs serve), without driver latency:
 the NVML calls per tick (mean over N ticks, the 5 s and 10 s cadences included: deterministic),
@@ -9,6 +9,10 @@ trayvml, pynvml and ctypes spend; the simulated driver's own Python is timed aro
 C functions and taken out). ``--paced N``: N ticks one second apart with ``latency=realistic``,
 as serve reads, median and mean CPU time of the reading thread per tick. Run it once with
 PYTHONPATH=/work/main (the baseline) and once with the tree to compare, in the same session.
+
+``--real``: the same on this machine's GPUs and libnvidia-ml instead of the simulated ones; each C
+function is timed around its call, so the table gives what the real driver takes per call (there the
+hot loop's "outside" is what trayvml, pynvml and ctypes spend, the driver taken out).
 """
 
 from __future__ import annotations
@@ -19,7 +23,8 @@ import time
 from typing import Any
 
 import trayvml
-from trayvml.core.clock import ManualClock
+from trayvml.core.clock import ManualClock, SystemClock
+from trayvml.nvml import binding
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.sim import base as simbase
 from trayvml.nvml.sim import parse_spec
@@ -36,6 +41,125 @@ def _timed(self: Any, *args: Any) -> Any:
         return _inner(self, *args)
     finally:
         _in_library_s[0] += time.perf_counter() - start
+
+
+class _TimedFunction:
+    """One C function of the real library, timed; pynvml sets ``restype`` on it, which the real one must get."""
+
+    def __init__(self, name: str, function: Any, spent: dict[str, list[float]]) -> None:
+        object.__setattr__(self, "_name", name)
+        object.__setattr__(self, "_function", function)
+        object.__setattr__(self, "_spent", spent)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        setattr(self._function, name, value)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._function, name)
+
+    def __call__(self, *args: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return self._function(*args)
+        finally:
+            elapsed_s = time.perf_counter() - start
+            _in_library_s[0] += elapsed_s
+            self._spent.setdefault(self._name, []).append(elapsed_s)
+
+
+class _TimedLibrary:
+    """libnvidia-ml with every C function timed (``--real``)."""
+
+    def __init__(self, library: Any) -> None:
+        self._library = library
+        self._name = getattr(library, "_name", None)  # binding.library_location reads it
+        self.spent: dict[str, list[float]] = {}
+        self._functions: dict[str, _TimedFunction] = {}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        function = self._functions.get(name)
+        if function is None:
+            function = _TimedFunction(name, getattr(self._library, name), self.spent)
+            self._functions[name] = function
+        return function
+
+
+def real(ticks: int, paced_ticks: int) -> None:
+    """``--real``: the hot loop and the paced ticks on this machine's GPUs, per-function driver times."""
+    library = _TimedLibrary(binding.load_real_library())
+    binding.install_library(library)
+    reader = NvmlReader(SystemClock())
+    try:
+        for _ in range(3):  # open, then settle
+            gpus = len(reader.read())
+            time.sleep(1.0)
+        library.spent.clear()
+        whole, outside, cpu = [], [], []
+        for _ in range(ticks):
+            _in_library_s[0] = 0.0
+            start = time.perf_counter()
+            reader.read()
+            elapsed_s = time.perf_counter() - start
+            whole.append(elapsed_s * 1e3)
+            outside.append((elapsed_s - _in_library_s[0]) * 1e3)
+        calls = {name: len(times) for name, times in library.spent.items()}
+        print(f"GPUs: {gpus}; NVML calls per tick (hot loop): {sum(calls.values()) / ticks:.2f}")
+        print(
+            f"hot loop, real driver: {statistics.median(whole):.3f} ms a tick (median), "
+            f"{statistics.median(outside):.3f} ms of it outside libnvidia-ml"
+        )
+        _per_function(library.spent, ticks, "hot loop")
+        library.spent.clear()
+        for _ in range(paced_ticks):
+            time.sleep(1.0)
+            start = time.thread_time()
+            reader.read()
+            cpu.append((time.thread_time() - start) * 1e3)
+        if cpu:
+            print(
+                f"one tick a second, real driver: CPU {statistics.median(cpu):.3f} ms a tick (median), "
+                f"{statistics.mean(cpu):.3f} ms (mean), over {len(cpu)} ticks"
+            )
+            _per_function(library.spent, paced_ticks, "one tick a second, the slower reads included")
+        import pynvml as N
+
+        fields_alone(N.nvmlDeviceGetHandleByIndex(0))
+    finally:
+        reader.close()
+        binding.install_library(None)
+
+
+def _per_function(spent: dict[str, list[float]], ticks: int, what: str) -> None:
+    print(f"per function ({what}): calls a tick, median and max ms a call")
+    for name, times in sorted(spent.items(), key=lambda item: -sum(item[1])):
+        print(f"  {len(times) / ticks:6.2f} {statistics.median(times) * 1e3:8.3f} {max(times) * 1e3:8.3f}  {name}")
+
+
+def fields_alone(handle: Any, repeats: int = 15) -> None:
+    """Each field of the reader's batch asked alone, on GPU 0: which of them the batch's time goes to."""
+    import pynvml as N
+
+    from trayvml.nvml.specs import FIELDS
+
+    names: dict[int, list[str]] = {}
+    for read in FIELDS:
+        names.setdefault(read.field_id, []).append(f"{read.key} every {read.period_s:g} s")
+    together = f"all {len(names)} fields in one call"
+    times: dict[str, list[float]] = {together: []}
+    for _ in range(repeats):
+        for field_id, keys in names.items():
+            start = time.perf_counter()
+            (value,) = N.nvmlDeviceGetFieldValues(handle, [field_id])
+            label = f"field {field_id}, return {value.nvmlReturn}: {', '.join(keys)}"
+            times.setdefault(label, []).append(time.perf_counter() - start)
+        start = time.perf_counter()
+        N.nvmlDeviceGetFieldValues(handle, list(names))
+        times[together].append(time.perf_counter() - start)
+    print(f"each field alone, GPU 0: median and max ms of {repeats} calls")
+    for label, spent in sorted(times.items(), key=lambda item: -statistics.median(item[1])):
+        print(f"  {statistics.median(spent) * 1e3:8.3f} {max(spent) * 1e3:8.3f}  {label}")
 
 
 def hot(ticks: int) -> tuple[dict[str, int], list[float], list[float]]:
@@ -91,8 +215,12 @@ def main() -> None:
     parser.add_argument("--ticks", type=int, default=300, help="hot-loop ticks (default 300)")
     parser.add_argument("--paced", type=int, default=0, help="ticks one second apart (default 0: none)")
     parser.add_argument("-v", action="store_true", help="calls per tick by function")
+    parser.add_argument("--real", action="store_true", help="this machine's GPUs and driver (see above)")
     args = parser.parse_args()
     print(f"trayvml from {trayvml.__file__}")
+    if args.real:
+        real(args.ticks, args.paced)
+        return
     calls, whole, outside = hot(args.ticks)
     print(f"NVML calls per tick, 8 GPUs: {sum(calls.values()) / args.ticks:.2f}")
     if args.v:

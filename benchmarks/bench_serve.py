@@ -2,7 +2,7 @@
 cost against scrape rate, and the CPU a remote host adds to the reader.
 
     .venv/bin/python benchmarks/bench_serve.py [--seconds S] [--gpus N] [--hosts 1,4] [--runs R]
-        [--parts peers,rates,remote] [--driver-cpu] [--new-connections]
+        [--parts peers,rates,remote] [--driver-cpu] [--new-connections] [--real]
 
 0. ``trayvml serve`` and nvitop-exporter side by side (PERFORMANCE.md P13), each a process of its
    own on the same simulated GPUs (realistic driver latency), both sampling at 1 s and each scraped
@@ -43,6 +43,8 @@ SETTLE_S = 5.0
 # of sleeping, as in the independent fake NVML that PERFORMANCE.md's P13 figures come from (there
 # nvitop-exporter cost 9.6-10.1 % of a core); the 20 ms PCIe throughput reads still sleep.
 DRIVER_CPU = [False]
+# --real: serve and nvitop-exporter read this machine's GPUs through libnvidia-ml (a GPU machine).
+REAL = [False]
 
 
 def _command(module: str, args: list[str]) -> list[str]:
@@ -61,6 +63,10 @@ def _spec(gpus: int) -> str:
     return f"training:gpus=h100*{gpus},latency=realistic,start=1800,past=0"
 
 
+def _gpus_read(gpus: int) -> str:
+    return "this machine's GPUs (libnvidia-ml)" if REAL[0] else f"{gpus} simulated H100s, realistic driver latency"
+
+
 def _free_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
@@ -70,8 +76,8 @@ def _free_port() -> int:
 @contextlib.contextmanager
 def _serve(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
     port = _free_port()
-    spec = _spec(gpus)
-    command = _command("trayvml", ["serve", f"--simulate={spec}", "--listen", f"127.0.0.1:{port}"])
+    simulate = [] if REAL[0] else [f"--simulate={_spec(gpus)}"]
+    command = _command("trayvml", ["serve", *simulate, "--listen", f"127.0.0.1:{port}"])
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -85,8 +91,11 @@ def _serve(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
 @contextlib.contextmanager
 def _nvitop_exporter(gpus: int) -> Iterator[tuple[str, psutil.Process]]:
     port = _free_port()
-    args = [_spec(gpus), "nvitop-exporter", "--bind-address", "127.0.0.1", "--port", str(port), "--interval", "1"]
-    command = _command("trayvml.nvml.sim.run", args)
+    args = ["--bind-address", "127.0.0.1", "--port", str(port), "--interval", "1"]
+    if REAL[0]:
+        command = [sys.executable, "-m", "nvitop_exporter", *args]
+    else:
+        command = _command("trayvml.nvml.sim.run", [_spec(gpus), "nvitop-exporter", *args])
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}/metrics"
     try:
@@ -251,7 +260,7 @@ def _reader_cpu_percent(urls: list[str], seconds: float) -> float:
 
 def print_peers(gpus: int, seconds: float, runs: int) -> None:
     print(
-        f"trayvml serve beside nvitop-exporter, {gpus} simulated H100s, realistic driver latency, both sampling "
+        f"trayvml serve beside nvitop-exporter, {_gpus_read(gpus)}, both sampling "
         f"and scraped at 1 s, {seconds:g} s after {SETTLE_S:g} s of settling; median of {runs} run(s)"
     )
     results: dict[str, list[tuple[float, float, int]]] = {}
@@ -287,7 +296,9 @@ def main() -> None:
     parser.add_argument("--driver-cpu", action="store_true", help="process lists burn CPU (see DRIVER_CPU)")
     parser.add_argument("--parts", default="peers,rates,remote", help="which parts (default peers,rates,remote)")
     parser.add_argument("--new-connections", action="store_true", help="a new connection each scrape (see above)")
+    parser.add_argument("--real", action="store_true", help="this machine's GPUs, not simulated ones (see REAL)")
     args = parser.parse_args()
+    REAL[0] = args.real
     parts = set(args.parts.split(","))
     DRIVER_CPU[0] = args.driver_cpu
     NEW_CONNECTIONS[0] = args.new_connections
@@ -306,7 +317,7 @@ def main() -> None:
 
 
 def print_rates(gpus: int, seconds: float) -> None:
-    print(f"trayvml serve, {gpus} simulated H100s, realistic driver latency, sampling at 1 Hz, {seconds:g} s a row")
+    print(f"trayvml serve, {_gpus_read(gpus)}, sampling at 1 Hz, {seconds:g} s a row")
     print(
         f"{'scrapes/s':>9} {'scrapes':>7} {'serve CPU %':>11} {'CPU ms/scrape':>13} {'GPU reads/s':>11} {'body KiB':>8}"
     )

@@ -554,6 +554,17 @@ def trayvml_rows(sample: Sample, fields: list[str]) -> list[list[str]]:
     ]
 
 
+def gpm_readings(sample: Sample) -> list[list[float | str]]:
+    """trayvml's GPM metrics per GPU, in ``specs.GPM``'s order (what ``nvidia-smi dmon
+    --gpm-metrics`` shows): the value, or the name of its state where there is none."""
+    from trayvml.nvml.specs import GPM
+
+    return [
+        [gpu.value(read.key) if gpu.state(read.key) is MetricState.OK else gpu.state(read.key).name for read in GPM]
+        for gpu in sample.gpus
+    ]
+
+
 def _run_smi(smi: str, arguments: list[str]) -> dict[str, Any]:
     import subprocess
 
@@ -591,6 +602,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
         start_recording,
         stop_recording,
     )
+    from trayvml.nvml.specs import GPM
     from trayvml.source import Source
 
     if simulation is not None and simulation.replay:
@@ -617,6 +629,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
                     "tick": ticks,
                     "t": sample.timestamp_s,
                     "trayvml": trayvml_rows(sample, fields),
+                    "gpm": gpm_readings(sample),
                     **smi_outputs(smi, fields),
                 }
             )
@@ -637,6 +650,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
         "source": simulation.label if simulation is not None else "libnvidia-ml",
         "interval_s": RECORD_INTERVAL_S,
         "fields": fields,
+        "gpm_fields": [read.key for read in GPM],
         # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
         "smi": smi or "",
         "dropped_calls": recorder.dropped,
