@@ -532,15 +532,14 @@ def run(args: Any, simulation: Any, bus_names: BusNames = session_bus_names) -> 
 # ---- doctor --record ----
 SMI_TIMEOUT_S = 10.0  # nvidia-smi answers in well under a second; a wedged GPU hangs it (NVML-NOTES)
 RECORD_INTERVAL_S = 1.0
-# The CSV columns trayvml's log shares with nvidia-smi --query-gpu, asked of both at each tick;
-# "hostname" is trayvml's own, and the timestamp differs by when each was asked.
-NOT_SMI_COLUMNS = ("hostname", "timestamp")
 
 
 def shared_fields() -> list[str]:
+    """The CSV columns trayvml's log shares with nvidia-smi --query-gpu, asked of both at each tick
+    (not trayvml's own, and not the timestamp, which differs by when each was asked)."""
     from trayvml.commands.csvlog import COLUMNS
 
-    return [name for name in COLUMNS if name not in NOT_SMI_COLUMNS]
+    return [name for name, column in COLUMNS.items() if not column.smi.ours and name != "timestamp"]
 
 
 def trayvml_rows(sample: Sample, fields: list[str]) -> list[list[str]]:
@@ -579,14 +578,28 @@ def _run_smi(smi: str, arguments: list[str]) -> dict[str, Any]:
     return {"out": done.stdout}
 
 
-def smi_outputs(smi: str | None, fields: list[str]) -> dict[str, Any]:
-    """nvidia-smi's CSV for ``fields`` and its ``-q -x`` XML, taken now; a note where it cannot be."""
+def smi_known_fields(smi: str | None, fields: list[str]) -> list[str]:
+    """Those of ``fields`` this nvidia-smi can be asked for: one name it does not know fails the
+    whole query (580 knows no "memory.unified"), so its ``--help-query-gpu`` list is read first.
+    All of them where that list cannot be had."""
+    if smi is None:
+        return []
+    listed = _run_smi(smi, ["--help-query-gpu"]).get("out")
+    if not listed:
+        return fields
+    known = set(re.findall(r'"([a-z0-9_.]+)"', listed))
+    return [name for name in fields if name in known] if known else fields
+
+
+def smi_outputs(smi: str | None, fields: list[str], xml: bool) -> dict[str, Any]:
+    """nvidia-smi's CSV for ``fields`` and, with ``xml``, its ``-q -x`` XML, taken now; a note where
+    it cannot be. The XML (about 30 KB a GPU) is taken at the first tick only, to keep recordings small."""
     if smi is None:
         return {}
-    return {
-        "smi_csv": _run_smi(smi, [f"--query-gpu={','.join(fields)}", "--format=csv,nounits"]),
-        "smi_xml": _run_smi(smi, ["-q", "-x"]),
-    }
+    answers = {"smi_csv": _run_smi(smi, [f"--query-gpu={','.join(fields)}", "--format=csv,nounits"])}
+    if xml:
+        answers["smi_xml"] = _run_smi(smi, ["-q", "-x"])
+    return answers
 
 
 def record(args: Any, simulation: Any, smi: str | None = None) -> int:
@@ -611,6 +624,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
         return 2
     smi = smi if smi is not None else (None if simulation is not None else shutil.which("nvidia-smi"))
     fields = shared_fields()
+    smi_fields = smi_known_fields(smi, fields)
     source = Source(simulation, host=False, stall_after_s=args.timeout)
     try:
         recorder = start_recording()
@@ -630,7 +644,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
                     "t": sample.timestamp_s,
                     "trayvml": trayvml_rows(sample, fields),
                     "gpm": gpm_readings(sample),
-                    **smi_outputs(smi, fields),
+                    **smi_outputs(smi, smi_fields, xml=ticks == 0),
                 }
             )
             ticks += 1
@@ -650,6 +664,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
         "source": simulation.label if simulation is not None else "libnvidia-ml",
         "interval_s": RECORD_INTERVAL_S,
         "fields": fields,
+        "smi_fields": smi_fields,  # those nvidia-smi knows, asked in that order
         "gpm_fields": [read.key for read in GPM],
         # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
         "smi": smi or "",

@@ -78,7 +78,8 @@ def format_precise(metric: Metric, value: float) -> str:
 
 def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
     """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
-    text = f"{value * smi.scale:.{smi.decimals}f}"
+    scaled = value * smi.scale
+    text = f"{math.ceil(scaled)}" if smi.round_up else f"{scaled:.{smi.decimals}f}"
     return f"{text} {smi.unit}" if units and smi.unit else text
 
 

@@ -48,6 +48,13 @@ class SmiField:
     unit: str = ""
     scale: float = 1.0
     decimals: int = 0
+    # nvidia-smi rounds memory up to a whole MiB: an H200 recording (580.159.04,
+    # tests/recordings/h200-580-busy.jsonl) has 615.06 MiB reserved and 19442.81 MiB used that
+    # nvidia-smi writes as 616 and 19443 at the same moment.
+    round_up: bool = False
+    # trayvml's own column in the same style, which nvidia-smi has no field for (580's
+    # `--help-query-gpu`, tests/recordings/nvidia-smi-580-help-query-gpu.txt, lists none of them).
+    ours: bool = False
 
 
 class Derivation(enum.Enum):
@@ -140,7 +147,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "Memory used"),
         Unit.BYTES,
         Group.MEMORY,
-        SmiField("memory.used", "MiB", 1 / MIB),
+        SmiField("memory.used", "MiB", 1 / MIB, round_up=True),
         min_span=MIB,
         prom="gpu_memory_used",
     ),
@@ -149,7 +156,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "Memory free"),
         Unit.BYTES,
         Group.MEMORY,
-        SmiField("memory.free", "MiB", 1 / MIB),
+        SmiField("memory.free", "MiB", 1 / MIB, round_up=True),
         plot=False,
         prom="gpu_memory_free",
     ),
@@ -158,7 +165,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "Memory reserved by the driver"),
         Unit.BYTES,
         Group.MEMORY,
-        SmiField("memory.reserved", "MiB", 1 / MIB),
+        SmiField("memory.reserved", "MiB", 1 / MIB, round_up=True),
         plot=False,
         prom="gpu_memory_reserved",
     ),
@@ -259,7 +266,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "Energy since driver load"),
         Unit.JOULES,
         Group.POWER,
-        SmiField("energy.consumed", "J", decimals=1),
+        SmiField("energy.consumed", "J", decimals=1, ours=True),
         history=False,
         prom="gpu_energy",
         counter=True,
@@ -314,7 +321,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "PCIe TX"),
         Unit.BYTES_PER_S,
         Group.PCIE,
-        SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1),
+        SmiField("pcie.throughput.tx", "MiB/s", 1 / MIB, 1, ours=True),
         min_span=MIB,
         prom="gpu_pcie_tx",
     ),
@@ -323,7 +330,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "PCIe RX"),
         Unit.BYTES_PER_S,
         Group.PCIE,
-        SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1),
+        SmiField("pcie.throughput.rx", "MiB/s", 1 / MIB, 1, ours=True),
         min_span=MIB,
         prom="gpu_pcie_rx",
     ),
@@ -350,7 +357,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "PCIe replays"),
         Unit.COUNT,
         Group.PCIE,
-        SmiField("pcie.replay_counter"),
+        SmiField("pcie.replay_counter", ours=True),
         plot=False,
         prom="gpu_pcie_replays",
         counter=True,
@@ -369,7 +376,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "NVLink TX (all links)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
-        SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1),
+        SmiField("nvlink.throughput.tx", "MiB/s", 1 / MIB, 1, ours=True),
         min_span=MIB,
         prom="gpu_nvlink_tx",
     ),
@@ -378,7 +385,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "NVLink RX (all links)"),
         Unit.BYTES_PER_S,
         Group.NVLINK,
-        SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1),
+        SmiField("nvlink.throughput.rx", "MiB/s", 1 / MIB, 1, ours=True),
         min_span=MIB,
         prom="gpu_nvlink_rx",
     ),
@@ -506,7 +513,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "XID errors since start"),
         Unit.COUNT,
         Group.ERRORS,
-        SmiField("xid.count"),
+        SmiField("xid.count", ours=True),
         min_span=4.0,
         prom="gpu_xid_errors",
         counter=True,
@@ -516,7 +523,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "Last XID"),
         Unit.XID,
         Group.ERRORS,
-        SmiField("xid.last"),
+        SmiField("xid.last", ours=True),
         history=False,
         prom="gpu_xid_last",
     ),
@@ -630,7 +637,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         QT_TRANSLATE_NOOP("metrics", "Processes"),
         Unit.COUNT,
         Group.PROCESSES,
-        SmiField("process.count"),
+        SmiField("process.count", ours=True),
         plot=False,
         derived=Derived(Derivation.COUNT, ("processes",)),
         prom="gpu_processes",

@@ -35,12 +35,14 @@ STATIC_FIELDS: tuple[StaticField, ...] = (
     StaticField(
         "memory_total_bytes",
         QT_TRANSLATE_NOOP("metrics", "Memory total"),
-        SmiField("memory.total", "MiB", 1 / MIB),
+        SmiField("memory.total", "MiB", 1 / MIB, round_up=True),
         Unit.BYTES,
     ),
     # gpustat's name for the flag (gpustat#179); nvidia-smi has no such column.
     StaticField(
-        "unified_memory", QT_TRANSLATE_NOOP("metrics", "Unified memory (host RAM)"), SmiField("memory.unified")
+        "unified_memory",
+        QT_TRANSLATE_NOOP("metrics", "Unified memory (host RAM)"),
+        SmiField("memory.unified", ours=True),
     ),
     StaticField(
         "power_limit_default_w",
@@ -67,13 +69,17 @@ STATIC_FIELDS: tuple[StaticField, ...] = (
         "clock_max_memory_mhz", QT_TRANSLATE_NOOP("metrics", "Max memory clock"), SmiField("clocks.max.memory", "MHz")
     ),
     StaticField(
-        "clock_max_video_mhz", QT_TRANSLATE_NOOP("metrics", "Max video clock"), SmiField("clocks.max.video", "MHz")
+        "clock_max_video_mhz",
+        QT_TRANSLATE_NOOP("metrics", "Max video clock"),
+        SmiField("clocks.max.video", "MHz", ours=True),
     ),
     StaticField(
         "pcie_link_gen_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe generation"), SmiField("pcie.link.gen.max")
     ),
     StaticField("pcie_link_width_max", QT_TRANSLATE_NOOP("metrics", "Max PCIe width"), SmiField("pcie.link.width.max")),
-    StaticField("nvlink_link_count", QT_TRANSLATE_NOOP("metrics", "NVLink links"), SmiField("nvlink.link_count")),
+    StaticField(
+        "nvlink_link_count", QT_TRANSLATE_NOOP("metrics", "NVLink links"), SmiField("nvlink.link_count", ours=True)
+    ),
 )
 
 # Clock event ("throttle") reason bits, as in nvml.h's nvmlClocksEventReason*.
