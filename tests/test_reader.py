@@ -372,7 +372,7 @@ def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_
     if not field_supported:
         lib.fail_field(N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, N.NVML_ERROR_NOT_SUPPORTED, gpu=0)
     clock.advance_s(300)
-    sample = run_ticks(source, clock, 3)
+    sample = run_ticks(source, clock, 1)
     call_mj = [lib.timelines[k].energy_mj[lib.timelines[k].i] for k in range(2)]
     for k in range(2):  # H100 and RTX 4090: the driver's counter, in joules, whichever way it came
         assert states_by_key(sample, k)["energy_consumed_j"] is MetricState.OK
@@ -381,6 +381,14 @@ def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_
     assert states_by_key(sample, 2)["energy_consumed_j"] is MetricState.NOT_SUPPORTED
     assert math.isnan(sample.gpus[2].value("energy_consumed_j"))
     calls = lib.calls["nvmlDeviceGetTotalEnergyConsumption"]
-    run_ticks(source, clock, 4)
-    # One call a tick for GPU 0 where its field is not supported; none where the field answers.
-    assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] - calls == (0 if field_supported else 4)
+    clock.advance_s(1)
+    sample = run_ticks(source, clock, 4)
+    # Read with the process lists, every 5 s (it costs an H200's driver 4 ms): the reading of 4 s ago
+    # until then, and no call of its own in between where the field is not supported.
+    assert sample.gpus[0].value("energy_consumed_j") == call_mj[0] * 1e-3
+    assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] == calls
+    clock.advance_s(1)
+    sample = source.sample()
+    assert sample.gpus[0].value("energy_consumed_j") == lib.timelines[0].energy_mj[lib.timelines[0].i] * 1e-3
+    assert sample.gpus[0].value("energy_consumed_j") > call_mj[0] * 1e-3
+    assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] - calls == (0 if field_supported else 1)

@@ -183,12 +183,18 @@ FIELDS: tuple[FieldRead, ...] = (
     # field 83 as "Total energy consumption for the GPU in mJ since the driver was last reloaded",
     # the same words as nvmlDeviceGetTotalEnergyConsumption ("in millijoules (mJ) since the driver
     # was last reloaded"). Where the field answers NOT_SUPPORTED (or, unknown to the driver,
-    # INVALID_ARGUMENT) the call is read instead.
+    # INVALID_ARGUMENT) the call is read instead. Read with the process lists, not every tick: on an
+    # H200 (driver 580.159.04) this one field costs the driver 4.2 ms of CPU, where the other 18 of
+    # the batch cost 0.5 ms together (tests/recordings/README.md, bench_nvml_tick.py --real). The
+    # energy per process shares each change of the counter by the process lists read with it.
     FieldRead(
         "energy_consumed_j",
         N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
         scale=_MILLI,
-        fallback=CallRead("nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI),
+        period_s=PROCESS_PERIOD_S,
+        fallback=CallRead(
+            "nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI, period_s=PROCESS_PERIOD_S
+        ),
     ),
     # r545 labels this field DOUBLE while writing an unsigned int (DCGM reads it as an integer):
     # read as a double that is a denormal near 0. Decoded defensively and bounded (FieldBatch).

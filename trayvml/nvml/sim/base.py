@@ -33,6 +33,20 @@ _REALISTIC_LATENCY_S = {
     "nvmlDeviceGetComputeRunningProcesses_v3": 2.25e-3,
     "nvmlDeviceGetGraphicsRunningProcesses_v3": 2.25e-3,
     "nvmlDeviceGetPcieThroughput": 20e-3,
+    # An H200 on driver 580.159.04 (`bench_nvml_tick.py --real`, medians, one tick a second):
+    "nvmlDeviceGetProcessUtilization": 2.0e-3,
+    "nvmlGpmSampleGet": 0.2e-3,
+    "nvmlDeviceGetMigMode": 0.41e-3,
+    "nvmlDeviceGetPowerManagementLimit": 0.29e-3,
+    "nvmlDeviceGetTotalEnergyConsumption": 4.2e-3,
+}
+# What a field costs the same H200 beyond the call's own 5 us (each field asked alone, median): the
+# energy counter is nearly all of a 19-field batch's 3.7 ms, in the driver's CPU time.
+_REALISTIC_FIELD_LATENCY_S = {
+    N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: 4.2e-3,
+    N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: 0.31e-3,
+    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: 0.15e-3,
+    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: 0.15e-3,
 }
 _DEFAULT_LATENCY_S = 5e-6
 HOST_PID_MEMORY_BYTES = 2 * 2**30  # what a hostpid= process holds on its simulated GPU
@@ -186,9 +200,16 @@ class SimulatedNvmlBase:
 
     def wait(self, name: str) -> None:
         assert self.latency_s is not None
-        seconds = self.latency_s.get(name, _DEFAULT_LATENCY_S)
+        self.wait_s(self.latency_s.get(name, _DEFAULT_LATENCY_S))
+
+    def wait_fields(self, field_ids: list[int]) -> None:
+        """What these fields cost beyond the call (latency=realistic)."""
+        if self.latency_s is not None:  # the H200's driver spends it on the CPU (its thread's CPU time)
+            self.wait_s(sum(_REALISTIC_FIELD_LATENCY_S.get(fid, 0.0) for fid in field_ids), spin=True)
+
+    def wait_s(self, seconds: float, spin: bool = False) -> None:
         self.latency_waited_s += seconds
-        if seconds >= _SLEEP_ABOVE_S:
+        if seconds >= _SLEEP_ABOVE_S and not spin:
             time.sleep(seconds)
             return
         until = time.perf_counter() + seconds

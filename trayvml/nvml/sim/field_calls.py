@@ -52,6 +52,7 @@ class FieldCalls(SimulatedNvmlBase):
         if isinstance(g, int):
             return g
         view = field_view(values._obj, count.value)
+        self.wait_fields(view["fieldId"].tolist())
         plan = self._field_plan(g.profile, view["fieldId"], view["scopeId"])
         view["timestamp"] = int(self.clock.now_s() * 1e6)
         view["nvmlReturn"] = plan.codes
