@@ -225,8 +225,9 @@ def test_nvidia_smi_host_gives_values_and_not_supported_states(box: Box) -> None
         assert h100.value("power_draw_w") == pytest.approx(512.34)
         assert h100.value("performance_state") == 0 and rtx.value("performance_state") == 2
         assert h100.value("memory_used_percent") == pytest.approx(100 * 61234 / 81559)
-        # [N/A] is no data, [Not Supported] is not supported, and neither is 0.
-        assert h100.state("fan_speed_percent") is MetricState.NO_DATA
+        # [N/A] (what 580 writes for the H200's fan: tests/recordings) and [Not Supported] are both
+        # not supported, and neither is 0.
+        assert h100.state("fan_speed_percent") is MetricState.NOT_SUPPORTED
         assert math.isnan(h100.value("fan_speed_percent"))
         assert rtx.value("fan_speed_percent") == 41
         assert rtx.state("ecc_corrected_volatile_count") is MetricState.NOT_SUPPORTED

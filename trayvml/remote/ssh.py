@@ -11,9 +11,10 @@ answering (``ServerAliveInterval``). On the host, one small POSIX shell loop run
   ``nvidia-smi --query-compute-apps=...`` every few intervals, each line prefixed by which it is.
 
 Both are parsed into the same Sample objects as the other remote readers. What nvidia-smi does not
-report is "not supported", never 0: nvidia-smi writes ``[Not Supported]`` for a field a GPU lacks and
-``[N/A]`` for one it cannot say now (nvidia-smi(1), "GPU ATTRIBUTES"), read as NOT_SUPPORTED and
-NO_DATA. The reader thread keeps only the latest complete batch; the RemoteSource thread asks for
+report is "not supported", never 0: older drivers write ``[Not Supported]`` for a field a GPU lacks;
+580 writes ``[N/A]`` for it (the H200's fan and retired pages in tests/recordings/h200-580-*.jsonl,
+where NVML answers NOT_SUPPORTED), and its ``--help-query-gpu`` says "'N/A' indicates that the field
+is not supported on the current device": both are read as NOT_SUPPORTED. The reader thread keeps only the latest complete batch; the RemoteSource thread asks for
 it every interval and, when the connection has ended, gets the reason in a sentence (and backs off
 before the next connection). ``close`` ends the ``ssh`` process: terminate, then kill.
 """
@@ -84,11 +85,11 @@ METRIC_FIELDS: Mapping[str, tuple[str, float]] = {
 GPU_FIELDS = (*IDENTITY_FIELDS, *METRIC_FIELDS)
 APP_FIELDS = ("pid", "used_memory", "process_name", "gpu_uuid")
 
-# What nvidia-smi writes instead of a value, and what trayvml says instead.
+# What nvidia-smi writes instead of a value, and what trayvml says instead (N/A: see the module's doc).
 _NOT_A_VALUE = {
     "[not supported]": MetricState.NOT_SUPPORTED,
-    "[n/a]": MetricState.NO_DATA,
-    "n/a": MetricState.NO_DATA,
+    "[n/a]": MetricState.NOT_SUPPORTED,
+    "n/a": MetricState.NOT_SUPPORTED,
     "[insufficient permissions]": MetricState.NO_PERMISSION,
     "[unknown error]": MetricState.NO_DATA,
     "[gpu is lost]": MetricState.LOST,
