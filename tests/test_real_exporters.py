@@ -195,3 +195,28 @@ def test_nvitop_exporter_on_the_simulated_gpus_is_a_remote_source(tmp_path: Path
         assert b.value("memory_used_bytes") == pytest.approx(a.value("memory_used_bytes"), abs=MIB)
         # What nvitop-exporter does not export is not supported, not zero.
         assert b.state("ecc_corrected_volatile_count") is MetricState.NOT_SUPPORTED
+
+
+def test_a_real_nvitop_exporter_and_trayvml_serve_on_the_same_h200_read_alike() -> None:
+    # Both scraped a second apart on a lent H200 under load (scripts/real-gpu-check, driver
+    # 580.159.04), read back through trayvml's remote reader: nvitop-exporter is the answer key
+    # for what serve says, and its real output the fixture for its dialect.
+    from trayvml.remote.fetch import exporter_samples
+
+    recordings = Path(__file__).parent / "recordings"
+    read = {}
+    for name in ("nvitop-exporter", "trayvml-serve"):
+        body = (recordings / f"h200-580-busy.{name}.txt").read_bytes()
+        (read[name],) = exporter_samples(parse_endpoint("http://127.0.0.1:9/metrics"), body, "text/plain", 0.0)
+    theirs, ours = read["nvitop-exporter"].gpus[0], read["trayvml-serve"].gpus[0]
+    assert read["nvitop-exporter"].devices[0].name == read["trayvml-serve"].devices[0].name == "NVIDIA H200"
+    both = [m.key for m in GPU_METRICS if theirs.state(m.key) is MetricState.OK]
+    assert len(both) >= 15 and all(ours.state(key) is MetricState.OK for key in both)
+    # Power and PCIe rates move within the second between the scrapes; the rest is the same reading.
+    moving = {"power_draw_w", "power_used_percent", "pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"}
+    for key in both:
+        tolerance = 0.1 * abs(theirs.value(key)) if key in moving else 0.0
+        assert abs(ours.value(key) - theirs.value(key)) <= tolerance, key
+    assert ours.value("memory_used_bytes") == theirs.value("memory_used_bytes") > 16 * 2**30  # the load held 16 GiB
+    (mine,), (nvitop,) = ours.processes, theirs.processes
+    assert (mine.pid, mine.used_memory_bytes) == (nvitop.pid, nvitop.used_memory_bytes) and mine.name == "python3"
