@@ -14,9 +14,10 @@ Both are parsed into the same Sample objects as the other remote readers. What n
 report is "not supported", never 0: older drivers write ``[Not Supported]`` for a field a GPU lacks;
 580 writes ``[N/A]`` for it (the H200's fan and retired pages in tests/recordings/h200-580-*.jsonl,
 where NVML answers NOT_SUPPORTED), and its ``--help-query-gpu`` says "'N/A' indicates that the field
-is not supported on the current device": both are read as NOT_SUPPORTED. The reader thread keeps only the latest complete batch; the RemoteSource thread asks for
-it every interval and, when the connection has ended, gets the reason in a sentence (and backs off
-before the next connection). ``close`` ends the ``ssh`` process: terminate, then kill.
+is not supported on the current device": both are read as NOT_SUPPORTED. The reader thread keeps
+only the latest complete batch; the RemoteSource thread asks for it every interval and, when the
+connection has ended, gets the reason in a sentence (and backs off before the next connection).
+``close`` ends the ``ssh`` process: terminate, then kill.
 """
 
 from __future__ import annotations

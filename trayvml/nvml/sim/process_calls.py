@@ -8,6 +8,8 @@ import pynvml as N
 
 from trayvml.nvml.sim.base import SimulatedNvmlBase
 
+PROCESS_SAMPLE_BUFFER = 72  # entries nvmlDeviceGetProcessUtilization wants room for (see there)
+
 
 class ProcessCalls(SimulatedNvmlBase):
     def _running(self, handle: Any, count: Any, array: Any, kind: str) -> int:
@@ -70,8 +72,12 @@ class ProcessCalls(SimulatedNvmlBase):
         if not samples:
             return N.NVML_ERROR_NOT_FOUND  # no samples since the last-seen timestamp
         capacity = count._obj
-        if array is None or capacity.value < len(samples):
-            capacity.value = len(samples)
+        # The array must hold the driver's whole sample buffer, however few processes answer: an
+        # H200 on 580.159.04 answered a 4-entry array INSUFFICIENT_SIZE with a count of 72 for one
+        # process, then filled 1 entry of a 76-entry one (tests/recordings/h200-580-busy.jsonl).
+        needed = max(len(samples), PROCESS_SAMPLE_BUFFER)
+        if array is None or capacity.value < needed:
+            capacity.value = needed
             return N.NVML_ERROR_INSUFFICIENT_SIZE
         for k, (pid, sm) in enumerate(samples):
             entry = array[k]

@@ -77,6 +77,7 @@ class ReplayedNvml:
         self._next: dict[tuple[str, str], int] = {}
         self._functions: dict[str, _ReplayedFunction] = {}
         self._batches: dict[tuple[str, str], list[tuple[int, int]]] = {}  # see _recorded_fields
+        self._served: dict[tuple[str, str], set[tuple[int, int]]] = {}  # see _entry_for_fields
         self.unanswered: set[str] = set()  # functions called with a key the recording lacks, for tests
 
     def __getattr__(self, name: str) -> _ReplayedFunction:
@@ -103,7 +104,13 @@ class ReplayedNvml:
                 if decode_result(query["r"]) != N.NVML_ERROR_INSUFFICIENT_SIZE or not answers:
                     restore(args, query["o"])
                     return decode_result(query["r"])
-        if not answers and name == "nvmlDeviceGetFieldValues" and called[2:] == ["r"]:
+        # A field batch of the same size may hold other fields (a one-field probe at start, where
+        # the reader now reads the energy counter alone): the fields must be the same too.
+        if (
+            name == "nvmlDeviceGetFieldValues"
+            and called[2:] == ["r"]
+            and (not answers or self._recorded_fields(key, answers) != _asked_fields(called, args))
+        ):
             return self._answer_fields(called, args)
         if not answers:
             if name == "nvmlErrorString":
@@ -126,9 +133,8 @@ class ReplayedNvml:
         the recording never asked for answers NOT_SUPPORTED in its slot where the reader has an
         older call for it (which the recording holds: it was read that way), else UNKNOWN (no
         data, never a value)."""
-        count = int(called[1])
-        wanted = field_view(args[2]._obj, count)
-        asked = list(zip(wanted["fieldId"].tolist(), wanted["scopeId"].tolist(), strict=True))
+        wanted = field_view(args[2]._obj, int(called[1]))
+        asked = _asked_fields(called, args)
         best: tuple[int, tuple[str, str], list[dict[str, Any]]] | None = None
         for key, answers in self._answers.items():
             recorded = json.loads(key[1])
@@ -138,10 +144,13 @@ class ReplayedNvml:
             if shared and (best is None or shared > best[0]):
                 best = (shared, key, answers)
         if best is None:
+            if all(pair[0] in _FIELDS_WITH_CALLS for pair in asked):  # read by their calls back then
+                wanted["nvmlReturn"] = N.NVML_ERROR_NOT_SUPPORTED
+                return N.NVML_SUCCESS
             self.unanswered.add("nvmlDeviceGetFieldValues")
             return N.NVML_ERROR_UNKNOWN
         _, key, answers = best
-        entry = self._take(key, answers)
+        entry = self._entry_for_fields(key, answers, set(asked))
         size = int(json.loads(key[1])[1])
         array = field_array(self._recorded_fields(key, answers))
         restore((None, None, ctypes.byref(array)), entry["o"])
@@ -160,6 +169,19 @@ class ReplayedNvml:
                 )
         return N.NVML_SUCCESS
 
+    def _entry_for_fields(
+        self, key: tuple[str, str], answers: list[dict[str, Any]], asked: set[tuple[int, int]]
+    ) -> dict[str, Any]:
+        """The recorded batch's answer for these fields: the one that answered others of its fields
+        already (the reader now splits that batch, e.g. the energy counter every 5 s apart from the
+        rest), else the next one (a field asked again is the next tick)."""
+        served = self._served.get(key)
+        if served is None or served & asked or key not in self._next:
+            self._served[key] = set(asked)
+            return self._take(key, answers)
+        served |= asked
+        return answers[min(self._next[key] - 1, len(answers) - 1)]
+
     def _recorded_fields(self, key: tuple[str, str], answers: list[dict[str, Any]]) -> list[tuple[int, int]]:
         """The (field id, scope) pairs a recorded field-value batch asked for, from its first answer."""
         found = self._batches.get(key)
@@ -170,3 +192,9 @@ class ReplayedNvml:
             view = field_view(array)
             found = self._batches[key] = list(zip(view["fieldId"].tolist(), view["scopeId"].tolist(), strict=True))
         return found
+
+
+def _asked_fields(called: list[Any], args: tuple[Any, ...]) -> list[tuple[int, int]]:
+    """The (field id, scope) pairs a field-value call asks for."""
+    view = field_view(args[2]._obj, int(called[1]))
+    return list(zip(view["fieldId"].tolist(), view["scopeId"].tolist(), strict=True))
