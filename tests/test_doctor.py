@@ -217,6 +217,8 @@ def smi_mismatches(fields: list[str], ours: list[list[str]], smi_fields: list[st
     and a busy GPU's values move meanwhile."""
     import csv
 
+    from trayvml.commands.csvlog import COLUMNS
+
     lines = [line for line in smi_csv.splitlines() if line.strip()]
     smi_rows = list(csv.reader(lines[1:], skipinitialspace=True))
     found = []
@@ -225,6 +227,8 @@ def smi_mismatches(fields: list[str], ours: list[list[str]], smi_fields: list[st
     for gpu, (row, theirs) in enumerate(zip(ours, smi_rows, strict=True)):
         mine = dict(zip(fields, row, strict=True))
         for name, b in zip(smi_fields, theirs, strict=True):
+            if COLUMNS[name].smi.ours:  # "hostname": the H100 recordings asked nvidia-smi's, another fact
+                continue
             a = mine[name]
             try:
                 x, y = float(a), float(b)
@@ -232,8 +236,11 @@ def smi_mismatches(fields: list[str], ours: list[list[str]], smi_fields: list[st
                 if a.strip() != b.strip() and not (a == SMI_NOT_SUPPORTED[0] and b == SMI_NOT_SUPPORTED[1]):
                     found.append(f"GPU {gpu} {name}: trayvml {a!r}, nvidia-smi {b!r}")
                 continue
+            # The instant power swings by 15 % within the moment between the two reads of a loaded
+            # GPU (an H100 at its 700 W cap: 637.61 W, then 744.27 W, tests/recordings/h100-580-busy).
+            share = 0.2 if name == "power.draw.instant" else 0.02
             exact = name.startswith("memory.")
-            if x != y if exact else abs(x - y) > max(1.0, 0.02 * abs(y)):
+            if x != y if exact else abs(x - y) > max(1.0, share * abs(y)):
                 found.append(f"GPU {gpu} {name}: trayvml {a!r}, nvidia-smi {b!r}")
     return found
 
@@ -301,7 +308,12 @@ def test_replayed_values_equal_nvidia_smis_of_the_same_moment(path: Path) -> Non
 
 
 def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_names_them() -> None:
-    assert [p.name for p in WITH_SMI] == ["h200-580-busy.jsonl", "h200-580-idle.jsonl"]
+    assert [p.name for p in WITH_SMI] == [
+        "h100-580-busy.jsonl",
+        "h100-580-idle.jsonl",
+        "h200-580-busy.jsonl",
+        "h200-580-idle.jsonl",
+    ]
     readme = (RECORDINGS / "README.md").read_text()
     assert all(p.name in readme for p in WITH_SMI) and "580.159.04" in readme and "dmon --gpm-metrics" in readme
 
@@ -315,7 +327,8 @@ def test_trayvml_s_own_columns_are_the_ones_nvidia_smi_does_not_know() -> None:
     listed = (RECORDINGS / "nvidia-smi-580-help-query-gpu.txt").read_text()
     known = set(re.findall(r'"([a-z0-9_.]+)"', listed))
     names = list(COLUMNS) + list(ALIASES)
-    assert {n for n in names if n not in known} == {n for n, c in COLUMNS.items() if c.smi.ours}
+    # "hostname" is the one name both have, for different facts (csvlog.COLUMNS says which).
+    assert {n for n in names if n not in known} == {n for n, c in COLUMNS.items() if c.smi.ours} - {"hostname"}
     assert "memory.unified" not in known and "power.draw.instant" in known and "clocks_throttle_reasons.active" in known
 
 
@@ -568,7 +581,7 @@ def test_push_destinations_are_listed_redacted_with_their_last_failure(
     assert "secret-topic" not in out and "tk_verysecret" not in out and "never-failed" not in out
 
 
-# nvidia-smi dmon --gpm-metrics, run beside h200-580-busy.jsonl's recording (scripts/real-gpu-check):
+# nvidia-smi dmon --gpm-metrics, run beside each *-busy.jsonl's recording (scripts/real-gpu-check):
 # its columns for each of trayvml's GPM metrics (specs.GPM), and the unit dmon shows it in.
 DMON_COLUMNS = {
     "sm_activity_percent": ("smutil", 1.0),
@@ -599,7 +612,8 @@ def dmon_medians(path: Path) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in columns.items()}
 
 
-def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_h200() -> None:
+@pytest.mark.parametrize("name", ["h100-580-busy", "h200-580-busy"])
+def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_gpu(name: str) -> None:
     # The answer key is nvidia-smi's own GPM reading of the same seconds (a steady load: bf16 matrix
     # products and a 1 GiB copy); dmon shows whole numbers, so within 1.5 units or 10 %.
     import statistics
@@ -610,7 +624,7 @@ def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_h200() 
     from trayvml.nvml.specs import GPM
     from trayvml.source import Source
 
-    path = RECORDINGS / "h200-580-busy.jsonl"
+    path = RECORDINGS / f"{name}.jsonl"
     ticks = [e for e in read_recording(path)[1] if "tick" in e]
     clock = ManualClock(ticks[0]["t"])
     source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
@@ -624,7 +638,7 @@ def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_h200() 
                     ours.setdefault(read.key, []).append(gpu.value(read.key))
     finally:
         source.close()
-    dmon = dmon_medians(RECORDINGS / "h200-580-busy.dmon-gpm.txt")
+    dmon = dmon_medians(RECORDINGS / f"{name}.dmon-gpm.txt")
     assert set(ours) == set(DMON_COLUMNS) and all(len(values) >= 4 for values in ours.values())
     for key, (column, unit) in DMON_COLUMNS.items():
         mine, theirs = statistics.median(ours[key]) / unit, dmon[column]

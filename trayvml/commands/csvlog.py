@@ -115,7 +115,9 @@ COLUMNS: dict[str, Column] = {
     "timestamp": Column(SmiField("timestamp"), _timestamp),
     "driver_version": Column(SmiField("driver_version"), _driver),
     "count": Column(SmiField("count"), _count),
-    "hostname": Column(SmiField("hostname"), _hostname),  # which host (log --remote); nvidia-smi 580 knows it too
+    # Which host (log --remote). nvidia-smi 580 has a field of that name, "the hostname associated
+    # with the GPU", another fact: [N/A] on the H100 of tests/recordings/h100-580-*.jsonl.
+    "hostname": Column(SmiField("hostname", ours=True), _hostname),
     **{f.smi.name: _static_column(f) for f in STATIC_FIELDS},
     **{m.smi.name: _metric_column(m.key, m.smi, m.unit) for m in GPU_METRICS if m.smi},
 }
