@@ -126,6 +126,7 @@ def real(ticks: int, paced_ticks: int) -> None:
         import pynvml as N
 
         fields_alone(N.nvmlDeviceGetHandleByIndex(0))
+        calls_alone(N.nvmlDeviceGetHandleByIndex(0))
     finally:
         reader.close()
         binding.install_library(None)
@@ -160,6 +161,38 @@ def fields_alone(handle: Any, repeats: int = 15) -> None:
     print(f"each field alone, GPU 0: median and max ms of {repeats} calls")
     for label, spent in sorted(times.items(), key=lambda item: -statistics.median(item[1])):
         print(f"  {statistics.median(spent) * 1e3:8.3f} {max(spent) * 1e3:8.3f}  {label}")
+
+
+def calls_alone(handle: Any, repeats: int = 15) -> None:
+    """Calls that answer what costly fields do, or cost themselves, each alone on GPU 0: CPU (the
+    thread's) and wall time, so that a cheaper way to the same number shows."""
+    import pynvml as N
+
+    calls = {
+        "nvmlDeviceGetTotalEnergyConsumption": lambda: N.nvmlDeviceGetTotalEnergyConsumption(handle),
+        "field 83 (the energy counter)": lambda: N.nvmlDeviceGetFieldValues(
+            handle, [N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION]
+        ),
+        "nvmlDeviceGetPowerUsage": lambda: N.nvmlDeviceGetPowerUsage(handle),
+        "nvmlDeviceGetPcieThroughput (TX)": lambda: N.nvmlDeviceGetPcieThroughput(handle, N.NVML_PCIE_UTIL_TX_BYTES),
+        "fields 197 and 198 (the PCIe byte counters)": lambda: N.nvmlDeviceGetFieldValues(
+            handle, [N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES, N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES]
+        ),
+        "nvmlDeviceGetComputeRunningProcesses": lambda: N.nvmlDeviceGetComputeRunningProcesses(handle),
+    }
+    print(f"calls alone, GPU 0: median wall and CPU ms of {repeats} calls, 50 ms apart")
+    for name, call in calls.items():
+        wall, cpu = [], []
+        for _ in range(repeats):
+            time.sleep(0.05)
+            start, start_cpu = time.perf_counter(), time.thread_time()
+            try:
+                call()
+            except N.NVMLError as error:
+                name = f"{name} ({error})"
+            wall.append(time.perf_counter() - start)
+            cpu.append(time.thread_time() - start_cpu)
+        print(f"  {statistics.median(wall) * 1e3:8.3f} {statistics.median(cpu) * 1e3:8.3f}  {name}")
 
 
 def hot(ticks: int) -> tuple[dict[str, int], list[float], list[float]]:
