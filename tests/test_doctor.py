@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import getpass
 import json
-import re
 import socket
 import time
 from collections.abc import Iterable
@@ -323,9 +322,9 @@ def test_trayvml_s_own_columns_are_the_ones_nvidia_smi_does_not_know() -> None:
     # nvidia-smi's that it does not know fails a whole `nvidia-smi --query-gpu` (doctor --record's,
     # or a script's that took the name from `trayvml log --list-fields`).
     from trayvml.commands.csvlog import ALIASES, COLUMNS
+    from trayvml.commands.doctor import smi_listed_fields
 
-    listed = (RECORDINGS / "nvidia-smi-580-help-query-gpu.txt").read_text()
-    known = set(re.findall(r'"([a-z0-9_.]+)"', listed))
+    known = smi_listed_fields((RECORDINGS / "nvidia-smi-580-help-query-gpu.txt").read_text())
     names = list(COLUMNS) + list(ALIASES)
     # "hostname" is the one name both have, for different facts (csvlog.COLUMNS says which).
     assert {n for n in names if n not in known} == {n for n, c in COLUMNS.items() if c.smi.ours} - {"hostname"}

@@ -587,8 +587,13 @@ def smi_known_fields(smi: str | None, fields: list[str]) -> list[str]:
     listed = _run_smi(smi, ["--help-query-gpu"]).get("out")
     if not listed:
         return fields
-    known = set(re.findall(r'"([a-z0-9_.]+)"', listed))
+    known = smi_listed_fields(listed)
     return [name for name in fields if name in known] if known else fields
+
+
+def smi_listed_fields(help_query_gpu: str) -> set[str]:
+    """The field names ``nvidia-smi --help-query-gpu`` lists, each quoted (``"memory.used"``)."""
+    return set(re.findall(r'"([a-z0-9_.]+)"', help_query_gpu))
 
 
 def smi_outputs(smi: str | None, fields: list[str], xml: bool) -> dict[str, Any]:
