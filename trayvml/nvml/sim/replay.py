@@ -134,7 +134,7 @@ class ReplayedNvml:
         older call for it (which the recording holds: it was read that way), else UNKNOWN (no
         data, never a value)."""
         wanted = field_view(args[2]._obj, int(called[1]))
-        asked = _asked_fields(called, args)
+        asked = _field_pairs(wanted)
         best: tuple[int, tuple[str, str], list[dict[str, Any]]] | None = None
         for key, answers in self._answers.items():
             recorded = json.loads(key[1])
@@ -189,12 +189,15 @@ class ReplayedNvml:
             size = int(json.loads(key[1])[1])
             array = field_array([(0, 0)] * size)
             restore((None, None, ctypes.byref(array)), answers[0]["o"])
-            view = field_view(array)
-            found = self._batches[key] = list(zip(view["fieldId"].tolist(), view["scopeId"].tolist(), strict=True))
+            found = self._batches[key] = _field_pairs(field_view(array))
         return found
 
 
 def _asked_fields(called: list[Any], args: tuple[Any, ...]) -> list[tuple[int, int]]:
     """The (field id, scope) pairs a field-value call asks for."""
-    view = field_view(args[2]._obj, int(called[1]))
+    return _field_pairs(field_view(args[2]._obj, int(called[1])))
+
+
+def _field_pairs(view: Any) -> list[tuple[int, int]]:
+    """The (field id, scope) pairs of a field-value array's view."""
     return list(zip(view["fieldId"].tolist(), view["scopeId"].tolist(), strict=True))
