@@ -238,7 +238,7 @@ def smi_mismatches(fields: list[str], ours: list[list[str]], smi_fields: list[st
             # The instant power swings by 15 % within the moment between the two reads of a loaded
             # GPU (an H100 at its 700 W cap: 637.61 W, then 744.27 W, tests/recordings/h100-580-busy).
             share = 0.2 if name == "power.draw.instant" else 0.02
-            exact = name.startswith("memory.")
+            exact = COLUMNS[name].smi.round_up  # memory in MiB: both round up
             if x != y if exact else abs(x - y) > max(1.0, share * abs(y)):
                 found.append(f"GPU {gpu} {name}: trayvml {a!r}, nvidia-smi {b!r}")
     return found
