@@ -204,7 +204,7 @@ def replayed_rows(path: Path) -> tuple[list[dict], list[list[list[str]]]]:
 # nvidia-smi 580 writes "[N/A]" where NVML answers NOT_SUPPORTED (the H200's fan and retired pages in
 # tests/recordings/h200-580-*.jsonl), and its --help-query-gpu says "'N/A' indicates that the field is
 # not supported on the current device"; older drivers wrote "[Not Supported]", as trayvml does.
-SMI_NOT_SUPPORTED = ("[Not Supported]", "[N/A]")
+SMI_NOT_SUPPORTED = ("[Not Supported]", "[N/A]")  # (trayvml's, nvidia-smi 580's)
 
 
 def smi_mismatches(fields: list[str], ours: list[list[str]], smi_fields: list[str], smi_csv: str) -> list[str]:
@@ -232,7 +232,7 @@ def smi_mismatches(fields: list[str], ours: list[list[str]], smi_fields: list[st
             try:
                 x, y = float(a), float(b)
             except ValueError:
-                if a.strip() != b.strip() and not (a == SMI_NOT_SUPPORTED[0] and b == SMI_NOT_SUPPORTED[1]):
+                if a.strip() != b.strip() and (a, b) != SMI_NOT_SUPPORTED:
                     found.append(f"GPU {gpu} {name}: trayvml {a!r}, nvidia-smi {b!r}")
                 continue
             # The instant power swings by 15 % within the moment between the two reads of a loaded
