@@ -74,6 +74,20 @@ def test_device_details_keys_are_never_cut_and_energy_is_in_wh(window) -> None:
     assert energy.text(1).endswith(("Wh", "kWh")), energy.text(1)
 
 
+def test_device_details_say_a_wrapped_counter_s_rate_is_only_a_lower_bound(window) -> None:
+    # An H100's PCIe link (Gen5 x16, 64 GB/s) can wrap the 32-bit byte counters 14 times a second:
+    # the rate read a second apart is "at least" (as on the real H100 and H200, tests/recordings).
+    w, sample = window("training:gpus=h100", seconds=10)
+    assert {"pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"} <= sample.gpus[0].lower_bounds
+    w.tabs.setCurrentWidget(w.details)
+    w.refresh()
+    top = w.details.topLevelItem(1)
+    readings = top.child(top.childCount() - 1)
+    texts = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
+    assert texts["PCIe TX"].startswith("at least ") and texts["PCIe RX"].endswith("wrapped more than once")
+    assert not texts["Power draw"].startswith("at least")
+
+
 def test_no_alerts_says_so_in_a_sentence(window) -> None:
     w, _ = window(seconds=10)
     w.tabs.setCurrentWidget(w.alert_table)

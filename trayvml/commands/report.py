@@ -11,7 +11,7 @@ from datetime import datetime
 from typing import Any
 
 from trayvml import __version__
-from trayvml.core.formatting import format_static, format_value
+from trayvml.core.formatting import at_least, format_static, format_value
 from trayvml.core.i18n import translate
 from trayvml.core.lines import job_line
 from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS
@@ -238,9 +238,7 @@ def _full_gpu(gpu: GpuSample, info: DeviceInfo) -> list[str]:
         ok = state is MetricState.OK
         shown = format_value(metric, gpu.value(metric.key)) if ok else translate("metrics", state.label)
         if ok and metric.key in gpu.lower_bounds:
-            shown = translate("metrics", "at least {value}: the counter may have wrapped more than once").format(
-                value=shown
-            )
+            shown = at_least(shown)
         out.append(f"    {_padded(translate('metrics', metric.label), width)}  {shown}")
     return out
 

@@ -76,6 +76,13 @@ def format_precise(metric: Metric, value: float) -> str:
     return format_value(metric, value)
 
 
+def at_least(shown: str) -> str:
+    """A rate from a counter that may have wrapped more than once between two reads (the PCIe byte
+    counters of every Gen4/5 x16 GPU read a second apart: 32 bits, wrapping at 4 GiB), said as what
+    it is: a lower bound."""
+    return translate("metrics", "at least {value}: the counter may have wrapped more than once").format(value=shown)
+
+
 def smi_number(smi: SmiField, value: float, units: bool = True) -> str:
     """A number as nvidia-smi's CSV writes it: in its unit and decimals (``81559 MiB``)."""
     scaled = value * smi.scale

@@ -10,7 +10,7 @@ import math
 from PySide6.QtCore import QCoreApplication
 from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 
-from trayvml.core.formatting import format_precise, format_static
+from trayvml.core.formatting import at_least, format_precise, format_static
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import GPU_METRICS, Metric, Unit
 from trayvml.core.sample import MetricState, Sample
@@ -92,6 +92,8 @@ class DetailsPage(QTreeWidget):
                 value = gpu.value(metric.key)
                 ok = state is MetricState.OK and not math.isnan(value)
                 text = _reading_text(metric, value) if ok else translate("metrics", state.label)
+                if ok and metric.key in gpu.lower_bounds:
+                    text = at_least(text)
                 if items[metric.key].text(1) != text:
                     items[metric.key].setText(1, text)
             self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)
