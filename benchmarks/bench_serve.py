@@ -12,8 +12,8 @@ cost against scrape rate, and the CPU a remote host adds to the reader.
 
 1. ``trayvml serve`` on N simulated H100s (realistic driver latency) in a process of its own, scraped
    at several rates over HTTP. Its CPU is read from /proc through psutil; "GPU reads/s" counts the
-   distinct ``trayvml_sample_timestamp_seconds`` the scrapes saw: a scrape never reads the GPUs,
-   so it stays at the sampling rate (1/s) whatever the scrape rate.
+   distinct ``trayvml_sample_timestamp_seconds`` the scrapes saw: serve reads when a scrape wants a
+   sample, at most once a second, so it follows the scrape rate up to 1/s.
 2. A process that reads H remote ``trayvml serve`` endpoints at 1 Hz with trayvml's remote sources
    (one thread each, as the tray app would), against the same process reading none: its extra CPU
    per remote host, in % of one core (target <= 0.2 %).

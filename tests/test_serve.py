@@ -8,6 +8,7 @@ import re
 import ssl
 import subprocess
 import sys
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -165,7 +166,7 @@ def _get(url: str, headers: dict[str, str] | None = None, context: ssl.SSLContex
         return error.code, ""
 
 
-def test_scrapes_never_read_the_gpus_they_serve_what_the_loop_read_last() -> None:
+def test_scrapes_within_the_interval_serve_what_the_loop_read_last() -> None:
     sample = _simulated_sample()
     reads = []
 
@@ -175,17 +176,73 @@ def test_scrapes_never_read_the_gpus_they_serve_what_the_loop_read_last() -> Non
 
     loop = SamplingLoop(read, interval_s=3600)
     loop.start()
-    exporter = Exporter(lambda: loop.latest, "127.0.0.1", 0)
+    exporter = Exporter(lambda: loop.fresh(5.0), "127.0.0.1", 0)
     try:
-        deadline = time.monotonic() + 5
-        while loop.latest is None and time.monotonic() < deadline:
-            time.sleep(0.01)
         for _ in range(20):
             status, text = _get(exporter.server.url)
             assert status == 200 and "trayvml_gpu_utilization_ratio" in text
-        assert len(reads) == 1
+        assert len(reads) == 1  # the one at start: every scrape came within the hour
     finally:
         exporter.close()
+        loop.stop()
+
+
+def _counting_loop(interval_s: float, hold: threading.Event | None = None) -> tuple[SamplingLoop, list[float]]:
+    """A loop whose reads are numbered samples (their timestamp is the read's number); a read after
+    the first waits for ``hold`` where one is given."""
+    sample = _simulated_sample()
+    reads: list[float] = []
+
+    def read() -> Sample:
+        reads.append(time.monotonic())
+        if hold is not None and len(reads) > 1:
+            hold.wait(30)
+        return replace(sample, timestamp_s=float(len(reads)))
+
+    loop = SamplingLoop(read, interval_s)
+    loop.start()
+    return loop, reads
+
+
+def test_with_no_one_scraping_serve_reads_the_gpus_once_and_no_more() -> None:
+    loop, reads = _counting_loop(interval_s=0.05)
+    try:
+        time.sleep(0.5)  # ten intervals
+        assert len(reads) == 1 and loop.latest is not None and loop.latest.timestamp_s == 1.0
+    finally:
+        loop.stop()
+
+
+def test_a_scrape_after_the_interval_gets_a_sample_read_for_it_and_the_next_one_shares_it() -> None:
+    loop, reads = _counting_loop(interval_s=0.2)
+    try:
+        first = loop.fresh(5.0)
+        assert first is not None and first.timestamp_s == 1.0  # read at start, less than 0.2 s ago
+        time.sleep(0.3)
+        second = loop.fresh(5.0)  # the latest is 0.3 s old: a read for this scrape, waited for
+        assert second is not None and second.timestamp_s == 2.0 and len(reads) == 2
+        again = loop.fresh(5.0)  # within the interval of that read
+        assert again is second and len(reads) == 2
+        assert reads[1] - reads[0] >= 0.2  # never two reads within an interval
+    finally:
+        loop.stop()
+
+
+def test_a_scrape_waits_for_a_slow_read_no_longer_than_it_is_told() -> None:
+    hold = threading.Event()
+    loop, reads = _counting_loop(interval_s=0.05, hold=hold)
+    try:
+        first = loop.fresh(5.0)
+        assert first is not None and first.timestamp_s == 1.0
+        time.sleep(0.1)
+        # The read this scrape asks for hangs (a stalled driver, until Source.sample's own bound):
+        # after its wait the scrape gets the latest there is, whose time says how old it is.
+        assert loop.fresh(0.2) is first
+        hold.set()
+        later = loop.fresh(5.0)  # that read, or one after it (its start is over 0.05 s ago by now)
+        assert later is not None and later.timestamp_s >= 2.0 and len(reads) >= 2
+    finally:
+        hold.set()
         loop.stop()
 
 
@@ -423,5 +480,5 @@ def test_serve_gives_free_memory_back_once_its_first_sample_is_read(monkeypatch:
         raise KeyboardInterrupt  # ends run() as Ctrl-C does
 
     monkeypatch.setattr(serve, "give_back_free_memory", trimmed)
-    assert serve.run("127.0.0.1:0", None, 0.05, read) == 0
+    assert serve.run("127.0.0.1:0", None, 0.05, read, read_wait_s=5.0) == 0
     assert len(trims) == 1 and trims[0] >= 1  # after a sample was read, not before

@@ -327,6 +327,9 @@ def _add_serve_parser(commands: argparse._SubParsersAction, parents: list[argpar
     )
 
 
+SERVE_READ_MARGIN_S = 1.0  # beyond --timeout, which bounds a read's wait for a stalled driver
+
+
 def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.commands.serve import run
     from trayvml.core.heap import few_malloc_arenas
@@ -335,7 +338,7 @@ def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     interval = args.interval if args.interval is not None else LOG_INTERVAL_S
     source = _source(simulation, args.timeout, host=True)
     try:
-        return run(args.listen, args.web_config, interval, source.sample)
+        return run(args.listen, args.web_config, interval, source.sample, args.timeout + SERVE_READ_MARGIN_S)
     finally:
         source.interrupt()
         source.close()

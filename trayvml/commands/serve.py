@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import logging
+import math
 import threading
+import time
 from collections.abc import Callable
 
-from trayvml.core.clock import Ticker
 from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
@@ -18,12 +19,22 @@ log = logging.getLogger(__name__)
 
 # ---- the sampling loop ----
 class SamplingLoop:
-    """Reads a sample every ``interval_s`` on a thread of its own; ``latest`` is what it read last."""
+    """Reads the GPUs on a thread of its own when a scrape wants a sample (:meth:`fresh`), at most
+    once every ``interval_s``: a scrape gets a sample read less than ``interval_s`` ago, the loop
+    reading one where the latest is older. With no one scraping nothing is read after the first
+    sample; with Prometheus scraping every 15 s, one read in 15 s, whose rates, GPM metrics and
+    per-process shares cover the time since the read before. On real GPUs the driver's own time is
+    most of what serve costs (benchmarks/README.md, "On a real GPU": 2.3-2.6 ms a GPU a second on an
+    H200), so a read no scrape asks for is the cost to save. A scrape itself never calls NVML."""
 
     def __init__(self, read: Callable[[], Sample], interval_s: float) -> None:
         self._read = read
         self.interval_s = interval_s
         self.latest: Sample | None = None  # replaced whole: readers on other threads see one or the other
+        self._read_at_s = -math.inf  # when the latest read began (monotonic)
+        self._reads = 0
+        self._wanted = True  # the first sample, read at start: a baseline for the first scrape's rates
+        self._changed = threading.Condition()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="trayvml-serve-sampler", daemon=True)
 
@@ -31,24 +42,50 @@ class SamplingLoop:
         self._thread.start()
 
     def _run(self) -> None:
-        ticker = Ticker(self.interval_s)  # paced on the monotonic clock; the samples carry wall-clock stamps
-        while not self._stop.is_set():
+        while True:
+            with self._changed:
+                self._changed.wait_for(lambda: self._wanted or self._stop.is_set())
+                self._wanted = False
+                early_s = self._read_at_s + self.interval_s - time.monotonic()
+            if self._stop.wait(max(0.0, early_s)):  # at most one read an interval
+                return
+            self._read_at_s = time.monotonic()
             try:
-                self.latest = self._read()
+                sample = self._read()
             except Exception:  # Source.sample reports its own failures; anything else is a bug to see
                 log.exception("sampling failed")
-            ticker.interval_s = self.interval_s
-            if ticker.wait_next(self._stop):
-                break
+                sample = self.latest
+            with self._changed:
+                self.latest = sample
+                self._reads += 1
+                self._changed.notify_all()
+
+    def fresh(self, wait_s: float) -> Sample | None:
+        """For a scrape: a sample read less than ``interval_s`` ago, waiting for the loop to read one
+        where the latest is older; after ``wait_s`` (the read's own bound, after which a stalled
+        driver is a sample that says so) the latest there is, None before the first."""
+        with self._changed:
+            if self.latest is not None and time.monotonic() - self._read_at_s < self.interval_s:
+                return self.latest
+            reads = self._reads
+            self._wanted = True
+            self._changed.notify_all()
+            self._changed.wait_for(lambda: self._reads != reads or self._stop.is_set(), timeout=wait_s)
+            return self.latest
 
     def stop(self, wait_s: float = 2.0) -> None:
         self._stop.set()
+        with self._changed:
+            self._changed.notify_all()
         if self._thread.is_alive():
             self._thread.join(wait_s)
 
 
-def run(listen: str | None, web_config: str | None, interval_s: float, read: Callable[[], Sample]) -> int:
-    """The ``serve`` command: serve until Ctrl-C or SIGTERM. Raises TrayvmlError for bad input."""
+def run(
+    listen: str | None, web_config: str | None, interval_s: float, read: Callable[[], Sample], read_wait_s: float
+) -> int:
+    """The ``serve`` command: serve until Ctrl-C or SIGTERM; ``read_wait_s`` is the longest a read
+    takes (Source.sample's bound on a stalled driver). Raises TrayvmlError for bad input."""
     import signal
     import sys
 
@@ -71,7 +108,7 @@ def run(listen: str | None, web_config: str | None, interval_s: float, read: Cal
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        exporter = Exporter(lambda: loop.latest, host, port, web)
+        exporter = Exporter(lambda: loop.fresh(read_wait_s), host, port, web)
         try:
             print(
                 translate("serve", "trayvml: serving {url}").format(url=exporter.server.url),
