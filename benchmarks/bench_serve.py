@@ -35,7 +35,7 @@ from collections.abc import Iterator
 
 import psutil
 
-RATES_HZ = (0.0, 0.2, 1.0, 5.0, 20.0)
+RATES_HZ = (0.0, 1 / 15, 0.2, 1.0, 5.0, 20.0)  # 1/15: Prometheus scrapes every 15 s by default
 SETTLE_S = 5.0
 
 
@@ -324,7 +324,7 @@ def print_rates(gpus: int, seconds: float) -> None:
     for rate, scrapes, cpu, per, reads, size in scrape_costs(gpus, seconds):
         reads_text = "-" if reads != reads else f"{reads:.2f}"
         per_text = "-" if not scrapes else f"{per:.2f}"
-        print(f"{rate:>9g} {scrapes:>7} {cpu:>11.2f} {per_text:>13} {reads_text:>11} {size / 1024:>8.1f}")
+        print(f"{rate:>9.3g} {scrapes:>7} {cpu:>11.2f} {per_text:>13} {reads_text:>11} {size / 1024:>8.1f}")
 
 
 def print_remote(gpus: int, seconds: float, hosts: list[int]) -> None:
