@@ -648,7 +648,7 @@ class Exporter:
     """The sampling loop, the collector and the server together: what ``serve`` and the tray app run.
 
     ``latest``: where samples come from. The tray app passes the samples it already takes;
-    ``trayvml serve`` passes a :class:`SamplingLoop`'s.
+    ``trayvml serve`` its :class:`SamplingLoop`'s ``fresh``, which reads when a scrape wants a sample.
     """
 
     def __init__(
