@@ -149,7 +149,7 @@ def _cpu_s(process: psutil.Process) -> float:
     return times.user + times.system
 
 
-def peers(gpus: int, seconds: float) -> dict[str, tuple[float, float, int]]:
+def peers(gpus: int, seconds: float, every_s: float = 1.0) -> dict[str, tuple[float, float, int]]:
     """name -> (CPU % of one core, RSS MiB, body bytes): serve and nvitop-exporter in the same run."""
     with _serve(gpus) as mine, _nvitop_exporter(gpus) as theirs:
         tools = {"trayvml serve": mine, "nvitop-exporter": theirs}
@@ -163,7 +163,7 @@ def peers(gpus: int, seconds: float) -> dict[str, tuple[float, float, int]]:
             for name, scraper in scrapers.items():
                 sizes[name] = len(scraper.get())
             scrapes += 1
-            time.sleep(max(0.0, start + scrapes - time.monotonic()))
+            time.sleep(max(0.0, start + scrapes * every_s - time.monotonic()))
         wall_s = time.monotonic() - start
         for scraper in scrapers.values():
             scraper.close()
@@ -258,14 +258,14 @@ def _reader_cpu_percent(urls: list[str], seconds: float) -> float:
     return float(out[0])
 
 
-def print_peers(gpus: int, seconds: float, runs: int) -> None:
+def print_peers(gpus: int, seconds: float, runs: int, every_s: float = 1.0) -> None:
     print(
-        f"trayvml serve beside nvitop-exporter, {_gpus_read(gpus)}, both sampling "
-        f"and scraped at 1 s, {seconds:g} s after {SETTLE_S:g} s of settling; median of {runs} run(s)"
+        f"trayvml serve beside nvitop-exporter, {_gpus_read(gpus)}, both at their 1 s interval "
+        f"and scraped every {every_s:g} s, {seconds:g} s after {SETTLE_S:g} s of settling; median of {runs} run(s)"
     )
     results: dict[str, list[tuple[float, float, int]]] = {}
     for run in range(runs):
-        for name, figures in peers(gpus, seconds).items():
+        for name, figures in peers(gpus, seconds, every_s).items():
             results.setdefault(name, []).append(figures)
         mine, theirs = results["trayvml serve"][-1], results["nvitop-exporter"][-1]
         print(
@@ -296,6 +296,12 @@ def main() -> None:
     parser.add_argument("--driver-cpu", action="store_true", help="process lists burn CPU (see DRIVER_CPU)")
     parser.add_argument("--parts", default="peers,rates,remote", help="which parts (default peers,rates,remote)")
     parser.add_argument("--new-connections", action="store_true", help="a new connection each scrape (see above)")
+    parser.add_argument(
+        "--peer-scrape-s",
+        type=float,
+        default=1.0,
+        help="seconds between scrapes beside nvitop-exporter (1; 15 is Prometheus's default)",
+    )
     parser.add_argument("--real", action="store_true", help="this machine's GPUs, not simulated ones (see REAL)")
     args = parser.parse_args()
     REAL[0] = args.real
@@ -307,7 +313,7 @@ def main() -> None:
     if args.driver_cpu:
         print("Simulated process-list calls burn their 2.25 ms on the CPU (--driver-cpu)")
     if "peers" in parts:
-        print_peers(args.gpus, args.peer_seconds, args.runs)
+        print_peers(args.gpus, args.peer_seconds, args.runs, args.peer_scrape_s)
         print()
     if "rates" in parts:
         print_rates(args.gpus, args.seconds)
