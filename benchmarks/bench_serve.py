@@ -137,8 +137,15 @@ class _Scraper:
         if NEW_CONNECTIONS[0]:
             with urllib.request.urlopen(self.url, timeout=5) as answer:
                 return bytes(answer.read())
-        self._connection.request("GET", self._path)
-        return self._connection.getresponse().read()
+        try:
+            self._connection.request("GET", self._path)
+            return self._connection.getresponse().read()
+        except (http.client.RemoteDisconnected, ConnectionError):
+            # The server closed the kept connection while it sat idle (scrapes 15 s apart): open
+            # another and ask again, as Prometheus does.
+            self._connection.close()
+            self._connection.request("GET", self._path)
+            return self._connection.getresponse().read()
 
     def close(self) -> None:
         self._connection.close()
