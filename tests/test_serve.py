@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import itertools
 import math
 import re
 import ssl
@@ -224,6 +225,19 @@ def test_a_scrape_after_the_interval_gets_a_sample_read_for_it_and_the_next_one_
         again = loop.fresh(5.0)  # within the interval of that read
         assert again is second and len(reads) == 2
         assert reads[1] - reads[0] >= 0.2  # never two reads within an interval
+    finally:
+        loop.stop()
+
+
+def test_a_scraper_every_interval_gets_a_sample_of_its_own_each_time() -> None:
+    loop, reads = _counting_loop(interval_s=0.5)
+    try:
+        served = [loop.fresh(5.0)]
+        for _ in range(3):
+            time.sleep(0.46)  # a hair early: 92 % of the interval
+            served.append(loop.fresh(5.0))
+        assert [s.timestamp_s for s in served if s is not None] == [1.0, 2.0, 3.0, 4.0]
+        assert all(b - a >= 0.5 for a, b in itertools.pairwise(reads))  # still one read an interval
     finally:
         loop.stop()
 

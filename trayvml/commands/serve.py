@@ -18,6 +18,11 @@ log = logging.getLogger(__name__)
 
 
 # ---- the sampling loop ----
+# A sample this share of the interval old is due for another read: scrapes exactly an interval
+# apart arrive a hair early or late, and "early" would otherwise serve every other one the same.
+FRESH_SHARE = 0.9
+
+
 class SamplingLoop:
     """Reads the GPUs on a thread of its own when a scrape wants a sample (:meth:`fresh`), at most
     once every ``interval_s``: a scrape gets a sample read less than ``interval_s`` ago, the loop
@@ -58,14 +63,17 @@ class SamplingLoop:
             with self._changed:
                 self.latest = sample
                 self._reads += 1
+                self._wanted = False  # a scrape that asked during this read has this read
                 self._changed.notify_all()
 
     def fresh(self, wait_s: float) -> Sample | None:
         """For a scrape: a sample read less than ``interval_s`` ago, waiting for the loop to read one
-        where the latest is older; after ``wait_s`` (the read's own bound, after which a stalled
-        driver is a sample that says so) the latest there is, None before the first."""
+        where the latest is older (from FRESH_SHARE of the interval on, the read waits out the
+        rest: a scraper every interval gets a sample of its own each time); after ``wait_s`` (the
+        read's own bound, after which a stalled driver is a sample that says so) the latest there
+        is, None before the first."""
         with self._changed:
-            if self.latest is not None and time.monotonic() - self._read_at_s < self.interval_s:
+            if self.latest is not None and time.monotonic() - self._read_at_s < FRESH_SHARE * self.interval_s:
                 return self.latest
             reads = self._reads
             self._wanted = True
