@@ -55,6 +55,7 @@ class SamplingLoop:
             if self._stop.wait(max(0.0, early_s)):  # at most one read an interval
                 return
             self._read_at_s = time.monotonic()
+            sample: Sample | None
             try:
                 sample = self._read()
             except Exception:  # Source.sample reports its own failures; anything else is a bug to see
