@@ -38,6 +38,21 @@ def _history(store: Path, *arguments: str) -> int:
     return cli.main(["history", "--store", str(store), "--since", "1h", "--query", QUERY, *arguments])
 
 
+def test_the_minute_the_every_sample_rows_begin_in_is_not_written_twice(tmp_path: Path, capsys) -> None:
+    # Recording began 14 s before an hour ended: once that hour is packed, its minute tier holds a
+    # 01:59 bucket of the same 14 s its every-sample rows hold. The export wrote both (a minute row
+    # beside its own seconds: the same samples counted twice) when the test ran just after an hour.
+    import math
+
+    folder = tmp_path / "store"
+    hour_s = math.floor(time.time() / 3600) * 3600 - 3600
+    _write(folder, _samples("idle:gpus=h100*2", hour_s - 14, 30))
+    assert cli.main(["history", "--store", str(folder), "--since", "3h", "--query", QUERY, "--csv", "-"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "timestamp, index, utilization.gpu [%]"  # no minute rows, so no interval column
+    assert len(lines) == 1 + 30 * 2
+
+
 def test_history_to_a_fifo_writes_through_to_its_reader(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -302,12 +302,18 @@ def _minutes_until(
 ) -> float | None:
     """Where the range reaches before the every-sample tier into per-minute buckets: when they end
     (the latest such time over the GPUs), else None."""
+    from trayvml.history.disk.write import GPU_LAYOUT
+
     until = None
     for uuid, _ in gpus:
         fine_s = reader.fine_start_s(uuid)
-        stop = min(end_s, fine_s) if fine_s is not None else end_s
+        # Whole minutes before the every-sample rows, as stored_rows writes them: a coarse block
+        # overlapping the range may hold only the minute those rows begin in.
+        stop = min(end_s, math.floor(fine_s / 60) * 60) if fine_s is not None else end_s
         if stop > start_s and reader.has_minutes(uuid, start_s, stop):
-            until = stop if until is None else max(until, stop)
+            buckets = reader.coarse(uuid, start_s, stop, 60.0, GPU_LAYOUT.keys, fresh=False)
+            if (buckets.recorded & (buckets.times_s < stop)).any():
+                until = stop if until is None else max(until, stop)
     return until
 
 
@@ -358,7 +364,9 @@ def stored_rows(
                 starts_ms = np.rint(buckets.times_s * 1000).astype(np.int64)
                 take = buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)
                 if not (last and fine_s is None):
-                    take &= starts_ms < until_s * 1000
+                    # Whole minutes before the every-sample rows: the minute the fine tier begins in
+                    # (recording began at 01:59:46) holds those samples too, and they are rows of their own.
+                    take &= starts_ms + 60_000 <= until_s * 1000
                 count = buckets.count[take][:, chosen]
                 states = np.where(count > 0, MetricState.OK, MetricState.NO_DATA)
                 mean, low, high = (m[take][:, chosen] for m in (buckets.mean, buckets.low, buckets.high))
