@@ -53,6 +53,17 @@ def test_the_minute_the_every_sample_rows_begin_in_is_not_written_twice(tmp_path
     assert len(lines) == 1 + 30 * 2
 
 
+def test_a_range_ending_within_a_minute_before_the_every_sample_rows_keeps_that_minute(tmp_path: Path) -> None:
+    _three_hours(tmp_path)
+    start, end = (datetime.fromtimestamp(t, timezone.utc).isoformat() for t in (MIDNIGHT_S, MIDNIGHT_S + 1830))
+    out = tmp_path / "out.csv"
+    arguments = ["--from", start, "--to", end, "--query", "timestamp,utilization.gpu", "--nounits", "--csv", str(out)]
+    assert cli.main(["history", "--store", str(tmp_path), *arguments]) == 0
+    rows = out.read_text().splitlines()[1:]
+    # The minutes 00:00 to 00:30, the last one's 30 s within the range as with no every-sample rows at all.
+    assert len(rows) == 31 and all(row.split(", ")[2] == "60" for row in rows)
+
+
 def test_history_to_a_fifo_writes_through_to_its_reader(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -242,6 +242,31 @@ def test_a_scraper_every_interval_gets_a_sample_of_its_own_each_time() -> None:
         loop.stop()
 
 
+def test_a_scrape_during_a_read_waits_for_it_rather_than_take_the_sample_before() -> None:
+    hold = threading.Event()
+    loop, reads = _counting_loop(interval_s=1.0, hold=hold)
+    served: list[Sample | None] = []
+    try:
+        assert loop.fresh(5.0) is not None
+        time.sleep(1.0)
+        asker = threading.Thread(target=lambda: loop.fresh(5.0))  # starts read 2, held
+        asker.start()
+        deadline = time.monotonic() + 5
+        while len(reads) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert len(reads) == 2
+        during = threading.Thread(target=lambda: served.append(loop.fresh(5.0)))
+        during.start()
+        during.join(0.5)  # a scrape that took the old sample would be back by now
+        hold.set()
+        during.join(5)
+        asker.join(5)
+        assert len(served) == 1 and served[0] is not None and served[0].timestamp_s >= 2.0
+    finally:
+        hold.set()
+        loop.stop()
+
+
 def test_a_scrape_waits_for_a_slow_read_no_longer_than_it_is_told() -> None:
     hold = threading.Event()
     loop, reads = _counting_loop(interval_s=0.05, hold=hold)

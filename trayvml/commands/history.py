@@ -359,14 +359,14 @@ def stored_rows(
         for position, (uuid, _) in enumerate(gpus):
             fine_s = fine_from[uuid]
             if fine_s is None or t_s < fine_s:  # before the every-sample tier: minutes
-                until_s = min(stop_s, fine_s) if fine_s is not None else stop_s
+                # Whole minutes before the every-sample rows: the minute the fine tier begins in
+                # (recording began at 01:59:46) holds those samples too, and they are rows of their own.
+                until_s = min(stop_s, math.floor(fine_s / 60) * 60) if fine_s is not None else stop_s
                 buckets = reader.coarse(uuid, t_s, until_s, 60.0, GPU_LAYOUT.keys, fresh=False)
                 starts_ms = np.rint(buckets.times_s * 1000).astype(np.int64)
                 take = buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)
                 if not (last and fine_s is None):
-                    # Whole minutes before the every-sample rows: the minute the fine tier begins in
-                    # (recording began at 01:59:46) holds those samples too, and they are rows of their own.
-                    take &= starts_ms + 60_000 <= until_s * 1000
+                    take &= starts_ms < until_s * 1000
                 count = buckets.count[take][:, chosen]
                 states = np.where(count > 0, MetricState.OK, MetricState.NO_DATA)
                 mean, low, high = (m[take][:, chosen] for m in (buckets.mean, buckets.low, buckets.high))

@@ -36,7 +36,7 @@ class SamplingLoop:
         self._read = read
         self.interval_s = interval_s
         self.latest: Sample | None = None  # replaced whole: readers on other threads see one or the other
-        self._read_at_s = -math.inf  # when the latest read began (monotonic)
+        self._read_at_s = -math.inf  # when the read that gave ``latest`` began (monotonic)
         self._reads = 0
         self._wanted = True  # the first sample, read at start: a baseline for the first scrape's rates
         self._changed = threading.Condition()
@@ -54,15 +54,16 @@ class SamplingLoop:
                 early_s = self._read_at_s + self.interval_s - time.monotonic()
             if self._stop.wait(max(0.0, early_s)):  # at most one read an interval
                 return
-            self._read_at_s = time.monotonic()
+            began_s = time.monotonic()
             sample: Sample | None
             try:
                 sample = self._read()
             except Exception:  # Source.sample reports its own failures; anything else is a bug to see
                 log.exception("sampling failed")
                 sample = self.latest
-            with self._changed:
+            with self._changed:  # the read's start with its sample: a scrape during the read waits for it
                 self.latest = sample
+                self._read_at_s = began_s
                 self._reads += 1
                 self._wanted = False  # a scrape that asked during this read has this read
                 self._changed.notify_all()
