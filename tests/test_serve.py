@@ -285,6 +285,29 @@ def test_a_scrape_waits_for_a_slow_read_no_longer_than_it_is_told() -> None:
         loop.stop()
 
 
+def test_a_read_that_fails_leaves_the_old_sample_as_old_as_it_is() -> None:
+    sample = _simulated_sample()
+    reads: list[int] = []
+
+    def read() -> Sample:
+        reads.append(1)
+        if len(reads) == 2:
+            raise RuntimeError("a bug in a read")
+        return replace(sample, timestamp_s=float(len(reads)))
+
+    loop = SamplingLoop(read, interval_s=0.05)
+    loop.start()
+    try:
+        assert (first := loop.fresh(5.0)) is not None and first.timestamp_s == 1.0
+        time.sleep(0.1)
+        assert loop.fresh(5.0) is first  # the failed read: nothing newer to serve
+        # Not taken for fresh: the next scrape asks for another read rather than serve it again.
+        later = loop.fresh(5.0)
+        assert later is not None and later.timestamp_s == 3.0 and len(reads) == 3
+    finally:
+        loop.stop()
+
+
 def test_listen_addresses() -> None:
     assert parse_listen("127.0.0.1:9999") == ("127.0.0.1", 9999)
     assert parse_listen("[::1]:9999") == ("::1", 9999)

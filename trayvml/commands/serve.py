@@ -60,7 +60,7 @@ class SamplingLoop:
                 sample = self._read()
             except Exception:  # Source.sample reports its own failures; anything else is a bug to see
                 log.exception("sampling failed")
-                sample = self.latest
+                sample, began_s = self.latest, self._read_at_s  # the old sample, as old as it is
             with self._changed:  # the read's start with its sample: a scrape during the read waits for it
                 self.latest = sample
                 self._read_at_s = began_s
@@ -80,7 +80,8 @@ class SamplingLoop:
             reads = self._reads
             self._wanted = True
             self._changed.notify_all()
-            self._changed.wait_for(lambda: self._reads != reads or self._stop.is_set(), timeout=wait_s)
+            held_s = max(0.0, self._read_at_s + self.interval_s - time.monotonic())  # the loop's wait first
+            self._changed.wait_for(lambda: self._reads != reads or self._stop.is_set(), timeout=held_s + wait_s)
             return self.latest
 
     def stop(self, wait_s: float = 2.0) -> None:
