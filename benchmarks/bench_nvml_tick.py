@@ -43,6 +43,22 @@ def _timed(self: Any, *args: Any) -> Any:
         _in_library_s[0] += time.perf_counter() - start
 
 
+def _hot_ticks(reader: NvmlReader, ticks: int, before: Any = None) -> tuple[list[float], list[float]]:
+    """``ticks`` reads one after the other (``before`` each, where given): ms a tick in all, and
+    outside the library (its time counted in ``_in_library_s`` by the timed functions)."""
+    whole, outside = [], []
+    for _ in range(ticks):
+        if before is not None:
+            before()
+        _in_library_s[0] = 0.0
+        start = time.perf_counter()
+        reader.read()
+        elapsed_s = time.perf_counter() - start
+        whole.append(elapsed_s * 1e3)
+        outside.append((elapsed_s - _in_library_s[0]) * 1e3)
+    return whole, outside
+
+
 class _TimedFunction:
     """One C function of the real library, timed; pynvml sets ``restype`` on it, which the real one must get."""
 
@@ -96,14 +112,8 @@ def real(ticks: int, paced_ticks: int) -> None:
             gpus = len(reader.read())
             time.sleep(1.0)
         library.spent.clear()
-        whole, outside, cpu = [], [], []
-        for _ in range(ticks):
-            _in_library_s[0] = 0.0
-            start = time.perf_counter()
-            reader.read()
-            elapsed_s = time.perf_counter() - start
-            whole.append(elapsed_s * 1e3)
-            outside.append((elapsed_s - _in_library_s[0]) * 1e3)
+        whole, outside = _hot_ticks(reader, ticks)
+        cpu: list[float] = []
         calls = {name: len(times) for name, times in library.spent.items()}
         print(f"GPUs: {gpus}; NVML calls per tick (hot loop): {sum(calls.values()) / ticks:.2f}")
         print(
@@ -207,15 +217,7 @@ def hot(ticks: int) -> tuple[dict[str, int], list[float], list[float]]:
             reader.read()
             clock.advance_s(1)
         library.calls.clear()
-        whole, outside = [], []
-        for _ in range(ticks):
-            clock.advance_s(1)
-            _in_library_s[0] = 0.0
-            start = time.perf_counter()
-            reader.read()
-            elapsed_s = time.perf_counter() - start
-            whole.append(elapsed_s * 1e3)
-            outside.append((elapsed_s - _in_library_s[0]) * 1e3)
+        whole, outside = _hot_ticks(reader, ticks, lambda: clock.advance_s(1))
         return dict(library.calls), whole, outside
     finally:
         reader.close()
