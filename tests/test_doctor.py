@@ -258,11 +258,28 @@ def test_the_recordings_folder_holds_the_simulated_h100_and_rtx4090() -> None:
 def test_a_replayed_recording_reads_as_it_did_live(path: Path) -> None:
     from trayvml.nvml.sim.replay import read_recording
 
-    fields = read_recording(path)[0]["fields"]
+    header = read_recording(path)[0]
+    fields = header["fields"]
     ticks, rows = replayed_rows(path)
     assert len(ticks) >= 2
     for tick, replayed in zip(ticks, rows, strict=True):
-        assert_same_reading(fields, replayed, tick["trayvml"], held_from(ticks, tick))
+        assert_same_reading(fields, replayed, live_pcie_from_gpm(header, tick), held_from(ticks, tick))
+
+
+def live_pcie_from_gpm(header: dict, tick: dict) -> list[list[str]]:
+    """The tick's live rows, with the PCIe throughput GPM read then where it did: since 2026-11-26
+    a GPU with GPM takes its PCIe throughput from there (specs.GPM), where recordings made before
+    show the byte counters' (wrapped 11 times a second on an H200 copying at 46 GB/s)."""
+    from trayvml.core.units import MIB
+    from trayvml.nvml.specs import GPM
+
+    rows = [list(row) for row in tick["trayvml"]]
+    for row, readings in zip(rows, tick.get("gpm", []), strict=False):
+        for read, value in zip(GPM, readings, strict=True):
+            column = read.stands_for.replace("_bytes_per_s", "").replace("pcie_", "pcie.throughput.")
+            if read.stands_for and column in header["fields"] and isinstance(value, float):
+                row[header["fields"].index(column)] = f"{value / MIB:.1f}"
+    return rows
 
 
 def held_from(ticks: list[dict], tick: dict) -> list[list[list[str]]]:
@@ -312,6 +329,7 @@ def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_
         "h100-580-idle.jsonl",
         "h200-580-busy.jsonl",
         "h200-580-idle.jsonl",
+        "h200-580-pcie.jsonl",
     ]
     readme = (RECORDINGS / "README.md").read_text()
     assert all(p.name in readme for p in WITH_SMI) and "580.159.04" in readme and "dmon --gpm-metrics" in readme
@@ -611,19 +629,13 @@ def dmon_medians(path: Path) -> dict[str, float]:
     return {name: statistics.median(values) for name, values in columns.items()}
 
 
-@pytest.mark.parametrize("name", ["h100-580-busy", "h200-580-busy"])
-def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_gpu(name: str) -> None:
-    # The answer key is nvidia-smi's own GPM reading of the same seconds (a steady load: bf16 matrix
-    # products and a 1 GiB copy); dmon shows whole numbers, so within 1.5 units or 10 %.
-    import statistics
-
+def replayed_ok_values(path: Path, keys: list[str]) -> dict[str, list[float]]:
+    """Each of ``keys``' values where the replay of the first GPU reads it OK, tick by tick."""
     from trayvml.core.clock import ManualClock
     from trayvml.core.sample import MetricState
     from trayvml.nvml.sim.replay import read_recording
-    from trayvml.nvml.specs import GPM
     from trayvml.source import Source
 
-    path = RECORDINGS / f"{name}.jsonl"
     ticks = [e for e in read_recording(path)[1] if "tick" in e]
     clock = ManualClock(ticks[0]["t"])
     source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
@@ -632,14 +644,53 @@ def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_gpu(nam
         for tick in ticks:
             clock.advance_s(tick["t"] - clock.now_s())
             gpu = source.sample().gpus[0]
-            for read in GPM:
-                if gpu.state(read.key) is MetricState.OK:
-                    ours.setdefault(read.key, []).append(gpu.value(read.key))
+            assert not gpu.lower_bounds & set(keys), gpu.lower_bounds  # each value is the rate, not "at least"
+            for key in keys:
+                if gpu.state(key) is MetricState.OK:
+                    ours.setdefault(key, []).append(gpu.value(key))
     finally:
         source.close()
+    return ours
+
+
+@pytest.mark.parametrize("name", ["h100-580-busy", "h200-580-busy"])
+def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_gpu(name: str) -> None:
+    # The answer key is nvidia-smi's own GPM reading of the same seconds (a steady load: bf16 matrix
+    # products and a 1 GiB copy); dmon shows whole numbers, so within 1.5 units or 10 %.
+    import statistics
+
+    from trayvml.nvml.specs import GPM
+
+    ours = replayed_ok_values(RECORDINGS / f"{name}.jsonl", [read.key for read in GPM])
     dmon = dmon_medians(RECORDINGS / f"{name}.dmon-gpm.txt")
     assert set(ours) == set(DMON_COLUMNS) and all(len(values) >= 4 for values in ours.values())
     for key, (column, unit) in DMON_COLUMNS.items():
         mine, theirs = statistics.median(ours[key]) / unit, dmon[column]
         assert abs(mine - theirs) <= max(1.5, 0.1 * theirs), f"{key}: trayvml {mine:.2f}, dmon {column} {theirs}"
     assert dmon["smutil"] > 90 and dmon["mmaact"] > 80 and dmon["dram"] > 20  # the load was there
+
+
+def test_replayed_pcie_throughput_agrees_with_the_bytes_copied_and_nvidia_smi_beside_the_real_gpu() -> None:
+    # h200-580-pcie: pinned host memory copied to and from an H200 (Gen5 x16) on two streams at once,
+    # about 46 GB/s each way. Two answer keys that are not trayvml's: the copier's own count of the
+    # bytes it moved each second (payload; the link carries more: packet headers), and nvidia-smi
+    # dmon -s t (nvmlDeviceGetPcieThroughput, MB/s) in the same seconds. The driver's 32-bit byte
+    # counters wrap about 11 times a second there: read from them, trayvml showed 0.2-4.4 GB/s.
+    import statistics
+
+    keys = {"pcie_tx_bytes_per_s": ("txpci", "d2h"), "pcie_rx_bytes_per_s": ("rxpci", "h2d")}
+    ours = replayed_ok_values(RECORDINGS / "h200-580-pcie.jsonl", list(keys))
+    dmon = dmon_medians(RECORDINGS / "h200-580-pcie.dmon.txt")
+    copied: dict[str, list[float]] = {"h2d": [], "d2h": []}
+    for line in (RECORDINGS / "h200-580-pcie.copier.txt").read_text().splitlines():
+        words = line.split()  # "pcie: <time> h2d <B/s> d2h <B/s> B/s"
+        if words[0] == "pcie:":
+            copied["h2d"].append(float(words[3]))
+            copied["d2h"].append(float(words[5]))
+    for key, (column, direction) in keys.items():
+        assert len(ours.get(key, [])) >= 4, key
+        mine, payload = statistics.median(ours[key]), statistics.median(copied[direction])
+        assert abs(mine - dmon[column] * 1e6) <= 0.15 * dmon[column] * 1e6, (
+            f"{key}: {mine:.3g}, dmon {dmon[column]} MB/s"
+        )
+        assert payload <= mine <= 1.25 * payload, f"{key}: {mine:.3g} B/s, {payload:.3g} B/s of payload copied"

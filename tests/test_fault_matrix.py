@@ -87,6 +87,9 @@ PATHS = _paths()
 def _source(path: Path) -> tuple[Source, ManualClock, SimulatedNvml]:
     source, clock, lib = simulated_source(SPEC)
     clock.advance_s(120)  # a job is running, so process lists are fetched with two calls
+    # Without GPM the H100 reads its PCIe throughput from the byte counters (and their fallback), the
+    # paths this matrix covers; GPM's own, and its fall back to the counters, are in test_gpm.py.
+    lib.missing_functions.add("nvmlGpmQueryDeviceSupport")
     lib.missing_functions.update(path.missing)
     for fid in path.unsupported_fields:
         lib.fail_field(fid, N.NVML_ERROR_NOT_SUPPORTED)

@@ -11,11 +11,13 @@ from trayvml.core.demand import HISTORY
 from trayvml.core.sample import MetricState
 
 ACTIVITY = frozenset({"sm_activity_percent", "tensor_activity_percent", "utilization_gpu_percent"})
+PCIE = frozenset({"pcie_tx_bytes_per_s", "pcie_rx_bytes_per_s"})  # GPM answers them where it is read
+NO_GPM = HISTORY - PCIE
 
 
 def test_simulated_gpm_calls_use_pynvml_structures_and_return_codes() -> None:
     source, clock, lib = simulated_source("training:gpus=h100+rtx4090,start=1800")
-    source.sample(HISTORY)  # opens NVML (without GPM: HISTORY does not record it)
+    source.sample(NO_GPM)  # opens NVML, without GPM
     h100, rtx = N.nvmlDeviceGetHandleByIndex(0), N.nvmlDeviceGetHandleByIndex(1)
     assert N.nvmlGpmQueryDeviceSupport(h100).isSupportedDevice == 1
     assert N.nvmlGpmQueryDeviceSupport(rtx).isSupportedDevice == 0
@@ -58,24 +60,24 @@ def test_training_shows_tensor_work_and_a_stalled_job_shows_idle_sms_under_full_
 
 def test_gpm_is_read_only_while_demanded_and_its_buffers_are_freed_when_not() -> None:
     source, clock, lib = simulated_source("training:gpus=h100,start=1800")
-    source.sample(HISTORY)
+    source.sample(NO_GPM)
     clock.advance_s(1)
-    sample = source.sample(HISTORY)
+    sample = source.sample(NO_GPM)
     assert lib.calls["nvmlGpmSampleGet"] == 0 and lib.gpm_samples == {}
     assert sample.gpus[0].state("sm_activity_percent") is MetricState.NOT_READ
     first = source.sample(ACTIVITY).gpus[0]
-    assert first.state("sm_activity_percent") is MetricState.NO_DATA  # one sample: no interval yet
+    assert first.state("sm_activity_percent") is MetricState.NOT_YET  # one sample: no interval yet
     clock.advance_s(1)
     second = source.sample(ACTIVITY).gpus[0]
     assert second.state("sm_activity_percent") is MetricState.OK
     assert len(lib.gpm_samples) == 2  # the previous sample and the one being filled
     assert lib.calls["nvmlGpmMetricsGet"] == 1
     clock.advance_s(1)
-    source.sample(HISTORY)
+    source.sample(NO_GPM)
     assert lib.gpm_samples == {}
     calls = lib.calls["nvmlGpmSampleGet"]
     clock.advance_s(1)
-    source.sample(HISTORY)
+    source.sample(NO_GPM)
     assert lib.calls["nvmlGpmSampleGet"] == calls
 
 
@@ -102,3 +104,35 @@ def test_a_gpu_without_gpm_says_not_supported_and_why() -> None:
     assert gpus[0]["gpm"]["supported"] is False and "Hopper" in gpus[0]["gpm"]["reason"]
     assert gpus[1]["gpm"] == {"supported": True, "reason": None}
     assert gpus[1]["metrics"]["sm_activity_percent"] > 0
+
+
+def test_an_h100_reads_its_pcie_throughput_from_gpm_not_from_the_byte_counters_that_wrap() -> None:
+    # Loading a model: 28.8 GB/s over the H100's Gen5 link and 14.4 GB/s over the RTX 4090's Gen4 one.
+    # The 32-bit byte counters wrap several times a second (a real H200 copying 46 GB/s: 11 times, and
+    # they gave 0.2-4.4 GB/s; tests/recordings/h200-580-pcie). GPM gives the rate itself.
+    source, clock, lib = simulated_source("training:gpus=h100+rtx4090,start=90")
+    source.sample(HISTORY)
+    clock.advance_s(1)
+    h100, rtx = source.sample(HISTORY).gpus
+    for gpu, timeline in zip((h100, rtx), lib.timelines, strict=True):
+        true_rx = timeline.pcie_rx_kb_per_s[timeline.i] * 1000
+        assert true_rx > 2**32  # more than one wrap a second
+        shown = gpu.value("pcie_rx_bytes_per_s")
+        if gpu is h100:
+            assert shown == pytest.approx(true_rx, rel=0.01) and not gpu.lower_bounds & PCIE
+        else:  # no GPM: the counters, and "at least"
+            assert shown < true_rx - 2**32 and gpu.lower_bounds >= PCIE
+    # One GPM call answers every GPM metric; the history keeps only what it asked for.
+    assert h100.state("sm_activity_percent") is MetricState.NOT_READ and lib.calls["nvmlGpmSampleGet"] == 2
+    assert json_snapshot(source.sample(HISTORY))["gpus"][0]["states"]["tensor_activity_percent"].startswith("not read")
+
+
+def test_where_gpm_stops_answering_the_pcie_throughput_comes_from_the_byte_counters() -> None:
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    run_ticks(source, clock, 3)
+    lib.fail("nvmlGpmSampleGet", N.NVML_ERROR_NOT_SUPPORTED)  # e.g. a vGPU guest's, on a later driver
+    clock.advance_s(1)
+    gpu = run_ticks(source, clock, 3).gpus[0]
+    assert gpu.state("sm_activity_percent") is MetricState.NOT_SUPPORTED and lib.gpm_samples == {}
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and gpu.value("pcie_rx_bytes_per_s") > 0
+    assert "pcie_rx_bytes_per_s" in gpu.lower_bounds  # Gen5: the counters can hide wraps

@@ -2,9 +2,10 @@
 
 Each GPU that supports GPM gets two sample buffers while something demands its metrics: each
 tick fills one, asks ``nvmlGpmMetricsGet`` for the metrics between it and the one before, and
-swaps them. The buffers are freed when no one needs the metrics, on close and on a lost GPU, so
-trayvml holds GPM counters only while a view or a rule uses them (they are shared with DCGM's
-profiling metrics).
+swaps them. The buffers are freed when no one needs the metrics, on close and on a lost GPU. A
+whole GPU's PCIe throughput comes from here too (specs.GPM), so the tray's history keeps them held.
+GPM does not take the profiling counters DCGM and Nsight lock (NVIDIA/DCGM#62: "GPM utilizes a
+completely different GPU subsystem ... and enables simultaneous metric collection and profiling").
 """
 
 from __future__ import annotations

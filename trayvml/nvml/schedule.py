@@ -30,6 +30,7 @@ from trayvml.nvml.session import NvmlSession, classify
 from trayvml.nvml.specs import (
     CALLS,
     FIELDS,
+    GPM,
     PROCESS_LISTS,
     CallRead,
     FieldKind,
@@ -110,6 +111,8 @@ class Op:
     batch: FieldBatch | None = None  # set on field-value ops
     process_kind: str = ""  # set on process-list ops
     release: Callable[[], None] | None = None  # gives back what the op holds in the driver (GPM buffers)
+    partial: bool = False  # one call answers all its keys, and it fills only the demanded ones (GPM)
+    unwanted: tuple[int, ...] = ()  # a partial op's slots that nobody demands: NOT_READ whatever it answers
 
     @property
     def slots(self) -> tuple[int, ...]:
@@ -353,10 +356,19 @@ class Scheduler:
     def build(self, g: GpuState) -> None:
         """Every op ``g`` answers, demanded by everyone; its metrics NO_DATA until their first answer."""
         ops = [op for read in CALLS if (op := self._call_op(read)) is not None]
+        # A whole GPU's GPM answers its PCIe throughput (specs.GPM): the byte counters are not asked.
+        # A MIG instance's GPM is its own share, and a GPU in MIG mode has its instances sampled instead.
+        whole_gpu_gpm = bool(g.info.gpm_supported) and g.parent_handle is None and not g.info.mig_mode_current
+        by_gpm = {read.stands_for for read in GPM if read.stands_for} if whole_gpu_gpm else set()
+        link_max = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
         for period_s in sorted({f.period_s for f in FIELDS}):
-            fields = [f for read in FIELDS if read.period_s == period_s for f in self._expand(read, g.info)]
+            fields = [
+                f
+                for read in FIELDS
+                if read.period_s == period_s and read.key not in by_gpm
+                for f in self._expand(read, g.info)
+            ]
             if fields:
-                link_max = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
                 ops.append(self._field_op(FieldBatch(fields, link_max), period_s))
         ops += [op for read in PROCESS_LISTS if (op := self._process_op(read)) is not None]
         if g.info.unified_memory:
@@ -365,7 +377,10 @@ class Scheduler:
             ops = [op for op in ops if not set(op.keys) <= _NO_PCIE_LINK]
         if g.info.gpm_supported:
             instance = g.info.gpu_instance_id if g.parent_handle is not None else None
-            ops.append(self._gpm_op(GpmSampler(instance=instance, parent=g.parent_handle, session=self.session)))
+            sampler = GpmSampler(instance=instance, parent=g.parent_handle, session=self.session)
+            # Where GPM turns out not to answer after all, the counters are read as on older GPUs.
+            counters = [f for read in FIELDS if read.key in by_gpm for f in self._expand(read, g.info)]
+            ops.append(self._gpm_op(sampler, by_gpm, lambda: self._field_op(FieldBatch(counters, link_max), 0.0)))
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
@@ -401,28 +416,37 @@ class Scheduler:
         return Op("nvmlDeviceGetFieldValues", call, self._fill_fields, batch.keys, period_s, batch=batch)
 
     @staticmethod
-    def _gpm_op(sampler: GpmSampler) -> Op:
+    def _gpm_op(sampler: GpmSampler, by_gpm: set[str], counters: Callable[[], Op]) -> Op:
+        """The GPM op; it also fills the metrics in ``by_gpm`` that its reads stand for, and falls
+        back to ``counters`` (the field op of those) where GPM answers NOT_SUPPORTED."""
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
         scales = np.array([read.scale for read in sampler.reads])
+        pairs = [(read.key, read.stands_for) for read in sampler.reads if read.stands_for in by_gpm]
+        stood_for = [(GPU_INDEX[key], GPU_INDEX[counter]) for key, counter in pairs]
 
         def fill(g: GpuState, answer: np.ndarray | None) -> None:
             values, states = g.values, g.states
             if answer is None:  # the first sample: nothing to compare it with yet
                 for slot in slots:
-                    values[slot], states[slot] = NAN, _NO_DATA
-                return
-            numbers = (answer["value"] * scales).tolist()
-            codes = answer["nvmlReturn"]
-            if not np.count_nonzero(codes):
-                for slot, number in zip(slots, numbers, strict=True):
-                    values[slot], states[slot] = number, _OK
-                return
-            for slot, number, code in zip(slots, numbers, codes.tolist(), strict=True):
-                ok = code == N.NVML_SUCCESS
-                values[slot], states[slot] = (number if ok else NAN), (_OK if ok else classify(code))
+                    values[slot], states[slot] = NAN, MetricState.NOT_YET
+            else:
+                numbers = (answer["value"] * scales).tolist()
+                codes = answer["nvmlReturn"]
+                if not np.count_nonzero(codes):
+                    for slot, number in zip(slots, numbers, strict=True):
+                        values[slot], states[slot] = number, _OK
+                else:
+                    for slot, number, code in zip(slots, numbers, codes.tolist(), strict=True):
+                        ok = code == N.NVML_SUCCESS
+                        values[slot], states[slot] = (number if ok else NAN), (_OK if ok else classify(code))
+            for source, slot in stood_for:
+                values[slot], states[slot] = values[source], states[source]
+            for slot in op.unwanted:  # one call answers them all; the history keeps what was asked for
+                values[slot], states[slot] = NAN, _NOT_READ
 
-        keys = tuple(read.key for read in sampler.reads)
-        return Op("nvmlGpmMetricsGet", sampler.read, fill, keys, release=sampler.free)
+        keys = tuple(read.key for read in sampler.reads) + tuple(counter for _, counter in pairs)
+        op = Op("nvmlGpmMetricsGet", sampler.read, fill, keys, fallback=counters, release=sampler.free, partial=True)
+        return op
 
     def _process_op(self, read: ProcessListRead, function: str = "") -> Op | None:
         function = function or read.function
@@ -502,11 +526,13 @@ class Scheduler:
                     continue
             elif wanted is not None and not any(k in wanted for k in op.keys):
                 continue
+            if op.partial:  # GPM: the PCIe throughput alone may be what is demanded
+                op.unwanted = tuple(GPU_INDEX[k] for k in op.keys if wanted is not None and k not in wanted)
             if op not in g.active:
                 op.failing, op.next_due_s = True, 0.0
                 self._mark(g, op.keys, _NO_DATA, (), op.process_kind)
             active.append(op)
-        read = {k for op in active for k in op.keys}
+        read = {k for op in active for k in op.keys if GPU_INDEX.get(k) not in op.unwanted}
         for op in g.ops:
             keys = op.batch.supported_keys() if op.batch is not None else op.keys
             self._mark(g, [k for k in keys if k not in read], _NOT_READ, _KEEP, op.process_kind)

@@ -239,6 +239,7 @@ class GpmRead:
     key: str
     metric_id: int
     scale: float = 1.0  # to base units
+    stands_for: str = ""  # a counter metric this one answers better where GPM is read (the PCIe byte counters)
 
 
 # Read together, every tick while demanded (the reader keeps two sample buffers per GPU).
@@ -250,9 +251,13 @@ GPM: tuple[GpmRead, ...] = (
     GpmRead("fp64_activity_percent", N.NVML_GPM_METRIC_FP64_UTIL),
     GpmRead("fp32_activity_percent", N.NVML_GPM_METRIC_FP32_UTIL),
     GpmRead("fp16_activity_percent", N.NVML_GPM_METRIC_FP16_UTIL),
-    # GPM answers these in MiB/s.
-    GpmRead("gpm_pcie_tx_bytes_per_s", N.NVML_GPM_METRIC_PCIE_TX_PER_SEC, MIB),
-    GpmRead("gpm_pcie_rx_bytes_per_s", N.NVML_GPM_METRIC_PCIE_RX_PER_SEC, MIB),
+    # GPM answers these in MiB/s. Where GPM is read, they are the GPU's PCIe throughput too: the
+    # byte counters (FIELDS) wrap at 4 GiB, about 11 times a second at what a Gen5 x16 link carries.
+    # On an H200 copying 46 GB/s each way the counters gave 0.2-4.4 GB/s, GPM 49-53 GB/s, nvidia-smi
+    # dmon -s t 43-57 GB/s (tests/recordings/h200-580-pcie.*). GPM also costs the driver less: its
+    # sample 0.14-0.2 ms a tick against 0.72 ms for the two counters (benchmarks/README.md).
+    GpmRead("gpm_pcie_tx_bytes_per_s", N.NVML_GPM_METRIC_PCIE_TX_PER_SEC, MIB, stands_for="pcie_tx_bytes_per_s"),
+    GpmRead("gpm_pcie_rx_bytes_per_s", N.NVML_GPM_METRIC_PCIE_RX_PER_SEC, MIB, stands_for="pcie_rx_bytes_per_s"),
     GpmRead("gpm_nvlink_tx_bytes_per_s", N.NVML_GPM_METRIC_NVLINK_TOTAL_TX_PER_SEC, MIB),
     GpmRead("gpm_nvlink_rx_bytes_per_s", N.NVML_GPM_METRIC_NVLINK_TOTAL_RX_PER_SEC, MIB),
 )
