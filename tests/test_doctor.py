@@ -330,6 +330,8 @@ def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_
         "h200-580-busy.jsonl",
         "h200-580-idle.jsonl",
         "h200-580-pcie.jsonl",
+        "h200-580-pcie2.jsonl",
+        "h200-580-procs.jsonl",
     ]
     readme = (RECORDINGS / "README.md").read_text()
     assert all(p.name in readme for p in WITH_SMI) and "580.159.04" in readme and "dmon --gpm-metrics" in readme
@@ -670,27 +672,71 @@ def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_gpu(nam
     assert dmon["smutil"] > 90 and dmon["mmaact"] > 80 and dmon["dram"] > 20  # the load was there
 
 
-def test_replayed_pcie_throughput_agrees_with_the_bytes_copied_and_nvidia_smi_beside_the_real_gpu() -> None:
-    # h200-580-pcie: pinned host memory copied to and from an H200 (Gen5 x16) on two streams at once,
-    # about 46 GB/s each way. Two answer keys that are not trayvml's: the copier's own count of the
-    # bytes it moved each second (payload; the link carries more: packet headers), and nvidia-smi
-    # dmon -s t (nvmlDeviceGetPcieThroughput, MB/s) in the same seconds. The driver's 32-bit byte
-    # counters wrap about 11 times a second there: read from them, trayvml showed 0.2-4.4 GB/s.
+@pytest.mark.parametrize("name", ["h200-580-pcie", "h200-580-pcie2"])
+def test_replayed_pcie_throughput_agrees_with_the_bytes_copied_and_nvidia_smi_beside_the_real_gpu(name: str) -> None:
+    # Pinned host memory copied to and from an H200 (Gen5 x16) on two streams at once, 46-50 GB/s
+    # each way. Answer keys that are not trayvml's: the copier's own count of the bytes it moved each
+    # second (payload; the link carries more: packet headers), nvidia-smi dmon -s t
+    # (nvmlDeviceGetPcieThroughput, MB/s) and, for the second, dmon's GPM PCIe columns (MiB/s), in the
+    # same seconds. The driver's 32-bit byte counters wrap about 11 times a second there: read from
+    # them (the first recording holds their answers too), trayvml showed 0.2-4.4 GB/s.
     import statistics
 
-    keys = {"pcie_tx_bytes_per_s": ("txpci", "d2h"), "pcie_rx_bytes_per_s": ("rxpci", "h2d")}
-    ours = replayed_ok_values(RECORDINGS / "h200-580-pcie.jsonl", list(keys))
-    dmon = dmon_medians(RECORDINGS / "h200-580-pcie.dmon.txt")
+    keys = {"pcie_tx_bytes_per_s": ("txpci", "d2h", "pcitx"), "pcie_rx_bytes_per_s": ("rxpci", "h2d", "pcirx")}
+    ours = replayed_ok_values(RECORDINGS / f"{name}.jsonl", list(keys))
+    dmon = dmon_medians(RECORDINGS / f"{name}.dmon.txt")
+    gpm_file = RECORDINGS / f"{name}.dmon-gpm.txt"
+    gpm = dmon_medians(gpm_file) if gpm_file.exists() else {}
     copied: dict[str, list[float]] = {"h2d": [], "d2h": []}
-    for line in (RECORDINGS / "h200-580-pcie.copier.txt").read_text().splitlines():
+    for line in (RECORDINGS / f"{name}.copier.txt").read_text().splitlines():
         words = line.split()  # "pcie: <time> h2d <B/s> d2h <B/s> B/s"
         if words[0] == "pcie:":
             copied["h2d"].append(float(words[3]))
             copied["d2h"].append(float(words[5]))
-    for key, (column, direction) in keys.items():
+    for key, (column, direction, gpm_column) in keys.items():
         assert len(ours.get(key, [])) >= 4, key
         mine, payload = statistics.median(ours[key]), statistics.median(copied[direction])
         assert abs(mine - dmon[column] * 1e6) <= 0.15 * dmon[column] * 1e6, (
             f"{key}: {mine:.3g}, dmon {dmon[column]} MB/s"
         )
         assert payload <= mine <= 1.25 * payload, f"{key}: {mine:.3g} B/s, {payload:.3g} B/s of payload copied"
+        if gpm:
+            assert mine / 2**20 == pytest.approx(gpm[gpm_column], rel=0.01), key
+    assert gpm or name == "h200-580-pcie"
+
+
+def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu() -> None:
+    # h200-580-procs: a busy process (matrix products, 16 GiB held) and a light one (2 GiB) on one
+    # H200; nvidia-smi --query-compute-apps after the recording, and pmon's memory column beside it,
+    # are the answer key for the PIDs and the memory each process holds (MiB, exactly).
+    import csv
+
+    from trayvml.core.clock import ManualClock
+    from trayvml.core.units import MIB
+    from trayvml.nvml.sim.replay import read_recording
+    from trayvml.source import Source
+
+    lines = (RECORDINGS / "h200-580-procs.apps.csv").read_text().splitlines()[1:]
+    expected = {int(pid): int(memory.split()[0]) for pid, _, memory in csv.reader(lines, skipinitialspace=True)}
+    pmon = {
+        int(words[2]): int(words[10])
+        for line in (RECORDINGS / "h200-580-procs.pmon.txt").read_text().splitlines()
+        if not line.startswith("#") and (words := line.split())
+    }
+    assert pmon == expected and len(expected) == 2
+    path = RECORDINGS / "h200-580-procs.jsonl"
+    ticks = [e for e in read_recording(path)[1] if "tick" in e]
+    clock = ManualClock(ticks[0]["t"])
+    source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
+    try:
+        for tick in ticks:
+            clock.advance_s(tick["t"] - clock.now_s())
+            gpu = source.sample().gpus[0]
+            assert {p.pid: p.used_memory_bytes / MIB for p in gpu.processes} == expected
+            # The driver answers one sample per process, its latest (nvml.h: "since lastSeenTimeStamp";
+            # 2 entries for 2 processes over 5 s here), so each share is one sample period's: the
+            # light process, busy a fifth of the time, read 59 % once and 8 % the next time.
+            shares = [p.sm_util_percent for p in gpu.processes]
+            assert all(0 <= share <= 100 for share in shares) and sum(shares) <= 100
+    finally:
+        source.close()
