@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import signal
+import socket
 import subprocess
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TypeVar
@@ -163,6 +166,54 @@ class FakeRemote:
             self.server.shutdown()
             self.server.server_close()
             self.thread.join(5)
+
+
+class AcceptLoop:
+    """Takes the connections of ``listener`` (a listening socket, TCP or unix) on a thread of its own
+    and runs ``answer(connection, number)`` on a thread of its own for each (numbered from 1; an
+    OSError of the connection ends its thread quietly). ``stopping`` is set by :meth:`stop`, for
+    answers that wait. ``connections`` counts the connections taken."""
+
+    def __init__(self, listener: socket.socket, answer: Callable[[socket.socket, int], None]) -> None:
+        self.listener = listener
+        self.answer = answer
+        self.connections = 0
+        self.stopping = threading.Event()
+        self._taken: list[socket.socket] = []
+        self._threads: list[threading.Thread] = []
+        listener.settimeout(0.05)  # how often the loop looks at ``stopping``
+        self._accepting = threading.Thread(target=self._accept, daemon=True)
+        self._accepting.start()
+
+    def _accept(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                connection, _ = self.listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            self.connections += 1
+            self._taken.append(connection)
+            thread = threading.Thread(target=self._answer, args=(connection, self.connections), daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def _answer(self, connection: socket.socket, number: int) -> None:
+        with contextlib.suppress(OSError):
+            self.answer(connection, number)
+
+    def stop(self, wait_s: float = 5.0) -> None:
+        """Stops taking connections, ends those taken, and waits for every thread (each ``wait_s`` at most)."""
+        self.stopping.set()
+        self.listener.close()
+        self._accepting.join(wait_s)
+        for connection in self._taken:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+        for thread in self._threads:
+            thread.join(wait_s)
 
 
 UUID0 = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"

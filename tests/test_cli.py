@@ -250,6 +250,21 @@ def test_the_flag_the_unknown_field_message_names_exists(capsys: pytest.CaptureF
     assert "utilization.gpu" in capsys.readouterr().out.splitlines()
 
 
+def test_list_fields_marks_exactly_trayvml_s_own_fields(capsys: pytest.CaptureFixture) -> None:
+    # A query copied to nvidia-smi fails on a name it does not know: --list-fields says which are
+    # trayvml's own, after the name, so that the first word of each line is still the field's name.
+    from trayvml.commands.csvlog import COLUMNS
+
+    assert main(["log", "--list-fields"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == list(COLUMNS)
+    marked = {line.split()[0] for line in lines if len(line.split()) > 1}
+    assert marked == {name for name, column in COLUMNS.items() if column.smi.ours}
+    assert {"energy.consumed", "pcie.throughput.tx", "memory.unified", "hostname"} <= marked
+    assert not {"utilization.gpu", "memory.used", "power.draw.instant", "timestamp"} & marked
+    assert all("trayvml's own" in line for line in lines if line.split()[0] in marked)
+
+
 class _DiskFillingUp:
     """``os`` as csvlog sees it, but ``write`` takes at most ``chunk`` bytes a call and, once
     ``room`` bytes went out, fails as a full disk does."""

@@ -11,13 +11,13 @@ import os
 import shutil
 import socket
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import AcceptLoop
 from tests.test_attribution import HEX, PODMAN, FakeProc
 from trayvml.host.attribution import NOTEBOOK_RETRY_FIRST_S, Attributor
 from trayvml.host.containers import RETRY_FIRST_S, AskFailedError, ContainerNames, ask_name, sockets
@@ -48,26 +48,10 @@ class FakeEngine:
         self.mode = mode
         self.containers = {HEX: "/train-llm"} if containers is None else containers
         self.requests: list[str] = []
-        self._stop = threading.Event()
-        self._server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self._server.bind(str(path))
-        self._server.listen(8)
-        self._server.settimeout(0.05)
-        self._threads: list[threading.Thread] = []
-        self._thread = threading.Thread(target=self._serve, daemon=True)
-        self._thread.start()
-
-    def _serve(self) -> None:
-        while not self._stop.is_set():
-            try:
-                connection, _ = self._server.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            thread = threading.Thread(target=self._answer, args=(connection,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
+        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        server.bind(str(path))
+        server.listen(8)
+        self._loop = AcceptLoop(server, lambda connection, number: self._answer(connection))
 
     def _answer(self, connection: socket.socket) -> None:
         with connection:
@@ -82,7 +66,7 @@ class FakeEngine:
             line = request.split(b"\r\n", 1)[0].decode()
             self.requests.append(line)
             if self.mode in ("hang", "drip"):
-                while not self._stop.wait(0.05):
+                while not self._loop.stopping.wait(0.05):
                     if self.mode == "drip":
                         with contextlib.suppress(OSError):
                             connection.sendall(b"H")
@@ -104,11 +88,7 @@ class FakeEngine:
         return _http(404, json.dumps({"message": f"No such container: {ident}"}).encode())
 
     def close(self) -> None:
-        self._stop.set()
-        self._server.close()
-        self._thread.join(2)
-        for thread in self._threads:
-            thread.join(2)
+        self._loop.stop(2)
 
 
 def _http(status: int, body: bytes, kind: str = "application/json") -> bytes:

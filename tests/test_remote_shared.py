@@ -8,7 +8,6 @@ urllib, on the caller's thread) yields for the same answer: the same samples, th
 
 from __future__ import annotations
 
-import contextlib
 import socket
 import threading
 import time
@@ -16,7 +15,7 @@ from collections.abc import Callable, Iterator
 
 import pytest
 
-from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition
+from tests.helpers import AcceptLoop, FakeRemote, closed_port_url, dcgm_exposition
 from trayvml.core.clock import SystemClock
 from trayvml.core.sample import Sample
 from trayvml.remote import plain
@@ -39,35 +38,14 @@ class RawServer:
     own for each connection it takes. ``requests`` holds (connection number, request bytes)."""
 
     def __init__(self, answer: Callable[[RawServer, socket.socket, int], None]) -> None:
-        self.answer = answer
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.listener.settimeout(0.05)
-        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}"
         self.requests: list[tuple[int, bytes]] = []
-        self.connections = 0
-        self.stopping = threading.Event()
-        self._taken: list[socket.socket] = []
-        self._threads: list[threading.Thread] = []
-        self._accepting = threading.Thread(target=self._accept, daemon=True)
-        self._accepting.start()
+        self._loop = AcceptLoop(socket.create_server(("127.0.0.1", 0)), lambda c, n: answer(self, c, n))
+        self.url = f"http://127.0.0.1:{self._loop.listener.getsockname()[1]}"
+        self.stopping = self._loop.stopping
 
-    def _accept(self) -> None:
-        while not self.stopping.is_set():
-            try:
-                connection, _ = self.listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:
-                return
-            self.connections += 1
-            self._taken.append(connection)
-            thread = threading.Thread(target=self._serve, args=(connection, self.connections), daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def _serve(self, connection: socket.socket, number: int) -> None:
-        with contextlib.suppress(OSError):
-            self.answer(self, connection, number)
+    @property
+    def connections(self) -> int:
+        return self._loop.connections
 
     def request(self, connection: socket.socket, number: int) -> bool:
         """Read one request's head (False: the client closed the connection first)."""
@@ -82,15 +60,7 @@ class RawServer:
         return True
 
     def stop(self) -> None:
-        self.stopping.set()
-        self.listener.close()
-        self._accepting.join(5)
-        for connection in self._taken:
-            with contextlib.suppress(OSError):
-                connection.shutdown(socket.SHUT_RDWR)
-            connection.close()
-        for thread in self._threads:
-            thread.join(5)
+        self._loop.stop()
 
 
 def _answering(*answers: bytes, keep: bool = True, piece: int = 700) -> Callable[[RawServer, socket.socket, int], None]:

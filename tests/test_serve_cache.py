@@ -17,7 +17,7 @@ from tests.helpers import run_ticks, simulated_source
 from trayvml.core.errors import DriverStall
 from trayvml.core.metrics import GPU_INDEX
 from trayvml.core.sample import MetricState, Sample
-from trayvml.prometheus.exposition import Exporter, SampleCollector
+from trayvml.prometheus.exposition import MAX_FORMATS, Exporter, SampleCollector
 
 # What Prometheus, OpenMetrics scrapers and curl send; each picks one of prometheus-client's encoders.
 ACCEPTS = [
@@ -150,6 +150,26 @@ def test_one_render_per_sample_whatever_the_scrapes() -> None:
     show(samples[1])  # the same GPUs and processes: only values change, nothing to render anew
     assert collector.payload(content_type, counted, False) != first
     assert len(renders) == made_for_first
+
+
+def test_a_scrape_past_the_kept_formats_asks_for_the_sample_once() -> None:
+    # ``latest`` is serve's SamplingLoop.fresh, which may wait up to a read's bound: a scrape in a
+    # format beyond the MAX_FORMATS kept renderers (rendered through collect) must not ask twice.
+    sample = _samples()[-1]
+    calls: list[int] = []
+
+    def latest() -> Sample:
+        calls.append(1)
+        return sample
+
+    collector = SampleCollector(latest, hostname="here")
+    encoder, content_type = choose_encoder("")
+    for kept in range(MAX_FORMATS):
+        collector.payload(f"{content_type}; kept={kept}", encoder, False)
+    calls.clear()
+    body = collector.payload(f"{content_type}; one too many", encoder, False)
+    assert len(calls) == 1
+    assert body == encoder(collector)
 
 
 @pytest.mark.parametrize("accept", ACCEPTS[:2])

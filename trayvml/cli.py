@@ -602,11 +602,11 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
 
 
 def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.commands.csvlog import COLUMNS, CsvLog, demand_of, parse_fields, parse_format
+    from trayvml.commands.csvlog import CsvLog, demand_of, field_list, parse_fields, parse_format
     from trayvml.core.clock import Ticker
 
     if args.list_fields:
-        print("\n".join(COLUMNS))
+        print(field_list())
         return 0
     if not args.csv:
         return _fail(translate("cli", "--csv wants a file name, or - for standard output."), EXIT_USAGE)

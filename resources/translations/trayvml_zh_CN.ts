@@ -1977,6 +1977,14 @@ It is sent SIGTERM, as kill does.</source>
 <context>
     <name>csvlog</name>
     <message>
+        <source>trayvml&apos;s own: this machine&apos;s name, not nvidia-smi&apos;s field of that name</source>
+        <translation>trayvml 自有字段：本机的主机名，而非 nvidia-smi 的同名字段</translation>
+    </message>
+    <message>
+        <source>trayvml&apos;s own: nvidia-smi does not know it</source>
+        <translation>trayvml 自有字段：nvidia-smi 不认识它</translation>
+    </message>
+    <message>
         <source>--format does not know {word}: it takes csv, noheader and nounits.</source>
         <translation>--format 不认识 {word}：它接受 csv、noheader 和 nounits。</translation>
     </message>

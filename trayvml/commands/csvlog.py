@@ -145,6 +145,24 @@ ALIASES: dict[str, str] = {
 FORMAT_WORDS = ("csv", "noheader", "nounits")  # what nvidia-smi's --format takes, in any order
 
 
+def field_list() -> str:
+    """What ``trayvml log --list-fields`` prints: one field a line, its name first (``cut -d' ' -f1``
+    gives the names). trayvml's own say so after the name, as a query with them fails in nvidia-smi
+    or, for hostname, asks it for another fact."""
+    width = max(len(name) for name, column in COLUMNS.items() if column.smi.ours)  # the notes in one column
+    lines = []
+    for name, column in COLUMNS.items():
+        if not column.smi.ours:
+            lines.append(name)
+            continue
+        if name == "hostname":
+            note = translate("csvlog", "trayvml's own: this machine's name, not nvidia-smi's field of that name")
+        else:
+            note = translate("csvlog", "trayvml's own: nvidia-smi does not know it")
+        lines.append(f"{name:<{width}}  {note}")
+    return "\n".join(lines)
+
+
 @dataclass(frozen=True)
 class Format:
     header: bool = True

@@ -294,7 +294,10 @@ class SampleCollector(Collector):
         return [family.build() for family in _every_family()]
 
     def collect(self) -> Iterator[PromMetric]:
-        for family, rows in series(self._latest(), self._hostname):
+        yield from self._families(self._latest())
+
+    def _families(self, sample: Sample | None) -> Iterator[PromMetric]:
+        for family, rows in series(sample, self._hostname):
             built = family.build()
             for labels, value in rows:
                 built.add_metric(list(labels), value)  # type: ignore[attr-defined]
@@ -315,7 +318,8 @@ class SampleCollector(Collector):
                 if renderer is None and len(self._renderers) < MAX_FORMATS:
                     renderer = self._renderers[content_type] = _Renderer(encoder)
                 if renderer is None:
-                    plain = encoder(_Families(self.collect()))
+                    # The sample this scrape already has: asking ``latest`` again could wait its bound twice.
+                    plain = encoder(_Families(self._families(sample)))
                 else:
                     plain = renderer.render(series(sample, self._hostname))
                 self._payloads[(content_type, False)] = plain
