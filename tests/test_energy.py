@@ -55,6 +55,18 @@ def test_power_is_integrated_without_a_counter_and_a_sleeping_gpu_counts_0_w() -
     assert math.isnan(unknown.since_start_wh(0))
 
 
+def test_a_counter_not_read_for_a_while_does_not_count_that_while_twice() -> None:
+    # The tray reads the counter only while its window is open: the idle tray does not ask for it.
+    meter = EnergyMeter()
+    for k in range(11):  # read for 10 s at 360 J/s: 1 Wh
+        meter.update(gpu_sample(k, power_w=360, counter_j=1000 + 360 * k))
+    for k in range(11, 3611):  # an hour unread, at 360 W: 360 Wh integrated from the power
+        meter.update(gpu_sample(k, power_w=360))
+    for k in range(3611, 3622):  # read again: 1 s integrated, then 10 s from the counter
+        meter.update(gpu_sample(k, power_w=360, counter_j=1000 + 360 * k))
+    assert meter.since_start_wh(0) == pytest.approx(1.0 + 360.0 + 0.1 + 1.0)  # not the hour twice
+
+
 def test_energy_is_shared_by_memory_and_summed_per_container() -> None:
     meter = EnergyMeter()
     procs = (proc(1, 3e9, "abc"), proc(2, 1e9, "abc"), proc(3, 4e9))

@@ -91,8 +91,9 @@ class EnergyMeter:
             # The mean of the two readings over the time between them (trapezoids).
             added_wh = (power + e.last_power_w) / 2 * elapsed_s / J_PER_WH
             e.method = e.method or INTEGRATED
-        if not math.isnan(counter):
-            e.last_counter_j = counter
+        # A tick without the counter (not read: the idle tray does not ask for it) forgets the last
+        # reading, whose difference to the next would count again what power integration just added.
+        e.last_counter_j = counter
         e.last_power_w, e.last_s = power, now_s
         e.since_start_wh += added_wh
         self._attribute(gpu, e, added_wh)
