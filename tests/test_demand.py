@@ -83,9 +83,13 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     app.show_window()
     window = app.window
     assert window is not None and window.tabs.currentWidget() is window._gpu_tab
-    assert app.sampler._worker.demand == EVERYTHING - {PROCESSES, "process_count"}  # the top of the GPU page
+    # The top of the GPU page: no process lists, and not the energy counter (3-4 ms of the driver's CPU
+    # a read on an H200; no panel shows it).
+    assert app.sampler._worker.demand == EVERYTHING - {PROCESSES, "process_count", "energy_consumed_j"}
     window.tabs.setCurrentWidget(window.process_tab)  # told at once, not at the next sample
-    assert PROCESSES in app.sampler._worker.demand
+    assert {PROCESSES, "energy_consumed_j"} <= app.sampler._worker.demand  # it shares the energy out
+    window.tabs.setCurrentWidget(window.details)  # it shows the counter
+    assert "energy_consumed_j" in app.sampler._worker.demand and PROCESSES not in app.sampler._worker.demand
     window.tabs.setCurrentWidget(window._gpu_tab)
     assert window.gpu_page is not None
     scroll = window.gpu_page.verticalScrollBar()

@@ -77,6 +77,7 @@ RANGES_S = (
 DEFAULT_RANGE_S = 900
 ENERGY_POINTS = 4000  # buckets read to integrate the power in view: the 1 s tier for ranges up to an hour
 ENERGY_KEY = "power_draw_w"  # the metric the energy in view is integrated from
+ENERGY_COUNTER_KEY = "energy_consumed_j"  # the driver's counter: read while a tab shows it (see needs)
 COVERED_ENOUGH = 0.98  # below this share of the range held by the history, the energy says how much it covers
 REFRESH_AFTER_PAN_MS = 120
 DEFAULT_SIZE_PX = (1100, 820)
@@ -358,7 +359,10 @@ class GraphWindow(QMainWindow):
 
     def needs(self) -> frozenset[str]:
         """The GPU metrics the window shows now (trayvml.core.demand): everything while it is open, the
-        process lists only while the Processes tab or the GPU page's process panel is in view."""
+        process lists only while the Processes tab or the GPU page's process panel is in view, and
+        the driver's energy counter only on the tabs that show it (Device details) or share it out
+        (Processes): a read costs the driver 3-4 ms of CPU, and energy in a range is integrated
+        from the power."""
         if not self.isVisible():
             return frozenset()
         current = self.tabs.currentWidget()
@@ -368,7 +372,8 @@ class GraphWindow(QMainWindow):
             and page is not None
             and any(p.spec.group is Group.PROCESSES for p in page.visible_panels())
         )
-        return EVERYTHING if processes else EVERYTHING - {PROCESSES, "process_count"}
+        shown = EVERYTHING if processes else EVERYTHING - {PROCESSES, "process_count"}
+        return shown if current in (self.details, self.process_tab) else shown - {ENERGY_COUNTER_KEY}
 
     def _watch_range(self, page: PlotPage) -> None:
         page.verticalScrollBar().valueChanged.connect(lambda _: self._pan_timer.start(REFRESH_AFTER_PAN_MS))

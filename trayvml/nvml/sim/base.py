@@ -35,7 +35,7 @@ _REALISTIC_LATENCY_S = {
     "nvmlDeviceGetPcieThroughput": 20e-3,
     # An H200 on driver 580.159.04 (`bench_nvml_tick.py --real`, medians, one tick a second):
     "nvmlDeviceGetProcessUtilization": 2.0e-3,
-    "nvmlGpmSampleGet": 0.2e-3,
+    "nvmlGpmSampleGet": 0.14e-3,  # 0.128-0.146 ms in two calls of a later session
     "nvmlDeviceGetMigMode": 0.41e-3,
     "nvmlDeviceGetPowerManagementLimit": 0.29e-3,
     "nvmlDeviceGetTotalEnergyConsumption": 4.2e-3,
@@ -45,8 +45,10 @@ _REALISTIC_LATENCY_S = {
 _REALISTIC_FIELD_LATENCY_S = {
     N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION: 4.2e-3,
     N.NVML_FI_DEV_PCIE_REPLAY_COUNTER: 0.31e-3,
-    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: 0.15e-3,
-    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: 0.15e-3,
+    # The two byte counters asked one a second, as the reader did: 0.64-0.72 ms of CPU together in
+    # three calls (asked back to back in a hot loop, 0.12-0.18 ms each).
+    N.NVML_FI_DEV_PCIE_COUNT_TX_BYTES: 0.33e-3,
+    N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES: 0.33e-3,
 }
 # Long calls the H200's driver spends on the calling thread's CPU (its CPU time equal to the wall
 # time), where the others above mostly wait: the energy call took 3.35 ms of both, the PCIe
