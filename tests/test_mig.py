@@ -224,3 +224,21 @@ def test_a_gpu_in_mig_mode_without_instances_gets_its_first_one_while_running() 
     assert [d.mig_parent_index for d in sample.devices] == [-1, -1, 0]
     assert sample.devices[2].gpu_instance_id == 1 and sample.devices[2].name.endswith("MIG 3g.40gb")
     assert [p.name for p in sample.gpus[2].processes] == ["python"]
+
+
+def test_a_mig_instance_whose_gpm_stops_answering_adds_no_field_read() -> None:
+    # A MIG instance's GPM does not stand for the PCIe byte counters (they are the board's): where it
+    # answers NOT_SUPPORTED there is nothing to read instead, not a field call of no fields.
+    source, clock, lib = simulated_source(SPEC)
+    run_ticks(source, clock, 6)  # seconds 0-5
+
+    def field_reads_a_tick() -> int:  # seconds 6 and 7: neither the 5 s nor the 10 s field batch is due
+        before = lib.calls["nvmlDeviceGetFieldValues"]
+        clock.advance_s(1)
+        source.sample()
+        return lib.calls["nvmlDeviceGetFieldValues"] - before
+
+    working = field_reads_a_tick()
+    lib.fail("nvmlGpmMigSampleGet", N.NVML_ERROR_NOT_SUPPORTED)
+    assert field_reads_a_tick() == working
+    assert source.sample().gpus[2].state("sm_activity_percent") is MetricState.NOT_SUPPORTED

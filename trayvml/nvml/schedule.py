@@ -378,9 +378,14 @@ class Scheduler:
         if g.info.gpm_supported:
             instance = g.info.gpu_instance_id if g.parent_handle is not None else None
             sampler = GpmSampler(instance=instance, parent=g.parent_handle, session=self.session)
-            # Where GPM turns out not to answer after all, the counters are read as on older GPUs.
+            # Where GPM turns out not to answer after all, the counters are read as on older GPUs;
+            # where it stands for none of them (MIG), there is nothing to read instead.
             counters = [f for read in FIELDS if read.key in by_gpm for f in self._expand(read, g.info)]
-            ops.append(self._gpm_op(sampler, by_gpm, lambda: self._field_op(FieldBatch(counters, link_max), 0.0)))
+            ops.append(
+                self._gpm_op(
+                    sampler, by_gpm, (lambda: self._field_op(FieldBatch(counters, link_max), 0.0)) if counters else None
+                )
+            )
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
@@ -416,7 +421,7 @@ class Scheduler:
         return Op("nvmlDeviceGetFieldValues", call, self._fill_fields, batch.keys, period_s, batch=batch)
 
     @staticmethod
-    def _gpm_op(sampler: GpmSampler, by_gpm: set[str], counters: Callable[[], Op]) -> Op:
+    def _gpm_op(sampler: GpmSampler, by_gpm: set[str], counters: Callable[[], Op] | None) -> Op:
         """The GPM op; it also fills the metrics in ``by_gpm`` that its reads stand for, and falls
         back to ``counters`` (the field op of those) where GPM answers NOT_SUPPORTED."""
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
