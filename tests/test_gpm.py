@@ -136,3 +136,23 @@ def test_where_gpm_stops_answering_the_pcie_throughput_comes_from_the_byte_count
     assert gpu.state("sm_activity_percent") is MetricState.NOT_SUPPORTED and lib.gpm_samples == {}
     assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and gpu.value("pcie_rx_bytes_per_s") > 0
     assert "pcie_rx_bytes_per_s" in gpu.lower_bounds  # Gen5: the counters can hide wraps
+
+
+def test_where_gpm_stops_answering_the_byte_counters_are_read_only_while_demanded() -> None:
+    # A view of the SM activity alone: GPM's failing does not start reading the PCIe counters it
+    # stood for, until something demands the PCIe throughput.
+    source, clock, lib = simulated_source("training:gpus=h100,start=1800")
+    sm = frozenset({"sm_activity_percent"})
+    for _ in range(3):
+        source.sample(sm)
+        clock.advance_s(1)
+    lib.fail("nvmlGpmSampleGet", N.NVML_ERROR_NOT_SUPPORTED)
+    before = lib.calls["nvmlDeviceGetFieldValues"]
+    for _ in range(3):
+        gpu = source.sample(sm).gpus[0]
+        clock.advance_s(1)
+    assert gpu.state("sm_activity_percent") is MetricState.NOT_SUPPORTED
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.NOT_READ
+    assert lib.calls["nvmlDeviceGetFieldValues"] == before
+    gpu = run_ticks(source, clock, 2).gpus[0]  # everything demanded: the counters answer
+    assert gpu.state("pcie_rx_bytes_per_s") is MetricState.OK and gpu.value("pcie_rx_bytes_per_s") > 0

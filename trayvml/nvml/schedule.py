@@ -449,8 +449,18 @@ class Scheduler:
             for slot in op.unwanted:  # one call answers them all; the history keeps what was asked for
                 values[slot], states[slot] = NAN, _NOT_READ
 
+        def fallback() -> Op | None:
+            """The counters' op, reading those of them that are demanded now (set_demand the rest)."""
+            if counters is None:
+                return None
+            older = counters()
+            assert older.batch is not None
+            older.batch.set_fields([f for f in older.batch.supported if GPU_INDEX[f.key] not in op.unwanted])
+            older.keys = older.batch.keys
+            return older
+
         keys = tuple(read.key for read in sampler.reads) + tuple(counter for _, counter in pairs)
-        op = Op("nvmlGpmMetricsGet", sampler.read, fill, keys, fallback=counters, release=sampler.free, partial=True)
+        op = Op("nvmlGpmMetricsGet", sampler.read, fill, keys, fallback=fallback, release=sampler.free, partial=True)
         return op
 
     def _process_op(self, read: ProcessListRead, function: str = "") -> Op | None:
@@ -630,8 +640,8 @@ class Scheduler:
             g.ops = [o for o in g.ops if o is not op]
             g.dropped.append(op)  # ``active`` is being iterated: newer ops appended run this tick
         g.ops += newer
-        g.active += newer
-        covered = {k for o in newer for k in o.keys}
+        g.active += [o for o in newer if o.keys]  # one reading nothing demanded waits for set_demand
+        covered = {k for o in newer for k in (o.batch.supported_keys() if o.batch is not None else o.keys)}
         self._mark(g, [k for k in keys if k not in covered], _NOT_SUPPORTED, (), kind)
         for o in newer:
             o.failing, o.next_due_s = True, 0.0
