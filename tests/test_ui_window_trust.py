@@ -74,6 +74,26 @@ def test_device_details_keys_are_never_cut_and_energy_is_in_wh(window) -> None:
     assert energy.text(1).endswith(("Wh", "kWh")), energy.text(1)
 
 
+def test_device_details_say_a_metric_not_read_yet_is_being_read(window) -> None:
+    # The GPU page does not ask for the energy counter (a read costs the driver 3-4 ms): switching to
+    # Device details asks for it, and until the next sample it is on its way, not "nothing shows it".
+    from dataclasses import replace
+
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.core.sample import MetricState
+
+    w, sample = window(seconds=10)
+    gpu = sample.gpus[0]
+    states = list(gpu.states)
+    states[GPU_INDEX["energy_consumed_j"]] = MetricState.NOT_READ
+    w.details.show_readings(replace(sample, gpus=(replace(gpu, states=tuple(states)), *sample.gpus[1:])))
+    top = w.details.topLevelItem(1)
+    readings = top.child(top.childCount() - 1)
+    texts = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
+    assert texts["Energy since driver load"] == "being read…"
+    assert texts["Power draw"].endswith(" W")
+
+
 def test_device_details_say_a_wrapped_counter_s_rate_is_only_a_lower_bound(window) -> None:
     # An RTX 4090's PCIe link (Gen4 x16, 32 GB/s) can wrap the 32-bit byte counters 7 times a second:
     # the rate read a second apart is "at least". (An H100 or H200 has GPM's rate instead, which does

@@ -229,6 +229,10 @@
         <translation>不可用</translation>
     </message>
     <message>
+        <source>being read…</source>
+        <translation>正在读取…</translation>
+    </message>
+    <message>
         <source>{count} links</source>
         <translation>{count} 条链路</translation>
     </message>

@@ -91,7 +91,12 @@ class DetailsPage(QTreeWidget):
                 state = gpu.state(metric.key)
                 value = gpu.value(metric.key)
                 ok = state is MetricState.OK and not math.isnan(value)
-                text = _reading_text(metric, value) if ok else translate("metrics", state.label)
+                if ok:
+                    text = _reading_text(metric, value)
+                elif state is MetricState.NOT_READ:  # this tab asks for every metric: read at the next tick
+                    text = translate("DetailsPage", "being read…")
+                else:
+                    text = translate("metrics", state.label)
                 if ok and metric.key in gpu.lower_bounds:
                     text = at_least(text)
                 if items[metric.key].text(1) != text:
