@@ -242,3 +242,18 @@ def test_a_mig_instance_whose_gpm_stops_answering_adds_no_field_read() -> None:
     lib.fail("nvmlGpmMigSampleGet", N.NVML_ERROR_NOT_SUPPORTED)
     assert field_reads_a_tick() == working
     assert source.sample().gpus[2].state("sm_activity_percent") is MetricState.NOT_SUPPORTED
+
+
+def test_a_board_in_mig_mode_takes_its_pcie_throughput_from_gpm_and_its_instances_have_none() -> None:
+    # Loading a model at 28.8 GB/s: the 32-bit byte counters wrap several times a second, so the
+    # board's GPM answers the rate, as outside MIG mode (a MIG mode set while trayvml runs must not
+    # leave the board on the counters). The PCIe link is the board's: no instance has a rate of its own.
+    source, clock, lib = simulated_source("training:gpus=h100-mig,start=90")
+    sample = run_ticks(source, clock, 3)
+    board, *instances = sample.gpus
+    timeline = lib.timelines[0]
+    assert sample.devices[0].mig_mode_current
+    assert board.value("pcie_rx_bytes_per_s") == pytest.approx(timeline.pcie_rx_kb_per_s[timeline.i] * 1000, rel=0.01)
+    assert not board.lower_bounds and all(
+        i.state("pcie_rx_bytes_per_s") is MetricState.NOT_SUPPORTED for i in instances
+    )

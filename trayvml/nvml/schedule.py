@@ -357,8 +357,10 @@ class Scheduler:
         """Every op ``g`` answers, demanded by everyone; its metrics NO_DATA until their first answer."""
         ops = [op for read in CALLS if (op := self._call_op(read)) is not None]
         # A whole GPU's GPM answers its PCIe throughput (specs.GPM): the byte counters are not asked.
-        # A MIG instance's GPM is its own share, and a GPU in MIG mode has its instances sampled instead.
-        whole_gpu_gpm = bool(g.info.gpm_supported) and g.parent_handle is None and not g.info.mig_mode_current
+        # A MIG instance's GPM is its own share: its board's answers the board's PCIe throughput. The
+        # board's MIG mode is not asked: it can change while trayvml runs, and where the board's GPM
+        # stops answering, the counters are read instead (see _gpm_op).
+        whole_gpu_gpm = bool(g.info.gpm_supported) and g.parent_handle is None
         by_gpm = {read.stands_for for read in GPM if read.stands_for} if whole_gpu_gpm else set()
         link_max = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
         for period_s in sorted({f.period_s for f in FIELDS}):
