@@ -1,6 +1,7 @@
 """What one reader tick costs on serve's simulated GPUs (issue 23, P13): NVML calls, and time.
 
     PYTHONPATH=<tree> .venv/bin/python benchmarks/bench_nvml_tick.py [--ticks N] [--paced N] [-v] [--real]
+        [--demand all|idle|window]
 
 On 8 simulated H100s (``training``, as ``bench_serve.py`` runs serve), without driver latency:
 the NVML calls per tick (mean over N ticks, the 5 s and 10 s cadences included: deterministic),
@@ -13,6 +14,10 @@ PYTHONPATH=/work/main (the baseline) and once with the tree to compare, in the s
 ``--real``: the same on this machine's GPUs and libnvidia-ml instead of the simulated ones; each C
 function is timed around its call, so the table gives what the real driver takes per call (there the
 hot loop's "outside" is what trayvml, pynvml and ctypes spend, the driver taken out).
+
+``--demand``: what the reader is asked for: ``all`` (serve's, the default), ``idle`` (the idle tray's:
+the history's metrics and SM activity for the stalled-job rule) or ``window`` (the graph window on
+its GPU page: every metric but the process lists and the energy counter).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from typing import Any
 
 import trayvml
 from trayvml.core.clock import ManualClock, SystemClock
+from trayvml.core.demand import EVERYTHING, HISTORY, PROCESSES
 from trayvml.nvml import binding
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.sim import base as simbase
@@ -31,6 +37,11 @@ from trayvml.nvml.sim import parse_spec
 from trayvml.nvml.sim.library import SimulatedNvml, install, uninstall
 
 SPEC = "training:gpus=h100*8,start=1800,past=0"
+DEMANDS: dict[str, frozenset[str] | None] = {
+    "all": None,
+    "idle": HISTORY | {"sm_activity_percent"},
+    "window": EVERYTHING - {PROCESSES, "process_count", "energy_consumed_j"},
+}
 _inner = simbase.SimFunction.__call__
 _in_library_s = [0.0]
 
@@ -43,7 +54,9 @@ def _timed(self: Any, *args: Any) -> Any:
         _in_library_s[0] += time.perf_counter() - start
 
 
-def _hot_ticks(reader: NvmlReader, ticks: int, before: Any = None) -> tuple[list[float], list[float]]:
+def _hot_ticks(
+    reader: NvmlReader, ticks: int, before: Any = None, demand: frozenset[str] | None = None
+) -> tuple[list[float], list[float]]:
     """``ticks`` reads one after the other (``before`` each, where given): ms a tick in all, and
     outside the library (its time counted in ``_in_library_s`` by the timed functions)."""
     whole, outside = [], []
@@ -52,7 +65,7 @@ def _hot_ticks(reader: NvmlReader, ticks: int, before: Any = None) -> tuple[list
             before()
         _in_library_s[0] = 0.0
         start = time.perf_counter()
-        reader.read()
+        reader.read(demand)
         elapsed_s = time.perf_counter() - start
         whole.append(elapsed_s * 1e3)
         outside.append((elapsed_s - _in_library_s[0]) * 1e3)
@@ -102,17 +115,17 @@ class _TimedLibrary:
         return function
 
 
-def real(ticks: int, paced_ticks: int) -> None:
+def real(ticks: int, paced_ticks: int, demand: frozenset[str] | None) -> None:
     """``--real``: the hot loop and the paced ticks on this machine's GPUs, per-function driver times."""
     library = _TimedLibrary(binding.load_real_library())
     binding.install_library(library)
     reader = NvmlReader(SystemClock())
     try:
         for _ in range(3):  # open, then settle
-            gpus = len(reader.read())
+            gpus = len(reader.read(demand))
             time.sleep(1.0)
         library.spent.clear()
-        whole, outside = _hot_ticks(reader, ticks)
+        whole, outside = _hot_ticks(reader, ticks, demand=demand)
         cpu: list[float] = []
         calls = {name: len(times) for name, times in library.spent.items()}
         print(f"GPUs: {gpus}; NVML calls per tick (hot loop): {sum(calls.values()) / ticks:.2f}")
@@ -125,7 +138,7 @@ def real(ticks: int, paced_ticks: int) -> None:
         for _ in range(paced_ticks):
             time.sleep(1.0)
             start = time.thread_time()
-            reader.read()
+            reader.read(demand)
             cpu.append((time.thread_time() - start) * 1e3)
         if cpu:
             print(
@@ -133,10 +146,11 @@ def real(ticks: int, paced_ticks: int) -> None:
                 f"{statistics.mean(cpu):.3f} ms (mean), over {len(cpu)} ticks"
             )
             _per_function(library.spent, paced_ticks, "one tick a second, the slower reads included")
-        import pynvml as N
+        if demand is None:  # the driver's costs alone do not depend on what is asked
+            import pynvml as N
 
-        fields_alone(N.nvmlDeviceGetHandleByIndex(0))
-        calls_alone(N.nvmlDeviceGetHandleByIndex(0))
+            fields_alone(N.nvmlDeviceGetHandleByIndex(0))
+            calls_alone(N.nvmlDeviceGetHandleByIndex(0))
     finally:
         reader.close()
         binding.install_library(None)
@@ -205,7 +219,7 @@ def calls_alone(handle: Any, repeats: int = 15) -> None:
         print(f"  {statistics.median(wall) * 1e3:8.3f} {statistics.median(cpu) * 1e3:8.3f}  {name}")
 
 
-def hot(ticks: int) -> tuple[dict[str, int], list[float], list[float]]:
+def hot(ticks: int, demand: frozenset[str] | None) -> tuple[dict[str, int], list[float], list[float]]:
     """Calls per function over ``ticks``, and per tick: ms in all, ms outside the simulated library."""
     simbase.SimFunction.__call__ = _timed  # type: ignore[method-assign]
     clock = ManualClock()
@@ -214,10 +228,10 @@ def hot(ticks: int) -> tuple[dict[str, int], list[float], list[float]]:
     reader = NvmlReader(clock)
     try:
         for _ in range(10):  # open, then settle
-            reader.read()
+            reader.read(demand)
             clock.advance_s(1)
         library.calls.clear()
-        whole, outside = _hot_ticks(reader, ticks, lambda: clock.advance_s(1))
+        whole, outside = _hot_ticks(reader, ticks, lambda: clock.advance_s(1), demand)
         return dict(library.calls), whole, outside
     finally:
         reader.close()
@@ -225,19 +239,19 @@ def hot(ticks: int) -> tuple[dict[str, int], list[float], list[float]]:
         simbase.SimFunction.__call__ = _inner  # type: ignore[method-assign]
 
 
-def paced(ticks: int) -> list[float]:
+def paced(ticks: int, demand: frozenset[str] | None) -> list[float]:
     """CPU ms of the reading thread per tick, one tick a second, realistic driver latency."""
     clock = ManualClock()
     install(SimulatedNvml(parse_spec(SPEC + ",latency=realistic"), clock))
     reader = NvmlReader(clock)
     try:
-        reader.read()
+        reader.read(demand)
         cpu = []
         for _ in range(ticks):
             time.sleep(1.0)
             clock.advance_s(1)
             start = time.thread_time()
-            reader.read()
+            reader.read(demand)
             cpu.append((time.thread_time() - start) * 1e3)
         return cpu
     finally:
@@ -251,12 +265,14 @@ def main() -> None:
     parser.add_argument("--paced", type=int, default=0, help="ticks one second apart (default 0: none)")
     parser.add_argument("-v", action="store_true", help="calls per tick by function")
     parser.add_argument("--real", action="store_true", help="this machine's GPUs and driver (see above)")
+    parser.add_argument("--demand", choices=DEMANDS, default="all", help="what is read (see above; default all)")
     args = parser.parse_args()
-    print(f"trayvml from {trayvml.__file__}")
+    demand = DEMANDS[args.demand]
+    print(f"trayvml from {trayvml.__file__}; demand: {args.demand}")
     if args.real:
-        real(args.ticks, args.paced)
+        real(args.ticks, args.paced, demand)
         return
-    calls, whole, outside = hot(args.ticks)
+    calls, whole, outside = hot(args.ticks, demand)
     print(f"NVML calls per tick, 8 GPUs: {sum(calls.values()) / args.ticks:.2f}")
     if args.v:
         for name, count in sorted(calls.items(), key=lambda item: -item[1]):
@@ -266,7 +282,7 @@ def main() -> None:
         f"{statistics.median(outside):.3f} ms of it outside the simulated library"
     )
     if args.paced:
-        cpu = paced(args.paced)[3:]
+        cpu = paced(args.paced, demand)[3:]
         print(
             f"one tick a second, latency=realistic: CPU {statistics.median(cpu):.3f} ms a tick (median), "
             f"{statistics.mean(cpu):.3f} ms (mean, the 5 s and 10 s reads included)"
