@@ -204,16 +204,22 @@ class AcceptLoop:
             self.answer(connection, number)
 
     def stop(self, wait_s: float = 5.0) -> None:
-        """Stops taking connections, ends those taken, and waits for every thread (each ``wait_s`` at most)."""
+        """Stops taking connections, ends those taken, and waits for every thread (each ``wait_s`` at most).
+
+        No socket is closed while a thread may still use it: a closed descriptor's number is handed
+        to the next file opened (Qt's, in the UI tests), which a late accept or send would then hit.
+        The accept loop ends by itself (it looks at ``stopping`` every 0.05 s); shutting a connection
+        down wakes its answer's receive without freeing the descriptor."""
         self.stopping.set()
-        self.listener.close()
         self._accepting.join(wait_s)
+        self.listener.close()
         for connection in self._taken:
             with contextlib.suppress(OSError):
                 connection.shutdown(socket.SHUT_RDWR)
-            connection.close()
         for thread in self._threads:
             thread.join(wait_s)
+        for connection in self._taken:
+            connection.close()
 
 
 UUID0 = "GPU-604ac76c-d9cf-fef3-62e9-d92044ab6e52"
