@@ -74,7 +74,7 @@ def profiled(steps: list[Callable[[], object]], top: int) -> str:
     profiler = cProfile.Profile()
     profiler.runcall(lambda: [step() for step in steps])
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("SORT", "tottime")).print_stats(top)
     return out.getvalue()
 
 
