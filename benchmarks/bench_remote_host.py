@@ -31,6 +31,7 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 from prometheus_client import CollectorRegistry, generate_latest
@@ -50,8 +51,12 @@ def expositions(samples: list[Sample]) -> list[bytes]:
     """Each sample as a scrape of ``trayvml serve`` answers it."""
     bodies = []
     for sample in samples:
+
+        def latest(sample: Sample = sample) -> Sample:
+            return sample
+
         registry = CollectorRegistry(auto_describe=False)
-        registry.register(SampleCollector(lambda sample=sample: sample, hostname="gpu-box"))
+        registry.register(SampleCollector(latest, hostname="gpu-box"))
         bodies.append(generate_latest(registry))
     return bodies
 
@@ -95,7 +100,9 @@ def main() -> None:
     bodies = expositions(local_samples(args.samples + 1, served=True))
     cache = SeriesCache()
     exporter_samples(ENDPOINT, bodies[0], "text/plain", 0.0, cache)  # the first read makes the layout
-    reads = [lambda body=body: exporter_samples(ENDPOINT, body, "text/plain", 1.0, cache) for body in bodies[1:]]
+    reads: list[Callable[[], object]] = [
+        partial(exporter_samples, ENDPOINT, body, "text/plain", 1.0, cache) for body in bodies[1:]
+    ]
     remote = [exporter_samples(ENDPOINT, body, "text/plain", 1.0, cache)[0] for body in bodies[1:]]
     local = local_samples(args.samples)
 
@@ -112,11 +119,11 @@ def main() -> None:
         shown(sample)
         tray.update(mine)
 
-    steps = {
+    steps: dict[str, list[Callable[[], object]]] = {
         "read by layout (reading thread)": reads,
-        "RemoteHostsView.show": [lambda s=s: shown(s) for s in remote],
-        "tray tick with the host": [lambda s=s, m=m: tick(s, m) for s, m in zip(remote, local, strict=True)],
-        "tray tick without (Tray.update)": [lambda m=m: plain.update(m) for m in local],
+        "RemoteHostsView.show": [partial(shown, s) for s in remote],
+        "tray tick with the host": [partial(tick, s, m) for s, m in zip(remote, local, strict=True)],
+        "tray tick without (Tray.update)": [partial(plain.update, m) for m in local],
     }
     figures = {name: timed(run, args.runs) for name, run in steps.items()}
     for name, ms in figures.items():

@@ -462,10 +462,15 @@ def test_the_same_reads_shown_again_change_nothing_and_every_new_one_is_shown(qa
     later = replace(down, timestamp_s=down.timestamp_s + 70.0)  # the same fault a minute on: a new sample
     tray = Tray()
     view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
-    made = []
+    made: list[list[Sample]] = []
     real = remote_hosts.tooltip_lines
-    monkeypatch.setattr(remote_hosts, "tooltip_lines", lambda samples: made.append(samples) or real(samples))
-    changed = []
+
+    def counted(samples: list[Sample]) -> list[str]:
+        made.append(samples)
+        return real(samples)
+
+    monkeypatch.setattr(remote_hosts, "tooltip_lines", counted)
+    changed: list[list[str]] = []
     view.changed.connect(lambda: changed.append(list(view.lines)))
     view.show([up])
     view.show([up])  # a new list, the same sample: nothing made again
