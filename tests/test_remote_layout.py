@@ -164,3 +164,40 @@ def test_dcgm_exporter_and_trayvml_serve_read_by_the_layout(monkeypatch: pytest.
     reads = Reads(monkeypatch)
     ways = [reads.read(text)[1] for text in texts]
     assert ways[0] is False and any(ways[1:])
+
+
+def test_what_a_layout_keeps_from_read_to_read_follows_each_reads_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A layout's reads make a GPU's facts and states anew only where they changed: a memory total,
+    a process's memory and a value that comes and goes are each read's own, going and coming back."""
+    reads = Reads(monkeypatch)
+    reads.read(served())
+    totals = ("8.0e+10", "9.6e+10", "NaN", "8.0e+10")
+    memories = (2.0**30, 3.0 * 2**30, 3.0 * 2**30, 2.0**30)
+    utils = ((87.0, 5.0), (math.nan, 5.0), (math.inf, -math.inf), (1.0, 5.0))
+    for total, memory, util in zip(totals, memories, utils, strict=True):
+        text = served(util, memory=memory).replace("} 8.0e+10\n", f"}} {total}\n")
+        (sample,), by_layout = reads.read(text)  # each compared with the same text read afresh
+        assert by_layout
+        shown = [d.memory_total_bytes for d in sample.devices]
+        assert shown == [float(total)] * 2 or (total == "NaN" and all(math.isnan(t) for t in shown))
+        assert sample.gpus[0].processes[0].used_memory_bytes == memory
+        states = [g.state("utilization_gpu_percent") for g in sample.gpus]
+        assert states == [MetricState.OK if math.isfinite(u) else MetricState.NOT_SUPPORTED for u in util]
+
+
+def test_values_too_big_to_add_up_and_gpus_of_one_value_or_none_read_by_the_layout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    reads = Reads(monkeypatch)
+    # GPU 1 with one value of its own (its utilization), and a third GPU known by its process alone.
+    kept = [line for line in served().splitlines() if UUIDS[1] not in line or "utilization" in line or "info" in line]
+    process = 'hostname="box",index="2",kind="compute",name="python",pid="7",user="ada",uuid="GPU-cccc"'
+    text = "\n".join([*kept, f"trayvml_gpu_process_memory_used_bytes{{{process}}} 5.0"]) + "\n"
+    reads.read(text)
+    for big in ("1.5e+308", "-1.7e+308", "0.5"):
+        changed = text.replace("} 60.0\n", f"}} {big}\n").replace("} 0.05\n", f"}} {big}\n")
+        # Two values of GPU 0 at once: their sum beyond a float's range.
+        (sample,), by_layout = reads.read(changed.replace("} 8.0e+10\n", f"}} {big}\n"))
+        assert by_layout and len(sample.gpus) == 3
+        assert sample.gpus[0].value("temperature_gpu_c") == float(big) == sample.devices[0].memory_total_bytes
+        assert sample.gpus[1].value("utilization_gpu_percent") == float(big) * 100

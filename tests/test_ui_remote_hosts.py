@@ -445,3 +445,39 @@ def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_upd
         assert app._remote_timer.isActive() and app._remote_timer.remainingTime() > 3_000_000  # started anew
     finally:
         app._stop_remotes()
+
+
+def test_the_same_reads_shown_again_change_nothing_and_every_new_one_is_shown(qapp, monkeypatch) -> None:
+    """Each local tick shows the remotes' latest reads: the same sample objects again are skipped,
+    but a new one, even one that differs only in how long its host has been unreachable, is shown."""
+    from trayvml.core.sample import RemoteOrigin
+    from trayvml.remote.fetch import parse_exposition, to_samples
+    from trayvml.ui import remote_hosts
+
+    endpoint = parse_endpoint("http://dgx-01:9400")
+    points = parse_exposition(endpoint, dcgm_exposition("hostname").encode(), "text/plain")
+    (up,) = to_samples(points, "dgx-01", endpoint.url, 1_800_000_000.0)
+    fault = RemoteOrigin(endpoint.url, "", "http://dgx-01:9400 cannot be reached: refused.", up.timestamp_s)
+    down = replace(up, gpus=(), devices=(), remote=fault)
+    later = replace(down, timestamp_s=down.timestamp_s + 70.0)  # the same fault a minute on: a new sample
+    tray = Tray()
+    view = RemoteHostsView(tray.menu, tray.copy_action, tray.over_dbus)
+    made: list[list[Sample]] = []
+    real = remote_hosts.tooltip_lines
+
+    def counted(samples: list[Sample]) -> list[str]:
+        made.append(samples)
+        return real(samples)
+
+    monkeypatch.setattr(remote_hosts, "tooltip_lines", counted)
+    changed: list[list[str]] = []
+    view.changed.connect(lambda: changed.append(list(view.lines)))
+    view.show([up])
+    view.show([up])  # a new list, the same sample: nothing made again
+    assert len(made) == 1 and len(changed) == 1 and "87" in view.lines[1]
+    view.show([down])
+    view.show([later])
+    assert len(made) == 3 and len(changed) == 3
+    assert "(1 min 10 s)" in changed[2][0] and "(1 min 10 s)" not in changed[1][0]
+    view.show([up, up])  # another host count, the first the same object
+    assert len(made) == 4 and len(view.lines) == 2 * len(changed[0])

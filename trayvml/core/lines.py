@@ -9,16 +9,18 @@ from trayvml.core.demand import STORE_PROCESSES_S
 from trayvml.core.formatting import format_value
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
-from trayvml.core.metrics import GPU_METRIC_BY_KEY
+from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import GIB, format_bytes, short_name
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:
-    if gpu.state(key) is not MetricState.OK or math.isnan(gpu.value(key)):
+    at = GPU_INDEX[key]
+    value = gpu.values[at]
+    if gpu.states[at] is not MetricState.OK or math.isnan(value):
         return None
-    return format_value(GPU_METRIC_BY_KEY[key], gpu.value(key)).replace(" %", "%")
+    return format_value(GPU_METRIC_BY_KEY[key], value).replace(" %", "%")
 
 
 def used_of_total(used_bytes: float, total_bytes: float, digits: int = 1) -> str:

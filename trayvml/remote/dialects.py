@@ -16,9 +16,10 @@ its GPUs, never zero. The tables below were written from each exporter's documen
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
+from operator import itemgetter, mul
 from typing import NamedTuple
 
 from trayvml.core import prom_names
@@ -298,10 +299,14 @@ def to_samples_and_layout(
     routes: list[_Route] | None = [] if lines is not None and len(dialects) == 1 else None
     for dialect in dialects:
         _read(dialect, points, fallback_host, hosts, kinds, routes)
-    samples = [_sample(host, kinds[host.name], url, now_s) for host in hosts.values()]
+    shapes = [_HostShape(host, kinds[host.name], url) for host in hosts.values()]
+    samples = [
+        shape.sample([dict(gpu.values) for gpu in shape.gpus], [gpu.processes for gpu in shape.gpus], host.host, now_s)
+        for shape, host in zip(shapes, hosts.values(), strict=True)
+    ]
     if lines is None or routes is None:
         return samples, None
-    return samples, Layout(lines, routes, hosts, kinds, url, samples)
+    return samples, Layout(lines, routes, shapes)
 
 
 class Lines(NamedTuple):
@@ -322,48 +327,37 @@ class Layout:
     place, with no label or name looked at. Anything else is read in full (and makes a new layout).
     """
 
-    def __init__(
-        self,
-        lines: Lines,
-        routes: list[_Route],
-        hosts: dict[str, _Host],
-        kinds: dict[str, str],
-        url: str,
-        samples: list[Sample],
-    ):
-        self.series = lines.series
-        self._kinds, self._url = kinds, url
-        self._hosts = list(hosts.values())  # read only: each read copies what it changes
-        # Each GPU's processes as its sample holds them (its index and jobs set): kept where their
-        # memory stays the same.
-        self._processes_of = {
-            (sample.system.hostname, device.uuid): gpu.processes
-            for sample in samples
-            if sample.system is not None
-            for gpu, device in zip(sample.gpus, sample.devices, strict=True)
+    def __init__(self, lines: Lines, routes: list[_Route], shapes: list[_HostShape]):
+        self.series = tuple(lines.series)
+        self._shapes = shapes
+        host_slot = {shape.name: k for k, shape in enumerate(shapes)}
+        gpu_slot = {
+            (shape.name, gpu.uuid): (k, g) for k, shape in enumerate(shapes) for g, gpu in enumerate(shape.gpus)
         }
-        host_slot = {host.name: k for k, host in enumerate(self._hosts)}
-        gpu_slot: dict[tuple[str, str], int] = {}
-        for host in self._hosts:
-            for uuid in host.gpus:
-                gpu_slot[(host.name, uuid)] = len(gpu_slot)
+        # Per host, per GPU in the order its sample lists them: (line, key, scale) of each value.
+        gpu_values: list[list[list[tuple[int, str, float]]]] = [[[] for _ in shape.gpus] for shape in shapes]
+        host_values: list[list[tuple[int, str, float]]] = [[] for _ in shapes]
+        # Per host, per GPU: (line, position, scale) of each process's memory.
+        processes: list[list[list[tuple[int, int, float]]]] = [[[] for _ in shape.gpus] for shape in shapes]
         self._facts: list[int] = []
-        self._gpu_values: list[tuple[int, int, str, float]] = []  # (line, GPU slot, key, scale)
-        self._host_values: list[tuple[int, int, str, float]] = []  # (line, host slot, key, scale)
-        self._processes: list[tuple[int, int, int, float]] = []  # (line, GPU slot, position, scale)
         for line, point in enumerate(lines.point_of_line):
             route = routes[point] if point >= 0 else _IGNORED
             if route.kind == GPU_VALUE:
-                self._gpu_values.append((line, gpu_slot[(route.host, route.uuid)], route.key, route.scale))
+                k, g = gpu_slot[(route.host, route.uuid)]
+                gpu_values[k][g].append((line, route.key, route.scale))
             elif route.kind == HOST_VALUE:
-                self._host_values.append((line, host_slot[route.host], route.key, route.scale))
+                host_values[host_slot[route.host]].append((line, route.key, route.scale))
             elif route.kind == PROCESS_MEMORY:
-                self._processes.append((line, gpu_slot[(route.host, route.uuid)], route.position, route.scale))
+                k, g = gpu_slot[(route.host, route.uuid)]
+                processes[k][g].append((line, route.position, route.scale))
             elif route.kind == FACT:
                 self._facts.append(line)
         self._fact_values = [lines.values[line] for line in self._facts]
+        self._gpu_values = [[_Values(entries) for entries in gpus] for gpus in gpu_values]
+        self._host_values = [_Values(entries) for entries in host_values]
+        self._processes = processes
 
-    def samples(self, values: list[str], now_s: float) -> list[Sample] | None:
+    def samples(self, values: Sequence[str], now_s: float) -> list[Sample] | None:
         """The samples of an exposition whose series are ``self.series`` with these value texts;
         None where its facts changed or a value is not a number (the full read says which)."""
         if [values[line] for line in self._facts] != self._fact_values:
@@ -372,30 +366,59 @@ class Layout:
             numbers = list(map(float, values))
         except ValueError:
             return None
-        hosts: list[_Host] = []
-        gpus: list[_Gpu] = []
-        for was in self._hosts:
-            host = _Host(was.name, {}, {}, was.driver, was.cuda, was.down, was.simulation, was.jobs)
-            for uuid, old in was.gpus.items():
-                processes = list(self._processes_of.get((was.name, uuid), old.processes))
-                gpu = host.gpus[uuid] = _Gpu(
-                    uuid, old.index, old.name, old.pci_bus_id, old.driver, {}, processes, old.identified
-                )
-                gpus.append(gpu)
-            hosts.append(host)
-        isfinite = math.isfinite
-        for line, slot, key, scale in self._gpu_values:
+        samples = []
+        for shape, gpu_values, host_values, processes in zip(
+            self._shapes, self._gpu_values, self._host_values, self._processes, strict=True
+        ):
+            gpus = [values.finite(numbers) for values in gpu_values]
+            memories = [
+                _with_memory(kept, memory, numbers) if memory else kept
+                for kept, memory in zip(shape.processes, processes, strict=True)
+            ]
+            samples.append(shape.sample(gpus, memories, host_values.all(numbers), now_s))
+        return samples
+
+
+class _Values:
+    """Where a GPU's (or a host's) values are among a read's numbers: (line, catalog key, scale) each."""
+
+    def __init__(self, entries: list[tuple[int, str, float]]):
+        self._entries = entries
+        self._keys = tuple(key for _line, key, _scale in entries)
+        self._scales = tuple(scale for _line, _key, scale in entries)
+        lines = [line for line, _key, _scale in entries]
+        # Each value's number, in one C call (itemgetter of one index gives the item, not a tuple).
+        self._pick: Callable[[list[float]], tuple[float, ...]] = (
+            itemgetter(*lines) if len(lines) > 1 else lambda numbers: tuple(numbers[line] for line in lines)
+        )
+
+    def all(self, numbers: list[float]) -> dict[str, float]:
+        """Each key's number times its scale (a later line of the same key wins, as in a full read)."""
+        return dict(zip(self._keys, map(mul, self._pick(numbers), self._scales), strict=True))
+
+    def finite(self, numbers: list[float]) -> dict[str, float]:
+        """The same, leaving out a number that is not finite (not supported is not a value)."""
+        raw = self._pick(numbers)
+        if math.isfinite(sum(raw)):  # a NaN or an infinity makes the sum one: none here (the usual read)
+            return dict(zip(self._keys, map(mul, raw, self._scales), strict=True))
+        values = {}
+        for line, key, scale in self._entries:
             value = numbers[line]
-            if isfinite(value):
-                gpus[slot].values[key] = value * scale
-        for line, slot, key, scale in self._host_values:
-            hosts[slot].host[key] = numbers[line] * scale
-        for line, slot, position, scale in self._processes:
-            processes = gpus[slot].processes
-            used = numbers[line] * scale
-            if processes[position].used_memory_bytes != used:
-                processes[position] = replace(processes[position], used_memory_bytes=used)
-        return [_sample(host, self._kinds[host.name], self._url, now_s) for host in hosts]
+            if math.isfinite(value):
+                values[key] = value * scale
+        return values
+
+
+def _with_memory(
+    processes: Sequence[ProcessSample], memory: list[tuple[int, int, float]], numbers: list[float]
+) -> list[ProcessSample]:
+    """A GPU's processes as the last read left them, with this read's memory (line, position, scale) each."""
+    out = list(processes)
+    for line, position, scale in memory:
+        used = numbers[line] * scale
+        if out[position].used_memory_bytes != used:
+            out[position] = replace(out[position], used_memory_bytes=used)
+    return out
 
 
 class _Route(NamedTuple):
@@ -532,6 +555,7 @@ def served_job(job: str, kind: str, name: str = "") -> Attribution | None:
 
 
 _GPU_KEYS = tuple(m.key for m in GPU_METRICS)
+_HOST_KEYS = tuple(m.key for m in HOST_METRICS)
 _STATE_IF_READ = (MetricState.NOT_SUPPORTED, MetricState.OK)  # by whether the exporter gave a value
 
 
@@ -549,62 +573,100 @@ def _on_gpu(process: ProcessSample, index: int, job: Attribution) -> ProcessSamp
     return replace(process, gpu_index=index, attribution=job)
 
 
-def _sample(host: _Host, kind: str, url: str, now_s: float) -> Sample:
-    gpus: list[GpuSample] = []
-    devices: list[DeviceInfo] = []
-    ordered = sorted(host.gpus.values(), key=lambda g: (g.index < 0, g.index, g.uuid))
-    for position, gpu in enumerate(ordered):
-        index = gpu.index if gpu.index >= 0 else position
-        values = dict(gpu.values)
-        total = values.pop(MEMORY_TOTAL, None)
-        if total is None and "memory_used_bytes" in values and "memory_free_bytes" in values:
-            total = values["memory_used_bytes"] + values["memory_free_bytes"] + values.get("memory_reserved_bytes", 0.0)
-        derived = {
-            "memory_used_percent": _percent(values.get("memory_used_bytes"), total),
-            "power_used_percent": _percent(values.get("power_draw_w"), values.get("power_enforced_limit_w")),
-        }
-        for key, value in derived.items():
-            if key not in values and value is not None:
-                values[key] = value
-        processes = tuple(_on_gpu(p, index, host.jobs.get(p.pid, NO_ATTRIBUTION)) for p in gpu.processes)
-        if processes:
-            values.setdefault("process_count", float(len(processes)))
-        gpus.append(
-            GpuSample(
-                index=index,
-                values=tuple(map(values.get, _GPU_KEYS, repeat(math.nan))),
-                states=tuple(map(_STATE_IF_READ.__getitem__, map(values.__contains__, _GPU_KEYS))),
-                processes=processes,
+class _HostShape:
+    """What a host's samples share while its series stay the same (a layout's reads): its GPUs in
+    the order its sample lists them, each one's index and facts, its system and origin. ``sample``
+    makes one read's sample of them; each one's values are this read's, nothing carried over."""
+
+    def __init__(self, host: _Host, kind: str, url: str):
+        self.name, self.kind, self.url = host.name, kind, url
+        self.gpus = sorted(host.gpus.values(), key=lambda g: (g.index < 0, g.index, g.uuid))
+        self.indices = [gpu.index if gpu.index >= 0 else position for position, gpu in enumerate(self.gpus)]
+        self.down, self.simulation, self.jobs = host.down, host.simulation, host.jobs
+        driver = next((g.driver for g in self.gpus if g.driver), host.driver)
+        self.system = SystemInfo(
+            hostname=host.name, driver_version=driver, cuda_driver_version=host.cuda, nvml_version=""
+        )
+        self.answering = RemoteOrigin(url, kind, "", math.nan)
+        # Each GPU's processes and DeviceInfo as the last sample holds them: the next read makes
+        # new ones only where they differ (a dataclass of 30 fields takes µs to make).
+        self.processes: list[Sequence[ProcessSample]] = [gpu.processes for gpu in self.gpus]
+        self._devices: list[DeviceInfo | None] = [None] * len(self.gpus)
+        # Each GPU's states as the last sample holds them, and the keys read then: the same keys, the same states.
+        self._states: list[tuple[frozenset[str], tuple[MetricState, ...]] | None] = [None] * len(self.gpus)
+
+    def sample(
+        self,
+        gpu_values: list[dict[str, float]],
+        processes: list[Sequence[ProcessSample]],
+        host_values: dict[str, float],
+        now_s: float,
+    ) -> Sample:
+        """The sample of one read: each GPU's values by catalog key (in ``self.gpus``' order; the
+        dicts are filled in further) and processes, and the host's values."""
+        gpus: list[GpuSample] = []
+        devices: list[DeviceInfo] = []
+        jobs = self.jobs
+        for k, (gpu, index, values, running) in enumerate(
+            zip(self.gpus, self.indices, gpu_values, processes, strict=True)
+        ):
+            total = values.pop(MEMORY_TOTAL, None)
+            if total is None and "memory_used_bytes" in values and "memory_free_bytes" in values:
+                total = (
+                    values["memory_used_bytes"] + values["memory_free_bytes"] + values.get("memory_reserved_bytes", 0.0)
+                )
+            derived = {
+                "memory_used_percent": _percent(values.get("memory_used_bytes"), total),
+                "power_used_percent": _percent(values.get("power_draw_w"), values.get("power_enforced_limit_w")),
+            }
+            for key, value in derived.items():
+                if key not in values and value is not None:
+                    values[key] = value
+            on_gpu = tuple(_on_gpu(p, index, jobs.get(p.pid, NO_ATTRIBUTION)) for p in running)
+            self.processes[k] = on_gpu
+            if on_gpu:
+                values.setdefault("process_count", float(len(on_gpu)))
+            states = self._states[k]
+            if states is None or values.keys() != states[0]:
+                read = frozenset(values)
+                states = self._states[k] = (read, tuple(_STATE_IF_READ[key in read] for key in _GPU_KEYS))
+            gpus.append(
+                GpuSample(
+                    index=index,
+                    values=tuple(map(values.get, _GPU_KEYS, repeat(math.nan))),
+                    states=states[1],
+                    processes=on_gpu,
+                )
             )
-        )
-        devices.append(
-            DeviceInfo(
-                index=index,
-                name=gpu.name,
-                uuid=gpu.uuid,
-                pci_bus_id=gpu.pci_bus_id,
-                memory_total_bytes=math.nan if total is None else total,
+            memory_total_bytes = math.nan if total is None else total
+            device = self._devices[k]
+            if device is None or device.memory_total_bytes != memory_total_bytes:  # NaN: made anew, as it should
+                device = self._devices[k] = DeviceInfo(
+                    index=index,
+                    name=gpu.name,
+                    uuid=gpu.uuid,
+                    pci_bus_id=gpu.pci_bus_id,
+                    memory_total_bytes=memory_total_bytes,
+                )
+            devices.append(device)
+        host_sample = None
+        if host_values:
+            host_sample = HostSample(tuple(map(host_values.get, _HOST_KEYS, repeat(math.nan))))
+        fault = ""
+        if self.down == "starting":
+            fault = translate("remote", "{url}: {host}'s exporter has not read its GPUs yet.").format(
+                url=self.url, host=self.name
             )
+        elif self.down:
+            fault = translate(
+                "remote", "{url}: {host}'s exporter says its GPU driver is not usable ({reason})."
+            ).format(url=self.url, host=self.name, reason=self.down)
+        return Sample(
+            timestamp_s=now_s,
+            gpus=() if fault else tuple(gpus),
+            devices=() if fault else tuple(devices),
+            system=self.system,
+            host=host_sample,
+            remote=RemoteOrigin(self.url, self.kind, fault, now_s) if fault else self.answering,
+            simulation=self.simulation,
         )
-    driver = next((g.driver for g in ordered if g.driver), host.driver)
-    host_sample = None
-    if host.host:
-        host_sample = HostSample(tuple(host.host.get(m.key, math.nan) for m in HOST_METRICS))
-    fault = ""
-    if host.down == "starting":
-        fault = translate("remote", "{url}: {host}'s exporter has not read its GPUs yet.").format(
-            url=url, host=host.name
-        )
-    elif host.down:
-        fault = translate("remote", "{url}: {host}'s exporter says its GPU driver is not usable ({reason}).").format(
-            url=url, host=host.name, reason=host.down
-        )
-    return Sample(
-        timestamp_s=now_s,
-        gpus=() if fault else tuple(gpus),
-        devices=() if fault else tuple(devices),
-        system=SystemInfo(hostname=host.name, driver_version=driver, cuda_driver_version=host.cuda, nvml_version=""),
-        host=host_sample,
-        remote=RemoteOrigin(url, kind, fault, now_s if fault else math.nan),
-        simulation=host.simulation,
-    )

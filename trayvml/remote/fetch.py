@@ -591,13 +591,13 @@ class SeriesCache:
         layout = self.layout
         if layout is None:
             return None
-        lines = [line for line in text.splitlines() if line and line[0] != "#"]
-        if len(lines) != len(layout.series):
+        parts = [line.rpartition(" ") for line in text.splitlines() if line and line[0] != "#"]
+        if not parts or len(parts) != len(layout.series):
             return None
-        parts = [line.rpartition(" ") for line in lines]
-        if [part[0] for part in parts] != layout.series:
+        series, _, values = zip(*parts, strict=True)
+        if series != layout.series:
             return None
-        return layout.samples([part[2] for part in parts], now_s)
+        return layout.samples(values, now_s)
 
     @staticmethod
     def _parse(line: str, name: str) -> tuple[str, dict[str, str]] | None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import operator
 import socket
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -199,8 +200,13 @@ class RemoteHostsView(QObject):
 
     def show(self, samples: list[Sample]) -> None:
         """Each host's latest sample (or why it has none), in the menu and the tooltip's lines."""
+        if len(samples) == len(self.samples) and all(map(operator.is_, samples, self.samples)):
+            # The same reads as last time (a sample is made anew for whatever changes, a host's
+            # fault and its age too): the same section and lines, nothing to make again.
+            return
         self.samples = samples
-        shape = tuple((bool(host_status(s)), 2 if host_status(s) else len(s.gpus)) for s in samples)
+        unreachable = [bool(host_status(s)) for s in samples]
+        shape = tuple((down, 2 if down else len(s.gpus)) for down, s in zip(unreachable, samples, strict=True))
         if shape != self._shape:
             self._shape = shape
             self._build(shape)
