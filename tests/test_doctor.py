@@ -328,6 +328,7 @@ def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_
         "h100-580-busy.jsonl",
         "h100-580-idle.jsonl",
         "h200-580-busy.jsonl",
+        "h200-580-ending.jsonl",
         "h200-580-idle.jsonl",
         "h200-580-pcie.jsonl",
         "h200-580-pcie2.jsonl",
@@ -740,3 +741,31 @@ def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu() -> None
             assert all(0 <= share <= 100 for share in shares) and sum(shares) <= 100
     finally:
         source.close()
+
+
+def test_a_process_that_ended_is_not_listed_after_nvidia_smi_stopped_listing_it_on_the_real_gpu() -> None:
+    # h200-580-ending: a light process ends 4 s into an 11 s recording; nvidia-smi --query-compute-apps
+    # every half second beside it, each line stamped. Once nvidia-smi lists it no more it is gone for
+    # good: no tick after that may list it (the reader held its 5 s old list one tick longer, with the
+    # GPU's memory in use already 0, before it read the lists again when that memory went).
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.sim.replay import read_recording
+    from trayvml.source import Source
+
+    lines = [line.split(" ", 1) for line in (RECORDINGS / "h200-580-ending.apps.txt").read_text().splitlines()]
+    listed = [(float(stamp), rest.strip()) for stamp, rest in lines]
+    gone_s = next(stamp for stamp, rest in listed if not rest)
+    assert any(rest for stamp, rest in listed if stamp < gone_s)  # it ran while watched
+    path = RECORDINGS / "h200-580-ending.jsonl"
+    ticks = [e for e in read_recording(path)[1] if "tick" in e]
+    clock = ManualClock(ticks[0]["t"])
+    source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
+    shown = []
+    try:
+        for tick in ticks:
+            clock.advance_s(tick["t"] - clock.now_s())
+            shown.append((tick["t"], [p.pid for p in source.sample().gpus[0].processes]))
+    finally:
+        source.close()
+    assert any(pids for t, pids in shown if t < gone_s)
+    assert not [(t, pids) for t, pids in shown if t > gone_s and pids]

@@ -185,3 +185,25 @@ def test_a_driver_without_the_versioned_temperature_call_uses_the_old_one() -> N
     assert gpu.value("temperature_gpu_c") == timeline.temperature[timeline.i]
     assert gpu.state("temperature_gpu_c") is MetricState.OK
     assert lib.calls["nvmlDeviceGetTemperature"] == 2
+
+
+def test_a_job_that_ends_leaves_the_process_list_at_the_tick_its_memory_is_gone() -> None:
+    # The lists are read every 5 s (a read costs the driver milliseconds). On a real H200 a process
+    # that had ended was still listed with its 2698 MiB 0.4 s after nvidia-smi stopped listing it,
+    # the GPU's memory in use already 0 (tests/recordings/h200-580-ending): memory read each tick
+    # that no longer holds what the lists say is a list to read again at once.
+    from trayvml.core.demand import EVERYTHING
+
+    source, clock, lib = simulated_source("training:gpus=h100,start=6592")  # the job ends at 6600 s
+    gpu = source.sample(EVERYTHING).gpus[0]
+    assert gpu.processes and gpu.value("memory_used_bytes") > 10 * 2**30
+    lists_read = lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"]
+    seen = []
+    for _ in range(14):
+        clock.advance_s(1.0)
+        gpu = source.sample(EVERYTHING).gpus[0]
+        seen.append((gpu.value("memory_used_bytes") < 2**30, bool(gpu.processes)))
+    assert (True, True) not in seen  # never a freed GPU with the job still listed
+    assert (True, False) in seen and (False, True) in seen
+    # Read at 5 s, again when the memory went (8 s, the cadence counting from there), and at 13 s.
+    assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] - lists_read == 3

@@ -49,6 +49,11 @@ _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
 )
 _NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
 _NO_PCIE_LINK = frozenset({"pcie_link_gen", "pcie_link_width"})
+_MEMORY_USED = GPU_INDEX["memory_used_bytes"]
+# The listed processes hold more than the GPU has in use by this much: one has ended since the lists
+# were read (on a real H200, 2026-11-26: 2698 MiB listed 5 s after the driver had let them go).
+# The processes' memory is part of the memory used, which a margin above the driver's rounding keeps.
+LISTED_BEYOND_USED_BYTES = 64 * 2**20
 _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more than "not read"
 
 
@@ -342,6 +347,16 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     return fill_picked_scaled
 
 
+def _lists_outlived(g: GpuState) -> bool:
+    """Whether the process lists read last name memory the GPU no longer has in use (read this tick,
+    before the lists): a process ended, so the lists are read again now, not up to 5 s later."""
+    used = g.values[_MEMORY_USED]
+    if not g.processes or used != used:
+        return False
+    listed = sum(p.used_memory_bytes for p in g.processes if p.used_memory_bytes == p.used_memory_bytes)
+    return listed > used + LISTED_BEYOND_USED_BYTES
+
+
 class Scheduler:
     def __init__(
         self, session: NvmlSession, probe: DeviceProbe, processes: ProcessCache, clock_now_s: Callable[[], float]
@@ -582,7 +597,7 @@ class Scheduler:
         session = self.session
         for op in g.active:
             if op.period_s:
-                if now_s < op.next_due_s:
+                if now_s < op.next_due_s and not (op.process_kind and _lists_outlived(g)):
                     continue
                 op.next_due_s = now_s + op.period_s
             session.current_call = op.name
