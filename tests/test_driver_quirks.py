@@ -207,3 +207,18 @@ def test_a_job_that_ends_leaves_the_process_list_at_the_tick_its_memory_is_gone(
     assert (True, False) in seen and (False, True) in seen
     # Read at 5 s, again when the memory went (8 s, the cadence counting from there), and at 13 s.
     assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] - lists_read == 3
+
+
+def test_lists_naming_more_than_the_memory_in_use_are_read_early_only_when_that_memory_fell() -> None:
+    # A driver whose lists always name more than its memory in use (a quirk not seen yet, but
+    # unified-memory GPUs count otherwise) must not have them read each tick: only a fall counts.
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.core.sample import DeviceInfo, ProcessSample
+    from trayvml.nvml.schedule import GpuState, _lists_outlived
+
+    g = GpuState(0, None, DeviceInfo(0, "GPU", "GPU-x"))
+    g.processes = (ProcessSample(0, 1, "compute", 4 * 2**30),)
+    g.used_when_listed = g.values[GPU_INDEX["memory_used_bytes"]] = 1 * 2**30
+    assert not _lists_outlived(g)  # as when the lists were read
+    g.values[GPU_INDEX["memory_used_bytes"]] = 2**29
+    assert _lists_outlived(g)  # half a GiB let go since

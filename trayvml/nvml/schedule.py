@@ -76,6 +76,7 @@ class GpuState:
     process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % in the last samples read
     process_sm_read: bool = False  # whether process_sm holds the last call's answer (else: unknown)
     process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
+    used_when_listed: float = NAN  # memory in use (bytes) at the tick the process lists were last read
     process_util_supported: bool = True
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
@@ -349,9 +350,11 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
 
 def _lists_outlived(g: GpuState) -> bool:
     """Whether the process lists read last name memory the GPU no longer has in use (read this tick,
-    before the lists): a process ended, so the lists are read again now, not up to 5 s later."""
+    before the lists): a process ended, so the lists are read again now, not up to 5 s later. Only
+    where the memory in use fell since: a driver whose lists always name more would have them read
+    every tick."""
     used = g.values[_MEMORY_USED]
-    if not g.processes or used != used:
+    if not g.processes or used != used or not used < g.used_when_listed - LISTED_BEYOND_USED_BYTES:
         return False
     listed = sum(p.used_memory_bytes for p in g.processes if p.used_memory_bytes == p.used_memory_bytes)
     return listed > used + LISTED_BEYOND_USED_BYTES
@@ -487,6 +490,7 @@ class Scheduler:
         kind = read.kind
 
         def fill(g: GpuState, procs: Any) -> None:
+            g.used_when_listed = g.values[_MEMORY_USED]
             g.process_lists[kind] = self.processes.samples(g.index, kind, procs)
             processes = merged_by_pid(g.process_lists.values())
             # Each process's share of the SMs: asked with the compute list, applied to both lists.
