@@ -6,13 +6,14 @@ import getpass
 import json
 import socket
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
 from trayvml.cli import main
 from trayvml.commands.doctor import Level, Redactor, gather
+from trayvml.core.sample import Sample
 from trayvml.nvml.sim import parse_spec
 
 SIM = "--simulate=training:at=600,gpus=h100+rtx4090"
@@ -180,25 +181,31 @@ def test_redaction_uses_one_token_per_secret() -> None:
 RECORDINGS = Path(__file__).parent / "recordings"
 
 
-def replayed_rows(path: Path) -> tuple[list[dict], list[list[list[str]]]]:
-    """Each recorded tick, and what trayvml reads from the recording at that tick's time."""
-    from trayvml.commands.doctor import trayvml_rows
+def replayed(path: Path) -> Iterator[tuple[dict, Sample]]:
+    """Each recorded tick, and the sample trayvml reads from the recording at that tick's time."""
     from trayvml.core.clock import ManualClock
     from trayvml.nvml.sim.replay import read_recording
     from trayvml.source import Source
 
-    header, entries = read_recording(path)
-    ticks = [e for e in entries if "tick" in e]
+    ticks = [e for e in read_recording(path)[1] if "tick" in e]
     clock = ManualClock(ticks[0]["t"])
     source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
-    rows = []
     try:
         for tick in ticks:
             clock.advance_s(tick["t"] - clock.now_s())
-            rows.append(trayvml_rows(source.sample(), header["fields"]))
+            yield tick, source.sample()
     finally:
         source.close()
-    return ticks, rows
+
+
+def replayed_rows(path: Path) -> tuple[list[dict], list[list[list[str]]]]:
+    """Each recorded tick, and what trayvml reads from the recording at that tick's time."""
+    from trayvml.commands.doctor import trayvml_rows
+    from trayvml.nvml.sim.replay import read_recording
+
+    fields = read_recording(path)[0]["fields"]
+    read = [(tick, trayvml_rows(sample, fields)) for tick, sample in replayed(path)]
+    return [tick for tick, _ in read], [rows for _, rows in read]
 
 
 # nvidia-smi 580 writes "[N/A]" where NVML answers NOT_SUPPORTED (the H200's fan and retired pages in
@@ -634,25 +641,15 @@ def dmon_medians(path: Path) -> dict[str, float]:
 
 def replayed_ok_values(path: Path, keys: list[str]) -> dict[str, list[float]]:
     """Each of ``keys``' values where the replay of the first GPU reads it OK, tick by tick."""
-    from trayvml.core.clock import ManualClock
     from trayvml.core.sample import MetricState
-    from trayvml.nvml.sim.replay import read_recording
-    from trayvml.source import Source
 
-    ticks = [e for e in read_recording(path)[1] if "tick" in e]
-    clock = ManualClock(ticks[0]["t"])
-    source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
     ours: dict[str, list[float]] = {}
-    try:
-        for tick in ticks:
-            clock.advance_s(tick["t"] - clock.now_s())
-            gpu = source.sample().gpus[0]
-            assert not gpu.lower_bounds & set(keys), gpu.lower_bounds  # each value is the rate, not "at least"
-            for key in keys:
-                if gpu.state(key) is MetricState.OK:
-                    ours.setdefault(key, []).append(gpu.value(key))
-    finally:
-        source.close()
+    for _, sample in replayed(path):
+        gpu = sample.gpus[0]
+        assert not gpu.lower_bounds & set(keys), gpu.lower_bounds  # each value is the rate, not "at least"
+        for key in keys:
+            if gpu.state(key) is MetricState.OK:
+                ours.setdefault(key, []).append(gpu.value(key))
     return ours
 
 
@@ -712,10 +709,7 @@ def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu() -> None
     # are the answer key for the PIDs and the memory each process holds (MiB, exactly).
     import csv
 
-    from trayvml.core.clock import ManualClock
     from trayvml.core.units import MIB
-    from trayvml.nvml.sim.replay import read_recording
-    from trayvml.source import Source
 
     lines = (RECORDINGS / "h200-580-procs.apps.csv").read_text().splitlines()[1:]
     expected = {int(pid): int(memory.split()[0]) for pid, _, memory in csv.reader(lines, skipinitialspace=True)}
@@ -725,22 +719,14 @@ def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu() -> None
         if not line.startswith("#") and (words := line.split())
     }
     assert pmon == expected and len(expected) == 2
-    path = RECORDINGS / "h200-580-procs.jsonl"
-    ticks = [e for e in read_recording(path)[1] if "tick" in e]
-    clock = ManualClock(ticks[0]["t"])
-    source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
-    try:
-        for tick in ticks:
-            clock.advance_s(tick["t"] - clock.now_s())
-            gpu = source.sample().gpus[0]
-            assert {p.pid: p.used_memory_bytes / MIB for p in gpu.processes} == expected
-            # The driver answers one sample per process, its latest (nvml.h: "since lastSeenTimeStamp";
-            # 2 entries for 2 processes over 5 s here), so each share is one sample period's: the
-            # light process, busy a fifth of the time, read 59 % once and 8 % the next time.
-            shares = [p.sm_util_percent for p in gpu.processes]
-            assert all(0 <= share <= 100 for share in shares) and sum(shares) <= 100
-    finally:
-        source.close()
+    for _, sample in replayed(RECORDINGS / "h200-580-procs.jsonl"):
+        gpu = sample.gpus[0]
+        assert {p.pid: p.used_memory_bytes / MIB for p in gpu.processes} == expected
+        # The driver answers one sample per process, its latest (nvml.h: "since lastSeenTimeStamp";
+        # 2 entries for 2 processes over 5 s here), so each share is one sample period's: the
+        # light process, busy a fifth of the time, read 59 % once and 8 % the next time.
+        shares = [p.sm_util_percent for p in gpu.processes]
+        assert all(0 <= share <= 100 for share in shares) and sum(shares) <= 100
 
 
 def test_a_process_that_ended_is_not_listed_after_nvidia_smi_stopped_listing_it_on_the_real_gpu() -> None:
@@ -748,24 +734,12 @@ def test_a_process_that_ended_is_not_listed_after_nvidia_smi_stopped_listing_it_
     # every half second beside it, each line stamped. Once nvidia-smi lists it no more it is gone for
     # good: no tick after that may list it (the reader held its 5 s old list one tick longer, with the
     # GPU's memory in use already 0, before it read the lists again when that memory went).
-    from trayvml.core.clock import ManualClock
-    from trayvml.nvml.sim.replay import read_recording
-    from trayvml.source import Source
-
     lines = [line.split(" ", 1) for line in (RECORDINGS / "h200-580-ending.apps.txt").read_text().splitlines()]
     listed = [(float(stamp), rest.strip()) for stamp, rest in lines]
     gone_s = next(stamp for stamp, rest in listed if not rest)
     assert any(rest for stamp, rest in listed if stamp < gone_s)  # it ran while watched
-    path = RECORDINGS / "h200-580-ending.jsonl"
-    ticks = [e for e in read_recording(path)[1] if "tick" in e]
-    clock = ManualClock(ticks[0]["t"])
-    source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
-    shown = []
-    try:
-        for tick in ticks:
-            clock.advance_s(tick["t"] - clock.now_s())
-            shown.append((tick["t"], [p.pid for p in source.sample().gpus[0].processes]))
-    finally:
-        source.close()
+    shown = [
+        (tick["t"], [p.pid for p in s.gpus[0].processes]) for tick, s in replayed(RECORDINGS / "h200-580-ending.jsonl")
+    ]
     assert any(pids for t, pids in shown if t < gone_s)
     assert not [(t, pids) for t, pids in shown if t > gone_s and pids]
