@@ -29,6 +29,7 @@ from trayvml.nvml.processes import ProcessCache, merged_by_pid
 from trayvml.nvml.session import NvmlSession, classify
 from trayvml.nvml.specs import (
     CALLS,
+    EVERY_TICK_S,
     FIELDS,
     GPM,
     PROCESS_LISTS,
@@ -401,11 +402,7 @@ class Scheduler:
             # Where GPM turns out not to answer after all, the counters are read as on older GPUs;
             # where it stands for none of them (MIG), there is nothing to read instead.
             counters = [f for read in FIELDS if read.key in by_gpm for f in self._expand(read, g.info)]
-            ops.append(
-                self._gpm_op(
-                    sampler, by_gpm, (lambda: self._field_op(FieldBatch(counters, link_max), 0.0)) if counters else None
-                )
-            )
+            ops.append(self._gpm_op(sampler, counters, link_max))
         g.ops = ops
         g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
         g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
@@ -440,12 +437,12 @@ class Scheduler:
 
         return Op("nvmlDeviceGetFieldValues", call, self._fill_fields, batch.keys, period_s, batch=batch)
 
-    @staticmethod
-    def _gpm_op(sampler: GpmSampler, by_gpm: set[str], counters: Callable[[], Op] | None) -> Op:
-        """The GPM op; it also fills the metrics in ``by_gpm`` that its reads stand for, and falls
-        back to ``counters`` (the field op of those) where GPM answers NOT_SUPPORTED."""
+    def _gpm_op(self, sampler: GpmSampler, counters: list[_Field], link_max_bytes_per_s: float) -> Op:
+        """The GPM op; it also fills the metrics of ``counters`` (the fields its reads stand for), and
+        falls back to reading those fields where GPM answers NOT_SUPPORTED."""
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
         scales = np.array([read.scale for read in sampler.reads])
+        by_gpm = {f.key for f in counters}
         pairs = [(read.key, read.stands_for) for read in sampler.reads if read.stands_for in by_gpm]
         stood_for = [(GPU_INDEX[key], GPU_INDEX[counter]) for key, counter in pairs]
 
@@ -471,13 +468,11 @@ class Scheduler:
 
         def fallback() -> Op | None:
             """The counters' op, reading those of them that are demanded now (set_demand the rest)."""
-            if counters is None:
+            if not counters:  # a MIG instance's GPM stands for none of them
                 return None
-            older = counters()
-            assert older.batch is not None
-            older.batch.set_fields([f for f in older.batch.supported if GPU_INDEX[f.key] not in op.unwanted])
-            older.keys = older.batch.keys
-            return older
+            batch = FieldBatch(counters, link_max_bytes_per_s)
+            batch.set_fields([f for f in counters if GPU_INDEX[f.key] not in op.unwanted])
+            return self._field_op(batch, EVERY_TICK_S)
 
         keys = tuple(read.key for read in sampler.reads) + tuple(counter for _, counter in pairs)
         op = Op("nvmlGpmMetricsGet", sampler.read, fill, keys, fallback=fallback, release=sampler.free, partial=True)
