@@ -92,6 +92,11 @@ def test_the_idle_tray_without_remote_hosts_imports_no_http_or_tls(idle_tray: di
     assert not remote & set(idle_tray["modules"])
 
 
+def test_the_idle_tray_does_not_load_openssl(idle_tray: dict) -> None:
+    # hashlib loads OpenSSL's libcrypto (3.3 MiB of RSS) on import, whatever hash is asked for.
+    assert not {"hashlib", "_hashlib", "_ssl"} & set(idle_tray["modules"])
+
+
 def test_the_idle_tray_keeps_no_module_sources(idle_tray: dict) -> None:
     # PySide6 reads every module's source to see whether it uses PySide6 (PYSIDE-2029); through
     # inspect that left 9 MiB of lines in linecache for the life of the tray.

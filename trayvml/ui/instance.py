@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import contextlib
 import getpass
-import hashlib
 import logging
 import os
 import socket
 import stat
 import sys
 import tempfile
+import zlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
@@ -36,7 +36,10 @@ def session_key(config_path: Path | None) -> str:
     if display.startswith(":") and "." in display:
         display = display.rsplit(".", 1)[0]  # ":0.0" is the same X session as ":0"
     config = str(config_path.expanduser().resolve()) if config_path is not None else ""
-    return hashlib.sha256(f"{display}\0{config}".encode()).hexdigest()[:16]
+    # CRC-32, not SHA-256: the key tells apart a user's few sessions in their own private folder,
+    # where nobody else can make a name; importing hashlib loads OpenSSL's libcrypto, 3.3 MiB of
+    # the idle tray's RSS for this one call (benchmarks/README.md).
+    return format(zlib.crc32(f"{display}\0{config}".encode()), "08x")
 
 
 def _private_folder(path: Path) -> bool:
