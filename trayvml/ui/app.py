@@ -31,6 +31,7 @@ from trayvml.monitor.pipeline import Monitor, Outcome
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.platform.autostart import Autostart, for_this_platform
 from trayvml.ui.instance import already_running, instance_name, listen
+from trayvml.ui.main_thread import GuiThreadCollector, InterruptWaker
 from trayvml.ui.sampler import Sampler, simulated_past
 from trayvml.ui.summary import SummaryWindow
 from trayvml.ui.translation import install_translators
@@ -764,17 +765,18 @@ def run_app(
         remote_urls=remote_urls,
     )
     server = listen(name, lambda: app.show_window(-1), app) if name is not None else None
-    # Ctrl-C in the terminal: Python only sees the signal when it runs, so wake it up regularly.
-    # Scheduled rather than called: a Ctrl-C that comes before the event loop runs still counts.
+    # Ctrl-C in the terminal. Scheduled rather than called: one that comes before the event loop
+    # runs still counts.
     signal.signal(signal.SIGINT, lambda *_: QTimer.singleShot(0, qt_app.quit))
-    wake = QTimer()
-    wake.setObjectName("signal_wake_timer")
-    wake.timeout.connect(lambda: None)
-    wake.start(250)
+    waker = InterruptWaker()
+    collector = GuiThreadCollector()
     app.start()
+    collector.start()
     try:
         return qt_app.exec()
     finally:
         app.stop()
+        collector.stop()
+        waker.close()
         if server is not None:
             server.close()
