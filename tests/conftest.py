@@ -60,7 +60,10 @@ def _qt_garbage_collected_after_the_test(request: pytest.FixtureRequest) -> Iter
     whatever allocation of a later test starts the collector: collected later (in a test with
     threads and sockets, after other widget tests had run), one crashed the interpreter in the
     garbage collector (tests/test_remote_shared.py after the tray, summary and settings tests,
-    2026-11-26; the object was not found). Collected right away, none did in 8 runs."""
+    2026-11-26): the collector runs on whichever thread's allocation passes its threshold, there a
+    remote-reading thread, and a Qt wrapper destroyed off the GUI thread can crash (the tray itself
+    collects on its GUI thread alone: trayvml/ui/main_thread.py). Collected right away, none did
+    in 8 runs."""
     yield
     if {"qapp", "qtbot"} & set(request.fixturenames):
         gc.collect()
