@@ -147,6 +147,61 @@ def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try
     # into it; 26.0: on the ticker again once it answers
 
 
+def slots_of_a_mid_slot_loop(clock: ManualClock, work_s: list[float], mid_slot: bool = True) -> list[int]:
+    """The 1 s slots the history files each tick's sample in: stamped when its reads end, as
+    Source.sample stamps it."""
+    ticker = Ticker(1.0, clock, mid_slot=mid_slot)
+    slots: list[int] = []
+    for n, seconds in enumerate(work_s):
+        if n:
+            ticker.wait_next()
+        clock.advance_s(seconds)
+        slots.append(int(clock.now_s() // 1.0))
+    return slots
+
+
+def test_mid_slot_ticks_give_each_sample_a_slot_of_its_own_whatever_the_reads_take() -> None:
+    # Started 40 ms before a second's edge, the reads taking 36 ms but 100 ms every fifth tick (the
+    # process lists): as the tray's sampler ticked on 8 simulated GPUs with the driver's latency.
+    work = [0.1 if n % 5 == 0 else 0.036 for n in range(40)]
+    steps = {b - a for a, b in itertools.pairwise(slots_of_a_mid_slot_loop(ManualClock(1_800_000_000.96), work))}
+    assert steps == {1}
+    unaligned = slots_of_a_mid_slot_loop(ManualClock(1_800_000_000.96), work, mid_slot=False)
+    assert {b - a for a, b in itertools.pairwise(unaligned)} == {0, 1, 2}  # two in one slot, none in the next
+
+
+def test_a_late_mid_slot_tick_waits_for_the_next_middle_and_never_bursts() -> None:
+    clock = ManualClock(1_800_000_000.2)
+    work = [0.02] * 12
+    work[3] = 3.3  # a driver call that hung
+    ticker = Ticker(1.0, clock, mid_slot=True)
+    delays: list[float] = []
+    slots: list[int] = []
+    for seconds in work:
+        clock.advance_s(seconds)
+        slots.append(int(clock.now_s()))
+        delays.append(ticker.next_delay_s())
+        clock.advance_s(delays[-1])
+    assert all(0.5 <= d <= 1.5 for d in delays), delays
+    assert all(b > a for a, b in itertools.pairwise(slots))
+    assert slots[4] - slots[3] == 1  # the next tick right after the hang, in the next slot
+
+
+@pytest.mark.parametrize("jump_s", [HOUR_S + 0.3, -HOUR_S - 0.3])
+def test_a_wall_clock_jump_moves_mid_slot_ticks_to_the_new_middles_within_bounds(jump_s: float) -> None:
+    clock = ManualClock(1_800_000_000.0)
+    ticker = Ticker(1.0, clock, mid_slot=True)
+    clock.advance_s(0.02)
+    clock.advance_s(ticker.next_delay_s())
+    assert clock.now_s() % 1.0 == pytest.approx(0.5)
+    clock.set_wall_s(clock.now_s() + jump_s)
+    clock.advance_s(0.02)
+    delay_s = ticker.next_delay_s()
+    assert 0.5 <= delay_s <= 1.5
+    clock.advance_s(delay_s)
+    assert clock.now_s() % 1.0 == pytest.approx(0.5)
+
+
 def test_the_tray_sampler_ticks_on_the_ticker_and_takes_a_new_interval_at_once(qtbot) -> None:
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.sampler import Sampler
@@ -162,3 +217,24 @@ def test_the_tray_sampler_ticks_on_the_ticker_and_takes_a_new_interval_at_once(q
     finally:
         sampler.stop()
     assert not sampler._thread.isRunning()
+
+
+def test_the_tray_sampler_ticks_in_the_middle_of_each_second(qtbot) -> None:
+    import time
+
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.sampler import Sampler
+
+    while not 0.0 < time.time() % 1.0 < 0.1:  # started near a second's edge, where samples crossed it
+        time.sleep(0.005)
+    sampler = Sampler(parse_spec("idle:gpus=h100"), 1.0, stall_after_s=3600.0)
+    samples: list[Sample] = []
+    sampler.sample_taken.connect(samples.append)
+    sampler.start()
+    try:
+        qtbot.waitUntil(lambda: len(samples) >= 3, timeout=10_000)
+    finally:
+        sampler.stop()
+    phases = [s.timestamp_s % 1.0 for s in samples[1:3]]
+    # After the first, half a second from each edge (the Qt timer may fire some milliseconds early).
+    assert all(0.4 < phase < 0.9 for phase in phases), phases

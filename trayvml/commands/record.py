@@ -88,7 +88,7 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     ticks = 0
     monitor, push = _alerts(settings, source.clock, interval_s, simulation is not None)
     try:
-        ticker = Ticker(interval_s, source.clock)  # paced on the monotonic clock, stamped with the wall clock
+        ticker = Ticker(interval_s, source.clock, mid_slot=True)  # the store files samples by slot, as the rings do
         recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
         print(recording.format(folder=writer.folder, seconds=f"{interval_s:g}"), file=sys.stderr)
         while args.count is None or ticks < args.count:

@@ -126,7 +126,7 @@ class _Worker(QObject):
         self._timer.setObjectName("sample_timer")
         self._timer.setSingleShot(True)
         self._timer.timeout.connect(self._scheduled_tick)
-        self._ticker = Ticker(self._interval_s)
+        self._ticker = Ticker(self._interval_s, mid_slot=True)  # each sample in a history slot of its own
         self._scheduled_tick()
 
     def _new_source(self) -> Source:
