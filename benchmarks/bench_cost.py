@@ -1,6 +1,6 @@
 """What watching costs, side by side with gpustat and nvitop (issue 8 §4, PERFORMANCE.md P9, P3').
 
-    .venv/bin/python benchmarks/bench_cost.py [--seconds S] [--gpus N] [--runs R]
+    .venv/bin/python benchmarks/bench_cost.py [--seconds S] [--gpus N] [--runs R] [--settle S] [--only NAME] [--window]
 
 Every tool runs as a process of its own for S seconds, after a settling time, on the same
 simulated GPUs beneath pynvml with realistic driver latency (busy-waits for cheap calls, sleeps
@@ -89,12 +89,16 @@ def _python_rss_mib(process: psutil.Process) -> float:
 
 
 def measure(
-    command: list[str], seconds: float, env: dict[str, str] | None = None, terminal: bool = False
+    command: list[str],
+    seconds: float,
+    env: dict[str, str] | None = None,
+    terminal: bool = False,
+    settle_s: float = SETTLE_S,
 ) -> tuple[float, float]:
-    """(CPU % of one core, RSS MiB) of ``command`` over ``seconds`` after SETTLE_S."""
+    """(CPU % of one core, RSS MiB) of ``command`` over ``seconds`` after ``settle_s``."""
     started = _Started(command, env, terminal)
     try:
-        time.sleep(SETTLE_S)
+        time.sleep(settle_s)
         before = _tree_cpu_s(started.process)
         time.sleep(seconds)
         cpu_percent = (_tree_cpu_s(started.process) - before) / seconds * 100
@@ -120,7 +124,7 @@ def tools(gpus: int, folder: Path) -> dict[str, tuple[list[str], bool]]:
     }  # fmt: skip
 
 
-def tray_idle(gpus: int, seconds: float) -> tuple[float, float]:
+def tray_idle(gpus: int, seconds: float, settle_s: float = SETTLE_S) -> tuple[float, float]:
     from tests.desktop import DesktopStack, wait_until
 
     with DesktopStack("sni", notifications=False) as stack:
@@ -131,12 +135,12 @@ def tray_idle(gpus: int, seconds: float) -> tuple[float, float]:
         finally:
             process.terminate()
             process.wait(10)
-        return measure(command, seconds, env=stack.env)
+        return measure(command, seconds, env=stack.env, settle_s=settle_s)
 
 
-def window_open(gpus: int, seconds: float) -> tuple[float, float]:
+def window_open(gpus: int, seconds: float, settle_s: float = SETTLE_S) -> tuple[float, float]:
     """The tray with its graph window open on the first page (every metric), brought forward by a
-    second start as the launcher does: CPU and RSS over ``seconds`` after SETTLE_S."""
+    second start as the launcher does: CPU and RSS over ``seconds`` after ``settle_s``."""
     from tests.desktop import DesktopStack, wait_until
 
     with DesktopStack("sni", notifications=False) as stack:
@@ -146,7 +150,7 @@ def window_open(gpus: int, seconds: float) -> tuple[float, float]:
             wait_until(lambda: bool(stack.sni_items()), timeout_s=30, what="the tray item")
             subprocess.run(command, env=stack.env, timeout=30, capture_output=True, check=True)  # shows the window
             watched = psutil.Process(process.pid)
-            time.sleep(SETTLE_S)
+            time.sleep(settle_s)
             before = _tree_cpu_s(watched)
             time.sleep(seconds)
             return (_tree_cpu_s(watched) - before) / seconds * 100, _python_rss_mib(watched)
@@ -162,16 +166,28 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=1)
     parser.add_argument("--no-tray", action="store_true", help="skip the tray (no desktop stack here)")
     parser.add_argument("--window", action="store_true", help="the tray's window open against nvitop full (P14)")
+    parser.add_argument(
+        "--settle",
+        type=float,
+        default=SETTLE_S,
+        help="seconds each tool runs before it is measured (70: past the window's first minute, whose"
+        " range still reaches back before the tray started)",
+    )
+    parser.add_argument("--only", help="measure only the tools whose name contains this")
     args = parser.parse_args()
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(args.runs):
             for name, (command, terminal) in tools(args.gpus, Path(folder)).items():
-                results.setdefault(name, []).append(measure(command, args.seconds, terminal=terminal))
+                if args.only is None or args.only in name:
+                    cost = measure(command, args.seconds, terminal=terminal, settle_s=args.settle)
+                    results.setdefault(name, []).append(cost)
             if not args.no_tray:
-                results.setdefault("trayvml tray, window closed", []).append(tray_idle(args.gpus, args.seconds))
+                cost = tray_idle(args.gpus, args.seconds, args.settle)
+                results.setdefault("trayvml tray, window closed", []).append(cost)
             if args.window:
-                results.setdefault("trayvml window open (P14)", []).append(window_open(args.gpus, args.seconds))
+                cost = window_open(args.gpus, args.seconds, args.settle)
+                results.setdefault("trayvml window open (P14)", []).append(cost)
     cpu = {name: statistics.median(c for c, _ in runs) for name, runs in results.items()}
     rss = {name: statistics.median(r for _, r in runs) for name, runs in results.items()}
     peers = [cpu[name] for name in cpu if not name.startswith("trayvml")]
