@@ -156,7 +156,13 @@ class DesktopStack:
             **os.environ,
             "DISPLAY": f":{display}",
             "XDG_RUNTIME_DIR": str(runtime),
+            # Settings, history and caches of this desktop's own: outside pytest (the benchmarks) the
+            # simulated history otherwise piled up in ~/.local/state, and the next run's window drew
+            # the last one's samples and the gap since.
             "XDG_CONFIG_HOME": str(self._dir / "config"),
+            "XDG_STATE_HOME": str(self._dir / "state"),
+            "XDG_DATA_HOME": str(self._dir / "data"),
+            "XDG_CACHE_HOME": str(self._dir / "cache"),
             "QT_QPA_PLATFORM": "xcb",
         }
         self.env.pop("WAYLAND_DISPLAY", None)
