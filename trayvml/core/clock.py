@@ -135,9 +135,7 @@ class Ticker:
         """Call once after each tick's work: the seconds until the next tick is due (0: late, at once)."""
         now_s = self.clock.monotonic_s()
         self._previous_s = self._due_s
-        self._due_s = max(self._due_s + self._interval_s, now_s)
-        if self.mid_slot:
-            self._due_s = self._mid_slot(now_s)
+        self._due_s = self._mid_slot(now_s) if self.mid_slot else max(self._due_s + self._interval_s, now_s)
         return self._due_s - now_s
 
     def _mid_slot(self, now_s: float) -> float:

@@ -770,8 +770,8 @@ def run_app(
     signal.signal(signal.SIGINT, lambda *_: QTimer.singleShot(0, qt_app.quit))
     waker = InterruptWaker()
     collector = GuiThreadCollector()
+    collector.start()  # first: the sampler's thread, started next, allocates at once
     app.start()
-    collector.start()
     try:
         return qt_app.exec()
     finally:

@@ -29,8 +29,8 @@ class GuiThreadCollector(QObject):
     Each tick collects the oldest generation whose count passed its threshold, where the youngest
     one's did (CPython's own rule, ``collect_generations``). CPython also holds a full collection
     back until the objects that survived collections since the last full one are a quarter of the
-    long-lived ones; that count is not visible from Python, so the objects alive when the tray has
-    started are frozen (``gc.freeze``) and a full collection walks only what came after them."""
+    long-lived ones; that count is not visible from Python, so the objects alive when the tray
+    starts are frozen (``gc.freeze``) and a full collection walks only what came after them."""
 
     def __init__(self, parent: QObject | None = None, interval_ms: int = COLLECT_EVERY_MS) -> None:
         super().__init__(parent)
