@@ -173,7 +173,10 @@ def main() -> None:
         help="seconds each tool runs before it is measured (70: past the window's first minute, whose"
         " range still reaches back before the tray started)",
     )
-    parser.add_argument("--only", help="measure only the tools whose name contains this")
+    parser.add_argument(
+        "--only",
+        help="of the peers and `trayvml log`, measure only those whose name contains this (the tray: --no-tray)",
+    )
     args = parser.parse_args()
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:

@@ -187,6 +187,16 @@ def test_a_late_mid_slot_tick_waits_for_the_next_middle_and_never_bursts() -> No
     assert slots[4] - slots[3] == 1  # the next tick right after the hang, in the next slot
 
 
+def test_a_new_interval_keeps_mid_slot_ticks_in_the_middle_of_its_slots() -> None:
+    clock = ManualClock(1_800_000_000.0)
+    ticker = Ticker(1.0, clock, mid_slot=True)
+    clock.advance_s(0.02)
+    clock.advance_s(ticker.next_delay_s() - 0.3)  # waiting for the tick due at .5
+    ticker.interval_s = 4.0
+    clock.advance_s(ticker.delay_s())
+    assert clock.now_s() % 4.0 == pytest.approx(2.0)  # the middle of a 4 s slot, not 4 s after the last tick
+
+
 @pytest.mark.parametrize("jump_s", [HOUR_S + 0.3, -HOUR_S - 0.3])
 def test_a_wall_clock_jump_moves_mid_slot_ticks_to_the_new_middles_within_bounds(jump_s: float) -> None:
     clock = ManualClock(1_800_000_000.0)

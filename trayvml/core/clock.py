@@ -124,7 +124,7 @@ class Ticker:
         self._interval_s = seconds
         now_s = self.clock.monotonic_s()
         if now_s < self._due_s:  # a tick is waited for: it is due the new interval after the one before
-            self._due_s = max(self._previous_s + seconds, now_s)
+            self._due_s = self._mid_slot(now_s) if self.mid_slot else max(self._previous_s + seconds, now_s)
 
     def restart(self) -> None:
         """The tick now running is taken to be due now: the next one is an interval from now (a

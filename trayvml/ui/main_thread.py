@@ -39,9 +39,11 @@ class GuiThreadCollector(QObject):
         self._timer.timeout.connect(self.collect_due)
         self._interval_ms = interval_ms
         self._thresholds = gc.get_threshold()
-        self._was_enabled = gc.isenabled()
+        self._was_enabled = True
 
     def start(self) -> None:
+        self._thresholds = gc.get_threshold()  # what Python would have used from here on
+        self._was_enabled = gc.isenabled()
         gc.collect()  # what startup left in cycles, before the rest is frozen
         gc.freeze()
         gc.disable()
