@@ -30,7 +30,9 @@ class GuiThreadCollector(QObject):
     one's did (CPython's own rule, ``collect_generations``). CPython also holds a full collection
     back until the objects that survived collections since the last full one are a quarter of the
     long-lived ones; that count is not visible from Python, so the objects alive when the tray
-    starts are frozen (``gc.freeze``) and a full collection walks only what came after them."""
+    starts are frozen (``gc.freeze``) and a full collection walks only what came after them. A
+    frozen object that later falls into a garbage cycle stays until the tray ends: at most once
+    each, since what replaces it came after the freeze."""
 
     def __init__(self, parent: QObject | None = None, interval_ms: int = COLLECT_EVERY_MS) -> None:
         super().__init__(parent)
