@@ -22,11 +22,8 @@ under cProfile, the top functions by own time.
 from __future__ import annotations
 
 import argparse
-import cProfile
 import gc
-import io
 import os
-import pstats
 import statistics
 import sys
 import time
@@ -38,7 +35,7 @@ from prometheus_client import CollectorRegistry, generate_latest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from bench_take import local_samples
+from bench_take import local_samples, profiled
 
 from trayvml.core.sample import Sample
 from trayvml.prometheus.exposition import SampleCollector
@@ -75,12 +72,9 @@ def timed(steps: list[Callable[[], object]], runs: int) -> float:
     return statistics.median(times) * 1000
 
 
-def profiled(steps: list[Callable[[], object]], top: int) -> str:
-    profiler = cProfile.Profile()
-    profiler.runcall(lambda: [step() for step in steps])
-    out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats(os.environ.get("SORT", "tottime")).print_stats(top)
-    return out.getvalue()
+def _run_all(steps: list[Callable[[], object]]) -> None:
+    for step in steps:
+        step()
 
 
 def main() -> None:
@@ -133,7 +127,7 @@ def main() -> None:
     if args.profile:
         for name, run in steps.items():
             print(f"--- profile: {name}, {len(run)} steps ---")
-            print(profiled(run, args.top))
+            print(profiled(partial(_run_all, run), args.top, os.environ.get("SORT", "tottime")))
 
 
 if __name__ == "__main__":

@@ -120,14 +120,18 @@ def take_ms(samples: list[Sample], host: str, runs: int) -> tuple[float, float]:
     return statistics.median(times) * 1000, min(run_means) * 1000
 
 
-def profile(samples: list[Sample], host: str, top: int) -> str:
-    monitor = new_monitor(host)
-    run: Callable[[], None] = lambda: [monitor.take(s) for s in samples] and None  # noqa: E731
+def profiled(run: Callable[[], object], top: int, sort: str = "tottime") -> str:
+    """``run`` under cProfile: its ``top`` functions by ``sort``, as text."""
     profiler = cProfile.Profile()
     profiler.runcall(run)
     out = io.StringIO()
-    pstats.Stats(profiler, stream=out).sort_stats("tottime").print_stats(top)
+    pstats.Stats(profiler, stream=out).sort_stats(sort).print_stats(top)
     return out.getvalue()
+
+
+def profile(samples: list[Sample], host: str, top: int) -> str:
+    monitor = new_monitor(host)
+    return profiled(lambda: [monitor.take(s) for s in samples], top)
 
 
 def main() -> None:
