@@ -41,10 +41,10 @@ def thresholds(settings: AnySettings) -> RuleSettings:
 
 
 def simulated_source(
-    spec: str = "training", host: bool = False, stall_after_s: float = 5.0
+    spec: str = "training", host: bool = False, stall_after_s: float = 5.0, every_tick: bool = False
 ) -> tuple[Source, ManualClock, SimulatedNvml]:
     clock = ManualClock()
-    source = Source(parse_spec(spec), clock, host=host, stall_after_s=stall_after_s)
+    source = Source(parse_spec(spec), clock, host=host, stall_after_s=stall_after_s, every_tick=every_tick)
     OPEN_SOURCES.append(source)
     assert source.library is not None
     return source, clock, source.library

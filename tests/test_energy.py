@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import math
+from pathlib import Path
 
 import pytest
 
 from tests.helpers import simulated_source
+from trayvml.cli import main
 from trayvml.commands.report import json_snapshot
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
@@ -136,6 +139,39 @@ def test_snapshot_json_carries_energy_per_gpu_and_process() -> None:
     train = next(p for p in h100["processes"] if p["name"] == "python")
     assert train["job"] == "container 3f2a9c1b7e4d" and train["energy_wh"] > 0
     assert laptop["energy"]["since_start_wh"] is None  # this laptop reports no power: unknown, not 0
+
+
+def test_a_snapshot_measures_the_energy_over_its_own_two_readings(capsys: pytest.CaptureFixture) -> None:
+    """The counter read again at the second reading, and counting within a second as a driver's
+    does: the snapshot's half second at ~590 W is about 0.08 Wh, never 0 (the held counter gave 0)."""
+    assert main(["snapshot", "--json", "--simulate=training:gpus=h100,start=1800"]) == 0
+    energy = json.loads(capsys.readouterr().out)["gpus"][0]["energy"]
+    assert energy["method"] == DRIVER and energy["since_start_wh"] > 0.01
+
+
+def test_each_log_row_has_the_energy_counter_read_at_its_time(tmp_path: Path) -> None:
+    path = tmp_path / "energy.csv"
+    query = "timestamp,energy.consumed"
+    assert (
+        main(
+            [
+                "log",
+                "--csv",
+                str(path),
+                "--count",
+                "4",
+                "--interval",
+                "0.2",
+                "--query",
+                query,
+                "--nounits",
+                "--simulate=training:gpus=h100,start=1800",
+            ]
+        )
+        == 0
+    )
+    counter_j = [float(line.split(", ")[1]) for line in path.read_text().splitlines()[1:]]
+    assert len(counter_j) == 4 and counter_j == sorted(set(counter_j))  # each row a new reading, none held
 
 
 def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:

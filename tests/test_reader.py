@@ -11,6 +11,7 @@ from trayvml.core.errors import UnavailableReason
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
 from trayvml.nvml.reader import RETRY_PERIOD_S
+from trayvml.nvml.sim.library import SimulatedNvml
 from trayvml.nvml.sim.scenarios import SCENARIOS
 from trayvml.nvml.specs import SLOW_PERIOD_S
 
@@ -362,6 +363,40 @@ def test_a_frozen_simulation_gives_the_frozen_seconds_rates_not_zero() -> None:
     assert gpu.value("nvlink_tx_bytes_per_s") > 0
 
 
+def test_every_tick_reads_what_is_read_every_few_seconds_otherwise_on_each_sample() -> None:
+    """A snapshot's or a log's samples: each value read at its sample's time, none held from an
+    earlier read (the energy counter and process lists every 5 s, limits and counters every 10 s)."""
+    periodic = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetPowerManagementLimit")
+    for every_tick in (False, True):  # one after the other: each Source installs its own library
+        source, clock, lib = simulated_source("training:gpus=h100,start=1800", every_tick=every_tick)
+        energy_j, called = [], []
+        for _ in range(3):
+            before = [lib.calls[f] for f in periodic]
+            energy_j.append(source.sample().gpus[0].value("energy_consumed_j"))
+            called.append(tuple(lib.calls[f] > n for f, n in zip(periodic, before, strict=True)))
+            clock.advance_s(1)
+        if every_tick:
+            assert energy_j[0] < energy_j[1] < energy_j[2] and energy_j[2] == _energy_counter_mj(lib, 0) * 1e-3
+            assert called == [(True, True)] * 3
+        else:  # the first reading, held
+            assert energy_j[0] == energy_j[1] == energy_j[2] and called == [
+                (True, True),
+                (False, False),
+                (False, False),
+            ]
+        source.close()
+
+
+def _energy_counter_mj(lib: SimulatedNvml, gpu: int) -> int:
+    """The simulated GPU's energy counter where it was last read."""
+    import pynvml as N
+
+    from trayvml.nvml.sim.field_models import FIELD_COLUMN
+
+    timeline = lib.timelines[gpu]
+    return int(timeline.field_row(lib.frozen_for_s())[FIELD_COLUMN[N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION]])
+
+
 @pytest.mark.parametrize("field_supported", [True, False])
 def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_not_supported(
     field_supported: bool,
@@ -373,7 +408,7 @@ def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_
         lib.fail_field(N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, N.NVML_ERROR_NOT_SUPPORTED, gpu=0)
     clock.advance_s(300)
     sample = run_ticks(source, clock, 1)
-    call_mj = [lib.timelines[k].energy_mj[lib.timelines[k].i] for k in range(2)]
+    call_mj = [_energy_counter_mj(lib, k) for k in range(2)]
     for k in range(2):  # H100 and RTX 4090: the driver's counter, in joules, whichever way it came
         assert states_by_key(sample, k)["energy_consumed_j"] is MetricState.OK
         assert sample.gpus[k].value("energy_consumed_j") == call_mj[k] * 1e-3
@@ -389,6 +424,6 @@ def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_
     assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] == calls
     clock.advance_s(1)
     sample = source.sample()
-    assert sample.gpus[0].value("energy_consumed_j") == lib.timelines[0].energy_mj[lib.timelines[0].i] * 1e-3
+    assert sample.gpus[0].value("energy_consumed_j") == _energy_counter_mj(lib, 0) * 1e-3
     assert sample.gpus[0].value("energy_consumed_j") > call_mj[0] * 1e-3
     assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] - calls == (0 if field_supported else 1)

@@ -551,11 +551,12 @@ def _check_settings(path: str) -> None:
         print(f"trayvml: {note}", file=sys.stderr)
 
 
-def _source(simulation: SimSpec | None, timeout_s: float, host: bool = False) -> Source:
-    """``host``: also sample the host (CPU, RAM, disk, network), for the commands that show it."""
+def _source(simulation: SimSpec | None, timeout_s: float, host: bool = False, every_tick: bool = False) -> Source:
+    """``host``: also sample the host (CPU, RAM, disk, network), for the commands that show it.
+    ``every_tick``: each sample reads all it is asked for (see Source)."""
     from trayvml.source import Source
 
-    return Source(simulation, host=host, stall_after_s=timeout_s)
+    return Source(simulation, host=host, stall_after_s=timeout_s, every_tick=every_tick)
 
 
 def _not_current(sample: Sample) -> str | None:
@@ -569,7 +570,9 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.monitor.energy import EnergyMeter
 
     remotes = _remotes(args) if args.remote else None
-    source = _source(simulation, args.timeout, host=True)
+    # Every tick: the second sample's energy counter and process lists are read again, not held
+    # from the first (else the energy over the snapshot was 0 and the counter a second old).
+    source = _source(simulation, args.timeout, host=True, every_tick=True)
     energy = EnergyMeter()  # over the snapshot's own two samples
     try:
         finish = remotes.begin_read() if remotes is not None else None  # read while the local GPUs settle
@@ -618,7 +621,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         from trayvml.commands.remote import log_columns
 
         return _log_remote(args, simulation, log_columns(columns), demand, units, form.header)
-    source = _source(simulation, args.timeout)
+    source = _source(simulation, args.timeout, every_tick=True)  # each row read at its time, as nvidia-smi's
     try:
         first = source.sample(demand)
         problem = _not_current(first)
@@ -678,7 +681,7 @@ def _log_remote(
     from trayvml.commands.remote import RemoteLog
 
     remotes = _remotes(args, args.interval)
-    source = _source(simulation, args.timeout)
+    source = _source(simulation, args.timeout, every_tick=True)
     try:
         log = RemoteLog(args.csv, columns, units, source, remotes, demand, header)
         return log.run(args.count, args.interval)

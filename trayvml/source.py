@@ -139,10 +139,14 @@ class Source:
         stall_after_s: float = STALL_AFTER_S,
         proc_root: Path | None = None,
         host_memory: Callable[[], tuple[float, float]] = memory_total_available,
+        every_tick: bool = False,
     ) -> None:
         """``proc_root``: the procfs whose PID namespace is checked against NVML's (host) PIDs;
         None: /proc for real GPUs, none for simulated ones (their PIDs are the simulator's).
-        ``host_memory``: the host's (total, available) memory, for GPUs that share it."""
+        ``host_memory``: the host's (total, available) memory, for GPUs that share it.
+        ``every_tick``: each sample reads every metric it is asked for, also those read every few
+        seconds otherwise (the energy counter, the process lists, limits and error counters): for a
+        snapshot or a log, whose every row says its values were read at its time."""
         self.clock = clock or SystemClock()
         self._host_memory = host_memory
         self.simulation = simulation
@@ -178,6 +182,7 @@ class Source:
         if foreign:
             log.info("trayvml runs outside the host's PID namespace: GPU processes cannot be looked up here")
         self.reader = NvmlReader(self.clock, resolver, power, started, foreign)
+        self.reader.scheduler.every_tick = every_tick
         self.host = HostSampler() if host else None
         self._nvml = _NvmlThread()
         self._read_began_s = 0.0  # clock time, for the user

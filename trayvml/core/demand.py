@@ -14,6 +14,9 @@ from trayvml.core.metrics import GPU_METRICS
 
 PROCESSES = "processes"  # the process lists (names, memory), beyond the count
 PROCESS_PERIOD_S = 5.0  # how often the process lists are read: a process query costs milliseconds in the driver
+# The energy counter is read with them (nvml/specs.py: it costs an H200's driver 4 ms), except where
+# each sample must be read at its time (Source's every_tick: a snapshot, a log).
+ENERGY_PERIOD_S = PROCESS_PERIOD_S
 EVERYTHING: frozenset[str] = frozenset(m.key for m in GPU_METRICS) | {PROCESSES}
 # What the timelines record while nothing else asks: every metric with a history, so that opening
 # the window shows the past, but not the process lists (and so not their count).

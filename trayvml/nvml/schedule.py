@@ -370,6 +370,10 @@ class Scheduler:
         self.processes = processes
         self.now_s = clock_now_s
         self._process_utilization = binding.ProcessUtilization()  # one call a read, not pynvml's two
+        # True: every op is read on every tick, whatever its cadence. For what shows each sample's
+        # values as read at its time (a snapshot, a log's rows): an energy counter held from a read
+        # 5 s back, stamped with this tick's time, is an old value passed off as new.
+        self.every_tick = False
 
     # ---- building ----
     def build(self, g: GpuState) -> None:
@@ -595,7 +599,7 @@ class Scheduler:
         handle = g.handle
         session = self.session
         for op in g.active:
-            if op.period_s:
+            if op.period_s and not self.every_tick:
                 if now_s < op.next_due_s and not (op.process_kind and _lists_outlived(g)):
                     continue
                 op.next_due_s = now_s + op.period_s

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import pynvml as N
 
-from trayvml.core.demand import PROCESS_PERIOD_S
+from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
 from trayvml.core.units import KIB, MIB
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
@@ -191,9 +191,9 @@ FIELDS: tuple[FieldRead, ...] = (
         "energy_consumed_j",
         N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
         scale=_MILLI,
-        period_s=PROCESS_PERIOD_S,
+        period_s=ENERGY_PERIOD_S,
         fallback=CallRead(
-            "nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI, period_s=PROCESS_PERIOD_S
+            "nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI, period_s=ENERGY_PERIOD_S
         ),
     ),
     # r545 labels this field DOUBLE while writing an unsigned int (DCGM reads it as an integer):

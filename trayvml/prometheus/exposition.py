@@ -28,7 +28,7 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from trayvml.core import prom_names as names
-from trayvml.core.demand import PROCESS_PERIOD_S
+from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
@@ -185,12 +185,20 @@ def _served(metrics: tuple[Metric, ...], labels: tuple[str, ...]) -> list[tuple[
     return cached[1]
 
 
+# Served with the sample's time but read less often (as the process series are): the counter steps
+# every few seconds, smooth to a rate() over 15 s or more, not to an irate() of 1 s scrapes.
+_READ_EVERY_S = {"energy_consumed_j": ENERGY_PERIOD_S}
+
+
 def _family(metric: Metric, labels: tuple[str, ...]) -> tuple[Family, float] | None:
     name = names.name_of(metric)
     if name is None:
         return None
     kind = CounterMetricFamily if name.counter else GaugeMetricFamily
-    return Family(kind, name.family, metric.label, labels), names.per_base_unit(metric.unit)
+    text = metric.label
+    if metric.key in _READ_EVERY_S:
+        text += f" (read every {_READ_EVERY_S[metric.key]:g} s)"
+    return Family(kind, name.family, text, labels), names.per_base_unit(metric.unit)
 
 
 class _Families:

@@ -164,6 +164,11 @@ class SimulatedNvmlBase:
             return self.spec.at_s
         return self.spec.start_s + (self.clock.now_s() - self.start_s) * self.spec.speed
 
+    def frozen_for_s(self) -> float:
+        """How long simulated time has stood still (``at=``; 0 while it runs): counters go on
+        counting at that second's rate meanwhile (Timeline.field_row)."""
+        return self.clock.now_s() - self.start_s if self.spec.at_s is not None else 0.0
+
     def wall_time_s(self, sim_s: float) -> float:
         """The clock's time at simulated second ``sim_s`` (a simulated process's start, as the host would say it)."""
         return self.start_s + (sim_s - self.spec.start_s) / self.spec.speed

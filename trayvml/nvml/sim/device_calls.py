@@ -11,6 +11,7 @@ import pynvml as N
 from trayvml.core.units import MIB
 from trayvml.nvml import binding
 from trayvml.nvml.sim.base import MIG_HANDLE_BASE, PCI_BUSES, SimulatedNvmlBase, put_string, set_pointer
+from trayvml.nvml.sim.field_models import FIELD_COLUMN
 from trayvml.nvml.sim.profiles import GpuProfile
 from trayvml.nvml.sim.timeline import THERMAL_SHUTDOWN_C, THERMAL_SLOWDOWN_C
 
@@ -30,6 +31,7 @@ _PCI_DEVICE_IDS = {
 }
 _BAR1_BYTES = 256 * MIB  # the aperture without resizable BAR
 _MIG_DEVICE_SLOTS = 7  # nvmlDeviceGetMaxMigDeviceCount on an H100
+_ENERGY_COLUMN = FIELD_COLUMN[N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION]
 
 
 def _has_power(p: GpuProfile) -> bool:
@@ -400,10 +402,20 @@ class DeviceCalls(SimulatedNvmlBase):
     # One value of the GPU's per-second timeline, or NOT_SUPPORTED where its profile lacks it.
     c_nvmlDeviceGetFanSpeed = _per_second("fan", lambda p: p.has_fan)
     c_nvmlDeviceGetPowerUsage = _per_second("power_mw", _has_power)
-    c_nvmlDeviceGetTotalEnergyConsumption = _per_second("energy_mj", _has_power)
     c_nvmlDeviceGetPerformanceState = _per_second("pstate")
     c_nvmlDeviceGetCurrentClocksEventReasons = _per_second("reasons")
     c_nvmlDeviceGetCurrentClocksThrottleReasons = _per_second("reasons")  # its name before driver 535
+
+    def c_nvmlDeviceGetTotalEnergyConsumption(self, handle: Any, ref: Any) -> int:
+        """The counter the energy field answers, counting on within its second as a driver's does."""
+        g = self._gpu(handle)
+        if isinstance(g, int):
+            return g
+        if not g.profile.has_power:
+            return N.NVML_ERROR_NOT_SUPPORTED
+        answered = self.answered_values.get("energy_mj")
+        ref._obj.value = answered if answered is not None else int(g.field_row(self.frozen_for_s())[_ENERGY_COLUMN])
+        return N.NVML_SUCCESS
 
     def c_nvmlDeviceGetClockInfo(self, handle: Any, clock_type: Any, ref: Any) -> int:
         g = self._gpu(handle)

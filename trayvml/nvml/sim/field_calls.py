@@ -57,8 +57,7 @@ class FieldCalls(SimulatedNvmlBase):
         view["timestamp"] = int(self.clock.now_s() * 1e6)
         view["nvmlReturn"] = plan.codes
         view["valueType"] = plan.types
-        frozen_for_s = self.clock.now_s() - self.start_s if self.spec.at_s is not None else 0.0
-        row = g.field_row(frozen_for_s)[plan.columns]
+        row = g.field_row(self.frozen_for_s())[plan.columns]
         if self.fields_add_into_buffer:
             view["value"] += row
         else:

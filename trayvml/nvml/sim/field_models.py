@@ -96,9 +96,10 @@ FIELD_MODELS: dict[int, FieldModel] = {
     N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX: FieldModel(_ULL, _link, lambda c: c.nvlink_rx_kib_per_link),
 }
 FIELD_COLUMN = {fid: k for k, fid in enumerate(FIELD_MODELS)}  # the column of a timeline's field matrix
-# Byte counters count on within a second, as hardware's do: read twice inside one second of the
-# per-second grid (the snapshot's settle is 0.5 s), they must differ, or the rate comes out 0.
-BYTE_COUNTER_COLUMNS = np.array(
+# Counters count on within a second, as hardware's do: read twice inside one second of the
+# per-second grid (the snapshot's settle is 0.5 s), they must differ, or the rate comes out 0 (and
+# the energy over a snapshot 0 Wh).
+COUNTING_COLUMNS = np.array(
     [
         FIELD_COLUMN[fid]
         for fid in (
@@ -106,6 +107,7 @@ BYTE_COUNTER_COLUMNS = np.array(
             N.NVML_FI_DEV_PCIE_COUNT_RX_BYTES,
             N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_TX,
             N.NVML_FI_DEV_NVLINK_THROUGHPUT_DATA_RX,
+            N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
         )
     ],
     dtype=np.intp,

@@ -6,7 +6,7 @@ import numpy as np
 import pynvml as N
 
 from trayvml.core.units import KIB, MIB
-from trayvml.nvml.sim.field_models import BYTE_COUNTER_COLUMNS, FIELD_MODELS, Chunk
+from trayvml.nvml.sim.field_models import COUNTING_COLUMNS, FIELD_MODELS, Chunk
 from trayvml.nvml.sim.profiles import GpuProfile
 from trayvml.nvml.sim.scenarios import Scenario
 
@@ -17,7 +17,7 @@ _TEMPERATURE_KERNEL /= _TEMPERATURE_KERNEL.sum()
 THERMAL_SLOWDOWN_C = 87.0
 THERMAL_SHUTDOWN_C = 92.0
 PCIE_COUNTER_WRAP = 2**32  # NVML_FI_DEV_PCIE_COUNT_TX/RX_BYTES are 32-bit counters
-PCIE_IN_COUNTERS = slice(0, 2)  # the PCIe ones among BYTE_COUNTER_COLUMNS (then NVLink's, 64-bit)
+PCIE_IN_COUNTERS = slice(0, 2)  # the PCIe ones among COUNTING_COLUMNS (then NVLink's and energy's, 64-bit)
 REPLAYS_PER_S_AT_FULL_PCIE = 0.2  # a link that needs a look: healthy ones rarely replay
 
 # The GPM metrics the simulation answers, in the column order of a timeline's GPM matrix.
@@ -40,9 +40,9 @@ class Timeline:
     """Per-second values of one simulated GPU, computed a chunk at a time.
 
     Counters (energy, PCIe and NVLink bytes) are running sums over the per-second grid, so
-    they are exact and the same however often, or from which process, they are read; the byte
-    counters also count on within a second (:meth:`field_row`), so that two readings inside one
-    second give the rate, not 0.
+    they are exact and the same however often, or from which process, they are read; they also
+    count on within a second (:meth:`field_row`), so that two readings inside one second give the
+    rate, not 0.
     """
 
     def __init__(self, gpu: int, profile: GpuProfile, scenario: Scenario) -> None:
@@ -121,7 +121,6 @@ class Timeline:
         self.pcie_tx_kb_per_s = (pcie_tx / 1000).astype(int).tolist()
         self.pcie_rx_kb_per_s = (pcie_rx / 1000).astype(int).tolist()
         energy_mj = sums[0].astype(np.int64)
-        self.energy_mj = energy_mj.tolist()
         zeros = np.zeros_like(t)
         links = max(p.nvlink_links, 1)
         chunk = Chunk(
@@ -141,7 +140,7 @@ class Timeline:
         )
         columns = [model.values(chunk) for model in FIELD_MODELS.values()]
         self.fields = np.stack(columns, axis=1).astype(np.uint64)
-        counted = self.fields[:, BYTE_COUNTER_COLUMNS].astype(np.int64)
+        counted = self.fields[:, COUNTING_COLUMNS].astype(np.int64)
         # The first chunk has no second before it: its first second counts at its second's rate.
         before = np.maximum(2 * counted[0] - counted[1], 0) if self._last_counted is None else self._last_counted
         steps = np.diff(counted, axis=0, prepend=before[None, :])  # each second's bytes
@@ -177,17 +176,17 @@ class Timeline:
         return float(self.chunk_start + self.i), self.gpm_sums[self.i].copy(), self.gpm_now[self.i].copy()
 
     def field_row(self, frozen_for_s: float = 0.0) -> np.ndarray:
-        """Every field's value at the last seek: byte counters interpolated within their second
+        """Every field's value at the last seek: counters interpolated within their second
         (monotonic, and equal to the grid's running sum at the second's end), the rest per second.
 
-        ``frozen_for_s``: how long simulated time has stood still (``at=``); the byte counters go on
+        ``frozen_for_s``: how long simulated time has stood still (``at=``); the counters go on
         counting at that second's rate meanwhile, so that a frozen GPU's rates are the second's
         rates and not 0.
         """
         row = self.fields[self.i].copy()
         steps = self._counter_steps[self.i]
         shift = np.floor((max(frozen_for_s, 0.0) - (1.0 - self.fraction)) * steps).astype(np.int64)
-        counters = row[BYTE_COUNTER_COLUMNS].astype(np.int64) + shift
+        counters = row[COUNTING_COLUMNS].astype(np.int64) + shift
         counters[PCIE_IN_COUNTERS] = np.mod(counters[PCIE_IN_COUNTERS], PCIE_COUNTER_WRAP)
-        row[BYTE_COUNTER_COLUMNS] = counters.astype(np.uint64)
+        row[COUNTING_COLUMNS] = counters.astype(np.uint64)
         return row
