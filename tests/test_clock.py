@@ -125,13 +125,15 @@ def test_wait_next_ends_when_stopped() -> None:
     assert system.wait_next(stop) is True  # at once, not in an hour
 
 
-def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try() -> None:
-    clock = ManualClock()
+def test_a_remote_reads_in_the_middle_of_each_second_and_backs_off_from_the_end_of_a_failed_try() -> None:
+    clock = ManualClock(1_800_000_000.97)  # started near a second's edge
     began: list[float] = []
+    stamps: list[float] = []
     answers = [True, True, False, False, False, True, True]
 
     def reader(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache) -> list[Sample]:
         began.append(clock.monotonic_s())
+        stamps.append(now_s)
         ok = answers[len(began) - 1]
         clock.advance_s(0.2 if ok else timeout_s)
         if len(began) == len(answers):
@@ -142,9 +144,14 @@ def test_a_remote_reads_on_the_ticker_and_backs_off_from_the_end_of_a_failed_try
 
     source = RemoteSource(parse_endpoint("http://gpu-box:9400"), 1.0, 3.0, clock, reader)
     source._run()  # on this thread: the manual clock moves only here
-    assert began == pytest.approx([0.0, 1.0, 2.0, 7.0, 14.0, 25.0, 26.0])
-    # 1.0, 2.0: on the ticker; 7.0, 14.0, 25.0: each back-off (2, 4, 8 s) after a 3 s timeout, not
-    # into it; 26.0: on the ticker again once it answers
+    assert began == pytest.approx([0.0, 1.53, 2.53, 8.03, 17.03, 27.03, 28.53])
+    # 1.53, 2.53: in the middle of the next seconds (the history files a read by the second its
+    # start falls in); 8.03, 17.03, 27.03: each back-off (2, 4, 8 s) counted from the end of a 3 s
+    # timeout, not into it, in the middle of an interval of its own length (2.5, 6 and 7 s after
+    # the timeout); 28.53: in the middle of a second again once the host answers.
+    waits = [b - (a + 3.0) for a, b in itertools.pairwise(began[2:6])]
+    assert all(0.5 * backoff <= wait <= 1.5 * backoff for wait, backoff in zip(waits, (2, 4, 8), strict=True))
+    assert [round(t % 1, 2) for t in stamps[1:2] + stamps[-1:]] == [0.5, 0.5]
 
 
 def slots_of_a_mid_slot_loop(clock: ManualClock, work_s: list[float], mid_slot: bool = True) -> list[int]:

@@ -8,6 +8,7 @@ urllib, on the caller's thread) yields for the same answer: the same samples, th
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 import time
@@ -190,6 +191,25 @@ def test_many_hosts_are_read_by_one_thread_on_kept_connections(fakes: list[FakeR
     assert [len(s.samples[0].gpus) for s in remotes.sources] == [2] * 6
     assert all(h.connections == 1 for h in hosts)  # each read on the host's kept connection
     _no_threads_left()  # closing the last remote ends the shared thread
+
+
+def test_the_shared_thread_reads_in_the_middle_of_each_second_whenever_it_began(fakes: list[FakeRemote]) -> None:
+    """The host's history files a sample by the second its stamp (the read's start) falls in: reads
+    begun just before a second's edge crossed it back and forth with the thread's lateness."""
+    host = _fake(fakes)
+    time.sleep(1.97 - time.time() % 1.0)  # the first read 30 ms before a second's edge
+    source = RemoteSource(parse_endpoint(host.url), interval_s=1.0, timeout_s=2.0)
+    source.start()
+    stamps: list[float] = []
+    try:
+        while len(stamps) < 3:
+            _wait_until(lambda: bool(source.samples) and source.samples[0].timestamp_s not in stamps)
+            stamps.append(source.samples[0].timestamp_s)
+    finally:
+        source.close()
+    assert [0.25 < t % 1.0 < 0.75 for t in stamps] == [False, True, True]  # the first at once, then mid-second
+    assert [int(b) - int(a) for a, b in itertools.pairwise(stamps)] == [1, 1]  # a second each, none skipped
+    _no_threads_left()
 
 
 def test_the_request_is_the_one_todays_path_sends_byte_for_byte(servers: list[RawServer]) -> None:

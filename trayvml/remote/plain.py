@@ -141,7 +141,7 @@ class _Host:
     def __init__(self, source: RemoteSource) -> None:
         self.source = source
         self.hostname, self.port, self.request = _request(source.endpoint.fetch_url)
-        self.ticker = Ticker(source.interval_s, source.clock)
+        self.ticker = Ticker(source.interval_s, source.clock, mid_slot=True)  # as RemoteSource._run's
         self.due_s = time.monotonic()  # the next read (while none is in flight)
         self.sock: socket.socket | None = None
         self.registered = 0  # selector events the socket is registered for (0: not)
