@@ -41,9 +41,32 @@ def test_gaps_are_cut_to_the_view_and_never_reach_over_the_data() -> None:
     from trayvml.ui.gaps import visible_gaps
 
     # The store's minute buckets: a gap from before the view to 40 s past where memory's data begins.
-    spans = [(900.0, 1960.0), (2500.0, 2600.0)]
-    assert visible_gaps(spans, 1000.0, 3000.0, 1920.0) == [(1000.0, 1920.0), (2500.0, 2600.0)]
-    assert visible_gaps([(100.0, 900.0)], 1000.0, 3000.0, 1920.0) == []
+    # The start is kept where it is (the label hangs at the end): following live then moves nothing.
+    spans = [(900.0, 1960.0), (2500.0, 2600.0), (2900.0, 3100.0)]
+    assert visible_gaps(spans, 1000.0, 3000.0, 1920.0) == [(900.0, 1920.0), (2500.0, 2600.0), (2900.0, 3000.0)]
+    assert visible_gaps([(100.0, 900.0), (3000.0, 3100.0)], 1000.0, 3000.0, 1920.0) == []
+
+
+def test_following_live_moves_no_gap_shading_and_lays_out_no_label(qtbot) -> None:
+    """A span begun left of the view stays as it is while the view moves on each second: its label
+    (pyqtgraph lays its text out anew whenever its line moves) is left alone until the span is too
+    narrow in view to hold it."""
+    import pyqtgraph as pg
+
+    from trayvml.ui.gaps import GapShading, visible_gaps
+
+    plot = pg.PlotItem()
+    shading = GapShading(plot)
+    shading.show(visible_gaps([(900.0, 1960.0)], 1000.0, 2000.0, 1920.0), 1000.0, 2000.0)
+    region, label = shading.regions[0]
+    laid_out: list[object] = []
+    label.setText = laid_out.append
+    for second in range(1, 6):
+        start, end = 1000.0 + second, 2000.0 + second
+        shading.show(visible_gaps([(900.0, 1960.0)], start, end, 1920.0), start, end)
+    assert laid_out == [] and region.getRegion() == (900.0, 1920.0) and label.isVisible()
+    shading.show([(900.0, 1920.0)], 1880.0, 2880.0)  # 40 s of it in view of 1000 s: too narrow for a label
+    assert not label.isVisible() and region.isVisible()
 
 
 def test_the_processes_command_column_takes_the_room_left(window) -> None:

@@ -15,36 +15,44 @@ from PySide6.QtWidgets import QDateTimeEdit, QDialog, QDialogButtonBox, QFormLay
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
-GAP_LABEL = QT_TRANSLATE_NOOP("Gaps", "not recording")  # shown a space right of the span's start
-LABELLED_FRACTION = 0.06  # a gap narrower than this part of the range is shaded without its label
+GAP_LABEL = QT_TRANSLATE_NOOP("Gaps", "not recording")  # shown a space left of the span's end
+LABELLED_FRACTION = 0.06  # a gap narrower in view than this part of the range is shaded without its label
 _GAP_BRUSH = QColor(128, 128, 128, 48)
 _GAP_TEXT = QColor(128, 128, 128)
 
 
 class GapShading:
-    """Shaded, labelled spans of one plot where nothing was recorded (trayvml off, the machine asleep)."""
+    """Shaded, labelled spans of one plot where nothing was recorded (trayvml off, the machine asleep).
+
+    Each label hangs left of its span's end, where the recording came back: a span that began left
+    of the view keeps its own start, so that following live (the view moving on every second) moves
+    nothing here. Moving a span's edge lays its label's text out anew (pyqtgraph's InfLineLabel),
+    which was a twelfth of the open window's GUI thread when every span was cut to the view."""
 
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
         self.regions: list[tuple[pg.LinearRegionItem, pg.InfLineLabel]] = []
-        self.shown: tuple[list[tuple[float, float]], float] = ([], 0.0)
+        self.shown: tuple[list[tuple[float, float]], list[bool]] = ([], [])
 
-    def show(self, spans: Sequence[tuple[float, float]], range_s: float) -> None:
-        if (list(spans), range_s) == self.shown:
+    def show(self, spans: Sequence[tuple[float, float]], start_s: float, end_s: float) -> None:
+        """``spans`` shaded on a view of ``start_s``..``end_s``; each labelled where wide enough in view."""
+        labelled = [min(b, end_s) - max(a, start_s) >= LABELLED_FRACTION * (end_s - start_s) for a, b in spans]
+        if (list(spans), labelled) == self.shown:
             return
-        self.shown = (list(spans), range_s)
+        self.shown = (list(spans), labelled)
         while len(self.regions) < len(spans):
             region = pg.LinearRegionItem(movable=False, brush=_GAP_BRUSH, pen=pg.mkPen(None))
             region.setZValue(-10)  # under the lines
             label = pg.InfLineLabel(
-                region.lines[0], text=" " + translate("Gaps", GAP_LABEL), position=0.88, anchors=[(0, 0.5), (0, 0.5)]
+                region.lines[1], text=translate("Gaps", GAP_LABEL) + " ", position=0.88, anchors=[(1, 0.5), (1, 0.5)]
             )
             label.setColor(_GAP_TEXT)
             self.plot.addItem(region, ignoreBounds=True)
             self.regions.append((region, label))
-        for (region, label), (start, end) in zip(self.regions, spans, strict=False):
-            region.setRegion((start, end))
-            label.setVisible((end - start) >= LABELLED_FRACTION * range_s)
+        for (region, label), span, wide in zip(self.regions, spans, labelled, strict=False):
+            region.setRegion(span)  # nothing when unchanged
+            if label.isVisible() != wide:
+                label.setVisible(wide)
             region.show()
         for region, _ in self.regions[len(spans) :]:
             region.hide()
@@ -53,16 +61,16 @@ class GapShading:
 def visible_gaps(
     spans: Sequence[tuple[float, float]], start_s: float, end_s: float, data_from_s: float
 ) -> list[tuple[float, float]]:
-    """``spans`` cut to the range shown, and cut short where the data in memory (since
-    ``data_from_s``) begins: the store's gaps come in whole buckets (a minute and more), which
-    reached over the first plotted lines, and a span begun left of the view put its label's start
-    outside the plot ("cording")."""
+    """Those of ``spans`` that reach into the range shown, cut at its end (where their label hangs),
+    and cut short where the data in memory (since ``data_from_s``) begins: the store's gaps come in
+    whole buckets (a minute and more), which reached over the first plotted lines. Their starts are
+    left alone (see GapShading)."""
     shown = []
     for first, last in spans:
-        first, last = max(first, start_s), min(last, end_s)
+        last = min(last, end_s)
         if first < data_from_s < last:
             last = data_from_s
-        if last > first:
+        if last > max(first, start_s):
             shown.append((first, last))
     return shown
 
@@ -70,13 +78,15 @@ def visible_gaps(
 _shadings: weakref.WeakKeyDictionary[pg.PlotItem, GapShading] = weakref.WeakKeyDictionary()
 
 
-def shade_gaps(plots: Sequence[pg.PlotItem], spans: Sequence[tuple[float, float]], range_s: float) -> None:
-    """Show ``spans`` (start, end in epoch seconds) shaded on each of ``plots``, which show ``range_s``."""
+def shade_gaps(
+    plots: Sequence[pg.PlotItem], spans: Sequence[tuple[float, float]], start_s: float, end_s: float
+) -> None:
+    """Show ``spans`` (start, end in epoch seconds) shaded on each of ``plots``, which show ``start_s``..``end_s``."""
     for plot in plots:
         shading = _shadings.get(plot)
         if shading is None:
             shading = _shadings[plot] = GapShading(plot)
-        shading.show(spans, range_s)
+        shading.show(spans, start_s, end_s)
 
 
 class RangePicker(QDialog):

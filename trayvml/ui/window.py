@@ -665,7 +665,7 @@ class GraphWindow(QMainWindow):
         points = max(100, int(page.width_px()))
         spans = disk.not_recorded(start, end, points, self.history) if disk is not None else []
         spans = visible_gaps(spans, start, end, self._history.first_s)
-        shade_gaps([panel.plot for panel in page.panels], spans, end - start)
+        shade_gaps([panel.plot for panel in page.panels], spans, start, end)
 
     def _set_x_range(self, start: float, end: float, only: PlotPage | None = None) -> None:
         """Every timeline page shows ``start``..``end``; or ``only`` that one (following live, the
