@@ -67,6 +67,13 @@ def test_following_live_moves_no_gap_shading_and_lays_out_no_label(qtbot) -> Non
     assert laid_out == [] and region.getRegion() == (900.0, 1920.0) and label.isVisible()
     shading.show([(900.0, 1920.0)], 1880.0, 2880.0)  # 40 s of it in view of 1000 s: too narrow for a label
     assert not label.isVisible() and region.isVisible()
+    # A region hidden while there were fewer spans, shown again for a narrow one: no label either.
+    wide, narrow = [(1000.0, 1500.0), (1600.0, 1700.0)], (1800.0, 1810.0)
+    shading.show(wide, 1000.0, 2000.0)
+    shading.show(wide[:1], 1000.0, 2000.0)
+    shading.show([wide[0], narrow], 1000.0, 2000.0)
+    second_region, second_label = shading.regions[1]
+    assert second_region.isVisible() and not second_label.isVisible() and shading.regions[0][1].isVisible()
 
 
 def test_the_processes_command_column_takes_the_room_left(window) -> None:

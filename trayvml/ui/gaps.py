@@ -25,9 +25,11 @@ class GapShading:
     """Shaded, labelled spans of one plot where nothing was recorded (trayvml off, the machine asleep).
 
     Each label hangs left of its span's end, where the recording came back: a span that began left
-    of the view keeps its own start, so that following live (the view moving on every second) moves
-    nothing here. Moving a span's edge lays its label's text out anew (pyqtgraph's InfLineLabel),
-    which was a twelfth of the open window's GUI thread when every span was cut to the view."""
+    of the view keeps its start (that of the first bucket read), so that following live (the view
+    moving on every second) moves nothing here until the view passes a bucket, and then only the
+    span's start, which carries no label. Moving a span's edge lays its label's text out anew
+    (pyqtgraph's InfLineLabel), a twelfth of the open window's GUI thread when every span was cut
+    to the view."""
 
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot
@@ -51,9 +53,9 @@ class GapShading:
             self.regions.append((region, label))
         for (region, label), span, wide in zip(self.regions, spans, labelled, strict=False):
             region.setRegion(span)  # nothing when unchanged
-            if label.isVisible() != wide:
-                label.setVisible(wide)
             region.show()
+            if label.isVisibleTo(region) != wide:  # its own flag: a hidden region hides it whatever it says
+                label.setVisible(wide)
         for region, _ in self.regions[len(spans) :]:
             region.hide()
 
