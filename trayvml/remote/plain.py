@@ -135,13 +135,25 @@ def _broke_off(source: RemoteSource, reason: object) -> RemoteError:
     return RemoteError(broke_off(source.endpoint, reason))
 
 
+def pace(ticker: Ticker, failures: int, wait_s: float) -> None:
+    """After a read: reads that work come in the middle of an interval of the wall clock (the
+    host's history files a sample by the interval its stamp, the read's start, falls in; a read
+    begun near an interval's edge crossed it back and forth with the reading thread's lateness, a
+    gap in every line). While reads fail, each back-off counts from the end of the failed try (a
+    dead host's timeout is not taken off the wait)."""
+    ticker.mid_slot = not failures
+    if failures:
+        ticker.restart()
+    ticker.interval_s = wait_s
+
+
 class _Host:
     """One remote on the shared thread: its kept connection and the read in flight (loop thread only)."""
 
     def __init__(self, source: RemoteSource) -> None:
         self.source = source
         self.hostname, self.port, self.request = _request(source.endpoint.fetch_url)
-        self.ticker = Ticker(source.interval_s, source.clock, mid_slot=True)  # as RemoteSource._run's
+        self.ticker = Ticker(source.interval_s, source.clock, mid_slot=True)  # paced by pace(), as RemoteSource._run's
         self.due_s = time.monotonic()  # the next read (while none is in flight)
         self.sock: socket.socket | None = None
         self.registered = 0  # selector events the socket is registered for (0: not)
@@ -562,9 +574,7 @@ class SharedReader:
             return
         host.busy, host.phase = False, ""
         source = host.source
-        if source.failures:
-            host.ticker.restart()
-        host.ticker.interval_s = source.wait_s()
+        pace(host.ticker, source.failures, source.wait_s())
         host.due_s = time.monotonic() + host.ticker.next_delay_s()
 
     def _own_way(self, host: _Host) -> None:

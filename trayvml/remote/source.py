@@ -189,17 +189,10 @@ class RemoteSource:
             self._thread.start()
 
     def _run(self) -> None:
-        # Reads that work are paced on the monotonic clock, each in the middle of an interval of the
-        # wall clock: the host's history files a sample by the interval its stamp (the read's start)
-        # falls in, and a read begun near an interval's edge crossed it back and forth with the
-        # thread's lateness (a gap in every line). While reads fail, each back-off counts from the
-        # end of the failed try (a dead host's timeout is not taken off the wait).
         ticker = Ticker(self.interval_s, self.clock, mid_slot=True)
         while not self._stop.is_set():
             self.read_once()
-            if self.failures:
-                ticker.restart()
-            ticker.interval_s = self.wait_s()
+            plain.pace(ticker, self.failures, self.wait_s())
             if ticker.wait_next(self._stop):
                 break
         self._cache.connection.close()  # on this thread: no read of it can be in flight
