@@ -146,7 +146,8 @@ class Source:
         ``host_memory``: the host's (total, available) memory, for GPUs that share it.
         ``every_tick``: each sample reads every metric it is asked for, also those read every few
         seconds otherwise (the energy counter, the process lists, limits and error counters): for a
-        snapshot or a log, whose every row says its values were read at its time."""
+        snapshot or a log, whose every row says its values were read at its time (a counter held
+        from a read 5 s back, stamped with this tick's time, is an old value passed off as new)."""
         self.clock = clock or SystemClock()
         self._host_memory = host_memory
         self.simulation = simulation

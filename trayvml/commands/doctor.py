@@ -476,7 +476,7 @@ def gather(
     from trayvml.source import Source
 
     findings = Findings()
-    source = Source(simulation, host=False, stall_after_s=timeout_s)
+    source = Source(simulation, host=False, stall_after_s=timeout_s, every_tick=True)  # as snapshot's
     try:
         sample = source.sample()
         if sample.gpus and sample.stall is None:

@@ -370,10 +370,7 @@ class Scheduler:
         self.processes = processes
         self.now_s = clock_now_s
         self._process_utilization = binding.ProcessUtilization()  # one call a read, not pynvml's two
-        # True: every op is read on every tick, whatever its cadence. For what shows each sample's
-        # values as read at its time (a snapshot, a log's rows): an energy counter held from a read
-        # 5 s back, stamped with this tick's time, is an old value passed off as new.
-        self.every_tick = False
+        self.every_tick = False  # every op read on every tick, whatever its cadence (Source's every_tick)
 
     # ---- building ----
     def build(self, g: GpuState) -> None:

@@ -20,7 +20,7 @@ class Chunk:
     """A chunk's per-second series that field values are made of (counters as running sums)."""
 
     power_mw: np.ndarray
-    energy_mj: np.ndarray  # running sum, the same numbers nvmlDeviceGetTotalEnergyConsumption answers
+    energy_mj: np.ndarray  # running sum at each second's end (within it the counter counts on: Timeline.field_row)
     temperature_c: np.ndarray
     pcie_tx_bytes: np.ndarray
     pcie_rx_bytes: np.ndarray
