@@ -12,7 +12,7 @@ from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
 from trayvml.nvml.reader import RETRY_PERIOD_S
 from trayvml.nvml.sim.library import SimulatedNvml
-from trayvml.nvml.sim.scenarios import SCENARIOS
+from trayvml.nvml.sim.scenarios import SCENARIOS, SimProcess
 from trayvml.nvml.specs import SLOW_PERIOD_S
 
 ALL = "gpus=h100+rtx4090+laptop"
@@ -385,6 +385,27 @@ def test_every_tick_reads_what_is_read_every_few_seconds_otherwise_on_each_sampl
                 (False, False),
             ]
         source.close()
+
+
+def test_every_tick_asks_the_per_process_sm_share_no_sooner_than_the_driver_has_new_samples() -> None:
+    """A snapshot reads its process lists twice, half a second apart: the driver samples each
+    process only every second or more, so a second call then answers nothing new, which would
+    read as every process idle. The share stays that of the driver's latest samples."""
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800", every_tick=True)
+    first = {p.pid: p.sm_util_percent for p in source.sample().gpus[0].processes}
+    calls = lib.calls["nvmlDeviceGetProcessUtilization"]
+    clock.advance_s(0.5)
+    second = {p.pid: p.sm_util_percent for p in source.sample().gpus[0].processes}
+    assert max(first.values()) > 0 and second == first
+    assert lib.calls["nvmlDeviceGetProcessUtilization"] == calls  # not asked again so soon
+    listed = lib.processes  # a process starts before the next ask: its share is not known yet
+    lib.processes = lambda gpu: [*listed(gpu), SimProcess(4_299_999, "late", "ada", "late", 2**30)]  # type: ignore[method-assign]
+    clock.advance_s(0.5)
+    third = {p.pid: p.sm_util_percent for p in source.sample().gpus[0].processes}
+    assert math.isnan(third.pop(4_299_999)) and third == first
+    clock.advance_s(4.0)  # the tray's cadence: asked again, the newest samples
+    source.sample()
+    assert lib.calls["nvmlDeviceGetProcessUtilization"] > calls
 
 
 def _energy_counter_mj(lib: SimulatedNvml, gpu: int) -> int:

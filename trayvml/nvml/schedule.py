@@ -77,6 +77,10 @@ class GpuState:
     process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % in the last samples read
     process_sm_read: bool = False  # whether process_sm holds the last call's answer (else: unknown)
     process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
+    process_util_due_s: float = 0.0  # when it is asked next (see _process_op's fill)
+    process_sm_listed: frozenset[int] = frozenset()  # the PIDs listed in the tick it was last asked
+    process_sm_asked_s: float = NAN  # that tick's time
+    tick_s: float = 0.0  # the clock's time of the tick being read
     used_when_listed: float = NAN  # memory in use (bytes) at the tick the process lists were last read
     process_util_supported: bool = True
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
@@ -489,8 +493,14 @@ class Scheduler:
             g.used_when_listed = g.values[_MEMORY_USED]
             g.process_lists[kind] = self.processes.samples(g.index, kind, procs)
             processes = merged_by_pid(g.process_lists.values())
-            # Each process's share of the SMs: asked with the compute list, applied to both lists.
-            g.processes = self._with_sm_util(g, processes, ask=kind == "compute")
+            # Each process's share of the SMs: asked with the compute list, applied to both lists,
+            # at the lists' own cadence also where they are read every tick (Scheduler.every_tick):
+            # the driver samples each process every second or more (sim.process_calls), and a call
+            # sooner answers nothing new, which reads as every process idle.
+            ask = kind == "compute" and (not self.every_tick or g.tick_s >= g.process_util_due_s)
+            if ask:
+                g.process_util_due_s = g.tick_s + read.period_s
+            g.processes = self._with_sm_util(g, processes, ask)
 
         older = None if function == read.fallback else (lambda: self._process_op(read, read.fallback))
         lister = binding.ProcessLister(function)  # one call a read, not pynvml's two
@@ -503,17 +513,24 @@ class Scheduler:
         and samples only those "that had some non-zero utilization" (nvml.h): a listed process it
         leaves out ran no kernel since the last call, so it is idle (0 %), not as it was before.
         A value above 100 (0xFFFFFFFF and other garbage drivers answer at times, see nvtop) is
-        unknown (NaN), never a busy 100 %.
+        unknown (NaN), never a busy 100 %. Not ``ask``ed: the last answer's shares; a process listed
+        since then has none yet (NaN).
         """
         if not g.process_util_supported or not processes:
             return processes
         if ask:
             g.process_sm, g.process_sm_read = self._read_sm_util(g)
+            g.process_sm_listed, g.process_sm_asked_s = frozenset(p.pid for p in processes), g.tick_s
             if not g.process_util_supported:
                 return processes
+        elif g.tick_s == g.process_sm_asked_s:  # the other kind's list, read in the same tick
+            g.process_sm_listed |= {p.pid for p in processes}
         if not g.process_sm_read:
             return tuple(replace(p, sm_util_percent=NAN) for p in processes)
-        return tuple(replace(p, sm_util_percent=g.process_sm.get(p.pid, 0.0)) for p in processes)
+        listed = g.process_sm_listed
+        return tuple(
+            replace(p, sm_util_percent=g.process_sm.get(p.pid, 0.0) if p.pid in listed else NAN) for p in processes
+        )
 
     def _read_sm_util(self, g: GpuState) -> tuple[dict[int, float], bool]:
         """PID -> SM % of the samples since the last call, and whether the call answered."""
@@ -595,6 +612,7 @@ class Scheduler:
         """Run ``g``'s due ops. Raises NvmlDownError when NVML as a whole is gone."""
         handle = g.handle
         session = self.session
+        g.tick_s = now_s
         for op in g.active:
             if op.period_s and not self.every_tick:
                 if now_s < op.next_due_s and not (op.process_kind and _lists_outlived(g)):

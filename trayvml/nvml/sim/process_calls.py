@@ -9,6 +9,10 @@ import pynvml as N
 from trayvml.nvml.sim.base import SimulatedNvmlBase
 
 PROCESS_SAMPLE_BUFFER = 72  # entries nvmlDeviceGetProcessUtilization wants room for (see there)
+# The driver samples each process's utilization now and then, not at each call: traces of real
+# drivers show a busy process's samples 1-4 s apart (nvtop#110, go-nvml#51), so a call less than
+# a period after the last answers nothing new for it. The simulated driver samples every second.
+PROCESS_SAMPLE_PERIOD_US = 1_000_000
 
 
 class ProcessCalls(SimulatedNvmlBase):
@@ -56,7 +60,8 @@ class ProcessCalls(SimulatedNvmlBase):
         # No samples at all is NOT_FOUND.
         last_seen_us = int(getattr(last_seen_us, "value", last_seen_us))
         now_us = int(self.clock.now_s() * 1e6)
-        procs = self.processes(g.gpu) if now_us > last_seen_us else []
+        sampled_us = now_us - now_us % PROCESS_SAMPLE_PERIOD_US  # the driver's latest sample
+        procs = self.processes(g.gpu) if sampled_us > last_seen_us else []
         # A display server takes a sliver; the rest of the GPU's utilization goes to the compute
         # processes by their memory (a stand-in: real shares come from the driver's sampling).
         util = g.util[g.i]
@@ -81,7 +86,7 @@ class ProcessCalls(SimulatedNvmlBase):
             return N.NVML_ERROR_INSUFFICIENT_SIZE
         for k, (pid, sm) in enumerate(samples):
             entry = array[k]
-            entry.pid, entry.timeStamp, entry.smUtil = pid, now_us, sm
+            entry.pid, entry.timeStamp, entry.smUtil = pid, sampled_us, sm
             entry.memUtil = entry.encUtil = entry.decUtil = 0
         capacity.value = len(samples)
         return N.NVML_SUCCESS
