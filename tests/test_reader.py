@@ -403,9 +403,22 @@ def test_every_tick_asks_the_per_process_sm_share_no_sooner_than_the_driver_has_
     clock.advance_s(0.5)
     third = {p.pid: p.sm_util_percent for p in source.sample().gpus[0].processes}
     assert math.isnan(third.pop(4_299_999)) and third == first
-    clock.advance_s(4.0)  # the tray's cadence: asked again, the newest samples
+    clock.advance_s(3.999)  # a log's 5 s interval, its tick a hair early: asked again all the same
     source.sample()
     assert lib.calls["nvmlDeviceGetProcessUtilization"] > calls
+
+
+def test_every_tick_asks_the_sm_share_as_soon_as_a_process_is_listed() -> None:
+    """No process at first (nothing asked, so nothing to wait for): one that starts a second
+    later has its share at once, not NaN until five seconds have passed."""
+    source, clock, lib = simulated_source("processes:gpus=rtx4090,start=1800", every_tick=True)
+    listed = lib.processes
+    lib.processes = lambda gpu: []  # type: ignore[method-assign]
+    assert source.sample().gpus[0].processes == ()
+    lib.processes = listed  # type: ignore[method-assign]
+    clock.advance_s(1.0)
+    shares = [p.sm_util_percent for p in source.sample().gpus[0].processes]
+    assert shares and not any(math.isnan(s) for s in shares) and max(shares) > 0
 
 
 def _energy_counter_mj(lib: SimulatedNvml, gpu: int) -> int:

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pynvml as N
 
-from trayvml.core.demand import PROCESSES
+from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
 from trayvml.nvml import binding
@@ -56,6 +56,10 @@ _MEMORY_USED = GPU_INDEX["memory_used_bytes"]
 # The processes' memory is part of the memory used, which a margin above the driver's rounding keeps.
 LISTED_BEYOND_USED_BYTES = 64 * 2**20
 _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more than "not read"
+# A tick this much before the per-process SM share is due still asks for it (every_tick): ticks
+# come an interval apart give or take a few milliseconds, and one a hair early waited a whole
+# interval more (every 10 s at a 5 s log interval).
+_ASK_EARLY_S = 0.5
 
 
 @dataclass(eq=False)
@@ -77,7 +81,7 @@ class GpuState:
     process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % in the last samples read
     process_sm_read: bool = False  # whether process_sm holds the last call's answer (else: unknown)
     process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
-    process_util_due_s: float = 0.0  # when it is asked next (see _process_op's fill)
+    process_util_due_s: float = 0.0  # when it is asked next where every op is read every tick
     process_sm_listed: frozenset[int] = frozenset()  # the PIDs listed in the tick it was last asked
     process_sm_asked_s: float = NAN  # that tick's time
     tick_s: float = 0.0  # the clock's time of the tick being read
@@ -497,9 +501,7 @@ class Scheduler:
             # at the lists' own cadence also where they are read every tick (Scheduler.every_tick):
             # the driver samples each process every second or more (sim.process_calls), and a call
             # sooner answers nothing new, which reads as every process idle.
-            ask = kind == "compute" and (not self.every_tick or g.tick_s >= g.process_util_due_s)
-            if ask:
-                g.process_util_due_s = g.tick_s + read.period_s
+            ask = kind == "compute" and (not self.every_tick or g.tick_s >= g.process_util_due_s - _ASK_EARLY_S)
             g.processes = self._with_sm_util(g, processes, ask)
 
         older = None if function == read.fallback else (lambda: self._process_op(read, read.fallback))
@@ -513,13 +515,14 @@ class Scheduler:
         and samples only those "that had some non-zero utilization" (nvml.h): a listed process it
         leaves out ran no kernel since the last call, so it is idle (0 %), not as it was before.
         A value above 100 (0xFFFFFFFF and other garbage drivers answer at times, see nvtop) is
-        unknown (NaN), never a busy 100 %. Not ``ask``ed: the last answer's shares; a process listed
-        since then has none yet (NaN).
+        unknown (NaN), never a busy 100 %. Not ``ask``ed (every_tick, between asks): the last
+        answer's shares, and none yet (NaN) for a process listed only since.
         """
         if not g.process_util_supported or not processes:
             return processes
         if ask:
             g.process_sm, g.process_sm_read = self._read_sm_util(g)
+            g.process_util_due_s = g.tick_s + PROCESS_PERIOD_S
             g.process_sm_listed, g.process_sm_asked_s = frozenset(p.pid for p in processes), g.tick_s
             if not g.process_util_supported:
                 return processes
@@ -527,9 +530,9 @@ class Scheduler:
             g.process_sm_listed |= {p.pid for p in processes}
         if not g.process_sm_read:
             return tuple(replace(p, sm_util_percent=NAN) for p in processes)
-        listed = g.process_sm_listed
+        shares, listed, unknown = g.process_sm, g.process_sm_listed, NAN if self.every_tick else 0.0
         return tuple(
-            replace(p, sm_util_percent=g.process_sm.get(p.pid, 0.0) if p.pid in listed else NAN) for p in processes
+            replace(p, sm_util_percent=shares.get(p.pid, 0.0 if p.pid in listed else unknown)) for p in processes
         )
 
     def _read_sm_util(self, g: GpuState) -> tuple[dict[int, float], bool]:

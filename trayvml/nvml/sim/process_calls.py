@@ -10,8 +10,8 @@ from trayvml.nvml.sim.base import SimulatedNvmlBase
 
 PROCESS_SAMPLE_BUFFER = 72  # entries nvmlDeviceGetProcessUtilization wants room for (see there)
 # The driver samples each process's utilization now and then, not at each call: traces of real
-# drivers show a busy process's samples 1-4 s apart (nvtop#110, go-nvml#51), so a call less than
-# a period after the last answers nothing new for it. The simulated driver samples every second.
+# drivers show a busy process's samples 1-4 s apart (nvtop#110, go-nvml#51), and a call answers
+# nothing new for it until the next one. The simulated driver samples on each whole second.
 PROCESS_SAMPLE_PERIOD_US = 1_000_000
 
 
