@@ -81,9 +81,8 @@ class GpuState:
     process_sm: dict[int, float] = field(default_factory=dict)  # PID -> SM % in the last samples read
     process_sm_read: bool = False  # whether process_sm holds the last call's answer (else: unknown)
     process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
-    process_util_due_s: float = 0.0  # when it is asked next where every op is read every tick
     process_sm_listed: frozenset[int] = frozenset()  # the PIDs listed in the tick it was last asked
-    process_sm_asked_s: float = NAN  # that tick's time
+    process_sm_asked_s: float = -math.inf  # that tick's time (-inf: never)
     tick_s: float = 0.0  # the clock's time of the tick being read
     used_when_listed: float = NAN  # memory in use (bytes) at the tick the process lists were last read
     process_util_supported: bool = True
@@ -501,7 +500,8 @@ class Scheduler:
             # at the lists' own cadence also where they are read every tick (Scheduler.every_tick):
             # the driver samples each process every second or more (sim.process_calls), and a call
             # sooner answers nothing new, which reads as every process idle.
-            ask = kind == "compute" and (not self.every_tick or g.tick_s >= g.process_util_due_s - _ASK_EARLY_S)
+            due_s = g.process_sm_asked_s + PROCESS_PERIOD_S - _ASK_EARLY_S
+            ask = kind == "compute" and (not self.every_tick or g.tick_s >= due_s)
             g.processes = self._with_sm_util(g, processes, ask)
 
         older = None if function == read.fallback else (lambda: self._process_op(read, read.fallback))
@@ -522,7 +522,6 @@ class Scheduler:
             return processes
         if ask:
             g.process_sm, g.process_sm_read = self._read_sm_util(g)
-            g.process_util_due_s = g.tick_s + PROCESS_PERIOD_S
             g.process_sm_listed, g.process_sm_asked_s = frozenset(p.pid for p in processes), g.tick_s
             if not g.process_util_supported:
                 return processes
