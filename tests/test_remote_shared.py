@@ -8,7 +8,6 @@ urllib, on the caller's thread) yields for the same answer: the same samples, th
 
 from __future__ import annotations
 
-import itertools
 import socket
 import threading
 import time
@@ -207,8 +206,11 @@ def test_the_shared_thread_reads_in_the_middle_of_each_second_whenever_it_began(
             stamps.append(source.samples[0].timestamp_s)
     finally:
         source.close()
-    assert [0.1 < t % 1.0 < 0.9 for t in stamps] == [False, True, True]  # the first at once, then mid-second
-    assert [int(b) - int(a) for a, b in itertools.pairwise(stamps)] == [1, 1]  # a second each, none skipped
+    # The first at once (where it lands depends on the machine's load), then mid-second, a second
+    # apart, none skipped.
+    assert [0.1 < t % 1.0 < 0.9 for t in stamps[1:]] == [True, True]
+    assert 0.0 < stamps[1] - stamps[0] < 2.0
+    assert int(stamps[2]) - int(stamps[1]) == 1
     _no_threads_left()
 
 
