@@ -309,7 +309,7 @@ def test_while_memory_colours_the_tile_the_number_is_the_fullest_gpus_memory_per
     assert tray._content is not None and tray._content.number == round(fullest.value("memory_used_percent"))
     assert tray._content.mark == ""
     first = tray.icon.toolTip().splitlines()[0]
-    expected = f"{tray._content.number:.0f} %: Memory used, % of total, GPU {fullest.index} (critical)"
+    expected = f"{tray._content.number:.0f} %: Memory used (% of total), GPU {fullest.index} (critical)"
     assert first == expected
 
 

@@ -2502,7 +2502,7 @@ It is sent SIGTERM, as kill does.</source>
         <translation>驱动保留显存</translation>
     </message>
     <message>
-        <source>Memory used, % of total</source>
+        <source>Memory used (% of total)</source>
         <translation>已用显存占比</translation>
     </message>
     <message>
@@ -2542,7 +2542,7 @@ It is sent SIGTERM, as kill does.</source>
         <translation>实际功耗上限</translation>
     </message>
     <message>
-        <source>Power draw, % of enforced limit</source>
+        <source>Power draw (% of enforced limit)</source>
         <translation>功耗占上限百分比</translation>
     </message>
     <message>

@@ -171,7 +171,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "memory_used_percent",
-        QT_TRANSLATE_NOOP("metrics", "Memory used, % of total"),
+        QT_TRANSLATE_NOOP("metrics", "Memory used (% of total)"),
         _P,
         Group.MEMORY,
         plot=False,
@@ -254,7 +254,7 @@ GPU_METRICS: tuple[Metric, ...] = (
     ),
     Metric(
         "power_used_percent",
-        QT_TRANSLATE_NOOP("metrics", "Power draw, % of enforced limit"),
+        QT_TRANSLATE_NOOP("metrics", "Power draw (% of enforced limit)"),
         _P,
         Group.POWER,
         plot=False,
