@@ -537,6 +537,24 @@ def test_help_names_every_simulated_scenario(capsys: pytest.CaptureFixture) -> N
         assert f" {name}," in words or f" {name} (" in words, name
 
 
+def test_every_option_of_every_command_says_what_it_does() -> None:
+    """`trayvml pick --help` listed --count, --by and --min-free-mib bare: the user had to guess."""
+    import argparse
+
+    from trayvml.cli import build_parser
+
+    bare = []
+    parsers = [("trayvml", build_parser())]
+    while parsers:
+        name, parser = parsers.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers += list(action.choices.items())
+            elif action.option_strings and not action.help:
+                bare.append(f"{name} {action.option_strings[-1]}")
+    assert bare == []
+
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SIGINT ignored through exec is POSIX")
 def test_the_ctrl_c_test_ends_its_log_even_where_sigint_is_inherited_as_ignored(tmp_path: Path) -> None:
     # A test run started with nohup, or in the background by some shells, ignores SIGINT, and a

@@ -244,9 +244,26 @@ def build_parser() -> argparse.ArgumentParser:
     pick = commands.add_parser(
         "pick", parents=reading, help=translate("cli", "print the freest GPUs for CUDA_VISIBLE_DEVICES")
     )
-    pick.add_argument("--count", type=_count, default=1, metavar="N")
-    pick.add_argument("--by", choices=("memory", "memory-ratio", "power", "utilization"), default="memory")
-    pick.add_argument("--min-free-mib", type=_min_free_mib, default=0.0, metavar="M")
+    pick.add_argument(
+        "--count", type=_count, default=1, metavar="N", help=translate("cli", "how many GPUs to print (default 1)")
+    )
+    pick.add_argument(
+        "--by",
+        choices=("memory", "memory-ratio", "power", "utilization"),
+        default="memory",
+        help=translate(
+            "cli",
+            "what makes a GPU freer: the most free memory (default), the largest free share of its memory,"
+            " the lowest power draw as a share of its limit, or the lowest utilization",
+        ),
+    )
+    pick.add_argument(
+        "--min-free-mib",
+        type=_min_free_mib,
+        default=0.0,
+        metavar="M",
+        help=translate("cli", "a GPU with less than M MiB of free memory does not qualify"),
+    )
     pick.add_argument(
         "--max-util",
         type=_max_util,

@@ -1838,6 +1838,18 @@ It is sent SIGTERM, as kill does.</source>
         <translation>打印最空闲的 GPU，用于 CUDA_VISIBLE_DEVICES</translation>
     </message>
     <message>
+        <source>how many GPUs to print (default 1)</source>
+        <translation>要输出的 GPU 数量（默认 1）</translation>
+    </message>
+    <message>
+        <source>what makes a GPU freer: the most free memory (default), the largest free share of its memory, the lowest power draw as a share of its limit, or the lowest utilization</source>
+        <translation>按什么判断 GPU 更空闲：空闲显存最多（默认）、空闲显存占比最大、功耗占上限比例最低，或利用率最低</translation>
+    </message>
+    <message>
+        <source>a GPU with less than M MiB of free memory does not qualify</source>
+        <translation>空闲显存少于 M MiB 的 GPU 不符合条件</translation>
+    </message>
+    <message>
         <source>a GPU busier than PERCENT does not qualify (default {default}; 100: any)</source>
         <translation>忙碌程度超过 PERCENT 的 GPU 不符合条件（默认 {default}；100：任意）</translation>
     </message>
