@@ -69,9 +69,11 @@ def test_lines_moved_on_are_the_lines_a_rebuild_draws(qtbot, seed: int) -> None:
     polylines_kept = 0
     for times, rows in _steps(seed):
         before = {id(line.points) for _, line in moving._paths}
+        value_range = moving._bounds  # the value range kept (Lines._value_range), as a fresh item is given
         moving.set_lines(times, rows, pens, shown)
         polylines_kept += sum(id(line.points) in before for _, line in moving._paths)
         fresh = Lines()
+        fresh._bounds = value_range
         fresh.set_lines(times, rows, pens, shown)
         assert _drawn(moving) == _drawn(fresh)
         assert moving._bounds == fresh._bounds
@@ -96,6 +98,29 @@ def test_a_line_that_parts_from_the_last_is_built_anew(qtbot) -> None:
     fresh = Lines()
     fresh.set_lines(times + 1, changed, pens, [True])
     assert _drawn(lines) == _drawn(fresh)
+
+
+def test_the_value_range_is_round_and_kept_while_it_holds_the_values_snugly(qtbot) -> None:
+    """Following live, a climbing memory or a noisy power line set a new high every few seconds,
+    and each refitted the panel's value range (its axis, grid and every line drawn anew)."""
+    pens = [pg.mkPen("r")]
+    lines = Lines()
+    times = np.arange(10.0)
+
+    def shown(high: float, low: float = 0.0) -> tuple[float | None, float | None]:
+        values = np.linspace(low, high, 10)[:, None]
+        lines.set_lines(times, values, pens, [True])
+        return lines.dataBounds(1)
+
+    assert shown(31.6) == (0.0, 35.0)  # out to a multiple of half the span's power of ten
+    assert shown(33.9) == (0.0, 35.0)  # a new high inside it: kept
+    assert shown(35.2) == (0.0, 40.0)  # past it: the next round number
+    assert shown(34.8) == (0.0, 40.0)  # back under: kept, not toggled back and forth
+    assert shown(12.0) == (0.0, 15.0)  # the values need less than half of it: fitted again
+    assert shown(603.0, 74.0) == (50.0, 650.0)
+    assert shown(0.0) == (0.0, 0.0)  # nothing to round: as it is
+    rect = lines.boundingRect()
+    assert rect.top() <= 0.0 <= rect.bottom()  # the item holds what it reports
 
 
 def _image(draw) -> QImage:
@@ -161,7 +186,7 @@ def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:
     rebuilt = shown_window(qtbot, history, sample, 1280, 800)
     for panel in rebuilt.gpu_page.panels:
         for lines in (*panel.lines, panel.extra):
-            lines._move_on = lambda new: False
+            lines._move_on = lambda new: None
     moved = 0
     for window in (moving, rebuilt):
         window.set_range(60)

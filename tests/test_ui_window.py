@@ -20,6 +20,7 @@ from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.core.sample import Sample
 from trayvml.ui.plots import GPU_PANELS
 from trayvml.ui.theme import GPU_COLOURS
+from trayvml.ui.window import LEAD_SHARE
 
 
 @pytest.fixture
@@ -77,7 +78,7 @@ def test_ranges_pick_the_tier_that_fits_the_width(window) -> None:
         assert len(xs) <= max(width, 12 * 3600 / 30) + 1  # the coarsest tier is the limit
         assert np.allclose(np.diff(xs), step)
         (x0, x1), _ = w.gpu_page.first.getViewBox().viewRange()
-        assert abs((x1 - x0) - seconds) < 1
+        assert abs((x1 - x0) - seconds * (1 + LEAD_SHARE)) < 1  # the range, and the lead beyond it
 
 
 def test_panning_stops_following_until_asked(window, qtbot) -> None:
@@ -92,7 +93,7 @@ def test_panning_stops_following_until_asked(window, qtbot) -> None:
     qtbot.mouseClick(w.follow_button, Qt.MouseButton.LeftButton)
     w.finish_redraw()
     (_x0, x1), _ = view.viewRange()
-    assert w.following and abs(x1 - sample.timestamp_s) < 1
+    assert w.following and abs(x1 - (sample.timestamp_s + LEAD_SHARE * w.range_s)) < 1  # led by the lead
 
 
 def test_gpus_can_be_toggled_and_focused(window) -> None:
@@ -513,7 +514,9 @@ def test_samples_faster_than_the_screen_fold_into_one_redraw(window, qtbot) -> N
     qtbot.waitUntil(lambda: not w._redraw_timer.isActive())
     assert w.redraws == before + 1
     (_, x1), _ = w.gpu_page.first.getViewBox().viewRange()
-    assert x1 == sample.timestamp_s + 5  # the last one shown
+    assert x1 == sample.timestamp_s + 5 + LEAD_SHARE * 60  # the last one shown, the view led past it
+    xs, _ = w.gpu_page.panels[0].lines[0].line(0)
+    assert xs[-1] == sample.timestamp_s + 5
 
 
 def test_the_event_loop_gets_a_turn_between_panels(window, qtbot) -> None:
@@ -530,7 +533,7 @@ def test_the_event_loop_gets_a_turn_between_panels(window, qtbot) -> None:
         draw(panel, view)
 
     page.draw_panel = logged
-    w.request_redraw()
+    w.set_range(60 if w.range_s != 60 else 300)  # the view moves: every panel drawn anew (between moves: at once)
     qtbot.waitUntil(lambda: not w._redraw_timer.isActive() and order[-1:] == ["other work"])
     panels = [title for title in order if title != "other work"]
     assert len(panels) == len(page.visible_panels()) >= 3
@@ -542,11 +545,12 @@ def test_panning_the_machine_tab_keeps_it_where_the_user_put_it(window) -> None:
     w.tabs.setCurrentWidget(w.host_page)
     w.refresh()
     view = w.host_page.first.getViewBox()
+    (_, panned_from), _ = view.viewRange()
     view.translateBy(x=-600)
     view.sigRangeChangedManually.emit(view.state["mouseEnabled"])
     w.refresh()  # as the pan timer would
     (_, x1), _ = view.viewRange()
-    assert not w.following and abs(x1 - (sample.timestamp_s - 600)) < 1  # not snapped back to the GPU page's range
+    assert not w.following and abs(x1 - (panned_from - 600)) < 1  # not snapped back to the GPU page's range
     xs, ys = w.host_page.panels[0].lines[0].line(0)
     assert xs[0] <= sample.timestamp_s - 1500 and np.isfinite(ys).any()  # and drawn for that range
 

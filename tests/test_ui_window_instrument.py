@@ -18,6 +18,7 @@ from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.core.sample import ProcessSample
 from trayvml.history.timeline import History
+from trayvml.ui.window import LEAD_SHARE
 
 
 @pytest.fixture
@@ -107,16 +108,18 @@ def test_wheel_scrolls_the_page_and_ctrl_wheel_zooms_time_out_of_follow_live(win
     w.follow_button.click()  # one click back
     w.finish_redraw()
     assert w.following and w.follow_button.text() == "Follow live"
-    assert page.x_range() == pytest.approx((sample.timestamp_s - w.range_s, sample.timestamp_s))
+    lead = LEAD_SHARE * w.range_s  # following live, the view leads the newest reading, and the range, by this
+    assert page.x_range() == pytest.approx((sample.timestamp_s - w.range_s - lead, sample.timestamp_s + lead))
 
 
 def test_a_drag_never_goes_past_now(window) -> None:
     w, sample = window(seconds=1800)
     view = w.gpu_page.panels[2].plot.getViewBox()  # any panel: they are linked
+    span = w.gpu_page.x_range()[1] - w.gpu_page.x_range()[0]
     view.translateBy(x=600)  # towards the future
     view.sigRangeChangedManually.emit(view.state["mouseEnabled"])
     start, end = w.gpu_page.x_range()
-    assert end == pytest.approx(sample.timestamp_s) and end - start == pytest.approx(w.range_s)
+    assert end == pytest.approx(sample.timestamp_s) and end - start == pytest.approx(span)
     assert not w.following
 
 
@@ -209,7 +212,11 @@ def test_first_minute_shows_the_history_since_it_began(qtbot) -> None:
     history, sample = filled_history("training:gpus=rtx4090", 20)
     w = shown_window(qtbot, history, sample)
     start, end = w.gpu_page.x_range()
-    assert end == sample.timestamp_s and end - start == pytest.approx(60)  # not 15 min with a sliver at the right
+    lead = LEAD_SHARE * w.range_s  # following live, the view leads the newest reading by this
+    assert end == sample.timestamp_s + lead and start == pytest.approx(
+        sample.timestamp_s - 60
+    )  # not 15 min with a sliver at the right
+    assert w.visible_range() == pytest.approx((sample.timestamp_s - 60, sample.timestamp_s))
 
 
 def test_processes_show_host_usage_and_end_only_after_confirmation(qtbot) -> None:

@@ -1,6 +1,7 @@
-"""What the window does each second while it follows live (PERFORMANCE.md P14): one paint per
-redraw, the view moved on the page in view, the time axes worked out once, and still every new
-reading drawn."""
+"""What the window does each second while it follows live (PERFORMANCE.md P14): the view leads
+the newest reading and stays put until the lines reach its edge, each second then painting only
+the lines' new stretch; when the view moves, one paint per redraw, the page in view alone, the
+time axes worked out once; and still every new reading drawn."""
 
 from __future__ import annotations
 
@@ -8,23 +9,29 @@ from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
-from PySide6.QtCore import QCoreApplication, QEvent, QObject
+from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRect
+from PySide6.QtGui import QImage, QPaintEvent
 
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.metrics import GPU_INDEX, Group
 from trayvml.core.sample import Sample
+from trayvml.ui.window import LEAD_SHARE
 
 RANGE_S = 300
+LEAD_S = LEAD_SHARE * RANGE_S  # following live, how far the view reaches past the newest reading (and before the range)
+MOVE_S = LEAD_S + 1  # a sample this much later has the view move on
 
 
 class PaintCounter(QObject):
     def __init__(self) -> None:
         super().__init__()
         self.paints = 0
+        self.regions: list[QRect] = []  # each paint's region, bounded
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
-        if event.type() == QEvent.Type.Paint:
+        if isinstance(event, QPaintEvent):
             self.paints += 1
+            self.regions.append(event.region().boundingRect())
         return False
 
 
@@ -38,12 +45,16 @@ def eight(qtbot):
     return window, history, sample
 
 
-def _next(history, sample: Sample, seconds: float = 1.0, power_w: float | None = None) -> Sample:
-    """The sample ``seconds`` after ``sample``, in the history too; ``power_w``: every GPU's power."""
+def _next(
+    history, sample: Sample, seconds: float = 1.0, power_w: float | None = None, busy: float | None = None
+) -> Sample:
+    """The sample ``seconds`` after ``sample``, in the history too; ``power_w``: every GPU's power,
+    ``busy``: every GPU's utilization (percent)."""
     gpus = sample.gpus
-    if power_w is not None:
-        at = GPU_INDEX["power_draw_w"]
-        gpus = tuple(replace(g, values=(*g.values[:at], power_w, *g.values[at + 1 :])) for g in gpus)
+    for key, value in (("power_draw_w", power_w), ("utilization_gpu_percent", busy)):
+        if value is not None:
+            at = GPU_INDEX[key]
+            gpus = tuple(replace(g, values=(*g.values[:at], value, *g.values[at + 1 :])) for g in gpus)
     later = replace(sample, timestamp_s=sample.timestamp_s + seconds, gpus=gpus)
     history.append(later)
     return later
@@ -62,7 +73,7 @@ def test_a_redraw_is_painted_once_not_once_per_panel(eight, qtbot) -> None:
         held.append(viewport.updatesEnabled())
 
     w._redraw_step = logged
-    w.update_sample(_next(history, sample))
+    w.update_sample(_next(history, sample, seconds=MOVE_S))  # the view moves on: every panel is drawn anew
     qtbot.waitUntil(lambda: not w._redraw_timer.isActive() and counter.paints > 0)
     qtbot.wait(50)  # a second paint, if one were coming
     assert len(held) >= 4 and held[:-1] == [False] * (len(held) - 1) and held[-1]  # held until the last step
@@ -72,18 +83,98 @@ def test_a_redraw_is_painted_once_not_once_per_panel(eight, qtbot) -> None:
 def test_a_redraw_cut_short_is_not_held_and_the_page_paints_again(eight, qtbot) -> None:
     w, history, sample = eight
     viewport = w.gpu_page.layout_widget.viewport()
-    later = _next(history, sample)
+    later = _next(history, sample, seconds=MOVE_S)
     w.update_sample(later)
     w._redraw_timer.stop()
     w._redraw_step()  # begun: the page is held
     w._redraw_step()  # a panel drawn
     assert not viewport.updatesEnabled()
-    w.update_sample(_next(history, later))  # the next sample before this redraw ends
+    w.update_sample(_next(history, later, seconds=MOVE_S))  # the next sample before this redraw ends
     w._redraw_timer.stop()
     w._redraw_step()
     assert viewport.updatesEnabled()  # shown as it comes: held again, it might never be painted
     w.finish_redraw()
     assert viewport.updatesEnabled() and w._held is None
+
+
+def test_following_live_the_view_leads_the_newest_reading_and_moves_on_once_reached(eight) -> None:
+    w, history, sample = eight
+    ahead = sample.timestamp_s + LEAD_S
+    assert w.gpu_page.x_range() == (ahead - RANGE_S - LEAD_S, ahead)
+    later = sample
+    for _ in range(int(LEAD_S)):  # the lines grow towards the edge; nothing moves
+        later = _next(history, later)
+        w.update_sample(later)
+        w.finish_redraw()
+        assert w.gpu_page.x_range() == (ahead - RANGE_S - LEAD_S, ahead)
+    later = _next(history, later, seconds=LEAD_S - int(LEAD_S) + 0.5)  # past the edge
+    w.update_sample(later)
+    w.finish_redraw()
+    ahead = later.timestamp_s + LEAD_S
+    assert w.gpu_page.x_range() == (ahead - RANGE_S - LEAD_S, ahead)
+    w.set_range(60)  # another range: led by its own share
+    w.finish_redraw()
+    lead = LEAD_SHARE * 60
+    assert w.gpu_page.x_range() == (later.timestamp_s - 60, later.timestamp_s + lead)
+
+
+def _unhovered(w, qtbot) -> None:
+    """The mouse off the plots, where a test before may have left it: no crosshair, readout or
+    highlighted GPU."""
+    qtbot.mouseMove(w.status_label)
+    w.gpu_page.hide_crosshair()
+    w.highlight_gpu(-1)
+
+
+def test_between_moves_a_new_reading_paints_only_the_lines_new_stretch(eight, qtbot) -> None:
+    w, history, sample = eight
+    page = w.gpu_page
+    _unhovered(w, qtbot)
+    viewport = page.layout_widget.viewport()
+    later = _next(history, sample)
+    w.update_sample(later)  # the first stretch drawn since the view was set
+    w.finish_redraw()
+    qtbot.wait(20)
+    counter = PaintCounter()
+    viewport.installEventFilter(counter)
+    later = _next(history, later)
+    w.update_sample(later)
+    qtbot.waitUntil(lambda: not w._redraw_timer.isActive() and counter.paints > 0)
+    qtbot.wait(50)  # a second paint, if one were coming
+    assert counter.paints == 1  # every panel in one paint
+    painted = counter.regions[0]
+    view = page.first.getViewBox()
+    at = view.mapViewToDevice(QPointF(later.timestamp_s, 0)).x()  # where the new reading is drawn
+    assert painted.width() < 0.05 * viewport.width()  # the whole page before: axes, grids, titles, lines
+    assert painted.left() < at < painted.right()
+    assert painted.height() > 0.5 * page.viewport().height()  # every panel in view
+
+
+@pytest.mark.parametrize("highlighted", [-1, 2])
+def test_stretches_painted_one_by_one_add_up_to_the_whole_picture(eight, qtbot, highlighted: int) -> None:
+    """Each second paints only the lines' new stretch on what the screen already holds: after such
+    seconds, the window on screen is what painting it whole gives; also with a GPU's lines
+    highlighted (drawn wider, on top: such lines are painted whole, their stretches came out
+    otherwise)."""
+    w, history, sample = eight
+    page = w.gpu_page
+    _unhovered(w, qtbot)
+    w.highlight_gpu(highlighted)
+    w.set_range(60)  # 20 px a second: a stretch wider than Qt's own margin around what it paints
+    w.refresh()
+    later = sample
+    for k in range(int(LEAD_SHARE * 60)):  # up to the view's end; the utilization zig-zags (the first panel)
+        later = _next(history, later, busy=20.0 + 60.0 * (k % 2))
+        w.update_sample(later)
+        w.finish_redraw()
+        qtbot.wait(5)  # painted, a stretch at a time
+    qtbot.wait(20)
+    screen = w.screen().grabWindow(w.winId()).toImage()  # what the window's paints left there
+    plots = page.layout_widget.viewport()
+    seen = QRect(plots.mapFrom(page.viewport(), QPoint(0, 0)), page.viewport().size())  # scrolled into view
+    shown = screen.copy(QRect(plots.mapTo(w, seen.topLeft()), seen.size())).convertToFormat(QImage.Format.Format_RGB32)
+    whole = plots.grab(seen).toImage().convertToFormat(QImage.Format.Format_RGB32)  # painted whole, now
+    assert shown.size() == whole.size() and shown == whole
 
 
 def test_a_new_sample_is_drawn_to_its_time_and_a_new_peak_refits_the_value_range(eight) -> None:
@@ -99,7 +190,8 @@ def test_a_new_sample_is_drawn_to_its_time_and_a_new_peak_refits_the_value_range
     w.gpu_page.layout_widget.grab()
     times, values = power.lines[0].line(0)
     assert times[-1] == later.timestamp_s and values[-1] == pytest.approx(3 * top)  # the line reaches the new point
-    assert w.gpu_page.x_range()[1] == later.timestamp_s  # and the view shows it
+    start, end = w.gpu_page.x_range()
+    assert start < later.timestamp_s <= end  # and the view shows it
     assert power.plot.getViewBox().viewRange()[1][1] >= 3 * top  # the value range takes it in
 
 
@@ -147,11 +239,12 @@ def test_following_live_moves_the_page_in_view_and_another_catches_up_when_shown
     later = _next(history, sample, seconds=30)
     w.update_sample(later)
     w.finish_redraw()
-    assert w.gpu_page.x_range() == (later.timestamp_s - RANGE_S, later.timestamp_s)
+    ahead = later.timestamp_s + LEAD_S
+    assert w.gpu_page.x_range() == (ahead - RANGE_S - LEAD_S, ahead)
     assert w.host_page.x_range() == host_before  # out of view: not moved every second
     w.tabs.setCurrentWidget(w.host_page)
     w.finish_redraw()
-    assert w.host_page.x_range() == (later.timestamp_s - RANGE_S, later.timestamp_s)
+    assert w.host_page.x_range() == (ahead - RANGE_S - LEAD_S, ahead)
 
 
 def test_a_panel_out_of_view_is_not_moved_until_it_comes_into_view(eight) -> None:

@@ -224,10 +224,13 @@ class PlotPage(QScrollArea):
         self.layout_widget.viewport().setUpdatesEnabled(False)
 
     def release_paint(self) -> None:
-        # The view boxes fit their value ranges to the new lines now: left to the paint, a changed
-        # range asked for a second paint straight after the first.
-        self.layout_widget.scene().prepareForPaint()
+        self.fit_value_ranges()
         self.layout_widget.viewport().setUpdatesEnabled(True)  # Qt repaints what is visible of it
+
+    def fit_value_ranges(self) -> None:
+        """The view boxes fit their value ranges to new lines now: left to the paint, a changed
+        range asked for a second paint straight after the first."""
+        self.layout_widget.scene().prepareForPaint()
 
     def budget(self, panel: Panel, lines: int = 1) -> int:
         """Points per line: about one per pixel, fewer where many lines share the panel."""

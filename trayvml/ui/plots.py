@@ -317,8 +317,7 @@ class TimeAxis(pg.DateAxisItem):
             # At least the grid's spacing, so that each label sits on a grid line (time_grid_s).
             label_px = max(metrics.horizontalAdvance("00:00:00") + DATED_LABEL_GAP_PX, GRID_SPACING_PX)
             steps = TIME_GRID_STEPS_S
-        wanted = (maxVal - minVal) * label_px / size
-        step = next((s for s in steps if s >= wanted), steps[-1])
+        step = time_step_s(maxVal - minVal, size, label_px, steps)
         offset = time.localtime(minVal).tm_gmtoff  # local midnights and hours, as the labels read
         first = math.ceil((minVal + offset) / step) * step - offset
         return [(float(step), [float(v) for v in np.arange(first, maxVal, step)])]
@@ -381,7 +380,8 @@ class Lines(pg.GraphicsObject):
         self._paths: list[tuple[QPen, _Line]] = []  # per line drawn: its pen and its points
         self._columns: list[int] = []  # the line (GPU column) each of _paths draws
         self.emphasis = -1  # a line drawn wider, the others faint (the GPU under the cursor); -1: none
-        self._bounds: tuple[float, float, float, float] | None = None  # x0, x1, y0, y1 of what is shown
+        # x0, x1 of what is shown; y0, y1 around its values, as _value_range keeps them
+        self._bounds: tuple[float, float, float, float] | None = None
         self._kept: _Kept | None = None  # what set_lines last drew, to move its polylines on (_move_on)
         self._rect: QRectF | None = None  # boundingRect, until the data or the view's scale changes
 
@@ -393,35 +393,43 @@ class Lines(pg.GraphicsObject):
         bounds = None
         if len(xs) and values.size:
             y0, y1 = float(np.fmin.reduce(values, axis=None)), float(np.fmax.reduce(values, axis=None))
-            bounds = (float(xs[0]), float(xs[-1]), y0, y1) if math.isfinite(y0) else None  # NaN: none finite
+            if math.isfinite(y0):  # NaN: none finite
+                bounds = (float(xs[0]), float(xs[-1]), *self._value_range(y0, y1))
         data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
         kept = _Kept(xs, values, tuple(pens), tuple(shown))
-        self._set(data, pens, bounds, built=self._move_on(kept))
+        moved_from_s = self._move_on(kept)
+        if moved_from_s is None:
+            self._set(data, pens, bounds)
+        else:
+            self._set(data, pens, bounds, built=True, changed_from_s=moved_from_s)
         if len(self._paths) == len(columns):  # every line shown is drawn: _move_on can move them on
             self._kept = kept
 
-    def _move_on(self, new: _Kept) -> bool:
+    def _move_on(self, new: _Kept) -> float | None:
         """Following live, each redraw reads the range a second on: the readings of the last one
         but the first few, and a new one. The kept polylines lose the points gone from the front
         and take the new ones at the end, rather than every line being built anew from all its
         points each second (pyqtgraph's path of a line with a gap took 25 µs a line); each ends as
-        the very line a rebuild would make. Whether the lines are now those of ``new``."""
+        the very line a rebuild would make. None where the lines are not now those of ``new``;
+        else the time from which they changed (-inf: more than their ends)."""
         old = self._kept
         count = len(new.times)
         if old is None or old.pens != new.pens or old.shown != new.shown or count < 2:
-            return False
+            return None
         gone = int(np.searchsorted(old.times, new.times[0]))  # rows gone from the front
         if gone >= len(old.times) or old.times[gone] != new.times[0]:
-            return False
+            return None
         common = min(len(old.times) - gone, count)
         if not np.array_equal(old.times[gone : gone + common], new.times[:common]):
-            return False
+            return None
         # The last bucket is rewritten while it is open: the readings are kept up to where they part.
         before, now = old.values[gone : gone + common], new.values[:common]
         parted = np.flatnonzero(((before != now) & ~(np.isnan(before) & np.isnan(now))).any(axis=1))
         same = int(parted[0]) if len(parted) else common  # rows equal in both
         if count - same > MOVE_ON_MAX_POINTS:
-            return False
+            return None
+        # The lines change from the last row both share on (the segment into the first new one).
+        changed_from_s = float(new.times[same - 1]) if gone == 0 and same > 0 else -math.inf
         times = new.times[same:].tolist()
         finite = np.isfinite(new.values)
         readings = np.count_nonzero(finite, axis=0)
@@ -435,7 +443,10 @@ class Lines(pg.GraphicsObject):
             end = min(start + size, same)  # the points kept run from its first reading to this row
             if max(start, first) != first or first >= end:
                 self._paths[k] = (self._paths[k][0], _Line.of(new.times, values))
+                changed_from_s = -math.inf
                 continue
+            if first != line.first:
+                changed_from_s = -math.inf
             if first > start:
                 line.points.remove(0, first - start)
             if start + size > end:
@@ -444,7 +455,7 @@ class Lines(pg.GraphicsObject):
                 line.points.append(QPointF(times[row - same], float(values[row])))
             line.first = first
             line.shape(new.times[first:], values[first:], gaps[k])
-        return True
+        return changed_from_s
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
         """A (times, values) pair per line, or None for a hidden one."""
@@ -456,7 +467,20 @@ class Lines(pg.GraphicsObject):
             if len(finite):
                 x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
                 y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
-        self._set(data, pens, (x0, x1, y0, y1) if x0 <= x1 else None)
+        self._set(data, pens, (x0, x1, *self._value_range(y0, y1)) if x0 <= x1 else None)
+
+    def _value_range(self, low: float, high: float) -> tuple[float, float]:
+        """The values' range as this item reports it (to the view box's auto range, and in its
+        bounding rect): out to round numbers, and the last one kept while it holds them and is
+        not more than twice as wide as they need. Following live, a new high or low every few
+        seconds (a climbing memory, noise) refitted the panel's value range, and so its axis,
+        grid and lines, where now only the new stretch of the lines is drawn."""
+        shown = _rounded_out(low, high)
+        if self._bounds is not None:
+            kept_low, kept_high = self._bounds[2:]
+            if kept_low <= low and high <= kept_high and kept_high - kept_low <= 2 * (shown[1] - shown[0]):
+                return kept_low, kept_high
+        return shown
 
     def _set(
         self,
@@ -464,8 +488,34 @@ class Lines(pg.GraphicsObject):
         pens: Sequence[QPen],
         bounds: tuple[float, float, float, float] | None,
         built: bool = False,
+        changed_from_s: float = -math.inf,
     ) -> None:
-        """``built``: the lines drawn are already those of ``data`` (_move_on)."""
+        """``built``: the lines drawn are already those of ``data`` (_move_on), changed from
+        ``changed_from_s`` on."""
+        before = self._bounds
+        rect = self._rect
+        if (
+            built
+            and math.isfinite(changed_from_s)
+            and self.emphasis not in self._columns  # a highlighted line's stretch came out otherwise
+            and rect is not None
+            and bounds is not None
+            and before is not None
+            and (bounds[0], *bounds[2:]) == (before[0], *before[2:])
+            and bounds[1] <= rect.right()
+        ):
+            # Only their ends changed, inside the item as it was: that stretch is painted anew
+            # (with the room around the lines), and within the view alone: an axis it overlaps
+            # by that room would be painted anew too.
+            self.data = list(data)
+            self._kept = None
+            self._bounds = bounds
+            pad_x = before[0] - rect.left()
+            left, right = changed_from_s - pad_x, max(before[1], bounds[1]) + pad_x
+            stretch = QRectF(QPointF(left, rect.top()), QPointF(right, rect.bottom()))
+            view = self.getViewBox()
+            self.update(stretch & view.viewRect() if view is not None else stretch)
+            return
         self.prepareGeometryChange()
         self._rect = None
         self.data = list(data)
@@ -524,10 +574,18 @@ class Lines(pg.GraphicsObject):
         if self._bounds is None:
             return QRectF()
         x0, x1, y0, y1 = self._bounds
-        # A pixel around the data: lines are drawn a pixel wide, whatever the scale.
+        # As far right as the view reaches: following live the lines grow towards it (the window's
+        # lead) without the item changing size, which has Qt paint all of it anew.
+        view = self.getViewBox()
+        x1 = max(x1, view.viewRange()[0][1]) if view is not None else x1
+        # Half the widest line around the data, and a pixel: pens are as wide in pixels at any
+        # scale, and wider on a screen at 200 % (paint).
         px, py = self.pixelVectors()
-        pad_x = 0.0 if px is None else px.length()
-        pad_y = 0.0 if py is None else py.length()
+        scene = self.scene()
+        ratio = max((v.devicePixelRatioF() for v in scene.views()), default=1.0) if scene is not None else 1.0
+        pad_px = max((pen.widthF() or 1.0 for pen, _ in self._paths), default=1.0) * ratio / 2 + 1
+        pad_x = 0.0 if px is None else px.length() * pad_px
+        pad_y = 0.0 if py is None else py.length() * pad_px
         return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def paint(self, painter: QPainter, *args: object) -> None:
@@ -594,6 +652,16 @@ class _Line:
             painter.drawPolyline(self.points)
 
 
+def _rounded_out(low: float, high: float) -> tuple[float, float]:
+    """``low``..``high`` widened to multiples of half the span's power of ten (0..31.6 GiB to
+    0..32.6 GiB, 74..603 W to 50..650 W); a single value to half its own."""
+    size = high - low if high > low else abs(high)
+    if not math.isfinite(size) or size <= 0:
+        return low, high
+    step = 10.0 ** math.floor(math.log10(size)) / 2
+    return math.floor(low / step) * step, math.ceil(high / step) * step
+
+
 def _polyline(times: np.ndarray, values: np.ndarray) -> QPolygonF:
     polyline = pg.functions.create_qpolygonf(len(times))
     points = pg.functions.ndarray_from_qpolygonf(polyline)
@@ -620,13 +688,24 @@ TIME_GRID_STEPS_S = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 72
 GRID_SPACING_PX = 90
 
 
+def time_step_s(span_s: float, width_px: float, apart_px: float, steps: Sequence[int]) -> int:
+    """The first of ``steps`` that leaves ``apart_px`` between ticks; on a plot so narrow that it
+    leaves fewer than two in the span, the one before, where that leaves at least three quarters
+    of it (a 230 px panel at 5 minutes and a bit: one tick at 5 minutes, often at an edge where
+    its label cannot be drawn; two or three at 2 minutes, 88 px apart)."""
+    wanted = span_s * apart_px / width_px
+    index = next((k for k, s in enumerate(steps) if s >= wanted), len(steps) - 1)
+    if index > 0 and span_s < 2 * steps[index] and steps[index - 1] * width_px / span_s >= 0.75 * apart_px:
+        index -= 1
+    return steps[index]
+
+
 def time_grid_s(start_s: float, end_s: float, width_px: float) -> np.ndarray:
     """Times of vertical grid lines over [start_s, end_s]: round local times (a line at each full
     hour, say), about GRID_SPACING_PX apart."""
     if not (math.isfinite(start_s) and math.isfinite(end_s)) or end_s <= start_s or width_px <= 0:
         return np.empty(0)
-    wanted = (end_s - start_s) * GRID_SPACING_PX / width_px
-    step = next((s for s in TIME_GRID_STEPS_S if s >= wanted), TIME_GRID_STEPS_S[-1])
+    step = time_step_s(end_s - start_s, width_px, GRID_SPACING_PX, TIME_GRID_STEPS_S)
     offset = time.localtime(start_s).tm_gmtoff  # round in local time, as the time axis labels it
     first = math.ceil((start_s + offset) / step) * step - offset
     return np.arange(first, end_s, step, dtype=np.float64)

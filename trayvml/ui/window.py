@@ -84,6 +84,12 @@ DEFAULT_SIZE_PX = (1100, 820)
 FRAME_ALLOWANCE_PX = (16, 40)  # a window manager's borders and title bar, before it reports its own
 MIN_ZOOM_SPAN_S = 10.0  # Ctrl+wheel zooms in to this many seconds at most
 FIRST_MINUTE_S = 60.0  # following live, a range longer than the history shows this much at least
+# Following live, the view reaches this share of its range past the newest reading, and moves on by
+# that much once the lines reach its right edge: in between, each second adds the new stretch of the
+# lines and nothing else moves (time axes, grids, shading, labels), where moving the whole view on
+# every second had Qt draw every panel in view anew each second. The range (its energy, its export)
+# is still the last 15 minutes, say: the view holds it, and as much as the lead before it.
+LEAD_SHARE = 0.05
 
 
 class StatusLine(QLabel):
@@ -131,6 +137,7 @@ class GraphWindow(QMainWindow):
         self._devices: tuple[DeviceInfo, ...] = ()
         self._setting_range = False
         self._drawn_until_s = 0.0  # the end of the range last drawn
+        self._lead: tuple[int, float] = (0, -math.inf)  # following live: (range, where the view ends)
         # The redraw under way: what it shows, the panels still to draw, a range to set last.
         self._redraw_asked = False
         self._view: View | None = None
@@ -458,7 +465,7 @@ class GraphWindow(QMainWindow):
         now; it leaves Follow live (shown on its button) like a drag does."""
         if self.sample is None:
             return
-        start, end = self.visible_range()
+        start, end = self.view_range()
         span = min(max(MIN_ZOOM_SPAN_S, (end - start) * factor), float(max(s for _, s in RANGES_S)))
         start = center_s - (center_s - start) * span / (end - start)
         end = min(start + span, self.sample.timestamp_s)
@@ -504,9 +511,7 @@ class GraphWindow(QMainWindow):
             self.setWindowTitle(title)
         if not self.isVisible():
             return  # hidden, the window costs nothing; the history goes on regardless
-        status = self._status_text()
-        if status != self.status_label.text():
-            self.status_label.setText(status)
+        self._show_status()
         if self._worth_redrawing(sample):
             self.request_redraw()
 
@@ -545,16 +550,38 @@ class GraphWindow(QMainWindow):
         return sample.timestamp_s - self._drawn_until_s >= self.range_s / width_px
 
     def visible_range(self) -> tuple[float, float]:
+        """The range of time shown: following live, the last ``range_s`` up to the newest reading
+        (the view holds it, and a little more around it: view_range)."""
         page = self._plot_page() or self.gpu_page
-        if self.following or page is None or page.first is None:
-            end = self.sample.timestamp_s if self.sample else time.time()
-            if self._history.disk is not None:  # the disk reaches back; what it lacks is shaded
-                return end - self.range_s, end
-            # A history shorter than the range: since it began (a minute at least), not a sliver
-            # at the right edge of an empty range.
-            since = end - max(FIRST_MINUTE_S, end - self._history.first_s)
-            return max(end - self.range_s, since), end
-        return page.x_range()
+        if not self.following and page is not None and page.first is not None:
+            return page.x_range()
+        now = self._now_s()
+        return max(now - self.range_s, self._history_start_s(now)), now
+
+    def view_range(self) -> tuple[float, float]:
+        """What the timelines show. Following live, the range shown and LEAD_SHARE of it past the
+        newest reading, kept until the lines reach its end (or the range changes), and as much
+        before the range; else the range shown."""
+        start, now = self.visible_range()
+        if not self.following:
+            return start, now
+        lead_s = LEAD_SHARE * self.range_s
+        range_s, end = self._lead
+        if range_s != self.range_s or not now <= end <= now + lead_s:
+            end = now + lead_s
+            self._lead = (self.range_s, end)
+        return max(end - self.range_s - lead_s, self._history_start_s(now)), end
+
+    def _history_start_s(self, now_s: float) -> float:
+        """Following live, where the view starts at the earliest: without the store, where the
+        history in memory begins (a minute at least), not a sliver at the right edge of an empty
+        range; with it, anywhere (the disk reaches back; what it lacks is shaded)."""
+        if self._history.disk is not None:
+            return -math.inf
+        return now_s - max(FIRST_MINUTE_S, now_s - self._history.first_s)
+
+    def _now_s(self) -> float:
+        return self.sample.timestamp_s if self.sample else time.time()
 
     def _plot_page(self) -> PlotPage | None:
         """The timeline page in view, if any."""
@@ -608,7 +635,8 @@ class GraphWindow(QMainWindow):
         if self.sample is None or not self.isVisible():
             return  # shown, it redraws (showEvent)
         self.redraws += 1
-        start, end = self.visible_range()
+        start, view_end = self.view_range()
+        end = self._now_s() if self.following else view_end  # the newest reading drawn
         page = self._plot_page()
         read_start = start
         # A redraw that cuts the last one short shows its panels as they come: held again, the
@@ -616,15 +644,21 @@ class GraphWindow(QMainWindow):
         cut_short = bool(self._queue) or self._range_last is not None
         self._release_paint()
         self._range_last = None
+        steady = False
         if page is not None and self.following:
             shown_start, shown_end = page.x_range()
-            if abs((shown_end - shown_start) - self.range_s) < 0.5 and 0 <= start - shown_start < self.range_s / 2:
-                # Following live: the lines are drawn first and the view moves once they all are
+            span_s = view_end - start
+            if abs(shown_start - start) < 1e-6 and abs(shown_end - view_end) < 1e-6:
+                # Between two moves of the view nothing but the lines' new ends changes: every
+                # panel is drawn at once, and Qt paints those stretches alone, in one paint.
+                steady = not cut_short
+            elif abs((shown_end - shown_start) - span_s) < 0.5 and 0 <= start - shown_start < span_s / 2:
+                # The view moves on: the lines are drawn first and the view moves once they all are
                 # (one move, not one per panel), so they are read from where the view starts now.
                 read_start = shown_start
-                self._range_last = (start, end)
+                self._range_last = (start, view_end)
         if self._range_last is None:
-            self._set_x_range(start, end, only=page if self.following else None)
+            self._set_x_range(start, view_end, only=page if self.following else None)
         self._drawn_until_s = end
         hidden = frozenset(self.hidden_gpus)
         self._view = View(
@@ -646,7 +680,12 @@ class GraphWindow(QMainWindow):
             # Panels a redraw cut short come first: at any rate of samples every panel gets drawn.
             left = [panel for p, panel in self._queue if p is page and panel in panels]
             self._queue = [(page, panel) for panel in left + [p for p in panels if p not in left]]
-            if not cut_short:
+            if steady:
+                for queued, panel in self._queue:
+                    queued.draw_panel(panel, self._view)
+                self._queue = []
+                page.fit_value_ranges()
+            elif not cut_short:
                 page.hold_paint()
                 self._held = page
         else:
@@ -655,6 +694,9 @@ class GraphWindow(QMainWindow):
                 self.process_tab.update_processes(self.sample)
             elif self.tabs.currentWidget() is self.details:
                 self.details.show_readings(self.sample)
+        self._show_status()
+
+    def _show_status(self) -> None:
         status = self._status_text()
         if status != self.status_label.text():
             self.status_label.setText(status)
