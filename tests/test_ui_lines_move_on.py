@@ -69,22 +69,30 @@ def test_lines_moved_on_are_the_lines_a_rebuild_draws(qtbot, seed: int) -> None:
     polylines_kept = 0
     for times, rows in _steps(seed):
         before = {id(line.points) for _, line in moving._paths}
-        value_range = moving._bounds  # the value range kept (Lines._value_range), as a fresh item is given
         moving.set_lines(times, rows, pens, shown)
         polylines_kept += sum(id(line.points) in before for _, line in moving._paths)
         fresh = Lines()
-        fresh._bounds = value_range
         fresh.set_lines(times, rows, pens, shown)
         assert _drawn(moving) == _drawn(fresh)
-        assert moving._bounds == fresh._bounds
-        assert moving.boundingRect() == fresh.boundingRect()
-        assert moving.dataBounds(0) == fresh.dataBounds(0) and moving.dataBounds(1) == fresh.dataBounds(1)
+        assert moving.dataBounds(0) == fresh.dataBounds(0)
+        # The value range: the one kept while it holds the values (test below), else the same.
+        assert _holds(moving.dataBounds(1), rows[:, np.asarray(shown)])
+        rects = moving.boundingRect(), fresh.boundingRect()
+        assert (rects[0].left(), rects[0].right()) == (rects[1].left(), rects[1].right())
         assert [d is None for d in moving.data] == [d is None for d in fresh.data]
         for mine, theirs in zip(moving.data, fresh.data, strict=True):
             if mine is not None and theirs is not None:
                 assert np.array_equal(mine[0], theirs[0]) and np.array_equal(mine[1], theirs[1], equal_nan=True)
     # The lines were moved on, not rebuilt each time (else the comparison above proves nothing).
     assert polylines_kept > len(_steps(seed)) * 2
+
+
+def _holds(value_range: tuple[float | None, float | None], values: np.ndarray) -> bool:
+    low, high = value_range
+    finite = values[np.isfinite(values)]
+    if not len(finite):
+        return low is None and high is None
+    return low is not None and high is not None and low <= float(finite.min()) and float(finite.max()) <= high
 
 
 def test_a_line_that_parts_from_the_last_is_built_anew(qtbot) -> None:
@@ -105,11 +113,12 @@ def test_the_value_range_is_round_and_kept_while_it_holds_the_values_snugly(qtbo
     and each refitted the panel's value range (its axis, grid and every line drawn anew)."""
     pens = [pg.mkPen("r")]
     lines = Lines()
-    times = np.arange(10.0)
+    seconds = [0.0]
 
     def shown(high: float, low: float = 0.0) -> tuple[float | None, float | None]:
-        values = np.linspace(low, high, 10)[:, None]
-        lines.set_lines(times, values, pens, [True])
+        """Following live, a second on: the lines move on (here to readings from ``low`` to ``high``)."""
+        seconds[0] += 1
+        lines.set_lines(seconds[0] + np.arange(10.0), np.linspace(low, high, 10)[:, None], pens, [True])
         return lines.dataBounds(1)
 
     assert shown(31.6) == (0.0, 35.0)  # out to a multiple of half the span's power of ten
@@ -121,6 +130,10 @@ def test_the_value_range_is_round_and_kept_while_it_holds_the_values_snugly(qtbo
     assert shown(0.0) == (0.0, 0.0)  # nothing to round: as it is
     rect = lines.boundingRect()
     assert rect.top() <= 0.0 <= rect.bottom()  # the item holds what it reports
+    lines.set_lines(np.arange(10.0), np.linspace(0.0, 34.0, 10)[:, None], pens, [True])  # not moved on
+    assert lines.dataBounds(1) == (0.0, 35.0)
+    lines.set_lines(np.arange(10.0) - 5.0, np.linspace(0.0, 20.0, 10)[:, None], pens, [True])  # another range
+    assert lines.dataBounds(1) == (0.0, 20.0)  # fitted anew: 0..35 is kept only while following live
 
 
 def _image(draw) -> QImage:
@@ -203,6 +216,14 @@ def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:
         for ours, theirs in zip(moving.gpu_page.panels, rebuilt.gpu_page.panels, strict=True):
             for mine, other in zip(ours.lines, theirs.lines, strict=True):
                 assert _drawn(mine) == _drawn(other)
-                assert mine._bounds == other._bounds
-            assert ours.plot.getViewBox().viewRange() == theirs.plot.getViewBox().viewRange()
+                assert mine.dataBounds(0) == other.dataBounds(0)
+            # The time ranges the same; the value ranges each hold the lines (the one moved on may
+            # keep a range that still holds them snugly: Lines._value_range).
+            ranges = ours.plot.getViewBox().viewRange(), theirs.plot.getViewBox().viewRange()
+            assert ranges[0][0] == ranges[1][0]
+            for lines in ours.lines:
+                for k in range(len(lines.data)):
+                    drawn = lines.line(k)
+                    if drawn is not None:
+                        assert _holds(tuple(ranges[0][1]), drawn[1])
     assert moved > 0

@@ -112,15 +112,17 @@ def test_wheel_scrolls_the_page_and_ctrl_wheel_zooms_time_out_of_follow_live(win
     assert page.x_range() == pytest.approx((sample.timestamp_s - w.range_s - lead, sample.timestamp_s + lead))
 
 
-def test_a_drag_never_goes_past_now(window) -> None:
+def test_a_drag_never_goes_past_now_or_the_lead_following_live_showed(window) -> None:
     w, sample = window(seconds=1800)
     view = w.gpu_page.panels[2].plot.getViewBox()  # any panel: they are linked
-    span = w.gpu_page.x_range()[1] - w.gpu_page.x_range()[0]
+    shown_start, shown_end = w.gpu_page.x_range()
+    assert shown_end == sample.timestamp_s + LEAD_SHARE * w.range_s
+    view.translateBy(x=-10)  # a little into the past: moved by that, no jump back by the lead
+    view.sigRangeChangedManually.emit(view.state["mouseEnabled"])
+    assert w.gpu_page.x_range() == pytest.approx((shown_start - 10, shown_end - 10)) and not w.following
     view.translateBy(x=600)  # towards the future
     view.sigRangeChangedManually.emit(view.state["mouseEnabled"])
-    start, end = w.gpu_page.x_range()
-    assert end == pytest.approx(sample.timestamp_s) and end - start == pytest.approx(span)
-    assert not w.following
+    assert w.gpu_page.x_range() == pytest.approx((shown_start, shown_end))  # no further than it was
 
 
 def _flat_history(sample, seconds: int) -> History:

@@ -287,6 +287,15 @@ def test_a_panel_first_drawn_after_a_scroll_fits_its_values(qtbot) -> None:
     assert low <= np.nanmin(ys) and np.nanmax(ys) <= high
 
 
+def test_a_narrow_time_axis_takes_the_step_that_leaves_it_two_ticks() -> None:
+    from trayvml.ui.plots import GRID_SPACING_PX, TIME_GRID_STEPS_S, time_step_s
+
+    # 230 px at 5 minutes and a lead: 5-minute ticks (one, often at an edge), so 2-minute ones, 88 px apart.
+    assert time_step_s(315, 230, GRID_SPACING_PX, TIME_GRID_STEPS_S) == 120
+    assert time_step_s(315, 1160, GRID_SPACING_PX, TIME_GRID_STEPS_S) == 30  # a wide one: as before
+    assert time_step_s(315, 150, GRID_SPACING_PX, TIME_GRID_STEPS_S) == 300  # 2 minutes would be 57 px apart
+
+
 @pytest.mark.parametrize("range_s", [300, 3600])
 def test_each_per_gpu_panel_reads_a_time_on_its_axis(qtbot, range_s: int) -> None:
     from tests.ui_helpers import drawn_tick_labels

@@ -118,6 +118,35 @@ def test_following_live_the_view_leads_the_newest_reading_and_moves_on_once_reac
     assert w.gpu_page.x_range() == (later.timestamp_s - 60, later.timestamp_s + lead)
 
 
+def test_the_tier_of_every_sample_holds_fifteen_minutes_and_their_lead() -> None:
+    """Following live, the 15-minute view reads up to its lead before the range: past the first
+    tier, its lines would be the 5 s buckets, whose newest point lags the live one."""
+    from trayvml.history.rings import default_tiers
+
+    assert default_tiers()[0].span_s >= 900 * (1 + LEAD_SHARE) + 1
+
+
+def test_the_lines_keep_their_tier_while_they_grow_towards_the_views_end(eight) -> None:
+    """A panel's point budget is for the whole view: reading more of it as the newest reading
+    nears the view's end must not switch the lines to a coarser tier halfway."""
+    w, history, sample = eight
+    w.set_range(900)
+    w.finish_redraw()
+    budget = int(900 * (1 + LEAD_SHARE / 2))  # points: fewer than the view's seconds, more than the range's
+    w.gpu_page.budget = lambda panel, lines=1: budget
+    steps = []
+    later = sample
+    for _ in range(int(LEAD_SHARE * 900)):
+        later = _next(history, later)
+        w.update_sample(later)
+        w.finish_redraw()
+        xs, _ = w.gpu_page.panels[0].lines[0].line(0)
+        steps.append(float(xs[-1] - xs[-2]))
+    assert len(set(steps)) == 1, (
+        steps
+    )  # one tier from one move of the view to the next (1 s at first, then 5 s, before)
+
+
 def _unhovered(w, qtbot) -> None:
     """The mouse off the plots, where a test before may have left it: no crosshair, readout or
     highlighted GPU."""

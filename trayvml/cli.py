@@ -116,7 +116,7 @@ def _config_path(text: str) -> str:
 def build_parser() -> argparse.ArgumentParser:
     from trayvml.config import GENERAL_BY_KEY
     from trayvml.nvml.sim.options import SCENARIO_NAMES  # the scenarios' names, kept equal to SCENARIOS by a test
-    from trayvml.pick import DEFAULT_MAX_UTIL
+    from trayvml.pick import CRITERIA, DEFAULT_MAX_UTIL
 
     interval = GENERAL_BY_KEY["sampling_interval_s"]  # the settings' bounds, so that no option bypasses them
     assert interval.minimum is not None and interval.maximum is not None
@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     pick.add_argument(
         "--by",
-        choices=("memory", "memory-ratio", "power", "utilization"),
+        choices=CRITERIA,
         default="memory",
         help=translate(
             "cli",

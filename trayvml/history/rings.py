@@ -31,8 +31,9 @@ class Tier:
 def default_tiers(retention_s: float = 12 * 3600.0, sample_interval_s: float = 1.0) -> tuple[Tier, ...]:
     """Every sample for 16 min, 5 s buckets for 2 h, 30 s buckets out to ``retention_s``.
 
-    16, not 15: the 15-minute view following live reads a sample beyond its start, and a first tier
-    one sample short sent it to the 5 s buckets, whose newest point lags the live one by up to 5 s."""
+    16, not 15: the 15-minute view following live reads up to its lead (a twentieth of the range,
+    45 s: ui.window.LEAD_SHARE) and a sample before the range, and a first tier short of that sent
+    it to the 5 s buckets, whose newest point lags the live one by up to 5 s."""
     base = max(1.0, sample_interval_s)
     return (
         Tier(base, int(960 / base)),

@@ -72,6 +72,14 @@ class View:
     markers: Sequence[AlertEvent] = ()  # alerts to mark on GPU timelines
     asleep: Sequence[tuple[int, float, float]] = ()  # (GPU, from, until): shaded, the GPU slept
     process_jobs: bool = False  # the process panels draw a line per job (its processes added up)
+    shown_s: float = 0.0  # the span of the view (following live, longer than start..end: its lead)
+
+    def points(self, budget: int) -> int:
+        """Points to read start..end in, for a line of ``budget`` points across the whole view: the
+        history's tier stays the same while the lines grow towards the view's end."""
+        if self.shown_s <= 0:
+            return budget
+        return max(2, round(budget * (self.end_s - self.start_s) / self.shown_s))
 
 
 def _style_of(line: ProcessLine) -> int:
@@ -440,7 +448,9 @@ class GpuPage(PlotPage):
             self._draw_processes(panel, view)
             return
         if spec.strip:
-            series = view.history.gpu_series(spec.metrics[0].key, view.start_s, view.end_s, self.budget(panel))
+            series = view.history.gpu_series(
+                spec.metrics[0].key, view.start_s, view.end_s, view.points(self.budget(panel))
+            )
             panel.set_strip(series, self.gpu_count)
             return
         self.draw_lines(panel, view, range(self.gpu_count))
@@ -456,7 +466,7 @@ class GpuPage(PlotPage):
             if g.index in gpus and all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
         }
         shown = [g in gpus and g not in view.hidden_gpus and g not in unsupported for g in range(self.gpu_count)]
-        budget = self.budget(panel, sum(shown) * len(spec.metrics))
+        budget = view.points(self.budget(panel, sum(shown) * len(spec.metrics)))
         for k, metric in enumerate(spec.metrics):
             series = view.history.gpu_series(metric.key, view.start_s, view.end_s, budget)
             if series is None or series.mean.shape[1] != self.gpu_count:
@@ -492,7 +502,7 @@ class GpuPage(PlotPage):
         """A line per process (or job) that held a GPU in the range, biggest first: its memory, or its
         share of the SMs; from the store where the range reaches before memory."""
         column = 1 if panel.spec.process_sm else 0
-        lines = view.history.process_lines(view.start_s, view.end_s, self.budget(panel, MAX_PROCESS_LINES))
+        lines = view.history.process_lines(view.start_s, view.end_s, view.points(self.budget(panel, MAX_PROCESS_LINES)))
         if view.process_jobs:
             lines = by_job(lines)
         found = [
@@ -551,7 +561,7 @@ class MachinePage(PlotPage):
         self._core_pen = pg.mkPen(CORE_COLOUR, width=1)
 
     def draw_panel(self, panel: Panel, view: View) -> None:
-        budget = self.budget(panel)
+        budget = view.points(self.budget(panel))
         for k, metric in enumerate(panel.spec.metrics):
             series = view.history.host_series(metric.key, view.start_s, view.end_s, budget)
             if series is None:
@@ -559,7 +569,9 @@ class MachinePage(PlotPage):
             else:
                 panel.lines[k].set_lines(series.times_s, series.mean, [self._pens[k % len(self._pens)]], [True])
         if panel.spec.group is Group.CPU:
-            cores = view.history.core_series(view.start_s, view.end_s, self.budget(panel, view.history.core_count))
+            cores = view.history.core_series(
+                view.start_s, view.end_s, view.points(self.budget(panel, view.history.core_count))
+            )
             if cores is None or cores.mean.shape[1] == 0:
                 panel.extra.clear()
             else:

@@ -390,18 +390,15 @@ class Lines(pg.GraphicsObject):
         entry per column."""
         columns = [k for k, on in enumerate(shown) if on]
         values = ys[:, columns]
+        data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
+        kept = _Kept(xs, values, tuple(pens), tuple(shown))
+        moved_from_s = self._move_on(kept)
         bounds = None
         if len(xs) and values.size:
             y0, y1 = float(np.fmin.reduce(values, axis=None)), float(np.fmax.reduce(values, axis=None))
             if math.isfinite(y0):  # NaN: none finite
-                bounds = (float(xs[0]), float(xs[-1]), *self._value_range(y0, y1))
-        data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
-        kept = _Kept(xs, values, tuple(pens), tuple(shown))
-        moved_from_s = self._move_on(kept)
-        if moved_from_s is None:
-            self._set(data, pens, bounds)
-        else:
-            self._set(data, pens, bounds, built=True, changed_from_s=moved_from_s)
+                bounds = (float(xs[0]), float(xs[-1]), *self._value_range(y0, y1, keep=moved_from_s is not None))
+        self._set(data, pens, bounds, moved_from_s)
         if len(self._paths) == len(columns):  # every line shown is drawn: _move_on can move them on
             self._kept = kept
 
@@ -467,16 +464,16 @@ class Lines(pg.GraphicsObject):
             if len(finite):
                 x0, x1 = min(x0, float(line[0][0])), max(x1, float(line[0][-1]))
                 y0, y1 = min(y0, float(finite.min())), max(y1, float(finite.max()))
-        self._set(data, pens, (x0, x1, *self._value_range(y0, y1)) if x0 <= x1 else None)
+        self._set(data, pens, (x0, x1, *self._value_range(y0, y1, keep=False)) if x0 <= x1 else None)
 
-    def _value_range(self, low: float, high: float) -> tuple[float, float]:
+    def _value_range(self, low: float, high: float, keep: bool) -> tuple[float, float]:
         """The values' range as this item reports it (to the view box's auto range, and in its
-        bounding rect): out to round numbers, and the last one kept while it holds them and is
-        not more than twice as wide as they need. Following live, a new high or low every few
-        seconds (a climbing memory, noise) refitted the panel's value range, and so its axis,
-        grid and lines, where now only the new stretch of the lines is drawn."""
+        bounding rect): out to round numbers; ``keep`` (the lines moved on, following live): the
+        last one while it holds them and is not more than twice as wide as they need. Following
+        live, a new high or low every few seconds (a climbing memory, noise) refitted the panel's
+        value range, and so its axis, grid and lines, where now only their new stretch is drawn."""
         shown = _rounded_out(low, high)
-        if self._bounds is not None:
+        if keep and self._bounds is not None:
             kept_low, kept_high = self._bounds[2:]
             if kept_low <= low and high <= kept_high and kept_high - kept_low <= 2 * (shown[1] - shown[0]):
                 return kept_low, kept_high
@@ -487,17 +484,19 @@ class Lines(pg.GraphicsObject):
         data: Sequence[tuple[np.ndarray, np.ndarray] | None],
         pens: Sequence[QPen],
         bounds: tuple[float, float, float, float] | None,
-        built: bool = False,
-        changed_from_s: float = -math.inf,
+        moved_from_s: float | None = None,
     ) -> None:
-        """``built``: the lines drawn are already those of ``data`` (_move_on), changed from
-        ``changed_from_s`` on."""
+        """``moved_from_s``: the lines drawn are already those of ``data``, changed from this time
+        on (_move_on); None: they are built here."""
         before = self._bounds
         rect = self._rect
+        changed_from_s = -math.inf if moved_from_s is None else moved_from_s
         if (
-            built
-            and math.isfinite(changed_from_s)
-            and self.emphasis not in self._columns  # a highlighted line's stretch came out otherwise
+            math.isfinite(changed_from_s)
+            # A highlighted line is drawn wider and over the others: its stretch painted alone came
+            # out a few pixels off a whole paint, beside the stretch (the screen-grab test), and a
+            # highlight lasts only while the cursor is on a line.
+            and self.emphasis not in self._columns
             and rect is not None
             and bounds is not None
             and before is not None
@@ -508,7 +507,6 @@ class Lines(pg.GraphicsObject):
             # (with the room around the lines), and within the view alone: an axis it overlaps
             # by that room would be painted anew too.
             self.data = list(data)
-            self._kept = None
             self._bounds = bounds
             pad_x = before[0] - rect.left()
             left, right = changed_from_s - pad_x, max(before[1], bounds[1]) + pad_x
@@ -520,7 +518,7 @@ class Lines(pg.GraphicsObject):
         self._rect = None
         self.data = list(data)
         self._kept = None
-        if not built:
+        if moved_from_s is None:
             # Built once per data change; a moving view only changes the painter's transform.
             drawn = [
                 (column, pen, line)
@@ -578,12 +576,10 @@ class Lines(pg.GraphicsObject):
         # lead) without the item changing size, which has Qt paint all of it anew.
         view = self.getViewBox()
         x1 = max(x1, view.viewRange()[0][1]) if view is not None else x1
-        # Half the widest line around the data, and a pixel: pens are as wide in pixels at any
-        # scale, and wider on a screen at 200 % (paint).
+        # Half the widest line around the data, and a pixel: pens are as wide in (logical) pixels
+        # at any scale.
         px, py = self.pixelVectors()
-        scene = self.scene()
-        ratio = max((v.devicePixelRatioF() for v in scene.views()), default=1.0) if scene is not None else 1.0
-        pad_px = max((pen.widthF() or 1.0 for pen, _ in self._paths), default=1.0) * ratio / 2 + 1
+        pad_px = max((pen.widthF() or 1.0 for pen, _ in self._paths), default=1.0) / 2 + 1
         pad_x = 0.0 if px is None else px.length() * pad_px
         pad_y = 0.0 if py is None else py.length() * pad_px
         return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)

@@ -455,9 +455,11 @@ class GraphWindow(QMainWindow):
         page = self._plot_page()
         if page is not None and self.sample is not None and page.first is not None:
             start, end = page.x_range()
-            now = self.sample.timestamp_s
-            if end > now:  # a drag never goes past "now": there is nothing there yet
-                self._set_x_range(start - (end - now), now)
+            # A drag never goes past "now": there is nothing there yet; nor past the lead that
+            # following live showed (a drag from there would have jumped back by it at once).
+            limit = max(self.sample.timestamp_s, self._lead[1])
+            if end > limit:
+                self._set_x_range(start - (end - limit), limit)
         self._pan_timer.start(REFRESH_AFTER_PAN_MS)
 
     def zoom_time(self, center_s: float, factor: float) -> None:
@@ -560,8 +562,8 @@ class GraphWindow(QMainWindow):
 
     def view_range(self) -> tuple[float, float]:
         """What the timelines show. Following live, the range shown and LEAD_SHARE of it past the
-        newest reading, kept until the lines reach its end (or the range changes), and as much
-        before the range; else the range shown."""
+        newest reading, kept until the newest reading passes its end (or the range changes), and
+        as much before the range; else the range shown."""
         start, now = self.visible_range()
         if not self.following:
             return start, now
@@ -573,9 +575,9 @@ class GraphWindow(QMainWindow):
         return max(end - self.range_s - lead_s, self._history_start_s(now)), end
 
     def _history_start_s(self, now_s: float) -> float:
-        """Following live, where the view starts at the earliest: without the store, where the
-        history in memory begins (a minute at least), not a sliver at the right edge of an empty
-        range; with it, anywhere (the disk reaches back; what it lacks is shaded)."""
+        """Where a range up to now starts at the earliest: without the store, where the history in
+        memory begins (a minute at least), not a sliver at the right edge of an empty range; with
+        it, anywhere (the disk reaches back; what it lacks is shaded)."""
         if self._history.disk is not None:
             return -math.inf
         return now_s - max(FIRST_MINUTE_S, now_s - self._history.first_s)
@@ -669,6 +671,7 @@ class GraphWindow(QMainWindow):
             hidden,
             self.alert_table.markers(read_start, end, hidden),
             process_jobs=self.jobs_button.isChecked(),
+            shown_s=view_end - start,
         )
         if self.asleep_spans is not None:
             self._view = replace(self._view, asleep=self.asleep_spans.between(read_start, end))
