@@ -564,9 +564,9 @@ class GraphWindow(QMainWindow):
         """What the timelines show. Following live, the range shown and LEAD_SHARE of it past the
         newest reading, kept until the newest reading passes its end (or the range changes), and
         as much before the range; else the range shown."""
-        start, now = self.visible_range()
         if not self.following:
-            return start, now
+            return self.visible_range()
+        now = self._now_s()
         lead_s = LEAD_SHARE * self.range_s
         range_s, end = self._lead
         if range_s != self.range_s or not now <= end <= now + lead_s:
