@@ -187,7 +187,7 @@ def test_the_running_app_takes_changed_destinations_and_says_a_failing_one_in_th
     app.show_window()  # a hidden window updates nothing
     source, _, _ = simulated_source("idle:gpus=h100")
     app.on_sample(source.sample())
-    assert "Alerts could not be pushed to phone" in window.status_label.text()
+    qtbot.waitUntil(lambda: "Alerts could not be pushed to phone" in window.status_label.text())  # at its redraw
     app.apply_settings(replace(app.settings, push=()))  # removed: closed, and only the desktop's left
     assert app.push is None and isinstance(app.notifier, NoNotifier)
     app.sampler.stop()
