@@ -227,3 +227,36 @@ def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:
                     if drawn is not None:
                         assert _holds(tuple(ranges[0][1]), drawn[1])
     assert moved > 0
+
+
+def test_a_grid_kept_while_its_view_stays_draws_what_a_new_one_does_once_the_view_moves(qtbot) -> None:
+    """The grid keeps its lines while the view shows the same range (a second between moves paints
+    a stretch of it): after the view moves, or its values' range changes, it draws what a grid
+    made for that view draws."""
+    from trayvml.ui.plots import Grid
+
+    def plot_with_grid(x_range: tuple[float, float], y_range: tuple[float, float]) -> pg.PlotWidget:
+        widget = pg.PlotWidget()
+        widget.resize(400, 200)
+        plot = widget.getPlotItem()
+        plot.hideAxis("left")
+        plot.hideAxis("bottom")
+        grid = Grid(plot.getAxis("left"))
+        grid.set_colour(QColor(255, 255, 255))  # on pyqtgraph's black
+        plot.addItem(grid, ignoreBounds=True)
+        plot.getViewBox().setRange(xRange=x_range, yRange=y_range, padding=0)
+        qtbot.addWidget(widget)
+        widget.show()
+        return widget
+
+    start_s = 1_700_000_000.0
+    kept = plot_with_grid((start_s, start_s + 300), (0, 100))
+    kept.grab()  # its lines worked out and kept
+    for x_range, y_range in (((start_s + 130, start_s + 430), (0, 100)), ((start_s + 130, start_s + 430), (0, 700))):
+        kept.getPlotItem().getViewBox().setRange(xRange=x_range, yRange=y_range, padding=0)
+        new = plot_with_grid(x_range, y_range)
+        drawn = kept.grab().toImage()
+        assert drawn == new.grab().toImage()
+        black = QImage(drawn.size(), drawn.format())
+        black.fill(QColor(0, 0, 0))
+        assert drawn != black  # (a grid is drawn at all)

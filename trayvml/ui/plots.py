@@ -718,6 +718,8 @@ class Grid(pg.GraphicsObject):
         self._pen.setCosmetic(True)
         self._values_key: tuple[float, float, float] | None = None
         self._value_ticks: list[float] = []
+        self._lines_key: tuple[float, ...] | None = None
+        self._lines: list[QLineF] = []  # as last drawn, kept while the view shows the same
         self.setZValue(-100)
 
     def set_colour(self, colour: QColor) -> None:
@@ -745,10 +747,16 @@ class Grid(pg.GraphicsObject):
         if key != self._values_key:
             levels = self._values.tickValues(rect.top(), rect.bottom(), max(1.0, view.height()))
             self._values_key, self._value_ticks = key, list(levels[0][1]) if levels else []
-        lines = [QLineF(rect.left(), y, rect.right(), y) for y in self._value_ticks]
-        lines += [QLineF(x, rect.top(), x, rect.bottom()) for x in time_grid_s(rect.left(), rect.right(), view.width())]
+        # Following live, a second between moves of the view paints a stretch a few pixels wide
+        # of every panel in view: the lines themselves are the same.
+        lines_key = (*key, rect.left(), rect.right(), view.width())
+        if lines_key != self._lines_key:
+            lines = [QLineF(rect.left(), y, rect.right(), y) for y in self._value_ticks]
+            grid_s = time_grid_s(rect.left(), rect.right(), view.width())
+            lines += [QLineF(x, rect.top(), x, rect.bottom()) for x in grid_s]
+            self._lines_key, self._lines = lines_key, lines
         painter.setPen(self._pen)
-        painter.drawLines(lines)
+        painter.drawLines(self._lines)
 
 
 class Panel:
