@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRect
 from PySide6.QtGui import QImage, QPaintEvent
+from PySide6.QtWidgets import QGraphicsItem
 
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.metrics import GPU_INDEX, Group
@@ -324,3 +325,52 @@ def test_the_15_minute_view_following_live_draws_every_sample_to_the_newest(qtbo
     times, values = w.gpu_page.panels[0].lines[0].line(0)
     assert times[-1] == sample.timestamp_s and values[-1] == sample.gpus[0].value("utilization_gpu_percent")
     assert times[-1] - times[-2] == 1.0  # every sample, not 5 s buckets
+
+
+@pytest.mark.parametrize("spec", ["training:gpus=h100*8", "idle:gpus=h100+rtx4090+laptop"])
+def test_everything_a_panel_draws_lies_inside_the_panel(qtbot, spec: str) -> None:
+    """Each panel tells Qt that its items draw only inside it (ItemContainsChildrenInShape): a
+    paint then skips the panels it does not reach and all they hold (following live, a second's
+    stretch reaches four panels of a page's thirteen). An item drawn past its panel would be left
+    stale there: none is, on any page, also where a panel says its metrics are not supported."""
+    history, sample = filled_history(spec, 600, host=True)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.set_range(RANGE_S)
+    contained = QGraphicsItem.GraphicsItemFlag.ItemContainsChildrenInShape
+    clips = QGraphicsItem.GraphicsItemFlag.ItemClipsChildrenToShape
+    checked = 0
+
+    def check(page) -> int:
+        """How many items were looked at, of ``page``'s panels as laid out in view."""
+        w.refresh()
+        qtbot.wait(5)
+        count = 0
+        for panel in page.panels:
+            plot = panel.plot
+            assert plot.flags() & contained
+            outside = []
+            items = list(plot.childItems())
+            while items:
+                item = items.pop()
+                items += item.childItems()
+                drawn = item.sceneBoundingRect()
+                parent = item.parentItem()
+                while parent is not None and parent is not plot:  # what a clipping item holds is cut at its edge
+                    if parent.flags() & clips:
+                        drawn &= parent.sceneBoundingRect()
+                    parent = parent.parentItem()
+                count += 1
+                if item.isVisible() and not drawn.isEmpty() and not plot.sceneBoundingRect().contains(drawn):
+                    outside.append((type(item).__name__, drawn))
+            assert not outside, panel.title
+        return count
+
+    w.tabs.setCurrentWidget(w._gpu_tab)
+    checked += check(w.gpu_page)
+    w.tabs.setCurrentWidget(w.host_page)
+    checked += check(w.host_page)
+    w.tabs.setCurrentWidget(w.per_gpu)
+    for group in range(w.per_gpu.group_box.count()):
+        w.per_gpu.group_box.setCurrentIndex(group)
+        checked += check(w.per_gpu.page)
+    assert checked > 100
