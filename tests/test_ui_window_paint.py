@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRect
-from PySide6.QtGui import QImage, QPaintEvent
+from PySide6.QtGui import QColor, QImage, QPaintEvent
 from PySide6.QtWidgets import QGraphicsItem
 
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
@@ -374,3 +374,32 @@ def test_everything_a_panel_draws_lies_inside_the_panel(qtbot, spec: str) -> Non
         w.per_gpu.group_box.setCurrentIndex(group)
         checked += check(w.per_gpu.page)
     assert checked > 100
+
+
+def test_time_axes_kept_as_pixels_show_the_range_after_the_view_moves(eight, qtbot) -> None:
+    """The time axes are kept as pixels between changes (the lines' stretch at a panel's bottom
+    overlaps its axis by a pixel, which had the axis drawn anew each second): once the view has
+    moved on, and after a change of colours, they show what they draw anew."""
+    w, history, sample = eight
+    page = w.gpu_page
+    _unhovered(w, qtbot)
+    later = _next(history, sample, seconds=MOVE_S)  # past the view's edge: it moves on
+    w.update_sample(later)
+    w.finish_redraw()
+    qtbot.wait(20)
+    axes = [panel.plot.getAxis("bottom") for panel in page.visible_panels()]
+    assert all(axis.cacheMode() == QGraphicsItem.CacheMode.DeviceCoordinateCache for axis in axes)
+    plots = page.layout_widget.viewport()
+    seen = QRect(plots.mapFrom(page.viewport(), QPoint(0, 0)), page.viewport().size())
+
+    def drawn_anew() -> QImage:
+        for axis in axes:  # their pixels dropped
+            axis.setCacheMode(QGraphicsItem.CacheMode.NoCache)
+            axis.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
+        return plots.grab(seen).toImage()
+
+    assert plots.grab(seen).toImage() == drawn_anew()
+    page.apply_palette(QColor(30, 30, 30), QColor(250, 120, 0))  # other colours, as a theme change gives
+    w.refresh()
+    qtbot.wait(20)
+    assert plots.grab(seen).toImage() == drawn_anew()

@@ -12,6 +12,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QDateTime, QLineF, QLocale, QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPainterPath, QPen, QPicture, QPolygonF
+from PySide6.QtWidgets import QGraphicsItem
 
 from trayvml.core.formatting import format_precise
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
@@ -183,6 +184,12 @@ class TimeAxis(pg.DateAxisItem):
     second, and working one out costs about a millisecond of Python)."""
 
     _shared: ClassVar[tuple[tuple[object, ...], QPicture] | None] = None  # (what it shows, the picture)
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)
+        # Kept as pixels until it changes: the view's lowest pixel row overlaps it, so a second's
+        # stretch of lines at the bottom of a panel had its axis played again, text shaped anew.
+        self.setCacheMode(QGraphicsItem.CacheMode.DeviceCoordinateCache)
 
     def _picture_key(self) -> tuple[object, ...]:
         """All that the picture depends on: two axes with equal keys draw the same."""
