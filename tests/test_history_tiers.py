@@ -199,3 +199,31 @@ def test_a_bucket_of_negative_zeros_has_a_mean_of_zero_as_a_sum_from_zero_gives(
     assert series is not None and series.step_s == 5.0
     assert series.mean[-1, 0] == 0.0 and not np.signbit(series.mean[-1, 0])
     assert np.signbit(series.low[-1, 0]) and np.signbit(series.high[-1, 0])  # -0.0 was all there was
+
+
+@pytest.mark.parametrize("rows", [10, 27])  # within one stretch of the 20-slot ring, and across its end
+def test_a_read_is_the_callers_own_and_writing_into_it_leaves_the_history_as_it_was(rows: int) -> None:
+    """A read of one stretch of a ring is sliced out of it rather than gathered: still a copy. The
+    window keeps what it read (its lines), and the ring goes on being written."""
+    history = History(TIERS)
+    start_s = 1_700_000_000.0
+    for k in range(rows):
+        gpu_row = np.full((1, len(HISTORY_GPU_KEYS)), float(k), dtype=np.float32)
+        history.append_values(start_s + k, gpu_row, np.full(len(HISTORY_HOST_KEYS) + CORES, float(k), np.float32))
+    end_s = start_s + rows - 1
+
+    def reads() -> list[np.ndarray]:
+        gpu = history.gpu_series("power_draw_w", end_s - 9, end_s, 100)
+        host = history.host_series(HOST_KEY, end_s - 9, end_s, 100)
+        cores = history.core_series(end_s - 9, end_s, 100)
+        assert gpu is not None and host is not None and cores is not None
+        return [series.mean for series in (gpu, host, cores)]
+
+    first = reads()
+    assert [float(a[-1, 0]) for a in first] == [rows - 1.0] * 3
+    for array in first:
+        array[:] = -1.0
+    assert all(
+        np.array_equal(a, np.repeat(np.arange(rows - 10, rows, dtype=np.float32), a.shape[1]).reshape(10, -1))
+        for a in reads()
+    )

@@ -150,17 +150,29 @@ class _Ring:
         step = self.tier.step_s
         first = int(start_s // step)
         last = int(end_s // step)
-        wanted = np.arange(max(first, last - self.tier.capacity + 1), last + 1, dtype=np.int64)
-        positions = wanted % self.tier.capacity
-        valid = (self.slots[positions] == wanted)[:, None]
-        # Only the columns asked for are copied (a GPU metric is one column in 8 × 48).
-        rows = positions if isinstance(columns, slice) else positions[:, None]
-        mean = np.where(valid, self.mean[rows, columns], np.nan)
-        if self.aggregated:
-            low = np.where(valid, self.low[rows, columns], np.nan)
-            high = np.where(valid, self.high[rows, columns], np.nan)
+        first = max(first, last - self.tier.capacity + 1)
+        wanted = np.arange(first, last + 1, dtype=np.int64)
+        start = first % self.tier.capacity
+        if start + len(wanted) <= self.tier.capacity:  # one stretch of the ring: sliced, not gathered
+            rows: np.ndarray | slice = slice(start, start + len(wanted))
         else:
-            low = high = mean
+            rows = wanted % self.tier.capacity
+        valid = self.slots[rows] == wanted
+
+        def kept(values: np.ndarray) -> np.ndarray:
+            # Only the columns asked for are copied (a GPU metric is one column in 8 × 48).
+            if isinstance(rows, slice) and isinstance(columns, slice):
+                picked = values[rows, columns].copy()  # a copy: the ring goes on being written
+            elif isinstance(rows, slice) or isinstance(columns, slice):
+                picked = values[rows, columns]
+            else:
+                picked = values[rows[:, None], columns]
+            if not valid.all():
+                picked[~valid] = np.nan
+            return picked
+
+        mean = kept(self.mean)
+        low, high = (kept(self.low), kept(self.high)) if self.aggregated else (mean, mean)
         return Series(wanted * step, mean, low, high, step)
 
 
