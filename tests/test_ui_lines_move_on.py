@@ -95,6 +95,20 @@ def _holds(value_range: tuple[float | None, float | None], values: np.ndarray) -
     return low is not None and high is not None and low <= float(finite.min()) and float(finite.max()) <= high
 
 
+def test_lines_of_another_step_from_the_same_first_time_are_built_anew(qtbot) -> None:
+    """A coarser tier of the history (another range) can start at the very time the last lines
+    did: its times part from theirs after the first, and so do its lines."""
+    pens = [pg.mkPen("r")]
+    lines = Lines()
+    values = np.arange(20.0)[:, None]
+    lines.set_lines(np.arange(20.0), values, pens, [True])
+    coarser = np.arange(0.0, 100.0, 5.0)
+    lines.set_lines(coarser, values, pens, [True])
+    fresh = Lines()
+    fresh.set_lines(coarser, values, pens, [True])
+    assert _drawn(lines) == _drawn(fresh)
+
+
 def test_a_line_that_parts_from_the_last_is_built_anew(qtbot) -> None:
     pens = [pg.mkPen("r")]
     lines = Lines()
