@@ -245,8 +245,8 @@ def test_a_window_following_live_draws_what_rebuilt_lines_draw(qtbot) -> None:
 
 def test_a_grid_kept_while_its_view_stays_draws_what_a_new_one_does_once_the_view_moves(qtbot) -> None:
     """The grid keeps its lines while the view shows the same range (a second between moves paints
-    a stretch of it): after the view moves, or its values' range changes, it draws what a grid
-    made for that view draws."""
+    a stretch of it): after the view moves, its values' range changes or it is resized, it draws
+    what a grid made for that view draws."""
     from trayvml.ui.plots import Grid
 
     def plot_with_grid(x_range: tuple[float, float], y_range: tuple[float, float]) -> pg.PlotWidget:
@@ -274,3 +274,8 @@ def test_a_grid_kept_while_its_view_stays_draws_what_a_new_one_does_once_the_vie
         black = QImage(drawn.size(), drawn.format())
         black.fill(QColor(0, 0, 0))
         assert drawn != black  # (a grid is drawn at all)
+    # Narrower, the same range: time lines further apart (time_grid_s).
+    kept.resize(160, 200)
+    new = plot_with_grid((start_s + 130, start_s + 430), (0, 700))
+    new.resize(160, 200)
+    assert kept.grab().toImage() == new.grab().toImage()
