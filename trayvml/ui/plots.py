@@ -300,14 +300,16 @@ class TimeAxis(pg.DateAxisItem):
     _text_sizes: ClassVar[dict[tuple[str, str], tuple[float, float]]] = {}
 
     def _text_size(self, p: QPainter, font: str, text: str) -> tuple[float, float]:
-        """A label's width and height as pyqtgraph measures it (its bounding rect, four fifths as high)."""
+        """A label's width and height: its bounding rect. pyqtgraph takes four fifths of the height,
+        and so sized the axis for a large font a few pixels short of its labels' descenders, which it
+        then cut off (it clips the labels to the axis: "jue" read "iue" at 16 pt)."""
         key = (font, text)
         size = TimeAxis._text_sizes.get(key)
         if size is None:
             if len(TimeAxis._text_sizes) > TEXT_SIZES_KEPT:
                 TimeAxis._text_sizes.clear()  # following live, every new time is a new text
             rect = p.boundingRect(QRectF(0, 0, 100, 100), Qt.AlignmentFlag.AlignCenter, text)
-            size = TimeAxis._text_sizes[key] = (rect.width(), rect.height() * 0.8)
+            size = TimeAxis._text_sizes[key] = (rect.width(), rect.height())
         return size
 
     def tickValues(self, minVal: float, maxVal: float, size: float) -> list[tuple[float, list[float]]]:  # noqa: N802, N803
