@@ -153,20 +153,20 @@ class _Ring:
         first = max(first, last - self.tier.capacity + 1)
         wanted = np.arange(first, last + 1, dtype=np.int64)
         start = first % self.tier.capacity
+        rows: np.ndarray | slice
         if start + len(wanted) <= self.tier.capacity:  # one stretch of the ring: sliced, not gathered
-            rows: np.ndarray | slice = slice(start, start + len(wanted))
+            rows = slice(start, start + len(wanted))
+            valid = self.slots[rows] == wanted
         else:
-            rows = wanted % self.tier.capacity
-        valid = self.slots[rows] == wanted
+            positions = wanted % self.tier.capacity
+            valid = self.slots[positions] == wanted
+            rows = positions if isinstance(columns, slice) else positions[:, None]
+        # Sliced both ways, the values are a view of the ring, which goes on being written.
+        view = isinstance(rows, slice) and isinstance(columns, slice)
 
         def kept(values: np.ndarray) -> np.ndarray:
             # Only the columns asked for are copied (a GPU metric is one column in 8 × 48).
-            if isinstance(rows, slice) and isinstance(columns, slice):
-                picked = values[rows, columns].copy()  # a copy: the ring goes on being written
-            elif isinstance(rows, slice) or isinstance(columns, slice):
-                picked = values[rows, columns]
-            else:
-                picked = values[rows[:, None], columns]
+            picked = values[rows, columns].copy() if view else values[rows, columns]
             if not valid.all():
                 picked[~valid] = np.nan
             return picked
