@@ -11,7 +11,7 @@ from dataclasses import replace
 import pytest
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRect
 from PySide6.QtGui import QColor, QImage, QPaintEvent
-from PySide6.QtWidgets import QGraphicsItem
+from PySide6.QtWidgets import QGraphicsItem, QWidget
 
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.metrics import GPU_INDEX, Group
@@ -148,6 +148,12 @@ def test_the_lines_keep_their_tier_while_they_grow_towards_the_views_end(eight) 
     )  # one tier from one move of the view to the next (1 s at first, then 5 s, before)
 
 
+def _plots_in_view(page) -> tuple[QWidget, QRect]:
+    """The widget ``page``'s plots are drawn on, and the part of it scrolled into view."""
+    plots = page.layout_widget.viewport()
+    return plots, QRect(plots.mapFrom(page.viewport(), QPoint(0, 0)), page.viewport().size())
+
+
 def _unhovered(w, qtbot) -> None:
     """The mouse off the plots, where a test before may have left it: no crosshair, readout or
     highlighted GPU."""
@@ -200,8 +206,7 @@ def test_stretches_painted_one_by_one_add_up_to_the_whole_picture(eight, qtbot, 
         qtbot.wait(5)  # painted, a stretch at a time
     qtbot.wait(20)
     screen = w.screen().grabWindow(w.winId()).toImage()  # what the window's paints left there
-    plots = page.layout_widget.viewport()
-    seen = QRect(plots.mapFrom(page.viewport(), QPoint(0, 0)), page.viewport().size())  # scrolled into view
+    plots, seen = _plots_in_view(page)
     shown = screen.copy(QRect(plots.mapTo(w, seen.topLeft()), seen.size())).convertToFormat(QImage.Format.Format_RGB32)
     whole = plots.grab(seen).toImage().convertToFormat(QImage.Format.Format_RGB32)  # painted whole, now
     assert shown.size() == whole.size() and shown == whole
@@ -389,8 +394,7 @@ def test_time_axes_kept_as_pixels_show_the_range_after_the_view_moves(eight, qtb
     qtbot.wait(20)
     axes = [panel.plot.getAxis("bottom") for panel in page.visible_panels()]
     assert all(axis.cacheMode() == QGraphicsItem.CacheMode.DeviceCoordinateCache for axis in axes)
-    plots = page.layout_widget.viewport()
-    seen = QRect(plots.mapFrom(page.viewport(), QPoint(0, 0)), page.viewport().size())
+    plots, seen = _plots_in_view(page)
 
     def drawn_anew() -> QImage:
         for axis in axes:  # their pixels dropped
