@@ -387,6 +387,33 @@ def test_every_tick_reads_what_is_read_every_few_seconds_otherwise_on_each_sampl
         source.close()
 
 
+def test_a_held_reading_says_how_long_ago_it_was_read() -> None:
+    """The tray's cadences hold a value between its reads: each sample says, for such a value, how
+    many seconds ago it was read; one read at the sample's tick says nothing. A snapshot's or a
+    log's samples read everything at their time, and hold nothing."""
+    import pynvml as N
+
+    source, clock, lib = simulated_source("processes:gpus=h100,start=1800")
+    ages = []
+    for _ in range(12):
+        gpu = source.sample().gpus[0]
+        ages.append((gpu.age_s("power_limit_w"), gpu.age_s("energy_consumed_j"), gpu.age_s("process_count")))
+        assert gpu.age_s("power_draw_w") == gpu.age_s("utilization_gpu_percent") == 0.0  # every tick
+        clock.advance_s(1)
+    assert [a[0] for a in ages] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]  # every 10 s
+    assert [a[1] for a in ages] == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]  # every 5 s
+    assert [a[2] for a in ages] == [a[1] for a in ages]  # the count goes with the lists, read with the energy
+    lib.fail("nvmlDeviceGetPowerManagementLimit", N.NVML_ERROR_UNKNOWN)  # its next read fails
+    clock.advance_s(8)
+    gpu = source.sample().gpus[0]
+    assert gpu.state("power_limit_w") is not MetricState.OK and gpu.age_s("power_limit_w") == 0.0
+    source.close()
+    snapshot, clock, _ = simulated_source("processes:gpus=h100,start=1800", every_tick=True)
+    for _ in range(3):
+        assert snapshot.sample().gpus[0].read_ago_s == ()
+        clock.advance_s(1)
+
+
 def test_every_tick_asks_the_per_process_sm_share_no_sooner_than_the_driver_has_new_samples() -> None:
     """A snapshot reads its process lists twice, half a second apart: the driver samples each
     process only every second or more, so a second call then answers nothing new, which would

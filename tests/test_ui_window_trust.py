@@ -124,6 +124,31 @@ def test_device_details_say_a_metric_not_read_yet_is_being_read(window) -> None:
     assert texts["Power draw"].endswith(" W")
 
 
+def test_device_details_say_how_long_ago_a_held_reading_was_read(window) -> None:
+    # The power limit is read every 10 s, the energy counter every 5 s: between their reads the tray
+    # holds them, and Device details says so beside the value rather than passing it off as live.
+    from dataclasses import replace
+
+    w, sample = window(seconds=10)  # its sample is the second read: the limit and the energy held from the first
+    gpu = sample.gpus[0]
+    assert gpu.age_s("power_limit_w") == gpu.age_s("energy_consumed_j") == 1
+    w.tabs.setCurrentWidget(w.details)
+    w.refresh()
+    top = w.details.topLevelItem(1)
+    readings = top.child(top.childCount() - 1)
+
+    def read() -> dict[str, str]:
+        return {readings.child(k).text(0): readings.child(k).text(2) for k in range(readings.childCount())}
+
+    assert read()["Power limit"] == read()["Energy since driver load"] == "1 s ago"
+    assert read()["Power draw"] == read()["GPU utilization"] == ""  # read at the sample's tick
+    held = (("power_limit_w", 8.0), ("energy_consumed_j", 3.0))
+    w.details.show_readings(replace(sample, gpus=(replace(gpu, read_ago_s=held), *sample.gpus[1:])))
+    assert read()["Power limit"] == "8 s ago" and read()["Energy since driver load"] == "3 s ago"
+    w.details.show_readings(replace(sample, gpus=(replace(gpu, read_ago_s=()), *sample.gpus[1:])))
+    assert set(read().values()) == {""}  # all read now: none says when
+
+
 def test_device_details_say_a_wrapped_counter_s_rate_is_only_a_lower_bound(window) -> None:
     # An RTX 4090's PCIe link (Gen4 x16, 32 GB/s) can wrap the 32-bit byte counters 7 times a second:
     # the rate read a second apart is "at least". (An H100 or H200 has GPM's rate instead, which does

@@ -209,6 +209,10 @@
         <translation>值</translation>
     </message>
     <message>
+        <source>As of</source>
+        <translation>截至</translation>
+    </message>
+    <message>
         <source>System</source>
         <translation>系统</translation>
     </message>
@@ -231,6 +235,10 @@
     <message>
         <source>being read…</source>
         <translation>正在读取…</translation>
+    </message>
+    <message>
+        <source>{age} s ago</source>
+        <translation>{age} 秒前</translation>
     </message>
     <message>
         <source>{count} links</source>

@@ -224,9 +224,20 @@ class GpuSample:
     # once between two reads (the value is what is certain; the true rate may be higher).
     lower_bounds: frozenset[str] = frozenset()
     unified_memory: bool = False  # its memory values are the host's RAM, shared with the CPU
+    # (key, seconds): values read at an earlier tick and held, as the reader reads them on a slower
+    # cadence (limits, error counters, energy, process lists: nvml/specs.py), with how long ago.
+    # A value not named here was read at this sample's tick.
+    read_ago_s: tuple[tuple[str, float], ...] = ()
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]
+
+    def age_s(self, key: str) -> float:
+        """How long ago ``key``'s value was read: 0.0 when at this sample's tick."""
+        for held, age_s in self.read_ago_s:
+            if held == key:
+                return age_s
+        return 0.0
 
     def state(self, key: str) -> MetricState:
         return self.states[GPU_INDEX[key]]

@@ -457,6 +457,7 @@ class NvmlReader:
             tuple(g.nvlink_rx.tolist()),
             g.lost,
             lower_bounds=frozenset(k for k in g.lower_bounds if g.states[GPU_INDEX[k]] is MetricState.OK),
+            read_ago_s=() if g.lost else self.scheduler.held_ages(g, now_s),
         )
 
     def _woke(self, g: GpuState) -> None:

@@ -51,6 +51,7 @@ _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
 _NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
 _NO_PCIE_LINK = frozenset({"pcie_link_gen", "pcie_link_width"})
 _MEMORY_USED = GPU_INDEX["memory_used_bytes"]
+_PROCESS_COUNT = "process_count"  # the metric the process lists make (a count held with them)
 # The listed processes hold more than the GPU has in use by this much: one has ended since the lists
 # were read (on a real H200, 2026-11-26: 2698 MiB listed 5 s after the driver had let them go).
 # The processes' memory is part of the memory used, which a margin above the driver's rounding keeps.
@@ -641,6 +642,22 @@ class Scheduler:
         if g.dropped:
             g.active = [o for o in g.active if o not in g.dropped]
             g.dropped.clear()
+
+    def held_ages(self, g: GpuState, now_s: float) -> tuple[tuple[str, float], ...]:
+        """The keys whose values an earlier tick read, with how many seconds ago: those of the ops
+        on a slower cadence that were not due at ``now_s`` (a value that failed since says so in
+        its state instead). The process lists stand for the count made from them."""
+        if self.every_tick:
+            return ()
+        held: dict[str, float] = {}
+        for op in g.active:
+            if op.period_s and not op.failing:
+                age_s = now_s - (op.next_due_s - op.period_s)
+                if age_s > 0:
+                    for key in op.keys:
+                        shown = _PROCESS_COUNT if key == PROCESSES else key
+                        held[shown] = max(age_s, held.get(shown, 0.0))
+        return tuple(held.items())
 
     @staticmethod
     def _succeeded(g: GpuState, op: Op) -> None:

@@ -22,6 +22,7 @@ READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")
 NVLINK_LINKS = QT_TRANSLATE_NOOP("DetailsPage", "NVLink per link")
 
 J_PER_WH = 3600.0
+HELD_SHOWN_FROM_S = 0.5  # a reading this much older than the sample says when it was read ("1 s ago")
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -36,10 +37,12 @@ def _reading_text(metric: Metric, value: float) -> str:
 class DetailsPage(QTreeWidget):
     def __init__(self) -> None:
         super().__init__()
-        self.setHeaderLabels(["", translate("DetailsPage", "Value")])
+        self.setHeaderLabels(["", translate("DetailsPage", "Value"), translate("DetailsPage", "As of")])
         # The key column as wide as its longest key ("Temperature below the shutdown limit" was cut
-        # at a fixed 260 px, and more so in a longer translation); the value takes the rest.
+        # at a fixed 260 px, and more so in a longer translation), the value's as its longest value;
+        # when a value was read (the last column) takes the rest.
         self.header().setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        self.header().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         self.header().setStretchLastSection(True)
         # Per GPU index: the item of each metric's reading, and the NVLink links' parent.
         self._readings: dict[int, dict[str, QTreeWidgetItem]] = {}
@@ -99,8 +102,16 @@ class DetailsPage(QTreeWidget):
                     text = translate("metrics", state.label)
                 if ok and metric.key in gpu.lower_bounds:
                     text = at_least(text)
-                if items[metric.key].text(1) != text:
-                    items[metric.key].setText(1, text)
+                item = items[metric.key]
+                if item.text(1) != text:
+                    item.setText(1, text)
+                # A value read at an earlier tick (a slower cadence: limits, error counters, energy)
+                # says how long ago; one read now, or none at all, says nothing here.
+                age_s = gpu.age_s(metric.key) if ok else 0.0
+                held = age_s >= HELD_SHOWN_FROM_S
+                read = translate("DetailsPage", "{age} s ago").format(age=f"{age_s:.0f}") if held else ""
+                if item.text(2) != read:
+                    item.setText(2, read)
             self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)
 
     @staticmethod
