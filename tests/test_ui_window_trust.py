@@ -149,6 +149,19 @@ def test_device_details_say_how_long_ago_a_held_reading_was_read(window) -> None
     assert set(read().values()) == {""}  # all read now: none says when
 
 
+def test_the_processes_tab_says_how_long_ago_the_lists_were_read(window) -> None:
+    # The process lists are read every 5 s: their memory and SM share are not this second's.
+    from dataclasses import replace
+
+    w, sample = window("processes:gpus=rtx4090*2,seed=3", seconds=10)
+    assert sample.gpus[0].age_s("process_count") == 1  # the second read: the lists are the first's
+    w.tabs.setCurrentWidget(w.process_tab)
+    w.refresh()
+    assert w.process_tab.read_label.text() == "Lists read 1 s ago"
+    w.process_tab.update_processes(replace(sample, gpus=tuple(replace(g, read_ago_s=()) for g in sample.gpus)))
+    assert w.process_tab.read_label.text() == "Lists read just now"
+
+
 def test_device_details_say_a_wrapped_counter_s_rate_is_only_a_lower_bound(window) -> None:
     # An RTX 4090's PCIe link (Gen4 x16, 32 GB/s) can wrap the 32-bit byte counters 7 times a second:
     # the rate read a second apart is "at least". (An H100 or H200 has GPM's rate instead, which does

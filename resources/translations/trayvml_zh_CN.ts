@@ -896,6 +896,14 @@ It is sent SIGTERM, as kill does.</source>
         <translation>请先选择一个进程</translation>
     </message>
     <message>
+        <source>Lists read {age} s ago</source>
+        <translation>进程列表读取于 {age} 秒前</translation>
+    </message>
+    <message>
+        <source>Lists read just now</source>
+        <translation>进程列表刚刚读取</translation>
+    </message>
+    <message>
         <source>Not shown by job: {hidden}</source>
         <translation>未按作业显示：{hidden}</translation>
     </message>

@@ -208,6 +208,10 @@ def job_text(process: ProcessSample, translated: bool = True) -> str:
     return f"{translate('jobs', words) if translated else words} {named}"
 
 
+# A reading this much older than its sample says when it was read ("1 s ago"; see GpuSample.read_ago_s).
+HELD_SHOWN_FROM_S = 0.5
+
+
 @dataclass(frozen=True)
 class GpuSample:
     """One GPU at one instant. ``values`` and ``states`` follow GPU_METRICS' order."""

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 from trayvml.core.formatting import at_least, format_precise, format_static
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import GPU_METRICS, Metric, Unit
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.sample import HELD_SHOWN_FROM_S, MetricState, Sample
 from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes
 from trayvml.monitor.energy import format_energy
@@ -22,7 +22,6 @@ READINGS = QT_TRANSLATE_NOOP("DetailsPage", "Current readings")
 NVLINK_LINKS = QT_TRANSLATE_NOOP("DetailsPage", "NVLink per link")
 
 J_PER_WH = 3600.0
-HELD_SHOWN_FROM_S = 0.5  # a reading this much older than the sample says when it was read ("1 s ago")
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 

@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import clean, menu_label, shorten
-from trayvml.core.sample import ProcessSample, Sample, hidden_processes_words, job_text
+from trayvml.core.sample import HELD_SHOWN_FROM_S, ProcessSample, Sample, hidden_processes_words, job_text
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.attribution import KernelSession, default_attributor
 from trayvml.host.jupyter import shut_down_kernel
@@ -511,6 +511,12 @@ class ProcessesTab(QWidget):
         row = QHBoxLayout()
         row.setContentsMargins(0, 0, 6, 0)
         row.addWidget(self.group_box)
+        # The lists are read every few seconds (a process query costs the driver milliseconds):
+        # how long ago, so that their memory and SM share are not taken for this second's.
+        self.read_label = QLabel()
+        self.read_label.setObjectName("lists_read")
+        self.read_label.setStyleSheet("color: palette(placeholder-text); padding: 0 6px;")
+        row.addWidget(self.read_label)
         row.addStretch(1)
         row.addWidget(self.kernel_button)
         row.addWidget(self.end_button)
@@ -600,6 +606,12 @@ class ProcessesTab(QWidget):
 
     def update_processes(self, sample: Sample) -> None:
         self.processes.update_processes(sample)
+        age_s = max((gpu.age_s("process_count") for gpu in sample.gpus), default=0.0)
+        self.read_label.setText(
+            translate("ProcessesTab", "Lists read {age} s ago").format(age=f"{age_s:.0f}")
+            if age_s >= HELD_SHOWN_FROM_S
+            else translate("ProcessesTab", "Lists read just now")
+        )
         model = self.processes
         for column in OPTIONAL_COLUMNS:
             empty = not any(model.index(r, column).data() for r in range(model.rowCount()))
