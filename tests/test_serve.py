@@ -105,6 +105,11 @@ def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> N
     assert served[("trayvml_gpu_energy_joules_total", device.uuid)] == pytest.approx(gpu.value("energy_consumed_j"))
     # Served at each sample's time, read every 5 s: its help says so, as the process series' do.
     assert "# HELP trayvml_gpu_energy_joules_total Energy since driver load (read every 5 s)\n" in text
+    # So do the limits and error counters, read every 10 s; a metric read every tick says nothing.
+    assert "# HELP trayvml_gpu_power_limit_watts Power limit (read every 10 s)\n" in text
+    ecc = "trayvml_gpu_ecc_uncorrected_volatile_errors_total ECC uncorrected (volatile)"
+    assert f"# HELP {ecc} (read every 10 s)\n" in text
+    assert "# HELP trayvml_gpu_utilization_ratio GPU utilization\n" in text
     assert served[("trayvml_up", None)] == 1.0
     info = next(p for p in _points(text) if p.name == "trayvml_gpu_info" and p.labels["uuid"] == device.uuid)
     assert info.labels["name"] == device.name and info.labels["pci_bus_id"] == device.pci_bus_id

@@ -341,3 +341,16 @@ def read_keys() -> dict[str, str]:
     for gpm in GPM:
         how[gpm.key] = "nvmlGpmMetricsGet"
     return how
+
+
+def read_periods_s() -> dict[str, float]:
+    """Each GPU metric key read less often than every tick, with its period (that of its first way
+    of being read; a fallback's may differ): between its reads a reader holds its value."""
+    periods: dict[str, float] = {}
+    for call in CALLS:
+        if call.period_s > EVERY_TICK_S:
+            periods.update(dict.fromkeys(call.keys, call.period_s))
+    for field in FIELDS:
+        if field.period_s > EVERY_TICK_S:
+            periods[field.key] = field.period_s
+    return periods

@@ -28,11 +28,12 @@ from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
 
 from trayvml.core import prom_names as names
-from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
+from trayvml.core.demand import PROCESS_PERIOD_S
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
 from trayvml.core.sample import MetricState, Sample
+from trayvml.nvml.specs import read_periods_s
 from trayvml.prometheus import DEFAULT_PORT
 
 log = logging.getLogger(__name__)
@@ -185,9 +186,10 @@ def _served(metrics: tuple[Metric, ...], labels: tuple[str, ...]) -> list[tuple[
     return cached[1]
 
 
-# Served with the sample's time but read less often (as the process series are): the counter steps
-# every few seconds, smooth to a rate() over 15 s or more, not to an irate() of 1 s scrapes.
-_READ_EVERY_S = {"energy_consumed_j": ENERGY_PERIOD_S}
+# Served with the sample's time but read less often (as the process series are): the energy counter,
+# the limits, the link state and the error counters step every 5-10 s, smooth to a rate() over 15 s
+# or more, not to an irate() of 1 s scrapes.
+_READ_EVERY_S = read_periods_s()
 
 
 def _family(metric: Metric, labels: tuple[str, ...]) -> tuple[Family, float] | None:
