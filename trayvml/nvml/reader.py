@@ -139,7 +139,7 @@ class NvmlReader:
         self.session = NvmlSession()
         self.probe = DeviceProbe()
         processes = ProcessCache(resolve_process, process_started, foreign_pids)
-        self.scheduler = Scheduler(self.session, self.probe, processes, clock.now_s)
+        self.scheduler = Scheduler(self.session, self.probe, processes, clock)
         self.system: SystemInfo | None = None
         self.devices: tuple[DeviceInfo, ...] = ()
         self._gpus: list[GpuState] | None = None
@@ -169,7 +169,9 @@ class NvmlReader:
         None reads everything. What no one needs is not read: NaN, MetricState.NOT_READ.
         Static facts and XID events are always read.
         """
-        now_s = self.clock.now_s()
+        # Cadences, retries and rests run on the monotonic clock: the wall clock set back an hour
+        # (NTP, a user, a resume) held every slower read for that hour, its value passed off as live.
+        now_s = self.clock.monotonic_s()
         power = self.power.poll()
         asleep = frozenset(key for key, p in power.items() if p.asleep)
         if power and len(asleep) == len(power):  # every NVIDIA GPU sleeps: let go of NVML entirely

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 import pynvml as N
 
+from trayvml.core.clock import Clock
 from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
@@ -61,6 +62,9 @@ _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more th
 # come an interval apart give or take a few milliseconds, and one a hair early waited a whole
 # interval more (every 10 s at a 5 s log interval).
 _ASK_EARLY_S = 0.5
+# How much longer than the reader's own interval two field timestamps may lie apart: the earlier
+# value may have been sampled by the driver that much before it was read (beyond: a clock set).
+STAMP_LAG_S = 2.0
 
 
 @dataclass(eq=False)
@@ -84,7 +88,7 @@ class GpuState:
     process_util_seen_us: int = 0  # nvmlDeviceGetProcessUtilization's last-seen timestamp
     process_sm_listed: frozenset[int] = frozenset()  # the PIDs listed in the tick it was last asked
     process_sm_asked_s: float = -math.inf  # that tick's time (-inf: never)
-    tick_s: float = 0.0  # the clock's time of the tick being read
+    tick_s: float = 0.0  # the monotonic clock's time of the tick being read
     used_when_listed: float = NAN  # memory in use (bytes) at the tick the process lists were last read
     process_util_supported: bool = True
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
@@ -262,8 +266,13 @@ class FieldBatch:
             self.lower_bounds = np.zeros(count, dtype=bool)
             return np.full(count, NAN), np.ones(count, dtype=bool)
         stamped = (stamps > 0) & (previous_stamps > 0)
-        # A timestamp that did not move is the same reading served again: no rate from it.
-        elapsed_s = np.where(stamped, stamps - previous_stamps, now_s - previous_s)
+        # A timestamp that did not move is the same reading served again: no rate from it. The
+        # driver stamps with the wall clock (nvml.h: "CPU timestamp ... since 1970"): one set back
+        # or forward between two reads (NTP, a user, a resume) gives no interval of the counter's,
+        # and the reader's own (monotonic) interval is taken instead.
+        stamped_s, clock_s = stamps - previous_stamps, now_s - previous_s
+        stamped &= (stamped_s >= 0) & (stamped_s <= clock_s + STAMP_LAG_S)
+        elapsed_s = np.where(stamped, stamped_s, clock_s)
         delta = current - previous
         if self.has_wrapping:
             delta = np.where(self.wrapping, np.mod(delta, self.modulus_or_one), delta)
@@ -370,13 +379,13 @@ def _lists_outlived(g: GpuState) -> bool:
 
 
 class Scheduler:
-    def __init__(
-        self, session: NvmlSession, probe: DeviceProbe, processes: ProcessCache, clock_now_s: Callable[[], float]
-    ) -> None:
+    def __init__(self, session: NvmlSession, probe: DeviceProbe, processes: ProcessCache, clock: Clock) -> None:
         self.session = session
         self.probe = probe
         self.processes = processes
-        self.now_s = clock_now_s
+        # Monotonic: a rate's interval where the driver's timestamps give none. Wall: the driver's
+        # own timestamps, to tell those from before the clock was set back.
+        self.clock = clock
         self._process_utilization = binding.ProcessUtilization()  # one call a read, not pynvml's two
         self.every_tick = False  # every op read on every tick, whatever its cadence (Source's every_tick)
 
@@ -538,6 +547,12 @@ class Scheduler:
     def _read_sm_util(self, g: GpuState) -> tuple[dict[int, float], bool]:
         """PID -> SM % of the samples since the last call, and whether the call answered."""
         self.session.current_call = "nvmlDeviceGetProcessUtilization"
+        # The driver stamps its samples with the wall clock. Set back since the last call, it
+        # stamps every new sample before the last one seen, which then answered NOT_FOUND (every
+        # process idle) until the clock caught up: an hour set back, an hour of 0 %. A last-seen
+        # time after now asks for any sample instead (an H200 answered each process's latest one).
+        if g.process_util_seen_us > self.clock.now_s() * 1e6:
+            g.process_util_seen_us = 0
         try:
             samples = self._process_utilization(g.handle, g.process_util_seen_us)
         except N.NVMLError as error:
@@ -738,7 +753,7 @@ class Scheduler:
         for position, slot, scale in batch.value_fields:
             g.values[slot] = values[position] * scale
         if batch.counter_slots or batch.has_links:
-            rates, first = batch.rates(numbers, self.now_s(), view["timestamp"])
+            rates, first = batch.rates(numbers, self.clock.monotonic_s(), view["timestamp"])
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
             if batch.has_wrapping:

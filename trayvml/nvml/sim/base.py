@@ -113,6 +113,9 @@ class SimulatedNvmlBase:
         self.spec = spec
         self.clock = clock
         self.start_s = clock.now_s()
+        # The simulated GPUs' own time runs on the monotonic clock, as a real GPU's counters do: the
+        # wall clock set back or forward changes only the timestamps the driver answers with.
+        self.start_monotonic_s = clock.monotonic_s()
         self.profile_keys = list(spec.gpus)
         self.profiles = [PROFILES[key] for key in spec.gpus]
         self.scenario = SCENARIOS[spec.scenario](spec.seed, self.profiles)
@@ -162,12 +165,12 @@ class SimulatedNvmlBase:
     def sim_time_s(self) -> float:
         if self.spec.at_s is not None:
             return self.spec.at_s
-        return self.spec.start_s + (self.clock.now_s() - self.start_s) * self.spec.speed
+        return self.spec.start_s + (self.clock.monotonic_s() - self.start_monotonic_s) * self.spec.speed
 
     def frozen_for_s(self) -> float:
         """How long simulated time has stood still (``at=``; 0 while it runs): counters go on
         counting at that second's rate meanwhile (Timeline.field_row)."""
-        return self.clock.now_s() - self.start_s if self.spec.at_s is not None else 0.0
+        return self.clock.monotonic_s() - self.start_monotonic_s if self.spec.at_s is not None else 0.0
 
     def wall_time_s(self, sim_s: float) -> float:
         """The clock's time at simulated second ``sim_s`` (a simulated process's start, as the host would say it)."""
