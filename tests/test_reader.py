@@ -7,6 +7,7 @@ import math
 import pytest
 
 from tests.helpers import finite, present, run_ticks, simulated_source, states_by_key
+from trayvml.core.demand import ENERGY_PERIOD_S
 from trayvml.core.errors import UnavailableReason
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
@@ -400,11 +401,13 @@ def test_a_held_reading_says_how_long_ago_it_was_read() -> None:
         ages.append((gpu.age_s("power_limit_w"), gpu.age_s("energy_consumed_j"), gpu.age_s("process_count")))
         assert gpu.age_s("power_draw_w") == gpu.age_s("utilization_gpu_percent") == 0.0  # every tick
         clock.advance_s(1)
-    assert [a[0] for a in ages] == [0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1]  # every 10 s
-    assert [a[1] for a in ages] == [0, 1, 2, 3, 4, 0, 1, 2, 3, 4, 0, 1]  # every 5 s
+    assert [a[0] for a in ages] == [t % SLOW_PERIOD_S for t in range(12)]  # every 10 s
+    assert [a[1] for a in ages] == [t % ENERGY_PERIOD_S for t in range(12)]  # every 5 s
     assert [a[2] for a in ages] == [a[1] for a in ages]  # the count goes with the lists, read with the energy
-    lib.fail("nvmlDeviceGetPowerManagementLimit", N.NVML_ERROR_UNKNOWN)  # its next read fails
+    lib.fail("nvmlDeviceGetPowerManagementLimit", N.NVML_ERROR_UNKNOWN)  # its reads fail from now on
     clock.advance_s(8)
+    source.sample()  # read and failed at 20 s: its state says so, not an age
+    clock.advance_s(1)
     gpu = source.sample().gpus[0]
     assert gpu.state("power_limit_w") is not MetricState.OK and gpu.age_s("power_limit_w") == 0.0
     source.close()

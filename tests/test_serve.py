@@ -109,6 +109,7 @@ def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> N
     assert "# HELP trayvml_gpu_power_limit_watts Power limit (read every 10 s)\n" in text
     ecc = "trayvml_gpu_ecc_uncorrected_volatile_errors_total ECC uncorrected (volatile)"
     assert f"# HELP {ecc} (read every 10 s)\n" in text
+    assert "# HELP trayvml_gpu_processes Processes (read every 5 s)\n" in text  # counted from the lists
     assert "# HELP trayvml_gpu_utilization_ratio GPU utilization\n" in text
     assert served[("trayvml_up", None)] == 1.0
     info = next(p for p in _points(text) if p.name == "trayvml_gpu_info" and p.labels["uuid"] == device.uuid)

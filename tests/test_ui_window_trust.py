@@ -142,9 +142,9 @@ def test_device_details_say_how_long_ago_a_held_reading_was_read(window) -> None
 
     assert read()["Power limit"] == read()["Energy since driver load"] == "1 s ago"
     assert read()["Power draw"] == read()["GPU utilization"] == ""  # read at the sample's tick
-    held = (("power_limit_w", 8.0), ("energy_consumed_j", 3.0))
+    held = (("power_limit_w", 8.0), ("energy_consumed_j", 0.5))  # 0.5: one tick of the shortest interval
     w.details.show_readings(replace(sample, gpus=(replace(gpu, read_ago_s=held), *sample.gpus[1:])))
-    assert read()["Power limit"] == "8 s ago" and read()["Energy since driver load"] == "3 s ago"
+    assert read()["Power limit"] == "8 s ago" and read()["Energy since driver load"] == "1 s ago"
     w.details.show_readings(replace(sample, gpus=(replace(gpu, read_ago_s=()), *sample.gpus[1:])))
     assert set(read().values()) == {""}  # all read now: none says when
 
@@ -160,6 +160,18 @@ def test_the_processes_tab_says_how_long_ago_the_lists_were_read(window) -> None
     assert w.process_tab.read_label.text() == "Lists read 1 s ago"
     w.process_tab.update_processes(replace(sample, gpus=tuple(replace(g, read_ago_s=()) for g in sample.gpus)))
     assert w.process_tab.read_label.text() == "Lists read just now"
+    # Where the reader cannot say, nothing is said: a remote host's lists, lists that were not read.
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.core.sample import MetricState, RemoteOrigin
+
+    w.process_tab.update_processes(replace(sample, remote=RemoteOrigin("http://gpu-box:9400/metrics", "trayvml serve")))
+    assert w.process_tab.read_label.text() == ""
+    unread = [
+        MetricState.NO_DATA if k == GPU_INDEX["process_count"] else s for k, s in enumerate(sample.gpus[0].states)
+    ]
+    gpus = tuple(replace(g, states=tuple(unread)) for g in sample.gpus)
+    w.process_tab.update_processes(replace(sample, gpus=gpus))
+    assert w.process_tab.read_label.text() == ""
 
 
 def test_device_details_say_a_wrapped_counter_s_rate_is_only_a_lower_bound(window) -> None:

@@ -210,7 +210,7 @@
     </message>
     <message>
         <source>As of</source>
-        <translation>截至</translation>
+        <translation>读取于</translation>
     </message>
     <message>
         <source>System</source>
@@ -897,7 +897,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Lists read {age} s ago</source>
-        <translation>进程列表读取于 {age} 秒前</translation>
+        <translation>进程列表于 {age} 秒前读取</translation>
     </message>
     <message>
         <source>Lists read just now</source>

@@ -208,8 +208,11 @@ def job_text(process: ProcessSample, translated: bool = True) -> str:
     return f"{translate('jobs', words) if translated else words} {named}"
 
 
-# A reading this much older than its sample says when it was read ("1 s ago"; see GpuSample.read_ago_s).
-HELD_SHOWN_FROM_S = 0.5
+def held_seconds(age_s: float) -> int:
+    """A held reading's age (GpuSample.age_s) as shown, in whole seconds; 0 where it was read at
+    its sample's tick. Half a second and up is at least 1: at a 0.5 s sampling interval a reading
+    one tick old said "0 s ago"."""
+    return max(1, round(age_s)) if age_s >= 0.5 else 0
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import pynvml as N
 
-from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
+from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S, PROCESSES
+from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.units import KIB, MIB
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
@@ -344,8 +345,9 @@ def read_keys() -> dict[str, str]:
 
 
 def read_periods_s() -> dict[str, float]:
-    """Each GPU metric key read less often than every tick, with its period (that of its first way
-    of being read; a fallback's may differ): between its reads a reader holds its value."""
+    """Each GPU metric key read less often than every tick, with its period, the count made from
+    the process lists included: between its reads a reader holds its value. The period of its first
+    way of being read: a fallback's may differ (PCIe throughput where a GPU has no byte counters)."""
     periods: dict[str, float] = {}
     for call in CALLS:
         if call.period_s > EVERY_TICK_S:
@@ -353,4 +355,8 @@ def read_periods_s() -> dict[str, float]:
     for field in FIELDS:
         if field.period_s > EVERY_TICK_S:
             periods[field.key] = field.period_s
+    listed_every_s = min(lists.period_s for lists in PROCESS_LISTS)
+    for metric in GPU_METRICS:
+        if metric.derived is not None and PROCESSES in metric.derived.inputs:
+            periods[metric.key] = listed_every_s
     return periods

@@ -186,9 +186,9 @@ def _served(metrics: tuple[Metric, ...], labels: tuple[str, ...]) -> list[tuple[
     return cached[1]
 
 
-# Served with the sample's time but read less often (as the process series are): the energy counter,
-# the limits, the link state and the error counters step every 5-10 s, smooth to a rate() over 15 s
-# or more, not to an irate() of 1 s scrapes.
+# Served with the sample's time but read less often (as the process series are), the cadences of
+# the reader's table (nvml/specs.py): a counter among them steps every few seconds, smooth to a
+# rate() over 15 s or more, not to an irate() of 1 s scrapes.
 _READ_EVERY_S = read_periods_s()
 
 

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import QHeaderView, QTreeWidget, QTreeWidgetItem
 from trayvml.core.formatting import at_least, format_precise, format_static
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import GPU_METRICS, Metric, Unit
-from trayvml.core.sample import HELD_SHOWN_FROM_S, MetricState, Sample
+from trayvml.core.sample import MetricState, Sample, held_seconds
 from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes
 from trayvml.monitor.energy import format_energy
@@ -106,9 +106,8 @@ class DetailsPage(QTreeWidget):
                     item.setText(1, text)
                 # A value read at an earlier tick (a slower cadence: limits, error counters, energy)
                 # says how long ago; one read now, or none at all, says nothing here.
-                age_s = gpu.age_s(metric.key) if ok else 0.0
-                held = age_s >= HELD_SHOWN_FROM_S
-                read = translate("DetailsPage", "{age} s ago").format(age=f"{age_s:.0f}") if held else ""
+                age_s = held_seconds(gpu.age_s(metric.key)) if ok else 0
+                read = translate("DetailsPage", "{age} s ago").format(age=age_s) if age_s else ""
                 if item.text(2) != read:
                     item.setText(2, read)
             self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)

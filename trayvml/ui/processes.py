@@ -40,7 +40,7 @@ from PySide6.QtWidgets import (
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import clean, menu_label, shorten
-from trayvml.core.sample import HELD_SHOWN_FROM_S, ProcessSample, Sample, hidden_processes_words, job_text
+from trayvml.core.sample import MetricState, ProcessSample, Sample, held_seconds, hidden_processes_words, job_text
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.attribution import KernelSession, default_attributor
 from trayvml.host.jupyter import shut_down_kernel
@@ -606,10 +606,15 @@ class ProcessesTab(QWidget):
 
     def update_processes(self, sample: Sample) -> None:
         self.processes.update_processes(sample)
-        age_s = max((gpu.age_s("process_count") for gpu in sample.gpus), default=0.0)
+        # Only where this machine's reader says: a remote host's lists, or lists not read (failing,
+        # every GPU asleep), carry no age, which is not "just now".
+        listed = [gpu for gpu in sample.gpus if gpu.state("process_count") is MetricState.OK]
+        age_s = max((held_seconds(gpu.age_s("process_count")) for gpu in listed), default=0)
         self.read_label.setText(
-            translate("ProcessesTab", "Lists read {age} s ago").format(age=f"{age_s:.0f}")
-            if age_s >= HELD_SHOWN_FROM_S
+            ""
+            if sample.remote is not None or not listed
+            else translate("ProcessesTab", "Lists read {age} s ago").format(age=age_s)
+            if age_s
             else translate("ProcessesTab", "Lists read just now")
         )
         model = self.processes
