@@ -106,6 +106,24 @@ def test_cooldown_keeps_a_flapping_rule_quiet() -> None:
     assert later[0].notify
 
 
+@pytest.mark.parametrize("set_back_s", [0.0, 3600.0])
+def test_the_wall_clock_set_back_holds_no_alert_back(set_back_s: float) -> None:
+    """NTP or a user sets the clock back an hour: a GPU hot while its alert waits out the hold fires
+    when the hold is over, and a new firing after the cooldown is notified, as without the step.
+    Timed by the wall clock alone, both waited out the hour the clock was set back."""
+    held = AlertEngine(only("temperature"))
+    cooled = AlertEngine(only("temperature", hold_s=0, cooldown_s=300))
+    hot, calm = {TEMPERATURE: 95.0}, {TEMPERATURE: 70.0}
+    t_s = 1_800_000_000.0
+    held_events = [e for k in range(3) for e in held.update(sample_of(t_s + k, hot))]
+    cooled_events = [e for k in range(400) for e in cooled.update(sample_of(t_s + k, hot if k < 3 else calm))]
+    t_s -= set_back_s
+    held_events += [e for k in range(3, 13) for e in held.update(sample_of(t_s + k, hot))]
+    cooled_events += [e for k in range(400, 403) for e in cooled.update(sample_of(t_s + k, hot))]
+    assert [(e.kind, e.severity) for e in held_events] == [("firing", Severity.CRITICAL)]
+    assert [(e.kind, e.notify) for e in cooled_events] == [("firing", True), ("resolved", True), ("firing", True)]
+
+
 def test_an_escalation_is_told_even_within_the_cooldown() -> None:
     engine = AlertEngine(only("temperature", hold_s=0, cooldown_s=300))
     events = run(engine, TEMPERATURE, [84, 84, 95])

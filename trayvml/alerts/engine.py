@@ -105,12 +105,20 @@ class AlertEngine:
         # ``_planned_for`` (a sample steps ~20 rules a GPU: looked up once, not every second).
         self._plans: dict[int, list[tuple[GpuRule[Any], Any, Tracker]]] = {}
         self._planned_for: AlertSettings | None = None
+        self._last_s = -math.inf  # the last sample's time
 
     def configure(self, settings: AlertSettings) -> None:
         self.settings = settings
 
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
+        if sample.timestamp_s < self._last_s:
+            # The wall clock was set back (NTP, a user): the times the rules hold from go back with
+            # it. Left as they were, a GPU at 95 °C went unreported, and the next alert after a
+            # cooldown unnotified, for as long as the clock was set back.
+            for tracker in self._trackers.values():
+                tracker.shift_s(sample.timestamp_s - self._last_s)
+        self._last_s = sample.timestamp_s
         found: list[AlertEvent] = []
         for machine_rule in MACHINE_RULES:
             settings = self.settings.for_gpu(MACHINE, machine_rule.key)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import math
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 from typing import Any, ClassVar, Generic, TypeVar
 
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
@@ -118,6 +118,12 @@ class Tracker:
     idle_since_s: float = math.nan
     armed: bool = False  # a job has been busy long enough: its end will be told
     job_since_s: float = math.nan  # when the armed job became busy
+
+    def shift_s(self, delta_s: float) -> None:
+        """Move every time kept here (each field named ``*_s`` is one) by ``delta_s``: the clock's set."""
+        for kept in fields(self):
+            if kept.name.endswith("_s"):
+                setattr(self, kept.name, getattr(self, kept.name) + delta_s)
 
 
 # ---- the rules ----
