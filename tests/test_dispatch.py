@@ -61,6 +61,21 @@ def test_policy(before: str, offered: Outgoing, later_s: float, sent: bool) -> N
     assert dispatcher.offer(offered) == ([offered] if sent else [])
 
 
+@pytest.mark.parametrize("set_s", [-3600.0, 3600.0])
+def test_a_pause_and_a_snooze_last_their_time_whatever_the_wall_clock_is_set_to(set_s: float) -> None:
+    """An hour's pause ends an hour on when the clock is set back meanwhile (it lasted two), and
+    does not end at once when the clock is set forward."""
+    clock = ManualClock()
+    paused, snoozed = ready(clock), ready(clock)
+    paused.pause(3600)
+    snoozed.snooze(0, "temperature", 3600)
+    clock.set_wall_s(set_s)
+    clock.advance_s(10)
+    assert paused.offer(event()) == [] and snoozed.offer(event()) == []
+    clock.advance_s(3600)
+    assert paused.offer(event()) == [event()] and snoozed.offer(event()) == [event()]
+
+
 def test_events_wait_for_the_notifier_and_a_pause_meanwhile_quiets_them() -> None:
     clock = ManualClock()
     dispatcher = Dispatcher(clock)

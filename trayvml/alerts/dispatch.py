@@ -33,7 +33,8 @@ KERNEL = "kernel"  # the action "Shut down kernel…": a notebook of this user's
 class Dispatcher:
     clock: Clock
     notifications_on: bool = True
-    paused_until_s: float = 0.0  # 0: not paused; inf: until resumed
+    # Deadlines on the monotonic clock: "an hour" is one, whatever the wall clock is set to meanwhile.
+    paused_until_s: float = -math.inf  # -inf: not paused; inf: until resumed
     # By (host, GPU index, rule); host "" is this machine: a remote GPU 0 is not this machine's GPU 0.
     snoozed_until_s: dict[tuple[str, int, str], float] = field(default_factory=dict)
     ready: bool = False  # a notifier exists; until then events wait in ``held_back``
@@ -41,14 +42,14 @@ class Dispatcher:
 
     @property
     def paused(self) -> bool:
-        return self.clock.now_s() < self.paused_until_s
+        return self.clock.monotonic_s() < self.paused_until_s
 
     def pause(self, seconds: float) -> None:
         """Pause notifications for ``seconds`` (inf: until resumed; 0: resume)."""
-        self.paused_until_s = 0.0 if seconds <= 0 else self.clock.now_s() + seconds
+        self.paused_until_s = -math.inf if seconds <= 0 else self.clock.monotonic_s() + seconds
 
     def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S, host: str = "") -> None:
-        self.snoozed_until_s[(host, gpu_index, rule)] = self.clock.now_s() + seconds
+        self.snoozed_until_s[(host, gpu_index, rule)] = self.clock.monotonic_s() + seconds
 
     def why_not(self, event: AlertEvent) -> str:
         """Why ``event`` should not reach the user now; "" when it should."""
@@ -58,7 +59,7 @@ class Dispatcher:
             return "notifications are off"
         if self.paused:
             return "alerts are paused"
-        if self.clock.now_s() < self.snoozed_until_s.get((event.host, event.gpu_index, event.rule), -math.inf):
+        if self.clock.monotonic_s() < self.snoozed_until_s.get((event.host, event.gpu_index, event.rule), -math.inf):
             return "snoozed"
         return ""
 
