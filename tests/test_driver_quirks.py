@@ -197,7 +197,8 @@ def test_a_job_that_ends_leaves_the_process_list_at_the_tick_its_memory_is_gone(
     source, clock, lib = simulated_source("training:gpus=h100,start=6592")  # the job ends at 6600 s
     gpu = source.sample(EVERYTHING).gpus[0]
     assert gpu.processes and gpu.value("memory_used_bytes") > 10 * 2**30
-    lists_read = lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"]
+    lists = ("nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetGraphicsRunningProcesses_v3")
+    lists_read = [lib.calls[f] for f in lists]
     seen = []
     for _ in range(14):
         clock.advance_s(1.0)
@@ -205,8 +206,9 @@ def test_a_job_that_ends_leaves_the_process_list_at_the_tick_its_memory_is_gone(
         seen.append((gpu.value("memory_used_bytes") < 2**30, bool(gpu.processes)))
     assert (True, True) not in seen  # never a freed GPU with the job still listed
     assert (True, False) in seen and (False, True) in seen
-    # Read at 5 s, again when the memory went (8 s, the cadence counting from there), and at 13 s.
-    assert lib.calls["nvmlDeviceGetComputeRunningProcesses_v3"] - lists_read == 3
+    # Read at 5 s, again when the memory went (8 s, the cadence counting from there), and at 13 s:
+    # both lists (the graphics list, asked after the compute list had been read again, was not).
+    assert [lib.calls[f] - n for f, n in zip(lists, lists_read, strict=True)] == [3, 3]
 
 
 def test_lists_naming_more_than_the_memory_in_use_are_read_early_only_when_that_memory_fell() -> None:

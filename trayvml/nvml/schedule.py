@@ -631,10 +631,18 @@ class Scheduler:
         handle = g.handle
         session = self.session
         g.tick_s = now_s
+        # Asked once a tick, at the first list not due: the compute list's fill makes the lists
+        # current again, and the graphics list, asked after it, stayed up to 5 s old.
+        outlived: bool | None = None
         for op in g.active:
             if op.period_s and not self.every_tick:
-                if now_s < op.next_due_s and not (op.process_kind and _lists_outlived(g)):
-                    continue
+                if now_s < op.next_due_s:
+                    if not op.process_kind:
+                        continue
+                    if outlived is None:
+                        outlived = _lists_outlived(g)
+                    if not outlived:
+                        continue
                 op.next_due_s = now_s + op.period_s
             session.current_call = op.name
             try:
