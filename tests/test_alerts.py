@@ -124,6 +124,20 @@ def test_the_wall_clock_set_back_holds_no_alert_back(set_back_s: float) -> None:
     assert [(e.kind, e.notify) for e in cooled_events] == [("firing", True), ("resolved", True), ("firing", True)]
 
 
+def test_samples_a_read_apart_either_first_move_no_alert_time() -> None:
+    """Two endpoints naming one host give its monitor samples a read apart, either first: that is
+    no clock set back, and the cooldown holds (moved back at each, it lapsed half as soon again)."""
+    engine = AlertEngine(only("temperature", hold_s=0, cooldown_s=300))
+    t_s = 1_800_000_000.0
+    flapping = [95.0, 95.0, 70.0, 70.0] * 70  # 280 s, firing every 4 s
+    events = [
+        e
+        for k, value in enumerate(flapping)
+        for e in engine.update(sample_of(t_s + k - (1.9 if k % 2 else 0.0), {TEMPERATURE: value}))
+    ]
+    assert sum(1 for e in events if e.kind == "firing" and e.notify) == 1
+
+
 def test_an_escalation_is_told_even_within_the_cooldown() -> None:
     engine = AlertEngine(only("temperature", hold_s=0, cooldown_s=300))
     events = run(engine, TEMPERATURE, [84, 84, 95])

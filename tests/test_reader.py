@@ -417,21 +417,22 @@ def test_a_held_reading_says_how_long_ago_it_was_read() -> None:
         clock.advance_s(1)
 
 
-def _read_across_a_wall_clock_step(step_s: float) -> list[tuple[int, float, float, float]]:
-    """20 s of one simulated H100 read as the tray does, the wall clock set by ``step_s`` after 13 s:
-    each tick's power-limit calls so far, the limit's age, the replay rate and the busiest
-    process's SM share."""
-    source, clock, lib = simulated_source("processes:gpus=h100,start=1800")
+def _read_across_a_wall_clock_step(step_s: float) -> list[tuple[int, float, float, float, float]]:
+    """20 s of a simulated H100 and RTX 4090 read as the tray does, the wall clock set by ``step_s``
+    after 13 s: each tick's power-limit calls so far, the H100's limit's age, replay rate and
+    busiest process's SM share, and the 4090's PCIe throughput (from its byte counters)."""
+    source, clock, lib = simulated_source("processes:gpus=h100+rtx4090,start=1800")
     for _ in range(int(SLOW_PERIOD_S) + 3):  # the replay counter read twice: its rate known
         source.sample()
         clock.advance_s(1)
     clock.set_wall_s(step_s)
     rows = []
     for _ in range(2 * int(SLOW_PERIOD_S)):
-        gpu = source.sample().gpus[0]
+        gpu, counted = source.sample().gpus
         busiest = max(p.sm_util_percent for p in gpu.processes)
         limits = lib.calls["nvmlDeviceGetPowerManagementLimit"]
-        rows.append((limits, gpu.age_s("power_limit_w"), gpu.value("pcie_replays_per_s"), busiest))
+        pcie = counted.value("pcie_tx_bytes_per_s")
+        rows.append((limits, gpu.age_s("power_limit_w"), gpu.value("pcie_replays_per_s"), busiest, pcie))
         clock.advance_s(1)
     source.close()
     return rows
@@ -442,11 +443,13 @@ def test_the_wall_clock_set_back_or_forward_changes_no_reading(step_s: float) ->
     """NTP, a user or a resume sets the wall clock: every reading is what it is without the step.
     Paced by the wall clock, the power limit went unread for the hour it was set back (held as if
     current); the replay rate, its counter stamped by the driver's wall clock, was NaN for 10 s
-    (set back) or a 3610th of itself (set forward); and the busy process read as idle (0 %) until
-    the clock caught up, its samples stamped before the last one seen."""
+    (set back) or a 3610th of itself (set forward), as was the PCIe throughput from byte counters;
+    and the busy process read as idle (0 %) until the clock caught up, its samples stamped before
+    the last one seen."""
     unset = _read_across_a_wall_clock_step(0.0)
-    assert all(math.isfinite(rate) for _, _, rate, _ in unset) and min(sm for *_, sm in unset) > 0
-    assert unset[-1][0] - unset[0][0] == 2 and max(age for _, age, _, _ in unset) == SLOW_PERIOD_S - 1
+    limits, ages, replays, busiest, pcie = zip(*unset, strict=True)
+    assert all(map(math.isfinite, replays)) and min(busiest) > 0 and min(pcie) > 0
+    assert limits[-1] - limits[0] == 2 * 2 and max(ages) == SLOW_PERIOD_S - 1  # every 10 s, each GPU
     assert _read_across_a_wall_clock_step(step_s) == unset
 
 

@@ -29,27 +29,43 @@ class Outgoing:
 KERNEL = "kernel"  # the action "Shut down kernel…": a notebook of this user's holds the idle GPU's memory
 
 
+@dataclass(frozen=True)
+class _Quiet:
+    """A pause or a snooze: until a wall-clock time, asked for so many seconds."""
+
+    until_s: float
+    length_s: float
+
+    def on(self, now_s: float) -> bool:
+        # By the wall clock, so that an hour asked for ends an hour on also across a suspend (the
+        # monotonic clock stops then); one set back meanwhile leaves more than was asked for to
+        # wait, and that ends it now (it lasted the hour and the step, two hours for one set back).
+        return now_s < self.until_s and self.until_s - now_s <= self.length_s
+
+
+_NOT_QUIET = _Quiet(-math.inf, 0.0)
+
+
 @dataclass
 class Dispatcher:
     clock: Clock
     notifications_on: bool = True
-    # Deadlines on the monotonic clock: "an hour" is one, whatever the wall clock is set to meanwhile.
-    paused_until_s: float = -math.inf  # -inf: not paused; inf: until resumed
+    pausing: _Quiet = _NOT_QUIET  # an infinite one: until resumed
     # By (host, GPU index, rule); host "" is this machine: a remote GPU 0 is not this machine's GPU 0.
-    snoozed_until_s: dict[tuple[str, int, str], float] = field(default_factory=dict)
+    snoozed: dict[tuple[str, int, str], _Quiet] = field(default_factory=dict)
     ready: bool = False  # a notifier exists; until then events wait in ``held_back``
     held_back: list[Outgoing] = field(default_factory=list)
 
     @property
     def paused(self) -> bool:
-        return self.clock.monotonic_s() < self.paused_until_s
+        return self.pausing.on(self.clock.now_s())
 
     def pause(self, seconds: float) -> None:
         """Pause notifications for ``seconds`` (inf: until resumed; 0: resume)."""
-        self.paused_until_s = -math.inf if seconds <= 0 else self.clock.monotonic_s() + seconds
+        self.pausing = _NOT_QUIET if seconds <= 0 else _Quiet(self.clock.now_s() + seconds, seconds)
 
     def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S, host: str = "") -> None:
-        self.snoozed_until_s[(host, gpu_index, rule)] = self.clock.monotonic_s() + seconds
+        self.snoozed[(host, gpu_index, rule)] = _Quiet(self.clock.now_s() + seconds, seconds)
 
     def why_not(self, event: AlertEvent) -> str:
         """Why ``event`` should not reach the user now; "" when it should."""
@@ -59,7 +75,7 @@ class Dispatcher:
             return "notifications are off"
         if self.paused:
             return "alerts are paused"
-        if self.clock.monotonic_s() < self.snoozed_until_s.get((event.host, event.gpu_index, event.rule), -math.inf):
+        if self.snoozed.get((event.host, event.gpu_index, event.rule), _NOT_QUIET).on(self.clock.now_s()):
             return "snoozed"
         return ""
 

@@ -29,6 +29,10 @@ from trayvml.core.sample import GpuSample, Sample
 MAX_EVENTS = 1000
 
 
+# A sample this much older than the last one says the wall clock was set back (see update).
+CLOCK_SET_BACK_S = 30.0
+
+
 @dataclass(frozen=True)
 class AlertSettings:
     """Defaults for every GPU, and per-GPU overrides (GPU index -> rule key -> settings)."""
@@ -112,10 +116,11 @@ class AlertEngine:
 
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
-        if sample.timestamp_s < self._last_s:
+        if sample.timestamp_s < self._last_s - CLOCK_SET_BACK_S:
             # The wall clock was set back (NTP, a user): the times the rules hold from go back with
             # it. Left as they were, a GPU at 95 °C went unreported, and the next alert after a
-            # cooldown unnotified, for as long as the clock was set back.
+            # cooldown unnotified, for as long as the clock was set back. Not for less: samples of
+            # two endpoints naming one host come a read apart, either first.
             for tracker in self._trackers.values():
                 tracker.shift_s(sample.timestamp_s - self._last_s)
         self._last_s = sample.timestamp_s

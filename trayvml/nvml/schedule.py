@@ -62,9 +62,9 @@ _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more th
 # come an interval apart give or take a few milliseconds, and one a hair early waited a whole
 # interval more (every 10 s at a 5 s log interval).
 _ASK_EARLY_S = 0.5
-# How much longer than the reader's own interval two field timestamps may lie apart: the earlier
-# value may have been sampled by the driver that much before it was read (beyond: a clock set).
-STAMP_LAG_S = 2.0
+# The wall clock less the monotonic one moving this much between two reads is the wall clock set
+# (NTP slews it by half a millisecond a second at most), or a suspend (the monotonic clock stops).
+CLOCK_SET_S = 0.5
 
 
 @dataclass(eq=False)
@@ -166,6 +166,7 @@ class FieldBatch:
         self.previous: np.ndarray | None = None  # raw counter values, unscaled (wraps are in raw units)
         self.previous_stamps = np.zeros(0)  # their own timestamps, in seconds
         self.previous_s = 0.0
+        self.previous_offset_s = 0.0  # the wall clock less the monotonic one at that read
         self.lower_bounds: np.ndarray = np.zeros(0, dtype=bool)  # per counter: its last rate is only "at least"
         self.fields: list[_Field] = []
         self.set_fields(supported)
@@ -244,16 +245,18 @@ class FieldBatch:
         return out
 
     def rates(
-        self, numbers: np.ndarray, now_s: float, stamps_us: np.ndarray | None = None
+        self, numbers: np.ndarray, now_s: float, stamps_us: np.ndarray | None = None, offset_s: float = 0.0
     ) -> tuple[np.ndarray, np.ndarray]:
         """Per-second rates of the counter fields since the last call; NaN first and on a reset.
         Also which of them have no earlier reading to difference (True: the first reading): those
         are "not measured yet", never 0.
 
         The interval is the values' own timestamps (µs) where the driver gives them, else the
-        reader's clock. A counter that wraps (``wraps_at``) is differenced modulo its wrap; where
-        more than one wrap fits in the interval at the link's top rate, its rate is only a lower
-        bound and ``lower_bounds`` says so.
+        reader's (monotonic) clock ``now_s``; also where the wall clock, which the driver stamps
+        with, was set between the two reads (``offset_s``, wall less monotonic, moved). A counter
+        that wraps (``wraps_at``) is differenced modulo its wrap; where more than one wrap fits in
+        the interval at the link's top rate, its rate is only a lower bound and ``lower_bounds``
+        says so.
         """
         # Runs every tick on some 40 counters a GPU: each numpy operation here costs about a
         # microsecond whatever the size, so there are as few as the arithmetic needs.
@@ -262,17 +265,16 @@ class FieldBatch:
         stamps = np.zeros(count) if stamps_us is None else stamps_us[self.counters] / 1e6
         previous, previous_stamps, previous_s = self.previous, self.previous_stamps, self.previous_s
         self.previous, self.previous_stamps, self.previous_s = current, stamps, now_s
+        clock_set = abs(offset_s - self.previous_offset_s) > CLOCK_SET_S
+        self.previous_offset_s = offset_s
         if previous is None:
             self.lower_bounds = np.zeros(count, dtype=bool)
             return np.full(count, NAN), np.ones(count, dtype=bool)
-        stamped = (stamps > 0) & (previous_stamps > 0)
         # A timestamp that did not move is the same reading served again: no rate from it. The
-        # driver stamps with the wall clock (nvml.h: "CPU timestamp ... since 1970"): one set back
-        # or forward between two reads (NTP, a user, a resume) gives no interval of the counter's,
-        # and the reader's own (monotonic) interval is taken instead.
-        stamped_s, clock_s = stamps - previous_stamps, now_s - previous_s
-        stamped &= (stamped_s >= 0) & (stamped_s <= clock_s + STAMP_LAG_S)
-        elapsed_s = np.where(stamped, stamped_s, clock_s)
+        # driver stamps with the wall clock (nvml.h: "CPU timestamp ... since 1970"): set back or
+        # forward between two reads (NTP, a user, a resume), it gives no interval of the counter's.
+        stamped = (stamps > 0) & (previous_stamps > 0) & (not clock_set)
+        elapsed_s = np.where(stamped, stamps - previous_stamps, now_s - previous_s)
         delta = current - previous
         if self.has_wrapping:
             delta = np.where(self.wrapping, np.mod(delta, self.modulus_or_one), delta)
@@ -761,7 +763,9 @@ class Scheduler:
         for position, slot, scale in batch.value_fields:
             g.values[slot] = values[position] * scale
         if batch.counter_slots or batch.has_links:
-            rates, first = batch.rates(numbers, self.clock.monotonic_s(), view["timestamp"])
+            monotonic_s = self.clock.monotonic_s()
+            offset_s = self.clock.now_s() - monotonic_s
+            rates, first = batch.rates(numbers, monotonic_s, view["timestamp"], offset_s)
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
             if batch.has_wrapping:
