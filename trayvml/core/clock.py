@@ -1,8 +1,9 @@
 """Clocks, injected everywhere time matters so that tests can run simulated hours in seconds.
 
 Two times: the wall clock (``now_s``), which stamps samples and may be set forward or back
-(NTP, a user, a resume), and the monotonic clock (``monotonic_s``), which only moves on and
-paces every sampling loop (:class:`Ticker`).
+(NTP, a user, a resume), and the monotonic clock (``monotonic_s``), which only moves on, counts a
+suspend (Linux's CLOCK_BOOTTIME), and paces every sampling loop (:class:`Ticker`) and the
+reader's cadences.
 """
 
 from __future__ import annotations
@@ -36,12 +37,17 @@ class Clock(Protocol):
         ...
 
 
+# Linux's boot-time clock also counts a suspend, where time.monotonic stands still: a reading
+# taken before the machine slept is as old as it is, and a slower read is due again on resume.
+_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
+
+
 class SystemClock:
     def now_s(self) -> float:
         return time.time()
 
     def monotonic_s(self) -> float:
-        return time.monotonic()
+        return time.clock_gettime(_BOOTTIME) if _BOOTTIME is not None else time.monotonic()
 
     def sleep_s(self, seconds: float) -> None:
         if seconds > 0:
