@@ -122,6 +122,15 @@ def test_device_details_say_a_metric_not_read_yet_is_being_read(window) -> None:
     texts = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
     assert texts["Energy since driver load"] == "being read…"
     assert texts["Power draw"].endswith(" W")
+    # Read, with no number to show (a counter's rate after its reset): "no data", not "ok".
+    values = list(gpu.values)
+    values[GPU_INDEX["pcie_replays_per_s"]] = float("nan")
+    states[GPU_INDEX["pcie_replays_per_s"]] = MetricState.OK
+    w.details.show_readings(
+        replace(sample, gpus=(replace(gpu, values=tuple(values), states=tuple(states)), *sample.gpus[1:]))
+    )
+    texts = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
+    assert texts["PCIe replays per second"] == "no data"
 
 
 def test_device_details_say_how_long_ago_a_held_reading_was_read(window) -> None:

@@ -97,6 +97,8 @@ class DetailsPage(QTreeWidget):
                     text = _reading_text(metric, value)
                 elif state is MetricState.NOT_READ:  # this tab asks for every metric: read at the next tick
                     text = translate("DetailsPage", "being read…")
+                elif state is MetricState.OK:  # read, but no number (a counter's rate after its reset)
+                    text = translate("metrics", MetricState.NO_DATA.label)
                 else:
                     text = translate("metrics", state.label)
                 if ok and metric.key in gpu.lower_bounds:
