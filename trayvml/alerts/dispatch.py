@@ -37,9 +37,9 @@ class _Quiet:
     length_s: float
 
     def on(self, now_s: float) -> bool:
-        # By the wall clock, so that an hour asked for ends an hour on also across a suspend (the
-        # monotonic clock stops then); one set back meanwhile leaves more than was asked for to
-        # wait, and that ends it now (it lasted the hour and the step, two hours for one set back).
+        # By the wall clock, so that an hour asked for ends an hour on also across a suspend
+        # (wherever the monotonic clock stands still then); one set back meanwhile leaves more
+        # than was asked for to wait, and that ends it now (it lasted the hour and the step).
         return now_s < self.until_s and self.until_s - now_s <= self.length_s
 
 

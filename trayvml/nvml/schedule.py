@@ -63,7 +63,8 @@ _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more th
 # interval more (every 10 s at a 5 s log interval).
 _ASK_EARLY_S = 0.5
 # The wall clock less the monotonic one moving this much between two reads is the wall clock set
-# (NTP slews it by half a millisecond a second at most), or a suspend (the monotonic clock stops).
+# (NTP slews it by half a millisecond a second at most), or, where the monotonic clock stands still
+# in a suspend (not Linux's boot-time one, core/clock.py), a suspend.
 CLOCK_SET_S = 0.5
 
 
