@@ -33,6 +33,7 @@ from trayvml.nvml.specs import (
     EVERY_TICK_S,
     FIELDS,
     GPM,
+    PROCESS_COUNT,
     PROCESS_LISTS,
     CallRead,
     FieldKind,
@@ -52,7 +53,6 @@ _NOT_SUPPORTED, _OK, _NO_DATA, _NOT_READ = (
 _NVLINK_TX, _NVLINK_RX = GPU_INDEX["nvlink_tx_bytes_per_s"], GPU_INDEX["nvlink_rx_bytes_per_s"]
 _NO_PCIE_LINK = frozenset({"pcie_link_gen", "pcie_link_width"})
 _MEMORY_USED = GPU_INDEX["memory_used_bytes"]
-_PROCESS_COUNT = "process_count"  # the metric the process lists make (a count held with them)
 # The listed processes hold more than the GPU has in use by this much: one has ended since the lists
 # were read (on a real H200, 2026-11-26: 2698 MiB listed 5 s after the driver had let them go).
 # The processes' memory is part of the memory used, which a margin above the driver's rounding keeps.
@@ -681,7 +681,7 @@ class Scheduler:
                 age_s = now_s - (op.next_due_s - op.period_s)
                 if age_s > 0:
                     for key in op.keys:
-                        shown = _PROCESS_COUNT if key == PROCESSES else key
+                        shown = PROCESS_COUNT if key == PROCESSES else key
                         held[shown] = max(age_s, held.get(shown, 0.0))
         return tuple(held.items())
 

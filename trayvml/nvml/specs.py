@@ -15,8 +15,7 @@ from dataclasses import dataclass
 
 import pynvml as N
 
-from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S, PROCESSES
-from trayvml.core.metrics import GPU_METRICS
+from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
 from trayvml.core.units import KIB, MIB
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
@@ -25,6 +24,7 @@ SLOW_PERIOD_S = 10.0  # limits, link state, error counters: they change rarely
 PCIE_THROUGHPUT_PERIOD_S = 10.0  # the fallback call blocks 20 ms per direction
 
 EVENT_KEYS = ("xid_error_count", "xid_last")  # from the XID event set, drained every tick
+PROCESS_COUNT = "process_count"  # the metric the process lists make: read, and held, with them
 
 Pick = str | int  # how to take a value from a call's result: an attribute name or an index
 
@@ -355,8 +355,5 @@ def read_periods_s() -> dict[str, float]:
     for field in FIELDS:
         if field.period_s > EVERY_TICK_S:
             periods[field.key] = field.period_s
-    listed_every_s = min(lists.period_s for lists in PROCESS_LISTS)
-    for metric in GPU_METRICS:
-        if metric.derived is not None and PROCESSES in metric.derived.inputs:
-            periods[metric.key] = listed_every_s
+    periods[PROCESS_COUNT] = min(lists.period_s for lists in PROCESS_LISTS)
     return periods
