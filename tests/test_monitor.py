@@ -7,6 +7,9 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import numpy as np
+import pytest
+
 from tests.helpers import present, simulated_source
 from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertSettings
@@ -158,3 +161,36 @@ def test_the_monitor_keeps_memory_and_gpu_time_per_user() -> None:
     rows = {row.user: row for row in monitor.users.rows()}
     busiest = max(rows.values(), key=lambda row: row.gpu_seconds)
     assert busiest.gpu_seconds > 0 and busiest.gpus == (0,) and busiest.memory_bytes > 0
+
+
+def _run_with_the_clock_ahead(ahead_s: float) -> Monitor:
+    """Three minutes of an idle GPU, the wall clock ``ahead_s`` ahead for the first, then set right
+    (a dual-boot machine whose hardware clock keeps local time, until NTP answers)."""
+    source, clock, _ = simulated_source("idle:gpus=h100")
+    monitor = Monitor(_ready_dispatcher(clock), AlertSettings(), History)
+    clock.set_wall_s(ahead_s)
+    for tick in range(180):
+        if tick == 60:
+            clock.set_wall_s(-ahead_s)
+        monitor.take(source.sample(HISTORY))
+        clock.advance_s(1.0)
+    return monitor
+
+
+def test_the_wall_clock_set_back_hours_reads_the_last_minute_as_if_it_had_not_been() -> None:
+    """Eight hours ahead, then set back: the last minute read 30 s buckets, the energy over it was
+    unknown, and the GPU had been idle for minus eight hours, until the clock passed the time it
+    had been set back from. Each now as in the same run on a clock that was right all along."""
+    right, stepped = _run_with_the_clock_ahead(0.0), _run_with_the_clock_ahead(8 * 3600.0)
+    now_s = present(right.latest).timestamp_s
+    assert present(stepped.latest).timestamp_s == now_s  # the same stamps after the step
+    for monitor in (right, stepped):
+        assert monitor.history.latest_s == now_s
+    minute = [m.history.gpu_series("power_draw_w", now_s - 60, now_s, 600) for m in (right, stepped)]
+    assert [present(series).step_s for series in minute] == [1.0, 1.0]
+    np.testing.assert_array_equal(present(minute[0]).mean, present(minute[1]).mean)
+    assert not np.isnan(present(minute[1]).mean).any()
+    energy = [m.energy.between_wh(0, now_s - 60, now_s) for m in (right, stepped)]
+    assert energy[0] > 0 and energy[1] == pytest.approx(energy[0])
+    # Less the second across the step, which two wall stamps cannot tell from the step itself.
+    assert right.idle_for_s(0) == (179.0, True) and stepped.idle_for_s(0) == (178.0, True)

@@ -356,11 +356,13 @@ def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.app import STORE_PROCESSES_S, App
 
-    def reads(settings: Settings) -> list[bool]:
+    def reads(settings: Settings, set_back_at: int = -1) -> list[bool]:
         app = App(parse_spec("idle:gpus=h100,past=0"), 1.0, stored=(settings, ""), history_folder=tmp_path / "h")
         source, clock, _ = simulated_source("idle:gpus=h100")
         found = []
-        for _ in range(25):
+        for tick in range(25):
+            if tick == set_back_at:
+                clock.set_wall_s(-3600.0)
             app.on_sample(source.sample(app.sampler._worker.demand))
             demand = app.sampler._worker.demand
             assert demand is not None  # the app has set what the next tick reads
@@ -371,5 +373,7 @@ def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_
     assert STORE_PROCESSES_S == PROCESS_STEP_S == PROCESS_TIERS[0].step_s  # readings draw lines, not dots
     asked = reads(Settings())
     assert [k for k, on in enumerate(asked) if on] == [0, 10, 20]
+    # The clock set back an hour: the lists are due at once, not when it has passed the last ones' time.
+    assert [k for k, on in enumerate(reads(Settings(), set_back_at=13)) if on] == [0, 10, 13, 23]
     assert not any(reads(replace(Settings(), process_history_per_gpu=0)))
     assert not any(reads(replace(Settings(), history_on_disk=False)))

@@ -21,16 +21,13 @@ from trayvml.alerts.rules import (
     Tracker,
 )
 from trayvml.alerts.severity import MACHINE, Severity
+from trayvml.core.clock import set_back_s
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import THERMAL_REASON_MASK
 from trayvml.core.sample import GpuSample, Sample
 
 MAX_EVENTS = 1000
-
-
-# A sample this much older than the last one says the wall clock was set back (see update).
-CLOCK_SET_BACK_S = 30.0
 
 
 @dataclass(frozen=True)
@@ -116,13 +113,13 @@ class AlertEngine:
 
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
-        if sample.timestamp_s < self._last_s - CLOCK_SET_BACK_S:
-            # The wall clock was set back (NTP, a user): the times the rules hold from go back with
-            # it. Left as they were, a GPU at 95 °C went unreported, and the next alert after a
-            # cooldown unnotified, for as long as the clock was set back. Not for less: samples of
-            # two endpoints naming one host come a read apart, either first.
+        back_s = set_back_s(self._last_s, sample.timestamp_s)
+        if back_s:
+            # The times the rules hold from go back with the clock. Left as they were, a GPU at
+            # 95 °C went unreported, and the next alert after a cooldown unnotified, for as long
+            # as the clock was set back.
             for tracker in self._trackers.values():
-                tracker.shift_s(sample.timestamp_s - self._last_s)
+                tracker.shift_s(-back_s)
         self._last_s = sample.timestamp_s
         found: list[AlertEvent] = []
         for machine_rule in MACHINE_RULES:

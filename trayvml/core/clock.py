@@ -21,6 +21,19 @@ def epoch_ms(t_s: float) -> int:
     return math.floor(t_s * 1000 + 0.001)
 
 
+# A stamp this much before the last one says the wall clock was set back (NTP, a user; a dual-boot
+# machine whose hardware clock keeps local time is hours ahead until NTP sets it right). Not for
+# less: samples of two endpoints naming one host come a read apart, either first.
+CLOCK_SET_BACK_S = 30.0
+
+
+def set_back_s(last_s: float, now_s: float) -> float:
+    """How far the wall clock was set back between two stamps, ``last_s`` then ``now_s``; 0 where
+    it was not. Whatever holds a time from before the step (since when, the last time, what lies
+    ahead) moves back with it, or holds its durations and ranges for as long as the step."""
+    return last_s - now_s if now_s < last_s - CLOCK_SET_BACK_S else 0.0
+
+
 class Clock(Protocol):
     def now_s(self) -> float:
         """Wall-clock time in seconds since the Unix epoch."""

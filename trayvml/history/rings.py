@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from trayvml.core.clock import set_back_s
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import Sample
 
@@ -189,7 +190,10 @@ class TieredRing:
         return sum(ring.nbytes for ring in self.rings)
 
     def append(self, t_s: float, row: np.ndarray) -> None:
-        self.latest_s = max(self.latest_s, t_s)
+        # The newest time, or the time the wall clock was set back to: what a range up to now is
+        # read against. Held at the time before the step (hours ahead, for a dual-boot machine
+        # whose hardware clock keeps local time), a minute's range read 30 s buckets until then.
+        self.latest_s = t_s if set_back_s(self.latest_s, t_s) else max(self.latest_s, t_s)
         for ring in self.rings:
             ring.append(t_s, row)
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from trayvml.core.clock import set_back_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import format_duration
@@ -79,6 +80,13 @@ class EnergyMeter:
 
     def _update_gpu(self, gpu: GpuSample, now_s: float) -> None:
         e = self._gpus.setdefault(gpu.index, _GpuEnergy())
+        if set_back_s(e.last_s, now_s):
+            # The checkpoints ahead of the clock set back go (the total since start stays): kept,
+            # no checkpoint was made until the clock passed them again, and the energy over a
+            # range up to now was unknown for as long as the step.
+            while e.times_s and e.times_s[-1] > now_s:
+                e.times_s.pop()
+                e.totals_wh.pop()
         counter = gpu.value("energy_consumed_j") if gpu.state("energy_consumed_j") is MetricState.OK else math.nan
         # Asleep is 0 W, for a GPU whose energy is known otherwise (a laptop without a power
         # sensor stays unknown: its awake hours are).

@@ -19,6 +19,7 @@ from trayvml.alerts.dispatch import KERNEL, Dispatcher, Outgoing
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.grouping import GROUP, Grouper, Notice
 from trayvml.alerts.rules import AlertEvent, HeldSettings, JobSettings
+from trayvml.core.clock import set_back_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
 from trayvml.history.timeline import History
@@ -100,6 +101,8 @@ class Monitor:
 
     def take(self, sample: Sample) -> Outcome:
         """One sample through the pipeline; what it caused."""
+        if self.latest is not None:
+            self._set_back(set_back_s(self.latest.timestamp_s, sample.timestamp_s))
         self.latest = sample
         self._remember(sample)
         self.history.append(sample)
@@ -172,6 +175,16 @@ class Monitor:
         if self.latest is None or math.isnan(since):
             return math.nan, False
         return self.latest.timestamp_s - since, since <= self.first_s
+
+    def _set_back(self, back_s: float) -> None:
+        """The times this monitor holds go back with the wall clock (``back_s``, 0: not set back):
+        "idle for" keeps its length (it read negative for as long as the step), and a lost GPU's
+        "last seen at" says the time on the clock as it is now set."""
+        if not back_s:
+            return
+        self.first_s -= back_s
+        self.idle_since_s = {gpu: since - back_s for gpu, since in self.idle_since_s.items()}
+        self._last_seen = {gpu: (seen, at_s - back_s, info) for gpu, (seen, at_s, info) in self._last_seen.items()}
 
     def _remember(self, sample: Sample) -> None:
         if math.isnan(self.first_s):

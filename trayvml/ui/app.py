@@ -658,7 +658,9 @@ class App(QObject):
         if self.history_folder is None or not settings.history_on_disk or settings.process_history_per_gpu <= 0:
             return False
         now_s = self.local.history.latest_s
-        if not math.isfinite(now_s) or now_s - self._processes_stored_s < STORE_PROCESSES_S - 0.5:
+        # A negative difference is the wall clock set back: the lists are due now, not when the
+        # clock has passed the time they were last stored at again.
+        if not math.isfinite(now_s) or 0 <= now_s - self._processes_stored_s < STORE_PROCESSES_S - 0.5:
             return False
         self._processes_stored_s = now_s
         return True
