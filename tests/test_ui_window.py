@@ -214,6 +214,24 @@ def test_long_ranges_redraw_only_when_the_view_would_move_a_pixel(window) -> Non
     assert w.redraws == before + 1
 
 
+def test_following_live_the_view_goes_back_with_the_wall_clock(window) -> None:
+    """The clock set back an hour (NTP): the view went on showing the minute before the step, and
+    nothing new, until the clock had passed that minute again."""
+    from dataclasses import replace
+
+    w, sample = window(seconds=60)
+    w.set_range(60)
+    w.finish_redraw()
+    back_s = sample.timestamp_s - 3600.0
+    for k in range(1, 6):
+        later = replace(sample, timestamp_s=back_s + k)
+        w.history.append(later)
+        w.update_sample(later)
+        w.finish_redraw()
+        start, end = w.gpu_page.x_range()
+        assert start < back_s + k - 50 and back_s + k <= end <= back_s + k + 60 * LEAD_SHARE + 1e-6, k
+
+
 def test_hidden_window_costs_nothing_and_closing_only_hides(window) -> None:
     w, sample = window(seconds=10)
     w.close()

@@ -42,6 +42,7 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.alerts.rules import AlertEvent
+from trayvml.core.clock import set_back_s
 from trayvml.core.demand import EVERYTHING, PROCESSES
 from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
@@ -546,11 +547,13 @@ class GraphWindow(QMainWindow):
             self.gpu_page.hide()
 
     def _worth_redrawing(self, sample: Sample) -> bool:
-        """Following live, redraw once the view would move by a pixel: at 12 h a second is 1/30 px."""
+        """Following live, redraw once the view would move by a pixel: at 12 h a second is 1/30 px;
+        and at once where the wall clock was set back (the view stood still until it came back)."""
         if not self.following or self.gpu_page is None:
             return True
         width_px = max(1.0, self.gpu_page.width_px())
-        return sample.timestamp_s - self._drawn_until_s >= self.range_s / width_px
+        set_back = bool(set_back_s(self._drawn_until_s, sample.timestamp_s))
+        return set_back or sample.timestamp_s - self._drawn_until_s >= self.range_s / width_px
 
     def visible_range(self) -> tuple[float, float]:
         """The range of time shown: following live, the last ``range_s`` up to the newest reading
