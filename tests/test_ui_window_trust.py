@@ -122,6 +122,8 @@ def test_device_details_say_a_metric_not_read_yet_is_being_read(window) -> None:
     texts = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
     assert texts["Energy since driver load"] == "being read…"
     assert texts["Power draw"].endswith(" W")
+    # No XID since the reader started (the event set read, none in it): said so, not "no data".
+    assert texts["XID errors since start"] == "0" and texts["Last XID"] == "none since start"
     # Read, with no number to show (a counter's rate after its reset): "no data", not "ok".
     values = list(gpu.values)
     values[GPU_INDEX["pcie_replays_per_s"]] = float("nan")

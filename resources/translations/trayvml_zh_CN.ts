@@ -2690,6 +2690,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>最近的 XID</translation>
     </message>
     <message>
+        <source>none since start</source>
+        <translation>启动以来没有</translation>
+    </message>
+    <message>
         <source>Clock event (throttle) reasons</source>
         <translation>时钟事件（降频）原因</translation>
     </message>

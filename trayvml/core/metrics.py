@@ -92,6 +92,8 @@ class Metric:
     # which (no default), so that a new metric cannot be left out of the exporter by omission.
     prom: str | None = field(kw_only=True)
     counter: bool = False  # only grows (until the driver reloads): a Prometheus counter, *_total
+    # What a reading with no number means where that is not "no data" (none of its events yet).
+    none_text: str = ""
 
     @property
     def stored_resolution(self) -> float:
@@ -526,6 +528,7 @@ GPU_METRICS: tuple[Metric, ...] = (
         SmiField("xid.last", ours=True),
         history=False,
         prom="gpu_xid_last",
+        none_text=QT_TRANSLATE_NOOP("metrics", "none since start"),
     ),
     Metric(
         "clock_event_reasons",

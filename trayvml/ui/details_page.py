@@ -27,9 +27,12 @@ translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (sc
 
 def _reading_text(metric: Metric, value: float) -> str:
     """A reading as the page shows it: energy in Wh or kWh, as the window says it everywhere
-    (the status bar, the Processes tab), not "14933.4 J" beside "4.1 Wh"."""
+    (the status bar, the Processes tab), not "14933.4 J" beside "4.1 Wh"; a count as a whole
+    number where it is one (a graph's readout gives a bucket's mean, "0.50", and so "0.00")."""
     if metric.unit is Unit.JOULES:
         return format_energy(value / J_PER_WH)
+    if metric.unit is Unit.COUNT and value.is_integer():
+        return f"{value:.0f}"
     return format_precise(metric, value)
 
 
@@ -97,8 +100,8 @@ class DetailsPage(QTreeWidget):
                     text = _reading_text(metric, value)
                 elif state is MetricState.NOT_READ:  # this tab asks for every metric: read at the next tick
                     text = translate("DetailsPage", "being read…")
-                elif state is MetricState.OK:  # read, but no number (a counter's rate after its reset)
-                    text = translate("metrics", MetricState.NO_DATA.label)
+                elif state is MetricState.OK:  # read, but no number (a rate after its counter's reset, no XID yet)
+                    text = translate("metrics", metric.none_text or MetricState.NO_DATA.label)
                 else:
                     text = translate("metrics", state.label)
                 if ok and metric.key in gpu.lower_bounds:
