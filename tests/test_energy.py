@@ -181,14 +181,14 @@ def test_the_processes_table_shows_each_process_and_its_job_energy() -> None:
     procs = (proc(1, 3e9, "abc"), proc(2, 1e9, "abc"))
     for k in range(3601):
         meter.update(gpu_sample(k, power_w=40, processes=procs))
-    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", 0.0, meter)), strict=True))
+    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", meter)), strict=True))
     assert (cells["Energy"], cells["Job energy"]) == ("10.0 Wh", "40.0 Wh")
-    no_meter = _cells(procs[1], "simulated", 0.0)
+    no_meter = _cells(procs[1], "simulated")
     assert dict(zip(HEADERS, (t for t, _ in no_meter), strict=True))["Energy"] == "–"
     unknown = EnergyMeter()  # a GPU with no power reading and no counter: its processes' energy is unknown too
     for k in range(60):
         unknown.update(gpu_sample(k, processes=procs))
-    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", 0.0, unknown)), strict=True))
+    cells = dict(zip(HEADERS, (text for text, _ in _cells(procs[1], "simulated", unknown)), strict=True))
     assert (cells["Energy"], cells["Job energy"]) == ("–", "–")
 
 

@@ -322,3 +322,33 @@ def test_grouped_by_job_a_selected_process_can_be_ended_and_stays_selected(qtbot
     finally:
         child.kill()
         child.wait(10)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil's Linux boot time")
+def test_a_process_is_the_same_process_after_the_wall_clock_is_set(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The kernel moves the boot time with every step of the wall clock (NTP, a user), and psutil's
+    start time of every process with it: a process seen before a step was another one after it
+    (its energy from 0, its timeline split) and could not be ended ("already ended"). Here the step
+    is psutil's boot time moved, as the kernel's would be; no clock of the machine is touched."""
+    import psutil._pslinux
+
+    from trayvml.host.processes import HostUsageReader, end_process, process_start
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        reader = HostUsageReader()
+        started_s = process_start(child.pid)
+        before = reader.read([child.pid])[child.pid]
+        assert before.started_s == started_s and 0 <= before.runtime_s < 30
+        booted_s = psutil._pslinux.boot_time()
+        for step_s in (0.6, -3600.0, 3600.0):  # a part of a second, back an hour, forward an hour
+            monkeypatch.setattr(psutil._pslinux, "boot_time", lambda step_s=step_s: booted_s + step_s)
+            assert process_start(child.pid) == pytest.approx(started_s, abs=1e-6), step_s
+            after = reader.read([child.pid])[child.pid]  # the handle kept since before the step
+            assert after.started_s == pytest.approx(started_s, abs=1e-6), step_s
+            assert before.runtime_s <= after.runtime_s < before.runtime_s + 30, step_s
+        end_process(child.pid, started_s)
+        assert child.wait(10) == -15  # SIGTERM: the process shown, not "already ended"
+    finally:
+        child.kill()
+        child.wait(10)

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import re
 import shlex
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -93,11 +95,36 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     return ProcessDetails(clean(name), clean(user), clean(command), container or container_of(pid), attribution)
 
 
+def _after_boot_s(proc: psutil.Process) -> float:
+    """How long after the machine booted ``proc`` started. psutil's start time is that plus the
+    boot time by the wall clock as it is now, which the kernel moves with every step of the clock
+    (NTP, a user): the start time of every process moved with it. Read with its handle's first
+    start time (psutil keeps it), so that both are of one moment."""
+    return float(proc.create_time()) - float(psutil.boot_time())
+
+
+def _up_s() -> float:
+    """How long since the machine booted: Linux's boot-time clock, which no step of the wall
+    clock moves (the frame of a process's start after boot); elsewhere by the wall clock."""
+    if hasattr(time, "CLOCK_BOOTTIME"):
+        return time.clock_gettime(time.CLOCK_BOOTTIME)
+    return time.time() - float(psutil.boot_time())
+
+
+@functools.cache
+def _boot_s() -> float:
+    """When the machine booted (seconds since the epoch), as the wall clock said when first asked."""
+    return float(psutil.boot_time())
+
+
 def process_start(pid: int) -> float:
-    """When a host PID's process started (seconds since the epoch), NaN where it cannot be read:
-    with the PID, what tells a process from a later one given the same PID."""
+    """When a host PID's process started (seconds since the epoch, by the wall clock as trayvml
+    first read it), NaN where it cannot be read: with the PID, what tells a process from a later
+    one given the same PID. The same for the whole life of the process, wherever the wall clock
+    is set: by psutil's, a process seen before a step was another one after it (its energy and GPU
+    time from 0 again, its timeline two lines, "End process" refused as already ended)."""
     try:
-        return float(psutil.Process(pid).create_time())
+        return _after_boot_s(psutil.Process(pid)) + _boot_s()
     except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
         return math.nan
 
@@ -105,35 +132,41 @@ def process_start(pid: int) -> float:
 @dataclass(frozen=True)
 class HostUsage:
     """What a process costs the host: CPU % of one core since the last reading, resident memory,
-    and when it started (seconds since the epoch). ``cpu_percent`` is NaN on the first reading."""
+    when it started (process_start) and how long it has run. ``cpu_percent`` is NaN on the first
+    reading."""
 
     cpu_percent: float
     rss_bytes: float
     started_s: float
+    runtime_s: float
 
 
 class HostUsageReader:
     """Host usage of GPU processes, read while their table is in view. CPU % needs two readings of
     a process's CPU times, so the psutil handle of each PID is kept between calls (and dropped
-    once the PID is no longer asked for)."""
+    once the PID is no longer asked for), with how long after boot it started."""
 
     def __init__(self) -> None:
-        self._handles: dict[int, psutil.Process] = {}
+        self._handles: dict[int, tuple[psutil.Process, float]] = {}
 
     def read(self, pids: Iterable[int]) -> dict[int, HostUsage]:
         """Usage of each PID that is alive and readable; the others are left out."""
         found: dict[int, HostUsage] = {}
-        handles: dict[int, psutil.Process] = {}
+        handles: dict[int, tuple[psutil.Process, float]] = {}
         for pid in pids:
             try:
-                proc = self._handles.get(pid) or psutil.Process(pid)
+                kept = self._handles.get(pid)
+                proc, after_boot_s = kept or (psutil.Process(pid), math.nan)
                 with proc.oneshot():
-                    first = pid not in self._handles
+                    if kept is None:
+                        after_boot_s = _after_boot_s(proc)
                     cpu = proc.cpu_percent(interval=None)  # since the last call on this handle
-                    usage = HostUsage(math.nan if first else cpu, float(proc.memory_info().rss), proc.create_time())
+                    rss = float(proc.memory_info().rss)
+                started_s, runtime_s = after_boot_s + _boot_s(), _up_s() - after_boot_s
+                usage = HostUsage(math.nan if kept is None else cpu, rss, started_s, runtime_s)
             except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                 continue
-            handles[pid] = proc
+            handles[pid] = (proc, after_boot_s)
             found[pid] = usage
         self._handles = handles
         return found
@@ -156,7 +189,7 @@ def end_process(pid: int, started_s: float) -> None:
     """
     try:
         proc = psutil.Process(pid)
-        if abs(proc.create_time() - started_s) > 1.0:
+        if abs(_after_boot_s(proc) + _boot_s() - started_s) > 1.0:
             raise ProcessLookupError(f"process {pid} has already ended")
         if proc.uids().real != os.getuid():
             raise PermissionError(f"process {pid} belongs to another user")

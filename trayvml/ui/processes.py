@@ -4,7 +4,6 @@ what each process costs the host (CPU %, resident memory, runtime) and a way to 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -91,7 +90,7 @@ def _sm_share(percent: float) -> tuple[str, float]:
 
 
 def _cells(
-    proc: ProcessSample, usage: HostUsage | str, now_s: float, energy: EnergyMeter | None = None
+    proc: ProcessSample, usage: HostUsage | str, energy: EnergyMeter | None = None
 ) -> tuple[tuple[str, Any], ...]:
     """(shown text, sort key) per column. ``usage``: the host's figures, or why there are none."""
     hidden = translate("ProcessModel", "(no permission)") if proc.no_permission else "?"
@@ -110,7 +109,7 @@ def _cells(
     if isinstance(usage, HostUsage):
         cpu = ("…" if math.isnan(usage.cpu_percent) else f"{usage.cpu_percent:.1f} %", usage.cpu_percent)
         ram = (format_bytes(usage.rss_bytes), usage.rss_bytes)
-        runtime = (format_duration(now_s - usage.started_s, "min"), now_s - usage.started_s)
+        runtime = (format_duration(usage.runtime_s, "min"), usage.runtime_s)
     else:  # why, said once in the row: the other columns only show that nothing is there
         cpu, ram, runtime = (usage, -1.0), ("–", -1.0), ("–", -1.0)
     return (
@@ -213,7 +212,6 @@ class ProcessModel(QAbstractTableModel):
         self.current = list(current.values())
         self.by_key = dict(current)
         usage = self.usage = self._host_usage(sample, self.current)
-        now_s = time.time()  # the host's figures are read now, whatever the sample's clock
         for row in reversed(range(len(self._keys))):  # gone: remove
             if self._keys[row] not in current:
                 self.beginRemoveRows(QModelIndex(), row, row)
@@ -221,7 +219,7 @@ class ProcessModel(QAbstractTableModel):
                 self.endRemoveRows()
         for row, key in enumerate(self._keys):  # still there: change in place
             proc = current.pop(key)
-            cells = _cells(proc, usage[proc.pid], now_s, self.energy)
+            cells = _cells(proc, usage[proc.pid], self.energy)
             if cells != self._rows[row]:
                 self._rows[row] = cells
                 self.dataChanged.emit(self.index(row, 0), self.index(row, len(HEADERS) - 1))
@@ -230,7 +228,7 @@ class ProcessModel(QAbstractTableModel):
             self.beginInsertRows(QModelIndex(), first, first + len(current) - 1)
             for key, proc in current.items():
                 self._keys.append(key)
-                self._rows.append(_cells(proc, usage[proc.pid], now_s, self.energy))
+                self._rows.append(_cells(proc, usage[proc.pid], self.energy))
             self.endInsertRows()
 
 
@@ -631,13 +629,13 @@ class ProcessesTab(QWidget):
         self._fill_users()
         self._show_buttons()  # the selected process may have gone, or become another's
 
-    def _runtime_s(self, process: ProcessSample, now_s: float) -> float:
+    def _runtime_s(self, process: ProcessSample) -> float:
         usage = self.processes.usage.get(process.pid)
-        return now_s - usage.started_s if isinstance(usage, HostUsage) else math.nan
+        return usage.runtime_s if isinstance(usage, HostUsage) else math.nan
 
     def _fill_tree(self) -> None:
         """Rebuilt from the latest lists (read every few seconds): one item per job, its processes beneath."""
-        model, energy, now_s = self.processes, self.processes.energy, time.time()
+        model, energy = self.processes, self.processes.energy
         jobs: dict[str, list[ProcessSample]] = {}
         for process in model.current:
             if not process.unseen:  # counted in the line below instead
@@ -666,7 +664,7 @@ class ProcessesTab(QWidget):
         )
         for name, procs in ordered:
             sm = [p.sm_util_percent for p in procs]
-            runtimes = [self._runtime_s(p, now_s) for p in procs]
+            runtimes = [self._runtime_s(p) for p in procs]
             known_runtimes = [r for r in runtimes if not math.isnan(r)]
             top = QTreeWidgetItem(
                 [
