@@ -11,10 +11,11 @@ import numpy as np
 import pytest
 
 from tests.helpers import present, simulated_source
-from trayvml.alerts.dispatch import Dispatcher
+from trayvml.alerts.dispatch import Dispatcher, Outgoing
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.grouping import GROUP
-from trayvml.alerts.rules import RULES, RuleSettings
+from trayvml.alerts.rules import RULES, AlertEvent, RuleSettings
+from trayvml.alerts.severity import Severity
 from trayvml.core.clock import ManualClock
 from trayvml.core.demand import HISTORY, PROCESSES
 from trayvml.core.sample import SystemInfo
@@ -25,6 +26,7 @@ from trayvml.monitor.remotes import RemoteMonitors
 ALL_OFF = {kind.key: replace(kind.defaults, enabled=False) for kind in RULES}
 MEMORY_AT_ONCE = RuleSettings(True, warning_enter=1.0, warning_clear=0.5, hold_s=0.0)
 MEMORY_ONLY = AlertSettings(rules={**ALL_OFF, "memory_used": MEMORY_AT_ONCE})
+ALL_OFF_SETTINGS = AlertSettings(rules=ALL_OFF)
 WITH_PROCESSES = HISTORY | {PROCESSES}  # what the timelines read, and the process lists
 
 
@@ -194,3 +196,28 @@ def test_the_wall_clock_set_back_hours_reads_the_last_minute_as_if_it_had_not_be
     assert energy[0] > 0 and energy[1] == pytest.approx(energy[0])
     # Less the second across the step, which two wall stamps cannot tell from the step itself.
     assert right.idle_for_s(0) == (179.0, True) and stepped.idle_for_s(0) == (178.0, True)
+
+
+@pytest.mark.parametrize("set_back_s", [0.0, 3 * 3600.0])
+def test_the_wall_clock_set_back_opens_no_notice_group_of_hours_before(set_back_s: float) -> None:
+    """XID 79 on GPU 0, then an hour later the clock set back three hours and XID 79 on GPU 3: a
+    notice of its own, as without the step, not "GPUs 0, 3" (every group of the step's last hours
+    was open again)."""
+
+    def xid(gpu: int, t_s: float) -> Outgoing:
+        return Outgoing(
+            AlertEvent(t_s, gpu, "H100", "xid", "event", Severity.CRITICAL, "XID 79 (fell off the bus)", 79)
+        )
+
+    source, clock, _ = simulated_source("idle:gpus=h100*4")
+    monitor = Monitor(_ready_dispatcher(clock), ALL_OFF_SETTINGS, History)
+    monitor.take(source.sample(HISTORY))
+    monitor.outcome([xid(0, clock.now_s())], clock.now_s())
+    for _ in range(60):  # an hour, a sample a minute
+        clock.advance_s(60.0)
+        monitor.take(source.sample(HISTORY))
+    clock.set_wall_s(-set_back_s)
+    clock.advance_s(60.0)
+    monitor.take(source.sample(HISTORY))
+    (notice,) = monitor.outcome([xid(3, clock.now_s())], clock.now_s()).notices
+    assert notice.title == "GPU 3 H100: XID 79 (fell off the bus)"

@@ -146,6 +146,21 @@ def test_asleep_spans_say_which_gaps_were_sleep() -> None:
     assert spans.between(start_s + 31, start_s + 45) == []
 
 
+def test_a_sleep_across_the_wall_clock_set_back_is_shaded_on_both_sides() -> None:
+    """Set back an hour while the laptop GPU sleeps: the span went on with its end before its
+    start, and no band showed for the rest of that sleep."""
+    source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/40")
+    spans = AsleepSpans()
+    start_s = clock.now_s()
+    for tick in range(60):
+        if tick == 20:
+            clock.set_wall_s(-3600.0)
+        spans.update(source.sample())
+        clock.advance_s(1)
+    seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s - 3600, start_s + 60)]
+    assert seen == [(1, 10.0, 19.0), (1, 20.0 - 3600, 49.0 - 3600)]
+
+
 def test_only_gpus_the_kernel_may_suspend_have_their_power_state_read_each_poll(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -131,6 +131,14 @@ class Grouper:
         self._groups: dict[tuple[str, str], _Group] = {}
         self._last_members: dict[str, tuple[int, ...]] = {}  # of each rule's latest local notification
 
+    def shift_s(self, seconds: float) -> None:
+        """The wall clock was set by ``seconds``: the groups' times go with it. Left as they were
+        after a set back, every group of the step's last hours was open again: an XID, or a job
+        finished hours ago, was told beside a new one, and a resolution lost its length."""
+        for group in self._groups.values():
+            group.started_s += seconds
+            group.last_s += seconds
+
     def members(self, rule: str) -> tuple[int, ...]:
         """The GPUs the rule's latest notification is about, resolved or not (for its actions)."""
         return self._last_members.get(rule, ())

@@ -178,10 +178,11 @@ class Monitor:
 
     def _set_back(self, back_s: float) -> None:
         """The times this monitor holds go back with the wall clock (``back_s``, 0: not set back):
-        "idle for" keeps its length (it read negative for as long as the step), and a lost GPU's
-        "last seen at" says the time on the clock as it is now set."""
+        "idle for" keeps its length (it read negative for as long as the step), a lost GPU's
+        "last seen at" says the time on the clock as it is now set, and notices group as before."""
         if not back_s:
             return
+        self.grouper.shift_s(-back_s)
         self.first_s -= back_s
         self.idle_since_s = {gpu: since - back_s for gpu, since in self.idle_since_s.items()}
         self._last_seen = {gpu: (seen, at_s - back_s, info) for gpu, (seen, at_s, info) in self._last_seen.items()}

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import deque
 
+from trayvml.core.clock import set_back_s
 from trayvml.core.sample import Sample
 
 MAX_SPANS_PER_GPU = 256
@@ -25,7 +26,9 @@ class AsleepSpans:
                 self._open.discard(gpu.index)
                 continue
             spans = self._spans.setdefault(gpu.index, deque(maxlen=MAX_SPANS_PER_GPU))
-            if gpu.index in self._open:
+            # A span goes on, but not across the wall clock set back: one ending before it began
+            # was never shown again, for the rest of that sleep.
+            if gpu.index in self._open and not set_back_s(spans[-1][1], now_s):
                 spans[-1][1] = now_s
             else:
                 spans.append([now_s, now_s])
