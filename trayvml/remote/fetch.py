@@ -724,8 +724,14 @@ def _query_result(endpoint: Endpoint, body: bytes) -> list[dict[str, Any]]:
     return list(answer["data"]["result"])
 
 
-def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float, stale_after_s: float = 60.0) -> list[Sample]:
-    """The latest value of each series through ``/api/v1/query``; values older than ``stale_after_s`` are left out."""
+def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float) -> list[Sample]:
+    """The latest value of each series through ``/api/v1/query``, as the server finds it: a series
+    whose target stopped answering is gone (Prometheus marks it stale at the next scrape), one
+    not scraped since is kept for its lookback (5 min by default).
+
+    Each value comes with the time the server evaluated the query at, not when it was scraped: a
+    test of it against this machine's clock measured only how far the two clocks differ, and a
+    clock a minute ahead (a dual-boot machine until NTP answers) dropped every series."""
     query = urllib.parse.urlencode({"query": prometheus_query(endpoint)})
     body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query?{query}", timeout_s)
     try:
@@ -734,9 +740,8 @@ def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float, stale_af
         for series in result:
             labels = dict(series["metric"])
             name = labels.pop("__name__")
-            at_s, text = series["value"]
-            if now_s - float(at_s) <= stale_after_s:
-                points.append(Point(name, labels, float(text)))
+            _at_s, text = series["value"]
+            points.append(Point(name, labels, float(text)))
     except RemoteError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as error:
