@@ -201,6 +201,35 @@ def test_a_full_disk_keeps_samples_in_memory_says_so_once_and_resumes(
     reader.close()
 
 
+def test_a_store_that_failed_is_tried_again_though_the_clock_was_set_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk full, then freed, and the clock set back an hour: the writer waited for the clock
+    to pass its next try (an hour), keeping the last hour in memory only, so that most was lost."""
+    from dataclasses import replace
+
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 60)
+    writer = StoreWriter(tmp_path)
+
+    def full(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Database, "insert", full)
+    for sample in samples[:20]:
+        writer.append(sample)
+    assert writer.problem is not None
+    monkeypatch.undo()
+    back = [replace(sample, timestamp_s=sample.timestamp_s - 3600.0) for sample in samples[20:]]
+    for sample in back:
+        writer.append(sample)
+    assert writer.problem is None  # written again at the first flush after the step
+    writer.close()
+    reader = StoreReader(tmp_path)
+    data = reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 3700, MIDNIGHT_S + 100, GPU_LAYOUT.keys)
+    assert len(data.times_s) == 60 and writer.lost == 0
+    reader.close()
+
+
 def test_an_unwritable_folder_keeps_running_and_writes_once_it_can(tmp_path: Path) -> None:
     blocker = tmp_path / "state"
     blocker.write_text("a file where the folder should be")

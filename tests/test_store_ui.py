@@ -156,6 +156,25 @@ def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path) -> 
     recording.close()
 
 
+def test_the_tray_takes_over_from_a_stopped_recorder_though_the_clock_was_set_back(tmp_path: Path) -> None:
+    """The clock set back an hour while the recorder wrote: the tray tried again when the clock had
+    passed the time of its last try, so nothing was recorded for the hour."""
+    from trayvml.history.disk.recording import Recording
+
+    folder = tmp_path / "history"
+    clock = ManualClock(1_800_000_000.0)
+    source = Source(parse_spec("idle:gpus=h100"), clock, host=False)
+    OPEN_SOURCES.append(source)
+    recorder = StoreWriter(folder)
+    recording = Recording(folder, Limits())
+    recording.append(source.sample())
+    recorder.close()
+    clock.set_wall_s(-3600.0)
+    clock.advance_s(1.0)
+    assert recording.append(source.sample()) == "" and recording.writer is not None
+    recording.close()
+
+
 def _stored(folder: Path, start_s: float, seconds: int) -> tuple[str, ...]:
     """``seconds`` of simulated samples from ``start_s`` written to the store; the GPUs' UUIDs."""
     clock = ManualClock(start_s)

@@ -34,6 +34,12 @@ def set_back_s(last_s: float, now_s: float) -> float:
     return last_s - now_s if now_s < last_s - CLOCK_SET_BACK_S else 0.0
 
 
+def due(now_s: float, at_s: float, wait_s: float) -> bool:
+    """Whether a wait of ``wait_s`` on the wall clock, ending at ``at_s``, is over at ``now_s``: also
+    where the clock was set back to before the wait began (it lasted as long as the step)."""
+    return now_s >= at_s or bool(set_back_s(at_s - wait_s, now_s))
+
+
 class Clock(Protocol):
     def now_s(self) -> float:
         """Wall-clock time in seconds since the Unix epoch."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
+from trayvml.core.clock import due
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
 from trayvml.history.disk.limits import Limits
@@ -47,7 +48,7 @@ class Recording:
     def append(self, sample: Sample) -> str | None:
         """Write ``sample``; returns the note when it changed ("" once a problem cleared), else None."""
         if self.writer is None:
-            if sample.timestamp_s < self._try_again_s:
+            if not due(sample.timestamp_s, self._try_again_s, LOCK_RETRY_S):
                 return None
             before_note = self.note
             self._take_over(sample.timestamp_s)  # the recorder may have stopped: then this app writes

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from trayvml.core.clock import epoch_ms
+from trayvml.core.clock import due, epoch_ms
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
@@ -270,7 +270,9 @@ class StoreWriter:
         """Commit what waits (unless the store is failing and not yet due for another try)."""
         self._close_rows()
         now_ms = now_ms if now_ms is not None else self._last_ms or 0
-        if not self._pending or (self.problem is not None and now_ms < self._retry_at_ms):
+        if not self._pending or (
+            self.problem is not None and not due(now_ms / 1000, self._retry_at_ms / 1000, RETRY_S)
+        ):
             self._drop_old(now_ms)
             return
         try:
