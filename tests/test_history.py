@@ -133,3 +133,26 @@ def test_process_history_keeps_at_most_the_cap_and_drops_the_longest_gone() -> N
         f"job{MAX_TRACKED_PROCESSES + 9}",
         1000 + MAX_TRACKED_PROCESSES + 9,
     ) in labels
+
+
+def test_process_history_at_its_cap_keeps_the_running_processes_though_the_clock_was_set_back() -> None:
+    """The running processes seen after the clock was set back an hour had earlier times than
+    those gone before it: the cap dropped a running one (its timeline lost), and another the next
+    second, and so on."""
+    from trayvml.core.sample import ProcessSample
+
+    def sample(t_s: float, pids: range) -> Sample:
+        procs = tuple(ProcessSample(0, pid, "compute", float(2**30), name=f"job{pid}") for pid in pids)
+        values = [float("nan")] * len(GPU_METRICS)
+        return Sample(t_s, (GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), procs),), (), None, None)
+
+    history = History()
+    history.append(sample(T0, range(MAX_TRACKED_PROCESSES)))  # the cap's worth
+    running = range(MAX_TRACKED_PROCESSES // 2)  # the other half exits, then the clock is set back
+    for k in range(1, 4):
+        history.append(sample(T0 - 3600 + k, running))
+    history.append(sample(T0 - 3600 + 4, range(len(running) + 1)))  # a new one: one exited goes
+    history.append(sample(T0 - 3600 + 4, range(10_000, 10_003)))
+    lines = history.processes.lines(T0 - 3600, T0 - 3600 + 5, 100)
+    kept = {line.pid for line in lines}
+    assert set(running) <= kept and {len(running), 10_000, 10_001, 10_002} <= kept

@@ -340,6 +340,8 @@ class _TrackedProcess:
     line: ProcessLine  # its facts; the series is read from ``ring``
     ring: TieredRing
     last_seen_s: float
+    last_seen_sample: int  # which sample last named it: what goes first at the cap (not its time,
+    # which a wall clock set back makes earlier for the processes still running than for those gone)
 
 
 class ProcessHistory:
@@ -347,12 +349,14 @@ class ProcessHistory:
 
     def __init__(self) -> None:
         self._processes: dict[tuple[int, int, float], _TrackedProcess] = {}
+        self._samples = 0  # appended so far
 
     @property
     def nbytes(self) -> int:
         return sum(p.ring.nbytes for p in self._processes.values())
 
     def append(self, sample: Sample) -> None:
+        self._samples += 1
         for gpu in sample.gpus:
             for proc in gpu.processes:
                 started = proc.started_s if math.isfinite(proc.started_s) else 0.0
@@ -361,17 +365,17 @@ class ProcessHistory:
                 kind, job = proc.job
                 if tracked is None:
                     if len(self._processes) >= MAX_TRACKED_PROCESSES:
-                        oldest = min(self._processes, key=lambda k: self._processes[k].last_seen_s)
+                        oldest = min(self._processes, key=lambda k: self._processes[k].last_seen_sample)
                         del self._processes[oldest]  # the one that exited longest ago
                     line = ProcessLine(gpu.index, proc.pid, proc.started_s, proc.name, proc.user, kind, job, _EMPTY)
-                    tracked = _TrackedProcess(line, TieredRing(PROCESS_COLUMNS, PROCESS_TIERS), 0.0)
+                    tracked = _TrackedProcess(line, TieredRing(PROCESS_COLUMNS, PROCESS_TIERS), 0.0, 0)
                     self._processes[key] = tracked
                 elif (job and job != tracked.line.job) or (proc.name and proc.name != tracked.line.name):
                     # Its job is often named only once its notebook or container is read.
                     tracked.line = replace(
                         tracked.line, name=proc.name or tracked.line.name, job_kind=kind, job=job or tracked.line.job
                     )
-                tracked.last_seen_s = sample.timestamp_s
+                tracked.last_seen_s, tracked.last_seen_sample = sample.timestamp_s, self._samples
                 row = np.array([proc.used_memory_bytes, proc.sm_util_percent], dtype=np.float32)
                 tracked.ring.append(sample.timestamp_s, row)
 
