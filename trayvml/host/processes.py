@@ -7,6 +7,7 @@ import math
 import os
 import re
 import shlex
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -95,20 +96,22 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     return ProcessDetails(clean(name), clean(user), clean(command), container or container_of(pid), attribution)
 
 
-def _after_boot_s(proc: psutil.Process) -> float:
-    """How long after the machine booted ``proc`` started. psutil's start time is that plus the
-    boot time by the wall clock as it is now, which the kernel moves with every step of the clock
-    (NTP, a user): the start time of every process moved with it. Read with its handle's first
-    start time (psutil keeps it), so that both are of one moment."""
-    return float(proc.create_time()) - float(psutil.boot_time())
+# Linux tells how long after boot each process started (/proc/PID/stat's starttime, in clock ticks
+# of the boot-time clock), which no step of the wall clock moves. psutil's start time is that plus
+# the boot time by the wall clock as it is now, which the kernel moves with every step of the
+# clock (NTP, a user), a whole second at a time: each step made every process another one (its
+# energy and GPU time from 0 again, its timeline two lines, "End process" refused as already
+# ended). Elsewhere psutil's start time is the kernel's own and no step moves it.
+_PROC_STAT = sys.platform.startswith("linux")
+_TICKS_PER_S = os.sysconf("SC_CLK_TCK") if _PROC_STAT else 100
 
 
-def _up_s() -> float:
-    """How long since the machine booted: Linux's boot-time clock, which no step of the wall
-    clock moves (the frame of a process's start after boot); elsewhere by the wall clock."""
-    if hasattr(time, "CLOCK_BOOTTIME"):
-        return time.clock_gettime(time.CLOCK_BOOTTIME)
-    return time.time() - float(psutil.boot_time())
+def _after_boot_s(pid: int) -> float:
+    """How long after boot ``pid`` started (Linux). Raises OSError where it is gone, ValueError or
+    IndexError where its stat cannot be read as one."""
+    with open(f"/proc/{pid}/stat", "rb") as stat:
+        after_name = stat.read().rsplit(b")", 1)[1].split()  # the name, in parentheses, may hold anything
+    return int(after_name[19]) / _TICKS_PER_S  # field 22; those after the name begin at 3
 
 
 @functools.cache
@@ -117,15 +120,35 @@ def _boot_s() -> float:
     return float(psutil.boot_time())
 
 
+@dataclass(frozen=True)
+class _Start:
+    started_s: float  # seconds since the epoch; on Linux by the boot time first read (_boot_s)
+    after_boot_s: float  # on the boot-time clock; NaN where the platform does not tell it
+
+    def runtime_s(self) -> float:
+        if math.isnan(self.after_boot_s):
+            return time.time() - self.started_s
+        return time.clock_gettime(time.CLOCK_BOOTTIME) - self.after_boot_s
+
+
+def _start(pid: int, proc: psutil.Process | None = None) -> _Start:
+    """When ``pid`` started; raises what _after_boot_s or psutil raise."""
+    if _PROC_STAT:
+        after_boot_s = _after_boot_s(pid)
+        return _Start(after_boot_s + _boot_s(), after_boot_s)
+    return _Start(float((proc or psutil.Process(pid)).create_time()), math.nan)
+
+
+_UNREADABLE = (psutil.Error, OSError, ValueError, IndexError)  # gone, not ours, or not as expected
+
+
 def process_start(pid: int) -> float:
-    """When a host PID's process started (seconds since the epoch, by the wall clock as trayvml
-    first read it), NaN where it cannot be read: with the PID, what tells a process from a later
-    one given the same PID. The same for the whole life of the process, wherever the wall clock
-    is set: by psutil's, a process seen before a step was another one after it (its energy and GPU
-    time from 0 again, its timeline two lines, "End process" refused as already ended)."""
+    """When a host PID's process started (seconds since the epoch), NaN where it cannot be read:
+    with the PID, what tells a process from a later one given the same PID. The same for the
+    whole life of the process, wherever the wall clock is set (see _PROC_STAT)."""
     try:
-        return _after_boot_s(psutil.Process(pid)) + _boot_s()
-    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return _start(pid).started_s
+    except _UNREADABLE:
         return math.nan
 
 
@@ -144,29 +167,30 @@ class HostUsage:
 class HostUsageReader:
     """Host usage of GPU processes, read while their table is in view. CPU % needs two readings of
     a process's CPU times, so the psutil handle of each PID is kept between calls (and dropped
-    once the PID is no longer asked for), with how long after boot it started."""
+    once the PID is no longer asked for), with when it started."""
 
     def __init__(self) -> None:
-        self._handles: dict[int, tuple[psutil.Process, float]] = {}
+        self._handles: dict[int, tuple[psutil.Process, _Start]] = {}
 
     def read(self, pids: Iterable[int]) -> dict[int, HostUsage]:
         """Usage of each PID that is alive and readable; the others are left out."""
         found: dict[int, HostUsage] = {}
-        handles: dict[int, tuple[psutil.Process, float]] = {}
+        handles: dict[int, tuple[psutil.Process, _Start]] = {}
         for pid in pids:
             try:
                 kept = self._handles.get(pid)
-                proc, after_boot_s = kept or (psutil.Process(pid), math.nan)
+                if kept is None:
+                    proc = psutil.Process(pid)
+                    kept = (proc, _start(pid, proc))
+                proc, start = kept
                 with proc.oneshot():
-                    if kept is None:
-                        after_boot_s = _after_boot_s(proc)
                     cpu = proc.cpu_percent(interval=None)  # since the last call on this handle
                     rss = float(proc.memory_info().rss)
-                started_s, runtime_s = after_boot_s + _boot_s(), _up_s() - after_boot_s
-                usage = HostUsage(math.nan if kept is None else cpu, rss, started_s, runtime_s)
-            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                first = pid not in self._handles
+                usage = HostUsage(math.nan if first else cpu, rss, start.started_s, start.runtime_s())
+            except _UNREADABLE:
                 continue
-            handles[pid] = (proc, after_boot_s)
+            handles[pid] = kept
             found[pid] = usage
         self._handles = handles
         return found
@@ -189,7 +213,11 @@ def end_process(pid: int, started_s: float) -> None:
     """
     try:
         proc = psutil.Process(pid)
-        if abs(_after_boot_s(proc) + _boot_s() - started_s) > 1.0:
+        try:
+            started_now_s = _start(pid, proc).started_s
+        except FileNotFoundError as gone:
+            raise ProcessLookupError(f"process {pid} has already ended") from gone
+        if abs(started_now_s - started_s) > 1.0:
             raise ProcessLookupError(f"process {pid} has already ended")
         if proc.uids().real != os.getuid():
             raise PermissionError(f"process {pid} belongs to another user")

@@ -23,7 +23,7 @@ from trayvml.alerts.severity import Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
-from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.clock import Clock, SystemClock, due
 from trayvml.core.demand import HISTORY, PROCESSES, STORE_PROCESSES_S, Demand
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import Sample
@@ -658,9 +658,8 @@ class App(QObject):
         if self.history_folder is None or not settings.history_on_disk or settings.process_history_per_gpu <= 0:
             return False
         now_s = self.local.history.latest_s
-        # A negative difference is the wall clock set back: the lists are due now, not when the
-        # clock has passed the time they were last stored at again.
-        if not math.isfinite(now_s) or 0 <= now_s - self._processes_stored_s < STORE_PROCESSES_S - 0.5:
+        wait_s = STORE_PROCESSES_S - 0.5
+        if not math.isfinite(now_s) or not due(now_s, self._processes_stored_s + wait_s, wait_s):
             return False
         self._processes_stored_s = now_s
         return True
