@@ -138,7 +138,10 @@ def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path) ->
     assert StoreReader(folder).devices() == []  # the app wrote nothing beside the recorder
 
 
-def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path) -> None:
+@pytest.mark.parametrize("set_back_s", [0.0, 3600.0])
+def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path, set_back_s: float) -> None:
+    """Also with the clock set back an hour meanwhile: the tray waited for the clock to pass the
+    time of its last try again, and nothing was recorded for the hour."""
     from trayvml.history.disk.recording import LOCK_RETRY_S, Recording
 
     folder = tmp_path / "history"
@@ -150,28 +153,10 @@ def test_the_tray_takes_over_writing_once_the_recorder_stops(tmp_path: Path) -> 
     assert recording.writer is None and recording.note and "being written by process" in recording.note
     assert recording.append(source.sample()) is None
     recorder.close()
+    clock.set_wall_s(-set_back_s)
     clock.advance_s(LOCK_RETRY_S)
     assert recording.append(source.sample()) == ""  # the note clears: this app writes now
     assert recording.writer is not None
-    recording.close()
-
-
-def test_the_tray_takes_over_from_a_stopped_recorder_though_the_clock_was_set_back(tmp_path: Path) -> None:
-    """The clock set back an hour while the recorder wrote: the tray tried again when the clock had
-    passed the time of its last try, so nothing was recorded for the hour."""
-    from trayvml.history.disk.recording import Recording
-
-    folder = tmp_path / "history"
-    clock = ManualClock(1_800_000_000.0)
-    source = Source(parse_spec("idle:gpus=h100"), clock, host=False)
-    OPEN_SOURCES.append(source)
-    recorder = StoreWriter(folder)
-    recording = Recording(folder, Limits())
-    recording.append(source.sample())
-    recorder.close()
-    clock.set_wall_s(-3600.0)
-    clock.advance_s(1.0)
-    assert recording.append(source.sample()) == "" and recording.writer is not None
     recording.close()
 
 
