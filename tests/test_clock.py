@@ -169,6 +169,24 @@ def test_a_remote_reads_in_the_middle_of_each_second_and_backs_off_from_the_end_
     assert [round(t % 1, 2) for t in stamps[1:3] + stamps[-1:]] == [0.5, 0.5, 0.5]
 
 
+def test_an_unreachable_remote_is_said_unreachable_as_long_as_it_was_though_the_clock_was_set_back() -> None:
+    """Down for two minutes, then the clock set back an hour: "unreachable since" named a time an
+    hour ahead, and for how long read 0 s until the clock caught up."""
+    clock = ManualClock()
+
+    def reader(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache) -> list[Sample]:
+        raise RemoteError("down")
+
+    source = RemoteSource(parse_endpoint("http://gpu-box:9400"), 1.0, 3.0, clock, reader)
+    for _ in range(3):
+        source.read_once()
+        clock.advance_s(60.0)
+    clock.set_wall_s(-HOUR_S)
+    (sample,) = source.read_once()
+    fault = sample.remote
+    assert fault is not None and sample.timestamp_s - fault.since_s == pytest.approx(120.0, abs=60.0)
+
+
 def slots_of_a_mid_slot_loop(clock: ManualClock, work_s: list[float], mid_slot: bool = True) -> list[int]:
     """The 1 s slots the history files each tick's sample in: stamped when its reads end, as
     Source.sample stamps it."""

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from trayvml.core.clock import Clock, SystemClock, Ticker
+from trayvml.core.clock import Clock, SystemClock, Ticker, set_back_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote import plain
@@ -59,6 +59,7 @@ class RemoteSource:
         self._samples: tuple[Sample, ...] = ()  # replaced whole: other threads see one or the other
         self._hosts: tuple[str, ...] = ()  # the hosts it last reported: named while it is down
         self._fault_since_s = math.nan
+        self._failed_at_s = math.nan  # wall clock of the last failed try
         self._started_s = math.nan  # monotonic and wall clock when the read in flight began (nan: none)
         self._started_wall_s = math.nan
         self.failures = 0  # consecutive
@@ -127,6 +128,9 @@ class RemoteSource:
         if self.failures == 0:
             self._fault_since_s = now_s
             log.warning("%s", message)
+        else:  # the wall clock set back since the last try: "unreachable since" goes back with it
+            self._fault_since_s -= set_back_s(self._failed_at_s, now_s)
+        self._failed_at_s = now_s
         self.failures += 1
         hosts = self._hosts or (self.endpoint.host,)
         origin = RemoteOrigin(self.endpoint.url, "", message, self._fault_since_s)
