@@ -155,3 +155,6 @@ def test_process_history_at_its_cap_keeps_the_running_processes_though_the_clock
     lines = history.processes.lines(T0 - 3600, T0 - 3600 + 5, 100)
     kept = {line.pid for line in lines}
     assert set(running) <= kept and set(range(10_000, 10_004)) <= kept
+    # Those gone before the step were last seen just before it, not "in" every range for an hour.
+    later = {line.pid for line in history.processes.lines(T0 - 3600 + 10, T0 - 3600 + 60, 100)}
+    assert later.isdisjoint(range(len(running), MAX_TRACKED_PROCESSES))

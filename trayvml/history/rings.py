@@ -350,6 +350,7 @@ class ProcessHistory:
     def __init__(self) -> None:
         self._processes: dict[tuple[int, int, float], _TrackedProcess] = {}
         self._samples = 0  # appended so far
+        self._latest_s = -math.inf  # the last sample's time
 
     @property
     def nbytes(self) -> int:
@@ -357,6 +358,13 @@ class ProcessHistory:
 
     def append(self, sample: Sample) -> None:
         self._samples += 1
+        # The wall clock set back: a process gone before it was last seen that much earlier (else it
+        # was in every range, an empty line, until the clock caught up).
+        back_s = set_back_s(self._latest_s, sample.timestamp_s)
+        if back_s:
+            for tracked in self._processes.values():
+                tracked.last_seen_s -= back_s
+        self._latest_s = sample.timestamp_s
         for gpu in sample.gpus:
             for proc in gpu.processes:
                 started = proc.started_s if math.isfinite(proc.started_s) else 0.0
