@@ -362,8 +362,8 @@ class ProcessHistory:
         # was in every range, an empty line, until the clock caught up).
         back_s = set_back_s(self._latest_s, sample.timestamp_s)
         if back_s:
-            for tracked in self._processes.values():
-                tracked.last_seen_s -= back_s
+            for seen in self._processes.values():
+                seen.last_seen_s -= back_s
         self._latest_s = sample.timestamp_s
         for gpu in sample.gpus:
             for proc in gpu.processes:
