@@ -27,7 +27,7 @@ from trayvml.history.disk import codec
 from trayvml.history.disk.db import Block, Database, Tier
 from trayvml.history.disk.limits import Limits
 from trayvml.history.disk.read import StoreReader
-from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID, StoreLockedError, StoreWriter
+from trayvml.history.disk.write import GPU_LAYOUT, HOST_UUID, PRUNE_EVERY_S, StoreLockedError, StoreWriter
 from trayvml.nvml.sim import parse_spec
 from trayvml.source import Source
 
@@ -389,7 +389,8 @@ def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monk
 
 def test_old_data_goes_by_age_then_by_size(tmp_path: Path) -> None:
     samples = _samples("training:gpus=h100", MIDNIGHT_S, 3 * 3600 + 700)
-    later = _samples("training:gpus=h100", MIDNIGHT_S + 3 * 86400, 20)  # the machine was off for days
+    # The machine was off for days (a writer prunes first PRUNE_EVERY_S after it began).
+    later = _samples("training:gpus=h100", MIDNIGHT_S + 3 * 86400, int(PRUNE_EVERY_S) + 20)
     limits = Limits(fine_span_s=3600.0, coarse_span_s=2 * 86400.0, size_cap_bytes=2**30)
     writer = StoreWriter(tmp_path / "age", limits)
     for sample in samples:
@@ -424,6 +425,23 @@ def test_old_data_goes_by_age_then_by_size(tmp_path: Path) -> None:
     newest = reader.fine(uuid, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, GPU_LAYOUT.keys)
     assert newest.times_s[-1] == samples[-1].timestamp_s  # the newest seconds stay
     assert newest.times_s[0] > MIDNIGHT_S  # the oldest went
+    reader.close()
+
+
+def test_a_clock_hours_ahead_at_boot_prunes_nothing_by_the_time_it_said(tmp_path: Path) -> None:
+    """A dual-boot machine's clock eight hours ahead for the first minute, then set right by NTP:
+    the writer pruned at its first write by the time the clock said, and the last hour of seconds
+    (an hour's span here) went eight hours early."""
+    from dataclasses import replace
+
+    limits = Limits(fine_span_s=3600.0)
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S - 3600, 3600), limits)
+    after = _samples("idle:gpus=h100", MIDNIGHT_S, int(PRUNE_EVERY_S) + 60)
+    ahead = [replace(s, timestamp_s=s.timestamp_s + 8 * 3600) for s in after[:60]]
+    _write(tmp_path, ahead + after[60:], limits)
+    reader = StoreReader(tmp_path)
+    kept = reader.fine(after[0].devices[0].uuid, MIDNIGHT_S - 3600, MIDNIGHT_S, GPU_LAYOUT.keys)
+    assert len(kept.times_s) == 3600  # the hour before: still within an hour of the right time
     reader.close()
 
 

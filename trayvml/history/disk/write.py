@@ -166,7 +166,10 @@ class StoreWriter:
         self._retry_at_ms = 0
         self._compacted_hour = -1
         self._infos: dict[str, tuple[DeviceInfo, dict[str, object]]] = {}
-        self._pruned_at_ms = 0
+        # When it last pruned; None before its first write. The first pruning waits PRUNE_EVERY_S
+        # too: a clock hours ahead at boot (a dual-boot machine whose hardware clock keeps local
+        # time) is set right by then, and the oldest hours are not dropped by the time it said.
+        self._pruned_at_ms: int | None = None
         self.saved = 0  # samples committed to the store
         self.lost = 0  # samples dropped unwritten (memory kept only so much; or still unwritten at close)
         self._unsaved: list[int] = []  # the times of samples appended and not yet committed
@@ -288,7 +291,9 @@ class StoreWriter:
                 self._compact(self._db, now_ms)
                 processes.compact(self._db, now_ms)
                 self._compacted_hour = hour
-            if now_ms - self._pruned_at_ms >= PRUNE_EVERY_S * 1000:
+            if self._pruned_at_ms is None:
+                self._pruned_at_ms = now_ms
+            if due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S):
                 self._pruned_at_ms = now_ms
                 prune(self._db, now_ms, self.limits)
         except StoreLockedError as error:
