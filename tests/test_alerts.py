@@ -9,6 +9,7 @@ from dataclasses import replace
 import pytest
 
 from tests.helpers import simulated_source, thresholds
+from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertEngine, AlertSettings, validate
 from trayvml.alerts.rules import (
     RULE_BY_KEY,
@@ -22,11 +23,14 @@ from trayvml.alerts.rules import (
     Tracker,
 )
 from trayvml.alerts.severity import Direction, Severity
+from trayvml.core.clock import ManualClock
 from trayvml.core.demand import HISTORY
 from trayvml.core.errors import DriverStall
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
 from trayvml.core.units import GIB
+from trayvml.history.timeline import History
+from trayvml.monitor.pipeline import Monitor
 
 NAN = math.nan
 
@@ -106,34 +110,48 @@ def test_cooldown_keeps_a_flapping_rule_quiet() -> None:
     assert later[0].notify
 
 
-@pytest.mark.parametrize("set_back_s", [0.0, 3600.0])
-def test_the_wall_clock_set_back_holds_no_alert_back(set_back_s: float) -> None:
+def _monitored(settings: AlertSettings) -> Monitor:
+    """The engine as a host's Monitor runs it: told of a clock set between two samples."""
+    dispatcher = Dispatcher(ManualClock())
+    dispatcher.notifier_ready()
+    return Monitor(dispatcher, settings, History)
+
+
+@pytest.mark.parametrize("step_s", [0.0, -3600.0, 3600.0])
+def test_the_wall_clock_set_holds_no_alert_back_and_fires_none_early(step_s: float) -> None:
     """NTP or a user sets the clock back an hour: a GPU hot while its alert waits out the hold fires
-    when the hold is over, and a new firing after the cooldown is notified, as without the step.
-    Timed by the wall clock alone, both waited out the hour the clock was set back."""
-    held = AlertEngine(only("temperature"))
-    cooled = AlertEngine(only("temperature", hold_s=0, cooldown_s=300))
+    when the hold is over, and a new firing after the cooldown is notified, as without the step
+    (timed by the wall clock alone, both waited out the hour). Set forward an hour, the hold and
+    the cooldown were over at once: the alert fired at the step, and a firing within the
+    cooldown was notified."""
+    held = _monitored(only("temperature"))
+    cooled = _monitored(only("temperature", hold_s=0, cooldown_s=300))
     hot, calm = {TEMPERATURE: 95.0}, {TEMPERATURE: 70.0}
     t_s = 1_800_000_000.0
-    held_events = [e for k in range(3) for e in held.update(sample_of(t_s + k, hot))]
-    cooled_events = [e for k in range(400) for e in cooled.update(sample_of(t_s + k, hot if k < 3 else calm))]
-    t_s -= set_back_s
-    held_events += [e for k in range(3, 13) for e in held.update(sample_of(t_s + k, hot))]
-    cooled_events += [e for k in range(400, 403) for e in cooled.update(sample_of(t_s + k, hot))]
-    assert [(e.kind, e.severity) for e in held_events] == [("firing", Severity.CRITICAL)]
-    assert [(e.kind, e.notify) for e in cooled_events] == [("firing", True), ("resolved", True), ("firing", True)]
+
+    def at(k: int, values: Mapping[str, float]) -> Sample:  # k seconds on: the monotonic clock's time
+        return replace(sample_of(t_s + k, values), monotonic_s=float(k))
+
+    held_events = [(k, e) for k in range(3) for e in held.take(at(k, hot)).events]
+    cooled_events = [e for k in range(100) for e in cooled.take(at(k, hot if k < 3 else calm)).events]
+    t_s += step_s
+    held_events += [(k, e) for k in range(3, 13) for e in held.take(at(k, hot)).events]
+    cooled_events += [e for k in range(100, 103) for e in cooled.take(at(k, hot)).events]
+    assert [(k, e.kind, e.severity) for k, e in held_events] == [(5, "firing", Severity.CRITICAL)]
+    assert [(e.kind, e.notify) for e in cooled_events] == [("firing", True), ("resolved", True), ("firing", False)]
 
 
 def test_samples_a_read_apart_either_first_move_no_alert_time() -> None:
-    """Two endpoints naming one host give its monitor samples a read apart, either first: that is
-    no clock set back, and the cooldown holds (moved back at each, it lapsed half as soon again)."""
-    engine = AlertEngine(only("temperature", hold_s=0, cooldown_s=300))
+    """Two endpoints naming one host give its monitor samples a read apart, either first (without
+    a monotonic time, as from a hand-made sample): that is no clock set back, and the cooldown
+    holds (moved back at each, it lapsed half as soon again)."""
+    monitor = _monitored(only("temperature", hold_s=0, cooldown_s=300))
     t_s = 1_800_000_000.0
     flapping = [95.0, 95.0, 70.0, 70.0] * 70  # 280 s, firing every 4 s
     events = [
         e
         for k, value in enumerate(flapping)
-        for e in engine.update(sample_of(t_s + k - (1.9 if k % 2 else 0.0), {TEMPERATURE: value}))
+        for e in monitor.take(sample_of(t_s + k - (1.9 if k % 2 else 0.0), {TEMPERATURE: value})).events
     ]
     assert sum(1 for e in events if e.kind == "firing" and e.notify) == 1
 

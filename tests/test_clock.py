@@ -170,7 +170,7 @@ def test_a_remote_reads_in_the_middle_of_each_second_and_backs_off_from_the_end_
 
 
 def test_an_unreachable_remote_is_said_unreachable_as_long_as_it_was_though_the_clock_was_set_back() -> None:
-    """Down for two minutes, then the clock set back an hour: "unreachable since" named a time an
+    """Down for three minutes, then the clock set back an hour: "unreachable since" named a time an
     hour ahead, and for how long read 0 s until the clock caught up."""
     clock = ManualClock()
 
@@ -184,7 +184,7 @@ def test_an_unreachable_remote_is_said_unreachable_as_long_as_it_was_though_the_
     clock.set_wall_s(-HOUR_S)
     (sample,) = source.read_once()
     fault = sample.remote
-    assert fault is not None and sample.timestamp_s - fault.since_s == pytest.approx(120.0, abs=60.0)
+    assert fault is not None and sample.timestamp_s - fault.since_s == pytest.approx(180.0)  # three tries, 60 s apart
 
 
 def slots_of_a_mid_slot_loop(clock: ManualClock, work_s: list[float], mid_slot: bool = True) -> list[int]:

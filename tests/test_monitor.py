@@ -194,8 +194,7 @@ def test_the_wall_clock_set_back_hours_reads_the_last_minute_as_if_it_had_not_be
     assert not np.isnan(present(minute[1]).mean).any()
     energy = [m.energy.between_wh(0, now_s - 60, now_s) for m in (right, stepped)]
     assert energy[0] > 0 and energy[1] == pytest.approx(energy[0])
-    # Less the second across the step, which two wall stamps cannot tell from the step itself.
-    assert right.idle_for_s(0) == (179.0, True) and stepped.idle_for_s(0) == (178.0, True)
+    assert stepped.idle_for_s(0) == right.idle_for_s(0) == (179.0, True)
 
 
 @pytest.mark.parametrize("set_back_s", [0.0, 3 * 3600.0])
@@ -221,3 +220,21 @@ def test_the_wall_clock_set_back_opens_no_notice_group_of_hours_before(set_back_
     monitor.take(source.sample(HISTORY))
     (notice,) = monitor.outcome([xid(3, clock.now_s())], clock.now_s()).notices
     assert notice.title == "GPU 3 H100: XID 79 (fell off the bus)"
+
+
+@pytest.mark.parametrize("step_s", [0.0, 2 * 3600.0])
+def test_the_wall_clock_set_forward_fires_no_held_alert_at_the_step(step_s: float) -> None:
+    """A notebook holds GPU memory while the GPU idles (the rule waits 30 min for that), and the
+    clock is set forward two hours (a dual-boot machine in the Americas until NTP answers): the
+    hold was over at the step, and "memory held, GPU idle for 2 h" fired four minutes in."""
+    source, clock, _ = simulated_source("stalled:gpus=h100+rtx4090+h100,start=500")
+    monitor = Monitor(_ready_dispatcher(clock), AlertSettings(), History)
+    fired = []
+    for tick in range(24):  # four minutes in 10 s ticks
+        if tick == 12:
+            clock.set_wall_s(step_s)
+        sample = source.sample(HISTORY | monitor.engine.needs())
+        fired += [(e.gpu_index, e.rule) for e in monitor.take(sample).events if e.kind == "firing"]
+        clock.advance_s(10.0)
+    assert (2, "memory_held_idle") not in fired
+    assert monitor.idle_for_s(2) == (230.0, True)  # idle all along: since the first sample

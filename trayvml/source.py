@@ -238,6 +238,7 @@ class Source:
             gpus, devices = self._with_host_memory(gpus, devices)
         return Sample(
             timestamp_s=self.clock.now_s(),
+            monotonic_s=self.clock.monotonic_s(),
             gpus=gpus,
             devices=devices,
             system=reader.system,

@@ -21,7 +21,6 @@ from trayvml.alerts.rules import (
     Tracker,
 )
 from trayvml.alerts.severity import MACHINE, Severity
-from trayvml.core.clock import set_back_s
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import THERMAL_REASON_MASK
@@ -106,21 +105,20 @@ class AlertEngine:
         # ``_planned_for`` (a sample steps ~20 rules a GPU: looked up once, not every second).
         self._plans: dict[int, list[tuple[GpuRule[Any], Any, Tracker]]] = {}
         self._planned_for: AlertSettings | None = None
-        self._last_s = -math.inf  # the last sample's time
 
     def configure(self, settings: AlertSettings) -> None:
         self.settings = settings
 
+    def clock_set(self, step_s: float) -> None:
+        """The wall clock was set by ``step_s`` before the next sample (the host's Monitor tells):
+        the times the rules hold from go with it. Set back an hour, a GPU at 95 °C went unreported,
+        and the next alert after a cooldown unnotified, for that hour; set forward, every hold was
+        over at once ("memory held, GPU idle" for 30 min, at the step)."""
+        for tracker in self._trackers.values():
+            tracker.shift_s(step_s)
+
     def update(self, sample: Sample) -> list[AlertEvent]:
         """Feed one sample; returns the transitions it caused (and keeps them in ``events``)."""
-        back_s = set_back_s(self._last_s, sample.timestamp_s)
-        if back_s:
-            # The times the rules hold from go back with the clock. Left as they were, a GPU at
-            # 95 °C went unreported, and the next alert after a cooldown unnotified, for as long
-            # as the clock was set back.
-            for tracker in self._trackers.values():
-                tracker.shift_s(-back_s)
-        self._last_s = sample.timestamp_s
         found: list[AlertEvent] = []
         for machine_rule in MACHINE_RULES:
             settings = self.settings.for_gpu(MACHINE, machine_rule.key)

@@ -34,6 +34,22 @@ def set_back_s(last_s: float, now_s: float) -> float:
     return last_s - now_s if now_s < last_s - CLOCK_SET_BACK_S else 0.0
 
 
+# The wall clock less the monotonic one moving this much between two readings of both is the wall
+# clock set (NTP slews it by half a millisecond a second at most), or, where the monotonic clock
+# stands still in a suspend (not Linux's boot-time one), a suspend.
+CLOCK_SET_S = 0.5
+
+
+def clock_step_s(wall_before_s: float, monotonic_before_s: float, wall_now_s: float, monotonic_now_s: float) -> float:
+    """How far the wall clock was set between two readings of both clocks: forward above 0, back
+    below, 0 where it was not. Without the monotonic times (NaN: a sample made by hand, a replay),
+    a set back only, by set_back_s's rule: a forward step cannot be told from a pause."""
+    if math.isnan(monotonic_before_s) or math.isnan(monotonic_now_s):
+        return -set_back_s(wall_before_s, wall_now_s)
+    step_s = (wall_now_s - wall_before_s) - (monotonic_now_s - monotonic_before_s)
+    return step_s if abs(step_s) > CLOCK_SET_S else 0.0
+
+
 def due(now_s: float, at_s: float, wait_s: float) -> bool:
     """Whether a wait of ``wait_s`` on the wall clock, ending at ``at_s``, is over at ``now_s``: also
     where the clock was set back to before the wait began (it lasted as long as the step)."""

@@ -285,6 +285,9 @@ class Sample:
     notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)
     stall: DriverStall | None = None  # set while the driver has not answered: ``gpus`` is empty then
     remote: RemoteOrigin | None = None  # set for a remote host's sample (``system.hostname`` names it)
+    # The reader's monotonic clock when it was stamped (NaN: not told): with ``timestamp_s``, how
+    # far the wall clock was set between two samples (core/clock.py clock_step_s).
+    monotonic_s: float = math.nan
 
     def gpu(self, index: int) -> GpuSample | None:
         """The GPU with that index in this sample, or None."""

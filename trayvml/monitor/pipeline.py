@@ -19,7 +19,7 @@ from trayvml.alerts.dispatch import KERNEL, Dispatcher, Outgoing
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.grouping import GROUP, Grouper, Notice
 from trayvml.alerts.rules import AlertEvent, HeldSettings, JobSettings
-from trayvml.core.clock import set_back_s
+from trayvml.core.clock import clock_step_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
 from trayvml.history.timeline import History
@@ -102,7 +102,9 @@ class Monitor:
     def take(self, sample: Sample) -> Outcome:
         """One sample through the pipeline; what it caused."""
         if self.latest is not None:
-            self._set_back(set_back_s(self.latest.timestamp_s, sample.timestamp_s))
+            before = self.latest
+            step_s = clock_step_s(before.timestamp_s, before.monotonic_s, sample.timestamp_s, sample.monotonic_s)
+            self._clock_set(step_s)
         self.latest = sample
         self._remember(sample)
         self.history.append(sample)
@@ -176,16 +178,18 @@ class Monitor:
             return math.nan, False
         return self.latest.timestamp_s - since, since <= self.first_s
 
-    def _set_back(self, back_s: float) -> None:
-        """The times this monitor holds go back with the wall clock (``back_s``, 0: not set back):
-        "idle for" keeps its length (it read negative for as long as the step), a lost GPU's
-        "last seen at" says the time on the clock as it is now set, and notices group as before."""
-        if not back_s:
+    def _clock_set(self, step_s: float) -> None:
+        """The times this monitor holds go with the wall clock, set by ``step_s`` (0: not set): the
+        alert rules' holds and "idle for" keep their lengths (set back, idle-for read negative for
+        as long as the step; set forward, every hold was over at once), a lost GPU's "last seen at"
+        says the time on the clock as it is now set, and notices group as before."""
+        if not step_s:
             return
-        self.grouper.shift_s(-back_s)
-        self.first_s -= back_s
-        self.idle_since_s = {gpu: since - back_s for gpu, since in self.idle_since_s.items()}
-        self._last_seen = {gpu: (seen, at_s - back_s, info) for gpu, (seen, at_s, info) in self._last_seen.items()}
+        self.engine.clock_set(step_s)
+        self.grouper.shift_s(step_s)
+        self.first_s += step_s
+        self.idle_since_s = {gpu: since + step_s for gpu, since in self.idle_since_s.items()}
+        self._last_seen = {gpu: (seen, at_s + step_s, info) for gpu, (seen, at_s, info) in self._last_seen.items()}
 
     def _remember(self, sample: Sample) -> None:
         if math.isnan(self.first_s):

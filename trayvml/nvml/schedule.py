@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import pynvml as N
 
-from trayvml.core.clock import Clock
+from trayvml.core.clock import CLOCK_SET_S, Clock
 from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
@@ -62,10 +62,6 @@ _KEEP = (MetricState.NOT_SUPPORTED, MetricState.LOST)  # states that say more th
 # come an interval apart give or take a few milliseconds, and one a hair early waited a whole
 # interval more (every 10 s at a 5 s log interval).
 _ASK_EARLY_S = 0.5
-# The wall clock less the monotonic one moving this much between two reads is the wall clock set
-# (NTP slews it by half a millisecond a second at most), or, where the monotonic clock stands still
-# in a suspend (not Linux's boot-time one, core/clock.py), a suspend.
-CLOCK_SET_S = 0.5
 
 
 @dataclass(eq=False)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from trayvml.core.clock import Clock, SystemClock, Ticker, set_back_s
+from trayvml.core.clock import Clock, SystemClock, Ticker, clock_step_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote import plain
@@ -59,7 +59,7 @@ class RemoteSource:
         self._samples: tuple[Sample, ...] = ()  # replaced whole: other threads see one or the other
         self._hosts: tuple[str, ...] = ()  # the hosts it last reported: named while it is down
         self._fault_since_s = math.nan
-        self._failed_at_s = math.nan  # wall clock of the last failed try
+        self._failed_at = (math.nan, math.nan)  # the wall and monotonic clocks at the last failed try
         self._started_s = math.nan  # monotonic and wall clock when the read in flight began (nan: none)
         self._started_wall_s = math.nan
         self.failures = 0  # consecutive
@@ -94,14 +94,15 @@ class RemoteSource:
 
     def settle(self, now_s: float, reading: Callable[[], list[Sample]]) -> tuple[Sample, ...]:
         """The read begun at ``now_s`` ends with what ``reading`` returns or raises: current samples or a fault."""
+        monotonic_s = self._started_s  # when the read began, as ``now_s``
         try:
-            samples = reading()
+            samples = [replace(sample, monotonic_s=monotonic_s) for sample in reading()]
         except RemoteError as error:
-            self._failed(str(error), now_s)
+            self._failed(str(error), now_s, monotonic_s)
         except Exception as error:  # a bug in trayvml's reading: shown as a fault, logged once per kind
             log.exception("reading %s failed", self.endpoint.url)
             ours = translate("remote", "{url}: reading it failed in trayvml itself ({error}).")
-            self._failed(ours.format(url=self.endpoint.url, error=type(error).__name__), now_s)
+            self._failed(ours.format(url=self.endpoint.url, error=type(error).__name__), now_s, monotonic_s)
         else:
             if self.past_s > 0 and self.endpoint.prometheus and not self._past_read:
                 self._read_past(now_s)
@@ -124,18 +125,19 @@ class RemoteSource:
         except RemoteError as error:  # the live values still come: the graphs start empty instead
             log.warning("the past of %s could not be read: %s", self.endpoint.url, error)
 
-    def _failed(self, message: str, now_s: float) -> None:
+    def _failed(self, message: str, now_s: float, monotonic_s: float) -> None:
         if self.failures == 0:
             self._fault_since_s = now_s
             log.warning("%s", message)
-        else:  # the wall clock set back since the last try: "unreachable since" goes back with it
-            self._fault_since_s -= set_back_s(self._failed_at_s, now_s)
-        self._failed_at_s = now_s
+        else:  # the wall clock set since the last try: "unreachable since" goes with it
+            self._fault_since_s += clock_step_s(*self._failed_at, now_s, monotonic_s)
+        self._failed_at = (now_s, monotonic_s)
         self.failures += 1
         hosts = self._hosts or (self.endpoint.host,)
         origin = RemoteOrigin(self.endpoint.url, "", message, self._fault_since_s)
         self._samples = tuple(
-            Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin) for host in hosts
+            Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin, monotonic_s=monotonic_s)
+            for host in hosts
         )
 
     @property
@@ -157,7 +159,11 @@ class RemoteSource:
             self.endpoint.url, "", slow.format(url=self.endpoint.url, seconds=f"{self.timeout_s:g}"), since_s
         )
         hosts = self._hosts or (self.endpoint.host,)
-        return tuple(Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin) for host in hosts)
+        monotonic_s = self.clock.monotonic_s()
+        return tuple(
+            Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin, monotonic_s=monotonic_s)
+            for host in hosts
+        )
 
     def wait_s(self) -> float:
         """How long to wait before the next try: the interval, doubled per consecutive failure."""
