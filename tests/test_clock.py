@@ -12,12 +12,13 @@ import threading
 
 import pytest
 
-from trayvml.core.clock import ManualClock, SystemClock, Ticker
+from trayvml.core.clock import ManualClock, SystemClock, Ticker, clock_step_s
 from trayvml.core.sample import Sample
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, parse_endpoint
 from trayvml.remote.source import RemoteSource
 
 HOUR_S = 3600.0
+NAN = float("nan")
 
 
 def run_loop(
@@ -185,6 +186,37 @@ def test_an_unreachable_remote_is_said_unreachable_as_long_as_it_was_though_the_
     (sample,) = source.read_once()
     fault = sample.remote
     assert fault is not None and sample.timestamp_s - fault.since_s == pytest.approx(180.0)  # three tries, 60 s apart
+
+
+def test_a_remote_sample_carries_the_monotonic_time_of_its_read_unless_stamped_when_it_came() -> None:
+    """With its wall time, what tells a clock set from a pause (Monitor): the read's start for an
+    exporter's samples; an ssh batch's own, stamped when it came (a read takes it up to a second
+    later: stamped again then, every batch looked like the clock set by the lag)."""
+    clock = ManualClock()
+    came = Sample(clock.now_s() - 0.7, (), (), None, None, monotonic_s=clock.monotonic_s() - 0.7)
+    answers: list[list[Sample]] = [[Sample(clock.now_s(), (), (), None, None)], [came]]
+
+    def reader(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache) -> list[Sample]:
+        clock.advance_s(0.2)  # the read takes a while: its samples are of its start
+        return answers.pop(0)
+
+    source = RemoteSource(parse_endpoint("http://gpu-box:9400"), 1.0, 3.0, clock, reader)
+    clock.advance_s(5.0)
+    (read,) = source.read_once()
+    assert read.monotonic_s == 5.0
+    (kept,) = source.read_once()
+    assert kept.monotonic_s == came.monotonic_s
+
+
+def test_a_clock_step_is_the_wall_less_the_monotonic_difference_and_without_it_a_set_back_only() -> None:
+    t_s = 1_800_000_000.0
+    assert clock_step_s(t_s, 10.0, t_s + 1.0, 11.0) == 0.0  # a second passed
+    assert clock_step_s(t_s, 10.0, t_s + 1.4, 11.0) == 0.0  # a read late by its own doing, or a slew
+    assert clock_step_s(t_s, 10.0, t_s + 3601.0, 11.0) == 3600.0  # set forward an hour
+    assert clock_step_s(t_s, 10.0, t_s - 3599.0, 11.0) == -3600.0  # set back an hour
+    assert clock_step_s(t_s, 10.0, t_s + 8 * 3600.0, 10.0 + 8 * 3600) == 0.0  # a night's suspend
+    assert clock_step_s(t_s, NAN, t_s + 3601.0, NAN) == 0.0  # without it: a pause, not a step
+    assert clock_step_s(t_s, NAN, t_s - 3599.0, NAN) == -3599.0  # a set back, less the second between
 
 
 def slots_of_a_mid_slot_loop(clock: ManualClock, work_s: list[float], mid_slot: bool = True) -> list[int]:

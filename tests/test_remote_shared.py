@@ -132,7 +132,9 @@ def _today(url: str, timeout_s: float = 2.0) -> list[Sample] | str:
 
 
 def _as_read(source: RemoteSource) -> list[Sample]:
-    """The source's samples as today's path makes them: without the monotonic time it stamps them with."""
+    """The source's samples as today's path makes them: without the monotonic time it stamps each
+    with (its read's start: there is one)."""
+    assert all(math.isfinite(sample.monotonic_s) for sample in source.samples)
     return [replace(sample, monotonic_s=math.nan) for sample in source.samples]
 
 

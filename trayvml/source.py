@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.clock import Clock, SystemClock, stamp_monotonic_s
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
 from trayvml.core.metrics import GPU_INDEX
 from trayvml.core.sample import (
@@ -238,7 +238,7 @@ class Source:
             gpus, devices = self._with_host_memory(gpus, devices)
         return Sample(
             timestamp_s=self.clock.now_s(),
-            monotonic_s=self.clock.monotonic_s(),
+            monotonic_s=stamp_monotonic_s(self.clock),
             gpus=gpus,
             devices=devices,
             system=reader.system,

@@ -71,6 +71,18 @@ class Clock(Protocol):
         """Sleep ``seconds`` or until ``stop`` is set, whichever comes first; True when it is set."""
         ...
 
+    @property
+    def counts_suspend(self) -> bool:
+        """Whether ``monotonic_s`` goes on while the machine sleeps."""
+        ...
+
+
+def stamp_monotonic_s(clock: Clock) -> float:
+    """What a sample carries beside its wall time (Sample.monotonic_s): ``clock``'s monotonic time,
+    where it counts a suspend; else NaN. A monotonic clock that stands still in a suspend would
+    make the hours asleep look like the wall clock set forward by as much."""
+    return clock.monotonic_s() if clock.counts_suspend else math.nan
+
 
 # Linux's boot-time clock also counts a suspend, where time.monotonic stands still: a reading
 # taken before the machine slept is as old as it is, and a slower read is due again on resume.
@@ -78,6 +90,8 @@ _BOOTTIME = getattr(time, "CLOCK_BOOTTIME", None)
 
 
 class SystemClock:
+    counts_suspend = _BOOTTIME is not None
+
     def now_s(self) -> float:
         return time.time()
 
@@ -94,6 +108,8 @@ class SystemClock:
 
 class ManualClock:
     """A clock that moves only when told to (sleeping advances it at once)."""
+
+    counts_suspend = True  # a suspend is advance_s
 
     def __init__(self, start_s: float = 1_800_000_000.0) -> None:
         self._now_s = start_s

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
-from trayvml.core.clock import Clock, SystemClock, Ticker, clock_step_s
+from trayvml.core.clock import Clock, SystemClock, Ticker, clock_step_s, stamp_monotonic_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote import plain
@@ -94,9 +94,10 @@ class RemoteSource:
 
     def settle(self, now_s: float, reading: Callable[[], list[Sample]]) -> tuple[Sample, ...]:
         """The read begun at ``now_s`` ends with what ``reading`` returns or raises: current samples or a fault."""
-        monotonic_s = self._started_s  # when the read began, as ``now_s``
+        # When the read began, as ``now_s``, for the samples not stamped when they came (ssh's are).
+        monotonic_s = self._started_s if self.clock.counts_suspend else math.nan
         try:
-            samples = [replace(sample, monotonic_s=monotonic_s) for sample in reading()]
+            samples = [s if not math.isnan(s.monotonic_s) else replace(s, monotonic_s=monotonic_s) for s in reading()]
         except RemoteError as error:
             self._failed(str(error), now_s, monotonic_s)
         except Exception as error:  # a bug in trayvml's reading: shown as a fault, logged once per kind
@@ -159,7 +160,7 @@ class RemoteSource:
             self.endpoint.url, "", slow.format(url=self.endpoint.url, seconds=f"{self.timeout_s:g}"), since_s
         )
         hosts = self._hosts or (self.endpoint.host,)
-        monotonic_s = self.clock.monotonic_s()
+        monotonic_s = stamp_monotonic_s(self.clock)
         return tuple(
             Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin, monotonic_s=monotonic_s)
             for host in hosts

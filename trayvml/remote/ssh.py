@@ -32,9 +32,10 @@ import subprocess
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from trayvml.core.clock import SystemClock, stamp_monotonic_s
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import (
@@ -49,6 +50,8 @@ from trayvml.core.sample import (
 )
 from trayvml.core.units import MIB
 from trayvml.remote.fetch import Endpoint, RemoteError
+
+_CLOCK = SystemClock()  # what a batch is stamped with when it comes (its read takes it later)
 
 SSH_CONFIG_ENV = "TRAYVML_SSH_CONFIG"  # an ssh_config file given to ssh -F (default: the user's own)
 CONNECT_TIMEOUT_S = 10
@@ -432,15 +435,18 @@ class SshConnection:
             batch.gpu_lines.append(text)
             count = int(text.split(",", 1)[0])
             if len(batch.gpu_lines) >= count:
-                sample = smi_samples(batch.gpu_lines, batch.apps, self.host, self.url, time.time())
+                now_s, monotonic_s = time.time(), stamp_monotonic_s(_CLOCK)
+                sample = smi_samples(batch.gpu_lines, batch.apps, self.host, self.url, now_s)
                 batch.gpu_lines = []
-                self._publish(sample)
+                self._publish(replace(sample, monotonic_s=monotonic_s))
         elif tag == "S":
             batch.document.append(text)
         elif tag == "S.":
             text, batch.document = "\n".join(batch.document), []
             if text.strip():
-                self._publish(snapshot_sample(json.loads(text), self.host, self.url, time.time()))
+                now_s, monotonic_s = time.time(), stamp_monotonic_s(_CLOCK)
+                sample = snapshot_sample(json.loads(text), self.host, self.url, now_s)
+                self._publish(replace(sample, monotonic_s=monotonic_s))
 
     def _publish(self, sample: Sample) -> None:
         with self._changed:
