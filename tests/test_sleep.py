@@ -7,9 +7,13 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import run_ticks, simulated_source
+from trayvml.alerts.dispatch import Dispatcher
+from trayvml.alerts.engine import AlertSettings
 from trayvml.core.demand import HISTORY
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
+from trayvml.history.timeline import History
+from trayvml.monitor.pipeline import Monitor
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
@@ -150,13 +154,14 @@ def test_a_sleep_across_the_wall_clock_set_back_is_shaded_on_both_sides() -> Non
     """Set back an hour while the laptop GPU sleeps: the span went on with its end before its
     start, and no band showed for the rest of that sleep."""
     source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/40")
-    spans = AsleepSpans()
+    monitor = Monitor(Dispatcher(clock), AlertSettings(), History)  # what tells its spans of the step
     start_s = clock.now_s()
     for tick in range(60):
         if tick == 20:
             clock.set_wall_s(-3600.0)
-        spans.update(source.sample())
+        monitor.take(source.sample())
         clock.advance_s(1)
+    spans = monitor.asleep_spans
     seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s - 3600, start_s + 60)]
     assert seen == [(1, 10.0, 19.0), (1, 20.0 - 3600, 49.0 - 3600)]
 

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from trayvml.core.clock import set_back_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import format_duration
@@ -78,15 +77,20 @@ class EnergyMeter:
         for gpu in sample.gpus:
             self._update_gpu(gpu, sample.timestamp_s)
 
-    def _update_gpu(self, gpu: GpuSample, now_s: float) -> None:
-        e = self._gpus.setdefault(gpu.index, _GpuEnergy())
-        if set_back_s(e.last_s, now_s):
-            # The checkpoints ahead of the clock set back go (the total since start stays): kept,
-            # no checkpoint was made until the clock passed them again, and the energy over a
-            # range up to now was unknown for as long as the step.
+    def clock_set(self, step_s: float, now_s: float) -> None:
+        """The wall clock was set by ``step_s`` before the sample at ``now_s`` (the host's Monitor
+        tells). Set back, the checkpoints ahead of it go (the total since start stays): kept, no
+        checkpoint was made until the clock passed them again, and the energy over a range up to
+        now was unknown for as long as the step."""
+        if step_s >= 0:
+            return
+        for e in self._gpus.values():
             while e.times_s and e.times_s[-1] > now_s:
                 e.times_s.pop()
                 e.totals_wh.pop()
+
+    def _update_gpu(self, gpu: GpuSample, now_s: float) -> None:
+        e = self._gpus.setdefault(gpu.index, _GpuEnergy())
         counter = gpu.value("energy_consumed_j") if gpu.state("energy_consumed_j") is MetricState.OK else math.nan
         # Asleep is 0 W, for a GPU whose energy is known otherwise (a laptop without a power
         # sensor stays unknown: its awake hours are).

@@ -104,7 +104,7 @@ class Monitor:
         if self.latest is not None:
             before = self.latest
             step_s = clock_step_s(before.timestamp_s, before.monotonic_s, sample.timestamp_s, sample.monotonic_s)
-            self._clock_set(step_s)
+            self._clock_set(step_s, sample.timestamp_s)
         self.latest = sample
         self._remember(sample)
         self.history.append(sample)
@@ -178,14 +178,17 @@ class Monitor:
             return math.nan, False
         return self.latest.timestamp_s - since, since <= self.first_s
 
-    def _clock_set(self, step_s: float) -> None:
-        """The times this monitor holds go with the wall clock, set by ``step_s`` (0: not set): the
-        alert rules' holds and "idle for" keep their lengths (set back, idle-for read negative for
-        as long as the step; set forward, every hold was over at once), a lost GPU's "last seen at"
-        says the time on the clock as it is now set, and notices group as before."""
+    def _clock_set(self, step_s: float, now_s: float) -> None:
+        """The times this monitor holds go with the wall clock, set by ``step_s`` (0: not set)
+        before the sample at ``now_s``: the alert rules' holds and "idle for" keep their lengths
+        (set back, idle-for read negative for as long as the step; set forward, every hold was over
+        at once), a lost GPU's "last seen at" says the time on the clock as it is now set, notices
+        group as before, and (set back) energy and sleep bands go on from the new time."""
         if not step_s:
             return
         self.engine.clock_set(step_s)
+        self.energy.clock_set(step_s, now_s)
+        self.asleep_spans.clock_set(step_s)
         self.grouper.shift_s(step_s)
         self.first_s += step_s
         self.idle_since_s = {gpu: since + step_s for gpu, since in self.idle_since_s.items()}

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections import deque
 
-from trayvml.core.clock import set_back_s
 from trayvml.core.sample import Sample
 
 MAX_SPANS_PER_GPU = 256
@@ -26,13 +25,18 @@ class AsleepSpans:
                 self._open.discard(gpu.index)
                 continue
             spans = self._spans.setdefault(gpu.index, deque(maxlen=MAX_SPANS_PER_GPU))
-            # A span goes on, but not across the wall clock set back: one ending before it began
-            # was never shown again, for the rest of that sleep.
-            if gpu.index in self._open and not set_back_s(spans[-1][1], now_s):
+            if gpu.index in self._open:
                 spans[-1][1] = now_s
             else:
                 spans.append([now_s, now_s])
                 self._open.add(gpu.index)
+
+    def clock_set(self, step_s: float) -> None:
+        """The wall clock was set by ``step_s`` (the host's Monitor tells). Set back, a sleep going
+        on is a new span from the next sample: one across the step ended before it began and was
+        not shown again, for the rest of that sleep."""
+        if step_s < 0:
+            self._open.clear()
 
     def between(self, start_s: float, end_s: float) -> list[tuple[int, float, float]]:
         """(GPU, from, until) of each span that overlaps the range."""
