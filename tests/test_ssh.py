@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from trayvml.core.clock import SystemClock
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.sample import MetricState
 from trayvml.core.units import MIB
@@ -215,6 +216,10 @@ def test_nvidia_smi_host_gives_values_and_not_supported_states(box: Box) -> None
         _read_until(source)
         (sample,) = source.samples
         assert sample.remote is not None and not sample.remote.fault, sample.remote
+        # Both clocks of when the batch came (the read takes it up to a second later): stamped
+        # with the read's monotonic time instead, the host's Monitor saw the lag as a clock set.
+        offset_s = time.time() - SystemClock().monotonic_s()
+        assert sample.timestamp_s - sample.monotonic_s == pytest.approx(offset_s, abs=0.05)
         assert sample.system is not None and sample.system.driver_version == "550.54.15"
         h100, rtx = sample.gpus
         names = [d.name for d in sample.devices]

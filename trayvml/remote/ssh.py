@@ -31,7 +31,7 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -51,7 +51,7 @@ from trayvml.core.sample import (
 from trayvml.core.units import MIB
 from trayvml.remote.fetch import Endpoint, RemoteError
 
-_CLOCK = SystemClock()  # what a batch is stamped with when it comes (its read takes it later)
+_CLOCK = SystemClock()  # what a batch is stamped with when it comes (_publish)
 
 SSH_CONFIG_ENV = "TRAYVML_SSH_CONFIG"  # an ssh_config file given to ssh -F (default: the user's own)
 CONNECT_TIMEOUT_S = 10
@@ -435,20 +435,22 @@ class SshConnection:
             batch.gpu_lines.append(text)
             count = int(text.split(",", 1)[0])
             if len(batch.gpu_lines) >= count:
-                now_s, monotonic_s = time.time(), stamp_monotonic_s(_CLOCK)
-                sample = smi_samples(batch.gpu_lines, batch.apps, self.host, self.url, now_s)
-                batch.gpu_lines = []
-                self._publish(replace(sample, monotonic_s=monotonic_s))
+                lines, apps, batch.gpu_lines = batch.gpu_lines, batch.apps, []
+                self._publish(lambda now_s: smi_samples(lines, apps, self.host, self.url, now_s))
         elif tag == "S":
             batch.document.append(text)
         elif tag == "S.":
             text, batch.document = "\n".join(batch.document), []
             if text.strip():
-                now_s, monotonic_s = time.time(), stamp_monotonic_s(_CLOCK)
-                sample = snapshot_sample(json.loads(text), self.host, self.url, now_s)
-                self._publish(replace(sample, monotonic_s=monotonic_s))
+                document = json.loads(text)
+                self._publish(lambda now_s: snapshot_sample(document, self.host, self.url, now_s))
 
-    def _publish(self, sample: Sample) -> None:
+    def _publish(self, made: Callable[[float], Sample]) -> None:
+        """The batch that just came, ``made`` into a sample at the wall clock's now, and stamped with
+        the monotonic clock's too: a read takes it up to an interval later, and its own stamp
+        would differ from the wall's by that lag (a clock set, to the host's Monitor)."""
+        now_s, monotonic_s = _CLOCK.now_s(), stamp_monotonic_s(_CLOCK)
+        sample = replace(made(now_s), monotonic_s=monotonic_s)
         with self._changed:
             self._latest, self._latest_at_s, self._problem = sample, time.monotonic(), ""
             self._changed.notify_all()
