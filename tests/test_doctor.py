@@ -333,7 +333,10 @@ def test_replayed_values_equal_nvidia_smis_of_the_same_moment(path: Path) -> Non
 def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_names_them() -> None:
     assert [p.name for p in WITH_SMI] == [
         "h100-580-busy.jsonl",
+        "h100-580-clockstep.jsonl",
+        "h100-580-ending.jsonl",
         "h100-580-idle.jsonl",
+        "h100-580-procs.jsonl",
         "h200-580-busy.jsonl",
         "h200-580-ending.jsonl",
         "h200-580-idle.jsonl",
@@ -703,23 +706,25 @@ def test_replayed_pcie_throughput_agrees_with_the_bytes_copied_and_nvidia_smi_be
     assert gpm or name == "h200-580-pcie"
 
 
-def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu() -> None:
-    # h200-580-procs: a busy process (matrix products, 16 GiB held) and a light one (2 GiB) on one
-    # H200; nvidia-smi --query-compute-apps after the recording, and pmon's memory column beside it,
-    # are the answer key for the PIDs and the memory each process holds (MiB, exactly).
+@pytest.mark.parametrize("name", ["h100-580-procs", "h200-580-procs"])
+def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu(name: str) -> None:
+    # A busy process (matrix products, 16 GiB held) and a light one (2 GiB) on one H200, and on one
+    # H100 by the reader of a later day; nvidia-smi --query-compute-apps after the recording, and
+    # pmon's memory column beside it, are the answer key for the PIDs and the memory each process
+    # holds (MiB, exactly).
     import csv
 
     from trayvml.core.units import MIB
 
-    lines = (RECORDINGS / "h200-580-procs.apps.csv").read_text().splitlines()[1:]
+    lines = (RECORDINGS / f"{name}.apps.csv").read_text().splitlines()[1:]
     expected = {int(pid): int(memory.split()[0]) for pid, _, memory in csv.reader(lines, skipinitialspace=True)}
     pmon = {
         int(words[2]): int(words[10])
-        for line in (RECORDINGS / "h200-580-procs.pmon.txt").read_text().splitlines()
+        for line in (RECORDINGS / f"{name}.pmon.txt").read_text().splitlines()
         if not line.startswith("#") and (words := line.split())
     }
     assert pmon == expected and len(expected) == 2
-    for _, sample in replayed(RECORDINGS / "h200-580-procs.jsonl"):
+    for _, sample in replayed(RECORDINGS / f"{name}.jsonl"):
         gpu = sample.gpus[0]
         assert {p.pid: p.used_memory_bytes / MIB for p in gpu.processes} == expected
         # The driver answers one sample per process, its latest (nvml.h: "since lastSeenTimeStamp";
@@ -729,17 +734,16 @@ def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu() -> None
         assert all(0 <= share <= 100 for share in shares) and sum(shares) <= 100
 
 
-def test_a_process_that_ended_is_not_listed_after_nvidia_smi_stopped_listing_it_on_the_real_gpu() -> None:
-    # h200-580-ending: a light process ends 4 s into an 11 s recording; nvidia-smi --query-compute-apps
+@pytest.mark.parametrize("name", ["h100-580-ending", "h200-580-ending"])
+def test_a_process_that_ended_is_not_listed_after_nvidia_smi_stopped_listing_it_on_the_real_gpu(name: str) -> None:
+    # A light process ends 4 s into an 11 s recording (an H200's, an H100's); nvidia-smi --query-compute-apps
     # every half second beside it, each line stamped. Once nvidia-smi lists it no more it is gone for
     # good: no tick after that may list it (the reader held its 5 s old list one tick longer, with the
     # GPU's memory in use already 0, before it read the lists again when that memory went).
-    lines = [line.split(" ", 1) for line in (RECORDINGS / "h200-580-ending.apps.txt").read_text().splitlines()]
+    lines = [line.split(" ", 1) for line in (RECORDINGS / f"{name}.apps.txt").read_text().splitlines()]
     listed = [(float(stamp), rest.strip()) for stamp, rest in lines]
     gone_s = next(stamp for stamp, rest in listed if not rest)
     assert any(rest for stamp, rest in listed if stamp < gone_s)  # it ran while watched
-    shown = [
-        (tick["t"], [p.pid for p in s.gpus[0].processes]) for tick, s in replayed(RECORDINGS / "h200-580-ending.jsonl")
-    ]
+    shown = [(tick["t"], [p.pid for p in s.gpus[0].processes]) for tick, s in replayed(RECORDINGS / f"{name}.jsonl")]
     assert any(pids for t, pids in shown if t < gone_s)
     assert not [(t, pids) for t, pids in shown if t > gone_s and pids]
