@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+from pathlib import Path
 
 import numpy as np
 import pynvml as N
@@ -224,3 +226,56 @@ def test_lists_naming_more_than_the_memory_in_use_are_read_early_only_when_that_
     assert not _lists_outlived(g)  # as when the lists were read
     g.values[GPU_INDEX["memory_used_bytes"]] = 2**29
     assert _lists_outlived(g)  # half a GiB let go since
+
+
+HOUR_S = 3600.0
+
+
+def _stamped(probe: dict) -> tuple[str, int, int, bool]:
+    """A probe's phase; how many hours ahead of the wall clock the driver stamped its field values
+    and its process utilization samples; whether asked since the last sample seen, it answered."""
+    wall_s = probe["wall_s"]
+    fields_h = round((max(f["stamp_us"] for f in probe["fields"].values()) / 1e6 - wall_s) / HOUR_S)
+    samples_h = round((max(s["stamp_us"] for s in probe["util_latest"]) / 1e6 - wall_s) / HOUR_S)
+    return probe["phase"], fields_h, samples_h, bool(probe["util_since"]) and "error" not in probe["util_since"]
+
+
+def test_the_simulated_driver_stamps_as_a_real_h100_did_with_the_wall_clock_set_back() -> None:
+    """The answer key is a real H100's (580.159.04), probed by scripts/real_gpu_clockstep.py with a
+    process busy and the wall clock set back an hour for 6 s (recordings/h100-580-clockstep.probe.txt):
+    field values were stamped with the wall clock as it was, process utilization samples with the
+    driver's own time, an hour ahead of it, and asked since the last one seen they went on answering.
+    The simulator stamped those samples with the wall clock too, and so answered NOT_FOUND (every
+    process idle) until the clock caught up; the reader was made to work around that."""
+    lines = (Path(__file__).parent / "recordings" / "h100-580-clockstep.probe.txt").read_text().splitlines()
+    real = [_stamped(json.loads(line)) for line in lines if line.startswith("{") and '"fields"' in line]
+    assert len(real) == 12 and {phase for phase, *_ in real} == {"before", "back", "after"}
+    source, clock, _ = simulated_source("processes:gpus=h100,start=1800")
+    source.sample()  # NVML open beneath pynvml
+    handle = N.nvmlDeviceGetHandleByIndex(0)
+    seen_us, simulated = 0, []
+    for phase, step_s in (("before", 0.0), ("back", -HOUR_S), ("after", HOUR_S)):
+        clock.set_wall_s(step_s)
+        for _ in range(3):
+            clock.advance_s(1)
+            fields = N.nvmlDeviceGetFieldValues(
+                handle, [N.NVML_FI_DEV_POWER_INSTANT, N.NVML_FI_DEV_PCIE_REPLAY_COUNTER]
+            )
+            try:
+                since = [{"stamp_us": s.timeStamp} for s in N.nvmlDeviceGetProcessUtilization(handle, seen_us)]
+            except N.NVMLError_NotFound:
+                since = []
+            latest = [{"stamp_us": s.timeStamp} for s in N.nvmlDeviceGetProcessUtilization(handle, 0)]
+            seen_us = max(s["stamp_us"] for s in since + latest)
+            probe = {"phase": phase, "wall_s": clock.now_s(), "util_since": since, "util_latest": latest}
+            simulated.append(_stamped({**probe, "fields": {f.fieldId: {"stamp_us": f.timestamp} for f in fields}}))
+    source.close()
+    assert (
+        sorted(set(simulated))
+        == sorted(set(real))
+        == [
+            ("after", 0, 0, True),
+            ("back", 0, 1, True),
+            ("before", 0, 0, True),
+        ]
+    )

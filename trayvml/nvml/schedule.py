@@ -546,12 +546,10 @@ class Scheduler:
     def _read_sm_util(self, g: GpuState) -> tuple[dict[int, float], bool]:
         """PID -> SM % of the samples since the last call, and whether the call answered."""
         self.session.current_call = "nvmlDeviceGetProcessUtilization"
-        # The driver stamps its samples with the wall clock. Set back since the last call, it
-        # stamps every new sample before the last one seen, which then answered NOT_FOUND (every
-        # process idle) until the clock caught up: an hour set back, an hour of 0 %. A last-seen
-        # time after now asks for any sample instead (an H200 answered each process's latest one).
-        if g.process_util_seen_us > self.clock.now_s() * 1e6:
-            g.process_util_seen_us = 0
+        # The last-seen stamp is the driver's own, never compared with the wall clock: the driver
+        # stamps these samples with a time of its own that a wall clock set does not move (an H100
+        # on 580.159.04, set back an hour, went on answering samples an hour ahead of it:
+        # tests/recordings/h100-580-clockstep.probe.txt).
         try:
             samples = self._process_utilization(g.handle, g.process_util_seen_us)
         except N.NVMLError as error:

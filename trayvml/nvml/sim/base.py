@@ -116,6 +116,11 @@ class SimulatedNvmlBase:
         # The simulated GPUs' own time runs on the monotonic clock, as a real GPU's counters do: the
         # wall clock set back or forward changes only the timestamps the driver answers with.
         self.start_monotonic_s = clock.monotonic_s()
+        # Field values are stamped with the wall clock as it is at the call; process utilization
+        # samples with the driver's own time, the wall clock's when it started: an H100 on
+        # 580.159.04 went on stamping them an hour ahead of a wall clock set back an hour
+        # (tests/recordings/h100-580-clockstep.probe.txt).
+        self.sampling_epoch_s = self.start_s - self.start_monotonic_s
         self.profile_keys = list(spec.gpus)
         self.profiles = [PROFILES[key] for key in spec.gpus]
         self.scenario = SCENARIOS[spec.scenario](spec.seed, self.profiles)

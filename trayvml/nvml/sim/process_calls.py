@@ -59,7 +59,7 @@ class ProcessCalls(SimulatedNvmlBase):
         # nvml-wrapper's process_utilization_stats says the same): an idle process is left out.
         # No samples at all is NOT_FOUND.
         last_seen_us = int(getattr(last_seen_us, "value", last_seen_us))
-        now_us = int(self.clock.now_s() * 1e6)
+        now_us = int((self.sampling_epoch_s + self.clock.monotonic_s()) * 1e6)  # the driver's time
         sampled_us = now_us - now_us % PROCESS_SAMPLE_PERIOD_US  # the driver's latest sample
         procs = self.processes(g.gpu) if sampled_us > last_seen_us else []
         # A display server takes a sliver; the rest of the GPU's utilization goes to the compute
