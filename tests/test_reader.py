@@ -454,6 +454,24 @@ def test_the_wall_clock_set_back_or_forward_changes_no_reading(step_s: float) ->
     assert _read_across_a_wall_clock_step(step_s) == unset
 
 
+def test_a_resume_after_the_wall_clock_was_set_back_reads_no_process_as_idle() -> None:
+    """The wall clock set back an hour leaves the GPU's own time, which stamps the process samples,
+    an hour ahead of it; a resume then sets the GPU's time to the wall clock, an hour before the
+    last sample seen. Asked since that one, the driver answered NOT_FOUND until the hour came round:
+    every process read as idle (0 %)."""
+    source, clock, lib = simulated_source("processes:gpus=h100,start=1800")
+    busiest = []
+    for second in range(30):
+        if second == 8:
+            clock.set_wall_s(-3600.0)
+        if second == 16:
+            lib.resumed()
+        busiest.append(max(p.sm_util_percent for p in source.sample().gpus[0].processes))
+        clock.advance_s(1)
+    source.close()
+    assert min(busiest) > 0
+
+
 def test_every_tick_asks_the_per_process_sm_share_no_sooner_than_the_driver_has_new_samples() -> None:
     """A snapshot reads its process lists twice, half a second apart: the driver samples each
     process only every second or more, so a second call then answers nothing new, which would

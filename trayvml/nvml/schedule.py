@@ -546,10 +546,16 @@ class Scheduler:
     def _read_sm_util(self, g: GpuState) -> tuple[dict[int, float], bool]:
         """PID -> SM % of the samples since the last call, and whether the call answered."""
         self.session.current_call = "nvmlDeviceGetProcessUtilization"
-        # The last-seen stamp is the driver's own, never compared with the wall clock: the driver
-        # stamps these samples with a time of its own that a wall clock set does not move (an H100
-        # on 580.159.04, set back an hour, went on answering samples an hour ahead of it:
-        # tests/recordings/h100-580-clockstep.probe.txt).
+        # The driver stamps these samples with the GPU's own time, which it sets to the wall clock
+        # when the GPU starts and at each resume (open-gpu-kernel-modules' tmrSetCurrentTime): a
+        # wall clock set back does not move it (an H100 on 580.159.04 went on an hour ahead of
+        # one set back an hour: tests/recordings/h100-580-clockstep.probe.txt), but the next
+        # resume sets it back too, and every sample after is stamped before the last one seen,
+        # answered NOT_FOUND (every process idle) until the old time came round. A last-seen
+        # stamp after the wall clock may be such a time: asking since 0 answers each process's
+        # latest sample instead (the H100 answered the same one sample to both).
+        if g.process_util_seen_us > self.clock.now_s() * 1e6:
+            g.process_util_seen_us = 0
         try:
             samples = self._process_utilization(g.handle, g.process_util_seen_us)
         except N.NVMLError as error:

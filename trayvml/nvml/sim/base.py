@@ -117,9 +117,9 @@ class SimulatedNvmlBase:
         # wall clock set back or forward changes only the timestamps the driver answers with.
         self.start_monotonic_s = clock.monotonic_s()
         # Field values are stamped with the wall clock as it is at the call; process utilization
-        # samples with the driver's own time, the wall clock's when it started: an H100 on
-        # 580.159.04 went on stamping them an hour ahead of a wall clock set back an hour
-        # (tests/recordings/h100-580-clockstep.probe.txt).
+        # samples with the GPU's own time, set to the wall clock when the driver starts and at
+        # each resume (resumed): an H100 on 580.159.04 went on stamping them an hour ahead of a
+        # wall clock set back an hour (tests/recordings/h100-580-clockstep.probe.txt).
         self.sampling_epoch_s = self.start_s - self.start_monotonic_s
         self.profile_keys = list(spec.gpus)
         self.profiles = [PROFILES[key] for key in spec.gpus]
@@ -167,6 +167,11 @@ class SimulatedNvmlBase:
         self._sysfs_written: dict[Path, str] = {}  # runtime_status files, by what they say now
 
     # ---- the parts tests and the reader's process lookup use ----
+    def resumed(self) -> None:
+        """The machine woke from a suspend: the driver sets each GPU's time to the wall clock
+        again (open-gpu-kernel-modules: tmrSetCurrentTime at resume)."""
+        self.sampling_epoch_s = self.clock.now_s() - self.clock.monotonic_s()
+
     def sim_time_s(self) -> float:
         if self.spec.at_s is not None:
             return self.spec.at_s
