@@ -708,7 +708,7 @@ def test_replayed_pcie_throughput_agrees_with_the_bytes_copied_and_nvidia_smi_be
 
 @pytest.mark.parametrize("name", ["h100-580-procs", "h200-580-procs"])
 def test_replayed_process_lists_equal_nvidia_smi_s_beside_the_real_gpu(name: str) -> None:
-    # A busy process (matrix products, 16 GiB held) and a light one (2 GiB) on one H200, and on one
+    # A busy process (matrix products, 19 GiB in use) and a light one (2.6 GiB) on one H200, and on one
     # H100 by the reader of a later day; nvidia-smi --query-compute-apps after the recording, and
     # pmon's memory column beside it, are the answer key for the PIDs and the memory each process
     # holds (MiB, exactly).
