@@ -5,17 +5,18 @@ setting moves), also when it fails part-way.
 
     python3 scripts/real_gpu_clockstep.py [STEP_S] [HOLD_S]
 
-trayvml's reader (nvml/schedule.py) and the simulated driver assume the driver stamps its samples
-with the wall clock (nvml.h: "CPU timestamp ... since 1970"): set back, a process's new utilization
-samples would be stamped before the last one seen, and asked for "since" it they would answer
-NOT_FOUND. This asks the driver, with a process busy on the GPU: the field values' timestamps, the
-process utilization samples asked since the last one seen and since 0, and a GPM pair of samples
-taken across the step. It prints one JSON object per probe, each with the wall and boot-time clocks.
+nvml.h calls the driver's stamps "CPU timestamp[s] ... since 1970": which clock, and whether a step
+of the wall clock moves them, is what trayvml's reader (nvml/schedule.py) and the simulated driver
+must get right. This asks the driver, with a process busy on the GPU: the field values' timestamps,
+the process utilization samples asked since the last one seen and since 0, and GPM's metrics
+between samples taken a second apart. It prints one JSON object per probe, each with the wall and
+boot-time clocks. (An H100 on 580.159.04: tests/recordings/h100-580-clockstep.probe.txt.)
 """
 
 from __future__ import annotations
 
 import json
+import signal
 import sys
 import time
 
@@ -80,6 +81,8 @@ def probe(phase: str, handle: object, since_us: int, sampler: GpmSampler) -> int
 def main() -> int:
     step_s = float(sys.argv[1]) if len(sys.argv) > 1 else 3600.0
     hold_s = float(sys.argv[2]) if len(sys.argv) > 2 else 4.0
+    # `timeout` ends this with SIGTERM: as an exception, so that the clock is put right (finally).
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(1))
     N.nvmlInit()
     handle = N.nvmlDeviceGetHandleByIndex(0)
     sampler = GpmSampler()
