@@ -3,6 +3,7 @@ that are reused, PIDs from another PID namespace."""
 
 from __future__ import annotations
 
+import json
 import math
 import os
 import subprocess
@@ -352,3 +353,37 @@ def test_a_process_is_the_same_process_after_the_wall_clock_is_set(monkeypatch: 
     finally:
         child.kill()
         child.wait(10)
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil's Linux boot time")
+def test_a_trayvml_started_after_the_wall_clock_was_set_dates_a_process_as_the_one_before_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The history on disk knows a process by its PID and start. A tray or recorder started again
+    after a step of the clock read another boot time, so dated every running process anew: a job's
+    timeline in two from the restart, its GPU time split. The boot time is kept for the boot, in
+    the state folder; a new boot (another boot_id) reads it anew. No clock of the machine is
+    touched: psutil's boot time is moved, as the kernel's would be."""
+    import psutil._pslinux
+
+    from trayvml.host import processes
+
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    booted_s = psutil._pslinux.boot_time()
+    try:
+        processes._boot_s.cache_clear()  # the first trayvml process of this boot
+        started_s = processes.process_start(child.pid)
+        monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: booted_s + 3600.0)
+        processes._boot_s.cache_clear()  # another one, started after the clock was set an hour forward
+        assert processes.process_start(child.pid) == pytest.approx(started_s, abs=1e-6)
+        monkeypatch.setattr(processes, "_boot_id", lambda: "another boot")
+        processes._boot_s.cache_clear()  # the next boot's: its own boot time
+        assert processes.process_start(child.pid) == pytest.approx(started_s + 3600.0, abs=1e-6)
+        (processes.state_folder() / processes.BOOT_FILE).write_text("{not json")
+        processes._boot_s.cache_clear()  # a kept file that cannot be read: the boot time as now, kept again
+        assert processes.process_start(child.pid) == pytest.approx(started_s + 3600.0, abs=1e-6)
+        assert json.loads((processes.state_folder() / processes.BOOT_FILE).read_text())["boot_id"] == "another boot"
+    finally:
+        child.kill()
+        child.wait(10)
+        processes._boot_s.cache_clear()  # the next test's trayvml reads this boot's own

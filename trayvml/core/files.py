@@ -45,6 +45,14 @@ def _is_stale(temporary: Path, pid: int) -> bool:
     return False
 
 
+def state_folder() -> Path:
+    """The user's state folder for trayvml (``~/.local/state/trayvml`` on Linux): the history, the
+    push status, the boot time its processes are dated by."""
+    from platformdirs import user_state_path
+
+    return user_state_path("trayvml", appauthor=False)
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """A temporary file in the same folder, flushed to disk, then renamed over ``path``.
 

@@ -12,6 +12,6 @@ def default_folder(simulated: bool = False) -> Path:
     Simulated GPUs keep theirs apart (``history-simulated``), so that trying ``--simulate`` never
     puts made-up GPUs into the history of the real ones, nor waits on the real recorder's lock.
     Here, away from the heavy modules, so that the tray app can name it without importing numpy."""
-    from platformdirs import user_state_path
+    from trayvml.core.files import state_folder
 
-    return user_state_path("trayvml", appauthor=False) / ("history-simulated" if simulated else "history")
+    return state_folder() / ("history-simulated" if simulated else "history")

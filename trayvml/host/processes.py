@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import functools
+import json
+import logging
 import math
 import os
 import re
@@ -15,9 +17,12 @@ from pathlib import Path
 
 import psutil
 
+from trayvml.core.files import state_folder, write_atomically
 from trayvml.core.safe_text import clean
 from trayvml.core.sample import ProcessDetails
 from trayvml.host.attribution import default_attributor
+
+log = logging.getLogger(__name__)
 
 # Docker, containerd, CRI-O, Podman and Kubernetes all put a 64-hex-digit id in the cgroup path.
 _CONTAINER_ID = re.compile(r"(?:docker|containerd|crio|libpod|cri-containerd)[-/]?([0-9a-f]{64})|/([0-9a-f]{64})")
@@ -101,7 +106,8 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
 # the boot time by the wall clock as it is now, which the kernel moves with every step of the
 # clock (NTP, a user), a whole second at a time: each step made every process another one (its
 # energy and GPU time from 0 again, its timeline two lines, "End process" refused as already
-# ended). Elsewhere psutil's start time is the kernel's own and no step moves it.
+# ended). So the boot time is read once a boot, by the first trayvml process that asks, and kept
+# for the others (_boot_s). Elsewhere psutil's start time is the kernel's own and no step moves it.
 _PROC_STAT = sys.platform.startswith("linux")
 _TICKS_PER_S = os.sysconf("SC_CLK_TCK") if _PROC_STAT else 100
 
@@ -114,10 +120,38 @@ def _after_boot_s(pid: int) -> float:
     return int(after_name[19]) / _TICKS_PER_S  # field 22; those after the name begin at 3
 
 
+BOOT_FILE = "boot.json"  # in the state folder: {"boot_id": the kernel's, "boot_s": when it booted}
+
+
+def _boot_id() -> str:
+    """This boot's id: the kernel makes a new one at each boot."""
+    return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
+
+
 @functools.cache
 def _boot_s() -> float:
-    """When the machine booted (seconds since the epoch), as the wall clock said when first asked."""
-    return float(psutil.boot_time())
+    """When the machine booted (seconds since the epoch), as the wall clock said when a trayvml
+    process first asked in this boot. Kept in the state folder for the others: the history on disk
+    knows a process by its PID and start, and a tray or recorder started again after a step of the
+    clock would otherwise date every running process anew (a job's timeline in two, its GPU time
+    split). Where the folder cannot be read or written, the boot time as the wall clock says now."""
+    now_s = float(psutil.boot_time())
+    path = state_folder() / BOOT_FILE
+    try:
+        boot_id = _boot_id()
+    except OSError:
+        return now_s
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+        if isinstance(kept, dict) and kept.get("boot_id") == boot_id and isinstance(kept.get("boot_s"), float):
+            return float(kept["boot_s"])
+    except (OSError, ValueError):
+        pass  # none yet, or unreadable: this process's reading is kept instead
+    try:
+        write_atomically(path, json.dumps({"boot_id": boot_id, "boot_s": now_s}).encode())
+    except OSError as error:
+        log.debug("could not keep the boot time in %s: %s", path, error)
+    return now_s
 
 
 @dataclass(frozen=True)

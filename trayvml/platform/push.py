@@ -401,10 +401,10 @@ class PushNotifier:
 
 def default_status_file(simulated: bool = False) -> Path:
     """Beside the history in the user's state folder; simulated GPUs' alerts keep theirs apart."""
-    from platformdirs import user_state_path
+    from trayvml.core.files import state_folder
 
     name = "push-status-simulated.json" if simulated else "push-status.json"
-    return user_state_path("trayvml", appauthor=False) / name
+    return state_folder() / name
 
 
 def read_status(path: Path) -> dict[str, dict[str, object]]:
