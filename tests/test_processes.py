@@ -3,6 +3,7 @@ that are reused, PIDs from another PID namespace."""
 
 from __future__ import annotations
 
+import functools
 import json
 import math
 import os
@@ -357,7 +358,7 @@ def test_a_process_is_the_same_process_after_the_wall_clock_is_set(monkeypatch: 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="psutil's Linux boot time")
 def test_a_trayvml_started_after_the_wall_clock_was_set_dates_a_process_as_the_one_before_it(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     """The history on disk knows a process by its PID and start. A tray or recorder started again
     after a step of the clock read another boot time, so dated every running process anew: a job's
@@ -368,22 +369,40 @@ def test_a_trayvml_started_after_the_wall_clock_was_set_dates_a_process_as_the_o
 
     from trayvml.host import processes
 
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path))
+    monkeypatch.setattr(processes, "_boot_id", lambda: "this boot")
+    kept = tmp_path / "trayvml" / processes.BOOT_FILE
+
+    def started_by_a_new_trayvml(pid: int) -> float:
+        monkeypatch.setattr(processes, "_boot_s", functools.cache(processes._boot_s.__wrapped__))
+        return processes.process_start(pid)
+
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
     booted_s = psutil._pslinux.boot_time()
     try:
-        processes._boot_s.cache_clear()  # the first trayvml process of this boot
-        started_s = processes.process_start(child.pid)
+        started_s = started_by_a_new_trayvml(child.pid)  # the first trayvml process of this boot
+        assert json.loads(kept.read_text()) == {"boot_id": "this boot", "boot_s": booted_s}
         monkeypatch.setattr(psutil._pslinux, "boot_time", lambda: booted_s + 3600.0)
-        processes._boot_s.cache_clear()  # another one, started after the clock was set an hour forward
-        assert processes.process_start(child.pid) == pytest.approx(started_s, abs=1e-6)
-        monkeypatch.setattr(processes, "_boot_id", lambda: "another boot")
-        processes._boot_s.cache_clear()  # the next boot's: its own boot time
-        assert processes.process_start(child.pid) == pytest.approx(started_s + 3600.0, abs=1e-6)
-        (processes.state_folder() / processes.BOOT_FILE).write_text("{not json")
-        processes._boot_s.cache_clear()  # a kept file that cannot be read: the boot time as now, kept again
-        assert processes.process_start(child.pid) == pytest.approx(started_s + 3600.0, abs=1e-6)
-        assert json.loads((processes.state_folder() / processes.BOOT_FILE).read_text())["boot_id"] == "another boot"
+        # Another one, started after the clock was set an hour forward: the process as it was.
+        assert started_by_a_new_trayvml(child.pid) == pytest.approx(started_s, abs=1e-6)
+        monkeypatch.setattr(processes, "_boot_id", lambda: "the next boot")
+        assert started_by_a_new_trayvml(child.pid) == pytest.approx(started_s + 3600.0, abs=1e-6)
+        for broken in ("{not json", '{"boot_id": "the next boot", "boot_s": NaN}', "[]"):
+            kept.write_text(broken)  # read anew, and kept again: a NaN start would match any process
+            assert started_by_a_new_trayvml(child.pid) == pytest.approx(started_s + 3600.0, abs=1e-6), broken
+            assert json.loads(kept.read_text())["boot_s"] == booted_s + 3600.0, broken
     finally:
         child.kill()
         child.wait(10)
-        processes._boot_s.cache_clear()  # the next test's trayvml reads this boot's own
+
+
+def test_a_file_made_once_keeps_the_first_writer_s_content(tmp_path: Path) -> None:
+    """Two trayvml processes starting at once each read no kept boot time and make one: the second
+    keeps the first one's (FileExistsError), rather than replacing it with its own reading."""
+    from trayvml.core.files import create_atomically
+
+    path = tmp_path / "state" / "boot.json"
+    create_atomically(path, b"first")
+    with pytest.raises(FileExistsError):
+        create_atomically(path, b"second")
+    assert path.read_bytes() == b"first" and [p.name for p in path.parent.iterdir()] == ["boot.json"]

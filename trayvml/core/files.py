@@ -53,6 +53,21 @@ def state_folder() -> Path:
     return user_state_path("trayvml", appauthor=False)
 
 
+def create_atomically(path: Path, data: bytes) -> None:
+    """Write ``path`` whole, only where it does not exist yet: a temporary file linked to ``path``.
+
+    Raises FileExistsError where another process made it first (its content stays), else OSError.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        os.link(temporary, path)
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
 def write_atomically(path: Path, data: bytes) -> None:
     """A temporary file in the same folder, flushed to disk, then renamed over ``path``.
 

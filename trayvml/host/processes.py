@@ -17,7 +17,7 @@ from pathlib import Path
 
 import psutil
 
-from trayvml.core.files import state_folder, write_atomically
+from trayvml.core.files import create_atomically, state_folder, write_atomically
 from trayvml.core.safe_text import clean
 from trayvml.core.sample import ProcessDetails
 from trayvml.host.attribution import default_attributor
@@ -128,27 +128,44 @@ def _boot_id() -> str:
     return Path("/proc/sys/kernel/random/boot_id").read_text(encoding="ascii").strip()
 
 
+def _kept_boot_s(path: Path, boot_id: str) -> float | None:
+    """The boot time kept in ``path`` for boot ``boot_id``; None where there is none to use."""
+    try:
+        kept = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None  # none yet, or unreadable
+    boot_s = kept.get("boot_s") if isinstance(kept, dict) and kept.get("boot_id") == boot_id else None
+    if isinstance(boot_s, int | float) and not isinstance(boot_s, bool) and math.isfinite(boot_s):
+        return float(boot_s)
+    return None  # another boot's, or not a time: a NaN start would make every process "the same"
+
+
 @functools.cache
 def _boot_s() -> float:
     """When the machine booted (seconds since the epoch), as the wall clock said when a trayvml
     process first asked in this boot. Kept in the state folder for the others: the history on disk
     knows a process by its PID and start, and a tray or recorder started again after a step of the
     clock would otherwise date every running process anew (a job's timeline in two, its GPU time
-    split). Where the folder cannot be read or written, the boot time as the wall clock says now."""
+    split). Only identity hangs on it (no start time is shown), so a first reading taken before
+    NTP's first step is kept all the same. Where the folder cannot be read or written, the boot time
+    as the wall clock says now."""
     now_s = float(psutil.boot_time())
     path = state_folder() / BOOT_FILE
     try:
         boot_id = _boot_id()
     except OSError:
         return now_s
+    kept_s = _kept_boot_s(path, boot_id)
+    if kept_s is not None:
+        return kept_s
+    data = json.dumps({"boot_id": boot_id, "boot_s": now_s}).encode()
     try:
-        kept = json.loads(path.read_text(encoding="utf-8"))
-        if isinstance(kept, dict) and kept.get("boot_id") == boot_id and isinstance(kept.get("boot_s"), float):
-            return float(kept["boot_s"])
-    except (OSError, ValueError):
-        pass  # none yet, or unreadable: this process's reading is kept instead
-    try:
-        write_atomically(path, json.dumps({"boot_id": boot_id, "boot_s": now_s}).encode())
+        if path.exists():
+            write_atomically(path, data)  # another boot's, or unreadable
+        else:
+            create_atomically(path, data)  # a trayvml (or thread) asking at the same time: the first one's
+    except FileExistsError:
+        return _kept_boot_s(path, boot_id) or now_s
     except OSError as error:
         log.debug("could not keep the boot time in %s: %s", path, error)
     return now_s
