@@ -52,6 +52,17 @@ def _stuck_in(call: str, spec: str = "idle:gpus=h100"):
     return source, clock, library
 
 
+def test_a_stuck_call_is_said_stuck_as_long_as_it_is_across_a_wall_clock_set_back() -> None:
+    """Told from the wall clock when the read began, an hour set back meanwhile said the driver
+    "has not answered for 0 s" (the time since then came out negative) for the hour."""
+    source, clock, _ = _stuck_in("nvmlDeviceGetTemperatureV")
+    clock.advance_s(5.0)
+    clock.set_wall_s(-3600.0)
+    clock.advance_s(6.0)
+    stuck = source.sample()
+    assert stuck.problem is not None and "has not answered for 11 s" in stuck.problem[1]
+
+
 def test_the_driver_answering_again_recovers_with_a_fresh_reading() -> None:
     source, clock, library = _stuck_in("nvmlDeviceGetTemperatureV", "training:gpus=h100")
     utilization_reads = library.calls["nvmlDeviceGetUtilizationRates"]

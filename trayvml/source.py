@@ -186,7 +186,7 @@ class Source:
         self.reader.scheduler.every_tick = every_tick
         self.host = HostSampler() if host else None
         self._nvml = _NvmlThread()
-        self._read_began_s = 0.0  # clock time, for the user
+        self._read_began_clock_s = 0.0  # on the clock's monotonic time, for the user (_stall)
         self._read_began_monotonic_s = 0.0  # for the bounded wait
         self._stall_reported = False  # the read in flight was reported stuck: its result is old
         self._interrupted = threading.Event()
@@ -254,7 +254,7 @@ class Source:
     ) -> tuple[tuple[GpuSample, ...], DriverStall | None, NvmlUnavailable | None]:
         for _ in range(2):  # a read that was reported stuck answers with old values: read afresh once
             if not self._nvml.busy:
-                self._read_began_s = self.clock.now_s()
+                self._read_began_clock_s = self.clock.monotonic_s()
                 self._read_began_monotonic_s = time.monotonic()
                 self._stall_reported = False
                 self._nvml.submit(self.reader.read if demand is None else functools.partial(self.reader.read, demand))
@@ -263,14 +263,21 @@ class Source:
             # is picked up in this tick rather than the next.
             if not self._nvml.wait(max(self.stall_after_s - waited_s, _POLL_S), self._interrupted):
                 self._stall_reported = True
-                return (), DriverStall(self._read_began_s, self.reader.current_call), None
+                return (), self._stall(), None
             try:
                 gpus = self._nvml.take()
             except Exception as error:
                 return (), None, self._failed("reading the GPUs", error)
             if not self._stall_reported:
                 return gpus, None, None
-        return (), DriverStall(self._read_began_s, self.reader.current_call), None
+        return (), self._stall(), None
+
+    def _stall(self) -> DriverStall:
+        """The read in flight, stuck: since when by the wall clock as it is now. Its time when the
+        read began would be an hour off after the clock was set back an hour meanwhile ("has not
+        answered for 0 s")."""
+        began_s = self.clock.now_s() - (self.clock.monotonic_s() - self._read_began_clock_s)
+        return DriverStall(began_s, self.reader.current_call)
 
     def _with_host_memory(
         self, gpus: tuple[GpuSample, ...], devices: tuple[DeviceInfo, ...]
