@@ -190,6 +190,7 @@ class Source:
         self._read_began_monotonic_s = 0.0  # for the bounded wait
         self._stall_reported = False  # the read in flight was reported stuck: its result is old
         self._interrupted = threading.Event()
+        self._closed = False
         self._logged_failures: set[str] = set()
 
     @property
@@ -337,6 +338,11 @@ class Source:
         self._interrupted.set()
 
     def close(self) -> None:
+        """Shut NVML down and end the reading thread; again, nothing (a second close waited 4 s
+        on the thread already ended)."""
+        if self._closed:
+            return
+        self._closed = True
         nvml = self._nvml
         if not nvml.busy or (not self._stall_reported and nvml.wait(CLOSE_WAIT_S)):
             if nvml.busy:
