@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import csv
 import math
+import shutil
 import time
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -135,9 +136,11 @@ def test_only_the_biggest_processes_of_each_gpu_are_kept(tmp_path: Path) -> None
 
 def test_processes_are_pruned_with_their_spans_and_count_toward_the_size_cap(tmp_path: Path) -> None:
     samples = _samples(SPEC, MIDNIGHT_S, 2 * 3600, step_s=5.0)  # ten hours, a sample each 5 s
-    _write(tmp_path, samples)
+    store, capped = tmp_path / "store", tmp_path / "capped"
+    _write(store, samples)
+    shutil.copytree(store, capped)  # the same store again, for the size cap (written anew: 7 s more)
     end_ms = epoch_ms(samples[-1].timestamp_s)
-    db = Database(tmp_path)
+    db = Database(store)
     try:
         count = "SELECT COUNT(*) FROM process_blocks WHERE tier = ?"
         assert db.connection.execute(count, (int(Tier.FINE),)).fetchone()[0] > 0
@@ -151,8 +154,6 @@ def test_processes_are_pruned_with_their_spans_and_count_toward_the_size_cap(tmp
     finally:
         db.close()
 
-    capped = tmp_path / "capped"
-    _write(capped, samples)
     db = Database(capped)
     try:
         before = processes.data_bytes(db)
