@@ -104,69 +104,113 @@ def _same_gpus(mine: Sample, theirs: Sample) -> None:
         assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=1e-12), metric.key
 
 
+def _prometheus(tmp_path: Path, name: str, scrape: str) -> tuple[list[str], int, Path]:
+    """A Prometheus server's command line scraping every second (``scrape``: its scrape_configs
+    entries), its port and its log."""
+    port = _free_port()
+    config = tmp_path / f"{name}.yml"
+    config.write_text(f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{scrape}")
+    command = [
+        "prometheus",
+        f"--config.file={config}",
+        f"--storage.tsdb.path={tmp_path / name}",
+        f"--web.listen-address=127.0.0.1:{port}",
+        "--log.level=warn",
+    ]
+    return command, port, tmp_path / f"{name}.log"
+
+
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
 def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tmp_path: Path) -> None:
     serve_command, serve_url, serve_log = _serve(tmp_path)
-    prom_port = _free_port()
-    config = tmp_path / "prometheus.yml"
     target = serve_url.removeprefix("http://")
-    config.write_text(
-        "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\n"
-        f"scrape_configs:\n  - job_name: trayvml\n    static_configs:\n      - targets: ['{target}']\n"
+    prometheus, prom_port, prom_log = _prometheus(
+        tmp_path, "prometheus", f"  - job_name: trayvml\n    static_configs:\n      - targets: ['{target}']\n"
     )
-    prometheus = [
-        "prometheus",
-        f"--config.file={config}",
-        f"--storage.tsdb.path={tmp_path / 'data'}",
-        f"--web.listen-address=127.0.0.1:{prom_port}",
-        "--log.level=warn",
-    ]
-    prom_log = tmp_path / "prometheus.log"
-    with _process(serve_command, serve_log), _process(prometheus, prom_log):
-        (direct,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
-        api = f"http://127.0.0.1:{prom_port}/api/v1/query?query=trayvml_up"
+    # A second server gets the first one's series by federation, as a lab's central one does:
+    # with their scrape times, so it keeps a dead host's last values for its lookback (5 min).
+    central, central_port, central_log = _prometheus(
+        tmp_path,
+        "central",
+        "  - job_name: federate\n    honor_labels: true\n    metrics_path: /federate\n"
+        "    params:\n      'match[]': ['{job=\"trayvml\"}']\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{prom_port}']\n",
+    )
+    with _process(serve_command, serve_log), _process(central, central_log):
+        with _process(prometheus, prom_log):
+            (direct,) = _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
+            api = f"http://127.0.0.1:{prom_port}/api/v1/query?query=trayvml_up"
 
-        def scraped() -> bool:
-            with urllib.request.urlopen(api, timeout=2) as answer:
-                return bool(json.load(answer)["data"]["result"])
+            def scraped() -> bool:
+                with urllib.request.urlopen(api, timeout=2) as answer:
+                    return bool(json.load(answer)["data"]["result"])
 
-        _until("Prometheus scraped trayvml serve", scraped, prom_log)
-        through = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="trayvml"')
-        (via_prometheus,) = read(through, 5.0, time.time())
-        assert present(via_prometheus.remote).kind == "trayvml serve"
-        _same_gpus(direct, via_prometheus)
-        assert len(direct.gpus) == 3
-        # This machine's clock eight hours ahead of the server's (a dual-boot machine until NTP
-        # answers): the same GPUs, not "holds no current GPU series".
-        (ahead,) = read(through, 5.0, time.time() + 8 * 3600)
-        _same_gpus(direct, ahead)
+            _until("Prometheus scraped trayvml serve", scraped, prom_log)
+            through = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="trayvml"')
+            (via_prometheus,) = read(through, 5.0, time.time())
+            assert present(via_prometheus.remote).kind == "trayvml serve"
+            _same_gpus(direct, via_prometheus)
+            assert len(direct.gpus) == 3
+            # This machine's clock eight hours ahead of the server's (a dual-boot machine until NTP
+            # answers): the same GPUs, not "holds no current GPU series".
+            (ahead,) = read(through, 5.0, time.time() + 8 * 3600)
+            _same_gpus(direct, ahead)
+            # Each value says how long ago the server scraped it: within its 1 s interval.
+            assert all(0 < gpu.values_ago_s < 2.5 for gpu in via_prometheus.gpus + ahead.gpus)
 
-        # The past, for a window opened on a range: the same series through /api/v1/query_range.
-        now_s = time.time()
-        past = read_prometheus_range(through, "trayvml_gpu_memory_used_bytes", now_s - 30, now_s, 1.0, 5.0)
-        uuids = {uuid for (_host, uuid) in past}
-        assert uuids == {d.uuid for d in direct.devices}
-        first = direct.devices[0].uuid
-        values = {v for (_h, u), points in past.items() if u == first for _t, v in points}
-        assert values == {direct.gpus[0].value("memory_used_bytes")}
+            # The past, for a window opened on a range: the same series through /api/v1/query_range.
+            now_s = time.time()
+            past = read_prometheus_range(through, "trayvml_gpu_memory_used_bytes", now_s - 30, now_s, 1.0, 5.0)
+            uuids = {uuid for (_host, uuid) in past}
+            assert uuids == {d.uuid for d in direct.devices}
+            first = direct.devices[0].uuid
+            values = {v for (_h, u), points in past.items() if u == first for _t, v in points}
+            assert values == {direct.gpus[0].value("memory_used_bytes")}
 
-        # A new history is filled from the server's past: every step holds the values served.
-        def with_past() -> tuple[RemoteSource, Sample] | None:
-            source = RemoteSource(through, interval_s=1.0, timeout_s=5.0)
-            source.past_s = 60.0
-            (live,) = source.read_once()
-            return (source, live) if source.past else None  # the first scrape may be this second's
+            # A new history is filled from the server's past: every step holds the values served.
+            def with_past() -> tuple[RemoteSource, Sample] | None:
+                source = RemoteSource(through, interval_s=1.0, timeout_s=5.0)
+                source.past_s = 60.0
+                (live,) = source.read_once()
+                return (source, live) if source.past else None  # the first scrape may be this second's
 
-        source, live = _until("Prometheus holds a past", with_past, prom_log)
-        assert all(s.timestamp_s < live.timestamp_s for s in source.past)
-        for old in source.past:
-            assert [d.uuid for d in old.devices] == [d.uuid for d in direct.devices]
-            assert old.gpus[0].value("memory_used_bytes") == direct.gpus[0].value("memory_used_bytes")
+            source, live = _until("Prometheus holds a past", with_past, prom_log)
+            assert all(s.timestamp_s < live.timestamp_s for s in source.past)
+            for old in source.past:
+                assert [d.uuid for d in old.devices] == [d.uuid for d in direct.devices]
+                assert old.gpus[0].value("memory_used_bytes") == direct.gpus[0].value("memory_used_bytes")
 
-        # A selector that matches nothing is a note naming the URL, not an empty host.
-        nothing = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="nope"')
-        with pytest.raises(RemoteError, match=rf"^prometheus\+http://127.0.0.1:{prom_port}#job=\"nope\" holds no"):
-            read(nothing, 5.0, time.time())
+            # A selector that matches nothing is a note naming the URL, not an empty host.
+            nothing = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="nope"')
+            with pytest.raises(RemoteError, match=rf"^prometheus\+http://127.0.0.1:{prom_port}#job=\"nope\" holds no"):
+                read(nothing, 5.0, time.time())
+
+            via_central = parse_endpoint(f'prometheus+http://127.0.0.1:{central_port}#job="trayvml"')
+            central_source = RemoteSource(via_central, interval_s=1.0, timeout_s=5.0)
+            hostname = present(direct.system).hostname
+
+            def federated() -> Sample | None:
+                # Read until two scrapes have been seen come: how often the server gets them.
+                samples = central_source.read_once()
+                gap_s = central_source.cache.scrape_gaps.get(hostname, (math.nan, math.nan))[1]
+                return samples[0] if len(samples) == 1 and samples[0].gpus and not math.isnan(gap_s) else None
+
+            current = _until("the central server federated", federated, central_log)
+            _same_gpus(direct, current)
+            assert present(current.remote).fault == ""
+        stopped_s = time.time()  # the first server is gone: the central one gets nothing new
+
+        def stale() -> Sample | None:
+            (host,) = central_source.read_once()
+            return host if host.gpus == () else None
+
+        gone = _until("the central server's host stale", stale, central_log)
+    remote = present(gone.remote)
+    assert (
+        remote.fault == f"{via_central.url} has no newer sample of {hostname}: its exporter or its scrape has stopped."
+    )
+    assert stopped_s - 3.0 < remote.since_s < stopped_s  # the last scrape that reached it
+    assert gone.devices == () and gone.host is None  # the host's figures as old as its GPUs'
 
 
 def _nvitop_exporter_installed() -> bool:

@@ -31,13 +31,16 @@ from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState
 from trayvml.core.units import MIB
 from trayvml.remote.fetch import (
+    SCRAPES_WINDOW_S,
     Endpoint,
     RemoteError,
+    Scrapes,
     SeriesCache,
     parse_endpoint,
     parse_exposition,
     prometheus_query,
     read,
+    stale_after_s,
 )
 from trayvml.remote.source import MAX_BACKOFF_S, RemoteSource
 
@@ -315,3 +318,47 @@ def test_a_remote_serving_real_gpus_is_not_called_simulated(remote: FakeRemote, 
     remote.body = dcgm_exposition("hostname").encode()
     assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url, "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["remotes"][0]["simulated"] is None
+
+
+def _scrapes_seen(interval_s: float, last_s: float, now_s: float, first_s: float = -3600.0) -> Scrapes:
+    """What a Prometheus answer at ``now_s`` says of a host scraped every ``interval_s`` from
+    ``first_s`` up to ``last_s``: the newest sample and the samples of the window."""
+    times = [first_s + k * interval_s for k in range(int((last_s - first_s) / interval_s) + 1)]
+    seen = Scrapes()
+    seen.add("at", now_s, times[-1])
+    window = sum(1 for t in times if now_s - SCRAPES_WINDOW_S < t <= now_s)
+    if window:  # count_over_time gives no series for a window without samples
+        seen.add("count", now_s, window)
+    return seen
+
+
+@pytest.mark.parametrize("interval_s", [1.0, 5.0, 15.0, 30.0, 60.0])
+@pytest.mark.parametrize("gap_seen", [False, True], ids=["first read", "gap seen"])
+def test_a_host_behind_prometheus_is_stale_two_missed_scrapes_after_its_last_and_never_while_scraped(
+    interval_s: float, gap_seen: bool
+) -> None:
+    gap_s = interval_s if gap_seen else math.nan
+
+    def stale(scrapes: Scrapes) -> bool:
+        return scrapes.age_s > stale_after_s(scrapes.interval_s(gap_s))
+
+    # Scraped all along: read at any point between two scrapes, each a second late, it is current.
+    for now_s in [k * interval_s / 10 for k in range(10)]:
+        assert not stale(_scrapes_seen(interval_s, last_s=now_s - 1.0, now_s=now_s)), now_s
+    # Its scrapes stopped at 0: current while one or two could be late, stale from three
+    # intervals (or ten seconds past the one due) on, until the server's lookback drops it; on a
+    # first read, whose interval is counted in the samples the server holds, within one more.
+    limit_s = max(3 * interval_s, interval_s + 10.0)
+    for now_s in (interval_s, limit_s - 0.5):
+        assert not stale(_scrapes_seen(interval_s, last_s=0.0, now_s=now_s)), now_s
+    first = limit_s + (0.0 if gap_seen else interval_s)
+    for now_s in (first + 0.5, first + 30.0, 299.5):
+        assert stale(_scrapes_seen(interval_s, last_s=0.0, now_s=now_s)), now_s
+
+
+def test_a_host_behind_prometheus_scraped_for_only_a_while_is_current_and_goes_stale_once_its_gap_is_seen() -> None:
+    young = _scrapes_seen(1.0, last_s=0.0, now_s=0.5, first_s=-10.0)  # a server started ten seconds ago
+    assert young.age_s <= stale_after_s(young.interval_s(math.nan))
+    gone = _scrapes_seen(1.0, last_s=0.0, now_s=12.0, first_s=-10.0)
+    assert gone.age_s <= stale_after_s(gone.interval_s(math.nan))  # ten samples in five minutes: as if 30 s apart
+    assert gone.age_s > stale_after_s(gone.interval_s(1.0))  # the reads before saw them a second apart

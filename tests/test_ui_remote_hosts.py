@@ -341,6 +341,19 @@ def test_a_remote_hosts_tooltip_and_menu_name_its_biggest_job_where_it_serves_jo
     assert "container" not in "\n".join(tooltip_lines(_scraped(forged, "http://dgx-01:8729")))
 
 
+def test_a_remote_hosts_tooltip_says_how_old_its_values_are_behind_a_prometheus_server(qapp) -> None:
+    from tests.test_remote import NVIDIA_GPU_EXPORTER
+    from trayvml.ui.remote_hosts import tooltip_lines
+
+    (box,) = _scraped(NVIDIA_GPU_EXPORTER, "prometheus+http://prom:9090")
+
+    def aged(age_s: float) -> str:
+        return tooltip_lines([replace(box, gpus=tuple(replace(g, values_ago_s=age_s) for g in box.gpus))])[0]
+
+    assert aged(9.4) == "fallback, as of 9 s ago:"  # scraped every 15 s: not this second's
+    assert aged(1.4) == aged(0.0) == "fallback:"  # as fresh as this machine's own
+
+
 def test_a_remote_slurm_job_is_named_as_this_machines_are(qapp) -> None:
     """trayvml serve's job_name (on its job info series only) reads back as 'Slurm job 3385 (train_llm)'."""
     from prometheus_client import CollectorRegistry, generate_latest

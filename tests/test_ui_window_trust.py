@@ -158,6 +158,9 @@ def test_device_details_say_how_long_ago_a_held_reading_was_read(window) -> None
     assert read()["Power limit"] == "8 s ago" and read()["Energy since driver load"] == "1 s ago"
     w.details.show_readings(replace(sample, gpus=(replace(gpu, read_ago_s=()), *sample.gpus[1:])))
     assert set(read().values()) == {""}  # all read now: none says when
+    # A remote host behind a Prometheus server: every value is as old as the server's last scrape.
+    w.details.show_readings(replace(sample, gpus=(replace(gpu, read_ago_s=(), values_ago_s=12.4), *sample.gpus[1:])))
+    assert read()["Power draw"] == read()["Power limit"] == read()["GPU utilization"] == "12 s ago"
 
 
 def test_the_processes_tab_says_how_long_ago_the_lists_were_read(window) -> None:

@@ -1112,6 +1112,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{host} — {simulation}</translation>
     </message>
     <message>
+        <source>, as of {age} s ago</source>
+        <translation>，截至 {age} 秒前</translation>
+    </message>
+    <message>
         <source>Remote hosts</source>
         <translation>远程主机</translation>
     </message>
@@ -3386,6 +3390,10 @@ For {duration} now.</source>
     <message>
         <source>{url} broke off: {reason}.</source>
         <translation>{url} 连接中断：{reason}。</translation>
+    </message>
+    <message>
+        <source>{url} has no newer sample of {host}: its exporter or its scrape has stopped.</source>
+        <translation>{url} 没有 {host} 的更新样本：其导出器或对它的抓取已停止。</translation>
     </message>
     <message>
         <source>{url} did not answer within {seconds} s.</source>

@@ -235,6 +235,9 @@ class GpuSample:
     # cadence (limits, error counters, energy, process lists: nvml/specs.py), with how long ago.
     # A value not named here was read at this sample's tick.
     read_ago_s: tuple[tuple[str, float], ...] = ()
+    # How long before the sample's time every other value was read, where a server in between
+    # keeps them: a Prometheus server answers with its last scrape of the GPU's exporter.
+    values_ago_s: float = 0.0
 
     def value(self, key: str) -> float:
         return self.values[GPU_INDEX[key]]
@@ -244,7 +247,7 @@ class GpuSample:
         for held, age_s in self.read_ago_s:
             if held == key:
                 return age_s
-        return 0.0
+        return self.values_ago_s
 
     def state(self, key: str) -> MetricState:
         return self.states[GPU_INDEX[key]]

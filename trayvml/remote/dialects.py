@@ -73,6 +73,9 @@ class Dialect:
     process_job: str = ""  # an info series naming each PID's job (labels pid, job, kind, job_name): trayvml serve's
     up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
     simulated: str = ""  # trayvml_simulated: 1 (with a scenario label) when its GPUs are simulated
+    # Series written at every scrape of its exporter, one per host or GPU, the first present
+    # counting: their sample time behind a Prometheus server is when the host was last scraped.
+    scraped: tuple[str, ...] = ()
 
     def recognises(self, names: set[str]) -> bool:
         return any(m in names if not m.endswith("_") else any(n.startswith(m) for n in names) for m in self.markers)
@@ -99,6 +102,7 @@ TRAYVML = Dialect(
     process_job=prom_names.PROCESS_JOB_INFO,
     up=prom_names.UP,
     simulated=prom_names.SIMULATED,
+    scraped=(prom_names.UP,),
 )
 
 DCGM = Dialect(
@@ -142,6 +146,8 @@ DCGM = Dialect(
     name_label="modelName",
     host_labels=("hostname", "Hostname"),  # renamed from Hostname in 2026; either may come
     driver_label="DCGM_FI_DRIVER_VERSION",
+    # No series is always there (the counters are the user's choice): three of the defaults.
+    scraped=("DCGM_FI_DEV_GPU_TEMP", "DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_POWER_USAGE"),
 )
 
 NVIDIA_GPU_EXPORTER = Dialect(
@@ -187,6 +193,7 @@ NVIDIA_GPU_EXPORTER = Dialect(
     info="nvidia_smi_gpu_info",
     process_memory="nvidia_smi_compute_app_used_memory_bytes",
     process_name_label="process_name",
+    scraped=("nvidia_smi_gpu_info",),
 )
 
 NVITOP = Dialect(
@@ -227,6 +234,7 @@ NVITOP = Dialect(
     process_scale=MIB,
     process_name_label="",  # nvitop-exporter labels a process by pid and user, not by name
     process_user_label="username",
+    scraped=("nvitop_info",),
 )
 
 DIALECTS: tuple[Dialect, ...] = (TRAYVML, DCGM, NVIDIA_GPU_EXPORTER, NVITOP)
@@ -268,7 +276,7 @@ class _Host:
         return gpu
 
 
-def _host_of(dialect: Dialect, labels: Mapping[str, str], fallback: str) -> str:
+def hostname_of(dialect: Dialect, labels: Mapping[str, str], fallback: str) -> str:
     for label in dialect.host_labels:
         if labels.get(label):
             return labels[label]
@@ -452,7 +460,7 @@ def _read(
             info_by_uuid[point.labels[dialect.uuid_label]] = point.labels
 
     def host_of(labels: Mapping[str, str]) -> _Host:
-        name = _host_of(dialect, labels, fallback)
+        name = hostname_of(dialect, labels, fallback)
         host = hosts.get(name)
         if host is None:
             kinds[name] = dialect.kind

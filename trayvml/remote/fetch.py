@@ -24,13 +24,23 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.sample import Sample
-from trayvml.remote.dialects import NAME_PREFIXES, Layout, Lines, Point, recognise, to_samples, to_samples_and_layout
+from trayvml.core.sample import RemoteOrigin, Sample
+from trayvml.remote.dialects import (
+    DIALECTS,
+    NAME_PREFIXES,
+    Layout,
+    Lines,
+    Point,
+    hostname_of,
+    recognise,
+    to_samples,
+    to_samples_and_layout,
+)
 
 MAX_BODY_BYTES = 32 * 2**20  # a scrape of 8 GPUs is ~50 KiB; a body this big is not a scrape
 _CHUNK = 64 * 1024
@@ -550,6 +560,8 @@ class SeriesCache:
         self._series: dict[str, tuple[str, dict[str, str]] | None] = {}
         self.lines: Lines | None = None  # the last text's lines (None: one not as "series value")
         self.layout: Layout | None = None
+        # A Prometheus server's hosts: the newest sample time and the gap before it (read_prometheus).
+        self.scrape_gaps: dict[str, tuple[float, float]] = {}
         # What else a remote's reads keep between them: its connection (close it when done).
         self.connection = KeptConnection()
 
@@ -724,23 +736,98 @@ def _query_result(endpoint: Endpoint, body: bytes) -> list[dict[str, Any]]:
     return list(answer["data"]["result"])
 
 
-def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float) -> list[Sample]:
-    """The latest value of each series through ``/api/v1/query``, as the server finds it: a series
-    whose target stopped answering is gone (Prometheus marks it stale at the next scrape), one
-    not scraped since is kept for its lookback (5 min by default).
+# A label no exporter writes: it marks the series the latest-values query adds to tell each
+# host's last scrape ("at KIND") and how often it is scraped ("count KIND": samples in the window).
+SCRAPED_LABEL = "trayvml_scraped"
+# Twice Prometheus's lookback (5 min): a host the server answers for at all has at least a
+# lookback of this window before its newest sample, to count its scrapes in.
+SCRAPES_WINDOW_S = 600
+
+
+def _latest_query(endpoint: Endpoint) -> str:
+    """``prometheus_query``, and for every dialect the sample time of its ``scraped`` series and
+    how many samples of it the server holds from the window, each marked by SCRAPED_LABEL.
+
+    ``timestamp()`` drops the metric name, so it is asked of one name at a time (several at once
+    would clash), and ``or`` keeps the first name that a host or GPU has."""
+    selector = f"{{{endpoint.selector}}}" if endpoint.selector else ""
+    window = f"[{SCRAPES_WINDOW_S}s]"
+    terms = [prometheus_query(endpoint)]
+    for dialect in DIALECTS:
+        at = " or ".join(f"timestamp({name}{selector})" for name in dialect.scraped)
+        count = " or ".join(f"count_over_time({name}{selector}{window})" for name in dialect.scraped)
+        terms += [_marked(at, f"at {dialect.kind}"), _marked(count, f"count {dialect.kind}")]
+    return " or ".join(terms)
+
+
+def _marked(query: str, mark: str) -> str:
+    """``query``'s series with SCRAPED_LABEL set to ``mark`` (they have no name to tell them by)."""
+    return f'label_replace({query}, "{SCRAPED_LABEL}", "{mark}", "__name__", ".*")'
+
+
+def stale_after_s(interval_s: float) -> float:
+    """How old a host's last scrape may be before its values are not current: two scrapes
+    missed, and never under 10 s past the one due (a scrape's own time and this read's)."""
+    return max(3 * interval_s, interval_s + 10.0)
+
+
+@dataclass
+class Scrapes:
+    """What a Prometheus answer says of one host's scrapes, on the server's clock (this
+    machine's may be off): the newest sample's time and age, and the window's samples."""
+
+    sample_s: float = -math.inf
+    age_s: float = math.inf
+    count: float = 0.0
+
+    def add(self, what: str, at_s: float, value: float) -> None:
+        if what == "count":
+            self.count = max(self.count, value)
+        elif value > self.sample_s:
+            self.sample_s, self.age_s = value, max(0.0, at_s - value)
+
+    def interval_s(self, seen_gap_s: float) -> float:
+        """About how often the server gets a new sample: the gap between the last two that reads
+        saw come (``seen_gap_s``, NaN before two), else at most the window's part before the
+        newest over its gaps (the rest holds none, as the host stops); else the window."""
+        if not math.isnan(seen_gap_s):
+            return seen_gap_s
+        if self.count >= 2 and self.age_s < SCRAPES_WINDOW_S:
+            return (SCRAPES_WINDOW_S - self.age_s) / (self.count - 1)
+        return float(SCRAPES_WINDOW_S)
+
+
+def read_prometheus(
+    endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None
+) -> list[Sample]:
+    """The latest value of each series through ``/api/v1/query``, as the server finds it, with
+    how long ago each host was scraped. A series whose target stopped answering is gone
+    (Prometheus marks it stale at the next scrape), but one the server gets with the exporter's
+    own time (federated from another Prometheus, pushed) is kept for its lookback (5 min by
+    default): a host not scraped since :func:`stale_after_s` is reported as a fault, not with
+    its last values, and a current host's GPU values say their age (``values_ago_s``). ``cache``
+    keeps each host's newest sample between reads, to learn how often it comes.
 
     Each value comes with the time the server evaluated the query at, not when it was scraped: a
     test of it against this machine's clock measured only how far the two clocks differ, and a
     clock a minute ahead (a dual-boot machine until NTP answers) dropped every series."""
-    query = urllib.parse.urlencode({"query": prometheus_query(endpoint)})
+    query = urllib.parse.urlencode({"query": _latest_query(endpoint)})
     body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query?{query}", timeout_s)
+    dialects = {dialect.kind: dialect for dialect in DIALECTS}
+    scrapes: dict[str, Scrapes] = {}
     try:
         result = _query_result(endpoint, body)
         points = []
         for series in result:
             labels = dict(series["metric"])
-            name = labels.pop("__name__")
-            _at_s, text = series["value"]
+            at_s, text = series["value"]
+            name = labels.pop("__name__", None)
+            if name is None:  # a scrape's time or count the query adds (every exporter's series is named)
+                what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
+                if kind in dialects:
+                    host = hostname_of(dialects[kind], labels, endpoint.host)
+                    scrapes.setdefault(host, Scrapes()).add(what, float(at_s), float(text))
+                continue
             points.append(Point(name, labels, float(text)))
     except RemoteError:
         raise
@@ -749,7 +836,31 @@ def read_prometheus(endpoint: Endpoint, timeout_s: float, now_s: float) -> list[
     if not points:
         none = translate("remote", "{url} holds no current GPU series matching {query}.")
         raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-    return _samples(endpoint, points, now_s)
+    gaps = cache.scrape_gaps if cache is not None else {}
+    return [_dated(endpoint, sample, scrapes, gaps, now_s) for sample in _samples(endpoint, points, now_s)]
+
+
+def _dated(
+    endpoint: Endpoint, sample: Sample, scrapes: dict[str, Scrapes], gaps: dict[str, tuple[float, float]], now_s: float
+) -> Sample:
+    """``sample`` with its GPU values' age, or a fault where its host was not scraped lately;
+    ``gaps``: each host's newest sample time and the gap before it, as the last reads saw them."""
+    host = sample.system.hostname if sample.system is not None else endpoint.host
+    scraped = scrapes.get(host)
+    if scraped is None or math.isinf(scraped.age_s) or sample.remote is None or sample.remote.fault:
+        return sample  # a host whose ``scraped`` series are not there: its age unknown, as before
+    last_s, gap_s = gaps.get(host, (math.nan, math.nan))
+    if scraped.sample_s > last_s:
+        gap_s = scraped.sample_s - last_s  # NaN at the first sample seen
+    gaps[host] = (scraped.sample_s, gap_s)
+    if scraped.age_s <= stale_after_s(scraped.interval_s(gap_s)):
+        return replace(sample, gpus=tuple(replace(gpu, values_ago_s=scraped.age_s) for gpu in sample.gpus))
+    stopped = translate(
+        "remote",
+        "{url} has no newer sample of {host}: its exporter or its scrape has stopped.",
+    ).format(url=endpoint.url, host=host)
+    origin = RemoteOrigin(endpoint.url, sample.remote.kind, stopped, now_s - scraped.age_s)
+    return replace(sample, gpus=(), devices=(), host=None, remote=origin)
 
 
 def read_prometheus_range(
@@ -788,7 +899,7 @@ def _not_prometheus(endpoint: Endpoint, error: Exception) -> RemoteError:
 def read(endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None) -> list[Sample]:
     """The samples of every host ``endpoint`` reports; ``cache``: kept by the caller between reads."""
     if endpoint.prometheus:
-        return read_prometheus(endpoint, timeout_s, now_s)
+        return read_prometheus(endpoint, timeout_s, now_s, cache)
     return read_exporter(endpoint, timeout_s, now_s, cache)
 
 
