@@ -88,9 +88,10 @@ def run(desktop: DesktopStack, tmp_path: Path) -> Iterator:
 
 
 def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
-    # The thermal scenario at 60x: 86 °C is crossed within a second, then the GPU hovers at
-    # 82-88 °C (around the enter threshold, above the clear one) and cools below 80 °C at 1300 s.
-    app = run("thermal:gpus=h100,speed=60,start=300", only_rules(temperature=temperature()))
+    # The thermal scenario at 60x, from 900 s: the GPU hovers at 82-88 °C (around the enter
+    # threshold, above the clear one), crossing 86 °C within a second, until 1200 s, and cools
+    # below 80 °C at 1300 s.
+    app = run("thermal:gpus=h100,speed=60,start=900", only_rules(temperature=temperature()))
     first = app.wait_for(1, 15)
     assert first[0]["summary"].startswith("GPU 0 H100: GPU temperature critical at ")
     assert urgency(first[0]) == "CRITICAL" and first[0]["appname"] == "trayvml"
@@ -104,7 +105,7 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
 def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> None:
     # Today's default is off and waits a minute.
     memory = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)
-    app = run("training:gpus=h100,speed=60,start=3500", only_rules(memory_used=memory))
+    app = run("training:gpus=h100,speed=60,start=3950", only_rules(memory_used=memory))  # 89.5 %, 90 at 4030 s
     (warning,) = app.wait_for(1, 30)[:1]
     assert warning["summary"].startswith("GPU 0 H100: memory used high at 9") and urgency(warning) == "NORMAL"
     assert "python train.py --model llama-7b --rank 0 (" in warning["body"]
@@ -228,7 +229,7 @@ def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) 
     # The scene: a training job fills memory on 8 H100s in lockstep, with memory alerts on
     # at their former eager thresholds (warning at 90 %). Each GPU fires; the user gets one notice.
     eager = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)
-    app = run("training:gpus=h100*8,speed=60,start=3500", only_rules(memory_used=eager))
+    app = run("training:gpus=h100*8,speed=60,start=3950", only_rules(memory_used=eager))
     app.app.wait_for_log("alert memory_used firing: notified", count=8, timeout_s=60)
     app.wait_samples(5)
     shown = app.notifications()

@@ -3,6 +3,7 @@ reading instead of writing while a recorder runs, and the window's week, picker 
 
 from __future__ import annotations
 
+import shutil
 import threading
 import time
 from pathlib import Path
@@ -176,14 +177,28 @@ def _stored(folder: Path, start_s: float, seconds: int) -> tuple[str, ...]:
     return tuple(d.uuid for d in sample.devices)
 
 
-def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def hours_stored(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, tuple[str, ...], float]:
+    """Two hours and a minute stored three days ago, up to an hour's end: the folder, the GPUs'
+    UUIDs and the hour it was written for. Written once for the tests that read it (7260 samples
+    take 20 s on a 2-core machine); each reads a copy (:func:`_copied`)."""
+    now = time.time()
+    hour = now - now % 3600
+    folder = tmp_path_factory.mktemp("stored") / "history"
+    return folder, _stored(folder, hour - 3 * 86400 - 2 * 3600, 2 * 3600 + 60), hour
+
+
+def _copied(stored: tuple[Path, tuple[str, ...], float], tmp_path: Path) -> tuple[Path, tuple[str, ...], float]:
+    folder, uuids, hour = stored
+    return Path(shutil.copytree(folder, tmp_path / "history")), uuids, hour
+
+
+def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: Path, hours_stored) -> None:
     from tests.ui_helpers import shown_window
     from trayvml.ui.gaps import GAP_LABEL, _shadings
 
-    folder = tmp_path / "history"
+    folder, uuids, hour = _copied(hours_stored, tmp_path)  # two hours, three days ago
     now = time.time()
-    hour = now - now % 3600
-    uuids = _stored(folder, hour - 3 * 86400 - 2 * 3600, 2 * 3600 + 60)  # two hours, three days ago
     sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
     window = shown_window(qtbot, history, sample)
     try:
@@ -240,16 +255,12 @@ def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkey
         disk.close()
 
 
-def _week_window(qtbot, tmp_path: Path, seconds: int):
-    """A window at 7 days over ``seconds`` stored three days ago (2 GPUs), drawn once; the keys
-    each read of the store asked for."""
+def _week_window(qtbot, folder: Path, uuids: tuple[str, ...]):
+    """A window at 7 days over the store in ``folder`` (2 GPUs), drawn once; the keys each read
+    of the store asked for."""
     from tests.ui_helpers import shown_window
 
-    folder = tmp_path / "history"
-    now = time.time()
-    hour = now - now % 3600
-    uuids = _stored(folder, hour - 3 * 86400 - seconds + 60, seconds)  # packed up to an hour's end
-    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", time.time(), uuids)
     read: list[tuple[str, tuple[str, ...]]] = []
     coarse = disk.reader.coarse
 
@@ -265,12 +276,13 @@ def _week_window(qtbot, tmp_path: Path, seconds: int):
 
 
 def test_a_panel_scrolled_into_view_after_the_first_week_redraw_draws_what_a_full_read_draws(
-    qtbot, tmp_path: Path
+    qtbot, tmp_path: Path, hours_stored
 ) -> None:
     """The first redraw at 7 days reads the metrics of the panels in view (and the energy's) only;
     a panel scrolled into view later reads its own, and draws the very lines a read of every
     metric at once gives."""
-    window, history, read = _week_window(qtbot, tmp_path, 2 * 3600)
+    folder, uuids, _hour = _copied(hours_stored, tmp_path)
+    window, history, read = _week_window(qtbot, folder, uuids)
     page = window.gpu_page
     assert page is not None and history.disk is not None
     first_keys = {k for uuid, keys in read if uuid in history.disk.uuids for k in keys}
@@ -319,7 +331,10 @@ def test_hiding_the_window_lets_the_store_reads_go(qtbot, tmp_path: Path, monkey
 
     trimmed: list[bool] = []
     monkeypatch.setattr(window_module, "give_back_free_memory", lambda: trimmed.append(True))
-    window, history, read = _week_window(qtbot, tmp_path, 180)
+    now = time.time()
+    folder = tmp_path / "history"
+    uuids = _stored(folder, now - now % 3600 - 3 * 86400 - 120, 180)  # packed up to an hour's end
+    window, history, read = _week_window(qtbot, folder, uuids)
     disk = history.disk
     assert disk is not None and disk._cache and disk.reader._buckets and disk.reader._db is not None
     kept = [weakref.ref(r.data) for r in disk._cache.values()]
