@@ -214,6 +214,24 @@ def test_snapshot_with_a_remote_and_no_local_driver_exits_0_with_a_note(
     assert main(["snapshot", "--simulate=idle:nvml=missing", "--remote", remote.url]) == 0
     text = capsys.readouterr().out
     assert "dgx-01 [0] NVIDIA A100-SXM4-80GB" in text and "dgx-01 [1]" in text
+    assert f"(from dcgm-exporter at {remote.url})" in text and document["remotes"][0]["values_age_s"] == 0
+
+
+def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
+    from trayvml.commands.remote import json_snapshot, text_snapshot
+    from trayvml.core.sample import RemoteOrigin
+    from trayvml.remote.dialects import to_samples
+
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    points = parse_exposition(endpoint, dcgm_exposition("Hostname").encode(), "text/plain")
+    (read_now,) = to_samples(points, "fallback", endpoint.url, 0.0)
+    scraped = replace(read_now, gpus=tuple(replace(g, values_ago_s=9.4) for g in read_now.gpus))
+    assert "(from dcgm-exporter at prometheus+http://prom:9090, as of 9 s ago)" in text_snapshot(None, [scraped], False)
+    assert json_snapshot(None, "", [scraped])["remotes"][0]["values_age_s"] == 9.4
+    stale = replace(
+        scraped, gpus=(), devices=(), remote=RemoteOrigin("prometheus+http://prom:9090", "dcgm-exporter", "gone", 0.0)
+    )
+    assert json_snapshot(None, "", [stale])["remotes"][0]["values_age_s"] is None  # no values: no age
 
 
 def test_snapshot_and_log_show_an_unreachable_remote_and_go_on(

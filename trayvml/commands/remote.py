@@ -16,7 +16,7 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.lines import simulation_text
 from trayvml.core.safe_text import terminal_text
-from trayvml.core.sample import Sample
+from trayvml.core.sample import Sample, held_seconds
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 
@@ -83,7 +83,13 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
             kind = sample.remote.kind if sample.remote else ""
             text = one_host(sample, full=full, host_column=hostname_of(sample))
             url = _safe_url(sample.remote.url) if sample.remote else ""
-            blocks.append(text + "\n  " + translate("remote", "(from {kind} at {url})").format(kind=kind, url=url))
+            age_s = held_seconds(sample.values_ago_s)
+            origin = (
+                translate("remote", "(from {kind} at {url}, as of {age} s ago)").format(kind=kind, url=url, age=age_s)
+                if age_s
+                else translate("remote", "(from {kind} at {url})").format(kind=kind, url=url)
+            )
+            blocks.append(text + "\n  " + origin)
     return "\n".join(blocks)
 
 
@@ -112,6 +118,8 @@ def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sampl
                 "reachable": not remote.fault,
                 "message": remote.fault or None,
                 "since_s": None if math.isnan(remote.since_s) else remote.since_s,
+                # How long before the snapshot its values were read: a Prometheus server's last scrape.
+                "values_age_s": None if remote.fault else round(sample.values_ago_s, 3),
                 "host_metrics": part["host"],
                 "driver_version": sample.system.driver_version if sample.system else None,
                 "simulated": sample.simulation or None,  # its exporter serves simulated GPUs (serve --simulate)

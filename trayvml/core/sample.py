@@ -297,6 +297,12 @@ class Sample:
         return next((g for g in self.gpus if g.index == index), None)
 
     @property
+    def values_ago_s(self) -> float:
+        """How long before ``timestamp_s`` its GPUs' values were read (the oldest's), where a
+        server in between holds them (GpuSample.values_ago_s); 0.0 when read at that time."""
+        return max((gpu.values_ago_s for gpu in self.gpus), default=0.0)
+
+    @property
     def offers_simulation(self) -> bool:
         """No NVIDIA driver here (not a simulated fault): simulated GPUs are worth offering."""
         missing = self.unavailable

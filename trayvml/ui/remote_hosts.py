@@ -119,7 +119,7 @@ SAID_AGE_S = 2
 
 def values_age(sample: Sample) -> str:
     """``, as of 9 s ago`` where a server in between holds the host's values (Prometheus), else ""."""
-    age_s = held_seconds(max((gpu.values_ago_s for gpu in sample.gpus), default=0.0))
+    age_s = held_seconds(sample.values_ago_s)
     return translate("RemoteHosts", ", as of {age} s ago").format(age=age_s) if age_s >= SAID_AGE_S else ""
 
 
