@@ -35,7 +35,9 @@ from trayvml.remote.fetch import (
     Endpoint,
     RemoteError,
     Scrapes,
+    ScrapeTimes,
     SeriesCache,
+    host_ages,
     parse_endpoint,
     parse_exposition,
     prometheus_query,
@@ -228,6 +230,8 @@ def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     scraped = replace(read_now, gpus=tuple(replace(g, values_ago_s=9.4) for g in read_now.gpus))
     assert "(from dcgm-exporter at prometheus+http://prom:9090, as of 9 s ago)" in text_snapshot(None, [scraped], False)
     assert json_snapshot(None, "", [scraped])["remotes"][0]["values_age_s"] == 9.4
+    fresh = replace(read_now, gpus=tuple(replace(g, values_ago_s=1.4) for g in read_now.gpus))
+    assert "(from dcgm-exporter at prometheus+http://prom:9090)\n" in text_snapshot(None, [fresh], False) + "\n"
     stale = replace(
         scraped, gpus=(), devices=(), remote=RemoteOrigin("prometheus+http://prom:9090", "dcgm-exporter", "gone", 0.0)
     )
@@ -339,15 +343,33 @@ def test_a_remote_serving_real_gpus_is_not_called_simulated(remote: FakeRemote, 
 
 
 def _scrapes_seen(interval_s: float, last_s: float, now_s: float, first_s: float = -3600.0) -> Scrapes:
-    """What a Prometheus answer at ``now_s`` says of a host scraped every ``interval_s`` from
-    ``first_s`` up to ``last_s``: the newest sample and the samples of the window."""
-    times = [first_s + k * interval_s for k in range(int((last_s - first_s) / interval_s) + 1)]
-    seen = Scrapes()
-    seen.add("at", now_s, times[-1])
-    window = sum(1 for t in times if now_s - SCRAPES_WINDOW_S < t <= now_s)
+    """What a Prometheus answer at ``now_s`` says of a series scraped every ``interval_s`` from
+    ``first_s`` up to ``last_s``."""
+    return _answer(now_s, [first_s + k * interval_s for k in range(int((last_s - first_s) / interval_s) + 1)])
+
+
+def _answer(now_s: float, sample_times: list[float]) -> Scrapes:
+    """What a Prometheus answer at ``now_s`` says of one series with samples at ``sample_times``:
+    the newest within the lookback (5 min), and the samples of the window, where there are any."""
+    seen = Scrapes("gpu-box")
+    past = [t for t in sample_times if t <= now_s]
+    if past and now_s - past[-1] < 300.0:
+        seen.add("at", now_s, past[-1])
+    window = sum(1 for t in past if now_s - SCRAPES_WINDOW_S < t)
     if window:  # count_over_time gives no series for a window without samples
         seen.add("count", now_s, window)
     return seen
+
+
+def _current_at(reads_s: list[float], series: dict[str, list[float]]) -> dict[float, bool | None]:
+    """Whether the host is current at each read, one read each of ``reads_s`` with the series'
+    sample times as they stand then (None: the server no longer answers for it)."""
+    times = ScrapeTimes()
+    current: dict[float, bool | None] = {}
+    for now_s in reads_s:
+        ages = host_ages({key: _answer(now_s, samples) for key, samples in series.items()}, times)
+        current[now_s] = any(fresh for _age, fresh in ages["gpu-box"]) if "gpu-box" in ages else None
+    return current
 
 
 @pytest.mark.parametrize("interval_s", [1.0, 5.0, 15.0, 30.0, 60.0])
@@ -378,5 +400,28 @@ def test_a_host_behind_prometheus_scraped_for_only_a_while_is_current_and_goes_s
     young = _scrapes_seen(1.0, last_s=0.0, now_s=0.5, first_s=-10.0)  # a server started ten seconds ago
     assert young.age_s <= stale_after_s(young.interval_s(math.nan))
     gone = _scrapes_seen(1.0, last_s=0.0, now_s=12.0, first_s=-10.0)
-    assert gone.age_s <= stale_after_s(gone.interval_s(math.nan))  # ten samples in five minutes: as if 30 s apart
+    assert gone.age_s <= stale_after_s(gone.interval_s(math.nan))  # eleven samples in ten minutes: 60 s apart?
     assert gone.age_s > stale_after_s(gone.interval_s(1.0))  # the reads before saw them a second apart
+
+
+@pytest.mark.parametrize(("interval_s", "offset_s"), [(15.0, 1.0), (30.0, 2.0), (30.0, 5.0), (60.0, 10.0)])
+def test_a_host_scraped_by_two_jobs_at_times_of_their_own_is_current_throughout_and_stale_once_both_stop(
+    interval_s: float, offset_s: float
+) -> None:
+    """Two jobs scraping one exporter (or two exporters on one host): each series is judged by
+    its own scrapes. Judged as one, the newest of the two alternated, a gap of ``offset_s`` was
+    taken for the interval, and the host went stale between every two scrapes."""
+    first = [k * interval_s for k in range(-40, round(1200 / interval_s) + 1)]  # until 1200 s
+    current = _current_at([float(t) for t in range(1800)], {"a": first, "b": [t + offset_s for t in first]})
+    assert all(current[t] for t in current if t <= 1200 + offset_s)
+    limit_s = max(3 * interval_s, interval_s + 10.0) + offset_s + 1.0
+    after = [current[t] for t in current if t > 1200 + limit_s and current[t] is not None]
+    assert after and not any(after)
+
+
+def test_a_host_back_for_one_scrape_after_minutes_away_is_stale_again_about_as_soon_as_before() -> None:
+    """The gap before a scrape that comes after an outage is the outage, not the interval: taken
+    alone it would keep the host current for three outages, past Prometheus's lookback."""
+    current = _current_at([float(t) for t in range(500)], {"a": [k * 15.0 for k in range(-40, 1)] + [200.0]})
+    assert current[60.0] is False and current[200.0] is True  # away from 0 s, back at 200 s for one scrape
+    assert current[300.0] is False  # gone again: stale well before its series leaves the lookback (500 s)

@@ -16,7 +16,7 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.lines import simulation_text
 from trayvml.core.safe_text import terminal_text
-from trayvml.core.sample import Sample, held_seconds
+from trayvml.core.sample import Sample, said_age_s
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 
@@ -83,7 +83,7 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
             kind = sample.remote.kind if sample.remote else ""
             text = one_host(sample, full=full, host_column=hostname_of(sample))
             url = _safe_url(sample.remote.url) if sample.remote else ""
-            age_s = held_seconds(sample.values_ago_s)
+            age_s = said_age_s(sample.values_ago_s)
             origin = (
                 translate("remote", "(from {kind} at {url}, as of {age} s ago)").format(kind=kind, url=url, age=age_s)
                 if age_s

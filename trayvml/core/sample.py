@@ -215,6 +215,18 @@ def held_seconds(age_s: float) -> int:
     return max(1, round(age_s)) if age_s >= 0.5 else 0
 
 
+# A remote host's values this old or older say their age (a Prometheus server's, scraped every
+# 15 s); younger ones are as fresh as this machine's own, read each second.
+SAID_AGE_S = 2
+
+
+def said_age_s(age_s: float) -> int:
+    """A remote host's values' age (Sample.values_ago_s) as the tray and ``snapshot`` say it, in
+    whole seconds; 0, not said, under SAID_AGE_S."""
+    seconds = held_seconds(age_s)
+    return seconds if seconds >= SAID_AGE_S else 0
+
+
 @dataclass(frozen=True)
 class GpuSample:
     """One GPU at one instant. ``values`` and ``states`` follow GPU_METRICS' order."""

@@ -560,8 +560,8 @@ class SeriesCache:
         self._series: dict[str, tuple[str, dict[str, str]] | None] = {}
         self.lines: Lines | None = None  # the last text's lines (None: one not as "series value")
         self.layout: Layout | None = None
-        # A Prometheus server's hosts: the newest sample time and the gap before it (read_prometheus).
-        self.scrape_gaps: dict[str, tuple[float, float]] = {}
+        # A Prometheus server's: when each host's exporter was scraped (read_prometheus).
+        self.scrape_times = ScrapeTimes()
         # What else a remote's reads keep between them: its connection (close it when done).
         self.connection = KeptConnection()
 
@@ -736,10 +736,11 @@ def _query_result(endpoint: Endpoint, body: bytes) -> list[dict[str, Any]]:
     return list(answer["data"]["result"])
 
 
-# A label no exporter writes: it marks the series the latest-values query adds to tell each
-# host's last scrape ("at KIND") and how often it is scraped ("count KIND": samples in the window).
+# A label no exporter writes: it marks the series the latest-values query adds to tell when each
+# exporter's ``scraped`` series was last scraped ("at KIND") and how often ("count KIND": its
+# samples in the window).
 SCRAPED_LABEL = "trayvml_scraped"
-# Twice Prometheus's lookback (5 min): a host the server answers for at all has at least a
+# Twice Prometheus's lookback (5 min): a series the server answers for at all has at least a
 # lookback of this window before its newest sample, to count its scrapes in.
 SCRAPES_WINDOW_S = 600
 
@@ -749,13 +750,15 @@ def _latest_query(endpoint: Endpoint) -> str:
     how many samples of it the server holds from the window, each marked by SCRAPED_LABEL.
 
     ``timestamp()`` drops the metric name, so it is asked of one name at a time (several at once
-    would clash), and ``or`` keeps the first name that a host or GPU has."""
-    selector = f"{{{endpoint.selector}}}" if endpoint.selector else ""
+    would clash), and ``or`` keeps the first name that a host or GPU has. The name goes inside
+    the braces, as in ``prometheus_query``: a selector may match on ``__name__`` too."""
+    extra = f",{endpoint.selector}" if endpoint.selector else ""
     window = f"[{SCRAPES_WINDOW_S}s]"
     terms = [prometheus_query(endpoint)]
     for dialect in DIALECTS:
-        at = " or ".join(f"timestamp({name}{selector})" for name in dialect.scraped)
-        count = " or ".join(f"count_over_time({name}{selector}{window})" for name in dialect.scraped)
+        selectors = [f'{{__name__="{name}"{extra}}}' for name in dialect.scraped]
+        at = " or ".join(f"timestamp({selector})" for selector in selectors)
+        count = " or ".join(f"count_over_time({selector}{window})" for selector in selectors)
         terms += [_marked(at, f"at {dialect.kind}"), _marked(count, f"count {dialect.kind}")]
     return " or ".join(terms)
 
@@ -766,35 +769,59 @@ def _marked(query: str, mark: str) -> str:
 
 
 def stale_after_s(interval_s: float) -> float:
-    """How old a host's last scrape may be before its values are not current: two scrapes
+    """How old a series' last scrape may be before its values are not current: two scrapes
     missed, and never under 10 s past the one due (a scrape's own time and this read's)."""
     return max(3 * interval_s, interval_s + 10.0)
 
 
 @dataclass
 class Scrapes:
-    """What a Prometheus answer says of one host's scrapes, on the server's clock (this
-    machine's may be off): the newest sample's time and age, and the window's samples."""
+    """What a Prometheus answer says of one ``scraped`` series of a host, on the server's clock
+    (this machine's may be off): its newest sample's time and age, and its samples in the window."""
 
+    host: str
     sample_s: float = -math.inf
     age_s: float = math.inf
-    count: float = 0.0
+    count: float = math.nan
 
     def add(self, what: str, at_s: float, value: float) -> None:
+        if not (math.isfinite(at_s) and math.isfinite(value)):
+            return  # no time to go by: the host's age stays unknown
         if what == "count":
-            self.count = max(self.count, value)
-        elif value > self.sample_s:
+            self.count = value
+        elif what == "at":
             self.sample_s, self.age_s = value, max(0.0, at_s - value)
 
     def interval_s(self, seen_gap_s: float) -> float:
-        """About how often the server gets a new sample: the gap between the last two that reads
-        saw come (``seen_gap_s``, NaN before two), else at most the window's part before the
-        newest over its gaps (the rest holds none, as the host stops); else the window."""
-        if not math.isnan(seen_gap_s):
-            return seen_gap_s
+        """About how often the server gets a new sample, never less than it does: the window's
+        part before the newest sample over the gaps its samples make there (the rest holds none,
+        as the host stops; the window, with one), or the gap between the last two that reads saw
+        come (``seen_gap_s``, NaN before two) where shorter: each is a multiple of the interval or
+        more (a read missed one, the host was away)."""
+        counted = float(SCRAPES_WINDOW_S)
         if self.count >= 2 and self.age_s < SCRAPES_WINDOW_S:
-            return (SCRAPES_WINDOW_S - self.age_s) / (self.count - 1)
-        return float(SCRAPES_WINDOW_S)
+            counted = (SCRAPES_WINDOW_S - self.age_s) / (self.count - 1)
+        return counted if math.isnan(seen_gap_s) else min(counted, seen_gap_s)
+
+
+class ScrapeTimes:
+    """Each ``scraped`` series' newest sample time and the gap before it, as a remote's reads of
+    a Prometheus server saw them come (kept in its SeriesCache)."""
+
+    LIMIT = 4096  # series remembered; past it (hosts renamed, pods replaced) it starts afresh
+
+    def __init__(self) -> None:
+        self._seen: dict[str, tuple[float, float]] = {}
+
+    def gap_s(self, series: str, sample_s: float) -> float:
+        """The gap before ``series``' newest sample ``sample_s`` (NaN until two have been seen)."""
+        if len(self._seen) > self.LIMIT:
+            self._seen.clear()
+        last_s, gap_s = self._seen.get(series, (math.nan, math.nan))
+        if sample_s > last_s:
+            gap_s = sample_s - last_s  # NaN at the first sample seen
+        self._seen[series] = (sample_s, gap_s)
+        return gap_s
 
 
 def read_prometheus(
@@ -804,9 +831,10 @@ def read_prometheus(
     how long ago each host was scraped. A series whose target stopped answering is gone
     (Prometheus marks it stale at the next scrape), but one the server gets with the exporter's
     own time (federated from another Prometheus, pushed) is kept for its lookback (5 min by
-    default): a host not scraped since :func:`stale_after_s` is reported as a fault, not with
-    its last values, and a current host's GPU values say their age (``values_ago_s``). ``cache``
-    keeps each host's newest sample between reads, to learn how often it comes.
+    default): a host none of whose ``scraped`` series was scraped within :func:`stale_after_s`
+    of its own interval is reported as a fault, not with its last values, and a current host's
+    GPU values say their age (``values_ago_s``). ``cache`` keeps each series' newest sample
+    between reads, to learn how often it comes.
 
     Each value comes with the time the server evaluated the query at, not when it was scraped: a
     test of it against this machine's clock measured only how far the two clocks differ, and a
@@ -814,7 +842,7 @@ def read_prometheus(
     query = urllib.parse.urlencode({"query": _latest_query(endpoint)})
     body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query?{query}", timeout_s)
     dialects = {dialect.kind: dialect for dialect in DIALECTS}
-    scrapes: dict[str, Scrapes] = {}
+    scrapes: dict[str, Scrapes] = {}  # by kind and labels: one per series (or GPU, for dcgm-exporter's)
     try:
         result = _query_result(endpoint, body)
         points = []
@@ -825,8 +853,11 @@ def read_prometheus(
             if name is None:  # a scrape's time or count the query adds (every exporter's series is named)
                 what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
                 if kind in dialects:
-                    host = hostname_of(dialects[kind], labels, endpoint.host)
-                    scrapes.setdefault(host, Scrapes()).add(what, float(at_s), float(text))
+                    key = f"{kind} {sorted(labels.items())}"
+                    scraped = scrapes.get(key) or scrapes.setdefault(
+                        key, Scrapes(hostname_of(dialects[kind], labels, endpoint.host))
+                    )
+                    scraped.add(what, float(at_s), float(text))
                 continue
             points.append(Point(name, labels, float(text)))
     except RemoteError:
@@ -836,30 +867,38 @@ def read_prometheus(
     if not points:
         none = translate("remote", "{url} holds no current GPU series matching {query}.")
         raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-    gaps = cache.scrape_gaps if cache is not None else {}
-    return [_dated(endpoint, sample, scrapes, gaps, now_s) for sample in _samples(endpoint, points, now_s)]
+    ages = host_ages(scrapes, cache.scrape_times if cache is not None else ScrapeTimes())
+    return [_dated(endpoint, sample, ages, now_s) for sample in _samples(endpoint, points, now_s)]
 
 
-def _dated(
-    endpoint: Endpoint, sample: Sample, scrapes: dict[str, Scrapes], gaps: dict[str, tuple[float, float]], now_s: float
-) -> Sample:
-    """``sample`` with its GPU values' age, or a fault where its host was not scraped lately;
-    ``gaps``: each host's newest sample time and the gap before it, as the last reads saw them."""
+def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[tuple[float, bool]]]:
+    """By host: the age of each of its ``scraped`` series (keyed by kind and labels), and whether
+    it is current, each judged by its own interval (two jobs scraping one exporter, or two
+    exporters on one host, are scraped at times of their own)."""
+    ages: dict[str, list[tuple[float, bool]]] = {}
+    for key, scraped in scrapes.items():
+        if math.isfinite(scraped.age_s):
+            current = scraped.age_s <= stale_after_s(scraped.interval_s(times.gap_s(key, scraped.sample_s)))
+            ages.setdefault(scraped.host, []).append((scraped.age_s, current))
+    return ages
+
+
+def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[tuple[float, bool]]], now_s: float) -> Sample:
+    """``sample`` with its GPU values' age (its freshest current series'), or a fault where no
+    series of its host was scraped lately (two exporters on one host: either keeps it current)."""
     host = sample.system.hostname if sample.system is not None else endpoint.host
-    scraped = scrapes.get(host)
-    if scraped is None or math.isinf(scraped.age_s) or sample.remote is None or sample.remote.fault:
+    of_host = ages.get(host)
+    if not of_host or sample.remote is None or sample.remote.fault:
         return sample  # a host whose ``scraped`` series are not there: its age unknown, as before
-    last_s, gap_s = gaps.get(host, (math.nan, math.nan))
-    if scraped.sample_s > last_s:
-        gap_s = scraped.sample_s - last_s  # NaN at the first sample seen
-    gaps[host] = (scraped.sample_s, gap_s)
-    if scraped.age_s <= stale_after_s(scraped.interval_s(gap_s)):
-        return replace(sample, gpus=tuple(replace(gpu, values_ago_s=scraped.age_s) for gpu in sample.gpus))
+    current = [age_s for age_s, fresh in of_host if fresh]
+    if current:
+        return replace(sample, gpus=tuple(replace(gpu, values_ago_s=min(current)) for gpu in sample.gpus))
     stopped = translate(
         "remote",
         "{url} has no newer sample of {host}: its exporter or its scrape has stopped.",
     ).format(url=endpoint.url, host=host)
-    origin = RemoteOrigin(endpoint.url, sample.remote.kind, stopped, now_s - scraped.age_s)
+    newest_s = min(age_s for age_s, _fresh in of_host)
+    origin = RemoteOrigin(endpoint.url, sample.remote.kind, stopped, now_s - newest_s)
     return replace(sample, gpus=(), devices=(), host=None, remote=origin)
 
 

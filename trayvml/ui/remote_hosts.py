@@ -24,7 +24,7 @@ from PySide6.QtWidgets import QMenu
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.lines import gpu_lines, job_line, simulation_text
 from trayvml.core.safe_text import clean, menu_label, shorten
-from trayvml.core.sample import GpuSample, Sample, held_seconds
+from trayvml.core.sample import GpuSample, Sample, said_age_s
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 from trayvml.ui.icon import IconContent, icon_content
@@ -113,14 +113,10 @@ def named_jobs(gpu: GpuSample) -> GpuSample:
     return gpu if len(named) == len(gpu.processes) else replace(gpu, processes=named)
 
 
-# A remote host's values this old or older say so: a Prometheus server's, scraped every 15 s.
-SAID_AGE_S = 2
-
-
 def values_age(sample: Sample) -> str:
     """``, as of 9 s ago`` where a server in between holds the host's values (Prometheus), else ""."""
-    age_s = held_seconds(sample.values_ago_s)
-    return translate("RemoteHosts", ", as of {age} s ago").format(age=age_s) if age_s >= SAID_AGE_S else ""
+    age_s = said_age_s(sample.values_ago_s)
+    return translate("RemoteHosts", ", as of {age} s ago").format(age=age_s) if age_s else ""
 
 
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
