@@ -85,6 +85,29 @@ def test_round_trip_across_an_hour_and_a_day_boundary(tmp_path: Path) -> None:
     reader.close()
 
 
+def test_the_writer_hands_freed_memory_back_once_an_hour_after_packing_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packing an hour decodes, joins and compresses megabytes; glibc kept the freed pages in the
+    idle tray's RSS (benchmarks/README.md, tenth session), so the writer trims its heap then, and
+    only then (not at each few-second flush)."""
+    from trayvml.history.disk import write
+
+    trims: list[int] = []
+    writer = StoreWriter(tmp_path)
+    monkeypatch.setattr(write, "give_back_free_memory", lambda: trims.append(writer.saved))
+    try:
+        for sample in _samples("idle:gpus=h100", MIDNIGHT_S - 60, 120):
+            writer.append(sample)
+    finally:
+        writer.close()
+    packed = Database(tmp_path).connection.execute("SELECT COUNT(*) FROM blocks WHERE tier = 1").fetchone()[0]
+    assert packed == 1  # the hour before midnight, packed once midnight had passed
+    assert (
+        len(trims) == 2 and trims[0] < 60 <= trims[1] <= 70
+    )  # at the first write (before midnight), and after midnight
+
+
 def test_bucket_min_mean_max_are_those_of_the_samples(tmp_path: Path) -> None:
     samples = _samples("training:gpus=h100", MIDNIGHT_S - 3700, 3800)
     _write(tmp_path, samples)

@@ -18,6 +18,7 @@ import numpy as np
 
 from trayvml.core.clock import due, epoch_ms
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
@@ -291,6 +292,10 @@ class StoreWriter:
                 self._compact(self._db, now_ms)
                 processes.compact(self._db, now_ms)
                 self._compacted_hour = hour
+                # The hour's blocks were decoded, joined and compressed (zstd's level 12): megabytes
+                # freed, which glibc would keep in the process' RSS for good (the idle tray's +17 MiB
+                # after two hours, benchmarks/README.md).
+                give_back_free_memory()
             if self._pruned_at_ms is None:
                 self._pruned_at_ms = now_ms
             if due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S):
