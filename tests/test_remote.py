@@ -236,6 +236,9 @@ def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
         scraped, gpus=(), devices=(), remote=RemoteOrigin("prometheus+http://prom:9090", "dcgm-exporter", "gone", 0.0)
     )
     assert json_snapshot(None, "", [stale])["remotes"][0]["values_age_s"] is None  # no values: no age
+    unknown = replace(read_now, gpus=tuple(replace(g, values_ago_s=math.nan) for g in read_now.gpus))
+    assert json_snapshot(None, "", [unknown])["remotes"][0]["values_age_s"] is None  # the server could not say
+    assert ", as of" not in text_snapshot(None, [unknown], False)
 
 
 def test_snapshot_and_log_show_an_unreachable_remote_and_go_on(
@@ -425,3 +428,30 @@ def test_a_host_back_for_one_scrape_after_minutes_away_is_stale_again_about_as_s
     current = _current_at([float(t) for t in range(500)], {"a": [k * 15.0 for k in range(-40, 1)] + [200.0]})
     assert current[60.0] is False and current[200.0] is True  # away from 0 s, back at 200 s for one scrape
     assert current[300.0] is False  # gone again: stale well before its series leaves the lookback (500 s)
+
+
+def test_two_servers_behind_one_address_answering_in_turn_keep_a_scraped_host_current() -> None:
+    """A pair of Prometheus servers behind one address (a Service over both replicas) scrape at
+    offsets of their own and answer in turn: the newest sample moves back and forth by the
+    offset. Taken for the interval, that offset made the host stale between scrapes."""
+    first = [k * 15.0 for k in range(-40, 80)]
+    second = [t + 1.0 for t in first]
+    times = ScrapeTimes()
+    stale = 0
+    for n, now_s in enumerate(range(0, 1000, 2)):
+        ages = host_ages({"gpu": _answer(float(now_s), second if n % 2 else first)}, times)
+        stale += not ages["gpu-box"][0][1]
+    assert stale == 0
+
+
+def test_thousands_of_series_each_learn_their_interval() -> None:
+    """However many series a server answers, each keeps what its reads saw (a table that was
+    cleared past 4,096 series learned no gap, and young series then took minutes to go stale)."""
+    keys = [f"dcgm-exporter [('UUID', 'GPU-{k}')]" for k in range(6000)]
+    young = [float(t) for t in range(-10, 4)]  # scraped every second for ten seconds, until 3 s
+    times = ScrapeTimes()
+    for now_s in (1.5, 2.5, 3.5):
+        ages = host_ages({key: _answer(now_s, young) for key in keys}, times)
+        assert all(fresh for _age, fresh in ages["gpu-box"])
+    ages = host_ages({key: _answer(20.0, young) for key in keys}, times)  # 17 s without a scrape
+    assert not any(fresh for _age, fresh in ages["gpu-box"])

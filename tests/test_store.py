@@ -93,19 +93,24 @@ def test_the_writer_hands_freed_memory_back_once_an_hour_after_packing_it(
     only then (not at each few-second flush)."""
     from trayvml.history.disk import write
 
-    trims: list[int] = []
+    trims: list[tuple[int, int]] = []  # samples saved, and hours packed, at each trim
     writer = StoreWriter(tmp_path)
-    monkeypatch.setattr(write, "give_back_free_memory", lambda: trims.append(writer.saved))
+    packed = "SELECT COUNT(*) FROM blocks WHERE tier = 1"
+
+    def trimmed() -> None:
+        assert writer._db is not None
+        trims.append((writer.saved, writer._db.connection.execute(packed).fetchone()[0]))
+
+    monkeypatch.setattr(write, "give_back_free_memory", trimmed)
     try:
         for sample in _samples("idle:gpus=h100", MIDNIGHT_S - 60, 120):
             writer.append(sample)
     finally:
         writer.close()
-    packed = Database(tmp_path).connection.execute("SELECT COUNT(*) FROM blocks WHERE tier = 1").fetchone()[0]
-    assert packed == 1  # the hour before midnight, packed once midnight had passed
-    assert (
-        len(trims) == 2 and trims[0] < 60 <= trims[1] <= 70
-    )  # at the first write (before midnight), and after midnight
+    # At the first write (before midnight, nothing to pack), then once the hour before midnight
+    # was packed, and at no other flush.
+    assert len(trims) == 2 and trims[0][0] < 60 <= trims[1][0] <= 70, trims
+    assert [hours for _saved, hours in trims] == [0, 1]
 
 
 def test_bucket_min_mean_max_are_those_of_the_samples(tmp_path: Path) -> None:

@@ -3396,8 +3396,8 @@ For {duration} now.</source>
         <translation>{url} 连接中断：{reason}。</translation>
     </message>
     <message>
-        <source>{url} has no newer sample of {host}: its exporter or its scrape has stopped.</source>
-        <translation>{url} 没有 {host} 的更新样本：其导出器或对它的抓取已停止。</translation>
+        <source>{url} gets no new samples of {host}: its exporter or its scrape has stopped.</source>
+        <translation>{url} 不再收到 {host} 的新样本：它的导出器或对它的抓取已停止。</translation>
     </message>
     <message>
         <source>{url} did not answer within {seconds} s.</source>

@@ -119,7 +119,7 @@ def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sampl
                 "message": remote.fault or None,
                 "since_s": None if math.isnan(remote.since_s) else remote.since_s,
                 # How long before the snapshot its values were read: a Prometheus server's last scrape.
-                "values_age_s": None if remote.fault else round(sample.values_ago_s, 3),
+                "values_age_s": None if math.isnan(sample.values_ago_s) else round(sample.values_ago_s, 3),
                 "host_metrics": part["host"],
                 "driver_version": sample.system.driver_version if sample.system else None,
                 "simulated": sample.simulation or None,  # its exporter serves simulated GPUs (serve --simulate)

@@ -248,7 +248,8 @@ class GpuSample:
     # A value not named here was read at this sample's tick.
     read_ago_s: tuple[tuple[str, float], ...] = ()
     # How long before the sample's time every other value was read, where a server in between
-    # keeps them: a Prometheus server answers with its last scrape of the GPU's exporter.
+    # keeps them: a Prometheus server answers with its last scrape of the GPU's exporter (NaN:
+    # it cannot say when that was).
     values_ago_s: float = 0.0
 
     def value(self, key: str) -> float:
@@ -311,8 +312,10 @@ class Sample:
     @property
     def values_ago_s(self) -> float:
         """How long before ``timestamp_s`` its GPUs' values were read (the oldest's), where a
-        server in between holds them (GpuSample.values_ago_s); 0.0 when read at that time."""
-        return max((gpu.values_ago_s for gpu in self.gpus), default=0.0)
+        server in between holds them (GpuSample.values_ago_s); 0.0 when read at that time, NaN
+        where it is not known (or there are no GPUs)."""
+        ages = [gpu.values_ago_s for gpu in self.gpus]
+        return math.nan if not ages or any(math.isnan(age) for age in ages) else max(ages)
 
     @property
     def offers_simulation(self) -> bool:

@@ -805,23 +805,31 @@ class Scrapes:
 
 
 class ScrapeTimes:
-    """Each ``scraped`` series' newest sample time and the gap before it, as a remote's reads of
-    a Prometheus server saw them come (kept in its SeriesCache)."""
-
-    LIMIT = 4096  # series remembered; past it (hosts renamed, pods replaced) it starts afresh
+    """Each ``scraped`` series' newest sample time and the last two gaps between new ones, as a
+    remote's reads of a Prometheus server saw them come (kept in its SeriesCache)."""
 
     def __init__(self) -> None:
-        self._seen: dict[str, tuple[float, float]] = {}
+        self._seen: dict[str, tuple[float, float, float]] = {}
 
     def gap_s(self, series: str, sample_s: float) -> float:
-        """The gap before ``series``' newest sample ``sample_s`` (NaN until two have been seen)."""
-        if len(self._seen) > self.LIMIT:
-            self._seen.clear()
-        last_s, gap_s = self._seen.get(series, (math.nan, math.nan))
+        """The longer of the last two gaps before ``series``' newest sample ``sample_s`` (NaN
+        until three have been seen). Two of them: a pair of servers behind one address, each
+        scraping at its own offset, answer in turn, and their newest samples are the offset apart
+        every other time. A sample older than the newest seen (the other server's) changes nothing."""
+        last_s, before_s, gap_s = self._seen.get(series, (math.nan, math.nan, math.nan))
         if sample_s > last_s:
-            gap_s = sample_s - last_s  # NaN at the first sample seen
-        self._seen[series] = (sample_s, gap_s)
-        return gap_s
+            before_s, gap_s = gap_s, sample_s - last_s  # NaN at the first sample seen
+            last_s = sample_s
+        elif math.isnan(last_s):
+            last_s = sample_s
+        self._seen[series] = (last_s, before_s, gap_s)
+        return max(before_s, gap_s)  # NaN while either is
+
+    def keep(self, series: set[str]) -> None:
+        """Forget the series not in the last answer (hosts renamed, pods replaced): the table
+        holds what the server answers, and no more."""
+        for gone in self._seen.keys() - series:
+            del self._seen[gone]
 
 
 def read_prometheus(
@@ -860,6 +868,8 @@ def read_prometheus(
                     scraped.add(what, float(at_s), float(text))
                 continue
             points.append(Point(name, labels, float(text)))
+        # Inside the try: a host label that is not text (a list, from a hostile server) is no key.
+        ages = host_ages(scrapes, cache.scrape_times if cache is not None else ScrapeTimes())
     except RemoteError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as error:
@@ -867,7 +877,6 @@ def read_prometheus(
     if not points:
         none = translate("remote", "{url} holds no current GPU series matching {query}.")
         raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-    ages = host_ages(scrapes, cache.scrape_times if cache is not None else ScrapeTimes())
     return [_dated(endpoint, sample, ages, now_s) for sample in _samples(endpoint, points, now_s)]
 
 
@@ -880,6 +889,7 @@ def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list
         if math.isfinite(scraped.age_s):
             current = scraped.age_s <= stale_after_s(scraped.interval_s(times.gap_s(key, scraped.sample_s)))
             ages.setdefault(scraped.host, []).append((scraped.age_s, current))
+    times.keep(set(scrapes))
     return ages
 
 
@@ -888,14 +898,16 @@ def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[tuple[float,
     series of its host was scraped lately (two exporters on one host: either keeps it current)."""
     host = sample.system.hostname if sample.system is not None else endpoint.host
     of_host = ages.get(host)
-    if not of_host or sample.remote is None or sample.remote.fault:
-        return sample  # a host whose ``scraped`` series are not there: its age unknown, as before
+    if sample.remote is None or sample.remote.fault:
+        return sample
+    if not of_host:  # none of its ``scraped`` series there (dcgm-exporter's are the user's choice)
+        return replace(sample, gpus=tuple(replace(gpu, values_ago_s=math.nan) for gpu in sample.gpus))
     current = [age_s for age_s, fresh in of_host if fresh]
     if current:
         return replace(sample, gpus=tuple(replace(gpu, values_ago_s=min(current)) for gpu in sample.gpus))
     stopped = translate(
         "remote",
-        "{url} has no newer sample of {host}: its exporter or its scrape has stopped.",
+        "{url} gets no new samples of {host}: its exporter or its scrape has stopped.",
     ).format(url=endpoint.url, host=host)
     newest_s = min(age_s for age_s, _fresh in of_host)
     origin = RemoteOrigin(endpoint.url, sample.remote.kind, stopped, now_s - newest_s)
