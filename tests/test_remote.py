@@ -228,7 +228,9 @@ def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     points = parse_exposition(endpoint, dcgm_exposition("Hostname").encode(), "text/plain")
     (read_now,) = to_samples(points, "fallback", endpoint.url, 0.0)
     scraped = replace(read_now, gpus=tuple(replace(g, values_ago_s=9.4) for g in read_now.gpus))
-    assert "(from dcgm-exporter at prometheus+http://prom:9090, as of 9 s ago)" in text_snapshot(None, [scraped], False)
+    assert "(from dcgm-exporter via prometheus+http://prom:9090, as of 9 s ago)" in text_snapshot(
+        None, [scraped], False
+    )
     assert json_snapshot(None, "", [scraped])["remotes"][0]["values_age_s"] == 9.4
     fresh = replace(read_now, gpus=tuple(replace(g, values_ago_s=1.4) for g in read_now.gpus))
     assert "(from dcgm-exporter at prometheus+http://prom:9090)\n" in text_snapshot(None, [fresh], False) + "\n"

@@ -3304,8 +3304,8 @@ For {duration} now.</source>
         <translation>{host}：无法连接（自 {time} 起，{duration}）：{fault}</translation>
     </message>
     <message>
-        <source>(from {kind} at {url}, as of {age} s ago)</source>
-        <translation>（来自 {url} 上的 {kind}，截至 {age} 秒前）</translation>
+        <source>(from {kind} via {url}, as of {age} s ago)</source>
+        <translation>（来自 {kind}，经由 {url}，截至 {age} 秒前）</translation>
     </message>
     <message>
         <source>(from {kind} at {url})</source>

@@ -85,7 +85,7 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
             url = _safe_url(sample.remote.url) if sample.remote else ""
             age_s = said_age_s(sample.values_ago_s)
             origin = (
-                translate("remote", "(from {kind} at {url}, as of {age} s ago)").format(kind=kind, url=url, age=age_s)
+                translate("remote", "(from {kind} via {url}, as of {age} s ago)").format(kind=kind, url=url, age=age_s)
                 if age_s
                 else translate("remote", "(from {kind} at {url})").format(kind=kind, url=url)
             )
