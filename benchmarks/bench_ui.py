@@ -84,6 +84,29 @@ def idle_cost(stack: DesktopStack, minimal: bool, seconds: float, spec: str = SP
     return cpu_percent, rss_mib
 
 
+# P3 after hours: the tray's clocks (Qt's timers included) run this many times as fast under
+# libfaketime (Debian's faketime), so that hours of samples go through the same code in minutes.
+FAKETIME_LIB = Path("/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1")
+FAKE_SPEED = 40
+
+
+def hours_rss(stack: DesktopStack, hours: float, spec: str = SPEC) -> tuple[float, float]:
+    """P3 after ``hours`` of samples (full rings, hours of the store packed): trayvml's RSS at the
+    end and the highest seen, in MiB. At 40 samples a second the tray keeps up with about 35."""
+    env = dict(stack.env, LD_PRELOAD=str(FAKETIME_LIB), FAKETIME=f"+0 x{FAKE_SPEED}", FAKETIME_NO_CACHE="1")
+    command = [sys.executable, "-m", "trayvml", f"--simulate={spec}"]
+    process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    watched = psutil.Process(process.pid)
+    end_s = time.monotonic() + hours * 3600 / FAKE_SPEED  # this process' clocks are not faked
+    peak = 0
+    while time.monotonic() < end_s:
+        time.sleep(5)
+        peak = max(peak, watched.memory_info().rss)
+    rss = watched.memory_info().rss
+    _stop(process)
+    return rss / 2**20, max(peak, rss) / 2**20
+
+
 def window_figures(runs: int) -> dict[str, float]:
     """P5: refresh + paint of the window as shown, per range; CPU % while open at 1 Hz.
     P7: RSS growth over 50 opens and closes."""
@@ -269,10 +292,11 @@ def main() -> None:
     parser.add_argument("--idle-only", action="store_true", help="P3 alone: the idle tray beside the minimal one")
     # past=0: no made-up past, so memory holds what it would with real GPUs and the store on
     parser.add_argument("--spec", default=SPEC, help=f"the simulated GPUs for P3 (default {SPEC})")
+    parser.add_argument("--hours", type=float, default=0.0, help="P3 also after hours of samples (faketime; 90 s each)")
     args = parser.parse_args()
     if args.idle_only:
         with DesktopStack("sni", notifications=False) as stack:
-            idle_figures(stack, args.idle_seconds, args.spec)
+            idle_figures(stack, args.idle_seconds, args.spec, args.hours)
         return
 
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
@@ -298,17 +322,24 @@ def main() -> None:
         ratio = ours / minimal
         print(f"  minimal PySide6 tray {minimal * 1e3:.0f} ms, trayvml {ours * 1e3:.0f} ms, ratio {ratio:.2f}")
 
-        idle_figures(stack, args.idle_seconds, args.spec)
+        idle_figures(stack, args.idle_seconds, args.spec, args.hours)
 
 
-def idle_figures(stack: DesktopStack, seconds: float, spec: str = SPEC) -> None:
-    """P3, printed: the minimal tray and trayvml one after the other in the same run, and their ratio."""
+def idle_figures(stack: DesktopStack, seconds: float, spec: str = SPEC, hours: float = 0.0) -> None:
+    """P3, printed: the minimal tray and trayvml one after the other in the same run, and their
+    ratio; with ``hours``, trayvml's RSS after that many hours of samples too."""
     print(f"\nP3 idle in the tray, window closed, {spec} at 1 Hz, {seconds:.0f} s")
     minimal_cpu, minimal_rss = idle_cost(stack, True, seconds)
     print(f"  minimal PySide6 tray: CPU {minimal_cpu:.2f} % of a core, RSS {minimal_rss:.0f} MiB")
     cpu, rss = idle_cost(stack, False, seconds, spec)
     ratio = rss / minimal_rss
     print(f"  trayvml:              CPU {cpu:.2f} % of a core, RSS {rss:.0f} MiB ({ratio:.2f}× the minimal tray)")
+    if hours:
+        end, peak = hours_rss(stack, hours, spec)
+        print(
+            f"  trayvml after {hours:g} h of samples (clocks ×{FAKE_SPEED}): RSS {end:.0f} MiB "
+            f"({end / minimal_rss:.2f}×), at most {peak:.0f} MiB"
+        )
 
 
 if __name__ == "__main__":
