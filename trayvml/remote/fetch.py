@@ -795,9 +795,9 @@ class Scrapes:
     def interval_s(self, seen_gap_s: float) -> float:
         """About how often the server gets a new sample, never less than it does: the window's
         part before the newest sample over the gaps its samples make there (the rest holds none,
-        as the host stops; the window, with one), or the gap between the last two that reads saw
-        come (``seen_gap_s``, NaN before two) where shorter: each is a multiple of the interval or
-        more (a read missed one, the host was away)."""
+        as the host stops; the window, with one), or the gap that reads saw between new samples
+        (``seen_gap_s``: ScrapeTimes.gap_s, NaN until known) where shorter: each is a multiple of
+        the interval or more (a read missed one, the host was away)."""
         counted = float(SCRAPES_WINDOW_S)
         if self.count >= 2 and self.age_s < SCRAPES_WINDOW_S:
             counted = (SCRAPES_WINDOW_S - self.age_s) / (self.count - 1)

@@ -293,8 +293,8 @@ class StoreWriter:
                 processes.compact(self._db, now_ms)
                 self._compacted_hour = hour
                 # The hour's blocks were decoded, joined and compressed (zstd's level 12): megabytes
-                # freed, which glibc would keep in the process' RSS for good (the idle tray's +17 MiB
-                # after two hours, benchmarks/README.md).
+                # freed, which glibc would keep in the process' RSS for good (about 9 MiB for 8 GPUs,
+                # benchmarks/README.md, tenth session).
                 give_back_free_memory()
             if self._pruned_at_ms is None:
                 self._pruned_at_ms = now_ms
