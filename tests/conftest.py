@@ -22,6 +22,10 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 # The tests read English texts whatever the machine's language (LANGUAGE comes first in trayvml's
 # choice, see trayvml.core.i18n); tests of the translations ask for their own.
 os.environ["LANGUAGE"] = "en"
+# `snapshot` fits its table to COLUMNS where it is set (a shell's exported COLUMNS, pytest-xdist's
+# workers): the tests read the table as it goes to a pipe, whole; tests of the fitting set their own.
+os.environ.pop("COLUMNS", None)
+os.environ.pop("LINES", None)
 
 # Each run gets its own runtime, config, state, data and cache folders, so that neither the user's
 # settings nor a trayvml already running for the same user can change a result.
