@@ -141,9 +141,12 @@ def test_pause_alerts_suppresses_notifications(run, desktop: DesktopStack) -> No
 
 
 def test_snooze_action_over_dbus_quiets_that_alert(run, desktop: DesktopStack) -> None:
-    # Clear threshold inside the 82-88 °C hover and no cooldown: this alert would flap on and on.
-    flapping = temperature(critical_enter=87.0, critical_clear=84.0, cooldown_s=0.0)
-    app = run("thermal:gpus=h100,speed=60,start=560", only_rules(temperature=flapping))
+    # Both thresholds inside the 82-88 °C hover and no cooldown: this alert would flap on and on.
+    # At 10x a sample a second is a quarter of the hover's 40 s wave, so every four samples reach
+    # 87.1 °C and 82.9 °C or past them, whatever the wave's phase; the hover lasts 60 s. (At 60x,
+    # sampled each half wave, it flapped only where the wave's phase allowed: 58 s under load.)
+    flapping = temperature(critical_enter=86.0, critical_clear=84.0, cooldown_s=0.0)
+    app = run("thermal:gpus=h100,speed=10,start=595", only_rules(temperature=flapping))
     before = app.wait_for(2, 30)  # it does flap
     notification_id = before[-1]["id"]
     desktop.run(
