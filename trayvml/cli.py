@@ -349,9 +349,10 @@ SERVE_READ_MARGIN_S = 1.0  # beyond --timeout, which bounds a read's wait for a 
 
 def _serve(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.commands.serve import run
-    from trayvml.core.heap import few_malloc_arenas
+    from trayvml.core.heap import big_blocks_mapped_apart, few_malloc_arenas
 
     few_malloc_arenas()
+    big_blocks_mapped_apart()
     interval = args.interval if args.interval is not None else LOG_INTERVAL_S
     source = _source(simulation, args.timeout, host=True)
     try:
@@ -526,8 +527,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             from trayvml.commands.doctor import run as doctor
 
             return record(args, simulation) if args.record else doctor(args, simulation)
+        from trayvml.core.heap import big_blocks_mapped_apart
         from trayvml.ui.app import run_app
 
+        big_blocks_mapped_apart()
         return run_app(simulation, args.interval, args.config, tuple(args.remote))
     except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
         return EXIT_INTERRUPTED
@@ -544,9 +547,11 @@ def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.commands.history import history
     from trayvml.commands.record import record
     from trayvml.config import SettingsStore, default_path
+    from trayvml.core.heap import big_blocks_mapped_apart
 
     if args.command == "history":
         return history(args, time.time(), simulated=simulation is not None)
+    big_blocks_mapped_apart()
     settings, note = SettingsStore(Path(args.config) if args.config else default_path()).load()
     if note:
         print(f"trayvml: {note}", file=sys.stderr)
