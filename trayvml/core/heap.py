@@ -36,7 +36,8 @@ def big_blocks_mapped_apart(threshold_bytes: int = MMAP_THRESHOLD_BYTES) -> None
     up to 32 MiB: once an hour of history has been packed (arrays of a few MiB), later blocks that
     size come from the heap and the threads' arenas, and their pages stay behind when freed. Set
     once, the threshold stays: a block of 128 KiB or more is mapped apart and unmapped when freed.
-    The idle tray held 7 MiB less after two hours of samples (benchmarks/README.md, issue 23)."""
+    The idle tray's memory after two hours of samples no longer jumps by 5-19 MiB from run to run
+    (benchmarks/README.md, issue 23)."""
     import ctypes
 
     m_mmap_threshold = -3  # from glibc's malloc.h
