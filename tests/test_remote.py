@@ -233,7 +233,8 @@ def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     )
     assert json_snapshot(None, "", [scraped])["remotes"][0]["values_age_s"] == 9.4
     fresh = replace(read_now, gpus=tuple(replace(g, values_ago_s=1.4) for g in read_now.gpus))
-    assert "(from dcgm-exporter at prometheus+http://prom:9090)\n" in text_snapshot(None, [fresh], False) + "\n"
+    # Under 2 s old: no age said, but still read through the server, not from the exporter itself.
+    assert "(from dcgm-exporter via prometheus+http://prom:9090)\n" in text_snapshot(None, [fresh], False) + "\n"
     stale = replace(
         scraped, gpus=(), devices=(), remote=RemoteOrigin("prometheus+http://prom:9090", "dcgm-exporter", "gone", 0.0)
     )

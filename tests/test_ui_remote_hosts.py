@@ -12,7 +12,7 @@ import pytest
 from pytestqt.qtbot import QtBot
 
 from tests.helpers import FakeRemote, closed_port_url, dcgm_exposition, present, simulated_source
-from tests.ui_helpers import submenu
+from tests.ui_helpers import shown_window, submenu
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent
 from trayvml.alerts.severity import Severity
@@ -153,6 +153,29 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
         assert window.gpu_count == 4 and window.history is app.history
     finally:
         app._stop_remotes()
+
+
+def test_the_window_says_where_a_remote_hosts_values_come_from_and_their_age(qtbot: QtBot, remote: FakeRemote) -> None:
+    from trayvml.history.timeline import History
+    from trayvml.remote.fetch import read
+
+    (dgx,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    history = History()
+    history.append(dgx)
+    window = shown_window(qtbot, history, dgx)
+    assert f"from dcgm-exporter at {remote.url}   ·   driver 550.54.15   ·   " in window.status_label.text()
+    # Through a Prometheus server that holds them (values_ago_s, trayvml/remote/fetch.py), and the
+    # Processes tab's lists with them: how old they are.
+    assert dgx.remote is not None
+    via = f"prometheus+{remote.url}"
+    held = replace(dgx, remote=replace(dgx.remote, url=via), gpus=tuple(replace(g, values_ago_s=9.4) for g in dgx.gpus))
+    window.update_sample(held)
+    window.refresh()
+    assert f"from dcgm-exporter via {via}, as of 9 s ago   ·   " in window.status_label.text()
+    local, _, _ = simulated_source("idle")
+    window.update_sample(local.sample())  # this machine's: no origin said
+    window.refresh()
+    assert " from " not in window.status_label.text()
 
 
 def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemote) -> None:

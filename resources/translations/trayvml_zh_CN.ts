@@ -510,6 +510,10 @@
         <translation>驱动 {driver} · CUDA {cuda}</translation>
     </message>
     <message>
+        <source>driver {driver}</source>
+        <translation>驱动 {driver}</translation>
+    </message>
+    <message>
         <source>following live</source>
         <translation>正在跟随实时数据</translation>
     </message>
@@ -3304,12 +3308,8 @@ For {duration} now.</source>
         <translation>{host}：无法连接（自 {time} 起，{duration}）：{fault}</translation>
     </message>
     <message>
-        <source>(from {kind} via {url}, as of {age} s ago)</source>
-        <translation>（来自 {kind}，经由 {url}，截至 {age} 秒前）</translation>
-    </message>
-    <message>
-        <source>(from {kind} at {url})</source>
-        <translation>（来自 {url} 上的 {kind}）</translation>
+        <source>({origin})</source>
+        <translation>（{origin}）</translation>
     </message>
     <message>
         <source>trayvml: No local GPU values: {problem}</source>
@@ -3494,6 +3494,18 @@ For {duration} now.</source>
     <message>
         <source>{url}: the SSH session ended.</source>
         <translation>{url}：SSH 会话已结束。</translation>
+    </message>
+    <message>
+        <source>from {kind} via {url}, as of {age} s ago</source>
+        <translation>来自 {kind}，经由 {url}，截至 {age} 秒前</translation>
+    </message>
+    <message>
+        <source>from {kind} via {url}</source>
+        <translation>来自 {kind}，经由 {url}</translation>
+    </message>
+    <message>
+        <source>from {kind} at {url}</source>
+        <translation>来自 {url} 上的 {kind}</translation>
     </message>
 </context>
 <context>

@@ -14,9 +14,9 @@ from typing import TYPE_CHECKING, Any
 from trayvml.core.clock import Ticker
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.lines import simulation_text
+from trayvml.core.lines import origin_text, simulation_text
 from trayvml.core.safe_text import terminal_text
-from trayvml.core.sample import Sample, said_age_s
+from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
 
@@ -80,16 +80,9 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
         if sample.remote is not None and sample.remote.fault:
             blocks.append(_fault_line(sample))
         else:
-            kind = sample.remote.kind if sample.remote else ""
             text = one_host(sample, full=full, host_column=hostname_of(sample))
-            url = _safe_url(sample.remote.url) if sample.remote else ""
-            age_s = said_age_s(sample.values_ago_s)
-            origin = (
-                translate("remote", "(from {kind} via {url}, as of {age} s ago)").format(kind=kind, url=url, age=age_s)
-                if age_s
-                else translate("remote", "(from {kind} at {url})").format(kind=kind, url=url)
-            )
-            blocks.append(text + "\n  " + origin)
+            origin = origin_text(sample, _safe_url(sample.remote.url) if sample.remote else "")
+            blocks.append(text + ("\n  " + translate("remote", "({origin})").format(origin=origin) if origin else ""))
     return "\n".join(blocks)
 
 

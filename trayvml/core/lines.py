@@ -11,7 +11,16 @@ from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY
 from trayvml.core.safe_text import clean, shorten
-from trayvml.core.sample import UNKNOWN_NAME, DeviceInfo, GpuSample, MetricState, ProcessSample, Sample, job_text
+from trayvml.core.sample import (
+    UNKNOWN_NAME,
+    DeviceInfo,
+    GpuSample,
+    MetricState,
+    ProcessSample,
+    Sample,
+    job_text,
+    said_age_s,
+)
 from trayvml.core.units import GIB, format_bytes, short_name
 
 
@@ -203,6 +212,21 @@ def simulation_text(sample: Sample) -> str:
     """The sample's simulation label (English in JSON and logs), in the user's language."""
     scenario = sample.simulation.removeprefix("simulated GPUs ").strip("()")
     return translate("GpuText", "simulated GPUs ({scenario})").format(scenario=scenario) if sample.simulation else ""
+
+
+def origin_text(sample: Sample, url: str) -> str:
+    """Where a remote host's current values came from: ``from trayvml serve at URL``, or ``from
+    DCGM via URL, as of 9 s ago`` where a server in between holds them; "" for this machine's.
+    ``url``: the sample's URL, made safe by the caller for where it is shown."""
+    if sample.remote is None or sample.remote.fault:
+        return ""
+    kind = sample.remote.kind
+    if not sample.remote.via_server:
+        return translate("remote", "from {kind} at {url}").format(kind=kind, url=url)
+    age_s = said_age_s(sample.values_ago_s)
+    if age_s:
+        return translate("remote", "from {kind} via {url}, as of {age} s ago").format(kind=kind, url=url, age=age_s)
+    return translate("remote", "from {kind} via {url}").format(kind=kind, url=url)
 
 
 @dataclass(frozen=True)

@@ -275,6 +275,9 @@ class HostSample:
         return self.values[HOST_INDEX[key]]
 
 
+PROMETHEUS_SCHEME = "prometheus+"  # a remote URL read through a Prometheus server's API
+
+
 @dataclass(frozen=True)
 class RemoteOrigin:
     """Where a remote host's sample came from (see trayvml.remote); local samples have none."""
@@ -283,6 +286,11 @@ class RemoteOrigin:
     kind: str  # what answered: "trayvml serve", "dcgm-exporter", ..., "Prometheus"
     fault: str = ""  # a sentence naming the URL: why no values are current; "" when they are
     since_s: float = math.nan  # wall clock when the fault began
+
+    @property
+    def via_server(self) -> bool:
+        """Read through a Prometheus server, which holds the exporter's values (``kind``'s) between scrapes."""
+        return self.url.startswith(PROMETHEUS_SCHEME)
 
     @property
     def headline(self) -> str:

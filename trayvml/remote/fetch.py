@@ -29,7 +29,7 @@ from typing import Any
 
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.sample import RemoteOrigin, Sample
+from trayvml.core.sample import PROMETHEUS_SCHEME, RemoteOrigin, Sample
 from trayvml.remote.dialects import (
     DIALECTS,
     NAME_PREFIXES,
@@ -49,7 +49,6 @@ _CHUNK = 64 * 1024
 DEADLINE_MARGIN_S = 0.1
 # What a read asks for (trayvml/remote/plain.py writes the same request).
 ACCEPT = "text/plain;version=0.0.4, application/json;q=0.9"
-PROMETHEUS_SCHEME = "prometheus+"
 SSH_SCHEME = "ssh://"
 # Bounds on what one answer and one settings file can make trayvml hold: a DGX has 8 GPUs and the
 # biggest NVLink domains 72, so a host with more than this many is not a host; each remote is a

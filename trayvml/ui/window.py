@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from urllib.parse import unquote
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -46,9 +47,9 @@ from trayvml.core.clock import set_back_s
 from trayvml.core.demand import EVERYTHING, PROCESSES
 from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.lines import simulation_text
+from trayvml.core.lines import origin_text, simulation_text
 from trayvml.core.metrics import Group
-from trayvml.core.safe_text import rich_text
+from trayvml.core.safe_text import clean, rich_text, shorten
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import format_clock, format_duration, short_name
 from trayvml.history.timeline import History
@@ -739,9 +740,13 @@ class GraphWindow(QMainWindow):
         short = self._short_history_text()  # early: what the graphs show, before the driver's version
         if short:
             parts.append(short)
-        if sample.system is not None:
-            driver = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
-            parts.append(driver.format(driver=sample.system.driver_version, cuda=sample.system.cuda_driver_version))
+        if sample.remote is not None:  # a remote host chosen in the host box: where, and how old
+            parts.append(origin_text(sample, shorten(clean(unquote(sample.remote.url)), 120)))
+        system = sample.system
+        if system is not None and system.driver_version:  # a remote host's exporter may tell no CUDA version
+            with_cuda = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
+            driver = with_cuda if system.cuda_driver_version else translate("GraphWindow", "driver {driver}")
+            parts.append(driver.format(driver=system.driver_version, cuda=system.cuda_driver_version))
         energy = self._energy_text()
         if energy:
             parts.append(energy)
