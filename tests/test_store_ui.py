@@ -228,6 +228,28 @@ def test_the_week_reads_disk_and_shades_what_was_not_recorded(qtbot, tmp_path: P
         disk.close()
 
 
+def test_a_past_in_memory_alone_with_no_host_rows_is_not_shaded_as_not_recorded(tmp_path: Path) -> None:
+    """A simulation's made-up past (README's first command) is in memory only, GPU rows without the
+    host's: the store knows nothing of it, but the window draws it, so it is no gap."""
+    folder = tmp_path / "history"
+    now = time.time()
+    _stored(folder, now - 3 * 86400, 60)  # a store that has been written, days ago
+    history = History()
+    history.disk = disk = DiskReach(folder)
+    clock = ManualClock(now - 1800)
+    past = Source(parse_spec("idle:gpus=h100"), clock, host=False)
+    OPEN_SOURCES.append(past)
+    for _ in range(180):  # 30 min of made-up past, a row every 10 s
+        history.append(past.sample())
+        clock.advance_s(10.0)
+    try:
+        spans = disk.not_recorded(now - 3600, now, 360, history)
+        assert spans, "the hour before the made-up past: nothing recorded, shaded"
+        assert spans[0][0] <= now - 3600 + 60 and all(last <= now - 1800 + 60 for _, last in spans)
+    finally:
+        disk.close()
+
+
 def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The energy in view asks for more points than a plot is wide: at 7 days both get the same
     10-minute buckets, read once a device and kept (not a week of minutes, nor a read each redraw)."""

@@ -184,16 +184,21 @@ class DiskReach:
 
     def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: Rings) -> list[tuple[float, float]]:
         """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
-        buckets, and the memory's for the hour not yet packed on disk)."""
+        buckets, and memory's rows for the hour not yet packed on disk). Memory's GPU rows count
+        too: a simulation's made-up past is in memory alone, GPUs without the host, and the window
+        shaded all of it "not recording" under its lines."""
         data, _ = self._coarse(HOST_UUID, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
         if not len(data.times_s):
             return []
         recorded = data.recorded.copy()
-        recent = Rings.host_series(memory, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
-        if recent is not None and len(recent.times_s):
-            seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
-            index = ((seen - data.times_s[0]) // data.step_s).astype(np.int64)
-            recorded[index[(index >= 0) & (index < len(recorded))]] = True
+        for recent in (
+            Rings.host_series(memory, HISTORY_HOST_KEYS[0], start_s, end_s, max_points),
+            Rings.gpu_series(memory, "memory_used_bytes", start_s, end_s, max_points),  # every GPU tells it
+        ):
+            if recent is not None and len(recent.times_s):
+                seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
+                index = ((seen - data.times_s[0]) // data.step_s).astype(np.int64)
+                recorded[index[(index >= 0) & (index < len(recorded))]] = True
         latest = memory.latest_s if math.isfinite(memory.latest_s) else end_s
         spans = []
         edges = np.flatnonzero(np.diff(np.r_[0, (~recorded).astype(np.int8), 0]))
