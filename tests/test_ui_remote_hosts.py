@@ -172,6 +172,19 @@ def test_the_window_says_where_a_remote_hosts_values_come_from_and_their_age(qtb
     window.update_sample(held)
     window.refresh()
     assert f"from dcgm-exporter via {via}, as of 9 s ago   ·   " in window.status_label.text()
+    # A remote's label that looks like markup is shown as it is in the tooltip of the cut line.
+    assert held.system is not None
+    window.resize(600, 800)
+    window.update_sample(replace(held, system=replace(held.system, driver_version="<img src=x>550")))
+    window.refresh()
+    qtbot.waitUntil(lambda: window.status_label.toolTip() != "")
+    assert "driver <img src=x>550" in window.status_label.text()
+    assert "&lt;img src=x&gt;550" in window.status_label.toolTip() and "<img" not in window.status_label.toolTip()
+    # Unreachable: the fault is said, no empty part for the origin.
+    gone = replace(dgx, gpus=(), devices=(), remote=replace(dgx.remote, fault="gone", since_s=1_800_000_000.0))
+    window.update_sample(gone)
+    window.refresh()
+    assert "   ·      ·   " not in window.status_label.text() and not window.status_label.text().startswith("   ·")
     local, _, _ = simulated_source("idle")
     window.update_sample(local.sample())  # this machine's: no origin said
     window.refresh()

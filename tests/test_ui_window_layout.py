@@ -322,7 +322,9 @@ def test_a_status_line_too_long_for_the_window_is_cut_with_an_ellipsis_and_whole
     status = w.status_label
     assert "GPU 15" in status.text()  # the energy of every GPU: longer than 1280 px
     assert status.fontMetrics().horizontalAdvance(status.text()) > status.width()
-    assert status.shown_text().endswith("…") and status.toolTip() == status.text()
+    assert (
+        status.shown_text().endswith("…") and status.toolTip() == f'<p style="white-space:pre-wrap">{status.text()}</p>'
+    )
     assert w.minimumSizeHint().width() < 1280  # the text's length does not widen the window
     w.resize(3000, 800)
     qtbot.waitUntil(lambda: status.shown_text() == status.text())

@@ -186,7 +186,8 @@ class DiskReach:
         """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
         buckets, and memory's rows for the hour not yet packed on disk). Memory's GPU rows count
         too: a simulation's made-up past is in memory alone, GPUs without the host, and the window
-        shaded all of it "not recording" under its lines."""
+        shaded all of it "not recording" under its lines. (Such a past of a GPU asleep, rows of NaN
+        only, is still shaded: memory cannot tell them from none.)"""
         data, _ = self._coarse(HOST_UUID, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
         if not len(data.times_s):
             return []

@@ -113,7 +113,10 @@ class StatusLine(QLabel):
         self._tooltip()
 
     def _tooltip(self) -> None:
-        self.setToolTip(self.text() if self.shown_text() != self.text() else "")
+        """The whole line where it is cut, always as rich text with the line's own escaped: Qt takes
+        a tooltip that looks like markup for markup, and the line quotes remote hosts' words."""
+        cut = self.shown_text() != self.text()
+        self.setToolTip(f'<p style="white-space:pre-wrap">{rich_text(self.text())}</p>' if cut else "")
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
@@ -741,12 +744,19 @@ class GraphWindow(QMainWindow):
         if short:
             parts.append(short)
         if sample.remote is not None:  # a remote host chosen in the host box: where, and how old
-            parts.append(origin_text(sample, shorten(clean(unquote(sample.remote.url)), 120)))
+            origin = origin_text(sample, shorten(clean(unquote(sample.remote.url)), 120))
+            if origin:  # none while the host is unreachable: its fault is said above
+                parts.append(origin)
         system = sample.system
         if system is not None and system.driver_version:  # a remote host's exporter may tell no CUDA version
             with_cuda = translate("GraphWindow", "driver {driver} · CUDA {cuda}")
             driver = with_cuda if system.cuda_driver_version else translate("GraphWindow", "driver {driver}")
-            parts.append(driver.format(driver=system.driver_version, cuda=system.cuda_driver_version))
+            # A remote host's labels: no control or bidi characters, no endless text.
+            parts.append(
+                driver.format(
+                    driver=shorten(clean(system.driver_version)), cuda=shorten(clean(system.cuda_driver_version))
+                )
+            )
         energy = self._energy_text()
         if energy:
             parts.append(energy)
