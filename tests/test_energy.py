@@ -276,7 +276,7 @@ def test_energy_in_a_range_integrates_the_recorded_power_and_tells_what_it_cover
     watts = np.full((10, 2), 360.0)
     watts[5:7, 0] = np.nan  # GPU 0: 20 s not recorded
     watts[:, 1] = np.nan  # GPU 1: no power reading at all
-    series = Series(times, watts, watts, watts, 10.0)
+    series = Series(times, watts, watts, 10.0)
     energy = energy_in_range(series, 5.0, 95.0)  # half of the first and last buckets
     assert energy.wh[0] == pytest.approx(360.0 * 70 / 3600) and math.isnan(energy.wh[1])
     assert energy.covered_s == 70.0 and energy.span_s == 90.0

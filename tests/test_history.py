@@ -71,7 +71,6 @@ def test_long_ranges_come_from_coarse_tiers_that_keep_peaks() -> None:
     assert len(hours.times_s) <= 800
     assert np.nanmax(hours.high[:, 0]) == 100.0  # the one-second spike survives as a bucket's max
     assert np.nanmax(hours.mean[:, 0]) < 100.0
-    assert np.nanmin(hours.low[:, 0]) == 10.0
 
 
 def test_tier_choice_follows_the_point_budget() -> None:
@@ -94,6 +93,7 @@ def test_memory_is_bounded_for_8_gpus_12_hours_whatever_the_uptime() -> None:
     rings = history.nbytes - history.processes.nbytes
     per_process = TieredRing(PROCESS_COLUMNS, PROCESS_TIERS).nbytes
     assert rings + MAX_TRACKED_PROCESSES * per_process <= 16 * 2**20  # the worst case
+    assert rings <= 10.5 * 2**20  # a coarse bucket keeps its mean and max, no min (with it: 14.5 MiB)
     assert len(HISTORY_GPU_KEYS) >= 40
     clock.advance_s(13 * 3600)  # appending after a long uptime allocates nothing more
     for _ in range(30):

@@ -25,13 +25,13 @@ CORES = 3
 
 
 class Oracle:
-    """One TieredRing's buckets, row by row: per tier, position -> (slot, mean, low, high) as lists."""
+    """One TieredRing's buckets, row by row: per tier, position -> (slot, mean, high) as lists."""
 
     def __init__(self, columns: int) -> None:
         self.columns = columns
         self.latest_s = -math.inf
-        self.buckets: list[dict[int, tuple[int, list[float], list[float], list[float]]]] = [{} for _ in TIERS]
-        self.open: list[tuple[int, list[float], list[int], list[float], list[float]] | None] = [None for _ in TIERS]
+        self.buckets: list[dict[int, tuple[int, list[float], list[float]]]] = [{} for _ in TIERS]
+        self.open: list[tuple[int, list[float], list[int], list[float]] | None] = [None for _ in TIERS]
 
     def append(self, t_s: float, row: list[float]) -> None:
         self.latest_s = max(self.latest_s, t_s)
@@ -39,32 +39,31 @@ class Oracle:
             slot = int(t_s // tier.step_s)
             position = slot % tier.capacity
             if k == 0:
-                self.buckets[0][position] = (slot, row, row, row)
+                self.buckets[0][position] = (slot, row, row)
                 continue
             state = self.open[k]
             if state is None or state[0] != slot:
                 nan = [math.nan] * self.columns
-                state = self.open[k] = (slot, [0.0] * self.columns, [0] * self.columns, list(nan), list(nan))
-            _, total, count, low, high = state
+                state = self.open[k] = (slot, [0.0] * self.columns, [0] * self.columns, list(nan))
+            _, total, count, high = state
             for c, value in enumerate(row):
                 if not math.isnan(value):
                     total[c] += value
                     count[c] += 1
-                    low[c] = value if math.isnan(low[c]) else min(low[c], value)
                     high[c] = value if math.isnan(high[c]) else max(high[c], value)
             if slot >= 0:  # as before: a bucket before the epoch was never written
                 mean = [float(np.float32(s / n)) if n else math.nan for s, n in zip(total, count, strict=True)]
-                self.buckets[k][position] = (slot, mean, list(low), list(high))
+                self.buckets[k][position] = (slot, mean, list(high))
 
     def read(self, k: int, start_s: float, end_s: float, columns: list[int]) -> tuple[np.ndarray, ...]:
         tier = TIERS[k]
         first, last = int(start_s // tier.step_s), int(end_s // tier.step_s)
         wanted = range(max(first, last - tier.capacity + 1), last + 1)
-        parts: list[list[list[float]]] = [[], [], []]
+        parts: list[list[list[float]]] = [[], []]
         for slot in wanted:
             held = self.buckets[k].get(slot % tier.capacity)
             for part, values in zip(
-                parts, held[1:] if held is not None and held[0] == slot else [None] * 3, strict=True
+                parts, held[1:] if held is not None and held[0] == slot else [None] * 2, strict=True
             ):
                 part.append([math.nan if values is None else values[c] for c in columns])
         times = np.array([slot * tier.step_s for slot in wanted])
@@ -81,8 +80,8 @@ def _range(k: int, latest_s: float) -> tuple[float, float, int]:
 
 def _same(got: np.ndarray, expected: np.ndarray, sign: bool = True) -> None:
     """Equal: NaN where NaN, and (``sign``) a zero's sign too. Of -0.0 and 0.0 in one bucket, which
-    one its min or max keeps is numpy's choice (its vector loops and its scalar one differ), so a
-    low or high is compared by value."""
+    one its max keeps is numpy's choice (its vector loops and its scalar one differ), so a high is
+    compared by value."""
     np.testing.assert_array_equal(got, expected)
     if sign:
         np.testing.assert_array_equal(np.signbit(got), np.signbit(expected))
@@ -96,10 +95,9 @@ def _compare(history: History, gpus: Oracle | None, host: Oracle | None, gpu_cou
                 series = history.gpu_series(key, start, end, points)
                 assert series is not None and series.step_s == tier.step_s  # this tier was read
                 columns = [g * len(HISTORY_GPU_KEYS) + HISTORY_GPU_KEYS.index(key) for g in range(gpu_count)]
-                times, mean, low, high = gpus.read(k, start, end, columns)
+                times, mean, high = gpus.read(k, start, end, columns)
                 _same(series.times_s, times)
                 _same(series.mean, mean)
-                _same(series.low, low, sign=False)
                 _same(series.high, high, sign=False)
         if host is not None:
             start, end, points = _range(k, host.latest_s)
@@ -111,10 +109,9 @@ def _compare(history: History, gpus: Oracle | None, host: Oracle | None, gpu_cou
                 (series, [HISTORY_HOST_KEYS.index(HOST_KEY)]),
                 (cores, list(range(first_core, first_core + CORES))),
             ):
-                times, mean, low, high = host.read(k, start, end, columns)
+                times, mean, high = host.read(k, start, end, columns)
                 _same(read.times_s, times)
                 _same(read.mean, mean)
-                _same(read.low, low, sign=False)
                 _same(read.high, high, sign=False)
 
 
@@ -187,7 +184,7 @@ def test_a_row_is_kept_as_it_was_when_appended_though_the_caller_fills_its_array
     row[0, column] = 9999.0
     series = history.gpu_series("power_draw_w", 1_700_000_100.0, 1_700_000_102.0, 1)  # 5 s buckets
     assert series is not None and series.step_s == 5.0
-    assert series.mean[-1, 0] == 200.0 and series.low[-1, 0] == 100.0 and series.high[-1, 0] == 300.0
+    assert series.mean[-1, 0] == 200.0 and series.high[-1, 0] == 300.0
 
 
 def test_a_bucket_of_negative_zeros_has_a_mean_of_zero_as_a_sum_from_zero_gives() -> None:
@@ -198,7 +195,7 @@ def test_a_bucket_of_negative_zeros_has_a_mean_of_zero_as_a_sum_from_zero_gives(
     series = history.gpu_series("power_draw_w", 1_700_000_100.0, 1_700_000_104.0, 1)  # 5 s buckets
     assert series is not None and series.step_s == 5.0
     assert series.mean[-1, 0] == 0.0 and not np.signbit(series.mean[-1, 0])
-    assert np.signbit(series.low[-1, 0]) and np.signbit(series.high[-1, 0])  # -0.0 was all there was
+    assert np.signbit(series.high[-1, 0])  # -0.0 was all there was
 
 
 @pytest.mark.parametrize("rows", [10, 27])  # within one stretch of the 20-slot ring, and across its end

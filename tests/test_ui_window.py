@@ -317,14 +317,14 @@ class _FakeHistory:
 
         times = np.array([1000.0, 1001.0, 1002.0])
         values = np.array([[1.0, 10.0], [2.0, 20.0], [3.0, 30.0]])
-        return Series(times, values, values, values, 1.0)
+        return Series(times, values, values, 1.0)
 
     def host_series(self, key: str, start: float, end: float, budget: int):
         from trayvml.history.rings import Series
 
         times = np.array([1001.0, 1003.0])
         values = np.array([[50.0], [70.0]])
-        return Series(times, values, values, values, 2.0)
+        return Series(times, values, values, 2.0)
 
 
 def test_export_csv_joins_series_on_time(tmp_path: Path) -> None:

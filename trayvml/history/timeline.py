@@ -128,7 +128,7 @@ class DiskReach:
                     p = found.process
                     mean = np.stack([found.memory_bytes, found.sm_percent], axis=1).astype(np.float32)
                     high = np.stack([found.memory_peak_bytes, found.sm_percent], axis=1).astype(np.float32)
-                    series = Series(found.times_s, mean, mean, high, found.step_s)
+                    series = Series(found.times_s, mean, high, found.step_s)
                     lines.append(ProcessLine(index, p.pid, p.started_s, p.name, p.user, p.job_kind, p.job, series))
         except sqlite3.Error as error:
             log.warning("the process history on disk could not be read: %s", error)
@@ -213,14 +213,14 @@ class DiskReach:
 def _series(datas: list[tuple[CoarseData, int]]) -> Series:
     """One column of each device's buckets (data, column), side by side."""
     if not datas:
-        return Series(np.empty(0), np.empty((0, 0)), np.empty((0, 0)), np.empty((0, 0)), 60.0)
+        return Series(np.empty(0), np.empty((0, 0)), np.empty((0, 0)), 60.0)
     n = min(len(d.times_s) for d, _ in datas)
 
     def stack(name: str) -> np.ndarray:
         return np.stack([getattr(d, name)[:n, column] for d, column in datas], axis=1).astype(np.float32)
 
     first = datas[0][0]
-    return Series(first.times_s[:n], stack("mean"), stack("low"), stack("high"), first.step_s)
+    return Series(first.times_s[:n], stack("mean"), stack("high"), first.step_s)
 
 
 def _beside(before: CoarseData, more: CoarseData) -> CoarseData:
@@ -240,7 +240,7 @@ def _with_memory(disk: Series, memory: Series | None) -> Series:
     inside = (index >= 0) & (index < len(disk.times_s)) & np.isfinite(memory.mean).any(axis=1)
     if not inside.any():
         return disk
-    index, mean, low, high = index[inside], memory.mean[inside], memory.low[inside], memory.high[inside]
+    index, mean, high = index[inside], memory.mean[inside], memory.high[inside]
     first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
     at = index[first]
     empty = ~np.isfinite(disk.mean[at]).any(axis=1)
@@ -248,13 +248,11 @@ def _with_memory(disk: Series, memory: Series | None) -> Series:
         counts = np.add.reduceat(np.isfinite(mean).astype(np.float32), first, axis=0)
         sums = np.add.reduceat(np.nan_to_num(mean), first, axis=0)
         fill_mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
-    fill_low = np.fmin.reduceat(low, first, axis=0)
     fill_high = np.fmax.reduceat(high, first, axis=0)
-    out_mean, out_low, out_high = disk.mean.copy(), disk.low.copy(), disk.high.copy()
+    out_mean, out_high = disk.mean.copy(), disk.high.copy()
     out_mean[at[empty]] = fill_mean[empty]
-    out_low[at[empty]] = fill_low[empty]
     out_high[at[empty]] = fill_high[empty]
-    return Series(disk.times_s, out_mean, out_low, out_high, disk.step_s)
+    return Series(disk.times_s, out_mean, out_high, disk.step_s)
 
 
 class History(Rings):
@@ -309,7 +307,7 @@ class History(Rings):
         else:
             return []
         nothing = np.full((len(times), PROCESS_COLUMNS), np.nan, dtype=np.float32)
-        empty = Series(times, nothing, nothing, nothing, step_s)
+        empty = Series(times, nothing, nothing, step_s)
         found = {line.key: line for line in stored}
         for line in memory:
             before = found.get(line.key)

@@ -66,7 +66,7 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
 )
 # This machine's memory span while the history on disk is written: the 1 s and 5 s tiers
 # (default_tiers) and the unpacked hour that the store's coarse tiers do not have yet. 12 h of 8 GPUs
-# in memory is about 13 MiB (benchmarks/README.md); 2 h is a sixth of its 30 s tier.
+# in memory is about 10 MiB (history/rings.py); 2 h is a sixth of its 30 s tier.
 MEMORY_WITH_STORE_S = 2 * 3600.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
