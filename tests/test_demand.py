@@ -63,6 +63,23 @@ def test_what_is_not_demanded_is_not_read_and_says_so() -> None:
     assert again.gpus[0].state("process_count") is MetricState.OK and again.gpus[0].processes
 
 
+def test_a_demand_change_that_leaves_a_field_batch_alone_does_not_read_it_again_before_it_is_due() -> None:
+    """The idle tray adds the process lists to its demand every 10 s (for the history on disk) and
+    takes them out again: the batches of field values whose fields stay the same keep their
+    cadence and their counters (once, the 10 s batch was set up anew and read at each change)."""
+    source, clock, library = simulated_source("idle:gpus=h100")
+    source.sample(HISTORY)
+    clock.advance_s(1.0)
+    source.sample(HISTORY)
+    before = library.calls["nvmlDeviceGetFieldValues"]
+    ticks = 20
+    for k in range(ticks):
+        clock.advance_s(1.0)
+        source.sample(HISTORY | {PROCESSES} if k % 2 else HISTORY)
+    # The batch read every tick, and the one read every 10 s twice in 20 s.
+    assert library.calls["nvmlDeviceGetFieldValues"] - before == ticks + 2
+
+
 def _app(qapp, settings: Settings | None = None):
     from trayvml.ui.app import App
 

@@ -149,6 +149,11 @@ class _Field:
 _KIND_ORDER = {FieldKind.VALUE: 0, FieldKind.RATE: 1, FieldKind.LINK_TX: 2, FieldKind.LINK_RX: 3}
 
 
+def _ordered(fields: list[_Field]) -> list[_Field]:
+    """Values, counters, NVLink TX links, RX links (FieldBatch), each group in its given order."""
+    return sorted(fields, key=lambda f: (_KIND_ORDER[f.read.kind], f.scope))
+
+
 class FieldBatch:
     """Many field values in one ``nvmlDeviceGetFieldValues`` call; each field has its own code.
 
@@ -158,7 +163,9 @@ class FieldBatch:
     """
 
     def __init__(self, supported: list[_Field], link_max_bytes_per_s: float = NAN) -> None:
-        self.supported = supported
+        # In the order ``fields`` keep, so that the demanded ones, picked from these, compare equal
+        # to ``fields`` while they are the same (Scheduler.set_demand sets a batch up anew otherwise).
+        self.supported = _ordered(supported)
         self.link_max_bytes_per_s = link_max_bytes_per_s  # NaN: not known, no rate can be bounded
         self.previous: np.ndarray | None = None  # raw counter values, unscaled (wraps are in raw units)
         self.previous_stamps = np.zeros(0)  # their own timestamps, in seconds
@@ -169,7 +176,7 @@ class FieldBatch:
         self.set_fields(supported)
 
     def set_fields(self, fields: list[_Field]) -> None:
-        fields = sorted(fields, key=lambda f: (_KIND_ORDER[f.read.kind], f.scope))
+        fields = _ordered(fields)
         old_previous = self.previous
         old_positions = {(f.fid, f.scope): k for k, f in enumerate(self.fields[self._first_counter() :])}
         self.fields = fields
