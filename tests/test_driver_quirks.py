@@ -73,25 +73,25 @@ def test_more_than_one_wrap_a_tick_is_shown_as_a_lower_bound() -> None:
 
 def test_a_wrap_on_a_slow_link_is_exact_and_uses_the_values_timestamps() -> None:
     batch = _pcie_batch(1, 1)  # 312.5 MB/s at most: 0.1 s cannot hide a whole wrap
-    first, not_yet = batch.rates(np.array([PCIE_COUNTER_MODULUS - 100.0]), 50.0, np.array([1_000_000]))
+    first, not_yet = batch.rates([PCIE_COUNTER_MODULUS - 100.0], 50.0, [1_000_000])
     assert math.isnan(first[0]) and not_yet[0]  # one reading: not measured yet
     # The reader's clock says 10 s passed (a late tick); the values' own stamps say 0.1 s.
-    rate, not_yet = batch.rates(np.array([50.0]), 60.0, np.array([1_100_000]))
+    rate, not_yet = batch.rates([50.0], 60.0, [1_100_000])
     assert math.isclose(rate[0], 150 / 0.1) and not batch.lower_bounds[0] and not not_yet[0]
 
 
 def test_a_fast_link_makes_the_rate_a_lower_bound() -> None:
     batch = _pcie_batch(5, 16)  # 64 GB/s: 2**32 bytes in 67 ms
-    batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
-    rate, _ = batch.rates(np.array([20.0]), 0.0, np.array([1_100_000]))
+    batch.rates([10.0], 0.0, [1_000_000])
+    rate, _ = batch.rates([20.0], 0.0, [1_100_000])
     assert math.isclose(rate[0], 100.0) and batch.lower_bounds[0]
 
 
 def test_a_reading_served_again_gives_no_rate() -> None:
     """The same timestamp twice is the same reading: not a rate of 0."""
     batch = _pcie_batch(1, 1)
-    batch.rates(np.array([10.0]), 0.0, np.array([1_000_000]))
-    rates, _ = batch.rates(np.array([10.0]), 1.0, np.array([1_000_000]))
+    batch.rates([10.0], 0.0, [1_000_000])
+    rates, _ = batch.rates([10.0], 1.0, [1_000_000])
     assert math.isnan(rates[0])
 
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trayvml.core.clock import Clock, SystemClock, stamp_monotonic_s
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
@@ -40,11 +40,14 @@ from trayvml.core.sample import (
 from trayvml.host.attribution import default_attributor, with_job
 from trayvml.host.processes import in_host_pid_namespace, process_start, resolve_host_process
 from trayvml.host.sampler import HostSampler, memory_total_available
+from trayvml.nvml import binding
 from trayvml.nvml.reader import NvmlReader
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower
-from trayvml.nvml.sim.library import SimulatedNvml, install, installed, uninstall
 from trayvml.nvml.sim.options import SimSpec
-from trayvml.nvml.sim.replay import ReplayedNvml
+
+if TYPE_CHECKING:
+    from trayvml.nvml.sim.library import SimulatedNvml
+    from trayvml.nvml.sim.replay import ReplayedNvml
 
 log = logging.getLogger(__name__)
 
@@ -158,17 +161,23 @@ class Source:
         power: RuntimePower | None = None
         self._sysfs_dir: tempfile.TemporaryDirectory[str] | None = None
         self._replay: ReplayedNvml | None = None
+        # The simulated and replayed drivers are imported only here: the simulator brings numpy
+        # (15 MiB), which nothing else a real GPU's `serve`, `log` or `snapshot` runs needs.
         if simulation is not None and simulation.replay:
+            from trayvml.nvml.sim.replay import ReplayedNvml
+
             # A recording of another machine's driver: its GPUs are not in this machine's sysfs,
             # and its processes' PIDs are not this machine's to look up.
             self._replay = ReplayedNvml(Path(simulation.replay))
-            install(self._replay)
+            binding.install_library(self._replay)
             self._sysfs_dir = tempfile.TemporaryDirectory(prefix="trayvml-sysfs-")
             power = RuntimePower(Path(self._sysfs_dir.name))
             resolver = _nobody
         elif simulation is not None:
+            from trayvml.nvml.sim.library import SimulatedNvml
+
             self.library = SimulatedNvml(simulation, self.clock)
-            install(self.library)
+            binding.install_library(self.library)
             resolver, started = self._resolve_simulated, self._simulated_start
             # Simulated GPUs get a fake sysfs (runtime power states): TRAYVML_SYSFS_ROOT, or a private one.
             root = os.environ.get(SYSFS_ROOT_ENV)
@@ -356,8 +365,8 @@ class Source:
             # Stuck in the driver (nvmlShutdown would wait on the same lock) or a sysfs read: leave the thread behind.
             log.warning("still not answering: %s; not waiting for it", self.reader.current_call or "the NVIDIA driver")
         nvml.stop()
-        if installed() is not None and installed() in (self.library, self._replay):
-            uninstall()
+        if binding.installed_library() is not None and binding.installed_library() in (self.library, self._replay):
+            binding.install_library(None)
         if self._sysfs_dir is not None:
             self._sysfs_dir.cleanup()
             self._sysfs_dir = None

@@ -11,10 +11,11 @@ completely different GPU subsystem ... and enables simultaneous metric collectio
 from __future__ import annotations
 
 import ctypes
+import functools
 import logging
+import struct
 from typing import Any
 
-import numpy as np
 import pynvml as N
 
 from trayvml.nvml import binding
@@ -24,25 +25,35 @@ from trayvml.nvml.specs import GPM, GpmRead
 log = logging.getLogger(__name__)
 _set_member = ctypes.Structure.__setattr__
 
-# c_nvmlGpmMetric_t as a numpy record: pynvml's structures format every attribute read in Python,
-# so the metrics are read (and, in the simulation, written) through this view instead.
-METRIC_DTYPE = np.dtype(
-    {
-        "names": ["metricId", "nvmlReturn", "value"],
-        "formats": [np.uint32, np.uint32, np.float64],
-        "offsets": [
-            N.c_nvmlGpmMetric_t.metricId.offset,
-            N.c_nvmlGpmMetric_t.nvmlReturn.offset,
-            N.c_nvmlGpmMetric_t.value.offset,
-        ],
-        "itemsize": ctypes.sizeof(N.c_nvmlGpmMetric_t),
-    }
-)
+# c_nvmlGpmMetric_t's members by struct: pynvml's structures format every attribute read in Python,
+# so the metrics are read from the request's memory instead (no numpy: see fields.py).
+_METRIC = N.c_nvmlGpmMetric_t
+_METRIC_SIZE = ctypes.sizeof(_METRIC)
+_METRICS_AT = N.c_nvmlGpmMetricsGet_t.metrics.offset
+_METRIC_ID = struct.Struct("<I")
+assert _METRIC.metricId.offset == 0 and _METRIC.nvmlReturn.offset == 4 and _METRIC.value.offset == 8
+_ANSWER_ITEM = f"4xId{_METRIC_SIZE - 16}x"  # nvmlReturn and value of one metric
 
 
-def metrics_view(request: Any, count: int) -> np.ndarray:
-    """The first ``count`` metrics of a c_nvmlGpmMetricsGet_t, as a writable numpy view."""
-    return np.frombuffer(request.metrics, dtype=METRIC_DTYPE, count=count)
+@functools.cache
+def _answers(count: int) -> struct.Struct:
+    return struct.Struct("<" + _ANSWER_ITEM * count)
+
+
+def metrics_view(request: Any, count: int) -> Any:
+    """The first ``count`` metrics of a c_nvmlGpmMetricsGet_t, as a writable numpy view (the
+    simulated driver writes its answers so)."""
+    import numpy as np
+
+    dtype = np.dtype(
+        {
+            "names": ["metricId", "nvmlReturn", "value"],
+            "formats": [np.uint32, np.uint32, np.float64],
+            "offsets": [_METRIC.metricId.offset, _METRIC.nvmlReturn.offset, _METRIC.value.offset],
+            "itemsize": _METRIC_SIZE,
+        }
+    )
+    return np.frombuffer(request.metrics, dtype=dtype, count=count)
 
 
 def gpm_supported(handle: Any) -> bool | None:
@@ -75,8 +86,10 @@ class GpmSampler:
         self.request = N.c_nvmlGpmMetricsGet_t()
         self.request.version = N.NVML_GPM_METRICS_GET_VERSION
         self.request.numMetrics = len(reads)
-        self.view = metrics_view(self.request, len(reads))
-        self.view["metricId"] = [read.metric_id for read in reads]
+        self._memory = memoryview(self.request).cast("B")
+        for k, read in enumerate(reads):
+            _METRIC_ID.pack_into(self._memory, _METRICS_AT + k * _METRIC_SIZE, read.metric_id)
+        self._read_answers = _answers(len(reads))
         self.previous: Any = None
         self.current: Any = None
         self.filled = False  # ``previous`` holds a sample
@@ -89,9 +102,9 @@ class GpmSampler:
     def allocated(self) -> bool:
         return self.current is not None
 
-    def read(self, handle: Any) -> np.ndarray | None:
-        """Take a sample; the metrics since the last one (a view: metricId, nvmlReturn, value), or
-        None on the first. Raises NVMLError."""
+    def read(self, handle: Any) -> tuple[list[int], list[float]] | None:
+        """Take a sample; the metrics since the last one (each read's return code, and its value),
+        or None on the first. Raises NVMLError."""
         if self.current is None:
             self._calling("nvmlGpmSampleAlloc")
             self.previous = N.nvmlGpmSampleAlloc()
@@ -117,7 +130,8 @@ class GpmSampler:
         _set_member(self.request, "sample2", self.previous)
         self._calling("nvmlGpmMetricsGet")
         self._metrics_get(self._request_ref)
-        return self.view
+        flat = self._read_answers.unpack_from(self._memory, _METRICS_AT)
+        return list(flat[0::2]), list(flat[1::2])
 
     def _calling(self, function: str) -> None:
         if self.session is not None:

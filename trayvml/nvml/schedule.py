@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from operator import attrgetter, itemgetter
 from typing import Any
 
-import numpy as np
 import pynvml as N
 
 from trayvml.core.clock import CLOCK_SET_S, Clock
@@ -23,7 +22,7 @@ from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
 from trayvml.nvml import binding
-from trayvml.nvml.fields import decode_as, field_array, field_view
+from trayvml.nvml.fields import answer_reader, field_array, raw_value, types_reader
 from trayvml.nvml.gpm import GpmSampler
 from trayvml.nvml.probe import DeviceProbe, GpuLostError, caller
 from trayvml.nvml.processes import ProcessCache, merged_by_pid
@@ -91,8 +90,8 @@ class GpuState:
     process_lists: dict[str, tuple[ProcessSample, ...]] = field(default_factory=dict)
     process_states: dict[str, MetricState] = field(default_factory=dict)
     processes: tuple[ProcessSample, ...] = ()
-    nvlink_tx: np.ndarray = field(default_factory=lambda: np.zeros(0))  # bytes/s per supported link
-    nvlink_rx: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    nvlink_tx: list[float] = field(default_factory=list)  # bytes/s per supported link
+    nvlink_rx: list[float] = field(default_factory=list)
     implausible_logged: bool = False  # a PCIe throughput beyond the link was logged once
     lower_bounds: set[str] = field(default_factory=set)  # rates that are only "at least" (wrapped counters)
 
@@ -110,8 +109,8 @@ class GpuState:
         self.process_lists = {}
         self.process_states = dict.fromkeys(self.process_states, MetricState.LOST)
         self.processes = ()
-        self.nvlink_tx = np.full(len(self.nvlink_tx), NAN)
-        self.nvlink_rx = np.full(len(self.nvlink_rx), NAN)
+        self.nvlink_tx = [NAN] * len(self.nvlink_tx)
+        self.nvlink_rx = [NAN] * len(self.nvlink_rx)
 
 
 @dataclass(eq=False, slots=True)  # slots: its attributes are read for every op every tick
@@ -159,7 +158,7 @@ class FieldBatch:
 
     ``supported`` are the fields the GPU answers; ``fields`` the demanded ones, asked for. They
     are kept in the order values, counters, NVLink TX links, NVLink RX links, so that each group
-    is a slice of the decoded array and a tick costs a few numpy operations.
+    is a slice of the answer, and the answer is unpacked by one ``struct`` call (fields.py).
     """
 
     def __init__(self, supported: list[_Field], link_max_bytes_per_s: float = NAN) -> None:
@@ -167,11 +166,11 @@ class FieldBatch:
         # to ``fields`` while they are the same (Scheduler.set_demand sets a batch up anew otherwise).
         self.supported = _ordered(supported)
         self.link_max_bytes_per_s = link_max_bytes_per_s  # NaN: not known, no rate can be bounded
-        self.previous: np.ndarray | None = None  # raw counter values, unscaled (wraps are in raw units)
-        self.previous_stamps = np.zeros(0)  # their own timestamps, in seconds
+        self.previous: list[float] | None = None  # raw counter values, unscaled (wraps are in raw units)
+        self.previous_stamps: list[float] = []  # their own timestamps, in seconds
         self.previous_s = 0.0
         self.previous_offset_s = 0.0  # the wall clock less the monotonic one at that read
-        self.lower_bounds: np.ndarray = np.zeros(0, dtype=bool)  # per counter: its last rate is only "at least"
+        self.lower_bounds: list[bool] = []  # per counter: its last rate is only "at least"
         self.fields: list[_Field] = []
         self.set_fields(supported)
 
@@ -181,8 +180,8 @@ class FieldBatch:
         old_positions = {(f.fid, f.scope): k for k, f in enumerate(self.fields[self._first_counter() :])}
         self.fields = fields
         self.array = field_array([(f.fid, f.scope) for f in fields])
-        self.view = field_view(self.array)
         self._bytes = memoryview(self.array).cast("B")
+        self._read_types = types_reader(len(fields))
         self._blank = bytes(self._bytes)  # the ids and scopes asked for, all else zero
         self.keys = tuple(dict.fromkeys(f.key for f in fields))
         self.bad_keys: set[str] = set(self.keys)  # until the first answer
@@ -197,7 +196,7 @@ class FieldBatch:
         first_counter = len(self.value_fields)
         counters = fields[first_counter:]
         self.counters = slice(first_counter, len(fields))
-        self.counter_scale = np.array([f.read.scale for f in counters])
+        self.counter_scale = [f.read.scale for f in counters]
         self.counter_slots = [(k, GPU_INDEX[f.key]) for k, f in enumerate(counters) if f.read.kind is FieldKind.RATE]
         self.counter_keys = [(k, f.key) for k, f in enumerate(counters) if f.read.kind is FieldKind.RATE]
         tx = sum(f.read.kind is FieldKind.LINK_TX for f in counters)
@@ -207,20 +206,18 @@ class FieldBatch:
         self.rx_links = slice(rates_end + tx, rates_end + tx + rx)
         self.has_tx, self.has_rx = tx > 0, rx > 0
         self.has_links = self.has_tx or self.has_rx
-        self.counter_modulus = np.array([float(f.read.wraps_at) for f in counters])
-        self.wrapping = self.counter_modulus > 0
-        self.has_wrapping = bool(self.wrapping.any())
-        self.modulus_or_one = np.where(self.wrapping, self.counter_modulus, 1.0)  # np.mod's divisor
-        self.lower_bounds = np.zeros(len(counters), dtype=bool)
+        self.counter_modulus = [float(f.read.wraps_at) for f in counters]  # 0: it does not wrap
+        self.has_wrapping = any(self.counter_modulus)
+        self.lower_bounds = [False] * len(counters)
         # A counter kept from before keeps its last reading, so its rate goes on without a gap.
         old_stamps = self.previous_stamps
         self.previous = None
         if old_previous is not None and counters:
             kept = [old_positions.get((f.fid, f.scope)) for f in counters]
-            self.previous = np.array([NAN if k is None else old_previous[k] for k in kept])
-            self.previous_stamps = np.array([0.0 if k is None else old_stamps[k] for k in kept])
-        self._types = b""
-        self._type_groups: list[tuple[int, np.ndarray]] = []
+            self.previous = [NAN if k is None else old_previous[k] for k in kept]
+            self.previous_stamps = [0.0 if k is None else old_stamps[k] for k in kept]
+        self.value_types: tuple[int, ...] = ()  # as the last answer gave them (fixed per field)
+        self._read_answer = answer_reader(())
 
     def clear(self) -> None:
         """Zero what the driver writes, keeping the ids and scopes asked for: a driver was seen
@@ -230,27 +227,23 @@ class FieldBatch:
     def _first_counter(self) -> int:
         return sum(f.read.kind is FieldKind.VALUE for f in self.fields)
 
-    def decode(self) -> np.ndarray:
-        """Each field's value as float64, whatever member of the union NVML wrote."""
-        types = self.view["valueType"]
-        signature = types.tobytes()
-        if signature != self._types:  # value types are fixed per field: regroup only on change
-            self._types = signature
-            self._type_groups = [
-                (int(t), np.flatnonzero(types == t))
-                # A set, not np.unique: that loads numpy.ma (1.3 MiB of serve's RSS) for a few types.
-                for t in sorted(set(types.tolist()))
-                if t != N.NVML_VALUE_TYPE_UNSIGNED_LONG_LONG
-            ]
-        raw = self.view["value"]
-        out = raw.astype(np.float64)
-        for value_type, positions in self._type_groups:
-            out[positions] = decode_as(raw[positions], value_type)
-        return out
+    def answer(self) -> tuple[list[int], list[int], list[float]]:
+        """The last call's answer, field by field: its timestamp (µs), return code, and value as a
+        float, whatever member of the union NVML wrote (``valueType``)."""
+        types = self._read_types.unpack_from(self._bytes)
+        if types != self.value_types:  # fixed per field: a new reader only on change
+            self.value_types = types
+            self._read_answer = answer_reader(types)
+        flat = self._read_answer.unpack_from(self._bytes)
+        return list(flat[0::3]), list(flat[1::3]), [float(value) for value in flat[2::3]]
+
+    def raw(self, position: int) -> int:
+        """Field ``position``'s value as the unsigned 64-bit number its bytes are."""
+        return raw_value(self._bytes, position)
 
     def rates(
-        self, numbers: np.ndarray, now_s: float, stamps_us: np.ndarray | None = None, offset_s: float = 0.0
-    ) -> tuple[np.ndarray, np.ndarray]:
+        self, numbers: Sequence[float], now_s: float, stamps_us: Sequence[int] | None = None, offset_s: float = 0.0
+    ) -> tuple[list[float], list[bool]]:
         """Per-second rates of the counter fields since the last call; NaN first and on a reset.
         Also which of them have no earlier reading to difference (True: the first reading): those
         are "not measured yet", never 0.
@@ -262,35 +255,34 @@ class FieldBatch:
         the interval at the link's top rate, its rate is only a lower bound and ``lower_bounds``
         says so.
         """
-        # Runs every tick on some 40 counters a GPU: each numpy operation here costs about a
-        # microsecond whatever the size, so there are as few as the arithmetic needs.
-        current = numbers[self.counters]
+        current = list(numbers[self.counters])
         count = len(current)
-        stamps = np.zeros(count) if stamps_us is None else stamps_us[self.counters] / 1e6
+        stamps = [0.0] * count if stamps_us is None else [stamp / 1e6 for stamp in stamps_us[self.counters]]
         previous, previous_stamps, previous_s = self.previous, self.previous_stamps, self.previous_s
         self.previous, self.previous_stamps, self.previous_s = current, stamps, now_s
         clock_set = abs(offset_s - self.previous_offset_s) > CLOCK_SET_S
         self.previous_offset_s = offset_s
         if previous is None:
-            self.lower_bounds = np.zeros(count, dtype=bool)
-            return np.full(count, NAN), np.ones(count, dtype=bool)
-        # A timestamp that did not move is the same reading served again: no rate from it. The
-        # driver stamps with the wall clock (nvml.h: "CPU timestamp ... since 1970"): set back or
-        # forward between two reads (NTP, a user, a resume), it gives no interval of the counter's.
-        stamped = (stamps > 0) & (previous_stamps > 0) & (not clock_set)
-        elapsed_s = np.where(stamped, stamps - previous_stamps, now_s - previous_s)
-        delta = current - previous
-        if self.has_wrapping:
-            delta = np.where(self.wrapping, np.mod(delta, self.modulus_or_one), delta)
-            most = self.link_max_bytes_per_s * elapsed_s  # NaN where the link is not known: not bounded
-            self.lower_bounds = self.wrapping & ~(most < self.counter_modulus)
-        else:
-            self.lower_bounds = np.zeros(count, dtype=bool)
-        no_rate = (delta < 0) | ~(elapsed_s > 0)  # a counter that went back was reset
-        # Divided by 1 where there is no rate (then NaN): no division by zero to silence.
-        rates = delta * self.counter_scale / np.where(no_rate, 1.0, elapsed_s)
-        rates[no_rate] = NAN
-        return rates, np.isnan(previous)
+            self.lower_bounds = [False] * count
+            return [NAN] * count, [True] * count
+        rates, lower_bounds = [], [False] * count
+        for k, (now, before, stamp, stamp_before, modulus, scale) in enumerate(
+            zip(current, previous, stamps, previous_stamps, self.counter_modulus, self.counter_scale, strict=True)
+        ):
+            # A timestamp that did not move is the same reading served again: no rate from it. The
+            # driver stamps with the wall clock (nvml.h: "CPU timestamp ... since 1970"): set back or
+            # forward between two reads (NTP, a user, a resume), it gives no interval of the counter's.
+            stamped = stamp > 0 and stamp_before > 0 and not clock_set
+            elapsed_s = stamp - stamp_before if stamped else now_s - previous_s
+            delta = now - before
+            if modulus:
+                delta %= modulus  # as numpy's mod: the divisor's sign, so a wrap is never negative
+                # NaN where the link is not known: not bounded, as numpy compared it.
+                lower_bounds[k] = not self.link_max_bytes_per_s * elapsed_s < modulus
+            # A counter that went back was reset: no rate.
+            rates.append(NAN if delta < 0 or not elapsed_s > 0 else delta * scale / elapsed_s)
+        self.lower_bounds = lower_bounds
+        return rates, [before != before for before in previous]  # NaN: no earlier reading
 
     def supported_keys(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys(f.key for f in self.supported))
@@ -428,8 +420,8 @@ class Scheduler:
             counters = [f for read in FIELDS if read.key in by_gpm for f in self._expand(read, g.info)]
             ops.append(self._gpm_op(sampler, counters, link_max))
         g.ops = ops
-        g.nvlink_tx = np.full(g.info.nvlink_link_count, NAN)
-        g.nvlink_rx = np.full(g.info.nvlink_link_count, NAN)
+        g.nvlink_tx = [NAN] * g.info.nvlink_link_count
+        g.nvlink_rx = [NAN] * g.info.nvlink_link_count
         g.values[GPU_INDEX["xid_error_count"]] = 0.0
         self.set_demand(g, None)
 
@@ -465,24 +457,24 @@ class Scheduler:
         """The GPM op; it also fills the metrics of ``counters`` (the fields its reads stand for), and
         falls back to reading those fields where GPM answers NOT_SUPPORTED."""
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
-        scales = np.array([read.scale for read in sampler.reads])
+        scales = [read.scale for read in sampler.reads]
         by_gpm = {f.key for f in counters}
         pairs = [(read.key, read.stands_for) for read in sampler.reads if read.stands_for in by_gpm]
         stood_for = [(GPU_INDEX[key], GPU_INDEX[counter]) for key, counter in pairs]
 
-        def fill(g: GpuState, answer: np.ndarray | None) -> None:
+        def fill(g: GpuState, answer: tuple[list[int], list[float]] | None) -> None:
             values, states = g.values, g.states
             if answer is None:  # the first sample: nothing to compare it with yet
                 for slot in slots:
                     values[slot], states[slot] = NAN, MetricState.NOT_YET
             else:
-                numbers = (answer["value"] * scales).tolist()
-                codes = answer["nvmlReturn"]
-                if not np.count_nonzero(codes):
+                codes, raw = answer
+                numbers = [value * scale for value, scale in zip(raw, scales, strict=True)]
+                if not any(codes):
                     for slot, number in zip(slots, numbers, strict=True):
                         values[slot], states[slot] = number, _OK
                 else:
-                    for slot, number, code in zip(slots, numbers, codes.tolist(), strict=True):
+                    for slot, number, code in zip(slots, numbers, codes, strict=True):
                         ok = code == N.NVML_SUCCESS
                         values[slot], states[slot] = (number if ok else NAN), (_OK if ok else classify(code))
             for source, slot in stood_for:
@@ -618,8 +610,8 @@ class Scheduler:
         if PROCESSES not in read:
             g.process_lists, g.processes = {}, ()
         if "nvlink_tx_bytes_per_s" not in read:
-            g.nvlink_tx = np.full(len(g.nvlink_tx), NAN)
-            g.nvlink_rx = np.full(len(g.nvlink_rx), NAN)
+            g.nvlink_tx = [NAN] * len(g.nvlink_tx)
+            g.nvlink_rx = [NAN] * len(g.nvlink_rx)
         g.active = active
 
     @staticmethod
@@ -735,14 +727,13 @@ class Scheduler:
             self._mark(g, o.keys, _NO_DATA, (), o.process_kind)
 
     def _fill_fields(self, g: GpuState, batch: FieldBatch) -> None:
-        view = batch.view
-        numbers = batch.decode()
-        codes = view["nvmlReturn"]
+        stamps_us, codes, numbers = batch.answer()
         bad: dict[str, MetricState] = {}
         dropped: list[int] = []
-        if np.count_nonzero(codes):  # rare: some fields failed on their own
-            for position in np.flatnonzero(codes).tolist():
-                code = int(codes[position])
+        if any(codes):  # rare: some fields failed on their own
+            for position, code in enumerate(codes):
+                if not code:
+                    continue
                 # A field id newer than the driver answers INVALID_ARGUMENT in its own slot (the
                 # call succeeds): the driver does not know it, so it is as good as not supported
                 # and the metric's fallback (e.g. nvmlDeviceGetPcieThroughput) is read instead.
@@ -757,8 +748,11 @@ class Scheduler:
         for position, key, (low, high) in batch.bounded:
             if codes[position]:
                 continue  # failed on its own: already NaN with its state
-            raw = int(view["value"][position])
-            if view["valueType"][position] == N.NVML_VALUE_TYPE_DOUBLE and raw and not raw >> 32:
+            if (
+                batch.value_types[position] == N.NVML_VALUE_TYPE_DOUBLE
+                and (raw := batch.raw(position))
+                and not raw >> 32
+            ):
                 # Labelled DOUBLE but holding an unsigned int (r545): no double of a plausible
                 # reading has its upper 32 bits (sign, exponent) all zero; a denormal that does
                 # is the integer in the low ones.
@@ -767,13 +761,12 @@ class Scheduler:
             if number == number and not low <= number <= high:
                 numbers[position] = NAN  # not a reading that can be true: unknown, never a huge number
                 bad[key] = _NO_DATA
-        values = numbers.tolist()
         for position, slot, scale in batch.value_fields:
-            g.values[slot] = values[position] * scale
+            g.values[slot] = numbers[position] * scale
         if batch.counter_slots or batch.has_links:
             monotonic_s = self.clock.monotonic_s()
             offset_s = self.clock.now_s() - monotonic_s
-            rates, first = batch.rates(numbers, monotonic_s, view["timestamp"], offset_s)
+            rates, first = batch.rates(numbers, monotonic_s, stamps_us, offset_s)
             for k, slot in batch.counter_slots:
                 g.values[slot] = float(rates[k])
             if batch.has_wrapping:
@@ -782,15 +775,14 @@ class Scheduler:
                         g.lower_bounds.add(key)
                     else:
                         g.lower_bounds.discard(key)
-            if np.count_nonzero(first):
+            if any(first):
                 self._not_yet(batch, first, bad)
-            # np.add.reduce is what ndarray.sum runs, without its Python wrapper: the same sum.
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
-                g.values[_NVLINK_TX] = float(np.add.reduce(g.nvlink_tx))
+                g.values[_NVLINK_TX] = sum(g.nvlink_tx)
             if batch.has_rx:
                 g.nvlink_rx = rates[batch.rx_links]
-                g.values[_NVLINK_RX] = float(np.add.reduce(g.nvlink_rx))
+                g.values[_NVLINK_RX] = sum(g.nvlink_rx)
         if bad or batch.bad_keys:
             for key in batch.bad_keys - bad.keys():
                 g.states[GPU_INDEX[key]] = _OK
@@ -802,12 +794,13 @@ class Scheduler:
             self._drop_fields(g, batch, [batch.fields[p] for p in dropped])
 
     @staticmethod
-    def _not_yet(batch: FieldBatch, first: np.ndarray, bad: dict[str, MetricState]) -> None:
+    def _not_yet(batch: FieldBatch, first: list[bool], bad: dict[str, MetricState]) -> None:
         """Rates with one reading so far are NOT_YET (their value NaN) until the next reading;
         a failed field's own state says more and stays."""
         counters = batch.fields[batch.counters]  # a link's field carries its total's key
-        for k in np.flatnonzero(first).tolist():
-            bad.setdefault(counters[k].key, MetricState.NOT_YET)
+        for field_, is_first in zip(counters, first, strict=True):
+            if is_first:
+                bad.setdefault(field_.key, MetricState.NOT_YET)
 
     def _drop_fields(self, g: GpuState, batch: FieldBatch, gone: list[_Field]) -> None:
         """Fields answering NOT_SUPPORTED are not asked for again; their spec's fallback is read instead."""

@@ -20,7 +20,7 @@ from typing import Any
 import pynvml as N
 
 from trayvml.core.errors import SimulationSpecError
-from trayvml.nvml.fields import field_array, field_view
+from trayvml.nvml.fields import field_array
 from trayvml.nvml.recording import RECORDING_FORMAT, call_key, decode_result, restore
 from trayvml.nvml.specs import FIELDS
 
@@ -133,7 +133,7 @@ class ReplayedNvml:
         the recording never asked for answers NOT_SUPPORTED in its slot where the reader has an
         older call for it (which the recording holds: it was read that way), else UNKNOWN (no
         data, never a value)."""
-        wanted = field_view(args[2]._obj, int(called[1]))
+        wanted = _items(args[2]._obj, int(called[1]))
         asked = _field_pairs(wanted)
         best: tuple[int, tuple[str, str], list[dict[str, Any]]] | None = None
         for key, answers in self._answers.items():
@@ -145,7 +145,8 @@ class ReplayedNvml:
                 best = (shared, key, answers)
         if best is None:
             if all(pair[0] in _FIELDS_WITH_CALLS for pair in asked):  # read by their calls back then
-                wanted["nvmlReturn"] = N.NVML_ERROR_NOT_SUPPORTED
+                for item in wanted:
+                    item.nvmlReturn = N.NVML_ERROR_NOT_SUPPORTED
                 return N.NVML_SUCCESS
             self.unanswered.add("nvmlDeviceGetFieldValues")
             return N.NVML_ERROR_UNKNOWN
@@ -157,14 +158,14 @@ class ReplayedNvml:
         code = decode_result(entry["r"])
         if code != N.NVML_SUCCESS:
             return int(code)
-        answered = field_view(array, size)
+        answered = _items(array, size)
         positions = {pair: k for k, pair in enumerate(self._recorded_fields(key, answers))}
         for k, pair in enumerate(asked):
             found = positions.get(pair)
             if found is not None:
-                wanted[k] = answered[found]
+                ctypes.pointer(wanted[k])[0] = answered[found]  # the whole struct, copied
             else:
-                wanted[k]["nvmlReturn"] = (
+                wanted[k].nvmlReturn = (
                     N.NVML_ERROR_NOT_SUPPORTED if pair[0] in _FIELDS_WITH_CALLS else N.NVML_ERROR_UNKNOWN
                 )
         return N.NVML_SUCCESS
@@ -189,15 +190,20 @@ class ReplayedNvml:
             size = int(json.loads(key[1])[1])
             array = field_array([(0, 0)] * size)
             restore((None, None, ctypes.byref(array)), answers[0]["o"])
-            found = self._batches[key] = _field_pairs(field_view(array))
+            found = self._batches[key] = _field_pairs(list(array))
         return found
+
+
+def _items(array: Any, count: int) -> list[Any]:
+    """The first ``count`` structs of a ctypes array of field values, each a view of its memory."""
+    return [array[k] for k in range(count)]
 
 
 def _asked_fields(called: list[Any], args: tuple[Any, ...]) -> list[tuple[int, int]]:
     """The (field id, scope) pairs a field-value call asks for."""
-    return _field_pairs(field_view(args[2]._obj, int(called[1])))
+    return _field_pairs(_items(args[2]._obj, int(called[1])))
 
 
-def _field_pairs(view: Any) -> list[tuple[int, int]]:
-    """The (field id, scope) pairs of a field-value array's view."""
-    return list(zip(view["fieldId"].tolist(), view["scopeId"].tolist(), strict=True))
+def _field_pairs(items: list[Any]) -> list[tuple[int, int]]:
+    """The (field id, scope) pairs of field-value structs."""
+    return [(int(item.fieldId), int(item.scopeId)) for item in items]
