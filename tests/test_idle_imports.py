@@ -124,26 +124,31 @@ def test_the_pyside_check_still_tells_modules_apart(tmp_path: Path) -> None:
 
 
 def test_reading_a_real_driver_and_serving_it_loads_no_numpy() -> None:
-    # What `serve`, `log` and `snapshot` run on a real GPU: the reader (field values, GPM) and the
-    # exposition, here answered by a real H100's recording. numpy is 13 MiB of serve's RSS
+    # What `serve`, `log` and `snapshot` run on a real GPU: the reader (field values, GPM), the
+    # exposition and the energy meter, here answered by a real H100's recording. numpy is 13 MiB of serve's RSS
     # (benchmarks/README.md); only the simulator, the history and the window need it.
     recording = Path(__file__).parent / "recordings" / "h100-580-busy.jsonl"
     code = textwrap.dedent(
         """
         import sys
         from trayvml.commands import serve
+        from trayvml.commands.report import json_snapshot
+        from trayvml.monitor.energy import EnergyMeter
         from trayvml.nvml.sim import parse_spec
         from trayvml.prometheus.exposition import SampleCollector
         from trayvml.source import Source
 
         source = Source(parse_spec("replay=" + sys.argv[1]), host=False)
-        source.sample()
+        energy = EnergyMeter()
+        energy.update(source.sample())
         sample = source.sample()  # GPM's metrics come from two samples
+        energy.update(sample)
         source.close()
         gpu = sample.gpus[0]
         for key in ("power_instant_w", "pcie_rx_bytes_per_s", "gpm_pcie_rx_bytes_per_s"):
             assert gpu.state(key).name == "OK" and gpu.value(key) > 0, key  # a field value, a rate, GPM
         assert list(SampleCollector(lambda: sample, "host").collect())
+        assert json_snapshot(sample, energy)["gpus"][0]["energy"]  # snapshot's JSON, its energy too
         print("numpy" in sys.modules)
         """
     )

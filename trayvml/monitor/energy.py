@@ -16,13 +16,14 @@ import bisect
 import math
 from collections import deque
 from dataclasses import dataclass, field
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import format_duration
-from trayvml.history.rings import Series
+
+if TYPE_CHECKING:
+    from trayvml.history.rings import Series
 
 J_PER_WH = 3600.0
 CHECKPOINT_S = 10.0  # how finely energy over a range can be told
@@ -232,6 +233,8 @@ def energy_in_range(series: Series | None, start_s: float, end_s: float) -> Rang
     and is not "covered": the range's energy is never the energy since launch, and a range the
     history lacks says so through ``covered_s``.
     """
+    import numpy as np  # the window's and the history's: `snapshot` and `serve` meter energy without it
+
     span_s = max(end_s - start_s, 0.0)
     if series is None or not len(series.times_s) or span_s <= 0:
         return RangeEnergy((), 0.0, span_s)
