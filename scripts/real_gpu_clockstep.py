@@ -61,14 +61,14 @@ def newest(answer: object, default: int) -> int:
 
 def gpm(sampler: GpmSampler, handle: object) -> object:
     try:
-        view = sampler.read(handle)
+        answer = sampler.read(handle)
     except N.NVMLError as error:
         return {"error": str(error)}
-    if view is None:
+    if answer is None:
         return None
-    return {
-        int(m): [int(r), float(v)] for m, r, v in zip(view["metricId"], view["nvmlReturn"], view["value"], strict=True)
-    }
+    codes, values = answer
+    ids = [read.metric_id for read in sampler.reads]
+    return {int(m): [int(r), float(v)] for m, r, v in zip(ids, codes, values, strict=True)}
 
 
 def probe(phase: str, handle: object, since_us: int, sampler: GpmSampler) -> int:

@@ -131,7 +131,7 @@ def test_reading_a_real_driver_and_serving_it_loads_no_numpy() -> None:
     code = textwrap.dedent(
         """
         import sys
-        from trayvml.commands import serve
+        from trayvml.commands import csvlog, serve
         from trayvml.commands.report import json_snapshot
         from trayvml.monitor.energy import EnergyMeter
         from trayvml.nvml.sim import parse_spec
@@ -149,6 +149,7 @@ def test_reading_a_real_driver_and_serving_it_loads_no_numpy() -> None:
             assert gpu.state(key).name == "OK" and gpu.value(key) > 0, key  # a field value, a rate, GPM
         assert list(SampleCollector(lambda: sample, "host").collect())
         assert json_snapshot(sample, energy)["gpus"][0]["energy"]  # snapshot's JSON, its energy too
+        assert csvlog.parse_fields("timestamp,power.draw")  # log's columns
         print("numpy" in sys.modules)
         """
     )

@@ -62,7 +62,9 @@ def types_reader(count: int) -> struct.Struct:
     return struct.Struct("<" + _TYPE_ITEM * count)
 
 
-@functools.cache
+# Bounded: the types are the driver's to write, and a field that fails leaves its own (a batch's
+# pattern of failures is a new tuple); a batch keeps the reader it uses.
+@functools.lru_cache(maxsize=64)
 def answer_reader(types: tuple[int, ...]) -> struct.Struct:
     """Unpacks, field after field, ``timestamp``, ``nvmlReturn`` and the value as its type names it."""
     return struct.Struct(

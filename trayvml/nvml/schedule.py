@@ -231,7 +231,7 @@ class FieldBatch:
         """The last call's answer, field by field: its timestamp (µs), return code, and value as a
         float, whatever member of the union NVML wrote (``valueType``)."""
         types = self._read_types.unpack_from(self._bytes)
-        if types != self.value_types:  # fixed per field: a new reader only on change
+        if types != self.value_types:  # fixed per field while it answers: a new reader only on change
             self.value_types = types
             self._read_answer = answer_reader(types)
         flat = self._read_answer.unpack_from(self._bytes)
@@ -777,12 +777,13 @@ class Scheduler:
                         g.lower_bounds.discard(key)
             if any(first):
                 self._not_yet(batch, first, bad)
+            # Summed exactly (fsum): the same total whatever the order or the Python.
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
-                g.values[_NVLINK_TX] = sum(g.nvlink_tx)
+                g.values[_NVLINK_TX] = math.fsum(g.nvlink_tx)
             if batch.has_rx:
                 g.nvlink_rx = rates[batch.rx_links]
-                g.values[_NVLINK_RX] = sum(g.nvlink_rx)
+                g.values[_NVLINK_RX] = math.fsum(g.nvlink_rx)
         if bad or batch.bad_keys:
             for key in batch.bad_keys - bad.keys():
                 g.states[GPU_INDEX[key]] = _OK
