@@ -72,7 +72,7 @@ def laptop_calls_per_minute(idle_poll_s: float) -> float:
     return sum(library.calls.values()) / 10
 
 
-def median(runs: int, measure, *args) -> float:  # type: ignore[no-untyped-def]
+def median(runs: int, measure, *args) -> float:
     return statistics.median(measure(*args) for _ in range(runs))
 
 

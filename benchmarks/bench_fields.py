@@ -44,8 +44,9 @@ def timing() -> None:
             clock.advance_s(1)
         reader = source.reader
         scheduler = reader.scheduler
-        batches = [(g, op.batch) for g in reader._gpus for op in g.active if op.batch is not None]
-        gpm = [(g, op, op.call(g.handle)) for g in reader._gpus for op in g.active if op.name == "nvmlGpmMetricsGet"]
+        gpus = reader._gpus or []
+        batches = [(g, op.batch) for g in gpus for op in g.active if op.batch is not None]
+        gpm = [(g, op, op.call(g.handle)) for g in gpus for op in g.active if op.name == "nvmlGpmMetricsGet"]
 
         def fill_fields() -> None:
             for g, batch in batches:
@@ -80,12 +81,11 @@ def dump(path: Path) -> None:
                 clock.advance_s(1.0)
                 for g in sample.gpus:
                     links = g.nvlink_link_tx_bytes_per_s + g.nvlink_link_rx_bytes_per_s
-                    rows.append(
-                        [None if v != v else repr(v) for v in g.values]
-                        + [state.name for state in g.states]
-                        + [repr(x) for x in links]
-                        + sorted(g.lower_bounds)
-                    )
+                    row: list[str | None] = [None if v != v else repr(v) for v in g.values]
+                    row += [state.name for state in g.states]
+                    row += [repr(x) for x in links]
+                    row += sorted(g.lower_bounds)
+                    rows.append(row)
         finally:
             source.close()
     path.write_text(json.dumps(rows))

@@ -23,7 +23,7 @@ sys.path.insert(0, str(ROOT))
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
-def median_us(action, runs: int) -> float:  # type: ignore[no-untyped-def]
+def median_us(action, runs: int) -> float:
     times = []
     for _ in range(runs):
         start = time.perf_counter()

@@ -89,7 +89,7 @@ def bare_loop_cpu_us_per_gpu(gpus: int, ticks: int, profile: str = "h100", raw_f
         (lambda h: read_fields(h, array)) if raw_fields else (lambda h: N.nvmlDeviceGetFieldValues(h, fields)),
     ]
 
-    def supported(call) -> bool:  # type: ignore[no-untyped-def]
+    def supported(call) -> bool:
         try:
             call(handles[0])
         except N.NVMLError:
@@ -154,7 +154,7 @@ def history_figures() -> tuple[float, float]:
     return history.nbytes / 2**20, append_us
 
 
-def median(runs: int, measure, *args) -> float:  # type: ignore[no-untyped-def]
+def median(runs: int, measure, *args) -> float:
     values = [measure(*args) for _ in range(runs)]
     uninstall()
     return statistics.median(values)

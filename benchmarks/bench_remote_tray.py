@@ -25,7 +25,8 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/desktop.py; benchmarks/bench_serve.py
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/desktop.py
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_serve.py, as the other benchmarks import it
 
 SETTLE_S = 8.0
 LOCAL_SPEC = "training:gpus=h100*8,latency=realistic,start=1800,past=0"
@@ -178,7 +179,8 @@ def main() -> None:
     parser.add_argument("--profile", default="", help="also profile each row under cProfile, written here")
     args = parser.parse_args()
     counts = sorted({0, *(int(h) for h in args.hosts.split(","))})
-    from benchmarks.bench_serve import _serve
+    from bench_serve import _serve
+
     from tests.desktop import DesktopStack
 
     rows: dict[int, list[dict[str, float]]] = {}

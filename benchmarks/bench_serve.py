@@ -189,7 +189,7 @@ def _sample_time(body: bytes) -> bytes:
 
 def scrape_costs(gpus: int, seconds: float) -> list[tuple[float, int, float, float, float, int]]:
     """(rate Hz, scrapes, server CPU % of a core, CPU ms per scrape, GPU reads/s, body bytes)."""
-    rows = []
+    rows: list[tuple[float, int, float, float, float, int]] = []
     with _serve(gpus) as (url, server):
         scraper = _Scraper(url)
         for rate in RATES_HZ:

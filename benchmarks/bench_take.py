@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import functools
 import gc
 import io
 import math
@@ -72,17 +73,21 @@ def remote_samples(local: list[Sample]) -> list[Sample]:
     cache = SeriesCache()
     body = [b""]
     kept = fetch.get
-    fetch.get = lambda endpoint, url, timeout_s, kept=None: (body[0], "text/plain")  # type: ignore[assignment]
+    fetch.get = lambda endpoint, url, timeout_s, kept=None: (body[0], "text/plain")
     try:
         found = []
         for sample in local:
             registry = CollectorRegistry(auto_describe=False)
-            registry.register(SampleCollector(lambda sample=sample: sample, hostname="gpu-box"))
+            registry.register(SampleCollector(functools.partial(_itself, sample), hostname="gpu-box"))
             body[0] = generate_latest(registry)
             found += read_exporter(endpoint, 1.0, sample.timestamp_s, cache)
         return found
     finally:
-        fetch.get = kept  # type: ignore[assignment]
+        fetch.get = kept
+
+
+def _itself(sample: Sample) -> Sample:
+    return sample
 
 
 def new_monitor(host: str) -> Monitor:

@@ -229,7 +229,7 @@ def stall_figures(
         fill_history(history, first, first.timestamp_s - past_s)
         window = GraphWindow(history)
 
-        def feed(sample):  # type: ignore[no-untyped-def]
+        def feed(sample):
             history.append(sample)
             window.update_sample(sample)
 

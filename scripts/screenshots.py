@@ -25,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from tests.desktop import DesktopStack  # noqa: E402
 
 
-def use_language(qt, language: str) -> None:  # type: ignore[no-untyped-def]
+def use_language(qt, language: str) -> None:
     """The app's translators for ``language`` ("" or "system": the locale's), as run_app installs them."""
     from trayvml.core import i18n
     from trayvml.ui.translation import install_translators
@@ -104,6 +104,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     window.tabs.setCurrentIndex(0)
     window.hide()
     app._show_summary()
+    assert app.summary is not None
     app.summary.move(400, 200)
     pump(800)
     stack.screenshot(out / "summary.png")
@@ -122,13 +123,14 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     assert app.settings_dialog is not None
     app.settings_dialog.move(60, 60)
     tabs = app.settings_dialog.findChild(QTabWidget)
+    assert tabs is not None
     rules = app.settings_dialog.rule_grid  # the Alerts page: the README shows its thresholds
-    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if tabs.widget(i).isAncestorOf(rules)))
+    tabs.setCurrentIndex(next(i for i in range(tabs.count()) if (page := tabs.widget(i)) and page.isAncestorOf(rules)))
     pump(800)
     stack.screenshot(
         out / "settings.png", crop=crop(app.settings_dialog.width() + 40, app.settings_dialog.height() + 80, 40, 40)
     )
-    app.settings_dialog.findChild(QTabWidget).setCurrentIndex(0)
+    tabs.setCurrentIndex(0)
     pump(500)
     stack.screenshot(
         out / "settings-general.png",
@@ -137,7 +139,7 @@ def shoot(stack: DesktopStack, out: Path, spec_text: str, language: str = "") ->
     qt.quit()
 
 
-def feed_twelve_hours(app, source, clock) -> None:  # type: ignore[no-untyped-def]
+def feed_twelve_hours(app, source, clock) -> None:
     """12 h of history: a sample every 5 s for most of it (one per bucket of the 5 s tier), then
     every second for the last 15 minutes through the app, the way the sampler would have fed it."""
     end_s = clock.now_s() + 12 * 3600
@@ -149,7 +151,7 @@ def feed_twelve_hours(app, source, clock) -> None:  # type: ignore[no-untyped-de
         clock.advance_s(1)
 
 
-def dark_palette():  # type: ignore[no-untyped-def]
+def dark_palette():
     """A dark theme as a desktop would set it: Fusion with dark colours."""
     from PySide6.QtGui import QColor, QPalette
 
@@ -183,6 +185,7 @@ def shoot_offscreen(
     from trayvml.ui.app import App
 
     qt = QApplication.instance() or QApplication([])
+    assert isinstance(qt, QApplication)
     use_language(qt, language)
     if dark:
         qt.setStyle("Fusion")
@@ -202,6 +205,7 @@ def shoot_offscreen(
         name = file_name(window.tabs.tabText(tab), f"tab{tab}")
         pages = [window.gpu_page] if tab == 0 else []
         for page in pages:
+            assert page is not None
             bar = page.verticalScrollBar()
             for where, value in (("top", 0), ("middle", bar.maximum() // 2), ("bottom", bar.maximum())):
                 bar.setValue(value)
@@ -215,7 +219,7 @@ def shoot_offscreen(
     source.close()
 
 
-def shoot_hover(window, path: Path) -> None:  # type: ignore[no-untyped-def]
+def shoot_hover(window, path: Path) -> None:
     """The readout box as the cursor would bring it up: near the right edge of the second panel."""
     from PySide6.QtCore import QPointF
 

@@ -72,8 +72,8 @@ def shoot(out: Path, only_scale: int | None = None) -> None:
         rows_args.append(str(line))
     between = ["-background", "#888888", "-splice", "0x6"]
     subprocess.run(["convert", *rows_args, *between, "-append", str(sheet)], check=True)
-    for line in rows_args:
-        Path(line).unlink()
+    for made in rows_args:
+        Path(made).unlink()
     print(sheet)
 
 
