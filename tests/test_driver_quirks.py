@@ -279,3 +279,11 @@ def test_the_simulated_driver_stamps_as_a_real_h100_did_with_the_wall_clock_set_
             ("before", 0, 0, True),
         ]
     )
+
+
+def test_nvlink_links_add_up_exactly_and_a_total_beyond_floats_is_infinite_not_an_error() -> None:
+    from trayvml.nvml.schedule import _total
+
+    assert _total([0.1] * 10) == 1.0  # in order, a plain sum gives 0.9999999999999999
+    assert _total([1e308, 1e308]) == math.inf  # a driver's nonsense: fsum alone raises OverflowError
+    assert math.isnan(_total([math.inf, -math.inf]))  # and ValueError here

@@ -4,7 +4,7 @@ pynvml's structures route every member access through Python hooks, and its wrap
 each field id one at a time: at 40 fields per GPU (NVLink is per link) that costs more than
 all the other calls together. Here a batch's ctypes array is built once and its members are
 unpacked from the very same memory by a ``struct.Struct`` made for the batch. No numpy: the
-reader is all that ``serve``, ``log`` and ``snapshot`` need of it, and numpy is 15 MiB of a
+reader is all that ``serve``, ``log`` and ``snapshot`` need of it, and numpy is 13-18 MiB of a
 process (benchmarks/README.md); the simulated driver and the tests write through numpy views
 (``field_view``), which import it when called.
 """
@@ -21,7 +21,7 @@ import pynvml as N
 _STRUCT = N.c_nvmlFieldValue_t
 FIELD_SIZE = ctypes.sizeof(_STRUCT)
 _OFFSET = {name: getattr(_STRUCT, name).offset for name, _ in _STRUCT._fields_}
-# The union's member that each nvmlValueType_t names, as a struct code and its size; any other
+# The union's member that each nvmlValueType_t names, as a struct code; any other
 # type (unsigned long, 64-bit here; unsigned long long; one newer than this table) is read whole.
 _VALUE_CODES = {
     N.NVML_VALUE_TYPE_DOUBLE: "d",

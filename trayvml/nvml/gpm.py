@@ -31,8 +31,9 @@ _METRIC = N.c_nvmlGpmMetric_t
 _METRIC_SIZE = ctypes.sizeof(_METRIC)
 _METRICS_AT = N.c_nvmlGpmMetricsGet_t.metrics.offset
 _METRIC_ID = struct.Struct("<I")
-assert _METRIC.metricId.offset == 0 and _METRIC.nvmlReturn.offset == 4 and _METRIC.value.offset == 8
-_ANSWER_ITEM = f"4xId{_METRIC_SIZE - 16}x"  # nvmlReturn and value of one metric
+_RETURN_AT, _VALUE_AT = _METRIC.nvmlReturn.offset, _METRIC.value.offset
+# nvmlReturn and value of one metric, padded to the struct's size
+_ANSWER_ITEM = f"{_RETURN_AT}xI{_VALUE_AT - _RETURN_AT - 4}xd{_METRIC_SIZE - _VALUE_AT - 8}x"
 
 
 @functools.cache
@@ -88,7 +89,7 @@ class GpmSampler:
         self.request.numMetrics = len(reads)
         self._memory = memoryview(self.request).cast("B")
         for k, read in enumerate(reads):
-            _METRIC_ID.pack_into(self._memory, _METRICS_AT + k * _METRIC_SIZE, read.metric_id)
+            _METRIC_ID.pack_into(self._memory, _METRICS_AT + k * _METRIC_SIZE + _METRIC.metricId.offset, read.metric_id)
         self._read_answers = _answers(len(reads))
         self.previous: Any = None
         self.current: Any = None

@@ -148,6 +148,15 @@ class _Field:
 _KIND_ORDER = {FieldKind.VALUE: 0, FieldKind.RATE: 1, FieldKind.LINK_TX: 2, FieldKind.LINK_RX: 3}
 
 
+def _total(rates: list[float]) -> float:
+    """The links' rates summed exactly (fsum): the same total whatever their order or the Python;
+    beyond a float's range (a driver's nonsense), what a plain sum gives (inf, NaN), not an error."""
+    try:
+        return math.fsum(rates)
+    except (OverflowError, ValueError):
+        return sum(rates)
+
+
 def _ordered(fields: list[_Field]) -> list[_Field]:
     """Values, counters, NVLink TX links, RX links (FieldBatch), each group in its given order."""
     return sorted(fields, key=lambda f: (_KIND_ORDER[f.read.kind], f.scope))
@@ -777,13 +786,12 @@ class Scheduler:
                         g.lower_bounds.discard(key)
             if any(first):
                 self._not_yet(batch, first, bad)
-            # Summed exactly (fsum): the same total whatever the order or the Python.
             if batch.has_tx:
                 g.nvlink_tx = rates[batch.tx_links]
-                g.values[_NVLINK_TX] = math.fsum(g.nvlink_tx)
+                g.values[_NVLINK_TX] = _total(g.nvlink_tx)
             if batch.has_rx:
                 g.nvlink_rx = rates[batch.rx_links]
-                g.values[_NVLINK_RX] = math.fsum(g.nvlink_rx)
+                g.values[_NVLINK_RX] = _total(g.nvlink_rx)
         if bad or batch.bad_keys:
             for key in batch.bad_keys - bad.keys():
                 g.states[GPU_INDEX[key]] = _OK
