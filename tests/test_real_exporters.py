@@ -67,9 +67,9 @@ def _until(what: str, attempt: Callable[[], T | None], log: Path) -> T:
     raise AssertionError(f"{what} within {WAIT_S:g} s; its log:\n{log.read_text(errors='replace')[-3000:]}")
 
 
-def _serve(tmp_path: Path) -> tuple[list[str], str, Path]:
+def _serve(tmp_path: Path, spec: str = SPEC, interval_s: int = 60) -> tuple[list[str], str, Path]:
     port = _free_port()
-    command = [sys.executable, "-m", "trayvml", "serve", f"--simulate={SPEC}", "--interval", "60"]
+    command = [sys.executable, "-m", "trayvml", "serve", f"--simulate={spec}", "--interval", str(interval_s)]
     return [*command, "--listen", f"127.0.0.1:{port}"], f"http://127.0.0.1:{port}", tmp_path / "serve.log"
 
 
@@ -104,12 +104,12 @@ def _same_gpus(mine: Sample, theirs: Sample) -> None:
         assert (math.isnan(x) and math.isnan(y)) or x == pytest.approx(y, rel=1e-12), metric.key
 
 
-def _prometheus(tmp_path: Path, name: str, scrape: str) -> tuple[list[str], int, Path]:
-    """A Prometheus server's command line scraping every second (``scrape``: its scrape_configs
-    entries), its port and its log."""
+def _prometheus(tmp_path: Path, name: str, scrape: str, interval_s: int = 1) -> tuple[list[str], int, Path]:
+    """A Prometheus server's command line scraping every ``interval_s`` (``scrape``: its
+    scrape_configs entries), its port and its log."""
     port = _free_port()
     config = tmp_path / f"{name}.yml"
-    config.write_text(f"global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n{scrape}")
+    config.write_text(f"global:\n  scrape_interval: {interval_s}s\n  scrape_timeout: 1s\nscrape_configs:\n{scrape}")
     command = [
         "prometheus",
         f"--config.file={config}",
@@ -219,6 +219,69 @@ def test_a_real_prometheus_scrapes_trayvml_serve_and_gives_the_same_gpus_back(tm
     )
     assert seen_s - 0.01 <= remote.since_s <= stopped_s  # the last scrape that reached it
     assert gone.devices == () and gone.host is None  # the host's figures as old as its GPUs'
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
+def test_between_a_servers_scrapes_its_values_are_held_and_only_its_scrape_times_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A server scraping every 5 s holds the same values for 5 s: a read in between asks for the
+    scrape times alone (a quarter of the cost) and keeps the values of the last whole read; their
+    age still grows read by read, and a new scrape brings new values at the next read."""
+    from trayvml.remote import fetch
+
+    serve_command, serve_url, serve_log = _serve(
+        tmp_path, "training:gpus=h100*2+rtx4090,start=1800", 1
+    )  # values that move
+    prometheus, prom_port, prom_log = _prometheus(
+        tmp_path,
+        "prometheus",
+        f"  - job_name: trayvml\n    static_configs:\n      - targets: ['{serve_url.removeprefix('http://')}']\n",
+        interval_s=5,
+    )
+    whole: list[str] = []
+    real_get = fetch.get
+
+    def counted(endpoint, url: str, timeout_s: float, kept=None):
+        if "__name__%3D~" in url:  # the exporters' series, not only their scrape times
+            whole.append(url)
+        return real_get(endpoint, url, timeout_s, kept)
+
+    monkeypatch.setattr(fetch, "get", counted)
+    through = parse_endpoint(f'prometheus+http://127.0.0.1:{prom_port}#job="trayvml"')
+    cache = fetch.SeriesCache()
+    with _process(serve_command, serve_log), _process(prometheus, prom_log):
+        _until("trayvml serve answers", _gpus_read(serve_url), serve_log)
+        _until("Prometheus scraped trayvml serve twice", lambda: len(_scrape_times(through)) >= 2, prom_log)
+        whole.clear()
+        reads = []
+        for _ in range(24):  # 12 s: two scrapes or three
+            (host,) = read(through, 5.0, time.time(), cache)
+            assert host.gpus and present(host.remote).fault == "", host.remote
+            reads.append((host.timestamp_s - host.values_ago_s, host.values_ago_s, host.gpus[0].values))
+            time.sleep(0.5)
+    # The reads of each scrape: its time, as the reads tell it, moves by milliseconds between them.
+    scrapes: list[list[tuple[float, tuple[float, ...]]]] = []
+    for k, (scraped_s, age_s, values) in enumerate(reads):
+        if not k or abs(scraped_s - reads[k - 1][0]) > 1.0:
+            scrapes.append([])
+        scrapes[-1].append((age_s, values))
+    assert len(scrapes) >= 2  # new scrapes were seen
+    assert len(whole) <= len(scrapes) + 2 < len(reads)  # whole once a scrape (and once overdue), not each read
+    for held in scrapes:
+        assert [age for age, _ in held] == sorted(age for age, _ in held)  # the age grows
+        assert all(values == held[0][1] for _, values in held)  # the same values until the next scrape
+    assert scrapes[0][0][1] != scrapes[-1][0][1]  # a new scrape's values, not the held ones
+
+
+def _scrape_times(endpoint: object) -> set[float]:
+    """The scrape times a few reads a second apart see (to wait for a server's first scrapes)."""
+    seen = set()
+    for _ in range(3):
+        (host,) = read(endpoint, 5.0, time.time())  # type: ignore[arg-type]
+        seen.add(round(host.timestamp_s - host.values_ago_s, 1))
+        time.sleep(1.0)
+    return seen
 
 
 def _nvitop_exporter_installed() -> bool:

@@ -559,8 +559,10 @@ class SeriesCache:
         self._series: dict[str, tuple[str, dict[str, str]] | None] = {}
         self.lines: Lines | None = None  # the last text's lines (None: one not as "series value")
         self.layout: Layout | None = None
-        # A Prometheus server's: when each host's exporter was scraped (read_prometheus).
+        # A Prometheus server's: when each host's exporter was scraped (read_prometheus), and its
+        # last whole answer while no host has been scraped since (None: read it whole).
         self.scrape_times = ScrapeTimes()
+        self.held: HeldAnswer | None = None
         # What else a remote's reads keep between them: its connection (close it when done).
         self.connection = KeptConnection()
 
@@ -745,15 +747,20 @@ SCRAPES_WINDOW_S = 600
 
 
 def _latest_query(endpoint: Endpoint) -> str:
-    """``prometheus_query``, and for every dialect the sample time of its ``scraped`` series and
-    how many samples of it the server holds from the window, each marked by SCRAPED_LABEL.
+    """``prometheus_query``, and ``_scrapes_query``'s series."""
+    return f"{prometheus_query(endpoint)} or {_scrapes_query(endpoint)}"
+
+
+def _scrapes_query(endpoint: Endpoint) -> str:
+    """For every dialect the sample time of its ``scraped`` series and how many samples of it the
+    server holds from the window, each marked by SCRAPED_LABEL.
 
     ``timestamp()`` drops the metric name, so it is asked of one name at a time (several at once
     would clash), and ``or`` keeps the first name that a host or GPU has. The name goes inside
     the braces, as in ``prometheus_query``: a selector may match on ``__name__`` too."""
     extra = f",{endpoint.selector}" if endpoint.selector else ""
     window = f"[{SCRAPES_WINDOW_S}s]"
-    terms = [prometheus_query(endpoint)]
+    terms = []
     for dialect in DIALECTS:
         selectors = [f'{{__name__="{name}"{extra}}}' for name in dialect.scraped]
         at = " or ".join(f"timestamp({selector})" for selector in selectors)
@@ -831,6 +838,21 @@ class ScrapeTimes:
             del self._seen[gone]
 
 
+@dataclass
+class HeldAnswer:
+    """A Prometheus server's last whole answer, kept while none of its hosts is scraped again: the
+    server's values change only at a scrape (every 15 s by default), and a read of every series
+    costs about four times a read of the scrape times alone (benchmarks/README.md)."""
+
+    samples: list[Sample]  # what the answer's series made
+    sample_s: dict[str, float]  # each ``scraped`` series' newest sample time (by kind and labels)
+    due_s: float  # on this machine's clock, when the next scrape is due: read whole from then
+
+    def still(self, scrapes: dict[str, Scrapes]) -> bool:
+        """Whether ``scrapes`` (a read of the scrape times) shows no scrape since."""
+        return {key: scraped.sample_s for key, scraped in scrapes.items()} == self.sample_s
+
+
 def read_prometheus(
     endpoint: Endpoint, timeout_s: float, now_s: float, cache: SeriesCache | None = None
 ) -> list[Sample]:
@@ -841,13 +863,40 @@ def read_prometheus(
     default): a host none of whose ``scraped`` series was scraped within :func:`stale_after_s`
     of its own interval is reported as a fault, not with its last values, and a current host's
     GPU values say their age (``values_ago_s``). ``cache`` keeps each series' newest sample
-    between reads, to learn how often it comes.
+    between reads, to learn how often it comes, and the last whole answer (HeldAnswer): until a
+    scrape is due only the scrape times are asked, and the values are those held while no host
+    was scraped since. The ages come from each read's own scrape times, so they grow.
 
     Each value comes with the time the server evaluated the query at, not when it was scraped: a
     test of it against this machine's clock measured only how far the two clocks differ, and a
     clock a minute ahead (a dual-boot machine until NTP answers) dropped every series."""
-    query = urllib.parse.urlencode({"query": _latest_query(endpoint)})
-    body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query?{query}", timeout_s)
+    times = cache.scrape_times if cache is not None else ScrapeTimes()
+    held = cache.held if cache is not None else None
+    samples: list[Sample] | None = None
+    if held is not None and now_s < held.due_s:
+        _none, scrapes = _prometheus_answer(endpoint, _scrapes_query(endpoint), timeout_s)
+        if held.still(scrapes):
+            samples = [replace(sample, timestamp_s=now_s) for sample in held.samples]
+    if samples is None:
+        points, scrapes = _prometheus_answer(endpoint, _latest_query(endpoint), timeout_s)
+        if not points:
+            none = translate("remote", "{url} holds no current GPU series matching {query}.")
+            raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
+        samples = _samples(endpoint, points, now_s)
+    try:  # a host label that is not text (a list, from a hostile server) is no key
+        ages = host_ages(scrapes, times)
+    except (ValueError, KeyError, TypeError, AttributeError) as error:
+        raise _not_prometheus(endpoint, error) from None
+    if cache is not None:
+        cache.held = _held(samples, scrapes, times, now_s)
+    return [_dated(endpoint, sample, ages, now_s) for sample in samples]
+
+
+def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tuple[list[Point], dict[str, Scrapes]]:
+    """The exporters' series of an answer to ``query``, and what its scrape times say, by kind and labels."""
+    body, _kind = get(
+        endpoint, f"{endpoint.fetch_url}/api/v1/query?{urllib.parse.urlencode({'query': query})}", timeout_s
+    )
     dialects = {dialect.kind: dialect for dialect in DIALECTS}
     scrapes: dict[str, Scrapes] = {}  # by kind and labels: one per series (or GPU, for dcgm-exporter's)
     try:
@@ -867,16 +916,28 @@ def read_prometheus(
                     scraped.add(what, float(at_s), float(text))
                 continue
             points.append(Point(name, labels, float(text)))
-        # Inside the try: a host label that is not text (a list, from a hostile server) is no key.
-        ages = host_ages(scrapes, cache.scrape_times if cache is not None else ScrapeTimes())
     except RemoteError:
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise _not_prometheus(endpoint, error) from None
-    if not points:
-        none = translate("remote", "{url} holds no current GPU series matching {query}.")
-        raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-    return [_dated(endpoint, sample, ages, now_s) for sample in _samples(endpoint, points, now_s)]
+    return points, scrapes
+
+
+def _held(samples: list[Sample], scrapes: dict[str, Scrapes], times: ScrapeTimes, now_s: float) -> HeldAnswer | None:
+    """What a read keeps to answer the next ones; None where a host has no ``scraped`` series
+    (nothing tells when its values change: every read asks for them)."""
+    hosts = {scraped.host for scraped in scrapes.values() if math.isfinite(scraped.age_s)}
+    if not scrapes or any(s.system is None or s.system.hostname not in hosts for s in samples):
+        return None
+    waits = []
+    for key, scraped in scrapes.items():
+        if not math.isfinite(scraped.age_s):
+            continue
+        interval_s = scraped.interval_s(times.gap_s(key, scraped.sample_s))  # no new sample: nothing learnt
+        wait_s = interval_s - scraped.age_s
+        # Overdue (late, or stopped): its times are asked each read meanwhile, whole again an interval on.
+        waits.append(wait_s if wait_s > 0 else interval_s)
+    return HeldAnswer(samples, {key: scraped.sample_s for key, scraped in scrapes.items()}, now_s + min(waits))
 
 
 def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[tuple[float, bool]]]:
