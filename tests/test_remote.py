@@ -458,3 +458,87 @@ def test_thousands_of_series_each_learn_their_interval() -> None:
         assert all(fresh for _age, fresh in ages["gpu-box"])
     ages = host_ages({key: _answer(20.0, young) for key in keys}, times)  # 17 s without a scrape
     assert not any(fresh for _age, fresh in ages["gpu-box"])
+
+
+class _FakePrometheus:
+    """A Prometheus server's /api/v1/query answers for ``dcgm_exposition``'s two GPUs, scraped at
+    ``scrapes_s`` (each scrape's SM clock is its number, so each brings new values), on a clock
+    the test sets (``now_s``). ``extra``: series of another exporter on the same host."""
+
+    def __init__(self, scrapes_s: list[float], extra: str = "") -> None:
+        from prometheus_client.parser import text_string_to_metric_families
+
+        self.scrapes_s = scrapes_s
+        self.now_s = 0.0
+        self.whole = 0  # answers with the exporters' series, not only their scrape times
+        self.series = [
+            (sample.name, dict(sample.labels), sample.value)
+            for family in text_string_to_metric_families(dcgm_exposition("Hostname") + extra)
+            for sample in family.samples
+        ]
+
+    def get(self, endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        past = [t for t in self.scrapes_s if t <= self.now_s]
+        result: list[dict[str, object]] = []
+        if "__name__%3D~" in url:
+            self.whole += 1
+            result += [
+                {
+                    "metric": {**labels, "__name__": name},
+                    "value": [self.now_s, str(len(past) if "SM_CLOCK" in name else v)],
+                }
+                for name, labels, v in self.series
+            ]
+        if past and self.now_s - past[-1] < 300:  # Prometheus's lookback
+            for name, labels, _v in self.series:
+                if name == "DCGM_FI_DEV_GPU_TEMP":
+                    for what, value in (("at", past[-1]), ("count", sum(t > self.now_s - 600 for t in past))):
+                        marked = {**labels, "trayvml_scraped": f"{what} dcgm-exporter"}
+                        result.append({"metric": marked, "value": [self.now_s, str(value)]})
+        answer = {"status": "success", "data": {"resultType": "vector", "result": result}}
+        return json.dumps(answer).encode(), "application/json"
+
+
+def _reads(server: _FakePrometheus, times_s: range, monkeypatch: pytest.MonkeyPatch) -> list[tuple[int, bool]]:
+    """Each read at ``times_s`` with the remote's cache, beside a whole read at the same moment
+    with a cache of its own (the scrapes' gaps learnt alike): (whole answers asked so far by the
+    first, whether the two reads gave the same, NaN as NaN)."""
+    from trayvml.remote import fetch
+
+    monkeypatch.setattr(fetch, "get", server.get)
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    cache, whole_cache = SeriesCache(), SeriesCache()
+    out: list[tuple[int, bool]] = []
+    for now_s in times_s:
+        server.now_s = float(now_s)
+        held = read(endpoint, 5.0, now_s, cache)
+        whole = server.whole
+        whole_cache.held = None  # every series asked for
+        fresh = read(endpoint, 5.0, now_s, whole_cache)
+        server.whole = whole
+        out.append((whole, repr(held) == repr(fresh)))
+    return out
+
+
+def test_a_prometheus_host_is_read_whole_once_a_scrape_and_each_interval_once_its_scrapes_stop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    server = _FakePrometheus([940.0 + 15 * k for k in range(8)])  # every 15 s, the last at 1045
+    reads = _reads(server, range(1000, 1101), monkeypatch)
+    assert all(same for _whole, same in reads)  # held or not, what a whole read says at that moment
+    whole = [n for n, _same in reads]
+    assert whole[45] - whole[0] == 3  # at the scrapes of 1015, 1030 and 1045, not each second
+    assert whole[100] - whole[60] >= 2  # overdue: asked whole again an interval on, and again
+
+
+def test_a_prometheus_host_with_two_exporters_is_read_whole_each_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    # nvitop-exporter on the same host: its values change at its own scrapes, which dcgm's do not tell.
+    server = _FakePrometheus([940.0 + 15 * k for k in range(20)], extra='nvitop_info{hostname="dgx-01"} 1\n')
+    reads = _reads(server, range(1000, 1020), monkeypatch)
+    assert [n for n, _same in reads] == list(range(1, 21)) and all(same for _n, same in reads)
+
+
+def test_an_answer_that_makes_no_sample_is_no_error_with_a_cache(monkeypatch: pytest.MonkeyPatch) -> None:
+    server = _FakePrometheus([900.0])  # scraped ten minutes ago: counted, no longer answered for
+    server.series = [("DCGM_FI_DEV_XID_ERRORS", {"Hostname": "dgx-01"}, 0.0)]  # no GPU to put it on
+    assert _reads(server, range(1000, 1003), monkeypatch) == [(1, True), (2, True), (3, True)]

@@ -872,23 +872,30 @@ def read_prometheus(
     clock a minute ahead (a dual-boot machine until NTP answers) dropped every series."""
     times = cache.scrape_times if cache is not None else ScrapeTimes()
     held = cache.held if cache is not None else None
+    started_s = time.monotonic()
     samples: list[Sample] | None = None
+    points: list[Point] | None = None
     if held is not None and now_s < held.due_s:
         _none, scrapes = _prometheus_answer(endpoint, _scrapes_query(endpoint), timeout_s)
         if held.still(scrapes):
             samples = [replace(sample, timestamp_s=now_s) for sample in held.samples]
     if samples is None:
-        points, scrapes = _prometheus_answer(endpoint, _latest_query(endpoint), timeout_s)
-        if not points:
-            none = translate("remote", "{url} holds no current GPU series matching {query}.")
-            raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-        samples = _samples(endpoint, points, now_s)
+        left_s = timeout_s - (time.monotonic() - started_s)  # both asks within the read's one bound
+        if left_s <= 0:
+            raise RemoteError(no_answer(endpoint, timeout_s))
+        points, scrapes = _prometheus_answer(endpoint, _latest_query(endpoint), left_s)
     try:  # a host label that is not text (a list, from a hostile server) is no key
         ages = host_ages(scrapes, times)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise _not_prometheus(endpoint, error) from None
-    if cache is not None:
-        cache.held = _held(samples, scrapes, times, now_s)
+    if points is not None:
+        if not points:
+            none = translate("remote", "{url} holds no current GPU series matching {query}.")
+            raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
+        samples = _samples(endpoint, points, now_s)
+        if cache is not None:  # held until a scrape is due: not moved on by the reads it answers
+            cache.held = _held(points, samples, scrapes, times, now_s)
+    assert samples is not None
     return [_dated(endpoint, sample, ages, now_s) for sample in samples]
 
 
@@ -923,11 +930,18 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
     return points, scrapes
 
 
-def _held(samples: list[Sample], scrapes: dict[str, Scrapes], times: ScrapeTimes, now_s: float) -> HeldAnswer | None:
-    """What a read keeps to answer the next ones; None where a host has no ``scraped`` series
-    (nothing tells when its values change: every read asks for them)."""
+def _held(
+    points: list[Point], samples: list[Sample], scrapes: dict[str, Scrapes], times: ScrapeTimes, now_s: float
+) -> HeldAnswer | None:
+    """What a whole read keeps to answer the next ones; None where a host has no ``scraped``
+    series, or the answer more than one exporter's series (a host's sample joins them, and one
+    exporter's scrapes do not tell when another's values change): every read asks for them."""
     hosts = {scraped.host for scraped in scrapes.values() if math.isfinite(scraped.age_s)}
-    if not scrapes or any(s.system is None or s.system.hostname not in hosts for s in samples):
+    if (
+        not samples
+        or len(recognise({point.name for point in points})) != 1
+        or any(s.system is None or s.system.hostname not in hosts for s in samples)
+    ):
         return None
     waits = []
     for key, scraped in scrapes.items():
@@ -937,6 +951,8 @@ def _held(samples: list[Sample], scrapes: dict[str, Scrapes], times: ScrapeTimes
         wait_s = interval_s - scraped.age_s
         # Overdue (late, or stopped): its times are asked each read meanwhile, whole again an interval on.
         waits.append(wait_s if wait_s > 0 else interval_s)
+    if not waits:
+        return None
     return HeldAnswer(samples, {key: scraped.sample_s for key, scraped in scrapes.items()}, now_s + min(waits))
 
 
