@@ -91,16 +91,22 @@ def test_garbage_a_worker_thread_would_collect_waits_for_the_gui_thread(qtbot: Q
         _Finalized(threads)
 
         kept: list[list[object]] = []  # alive, as a reading thread's samples are for a while
+        done = threading.Event()
 
         def allocate() -> None:
-            kept.extend([] for _ in range(10_000))  # far past the youngest generation's threshold
+            # As a reading thread does, on and on: an earlier test's objects freed meanwhile (its
+            # widgets' deferred deletes) lower the count a collection goes by, as much as they free.
+            while not done.wait(0.01):
+                kept.extend([] for _ in range(1_000))
 
         worker = threading.Thread(target=allocate, name="worker")
         worker.start()
-        worker.join()
-        assert threads == []  # the worker's allocations started no collection
-        qtbot.waitUntil(lambda: threads != [], timeout=5000)
-        assert threads == ["MainThread"]
+        try:
+            qtbot.waitUntil(lambda: threads != [], timeout=5000)
+        finally:
+            done.set()
+            worker.join()
+        assert threads == ["MainThread"]  # not on the worker, whose allocations passed the threshold
     finally:
         collector.stop()
     assert gc.isenabled()
