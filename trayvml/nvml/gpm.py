@@ -41,12 +41,11 @@ def _answers(count: int) -> struct.Struct:
     return struct.Struct("<" + _ANSWER_ITEM * count)
 
 
-def metrics_view(request: Any, count: int) -> Any:
-    """The first ``count`` metrics of a c_nvmlGpmMetricsGet_t, as a writable numpy view (the
-    simulated driver writes its answers so)."""
+@functools.cache
+def _dtype() -> Any:
     import numpy as np
 
-    dtype = np.dtype(
+    return np.dtype(
         {
             "names": ["metricId", "nvmlReturn", "value"],
             "formats": [np.uint32, np.uint32, np.float64],
@@ -54,7 +53,14 @@ def metrics_view(request: Any, count: int) -> Any:
             "itemsize": _METRIC_SIZE,
         }
     )
-    return np.frombuffer(request.metrics, dtype=dtype, count=count)
+
+
+def metrics_view(request: Any, count: int) -> Any:
+    """The first ``count`` metrics of a c_nvmlGpmMetricsGet_t, as a writable numpy view (the
+    simulated driver writes its answers so, each GPU each tick: its dtype is made once)."""
+    import numpy as np
+
+    return np.frombuffer(request.metrics, dtype=_dtype(), count=count)
 
 
 def gpm_supported(handle: Any) -> bool | None:
