@@ -6,7 +6,6 @@ import json
 import math
 import socket
 import sys
-import urllib.parse
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +14,7 @@ from trayvml.core.clock import Ticker
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.lines import origin_text, simulation_text
-from trayvml.core.safe_text import terminal_text
+from trayvml.core.safe_text import shown_url, terminal_text
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
@@ -81,13 +80,9 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
             blocks.append(_fault_line(sample))
         else:
             text = one_host(sample, full=full, host_column=hostname_of(sample))
-            origin = origin_text(sample, _safe_url(sample.remote.url) if sample.remote else "")
+            origin = origin_text(sample, shown_url(sample.remote.url, 500) if sample.remote else "")
             blocks.append(text + ("\n  " + translate("remote", "({origin})").format(origin=origin) if origin else ""))
     return "\n".join(blocks)
-
-
-def _safe_url(url: str) -> str:
-    return terminal_text(urllib.parse.unquote(url), 500)
 
 
 def json_snapshot(local: Sample | None, local_note: str, remotes: Sequence[Sample]) -> dict[str, Any]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import html
 import re
+import urllib.parse
 
 REPLACEMENT = "\ufffd"  # what undecodable bytes become; control characters become the same
 NAME_LIMIT = 48  # characters of one name shown to a person
@@ -38,6 +39,12 @@ def clean(text: str) -> str:
 def shorten(text: str, limit: int = NAME_LIMIT) -> str:
     """At most ``limit`` characters, the last an ellipsis when something was cut."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown_url(url: str, limit: int) -> str:
+    """A remote's URL as a person reads it: its %-escapes decoded (a selector's quotes and
+    braces), then cleaned and shortened like any name."""
+    return shorten(clean(urllib.parse.unquote(url)), limit)
 
 
 def terminal_text(text: str, limit: int = NAME_LIMIT) -> str:

@@ -12,7 +12,6 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
-from urllib.parse import unquote
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -49,7 +48,7 @@ from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import origin_text, simulation_text
 from trayvml.core.metrics import Group
-from trayvml.core.safe_text import clean, rich_text, shorten
+from trayvml.core.safe_text import clean, rich_text, shorten, shown_url
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import format_clock, format_duration, short_name
 from trayvml.history.timeline import History
@@ -744,7 +743,7 @@ class GraphWindow(QMainWindow):
         if short:
             parts.append(short)
         if sample.remote is not None:  # a remote host chosen in the host box: where, and how old
-            origin = origin_text(sample, shorten(clean(unquote(sample.remote.url)), 120))
+            origin = origin_text(sample, shown_url(sample.remote.url, 120))
             if origin:  # none while the host is unreachable: its fault is said above
                 parts.append(origin)
         system = sample.system
