@@ -338,6 +338,7 @@ def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_
         "h100-580-idle.jsonl",
         "h100-580-procs.jsonl",
         "h200-580-busy.jsonl",
+        "h200-580-busy2.jsonl",
         "h200-580-ending.jsonl",
         "h200-580-idle.jsonl",
         "h200-580-pcie.jsonl",
@@ -656,7 +657,7 @@ def replayed_ok_values(path: Path, keys: list[str]) -> dict[str, list[float]]:
     return ours
 
 
-@pytest.mark.parametrize("name", ["h100-580-busy", "h200-580-busy"])
+@pytest.mark.parametrize("name", ["h100-580-busy", "h200-580-busy", "h200-580-busy2"])
 def test_replayed_gpm_metrics_agree_with_nvidia_smi_dmon_beside_the_real_gpu(name: str) -> None:
     # The answer key is nvidia-smi's own GPM reading of the same seconds (a steady load: bf16 matrix
     # products and a 1 GiB copy); dmon shows whole numbers, so within 1.5 units or 10 %.
