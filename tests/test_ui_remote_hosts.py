@@ -530,3 +530,44 @@ def test_the_same_reads_shown_again_change_nothing_and_every_new_one_is_shown(qa
     assert "(1 min 10 s)" in changed[2][0] and "(1 min 10 s)" not in changed[1][0]
     view.show([up, up])  # another host count, the first the same object
     assert len(made) == 4 and len(view.lines) == 2 * len(changed[0])
+
+
+def test_reads_the_gui_thread_missed_while_held_up_all_reach_the_hosts_history(
+    qapp, remote: FakeRemote, tmp_path: Path
+) -> None:
+    """The GUI thread takes the remotes' reads each tick; one held up for seconds (a window opening
+    on a slow machine) left a gap of those seconds in the remote host's lines. Three reads a second
+    apart, then one take: the host's history holds all three, and the window is told of the newest."""
+    from trayvml.core.clock import ManualClock
+
+    app = app_reading(remote, tmp_path)
+    assert app.remotes is not None and app.remote_monitors is not None
+    (source,) = app.remotes.sources
+    clock = source.clock = ManualClock()
+    start_s = clock.now_s()
+    for _ in range(3):  # read on this thread, the remote's own not started: the GUI thread takes none
+        source.read_once()
+        clock.advance_s(1.0)
+    told: list[Sample] = []
+
+    class Choice:
+        def remote_sampled(self, sample: Sample) -> None:
+            told.append(sample)
+
+        def refresh_hosts(self) -> None:
+            pass
+
+    app.host_choice = Choice()  # type: ignore[assignment]
+    app.take_remote_samples()
+    history = app.remote_monitors.monitors["dgx-01"].history
+    series = history.gpu_series("temperature_gpu_c", start_s - 0.5, start_s + 2.5, 100)
+    assert series is not None
+    assert [t - start_s for t, row in zip(series.times_s, series.mean, strict=True) if row[0] == row[0]] == [
+        0.0,
+        1.0,
+        2.0,
+    ]
+    assert [s.timestamp_s - start_s for s in told] == [2.0]  # the newest of the host: the window draws the rest
+    app.take_remote_samples()  # nothing new read: nothing taken again
+    assert len(told) == 1
+    assert source.unseen() == []

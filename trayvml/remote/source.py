@@ -13,6 +13,7 @@ import logging
 import math
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
@@ -32,6 +33,9 @@ OVERDUE_GRACE_S = 0.5
 MAX_BACKOFF_S = 60.0
 PAST_TIMEOUT_S = 10.0  # a few MB of JSON from a server with hours of it
 PAST_POINTS = 300  # steps of a Prometheus server's past put into a new history: ~1 a pixel of a graph
+# The reads kept for a taker that fell behind (the tray's GUI thread while a window opens takes 2-3 s
+# on a slow machine): a host's history then gets every second read, not a gap. Older ones are dropped.
+BACKLOG_READS = 30
 
 
 class RemoteSource:
@@ -68,6 +72,8 @@ class RemoteSource:
         self.past_s = 0.0
         self.past: tuple[Sample, ...] = ()
         self._past_read = False
+        # The reads with values not taken yet (``unseen``), oldest first; None: only the latest is kept.
+        self._backlog: deque[tuple[Sample, ...]] | None = None
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None  # its own (None: none, or read on the shared thread)
         self._shared = False  # read by plain.READER (until it hands the remote back to a thread of its own)
@@ -111,6 +117,8 @@ class RemoteSource:
             self._fault_since_s = math.nan
             self._hosts = tuple(s.system.hostname for s in samples if s.system)
             self._samples = tuple(samples)
+            if self._backlog is not None:
+                self._backlog.append(self._samples)
         finally:
             self._started_s = math.nan
         return self._samples
@@ -140,6 +148,17 @@ class RemoteSource:
             Sample(now_s, (), (), SystemInfo(host, "", "", ""), None, remote=origin, monotonic_s=monotonic_s)
             for host in hosts
         )
+
+    def keep_backlog(self) -> None:
+        """Keep the reads ``unseen`` gives from now on (up to BACKLOG_READS of them)."""
+        self._backlog = deque(maxlen=BACKLOG_READS)
+
+    def unseen(self) -> list[Sample]:
+        """The samples of every read that worked since the last call, oldest first (keep_backlog)."""
+        taken: list[Sample] = []
+        while self._backlog:  # popped one at a time: the reading thread may append meanwhile
+            taken += self._backlog.popleft()
+        return taken
 
     @property
     def samples(self) -> tuple[Sample, ...]:
@@ -254,6 +273,15 @@ class Remotes:
 
     def samples(self) -> list[Sample]:
         return [sample for source in self.sources for sample in source.samples]
+
+    def keep_backlog(self) -> None:
+        """Keep each remote's reads until ``unseen`` takes them (a taker that may fall behind)."""
+        for source in self.sources:
+            source.keep_backlog()
+
+    def unseen(self) -> list[Sample]:
+        """Every remote's samples of the reads that worked since the last call, each remote's oldest first."""
+        return [sample for source in self.sources for sample in source.unseen()]
 
     def keep_past(self, seconds: float) -> None:
         """Read this much of a Prometheus server's past on the first read that works (before ``start``)."""

@@ -478,6 +478,7 @@ class App(QObject):
         for problem in problems:
             print(f"trayvml: {problem}", file=sys.stderr)
         self.remotes = Remotes(endpoints, self.settings.sampling_interval_s)
+        self.remotes.keep_backlog()  # a GUI thread held up (a window opening) takes the reads it missed
         self.remotes.keep_past(self.settings.history_hours * 3600.0)  # a Prometheus server's, for a new history
         self.remote_monitors = RemoteMonitors(
             self.dispatcher, self.settings.alerts, self._new_history, self.remotes.past_of
@@ -511,10 +512,11 @@ class App(QObject):
         if self.remotes is None or self.remote_monitors is None or self.remote_hosts is None:
             return
         samples = self.remotes.samples()
-        fresh, outcome = self.remote_monitors.take(samples)
+        fresh, outcome = self.remote_monitors.take(self.remotes.unseen())  # each read, in order: no gaps
         self.remote_hosts.show(samples)
         if self.host_choice is not None:
-            for sample in fresh:
+            newest = {sample.system.hostname if sample.system else "": sample for sample in fresh}
+            for sample in newest.values():
                 self.host_choice.remote_sampled(sample)
         if outcome.events and self.window is not None:
             self.window.add_events(outcome.events)  # listed and marked while that host is shown
