@@ -312,7 +312,7 @@ def test_a_remote_host_named_like_this_machine_is_told_apart(monkeypatch) -> Non
     assert host_title(other) == "dgx-01"  # a name of its own needs nothing more
 
 
-def test_remote_hosts_removed_from_the_settings_leave_the_menu_and_nothing_reads_them(tmp_path: Path) -> None:
+def test_remote_hosts_removed_from_the_settings_leave_the_menu_and_nothing_reads_them(qapp, tmp_path: Path) -> None:
     from trayvml.config import SettingsStore
     from trayvml.core.sample import SystemInfo
     from trayvml.nvml.sim import parse_spec
