@@ -23,10 +23,11 @@ from typing import TypeVar
 import pytest
 
 from tests.helpers import present
+from trayvml.core.lines import gpu_lines
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.sample import MetricState, Sample, said_age_s
 from trayvml.core.units import MIB
-from trayvml.remote.fetch import RemoteError, parse_endpoint, read, read_prometheus_range, stale_after_s
+from trayvml.remote.fetch import RemoteError, SeriesCache, parse_endpoint, read, read_prometheus_range, stale_after_s
 from trayvml.remote.source import RemoteSource
 
 T = TypeVar("T")
@@ -339,3 +340,66 @@ def test_a_real_nvitop_exporter_and_trayvml_serve_on_the_same_h200_read_alike() 
     assert ours.value("memory_used_bytes") == theirs.value("memory_used_bytes") > 16 * 2**30  # the load held 16 GiB
     (mine,), (nvitop,) = ours.processes, theirs.processes
     assert (mine.pid, mine.used_memory_bytes) == (nvitop.pid, nvitop.used_memory_bytes) and mine.name == "python3"
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
+def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with_its_last_values(
+    tmp_path: Path,
+) -> None:
+    """dcgm-exporter stops serving one GPU's series (it fell off the bus, its pod moved) while the
+    host's other GPU goes on. The Prometheus server that scrapes it marks those series stale, but
+    one that federates from it gets samples with their own times, which are not marked stale: it
+    answers the GPU's last values for its lookback (5 minutes). Read through that server, the GPU
+    says it has no new values (each NaN, no data, with their age), not its last ones as current,
+    and the other GPU stays current."""
+    from tests.helpers import UUID1, FakeRemote, dcgm_exposition
+
+    exporter = FakeRemote()
+    exporter.body = dcgm_exposition("Hostname").encode()
+    try:
+        target = exporter.url.removeprefix("http://").rstrip("/")
+        first, first_port, first_log = _prometheus(
+            tmp_path, "first", f"  - job_name: dcgm\n    static_configs:\n      - targets: ['{target}']\n"
+        )
+        federate = (
+            "  - job_name: federate\n    honor_labels: true\n    metrics_path: /federate\n"
+            "    params:\n      'match[]': ['{job=\"dcgm\"}']\n"
+            f"    static_configs:\n      - targets: ['127.0.0.1:{first_port}']\n"
+        )
+        second, second_port, second_log = _prometheus(tmp_path, "second", federate, interval_s=2)
+        through = parse_endpoint(f'prometheus+http://127.0.0.1:{second_port}#job="dcgm"')
+        cache = SeriesCache()
+
+        def host() -> Sample:
+            (sample,) = read(through, 5.0, time.time(), cache)
+            return sample
+
+        def both_current() -> bool:
+            sample = host()
+            return len(sample.gpus) == 2 and all(g.state("temperature_gpu_c") is MetricState.OK for g in sample.gpus)
+
+        with _process(first, first_log), _process(second, second_log):
+            _until("both GPUs read through the federating server", both_current, second_log)
+            for _ in range(8):  # the scrapes' interval learnt from their times, as a tray reading each second would
+                host()
+                time.sleep(0.5)
+            exporter.body = b"".join(line + b"\n" for line in exporter.body.splitlines() if UUID1.encode() not in line)
+            stopped_s = time.monotonic()
+
+            def second_gpu_stopped() -> Sample | None:
+                sample = host()
+                return sample if sample.gpus[1].state("temperature_gpu_c") is MetricState.NO_DATA else None
+
+            sample = _until("the stopped GPU read as not current", second_gpu_stopped, second_log)
+        waited_s = time.monotonic() - stopped_s
+    finally:
+        exporter.stop()
+    going, stopped = sample.gpus  # GPU 1 stopped
+    assert waited_s < 60.0  # within the server's lookback, where its last values were still answered
+    assert all(math.isnan(v) for v in stopped.values), stopped.values
+    assert stopped.values_ago_s > 2.0, stopped.values_ago_s
+    assert going.state("temperature_gpu_c") is MetricState.OK and going.value("temperature_gpu_c") == 61.0
+    assert going.values_ago_s < stopped.values_ago_s
+    assert present(sample.remote).fault == ""  # the host is current: its other GPU is
+    assert sample.values_ago_s == going.values_ago_s  # the host's age is its current GPU's
+    assert gpu_lines(sample)[1] == f"1 A100 — no new values for {said_age_s(stopped.values_ago_s)} s"

@@ -374,7 +374,7 @@ def _current_at(reads_s: list[float], series: dict[str, list[float]]) -> dict[fl
     current: dict[float, bool | None] = {}
     for now_s in reads_s:
         ages = host_ages({key: _answer(now_s, samples) for key, samples in series.items()}, times)
-        current[now_s] = any(fresh for _age, fresh in ages["gpu-box"]) if "gpu-box" in ages else None
+        current[now_s] = any(age.current for age in ages["gpu-box"]) if "gpu-box" in ages else None
     return current
 
 
@@ -443,7 +443,7 @@ def test_two_servers_behind_one_address_answering_in_turn_keep_a_scraped_host_cu
     stale = 0
     for n, now_s in enumerate(range(0, 1000, 2)):
         ages = host_ages({"gpu": _answer(float(now_s), second if n % 2 else first)}, times)
-        stale += not ages["gpu-box"][0][1]
+        stale += not ages["gpu-box"][0].current
     assert stale == 0
 
 
@@ -455,9 +455,9 @@ def test_thousands_of_series_each_learn_their_interval() -> None:
     times = ScrapeTimes()
     for now_s in (1.5, 2.5, 3.5):
         ages = host_ages({key: _answer(now_s, young) for key in keys}, times)
-        assert all(fresh for _age, fresh in ages["gpu-box"])
+        assert all(age.current for age in ages["gpu-box"])
     ages = host_ages({key: _answer(20.0, young) for key in keys}, times)  # 17 s without a scrape
-    assert not any(fresh for _age, fresh in ages["gpu-box"])
+    assert not any(age.current for age in ages["gpu-box"])
 
 
 class _FakePrometheus:
@@ -542,3 +542,34 @@ def test_an_answer_that_makes_no_sample_is_no_error_with_a_cache(monkeypatch: py
     server = _FakePrometheus([900.0])  # scraped ten minutes ago: counted, no longer answered for
     server.series = [("DCGM_FI_DEV_XID_ERRORS", {"Hostname": "dgx-01"}, 0.0)]  # no GPU to put it on
     assert _reads(server, range(1000, 1003), monkeypatch) == [(1, True), (2, True), (3, True)]
+
+
+def test_a_gpu_none_of_whose_own_series_is_current_has_no_values_while_its_host_is_current() -> None:
+    """dcgm-exporter's ``scraped`` series are a GPU's own: behind a server that federates, a GPU
+    its exporter stopped serving keeps its last samples for the lookback while the host's other
+    GPU goes on (tests/test_real_exporters.py shows it with real servers). That GPU's values are
+    not shown as current; a host series (no GPU of its own) changes no GPU."""
+    from tests.helpers import UUID0, UUID1, dcgm_exposition
+    from trayvml.core.lines import gpu_lines
+    from trayvml.remote.dialects import to_samples
+    from trayvml.remote.fetch import SeriesAge, _dated
+
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    points = parse_exposition(endpoint, dcgm_exposition("Hostname").encode(), "text/plain")
+    (sample,) = to_samples(points, "dgx-01", endpoint.url, 1_800_000_000.0)
+    ages = {"dgx-01": [SeriesAge(3.0, True, UUID0), SeriesAge(40.0, False, UUID1), SeriesAge(41.0, False, UUID1)]}
+    going, stopped = _dated(endpoint, sample, ages, sample.timestamp_s).gpus
+    assert going.values == sample.gpus[0].values and going.values_ago_s == 3.0
+    assert all(math.isnan(v) for v in stopped.values) and set(stopped.states) == {MetricState.NO_DATA}
+    assert stopped.values_ago_s == 40.0  # the youngest of its own series
+    dated = _dated(endpoint, sample, ages, sample.timestamp_s)
+    assert dated.values_ago_s == 3.0  # the host's age: its GPU with values
+    assert gpu_lines(dated)[1] == "1 A100 — no new values for 40 s"
+    assert gpu_lines(dated, compact=True)[1] == "1 A100 — no new values"
+    # One of its series current, the GPU is; a host's series (no uuid) current, every GPU with none of its own is.
+    ages["dgx-01"].append(SeriesAge(2.0, True, UUID1))
+    assert [g.values_ago_s for g in _dated(endpoint, sample, ages, sample.timestamp_s).gpus] == [2.0, 2.0]
+    host_only = {"dgx-01": [SeriesAge(5.0, True, "")]}
+    assert [g.values for g in _dated(endpoint, sample, host_only, sample.timestamp_s).gpus] == [
+        g.values for g in sample.gpus
+    ]

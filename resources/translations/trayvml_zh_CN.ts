@@ -307,6 +307,14 @@
         <translation>{gpu} — 空闲：仅偶尔读取，以便其进入休眠</translation>
     </message>
     <message>
+        <source>{gpu} — no new values</source>
+        <translation>{gpu} — 无新数值</translation>
+    </message>
+    <message>
+        <source>{gpu} — no new values for {age} s</source>
+        <translation>{gpu} — 已 {age} 秒无新数值</translation>
+    </message>
+    <message>
         <source>{job} ({age} s ago)</source>
         <translation>{job}（{age} 秒前）</translation>
     </message>

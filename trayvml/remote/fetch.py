@@ -25,11 +25,11 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
-from trayvml.core.sample import PROMETHEUS_SCHEME, RemoteOrigin, Sample
+from trayvml.core.sample import PROMETHEUS_SCHEME, GpuSample, MetricState, RemoteOrigin, Sample
 from trayvml.remote.dialects import (
     DIALECTS,
     NAME_PREFIXES,
@@ -786,6 +786,7 @@ class Scrapes:
     (this machine's may be off): its newest sample's time and age, and its samples in the window."""
 
     host: str
+    uuid: str = ""  # the GPU the series belongs to (dcgm-exporter's, nvidia_gpu_exporter's); "": the host's
     sample_s: float = -math.inf
     age_s: float = math.inf
     count: float = math.nan
@@ -917,8 +918,9 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
                 what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
                 if kind in dialects:
                     key = f"{kind} {sorted(labels.items())}"
+                    dialect = dialects[kind]
                     scraped = scrapes.get(key) or scrapes.setdefault(
-                        key, Scrapes(hostname_of(dialects[kind], labels, endpoint.host))
+                        key, Scrapes(hostname_of(dialect, labels, endpoint.host), labels.get(dialect.uuid_label, ""))
                     )
                     scraped.add(what, float(at_s), float(text))
                 continue
@@ -956,38 +958,74 @@ def _held(
     return HeldAnswer(samples, {key: scraped.sample_s for key, scraped in scrapes.items()}, now_s + min(waits))
 
 
-def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[tuple[float, bool]]]:
+class SeriesAge(NamedTuple):
+    """How long ago a ``scraped`` series was last scraped, and whether that is recent enough."""
+
+    age_s: float
+    current: bool
+    uuid: str  # its GPU's ("" : the host's series)
+
+
+def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[SeriesAge]]:
     """By host: the age of each of its ``scraped`` series (keyed by kind and labels), and whether
     it is current, each judged by its own interval (two jobs scraping one exporter, or two
     exporters on one host, are scraped at times of their own)."""
-    ages: dict[str, list[tuple[float, bool]]] = {}
+    ages: dict[str, list[SeriesAge]] = {}
     for key, scraped in scrapes.items():
         if math.isfinite(scraped.age_s):
             current = scraped.age_s <= stale_after_s(scraped.interval_s(times.gap_s(key, scraped.sample_s)))
-            ages.setdefault(scraped.host, []).append((scraped.age_s, current))
+            ages.setdefault(scraped.host, []).append(SeriesAge(scraped.age_s, current, scraped.uuid))
     times.keep(set(scrapes))
     return ages
 
 
-def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[tuple[float, bool]]], now_s: float) -> Sample:
+def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[SeriesAge]], now_s: float) -> Sample:
     """``sample`` with its GPU values' age (its freshest current series'), or a fault where no
-    series of its host was scraped lately (two exporters on one host: either keeps it current)."""
+    series of its host was scraped lately (two exporters on one host: either keeps it current).
+    A GPU with series of its own none of which is current, on a current host, has no values: a
+    server that federates keeps a GPU's last samples for its lookback after its exporter dropped
+    them (Prometheus marks only series it scrapes itself stale)."""
     host = sample.system.hostname if sample.system is not None else endpoint.host
     of_host = ages.get(host)
     if sample.remote is None or sample.remote.fault:
         return sample
     if not of_host:  # none of its ``scraped`` series there (dcgm-exporter's are the user's choice)
         return replace(sample, gpus=tuple(replace(gpu, values_ago_s=math.nan) for gpu in sample.gpus))
-    current = [age_s for age_s, fresh in of_host if fresh]
+    current = [age.age_s for age in of_host if age.current]
     if current:
-        return replace(sample, gpus=tuple(replace(gpu, values_ago_s=min(current)) for gpu in sample.gpus))
+        gpu_ages: dict[str, list[SeriesAge]] = {}
+        for age in of_host:
+            if age.uuid:
+                gpu_ages.setdefault(age.uuid, []).append(age)
+        gpus = []
+        for gpu, device in zip(sample.gpus, sample.devices, strict=True):  # a remote's are made in pairs
+            own = gpu_ages.get(device.uuid, [])
+            if own and not any(age.current for age in own):
+                gpus.append(_no_new_values(gpu, min(age.age_s for age in own)))
+            else:
+                gpus.append(replace(gpu, values_ago_s=min(current)))
+        return replace(sample, gpus=tuple(gpus))
     stopped = translate(
         "remote",
         "{url} gets no new samples of {host}: its exporter or its scrape has stopped.",
     ).format(url=endpoint.url, host=host)
-    newest_s = min(age_s for age_s, _fresh in of_host)
+    newest_s = min(age.age_s for age in of_host)
     origin = RemoteOrigin(endpoint.url, sample.remote.kind, stopped, now_s - newest_s)
     return replace(sample, gpus=(), devices=(), host=None, remote=origin)
+
+
+def _no_new_values(gpu: GpuSample, age_s: float) -> GpuSample:
+    """``gpu`` with no value: its series were last scraped ``age_s`` ago, too long to be current."""
+    return replace(
+        gpu,
+        values=(math.nan,) * len(gpu.values),
+        states=(MetricState.NO_DATA,) * len(gpu.states),
+        processes=(),
+        nvlink_link_tx_bytes_per_s=(),
+        nvlink_link_rx_bytes_per_s=(),
+        read_ago_s=(),
+        values_ago_s=age_s,
+    )
 
 
 def read_prometheus_range(
