@@ -573,3 +573,46 @@ def test_a_gpu_none_of_whose_own_series_is_current_has_no_values_while_its_host_
     assert [g.values for g in _dated(endpoint, sample, host_only, sample.timestamp_s).gpus] == [
         g.values for g in sample.gpus
     ]
+    # Two exporters on the host: dcgm-exporter's series of GPU 1 stopped, trayvml serve's host series
+    # goes on and serves that GPU too; it keeps its values.
+    dcgm = [SeriesAge(3.0, True, UUID0, "dcgm-exporter"), SeriesAge(40.0, False, UUID1, "dcgm-exporter")]
+    both = {"dgx-01": [*dcgm, SeriesAge(1.0, True, "", "trayvml serve")]}
+    assert [g.values_ago_s for g in _dated(endpoint, sample, both, sample.timestamp_s).gpus] == [1.0, 1.0]
+    assert math.isnan(_dated(endpoint, sample, {"dgx-01": dcgm}, sample.timestamp_s).gpus[1].values[0])
+
+
+def test_a_remote_gpu_without_values_that_is_not_stopped_is_not_said_to_be_stopped() -> None:
+    """An asleep GPU behind a server (trayvml serve exports no values of it) has no value either,
+    with its host's age: its line does not say it has had no new values."""
+    from tests.helpers import dcgm_exposition
+    from trayvml.core.lines import gpu_lines
+    from trayvml.remote.dialects import to_samples
+
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    points = parse_exposition(endpoint, dcgm_exposition("Hostname").encode(), "text/plain")
+    (sample,) = to_samples(points, "dgx-01", endpoint.url, 1_800_000_000.0)
+    gpu = sample.gpus[1]
+    asleep = replace(gpu, values=(math.nan,) * len(gpu.values), states=(MetricState.NOT_SUPPORTED,) * len(gpu.states))
+    assert gpu_lines(replace(sample, gpus=(sample.gpus[0], replace(asleep, values_ago_s=9.0))))[1] == "1 A100"
+
+
+def test_a_scrape_time_whose_gpu_label_is_not_text_names_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile server's scrape time with a UUID label that is a list: the read goes on (the
+    series counts as the host's), not 'reading it failed in trayvml itself'."""
+    from trayvml.remote import fetch
+
+    server = _FakePrometheus([990.0, 995.0])
+    server.now_s = 996.0
+
+    def hostile(endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        body, kind = server.get(endpoint, url, timeout_s, kept)
+        answer = json.loads(body)
+        for series in answer["data"]["result"]:
+            if "trayvml_scraped" in series["metric"]:
+                series["metric"]["UUID"] = ["GPU-a", "GPU-b"]
+        return json.dumps(answer).encode(), kind
+
+    monkeypatch.setattr(fetch, "get", hostile)
+    (host,) = read(parse_endpoint("prometheus+http://prom:9090"), 5.0, 996.0, SeriesCache())
+    assert [g.state("temperature_gpu_c") for g in host.gpus] == [MetricState.OK, MetricState.OK]
+    assert host.values_ago_s == 1.0

@@ -571,3 +571,30 @@ def test_reads_the_gui_thread_missed_while_held_up_all_reach_the_hosts_history(
     app.take_remote_samples()  # nothing new read: nothing taken again
     assert len(told) == 1
     assert source.unseen() == []
+
+
+def test_one_hosts_reads_through_two_remotes_are_taken_in_time_order() -> None:
+    """A host reached directly and through a Prometheus server feeds one monitor: after a held-up
+    GUI thread its reads come in time order, not one remote's then the other's (a history going
+    back in time starts its coarse buckets again)."""
+    from trayvml.core.clock import ManualClock
+    from trayvml.remote.source import RemoteSource
+
+    made: list[Sample] = []
+
+    def reader(endpoint: object, timeout_s: float, now_s: float, cache: object) -> list[Sample]:
+        made.append(Sample(now_s, (), (), None, None))
+        return [made[-1]]
+
+    clock = ManualClock()
+    remotes = Remotes([parse_endpoint("http://a:9400"), parse_endpoint("http://b:9400")])
+    remotes.sources = [
+        RemoteSource(parse_endpoint(u), clock=clock, reader=reader) for u in ("http://a:9400", "http://b:9400")
+    ]
+    remotes.keep_backlog()
+    for _ in range(3):
+        for source in remotes.sources:
+            source.read_once()
+        clock.advance_s(1.0)
+    assert [s.timestamp_s for s in remotes.unseen()] == sorted(s.timestamp_s for s in made)
+    assert remotes.unseen() == []

@@ -68,7 +68,8 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
     if resting:
         return translate("GpuText", "{gpu} — idle: read now and then, so that it can go to sleep").format(gpu=head)
     stopped_s = said_age_s(gpu.values_ago_s)
-    if stopped_s and not gpu.has_values:  # a remote GPU whose series stopped (remote/fetch.py)
+    # A remote GPU whose series stopped (remote/fetch.py): every value wanting, none unsupported or asleep.
+    if stopped_s and gpu.states and all(state is MetricState.NO_DATA for state in gpu.states):
         if compact:
             return translate("GpuText", "{gpu} — no new values").format(gpu=head)
         return translate("GpuText", "{gpu} — no new values for {age} s").format(gpu=head, age=stopped_s)

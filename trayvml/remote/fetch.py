@@ -787,6 +787,7 @@ class Scrapes:
 
     host: str
     uuid: str = ""  # the GPU the series belongs to (dcgm-exporter's, nvidia_gpu_exporter's); "": the host's
+    kind: str = ""  # the exporter's (Dialect.kind)
     sample_s: float = -math.inf
     age_s: float = math.inf
     count: float = math.nan
@@ -918,9 +919,14 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
                 what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
                 if kind in dialects:
                     key = f"{kind} {sorted(labels.items())}"
-                    dialect = dialects[kind]
+                    uuid = labels.get(dialects[kind].uuid_label, "")
                     scraped = scrapes.get(key) or scrapes.setdefault(
-                        key, Scrapes(hostname_of(dialect, labels, endpoint.host), labels.get(dialect.uuid_label, ""))
+                        key,
+                        Scrapes(
+                            hostname_of(dialects[kind], labels, endpoint.host),
+                            uuid if isinstance(uuid, str) else "",  # a label that is not text names no GPU
+                            kind,
+                        ),
                     )
                     scraped.add(what, float(at_s), float(text))
                 continue
@@ -964,6 +970,7 @@ class SeriesAge(NamedTuple):
     age_s: float
     current: bool
     uuid: str  # its GPU's ("" : the host's series)
+    kind: str = ""  # its exporter's
 
 
 def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[SeriesAge]]:
@@ -974,7 +981,7 @@ def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list
     for key, scraped in scrapes.items():
         if math.isfinite(scraped.age_s):
             current = scraped.age_s <= stale_after_s(scraped.interval_s(times.gap_s(key, scraped.sample_s)))
-            ages.setdefault(scraped.host, []).append(SeriesAge(scraped.age_s, current, scraped.uuid))
+            ages.setdefault(scraped.host, []).append(SeriesAge(scraped.age_s, current, scraped.uuid, scraped.kind))
     times.keep(set(scrapes))
     return ages
 
@@ -984,7 +991,8 @@ def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[SeriesAge]],
     series of its host was scraped lately (two exporters on one host: either keeps it current).
     A GPU with series of its own none of which is current, on a current host, has no values: a
     server that federates keeps a GPU's last samples for its lookback after its exporter dropped
-    them (Prometheus marks only series it scrapes itself stale)."""
+    them (Prometheus marks only series it scrapes itself stale). Unless another exporter of the
+    host is current: the GPU's values then come from it too (two exporters on one host)."""
     host = sample.system.hostname if sample.system is not None else endpoint.host
     of_host = ages.get(host)
     if sample.remote is None or sample.remote.fault:
@@ -1000,7 +1008,9 @@ def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[SeriesAge]],
         gpus = []
         for gpu, device in zip(sample.gpus, sample.devices, strict=True):  # a remote's are made in pairs
             own = gpu_ages.get(device.uuid, [])
-            if own and not any(age.current for age in own):
+            kinds = {age.kind for age in own}
+            covered = any(age.current and (age.uuid == device.uuid or age.kind not in kinds) for age in of_host)
+            if own and not covered:
                 gpus.append(_no_new_values(gpu, min(age.age_s for age in own)))
             else:
                 gpus.append(replace(gpu, values_ago_s=min(current)))

@@ -9,6 +9,7 @@ bounded by its own timeout; every other remote on a thread of its own.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import math
 import threading
@@ -280,8 +281,9 @@ class Remotes:
             source.keep_backlog()
 
     def unseen(self) -> list[Sample]:
-        """Every remote's samples of the reads that worked since the last call, each remote's oldest first."""
-        return [sample for source in self.sources for sample in source.unseen()]
+        """Every remote's samples of the reads that worked since the last call, oldest first (one
+        host reached through two remotes gets its reads in time order, not one remote's then the other's)."""
+        return list(heapq.merge(*(source.unseen() for source in self.sources), key=lambda sample: sample.timestamp_s))
 
     def keep_past(self, seconds: float) -> None:
         """Read this much of a Prometheus server's past on the first read that works (before ``start``)."""
