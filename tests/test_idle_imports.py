@@ -162,3 +162,8 @@ def test_the_idle_tray_loads_no_xml_parser(idle_tray: dict) -> None:
     # The tray translates through Qt's compiled catalog; the .ts reader (CLI) and macOS's plist
     # autostart bring ElementTree or plistlib and expat (about 1.5 MiB together).
     assert not {"xml.etree.ElementTree", "plistlib", "pyexpat"} & set(idle_tray["modules"])
+
+
+def test_the_idle_tray_does_not_load_numpys_masked_arrays(idle_tray: dict) -> None:
+    # numpy 2.4's np.unique asks np.ma whether its array is masked: 1.3 MiB for the backfill's times.
+    assert "numpy.ma" not in idle_tray["modules"]

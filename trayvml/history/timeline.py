@@ -18,6 +18,7 @@ import numpy as np
 
 from trayvml.core.sample import Sample
 from trayvml.history.disk import processes
+from trayvml.history.disk.blocks import distinct_sorted
 from trayvml.history.disk.db import FILE_NAME, Database
 from trayvml.history.disk.read import CoarseData, StoreReader, bucket_step_ms
 from trayvml.history.disk.write import HOST_UUID, host_layout
@@ -50,7 +51,7 @@ def backfill(history: Rings, reader: StoreReader, sample: Sample, span_s: float)
         log.warning("the history on disk could not be read (%s); the timelines start now", error)
         return 0
     parts = [g.times_s for g in gpus] + ([host.times_s] if host is not None else [])
-    times_ms = np.unique(np.round(np.concatenate(parts) * 1000).astype(np.int64)) if parts else np.empty(0)
+    times_ms = distinct_sorted(np.round(np.concatenate(parts) * 1000).astype(np.int64)) if parts else np.empty(0)
     if not len(times_ms):
         return 0
     gpu_rows = np.full((len(times_ms), len(gpus), len(HISTORY_GPU_KEYS)), np.nan, dtype=np.float32)

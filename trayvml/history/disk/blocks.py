@@ -17,6 +17,13 @@ log = logging.getLogger(__name__)
 _noted: set[tuple[int, int]] = set()
 
 
+def distinct_sorted(values: np.ndarray) -> np.ndarray:
+    """``values``' distinct values, ascending: ``np.unique``'s answer without its cost to the tray
+    (numpy 2.4's asks ``np.ma`` whether the array is masked, and importing numpy.ma costs 1.3 MiB)."""
+    ordered = np.sort(values, kind="stable")
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))] if len(ordered) else ordered
+
+
 def _decode(block: Block, count: int) -> list[np.ndarray] | None:
     try:
         return codec.decode(block.data, block.crc, count)

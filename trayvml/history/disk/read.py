@@ -19,7 +19,7 @@ import numpy as np
 from trayvml.core.sample import MetricState
 from trayvml.core.units import MIB
 from trayvml.history.disk import codec
-from trayvml.history.disk.blocks import _decode, coarse_from_fine, merge_coarse, note_damaged
+from trayvml.history.disk.blocks import _decode, coarse_from_fine, distinct_sorted, merge_coarse, note_damaged
 from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 
 _Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -173,7 +173,7 @@ class StoreReader:
             )
         everywhere = np.concatenate([p[0] for p in placed]) if placed else np.empty(0, dtype=np.int64)
         # The usual: no bucket in two blocks (ascending, as blocks are listed: no hash of them all).
-        alone = bool((np.diff(everywhere) > 0).all()) or len(np.unique(everywhere)) == len(everywhere)
+        alone = bool((np.diff(everywhere) > 0).all()) or len(distinct_sorted(everywhere)) == len(everywhere)
         for at, c, lo_v, hi_v, su_v in placed:
             if alone and len(at) and at[-1] - at[0] == len(at) - 1:  # a run of buckets: slices
                 run = slice(at[0], at[-1] + 1)
