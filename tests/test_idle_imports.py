@@ -167,3 +167,8 @@ def test_the_idle_tray_loads_no_xml_parser(idle_tray: dict) -> None:
 def test_the_idle_tray_does_not_load_numpys_masked_arrays(idle_tray: dict) -> None:
     # numpy 2.4's np.unique asks np.ma whether its array is masked: 1.3 MiB for the backfill's times.
     assert "numpy.ma" not in idle_tray["modules"]
+
+
+def test_the_idle_tray_does_not_load_htmls_entities(idle_tray: dict) -> None:
+    # core.safe_text escapes markup itself: `import html` loads its 0.6 MiB table of entities.
+    assert "html.entities" not in idle_tray["modules"]

@@ -12,7 +12,6 @@ is composed); CSV and JSON keep it whole.
 
 from __future__ import annotations
 
-import html
 import re
 import urllib.parse
 
@@ -75,13 +74,19 @@ def notification_text(body: str, markup: bool) -> str:
     """
     lines = (clean(line) for line in body.split("\n"))
     if markup:
-        lines = (html.escape(line, quote=False) for line in lines)
+        lines = (_markup_escaped(line) for line in lines)
     return "\n".join(lines)
 
 
 def rich_text(text: str) -> str:
     """For Qt rich text (HTML): tags and entities shown as they are."""
-    return html.escape(clean(text), quote=False)
+    return _markup_escaped(clean(text))
+
+
+def _markup_escaped(text: str) -> str:
+    """``html.escape(text, quote=False)``, as it does it (``&`` first): importing ``html`` loads
+    its table of entities, 0.6 MiB of the idle tray, for these three replacements."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def menu_label(text: str, dbusmenu: bool) -> str:
