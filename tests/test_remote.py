@@ -242,6 +242,16 @@ def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     unknown = replace(read_now, gpus=tuple(replace(g, values_ago_s=math.nan) for g in read_now.gpus))
     assert json_snapshot(None, "", [unknown])["remotes"][0]["values_age_s"] is None  # the server could not say
     assert ", as of" not in text_snapshot(None, [unknown], False)
+    # One GPU's series stopped (fetch._no_new_values): the host's age is its current GPU's, the
+    # stopped GPU says its own, in the text and per GPU in JSON.
+    from trayvml.remote.fetch import _no_new_values
+
+    one_stopped = replace(scraped, gpus=(scraped.gpus[0], _no_new_values(scraped.gpus[1], 95.0)))
+    document = json_snapshot(None, "", [one_stopped])
+    assert document["remotes"][0]["values_age_s"] == 9.4
+    assert [g["values_age_s"] for g in document["gpus"]] == [9.4, 95.0]
+    assert document["gpus"][1]["metrics"]["temperature_gpu_c"] is None
+    assert "dgx-01 [1] NVIDIA A100-SXM4-80GB | no new values for 95 s\n" in text_snapshot(None, [one_stopped], False)
 
 
 def test_snapshot_and_log_show_an_unreachable_remote_and_go_on(

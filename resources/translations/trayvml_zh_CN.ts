@@ -3539,6 +3539,10 @@ For {duration} now.</source>
         <translation>休眠中（运行时挂起）：未查询</translation>
     </message>
     <message>
+        <source>no new values for {age} s</source>
+        <translation>已 {age} 秒无新数值</translation>
+    </message>
+    <message>
         <source>+{count} hidden</source>
         <translation>另有 {count} 个隐藏</translation>
     </message>

@@ -91,6 +91,10 @@ def text_snapshot(
             asleep = translate("report", "asleep (runtime-suspended): not queried")
             lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {asleep}")
             continue
+        if gpu.stopped_s:  # a remote GPU whose series stopped behind a Prometheus server
+            stopped = translate("report", "no new values for {age} s").format(age=gpu.stopped_s)
+            lines.append(f"{at}[{gpu.index}] {name:<{name_width}} | {stopped}")
+            continue
         row, whole = _gpu_row(gpu, info, f"{at}[{gpu.index}] ", name, name_width, width)
         lines.append(row)
         if not whole and width is not None:
@@ -261,6 +265,9 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                 "index": gpu.index,
                 "lost": gpu.lost,
                 "asleep": gpu.asleep,
+                # How long before the snapshot its values were read: 0 here; a remote GPU's behind a
+                # Prometheus server is its last scrape (one whose series stopped: its "no new values").
+                "values_age_s": None if math.isnan(gpu.values_ago_s) else round(gpu.values_ago_s, 3),
                 "info": {f.key: _static_json(getattr(info, f.key)) for f in STATIC_FIELDS},
                 "metrics": metrics,
                 "states": states,

@@ -67,12 +67,10 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
         )
     if resting:
         return translate("GpuText", "{gpu} — idle: read now and then, so that it can go to sleep").format(gpu=head)
-    stopped_s = said_age_s(gpu.values_ago_s)
-    # A remote GPU whose series stopped (remote/fetch.py): every value wanting, none unsupported or asleep.
-    if stopped_s and gpu.states and all(state is MetricState.NO_DATA for state in gpu.states):
+    if gpu.stopped_s:  # a remote GPU whose series stopped (remote/fetch.py)
         if compact:
             return translate("GpuText", "{gpu} — no new values").format(gpu=head)
-        return translate("GpuText", "{gpu} — no new values for {age} s").format(gpu=head, age=stopped_s)
+        return translate("GpuText", "{gpu} — no new values for {age} s").format(gpu=head, age=gpu.stopped_s)
     parts = []
     util = _value(gpu, "utilization_gpu_percent")
     if util:

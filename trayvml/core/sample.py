@@ -266,6 +266,14 @@ class GpuSample:
         return self.states[GPU_INDEX[key]]
 
     @property
+    def stopped_s(self) -> int:
+        """How long ago, in whole seconds, the series of a remote GPU stopped behind a Prometheus
+        server (remote/fetch.py: every value wanting, none unsupported or asleep); 0: not stopped."""
+        if self.states and all(state is MetricState.NO_DATA for state in self.states):
+            return said_age_s(self.values_ago_s)
+        return 0
+
+    @property
     def has_values(self) -> bool:
         """Whether any of its values was read (a remote GPU whose series stopped behind a
         Prometheus server has none, remote/fetch.py; a lost or asleep one neither)."""
