@@ -342,6 +342,32 @@ def test_a_real_nvitop_exporter_and_trayvml_serve_on_the_same_h200_read_alike() 
     assert (mine.pid, mine.used_memory_bytes) == (nvitop.pid, nvitop.used_memory_bytes) and mine.name == "python3"
 
 
+@contextlib.contextmanager
+def _federated(tmp_path: Path, exporter_url: str) -> Iterator[Callable[[], Sample]]:
+    """A Prometheus server scraping ``exporter_url`` each second (job "exporter") and a second one
+    federating from it every 2 s; yields a read of the one host through the second, with a cache
+    kept between reads (as a remote's thread keeps it)."""
+    target = exporter_url.removeprefix("http://").rstrip("/")
+    first, first_port, first_log = _prometheus(
+        tmp_path, "first", f"  - job_name: exporter\n    static_configs:\n      - targets: ['{target}']\n"
+    )
+    federate = (
+        "  - job_name: federate\n    honor_labels: true\n    metrics_path: /federate\n"
+        "    params:\n      'match[]': ['{job=\"exporter\"}']\n"
+        f"    static_configs:\n      - targets: ['127.0.0.1:{first_port}']\n"
+    )
+    second, second_port, second_log = _prometheus(tmp_path, "second", federate, interval_s=2)
+    through = parse_endpoint(f'prometheus+http://127.0.0.1:{second_port}#job="exporter"')
+    cache = SeriesCache()
+
+    def host() -> Sample:
+        (sample,) = read(through, 5.0, time.time(), cache)
+        return sample
+
+    with _process(first, first_log), _process(second, second_log):
+        yield host
+
+
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
 def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with_its_last_values(
     tmp_path: Path,
@@ -357,29 +383,15 @@ def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with
     exporter = FakeRemote()
     exporter.body = dcgm_exposition("Hostname").encode()
     try:
-        target = exporter.url.removeprefix("http://").rstrip("/")
-        first, first_port, first_log = _prometheus(
-            tmp_path, "first", f"  - job_name: dcgm\n    static_configs:\n      - targets: ['{target}']\n"
-        )
-        federate = (
-            "  - job_name: federate\n    honor_labels: true\n    metrics_path: /federate\n"
-            "    params:\n      'match[]': ['{job=\"dcgm\"}']\n"
-            f"    static_configs:\n      - targets: ['127.0.0.1:{first_port}']\n"
-        )
-        second, second_port, second_log = _prometheus(tmp_path, "second", federate, interval_s=2)
-        through = parse_endpoint(f'prometheus+http://127.0.0.1:{second_port}#job="dcgm"')
-        cache = SeriesCache()
+        with _federated(tmp_path, exporter.url) as host:
 
-        def host() -> Sample:
-            (sample,) = read(through, 5.0, time.time(), cache)
-            return sample
+            def both_current() -> bool:
+                sample = host()
+                return len(sample.gpus) == 2 and all(
+                    g.state("temperature_gpu_c") is MetricState.OK for g in sample.gpus
+                )
 
-        def both_current() -> bool:
-            sample = host()
-            return len(sample.gpus) == 2 and all(g.state("temperature_gpu_c") is MetricState.OK for g in sample.gpus)
-
-        with _process(first, first_log), _process(second, second_log):
-            _until("both GPUs read through the federating server", both_current, second_log)
+            _until("both GPUs read through the federating server", both_current, tmp_path / "second.log")
             for _ in range(8):  # the scrapes' interval learnt from their times, as a tray reading each second would
                 host()
                 time.sleep(0.5)
@@ -390,7 +402,7 @@ def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with
                 sample = host()
                 return sample if sample.gpus[1].state("temperature_gpu_c") is MetricState.NO_DATA else None
 
-            sample = _until("the stopped GPU read as not current", second_gpu_stopped, second_log)
+            sample = _until("the stopped GPU read as not current", second_gpu_stopped, tmp_path / "second.log")
         waited_s = time.monotonic() - stopped_s
     finally:
         exporter.stop()
@@ -403,3 +415,34 @@ def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with
     assert present(sample.remote).fault == ""  # the host is current: its other GPU is
     assert sample.values_ago_s == going.values_ago_s  # the host's age is its current GPU's
     assert gpu_lines(sample)[1] == f"1 A100 — no new values for {said_age_s(stopped.values_ago_s)} s"
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
+def test_an_exporter_that_was_starting_is_current_at_once_behind_a_federating_server(tmp_path: Path) -> None:
+    """trayvml serve says it is starting (trayvml_up 0, reason "starting") until its first sample;
+    a server that federates keeps that series for its lookback beside the one that follows
+    (trayvml_up 1). Read through it, the host is current as soon as its values come, not "has not
+    read its GPUs yet" for 5 minutes."""
+    from tests.helpers import FakeRemote
+
+    exporter = FakeRemote()
+    exporter.body = b'trayvml_up{hostname="vm",reason="starting"} 0\n'
+    served = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_bytes()
+    try:
+        with _federated(tmp_path, exporter.url) as host:
+            _until("the starting exporter federated", lambda: _says_starting(host), tmp_path / "second.log")
+            exporter.body = served
+            sample = _until("the host current", lambda: _current(host), tmp_path / "second.log")
+    finally:
+        exporter.stop()
+    assert len(sample.gpus) == 1 and sample.gpus[0].state("temperature_gpu_c") is MetricState.OK
+
+
+def _says_starting(host: Callable[[], Sample]) -> bool:
+    """Whether the host read says its exporter has not read its GPUs yet."""
+    return "has not read its GPUs yet" in present(host().remote).fault
+
+
+def _current(host: Callable[[], Sample]) -> Sample | None:
+    sample = host()
+    return sample if sample.gpus and present(sample.remote).fault == "" else None

@@ -626,3 +626,40 @@ def test_a_scrape_time_whose_gpu_label_is_not_text_names_no_gpu(monkeypatch: pyt
     (host,) = read(parse_endpoint("prometheus+http://prom:9090"), 5.0, 996.0, SeriesCache())
     assert [g.state("temperature_gpu_c") for g in host.gpus] == [MetricState.OK, MetricState.OK]
     assert host.values_ago_s == 1.0
+
+
+def _prometheus_answer_of(exposition: str, now_s: float, scraped_at: dict[str, float]) -> bytes:
+    """A /api/v1/query answer holding ``exposition``'s series, and the scrape times of trayvml_up's
+    series (``scraped_at``: by reason label, each scraped every 5 s until then)."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    result: list[dict[str, object]] = []
+    for family in text_string_to_metric_families(exposition):
+        for sample in family.samples:
+            result.append({"metric": {**sample.labels, "__name__": sample.name}, "value": [now_s, str(sample.value)]})
+    for reason, at_s in scraped_at.items():
+        for what, value in (("at", at_s), ("count", 60.0)):
+            labels = {"hostname": "vm", "reason": reason, "trayvml_scraped": f"{what} trayvml serve"}
+            result.append({"metric": labels, "value": [now_s, str(value)]})
+    return json.dumps({"status": "success", "data": {"resultType": "vector", "result": result}}).encode()
+
+
+def test_a_reason_the_exporter_no_longer_gives_is_not_read_from_a_federating_servers_leftovers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """trayvml serve said it was starting (trayvml_up 0, reason "starting") before its first
+    sample; a server that federates keeps that series for its lookback beside the current one
+    (trayvml_up 1). The host is current, not "has not read its GPUs yet", for those 5 minutes."""
+    from trayvml.remote import fetch
+
+    text = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_text()
+    leftover = 'trayvml_up{hostname="vm",reason="starting"} 0.0\n'
+    now_s = 1_800_000_100.0
+
+    def answer(endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        body = _prometheus_answer_of(text + leftover, now_s, {"": now_s - 2.0, "starting": now_s - 80.0})
+        return body, "application/json"
+
+    monkeypatch.setattr(fetch, "get", answer)
+    (host,) = read(parse_endpoint("prometheus+http://prom:9090"), 5.0, now_s, SeriesCache())
+    assert present(host.remote).fault == "" and host.gpus and host.values_ago_s == 2.0

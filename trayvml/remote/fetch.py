@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
 
@@ -894,7 +895,7 @@ def read_prometheus(
         if not points:
             none = translate("remote", "{url} holds no current GPU series matching {query}.")
             raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-        samples = _samples(endpoint, points, now_s)
+        samples = _samples(endpoint, _without_stale_ups(points, ages), now_s)
         if cache is not None:  # held until a scrape is due: not moved on by the reads it answers
             cache.held = _held(points, samples, scrapes, times, now_s)
     assert samples is not None
@@ -918,7 +919,7 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
             if name is None:  # a scrape's time or count the query adds (every exporter's series is named)
                 what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
                 if kind in dialects:
-                    key = f"{kind} {sorted(labels.items())}"
+                    key = _series_key(kind, labels)
                     uuid = labels.get(dialects[kind].uuid_label, "")
                     scraped = scrapes.get(key) or scrapes.setdefault(
                         key,
@@ -936,6 +937,32 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise _not_prometheus(endpoint, error) from None
     return points, scrapes
+
+
+def _series_key(kind: str, labels: Mapping[str, str]) -> str:
+    """A ``scraped`` series' key in Scrapes and SeriesAge: its exporter's kind and its labels."""
+    return f"{kind} {sorted(labels.items())}"
+
+
+# Each dialect's "up" series (trayvml_up: 0 with a reason while it cannot read its GPUs) by name.
+_UP_KINDS = {dialect.up: dialect.kind for dialect in DIALECTS if dialect.up}
+
+
+def _without_stale_ups(points: list[Point], ages: dict[str, list[SeriesAge]]) -> list[Point]:
+    """``points`` less the "up" series an exporter no longer serves: it serves one a host, with a
+    reason while it cannot read its GPUs (starting, its driver stalled), and a server federating
+    from another keeps the one before for its lookback beside the new one, which would make a
+    current host look down for 5 minutes. Of a host's "up" series only the last scraped counts
+    (a series seen once or twice tells no interval to call it stale by)."""
+    older: set[str] = set()
+    for of_host in ages.values():
+        ups = [age for age in of_host if age.kind in _UP_KINDS.values()]
+        for kind in {age.kind for age in ups}:
+            newest_s = min(age.age_s for age in ups if age.kind == kind)
+            older |= {age.key for age in ups if age.kind == kind and age.age_s > newest_s}
+    if not older:
+        return points
+    return [p for p in points if p.name not in _UP_KINDS or _series_key(_UP_KINDS[p.name], p.labels) not in older]
 
 
 def _held(
@@ -971,6 +998,7 @@ class SeriesAge(NamedTuple):
     current: bool
     uuid: str  # its GPU's ("" : the host's series)
     kind: str = ""  # its exporter's
+    key: str = ""  # the series' own (_series_key)
 
 
 def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[SeriesAge]]:
@@ -981,7 +1009,7 @@ def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list
     for key, scraped in scrapes.items():
         if math.isfinite(scraped.age_s):
             current = scraped.age_s <= stale_after_s(scraped.interval_s(times.gap_s(key, scraped.sample_s)))
-            ages.setdefault(scraped.host, []).append(SeriesAge(scraped.age_s, current, scraped.uuid, scraped.kind))
+            ages.setdefault(scraped.host, []).append(SeriesAge(scraped.age_s, current, scraped.uuid, scraped.kind, key))
     times.keep(set(scrapes))
     return ages
 
