@@ -446,3 +446,42 @@ def _says_starting(host: Callable[[], Sample]) -> bool:
 def _current(host: Callable[[], Sample]) -> Sample | None:
     sample = host()
     return sample if sample.gpus and present(sample.remote).fault == "" else None
+
+
+@pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
+def test_a_process_that_ended_leaves_the_list_at_once_behind_a_federating_server(tmp_path: Path) -> None:
+    """trayvml serve stops serving a process's series when it ends; a server that federates keeps
+    them for its lookback (5 minutes) with the time of their last scrape. Read through it, the
+    process leaves the remote GPU's list within a few scrapes, not 5 minutes later."""
+    from tests.helpers import FakeRemote
+
+    served = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_bytes()
+    exporter = FakeRemote()
+    exporter.body = served
+    try:
+        with _federated(tmp_path, exporter.url) as host:
+
+            def listed() -> Sample | None:
+                sample = host()
+                return sample if sample.gpus and sample.gpus[0].processes else None
+
+            _until("the process listed through the federating server", listed, tmp_path / "second.log")
+            exporter.body = b"".join(
+                line.replace(b"} 1.0", b"} 0.0")  # the GPU's count of processes
+                if line.startswith(b"trayvml_gpu_processes{")
+                else line
+                for line in served.splitlines(keepends=True)
+                if b'pid="578"' not in line
+            )
+            ended_s = time.monotonic()
+
+            def gone() -> Sample | None:
+                sample = host()
+                return sample if sample.gpus and not sample.gpus[0].processes else None
+
+            sample = _until("the ended process gone from the list", gone, tmp_path / "second.log")
+        waited_s = time.monotonic() - ended_s
+    finally:
+        exporter.stop()
+    assert waited_s < 30.0  # a few of the federating server's 2 s scrapes, where it keeps them 5 minutes
+    assert present(sample.remote).fault == "" and sample.gpus[0].state("temperature_gpu_c") is MetricState.OK

@@ -628,15 +628,23 @@ def test_a_scrape_time_whose_gpu_label_is_not_text_names_no_gpu(monkeypatch: pyt
     assert host.values_ago_s == 1.0
 
 
-def _prometheus_answer_of(exposition: str, now_s: float, scraped_at: dict[str, float]) -> bytes:
-    """A /api/v1/query answer holding ``exposition``'s series, and the scrape times of trayvml_up's
-    series (``scraped_at``: by reason label, each scraped every 5 s until then)."""
+def _prometheus_answer_of(
+    exposition: str, now_s: float, scraped_at: dict[str, float], process_at: dict[str, float] | None = None
+) -> bytes:
+    """A /api/v1/query answer holding ``exposition``'s series, the scrape times of trayvml_up's
+    series (``scraped_at``: by reason label, each scraped every 5 s until then) and of its
+    processes' (``process_at``: by pid; none: the host's last scrape)."""
     from prometheus_client.parser import text_string_to_metric_families
 
+    newest_s = max(scraped_at.values())
     result: list[dict[str, object]] = []
     for family in text_string_to_metric_families(exposition):
         for sample in family.samples:
             result.append({"metric": {**sample.labels, "__name__": sample.name}, "value": [now_s, str(sample.value)]})
+            if "pid" in sample.labels:
+                at_s = (process_at or {}).get(sample.labels["pid"], newest_s)
+                marked = {**sample.labels, "trayvml_scraped": f"proc {sample.name}"}
+                result.append({"metric": marked, "value": [now_s, str(at_s)]})
     for reason, at_s in scraped_at.items():
         for what, value in (("at", at_s), ("count", 60.0)):
             labels = {"hostname": "vm", "reason": reason, "trayvml_scraped": f"{what} trayvml serve"}
@@ -663,3 +671,25 @@ def test_a_reason_the_exporter_no_longer_gives_is_not_read_from_a_federating_ser
     monkeypatch.setattr(fetch, "get", answer)
     (host,) = read(parse_endpoint("prometheus+http://prom:9090"), 5.0, now_s, SeriesCache())
     assert present(host.remote).fault == "" and host.gpus and host.values_ago_s == 2.0
+
+
+def test_a_process_that_ended_is_not_read_from_a_federating_servers_leftovers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that federates keeps an ended process's series for its lookback, with the time of
+    the last scrape that had it: older than its host's last scrape, it is no longer listed; one
+    scraped with its host is."""
+    from trayvml.remote import fetch
+
+    text = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_text()
+    now_s = 1_800_000_100.0
+    process_at: dict[str, float] = {}
+
+    def answer(endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        return _prometheus_answer_of(text, now_s, {"": now_s - 2.0}, process_at), "application/json"
+
+    monkeypatch.setattr(fetch, "get", answer)
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    (running,) = read(endpoint, 5.0, now_s, SeriesCache())
+    assert [p.pid for p in running.gpus[0].processes] == [578]
+    process_at["578"] = now_s - 7.0  # last scraped 5 s before its host: ended
+    (ended,) = read(endpoint, 5.0, now_s, SeriesCache())
+    assert ended.gpus[0].processes == () and present(ended.remote).fault == ""

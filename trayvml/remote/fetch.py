@@ -748,8 +748,22 @@ SCRAPES_WINDOW_S = 600
 
 
 def _latest_query(endpoint: Endpoint) -> str:
-    """``prometheus_query``, and ``_scrapes_query``'s series."""
-    return f"{prometheus_query(endpoint)} or {_scrapes_query(endpoint)}"
+    """``prometheus_query``, ``_scrapes_query``'s series and ``_process_times_query``'s."""
+    return f"{prometheus_query(endpoint)} or {_scrapes_query(endpoint)} or {_process_times_query(endpoint)}"
+
+
+# Each dialect's series of one process, by name, and the exporter's kind.
+_PROCESS_KINDS = {
+    name: dialect.kind for dialect in DIALECTS for name in (dialect.process_memory, dialect.process_job) if name
+}
+
+
+def _process_times_query(endpoint: Endpoint) -> str:
+    """The sample time of every process's series, each marked ``proc NAME`` by SCRAPED_LABEL: a
+    server that federates from another keeps an ended process's series for its lookback, with
+    the time of its last scrape, older than its host's (``_without_leftovers``)."""
+    extra = f",{endpoint.selector}" if endpoint.selector else ""
+    return " or ".join(_marked(f'timestamp({{__name__="{name}"{extra}}})', f"proc {name}") for name in _PROCESS_KINDS)
 
 
 def _scrapes_query(endpoint: Endpoint) -> str:
@@ -879,14 +893,15 @@ def read_prometheus(
     samples: list[Sample] | None = None
     points: list[Point] | None = None
     if held is not None and now_s < held.due_s:
-        _none, scrapes = _prometheus_answer(endpoint, _scrapes_query(endpoint), timeout_s)
+        scrapes = _prometheus_answer(endpoint, _scrapes_query(endpoint), timeout_s).scrapes
         if held.still(scrapes):
             samples = [replace(sample, timestamp_s=now_s) for sample in held.samples]
     if samples is None:
         left_s = timeout_s - (time.monotonic() - started_s)  # both asks within the read's one bound
         if left_s <= 0:
             raise RemoteError(no_answer(endpoint, timeout_s))
-        points, scrapes = _prometheus_answer(endpoint, _latest_query(endpoint), left_s)
+        answer = _prometheus_answer(endpoint, _latest_query(endpoint), left_s)
+        points, scrapes = answer.points, answer.scrapes
     try:  # a host label that is not text (a list, from a hostile server) is no key
         ages = host_ages(scrapes, times)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
@@ -895,20 +910,31 @@ def read_prometheus(
         if not points:
             none = translate("remote", "{url} holds no current GPU series matching {query}.")
             raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-        samples = _samples(endpoint, _without_stale_ups(points, ages), now_s)
+        samples = _samples(endpoint, _without_leftovers(endpoint, points, ages, answer.process_ages), now_s)
         if cache is not None:  # held until a scrape is due: not moved on by the reads it answers
             cache.held = _held(points, samples, scrapes, times, now_s)
     assert samples is not None
     return [_dated(endpoint, sample, ages, now_s) for sample in samples]
 
 
-def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tuple[list[Point], dict[str, Scrapes]]:
-    """The exporters' series of an answer to ``query``, and what its scrape times say, by kind and labels."""
+@dataclass
+class _Answer:
+    """A Prometheus server's answer: the exporters' series, what the scrape times say (by kind
+    and labels), and how long ago each process's series was scraped (by name and labels)."""
+
+    points: list[Point]
+    scrapes: dict[str, Scrapes]
+    process_ages: dict[str, float]
+
+
+def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Answer:
+    """The exporters' series of an answer to ``query``, and the times the query asked of them."""
     body, _kind = get(
         endpoint, f"{endpoint.fetch_url}/api/v1/query?{urllib.parse.urlencode({'query': query})}", timeout_s
     )
     dialects = {dialect.kind: dialect for dialect in DIALECTS}
     scrapes: dict[str, Scrapes] = {}  # by kind and labels: one per series (or GPU, for dcgm-exporter's)
+    process_ages: dict[str, float] = {}
     try:
         result = _query_result(endpoint, body)
         points = []
@@ -918,7 +944,9 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
             name = labels.pop("__name__", None)
             if name is None:  # a scrape's time or count the query adds (every exporter's series is named)
                 what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
-                if kind in dialects:
+                if what == "proc" and kind in _PROCESS_KINDS:  # kind: the series' name
+                    process_ages[_series_key(kind, labels)] = float(at_s) - float(text)
+                elif kind in dialects:
                     key = _series_key(kind, labels)
                     uuid = labels.get(dialects[kind].uuid_label, "")
                     scraped = scrapes.get(key) or scrapes.setdefault(
@@ -936,7 +964,7 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> tupl
         raise
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise _not_prometheus(endpoint, error) from None
-    return points, scrapes
+    return _Answer(points, scrapes, process_ages)
 
 
 def _series_key(kind: str, labels: Mapping[str, str]) -> str:
@@ -944,25 +972,47 @@ def _series_key(kind: str, labels: Mapping[str, str]) -> str:
     return f"{kind} {sorted(labels.items())}"
 
 
+# Series of one scrape have one time; one scraped a second before its host last was has gone.
+LEFTOVER_MARGIN_S = 0.5
 # Each dialect's "up" series (trayvml_up: 0 with a reason while it cannot read its GPUs) by name.
 _UP_KINDS = {dialect.up: dialect.kind for dialect in DIALECTS if dialect.up}
 
 
-def _without_stale_ups(points: list[Point], ages: dict[str, list[SeriesAge]]) -> list[Point]:
-    """``points`` less the "up" series an exporter no longer serves: it serves one a host, with a
-    reason while it cannot read its GPUs (starting, its driver stalled), and a server federating
-    from another keeps the one before for its lookback beside the new one, which would make a
-    current host look down for 5 minutes. Of a host's "up" series only the last scraped counts
-    (a series seen once or twice tells no interval to call it stale by)."""
-    older: set[str] = set()
-    for of_host in ages.values():
-        ups = [age for age in of_host if age.kind in _UP_KINDS.values()]
-        for kind in {age.kind for age in ups}:
-            newest_s = min(age.age_s for age in ups if age.kind == kind)
-            older |= {age.key for age in ups if age.kind == kind and age.age_s > newest_s}
-    if not older:
-        return points
-    return [p for p in points if p.name not in _UP_KINDS or _series_key(_UP_KINDS[p.name], p.labels) not in older]
+def _without_leftovers(
+    endpoint: Endpoint, points: list[Point], ages: dict[str, list[SeriesAge]], process_ages: dict[str, float]
+) -> list[Point]:
+    """``points`` less the series an exporter no longer serves that a server federating from
+    another keeps for its lookback (5 minutes) with their last scrape's time, where the server
+    that scrapes the exporter marks them gone:
+
+    - a host's "up" series but its last scraped: one a host is served, with a reason while the
+      exporter cannot read its GPUs (starting, its driver stalled); the one before would make a
+      current host look down (a series seen once or twice tells no interval to call it stale by);
+    - a process's series scraped before its host last was: the process has ended."""
+    newest: dict[tuple[str, str], float] = {}  # (host, kind) -> the age of its youngest ``scraped`` series
+    for host, of_host in ages.items():
+        for age in of_host:
+            newest[host, age.kind] = min(age.age_s, newest.get((host, age.kind), math.inf))
+    older = {
+        age.key
+        for host, of_host in ages.items()
+        for age in of_host
+        if age.kind in _UP_KINDS.values() and age.age_s > newest[host, age.kind]
+    }
+    dialects = {dialect.kind: dialect for dialect in DIALECTS}
+
+    def ended(point: Point) -> bool:
+        kind = _PROCESS_KINDS[point.name]
+        age_s = process_ages.get(_series_key(point.name, point.labels), -math.inf)
+        host_s = newest.get((hostname_of(dialects[kind], point.labels, endpoint.host), kind), math.inf)
+        return age_s > host_s + LEFTOVER_MARGIN_S
+
+    return [
+        p
+        for p in points
+        if not (p.name in _UP_KINDS and _series_key(_UP_KINDS[p.name], p.labels) in older)
+        and not (p.name in _PROCESS_KINDS and ended(p))
+    ]
 
 
 def _held(
