@@ -400,7 +400,8 @@ def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with
 
             def second_gpu_stopped() -> Sample | None:
                 sample = host()
-                return sample if sample.gpus[1].state("temperature_gpu_c") is MetricState.NO_DATA else None
+                stopped = len(sample.gpus) == 2 and sample.gpus[1].state("temperature_gpu_c") is MetricState.NO_DATA
+                return sample if stopped else None
 
             sample = _until("the stopped GPU read as not current", second_gpu_stopped, tmp_path / "second.log")
         waited_s = time.monotonic() - stopped_s

@@ -690,6 +690,54 @@ def test_a_process_that_ended_is_not_read_from_a_federating_servers_leftovers(mo
     endpoint = parse_endpoint("prometheus+http://prom:9090")
     (running,) = read(endpoint, 5.0, now_s, SeriesCache())
     assert [p.pid for p in running.gpus[0].processes] == [578]
-    process_at["578"] = now_s - 7.0  # last scraped 5 s before its host: ended
+    process_at["578"] = now_s - 7.0  # 5 s before its host: within its scrapes' interval (60 in 10 min), kept
+    (held,) = read(endpoint, 5.0, now_s, SeriesCache())
+    assert [p.pid for p in held.gpus[0].processes] == [578]
+    process_at["578"] = now_s - 40.0  # last scraped over three intervals before its host: ended
     (ended,) = read(endpoint, 5.0, now_s, SeriesCache())
     assert ended.gpus[0].processes == () and present(ended.remote).fault == ""
+
+
+def test_leftovers_are_judged_by_their_own_scrape_target() -> None:
+    """Two machines named alike (cloned VMs), each its own scrape target: one's process and its
+    "up" series, scraped at its own offset, are not leftovers of the other's younger scrape; a
+    process scraped two intervals before its own target's last scrape is."""
+    from trayvml.remote.dialects import Point
+    from trayvml.remote.fetch import SeriesAge, _series_key, _without_leftovers
+
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    up_a = {"hostname": "ubuntu", "reason": "", "instance": "a:9400", "job": "gpu"}
+    up_b = {**up_a, "instance": "b:9400"}
+    process_a = {"hostname": "ubuntu", "pid": "7", "uuid": "GPU-a", "instance": "a:9400", "job": "gpu"}
+    process_b = {**process_a, "pid": "8", "uuid": "GPU-b", "instance": "b:9400"}
+    name = "trayvml_gpu_process_memory_used_bytes"
+    points = [Point("trayvml_up", up_a, 1.0), Point("trayvml_up", up_b, 1.0)]
+    points += [Point(name, process_a, 1e9), Point(name, process_b, 2e9)]
+    kind = "trayvml serve"
+    # Scraped every 5 s, a 30 s ago (a slow target, or one of a pair of servers), b 1 s ago.
+    ages = {"ubuntu": [SeriesAge(30.0, True, "", kind, _series_key(kind, up_a), "a:9400", 5.0)]}
+    ages["ubuntu"].append(SeriesAge(1.0, True, "", kind, _series_key(kind, up_b), "b:9400", 5.0))
+    process_ages = {_series_key(name, process_a): 30.0, _series_key(name, process_b): 1.0}
+    assert _without_leftovers(endpoint, points, ages, process_ages) == points
+    process_ages[_series_key(name, process_a)] = 30.0 + 10.0  # two of its target's 5 s scrapes before
+    assert _without_leftovers(endpoint, points, ages, process_ages) == points[:2] + points[3:]
+
+
+def test_a_process_s_job_read_through_prometheus_is_the_exporter_s_not_the_scrape_job_s() -> None:
+    """A Prometheus server that scrapes trayvml serve with honor_labels off (its default) renames
+    the exporter's ``job`` label to ``exported_job``: that is the process's job."""
+    from trayvml.remote.dialects import Point, to_samples
+
+    text = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_text()
+    endpoint = parse_endpoint("http://vm:9977")
+    points = parse_exposition(endpoint, text.encode(), "text/plain")
+    renamed = [
+        Point(p.name, {**p.labels, "exported_job": p.labels["job"], "job": "gpu-hosts"}, p.value)
+        if p.name == "trayvml_process_job_info"
+        else Point(p.name, {**p.labels, "job": "gpu-hosts"}, p.value)
+        for p in points
+    ]
+    for served in (points, renamed):
+        (sample,) = to_samples(served, "vm", endpoint.url, 0.0)
+        (process,) = sample.gpus[0].processes
+        assert process.attribution.job == "bash 448"

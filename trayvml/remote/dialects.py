@@ -518,7 +518,10 @@ def _read(
             if record:
                 route_of[i] = _Route(HOST_VALUE, host.name, "", key, scale)
         elif name == dialect.process_job and value == 1.0:
-            found = served_job(labels.get("job", ""), labels.get("kind", ""), labels.get("job_name", ""))
+            # A Prometheus server that scrapes it (honor_labels off, its default) sets ``job`` to
+            # its scrape job's name and keeps the exporter's as ``exported_job``.
+            job = labels.get("exported_job") or labels.get("job", "")
+            found = served_job(job, labels.get("kind", ""), labels.get("job_name", ""))
             pid = _index(labels.get("pid", ""))
             if found is not None and pid >= 0:
                 host_of(labels).jobs[pid] = found

@@ -803,6 +803,7 @@ class Scrapes:
     host: str
     uuid: str = ""  # the GPU the series belongs to (dcgm-exporter's, nvidia_gpu_exporter's); "": the host's
     kind: str = ""  # the exporter's (Dialect.kind)
+    target: str = ""  # the scrape target's ``instance`` label: two machines may share a host name
     sample_s: float = -math.inf
     age_s: float = math.inf
     count: float = math.nan
@@ -955,6 +956,7 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Ans
                             hostname_of(dialects[kind], labels, endpoint.host),
                             uuid if isinstance(uuid, str) else "",  # a label that is not text names no GPU
                             kind,
+                            _target(labels),
                         ),
                     )
                     scraped.add(what, float(at_s), float(text))
@@ -967,13 +969,21 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Ans
     return _Answer(points, scrapes, process_ages)
 
 
+def _target(labels: Mapping[str, object]) -> str:
+    """The scrape target a series came from (its ``instance``; "" where it has none or not as text)."""
+    instance = labels.get("instance", "")
+    return instance if isinstance(instance, str) else ""
+
+
 def _series_key(kind: str, labels: Mapping[str, str]) -> str:
     """A ``scraped`` series' key in Scrapes and SeriesAge: its exporter's kind and its labels."""
     return f"{kind} {sorted(labels.items())}"
 
 
-# Series of one scrape have one time; one scraped a second before its host last was has gone.
-LEFTOVER_MARGIN_S = 0.5
+# Series of one scrape have one time; one scraped this much of its host's interval before its
+# host's last scrape has gone (more than one: replicas behind a deduplicating query layer are
+# scraped at offsets of their own, within an interval).
+LEFTOVER_INTERVALS = 1.5
 # Each dialect's "up" series (trayvml_up: 0 with a reason while it cannot read its GPUs) by name.
 _UP_KINDS = {dialect.up: dialect.kind for dialect in DIALECTS if dialect.up}
 
@@ -983,29 +993,32 @@ def _without_leftovers(
 ) -> list[Point]:
     """``points`` less the series an exporter no longer serves that a server federating from
     another keeps for its lookback (5 minutes) with their last scrape's time, where the server
-    that scrapes the exporter marks them gone:
+    that scrapes the exporter marks them gone. Each is judged against its own scrape target's
+    series (two machines may share a host name):
 
     - a host's "up" series but its last scraped: one a host is served, with a reason while the
       exporter cannot read its GPUs (starting, its driver stalled); the one before would make a
       current host look down (a series seen once or twice tells no interval to call it stale by);
-    - a process's series scraped before its host last was: the process has ended."""
-    newest: dict[tuple[str, str], float] = {}  # (host, kind) -> the age of its youngest ``scraped`` series
+    - a process's series scraped before its target last was (LEFTOVER_INTERVALS): it has ended."""
+    newest: dict[tuple[str, str, str], SeriesAge] = {}  # (host, kind, target) -> its youngest ``scraped`` series
     for host, of_host in ages.items():
         for age in of_host:
-            newest[host, age.kind] = min(age.age_s, newest.get((host, age.kind), math.inf))
+            found = newest.get((host, age.kind, age.target))
+            if found is None or age.age_s < found.age_s:
+                newest[host, age.kind, age.target] = age
     older = {
         age.key
         for host, of_host in ages.items()
         for age in of_host
-        if age.kind in _UP_KINDS.values() and age.age_s > newest[host, age.kind]
+        if age.kind in _UP_KINDS.values() and age.age_s > newest[host, age.kind, age.target].age_s
     }
     dialects = {dialect.kind: dialect for dialect in DIALECTS}
 
     def ended(point: Point) -> bool:
         kind = _PROCESS_KINDS[point.name]
         age_s = process_ages.get(_series_key(point.name, point.labels), -math.inf)
-        host_s = newest.get((hostname_of(dialects[kind], point.labels, endpoint.host), kind), math.inf)
-        return age_s > host_s + LEFTOVER_MARGIN_S
+        host = newest.get((hostname_of(dialects[kind], point.labels, endpoint.host), kind, _target(point.labels)))
+        return host is not None and age_s > host.age_s + LEFTOVER_INTERVALS * host.interval_s
 
     return [
         p
@@ -1049,6 +1062,8 @@ class SeriesAge(NamedTuple):
     uuid: str  # its GPU's ("" : the host's series)
     kind: str = ""  # its exporter's
     key: str = ""  # the series' own (_series_key)
+    target: str = ""  # its scrape target's ``instance``
+    interval_s: float = math.nan  # about how often it is scraped (Scrapes.interval_s)
 
 
 def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list[SeriesAge]]:
@@ -1058,8 +1073,10 @@ def host_ages(scrapes: dict[str, Scrapes], times: ScrapeTimes) -> dict[str, list
     ages: dict[str, list[SeriesAge]] = {}
     for key, scraped in scrapes.items():
         if math.isfinite(scraped.age_s):
-            current = scraped.age_s <= stale_after_s(scraped.interval_s(times.gap_s(key, scraped.sample_s)))
-            ages.setdefault(scraped.host, []).append(SeriesAge(scraped.age_s, current, scraped.uuid, scraped.kind, key))
+            interval_s = scraped.interval_s(times.gap_s(key, scraped.sample_s))
+            current = scraped.age_s <= stale_after_s(interval_s)
+            age = SeriesAge(scraped.age_s, current, scraped.uuid, scraped.kind, key, scraped.target, interval_s)
+            ages.setdefault(scraped.host, []).append(age)
     times.keep(set(scrapes))
     return ages
 
