@@ -741,3 +741,45 @@ def test_a_process_s_job_read_through_prometheus_is_the_exporter_s_not_the_scrap
         (sample,) = to_samples(served, "vm", endpoint.url, 0.0)
         (process,) = sample.gpus[0].processes
         assert process.attribution.job == "bash 448"
+
+
+def test_a_gpus_series_under_labels_no_longer_scraped_are_not_read_where_its_new_ones_are(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """dcgm-exporter labels a GPU's series with the pod using it: when the pod changes, a server
+    that federates keeps the old label set for its lookback beside the new one. The GPU's values
+    are the current label set's, whichever the server answers first; a GPU with only old series
+    keeps them, to say it has no new values."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.helpers import UUID0
+    from trayvml.remote import fetch
+
+    now_s = 1_800_000_100.0
+    current = dcgm_exposition("Hostname")
+    old = "".join(  # GPU 0's series under its previous pod, at 99 °C, answered after the current ones
+        line.replace('Hostname="dgx-01"', 'Hostname="dgx-01",pod="old"').replace("} 61", "} 99") + "\n"
+        for line in current.splitlines()
+        if UUID0 in line
+    )
+
+    def answer(endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        result: list[dict[str, object]] = []
+        for text, at_s in ((current, now_s - 2.0), (old, now_s - 120.0)):
+            for family in text_string_to_metric_families(text):
+                for sample in family.samples:
+                    labels = {**sample.labels, "__name__": sample.name}
+                    result.append({"metric": labels, "value": [now_s, str(sample.value)]})
+                    if sample.name == "DCGM_FI_DEV_GPU_TEMP":
+                        for what, value in (("at", at_s), ("count", 60.0)):
+                            marked = {**sample.labels, "trayvml_scraped": f"{what} dcgm-exporter"}
+                            result.append({"metric": marked, "value": [now_s, str(value)]})
+        return json.dumps({"status": "success", "data": {"result": result}}).encode(), "application/json"
+
+    monkeypatch.setattr(fetch, "get", answer)
+    endpoint = parse_endpoint("prometheus+http://prom:9090")
+    (host,) = read(endpoint, 5.0, now_s, SeriesCache())
+    assert [g.value("temperature_gpu_c") for g in host.gpus] == [61.0, 33.0]
+    current = "\n".join(line for line in current.splitlines() if UUID0 not in line) + "\n"  # only the old ones left
+    (host,) = read(endpoint, 5.0, now_s, SeriesCache())
+    assert host.gpus[0].stopped_s == 120 and host.gpus[1].value("temperature_gpu_c") == 33.0

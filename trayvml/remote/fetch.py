@@ -999,7 +999,11 @@ def _without_leftovers(
     - a host's "up" series but its last scraped: one a host is served, with a reason while the
       exporter cannot read its GPUs (starting, its driver stalled); the one before would make a
       current host look down (a series seen once or twice tells no interval to call it stale by);
-    - a process's series scraped before its target last was (LEFTOVER_INTERVALS): it has ended."""
+    - a process's series scraped before its target last was (LEFTOVER_INTERVALS): it has ended;
+    - a GPU's series (dcgm-exporter's, one label set a GPU) whose label set is no longer scraped
+      where the GPU's values are current otherwise (its pod's labels changed, another exporter of
+      the host serves it): read after the current ones, the old values would win. A GPU with
+      nothing current keeps them, to be shown with no values (``_dated``)."""
     newest: dict[tuple[str, str, str], SeriesAge] = {}  # (host, kind, target) -> its youngest ``scraped`` series
     for host, of_host in ages.items():
         for age in of_host:
@@ -1013,6 +1017,13 @@ def _without_leftovers(
         if age.kind in _UP_KINDS.values() and age.age_s > newest[host, age.kind, age.target].age_s
     }
     dialects = {dialect.kind: dialect for dialect in DIALECTS}
+    old_gpu_keys = {  # key -> kind
+        age.key: age.kind
+        for of_host in ages.values()
+        for age in of_host
+        if age.uuid and not age.current and _covered(of_host, age.uuid)
+    }
+    old_gpu_kinds = set(old_gpu_keys.values())
 
     def ended(point: Point) -> bool:
         kind = _PROCESS_KINDS[point.name]
@@ -1025,6 +1036,7 @@ def _without_leftovers(
         for p in points
         if not (p.name in _UP_KINDS and _series_key(_UP_KINDS[p.name], p.labels) in older)
         and not (p.name in _PROCESS_KINDS and ended(p))
+        and not (old_gpu_keys and any(_series_key(kind, p.labels) in old_gpu_keys for kind in old_gpu_kinds))
     ]
 
 
@@ -1103,9 +1115,7 @@ def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[SeriesAge]],
         gpus = []
         for gpu, device in zip(sample.gpus, sample.devices, strict=True):  # a remote's are made in pairs
             own = gpu_ages.get(device.uuid, [])
-            kinds = {age.kind for age in own}
-            covered = any(age.current and (age.uuid == device.uuid or age.kind not in kinds) for age in of_host)
-            if own and not covered:
+            if own and not _covered(of_host, device.uuid):
                 gpus.append(_no_new_values(gpu, min(age.age_s for age in own)))
             else:
                 gpus.append(replace(gpu, values_ago_s=min(current)))
@@ -1117,6 +1127,13 @@ def _dated(endpoint: Endpoint, sample: Sample, ages: dict[str, list[SeriesAge]],
     newest_s = min(age.age_s for age in of_host)
     origin = RemoteOrigin(endpoint.url, sample.remote.kind, stopped, now_s - newest_s)
     return replace(sample, gpus=(), devices=(), host=None, remote=origin)
+
+
+def _covered(of_host: list[SeriesAge], uuid: str) -> bool:
+    """Whether GPU ``uuid``'s values are current: one of its own ``scraped`` series is, or another
+    exporter's of its host (two exporters on one host: either serves the GPU)."""
+    kinds = {age.kind for age in of_host if age.uuid == uuid}
+    return any(age.current and (age.uuid == uuid or age.kind not in kinds) for age in of_host)
 
 
 def _no_new_values(gpu: GpuSample, age_s: float) -> GpuSample:
