@@ -783,3 +783,24 @@ def test_a_gpus_series_under_labels_no_longer_scraped_are_not_read_where_its_new
     current = "\n".join(line for line in current.splitlines() if UUID0 not in line) + "\n"  # only the old ones left
     (host,) = read(endpoint, 5.0, now_s, SeriesCache())
     assert host.gpus[0].stopped_s == 120 and host.gpus[1].value("temperature_gpu_c") == 33.0
+
+
+def test_a_process_series_whose_host_label_is_not_text_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A hostile server's process series with a host label that is a list, beside its scrape
+    time: one sentence naming the server, not "reading it failed in trayvml itself"."""
+    from trayvml.remote import fetch
+
+    text = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_text()
+    now_s = 1_800_000_100.0
+
+    def hostile(endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        body = _prometheus_answer_of(text, now_s, {"": now_s - 2.0}, {"578": now_s - 50.0})
+        answer = json.loads(body)
+        for series in answer["data"]["result"]:
+            if "pid" in series["metric"]:
+                series["metric"]["hostname"] = ["vm"]
+        return json.dumps(answer).encode(), "application/json"
+
+    monkeypatch.setattr(fetch, "get", hostile)
+    with pytest.raises(RemoteError, match=r"^prometheus\+http://prom:9090 did not answer as a Prometheus server"):
+        read(parse_endpoint("prometheus+http://prom:9090"), 5.0, now_s, SeriesCache())

@@ -911,7 +911,11 @@ def read_prometheus(
         if not points:
             none = translate("remote", "{url} holds no current GPU series matching {query}.")
             raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-        samples = _samples(endpoint, _without_leftovers(endpoint, points, ages, answer.process_ages), now_s)
+        try:  # a label that is not text (from a hostile server) names no host or target
+            current = _without_leftovers(endpoint, points, ages, answer.process_ages)
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise _not_prometheus(endpoint, error) from None
+        samples = _samples(endpoint, current, now_s)
         if cache is not None:  # held until a scrape is due: not moved on by the reads it answers
             cache.held = _held(points, samples, scrapes, times, now_s)
     assert samples is not None
