@@ -266,3 +266,49 @@ def test_a_remote_behind_a_proxy_is_read_through_the_proxy_not_a_kept_connection
     (sample,) = found
     assert not isinstance(sample, RemoteError), sample
     assert sample.gpus and len(second.seen) == 1
+
+
+class _ChangingRemotes(_SameSampleRemotes):
+    """Each tick's sample from a list (the last one again after it runs out)."""
+
+    def __init__(self, samples: list[Sample]) -> None:
+        super().__init__(samples[0])
+        self._next = list(samples)
+
+    def samples(self) -> list[Sample]:
+        if self._next:
+            self.sample = self._next.pop(0)
+        return [self.sample]
+
+
+def test_log_remote_writes_no_rows_for_a_gpu_that_has_no_new_values(
+    remote: FakeRemote, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A GPU whose series stopped behind a Prometheus server has no values: no rows of empty
+    columns for it, and stderr says so once, and once when its values come back."""
+    from dataclasses import replace
+
+    from trayvml.commands.csvlog import COLUMNS
+    from trayvml.commands.remote import RemoteLog, log_columns
+    from trayvml.remote.fetch import _no_new_values
+
+    remote.body = dcgm_exposition("hostname").encode()
+    (sample,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    stopped = [
+        replace(
+            sample, timestamp_s=sample.timestamp_s + k, gpus=(sample.gpus[0], _no_new_values(sample.gpus[1], 20.0 + k))
+        )
+        for k in range(1, 3)
+    ]
+    back = replace(sample, timestamp_s=sample.timestamp_s + 3)
+    source, _clock, _library = simulated_source("idle")
+    csv = tmp_path / "log.csv"
+    columns = log_columns([COLUMNS["timestamp"], COLUMNS["index"], COLUMNS["temperature.gpu"]])
+    remotes: Any = _ChangingRemotes([sample, *stopped, back])
+    assert RemoteLog(str(csv), columns, False, source, remotes, frozenset()).run(4, 0.01) == 0
+    rows = [row.split(", ") for row in csv.read_text().splitlines()[1:] if ", dgx-01, " in row]
+    assert [row[2] for row in rows] == ["0", "1", "0", "0", "0", "1"]  # GPU 1: no rows while stopped
+    assert all(row[3] for row in rows)  # no empty values
+    err = capsys.readouterr().err
+    assert err.count("the server has no new values of it (no rows for dgx-01") == 1
+    assert err.count(f"dgx-01 ({remote.url}) GPU 1 answers again") == 1

@@ -3336,6 +3336,14 @@ For {duration} now.</source>
         <translation>trayvml：{host} 提供的是{simulation}，并非真实硬件</translation>
     </message>
     <message>
+        <source>{host} ({url}) GPU {index}</source>
+        <translation>{host}（{url}）GPU {index}</translation>
+    </message>
+    <message>
+        <source>the server has no new values of it</source>
+        <translation>服务器没有它的新数值</translation>
+    </message>
+    <message>
         <source>this machine</source>
         <translation>本机</translation>
     </message>

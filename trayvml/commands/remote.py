@@ -7,6 +7,7 @@ import math
 import socket
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -190,6 +191,19 @@ class RemoteLog:
             what = translate("remote", "trayvml: {host} serves {simulation}, not real hardware")
             print(what.format(host=terminal_text(host), simulation=simulation_text(sample)), file=sys.stderr)
 
+    def _current_gpus(self, sample: Sample, url: str) -> Sample:
+        """``sample`` without the GPUs whose series stopped behind a Prometheus server (no rows of
+        values it does not have); stderr says so once when one goes and once when it comes back."""
+        for gpu in sample.gpus:
+            who = translate("remote", "{host} ({url}) GPU {index}").format(
+                host=hostname_of(sample), url=url, index=gpu.index
+            )
+            self._say(who, translate("remote", "the server has no new values of it") if gpu.stopped_s else "")
+        kept = [(gpu, device) for gpu, device in zip(sample.gpus, sample.devices, strict=True) if not gpu.stopped_s]
+        if len(kept) == len(sample.gpus):
+            return sample
+        return replace(sample, gpus=tuple(g for g, _ in kept), devices=tuple(d for _, d in kept))
+
     def run(self, count: int | None, interval_s: float) -> int:
         self.remotes.begin_read()()  # the first tick has every host that answers
         self.remotes.start()
@@ -210,7 +224,7 @@ class RemoteLog:
                         self._say_simulated(sample)
                     if not fault and self._logged.get((url, hostname_of(sample))) != sample.timestamp_s:
                         self._logged[(url, hostname_of(sample))] = sample.timestamp_s
-                        self.log.append(sample)
+                        self.log.append(self._current_gpus(sample, url))
                 ticks += 1
                 if count is not None and ticks >= count:
                     break
