@@ -273,12 +273,6 @@ class GpuSample:
             return said_age_s(self.values_ago_s)
         return 0
 
-    @property
-    def has_values(self) -> bool:
-        """Whether any of its values was read (a remote GPU whose series stopped behind a
-        Prometheus server has none, remote/fetch.py; a lost or asleep one neither)."""
-        return MetricState.OK in self.states
-
 
 @dataclass(frozen=True)
 class HostSample:
@@ -333,11 +327,11 @@ class Sample:
 
     @property
     def values_ago_s(self) -> float:
-        """How long before ``timestamp_s`` its GPUs' values were read (the oldest's of those with
-        values), where a server in between holds them (GpuSample.values_ago_s); 0.0 when read at
+        """How long before ``timestamp_s`` its GPUs' values were read (the oldest's of those whose
+        series did not stop), where a server in between holds them (GpuSample.values_ago_s); 0.0 when read at
         that time, NaN where it is not known (or there are no GPUs)."""
-        # A GPU with no values says its own age (core.lines.gpu_line), not the host's others'.
-        ages = [gpu.values_ago_s for gpu in self.gpus if gpu.has_values] or [gpu.values_ago_s for gpu in self.gpus]
+        # A GPU whose series stopped says its own age (core.lines.gpu_line), not the host's others'.
+        ages = [gpu.values_ago_s for gpu in self.gpus if not gpu.stopped_s] or [gpu.values_ago_s for gpu in self.gpus]
         return math.nan if not ages or any(math.isnan(age) for age in ages) else max(ages)
 
     @property

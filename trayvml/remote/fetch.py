@@ -721,11 +721,16 @@ def capped_remotes(endpoints: list[Endpoint]) -> tuple[list[Endpoint], str]:
     return endpoints[:MAX_REMOTES], left_out.format(count=len(endpoints), limit=MAX_REMOTES)
 
 
+def _named(name: str, endpoint: Endpoint, match: str = "=") -> str:
+    """The PromQL selector of series named ``name`` (``match``: ``=`` or ``=~``), within the user's
+    selector: the name inside the braces, as a selector may match on ``__name__`` too."""
+    extra = f",{endpoint.selector}" if endpoint.selector else ""
+    return f'{{__name__{match}"{name}"{extra}}}'
+
+
 def prometheus_query(endpoint: Endpoint) -> str:
     """The PromQL that selects every series the dialects read, within the user's selector."""
-    names = "|".join(f"{prefix}.*" for prefix in NAME_PREFIXES)
-    extra = f",{endpoint.selector}" if endpoint.selector else ""
-    return f'{{__name__=~"{names}"{extra}}}'
+    return _named("|".join(f"{prefix}.*" for prefix in NAME_PREFIXES), endpoint, "=~")
 
 
 def _query_result(endpoint: Endpoint, body: bytes) -> list[dict[str, Any]]:
@@ -752,6 +757,7 @@ def _latest_query(endpoint: Endpoint) -> str:
     return f"{prometheus_query(endpoint)} or {_scrapes_query(endpoint)} or {_process_times_query(endpoint)}"
 
 
+_DIALECT_OF_KIND = {dialect.kind: dialect for dialect in DIALECTS}
 # Each dialect's series of one process, by name, and the exporter's kind.
 _PROCESS_KINDS = {
     name: dialect.kind for dialect in DIALECTS for name in (dialect.process_memory, dialect.process_job) if name
@@ -762,8 +768,7 @@ def _process_times_query(endpoint: Endpoint) -> str:
     """The sample time of every process's series, each marked ``proc NAME`` by SCRAPED_LABEL: a
     server that federates from another keeps an ended process's series for its lookback, with
     the time of its last scrape, older than its host's (``_without_leftovers``)."""
-    extra = f",{endpoint.selector}" if endpoint.selector else ""
-    return " or ".join(_marked(f'timestamp({{__name__="{name}"{extra}}})', f"proc {name}") for name in _PROCESS_KINDS)
+    return " or ".join(_marked(f"timestamp({_named(name, endpoint)})", f"proc {name}") for name in _PROCESS_KINDS)
 
 
 def _scrapes_query(endpoint: Endpoint) -> str:
@@ -771,13 +776,11 @@ def _scrapes_query(endpoint: Endpoint) -> str:
     server holds from the window, each marked by SCRAPED_LABEL.
 
     ``timestamp()`` drops the metric name, so it is asked of one name at a time (several at once
-    would clash), and ``or`` keeps the first name that a host or GPU has. The name goes inside
-    the braces, as in ``prometheus_query``: a selector may match on ``__name__`` too."""
-    extra = f",{endpoint.selector}" if endpoint.selector else ""
+    would clash), and ``or`` keeps the first name that a host or GPU has."""
     window = f"[{SCRAPES_WINDOW_S}s]"
     terms = []
     for dialect in DIALECTS:
-        selectors = [f'{{__name__="{name}"{extra}}}' for name in dialect.scraped]
+        selectors = [_named(name, endpoint) for name in dialect.scraped]
         at = " or ".join(f"timestamp({selector})" for selector in selectors)
         count = " or ".join(f"count_over_time({selector}{window})" for selector in selectors)
         terms += [_marked(at, f"at {dialect.kind}"), _marked(count, f"count {dialect.kind}")]
@@ -903,18 +906,16 @@ def read_prometheus(
             raise RemoteError(no_answer(endpoint, timeout_s))
         answer = _prometheus_answer(endpoint, _latest_query(endpoint), left_s)
         points, scrapes = answer.points, answer.scrapes
-    try:  # a host label that is not text (a list, from a hostile server) is no key
+    try:  # a label that is not text (a list, from a hostile server) names no host or target
         ages = host_ages(scrapes, times)
+        if points is not None:
+            current = _without_leftovers(endpoint, points, ages, answer.process_ages)
     except (ValueError, KeyError, TypeError, AttributeError) as error:
         raise _not_prometheus(endpoint, error) from None
     if points is not None:
         if not points:
             none = translate("remote", "{url} holds no current GPU series matching {query}.")
             raise RemoteError(none.format(url=endpoint.url, query=prometheus_query(endpoint)))
-        try:  # a label that is not text (from a hostile server) names no host or target
-            current = _without_leftovers(endpoint, points, ages, answer.process_ages)
-        except (ValueError, KeyError, TypeError, AttributeError) as error:
-            raise _not_prometheus(endpoint, error) from None
         samples = _samples(endpoint, current, now_s)
         if cache is not None:  # held until a scrape is due: not moved on by the reads it answers
             cache.held = _held(points, samples, scrapes, times, now_s)
@@ -937,7 +938,6 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Ans
     body, _kind = get(
         endpoint, f"{endpoint.fetch_url}/api/v1/query?{urllib.parse.urlencode({'query': query})}", timeout_s
     )
-    dialects = {dialect.kind: dialect for dialect in DIALECTS}
     scrapes: dict[str, Scrapes] = {}  # by kind and labels: one per series (or GPU, for dcgm-exporter's)
     process_ages: dict[str, float] = {}
     try:
@@ -951,13 +951,13 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Ans
                 what, _, kind = labels.pop(SCRAPED_LABEL, "").partition(" ")
                 if what == "proc" and kind in _PROCESS_KINDS:  # kind: the series' name
                     process_ages[_series_key(kind, labels)] = float(at_s) - float(text)
-                elif kind in dialects:
+                elif kind in _DIALECT_OF_KIND:
                     key = _series_key(kind, labels)
-                    uuid = labels.get(dialects[kind].uuid_label, "")
+                    uuid = labels.get(_DIALECT_OF_KIND[kind].uuid_label, "")
                     scraped = scrapes.get(key) or scrapes.setdefault(
                         key,
                         Scrapes(
-                            hostname_of(dialects[kind], labels, endpoint.host),
+                            hostname_of(_DIALECT_OF_KIND[kind], labels, endpoint.host),
                             uuid if isinstance(uuid, str) else "",  # a label that is not text names no GPU
                             kind,
                             _target(labels),
@@ -1020,7 +1020,6 @@ def _without_leftovers(
         for age in of_host
         if age.kind in _UP_KINDS.values() and age.age_s > newest[host, age.kind, age.target].age_s
     }
-    dialects = {dialect.kind: dialect for dialect in DIALECTS}
     old_gpu_keys = {  # key -> kind
         age.key: age.kind
         for of_host in ages.values()
@@ -1032,7 +1031,9 @@ def _without_leftovers(
     def ended(point: Point) -> bool:
         kind = _PROCESS_KINDS[point.name]
         age_s = process_ages.get(_series_key(point.name, point.labels), -math.inf)
-        host = newest.get((hostname_of(dialects[kind], point.labels, endpoint.host), kind, _target(point.labels)))
+        host = newest.get(
+            (hostname_of(_DIALECT_OF_KIND[kind], point.labels, endpoint.host), kind, _target(point.labels))
+        )
         return host is not None and age_s > host.age_s + LEFTOVER_INTERVALS * host.interval_s
 
     return [
@@ -1161,9 +1162,8 @@ def read_prometheus_range(
 
     Values are as the exporter served them (the caller converts with the dialect's scale).
     """
-    selector = f",{endpoint.selector}" if endpoint.selector else ""
     params = {
-        "query": f'{{__name__="{metric_name}"{selector}}}',
+        "query": _named(metric_name, endpoint),
         "start": f"{start_s:.3f}",
         "end": f"{end_s:.3f}",
         "step": f"{max(step_s, 0.001):g}",
