@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from trayvml.core.clock import ManualClock  # noqa: E402
-from trayvml.history.disk import processes  # noqa: E402
+from trayvml.history.disk import pending  # noqa: E402
 from trayvml.history.disk.db import Database  # noqa: E402
 from trayvml.history.disk.limits import Limits  # noqa: E402
 from trayvml.history.disk.write import FLUSH_S, StoreWriter  # noqa: E402
@@ -67,7 +67,7 @@ def main() -> None:
                 cpu[name] += time.process_time() - t0
             source.close()
         db = Database(folders["with"], read_only=True)
-        stored_bytes = processes.data_bytes(db)
+        stored_bytes = pending.data_bytes(db)
         stored_rows = db.connection.execute("SELECT SUM(rows) FROM process_blocks WHERE tier IN (0, 1)").fetchone()[0]
         tiers = db.connection.execute(
             "SELECT tier, COUNT(*), SUM(rows), SUM(LENGTH(data)) FROM process_blocks GROUP BY tier"

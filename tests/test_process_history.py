@@ -20,7 +20,7 @@ from trayvml import cli
 from trayvml.core.clock import epoch_ms
 from trayvml.core.sample import Attribution, ProcessSample, Sample
 from trayvml.core.units import GIB, MIB
-from trayvml.history.disk import processes
+from trayvml.history.disk import pending, processes
 from trayvml.history.disk.db import DAY_MS, Database, Tier
 from trayvml.history.disk.limits import Limits
 from trayvml.history.disk.write import prune
@@ -156,11 +156,11 @@ def test_processes_are_pruned_with_their_spans_and_count_toward_the_size_cap(tmp
 
     db = Database(capped)
     try:
-        before = processes.data_bytes(db)
+        before = pending.data_bytes(db)
         fine = "SELECT COUNT(*) FROM process_blocks WHERE tier = 1"
         assert db.connection.execute(fine).fetchone()[0] >= 2
         prune(db, end_ms, Limits(size_cap_bytes=1))  # over any cap: the seconds go, the GPUs' and the processes'
-        assert processes.data_bytes(db) < before and db.connection.execute(fine).fetchone()[0] <= 1
+        assert pending.data_bytes(db) < before and db.connection.execute(fine).fetchone()[0] <= 1
     finally:
         db.close()
 
@@ -257,9 +257,10 @@ def test_history_processes_before_the_every_sample_tier_exports_minutes(
     arguments = ["history", "--store", str(tmp_path), "--processes", "--from", start, "--to", end, "--csv", str(out)]
     assert cli.main(arguments) == 0
     rows = list(csv.reader(out.read_text().splitlines(), skipinitialspace=True))[1:]
-    minutes = [r for r in rows if r[10] == "60"]
-    each = [r for r in rows if r[10] == "0"]
-    assert minutes and each and rows.index(each[0]) > rows.index(minutes[-1])  # minutes first, then samples
+    assert {r[10] for r in rows} == {"60", "0"}
+    for gpu in {r[1] for r in rows}:  # each GPU's minutes first, then its samples (from its fine tier's start)
+        intervals = [r[10] for r in rows if r[1] == gpu]
+        assert intervals == sorted(intervals, key=lambda interval: interval == "0"), gpu
     assert "a minute's means" in capsys.readouterr().err
 
 

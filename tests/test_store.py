@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import math
 import os
 import signal
 import sqlite3
@@ -85,32 +86,66 @@ def test_round_trip_across_an_hour_and_a_day_boundary(tmp_path: Path) -> None:
     reader.close()
 
 
-def test_the_writer_hands_freed_memory_back_once_an_hour_after_packing_it(
+def test_the_hour_that_is_over_is_packed_by_a_process_of_its_own(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Packing an hour decodes, joins and compresses megabytes; glibc kept the freed pages in the
-    idle tray's RSS (benchmarks/README.md, tenth session), so the writer trims its heap then, and
-    only then (not at each few-second flush)."""
+    """Packing an hour decodes, joins and compresses megabytes with numpy: 13 MiB the idle tray
+    would load, and freed pages glibc would keep in its RSS. A child does it, once the hour is over."""
     from trayvml.history.disk import write
 
-    trims: list[tuple[int, int]] = []  # samples saved, and hours packed, at each trim
+    started: list[tuple[int, int]] = []  # the packer's pid, and the samples saved when it started
+    start_packer = write.start_packer
+
+    def spied(folder: Path, now_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
+        packer = start_packer(folder, now_ms, lock_fd)
+        started.append((packer.pid, writer.saved))
+        return packer
+
+    monkeypatch.setattr(write, "start_packer", spied)
     writer = StoreWriter(tmp_path)
-    packed = "SELECT COUNT(*) FROM blocks WHERE tier = 1"
-
-    def trimmed() -> None:
-        assert writer._db is not None
-        trims.append((writer.saved, writer._db.connection.execute(packed).fetchone()[0]))
-
-    monkeypatch.setattr(write, "give_back_free_memory", trimmed)
     try:
         for sample in _samples("idle:gpus=h100", MIDNIGHT_S - 60, 120):
             writer.append(sample)
     finally:
-        writer.close()
-    # At the first write (before midnight, nothing to pack), then once the hour before midnight
-    # was packed, and at no other flush.
-    assert len(trims) == 2 and trims[0][0] < 60 <= trims[1][0] <= 70, trims
-    assert [hours for _saved, hours in trims] == [0, 1]
+        writer.close()  # waits for the packer
+    # Not at the first write (nothing to pack), once the hour before midnight is over.
+    assert len(started) == 1 and 60 <= started[0][1] <= 70 and started[0][0] != os.getpid(), started
+    db = Database(tmp_path, read_only=True)
+    tiers = {
+        t for (t,) in db.connection.execute("SELECT DISTINCT tier FROM blocks WHERE start_ms < ?", (MIDNIGHT_S * 1000,))
+    }
+    db.close()
+    assert tiers == {int(Tier.FINE), int(Tier.COARSE), int(Tier.WIDE)}  # no fresh block of the hour left
+
+
+def test_a_packer_keeps_the_writers_lock_while_it_runs(tmp_path: Path) -> None:
+    """One writer at a time, also where the tray dies while its packer runs: the packer holds the lock."""
+    from trayvml.history.disk.write import WriterLock, holder, start_packer
+
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S - 20, 40)
+    writer = StoreWriter(tmp_path)
+    for sample in samples[:20]:  # before midnight only: the hour is packed by the packer started below
+        writer.append(sample)
+    writer.close()
+    lock = WriterLock(tmp_path)
+    blocker = Database(tmp_path)
+    blocker.connection.execute("BEGIN IMMEDIATE")  # the packer waits for this transaction
+    packer = start_packer(tmp_path, round(MIDNIGHT_S * 1000), lock.fd)
+    try:
+        lock.release()  # this process lets go (as one that dies would)
+        assert holder(tmp_path) is not None
+        with pytest.raises(StoreLockedError):
+            StoreWriter(tmp_path)
+        blocker.connection.execute("COMMIT")
+        assert packer.wait(60) == 0
+    finally:
+        packer.kill()
+        packer.wait()
+        blocker.close()
+    assert holder(tmp_path) is None  # its end frees the store
+    db = Database(tmp_path, read_only=True)
+    assert db.connection.execute("SELECT COUNT(*) FROM blocks WHERE tier = 0").fetchone()[0] == 0
+    db.close()
 
 
 def test_bucket_min_mean_max_are_those_of_the_samples(tmp_path: Path) -> None:
@@ -382,6 +417,37 @@ def test_codec_round_trips_every_integer_width_and_refuses_an_unknown_one() -> N
     data = codec.zstandard.ZstdCompressor().compress(raw)
     with pytest.raises(codec.DamagedBlockError, match="unknown integer type"):
         codec.decode(data, codec.zlib.crc32(data), 2)
+
+
+def test_the_writers_encoder_without_numpy_writes_codecs_bytes() -> None:
+    """fresh.encode (the tray's writer, pure Python) and codec.encode (numpy: the packer's) give the
+    same bytes, for every integer width, negative deltas and empty matrices."""
+    from trayvml.history.disk import fresh
+
+    rng = np.random.default_rng(7)
+    rows = 9
+    times = np.arange(rows, dtype=np.int64)[None, :] * 1000 + 1_700_000_000_000
+    for scale in (0, 100, 30_000, 2**31 + 5, 2**40, 2**62):
+        values = rng.integers(-scale, scale + 1, size=(5, rows), dtype=np.int64) if scale else np.zeros((5, rows), int)
+        for matrices in ([times, values, -values], [times, np.empty((0, rows), dtype=np.int64)]):
+            as_lists = [m.tolist() for m in matrices]
+            assert fresh.encode(as_lists, 3) == codec.encode(matrices, 3), scale
+            decoded = codec.decode(*fresh.encode(as_lists, 3), len(matrices))
+            assert all(np.array_equal(a, b) for a, b in zip(decoded, matrices, strict=True))
+
+
+def test_the_writer_keeps_values_as_steps_of_their_resolution_and_says_which_are_missing() -> None:
+    from trayvml.history.disk import fresh
+
+    nan, inf = math.nan, math.inf
+    values = [(nan, 2.5, 0.125), (7.0, 3.5, -0.125), (nan, inf, 1e300), (1.0, nan, 0.015)]
+    states = [(0, 1, 2)] * len(values)
+    times, steps, missing, kept_states = fresh.value_rows([1, 2, 3, 4], values, states, (1.0, 1.0, 0.01))
+    assert times == [[1, 2, 3, 4]] and kept_states == [[0] * 4, [1] * 4, [2] * 4]
+    # Half to even (as numpy's rint); a NaN repeats the value before it (the first: 0) and is
+    # marked missing; an infinity is no value but not missing; a count past the bound is held at it.
+    assert steps == [[0, 7, 7, 1], [2, 4, 0, 0], [12, -12, fresh.STEPS_BOUND, 2]]
+    assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]
 
 
 def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -22,10 +22,11 @@ import zlib
 import numpy as np
 import zstandard
 
-_HEADER = struct.Struct("<BII")  # format, rows, columns
-FORMAT = 1
+from trayvml.history.disk.fresh import FORMAT, TYPE_LIMITS, factors
+from trayvml.history.disk.fresh import HEADER as _HEADER
+
+# The types of fresh.TYPE_LIMITS' codes (the writer's fresh blocks are encoded there, without numpy).
 _DTYPES: tuple[np.dtype[np.signedinteger], ...] = (np.dtype("<i1"), np.dtype("<i2"), np.dtype("<i4"), np.dtype("<i8"))
-_LIMITS = tuple(np.iinfo(d).max for d in _DTYPES[:-1])
 _CODE_BYTES = tuple(bytes([code]) for code in range(len(_DTYPES)))
 FINE_MATRICES = 4  # times, values, nan mask, states
 COARSE_MATRICES = 5  # bucket starts, count, min, max, sum
@@ -53,28 +54,13 @@ def _factors(resolutions: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 @functools.lru_cache(maxsize=64)
 def _factors_of(resolutions_tuple: tuple[float, ...]) -> tuple[np.ndarray, np.ndarray]:
-    """(multiplier, divisor) per column that turn a value into its count of resolution steps.
-
-    A resolution finer than 1 is an integer count per unit (0.01 → 100 per unit), so that the way
-    back is one division and a whole value reads back exactly (9100 / 100 == 91.0).
-    """
-    resolutions = np.array(resolutions_tuple)
-    fine = resolutions < 1
-    per_unit = np.where(fine, np.rint(1 / np.where(fine, resolutions, 1)), 1.0)
-    return per_unit, np.where(fine, 1.0, resolutions)
-
-
-def quantise_columns(values: np.ndarray, resolutions: np.ndarray) -> np.ndarray:
-    """``values`` (rows × columns, float) to integers, each column at its resolution; NaN → 0."""
-    multiplier, divisor = _factors(np.asarray(resolutions, dtype=np.float64))
-    with np.errstate(invalid="ignore"):
-        q = np.rint(values * multiplier / divisor)
-    q[~np.isfinite(q)] = 0
-    return q.astype(np.int64)
+    """(multiplier, divisor) per column (fresh.factors): a value is their count of resolution steps."""
+    pairs = np.array([factors(r) for r in resolutions_tuple], dtype=np.float64).reshape(-1, 2)
+    return pairs[:, 0], pairs[:, 1]
 
 
 def restore_columns(q: np.ndarray, resolutions: np.ndarray) -> np.ndarray:
-    """The values integers from quantise_columns stand for."""
+    """The values the integers of fresh.value_rows stand for."""
     multiplier, divisor = _factors(np.asarray(resolutions, dtype=np.float64))
     return q * divisor / multiplier
 
@@ -90,10 +76,11 @@ def restore_rows(q: np.ndarray, resolutions: np.ndarray) -> np.ndarray:
 
 def _pack(matrix: np.ndarray) -> bytes:
     """One matrix (columns × rows, int64): a type code per column, then, type by type, the deltas of
-    the columns of that type as one array (so that decoding is a few numpy calls, not one a column)."""
+    the columns of that type as one array (so that decoding is a few numpy calls, not one a column).
+    fresh._pack writes the same bytes without numpy."""
     deltas = np.diff(matrix, axis=1, prepend=np.zeros((matrix.shape[0], 1), dtype=np.int64))
     peak = np.abs(deltas).max(axis=1, initial=0)
-    codes = np.searchsorted(np.array(_LIMITS), peak, side="left").astype(np.uint8)
+    codes = np.searchsorted(np.array(TYPE_LIMITS), peak, side="left").astype(np.uint8)
     parts = [codes.tobytes()]
     for code, dtype in enumerate(_DTYPES):
         parts.append(deltas[codes == code].astype(dtype).tobytes())

@@ -11,7 +11,8 @@ share): a box running hundreds of short jobs does not fill the store with them.
 A block is two integer matrices (codec.py): the times, then per row the process's id, its memory
 in MiB, its SM % and what was missing (fine); or per minute the process's id, the count of
 memory values, their sum and max, and the same of the SM % (coarse). Rows are sorted by process,
-then time: a process's id is a run of zero deltas.
+then time: a process's id is a run of zero deltas. The writer's side (the processes waiting, their
+fresh blocks, pruning) is pending.py's, without numpy; packing and reading are here.
 """
 
 from __future__ import annotations
@@ -20,36 +21,22 @@ import logging
 import math
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from trayvml.core.units import MIB
 from trayvml.history.disk import codec
-from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FRESH_LEVEL, HOUR_MS, PACKED_LEVEL, Database, Tier
-
-if TYPE_CHECKING:
-    from trayvml.core.sample import ProcessSample
+from trayvml.history.disk.db import BUCKET_MS, DAY_MS, HOUR_MS, PACKED_LEVEL, Database, Tier
+from trayvml.history.disk.pending import (
+    COARSE_COLUMNS,
+    FINE_COLUMNS,
+    MEMORY_MISSING,
+    SM_MISSING,
+    UNKNOWN_START_MS,
+    insert_block,
+)
 
 log = logging.getLogger(__name__)
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS processes(
-    id INTEGER PRIMARY KEY, device INTEGER NOT NULL, pid INTEGER NOT NULL, started_ms INTEGER NOT NULL,
-    name TEXT NOT NULL, user TEXT NOT NULL, job_kind TEXT NOT NULL, job TEXT NOT NULL,
-    first_ms INTEGER NOT NULL, last_ms INTEGER NOT NULL, UNIQUE(device, pid, started_ms));
-CREATE INDEX IF NOT EXISTS processes_by_time ON processes(device, last_ms);
-CREATE TABLE IF NOT EXISTS process_blocks(
-    id INTEGER PRIMARY KEY, device INTEGER NOT NULL, tier INTEGER NOT NULL,
-    start_ms INTEGER NOT NULL, end_ms INTEGER NOT NULL, rows INTEGER NOT NULL, crc INTEGER NOT NULL,
-    data BLOB NOT NULL);
-CREATE INDEX IF NOT EXISTS process_blocks_by_time ON process_blocks(device, tier, end_ms);
-"""
-
-UNKNOWN_START_MS = 0  # a process whose start time the host could not read (another PID namespace)
-_MEMORY_MISSING, _SM_MISSING = 1, 2  # the fine rows' flags
-# Fine rows: process, memory MiB, SM %, flags. Coarse rows: process, then count, sum, max of each.
-_FINE_COLUMNS, _COARSE_COLUMNS = 4, 7
 
 
 @dataclass(frozen=True)
@@ -91,109 +78,7 @@ class ProcessRow:
     interval_s: float
 
 
-# ---- writing ----
-
-
-class PendingProcesses:
-    """The processes of the samples not yet committed, per GPU (StoreWriter's)."""
-
-    def __init__(self) -> None:
-        # Per GPU UUID: rows of (time ms, pid, start ms, memory bytes, SM %).
-        self._rows: dict[str, list[tuple[int, int, int, float, float]]] = {}
-        self._facts: dict[str, dict[str, object]] = {}
-        self._meta: dict[tuple[str, int, int], tuple[str, str, str, str]] = {}
-
-    def add(self, uuid: str, facts: dict[str, object], t_ms: int, processes: tuple[ProcessSample, ...]) -> None:
-        if not processes:
-            return
-        rows = self._rows.setdefault(uuid, [])
-        self._facts[uuid] = facts
-        for p in processes:
-            started_ms = round(p.started_s * 1000) if math.isfinite(p.started_s) else UNKNOWN_START_MS
-            rows.append((t_ms, p.pid, started_ms, p.used_memory_bytes, p.sm_util_percent))
-            kind, job = p.job
-            self._meta[(uuid, p.pid, started_ms)] = (p.name, p.user, kind, job)
-
-    def drop_before(self, keep_ms: int) -> None:
-        """While the store cannot be written: keep only rows from ``keep_ms`` on."""
-        for uuid, rows in self._rows.items():
-            self._rows[uuid] = [r for r in rows if r[0] >= keep_ms]
-
-    def write(self, db: Database, per_gpu: int) -> None:
-        """Insert what waits as FRESH blocks, in the caller's transaction (then ``clear``); the biggest ``per_gpu``
-        processes of each GPU over the rows waiting (0: none is kept)."""
-        for uuid, rows in self._rows.items():
-            if not rows or per_gpu <= 0:
-                continue
-            device = db.device_id(uuid, self._facts[uuid])
-            peaks: dict[tuple[int, int], tuple[float, float]] = {}
-            spans: dict[tuple[int, int], tuple[int, int]] = {}  # first and last time (ms) in the rows
-            for t_ms, pid, started_ms, memory_bytes, sm_percent in rows:  # NaN (not known) counts as 0
-                mem_peak, sm_peak = peaks.get((pid, started_ms), (0.0, 0.0))
-                peaks[(pid, started_ms)] = (
-                    max(mem_peak, 0.0 if math.isnan(memory_bytes) else memory_bytes),
-                    max(sm_peak, 0.0 if math.isnan(sm_percent) else sm_percent),
-                )
-                first_ms, last_ms = spans.get((pid, started_ms), (t_ms, t_ms))
-                spans[(pid, started_ms)] = (min(first_ms, t_ms), max(last_ms, t_ms))
-            kept = sorted(peaks, key=lambda k: peaks[k], reverse=True)[:per_gpu]
-            ids = {key: _process_id(db, device, uuid, key, self._meta, spans[key]) for key in kept}
-            chosen = [r for r in rows if (r[1], r[2]) in ids]
-            times = np.array([r[0] for r in chosen], dtype=np.int64)
-            memory = np.array([r[3] for r in chosen], dtype=np.float64)
-            sm = np.array([r[4] for r in chosen], dtype=np.float64)
-            process = np.array([ids[(r[1], r[2])] for r in chosen], dtype=np.int64)
-            _insert(db, device, Tier.FRESH, _fine_matrices(times, process, memory, sm), FRESH_LEVEL)
-
-    def clear(self) -> None:
-        """What was written is committed (kept until then: a failed commit writes it again)."""
-        self._rows.clear()
-        self._meta.clear()
-
-
-def _process_id(
-    db: Database,
-    device: int,
-    uuid: str,
-    key: tuple[int, int],
-    meta: dict[tuple[str, int, int], tuple[str, str, str, str]],
-    span_ms: tuple[int, int],
-) -> int:
-    """The process's id, its facts and span (``span_ms``: its first and last time in the rows
-    waiting) brought up to date (a job is often named only once its notebook or container is read,
-    a few samples after the process appears)."""
-    pid, started_ms = key
-    name, user, kind, job = meta[(uuid, pid, started_ms)]
-    first_ms, last_ms = span_ms
-    connection = db.connection
-    row = connection.execute(
-        "SELECT id, name, user, job_kind, job, first_ms, last_ms FROM processes "
-        "WHERE device = ? AND pid = ? AND started_ms = ?",
-        (device, pid, started_ms),
-    ).fetchone()
-    if row is None:
-        cursor = connection.execute(
-            "INSERT INTO processes(device, pid, started_ms, name, user, job_kind, job, first_ms, last_ms) "
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (device, pid, started_ms, name, user, kind, job, first_ms, last_ms),
-        )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
-    # An empty name or job (not yet read, or no permission) never replaces a known one.
-    new = (name or row[1], user or row[2], kind if job else row[3], job or row[4], min(first_ms, row[5]))
-    if new != tuple(row[1:6]) or last_ms > row[6]:
-        connection.execute(
-            "UPDATE processes SET name = ?, user = ?, job_kind = ?, job = ?, first_ms = ?, last_ms = ? WHERE id = ?",
-            (*new, max(last_ms, row[6]), row[0]),
-        )
-    return int(row[0])
-
-
-def _fine_matrices(times: np.ndarray, process: np.ndarray, memory: np.ndarray, sm: np.ndarray) -> list[np.ndarray]:
-    flags = np.where(np.isnan(memory), _MEMORY_MISSING, 0) | np.where(np.isnan(sm), _SM_MISSING, 0)
-    memory_mib = np.rint(np.nan_to_num(memory) / MIB).astype(np.int64)
-    sm_q = np.rint(np.nan_to_num(sm)).astype(np.int64)
-    return _sorted([times[None, :], np.stack([process, memory_mib, sm_q, flags.astype(np.int64)])])
+# ---- packing (pack.py) ----
 
 
 def _sorted(matrices: list[np.ndarray]) -> list[np.ndarray]:
@@ -206,13 +91,13 @@ def _coarse_from_fine(fine: list[np.ndarray]) -> list[np.ndarray]:
     """Per process and minute: count, sum and max of the memory (MiB) and of the SM % present."""
     times, (process, memory, sm, flags) = fine[0][0], fine[1]
     if not len(times):
-        return [np.zeros((1, 0), dtype=np.int64), np.zeros((_COARSE_COLUMNS, 0), dtype=np.int64)]
+        return [np.zeros((1, 0), dtype=np.int64), np.zeros((COARSE_COLUMNS, 0), dtype=np.int64)]
     buckets = times - times % BUCKET_MS
     order = np.lexsort((buckets, process))
     buckets, process, memory, sm, flags = buckets[order], process[order], memory[order], sm[order], flags[order]
     first = np.flatnonzero(np.r_[True, (buckets[1:] != buckets[:-1]) | (process[1:] != process[:-1])])
     columns = [process[first]]
-    for values, missing in ((memory, _MEMORY_MISSING), (sm, _SM_MISSING)):
+    for values, missing in ((memory, MEMORY_MISSING), (sm, SM_MISSING)):
         present = (flags & missing) == 0
         columns.append(np.add.reduceat(present.astype(np.int64), first))
         columns.append(np.add.reduceat(np.where(present, values, 0), first))
@@ -225,10 +110,7 @@ def _insert(db: Database, device: int, tier: Tier, matrices: list[np.ndarray], l
     if not len(times):
         return
     data, crc = codec.encode(matrices, level)
-    db.connection.execute(
-        "INSERT INTO process_blocks(device, tier, start_ms, end_ms, rows, crc, data) VALUES (?, ?, ?, ?, ?, ?, ?)",
-        (device, int(tier), int(times.min()), int(times.max()), len(times), crc, data),
-    )
+    insert_block(db, device, tier, (int(times.min()), int(times.max()), len(times)), data, crc)
 
 
 @dataclass(frozen=True)
@@ -258,7 +140,7 @@ def _decode(block: _Block) -> list[np.ndarray] | None:
     except codec.DamagedBlockError as error:
         log.warning("a damaged block of process history was skipped (%s)", error)
         return None
-    expected = _COARSE_COLUMNS if block.tier is Tier.COARSE else _FINE_COLUMNS
+    expected = COARSE_COLUMNS if block.tier is Tier.COARSE else FINE_COLUMNS
     if matrices[1].shape[0] != expected:
         log.warning("a block of process history with %d columns was skipped", matrices[1].shape[0])
         return None
@@ -299,18 +181,6 @@ def _merge_day(db: Database, device: int, day: int) -> None:
     if parts:  # the hours do not overlap: their minutes are put side by side
         merged = _sorted([np.concatenate([p[k] for p in parts], axis=1) for k in range(2)])
         _insert(db, device, Tier.COARSE, merged, PACKED_LEVEL)
-
-
-def prune(db: Database, fine_cut_ms: int, coarse_cut_ms: int) -> None:
-    """Past their tier's span (in the caller's transaction): blocks, then processes left without any."""
-    connection = db.connection
-    connection.execute("DELETE FROM process_blocks WHERE tier IN (0, 1) AND end_ms < ?", (fine_cut_ms,))
-    connection.execute("DELETE FROM process_blocks WHERE tier = 2 AND end_ms < ?", (coarse_cut_ms,))
-    connection.execute("DELETE FROM processes WHERE last_ms < ?", (coarse_cut_ms,))
-
-
-def data_bytes(db: Database) -> int:
-    return int(db.connection.execute("SELECT COALESCE(SUM(LENGTH(data)), 0) FROM process_blocks").fetchone()[0])
 
 
 # ---- reading ----
@@ -456,8 +326,8 @@ def rows(db: Database, uuid: str, start_s: float, end_s: float) -> Iterator[Proc
                     continue
                 times, (process, memory_mib, sm_q, flags) = matrices[0][0], matrices[1]
                 inside = (times >= max(t_ms, fine_ms)) & (times <= stop_ms)
-                memory = np.where(flags & _MEMORY_MISSING, np.nan, memory_mib * float(MIB))
-                sm = np.where(flags & _SM_MISSING, np.nan, sm_q.astype(np.float64))
+                memory = np.where(flags & MEMORY_MISSING, np.nan, memory_mib * float(MIB))
+                sm = np.where(flags & SM_MISSING, np.nan, sm_q.astype(np.float64))
                 for k in np.flatnonzero(inside).tolist():
                     found.append((int(times[k]), int(process[k]), float(memory[k]), float(sm[k]), 0.0))
         found.sort(key=lambda r: (r[0], r[1]))

@@ -10,30 +10,23 @@ import functools
 import logging
 import os
 import sqlite3
+import subprocess
+import sys
 import time
 from dataclasses import asdict
 from pathlib import Path
 
-import numpy as np
-
 from trayvml.core.clock import due, epoch_ms
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, RESOLUTION
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import Unit
-from trayvml.history.disk import codec, processes
-from trayvml.history.disk.blocks import _concat_fine, _decode, coarse_from_fine, merge_coarse
+from trayvml.history.disk import fresh, pending
 from trayvml.history.disk.db import (
-    BUCKET_MS,
-    DAY_MS,
     FILE_NAME,
     FRESH_LEVEL,
     HOUR_MS,
-    PACKED_LEVEL,
-    WIDE_BUCKET_MS,
-    Block,
     Database,
     Layout,
     Tier,
@@ -46,8 +39,10 @@ FLUSH_S = 8.0  # samples wait at most this long before they are committed: a kil
 RETRY_S = 30.0  # after a failed write, how long before trying again
 MEMORY_KEEP_S = 3600.0  # samples kept in memory while the store cannot be written
 PRUNE_EVERY_S = 600.0
+PACK_WAIT_S = 60.0  # how long closing waits for the hourly packer (8 GPUs' hour: about a second)
 HOST_UUID = "host"
 LOCK_NAME = "writer.lock"
+PACKER = "trayvml.history.disk.pack"  # the module that packs the hours that are over, run as a process
 
 GPU_LAYOUT = Layout(tuple(m.key for m in GPU_METRICS), tuple(m.stored_resolution for m in GPU_METRICS))
 
@@ -59,6 +54,28 @@ HOST_INFO: dict[str, object] = {"name": "host"}
 def host_layout(cores: int) -> Layout:
     keys = tuple(m.key for m in HOST_METRICS) + tuple(f"cpu_core_{i}_percent" for i in range(cores))
     return Layout(keys, tuple(m.stored_resolution for m in HOST_METRICS) + (RESOLUTION[Unit.PERCENT],) * cores)
+
+
+def start_packer(folder: Path, now_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
+    """The packer of the hours before ``now_ms``, started (it inherits ``lock_fd``, the writer's lock,
+    and stderr for its warnings). Raises OSError when it cannot be started."""
+    package_root = str(Path(__file__).resolve().parents[3])  # the trayvml this process runs, not another
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    return subprocess.Popen(
+        [sys.executable, "-m", PACKER, str(folder.absolute()), str(now_ms)],
+        pass_fds=(lock_fd,),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        env=env,
+    )
+
+
+def hours_to_pack(db: Database, now_ms: int) -> bool:
+    """Whether fresh blocks (of the GPUs and host, or of their processes) of hours that are over wait."""
+    hour_ms = now_ms - now_ms % HOUR_MS
+    query = "SELECT EXISTS(SELECT 1 FROM {} WHERE tier = 0 AND start_ms < ?)"
+    return any(db.connection.execute(query.format(t), (hour_ms,)).fetchone()[0] for t in ("blocks", "process_blocks"))
 
 
 class StoreLockedError(TrayvmlError):
@@ -87,9 +104,15 @@ class WriterLock:
         os.ftruncate(self._fd, 0)
         os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
 
+    @property
+    def fd(self) -> int:
+        """The locked file's descriptor: a child that inherits it holds the lock with this process."""
+        return self._fd
+
     def release(self) -> None:
+        """Closed, not unlocked: the lock ends with the last descriptor of the file (a packer that
+        inherited it and still runs keeps it; LOCK_UN would free it under the packer too)."""
         if self._fd >= 0:
-            fcntl.flock(self._fd, fcntl.LOCK_UN)
             os.close(self._fd)
             self._fd = -1
 
@@ -124,27 +147,8 @@ class _Rows:
         self.values: list[tuple[float, ...]] = []
         self.states: list[tuple[int, ...]] = []
 
-    def matrices(self) -> list[np.ndarray]:
-        values = np.array(self.values, dtype=np.float64)
-        states = np.array(self.states, dtype=np.int64)
-        return fine_matrices(np.array(self.times_ms, dtype=np.int64), values, states, self.layout)
-
-
-def fine_matrices(times_ms: np.ndarray, values: np.ndarray, states: np.ndarray, layout: Layout) -> list[np.ndarray]:
-    """The matrices of a fine block (each columns × rows) from rows × columns arrays."""
-    missing = np.isnan(values)
-    q = codec.quantise_columns(values, np.array(layout.resolutions))
-    q = _hold_over_gaps(q, missing)
-    return [times_ms[None, :], q.T, missing.T.astype(np.int64), states.T]
-
-
-def _hold_over_gaps(q: np.ndarray, missing: np.ndarray) -> np.ndarray:
-    """A NaN's slot repeats the value before it: no delta there, the mask says it is not a value."""
-    if not missing.any():
-        return q
-    rows = np.where(missing, 0, np.arange(len(q))[:, None])
-    np.maximum.accumulate(rows, axis=0, out=rows)
-    return np.take_along_axis(q, rows, axis=0)
+    def matrices(self) -> list[fresh.Matrix]:
+        return fresh.value_rows(self.times_ms, self.values, self.states, self.layout.resolutions)
 
 
 class StoreWriter:
@@ -163,9 +167,11 @@ class StoreWriter:
         self._rows: dict[str, _Rows] = {}
         self._first_ms: int | None = None
         self._last_ms: int | None = None
-        self._pending: list[tuple[str, dict[str, object], Layout, list[np.ndarray]]] = []
+        self._pending: list[tuple[str, dict[str, object], Layout, list[fresh.Matrix]]] = []
         self._retry_at_ms = 0
-        self._compacted_hour = -1
+        self._packed_hour = -1  # the hour whose packing of the hours before it was last started
+        self._packer: subprocess.Popen[bytes] | None = None  # pack.py's process, while it runs
+        self._packed = False  # whether a packer ended since the last pruning
         self._infos: dict[str, tuple[DeviceInfo, dict[str, object]]] = {}
         # When it last pruned; None before its first write. The first pruning waits PRUNE_EVERY_S
         # too: a clock hours ahead at boot (a dual-boot machine whose hardware clock keeps local
@@ -174,7 +180,7 @@ class StoreWriter:
         self.saved = 0  # samples committed to the store
         self.lost = 0  # samples dropped unwritten (memory kept only so much; or still unwritten at close)
         self._unsaved: list[int] = []  # the times of samples appended and not yet committed
-        self._processes = processes.PendingProcesses()
+        self._processes = pending.PendingProcesses()
         self._log_files: tuple[tuple[int, int] | None, ...] | None = None  # as after the last commit
         try:
             self._open()
@@ -193,7 +199,7 @@ class StoreWriter:
                 if isinstance(error, sqlite3.OperationalError):
                     raise  # the disk, not the file: try again later
                 self._db = Database(self._move_aside(error))
-            self._db.connection.executescript(processes.SCHEMA)
+            self._db.connection.executescript(pending.SCHEMA)
 
     def _reopen(self) -> None:
         """The write-ahead log or its index was deleted (or replaced) under the open connection:
@@ -287,20 +293,7 @@ class StoreWriter:
                 assert self._db is not None
             self._write(self._db)
             self._log_files = self._db.log_files()
-            hour = now_ms // HOUR_MS
-            if hour != self._compacted_hour:  # only a new hour (or a first write) has hours to pack
-                self._compact(self._db, now_ms)
-                processes.compact(self._db, now_ms)
-                self._compacted_hour = hour
-                # The hour's blocks were decoded, joined and compressed (zstd's level 12): megabytes
-                # freed, which glibc would keep in the process' RSS for good (about 9 MiB for 8 GPUs,
-                # benchmarks/README.md, tenth session).
-                give_back_free_memory()
-            if self._pruned_at_ms is None:
-                self._pruned_at_ms = now_ms
-            if due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S):
-                self._pruned_at_ms = now_ms
-                prune(self._db, now_ms, self.limits)
+            self._maintain(self._db, now_ms)
         except StoreLockedError as error:
             self._failed(error, now_ms)
         except (OSError, sqlite3.Error) as error:
@@ -313,7 +306,7 @@ class StoreWriter:
     def _write(self, db: Database) -> None:
         with db.transaction():
             for uuid, info, layout, matrices in self._pending:
-                data, crc = codec.encode(matrices, FRESH_LEVEL)
+                data, crc = fresh.encode(matrices, FRESH_LEVEL)
                 times = matrices[0][0]
                 device = db.device_id(uuid, info)
                 db.insert(
@@ -325,48 +318,48 @@ class StoreWriter:
         self.saved += len(self._unsaved)
         self._unsaved.clear()
 
-    def _compact(self, db: Database, now_ms: int) -> None:
-        """Fresh blocks of UTC hours that are over become one fine and one coarse block each; the
-        coarse blocks of a UTC day merge into one, and its wide block is made anew (today's too: a
-        week's view then reads no day as minutes)."""
-        hour_ms = now_ms - now_ms % HOUR_MS
-        for device in db.devices():
-            fresh = [b for b in db.blocks(device.id, (Tier.FRESH,), 0, hour_ms - 1) if b.start_ms < hour_ms]
-            if not fresh:
-                continue
-            hours: dict[tuple[int, int], list[Block]] = {}
-            for block in fresh:
-                hours.setdefault((block.start_ms // HOUR_MS, block.layout), []).append(block)
-            with db.transaction():
-                for (_, layout_id), blocks in hours.items():
-                    parts = [m for m in (_decode(b, codec.FINE_MATRICES) for b in blocks) if m is not None]
-                    if parts:
-                        fine = _concat_fine(parts)
-                        _insert(db, device.id, Tier.FINE, layout_id, fine)
-                        _insert(db, device.id, Tier.COARSE, layout_id, coarse_from_fine(fine, BUCKET_MS))
-                    db.delete([b.id for b in blocks])
-                touched = {(b.start_ms // DAY_MS, b.layout) for b in fresh}
-                for day, layout_id in touched:
-                    self._merge_day(db, device.id, day, layout_id)
+    def _maintain(self, db: Database, now_ms: int) -> None:
+        """The hours that are over packed (by a process of their own), the oldest blocks pruned."""
+        self._pack(db, now_ms)
+        if self._pruned_at_ms is None:
+            self._pruned_at_ms = now_ms
+        # Also once a packer ended: it made blocks that may be past their span, or over the cap.
+        if due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S) or self._packed:
+            self._packed = False
+            self._pruned_at_ms = now_ms
+            prune(db, now_ms, self.limits)
 
-    def _merge_day(self, db: Database, device: int, day: int, layout_id: int) -> None:
-        """One coarse block for the day, and its wide block anew."""
-        start_ms, end_ms = day * DAY_MS, (day + 1) * DAY_MS - 1
-        blocks = [
-            b
-            for b in db.blocks(device, (Tier.COARSE, Tier.WIDE), start_ms, end_ms)
-            if b.layout == layout_id and start_ms <= b.start_ms <= end_ms
-        ]
-        coarse = [b for b in blocks if b.tier is Tier.COARSE]
-        parts = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in coarse) if m is not None]
-        if not parts:
+    def _pack(self, db: Database, now_ms: int) -> None:
+        """In a new hour (or at the first write), the hours that are over are packed by a process of
+        pack.py's, unless the last one still runs (then at a later flush)."""
+        hour = now_ms // HOUR_MS
+        if hour == self._packed_hour or not self._packer_done() or self._lock is None:
             return
-        merged = merge_coarse(parts, BUCKET_MS)
-        if len(coarse) > 1:
-            db.delete([b.id for b in coarse])
-            _insert(db, device, Tier.COARSE, layout_id, merged)
-        db.delete([b.id for b in blocks if b.tier is Tier.WIDE])
-        _insert(db, device, Tier.WIDE, layout_id, merge_coarse([merged], WIDE_BUCKET_MS))
+        self._packed_hour = hour
+        if hours_to_pack(db, now_ms):
+            try:
+                self._packer = start_packer(self.folder, now_ms, self._lock.fd)
+            except OSError as error:
+                log.warning("the history's hours could not be packed (%s); trying again next hour", error)
+
+    def _packer_done(self, wait_s: float = 0.0) -> bool:
+        """Whether no packer runs (one that ended, or that ``wait_s`` ran out on and was killed, is
+        reaped and its failure logged)."""
+        if self._packer is None:
+            return True
+        try:
+            code = self._packer.wait(wait_s) if wait_s else self._packer.poll()
+        except subprocess.TimeoutExpired:
+            log.warning("packing the history took over %g s; stopped (the next hour tries again)", wait_s)
+            self._packer.kill()
+            code = self._packer.wait()
+        if code is None:
+            return False
+        if code:
+            log.warning("packing the history in %s failed (exit status %d)", self.folder, code)
+        self._packer = None
+        self._packed = True
+        return True
 
     def _failed(self, error: Exception, now_ms: int) -> None:
         self._retry_at_ms = now_ms + round(RETRY_S * 1000)
@@ -397,6 +390,13 @@ class StoreWriter:
     def close(self) -> None:
         with contextlib.suppress(StoreLockedError):
             self.flush()
+        # A packer that still ran at the last flushes held back the next hour's and the pruning.
+        for _ in range(2):
+            self._packer_done(PACK_WAIT_S)
+            if self._db is None or self._last_ms is None or self.problem is not None:
+                break
+            with contextlib.suppress(OSError, sqlite3.Error):
+                self._maintain(self._db, self._last_ms)
         self.lost += len(self._unsaved)  # what the last flush could not write is gone with this process
         self._unsaved.clear()
         self._pending.clear()
@@ -410,22 +410,18 @@ class StoreWriter:
             self._lock = None
 
 
-def _insert(db: Database, device: int, tier: Tier, layout: int, matrices: list[np.ndarray]) -> None:
-    data, crc = codec.encode(matrices, PACKED_LEVEL)
-    times = matrices[0][0]
-    db.insert(device, tier, int(times[0]), int(times[-1]), len(times), layout, data, crc)
-
-
 def prune(db: Database, now_ms: int, limits: Limits) -> None:
     """Drop blocks past their tier's span, then the oldest ones while the store is over its size cap."""
     fine_cut = now_ms - round(limits.fine_span_s * 1000)
     coarse_cut = now_ms - round(limits.coarse_span_s * 1000)
     connection = db.connection
     with db.transaction():
-        connection.execute("DELETE FROM blocks WHERE tier IN (0, 1) AND end_ms < ?", (fine_cut,))
-        connection.execute("DELETE FROM blocks WHERE tier IN (2, 3) AND end_ms < ?", (coarse_cut,))
-        processes.prune(db, fine_cut, coarse_cut)
-        total = db.data_bytes() + processes.data_bytes(db)
+        # Fresh blocks are made a fine one by a packer first (one may be running): they go by age
+        # with the minutes, once a packer would have long made them minutes too.
+        connection.execute("DELETE FROM blocks WHERE tier = 1 AND end_ms < ?", (fine_cut,))
+        connection.execute("DELETE FROM blocks WHERE tier IN (0, 2, 3) AND end_ms < ?", (coarse_cut,))
+        pending.prune(db, fine_cut, coarse_cut)
+        total = db.data_bytes() + pending.data_bytes(db)
         # Over the cap: the oldest seconds go first (they take most room), then the oldest minutes;
         # the processes' blocks of a tier with the GPUs' (1: in process_blocks).
         for tier in (Tier.FINE, Tier.COARSE, Tier.WIDE, Tier.FRESH):
