@@ -39,10 +39,11 @@ sys.path.insert(0, str(ROOT))
 from trayvml.core.clock import ManualClock  # noqa: E402
 from trayvml.core.sample import HostSample  # noqa: E402
 from trayvml.history.disk import codec  # noqa: E402
+from trayvml.history.disk.blocks import merge_coarse  # noqa: E402
 from trayvml.history.disk.db import BUCKET_MS, DAY_MS, PACKED_LEVEL, WIDE_BUCKET_MS, Database, Tier  # noqa: E402
 from trayvml.history.disk.limits import Limits  # noqa: E402
 from trayvml.history.disk.read import StoreReader  # noqa: E402
-from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter, merge_coarse  # noqa: E402
+from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter  # noqa: E402
 from trayvml.nvml.sim import simulation_from  # noqa: E402
 from trayvml.source import Source  # noqa: E402
 

@@ -238,3 +238,67 @@ def test_the_wall_clock_set_forward_fires_no_held_alert_at_the_step(step_s: floa
         clock.advance_s(10.0)
     assert (2, "memory_held_idle") not in fired
     assert monitor.idle_for_s(2) == (230.0, True)  # idle all along: since the first sample
+
+
+def test_with_its_samples_on_disk_a_host_makes_its_history_from_the_store_when_first_read(tmp_path) -> None:
+    """This machine with the history on disk: nothing kept in memory until the window reads the
+    history; then the store's rows (committed every few seconds) and the samples it may not hold
+    yet make one timeline, every sample once."""
+    from trayvml.history.disk.read import StoreReader
+    from trayvml.history.disk.write import FLUSH_S, StoreWriter
+    from trayvml.history.timeline import backfill
+
+    made: list[float] = []  # the time of the sample each past was read before
+
+    def past(history: History, before) -> None:
+        made.append(before.timestamp_s)
+        reader = StoreReader(tmp_path)
+        try:
+            backfill(history, reader, before, history.tiers[-1].span_s)
+        finally:
+            reader.close()
+
+    source, clock, _ = simulated_source("training:gpus=h100*2")
+    writer = StoreWriter(tmp_path)
+    recent_s = 2 * FLUSH_S + 4
+    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=past, recent_s=recent_s)
+    times = []
+    try:
+        for _ in range(95):  # not a whole number of flushes: the last seconds are not on disk yet
+            sample = source.sample(HISTORY)
+            times.append(sample.timestamp_s)
+            writer.append(sample)
+            monitor.take(sample)
+            clock.advance_s(1.0)
+        assert monitor._history is None  # nothing read it: no timelines in memory
+        assert len(monitor._recent) == recent_s + 1  # only the samples the store may lack
+        history = monitor.history
+        assert made == [times[-int(recent_s) - 1]]
+        series = history.gpu_series("utilization_gpu_percent", times[0] - 1, times[-1], 1000)
+        assert series is not None
+        shown = series.times_s[np.isfinite(series.mean).all(axis=1)]
+        assert shown.tolist() == times  # every second once: from the store, then from memory
+        sample = source.sample(HISTORY)
+        monitor.take(sample)  # from now on, straight into the history
+        assert history.latest_s == sample.timestamp_s and made == [times[-int(recent_s) - 1]]
+    finally:
+        writer.close()
+        source.close()
+
+
+def test_a_history_made_before_any_sample_gets_its_past_with_the_first() -> None:
+    pasts: list[float] = []
+    source, clock, _ = simulated_source("idle:gpus=h100")
+    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: pasts.append(s.timestamp_s))
+    try:
+        history = monitor.history  # the window opened before the first sample
+        first = source.sample(HISTORY)
+        monitor.take(first)
+        clock.advance_s(1.0)
+        monitor.take(source.sample(HISTORY))
+        assert pasts == [first.timestamp_s] and monitor.history is history
+        monitor.history = History()  # made anew (the settings changed its span): its past again
+        monitor.take(source.sample(HISTORY))
+        assert len(pasts) == 2
+    finally:
+        source.close()

@@ -18,8 +18,8 @@ from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, si
 from trayvml.core.formatting import format_precise
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.core.sample import Sample
+from trayvml.ui.gpu_colours import GPU_COLOURS
 from trayvml.ui.plots import GPU_PANELS
-from trayvml.ui.theme import GPU_COLOURS
 from trayvml.ui.window import LEAD_SHARE
 
 
@@ -405,7 +405,7 @@ def _with_processes(sample, t_s: float, memory_by_gpu: Mapping[int, Sequence[tup
 
 def test_process_timeline_draws_each_process_biggest_first_in_its_gpu_colour(window) -> None:
     from trayvml.history.rings import ProcessHistory
-    from trayvml.ui.theme import gpu_colour
+    from trayvml.ui.gpu_colours import gpu_colour
 
     w, sample = window("training:gpus=rtx4090*2", seconds=1200)
     now = sample.timestamp_s

@@ -66,7 +66,7 @@ def test_at_1280_by_800_nothing_on_the_toolbar_hides_behind_the_overflow(qtbot, 
 
 
 def test_gpu_colours_differ_for_16_and_stay_apart_for_64() -> None:
-    from trayvml.ui.theme import GPU_COLOURS, gpu_colour, hex_to_rgb, srgb_to_lab
+    from trayvml.ui.gpu_colours import GPU_COLOURS, gpu_colour, hex_to_rgb, srgb_to_lab
 
     lab = srgb_to_lab(hex_to_rgb([gpu_colour(k).name() for k in range(64)]))
     for count, least in ((16, 20.0), (64, 8.0)):  # CIE76 distances: about 2.3 is the least one sees

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import logging
 import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from trayvml.alerts.details import PROCESS_RULES, alert_details, biggest_named_job, processes_line
 from trayvml.alerts.dispatch import KERNEL, Dispatcher, Outgoing
@@ -22,11 +24,13 @@ from trayvml.alerts.rules import AlertEvent, HeldSettings, JobSettings
 from trayvml.core.clock import clock_step_s
 from trayvml.core.i18n import translate
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
-from trayvml.history.timeline import History
 from trayvml.host.processes import owned_by_me
 from trayvml.monitor.energy import EnergyMeter, job_energy_text
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.monitor.users import UserUsage
+
+if TYPE_CHECKING:
+    from trayvml.history.timeline import History  # numpy's: made only where a history is read
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +55,11 @@ class Monitor:
     ``processes_on_demand``: whether the host's process lists are read only when someone asks for
     them (this machine), so that an alert naming processes waits a few samples for them; a remote
     host's samples carry whatever its exporter reports, and waiting would only delay the alert.
+
+    ``past``: where the host's samples are also kept (this machine's history on disk), what fills a
+    new history with those before a sample. Then the history is made only once something reads it
+    (the window): until then the host's last ``recent_s`` of samples (those the store may not have
+    committed yet) are all it keeps, and the idle tray loads no numpy (13 MiB).
     """
 
     def __init__(
@@ -60,6 +69,8 @@ class Monitor:
         new_history: Callable[[], History],
         host: str = THIS_MACHINE,
         processes_on_demand: bool = False,
+        past: Callable[[History, Sample], object] | None = None,
+        recent_s: float = 0.0,
     ) -> None:
         self.host = host
         self.dispatcher = dispatcher  # shared by every host: one pause, one notifier
@@ -70,6 +81,10 @@ class Monitor:
         self.users = UserUsage()  # memory and GPU time per user, across the host's GPUs
         self.new_history = new_history
         self._history: History | None = None
+        self._past = past
+        self._recent_s = recent_s
+        self._recent: deque[Sample] = deque()  # while no history is made (``past``): the last samples
+        self._past_due = False  # the history was made before any sample: its past comes with the first
         self.latest: Sample | None = None
         self._processes_on_demand = processes_on_demand
         # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
@@ -87,14 +102,35 @@ class Monitor:
 
     @property
     def history(self) -> History:
-        """Made on first use: numpy need not load before the tray icon shows."""
+        """Made on first use: numpy need not load before the tray icon shows; with a ``past``, filled
+        with it up to the samples kept, then those."""
         if self._history is None:
-            self._history = self.new_history()
+            self.history = self.new_history()
+        assert self._history is not None
         return self._history
 
     @history.setter
     def history(self, history: History) -> None:
         self._history = history
+        self._past_due = self._past is not None
+        if self._recent:
+            self._fill(history, self._recent[0])
+            for sample in self._recent:
+                history.append(sample)
+            self._recent.clear()
+
+    def _fill(self, history: History, before: Sample) -> None:
+        """The past before ``before`` into ``history`` (once a history)."""
+        if self._past_due and self._past is not None:
+            self._past_due = False
+            self._past(history, before)
+
+    def _keep_recent(self, sample: Sample) -> None:
+        """The samples of the last ``recent_s`` (by the monotonic clock: a wall clock set back keeps
+        no more), and always the last one."""
+        self._recent.append(sample)
+        while len(self._recent) > 1 and self._recent[0].monotonic_s < sample.monotonic_s - self._recent_s:
+            self._recent.popleft()
 
     def configure(self, alerts: AlertSettings) -> None:
         self.engine.configure(alerts)
@@ -107,7 +143,11 @@ class Monitor:
             self._clock_set(step_s, sample.timestamp_s)
         self.latest = sample
         self._remember(sample)
-        self.history.append(sample)
+        if self._history is None and self._past is not None:
+            self._keep_recent(sample)
+        else:
+            self._fill(self.history, sample)
+            self.history.append(sample)
         self.energy.update(sample)
         self.users.update(sample)
         self.asleep_spans.update(sample)

@@ -27,6 +27,7 @@ from trayvml.core.clock import Clock, SystemClock, due
 from trayvml.core.demand import HISTORY, PROCESSES, STORE_PROCESSES_S, Demand
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import Sample
+from trayvml.history.disk.write import FLUSH_S
 from trayvml.monitor.pipeline import Monitor, Outcome
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.platform.autostart import Autostart, for_this_platform
@@ -68,6 +69,10 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
 # (default_tiers) and the unpacked hour that the store's coarse tiers do not have yet. 12 h of 8 GPUs
 # in memory is about 10 MiB (history/rings.py); 2 h is a sixth of its 30 s tier.
 MEMORY_WITH_STORE_S = 2 * 3600.0
+# While the window has not been opened, this machine keeps no history in memory (the store has it):
+# only its samples of this long, which the writer may not have committed yet (it commits every
+# FLUSH_S), for the history made when the window opens.
+RECENT_UNSTORED_S = 2 * FLUSH_S + 4.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -145,7 +150,14 @@ class App(QObject):
         self._simulated = simulation is not None  # simulated GPUs' push failures are kept apart
         self.dispatcher = Dispatcher(clock or SystemClock(), notifications_on=self._notifications_wanted())
         # This machine's pipeline; process lists are read only while someone asks for them.
-        self.local = Monitor(self.dispatcher, self.settings.alerts, self._new_local_history, processes_on_demand=True)
+        self.local = Monitor(
+            self.dispatcher,
+            self.settings.alerts,
+            self._new_local_history,
+            processes_on_demand=True,
+            past=self._past_from_store if self._past_on_disk else None,
+            recent_s=RECENT_UNSTORED_S,
+        )
         self.demand = Demand()
         self.autostart = autostart or for_this_platform()
         self.sampler = Sampler(
@@ -234,6 +246,8 @@ class App(QObject):
 
     def _store_noted(self, note: str) -> None:
         self.store_note = note
+        if note:  # the store is not written by this app: memory keeps the timelines from now on
+            self._attach_disk(self.local.history)
         if self.window is not None:
             self.window.store_note = note
 
@@ -250,7 +264,22 @@ class App(QObject):
         window reads older ranges from disk (History.disk). The store's coarse tiers have no fresh
         hour (packed each UTC hour), so memory covers the hour being written and then some."""
         span_s = self.settings.history_hours * 3600.0
-        return self._new_history(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
+        history = self._new_history(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
+        self._attach_disk(history)
+        return history
+
+    def _past_from_store(self, history: History, before: Sample) -> None:
+        """A new history of this machine begins with the store's last hours before ``before`` (the
+        GPUs there are now, by UUID): after a restart, or once the window first opens."""
+        from trayvml.history.disk.read import StoreReader
+        from trayvml.history.timeline import backfill
+
+        assert self.history_folder is not None  # else no past on disk
+        reader = StoreReader(self.history_folder)
+        try:
+            backfill(history, reader, before, history.tiers[-1].span_s)
+        finally:
+            reader.close()
 
     def start(self) -> None:
         self._declare_demand()
@@ -617,7 +646,6 @@ class App(QObject):
     # ---- samples ----
     def on_sample(self, sample: Sample) -> None:
         log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
-        self._attach_disk(self.local.history)
         outcome = self.local.take(sample)
         self._send(outcome)
         self._declare_demand()
@@ -659,7 +687,7 @@ class App(QObject):
         settings = self.settings
         if self.history_folder is None or not settings.history_on_disk or settings.process_history_per_gpu <= 0:
             return False
-        now_s = self.local.history.latest_s
+        now_s = self.latest.timestamp_s if self.latest is not None else math.nan
         wait_s = STORE_PROCESSES_S - 0.5
         if not math.isfinite(now_s) or not due(now_s, self._processes_stored_s + wait_s, wait_s):
             return False

@@ -11,7 +11,7 @@ from PySide6.QtWidgets import QCheckBox, QLabel, QLayout, QLayoutItem, QSizePoli
 from trayvml.core.safe_text import menu_label, rich_text
 from trayvml.core.sample import DeviceInfo
 from trayvml.core.units import short_name
-from trayvml.ui.theme import gpu_colour
+from trayvml.ui.gpu_colours import gpu_colour
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 SWATCH_PX = (18, 10)  # a short thick line in the GPU's colour, as its lines are drawn

@@ -25,6 +25,7 @@ from trayvml.core.sample import JOB_KINDS, MetricState, Sample
 from trayvml.core.units import format_clock, short_name
 from trayvml.history.rings import ProcessLine, by_job, peak
 from trayvml.history.timeline import History
+from trayvml.ui.gpu_colours import gpu_colour
 from trayvml.ui.plots import (
     COLLAPSED_HEIGHT_PX,
     GPU_PANELS,
@@ -39,7 +40,6 @@ from trayvml.ui.plots import (
     UnitAxis,
     value_axis_width_px,
 )
-from trayvml.ui.theme import gpu_colour
 
 HOST_COLOUR = "#4e79a7"
 CORE_COLOUR = (150, 150, 150, 90)

@@ -19,7 +19,7 @@ from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, GPU_METRICS, HOST_METRICS, Group, Metric, Unit
 from trayvml.core.units import KIB, format_bytes
 from trayvml.history.rings import Series
-from trayvml.ui.theme import gpu_colour
+from trayvml.ui.gpu_colours import gpu_colour
 
 LINE_STYLES = (Qt.PenStyle.SolidLine, Qt.PenStyle.DashLine, Qt.PenStyle.DotLine, Qt.PenStyle.DashDotLine)
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

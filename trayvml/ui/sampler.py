@@ -20,7 +20,6 @@ from PySide6.QtCore import QObject, Qt, QThread, QTimer, Signal, Slot
 from trayvml.core.clock import Clock, ManualClock, SystemClock, Ticker
 
 if TYPE_CHECKING:  # imported on the sampler thread, after the tray icon is up (start-up time)
-    from trayvml.core.sample import Sample
     from trayvml.history.disk.limits import Limits
     from trayvml.history.disk.recording import Recording
     from trayvml.history.rings import Tier
@@ -95,7 +94,6 @@ class _Worker(QObject):
         super().__init__()
         self._open_recording = open_recording
         self._recording: Recording | None = None
-        self._past_from_disk = True  # until a simulation's past fills the history instead
         self._stall_after_s = stall_after_s
         # Set from the GUI thread, read here: swapping one immutable value needs no lock.
         self.demand: frozenset[str] | None = None
@@ -137,7 +135,8 @@ class _Worker(QObject):
         return Source(self._simulation, self._clock, stall_after_s=stall_after_s)
 
     def _backfill(self) -> None:
-        if self._new_history is None:
+        # No history is made where there is no simulated past: a real GPU's idle tray makes none.
+        if self._new_history is None or simulated_past(self._simulation, math.inf) is None:
             return
         history = self._new_history()
         past = simulated_past(self._simulation, history.tiers[-1].span_s)
@@ -160,24 +159,7 @@ class _Worker(QObject):
                 history.append(sample)
         finally:
             source.close()
-        self._past_from_disk = False
         self.history_backfilled.emit(history)
-
-    def _backfill_from_disk(self, sample: Sample) -> None:
-        """The timelines continue from the store: its last hours, for the GPUs there are now."""
-        self._past_from_disk = False
-        if self._new_history is None or self._recording is None or not sample.devices:
-            return
-        from trayvml.history.disk.read import StoreReader
-        from trayvml.history.timeline import backfill
-
-        history = self._new_history()
-        reader = StoreReader(self._recording.folder)
-        try:
-            if backfill(history, reader, sample, history.tiers[-1].span_s):
-                self.history_backfilled.emit(history)
-        finally:
-            reader.close()
 
     def interrupt(self) -> None:
         """From the GUI thread: stop waiting on the driver, the app is quitting."""
@@ -197,8 +179,6 @@ class _Worker(QObject):
         if self._source is not None:
             self._source.reader.idle_poll_s = self.idle_poll_s
             sample = self._source.sample(self.demand)
-            if self._past_from_disk:
-                self._backfill_from_disk(sample)
             self.sample_taken.emit(sample)
             if self._recording is not None:
                 if self.store_limits is not None and self.store_limits != self._recording.limits:
