@@ -302,3 +302,17 @@ def test_a_history_made_before_any_sample_gets_its_past_with_the_first() -> None
         assert len(pasts) == 2
     finally:
         source.close()
+
+
+def test_without_a_monotonic_clock_the_samples_kept_go_by_the_wall_clock() -> None:
+    """macOS has no clock that counts suspend: every sample's monotonic time is NaN, and the samples
+    kept for the history (none made yet) must still be the last few seconds, not the whole run."""
+    source, clock, _ = simulated_source("idle:gpus=h100")
+    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=5.0)
+    try:
+        for _ in range(30):
+            monitor.take(replace(source.sample(HISTORY), monotonic_s=float("nan")))
+            clock.advance_s(1.0)
+        assert len(monitor._recent) == 6  # 5 s apart at most, and the last
+    finally:
+        source.close()

@@ -118,6 +118,30 @@ def test_the_hour_that_is_over_is_packed_by_a_process_of_its_own(
     assert tiers == {int(Tier.FINE), int(Tier.COARSE), int(Tier.WIDE)}  # no fresh block of the hour left
 
 
+def test_an_hour_whose_blocks_went_while_it_was_packed_is_left_for_the_next_packer(tmp_path: Path) -> None:
+    """The packer decodes and compresses before its transaction; a block pruned meanwhile makes it
+    write nothing (rather than put the pruned block's rows back, or lose the others)."""
+    from trayvml.history.disk import pack
+
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S - 60, 40))  # before midnight: all fresh
+    db = Database(tmp_path)
+    try:
+        device = next(d.id for d in db.devices() if d.uuid != HOST_UUID)
+        fresh = db.blocks(device, (Tier.FRESH,), 0, round(MIDNIGHT_S * 1000))
+        assert len(fresh) >= 2
+        db.delete([fresh[0].id])  # pruned by the writer while the packer worked
+        hour = fresh[1].start_ms // 3_600_000
+        with pytest.raises(pack._StoreChangedError):
+            pack._pack_hour(db, device, hour, fresh[1].layout, fresh)
+        tiers = [t for (t,) in db.connection.execute("SELECT tier FROM blocks WHERE device = ?", (device,))]
+        assert tiers == [int(Tier.FRESH)] * (len(fresh) - 1)  # as it was: nothing lost, nothing twice
+        pack.pack(db, round(MIDNIGHT_S * 1000))  # the next packer packs what is there
+        tiers = [t for (t,) in db.connection.execute("SELECT tier FROM blocks WHERE device = ?", (device,))]
+        assert sorted(tiers) == [int(Tier.FINE), int(Tier.COARSE), int(Tier.WIDE)]
+    finally:
+        db.close()
+
+
 def test_a_packer_keeps_the_writers_lock_while_it_runs(tmp_path: Path) -> None:
     """One writer at a time, also where the tray dies while its packer runs: the packer holds the lock."""
     from trayvml.history.disk.write import WriterLock, holder, start_packer

@@ -84,7 +84,7 @@ class Monitor:
         self._past = past
         self._recent_s = recent_s
         self._recent: deque[Sample] = deque()  # while no history is made (``past``): the last samples
-        self._past_due = False  # the history was made before any sample: its past comes with the first
+        self._past_due = False  # a history was made (or made anew) with no sample kept: its past comes with the next
         self.latest: Sample | None = None
         self._processes_on_demand = processes_on_demand
         # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
@@ -99,6 +99,11 @@ class Monitor:
         self.first_s = math.nan
         # Per GPU: this user's notebook kernels its last held-idle notice named (its KERNEL action's).
         self.kernel_offers: dict[int, tuple[ProcessSample, ...]] = {}
+
+    @property
+    def has_history(self) -> bool:
+        """Whether the history was made (reading ``history`` makes it)."""
+        return self._history is not None
 
     @property
     def history(self) -> History:
@@ -126,10 +131,16 @@ class Monitor:
             self._past(history, before)
 
     def _keep_recent(self, sample: Sample) -> None:
-        """The samples of the last ``recent_s`` (by the monotonic clock: a wall clock set back keeps
-        no more), and always the last one."""
+        """The samples of the last ``recent_s``, and always the last one: by the monotonic clock (a
+        wall clock set back keeps no more), by the wall clock where that has none (macOS: NaN)."""
         self._recent.append(sample)
-        while len(self._recent) > 1 and self._recent[0].monotonic_s < sample.monotonic_s - self._recent_s:
+        while len(self._recent) > 1:
+            oldest = self._recent[0]
+            apart_s = sample.monotonic_s - oldest.monotonic_s
+            if math.isnan(apart_s):
+                apart_s = abs(sample.timestamp_s - oldest.timestamp_s)
+            if apart_s <= self._recent_s:
+                break
             self._recent.popleft()
 
     def configure(self, alerts: AlertSettings) -> None:

@@ -264,9 +264,7 @@ class App(QObject):
         window reads older ranges from disk (History.disk). The store's coarse tiers have no fresh
         hour (packed each UTC hour), so memory covers the hour being written and then some."""
         span_s = self.settings.history_hours * 3600.0
-        history = self._new_history(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
-        self._attach_disk(history)
-        return history
+        return self._new_history(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
 
     def _past_from_store(self, history: History, before: Sample) -> None:
         """A new history of this machine begins with the store's last hours before ``before`` (the
@@ -581,8 +579,10 @@ class App(QObject):
                 self._say(translate("App", "Serving metrics: {error}").format(error=error))
 
     def _resize_history(self) -> None:
-        # A new length means new rings: the timelines start again (the alert states do not).
-        self._use_history(self._new_local_history())
+        # A new length means new rings: the timelines start again (the alert states do not), with
+        # the store's past where it is kept. None made yet (the idle tray): the first is made so.
+        if self.local.has_history:
+            self._use_history(self._new_local_history())
 
     def _use_history(self, history: History) -> None:
         self.local.history = history

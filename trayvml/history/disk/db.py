@@ -22,10 +22,6 @@ import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    import numpy as np
 
 log = logging.getLogger(__name__)
 
@@ -251,8 +247,3 @@ def _facts(text: object) -> dict[str, object]:
     except ValueError:
         facts = None
     return facts if isinstance(facts, dict) else {}
-
-
-def as_arrays(matrices: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """(times in ms, each other matrix as rows × columns)."""
-    return matrices[0][0], [m.T for m in matrices[1:]]

@@ -29,8 +29,8 @@ FORMAT = 1
 TYPE_LIMITS = (2**7 - 1, 2**15 - 1, 2**31 - 1)
 _TYPECODES = ("b", "h", "i", "q")  # array's codes of those sizes
 # A count of resolution steps beyond this is a driver's garbage (a value of 2**64 read as a float):
-# kept at the bound, so that a delta between two such counts still fits in 64 bits.
-STEPS_BOUND = 2**62
+# kept at the bound, so that a delta between two such counts (-bound to +bound) still fits in 64 bits.
+STEPS_BOUND = 2**62 - 1
 
 Matrix = Sequence[Sequence[int]]
 

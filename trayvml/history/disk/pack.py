@@ -4,7 +4,7 @@ Once a UTC hour is over, its fresh blocks (a few seconds each) become one FINE b
 and one COARSE block (per minute) a device; the coarse blocks of a UTC day merge into one, and its
 WIDE block (10-minute buckets) is made anew, today's too: a week's view then reads no day as
 minutes. That decodes, joins and compresses (zstd's level 12) thousands of rows a device with
-numpy: the writer (write.py) starts ``python -m trayvml.history.disk.pack`` for it, so that the
+numpy: the writer (write.start_packer) runs ``main`` in a process of its own for it, so that the
 idle tray never loads numpy (13 MiB) nor keeps the megabytes the packing freed (glibc holds them).
 
 The child is handed the writer's lock (the same open file): while it packs, the store still has
@@ -17,7 +17,6 @@ import contextlib
 import logging
 import os
 import sqlite3
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -31,55 +30,56 @@ log = logging.getLogger(__name__)
 NICENESS = 10  # the packing waits for the work on the machine: it is never urgent
 
 
+class _StoreChangedError(Exception):
+    """Blocks read for an hour's packing went (pruned) before its transaction."""
+
+
 def pack(db: Database, now_ms: int) -> None:
     """Fresh blocks of UTC hours that are over become one fine and one coarse block each, of the
     GPUs and the host, then of their processes."""
     hour_ms = now_ms - now_ms % HOUR_MS
     for device in db.devices():
         fresh = [b for b in db.blocks(device.id, (Tier.FRESH,), 0, hour_ms - 1) if b.start_ms < hour_ms]
-        if not fresh:
-            continue
         hours: dict[tuple[int, int], list[Block]] = {}
         for block in fresh:
             hours.setdefault((block.start_ms // HOUR_MS, block.layout), []).append(block)
-        with db.transaction():
-            for (_, layout_id), blocks in hours.items():
-                parts = [m for m in (_decode(b, codec.FINE_MATRICES) for b in blocks) if m is not None]
-                if parts:
-                    fine = _concat_fine(parts)
-                    _insert(db, device.id, Tier.FINE, layout_id, fine)
-                    _insert(db, device.id, Tier.COARSE, layout_id, coarse_from_fine(fine, BUCKET_MS))
-                db.delete([b.id for b in blocks])
-            touched = {(b.start_ms // DAY_MS, b.layout) for b in fresh}
-            for day, layout_id in touched:
-                _merge_day(db, device.id, day, layout_id)
+        for (hour, layout_id), blocks in hours.items():
+            try:
+                _pack_hour(db, device.id, hour, layout_id, blocks)
+            except _StoreChangedError:
+                log.info("the history changed while an hour was packed; it is packed next hour")
     processes.compact(db, now_ms)
 
 
-def _merge_day(db: Database, device: int, day: int, layout_id: int) -> None:
-    """One coarse block for the day, and its wide block anew."""
+def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list[Block]) -> None:
+    """An hour's fresh blocks become a fine block, and its day's coarse block (its minutes beside
+    the day's others) and wide block are made anew. Decoded, joined and compressed before the write
+    transaction, which only swaps blocks: the writer's commit never waits on the packing's CPU (at
+    its low priority, on a machine whose cores are all busy)."""
+    day = hour * HOUR_MS // DAY_MS
     start_ms, end_ms = day * DAY_MS, (day + 1) * DAY_MS - 1
-    blocks = [
+    day_blocks = [
         b
         for b in db.blocks(device, (Tier.COARSE, Tier.WIDE), start_ms, end_ms)
         if b.layout == layout_id and start_ms <= b.start_ms <= end_ms
     ]
-    coarse = [b for b in blocks if b.tier is Tier.COARSE]
-    parts = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in coarse) if m is not None]
-    if not parts:
-        return
-    merged = merge_coarse(parts, BUCKET_MS)
-    if len(coarse) > 1:
-        db.delete([b.id for b in coarse])
-        _insert(db, device, Tier.COARSE, layout_id, merged)
-    db.delete([b.id for b in blocks if b.tier is Tier.WIDE])
-    _insert(db, device, Tier.WIDE, layout_id, merge_coarse([merged], WIDE_BUCKET_MS))
-
-
-def _insert(db: Database, device: int, tier: Tier, layout: int, matrices: list[np.ndarray]) -> None:
-    data, crc = codec.encode(matrices, PACKED_LEVEL)
-    times = matrices[0][0]
-    db.insert(device, tier, int(times[0]), int(times[-1]), len(times), layout, data, crc)
+    parts = [m for m in (_decode(b, codec.FINE_MATRICES) for b in fresh) if m is not None]
+    made: list[tuple[Tier, list[np.ndarray]]] = []
+    if parts:
+        fine = _concat_fine(parts)
+        day_coarse = (_decode(b, codec.COARSE_MATRICES) for b in day_blocks if b.tier is Tier.COARSE)
+        minutes = [m for m in day_coarse if m is not None]
+        merged = merge_coarse([*minutes, coarse_from_fine(fine, BUCKET_MS)], BUCKET_MS)
+        made = [(Tier.FINE, fine), (Tier.COARSE, merged), (Tier.WIDE, merge_coarse([merged], WIDE_BUCKET_MS))]
+    encoded = [(tier, matrices[0][0], codec.encode(matrices, PACKED_LEVEL)) for tier, matrices in made]
+    gone = [b.id for b in fresh] + ([b.id for b in day_blocks] if made else [])
+    with db.transaction():
+        marks = ",".join("?" * len(gone))
+        if db.connection.execute(f"SELECT COUNT(*) FROM blocks WHERE id IN ({marks})", gone).fetchone()[0] < len(gone):
+            raise _StoreChangedError  # rolled back: nothing lost, nothing twice
+        db.delete(gone)
+        for tier, times, (data, crc) in encoded:
+            db.insert(device, tier, int(times[0]), int(times[-1]), len(times), layout_id, data, crc)
 
 
 def main(argv: list[str]) -> int:
@@ -101,7 +101,3 @@ def main(argv: list[str]) -> int:
     finally:
         db.close()
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

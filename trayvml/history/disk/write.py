@@ -7,6 +7,7 @@ import contextlib
 import errno
 import fcntl
 import functools
+import json
 import logging
 import os
 import sqlite3
@@ -39,10 +40,15 @@ FLUSH_S = 8.0  # samples wait at most this long before they are committed: a kil
 RETRY_S = 30.0  # after a failed write, how long before trying again
 MEMORY_KEEP_S = 3600.0  # samples kept in memory while the store cannot be written
 PRUNE_EVERY_S = 600.0
-PACK_WAIT_S = 60.0  # how long closing waits for the hourly packer (8 GPUs' hour: about a second)
+PACK_WAIT_S = 15.0  # how long closing waits for the hourly packer (8 GPUs' hour: about a second)
+PACKER_LIMIT_S = 600.0  # a packer still running after this is stopped (a hung one would pack no more)
 HOST_UUID = "host"
 LOCK_NAME = "writer.lock"
-PACKER = "trayvml.history.disk.pack"  # the module that packs the hours that are over, run as a process
+# The packer's process: pack.py's main, on this process' module path.
+_PACKER_BOOT = (
+    "import json, sys; sys.path[:] = json.loads(sys.argv[1]); "
+    "from trayvml.history.disk.pack import main; sys.exit(main(sys.argv[2:]))"
+)
 
 GPU_LAYOUT = Layout(tuple(m.key for m in GPU_METRICS), tuple(m.stored_resolution for m in GPU_METRICS))
 
@@ -58,16 +64,16 @@ def host_layout(cores: int) -> Layout:
 
 def start_packer(folder: Path, now_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
     """The packer of the hours before ``now_ms``, started (it inherits ``lock_fd``, the writer's lock,
-    and stderr for its warnings). Raises OSError when it cannot be started."""
-    package_root = str(Path(__file__).resolve().parents[3])  # the trayvml this process runs, not another
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (package_root, env.get("PYTHONPATH", "")) if p)
+    and stderr for its warnings). It imports what this process imports (its module path, the working
+    folder's entry made absolute), in a session of its own: a Ctrl-C in the terminal is not for it.
+    Raises OSError when it cannot be started."""
+    paths = [os.path.abspath(p) for p in sys.path]  # '' (the working folder) as the folder it is now
     return subprocess.Popen(
-        [sys.executable, "-m", PACKER, str(folder.absolute()), str(now_ms)],
+        [sys.executable, "-c", _PACKER_BOOT, json.dumps(paths), str(folder.absolute()), str(now_ms)],
         pass_fds=(lock_fd,),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
-        env=env,
+        start_new_session=True,
     )
 
 
@@ -118,7 +124,8 @@ class WriterLock:
 
 
 def holder(folder: Path) -> int | None:
-    """The pid of the process writing the store in ``folder``, or None when nobody does."""
+    """The pid of the process writing the store in ``folder``, or None when nobody does. (Where a
+    writer died while its packer still runs, the pid is the writer's: the lock is the packer's.)"""
     path = folder / LOCK_NAME
     try:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -171,6 +178,7 @@ class StoreWriter:
         self._retry_at_ms = 0
         self._packed_hour = -1  # the hour whose packing of the hours before it was last started
         self._packer: subprocess.Popen[bytes] | None = None  # pack.py's process, while it runs
+        self._packer_since_s = 0.0  # when it started (monotonic)
         self._packed = False  # whether a packer ended since the last pruning
         self._infos: dict[str, tuple[DeviceInfo, dict[str, object]]] = {}
         # When it last pruned; None before its first write. The first pruning waits PRUNE_EVERY_S
@@ -320,6 +328,7 @@ class StoreWriter:
 
     def _maintain(self, db: Database, now_ms: int) -> None:
         """The hours that are over packed (by a process of their own), the oldest blocks pruned."""
+        self._packer_done()  # a packer that ended is reaped at once, not at the next hour
         self._pack(db, now_ms)
         if self._pruned_at_ms is None:
             self._pruned_at_ms = now_ms
@@ -333,28 +342,32 @@ class StoreWriter:
         """In a new hour (or at the first write), the hours that are over are packed by a process of
         pack.py's, unless the last one still runs (then at a later flush)."""
         hour = now_ms // HOUR_MS
-        if hour == self._packed_hour or not self._packer_done() or self._lock is None:
+        if hour == self._packed_hour or self._packer is not None or self._lock is None:
             return
         self._packed_hour = hour
         if hours_to_pack(db, now_ms):
             try:
                 self._packer = start_packer(self.folder, now_ms, self._lock.fd)
+                self._packer_since_s = time.monotonic()
             except OSError as error:
                 log.warning("the history's hours could not be packed (%s); trying again next hour", error)
 
     def _packer_done(self, wait_s: float = 0.0) -> bool:
-        """Whether no packer runs (one that ended, or that ``wait_s`` ran out on and was killed, is
-        reaped and its failure logged)."""
+        """Whether no packer runs: one that ended is reaped and its failure logged; one still running
+        after ``wait_s`` (closing) or PACKER_LIMIT_S is stopped (its transaction rolls back: the hour
+        stays fresh, for the next packer)."""
         if self._packer is None:
             return True
-        try:
-            code = self._packer.wait(wait_s) if wait_s else self._packer.poll()
-        except subprocess.TimeoutExpired:
-            log.warning("packing the history took over %g s; stopped (the next hour tries again)", wait_s)
+        if wait_s:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self._packer.wait(wait_s)
+        code = self._packer.poll()
+        if code is None:
+            if not wait_s and time.monotonic() - self._packer_since_s < PACKER_LIMIT_S:
+                return False
+            log.warning("packing the history in %s was stopped: it took too long", self.folder)
             self._packer.kill()
             code = self._packer.wait()
-        if code is None:
-            return False
         if code:
             log.warning("packing the history in %s failed (exit status %d)", self.folder, code)
         self._packer = None
