@@ -316,3 +316,36 @@ def test_without_a_monotonic_clock_the_samples_kept_go_by_the_wall_clock() -> No
         assert len(monitor._recent) == 6  # 5 s apart at most, and the last
     finally:
         source.close()
+
+
+def test_a_history_filled_elsewhere_gets_every_sample_taken_meanwhile() -> None:
+    source, clock, _ = simulated_source("idle:gpus=h100")
+    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=2.0)
+    try:
+        for _ in range(5):
+            monitor.take(source.sample(HISTORY))
+            clock.advance_s(1.0)
+        started = monitor.start_history()
+        assert started is not None and monitor.start_history() is None  # one fill at a time
+        history, before = started
+        times = [s.timestamp_s for s in monitor._recent]
+        assert before.timestamp_s == times[0]
+        for _ in range(10):  # the store being read on another thread: longer than recent_s
+            sample = source.sample(HISTORY)
+            times.append(sample.timestamp_s)
+            monitor.take(sample)
+            clock.advance_s(1.0)
+        assert not monitor.has_history and monitor.finish_history(history)
+        assert monitor.history is history
+        series = history.gpu_series("utilization_gpu_percent", times[0] - 1, times[-1], 1000)
+        assert series is not None
+        assert series.times_s[np.isfinite(series.mean).all(axis=1)].tolist() == times  # none dropped
+        # A history made while another was filled is the one kept.
+        other = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=2.0)
+        other.take(source.sample(HISTORY))
+        late = other.start_history()
+        assert late is not None
+        made = other.history
+        assert not other.finish_history(late[0]) and other.history is made
+    finally:
+        source.close()

@@ -3,6 +3,7 @@ reading instead of writing while a recorder runs, and the window's week, picker 
 
 from __future__ import annotations
 
+import math
 import shutil
 import threading
 import time
@@ -61,10 +62,16 @@ def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
     reader.close()
 
     app, second = _run_app(qtbot, tmp_path, folder, 2)
+    assert not app.local.has_history  # nothing read it yet: no timelines in memory
+    filling = app.history  # the window opens: an empty one stands in while the store is read
+    assert filling.latest_s == -math.inf
+    qtbot.waitUntil(lambda: app.local.has_history, timeout=30_000)
+    assert app.history is not filling
     series = app.history.gpu_series("utilization_gpu_percent", first[0] - 5, time.time(), 1000)
     assert series is not None
     shown = series.times_s[np.isfinite(series.mean).all(axis=1)]
     assert shown[0] < second[0] - 0.5  # the first run's samples, read back from disk, come first
+    assert math.floor(second[-1]) in shown.tolist()  # and this run's (1 s buckets), kept while it was read
 
 
 def test_with_the_store_on_memory_holds_two_hours_and_the_window_reads_older_from_disk(qapp, tmp_path: Path) -> None:

@@ -85,6 +85,7 @@ class Monitor:
         self._recent_s = recent_s
         self._recent: deque[Sample] = deque()  # while no history is made (``past``): the last samples
         self._past_due = False  # a history was made (or made anew) with no sample kept: its past comes with the next
+        self._filling = False  # a history is being filled elsewhere (start_history): no sample kept goes
         self.latest: Sample | None = None
         self._processes_on_demand = processes_on_demand
         # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
@@ -124,6 +125,29 @@ class Monitor:
                 history.append(sample)
             self._recent.clear()
 
+    def start_history(self) -> tuple[History, Sample] | None:
+        """A new history for another thread to fill with its ``past`` before the sample given (the
+        window opened: the store's hours are read without holding up the GUI thread); the samples
+        from that one on are all kept until ``finish_history``. None: nothing to fill that way (no
+        past, a history already made or being filled, or no sample yet)."""
+        if self._history is not None or self._past is None or self._filling or not self._recent:
+            return None
+        self._filling = True
+        return self.new_history(), self._recent[0]
+
+    def finish_history(self, history: History) -> bool:
+        """``history`` from start_history, filled: the samples kept are appended and it becomes the
+        history. False where one was made meanwhile (then this one is let go)."""
+        self._filling = False
+        if self._history is not None:
+            return False
+        for sample in self._recent:
+            history.append(sample)
+        self._recent.clear()
+        self._history = history
+        self._past_due = False
+        return True
+
     def _fill(self, history: History, before: Sample) -> None:
         """The past before ``before`` into ``history`` (once a history)."""
         if self._past_due and self._past is not None:
@@ -134,7 +158,7 @@ class Monitor:
         """The samples of the last ``recent_s``, and always the last one: by the monotonic clock (a
         wall clock set back keeps no more), by the wall clock where that has none (macOS: NaN)."""
         self._recent.append(sample)
-        while len(self._recent) > 1:
+        while len(self._recent) > 1 and not self._filling:
             oldest = self._recent[0]
             apart_s = sample.monotonic_s - oldest.monotonic_s
             if math.isnan(apart_s):

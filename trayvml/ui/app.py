@@ -109,6 +109,7 @@ class App(QObject):
     notified = Signal(object)  # an AlertEvent that went out as a notification
     _action_received = Signal(str, int, str)  # from the notification listener thread
     _notifier_ready = Signal(object)  # from the thread that sets the notifier up
+    _history_filled = Signal(object)  # a History, from the thread that read its past from the store
 
     def __init__(
         self,
@@ -126,6 +127,7 @@ class App(QObject):
         self.store = store
         self.history_folder = history_folder
         self._disk: DiskReach | None = None
+        self._filling: History | None = None  # stands in for the history being filled (App.history)
         self.store_note = ""
         self._processes_stored_s = -math.inf  # when the store last asked for the process lists
         if stored is None:
@@ -178,6 +180,7 @@ class App(QObject):
         self.tray.settings_action.triggered.connect(self.show_settings)
         self._action_received.connect(self._on_action)
         self._notifier_ready.connect(self._use_notifier)
+        self._history_filled.connect(self._use_filled_history)
         self.tray.pause_requested.connect(self.pause_notifications)
         self.settings_dialog: SettingsDialog | None = None
         self.tray.show_window_requested.connect(self.show_window)
@@ -220,10 +223,33 @@ class App(QObject):
 
     @property
     def history(self) -> History:
-        """Made on first use: numpy need not load before the tray icon shows."""
+        """Made on first use: numpy need not load before the tray icon shows. With the store on, the
+        first is filled from it on a thread of its own (two hours of 8 GPUs take about half a second
+        to read, longer from a slow disk): until then an empty one stands in, and the window shows
+        the filled one once it is ready."""
+        if self._filling is not None:
+            return self._filling
+        started = self.local.start_history()
+        if started is not None:
+            self._filling = self._new_local_history()
+            self._attach_disk(self._filling)
+            threading.Thread(target=self._fill_history, args=started, name="trayvml-history-fill", daemon=True).start()
+            return self._filling
         history = self.local.history
         self._attach_disk(history)
         return history
+
+    def _fill_history(self, history: History, before: Sample) -> None:
+        """On its own thread: the store's past into ``history`` (read by nobody else until it is done)."""
+        try:
+            self._past_from_store(history, before)
+        finally:
+            self._history_filled.emit(history)
+
+    def _use_filled_history(self, history: History) -> None:
+        self._filling = None
+        if self.local.finish_history(history):
+            self._show_history(history)
 
     # ---- the history on disk (issue 9) ----
     def _open_recording(self) -> Recording | None:
@@ -586,6 +612,10 @@ class App(QObject):
 
     def _use_history(self, history: History) -> None:
         self.local.history = history
+        self._show_history(history)
+
+    def _show_history(self, history: History) -> None:
+        """``history`` is this machine's: read from the store beyond memory, and shown in the window."""
         self._attach_disk(history)
         if self.window is not None and (self.host_choice is None or not self.host_choice.host):
             self.window.history = history
