@@ -648,3 +648,17 @@ def test_buckets_held_by_blocks_of_two_layouts_are_added_up(tmp_path: Path) -> N
     assert np.array_equal(data.low, [[1, 10, nan, nan], [4, 4, 7, nan], [0, 1, 7, nan]], equal_nan=True)
     assert np.array_equal(data.high, [[3, 12, nan, nan], [5, 4, 7, nan], [6, 1, 7, nan]], equal_nan=True)
     assert np.array_equal(data.mean, [[2, 11, nan, nan], [4.5, 4, 7, nan], [3, 1, 7, nan]], equal_nan=True)
+
+
+def test_a_packer_whose_hour_changed_under_it_is_followed_by_another_at_the_next_flush(tmp_path: Path) -> None:
+    from trayvml.history.disk.write import PACKER_AGAIN
+
+    writer = StoreWriter(tmp_path)
+    again = subprocess.Popen([sys.executable, "-c", f"raise SystemExit({PACKER_AGAIN})"])
+    again.wait(30)
+    writer._packer, writer._packed_hour = again, 7
+    try:
+        assert writer._packer_done() and writer._packer is None
+        assert writer._packed_hour == -1  # not at the next hour: the next flush starts one
+    finally:
+        writer.close()

@@ -223,6 +223,9 @@ class App(QObject):
 
     @property
     def history(self) -> History:
+        return self._local_history()
+
+    def _local_history(self) -> History:
         """Made on first use: numpy need not load before the tray icon shows. With the store on, the
         first is filled from it on a thread of its own (two hours of 8 GPUs take about half a second
         to read, longer from a slow disk): until then an empty one stands in, and the window shows
@@ -248,8 +251,8 @@ class App(QObject):
 
     def _use_filled_history(self, history: History) -> None:
         self._filling = None
-        if self.local.finish_history(history):
-            self._show_history(history)
+        self.local.finish_history(history)  # else one was made meanwhile (the settings changed): that one
+        self._show_history(self.local.history)  # in place of the stand-in
 
     # ---- the history on disk (issue 9) ----
     def _open_recording(self) -> Recording | None:
@@ -273,7 +276,7 @@ class App(QObject):
     def _store_noted(self, note: str) -> None:
         self.store_note = note
         if note:  # the store is not written by this app: memory keeps the timelines from now on
-            self._attach_disk(self.local.history)
+            self._local_history()  # made (or being filled) now
         if self.window is not None:
             self.window.store_note = note
 
@@ -607,7 +610,7 @@ class App(QObject):
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not), with
         # the store's past where it is kept. None made yet (the idle tray): the first is made so.
-        if self.local.has_history:
+        if self.local.has_history or self._filling is not None:
             self._use_history(self._new_local_history())
 
     def _use_history(self, history: History) -> None:

@@ -24,6 +24,7 @@ import numpy as np
 from trayvml.history.disk import codec, processes
 from trayvml.history.disk.blocks import _concat_fine, _decode, coarse_from_fine, merge_coarse
 from trayvml.history.disk.db import BUCKET_MS, DAY_MS, HOUR_MS, PACKED_LEVEL, WIDE_BUCKET_MS, Block, Database, Tier
+from trayvml.history.disk.write import PACKER_AGAIN
 
 log = logging.getLogger(__name__)
 
@@ -34,10 +35,12 @@ class _StoreChangedError(Exception):
     """Blocks read for an hour's packing went (pruned) before its transaction."""
 
 
-def pack(db: Database, now_ms: int) -> None:
+def pack(db: Database, now_ms: int) -> bool:
     """Fresh blocks of UTC hours that are over become one fine and one coarse block each, of the
-    GPUs and the host, then of their processes."""
+    GPUs and the host, then of their processes. False where an hour's blocks changed while it was
+    packed (pruned for the size cap): that hour is left for the next packer."""
     hour_ms = now_ms - now_ms % HOUR_MS
+    whole = True
     for device in db.devices():
         fresh = [b for b in db.blocks(device.id, (Tier.FRESH,), 0, hour_ms - 1) if b.start_ms < hour_ms]
         hours: dict[tuple[int, int], list[Block]] = {}
@@ -47,8 +50,9 @@ def pack(db: Database, now_ms: int) -> None:
             try:
                 _pack_hour(db, device.id, hour, layout_id, blocks)
             except _StoreChangedError:
-                log.info("the history changed while an hour was packed; it is packed next hour")
+                whole = False
     processes.compact(db, now_ms)
+    return whole
 
 
 def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list[Block]) -> None:
@@ -83,7 +87,8 @@ def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list
 
 
 def main(argv: list[str]) -> int:
-    """``FOLDER NOW_MS``: pack the store in FOLDER's hours before NOW_MS; 1 when it could not."""
+    """``FOLDER NOW_MS``: pack the store in FOLDER's hours before NOW_MS; 1 when it could not,
+    PACKER_AGAIN when an hour changed under it (the writer starts another at once)."""
     logging.basicConfig(format="trayvml (packing the history): %(message)s", level=logging.WARNING)
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
@@ -94,7 +99,8 @@ def main(argv: list[str]) -> int:
         log.warning("the history in %s could not be opened to be packed (%s)", folder, error)
         return 1
     try:
-        pack(db, now_ms)
+        if not pack(db, now_ms):
+            return PACKER_AGAIN
     except (OSError, sqlite3.Error) as error:
         log.warning("the history in %s could not be packed (%s); trying again next hour", folder, error)
         return 1

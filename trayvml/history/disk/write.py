@@ -41,6 +41,7 @@ RETRY_S = 30.0  # after a failed write, how long before trying again
 MEMORY_KEEP_S = 3600.0  # samples kept in memory while the store cannot be written
 PRUNE_EVERY_S = 600.0
 PACK_WAIT_S = 15.0  # how long closing waits for the hourly packer (8 GPUs' hour: about a second)
+PACKER_AGAIN = 3  # a packer's exit status: an hour's blocks changed under it (pruned), start another
 PACKER_LIMIT_S = 600.0  # a packer still running after this is stopped (a hung one would pack no more)
 HOST_UUID = "host"
 LOCK_NAME = "writer.lock"
@@ -332,8 +333,10 @@ class StoreWriter:
         self._pack(db, now_ms)
         if self._pruned_at_ms is None:
             self._pruned_at_ms = now_ms
-        # Also once a packer ended: it made blocks that may be past their span, or over the cap.
-        if due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S) or self._packed:
+        # Also once a packer ended: it made blocks that may be past their span, or over the cap. Not
+        # while one runs: a block pruned under it would make it leave its hour for the next one.
+        due_now = due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S)
+        if (due_now or self._packed) and self._packer is None:
             self._packed = False
             self._pruned_at_ms = now_ms
             prune(db, now_ms, self.limits)
@@ -368,7 +371,9 @@ class StoreWriter:
             log.warning("packing the history in %s was stopped: it took too long", self.folder)
             self._packer.kill()
             code = self._packer.wait()
-        if code:
+        if code == PACKER_AGAIN:
+            self._packed_hour = -1  # the next flush starts another
+        elif code:
             log.warning("packing the history in %s failed (exit status %d)", self.folder, code)
         self._packer = None
         self._packed = True
@@ -404,7 +409,7 @@ class StoreWriter:
         with contextlib.suppress(StoreLockedError):
             self.flush()
         # A packer that still ran at the last flushes held back the next hour's and the pruning.
-        for _ in range(2):
+        for _ in range(3):
             self._packer_done(PACK_WAIT_S)
             if self._db is None or self._last_ms is None or self.problem is not None:
                 break
