@@ -80,8 +80,9 @@ def idle_tray(tmp_path_factory: pytest.TempPathFactory) -> dict:
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout.strip().splitlines()[-1])
     assert report["samples"] >= 3 and not report["window"]  # sampled, window never opened
-    report["stored"] = sqlite3.connect(folder / "history" / "history.sqlite3").execute("SELECT COUNT(*) FROM blocks")
-    report["stored"] = report["stored"].fetchone()[0]
+    store = sqlite3.connect(folder / "history" / "history.sqlite3")
+    report["stored"] = store.execute("SELECT COUNT(*) FROM blocks").fetchone()[0]
+    store.close()
     return report
 
 

@@ -349,3 +349,19 @@ def test_a_history_filled_elsewhere_gets_every_sample_taken_meanwhile() -> None:
         assert not other.finish_history(late[0]) and other.history is made
     finally:
         source.close()
+
+
+def test_samples_far_apart_are_kept_for_a_history_however_old() -> None:
+    """At a minute between samples the store may still lack the one before the last: the last few
+    are kept whatever their age."""
+    from trayvml.monitor.pipeline import RECENT_AT_LEAST
+
+    source, clock, _ = simulated_source("idle:gpus=h100")
+    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=20.0)
+    try:
+        for _ in range(6):
+            monitor.take(source.sample(HISTORY))
+            clock.advance_s(60.0)
+        assert len(monitor._recent) == RECENT_AT_LEAST == 3
+    finally:
+        source.close()

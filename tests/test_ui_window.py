@@ -691,3 +691,15 @@ def test_processes_tab_shows_jobs_groups_them_counts_hidden_ones_and_lists_users
     # An empty sample: no job rows left behind.
     tab.update_processes(Sample(1001.0, (), (), None, None))
     assert tree.topLevelItemCount() == 0 and tab.hidden_label.text() == ""
+
+
+def test_a_history_that_arrives_after_the_window_opened_widens_its_range(qtbot) -> None:
+    """The window's first open with the history on disk shows an empty stand-in while the store
+    is read; the history read then fits the range to what it holds, not at the next sample."""
+    from trayvml.history.timeline import History
+
+    history, sample = filled_history("idle:gpus=h100", 600)
+    window = shown_window(qtbot, History(), sample)
+    assert window.range_s == 60  # nothing yet: a minute
+    window.history = history  # ten minutes read from the store
+    assert window.range_s == 900

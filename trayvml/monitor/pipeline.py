@@ -36,6 +36,7 @@ log = logging.getLogger(__name__)
 
 THIS_MACHINE = ""  # the host name of this machine's monitor: its GPU 0 is not a remote host's
 DETAILS_WAIT = 3  # samples an alert waits for the process lists it names before it goes without
+RECENT_AT_LEAST = 3  # samples kept for a history made later, however far apart (Monitor.past)
 
 
 @dataclass(frozen=True)
@@ -155,10 +156,11 @@ class Monitor:
             self._past(history, before)
 
     def _keep_recent(self, sample: Sample) -> None:
-        """The samples of the last ``recent_s``, and always the last one: by the monotonic clock (a
-        wall clock set back keeps no more), by the wall clock where that has none (macOS: NaN)."""
+        """The samples of the last ``recent_s``, and always the last RECENT_AT_LEAST (the store may
+        still lack the one before the last, however long ago): by the monotonic clock (a wall clock
+        set back keeps no more), by the wall clock where that has none (macOS: NaN)."""
         self._recent.append(sample)
-        while len(self._recent) > 1 and not self._filling:
+        while len(self._recent) > RECENT_AT_LEAST and not self._filling:
             oldest = self._recent[0]
             apart_s = sample.monotonic_s - oldest.monotonic_s
             if math.isnan(apart_s):

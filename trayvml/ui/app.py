@@ -71,7 +71,8 @@ NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
 MEMORY_WITH_STORE_S = 2 * 3600.0
 # While the window has not been opened, this machine keeps no history in memory (the store has it):
 # only its samples of this long, which the writer may not have committed yet (it commits every
-# FLUSH_S), for the history made when the window opens.
+# FLUSH_S, and at each sample where samples are further apart), for the history made when the
+# window opens. Monitor keeps the last few samples whatever their age.
 RECENT_UNSTORED_S = 2 * FLUSH_S + 4.0
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
@@ -234,9 +235,14 @@ class App(QObject):
             return self._filling
         started = self.local.start_history()
         if started is not None:
+            # Not read from the store beyond memory: its rows are all still to come, and the
+            # window would shade the whole range "not recording" meanwhile.
             self._filling = self._new_local_history()
-            self._attach_disk(self._filling)
-            threading.Thread(target=self._fill_history, args=started, name="trayvml-history-fill", daemon=True).start()
+            thread = threading.Thread(target=self._fill_history, args=started, name="trayvml-history-fill", daemon=True)
+            try:
+                thread.start()
+            except RuntimeError:  # no thread to be had: read here
+                self._fill_history(*started)
             return self._filling
         history = self.local.history
         self._attach_disk(history)
@@ -246,6 +252,8 @@ class App(QObject):
         """On its own thread: the store's past into ``history`` (read by nobody else until it is done)."""
         try:
             self._past_from_store(history, before)
+        except Exception:  # a bug: the history starts where the kept samples do, the rest goes on
+            log.exception("the history on disk could not be read into the timelines")
         finally:
             self._history_filled.emit(history)
 
@@ -614,6 +622,7 @@ class App(QObject):
             self._use_history(self._new_local_history())
 
     def _use_history(self, history: History) -> None:
+        self._filling = None  # a history being filled meanwhile is let go when it is done
         self.local.history = history
         self._show_history(history)
 

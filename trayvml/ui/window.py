@@ -236,8 +236,9 @@ class GraphWindow(QMainWindow):
 
     @history.setter
     def history(self, history: History) -> None:
-        """Another history (a new length, a simulation's past): shown at once."""
+        """Another history (a new length, a simulation's past, the store's read): shown at once."""
         self._history = history
+        self._fit_range()
         self.request_redraw()
 
     @property
@@ -493,11 +494,14 @@ class GraphWindow(QMainWindow):
         fits = next((s for _, s in RANGES_S if s >= span), RANGES_S[-1][1])
         return min(fits, DEFAULT_RANGE_S)
 
+    def _fit_range(self) -> None:
+        if not self.range_chosen and self.following and self.fitting_range_s() != self.range_s:
+            self.set_range(self.fitting_range_s(), chosen=False)  # grows with the data until the user picks
+
     # ---- samples ----
     def update_sample(self, sample: Sample) -> None:
         self.sample = sample
-        if not self.range_chosen and self.following and self.fitting_range_s() != self.range_s:
-            self.set_range(self.fitting_range_s(), chosen=False)  # grows with the data until the user picks
+        self._fit_range()
         if sample.gpus and (len(sample.gpus) != self.gpu_count or sample.devices != self._devices):
             self._build_gpu_widgets(sample)
         if self.gpu_page is not None and sample.gpus and self.gpu_page.collapse_unsupported(sample):

@@ -372,7 +372,7 @@ class StoreWriter:
             self._packer.kill()
             code = self._packer.wait()
         if code == PACKER_AGAIN:
-            self._packed_hour = -1  # the next flush starts another
+            self._packed_hour = -1  # another is started by the caller's _maintain, or the next one
         elif code:
             log.warning("packing the history in %s failed (exit status %d)", self.folder, code)
         self._packer = None
