@@ -304,15 +304,25 @@ def test_a_history_made_before_any_sample_gets_its_past_with_the_first() -> None
         source.close()
 
 
+def _keeping(
+    source, clock: ManualClock, recent_s: float, samples: int, step_s: float, monotonic: bool = True
+) -> Monitor:
+    """A monitor whose samples are kept elsewhere too (a ``past``), fed ``samples`` ``step_s`` apart
+    (``monotonic`` False: without a monotonic time, as on macOS)."""
+    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=recent_s)
+    for _ in range(samples):
+        sample = source.sample(HISTORY)
+        monitor.take(sample if monotonic else replace(sample, monotonic_s=float("nan")))
+        clock.advance_s(step_s)
+    return monitor
+
+
 def test_without_a_monotonic_clock_the_samples_kept_go_by_the_wall_clock() -> None:
     """macOS has no clock that counts suspend: every sample's monotonic time is NaN, and the samples
     kept for the history (none made yet) must still be the last few seconds, not the whole run."""
     source, clock, _ = simulated_source("idle:gpus=h100")
-    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=5.0)
     try:
-        for _ in range(30):
-            monitor.take(replace(source.sample(HISTORY), monotonic_s=float("nan")))
-            clock.advance_s(1.0)
+        monitor = _keeping(source, clock, 5.0, 30, 1.0, monotonic=False)
         assert len(monitor._recent) == 6  # 5 s apart at most, and the last
     finally:
         source.close()
@@ -320,11 +330,8 @@ def test_without_a_monotonic_clock_the_samples_kept_go_by_the_wall_clock() -> No
 
 def test_a_history_filled_elsewhere_gets_every_sample_taken_meanwhile() -> None:
     source, clock, _ = simulated_source("idle:gpus=h100")
-    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=2.0)
     try:
-        for _ in range(5):
-            monitor.take(source.sample(HISTORY))
-            clock.advance_s(1.0)
+        monitor = _keeping(source, clock, 2.0, 5, 1.0)
         started = monitor.start_history()
         assert started is not None and monitor.start_history() is None  # one fill at a time
         history, before = started
@@ -357,11 +364,8 @@ def test_samples_far_apart_are_kept_for_a_history_however_old() -> None:
     from trayvml.monitor.pipeline import RECENT_AT_LEAST
 
     source, clock, _ = simulated_source("idle:gpus=h100")
-    monitor = Monitor(_ready_dispatcher(), ALL_OFF_SETTINGS, History, past=lambda h, s: None, recent_s=20.0)
     try:
-        for _ in range(6):
-            monitor.take(source.sample(HISTORY))
-            clock.advance_s(60.0)
+        monitor = _keeping(source, clock, 20.0, 6, 60.0)
         assert len(monitor._recent) == RECENT_AT_LEAST == 3
     finally:
         source.close()
