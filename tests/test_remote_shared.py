@@ -402,6 +402,32 @@ def test_a_bug_in_the_shared_thread_hands_every_remote_to_a_thread_of_its_own(
     _no_threads_left()
 
 
+def test_a_remote_added_just_before_the_shared_thread_failed_gets_a_thread_of_its_own_too(
+    fakes: list[FakeRemote], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Seen once on a loaded machine: the second remote's "add" came after the loop had taken its
+    work, and the failure handed only the first to a thread of its own; the second was never read."""
+    hosts = [_fake(fakes) for _ in range(2)]
+    remotes = Remotes([parse_endpoint(h.url) for h in hosts], interval_s=0.05, timeout_s=2.0)
+    first, second = remotes.sources
+    reader = plain.SharedReader()
+
+    def failing() -> None:
+        reader._add(first)  # taken by the loop
+        reader._posted.append(lambda: reader._add(second))  # posted after it took its work
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(reader, "_loop", failing)
+    try:
+        reader._run()
+        _wait_until(lambda: all(_read_fine(s) for s in remotes.sources))
+        names = sorted(_own_threads())
+    finally:
+        remotes.close()
+    assert names == sorted(f"trayvml-remote {h.url}" for h in hosts)
+    _no_threads_left()
+
+
 _LENGTH = f"Content-Length: {len(BODY)}\r\n".encode()
 _TEXT = b"HTTP/1.1 200 OK\r\nContent-Type: text/plain; version=0.0.4\r\n"
 

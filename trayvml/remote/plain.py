@@ -238,6 +238,15 @@ class SharedReader:
             log.exception("the thread reading the plain-HTTP remotes failed")
             with self._lock:
                 self._end_locked()
+                # Work posted since the loop last took its own (a remote added, one removed): done
+                # here, or a remote added just before the failure was never read at all.
+                posted = list(self._posted)
+                self._posted.clear()
+            for work in posted:
+                try:
+                    work()
+                except Exception:
+                    log.exception("a remote could not be handed to a thread of its own")
             hosts, self._hosts = list(self._hosts.values()), {}
             for host in hosts:
                 self._close(host)
