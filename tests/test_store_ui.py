@@ -415,3 +415,19 @@ def test_a_device_is_read_for_the_metrics_expected_then_once_for_the_rest(tmp_pa
             disk.gpu_series("cpu_percent", now - 7 * 86400, now, 1000, history)
     finally:
         disk.close()
+
+
+def test_without_a_thread_to_read_the_store_the_window_gets_the_history_read_at_once(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "history"
+    _, first = _run_app(qtbot, tmp_path, folder, 3)
+    app, second = _run_app(qtbot, tmp_path, folder, 2)
+
+    def no_thread(self: threading.Thread) -> None:
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(threading.Thread, "start", no_thread)
+    history = app.history
+    assert app.local.has_history and history is app.history  # read here, not an empty stand-in
+    assert history.first_s <= first[0] and history.latest_s >= second[-1] - 1

@@ -241,8 +241,9 @@ class App(QObject):
             thread = threading.Thread(target=self._fill_history, args=started, name="trayvml-history-fill", daemon=True)
             try:
                 thread.start()
-            except RuntimeError:  # no thread to be had: read here
+            except RuntimeError:  # no thread to be had: read here (filled and shown at once)
                 self._fill_history(*started)
+                return self.local.history
             return self._filling
         history = self.local.history
         self._attach_disk(history)
