@@ -122,9 +122,7 @@ class Monitor:
         self._past_due = self._past is not None
         if self._recent:
             self._fill(history, self._recent[0])
-            for sample in self._recent:
-                history.append(sample)
-            self._recent.clear()
+            self._append_recent(history)
 
     def start_history(self) -> tuple[History, Sample] | None:
         """A new history for another thread to fill with its ``past`` before the sample given (the
@@ -142,12 +140,16 @@ class Monitor:
         self._filling = False
         if self._history is not None:
             return False
-        for sample in self._recent:
-            history.append(sample)
-        self._recent.clear()
+        self._append_recent(history)
         self._history = history
         self._past_due = False
         return True
+
+    def _append_recent(self, history: History) -> None:
+        """The samples kept go to ``history``, which keeps them from now on."""
+        for sample in self._recent:
+            history.append(sample)
+        self._recent.clear()
 
     def _fill(self, history: History, before: Sample) -> None:
         """The past before ``before`` into ``history`` (once a history)."""

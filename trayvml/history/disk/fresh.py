@@ -66,13 +66,11 @@ def value_rows(
         multiplier, divisor = factors(resolution)
         q: list[int] = []
         mask: list[int] = []
-        held = None  # the last value's steps; before any, the first slot's (0)
+        held = 0  # the last value's steps (before any: 0, a NaN's own)
         for value in column:
             if value != value:  # NaN
                 mask.append(1)
-                q.append(0 if held is None else held)
-                if held is None:
-                    held = 0
+                q.append(held)
             else:
                 held = steps(value, multiplier, divisor)
                 mask.append(0)
