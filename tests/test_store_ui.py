@@ -63,10 +63,15 @@ def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
 
     app, second = _run_app(qtbot, tmp_path, folder, 2)
     assert not app.local.has_history  # nothing read it yet: no timelines in memory
-    filling = app.history  # the window opens: an empty one stands in while the store is read
-    assert filling.latest_s == -math.inf
+    window = app.ensure_window()  # the window opens: an empty history stands in while the store is read
+    qtbot.addWidget(window)
+    filling = window.history
+    assert filling is app.history and filling.latest_s == -math.inf
+    reading = "reading the history on disk"
+    assert reading in window._status_text()  # its empty graphs are not taken for "nothing recorded"
     qtbot.waitUntil(lambda: app.local.has_history, timeout=30_000)
-    assert app.history is not filling
+    assert app.history is not filling and window.history is app.history
+    assert reading not in window._status_text()
     series = app.history.gpu_series("utilization_gpu_percent", first[0] - 5, time.time(), 1000)
     assert series is not None
     shown = series.times_s[np.isfinite(series.mean).all(axis=1)]

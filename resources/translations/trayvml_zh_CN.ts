@@ -514,6 +514,10 @@
         <translation>模拟：{what}</translation>
     </message>
     <message>
+        <source>reading the history on disk…</source>
+        <translation>正在读取磁盘上的历史记录…</translation>
+    </message>
+    <message>
         <source>driver {driver} · CUDA {cuda}</source>
         <translation>驱动 {driver} · CUDA {cuda}</translation>
     </message>

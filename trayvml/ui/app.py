@@ -630,7 +630,10 @@ class App(QObject):
     def _show_history(self, history: History) -> None:
         """``history`` is this machine's: read from the store beyond memory, and shown in the window."""
         self._attach_disk(history)
-        if self.window is not None and (self.host_choice is None or not self.host_choice.host):
+        if self.window is None:
+            return
+        self.window.filling = self._filling
+        if self.host_choice is None or not self.host_choice.host:
             self.window.history = history
 
     def use_past(self, past: History) -> None:
@@ -747,6 +750,7 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
+            self.window.filling = self._filling
             self.window.process_view.processes.energy = self.local.energy
             self.window.process_tab.users = self.local.users
             self.window.process_view.idle_for = self.local.idle_for_s
