@@ -91,8 +91,12 @@ def test_with_the_store_on_memory_holds_two_hours_and_the_window_reads_older_fro
     assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S
     assert app.local.history.tiers[0].span_s == 960.0  # every sample for 16 min, as before
     assert app.history.disk is not None  # what memory no longer holds is read from the store
+    kept = app.local.history
     app.apply_settings(replace(app.settings, history_hours=4))
     assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S  # a resize keeps the short span
+    assert app.local.history is kept  # the same rings: not made and read from the store again
+    app.apply_settings(replace(app.settings, sampling_interval_s=5.0))
+    assert app.local.history is not kept and app.local.history.tiers[0].step_s == 5.0
     # A remote host's timelines are not on disk: its whole span stays in memory.
     assert app._new_history().tiers[-1].span_s == 4 * 3600.0
 

@@ -41,6 +41,7 @@ from trayvml.ui.tray import Tray
 if TYPE_CHECKING:
     from trayvml.alerts.engine import AlertEngine
     from trayvml.history.disk.recording import Recording
+    from trayvml.history.rings import Tier
     from trayvml.history.timeline import DiskReach, History
     from trayvml.monitor.remotes import RemoteMonitors
     from trayvml.platform.notifiers import Notifier
@@ -291,18 +292,26 @@ class App(QObject):
 
     def _new_history(self, span_s: float | None = None) -> History:
         """A remote host's timelines (nothing of theirs is on disk): the whole span in memory."""
-        from trayvml.history.rings import default_tiers
         from trayvml.history.timeline import History
 
-        span_s = self.settings.history_hours * 3600.0 if span_s is None else span_s
-        return History(default_tiers(span_s, self.settings.sampling_interval_s))
+        return History(self._tiers(self.settings.history_hours * 3600.0 if span_s is None else span_s))
 
-    def _new_local_history(self) -> History:
+    def _tiers(self, span_s: float) -> tuple[Tier, ...]:
+        from trayvml.history.rings import default_tiers
+
+        return default_tiers(span_s, self.settings.sampling_interval_s)
+
+    def _local_tiers(self) -> tuple[Tier, ...]:
         """This machine's timelines: with the store on, memory holds MEMORY_WITH_STORE_S and the
         window reads older ranges from disk (History.disk). The store's coarse tiers have no fresh
         hour (packed each UTC hour), so memory covers the hour being written and then some."""
         span_s = self.settings.history_hours * 3600.0
-        return self._new_history(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
+        return self._tiers(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
+
+    def _new_local_history(self) -> History:
+        from trayvml.history.timeline import History
+
+        return History(self._local_tiers())
 
     def _past_from_store(self, history: History, before: Sample) -> None:
         """A new history of this machine begins with the store's last hours before ``before`` (the
@@ -619,7 +628,11 @@ class App(QObject):
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not), with
         # the store's past where it is kept. None made yet (the idle tray): the first is made so.
-        if self.local.has_history or self._filling is not None:
+        # The same rings (with the store on memory holds 2 h however many hours the store keeps,
+        # and samples faster than 1 s share 1 s rows): the history is kept, not read again.
+        if not self.local.has_history and self._filling is None:
+            return
+        if self._local_tiers() != (self._filling or self.local.history).tiers:
             self._use_history(self._new_local_history())
 
     def _use_history(self, history: History) -> None:
