@@ -144,12 +144,26 @@ def test_new_spans_and_size_cap_reach_the_running_writer(qtbot, tmp_path: Path) 
         app.sampler.stop()
 
 
-def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path) -> None:
+def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from trayvml.ui.app import App
+
     folder = tmp_path / "history"
     recorder = StoreWriter(folder)  # stands for `trayvml record`
+    read_on: list[str] = []
+    past_from_store = App._past_from_store
+
+    def noted(self: App, history: History, before: Sample) -> None:
+        read_on.append(threading.current_thread().name)
+        past_from_store(self, history, before)
+
+    monkeypatch.setattr(App, "_past_from_store", noted)
     try:
         app, _ = _run_app(qtbot, tmp_path, folder, 2)
         assert "being written by process" in app.store_note
+        # Memory keeps the timelines from then on, their past read from the store: never on the
+        # GUI thread, though the note came before the first sample.
+        qtbot.waitUntil(lambda: app.local.has_history, timeout=30_000)
+        assert read_on == ["trayvml-history-fill"]
     finally:
         recorder.close()
     assert StoreReader(folder).devices() == []  # the app wrote nothing beside the recorder

@@ -130,6 +130,7 @@ class App(QObject):
         self.history_folder = history_folder
         self._disk: DiskReach | None = None
         self._filling: History | None = None  # stands in for the history being filled (App.history)
+        self._history_wanted = False  # made at the first sample (a store note came before it)
         self.store_note = ""
         self._processes_stored_s = -math.inf  # when the store last asked for the process lists
         if stored is None:
@@ -286,7 +287,10 @@ class App(QObject):
     def _store_noted(self, note: str) -> None:
         self.store_note = note
         if note:  # the store is not written by this app: memory keeps the timelines from now on
-            self._local_history()  # made (or being filled) now
+            if self.latest is not None:
+                self._local_history()  # filled on a thread of its own from the samples kept
+            else:  # the first sample, once here, starts that (else the store is read on this thread)
+                self._history_wanted = True
         if self.window is not None:
             self.window.store_note = note
 
@@ -706,6 +710,9 @@ class App(QObject):
     def on_sample(self, sample: Sample) -> None:
         log.debug("sample at %.3f with %d GPU(s)", sample.timestamp_s, len(sample.gpus))
         outcome = self.local.take(sample)
+        if self._history_wanted:
+            self._history_wanted = False
+            self._local_history()
         self._send(outcome)
         self._declare_demand()
         self.tray.show_paused(self.dispatcher.paused)  # a pause for an hour ends by itself
