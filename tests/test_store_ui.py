@@ -101,6 +101,45 @@ def test_with_the_store_on_memory_holds_two_hours_and_the_window_reads_older_fro
     assert app._new_history().tiers[-1].span_s == 4 * 3600.0
 
 
+def test_a_new_sampling_interval_refills_the_history_off_the_gui_thread_with_what_the_store_lacks(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """New rings are filled from the store on the fill thread, as the window's first; the samples
+    the store has not committed yet (none here: it commits nothing) come from those kept."""
+    from dataclasses import replace
+
+    from trayvml.ui.app import App
+
+    read_on: list[str] = []
+    past_from_store = App._past_from_store
+
+    def noted(self: App, history: History, before: Sample) -> None:
+        read_on.append(threading.current_thread().name)
+        past_from_store(self, history, before)
+
+    monkeypatch.setattr(App, "_past_from_store", noted)
+    monkeypatch.setattr(StoreWriter, "flush", lambda self: None)
+    app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=tmp_path / "h")
+    app.sampler.start()
+    try:
+        window = app.ensure_window()
+        qtbot.addWidget(window)
+        qtbot.waitUntil(lambda: app.local.has_history and app.latest is not None, timeout=30_000)
+        qtbot.waitUntil(lambda: app.latest is not None and app.latest.timestamp_s > app.history.first_s + 2)
+        read_on.clear()
+        before = app.latest
+        assert before is not None
+        app.apply_settings(replace(app.settings, sampling_interval_s=5.0))
+        qtbot.waitUntil(lambda: app.local.has_history, timeout=30_000)
+        history = app.local.history
+        assert history.tiers[0].step_s == 5.0 and window.history is history
+        assert read_on == ["trayvml-history-fill"]
+        series = history.gpu_series("utilization_gpu_percent", before.timestamp_s - 1, before.timestamp_s, 10)
+        assert series is not None and np.isfinite(series.mean).any()  # the last sample before: no gap
+    finally:
+        app.sampler.stop()
+
+
 @pytest.mark.parametrize(
     ("spec", "on_disk", "folder"),
     [

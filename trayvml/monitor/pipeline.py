@@ -60,7 +60,8 @@ class Monitor:
     ``past``: where the host's samples are also kept (this machine's history on disk), what fills a
     new history with those before a sample. Then the history is made only once something reads it
     (the window): until then the host's last ``recent_s`` of samples (those the store may not have
-    committed yet) are all it keeps, and the idle tray loads no numpy (13 MiB).
+    committed yet) are all it keeps, and the idle tray loads no numpy (13 MiB). It keeps them after
+    too: a history made anew (drop_history) needs them where the store does not have them yet.
     """
 
     def __init__(
@@ -84,7 +85,7 @@ class Monitor:
         self._history: History | None = None
         self._past = past
         self._recent_s = recent_s
-        self._recent: deque[Sample] = deque()  # while no history is made (``past``): the last samples
+        self._recent: deque[Sample] = deque()  # with a ``past``: the last samples, which it may lack
         self._past_due = False  # a history was made (or made anew) with no sample kept: its past comes with the next
         self._filling = False  # a history is being filled elsewhere (start_history): no sample kept goes
         self.latest: Sample | None = None
@@ -145,11 +146,20 @@ class Monitor:
         self._past_due = False
         return True
 
+    def drop_history(self) -> bool:
+        """The history let go, to be made anew (with its past) by the next start_history or read
+        of ``history``; the samples kept fill what the past lacks. False (nothing done) where there
+        is no past to make it from, or one is being filled."""
+        if self._past is None or self._filling:
+            return False
+        self._history = None
+        return True
+
     def _append_recent(self, history: History) -> None:
-        """The samples kept go to ``history``, which keeps them from now on."""
+        """The samples kept go to ``history`` (still kept: the past may lack them, and a history
+        made anew would too)."""
         for sample in self._recent:
             history.append(sample)
-        self._recent.clear()
 
     def _fill(self, history: History, before: Sample) -> None:
         """The past before ``before`` into ``history`` (once a history)."""
@@ -182,9 +192,9 @@ class Monitor:
             self._clock_set(step_s, sample.timestamp_s)
         self.latest = sample
         self._remember(sample)
-        if self._history is None and self._past is not None:
+        if self._past is not None:
             self._keep_recent(sample)
-        else:
+        if self._history is not None or self._past is None:
             self._fill(self.history, sample)
             self.history.append(sample)
         self.energy.update(sample)

@@ -636,8 +636,14 @@ class App(QObject):
         # and samples faster than 1 s share 1 s rows): the history is kept, not read again.
         if not self.local.has_history and self._filling is None:
             return
-        if self._local_tiers() != (self._filling or self.local.history).tiers:
-            self._use_history(self._new_local_history())
+        if self._local_tiers() == (self._filling or self.local.history).tiers:
+            return
+        if self._filling is None and self.local.drop_history():  # refilled from the store, not here
+            history = self._local_history()  # the window shows the old one until then
+            if history is not self._filling:  # made here (no sample yet, or no thread): shown now
+                self._show_history(history)
+            return
+        self._use_history(self._new_local_history())
 
     def _use_history(self, history: History) -> None:
         self._filling = None  # a history being filled meanwhile is let go when it is done
