@@ -219,6 +219,30 @@ def test_snapshot_with_a_remote_and_no_local_driver_exits_0_with_a_note(
     assert f"(from dcgm-exporter at {remote.url})" in text and document["remotes"][0]["values_age_s"] == 0
 
 
+def test_an_exporter_answering_the_same_values_again_says_since_when(remote: FakeRemote) -> None:
+    """dcgm-exporter collects every 30 s by default and answers each scrape with what it collected
+    last (one whose host engine restarted, forever): the same values read again are not new."""
+    from trayvml.commands.remote import text_snapshot
+    from trayvml.ui.remote_hosts import tooltip_lines
+
+    endpoint, cache = parse_endpoint(remote.url), SeriesCache()
+    remote.body = dcgm_exposition("Hostname").encode()
+    t0 = 1_800_000_000.0
+    ages = [read(endpoint, 2.0, t0 + dt, cache)[0].values_ago_s for dt in (0.0, 1.0, 20.0)]
+    assert ages == [0.0, 1.0, 20.0]  # the second and third reads go by the layout (no series parsed)
+    assert cache.layout is not None
+    (held,) = read(endpoint, 2.0, t0 + 30.0, cache)
+    assert all(gpu.values_ago_s == 30.0 for gpu in held.gpus)
+    assert f"(from dcgm-exporter at {remote.url}, unchanged for 30 s)" in text_snapshot(None, [held], False)
+    assert tooltip_lines([held])[0] == "dgx-01, unchanged for 30 s:"
+    remote.body = remote.body.replace(b"} 312.5", b"} 313.25")  # collected again: GPU 0's power moved
+    (fresh,) = read(endpoint, 2.0, t0 + 31.0, cache)
+    assert fresh.values_ago_s == 0.0 and fresh.gpus[0].value("power_draw_w") == 313.25
+    assert (read(endpoint, 2.0, t0 + 33.0, cache)[0]).values_ago_s == 2.0  # from that read on
+    remote.body = remote.body.replace(b"DCGM_FI_DEV_GPU_TEMP", b"DCGM_FI_DEV_MEMORY_TEMP")  # a read in full
+    assert (read(endpoint, 2.0, t0 + 34.0, cache)[0]).values_ago_s == 0.0
+
+
 def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     from trayvml.commands.remote import json_snapshot, text_snapshot
     from trayvml.core.sample import RemoteOrigin

@@ -1128,6 +1128,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{host} — {simulation}</translation>
     </message>
     <message>
+        <source>, unchanged for {age} s</source>
+        <translation>，已 {age} 秒未变</translation>
+    </message>
+    <message>
         <source>, as of {age} s ago</source>
         <translation>，截至 {age} 秒前</translation>
     </message>
@@ -3514,6 +3518,10 @@ For {duration} now.</source>
     <message>
         <source>{url}: the SSH session ended.</source>
         <translation>{url}：SSH 会话已结束。</translation>
+    </message>
+    <message>
+        <source>from {kind} at {url}, unchanged for {age} s</source>
+        <translation>来自 {url} 上的 {kind}，已 {age} 秒未变</translation>
     </message>
     <message>
         <source>from {kind} via {url}, as of {age} s ago</source>

@@ -220,14 +220,19 @@ def simulation_text(sample: Sample) -> str:
 
 def origin_text(sample: Sample, url: str) -> str:
     """Where a remote host's current values came from: ``from trayvml serve at URL``, or ``from
-    DCGM via URL, as of 9 s ago`` where a server in between holds them; "" for this machine's.
+    DCGM via URL, as of 9 s ago`` where a server in between holds them (``unchanged for 9 s``
+    where the exporter itself answered the same values); "" for this machine's.
     ``url``: the sample's URL, made safe by the caller for where it is shown."""
     if sample.remote is None or sample.remote.fault:
         return ""
     kind = sample.remote.kind
-    if not sample.remote.via_server:
-        return translate("remote", "from {kind} at {url}").format(kind=kind, url=url)
     age_s = said_age_s(sample.values_ago_s)
+    if not sample.remote.via_server:  # an age: the exporter answered the same values (fetch.UnchangedValues)
+        if age_s:
+            return translate("remote", "from {kind} at {url}, unchanged for {age} s").format(
+                kind=kind, url=url, age=age_s
+            )
+        return translate("remote", "from {kind} at {url}").format(kind=kind, url=url)
     if age_s:
         return translate("remote", "from {kind} via {url}, as of {age} s ago").format(kind=kind, url=url, age=age_s)
     return translate("remote", "from {kind} via {url}").format(kind=kind, url=url)

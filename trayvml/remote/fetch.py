@@ -566,6 +566,7 @@ class SeriesCache:
         self.held: HeldAnswer | None = None
         # What else a remote's reads keep between them: its connection (close it when done).
         self.connection = KeptConnection()
+        self.unchanged = UnchangedValues()
 
     def points(self, text: str) -> list[Point]:
         """Raises ValueError for text that is not an exposition."""
@@ -625,6 +626,32 @@ class SeriesCache:
         return sample.name, sample.labels
 
 
+class UnchangedValues:
+    """Since when an exporter read directly has answered with the same GPU values.
+
+    An exporter may answer from what it collected earlier: dcgm-exporter collects every 30 s by
+    default (its ``-c``), and one whose host engine restarted serves its last values on and on
+    (NVIDIA/gpu-monitoring-tools#188). Where every GPU value of a read is the last read's, none
+    is known to be newer than the read that first showed them: their age (GpuSample.values_ago_s)
+    is the time since, a lower bound the tray and window say ("as of 30 s ago"). The values of a
+    GPU at work (its power to the milliwatt, its energy counter) change at every collect, so an
+    exporter that reads the GPUs for each scrape keeps them current."""
+
+    def __init__(self) -> None:
+        self._values: tuple[tuple[float, ...], ...] = ()
+        self._since_s = math.nan
+
+    def dated(self, samples: list[Sample], now_s: float) -> list[Sample]:
+        values = tuple(gpu.values for sample in samples for gpu in sample.gpus)
+        if values != self._values or not values:  # (a NaN parsed anew is not equal to itself: changed)
+            self._values, self._since_s = values, now_s
+            return samples
+        age_s = now_s - self._since_s
+        if not age_s > 0:
+            return samples
+        return [replace(s, gpus=tuple(replace(gpu, values_ago_s=age_s) for gpu in s.gpus)) for s in samples]
+
+
 def _text(endpoint: Endpoint, body: bytes, kind: str) -> str:
     """The text of a Prometheus exposition; raises RemoteError for a web page or bytes not UTF-8."""
     if kind == "text/html" or body.lstrip()[:1] == b"<":
@@ -670,14 +697,14 @@ def exporter_samples(
         return _samples(endpoint, _points(endpoint, text, SeriesCache()), now_s)
     known = cache.by_layout(text, now_s)
     if known is not None:
-        return known
+        return cache.unchanged.dated(known, now_s)
     cache.layout = None
     points = _points(endpoint, text, cache)
     _recognised(endpoint, points)
     samples, layout = to_samples_and_layout(points, cache.lines, endpoint.host, endpoint.url, now_s)
     _capped(endpoint, samples)
     cache.layout = layout
-    return samples
+    return cache.unchanged.dated(samples, now_s)
 
 
 def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:

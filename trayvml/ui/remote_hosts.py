@@ -114,9 +114,14 @@ def named_jobs(gpu: GpuSample) -> GpuSample:
 
 
 def values_age(sample: Sample) -> str:
-    """``, as of 9 s ago`` where a server in between holds the host's values (Prometheus), else ""."""
+    """``, as of 9 s ago`` where a server in between holds the host's values (Prometheus), ``,
+    unchanged for 9 s`` where the exporter answered the same values again, else ""."""
     age_s = said_age_s(sample.values_ago_s)
-    return translate("RemoteHosts", ", as of {age} s ago").format(age=age_s) if age_s else ""
+    if not age_s:
+        return ""
+    if sample.remote is not None and not sample.remote.via_server:
+        return translate("RemoteHosts", ", unchanged for {age} s").format(age=age_s)
+    return translate("RemoteHosts", ", as of {age} s ago").format(age=age_s)
 
 
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
