@@ -228,16 +228,26 @@ def test_an_exporter_answering_the_same_values_again_says_since_when(remote: Fak
     endpoint, cache = parse_endpoint(remote.url), SeriesCache()
     remote.body = dcgm_exposition("Hostname").encode()
     t0 = 1_800_000_000.0
+    parsed: list[str] = []
+    by_layout = cache.by_layout
+
+    def counted(text: str, now_s: float) -> list | None:
+        parsed.append(text)
+        return by_layout(text, now_s)
+
+    cache.by_layout = counted  # type: ignore[method-assign]
     ages = [read(endpoint, 2.0, t0 + dt, cache)[0].values_ago_s for dt in (0.0, 1.0, 20.0)]
-    assert ages == [0.0, 1.0, 20.0]  # the second and third reads go by the layout (no series parsed)
-    assert cache.layout is not None
+    assert ages == [0.0, 1.0, 20.0]
+    assert len(parsed) == 1  # the same bytes again are not parsed again
     (held,) = read(endpoint, 2.0, t0 + 30.0, cache)
-    assert all(gpu.values_ago_s == 30.0 for gpu in held.gpus)
+    assert held.timestamp_s == t0 + 30.0 and all(gpu.values_ago_s == 30.0 for gpu in held.gpus)
+    assert held.gpus[0].value("power_draw_w") == 312.5
     assert f"(from dcgm-exporter at {remote.url}, unchanged for 30 s)" in text_snapshot(None, [held], False)
     assert tooltip_lines([held])[0] == "dgx-01, unchanged for 30 s:"
     remote.body = remote.body.replace(b"} 312.5", b"} 313.25")  # collected again: GPU 0's power moved
     (fresh,) = read(endpoint, 2.0, t0 + 31.0, cache)
     assert fresh.values_ago_s == 0.0 and fresh.gpus[0].value("power_draw_w") == 313.25
+    assert len(parsed) == 2 and cache.layout is not None  # by the layout: the same series, a new value
     assert (read(endpoint, 2.0, t0 + 33.0, cache)[0]).values_ago_s == 2.0  # from that read on
     remote.body = remote.body.replace(b"DCGM_FI_DEV_GPU_TEMP", b"DCGM_FI_DEV_MEMORY_TEMP")  # a read in full
     assert (read(endpoint, 2.0, t0 + 34.0, cache)[0]).values_ago_s == 0.0

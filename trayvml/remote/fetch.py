@@ -567,6 +567,9 @@ class SeriesCache:
         # What else a remote's reads keep between them: its connection (close it when done).
         self.connection = KeptConnection()
         self.unchanged = UnchangedValues()
+        # The last answer read directly and its samples: the same bytes again (an exporter that
+        # collects every 30 s, as dcgm-exporter by default) are not parsed again.
+        self.answer: tuple[bytes, str, list[Sample]] | None = None
 
     def points(self, text: str) -> list[Point]:
         """Raises ValueError for text that is not an exposition."""
@@ -692,19 +695,27 @@ def exporter_samples(
     endpoint: Endpoint, body: bytes, kind: str, now_s: float, cache: SeriesCache | None = None
 ) -> list[Sample]:
     """The samples of an exporter's answer (its body and content type); raises RemoteError."""
-    text = _text(endpoint, body, kind)
     if cache is None:
-        return _samples(endpoint, _points(endpoint, text, SeriesCache()), now_s)
+        return _samples(endpoint, _points(endpoint, _text(endpoint, body, kind), SeriesCache()), now_s)
+    if cache.answer is not None and cache.answer[0] == body and cache.answer[1] == kind:
+        samples = [replace(sample, timestamp_s=now_s) for sample in cache.answer[2]]
+    else:
+        samples = _parsed(endpoint, _text(endpoint, body, kind), now_s, cache)
+        cache.answer = (body, kind, samples)
+    return cache.unchanged.dated(samples, now_s)
+
+
+def _parsed(endpoint: Endpoint, text: str, now_s: float, cache: SeriesCache) -> list[Sample]:
     known = cache.by_layout(text, now_s)
     if known is not None:
-        return cache.unchanged.dated(known, now_s)
+        return known
     cache.layout = None
     points = _points(endpoint, text, cache)
     _recognised(endpoint, points)
     samples, layout = to_samples_and_layout(points, cache.lines, endpoint.host, endpoint.url, now_s)
     _capped(endpoint, samples)
     cache.layout = layout
-    return cache.unchanged.dated(samples, now_s)
+    return samples
 
 
 def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:
