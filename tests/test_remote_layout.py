@@ -129,16 +129,15 @@ def test_a_changed_label_or_fact_is_read_in_full(monkeypatch: pytest.MonkeyPatch
 
 def test_lines_with_timestamps_or_bad_values_are_read_in_full(monkeypatch: pytest.MonkeyPatch) -> None:
     reads = Reads(monkeypatch)
-    stamped = served().replace("} 1.0\n", "} 1.0 1700000000000\n")
-    reads.read(stamped)
+    reads.read(served().replace("} 1.0\n", "} 1.0 1700000000000\n"))
     assert reads.cache.layout is None
-    _, by_layout = reads.read(stamped)
+    _, by_layout = reads.read(served((12.0, 99.0)).replace("} 1.0\n", "} 1.0 1700000000000\n"))
     assert not by_layout
     reads.read(served())
     broken = served().replace("0.25\n", "a-quarter\n")
     with pytest.raises(RemoteError, match="is not Prometheus metrics"):
         reads.read(broken)
-    _, by_layout = reads.read(served())  # the layout was dropped with the bad read: made again
+    _, by_layout = reads.read(served((5.0, 6.0)))  # the layout was dropped with the bad read: made again
     assert not by_layout
     _, by_layout = reads.read(served((3.0, 4.0)))
     assert by_layout
