@@ -253,6 +253,30 @@ def test_an_exporter_answering_the_same_values_again_says_since_when(remote: Fak
     assert (read(endpoint, 2.0, t0 + 34.0, cache)[0]).values_ago_s == 0.0
 
 
+def test_each_host_of_an_answer_is_dated_alone_and_a_failed_read_forgets_them(remote: FakeRemote) -> None:
+    """Two hosts in one answer (a federation read as an exporter): the one whose values stay says
+    so while the other's move. A failed read in between: what was served meanwhile is unknown."""
+    from trayvml.core.clock import ManualClock
+
+    one = dcgm_exposition("Hostname")
+    two = one.replace('"dgx-01"', '"dgx-02"').replace(UUID0, UUID0[:-2] + "ff").replace(UUID1, UUID1[:-2] + "ff")
+    clock = ManualClock(1_800_000_000.0)
+    source = RemoteSource(parse_endpoint(remote.url), interval_s=1.0, timeout_s=2.0, clock=clock)
+    remote.body = (one + two).encode()
+    source.read_once()
+    clock.advance_s(10.0)
+    remote.body = (one + two.replace("} 312.5", "} 300.5")).encode()
+    ages = {present(s.system).hostname: s.values_ago_s for s in source.read_once()}
+    assert ages == {"dgx-01": 10.0, "dgx-02": 0.0}
+    remote.status = 500
+    clock.advance_s(5.0)
+    assert all(s.remote is not None and s.remote.fault for s in source.read_once())
+    remote.status = 200
+    clock.advance_s(5.0)
+    ages = {present(s.system).hostname: s.values_ago_s for s in source.read_once()}
+    assert ages == {"dgx-01": 0.0, "dgx-02": 0.0}  # not 20 s: the read that failed saw nothing
+
+
 def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     from trayvml.commands.remote import json_snapshot, text_snapshot
     from trayvml.core.sample import RemoteOrigin

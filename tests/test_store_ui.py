@@ -91,6 +91,7 @@ def test_with_the_store_on_memory_holds_two_hours_and_the_window_reads_older_fro
     assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S
     assert app.local.history.tiers[0].span_s == 960.0  # every sample for 16 min, as before
     assert app.history.disk is not None  # what memory no longer holds is read from the store
+    assert app.local.has_history
     kept = app.local.history
     app.apply_settings(replace(app.settings, history_hours=4))
     assert app.local.history.tiers[-1].span_s == MEMORY_WITH_STORE_S  # a resize keeps the short span
@@ -137,6 +138,40 @@ def test_a_new_sampling_interval_refills_the_history_off_the_gui_thread_with_wha
         series = history.gpu_series("utilization_gpu_percent", before.timestamp_s - 1, before.timestamp_s, 10)
         assert series is not None and np.isfinite(series.mean).any()  # the last sample before: no gap
     finally:
+        app.sampler.stop()
+
+
+def test_a_new_sampling_interval_while_the_history_is_read_waits_for_it_then_reads_again(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from dataclasses import replace
+
+    from trayvml.ui.app import App
+
+    read_on: list[str] = []
+    release = threading.Event()
+    past_from_store = App._past_from_store
+
+    def slow(self: App, history: History, before: Sample) -> None:
+        read_on.append(threading.current_thread().name)
+        release.wait(30)  # a slow disk
+        past_from_store(self, history, before)
+
+    monkeypatch.setattr(App, "_past_from_store", slow)
+    app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=tmp_path / "h")
+    app.sampler.start()
+    try:
+        qtbot.waitUntil(lambda: app.latest is not None, timeout=30_000)
+        window = app.ensure_window()
+        qtbot.addWidget(window)
+        qtbot.waitUntil(lambda: len(read_on) == 1, timeout=30_000)  # the first read, under way
+        app.apply_settings(replace(app.settings, sampling_interval_s=5.0))
+        assert read_on == ["trayvml-history-fill"] and not app.local.has_history  # not read here meanwhile
+        release.set()
+        qtbot.waitUntil(lambda: app.local.has_history and app.local.history.tiers[0].step_s == 5.0, timeout=30_000)
+        assert read_on == ["trayvml-history-fill"] * 2 and window.history is app.local.history
+    finally:
+        release.set()
         app.sampler.stop()
 
 

@@ -146,6 +146,11 @@ class Monitor:
         self._past_due = False
         return True
 
+    @property
+    def filling(self) -> bool:
+        """Whether a history from start_history is being filled elsewhere."""
+        return self._filling
+
     def drop_history(self) -> bool:
         """The history let go, to be made anew (with its past) by the next start_history or read
         of ``history``; the samples kept fill what the past lacks. False (nothing done) where there
@@ -172,7 +177,8 @@ class Monitor:
         still lack the one before the last, however long ago): by the monotonic clock (a wall clock
         set back keeps no more), by the wall clock where that has none (macOS: NaN)."""
         self._recent.append(sample)
-        while len(self._recent) > RECENT_AT_LEAST and not self._filling:
+        # Filling (no history yet), every sample from the one it fills up to is kept for it.
+        while len(self._recent) > RECENT_AT_LEAST and not (self._filling and self._history is None):
             oldest = self._recent[0]
             apart_s = sample.monotonic_s - oldest.monotonic_s
             if math.isnan(apart_s):

@@ -24,6 +24,7 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from array import array
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple
@@ -630,29 +631,38 @@ class SeriesCache:
 
 
 class UnchangedValues:
-    """Since when an exporter read directly has answered with the same GPU values.
+    """Since when each host of an exporter read directly has answered with the same GPU values.
 
     An exporter may answer from what it collected earlier: dcgm-exporter collects every 30 s by
     default (its ``-c``), and one whose host engine restarted serves its last values on and on
-    (NVIDIA/gpu-monitoring-tools#188). Where every GPU value of a read is the last read's, none
-    is known to be newer than the read that first showed them: their age (GpuSample.values_ago_s)
-    is the time since, a lower bound the tray and window say ("as of 30 s ago"). The values of a
-    GPU at work (its power to the milliwatt, its energy counter) change at every collect, so an
-    exporter that reads the GPUs for each scrape keeps them current."""
+    (NVIDIA/gpu-monitoring-tools#188). Where every GPU value and process of a host is the last
+    read's, none is known to be newer than the read that first showed them: their age
+    (GpuSample.values_ago_s) is the time since, a lower bound the tray and window say ("unchanged
+    for 30 s"). The values of a GPU at work (its power to the milliwatt, its energy counter)
+    change at every collect, so an exporter that reads the GPUs for each scrape keeps them current.
+    A read that failed forgets them (``clear``): what the host served meanwhile is not known."""
 
     def __init__(self) -> None:
-        self._values: tuple[tuple[float, ...], ...] = ()
-        self._since_s = math.nan
+        self._seen: dict[str, tuple[object, float]] = {}  # by host: what its GPUs said, since when
+
+    def clear(self) -> None:
+        self._seen.clear()
 
     def dated(self, samples: list[Sample], now_s: float) -> list[Sample]:
-        values = tuple(gpu.values for sample in samples for gpu in sample.gpus)
-        if values != self._values or not values:  # (a NaN parsed anew is not equal to itself: changed)
-            self._values, self._since_s = values, now_s
-            return samples
-        age_s = now_s - self._since_s
-        if not age_s > 0:
-            return samples
-        return [replace(s, gpus=tuple(replace(gpu, values_ago_s=age_s) for gpu in s.gpus)) for s in samples]
+        seen, self._seen = self._seen, {}
+        dated = []
+        for sample in samples:
+            host = sample.system.hostname if sample.system is not None else ""
+            # The values as bytes: a NaN parsed anew is not equal to itself, its bytes are.
+            said = tuple((array("d", gpu.values).tobytes(), gpu.processes) for gpu in sample.gpus)
+            last = seen.get(host)
+            since_s = last[1] if last is not None and last[0] == said and said else now_s
+            self._seen[host] = (said, since_s)
+            age_s = now_s - since_s
+            if age_s > 0:
+                sample = replace(sample, gpus=tuple(replace(gpu, values_ago_s=age_s) for gpu in sample.gpus))
+            dated.append(sample)
+        return dated
 
 
 def _text(endpoint: Endpoint, body: bytes, kind: str) -> str:

@@ -136,6 +136,7 @@ class RemoteSource:
             log.warning("the past of %s could not be read: %s", self.endpoint.url, error)
 
     def _failed(self, message: str, now_s: float, monotonic_s: float) -> None:
+        self._cache.unchanged.clear()  # what the host served meanwhile is not known
         if self.failures == 0:
             self._fault_since_s = now_s
             log.warning("%s", message)

@@ -240,6 +240,8 @@ class App(QObject):
             # Not read from the store beyond memory: its rows are all still to come, and the
             # window would shade the whole range "not recording" meanwhile.
             self._filling = self._new_local_history()
+            if self.window is not None:  # shown in its place says it is being read (not: nothing recorded)
+                self.window.filling = self._filling
             thread = threading.Thread(target=self._fill_history, args=started, name="trayvml-history-fill", daemon=True)
             try:
                 thread.start()
@@ -262,8 +264,9 @@ class App(QObject):
 
     def _use_filled_history(self, history: History) -> None:
         self._filling = None
-        self.local.finish_history(history)  # else one was made meanwhile (the settings changed): that one
+        self.local.finish_history(history)  # else one was made meanwhile: that one
         self._show_history(self.local.history)  # in place of the stand-in
+        self._resize_history()  # the settings changed while it was read: made again, as they say
 
     # ---- the history on disk (issue 9) ----
     def _open_recording(self) -> Recording | None:
@@ -634,11 +637,14 @@ class App(QObject):
         # the store's past where it is kept. None made yet (the idle tray): the first is made so.
         # The same rings (with the store on memory holds 2 h however many hours the store keeps,
         # and samples faster than 1 s share 1 s rows): the history is kept, not read again.
-        if not self.local.has_history and self._filling is None:
+        # While a history is read from the store its end calls this again (_use_filled_history).
+        if not self.local.has_history or self.local.filling:
             return
-        if self._local_tiers() == (self._filling or self.local.history).tiers:
+        if self._local_tiers() == self.local.history.tiers:
             return
-        if self._filling is None and self.local.drop_history():  # refilled from the store, not here
+        # Refilled from the store on the fill thread, with the samples it may lack: where this app
+        # writes it (a store not written holds none of memory's last hours).
+        if not self.store_note and self.local.drop_history():
             history = self._local_history()  # the window shows the old one until then
             if history is not self._filling:  # made here (no sample yet, or no thread): shown now
                 self._show_history(history)
