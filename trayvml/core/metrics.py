@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.units import KIB, MIB, Unit
+from trayvml.core.units import GIB, KIB, MIB, Unit
 
 
 class Group(enum.Enum):
@@ -150,7 +150,8 @@ GPU_METRICS: tuple[Metric, ...] = (
         Unit.BYTES,
         Group.MEMORY,
         SmiField("memory.used", "MiB", 1 / MIB, round_up=True),
-        min_span=MIB,
+        # An idle GPU's nothing in use reads 0-1 GiB, not an axis of KiB beside its 80 GiB.
+        min_span=GIB,
         prom="gpu_memory_used",
     ),
     Metric(
