@@ -155,6 +155,8 @@ def test_flat_values_keep_labelled_axes_with_a_minimum_span(qtbot) -> None:
         assert panel.plot.buttonsHidden  # no auto-range "A" button
     temperature = next(p for p in page.panels if p.spec.group is Group.TEMPERATURE)
     assert temperature.spec.min_span >= 10  # from the catalog
+    memory = next(p for p in page.panels if p.spec.group is Group.MEMORY)
+    assert memory.spec.min_span >= 2**30  # nothing in use reads 0-1 GiB, not an axis of KiB
     strip = next(p for p in page.panels if p.spec.strip)
     assert drawn_tick_labels(strip.plot.getAxis("left")) == ["GPU 0", "GPU 1"]
 
