@@ -180,6 +180,12 @@ def test_the_processes_tab_says_how_long_ago_the_lists_were_read(window) -> None
 
     w.process_tab.update_processes(replace(sample, remote=RemoteOrigin("http://gpu-box:9400/metrics", "trayvml serve")))
     assert w.process_tab.read_label.text() == ""
+    # Lists read with nothing in them: said, so that an empty table is not taken for one not filled.
+    idle = replace(sample, gpus=tuple(replace(g, processes=(), read_ago_s=()) for g in sample.gpus))
+    w.process_tab.update_processes(idle)
+    assert w.process_tab.read_label.text() == "Lists read just now  ·  No process runs on a GPU"
+    w.process_tab.update_processes(replace(idle, remote=RemoteOrigin("http://gpu-box:9400/metrics", "trayvml serve")))
+    assert w.process_tab.read_label.text() == "No process runs on a GPU"
     unread = [
         MetricState.NO_DATA if k == GPU_INDEX["process_count"] else s for k, s in enumerate(sample.gpus[0].states)
     ]

@@ -920,6 +920,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>进程列表刚刚读取</translation>
     </message>
     <message>
+        <source>No process runs on a GPU</source>
+        <translation>没有进程在 GPU 上运行</translation>
+    </message>
+    <message>
         <source>Not shown by job: {hidden}</source>
         <translation>未按作业显示：{hidden}</translation>
     </message>

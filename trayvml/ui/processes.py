@@ -608,7 +608,7 @@ class ProcessesTab(QWidget):
         # every GPU asleep), carry no age, which is not "just now".
         listed = [gpu for gpu in sample.gpus if gpu.state("process_count") is MetricState.OK]
         age_s = max((held_seconds(gpu.age_s("process_count")) for gpu in listed), default=0)
-        self.read_label.setText(
+        read = (
             ""
             if sample.remote is not None or not listed
             else translate("ProcessesTab", "Lists read {age} s ago").format(age=age_s)
@@ -616,6 +616,9 @@ class ProcessesTab(QWidget):
             else translate("ProcessesTab", "Lists read just now")
         )
         model = self.processes
+        if listed and not model.current:  # an empty table is not a tab that failed to fill
+            read = "  ·  ".join(part for part in (read, translate("ProcessesTab", "No process runs on a GPU")) if part)
+        self.read_label.setText(read)
         for column in OPTIONAL_COLUMNS:
             empty = not any(model.index(r, column).data() for r in range(model.rowCount()))
             self.table.setColumnHidden(column, empty)
