@@ -41,6 +41,24 @@ def _run_app(qtbot, tmp_path: Path, folder: Path, samples: int):
     return app, seen
 
 
+def _store_reads(monkeypatch: pytest.MonkeyPatch, release: threading.Event | None = None) -> list[str]:
+    """The names of the threads the app reads the store's past on, one a read (each waits for
+    ``release`` first: a slow disk)."""
+    from trayvml.ui.app import App
+
+    read_on: list[str] = []
+    past_from_store = App._past_from_store
+
+    def noted(self: App, history: History, before: Sample) -> None:
+        read_on.append(threading.current_thread().name)
+        if release is not None:
+            release.wait(30)
+        past_from_store(self, history, before)
+
+    monkeypatch.setattr(App, "_past_from_store", noted)
+    return read_on
+
+
 def test_the_tray_writes_from_the_sampler_thread_and_continues_from_disk(
     qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -111,14 +129,7 @@ def test_a_new_sampling_interval_refills_the_history_off_the_gui_thread_with_wha
 
     from trayvml.ui.app import App
 
-    read_on: list[str] = []
-    past_from_store = App._past_from_store
-
-    def noted(self: App, history: History, before: Sample) -> None:
-        read_on.append(threading.current_thread().name)
-        past_from_store(self, history, before)
-
-    monkeypatch.setattr(App, "_past_from_store", noted)
+    read_on = _store_reads(monkeypatch)
     monkeypatch.setattr(StoreWriter, "flush", lambda self: None)
     app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=tmp_path / "h")
     app.sampler.start()
@@ -148,16 +159,8 @@ def test_a_new_sampling_interval_while_the_history_is_read_waits_for_it_then_rea
 
     from trayvml.ui.app import App
 
-    read_on: list[str] = []
     release = threading.Event()
-    past_from_store = App._past_from_store
-
-    def slow(self: App, history: History, before: Sample) -> None:
-        read_on.append(threading.current_thread().name)
-        release.wait(30)  # a slow disk
-        past_from_store(self, history, before)
-
-    monkeypatch.setattr(App, "_past_from_store", slow)
+    read_on = _store_reads(monkeypatch, release)
     app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=tmp_path / "h")
     app.sampler.start()
     try:
@@ -219,18 +222,10 @@ def test_new_spans_and_size_cap_reach_the_running_writer(qtbot, tmp_path: Path) 
 
 
 def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from trayvml.ui.app import App
 
     folder = tmp_path / "history"
     recorder = StoreWriter(folder)  # stands for `trayvml record`
-    read_on: list[str] = []
-    past_from_store = App._past_from_store
-
-    def noted(self: App, history: History, before: Sample) -> None:
-        read_on.append(threading.current_thread().name)
-        past_from_store(self, history, before)
-
-    monkeypatch.setattr(App, "_past_from_store", noted)
+    read_on = _store_reads(monkeypatch)
     try:
         app, _ = _run_app(qtbot, tmp_path, folder, 2)
         assert "being written by process" in app.store_note
