@@ -277,6 +277,26 @@ def test_each_host_of_an_answer_is_dated_alone_and_a_failed_read_forgets_them(re
     assert ages == {"dgx-01": 0.0, "dgx-02": 0.0}  # not 20 s: the read that failed saw nothing
 
 
+def test_a_host_whose_processes_say_nan_is_dated_when_unchanged() -> None:
+    """A process's unknowns are NaN (its start, its SM share): parsed anew they are not equal to
+    themselves, yet the same list."""
+    from trayvml.core.sample import ProcessSample
+    from trayvml.remote.dialects import to_samples
+    from trayvml.remote.fetch import UnchangedValues
+
+    endpoint = parse_endpoint("http://dgx-01:9400/metrics")
+    points = parse_exposition(endpoint, dcgm_exposition("Hostname").encode(), "text/plain")
+
+    def read(now_s: float) -> list:
+        (sample,) = to_samples(points, "fallback", endpoint.url, now_s)
+        running = (ProcessSample(0, 4242, "compute", float("nan")),)  # made anew each read
+        return [replace(sample, gpus=(replace(sample.gpus[0], processes=running), *sample.gpus[1:]))]
+
+    unchanged = UnchangedValues()
+    unchanged.dated(read(100.0), 100.0)
+    assert unchanged.dated(read(112.0), 112.0)[0].values_ago_s == 12.0
+
+
 def test_a_snapshot_says_how_old_a_prometheus_servers_values_are() -> None:
     from trayvml.commands.remote import json_snapshot, text_snapshot
     from trayvml.core.sample import RemoteOrigin

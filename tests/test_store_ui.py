@@ -233,6 +233,11 @@ def test_a_running_recorder_is_read_instead_of_written(qtbot, tmp_path: Path, mo
         # GUI thread, though the note came before the first sample.
         qtbot.waitUntil(lambda: app.local.has_history, timeout=30_000)
         assert read_on == ["trayvml-history-fill"]
+        from dataclasses import replace
+
+        app.apply_settings(replace(app.settings, sampling_interval_s=5.0))  # new rings: read again, elsewhere
+        qtbot.waitUntil(lambda: app.local.has_history and app.local.history.tiers[0].step_s == 5.0, timeout=30_000)
+        assert read_on == ["trayvml-history-fill"] * 2
     finally:
         recorder.close()
     assert StoreReader(folder).devices() == []  # the app wrote nothing beside the recorder

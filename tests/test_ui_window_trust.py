@@ -186,6 +186,12 @@ def test_the_processes_tab_says_how_long_ago_the_lists_were_read(window) -> None
     assert w.process_tab.read_label.text() == "Lists read just now  ·  No process runs on a GPU"
     w.process_tab.update_processes(replace(idle, remote=RemoteOrigin("http://gpu-box:9400/metrics", "trayvml serve")))
     assert w.process_tab.read_label.text() == "No process runs on a GPU"
+    # A GPU whose list was not read may have processes: not said then.
+    unlisted = tuple(
+        MetricState.NO_DATA if k == GPU_INDEX["process_count"] else s for k, s in enumerate(idle.gpus[1].states)
+    )
+    w.process_tab.update_processes(replace(idle, gpus=(idle.gpus[0], replace(idle.gpus[1], states=unlisted))))
+    assert w.process_tab.read_label.text() == "Lists read just now"
     unread = [
         MetricState.NO_DATA if k == GPU_INDEX["process_count"] else s for k, s in enumerate(sample.gpus[0].states)
     ]

@@ -653,8 +653,8 @@ class UnchangedValues:
         dated = []
         for sample in samples:
             host = sample.system.hostname if sample.system is not None else ""
-            # The values as bytes: a NaN parsed anew is not equal to itself, its bytes are.
-            said = tuple((array("d", gpu.values).tobytes(), gpu.processes) for gpu in sample.gpus)
+            # The values as bytes, the processes as text: a NaN parsed anew is not equal to itself.
+            said = tuple((array("d", gpu.values).tobytes(), repr(gpu.processes)) for gpu in sample.gpus)
             last = seen.get(host)
             since_s = last[1] if last is not None and last[0] == said and said else now_s
             self._seen[host] = (said, since_s)

@@ -642,9 +642,9 @@ class App(QObject):
             return
         if self._local_tiers() == self.local.history.tiers:
             return
-        # Refilled from the store on the fill thread, with the samples it may lack: where this app
-        # writes it (a store not written holds none of memory's last hours).
-        if not self.store_note and self.local.drop_history():
+        # Refilled from the store on the fill thread, with the samples it may lack (a store this
+        # app cannot write holds none of memory's last hours: lost as new rings would lose them).
+        if self.local.drop_history():
             history = self._local_history()  # the window shows the old one until then
             if history is not self._filling:  # made here (no sample yet, or no thread): shown now
                 self._show_history(history)

@@ -616,7 +616,7 @@ class ProcessesTab(QWidget):
             else translate("ProcessesTab", "Lists read just now")
         )
         model = self.processes
-        if listed and not model.current:  # an empty table is not a tab that failed to fill
+        if listed and len(listed) == len(sample.gpus) and not model.current:  # not a tab that failed to fill
             read = "  ·  ".join(part for part in (read, translate("ProcessesTab", "No process runs on a GPU")) if part)
         self.read_label.setText(read)
         for column in OPTIONAL_COLUMNS:
