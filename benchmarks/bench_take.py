@@ -73,7 +73,7 @@ def remote_samples(local: list[Sample]) -> list[Sample]:
     cache = SeriesCache()
     body = [b""]
     kept = fetch.get
-    fetch.get = lambda endpoint, url, timeout_s, kept=None: (body[0], "text/plain")
+    fetch.get = lambda endpoint, url, timeout_s, kept=None, form=None: (body[0], "text/plain")
     try:
         found = []
         for sample in local:

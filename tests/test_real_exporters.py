@@ -15,6 +15,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -486,3 +488,49 @@ def test_a_process_that_ended_leaves_the_list_at_once_behind_a_federating_server
         exporter.stop()
     assert waited_s < 30.0  # a few of the federating server's 2 s scrapes, where it keeps them 5 minutes
     assert present(sample.remote).fault == "" and sample.gpus[0].state("temperature_gpu_c") is MetricState.OK
+
+
+def _nginx(tmp_path: Path, upstream_port: int) -> tuple[list[str], int, Path]:
+    """nginx as a reverse proxy before ``upstream_port``, with its default limit on a request line
+    (8 KB: longer ones are answered 414 URI Too Long); everything in ``tmp_path``."""
+    port = _free_port()
+    root = tmp_path / "nginx"
+    root.mkdir()
+    (root / "nginx.conf").write_text(
+        "daemon off;\nmaster_process off;\npid nginx.pid;\nerror_log error.log warn;\n"
+        "events { worker_connections 64; }\n"
+        "http {\n  access_log off;\n  client_body_temp_path body;\n  proxy_temp_path proxy;\n"
+        "  fastcgi_temp_path fastcgi;\n  uwsgi_temp_path uwsgi;\n  scgi_temp_path scgi;\n"
+        "  large_client_header_buffers 4 8k;\n"
+        f"  server {{\n    listen 127.0.0.1:{port};\n"
+        f"    location / {{ proxy_pass http://127.0.0.1:{upstream_port}; }}\n  }}\n}}\n"
+    )
+    # -e: the error log before the configuration is read, else /var/log/nginx's is opened.
+    command = ["nginx", "-p", str(root), "-c", "nginx.conf", "-e", str(root / "startup.log")]
+    return command, port, tmp_path / "nginx.log"
+
+
+@pytest.mark.skipif(
+    shutil.which("prometheus") is None or shutil.which("nginx") is None,
+    reason="needs Debian's prometheus and nginx-light (scripts/setup --test)",
+)
+def test_a_long_selector_through_a_proxy_that_limits_request_lines_is_posted(tmp_path: Path) -> None:
+    """A Prometheus server behind nginx, as many are: a query longer than a request line may be is
+    asked in a POST's form (Prometheus takes either), where a GET would be refused (414)."""
+    serve_command, serve_url, serve_log = _serve(tmp_path)
+    target = serve_url.removeprefix("http://")
+    prometheus, prom_port, prom_log = _prometheus(
+        tmp_path, "prometheus", f"  - job_name: trayvml\n    static_configs:\n      - targets: ['{target}']\n"
+    )
+    nginx, nginx_port, nginx_log = _nginx(tmp_path, prom_port)
+    # Many instances a user may name: the selector goes into the query once for each series name.
+    others = "|".join(f"gpu-node-{k:04d}:8729" for k in range(60))
+    selector = f'job="trayvml",instance=~"{target}|{others}"'
+    url = f"prometheus+http://127.0.0.1:{nginx_port}#{selector}"
+    with _process(serve_command, serve_log), _process(prometheus, prom_log), _process(nginx, nginx_log):
+        samples = _until("trayvml serve's GPUs through nginx and Prometheus", _gpus_read(url), prom_log)
+        assert present(samples[0].remote).kind == "trayvml serve" and len(samples[0].gpus) == SPEC_GPUS
+        # The same query as a GET: refused by the proxy, which is why it is not one.
+        query = urllib.parse.urlencode({"query": f"up{{{selector}}}" * 40})
+        with pytest.raises(urllib.error.HTTPError, match="414"):
+            urllib.request.urlopen(f"http://127.0.0.1:{nginx_port}/api/v1/query?{query}", timeout=5)

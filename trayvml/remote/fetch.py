@@ -422,16 +422,22 @@ class KeptConnection:
             self.close()
 
 
-def get(endpoint: Endpoint, url: str, timeout_s: float, kept: KeptConnection | None = None) -> tuple[bytes, str]:
+def get(
+    endpoint: Endpoint, url: str, timeout_s: float, kept: KeptConnection | None = None, form: bytes | None = None
+) -> tuple[bytes, str]:
     """The body and content type of ``url``, all within ``timeout_s``; raises RemoteError naming ``endpoint.url``.
-    ``kept``: a connection kept between reads (keep-alive), else a new one for this request."""
+    ``kept``: a connection kept between reads (keep-alive), else a new one for this request.
+    ``form``: POSTed as a form (application/x-www-form-urlencoded) instead of a GET."""
     headers = {"Accept": ACCEPT}
     if endpoint.username or endpoint.password:
         token = base64.b64encode(f"{endpoint.username}:{endpoint.password}".encode()).decode()
         headers["Authorization"] = f"Basic {token}"
+    if form is not None:
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        kept = None  # a kept connection carries GETs only
     watchdog = _Watchdog(timeout_s + DEADLINE_MARGIN_S)
     try:
-        return _get(endpoint, url, headers, timeout_s, watchdog, kept)
+        return _get(endpoint, url, headers, timeout_s, watchdog, kept, form)
     except RemoteError:
         raise
     except Exception:
@@ -480,6 +486,7 @@ def _get(
     timeout_s: float,
     watchdog: _Watchdog,
     kept: KeptConnection | None,
+    form: bytes | None = None,
 ) -> tuple[bytes, str]:
     try:
         response = kept.get(url, headers, timeout_s, watchdog) if kept is not None else None
@@ -492,7 +499,7 @@ def _get(
                 return answer
             finally:
                 kept.done(response, whole)
-        request = urllib.request.Request(url, headers=headers)
+        request = urllib.request.Request(url, data=form, headers=headers)
         with _opener(watchdog).open(request, timeout=timeout_s) as opened:
             return _body(endpoint, opened, watchdog)
     except urllib.error.HTTPError as error:
@@ -523,6 +530,20 @@ def _get(
         if watchdog.expired:
             raise
         raise RemoteError(broke_off(endpoint, error)) from None
+
+
+# The longest GET of a Prometheus server's API: past it the query goes in a POST's form, as
+# Prometheus takes it too. A proxy before the server may refuse longer request lines (nginx by
+# default past 8 KB: 414 URI Too Long); a query carries the user's selector once a series name.
+API_GET_MAX = 4096
+
+
+def _api(endpoint: Endpoint, path: str, params: Mapping[str, str], timeout_s: float) -> tuple[bytes, str]:
+    """A Prometheus API answer (``path``: "/api/v1/query"...): its body and content type."""
+    url, query = f"{endpoint.fetch_url}{path}", urllib.parse.urlencode(params)
+    if len(url) + 1 + len(query) <= API_GET_MAX:
+        return get(endpoint, f"{url}?{query}", timeout_s)
+    return get(endpoint, url, timeout_s, form=query.encode())
 
 
 def no_answer(endpoint: Endpoint, timeout_s: float) -> str:
@@ -983,9 +1004,7 @@ class _Answer:
 
 def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Answer:
     """The exporters' series of an answer to ``query``, and the times the query asked of them."""
-    body, _kind = get(
-        endpoint, f"{endpoint.fetch_url}/api/v1/query?{urllib.parse.urlencode({'query': query})}", timeout_s
-    )
+    body, _kind = _api(endpoint, "/api/v1/query", {"query": query}, timeout_s)
     scrapes: dict[str, Scrapes] = {}  # by kind and labels: one per series (or GPU, for dcgm-exporter's)
     process_ages: dict[str, float] = {}
     try:
@@ -1216,7 +1235,7 @@ def read_prometheus_range(
         "end": f"{end_s:.3f}",
         "step": f"{max(step_s, 0.001):g}",
     }
-    body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query_range?{urllib.parse.urlencode(params)}", timeout_s)
+    body, _kind = _api(endpoint, "/api/v1/query_range", params, timeout_s)
     try:
         answer = json.loads(body)
         out: dict[tuple[str, str], list[tuple[float, float]]] = {}
@@ -1254,7 +1273,7 @@ def read_prometheus_past(
         "end": f"{end_s:.3f}",
         "step": f"{step_s:g}",
     }
-    body, _kind = get(endpoint, f"{endpoint.fetch_url}/api/v1/query_range?{urllib.parse.urlencode(params)}", timeout_s)
+    body, _kind = _api(endpoint, "/api/v1/query_range", params, timeout_s)
     by_time: dict[float, list[Point]] = {}
     try:
         for series in _query_result(endpoint, body):
