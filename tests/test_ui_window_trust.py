@@ -181,17 +181,25 @@ def test_the_processes_tab_says_how_long_ago_the_lists_were_read(window) -> None
     w.process_tab.update_processes(replace(sample, remote=RemoteOrigin("http://gpu-box:9400/metrics", "trayvml serve")))
     assert w.process_tab.read_label.text() == ""
     # Lists read with nothing in them: said, so that an empty table is not taken for one not filled.
+    table_note, tree_note = w.process_tab.empty_notes
+    assert table_note.isHidden() and tree_note.isHidden()
     idle = replace(sample, gpus=tuple(replace(g, processes=(), read_ago_s=()) for g in sample.gpus))
     w.process_tab.update_processes(idle)
-    assert w.process_tab.read_label.text() == "Lists read just now  ·  No process runs on a GPU"
+    assert table_note.isVisible() and table_note.text() == "No process runs on a GPU"
+    assert table_note.geometry() == w.process_tab.table.viewport().rect()  # in the middle of the rows
+    w.process_tab.group_box.setChecked(True)  # grouped by job: the same over the tree
+    assert tree_note.isVisible()
+    w.process_tab.group_box.setChecked(False)
     w.process_tab.update_processes(replace(idle, remote=RemoteOrigin("http://gpu-box:9400/metrics", "trayvml serve")))
-    assert w.process_tab.read_label.text() == "No process runs on a GPU"
+    assert table_note.isVisible()  # a remote host's lists too
     # A GPU whose list was not read may have processes: not said then.
     unlisted = tuple(
         MetricState.NO_DATA if k == GPU_INDEX["process_count"] else s for k, s in enumerate(idle.gpus[1].states)
     )
     w.process_tab.update_processes(replace(idle, gpus=(idle.gpus[0], replace(idle.gpus[1], states=unlisted))))
-    assert w.process_tab.read_label.text() == "Lists read just now"
+    assert w.process_tab.read_label.text() == "Lists read just now" and table_note.isHidden()
+    w.process_tab.update_processes(sample)
+    assert table_note.isHidden()
     unread = [
         MetricState.NO_DATA if k == GPU_INDEX["process_count"] else s for k, s in enumerate(sample.gpus[0].states)
     ]

@@ -15,8 +15,8 @@ import math
 from collections.abc import Callable
 
 from PySide6.QtCore import QCoreApplication, QPoint, Qt
-from PySide6.QtGui import QColor, QResizeEvent
-from PySide6.QtWidgets import QHeaderView, QLabel, QMenu, QPushButton, QTableWidget, QTableWidgetItem
+from PySide6.QtGui import QColor
+from PySide6.QtWidgets import QHeaderView, QMenu, QPushButton, QTableWidget, QTableWidgetItem
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
@@ -25,6 +25,7 @@ from trayvml.core.sample import ProcessSample
 from trayvml.core.units import format_clock, short_name
 from trayvml.host.attribution import KernelSession
 from trayvml.ui import processes
+from trayvml.ui.empty_note import EmptyNote
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 MAX_LISTED_EVENTS = 1000
@@ -57,15 +58,10 @@ class AlertsPage(QTableWidget):
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
         self.events: list[AlertEvent] = []  # every host's, oldest first, at most MAX_LISTED_EVENTS
         self.host = ""  # whose alerts are listed and marked: "" this machine, else a remote host's name
-        # An empty table read as "broken" or "not loaded yet": with no rows, a sentence says why.
-        self.empty_label = QLabel(
-            translate("AlertsPage", "No alerts since trayvml started; the rules are in Settings."), self.viewport()
+        self.empty_label = EmptyNote(
+            translate("AlertsPage", "No alerts since trayvml started; the rules are in Settings."), self
         )
         self.empty_label.setObjectName("no_alerts")
-        self.empty_label.setAlignment(Qt.AlignmentFlag.AlignCenter)
-        self.empty_label.setWordWrap(True)
-        self.empty_label.setStyleSheet("color: palette(placeholder-text); padding: 24px;")
-        self.empty_label.setAttribute(Qt.WidgetAttribute.WA_TransparentForMouseEvents)
         self.listed: list[AlertEvent] = []  # the rows' events, row 0 (the newest) first
         self.latest: dict[tuple[str, int, str], AlertEvent] = {}  # by (host, GPU, rule): active unless resolved
         # Set by the app (the local monitor's): this user's notebook kernels a held-idle alert
@@ -80,14 +76,10 @@ class AlertsPage(QTableWidget):
         self.offered: dict[AlertEvent, tuple[ProcessSample, ...]] = {}  # the rows with a button, and their kernels
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.customContextMenuRequested.connect(self._menu)
+        self._show_empty()
 
     def _show_empty(self) -> None:
         self.empty_label.setVisible(self.rowCount() == 0)
-        self.empty_label.setGeometry(self.viewport().rect())
-
-    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
-        super().resizeEvent(event)
-        self._show_empty()
 
     def show_host(self, host: str) -> None:
         """List (and mark) the alerts of ``host`` only."""

@@ -46,6 +46,7 @@ from trayvml.host.jupyter import shut_down_kernel
 from trayvml.host.processes import HostUsage, HostUsageReader, end_process, owned_by_me
 from trayvml.monitor.energy import EnergyMeter, format_energy
 from trayvml.monitor.users import UserUsage
+from trayvml.ui.empty_note import EmptyNote
 
 _Index = QModelIndex | QPersistentModelIndex
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
@@ -531,6 +532,9 @@ class ProcessesTab(QWidget):
         self.stack = QStackedWidget()
         self.stack.addWidget(self.table)
         self.stack.addWidget(self.tree)
+        # Where every GPU's list was read with nothing in it (not a tab that failed to fill).
+        none = translate("ProcessesTab", "No process runs on a GPU")
+        self.empty_notes = (EmptyNote(none, self.table), EmptyNote(none, self.tree))
         layout.addWidget(self.stack, 3)
         self.hidden_label = QLabel()
         self.hidden_label.setObjectName("hidden_processes")
@@ -608,7 +612,7 @@ class ProcessesTab(QWidget):
         # every GPU asleep), carry no age, which is not "just now".
         listed = [gpu for gpu in sample.gpus if gpu.state("process_count") is MetricState.OK]
         age_s = max((held_seconds(gpu.age_s("process_count")) for gpu in listed), default=0)
-        read = (
+        self.read_label.setText(
             ""
             if sample.remote is not None or not listed
             else translate("ProcessesTab", "Lists read {age} s ago").format(age=age_s)
@@ -616,9 +620,8 @@ class ProcessesTab(QWidget):
             else translate("ProcessesTab", "Lists read just now")
         )
         model = self.processes
-        if listed and len(listed) == len(sample.gpus) and not model.current:  # not a tab that failed to fill
-            read = "  ·  ".join(part for part in (read, translate("ProcessesTab", "No process runs on a GPU")) if part)
-        self.read_label.setText(read)
+        for note in self.empty_notes:
+            note.setVisible(bool(listed) and len(listed) == len(sample.gpus) and not model.current)
         for column in OPTIONAL_COLUMNS:
             empty = not any(model.index(r, column).data() for r in range(model.rowCount()))
             self.table.setColumnHidden(column, empty)
