@@ -178,6 +178,35 @@ def test_a_new_sampling_interval_while_the_history_is_read_waits_for_it_then_rea
         app.sampler.stop()
 
 
+@pytest.mark.qt_log_ignore("No such signal QPlatformNativeInterface::systemTrayWindowChanged")  # no tray offscreen
+def test_quitting_hides_the_icon_and_window_before_the_store_is_closed(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The quit waits for the store's close, which waits for an hourly packer still at work (up to
+    PACK_WAIT_S each): an icon and a window left in sight meanwhile, no longer answering, look hung."""
+    from trayvml.ui.app import App
+
+    app = App(parse_spec(SPEC), 0.5, store=SettingsStore(tmp_path / "config.toml"), history_folder=tmp_path / "h")
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    window.show()
+    app.tray.icon.show()
+    in_sight: list[tuple[bool, bool]] = []  # (icon, window) as the store's close began
+    close = StoreWriter.close
+
+    def noted(self: StoreWriter) -> None:
+        in_sight.append((app.tray.icon.isVisible(), window.isVisible()))
+        close(self)
+
+    monkeypatch.setattr(StoreWriter, "close", noted)
+    app.sampler.start()
+    try:
+        qtbot.waitUntil(lambda: app.latest is not None, timeout=30_000)
+    finally:
+        app.stop()
+    assert in_sight == [(False, False)]
+
+
 @pytest.mark.parametrize(
     ("spec", "on_disk", "folder"),
     [

@@ -351,6 +351,12 @@ class App(QObject):
             self._say(self.settings_message)
 
     def stop(self) -> None:
+        # Gone from sight first: the store's close may wait seconds for its hourly packer, and an
+        # icon or window that no longer answers meanwhile would look hung.
+        self.tray.icon.hide()
+        for shown in (self.window, self.summary):
+            if shown is not None:
+                shown.hide()
         self._stop_remotes()
         self._serve(False)
         self._tray_timer.stop()
