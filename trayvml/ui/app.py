@@ -240,8 +240,6 @@ class App(QObject):
             # Not read from the store beyond memory: its rows are all still to come, and the
             # window would shade the whole range "not recording" meanwhile.
             self._filling = self._new_local_history()
-            if self.window is not None:  # shown in its place says it is being read (not: nothing recorded)
-                self.window.filling = self._filling
             thread = threading.Thread(target=self._fill_history, args=started, name="trayvml-history-fill", daemon=True)
             try:
                 thread.start()
@@ -665,10 +663,7 @@ class App(QObject):
     def _show_history(self, history: History) -> None:
         """``history`` is this machine's: read from the store beyond memory, and shown in the window."""
         self._attach_disk(history)
-        if self.window is None:
-            return
-        self.window.filling = self._filling
-        if self.host_choice is None or not self.host_choice.host:
+        if self.window is not None and (self.host_choice is None or not self.host_choice.host):
             self.window.history = history
 
     def use_past(self, past: History) -> None:
@@ -788,7 +783,7 @@ class App(QObject):
             from trayvml.ui.window import GraphWindow
 
             self.window = GraphWindow(self.history)
-            self.window.filling = self._filling
+            self.window.stands_in = lambda history: history is self._filling
             self.window.process_view.processes.energy = self.local.energy
             self.window.process_tab.users = self.local.users
             self.window.process_view.idle_for = self.local.idle_for_s

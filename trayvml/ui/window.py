@@ -149,7 +149,8 @@ class GraphWindow(QMainWindow):
         self._range_last: tuple[float, float] | None = None
         self._held: PlotPage | None = None  # the page whose paints wait for the redraw's end (hold_paint)
         self.store_note = ""  # why the history on disk is not written, if it is not
-        self.filling: History | None = None  # an empty stand-in while the store is read (set by the app)
+        # Whether a history is an empty stand-in while the store is read (the app's: App._filling).
+        self.stands_in: Callable[[History], bool] = lambda history: False
         self.push_note = ""  # which push destinations fail, and why (set by the app)
         self.setWindowTitle("trayvml")
         self.resize(*DEFAULT_SIZE_PX)
@@ -744,7 +745,7 @@ class GraphWindow(QMainWindow):
             parts.append(translate("GraphWindow", "SIMULATED: {what}").format(what=simulation_text(sample)))
         if sample.problem is not None and not self.no_gpus.isVisible():  # there it is said already
             parts.append(sample.problem[1])
-        if self._history is self.filling:  # empty graphs are not "nothing recorded"
+        if self.stands_in(self._history):  # empty graphs are not "nothing recorded"
             parts.append(translate("GraphWindow", "reading the history on disk…"))
         else:
             short = self._short_history_text()  # early: what the graphs show, before the driver's version
@@ -797,7 +798,7 @@ class GraphWindow(QMainWindow):
     def _energy_text(self) -> str:
         """Each GPU's energy in the range in view, from the power the history holds for that range
         (memory or disk): not the energy since launch, and a range the history lacks says so."""
-        if self.sample is None or not self.sample.gpus or self._history is self.filling:
+        if self.sample is None or not self.sample.gpus or self.stands_in(self._history):
             return ""
         start, end = self.visible_range()
         series = self._history.gpu_series(ENERGY_KEY, start, end, ENERGY_POINTS)
