@@ -465,6 +465,11 @@ def test_remote_menu_entries_are_kept_and_their_texts_written_when_the_menu_open
     view.show([idle])
     (back,) = host_menus()
     assert back.title() == "dgx-01" and all(a.isEnabled() for a in back.actions()) and "12" in rows()[0]
+    # Values a server in between holds: the host's title says how old, as its tooltip line does.
+    via = replace(present(idle.remote), url="prometheus+http://prom:9090")
+    view.show([replace(idle, remote=via, gpus=tuple(replace(g, values_ago_s=40.0) for g in idle.gpus))])
+    tray.menu.aboutToShow.emit()
+    assert host_menus()[0].title() == "dgx-01, as of 40 s ago" and view.lines[0] == "dgx-01, as of 40 s ago:"
 
 
 def test_the_remote_hosts_reads_are_shown_with_each_local_sample_in_one_tray_update(

@@ -264,7 +264,8 @@ class RemoteHostsView(QObject):
                 assert sample.remote is not None
                 texts = [unreachable_since(sample), shorten(clean(sample.remote.fault), 90)]
             else:
-                host.setTitle(self._label(host_title(sample)))
+                # With its values' age, as the tooltip: a Prometheus server answers its last scrape.
+                host.setTitle(self._label(host_title(sample) + values_age(sample)))
                 host.setToolTip("")
                 texts = []
                 for gpu, text in zip(sample.gpus, gpu_lines(sample, compact=True), strict=False):
