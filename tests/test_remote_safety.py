@@ -7,6 +7,7 @@ only to the origin they are for.
 
 from __future__ import annotations
 
+import datetime
 import json
 import math
 import threading
@@ -312,3 +313,38 @@ def test_log_remote_writes_no_rows_for_a_gpu_that_has_no_new_values(
     err = capsys.readouterr().err
     assert err.count("the server has no new values of it (no rows for dgx-01") == 1
     assert err.count(f"dgx-01 ({remote.url}) GPU 1 answers again") == 1
+
+
+def test_log_remote_writes_values_a_server_holds_once_stamped_when_they_were_read(
+    remote: FakeRemote, tmp_path: Path
+) -> None:
+    """Behind a Prometheus server scraping every 15 s, reads a second apart answer the same values,
+    older each time (values_ago_s): one row a GPU for them, at the time they were scraped, not one
+    a tick stamped with the tick's time."""
+    from dataclasses import replace
+
+    from trayvml.commands.csvlog import COLUMNS
+    from trayvml.commands.remote import RemoteLog, log_columns
+
+    remote.body = dcgm_exposition("hostname").encode()
+    (sample,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+
+    def held(read_s: float, age_s: float) -> Sample:
+        gpus = tuple(replace(g, values_ago_s=age_s) for g in sample.gpus)
+        return replace(sample, timestamp_s=sample.timestamp_s + read_s, gpus=gpus)
+
+    # Scraped at +0.5 s, read at +1, +2, +3 (0.5, 1.5, 2.5 s old); the next scrape at +15.5, read at +16.
+    reads = [held(1, 0.5), held(2, 1.5), held(3, 2.5), held(16, 0.5)]
+    source, _clock, _library = simulated_source("idle")
+    csv = tmp_path / "log.csv"
+    columns = log_columns([COLUMNS["timestamp"], COLUMNS["index"]])
+    remotes: Any = _ChangingRemotes(reads)
+    assert RemoteLog(str(csv), columns, False, source, remotes, frozenset()).run(5, 0.01) == 0
+    rows = [row.split(", ") for row in csv.read_text().splitlines()[1:] if ", dgx-01, " in row]
+    stamps = [datetime.datetime.fromtimestamp(sample.timestamp_s + s).strftime("%H:%M:%S.%f")[:-3] for s in (0.5, 15.5)]
+    assert [(row[0][-12:], row[2]) for row in rows] == [
+        (stamps[0], "0"),
+        (stamps[0], "1"),
+        (stamps[1], "0"),
+        (stamps[1], "1"),
+    ]

@@ -149,8 +149,10 @@ class RemoteLog:
     """``log --remote``: each tick, a row per GPU of every host whose values are current.
 
     A host without current values writes no rows (old values are never logged as new); stderr says
-    so once when it goes and once when it comes back. A remote's sample is written once: its
-    thread reads on its own beat, so a tick that finds the sample an earlier tick wrote skips it.
+    so once when it goes and once when it comes back. A GPU's values are written once, stamped with
+    when they were read: its remote's thread reads on its own beat (a tick may find the sample an
+    earlier tick wrote), and a Prometheus server (or an exporter that collects every 30 s) answers
+    the same values read after read, each of which would have passed them off as read at its time.
     """
 
     def __init__(
@@ -171,7 +173,9 @@ class RemoteLog:
         self.remotes = remotes
         self.demand = demand
         self._down: dict[str, str] = {}  # "this machine" or "host (URL)" -> the sentence last said
-        self._logged: dict[tuple[str, str], float] = {}  # (URL, host) -> the timestamp of its last rows
+        self._logged: dict[
+            tuple[str, str, int], int
+        ] = {}  # (URL, host, GPU) -> when its last row's values were read (ms)
         self._simulated: set[str] = set()  # hosts already said to serve simulated GPUs
 
     def _say(self, who: str, problem: str) -> None:
@@ -204,6 +208,27 @@ class RemoteLog:
             return sample
         return replace(sample, gpus=tuple(g for g, _ in kept), devices=tuple(d for _, d in kept))
 
+    def _not_logged(self, sample: Sample, url: str) -> list[Sample]:
+        """``sample``'s GPUs whose values have no row yet, a sample for each time their values were
+        read (the read's time, less their age: ``values_ago_s``; the read's own where that is not known)."""
+        read_at: dict[int, list[int]] = {}  # ms -> the GPUs (positions in the sample) read then
+        for k, gpu in enumerate(sample.gpus):
+            age_s = 0.0 if math.isnan(gpu.values_ago_s) else gpu.values_ago_s
+            read_ms = round((sample.timestamp_s - age_s) * 1000)
+            key = (url, hostname_of(sample), gpu.index)
+            if self._logged.get(key) != read_ms:
+                self._logged[key] = read_ms
+                read_at.setdefault(read_ms, []).append(k)
+        return [
+            replace(
+                sample,
+                timestamp_s=read_ms / 1000,
+                gpus=tuple(sample.gpus[k] for k in kept),
+                devices=tuple(sample.devices[k] for k in kept),
+            )
+            for read_ms, kept in sorted(read_at.items())
+        ]
+
     def run(self, count: int | None, interval_s: float) -> int:
         self.remotes.begin_read()()  # the first tick has every host that answers
         self.remotes.start()
@@ -222,9 +247,9 @@ class RemoteLog:
                     self._say(f"{hostname_of(sample)} ({url})", fault)
                     if not fault:
                         self._say_simulated(sample)
-                    if not fault and self._logged.get((url, hostname_of(sample))) != sample.timestamp_s:
-                        self._logged[(url, hostname_of(sample))] = sample.timestamp_s
-                        self.log.append(self._current_gpus(sample, url))
+                    if not fault:
+                        for rows in self._not_logged(self._current_gpus(sample, url), url):
+                            self.log.append(rows)
                 ticks += 1
                 if count is not None and ticks >= count:
                     break
