@@ -111,6 +111,20 @@ def test_dcgm_exporter_in_catalog_units_with_either_hostname_spelling(remote: Fa
     assert gpu.state("fan_speed_percent") is MetricState.NOT_SUPPORTED and math.isnan(gpu.value("fan_speed_percent"))
 
 
+def test_a_dcgm_exporter_without_free_memory_shows_the_used_memory_alone(remote: FakeRemote) -> None:
+    """A custom counters file may serve FB_USED without FB_FREE: the total is not known, and the
+    tooltip's line says the used memory alone, not "59.6/nan GiB"."""
+    from trayvml.core.lines import gpu_lines
+
+    remote.body = "".join(
+        line + "\n" for line in dcgm_exposition("Hostname").splitlines() if "DCGM_FI_DEV_FB_FREE" not in line
+    ).encode()
+    (sample,) = _read(remote.url)
+    assert math.isnan(sample.devices[0].memory_total_bytes)
+    line = gpu_lines(sample)[0]
+    assert "59.6 GiB" in line and "nan" not in line
+
+
 def test_nvidia_gpu_exporter_joins_gpu_info_and_is_named_by_the_url_host(remote: FakeRemote) -> None:
     remote.body = NVIDIA_GPU_EXPORTER.encode()
     (sample,) = _read(remote.url)

@@ -33,7 +33,13 @@ def _value(gpu: GpuSample, key: str) -> str | None:
 
 
 def used_of_total(used_bytes: float, total_bytes: float, digits: int = 1) -> str:
-    """``12.1/80.0 GiB``: both in GiB, so they compare at a glance (``digits`` after the point)."""
+    """``12.1/80.0 GiB``: both in GiB, so they compare at a glance (``digits`` after the point);
+    ``12.1 GiB`` where the total is not known (an exporter that serves the used memory alone), ``–``
+    where the used memory is not."""
+    if math.isnan(used_bytes):
+        return "–"
+    if math.isnan(total_bytes):
+        return f"{used_bytes / GIB:.{digits}f} GiB"
     return f"{used_bytes / GIB:.{digits}f}/{total_bytes / GIB:.{digits}f} GiB"
 
 
