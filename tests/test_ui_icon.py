@@ -169,6 +169,22 @@ def test_the_number_is_the_highest_value_and_holds_within_a_step() -> None:
     assert icon_content([Bar(0.5, N)], number=50).number == 50
 
 
+@pytest.mark.parametrize(("percent", "shown"), [(99.6, 99), (99.4, 99), (100.0, 100), (87.5, 88), (0.4, 0)])
+def test_a_memory_short_of_full_never_reads_100(percent: float, shown: int) -> None:
+    """99.6 % of an 80 GiB memory used leaves 330 MiB free: the icon's number and the lines say 99."""
+    from trayvml.core.formatting import format_value
+    from trayvml.core.metrics import GPU_INDEX, GPU_METRIC_BY_KEY, GPU_METRICS
+    from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.ui.glance import content_for
+
+    row = [math.nan] * len(GPU_METRICS)
+    row[GPU_INDEX["memory_used_percent"]] = percent
+    gpu = GpuSample(0, tuple(row), (MetricState.OK,) * len(GPU_METRICS))
+    sample = Sample(0.0, (gpu,), (DeviceInfo(0, "H100", "GPU-0"),), None, None)
+    assert content_for(sample, "memory").number == shown
+    assert format_value(GPU_METRIC_BY_KEY["memory_used_percent"], percent) == f"{shown} %"
+
+
 # ---- levels: the icon and the summary colour GPUs by the alert settings ----
 def _at(sample, temperature_c: float):
     """``sample`` with every GPU at ``temperature_c`` and nothing else alarming."""

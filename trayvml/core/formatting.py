@@ -15,13 +15,20 @@ def clock_event_reason_names(bitmask: int) -> list[str]:
     return [name for bit, name in CLOCK_EVENT_REASONS if bitmask & bit]
 
 
+def whole_percent(value: float) -> float:
+    """A percentage to the whole number shown; one short of 100 never reads 100: 99.6 % of an
+    80 GiB memory used leaves 330 MiB free, and "100 %" would say it is full."""
+    shown = float(round(value))
+    return 99.0 if shown >= 100 > value else shown
+
+
 def format_value(metric: Metric, value: float) -> str:
     """A short human rendering, e.g. ``43 %``, ``12.1 GiB``, ``61 °C``, ``P0``."""
     if math.isnan(value):
         return "–"
     unit = metric.unit
     if unit is Unit.PERCENT:
-        return f"{value:.0f} %"
+        return f"{whole_percent(value):.0f} %"
     if unit is Unit.BYTES:
         return format_bytes(value)
     if unit is Unit.BYTES_PER_S:

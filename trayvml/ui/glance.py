@@ -7,6 +7,7 @@ from dataclasses import replace
 
 from trayvml.alerts.engine import AlertSettings, Verdict, gpu_verdict
 from trayvml.alerts.rules import RULE_BY_KEY, ThresholdRule
+from trayvml.core.formatting import whole_percent
 from trayvml.core.levels import Level
 from trayvml.core.lines import Headline
 from trayvml.core.metrics import GPU_METRIC_BY_KEY, TRAY_FALLBACK, TRAY_METRICS
@@ -69,7 +70,7 @@ def _headline(gpus: list[GpuSample], verdicts: list[Verdict], tray_metric: str) 
         known = [c for c in candidates if not math.isnan(c[0])]
         if known:
             value, index = max(known, key=lambda c: (c[0], -c[1]))
-            return Headline(float(round(value)), key, index, worst)
+            return Headline(_whole(key, value), key, index, worst)
     values = [(_tray_value(g, tray_metric), g) for g in gpus if not g.lost]
     known_values = [(v, g) for v, g in values if not math.isnan(v)]
     if not known_values:
@@ -78,7 +79,12 @@ def _headline(gpus: list[GpuSample], verdicts: list[Verdict], tray_metric: str) 
     shown_key = tray_metric
     if gpu.state(tray_metric) is MetricState.NOT_SUPPORTED and tray_metric in TRAY_FALLBACK:
         shown_key = TRAY_FALLBACK[tray_metric]
-    return Headline(float(round(value)), shown_key, gpu.index, worst)
+    return Headline(_whole(shown_key, value), shown_key, gpu.index, worst)
+
+
+def _whole(key: str, value: float) -> float:
+    """The icon's number: a percentage short of 100 never reads 100 (see whole_percent)."""
+    return whole_percent(value) if GPU_METRIC_BY_KEY[key].unit is Unit.PERCENT else float(round(value))
 
 
 def _rule_number(rule: str) -> str:
