@@ -129,6 +129,48 @@ def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> N
                 assert theirs.state(metric.key) is MetricState.NOT_SUPPORTED, metric.key
 
 
+@pytest.mark.parametrize(
+    ("spec", "seconds", "state"),
+    [
+        ("training:gpus=h100*3,lost=1@50", 60, MetricState.LOST),
+        ("idle:gpus=h100+laptop,sleep=1@5", 10, MetricState.ASLEEP),
+    ],
+)
+def test_a_lost_or_sleeping_gpu_reads_back_as_such_not_as_metrics_not_supported(
+    spec: str, seconds: float, state: MetricState
+) -> None:
+    """Its series are absent for a reason of its own: the info series says which, and a reader shows
+    it lost (and its alert fires) or asleep, as this machine's reader would, in full and by the layout."""
+    from trayvml.alerts.dispatch import Dispatcher
+    from trayvml.alerts.engine import AlertSettings
+    from trayvml.history.timeline import History
+    from trayvml.monitor.remotes import RemoteMonitors
+    from trayvml.remote.fetch import SeriesCache, exporter_samples, parse_endpoint
+
+    source, clock, _ = simulated_source(spec, host=True)
+    run_ticks(source, clock, 2)
+    clock.advance_s(seconds)
+    sample = run_ticks(source, clock, 2)
+    assert sample.gpus[1].state("temperature_gpu_c") is state  # as this machine reads it
+    endpoint, cache = parse_endpoint("http://box:9400/metrics"), SeriesCache()
+    reads = [
+        exporter_samples(endpoint, _scrape_text(replace(sample, timestamp_s=t)).encode(), "text/plain", t, cache)
+        for t in (sample.timestamp_s, sample.timestamp_s + 1)
+    ]
+    assert cache.layout is not None  # the second read went by the layout
+    for (back,) in reads:
+        theirs = back.gpus[1]
+        assert set(theirs.states) == {state} and (theirs.lost, theirs.asleep) == (
+            state is MetricState.LOST,
+            state is MetricState.ASLEEP,
+        )
+        assert back.gpus[0].state("temperature_gpu_c") is MetricState.OK
+    monitors = RemoteMonitors(Dispatcher(clock), AlertSettings(), History)
+    _, outcome = monitors.take(reads[0])
+    fired = [e.rule for e in outcome.events if e.kind == "firing"]
+    assert fired.count("gpu_lost") == (state is MetricState.LOST)
+
+
 def test_a_metric_that_is_not_supported_has_no_series_rather_than_zero() -> None:
     sample = _simulated_sample()
     h100 = sample.gpus[0]

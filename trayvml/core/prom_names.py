@@ -57,6 +57,10 @@ def name_of(metric: Metric) -> PromName | None:
 # Series that are not catalog metrics.
 UP = PREFIX + "up"  # 1: the GPU values are current; 0 with a ``reason`` label
 GPU_INFO = PREFIX + "gpu_info"
+# Its ``state`` label, where a GPU is not answering for a reason of its own (absent otherwise).
+GPU_STATE_LABEL = "state"
+GPU_LOST = "lost"
+GPU_ASLEEP = "asleep"
 # Which job each GPU process works for: an info series of its own, so that the job (a notebook's
 # path, a container) is never a label of the frequent series, whose cardinality it would multiply.
 PROCESS_JOB_INFO = PREFIX + "process_job_info"

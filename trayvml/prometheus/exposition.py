@@ -86,7 +86,13 @@ _SIMULATED = Family(
     "1 when the GPUs served are simulated (trayvml --simulate), 0 when they are real.",
     ("hostname", "scenario"),
 )
-_INFO = Family(InfoMetricFamily, names.GPU_INFO[: -len("_info")], "Facts about each GPU.", tuple(_GPU_LABELS))
+_INFO = Family(
+    InfoMetricFamily,
+    names.GPU_INFO[: -len("_info")],
+    "Facts about each GPU; state: lost (it fell off the bus) or asleep (runtime-suspended, not queried so that it"
+    " stays asleep), where it is, as its other series are then absent for that reason, not for want of support.",
+    tuple(_GPU_LABELS),
+)
 _TOTAL = Family(GaugeMetricFamily, names.MEMORY_TOTAL.family, "Memory total", tuple(_GPU_LABELS))
 # The process lists are read less often than the rest (a list costs the driver milliseconds a GPU):
 # the process series say so, as the scrape's timestamp is the sample's.
@@ -139,6 +145,8 @@ def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
         facts = {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id}
         if sample.simulation:  # on the info series only: the frequent series keep their labels
             facts["simulated"] = "true"
+        if gpu.lost or gpu.asleep:  # a reader would take its absent series for metrics not supported
+            facts[names.GPU_STATE_LABEL] = names.GPU_LOST if gpu.lost else names.GPU_ASLEEP
         info.append((labels, facts))
         if device.memory_total_bytes == device.memory_total_bytes:
             total.append((labels, device.memory_total_bytes))

@@ -73,6 +73,7 @@ class Dialect:
     process_job: str = ""  # an info series naming each PID's job (labels pid, job, kind, job_name): trayvml serve's
     up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
     simulated: str = ""  # trayvml_simulated: 1 (with a scenario label) when its GPUs are simulated
+    state_label: str = ""  # a label of the info series saying a GPU is lost or asleep: trayvml serve's
     # Series written at every scrape of its exporter, one per host or GPU, the first present
     # counting: their sample time behind a Prometheus server is when the host was last scraped.
     scraped: tuple[str, ...] = ()
@@ -102,6 +103,7 @@ TRAYVML = Dialect(
     process_job=prom_names.PROCESS_JOB_INFO,
     up=prom_names.UP,
     simulated=prom_names.SIMULATED,
+    state_label=prom_names.GPU_STATE_LABEL,
     scraped=(prom_names.UP,),
 )
 
@@ -256,6 +258,7 @@ class _Gpu:
     values: dict[str, float] = field(default_factory=dict)
     processes: list[ProcessSample] = field(default_factory=list)
     identified: bool = False  # index, name, PCI bus id and driver taken from its labels
+    state: str = ""  # prom_names.GPU_LOST or GPU_ASLEEP where its exporter says so
 
 
 @dataclass
@@ -489,6 +492,7 @@ def _read(
                     gpu.name = facts.get(dialect.name_label or "name", "")
                     gpu.pci_bus_id = facts.get(dialect.pci_label, "")
                     gpu.driver = facts.get(dialect.driver_label, "")
+                    gpu.state = facts.get(dialect.state_label, "") if dialect.state_label else ""
                     gpu.identified = True
                 if known is not None:
                     if record:
@@ -568,6 +572,9 @@ def served_job(job: str, kind: str, name: str = "") -> Attribution | None:
 _GPU_KEYS = tuple(m.key for m in GPU_METRICS)
 _HOST_KEYS = tuple(m.key for m in HOST_METRICS)
 _STATE_IF_READ = (MetricState.NOT_SUPPORTED, MetricState.OK)  # by whether the exporter gave a value
+# A GPU its exporter says is not answering (trayvml serve's info series): every metric in that state.
+_NOT_ANSWERING = {prom_names.GPU_LOST: MetricState.LOST, prom_names.GPU_ASLEEP: MetricState.ASLEEP}
+_NO_VALUES = (math.nan,) * len(_GPU_KEYS)
 
 
 def _percent(part: float | None, whole: float | None) -> float | None:
@@ -637,18 +644,23 @@ class _HostShape:
             self.processes[k] = on_gpu
             if on_gpu:
                 values.setdefault("process_count", float(len(on_gpu)))
-            states = self._states[k]
-            if states is None or values.keys() != states[0]:
-                read = frozenset(values)
-                states = self._states[k] = (read, tuple(_STATE_IF_READ[key in read] for key in _GPU_KEYS))
-            gpus.append(
-                GpuSample(
-                    index=index,
-                    values=tuple(map(values.get, _GPU_KEYS, repeat(math.nan))),
-                    states=states[1],
-                    processes=on_gpu,
+            if gpu.state in _NOT_ANSWERING:  # no values, and why: as this machine's reader makes it
+                state = _NOT_ANSWERING[gpu.state]
+                lost, asleep = state is MetricState.LOST, state is MetricState.ASLEEP
+                gpus.append(GpuSample(index, _NO_VALUES, (state,) * len(_GPU_KEYS), lost=lost, asleep=asleep))
+            else:
+                states = self._states[k]
+                if states is None or values.keys() != states[0]:
+                    read = frozenset(values)
+                    states = self._states[k] = (read, tuple(_STATE_IF_READ[key in read] for key in _GPU_KEYS))
+                gpus.append(
+                    GpuSample(
+                        index=index,
+                        values=tuple(map(values.get, _GPU_KEYS, repeat(math.nan))),
+                        states=states[1],
+                        processes=on_gpu,
+                    )
                 )
-            )
             memory_total_bytes = math.nan if total is None else total
             device = self._devices[k]
             if device is None or device.memory_total_bytes != memory_total_bytes:  # NaN: made anew, as it should
