@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
 import re
 import signal
 import socket
@@ -391,3 +392,12 @@ class JupyterServer:
                 if f"kernel-{kernel_id}.json" in command:
                     return int(pid)
         return 0
+
+
+def without_root_powers() -> list[str]:
+    """A command prefix under which root too meets files' permissions (no DAC override): the tests
+    run as root here, and a folder of mode 000 must stop the command under test as it stops a user."""
+    if os.geteuid() != 0:
+        return []
+    caps = "-dac_override,-dac_read_search"
+    return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]

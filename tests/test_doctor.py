@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import getpass
 import json
+import os
 import socket
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -156,6 +158,25 @@ def test_the_bundle_is_redacted_consistently(tmp_path: Path, capsys: pytest.Capt
         assert f'"{user}"' not in text
     assert data["checks"] and data["snapshot"]["gpus"][0]["processes"]
     assert [p.name for p in bundle.parent.iterdir()] == ["report.json"]  # no temporary file left
+
+
+def test_the_bundle_goes_through_a_pipe_and_leaves_it_a_pipe(tmp_path: Path) -> None:
+    """``doctor --bundle PIPE`` with a reader on it: the reader gets the bundle, and the pipe is
+    not replaced by a plain file (nor a device, nor a link, by the same path)."""
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as pipe:
+            got.append(pipe.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    assert main(["doctor", "--bundle", str(fifo), SIM]) == 0
+    reader.join(10)
+    assert not reader.is_alive() and got and json.loads(got[0])["snapshot"]
+    assert fifo.is_fifo()
 
 
 def test_a_bundle_that_cannot_be_written_is_one_sentence(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -3,11 +3,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import errno
 import io
 import os
 import sqlite3
+import subprocess
 import sys
 import threading
 import time
@@ -17,6 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from tests.helpers import without_root_powers
 from tests.test_store import MIDNIGHT_S, _samples, _write
 from trayvml import cli
 from trayvml.core.metrics import GPU_INDEX
@@ -84,6 +87,34 @@ def test_history_to_a_fifo_writes_through_to_its_reader(
     assert lines[0] == "timestamp, index, utilization.gpu [%]" and len(lines) == 1 + 30 * 2
     assert fifo.is_fifo()  # not replaced by a plain file
     assert "60 rows written" in capsys.readouterr().err
+
+
+def test_history_to_a_descriptor_writes_it_where_it_stands(store: Path, tmp_path: Path) -> None:
+    """``--csv /dev/stdout >> all.csv`` (here a link of our own to this process' descriptor, as
+    /dev/stdout is): appended to what the file held, not renamed over it; a pipe (``>(wc -l)``)
+    written through, not "No such file"."""
+    kept = tmp_path / "all.csv"
+    kept.write_text("earlier\n")
+    link = tmp_path / "stdout"
+    appending = os.open(kept, os.O_WRONLY | os.O_APPEND)
+    try:
+        link.symlink_to(f"/proc/self/fd/{appending}")
+        assert _history(store, "--csv", str(link)) == 0
+    finally:
+        os.close(appending)
+    lines = kept.read_text().splitlines()
+    assert lines[:2] == ["earlier", "timestamp, index, utilization.gpu [%]"] and len(lines) == 62
+    read_end, write_end = os.pipe()
+    try:
+        link.unlink()
+        link.symlink_to(f"/proc/self/fd/{write_end}")
+        assert _history(store, "--csv", str(link)) == 0
+        os.close(write_end)
+        with os.fdopen(read_end, "rb") as pipe:
+            assert len(pipe.read().decode().splitlines()) == 61
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(write_end)
 
 
 def test_history_through_a_symlink_writes_its_target_and_keeps_the_link(store: Path, tmp_path: Path) -> None:
@@ -164,6 +195,18 @@ def test_a_damaged_device_entry_is_a_sentence(store: Path, capsys: pytest.Captur
     assert "damaged" in err and "Traceback" not in err and err.count("\n") == 1
 
 
+@pytest.mark.parametrize("damage", ["UPDATE blocks SET layout = 999", "UPDATE layouts SET columns = 'not json'"])
+def test_a_damaged_layout_entry_is_a_sentence(store: Path, damage: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """A block whose column layout is gone or not JSON (its checksum covers its data only)."""
+    with sqlite3.connect(store / "history.sqlite3") as connection:
+        connection.execute(damage)
+    connection.close()
+    for extra in ([], ["--stats"]):
+        assert _history(store, *extra) == cli.EXIT_USAGE
+        err = capsys.readouterr().err
+        assert "layout" in err and "damaged" in err and "Traceback" not in err and err.count("\n") == 1
+
+
 class _FullStream(io.StringIO):
     def write(self, text: str) -> int:
         raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -172,7 +215,7 @@ class _FullStream(io.StringIO):
 def test_a_full_standard_output_is_a_sentence(
     store: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("trayvml.commands.history._quiet_stdout", lambda: None)  # not pytest's own descriptor
+    monkeypatch.setattr("trayvml.commands.history.quiet_stdout", lambda: None)  # not pytest's own descriptor
     monkeypatch.setattr(sys, "stdout", _FullStream())
     assert _history(store) == cli.EXIT_USAGE
     err = capsys.readouterr().err
@@ -343,3 +386,45 @@ def test_history_csv_is_what_logs_row_by_row_code_writes(tmp_path: Path, units: 
     assert history.csv_text(last, columns, infos, units, minutes=False).splitlines() == _logs_lines(
         last, columns, infos, units, minutes=False
     )
+
+
+def test_a_history_folder_that_may_not_be_entered_is_one_sentence(store: Path, tmp_path: Path) -> None:
+    """A state folder left root's after ``sudo trayvml record``: ``history`` and ``doctor`` say so
+    in a sentence (doctor: the history is not kept), not with a traceback."""
+    state = tmp_path / "state"
+    (state / "trayvml").mkdir(parents=True)
+    env = {**os.environ, "XDG_STATE_HOME": str(state)}
+    store.chmod(0)
+    (state / "trayvml").chmod(0)
+    try:
+        python = [*without_root_powers(), sys.executable, "-m", "trayvml"]
+        history = subprocess.run(
+            [*python, "history", "--store", str(store)], capture_output=True, text=True, timeout=60, env=env
+        )
+        doctor = subprocess.run(
+            [*python, "doctor", "--simulate=idle"], capture_output=True, text=True, timeout=60, env=env
+        )
+    finally:
+        store.chmod(0o700)
+        (state / "trayvml").chmod(0o700)
+    assert history.returncode == 2 and "Traceback" not in history.stderr, history.stderr
+    assert "Permission denied" in history.stderr and str(store) in history.stderr
+    assert doctor.returncode == 1 and "Traceback" not in doctor.stderr, doctor.stderr
+    assert f"{state / 'trayvml'} is not writable" in doctor.stdout
+
+
+def test_a_store_in_a_folder_this_user_may_not_write_is_read_once_its_writer_ended(store: Path, tmp_path: Path) -> None:
+    """Another user's store, or a read-only copy: its writer's clean end removed the log's index
+    (-shm), which SQLite then wants to make before it reads ("attempt to write a readonly database")."""
+    assert not (store / "history.sqlite3-shm").exists() and not (store / "history.sqlite3-wal").exists()
+    out = tmp_path / "out.csv"
+    store.chmod(0o555)
+    try:
+        command = [*without_root_powers(), sys.executable, "-m", "trayvml", "history", "--store", str(store)]
+        result = subprocess.run(
+            [*command, "--since", "1h", "--query", QUERY, "--csv", str(out)], capture_output=True, text=True, timeout=60
+        )
+    finally:
+        store.chmod(0o700)
+    assert result.returncode == 0, result.stderr
+    assert len(out.read_text().splitlines()) == 61

@@ -11,6 +11,7 @@ import time
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -379,3 +380,35 @@ def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_
     assert [k for k, on in enumerate(reads(Settings(), set_back_at=13)) if on] == [0, 10, 13, 23]
     assert not any(reads(replace(Settings(), process_history_per_gpu=0)))
     assert not any(reads(replace(Settings(), history_on_disk=False)))
+
+
+def test_a_range_far_wider_than_the_store_steps_only_through_the_hours_it_holds(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--from 2016-01-01`` on a store of two minutes: the export steps an hour at a time, and
+    stepped through the ten years asked for (``--to 9999-12-31`` for hours) instead of the
+    hours the store holds. The blocks asked for are counted: a handful, not one a GPU an hour."""
+    from trayvml.history.disk.read import StoreReader
+
+    store = tmp_path / "store"
+    base = _samples("idle:gpus=h100*2", time.time() - 600, 1)[0]
+    _write(store, [_with(base, base.timestamp_s + k, {0: [_process(0, 100, 2 * GIB, 30.0)]}) for k in range(120)])
+    asked = {"gpu": 0, "process": 0}
+
+    def counted(kind: str, read: Any) -> Any:
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            asked[kind] += 1
+            assert asked[kind] < 100, f"{kind} blocks asked for hour after hour"
+            return read(*args, **kwargs)
+
+        return wrapper
+
+    monkeypatch.setattr(StoreReader, "fine", counted("gpu", StoreReader.fine))
+    monkeypatch.setattr(StoreReader, "coarse", counted("gpu", StoreReader.coarse))
+    monkeypatch.setattr(processes, "_blocks", counted("process", processes._blocks))
+    wide = ["--from", "2016-01-01", "--to", "2036-01-01"]
+    for extra in ([], ["--processes"]):
+        out = tmp_path / "out.csv"
+        assert cli.main(["history", "--store", str(store), *wide, *extra, "--csv", str(out)]) == 0
+        assert len(out.read_text().splitlines()) == 1 + (120 if extra else 240)
+    assert 0 < asked["gpu"] < 20 and 0 < asked["process"] < 20

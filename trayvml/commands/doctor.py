@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from trayvml import __version__
-from trayvml.core.files import write_atomically
+from trayvml.core.files import output
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState, Sample
@@ -368,7 +368,9 @@ def check_push(findings: Findings, config: Path, status_file: Path) -> None:
 
 
 def _nearest_existing(folder: Path) -> Path:
-    while not folder.exists() and folder.parent != folder:
+    """The folder, or the nearest one above it that can be seen (a folder that may not be entered
+    hides what is in it: that one is then the folder checked)."""
+    while not os.path.exists(folder) and folder.parent != folder:
         folder = folder.parent
     return folder
 
@@ -457,8 +459,12 @@ def bundle(findings: Findings, sample: Sample, snapshot: dict[str, Any]) -> byte
     return redactor.redact(json.dumps(document, indent=2, ensure_ascii=False, default=str)).encode() + b"\n"
 
 
-def write_bundle(path: Path, data: bytes) -> None:
-    write_atomically(path, data)
+def write_out(path: str, data: bytes) -> None:
+    """The bundle or the recording where the user sends it (core.files.output), its folder made
+    where it is missing. Raises OSError."""
+    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    with output(path) as out:
+        out.write(data)
 
 
 def gather(
@@ -519,7 +525,7 @@ def run(args: Any, simulation: Any, bus_names: BusNames = session_bus_names) -> 
             print(check.line())
     if args.bundle:
         try:
-            write_bundle(Path(args.bundle), bundle(findings, sample, snapshot))
+            write_out(args.bundle, bundle(findings, sample, snapshot))
         except OSError as error:
             failed = translate("doctor", "Could not write {path}: {error}.")
             print(f"trayvml: {failed.format(path=args.bundle, error=error.strerror or error)}", file=sys.stderr)
@@ -678,7 +684,7 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
     lines = [header, *recorder.entries]
     data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
     try:
-        write_atomically(Path(args.record), data.encode())
+        write_out(args.record, data.encode())
     except OSError as error:
         failed = translate("doctor", "Could not write {path}: {error}.")
         print(f"trayvml: {failed.format(path=args.record, error=error.strerror or error)}", file=sys.stderr)

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import math
-import os
 import re
 import sqlite3
-import stat
 import sys
-import tempfile
 import unicodedata
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
@@ -22,7 +20,7 @@ import numpy as np
 
 from trayvml.core.clock import epoch_ms
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.files import remove_stale_temporaries
+from trayvml.core.files import output, quiet_stdout
 from trayvml.core.i18n import translate
 
 if TYPE_CHECKING:
@@ -101,9 +99,10 @@ def history(args: argparse.Namespace, now_s: float, simulated: bool = False) -> 
     reader = StoreReader(folder)
     try:
         return _history(args, now_s, reader, folder)
-    except sqlite3.Error as error:
+    except (sqlite3.Error, OSError) as error:
+        why = error.strerror if isinstance(error, OSError) and error.strerror else error
         unreadable = translate("record", "Cannot read the history in {folder}: {error}.")
-        raise TrayvmlError(unreadable.format(folder=folder, error=error)) from None
+        raise TrayvmlError(unreadable.format(folder=folder, error=why)) from None
     finally:
         reader.close()
 
@@ -149,7 +148,7 @@ def _history(args: argparse.Namespace, now_s: float, reader: StoreReader, folder
             if count == 0:
                 raise TrayvmlError(_nothing_between(reader, folder, start_s, end_s))
     except BrokenPipeError:  # `| head`: the reader has what it wanted
-        _quiet_stdout()
+        quiet_stdout()
         return 0
     if minutes_until is not None:
         note = translate(
@@ -210,7 +209,7 @@ def _export_processes(args: argparse.Namespace, now_s: float, reader: StoreReade
                 nothing = translate("record", "No GPU processes stored between {start} and {end} in {folder}.")
                 raise TrayvmlError(nothing.format(start=_when(max(start_s, 0.0)), end=_when(end_s), folder=folder))
     except BrokenPipeError:
-        _quiet_stdout()
+        quiet_stdout()
         return 0
     if minutes:
         note = translate(
@@ -351,7 +350,13 @@ def stored_rows(
     chosen = np.array([GPU_LAYOUT.keys.index(k) for k in keys], dtype=np.intp)
     fine_from = {uuid: reader.fine_start_s(uuid) for uuid, _ in gpus}
     indices = np.array([info.index for _, info in gpus], dtype=np.int64)
-    t_s = max(start_s, 0.0)
+    span = reader.span_s()
+    if span is None:
+        return
+    # The hours stepped through are those the store spans, not all of a range asked for (one
+    # reaching to the year 9999 took hours over nothing); from the minute its first row is in.
+    t_s = max(start_s, 0.0, math.floor(span[0] / 60) * 60)
+    end_s = min(end_s, span[1])
     while t_s <= end_s:
         stop_s = min(end_s, (math.floor(t_s * 1000 / HOUR_MS) + 1) * HOUR_MS / 1000)
         last = stop_s >= end_s
@@ -510,11 +515,9 @@ def _texts(
 
 @contextlib.contextmanager
 def _output(path: str) -> Iterator[TextIO]:
-    """Where the CSV goes: standard output for ``-``; a pipe, device or socket written through, as
-    `log` does (renaming a file over one would leave its reader with nothing, and replace the
-    device); a regular file (or a new one) written whole or not at all, by a temporary file renamed
-    into place. A symbolic link keeps being a link: its target is what is written, atomically.
-    Raises TrayvmlError with a sentence."""
+    """Where the CSV goes: standard output for ``-``, else as core.files.output puts it (a
+    descriptor, pipe or device written through; a regular file whole or not at all). Raises
+    TrayvmlError with a sentence; BrokenPipeError as it is (`| head`: the caller ends quietly)."""
     if path == "-":
         try:
             yield sys.stdout
@@ -522,74 +525,24 @@ def _output(path: str) -> Iterator[TextIO]:
         except BrokenPipeError:
             raise  # `| head`: the reader has what it wanted (the caller ends quietly)
         except OSError as error:
-            _quiet_stdout()
+            quiet_stdout()
             raise _cannot_write(translate("record", "standard output"), error) from None
         return
-    target = Path(os.path.realpath(path))  # the file a link points to (the link stays as it is)
     try:
-        status: os.stat_result | None = target.stat()
-    except FileNotFoundError:
-        status = None
+        with output(path) as raw:
+            out = io.TextIOWrapper(raw, encoding="utf-8", newline="")
+            try:
+                yield out
+            finally:
+                out.detach()  # flushed; the file is output's to close (and to rename into place)
+    except BrokenPipeError:
+        raise
     except OSError as error:
         raise _cannot_write(path, error) from None
-    if status is not None and not stat.S_ISREG(status.st_mode):
-        yield from _through(path)
-        return
-    yield from _atomically(path, target, status)
 
 
 def _cannot_write(path: str, error: OSError) -> TrayvmlError:
     return TrayvmlError(translate("record", "Cannot write {path}: {error}.").format(path=path, error=error.strerror))
-
-
-def _through(path: str) -> Iterator[TextIO]:
-    try:
-        # No O_CREAT, no O_TRUNC: it exists, and is not ours to replace or empty.
-        out = open(os.open(path, os.O_WRONLY), "w", encoding="utf-8", newline="")  # noqa: SIM115
-    except OSError as error:
-        raise _cannot_write(path, error) from None
-    try:
-        with out:
-            yield out
-    except OSError as error:
-        raise _cannot_write(path, error) from None
-
-
-def _atomically(path: str, target: Path, status: os.stat_result | None) -> Iterator[TextIO]:
-    remove_stale_temporaries(target)
-    try:
-        # Named as core.files names its temporaries, so that a killed export's leftover is cleared.
-        fd, temporary = tempfile.mkstemp(
-            prefix=f".{target.name}.trayvml-{os.getpid()}-", suffix=".tmp", dir=target.parent
-        )
-    except OSError as error:
-        raise _cannot_write(path, error) from None
-    try:
-        # mkstemp makes 0600: give the file the mode it had, or the one `>` would give a new file.
-        os.fchmod(fd, stat.S_IMODE(status.st_mode) if status is not None else 0o666 & ~_umask())
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-    except OSError as error:
-        raise _cannot_write(path, error) from None
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
-
-
-def _quiet_stdout() -> None:
-    """What is still buffered for standard output goes nowhere: Python's flush at exit would
-    otherwise fail again and print its own message after ours."""
-    with contextlib.suppress(OSError, ValueError):
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
 
 
 def _stats_text(reader: object, folder: Path) -> str:

@@ -5,9 +5,14 @@ from __future__ import annotations
 import contextlib
 import glob
 import os
+import re
+import stat
+import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import BinaryIO
 
 STALE_TEMPORARY_S = 3600.0  # a write takes milliseconds: a temporary file this old was left by a crash
 
@@ -85,3 +90,74 @@ def write_atomically(path: Path, data: bytes) -> None:
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
         raise
+
+
+# A path naming one of a process' open descriptors: /dev/fd/N (a shell's ``>(…)``), /proc/self/fd/N.
+_DESCRIPTOR = re.compile(r"/(?:dev/fd|proc/(?P<pid>self|\d+)/fd)/(?P<fd>\d+)")
+_LINKS_FOLLOWED = 40  # as the kernel's limit on a path's symbolic links
+
+
+def descriptor_named(path: str) -> int | None:
+    """This process' open descriptor that ``path`` names (``/dev/stdout``, ``/dev/fd/63``,
+    ``/proc/self/fd/1``, or a link to one), else None. Opened anew by its path, a regular file
+    behind it would be written from its start (or renamed over), losing what ``>>`` kept."""
+    for _ in range(_LINKS_FOLLOWED):
+        found = _DESCRIPTOR.fullmatch(os.path.normpath(path))
+        if found is not None:
+            return int(found["fd"]) if found["pid"] in (None, "self", str(os.getpid())) else None
+        try:
+            link = os.readlink(path)
+        except OSError:
+            return None  # not a link (or not there): no descriptor's name
+        path = os.path.join(os.path.dirname(path), link)
+    return None
+
+
+@contextlib.contextmanager
+def output(path: str) -> Iterator[BinaryIO]:
+    """Where a user sends a file: one of this process' descriptors (``/dev/stdout``) and a pipe,
+    device or socket written through as they are (renaming a file over one would leave its reader
+    with nothing, and replace the device or the link); a regular file (or a new one) whole or not
+    at all, by a temporary file renamed into place, with the mode it had. A symbolic link keeps
+    being a link: its target is what is written. Raises OSError."""
+    descriptor = descriptor_named(path)
+    if descriptor is not None:
+        with os.fdopen(os.dup(descriptor), "wb") as out:
+            yield out
+        return
+    target = Path(os.path.realpath(path))
+    try:
+        status: os.stat_result | None = target.stat()
+    except FileNotFoundError:
+        status = None
+    if status is not None and not stat.S_ISREG(status.st_mode):
+        # No O_CREAT, no O_TRUNC: it exists, and is not ours to replace or empty.
+        with open(os.open(path, os.O_WRONLY), "wb") as out:
+            yield out
+        return
+    remove_stale_temporaries(target)
+    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp")
+    try:
+        # mkstemp makes 0600: give the file the mode it had, or the one `>` would give a new file.
+        os.fchmod(handle, stat.S_IMODE(status.st_mode) if status is not None else 0o666 & ~_umask())
+        with os.fdopen(handle, "wb") as out:
+            yield out
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+
+
+def quiet_stdout() -> None:
+    """What is still buffered for standard output goes nowhere (its reader is gone: ``| head``):
+    Python's flush at exit would otherwise fail again and print its own message after ours."""
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask

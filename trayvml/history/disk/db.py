@@ -99,6 +99,8 @@ class Database:
             folder.mkdir(parents=True, exist_ok=True)
         uri = f"{self.path.as_uri()}?mode={'ro' if read_only else 'rwc'}"
         self.connection = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        if read_only:
+            self._readable_where_it_stands(uri)
         try:
             if not read_only:
                 # Before any table exists: lets a size-cap deletion give its pages back to the disk.
@@ -112,6 +114,22 @@ class Database:
         self._layouts: dict[int, Layout] = {}
         self._layout_ids: dict[Layout, int] = {}
         self._devices: dict[str, int] = {}
+
+    def _readable_where_it_stands(self, uri: str) -> None:
+        """A store in a folder this user may not write (another user's, a read-only copy) whose
+        writer has ended: SQLite reads a write-ahead-log database only beside its index file
+        (-shm), which the writer's clean end removed and a reader cannot make there ("attempt to
+        write a readonly database"). With no log left nothing is in flux: it is read as a file that
+        does not change."""
+        try:
+            self.connection.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        except sqlite3.OperationalError:
+            if os.path.exists(f"{self.path}-wal") or os.access(self.folder, os.W_OK):
+                return  # a writer's log to read with it, or a folder it could use: the error is another's
+            self.connection.close()
+            self.connection = sqlite3.connect(
+                f"{uri}&immutable=1", uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None
+            )
 
     def close(self) -> None:
         self.connection.close()
@@ -176,7 +194,12 @@ class Database:
         found = self._layouts.get(layout_id)
         if found is None:
             row = self.connection.execute("SELECT columns FROM layouts WHERE id = ?", (layout_id,)).fetchone()
-            found = Layout.from_json(row[0])
+            try:
+                found = Layout.from_json(row[0]) if row is not None else None
+            except (ValueError, TypeError, KeyError):  # json's errors are ValueErrors
+                found = None
+            if found is None:  # said as a damaged database is: the reading stops with one sentence
+                raise sqlite3.DatabaseError(f"the column layout {layout_id} of its blocks is missing or damaged")
             self._layouts[layout_id] = found
         return found
 

@@ -301,8 +301,15 @@ def rows(db: Database, uuid: str, start_s: float, end_s: float) -> Iterator[Proc
     fine_ms = round(fine_from * 1000) if fine_from is not None else None
     # Minutes before the every-sample rows (a minute they begin in is theirs: its samples are there).
     fine_minute_ms = fine_ms - fine_ms % BUCKET_MS if fine_ms is not None else None
-    t_ms = max(0, math.floor(start_s * 1000))
-    end_ms = math.floor(end_s * 1000)
+    # The hours stepped through are those the GPU's blocks span, not all of a range asked for
+    # (one reaching to the year 9999 took hours over nothing).
+    first_ms, last_ms = db.connection.execute(
+        "SELECT MIN(start_ms), MAX(end_ms) FROM process_blocks WHERE device = ?", (device,)
+    ).fetchone()
+    if first_ms is None:
+        return
+    t_ms = max(0, math.floor(start_s * 1000), int(first_ms) - int(first_ms) % BUCKET_MS)
+    end_ms = min(math.floor(end_s * 1000), int(last_ms))
     while t_ms <= end_ms:
         stop_ms = min(end_ms, (t_ms // HOUR_MS + 1) * HOUR_MS - 1)
         found: list[tuple[int, int, float, float, float]] = []  # time, process, memory, SM, interval

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import math
+import os
 import sqlite3
 from collections import OrderedDict
 from collections.abc import Iterator
@@ -66,6 +67,16 @@ class Stats:
         return self.file_bytes / self.samples if self.samples else math.nan
 
 
+def _exists(path: Path) -> bool:
+    """Whether ``path`` is there; raises OSError where that cannot be known (a folder that may not
+    be entered: said as why the store cannot be read, not as "no history yet")."""
+    try:
+        os.stat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    return True
+
+
 class StoreReader:
     """Reads the store in ``folder``; raises sqlite3.Error / OSError when the file cannot be read."""
 
@@ -79,7 +90,7 @@ class StoreReader:
         self._device_ids: dict[str, int] = {}
 
     def _database(self) -> Database | None:
-        if self._db is None and (self.folder / FILE_NAME).exists():
+        if self._db is None and _exists(self.folder / FILE_NAME):
             self._db = Database(self.folder, read_only=True)
         return self._db
 
