@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import default_sigint, end_process
+from tests.helpers import default_sigint, end_process, without_root_powers
 from trayvml.cli import main
+from trayvml.core.errors import TrayvmlError
 
 SIM = "--simulate=training:at=600"
 
@@ -211,6 +212,33 @@ def test_pick_skips_lost_gpus(capsys: pytest.CaptureFixture) -> None:
     assert "0" not in capsys.readouterr().out.strip().split(",")
 
 
+def test_pick_hands_out_a_sleeping_gpu_as_all_free(capsys: pytest.CaptureFixture) -> None:
+    """A laptop's GPU asleep (runtime-suspended) holds no context: it is free, all of its memory,
+    though its free memory is not read (that would wake it); it was said to be busy."""
+    from tests.helpers import simulated_source
+    from trayvml.pick import choose
+
+    assert main(["pick", "--simulate=idle:gpus=laptop,sleep=0@0"]) == 0
+    assert capsys.readouterr().out.strip() == "0"
+    # Asleep since after its size was read: all of it free, whatever --min-free-mib asks.
+    source, clock, _ = simulated_source("idle:gpus=laptop,sleep=0@5")
+    source.sample()
+    clock.advance_s(10)
+    sample = source.sample()
+    assert sample.gpus[0].asleep and sample.devices[0].memory_total_bytes > 4000 * 2**20
+    assert choose(sample, min_free_mib=4000) == [0]
+
+
+def test_pick_gpus_says_a_driver_that_does_not_answer_is_why() -> None:
+    """The Python API: a stuck driver is the reason given, not "0 of 0 qualify"."""
+    import trayvml
+    from trayvml.core.errors import NotEnoughGpusError
+
+    with pytest.raises(TrayvmlError) as raised:
+        trayvml.pick_gpus(simulate="idle:gpus=h100*2,hang=nvmlDeviceGetMemoryInfo_v2@0")
+    assert not isinstance(raised.value, NotEnoughGpusError) and "answer" in str(raised.value)
+
+
 def test_python_api_sets_and_restores_cuda_visible_devices(monkeypatch: pytest.MonkeyPatch) -> None:
     import trayvml
 
@@ -370,7 +398,7 @@ def test_config_works_before_and_after_the_command(before: bool, tmp_path: Path,
     assert main(args) == 0
     err = capsys.readouterr().err
     assert f"The settings file {path} could not be used" in err and "Traceback" not in err
-    assert not path.exists()  # set aside, as the tray app does
+    assert path.exists()  # left as it is: snapshot never saves the settings (the tray app sets it aside)
 
 
 def test_autostart_writes_an_absolute_config_path() -> None:
@@ -507,15 +535,29 @@ def test_a_terminal_encoding_without_dashes_or_degrees_gets_ascii_not_a_tracebac
 
 
 @pytest.mark.parametrize("nesting", ["[" * 5000 + "]" * 5000, "{ a = " * 5000 + "1" + " }" * 5000])
-def test_a_settings_file_nested_thousands_deep_is_set_aside_not_a_crash(
+def test_a_settings_file_nested_thousands_deep_is_said_not_a_crash(
     nesting: str, tmp_path: Path, capsys: pytest.CaptureFixture
 ) -> None:
+    """``snapshot`` reads nothing from the settings and never saves them: a broken file named with
+    --config is said and left where it is (the tray moves it aside, to save its settings there)."""
     path = tmp_path / "config.toml"
     path.write_text(f"x = {nesting}\n", encoding="utf-8")
     assert main(["snapshot", "--config", str(path), SIM]) == 0
     err = capsys.readouterr().err
-    assert "nested too deeply" in err and "moved to config.toml.corrupt-" in err
-    assert not path.exists() and len(list(tmp_path.glob("config.toml.corrupt-*"))) == 1
+    assert "nested too deeply" in err and "it is left as it is" in err
+    assert path.exists() and list(tmp_path.glob("config.toml.corrupt-*")) == []
+
+
+def test_a_settings_file_named_but_not_there_is_said(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``record --config confg.toml``, a typo: recording with the defaults (no push destinations)
+    without a word would pass for the settings meant."""
+    typo = tmp_path / "confg.toml"
+    store = tmp_path / "store"
+    assert main(["record", "--count", "1", "--store", str(store), "--config", str(typo), SIM]) == 0
+    assert f"The settings file {typo} does not exist; defaults are in use." in capsys.readouterr().err
+    assert main(["pick", "--config", str(typo), "--max-util", "100", SIM]) == 0
+    assert f"The settings file {typo} does not exist" in capsys.readouterr().err
+    assert not typo.exists()
 
 
 @pytest.mark.parametrize("command", ["snapshot", "pick"])
@@ -708,3 +750,53 @@ def test_a_missing_driver_function_is_said_only_with_v(verbose: bool) -> None:
     else:
         assert "lacks" not in said and result.stderr == ""
         assert "NVIDIA H100" in result.stdout  # the snapshot itself is there
+
+
+@pytest.mark.parametrize("command", [["log", "--interval", "0.2", "--csv", "-"], ["snapshot", "--json"]])
+def test_a_reader_that_stops_early_ends_the_command_quietly(command: list[str]) -> None:
+    """``trayvml log | head -2``, ``snapshot --json | head -1`` (16 GPUs: more than a pipe holds):
+    the reader has what it wanted; exit 0, no traceback, no "Cannot write"."""
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trayvml", *command, "--simulate=idle:gpus=h100*16"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    try:
+        assert process.stdout is not None
+        assert process.stdout.readline()
+        process.stdout.close()
+        _, err = process.communicate(timeout=60)
+    finally:
+        end_process(process)
+    assert process.returncode == 0, err.decode()
+    assert "Traceback" not in err.decode() and "Cannot write" not in err.decode()
+
+
+def test_settings_given_through_a_pipe_are_read_once_and_used(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``record --config <(printf 'sampling_interval_s = 5.0')``: the language was looked up in the
+    pipe first, which the settings then found empty: recorded every 1 s, without a word."""
+    read_end, write_end = os.pipe()
+    os.write(write_end, b"sampling_interval_s = 5.0\n")
+    os.close(write_end)
+    link = tmp_path / "settings"  # as a shell's /dev/fd/63: a name for this process' descriptor
+    link.symlink_to(f"/proc/self/fd/{read_end}")
+    try:
+        argv = ["record", "--count", "1", "--store", str(tmp_path / "store"), "--config", str(link), SIM]
+        assert main(argv) == 0  # which looks the language up first
+    finally:
+        os.close(read_end)
+    assert "every 5 s" in capsys.readouterr().err
+
+
+def test_log_without_a_header_to_a_file_it_may_write_but_not_read_is_one_sentence(tmp_path: Path) -> None:
+    """``log --format csv,noheader`` looks at an existing file's last byte (a row cut short by a
+    crash gets its newline): a write-only file is said in a sentence, not a traceback."""
+    out = tmp_path / "wo.csv"
+    out.write_text("1, 2")
+    out.chmod(0o200)
+    command = [*without_root_powers(), sys.executable, "-m", "trayvml", "log", "--count", "1"]
+    result = subprocess.run(
+        [*command, "--format", "csv,noheader", "--csv", str(out), SIM], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
+    assert f"Cannot read {out}: Permission denied." in result.stderr

@@ -90,6 +90,14 @@ def test_a_missing_file_means_defaults(tmp_path: Path) -> None:
     assert same(settings, Settings()) and message == ""
 
 
+def test_a_file_an_editor_began_with_a_byte_order_mark_is_used(tmp_path: Path) -> None:
+    """Notepad and others write U+FEFF first; TOML refuses it, and the file was set aside."""
+    path = tmp_path / "config.toml"
+    path.write_bytes("\ufeffsampling_interval_s = 5.0\n".encode())
+    settings, message = SettingsStore(path).load()
+    assert settings.sampling_interval_s == 5.0 and message == "" and path.exists()
+
+
 def assert_set_aside(folder: Path, content: bytes, reason: str = "") -> str:
     """Load ``content``: defaults, one sentence, the file kept byte for byte under the set-aside name."""
     folder.mkdir(exist_ok=True)

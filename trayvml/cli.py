@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import reprlib
+import stat
 import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, NoReturn
@@ -398,9 +399,12 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
             path = argument.removeprefix("--config=")
     setting = "system"
     try:
-        with open(path, "rb") as file:
-            value = tomllib.load(file).get("language", "system")
-        setting = value if isinstance(value, str) else setting
+        # A regular file only: a pipe (``--config <(…)``) read here would reach the settings empty,
+        # and a named one with no writer would wait for ever.
+        if stat.S_ISREG(os.stat(path).st_mode):
+            with open(path, "rb") as file:
+                value = tomllib.load(file).get("language", "system")
+            setting = value if isinstance(value, str) else setting
     except (OSError, ValueError, RecursionError):  # no file, or one loading sets aside: the system's
         pass  # RecursionError: tomllib recurses once per nested array or table
     language = i18n.resolve(setting, environ)
@@ -534,6 +538,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return run_app(simulation, args.interval, args.config, tuple(args.remote))
     except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
         return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `| head`: the reader has what it wanted
+        from trayvml.core.files import quiet_stdout
+
+        quiet_stdout()
+        return 0
     except NotEnoughGpusError as error:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
@@ -552,7 +561,8 @@ def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if args.command == "history":
         return history(args, time.time(), simulated=simulation is not None)
     big_blocks_mapped_apart()
-    settings, note = SettingsStore(Path(args.config) if args.config else default_path()).load()
+    store = SettingsStore(Path(args.config) if args.config else default_path())
+    settings, note = store.load(named=args.config is not None, only_read=True)  # record never saves them
     if note:
         print(f"trayvml: {note}", file=sys.stderr)
     return record(args, simulation, settings)
@@ -562,13 +572,13 @@ def _check_settings(path: str) -> None:
     """Say, as the tray app would, when the settings file given with --config cannot be used.
 
     These commands take nothing from the settings yet, but a user who names a file should hear
-    that it is broken rather than find out at the next login.
+    that it is broken (or not there) rather than find out at the next login; it is left as it is.
     """
     from pathlib import Path
 
     from trayvml.config import SettingsStore
 
-    _, note = SettingsStore(Path(path)).load()
+    _, note = SettingsStore(Path(path)).load(named=True, only_read=True)
     if note:
         print(f"trayvml: {note}", file=sys.stderr)
 

@@ -639,11 +639,17 @@ def _read(path: Path) -> bytes:
     return data
 
 
+def _text(data: bytes) -> str:
+    """The file's text; raises UnicodeDecodeError. A byte order mark (some editors write one) is no
+    part of the TOML, which would refuse it."""
+    return data.decode("utf-8").removeprefix("\ufeff")
+
+
 def examine(path: Path) -> list[str]:
     """What loading ``path`` would change (renamed or ignored parts), without loading it: nothing is
     moved aside. Raises FileNotFoundError, OSError, UnicodeDecodeError, or SettingsError naming why
     the tray app would set the file aside (``trayvml doctor`` asks this)."""
-    return from_toml(_read(path).decode("utf-8"))[1]
+    return from_toml(_text(_read(path)))[1]
 
 
 def set_aside_copies(path: Path) -> list[Path]:
@@ -661,19 +667,25 @@ class SettingsStore:
         self._refusal = ""  # why the file at path must not be overwritten ("" when it may be)
         self._keep: bytes | None = None  # a loaded file with parts ignored or renamed: copied aside before saving
 
-    def load(self) -> tuple[Settings, str]:
-        """The settings, and one sentence for the user when the file was not used as it is ("" if it was)."""
+    def load(self, named: bool = False, only_read: bool = False) -> tuple[Settings, str]:
+        """The settings, and one sentence for the user when the file was not used as it is ("" if it was).
+
+        ``named``: the user named the file (``--config``): one that is not there is said too.
+        ``only_read``: a command that never saves the settings leaves a broken file where it is
+        (the tray moves it aside, so that it can save the defaults there)."""
         remove_stale_temporaries(self.path)
         try:
             data = _read(self.path)
-            text = data.decode("utf-8")
+            text = _text(data)
             settings, notes = from_toml(text)
         except FileNotFoundError:
-            return Settings(), ""
+            missing = translate("settings", "The settings file {path} does not exist; defaults are in use.")
+            return Settings(), missing.format(path=self.path) if named else ""
         except UnicodeDecodeError as error:
-            return Settings(), self._set_aside(f"it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})")
+            why = f"it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})"
+            return Settings(), self._unusable(why) if only_read else self._set_aside(why)
         except SettingsError as error:
-            return Settings(), self._set_aside(str(error))
+            return Settings(), self._unusable(str(error)) if only_read else self._set_aside(str(error))
         except OSError as error:
             # Perhaps a passing fault, or not a file at all: leave it as it is, and never write over it.
             self._refusal = translate(
@@ -692,6 +704,14 @@ class SettingsStore:
             "The settings file {path} is used with changes: {changes}; "
             "a copy of it as it is now is kept when trayvml next saves the settings.",
         ).format(path=self.path, changes="; ".join(notes))
+
+    def _unusable(self, reason: str) -> str:
+        self._refusal = translate("settings", "The settings file {path} could not be used, so it is not overwritten")
+        self._refusal = self._refusal.format(path=self.path)
+        return translate(
+            "settings",
+            "The settings file {path} could not be used: {reason}; it is left as it is and defaults are in use.",
+        ).format(path=self.path, reason=reason)
 
     def _set_aside(self, reason: str) -> str:
         aside = _free_name(self.path, "corrupt")

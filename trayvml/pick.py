@@ -27,9 +27,14 @@ def busy_percent(gpu: GpuSample) -> float:
     return math.nan
 
 
-def _score(gpu: GpuSample, by: str) -> float:
+def _free_bytes(gpu: GpuSample, total_bytes: float) -> float:
+    """Its free memory: an asleep GPU's is all of it (runtime-suspended, it holds no context), told
+    without waking it; NaN where not known."""
+    return total_bytes if gpu.asleep else gpu.value("memory_free_bytes")
+
+
+def _score(gpu: GpuSample, by: str, free: float) -> float:
     """Lower is better; NaN (unknown) sorts last."""
-    free = gpu.value("memory_free_bytes")
     if by == "memory":
         return -free
     if by == "memory-ratio":
@@ -60,8 +65,11 @@ def choose(
     # A GPU in MIG mode cannot be used whole: its MIG devices (each its own index and UUID) can.
     in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
     candidates = [g for g in sample.gpus if not g.lost and g.index not in in_mig_mode]
+    totals = {d.index: d.memory_total_bytes for d in sample.devices}
+    free = {g.index: _free_bytes(g, totals.get(g.index, math.nan)) for g in candidates}
     busy = [g for g in candidates if busy_percent(g) > max_util]  # NaN compares False: not known busy
-    qualifying = [g for g in candidates if g not in busy and g.value("memory_free_bytes") >= min_free_mib * MIB]
+    # Memory not known to be free enough fails a --min-free-mib; without one it counts against no GPU.
+    qualifying = [g for g in candidates if g not in busy and (min_free_mib <= 0 or free[g.index] >= min_free_mib * MIB)]
     if len(qualifying) < count:
         percent = f"{max_util:g}"
         if busy and len(busy) == len(sample.gpus):
@@ -104,7 +112,7 @@ def choose(
         )
 
     def key(g: GpuSample) -> tuple[bool, float, int]:
-        score = _score(g, by)
+        score = _score(g, by, free[g.index])
         return (math.isnan(score), 0.0 if math.isnan(score) else score, g.index)
 
     return [g.index for g in sorted(qualifying, key=key)[:count]]
@@ -136,7 +144,8 @@ def pick_gpus(
 
     A GPU more than ``max_util`` percent busy does not qualify (100: any).
 
-    Raises NotEnoughGpusError when too few qualify and TrayvmlError when NVML is unavailable.
+    Raises NotEnoughGpusError when too few qualify and TrayvmlError when NVML is unavailable or the
+    driver does not answer.
     Indices follow NVML's (PCI bus) order; :func:`visible_gpus` makes CUDA use that order. On a
     machine with MIG the answer is UUIDs instead (``MIG-…`` for a MIG device): see :func:`cuda_ids`.
     """
@@ -148,8 +157,8 @@ def pick_gpus(
         sample = source.sample()
     finally:
         source.close()
-    if sample.unavailable is not None:
-        raise TrayvmlError(sample.unavailable.sentence)
+    if sample.problem is not None:  # NVML unusable, or the driver not answering: no GPU is known free
+        raise TrayvmlError(sample.problem[1])
     return cuda_ids(sample, choose(sample, count, by, min_free_mib, max_util))
 
 

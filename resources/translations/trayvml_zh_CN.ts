@@ -3594,6 +3594,10 @@ For {duration} now.</source>
         <translation>无法读取 web 配置文件 {path}：{error}。</translation>
     </message>
     <message>
+        <source>The web config file {path} is not UTF-8 text (byte {at}).</source>
+        <translation>web 配置文件 {path} 不是 UTF-8 文本（第 {at} 个字节）。</translation>
+    </message>
+    <message>
         <source>The web config file {path} is not valid YAML at line {line}: {problem}.</source>
         <translation>web 配置文件 {path} 第 {line} 行不是有效的 YAML：{problem}。</translation>
     </message>
@@ -3897,6 +3901,10 @@ For {duration} now.</source>
         <translation>文件大于 {size} MiB</translation>
     </message>
     <message>
+        <source>The settings file {path} does not exist; defaults are in use.</source>
+        <translation>设置文件 {path} 不存在；当前使用默认设置。</translation>
+    </message>
+    <message>
         <source>The settings file {path} could not be read, so it is not overwritten</source>
         <translation>无法读取设置文件 {path}，因此不会覆盖它</translation>
     </message>
@@ -3907,6 +3915,14 @@ For {duration} now.</source>
     <message>
         <source>The settings file {path} is used with changes: {changes}; a copy of it as it is now is kept when trayvml next saves the settings.</source>
         <translation>设置文件 {path} 已按以下变更使用：{changes}；trayvml 下次保存设置时会保留它当前内容的副本。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be used, so it is not overwritten</source>
+        <translation>无法使用设置文件 {path}，因此不会覆盖它</translation>
+    </message>
+    <message>
+        <source>The settings file {path} could not be used: {reason}; it is left as it is and defaults are in use.</source>
+        <translation>无法使用设置文件 {path}：{reason}；文件保持原样，当前使用默认设置。</translation>
     </message>
     <message>
         <source>The settings file {path} could not be used or set aside, so it is not overwritten</source>

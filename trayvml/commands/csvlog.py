@@ -285,9 +285,14 @@ class CsvLog:
             ) from None
 
     def _ends_with_newline(self) -> bool:
-        with open(self.path, "rb") as log:
-            log.seek(-1, os.SEEK_END)
-            return log.read(1) == b"\n"
+        try:
+            with open(self.path, "rb") as log:
+                log.seek(-1, os.SEEK_END)
+                return log.read(1) == b"\n"
+        except OSError as error:  # a file this user may write but not read
+            raise TrayvmlError(
+                translate("csvlog", "Cannot read {path}: {error}.").format(path=self.path, error=error.strerror)
+            ) from None
 
     def _write(self, text: str) -> None:
         data = text.encode()
@@ -298,6 +303,8 @@ class CsvLog:
                 if count == 0:
                     raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
                 written += count
+        except BrokenPipeError:
+            raise  # `| head`: its reader has what it wanted (the command ends quietly)
         except OSError as error:
             if written and self._regular:
                 # Take back the part that went out: the file keeps whole rows only.
