@@ -422,6 +422,9 @@ def test_a_bad_web_config_is_one_sentence(tmp_path: Path) -> None:
     path.write_text("tls_server_confg: {}\n")
     with pytest.raises(TrayvmlError, match="does not know: tls_server_confg"):
         load_web_config(str(path))
+    path.write_bytes(b"basic_auth_users: {al\xe9: x}\n")  # Latin-1, as an old editor saves it
+    with pytest.raises(TrayvmlError, match=r"web.yml is not UTF-8 text \(byte 22\)"):
+        load_web_config(str(path))
     assert WebConfig().users == {}
 
 

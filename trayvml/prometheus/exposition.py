@@ -415,6 +415,9 @@ def load_web_config(path: str) -> WebConfig:
     except OSError as error:
         unreadable = translate("serve", "Cannot read the web config file {path}: {error}.")
         raise TrayvmlError(unreadable.format(path=path, error=error.strerror)) from None
+    except UnicodeDecodeError as error:
+        not_text = translate("serve", "The web config file {path} is not UTF-8 text (byte {at}).")
+        raise TrayvmlError(not_text.format(path=path, at=error.start + 1)) from None
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as error:
