@@ -117,6 +117,25 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     window.close()
 
 
+def test_serving_metrics_reads_every_metric_the_exporter_serves(qapp) -> None:
+    """The tray's own exporter (Serve metrics) served what the idle tray read: no energy counter,
+    process lists or GPM while the window was closed, so series came and went with the window and a
+    reader took each one missing for a metric not supported. Serving reads what serve serves."""
+    from trayvml.prometheus.exposition import Exporter
+
+    app = _app(qapp)
+    app._declare_demand()
+    assert "energy_consumed_j" not in app.sampler._worker.demand
+    app.exporter = Exporter(lambda: app.latest, "127.0.0.1", 0)  # as _serve makes it, on a port of its own
+    try:
+        app._declare_demand()
+        assert app.sampler._worker.demand == EVERYTHING
+    finally:
+        app._serve(False)
+    app._declare_demand()
+    assert "energy_consumed_j" not in app.sampler._worker.demand
+
+
 def test_the_job_finished_rule_needs_the_process_lists(qapp) -> None:
     alerts = AlertSettings()
     rules = dict(alerts.rules)

@@ -24,7 +24,7 @@ from trayvml.assets import icon_paths, resource
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock, due
-from trayvml.core.demand import HISTORY, PROCESSES, STORE_PROCESSES_S, Demand
+from trayvml.core.demand import EVERYTHING, HISTORY, PROCESSES, STORE_PROCESSES_S, Demand
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import Sample
 from trayvml.history.disk.write import FLUSH_S
@@ -621,7 +621,8 @@ class App(QObject):
             self.host_choice.refresh_hosts()
 
     def _serve(self, on: bool) -> None:
-        """Serve the samples the app takes anyway (no reads of its own) on 127.0.0.1, as `trayvml serve`."""
+        """Serve the samples the app takes on 127.0.0.1, as `trayvml serve`: every metric is read
+        meanwhile (_declare_demand), from the next sample on."""
         if not on and self.exporter is not None:
             self.exporter.close()
             self.exporter = None
@@ -758,6 +759,9 @@ class App(QObject):
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
         demand.need("alert_metrics", self.engine.needs())  # the stalled-job rule reads SM activity
         demand.need("store", {PROCESSES} if self._store_reads_processes() else ())
+        # Serving, every metric as `trayvml serve` serves it: else a series came and went with the
+        # window (a counter too), and a reader took each one missing for a metric not supported.
+        demand.need("serve", EVERYTHING if self.exporter is not None else ())
         self.sampler.set_demand(demand.wanted)
 
     def _store_reads_processes(self) -> bool:
