@@ -800,3 +800,45 @@ def test_log_without_a_header_to_a_file_it_may_write_but_not_read_is_one_sentenc
     )
     assert result.returncode == 2 and "Traceback" not in result.stderr, result.stderr
     assert f"Cannot read {out}: Permission denied." in result.stderr
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["history", "--csv", ""],
+        ["doctor", "--bundle", ""],
+        ["doctor", "--record", ""],  # ran the checks instead, as if no recording was asked for
+        ["log", "--csv", "", "--count", "1"],
+        ["record", "--store", "", "--count", "1"],  # recorded into the working folder
+    ],
+)
+def test_an_option_given_an_empty_name_is_said(
+    argv: list[str], capsys: pytest.CaptureFixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--csv "$OUT"`` with OUT unset: one sentence naming the option, exit 2, nothing run."""
+    monkeypatch.chdir(tmp_path)
+    assert main([*argv, SIM]) == 2
+    err = capsys.readouterr().err.strip()
+    option = next(a for a in argv if a.startswith("--"))
+    assert err in (
+        f"trayvml: {option} was given an empty name.",
+        "trayvml: --csv wants a file name, or - for standard output.",
+        f"trayvml {argv[0]}: argument {option}: wants the path of a folder (see trayvml {argv[0]} --help)",
+    )
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_store_naming_a_file_says_which_folder_was_meant(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """``--store …/history.sqlite3``: the store's own file, its folder meant ("no history yet"
+    said before); another file: not a folder (record said "File exists")."""
+    assert main(["record", "--count", "2", "--store", str(tmp_path / "store"), SIM]) == 0
+    capsys.readouterr()
+    assert main(["history", "--store", str(tmp_path / "store" / "history.sqlite3")]) == 2
+    assert capsys.readouterr().err.strip() == (
+        f"trayvml: --store wants the folder that holds history.sqlite3: {tmp_path / 'store'}"
+    )
+    other = tmp_path / "notes.txt"
+    other.write_text("mine\n")
+    assert main(["record", "--count", "1", "--store", str(other), SIM]) == 2
+    assert capsys.readouterr().err.strip() == f"trayvml: --store wants a folder; {other} is a file."
+    assert other.read_text() == "mine\n"

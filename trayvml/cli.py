@@ -500,6 +500,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         not_here = translate("cli", "--remote is for snapshot, log and the tray app, not {command}.")
         return _fail(not_here.format(command=args.command), EXIT_USAGE)
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
+    for option in ("csv", "bundle", "record"):
+        if getattr(args, option, None) == "":  # a shell variable left empty: not "nothing asked"
+            said = translate("cli", "--{option} was given an empty name.").format(option=option)
+            if option == "csv":
+                said = translate("cli", "--csv wants a file name, or - for standard output.")
+            return _fail(said, EXIT_USAGE)
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
     logging.basicConfig(format="trayvml: %(message)s", level=level)
@@ -643,8 +649,6 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if args.list_fields:
         print(field_list())
         return 0
-    if not args.csv:
-        return _fail(translate("cli", "--csv wants a file name, or - for standard output."), EXIT_USAGE)
     form = parse_format(args.format)
     units = form.units and not args.nounits
     columns = parse_fields(args.query)

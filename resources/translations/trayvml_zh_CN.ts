@@ -1946,6 +1946,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>--remote 只用于 snapshot、log 和托盘程序，不能用于 {command}。</translation>
     </message>
     <message>
+        <source>--{option} was given an empty name.</source>
+        <translation>--{option} 的名称为空。</translation>
+    </message>
+    <message>
         <source>{problem} (still trying)</source>
         <translation>{problem}（仍在重试）</translation>
     </message>
@@ -2032,6 +2036,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>export the GPU processes&apos; memory and SM share instead of the GPUs&apos; metrics</source>
         <translation>导出 GPU 进程的显存和 SM 占比，而不是 GPU 的指标</translation>
+    </message>
+    <message>
+        <source>wants the path of a folder</source>
+        <translation>需要一个文件夹的路径</translation>
     </message>
 </context>
 <context>
@@ -3239,6 +3247,14 @@ For {duration} now.</source>
     <message>
         <source>--query names GPU fields; --processes has columns of its own.</source>
         <translation>--query 指定的是 GPU 字段；--processes 有自己的列。</translation>
+    </message>
+    <message>
+        <source>--store wants the folder that holds {file}: {folder}</source>
+        <translation>--store 需要存放 {file} 的文件夹：{folder}</translation>
+    </message>
+    <message>
+        <source>--store wants a folder; {path} is a file.</source>
+        <translation>--store 需要一个文件夹；{path} 是一个文件。</translation>
     </message>
     <message>
         <source>No GPU processes stored between {start} and {end} in {folder}.</source>

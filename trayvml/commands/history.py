@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import io
 import math
+import os
 import re
 import sqlite3
 import sys
@@ -37,10 +38,21 @@ MEMO_VALUES = 200_000  # texts of distinct values kept a column (about 20 MB at 
 
 
 def _folder(args: argparse.Namespace, simulated: bool) -> Path:
+    """The store's folder (``--store``, else the default); raises TrayvmlError where --store names
+    a file: the store's own file (its folder meant), or another one."""
     from trayvml.history import default_folder
+    from trayvml.history.disk.db import FILE_NAME
 
+    if args.store is None:
+        return default_folder(simulated)
     # Against the working directory now: the folder is named in messages and opened by URI.
-    return Path(args.store).absolute() if args.store is not None else default_folder(simulated)
+    folder = Path(args.store).absolute()
+    if os.path.isfile(folder):  # not raising where it cannot be known: opening the store says why
+        if folder.name == FILE_NAME:
+            meant = translate("record", "--store wants the folder that holds {file}: {folder}")
+            raise TrayvmlError(meant.format(file=FILE_NAME, folder=folder.parent))
+        raise TrayvmlError(translate("record", "--store wants a folder; {path} is a file.").format(path=folder))
+    return folder
 
 
 def parse_time(text: str, now: datetime) -> float:

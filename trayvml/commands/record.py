@@ -33,7 +33,7 @@ def add_commands(
     store.add_argument(
         "--store",
         metavar="DIR",
-        type=Path,
+        type=_store_path,
         help=translate("cli", "the history folder (default: in your state folder)"),
     )
     record = commands.add_parser(
@@ -70,6 +70,12 @@ def add_commands(
         action="store_true",
         help=translate("cli", "export the GPU processes' memory and SM share instead of the GPUs' metrics"),
     )
+
+
+def _store_path(text: str) -> Path:
+    if not text.strip():  # Path("") is the working folder: a shell variable left empty is not a choice of it
+        raise argparse.ArgumentTypeError(translate("cli", "wants the path of a folder"))
+    return Path(text)
 
 
 def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
