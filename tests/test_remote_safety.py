@@ -333,8 +333,9 @@ def test_log_remote_writes_values_a_server_holds_once_stamped_when_they_were_rea
         gpus = tuple(replace(g, values_ago_s=age_s) for g in sample.gpus)
         return replace(sample, timestamp_s=sample.timestamp_s + read_s, gpus=gpus)
 
-    # Scraped at +0.5 s, read at +1, +2, +3 (0.5, 1.5, 2.5 s old); the next scrape at +15.5, read at +16.
-    reads = [held(1, 0.5), held(2, 1.5), held(3, 2.5), held(16, 0.5)]
+    # Scraped at +0.5 s, read at +1, +2, +3 (0.5, 1.5, 2.5 s old, each age on the server's clock, so
+    # a request's delay apart: 1.497, 2.504); the next scrape at +15.5, read at +16.
+    reads = [held(1, 0.5), held(2, 1.497), held(3, 2.504), held(16, 0.5)]
     source, _clock, _library = simulated_source("idle")
     csv = tmp_path / "log.csv"
     columns = log_columns([COLUMNS["timestamp"], COLUMNS["index"]])

@@ -31,7 +31,11 @@ def endpoints(urls: Sequence[str], config: str | None) -> list[Endpoint]:
     entry for the same URL (raises TrayvmlError for a bad URL or credentials on the command line)."""
     from trayvml.config import SettingsStore, default_path
 
-    settings, _note = SettingsStore(Path(config) if config else default_path()).load()
+    # Left where it is when broken (these commands never save the settings); a named file's note
+    # was said already (cli._check_settings), the default one's is said here.
+    settings, note = SettingsStore(Path(config) if config else default_path()).load(only_read=True)
+    if note and config is None:
+        print(f"trayvml: {note}", file=sys.stderr)
     stored: dict[str, Endpoint] = {}
     for text in settings.remote_hosts:
         try:
@@ -145,6 +149,12 @@ def log_columns(columns: list[Column]) -> list[Column]:
     return [*columns[:at], host, *columns[at:]]
 
 
+# Two reads of a GPU whose values were read within this of each other read the same values: a
+# Prometheus server's age of them is on its own clock, so each answer puts the scrape a request's
+# delay apart (milliseconds); scrapes come a second apart at the least.
+SAME_READ_MS = 500
+
+
 class RemoteLog:
     """``log --remote``: each tick, a row per GPU of every host whose values are current.
 
@@ -216,7 +226,8 @@ class RemoteLog:
             age_s = 0.0 if math.isnan(gpu.values_ago_s) else gpu.values_ago_s
             read_ms = round((sample.timestamp_s - age_s) * 1000)
             key = (url, hostname_of(sample), gpu.index)
-            if self._logged.get(key) != read_ms:
+            last_ms = self._logged.get(key)
+            if last_ms is None or abs(read_ms - last_ms) >= SAME_READ_MS:
                 self._logged[key] = read_ms
                 read_at.setdefault(read_ms, []).append(k)
         return [
