@@ -389,7 +389,7 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
     Chosen before the arguments are parsed (their help and errors are in it), from the settings file
     that ``argv`` names with --config or the default one, read without loading it (loading moves a
     broken file aside)."""
-    from trayvml.config import default_path, tomllib
+    from trayvml.config import default_path, settings_text, tomllib
 
     path = str(default_path())
     for k, argument in enumerate(argv):
@@ -403,7 +403,7 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
         # and a named one with no writer would wait for ever.
         if stat.S_ISREG(os.stat(path).st_mode):
             with open(path, "rb") as file:
-                value = tomllib.load(file).get("language", "system")
+                value = tomllib.loads(settings_text(file.read())).get("language", "system")
             setting = value if isinstance(value, str) else setting
     except (OSError, ValueError, RecursionError):  # no file, or one loading sets aside: the system's
         pass  # RecursionError: tomllib recurses once per nested array or table
@@ -518,30 +518,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except SimulationSpecError as error:
         return _fail(str(error), EXIT_USAGE)
     try:
-        if args.command == "snapshot":
-            return _snapshot(args, simulation)
-        if args.command == "log":
-            return _log(args, simulation)
-        if args.command == "pick":
-            return _pick(args, simulation)
-        if args.command == "autostart":
-            return _autostart(args)
-        if args.command == "desktop":
-            return _desktop(args)
-        if args.command in ("record", "history"):
-            return _store_command(args, simulation)
-        if args.command == "serve":
-            return _serve(args, simulation)
-        if args.command == "doctor":
-            from trayvml.commands.doctor import record
-            from trayvml.commands.doctor import run as doctor
-
-            return record(args, simulation) if args.record else doctor(args, simulation)
-        from trayvml.core.heap import big_blocks_mapped_apart
-        from trayvml.ui.app import run_app
-
-        big_blocks_mapped_apart()
-        return run_app(simulation, args.interval, args.config, tuple(args.remote))
+        code = _command(args, simulation)
+        if sys.stdout is not None:  # None: started with standard output closed
+            sys.stdout.flush()  # here, not at exit: a reader gone (`| head`) is then ours to take quietly
+        return code
     except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `| head`: the reader has what it wanted
@@ -553,6 +533,34 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)
+
+
+def _command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
+    """Runs the command ``args`` name (the tray app where none); its exit code."""
+    if args.command == "snapshot":
+        return _snapshot(args, simulation)
+    if args.command == "log":
+        return _log(args, simulation)
+    if args.command == "pick":
+        return _pick(args, simulation)
+    if args.command == "autostart":
+        return _autostart(args)
+    if args.command == "desktop":
+        return _desktop(args)
+    if args.command in ("record", "history"):
+        return _store_command(args, simulation)
+    if args.command == "serve":
+        return _serve(args, simulation)
+    if args.command == "doctor":
+        from trayvml.commands.doctor import record
+        from trayvml.commands.doctor import run as doctor
+
+        return record(args, simulation) if args.record else doctor(args, simulation)
+    from trayvml.core.heap import big_blocks_mapped_apart
+    from trayvml.ui.app import run_app
+
+    big_blocks_mapped_apart()
+    return run_app(simulation, args.interval, args.config, tuple(args.remote))
 
 
 def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
