@@ -227,6 +227,15 @@ def test_pick_hands_out_a_sleeping_gpu_as_all_free(capsys: pytest.CaptureFixture
     sample = source.sample()
     assert sample.gpus[0].asleep and sample.devices[0].memory_total_bytes > 4000 * 2**20
     assert choose(sample, min_free_mib=4000) == [0]
+    # Beside a busy H100, by the share of memory free, the sleeping one first (all of it free);
+    # by the memory free, the H100's tens of GiB before the laptop's 8.
+    source, clock, _ = simulated_source("training:gpus=h100+laptop,sleep=1@5")
+    source.sample()
+    clock.advance_s(10)
+    sample = source.sample()
+    assert sample.gpus[1].asleep and not sample.gpus[0].asleep
+    assert choose(sample, 2, "memory-ratio", max_util=100) == [1, 0]
+    assert choose(sample, 2, "memory", max_util=100) == [0, 1]
 
 
 def test_pick_gpus_says_a_driver_that_does_not_answer_is_why() -> None:
@@ -760,6 +769,9 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(command: list[str]) 
         [sys.executable, "-m", "trayvml", *command, "--simulate=idle:gpus=h100*16"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
+        # Buffered, as a user's Python writes: what is left is written at exit (unbuffered, as a
+        # test environment may set, every print fails at once, inside the command).
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
     )
     try:
         assert process.stdout is not None
@@ -842,3 +854,24 @@ def test_store_naming_a_file_says_which_folder_was_meant(tmp_path: Path, capsys:
     assert main(["record", "--count", "1", "--store", str(other), SIM]) == 2
     assert capsys.readouterr().err.strip() == f"trayvml: --store wants a folder; {other} is a file."
     assert other.read_text() == "mine\n"
+
+
+@pytest.mark.parametrize("command", [["snapshot"], ["pick"], ["snapshot", "--json"]])
+def test_a_reader_gone_before_the_first_line_ends_the_command_quietly(command: list[str]) -> None:
+    """The reader gone before anything was written (``| true``): a short answer sits in Python's
+    buffer until the exit, whose flush failed with "Exception ignored … BrokenPipeError", exit 120."""
+    extra = "--max-util=100" if command == ["pick"] else "--timeout=10"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "trayvml", *command, extra, "--simulate=idle:gpus=h100"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONUNBUFFERED"},
+    )
+    try:
+        assert process.stdout is not None
+        process.stdout.close()
+        _, err = process.communicate(timeout=60)
+    finally:
+        end_process(process)
+    assert process.returncode == 0, err.decode()
+    assert "Exception ignored" not in err.decode() and "Traceback" not in err.decode()

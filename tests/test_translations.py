@@ -428,6 +428,8 @@ def test_the_cli_follows_the_language_setting(tmp_path: Path, monkeypatch: pytes
         other.write_text('language = "en"\n', encoding="utf-8")
         assert cli.use_language(["snapshot", "--config", str(other)]) == "en"
         assert cli.use_language([f"--config={other}", "snapshot"]) == "en"
+        other.write_bytes('\ufefflanguage = "en"\n'.encode())  # a byte order mark first, as Notepad writes
+        assert cli.use_language(["snapshot", "--config", str(other)]) == "en"
     finally:
         path.unlink()
         monkeypatch.setenv("LANGUAGE", "en")

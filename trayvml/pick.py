@@ -38,6 +38,8 @@ def _score(gpu: GpuSample, by: str, free: float) -> float:
     if by == "memory":
         return -free
     if by == "memory-ratio":
+        if gpu.asleep:
+            return -1.0  # all of it free (_free_bytes), its use not read
         used, reserved = gpu.value("memory_used_bytes"), gpu.value("memory_reserved_bytes")
         total = free + used + (0.0 if math.isnan(reserved) else reserved)
         return -free / total if total else math.nan
