@@ -381,6 +381,19 @@ def test_remote_credentials_come_from_the_settings_file(tmp_path: Path, capsys: 
     assert "put them in the settings file" in capsys.readouterr().err
 
 
+def test_remote_with_a_broken_settings_file_leaves_it_where_it_is(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``snapshot --remote`` reads the settings for credentials and never saves them: a broken file
+    is said once and left in place (it was moved aside right after the note said it was not)."""
+    from trayvml.commands.remote import endpoints
+
+    config = tmp_path / "config.toml"
+    config.write_text("remote_hosts = [\n")
+    endpoints(["http://127.0.0.1:9/"], str(config))
+    assert config.exists() and list(tmp_path.glob("config.toml.corrupt-*")) == []
+
+
 def test_series_are_parsed_once_and_only_new_values_read_after() -> None:
     endpoint = parse_endpoint("http://x:1")
     cache = SeriesCache()
