@@ -639,7 +639,7 @@ def _read(path: Path) -> bytes:
     return data
 
 
-def _text(data: bytes) -> str:
+def settings_text(data: bytes) -> str:
     """The file's text; raises UnicodeDecodeError. A byte order mark (some editors write one) is no
     part of the TOML, which would refuse it."""
     return data.decode("utf-8").removeprefix("\ufeff")
@@ -649,7 +649,7 @@ def examine(path: Path) -> list[str]:
     """What loading ``path`` would change (renamed or ignored parts), without loading it: nothing is
     moved aside. Raises FileNotFoundError, OSError, UnicodeDecodeError, or SettingsError naming why
     the tray app would set the file aside (``trayvml doctor`` asks this)."""
-    return from_toml(_text(_read(path)))[1]
+    return from_toml(settings_text(_read(path)))[1]
 
 
 def set_aside_copies(path: Path) -> list[Path]:
@@ -676,7 +676,7 @@ class SettingsStore:
         remove_stale_temporaries(self.path)
         try:
             data = _read(self.path)
-            text = _text(data)
+            text = settings_text(data)
             settings, notes = from_toml(text)
         except FileNotFoundError:
             missing = translate("settings", "The settings file {path} does not exist; defaults are in use.")
