@@ -158,6 +158,7 @@ def test_the_bundle_is_redacted_consistently(tmp_path: Path, capsys: pytest.Capt
         assert f'"{user}"' not in text
     assert data["checks"] and data["snapshot"]["gpus"][0]["processes"]
     assert [p.name for p in bundle.parent.iterdir()] == ["report.json"]  # no temporary file left
+    assert bundle.stat().st_mode & 0o777 == 0o600  # the user's own, as before it went through core.files.output
 
 
 def test_the_bundle_goes_through_a_pipe_and_leaves_it_a_pipe(tmp_path: Path) -> None:

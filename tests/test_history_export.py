@@ -428,3 +428,24 @@ def test_a_store_in_a_folder_this_user_may_not_write_is_read_once_its_writer_end
         store.chmod(0o700)
     assert result.returncode == 0, result.stderr
     assert len(out.read_text().splitlines()) == 61
+
+
+def test_an_output_that_fails_before_it_is_written_leaves_the_file_and_no_descriptor(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """core.files.output where the new file's mode cannot be set (a vfat mount refuses chmod): the
+    error goes up, the file is as it was, and neither the temporary nor its descriptor is left."""
+    from trayvml.core import files
+
+    target = tmp_path / "out.csv"
+    target.write_text("kept\n")
+
+    def refused(*args: object) -> None:
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(files.os, "chmod", refused)
+    before = sorted(os.listdir("/proc/self/fd"))
+    with pytest.raises(PermissionError), files.output(str(target)) as out:
+        out.write(b"new\n")
+    assert sorted(os.listdir("/proc/self/fd")) == before
+    assert target.read_text() == "kept\n" and [p.name for p in tmp_path.iterdir()] == ["out.csv"]

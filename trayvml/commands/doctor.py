@@ -461,9 +461,9 @@ def bundle(findings: Findings, sample: Sample, snapshot: dict[str, Any]) -> byte
 
 def write_out(path: str, data: bytes) -> None:
     """The bundle or the recording where the user sends it (core.files.output), its folder made
-    where it is missing. Raises OSError."""
+    where it is missing, a new file readable by the user alone. Raises OSError."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
-    with output(path) as out:
+    with output(path, new_mode=0o600) as out:  # a recording holds UUIDs and serials: the user's own
         out.write(data)
 
 

@@ -114,12 +114,13 @@ def descriptor_named(path: str) -> int | None:
 
 
 @contextlib.contextmanager
-def output(path: str) -> Iterator[BinaryIO]:
+def output(path: str, new_mode: int | None = None) -> Iterator[BinaryIO]:
     """Where a user sends a file: one of this process' descriptors (``/dev/stdout``) and a pipe,
     device or socket written through as they are (renaming a file over one would leave its reader
     with nothing, and replace the device or the link); a regular file (or a new one) whole or not
-    at all, by a temporary file renamed into place, with the mode it had. A symbolic link keeps
-    being a link: its target is what is written. Raises OSError."""
+    at all, by a temporary file renamed into place, with the mode it had (a new one: ``new_mode``,
+    else what ``>`` would give it). A symbolic link keeps being a link: its target is what is
+    written. Raises OSError."""
     descriptor = descriptor_named(path)
     if descriptor is not None:
         with os.fdopen(os.dup(descriptor), "wb") as out:
@@ -138,9 +139,10 @@ def output(path: str) -> Iterator[BinaryIO]:
     remove_stale_temporaries(target)
     handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp")
     try:
-        # mkstemp makes 0600: give the file the mode it had, or the one `>` would give a new file.
-        os.fchmod(handle, stat.S_IMODE(status.st_mode) if status is not None else 0o666 & ~_umask())
-        with os.fdopen(handle, "wb") as out:
+        with os.fdopen(handle, "wb") as out:  # closed whatever fails below
+            # mkstemp makes 0600: the mode the file had, or the new one's (by path: no fchmod on Windows).
+            mode = new_mode if new_mode is not None else 0o666 & ~_umask()
+            os.chmod(temporary, stat.S_IMODE(status.st_mode) if status is not None else mode)
             yield out
             out.flush()
             os.fsync(out.fileno())
