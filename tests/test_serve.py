@@ -171,6 +171,21 @@ def test_a_lost_or_sleeping_gpu_reads_back_as_such_not_as_metrics_not_supported(
     assert fired.count("gpu_lost") == (state is MetricState.LOST)
 
 
+def test_a_gpu_with_values_is_answering_whatever_an_info_series_left_behind_says() -> None:
+    """Behind a server that federates, a GPU's earlier info series (``state="lost"``) stays for its
+    lookback beside the new one; in whichever order they come, a GPU with values is answering."""
+    sample = _simulated_sample("idle:gpus=h100*2")
+    text = _scrape_text(sample)
+    info = next(line for line in text.splitlines() if line.startswith("trayvml_gpu_info{") and 'index="1"' in line)
+    leftover = info.replace("} 1.0", ',state="lost"} 1.0')
+    assert leftover != info
+    for placed in (text.replace(info, f"{info}\n{leftover}"), text.replace(info, f"{leftover}\n{info}")):
+        placed += f"{leftover}\n"  # and once more after every value series
+        (back,) = to_samples(_points(placed), "fallback", "http://x", sample.timestamp_s)
+        gpu = back.gpus[1]
+        assert not gpu.lost and gpu.state("temperature_gpu_c") is MetricState.OK
+
+
 def test_a_metric_that_is_not_supported_has_no_series_rather_than_zero() -> None:
     sample = _simulated_sample()
     h100 = sample.gpus[0]

@@ -629,6 +629,10 @@ class _HostShape:
             zip(self.gpus, self.indices, gpu_values, processes, strict=True)
         ):
             total = values.pop(MEMORY_TOTAL, None)
+            # Said lost or asleep, and no value of its own: behind a server that federates, a GPU's
+            # earlier info series stays for its lookback beside the new one, so a GPU with values
+            # is taken for answering whatever either says.
+            not_answering = _NOT_ANSWERING.get(gpu.state) if not values else None
             if total is None and "memory_used_bytes" in values and "memory_free_bytes" in values:
                 total = (
                     values["memory_used_bytes"] + values["memory_free_bytes"] + values.get("memory_reserved_bytes", 0.0)
@@ -644,10 +648,10 @@ class _HostShape:
             self.processes[k] = on_gpu
             if on_gpu:
                 values.setdefault("process_count", float(len(on_gpu)))
-            if gpu.state in _NOT_ANSWERING:  # no values, and why: as this machine's reader makes it
-                state = _NOT_ANSWERING[gpu.state]
-                lost, asleep = state is MetricState.LOST, state is MetricState.ASLEEP
-                gpus.append(GpuSample(index, _NO_VALUES, (state,) * len(_GPU_KEYS), lost=lost, asleep=asleep))
+            if not_answering is not None:  # no values, and why: as this machine's reader makes it
+                lost, asleep = not_answering is MetricState.LOST, not_answering is MetricState.ASLEEP
+                said = (not_answering,) * len(_GPU_KEYS)
+                gpus.append(GpuSample(index, _NO_VALUES, said, lost=lost, asleep=asleep))
             else:
                 states = self._states[k]
                 if states is None or values.keys() != states[0]:
