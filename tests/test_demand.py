@@ -117,23 +117,23 @@ def test_the_idle_tray_reads_no_process_lists_and_the_window_reads_what_its_page
     window.close()
 
 
-def test_serving_metrics_reads_every_metric_the_exporter_serves(qapp) -> None:
+def test_serving_metrics_reads_every_metric_the_exporter_serves(qapp, monkeypatch: pytest.MonkeyPatch) -> None:
     """The tray's own exporter (Serve metrics) served what the idle tray read: no energy counter,
     process lists or GPM while the window was closed, so series came and went with the window and a
-    reader took each one missing for a metric not supported. Serving reads what serve serves."""
-    from trayvml.prometheus.exposition import Exporter
+    reader took each one missing for a metric not supported. Serving reads what serve serves, from
+    the next sample on."""
+    import trayvml.prometheus
 
+    monkeypatch.setattr(trayvml.prometheus, "DEFAULT_PORT", 0)  # a port of its own, not a running trayvml's
     app = _app(qapp)
     app._declare_demand()
     assert "energy_consumed_j" not in app.sampler._worker.demand
-    app.exporter = Exporter(lambda: app.latest, "127.0.0.1", 0)  # as _serve makes it, on a port of its own
     try:
-        app._declare_demand()
-        assert app.sampler._worker.demand == EVERYTHING
+        app._serve(True)
+        assert app.exporter is not None and app.sampler._worker.demand == EVERYTHING
     finally:
         app._serve(False)
-    app._declare_demand()
-    assert "energy_consumed_j" not in app.sampler._worker.demand
+    assert app.exporter is None and "energy_consumed_j" not in app.sampler._worker.demand
 
 
 def test_the_job_finished_rule_needs_the_process_lists(qapp) -> None:

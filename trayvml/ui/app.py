@@ -636,6 +636,7 @@ class App(QObject):
                 self.exporter = Exporter(lambda: self.latest, DEFAULT_ADDRESS, DEFAULT_PORT)
             except TrayvmlError as error:
                 self._say(translate("App", "Serving metrics: {error}").format(error=error))
+        self._declare_demand()  # the next sample reads what is served (or no more than the rest needs)
 
     def _resize_history(self) -> None:
         # A new length means new rings: the timelines start again (the alert states do not), with
