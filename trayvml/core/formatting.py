@@ -18,6 +18,8 @@ def clock_event_reason_names(bitmask: int) -> list[str]:
 def whole_percent(value: float) -> float:
     """A percentage to the whole number shown; one short of 100 never reads 100: 99.6 % of an
     80 GiB memory used leaves 330 MiB free, and "100 %" would say it is full."""
+    if not math.isfinite(value):
+        return value  # said as it is ("nan", "inf"): round() would raise
     shown = float(round(value))
     return 99.0 if shown >= 100 > value else shown
 
