@@ -401,3 +401,19 @@ def without_root_powers() -> list[str]:
         return []
     caps = "-dac_override,-dac_read_search"
     return ["setpriv", f"--inh-caps={caps}", f"--bounding-set={caps}"]
+
+
+def fifo_with_reader(folder: Path) -> tuple[Path, threading.Thread, list[bytes]]:
+    """A named pipe in ``folder``, and a thread started reading it to its end: what it read comes
+    in the list (join the thread first)."""
+    fifo = folder / "pipe"
+    os.mkfifo(fifo)
+    got: list[bytes] = []
+
+    def read() -> None:
+        with open(fifo, "rb") as pipe:
+            got.append(pipe.read())
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    return fifo, reader, got

@@ -6,13 +6,13 @@ import getpass
 import json
 import os
 import socket
-import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.helpers import fifo_with_reader
 from trayvml.cli import main
 from trayvml.commands.doctor import Level, Redactor, gather
 from trayvml.core.sample import Sample
@@ -98,7 +98,6 @@ def test_a_broken_settings_file_is_a_problem_and_is_left_where_it_is(
 
 
 def test_the_history_writer_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
-    import os
 
     from trayvml.history import default_folder
     from trayvml.history.disk.write import WriterLock
@@ -164,16 +163,7 @@ def test_the_bundle_is_redacted_consistently(tmp_path: Path, capsys: pytest.Capt
 def test_the_bundle_goes_through_a_pipe_and_leaves_it_a_pipe(tmp_path: Path) -> None:
     """``doctor --bundle PIPE`` with a reader on it: the reader gets the bundle, and the pipe is
     not replaced by a plain file (nor a device, nor a link, by the same path)."""
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    got: list[bytes] = []
-
-    def read() -> None:
-        with open(fifo, "rb") as pipe:
-            got.append(pipe.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    fifo, reader, got = fifo_with_reader(tmp_path)
     assert main(["doctor", "--bundle", str(fifo), SIM]) == 0
     reader.join(10)
     assert not reader.is_alive() and got and json.loads(got[0])["snapshot"]

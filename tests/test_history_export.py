@@ -11,7 +11,6 @@ import os
 import sqlite3
 import subprocess
 import sys
-import threading
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -19,7 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.helpers import without_root_powers
+from tests.helpers import fifo_with_reader, without_root_powers
 from tests.test_store import MIDNIGHT_S, _samples, _write
 from trayvml import cli
 from trayvml.core.metrics import GPU_INDEX
@@ -70,16 +69,7 @@ def test_a_range_ending_within_a_minute_before_the_every_sample_rows_keeps_that_
 def test_history_to_a_fifo_writes_through_to_its_reader(
     store: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    fifo = tmp_path / "pipe"
-    os.mkfifo(fifo)
-    got: list[bytes] = []
-
-    def read() -> None:
-        with open(fifo, "rb") as pipe:
-            got.append(pipe.read())
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
+    fifo, reader, got = fifo_with_reader(tmp_path)
     assert _history(store, "--csv", str(fifo)) == 0
     reader.join(5)
     assert not reader.is_alive() and got, "the reader on the pipe got nothing"
