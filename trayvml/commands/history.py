@@ -111,7 +111,9 @@ def history(args: argparse.Namespace, now_s: float, simulated: bool = False) -> 
     reader = StoreReader(folder)
     try:
         return _history(args, now_s, reader, folder)
-    except (sqlite3.Error, OSError) as error:
+    except BrokenPipeError:
+        raise  # a reader gone, not the store: the CLI ends quietly
+    except (sqlite3.Error, OSError) as error:  # the store's folder or file (writes say their own)
         why = error.strerror if isinstance(error, OSError) and error.strerror else error
         unreadable = translate("record", "Cannot read the history in {folder}: {error}.")
         raise TrayvmlError(unreadable.format(folder=folder, error=why)) from None
