@@ -155,6 +155,51 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
         app._stop_remotes()
 
 
+def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
+    qtbot: QtBot, remote: FakeRemote, tmp_path: Path
+) -> None:
+    """A chosen host that stops answering is said unreachable in the window (it stayed on screen
+    with its last values, following live); its own asleep spans and users are shown, not this
+    machine's; a tray GPU entry shows this machine's GPU; a restart of the readers (a new interval,
+    a host removed) makes the hosts' histories anew, and the window shows this machine again (it
+    stayed on the old history, frozen, with no way back where the host was removed)."""
+    app = app_reading(remote, tmp_path)
+    source, _, _ = simulated_source("idle")
+    app.on_sample(source.sample())
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    choice = present(app.host_choice)
+    app._start_remotes()
+    try:
+        qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
+        choice.box.setCurrentIndex(1)
+        monitor = present(app.remote_monitors).monitors["dgx-01"]
+        assert window.asleep_spans is monitor.asleep_spans and window.process_tab.users is monitor.users
+        remote.status = 503
+
+        def said_unreachable() -> bool:
+            app.take_remote_samples()
+            return window.sample is not None and not window.sample.gpus and window.sample.problem is not None
+
+        qtbot.waitUntil(said_unreachable, timeout=10_000)
+        assert "503" in present(present(window.sample).problem)[1]
+        remote.status = 200
+
+        def answering() -> bool:
+            app.take_remote_samples()
+            return window.sample is not None and len(window.sample.gpus) == 2
+
+        qtbot.waitUntil(answering, timeout=10_000)
+        app.show_window(3)  # this machine's GPU 3, from the tray's menu
+        assert choice.host == "" and window.history is app.history and window.gpu_count == 4
+        assert window.asleep_spans is app.local.asleep_spans and window.process_tab.users is app.local.users
+        choice.box.setCurrentIndex(1)
+        app._restart_remotes()  # what a new sampling interval or remote host list does
+        assert choice.host == "" and window.history is app.history and choice.box.count() == 1
+    finally:
+        app._stop_remotes()
+
+
 def test_the_window_says_where_a_remote_hosts_values_come_from_and_their_age(qtbot: QtBot, remote: FakeRemote) -> None:
     from trayvml.history.timeline import History
     from trayvml.remote.fetch import read

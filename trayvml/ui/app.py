@@ -590,6 +590,8 @@ class App(QObject):
         self._stop_remotes()
         self._make_remote_hosts()
         self._start_remotes()
+        if self.host_choice is not None:  # the hosts' histories are new: a window on one shows this machine
+            self.host_choice.refresh_hosts()
 
     def take_remote_samples(self) -> None:
         """What the remote threads read last (never waits on a host): through each host's monitor,
@@ -600,7 +602,9 @@ class App(QObject):
         fresh, outcome = self.remote_monitors.take(self.remotes.unseen())  # each read, in order: no gaps
         self.remote_hosts.show(samples)
         if self.host_choice is not None:
-            newest = {sample.system.hostname if sample.system else "": sample for sample in fresh}
+            # A host that stopped answering is shown so (its fault, no values) where it is chosen,
+            # not left on screen with its last values as if live.
+            newest = {s.system.hostname if s.system else "": s for s in (*fresh, *(s for s in samples if not s.gpus))}
             for sample in newest.values():
                 self.host_choice.remote_sampled(sample)
         if outcome.events and self.window is not None:
@@ -789,13 +793,7 @@ class App(QObject):
 
             self.window = GraphWindow(self.history)
             self.window.stands_in = lambda history: history is self._filling
-            self.window.process_view.processes.energy = self.local.energy
-            self.window.process_tab.users = self.local.users
-            self.window.process_view.idle_for = self.local.idle_for_s
-            alerts = self.window.alert_table  # its held-idle rows offer the kernels the alert named
-            alerts.kernel_offers = lambda gpu: self.local.kernel_offers.get(gpu, ())
-            alerts.idle_for = self.local.idle_for_s
-            self.window.asleep_spans = self.local.asleep_spans
+            self._window_shows(self.local)
             self.window.needs_changed.connect(self._declare_demand)
             self.window.simulation_requested.connect(self.start_simulation)
             self.window.add_app_menu(self.tray.app_menu(self.window))
@@ -811,19 +809,38 @@ class App(QObject):
             self.host_choice = HostChoice(self.window, self._host_view, self.remote_host_names)
         return self.window
 
+    def _window_shows(self, monitor: Monitor) -> None:
+        """The window's parts that read a host's monitor read ``monitor``'s: its processes' energy,
+        its users, its idle GPUs, its asleep spans (this machine's are no remote host's)."""
+        window = self.window
+        assert window is not None
+        window.process_view.processes.energy = monitor.energy
+        window.process_tab.users = monitor.users
+        window.process_view.idle_for = monitor.idle_for_s
+        alerts = window.alert_table  # its held-idle rows offer the kernels the alert named
+        alerts.kernel_offers = lambda gpu: monitor.kernel_offers.get(gpu, ())
+        alerts.idle_for = monitor.idle_for_s
+        window.asleep_spans = monitor.asleep_spans
+
     def _host_view(self, host: str) -> tuple[History, Sample | None]:
-        """What the window shows for ``host`` ("": this machine): its history and latest sample."""
-        if not host or self.remote_monitors is None or host not in self.remote_monitors.monitors:
+        """What the window shows for ``host`` ("": this machine): its history and latest sample,
+        and its monitor's parts (_window_shows)."""
+        monitors = self.remote_monitors.monitors if self.remote_monitors is not None else {}
+        if not host or host not in monitors:
+            self._window_shows(self.local)
             return self.history, self.latest
-        monitor = self.remote_monitors.monitors[host]
-        return monitor.history, monitor.latest
+        self._window_shows(monitors[host])
+        return monitors[host].history, monitors[host].latest
 
     def remote_host_names(self) -> list[str]:
         return sorted(self.remote_monitors.monitors) if self.remote_monitors is not None else []
 
     def show_window(self, gpu_index: int = -1) -> None:
+        """The window; ``gpu_index``: this machine's GPU (a tray entry, a notification) shown alone."""
         window = self.ensure_window()
         if gpu_index >= 0:
+            assert self.host_choice is not None
+            self.host_choice.choose("")  # this machine: a remote host in view has GPUs of that index too
             window.focus_gpu(gpu_index)
         window.showNormal()
         window.raise_()

@@ -44,14 +44,27 @@ class HostChoice(QObject):
         self.refresh_hosts()
 
     def refresh_hosts(self) -> None:
-        """The box lists this machine and every remote host with a history; shown only when there are some."""
+        """The box lists this machine and every remote host with a history; shown only when there
+        are some. A host gone (removed from the settings, or its history made anew: it comes back
+        when it answers) leaves the box, and a window showing it shows this machine."""
         hosts = self._hosts()
+        if self.host != THIS_MACHINE and self.host not in hosts:
+            self.choose(THIS_MACHINE)
+        for position in reversed(range(1, self.box.count())):
+            if self.box.itemData(position) not in hosts:
+                self.box.removeItem(position)
         known = [self.box.itemData(i) for i in range(1, self.box.count())]
         for host in hosts:
             if host not in known:
                 self.box.addItem(host, host)
         self._label_action.setVisible(bool(hosts))
         self._box_action.setVisible(bool(hosts))
+
+    def choose(self, host: str) -> None:
+        """Show ``host`` ("": this machine), as choosing it in the box does."""
+        position = self.box.findData(host)
+        if position >= 0 and position != self.box.currentIndex():
+            self.box.setCurrentIndex(position)  # which shows it (_chosen)
 
     def _chosen(self, position: int) -> None:
         self.host = self.box.itemData(position) or THIS_MACHINE
