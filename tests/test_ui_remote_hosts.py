@@ -183,6 +183,8 @@ def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
 
         qtbot.waitUntil(said_unreachable, timeout=10_000)
         assert "503" in present(present(window.sample).problem)[1]
+        assert window.no_gpus.isVisibleTo(window) and "503" in window.no_gpus_label.text()
+        assert "this computer" not in window.no_gpus_label.text()  # that host's Machine tab is no help
         remote.status = 200
 
         def answering() -> bool:

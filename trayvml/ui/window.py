@@ -545,8 +545,12 @@ class GraphWindow(QMainWindow):
         if sentence.startswith(headline):  # "No NVIDIA driver found: the NVML library…" under that headline
             rest = sentence[len(headline) :].lstrip(":： ")
             sentence = rest[:1].upper() + rest[1:]
-        machine = translate("GraphWindow", "The Machine tab still shows this computer's CPU, memory, disk and network.")
-        text = f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p><p>{machine}</p>"
+        text = f"<h2>{rich_text(headline)}</h2><p>{rich_text(sentence)}</p>"
+        if sample.remote is None:  # a remote host's Machine tab is that host's, as unreachable as its GPUs
+            machine = translate(
+                "GraphWindow", "The Machine tab still shows this computer's CPU, memory, disk and network."
+            )
+            text += f"<p>{machine}</p>"
         if text != self.no_gpus_label.text():
             self.no_gpus_label.setText(text)
         self.simulate_button.setVisible(offer)
