@@ -55,7 +55,7 @@ RESOLVED_NOTICE = Notice(
 class Receiver:
     """An HTTP server in a thread that keeps every request it gets."""
 
-    def __init__(self, status: int = 200) -> None:
+    def __init__(self, status: int = 200, headers: dict[str, str] | None = None) -> None:
         self.requests: list[dict[str, Any]] = []
         self.arrived = threading.Event()
         receiver = self
@@ -68,6 +68,8 @@ class Receiver:
                 )
                 self.send_response(status)
                 self.send_header("Content-Length", "0")
+                for name, value in (headers or {}).items():
+                    self.send_header(name, value)
                 self.end_headers()
                 receiver.arrived.set()
 
@@ -144,7 +146,27 @@ def test_webhook_gets_json_with_host_rule_gpus_and_time(receiver: Receiver) -> N
         "rule": "temperature",
         "gpus": [0, 1, 2, 3],
         "timestamp": "2027-01-15T08:00:00+00:00",
+        "simulated": False,
     }
+
+
+@pytest.mark.parametrize("code", [301, 302, 307])
+def test_a_destination_that_redirects_is_a_failure_said_not_a_message_lost(code: int, receiver: Receiver) -> None:
+    """A 301 or 302 was followed with a GET without the message, counted as sent, the token
+    carried to the other host: nothing arrived and nothing said so."""
+    elsewhere = f"http://localhost:{receiver.port}/moved"
+    moving = Receiver(code, {"Location": elsewhere})  # an http:// address behind a proxy that sends all to https
+    try:
+        url = f"http://127.0.0.1:{moving.port}/gpu-alerts"
+        notifier = push([PushDestination("ntfy", url=url, token="tk_abcdef")], attempts=1, backoff_s=0.0)
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        notifier.close()
+    finally:
+        moving.close()
+    assert receiver.requests == []  # not followed: no GET, no token elsewhere
+    (problem,) = notifier.problems()
+    assert f"HTTP {code}" in problem and f"to {elsewhere}: give that address instead" in problem
 
 
 def test_a_remote_hosts_notice_keeps_its_own_name(receiver: Receiver) -> None:
@@ -441,4 +463,5 @@ def test_record_pushes_an_alert_to_a_webhook(tmp_path: Path, receiver: Receiver)
     lost = [b for b in bodies if b["rule"] == "gpu_lost"]
     assert lost, bodies
     assert lost[0]["gpus"] == [1] and lost[0]["severity"] == "critical"
-    assert lost[0]["title"].startswith(socket.gethostname() + ": ")
+    # Simulated GPUs (a try-out): said, so that nobody is paged for them as for real ones.
+    assert lost[0]["simulated"] is True and lost[0]["title"].startswith(f"[simulated] {socket.gethostname()}: ")

@@ -3151,12 +3151,20 @@ For {duration} now.</source>
 <context>
     <name>push</name>
     <message>
+        <source>it answered HTTP {code} {reason}, to {location}: give that address instead</source>
+        <translation>它返回了 HTTP {code} {reason}，指向 {location}：请改用该地址</translation>
+    </message>
+    <message>
         <source>it answered HTTP {code} {reason}</source>
         <translation>它返回了 HTTP {code} {reason}</translation>
     </message>
     <message>
         <source>the SMTP server refused the user name and password</source>
         <translation>SMTP 服务器拒绝了该用户名和密码</translation>
+    </message>
+    <message>
+        <source>[simulated] {title}</source>
+        <translation>[模拟] {title}</translation>
     </message>
     <message>
         <source>Alerts could not be pushed to {name}: {reason}</source>

@@ -153,7 +153,7 @@ def _alerts(
     # The recorder writes the history itself: the monitor's own needs only a few samples' worth.
     tiers = (Tier(max(1.0, interval_s), 16),)
     monitor = Monitor(Dispatcher(clock, ready=True), settings.alerts, lambda: History(tiers))
-    return monitor, PushNotifier(settings.push, clock, status_file=default_status_file(simulated))
+    return monitor, PushNotifier(settings.push, clock, status_file=default_status_file(simulated), simulated=simulated)
 
 
 def _interrupt(signum: int, frame: object) -> None:

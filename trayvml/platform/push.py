@@ -34,6 +34,7 @@ from datetime import datetime, timezone
 from email.message import EmailMessage
 from email.utils import format_datetime, make_msgid
 from pathlib import Path
+from typing import Any
 
 from trayvml.alerts.grouping import Notice
 from trayvml.alerts.severity import Severity, host_prefix
@@ -115,6 +116,7 @@ class Message:
     rule: str
     gpus: tuple[int, ...]
     timestamp_s: float
+    simulated: bool = False  # of simulated GPUs (--simulate): said in the title and a webhook's JSON
 
 
 @dataclass
@@ -183,6 +185,7 @@ def http_request(destination: PushDestination, message: Message) -> urllib.reque
                 "rule": message.rule,
                 "gpus": list(message.gpus),
                 "timestamp": datetime.fromtimestamp(message.timestamp_s, timezone.utc).isoformat(),
+                "simulated": message.simulated,
             },
             ensure_ascii=False,
         ).encode("utf-8")
@@ -203,11 +206,21 @@ def email_message(destination: PushDestination, message: Message) -> EmailMessag
 Transport = Callable[[PushDestination, Message, float], None]
 
 
+class _NotRedirected(urllib.request.HTTPRedirectHandler):
+    """A destination answering with a redirect is a failure to say, not one to follow: urllib
+    would follow a 301 or 302 with a GET without the message (counted as sent: nothing arrives,
+    nothing says so), carrying its credentials to the host it names."""
+
+    def redirect_request(self, *args: Any) -> None:
+        return None  # urllib then raises the redirect as an HTTPError
+
+
 class Sender:
     """Sends one message to one destination in one attempt; raises DeliveryError (redacted)."""
 
     def __init__(self, tls: ssl.SSLContext | None = None) -> None:
         self._tls = tls  # tests: a context that trusts their own certificate
+        self._opener = urllib.request.build_opener(_NotRedirected, urllib.request.HTTPSHandler(context=tls))
 
     def __call__(self, destination: PushDestination, message: Message, timeout_s: float) -> None:
         try:
@@ -215,9 +228,14 @@ class Sender:
                 self._mail(destination, message, timeout_s)
             else:
                 request = http_request(destination, message)
-                with urllib.request.urlopen(request, timeout=timeout_s, context=self._tls) as response:
+                with self._opener.open(request, timeout=timeout_s) as response:
                     response.read(65536)
         except urllib.error.HTTPError as error:
+            location = error.headers.get("Location", "") if 300 <= error.code < 400 and error.headers else ""
+            if location:
+                moved = translate("push", "it answered HTTP {code} {reason}, to {location}: give that address instead")
+                said = moved.format(code=error.code, reason=error.reason, location=redact(location, destination))
+                raise DeliveryError(said) from None
             raise DeliveryError(
                 translate("push", "it answered HTTP {code} {reason}").format(code=error.code, reason=error.reason)
             ) from None
@@ -255,6 +273,7 @@ class PushNotifier:
         send: Transport | None = None,
         status_file: Path | None = None,
         minute_of_day: Callable[[float], int] = local_minute,
+        simulated: bool = False,
         timeout_s: float = TIMEOUT_S,
         attempts: int = ATTEMPTS,
         backoff_s: float = BACKOFF_S,
@@ -270,6 +289,8 @@ class PushNotifier:
         self._attempts = max(1, attempts)
         self._backoff_s = backoff_s
         self._max_queued = max_queued
+        # This machine's GPUs are simulated: its notices say so (a try-out must not page anyone as real).
+        self.simulated = simulated
         self.statuses = [DestinationStatus(destination_name(d), d.kind) for d in self.destinations]
         self.dropped = 0  # messages dropped from a full queue
         self._told: list[dict[tuple[str, tuple[int, str]], Severity]] = [{} for _ in self.destinations]
@@ -303,8 +324,12 @@ class PushNotifier:
 
     def notify(self, notice: Notice) -> None:
         now_s = self._clock.now_s()
+        title = notice.title if notice.host else host_prefix(self.host) + notice.title
+        simulated = self.simulated and not notice.host  # a remote host's notice is of its own GPUs
+        if simulated:
+            title = translate("push", "[simulated] {title}").format(title=title)
         message = Message(
-            notice.title if notice.host else host_prefix(self.host) + notice.title,
+            title,
             notice.body,
             notice.severity,
             notice.resolved,
@@ -312,6 +337,7 @@ class PushNotifier:
             notice.key[1],
             notice.gpus,
             now_s,
+            simulated,
         )
         with self._lock:
             for index in range(len(self.destinations)):

@@ -383,7 +383,9 @@ class App(QObject):
         if self.settings.push:
             from trayvml.platform.push import PushNotifier, default_status_file
 
-            self.push = PushNotifier(self.settings.push, status_file=default_status_file(self._simulated))
+            self.push = PushNotifier(
+                self.settings.push, status_file=default_status_file(self._simulated), simulated=self._simulated
+            )
         self._combine_notifiers()
 
     def _notifications_wanted(self) -> bool:
@@ -786,6 +788,9 @@ class App(QObject):
     def start_simulation(self) -> None:
         """No driver here: simulated GPUs instead (the tray's menu, the window's button), said as such."""
         self.sampler.use_simulation(parse_spec(""))
+        self._simulated = True
+        if self.push is not None:  # their alerts too, where they are pushed
+            self.push.simulated = True
 
     def ensure_window(self) -> GraphWindow:
         if self.window is None:
