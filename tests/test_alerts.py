@@ -117,6 +117,48 @@ def _monitored(settings: AlertSettings) -> Monitor:
     return Monitor(dispatcher, settings, History)
 
 
+def _two_gpus(t_s: float, temperatures_c: tuple[float, float]) -> Sample:
+    """Two H100s at these temperatures (everything else missing)."""
+    first, second = (sample_of(t_s, {TEMPERATURE: c}) for c in temperatures_c)
+    gpus = (first.gpus[0], replace(second.gpus[0], index=1))
+    devices = (first.devices[0], replace(first.devices[0], index=1, uuid="GPU-1"))
+    return replace(first, gpus=gpus, devices=devices, monotonic_s=t_s)
+
+
+def test_an_alert_that_resolves_while_snoozed_leaves_its_group() -> None:
+    """Snoozed (or paused) while hot, GPU 0 cooled unheard, and stayed in its rule's group for
+    good: a day later GPU 1's warning joined it, was told as "GPUs 0, 1" at critical, and never
+    resolved. Now the group is over with its last GPU: GPU 1's warning is told alone, as a
+    warning, and resolves."""
+    monitor = _monitored(only("temperature", hold_s=0, cooldown_s=0))
+    told = [n for n in monitor.take(_two_gpus(0, (95, 40))).notices]
+    assert [(n.gpus, n.severity) for n in told] == [((0,), Severity.CRITICAL)]
+    monitor.dispatcher.snooze(0, "temperature")
+    assert [n for t in range(1, 10) for n in monitor.take(_two_gpus(t, (40, 40))).notices] == []  # cooled, unheard
+    day_s = 86_400
+    told = [n for n in monitor.take(_two_gpus(day_s, (40, 85))).notices]
+    assert [(n.gpus, n.severity, n.resolved) for n in told] == [((1,), Severity.WARNING, False)]
+    told = [n for n in monitor.take(_two_gpus(day_s + 1, (40, 40))).notices]
+    assert [(n.gpus, n.resolved) for n in told] == [((1,), True)]
+
+
+def test_an_alert_over_before_its_process_lists_came_goes_out_before_its_resolution() -> None:
+    """A job's peak of memory lasted the rule's 30 s hold and passed a second later, its process
+    lists not read yet (the idle tray reads them every 10 s): the alert waited for them and went out
+    after its "back to normal", replacing it, and stayed."""
+
+    def at(t_s: float, free_bytes: float) -> Sample:
+        one = sample_of(t_s, {"memory_free_bytes": free_bytes})
+        states = list(one.gpus[0].states)
+        states[GPU_INDEX["process_count"]] = MetricState.NOT_READ  # the lists, read on demand
+        return replace(one, gpus=(replace(one.gpus[0], states=tuple(states)),), monotonic_s=t_s)
+
+    dispatcher = Dispatcher(ManualClock(), ready=True)
+    monitor = Monitor(dispatcher, only("memory_free"), History, processes_on_demand=True)
+    told = [n for t in range(40) for n in monitor.take(at(t, 1.5 * GIB if t < 31 else 6 * GIB)).notices]
+    assert [n.resolved for n in told] == [False, True]  # the alert, then its resolution
+
+
 @pytest.mark.parametrize("step_s", [0.0, -3600.0, 3600.0])
 def test_the_wall_clock_set_holds_no_alert_back_and_fires_none_early(step_s: float) -> None:
     """NTP or a user sets the clock back an hour: a GPU hot while its alert waits out the hold fires
@@ -177,6 +219,24 @@ def test_memory_rules_in_percent_and_in_free_gib() -> None:
     assert free[0].message == "memory free low at 1.5 GiB"
     assert free[0].detail == "Warning below 2 GiB; clears above 3 GiB."
     assert free[1].title == "GPU 0 H100: memory free back to normal"
+
+
+def test_a_rule_turned_off_while_it_fires_resolves_said_so() -> None:
+    """Turned off in the settings while GPU 0 is hot: the alert stayed active for good (counted in
+    the menu, its notification open, "back to normal" sent a day later when turned on again)."""
+    engine = AlertEngine(only("temperature"))
+    events = []
+    for t in range(60):
+        events += engine.update(sample(t, temperature_gpu_c=95))
+    assert [e.kind for e in events] == ["firing"] and engine.active() == 1
+    engine.configure(only("gpu_lost"))  # temperature off
+    (off,) = engine.update(sample(60, temperature_gpu_c=95))
+    assert (off.kind, off.rule, off.turned_off) == ("resolved", "temperature", True)
+    assert off.title == "GPU 0 H100: GPU temperature no longer watched (its rule was turned off)"
+    assert engine.active() == 0 and engine.update(sample(61, temperature_gpu_c=95)) == []
+    engine.configure(only("temperature"))  # on again: watched afresh, so the hot GPU fires anew
+    again = [e for t in range(62, 122) for e in engine.update(sample(t, temperature_gpu_c=95))]
+    assert [(e.kind, e.turned_off) for e in again] == [("firing", False)]
 
 
 def test_a_lost_gpu_fires_once() -> None:

@@ -1480,6 +1480,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPU {index}</translation>
     </message>
     <message>
+        <source>{gpu}: {rule} no longer watched (its rule was turned off)</source>
+        <translation>{gpu}：{rule}不再监视（其规则已关闭）</translation>
+    </message>
+    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>
@@ -1722,6 +1726,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>{rule}: these settings are for another kind of rule.</source>
         <translation>{rule}：这些设置属于另一种规则。</translation>
+    </message>
+    <message>
+        <source>no longer watched</source>
+        <translation>不再监视</translation>
     </message>
 </context>
 <context>

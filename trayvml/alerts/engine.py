@@ -24,7 +24,7 @@ from trayvml.alerts.severity import MACHINE, Severity
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import THERMAL_REASON_MASK
-from trayvml.core.sample import GpuSample, Sample
+from trayvml.core.sample import UNKNOWN_NAME, GpuSample, Sample
 
 MAX_EVENTS = 1000
 
@@ -129,6 +129,7 @@ class AlertEngine:
         if self._planned_for is not self.settings:
             self._plans.clear()
             self._planned_for = self.settings
+            found += self._turned_off(sample)
         now_s = sample.timestamp_s
         for gpu, info in zip(sample.gpus, sample.devices, strict=False):
             plan = self._plans.get(gpu.index)
@@ -144,6 +145,21 @@ class AlertEngine:
         events = [replace(event, host=self.host) for event in found] if self.host else found
         self.events.extend(events)
         return events
+
+    def _turned_off(self, sample: Sample) -> list[AlertEvent]:
+        """The alerts firing whose rule the settings turned off: resolved (said so), as nothing
+        steps them any more; they stayed active, counted in the menu, their notification open."""
+        names = {gpu.index: info.name for gpu, info in zip(sample.gpus, sample.devices, strict=False)}
+        off = []
+        for (gpu, key), tracker in list(self._trackers.items()):
+            if tracker.level is not None and not self.settings.for_gpu(gpu, key).enabled:
+                del self._trackers[(gpu, key)]  # turned on again, it starts afresh
+                name = names.get(gpu, UNKNOWN_NAME)
+                message = translate("alerts", "no longer watched")
+                off.append(
+                    AlertEvent(sample.timestamp_s, gpu, name, key, "resolved", Severity.INFO, message, turned_off=True)
+                )
+        return off
 
     def active(self) -> int:
         """How many alerts are firing now (a rule on a GPU, or on the machine, not back to normal)."""

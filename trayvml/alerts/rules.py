@@ -29,6 +29,7 @@ class AlertEvent:
     detail: str = ""  # e.g. the thresholds, for the notification's body
     threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
     host: str = ""  # a remote host's name (trayvml.ui.remote_hosts); "" for this machine
+    turned_off: bool = False  # resolved because its rule was turned off while it fired, not back to normal
 
     @property
     def title(self) -> str:
@@ -43,6 +44,10 @@ class AlertEvent:
         )
         if self.kind == "resolved":
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
+            if self.turned_off:
+                return translate("alerts", "{gpu}: {rule} no longer watched (its rule was turned off)").format(
+                    gpu=gpu, rule=rule
+                )
             return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
         return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
