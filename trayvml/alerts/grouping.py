@@ -188,6 +188,20 @@ class Grouper:
             del self._groups[key]
         return notices
 
+    def forget(self, event: AlertEvent) -> None:
+        """A resolution the dispatcher kept from the user (alerts paused, the alert snoozed): its
+        GPU leaves its group, nothing told; a group with no GPU firing left is over. Kept, a GPU
+        snoozed while hot stayed in its group for good: a warning on another GPU a day later
+        joined it, told as critical "since yesterday", and never resolved."""
+        key = (event.host, event.rule)
+        group = self._groups.get(key)
+        if group is None or event.gpu_index == MACHINE:
+            return
+        group.firing.discard(event.gpu_index)
+        group.members.pop(event.gpu_index, None)
+        if not group.firing:
+            del self._groups[key]
+
     def _remember(self, key: tuple[str, str], members: tuple[int, ...]) -> None:
         host, rule = key
         if not host:  # a notification's actions act on this machine's GPUs only

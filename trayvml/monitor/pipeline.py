@@ -225,9 +225,13 @@ class Monitor:
         biggest processes asks for them when it fires and goes out once they arrive (a tick or two).
         """
         waiting, self.awaiting_processes = self.awaiting_processes, []
+        # An alert over before its process lists came goes out now, then its resolution: held,
+        # it went out after "back to normal", replaced it, and stayed.
+        over = {(e.gpu_index, e.rule) for e in events if e.kind == "resolved"}
         ready: list[Outgoing] = []
         for event, waited in [*waiting, *((e, 0) for e in events)]:
             waits = self._processes_on_demand and _names_processes(event) and self.dispatcher.wanted(event)
+            waits = waits and (event.gpu_index, event.rule) not in over
             if waits and not _processes_read(sample, event.gpu_index) and waited < DETAILS_WAIT:
                 self.awaiting_processes.append((event, waited + 1))
                 continue
@@ -236,6 +240,8 @@ class Monitor:
             where = f" on {self.host}" if self.host else ""
             outcome = f"not notified ({why_not})" if why_not else "notified"
             log.info("alert %s %s%s: %s", event.rule, event.kind, where, outcome)
+            if why_not and event.kind == "resolved":
+                self.grouper.forget(event)  # its group's notification is over, told or not
             ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample), self._actions(event, sample)))
         return ready
 
