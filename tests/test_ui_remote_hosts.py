@@ -111,9 +111,13 @@ def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: 
     from trayvml.history.timeline import History
     from trayvml.monitor.remotes import RemoteMonitors
 
+    # A host name with a line break (a label's \n): cleaned, else every e-mail of its alerts failed.
+    remote.body = remote.body.replace(b'hostname="dgx-01"', b'hostname="dgx-01\\nBcc: x@example.com"')
     remotes = Remotes([parse_endpoint(remote.url)], 0.2)
     rules = {"temperature": replace(RULE_BY_KEY["temperature"].defaults, hold_s=0.0)}
-    monitors = RemoteMonitors(Dispatcher(SystemClock()), AlertSettings(rules=rules), History)
+    # This machine's GPU 0 has temperature alerts off (Settings, Per GPU): not a remote host's GPU 0.
+    off = {0: {"temperature": replace(RULE_BY_KEY["temperature"].defaults, enabled=False)}}
+    monitors = RemoteMonitors(Dispatcher(SystemClock()), AlertSettings(rules=rules, overrides=off), History)
     raised: list[AlertEvent] = []
     remotes.start()
     try:
@@ -126,8 +130,9 @@ def test_a_remote_hosts_alert_names_the_host_in_its_title(qtbot: QtBot, remote: 
     finally:
         remotes.close()
     (event,) = [e for e in raised if e.rule == "temperature"]
-    assert (event.host, event.gpu_index, event.kind) == ("dgx-01", 0, "firing")
-    assert event.title.startswith("dgx-01: GPU 0 A100")
+    host = "dgx-01\ufffdBcc: x@example.com"
+    assert (event.host, event.gpu_index, event.kind) == (host, 0, "firing")
+    assert event.title.startswith(f"{host}: GPU 0 A100") and "\n" not in event.title
     assert not [e for e in raised if e.gpu_index == 1 and e.rule == "temperature"]  # 33 °C
 
 

@@ -8,6 +8,7 @@ past, and it is shown unreachable, never with the values it had before.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertSettings
@@ -26,16 +27,16 @@ class RemoteMonitors:
         past_of: Callable[[str, float], list[Sample]] = lambda host, before_s: [],
     ) -> None:
         self.dispatcher = dispatcher
-        self.alerts = alerts
+        self.alerts = _without_overrides(alerts)
         self.new_history = new_history
         self._past_of = past_of  # a Prometheus server's past of a host, before a time, oldest first
         self.monitors: dict[str, Monitor] = {}
         self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its monitor had last
 
     def configure(self, alerts: AlertSettings) -> None:
-        self.alerts = alerts
+        self.alerts = _without_overrides(alerts)
         for monitor in self.monitors.values():
-            monitor.configure(alerts)
+            monitor.configure(self.alerts)
 
     def take(self, samples: Sequence[Sample]) -> tuple[list[Sample], Outcome]:
         """Each host's new sample through its monitor: the samples that were new, and what they caused."""
@@ -75,3 +76,10 @@ class RemoteMonitors:
     def latest(self) -> dict[str, Sample]:
         """host -> its latest sample with current values."""
         return {host: m.latest for host, m in self.monitors.items() if m.latest is not None}
+
+
+def _without_overrides(alerts: AlertSettings) -> AlertSettings:
+    """The alert settings for a remote host's GPUs: the settings' per-GPU overrides are this
+    machine's GPUs' (by index, chosen beside their names): turning one off silenced every remote
+    GPU of that index too."""
+    return replace(alerts, overrides={}) if alerts.overrides else alerts

@@ -280,9 +280,11 @@ class _Host:
 
 
 def hostname_of(dialect: Dialect, labels: Mapping[str, str], fallback: str) -> str:
+    """The host a series is of, as its labels name it: cleaned of control characters (a name
+    with a line break in it made every e-mail of that host's alerts fail, its subject refused)."""
     for label in dialect.host_labels:
         if labels.get(label):
-            return labels[label]
+            return clean(labels[label])
     instance = labels.get("instance", "")  # added by a Prometheus server: host:port of the target
     return instance.rsplit(":", 1)[0].strip("[]") if instance else fallback
 
