@@ -165,9 +165,10 @@ def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
 ) -> None:
     """A chosen host that stops answering is said unreachable in the window (it stayed on screen
     with its last values, following live); its own asleep spans and users are shown, not this
-    machine's; a tray GPU entry shows this machine's GPU; a restart of the readers (a new interval,
-    a host removed) makes the hosts' histories anew, and the window shows this machine again (it
-    stayed on the old history, frozen, with no way back where the host was removed)."""
+    machine's; a tray GPU entry shows this machine's GPU. A restart of the readers keeps the hosts
+    still read, their alert states and (the same tiers) their histories: another host list keeps
+    the window on the host, another interval on its new history, and the host removed shows this
+    machine (the window stayed on the old history, frozen, with no way back)."""
     app = app_reading(remote, tmp_path)
     source, _, _ = simulated_source("idle")
     app.on_sample(source.sample())
@@ -201,7 +202,15 @@ def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
         assert choice.host == "" and window.history is app.history and window.gpu_count == 4
         assert window.asleep_spans is app.local.asleep_spans and window.process_tab.users is app.local.users
         choice.box.setCurrentIndex(1)
-        app._restart_remotes()  # what a new sampling interval or remote host list does
+        history = monitor.history
+        app._restart_remotes()  # what another remote host list does: this host's monitor is kept
+        assert present(app.remote_monitors).monitors["dgx-01"] is monitor and monitor.history is history
+        assert choice.host == "dgx-01" and window.history is history
+        app.apply_settings(replace(app.settings, sampling_interval_s=2.0))  # other tiers: a new history
+        assert present(app.remote_monitors).monitors["dgx-01"] is monitor and monitor.history is not history
+        assert choice.host == "dgx-01" and window.history is monitor.history
+        app._remote_urls = ()  # the host removed
+        app._restart_remotes()
         assert choice.host == "" and window.history is app.history and choice.box.count() == 1
     finally:
         app._stop_remotes()

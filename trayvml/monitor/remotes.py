@@ -33,6 +33,17 @@ class RemoteMonitors:
         self.monitors: dict[str, Monitor] = {}
         self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its monitor had last
 
+    def keep_hosts_of(self, urls: set[str], past_of: Callable[[str, float], list[Sample]]) -> None:
+        """The readers were made anew (another host list, another interval): the monitors of the
+        hosts still read are kept, their alert states and histories with them (made anew, every
+        alert firing was told again, and every host's past was gone); the others go."""
+        self._past_of = past_of
+        for host, monitor in list(self.monitors.items()):
+            origin = monitor.latest.remote if monitor.latest is not None else None
+            if origin is None or origin.url not in urls:
+                del self.monitors[host]
+                self._fed.pop(host, None)
+
     def configure(self, alerts: AlertSettings) -> None:
         self.alerts = _without_overrides(alerts)
         for monitor in self.monitors.values():

@@ -487,6 +487,7 @@ class App(QObject):
         watch("push", lambda s: self._use_push())
         watch("sampling_interval_s", lambda s: self.sampler.set_interval(s.sampling_interval_s))
         watch(("history_hours", "sampling_interval_s"), lambda s: self._resize_history())
+        watch("history_hours", lambda s: self._resize_remote_histories())  # the interval restarts them
         watch("hidden_gpus", self._hidden_gpus_changed)
         watch("tray_metric", lambda s: self.tray.set_metric(s.tray_metric))
         watch("language", lambda s: self._say(translate("App", "trayvml speaks the new language from its next start.")))
@@ -567,9 +568,13 @@ class App(QObject):
         self.remotes = Remotes(endpoints, self.settings.sampling_interval_s)
         self.remotes.keep_backlog()  # a GUI thread held up (a window opening) takes the reads it missed
         self.remotes.keep_past(self.settings.history_hours * 3600.0)  # a Prometheus server's, for a new history
-        self.remote_monitors = RemoteMonitors(
-            self.dispatcher, self.settings.alerts, self._new_history, self.remotes.past_of
-        )
+        if self.remote_monitors is None:
+            self.remote_monitors = RemoteMonitors(
+                self.dispatcher, self.settings.alerts, self._new_history, self.remotes.past_of
+            )
+        else:
+            self.remote_monitors.keep_hosts_of({e.url for e in endpoints}, self.remotes.past_of)
+            self._resize_remote_histories()
         if self.remote_hosts is None:
             self.remote_hosts = RemoteHostsView(self.tray.menu, self.tray.copy_action, self.tray.over_dbus)
             self.remote_hosts.changed.connect(self._remote_hosts_changed)
@@ -592,8 +597,21 @@ class App(QObject):
         self._stop_remotes()
         self._make_remote_hosts()
         self._start_remotes()
-        if self.host_choice is not None:  # the hosts' histories are new: a window on one shows this machine
+        if self.host_choice is not None:  # a host gone shows this machine; one kept, its history (perhaps new)
             self.host_choice.refresh_hosts()
+            self.host_choice.show_again()
+
+    def _resize_remote_histories(self) -> None:
+        """Each remote host's history made anew where its tiers (the length, the interval) changed:
+        nothing of theirs is on disk to fill it from; their past starts again."""
+        if self.remote_monitors is None:
+            return
+        tiers = self._tiers(self.settings.history_hours * 3600.0)
+        for monitor in self.remote_monitors.monitors.values():
+            if monitor.history.tiers != tiers:
+                monitor.history = self._new_history()
+        if self.host_choice is not None:
+            self.host_choice.show_again()
 
     def take_remote_samples(self) -> None:
         """What the remote threads read last (never waits on a host): through each host's monitor,

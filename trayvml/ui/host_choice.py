@@ -60,6 +60,10 @@ class HostChoice(QObject):
         self._label_action.setVisible(bool(hosts))
         self._box_action.setVisible(bool(hosts))
 
+    def show_again(self) -> None:
+        """The host shown, shown again: its history may have been made anew."""
+        self._chosen(self.box.currentIndex())
+
     def choose(self, host: str) -> None:
         """Show ``host`` ("": this machine), as choosing it in the box does."""
         position = self.box.findData(host)
