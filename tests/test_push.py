@@ -4,6 +4,7 @@ server in a thread for ntfy, webhooks and Slack, and aiosmtpd for e-mail."""
 from __future__ import annotations
 
 import base64
+import dataclasses
 import datetime
 import email
 import email.header
@@ -465,3 +466,29 @@ def test_record_pushes_an_alert_to_a_webhook(tmp_path: Path, receiver: Receiver)
     assert lost[0]["gpus"] == [1] and lost[0]["severity"] == "critical"
     # Simulated GPUs (a try-out): said, so that nobody is paged for them as for real ones.
     assert lost[0]["simulated"] is True and lost[0]["title"].startswith(f"[simulated] {socket.gethostname()}: ")
+
+
+def test_new_destinations_carry_over_what_was_told_and_the_old_queue_does_not_hold_the_caller(
+    receiver: Receiver,
+) -> None:
+    """The settings' destinations edited (one removed, one added): the one kept still gets the
+    resolution of the alert it was told of (a new notifier refused it: told nothing), and the
+    earlier notifier's close waits for none of its destinations (one that hangs froze the tray)."""
+    kept = PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/kept")
+    with socket.socket() as hanging:  # accepts, never answers
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen()
+        stuck = PushDestination("webhook", url=f"http://127.0.0.1:{hanging.getsockname()[1]}/")
+        earlier = push([kept, stuck], timeout_s=5.0, attempts=1)
+        earlier.notify(CRITICAL_NOTICE)
+        assert receiver.arrived.wait(5), "the kept destination was not told of the alert"
+        added = PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/added")
+        later = push([kept, added])
+        later.carry_over(earlier)
+        earlier.close(wait_s=0.0)
+        assert earlier._thread.is_alive()  # still trying the one that hangs, on its own thread
+        later.notify(dataclasses.replace(CRITICAL_NOTICE, severity=Severity.INFO, resolved=True))
+        wait_idle(later)
+        later.close()
+    paths = [r["path"] for r in receiver.requests]
+    assert paths.count("/kept") == 2 and "/added" not in paths  # the alert, then its resolution

@@ -417,12 +417,21 @@ class PushNotifier:
         with contextlib.suppress(OSError):  # a status file is a courtesy: never a reason to stop pushing
             write_atomically(self._status_file, json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8"))
 
-    def close(self) -> None:
-        """Send what is queued (one try each), waiting CLOSE_WAIT_S at most, then stop."""
+    def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
+        """Send what is queued (one try each), waiting ``wait_s`` at most, then stop (its thread
+        goes on with the queue after a shorter wait: a daemon, it ends with the process)."""
         with self._lock:
             self._closing.set()
             self._lock.notify_all()
-        self._thread.join(timeout=CLOSE_WAIT_S)
+        self._thread.join(timeout=wait_s)
+
+    def carry_over(self, earlier: PushNotifier) -> None:
+        """What ``earlier`` told each destination this one has too (the settings changed): a
+        resolution goes where its alert went, as without the change."""
+        with earlier._lock, self._lock:
+            for index, destination in enumerate(self.destinations):
+                if destination in earlier.destinations:
+                    self._told[index] = dict(earlier._told[earlier.destinations.index(destination)])
 
 
 def default_status_file(simulated: bool = False) -> Path:

@@ -376,16 +376,20 @@ class App(QObject):
 
     def _use_push(self) -> None:
         """The push destinations in the settings, beside the desktop's notifier: the same notices
-        reach a phone, a chat or a mailbox. Made again when the destinations change."""
-        if self.push is not None:
-            self.push.close()
-            self.push = None
+        reach a phone, a chat or a mailbox. Made again when the destinations change: the earlier
+        one's queue goes out on its own thread (a destination that hangs, the one a user edits the
+        settings to remove, froze the tray for its 15 s), and what it told carries over."""
+        earlier, self.push = self.push, None
         if self.settings.push:
             from trayvml.platform.push import PushNotifier, default_status_file
 
             self.push = PushNotifier(
                 self.settings.push, status_file=default_status_file(self._simulated), simulated=self._simulated
             )
+            if earlier is not None:
+                self.push.carry_over(earlier)
+        if earlier is not None:
+            earlier.close(wait_s=0.0)
         self._combine_notifiers()
 
     def _notifications_wanted(self) -> bool:
