@@ -285,12 +285,12 @@ def test_the_queue_is_bounded_and_drops_the_oldest() -> None:
     notices = [Notice((i, "xid"), f"XID {i}", str(i), 2, Severity.CRITICAL) for i in range(10)]
     notifier.notify(notices[0])
     deadline = time.monotonic() + 5
-    while notifier.idle() or len(notifier._queue):  # the first one is being sent
+    while notifier.idle() or len(notifier._queues[0]):  # the first one is being sent
         assert time.monotonic() < deadline
         time.sleep(0.002)
     for notice in notices[1:]:
         notifier.notify(notice)
-    assert len(notifier._queue) == 3
+    assert len(notifier._queues[0]) == 3
     assert notifier.dropped == 6
     release.set()
     notifier.close()
@@ -486,9 +486,26 @@ def test_new_destinations_carry_over_what_was_told_and_the_old_queue_does_not_ho
         later = push([kept, added])
         later.carry_over(earlier)
         earlier.close(wait_s=0.0)
-        assert earlier._thread.is_alive()  # still trying the one that hangs, on its own thread
+        assert earlier._threads[1].is_alive()  # still trying the one that hangs, on its own thread
         later.notify(dataclasses.replace(CRITICAL_NOTICE, severity=Severity.INFO, resolved=True))
         wait_idle(later)
         later.close()
     paths = [r["path"] for r in receiver.requests]
     assert paths.count("/kept") == 2 and "/added" not in paths  # the alert, then its resolution
+
+
+def test_a_destination_that_hangs_holds_no_other_back(receiver: Receiver) -> None:
+    """One thread sent to every destination in turn: a dead ntfy (10 s a try, three tries and
+    their backoff) held a healthy Slack's critical "GPU lost" back for half a minute and more."""
+    with socket.socket() as hanging:  # accepts, never answers
+        hanging.bind(("127.0.0.1", 0))
+        hanging.listen()
+        stuck = PushDestination("webhook", url=f"http://127.0.0.1:{hanging.getsockname()[1]}/")
+        healthy = PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/healthy")
+        notifier = push([stuck, healthy], timeout_s=30.0, attempts=1)
+        notifier.notify(CRITICAL_NOTICE)
+        try:
+            assert receiver.arrived.wait(10), "the healthy destination waited for the one that hangs"
+            assert notifier._busy[0]  # while that one is still being tried
+        finally:
+            notifier.close(wait_s=0.0)

@@ -263,7 +263,7 @@ class Sender:
 
 
 class PushNotifier:
-    """Pushes notices to the destinations in the settings, on a thread of its own."""
+    """Pushes notices to the destinations in the settings, each on a thread of its own."""
 
     def __init__(
         self,
@@ -294,12 +294,19 @@ class PushNotifier:
         self.statuses = [DestinationStatus(destination_name(d), d.kind) for d in self.destinations]
         self.dropped = 0  # messages dropped from a full queue
         self._told: list[dict[tuple[str, tuple[int, str]], Severity]] = [{} for _ in self.destinations]
-        self._queue: deque[tuple[int, Message]] = deque()
+        # A queue and a thread a destination: one that hangs (10 s a try, three tries, backoff)
+        # held every other destination's messages back behind each of its own.
+        self._queues: list[deque[Message]] = [deque() for _ in self.destinations]
         self._lock = threading.Condition()
         self._closing = threading.Event()
-        self._busy = False
-        self._thread = threading.Thread(target=self._run, name="trayvml-push", daemon=True)
-        self._thread.start()
+        self._busy = [False] * len(self.destinations)
+        self._status_lock = threading.Lock()  # the status file, written by every destination's thread
+        self._threads = [
+            threading.Thread(target=self._run, args=(index,), name=f"trayvml-push {index}", daemon=True)
+            for index in range(len(self.destinations))
+        ]
+        for thread in self._threads:
+            thread.start()
 
     # ---- what goes where ----
     def wants(self, index: int, notice: Notice, now_s: float) -> bool:
@@ -343,12 +350,13 @@ class PushNotifier:
             for index in range(len(self.destinations)):
                 if not self.wants(index, notice, now_s):
                     continue
-                if len(self._queue) >= self._max_queued:
-                    self._queue.popleft()
+                queue = self._queues[index]
+                if len(queue) >= self._max_queued:
+                    queue.popleft()
                     self.dropped += 1
                     if self.dropped == 1:
                         log.warning("push: the queue is full; the oldest messages are dropped")
-                self._queue.append((index, message))
+                queue.append(message)
             self._lock.notify_all()
 
     def problems(self) -> list[str]:
@@ -359,23 +367,25 @@ class PushNotifier:
     def idle(self) -> bool:
         """Nothing waiting and nothing being sent (tests wait for this)."""
         with self._lock:
-            return not self._queue and not self._busy
+            return not any(self._queues) and not any(self._busy)
 
     # ---- delivery ----
-    def _run(self) -> None:
+    def _run(self, index: int) -> None:
+        """Destination ``index``'s thread: its messages in order, each until it took it or failed."""
+        queue = self._queues[index]
         while True:
             with self._lock:
-                while not self._queue and not self._closing.is_set():
+                while not queue and not self._closing.is_set():
                     self._lock.wait()
-                if not self._queue:
+                if not queue:
                     return  # closing, and everything was sent
-                index, message = self._queue.popleft()
-                self._busy = True
+                message = queue.popleft()
+                self._busy[index] = True
             try:
                 self._deliver(index, message)
             finally:
                 with self._lock:
-                    self._busy = False
+                    self._busy[index] = False
                     self._lock.notify_all()
 
     def _deliver(self, index: int, message: Message) -> None:
@@ -414,7 +424,8 @@ class PushNotifier:
             s.name: {"failing": s.failing, "last_failure": s.last_failure, "last_failure_s": s.last_failure_s}
             for s in self.statuses
         }
-        with contextlib.suppress(OSError):  # a status file is a courtesy: never a reason to stop pushing
+        # A status file is a courtesy: never a reason to stop pushing.
+        with self._status_lock, contextlib.suppress(OSError):
             write_atomically(self._status_file, json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8"))
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
@@ -423,7 +434,9 @@ class PushNotifier:
         with self._lock:
             self._closing.set()
             self._lock.notify_all()
-        self._thread.join(timeout=wait_s)
+        deadline_s = time.monotonic() + wait_s
+        for thread in self._threads:
+            thread.join(timeout=max(0.0, deadline_s - time.monotonic()))
 
     def carry_over(self, earlier: PushNotifier) -> None:
         """What ``earlier`` told each destination this one has too (the settings changed): a
