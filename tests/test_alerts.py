@@ -239,6 +239,19 @@ def test_a_rule_turned_off_while_it_fires_resolves_said_so() -> None:
     assert [(e.kind, e.turned_off) for e in again] == [("firing", False)]
 
 
+def test_a_job_is_finished_after_an_unbroken_idle_spell_only() -> None:
+    """Busy, a checkpoint's one-second dip to 2 %, ten minutes at 30 %, another dip, busy again:
+    the two dips counted as one idle spell across the 30 % between them, and the job was said
+    finished while it ran."""
+    engine = AlertEngine(only("job_finished"))
+    utilization = [90.0] * 120 + [2.0] + [30.0] * 600 + [2.0] + [90.0] * 60
+    events = [e for t, u in enumerate(utilization) for e in engine.update(sample(t, utilization_gpu_percent=u))]
+    assert events == []
+    # Idle for good: finished, once.
+    ended = [e for t in range(782, 900) for e in engine.update(sample(t, utilization_gpu_percent=0.0))]
+    assert [e.rule for e in ended] == ["job_finished"]
+
+
 def test_a_lost_gpu_fires_once() -> None:
     engine = AlertEngine(only("gpu_lost"))
     events = []

@@ -462,7 +462,10 @@ class JobRule(GpuRule[JobSettings]):
                 tracker.job_since_s = tracker.busy_since_s
             return None
         tracker.busy_since_s = math.nan
-        if util > settings.idle_below_percent or not tracker.armed:
+        if util > settings.idle_below_percent:
+            tracker.idle_since_s = math.nan  # an idle spell is unbroken, or none: a checkpoint's dip is not one
+            return None
+        if not tracker.armed:
             return None
         if math.isnan(tracker.idle_since_s):
             tracker.idle_since_s = now_s
