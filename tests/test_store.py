@@ -535,8 +535,10 @@ def test_old_data_goes_by_age_then_by_size(tmp_path: Path) -> None:
         writer.append(sample)
     writer.close()
     db = Database(tmp_path / "size")
+    # Over the cap by at most one packed hour (none where a packer starved by a busy machine had
+    # not packed one when the writer closed: its fresh blocks are then pruned as they come).
     assert db.data_bytes() <= 150_000 + max(
-        size for (size,) in db.connection.execute("SELECT LENGTH(data) FROM blocks WHERE tier = 1")
+        (size for (size,) in db.connection.execute("SELECT LENGTH(data) FROM blocks WHERE tier = 1")), default=0
     )
     db.close()
     reader = StoreReader(tmp_path / "size")
