@@ -239,6 +239,31 @@ def test_a_rule_turned_off_while_it_fires_resolves_said_so() -> None:
     assert [(e.kind, e.turned_off) for e in again] == [("firing", False)]
 
 
+def test_a_rule_turned_off_is_told_as_such_not_as_back_to_normal() -> None:
+    """The notification that ends an alert whose rule was turned off (grouped, as every told alert
+    is) said "back to normal" while the GPU was still hot; a machine rule's said only "no longer
+    watched"; one whose firing was never told (its cooldown) is not told either."""
+    monitor = _monitored(only("temperature", hold_s=0))
+    assert [n.title for n in monitor.take(sample(0, temperature_gpu_c=95)).notices]
+    monitor.configure(only("gpu_lost"))
+    (notice,) = monitor.take(sample(1, temperature_gpu_c=95)).notices
+    assert notice.resolved and "back to normal" not in notice.title
+    assert notice.title == "GPU 0 H100: GPU temperature no longer watched (its rule was turned off)"
+    assert notice.body == "Not known to be back to normal: its rule was turned off in the settings."
+    stalled = _monitored(only("driver_stalled"))
+    assert stalled.take(sample(0, stall=True)).notices
+    stalled.configure(only("gpu_lost"))
+    (notice,) = stalled.take(sample(1, stall=True)).notices
+    assert notice.title == "GPU driver not responding no longer watched (its rule was turned off)"
+    quiet = _monitored(only("temperature", hold_s=0, cooldown_s=3600))
+    quiet.take(sample(0, temperature_gpu_c=95))
+    quiet.take(sample(1, temperature_gpu_c=70))
+    assert [e.notify for e in quiet.take(sample(2, temperature_gpu_c=95)).events] == [False]  # within its cooldown
+    quiet.configure(only("gpu_lost"))
+    outcome = quiet.take(sample(3, temperature_gpu_c=95))
+    assert [e.turned_off for e in outcome.events] == [True] and outcome.notices == []
+
+
 def test_a_job_is_finished_after_an_unbroken_idle_spell_only() -> None:
     """Busy, a checkpoint's one-second dip to 2 %, ten minutes at 30 %, another dip, busy again:
     the two dips counted as one idle spell across the 30 % between them, and the job was said

@@ -1728,8 +1728,8 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{rule}：这些设置属于另一种规则。</translation>
     </message>
     <message>
-        <source>no longer watched</source>
-        <translation>不再监视</translation>
+        <source>{rule} no longer watched (its rule was turned off)</source>
+        <translation>{rule}不再监视（其规则已关闭）</translation>
     </message>
 </context>
 <context>
@@ -3019,6 +3019,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>A job that allocates more will fail with out of memory.</source>
         <translation>再多分配显存的任务将因显存不足而失败。</translation>
+    </message>
+    <message>
+        <source>Not known to be back to normal: its rule was turned off in the settings.</source>
+        <translation>不确定是否已恢复正常：其规则已在设置中关闭。</translation>
     </message>
     <message>
         <source>Back to normal.</source>

@@ -20,7 +20,7 @@ from trayvml.alerts.rules import (
     Rule,
     Tracker,
 )
-from trayvml.alerts.severity import MACHINE, Severity
+from trayvml.alerts.severity import MACHINE, Severity, _in_sentence
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import THERMAL_REASON_MASK
@@ -93,6 +93,10 @@ def gpu_verdict(gpu: GpuSample, settings: AlertSettings) -> Verdict:
     return verdict
 
 
+# The rules that tell each firing (no cooldown), keeping no mark of it (Tracker.announced).
+_ALWAYS_TOLD = frozenset({"gpu_lost", "driver_stalled"})
+
+
 class AlertEngine:
     """Every rule stepped on every sample of one host; its events name that host ("": this machine)."""
 
@@ -155,10 +159,12 @@ class AlertEngine:
             if tracker.level is not None and not self.settings.for_gpu(gpu, key).enabled:
                 del self._trackers[(gpu, key)]  # turned on again, it starts afresh
                 name = names.get(gpu, UNKNOWN_NAME)
-                message = translate("alerts", "no longer watched")
-                off.append(
-                    AlertEvent(sample.timestamp_s, gpu, name, key, "resolved", Severity.INFO, message, turned_off=True)
-                )
+                label = _in_sentence(translate("alerts", RULE_BY_KEY[key].label))
+                message = translate("alerts", "{rule} no longer watched (its rule was turned off)").format(rule=label)
+                # Told where its firing was (the rules that keep no such mark always tell theirs).
+                told = tracker.announced or key in _ALWAYS_TOLD
+                event = AlertEvent(sample.timestamp_s, gpu, name, key, "resolved", Severity.INFO, message, notify=told)
+                off.append(replace(event, turned_off=True))
         return off
 
     def active(self) -> int:

@@ -77,6 +77,8 @@ def urgency(event: AlertEvent) -> int:
 def notification_body(event: AlertEvent, details: str = "") -> str:
     """What a notification about one event says below its title: thresholds, details, advice."""
     if event.kind == "resolved":
+        if event.turned_off:
+            return translate("notices", "Not known to be back to normal: its rule was turned off in the settings.")
         return translate("notices", "Back to normal.")
     return "\n".join(part for part in (event.detail, details, advice(event.rule)) if part) or event.message
 
@@ -117,6 +119,7 @@ class _Group:
     members: dict[int, Outgoing] = field(default_factory=dict)  # GPU -> its latest alert
     firing: set[int] = field(default_factory=set)  # members not back to normal yet
     sent: bool = False
+    turned_off: bool = False  # a member ended as its rule was turned off: not "back to normal"
 
     def open(self, now_s: float, window_s: float) -> bool:
         return bool(self.firing) or now_s - self.last_s <= window_s
@@ -165,6 +168,7 @@ class Grouper:
                         self._remember(key, (event.gpu_index,))
                     continue
                 group.firing.discard(event.gpu_index)
+                group.turned_off = group.turned_off or event.turned_off
                 if not group.firing and key not in ended:
                     ended.append(key)
                 continue
@@ -271,7 +275,12 @@ class Grouper:
         else:
             gpus = host_prefix(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
-        if now_s - group.started_s >= 1:
+        if group.turned_off:
+            title = translate("alerts", "{gpu}: {rule} no longer watched (its rule was turned off)").format(
+                gpu=gpus, rule=_label(rule)
+            )
+            body = translate("notices", "Not known to be back to normal: its rule was turned off in the settings.")
+        elif now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
                 duration=format_duration(now_s - group.started_s, "min")
             )

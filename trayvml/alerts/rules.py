@@ -45,9 +45,7 @@ class AlertEvent:
         if self.kind == "resolved":
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
             if self.turned_off:
-                return translate("alerts", "{gpu}: {rule} no longer watched (its rule was turned off)").format(
-                    gpu=gpu, rule=rule
-                )
+                return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
             return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
         return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
