@@ -483,7 +483,8 @@ def test_new_destinations_carry_over_what_was_told_and_the_old_queue_does_not_ho
         earlier.notify(CRITICAL_NOTICE)
         assert receiver.arrived.wait(5), "the kept destination was not told of the alert"
         added = PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/added")
-        later = push([kept, added])
+        edited = dataclasses.replace(kept, quiet_hours="23:00-06:00", name="phone")  # the same place
+        later = push([edited, added])
         later.carry_over(earlier)
         earlier.close(wait_s=0.0)
         assert earlier._threads[1].is_alive()  # still trying the one that hangs, on its own thread

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import http.client
 import json
 import logging
 import smtplib
@@ -234,7 +235,8 @@ class Sender:
             location = error.headers.get("Location", "") if 300 <= error.code < 400 and error.headers else ""
             if location:
                 moved = translate("push", "it answered HTTP {code} {reason}, to {location}: give that address instead")
-                said = moved.format(code=error.code, reason=error.reason, location=redact(location, destination))
+                reason = http.client.responses.get(error.code, "")  # urllib's may quote the location unredacted
+                said = moved.format(code=error.code, reason=reason, location=redact(location, destination))
                 raise DeliveryError(said) from None
             raise DeliveryError(
                 translate("push", "it answered HTTP {code} {reason}").format(code=error.code, reason=error.reason)
@@ -260,6 +262,13 @@ class Sender:
             if destination.username:
                 server.login(destination.username, destination.password)
             server.send_message(email_message(destination, message))
+
+
+def _target(destination: PushDestination) -> tuple[object, ...]:
+    """Where a destination's messages go, whatever else of it is set."""
+    if destination.kind == "email":
+        return (destination.kind, destination.smtp_host, destination.smtp_port, destination.sender, destination.to)
+    return (destination.kind, destination.url)
 
 
 class PushNotifier:
@@ -418,15 +427,16 @@ class PushNotifier:
 
     def _save_status(self) -> None:
         """What doctor shows: each destination's last failure (redacted), written atomically."""
-        if self._status_file is None:
-            return
-        document = {
-            s.name: {"failing": s.failing, "last_failure": s.last_failure, "last_failure_s": s.last_failure_s}
-            for s in self.statuses
-        }
-        # A status file is a courtesy: never a reason to stop pushing.
-        with self._status_lock, contextlib.suppress(OSError):
-            write_atomically(self._status_file, json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8"))
+        with self._status_lock:  # every destination's thread writes it: each its whole state, in turn
+            if self._status_file is None:
+                return
+            document = {
+                s.name: {"failing": s.failing, "last_failure": s.last_failure, "last_failure_s": s.last_failure_s}
+                for s in self.statuses
+            }
+            with contextlib.suppress(OSError):  # a status file is a courtesy: never a reason to stop pushing
+                data = json.dumps(document, ensure_ascii=False, indent=1).encode("utf-8")
+                write_atomically(self._status_file, data)
 
     def close(self, wait_s: float = CLOSE_WAIT_S) -> None:
         """Send what is queued (one try each), waiting ``wait_s`` at most, then stop (its thread
@@ -441,10 +451,13 @@ class PushNotifier:
     def carry_over(self, earlier: PushNotifier) -> None:
         """What ``earlier`` told each destination this one has too (the settings changed): a
         resolution goes where its alert went, as without the change."""
+        with earlier._status_lock:  # the file is this one's now: the earlier's last sends say nothing there
+            earlier._status_file = None
+        targets = [_target(d) for d in earlier.destinations]
         with earlier._lock, self._lock:
             for index, destination in enumerate(self.destinations):
-                if destination in earlier.destinations:
-                    self._told[index] = dict(earlier._told[earlier.destinations.index(destination)])
+                if _target(destination) in targets:  # its quiet hours, rules or name edited: the same place
+                    self._told[index] = dict(earlier._told[targets.index(_target(destination))])
 
 
 def default_status_file(simulated: bool = False) -> Path:
