@@ -315,3 +315,14 @@ def test_ssh_process_is_gone_after_close(box: Box) -> None:
     source.close()
     assert process.poll() is not None
     assert source._ssh.process is None
+
+
+def test_a_host_name_with_a_line_break_is_cleaned_on_every_path() -> None:
+    """A line break in a remote host's name made every e-mail of its alerts fail (the subject
+    refused): cleaned where trayvml over SSH names it, and where a Prometheus server's instance does."""
+    from trayvml.remote.dialects import DCGM, hostname_of
+    from trayvml.remote.ssh import snapshot_sample
+
+    sample = snapshot_sample({"system": {"hostname": "gpu\nbox"}, "gpus": []}, "fallback", "ssh://box", 0.0)
+    assert sample.system is not None and sample.system.hostname == "gpu\ufffdbox"
+    assert hostname_of(DCGM, {"instance": "a\nb:9400"}, "fallback") == "a\ufffdb"

@@ -664,3 +664,75 @@ def test_one_hosts_reads_through_two_remotes_are_taken_in_time_order() -> None:
         clock.advance_s(1.0)
     assert [s.timestamp_s for s in remotes.unseen()] == sorted(s.timestamp_s for s in made)
     assert remotes.unseen() == []
+
+
+def test_a_remote_hosts_history_made_anew_starts_with_what_its_server_kept(remote: FakeRemote) -> None:
+    """Another interval or history length makes a kept host's history anew: from what a Prometheus
+    server kept of the host, as a new host's is (made empty, its graphs started again)."""
+    from trayvml.alerts.dispatch import Dispatcher
+    from trayvml.core.clock import ManualClock
+    from trayvml.history.timeline import History
+    from trayvml.monitor.remotes import RemoteMonitors
+    from trayvml.remote.fetch import read
+
+    (now,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    kept = [replace(now, timestamp_s=now.timestamp_s - 60 + k) for k in range(3)]  # the server's past
+    monitors = RemoteMonitors(Dispatcher(ManualClock()), AlertSettings(), History, lambda host, before_s: kept)
+
+    def times() -> list[float]:
+        span = (now.timestamp_s - 120, now.timestamp_s + 10)
+        series = present(monitors.histories["dgx-01"].gpu_series("temperature_gpu_c", *span, 1000))
+        return [float(t) for t, row in zip(series.times_s, series.mean, strict=True) if not math.isnan(row[0])]
+
+    monitors.take([now])
+    assert times() == [s.timestamp_s for s in kept] + [now.timestamp_s]
+    monitors.renew_history("dgx-01", History())
+    monitors.take([replace(now, timestamp_s=now.timestamp_s + 1)])
+    assert times() == [s.timestamp_s for s in kept] + [now.timestamp_s + 1]
+
+
+def test_a_host_read_through_two_remotes_is_shown_by_the_one_that_answers(qtbot: QtBot, tmp_path: Path) -> None:
+    """dgx-01 read from its exporter and through a server; the server down: the window on dgx-01
+    showed it unreachable every tick while its values came through the other."""
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    first, second = FakeRemote(), FakeRemote()
+    try:
+        first.body = second.body = dcgm_exposition("hostname").encode()
+        app = App(
+            parse_spec("idle"),
+            store=SettingsStore(tmp_path / "config.toml"),
+            autostart=XdgAutostart(tmp_path),
+            remote_urls=(first.url, second.url),
+        )
+        source, _, _ = simulated_source("idle")
+        app.on_sample(source.sample())
+        window = app.ensure_window()
+        qtbot.addWidget(window)
+        choice = present(app.host_choice)
+        app._start_remotes()
+        try:
+
+            def taken(check: Callable[[], bool]) -> Callable[[], bool]:
+                def take_then_check() -> bool:
+                    app.take_remote_samples()
+                    return check()
+
+                return take_then_check
+
+            qtbot.waitUntil(taken(lambda: choice.box.count() == 2), timeout=10_000)
+            choice.box.setCurrentIndex(1)
+            first.status = 503
+            qtbot.waitUntil(taken(lambda: any(not s.gpus for s in present(app.remotes).samples())), timeout=10_000)
+            for _ in range(5):
+                app.take_remote_samples()
+                assert window.sample is not None and len(window.sample.gpus) == 2
+                qtbot.wait(200)
+        finally:
+            app._stop_remotes()
+    finally:
+        first.stop()
+        second.stop()

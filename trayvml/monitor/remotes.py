@@ -32,6 +32,7 @@ class RemoteMonitors:
         self._past_of = past_of  # a Prometheus server's past of a host, before a time, oldest first
         self.monitors: dict[str, Monitor] = {}
         self._fed: dict[str, float] = {}  # host -> the timestamp of the sample its monitor had last
+        self._refill: set[str] = set()  # hosts whose history was made anew: their past goes in first
 
     def keep_hosts_of(self, urls: set[str], past_of: Callable[[str, float], list[Sample]]) -> None:
         """The readers were made anew (another host list, another interval): the monitors of the
@@ -43,6 +44,12 @@ class RemoteMonitors:
             if origin is None or origin.url not in urls:
                 del self.monitors[host]
                 self._fed.pop(host, None)
+
+    def renew_history(self, host: str, history: History) -> None:
+        """``host``'s history made anew (other tiers): from its next sample on, starting with what a
+        Prometheus server kept of it, as a new host's does (made empty, its graphs started again)."""
+        self.monitors[host].history = history
+        self._refill.add(host)
 
     def configure(self, alerts: AlertSettings) -> None:
         self.alerts = _without_overrides(alerts)
@@ -60,7 +67,12 @@ class RemoteMonitors:
             if not sample.gpus or self._fed.get(host) == sample.timestamp_s:
                 continue  # unreachable (shown as such), or nothing new since the last look
             self._fed[host] = sample.timestamp_s
-            outcome = self._monitor(host, sample.timestamp_s).take(sample)
+            monitor = self._monitor(host, sample.timestamp_s)
+            if host in self._refill:
+                self._refill.discard(host)
+                for past in self._past_of(host, sample.timestamp_s):
+                    monitor.history.append(past)
+            outcome = monitor.take(sample)
             fresh.append(sample)
             events += outcome.events
             sent += outcome.sent

@@ -286,7 +286,7 @@ def hostname_of(dialect: Dialect, labels: Mapping[str, str], fallback: str) -> s
         if labels.get(label):
             return clean(labels[label])
     instance = labels.get("instance", "")  # added by a Prometheus server: host:port of the target
-    return instance.rsplit(":", 1)[0].strip("[]") if instance else fallback
+    return clean(instance.rsplit(":", 1)[0].strip("[]")) if instance else fallback
 
 
 def _index(text: str) -> int:

@@ -38,6 +38,7 @@ from typing import Any
 from trayvml.core.clock import SystemClock, stamp_monotonic_s
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.safe_text import clean
 from trayvml.core.sample import (
     DeviceInfo,
     GpuSample,
@@ -282,7 +283,7 @@ _DEVICE_FIELDS = {f.name: f for f in fields(DeviceInfo)}
 def snapshot_sample(document: Mapping[str, Any], host: str, url: str, now_s: float) -> Sample:
     """One Sample from a remote ``trayvml snapshot --json`` document."""
     system = document.get("system") or {}
-    hostname = str(system.get("hostname") or host)
+    hostname = clean(str(system.get("hostname") or host))  # a line break in it failed its alerts' e-mails
     fault = ""
     if document.get("unavailable"):
         fault = str(document["unavailable"].get("message") or "")
