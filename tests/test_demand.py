@@ -209,3 +209,21 @@ def test_snoozing_a_grouped_notification_snoozes_the_rule_on_each_of_its_gpus(qa
     assert not app.dispatcher.wanted(replace(events[0], timestamp_s=10.0))
     assert not app.dispatcher.wanted(replace(events[1], gpu_index=3))
     assert app.dispatcher.wanted(replace(events[0], gpu_index=2))  # not in that notification
+
+
+def test_simulated_gpus_started_from_the_tray_push_their_alerts_as_simulated(qapp) -> None:
+    """No driver: the tray's "simulated GPUs" button. Their alerts were pushed as real ones, their
+    failures written to the real destinations' status file (doctor showed them as real)."""
+    from trayvml.config import PushDestination
+
+    app = _app(qapp, Settings(push=(PushDestination("webhook", url="http://127.0.0.1:9/"),)))
+    app._use_push()
+    try:
+        assert app.push is not None and not app.push.simulated
+        assert app.push._status_file is not None and app.push._status_file.name == "push-status.json"
+        app.start_simulation()
+        assert app.push.simulated and app.push._status_file.name == "push-status-simulated.json"
+    finally:
+        app.sampler.stop()
+        if app.push is not None:
+            app.push.close(wait_s=0.0)

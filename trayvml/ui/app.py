@@ -611,9 +611,9 @@ class App(QObject):
         if self.remote_monitors is None:
             return
         tiers = self._tiers(self.settings.history_hours * 3600.0)
-        for monitor in self.remote_monitors.monitors.values():
+        for host, monitor in self.remote_monitors.monitors.items():
             if monitor.history.tiers != tiers:
-                monitor.history = self._new_history()
+                self.remote_monitors.renew_history(host, self._new_history())
         if self.host_choice is not None:
             self.host_choice.show_again()
 
@@ -628,7 +628,11 @@ class App(QObject):
         if self.host_choice is not None:
             # A host that stopped answering is shown so (its fault, no values) where it is chosen,
             # not left on screen with its last values as if live.
-            newest = {s.system.hostname if s.system else "": s for s in (*fresh, *(s for s in samples if not s.gpus))}
+            # A host read through two remotes, one of them down, is shown by the one that answers.
+            down = [s for s in samples if not s.gpus]
+            answering = {s.system.hostname for s in samples if s.gpus and s.system}
+            down = [s for s in down if (s.system.hostname if s.system else "") not in answering]
+            newest = {s.system.hostname if s.system else "": s for s in (*down, *fresh)}
             for sample in newest.values():
                 self.host_choice.remote_sampled(sample)
         if outcome.events and self.window is not None:
@@ -811,8 +815,8 @@ class App(QObject):
         """No driver here: simulated GPUs instead (the tray's menu, the window's button), said as such."""
         self.sampler.use_simulation(parse_spec(""))
         self._simulated = True
-        if self.push is not None:  # their alerts too, where they are pushed
-            self.push.simulated = True
+        if self.push is not None:  # their alerts said so where they are pushed, their failures kept apart
+            self._use_push()
 
     def ensure_window(self) -> GraphWindow:
         if self.window is None:
