@@ -736,3 +736,23 @@ def test_a_host_read_through_two_remotes_is_shown_by_the_one_that_answers(qtbot:
     finally:
         first.stop()
         second.stop()
+
+
+def test_the_icon_colours_remote_gpus_without_this_machines_per_gpu_overrides(qapp, remote: FakeRemote) -> None:
+    """This machine's GPU 0 with temperature alerts off (Settings, Per GPU): a remote GPU 0 at
+    99 °C is still coloured as hot in the icon, as its alerts are (remote_alert_settings)."""
+    from trayvml.alerts.engine import AlertEngine
+    from trayvml.core.levels import Level
+    from trayvml.remote.fetch import read
+
+    remote.body = remote.body.replace(b"} 61\n", b"} 99\n")  # GPU 0 at 99 °C
+    (hot,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    off = {0: {"temperature": replace(RULE_BY_KEY["temperature"].defaults, enabled=False)}}
+    tray = Tray(engine=AlertEngine(AlertSettings(overrides=off)))
+    tray.set_metric("temperature")
+    tray.remote_icon_samples = [hot]
+    source, _, _ = simulated_source("idle:gpus=h100")
+    tray.update(source.sample())
+    assert tray._content is not None
+    remote_bar = tray._content.bars[1]  # after this machine's one GPU
+    assert remote_bar.level is not Level.NORMAL

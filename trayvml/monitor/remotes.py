@@ -27,7 +27,7 @@ class RemoteMonitors:
         past_of: Callable[[str, float], list[Sample]] = lambda host, before_s: [],
     ) -> None:
         self.dispatcher = dispatcher
-        self.alerts = _without_overrides(alerts)
+        self.alerts = remote_alert_settings(alerts)
         self.new_history = new_history
         self._past_of = past_of  # a Prometheus server's past of a host, before a time, oldest first
         self.monitors: dict[str, Monitor] = {}
@@ -52,7 +52,7 @@ class RemoteMonitors:
         self._refill.add(host)
 
     def configure(self, alerts: AlertSettings) -> None:
-        self.alerts = _without_overrides(alerts)
+        self.alerts = remote_alert_settings(alerts)
         for monitor in self.monitors.values():
             monitor.configure(self.alerts)
 
@@ -101,8 +101,8 @@ class RemoteMonitors:
         return {host: m.latest for host, m in self.monitors.items() if m.latest is not None}
 
 
-def _without_overrides(alerts: AlertSettings) -> AlertSettings:
-    """The alert settings for a remote host's GPUs: the settings' per-GPU overrides are this
-    machine's GPUs' (by index, chosen beside their names): turning one off silenced every remote
-    GPU of that index too."""
+def remote_alert_settings(alerts: AlertSettings) -> AlertSettings:
+    """The alert settings for a remote host's GPUs (their alerts, their colours in the tray's
+    icon): the settings' per-GPU overrides are this machine's GPUs' (by index, chosen beside their
+    names): turning one off silenced every remote GPU of that index too."""
     return replace(alerts, overrides={}) if alerts.overrides else alerts

@@ -69,6 +69,8 @@ class Tray(QObject):
         self._lines_of: Sample | None = None
         self._tooltip = ""
         self.remote_lines: list[str] = []  # remote hosts' tooltip lines (trayvml.ui.remote_hosts)
+        # The alert settings remote GPUs are coloured by (this machine's, without its per-GPU overrides).
+        self._remote_alerts: tuple[AlertSettings, AlertSettings] | None = None
         self.remote_icon_samples: list[Sample] = []  # remote hosts the icon summarises too
         self._menu_shape: tuple[int, str, bool] | None = None
         self.redraws = 0
@@ -164,10 +166,16 @@ class Tray(QObject):
         self.sample = sample
         content = self._contents.of(sample, self.metric, self.hidden_gpus, self.engine.settings)
         if self.remote_icon_samples:
+            from trayvml.monitor.remotes import remote_alert_settings
             from trayvml.ui.remote_hosts import with_remote_bars
 
+            if self._remote_alerts is None or self._remote_alerts[0] is not self.engine.settings:
+                # Made once a change: the icon's contents are kept by the settings they were made with.
+                self._remote_alerts = (self.engine.settings, remote_alert_settings(self.engine.settings))
+            remote_alerts = self._remote_alerts[1]
+
             def content_of(remote: Sample) -> IconContent:
-                return self._contents.of(remote, self.metric, set(), self.engine.settings)
+                return self._contents.of(remote, self.metric, set(), remote_alerts)
 
             content = with_remote_bars(content, self.remote_icon_samples, content_of)
         self._contents.done()
