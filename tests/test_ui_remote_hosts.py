@@ -25,6 +25,8 @@ from trayvml.ui.tray import Tray
 
 if TYPE_CHECKING:
     from trayvml.ui.app import App
+    from trayvml.ui.host_choice import HostChoice
+    from trayvml.ui.window import GraphWindow
 
 
 @pytest.fixture
@@ -35,8 +37,9 @@ def remote() -> Iterator[FakeRemote]:
     server.stop()
 
 
-def app_reading(remote: FakeRemote, tmp_path: Path) -> App:
-    """The app of a simulated idle machine that reads ``remote``, its config and autostart in ``tmp_path``."""
+def app_reading(remote: FakeRemote, tmp_path: Path, *more: FakeRemote) -> App:
+    """The app of a simulated idle machine that reads ``remote`` (and ``more``), its config and
+    autostart in ``tmp_path``."""
     from trayvml.config import SettingsStore
     from trayvml.nvml.sim import parse_spec
     from trayvml.platform.autostart import XdgAutostart
@@ -46,8 +49,18 @@ def app_reading(remote: FakeRemote, tmp_path: Path) -> App:
         parse_spec("idle"),
         store=SettingsStore(tmp_path / "config.toml"),
         autostart=XdgAutostart(tmp_path),
-        remote_urls=(remote.url,),
+        remote_urls=tuple(r.url for r in (remote, *more)),
     )
+
+
+def window_of(qtbot: QtBot, app: App) -> tuple[GraphWindow, HostChoice]:
+    """``app``'s window, after a sample of this machine, and its host box; the remotes started."""
+    source, _, _ = simulated_source("idle")
+    app.on_sample(source.sample())
+    window = app.ensure_window()
+    qtbot.addWidget(window)
+    app._start_remotes()
+    return window, present(app.host_choice)
 
 
 def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: QtBot, remote: FakeRemote) -> None:
@@ -170,12 +183,7 @@ def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
     the window on the host, another interval on its new history, and the host removed shows this
     machine (the window stayed on the old history, frozen, with no way back)."""
     app = app_reading(remote, tmp_path)
-    source, _, _ = simulated_source("idle")
-    app.on_sample(source.sample())
-    window = app.ensure_window()
-    qtbot.addWidget(window)
-    choice = present(app.host_choice)
-    app._start_remotes()
+    window, choice = window_of(qtbot, app)
     try:
         qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
         choice.box.setCurrentIndex(1)
@@ -694,26 +702,11 @@ def test_a_remote_hosts_history_made_anew_starts_with_what_its_server_kept(remot
 def test_a_host_read_through_two_remotes_is_shown_by_the_one_that_answers(qtbot: QtBot, tmp_path: Path) -> None:
     """dgx-01 read from its exporter and through a server; the server down: the window on dgx-01
     showed it unreachable every tick while its values came through the other."""
-    from trayvml.config import SettingsStore
-    from trayvml.nvml.sim import parse_spec
-    from trayvml.platform.autostart import XdgAutostart
-    from trayvml.ui.app import App
-
     first, second = FakeRemote(), FakeRemote()
     try:
         first.body = second.body = dcgm_exposition("hostname").encode()
-        app = App(
-            parse_spec("idle"),
-            store=SettingsStore(tmp_path / "config.toml"),
-            autostart=XdgAutostart(tmp_path),
-            remote_urls=(first.url, second.url),
-        )
-        source, _, _ = simulated_source("idle")
-        app.on_sample(source.sample())
-        window = app.ensure_window()
-        qtbot.addWidget(window)
-        choice = present(app.host_choice)
-        app._start_remotes()
+        app = app_reading(first, tmp_path, second)
+        window, choice = window_of(qtbot, app)
         try:
 
             def taken(check: Callable[[], bool]) -> Callable[[], bool]:
