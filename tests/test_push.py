@@ -510,3 +510,35 @@ def test_a_destination_that_hangs_holds_no_other_back(receiver: Receiver) -> Non
             assert notifier._busy[0]  # while that one is still being tried
         finally:
             notifier.close(wait_s=0.0)
+
+
+def test_what_was_queued_for_a_destination_kept_goes_out_once_in_order() -> None:
+    """The destinations edited while messages wait: those for a destination kept move to the new
+    notifier, behind nothing (a resolution queued in the new one overtook its alert in the old)."""
+    release = threading.Event()
+    got: list[str] = []
+    senders: list[threading.Thread] = []
+
+    def slow(destination: PushDestination, message: Message, timeout_s: float) -> None:
+        release.wait(5)
+        got.append(message.body)
+        senders.append(threading.current_thread())
+
+    place = PushDestination("webhook", url="http://x.invalid/")
+    earlier = push([place], send=slow)
+    for k in range(3):
+        earlier.notify(Notice((k, "xid"), f"XID {k}", str(k), 2, Severity.CRITICAL))
+    deadline = time.monotonic() + 5
+    while len(earlier._queues[0]) != 2:  # the first one is being sent
+        assert time.monotonic() < deadline
+        time.sleep(0.002)
+    later = push([dataclasses.replace(place, name="renamed")], send=slow)
+    later.carry_over(earlier)
+    later.notify(Notice((3, "xid"), "XID 3", "3", 2, Severity.CRITICAL))
+    earlier.close(wait_s=0.0)
+    release.set()
+    wait_idle(later)
+    later.close()
+    earlier.close()
+    assert got == ["0", "1", "2", "3"]
+    assert senders[0] is earlier._threads[0] and senders[1:] == [later._threads[0]] * 3  # moved, not sent twice

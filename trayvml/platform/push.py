@@ -309,6 +309,8 @@ class PushNotifier:
         self._lock = threading.Condition()
         self._closing = threading.Event()
         self._busy = [False] * len(self.destinations)
+        # By destination: an earlier notifier's and its index there, whose message in flight goes first.
+        self._after: dict[int, tuple[PushNotifier, int]] = {}
         self._status_lock = threading.Lock()  # the status file, written by every destination's thread
         self._threads = [
             threading.Thread(target=self._run, args=(index,), name=f"trayvml-push {index}", daemon=True)
@@ -390,12 +392,20 @@ class PushNotifier:
                     return  # closing, and everything was sent
                 message = queue.popleft()
                 self._busy[index] = True
+                after = self._after.pop(index, None)
+            if after is not None:
+                after[0]._sent_from(after[1], self._timeout_s * self._attempts)
             try:
                 self._deliver(index, message)
             finally:
                 with self._lock:
                     self._busy[index] = False
                     self._lock.notify_all()
+
+    def _sent_from(self, index: int, wait_s: float) -> None:
+        """Waits, ``wait_s`` at most, until destination ``index``'s message in flight is done."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._busy[index], timeout=wait_s)
 
     def _deliver(self, index: int, message: Message) -> None:
         destination = self.destinations[index]
@@ -449,15 +459,22 @@ class PushNotifier:
             thread.join(timeout=max(0.0, deadline_s - time.monotonic()))
 
     def carry_over(self, earlier: PushNotifier) -> None:
-        """What ``earlier`` told each destination this one has too (the settings changed): a
-        resolution goes where its alert went, as without the change."""
+        """What ``earlier`` told each destination this one has too (the settings changed), and what
+        it had yet to send there (the message it is sending stays its own): a resolution goes
+        where its alert went, after it, as without the change."""
         with earlier._status_lock:  # the file is this one's now: the earlier's last sends say nothing there
             earlier._status_file = None
         targets = [_target(d) for d in earlier.destinations]
         with earlier._lock, self._lock:
             for index, destination in enumerate(self.destinations):
                 if _target(destination) in targets:  # its quiet hours, rules or name edited: the same place
-                    self._told[index] = dict(earlier._told[targets.index(_target(destination))])
+                    was = targets.index(_target(destination))
+                    self._told[index] = dict(earlier._told[was])
+                    self._queues[index].extendleft(reversed(earlier._queues[was]))
+                    earlier._queues[was].clear()
+                    if earlier._busy[was]:  # sending one: this one's go out after it
+                        self._after[index] = (earlier, was)
+            self._lock.notify_all()
 
 
 def default_status_file(simulated: bool = False) -> Path:
