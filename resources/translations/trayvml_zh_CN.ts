@@ -1480,10 +1480,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPU {index}</translation>
     </message>
     <message>
-        <source>{gpu}: {rule} no longer watched (its rule was turned off)</source>
-        <translation>{gpu}：{rule}不再监视（其规则已关闭）</translation>
-    </message>
-    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>

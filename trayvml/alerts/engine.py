@@ -19,8 +19,9 @@ from trayvml.alerts.rules import (
     GpuRule,
     Rule,
     Tracker,
+    turned_off_message,
 )
-from trayvml.alerts.severity import MACHINE, Severity, _in_sentence
+from trayvml.alerts.severity import MACHINE, Severity
 from trayvml.core.i18n import translate
 from trayvml.core.levels import Level
 from trayvml.core.metrics import THERMAL_REASON_MASK
@@ -159,8 +160,7 @@ class AlertEngine:
             if tracker.level is not None and not self.settings.for_gpu(gpu, key).enabled:
                 del self._trackers[(gpu, key)]  # turned on again, it starts afresh
                 name = names.get(gpu, UNKNOWN_NAME)
-                label = _in_sentence(translate("alerts", RULE_BY_KEY[key].label))
-                message = translate("alerts", "{rule} no longer watched (its rule was turned off)").format(rule=label)
+                message = turned_off_message(key)
                 # Told where its firing was (the rules that keep no such mark always tell theirs).
                 told = tracker.announced or key in _ALWAYS_TOLD
                 event = AlertEvent(sample.timestamp_s, gpu, name, key, "resolved", Severity.INFO, message, notify=told)

@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts.dispatch import Outgoing
-from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule
+from trayvml.alerts.rules import RULE_BY_KEY, TURNED_OFF_BODY, AlertEvent, ThresholdRule, turned_off_message
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.units import format_clock, format_duration, short_name
@@ -78,7 +78,7 @@ def notification_body(event: AlertEvent, details: str = "") -> str:
     """What a notification about one event says below its title: thresholds, details, advice."""
     if event.kind == "resolved":
         if event.turned_off:
-            return translate("notices", "Not known to be back to normal: its rule was turned off in the settings.")
+            return translate("notices", TURNED_OFF_BODY)
         return translate("notices", "Back to normal.")
     return "\n".join(part for part in (event.detail, details, advice(event.rule)) if part) or event.message
 
@@ -276,10 +276,8 @@ class Grouper:
             gpus = host_prefix(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
         if group.turned_off:
-            title = translate("alerts", "{gpu}: {rule} no longer watched (its rule was turned off)").format(
-                gpu=gpus, rule=_label(rule)
-            )
-            body = translate("notices", "Not known to be back to normal: its rule was turned off in the settings.")
+            title = translate("alerts", "{gpu}: {message}").format(gpu=gpus, message=turned_off_message(rule))
+            body = translate("notices", TURNED_OFF_BODY)
         elif now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
                 duration=format_duration(now_s - group.started_s, "min")

@@ -42,12 +42,23 @@ class AlertEvent:
             if self.gpu_name == UNKNOWN_NAME
             else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
         )
-        if self.kind == "resolved":
+        if self.kind == "resolved" and not self.turned_off:  # turned off: its message says so
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
-            if self.turned_off:
-                return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
             return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
         return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
+
+
+# What a notification ending an alert whose rule was turned off says below its title.
+TURNED_OFF_BODY = QT_TRANSLATE_NOOP(
+    "notices", "Not known to be back to normal: its rule was turned off in the settings."
+)
+
+
+def turned_off_message(rule: str) -> str:
+    """What ends an alert whose rule was turned off while it fired, after its GPU (a machine
+    rule's: alone): not "back to normal", which is not known."""
+    label = _in_sentence(translate("alerts", RULE_BY_KEY[rule].label))
+    return translate("alerts", "{rule} no longer watched (its rule was turned off)").format(rule=label)
 
 
 @dataclass(frozen=True)
