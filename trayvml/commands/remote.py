@@ -183,9 +183,8 @@ class RemoteLog:
         self.remotes = remotes
         self.demand = demand
         self._down: dict[str, str] = {}  # "this machine" or "host (URL)" -> the sentence last said
-        self._logged: dict[
-            tuple[str, str, int], int
-        ] = {}  # (URL, host, GPU) -> when its last row's values were read (ms)
+        # (URL, host, GPU) -> when its last row's values were read (ms)
+        self._logged: dict[tuple[str, str, int], int] = {}
         self._simulated: set[str] = set()  # hosts already said to serve simulated GPUs
 
     def _say(self, who: str, problem: str) -> None:

@@ -601,9 +601,8 @@ class App(QObject):
         self._stop_remotes()
         self._make_remote_hosts()
         self._start_remotes()
-        if self.host_choice is not None:  # a host gone shows this machine; one kept, its history (perhaps new)
+        if self.host_choice is not None:  # a host gone shows this machine (one kept: _resize_remote_histories)
             self.host_choice.refresh_hosts()
-            self.host_choice.show_again()
 
     def _resize_remote_histories(self) -> None:
         """Each remote host's history made anew where its tiers (the length, the interval) changed:
@@ -611,10 +610,10 @@ class App(QObject):
         if self.remote_monitors is None:
             return
         tiers = self._tiers(self.settings.history_hours * 3600.0)
-        for host, monitor in self.remote_monitors.monitors.items():
-            if monitor.history.tiers != tiers:
-                self.remote_monitors.renew_history(host, self._new_history())
-        if self.host_choice is not None:
+        renewed = [host for host, monitor in self.remote_monitors.monitors.items() if monitor.history.tiers != tiers]
+        for host in renewed:
+            self.remote_monitors.renew_history(host, self._new_history())
+        if renewed and self.host_choice is not None:  # the host shown: its new history
             self.host_choice.show_again()
 
     def take_remote_samples(self) -> None:
