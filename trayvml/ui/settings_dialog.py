@@ -239,9 +239,12 @@ class _RuleGrid(QWidget):
 def _form_page() -> tuple[QWidget, QFormLayout]:
     """A settings page: labels right of nothing, fields at their size hint (capped), room below."""
     page = QWidget()
-    form = QFormLayout(page)
+    column = QVBoxLayout(page)
+    form = QFormLayout()
     form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.FieldsStayAtSizeHint)
     form.setLabelAlignment(Qt.AlignmentFlag.AlignLeft)
+    column.addLayout(form)
+    column.addStretch(1)  # the room below: a form alone spreads a short page's rows down the page
     return page, form
 
 
