@@ -1,11 +1,12 @@
 """What each remote host costs the tray (issue 23, PERFORMANCE.md P12'): the whole path, read to icon.
 
     .venv/bin/python benchmarks/bench_remote_tray.py [--hosts 0,1,4,8] [--seconds 60] [--runs 1]
-        [--profile FILE]
+        [--interval S] [--profile FILE]
 
 The tray runs on a virtual desktop with a real StatusNotifierItem host (as ``bench_cost.py``'s idle
 tray), window closed, on 8 simulated local H100s (``latency=realistic``), reading H remote hosts
-at 1 Hz, each a ``trayvml serve`` of its own on 8 simulated H100s. Inside the tray a thread reads
+every S s (``remote_interval_s``; default 1, as before the setting), each a ``trayvml serve`` of
+its own on 8 simulated H100s. Inside the tray a thread reads
 every thread's CPU time (/proc's schedstat) when the settling ends and again S seconds later; the extra per
 host is the tray's CPU over the same tray reading none, divided by H, per thread group (the GUI
 thread, the remotes' threads, the rest). ``--profile FILE``: a second run of each row under
@@ -122,11 +123,14 @@ def _diff(start: list[dict], end: list[dict]) -> dict:
     return {f: v for f, v in total.items() if v[1] > 0}
 
 
-def run_tray(stack_env: dict[str, str], urls: list[str], seconds: float, profile: bool) -> dict:
+def run_tray(stack_env: dict[str, str], urls: list[str], seconds: float, profile: bool, interval_s: float) -> dict:
     import pickle
 
     with tempfile.TemporaryDirectory(prefix="trayvml-bench-") as folder:
         out = Path(folder) / "result.pickle"
+        config = Path(folder) / "config" / "trayvml" / "config.toml"
+        config.parent.mkdir(parents=True)
+        config.write_text(f"remote_interval_s = {interval_s!r}\n")
         env = {
             **stack_env,
             "XDG_DATA_HOME": f"{folder}/data",
@@ -176,6 +180,7 @@ def main() -> None:
     parser.add_argument("--hosts", default="0,1,4,8", help="remote host counts (default 0,1,4,8; 0 is the baseline)")
     parser.add_argument("--seconds", type=float, default=60.0, help="per row (default 60)")
     parser.add_argument("--runs", type=int, default=1, help="runs of each row (medians; default 1)")
+    parser.add_argument("--interval", type=float, default=1.0, help="seconds between a host's reads (default 1)")
     parser.add_argument("--profile", default="", help="also profile each row under cProfile, written here")
     args = parser.parse_args()
     counts = sorted({0, *(int(h) for h in args.hosts.split(","))})
@@ -190,7 +195,7 @@ def main() -> None:
         desktop = stack.enter_context(DesktopStack("sni", notifications=False))
         for run in range(args.runs):
             for count in counts:
-                result = run_tray(desktop.env, urls[:count], args.seconds, profile=False)
+                result = run_tray(desktop.env, urls[:count], args.seconds, False, args.interval)
                 figures = {k: v / result["wall"] * 100 for k, v in _groups(result["cpu"]).items()}
                 figures["total"] = sum(figures.values())
                 rows.setdefault(count, []).append(figures)
@@ -198,9 +203,12 @@ def main() -> None:
                 print(f"run {run + 1}, {count} host(s): % of a core: {shown}", flush=True)
         if args.profile:
             for count in counts:
-                profiles.append(_profile_text(count, run_tray(desktop.env, urls[:count], args.seconds, profile=True)))
+                profiles.append(
+                    _profile_text(count, run_tray(desktop.env, urls[:count], args.seconds, True, args.interval))
+                )
     print(
-        f"\nTray (SNI host, window closed, 8 local simulated H100s) reading H remote hosts at 1 Hz, {args.seconds:g} s"
+        f"\nTray (SNI host, window closed, 8 local simulated H100s) reading H remote hosts every {args.interval:g} s,"
+        f" {args.seconds:g} s"
     )
     columns = ["GUI thread", "remote readers", "remote deadlines", "rest", "total"]
     print(f"{'hosts':>5} " + " ".join(f"{c:>16}" for c in columns) + f" {'extra per host':>14}")

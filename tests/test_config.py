@@ -48,6 +48,7 @@ def changed_settings() -> Settings:
         history_coarse_days=30,
         history_size_mib=256,
         icon_remote_hosts=("dgx-01", "gpu-box"),
+        remote_interval_s=3.5,
         alerts=AlertSettings(rules=rules, overrides={1: {"temperature": gpu1}}),
     )
 

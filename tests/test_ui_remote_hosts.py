@@ -45,9 +45,11 @@ def app_reading(remote: FakeRemote, tmp_path: Path, *more: FakeRemote) -> App:
     from trayvml.platform.autostart import XdgAutostart
     from trayvml.ui.app import App
 
+    store = SettingsStore(tmp_path / "config.toml")
+    store.save(Settings(remote_interval_s=1.0))  # read each second: the tests wait on their reads
     return App(
         parse_spec("idle"),
-        store=SettingsStore(tmp_path / "config.toml"),
+        store=store,
         autostart=XdgAutostart(tmp_path),
         remote_urls=tuple(r.url for r in (remote, *more)),
     )
@@ -214,7 +216,7 @@ def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
         app._restart_remotes()  # what another remote host list does: this host's monitor is kept
         assert present(app.remote_monitors).monitors["dgx-01"] is monitor and monitor.history is history
         assert choice.host == "dgx-01" and window.history is history
-        app.apply_settings(replace(app.settings, sampling_interval_s=2.0))  # other tiers: a new history
+        app.apply_settings(replace(app.settings, remote_interval_s=2.0))  # other tiers: a new history
         assert present(app.remote_monitors).monitors["dgx-01"] is monitor and monitor.history is not history
         assert choice.host == "dgx-01" and window.history is monitor.history
         app._remote_urls = ()  # the host removed
@@ -398,6 +400,34 @@ def test_remote_hosts_removed_from_the_settings_leave_the_menu_and_nothing_reads
     app.apply_settings(replace(app.settings, remote_hosts=()))
     assert app.remotes is None and app.remote_monitors is None
     assert app.tray.remote_lines == [] and not [a for a in app.tray.menu.actions() if a.text() == "dgx-01"]
+    app._stop_remotes()
+
+
+def test_remote_hosts_are_read_at_their_own_interval_and_their_history_has_a_row_a_read(qapp, tmp_path: Path) -> None:
+    """A remote host is read every ``remote_interval_s`` (each read costs the host too), not at this
+    machine's sampling interval, and its history's finest rows are that far apart: a row a second
+    of a host read every 5 s would be a line broken into dashes."""
+    from trayvml.config import SettingsStore
+    from trayvml.core.sample import RemoteOrigin, SystemInfo
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    app = App(parse_spec("idle"), store=SettingsStore(tmp_path / "config.toml"), autostart=XdgAutostart(tmp_path))
+    url = closed_port_url()
+    app.apply_settings(replace(app.settings, remote_hosts=(url,)))
+    remotes, monitors = present(app.remotes), present(app.remote_monitors)
+    assert [s.interval_s for s in remotes.sources] == [5.0]  # the default
+    source, _, _ = simulated_source("idle:gpus=rtx4090")
+    read = replace(source.sample(), system=SystemInfo("dgx-01", "", "", ""), remote=RemoteOrigin(url, "dcgm-exporter"))
+    monitors.take([read])
+    history = monitors.monitors["dgx-01"].history
+    assert history.tiers[0].step_s == 5.0
+    app.apply_settings(replace(app.settings, sampling_interval_s=2.0))  # this machine's: the remotes go on
+    assert app.remotes is remotes and monitors.monitors["dgx-01"].history is history
+    app.apply_settings(replace(app.settings, remote_interval_s=2.5))
+    assert app.remotes is not remotes and [s.interval_s for s in present(app.remotes).sources] == [2.5]
+    assert monitors.monitors["dgx-01"].history.tiers[0].step_s == 2.5
     app._stop_remotes()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from PySide6.QtWidgets import QDialogButtonBox, QLabel
+from PySide6.QtWidgets import QDialogButtonBox, QLabel, QTabWidget
 
 from tests.helpers import present, simulated_source
 from tests.test_config import changed_settings, same
@@ -44,6 +44,8 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     dialog.store_spins["history_fine_hours"].setValue(72)
     dialog.store_spins["history_size_mib"].setValue(1024)
     dialog.icon_remote_hosts.setText(" dgx-01 ,, gpu-box ")
+    assert "costs this computer and the host" in dialog.remote_interval.toolTip()
+    dialog.remote_interval.setValue(10)
     dialog.rule_grid.rows["temperature"][2]["critical_enter"].setText("88")
     dialog.gpu_choice.setCurrentIndex(1)
     _, override, edits = dialog.override_grid.rows["temperature"]
@@ -61,10 +63,25 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     (settings,) = applied
     assert settings.sampling_interval_s == 2.5 and settings.tray_metric == "power" and settings.hidden_gpus == (3,)
     assert (settings.history_fine_hours, settings.history_size_mib) == (72, 1024)
-    assert settings.icon_remote_hosts == ("dgx-01", "gpu-box")
+    assert settings.icon_remote_hosts == ("dgx-01", "gpu-box") and settings.remote_interval_s == 10.0
     assert settings.alerts.for_gpu(0, "temperature").critical_enter == 88.0
     assert settings.alerts.for_gpu(1, "temperature").critical_enter == 80.0
     assert set(settings.alerts.overrides) == {1}
+
+
+def test_a_short_page_holds_its_rows_at_the_top(qtbot) -> None:
+    """The Remote hosts page's two rows open at its top, the room below them (a form alone
+    spread them down the page, its first row in the middle)."""
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    dialog.resize(760, 480)
+    dialog.show()
+    page = present(dialog.remote_hosts.parentWidget())
+    present(dialog.findChild(QTabWidget)).setCurrentWidget(page)
+    qtbot.waitUntil(page.isVisible)
+    row_gap_px = dialog.remote_interval.geometry().top() - dialog.remote_hosts.geometry().bottom()
+    assert dialog.remote_hosts.geometry().top() < 30 and row_gap_px < 30
+    assert page.height() - dialog.remote_interval.geometry().bottom() > 150
 
 
 @pytest.mark.parametrize(

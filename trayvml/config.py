@@ -160,6 +160,19 @@ GENERAL: tuple[Setting, ...] = (
         ),
     ),
     Setting(
+        "remote_interval_s",
+        QT_TRANSLATE_NOOP("settings", "Read remote hosts every (s)"),
+        5.0,
+        1.0,
+        600.0,
+        description=QT_TRANSLATE_NOOP(
+            "settings",
+            "How often each remote host is read; its graphs have a point this often. Each read costs "
+            "this computer and the host: a host whose exporter reads its GPUs when asked (trayvml serve) "
+            "reads them each time.",
+        ),
+    ),
+    Setting(
         "serve_metrics",
         QT_TRANSLATE_NOOP("settings", "Serve metrics to Prometheus"),
         False,
@@ -309,6 +322,7 @@ class Settings:
     serve_metrics: bool = _default("serve_metrics")
     # Exporter or prometheus+http(s):// URLs; the only place credentials (user:password@) may be given.
     remote_hosts: tuple[str, ...] = ()
+    remote_interval_s: float = _default("remote_interval_s")
     # Remote hosts (by name) whose GPUs the tray icon adds to this machine's bars; "*": every one.
     icon_remote_hosts: tuple[str, ...] = ("*",)
     # Where alerts are pushed beyond this desktop (ntfy, webhooks, Slack, e-mail): trayvml/platform/push.py.

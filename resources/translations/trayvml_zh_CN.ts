@@ -3793,6 +3793,14 @@ For {duration} now.</source>
         <translation>磁盘上的历史记录保留每个 GPU 这么多个进程（最大的那些）随时间变化的显存和 SM 占比。0：不保留，托盘也不会为此读取进程列表。</translation>
     </message>
     <message>
+        <source>Read remote hosts every (s)</source>
+        <translation>远程主机读取间隔 (s)</translation>
+    </message>
+    <message>
+        <source>How often each remote host is read; its graphs have a point this often. Each read costs this computer and the host: a host whose exporter reads its GPUs when asked (trayvml serve) reads them each time.</source>
+        <translation>每台远程主机多久读取一次；其图表也按此间隔取点。每次读取都会占用本机和该主机的资源：在被询问时才读取 GPU 的导出器（trayvml serve）每次都会读取一遍。</translation>
+    </message>
+    <message>
         <source>{where}: {problem}</source>
         <translation>{where}：{problem}</translation>
     </message>

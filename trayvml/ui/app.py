@@ -295,23 +295,28 @@ class App(QObject):
         if self.window is not None:
             self.window.store_note = note
 
-    def _new_history(self, span_s: float | None = None) -> History:
-        """A remote host's timelines (nothing of theirs is on disk): the whole span in memory."""
+    def _new_history(self) -> History:
+        """A remote host's timelines (nothing of theirs is on disk): the whole span in memory, a
+        row each read."""
         from trayvml.history.timeline import History
 
-        return History(self._tiers(self.settings.history_hours * 3600.0 if span_s is None else span_s))
+        return History(self._remote_tiers())
 
-    def _tiers(self, span_s: float) -> tuple[Tier, ...]:
+    def _remote_tiers(self) -> tuple[Tier, ...]:
+        return self._tiers(self.settings.history_hours * 3600.0, self.settings.remote_interval_s)
+
+    def _tiers(self, span_s: float, interval_s: float) -> tuple[Tier, ...]:
         from trayvml.history.rings import default_tiers
 
-        return default_tiers(span_s, self.settings.sampling_interval_s)
+        return default_tiers(span_s, interval_s)
 
     def _local_tiers(self) -> tuple[Tier, ...]:
         """This machine's timelines: with the store on, memory holds MEMORY_WITH_STORE_S and the
         window reads older ranges from disk (History.disk). The store's coarse tiers have no fresh
         hour (packed each UTC hour), so memory covers the hour being written and then some."""
         span_s = self.settings.history_hours * 3600.0
-        return self._tiers(min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s)
+        span_s = min(span_s, MEMORY_WITH_STORE_S) if self._past_on_disk else span_s
+        return self._tiers(span_s, self.settings.sampling_interval_s)
 
     def _new_local_history(self) -> History:
         from trayvml.history.timeline import History
@@ -484,7 +489,7 @@ class App(QObject):
     def _watch_settings(self) -> None:
         """Who hears of which setting's change (each listener once per change)."""
         watch = self.model.on_change
-        watch(("remote_hosts", "sampling_interval_s"), lambda s: self._restart_remotes())
+        watch(("remote_hosts", "remote_interval_s"), lambda s: self._restart_remotes())
         watch("serve_metrics", lambda s: self._serve(s.serve_metrics))
         watch("alerts", self._alerts_changed)
         watch("notifications", lambda s: self._combine_notifiers())
@@ -569,7 +574,7 @@ class App(QObject):
         endpoints, problems = endpoints_from(self.settings.remote_hosts, self._remote_urls)
         for problem in problems:
             print(f"trayvml: {problem}", file=sys.stderr)
-        self.remotes = Remotes(endpoints, self.settings.sampling_interval_s)
+        self.remotes = Remotes(endpoints, self.settings.remote_interval_s)
         self.remotes.keep_backlog()  # a GUI thread held up (a window opening) takes the reads it missed
         self.remotes.keep_past(self.settings.history_hours * 3600.0)  # a Prometheus server's, for a new history
         if self.remote_monitors is None:
@@ -609,7 +614,7 @@ class App(QObject):
         nothing of theirs is on disk to fill it from; their past starts again."""
         if self.remote_monitors is None:
             return
-        tiers = self._tiers(self.settings.history_hours * 3600.0)
+        tiers = self._remote_tiers()
         renewed = [host for host, monitor in self.remote_monitors.monitors.items() if monitor.history.tiers != tiers]
         for host in renewed:
             self.remote_monitors.renew_history(host, self._new_history())

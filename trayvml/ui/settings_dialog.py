@@ -356,6 +356,14 @@ class SettingsDialog(QDialog):
         self.remote_hosts.setFixedHeight(self.remote_hosts.fontMetrics().lineSpacing() * 6 + 12)
         self.remote_hosts.setMinimumWidth(self.remote_hosts.fontMetrics().averageCharWidth() * URL_CHARS)
         form.addRow(translate("SettingsDialog", "Remote hosts"), self.remote_hosts)
+        self.remote_interval = QDoubleSpinBox()
+        self.remote_interval.setObjectName("remote_interval")
+        spec = GENERAL_BY_KEY["remote_interval_s"]
+        self.remote_interval.setRange(spec.minimum or 1, spec.maximum or 600)
+        self.remote_interval.setDecimals(1)
+        self.remote_interval.setSuffix(" s")
+        self.remote_interval.setToolTip(translate("settings", spec.description))
+        form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.remote_interval)
         tabs.addTab(remote, translate("SettingsDialog", "Remote hosts"))
 
         serving, form = _form_page()
@@ -468,6 +476,7 @@ class SettingsDialog(QDialog):
         self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
         self.serve_metrics.setChecked(settings.serve_metrics)
         self.remote_hosts.setPlainText("\n".join(settings.remote_hosts))
+        self.remote_interval.setValue(settings.remote_interval_s)
         hosts = [translate("SettingsDialog", "all") if h == ALL_HOSTS else h for h in settings.icon_remote_hosts]
         self.icon_remote_hosts.setText(", ".join(hosts))
         self.history_on_disk.setChecked(settings.history_on_disk)
@@ -526,6 +535,7 @@ class SettingsDialog(QDialog):
             history_size_mib=self.store_spins["history_size_mib"].value(),
             process_history_per_gpu=self.store_spins["process_history_per_gpu"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
+            remote_interval_s=round(self.remote_interval.value(), 1),
             push=self.push_page.destinations(),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
