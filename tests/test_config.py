@@ -122,6 +122,7 @@ def assert_set_aside(folder: Path, content: bytes, reason: str = "") -> str:
         ("sampling_interval_s = 'fast'", "sampling_interval_s should be float"),
         ("sampling_interval_s = 0.01", "outside 0.5–60"),
         ("sampling_interval_s = nan", "outside 0.5–60"),
+        ("remote_interval_s = 120", "Read remote hosts every (s): 120 is outside 1–60"),
         ("tray_metric = 'colour'", "'colour' is not one of"),
         ("[alerts.temperature]\ncritical_clear = 95.0", "must be below its enter threshold"),
         ("[gpus.0.alerts.temperature]\nhold_s = 'long'", "should be a number"),

@@ -359,7 +359,7 @@ class SettingsDialog(QDialog):
         self.remote_interval = QDoubleSpinBox()
         self.remote_interval.setObjectName("remote_interval")
         spec = GENERAL_BY_KEY["remote_interval_s"]
-        self.remote_interval.setRange(spec.minimum or 1, spec.maximum or 600)
+        self.remote_interval.setRange(spec.minimum or 1, spec.maximum or 60)
         self.remote_interval.setDecimals(1)
         self.remote_interval.setSuffix(" s")
         self.remote_interval.setToolTip(translate("settings", spec.description))
