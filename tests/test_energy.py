@@ -58,6 +58,17 @@ def test_power_is_integrated_without_a_counter_and_a_sleeping_gpu_counts_0_w() -
     assert math.isnan(unknown.since_start_wh(0))
 
 
+def test_power_read_each_minute_is_integrated_and_a_longer_gap_is_not() -> None:
+    """At the longest interval (60 s) readings come a few ms either side of a minute apart: each
+    gap is integrated (half were dropped at a 60 s limit); two minutes unread are not."""
+    meter = EnergyMeter()
+    for t_s in (0.0, 60.004, 119.998, 180.02):  # three minutes at 120 W: 6 Wh
+        meter.update(gpu_sample(t_s, power_w=120))
+    assert math.isclose(meter.since_start_wh(0), 120 * 180.02 / 3600)
+    meter.update(gpu_sample(300.02, power_w=120))
+    assert math.isclose(meter.since_start_wh(0), 120 * 180.02 / 3600)
+
+
 def test_a_counter_not_read_for_a_while_does_not_count_that_while_twice() -> None:
     # The tray reads the counter only while its window is open: the idle tray does not ask for it.
     meter = EnergyMeter()

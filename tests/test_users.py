@@ -60,6 +60,15 @@ def test_ticks_without_lists_add_no_time_and_a_long_gap_is_not_counted() -> None
     assert row.processes == 0 and row.gpus == () and math.isclose(row.gpu_seconds, 10.0)
 
 
+def test_lists_read_a_minute_apart_add_their_gpu_time() -> None:
+    """Read at the longest interval (60 s), a few ms either side of a minute apart: each counts."""
+    usage = UserUsage()
+    procs = {0: (_p(0, 1, "alice", 1e9, 50.0),)}
+    for t_s in (0.0, 60.004, 119.998, 180.02):
+        usage.update(_sample(t_s, procs))
+    assert math.isclose(usage.rows()[0].gpu_seconds, 180.02 * 0.5)
+
+
 def test_gpu_seconds_add_up_per_job_across_its_processes_and_gpus() -> None:
     from dataclasses import replace
 

@@ -164,7 +164,7 @@ GENERAL: tuple[Setting, ...] = (
         QT_TRANSLATE_NOOP("settings", "Read remote hosts every (s)"),
         5.0,
         1.0,
-        60.0,  # as the sampling interval: energy and GPU time are not summed across longer gaps
+        60.0,  # as the sampling interval (energy and GPU time are summed across gaps of up to 90 s)
         description=QT_TRANSLATE_NOOP(
             "settings",
             "How often each remote host is read; its graphs have a point this often. Each read costs "

@@ -27,7 +27,10 @@ if TYPE_CHECKING:
 
 J_PER_WH = 3600.0
 CHECKPOINT_S = 10.0  # how finely energy over a range can be told
-MAX_GAP_S = 60.0  # power is not integrated across a longer gap (the app was stopped, a stall)
+# Power is not integrated across a longer gap between readings (the app was stopped, a stall): 1.5
+# times the longest sampling or remote interval (60 s), as readings that far apart come a few ms
+# either side of it (half of them were dropped at 60 s).
+MAX_GAP_S = 90.0
 DRIVER, INTEGRATED = "driver counter", "integrated power"  # in snapshot --json: not translated
 
 

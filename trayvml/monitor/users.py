@@ -17,7 +17,9 @@ from dataclasses import dataclass
 
 from trayvml.core.sample import MetricState, ProcessSample, Sample
 
-MAX_GAP_S = 60.0  # a longer gap between reads (stopped app, lists not wanted) adds no GPU time
+# A longer gap between reads (stopped app, lists not wanted) adds no GPU time, as it adds no energy.
+from trayvml.monitor.energy import MAX_GAP_S
+
 JOBS_MAX = 4096  # jobs kept; past it, those with no process now are forgotten
 
 JobKey = tuple[str, str, float]  # (kind, name, start time of a process that is its own job, else -1)
