@@ -200,6 +200,16 @@ def test_fixture_fields_are_the_query() -> None:
     assert (FIXTURES / "query-compute-apps.fields").read_text().strip() == ",".join(APP_FIELDS)
 
 
+@pytest.mark.parametrize(("interval_s", "lists_every_s"), [(1.0, 5), (5.0, 5), (20.0, 20)])
+def test_process_lists_come_every_5_s_or_every_interval_past_it(interval_s: float, lists_every_s: int) -> None:
+    """A host read every 5 s (the tray's default) gets its process lists each read, not every
+    25 s: a process that ended stayed listed, and was given energy, that long."""
+    from trayvml.remote.ssh import remote_script
+
+    script = remote_script(interval_s)
+    assert f"-l {round(interval_s)} " in script and f"echo P.; sleep {lists_every_s}; done" in script
+
+
 def test_ssh_urls_parse_and_passwords_are_refused() -> None:
     endpoint = parse_endpoint("ssh://alice@gpu-box:2222")
     assert (endpoint.ssh, endpoint.host, endpoint.port, endpoint.username) == (True, "gpu-box", 2222, "alice")

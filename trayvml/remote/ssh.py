@@ -8,7 +8,7 @@ answering (``ServerAliveInterval``). On the host, one small POSIX shell loop run
 - where ``trayvml`` is installed (``command -v trayvml``): ``trayvml snapshot --json`` every interval,
   each document followed by a marker line;
 - otherwise ``nvidia-smi --query-gpu=FIELDS --format=csv,noheader,nounits -l N``, and
-  ``nvidia-smi --query-compute-apps=...`` every few intervals, each line prefixed by which it is.
+  ``nvidia-smi --query-compute-apps=...`` every interval or 5 s, the longer, each line prefixed by which it is.
 
 Both are parsed into the same Sample objects as the other remote readers. What nvidia-smi does not
 report is "not supported", never 0: older drivers write ``[Not Supported]`` for a field a GPU lacks;
@@ -59,7 +59,9 @@ CONNECT_TIMEOUT_S = 10
 ALIVE_INTERVAL_S = 5  # ssh ends a connection after 3 keep-alives go unanswered: 15 s
 FIRST_ANSWER_S = 15.0  # from starting ssh to the first complete batch (connection, login, a first read)
 TERMINATE_WAIT_S = 2.0  # after SIGTERM, before SIGKILL
-PROCESS_EVERY = 5  # the process list is read every this many intervals (it costs a few ms per GPU)
+PROCESS_EVERY_S = (
+    5  # the process list is read this often at most (it costs a few ms per GPU), and every interval past it
+)
 MAX_LINE = 1 << 20  # a line longer than this is not nvidia-smi's, nor a snapshot's
 STDERR_LINES = 20
 
@@ -123,7 +125,7 @@ def remote_script(interval_s: float) -> str:
         f"nvidia-smi --query-gpu={query} --format=csv,noheader,nounits -l {seconds} 2>&1 "
         f"| {prefix.format(tag='G')} & "
         f"while :; do nvidia-smi --query-compute-apps={apps} --format=csv,noheader,nounits 2>&1 "
-        f"| {prefix.format(tag='P')}; echo P.; sleep {seconds * PROCESS_EVERY}; done"
+        f"| {prefix.format(tag='P')}; echo P.; sleep {max(seconds, PROCESS_EVERY_S)}; done"
     )
     return f"if command -v trayvml >/dev/null 2>&1; then echo T; {trayvml}; else echo N; {smi}; fi"
 
