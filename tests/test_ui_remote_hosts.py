@@ -779,3 +779,26 @@ def test_the_icon_colours_remote_gpus_without_this_machines_per_gpu_overrides(qa
     assert tray._content is not None
     remote_bar = tray._content.bars[1]  # after this machine's one GPU
     assert remote_bar.level is not Level.NORMAL
+
+
+def test_remote_reads_wait_for_this_machines_sample_at_most_the_shorter_interval(qapp, tmp_path: Path) -> None:
+    """This machine sampled every 10 s, a host read each second: its reads are taken by the timer
+    within 1.5 s, not 15 (30 piled up by then, and the oldest were dropped); a new sampling
+    interval sets the timer again."""
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    store = SettingsStore(tmp_path / "config.toml")
+    store.save(Settings(sampling_interval_s=10.0, remote_interval_s=1.0, remote_hosts=(closed_port_url(),)))
+    app = App(parse_spec("idle"), store=store, autostart=XdgAutostart(tmp_path))
+    try:
+        app._start_remotes()
+        assert app._remote_timer.isActive() and app._remote_timer.interval() == 1500
+        app.apply_settings(replace(app.settings, sampling_interval_s=2.0, remote_interval_s=5.0))
+        assert app._remote_timer.isActive() and app._remote_timer.interval() == 3000
+        app.apply_settings(replace(app.settings, sampling_interval_s=0.5))  # the remotes go on: the timer anew
+        assert app._remote_timer.isActive() and app._remote_timer.interval() == 750
+    finally:
+        app._stop_remotes()

@@ -57,8 +57,8 @@ EXIT_NO_DISPLAY = 4
 TRAY_WAIT_S = 10.0  # at login the panel may come up after us
 TRAY_POLL_MS = 500
 REMOTE_QUIT_WAIT_S = 0.5  # quitting waits this long for a remote read in flight, then leaves it
-# The remote hosts' reads are taken with each of this machine's samples; after this many sampling
-# intervals without one (a stuck driver), by a timer of their own.
+# The remote hosts' reads are taken with each of this machine's samples; after this many intervals
+# without one (a stuck driver; the sampling interval or the remote one, the shorter), by a timer.
 REMOTE_ALONE_AFTER = 1.5
 log = logging.getLogger(__name__)
 NO_DISPLAY_MESSAGE = i18n.QT_TRANSLATE_NOOP(
@@ -494,7 +494,7 @@ class App(QObject):
         watch("alerts", self._alerts_changed)
         watch("notifications", lambda s: self._combine_notifiers())
         watch("push", lambda s: self._use_push())
-        watch("sampling_interval_s", lambda s: self.sampler.set_interval(s.sampling_interval_s))
+        watch("sampling_interval_s", lambda s: self._sampling_interval_changed(s.sampling_interval_s))
         watch(("history_hours", "sampling_interval_s"), lambda s: self._resize_history())
         watch("history_hours", lambda s: self._resize_remote_histories())  # the interval restarts them
         watch("hidden_gpus", self._hidden_gpus_changed)
@@ -594,7 +594,19 @@ class App(QObject):
             self.remotes.start()
             # This machine's samples take the remotes' reads each tick (one update of the tray for
             # both); the timer takes them only where those stop coming (a stuck driver).
-            self._remote_timer.start(max(100, int(self.settings.sampling_interval_s * 1000 * REMOTE_ALONE_AFTER)))
+            self._remote_timer.start(self._remote_alone_ms())
+
+    def _remote_alone_ms(self) -> int:
+        """How long the remotes' reads wait for one of this machine's samples: REMOTE_ALONE_AFTER
+        intervals, of whichever is read more often (this machine sampled every 30 s, a remote
+        read each second had its reads shown 30 at a time, and more than BACKLOG_READS lost)."""
+        interval_s = min(self.settings.sampling_interval_s, self.settings.remote_interval_s)
+        return max(100, int(interval_s * 1000 * REMOTE_ALONE_AFTER))
+
+    def _sampling_interval_changed(self, interval_s: float) -> None:
+        self.sampler.set_interval(interval_s)
+        if self._remote_timer.isActive():
+            self._remote_timer.start(self._remote_alone_ms())
 
     def _stop_remotes(self) -> None:
         self._remote_timer.stop()
