@@ -360,7 +360,7 @@ class SettingsDialog(QDialog):
         self.remote_interval.setObjectName("remote_interval")
         spec = GENERAL_BY_KEY["remote_interval_s"]
         self.remote_interval.setRange(spec.minimum or 1, spec.maximum or 60)
-        self.remote_interval.setDecimals(1)
+        self.remote_interval.setDecimals(2)
         self.remote_interval.setSuffix(" s")
         self.remote_interval.setToolTip(translate("settings", spec.description))
         form.addRow(translate("settings", spec.label).replace(" (s)", ""), self.remote_interval)
@@ -535,7 +535,7 @@ class SettingsDialog(QDialog):
             history_size_mib=self.store_spins["history_size_mib"].value(),
             process_history_per_gpu=self.store_spins["process_history_per_gpu"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
-            remote_interval_s=round(self.remote_interval.value(), 1),
+            remote_interval_s=round(self.remote_interval.value(), 2),
             push=self.push_page.destinations(),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
