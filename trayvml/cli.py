@@ -151,7 +151,9 @@ def build_parser() -> argparse.ArgumentParser:
         default=argparse.SUPPRESS,
         metavar="S",
         help=translate(
-            "cli", "seconds between samples, {minimum} to {maximum} (default: the tray app's settings; {log} for log)"
+            "cli",
+            "seconds between samples of this machine's GPUs, {minimum} to {maximum} (default: the tray app's "
+            "settings; {log} for log)",
         ).format(minimum=f"{interval.minimum:g}", maximum=f"{interval.maximum:g}", log=f"{LOG_INTERVAL_S:g}"),
     )
     driver = _Parser(add_help=False)

@@ -75,7 +75,9 @@ GENERAL: tuple[Setting, ...] = (
         0.5,
         60.0,
         description=QT_TRANSLATE_NOOP(
-            "settings", "How often GPUs are read. NVML refreshes utilization about once a second."
+            "settings",
+            "How often this computer's GPUs are read (remote hosts: on the Remote hosts page). NVML refreshes "
+            "utilization about once a second.",
         ),
     ),
     Setting(

@@ -1810,10 +1810,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>设置文件（默认在你的配置目录中）</translation>
     </message>
     <message>
-        <source>seconds between samples, {minimum} to {maximum} (default: the tray app&apos;s settings; {log} for log)</source>
-        <translation>采样间隔秒数，{minimum} 到 {maximum}（默认：托盘程序的设置；log 命令为 {log}）</translation>
-    </message>
-    <message>
         <source>give up when the NVIDIA driver has not answered for S seconds (default {default})</source>
         <translation>NVIDIA 驱动 S 秒未响应时放弃（默认 {default}）</translation>
     </message>
@@ -1868,6 +1864,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>stop after N ticks (default: until Ctrl-C)</source>
         <translation>采样 N 次后停止（默认：直到按下 Ctrl-C）</translation>
+    </message>
+    <message>
+        <source>seconds between samples of this machine&apos;s GPUs, {minimum} to {maximum} (default: the tray app&apos;s settings; {log} for log)</source>
+        <translation>本机 GPU 的采样间隔秒数，{minimum} 到 {maximum}（默认：托盘程序的设置；log 命令为 {log}）</translation>
     </message>
     <message>
         <source>comma-separated nvidia-smi field names</source>
@@ -3685,10 +3685,6 @@ For {duration} now.</source>
         <translation>采样间隔 (s)</translation>
     </message>
     <message>
-        <source>How often GPUs are read. NVML refreshes utilization about once a second.</source>
-        <translation>读取 GPU 的频率。NVML 大约每秒刷新一次利用率。</translation>
-    </message>
-    <message>
         <source>History length (h)</source>
         <translation>历史长度 (h)</translation>
     </message>
@@ -3783,6 +3779,10 @@ For {duration} now.</source>
     <message>
         <source>{key} should be a number</source>
         <translation>{key} 应为数字</translation>
+    </message>
+    <message>
+        <source>How often this computer&apos;s GPUs are read (remote hosts: on the Remote hosts page). NVML refreshes utilization about once a second.</source>
+        <translation>读取本机 GPU 的频率（远程主机：在“远程主机”页设置）。NVML 大约每秒刷新一次利用率。</translation>
     </message>
     <message>
         <source>GPU processes kept on disk per GPU</source>

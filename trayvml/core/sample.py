@@ -216,7 +216,7 @@ def held_seconds(age_s: float) -> int:
 
 
 # A remote host's values this old or older say their age (a Prometheus server's, scraped every
-# 15 s); younger ones are as fresh as this machine's own, read each second.
+# 15 s; an exporter's that answered the same again); younger ones are what the read found.
 SAID_AGE_S = 2
 
 
