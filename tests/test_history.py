@@ -78,6 +78,8 @@ def test_samples_5_s_apart_are_kept_once_for_2_h_and_each_one_read_back() -> Non
     same rows twice, one of them as buckets' means and maxima of one row each)."""
     tiers = default_tiers(12 * 3600, 5.0)
     assert [(t.step_s, t.span_s) for t in tiers] == [(5.0, 7200.0), (30.0, 12 * 3600.0)]
+    # A minute apart, every tier is one: for the history's length, not the 2 h of 5 s buckets.
+    assert [(t.step_s, t.span_s) for t in default_tiers(3600, 60.0)] == [(60.0, 3600.0)]
     history = History(tiers)
     for k in range(0, 3 * 3600, 5):
         history.append(sample_at(T0 + 2.5 + k, k % 7))

@@ -37,7 +37,8 @@ def default_tiers(retention_s: float = 12 * 3600.0, sample_interval_s: float = 1
     it to the 5 s buckets, whose newest point lags the live one by up to 5 s.
 
     Samples 5 s apart or more (a remote host's, by default) fill a bucket each: tiers of the same
-    step are one, every sample for the longest span of them (two held the same rows twice)."""
+    step are one, every sample for the longer span of them (two held the same rows twice), and
+    for ``retention_s`` where the last is one of them (30 s apart or more)."""
     base = max(1.0, sample_interval_s)
     wanted = (
         Tier(base, int(960 / base)),
@@ -47,7 +48,9 @@ def default_tiers(retention_s: float = 12 * 3600.0, sample_interval_s: float = 1
     tiers: list[Tier] = []
     for tier in wanted:
         if tiers and tiers[-1].step_s == tier.step_s:
-            tier = Tier(tier.step_s, max(tier.capacity, tiers.pop().capacity))
+            earlier = tiers.pop()
+            if tier is not wanted[-1]:
+                tier = Tier(tier.step_s, max(tier.capacity, earlier.capacity))
         tiers.append(tier)
     return tuple(tiers)
 
