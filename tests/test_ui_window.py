@@ -245,6 +245,25 @@ def test_hidden_window_costs_nothing_and_closing_only_hides(window) -> None:
     assert w.redraws == before + 1
 
 
+def test_a_minimised_window_redraws_nothing_until_restored(window, qtbot) -> None:
+    """Minimised, it is still "visible" to Qt: each sample redrew its panels for nobody."""
+    w, sample = window(seconds=10)
+    w.showMinimized()
+    qtbot.waitUntil(w.isMinimized)
+    w.finish_redraw()
+    before = w.redraws
+    for k in range(1, 6):
+        later = replace(sample, timestamp_s=sample.timestamp_s + k)
+        w.history.append(later)
+        w.update_sample(later)
+        w.finish_redraw()
+    assert w.redraws == before
+    w.showNormal()
+    qtbot.waitUntil(lambda: not w.isMinimized())
+    w.finish_redraw()
+    assert w.redraws == before + 1 and w.gpu_page.x_range()[1] >= sample.timestamp_s + 5
+
+
 def test_simulated_gpus_are_labelled_in_the_title(window) -> None:
     w, _ = window(seconds=5)
     assert w.windowTitle() == "trayvml — 4 GPUs — SIMULATED (training)"

@@ -521,8 +521,8 @@ class GraphWindow(QMainWindow):
             )
         if title != self.windowTitle():
             self.setWindowTitle(title)
-        if not self.isVisible():
-            return  # hidden, the window costs nothing; the history goes on regardless
+        if not self._in_view():
+            return  # hidden or minimised, the window costs nothing; the history goes on regardless
         if self._worth_redrawing(sample):
             self.request_redraw()  # which shows the status too (worked out once a sample: 0.3 ms)
         else:
@@ -650,9 +650,12 @@ class GraphWindow(QMainWindow):
             self._held.release_paint()
             self._held = None
 
+    def _in_view(self) -> bool:
+        return self.isVisible() and not self.isMinimized()
+
     def _begin_redraw(self) -> None:
-        if self.sample is None or not self.isVisible():
-            return  # shown, it redraws (showEvent)
+        if self.sample is None or not self._in_view():
+            return  # shown or restored, it redraws (showEvent, changeEvent)
         self.redraws += 1
         start, view_end = self.view_range()
         end = self._now_s() if self.following else view_end  # the newest reading drawn
@@ -891,6 +894,8 @@ class GraphWindow(QMainWindow):
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.apply_palette()
+        elif event.type() == QEvent.Type.WindowStateChange and self._in_view():
+            self.request_redraw()  # restored: what came while it was minimised
         super().changeEvent(event)
 
     def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
