@@ -117,8 +117,12 @@ def remote_script(interval_s: float) -> str:
     # Each output line is written by one printf (one write(2) under PIPE_BUF, so the two loops'
     # lines never interleave mid-line); "P." ends a process list, "S." a snapshot document.
     prefix = 'while IFS= read -r l; do printf "%s %s\\n" {tag} "$l"; done'
+    # A snapshot every interval, however long one takes (a second or two): the interval's sleep
+    # runs beside it. After it, each batch came an interval and a snapshot apart, and a host read
+    # every 5 s left one 5 s row in four of its history empty (its line in pieces).
     trayvml = (
-        f"while :; do trayvml snapshot --json 2>/dev/null | {prefix.format(tag='S')}; echo S.; sleep {seconds}; done"
+        f"while :; do sleep {seconds} & trayvml snapshot --json 2>/dev/null | {prefix.format(tag='S')}; "
+        "echo S.; wait; done"
     )
     smi = (
         "command -v nvidia-smi >/dev/null 2>&1 || { echo 'nvidia-smi: command not found' >&2; exit 127; }; "
