@@ -73,22 +73,6 @@ def test_long_ranges_come_from_coarse_tiers_that_keep_peaks() -> None:
     assert np.nanmax(hours.mean[:, 0]) < 100.0
 
 
-def test_samples_5_s_apart_are_kept_once_for_2_h_and_each_one_read_back() -> None:
-    """A remote host read every 5 s: one tier holds each read for 2 h (two 5 s tiers held the
-    same rows twice, one of them as buckets' means and maxima of one row each)."""
-    tiers = default_tiers(12 * 3600, 5.0)
-    assert [(t.step_s, t.span_s) for t in tiers] == [(5.0, 7200.0), (30.0, 12 * 3600.0)]
-    # A minute apart, every tier is one: for the history's length, not the 2 h of 5 s buckets.
-    assert [(t.step_s, t.span_s) for t in default_tiers(3600, 60.0)] == [(60.0, 3600.0)]
-    history = History(tiers)
-    for k in range(0, 3 * 3600, 5):
-        history.append(sample_at(T0 + 2.5 + k, k % 7))
-    end = T0 + 3 * 3600 - 1
-    series = present(history.gpu_series("utilization_gpu_percent", end - 3600, end, 1000))
-    assert series.step_s == 5 and len(series.times_s) == 721
-    assert [float(v) for v in series.mean[-4:, 0]] == [float((t - T0) % 7) for t in series.times_s[-4:]]
-
-
 def test_tier_choice_follows_the_point_budget() -> None:
     history = History()
     for k in range(3 * 3600):

@@ -34,25 +34,13 @@ def default_tiers(retention_s: float = 12 * 3600.0, sample_interval_s: float = 1
 
     16, not 15: the 15-minute view following live reads up to its lead (a twentieth of the range,
     45 s: ui.window.LEAD_SHARE) and a sample before the range, and a first tier short of that sent
-    it to the 5 s buckets, whose newest point lags the live one by up to 5 s.
-
-    Samples 5 s apart or more (a remote host's, by default) fill a bucket each: tiers of the same
-    step are one, every sample for the longer span of them (two held the same rows twice), and
-    for ``retention_s`` where the last is one of them (30 s apart or more)."""
+    it to the 5 s buckets, whose newest point lags the live one by up to 5 s."""
     base = max(1.0, sample_interval_s)
-    wanted = (
+    return (
         Tier(base, int(960 / base)),
         Tier(max(5.0, base), int(7200 / max(5.0, base))),
         Tier(max(30.0, base), max(1, math.ceil(retention_s / max(30.0, base)))),
     )
-    tiers: list[Tier] = []
-    for tier in wanted:
-        if tiers and tiers[-1].step_s == tier.step_s:
-            earlier = tiers.pop()
-            if tier is not wanted[-1]:
-                tier = Tier(tier.step_s, max(tier.capacity, earlier.capacity))
-        tiers.append(tier)
-    return tuple(tiers)
 
 
 @dataclass(frozen=True)
