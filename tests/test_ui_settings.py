@@ -69,6 +69,19 @@ def test_edits_in_the_dialog_are_what_gets_saved(qtbot, devices) -> None:
     assert set(settings.alerts.overrides) == {1}
 
 
+def test_intervals_typed_finer_than_the_boxes_show_are_kept_until_edited(qtbot) -> None:
+    """7.333 s from the file is shown 7.33 s: OK on the untouched box keeps 7.333 (a new remote
+    interval restarts every reader and makes the hosts' histories anew)."""
+    dialog = SettingsDialog(Settings(sampling_interval_s=2.333, remote_interval_s=7.333))
+    qtbot.addWidget(dialog)
+    shown, problems = dialog.settings()
+    assert problems == [] and (shown.sampling_interval_s, shown.remote_interval_s) == (2.333, 7.333)
+    dialog.remote_interval.setValue(8)
+    dialog.interval.setValue(2.5)
+    shown, _ = dialog.settings()
+    assert (shown.sampling_interval_s, shown.remote_interval_s) == (2.5, 8.0)
+
+
 def test_a_short_page_holds_its_rows_at_the_top(qtbot) -> None:
     """The Remote hosts page's two rows open at its top, the room below them (a form alone
     spread them down the page, its first row in the middle)."""

@@ -519,7 +519,7 @@ class SettingsDialog(QDialog):
             info.index for check, info in zip(self.gpu_checks, self.devices, strict=True) if not check.isChecked()
         )
         settings = Settings(
-            sampling_interval_s=round(self.interval.value(), 2),
+            sampling_interval_s=self._seconds(self.interval, self.base.sampling_interval_s),
             history_hours=self.history_hours.value(),
             tray_metric=self.tray_metric.currentData(),
             language=self.language.currentData(),
@@ -535,11 +535,18 @@ class SettingsDialog(QDialog):
             history_size_mib=self.store_spins["history_size_mib"].value(),
             process_history_per_gpu=self.store_spins["process_history_per_gpu"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
-            remote_interval_s=round(self.remote_interval.value(), 2),
+            remote_interval_s=self._seconds(self.remote_interval, self.base.remote_interval_s),
             push=self.push_page.destinations(),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
         )
         return settings, errors + problems(settings)
+
+    @staticmethod
+    def _seconds(box: QDoubleSpinBox, base_s: float) -> float:
+        """What ``box`` says, or ``base_s`` where it shows that rounded (7.333 s typed into the file
+        is shown 7.33): OK on an untouched box changed it, and a new interval restarts readers."""
+        shown_s = round(box.value(), box.decimals())
+        return base_s if shown_s == round(base_s, box.decimals()) else shown_s
 
     def _icon_hosts(self) -> tuple[str, ...]:
         """The hosts typed, "all" (or its translation, or *) read as the settings file's *."""
