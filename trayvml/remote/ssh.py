@@ -59,9 +59,8 @@ CONNECT_TIMEOUT_S = 10
 ALIVE_INTERVAL_S = 5  # ssh ends a connection after 3 keep-alives go unanswered: 15 s
 FIRST_ANSWER_S = 15.0  # from starting ssh to the first complete batch (connection, login, a first read)
 TERMINATE_WAIT_S = 2.0  # after SIGTERM, before SIGKILL
-PROCESS_EVERY_S = (
-    5  # the process list is read this often at most (it costs a few ms per GPU), and every interval past it
-)
+# The process list is read this often at most (it costs a few ms per GPU); at longer intervals, each one.
+PROCESS_EVERY_S = 5
 MAX_LINE = 1 << 20  # a line longer than this is not nvidia-smi's, nor a snapshot's
 STDERR_LINES = 20
 
