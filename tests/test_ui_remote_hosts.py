@@ -802,3 +802,26 @@ def test_remote_reads_wait_for_this_machines_sample_at_most_the_shorter_interval
         assert app._remote_timer.isActive() and app._remote_timer.interval() == 750
     finally:
         app._stop_remotes()
+
+
+def test_opening_the_menu_reads_the_remote_hosts_now(qapp, qtbot: QtBot, remote: FakeRemote, tmp_path: Path) -> None:
+    """Read every minute, a host's values in the opened menu were up to a minute old: opening it
+    reads the host at once."""
+    from trayvml.config import SettingsStore
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.platform.autostart import XdgAutostart
+    from trayvml.ui.app import App
+
+    store = SettingsStore(tmp_path / "config.toml")
+    store.save(Settings(remote_interval_s=60.0))
+    app = App(parse_spec("idle"), store=store, autostart=XdgAutostart(tmp_path), remote_urls=(remote.url,))
+    try:
+        app._start_remotes()
+        qtbot.waitUntil(lambda: len(remote.seen) == 1, timeout=10_000)
+        qtbot.wait(1200)  # values read within a second are not read again (plain.HURRY_AFTER_S)
+        app.tray.menu.aboutToShow.emit()
+        qtbot.waitUntil(lambda: len(remote.seen) == 2, timeout=10_000)
+        app.take_remote_samples()
+        assert [line for line in app.tray.remote_lines if line.startswith("dgx-01")]
+    finally:
+        app._stop_remotes()

@@ -68,6 +68,8 @@ _MAX_HEADERS = 100
 # A body bigger than this is parsed on a thread of its own: a first full parse of thousands of new
 # series takes long enough to hold the other hosts' reads back.
 PARSE_HERE_MAX_BYTES = 1 * 2**20
+# Values read this recently are not read again sooner (hurry): this machine's own are read each second.
+HURRY_AFTER_S = 1.0
 
 
 class RemoteSource(Protocol):
@@ -155,6 +157,7 @@ class _Host:
         self.hostname, self.port, self.request = _request(source.endpoint.fetch_url)
         self.ticker = Ticker(source.interval_s, source.clock, mid_slot=True)  # paced by pace(), as RemoteSource._run's
         self.due_s = time.monotonic()  # the next read (while none is in flight)
+        self.began_s = -math.inf  # monotonic, when the last read began
         self.sock: socket.socket | None = None
         self.registered = 0  # selector events the socket is registered for (0: not)
         self.busy = False  # a read in flight (connecting, sending, receiving or parsing)
@@ -206,6 +209,12 @@ class SharedReader:
 
         self._post(drop)
         done.wait(wait_s)
+
+    def hurry(self, source: RemoteSource) -> None:
+        """Read ``source`` now rather than at its next turn (someone looks at its values: the tray's
+        menu opened), unless a read is in flight, began within HURRY_AFTER_S, or failed (its back-off
+        stands)."""
+        self._post(lambda: self._hurry(source))
 
     def running(self) -> bool:
         with self._lock:
@@ -304,12 +313,20 @@ class SharedReader:
                     ):
                         self._expire(host, now_s)
 
+    def _hurry(self, source: RemoteSource) -> None:
+        host = self._hosts.get(source)
+        now_s = time.monotonic()
+        if host is None or host.busy or source.failures or now_s - host.began_s < HURRY_AFTER_S:
+            return
+        host.due_s = min(host.due_s, now_s)  # its next turn is paced from this read's end, as after any read
+
     def _add(self, source: RemoteSource) -> None:
         if source not in self._hosts and not source.stopped:
             self._hosts[source] = _Host(source)
 
     def _begin(self, host: _Host, now_s: float) -> None:
         host.busy = True
+        host.began_s = now_s
         host.now_s = host.source.start_read()
         host.deadline_s = now_s + host.source.timeout_s + DEADLINE_MARGIN_S
         host.retried = False

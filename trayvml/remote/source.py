@@ -193,6 +193,13 @@ class RemoteSource:
             return self.interval_s
         return min(self.interval_s * 2 ** min(self.failures, 16), MAX_BACKOFF_S)
 
+    def hurry(self) -> None:
+        """Read soon rather than at the next interval (its values are looked at). A plain-HTTP
+        exporter only: a Prometheus server answers with its last scrape and an ssh host with the
+        last batch its loop sent, neither newer for being asked sooner."""
+        if self._shared:
+            plain.READER.hurry(self)
+
     def start(self) -> None:
         """Read every interval from now on: a plain-HTTP exporter on the thread every such remote
         shares (``plain.READER``), anything else on a thread of its own."""
@@ -303,6 +310,11 @@ class Remotes:
     def start(self) -> None:
         for source in self.sources:
             source.start()
+
+    def hurry(self) -> None:
+        """Each remote read soon rather than at its next interval (see RemoteSource.hurry)."""
+        for source in self.sources:
+            source.hurry()
 
     def close(self, wait_s: float | None = None) -> None:
         """Stop every remote; each read in flight is waited for at most ``wait_s`` (default: its timeout)."""

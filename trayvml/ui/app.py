@@ -212,6 +212,8 @@ class App(QObject):
         self.remote_monitors: RemoteMonitors | None = None
         self.remote_hosts: RemoteHostsView | None = None
         self._make_remote_hosts()
+        # Opened, the menu shows the remote hosts' values: read now, not up to an interval (5 s) old.
+        self.tray.menu.aboutToShow.connect(lambda: self.remotes.hurry() if self.remotes is not None else None)
         self.exporter: Exporter | None = None
         self.host_choice: HostChoice | None = None
 
