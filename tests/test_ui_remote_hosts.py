@@ -804,6 +804,17 @@ def test_remote_reads_wait_for_this_machines_sample_at_most_the_shorter_interval
         app._stop_remotes()
 
 
+@pytest.mark.parametrize(
+    ("now_s", "delay_s"), [(12.0, 0.0), (8.8, 0.0), (9.95, 0.06), (1_800_000_004.5, 0.51), (10.0, 0.0)]
+)
+def test_a_read_out_of_turn_waits_for_the_next_interval_when_this_one_is_ending(now_s: float, delay_s: float) -> None:
+    """Begun at 9.95 s of a 5 s interval it would end in the next one, and the next read is paced
+    to the one after: the 10-15 s row of the host's history was left empty."""
+    from trayvml.remote.plain import hurry_delay_s
+
+    assert hurry_delay_s(now_s, 5.0) == pytest.approx(delay_s)
+
+
 def test_opening_the_menu_reads_the_remote_hosts_now(qapp, qtbot: QtBot, remote: FakeRemote, tmp_path: Path) -> None:
     """Read every minute, a host's values in the opened menu were up to a minute old: opening it
     reads the host at once."""
@@ -817,11 +828,12 @@ def test_opening_the_menu_reads_the_remote_hosts_now(qapp, qtbot: QtBot, remote:
     app = App(parse_spec("idle"), store=store, autostart=XdgAutostart(tmp_path), remote_urls=(remote.url,))
     try:
         app._start_remotes()
-        qtbot.waitUntil(lambda: len(remote.seen) == 1, timeout=10_000)
+        monitors = present(app.remote_monitors).monitors
+        qtbot.waitUntil(lambda: "dgx-01" in monitors, timeout=10_000)  # the first read, taken by the timer
+        first_s = present(monitors["dgx-01"].latest).timestamp_s
         qtbot.wait(1200)  # values read within a second are not read again (plain.HURRY_AFTER_S)
         app.tray.menu.aboutToShow.emit()
-        qtbot.waitUntil(lambda: len(remote.seen) == 2, timeout=10_000)
-        app.take_remote_samples()
-        assert [line for line in app.tray.remote_lines if line.startswith("dgx-01")]
+        qtbot.waitUntil(lambda: present(monitors["dgx-01"].latest).timestamp_s > first_s, timeout=10_000)
+        assert len(remote.seen) == 2
     finally:
         app._stop_remotes()

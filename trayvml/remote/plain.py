@@ -70,6 +70,7 @@ _MAX_HEADERS = 100
 PARSE_HERE_MAX_BYTES = 1 * 2**20
 # Values read this recently are not read again sooner (hurry): this machine's own are read each second.
 HURRY_AFTER_S = 1.0
+HURRY_EDGE_S = 1.0  # a read out of turn does not begin this close to an interval's end (a read's time, and some)
 
 
 class RemoteSource(Protocol):
@@ -135,6 +136,14 @@ def _unreachable(source: RemoteSource, error: BaseException) -> RemoteError:
 def _broke_off(source: RemoteSource, reason: object) -> RemoteError:
     """As ``fetch._get`` words an answer cut off (a reset, a short body, a server gone mid-answer)."""
     return RemoteError(broke_off(source.endpoint, reason))
+
+
+def hurry_delay_s(now_s: float, interval_s: float) -> float:
+    """How long a read out of turn waits (0: none) so as not to begin just before an interval of
+    the wall clock ends: it would end in the next one, and the next read is paced to the one after
+    (pace), leaving that interval of the host's history empty."""
+    left_s = interval_s - now_s % interval_s
+    return left_s + 0.01 if left_s < min(interval_s / 2, HURRY_EDGE_S) else 0.0
 
 
 def pace(ticker: Ticker, failures: int, wait_s: float) -> None:
@@ -318,7 +327,8 @@ class SharedReader:
         now_s = time.monotonic()
         if host is None or host.busy or source.failures or now_s - host.began_s < HURRY_AFTER_S:
             return
-        host.due_s = min(host.due_s, now_s)  # its next turn is paced from this read's end, as after any read
+        # Its next turn is paced from this read's end, as after any read's.
+        host.due_s = min(host.due_s, now_s + hurry_delay_s(source.clock.now_s(), source.interval_s))
 
     def _add(self, source: RemoteSource) -> None:
         if source not in self._hosts and not source.stopped:

@@ -197,7 +197,7 @@ class RemoteSource:
         """Read soon rather than at the next interval (its values are looked at). A plain-HTTP
         exporter only: a Prometheus server answers with its last scrape and an ssh host with the
         last batch its loop sent, neither newer for being asked sooner."""
-        if self._shared:
+        if self._shared and self._thread is None and not self.stopped:  # else nothing to hurry there
             plain.READER.hurry(self)
 
     def start(self) -> None:
