@@ -869,3 +869,30 @@ def test_store_naming_a_file_says_which_folder_was_meant(tmp_path: Path, capsys:
     assert main(["record", "--count", "1", "--store", str(other), SIM]) == 2
     assert capsys.readouterr().err.strip() == f"trayvml: --store wants a folder; {other} is a file."
     assert other.read_text() == "mine\n"
+
+
+def _with_stdout_closed(*args: str) -> subprocess.CompletedProcess:
+    """trayvml started as ``trayvml ARGS >&-``: no descriptor 1 at all."""
+    command = [sys.executable, "-m", "trayvml", *args]
+    return subprocess.run(
+        ["sh", "-c", 'exec "$@" >&-', "sh", *command],
+        capture_output=False,
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize("args", [("snapshot", SIM), ("snapshot", SIM, "--json"), ("pick", SIM)])
+def test_a_command_with_standard_output_closed_says_so(args: tuple[str, ...]) -> None:
+    """`trayvml snapshot >&-` ended with a traceback, and `--json` printed nothing and exited 0."""
+    result = _with_stdout_closed(*args)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert result.stderr.strip() == f"trayvml: standard output is closed: trayvml {args[0]} has nowhere to write."
+
+
+def test_a_log_to_a_file_needs_no_standard_output(tmp_path: Path) -> None:
+    result = _with_stdout_closed("log", SIM, "--count", "1", "--csv", str(tmp_path / "gpus.csv"))
+    assert result.returncode == 0 and "Traceback" not in result.stderr
+    rows = (tmp_path / "gpus.csv").read_text().splitlines()
+    assert rows[0].startswith("timestamp") and len(rows) == 5

@@ -511,6 +511,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
     logging.basicConfig(format="trayvml: %(message)s", level=level)
+    if sys.stdout is None:  # started with standard output closed (`>&-`)
+        if _writes_to_stdout(args):  # else it printed nothing and exited 0, or failed with a traceback
+            closed = translate("cli", "standard output is closed: trayvml {command} has nowhere to write.")
+            return _fail(closed.format(command=args.command), EXIT_USAGE)
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the process's: what is printed by the way goes nowhere
     if args.config is not None and args.command in ("snapshot", "log", "pick"):
         _check_settings(args.config)
     try:
@@ -535,6 +540,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)
+
+
+def _writes_to_stdout(args: argparse.Namespace) -> bool:
+    """Whether the command's output is standard output (not the tray app, serve, record, or a
+    --csv file)."""
+    if args.command in ("log", "history"):
+        return bool(args.csv == "-")
+    return args.command in ("snapshot", "pick", "doctor", "autostart", "desktop")
 
 
 def _command(args: argparse.Namespace, simulation: SimSpec | None) -> int:

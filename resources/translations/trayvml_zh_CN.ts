@@ -1954,6 +1954,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>--{option} 的名称为空。</translation>
     </message>
     <message>
+        <source>standard output is closed: trayvml {command} has nowhere to write.</source>
+        <translation>标准输出已关闭：trayvml {command} 无处写入。</translation>
+    </message>
+    <message>
         <source>{problem} (still trying)</source>
         <translation>{problem}（仍在重试）</translation>
     </message>
