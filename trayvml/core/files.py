@@ -79,17 +79,28 @@ def write_atomically(path: Path, data: bytes) -> None:
     Raises OSError. Leftovers of earlier writes that were killed are removed first.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
+    with _replacing(path) as out:
+        out.write(data)
+
+
+@contextlib.contextmanager
+def _replacing(path: Path, mode: int | None = None) -> Iterator[BinaryIO]:
+    """A temporary file beside ``path`` (mode 0600, as mkstemp makes it, or ``mode``), flushed to
+    disk and renamed over ``path`` once the caller is done; removed where anything fails. Raises
+    OSError. Leftovers of earlier writes that were killed are removed first."""
     remove_stale_temporaries(path)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=_temporary_prefix(path), suffix=".tmp")
     try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
+        with os.fdopen(handle, "wb") as out:  # closed whatever fails below
+            if mode is not None:
+                os.chmod(temporary, mode)  # by path: no fchmod on Windows
+            yield out
             out.flush()
             os.fsync(out.fileno())
         os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
 
 
 # A path naming one of a process' open descriptors: /dev/fd/N (a shell's ``>(…)``), /proc/self/fd/N.
@@ -136,20 +147,10 @@ def output(path: str, new_mode: int | None = None) -> Iterator[BinaryIO]:
         with open(os.open(path, os.O_WRONLY), "wb") as out:
             yield out
         return
-    remove_stale_temporaries(target)
-    handle, temporary = tempfile.mkstemp(dir=target.parent, prefix=_temporary_prefix(target), suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as out:  # closed whatever fails below
-            # mkstemp makes 0600: the mode the file had, or the new one's (by path: no fchmod on Windows).
-            mode = new_mode if new_mode is not None else 0o666 & ~_umask()
-            os.chmod(temporary, stat.S_IMODE(status.st_mode) if status is not None else mode)
-            yield out
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-    finally:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temporary)
+    # The mode the file had, or the new one's.
+    mode = new_mode if new_mode is not None else 0o666 & ~_umask()
+    with _replacing(target, stat.S_IMODE(status.st_mode) if status is not None else mode) as out:
+        yield out
 
 
 def quiet_stdout() -> None:
