@@ -526,8 +526,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_USAGE)
     try:
         code = _command(args, simulation)
-        if sys.stdout is not None:  # None: started with standard output closed
-            sys.stdout.flush()  # here, not at exit: a reader gone (`| head`) is then ours to take quietly
+        sys.stdout.flush()  # here, not at exit: a reader gone (`| head`) is then ours to take quietly
         return code
     except KeyboardInterrupt:  # Ctrl-C while waiting on the driver: end quietly, as a user expects
         return EXIT_INTERRUPTED
