@@ -722,8 +722,9 @@ class SettingsStore:
         ).format(path=self.path, changes="; ".join(notes))
 
     def _unusable(self, reason: str) -> str:
-        self._refusal = translate("settings", "The settings file {path} could not be used, so it is not overwritten")
-        self._refusal = self._refusal.format(path=self.path)
+        self._refusal = translate(
+            "settings", "The settings file {path} could not be used, so it is not overwritten"
+        ).format(path=self.path)
         return translate(
             "settings",
             "The settings file {path} could not be used: {reason}; it is left as it is and defaults are in use.",
