@@ -329,3 +329,40 @@ def test_a_status_line_too_long_for_the_window_is_cut_with_an_ellipsis_and_whole
     w.resize(3000, 800)
     qtbot.waitUntil(lambda: status.shown_text() == status.text())
     assert status.toolTip() == ""  # nothing cut, nothing to add
+
+
+def test_a_new_status_text_paints_the_status_line_once_and_cuts_it_once(qtbot, monkeypatch) -> None:
+    # As a QLabel each new text (each second: the energy in view) asked the status bar for room,
+    # and the bar repainted itself whole: the line was painted twice, and cut three times.
+    from PySide6.QtCore import QObject
+
+    from trayvml.ui.window import StatusLine
+
+    history, sample = filled_history("training:gpus=h100*16,start=1800", 60)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.refresh()
+    status = w.status_label
+    qtbot.waitUntil(lambda: status.shown_text().endswith("…"))  # its tooltip has the whole line
+    qtbot.wait(200)  # laid out and painted
+    paints: list[int] = []
+
+    class Painted(QObject):
+        def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
+            if event.type() == QEvent.Type.Paint:
+                paints.append(1)
+            return False
+
+    counter = Painted()
+    status.installEventFilter(counter)
+    cuts: list[str] = []
+    elided = type(status.fontMetrics()).elidedText
+    monkeypatch.setattr(
+        type(status.fontMetrics()), "elidedText", lambda self, *a: cuts.append(a[0]) or elided(self, *a)
+    )
+    for k in range(5):
+        status.setText(f"{k} " + status.text())
+        qtbot.waitUntil(lambda k=k: len(paints) == k + 1)
+        qtbot.wait(50)  # a second paint would come now
+        assert len(paints) == k + 1 and len(cuts) == k + 1
+        assert status.shown_text().startswith(f"{k} ") and status.shown_text().endswith("…")
+    assert isinstance(status, StatusLine)

@@ -93,19 +93,48 @@ FIRST_MINUTE_S = 60.0  # following live, a range longer than the history shows t
 LEAD_SHARE = 0.05
 
 
-class StatusLine(QLabel):
+class StatusLine(QWidget):
     """The status bar's text, cut with "…" where the window is too narrow for it (the energy of 16
-    GPUs) and whole in its tooltip; its length never sets the window's width."""
+    GPUs) and whole in its tooltip; its length never sets the window's width. A plain widget, not
+    a QLabel: a label's new text asks its layout for room, and the status bar then repaints itself
+    whole, so the line was painted twice a second, and its cut worked out three times."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._text = ""
+        self._shown: tuple[str, int, str] = ("", 0, "")  # (text, width, the text as shown): shown_text's last
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+
+    def text(self) -> str:
+        return self._text
+
+    def setText(self, text: str) -> None:  # noqa: N802 - QLabel's name, which callers use
+        if text != self._text:
+            self._text = text
+            self._tooltip()
+            self.setAccessibleName(text)  # what a screen reader reads of a label
+            self.update()
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
+        return QSize(0, self.fontMetrics().height())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(0, super().minimumSizeHint().height())
+        return self.sizeHint()
 
     def shown_text(self) -> str:
-        return self.fontMetrics().elidedText(self.text(), Qt.TextElideMode.ElideRight, self.contentsRect().width())
+        width = self.contentsRect().width()
+        text, shown_width, shown = self._shown
+        if text != self._text or shown_width != width:
+            shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, width)
+            self._shown = (self._text, width, shown)
+        return shown
 
-    def setText(self, text: str) -> None:  # noqa: N802 - Qt override
-        super().setText(text)
-        self._tooltip()
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:  # another font cuts elsewhere, and is another height
+            self._shown = ("", 0, "")
+            self.updateGeometry()
+            self._tooltip()
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
@@ -114,12 +143,13 @@ class StatusLine(QLabel):
     def _tooltip(self) -> None:
         """The whole line where it is cut, always as rich text with the line's own escaped: Qt takes
         a tooltip that looks like markup for markup, and the line quotes remote hosts' words."""
-        cut = self.shown_text() != self.text()
-        self.setToolTip(f'<p style="white-space:pre-wrap">{rich_text(self.text())}</p>' if cut else "")
+        cut = self.shown_text() != self._text
+        self.setToolTip(f'<p style="white-space:pre-wrap">{rich_text(self._text)}</p>' if cut else "")
 
     def paintEvent(self, event: QPaintEvent) -> None:  # noqa: N802 - Qt override
         painter = QPainter(self)
-        painter.drawText(self.contentsRect(), int(self.alignment()), self.shown_text())
+        align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
+        painter.drawText(self.contentsRect(), int(align), self.shown_text())
 
 
 class GraphWindow(QMainWindow):
