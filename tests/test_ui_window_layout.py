@@ -355,10 +355,14 @@ def test_a_new_status_text_paints_the_status_line_once_and_cuts_it_once(qtbot, m
     counter = Painted()
     status.installEventFilter(counter)
     cuts: list[str] = []
-    elided = type(status.fontMetrics()).elidedText
-    monkeypatch.setattr(
-        type(status.fontMetrics()), "elidedText", lambda self, *a: cuts.append(a[0]) or elided(self, *a)
-    )
+    metrics = type(status.fontMetrics())
+    elided = metrics.elidedText
+
+    def cut(self: object, text: str, *rest: object) -> str:
+        cuts.append(text)
+        return elided(self, text, *rest)
+
+    monkeypatch.setattr(metrics, "elidedText", cut)
     for k in range(5):
         status.setText(f"{k} " + status.text())
         qtbot.waitUntil(lambda k=k: len(paints) == k + 1)
