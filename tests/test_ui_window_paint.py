@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QGraphicsItem, QWidget
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window
 from trayvml.core.metrics import GPU_INDEX, Group
 from trayvml.core.sample import Sample
+from trayvml.ui.plots import Lines
 from trayvml.ui.window import LEAD_SHARE
 
 RANGE_S = 300
@@ -209,6 +210,49 @@ def test_stretches_painted_one_by_one_add_up_to_the_whole_picture(eight, qtbot, 
     plots, seen = _plots_in_view(page)
     shown = screen.copy(QRect(plots.mapTo(w, seen.topLeft()), seen.size())).convertToFormat(QImage.Format.Format_RGB32)
     whole = plots.grab(seen).toImage().convertToFormat(QImage.Format.Format_RGB32)  # painted whole, now
+    assert shown.size() == whole.size() and shown == whole
+
+
+def test_the_redraw_after_the_view_moves_on_paints_stretches_that_add_up_to_the_whole_picture(
+    eight, qtbot, monkeypatch
+) -> None:
+    """The view moves on, drawing lines read from where it stood; the next redraw reads from where
+    it starts now, so the lines lose readings out of sight, left of it. Each of their items then
+    changed its geometry, which has Qt paint it whole, a second after the move had: now only
+    their new stretch and the view's left edge are painted, and the screen holds the whole picture."""
+    w, history, sample = eight
+    page = w.gpu_page
+    _unhovered(w, qtbot)
+    w.set_range(60)  # 20 px a second
+    w.refresh()
+    later, start = sample, page.x_range()[0]
+    for k in range(2 * int(LEAD_SHARE * 60)):  # the utilization zig-zags (the first panel)
+        later = _next(history, later, busy=20.0 + 60.0 * (k % 2))
+        w.update_sample(later)
+        w.finish_redraw()
+        qtbot.wait(5)  # painted, a stretch at a time
+        if page.x_range()[0] != start:
+            break
+    assert page.x_range()[0] > start  # the view moved on
+    qtbot.wait(20)
+    resized: list[Lines] = []
+    geometry_change = Lines.prepareGeometryChange
+
+    def changing(self: Lines) -> None:
+        resized.append(self)
+        geometry_change(self)
+
+    monkeypatch.setattr(Lines, "prepareGeometryChange", changing)
+    later = _next(history, later, busy=50.0)
+    w.update_sample(later)
+    w.finish_redraw()
+    drawn = [lines for panel in page.visible_panels() for lines in panel.lines]
+    assert drawn and all(lines.data for lines in drawn) and not resized  # each moved its lines on, in place
+    qtbot.wait(50)
+    screen = w.screen().grabWindow(w.winId()).toImage()
+    plots, seen = _plots_in_view(page)
+    shown = screen.copy(QRect(plots.mapTo(w, seen.topLeft()), seen.size())).convertToFormat(QImage.Format.Format_RGB32)
+    whole = plots.grab(seen).toImage().convertToFormat(QImage.Format.Format_RGB32)
     assert shown.size() == whole.size() and shown == whole
 
 
