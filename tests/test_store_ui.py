@@ -557,3 +557,56 @@ def test_without_a_thread_to_read_the_store_the_window_gets_the_history_read_at_
     history = app.history
     assert app.local.has_history and history is app.history  # read here, not an empty stand-in
     assert history.first_s <= first[0] and history.latest_s >= second[-1] - 1
+
+
+def test_following_live_the_gaps_are_read_again_only_once_one_could_have_opened(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store is asked for what was not recorded when the view moves on, or once the range has
+    grown by a gap's least length (a new sample after trayvml stood still that long): not each
+    second, when no gap to shade could have opened since."""
+    from dataclasses import replace
+
+    from tests.ui_helpers import shown_window
+    from trayvml.history.timeline import GAP_MIN_S
+    from trayvml.ui.gaps import _shadings, visible_gaps
+
+    now = time.time()
+    folder = tmp_path / "history"
+    uuids = _stored(folder, now - 240, 180)  # recorded from 4 min to 1 min ago
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
+    asked: list[float] = []
+    read = disk.not_recorded
+
+    def counted(start_s: float, end_s: float, points: int, memory: object) -> list[tuple[float, float]]:
+        asked.append(end_s)
+        return read(start_s, end_s, points, memory)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(disk, "not_recorded", counted)
+    window = shown_window(qtbot, history, sample)
+    try:
+        window.set_range(900)
+        window.refresh()
+        assert window.gpu_page is not None
+        shading = _shadings[window.gpu_page.panels[0].plot]
+        assert shading.shown[0]  # the range before the stored minutes
+        asked.clear()
+        start = window.gpu_page.x_range()[0]
+        for k in range(1, 6):  # seconds between moves of the view
+            sample = replace(sample, timestamp_s=now + k)
+            history.append(sample)
+            window.update_sample(sample)
+            window.finish_redraw()
+        assert window.gpu_page.x_range()[0] == start and asked == []
+        sample = replace(sample, timestamp_s=sample.timestamp_s + GAP_MIN_S + 30)  # trayvml stood still
+        history.append(sample)
+        window.update_sample(sample)
+        window.finish_redraw()
+        assert asked == [sample.timestamp_s]
+        spans = shading.shown[0]
+        assert window._view is not None
+        start, end = window._view.start_s, sample.timestamp_s  # the range that redraw read
+        points = max(100, int(window.gpu_page.width_px()))
+        assert spans == visible_gaps(read(start, end, points, history), start, end, history.first_s)
+    finally:
+        disk.close()

@@ -51,7 +51,7 @@ from trayvml.core.metrics import Group
 from trayvml.core.safe_text import clean, rich_text, shorten, shown_url
 from trayvml.core.sample import DeviceInfo, MetricState, Sample
 from trayvml.core.units import format_clock, format_duration, short_name
-from trayvml.history.timeline import History
+from trayvml.history.timeline import GAP_MIN_S, History
 from trayvml.monitor.energy import energy_in_range, format_energy
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.ui.alerts_page import AlertsPage
@@ -178,6 +178,8 @@ class GraphWindow(QMainWindow):
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
         self._held: PlotPage | None = None  # the page whose paints wait for the redraw's end (hold_paint)
+        # The spans of nothing recorded last read: (history, (start, points), end, spans) (_not_recorded)
+        self._gaps_kept: tuple[History, tuple[float, int], float, list[tuple[float, float]]] | None = None
         self.store_note = ""  # why the history on disk is not written, if it is not
         # Whether a history is an empty stand-in while the store is read (the app's: App._filling).
         self.stands_in: Callable[[History], bool] = lambda history: False
@@ -756,11 +758,29 @@ class GraphWindow(QMainWindow):
 
     def _shade_gaps(self, start: float, end: float, page: PlotPage) -> None:
         """Spans in the range when trayvml recorded nothing: shaded, labelled, never a line across."""
-        disk = self.history.disk
-        points = max(100, int(page.width_px()))
-        spans = disk.not_recorded(start, end, points, self.history) if disk is not None else []
-        spans = visible_gaps(spans, start, end, self._history.first_s)
+        spans = visible_gaps(self._not_recorded(start, end, page), start, end, self._history.first_s)
         shade_gaps([panel.plot for panel in page.panels], spans, start, end)
+
+    def _not_recorded(self, start: float, end: float, page: PlotPage) -> list[tuple[float, float]]:
+        """The store's spans of nothing recorded in the range, kept while it starts where it did and
+        has grown by less than GAP_MIN_S at its end: following live between moves of the view its
+        end grows by a sample at a time, and a span to shade (GAP_MIN_S at least) could only open in
+        what is new. Worked out each second, they were a tenth of the open window's redraw."""
+        history = self.history
+        if history.disk is None:
+            return []
+        points = max(100, int(page.width_px()))
+        kept = self._gaps_kept if self.following else None
+        if (
+            kept is not None
+            and kept[0] is history
+            and kept[1] == (start, points)
+            and kept[2] <= end < kept[2] + GAP_MIN_S
+        ):
+            return kept[3]
+        spans = history.disk.not_recorded(start, end, points, history)
+        self._gaps_kept = (history, (start, points), end, spans)
+        return spans
 
     def _set_x_range(self, start: float, end: float, only: PlotPage | None = None) -> None:
         """Every timeline page shows ``start``..``end``; or ``only`` that one (following live, the
