@@ -417,8 +417,8 @@ class Lines(pg.GraphicsObject):
         and take the new ones at the end, rather than every line being built anew from all its
         points each second (pyqtgraph's path of a line with a gap took 25 µs a line); each ends as
         the very line a rebuild would make. None where the lines are not now those of ``new``;
-        else (the time from which their ends changed, the time up to which their fronts did, or
-        -inf where they did not): (-inf, inf) where more than ends and fronts may have."""
+        else (the time from which their ends changed, the time up to which their fronts did: -inf
+        where they did not), or (-inf, inf) where more than ends and fronts may have changed."""
         old = self._kept
         count = len(new.times)
         if old is None or old.pens != new.pens or old.shown != new.shown or count < 2:
@@ -456,9 +456,10 @@ class Lines(pg.GraphicsObject):
             start = line.first - gone  # the row of the line's first point now (< 0: gone)
             size = line.points.size()
             end = min(start + size, same)  # the points kept run from its first reading to this row
-            if max(start, first) != first or first >= end or (gone == 0 and first != line.first):
-                changed_from_s, front_s = -math.inf, math.inf
-            if max(start, first) != first or first >= end:
+            rebuilt = max(start, first) != first or first >= end
+            if rebuilt or (gone == 0 and first != line.first):
+                changed_from_s, front_s = -math.inf, math.inf  # more than their ends and fronts
+            if rebuilt:
                 self._paths[k] = (self._paths[k][0], _Line.of(new.times, values))
                 continue
             if first > start:

@@ -178,8 +178,10 @@ class GraphWindow(QMainWindow):
         self._queue: list[tuple[PlotPage, Panel]] = []
         self._range_last: tuple[float, float] | None = None
         self._held: PlotPage | None = None  # the page whose paints wait for the redraw's end (hold_paint)
-        # The spans of nothing recorded last read: (history, (start, points), end, spans) (_not_recorded)
-        self._gaps_kept: tuple[History, tuple[float, int], float, list[tuple[float, float]]] | None = None
+        # The spans of nothing recorded last read: ((history, its disk), (start, points), end, spans)
+        self._gaps_kept: tuple[tuple[History, object], tuple[float, int], float, list[tuple[float, float]]] | None = (
+            None
+        )
         self.store_note = ""  # why the history on disk is not written, if it is not
         # Whether a history is an empty stand-in while the store is read (the app's: App._filling).
         self.stands_in: Callable[[History], bool] = lambda history: False
@@ -766,20 +768,21 @@ class GraphWindow(QMainWindow):
         has grown by less than GAP_MIN_S at its end: following live between moves of the view its
         end grows by a sample at a time, and a span to shade (GAP_MIN_S at least) could only open in
         what is new. Worked out each second, they were a tenth of the open window's redraw."""
-        history = self.history
-        if history.disk is None:
+        history, disk = self.history, self.history.disk
+        if disk is None:
             return []
         points = max(100, int(page.width_px()))
         kept = self._gaps_kept if self.following else None
         if (
             kept is not None
-            and kept[0] is history
+            and kept[0][0] is history
+            and kept[0][1] is disk
             and kept[1] == (start, points)
             and kept[2] <= end < kept[2] + GAP_MIN_S
         ):
             return kept[3]
-        spans = history.disk.not_recorded(start, end, points, history)
-        self._gaps_kept = (history, (start, points), end, spans)
+        spans = disk.not_recorded(start, end, points, history)
+        self._gaps_kept = ((history, disk), (start, points), end, spans)
         return spans
 
     def _set_x_range(self, start: float, end: float, only: PlotPage | None = None) -> None:
