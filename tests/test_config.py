@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import math
 import os
+import stat
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -230,6 +232,44 @@ def test_a_folder_in_place_of_the_file_is_left_alone(tmp_path: Path) -> None:
     with pytest.raises(SettingsError, match="could not be read, so it is not overwritten"):
         store.save(Settings())
     assert (path / "inside").is_dir() and not temporaries(tmp_path)
+
+
+def test_a_named_pipe_with_no_writer_is_not_waited_on_and_is_left_alone(tmp_path: Path) -> None:
+    # Opening it to read waited for a writer for ever: the tray, or any command given --config, hung.
+    path = tmp_path / "config.toml"
+    os.mkfifo(path)
+    store = SettingsStore(path)
+    loaded: list[tuple[Settings, str]] = []
+    reader = threading.Thread(target=lambda: loaded.append(store.load()), daemon=True)
+    reader.start()
+    reader.join(10)
+    waited = not loaded
+    if waited:  # unblock the reader before failing, so that no thread is left waiting
+        with open(path, "wb"):
+            pass
+        reader.join(10)
+    assert not waited, "loading waited on the pipe"
+    settings, message = loaded[0]
+    assert same(settings, Settings())
+    assert one_sentence(message) and "could not be read (it is not a regular file)" in message
+    with pytest.raises(SettingsError, match="could not be read, so it is not overwritten"):
+        store.save(Settings())
+    assert path.is_fifo() and not list(tmp_path.glob("config.toml.*")) and not temporaries(tmp_path)
+
+
+def test_a_device_is_read_as_no_settings_file_and_never_moved_aside(tmp_path: Path) -> None:
+    # Read as a file, a /dev/zero was too big, and moved aside: as root, the device itself renamed.
+    # The node is one made here, in the test's own folder.
+    path = tmp_path / "zero"
+    try:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except OSError as error:
+        pytest.skip(f"no device node can be made here: {error}")
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert same(settings, Settings())
+    assert one_sentence(message) and "(it is not a regular file)" in message
+    assert path.is_char_device() and not list(tmp_path.glob("zero.*"))
 
 
 def test_saving_refuses_invalid_settings_and_keeps_the_file(tmp_path: Path) -> None:

@@ -7,11 +7,13 @@ file is used, and the file is copied aside before trayvml first overwrites it.""
 
 from __future__ import annotations
 
+import errno
 import glob
 import math
 import os
 import re
 import reprlib
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -647,8 +649,15 @@ def _free_name(path: Path, tag: str) -> Path:
 
 
 def _read(path: Path) -> bytes:
-    """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big."""
-    with path.open("rb") as file:
+    """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big.
+    Anything but a regular file is an OSError, never read: a named pipe with no writer waited for
+    ever to be opened, and a device (``--config /dev/zero``) read as too big was then moved aside,
+    renaming the device itself."""
+    # Not blocking: a pipe's open returns at once (a regular file's reads are never held).
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise OSError(errno.EINVAL, translate("settings", "it is not a regular file"))
         data = file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))

@@ -3941,6 +3941,10 @@ For {duration} now.</source>
         <translation>当前版本不认识 {names}，已忽略</translation>
     </message>
     <message>
+        <source>it is not a regular file</source>
+        <translation>不是普通文件</translation>
+    </message>
+    <message>
         <source>it is larger than {size} MiB</source>
         <translation>文件大于 {size} MiB</translation>
     </message>
