@@ -116,10 +116,11 @@ class RemoteSource:
                 self._read_past(now_s)
             self.failures = 0
             self._fault_since_s = math.nan
-            self._hosts = tuple(s.system.hostname for s in samples if s.system)
-            self._samples = tuple(samples)
+            latest = _latest_of_each_host(samples)
+            self._hosts = tuple(s.system.hostname for s in latest if s.system)
+            self._samples = latest
             if self._backlog is not None:
-                self._backlog.append(self._samples)
+                self._backlog.append(tuple(samples))
         finally:
             self._started_s = math.nan
         return self._samples
@@ -322,6 +323,15 @@ class Remotes:
             source._stop.set()
         for source in self.sources:
             source.close(wait_s)
+
+
+def _latest_of_each_host(samples: Sequence[Sample]) -> tuple[Sample, ...]:
+    """Each host's last sample of a read, in the order the hosts came: an ssh host's read gives
+    every batch that came since the last one."""
+    latest: dict[object, Sample] = {}
+    for k, sample in enumerate(samples):
+        latest[sample.system.hostname if sample.system else k] = sample
+    return tuple(latest.values())
 
 
 def with_hostname(sample: Sample, hostname: str) -> Sample:

@@ -63,6 +63,7 @@ TERMINATE_WAIT_S = 2.0  # after SIGTERM, before SIGKILL
 PROCESS_EVERY_S = 5
 MAX_LINE = 1 << 20  # a line longer than this is not nvidia-smi's, nor a snapshot's
 STDERR_LINES = 20
+UNTAKEN_BATCHES = 64  # batches kept for the next read: a minute of them at 1 s
 
 # nvidia-smi --query-gpu fields (nvidia-smi --help-query-gpu) and where each goes: a catalog key and
 # the factor into its unit. Only fields every driver of the last years knows: one unknown field makes
@@ -365,7 +366,8 @@ class _Batch:
 
 
 class SshConnection:
-    """One ``ssh`` process to one host and a thread reading what it says; the latest batch kept."""
+    """One ``ssh`` process to one host and a thread reading what it says; the latest batch kept,
+    and those no read has taken yet."""
 
     def __init__(self, url: str, command: list[str], host: str) -> None:
         self.url = url
@@ -375,6 +377,7 @@ class SshConnection:
         self._changed = threading.Condition(self._lock)
         self._latest: Sample | None = None
         self._latest_at_s = math.nan  # monotonic
+        self._untaken: collections.deque[Sample] = collections.deque(maxlen=UNTAKEN_BATCHES)
         self._problem = ""  # a sentence: the stream said something unreadable
         self._stderr: collections.deque[str] = collections.deque(maxlen=STDERR_LINES)
         self.started_at_s = time.monotonic()
@@ -459,7 +462,15 @@ class SshConnection:
         sample = replace(made(now_s), monotonic_s=monotonic_s)
         with self._changed:
             self._latest, self._latest_at_s, self._problem = sample, time.monotonic(), ""
+            self._untaken.append(sample)
             self._changed.notify_all()
+
+    def take(self) -> list[Sample]:
+        """The batches that came since the last call, oldest first."""
+        with self._lock:
+            taken = list(self._untaken)
+            self._untaken.clear()
+        return taken
 
     def latest(self, wait_s: float) -> tuple[Sample | None, float, str]:
         """The latest sample and when it came (monotonic), waiting at most ``wait_s`` for a first one;
@@ -546,7 +557,10 @@ class SshReader:
         if problem or latest is None:
             self._drop(connection)
             raise RemoteError(problem or self._unreadable(endpoint))
-        return [latest]  # stamped when it came: an older batch is never passed off as newer
+        # Every batch since the last read, each stamped when it came: the host sends one an
+        # interval, and a read a little out of phase with them found two come (the latest alone
+        # taken, the other lost: an empty row in the host's history) or none (the same again).
+        return connection.take() or [latest]
 
     @staticmethod
     def _unreadable(endpoint: Endpoint) -> str:
