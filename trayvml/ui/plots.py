@@ -401,24 +401,23 @@ class Lines(pg.GraphicsObject):
         values = ys[:, columns]
         data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
         kept = _Kept(xs, values, tuple(pens), tuple(shown))
-        moved = self._move_on(kept)
+        moved_from_s = self._move_on(kept)
         bounds = None
         if len(xs) and values.size:
             y0, y1 = float(np.fmin.reduce(values, axis=None)), float(np.fmax.reduce(values, axis=None))
             if math.isfinite(y0):  # NaN: none finite
-                bounds = (float(xs[0]), float(xs[-1]), *self._value_range(y0, y1, keep=moved is not None))
-        self._set(data, pens, bounds, moved)
+                bounds = (float(xs[0]), float(xs[-1]), *self._value_range(y0, y1, keep=moved_from_s is not None))
+        self._set(data, pens, bounds, moved_from_s)
         if len(self._paths) == len(columns):  # every line shown is drawn: _move_on can move them on
             self._kept = kept
 
-    def _move_on(self, new: _Kept) -> tuple[float, float] | None:
+    def _move_on(self, new: _Kept) -> float | None:
         """Following live, each redraw reads the range a second on: the readings of the last one
         but the first few, and a new one. The kept polylines lose the points gone from the front
         and take the new ones at the end, rather than every line being built anew from all its
         points each second (pyqtgraph's path of a line with a gap took 25 µs a line); each ends as
         the very line a rebuild would make. None where the lines are not now those of ``new``;
-        else (the time from which their ends changed, the time up to which their fronts did: -inf
-        where they did not), or (-inf, inf) where more than ends and fronts may have changed."""
+        else the time from which they changed (-inf: more than their ends)."""
         old = self._kept
         count = len(new.times)
         if old is None or old.pens != new.pens or old.shown != new.shown or count < 2:
@@ -440,11 +439,8 @@ class Lines(pg.GraphicsObject):
             same = int(parted[0]) if len(parted) else common
         if count - same > MOVE_ON_MAX_POINTS:
             return None
-        # The lines change from the last row both share on (the segment into the first new one),
-        # and where readings are gone from the front, up to their first point now: once the view
-        # has moved on, the redraw after reads from where the view starts, a stretch out of sight.
-        changed_from_s = float(new.times[same - 1]) if same > 0 else -math.inf
-        front_s = -math.inf
+        # The lines change from the last row both share on (the segment into the first new one).
+        changed_from_s = float(new.times[same - 1]) if gone == 0 and same > 0 else -math.inf
         times = new.times[same:].tolist()
         finite = np.isfinite(new.values)
         readings = np.count_nonzero(finite, axis=0)
@@ -456,14 +452,13 @@ class Lines(pg.GraphicsObject):
             start = line.first - gone  # the row of the line's first point now (< 0: gone)
             size = line.points.size()
             end = min(start + size, same)  # the points kept run from its first reading to this row
-            rebuilt = max(start, first) != first or first >= end
-            if rebuilt or (gone == 0 and first != line.first):
-                changed_from_s, front_s = -math.inf, math.inf  # more than their ends and fronts
-            if rebuilt:
+            if max(start, first) != first or first >= end:
                 self._paths[k] = (self._paths[k][0], _Line.of(new.times, values))
+                changed_from_s = -math.inf
                 continue
+            if first != line.first:
+                changed_from_s = -math.inf
             if first > start:
-                front_s = max(front_s, float(new.times[first]))
                 line.points.remove(0, first - start)
             if start + size > end:
                 line.points.remove(end - first, start + size - end)
@@ -471,7 +466,7 @@ class Lines(pg.GraphicsObject):
                 line.points.append(QPointF(times[row - same], float(values[row])))
             line.first = first
             line.shape(new.times[first:], values[first:], gaps[k])
-        return changed_from_s, front_s
+        return changed_from_s
 
     def set_each(self, data: Sequence[tuple[np.ndarray, np.ndarray] | None], pens: Sequence[QPen]) -> None:
         """A (times, values) pair per line, or None for a hidden one."""
@@ -503,18 +498,15 @@ class Lines(pg.GraphicsObject):
         data: Sequence[tuple[np.ndarray, np.ndarray] | None],
         pens: Sequence[QPen],
         bounds: tuple[float, float, float, float] | None,
-        moved: tuple[float, float] | None = None,
+        moved_from_s: float | None = None,
     ) -> None:
-        """``moved``: the lines drawn are already those of ``data``, changed from a time on and up
-        to a time (_move_on); None: they are built here."""
+        """``moved_from_s``: the lines drawn are already those of ``data``, changed from this time
+        on (_move_on); None: they are built here."""
         before = self._bounds
         rect = self._rect
-        changed_from_s, front_s = (-math.inf, math.inf) if moved is None else moved
-        view = self.getViewBox()
-        view_start = view.viewRange()[0][0] if view is not None else -math.inf
+        changed_from_s = -math.inf if moved_from_s is None else moved_from_s
         if (
             math.isfinite(changed_from_s)
-            and front_s < math.inf
             # A highlighted line is drawn wider and over the others: its stretch painted alone came
             # out a few pixels off a whole paint, beside the stretch (the screen-grab test), and a
             # highlight lasts only while the cursor is on a line.
@@ -522,28 +514,25 @@ class Lines(pg.GraphicsObject):
             and rect is not None
             and bounds is not None
             and before is not None
-            and bounds[2:] == before[2:]
-            and (view is not None or bounds[0] == before[0])  # the item's left (_bounding_rect)
+            and (bounds[0], *bounds[2:]) == (before[0], *before[2:])
             and bounds[1] <= rect.right()
         ):
-            # Only their ends changed (and fronts left of the view), inside the item as it was:
-            # those stretches are painted anew (with the room around the lines), and within the
-            # view alone: an axis they overlap by that room would be painted anew too.
+            # Only their ends changed, inside the item as it was: that stretch is painted anew
+            # (with the room around the lines), and within the view alone: an axis it overlaps
+            # by that room would be painted anew too.
             self.data = list(data)
             self._bounds = bounds
-            pad_x = (before[0] if view is None else view_start) - rect.left()
-            stretches = [(changed_from_s - pad_x, max(before[1], bounds[1]) + pad_x)]
-            if front_s > -math.inf:
-                stretches.append((rect.left(), front_s + pad_x))
-            for left, right in stretches:
-                stretch = QRectF(QPointF(left, rect.top()), QPointF(right, rect.bottom()))
-                self.update(stretch & view.viewRect() if view is not None else stretch)
+            pad_x = before[0] - rect.left()
+            left, right = changed_from_s - pad_x, max(before[1], bounds[1]) + pad_x
+            stretch = QRectF(QPointF(left, rect.top()), QPointF(right, rect.bottom()))
+            view = self.getViewBox()
+            self.update(stretch & view.viewRect() if view is not None else stretch)
             return
         self.prepareGeometryChange()
         self._rect = None
         self.data = list(data)
         self._kept = None
-        if moved is None:
+        if moved_from_s is None:
             # Built once per data change; a moving view only changes the painter's transform.
             drawn = [
                 (column, pen, line)
@@ -598,13 +587,9 @@ class Lines(pg.GraphicsObject):
             return QRectF()
         x0, x1, y0, y1 = self._bounds
         # As far right as the view reaches: following live the lines grow towards it (the window's
-        # lead) without the item changing size, which has Qt paint all of it anew. And from where
-        # the view starts, wherever the readings do: those left of it are out of sight, and the
-        # redraw after the view moves on, which reads from there, leaves the item as it is.
+        # lead) without the item changing size, which has Qt paint all of it anew.
         view = self.getViewBox()
-        if view is not None:
-            (x0, view_end), _ = view.viewRange()
-            x1 = max(x1, view_end)
+        x1 = max(x1, view.viewRange()[0][1]) if view is not None else x1
         # Half the widest line around the data, and a pixel: pens are as wide in (logical) pixels
         # at any scale.
         px, py = self.pixelVectors()
