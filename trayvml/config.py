@@ -653,11 +653,16 @@ def _read(path: Path) -> bytes:
     Anything but a regular file is an OSError, never read: a named pipe with no writer waited for
     ever to be opened, and a device (``--config /dev/zero``) read as too big was then moved aside,
     renaming the device itself."""
-    # Not blocking: a pipe's open returns at once (a regular file's reads are never held).
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    not_regular = OSError(errno.EINVAL, translate("settings", "it is not a regular file"))
+    if not stat.S_ISREG(os.stat(path).st_mode):  # before opening: a terminal's open can make it ours
+        raise not_regular
+    # Checked again once open (it may have been replaced meanwhile), which must not wait for a
+    # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(descriptor, "rb") as file:
         if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise OSError(errno.EINVAL, translate("settings", "it is not a regular file"))
+            raise not_regular
         data = file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
