@@ -610,3 +610,47 @@ def test_following_live_the_gaps_are_read_again_only_once_one_could_have_opened(
         assert spans == visible_gaps(read(start, end, points, history), start, end, history.first_s)
     finally:
         disk.close()
+
+
+def test_a_read_the_store_refused_is_asked_again_at_the_next_redraw(
+    qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A read the store refuses stands in as nothing recorded (the whole range shaded): kept for the
+    seconds between moves of the view, that was shown for up to two minutes, not a second."""
+    import sqlite3
+    from dataclasses import replace
+
+    from tests.ui_helpers import shown_window
+
+    now = time.time()
+    folder = tmp_path / "history"
+    uuids = _stored(folder, now - 240, 180)
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
+    asked: list[float] = []
+    read = disk.not_recorded
+
+    def counted(start_s: float, end_s: float, points: int, memory: object) -> list[tuple[float, float]]:
+        asked.append(end_s)
+        return read(start_s, end_s, points, memory)  # type: ignore[arg-type]
+
+    def refused(*args: object, **kwargs: object) -> object:
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(disk, "not_recorded", counted)
+    coarse = disk.reader.coarse
+    monkeypatch.setattr(disk.reader, "coarse", refused)
+    window = shown_window(qtbot, history, sample)
+    try:
+        window.set_range(900)
+        window.refresh()
+        assert disk.failed_reads > 0 and asked
+        monkeypatch.setattr(disk.reader, "coarse", coarse)
+        disk._cache.clear()  # what the refused reads stood in with
+        asked.clear()
+        sample = replace(sample, timestamp_s=now + 1)
+        history.append(sample)
+        window.update_sample(sample)
+        window.finish_redraw()
+        assert asked == [now + 1]  # asked again, not the refused read's spans kept
+    finally:
+        disk.close()

@@ -91,6 +91,7 @@ class DiskReach:
         self.folder = folder
         self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
+        self.failed_reads = 0  # reads the store refused (their buckets stood in as not recorded)
 
     def close(self) -> None:
         """Lets go of what was read and of the store's connections (the window hid: the idle tray
@@ -160,6 +161,7 @@ class DiskReach:
             try:
                 read = self.reader.coarse(uuid, start_s, end_s, step_s, keys, fresh=False)
             except sqlite3.Error as error:
+                self.failed_reads += 1
                 log.warning("the history on disk could not be read: %s", error)
                 times = found.data.times_s if found is not None else np.empty(0)
                 nothing = np.full((len(times), len(keys)), np.nan)

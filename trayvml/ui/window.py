@@ -102,7 +102,8 @@ class StatusLine(QWidget):
     def __init__(self) -> None:
         super().__init__()
         self._text = ""
-        self._shown: tuple[str, int, str] = ("", 0, "")  # (text, width, the text as shown): shown_text's last
+        # (text, width, dots per inch, the text as shown): shown_text's last
+        self._shown: tuple[str, int, int, str] = ("", 0, 0, "")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
 
     def text(self) -> str:
@@ -116,23 +117,24 @@ class StatusLine(QWidget):
             self.update()
 
     def sizeHint(self) -> QSize:  # noqa: N802 - Qt override
-        return QSize(0, self.fontMetrics().height())
+        margins = self.contentsMargins()
+        return QSize(0, self.fontMetrics().height() + margins.top() + margins.bottom())
 
     def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt override
         return self.sizeHint()
 
     def shown_text(self) -> str:
-        width = self.contentsRect().width()
-        text, shown_width, shown = self._shown
-        if text != self._text or shown_width != width:
+        width, dpi = self.contentsRect().width(), self.logicalDpiX()  # another screen's may cut elsewhere
+        text, shown_width, shown_dpi, shown = self._shown
+        if (text, shown_width, shown_dpi) != (self._text, width, dpi):
             shown = self.fontMetrics().elidedText(self._text, Qt.TextElideMode.ElideRight, width)
-            self._shown = (self._text, width, shown)
+            self._shown = (self._text, width, dpi, shown)
         return shown
 
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:  # another font cuts elsewhere, and is another height
-            self._shown = ("", 0, "")
+            self._shown = ("", 0, 0, "")
             self.updateGeometry()
             self._tooltip()
 
@@ -274,6 +276,7 @@ class GraphWindow(QMainWindow):
     def history(self, history: History) -> None:
         """Another history (a new length, a simulation's past, the store's read): shown at once."""
         self._history = history
+        self._gaps_kept = None  # the last one's, not held on to
         self._fit_range()
         self.request_redraw()
 
@@ -781,8 +784,10 @@ class GraphWindow(QMainWindow):
             and kept[2] <= end < kept[2] + GAP_MIN_S
         ):
             return kept[3]
+        failed_before = disk.failed_reads
         spans = disk.not_recorded(start, end, points, history)
-        self._gaps_kept = ((history, disk), (start, points), end, spans)
+        # A read the store refused stands in as nothing recorded: asked again at the next redraw.
+        self._gaps_kept = ((history, disk), (start, points), end, spans) if disk.failed_reads == failed_before else None
         return spans
 
     def _set_x_range(self, start: float, end: float, only: PlotPage | None = None) -> None:
