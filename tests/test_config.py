@@ -234,11 +234,8 @@ def test_a_folder_in_place_of_the_file_is_left_alone(tmp_path: Path) -> None:
     assert (path / "inside").is_dir() and not temporaries(tmp_path)
 
 
-def test_a_named_pipe_with_no_writer_is_not_waited_on_and_is_left_alone(tmp_path: Path) -> None:
-    # Opening it to read waited for a writer for ever: the tray, or any command given --config, hung.
-    path = tmp_path / "config.toml"
-    os.mkfifo(path)
-    store = SettingsStore(path)
+def _loaded_in_time(store: SettingsStore, path: Path) -> tuple[Settings, str]:
+    """``store.load()`` on a thread; fails if it is still waiting after 10 s (then unblocked)."""
     loaded: list[tuple[Settings, str]] = []
     reader = threading.Thread(target=lambda: loaded.append(store.load()), daemon=True)
     reader.start()
@@ -249,12 +246,54 @@ def test_a_named_pipe_with_no_writer_is_not_waited_on_and_is_left_alone(tmp_path
             pass
         reader.join(10)
     assert not waited, "loading waited on the pipe"
-    settings, message = loaded[0]
-    assert same(settings, Settings())
-    assert one_sentence(message) and "could not be read (it is not a regular file)" in message
-    with pytest.raises(SettingsError, match="could not be read, so it is not overwritten"):
+    return loaded[0]
+
+
+def test_a_named_pipe_with_no_writer_is_not_waited_on_and_is_left_alone(tmp_path: Path) -> None:
+    # Opening it to read waited for a writer for ever: the tray, or any command given --config, hung.
+    path = tmp_path / "config.toml"
+    os.mkfifo(path)
+    store = SettingsStore(path)
+    settings, message = _loaded_in_time(store, path)
+    assert same(settings, Settings()) and message == ""  # nothing written to it: no settings in it
+    with pytest.raises(SettingsError, match="is a pipe, so it is not overwritten"):
         store.save(Settings())
     assert path.is_fifo() and not list(tmp_path.glob("config.toml.*")) and not temporaries(tmp_path)
+
+
+def test_a_named_pipe_is_read_as_its_writer_writes_it_and_not_for_ever(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "config.toml"
+    os.mkfifo(path)
+
+    def writes(data: bytes, closes: bool) -> threading.Thread:
+        def write() -> None:
+            descriptor = os.open(path, os.O_WRONLY)  # waits for the reader's open
+            time.sleep(0.3)  # the reader waits for the bytes
+            os.write(descriptor, data)
+            if closes:
+                os.close(descriptor)
+            else:
+                time.sleep(1.5)
+                os.close(descriptor)
+
+        writer = threading.Thread(target=write, daemon=True)
+        writer.start()
+        return writer
+
+    writer = writes(b"sampling_interval_s = 5.0\n", closes=True)
+    settings, message = _loaded_in_time(SettingsStore(path), path)
+    writer.join(10)
+    assert settings.sampling_interval_s == 5.0 and message == ""
+    monkeypatch.setattr(config, "PIPE_WAIT_S", 0.8)
+    writer = writes(b"sampling_interval_s = 5.0\n", closes=False)  # a writer that never finishes
+    started_s = time.monotonic()
+    settings, message = _loaded_in_time(SettingsStore(path), path)
+    assert time.monotonic() - started_s < 1.5 and same(settings, Settings())
+    assert one_sentence(message) and "(its writer did not finish within 0.8 s)" in message
+    writer.join(10)
+    assert path.is_fifo() and not list(tmp_path.glob("config.toml.*"))
 
 
 def test_a_device_is_read_as_no_settings_file_and_never_moved_aside(tmp_path: Path) -> None:

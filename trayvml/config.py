@@ -13,6 +13,7 @@ import math
 import os
 import re
 import reprlib
+import select
 import stat
 import sys
 import time
@@ -52,6 +53,7 @@ RENAMED: dict[str, str] = {
 DELETED: frozenset[str] = frozenset({"alerts.job_finished.critical_clear", "alerts.job_finished.cooldown_s"})
 
 MAX_FILE_BYTES = MIB  # a settings file is a few KiB; anything this big is not one
+PIPE_WAIT_S = 5.0  # settings given through a pipe: the most its writer is waited for
 NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
 _GPU_INDEX = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "²".isdigit() is True but int("²") fails
 
@@ -650,11 +652,14 @@ def _free_name(path: Path, tag: str) -> Path:
 
 def _read(path: Path) -> bytes:
     """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big.
-    Anything but a regular file is an OSError, never read: a named pipe with no writer waited for
-    ever to be opened, and a device (``--config /dev/zero``) read as too big was then moved aside,
-    renaming the device itself."""
+    A pipe (``--config <(…)``) is read as it is written (_read_pipe). Anything else but a regular
+    file is an OSError, never read: a device (``--config /dev/zero``) read as too big was moved
+    aside, renaming the device itself."""
     not_regular = OSError(errno.EINVAL, translate("settings", "it is not a regular file"))
-    if not stat.S_ISREG(os.stat(path).st_mode):  # before opening: a terminal's open can make it ours
+    mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
+    if stat.S_ISFIFO(mode):
+        return _read_pipe(path)
+    if not stat.S_ISREG(mode):
         raise not_regular
     # Checked again once open (it may have been replaced meanwhile), which must not wait for a
     # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
@@ -667,6 +672,36 @@ def _read(path: Path) -> bytes:
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
     return data
+
+
+def _read_pipe(path: Path) -> bytes:
+    """What a pipe's writer writes until it closes it, waiting PIPE_WAIT_S at most in all: a named
+    pipe nobody writes gives nothing at once, where its open waited for a writer for ever."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + PIPE_WAIT_S
+    try:
+        while size <= MAX_FILE_BYTES:
+            try:
+                chunk = os.read(descriptor, 1 << 16)
+            except BlockingIOError:  # its writer has not written (or closed) yet
+                left_s = deadline - time.monotonic()
+                if left_s <= 0:
+                    raise OSError(
+                        errno.ETIMEDOUT,
+                        translate("settings", "its writer did not finish within {seconds} s").format(
+                            seconds=f"{PIPE_WAIT_S:g}"
+                        ),
+                    ) from None
+                select.select([descriptor], [], [], left_s)
+                continue
+            if not chunk:  # closed by its writer, or none ever opened it
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks)
 
 
 def settings_text(data: bytes) -> str:
@@ -704,6 +739,10 @@ class SettingsStore:
         ``only_read``: a command that never saves the settings leaves a broken file where it is
         (the tray moves it aside, so that it can save the defaults there)."""
         remove_stale_temporaries(self.path)
+        try:  # a pipe (``--config <(…)``) is read once: never set aside nor written
+            pipe = stat.S_ISFIFO(os.stat(self.path).st_mode)
+        except OSError:
+            pipe = False
         try:
             data = _read(self.path)
             text = settings_text(data)
@@ -713,9 +752,9 @@ class SettingsStore:
             return Settings(), missing.format(path=self.path) if named else ""
         except UnicodeDecodeError as error:
             why = f"it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})"
-            return Settings(), self._unusable(why) if only_read else self._set_aside(why)
+            return Settings(), self._unusable(why) if only_read or pipe else self._set_aside(why)
         except SettingsError as error:
-            return Settings(), self._unusable(str(error)) if only_read else self._set_aside(str(error))
+            return Settings(), self._unusable(str(error)) if only_read or pipe else self._set_aside(str(error))
         except OSError as error:
             # Perhaps a passing fault, or not a file at all: leave it as it is, and never write over it.
             self._refusal = translate(
@@ -726,6 +765,10 @@ class SettingsStore:
                 "settings",
                 "The settings file {path} could not be read ({reason}); it is left as it is and defaults are in use.",
             ).format(path=self.path, reason=reason)
+        if pipe:
+            self._refusal = translate(
+                "settings", "The settings file {path} is a pipe, so it is not overwritten"
+            ).format(path=self.path)
         if not notes:
             return settings, ""
         self._keep = data

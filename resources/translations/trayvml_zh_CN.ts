@@ -3949,6 +3949,10 @@ For {duration} now.</source>
         <translation>文件大于 {size} MiB</translation>
     </message>
     <message>
+        <source>its writer did not finish within {seconds} s</source>
+        <translation>写入方在 {seconds} 秒内未写完</translation>
+    </message>
+    <message>
         <source>The settings file {path} does not exist; defaults are in use.</source>
         <translation>设置文件 {path} 不存在；当前使用默认设置。</translation>
     </message>
@@ -3959,6 +3963,10 @@ For {duration} now.</source>
     <message>
         <source>The settings file {path} could not be read ({reason}); it is left as it is and defaults are in use.</source>
         <translation>无法读取设置文件 {path}（{reason}）；文件保持原样，当前使用默认设置。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} is a pipe, so it is not overwritten</source>
+        <translation>设置文件 {path} 是管道，因此不会覆盖它</translation>
     </message>
     <message>
         <source>The settings file {path} is used with changes: {changes}; a copy of it as it is now is kept when trayvml next saves the settings.</source>
