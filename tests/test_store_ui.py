@@ -7,6 +7,7 @@ import math
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -559,6 +560,28 @@ def test_without_a_thread_to_read_the_store_the_window_gets_the_history_read_at_
     assert history.first_s <= first[0] and history.latest_s >= second[-1] - 1
 
 
+def _gaps_asked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[
+    float, Sample, History, DiskReach, list[float], Callable[[float, float, int, History], list[tuple[float, float]]]
+]:
+    """A history with a store recorded from 4 min to 1 min ago, whose "not recorded" reads are
+    counted: (now, the sample, the history, its disk, the ends of the reads asked, the real read)."""
+    now = time.time()
+    folder = tmp_path / "history"
+    uuids = _stored(folder, now - 240, 180)
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
+    asked: list[float] = []
+    read = disk.not_recorded
+
+    def counted(start_s: float, end_s: float, points: int, memory: History) -> list[tuple[float, float]]:
+        asked.append(end_s)
+        return read(start_s, end_s, points, memory)
+
+    monkeypatch.setattr(disk, "not_recorded", counted)
+    return now, sample, history, disk, asked, read
+
+
 def test_following_live_the_gaps_are_read_again_only_once_one_could_have_opened(
     qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -571,18 +594,7 @@ def test_following_live_the_gaps_are_read_again_only_once_one_could_have_opened(
     from trayvml.history.timeline import GAP_MIN_S
     from trayvml.ui.gaps import _shadings, visible_gaps
 
-    now = time.time()
-    folder = tmp_path / "history"
-    uuids = _stored(folder, now - 240, 180)  # recorded from 4 min to 1 min ago
-    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
-    asked: list[float] = []
-    read = disk.not_recorded
-
-    def counted(start_s: float, end_s: float, points: int, memory: object) -> list[tuple[float, float]]:
-        asked.append(end_s)
-        return read(start_s, end_s, points, memory)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(disk, "not_recorded", counted)
+    now, sample, history, disk, asked, read = _gaps_asked(tmp_path, monkeypatch)
     window = shown_window(qtbot, history, sample)
     try:
         window.set_range(900)
@@ -622,21 +634,11 @@ def test_a_read_the_store_refused_is_asked_again_at_the_next_redraw(
 
     from tests.ui_helpers import shown_window
 
-    now = time.time()
-    folder = tmp_path / "history"
-    uuids = _stored(folder, now - 240, 180)
-    sample, history, disk = disk_history(folder, "training:gpus=h100*2", now, uuids)
-    asked: list[float] = []
-    read = disk.not_recorded
-
-    def counted(start_s: float, end_s: float, points: int, memory: object) -> list[tuple[float, float]]:
-        asked.append(end_s)
-        return read(start_s, end_s, points, memory)  # type: ignore[arg-type]
+    now, sample, history, disk, asked, _ = _gaps_asked(tmp_path, monkeypatch)
 
     def refused(*args: object, **kwargs: object) -> object:
         raise sqlite3.OperationalError("database is locked")
 
-    monkeypatch.setattr(disk, "not_recorded", counted)
     coarse = disk.reader.coarse
     monkeypatch.setattr(disk.reader, "coarse", refused)
     window = shown_window(qtbot, history, sample)
