@@ -445,7 +445,7 @@ def test_codec_round_trips_every_integer_width_and_refuses_an_unknown_one() -> N
 
 def test_the_writers_encoder_without_numpy_writes_codecs_bytes() -> None:
     """fresh.encode (the tray's writer, pure Python) and codec.encode (numpy: the packer's) give the
-    same bytes, for every integer width, negative deltas and empty matrices."""
+    same bytes, for every integer width, negative deltas, rows that stay the same and empty matrices."""
     from trayvml.history.disk import fresh
 
     rng = np.random.default_rng(7)
@@ -453,7 +453,12 @@ def test_the_writers_encoder_without_numpy_writes_codecs_bytes() -> None:
     times = np.arange(rows, dtype=np.int64)[None, :] * 1000 + 1_700_000_000_000
     for scale in (0, 100, 30_000, 2**31 + 5, 2**40, 2**62):
         values = rng.integers(-scale, scale + 1, size=(5, rows), dtype=np.int64) if scale else np.zeros((5, rows), int)
-        for matrices in ([times, values, -values], [times, np.empty((0, rows), dtype=np.int64)]):
+        steady = np.full((2, rows), scale, dtype=np.int64)  # rows the same all along: one step, then none
+        for matrices in (
+            [times, values, -values],
+            [times, steady, -steady],
+            [times, np.empty((0, rows), dtype=np.int64)],
+        ):
             as_lists = [m.tolist() for m in matrices]
             assert fresh.encode(as_lists, 3) == codec.encode(matrices, 3), scale
             decoded = codec.decode(*fresh.encode(as_lists, 3), len(matrices))
@@ -464,14 +469,15 @@ def test_the_writer_keeps_values_as_steps_of_their_resolution_and_says_which_are
     from trayvml.history.disk import fresh
 
     nan, inf = math.nan, math.inf
-    values = [(nan, 2.5, 0.125), (7.0, 3.5, -0.125), (nan, inf, 1e300), (1.0, nan, 0.015)]
-    states = [(0, 1, 2)] * len(values)
-    times, steps, missing, kept_states = fresh.value_rows([1, 2, 3, 4], values, states, (1.0, 1.0, 0.01))
-    assert times == [[1, 2, 3, 4]] and kept_states == [[0] * 4, [1] * 4, [2] * 4]
+    # The last column has every value (the writer's quick way); the others lack some or go past the bound.
+    values = [(nan, 2.5, 0.125, 0.5), (7.0, 3.5, -0.125, -2.5), (nan, inf, 1e300, 1.5), (1.0, nan, 0.015, 3.5)]
+    states = [(0, 1, 2, 0)] * len(values)
+    times, steps, missing, kept_states = fresh.value_rows([1, 2, 3, 4], values, states, (1.0, 1.0, 0.01, 1.0))
+    assert times == [[1, 2, 3, 4]] and kept_states == [[0] * 4, [1] * 4, [2] * 4, [0] * 4]
     # Half to even (as numpy's rint); a NaN repeats the value before it (the first: 0) and is
     # marked missing; an infinity is no value but not missing; a count past the bound is held at it.
-    assert steps == [[0, 7, 7, 1], [2, 4, 0, 0], [12, -12, fresh.STEPS_BOUND, 2]]
-    assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0]]
+    assert steps == [[0, 7, 7, 1], [2, 4, 0, 0], [12, -12, fresh.STEPS_BOUND, 2], [0, -2, 2, 4]]
+    assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]]
 
 
 def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
