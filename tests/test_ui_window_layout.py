@@ -370,3 +370,22 @@ def test_a_new_status_text_paints_the_status_line_once_and_cuts_it_once(qtbot, m
         assert len(paints) == k + 1 and len(cuts) == k + 1
         assert status.shown_text().startswith(f"{k} ") and status.shown_text().endswith("…")
     assert isinstance(status, StatusLine)
+
+
+def test_a_screen_reader_reads_the_status_line_as_static_text_and_whole(qtbot) -> None:
+    # A plain widget is a "client" area to a screen reader, as the status line was once it stopped
+    # being a QLabel; a label is static text, named by its text.
+    from PySide6.QtGui import QAccessible
+
+    history, sample = filled_history("training:gpus=h100*16,start=1800", 60)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.refresh()
+    status = w.status_label
+    qtbot.waitUntil(lambda: status.shown_text().endswith("…"))  # cut on screen
+    reader = QAccessible.queryAccessibleInterface(status)
+    assert reader is not None and reader.role() is QAccessible.Role.StaticText
+    assert reader.text(QAccessible.Text.Name) == status.text()
+    status.setText("5 Wh in view")
+    assert QAccessible.queryAccessibleInterface(status).text(QAccessible.Text.Name) == "5 Wh in view"
+    # Every other widget is still Qt's own.
+    assert QAccessible.queryAccessibleInterface(w.tabs.tabBar()).role() is QAccessible.Role.PageTabList

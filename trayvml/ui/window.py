@@ -15,6 +15,8 @@ from dataclasses import replace
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
+    QAccessible,
+    QAccessibleInterface,
     QAction,
     QCloseEvent,
     QGuiApplication,
@@ -25,6 +27,7 @@ from PySide6.QtGui import (
     QShowEvent,
 )
 from PySide6.QtWidgets import (
+    QAccessibleWidget,
     QButtonGroup,
     QCheckBox,
     QFileDialog,
@@ -99,8 +102,13 @@ class StatusLine(QWidget):
     a QLabel: a label's new text asks its layout for room, and the status bar then repaints itself
     whole, so the line was painted twice a second, and its cut worked out three times."""
 
+    _accessible_installed = False
+
     def __init__(self) -> None:
         super().__init__()
+        if not StatusLine._accessible_installed:
+            StatusLine._accessible_installed = True
+            QAccessible.installFactory(_accessible_status_line)
         self._text = ""
         # (text, width, dots per inch, the text as shown): shown_text's last
         self._shown: tuple[str, int, int, str] = ("", 0, 0, "")
@@ -152,6 +160,12 @@ class StatusLine(QWidget):
         painter = QPainter(self)
         align = Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter
         painter.drawText(self.contentsRect(), int(align), self.shown_text())
+
+
+def _accessible_status_line(_class_name: str, obj: object) -> QAccessibleInterface | None:
+    """A status line is static text to a screen reader, as a QLabel is (a plain widget is a
+    "client" area), named by its whole text; every other object is left to Qt."""
+    return QAccessibleWidget(obj, QAccessible.Role.StaticText) if isinstance(obj, StatusLine) else None
 
 
 class GraphWindow(QMainWindow):
