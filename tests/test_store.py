@@ -470,14 +470,21 @@ def test_the_writer_keeps_values_as_steps_of_their_resolution_and_says_which_are
 
     nan, inf = math.nan, math.inf
     # The last column has every value (the writer's quick way); the others lack some or go past the bound.
-    values = [(nan, 2.5, 0.125, 0.5), (7.0, 3.5, -0.125, -2.5), (nan, inf, 1e300, 1.5), (1.0, nan, 0.015, 3.5)]
-    states = [(0, 1, 2, 0)] * len(values)
-    times, steps, missing, kept_states = fresh.value_rows([1, 2, 3, 4], values, states, (1.0, 1.0, 0.01, 1.0))
-    assert times == [[1, 2, 3, 4]] and kept_states == [[0] * 4, [1] * 4, [2] * 4, [0] * 4]
+    # The fifth has every value too, two of them past the bound, their sum within it.
+    values = [
+        (nan, 2.5, 0.125, 0.5, 5e18),
+        (7.0, 3.5, -0.125, -2.5, 1.0),
+        (nan, inf, 1e300, 1.5, -5e18),
+        (1.0, nan, 0.015, 3.5, 0.5),
+    ]
+    states = [(0, 1, 2, 0, 0)] * len(values)
+    times, steps, missing, kept_states = fresh.value_rows([1, 2, 3, 4], values, states, (1.0, 1.0, 0.01, 1.0, 1.0))
+    assert times == [[1, 2, 3, 4]] and kept_states == [[0] * 4, [1] * 4, [2] * 4, [0] * 4, [0] * 4]
     # Half to even (as numpy's rint); a NaN repeats the value before it (the first: 0) and is
     # marked missing; an infinity is no value but not missing; a count past the bound is held at it.
-    assert steps == [[0, 7, 7, 1], [2, 4, 0, 0], [12, -12, fresh.STEPS_BOUND, 2], [0, -2, 2, 4]]
-    assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0]]
+    bound = fresh.STEPS_BOUND
+    assert steps == [[0, 7, 7, 1], [2, 4, 0, 0], [12, -12, bound, 2], [0, -2, 2, 4], [bound, 1, -bound, 0]]
+    assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
 
 
 def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

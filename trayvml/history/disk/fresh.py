@@ -70,10 +70,7 @@ def value_rows(
         # Nearly every column is all values, finite and within the bound (a finite sum says no NaN
         # and no infinity is among them): rounded in one pass, as steps() rounds each. The writer
         # encodes every column of every device every few seconds, so this is most of its time.
-        if (
-            math.isfinite(sum(counts))
-            and -STEPS_BOUND <= min(counts, default=0) <= max(counts, default=0) <= STEPS_BOUND
-        ):
+        if math.isfinite(sum(counts)) and -STEPS_BOUND <= min(counts) <= max(counts) <= STEPS_BOUND:
             quantised.append(list(map(round, counts)))
             missing.append([0] * len(counts))
             continue
