@@ -3,6 +3,7 @@ never stops trayvml and is never lost."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import stat
@@ -293,6 +294,35 @@ def test_a_named_pipe_is_read_as_its_writer_writes_it_and_not_for_ever(
     assert time.monotonic() - started_s < 1.5 and same(settings, Settings())
     assert one_sentence(message) and "(its writer did not finish within 0.8 s)" in message
     writer.join(10)
+    assert path.is_fifo() and not list(tmp_path.glob("config.toml.*"))
+
+
+def test_a_named_pipe_bigger_than_a_settings_file_is_refused_whole_and_left_alone(tmp_path: Path) -> None:
+    # Read up to the limit, the start of a long pipe was taken for the whole file: valid TOML to
+    # where it was cut (a key of the part never read kept its default, unsaid). Its kind is told by
+    # the one look at the path: a pipe's problem never moves it aside, as a file's does.
+    path = tmp_path / "config.toml"
+    os.mkfifo(path)
+    comment = b"#" * 80 + b"\n"
+    lines = b"sampling_interval_s = 5.0\n" + comment * (
+        2 * config.MAX_FILE_BYTES // len(comment)
+    )  # valid, cut anywhere
+
+    def write() -> None:
+        descriptor = os.open(path, os.O_WRONLY)  # waits for the reader's open
+        with contextlib.suppress(BrokenPipeError):  # the reader stops past the limit
+            os.write(descriptor, lines)
+        os.close(descriptor)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    store = SettingsStore(path)
+    settings, message = _loaded_in_time(store, path)
+    writer.join(10)
+    assert same(settings, Settings())
+    assert one_sentence(message) and f": it is larger than {config.MAX_FILE_BYTES >> 20} MiB;" in message
+    with pytest.raises(SettingsError, match="could not be used, so it is not overwritten"):
+        store.save(Settings())
     assert path.is_fifo() and not list(tmp_path.glob("config.toml.*"))
 
 

@@ -650,25 +650,28 @@ def _free_name(path: Path, tag: str) -> Path:
     return candidate
 
 
-def _read(path: Path) -> bytes:
+def _read(path: Path, mode: int | None = None) -> bytes:
     """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big.
     A pipe (``--config <(…)``) is read as it is written (_read_pipe). Anything else but a regular
     file is an OSError, never read: a device (``--config /dev/zero``) read as too big was moved
-    aside, renaming the device itself."""
+    aside, renaming the device itself. ``mode``: the path's, where the caller looked already (one
+    look: a second one could see another file put there meanwhile)."""
     not_regular = OSError(errno.EINVAL, translate("settings", "it is not a regular file"))
-    mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
+    if mode is None:
+        mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
     if stat.S_ISFIFO(mode):
-        return _read_pipe(path)
-    if not stat.S_ISREG(mode):
+        data = _read_pipe(path)  # stops past MAX_FILE_BYTES too: what came is not the whole file
+    elif not stat.S_ISREG(mode):
         raise not_regular
-    # Checked again once open (it may have been replaced meanwhile), which must not wait for a
-    # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
-    descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-    with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise not_regular
-        data = file.read(MAX_FILE_BYTES + 1)
+    else:
+        # Checked again once open (it may have been replaced meanwhile), which must not wait for a
+        # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
+        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+        descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+        with os.fdopen(descriptor, "rb") as file:
+            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+                raise not_regular
+            data = file.read(MAX_FILE_BYTES + 1)
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
     return data
@@ -739,12 +742,11 @@ class SettingsStore:
         ``only_read``: a command that never saves the settings leaves a broken file where it is
         (the tray moves it aside, so that it can save the defaults there)."""
         remove_stale_temporaries(self.path)
-        try:  # a pipe (``--config <(…)``) is read once: never set aside nor written
-            pipe = stat.S_ISFIFO(os.stat(self.path).st_mode)
-        except OSError:
-            pipe = False
+        pipe = False  # a pipe (``--config <(…)``) is read once: never set aside nor written
         try:
-            data = _read(self.path)
+            mode = os.stat(self.path).st_mode  # before opening: a terminal's open can make it ours
+            pipe = stat.S_ISFIFO(mode)
+            data = _read(self.path, mode)
             text = settings_text(data)
             settings, notes = from_toml(text)
         except FileNotFoundError:
