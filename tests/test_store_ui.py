@@ -384,6 +384,32 @@ def test_a_past_in_memory_alone_with_no_host_rows_is_not_shaded_as_not_recorded(
         disk.close()
 
 
+@pytest.mark.parametrize(("gap_s", "shaded"), [(150, True), (100, False)])
+def test_a_gap_is_measured_from_the_row_before_it_to_the_row_after_it(tmp_path: Path, gap_s: int, shaded: bool) -> None:
+    """Seen at the five minutes' range: trayvml stopped for 150 s left one whole minute without a
+    row, the rest of the gap in the minutes on either side of it, and a gap counted in whole
+    minutes was too short to shade. A gap is as long as from the last row before it to the first
+    after it; one of 100 s (a missed sample or two, as far as shading goes) is still not shaded."""
+    from trayvml.history.timeline import backfill
+
+    folder = tmp_path / "history"
+    now = time.time()
+    minute = now - now % 3600 - 3 * 86400 + 600
+    uuids = _stored(folder, minute + 30, 40)  # rows from half a minute in to 39 s later
+    _stored(folder, minute + 70 + gap_s, 280 - gap_s)  # and again after the gap, up to 349 s
+    # As the tray has it, started again: its first sample, and what the store holds before it in memory.
+    sample, history, disk = disk_history(folder, "training:gpus=h100*2", minute + 360, uuids)
+    try:
+        assert backfill(history, disk.reader, sample, 400) == 40 + 280 - gap_s
+        spans = disk.not_recorded(minute, minute + 360, 1000, history)
+    finally:
+        disk.close()
+    if shaded:
+        assert spans == [(minute + 69, minute + 70 + gap_s)]
+    else:
+        assert spans == []
+
+
 def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The energy in view asks for more points than a plot is wide: at 7 days both get the same
     10-minute buckets, read once a device and kept (not a week of minutes, nor a read each redraw)."""

@@ -35,6 +35,7 @@ from trayvml.history.rings import (
 
 log = logging.getLogger(__name__)
 GAP_MIN_S = 120.0  # a hole shorter than this is a missed sample or two, not "not recording"
+EXACT_GAPS_STEP_S = 60.0  # buckets this fine or finer: a gap's ends are its rows' (a few reads of the host's rows)
 
 
 def backfill(history: Rings, reader: StoreReader, sample: Sample, span_s: float) -> int:
@@ -190,27 +191,58 @@ class DiskReach:
         buckets, and memory's rows for the hour not yet packed on disk). Memory's GPU rows count
         too: a simulation's made-up past is in memory alone, GPUs without the host, and the window
         shaded all of it "not recording" under its lines. (Such a past of a GPU asleep, rows of NaN
-        only, is still shaded: memory cannot tell them from none.)"""
+        only, is still shaded: memory cannot tell them from none.) A span runs from the last row
+        before it to the first after it where buckets are a minute or finer (ranges up to half a
+        day): in whole buckets, a gap of two and a half minutes left one empty minute, too short to
+        shade, at the five minutes' range."""
         data, _ = self._coarse(HOST_UUID, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
         if not len(data.times_s):
             return []
         recorded = data.recorded.copy()
+        seen_parts = []  # times of memory's rows with a value
         for recent in (
             Rings.host_series(memory, HISTORY_HOST_KEYS[0], start_s, end_s, max_points),
             Rings.gpu_series(memory, "memory_used_bytes", start_s, end_s, max_points),  # every GPU tells it
         ):
             if recent is not None and len(recent.times_s):
                 seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
+                seen_parts.append(seen)
                 index = ((seen - data.times_s[0]) // data.step_s).astype(np.int64)
                 recorded[index[(index >= 0) & (index < len(recorded))]] = True
         latest = memory.latest_s if math.isfinite(memory.latest_s) else end_s
+        in_memory = np.concatenate(seen_parts) if seen_parts else np.empty(0)
         spans = []
         edges = np.flatnonzero(np.diff(np.r_[0, (~recorded).astype(np.int8), 0]))
         for a, b in zip(edges[::2], edges[1::2], strict=True):
-            first, last = data.times_s[a], min(data.times_s[b - 1] + data.step_s, latest)
+            first, last = float(data.times_s[a]), min(float(data.times_s[b - 1]) + data.step_s, latest)
+            if data.step_s <= EXACT_GAPS_STEP_S:
+                first = self._last_row_before(first, data.step_s, in_memory)
+                last = self._first_row_from(last, data.step_s, in_memory)
             if last - first >= GAP_MIN_S and first < latest:
-                spans.append((float(first), float(last)))
+                spans.append((first, last))
         return spans
+
+    def _last_row_before(self, t_s: float, within_s: float, in_memory: np.ndarray) -> float:
+        """The time of the last row recorded in the ``within_s`` before ``t_s`` (``t_s`` where none is)."""
+        rows = np.concatenate([self._host_rows(t_s - within_s, t_s), in_memory])
+        rows = rows[(rows >= t_s - within_s) & (rows < t_s)]
+        return float(rows.max()) if len(rows) else t_s
+
+    def _first_row_from(self, t_s: float, within_s: float, in_memory: np.ndarray) -> float:
+        """The time of the first row recorded from ``t_s`` on, within ``within_s`` (``t_s`` where none is)."""
+        rows = np.concatenate([self._host_rows(t_s, t_s + within_s), in_memory])
+        rows = rows[(rows >= t_s) & (rows < t_s + within_s)]
+        return float(rows.min()) if len(rows) else t_s
+
+    def _host_rows(self, start_s: float, end_s: float) -> np.ndarray:
+        """The times of the host's rows on disk in the range, each sample's (none where the store
+        keeps only minutes of it, or cannot be read)."""
+        try:
+            return self.reader.fine(HOST_UUID, start_s, end_s, HISTORY_HOST_KEYS[:1]).times_s
+        except sqlite3.Error as error:
+            self.failed_reads += 1  # the window asks again at its next redraw
+            log.warning("the history on disk could not be read: %s", error)
+            return np.empty(0)
 
 
 def _series(datas: list[tuple[CoarseData, int]]) -> Series:
