@@ -384,12 +384,23 @@ def test_a_past_in_memory_alone_with_no_host_rows_is_not_shaded_as_not_recorded(
         disk.close()
 
 
-@pytest.mark.parametrize(("gap_s", "shaded"), [(150, True), (100, False)])
-def test_a_gap_is_measured_from_the_row_before_it_to_the_row_after_it(tmp_path: Path, gap_s: int, shaded: bool) -> None:
+@pytest.mark.parametrize(
+    ("gap_s", "range_s", "refused", "shaded"),
+    [
+        (150, 300, False, (69, 220)),  # the row before it, the row after it
+        (150, 3 * 3600, False, (69, 220)),  # memory's rows in 5 or 30 s buckets here: the store's rows decide
+        (150, 300, True, (70, 220)),  # the store refused: memory's buckets, kept to their far ends
+        (100, 300, False, None),  # a missed sample or two, as far as shading goes
+    ],
+)
+def test_a_gap_is_measured_from_the_row_before_it_to_the_row_after_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gap_s: int, range_s: int, refused: bool, shaded: tuple | None
+) -> None:
     """Seen at the five minutes' range: trayvml stopped for 150 s left one whole minute without a
     row, the rest of the gap in the minutes on either side of it, and a gap counted in whole
-    minutes was too short to shade. A gap is as long as from the last row before it to the first
-    after it; one of 100 s (a missed sample or two, as far as shading goes) is still not shaded."""
+    minutes was too short to shade."""
+    import sqlite3
+
     from trayvml.history.timeline import backfill
 
     folder = tmp_path / "history"
@@ -401,13 +412,19 @@ def test_a_gap_is_measured_from_the_row_before_it_to_the_row_after_it(tmp_path: 
     sample, history, disk = disk_history(folder, "training:gpus=h100*2", minute + 360, uuids)
     try:
         assert backfill(history, disk.reader, sample, 400) == 40 + 280 - gap_s
-        spans = disk.not_recorded(minute, minute + 360, 1000, history)
+        if refused:
+
+            def refuse(*_: object) -> None:
+                raise sqlite3.OperationalError("disk I/O error")
+
+            monkeypatch.setattr(disk.reader, "row_times", refuse)
+        spans = disk.not_recorded(minute + 360 - range_s, minute + 360, 1000, history)
     finally:
         disk.close()
-    if shaded:
-        assert spans == [(minute + 69, minute + 70 + gap_s)]
-    else:
-        assert spans == []
+    # (At three hours, the hours before the first row was ever recorded are shaded too.)
+    after_first_row = [(round(a - minute), round(b - minute)) for a, b in spans if b > minute + 30]
+    assert after_first_row == ([shaded] if shaded else [])
+    assert disk.failed_reads == (1 if refused else 0)
 
 
 def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -93,11 +93,13 @@ class DiskReach:
         self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
         self.failed_reads = 0  # reads the store refused (their buckets stood in as not recorded)
+        self._row_times: tuple[tuple[float, float], np.ndarray] | None = None  # _host_row_times' last
 
     def close(self) -> None:
         """Lets go of what was read and of the store's connections (the window hid: the idle tray
         keeps none of it); a later read opens them again."""
         self._cache.clear()
+        self._row_times = None
         self._lines = None
         self.reader.close()
         if self._db is not None:
@@ -191,58 +193,79 @@ class DiskReach:
         buckets, and memory's rows for the hour not yet packed on disk). Memory's GPU rows count
         too: a simulation's made-up past is in memory alone, GPUs without the host, and the window
         shaded all of it "not recording" under its lines. (Such a past of a GPU asleep, rows of NaN
-        only, is still shaded: memory cannot tell them from none.) A span runs from the last row
-        before it to the first after it where buckets are a minute or finer (ranges up to half a
-        day): in whole buckets, a gap of two and a half minutes left one empty minute, too short to
-        shade, at the five minutes' range."""
+        only, is still shaded: memory cannot tell them from none.) Where buckets are a minute or
+        finer (ranges up to half a day), a span runs from the last row before it to the first
+        after it: in whole buckets, a gap of two and a half minutes left one empty minute, too
+        short to shade, at the five minutes' range."""
         data, _ = self._coarse(HOST_UUID, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
         if not len(data.times_s):
             return []
         recorded = data.recorded.copy()
-        seen_parts = []  # times of memory's rows with a value
+        in_memory = []  # (bucket starts with a value, the bucket's length) of memory's rows
         for recent in (
             Rings.host_series(memory, HISTORY_HOST_KEYS[0], start_s, end_s, max_points),
             Rings.gpu_series(memory, "memory_used_bytes", start_s, end_s, max_points),  # every GPU tells it
         ):
             if recent is not None and len(recent.times_s):
                 seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
-                seen_parts.append(seen)
+                in_memory.append((seen, recent.step_s))
                 index = ((seen - data.times_s[0]) // data.step_s).astype(np.int64)
                 recorded[index[(index >= 0) & (index < len(recorded))]] = True
         latest = memory.latest_s if math.isfinite(memory.latest_s) else end_s
-        in_memory = np.concatenate(seen_parts) if seen_parts else np.empty(0)
-        spans = []
+        step_s = data.step_s
         edges = np.flatnonzero(np.diff(np.r_[0, (~recorded).astype(np.int8), 0]))
+        on_disk = None
+        if len(edges) and step_s <= EXACT_GAPS_STEP_S:
+            on_disk = self._host_row_times(float(data.times_s[0]) - step_s, float(data.times_s[-1]) + 2 * step_s)
+        spans = []
         for a, b in zip(edges[::2], edges[1::2], strict=True):
-            first, last = float(data.times_s[a]), min(float(data.times_s[b - 1]) + data.step_s, latest)
-            if data.step_s <= EXACT_GAPS_STEP_S:
-                first = self._last_row_before(first, data.step_s, in_memory)
-                last = self._first_row_from(last, data.step_s, in_memory)
+            first, last = float(data.times_s[a]), min(float(data.times_s[b - 1]) + step_s, latest)
+            if on_disk is not None:
+                first, last = _gap_edges(first, last, step_s, on_disk, in_memory)
             if last - first >= GAP_MIN_S and first < latest:
                 spans.append((first, last))
         return spans
 
-    def _last_row_before(self, t_s: float, within_s: float, in_memory: np.ndarray) -> float:
-        """The time of the last row recorded in the ``within_s`` before ``t_s`` (``t_s`` where none is)."""
-        rows = np.concatenate([self._host_rows(t_s - within_s, t_s), in_memory])
-        rows = rows[(rows >= t_s - within_s) & (rows < t_s)]
-        return float(rows.max()) if len(rows) else t_s
-
-    def _first_row_from(self, t_s: float, within_s: float, in_memory: np.ndarray) -> float:
-        """The time of the first row recorded from ``t_s`` on, within ``within_s`` (``t_s`` where none is)."""
-        rows = np.concatenate([self._host_rows(t_s, t_s + within_s), in_memory])
-        rows = rows[(rows >= t_s) & (rows < t_s + within_s)]
-        return float(rows.min()) if len(rows) else t_s
-
-    def _host_rows(self, start_s: float, end_s: float) -> np.ndarray:
-        """The times of the host's rows on disk in the range, each sample's (none where the store
-        keeps only minutes of it, or cannot be read)."""
+    def _host_row_times(self, start_s: float, end_s: float) -> np.ndarray:
+        """The host's rows on disk in the range (each sample's), kept while the range stays; none
+        where the store refuses them (the window asks again at its next redraw)."""
+        key = (start_s, end_s)
+        if self._row_times is not None and self._row_times[0] == key:
+            return self._row_times[1]
         try:
-            return self.reader.fine(HOST_UUID, start_s, end_s, HISTORY_HOST_KEYS[:1]).times_s
+            times = self.reader.row_times(HOST_UUID, start_s, end_s)
         except sqlite3.Error as error:
-            self.failed_reads += 1  # the window asks again at its next redraw
+            self.failed_reads += 1
             log.warning("the history on disk could not be read: %s", error)
             return np.empty(0)
+        self._row_times = (key, times)
+        return times
+
+
+def _gap_edges(
+    first_s: float,
+    last_s: float,
+    step_s: float,
+    on_disk: np.ndarray,
+    in_memory: list[tuple[np.ndarray, float]],
+) -> tuple[float, float]:
+    """A span of empty buckets, ``first_s`` to ``last_s``, widened to the rows around it within a
+    bucket: to the last row before it and the first after it, as the store has them (each
+    sample's time), else as memory has them (its buckets: the span is then kept to their far
+    ends, never over a row)."""
+    before = on_disk[(on_disk >= first_s - step_s) & (on_disk < first_s)]
+    if len(before):
+        first_s = float(before[-1])
+    else:
+        ends = [t + step for times, step in in_memory for t in times[(times >= first_s - step_s) & (times < first_s)]]
+        first_s = min(max(ends), first_s) if ends else first_s
+    after = on_disk[(on_disk >= last_s) & (on_disk < last_s + step_s)]
+    if len(after):
+        last_s = float(after[0])
+    else:
+        starts = [float(t) for times, _ in in_memory for t in times[(times >= last_s) & (times < last_s + step_s)]]
+        last_s = min(starts) if starts else last_s
+    return first_s, last_s
 
 
 def _series(datas: list[tuple[CoarseData, int]]) -> Series:

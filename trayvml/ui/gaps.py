@@ -25,11 +25,11 @@ class GapShading:
     """Shaded, labelled spans of one plot where nothing was recorded (trayvml off, the machine asleep).
 
     Each label hangs left of its span's end, where the recording came back: a span that began left
-    of the view keeps its start (that of the first bucket read), so that following live (the view
-    moving on every few seconds) moves nothing here until the view passes a bucket, and then only the
-    span's start, which carries no label. Moving a span's edge lays its label's text out anew
-    (pyqtgraph's InfLineLabel), a twelfth of the open window's GUI thread when every span was cut
-    to the view."""
+    of the view keeps its start (that of the first bucket read, or the last row in the bucket before
+    it), so that following live (the view moving on every few seconds) moves nothing here until the
+    view passes a bucket, and then only the span's start, which carries no label. Moving a span's
+    edge lays its label's text out anew (pyqtgraph's InfLineLabel), a twelfth of the open window's
+    GUI thread when every span was cut to the view."""
 
     def __init__(self, plot: pg.PlotItem) -> None:
         self.plot = plot

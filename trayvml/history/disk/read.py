@@ -38,6 +38,9 @@ class FineData:
     states: np.ndarray  # (n, keys) MetricState values
 
 
+_TIME_ROW = np.array([0])  # a fine block's first matrix: its one row of times
+
+
 @dataclass(frozen=True)
 class CoarseData:
     """Buckets of ``step_s`` from ``times_s[0]`` on; NaN (count 0) where nothing was recorded."""
@@ -144,6 +147,22 @@ class StoreReader:
         t = np.concatenate(times)
         order = np.argsort(t, kind="stable")
         return FineData(t[order], np.concatenate(values)[order], np.concatenate(states)[order])
+
+    def row_times(self, uuid: str, start_s: float, end_s: float) -> np.ndarray:
+        """The times of the device's rows on disk from ``start_s`` to before ``end_s``, ascending,
+        from its every-sample tiers (none where only minutes are kept): the blocks' time rows alone
+        are decoded."""
+        found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
+        parts = []
+        for block in found[1] if found is not None else ():
+            try:
+                deltas = codec.decode_deltas(block.data, block.crc, codec.FINE_MATRICES, wanted=_TIME_ROW)
+            except codec.DamagedBlockError as error:
+                note_damaged(block, str(error))
+                continue
+            t_ms = np.cumsum(deltas[0])
+            parts.append(t_ms[(t_ms >= start_s * 1000) & (t_ms < end_s * 1000)] / 1000)
+        return np.sort(np.concatenate(parts)) if parts else np.empty(0)
 
     def coarse(
         self, uuid: str, start_s: float, end_s: float, step_s: float, keys: tuple[str, ...], fresh: bool = True
