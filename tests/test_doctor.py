@@ -5,7 +5,12 @@ from __future__ import annotations
 import getpass
 import json
 import os
+import resource
 import socket
+import stat
+import subprocess
+import sys
+import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -93,8 +98,68 @@ def test_a_broken_settings_file_is_a_problem_and_is_left_where_it_is(
     out = capsys.readouterr().out
     levels = _levels(out)
     assert levels["settings"] == "PROBLEM" and "not valid TOML" in out
+    assert "trayvml will set it aside and use defaults." in out
     assert levels["settings.set-aside"] == "WARNING"
     assert path.read_text() == "this is = = not toml"  # the doctor only looks
+
+
+def test_a_broken_settings_pipe_is_a_problem_that_is_not_set_aside(tmp_path: Path) -> None:
+    # ``--config <(…)``: the tray reads a pipe once and never moves it aside; the doctor said it
+    # would, and its push check opened the pipe again and waited for a writer for ever (the doctor
+    # runs as a process of its own here, with a time limit).
+    path = tmp_path / "settings.toml"
+    os.mkfifo(path)
+
+    def write() -> None:
+        descriptor = os.open(path, os.O_WRONLY)  # waits for the doctor's open
+        os.write(descriptor, b"this is = = not toml")
+        os.close(descriptor)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "trayvml", "doctor", "--config", str(path), SIM],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        if writer.is_alive():  # the doctor never opened it: let the writer's open go
+            os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(10)
+    assert done.returncode == 1, done.stderr
+    assert _levels(done.stdout)["settings"] == "PROBLEM" and "not valid TOML" in done.stdout
+    assert "trayvml will use defaults." in done.stdout and "set it aside" not in done.stdout
+    assert path.is_fifo() and not list(tmp_path.glob("settings.toml.*"))
+
+
+def test_a_settings_path_that_is_a_device_is_never_read(tmp_path: Path) -> None:
+    # The push check read the settings again by itself, whole: --config naming /dev/zero read
+    # for ever, growing. A device node made here, in the test's own folder; the doctor runs as a
+    # process of its own, its memory bounded, so that a reader that reads it anyway ends.
+    path = tmp_path / "zero"
+    try:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except OSError as error:
+        pytest.skip(f"no device node can be made here: {error}")
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "trayvml", "doctor", "--config", str(path), SIM],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=bounded,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    levels = _levels(done.stdout)
+    assert levels["settings"] == "PROBLEM" and "cannot be read: it is not a regular file." in done.stdout
+    assert "Traceback" not in done.stderr and path.is_char_device()
 
 
 def test_the_history_writer_is_named(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -2247,6 +2247,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{path} 处没有设置文件：正在使用默认设置。</translation>
     </message>
     <message>
+        <source>The settings file {path} cannot be used ({reason}): trayvml will use defaults.</source>
+        <translation>设置文件 {path} 无法使用（{reason}）：trayvml 将使用默认设置。</translation>
+    </message>
+    <message>
         <source>The settings file {path} cannot be used ({reason}): trayvml will set it aside and use defaults.</source>
         <translation>设置文件 {path} 无法使用（{reason}）：trayvml 将把它移到一旁并使用默认设置。</translation>
     </message>

@@ -15,17 +15,21 @@ import json
 import os
 import re
 import socket
+import stat
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from trayvml import __version__
 from trayvml.core.files import output
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS
 from trayvml.core.sample import MetricState, Sample
+
+if TYPE_CHECKING:
+    from trayvml.config import Settings
 
 DBUS_TIMEOUT_S = 2.0  # a session bus answers in milliseconds; a hung one must not hang the doctor
 TRAY_WATCHERS = ("org.kde.StatusNotifierWatcher", "org.freedesktop.StatusNotifierWatcher")
@@ -280,11 +284,21 @@ def check_metrics(findings: Findings, sample: Sample) -> None:
 
 
 # ---- files ----
-def check_settings(findings: Findings, path: Path) -> None:
+def _is_pipe(path: Path) -> bool:
+    try:
+        return stat.S_ISFIFO(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
+def check_settings(findings: Findings, path: Path) -> Settings | None:
+    """The settings file's findings; the settings in it where it can be used (the other checks
+    read them from here: a pipe is read once, and a device must never be read)."""
     from trayvml.config import SettingsError, examine, set_aside_copies
 
+    settings = None
     try:
-        notes = examine(path)
+        settings, notes = examine(path)
     except FileNotFoundError:
         findings.add(
             "settings",
@@ -293,14 +307,14 @@ def check_settings(findings: Findings, path: Path) -> None:
         )
     except (UnicodeDecodeError, SettingsError) as error:
         reason = error.reason if isinstance(error, UnicodeDecodeError) else str(error)
-        findings.add(
-            "settings",
-            Level.PROBLEM,
-            translate(
+        if _is_pipe(path):  # ``--config <(…)``: read once, never set aside
+            what = translate("doctor", "The settings file {path} cannot be used ({reason}): trayvml will use defaults.")
+        else:
+            what = translate(
                 "doctor",
                 "The settings file {path} cannot be used ({reason}): trayvml will set it aside and use defaults.",
-            ).format(path=path, reason=reason),
-        )
+            )
+        findings.add("settings", Level.PROBLEM, what.format(path=path, reason=reason))
     except OSError as error:
         findings.add(
             "settings",
@@ -329,19 +343,15 @@ def check_settings(findings: Findings, path: Path) -> None:
                 count=len(aside), names=", ".join(p.name for p in aside)
             ),
         )
+    return settings
 
 
-def check_push(findings: Findings, config: Path, status_file: Path) -> None:
+def check_push(findings: Findings, settings: Settings, status_file: Path) -> None:
     """Each push destination of the settings, by its redacted name, and its last failure as the
     tray app or ``trayvml record`` wrote it (push-status.json): a failing one is a WARNING, since
     the desktop's notifications still work."""
-    from trayvml.config import from_toml
     from trayvml.platform.push import destination_name, read_status, redact
 
-    try:
-        settings, _ = from_toml(config.read_bytes().decode("utf-8"))
-    except (OSError, ValueError):  # the settings check says why (SettingsError is a ValueError)
-        return
     statuses = read_status(status_file)
     for number, destination in enumerate(settings.push, 1):
         name = destination_name(destination)  # never its URL's path, token or password
@@ -498,9 +508,9 @@ def gather(
         check_processes(findings, sample)
     check_runtime_pm(findings, sample, power, bus_key)
     check_desktop(findings, bus_names)
-    check_settings(findings, config)
-    if push_status is not None:
-        check_push(findings, config, push_status)
+    settings = check_settings(findings, config)
+    if push_status is not None and settings is not None:  # without usable settings, none to push to
+        check_push(findings, settings, push_status)
     check_history(findings, history)
     return findings, sample, json_snapshot(sample)
 
