@@ -410,6 +410,32 @@ def test_config_works_before_and_after_the_command(before: bool, tmp_path: Path,
     assert path.exists()  # left as it is: snapshot never saves the settings (the tray app sets it aside)
 
 
+def test_a_settings_file_too_big_to_be_one_is_not_read_for_its_language(tmp_path: Path) -> None:
+    # The language is read from the settings before the arguments are parsed: that read took a
+    # regular file whole, however big (here 8 GiB of a sparse file). The command runs as a process
+    # of its own, its memory bounded, so that a reader that reads it all ends.
+    import resource
+
+    path = tmp_path / "config.toml"
+    with open(path, "wb") as file:
+        file.truncate(8 << 30)
+
+    def bounded() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    done = subprocess.run(
+        [sys.executable, "-m", "trayvml", "--config", str(path), "snapshot", SIM],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=bounded,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "is larger than 1 MiB" in done.stderr and "Traceback" not in done.stderr
+    assert "SIMULATED" in done.stdout and path.stat().st_size == 8 << 30
+
+
 def test_autostart_writes_an_absolute_config_path() -> None:
     from trayvml.cli import build_parser
 

@@ -391,7 +391,9 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
     Chosen before the arguments are parsed (their help and errors are in it), from the settings file
     that ``argv`` names with --config or the default one, read without loading it (loading moves a
     broken file aside)."""
-    from trayvml.config import default_path, settings_text, tomllib
+    from pathlib import Path
+
+    from trayvml.config import default_path, read_file, settings_text, tomllib
 
     path = str(default_path())
     for k, argument in enumerate(argv):
@@ -402,10 +404,11 @@ def use_language(argv: Sequence[str] = (), environ: dict[str, str] | None = None
     setting = "system"
     try:
         # A regular file only: a pipe (``--config <(…)``) read here would reach the settings empty,
-        # and a named one with no writer would wait for ever.
-        if stat.S_ISREG(os.stat(path).st_mode):
-            with open(path, "rb") as file:
-                value = tomllib.loads(settings_text(file.read())).get("language", "system")
+        # and a named one with no writer would wait for ever. Read as loading reads it (its size
+        # bounded, a file that stops being a regular one between the look and the open refused).
+        mode = os.stat(path).st_mode
+        if stat.S_ISREG(mode):
+            value = tomllib.loads(settings_text(read_file(Path(path), mode))).get("language", "system")
             setting = value if isinstance(value, str) else setting
     except (OSError, ValueError, RecursionError):  # no file, or one loading sets aside: the system's
         pass  # RecursionError: tomllib recurses once per nested array or table

@@ -650,7 +650,7 @@ def _free_name(path: Path, tag: str) -> Path:
     return candidate
 
 
-def _read(path: Path, mode: int | None = None) -> bytes:
+def read_file(path: Path, mode: int | None = None) -> bytes:
     """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big.
     A pipe (``--config <(…)``) is read as it is written (_read_pipe). Anything else but a regular
     file is an OSError, never read: a device (``--config /dev/zero``) read as too big was moved
@@ -718,7 +718,7 @@ def examine(path: Path) -> tuple[Settings, list[str]]:
     as loading reads it (a pipe once, a device never) and without loading it: nothing is moved
     aside. Raises FileNotFoundError, OSError, UnicodeDecodeError, or SettingsError naming why the
     tray app would not use it (``trayvml doctor`` asks this)."""
-    return from_toml(settings_text(_read(path)))
+    return from_toml(settings_text(read_file(path)))
 
 
 def set_aside_copies(path: Path) -> list[Path]:
@@ -747,7 +747,7 @@ class SettingsStore:
         try:
             mode = os.stat(self.path).st_mode  # before opening: a terminal's open can make it ours
             pipe = stat.S_ISFIFO(mode)
-            data = _read(self.path, mode)
+            data = read_file(self.path, mode)
             text = settings_text(data)
             settings, notes = from_toml(text)
         except FileNotFoundError:
