@@ -8,12 +8,16 @@ import os
 import re
 import signal
 import socket
+import stat
 import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import TypeVar
+
+import pytest
 
 from trayvml.alerts.rules import AnySettings, RuleSettings
 from trayvml.core.clock import ManualClock
@@ -417,3 +421,33 @@ def fifo_with_reader(folder: Path) -> tuple[Path, threading.Thread, list[bytes]]
     reader = threading.Thread(target=read, daemon=True)
     reader.start()
     return fifo, reader, got
+
+
+def zero_device(folder: Path) -> Path:
+    """A node of /dev/zero's device made in ``folder`` (the test's own, never a system path); the
+    test is skipped where none can be made."""
+    path = folder / "zero"
+    try:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
+    except OSError as error:
+        pytest.skip(f"no device node can be made here: {error}")
+    return path
+
+
+def run_bounded(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
+    """``python -m trayvml ARGS`` as a process of its own, its time and its memory (2 GiB of address
+    space) bounded: one that reads a device or a huge file for ever ends, and is not this test's."""
+
+    def bounded() -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
+
+    return subprocess.run(
+        [sys.executable, "-m", "trayvml", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout_s,
+        preexec_fn=bounded,
+        check=False,
+    )

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import default_sigint, end_process, without_root_powers
+from tests.helpers import default_sigint, end_process, run_bounded, without_root_powers
 from trayvml.cli import main
 from trayvml.core.errors import TrayvmlError
 
@@ -414,23 +414,10 @@ def test_a_settings_file_too_big_to_be_one_is_not_read_for_its_language(tmp_path
     # The language is read from the settings before the arguments are parsed: that read took a
     # regular file whole, however big (here 8 GiB of a sparse file). The command runs as a process
     # of its own, its memory bounded, so that a reader that reads it all ends.
-    import resource
-
     path = tmp_path / "config.toml"
     with open(path, "wb") as file:
         file.truncate(8 << 30)
-
-    def bounded() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    done = subprocess.run(
-        [sys.executable, "-m", "trayvml", "--config", str(path), "snapshot", SIM],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=bounded,
-        check=False,
-    )
+    done = run_bounded("--config", str(path), "snapshot", SIM)
     assert done.returncode == 0, done.stderr
     assert "is larger than 1 MiB" in done.stderr and "Traceback" not in done.stderr
     assert "SIMULATED" in done.stdout and path.stat().st_size == 8 << 30

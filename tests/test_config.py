@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import math
 import os
-import stat
 import subprocess
 import sys
 import threading
@@ -16,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import thresholds
+from tests.helpers import thresholds, zero_device
 from trayvml import config
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, RULES
@@ -329,11 +328,7 @@ def test_a_named_pipe_bigger_than_a_settings_file_is_refused_whole_and_left_alon
 def test_a_device_is_read_as_no_settings_file_and_never_moved_aside(tmp_path: Path) -> None:
     # Read as a file, a /dev/zero was too big, and moved aside: as root, the device itself renamed.
     # The node is one made here, in the test's own folder.
-    path = tmp_path / "zero"
-    try:
-        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
-    except OSError as error:
-        pytest.skip(f"no device node can be made here: {error}")
+    path = zero_device(tmp_path)
     store = SettingsStore(path)
     settings, message = store.load()
     assert same(settings, Settings())

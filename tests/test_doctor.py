@@ -5,11 +5,7 @@ from __future__ import annotations
 import getpass
 import json
 import os
-import resource
 import socket
-import stat
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterable, Iterator
@@ -17,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import fifo_with_reader
+from tests.helpers import fifo_with_reader, run_bounded, zero_device
 from trayvml.cli import main
 from trayvml.commands.doctor import Level, Redactor, gather
 from trayvml.core.sample import Sample
@@ -118,13 +114,7 @@ def test_a_broken_settings_pipe_is_a_problem_that_is_not_set_aside(tmp_path: Pat
     writer = threading.Thread(target=write, daemon=True)
     writer.start()
     try:
-        done = subprocess.run(
-            [sys.executable, "-m", "trayvml", "doctor", "--config", str(path), SIM],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        done = run_bounded("doctor", "--config", str(path), SIM, timeout_s=60)
     finally:
         if writer.is_alive():  # the doctor never opened it: let the writer's open go
             os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
@@ -139,23 +129,8 @@ def test_a_settings_path_that_is_a_device_is_never_read(tmp_path: Path) -> None:
     # The push check read the settings again by itself, whole: --config naming /dev/zero read
     # for ever, growing. A device node made here, in the test's own folder; the doctor runs as a
     # process of its own, its memory bounded, so that a reader that reads it anyway ends.
-    path = tmp_path / "zero"
-    try:
-        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 5))
-    except OSError as error:
-        pytest.skip(f"no device node can be made here: {error}")
-
-    def bounded() -> None:
-        resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
-
-    done = subprocess.run(
-        [sys.executable, "-m", "trayvml", "doctor", "--config", str(path), SIM],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        preexec_fn=bounded,
-        check=False,
-    )
+    path = zero_device(tmp_path)
+    done = run_bounded("doctor", "--config", str(path), SIM)
     assert done.returncode == 1, done.stderr
     levels = _levels(done.stdout)
     assert levels["settings"] == "PROBLEM" and "cannot be read: it is not a regular file." in done.stdout
