@@ -194,7 +194,7 @@ class DiskReach:
         too: a simulation's made-up past is in memory alone, GPUs without the host, and the window
         shaded all of it "not recording" under its lines. (Such a past of a GPU asleep, rows of NaN
         only, is still shaded: memory cannot tell them from none.) Where buckets are a minute or
-        finer (ranges up to half a day), a span runs from the last row before it to the first
+        finer (ranges up to a day), a span runs from the last row before it to the first
         after it: in whole buckets, a gap of two and a half minutes left one empty minute, too
         short to shade, at the five minutes' range."""
         data, _ = self._coarse(HOST_UUID, HISTORY_HOST_KEYS[0], start_s, end_s, max_points)
