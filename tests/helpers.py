@@ -6,6 +6,7 @@ import contextlib
 import math
 import os
 import re
+import resource
 import signal
 import socket
 import stat
@@ -438,9 +439,7 @@ def run_bounded(*args: str, timeout_s: float = 120) -> subprocess.CompletedProce
     """``python -m trayvml ARGS`` as a process of its own, its time and its memory (2 GiB of address
     space) bounded: one that reads a device or a huge file for ever ends, and is not this test's."""
 
-    def bounded() -> None:
-        import resource
-
+    def bounded() -> None:  # in the child, between fork and exec: nothing imported there
         resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30))
 
     return subprocess.run(

@@ -427,6 +427,21 @@ def test_a_gap_is_measured_from_the_row_before_it_to_the_row_after_it(
     assert disk.failed_reads == (1 if refused else 0)
 
 
+def test_rows_not_yet_on_disk_keep_a_gap_from_reaching_over_them() -> None:
+    # The store's last row before a gap is exact, but memory may hold later ones not written yet
+    # (every 8 s, or later while the store cannot be written): a span from the store's row covered them.
+    from trayvml.history.timeline import _gap_edges
+
+    on_disk = np.array([100.0, 112.0])
+    memory = [(np.arange(100.0, 120.0), 1.0)]  # rows to 119 s in 1 s buckets, 113-119 not on disk yet
+    assert _gap_edges(120.0, 300.0, 60.0, on_disk, memory) == (120.0, 300.0)
+    assert _gap_edges(120.0, 300.0, 60.0, on_disk, []) == (112.0, 300.0)
+    older = [(np.array([60.0]), 30.0)]  # a 30 s bucket of memory's, over before the store's last row: the store decides
+    assert _gap_edges(120.0, 300.0, 60.0, on_disk, older) == (112.0, 300.0)
+    later = [(np.array([90.0]), 30.0)]  # one that may hold rows after it: to its end, not over them
+    assert _gap_edges(120.0, 300.0, 60.0, on_disk, later) == (120.0, 300.0)
+
+
 def test_a_week_is_read_once_for_the_plots_and_the_energy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The energy in view asks for more points than a plot is wide: at 7 days both get the same
     10-minute buckets, read once a device and kept (not a week of minutes, nor a read each redraw)."""

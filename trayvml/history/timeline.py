@@ -35,7 +35,7 @@ from trayvml.history.rings import (
 
 log = logging.getLogger(__name__)
 GAP_MIN_S = 120.0  # a hole shorter than this is a missed sample or two, not "not recording"
-EXACT_GAPS_STEP_S = 60.0  # buckets this fine or finer: a gap's ends are its rows' (a few reads of the host's rows)
+EXACT_GAPS_STEP_S = 60.0  # buckets this fine or finer: a gap's ends are its rows' (row times read once a range)
 
 
 def backfill(history: Rings, reader: StoreReader, sample: Sample, span_s: float) -> int:
@@ -251,14 +251,17 @@ def _gap_edges(
 ) -> tuple[float, float]:
     """A span of empty buckets, ``first_s`` to ``last_s``, widened to the rows around it within a
     bucket: to the last row before it and the first after it, as the store has them (each
-    sample's time), else as memory has them (its buckets: the span is then kept to their far
-    ends, never over a row)."""
+    sample's time). Memory's rows (in buckets) count where the store lacks them (refused, or newer
+    than its newest row: not written yet), taken to their buckets' far ends: never over a row."""
+    newest_on_disk = float(on_disk[-1]) if len(on_disk) else -math.inf
     before = on_disk[(on_disk >= first_s - step_s) & (on_disk < first_s)]
-    if len(before):
-        first_s = float(before[-1])
-    else:
-        ends = [t + step for times, step in in_memory for t in times[(times >= first_s - step_s) & (times < first_s)]]
-        first_s = min(max(ends), first_s) if ends else first_s
+    ends = [
+        float(t) + step
+        for times, step in in_memory
+        for t in times[(times >= first_s - step_s) & (times < first_s) & (times + step > newest_on_disk)]
+    ]
+    if len(before) or ends:
+        first_s = max([*before[-1:].tolist(), *ends])
     after = on_disk[(on_disk >= last_s) & (on_disk < last_s + step_s)]
     if len(after):
         last_s = float(after[0])
