@@ -713,12 +713,12 @@ def settings_text(data: bytes) -> str:
     return data.decode("utf-8").removeprefix("\ufeff")
 
 
-def examine(path: Path) -> tuple[Settings, list[str]]:
+def examine(path: Path, mode: int | None = None) -> tuple[Settings, list[str]]:
     """The settings in ``path`` and what loading it would change (renamed or ignored parts), read
     as loading reads it (a pipe once, a device never) and without loading it: nothing is moved
     aside. Raises FileNotFoundError, OSError, UnicodeDecodeError, or SettingsError naming why the
-    tray app would not use it (``trayvml doctor`` asks this)."""
-    return from_toml(settings_text(read_file(path)))
+    tray app would not use it (``trayvml doctor`` asks this). ``mode``: as read_file's."""
+    return from_toml(settings_text(read_file(path, mode)))
 
 
 def set_aside_copies(path: Path) -> list[Path]:

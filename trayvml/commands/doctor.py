@@ -284,21 +284,16 @@ def check_metrics(findings: Findings, sample: Sample) -> None:
 
 
 # ---- files ----
-def _is_pipe(path: Path) -> bool:
-    try:
-        return stat.S_ISFIFO(os.stat(path).st_mode)
-    except OSError:
-        return False
-
-
 def check_settings(findings: Findings, path: Path) -> Settings | None:
     """The settings file's findings; the settings in it where it can be used (the other checks
     read them from here: a pipe is read once, and a device must never be read)."""
     from trayvml.config import SettingsError, examine, set_aside_copies
 
-    settings = None
+    settings, pipe = None, False
     try:
-        settings, notes = examine(path)
+        mode = os.stat(path).st_mode  # one look, as loading's: the read and the words go by it
+        pipe = stat.S_ISFIFO(mode)
+        settings, notes = examine(path, mode)
     except FileNotFoundError:
         findings.add(
             "settings",
@@ -307,7 +302,7 @@ def check_settings(findings: Findings, path: Path) -> Settings | None:
         )
     except (UnicodeDecodeError, SettingsError) as error:
         reason = error.reason if isinstance(error, UnicodeDecodeError) else str(error)
-        if _is_pipe(path):  # ``--config <(…)``: read once, never set aside
+        if pipe:  # ``--config <(…)``: read once, never set aside
             what = translate("doctor", "The settings file {path} cannot be used ({reason}): trayvml will use defaults.")
         else:
             what = translate(
