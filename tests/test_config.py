@@ -29,6 +29,7 @@ from trayvml.config import (
     remove_stale_temporaries,
     to_toml,
 )
+from trayvml.core import files
 from trayvml.core.files import STALE_TEMPORARY_S
 
 
@@ -286,7 +287,7 @@ def test_a_named_pipe_is_read_as_its_writer_writes_it_and_not_for_ever(
     settings, message = _loaded_in_time(SettingsStore(path), path)
     writer.join(10)
     assert settings.sampling_interval_s == 5.0 and message == ""
-    monkeypatch.setattr(config, "PIPE_WAIT_S", 0.8)
+    monkeypatch.setattr(files, "PIPE_WAIT_S", 0.8)
     writer = writes(b"sampling_interval_s = 5.0\n", closes=False)  # a writer that never finishes
     started_s = time.monotonic()
     settings, message = _loaded_in_time(SettingsStore(path), path)

@@ -315,6 +315,36 @@ def test_the_recordings_folder_holds_the_simulated_h100_and_rtx4090() -> None:
     assert all(p.stat().st_size < 200_000 for p in ALL_RECORDINGS)  # small enough to keep in the repository
 
 
+def test_a_recording_that_is_a_device_or_a_pipe_nobody_writes_is_refused_at_once(tmp_path: Path) -> None:
+    # --simulate refuses a path that is no file when it parses the spec; one replaced after that
+    # was opened and read as a file: a device read to the size limit (256 MiB) and called too big,
+    # a named pipe nobody writes waited on by its open for ever.
+    from trayvml.core.errors import SimulationSpecError
+    from trayvml.nvml.sim.replay import read_recording
+
+    device = zero_device(tmp_path)
+    with pytest.raises(SimulationSpecError, match=r"cannot be read: it is not a regular file\.$"):
+        read_recording(device)
+    fifo = tmp_path / "recording.jsonl"
+    os.mkfifo(fifo)
+    said: list[str] = []
+
+    def read() -> None:
+        try:
+            read_recording(fifo)
+        except SimulationSpecError as refused:
+            said.append(str(refused))
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    reader.join(10)
+    in_time = not reader.is_alive()
+    if not in_time:  # its open waits for a writer: let it go
+        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert in_time and said == [f"--simulate: {fifo} is not a trayvml NVML recording (trayvml doctor --record)."]
+
+
 @pytest.mark.parametrize("path", ALL_RECORDINGS, ids=lambda p: p.name)
 def test_a_replayed_recording_reads_as_it_did_live(path: Path) -> None:
     from trayvml.nvml.sim.replay import read_recording

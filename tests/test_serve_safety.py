@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -16,7 +17,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from tests.helpers import run_ticks, simulated_source
+from tests.helpers import run_bounded, run_ticks, simulated_source, zero_device
 from trayvml.cli import main
 from trayvml.core.errors import TrayvmlError
 from trayvml.prometheus.exposition import Exporter, load_web_config
@@ -80,6 +81,54 @@ def test_invalid_yaml_is_one_sentence_naming_the_file_and_line(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
     assert f"The web config file {path} is not valid YAML at line 3: " in err
+
+
+SERVE = ("serve", "--simulate", "--listen", "127.0.0.1:0", "--web-config")
+
+
+def test_a_web_config_larger_than_one_is_refused_in_one_sentence(tmp_path: Path) -> None:
+    # Read whole before, two MiB of comments were an empty config: serve started without its users.
+    path = _config(tmp_path, *["# " + "x" * 1000] * 2100)
+    with pytest.raises(TrayvmlError, match=rf"^The web config file {path} is larger than 1 MiB\.$"):
+        load_web_config(str(path))
+
+
+def test_a_web_config_that_is_a_device_is_never_read(tmp_path: Path) -> None:
+    # read_text read /dev/zero for ever, growing: serve runs as a process of its own here, its
+    # memory bounded, so that one that reads the device anyway ends (with a traceback).
+    path = zero_device(tmp_path)
+    done = run_bounded(*SERVE, str(path))
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"trayvml: Cannot read the web config file {path}: it is not a regular file.\n"
+    assert path.is_char_device()
+
+
+def test_a_web_config_pipe_whose_writer_never_finishes_is_waited_for_a_bounded_time(tmp_path: Path) -> None:
+    # read_text waited for the writer's end for ever: serve never started nor said why.
+    path = tmp_path / "web.yml"
+    os.mkfifo(path)
+    finish = threading.Event()
+
+    def write() -> None:
+        descriptor = os.open(path, os.O_WRONLY)  # waits for serve's open
+        with contextlib.suppress(BrokenPipeError):
+            os.write(descriptor, b"basic_auth_users: {}\n")
+            finish.wait(120)
+        os.close(descriptor)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        done = run_bounded(*SERVE, str(path), timeout_s=60)
+    finally:
+        finish.set()
+        if writer.is_alive():  # serve never opened it: let the writer's open go
+            with contextlib.suppress(OSError):
+                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+        writer.join(10)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"trayvml: Cannot read the web config file {path}: its writer did not finish within 5 s.\n"
+    assert not writer.is_alive() and path.is_fifo()
 
 
 def _wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:

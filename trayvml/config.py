@@ -7,13 +7,11 @@ file is used, and the file is copied aside before trayvml first overwrites it.""
 
 from __future__ import annotations
 
-import errno
 import glob
 import math
 import os
 import re
 import reprlib
-import select
 import stat
 import sys
 import time
@@ -26,7 +24,7 @@ import tomli_w
 
 from trayvml.alerts.engine import AlertSettings, validate
 from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings
-from trayvml.core.files import remove_stale_temporaries, write_atomically
+from trayvml.core.files import read_bounded, remove_stale_temporaries, write_atomically
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
@@ -53,7 +51,6 @@ RENAMED: dict[str, str] = {
 DELETED: frozenset[str] = frozenset({"alerts.job_finished.critical_clear", "alerts.job_finished.cooldown_s"})
 
 MAX_FILE_BYTES = MIB  # a settings file is a few KiB; anything this big is not one
-PIPE_WAIT_S = 5.0  # settings given through a pipe: the most its writer is waited for
 NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
 _GPU_INDEX = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "²".isdigit() is True but int("²") fails
 
@@ -651,60 +648,12 @@ def _free_name(path: Path, tag: str) -> Path:
 
 
 def read_file(path: Path, mode: int | None = None) -> bytes:
-    """The file's bytes; raises FileNotFoundError, OSError, or SettingsError when it is too big.
-    A pipe (``--config <(…)``) is read as it is written (_read_pipe). Anything else but a regular
-    file is an OSError, never read: a device (``--config /dev/zero``) read as too big was moved
-    aside, renaming the device itself. ``mode``: the path's, where the caller looked already (one
-    look: a second one could see another file put there meanwhile)."""
-    not_regular = OSError(errno.EINVAL, translate("settings", "it is not a regular file"))
-    if mode is None:
-        mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
-    if stat.S_ISFIFO(mode):
-        data = _read_pipe(path)  # stops past MAX_FILE_BYTES too: what came is not the whole file
-    elif not stat.S_ISREG(mode):
-        raise not_regular
-    else:
-        # Checked again once open (it may have been replaced meanwhile), which must not wait for a
-        # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
-        flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
-        descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
-        with os.fdopen(descriptor, "rb") as file:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise not_regular
-            data = file.read(MAX_FILE_BYTES + 1)
+    """The settings file's bytes (files.read_bounded: a pipe read as it is written, a device never);
+    raises FileNotFoundError, OSError, or SettingsError when it is too big."""
+    data = read_bounded(path, MAX_FILE_BYTES, mode)
     if len(data) > MAX_FILE_BYTES:
         raise SettingsError(translate("settings", "it is larger than {size} MiB").format(size=MAX_FILE_BYTES >> 20))
     return data
-
-
-def _read_pipe(path: Path) -> bytes:
-    """What a pipe's writer writes until it closes it, waiting PIPE_WAIT_S at most in all: a named
-    pipe nobody writes gives nothing at once, where its open waited for a writer for ever."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-    chunks: list[bytes] = []
-    size, deadline = 0, time.monotonic() + PIPE_WAIT_S
-    try:
-        while size <= MAX_FILE_BYTES:
-            try:
-                chunk = os.read(descriptor, 1 << 16)
-            except BlockingIOError:  # its writer has not written (or closed) yet
-                left_s = deadline - time.monotonic()
-                if left_s <= 0:
-                    raise OSError(
-                        errno.ETIMEDOUT,
-                        translate("settings", "its writer did not finish within {seconds} s").format(
-                            seconds=f"{PIPE_WAIT_S:g}"
-                        ),
-                    ) from None
-                select.select([descriptor], [], [], left_s)
-                continue
-            if not chunk:  # closed by its writer, or none ever opened it
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-    finally:
-        os.close(descriptor)
-    return b"".join(chunks)
 
 
 def settings_text(data: bytes) -> str:

@@ -2438,6 +2438,17 @@ It is sent SIGTERM, as kill does.</source>
     </message>
 </context>
 <context>
+    <name>files</name>
+    <message>
+        <source>it is not a regular file</source>
+        <translation>不是普通文件</translation>
+    </message>
+    <message>
+        <source>its writer did not finish within {seconds} s</source>
+        <translation>写入方在 {seconds} 秒内未写完</translation>
+    </message>
+</context>
+<context>
     <name>jobs</name>
     <message>
         <source>notebook</source>
@@ -3630,6 +3641,10 @@ For {duration} now.</source>
         <translation>--listen {value}：端口必须是 0 到 65535 之间的数字。</translation>
     </message>
     <message>
+        <source>The web config file {path} is larger than {size} MiB.</source>
+        <translation>web 配置文件 {path} 大于 {size} MiB。</translation>
+    </message>
+    <message>
         <source>Cannot read the web config file {path}: {error}.</source>
         <translation>无法读取 web 配置文件 {path}：{error}。</translation>
     </message>
@@ -3945,16 +3960,8 @@ For {duration} now.</source>
         <translation>当前版本不认识 {names}，已忽略</translation>
     </message>
     <message>
-        <source>it is not a regular file</source>
-        <translation>不是普通文件</translation>
-    </message>
-    <message>
         <source>it is larger than {size} MiB</source>
         <translation>文件大于 {size} MiB</translation>
-    </message>
-    <message>
-        <source>its writer did not finish within {seconds} s</source>
-        <translation>写入方在 {seconds} 秒内未写完</translation>
     </message>
     <message>
         <source>The settings file {path} does not exist; defaults are in use.</source>

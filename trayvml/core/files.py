@@ -1,11 +1,13 @@
-"""Files written whole or not at all."""
+"""Files written whole or not at all, and small files read within bounds."""
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import glob
 import os
 import re
+import select
 import stat
 import sys
 import tempfile
@@ -14,7 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from trayvml.core.i18n import translate
+
 STALE_TEMPORARY_S = 3600.0  # a write takes milliseconds: a temporary file this old was left by a crash
+PIPE_WAIT_S = 5.0  # a file given through a pipe (``--config <(…)``): the most its writer is waited for
 
 
 def _temporary_prefix(path: Path) -> str:
@@ -164,3 +169,55 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def read_bounded(path: Path, limit_bytes: int, mode: int | None = None) -> bytes:
+    """A small file's bytes (settings, a web config, a recording): at most ``limit_bytes`` + 1 of
+    them, so that more than ``limit_bytes`` says the file is larger (the caller's sentence). A pipe
+    (``--config <(…)``) is read as it is written (_read_pipe). Anything else but a regular file is
+    an OSError, never read: a device (``/dev/zero``) would be read for ever or to the limit, a named
+    pipe nobody writes waited on for ever by its open. Raises FileNotFoundError, OSError. ``mode``:
+    the path's, where the caller looked already (one look: a second one could see another file put
+    there meanwhile)."""
+    not_regular = OSError(errno.EINVAL, translate("files", "it is not a regular file"))
+    if mode is None:
+        mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
+    if stat.S_ISFIFO(mode):
+        return _read_pipe(path, limit_bytes)
+    if not stat.S_ISREG(mode):
+        raise not_regular
+    # Checked again once open (it may have been replaced meanwhile), which must not wait for a
+    # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(descriptor, "rb") as file:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise not_regular
+        return file.read(limit_bytes + 1)
+
+
+def _read_pipe(path: Path, limit_bytes: int) -> bytes:
+    """What a pipe's writer writes until it closes it (or past ``limit_bytes``), waiting PIPE_WAIT_S
+    at most in all: a named pipe nobody writes gives nothing at once, where its open waited for a
+    writer for ever."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    chunks: list[bytes] = []
+    size, deadline = 0, time.monotonic() + PIPE_WAIT_S
+    try:
+        while size <= limit_bytes:
+            try:
+                chunk = os.read(descriptor, 1 << 16)
+            except BlockingIOError:  # its writer has not written (or closed) yet
+                left_s = deadline - time.monotonic()
+                if left_s <= 0:
+                    late = translate("files", "its writer did not finish within {seconds} s")
+                    raise OSError(errno.ETIMEDOUT, late.format(seconds=f"{PIPE_WAIT_S:g}")) from None
+                select.select([descriptor], [], [], left_s)
+                continue
+            if not chunk:  # closed by its writer, or none ever opened it
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks)[: limit_bytes + 1]

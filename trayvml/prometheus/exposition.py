@@ -30,6 +30,7 @@ from prometheus_client.utils import floatToGoString
 from trayvml.core import prom_names as names
 from trayvml.core.demand import PROCESS_PERIOD_S
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.files import read_bounded
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
 from trayvml.core.sample import MetricState, Sample
@@ -41,6 +42,7 @@ log = logging.getLogger(__name__)
 _GPU_LABELS = ["hostname", "uuid", "index"]
 MAX_CONNECTIONS = 16  # connections served at once, each on a thread of its own
 IDLE_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed (Prometheus sends at once)
+MAX_WEB_CONFIG_BYTES = 2**20  # a web config is a few lines of YAML; anything this big is not one
 
 
 # ---- what a scrape shows ----
@@ -411,7 +413,12 @@ def load_web_config(path: str) -> WebConfig:
     import yaml
 
     try:
-        text = Path(path).read_text(encoding="utf-8")
+        # Bounded: a device or a named pipe given here was read, or waited on, for ever.
+        raw = read_bounded(Path(path), MAX_WEB_CONFIG_BYTES)
+        if len(raw) > MAX_WEB_CONFIG_BYTES:
+            large = translate("serve", "The web config file {path} is larger than {size} MiB.")
+            raise TrayvmlError(large.format(path=path, size=MAX_WEB_CONFIG_BYTES >> 20))
+        text = raw.decode("utf-8")
     except OSError as error:
         unreadable = translate("serve", "Cannot read the web config file {path}: {error}.")
         raise TrayvmlError(unreadable.format(path=path, error=error.strerror)) from None

@@ -20,6 +20,7 @@ from typing import Any
 import pynvml as N
 
 from trayvml.core.errors import SimulationSpecError
+from trayvml.core.files import read_bounded
 from trayvml.nvml.fields import field_array
 from trayvml.nvml.recording import RECORDING_FORMAT, call_key, decode_result, restore
 from trayvml.nvml.specs import FIELDS
@@ -34,8 +35,7 @@ MAX_RECORDING_BYTES = 256 * 2**20  # a minute of 8 GPUs with nvidia-smi's XML is
 def read_recording(path: Path) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The recording's header and its entries (calls and ticks); raises SimulationSpecError."""
     try:
-        with path.open("rb") as file:
-            data = file.read(MAX_RECORDING_BYTES + 1)
+        data = read_bounded(path, MAX_RECORDING_BYTES)  # not a device, nor a pipe waited on for ever
     except OSError as error:
         raise SimulationSpecError(
             f"--simulate: the recording {path} cannot be read: {error.strerror or error}."
