@@ -14,6 +14,7 @@ import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -283,6 +284,43 @@ def test_export_memory_is_bounded_by_an_hour(tmp_path: Path, monkeypatch: pytest
     list(rows)
     assert asked and max(asked) <= 3600
     reader.close()
+
+
+def test_an_export_reads_a_day_of_minutes_once_and_only_the_columns_asked_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # An hour's read of minutes folded the whole day's block again (a week's export read each
+    # GPU's minutes 144 times), and each hour of samples was decoded in all its columns (the sum
+    # along time of all 57 was most of the reading), whatever the columns asked for.
+    from trayvml.commands import history
+    from trayvml.history.disk import codec
+
+    _write(tmp_path, _samples("idle:gpus=h100*2", MIDNIGHT_S, 4 * 360, step_s=10.0), Limits(fine_span_s=3600.0))
+    reader = StoreReader(tmp_path)
+    coarse, decode = reader.coarse, codec.decode_deltas
+    minutes_read: list[str] = []
+    rows_decoded: list[int] = []
+
+    def counted_coarse(uuid: str, *args: Any, **kwargs: Any) -> Any:
+        minutes_read.append(uuid)
+        return coarse(uuid, *args, **kwargs)
+
+    def counted_decode(data: bytes, crc: int, count: int, wanted: np.ndarray | None = None) -> np.ndarray:
+        deltas = decode(data, crc, count, wanted)
+        if count == codec.FINE_MATRICES:
+            rows_decoded.append(len(deltas))
+        return deltas
+
+    monkeypatch.setattr(reader, "coarse", counted_coarse)
+    monkeypatch.setattr(codec, "decode_deltas", counted_decode)
+    gpus = history.stored_gpus(reader, tmp_path, None)
+    keys = ("utilization_gpu_percent", "power_draw_w")
+    rows = list(history.stored_rows(reader, gpus, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, keys))
+    minutes_s = min(reader.fine_start_s(uuid) or 0.0 for uuid, _ in gpus) - MIDNIGHT_S
+    reader.close()
+    assert minutes_s >= 2 * 3600 and sum(r.minute.sum() for r in rows) == 2 * minutes_s / 60  # hours of them
+    assert sorted(minutes_read) == sorted(uuid for uuid, _ in gpus)  # once a GPU for the day
+    assert rows_decoded and set(rows_decoded) == {1 + 3 * len(keys)}  # times, then values, mask, states
 
 
 def test_record_that_could_write_nothing_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from trayvml.core.sample import DeviceInfo, MetricState
     from trayvml.history.disk.db import Database
     from trayvml.history.disk.processes import ProcessRow
-    from trayvml.history.disk.read import StoreReader
+    from trayvml.history.disk.read import CoarseData, StoreReader
 
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -315,18 +315,32 @@ def _minutes_until(
 ) -> float | None:
     """Where the range reaches before the every-sample tier into per-minute buckets: when they end
     (the latest such time over the GPUs), else None."""
+    from trayvml.history.disk.db import DAY_MS
     from trayvml.history.disk.write import GPU_LAYOUT
 
+    span = reader.span_s()
+    if span is None:
+        return None
+    start_s = max(start_s, math.floor(span[0] / 60) * 60)  # no day before the store's first is read
     until = None
     for uuid, _ in gpus:
         fine_s = reader.fine_start_s(uuid)
         # Whole minutes before the every-sample rows, as stored_rows writes them: a coarse block
         # overlapping the range may hold only the minute those rows begin in.
         stop = min(end_s, math.floor(fine_s / 60) * 60) if fine_s is not None else end_s
-        if stop > start_s and reader.has_minutes(uuid, start_s, stop):
-            buckets = reader.coarse(uuid, start_s, stop, 60.0, GPU_LAYOUT.keys, fresh=False)
+        if stop <= start_s or not reader.has_minutes(uuid, start_s, stop):
+            continue
+        # A UTC day at a time from the last (as blocks hold them), until one has a minute recorded:
+        # the whole range at once was a week of every column's buckets in memory for each GPU.
+        day_s = DAY_MS / 1000
+        first_s = max(start_s, math.floor(stop / day_s) * day_s)
+        last_s = stop
+        while last_s > start_s:
+            buckets = reader.coarse(uuid, first_s, last_s, 60.0, GPU_LAYOUT.keys, fresh=False)
             if (buckets.recorded & (buckets.times_s < stop)).any():
                 until = stop if until is None else max(until, stop)
+                break
+            first_s, last_s = max(start_s, first_s - day_s), first_s
     return until
 
 
@@ -356,7 +370,7 @@ def stored_rows(
     every sample where the fine tier has them, and before it each minute's bucket from the coarse
     tier."""
     from trayvml.core.sample import MetricState
-    from trayvml.history.disk.db import HOUR_MS
+    from trayvml.history.disk.db import DAY_MS, HOUR_MS
     from trayvml.history.disk.write import GPU_LAYOUT
 
     keys = GPU_LAYOUT.keys if keys is None else keys
@@ -371,6 +385,20 @@ def stored_rows(
     # reaching to the year 9999 took hours over nothing); from the minute its first row is in.
     t_s = max(start_s, 0.0, math.floor(span[0] / 60) * 60)
     end_s = min(end_s, span[1])
+    days: dict[str, tuple[int, CoarseData]] = {}
+
+    def day_of_minutes(uuid: str, at_s: float) -> CoarseData:
+        """The GPU's minutes of the UTC day of ``at_s`` (to the next midnight's, which a range ending
+        there reads), read once for its 24 hours: an hour's read folded all of the day's block."""
+        day = math.floor(at_s * 1000 / DAY_MS)
+        kept = days.get(uuid)
+        if kept is None or kept[0] != day:
+            kept = days[uuid] = (
+                day,
+                reader.coarse(uuid, day * DAY_MS / 1000, (day + 1) * DAY_MS / 1000, 60.0, GPU_LAYOUT.keys, False),
+            )
+        return kept[1]
+
     while t_s <= end_s:
         stop_s = min(end_s, (math.floor(t_s * 1000 / HOUR_MS) + 1) * HOUR_MS / 1000)
         last = stop_s >= end_s
@@ -381,9 +409,11 @@ def stored_rows(
                 # Whole minutes before the every-sample rows: the minute the fine tier begins in
                 # (recording began at 01:59:46) holds those samples too, and they are rows of their own.
                 until_s = min(stop_s, math.floor(fine_s / 60) * 60) if fine_s is not None else stop_s
-                buckets = reader.coarse(uuid, t_s, until_s, 60.0, GPU_LAYOUT.keys, fresh=False)
+                buckets = day_of_minutes(uuid, t_s)
                 starts_ms = np.rint(buckets.times_s * 1000).astype(np.int64)
+                # The buckets a read of t_s to until_s gives (floor to floor, both ends in).
                 take = buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)
+                take &= starts_ms <= until_s * 1000
                 if not (last and fine_s is None):
                     take &= starts_ms < until_s * 1000
                 count = buckets.count[take][:, chosen]
