@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from trayvml.core.sample import DeviceInfo, MetricState
     from trayvml.history.disk.db import Database
     from trayvml.history.disk.processes import ProcessRow
-    from trayvml.history.disk.read import CoarseData, StoreReader
+    from trayvml.history.disk.read import StoreReader
 
 _SINCE = re.compile(r"([0-9]+(?:\.[0-9]+)?)\s*(s|m|min|h|d|w)", re.ASCII)
 _SECONDS = {"s": 1, "m": 60, "min": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -371,6 +371,7 @@ def stored_rows(
     tier."""
     from trayvml.core.sample import MetricState
     from trayvml.history.disk.db import DAY_MS, HOUR_MS
+    from trayvml.history.disk.read import CoarseData
     from trayvml.history.disk.write import GPU_LAYOUT
 
     keys = GPU_LAYOUT.keys if keys is None else keys
@@ -388,15 +389,17 @@ def stored_rows(
     days: dict[str, tuple[int, CoarseData]] = {}
 
     def day_of_minutes(uuid: str, at_s: float) -> CoarseData:
-        """The GPU's minutes of the UTC day of ``at_s`` (to the next midnight's, which a range ending
-        there reads), read once for its 24 hours: an hour's read folded all of the day's block."""
+        """The GPU's recorded minutes of the UTC day of ``at_s`` (to the next midnight's, which a
+        range ending there reads) in the columns exported, read once for its 24 hours: an hour's
+        read folded all of the day's block again."""
         day = math.floor(at_s * 1000 / DAY_MS)
         kept = days.get(uuid)
         if kept is None or kept[0] != day:
-            kept = days[uuid] = (
-                day,
-                reader.coarse(uuid, day * DAY_MS / 1000, (day + 1) * DAY_MS / 1000, 60.0, GPU_LAYOUT.keys, False),
-            )
+            read = reader.coarse(uuid, day * DAY_MS / 1000, (day + 1) * DAY_MS / 1000, 60.0, GPU_LAYOUT.keys, False)
+            recorded = read.recorded  # of every column (the rest is let go: a day of all is 2.6 MB a GPU)
+            low, mean, high = (m[recorded][:, chosen] for m in (read.low, read.mean, read.high))
+            minutes = CoarseData(read.times_s[recorded], read.count[recorded][:, chosen], low, mean, high, 60.0)
+            kept = days[uuid] = (day, minutes)
         return kept[1]
 
     while t_s <= end_s:
@@ -409,16 +412,15 @@ def stored_rows(
                 # Whole minutes before the every-sample rows: the minute the fine tier begins in
                 # (recording began at 01:59:46) holds those samples too, and they are rows of their own.
                 until_s = min(stop_s, math.floor(fine_s / 60) * 60) if fine_s is not None else stop_s
-                buckets = day_of_minutes(uuid, t_s)
-                starts_ms = np.rint(buckets.times_s * 1000).astype(np.int64)
-                # The buckets a read of t_s to until_s gives (floor to floor, both ends in).
-                take = buckets.recorded & (starts_ms >= math.floor(t_s / 60) * 60_000)
-                take &= starts_ms <= until_s * 1000
+                minutes = day_of_minutes(uuid, t_s)
+                starts_ms = np.rint(minutes.times_s * 1000).astype(np.int64)
+                # The minutes a read of t_s to until_s gives (floor to floor, both ends in).
+                take = (starts_ms >= math.floor(t_s / 60) * 60_000) & (starts_ms <= until_s * 1000)
                 if not (last and fine_s is None):
                     take &= starts_ms < until_s * 1000
-                count = buckets.count[take][:, chosen]
+                count = minutes.count[take]
                 states = np.where(count > 0, MetricState.OK, MetricState.NO_DATA)
-                mean, low, high = (m[take][:, chosen] for m in (buckets.mean, buckets.low, buckets.high))
+                mean, low, high = (m[take] for m in (minutes.mean, minutes.low, minutes.high))
                 parts.append(_rows(starts_ms[take], position, mean, low, high, states, True))
             if fine_s is not None and stop_s >= fine_s:
                 data = reader.fine(uuid, max(t_s, fine_s), stop_s, keys)
@@ -538,13 +540,11 @@ def _texts(
     holds a tenth as many values as rows)."""
     from trayvml.core.sample import MetricState
 
-    out = np.empty(len(values), dtype=object)
     values = np.ascontiguousarray(values, dtype=np.float64)
     bad = (states != MetricState.OK) | np.isnan(values)
-    for state in np.unique(states[bad]).tolist():
-        out[bad & (states == state)] = text(math.nan, MetricState(state), units)
+    whole = not bad.any()  # the usual column: every row a value, written out in one gather
     good = ~bad
-    bits, at = np.unique(values[good].view(np.int64), return_inverse=True)
+    bits, at = np.unique((values if whole else values[good]).view(np.int64), return_inverse=True)
     if len(memo) > MEMO_VALUES:
         memo.clear()
     texts = []
@@ -553,6 +553,11 @@ def _texts(
         if known is None:
             known = memo[key] = text(value, MetricState.OK, units)
         texts.append(known)
+    if whole:
+        return np.array(texts, dtype=object)[at]
+    out = np.empty(len(values), dtype=object)
+    for state in np.unique(states[bad]).tolist():
+        out[bad & (states == state)] = text(math.nan, MetricState(state), units)
     out[good] = np.array(texts, dtype=object)[at]
     return out
 
