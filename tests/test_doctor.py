@@ -315,12 +315,17 @@ def test_the_recordings_folder_holds_the_simulated_h100_and_rtx4090() -> None:
     assert all(p.stat().st_size < 200_000 for p in ALL_RECORDINGS)  # small enough to keep in the repository
 
 
-def test_a_recording_that_is_a_device_or_a_pipe_nobody_writes_is_refused_at_once(tmp_path: Path) -> None:
+def test_a_recording_that_is_a_device_or_a_pipe_nobody_writes_is_refused_in_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # --simulate refuses a path that is no file when it parses the spec; one replaced after that
     # was opened and read as a file: a device read to the size limit (256 MiB) and called too big,
     # a named pipe nobody writes waited on by its open for ever.
+    from trayvml.core import files
     from trayvml.core.errors import SimulationSpecError
     from trayvml.nvml.sim.replay import read_recording
+
+    monkeypatch.setattr(files, "PIPE_WAIT_S", 0.5)
 
     device = zero_device(tmp_path)
     with pytest.raises(SimulationSpecError, match=r"cannot be read: it is not a regular file\.$"):
@@ -342,7 +347,9 @@ def test_a_recording_that_is_a_device_or_a_pipe_nobody_writes_is_refused_at_once
     if not in_time:  # its open waits for a writer: let it go
         os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
         reader.join(10)
-    assert in_time and said == [f"--simulate: {fifo} is not a trayvml NVML recording (trayvml doctor --record)."]
+    assert in_time and said == [
+        f"--simulate: the recording {fifo} cannot be read: its writer did not finish within 0.5 s."
+    ]
 
 
 @pytest.mark.parametrize("path", ALL_RECORDINGS, ids=lambda p: p.name)

@@ -323,6 +323,33 @@ def test_an_export_reads_a_day_of_minutes_once_and_only_the_columns_asked_for(
     assert rows_decoded and set(rows_decoded) == {1 + 3 * len(keys)}  # times, then values, mask, states
 
 
+def test_the_look_for_minutes_goes_back_from_the_stores_last_row_not_from_the_range_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A GPU without every-sample rows (pruned, or never packed so) and a range to the year 9999:
+    # the look for its minutes went back a day at a time from 9999, millions of reads.
+    from trayvml.commands import history
+
+    _three_hours(tmp_path)
+    reader = StoreReader(tmp_path)
+    coarse = reader.coarse
+    reads = 0
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        nonlocal reads
+        reads += 1
+        assert reads < 50, "read day after day"
+        return coarse(*args, **kwargs)
+
+    monkeypatch.setattr(reader, "coarse", counted)
+    monkeypatch.setattr(reader, "fine_start_s", lambda uuid: None)
+    gpus = history.stored_gpus(reader, tmp_path, None)
+    far_s = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp()
+    assert history._minutes_until(reader, gpus, MIDNIGHT_S - 86400, far_s) == far_s  # minutes are there
+    assert 0 < reads <= 2
+    reader.close()
+
+
 def test_record_that_could_write_nothing_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a folder")

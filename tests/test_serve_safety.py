@@ -103,6 +103,16 @@ def test_a_web_config_that_is_a_device_is_never_read(tmp_path: Path) -> None:
     assert path.is_char_device()
 
 
+def test_a_web_config_pipe_no_writer_opens_is_refused_not_read_as_empty(tmp_path: Path) -> None:
+    # Opened without waiting, a named pipe no writer has opened yet read at once as its end: an
+    # empty web config, and serve started without the users its writer was about to give.
+    path = tmp_path / "web.yml"
+    os.mkfifo(path)
+    done = run_bounded(*SERVE, str(path), timeout_s=60)
+    assert done.returncode == 2, done.stderr
+    assert done.stderr == f"trayvml: Cannot read the web config file {path}: its writer did not finish within 5 s.\n"
+
+
 def test_a_web_config_pipe_whose_writer_never_finishes_is_waited_for_a_bounded_time(tmp_path: Path) -> None:
     # read_text waited for the writer's end for ever: serve never started nor said why.
     path = tmp_path / "web.yml"

@@ -332,15 +332,16 @@ def _minutes_until(
             continue
         # A UTC day at a time from the last (as blocks hold them), until one has a minute recorded:
         # the whole range at once was a week of every column's buckets in memory for each GPU.
+        # From the store's last row at the latest: a range to the year 9999 is not walked back.
         day_s = DAY_MS / 1000
-        first_s = max(start_s, math.floor(stop / day_s) * day_s)
-        last_s = stop
+        last_s = min(stop, span[1])
         while last_s > start_s:
+            first_s = max(start_s, (math.ceil(last_s / day_s) - 1) * day_s)  # the midnight before
             buckets = reader.coarse(uuid, first_s, last_s, 60.0, GPU_LAYOUT.keys, fresh=False)
             if (buckets.recorded & (buckets.times_s < stop)).any():
                 until = stop if until is None else max(until, stop)
                 break
-            first_s, last_s = max(start_s, first_s - day_s), first_s
+            last_s = first_s
     return until
 
 
@@ -392,7 +393,7 @@ def stored_rows(
         """The GPU's recorded minutes of the UTC day of ``at_s`` (to the next midnight's, which a
         range ending there reads) in the columns exported, read once for its 24 hours: an hour's
         read folded all of the day's block again."""
-        day = math.floor(at_s * 1000 / DAY_MS)
+        day = math.floor(at_s / 60) * 60_000 // DAY_MS  # the day of the minute the hour's rows begin in
         kept = days.get(uuid)
         if kept is None or kept[0] != day:
             read = reader.coarse(uuid, day * DAY_MS / 1000, (day + 1) * DAY_MS / 1000, 60.0, GPU_LAYOUT.keys, False)

@@ -198,23 +198,26 @@ def read_bounded(path: Path, limit_bytes: int, mode: int | None = None) -> bytes
 
 def _read_pipe(path: Path, limit_bytes: int) -> bytes:
     """What a pipe's writer writes until it closes it (or past ``limit_bytes``), waiting PIPE_WAIT_S
-    at most in all: a named pipe nobody writes gives nothing at once, where its open waited for a
-    writer for ever."""
+    at most in all; raises OSError when it has not finished by then. Opened without waiting for a
+    writer (a named pipe's open waited for one for ever), and read only once it is readable: one that
+    no writer has opened yet reads at once as its end, which a web config took for an empty one
+    (serve without its users)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     chunks: list[bytes] = []
     size, deadline = 0, time.monotonic() + PIPE_WAIT_S
     try:
         while size <= limit_bytes:
+            left_s = deadline - time.monotonic()
+            if left_s <= 0:
+                late = translate("files", "its writer did not finish within {seconds} s")
+                raise OSError(errno.ETIMEDOUT, late.format(seconds=f"{PIPE_WAIT_S:g}"))
+            if not select.select([descriptor], [], [], left_s)[0]:
+                continue  # no writer yet, or nothing written yet: the deadline says how long
             try:
                 chunk = os.read(descriptor, 1 << 16)
-            except BlockingIOError:  # its writer has not written (or closed) yet
-                left_s = deadline - time.monotonic()
-                if left_s <= 0:
-                    late = translate("files", "its writer did not finish within {seconds} s")
-                    raise OSError(errno.ETIMEDOUT, late.format(seconds=f"{PIPE_WAIT_S:g}")) from None
-                select.select([descriptor], [], [], left_s)
+            except BlockingIOError:
                 continue
-            if not chunk:  # closed by its writer, or none ever opened it
+            if not chunk:  # closed by its writer
                 break
             chunks.append(chunk)
             size += len(chunk)
