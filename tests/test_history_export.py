@@ -7,6 +7,7 @@ import contextlib
 import csv
 import errno
 import io
+import math
 import os
 import sqlite3
 import subprocess
@@ -348,6 +349,37 @@ def test_the_look_for_minutes_goes_back_from_the_stores_last_row_not_from_the_ra
     assert history._minutes_until(reader, gpus, MIDNIGHT_S - 86400, far_s) == far_s  # minutes are there
     assert 0 < reads <= 2
     reader.close()
+
+
+@pytest.mark.parametrize(
+    ("start", "end"),
+    [(-7200.0, 7200.0), (-5430.5, 0.0), (-60.0, 0.5), (-3599.9, 59.5), (-1.0, 3600.0)],
+    ids=["all", "to-midnight", "over-midnight", "mid-minutes", "to-fine"],
+)
+def test_the_minutes_exported_are_those_one_read_of_the_range_gives(tmp_path: Path, start: float, end: float) -> None:
+    # The export reads a day of minutes and takes each hour's from it: the same buckets as one read
+    # of the whole range, from the minute the range starts in to the minute the samples begin in.
+    from trayvml.commands import history
+    from trayvml.history.disk.write import GPU_LAYOUT
+
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S - 7200, 5 * 360, step_s=10.0), Limits(fine_span_s=3600.0))
+    reader = StoreReader(tmp_path)
+    gpus = history.stored_gpus(reader, tmp_path, None)
+    uuid = gpus[0][0]
+    fine_s = reader.fine_start_s(uuid)
+    assert fine_s is not None and fine_s > MIDNIGHT_S  # minutes on both days
+    start_s, end_s = MIDNIGHT_S + start, MIDNIGHT_S + end
+    keys = ("utilization_gpu_percent", "power_draw_w")
+    rows = list(history.stored_rows(reader, gpus, start_s, end_s, keys))
+    got_ms = np.concatenate([r.times_ms[r.minute] for r in rows])
+    got = np.concatenate([r.mean[r.minute] for r in rows])
+    until_s = min(end_s, math.floor(fine_s / 60) * 60)
+    read = reader.coarse(uuid, start_s, until_s, 60.0, GPU_LAYOUT.keys, fresh=False)
+    take = read.recorded & (read.times_s >= math.floor(start_s / 60) * 60) & (read.times_s < until_s)
+    reader.close()
+    assert len(got_ms) > 0 and got_ms.tolist() == np.rint(read.times_s[take] * 1000).astype(np.int64).tolist()
+    columns = [GPU_LAYOUT.keys.index(k) for k in keys]
+    np.testing.assert_array_equal(got, read.mean[take][:, columns])
 
 
 def test_record_that_could_write_nothing_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
