@@ -7,7 +7,7 @@ import errno
 import glob
 import os
 import re
-import select
+import selectors
 import stat
 import sys
 import tempfile
@@ -205,13 +205,15 @@ def _read_pipe(path: Path, limit_bytes: int) -> bytes:
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     chunks: list[bytes] = []
     size, deadline = 0, time.monotonic() + PIPE_WAIT_S
+    waiting = selectors.DefaultSelector()  # not select.select: it refuses descriptors past 1023
     try:
+        waiting.register(descriptor, selectors.EVENT_READ)
         while size <= limit_bytes:
             left_s = deadline - time.monotonic()
             if left_s <= 0:
                 late = translate("files", "its writer did not finish within {seconds} s")
                 raise OSError(errno.ETIMEDOUT, late.format(seconds=f"{PIPE_WAIT_S:g}"))
-            if not select.select([descriptor], [], [], left_s)[0]:
+            if not waiting.select(left_s):
                 continue  # no writer yet, or nothing written yet: the deadline says how long
             try:
                 chunk = os.read(descriptor, 1 << 16)
@@ -222,5 +224,6 @@ def _read_pipe(path: Path, limit_bytes: int) -> bytes:
             chunks.append(chunk)
             size += len(chunk)
     finally:
+        waiting.close()
         os.close(descriptor)
     return b"".join(chunks)[: limit_bytes + 1]
