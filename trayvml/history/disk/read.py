@@ -124,11 +124,13 @@ class StoreReader:
 
     def fine(self, uuid: str, start_s: float, end_s: float, keys: tuple[str, ...]) -> FineData:
         found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
-        db, blocks = found if found is not None else (None, [])
+        nothing = FineData(np.empty(0), np.empty((0, len(keys))), np.empty((0, len(keys)), dtype=np.int64))
+        if found is None:
+            return nothing
+        db, blocks = found
         times, values, states = [], [], []
         width = len(keys)
         for block in blocks:
-            assert db is not None
             layout = db.layout(block.layout)
             # Only the rows of the columns asked for are decoded and summed (an export of a few of
             # them, not all 57: the sum along an hour of rows was most of an export's reading).
@@ -154,7 +156,7 @@ class StoreReader:
             values.append(value)
             states.append(state)
         if not times:
-            return FineData(np.empty(0), np.empty((0, len(keys))), np.empty((0, len(keys)), dtype=np.int64))
+            return nothing
         t = np.concatenate(times)
         order = np.argsort(t, kind="stable")
         return FineData(t[order], np.concatenate(values)[order], np.concatenate(states)[order])
