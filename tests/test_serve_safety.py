@@ -19,8 +19,10 @@ import pytest
 
 from tests.helpers import run_bounded, run_ticks, simulated_source, zero_device
 from trayvml.cli import main
+from trayvml.core import files
 from trayvml.core.errors import TrayvmlError
-from trayvml.prometheus.exposition import Exporter, load_web_config
+from trayvml.prometheus import exposition
+from trayvml.prometheus.exposition import Exporter, WebConfig, load_web_config
 
 
 def _status(url: str, user: str, password: str) -> int:
@@ -103,42 +105,87 @@ def test_a_web_config_that_is_a_device_is_never_read(tmp_path: Path) -> None:
     assert path.is_char_device()
 
 
-def test_a_web_config_pipe_no_writer_opens_is_refused_not_read_as_empty(tmp_path: Path) -> None:
-    # Opened without waiting, a named pipe no writer has opened yet read at once as its end: an
-    # empty web config, and serve started without the users its writer was about to give.
-    path = tmp_path / "web.yml"
-    os.mkfifo(path)
-    done = run_bounded(*SERVE, str(path), timeout_s=60)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr == f"trayvml: Cannot read the web config file {path}: its writer did not finish within 5 s.\n"
-
-
-def test_a_web_config_pipe_whose_writer_never_finishes_is_waited_for_a_bounded_time(tmp_path: Path) -> None:
-    # read_text waited for the writer's end for ever: serve never started nor said why.
-    path = tmp_path / "web.yml"
-    os.mkfifo(path)
+def _load_in_time(path: Path, writes: bytes | None, after_s: float = 0.0, closes: bool = True) -> str | WebConfig:
+    """``load_web_config`` of the named pipe ``path`` on a thread, with a writer that opens it after
+    ``after_s``, writes ``writes`` and closes it where ``closes`` (``writes`` None: no writer):
+    the config, or the sentence it raised. Fails where the load still waits after 20 s (it is
+    then let go: a writer's end is opened for it)."""
     finish = threading.Event()
+    said: list[str | WebConfig] = []
+
+    def load() -> None:
+        try:
+            said.append(load_web_config(str(path)))
+        except TrayvmlError as error:
+            said.append(str(error))
 
     def write() -> None:
-        descriptor = os.open(path, os.O_WRONLY)  # waits for serve's open
+        time.sleep(after_s)
+        try:
+            descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # the loader has it open by now
+        except OSError:  # ENXIO: it gave up and closed it first (the test says so)
+            return
         with contextlib.suppress(BrokenPipeError):
-            os.write(descriptor, b"basic_auth_users: {}\n")
-            finish.wait(120)
+            os.write(descriptor, writes or b"")
+            if not closes:
+                finish.wait(30)
         os.close(descriptor)
 
+    loader = threading.Thread(target=load, daemon=True)
     writer = threading.Thread(target=write, daemon=True)
-    writer.start()
-    try:
-        done = run_bounded(*SERVE, str(path), timeout_s=60)
-    finally:
-        finish.set()
-        if writer.is_alive():  # serve never opened it: let the writer's open go
-            with contextlib.suppress(OSError):
-                os.close(os.open(path, os.O_RDONLY | os.O_NONBLOCK))
+    loader.start()
+    time.sleep(0.1)  # its open first: a writer's open without a reader fails
+    if writes is not None:
+        writer.start()
+    loader.join(20)
+    in_time = not loader.is_alive()
+    finish.set()
+    if not in_time:  # an open (or a read) that waits for a writer's end: let it go
+        with contextlib.suppress(OSError):
+            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        loader.join(10)
+    if writes is not None:
         writer.join(10)
-    assert done.returncode == 2, done.stderr
-    assert done.stderr == f"trayvml: Cannot read the web config file {path}: its writer did not finish within 5 s.\n"
-    assert not writer.is_alive() and path.is_fifo()
+    assert in_time, "the web config's pipe was waited on for ever"
+    return said[0]
+
+
+def test_a_web_config_pipe_no_writer_opens_is_refused_not_read_as_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Opened without waiting, a named pipe no writer has opened yet read at once as its end: an
+    # empty web config, and serve started without the users its writer was about to give.
+    monkeypatch.setattr(exposition, "WEB_CONFIG_PIPE_WAIT_S", 0.5)
+    path = tmp_path / "web.yml"
+    os.mkfifo(path)
+    said = _load_in_time(path, None)
+    assert said == f"Cannot read the web config file {path}: its writer did not finish within 0.5 s."
+
+
+def test_a_web_config_pipe_whose_writer_never_finishes_is_waited_for_a_bounded_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # read_text waited for the writer's end for ever: serve never started nor said why.
+    monkeypatch.setattr(exposition, "WEB_CONFIG_PIPE_WAIT_S", 0.5)
+    path = tmp_path / "web.yml"
+    os.mkfifo(path)
+    said = _load_in_time(path, b"basic_auth_users: {}\n", closes=False)
+    assert said == f"Cannot read the web config file {path}: its writer did not finish within 0.5 s."
+    assert path.is_fifo()
+
+
+def test_a_web_config_pipe_is_waited_on_longer_than_settings_are(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # --web-config <(gpg -d …) may wait on a passphrase: serve waits a minute for it, where the
+    # tray's settings wait 5 s (scaled down here: 0.3 s, and 5 s for the web config).
+    monkeypatch.setattr(files, "PIPE_WAIT_S", 0.3)
+    monkeypatch.setattr(exposition, "WEB_CONFIG_PIPE_WAIT_S", 5.0)
+    hashed = bcrypt.hashpw(b"s3cret", bcrypt.gensalt(4)).decode()
+    path = tmp_path / "web.yml"
+    os.mkfifo(path)
+    said = _load_in_time(path, f"basic_auth_users: {{alice: '{hashed}'}}\n".encode(), after_s=1.0)
+    assert isinstance(said, WebConfig) and said.users == {"alice": hashed.encode()}
 
 
 def _wait_until(condition: Callable[[], bool], seconds: float = 5.0) -> bool:

@@ -171,19 +171,19 @@ def _umask() -> int:
     return mask
 
 
-def read_bounded(path: Path, limit_bytes: int, mode: int | None = None) -> bytes:
+def read_bounded(path: Path, limit_bytes: int, mode: int | None = None, pipe_wait_s: float | None = None) -> bytes:
     """A small file's bytes (settings, a web config, a recording): at most ``limit_bytes`` + 1 of
     them, so that more than ``limit_bytes`` says the file is larger (the caller's sentence). A pipe
-    (``--config <(…)``) is read as it is written (_read_pipe). Anything else but a regular file is
-    an OSError, never read: a device (``/dev/zero``) would be read for ever or to the limit, a named
-    pipe nobody writes waited on for ever by its open. Raises FileNotFoundError, OSError. ``mode``:
-    the path's, where the caller looked already (one look: a second one could see another file put
-    there meanwhile)."""
+    (``--config <(…)``) is read as it is written (_read_pipe), for ``pipe_wait_s`` at most (default
+    PIPE_WAIT_S). Anything else but a regular file is an OSError, never read: a device
+    (``/dev/zero``) would be read for ever or to the limit, a named pipe nobody writes waited on
+    for ever by its open. Raises FileNotFoundError, OSError. ``mode``: the path's, where the caller
+    looked already (one look: a second one could see another file put there meanwhile)."""
     not_regular = OSError(errno.EINVAL, translate("files", "it is not a regular file"))
     if mode is None:
         mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
     if stat.S_ISFIFO(mode):
-        return _read_pipe(path, limit_bytes)
+        return _read_pipe(path, limit_bytes, PIPE_WAIT_S if pipe_wait_s is None else pipe_wait_s)
     if not stat.S_ISREG(mode):
         raise not_regular
     # Checked again once open (it may have been replaced meanwhile), which must not wait for a
@@ -196,15 +196,15 @@ def read_bounded(path: Path, limit_bytes: int, mode: int | None = None) -> bytes
         return file.read(limit_bytes + 1)
 
 
-def _read_pipe(path: Path, limit_bytes: int) -> bytes:
-    """What a pipe's writer writes until it closes it (or past ``limit_bytes``), waiting PIPE_WAIT_S
+def _read_pipe(path: Path, limit_bytes: int, wait_s: float) -> bytes:
+    """What a pipe's writer writes until it closes it (or past ``limit_bytes``), waiting ``wait_s``
     at most in all; raises OSError when it has not finished by then. Opened without waiting for a
     writer (a named pipe's open waited for one for ever), and read only once it is readable: one that
     no writer has opened yet reads at once as its end, which a web config took for an empty one
     (serve without its users)."""
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     chunks: list[bytes] = []
-    size, deadline = 0, time.monotonic() + PIPE_WAIT_S
+    size, deadline = 0, time.monotonic() + wait_s
     waiting = selectors.DefaultSelector()  # not select.select: it refuses descriptors past 1023
     try:
         waiting.register(descriptor, selectors.EVENT_READ)
@@ -212,7 +212,7 @@ def _read_pipe(path: Path, limit_bytes: int) -> bytes:
             left_s = deadline - time.monotonic()
             if left_s <= 0:
                 late = translate("files", "its writer did not finish within {seconds} s")
-                raise OSError(errno.ETIMEDOUT, late.format(seconds=f"{PIPE_WAIT_S:g}"))
+                raise OSError(errno.ETIMEDOUT, late.format(seconds=f"{wait_s:g}"))
             if not waiting.select(left_s):
                 continue  # no writer yet, or nothing written yet: the deadline says how long
             try:

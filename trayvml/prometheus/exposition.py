@@ -43,6 +43,8 @@ _GPU_LABELS = ["hostname", "uuid", "index"]
 MAX_CONNECTIONS = 16  # connections served at once, each on a thread of its own
 IDLE_TIMEOUT_S = 10.0  # a connection that sends nothing for this long is closed (Prometheus sends at once)
 MAX_WEB_CONFIG_BYTES = 2**20  # a web config is a few lines of YAML; anything this big is not one
+# A web config through a pipe (``--web-config <(gpg -d …)``) may wait on a passphrase typed in.
+WEB_CONFIG_PIPE_WAIT_S = 60.0
 
 
 # ---- what a scrape shows ----
@@ -414,7 +416,7 @@ def load_web_config(path: str) -> WebConfig:
 
     try:
         # Bounded: a device or a named pipe given here was read, or waited on, for ever.
-        raw = read_bounded(Path(path), MAX_WEB_CONFIG_BYTES)
+        raw = read_bounded(Path(path), MAX_WEB_CONFIG_BYTES, pipe_wait_s=WEB_CONFIG_PIPE_WAIT_S)
         if len(raw) > MAX_WEB_CONFIG_BYTES:
             large = translate("serve", "The web config file {path} is larger than {size} MiB.")
             raise TrayvmlError(large.format(path=path, size=MAX_WEB_CONFIG_BYTES >> 20))
