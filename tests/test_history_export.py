@@ -316,9 +316,11 @@ def test_an_export_reads_a_day_of_minutes_once_and_only_the_columns_asked_for(
     monkeypatch.setattr(codec, "decode_deltas", counted_decode)
     gpus = history.stored_gpus(reader, tmp_path, None)
     keys = ("utilization_gpu_percent", "power_draw_w")
-    rows = list(history.stored_rows(reader, gpus, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, keys))
-    minutes_s = min(reader.fine_start_s(uuid) or 0.0 for uuid, _ in gpus) - MIDNIGHT_S
-    reader.close()
+    try:
+        rows = list(history.stored_rows(reader, gpus, MIDNIGHT_S, MIDNIGHT_S + 4 * 3600, keys))
+        minutes_s = min(reader.fine_start_s(uuid) or 0.0 for uuid, _ in gpus) - MIDNIGHT_S
+    finally:
+        reader.close()
     assert minutes_s >= 2 * 3600 and sum(r.minute.sum() for r in rows) == 2 * minutes_s / 60  # hours of them
     assert sorted(minutes_read) == sorted(uuid for uuid, _ in gpus)  # once a GPU for the day
     assert rows_decoded and set(rows_decoded) == {1 + 3 * len(keys)}  # times, then values, mask, states
@@ -346,9 +348,11 @@ def test_the_look_for_minutes_goes_back_from_the_stores_last_row_not_from_the_ra
     monkeypatch.setattr(reader, "fine_start_s", lambda uuid: None)
     gpus = history.stored_gpus(reader, tmp_path, None)
     far_s = datetime(9999, 12, 31, tzinfo=timezone.utc).timestamp()
-    assert history._minutes_until(reader, gpus, MIDNIGHT_S - 86400, far_s) == far_s  # minutes are there
+    try:
+        assert history._minutes_until(reader, gpus, MIDNIGHT_S - 86400, far_s) == far_s  # minutes are there
+    finally:
+        reader.close()
     assert 0 < reads <= 2
-    reader.close()
 
 
 @pytest.mark.parametrize(

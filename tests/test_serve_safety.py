@@ -174,6 +174,15 @@ def test_a_web_config_pipe_whose_writer_never_finishes_is_waited_for_a_bounded_t
     assert path.is_fifo()
 
 
+def test_a_web_config_pipe_that_gives_nothing_is_refused(tmp_path: Path) -> None:
+    # <(gpg -d …) with a wrong passphrase: the writer ends having written nothing, read as an empty
+    # config, and serve started without its users. An empty file stays an empty config.
+    path = tmp_path / "pipe.yml"
+    os.mkfifo(path)
+    assert _load_in_time(path, b"") == f"The web config pipe {path} gave nothing; its writer may have failed."
+    assert load_web_config(str(_config(tmp_path))) == WebConfig()  # web.yml, a file of one empty line
+
+
 def test_a_web_config_pipe_is_waited_on_longer_than_settings_are(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

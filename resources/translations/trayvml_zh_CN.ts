@@ -3645,6 +3645,10 @@ For {duration} now.</source>
         <translation>web 配置文件 {path} 大于 {size} MiB。</translation>
     </message>
     <message>
+        <source>The web config pipe {path} gave nothing; its writer may have failed.</source>
+        <translation>web 配置管道 {path} 没有给出任何内容；其写入方可能已失败。</translation>
+    </message>
+    <message>
         <source>Cannot read the web config file {path}: {error}.</source>
         <translation>无法读取 web 配置文件 {path}：{error}。</translation>
     </message>

@@ -176,37 +176,38 @@ def read_bounded(path: Path, limit_bytes: int, mode: int | None = None, pipe_wai
     them, so that more than ``limit_bytes`` says the file is larger (the caller's sentence). A pipe
     (``--config <(…)``) is read as it is written (_read_pipe), for ``pipe_wait_s`` at most (default
     PIPE_WAIT_S). Anything else but a regular file is an OSError, never read: a device
-    (``/dev/zero``) would be read for ever or to the limit, a named pipe nobody writes waited on
-    for ever by its open. Raises FileNotFoundError, OSError. ``mode``: the path's, where the caller
-    looked already (one look: a second one could see another file put there meanwhile)."""
-    not_regular = OSError(errno.EINVAL, translate("files", "it is not a regular file"))
+    (``/dev/zero``) would be read for ever or to the limit. Raises FileNotFoundError, OSError.
+    ``mode``: the path's, where the caller looked already (one look: a second one could see another
+    file put there meanwhile)."""
     if mode is None:
         mode = os.stat(path).st_mode  # before opening: a terminal's open can make it ours
-    if stat.S_ISFIFO(mode):
-        return _read_pipe(path, limit_bytes, PIPE_WAIT_S if pipe_wait_s is None else pipe_wait_s)
-    if not stat.S_ISREG(mode):
-        raise not_regular
+    if not (stat.S_ISFIFO(mode) or stat.S_ISREG(mode)):
+        raise _not_regular()
     # Checked again once open (it may have been replaced meanwhile), which must not wait for a
     # pipe's writer nor take a terminal; binary on Windows, where the flags Unix has are absent.
     flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
     descriptor = os.open(path, flags | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(descriptor, "rb") as file:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-            raise not_regular
+        if stat.S_IFMT(os.fstat(descriptor).st_mode) != stat.S_IFMT(mode):
+            raise _not_regular()
+        if stat.S_ISFIFO(mode):
+            return _read_pipe(descriptor, limit_bytes, PIPE_WAIT_S if pipe_wait_s is None else pipe_wait_s)
         return file.read(limit_bytes + 1)
 
 
-def _read_pipe(path: Path, limit_bytes: int, wait_s: float) -> bytes:
-    """What a pipe's writer writes until it closes it (or past ``limit_bytes``), waiting ``wait_s``
-    at most in all; raises OSError when it has not finished by then. Opened without waiting for a
-    writer (a named pipe's open waited for one for ever), and read only once it is readable: one that
-    no writer has opened yet reads at once as its end, which a web config took for an empty one
-    (serve without its users)."""
-    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+def _not_regular() -> OSError:
+    return OSError(errno.EINVAL, translate("files", "it is not a regular file"))
+
+
+def _read_pipe(descriptor: int, limit_bytes: int, wait_s: float) -> bytes:
+    """What the pipe open at ``descriptor`` (without waiting for a writer: a named pipe's open waited
+    for one for ever) gives until its writer closes it (or past ``limit_bytes``), waiting ``wait_s``
+    at most in all; raises OSError when it has not finished by then. Read only once it is
+    readable: one that no writer has opened yet reads at once as its end, which a web config took
+    for an empty one (serve without its users)."""
     chunks: list[bytes] = []
     size, deadline = 0, time.monotonic() + wait_s
-    waiting = selectors.DefaultSelector()  # not select.select: it refuses descriptors past 1023
-    try:
+    with selectors.DefaultSelector() as waiting:  # not select.select: it refuses descriptors past 1023
         waiting.register(descriptor, selectors.EVENT_READ)
         while size <= limit_bytes:
             left_s = deadline - time.monotonic()
@@ -223,7 +224,4 @@ def _read_pipe(path: Path, limit_bytes: int, wait_s: float) -> bytes:
                 break
             chunks.append(chunk)
             size += len(chunk)
-    finally:
-        waiting.close()
-        os.close(descriptor)
     return b"".join(chunks)[: limit_bytes + 1]

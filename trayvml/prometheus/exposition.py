@@ -9,10 +9,12 @@ import hashlib
 import hmac
 import ipaddress
 import logging
+import os
 import re
 import secrets
 import socket
 import ssl
+import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -416,10 +418,16 @@ def load_web_config(path: str) -> WebConfig:
 
     try:
         # Bounded: a device or a named pipe given here was read, or waited on, for ever.
-        raw = read_bounded(Path(path), MAX_WEB_CONFIG_BYTES, pipe_wait_s=WEB_CONFIG_PIPE_WAIT_S)
+        mode = os.stat(path).st_mode
+        raw = read_bounded(Path(path), MAX_WEB_CONFIG_BYTES, mode, pipe_wait_s=WEB_CONFIG_PIPE_WAIT_S)
         if len(raw) > MAX_WEB_CONFIG_BYTES:
             large = translate("serve", "The web config file {path} is larger than {size} MiB.")
             raise TrayvmlError(large.format(path=path, size=MAX_WEB_CONFIG_BYTES >> 20))
+        if stat.S_ISFIFO(mode) and not raw.strip():
+            # A file may be empty (no TLS, no users); a pipe that gave nothing is a writer that failed
+            # (<(gpg -d …) with a wrong passphrase), and serve would start without its users.
+            empty = translate("serve", "The web config pipe {path} gave nothing; its writer may have failed.")
+            raise TrayvmlError(empty.format(path=path))
         text = raw.decode("utf-8")
     except OSError as error:
         unreadable = translate("serve", "Cannot read the web config file {path}: {error}.")
