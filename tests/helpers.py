@@ -450,3 +450,27 @@ def run_bounded(*args: str, timeout_s: float = 120) -> subprocess.CompletedProce
         preexec_fn=bounded,
         check=False,
     )
+
+
+def read_in_time(fifo: Path, read: Callable[[], T], wait_s: float = 20.0) -> T | BaseException:
+    """``read()`` (a reader of the named pipe ``fifo``) on a thread: what it returned or raised.
+    Fails where it still waits after ``wait_s``, once let go (a writer's end opened for it, which
+    never blocks): no thread is left waiting on the pipe."""
+    done: list[T | BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(read())
+        except BaseException as error:  # the caller asserts on it
+            done.append(error)
+
+    reader = threading.Thread(target=run, daemon=True)
+    reader.start()
+    reader.join(wait_s)
+    in_time = not reader.is_alive()
+    if not in_time:
+        with contextlib.suppress(OSError):  # ENXIO: no reader has it open
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+        reader.join(10)
+    assert in_time, f"{fifo} was waited on for ever"
+    return done[0]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import thresholds, zero_device
+from tests.helpers import read_in_time, thresholds, zero_device
 from trayvml import config
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, RULES
@@ -236,18 +236,10 @@ def test_a_folder_in_place_of_the_file_is_left_alone(tmp_path: Path) -> None:
 
 
 def _loaded_in_time(store: SettingsStore, path: Path) -> tuple[Settings, str]:
-    """``store.load()`` on a thread; fails if it is still waiting after 10 s (then unblocked)."""
-    loaded: list[tuple[Settings, str]] = []
-    reader = threading.Thread(target=lambda: loaded.append(store.load()), daemon=True)
-    reader.start()
-    reader.join(10)
-    waited = not loaded
-    if waited:  # unblock the reader before failing, so that no thread is left waiting
-        with contextlib.suppress(OSError):  # ENXIO: no reader has it open (never blocks)
-            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-        reader.join(10)
-    assert not waited, "loading waited on the pipe"
-    return loaded[0]
+    """``store.load()`` of the named pipe ``path``, failing where it still waits after 10 s."""
+    loaded = read_in_time(path, store.load, wait_s=10)
+    assert not isinstance(loaded, BaseException)
+    return loaded
 
 
 def test_a_named_pipe_with_no_writer_is_waited_on_a_bounded_time_and_is_left_alone(

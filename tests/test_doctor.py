@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import fifo_with_reader, run_bounded, zero_device
+from tests.helpers import fifo_with_reader, read_in_time, run_bounded, zero_device
 from trayvml.cli import main
 from trayvml.commands.doctor import Level, Redactor, gather
 from trayvml.core.sample import Sample
@@ -332,24 +332,9 @@ def test_a_recording_that_is_a_device_or_a_pipe_nobody_writes_is_refused_in_boun
         read_recording(device)
     fifo = tmp_path / "recording.jsonl"
     os.mkfifo(fifo)
-    said: list[str] = []
-
-    def read() -> None:
-        try:
-            read_recording(fifo)
-        except SimulationSpecError as refused:
-            said.append(str(refused))
-
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    reader.join(10)
-    in_time = not reader.is_alive()
-    if not in_time:  # its open waits for a writer: let it go
-        os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
-        reader.join(10)
-    assert in_time and said == [
-        f"--simulate: the recording {fifo} cannot be read: its writer did not finish within 0.5 s."
-    ]
+    refused = read_in_time(fifo, lambda: read_recording(fifo), wait_s=10)
+    assert isinstance(refused, SimulationSpecError)
+    assert str(refused) == f"--simulate: the recording {fifo} cannot be read: its writer did not finish within 0.5 s."
 
 
 @pytest.mark.parametrize("path", ALL_RECORDINGS, ids=lambda p: p.name)

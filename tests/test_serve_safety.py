@@ -17,7 +17,7 @@ from pathlib import Path
 import bcrypt
 import pytest
 
-from tests.helpers import run_bounded, run_ticks, simulated_source, zero_device
+from tests.helpers import read_in_time, run_bounded, run_ticks, simulated_source, zero_device
 from trayvml.cli import main
 from trayvml.core import files
 from trayvml.core.errors import TrayvmlError
@@ -106,23 +106,15 @@ def test_a_web_config_that_is_a_device_is_never_read(tmp_path: Path) -> None:
 
 
 def _load_in_time(path: Path, writes: bytes | None, after_s: float = 0.0, closes: bool = True) -> str | WebConfig:
-    """``load_web_config`` of the named pipe ``path`` on a thread, with a writer that opens it after
-    ``after_s``, writes ``writes`` and closes it where ``closes`` (``writes`` None: no writer):
-    the config, or the sentence it raised. Fails where the load still waits after 20 s (it is
-    then let go: a writer's end is opened for it)."""
+    """``load_web_config`` of the named pipe ``path``, with a writer that opens it after ``after_s``,
+    writes ``writes`` and closes it where ``closes`` (``writes`` None: no writer): the config, or
+    the sentence it raised. Fails where the load still waits after 20 s."""
     finish = threading.Event()
-    said: list[str | WebConfig] = []
-
-    def load() -> None:
-        try:
-            said.append(load_web_config(str(path)))
-        except TrayvmlError as error:
-            said.append(str(error))
 
     def write() -> None:
-        time.sleep(after_s)
+        time.sleep(0.1 + after_s)  # the loader's open first: a writer's open without a reader fails
         try:
-            descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)  # the loader has it open by now
+            descriptor = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
         except OSError:  # ENXIO: it gave up and closed it first (the test says so)
             return
         with contextlib.suppress(BrokenPipeError):
@@ -131,45 +123,34 @@ def _load_in_time(path: Path, writes: bytes | None, after_s: float = 0.0, closes
                 finish.wait(30)
         os.close(descriptor)
 
-    loader = threading.Thread(target=load, daemon=True)
     writer = threading.Thread(target=write, daemon=True)
-    loader.start()
-    time.sleep(0.1)  # its open first: a writer's open without a reader fails
     if writes is not None:
         writer.start()
-    loader.join(20)
-    in_time = not loader.is_alive()
-    finish.set()
-    if not in_time:  # an open (or a read) that waits for a writer's end: let it go
-        with contextlib.suppress(OSError):
-            os.close(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
-        loader.join(10)
-    if writes is not None:
-        writer.join(10)
-    assert in_time, "the web config's pipe was waited on for ever"
-    return said[0]
+    try:
+        said = read_in_time(path, lambda: load_web_config(str(path)))
+    finally:
+        finish.set()
+        if writes is not None:
+            writer.join(10)
+    if isinstance(said, TrayvmlError):
+        return str(said)
+    assert isinstance(said, WebConfig), said
+    return said
 
 
-def test_a_web_config_pipe_no_writer_opens_is_refused_not_read_as_empty(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(
+    "writes", [None, b"basic_auth_users: {}\n"], ids=["no-writer-opens", "the-writer-never-finishes"]
+)
+def test_a_web_config_pipe_is_waited_on_for_a_bounded_time_not_read_as_empty(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, writes: bytes | None
 ) -> None:
-    # Opened without waiting, a named pipe no writer has opened yet read at once as its end: an
-    # empty web config, and serve started without the users its writer was about to give.
+    # read_text waited for the writer's end for ever: serve never started nor said why. Opened
+    # without waiting, a named pipe no writer has opened yet read at once as its end: an empty web
+    # config, and serve started without the users its writer was about to give.
     monkeypatch.setattr(exposition, "WEB_CONFIG_PIPE_WAIT_S", 0.5)
     path = tmp_path / "web.yml"
     os.mkfifo(path)
-    said = _load_in_time(path, None)
-    assert said == f"Cannot read the web config file {path}: its writer did not finish within 0.5 s."
-
-
-def test_a_web_config_pipe_whose_writer_never_finishes_is_waited_for_a_bounded_time(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # read_text waited for the writer's end for ever: serve never started nor said why.
-    monkeypatch.setattr(exposition, "WEB_CONFIG_PIPE_WAIT_S", 0.5)
-    path = tmp_path / "web.yml"
-    os.mkfifo(path)
-    said = _load_in_time(path, b"basic_auth_users: {}\n", closes=False)
+    said = _load_in_time(path, writes, closes=False)
     assert said == f"Cannot read the web config file {path}: its writer did not finish within 0.5 s."
     assert path.is_fifo()
 
