@@ -474,7 +474,6 @@ def csv_text(
     from trayvml.commands.csvlog import COLUMNS, timestamp_text
     from trayvml.core.sample import GpuSample, Sample
 
-    n = len(rows.times_ms)
     slot = {k: i for i, k in enumerate(dict.fromkeys(c.metric for c in columns if c.metric))}
     memo = {} if memo is None else memo
 
@@ -516,12 +515,9 @@ def csv_text(
                 texts = cells[position].copy()  # a sample's min and max are its value
                 texts[minute] = _texts(column.value_text, ends[minute, k], rows.states[minute, k], units, memos(column))
                 cells.append(texts)
-    table = np.empty((n, 2 * len(cells)), dtype=object)
-    for k, texts in enumerate(cells):
-        table[:, 2 * k] = texts
-    table[:, 1::2] = ", "
-    table[:, -1] = "\n"
-    return "".join(table.ravel().tolist())
+    # Row by row from the columns' lists: a third less time than a table of cells and separators
+    # joined whole, and no table of pointers (28,800 rows × 50 cells an hour of 8 GPUs).
+    return "".join([", ".join(row) + "\n" for row in zip(*[texts.tolist() for texts in cells], strict=True)])
 
 
 def _each_once(values: np.ndarray, text: Callable[[int], str]) -> np.ndarray:
