@@ -40,7 +40,7 @@ from trayvml.core.clock import ManualClock  # noqa: E402
 from trayvml.core.sample import HostSample  # noqa: E402
 from trayvml.history.disk import codec  # noqa: E402
 from trayvml.history.disk.blocks import merge_coarse  # noqa: E402
-from trayvml.history.disk.db import BUCKET_MS, DAY_MS, PACKED_LEVEL, WIDE_BUCKET_MS, Database, Tier  # noqa: E402
+from trayvml.history.disk.db import BUCKET_MS, DAY_MS, PACKED_LEVEL, WEEK_MS, WIDE_BUCKET_MS, Database, Tier  # noqa: E402
 from trayvml.history.disk.limits import Limits  # noqa: E402
 from trayvml.history.disk.read import StoreReader  # noqa: E402
 from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter  # noqa: E402
@@ -106,8 +106,8 @@ def copy_week(folder: Path, hours: float) -> None:
     back a week (nothing is copied when the hours pushed cover it).
 
     The copies move by whole days, so that they never overlap, and the week is then laid out as
-    the writer lays out its days: one coarse block of minutes and one wide block of 10 minutes a
-    UTC day.
+    the packer lays it out: one coarse block of minutes a UTC day, and one wide block of 10 minutes
+    a UTC week (from Thursdays).
     """
     days = max(1, math.ceil(hours / 24))
     copies = math.ceil(7 / days) - 1
@@ -122,16 +122,19 @@ def copy_week(folder: Path, hours: float) -> None:
             week = merge_coarse([*moved, minutes], BUCKET_MS)
             db.delete([b.id for b in blocks])
             times = week[0][0]
+            made = []
             for day in np.unique(times // DAY_MS).tolist():
                 on = times // DAY_MS == day
-                day_minutes = [times[on][None, :], *(m[:, on] for m in week[1:])]
-                for tier, matrices in (
-                    (Tier.COARSE, day_minutes),
-                    (Tier.WIDE, merge_coarse([day_minutes], WIDE_BUCKET_MS)),
-                ):
-                    blob, check = codec.encode(matrices, PACKED_LEVEL)
-                    stamps = matrices[0][0]
-                    db.insert(device.id, tier, int(stamps[0]), int(stamps[-1]), len(stamps), layout, blob, check)
+                made.append((Tier.COARSE, [times[on][None, :], *(m[:, on] for m in week[1:])]))
+            for week_start in np.unique(times - times % WEEK_MS).tolist():
+                on = (times >= week_start) & (times < week_start + WEEK_MS)
+                made.append(
+                    (Tier.WIDE, merge_coarse([[times[on][None, :], *(m[:, on] for m in week[1:])]], WIDE_BUCKET_MS))
+                )
+            for tier, matrices in made:
+                blob, check = codec.encode(matrices, PACKED_LEVEL)
+                stamps = matrices[0][0]
+                db.insert(device.id, tier, int(stamps[0]), int(stamps[-1]), len(stamps), layout, blob, check)
     db.close()
 
 
@@ -255,7 +258,7 @@ BUILT = "built-by-bench_store.txt"  # in a --store folder: what it was built wit
 def build(folder: Path, args: argparse.Namespace) -> tuple[float, dict[str, float]]:
     """The store in ``folder`` (built unless a run with the same arguments left it): (its end in
     seconds since the epoch, the figures of the build)."""
-    recipe = f"{args.hours:g} h, {args.gpus} GPUs, {args.scenario}, week laid out by day, wide today"
+    recipe = f"{args.hours:g} h, {args.gpus} GPUs, {args.scenario}, week laid out by day, wide by week"
     marker = folder / BUILT
     if marker.exists():
         lines = marker.read_text().splitlines()

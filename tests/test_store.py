@@ -96,8 +96,8 @@ def test_the_hour_that_is_over_is_packed_by_a_process_of_its_own(
     started: list[tuple[int, int]] = []  # the packer's pid, and the samples saved when it started
     start_packer = write.start_packer
 
-    def spied(folder: Path, now_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
-        packer = start_packer(folder, now_ms, lock_fd)
+    def spied(folder: Path, now_ms: int, keep_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
+        packer = start_packer(folder, now_ms, keep_ms, lock_fd)
         started.append((packer.pid, writer.saved))
         return packer
 
@@ -135,7 +135,7 @@ def test_an_hour_whose_blocks_went_while_it_was_packed_is_left_for_the_next_pack
             pack._pack_hour(db, device, hour, fresh[1].layout, fresh)
         tiers = [t for (t,) in db.connection.execute("SELECT tier FROM blocks WHERE device = ?", (device,))]
         assert tiers == [int(Tier.FRESH)] * (len(fresh) - 1)  # as it was: nothing lost, nothing twice
-        pack.pack(db, round(MIDNIGHT_S * 1000))  # the next packer packs what is there
+        pack.pack(db, round(MIDNIGHT_S * 1000), 7 * 86_400_000)  # the next packer packs what is there
         tiers = [t for (t,) in db.connection.execute("SELECT tier FROM blocks WHERE device = ?", (device,))]
         assert sorted(tiers) == [int(Tier.FINE), int(Tier.COARSE), int(Tier.WIDE)]
     finally:
@@ -154,7 +154,7 @@ def test_a_packer_keeps_the_writers_lock_while_it_runs(tmp_path: Path) -> None:
     lock = WriterLock(tmp_path)
     blocker = Database(tmp_path)
     blocker.connection.execute("BEGIN IMMEDIATE")  # the packer waits for this transaction
-    packer = start_packer(tmp_path, round(MIDNIGHT_S * 1000), lock.fd)
+    packer = start_packer(tmp_path, round(MIDNIGHT_S * 1000), 7 * 86_400_000, lock.fd)
     try:
         lock.release()  # this process lets go (as one that dies would)
         assert holder(tmp_path) is not None
@@ -485,6 +485,99 @@ def test_the_writer_keeps_values_as_steps_of_their_resolution_and_says_which_are
     bound = fresh.STEPS_BOUND
     assert steps == [[0, 7, 7, 1], [2, 4, 0, 0], [12, -12, bound, 2], [0, -2, 2, 4], [bound, 1, -bound, 0]]
     assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
+
+
+DAY_S = 86400.0  # MIDNIGHT_S begins a Wednesday, the last day of a wide block's week (from Thursdays)
+
+
+def _wide_blocks(folder: Path, uuid: str) -> list[tuple[int, int]]:
+    """The device's wide blocks as (first, last) bucket days."""
+    db = Database(folder, read_only=True)
+    try:
+        device = next(d.id for d in db.devices() if d.uuid == uuid)
+        return [(b.start_ms // 86_400_000, b.end_ms // 86_400_000) for b in db.blocks(device, (Tier.WIDE,), 0, 2**62)]
+    finally:
+        db.close()
+
+
+def _wide_as_minutes(folder: Path, uuid: str, start_s: float, end_s: float) -> int:
+    """The 10-minute buckets a read of [start_s, end_s) gets (from the wide tier) compared with its
+    minutes (the coarse tier) folded to 10 minutes; returns how many hold anything."""
+    reader = StoreReader(folder)
+    wide = reader.coarse(uuid, start_s, end_s - 1, 600.0, GPU_LAYOUT.keys, fresh=False)
+    minutes = reader.coarse(uuid, start_s, end_s - 1, 60.0, GPU_LAYOUT.keys, fresh=False)
+    reader.close()
+    tens = len(wide.times_s)
+    assert wide.step_s == 600.0 and len(minutes.times_s) == 10 * tens
+    count = minutes.count.reshape(tens, 10, -1)
+    assert np.array_equal(wide.count, count.sum(axis=1))
+    assert np.array_equal(wide.low, np.fmin.reduce(minutes.low.reshape(tens, 10, -1), axis=1), equal_nan=True)
+    assert np.array_equal(wide.high, np.fmax.reduce(minutes.high.reshape(tens, 10, -1), axis=1), equal_nan=True)
+    total = np.where(count > 0, minutes.mean.reshape(tens, 10, -1), 0.0) * count
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = total.sum(axis=1) / count.sum(axis=1)
+    assert np.allclose(wide.mean, mean, equal_nan=True, rtol=1e-9, atol=1e-9)
+    return int(wide.recorded.sum())
+
+
+def test_the_wide_buckets_are_one_block_a_device_a_week_read_as_their_minutes_are(tmp_path: Path) -> None:
+    """A week's view reads each device's week from one block (a block a day was eight, each with a
+    cost of its own). Each hour packed makes its week's block anew: the day's buckets replaced (not
+    added twice), the other days kept, and a day with minutes only (a store packed before the wide
+    tier) put in. A store packed a block a day (before weeks) reads the same."""
+    uuid = _samples("training:gpus=h100", 0.0, 1)[0].devices[0].uuid
+    starts_s = [MIDNIGHT_S - 2 * DAY_S + 36000, MIDNIGHT_S - DAY_S + 36000]  # Monday and Tuesday, 10:00
+    for start_s in starts_s:
+        _write(tmp_path, _samples("training:gpus=h100", start_s, 60))
+    db = Database(tmp_path)
+    db.connection.execute("DELETE FROM blocks WHERE tier = ?", (int(Tier.WIDE),))  # Monday: minutes only
+    db.close()
+    starts_s += [MIDNIGHT_S - DAY_S + 39600, MIDNIGHT_S + DAY_S + 36000, MIDNIGHT_S + 2 * DAY_S + 36000]
+    for start_s in starts_s[2:]:  # Tuesday 11:00 (Tuesday's 10:00 packed again), Thursday, Friday
+        _write(tmp_path, _samples("training:gpus=h100", start_s, 60))
+    monday, thursday = int(starts_s[0] // DAY_S), int(starts_s[3] // DAY_S)
+    assert _wide_blocks(tmp_path, uuid) == [(monday, monday + 1), (thursday, thursday)]  # Friday not packed yet
+    span = (MIDNIGHT_S - 3 * DAY_S, MIDNIGHT_S + 3 * DAY_S)
+    assert _wide_as_minutes(tmp_path, uuid, *span) == 4  # each minute written in a bucket of its own
+    # As a store packed before weeks: Monday's and Tuesday's buckets in a block each.
+    db = Database(tmp_path)
+    device = next(d.id for d in db.devices() if d.uuid == uuid)
+    block = db.blocks(device, (Tier.WIDE,), 0, 2**62)[0]
+    matrices = codec.decode(block.data, block.crc, codec.COARSE_MATRICES)
+    with db.transaction():
+        db.delete([block.id])
+        for day in (monday, monday + 1):
+            on = matrices[0][0] // 86_400_000 == day
+            part = [m[:, on] for m in matrices]
+            data, crc = codec.encode(part, 12)
+            db.insert(
+                device, Tier.WIDE, int(part[0][0][0]), int(part[0][0][-1]), int(on.sum()), block.layout, data, crc
+            )
+    db.close()
+    assert _wide_blocks(tmp_path, uuid) == [(monday, monday), (monday + 1, monday + 1), (thursday, thursday)]
+    assert _wide_as_minutes(tmp_path, uuid, *span) == 4
+    _write(tmp_path, _samples("training:gpus=h100", MIDNIGHT_S + 3 * DAY_S + 36000, 60))  # Friday packed
+    assert _wide_blocks(tmp_path, uuid) == [(monday, monday), (monday + 1, monday + 1), (thursday, thursday + 1)]
+    assert _wide_as_minutes(tmp_path, uuid, *span) == 5
+
+
+def test_a_weeks_wide_block_keeps_no_day_past_the_minutes_span(tmp_path: Path) -> None:
+    """The days wholly before the minutes' span go from a week's wide block that reaches past it
+    (as they go with a day's minutes), not a week later with the whole block; the day the span
+    begins in stays."""
+    uuid = _samples("training:gpus=h100", 0.0, 1)[0].devices[0].uuid
+    friday, saturday = MIDNIGHT_S - 5 * DAY_S + 36000, MIDNIGHT_S - 4 * DAY_S + 28800  # one week, from Thursday
+    limits = Limits(coarse_span_s=2 * DAY_S)
+    # Friday 10:00, Saturday 8:00 and 10:00; the last on Monday at 9:00, when Saturday 10:00 is packed.
+    for start_s in (friday, saturday, saturday + 7200, saturday + 2 * DAY_S + 3600):
+        _write(tmp_path, _samples("training:gpus=h100", start_s, 60), limits)
+    # The packer was handed the span, from Saturday 9:00: Friday is over before it, Saturday not.
+    assert _wide_blocks(tmp_path, uuid) == [(int(saturday // DAY_S), int(saturday // DAY_S))]
+    reader = StoreReader(tmp_path)
+    kept = reader.coarse(uuid, saturday - 2 * DAY_S, saturday + 7799, 600.0, GPU_LAYOUT.keys, fresh=False)
+    reader.close()
+    assert kept.times_s[kept.recorded].tolist() == [saturday, saturday + 7200]  # the day's minutes, whole
+    assert kept.count.max(axis=1)[kept.recorded].tolist() == [60, 60]
 
 
 def test_a_coarse_read_fetches_only_the_blocks_it_uses_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

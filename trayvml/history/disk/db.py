@@ -29,6 +29,7 @@ FILE_NAME = "history.sqlite3"
 BUSY_TIMEOUT_S = 5.0  # a bounded wait on another process' transaction
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
+WEEK_MS = 7 * DAY_MS  # the wide tier's blocks: one a device a week (from Thursdays, as epoch days are counted)
 BUCKET_MS = 60_000  # the coarse tier's bucket
 WIDE_BUCKET_MS = 600_000  # the wide tier's
 FRESH_LEVEL = 3  # zstd level for the few-second blocks (cheap: written every few seconds)
@@ -39,7 +40,7 @@ class Tier(enum.IntEnum):
     FRESH = 0
     FINE = 1
     COARSE = 2
-    WIDE = 3  # 10-minute buckets of each day: a week in a few hundred rows a device
+    WIDE = 3  # 10-minute buckets of each UTC week (WEEK_MS): a week's view reads one or two blocks a device
 
 
 _SCHEMA = """

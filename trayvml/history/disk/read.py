@@ -195,8 +195,14 @@ class StoreReader:
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
         found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
         db, listed = found if found is not None else (None, [])
-        # A day with a wide block is read from it alone, when buckets are that wide.
-        wide_days = {(b.start_ms // DAY_MS, b.layout) for b in listed if b.tier is Tier.WIDE}
+        # A day in a wide block's span is read from it alone, when buckets are that wide (a week's
+        # block; a day's, in a store packed before them).
+        wide_days = {
+            (day, b.layout)
+            for b in listed
+            if b.tier is Tier.WIDE
+            for day in range(b.start_ms // DAY_MS, b.end_ms // DAY_MS + 1)
+        }
         use_wide = step_ms % WIDE_BUCKET_MS == 0
         used = [
             b

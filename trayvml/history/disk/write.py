@@ -63,14 +63,14 @@ def host_layout(cores: int) -> Layout:
     return Layout(keys, tuple(m.stored_resolution for m in HOST_METRICS) + (RESOLUTION[Unit.PERCENT],) * cores)
 
 
-def start_packer(folder: Path, now_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
-    """The packer of the hours before ``now_ms``, started (it inherits ``lock_fd``, the writer's lock,
-    and stderr for its warnings). It imports what this process imports (its module path, the working
-    folder's entry made absolute), in a session of its own: a Ctrl-C in the terminal is not for it.
-    Raises OSError when it cannot be started."""
+def start_packer(folder: Path, now_ms: int, keep_ms: int, lock_fd: int) -> subprocess.Popen[bytes]:
+    """The packer of the hours before ``now_ms`` (minutes kept ``keep_ms``), started (it inherits
+    ``lock_fd``, the writer's lock, and stderr for its warnings). It imports what this process
+    imports (its module path, the working folder's entry made absolute), in a session of its own: a
+    Ctrl-C in the terminal is not for it. Raises OSError when it cannot be started."""
     paths = [os.path.abspath(p) for p in sys.path]  # '' (the working folder) as the folder it is now
     return subprocess.Popen(
-        [sys.executable, "-c", _PACKER_BOOT, json.dumps(paths), str(folder.absolute()), str(now_ms)],
+        [sys.executable, "-c", _PACKER_BOOT, json.dumps(paths), str(folder.absolute()), str(now_ms), str(keep_ms)],
         pass_fds=(lock_fd,),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
@@ -350,7 +350,8 @@ class StoreWriter:
         self._packed_hour = hour
         if hours_to_pack(db, now_ms):
             try:
-                self._packer = start_packer(self.folder, now_ms, self._lock.fd)
+                keep_ms = round(self.limits.coarse_span_s * 1000)
+                self._packer = start_packer(self.folder, now_ms, keep_ms, self._lock.fd)
                 self._packer_since_s = time.monotonic()
             except OSError as error:
                 log.warning("the history's hours could not be packed (%s); trying again next hour", error)
