@@ -142,6 +142,19 @@ def test_an_hour_whose_blocks_went_while_it_was_packed_is_left_for_the_next_pack
         db.close()
 
 
+def test_a_packer_started_as_a_tray_from_before_starts_it_packs(tmp_path: Path) -> None:
+    """A tray that ran on while trayvml was upgraded starts the new packer with the arguments of
+    before (no minutes' span): it packs, and leaves the span to the age prune."""
+    from trayvml.history.disk import pack
+
+    _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S - 20, 10))  # before midnight: all fresh
+    assert pack.main([str(tmp_path), str(round(MIDNIGHT_S * 1000))]) == 0
+    db = Database(tmp_path, read_only=True)
+    tiers = {t for (t,) in db.connection.execute("SELECT DISTINCT tier FROM blocks")}
+    db.close()
+    assert tiers == {int(Tier.FINE), int(Tier.COARSE), int(Tier.WIDE)}
+
+
 def test_a_packer_keeps_the_writers_lock_while_it_runs(tmp_path: Path) -> None:
     """One writer at a time, also where the tray dies while its packer runs: the packer holds the lock."""
     from trayvml.history.disk.write import WriterLock, holder, start_packer
@@ -520,45 +533,53 @@ def _wide_as_minutes(folder: Path, uuid: str, start_s: float, end_s: float) -> i
     return int(wide.recorded.sum())
 
 
+def _split_by_day(folder: Path, uuid: str) -> None:
+    """The device's first wide block made a block a day, as a store packed before weeks holds them."""
+    db = Database(folder)
+    device = next(d.id for d in db.devices() if d.uuid == uuid)
+    block = db.blocks(device, (Tier.WIDE,), 0, 2**62)[0]
+    matrices = codec.decode(block.data, block.crc, codec.COARSE_MATRICES)
+    days = matrices[0][0] // 86_400_000
+    with db.transaction():
+        db.delete([block.id])
+        for day in np.unique(days).tolist():
+            part = [m[:, days == day] for m in matrices]
+            data, crc = codec.encode(part, 12)
+            db.insert(
+                device, Tier.WIDE, int(part[0][0][0]), int(part[0][0][-1]), part[0].shape[1], block.layout, data, crc
+            )
+    db.close()
+
+
 def test_the_wide_buckets_are_one_block_a_device_a_week_read_as_their_minutes_are(tmp_path: Path) -> None:
     """A week's view reads each device's week from one block (a block a day was eight, each with a
     cost of its own). Each hour packed makes its week's block anew: the day's buckets replaced (not
-    added twice), the other days kept, and a day with minutes only (a store packed before the wide
-    tier) put in. A store packed a block a day (before weeks) reads the same."""
+    added twice), the other days kept, a day with minutes only (a store packed before the wide
+    tier) put in, the days' blocks of a store packed before weeks joined; rows past midnight in the
+    last block of a day's last hour stay the next day's."""
     uuid = _samples("training:gpus=h100", 0.0, 1)[0].devices[0].uuid
-    starts_s = [MIDNIGHT_S - 2 * DAY_S + 36000, MIDNIGHT_S - DAY_S + 36000]  # Monday and Tuesday, 10:00
-    for start_s in starts_s:
+    monday, tuesday = MIDNIGHT_S - 2 * DAY_S + 36000, MIDNIGHT_S - DAY_S + 36000  # 10:00
+    for start_s in (monday, tuesday):
         _write(tmp_path, _samples("training:gpus=h100", start_s, 60))
     db = Database(tmp_path)
     db.connection.execute("DELETE FROM blocks WHERE tier = ?", (int(Tier.WIDE),))  # Monday: minutes only
     db.close()
-    starts_s += [MIDNIGHT_S - DAY_S + 39600, MIDNIGHT_S + DAY_S + 36000, MIDNIGHT_S + 2 * DAY_S + 36000]
-    for start_s in starts_s[2:]:  # Tuesday 11:00 (Tuesday's 10:00 packed again), Thursday, Friday
-        _write(tmp_path, _samples("training:gpus=h100", start_s, 60))
-    monday, thursday = int(starts_s[0] // DAY_S), int(starts_s[3] // DAY_S)
-    assert _wide_blocks(tmp_path, uuid) == [(monday, monday + 1), (thursday, thursday)]  # Friday not packed yet
+    _write(tmp_path, _samples("training:gpus=h100", tuesday + 3600, 60))  # Tuesday's 10:00 packed
+    day = int(monday // DAY_S)
+    assert _wide_blocks(tmp_path, uuid) == [(day, day + 1)]
     span = (MIDNIGHT_S - 3 * DAY_S, MIDNIGHT_S + 3 * DAY_S)
-    assert _wide_as_minutes(tmp_path, uuid, *span) == 4  # each minute written in a bucket of its own
-    # As a store packed before weeks: Monday's and Tuesday's buckets in a block each.
-    db = Database(tmp_path)
-    device = next(d.id for d in db.devices() if d.uuid == uuid)
-    block = db.blocks(device, (Tier.WIDE,), 0, 2**62)[0]
-    matrices = codec.decode(block.data, block.crc, codec.COARSE_MATRICES)
-    with db.transaction():
-        db.delete([block.id])
-        for day in (monday, monday + 1):
-            on = matrices[0][0] // 86_400_000 == day
-            part = [m[:, on] for m in matrices]
-            data, crc = codec.encode(part, 12)
-            db.insert(
-                device, Tier.WIDE, int(part[0][0][0]), int(part[0][0][-1]), int(on.sum()), block.layout, data, crc
-            )
-    db.close()
-    assert _wide_blocks(tmp_path, uuid) == [(monday, monday), (monday + 1, monday + 1), (thursday, thursday)]
-    assert _wide_as_minutes(tmp_path, uuid, *span) == 4
-    _write(tmp_path, _samples("training:gpus=h100", MIDNIGHT_S + 3 * DAY_S + 36000, 60))  # Friday packed
-    assert _wide_blocks(tmp_path, uuid) == [(monday, monday), (monday + 1, monday + 1), (thursday, thursday + 1)]
-    assert _wide_as_minutes(tmp_path, uuid, *span) == 5
+    assert _wide_as_minutes(tmp_path, uuid, *span) == 2  # Monday, Tuesday 10:00
+    _split_by_day(tmp_path, uuid)
+    assert _wide_blocks(tmp_path, uuid) == [(day, day), (day + 1, day + 1)]
+    assert _wide_as_minutes(tmp_path, uuid, *span) == 2
+    # Tuesday 23:59:30 to Wednesday 0:00:29 (Tuesday's 11:00 packed); Thursday (a week from it);
+    # Friday, when Wednesday's first rows are packed.
+    for start_s in (MIDNIGHT_S - 30, MIDNIGHT_S + DAY_S + 36000, MIDNIGHT_S + 2 * DAY_S + 36000):
+        _write(tmp_path, _samples("training:gpus=h100", start_s, 60))
+    assert _wide_blocks(tmp_path, uuid) == [(day, day + 2), (day + 3, day + 3)]  # Friday not packed yet
+    assert (
+        _wide_as_minutes(tmp_path, uuid, *span) == 6
+    )  # Monday, Tuesday 10:00, 11:00 and 23:50, Wednesday 0:00, Thursday
 
 
 def test_a_weeks_wide_block_keeps_no_day_past_the_minutes_span(tmp_path: Path) -> None:

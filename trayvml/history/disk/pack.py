@@ -24,10 +24,11 @@ from pathlib import Path
 import numpy as np
 
 from trayvml.history.disk import codec, processes
-from trayvml.history.disk.blocks import _concat_fine, _decode, coarse_from_fine, merge_coarse
+from trayvml.history.disk.blocks import _concat_fine, _decode, coarse_from_fine, distinct_sorted, merge_coarse
 from trayvml.history.disk.db import (
     BUCKET_MS,
     DAY_MS,
+    FRESH_LEVEL,
     HOUR_MS,
     PACKED_LEVEL,
     WEEK_MS,
@@ -47,7 +48,7 @@ class _StoreChangedError(Exception):
     """Blocks read for an hour's packing went (pruned) before its transaction."""
 
 
-def pack(db: Database, now_ms: int, keep_ms: int) -> bool:
+def pack(db: Database, now_ms: int, keep_ms: int | None) -> bool:
     """Fresh blocks of UTC hours that are over become one fine and one coarse block each, of the
     GPUs and the host, then of their processes; a wide block keeps no day that was over before the
     minutes' span (``keep_ms`` back from ``now_ms``) began. False where an hour's blocks changed while it was packed
@@ -64,7 +65,8 @@ def pack(db: Database, now_ms: int, keep_ms: int) -> bool:
                 _pack_hour(db, device.id, hour, layout_id, blocks)
             except _StoreChangedError:
                 whole = False
-        trim_wide(db, device.id, now_ms - keep_ms)
+        if keep_ms is not None:
+            trim_wide(db, device.id, now_ms - keep_ms)
     processes.compact(db, now_ms)
     return whole
 
@@ -86,12 +88,22 @@ def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list
     parts = [m for m in (_decode(b, codec.FINE_MATRICES) for b in fresh) if m is not None]
     made: list[tuple[Tier, list[np.ndarray]]] = []
     if parts:
-        fine = _concat_fine(parts)
+        # The rows of other hours (a block that began before the hour ended; a clock set back) go
+        # back as fresh blocks of their own hours: a day's minutes are then that day's alone.
+        joined = _concat_fine(parts)
+        row_hours = joined[0][0] // HOUR_MS
+        for other in distinct_sorted(row_hours).tolist():
+            rows = row_hours == other
+            made.append((Tier.FINE if other == hour else Tier.FRESH, [m[:, rows] for m in joined]))
+        fine = next(matrices for tier, matrices in made if tier is Tier.FINE)
         minutes = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in day_coarse) if m is not None]
         merged = merge_coarse([*minutes, coarse_from_fine(fine, BUCKET_MS)], BUCKET_MS)
         other_days = [b for b in in_week if b.tier is Tier.COARSE and b.start_ms // DAY_MS != day]
-        made = [(Tier.FINE, fine), (Tier.COARSE, merged), (Tier.WIDE, _wide_week(wide, other_days, merged, day))]
-    encoded = [(tier, matrices[0][0], codec.encode(matrices, PACKED_LEVEL)) for tier, matrices in made]
+        made += [(Tier.COARSE, merged), (Tier.WIDE, _wide_week(wide, other_days, merged, day))]
+    encoded = [
+        (tier, matrices[0][0], codec.encode(matrices, FRESH_LEVEL if tier is Tier.FRESH else PACKED_LEVEL))
+        for tier, matrices in made
+    ]
     gone = [b.id for b in fresh] + ([b.id for b in day_coarse + wide] if made else [])
     _swap(db, device, layout_id, gone, encoded)
 
@@ -100,16 +112,27 @@ def _wide_week(wide: list[Block], other_days: list[Block], day_minutes: list[np.
     """The week's 10-minute buckets in one block: those of its wide blocks (the week's, or the days'
     of a store packed before weeks), the day's made anew from its minutes, and those of a day whose
     minutes have none (packed before the wide tier, or its wide block damaged): a reader takes a
-    wide block's days from it alone."""
+    wide block's days from it alone. (A day's minutes packed before hours were packed whole may
+    hold the next day's first seconds: each day's buckets are made from its own minutes only.)"""
     held = []
     for matrices in (_decode(b, codec.COARSE_MATRICES) for b in wide):
         if matrices is not None:
-            kept = matrices[0][0] // DAY_MS != day
-            held.append([m[:, kept] for m in matrices])
+            held.append(_on_day(matrices, day, on=False))
     covered = {int(d) for m in held for d in m[0][0] // DAY_MS} | {day}
-    unpacked = (_decode(b, codec.COARSE_MATRICES) for b in other_days if b.start_ms // DAY_MS not in covered)
-    minutes = [day_minutes, *(m for m in unpacked if m is not None)]
+    unpacked = (
+        (_decode(b, codec.COARSE_MATRICES), b.start_ms // DAY_MS)
+        for b in other_days
+        if b.start_ms // DAY_MS not in covered
+    )
+    minutes = [_on_day(day_minutes, day)]
+    minutes += [_on_day(m, own) for m, own in unpacked if m is not None]
     return merge_coarse([*held, *(merge_coarse([m], WIDE_BUCKET_MS) for m in minutes)], WIDE_BUCKET_MS)
+
+
+def _on_day(matrices: list[np.ndarray], day: int, on: bool = True) -> list[np.ndarray]:
+    """The buckets (columns) of coarse ``matrices`` in the UTC ``day`` (``on``), or in the others."""
+    kept = (matrices[0][0] // DAY_MS == day) == on
+    return [m[:, kept] for m in matrices]
 
 
 def trim_wide(db: Database, device: int, cut_ms: int) -> None:
@@ -148,7 +171,8 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(format="trayvml (packing the history): %(message)s", level=logging.WARNING)
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
-    folder, now_ms, keep_ms = Path(argv[0]), int(argv[1]), int(argv[2])
+    folder, now_ms = Path(argv[0]), int(argv[1])
+    keep_ms = int(argv[2]) if len(argv) > 2 else None  # None: started by a tray from before (the age prune trims)
     try:
         db = Database(folder)
     except (OSError, sqlite3.Error) as error:  # said in one line; the writer tries again next hour
