@@ -142,10 +142,56 @@ def test_an_hour_whose_blocks_went_while_it_was_packed_is_left_for_the_next_pack
         db.close()
 
 
-def test_a_packer_started_as_a_tray_from_before_starts_it_packs(tmp_path: Path) -> None:
+def test_rows_of_an_hour_that_is_over_given_back_are_packed_by_a_packer_started_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The last block of the hour before midnight holds the first seconds after it: they go back as
+    a fresh block of their own hour. Where that hour is over too, the packer says so (another is
+    started at once), and the next packs them; every row is read once throughout."""
+    from trayvml.history.disk import pack, write
+
+    def refused(*_: object) -> subprocess.Popen[bytes]:
+        raise OSError("not now")
+
+    monkeypatch.setattr(write, "start_packer", refused)  # the writer leaves every hour fresh
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S - 30, 60)
+    _write(tmp_path, samples)
+    uuid = samples[0].devices[0].uuid
+    times = [s.timestamp_s for s in samples]
+    db = Database(tmp_path)
+    try:
+        device = next(d.id for d in db.devices() if d.uuid == uuid)
+        fresh = db.blocks(device, (Tier.FRESH,), 0, 2**62)
+        assert any(b.start_ms < MIDNIGHT_S * 1000 <= b.end_ms for b in fresh)  # one reaches past midnight
+        later_ms = round((MIDNIGHT_S + 7200) * 1000)
+        assert not pack.pack(db, later_ms, None)  # the rows after midnight went back: another packer at once
+        assert _row_times(tmp_path, uuid, times) == times
+        assert pack.pack(db, later_ms, None)
+        assert db.blocks(device, (Tier.FRESH,), 0, 2**62) == []
+        fine = db.blocks(device, (Tier.FINE,), 0, 2**62)
+        assert [b.start_ms < MIDNIGHT_S * 1000 for b in fine] == [True, False, False]  # 23:00, 0:00 twice
+        assert all(b.end_ms < MIDNIGHT_S * 1000 for b in fine[:1])  # the hour's rows alone
+    finally:
+        db.close()
+    assert _row_times(tmp_path, uuid, times) == times
+
+
+def _row_times(folder: Path, uuid: str, times: list[float]) -> list[float]:
+    reader = StoreReader(folder)
+    try:
+        return list(reader.fine(uuid, times[0], times[-1], GPU_LAYOUT.keys).times_s.tolist())
+    finally:
+        reader.close()
+
+
+def test_a_packer_started_as_a_tray_from_before_starts_it_packs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A tray that ran on while trayvml was upgraded starts the new packer with the arguments of
     before (no minutes' span): it packs, and leaves the span to the age prune."""
     from trayvml.history.disk import pack
+
+    monkeypatch.setattr(os, "nice", lambda _: 0)  # not this test process's priority, for the rest of the run
 
     _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S - 20, 10))  # before midnight: all fresh
     assert pack.main([str(tmp_path), str(round(MIDNIGHT_S * 1000))]) == 0

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import math
 import os
 import sqlite3
 from pathlib import Path
@@ -51,8 +52,9 @@ class _StoreChangedError(Exception):
 def pack(db: Database, now_ms: int, keep_ms: int | None) -> bool:
     """Fresh blocks of UTC hours that are over become one fine and one coarse block each, of the
     GPUs and the host, then of their processes; a wide block keeps no day that was over before the
-    minutes' span (``keep_ms`` back from ``now_ms``) began. False where an hour's blocks changed while it was packed
-    (pruned for the size cap): that hour is left for the next packer."""
+    minutes' span (``keep_ms`` back from ``now_ms``; None: untrimmed) began. False where an hour's
+    blocks changed while it was packed (pruned for the size cap: that hour is left for the next
+    packer), or rows went back as fresh blocks of an hour that is over."""
     hour_ms = now_ms - now_ms % HOUR_MS
     whole = True
     for device in db.devices():
@@ -62,7 +64,9 @@ def pack(db: Database, now_ms: int, keep_ms: int | None) -> bool:
             hours.setdefault((block.start_ms // HOUR_MS, block.layout), []).append(block)
         for (hour, layout_id), blocks in hours.items():
             try:
-                _pack_hour(db, device.id, hour, layout_id, blocks)
+                # Rows given back as fresh blocks of another hour that is over: packed by the next
+                # packer, started at once (PACKER_AGAIN), not an hour later.
+                whole &= _pack_hour(db, device.id, hour, layout_id, blocks) >= hour_ms // HOUR_MS
             except _StoreChangedError:
                 whole = False
         if keep_ms is not None:
@@ -71,11 +75,12 @@ def pack(db: Database, now_ms: int, keep_ms: int | None) -> bool:
     return whole
 
 
-def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list[Block]) -> None:
+def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list[Block]) -> float:
     """An hour's fresh blocks become a fine block, its day's coarse block is made anew (its minutes
     beside the day's others), and its week's wide block (see _wide_week). Decoded, joined and
     compressed before the write transaction, which only swaps blocks: the writer's commit never
-    waits on the packing's CPU (at its low priority, on a machine whose cores are all busy)."""
+    waits on the packing's CPU (at its low priority, on a machine whose cores are all busy).
+    Returns the earliest hour of rows given back as fresh blocks (infinity: none)."""
     day = hour * HOUR_MS // DAY_MS
     week_ms = day * DAY_MS - day * DAY_MS % WEEK_MS
     in_week = [
@@ -95,7 +100,8 @@ def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list
         for other in distinct_sorted(row_hours).tolist():
             rows = row_hours == other
             made.append((Tier.FINE if other == hour else Tier.FRESH, [m[:, rows] for m in joined]))
-        fine = next(matrices for tier, matrices in made if tier is Tier.FINE)
+    fine = next((matrices for tier, matrices in made if tier is Tier.FINE), None)
+    if fine is not None:  # (none only where a block's start disagrees with its rows)
         minutes = [m for m in (_decode(b, codec.COARSE_MATRICES) for b in day_coarse) if m is not None]
         merged = merge_coarse([*minutes, coarse_from_fine(fine, BUCKET_MS)], BUCKET_MS)
         other_days = [b for b in in_week if b.tier is Tier.COARSE and b.start_ms // DAY_MS != day]
@@ -104,8 +110,9 @@ def _pack_hour(db: Database, device: int, hour: int, layout_id: int, fresh: list
         (tier, matrices[0][0], codec.encode(matrices, FRESH_LEVEL if tier is Tier.FRESH else PACKED_LEVEL))
         for tier, matrices in made
     ]
-    gone = [b.id for b in fresh] + ([b.id for b in day_coarse + wide] if made else [])
+    gone = [b.id for b in fresh] + ([b.id for b in day_coarse + wide] if fine is not None else [])
     _swap(db, device, layout_id, gone, encoded)
+    return min((int(times[0]) // HOUR_MS for tier, times, _ in encoded if tier is Tier.FRESH), default=math.inf)
 
 
 def _wide_week(wide: list[Block], other_days: list[Block], day_minutes: list[np.ndarray], day: int) -> list[np.ndarray]:
@@ -165,9 +172,9 @@ def _swap(
 
 
 def main(argv: list[str]) -> int:
-    """``FOLDER NOW_MS KEEP_MS``: pack the store in FOLDER's hours before NOW_MS, its minutes kept
-    KEEP_MS; 1 when it could not, PACKER_AGAIN when an hour changed under it (the writer starts
-    another at once)."""
+    """``FOLDER NOW_MS [KEEP_MS]``: pack the store in FOLDER's hours before NOW_MS, its minutes kept
+    KEEP_MS (none: the wide blocks untrimmed, as a tray from before starts it); 1 when it could not,
+    PACKER_AGAIN when an hour is left to pack (the writer starts another at once)."""
     logging.basicConfig(format="trayvml (packing the history): %(message)s", level=logging.WARNING)
     with contextlib.suppress(OSError):
         os.nice(NICENESS)
