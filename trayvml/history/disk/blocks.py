@@ -32,6 +32,15 @@ def _decode(block: Block, count: int) -> list[np.ndarray] | None:
         return None
 
 
+def decode_deltas(block: Block, count: int, wanted: np.ndarray) -> np.ndarray | None:
+    """codec.decode_deltas of the block's ``wanted`` rows; None (said once) where it is damaged."""
+    try:
+        return codec.decode_deltas(block.data, block.crc, count, wanted)
+    except codec.DamagedBlockError as error:
+        note_damaged(block, str(error))
+        return None
+
+
 def note_damaged(block: Block, why: str) -> None:
     """One log line per damaged block, however often it is read."""
     if (block.id, block.crc) not in _noted:

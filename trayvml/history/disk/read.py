@@ -19,7 +19,7 @@ import numpy as np
 from trayvml.core.sample import MetricState
 from trayvml.core.units import MIB
 from trayvml.history.disk import codec
-from trayvml.history.disk.blocks import _decode, coarse_from_fine, distinct_sorted, merge_coarse, note_damaged
+from trayvml.history.disk.blocks import _decode, coarse_from_fine, decode_deltas, distinct_sorted, merge_coarse
 from trayvml.history.disk.db import BUCKET_MS, DAY_MS, FILE_NAME, WIDE_BUCKET_MS, Block, Database, Device, Layout, Tier
 
 _Buckets = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
@@ -134,12 +134,8 @@ class StoreReader:
             layout = db.layout(block.layout)
             # Only the rows of the columns asked for are decoded and summed (an export of a few of
             # them, not all 57: the sum along an hour of rows was most of an export's reading).
-            try:
-                deltas = codec.decode_deltas(
-                    block.data, block.crc, codec.FINE_MATRICES, _wanted(layout.keys, keys, codec.FINE_MATRICES)
-                )
-            except codec.DamagedBlockError as error:
-                note_damaged(block, str(error))
+            deltas = decode_deltas(block, codec.FINE_MATRICES, _wanted(layout.keys, keys, codec.FINE_MATRICES))
+            if deltas is None:
                 continue
             rows = np.cumsum(deltas, axis=1)
             t_ms = rows[0]
@@ -168,10 +164,8 @@ class StoreReader:
         found = self._blocks(uuid, (Tier.FRESH, Tier.FINE), start_s, end_s)
         parts = []
         for block in found[1] if found is not None else ():
-            try:
-                deltas = codec.decode_deltas(block.data, block.crc, codec.FINE_MATRICES, wanted=_TIME_ROW)
-            except codec.DamagedBlockError as error:
-                note_damaged(block, str(error))
+            deltas = decode_deltas(block, codec.FINE_MATRICES, _TIME_ROW)
+            if deltas is None:
                 continue
             t_ms = np.cumsum(deltas[0])
             parts.append(t_ms[(t_ms >= start_s * 1000) & (t_ms < end_s * 1000)] / 1000)
@@ -262,10 +256,8 @@ class StoreReader:
                     fresh.append((block.layout, np.concatenate(coarse_from_fine(matrices, BUCKET_MS))))
                 continue
             wanted = _wanted(db.layout(block.layout).keys, keys)
-            try:
-                deltas = codec.decode_deltas(block.data, block.crc, codec.COARSE_MATRICES, wanted)
-            except codec.DamagedBlockError as error:
-                note_damaged(block, str(error))
+            deltas = decode_deltas(block, codec.COARSE_MATRICES, wanted)
+            if deltas is None:
                 continue
             groups.setdefault((block.layout, block.tier), []).append(deltas)
         made = []
