@@ -502,6 +502,24 @@ def test_codec_round_trips_every_integer_width_and_refuses_an_unknown_one() -> N
         codec.decode(data, codec.zlib.crc32(data), 2)
 
 
+def test_a_blocks_wanted_rows_are_those_rows_of_the_whole_block() -> None:
+    """Rows of every integer width, in matrices whose columns mix the widths, asked for in any
+    order and more than once: each the same as that row of the block decoded whole."""
+    rng = np.random.default_rng(7)
+    rows, columns = 9, 6
+    times = np.arange(rows, dtype=np.int64)[None, :] * 60_000
+    scales = np.array([0, 100, 30_000, 2**31 + 5, 2**40])
+    matrices = [times] + [
+        np.cumsum(rng.integers(-1, 2, (columns, rows)) * rng.choice(scales, columns)[:, None], axis=1)
+        for _ in range(codec.COARSE_MATRICES - 1)
+    ]
+    data, crc = codec.encode(matrices, 3)
+    whole = codec.decode_deltas(data, crc, codec.COARSE_MATRICES)
+    assert np.array_equal(np.cumsum(whole, axis=1), np.concatenate(matrices))
+    for wanted in (np.arange(len(whole)), rng.permutation(len(whole))[:7], np.array([0, 5, 5, 24, 1, 0, 13])):
+        assert np.array_equal(codec.decode_deltas(data, crc, codec.COARSE_MATRICES, wanted), whole[wanted]), wanted
+
+
 def test_the_writers_encoder_without_numpy_writes_codecs_bytes() -> None:
     """fresh.encode (the tray's writer, pure Python) and codec.encode (numpy: the packer's) give the
     same bytes, for every integer width, negative deltas, rows that stay the same and empty matrices."""

@@ -28,6 +28,7 @@ from trayvml.history.disk.fresh import HEADER as _HEADER
 # The types of fresh.TYPE_LIMITS' codes (the writer's fresh blocks are encoded there, without numpy).
 _DTYPES: tuple[np.dtype[np.signedinteger], ...] = (np.dtype("<i1"), np.dtype("<i2"), np.dtype("<i4"), np.dtype("<i8"))
 _CODE_BYTES = tuple(bytes([code]) for code in range(len(_DTYPES)))
+_ITEM_BYTES = np.array([d.itemsize for d in _DTYPES], dtype=np.int64)
 FINE_MATRICES = 4  # times, values, nan mask, states
 COARSE_MATRICES = 5  # bucket starts, count, min, max, sum
 
@@ -119,14 +120,10 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
         version, rows, columns = _HEADER.unpack_from(raw)
         if version != FORMAT:
             raise DamagedBlockError(f"format {version}")
-        # Each matrix is its columns' type codes, then their deltas type by type (see _pack). The
-        # deltas of one type, of all the matrices, are read as one array: a block is a dozen numpy
-        # calls whatever its matrices and types (a week of a device is several blocks, a redraw
-        # reads every device's).
+        # Each matrix is its columns' type codes, then their deltas type by type (see _pack).
         offset = _HEADER.size
-        view = memoryview(raw)
         codes: list[bytes] = []
-        by_type: list[list[memoryview]] = [[] for _ in _DTYPES]
+        part_at: list[int] = []  # per matrix, then per type: where its rows of that type begin
         for k in range(count):
             width = 1 if k == 0 else columns  # the first matrix is the one row of times
             these = raw[offset : offset + width]
@@ -134,26 +131,50 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
             codes.append(these)
             found = 0
             for code, dtype in enumerate(_DTYPES):
+                part_at.append(offset)
                 used = these.count(_CODE_BYTES[code])
-                if used:
-                    found += used
-                    size = used * rows * dtype.itemsize
-                    by_type[code].append(view[offset : offset + size])
-                    offset += size
+                found += used
+                offset += used * rows * dtype.itemsize
             if found != width:
                 raise DamagedBlockError("unknown integer type")
         if offset != len(raw):
             raise DamagedBlockError("length mismatch")
-        parts = [np.frombuffer(b"".join(p), dtype=d) for p, d in zip(by_type, _DTYPES, strict=True) if p]
+        row_codes = np.frombuffer(b"".join(codes), dtype=np.uint8)
+        if wanted is not None:
+            return _rows_of(raw, rows, columns, row_codes, np.asarray(part_at), wanted)
+        # Every row: the deltas of one type, of all the matrices, read as one array (a block is a
+        # dozen numpy calls whatever its matrices and types).
+        parts = []
+        for code, dtype in enumerate(_DTYPES):
+            spans = [part_at[k * len(_DTYPES) + code] for k in range(count)]
+            sizes = [c.count(_CODE_BYTES[code]) * rows * dtype.itemsize for c in codes]
+            if any(sizes):
+                joined = b"".join(raw[a : a + n] for a, n in zip(spans, sizes, strict=True))
+                parts.append(np.frombuffer(joined, dtype=dtype))
         # Read type by type, the rows come in the order of their type codes (stable: then as stored).
-        order = np.argsort(np.frombuffer(b"".join(codes), dtype=np.uint8), kind="stable")
-        read = np.concatenate(parts).reshape(-1, rows)
-        if wanted is not None:  # where each wanted row was read, then those rows only: one gather
-            where = np.empty_like(order)
-            where[order] = np.arange(len(order))
-            return read[where[wanted]]
+        order = np.argsort(row_codes, kind="stable")
         deltas = np.empty((1 + (count - 1) * columns, rows), dtype=np.int64)
-        deltas[order] = read
-    except (zstandard.ZstdError, ValueError, struct.error) as error:
+        deltas[order] = np.concatenate(parts).reshape(-1, rows)
+    except (zstandard.ZstdError, ValueError, IndexError, struct.error) as error:
         raise DamagedBlockError(str(error)) from None
     return deltas
+
+
+def _rows_of(
+    raw: bytes, rows: int, columns: int, row_codes: np.ndarray, part_at: np.ndarray, wanted: np.ndarray
+) -> np.ndarray:
+    """The ``wanted`` rows of a block's deltas, each read where it lies (a reader of a few columns
+    of a week's block: not every row made int64 and gathered)."""
+    # A row's place among its matrix's rows of its type: how many of that type come before it in
+    # its matrix (a running count per type, less the count where its matrix begins).
+    seen = np.cumsum(row_codes[:, None] == np.arange(len(_DTYPES)), axis=0)
+    matrix = np.maximum(0, (wanted - 1) // columns + 1)
+    first_row = np.where(matrix == 0, 0, 1 + (matrix - 1) * columns)
+    code = row_codes[wanted].astype(np.intp)
+    before = np.where(first_row > 0, seen[first_row - 1, code], 0)
+    rank = seen[wanted, code] - 1 - before
+    at = part_at[matrix * len(_DTYPES) + code] + rank * rows * _ITEM_BYTES[code]
+    out = np.empty((len(wanted), rows), dtype=np.int64)
+    for i, (c, a) in enumerate(zip(code.tolist(), at.tolist(), strict=True)):
+        out[i] = np.frombuffer(raw, dtype=_DTYPES[c], count=rows, offset=a)
+    return out
