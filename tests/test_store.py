@@ -646,6 +646,33 @@ def test_the_wide_buckets_are_one_block_a_device_a_week_read_as_their_minutes_ar
     )  # Monday, Tuesday 10:00, 11:00 and 23:50, Wednesday 0:00, Thursday
 
 
+def test_a_damaged_weeks_block_is_read_from_its_days_minutes(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """A week's wide block that does not decode loses none of its days' 10-minute buckets while their
+    minutes are kept: they are folded from the minutes instead, and the damage is said once."""
+    uuid = _samples("training:gpus=h100", 0.0, 1)[0].devices[0].uuid
+    monday, tuesday = MIDNIGHT_S - 2 * DAY_S + 36000, MIDNIGHT_S - DAY_S + 36000  # 10:00
+    for start_s in (monday, tuesday, tuesday + 3600):  # the last packs Tuesday 10:00
+        _write(tmp_path, _samples("training:gpus=h100", start_s, 60))
+    db = Database(tmp_path)
+    (block_id, data), *others = db.connection.execute(
+        "SELECT id, data FROM blocks WHERE tier = ?", (int(Tier.WIDE),)
+    ).fetchall()
+    assert not others
+    db.connection.execute(
+        "UPDATE blocks SET data = ? WHERE id = ?", (data[:5] + bytes([data[5] ^ 0xFF]) + data[6:], block_id)
+    )
+    db.close()
+    span = (MIDNIGHT_S - 3 * DAY_S, MIDNIGHT_S + DAY_S)
+    with caplog.at_level(logging.WARNING):
+        assert _wide_as_minutes(tmp_path, uuid, *span) == 2  # Monday and Tuesday 10:00, from their minutes
+        reader = StoreReader(tmp_path)
+        for _ in range(2):  # read again by the same reader, which knows the block is damaged
+            again = reader.coarse(uuid, span[0], span[1] - 1, 600.0, GPU_LAYOUT.keys, fresh=False)
+            assert int(again.recorded.sum()) == 2
+        reader.close()
+    assert sum("damaged block" in r.message for r in caplog.records) == 1
+
+
 def test_a_weeks_wide_block_keeps_no_day_past_the_minutes_span(tmp_path: Path) -> None:
     """The days wholly before the minutes' span go from a week's wide block that reaches past it
     (as they go with a day's minutes), not a week later with the whole block; the day the span

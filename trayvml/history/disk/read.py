@@ -90,6 +90,7 @@ class StoreReader:
         )
         self._buckets_bytes = 0
         self._device_ids: dict[str, int] = {}
+        self._damaged: set[tuple[int, int]] = set()  # (id, CRC) of the packed blocks found damaged
 
     def _database(self) -> Database | None:
         if self._db is None and _exists(self.folder / FILE_NAME):
@@ -189,24 +190,13 @@ class StoreReader:
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
         found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
         db, listed = found if found is not None else (None, [])
-        # A day in a wide block's span is read from it alone, when buckets are that wide (a week's
-        # block; a day's, in a store packed before them).
-        wide_days = {
-            (day, b.layout)
-            for b in listed
-            if b.tier is Tier.WIDE
-            for day in range(b.start_ms // DAY_MS, b.end_ms // DAY_MS + 1)
-        }
         use_wide = step_ms % WIDE_BUCKET_MS == 0
-        used = [
-            b
-            for b in listed
-            if (b.tier is Tier.WIDE) == use_wide
-            or b.tier is Tier.FRESH
-            or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
-        ]
+        damaged = len(self._damaged)
+        folded = self._folded(db, self._used(listed, use_wide), step_ms, keys) if db is not None else []
+        if db is not None and len(self._damaged) > damaged and use_wide:  # its days from their minutes
+            folded = self._folded(db, self._used(listed, use_wide), step_ms, keys)
         placed = []
-        for starts, c, lo_v, hi_v, su_v in self._folded(db, used, step_ms, keys) if db is not None else ():
+        for starts, c, lo_v, hi_v, su_v in folded:
             at = (starts - first_ms) // step_ms
             inside = (at >= 0) & (at < n)
             placed.append(
@@ -233,6 +223,27 @@ class StoreReader:
         times = (first_ms + np.arange(n) * step_ms) / 1000
         return CoarseData(times, count.T, low.T, mean.T, high.T, step_ms / 1000)
 
+    def _used(self, listed: list[Block], use_wide: bool) -> list[Block]:
+        """The blocks a read takes of those ``listed``: the wide tier's where its buckets are wide
+        (``use_wide``), the minutes' where not; the hour not yet packed either way. A day in a wide
+        block's span is read from it alone (a week's block; a day's, in a store packed before
+        them), its minutes where it is damaged: a week of 10-minute buckets is not lost with it
+        while the minutes are kept."""
+        whole = [b for b in listed if (b.id, b.crc) not in self._damaged]
+        wide_days = {
+            (day, b.layout)
+            for b in whole
+            if b.tier is Tier.WIDE
+            for day in range(b.start_ms // DAY_MS, b.end_ms // DAY_MS + 1)
+        }
+        return [
+            b
+            for b in whole
+            if (b.tier is Tier.WIDE) == use_wide
+            or b.tier is Tier.FRESH
+            or (b.tier is Tier.COARSE and (b.start_ms // DAY_MS, b.layout) not in wide_days)
+        ]
+
     def _folded(self, db: Database, blocks: list[Block], step_ms: int, keys: tuple[str, ...]) -> list[_Buckets]:
         """``blocks`` in buckets of ``step_ms`` as (bucket starts in ms, count, min, max, sum: a row a key) of ``keys``,
         values restored: the packed blocks of each layout together (a week of a device is a few numpy
@@ -258,6 +269,7 @@ class StoreReader:
             wanted = _wanted(db.layout(block.layout).keys, keys)
             deltas = decode_deltas(block, codec.COARSE_MATRICES, wanted)
             if deltas is None:
+                self._damaged.add((block.id, block.crc))
                 continue
             groups.setdefault((block.layout, block.tier), []).append(deltas)
         made = []
