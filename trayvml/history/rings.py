@@ -158,17 +158,20 @@ class _Ring:
         rows: np.ndarray | slice
         if start + len(wanted) <= self.tier.capacity:  # one stretch of the ring: sliced, not gathered
             rows = slice(start, start + len(wanted))
-            valid = self.slots[rows] == wanted
         else:
-            positions = wanted % self.tier.capacity
-            valid = self.slots[positions] == wanted
-            rows = positions if isinstance(columns, slice) else positions[:, None]
-        # Sliced both ways, the values are a view of the ring, which goes on being written.
-        view = isinstance(rows, slice) and isinstance(columns, slice)
+            rows = wanted % self.tier.capacity
+        valid = self.slots[rows] == wanted
 
         def kept(values: np.ndarray) -> np.ndarray:
-            # Only the columns asked for are copied (a GPU metric is one column in 8 × 48).
-            picked = values[rows, columns].copy() if view else values[rows, columns]
+            # Only the columns asked for are copied (a GPU metric is one column in 8 × 48), with
+            # np.take: indexing rows and columns at once took two to three times as long.
+            if isinstance(rows, slice):
+                picked = values[rows]
+                # Sliced both ways, the values are a view of the ring, which goes on being written.
+                picked = picked[:, columns].copy() if isinstance(columns, slice) else np.take(picked, columns, axis=1)
+            else:  # the columns of every row, then the rows gathered from those
+                picked = values[:, columns] if isinstance(columns, slice) else np.take(values, columns, axis=1)
+                picked = np.take(picked, rows, axis=0)
             if not valid.all():
                 picked[~valid] = np.nan
             return picked
