@@ -674,9 +674,13 @@ class GraphWindow(QMainWindow):
         self.request_redraw()
         self.finish_redraw()
 
+    def redrawing(self) -> bool:
+        """Whether a redraw has steps left for the event loop's next turns."""
+        return self._redraw_timer.isActive()
+
     def finish_redraw(self) -> None:
         """Do at once what the redraw under way has left to do."""
-        while self._redraw_timer.isActive():
+        while self.redrawing():
             self._redraw_timer.stop()
             self._redraw_step()
 
