@@ -12,11 +12,12 @@ from trayvml.history.rings import (
     MAX_TRACKED_PROCESSES,
     PROCESS_COLUMNS,
     PROCESS_TIERS,
+    Series,
     Tier,
     TieredRing,
     default_tiers,
 )
-from trayvml.history.timeline import History
+from trayvml.history.timeline import History, _with_memory
 
 T0 = 1_800_000_000.0
 
@@ -158,3 +159,27 @@ def test_process_history_at_its_cap_keeps_the_running_processes_though_the_clock
     # Those gone before the step were last seen just before it, not "in" every range for an hour.
     later = {line.pid for line in history.processes.lines(T0 - 3600 + 10, T0 - 3600 + 60, 100)}
     assert later.isdisjoint(range(len(running), MAX_TRACKED_PROCESSES))
+
+
+def test_memory_fills_only_the_buckets_the_disk_has_nothing_for() -> None:
+    """The store's buckets stand as they are; a bucket with nothing on disk (the hour not yet packed)
+    takes memory's rows in it: their mean, and their highest value. A bucket with a value of any
+    column on disk is the disk's, and memory's rows outside the range or with no value are left out."""
+    nan = np.nan
+    disk = Series(
+        np.array([0.0, 600.0, 1200.0, 1800.0]),
+        np.array([[1.0, 2.0], [nan, nan], [nan, 5.0], [nan, nan]], dtype=np.float32),
+        np.array([[1.5, 2.5], [nan, nan], [nan, 5.5], [nan, nan]], dtype=np.float32),
+        600.0,
+    )
+    times = np.array([-30.0, 0.0, 30.0, 600.0, 630.0, 660.0, 1200.0, 1830.0, 2400.0])
+    mean = np.array(
+        [[9, 9], [7, 7], [8, 8], [10, 20], [30, nan], [nan, nan], [6, 6], [nan, nan], [9, 9]], dtype=np.float32
+    )
+    high = mean + 1
+    joined = _with_memory(disk, Series(times, mean, high, 30.0))
+    expected_mean = [[1.0, 2.0], [20.0, 20.0], [nan, 5.0], [nan, nan]]
+    expected_high = [[1.5, 2.5], [31.0, 21.0], [nan, 5.5], [nan, nan]]
+    np.testing.assert_array_equal(joined.mean, np.array(expected_mean, dtype=np.float32))
+    np.testing.assert_array_equal(joined.high, np.array(expected_high, dtype=np.float32))
+    np.testing.assert_array_equal(disk.mean[1], [nan, nan])  # the disk's series is not changed

@@ -298,21 +298,23 @@ def _with_memory(disk: Series, memory: Series | None) -> Series:
     if memory is None or not len(memory.times_s) or not len(disk.times_s) or disk.mean.shape[1] != memory.mean.shape[1]:
         return disk
     index = ((memory.times_s - disk.times_s[0]) // disk.step_s).astype(np.int64)
-    inside = (index >= 0) & (index < len(disk.times_s)) & np.isfinite(memory.mean).any(axis=1)
-    if not inside.any():
+    # Only memory's rows in buckets the disk has nothing for: following live at 7 days, memory's
+    # half a day of rows read each second, to fill the hour not yet packed.
+    rows = np.flatnonzero((index >= 0) & (index < len(disk.times_s)))
+    rows = rows[~np.isfinite(disk.mean[index[rows]]).any(axis=1)]
+    rows = rows[np.isfinite(memory.mean[rows]).any(axis=1)]
+    if not len(rows):
         return disk
-    index, mean, high = index[inside], memory.mean[inside], memory.high[inside]
+    index, mean, high = index[rows], memory.mean[rows], memory.high[rows]
     first = np.flatnonzero(np.r_[True, index[1:] != index[:-1]])
     at = index[first]
-    empty = ~np.isfinite(disk.mean[at]).any(axis=1)
     with np.errstate(invalid="ignore"):
         counts = np.add.reduceat(np.isfinite(mean).astype(np.float32), first, axis=0)
         sums = np.add.reduceat(np.nan_to_num(mean), first, axis=0)
         fill_mean = np.where(counts > 0, sums / np.maximum(counts, 1), np.nan)
     fill_high = np.fmax.reduceat(high, first, axis=0)
     out_mean, out_high = disk.mean.copy(), disk.high.copy()
-    out_mean[at[empty]] = fill_mean[empty]
-    out_high[at[empty]] = fill_high[empty]
+    out_mean[at], out_high[at] = fill_mean, fill_high
     return Series(disk.times_s, out_mean, out_high, disk.step_s)
 
 
