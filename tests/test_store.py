@@ -518,6 +518,17 @@ def test_a_blocks_wanted_rows_are_those_rows_of_the_whole_block() -> None:
     assert np.array_equal(np.cumsum(whole, axis=1), np.concatenate(matrices))
     for wanted in (np.arange(len(whole)), rng.permutation(len(whole))[:7], np.array([0, 5, 5, 24, 1, 0, 13])):
         assert np.array_equal(codec.decode_deltas(data, crc, codec.COARSE_MATRICES, wanted), whole[wanted]), wanted
+    # Narrow times (a block's rows a second apart), one column, no column (a process block can have none).
+    for shape in ((codec.FINE_MATRICES, 1), (2, 0)):
+        count, width = shape
+        seconds = np.arange(rows, dtype=np.int64)[None, :] * 1000
+        narrow = [seconds, *(rng.integers(-200, 200, (width, rows)) for _ in range(count - 1))]
+        data, crc = codec.encode(narrow, 3)
+        whole = codec.decode_deltas(data, crc, count)
+        for wanted in (np.arange(len(whole)), np.array([0, 0]), np.array([], dtype=np.int64)):
+            assert np.array_equal(codec.decode_deltas(data, crc, count, wanted), whole[wanted]), (shape, wanted)
+    with pytest.raises(codec.DamagedBlockError, match="do not hold"):  # a layout wider than the block
+        codec.decode_deltas(data, crc, 2, np.array([0, 1]))
 
 
 def test_the_writers_encoder_without_numpy_writes_codecs_bytes() -> None:
@@ -669,6 +680,8 @@ def test_a_damaged_weeks_block_is_read_from_its_days_minutes(tmp_path: Path, cap
         for _ in range(2):  # read again by the same reader, which knows the block is damaged
             again = reader.coarse(uuid, span[0], span[1] - 1, 600.0, GPU_LAYOUT.keys, fresh=False)
             assert int(again.recorded.sum()) == 2
+        kept = [block for key in reader._buckets for block, _ in key[0]]
+        assert kept and block_id not in kept  # no fold that went without it is kept (nor read)
         reader.close()
     assert sum("damaged block" in r.message for r in caplog.records) == 1
 

@@ -141,21 +141,24 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
             raise DamagedBlockError("length mismatch")
         row_codes = np.frombuffer(b"".join(codes), dtype=np.uint8)
         if wanted is not None:
+            if len(wanted) and not 0 <= int(wanted.min()) <= int(wanted.max()) < len(row_codes):
+                raise DamagedBlockError(f"its {columns} columns do not hold the rows of its layout")
             return _rows_of(raw, rows, columns, row_codes, np.asarray(part_at), wanted)
         # Every row: the deltas of one type, of all the matrices, read as one array (a block is a
         # dozen numpy calls whatever its matrices and types).
         parts = []
+        view = memoryview(raw)
         for code, dtype in enumerate(_DTYPES):
             spans = [part_at[k * len(_DTYPES) + code] for k in range(count)]
             sizes = [c.count(_CODE_BYTES[code]) * rows * dtype.itemsize for c in codes]
             if any(sizes):
-                joined = b"".join(raw[a : a + n] for a, n in zip(spans, sizes, strict=True))
+                joined = b"".join(view[a : a + n] for a, n in zip(spans, sizes, strict=True))
                 parts.append(np.frombuffer(joined, dtype=dtype))
         # Read type by type, the rows come in the order of their type codes (stable: then as stored).
         order = np.argsort(row_codes, kind="stable")
         deltas = np.empty((1 + (count - 1) * columns, rows), dtype=np.int64)
         deltas[order] = np.concatenate(parts).reshape(-1, rows)
-    except (zstandard.ZstdError, ValueError, IndexError, struct.error) as error:
+    except (zstandard.ZstdError, ValueError, struct.error) as error:
         raise DamagedBlockError(str(error)) from None
     return deltas
 
@@ -168,7 +171,7 @@ def _rows_of(
     # A row's place among its matrix's rows of its type: how many of that type come before it in
     # its matrix (a running count per type, less the count where its matrix begins).
     seen = np.cumsum(row_codes[:, None] == np.arange(len(_DTYPES)), axis=0)
-    matrix = np.maximum(0, (wanted - 1) // columns + 1)
+    matrix = np.where(wanted == 0, 0, (wanted - 1) // max(columns, 1) + 1)  # row 0: the times
     first_row = np.where(matrix == 0, 0, 1 + (matrix - 1) * columns)
     code = row_codes[wanted].astype(np.intp)
     before = np.where(first_row > 0, seen[first_row - 1, code], 0)

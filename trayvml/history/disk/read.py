@@ -191,10 +191,14 @@ class StoreReader:
         found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
         db, listed = found if found is not None else (None, [])
         use_wide = step_ms % WIDE_BUCKET_MS == 0
-        damaged = len(self._damaged)
-        folded = self._folded(db, self._used(listed, use_wide), step_ms, keys) if db is not None else []
-        if db is not None and len(self._damaged) > damaged and use_wide:  # its days from their minutes
-            folded = self._folded(db, self._used(listed, use_wide), step_ms, keys)
+        used = self._used(listed, use_wide)
+        folded = self._folded(db, used, step_ms, keys) if db is not None else []
+        if (
+            db is not None
+            and self._damaged
+            and any(b.tier is Tier.WIDE and (b.id, b.crc) in self._damaged for b in used)
+        ):
+            folded = self._folded(db, self._used(listed, use_wide), step_ms, keys)  # its days from their minutes
         placed = []
         for starts, c, lo_v, hi_v, su_v in folded:
             at = (starts - first_ms) // step_ms
@@ -259,6 +263,7 @@ class StoreReader:
         # a megabyte that the wide blocks make unnecessary).
         groups: dict[tuple[int, Tier], list[np.ndarray]] = {}
         out: list[_Buckets] = list(found) if found is not None else []
+        damaged = len(self._damaged)
         fresh: list[tuple[int, np.ndarray]] = []
         for block in db.with_data(fetch):  # a block deleted since it was listed is left out
             if block.tier is Tier.FRESH:
@@ -284,6 +289,8 @@ class StoreReader:
             made.append(_fold(layout, rows, _native_ms(tier), step_ms, keys))
         if found is None:
             out = made
+        # Kept, unless a block was found damaged: the read is made again without it (coarse).
+        if found is None and len(self._damaged) == damaged:
             self._buckets[key] = tuple(made)
             self._buckets_bytes += sum(a.nbytes for m in made for a in m)
             while self._buckets_bytes > BUCKETS_CACHE_BYTES and len(self._buckets) > 1:
