@@ -289,7 +289,8 @@ class StoreReader:
             made.append(_fold(layout, rows, _native_ms(tier), step_ms, keys))
         if found is None:
             out = made
-        # Kept, unless a block was found damaged: the read is made again without it (coarse).
+        # Kept, unless a block was found damaged: reads from now on go without it (a week's block
+        # at once: coarse reads its days from their minutes).
         if found is None and len(self._damaged) == damaged:
             self._buckets[key] = tuple(made)
             self._buckets_bytes += sum(a.nbytes for m in made for a in m)
