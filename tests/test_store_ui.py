@@ -21,7 +21,8 @@ from trayvml.core.sample import Sample
 from trayvml.history.disk.limits import Limits
 from trayvml.history.disk.read import StoreReader
 from trayvml.history.disk.write import GPU_LAYOUT, StoreWriter
-from trayvml.history.timeline import DiskReach, History
+from trayvml.history.rings import Rings, Series
+from trayvml.history.timeline import DiskReach, History, _series, _with_memory
 from trayvml.nvml.sim import parse_spec
 from trayvml.source import Source
 
@@ -598,6 +599,58 @@ def test_a_device_is_read_for_the_metrics_expected_then_once_for_the_rest(tmp_pa
         assert np.isfinite(power.mean).any() and np.isfinite(clocks.mean).any()
         with pytest.raises(ValueError):
             disk.gpu_series("cpu_percent", now - 7 * 86400, now, 1000, history)
+    finally:
+        disk.close()
+
+
+def test_memory_is_read_from_the_first_bucket_the_store_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A week's read fills from memory only what the store has not got: memory is read from the
+    first such bucket it can hold rows of (a gap in the store, here), not from the week's start,
+    and the lines are those memory read whole gives. The store's buckets stacked a line a GPU are
+    kept between redraws while its reads stay the same."""
+    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600
+    ranges = ((hour - 600, 660), (hour + 1800, 1860))  # a gap from hour + 60; the last hour not packed
+    clock = ManualClock(hour - 600)
+    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
+    OPEN_SOURCES.append(source)
+    writer = StoreWriter(tmp_path / "history")
+    history = History()
+    try:
+        while clock.now_s() < hour + 3660:
+            sample = source.sample()
+            history.append(sample)  # memory: every second, the gap's too
+            if any(start <= sample.timestamp_s < start + seconds for start, seconds in ranges):
+                writer.append(sample)
+            clock.advance_s(1.0)
+    finally:
+        writer.close()
+    disk = DiskReach(tmp_path / "history")
+    disk.uuids = tuple(d.uuid for d in sample.devices)
+    end = sample.timestamp_s
+    try:
+        read: list[float] = []  # the times memory was read from
+        rows_from = History.gpu_rows_from
+
+        def reading(self: History, key: str, start_s: float, end_s: float, points: int, from_s: float) -> Series | None:
+            read.append(from_s)
+            return rows_from(self, key, start_s, end_s, points, from_s)
+
+        monkeypatch.setattr(History, "gpu_rows_from", reading)
+        joined = disk.gpu_series("power_draw_w", end - 7 * 86400, end, 1000, history)
+        monkeypatch.undo()
+        assert read == [hour + 600]  # the first 10 minutes with nothing stored (hour + 60 on)
+        datas = [disk._coarse(u, "power_draw_w", end - 7 * 86400, end, 1000) for u in disk.uuids]
+        whole = _with_memory(_series(datas), Rings.gpu_series(history, "power_draw_w", end - 7 * 86400, end, 1000))
+        np.testing.assert_array_equal(joined.mean, whole.mean)
+        np.testing.assert_array_equal(joined.high, whole.high)
+        filled = joined.times_s[np.isfinite(joined.mean).all(axis=1)]
+        assert {hour + 600, hour + 1200, hour + 3600} <= set(filled.tolist())  # the gap's and the last
+        stacked = disk._stacks[("", "power_draw_w")][1]
+        disk.gpu_series("power_draw_w", end - 7 * 86400, end, 1000, history)
+        assert disk._stacks[("", "power_draw_w")][1] is stacked  # the same reads: kept
+        disk._cache.clear()
+        disk.gpu_series("power_draw_w", end - 7 * 86400, end, 1000, history)
+        assert disk._stacks[("", "power_draw_w")][1] is not stacked  # read again: stacked again
     finally:
         disk.close()
 

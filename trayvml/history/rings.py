@@ -208,8 +208,11 @@ class TieredRing:
                 return ring
         return self.rings[-1]
 
-    def read(self, start_s: float, end_s: float, max_points: int, columns: np.ndarray | slice) -> Series:
-        return self.tier_for(start_s, end_s, max_points).read(start_s, end_s, columns)
+    def read(
+        self, start_s: float, end_s: float, max_points: int, columns: np.ndarray | slice, from_s: float = -math.inf
+    ) -> Series:
+        """``from_s``: only the rows from then on, of the tier the whole range is read from."""
+        return self.tier_for(start_s, end_s, max_points).read(max(start_s, from_s), end_s, columns)
 
 
 _NO_GPUS = np.empty((0, len(HISTORY_GPU_KEYS)), dtype=np.float32)
@@ -287,16 +290,25 @@ class Rings:
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
         """``key`` for every GPU: columns of the result are GPU indices. None before any sample."""
+        return self.gpu_rows_from(key, start_s, end_s, max_points, -math.inf)
+
+    def host_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
+        return self.host_rows_from(key, start_s, end_s, max_points, -math.inf)
+
+    def gpu_rows_from(self, key: str, start_s: float, end_s: float, max_points: int, from_s: float) -> Series | None:
+        """gpu_series' rows from ``from_s`` on alone, of the tier the whole range is read from (the
+        store's reader fills from memory only what the store has not got yet)."""
         if self._gpus is None:
             return None
         stride = len(HISTORY_GPU_KEYS)
         columns = np.arange(self.gpu_count) * stride + _GPU_POSITION[key]
-        return self._gpus.read(start_s, end_s, max_points, columns)
+        return self._gpus.read(start_s, end_s, max_points, columns, from_s)
 
-    def host_series(self, key: str, start_s: float, end_s: float, max_points: int) -> Series | None:
+    def host_rows_from(self, key: str, start_s: float, end_s: float, max_points: int, from_s: float) -> Series | None:
+        """host_series' rows from ``from_s`` on alone (gpu_rows_from)."""
         if self._host is None:
             return None
-        return self._host.read(start_s, end_s, max_points, np.array([_HOST_POSITION[key]]))
+        return self._host.read(start_s, end_s, max_points, np.array([_HOST_POSITION[key]]), from_s)
 
     def core_series(self, start_s: float, end_s: float, max_points: int) -> Series | None:
         """Per-core CPU %: one column per core."""

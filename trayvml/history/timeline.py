@@ -89,6 +89,7 @@ class DiskReach:
         # The GPU metrics a read of a device reads together (expect): all of them until told.
         self.expected: tuple[str, ...] = HISTORY_GPU_KEYS
         self._cache: dict[tuple[str, int], _Read] = {}
+        self._stacks: dict[tuple[str, str], tuple[list[tuple[CoarseData, int]], Series]] = {}  # _stacked's
         self.folder = folder
         self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
@@ -99,6 +100,7 @@ class DiskReach:
         """Lets go of what was read and of the store's connections (the window hid: the idle tray
         keeps none of it); a later read opens them again."""
         self._cache.clear()
+        self._stacks.clear()
         self._row_times = None
         self._lines = None
         self.reader.close()
@@ -179,14 +181,36 @@ class DiskReach:
         return found.data, found.columns[key]
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        datas = [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids]
-        return _with_memory(_series(datas), Rings.gpu_series(memory, key, start_s, end_s, max_points))
+        disk = self._stacked(("", key), [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids])
+        from_s = _empty_from_s(disk, memory)  # memory's rows before it would fill nothing
+        return (
+            disk
+            if from_s == math.inf
+            else _with_memory(disk, memory.gpu_rows_from(key, start_s, end_s, max_points, from_s))
+        )
 
     def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        return _with_memory(
-            _series([self._coarse(HOST_UUID, key, start_s, end_s, max_points)]),
-            Rings.host_series(memory, key, start_s, end_s, max_points),
+        disk = self._stacked((HOST_UUID, key), [self._coarse(HOST_UUID, key, start_s, end_s, max_points)])
+        from_s = _empty_from_s(disk, memory)
+        return (
+            disk
+            if from_s == math.inf
+            else _with_memory(disk, memory.host_rows_from(key, start_s, end_s, max_points, from_s))
         )
+
+    def _stacked(self, name: tuple[str, str], datas: list[tuple[CoarseData, int]]) -> Series:
+        """_series of ``datas``, kept while they are the same reads: following live, a redraw each
+        second finds them unchanged until the range moves by a bucket."""
+        kept = self._stacks.get(name)
+        if (
+            kept is not None
+            and len(kept[0]) == len(datas)
+            and all(a is b and i == j for (a, i), (b, j) in zip(kept[0], datas, strict=True))
+        ):
+            return kept[1]
+        stacked = _series(datas)
+        self._stacks[name] = (datas, stacked)
+        return stacked
 
     def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: Rings) -> list[tuple[float, float]]:
         """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
@@ -291,6 +315,15 @@ def _beside(before: CoarseData, more: CoarseData) -> CoarseData:
         return np.concatenate([getattr(before, name), getattr(more, name)], axis=1)
 
     return replace(before, count=join("count"), low=join("low"), mean=join("mean"), high=join("high"))
+
+
+def _empty_from_s(disk: Series, memory: Rings) -> float:
+    """When the first bucket begins that the disk has nothing for and memory may hold rows of (inf:
+    none): memory is read from then, not from the start of a week's range (_with_memory)."""
+    oldest_s = max(memory.first_s, memory.reach_s)  # memory's rows before it are gone
+    empty = ~np.isfinite(disk.mean).any(axis=1) & (disk.times_s + disk.step_s > oldest_s)
+    found = np.flatnonzero(empty)
+    return float(disk.times_s[found[0]]) if len(found) else math.inf
 
 
 def _with_memory(disk: Series, memory: Series | None) -> Series:
