@@ -166,12 +166,13 @@ def redraw_week(
     paints the whole window); the fifth is the same as a user meets it, the range's axes, ticks
     and lines all changed too; the last is that as the app does it: a panel a turn of the event
     loop, then Qt's paint of what changed (not the whole window: the scroll bar, the tabs' frame
-    and most of the toolbar stay as they were)."""
+    and most of the toolbar stay as they were). Memory holds the store's last 12 hours, as a
+    tray's does."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication
 
-    from trayvml.history.timeline import DiskReach, History
+    from trayvml.history.timeline import DiskReach, History, backfill
     from trayvml.ui.window import GraphWindow
 
     app = QApplication.instance() or QApplication([])
@@ -180,6 +181,11 @@ def redraw_week(
     sample = source.sample()
     source.close()
     history = History()
+    # Memory holds what the tray holds after half a day, as it fills it from the store when it
+    # starts: with one sample in it, the redraw read and joined a few rows of memory, not 1,440.
+    reader = StoreReader(folder)
+    backfill(history, reader, sample, history.tiers[-1].span_s)
+    reader.close()
     history.append(sample)
     window = GraphWindow(history)
     window.resize(1100, 800)
