@@ -655,6 +655,42 @@ def test_memory_is_read_from_the_first_bucket_the_store_lacks(tmp_path: Path, mo
         disk.close()
 
 
+def test_spans_not_recorded_count_memorys_rows_where_the_store_lacks_them(tmp_path: Path) -> None:
+    """The "not recording" spans of a range past memory: the store's gap that memory holds is no
+    span (memory is read from the first bucket the store lacks, a bucket early for a span's edge),
+    a span when neither recorded runs from the last row before it to the first after it, and the
+    range's days before anything was recorded are one span."""
+    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600
+    stored = ((hour - 600, 660), (hour + 1800, 1860))  # a gap from hour + 60; the last hour not packed
+    off = (hour + 2000, hour + 2300)  # neither memory nor the store: the tray was off
+    clock = ManualClock(hour - 600)
+    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
+    OPEN_SOURCES.append(source)
+    writer = StoreWriter(tmp_path / "history")
+    history = History()
+    try:
+        while clock.now_s() < hour + 3660:
+            if not off[0] <= clock.now_s() < off[1]:
+                sample = source.sample()
+                history.append(sample)
+                if any(start <= sample.timestamp_s < start + seconds for start, seconds in stored):
+                    writer.append(sample)
+            clock.advance_s(1.0)
+    finally:
+        writer.close()
+    disk = DiskReach(tmp_path / "history")
+    disk.uuids = tuple(d.uuid for d in sample.devices)
+    end = sample.timestamp_s
+    try:
+        day = disk.not_recorded(end - 86400, end, 1000, history)  # minute buckets: a span's ends are rows
+        assert day[1:] == [(off[0] - 1, off[1])]
+        assert day[0][1] == hour - 600 and day[0][0] <= end - 86400
+        week = disk.not_recorded(end - 7 * 86400, end, 1000, history)  # 10 minutes: the 5 off within one
+        assert len(week) == 1 and week[0][1] == hour - 600
+    finally:
+        disk.close()
+
+
 def test_without_a_thread_to_read_the_store_the_window_gets_the_history_read_at_once(
     qtbot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -182,7 +182,7 @@ class DiskReach:
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
         disk = self._stacked(("", key), [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids])
-        from_s = _empty_from_s(disk, memory)  # memory's rows before it would fill nothing
+        from_s = _unfilled_from_s(disk.times_s, disk.step_s, np.isfinite(disk.mean).any(axis=1), memory)
         return (
             disk
             if from_s == math.inf
@@ -191,7 +191,7 @@ class DiskReach:
 
     def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
         disk = self._stacked((HOST_UUID, key), [self._coarse(HOST_UUID, key, start_s, end_s, max_points)])
-        from_s = _empty_from_s(disk, memory)
+        from_s = _unfilled_from_s(disk.times_s, disk.step_s, np.isfinite(disk.mean).any(axis=1), memory)
         return (
             disk
             if from_s == math.inf
@@ -226,10 +226,18 @@ class DiskReach:
             return []
         recorded = data.recorded.copy()
         in_memory = []  # (bucket starts with a value, the bucket's length) of memory's rows
-        for recent in (
-            Rings.host_series(memory, HISTORY_HOST_KEYS[0], start_s, end_s, max_points),
-            Rings.gpu_series(memory, "memory_used_bytes", start_s, end_s, max_points),  # every GPU tells it
-        ):
+        # Memory's rows from a bucket before the first one the store did not record (a span's edge
+        # looks that far back): those before it change nothing.
+        from_s = _unfilled_from_s(data.times_s, data.step_s, recorded, memory) - data.step_s
+        recents = (
+            ()
+            if from_s == math.inf  # every bucket recorded
+            else (
+                memory.host_rows_from(HISTORY_HOST_KEYS[0], start_s, end_s, max_points, from_s),
+                memory.gpu_rows_from("memory_used_bytes", start_s, end_s, max_points, from_s),  # every GPU tells it
+            )
+        )
+        for recent in recents:
             if recent is not None and len(recent.times_s):
                 seen = recent.times_s[np.isfinite(recent.mean).any(axis=1)]
                 in_memory.append((seen, recent.step_s))
@@ -317,13 +325,12 @@ def _beside(before: CoarseData, more: CoarseData) -> CoarseData:
     return replace(before, count=join("count"), low=join("low"), mean=join("mean"), high=join("high"))
 
 
-def _empty_from_s(disk: Series, memory: Rings) -> float:
-    """When the first bucket begins that the disk has nothing for and memory may hold rows of (inf:
-    none): memory is read from then, not from the start of a week's range (_with_memory)."""
+def _unfilled_from_s(times_s: np.ndarray, step_s: float, filled: np.ndarray, memory: Rings) -> float:
+    """When the first of the store's buckets begins that is not ``filled`` and memory may hold rows
+    of (inf: none): memory is read from then (_with_memory fills no other), not from a week's start."""
     oldest_s = max(memory.first_s, memory.reach_s)  # memory's rows before it are gone
-    empty = ~np.isfinite(disk.mean).any(axis=1) & (disk.times_s + disk.step_s > oldest_s)
-    found = np.flatnonzero(empty)
-    return float(disk.times_s[found[0]]) if len(found) else math.inf
+    found = np.flatnonzero(~filled & (times_s + step_s > oldest_s))
+    return float(times_s[found[0]]) if len(found) else math.inf
 
 
 def _with_memory(disk: Series, memory: Series | None) -> Series:
