@@ -166,13 +166,15 @@ def redraw_week(
     paints the whole window); the fifth is the same as a user meets it, the range's axes, ticks
     and lines all changed too; the last is that as the app does it: a panel a turn of the event
     loop, then Qt's paint of what changed (not the whole window: the scroll bar, the tabs' frame
-    and most of the toolbar stay as they were). Memory holds the store's last 12 hours, as a
+    and most of the toolbar stay as they were). Memory holds the store's last two hours, as a
     tray's does."""
     os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
     from PySide6.QtCore import QEvent, QObject
     from PySide6.QtWidgets import QApplication
 
+    from trayvml.history.rings import default_tiers
     from trayvml.history.timeline import DiskReach, History, backfill
+    from trayvml.ui.app import MEMORY_WITH_STORE_S
     from trayvml.ui.window import GraphWindow
 
     app = QApplication.instance() or QApplication([])
@@ -180,9 +182,9 @@ def redraw_week(
     source = Source(simulation_from("training:gpus=h100*8"), clock, host=True)
     sample = source.sample()
     source.close()
-    history = History()
-    # Memory holds what the tray holds after half a day, as it fills it from the store when it
-    # starts: with one sample in it, the redraw read and joined a few rows of memory, not 1,440.
+    # Memory holds what a tray with its store holds (two hours), filled from the store as the tray
+    # fills it when it starts: with one sample in it, a redraw joined one row of memory, not 240.
+    history = History(default_tiers(MEMORY_WITH_STORE_S))
     reader = StoreReader(folder)
     backfill(history, reader, sample, history.tiers[-1].span_s)
     reader.close()

@@ -12,12 +12,13 @@ from trayvml.history.rings import (
     MAX_TRACKED_PROCESSES,
     PROCESS_COLUMNS,
     PROCESS_TIERS,
+    Rings,
     Series,
     Tier,
     TieredRing,
     default_tiers,
 )
-from trayvml.history.timeline import History, _with_memory
+from trayvml.history.timeline import History, _unfilled_from_s, _with_memory
 
 T0 = 1_800_000_000.0
 
@@ -183,3 +184,46 @@ def test_memory_fills_only_the_buckets_the_disk_has_nothing_for() -> None:
     np.testing.assert_array_equal(joined.mean, np.array(expected_mean, dtype=np.float32))
     np.testing.assert_array_equal(joined.high, np.array(expected_high, dtype=np.float32))
     np.testing.assert_array_equal(disk.mean[1], [nan, nan])  # the disk's series is not changed
+
+
+def test_memory_read_from_the_first_bucket_the_store_lacks_joins_as_memory_read_whole() -> None:
+    """A range past memory reads memory from the first of the store's buckets it lacks that memory
+    may hold rows of (_unfilled_from_s): the same buckets filled as memory read whole, at 1 s and 45 s
+    (whose rows' buckets begin before the store's minutes), following live or half an hour back
+    from a pause in sampling (rows older than memory's span from its newest are still there)."""
+    import math
+
+    rng = np.random.default_rng(1)
+    epoch = 1_800_000_000.0 - 1_800_000_000.0 % 3600
+    checked = 0
+    # (interval, rows until): an hour and a half of 45 s rows (fewer than memory's span), four hours
+    # of 1 s rows with sampling paused from 3:00 to 3:42 (the view half an hour back ends in it).
+    for interval_s, until_s in ((45.0, 1.5 * 3600), (1.0, 4 * 3600)):
+        memory = Rings(default_tiers(7200.0, interval_s))
+        t = epoch + 610.0
+        while t < epoch + until_s:
+            if not epoch + 3 * 3600 <= t < epoch + 3.7 * 3600:
+                memory.append_values(t, np.full((2, len(HISTORY_GPU_KEYS)), (t - epoch) % 977, dtype=np.float32))
+            t += interval_s
+        for step_s, span_s in ((60.0, 6 * 3600.0), (600.0, 7 * 86400.0)):
+            for back_s in (0.0, 1800.0):
+                for share in (0.0, 0.5, 0.9):  # of the store's buckets with a value
+                    end_s = memory.latest_s - back_s
+                    start_s = end_s - span_s
+                    times = np.arange(math.floor(start_s / step_s), math.floor(end_s / step_s) + 1) * step_s
+                    values = np.where(rng.random((len(times), 1)) < share, 1.0, np.nan).astype(np.float32)
+                    disk = Series(times, values.repeat(2, axis=1), values.repeat(2, axis=1), step_s)
+                    whole = _with_memory(disk, memory.gpu_series("power_draw_w", start_s, end_s, 1000))
+                    filled = np.isfinite(disk.mean).any(axis=1)
+                    from_s = _unfilled_from_s(times, step_s, filled, memory, end_s)
+                    rows = (
+                        memory.gpu_rows_from("power_draw_w", start_s, end_s, 1000, from_s)
+                        if from_s < math.inf
+                        else None
+                    )
+                    part = _with_memory(disk, rows)
+                    np.testing.assert_array_equal(
+                        part.mean, whole.mean, err_msg=f"{interval_s} {step_s} {back_s} {share}"
+                    )
+                    checked += int(np.isfinite(whole.mean).any(axis=1).sum() - filled.sum())
+    assert checked > 100  # buckets filled from memory, compared

@@ -645,21 +645,22 @@ def test_memory_is_read_from_the_first_bucket_the_store_lacks(tmp_path: Path, mo
         np.testing.assert_array_equal(joined.high, whole.high)
         filled = joined.times_s[np.isfinite(joined.mean).all(axis=1)]
         assert {hour + 600, hour + 1200, hour + 3600} <= set(filled.tolist())  # the gap's and the last
-        stacked = disk._stacks[("", "power_draw_w")][1]
+        stacked = disk._stacks[("", "power_draw_w", 600.0)][1]
         disk.gpu_series("power_draw_w", end - 7 * 86400, end, 1000, history)
-        assert disk._stacks[("", "power_draw_w")][1] is stacked  # the same reads: kept
+        assert disk._stacks[("", "power_draw_w", 600.0)][1] is stacked  # the same reads: kept
+        assert not stacked.mean.flags.writeable  # handed out again: no caller may change it
         disk._cache.clear()
         disk.gpu_series("power_draw_w", end - 7 * 86400, end, 1000, history)
-        assert disk._stacks[("", "power_draw_w")][1] is not stacked  # read again: stacked again
+        assert disk._stacks[("", "power_draw_w", 600.0)][1] is not stacked  # read again: stacked again
     finally:
         disk.close()
 
 
 def test_spans_not_recorded_count_memorys_rows_where_the_store_lacks_them(tmp_path: Path) -> None:
-    """The "not recording" spans of a range past memory: the store's gap that memory holds is no
-    span (memory is read from the first bucket the store lacks, a bucket early for a span's edge),
-    a span when neither recorded runs from the last row before it to the first after it, and the
-    range's days before anything was recorded are one span."""
+    """The "not recording" spans of a range past memory (memory read from a bucket before the first
+    the store lacks): the store's gap that memory holds is no span, a span when neither recorded
+    runs from the last row before it to the first after it, and the range's days before anything
+    was recorded are one span."""
     hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600
     stored = ((hour - 600, 660), (hour + 1800, 1860))  # a gap from hour + 60; the last hour not packed
     off = (hour + 2000, hour + 2300)  # neither memory nor the store: the tray was off

@@ -211,7 +211,7 @@ class TieredRing:
     def read(
         self, start_s: float, end_s: float, max_points: int, columns: np.ndarray | slice, from_s: float = -math.inf
     ) -> Series:
-        """``from_s``: only the rows from then on, of the tier the whole range is read from."""
+        """``from_s``: only the rows from the one holding it on, of the tier the whole range is read from."""
         return self.tier_for(start_s, end_s, max_points).read(max(start_s, from_s), end_s, columns)
 
 

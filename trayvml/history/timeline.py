@@ -89,7 +89,8 @@ class DiskReach:
         # The GPU metrics a read of a device reads together (expect): all of them until told.
         self.expected: tuple[str, ...] = HISTORY_GPU_KEYS
         self._cache: dict[tuple[str, int], _Read] = {}
-        self._stacks: dict[tuple[str, str], tuple[list[tuple[CoarseData, int]], Series]] = {}  # _stacked's
+        # _stacked's: (device or "" for the GPUs, key, step): the reads, their lines, buckets filled
+        self._stacks: dict[tuple[str, str, float], tuple[list[tuple[CoarseData, int]], Series, np.ndarray]] = {}
         self.folder = folder
         self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
@@ -174,6 +175,7 @@ class DiskReach:
             if found is None:
                 if len(self._cache) >= STEPS_KEPT * (len(self.uuids) + 1):  # the GPUs and the host
                     self._cache.clear()
+                    self._stacks.clear()  # (they hold the reads let go)
                 found = self._cache[where] = _Read(span, dict(zip(keys, range(len(keys)), strict=True)), read)
             else:  # the keys read before, and these beside them
                 found.columns |= {k: len(found.columns) + i for i, k in enumerate(keys)}
@@ -181,8 +183,8 @@ class DiskReach:
         return found.data, found.columns[key]
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        disk = self._stacked(("", key), [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids])
-        from_s = _unfilled_from_s(disk.times_s, disk.step_s, np.isfinite(disk.mean).any(axis=1), memory)
+        disk, filled = self._stacked("", key, [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids])
+        from_s = _unfilled_from_s(disk.times_s, disk.step_s, filled, memory, end_s)
         return (
             disk
             if from_s == math.inf
@@ -190,27 +192,32 @@ class DiskReach:
         )
 
     def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        disk = self._stacked((HOST_UUID, key), [self._coarse(HOST_UUID, key, start_s, end_s, max_points)])
-        from_s = _unfilled_from_s(disk.times_s, disk.step_s, np.isfinite(disk.mean).any(axis=1), memory)
+        disk, filled = self._stacked(HOST_UUID, key, [self._coarse(HOST_UUID, key, start_s, end_s, max_points)])
+        from_s = _unfilled_from_s(disk.times_s, disk.step_s, filled, memory, end_s)
         return (
             disk
             if from_s == math.inf
             else _with_memory(disk, memory.host_rows_from(key, start_s, end_s, max_points, from_s))
         )
 
-    def _stacked(self, name: tuple[str, str], datas: list[tuple[CoarseData, int]]) -> Series:
-        """_series of ``datas``, kept while they are the same reads: following live, a redraw each
-        second finds them unchanged until the range moves by a bucket."""
+    def _stacked(self, uuid: str, key: str, datas: list[tuple[CoarseData, int]]) -> tuple[Series, np.ndarray]:
+        """_series of ``datas`` (read-only: kept and handed out again), and which of its buckets hold
+        a value; kept while they are the same reads: following live, a redraw each second finds them
+        unchanged until the range moves by a bucket."""
+        name = (uuid, key, datas[0][0].step_s if datas else 0.0)
         kept = self._stacks.get(name)
         if (
             kept is not None
             and len(kept[0]) == len(datas)
             and all(a is b and i == j for (a, i), (b, j) in zip(kept[0], datas, strict=True))
         ):
-            return kept[1]
+            return kept[1], kept[2]
         stacked = _series(datas)
-        self._stacks[name] = (datas, stacked)
-        return stacked
+        for values in (stacked.times_s, stacked.mean, stacked.high):
+            values.setflags(write=False)
+        filled = np.isfinite(stacked.mean).any(axis=1)
+        self._stacks[name] = (datas, stacked, filled)
+        return stacked, filled
 
     def not_recorded(self, start_s: float, end_s: float, max_points: int, memory: Rings) -> list[tuple[float, float]]:
         """Spans of at least GAP_MIN_S in the range when nothing was recorded (the store's host
@@ -228,7 +235,7 @@ class DiskReach:
         in_memory = []  # (bucket starts with a value, the bucket's length) of memory's rows
         # Memory's rows from a bucket before the first one the store did not record (a span's edge
         # looks that far back): those before it change nothing.
-        from_s = _unfilled_from_s(data.times_s, data.step_s, recorded, memory) - data.step_s
+        from_s = _unfilled_from_s(data.times_s, data.step_s, recorded, memory, end_s) - data.step_s
         recents = (
             ()
             if from_s == math.inf  # every bucket recorded
@@ -325,11 +332,18 @@ def _beside(before: CoarseData, more: CoarseData) -> CoarseData:
     return replace(before, count=join("count"), low=join("low"), mean=join("mean"), high=join("high"))
 
 
-def _unfilled_from_s(times_s: np.ndarray, step_s: float, filled: np.ndarray, memory: Rings) -> float:
+def _unfilled_from_s(times_s: np.ndarray, step_s: float, filled: np.ndarray, memory: Rings, end_s: float) -> float:
     """When the first of the store's buckets begins that is not ``filled`` and memory may hold rows
-    of (inf: none): memory is read from then (_with_memory fills no other), not from a week's start."""
-    oldest_s = max(memory.first_s, memory.reach_s)  # memory's rows before it are gone
-    found = np.flatnonzero(~filled & (times_s + step_s > oldest_s))
+    of (inf: none): memory is read from then (_with_memory fills no other), not from a week's start.
+    A range past memory is read from its coarsest tier: its rows, each at the start of its bucket
+    (up to a step before its first sample: 45 s against the store's minutes), from its first
+    sample on, and no further back than the tier holds from the range's end (rows older than its
+    span from its newest stay there where sampling paused)."""
+    if not math.isfinite(memory.first_s):
+        return math.inf  # nothing in memory
+    tier = memory.tiers[-1]
+    oldest = max(math.floor(memory.first_s / tier.step_s), math.floor(end_s / tier.step_s) - tier.capacity + 1)
+    found = np.flatnonzero(~filled & (times_s + step_s > oldest * tier.step_s))
     return float(times_s[found[0]]) if len(found) else math.inf
 
 
