@@ -603,30 +603,45 @@ def test_a_device_is_read_for_the_metrics_expected_then_once_for_the_rest(tmp_pa
         disk.close()
 
 
+_HOUR = 1_800_000_000.0 - 1_800_000_000.0 % 3600
+# Stored from ten minutes before the hour to a minute past it, and from half past on: a gap from
+# the hour's second minute on, which memory holds; the last hour not packed yet.
+_STORED = ((_HOUR - 600, 660), (_HOUR + 1800, 1860))
+
+
+def _memory_beside_store(folder: Path, off: tuple[float, float] = (0.0, 0.0)) -> tuple[History, DiskReach, float]:
+    """An hour and ten minutes of 2 simulated GPUs, a sample a second, in memory, and the _STORED
+    stretches of them in the store in ``folder``; ``off``: seconds in neither (the tray was off).
+    Returns the history, the store's reach for the GPUs, and the last sample's time."""
+    clock = ManualClock(_HOUR - 600)
+    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
+    OPEN_SOURCES.append(source)
+    writer = StoreWriter(folder)
+    history = History()
+    sample = None
+    try:
+        while clock.now_s() < _HOUR + 3660:
+            if not off[0] <= clock.now_s() < off[1]:
+                sample = source.sample()
+                history.append(sample)
+                if any(start <= sample.timestamp_s < start + seconds for start, seconds in _STORED):
+                    writer.append(sample)
+            clock.advance_s(1.0)
+    finally:
+        writer.close()
+    assert sample is not None
+    disk = DiskReach(folder)
+    disk.uuids = tuple(d.uuid for d in sample.devices)
+    return history, disk, sample.timestamp_s
+
+
 def test_memory_is_read_from_the_first_bucket_the_store_lacks(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A week's read fills from memory only what the store has not got: memory is read from the
     first such bucket it can hold rows of (a gap in the store, here), not from the week's start,
     and the lines are those memory read whole gives. The store's buckets stacked a line a GPU are
     kept between redraws while its reads stay the same."""
-    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600
-    ranges = ((hour - 600, 660), (hour + 1800, 1860))  # a gap from hour + 60; the last hour not packed
-    clock = ManualClock(hour - 600)
-    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
-    OPEN_SOURCES.append(source)
-    writer = StoreWriter(tmp_path / "history")
-    history = History()
-    try:
-        while clock.now_s() < hour + 3660:
-            sample = source.sample()
-            history.append(sample)  # memory: every second, the gap's too
-            if any(start <= sample.timestamp_s < start + seconds for start, seconds in ranges):
-                writer.append(sample)
-            clock.advance_s(1.0)
-    finally:
-        writer.close()
-    disk = DiskReach(tmp_path / "history")
-    disk.uuids = tuple(d.uuid for d in sample.devices)
-    end = sample.timestamp_s
+    history, disk, end = _memory_beside_store(tmp_path / "history")
+    hour = _HOUR
     try:
         read: list[float] = []  # the times memory was read from
         rows_from = History.gpu_rows_from
@@ -661,27 +676,9 @@ def test_spans_not_recorded_count_memorys_rows_where_the_store_lacks_them(tmp_pa
     the store lacks): the store's gap that memory holds is no span, a span when neither recorded
     runs from the last row before it to the first after it, and the range's days before anything
     was recorded are one span."""
-    hour = 1_800_000_000.0 - 1_800_000_000.0 % 3600
-    stored = ((hour - 600, 660), (hour + 1800, 1860))  # a gap from hour + 60; the last hour not packed
+    hour = _HOUR
     off = (hour + 2000, hour + 2300)  # neither memory nor the store: the tray was off
-    clock = ManualClock(hour - 600)
-    source = Source(parse_spec("training:gpus=h100*2"), clock, host=True)
-    OPEN_SOURCES.append(source)
-    writer = StoreWriter(tmp_path / "history")
-    history = History()
-    try:
-        while clock.now_s() < hour + 3660:
-            if not off[0] <= clock.now_s() < off[1]:
-                sample = source.sample()
-                history.append(sample)
-                if any(start <= sample.timestamp_s < start + seconds for start, seconds in stored):
-                    writer.append(sample)
-            clock.advance_s(1.0)
-    finally:
-        writer.close()
-    disk = DiskReach(tmp_path / "history")
-    disk.uuids = tuple(d.uuid for d in sample.devices)
-    end = sample.timestamp_s
+    history, disk, end = _memory_beside_store(tmp_path / "history", off)
     try:
         day = disk.not_recorded(end - 86400, end, 1000, history)  # minute buckets: a span's ends are rows
         assert day[1:] == [(off[0] - 1, off[1])]
