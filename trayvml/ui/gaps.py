@@ -45,8 +45,10 @@ class GapShading:
         while len(self.regions) < len(spans):
             region = pg.LinearRegionItem(movable=False, brush=_GAP_BRUSH, pen=pg.mkPen(None))
             region.setZValue(-10)  # under the lines
+            # At the span's foot: limit lines (a GPU's slowdown and shutdown temperatures, its power
+            # limit) run across the top of a panel, through the span too.
             label = pg.InfLineLabel(
-                region.lines[1], text=translate("Gaps", GAP_LABEL) + " ", position=0.88, anchors=[(1, 0.5), (1, 0.5)]
+                region.lines[1], text=translate("Gaps", GAP_LABEL) + " ", position=0.12, anchors=[(1, 0.5), (1, 0.5)]
             )
             label.setColor(_GAP_TEXT)
             self.plot.addItem(region, ignoreBounds=True)
