@@ -123,7 +123,7 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
         # Each matrix is its columns' type codes, then their deltas type by type (see _pack).
         offset = _HEADER.size
         codes: list[bytes] = []
-        part_at: list[int] = []  # per matrix, then per type: where its rows of that type begin
+        parts_at: list[tuple[int, int]] = []  # per matrix, then per type: where its rows of that type lie
         for k in range(count):
             width = 1 if k == 0 else columns  # the first matrix is the one row of times
             these = raw[offset : offset + width]
@@ -131,10 +131,10 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
             codes.append(these)
             found = 0
             for code, dtype in enumerate(_DTYPES):
-                part_at.append(offset)
                 used = these.count(_CODE_BYTES[code])
                 found += used
-                offset += used * rows * dtype.itemsize
+                parts_at.append((offset, offset + used * rows * dtype.itemsize))
+                offset = parts_at[-1][1]
             if found != width:
                 raise DamagedBlockError("unknown integer type")
         if offset != len(raw):
@@ -143,16 +143,14 @@ def decode_deltas(data: bytes, crc: int, count: int, wanted: np.ndarray | None =
         if wanted is not None:
             if len(wanted) and not 0 <= int(wanted.min()) <= int(wanted.max()) < len(row_codes):
                 raise DamagedBlockError(f"its {columns} columns do not hold the rows of its layout")
-            return _rows_of(raw, rows, columns, row_codes, np.asarray(part_at), wanted)
+            return _rows_of(raw, rows, columns, row_codes, np.array([a for a, _ in parts_at]), wanted)
         # Every row: the deltas of one type, of all the matrices, read as one array (a block is a
         # dozen numpy calls whatever its matrices and types).
         parts = []
         view = memoryview(raw)
         for code, dtype in enumerate(_DTYPES):
-            spans = [part_at[k * len(_DTYPES) + code] for k in range(count)]
-            sizes = [c.count(_CODE_BYTES[code]) * rows * dtype.itemsize for c in codes]
-            if any(sizes):
-                joined = b"".join(view[a : a + n] for a, n in zip(spans, sizes, strict=True))
+            joined = b"".join(view[a:b] for a, b in parts_at[code :: len(_DTYPES)])
+            if joined:
                 parts.append(np.frombuffer(joined, dtype=dtype))
         # Read type by type, the rows come in the order of their type codes (stable: then as stored).
         order = np.argsort(row_codes, kind="stable")
