@@ -206,27 +206,33 @@ def redraw_week(
             return False
 
     paints = Paints()  # on the application only around the row it counts for: a filter slows every event
+
+    def afresh(range_s: int) -> DiskReach:
+        """The store read anew (the last reach let go, nothing of the week read) at ``range_s``."""
+        if history.disk is not None:
+            history.disk.close()
+        disk = history.disk = DiskReach(folder)
+        disk.uuids = tuple(d.uuid for d in sample.devices)
+        window.set_range(range_s)
+        return disk
+
     opened, painted, moved, cached, switched, flowed = [], [], [], [], [], []
     for _ in range(runs):
-        history.disk = DiskReach(folder)
-        history.disk.uuids = tuple(d.uuid for d in sample.devices)
+        disk = afresh(int(WEEK_S))
         t0 = time.perf_counter()
         window.refresh()
         opened.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         window.grab()
         painted.append(time.perf_counter() - t0)
-        history.disk._cache.clear()
+        disk._cache.clear()
         t0 = time.perf_counter()
         window.refresh()
         moved.append(time.perf_counter() - t0)
         t0 = time.perf_counter()
         window.refresh()
         cached.append(time.perf_counter() - t0)
-        history.disk.close()
-        history.disk = DiskReach(folder)
-        history.disk.uuids = tuple(d.uuid for d in sample.devices)
-        window.set_range(3600)
+        afresh(3600)
         window.refresh()
         window.grab()
         t0 = time.perf_counter()
@@ -234,10 +240,7 @@ def redraw_week(
         window.refresh()
         window.grab()
         switched.append(time.perf_counter() - t0)
-        history.disk.close()
-        history.disk = DiskReach(folder)
-        history.disk.uuids = tuple(d.uuid for d in sample.devices)
-        window.set_range(3600)
+        afresh(3600)
         window.refresh()
         app.processEvents()
         paints.count = 0
@@ -251,6 +254,7 @@ def redraw_week(
         app.removeEventFilter(paints)
         if not paints.count:
             raise SystemExit("the event loop's redraw at 7 days painted nothing: its figure would mean nothing")
+    if history.disk is not None:
         history.disk.close()
     window.hide()
     return opened, painted, moved, cached, switched, flowed
