@@ -416,6 +416,7 @@ def test_the_real_driver_recordings_are_the_ones_with_nvidia_smi_and_the_readme_
         "h200-580-busy.jsonl",
         "h200-580-busy2.jsonl",
         "h200-580-ending.jsonl",
+        "h200-580-energy.jsonl",
         "h200-580-idle.jsonl",
         "h200-580-pcie.jsonl",
         "h200-580-pcie2.jsonl",
@@ -781,6 +782,49 @@ def test_replayed_pcie_throughput_agrees_with_the_bytes_copied_and_nvidia_smi_be
         if gpm:
             assert mine / 2**20 == pytest.approx(gpm[gpm_column], rel=0.01), key
     assert gpm or name == "h200-580-pcie"
+
+
+def test_replayed_energy_counter_equals_the_power_nvidia_smi_saw_drawn_on_the_real_gpu() -> None:
+    # The energy counter (field 83, "in mJ since the driver was last reloaded"), read every 5 s over
+    # 21 s of the busy load on an H200. The answer key is nvidia-smi's instant power every 100 ms
+    # beside it (stamped in UTC), summed over the seconds between the first reading and the last: no
+    # part of trayvml is in it. Replayed, the counter's joules and the energy meter's total over those
+    # seconds are within 2 % of it (0.2 % that day), all of it the one process's. Until 2026-11-28
+    # every real recording replayed the counter as not supported: the replay matched the counter's
+    # one-field batch to the NVLink link count's, asked alone at start.
+    import csv
+    import itertools
+    from datetime import UTC, datetime
+
+    from trayvml.core.sample import MetricState
+    from trayvml.monitor.energy import DRIVER, EnergyMeter
+
+    meter = EnergyMeter()
+    readings: list[tuple[float, float]] = []  # (tick's time, counter J) at each new reading
+    for tick, sample in replayed(RECORDINGS / "h200-580-energy.jsonl"):
+        meter.update(sample)
+        gpu = sample.gpus[0]
+        if (
+            gpu.state("energy_consumed_j") is MetricState.OK
+            and gpu.value("energy_consumed_j") not in dict(readings).values()
+        ):
+            readings.append((tick["t"], gpu.value("energy_consumed_j")))
+    with (RECORDINGS / "h200-580-energy.power.csv").open() as f:
+        rows = list(csv.reader(f, skipinitialspace=True))[1:]  # timestamp, power.draw.instant [W], ...
+    power = [
+        (datetime.strptime(r[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=UTC).timestamp(), float(r[1])) for r in rows
+    ]
+    (start_s, first_j), (end_s, last_j) = readings[0], readings[-1]
+    assert len(readings) >= 4 and power[0][0] < start_s and end_s < power[-1][0]
+    drawn_j = 0.0  # trapezoids, cut at the two readings
+    for (t0, w0), (t1, w1) in itertools.pairwise(power):
+        drawn_j += (w0 + w1) / 2 * max(0.0, min(end_s, t1) - max(start_s, t0))
+    assert drawn_j > 600 * (end_s - start_s)  # the load was there (an H200 near its 700 W cap)
+    assert last_j - first_j == pytest.approx(drawn_j, rel=0.02)
+    assert meter.method(0) == DRIVER
+    assert meter.since_start_wh(0) * 3600 == pytest.approx(drawn_j, rel=0.02)  # Wh
+    busy = sample.gpus[0].processes
+    assert len(busy) == 1 and meter.process_energy_wh(busy[0]) == pytest.approx(meter.since_start_wh(0))
 
 
 @pytest.mark.parametrize("name", ["h100-580-procs", "h200-580-procs"])

@@ -71,12 +71,11 @@ class ReplayedNvml:
         self._answers: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for entry in entries:
             if "f" in entry:
-                self._answers.setdefault((entry["f"], json.dumps(entry["k"])), []).append(entry)
+                self._answers.setdefault(_recorded_key(entry), []).append(entry)
         # nvmlErrorString: pynvml asks it for an error's words, which a recording need not hold.
         self._names = {name for name, _ in self._answers} | {"nvmlErrorString"}
         self._next: dict[tuple[str, str], int] = {}
         self._functions: dict[str, _ReplayedFunction] = {}
-        self._batches: dict[tuple[str, str], list[tuple[int, int]]] = {}  # see _recorded_fields
         self._served: dict[tuple[str, str], set[tuple[int, int]]] = {}  # see _entry_for_fields
         self.unanswered: set[str] = set()  # functions called with a key the recording lacks, for tests
 
@@ -104,14 +103,11 @@ class ReplayedNvml:
                 if decode_result(query["r"]) != N.NVML_ERROR_INSUFFICIENT_SIZE or not answers:
                     restore(args, query["o"])
                     return decode_result(query["r"])
-        # A field batch of the same size may hold other fields (a one-field probe at start, where
-        # the reader now reads the energy counter alone): the fields must be the same too.
-        if (
-            name == "nvmlDeviceGetFieldValues"
-            and called[2:] == ["r"]
-            and (not answers or self._recorded_fields(key, answers) != _asked_fields(called, args))
-        ):
-            return self._answer_fields(called, args)
+        if _is_field_batch(name, called):  # matched by the fields asked too (see _recorded_key)
+            key = _batch_key(called, _asked_fields(called, args))
+            answers = self._answers.get(key)
+            if not answers:
+                return self._answer_fields(called, args)
         if not answers:
             if name == "nvmlErrorString":
                 return f"NVML error {call_key(args)[0]}".encode()
@@ -138,9 +134,9 @@ class ReplayedNvml:
         best: tuple[int, tuple[str, str], list[dict[str, Any]]] | None = None
         for key, answers in self._answers.items():
             recorded = json.loads(key[1])
-            if key[0] != "nvmlDeviceGetFieldValues" or recorded[0] != called[0] or recorded[2:] != ["r"]:
+            if not _is_field_batch(key[0], recorded) or recorded[0] != called[0]:
                 continue
-            shared = len(set(asked) & set(self._recorded_fields(key, answers)))
+            shared = len(set(asked) & set(_batch_fields(key)))
             if shared and (best is None or shared > best[0]):
                 best = (shared, key, answers)
         if best is None:
@@ -153,13 +149,13 @@ class ReplayedNvml:
         _, key, answers = best
         entry = self._entry_for_fields(key, answers, set(asked))
         size = int(json.loads(key[1])[1])
-        array = field_array(self._recorded_fields(key, answers))
+        array = field_array(_batch_fields(key))
         restore((None, None, ctypes.byref(array)), entry["o"])
         code = decode_result(entry["r"])
         if code != N.NVML_SUCCESS:
             return int(code)
         answered = _items(array, size)
-        positions = {pair: k for k, pair in enumerate(self._recorded_fields(key, answers))}
+        positions = {pair: k for k, pair in enumerate(_batch_fields(key))}
         for k, pair in enumerate(asked):
             found = positions.get(pair)
             if found is not None:
@@ -183,15 +179,31 @@ class ReplayedNvml:
         served |= asked
         return answers[min(self._next[key] - 1, len(answers) - 1)]
 
-    def _recorded_fields(self, key: tuple[str, str], answers: list[dict[str, Any]]) -> list[tuple[int, int]]:
-        """The (field id, scope) pairs a recorded field-value batch asked for, from its first answer."""
-        found = self._batches.get(key)
-        if found is None:
-            size = int(json.loads(key[1])[1])
-            array = field_array([(0, 0)] * size)
-            restore((None, None, ctypes.byref(array)), answers[0]["o"])
-            found = self._batches[key] = _field_pairs(list(array))
-        return found
+
+def _is_field_batch(name: str, called: list[Any]) -> bool:
+    """A field-value call with its array of fields (key: handle, count, "r")."""
+    return name == "nvmlDeviceGetFieldValues" and called[2:3] == ["r"]
+
+
+def _batch_key(called: list[Any], fields: list[tuple[int, int]]) -> tuple[str, str]:
+    return ("nvmlDeviceGetFieldValues", json.dumps([*called[:3], fields]))
+
+
+def _batch_fields(key: tuple[str, str]) -> list[tuple[int, int]]:
+    """The (field id, scope) pairs of a field batch's key (:func:`_batch_key`)."""
+    return [(int(field), int(scope)) for field, scope in json.loads(key[1])[3]]
+
+
+def _recorded_key(entry: dict[str, Any]) -> tuple[str, str]:
+    """What a recorded call is matched by: its function and key, and for a field batch the fields it
+    asked for, read from its answer (each struct names its field). Calls of one size may ask for
+    different fields: on a real H200 a one-field batch asked the NVLink link count at start, then
+    the energy counter alone every 5 s (tests/recordings/h200-580-energy.jsonl)."""
+    if not _is_field_batch(entry["f"], entry["k"]):
+        return entry["f"], json.dumps(entry["k"])
+    array = field_array([(0, 0)] * int(entry["k"][1]))
+    restore((None, None, ctypes.byref(array)), entry["o"])
+    return _batch_key(entry["k"], _field_pairs(list(array)))
 
 
 def _items(array: Any, count: int) -> list[Any]:
