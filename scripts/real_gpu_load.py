@@ -8,6 +8,8 @@ something to show. ``light``: small products with pauses (about a fifth of the S
 held: a second process beside ``busy``, for the per-process answer key (nvidia-smi pmon). ``pcie``:
 host-to-device and device-to-host copies from pinned memory at once, on two streams, printing each
 second the bytes it moved each way: the answer key for the PCIe throughput (no driver counter in it).
+``fp`` (needs CuPy): FP64, FP32 and FP16 multiply-add loops in turn, for GPM's FP64, FP32 and FP16
+activity (the busy load's bf16 products run on the tensor cores: 0 in all three).
 """
 
 import os
@@ -74,11 +76,54 @@ def pcie(seconds: float) -> None:
             second, h2d, d2h = now, 0, 0
 
 
+# FP64, FP32 and FP16 multiply-adds in a loop on values held in registers: the FMA pipes busy, no
+# tensor cores (a float64 product runs on them on Hopper: GPM counts it as tensor activity) and no
+# upcast (PyTorch computes half element-wise ops in float).
+FMA_KERNELS = r"""
+#include <cuda_fp16.h>
+extern "C" __global__ void f64(double* x) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x; double a = x[i];
+    for (int k = 0; k < 8192; k++) a = fma(a, 0.999, 0.001);
+    x[i] = a;
+}
+extern "C" __global__ void f32(float* x) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x; float a = x[i];
+    for (int k = 0; k < 8192; k++) a = fmaf(a, 0.999f, 0.001f);
+    x[i] = a;
+}
+extern "C" __global__ void f16(__half2* x) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x; __half2 a = x[i];
+    const __half2 m = __float2half2_rn(0.999f), c = __float2half2_rn(0.001f);
+    for (int k = 0; k < 2048; k++) a = __hfma2(a, m, c);  // a shorter loop: FP16's share told from FP64's
+    x[i] = a;
+}
+"""
+
+
+def fp(seconds: float) -> None:
+    import cupy
+
+    module = cupy.RawModule(code=FMA_KERNELS)
+    threads, blocks = 256, 132 * 64
+    buffers = {
+        name: cupy.full(threads * blocks * (2 if name == "f16" else 1), 0.5, dtype)
+        for name, dtype in (("f64", cupy.float64), ("f32", cupy.float32), ("f16", cupy.float16))
+    }
+    end = time.monotonic() + seconds
+    rounds = 0
+    while time.monotonic() < end:
+        for name, buffer in buffers.items():
+            module.get_function(name)((blocks,), (threads,), (buffer,))
+        cupy.cuda.Device().synchronize()
+        rounds += 1
+    print(f"load: fp, {rounds} rounds", flush=True)
+
+
 def main() -> None:
     seconds = float(sys.argv[1])
     mode = sys.argv[2] if len(sys.argv) > 2 else "busy"
     print(f"load: pid {os.getpid()} {mode}", flush=True)
-    {"busy": busy, "light": light, "pcie": pcie}[mode](seconds)
+    {"busy": busy, "light": light, "pcie": pcie, "fp": fp}[mode](seconds)
 
 
 if __name__ == "__main__":

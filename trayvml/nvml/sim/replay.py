@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ctypes
 import json
+import struct
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,15 @@ from trayvml.nvml.specs import FIELDS
 # Fields the reader reads with a call where they are not supported: a recording made before such
 # a field joined the batch holds that call's answers.
 _FIELDS_WITH_CALLS = frozenset(f.field_id for f in FIELDS if f.fallback is not None)
+
+# c_nvmlGpmMetricsGet_t's metrics, each led by its id (an unsigned int)
+_METRIC_SIZE = ctypes.sizeof(N.c_nvmlGpmMetric_t)
+_METRIC_ID = struct.Struct("<I")
+
+
+def _metric_at(k: int) -> int:
+    return N.c_nvmlGpmMetricsGet_t.metrics.offset + k * _METRIC_SIZE + N.c_nvmlGpmMetric_t.metricId.offset
+
 
 MAX_RECORDING_BYTES = 256 * 2**20  # a minute of 8 GPUs with nvidia-smi's XML is tens of MB
 
@@ -108,6 +118,8 @@ class ReplayedNvml:
             answers = self._answers.get(key)
             if not answers:
                 return self._answer_fields(called, args)
+        if name == "nvmlGpmMetricsGet" and answers:
+            return self._answer_gpm(self._take(key, answers), args)
         if not answers:
             if name == "nvmlErrorString":
                 return f"NVML error {call_key(args)[0]}".encode()
@@ -121,6 +133,26 @@ class ReplayedNvml:
         position = self._next.get(key, 0)
         self._next[key] = position + 1
         return answers[min(position, len(answers) - 1)]
+
+    def _answer_gpm(self, entry: dict[str, Any], args: tuple[Any, ...]) -> Any:
+        """GPM's metrics by their ids: each metric asked for from the recorded slot of its id, not
+        from the slot at its place (a recording answers the ids asked live, whatever is asked now);
+        one the recording never asked for is "no data" (UNKNOWN), never another metric's value."""
+        request = args[0]._obj
+        memory = memoryview(request).cast("B")
+        asked = [_METRIC_ID.unpack_from(memory, _metric_at(k))[0] for k in range(int(request.numMetrics))]
+        restore(args, entry["o"])
+        recorded = bytes(memory)
+        slots = {_METRIC_ID.unpack_from(recorded, _metric_at(k))[0]: k for k in range(int(request.numMetrics))}
+        for k, metric_id in enumerate(asked):
+            at, found = _metric_at(k), slots.get(metric_id)
+            if found is None:
+                memory[at : at + _METRIC_SIZE] = bytes(_METRIC_SIZE)
+                _METRIC_ID.pack_into(memory, at, metric_id)
+                _METRIC_ID.pack_into(memory, at + N.c_nvmlGpmMetric_t.nvmlReturn.offset, N.NVML_ERROR_UNKNOWN)
+            else:
+                memory[at : at + _METRIC_SIZE] = recorded[_metric_at(found) : _metric_at(found) + _METRIC_SIZE]
+        return decode_result(entry["r"])
 
     def _answer_fields(self, called: list[Any], args: tuple[Any, ...]) -> int:
         """Field values asked for in a list the recording never asked for (a field added to the
