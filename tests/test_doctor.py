@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -540,47 +541,92 @@ def test_a_call_the_recording_lacks_reads_as_no_data_not_a_value(tmp_path: Path)
     assert gpu.states[GPU_INDEX["memory_used_bytes"]] is MetricState.OK
 
 
-def test_a_field_batch_the_recording_never_asked_for_is_answered_field_by_field() -> None:
-    """A recording made before a field joined the reader's batch (the energy counter): the fields
-    it recorded answer as recorded; one the reader also reads with a call (which the recording
-    holds) answers NOT_SUPPORTED so that the call is read; any other is no data, never a value."""
+def test_gpm_metrics_are_replayed_by_their_id_not_their_place() -> None:
+    # One request asked again each tick, as GpmSampler asks it, for metrics in another order than
+    # the recording's and one it never asked for: each answers as recorded by its id, the unknown
+    # one as no data (never a value) every time, and the request's count stays the reader's.
+    import ctypes
+
+    import pynvml as N
+
+    from trayvml.nvml.sim.replay import ReplayedNvml
+    from trayvml.nvml.specs import GPM
+
+    def ticks(ids: list[int]) -> list[dict[int, tuple[int, float]]]:
+        replay = ReplayedNvml(RECORDINGS / "simulated-h100.jsonl")
+        request = N.c_nvmlGpmMetricsGet_t()
+        request.version, request.numMetrics = N.NVML_GPM_METRICS_GET_VERSION, len(ids)
+        for k, metric_id in enumerate(ids):
+            request.metrics[k].metricId = metric_id
+        answers = []
+        for _ in range(3):
+            assert replay.answer("nvmlGpmMetricsGet", (ctypes.byref(request),)) == N.NVML_SUCCESS
+            assert request.numMetrics == len(ids)
+            metrics = [request.metrics[k] for k in range(len(ids))]
+            answers.append({m.metricId: (m.nvmlReturn, m.value) for m in metrics})
+        return answers
+
+    recorded = [read.metric_id for read in GPM]
+    asked = [recorded[3], recorded[0], N.NVML_GPM_METRIC_INTEGER_UTIL]  # DRAM, SM activity, one never asked
+    assert N.NVML_GPM_METRIC_INTEGER_UTIL not in recorded
+    for as_recorded, answered in zip(ticks(recorded), ticks(asked), strict=True):
+        assert answered[asked[0]] == as_recorded[asked[0]] and answered[asked[1]] == as_recorded[asked[1]]
+        assert as_recorded[asked[0]] != as_recorded[asked[1]]  # told apart
+        assert answered[N.NVML_GPM_METRIC_INTEGER_UTIL] == (N.NVML_ERROR_UNKNOWN, 0.0)
+
+
+def test_a_field_batch_the_recording_never_asked_for_is_answered_field_by_field(tmp_path: Path) -> None:
+    """Fields asked together that the recording asked in other batches: each answers from a batch
+    that holds it (the energy counter from its own one-field batch, beside the NVLink link count's
+    from another); in a recording made before a field was read at all (the energy counter's batches
+    left out), one the reader also reads with a call answers NOT_SUPPORTED so that the call is
+    read, and any other is no data, never a value."""
     import ctypes
 
     import pynvml as N
 
     from trayvml.nvml import binding
     from trayvml.nvml.fields import field_array, field_view
-    from trayvml.nvml.recording import call_key, restore
+    from trayvml.nvml.recording import restore
     from trayvml.nvml.sim.library import install, uninstall
     from trayvml.nvml.sim.replay import ReplayedNvml
 
+    energy, link_count = (N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 0), (N.NVML_FI_DEV_NVLINK_LINK_COUNT, 0)
     path = RECORDINGS / "simulated-h100.jsonl"
-    replay = ReplayedNvml(path)
-    install(replay)
-    try:
-        N.nvmlInit()
-        handle = N.nvmlDeviceGetHandleByIndex(0)
-        entries = [json.loads(line) for line in path.read_text().splitlines()]
-        first = next(
-            e
-            for e in entries
-            if e.get("f") == "nvmlDeviceGetFieldValues" and e["k"][2] == "r" and e["k"][0] == call_key((handle,))[0]
-        )
-        recorded = field_array([(0, 0)] * first["k"][1])
-        restore((None, None, ctypes.byref(recorded)), first["o"])
-        expected = field_view(recorded)
-        assert N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION not in expected["fieldId"].tolist()  # made before
-        pairs = list(zip(expected["fieldId"].tolist(), expected["scopeId"].tolist(), strict=True))
-        extra = [(N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION, 0), (N.NVML_FI_DEV_POWER_AVERAGE, 0)]
-        asked = field_array([pairs[0], *extra, *pairs[1:]])
-        binding.read_fields(handle, asked)
-        answered = field_view(asked)
-        for name in ("fieldId", "scopeId", "nvmlReturn", "valueType", "value", "timestamp"):
-            assert answered[name][[0, *range(3, len(pairs) + 2)]].tolist() == expected[name].tolist(), name
-        assert answered["nvmlReturn"][1] == N.NVML_ERROR_NOT_SUPPORTED  # the energy call answers instead
-        assert answered["nvmlReturn"][2] == N.NVML_ERROR_UNKNOWN and answered["value"][2] == 0
-    finally:
-        uninstall()
+    lines = path.read_text().splitlines(keepends=True)
+    before = tmp_path / "before.jsonl"  # as made before the energy counter was read
+
+    def asks_energy_alone(line: str) -> bool:
+        entry = json.loads(line)
+        if entry.get("f") != "nvmlDeviceGetFieldValues" or entry["k"][1:] != [1, "r"]:
+            return False
+        array = field_array([(0, 0)])
+        restore((None, None, ctypes.byref(array)), entry["o"])
+        return (int(array[0].fieldId), int(array[0].scopeId)) == energy
+
+    before.write_text("".join(line for line in lines if not asks_energy_alone(line)))
+    assert len(before.read_text()) < len(path.read_text())
+
+    def ask(recording: Path, pairs: list[tuple[int, int]]) -> Any:
+        install(ReplayedNvml(recording))
+        try:
+            N.nvmlInit()
+            asked = field_array(pairs)
+            binding.read_fields(N.nvmlDeviceGetHandleByIndex(0), asked)
+            return field_view(asked)
+        finally:
+            uninstall()
+
+    alone = {pair: ask(path, [pair]) for pair in (energy, link_count)}
+    together = ask(path, [link_count, energy, (N.NVML_FI_DEV_POWER_AVERAGE, 0)])
+    for k, pair in enumerate((link_count, energy)):
+        for name in ("fieldId", "nvmlReturn", "valueType", "value", "timestamp"):
+            assert together[name][k] == alone[pair][name][0], (pair, name)
+    assert alone[energy]["nvmlReturn"][0] == N.NVML_SUCCESS and alone[energy]["value"][0] != 0
+    assert together["nvmlReturn"][2] == N.NVML_ERROR_UNKNOWN and together["value"][2] == 0
+    old = ask(before, [link_count, energy, (N.NVML_FI_DEV_POWER_AVERAGE, 0)])
+    assert old["nvmlReturn"].tolist() == [N.NVML_SUCCESS, N.NVML_ERROR_NOT_SUPPORTED, N.NVML_ERROR_UNKNOWN]
+    assert old["value"][0] == alone[link_count]["value"][0]
 
 
 def test_a_two_call_recording_replays_to_one_call_readers_tick_by_tick(tmp_path: Path) -> None:
@@ -805,8 +851,9 @@ def test_replayed_energy_counter_equals_the_power_nvidia_smi_saw_drawn_on_the_re
     # beside it (stamped in UTC), summed over the seconds between the first reading and the last: no
     # part of trayvml is in it. Replayed, the counter's joules and the energy meter's total over those
     # seconds are within 2 % of it (0.2 % that day), all of it the one process's. Until 2026-11-28
-    # every real recording replayed the counter as not supported: the replay matched the counter's
-    # one-field batch to the NVLink link count's, asked alone at start.
+    # the replay of 12 of the 14 real recordings read the counter as not supported (the meter fell
+    # back to summing the power): it matched the counter's one-field batch to the NVLink link
+    # count's, asked alone at start.
     import csv
     import itertools
     from datetime import UTC, datetime
@@ -829,8 +876,9 @@ def test_replayed_energy_counter_equals_the_power_nvidia_smi_saw_drawn_on_the_re
     power = [
         (datetime.strptime(r[0], "%Y/%m/%d %H:%M:%S.%f").replace(tzinfo=UTC).timestamp(), float(r[1])) for r in rows
     ]
+    assert len(readings) >= 4  # read every 5 s
     (start_s, first_j), (end_s, last_j) = readings[0], readings[-1]
-    assert len(readings) >= 4 and power[0][0] < start_s and end_s < power[-1][0]
+    assert power[0][0] < start_s and end_s < power[-1][0]
     drawn_j = 0.0  # trapezoids, cut at the two readings
     for (t0, w0), (t1, w1) in itertools.pairwise(power):
         drawn_j += (w0 + w1) / 2 * max(0.0, min(end_s, t1) - max(start_s, t0))

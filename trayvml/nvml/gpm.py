@@ -28,12 +28,17 @@ _set_member = ctypes.Structure.__setattr__
 # c_nvmlGpmMetric_t's members by struct: pynvml's structures format every attribute read in Python,
 # so the metrics are read from the request's memory instead (no numpy: see fields.py).
 _METRIC = N.c_nvmlGpmMetric_t
-_METRIC_SIZE = ctypes.sizeof(_METRIC)
+METRIC_SIZE = ctypes.sizeof(_METRIC)
 _METRICS_AT = N.c_nvmlGpmMetricsGet_t.metrics.offset
-_METRIC_ID = struct.Struct("<I")
-_RETURN_AT, _VALUE_AT = _METRIC.nvmlReturn.offset, _METRIC.value.offset
+UINT = struct.Struct("<I")  # a metric's id and its nvmlReturn
+ID_AT, RETURN_AT, VALUE_AT = _METRIC.metricId.offset, _METRIC.nvmlReturn.offset, _METRIC.value.offset
 # nvmlReturn and value of one metric, padded to the struct's size
-_ANSWER_ITEM = f"{_RETURN_AT}xI{_VALUE_AT - _RETURN_AT - 4}xd{_METRIC_SIZE - _VALUE_AT - 8}x"
+_ANSWER_ITEM = f"{RETURN_AT}xI{VALUE_AT - RETURN_AT - 4}xd{METRIC_SIZE - VALUE_AT - 8}x"
+
+
+def metric_at(k: int) -> int:
+    """Where the ``k``-th metric of a c_nvmlGpmMetricsGet_t begins."""
+    return _METRICS_AT + k * METRIC_SIZE
 
 
 @functools.cache
@@ -49,8 +54,8 @@ def _dtype() -> Any:
         {
             "names": ["metricId", "nvmlReturn", "value"],
             "formats": [np.uint32, np.uint32, np.float64],
-            "offsets": [_METRIC.metricId.offset, _METRIC.nvmlReturn.offset, _METRIC.value.offset],
-            "itemsize": _METRIC_SIZE,
+            "offsets": [ID_AT, RETURN_AT, VALUE_AT],
+            "itemsize": METRIC_SIZE,
         }
     )
 
@@ -95,7 +100,7 @@ class GpmSampler:
         self.request.numMetrics = len(reads)
         self._memory = memoryview(self.request).cast("B")
         for k, read in enumerate(reads):
-            _METRIC_ID.pack_into(self._memory, _METRICS_AT + k * _METRIC_SIZE + _METRIC.metricId.offset, read.metric_id)
+            UINT.pack_into(self._memory, metric_at(k) + ID_AT, read.metric_id)
         self._read_answers = _answers(len(reads))
         self.previous: Any = None
         self.current: Any = None
@@ -137,7 +142,7 @@ class GpmSampler:
         _set_member(self.request, "sample2", self.previous)
         self._calling("nvmlGpmMetricsGet")
         self._metrics_get(self._request_ref)
-        flat = self._read_answers.unpack_from(self._memory, _METRICS_AT)
+        flat = self._read_answers.unpack_from(self._memory, metric_at(0))
         return list(flat[0::2]), list(flat[1::2])
 
     def _calling(self, function: str) -> None:

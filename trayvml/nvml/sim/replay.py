@@ -1,8 +1,9 @@
 """A stand-in for the NVML library that answers from a recording (``--simulate replay=FILE``).
 
-Each call is matched by its function and its key (see trayvml.nvml.recording.call_key) to the
-calls recorded with the same function and key, answered in the order they were recorded, and
-the last one held once they run out: a replay that runs longer than its recording shows the
+Each call is matched by its function and its key (see trayvml.nvml.recording.call_key), and a
+field-value request also by the fields it asks, to the calls recorded so, answered in the order
+they were recorded (GPM's metrics each from the recorded slot of its id), and the last one held
+once they run out: a replay that runs longer than its recording shows the
 driver's last answers, and a counter (energy, PCIe bytes) stays where it ended rather than going
 back to its start, which trayvml would take for a driver reload. A call the recording never made
 answers NVML_ERROR_UNKNOWN: shown as "no data", never as a value and never as "not supported".
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import ctypes
 import json
-import struct
 from pathlib import Path
 from typing import Any
 
@@ -23,21 +23,13 @@ import pynvml as N
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.files import read_bounded
 from trayvml.nvml.fields import field_array
+from trayvml.nvml.gpm import ID_AT, METRIC_SIZE, RETURN_AT, UINT, VALUE_AT, metric_at
 from trayvml.nvml.recording import RECORDING_FORMAT, call_key, decode_result, restore
 from trayvml.nvml.specs import FIELDS
 
 # Fields the reader reads with a call where they are not supported: a recording made before such
 # a field joined the batch holds that call's answers.
 _FIELDS_WITH_CALLS = frozenset(f.field_id for f in FIELDS if f.fallback is not None)
-
-# c_nvmlGpmMetricsGet_t's metrics, each led by its id (an unsigned int)
-_METRIC_SIZE = ctypes.sizeof(N.c_nvmlGpmMetric_t)
-_METRIC_ID = struct.Struct("<I")
-
-
-def _metric_at(k: int) -> int:
-    return N.c_nvmlGpmMetricsGet_t.metrics.offset + k * _METRIC_SIZE + N.c_nvmlGpmMetric_t.metricId.offset
-
 
 MAX_RECORDING_BYTES = 256 * 2**20  # a minute of 8 GPUs with nvidia-smi's XML is tens of MB
 
@@ -136,63 +128,65 @@ class ReplayedNvml:
 
     def _answer_gpm(self, entry: dict[str, Any], args: tuple[Any, ...]) -> Any:
         """GPM's metrics by their ids: each metric asked for from the recorded slot of its id, not
-        from the slot at its place (a recording answers the ids asked live, whatever is asked now);
-        one the recording never asked for is "no data" (UNKNOWN), never another metric's value."""
-        request = args[0]._obj
-        memory = memoryview(request).cast("B")
-        asked = [_METRIC_ID.unpack_from(memory, _metric_at(k))[0] for k in range(int(request.numMetrics))]
-        restore(args, entry["o"])
-        recorded = bytes(memory)
-        slots = {_METRIC_ID.unpack_from(recorded, _metric_at(k))[0]: k for k in range(int(request.numMetrics))}
+        the slot at its place (a recording answers the ids asked live, whatever is asked now); one
+        the recording never asked for is "no data" (UNKNOWN), never another metric's value. Only
+        the metrics asked for are written: the request's own header (its count, its samples) stays,
+        as a driver leaves it, and so do the recorded metrics' descriptions (pointers into the
+        recording process)."""
+        memory = memoryview(args[0]._obj).cast("B")
+        asked = [UINT.unpack_from(memory, metric_at(k) + ID_AT)[0] for k in range(int(args[0]._obj.numMetrics))]
+        recorded = N.c_nvmlGpmMetricsGet_t()
+        restore((ctypes.byref(recorded),), entry["o"])
+        answers = memoryview(recorded).cast("B")
+        slots = {UINT.unpack_from(answers, metric_at(k) + ID_AT)[0]: k for k in range(int(recorded.numMetrics))}
         for k, metric_id in enumerate(asked):
-            at, found = _metric_at(k), slots.get(metric_id)
+            at, found = metric_at(k), slots.get(metric_id)
+            memory[at : at + METRIC_SIZE] = bytes(METRIC_SIZE)
             if found is None:
-                memory[at : at + _METRIC_SIZE] = bytes(_METRIC_SIZE)
-                _METRIC_ID.pack_into(memory, at, metric_id)
-                _METRIC_ID.pack_into(memory, at + N.c_nvmlGpmMetric_t.nvmlReturn.offset, N.NVML_ERROR_UNKNOWN)
-            else:
-                memory[at : at + _METRIC_SIZE] = recorded[_metric_at(found) : _metric_at(found) + _METRIC_SIZE]
+                UINT.pack_into(memory, at + ID_AT, metric_id)
+                UINT.pack_into(memory, at + RETURN_AT, N.NVML_ERROR_UNKNOWN)
+            else:  # its id, return code and value
+                memory[at : at + VALUE_AT + 8] = answers[metric_at(found) : metric_at(found) + VALUE_AT + 8]
         return decode_result(entry["r"])
 
     def _answer_fields(self, called: list[Any], args: tuple[Any, ...]) -> int:
-        """Field values asked for in a list the recording never asked for (a field added to the
-        reader's batch since, such as the energy counter): each field from the recorded batch of
-        this GPU that holds the most of them, advancing that batch as its own call would. A field
-        the recording never asked for answers NOT_SUPPORTED in its slot where the reader has an
-        older call for it (which the recording holds: it was read that way), else UNKNOWN (no
-        data, never a value)."""
+        """Field values asked for in a list the recording never asked for (the reader's batches
+        have been split and joined since: the energy counter left the tick's batch): each field
+        from a recorded batch of this GPU that holds it, those holding the most of them first, each
+        batch advanced as its own call would. A field the recording never asked for answers
+        NOT_SUPPORTED in its slot where the reader has an older call for it (which the recording
+        holds: it was read that way), else UNKNOWN (no data, never a value)."""
         wanted = _items(args[2]._obj, int(called[1]))
         asked = _field_pairs(wanted)
-        best: tuple[int, tuple[str, str], list[dict[str, Any]]] | None = None
+        batches = []
         for key, answers in self._answers.items():
             recorded = json.loads(key[1])
-            if not _is_field_batch(key[0], recorded) or recorded[0] != called[0]:
-                continue
-            shared = len(set(asked) & set(_batch_fields(key)))
-            if shared and (best is None or shared > best[0]):
-                best = (shared, key, answers)
-        if best is None:
-            if all(pair[0] in _FIELDS_WITH_CALLS for pair in asked):  # read by their calls back then
-                for item in wanted:
-                    item.nvmlReturn = N.NVML_ERROR_NOT_SUPPORTED
-                return N.NVML_SUCCESS
+            shared = set(asked) & set(_batch_fields(key)) if _is_field_batch(key[0], recorded) else set()
+            if shared and recorded[0] == called[0]:
+                batches.append((len(shared), key, answers))
+        if not batches and not all(pair[0] in _FIELDS_WITH_CALLS for pair in asked):
             self.unanswered.add("nvmlDeviceGetFieldValues")
             return N.NVML_ERROR_UNKNOWN
-        _, key, answers = best
-        entry = self._entry_for_fields(key, answers, set(asked))
-        size = int(json.loads(key[1])[1])
-        array = field_array(_batch_fields(key))
-        restore((None, None, ctypes.byref(array)), entry["o"])
-        code = decode_result(entry["r"])
-        if code != N.NVML_SUCCESS:
-            return int(code)
-        answered = _items(array, size)
-        positions = {pair: k for k, pair in enumerate(_batch_fields(key))}
+        missing = set(asked)
+        for _, key, answers in sorted(batches, key=lambda batch: -batch[0]):  # stable: recorded order in ties
+            fields = _batch_fields(key)
+            taken = missing & set(fields)
+            if not taken:
+                continue
+            entry = self._entry_for_fields(key, answers, taken)
+            array = field_array(fields)
+            restore((None, None, ctypes.byref(array)), entry["o"])
+            code = decode_result(entry["r"])
+            if code != N.NVML_SUCCESS:
+                return int(code)
+            answered = _items(array, len(fields))
+            positions = {pair: k for k, pair in enumerate(fields)}
+            for k, pair in enumerate(asked):
+                if pair in taken:
+                    ctypes.pointer(wanted[k])[0] = answered[positions[pair]]  # the whole struct, copied
+            missing -= taken
         for k, pair in enumerate(asked):
-            found = positions.get(pair)
-            if found is not None:
-                ctypes.pointer(wanted[k])[0] = answered[found]  # the whole struct, copied
-            else:
+            if pair in missing:
                 wanted[k].nvmlReturn = (
                     N.NVML_ERROR_NOT_SUPPORTED if pair[0] in _FIELDS_WITH_CALLS else N.NVML_ERROR_UNKNOWN
                 )
@@ -213,7 +207,8 @@ class ReplayedNvml:
 
 
 def _is_field_batch(name: str, called: list[Any]) -> bool:
-    """A field-value call with its array of fields (key: handle, count, "r")."""
+    """A field-value call with its array of fields: its call key (handle, count, "r"), or the key
+    it is kept under, which adds the fields (:func:`_batch_key`)."""
     return name == "nvmlDeviceGetFieldValues" and called[2:3] == ["r"]
 
 
