@@ -851,7 +851,7 @@ def test_replayed_energy_counter_equals_the_power_nvidia_smi_saw_drawn_on_the_re
     # beside it (stamped in UTC), summed over the seconds between the first reading and the last: no
     # part of trayvml is in it. Replayed, the counter's joules and the energy meter's total over those
     # seconds are within 2 % of it (0.2 % that day), all of it the one process's. Until 2026-11-28
-    # the replay of 12 of the 14 real recordings read the counter as not supported (the meter fell
+    # the replays of 10 of the 12 real recordings before it read the counter as not supported (the meter fell
     # back to summing the power): it matched the counter's one-field batch to the NVLink link
     # count's, asked alone at start.
     import csv
