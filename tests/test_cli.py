@@ -33,6 +33,14 @@ def run_cli(*args: str, env: dict[str, str] | None = None, timeout: float = 60) 
     )
 
 
+def test_a_replay_is_said_in_balanced_words(capsys: pytest.CaptureFixture) -> None:
+    recording = Path(__file__).parent / "recordings" / "h200-580-fp.jsonl"
+    assert main(["snapshot", f"--simulate=replay={recording}"]) == 0
+    out = capsys.readouterr().out
+    banner = "SIMULATED: simulated GPUs (replayed NVML recording (h200-580-fp.jsonl)), not real hardware"
+    assert banner in out.splitlines()
+
+
 def test_snapshot_table_shows_every_gpu_and_says_it_is_simulated(capsys: pytest.CaptureFixture) -> None:
     assert main(["snapshot", SIM]) == 0
     out = capsys.readouterr().out

@@ -26,6 +26,7 @@ from trayvml.cli import main
 from trayvml.commands.serve import DEFAULT_PORT, Exporter, SamplingLoop, is_loopback, load_web_config, parse_listen
 from trayvml.core import prom_names
 from trayvml.core.errors import DriverStall, NvmlUnavailable, TrayvmlError, UnavailableReason
+from trayvml.core.lines import simulation_text
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import Unit
@@ -500,6 +501,19 @@ def test_simulated_gpus_are_served_as_simulated_and_read_back_as_simulated() -> 
     assert set(util.labels) == {"hostname", "uuid", "index"}  # the frequent series keep their labels
     (back,) = to_samples(points, "fallback", "http://x", sample.timestamp_s)
     assert back.simulation == sample.simulation == "simulated GPUs (training)"
+
+
+def test_a_replayed_recording_is_served_and_read_back_under_its_own_label() -> None:
+    # A replay's label is no scenario's ("replayed NVML recording (gpu.jsonl)"): served whole, read
+    # back whole inside "simulated GPUs (…)"; its parentheses were cut as a scenario's wrapper.
+    sample = replace(_simulated_sample(), simulation="replayed NVML recording (h200-580-fp.jsonl)")
+    points = _points(_scrape_text(sample))
+    (flag,) = [p for p in points if p.name == prom_names.SIMULATED]
+    assert flag.value == 1.0 and flag.labels["scenario"] == "replayed NVML recording (h200-580-fp.jsonl)"
+    (back,) = to_samples(points, "fallback", "http://x", sample.timestamp_s)
+    assert back.simulation == "simulated GPUs (replayed NVML recording (h200-580-fp.jsonl))"
+    assert simulation_text(back) == "simulated GPUs (replayed NVML recording (h200-580-fp.jsonl))"
+    assert simulation_text(sample) == simulation_text(back)
 
 
 def test_real_gpus_are_served_as_real_and_read_back_as_real() -> None:

@@ -16,7 +16,15 @@ from trayvml.core.i18n import translate
 from trayvml.core.lines import job_line
 from trayvml.core.metrics import GPM_MISSING, GPU_METRICS, HOST_METRICS
 from trayvml.core.safe_text import json_text, terminal_text
-from trayvml.core.sample import JOB_KINDS, DeviceInfo, GpuSample, MetricState, Sample, hidden_processes_words
+from trayvml.core.sample import (
+    JOB_KINDS,
+    DeviceInfo,
+    GpuSample,
+    MetricState,
+    Sample,
+    hidden_processes_words,
+    simulation_scenario,
+)
 from trayvml.core.static_fields import STATIC_FIELDS
 from trayvml.core.units import format_bytes, format_clock
 from trayvml.monitor.energy import EnergyMeter, job_key
@@ -39,7 +47,7 @@ def _show(gpu: GpuSample, key: str) -> str:
 def simulation_banner(sample: Sample) -> str:
     if not sample.simulation:
         return ""
-    scenario = sample.simulation.removeprefix("simulated GPUs ").strip("()")
+    scenario = simulation_scenario(sample.simulation)
     return translate("report", "SIMULATED: simulated GPUs ({scenario}), not real hardware").format(scenario=scenario)
 
 

@@ -20,6 +20,7 @@ from trayvml.core.sample import (
     Sample,
     job_text,
     said_age_s,
+    simulation_scenario,
 )
 from trayvml.core.units import GIB, format_bytes, short_name
 
@@ -220,7 +221,7 @@ def gpu_lines(sample: Sample | None, compact: bool = False) -> list[str]:
 
 def simulation_text(sample: Sample) -> str:
     """The sample's simulation label (English in JSON and logs), in the user's language."""
-    scenario = sample.simulation.removeprefix("simulated GPUs ").strip("()")
+    scenario = simulation_scenario(sample.simulation)
     return translate("GpuText", "simulated GPUs ({scenario})").format(scenario=scenario) if sample.simulation else ""
 
 

@@ -194,6 +194,19 @@ class ProcessSample:
         return kind == "pid" or (kind == "process" and self.attribution.root_pid == self.pid)
 
 
+SIMULATED_GPUS = "simulated GPUs ({scenario})"  # Sample.simulation of a scenario's GPUs (English)
+
+
+def simulation_scenario(simulation: str) -> str:
+    """What a sample's simulation label (``Sample.simulation``) names: the scenario of "simulated GPUs
+    (training)", else the label itself ("replayed NVML recording (gpu.jsonl)", which is no
+    scenario's: its parentheses are its own)."""
+    head, tail = SIMULATED_GPUS.split("{scenario}")
+    if simulation.startswith(head) and simulation.endswith(tail) and len(simulation) > len(head) + len(tail):
+        return simulation[len(head) : -len(tail)]
+    return simulation
+
+
 def job_text(process: ProcessSample, translated: bool = True) -> str:
     """'notebook exp/train.ipynb', 'docker 3f2a9c1b7e4d', 'Slurm job 4242 (train_llm)', 'pid 4100': the job as
     words (English where ``translated`` is False: JSON keys and logs)."""
@@ -313,7 +326,7 @@ class Sample:
     system: SystemInfo | None
     host: HostSample | None
     unavailable: NvmlUnavailable | None = None  # set when NVML could not be used at all
-    simulation: str = ""  # "" for real GPUs, else a label such as "simulated: training"
+    simulation: str = ""  # "" for real GPUs, else a label such as "simulated GPUs (training)"
     notes: tuple[str, ...] = field(default=())  # one-off remarks for the user (e.g. a function missing)
     stall: DriverStall | None = None  # set while the driver has not answered: ``gpus`` is empty then
     remote: RemoteOrigin | None = None  # set for a remote host's sample (``system.hostname`` names it)

@@ -35,7 +35,7 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.files import read_bounded
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
-from trayvml.core.sample import MetricState, Sample
+from trayvml.core.sample import MetricState, Sample, simulation_scenario
 from trayvml.nvml.specs import read_periods_s
 from trayvml.prometheus import DEFAULT_PORT
 
@@ -57,11 +57,6 @@ def up_reason(sample: Sample) -> str:
     if sample.unavailable is not None:
         return sample.unavailable.reason.value
     return ""
-
-
-def simulation_scenario(sample: Sample) -> str:
-    """The simulated scenario's name ("training"), "" for real GPUs."""
-    return sample.simulation.removeprefix("simulated GPUs ").strip("()") if sample.simulation else ""
 
 
 @dataclass(frozen=True)
@@ -127,7 +122,7 @@ def series(sample: Sample | None, hostname: str) -> Iterator[tuple[Family, list[
     reason = up_reason(sample)
     yield _UP, [((host, reason), 0.0 if reason else 1.0)]
     yield _WHEN, [((host,), sample.timestamp_s)]
-    yield _SIMULATED, [((host, simulation_scenario(sample)), 1.0 if sample.simulation else 0.0)]
+    yield _SIMULATED, [((host, simulation_scenario(sample.simulation)), 1.0 if sample.simulation else 0.0)]
     yield from _gpus(sample, host)
     if sample.host is not None:
         for served, value in zip(_served(HOST_METRICS, ("hostname",)), sample.host.values, strict=True):

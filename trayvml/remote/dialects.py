@@ -29,6 +29,7 @@ from trayvml.core.safe_text import clean, shorten
 from trayvml.core.sample import (
     JOB_KINDS,
     NO_ATTRIBUTION,
+    SIMULATED_GPUS,
     Attribution,
     DeviceInfo,
     GpuSample,
@@ -516,7 +517,7 @@ def _read(
         elif name == dialect.simulated:
             if value == 1.0:  # the scenario is the exporter's text: shown cleaned and cut short
                 scenario = shorten(clean(labels.get("scenario", ""))) or "?"
-                host_of(labels).simulation = f"simulated GPUs ({scenario})"
+                host_of(labels).simulation = SIMULATED_GPUS.format(scenario=scenario)
         elif name in dialect.host:
             key, scale = dialect.host[name]
             host = host_of(labels)

@@ -52,7 +52,7 @@ from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.lines import origin_text, simulation_text
 from trayvml.core.metrics import Group
 from trayvml.core.safe_text import clean, rich_text, shorten, shown_url
-from trayvml.core.sample import DeviceInfo, MetricState, Sample
+from trayvml.core.sample import DeviceInfo, MetricState, Sample, simulation_scenario
 from trayvml.core.units import format_clock, format_duration, short_name
 from trayvml.history.timeline import GAP_MIN_S, History
 from trayvml.monitor.energy import energy_in_range, format_energy
@@ -568,7 +568,7 @@ class GraphWindow(QMainWindow):
             ).format(count=count)
         if sample.simulation:
             title += translate("GraphWindow", " — SIMULATED ({what})").format(
-                what=sample.simulation.removeprefix("simulated GPUs ").strip("()")
+                what=simulation_scenario(sample.simulation)
             )
         if title != self.windowTitle():
             self.setWindowTitle(title)

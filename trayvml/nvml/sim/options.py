@@ -45,6 +45,7 @@ from dataclasses import dataclass, field, replace
 
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.i18n import translate
+from trayvml.core.sample import SIMULATED_GPUS
 from trayvml.nvml.sim.profiles import MIG_PROFILES, MIG_SLICES, PROFILES
 
 SIMULATE_ENV = "TRAYVML_SIMULATE"
@@ -92,7 +93,7 @@ class SimSpec:
     def label(self) -> str:
         if self.replay:
             return f"replayed NVML recording ({os.path.basename(self.replay)})"
-        return f"simulated GPUs ({self.scenario})"
+        return SIMULATED_GPUS.format(scenario=self.scenario)
 
 
 def _number(key: str, text: str, high: float, what: str) -> float:
