@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -122,6 +123,71 @@ def test_ticks_without_process_lists_stay_unattributed() -> None:
         states[GPU_INDEX["process_count"]] = MetricState.NOT_READ
         meter.update(Sample(k, (GpuSample(0, gpu.values, tuple(states), ()),), sample.devices, None, None))
     assert meter.process_wh == {} and math.isclose(meter.unattributed_wh(0), 36.0)
+
+
+def test_the_idle_trays_list_readings_share_the_energy_between_them() -> None:
+    # The idle tray reads the process lists one tick in STORE_PROCESSES_S (for the history on
+    # disk), as here; the energy of the ticks between used to go unattributed, so a job's energy
+    # read 1/10 of the GPU's when the window opened. Shared at each reading, it is the GPU's, but
+    # for the ticks since the last reading.
+    from trayvml.core.demand import HISTORY, PROCESSES, STORE_PROCESSES_S
+
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    meter = EnergyMeter()
+    lists_s = math.nan
+    for k in range(121):
+        sample = source.sample(HISTORY | ({PROCESSES} if k % STORE_PROCESSES_S == 0 else set()))
+        meter.update(sample)
+        if sample.gpus[0].state("process_count") is MetricState.OK:
+            (job,), lists_s = sample.gpus[0].processes, sample.timestamp_s
+        clock.advance_s(1.0)
+    assert lists_s == sample.timestamp_s  # the last tick read the lists: nothing waits to be shared
+    assert meter.process_energy_wh(job) == pytest.approx(meter.since_start_wh(0))
+    assert meter.process_energy_wh(job) > 0 and meter.unattributed_wh(0) == pytest.approx(0.0, abs=1e-9)
+
+
+def listed(t_s: float, processes: tuple[ProcessSample, ...] | None, power_w: float = 360) -> Sample:
+    """A GPU at ``power_w`` whose process lists were read (``processes``) or not (None)."""
+    sample = gpu_sample(t_s, power_w=power_w, processes=processes or ())
+    if processes is not None:
+        return sample
+    gpu = sample.gpus[0]
+    states = list(gpu.states)
+    states[GPU_INDEX["process_count"]] = MetricState.NOT_READ
+    return replace(sample, gpus=(replace(gpu, states=tuple(states)),))
+
+
+def test_between_readings_energy_goes_to_the_processes_listed_at_both() -> None:
+    # 0.1 Wh a second at 360 W. A (listed throughout) and B (gone by the reading at 30 s) share the
+    # first 20 s equally by memory; of the 9 s before that reading B had no part: A gets them, and
+    # C, first listed then, none (it may have started at any time), but half of each second from
+    # its reading on, that one's included.
+    a, b, c = proc(1, 1e9), proc(2, 1e9), proc(3, 1e9)
+    meter = EnergyMeter()
+    for k in range(31):
+        lists = {0: (a, b), 10: (a, b), 20: (a, b), 30: (a, c)}.get(k)
+        meter.update(listed(k, lists))
+    assert meter.process_energy_wh(a) == pytest.approx(1.0 + 0.9 + 0.05)
+    assert meter.process_energy_wh(b) == pytest.approx(1.0)
+    assert meter.process_energy_wh(c) == pytest.approx(0.05) and meter.unattributed_wh(0) == 0.0
+    meter.update(listed(31, (a, c)))
+    assert meter.process_energy_wh(c) == pytest.approx(0.1)
+
+
+def test_energy_with_no_list_read_for_long_is_unattributed() -> None:
+    # Lists no longer read (the job-finished rule turned off, no history on disk): no process gets
+    # the energy of the ticks past SHARED_LATER_S, nor of those before it that were never shared.
+    from trayvml.monitor.energy import SHARED_LATER_S
+
+    a = proc(1, 1e9)
+    meter = EnergyMeter()
+    meter.update(listed(0, (a,)))
+    for k in range(1, 3601):
+        meter.update(listed(k, None))
+    meter.update(listed(3601, (a,)))
+    assert meter.process_energy_wh(a) == pytest.approx(0.1)  # its last tick's second
+    assert meter.unattributed_wh(0) == pytest.approx(360.0)
+    assert SHARED_LATER_S < 3600
 
 
 def test_job_finished_text_and_formats() -> None:

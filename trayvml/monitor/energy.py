@@ -5,8 +5,10 @@ answers, and from its power draw integrated over time where it does not (older G
 runtime-suspended GPU draws 0 W here (it is not queried, and sleeping is what it costs least).
 Each tick's energy is shared among the GPU's processes by their share of its SMs (NVML's
 per-process utilization, with its last-seen timestamp) or, where the driver does not tell it (MIG,
-old drivers, no samples yet), of its memory; counted only on ticks whose process lists were read;
-the rest is "unattributed". A job is the process's job as ``ProcessSample.job`` says (its notebook,
+old drivers, no samples yet), of its memory. Between two readings of the process lists (the idle
+tray reads them every STORE_PROCESSES_S, for the history on disk) the energy is shared at the
+second among the processes listed at both; energy with no list read in SHARED_LATER_S, or none to
+share it with, is "unattributed". A job is the process's job as ``ProcessSample.job`` says (its notebook,
 container, Slurm job, unit, session or process tree, from trayvml.host.attribution), else the process.
 """
 
@@ -15,10 +17,12 @@ from __future__ import annotations
 import bisect
 import math
 from collections import deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from trayvml.core.i18n import translate
+from trayvml.core.lines import JOB_KEPT_S
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import format_duration
 
@@ -32,6 +36,9 @@ CHECKPOINT_S = 10.0  # how finely energy over a range can be told
 # either side of it (half of them were dropped at 60 s).
 MAX_GAP_S = 90.0
 DRIVER, INTEGRATED = "driver counter", "integrated power"  # in snapshot --json: not translated
+# The energy of the ticks without process lists is shared at the next reading within this long: a
+# list reading missed (a slow tick) loses nothing; lists no longer read at all leave it unattributed.
+SHARED_LATER_S = JOB_KEPT_S
 
 
 def job_key(process: ProcessSample) -> str:
@@ -63,6 +70,11 @@ class _GpuEnergy:
     last_power_w: float = math.nan
     last_s: float = math.nan
     unattributed_wh: float = 0.0
+    # Since the process lists were last read: the energy to share at the next reading, among the
+    # processes listed then and at that one (those that ran the whole time).
+    pending_wh: float = 0.0
+    listed: frozenset[ProcessKey] = frozenset()
+    listed_s: float = math.nan
     # (time, energy since start) every CHECKPOINT_S, for any range the history covers
     times_s: deque[float] = field(default_factory=deque)
     totals_wh: deque[float] = field(default_factory=deque)
@@ -112,7 +124,7 @@ class EnergyMeter:
         e.last_counter_j = counter
         e.last_power_w, e.last_s = power, now_s
         e.since_start_wh += added_wh
-        self._attribute(gpu, e, added_wh)
+        self._attribute(gpu, e, added_wh, now_s)
         if not e.times_s or now_s - e.times_s[-1] >= CHECKPOINT_S:
             e.times_s.append(now_s)
             e.totals_wh.append(e.since_start_wh)
@@ -120,30 +132,42 @@ class EnergyMeter:
                 e.times_s.popleft()
                 e.totals_wh.popleft()
 
-    def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float) -> None:
-        read = gpu.state("process_count") is MetricState.OK
-        if not read or not added_wh or not gpu.processes:  # nothing to share out (most samples)
-            e.unattributed_wh += added_wh
+    def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float, now_s: float) -> None:
+        if gpu.state("process_count") is not MetricState.OK:  # no lists this tick (most idle ones)
+            if e.listed and now_s - e.listed_s <= SHARED_LATER_S:
+                e.pending_wh += added_wh
+            else:
+                e.unattributed_wh += e.pending_wh + added_wh
+                e.pending_wh = 0.0
             return
+        pending, ran_since = e.pending_wh, e.listed
+        e.pending_wh, e.listed, e.listed_s = 0.0, frozenset(process_key(p) for p in gpu.processes), now_s
+        e.unattributed_wh += self._share(gpu.processes, added_wh)
+        if pending:
+            e.unattributed_wh += self._share([p for p in gpu.processes if process_key(p) in ran_since], pending)
+
+    def _share(self, processes: Sequence[ProcessSample], wh: float) -> float:
+        """Shares ``wh`` among ``processes``; what it could not share (none to share it with)."""
+        if not wh or not processes:
+            return wh
         # By SM share where the driver tells it for every process (nvmlDeviceGetProcessUtilization),
         # else by memory: one process's unknown share (NaN) would otherwise hand its part to the others.
-        sm = [p.sm_util_percent for p in gpu.processes]
         weights = {}
-        if not any(math.isnan(share) for share in sm):
-            weights = {p.pid: p.sm_util_percent for p in gpu.processes if p.sm_util_percent > 0}
+        if not any(math.isnan(p.sm_util_percent) for p in processes):
+            weights = {p.pid: p.sm_util_percent for p in processes if p.sm_util_percent > 0}
         if not weights:
-            weights = {p.pid: p.used_memory_bytes for p in gpu.processes if p.used_memory_bytes > 0}
+            weights = {p.pid: p.used_memory_bytes for p in processes if p.used_memory_bytes > 0}
         total = sum(weights.values())
         if not total:
-            e.unattributed_wh += added_wh
-            return
-        for process in gpu.processes:
+            return wh
+        for process in processes:
             share = weights.get(process.pid, 0.0) / total
             if share:
                 key = process_key(process)
-                self.process_wh[key] = self.process_wh.get(key, 0.0) + added_wh * share
+                self.process_wh[key] = self.process_wh.get(key, 0.0) + wh * share
                 job = _job_key(process, key)
-                self.job_wh[job] = self.job_wh.get(job, 0.0) + added_wh * share
+                self.job_wh[job] = self.job_wh.get(job, 0.0) + wh * share
+        return 0.0
 
     # ---- what it tells ----
     def since_start_wh(self, gpu: int) -> float:
