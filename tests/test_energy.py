@@ -114,7 +114,7 @@ def test_a_job_is_the_attributions_job_notebook_slurm_or_process_tree() -> None:
     assert job_key(proc(5, 1e9)) == "pid 5"
 
 
-def test_ticks_without_process_lists_stay_unattributed() -> None:
+def test_ticks_without_process_lists_ever_read_stay_unattributed() -> None:
     meter = EnergyMeter()
     for k in range(3601):
         sample = gpu_sample(k, power_w=36, processes=(proc(1, 1e9),))
@@ -157,21 +157,64 @@ def listed(t_s: float, processes: tuple[ProcessSample, ...] | None, power_w: flo
     return replace(sample, gpus=(replace(gpu, states=tuple(states)),))
 
 
-def test_between_readings_energy_goes_to_the_processes_listed_at_both() -> None:
-    # 0.1 Wh a second at 360 W. A (listed throughout) and B (gone by the reading at 30 s) share the
-    # first 20 s equally by memory; of the 9 s before that reading B had no part: A gets them, and
-    # C, first listed then, none (it may have started at any time), but half of each second from
-    # its reading on, that one's included.
+def test_between_readings_each_process_gets_the_mean_of_its_shares_at_both() -> None:
+    # 0.1 Wh a second at 360 W, shared by memory. A and B, listed at the readings at 0, 10 and 20 s,
+    # share those 20 s equally. At 30 s B is gone and C listed: of the 9 s between, A gets the mean
+    # of its shares at the two readings (half and half: 0.45 Wh), B and C the mean of half and
+    # nothing (0.225 Wh each), having each run some part of them (when, no reading tells); the
+    # second of each reading goes by that reading's shares alone.
     a, b, c = proc(1, 1e9), proc(2, 1e9), proc(3, 1e9)
     meter = EnergyMeter()
     for k in range(31):
         lists = {0: (a, b), 10: (a, b), 20: (a, b), 30: (a, c)}.get(k)
         meter.update(listed(k, lists))
-    assert meter.process_energy_wh(a) == pytest.approx(1.0 + 0.9 + 0.05)
-    assert meter.process_energy_wh(b) == pytest.approx(1.0)
-    assert meter.process_energy_wh(c) == pytest.approx(0.05) and meter.unattributed_wh(0) == 0.0
+    assert meter.process_energy_wh(a) == pytest.approx(1.0 + 0.45 + 0.05)
+    assert meter.process_energy_wh(b) == pytest.approx(1.0 + 0.225)
+    assert meter.process_energy_wh(c) == pytest.approx(0.225 + 0.05)
+    assert meter.unattributed_wh(0) == pytest.approx(0.0, abs=1e-12)
     meter.update(listed(31, (a, c)))
-    assert meter.process_energy_wh(c) == pytest.approx(0.1)
+    assert meter.process_energy_wh(c) == pytest.approx(0.325)
+
+
+def test_between_readings_an_idle_process_does_not_take_a_busy_ones_part() -> None:
+    # By SM share: busy B (95 %) ends between two readings where idle A (0 %) stays: B gets half of
+    # the 9 s between (its whole share at the first reading, none at the second), not A all of it.
+    a, b = (
+        ProcessSample(0, 1, "compute", 1e9, sm_util_percent=0.0),
+        ProcessSample(0, 2, "compute", 1e9, sm_util_percent=95.0),
+    )
+    meter = EnergyMeter()
+    for k in range(11):
+        meter.update(listed(k, {0: (a, b), 10: (a,)}.get(k)))
+    assert meter.process_energy_wh(b) == pytest.approx(0.45)
+    assert meter.process_energy_wh(a) == pytest.approx(0.45 + 0.1)  # and its own second by memory
+
+
+def test_the_wall_clock_set_moves_the_last_list_reading_with_it() -> None:
+    # Set on by two minutes after a reading, the energy waiting to be shared is still shared at the
+    # next one; set back an hour, lists no longer read leave it unattributed after SHARED_LATER_S,
+    # not after the hour as well.
+    from trayvml.monitor.energy import SHARED_LATER_S
+
+    a = proc(1, 1e9)
+    ahead = EnergyMeter()
+    for k in range(5):
+        ahead.update(listed(k, (a,) if k == 0 else None))
+    ahead.clock_set(120.0, 125.0)
+    for t_s in range(125, 136):
+        ahead.update(listed(t_s, (a,) if t_s == 135 else None))
+    assert ahead.unattributed_wh(0) == pytest.approx(0.0, abs=1e-12)
+    assert ahead.process_energy_wh(a) == pytest.approx(ahead.since_start_wh(0))
+    back = EnergyMeter()
+    for k in range(5):
+        back.update(listed(k, (a,) if k == 0 else None))
+    back.clock_set(-3600.0, 5.0 - 3600)
+    for k in range(5, 605):
+        back.update(listed(k - 3600, None))
+    back.update(listed(605 - 3600, (a,)))
+    assert back.process_energy_wh(a) == pytest.approx(0.1)  # the last reading's own second
+    assert back.unattributed_wh(0) == pytest.approx(back.since_start_wh(0) - 0.1)
+    assert back.since_start_wh(0) > 0.1 * (SHARED_LATER_S + 5)
 
 
 def test_energy_with_no_list_read_for_long_is_unattributed() -> None:

@@ -514,6 +514,10 @@ def test_a_replayed_recording_is_served_and_read_back_under_its_own_label() -> N
     assert back.simulation == "simulated GPUs (replayed NVML recording (h200-580-fp.jsonl))"
     assert simulation_text(back) == "simulated GPUs (replayed NVML recording (h200-580-fp.jsonl))"
     assert simulation_text(sample) == simulation_text(back)
+    long = replace(sample, simulation="replayed NVML recording (h100-580-clockstep-after-the-driver-update.jsonl)")
+    (cut,) = to_samples(_points(_scrape_text(long)), "fallback", "http://x", sample.timestamp_s)
+    assert cut.simulation.startswith("simulated GPUs (replayed NVML recording (h100-580-clockstep")
+    assert cut.simulation.endswith("…))")  # cut short (48 characters of an exporter's text), said whole
 
 
 def test_real_gpus_are_served_as_real_and_read_back_as_real() -> None:

@@ -222,6 +222,7 @@ def gpu_lines(sample: Sample | None, compact: bool = False) -> list[str]:
 def simulation_text(sample: Sample) -> str:
     """The sample's simulation label (English in JSON and logs), in the user's language."""
     scenario = simulation_scenario(sample.simulation)
+    # core.sample.SIMULATED_GPUS's words, written out for the translators' tools to find
     return translate("GpuText", "simulated GPUs ({scenario})").format(scenario=scenario) if sample.simulation else ""
 
 

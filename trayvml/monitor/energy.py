@@ -5,10 +5,12 @@ answers, and from its power draw integrated over time where it does not (older G
 runtime-suspended GPU draws 0 W here (it is not queried, and sleeping is what it costs least).
 Each tick's energy is shared among the GPU's processes by their share of its SMs (NVML's
 per-process utilization, with its last-seen timestamp) or, where the driver does not tell it (MIG,
-old drivers, no samples yet), of its memory. Between two readings of the process lists (the idle
-tray reads them every STORE_PROCESSES_S, for the history on disk) the energy is shared at the
-second among the processes listed at both; energy with no list read in SHARED_LATER_S, or none to
-share it with, is "unattributed". A job is the process's job as ``ProcessSample.job`` says (its notebook,
+old drivers, no samples yet), of its memory. Where the process lists are read only now and then
+(the idle tray reads them every STORE_PROCESSES_S for the history on disk), the energy between two
+readings is shared at the second by the mean of each process's share at the two (a trapezoid, as
+power is integrated: a process at one reading only gets half its share there, having run some part
+of the time between); energy with no list read for SHARED_LATER_S, or no process to share it with,
+is "unattributed". A job is the process's job as ``ProcessSample.job`` says (its notebook,
 container, Slurm job, unit, session or process tree, from trayvml.host.attribution), else the process.
 """
 
@@ -21,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from trayvml.core.demand import STORE_PROCESSES_S
 from trayvml.core.i18n import translate
-from trayvml.core.lines import JOB_KEPT_S
 from trayvml.core.sample import GpuSample, MetricState, ProcessSample, Sample, job_text
 from trayvml.core.units import format_duration
 
@@ -37,8 +39,8 @@ CHECKPOINT_S = 10.0  # how finely energy over a range can be told
 MAX_GAP_S = 90.0
 DRIVER, INTEGRATED = "driver counter", "integrated power"  # in snapshot --json: not translated
 # The energy of the ticks without process lists is shared at the next reading within this long: a
-# list reading missed (a slow tick) loses nothing; lists no longer read at all leave it unattributed.
-SHARED_LATER_S = JOB_KEPT_S
+# reading or two missed (slow ticks) loses nothing; lists no longer read leave it unattributed.
+SHARED_LATER_S = 3 * STORE_PROCESSES_S
 
 
 def job_key(process: ProcessSample) -> str:
@@ -70,11 +72,11 @@ class _GpuEnergy:
     last_power_w: float = math.nan
     last_s: float = math.nan
     unattributed_wh: float = 0.0
-    # Since the process lists were last read: the energy to share at the next reading, among the
-    # processes listed then and at that one (those that ran the whole time).
+    # Since the process lists were last read: the energy to share at the next reading, and each
+    # process's share at the last one (with the process, for its job).
     pending_wh: float = 0.0
-    listed: frozenset[ProcessKey] = frozenset()
-    listed_s: float = math.nan
+    shares: dict[ProcessKey, tuple[ProcessSample, float]] = field(default_factory=dict)
+    listed_s: float = math.nan  # when the lists were last read; NaN: never
     # (time, energy since start) every CHECKPOINT_S, for any range the history covers
     times_s: deque[float] = field(default_factory=deque)
     totals_wh: deque[float] = field(default_factory=deque)
@@ -97,7 +99,10 @@ class EnergyMeter:
         """The wall clock was set by ``step_s`` before the sample at ``now_s`` (the host's Monitor
         tells). Set back, the checkpoints ahead of it go (the total since start stays): kept, no
         checkpoint was made until the clock passed them again, and the energy over a range up to
-        now was unknown for as long as the step."""
+        now was unknown for as long as the step. Either way the last reading of the process lists
+        moves with the clock: what waits to be shared waits as long as it would have."""
+        for e in self._gpus.values():
+            e.listed_s += step_s  # as long ago as before the step: SHARED_LATER_S holds either way
         if step_s >= 0:
             return
         for e in self._gpus.values():
@@ -134,40 +139,29 @@ class EnergyMeter:
 
     def _attribute(self, gpu: GpuSample, e: _GpuEnergy, added_wh: float, now_s: float) -> None:
         if gpu.state("process_count") is not MetricState.OK:  # no lists this tick (most idle ones)
-            if e.listed and now_s - e.listed_s <= SHARED_LATER_S:
+            if now_s - e.listed_s <= SHARED_LATER_S:  # (False where never read: NaN)
                 e.pending_wh += added_wh
             else:
                 e.unattributed_wh += e.pending_wh + added_wh
                 e.pending_wh = 0.0
             return
-        pending, ran_since = e.pending_wh, e.listed
-        e.pending_wh, e.listed, e.listed_s = 0.0, frozenset(process_key(p) for p in gpu.processes), now_s
-        e.unattributed_wh += self._share(gpu.processes, added_wh)
-        if pending:
-            e.unattributed_wh += self._share([p for p in gpu.processes if process_key(p) in ran_since], pending)
+        shares = _shares(gpu.processes)
+        e.unattributed_wh += self._credit(shares, added_wh)
+        if e.pending_wh:
+            mean = {key: (process, share / 2) for key, (process, share) in e.shares.items()}
+            for key, (process, share) in shares.items():
+                mean[key] = (process, mean.get(key, (process, 0.0))[1] + share / 2)
+            e.unattributed_wh += self._credit(mean, e.pending_wh)
+        e.pending_wh, e.shares, e.listed_s = 0.0, shares, now_s
 
-    def _share(self, processes: Sequence[ProcessSample], wh: float) -> float:
-        """Shares ``wh`` among ``processes``; what it could not share (none to share it with)."""
-        if not wh or not processes:
-            return wh
-        # By SM share where the driver tells it for every process (nvmlDeviceGetProcessUtilization),
-        # else by memory: one process's unknown share (NaN) would otherwise hand its part to the others.
-        weights = {}
-        if not any(math.isnan(p.sm_util_percent) for p in processes):
-            weights = {p.pid: p.sm_util_percent for p in processes if p.sm_util_percent > 0}
-        if not weights:
-            weights = {p.pid: p.used_memory_bytes for p in processes if p.used_memory_bytes > 0}
-        total = sum(weights.values())
-        if not total:
-            return wh
-        for process in processes:
-            share = weights.get(process.pid, 0.0) / total
-            if share:
-                key = process_key(process)
-                self.process_wh[key] = self.process_wh.get(key, 0.0) + wh * share
-                job = _job_key(process, key)
-                self.job_wh[job] = self.job_wh.get(job, 0.0) + wh * share
-        return 0.0
+    def _credit(self, shares: dict[ProcessKey, tuple[ProcessSample, float]], wh: float) -> float:
+        """Adds each process's share of ``wh`` to it and its job; what no share covers."""
+        for key, (process, share) in shares.items():
+            self.process_wh[key] = self.process_wh.get(key, 0.0) + wh * share
+            job = _job_key(process, key)
+            self.job_wh[job] = self.job_wh.get(job, 0.0) + wh * share
+        covered = sum(share for _, share in shares.values())
+        return wh * (1.0 - covered) if covered < 1.0 - 1e-9 else 0.0  # (shares add up to 1 but for rounding)
 
     # ---- what it tells ----
     def since_start_wh(self, gpu: int) -> float:
@@ -200,6 +194,20 @@ class EnergyMeter:
     def unattributed_wh(self, gpu: int) -> float:
         e = self._gpus.get(gpu)
         return math.nan if e is None else e.unattributed_wh
+
+
+def _shares(processes: Sequence[ProcessSample]) -> dict[ProcessKey, tuple[ProcessSample, float]]:
+    """Each process's share of its GPU's energy now (adding up to 1; none where there is nothing to
+    tell it by): by its share of the SMs where the driver tells it for every process
+    (nvmlDeviceGetProcessUtilization), else of the memory: one process's unknown share (NaN) would
+    otherwise hand its part to the others."""
+    weights = {}
+    if not any(math.isnan(p.sm_util_percent) for p in processes):
+        weights = {process_key(p): (p, p.sm_util_percent) for p in processes if p.sm_util_percent > 0}
+    if not weights:
+        weights = {process_key(p): (p, p.used_memory_bytes) for p in processes if p.used_memory_bytes > 0}
+    total = sum(weight for _, weight in weights.values())
+    return {key: (p, weight / total) for key, (p, weight) in weights.items()} if total else {}
 
 
 def _at(times: list[float], totals: list[float], t_s: float, e: _GpuEnergy) -> float:

@@ -517,6 +517,8 @@ def _read(
         elif name == dialect.simulated:
             if value == 1.0:  # the scenario is the exporter's text: shown cleaned and cut short
                 scenario = shorten(clean(labels.get("scenario", ""))) or "?"
+                if scenario.count("(") > scenario.count(")"):  # a replay's "(file.jsonl)", cut short
+                    scenario += ")"
                 host_of(labels).simulation = SIMULATED_GPUS.format(scenario=scenario)
         elif name in dialect.host:
             key, scale = dialect.host[name]
