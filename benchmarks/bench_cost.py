@@ -1,6 +1,7 @@
 """What watching costs, side by side with gpustat and nvitop (issue 8 §4, PERFORMANCE.md P9, P3').
 
     .venv/bin/python benchmarks/bench_cost.py [--seconds S] [--gpus N] [--runs R] [--settle S] [--only NAME] [--window]
+    python3 benchmarks/bench_cost.py --real [--seconds S] [--runs R] [--settle S]
 
 Every tool runs as a process of its own for S seconds, after a settling time, on the same
 simulated GPUs beneath pynvml with realistic driver latency (busy-waits for cheap calls, sleeps
@@ -10,6 +11,12 @@ its default columns every second; the tray runs on a virtual desktop with a real
 host, window closed. CPU is the process tree's user + system time over the run (% of one core),
 RSS that of the tool's Python process. Needs gpustat and nvitop (`pip install -e .[bench]`) and,
 for the tray, the desktop stack of `scripts/setup --test`.
+
+``--real`` (a machine with NVIDIA GPUs and no desktop: scripts/real-gpu-check's ``cost`` step):
+this machine's GPUs, every tool at once (their calls meet in the same driver, as a user's do):
+`trayvml record` (the tray's sampler and history on disk without its GUI: what the idle tray does
+beyond drawing), `trayvml log` and, beside them, nvidia-smi logging log's columns each second and,
+where tmux is installed, gpustat and nvitop.
 """
 
 from __future__ import annotations
@@ -124,6 +131,60 @@ def tools(gpus: int, folder: Path) -> dict[str, tuple[list[str], bool]]:
     }  # fmt: skip
 
 
+def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None, bool]]:
+    """``--real``: name -> (command, environment, needs a terminal), on this machine's GPUs."""
+    import shutil
+
+    from trayvml.commands.csvlog import DEFAULT_FIELDS
+    from trayvml.commands.doctor import smi_known_fields
+
+    runtime = folder / "runtime"
+    runtime.mkdir(mode=0o700, exist_ok=True)
+    own = {**os.environ, "XDG_STATE_HOME": str(folder / "state"), "XDG_CONFIG_HOME": str(folder / "config")}
+    own["XDG_RUNTIME_DIR"] = str(runtime)  # (a folder of its own: no other trayvml's instance lock)
+    trayvml = [sys.executable, "-m", "trayvml"]
+    fields = ",".join(smi_known_fields("nvidia-smi", [f for f in DEFAULT_FIELDS if f != "timestamp"]))
+    found = {
+        "trayvml record (the idle tray's sampler and history on disk, no GUI)": ([*trayvml, "record"], own, False),
+        "trayvml log (default columns)": (
+            [*trayvml, "log", "--csv", str(folder / "log.csv"), "--interval", "1"],
+            own,
+            False,
+        ),
+        "nvidia-smi --query-gpu (log's columns) -l 1": (
+            ["nvidia-smi", f"--query-gpu=timestamp,{fields}", "--format=csv", "-l", "1", "-f", str(folder / "smi.csv")],
+            None,
+            False,
+        ),
+    }
+    if shutil.which("tmux"):  # curses tools need a terminal emulator (_Started)
+        for name, command in (
+            ("gpustat --interval 1", ["gpustat", "--interval", "1"]),
+            ("nvitop --monitor --interval 1", ["nvitop", "--monitor", "--interval", "1"]),
+        ):
+            if shutil.which(command[0]):
+                found[name] = ([sys.executable, "-m", command[0], *command[1:]], None, True)
+    return found  # fmt: skip
+
+
+def measure_together(
+    commands: dict[str, tuple[list[str], dict[str, str] | None, bool]], seconds: float, settle_s: float
+) -> dict[str, tuple[float, float]]:
+    """(CPU % of one core, RSS MiB) of each command, all running at once, over ``seconds`` after ``settle_s``."""
+    started: dict[str, _Started] = {}
+    try:
+        for name, (command, env, terminal) in commands.items():
+            started[name] = _Started(command, env, terminal)
+        time.sleep(settle_s)
+        before = {name: _tree_cpu_s(tool.process) for name, tool in started.items()}
+        time.sleep(seconds)
+        spent = {name: _tree_cpu_s(tool.process) - before[name] for name, tool in started.items()}
+        return {name: (spent[name] / seconds * 100, _python_rss_mib(tool.process)) for name, tool in started.items()}
+    finally:
+        for tool in started.values():
+            tool.stop()
+
+
 def tray_idle(gpus: int, seconds: float, settle_s: float = SETTLE_S) -> tuple[float, float]:
     from tests.desktop import DesktopStack, wait_until
 
@@ -173,6 +234,7 @@ def main() -> None:
         help="seconds each tool runs before it is measured (70: past the window's first minute, whose"
         " range still reaches back before the tray started)",
     )
+    parser.add_argument("--real", action="store_true", help="this machine's GPUs, no desktop (see above)")
     parser.add_argument(
         "--only",
         help="of the peers and `trayvml log`, measure only those whose name contains this (the tray: --no-tray)",
@@ -180,7 +242,10 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for _ in range(args.runs):
+        for _ in range(args.runs if args.real else 0):
+            for name, cost in measure_together(real_tools(Path(folder)), args.seconds, args.settle).items():
+                results.setdefault(name, []).append(cost)
+        for _ in range(0 if args.real else args.runs):
             for name, (command, terminal) in tools(args.gpus, Path(folder)).items():
                 if args.only is None or args.only in name:
                     cost = measure(command, args.seconds, terminal=terminal, settle_s=args.settle)
@@ -195,7 +260,10 @@ def main() -> None:
     rss = {name: statistics.median(r for _, r in runs) for name, runs in results.items()}
     peers = [cpu[name] for name in cpu if not name.startswith("trayvml")]
     cheaper_peer = min(peers) if peers else float("nan")
-    print(f"{args.gpus} simulated H100s, realistic driver latency, {args.seconds:.0f} s, median of {args.runs}")
+    if args.real:
+        print(f"this machine's GPUs (libnvidia-ml), all at once, {args.seconds:.0f} s, median of {args.runs}")
+    else:
+        print(f"{args.gpus} simulated H100s, realistic driver latency, {args.seconds:.0f} s, median of {args.runs}")
     print("| tool | CPU % of a core | ÷ cheaper peer | RSS MiB |")
     print("|---|---:|---:|---:|")
     for name in cpu:
