@@ -133,6 +133,7 @@ def tools(gpus: int, folder: Path) -> dict[str, tuple[list[str], bool]]:
 
 def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None, bool]]:
     """``--real``: name -> (command, environment, needs a terminal), on this machine's GPUs."""
+    import importlib.util
     import shutil
 
     from trayvml.commands.csvlog import DEFAULT_FIELDS
@@ -162,7 +163,7 @@ def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None
             ("gpustat --interval 1", ["gpustat", "--interval", "1"]),
             ("nvitop --monitor --interval 1", ["nvitop", "--monitor", "--interval", "1"]),
         ):
-            if shutil.which(command[0]):
+            if importlib.util.find_spec(command[0]) is not None:  # (run as modules: wheels bring no scripts)
                 found[name] = ([sys.executable, "-m", command[0], *command[1:]], None, True)
     return found  # fmt: skip
 
