@@ -177,10 +177,13 @@ def measure_together(
         for name, (command, env, terminal) in commands.items():
             started[name] = _Started(command, env, terminal)
         time.sleep(settle_s)
-        before = {name: _tree_cpu_s(tool.process) for name, tool in started.items()}
+        running = {name: tool for name, tool in started.items() if tool.process.is_running()}
+        for name in started.keys() - running.keys():
+            print(f"{name}: ended before it was measured", file=sys.stderr)
+        before = {name: _tree_cpu_s(tool.process) for name, tool in running.items()}
         time.sleep(seconds)
-        spent = {name: _tree_cpu_s(tool.process) - before[name] for name, tool in started.items()}
-        return {name: (spent[name] / seconds * 100, _python_rss_mib(tool.process)) for name, tool in started.items()}
+        spent = {name: _tree_cpu_s(tool.process) - before[name] for name, tool in running.items()}
+        return {name: (spent[name] / seconds * 100, _python_rss_mib(tool.process)) for name, tool in running.items()}
     finally:
         for tool in started.values():
             tool.stop()
