@@ -254,6 +254,19 @@ def test_beyond_the_fine_tier_history_exports_minutes_with_min_and_max(
     assert "one row a minute" in capsys.readouterr().err
 
 
+def test_a_query_of_no_metric_exports_the_rows_of_what_was_recorded(store: Path, capsys) -> None:
+    # Only a GPU's facts and the times: no metric column to read (a traceback: numpy's ~ of an empty
+    # float array, the columns' "present" flags).
+    arguments = ["history", "--store", str(store), "--since", "1h", "--query", "timestamp,index,name", "--csv", "-"]
+    assert cli.main(arguments) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "timestamp, index, name" and len(lines) == 1 + 30 * 2
+    assert sorted({tuple(line.split(", ")[1:]) for line in lines[1:]}) == [
+        ("0", "NVIDIA H100 80GB HBM3"),
+        ("1", "NVIDIA H100 80GB HBM3"),
+    ]
+
+
 def test_a_range_with_nothing_recorded_says_so_and_fails(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S, 10))
     _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S + 86400, 10))

@@ -374,7 +374,8 @@ def _wanted(have: tuple[str, ...], want: tuple[str, ...], count: int = codec.COA
 def _mapping(have: tuple[str, ...], want: tuple[str, ...]) -> tuple[np.ndarray, np.ndarray]:
     """Per wanted key: its column in ``have`` (0 where missing) and whether it is there."""
     position = {k: i for i, k in enumerate(have)}
-    return np.array([position.get(k, 0) for k in want], dtype=np.intp), np.array([k in position for k in want])
+    present = np.array([k in position for k in want], dtype=bool)  # (bool when empty too: ~ inverts it)
+    return np.array([position.get(k, 0) for k in want], dtype=np.intp), present
 
 
 def open_reader(folder: Path) -> StoreReader:
