@@ -409,6 +409,29 @@ def test_record_that_could_write_nothing_says_so_and_fails(tmp_path: Path, capsy
     assert "1 sample recorded" not in err
 
 
+def test_record_reads_what_the_trays_history_reads(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # `record` read every metric each second: GPM's activity, whose counters are DCGM's profiling
+    # counters too (README: read only while something shows or uses it), and the energy counter
+    # (4-5 ms of an H200 driver's CPU a read). It reads what the tray's history reads: the process
+    # lists once in STORE_PROCESSES_S (here the first of 4 samples half a second apart).
+    from trayvml.core.sample import MetricState
+
+    store = tmp_path / "store"
+    arguments = ["record", "--simulate=training:gpus=h100,start=1800", "--store", str(store)]
+    assert cli.main([*arguments, "--interval", "0.5", "--count", "4"]) == 0
+    assert "4 samples recorded" in capsys.readouterr().err
+    reader = StoreReader(store)
+    try:
+        (device,) = [d for d in reader.devices() if d.uuid.startswith("GPU-")]  # (and the host)
+        keys = ("utilization_gpu_percent", "sm_activity_percent", "energy_consumed_j", "process_count")
+        states = reader.fine(device.uuid, 0.0, time.time() + 60, keys).states
+    finally:
+        reader.close()
+    assert states[:, 0].tolist() == [MetricState.OK] * 4
+    assert states[:, 1].tolist() == states[:, 2].tolist() == [MetricState.NOT_READ] * 4
+    assert states[:, 3].tolist() == [MetricState.OK] + [MetricState.NOT_READ] * 3
+
+
 def test_a_writer_counts_what_it_saved_and_what_it_lost(tmp_path: Path) -> None:
     samples = _samples("idle:gpus=h100", MIDNIGHT_S, 20)
     writer = StoreWriter(tmp_path / "store")

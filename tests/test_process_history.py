@@ -354,10 +354,10 @@ def test_the_window_draws_last_nights_processes_from_disk_by_process_and_by_job(
 def test_the_tray_reads_process_lists_for_the_store_every_ten_seconds(qapp, tmp_path: Path) -> None:
     from tests.helpers import simulated_source
     from trayvml.config import Settings
-    from trayvml.core.demand import PROCESSES
+    from trayvml.core.demand import PROCESSES, STORE_PROCESSES_S
     from trayvml.history.rings import PROCESS_STEP_S, PROCESS_TIERS
     from trayvml.nvml.sim import parse_spec
-    from trayvml.ui.app import STORE_PROCESSES_S, App
+    from trayvml.ui.app import App
 
     def reads(settings: Settings, set_back_at: int = -1) -> list[bool]:
         app = App(parse_spec("idle:gpus=h100,past=0"), 1.0, stored=(settings, ""), history_folder=tmp_path / "h")

@@ -81,6 +81,7 @@ def _store_path(text: str) -> Path:
 def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Settings) -> int:
     """Sample at ``args.interval`` into the store until Ctrl-C or SIGTERM; 2 when another process writes it."""
     from trayvml.commands.history import _folder  # numpy and sqlite3: not for every command's parser
+    from trayvml.core.demand import HISTORY, PROCESSES, StoreLists
     from trayvml.history.disk.write import StoreWriter
     from trayvml.source import Source
 
@@ -93,6 +94,11 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     source = Source(simulation, host=True, stall_after_s=args.timeout)
     ticks = 0
     monitor, push = _alerts(settings, source.clock, interval_s, simulation is not None)
+    # What the tray's store reads, no more: every metric the history keeps, not GPM's activity
+    # (its counters are DCGM's profiling counters too, and a server is where DCGM runs) unless an
+    # alert rule watches it, nor the energy counter (4-5 ms of the driver's CPU a read, on an H200);
+    # the process lists every STORE_PROCESSES_S for the history's processes.
+    lists = StoreLists()
     try:
         ticker = Ticker(interval_s, source.clock, mid_slot=True)  # the store files samples by slot, as the rings do
         recording = translate("record", "trayvml: recording to {folder} every {seconds} s")
@@ -100,7 +106,10 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
         while args.count is None or ticks < args.count:
             if ticks:
                 ticker.wait_next()
-            sample = source.sample()
+            wanted = set(HISTORY) | (monitor.needs() if monitor is not None else set())
+            if settings.process_history_per_gpu > 0 and lists.due(source.clock.now_s()):
+                wanted.add(PROCESSES)
+            sample = source.sample(frozenset(wanted))
             if sample.problem is not None and sample.problem[1] != said:
                 said = sample.problem[1]
                 print(

@@ -8,8 +8,10 @@ it needs under its own name and replaces it when what it shows changes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
+from trayvml.core.clock import due
 from trayvml.core.metrics import GPU_METRICS
 
 PROCESSES = "processes"  # the process lists (names, memory), beyond the count
@@ -29,6 +31,23 @@ HISTORY: frozenset[str] = frozenset(
 # tray app's store): the step of memory's finest process tier (history.rings.PROCESS_STEP_S; not
 # imported: it brings numpy). The idle tray's tooltip names jobs from these readings.
 STORE_PROCESSES_S = 10.0
+
+
+class StoreLists:
+    """When the history on disk asks for the process lists: once every STORE_PROCESSES_S, not each
+    second (a list costs milliseconds of driver time a GPU); on the wall clock the samples carry,
+    also across a clock set back."""
+
+    def __init__(self) -> None:
+        self._asked_s = -math.inf
+
+    def due(self, now_s: float) -> bool:
+        """Whether the sample at ``now_s`` reads them (and, if so, that it did)."""
+        wait_s = STORE_PROCESSES_S - 0.5
+        if not math.isfinite(now_s) or not due(now_s, self._asked_s + wait_s, wait_s):
+            return False
+        self._asked_s = now_s
+        return True
 
 
 class Demand:

@@ -22,6 +22,7 @@ from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.grouping import GROUP, Grouper, Notice
 from trayvml.alerts.rules import AlertEvent, HeldSettings, JobSettings
 from trayvml.core.clock import clock_step_s
+from trayvml.core.demand import PROCESSES
 from trayvml.core.i18n import translate
 from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
 from trayvml.host.processes import owned_by_me
@@ -189,6 +190,14 @@ class Monitor:
 
     def configure(self, alerts: AlertSettings) -> None:
         self.engine.configure(alerts)
+
+    def needs(self) -> frozenset[str]:
+        """What its alert rules need read beyond what is always read: the metrics they watch (SM
+        activity for the stalled-job rule), and the process lists while an alert waits for them
+        or the job-finished rule is on (it names what ran)."""
+        rule = self.engine.settings.rules.get("job_finished")
+        lists = bool(self.awaiting_processes) or (rule is not None and rule.enabled)
+        return self.engine.needs() | ({PROCESSES} if lists else frozenset())
 
     def take(self, sample: Sample) -> Outcome:
         """One sample through the pipeline; what it caused."""

@@ -23,8 +23,8 @@ from trayvml.alerts.severity import Severity
 from trayvml.assets import icon_paths, resource
 from trayvml.config import Settings, SettingsModel, SettingsStore
 from trayvml.core import i18n
-from trayvml.core.clock import Clock, SystemClock, due
-from trayvml.core.demand import EVERYTHING, HISTORY, PROCESSES, STORE_PROCESSES_S, Demand
+from trayvml.core.clock import Clock, SystemClock
+from trayvml.core.demand import EVERYTHING, HISTORY, PROCESSES, Demand, StoreLists
 from trayvml.core.metrics import TRAY_METRICS
 from trayvml.core.sample import Sample
 from trayvml.history.disk.write import FLUSH_S
@@ -132,7 +132,7 @@ class App(QObject):
         self._filling: History | None = None  # stands in for the history being filled (App.history)
         self._history_wanted = False  # made at the first sample (a store note came before it)
         self.store_note = ""
-        self._processes_stored_s = -math.inf  # when the store last asked for the process lists
+        self._store_lists = StoreLists()  # when the store last asked for the process lists
         if stored is None:
             stored = store.load() if store is not None else (Settings(), "")
         loaded, self.settings_message = stored
@@ -803,12 +803,9 @@ class App(QObject):
         """Tell the sampler what is looked at now: the idle tray reads no process lists."""
         demand = self.demand
         demand.need("history", HISTORY)  # what the tray, its tooltip and the alert rules read too
-        job_rule = self.settings.alerts.rules.get("job_finished")
-        wants = self.local.awaiting_processes or (job_rule is not None and job_rule.enabled)
-        demand.need("alerts", {PROCESSES} if wants else ())
+        demand.need("alerts", self.local.needs())
         demand.need("window", self.window.needs() if self.window is not None else ())
         demand.need("tray", {TRAY_METRICS[self.settings.tray_metric].metric})  # SM activity is not always read
-        demand.need("alert_metrics", self.engine.needs())  # the stalled-job rule reads SM activity
         demand.need("store", {PROCESSES} if self._store_reads_processes() else ())
         # Serving, every metric as `trayvml serve` serves it: else a series came and went with the
         # window (a counter too), and a reader took each one missing for a metric not supported.
@@ -821,12 +818,7 @@ class App(QObject):
         settings = self.settings
         if self.history_folder is None or not settings.history_on_disk or settings.process_history_per_gpu <= 0:
             return False
-        now_s = self.latest.timestamp_s if self.latest is not None else math.nan
-        wait_s = STORE_PROCESSES_S - 0.5
-        if not math.isfinite(now_s) or not due(now_s, self._processes_stored_s + wait_s, wait_s):
-            return False
-        self._processes_stored_s = now_s
-        return True
+        return self._store_lists.due(self.latest.timestamp_s if self.latest is not None else math.nan)
 
     # ---- the graph window, built on first use (pyqtgraph is imported then, not at start) ----
     def start_simulation(self) -> None:
