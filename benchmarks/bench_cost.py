@@ -146,7 +146,7 @@ def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None
     trayvml = [sys.executable, "-m", "trayvml"]
     fields = ",".join(smi_known_fields("nvidia-smi", [f for f in DEFAULT_FIELDS if f != "timestamp"]))
     found = {
-        "trayvml record (the idle tray's sampler and history on disk, no GUI)": ([*trayvml, "record"], own, False),
+        "trayvml record (what the tray's history reads and writes, no GUI)": ([*trayvml, "record"], own, False),
         "trayvml log (default columns)": (
             [*trayvml, "log", "--csv", str(folder / "log.csv"), "--interval", "1"],
             own,
