@@ -63,6 +63,26 @@ def test_an_alert_naming_processes_waits_for_them_on_a_host_that_reads_them_on_d
     assert "python train.py --model llama-7b --rank 0 (" in notice.body and monitor.awaiting_processes == []
 
 
+def test_a_monitor_asks_for_the_lists_where_a_gpu_of_its_own_has_the_job_finished_rule_on() -> None:
+    # The job-finished rule names what ran: on for one GPU only (off by default), the lists are read.
+    from dataclasses import replace as changed
+
+    from trayvml.alerts.engine import AlertSettings
+    from trayvml.core.demand import PROCESSES
+
+    defaults = AlertSettings()
+    assert (
+        not defaults.rules["job_finished"].enabled
+        and PROCESSES not in Monitor(_ready_dispatcher(), defaults, History).needs()
+    )
+    on = changed(defaults.rules["job_finished"], enabled=True)
+    for settings in (
+        AlertSettings(overrides={1: {"job_finished": on}}),
+        changed(defaults, rules={**defaults.rules, "job_finished": on}),
+    ):
+        assert PROCESSES in Monitor(_ready_dispatcher(), settings, History).needs()
+
+
 def test_an_alert_goes_without_processes_after_waiting_a_few_samples_for_them() -> None:
     source, clock, _ = simulated_source("training:gpus=h100,start=1800")
     monitor = Monitor(_ready_dispatcher(), MEMORY_ONLY, History, processes_on_demand=True)

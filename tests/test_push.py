@@ -468,6 +468,24 @@ def test_record_pushes_an_alert_to_a_webhook(tmp_path: Path, receiver: Receiver)
     assert lost[0]["simulated"] is True and lost[0]["title"].startswith(f"[simulated] {socket.gethostname()}: ")
 
 
+def test_records_alert_names_the_processes_though_it_reads_the_lists_every_10_s(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    # record reads the process lists once in 10 s (as the tray's history does): an alert that
+    # names processes waits a sample or two for them, as on the desktop, rather than going out
+    # without its "Processes:" line on the 9 ticks in 10 that read none.
+    config = tmp_path / "config.toml"
+    webhook = f'[[push]]\nkind = "webhook"\nurl = "http://127.0.0.1:{receiver.port}/hook"\n'
+    rule = "[alerts.memory_used]\nenabled = true\nwarning_enter = 1.0\nwarning_clear = 0.5\nhold_s = 1.0\n"
+    config.write_text(webhook + rule)
+    argv = ["record", "--simulate", "training:gpus=h100,start=1800", "--store", str(tmp_path / "store")]
+    assert cli.main([*argv, "--config", str(config), "--interval", "0.5", "--count", "8"]) == 0
+    bodies = [json.loads(r["body"]) for r in receiver.requests]
+    memory = [b for b in bodies if b["rule"] == "memory_used"]
+    assert memory, bodies
+    assert "\nProcesses: " in memory[0]["body"], memory[0]
+
+
 def test_new_destinations_carry_over_what_was_told_and_the_old_queue_does_not_hold_the_caller(
     receiver: Receiver,
 ) -> None:

@@ -161,7 +161,8 @@ def _alerts(
 
     # The recorder writes the history itself: the monitor's own needs only a few samples' worth.
     tiers = (Tier(max(1.0, interval_s), 16),)
-    monitor = Monitor(Dispatcher(clock, ready=True), settings.alerts, lambda: History(tiers))
+    # Its lists read every STORE_PROCESSES_S: an alert that names processes waits for them (Monitor.needs).
+    monitor = Monitor(Dispatcher(clock, ready=True), settings.alerts, lambda: History(tiers), processes_on_demand=True)
     return monitor, PushNotifier(settings.push, clock, status_file=default_status_file(simulated), simulated=simulated)
 
 

@@ -195,8 +195,9 @@ class Monitor:
         """What its alert rules need read beyond what is always read: the metrics they watch (SM
         activity for the stalled-job rule), and the process lists while an alert waits for them
         or the job-finished rule is on (it names what ran)."""
-        rule = self.engine.settings.rules.get("job_finished")
-        lists = bool(self.awaiting_processes) or (rule is not None and rule.enabled)
+        settings = self.engine.settings
+        rules = [settings.rules.get("job_finished"), *(o.get("job_finished") for o in settings.overrides.values())]
+        lists = bool(self.awaiting_processes) or any(rule is not None and rule.enabled for rule in rules)
         return self.engine.needs() | ({PROCESSES} if lists else frozenset())
 
     def take(self, sample: Sample) -> Outcome:
