@@ -396,6 +396,28 @@ def assert_same_reading(
                 assert a == b, name
 
 
+def test_a_replay_past_its_recording_says_its_readings_are_the_last_answers_held() -> None:
+    # A replay answers the driver's last answers again once its recording is over (flat lines, a
+    # power held): said in its label, which every banner, title and status line shows.
+    from trayvml.core.clock import ManualClock
+    from trayvml.nvml.sim.replay import ReplayedNvml
+    from trayvml.source import Source
+
+    path = RECORDINGS / "h200-580-fp.jsonl"
+    assert ReplayedNvml(path).duration_s == pytest.approx(4.96, abs=0.01)  # six ticks about a second apart
+    clock = ManualClock()
+    source = Source(parse_spec(f"replay={path}"), clock=clock, host=False)
+    labels = []
+    try:
+        for _ in range(9):
+            labels.append(source.sample().simulation)
+            clock.advance_s(1.0)
+    finally:
+        source.close()
+    assert labels[:6] == ["replayed NVML recording (h200-580-fp.jsonl)"] * 6  # its 4.96 s, and an interval
+    assert labels[6:] == ["replayed NVML recording (h200-580-fp.jsonl), over: its last answers held"] * 3
+
+
 @pytest.mark.parametrize("path", WITH_SMI, ids=lambda p: p.name)
 def test_replayed_values_equal_nvidia_smis_of_the_same_moment(path: Path) -> None:
     from trayvml.nvml.sim.replay import read_recording

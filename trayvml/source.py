@@ -161,6 +161,7 @@ class Source:
         power: RuntimePower | None = None
         self._sysfs_dir: tempfile.TemporaryDirectory[str] | None = None
         self._replay: ReplayedNvml | None = None
+        self._replay_began_s = math.nan  # the first sample's monotonic time, of a replay
         # The simulated and replayed drivers are imported only here: the simulator brings numpy
         # (15 MiB), which nothing else a real GPU's `serve`, `log` or `snapshot` runs needs.
         if simulation is not None and simulation.replay:
@@ -204,7 +205,20 @@ class Source:
 
     @property
     def label(self) -> str:
-        return self.simulation.label if self.simulation else ""
+        if not self.simulation:
+            return ""
+        if self._replay is not None and self._replay_over():
+            return f"{self.simulation.label}, over: its last answers held"
+        return self.simulation.label
+
+    def _replay_over(self) -> bool:
+        """Whether the replay has run longer than its recording (and an interval): the readings since
+        are the driver's last answers held (nvml/sim/replay.py), not readings of their moment."""
+        assert self._replay is not None
+        now_s = self.clock.monotonic_s()
+        if math.isnan(self._replay_began_s):
+            self._replay_began_s = now_s
+        return now_s - self._replay_began_s > self._replay.duration_s + self._replay.interval_s
 
     def _resolve_simulated(self, pid: int) -> ProcessDetails | None:
         assert self.library is not None

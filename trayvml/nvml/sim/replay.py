@@ -70,6 +70,9 @@ class ReplayedNvml:
     def __init__(self, path: Path) -> None:
         self.header, entries = read_recording(path)
         self.ticks = [e for e in entries if "tick" in e]
+        self.interval_s = float(self.header.get("interval_s", 1.0))
+        # How long it ran: a replay past it answers the last answers again (see the module's words).
+        self.duration_s = float(self.ticks[-1]["t"] - self.ticks[0]["t"]) if self.ticks else 0.0
         self._answers: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for entry in entries:
             if "f" in entry:
