@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import math
 import sqlite3
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -183,22 +183,36 @@ class DiskReach:
         return found.data, found.columns[key]
 
     def gpu_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        disk, filled = self._stacked("", key, [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids])
-        from_s = _unfilled_from_s(disk.times_s, disk.step_s, filled, memory, end_s)
-        return (
-            disk
-            if from_s == math.inf
-            else _with_memory(disk, memory.gpu_rows_from(key, start_s, end_s, max_points, from_s))
+        datas = [self._coarse(u, key, start_s, end_s, max_points) for u in self.uuids]
+        return self._joined(
+            "", key, datas, memory, end_s, lambda from_s: memory.gpu_rows_from(key, start_s, end_s, max_points, from_s)
         )
 
     def host_series(self, key: str, start_s: float, end_s: float, max_points: int, memory: Rings) -> Series:
-        disk, filled = self._stacked(HOST_UUID, key, [self._coarse(HOST_UUID, key, start_s, end_s, max_points)])
-        from_s = _unfilled_from_s(disk.times_s, disk.step_s, filled, memory, end_s)
-        return (
-            disk
-            if from_s == math.inf
-            else _with_memory(disk, memory.host_rows_from(key, start_s, end_s, max_points, from_s))
+        datas = [self._coarse(HOST_UUID, key, start_s, end_s, max_points)]
+        return self._joined(
+            HOST_UUID,
+            key,
+            datas,
+            memory,
+            end_s,
+            lambda from_s: memory.host_rows_from(key, start_s, end_s, max_points, from_s),
         )
+
+    def _joined(
+        self,
+        uuid: str,
+        key: str,
+        datas: list[tuple[CoarseData, int]],
+        memory: Rings,
+        end_s: float,
+        rows_from: Callable[[float], Series | None],
+    ) -> Series:
+        """The store's buckets (_stacked), those it has no value for filled from memory's rows
+        (``rows_from``), read from the first such bucket on (_unfilled_from_s)."""
+        disk, filled = self._stacked(uuid, key, datas)
+        from_s = _unfilled_from_s(disk.times_s, disk.step_s, filled, memory, end_s)
+        return disk if from_s == math.inf else _with_memory(disk, rows_from(from_s))
 
     def _stacked(self, uuid: str, key: str, datas: list[tuple[CoarseData, int]]) -> tuple[Series, np.ndarray]:
         """_series of ``datas`` (read-only: kept and handed out again), and which of its buckets hold
