@@ -215,10 +215,8 @@ class Source:
         """Whether the replay has run longer than its recording (and an interval): the readings since
         are the driver's last answers held (nvml/sim/replay.py), not readings of their moment."""
         assert self._replay is not None
-        now_s = self.clock.monotonic_s()
-        if math.isnan(self._replay_began_s):
-            self._replay_began_s = now_s
-        return now_s - self._replay_began_s > self._replay.duration_s + self._replay.interval_s
+        elapsed_s = self.clock.monotonic_s() - self._replay_began_s  # NaN before the first sample
+        return elapsed_s > self._replay.duration_s + self._replay.interval_s
 
     def _resolve_simulated(self, pid: int) -> ProcessDetails | None:
         assert self.library is not None
@@ -254,6 +252,8 @@ class Source:
         """
         if self.library is not None:
             self.library.sync_sysfs()  # the simulated GPUs' sleep schedule, as the kernel would show it
+        if self._replay is not None and math.isnan(self._replay_began_s):
+            self._replay_began_s = self.clock.monotonic_s()
         gpus, stall, failure = self._read_gpus(demand)
         gpus = _named(gpus)
         reader = self.reader
