@@ -16,7 +16,11 @@ for the tray, the desktop stack of `scripts/setup --test`.
 this machine's GPUs, every tool at once (their calls meet in the same driver, as a user's do):
 `trayvml record` (the tray's sampler and history on disk without its GUI: what the idle tray does
 beyond drawing), `trayvml log` and, beside them, nvidia-smi logging log's columns each second and,
-where tmux is installed, gpustat and nvitop.
+where tmux is installed, gpustat and nvitop. With ``--desktop`` (PySide6 importable, and Qt's
+offscreen platform: no display there) also the tray with no tray host (its icon drawn each second,
+shown nowhere: the idle tray less its D-Bus talk with a panel), its graph window open (brought
+forward by a second start, as the launcher does; painted into Qt's offscreen buffer) and, as the
+window's peer (P14), nvitop's full monitor.
 """
 
 from __future__ import annotations
@@ -131,7 +135,7 @@ def tools(gpus: int, folder: Path) -> dict[str, tuple[list[str], bool]]:
     }  # fmt: skip
 
 
-def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None, bool]]:
+def real_tools(folder: Path, desktop: bool) -> dict[str, tuple[list[str], dict[str, str] | None, bool]]:
     """``--real``: name -> (command, environment, needs a terminal), on this machine's GPUs."""
     import importlib.util
     import shutil
@@ -139,17 +143,26 @@ def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None
     from trayvml.commands.csvlog import DEFAULT_FIELDS
     from trayvml.commands.doctor import smi_known_fields
 
-    runtime = folder / "runtime"
-    runtime.mkdir(mode=0o700, exist_ok=True)
-    own = {**os.environ, "XDG_STATE_HOME": str(folder / "state"), "XDG_CONFIG_HOME": str(folder / "config")}
-    own["XDG_RUNTIME_DIR"] = str(runtime)  # (a folder of its own: no other trayvml's instance lock)
+    def own(name: str) -> dict[str, str]:
+        # Folders of its own: no other trayvml's instance lock, settings or history.
+        (folder / name / "runtime").mkdir(mode=0o700, parents=True, exist_ok=True)
+        return {
+            **os.environ,
+            **{f"XDG_{kind.upper()}_{'DIR' if kind == 'runtime' else 'HOME'}": str(folder / name / kind)
+               for kind in ("state", "config", "runtime")},
+        }  # fmt: skip
+
     trayvml = [sys.executable, "-m", "trayvml"]
     fields = ",".join(smi_known_fields("nvidia-smi", [f for f in DEFAULT_FIELDS if f != "timestamp"]))
     found = {
-        "trayvml record (what the tray's history reads and writes, no GUI)": ([*trayvml, "record"], own, False),
+        "trayvml record (what the tray's history reads and writes, no GUI)": (
+            [*trayvml, "record"],
+            own("record"),
+            False,
+        ),
         "trayvml log (default columns)": (
             [*trayvml, "log", "--csv", str(folder / "log.csv"), "--interval", "1"],
-            own,
+            own("log"),
             False,
         ),
         "nvidia-smi --query-gpu (log's columns) -l 1": (
@@ -158,14 +171,31 @@ def real_tools(folder: Path) -> dict[str, tuple[list[str], dict[str, str] | None
             False,
         ),
     }
+    if desktop:
+        # The tray's wait for a panel made longer than the run: it would show its summary window.
+        offscreen = {"QT_QPA_PLATFORM": "offscreen", "TRAYVML_TRAY_WAIT_S": "100000"}
+        found[OFFSCREEN_TRAY] = (trayvml, {**own("tray"), **offscreen}, False)
+        found[OFFSCREEN_WINDOW] = (trayvml, {**own("window"), **offscreen}, False)
+    peers = [
+        ("gpustat --interval 1", ["gpustat", "--interval", "1"]),
+        ("nvitop --monitor --interval 1", ["nvitop", "--monitor", "--interval", "1"]),
+    ]
+    if desktop:
+        peers.append(
+            (
+                "nvitop --monitor full --interval 1 (the window's peer, P14)",
+                ["nvitop", "--monitor", "full", "--interval", "1"],
+            )
+        )
     if shutil.which("tmux"):  # curses tools need a terminal emulator (_Started)
-        for name, command in (
-            ("gpustat --interval 1", ["gpustat", "--interval", "1"]),
-            ("nvitop --monitor --interval 1", ["nvitop", "--monitor", "--interval", "1"]),
-        ):
+        for name, command in peers:
             if importlib.util.find_spec(command[0]) is not None:  # (run as modules: wheels bring no scripts)
                 found[name] = ([sys.executable, "-m", command[0], *command[1:]], None, True)
     return found  # fmt: skip
+
+
+OFFSCREEN_TRAY = "trayvml tray, no tray host (offscreen: the icon drawn, shown nowhere)"
+OFFSCREEN_WINDOW = "trayvml window open (offscreen)"
 
 
 def measure_together(
@@ -176,6 +206,14 @@ def measure_together(
     try:
         for name, (command, env, terminal) in commands.items():
             started[name] = _Started(command, env, terminal)
+        if OFFSCREEN_WINDOW in commands:  # a second start brings the running tray's window forward
+            command, env, _ = commands[OFFSCREEN_WINDOW]
+            runtime = Path(env["XDG_RUNTIME_DIR"]) if env else Path()
+            for _ in range(60):  # once the first start listens (else the second would be the tray)
+                if any(runtime.rglob("instance-*")):
+                    break
+                time.sleep(1)
+            subprocess.run(command, env=env, timeout=60, capture_output=True, check=True)
         time.sleep(settle_s)
         running = {name: tool for name, tool in started.items() if tool.process.is_running()}
         for name in started.keys() - running.keys():
@@ -239,6 +277,7 @@ def main() -> None:
         " range still reaches back before the tray started)",
     )
     parser.add_argument("--real", action="store_true", help="this machine's GPUs, no desktop (see above)")
+    parser.add_argument("--desktop", action="store_true", help="with --real: the tray and window offscreen (see above)")
     parser.add_argument(
         "--only",
         help="of the peers and `trayvml log`, measure only those whose name contains this (the tray: --no-tray)",
@@ -247,7 +286,9 @@ def main() -> None:
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for _ in range(args.runs if args.real else 0):
-            for name, cost in measure_together(real_tools(Path(folder)), args.seconds, args.settle).items():
+            for name, cost in measure_together(
+                real_tools(Path(folder), args.desktop), args.seconds, args.settle
+            ).items():
                 results.setdefault(name, []).append(cost)
         for _ in range(0 if args.real else args.runs):
             for name, (command, terminal) in tools(args.gpus, Path(folder)).items():
