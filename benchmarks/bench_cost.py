@@ -83,11 +83,14 @@ class _Started:
 
 
 def _tree_cpu_s(process: psutil.Process) -> float:
+    """CPU seconds of ``process`` and its descendants, the ended ones included: a child that ends
+    between two readings (the history's packer, at each hour) leaves its time with its parent's
+    children's times once reaped, where a sum of the living would drop by it."""
     total = 0.0
     for member in [process, *process.children(recursive=True)]:
         try:
             times = member.cpu_times()
-            total += times.user + times.system
+            total += times.user + times.system + times.children_user + times.children_system
         except psutil.NoSuchProcess:
             pass
     return total
@@ -309,10 +312,11 @@ def main() -> None:
         print(f"this machine's GPUs (libnvidia-ml), all at once, {args.seconds:.0f} s, median of {args.runs}")
     else:
         print(f"{args.gpus} simulated H100s, realistic driver latency, {args.seconds:.0f} s, median of {args.runs}")
-    print("| tool | CPU % of a core | ÷ cheaper peer | RSS MiB |")
-    print("|---|---:|---:|---:|")
+    print("| tool | CPU % of a core | ÷ cheaper peer | RSS MiB | runs (CPU %) |")
+    print("|---|---:|---:|---:|---|")
     for name in cpu:
-        print(f"| {name} | {cpu[name]:.2f} | {cpu[name] / cheaper_peer:.2f} | {rss[name]:.0f} |")
+        runs = ", ".join(f"{c:.2f}" for c, _ in results[name])
+        print(f"| {name} | {cpu[name]:.2f} | {cpu[name] / cheaper_peer:.2f} | {rss[name]:.0f} | {runs} |")
 
 
 if __name__ == "__main__":
