@@ -201,6 +201,34 @@ OFFSCREEN_TRAY = "trayvml tray, no tray host (offscreen: the icon drawn, shown n
 OFFSCREEN_WINDOW = "trayvml window open (offscreen)"
 
 
+def _listening(runtime: Path) -> bool:
+    """Whether a trayvml answers on an instance socket under ``runtime``."""
+    import socket
+
+    for path in runtime.rglob("instance-*"):
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as peer:
+            try:
+                peer.connect(str(path))
+                return True
+            except OSError:
+                pass
+    return False
+
+
+def _bring_forward(command: list[str], env: dict[str, str] | None) -> bool:
+    """A second start of the tray running with ``env``, once it listens (else the second would be a
+    tray too): True where it said so and ended."""
+    runtime = Path(env["XDG_RUNTIME_DIR"]) if env else Path()
+    for _ in range(60):
+        if _listening(runtime):
+            break
+        time.sleep(1)
+    try:
+        return subprocess.run(command, env=env, timeout=30, capture_output=True).returncode == 0
+    except subprocess.TimeoutExpired:  # (killed by run)
+        return False
+
+
 def measure_together(
     commands: dict[str, tuple[list[str], dict[str, str] | None, bool]], seconds: float, settle_s: float
 ) -> dict[str, tuple[float, float]]:
@@ -209,16 +237,12 @@ def measure_together(
     try:
         for name, (command, env, terminal) in commands.items():
             started[name] = _Started(command, env, terminal)
-        if OFFSCREEN_WINDOW in commands:  # a second start brings the running tray's window forward
-            command, env, _ = commands[OFFSCREEN_WINDOW]
-            runtime = Path(env["XDG_RUNTIME_DIR"]) if env else Path()
-            for _ in range(60):  # once the first start listens (else the second would be the tray)
-                if any(runtime.rglob("instance-*")):
-                    break
-                time.sleep(1)
-            subprocess.run(command, env=env, timeout=60, capture_output=True, check=True)
+        forward_failed = OFFSCREEN_WINDOW in commands and not _bring_forward(*commands[OFFSCREEN_WINDOW][:2])
         time.sleep(settle_s)
         running = {name: tool for name, tool in started.items() if tool.process.is_running()}
+        if forward_failed:
+            print(f"{OFFSCREEN_WINDOW}: its window did not come forward, not measured", file=sys.stderr)
+            running.pop(OFFSCREEN_WINDOW, None)
         for name in started.keys() - running.keys():
             print(f"{name}: ended before it was measured", file=sys.stderr)
         before = {name: _tree_cpu_s(tool.process) for name, tool in running.items()}
@@ -288,9 +312,10 @@ def main() -> None:
     args = parser.parse_args()
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        for _ in range(args.runs if args.real else 0):
+        for run in range(args.runs if args.real else 0):
+            (Path(folder) / str(run)).mkdir()  # folders of its own each run: no socket or store left by the last
             for name, cost in measure_together(
-                real_tools(Path(folder), args.desktop), args.seconds, args.settle
+                real_tools(Path(folder) / str(run), args.desktop), args.seconds, args.settle
             ).items():
                 results.setdefault(name, []).append(cost)
         for _ in range(0 if args.real else args.runs):
