@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import shlex
 import statistics
@@ -175,8 +176,13 @@ def real_tools(folder: Path, desktop: bool) -> dict[str, tuple[list[str], dict[s
         ),
     }
     if desktop:
-        # The tray's wait for a panel made longer than the run: it would show its summary window.
-        offscreen = {"QT_QPA_PLATFORM": "offscreen", "TRAYVML_TRAY_WAIT_S": "100000"}
+        # A screen the size of the desktop tests' (Qt's offscreen one is 800×800: a smaller window,
+        # fewer panels in view). The tray's wait for a panel made longer than the run: it would
+        # show its summary window.
+        screen = folder / "offscreen.json"
+        width, height = OFFSCREEN_SCREEN_PX
+        screen.write_text(json.dumps({"screens": [{"name": "bench", "width": width, "height": height, "dpr": 1}]}))
+        offscreen = {"QT_QPA_PLATFORM": f"offscreen:configfile={screen}", "TRAYVML_TRAY_WAIT_S": "100000"}
         found[OFFSCREEN_TRAY] = (trayvml, {**own("tray"), **offscreen}, False)
         found[OFFSCREEN_WINDOW] = (trayvml, {**own("window"), **offscreen}, False)
     peers = [
@@ -197,6 +203,7 @@ def real_tools(folder: Path, desktop: bool) -> dict[str, tuple[list[str], dict[s
     return found  # fmt: skip
 
 
+OFFSCREEN_SCREEN_PX = (1280, 800)  # tests/desktop.py's DesktopStack
 OFFSCREEN_TRAY = "trayvml tray, no tray host (offscreen: the icon drawn, shown nowhere)"
 OFFSCREEN_WINDOW = "trayvml window open (offscreen)"
 
