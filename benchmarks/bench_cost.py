@@ -1,7 +1,7 @@
 """What watching costs, side by side with gpustat and nvitop (issue 8 §4, PERFORMANCE.md P9, P3').
 
     .venv/bin/python benchmarks/bench_cost.py [--seconds S] [--gpus N] [--runs R] [--settle S] [--only NAME] [--window]
-    python3 benchmarks/bench_cost.py --real [--seconds S] [--runs R] [--settle S]
+    python3 benchmarks/bench_cost.py --real [--desktop] [--seconds S] [--runs R] [--settle S]
 
 Every tool runs as a process of its own for S seconds, after a settling time, on the same
 simulated GPUs beneath pynvml with realistic driver latency (busy-waits for cheap calls, sleeps
@@ -17,10 +17,12 @@ this machine's GPUs, every tool at once (their calls meet in the same driver, as
 `trayvml record` (the tray's sampler and history on disk without its GUI: what the idle tray does
 beyond drawing), `trayvml log` and, beside them, nvidia-smi logging log's columns each second and,
 where tmux is installed, gpustat and nvitop. With ``--desktop`` (PySide6 importable, and Qt's
-offscreen platform: no display there) also the tray with no tray host (its icon drawn each second,
-shown nowhere: the idle tray less its D-Bus talk with a panel), its graph window open (brought
-forward by a second start, as the launcher does; painted into Qt's offscreen buffer) and, as the
-window's peer (P14), nvitop's full monitor.
+offscreen platform: no display there) also the tray with no tray host (its icon drawn where what it
+shows changes, shown nowhere: the idle tray less its D-Bus talk with a panel, and polling for a
+panel every half second as a tray does until one comes), its graph window open (brought forward by
+a second start, as the launcher does; painted into Qt's offscreen buffer, on a screen the size of
+the desktop tests') and, as the window's peer (P14), nvitop's full monitor. ``BENCH_QT_LIBS``: a
+folder of libraries Qt needs that this machine lacks (scripts/pack-qt's), for those two alone.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import itertools
 import json
 import os
 import shlex
+import signal
 import statistics
 import subprocess
 import sys
@@ -61,14 +64,27 @@ class _Started:
             # A server of its own each time: the last one may still be going away under its name.
             self._tmux = ["tmux", "-L", f"trayvml-bench-{os.getpid()}-{next(_SERVERS)}"]
             subprocess.run([*self._tmux, "new-session", "-d", "-x", "200", "-y", "60", shlex.join(command)], check=True)
-            pane = subprocess.run([*self._tmux, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True)
-            self.process = psutil.Process(int(pane.stdout.split()[0]))
+            try:
+                pane = subprocess.run([*self._tmux, "list-panes", "-F", "#{pane_pid}"], capture_output=True, text=True)
+                self.process = psutil.Process(int(pane.stdout.split()[0]))
+            except (ValueError, IndexError, psutil.Error):  # (its server is not ours to leave running)
+                self.stop()
+                raise
             self._popen: subprocess.Popen | None = None
         else:
             self._popen = subprocess.Popen(
                 command, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
             )
             self.process = psutil.Process(self._popen.pid)
+
+    def running(self) -> bool:
+        """Not ended (an ended child not yet waited for is a zombie, which psutil calls running)."""
+        if self._popen is not None:
+            return self._popen.poll() is None
+        try:
+            return self.process.status() != psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return False
 
     def stop(self) -> None:
         if self._tmux:
@@ -98,9 +114,18 @@ def _tree_cpu_s(process: psutil.Process) -> float:
 
 
 def _python_rss_mib(process: psutil.Process) -> float:
-    members = [process, *process.children(recursive=True)]
-    pythons = [m for m in members if "python" in m.name()]
-    return max((m.memory_info().rss for m in pythons or members), default=0) / 2**20
+    """The tool's Python process's RSS: the process itself where it is Python (its children, the
+    history's packer, are not the tool), else its largest Python descendant (a terminal's shell)."""
+    rss: dict[bool, int] = {}
+    for member in [process, *process.children(recursive=True)]:
+        try:
+            python = "python" in member.name()
+            if member is process and python:
+                return member.memory_info().rss / 2**20
+            rss[python] = max(rss.get(python, 0), member.memory_info().rss)
+        except psutil.NoSuchProcess:  # (ended meanwhile)
+            pass
+    return rss.get(True, rss.get(False, 0)) / 2**20
 
 
 def measure(
@@ -183,6 +208,9 @@ def real_tools(folder: Path, desktop: bool) -> dict[str, tuple[list[str], dict[s
         width, height = OFFSCREEN_SCREEN_PX
         screen.write_text(json.dumps({"screens": [{"name": "bench", "width": width, "height": height, "dpr": 1}]}))
         offscreen = {"QT_QPA_PLATFORM": f"offscreen:configfile={screen}", "TRAYVML_TRAY_WAIT_S": "100000"}
+        if os.environ.get("BENCH_QT_LIBS"):
+            libraries = [os.environ["BENCH_QT_LIBS"], *filter(None, [os.environ.get("LD_LIBRARY_PATH")])]
+            offscreen["LD_LIBRARY_PATH"] = os.pathsep.join(libraries)
         found[OFFSCREEN_TRAY] = (trayvml, {**own("tray"), **offscreen}, False)
         found[OFFSCREEN_WINDOW] = (trayvml, {**own("window"), **offscreen}, False)
     peers = [
@@ -222,14 +250,18 @@ def _listening(runtime: Path) -> bool:
     return False
 
 
-def _bring_forward(command: list[str], env: dict[str, str] | None) -> bool:
-    """A second start of the tray running with ``env``, once it listens (else the second would be a
-    tray too): True where it said so and ended."""
+def _bring_forward(tray: _Started, command: list[str], env: dict[str, str] | None) -> bool:
+    """A second start of ``tray`` (started with ``command`` and ``env``), once it listens: else the
+    second would be a tray too. True where it said so and ended."""
     runtime = Path(env["XDG_RUNTIME_DIR"]) if env else Path()
     for _ in range(60):
         if _listening(runtime):
             break
+        if not tray.running():
+            return False
         time.sleep(1)
+    else:
+        return False
     try:
         return subprocess.run(command, env=env, timeout=30, capture_output=True).returncode == 0
     except subprocess.TimeoutExpired:  # (killed by run)
@@ -244,17 +276,20 @@ def measure_together(
     try:
         for name, (command, env, terminal) in commands.items():
             started[name] = _Started(command, env, terminal)
-        forward_failed = OFFSCREEN_WINDOW in commands and not _bring_forward(*commands[OFFSCREEN_WINDOW][:2])
-        time.sleep(settle_s)
-        running = {name: tool for name, tool in started.items() if tool.process.is_running()}
-        if forward_failed:
+        window = started.get(OFFSCREEN_WINDOW)
+        if window is not None and not _bring_forward(window, *commands[OFFSCREEN_WINDOW][:2]):
             print(f"{OFFSCREEN_WINDOW}: its window did not come forward, not measured", file=sys.stderr)
-            running.pop(OFFSCREEN_WINDOW, None)
+            started.pop(OFFSCREEN_WINDOW).stop()
+        time.sleep(settle_s)
+        running = {name: tool for name, tool in started.items() if tool.running()}
         for name in started.keys() - running.keys():
             print(f"{name}: ended before it was measured", file=sys.stderr)
         before = {name: _tree_cpu_s(tool.process) for name, tool in running.items()}
         time.sleep(seconds)
         spent = {name: _tree_cpu_s(tool.process) - before[name] for name, tool in running.items()}
+        for name in [name for name, tool in running.items() if not tool.running()]:
+            print(f"{name}: ended while it was measured, not counted", file=sys.stderr)
+            del running[name]
         return {name: (spent[name] / seconds * 100, _python_rss_mib(tool.process)) for name, tool in running.items()}
     finally:
         for tool in started.values():
@@ -317,6 +352,11 @@ def main() -> None:
         help="of the peers and `trayvml log`, measure only those whose name contains this (the tray: --no-tray)",
     )
     args = parser.parse_args()
+    if args.desktop and not args.real:
+        parser.error("--desktop goes with --real (without it, the tray and window run on a desktop stack)")
+    # A timeout's SIGTERM ends the run through its finally clauses: the tools in tmux are in
+    # sessions of their own, which nothing else would stop.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     results: dict[str, list[tuple[float, float]]] = {}
     with tempfile.TemporaryDirectory() as folder:
         for run in range(args.runs if args.real else 0):
@@ -349,6 +389,10 @@ def main() -> None:
     for name in cpu:
         runs = ", ".join(f"{c:.2f}" for c, _ in results[name])
         print(f"| {name} | {cpu[name]:.2f} | {cpu[name] / cheaper_peer:.2f} | {rss[name]:.0f} | {runs} |")
+    windows = [name for name in cpu if "window open" in name]
+    fulls = [name for name in cpu if "monitor full" in name]
+    if windows and fulls:  # P14's own ratio: the cheaper peer above is another tool
+        print(f"window open ÷ nvitop's full monitor (P14): {cpu[windows[0]] / cpu[fulls[0]]:.2f}")
 
 
 if __name__ == "__main__":
