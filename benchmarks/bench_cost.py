@@ -22,7 +22,8 @@ shows changes, shown nowhere: the idle tray less its D-Bus talk with a panel, an
 panel every half second as a tray does until one comes), its graph window open (brought forward by
 a second start, as the launcher does; painted into Qt's offscreen buffer, on a screen the size of
 the desktop tests') and, as the window's peer (P14), nvitop's full monitor. ``BENCH_QT_LIBS``: a
-folder of libraries Qt needs that this machine lacks (scripts/pack-qt's), for those two alone.
+folder of libraries Qt needs that this machine lacks (scripts/pack-qt's), for the tray and the
+window alone.
 """
 
 from __future__ import annotations
