@@ -389,11 +389,16 @@ def main() -> None:
     print("|---|---:|---:|---:|---|")
     for name in cpu:
         runs = ", ".join(f"{c:.2f}" for c, _ in results[name])
-        print(f"| {name} | {cpu[name]:.2f} | {cpu[name] / cheaper_peer:.2f} | {rss[name]:.0f} | {runs} |")
+        print(f"| {name} | {cpu[name]:.2f} | {_ratio(cpu[name], cheaper_peer)} | {rss[name]:.0f} | {runs} |")
     windows = [name for name in cpu if "window open" in name]
     fulls = [name for name in cpu if "monitor full" in name]
     if windows and fulls:  # P14's own ratio: the cheaper peer above is another tool
-        print(f"window open ÷ nvitop's full monitor (P14): {cpu[windows[0]] / cpu[fulls[0]]:.2f}")
+        print(f"window open ÷ nvitop's full monitor (P14): {_ratio(cpu[windows[0]], cpu[fulls[0]])}")
+
+
+def _ratio(cpu_percent: float, peer_percent: float) -> str:
+    # A peer's run can read 0: no tick of /proc's clock in a short run (nvidia-smi -l 1, 30 s).
+    return f"{cpu_percent / peer_percent:.2f}" if peer_percent > 0 else "–"
 
 
 if __name__ == "__main__":
