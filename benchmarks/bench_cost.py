@@ -175,12 +175,14 @@ def real_tools(folder: Path, desktop: bool) -> dict[str, tuple[list[str], dict[s
 
     def own(name: str) -> dict[str, str]:
         # Folders of its own: no other trayvml's instance lock, settings or history.
-        (folder / name / "runtime").mkdir(mode=0o700, parents=True, exist_ok=True)
+        base = folder / name
+        (base / "runtime").mkdir(mode=0o700, parents=True, exist_ok=True)
         return {
             **os.environ,
-            **{f"XDG_{kind.upper()}_{'DIR' if kind == 'runtime' else 'HOME'}": str(folder / name / kind)
-               for kind in ("state", "config", "runtime")},
-        }  # fmt: skip
+            "XDG_STATE_HOME": str(base / "state"),
+            "XDG_CONFIG_HOME": str(base / "config"),
+            "XDG_RUNTIME_DIR": str(base / "runtime"),
+        }
 
     trayvml = [sys.executable, "-m", "trayvml"]
     fields = ",".join(smi_known_fields("nvidia-smi", [f for f in DEFAULT_FIELDS if f != "timestamp"]))
