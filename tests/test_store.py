@@ -575,6 +575,53 @@ def test_the_writer_keeps_values_as_steps_of_their_resolution_and_says_which_are
     assert missing == [[1, 0, 1, 0], [0, 0, 0, 1], [0, 0, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0]]
 
 
+def test_a_bucket_of_readings_past_the_writers_bound_reads_back_its_mean_within_its_min_and_max(
+    tmp_path: Path,
+) -> None:
+    """A driver's garbage (1e300 % of SM activity) is kept at the writer's bound, 2**62 steps: a
+    minute's sum of sixty of them is past int64's end, where numpy's sum wraps round, and read
+    back a mean of -0.01 % between a min and max of 4.6e16 %. The sums are held at their bound
+    and the mean within the bucket's min and max, minutes and ten minutes alike."""
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.history.disk import fresh, pack
+
+    key = "utilization_gpu_percent"
+    start_s = MIDNIGHT_S - 3600
+    samples = _samples("training:gpus=h100", start_s, 600)
+    junk = []
+    for sample in samples:
+        values = list(sample.gpus[0].values)
+        values[GPU_INDEX[key]] = 1e300
+        junk.append(replace(sample, gpus=(replace(sample.gpus[0], values=tuple(values)),)))
+    _write(tmp_path, junk)
+    db = Database(tmp_path)
+    try:
+        pack.pack(db, round(MIDNIGHT_S * 1000), None)
+    finally:
+        db.close()
+    kept = fresh.STEPS_BOUND / 100  # the bound's steps of 0.01 %
+    reader = StoreReader(tmp_path)
+    try:
+        for step_s, buckets in ((60.0, 10), (600.0, 1)):
+            data = reader.coarse(samples[0].devices[0].uuid, start_s, start_s + 599, step_s, (key,), fresh=False)
+            assert data.step_s == step_s and data.count[:, 0].tolist() == [600 // buckets] * buckets
+            assert np.allclose(data.low[:, 0], kept) and np.allclose(data.high[:, 0], kept)
+            assert np.allclose(data.mean[:, 0], kept), step_s
+    finally:
+        reader.close()
+
+
+def test_a_delta_of_two_to_the_63_between_sums_is_kept_in_eight_bytes() -> None:
+    """A small sum followed by one held at the negative bound: their delta is -2**63, whose int64
+    magnitude is itself (negative); taken for a small delta, it was kept in two bytes and read back
+    as 0."""
+    from trayvml.history.disk.blocks import SUM_BOUND
+
+    matrices = [np.array([[0, 60_000]], dtype=np.int64), np.array([[1024, -SUM_BOUND]], dtype=np.int64)]
+    decoded = codec.decode(*codec.encode(matrices, 3), len(matrices))
+    assert np.array_equal(decoded[1], matrices[1])
+
+
 DAY_S = 86400.0  # MIDNIGHT_S begins a Wednesday, the last day of a wide block's week (from Thursdays)
 
 

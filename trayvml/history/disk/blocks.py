@@ -82,6 +82,30 @@ def merge_coarse(parts: list[list[np.ndarray]], bucket_ms: int) -> list[np.ndarr
     return _reduce(starts - starts % bucket_ms, *(m.T for m in joined[1:]))
 
 
+# The largest sum a bucket keeps: int64's largest less the float spacing there, so that a sum held
+# at it is a float's too (see _sums). Not -2**63 either way: its magnitude is no int64's.
+SUM_BOUND = 2**63 - 1024
+_EXACT_SUM = 2**62  # a float sum of smaller magnitude says the exact one did not wrap round
+
+
+def _sums(values: np.ndarray, first: np.ndarray) -> np.ndarray:
+    """np.add.reduceat of the rows from each of ``first`` on, held at ±SUM_BOUND where the sum is
+    beyond int64 (where numpy's wraps round: three readings at the writer's bound, fresh.STEPS_BOUND,
+    summed to a negative number, and a bucket's mean read back below its min). Exact below 2**62,
+    a float's sum above it (a relative error of about 1e-16, on readings that large)."""
+    total = np.add.reduceat(values, first, axis=0)
+    if not len(values):
+        return total
+    largest = max(int(values.max()), -int(values.min()))
+    longest = int(np.diff(first, append=len(values)).max())
+    if largest * longest < _EXACT_SUM:  # the usual: no sum can come near the bound
+        return total
+    approx = np.add.reduceat(values.astype(np.float64), first, axis=0)
+    far = np.abs(approx) >= _EXACT_SUM
+    total[far] = np.clip(approx[far], -SUM_BOUND, SUM_BOUND).astype(np.int64)
+    return total
+
+
 def _reduce(
     keys: np.ndarray, count: np.ndarray, low: np.ndarray, high: np.ndarray, total: np.ndarray
 ) -> list[np.ndarray]:
@@ -93,7 +117,7 @@ def _reduce(
     count_b = np.add.reduceat(count[order], first, axis=0)
     low_b = np.minimum.reduceat(low[order], first, axis=0)
     high_b = np.maximum.reduceat(high[order], first, axis=0)
-    total_b = np.add.reduceat(total[order], first, axis=0)
+    total_b = _sums(total[order], first)
     empty = count_b == 0
     # An empty bucket's min and max are 0, not the sentinels: zeros cost nothing once compressed.
     low_b[empty | (low_b == big)] = 0

@@ -80,8 +80,9 @@ def _pack(matrix: np.ndarray) -> bytes:
     the columns of that type as one array (so that decoding is a few numpy calls, not one a column).
     fresh._pack writes the same bytes without numpy."""
     deltas = np.diff(matrix, axis=1, prepend=np.zeros((matrix.shape[0], 1), dtype=np.int64))
-    peak = np.abs(deltas).max(axis=1, initial=0)
-    codes = np.searchsorted(np.array(TYPE_LIMITS), peak, side="left").astype(np.uint8)
+    # As unsigned: int64's abs of -2**63 (a delta between sums of opposite signs) is itself.
+    peak = np.abs(deltas).view(np.uint64).max(axis=1, initial=0)
+    codes = np.searchsorted(np.array(TYPE_LIMITS, dtype=np.uint64), peak, side="left").astype(np.uint8)
     parts = [codes.tobytes()]
     for code, dtype in enumerate(_DTYPES):
         parts.append(deltas[codes == code].astype(dtype).tobytes())

@@ -224,6 +224,8 @@ class StoreReader:
                 np.add.at(total.T, at, su_v.T)
         mean = np.full((columns, n), np.nan)
         np.divide(total, count, out=mean, where=count > 0)
+        # Within its bucket's min and max, also where the sum was held at its bound (blocks._sums).
+        np.clip(mean, low, high, out=mean, where=count > 0)
         times = (first_ms + np.arange(n) * step_ms) / 1000
         return CoarseData(times, count.T, low.T, mean.T, high.T, step_ms / 1000)
 
