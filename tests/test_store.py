@@ -843,6 +843,47 @@ def test_a_clock_hours_ahead_at_boot_prunes_nothing_by_the_time_it_said(tmp_path
     reader.close()
 
 
+def test_a_clock_set_hours_ahead_for_a_minute_while_writing_prunes_nothing_by_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The wall clock set two hours ahead for a minute while the writer runs (a mistyped date, a
+    virtual machine resumed with its old time), then set right: the writer pruned by the time it
+    said, and the hour of seconds before (an hour's span here) went. The samples' boot-time clock
+    said a minute passed; with a week's span, a clock eight days ahead emptied the store."""
+    from dataclasses import replace
+
+    from trayvml.history.disk import pack, write
+
+    def refused(*_: object) -> subprocess.Popen[bytes]:
+        raise OSError("not now")
+
+    limits = Limits(fine_span_s=3600.0)
+    before = _samples("idle:gpus=h100", MIDNIGHT_S - 3600, 3600)
+    _write(tmp_path, before, limits)
+    db = Database(tmp_path)
+    try:
+        pack.pack(db, round(MIDNIGHT_S * 1000), None)  # the hour before made seconds (fine), as a packer makes it
+    finally:
+        db.close()
+    # No packer from here on: the writer prunes only while none runs, and one would run for as long
+    # as it takes here, not as on a machine, where it is long over by the time the clock is set.
+    monkeypatch.setattr(write, "start_packer", refused)
+    # A writer of its own, which has pruned once (at PRUNE_EVERY_S) before the clock is set ahead.
+    after = _samples("idle:gpus=h100", MIDNIGHT_S, 2 * int(PRUNE_EVERY_S) + 120)
+    steady, rest = after[: int(PRUNE_EVERY_S) + 60], after[int(PRUNE_EVERY_S) + 120 :]
+    ahead = [replace(s, timestamp_s=s.timestamp_s + 2 * 3600) for s in after[int(PRUNE_EVERY_S) + 60 : -len(rest)]]
+    _write(tmp_path, steady + ahead + rest, limits)
+    reader = StoreReader(tmp_path)
+    try:
+        uuid = before[0].devices[0].uuid
+        kept = reader.fine(uuid, MIDNIGHT_S - 3600, MIDNIGHT_S - 1, GPU_LAYOUT.keys)
+        assert len(kept.times_s) == 3600  # the hour before: within an hour of the right time throughout
+        written = reader.fine(uuid, MIDNIGHT_S, MIDNIGHT_S + 3 * 3600, GPU_LAYOUT.keys)
+        assert len(written.times_s) == len(after)  # the minute ahead kept at the time it was stamped
+    finally:
+        reader.close()
+
+
 def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     (tmp_path / "history.sqlite3").write_bytes(b"not a database " * 100)
     assert cli.main(["history", "--store", str(tmp_path), "--stats"]) == cli.EXIT_USAGE

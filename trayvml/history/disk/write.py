@@ -9,6 +9,7 @@ import fcntl
 import functools
 import json
 import logging
+import math
 import os
 import sqlite3
 import subprocess
@@ -40,6 +41,9 @@ FLUSH_S = 8.0  # samples wait at most this long before they are committed: a kil
 RETRY_S = 30.0  # after a failed write, how long before trying again
 MEMORY_KEEP_S = 3600.0  # samples kept in memory while the store cannot be written
 PRUNE_EVERY_S = 600.0
+# After the wall clock was set forward, the packing's and pruning's time moves on at most this many
+# seconds a second until it is the wall clock's again (StoreWriter._steady_ms).
+STEADY_CATCH_UP = 2.0
 PACK_WAIT_S = 15.0  # how long closing waits for the hourly packer (8 GPUs' hour: about a second)
 PACKER_AGAIN = 3  # a packer's exit status: an hour is left to pack (pruned under it, rows given back)
 PACKER_LIMIT_S = 600.0  # a packer still running after this is stopped (a hung one would pack no more)
@@ -186,6 +190,10 @@ class StoreWriter:
         # too: a clock hours ahead at boot (a dual-boot machine whose hardware clock keeps local
         # time) is set right by then, and the oldest hours are not dropped by the time it said.
         self._pruned_at_ms: int | None = None
+        # (the wall time the packing and pruning last went by, the samples' boot-time clock then):
+        # see _steady_ms. The last sample's boot-time clock (NaN: none, a replay's or a hand-made one).
+        self._steady: tuple[int, float] | None = None
+        self._last_monotonic_s = math.nan
         self.saved = 0  # samples committed to the store
         self.lost = 0  # samples dropped unwritten (memory kept only so much; or still unwritten at close)
         self._unsaved: list[int] = []  # the times of samples appended and not yet committed
@@ -247,6 +255,7 @@ class StoreWriter:
             self._add(HOST_UUID, HOST_INFO, host_layout(len(host.cpu_core_percent)), t_ms, values, states)
         self._unsaved.append(t_ms)
         self._last_ms = t_ms
+        self._last_monotonic_s = sample.monotonic_s
         if self._first_ms is None:
             self._first_ms = t_ms
         if t_ms - self._first_ms >= FLUSH_S * 1000:
@@ -329,6 +338,7 @@ class StoreWriter:
 
     def _maintain(self, db: Database, now_ms: int) -> None:
         """The hours that are over packed (by a process of their own), the oldest blocks pruned."""
+        now_ms = self._steady_ms(now_ms)
         self._packer_done()  # a packer that ended is reaped at once, not at the next hour
         self._pack(db, now_ms)
         if self._pruned_at_ms is None:
@@ -340,6 +350,20 @@ class StoreWriter:
             self._packed = False
             self._pruned_at_ms = now_ms
             prune(db, now_ms, self.limits)
+
+    def _steady_ms(self, now_ms: int) -> int:
+        """The wall time the packing and pruning go by: ``now_ms``, but where the wall clock was set
+        forward, no further on than STEADY_CATCH_UP times the time that passed by the samples'
+        boot-time clock since the last call. A clock set eight days ahead for a minute (a mistyped
+        date, a virtual machine resumed with its old time) pruned every block older than a week
+        before it: the whole history. A clock set right forward is caught up with as time passes;
+        one set back is followed at once (its cuts move back with it)."""
+        monotonic_s = self._last_monotonic_s
+        last = self._steady
+        if last is not None and not math.isnan(monotonic_s) and not math.isnan(last[1]):
+            now_ms = min(now_ms, last[0] + round(STEADY_CATCH_UP * max(0.0, monotonic_s - last[1]) * 1000))
+        self._steady = (now_ms, monotonic_s)
+        return now_ms
 
     def _pack(self, db: Database, now_ms: int) -> None:
         """In a new hour (or at the first write), the hours that are over are packed by a process of
