@@ -611,6 +611,37 @@ def test_a_bucket_of_readings_past_the_writers_bound_reads_back_its_mean_within_
         reader.close()
 
 
+def test_a_minute_without_readings_gives_its_ten_minutes_no_min_or_max(tmp_path: Path) -> None:
+    """A minute a GPU read nothing (asleep, say) is an empty bucket, kept with a min and max of 0:
+    merged into ten minutes (the wide tier, a read of two minutes a bucket), they were taken for
+    values, and the ten minutes' min temperature read 0 °C."""
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.history.disk import pack
+
+    key = "temperature_gpu_c"
+    start_s = MIDNIGHT_S - 3600
+    samples = _samples("training:gpus=h100", start_s, 600)
+    nothing = tuple(math.nan for _ in samples[0].gpus[0].values)
+    samples[300:360] = [replace(s, gpus=(replace(s.gpus[0], values=nothing),)) for s in samples[300:360]]
+    _write(tmp_path, samples)
+    db = Database(tmp_path)
+    try:
+        pack.pack(db, round(MIDNIGHT_S * 1000), None)
+    finally:
+        db.close()
+    temperatures = np.array([s.gpus[0].values[GPU_INDEX[key]] for s in samples])
+    assert np.nanmin(temperatures) > 0
+    reader = StoreReader(tmp_path)
+    try:
+        for step_s in (120.0, 600.0):
+            data = reader.coarse(samples[0].devices[0].uuid, start_s, start_s + 599, step_s, (key,), fresh=False)
+            per_bucket = temperatures.reshape(len(data.times_s), -1)
+            assert np.allclose(data.low[:, 0], np.nanmin(per_bucket, axis=1)), step_s
+            assert np.allclose(data.high[:, 0], np.nanmax(per_bucket, axis=1)), step_s
+    finally:
+        reader.close()
+
+
 def test_a_delta_of_two_to_the_63_between_sums_is_kept_in_eight_bytes() -> None:
     """A small sum followed by one held at the negative bound: their delta is -2**63, whose int64
     magnitude is itself (negative); taken for a small delta, it was kept in two bytes and read back

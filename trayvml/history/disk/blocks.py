@@ -79,7 +79,14 @@ def coarse_from_fine(fine: list[np.ndarray], bucket_ms: int) -> list[np.ndarray]
 def merge_coarse(parts: list[list[np.ndarray]], bucket_ms: int) -> list[np.ndarray]:
     joined = [np.concatenate([p[k] for p in parts], axis=1) for k in range(codec.COARSE_MATRICES)]
     starts = joined[0][0]
-    return _reduce(starts - starts % bucket_ms, *(m.T for m in joined[1:]))
+    count, low, high, total = (m.T for m in joined[1:])
+    # An empty bucket's min and max are kept as 0 (see _reduce): no part of a merged bucket's. Taken
+    # for values, a minute a GPU slept gave its ten minutes a min of 0 °C.
+    empty = count == 0
+    if empty.any():
+        big = np.iinfo(np.int64).max
+        low, high = np.where(empty, big, low), np.where(empty, -big, high)
+    return _reduce(starts - starts % bucket_ms, count, low, high, total)
 
 
 # The largest sum a bucket keeps: int64's largest less the float spacing there, so that a sum held
