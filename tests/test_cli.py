@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import errno
+import io
 import json
 import math
 import os
@@ -818,6 +819,32 @@ def test_a_reader_that_stops_early_ends_the_command_quietly(command: list[str], 
     assert process.returncode == 0, err.decode()
     for said in ("Traceback", "Cannot write", "Exception ignored"):
         assert said not in err.decode()
+
+
+class _FullDisk(io.RawIOBase):
+    """A file on a disk with no room left: every write fails as the kernel's does (ENOSPC)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, _data: object) -> int:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["snapshot"], ["snapshot", "--json"], ["pick", "--max-util", "100"], ["doctor"]],
+)
+def test_standard_output_on_a_full_disk_is_one_sentence_and_exit_2(
+    command: list[str], monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``snapshot > file`` on a full disk ended with a traceback and exit 1, which is pick's "not
+    enough GPUs" (a script would take it for that); ``history`` said so in a sentence already."""
+    capsys.readouterr()
+    monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(_FullDisk()), encoding="utf-8"))
+    assert main([*command, ONE_H100]) == 2
+    err = capsys.readouterr().err
+    assert err == "trayvml: Cannot write standard output: No space left on device.\n"
 
 
 def test_settings_given_through_a_pipe_are_read_once_and_used(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -381,8 +381,13 @@ def test_listen_addresses() -> None:
     assert parse_listen("[::1]:9999") == ("::1", 9999)
     assert parse_listen(":9999") == ("0.0.0.0", 9999)
     assert parse_listen("localhost") == ("localhost", DEFAULT_PORT)
+    assert parse_listen("[::1]") == ("::1", DEFAULT_PORT)
     with pytest.raises(TrayvmlError, match="port must be a number"):
         parse_listen("127.0.0.1:http")
+    with pytest.raises(TrayvmlError, match="port must be a number"):
+        parse_listen("[::1]x")
+    with pytest.raises(TrayvmlError, match=r"IPv6 address goes in brackets, as \[::1\]:8729"):
+        parse_listen("::1")  # once host ":" on port 1, and a failed name lookup
     assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
     assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("gpu-box")
     assert DEFAULT_PORT not in (9400, 9835, 8000) and not 9100 <= DEFAULT_PORT <= 9999
@@ -444,6 +449,24 @@ def test_a_bad_web_config_is_one_sentence(tmp_path: Path) -> None:
     with pytest.raises(TrayvmlError, match=r"web.yml is not UTF-8 text \(byte 22\)"):
         load_web_config(str(path))
     assert WebConfig().users == {}
+
+
+@pytest.mark.parametrize(
+    ("option", "said"),
+    [
+        ("--web-config", "--web-config was given an empty name."),
+        ("--listen", "--listen was given an empty address: HOST:PORT, or :PORT for every address."),
+    ],
+)
+def test_serve_refuses_an_empty_web_config_or_listen_address(
+    option: str, said: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A shell variable left empty (--web-config "$CONFIG"): served with no password nor TLS, or on
+    # every address, where the user asked for them.
+    other = ["--listen", "127.0.0.1:0"] if option == "--web-config" else []
+    assert main(["serve", "--simulate", *other, option, ""]) == 2
+    err = capsys.readouterr().err
+    assert err == f"trayvml: {said}\n"
 
 
 def test_serve_command_rejects_a_bad_listen_address(capsys: pytest.CaptureFixture[str]) -> None:

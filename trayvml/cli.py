@@ -16,7 +16,7 @@ import reprlib
 import stat
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING, NoReturn, TextIO, cast
 
 from trayvml import __version__
 from trayvml.core import i18n
@@ -505,11 +505,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         not_here = translate("cli", "--remote is for snapshot, log and the tray app, not {command}.")
         return _fail(not_here.format(command=args.command), EXIT_USAGE)
     args.interval = getattr(args, "interval", LOG_INTERVAL_S if args.command == "log" else None)
-    for option in ("csv", "bundle", "record"):
-        if getattr(args, option, None) == "":  # a shell variable left empty: not "nothing asked"
-            said = translate("cli", "--{option} was given an empty name.").format(option=option)
+    # A shell variable left empty is not "nothing asked": an empty --web-config served with no
+    # password or TLS, and an empty --listen on every address.
+    for option in ("csv", "bundle", "record", "web_config", "listen"):
+        if getattr(args, option, None) == "":
+            said = translate("cli", "--{option} was given an empty name.").format(option=option.replace("_", "-"))
             if option == "csv":
                 said = translate("cli", "--csv wants a file name, or - for standard output.")
+            elif option == "listen":
+                said = translate("cli", "--listen was given an empty address: HOST:PORT, or :PORT for every address.")
             return _fail(said, EXIT_USAGE)
     verbosity = getattr(args, "verbose", 0)
     level = logging.DEBUG if verbosity >= 2 else logging.INFO if verbosity == 1 else logging.WARNING
@@ -527,6 +531,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         simulation = simulation_from(getattr(args, "simulate", None))
     except SimulationSpecError as error:
         return _fail(str(error), EXIT_USAGE)
+    watched = _WatchedOutput(sys.stdout) if _writes_to_stdout(args) else None
+    if watched is not None:
+        sys.stdout = cast(TextIO, watched)
     try:
         code = _command(args, simulation)
         sys.stdout.flush()  # here, not at exit: a reader gone (`| head`) is then ours to take quietly
@@ -542,6 +549,45 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _fail(str(error), EXIT_NOT_ENOUGH)
     except TrayvmlError as error:
         return _fail(str(error), EXIT_USAGE)
+    except OSError as error:
+        # Standard output on a full disk (`snapshot > file`): a sentence and 2, not a traceback and
+        # 1, which is pick's "not enough GPUs". Another fault is not ours to name: raised as it is.
+        if watched is None or watched.failed is not error:
+            raise
+        from trayvml.core.files import quiet_stdout
+
+        quiet_stdout()
+        cannot = translate("record", "Cannot write {path}: {error}.")
+        return _fail(cannot.format(path=translate("record", "standard output"), error=error.strerror), EXIT_USAGE)
+    finally:
+        if watched is not None and sys.stdout is watched:
+            sys.stdout = watched.stream
+
+
+class _WatchedOutput:
+    """Standard output as a command writes it, keeping the error of a write or flush it failed:
+    the OSError a command's print raises is otherwise any file's."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.failed: OSError | None = None
+
+    def write(self, text: str) -> int:
+        try:
+            return self.stream.write(text)
+        except OSError as error:
+            self.failed = error
+            raise
+
+    def flush(self) -> None:
+        try:
+            self.stream.flush()
+        except OSError as error:
+            self.failed = error
+            raise
+
+    def __getattr__(self, name: str) -> object:  # fileno, isatty, encoding…: the stream's own
+        return getattr(self.stream, name)
 
 
 def _writes_to_stdout(args: argparse.Namespace) -> bool:

@@ -1954,6 +1954,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>--{option} 的名称为空。</translation>
     </message>
     <message>
+        <source>--listen was given an empty address: HOST:PORT, or :PORT for every address.</source>
+        <translation>--listen 的地址为空：请写 HOST:PORT，或用 :PORT 表示所有地址。</translation>
+    </message>
+    <message>
         <source>standard output is closed: trayvml {command} has nowhere to write.</source>
         <translation>标准输出已关闭：trayvml {command} 无处写入。</translation>
     </message>
@@ -3636,6 +3640,10 @@ For {duration} now.</source>
 </context>
 <context>
     <name>serve</name>
+    <message>
+        <source>--listen {value}: an IPv6 address goes in brackets, as [::1]:8729.</source>
+        <translation>--listen {value}：IPv6 地址须写在方括号中，如 [::1]:8729。</translation>
+    </message>
     <message>
         <source>--listen {value}: the port must be a number from 0 to 65535.</source>
         <translation>--listen {value}：端口必须是 0 到 65535 之间的数字。</translation>

@@ -252,6 +252,11 @@ class CsvLog:
             os.close(self._fd)
             raise
 
+    @property
+    def shown_path(self) -> str:
+        """The file's name as a sentence says it: "standard output" for ``-``."""
+        return translate("record", "standard output") if self.path == "-" else self.path
+
     def _start(self, header: str | None) -> None:
         status = os.fstat(self._fd)
         # Standard output redirected to a file is written only: its name is not ``path``.
@@ -312,7 +317,7 @@ class CsvLog:
                     os.ftruncate(self._fd, os.fstat(self._fd).st_size - written)
             raise TrayvmlError(
                 translate("csvlog", "Cannot write {path}: {error}; the rows already in it are whole.").format(
-                    path=self.path, error=error.strerror
+                    path=self.shown_path, error=error.strerror
                 )
             ) from None
 

@@ -273,5 +273,5 @@ class RemoteLog:
             if ticks != 1
             else translate("remote", "trayvml: {count} tick logged to {path}")
         )
-        print(logged.format(count=ticks, path=self.path), file=sys.stderr)
+        print(logged.format(count=ticks, path=self.log.shown_path), file=sys.stderr)
         return 0

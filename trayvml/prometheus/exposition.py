@@ -373,10 +373,19 @@ def cached_app(collector: SampleCollector, registry: CollectorRegistry) -> Calla
 # ---- where to listen ----
 def parse_listen(text: str) -> tuple[str, int]:
     """``HOST:PORT``, ``[V6]:PORT`` or ``:PORT`` (every address) into (host, port); raises TrayvmlError."""
-    host, sep, port_text = text.rpartition(":")
-    if not sep:
-        host, port_text = text, str(DEFAULT_PORT)
-    host = host.strip("[]")
+    if text.startswith("[") and "]" in text:  # [V6] or [V6]:PORT
+        host, _, after = text[1:].partition("]")
+        sep, port_text = (":", after[1:]) if after.startswith(":") else ("", after or str(DEFAULT_PORT))
+    else:
+        host, sep, port_text = text.rpartition(":")
+        if not sep:
+            host, port_text = text, str(DEFAULT_PORT)
+        elif ":" in host:  # ::1 would be host ":" on port 1
+            raise TrayvmlError(
+                translate("serve", "--listen {value}: an IPv6 address goes in brackets, as [::1]:8729.").format(
+                    value=repr(text)
+                )
+            )
     if not port_text.isascii() or not port_text.isdigit() or not 0 <= int(port_text) <= 65535:
         raise TrayvmlError(
             translate("serve", "--listen {value}: the port must be a number from 0 to 65535.").format(value=repr(text))
