@@ -179,6 +179,32 @@ def test_no_nvml_exits_3_with_a_sentence(fault: str) -> None:
 def test_simulation_can_come_from_the_environment() -> None:
     result = run_cli("pick", env={"TRAYVML_SIMULATE": "idle:gpus=rtx4090*3"})
     assert result.returncode == 0 and result.stdout.strip() in {"0", "1", "2"}
+    # On standard error, as snapshot's banner: the GPUs picked are no real machine's.
+    assert result.stderr == "trayvml: SIMULATED: simulated GPUs (idle), not real hardware\n"
+
+
+def test_an_empty_simulation_variable_is_unset(monkeypatch: pytest.MonkeyPatch) -> None:
+    # `TRAYVML_SIMULATE= trayvml pick`, the usual way to unset it, simulated four GPUs without a word.
+    from trayvml.nvml.sim import simulation_from
+
+    monkeypatch.setenv("TRAYVML_SIMULATE", "")
+    assert simulation_from(None) is None
+    monkeypatch.setenv("TRAYVML_SIMULATE", "idle:gpus=h100")
+    simulated = simulation_from(None)
+    assert simulated is not None and len(simulated.gpus) == 1
+
+
+def test_log_says_on_standard_error_that_its_rows_are_of_simulated_gpus(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    capsys.readouterr()
+    path = tmp_path / "gpus.csv"
+    assert main(["log", "--count", "1", "--csv", str(path), "--simulate=training:gpus=h100"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        err == f"trayvml: SIMULATED: simulated GPUs (training), not real hardware\ntrayvml: 1 tick logged to {path}\n"
+    )
+    assert "SIMULATED" not in path.read_text()  # the rows stay nvidia-smi's CSV
 
 
 @pytest.mark.parametrize(
@@ -330,6 +356,13 @@ class _DiskFillingUp:
         return count
 
 
+def _without_banner(err: str, scenario: str = "training") -> str:
+    """Standard error less the line a command on simulated GPUs begins it with (which must be there)."""
+    banner = f"trayvml: SIMULATED: simulated GPUs ({scenario}), not real hardware\n"
+    assert err.startswith(banner), err
+    return err.removeprefix(banner)
+
+
 def test_a_full_disk_ends_the_log_with_a_sentence_and_no_torn_row(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
@@ -342,7 +375,7 @@ def test_a_full_disk_ends_the_log_with_a_sentence_and_no_torn_row(
     monkeypatch.setattr(csvlog, "os", _DiskFillingUp(room=len(before) // 3))  # part of the next tick's rows
     assert main(["log", "--csv", str(path), "--count", "3", SIM]) == 2
     assert path.read_bytes() == before  # the partial tick was taken back: whole rows only
-    err = capsys.readouterr().err
+    err = _without_banner(capsys.readouterr().err)
     assert err.count("\n") == 1 and "No space left on device" in err and "Traceback" not in err
 
 
@@ -359,7 +392,8 @@ def test_short_writes_are_continued_so_rows_stay_whole(tmp_path: Path, monkeypat
 def test_log_to_dev_full_says_the_device_is_full() -> None:
     result = run_cli("log", "--csv", "/dev/full", "--count", "1", SIM, timeout=60)
     assert result.returncode == 2
-    assert result.stderr.count("\n") == 1 and "No space left on device" in result.stderr
+    err = _without_banner(result.stderr)
+    assert err.count("\n") == 1 and "No space left on device" in err
 
 
 def test_log_to_a_pipe_writes_without_reading_it() -> None:
@@ -844,6 +878,8 @@ def test_standard_output_on_a_full_disk_is_one_sentence_and_exit_2(
     monkeypatch.setattr(sys, "stdout", io.TextIOWrapper(io.BufferedWriter(_FullDisk()), encoding="utf-8"))
     assert main([*command, ONE_H100]) == 2
     err = capsys.readouterr().err
+    if command[0] == "pick":  # said before its answer (see test_simulation_can_come_from_the_environment)
+        err = _without_banner(err, "idle")
     assert err == "trayvml: Cannot write standard output: No space left on device.\n"
 
 

@@ -734,6 +734,7 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         problem = _not_current(first)
         if problem is not None:
             return _fail(problem, EXIT_NO_NVML)
+        _say_simulated(first)
         log = CsvLog(args.csv, columns, units=units, header=form.header)
         ticks = 0
         warned = False
@@ -845,6 +846,15 @@ def _desktop(args: argparse.Namespace) -> int:
     return 0
 
 
+def _say_simulated(sample: Sample) -> None:
+    """On standard error, where the GPUs are simulated: pick's numbers and log's rows look like a
+    real machine's, and an empty TRAYVML_SIMULATE once simulated four GPUs without a word."""
+    from trayvml.commands.report import simulation_banner
+
+    if sample.simulation:
+        print(f"trayvml: {simulation_banner(sample)}", file=sys.stderr)
+
+
 def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.pick import choose, cuda_ids
 
@@ -857,6 +867,7 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if problem is not None:
         return _fail(problem, EXIT_NO_NVML)
     chosen = choose(sample, args.count, args.by, args.min_free_mib, args.max_util)
+    _say_simulated(sample)  # (where none qualify, the one sentence that says so is enough)
     if args.uuid:
         print(",".join(sample.devices[i].uuid for i in chosen))
     else:

@@ -244,7 +244,7 @@ class CsvLog:
                 self._fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
         except OSError as error:
             raise TrayvmlError(
-                translate("csvlog", "Cannot write {path}: {error}.").format(path=path, error=error.strerror)
+                translate("csvlog", "Cannot write {path}: {error}.").format(path=self.shown_path, error=error.strerror)
             ) from None
         try:
             self._start(header_line(columns) if header else None)

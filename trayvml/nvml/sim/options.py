@@ -371,7 +371,8 @@ def simulation_from(option: str | None) -> SimSpec | None:
 
     Raises SimulationSpecError for a malformed spec.
     """
-    text = option if option is not None else os.environ.get(SIMULATE_ENV)
+    # An empty variable is unset (`TRAYVML_SIMULATE= trayvml pick`), not the default simulation.
+    text = option if option is not None else os.environ.get(SIMULATE_ENV) or None
     if text is None:
         return None
     return parse_spec(text)
