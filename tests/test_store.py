@@ -642,6 +642,54 @@ def test_a_minute_without_readings_gives_its_ten_minutes_no_min_or_max(tmp_path:
         reader.close()
 
 
+def test_a_read_across_the_hourly_packing_sees_the_store_as_it_stood(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The packer committing between a read's listing of blocks and the read of their data: the
+    blocks listed were gone (five hours read as nothing for that redraw), and ids used again by the
+    packer's new blocks were read as those, their checksums said not to match ("a damaged block of
+    history was skipped", of blocks that were whole)."""
+    from trayvml.history.disk import pack, write
+
+    def refused(*_: object) -> subprocess.Popen[bytes]:
+        raise OSError("not now")
+
+    monkeypatch.setattr(write, "start_packer", refused)  # packed here, when the test says
+    start_s = MIDNIGHT_S - 5 * 3600
+    samples = _samples("idle:gpus=h100", start_s, 1800, step_s=10.0)
+    _write(tmp_path, samples)
+    db = Database(tmp_path)
+    try:
+        pack.pack(db, round((MIDNIGHT_S - 3600) * 1000), None)  # four hours packed, the fifth fresh
+    finally:
+        db.close()
+    real = Database.with_data
+    packed: list[bool] = []
+
+    def packer_between(self: Database, blocks: list[Block]) -> list[Block]:
+        if not packed:
+            packed.append(True)
+            other = Database(tmp_path)
+            try:
+                assert pack.pack(other, round(MIDNIGHT_S * 1000), None)  # the fifth hour: new blocks for old
+            finally:
+                other.close()
+        return real(self, blocks)
+
+    monkeypatch.setattr(Database, "with_data", packer_between)
+    reader = StoreReader(tmp_path)
+    try:
+        with caplog.at_level(logging.WARNING):
+            data = reader.coarse(samples[0].devices[0].uuid, start_s, MIDNIGHT_S - 1, 600.0, GPU_LAYOUT.keys)
+        assert packed and int(data.recorded.sum()) == 30
+        assert "damaged" not in caplog.text
+        again = reader.coarse(samples[0].devices[0].uuid, start_s, MIDNIGHT_S - 1, 600.0, GPU_LAYOUT.keys)
+        # The store after the packing: the same (to a float's rounding: the fifth hour summed from its minutes).
+        assert np.allclose(again.mean, data.mean, equal_nan=True, rtol=1e-12, atol=1e-9)
+    finally:
+        reader.close()
+
+
 def test_a_delta_of_two_to_the_63_between_sums_is_kept_in_eight_bytes() -> None:
     """A small sum followed by one held at the negative bound: their delta is -2**63, whose int64
     magnitude is itself (negative); taken for a small delta, it was kept in two bytes and read back

@@ -161,6 +161,21 @@ class Database:
             raise
         self.connection.execute("COMMIT")
 
+    @contextlib.contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads that see the store as it stood at the first of them: the hourly packer committing
+        between a listing of blocks and the read of their data made the blocks listed go (a week
+        read as empty for a redraw), and a listed id another block's (ids are used again), taken
+        for a damaged one. Within a transaction already, that one's."""
+        if self.connection.in_transaction:
+            yield
+            return
+        self.connection.execute("BEGIN")  # deferred: the snapshot is taken at the first read
+        try:
+            yield
+        finally:
+            self.connection.execute("COMMIT")  # (nothing written: the end of the snapshot)
+
     def device_id(self, uuid: str, info: dict[str, object]) -> int:
         """The device's id, its facts (name, index, ...) brought up to date."""
         text = json.dumps(info, sort_keys=True, default=str)

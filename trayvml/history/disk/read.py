@@ -6,6 +6,7 @@ A damaged block is skipped with one log note; a range nothing was recorded in re
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
 import os
@@ -188,17 +189,20 @@ class StoreReader:
         high = np.full((columns, n), np.nan)
         total = np.zeros((columns, n))
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
-        found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
-        db, listed = found if found is not None else (None, [])
         use_wide = step_ms % WIDE_BUCKET_MS == 0
-        used = self._used(listed, use_wide)
-        folded = self._folded(db, used, step_ms, keys) if db is not None else []
-        if (
-            db is not None
-            and self._damaged
-            and any(b.tier is Tier.WIDE and (b.id, b.crc) in self._damaged for b in used)
-        ):
-            folded = self._folded(db, self._used(listed, use_wide), step_ms, keys)  # its days from their minutes
+        store = self._database()
+        # The blocks listed, then their data read, as the store stood at the listing (Database.snapshot).
+        with store.snapshot() if store is not None else contextlib.nullcontext():
+            found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
+            db, listed = found if found is not None else (None, [])
+            used = self._used(listed, use_wide)
+            folded = self._folded(db, used, step_ms, keys) if db is not None else []
+            if (
+                db is not None
+                and self._damaged
+                and any(b.tier is Tier.WIDE and (b.id, b.crc) in self._damaged for b in used)
+            ):
+                folded = self._folded(db, self._used(listed, use_wide), step_ms, keys)  # its days from their minutes
         placed = []
         for starts, c, lo_v, hi_v, su_v in folded:
             at = (starts - first_ms) // step_ms
