@@ -977,6 +977,44 @@ def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytes
     reader.close()
 
 
+def test_a_store_damaged_inside_is_moved_aside_when_a_write_finds_it(tmp_path: Path) -> None:
+    """A store whose header is whole and a table damaged opens, and then every write fails
+    ("database disk image is malformed"): the writer tried again every 30 s for good, kept an hour
+    in memory and dropped the rest, and never began anew as it does with a file it cannot open."""
+    first = _samples("idle:gpus=h100", MIDNIGHT_S, 30)
+    _write(tmp_path, first)
+    path = tmp_path / "history.sqlite3"
+    connection = sqlite3.connect(path)
+    try:
+        root, page_bytes = (
+            connection.execute("SELECT rootpage FROM sqlite_master WHERE name = 'blocks'").fetchone()[0],
+            connection.execute("PRAGMA page_size").fetchone()[0],
+        )
+    finally:
+        connection.close()
+    with open(path, "r+b") as store:  # the blocks table's root page, its b-tree header overwritten
+        store.seek((root - 1) * page_bytes)
+        store.write(b"\xff" * 64)
+    later = _samples("idle:gpus=h100", MIDNIGHT_S + 60, 30)
+    writer = StoreWriter(tmp_path)
+    try:
+        assert writer.problem is None  # it opens
+        for sample in later:
+            writer.append(sample)
+        writer.flush()
+        assert writer.problem is None and writer.saved == len(later)
+    finally:
+        writer.close()
+    aside = list(tmp_path.glob("history.sqlite3.damaged-*"))
+    assert len(aside) == 1 and aside[0].stat().st_size > 0
+    reader = StoreReader(tmp_path)
+    try:
+        kept = reader.fine(later[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 120, GPU_LAYOUT.keys)
+        assert kept.times_s.tolist() == [s.timestamp_s for s in later]  # the new store: the samples after
+    finally:
+        reader.close()
+
+
 def test_simulated_gpus_keep_a_history_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
     from trayvml.history import default_folder
 

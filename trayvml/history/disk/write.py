@@ -304,14 +304,18 @@ class StoreWriter:
             self._drop_old(now_ms)
             return
         try:
-            self._open()
-            assert self._db is not None
-            if self._log_files is not None and self._db.log_files() != self._log_files:
-                self._reopen()
-                assert self._db is not None
-            self._write(self._db)
-            self._log_files = self._db.log_files()
-            self._maintain(self._db, now_ms)
+            try:
+                self._commit(now_ms)
+            except sqlite3.DatabaseError as error:
+                if not _damaged(error):
+                    raise
+                # Damaged inside (a table, not the header that _open sees): every write failed
+                # again, for good. Kept aside, as at _open; what waits goes to a new one.
+                self._close_db()
+                self._db = Database(self._move_aside(error))
+                self._db.connection.executescript(pending.SCHEMA)
+                self._log_files = None
+                self._commit(now_ms)
         except StoreLockedError as error:
             self._failed(error, now_ms)
         except (OSError, sqlite3.Error) as error:
@@ -320,6 +324,16 @@ class StoreWriter:
             if self.problem is not None:
                 log.warning("writing the history to %s again", self.folder)
                 self.problem = None
+
+    def _commit(self, now_ms: int) -> None:
+        self._open()
+        assert self._db is not None
+        if self._log_files is not None and self._db.log_files() != self._log_files:
+            self._reopen()
+            assert self._db is not None
+        self._write(self._db)
+        self._log_files = self._db.log_files()
+        self._maintain(self._db, now_ms)
 
     def _write(self, db: Database) -> None:
         with db.transaction():
@@ -404,12 +418,15 @@ class StoreWriter:
         self._packed = True
         return True
 
-    def _failed(self, error: Exception, now_ms: int) -> None:
-        self._retry_at_ms = now_ms + round(RETRY_S * 1000)
+    def _close_db(self) -> None:
         if self._db is not None:
             with contextlib.suppress(sqlite3.Error):
                 self._db.close()
             self._db = None
+
+    def _failed(self, error: Exception, now_ms: int) -> None:
+        self._retry_at_ms = now_ms + round(RETRY_S * 1000)
+        self._close_db()
         if self.problem is None:
             why = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
             if isinstance(error, sqlite3.OperationalError) and "full" in str(error):
@@ -451,6 +468,13 @@ class StoreWriter:
         if self._lock is not None:
             self._lock.release()
             self._lock = None
+
+
+def _damaged(error: sqlite3.DatabaseError) -> bool:
+    """Whether SQLite says the file is damaged or no database (not the disk, a lock, a constraint).
+    Python 3.10 tells no error code: taken as not (tried again later, as before)."""
+    code = getattr(error, "sqlite_errorcode", None)
+    return code is not None and code & 0xFF in (sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB)
 
 
 def prune(db: Database, now_ms: int, limits: Limits) -> None:
