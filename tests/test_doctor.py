@@ -548,6 +548,35 @@ def test_record_then_replay_round_trips_through_the_cli(tmp_path: Path, capsys: 
     assert data["simulated"].startswith("replayed NVML recording")
 
 
+def test_a_recording_that_cannot_be_written_is_said_before_it_is_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``doctor --record FOLDER``: the hour recorded (--seconds up to 3600) was lost when the file
+    could not be written at its end. Nothing is recorded now; an existing file is left as it was
+    where a recording fails (no library), and none is made where there was none."""
+    from trayvml.nvml import recording
+
+    def never(*_: object) -> object:
+        raise AssertionError("recorded, with nowhere to put it")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(recording, "start_recording", never)
+        assert main(["doctor", "--record", str(tmp_path), "--seconds", "1", "--simulate=idle:gpus=h100"]) == 2
+    err = capsys.readouterr().err
+    assert err == f"trayvml: Could not write {tmp_path}: Is a directory.\n"
+
+    def no_library(*_: object) -> object:
+        raise recording.NoLibraryError("No NVML library to record.")
+
+    kept, new = tmp_path / "kept.jsonl", tmp_path / "new.jsonl"
+    kept.write_text("the last recording\n")
+    monkeypatch.setattr(recording, "start_recording", no_library)
+    for path in (kept, new):
+        assert main(["doctor", "--record", str(path), "--seconds", "1", "--simulate=idle:gpus=h100"]) == 3
+    assert kept.read_text() == "the last recording\n" and not new.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["kept.jsonl"]  # no temporary file left
+
+
 def test_nvidia_smi_is_asked_at_each_tick_where_it_exists(tmp_path: Path) -> None:
     from argparse import Namespace
 

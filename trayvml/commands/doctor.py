@@ -9,6 +9,7 @@ thread), D-Bus by DBUS_TIMEOUT_S.
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import getpass
 import json
@@ -16,11 +17,11 @@ import os
 import re
 import socket
 import stat
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 from trayvml import __version__
 from trayvml.core.files import output
@@ -465,11 +466,18 @@ def bundle(findings: Findings, sample: Sample, snapshot: dict[str, Any]) -> byte
 
 
 def write_out(path: str, data: bytes) -> None:
-    """The bundle or the recording where the user sends it (core.files.output), its folder made
-    where it is missing, a new file readable by the user alone. Raises OSError."""
+    """The bundle where the user sends it (see destination). Raises OSError."""
+    with destination(path) as out:
+        out.write(data)
+
+
+@contextlib.contextmanager
+def destination(path: str) -> Iterator[BinaryIO]:
+    """Where the user sends a bundle or a recording (core.files.output), its folder made where it
+    is missing, a new file readable by the user alone. Raises OSError."""
     Path(path).parent.mkdir(parents=True, exist_ok=True)
     with output(path, new_mode=0o600) as out:  # a recording holds UUIDs and serials: the user's own
-        out.write(data)
+        yield out
 
 
 def gather(
@@ -641,59 +649,68 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
     smi = smi if smi is not None else (None if simulation is not None else shutil.which("nvidia-smi"))
     fields = shared_fields()
     smi_fields = smi_known_fields(smi, fields)
-    source = Source(simulation, host=False, stall_after_s=args.timeout)
-    try:
-        recorder = start_recording()
-    except NoLibraryError as error:
-        source.close()
-        print(f"trayvml: {error}", file=sys.stderr)
-        return 3
-    ticks = 0
-    try:
-        ticker = Ticker(RECORD_INTERVAL_S, source.clock)
-        began_s = source.clock.monotonic_s()
-        while True:
-            sample = source.sample()
-            recorder.mark(
-                {
-                    "tick": ticks,
-                    "t": sample.timestamp_s,
-                    "trayvml": trayvml_rows(sample, fields),
-                    "gpm": gpm_readings(sample),
-                    **smi_outputs(smi, smi_fields, xml=ticks == 0),
-                }
-            )
-            ticks += 1
-            if source.clock.monotonic_s() - began_s >= args.seconds:
-                break
-            ticker.wait_next()
-    except KeyboardInterrupt:
-        pass  # Ctrl-C: keep what was recorded so far
-    finally:
-        source.close()
-        stop_recording(recorder)
-    header = {
-        "format": RECORDING_FORMAT,
-        "version": RECORDING_VERSION,
-        "trayvml": __version__,
-        "created": datetime.now(UTC).isoformat(timespec="seconds"),
-        "source": simulation.label if simulation is not None else "libnvidia-ml",
-        "interval_s": RECORD_INTERVAL_S,
-        "fields": fields,
-        "smi_fields": smi_fields,  # those nvidia-smi knows, asked in that order
-        "gpm_fields": [read.key for read in GPM],
-        # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
-        "smi": smi or "",
-        "dropped_calls": recorder.dropped,
-    }
-    lines = [header, *recorder.entries]
-    data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
-    try:
-        write_out(args.record, data.encode())
-    except OSError as error:
+
+    def could_not_write(error: OSError) -> int:
         failed = translate("doctor", "Could not write {path}: {error}.")
         print(f"trayvml: {failed.format(path=args.record, error=error.strerror or error)}", file=sys.stderr)
         return 2
+
+    # Where it goes, made ready first (a folder given for a file was said after the recording's
+    # hour, and the hour lost); put in place only where all of it was written.
+    try:
+        with destination(args.record) as out:
+            source = Source(simulation, host=False, stall_after_s=args.timeout)
+            try:
+                recorder = start_recording()
+            except NoLibraryError:
+                source.close()
+                raise
+            ticks = 0
+            try:
+                ticker = Ticker(RECORD_INTERVAL_S, source.clock)
+                began_s = source.clock.monotonic_s()
+                while True:
+                    sample = source.sample()
+                    recorder.mark(
+                        {
+                            "tick": ticks,
+                            "t": sample.timestamp_s,
+                            "trayvml": trayvml_rows(sample, fields),
+                            "gpm": gpm_readings(sample),
+                            **smi_outputs(smi, smi_fields, xml=ticks == 0),
+                        }
+                    )
+                    ticks += 1
+                    if source.clock.monotonic_s() - began_s >= args.seconds:
+                        break
+                    ticker.wait_next()
+            except KeyboardInterrupt:
+                pass  # Ctrl-C: keep what was recorded so far
+            finally:
+                source.close()
+                stop_recording(recorder)
+            header = {
+                "format": RECORDING_FORMAT,
+                "version": RECORDING_VERSION,
+                "trayvml": __version__,
+                "created": datetime.now(UTC).isoformat(timespec="seconds"),
+                "source": simulation.label if simulation is not None else "libnvidia-ml",
+                "interval_s": RECORD_INTERVAL_S,
+                "fields": fields,
+                "smi_fields": smi_fields,  # those nvidia-smi knows, asked in that order
+                "gpm_fields": [read.key for read in GPM],
+                # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
+                "smi": smi or "",
+                "dropped_calls": recorder.dropped,
+            }
+            lines = [header, *recorder.entries]
+            data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
+            out.write(data.encode())
+    except NoLibraryError as error:
+        print(f"trayvml: {error}", file=sys.stderr)
+        return 3
+    except OSError as error:
+        return could_not_write(error)
     calls = sum("f" in e for e in recorder.entries)
     done = translate("doctor", "Recorded {calls} NVML calls in {ticks} ticks to {path}.").format(
         calls=calls, ticks=ticks, path=args.record
