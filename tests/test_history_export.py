@@ -165,7 +165,10 @@ def test_a_relative_store_is_the_folder_under_the_working_directory(
     [
         (["--since", "99999999999999999999d"], "--since '99999999999999999999d' reaches back before 1970"),
         (["--from", "0001-01-01"], "'0001-01-01' is not a time trayvml can work with"),
-        (["--from", "9999-12-31T23:59:59+00:00"], "--to is before --from"),
+        # No --to: not "--to is before --from"
+        (["--from", "9999-12-31T23:59:59+00:00"], "--from '9999-12-31T23:59:59+00:00' is in the future"),
+        (["--from", "2027-01-02", "--to", "2027-01-01"], "--to is before --from"),
+        (["--since", ""], "--since '' is not a length of time"),  # a shell variable left empty: not 1 h
         (["--gpu", "99"], "No GPU with index 99 in the history"),
     ],
 )

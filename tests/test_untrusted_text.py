@@ -72,6 +72,13 @@ def test_every_sink_is_safe_for_hostile_text(text: str) -> None:
     assert json.loads(json.dumps(json_text(text), ensure_ascii=False).encode()) == json_text(text)
 
 
+def test_a_csv_cell_that_begins_with_a_double_quote_stays_one_cell() -> None:
+    # A process or Slurm job named so: a CSV reader took the cell for a quoted one and read on
+    # across the cells after it (8 cells of a history row's 11).
+    row = ", ".join(["7", csv_text('"ev, il=1+1'), "root"])
+    assert next(csv.reader([row], skipinitialspace=True)) == ["7", "'ev  il=1+1", "root"]
+
+
 def test_long_names_are_cut_for_people_and_kept_for_files() -> None:
     assert terminal_text(LONG) == "x" * (NAME_LIMIT - 1) + "…"
     assert csv_text(LONG) == json_text(LONG) == LONG
@@ -228,7 +235,7 @@ def test_csv_log_keeps_one_row_per_gpu_and_writes_no_formula(hostile_names: None
     _header, *lines = path.read_text(encoding="utf-8").splitlines()
     rows = list(csv.reader(lines, skipinitialspace=True))
     assert [row[0] for row in rows] == ["0", "1", "2", "3"] and {len(row) for row in rows} == {4}
-    assert rows[1][1] == '\'=HYPERLINK("http://evil" "x")\ufffd\ufffdforged  row'
+    assert rows[1][1] == "'=HYPERLINK('http://evil' 'x')\ufffd\ufffdforged  row"  # its quotes no CSV quotes
     assert rows[0][1] == "NVIDIA \ufffd\ufffd H100"
 
 

@@ -3260,6 +3260,10 @@ For {duration} now.</source>
         <translation>--to 需要与 --from 一起使用。</translation>
     </message>
     <message>
+        <source>--from {value} is in the future; the history holds nothing after now.</source>
+        <translation>--from {value} 在未来；历史记录中没有晚于现在的数据。</translation>
+    </message>
+    <message>
         <source>--to is before --from.</source>
         <translation>--to 早于 --from。</translation>
     </message>

@@ -93,8 +93,12 @@ def time_range(args: argparse.Namespace, now_s: float) -> tuple[float, float]:
     if args.start is not None:
         start_s = parse_time(args.start, now)
         end_s = parse_time(args.end, now) if args.end is not None else now_s
+        if args.end is None and start_s > now_s:  # else "--to is before --from", with no --to given
+            ahead = translate("record", "--from {value} is in the future; the history holds nothing after now.")
+            raise TrayvmlError(ahead.format(value=repr(args.start)))
     else:
-        since = args.since or f"{DEFAULT_SINCE_S:g}s"
+        # Given empty (a shell variable left empty), refused as any other length it cannot read.
+        since = args.since if args.since is not None else f"{DEFAULT_SINCE_S:g}s"
         seconds = parse_since(since)
         _check_since(since, seconds, now_s)
         start_s, end_s = now_s - seconds, now_s

@@ -54,11 +54,13 @@ def terminal_text(text: str, limit: int = NAME_LIMIT) -> str:
 def csv_text(text: str) -> str:
     """One cell of trayvml's nvidia-smi style CSV (unquoted, ``", "`` between cells).
 
-    Kept whole, but a comma becomes a space (it would start a new cell), line breaks are
-    replaced (they would start a new row) and a cell a spreadsheet would run as a formula
-    gets a leading apostrophe, as OWASP advises for CSV injection.
+    Kept whole, but a comma becomes a space (it would start a new cell), a double quote an
+    apostrophe (a cell that starts with one is a quoted cell to CSV readers, which then read on
+    across the cells after it), line breaks are replaced (they would start a new row) and a cell
+    a spreadsheet would run as a formula gets a leading apostrophe, as OWASP advises for CSV
+    injection.
     """
-    safe = clean(text).replace(",", " ")
+    safe = clean(text).replace(",", " ").replace('"', "'")
     return "'" + safe if safe.lstrip().startswith(_FORMULA_START) else safe
 
 
