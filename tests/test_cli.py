@@ -101,6 +101,31 @@ def test_log_writes_nvidia_smi_csv_and_appends_when_the_header_matches(tmp_path:
     assert rows[3][8] == "[Not Supported]"  # power.draw on the laptop
 
 
+def test_log_appends_rows_with_units_or_without_as_the_file_has_them(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvidia-smi's header names the units with nounits too, so the header check let a log with
+    units take rows without ("73.96 W", then "73.96") in the same column."""
+    query = ["--query", "index,utilization.gpu,power.draw"]
+    with_units, without = tmp_path / "units.csv", tmp_path / "nounits.csv"
+    assert main(["log", "--csv", str(with_units), "--count", "1", *query, SIM]) == 0
+    assert main(["log", "--csv", str(without), "--count", "1", *query, "--nounits", SIM]) == 0
+    kept = with_units.read_text(), without.read_text()
+    capsys.readouterr()
+    assert main(["log", "--csv", str(with_units), "--count", "1", *query, "--nounits", SIM]) == 2
+    said = "already holds a log with units; choose another file or the same --format."
+    assert _without_banner(capsys.readouterr().err) == f"trayvml: {with_units} {said}\n"
+    assert main(["log", "--csv", str(without), "--count", "1", *query, SIM]) == 2
+    said = "already holds a log without units (nounits); choose another file or the same --format."
+    assert _without_banner(capsys.readouterr().err) == f"trayvml: {without} {said}\n"
+    assert (with_units.read_text(), without.read_text()) == kept  # nothing written to either
+    for path, units in ((with_units, []), (without, ["--nounits"])):  # alike: appended
+        assert main(["log", "--csv", str(path), "--count", "1", *query, *units, SIM]) == 0
+        power = [row.split(", ")[2] for row in path.read_text().splitlines()[1:]]
+        assert len(power) == 2 * 4
+        assert all(cell.endswith(" W") != bool(units) for cell in power if not cell.startswith("["))
+
+
 def test_log_query_and_nounits(tmp_path: Path) -> None:
     path = tmp_path / "q.csv"
     query = "index,temperature.gpu,power.draw,pstate,clocks_event_reasons.active,ecc.mode.current"

@@ -2101,6 +2101,14 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{path} 中已有列不同的日志（{columns}）；请换一个文件或使用相同的 --query，以免内容混杂。</translation>
     </message>
     <message>
+        <source>{path} already holds a log with units; choose another file or the same --format.</source>
+        <translation>{path} 中已有带单位的日志；请换一个文件，或使用相同的 --format。</translation>
+    </message>
+    <message>
+        <source>{path} already holds a log without units (nounits); choose another file or the same --format.</source>
+        <translation>{path} 中已有不带单位（nounits）的日志；请换一个文件，或使用相同的 --format。</translation>
+    </message>
+    <message>
         <source>Cannot read {path}: {error}.</source>
         <translation>无法读取 {path}：{error}。</translation>
     </message>

@@ -276,8 +276,42 @@ class CsvLog:
             )
         if existing is None:
             self._write(header + "\n")
-        elif not self._ends_with_newline():
+            return
+        # nvidia-smi's header names the units with nounits too: its rows tell whether they have them.
+        written = self._rows_have_units()
+        if written is not None and written != self.units:
+            mixed = (
+                translate("csvlog", "{path} already holds a log with units; choose another file or the same --format.")
+                if written
+                else translate(
+                    "csvlog",
+                    "{path} already holds a log without units (nounits); choose another file or the same --format.",
+                )
+            )
+            raise TrayvmlError(mixed.format(path=self.path))
+        if not self._ends_with_newline():
             self._write("\n")  # a row cut short by a crash stays as it was; new rows start afresh
+
+    def _rows_have_units(self) -> bool | None:
+        """Whether the file's last whole row has its numbers' units ("73.96 W"), by the first of its
+        cells that tells (a number in a column with a unit); None where none does."""
+        try:
+            with open(self.path, "rb") as log:
+                size = log.seek(0, os.SEEK_END)
+                log.seek(max(0, size - _HEADER_LIMIT_CHARS))  # bounded, as the header's read
+                lines = log.read().decode("utf-8", errors="replace").split("\n")
+        except OSError as error:
+            raise TrayvmlError(
+                translate("csvlog", "Cannot read {path}: {error}.").format(path=self.path, error=error.strerror)
+            ) from None
+        whole = lines[:-1]  # the text after the last newline is a row cut short, or nothing
+        cells = whole[-1].rstrip("\r").split(", ") if len(whole) > 1 else []
+        if len(cells) != len(self.columns):
+            return None  # only the header, or not a row of these columns
+        for column, cell in zip(self.columns, cells, strict=True):
+            if column.metric and column.smi.unit and not cell.startswith("["):  # ("[N/A]" either way)
+                return cell.endswith(f" {column.smi.unit}")
+        return None
 
     def _existing_header(self) -> str:
         try:
