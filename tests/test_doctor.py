@@ -564,6 +564,11 @@ def test_a_recording_that_cannot_be_written_is_said_before_it_is_made(
         assert main(["doctor", "--record", str(tmp_path), "--seconds", "1", "--simulate=idle:gpus=h100"]) == 2
     err = capsys.readouterr().err
     assert err == f"trayvml: Could not write {tmp_path}: Is a directory.\n"
+    (tmp_path / "a-file").write_text("")
+    below = tmp_path / "a-file" / "r.jsonl"
+    assert main(["doctor", "--record", str(below), "--seconds", "1", "--simulate=idle:gpus=h100"]) == 2
+    assert capsys.readouterr().err == f"trayvml: Could not write {below}: Not a directory.\n"  # not "File exists"
+    (tmp_path / "a-file").unlink()
 
     def no_library(*_: object) -> object:
         raise recording.NoLibraryError("No NVML library to record.")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import enum
+import errno
 import getpass
 import json
 import os
@@ -475,7 +476,11 @@ def write_out(path: str, data: bytes) -> None:
 def destination(path: str) -> Iterator[BinaryIO]:
     """Where the user sends a bundle or a recording (core.files.output), its folder made where it
     is missing, a new file readable by the user alone. Raises OSError."""
-    Path(path).parent.mkdir(parents=True, exist_ok=True)
+    folder = Path(path).parent
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:  # a file where a folder is asked for: "File exists" said nothing
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)) from None
     with output(path, new_mode=0o600) as out:  # a recording holds UUIDs and serials: the user's own
         yield out
 
