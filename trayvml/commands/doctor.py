@@ -9,7 +9,6 @@ thread), D-Bus by DBUS_TIMEOUT_S.
 
 from __future__ import annotations
 
-import contextlib
 import enum
 import errno
 import getpass
@@ -18,11 +17,11 @@ import os
 import re
 import socket
 import stat
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any
 
 from trayvml import __version__
 from trayvml.core.files import output
@@ -467,22 +466,36 @@ def bundle(findings: Findings, sample: Sample, snapshot: dict[str, Any]) -> byte
 
 
 def write_out(path: str, data: bytes) -> None:
-    """The bundle where the user sends it (see destination). Raises OSError."""
-    with destination(path) as out:
+    """The bundle or the recording where the user sends it (core.files.output), its folder made
+    where it is missing, a new file readable by the user alone. Raises OSError."""
+    _folder_for(path)
+    with output(path, new_mode=0o600) as out:  # a recording holds UUIDs and serials: the user's own
         out.write(data)
 
 
-@contextlib.contextmanager
-def destination(path: str) -> Iterator[BinaryIO]:
-    """Where the user sends a bundle or a recording (core.files.output), its folder made where it
-    is missing, a new file readable by the user alone. Raises OSError."""
+def _folder_for(path: str) -> Path:
+    """The folder ``path`` goes in, made where it is missing. Raises OSError."""
     folder = Path(path).parent
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except FileExistsError:  # a file where a folder is asked for: "File exists" said nothing
         raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)) from None
-    with output(path, new_mode=0o600) as out:  # a recording holds UUIDs and serials: the user's own
-        yield out
+    return folder
+
+
+def check_writable(path: str) -> None:
+    """Raises the OSError that writing ``path`` at the end of a recording would meet where it can
+    be told now: a folder there, a file where its folder should be, a folder it cannot write in. A
+    recording (up to an hour) was lost at its end for these. Only a probe, gone at once: the file
+    itself is written when there is something to write (core.files.output)."""
+    import tempfile
+
+    folder = _folder_for(path)
+    if os.path.isdir(path):
+        raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+    if not os.path.exists(path) or stat.S_ISREG(os.stat(path).st_mode):  # else written through (a pipe, a device)
+        with tempfile.TemporaryFile(dir=folder):  # a regular file is written beside it, then renamed
+            pass
 
 
 def gather(
@@ -545,9 +558,7 @@ def run(args: Any, simulation: Any, bus_names: BusNames = session_bus_names) -> 
         try:
             write_out(args.bundle, bundle(findings, sample, snapshot))
         except OSError as error:
-            failed = translate("doctor", "Could not write {path}: {error}.")
-            print(f"trayvml: {failed.format(path=args.bundle, error=error.strerror or error)}", file=sys.stderr)
-            return 2
+            return _could_not_write(args.bundle, error)
         wrote = translate("doctor", "A redacted report is in {path}; attach it to an issue.")
         print(f"trayvml: {wrote.format(path=args.bundle)}", file=sys.stderr)
     return 1 if findings.problems else 0
@@ -631,6 +642,14 @@ def smi_outputs(smi: str | None, fields: list[str], xml: bool) -> dict[str, Any]
     return answers
 
 
+def _could_not_write(path: str, error: OSError) -> int:
+    import sys
+
+    failed = translate("doctor", "Could not write {path}: {error}.")
+    print(f"trayvml: {failed.format(path=path, error=error.strerror or error)}", file=sys.stderr)
+    return 2
+
+
 def record(args: Any, simulation: Any, smi: str | None = None) -> int:
     """``trayvml doctor --record FILE``: every NVML call for ``--seconds``, written as JSON lines."""
     import shutil
@@ -651,71 +670,64 @@ def record(args: Any, simulation: Any, smi: str | None = None) -> int:
         again = translate("doctor", "A replayed recording cannot be recorded again.")
         print(f"trayvml: {again}", file=sys.stderr)
         return 2
+    try:
+        check_writable(args.record)
+    except OSError as error:
+        return _could_not_write(args.record, error)
     smi = smi if smi is not None else (None if simulation is not None else shutil.which("nvidia-smi"))
     fields = shared_fields()
     smi_fields = smi_known_fields(smi, fields)
-
-    def could_not_write(error: OSError) -> int:
-        failed = translate("doctor", "Could not write {path}: {error}.")
-        print(f"trayvml: {failed.format(path=args.record, error=error.strerror or error)}", file=sys.stderr)
-        return 2
-
-    # Where it goes, made ready first (a folder given for a file was said after the recording's
-    # hour, and the hour lost); put in place only where all of it was written.
+    source = Source(simulation, host=False, stall_after_s=args.timeout)
     try:
-        with destination(args.record) as out:
-            source = Source(simulation, host=False, stall_after_s=args.timeout)
-            try:
-                recorder = start_recording()
-            except NoLibraryError:
-                source.close()
-                raise
-            ticks = 0
-            try:
-                ticker = Ticker(RECORD_INTERVAL_S, source.clock)
-                began_s = source.clock.monotonic_s()
-                while True:
-                    sample = source.sample()
-                    recorder.mark(
-                        {
-                            "tick": ticks,
-                            "t": sample.timestamp_s,
-                            "trayvml": trayvml_rows(sample, fields),
-                            "gpm": gpm_readings(sample),
-                            **smi_outputs(smi, smi_fields, xml=ticks == 0),
-                        }
-                    )
-                    ticks += 1
-                    if source.clock.monotonic_s() - began_s >= args.seconds:
-                        break
-                    ticker.wait_next()
-            except KeyboardInterrupt:
-                pass  # Ctrl-C: keep what was recorded so far
-            finally:
-                source.close()
-                stop_recording(recorder)
-            header = {
-                "format": RECORDING_FORMAT,
-                "version": RECORDING_VERSION,
-                "trayvml": __version__,
-                "created": datetime.now(UTC).isoformat(timespec="seconds"),
-                "source": simulation.label if simulation is not None else "libnvidia-ml",
-                "interval_s": RECORD_INTERVAL_S,
-                "fields": fields,
-                "smi_fields": smi_fields,  # those nvidia-smi knows, asked in that order
-                "gpm_fields": [read.key for read in GPM],
-                # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
-                "smi": smi or "",
-                "dropped_calls": recorder.dropped,
-            }
-            lines = [header, *recorder.entries]
-            data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
-            out.write(data.encode())
+        recorder = start_recording()
     except NoLibraryError as error:
+        source.close()
         print(f"trayvml: {error}", file=sys.stderr)
         return 3
+    ticks = 0
+    try:
+        ticker = Ticker(RECORD_INTERVAL_S, source.clock)
+        began_s = source.clock.monotonic_s()
+        while True:
+            sample = source.sample()
+            recorder.mark(
+                {
+                    "tick": ticks,
+                    "t": sample.timestamp_s,
+                    "trayvml": trayvml_rows(sample, fields),
+                    "gpm": gpm_readings(sample),
+                    **smi_outputs(smi, smi_fields, xml=ticks == 0),
+                }
+            )
+            ticks += 1
+            if source.clock.monotonic_s() - began_s >= args.seconds:
+                break
+            ticker.wait_next()
+    except KeyboardInterrupt:
+        pass  # Ctrl-C: keep what was recorded so far
+    finally:
+        source.close()
+        stop_recording(recorder)
+    header = {
+        "format": RECORDING_FORMAT,
+        "version": RECORDING_VERSION,
+        "trayvml": __version__,
+        "created": datetime.now(UTC).isoformat(timespec="seconds"),
+        "source": simulation.label if simulation is not None else "libnvidia-ml",
+        "interval_s": RECORD_INTERVAL_S,
+        "fields": fields,
+        "smi_fields": smi_fields,  # those nvidia-smi knows, asked in that order
+        "gpm_fields": [read.key for read in GPM],
+        # Where no nvidia-smi answers, these are NVML's answers alone: nothing to check them against.
+        "smi": smi or "",
+        "dropped_calls": recorder.dropped,
+    }
+    lines = [header, *recorder.entries]
+    data = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n" for line in lines)
+    try:
+        write_out(args.record, data.encode())
     except OSError as error:
-        return could_not_write(error)
+        return _could_not_write(args.record, error)
     calls = sum("f" in e for e in recorder.entries)
     done = translate("doctor", "Recorded {calls} NVML calls in {ticks} ticks to {path}.").format(
         calls=calls, ticks=ticks, path=args.record
