@@ -925,15 +925,18 @@ def test_a_clock_hours_ahead_at_boot_prunes_nothing_by_the_time_it_said(tmp_path
 def test_a_clock_set_hours_ahead_for_a_minute_while_writing_prunes_nothing_by_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The wall clock set two hours ahead for a minute while the writer runs (a mistyped date, a
-    virtual machine resumed with its old time), then set right: the writer pruned by the time it
-    said, and the hour of seconds before (an hour's span here) went. The samples' boot-time clock
-    said a minute passed; with a week's span, a clock eight days ahead emptied the store."""
+    """The wall clock set two hours ahead for a minute while the writer runs (a mistyped date),
+    then set right: the writer pruned by the time it said, and the hour of seconds before (an
+    hour's span here) went. The samples' boot-time clock said a minute passed; with a week's span,
+    a clock eight days ahead emptied the store."""
     from dataclasses import replace
 
     from trayvml.history.disk import pack, write
 
-    def refused(*_: object) -> subprocess.Popen[bytes]:
+    packers: list[tuple[int, int]] = []  # (now_ms, keep_ms) of each packer the writer starts
+
+    def refused(_folder: Path, now_ms: int, keep_ms: int, _lock_fd: int) -> subprocess.Popen[bytes]:
+        packers.append((now_ms, keep_ms))
         raise OSError("not now")
 
     limits = Limits(fine_span_s=3600.0)
@@ -961,6 +964,11 @@ def test_a_clock_set_hours_ahead_for_a_minute_while_writing_prunes_nothing_by_it
         assert len(written.times_s) == len(after)  # the minute ahead kept at the time it was stamped
     finally:
         reader.close()
+    # The hours are packed by the wall clock (the hour ahead's one started a packer), but the
+    # minutes' span a packer keeps of the wide blocks ends no later than the time that passed.
+    assert any(now_ms > (MIDNIGHT_S + 3600) * 1000 for now_ms, _ in packers)
+    latest_ms = round((MIDNIGHT_S + len(after)) * 1000)
+    assert all(now_ms - keep_ms <= latest_ms - limits.coarse_span_s * 1000 for now_ms, keep_ms in packers)
 
 
 def test_a_file_that_is_not_a_store_is_moved_aside(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

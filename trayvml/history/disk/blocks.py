@@ -101,7 +101,7 @@ def _sums(values: np.ndarray, first: np.ndarray) -> np.ndarray:
     summed to a negative number, and a bucket's mean read back below its min). Exact below 2**62,
     a float's sum above it (a relative error of about 1e-16, on readings that large)."""
     total = np.add.reduceat(values, first, axis=0)
-    if not len(values):
+    if not values.size:
         return total
     largest = max(int(values.max()), -int(values.min()))
     longest = int(np.diff(first, append=len(values)).max())

@@ -174,7 +174,10 @@ class Database:
         try:
             yield
         finally:
-            self.connection.execute("COMMIT")  # (nothing written: the end of the snapshot)
+            # (nothing written: the end of the snapshot). SQLite may have ended it itself on an
+            # error (I/O, out of memory), which then is the one to raise, not "no transaction".
+            if self.connection.in_transaction:
+                self.connection.execute("COMMIT")
 
     def device_id(self, uuid: str, info: dict[str, object]) -> int:
         """The device's id, its facts (name, index, ...) brought up to date."""

@@ -351,27 +351,29 @@ class StoreWriter:
         self._unsaved.clear()
 
     def _maintain(self, db: Database, now_ms: int) -> None:
-        """The hours that are over packed (by a process of their own), the oldest blocks pruned."""
-        now_ms = self._steady_ms(now_ms)
+        """The hours that are over packed (by a process of their own), the oldest blocks pruned:
+        the packing by the wall clock (the hours its rows are stamped in), what goes by age by the
+        steady time (_steady_ms)."""
+        steady_ms = self._steady_ms(now_ms)
         self._packer_done()  # a packer that ended is reaped at once, not at the next hour
-        self._pack(db, now_ms)
+        self._pack(db, now_ms, now_ms - steady_ms)
         if self._pruned_at_ms is None:
-            self._pruned_at_ms = now_ms
+            self._pruned_at_ms = steady_ms
         # Also once a packer ended: it made blocks that may be past their span, or over the cap. Not
         # while one runs: a block pruned under it would make it leave its hour for the next one.
-        due_now = due(now_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S)
+        due_now = due(steady_ms / 1000, self._pruned_at_ms / 1000 + PRUNE_EVERY_S, PRUNE_EVERY_S)
         if (due_now or self._packed) and self._packer is None:
             self._packed = False
-            self._pruned_at_ms = now_ms
-            prune(db, now_ms, self.limits)
+            self._pruned_at_ms = steady_ms
+            prune(db, steady_ms, self.limits)
 
     def _steady_ms(self, now_ms: int) -> int:
-        """The wall time the packing and pruning go by: ``now_ms``, but where the wall clock was set
+        """The wall time what is past its span goes by: ``now_ms``, but where the wall clock was set
         forward, no further on than STEADY_CATCH_UP times the time that passed by the samples'
         boot-time clock since the last call. A clock set eight days ahead for a minute (a mistyped
-        date, a virtual machine resumed with its old time) pruned every block older than a week
-        before it: the whole history. A clock set right forward is caught up with as time passes;
-        one set back is followed at once (its cuts move back with it)."""
+        date) pruned every block older than a week before it: the whole history. A clock set right
+        forward (one that was behind) is caught up with as time passes, the oldest blocks kept that
+        much longer meanwhile; one set back is followed at once (its cuts move back with it)."""
         monotonic_s = self._last_monotonic_s
         last = self._steady
         if last is not None and not math.isnan(monotonic_s) and not math.isnan(last[1]):
@@ -379,16 +381,17 @@ class StoreWriter:
         self._steady = (now_ms, monotonic_s)
         return now_ms
 
-    def _pack(self, db: Database, now_ms: int) -> None:
+    def _pack(self, db: Database, now_ms: int, ahead_ms: int = 0) -> None:
         """In a new hour (or at the first write), the hours that are over are packed by a process of
-        pack.py's, unless the last one still runs (then at a later flush)."""
+        pack.py's, unless the last one still runs (then at a later flush); the minutes' span it keeps
+        of the wide blocks reaches ``ahead_ms`` further back (the wall clock ahead of _steady_ms)."""
         hour = now_ms // HOUR_MS
         if hour == self._packed_hour or self._packer is not None or self._lock is None:
             return
         self._packed_hour = hour
         if hours_to_pack(db, now_ms):
             try:
-                keep_ms = round(self.limits.coarse_span_s * 1000)
+                keep_ms = round(self.limits.coarse_span_s * 1000) + ahead_ms
                 self._packer = start_packer(self.folder, now_ms, keep_ms, self._lock.fd)
                 self._packer_since_s = time.monotonic()
             except OSError as error:
