@@ -734,8 +734,8 @@ def _log(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         problem = _not_current(first)
         if problem is not None:
             return _fail(problem, EXIT_NO_NVML)
-        _say_simulated(first)
         log = CsvLog(args.csv, columns, units=units, header=form.header)
+        _say_simulated(first)  # (where the file is refused, the one sentence that says so is enough)
         ticks = 0
         warned = False
         sample = first

@@ -262,8 +262,10 @@ class CsvLog:
         # Standard output redirected to a file is written only: its name is not ``path``.
         self._regular = stat.S_ISREG(status.st_mode) and self.path != "-"
         if header is None:
-            if self._regular and status.st_size and not self._ends_with_newline():
-                self._write("\n")
+            if self._regular and status.st_size:
+                self._check_units()
+                if not self._ends_with_newline():
+                    self._write("\n")
             return
         existing = self._existing_header() if self._regular and status.st_size else None
         if existing is not None and existing != header:
@@ -277,7 +279,14 @@ class CsvLog:
         if existing is None:
             self._write(header + "\n")
             return
-        # nvidia-smi's header names the units with nounits too: its rows tell whether they have them.
+        self._check_units()
+        if not self._ends_with_newline():
+            self._write("\n")  # a row cut short by a crash stays as it was; new rows start afresh
+
+    def _check_units(self) -> None:
+        """Raises TrayvmlError where the file's rows have units and these would not, or the other
+        way round: nvidia-smi's header names the units with nounits too, so the header check let
+        "73.96 W" and "73.96" into one column."""
         written = self._rows_have_units()
         if written is not None and written != self.units:
             mixed = (
@@ -289,28 +298,28 @@ class CsvLog:
                 )
             )
             raise TrayvmlError(mixed.format(path=self.path))
-        if not self._ends_with_newline():
-            self._write("\n")  # a row cut short by a crash stays as it was; new rows start afresh
 
     def _rows_have_units(self) -> bool | None:
-        """Whether the file's last whole row has its numbers' units ("73.96 W"), by the first of its
-        cells that tells (a number in a column with a unit); None where none does."""
+        """Whether the file's first rows have their numbers' units ("73.96 W"), by the first cell
+        that tells (a number in a column with a unit); None where none does, or a line is no row of
+        these columns. The first rows: a row a crash cut short ("73.9") is the file's last."""
         try:
             with open(self.path, "rb") as log:
-                size = log.seek(0, os.SEEK_END)
-                log.seek(max(0, size - _HEADER_LIMIT_CHARS))  # bounded, as the header's read
-                lines = log.read().decode("utf-8", errors="replace").split("\n")
+                head = log.read(2 * _HEADER_LIMIT_CHARS)  # bounded, as the header's read
         except OSError as error:
             raise TrayvmlError(
                 translate("csvlog", "Cannot read {path}: {error}.").format(path=self.path, error=error.strerror)
             ) from None
-        whole = lines[:-1]  # the text after the last newline is a row cut short, or nothing
-        cells = whole[-1].rstrip("\r").split(", ") if len(whole) > 1 else []
-        if len(cells) != len(self.columns):
-            return None  # only the header, or not a row of these columns
-        for column, cell in zip(self.columns, cells, strict=True):
-            if column.metric and column.smi.unit and not cell.startswith("["):  # ("[N/A]" either way)
-                return cell.endswith(f" {column.smi.unit}")
+        header = header_line(self.columns)
+        for line in head.decode("utf-8", errors="replace").split("\n")[:-1]:  # whole lines
+            cells = line.rstrip("\r").split(", ")
+            if line.rstrip("\r") == header:
+                continue  # (a log without its header appended to one with)
+            if len(cells) != len(self.columns):
+                return None
+            for column, cell in zip(self.columns, cells, strict=True):
+                if column.metric and column.smi.unit and not cell.startswith("["):  # ("[N/A]" either way)
+                    return cell.endswith(f" {column.smi.unit}")
         return None
 
     def _existing_header(self) -> str:
