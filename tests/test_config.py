@@ -18,7 +18,7 @@ import pytest
 from tests.helpers import read_in_time, thresholds, zero_device
 from trayvml import config
 from trayvml.alerts.engine import AlertSettings
-from trayvml.alerts.rules import RULE_BY_KEY, RULES
+from trayvml.alerts.rules import FORMER_DEFAULTS, RULE_BY_KEY, RULES
 from trayvml.config import (
     GENERAL,
     Settings,
@@ -640,6 +640,31 @@ def test_free_memory_alerts_left_off_at_the_former_default_are_on_now(tmp_path: 
     # A version-3 file was written after memory_used's default changed: its user chose that one.
     memory_used = thresholds(settings.alerts.rules["memory_used"])
     assert memory_used.enabled and memory_used.warning_enter == 90.0
+
+
+def test_a_gpus_override_of_a_rule_at_its_former_default_keeps_what_it_was_saved_against(tmp_path: Path) -> None:
+    """A version-3 file: memory_free at its former default (off, warning 4 GiB, clear 6) and GPU 0's
+    override of it (on, warning at 5 GiB) saved as what differs from it. Rebuilt on today's default
+    (clear at 3), the override was refused, and the whole file moved aside with it: every setting,
+    push destinations too."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        FORMER_FREE
+        + "[gpus.0.alerts.memory_free]\nenabled = true\nwarning_enter = 5.0\n"
+        + '[[push]]\nkind = "ntfy"\nurl = "https://ntfy.example/mytopic"\n'
+    )
+    settings, message = SettingsStore(path).load()
+    assert "could not be used" not in message and not list(tmp_path.glob("config.toml.corrupt-*"))
+    assert len(settings.push) == 1
+    assert settings.alerts.rules["memory_free"] == RULE_BY_KEY["memory_free"].defaults  # today's, globally
+    override = thresholds(settings.alerts.overrides[0]["memory_free"])
+    former = thresholds(FORMER_DEFAULTS["memory_free"])
+    assert override.enabled and override.warning_enter == 5.0
+    assert (override.warning_clear, override.critical_enter, override.critical_clear) == (
+        former.warning_clear,
+        former.critical_enter,
+        former.critical_clear,
+    )
 
 
 def test_free_memory_alerts_written_by_this_version_stay_off(tmp_path: Path) -> None:

@@ -544,6 +544,15 @@ def _retire_former_defaults(document: dict[str, Any], version: int) -> list[str]
             continue  # reported when the file is read as a whole
         if unchanged and set(table) <= {f.name for f in fields(former)}:
             del alerts[key]
+            # Each GPU's override of the rule was saved as what differs from the rule as it stood
+            # (the former default): it keeps that one's other fields, not today's. On today's, an
+            # override of a warning at 5 GiB free (its clear at 6 unsaid) was refused (clear at 3),
+            # and the whole file with it: every setting, push destinations too.
+            gpus = document.get("gpus")
+            for gpu in gpus.values() if isinstance(gpus, dict) else ():
+                rules = gpu.get("alerts") if isinstance(gpu, dict) else None
+                if isinstance(rules, dict) and isinstance(rules.get(key), dict):
+                    rules[key] = {**_rule_to_toml(former), **rules[key]}
             note = translate("settings", "{table} held the former default and now has today's ({default})")
             notes.append(note.format(table=f"alerts.{key}", default=_default_words(key)))
     return notes
