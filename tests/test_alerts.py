@@ -11,6 +11,7 @@ import pytest
 from tests.helpers import simulated_source, thresholds
 from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertEngine, AlertSettings, validate
+from trayvml.alerts.grouping import CRITICAL
 from trayvml.alerts.rules import (
     RULE_BY_KEY,
     RULES,
@@ -340,6 +341,46 @@ def test_job_finished_after_a_busy_stretch() -> None:
     assert [(e.rule, e.timestamp_s) for e in events] == [("job_finished", 160)]
     assert events[0].message == "job finished after 2 min (idle now)"
     assert events[0].value == 150  # from the job's first busy second until it was told: its energy's span
+
+
+def test_a_laptop_gpu_asleep_after_its_job_is_idle_and_the_job_is_said_finished() -> None:
+    """A laptop's GPU after its job: a second idle, the reader lets go of NVML (resting, nothing
+    read), the GPU suspends (asleep, nothing read). Waited out as unknown, the job's notice never
+    came, and the next job's, an hour later, said "after 1 h 15 min" for a 5-minute job."""
+    engine = AlertEngine(
+        only("job_finished", busy_above_percent=50, idle_below_percent=5, busy_for_s=60, idle_for_s=30)
+    )
+    resting = GpuSample(0, (NAN,) * len(GPU_METRICS), (MetricState.RESTING,) * len(GPU_METRICS))
+    asleep = GpuSample(0, (NAN,) * len(GPU_METRICS), (MetricState.ASLEEP,) * len(GPU_METRICS), asleep=True)
+    info = (DeviceInfo(0, "RTX 4070 Laptop", "GPU-x"),)
+    events = run(engine, "utilization_gpu_percent", [99.0] * 600 + [0.0])
+    for t in range(601, 630):
+        events += engine.update(Sample(float(t), (resting,), info, None, None))
+    for t in range(630, 4230):
+        events += engine.update(Sample(float(t), (asleep,), info, None, None))
+    events += run(engine, "utilization_gpu_percent", [99.0] * 300 + [0.0] * 31, start_s=4230)
+    assert [(e.timestamp_s, e.message) for e in events] == [
+        (630, "job finished after 10 min (idle now)"),  # asleep from 630: idle since its second at 600
+        (4560, "job finished after 5 min (idle now)"),
+    ]
+
+
+def test_a_gpu_back_from_critical_is_said_at_its_level_now_in_its_groups_next_notice() -> None:
+    """GPU 0 at 91 °C (critical), then 80 °C (a warning, within the cooldown: not told); GPU 1 then
+    at 84 °C. The group's notice said GPU 0 "at 91 °C", critical and urgent, where both were
+    warnings: through a push destination's quiet hours too."""
+    monitor = _monitored(AlertSettings())
+    notices = []
+    for t in range(10):
+        notices += monitor.take(_two_gpus(float(t), (91.0, 70.0))).notices
+    for t in range(10, 130):
+        notices += monitor.take(_two_gpus(float(t), (80.0, 70.0))).notices
+    for t in range(130, 140):
+        notices += monitor.take(_two_gpus(float(t), (80.0, 84.0))).notices
+    assert [n.severity for n in notices] == [Severity.CRITICAL, Severity.WARNING]  # GPU 1 joining
+    last = notices[-1]
+    assert last.title.startswith("GPUs 0, 1: ") and "GPU 0 at 80 °C" in last.body and "91" not in last.body
+    assert last.urgency != CRITICAL
 
 
 def test_per_gpu_overrides_win() -> None:

@@ -192,6 +192,16 @@ class Grouper:
             del self._groups[key]
         return notices
 
+    def update(self, outgoing: Outgoing) -> None:
+        """A change of level the dispatcher kept from the user (within the rule's cooldown, say): a
+        GPU of an open group is said as it is now at the group's next notice. Kept, a GPU back from
+        critical to warning stayed critical in its group: another GPU's warning then sent "critical
+        at 91 °C" for one at 80, urgent, through a destination's quiet hours."""
+        event = outgoing.event
+        group = self._groups.get((event.host, event.rule))
+        if group is not None and event.gpu_index in group.members:
+            group.members[event.gpu_index] = outgoing
+
     def forget(self, event: AlertEvent) -> None:
         """A resolution the dispatcher kept from the user (alerts paused, the alert snoozed): its
         GPU leaves its group, nothing told; a group with no GPU firing left is over. Kept, a GPU

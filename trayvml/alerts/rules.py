@@ -459,7 +459,9 @@ class JobRule(GpuRule[JobSettings]):
     def step(
         self, settings: JobSettings, tracker: Tracker, gpu: GpuSample, name: str, now_s: float
     ) -> AlertEvent | None:
-        util = gpu.value("utilization_gpu_percent")
+        # A GPU runtime-suspended (a laptop's, once its job ended) runs nothing: idle, not unknown.
+        # Waited out as unknown, the job's notice never came, and the next job's named both.
+        util = 0.0 if gpu.asleep else gpu.value("utilization_gpu_percent")
         if math.isnan(util):
             return None
         if util >= settings.busy_above_percent:

@@ -250,9 +250,12 @@ class Monitor:
             where = f" on {self.host}" if self.host else ""
             outcome = f"not notified ({why_not})" if why_not else "notified"
             log.info("alert %s %s%s: %s", event.rule, event.kind, where, outcome)
+            outgoing = Outgoing(event, self._details(event, sample), self._actions(event, sample))
             if why_not and event.kind == "resolved":
                 self.grouper.forget(event)  # its group's notification is over, told or not
-            ready += self.dispatcher.offer(Outgoing(event, self._details(event, sample), self._actions(event, sample)))
+            elif why_not and event.kind == "firing":
+                self.grouper.update(outgoing)  # what its group says of it stays as it is now
+            ready += self.dispatcher.offer(outgoing)
         return ready
 
     def _details(self, event: AlertEvent, sample: Sample) -> str:
