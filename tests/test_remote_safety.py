@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import datetime
 import json
+import logging
 import math
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -349,3 +351,95 @@ def test_log_remote_writes_values_a_server_holds_once_stamped_when_they_were_rea
         (stamps[1], "0"),
         (stamps[1], "1"),
     ]
+
+
+def _prometheus_answer(result_type: str, series: list[dict[str, Any]]) -> bytes:
+    return json.dumps({"status": "success", "data": {"resultType": result_type, "result": series}}).encode()
+
+
+def test_a_prometheus_series_with_a_label_that_is_not_text_is_left_out_and_the_reading_goes_on(
+    remote: FakeRemote,
+) -> None:
+    """A server's ``"Hostname": ["dgx-01"]`` on one series: taken for a host name it raised a
+    TypeError where nothing caught it; reading a host's past, on the remote's own thread, it ended
+    that thread and the host was never read again."""
+    from trayvml.remote.fetch import read_prometheus_past
+
+    now_s = time.time()
+    good = {"UUID": "GPU-1", "gpu": "0", "Hostname": "dgx-01"}
+    temperature, power = {"__name__": "DCGM_FI_DEV_GPU_TEMP", **good}, {"__name__": "DCGM_FI_DEV_POWER_USAGE", **good}
+    hostile = {**power, "Hostname": ["dgx-01"]}
+    remote.content_type = "application/json"
+    live = [{"metric": temperature, "value": [now_s, "61"]}, {"metric": hostile, "value": [now_s, "300"]}]
+    remote.body = _prometheus_answer("vector", live)
+    endpoint = parse_endpoint("prometheus+" + remote.url)
+    (sample,) = read(endpoint, 2.0, now_s)
+    assert sample.system is not None and sample.system.hostname == "dgx-01"
+    assert sample.gpus[0].value("temperature_gpu_c") == 61.0 and math.isnan(sample.gpus[0].value("power_draw_w"))
+    past = [{"metric": m, "values": [[now_s - 60, v]]} for m, v in ((temperature, "60"), (hostile, "290"))]
+    remote.body = _prometheus_answer("matrix", past)
+    (before,) = read_prometheus_past(endpoint, now_s - 120, now_s, 10, 2.0)
+    assert before.gpus[0].value("temperature_gpu_c") == 60.0 and math.isnan(before.gpus[0].value("power_draw_w"))
+
+
+def test_a_json_answer_nested_past_the_recursion_limit_is_a_fault_in_one_sentence(remote: FakeRemote) -> None:
+    remote.content_type = "application/json"
+    remote.body = b'{"status":"success","data":{"result":' + b"[" * 100_000 + b"]" * 100_000 + b"}}"
+    with pytest.raises(
+        RemoteError, match=r"did not answer as a Prometheus server \(ValueError: JSON nested too deeply\)\.$"
+    ):
+        read(parse_endpoint("prometheus+" + remote.url), 2.0, time.time())
+
+
+def test_a_remotes_words_reach_standard_error_without_escape_sequences(
+    remote: FakeRemote, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    """A Prometheus server's error (or an HTTP reason) quoted in the warning on standard error: raw,
+    it cleared the user's terminal and coloured what followed (the table's line was cleaned)."""
+    remote.content_type = "application/json"
+    remote.body = json.dumps({"status": "error", "error": "\x1b[2J\x1b[31mpwned" + "x" * 5000}).encode()
+    with caplog.at_level(logging.WARNING):
+        assert main(["snapshot", "--simulate=idle:gpus=h100", "--remote", "prometheus+" + remote.url]) == 0
+    (warning,) = [r.getMessage() for r in caplog.records if "refused the query" in r.getMessage()]
+    assert "\x1b" not in warning and len(warning) <= 500  # not the 5000 characters it sent
+    assert "\x1b" not in capsys.readouterr().out
+
+
+def test_log_remote_says_a_hosts_fault_on_standard_error_without_escape_sequences(
+    remote: FakeRemote, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    remote.content_type = "application/json"
+    remote.body = json.dumps({"status": "error", "error": "\x1b[2J\x1b[31mpwned" + "x" * 5000}).encode()
+    capsys.readouterr()
+    log = ["log", "--simulate=idle:gpus=h100", "--count", "1", "--csv", str(tmp_path / "gpus.csv")]
+    assert main([*log, "--remote", "prometheus+" + remote.url]) == 0
+    (said,) = [line for line in capsys.readouterr().err.splitlines() if "no rows for" in line]
+    assert "refused the query" in said and "\x1b" not in said and len(said) < 700
+
+
+@pytest.mark.parametrize(
+    ("document", "why"),
+    [
+        ('{"system": {"hostname": "gpu1"}, "gpus": [{"index": 0, "processes": [{"pid": Infinity}]}]}', "OverflowError"),
+        ("[" * 200_000, "RecursionError"),
+    ],
+)
+def test_an_ssh_hosts_document_that_cannot_be_read_is_its_fault_and_its_reader_goes_on(
+    tmp_path: Path, document: str, why: str
+) -> None:
+    """A snapshot document over ssh with a process id of Infinity, or nested past Python's limit:
+    the thread reading the host ended with a traceback, and the host was said to have ended its
+    session (or not to answer) rather than why. The command stands in for ssh: what the host says."""
+    from trayvml.remote.ssh import SshConnection
+
+    said = tmp_path / "said.txt"
+    said.write_text(f"T\nS {document}\nS.\n")
+    script = f"import sys, time; sys.stdout.write(open({str(said)!r}).read()); sys.stdout.flush(); time.sleep(5)"
+    connection = SshConnection("ssh://gpu1", [sys.executable, "-c", script], "gpu1")
+    try:
+        latest, _, problem = connection.latest(4.0)
+        assert latest is None
+        assert problem == f"ssh://gpu1: the host answered something trayvml cannot read ({why})."
+        assert connection.process.poll() is None  # the session goes on: the next document may be whole
+    finally:
+        connection.close()

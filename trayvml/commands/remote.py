@@ -15,7 +15,7 @@ from trayvml.core.clock import Ticker
 from trayvml.core.errors import TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.lines import origin_text, simulation_text
-from trayvml.core.safe_text import shown_url, terminal_text
+from trayvml.core.safe_text import SENTENCE_LIMIT, shown_url, terminal_text
 from trayvml.core.sample import Sample
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
@@ -189,11 +189,14 @@ class RemoteLog:
 
     def _say(self, who: str, problem: str) -> None:
         if self._down.get(who) != problem:
+            # A remote host's words (its name, its HTTP reason, its error): no escape sequence
+            # reaches the terminal, nor an endless line.
+            shown_who, shown = terminal_text(who, SENTENCE_LIMIT), terminal_text(problem, SENTENCE_LIMIT)
             if problem:
                 silent = translate("remote", "trayvml: {problem} (no rows for {host} until it answers)")
-                print(silent.format(problem=problem, host=who), file=sys.stderr)
+                print(silent.format(problem=shown, host=shown_who), file=sys.stderr)
             elif who in self._down:
-                print(translate("remote", "trayvml: {host} answers again").format(host=who), file=sys.stderr)
+                print(translate("remote", "trayvml: {host} answers again").format(host=shown_who), file=sys.stderr)
             self._down[who] = problem
 
     def _say_simulated(self, sample: Sample) -> None:

@@ -17,6 +17,7 @@ import urllib.parse
 
 REPLACEMENT = "\ufffd"  # what undecodable bytes become; control characters become the same
 NAME_LIMIT = 48  # characters of one name shown to a person
+SENTENCE_LIMIT = 500  # characters of a sentence that quotes a remote host (its reason, its error)
 # C0 and C1 controls and DEL (terminal escape sequences, line breaks, tabs), lone surrogates
 # (bytes psutil and os could not decode hand over surrogate-escaped, and no UTF-8 stream can
 # encode them), line and paragraph separators, and the bidirectional controls that reorder or

@@ -802,9 +802,26 @@ def prometheus_query(endpoint: Endpoint) -> str:
     return _named("|".join(f"{prefix}.*" for prefix in NAME_PREFIXES), endpoint, "=~")
 
 
+def _loads(body: bytes) -> Any:
+    """json.loads, where a body nested past Python's recursion limit (a hostile server's) is a
+    ValueError as any other that is no JSON: a RecursionError ended the reading with a traceback."""
+    try:
+        return json.loads(body)
+    except RecursionError:
+        raise ValueError("JSON nested too deeply") from None
+
+
+def _labels(series: Any) -> dict[str, str] | None:
+    """A Prometheus API series' labels; None where one is not text (a hostile server's list): such
+    a series is left out. Taken for a host name, a list raised where nothing caught it, and the
+    remote's reading ended for good; without the label, the series was another host's."""
+    labels = dict(series["metric"])
+    return labels if all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items()) else None
+
+
 def _query_result(endpoint: Endpoint, body: bytes) -> list[dict[str, Any]]:
     """The series of a Prometheus API answer (``data.result``); a refused query is a RemoteError."""
-    answer = json.loads(body)
+    answer = _loads(body)
     if answer.get("status") != "success":
         refused = translate("remote", "{url} refused the query: {reason}.")
         reason = answer.get("error") or translate("remote", "no reason given")
@@ -1011,7 +1028,9 @@ def _prometheus_answer(endpoint: Endpoint, query: str, timeout_s: float) -> _Ans
         result = _query_result(endpoint, body)
         points = []
         for series in result:
-            labels = dict(series["metric"])
+            labels = _labels(series)
+            if labels is None:
+                continue
             at_s, text = series["value"]
             name = labels.pop("__name__", None)
             if name is None:  # a scrape's time or count the query adds (every exporter's series is named)
@@ -1237,10 +1256,12 @@ def read_prometheus_range(
     }
     body, _kind = _api(endpoint, "/api/v1/query_range", params, timeout_s)
     try:
-        answer = json.loads(body)
+        answer = _loads(body)
         out: dict[tuple[str, str], list[tuple[float, float]]] = {}
         for series in answer["data"]["result"]:
-            labels = series["metric"]
+            labels = _labels(series)
+            if labels is None:
+                continue
             host = labels.get("hostname") or labels.get("Hostname") or labels.get("instance", "")
             uuid = labels.get("uuid") or labels.get("UUID", "")
             out[(host, uuid)] = [(float(t), float(v)) for t, v in series["values"] if not math.isnan(float(v))]
@@ -1277,7 +1298,9 @@ def read_prometheus_past(
     by_time: dict[float, list[Point]] = {}
     try:
         for series in _query_result(endpoint, body):
-            labels = dict(series["metric"])
+            labels = _labels(series)
+            if labels is None:
+                continue
             name = labels.pop("__name__")
             for at_s, text in series["values"]:
                 by_time.setdefault(float(at_s), []).append(Point(name, labels, float(text)))

@@ -20,6 +20,7 @@ from dataclasses import replace
 
 from trayvml.core.clock import Clock, SystemClock, Ticker, clock_step_s, stamp_monotonic_s
 from trayvml.core.i18n import translate
+from trayvml.core.safe_text import SENTENCE_LIMIT, terminal_text
 from trayvml.core.sample import RemoteOrigin, Sample, SystemInfo
 from trayvml.remote import plain
 from trayvml.remote.fetch import Endpoint, RemoteError, SeriesCache, read, read_prometheus_past
@@ -134,13 +135,17 @@ class RemoteSource:
             past = read_prometheus_past(self.endpoint, start_s, now_s, PAST_POINTS, max(self.timeout_s, PAST_TIMEOUT_S))
             self.past = tuple(s for s in past if s.timestamp_s < now_s)  # the live read is "now"
         except RemoteError as error:  # the live values still come: the graphs start empty instead
-            log.warning("the past of %s could not be read: %s", self.endpoint.url, error)
+            log.warning(
+                "the past of %s could not be read: %s", self.endpoint.url, terminal_text(str(error), SENTENCE_LIMIT)
+            )
+        except Exception:  # a bug in trayvml's reading: the live values still come (this thread is theirs)
+            log.exception("reading the past of %s failed", self.endpoint.url)
 
     def _failed(self, message: str, now_s: float, monotonic_s: float) -> None:
         self._cache.unchanged.clear()  # what the host served meanwhile is not known
         if self.failures == 0:
             self._fault_since_s = now_s
-            log.warning("%s", message)
+            log.warning("%s", terminal_text(message, SENTENCE_LIMIT))  # the host's words: to a terminal
         else:  # the wall clock set since the last try: "unreachable since" goes with it
             self._fault_since_s += clock_step_s(*self._failed_at, now_s, monotonic_s)
         self._failed_at = (now_s, monotonic_s)

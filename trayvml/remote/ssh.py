@@ -413,7 +413,9 @@ class SshConnection:
             line = raw.rstrip("\n")[:MAX_LINE]
             try:
                 self._line(batch, line)
-            except (SshError, ValueError, KeyError, TypeError, AttributeError) as error:
+            # (OverflowError: a pid of Infinity; RecursionError: a document nested past Python's
+            # limit. Either ended this thread with a traceback, and the host was said to have ended.)
+            except (SshError, ValueError, KeyError, TypeError, AttributeError, OverflowError, RecursionError) as error:
                 message = str(error) if isinstance(error, SshError) else self._unreadable(error)
                 with self._changed:
                     self._problem = message
