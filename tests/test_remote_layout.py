@@ -199,4 +199,6 @@ def test_values_too_big_to_add_up_and_gpus_of_one_value_or_none_read_by_the_layo
         (sample,), by_layout = reads.read(changed.replace("} 8.0e+10\n", f"}} {big}\n"))
         assert by_layout and len(sample.gpus) == 3
         assert sample.gpus[0].value("temperature_gpu_c") == float(big) == sample.devices[0].memory_total_bytes
-        assert sample.gpus[1].value("utilization_gpu_percent") == float(big) * 100
+        scaled = float(big) * 100  # a fraction served: infinite as a percentage, which is no value
+        utilization = sample.gpus[1].value("utilization_gpu_percent")
+        assert utilization == scaled if math.isfinite(scaled) else math.isnan(utilization)

@@ -443,3 +443,40 @@ def test_an_ssh_hosts_document_that_cannot_be_read_is_its_fault_and_its_reader_g
         assert connection.process.poll() is None  # the session goes on: the next document may be whole
     finally:
         connection.close()
+
+
+def test_a_remote_value_not_finite_once_scaled_is_no_value_and_the_json_stays_json(
+    remote: FakeRemote, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """nvitop-exporter's units, and values no GPU has: +Inf % of CPU, 1e308 MiB (finite, infinite
+    in bytes), a process's +Inf MiB. Shown as "CPU inf %" and "inf GiB", and written into
+    ``snapshot --json`` as Infinity, which no JSON parser but Python's reads."""
+    uuid, host = "GPU-aaaa", 'hostname="nv1"'
+    gpu = f'{host},index="0",devicename="RTX",uuid="{uuid}"'
+    remote.body = (
+        f'nvitop_info{{{host},driver_version="550",cuda_driver_version="12.4"}} 1\n'
+        f"gpu_utilization_Percentage{{{gpu}}} 40\n"
+        f"gpu_memory_used_MiB{{{gpu}}} 1e308\n"
+        f"gpu_memory_total_MiB{{{gpu}}} 8000\n"
+        f"host_cpu_percent_Percentage{{{host}}} +Inf\n"
+        f"host_virtual_memory_total_MiB{{{host}}} 1e308\n"
+        f'process_gpu_memory_MiB{{{gpu},pid="123",username="bob"}} +Inf\n'
+    ).encode()
+    capsys.readouterr()
+    assert main(["snapshot", "--json", "--simulate=idle:gpus=h100", "--remote", remote.url + "/metrics"]) == 0
+
+    def refused(constant: str) -> None:
+        raise AssertionError(f"{constant} in the JSON")
+
+    document = json.loads(capsys.readouterr().out, parse_constant=refused)
+    (nv1,) = document["remotes"]
+    assert nv1["host_metrics"]["cpu_percent"] is None and nv1["host_metrics"]["ram_total_bytes"] is None
+    (gpu0,) = [gpu for gpu in document["gpus"] if gpu["host"] == "nv1"]
+    assert gpu0["metrics"]["utilization_gpu_percent"] == 40.0 and gpu0["metrics"]["memory_used_bytes"] is None
+    assert [p["used_memory_bytes"] for p in gpu0["processes"]] == [None]
+    cache = SeriesCache()  # the tray's reads: the first parses, the next go by the layout kept
+    for _ in range(2):
+        (sample,) = read(parse_endpoint(remote.url + "/metrics"), 2.0, time.time(), cache)
+        assert sample.host is not None and not any(math.isinf(v) for v in sample.host.values)
+        assert math.isnan(sample.gpus[0].value("memory_used_bytes"))
+        assert [math.isnan(p.used_memory_bytes) for p in sample.gpus[0].processes] == [True]

@@ -34,7 +34,9 @@ _HOST = {m.key: m for m in HOST_METRICS}
 
 
 def _number(value: float) -> float | None:
-    return None if math.isnan(value) else value
+    """A value for JSON: null where it is none (NaN) or none JSON can hold (a remote host's
+    infinity: written as Infinity, no parser but Python's read the snapshot)."""
+    return value if math.isfinite(value) else None
 
 
 def _show(gpu: GpuSample, key: str) -> str:

@@ -389,15 +389,24 @@ class Layout:
                 _with_memory(kept, memory, numbers) if memory else kept
                 for kept, memory in zip(shape.processes, processes, strict=True)
             ]
-            samples.append(shape.sample(gpus, memories, host_values.all(numbers), now_s))
+            samples.append(shape.sample(gpus, memories, host_values.finite(numbers), now_s))
         return samples
+
+
+def _finite(value: float) -> float:
+    """``value``, or NaN (no value) where it is not finite: a host's infinity, or 1e308 MiB in bytes,
+    was shown as "CPU inf %" and a RAM total of 300 digits."""
+    return value if math.isfinite(value) else math.nan
+
+
+def _same(a: float, b: float) -> bool:
+    return a == b or (math.isnan(a) and math.isnan(b))
 
 
 class _Values:
     """Where a GPU's (or a host's) values are among a read's numbers: (line, catalog key, scale) each."""
 
     def __init__(self, entries: list[tuple[int, str, float]]):
-        self._entries = entries
         self._keys = tuple(key for _line, key, _scale in entries)
         self._scales = tuple(scale for _line, _key, scale in entries)
         lines = [line for line, _key, _scale in entries]
@@ -406,21 +415,14 @@ class _Values:
             itemgetter(*lines) if len(lines) > 1 else lambda numbers: tuple(numbers[line] for line in lines)
         )
 
-    def all(self, numbers: list[float]) -> dict[str, float]:
-        """Each key's number times its scale (a later line of the same key wins, as in a full read)."""
-        return dict(zip(self._keys, map(mul, self._pick(numbers), self._scales), strict=True))
-
     def finite(self, numbers: list[float]) -> dict[str, float]:
-        """The same, leaving out a number that is not finite (not supported is not a value)."""
-        raw = self._pick(numbers)
-        if math.isfinite(sum(raw)):  # a NaN or an infinity makes the sum one: none here (the usual read)
-            return dict(zip(self._keys, map(mul, raw, self._scales), strict=True))
-        values = {}
-        for line, key, scale in self._entries:
-            value = numbers[line]
-            if math.isfinite(value):
-                values[key] = value * scale
-        return values
+        """Each key's number times its scale (a later line of the same key wins, as in a full
+        read), leaving out one that is not finite (not supported is not a value)."""
+        scaled = tuple(map(mul, self._pick(numbers), self._scales))
+        if math.isfinite(sum(scaled)):  # a NaN or an infinity makes the sum one: none here (the usual read)
+            return dict(zip(self._keys, scaled, strict=True))
+        # Scaled first: 1e308 MiB is finite, and infinite in bytes.
+        return {key: value for key, value in zip(self._keys, scaled, strict=True) if math.isfinite(value)}
 
 
 def _with_memory(
@@ -429,8 +431,8 @@ def _with_memory(
     """A GPU's processes as the last read left them, with this read's memory (line, position, scale) each."""
     out = list(processes)
     for line, position, scale in memory:
-        used = numbers[line] * scale
-        if out[position].used_memory_bytes != used:
+        used = _finite(numbers[line] * scale)
+        if not _same(out[position].used_memory_bytes, used):
             out[position] = replace(out[position], used_memory_bytes=used)
     return out
 
@@ -500,8 +502,9 @@ def _read(
                 if known is not None:
                     if record:
                         route_of[i] = _Route(GPU_VALUE, host.name, uuid, known[0], known[1])
-                    if math.isfinite(value):
-                        gpu.values[known[0]] = value * known[1]
+                    scaled = value * known[1]
+                    if math.isfinite(scaled):  # (1e308 MiB: infinite in bytes)
+                        gpu.values[known[0]] = scaled
                 continue
             if name == dialect.info:  # nvitop: per host, not per GPU
                 host = host_of(labels)
@@ -523,7 +526,7 @@ def _read(
         elif name in dialect.host:
             key, scale = dialect.host[name]
             host = host_of(labels)
-            host.host[key] = value * scale
+            host.host[key] = _finite(value * scale)
             if record:
                 route_of[i] = _Route(HOST_VALUE, host.name, "", key, scale)
         elif name == dialect.process_job and value == 1.0:
@@ -544,7 +547,7 @@ def _read(
                     gpu_index=-1,  # set once the GPU's index is known
                     pid=_index(labels.get("pid", "")),
                     kind=labels.get("kind", "compute"),
-                    used_memory_bytes=value * dialect.process_scale,
+                    used_memory_bytes=_finite(value * dialect.process_scale),
                     name=labels.get(dialect.process_name_label, "") if dialect.process_name_label else "",
                     user=labels.get(dialect.process_user_label, "") if dialect.process_user_label else "",
                 )
