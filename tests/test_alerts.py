@@ -143,6 +143,20 @@ def test_an_alert_that_resolves_while_snoozed_leaves_its_group() -> None:
     assert [(n.gpus, n.resolved) for n in told] == [((1,), True)]
 
 
+def test_an_alert_that_fires_while_paused_is_not_said_back_to_normal_after() -> None:
+    """Alerts paused; GPU 0 went hot meanwhile, and cooled once they were resumed: the user heard
+    "GPU 0: temperature back to normal" of an alert they had never seen. One that fires after the
+    pause is told as before, its end too."""
+    monitor = _monitored(only("temperature", hold_s=0, cooldown_s=0))
+    monitor.dispatcher.pause(math.inf)
+    told = [n for t in range(0, 300) for n in monitor.take(_two_gpus(t, (95, 40))).notices]
+    monitor.dispatcher.pause(0)  # resumed
+    told += [n for t in range(300, 700) for n in monitor.take(_two_gpus(t, (95 if t < 650 else 40, 40))).notices]
+    assert told == []  # fired while paused, over after: neither said
+    told = [n for t in range(700, 710) for n in monitor.take(_two_gpus(t, (95 if t < 705 else 40, 40))).notices]
+    assert [(n.gpus, n.resolved) for n in told] == [((0,), False), ((0,), True)]
+
+
 def test_an_alert_over_before_its_process_lists_came_goes_out_before_its_resolution() -> None:
     """A job's peak of memory lasted the rule's 30 s hold and passed a second later, its process
     lists not read yet (the idle tray reads them every 10 s): the alert waited for them and went out

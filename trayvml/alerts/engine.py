@@ -167,6 +167,13 @@ class AlertEngine:
                 off.append(replace(event, turned_off=True))
         return off
 
+    def untold(self, event: AlertEvent) -> None:
+        """``event``, a firing, was kept from the user (alerts paused, snoozed): its end is not told
+        either. Told, a "back to normal" came of an alert the user had never seen."""
+        tracker = self._trackers.get((event.gpu_index, event.rule))
+        if tracker is not None and event.kind == "firing":
+            tracker.announced = False
+
     def active(self) -> int:
         """How many alerts are firing now (a rule on a GPU, or on the machine, not back to normal)."""
         return sum(1 for tracker in self._trackers.values() if tracker.level is not None)

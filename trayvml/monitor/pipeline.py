@@ -255,6 +255,8 @@ class Monitor:
                 self.grouper.forget(event)  # its group's notification is over, told or not
             elif why_not and event.kind == "firing":
                 self.grouper.update(outgoing)  # what its group says of it stays as it is now
+                if event.notify:  # kept from the user by a pause or a snooze, not by the cooldown
+                    self.engine.untold(event)
             ready += self.dispatcher.offer(outgoing)
         return ready
 
