@@ -480,3 +480,28 @@ def test_a_remote_value_not_finite_once_scaled_is_no_value_and_the_json_stays_js
         assert sample.host is not None and not any(math.isinf(v) for v in sample.host.values)
         assert math.isnan(sample.gpus[0].value("memory_used_bytes"))
         assert [math.isnan(p.used_memory_bytes) for p in sample.gpus[0].processes] == [True]
+
+
+def test_an_exporters_series_stamped_a_day_ago_are_a_day_old_not_current(remote: FakeRemote) -> None:
+    """A /federate address, or a file of metrics written once, serves each series with the time it
+    was read: a day ago here. They were shown as read now (values_age_s 0)."""
+    stamp_ms = round((time.time() - 86_400) * 1000)
+    labels = 'gpu="0",UUID="GPU-1",Hostname="dgx-01"'
+    remote.body = (
+        f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61 {stamp_ms}\nDCGM_FI_DEV_POWER_USAGE{{{labels}}} 312.5 {stamp_ms}\n"
+    ).encode()
+    cache = SeriesCache()
+    for kept in (None, cache, cache):  # read alone; read by a remote, then its same answer again
+        now_s = time.time()
+        (sample,) = read(parse_endpoint(remote.url + "/metrics"), 2.0, now_s, kept)
+        assert sample.gpus[0].value("temperature_gpu_c") == 61.0
+        assert sample.values_ago_s == pytest.approx(now_s - stamp_ms / 1000, abs=1.0)
+
+
+def test_an_openmetrics_exemplar_after_a_value_is_not_taken_for_the_series(remote: FakeRemote) -> None:
+    """``{labels} 1 # {trace_id="b"} 2``: the series was read up to the exemplar's "}", and the
+    value as the exemplar's 2."""
+    labels = 'gpu="0",UUID="GPU-1",Hostname="dgx-01"'
+    remote.body = f'DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61 # {{trace_id="b"}} 2\n'.encode()
+    (sample,) = read(parse_endpoint(remote.url + "/metrics"), 2.0, time.time())
+    assert sample.gpus[0].value("temperature_gpu_c") == 61.0 and sample.values_ago_s == 0.0

@@ -591,23 +591,28 @@ class SeriesCache:
         self.unchanged = UnchangedValues()
         # The last answer read directly and its samples: the same bytes again (an exporter that
         # collects every 30 s, as dcgm-exporter by default) are not parsed again.
-        self.answer: tuple[bytes, str, list[Sample]] | None = None
+        self.answer: tuple[bytes, str, list[Sample], float] | None = None  # (and its oldest stamp)
+        self.oldest_s = math.inf  # the last exposition's oldest stamp (points)
 
     def points(self, text: str) -> list[Point]:
-        """Raises ValueError for text that is not an exposition."""
+        """Raises ValueError for text that is not an exposition. ``oldest_s``: the oldest time a
+        series of a GPU exporter was stamped with (inf: none was)."""
         if len(self._series) > self.LIMIT:
             self._series.clear()
         points: list[Point] = []
         lines: Lines | None = Lines([], [], [])
+        self.oldest_s = math.inf
         for line in text.splitlines():
             if not line or line.startswith("#"):
                 continue
             brace = line.find("{")
-            # The value (and an optional timestamp) follow the last "}", or the name.
-            end = line.rindex("}") + 1 if brace >= 0 else line.find(" ")
+            # The value (and an optional timestamp) follow the labels' "}", or the name.
+            end = _labels_end(line, brace) if brace >= 0 else line.find(" ")
             if end <= 0:
                 raise ValueError(f"not a sample line: {line[:80]!r}")
             series, rest = line[:end], line[end:].split()
+            if "#" in rest:  # an OpenMetrics exemplar after the value: {labels} value [timestamp]
+                rest = rest[: rest.index("#")]
             if series not in self._series:
                 self._series[series] = self._parse(line, series[:brace] if brace >= 0 else series)
             known = self._series[series]
@@ -622,6 +627,9 @@ class SeriesCache:
                 if not rest:
                     raise ValueError(f"no value in {line[:80]!r}")
                 points.append(Point(known[0], known[1], float(rest[0])))
+                if len(rest) > 1:  # stamped: milliseconds in Prometheus's text format, OpenMetrics' seconds
+                    stamp = float(rest[1])
+                    self.oldest_s = min(self.oldest_s, stamp / 1000 if stamp > _MS_STAMPS_FROM else stamp)
         self.lines = lines
         return points
 
@@ -649,6 +657,39 @@ class SeriesCache:
         (family,) = text_string_to_metric_families(line + "\n")
         (sample,) = family.samples
         return sample.name, sample.labels
+
+
+# A series' timestamp above this is in milliseconds (1973 on), below it in seconds (before 5138).
+_MS_STAMPS_FROM = 1e11
+
+
+def _labels_end(line: str, brace: int) -> int:
+    """Where the labels that open at ``brace`` end (past their "}"), quoted values skipped; 0 where
+    they do not. The last "}" of the line was an OpenMetrics exemplar's, after the value."""
+    quoted = False
+    at = brace + 1
+    while at < len(line):
+        char = line[at]
+        if quoted and char == "\\":
+            at += 1  # an escaped character: \" or \\
+        elif char == '"':
+            quoted = not quoted
+        elif char == "}" and not quoted:
+            return at + 1
+        at += 1
+    return 0
+
+
+def _aged(samples: list[Sample], oldest_s: float, now_s: float) -> list[Sample]:
+    """``samples`` of an answer whose series were stamped (a /federate address, a file of metrics
+    written once): their values as old as the oldest stamp, not read now."""
+    if not math.isfinite(oldest_s):
+        return samples
+    age_s = max(0.0, now_s - oldest_s)
+    return [
+        replace(sample, gpus=tuple(replace(gpu, values_ago_s=max(gpu.values_ago_s, age_s)) for gpu in sample.gpus))
+        for sample in samples
+    ]
 
 
 class UnchangedValues:
@@ -727,26 +768,30 @@ def exporter_samples(
 ) -> list[Sample]:
     """The samples of an exporter's answer (its body and content type); raises RemoteError."""
     if cache is None:
-        return _samples(endpoint, _points(endpoint, _text(endpoint, body, kind), SeriesCache()), now_s)
+        once = SeriesCache()
+        samples = _samples(endpoint, _points(endpoint, _text(endpoint, body, kind), once), now_s)
+        return _aged(samples, once.oldest_s, now_s)
     if cache.answer is not None and cache.answer[0] == body and cache.answer[1] == kind:
         samples = [replace(sample, timestamp_s=now_s) for sample in cache.answer[2]]
+        oldest_s = cache.answer[3]
     else:
-        samples = _parsed(endpoint, _text(endpoint, body, kind), now_s, cache)
-        cache.answer = (body, kind, samples)
-    return cache.unchanged.dated(samples, now_s)
+        samples, oldest_s = _parsed(endpoint, _text(endpoint, body, kind), now_s, cache)
+        cache.answer = (body, kind, samples, oldest_s)
+    return _aged(cache.unchanged.dated(samples, now_s), oldest_s, now_s)
 
 
-def _parsed(endpoint: Endpoint, text: str, now_s: float, cache: SeriesCache) -> list[Sample]:
+def _parsed(endpoint: Endpoint, text: str, now_s: float, cache: SeriesCache) -> tuple[list[Sample], float]:
+    """The samples of ``text``, and the oldest time its series were stamped with (SeriesCache.points)."""
     known = cache.by_layout(text, now_s)
     if known is not None:
-        return known
+        return known, math.inf  # (a layout takes lines that carry no timestamp)
     cache.layout = None
     points = _points(endpoint, text, cache)
     _recognised(endpoint, points)
     samples, layout = to_samples_and_layout(points, cache.lines, endpoint.host, endpoint.url, now_s)
     _capped(endpoint, samples)
     cache.layout = layout
-    return samples
+    return samples, cache.oldest_s
 
 
 def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:
