@@ -155,6 +155,13 @@ def test_an_alert_that_fires_while_paused_is_not_said_back_to_normal_after() -> 
     assert told == []  # fired while paused, over after: neither said
     told = [n for t in range(700, 710) for n in monitor.take(_two_gpus(t, (95 if t < 705 else 40, 40))).notices]
     assert [(n.gpus, n.resolved) for n in told] == [((0,), False), ((0,), True)]
+    # A warning told, alerts paused, its escalation kept from the user: the warning they saw ends.
+    told = [n for n in monitor.take(_two_gpus(800, (84, 40))).notices]
+    monitor.dispatcher.pause(math.inf)
+    told += [n for n in monitor.take(_two_gpus(801, (95, 40))).notices]
+    monitor.dispatcher.pause(0)
+    told += [n for n in monitor.take(_two_gpus(802, (40, 40))).notices]
+    assert [(n.severity, n.resolved) for n in told] == [(Severity.WARNING, False), (Severity.INFO, True)]
 
 
 def test_an_alert_over_before_its_process_lists_came_goes_out_before_its_resolution() -> None:

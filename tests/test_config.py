@@ -651,20 +651,22 @@ def test_a_gpus_override_of_a_rule_at_its_former_default_keeps_what_it_was_saved
     path.write_text(
         FORMER_FREE
         + "[gpus.0.alerts.memory_free]\nenabled = true\nwarning_enter = 5.0\n"
+        + "[gpus.1.alerts.memory_free]\nwarning_enter = 5.0\n"  # on or off unsaid: as the rule, today's
         + '[[push]]\nkind = "ntfy"\nurl = "https://ntfy.example/mytopic"\n'
     )
     settings, message = SettingsStore(path).load()
     assert "could not be used" not in message and not list(tmp_path.glob("config.toml.corrupt-*"))
     assert len(settings.push) == 1
     assert settings.alerts.rules["memory_free"] == RULE_BY_KEY["memory_free"].defaults  # today's, globally
-    override = thresholds(settings.alerts.overrides[0]["memory_free"])
     former = thresholds(FORMER_DEFAULTS["memory_free"])
-    assert override.enabled and override.warning_enter == 5.0
-    assert (override.warning_clear, override.critical_enter, override.critical_clear) == (
-        former.warning_clear,
-        former.critical_enter,
-        former.critical_clear,
-    )
+    for gpu in (0, 1):
+        override = thresholds(settings.alerts.overrides[gpu]["memory_free"])
+        assert override.enabled and override.warning_enter == 5.0  # GPU 1's: on, as today's default
+        assert (override.warning_clear, override.critical_enter, override.critical_clear) == (
+            former.warning_clear,
+            former.critical_enter,
+            former.critical_clear,
+        )
 
 
 def test_free_memory_alerts_written_by_this_version_stay_off(tmp_path: Path) -> None:

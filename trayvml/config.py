@@ -545,14 +545,16 @@ def _retire_former_defaults(document: dict[str, Any], version: int) -> list[str]
         if unchanged and set(table) <= {f.name for f in fields(former)}:
             del alerts[key]
             # Each GPU's override of the rule was saved as what differs from the rule as it stood
-            # (the former default): it keeps that one's other fields, not today's. On today's, an
-            # override of a warning at 5 GiB free (its clear at 6 unsaid) was refused (clear at 3),
-            # and the whole file with it: every setting, push destinations too.
+            # (the former default): it keeps that one's thresholds and times, not today's. On
+            # today's, an override of a warning at 5 GiB free (its clear at 6 unsaid) was refused
+            # (clear at 3), and the whole file with it: every setting, push destinations too.
+            # Whether it is on, left unsaid, is today's default's, as the rule's is.
+            thresholds = {name: value for name, value in _rule_to_toml(former).items() if name != "enabled"}
             gpus = document.get("gpus")
             for gpu in gpus.values() if isinstance(gpus, dict) else ():
                 rules = gpu.get("alerts") if isinstance(gpu, dict) else None
                 if isinstance(rules, dict) and isinstance(rules.get(key), dict):
-                    rules[key] = {**_rule_to_toml(former), **rules[key]}
+                    rules[key] = {**thresholds, **rules[key]}
             note = translate("settings", "{table} held the former default and now has today's ({default})")
             notes.append(note.format(table=f"alerts.{key}", default=_default_words(key)))
     return notes

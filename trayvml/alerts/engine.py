@@ -168,10 +168,12 @@ class AlertEngine:
         return off
 
     def untold(self, event: AlertEvent) -> None:
-        """``event``, a firing, was kept from the user (alerts paused, snoozed): its end is not told
-        either. Told, a "back to normal" came of an alert the user had never seen."""
+        """``event``, a firing, was kept from the user (alerts paused, snoozed): where it was the
+        one that announced its alert, its end is not told either (a "back to normal" came of an
+        alert the user had never seen); an escalation kept from them leaves the warning they saw
+        to be ended. A lost GPU's and a stalled driver's ends are always told (_ALWAYS_TOLD)."""
         tracker = self._trackers.get((event.gpu_index, event.rule))
-        if tracker is not None and event.kind == "firing":
+        if tracker is not None and event.kind == "firing" and tracker.announced_at_s == event.timestamp_s:
             tracker.announced = False
 
     def active(self) -> int:

@@ -125,6 +125,7 @@ class Tracker:
     pending_since_s: float = 0.0
     last_notified_s: float = -math.inf
     announced: bool = False  # the current firing was notified, so its end should be too
+    announced_at_s: float = math.nan  # when the firing that announced it was (AlertEngine.untold)
     notified_severity: Severity | None = None  # of the last notification, within the cooldown
     clear_since_s: float = math.nan  # throttling: when the condition went away
     last_xid_count: float = math.nan
@@ -348,6 +349,8 @@ def _advance(
     if notify:
         tracker.last_notified_s = now_s
         tracker.notified_severity = target
+        if not tracker.announced:
+            tracker.announced_at_s = now_s
         tracker.announced = True
     message, detail = describe(target)
     return AlertEvent(now_s, gpu, name, rule, "firing", target, message, value, notify, detail)
