@@ -711,7 +711,7 @@ def test_a_remote_gpu_without_values_that_is_not_stopped_is_not_said_to_be_stopp
     assert gpu_lines(replace(sample, gpus=(sample.gpus[0], replace(asleep, values_ago_s=9.0))))[1] == "1 A100"
 
 
-def test_a_scrape_time_whose_gpu_label_is_not_text_names_no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_scrape_time_whose_gpu_label_is_not_text_is_left_out(monkeypatch: pytest.MonkeyPatch) -> None:
     """A hostile server's scrape time with a UUID label that is a list: the read goes on, that
     series left out (its GPUs' values read, their age not known), not 'reading it failed in
     trayvml itself'."""

@@ -474,10 +474,14 @@ def test_a_remote_value_not_finite_once_scaled_is_no_value_and_the_json_stays_js
     (gpu0,) = [gpu for gpu in document["gpus"] if gpu["host"] == "nv1"]
     assert gpu0["metrics"]["utilization_gpu_percent"] == 40.0 and gpu0["metrics"]["memory_used_bytes"] is None
     assert [p["used_memory_bytes"] for p in gpu0["processes"]] == [None]
-    cache = SeriesCache()  # the tray's reads: the first parses, the next go by the layout kept
-    for _ in range(2):
+    cache = SeriesCache()  # the tray's reads: the first parses, the next (other numbers) go by its layout
+    body = remote.body
+    for utilization in (b"40", b"41"):
+        remote.body = body.replace(b"} 40\n", b"} " + utilization + b"\n")
         (sample,) = read(parse_endpoint(remote.url + "/metrics"), 2.0, time.time(), cache)
-        assert sample.host is not None and not any(math.isinf(v) for v in sample.host.values)
+        assert sample.gpus[0].value("utilization_gpu_percent") == float(utilization)
+        # (every host value infinite: a host of values not known either way, as a full read makes it)
+        assert sample.host is not None and all(math.isnan(v) for v in sample.host.values)
         assert math.isnan(sample.gpus[0].value("memory_used_bytes"))
         assert [math.isnan(p.used_memory_bytes) for p in sample.gpus[0].processes] == [True]
 
@@ -487,8 +491,10 @@ def test_an_exporters_series_stamped_a_day_ago_are_a_day_old_not_current(remote:
     was read: a day ago here. They were shown as read now (values_age_s 0)."""
     stamp_ms = round((time.time() - 86_400) * 1000)
     labels = 'gpu="0",UUID="GPU-1",Hostname="dgx-01"'
+    # Its newest stamp tells (a lower bound): a series of a target scraped less often ages nothing.
     remote.body = (
-        f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61 {stamp_ms}\nDCGM_FI_DEV_POWER_USAGE{{{labels}}} 312.5 {stamp_ms}\n"
+        f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61 {stamp_ms}\n"
+        f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 312.5 {stamp_ms - 3_600_000}\n"
     ).encode()
     cache = SeriesCache()
     for kept in (None, cache, cache):  # read alone; read by a remote, then its same answer again
@@ -505,3 +511,8 @@ def test_an_openmetrics_exemplar_after_a_value_is_not_taken_for_the_series(remot
     remote.body = f'DCGM_FI_DEV_GPU_TEMP{{{labels}}} 61 # {{trace_id="b"}} 2\n'.encode()
     (sample,) = read(parse_endpoint(remote.url + "/metrics"), 2.0, time.time())
     assert sample.gpus[0].value("temperature_gpu_c") == 61.0 and sample.values_ago_s == 0.0
+    # A series without labels: the "{" is its exemplar's, after the value.
+    from trayvml.remote.fetch import parse_exposition
+
+    body = b'gpu_count_total 7 # {trace_id="abc"} 1.0\n'
+    assert [p.value for p in parse_exposition(parse_endpoint(remote.url), body, "text/plain")] == [7.0]

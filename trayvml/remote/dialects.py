@@ -389,7 +389,7 @@ class Layout:
                 _with_memory(kept, memory, numbers) if memory else kept
                 for kept, memory in zip(shape.processes, processes, strict=True)
             ]
-            samples.append(shape.sample(gpus, memories, host_values.finite(numbers), now_s))
+            samples.append(shape.sample(gpus, memories, host_values.each(numbers), now_s))
         return samples
 
 
@@ -414,6 +414,14 @@ class _Values:
         self._pick: Callable[[list[float]], tuple[float, ...]] = (
             itemgetter(*lines) if len(lines) > 1 else lambda numbers: tuple(numbers[line] for line in lines)
         )
+
+    def each(self, numbers: list[float]) -> dict[str, float]:
+        """Each key's number times its scale, NaN where that is not finite: a host's values, each
+        kept as a full read keeps them (all of them NaN is a host still, not none)."""
+        return {
+            key: _finite(value)
+            for key, value in zip(self._keys, map(mul, self._pick(numbers), self._scales), strict=True)
+        }
 
     def finite(self, numbers: list[float]) -> dict[str, float]:
         """Each key's number times its scale (a later line of the same key wins, as in a full

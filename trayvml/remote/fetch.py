@@ -591,21 +591,24 @@ class SeriesCache:
         self.unchanged = UnchangedValues()
         # The last answer read directly and its samples: the same bytes again (an exporter that
         # collects every 30 s, as dcgm-exporter by default) are not parsed again.
-        self.answer: tuple[bytes, str, list[Sample], float] | None = None  # (and its oldest stamp)
-        self.oldest_s = math.inf  # the last exposition's oldest stamp (points)
+        self.answer: tuple[bytes, str, list[Sample], float] | None = None  # (and its newest stamp)
+        self.stamped_s = -math.inf  # the last exposition's newest stamp (points)
 
     def points(self, text: str) -> list[Point]:
-        """Raises ValueError for text that is not an exposition. ``oldest_s``: the oldest time a
-        series of a GPU exporter was stamped with (inf: none was)."""
+        """Raises ValueError for text that is not an exposition. ``stamped_s``: the newest time a
+        series it reads was stamped with (-inf: none was)."""
         if len(self._series) > self.LIMIT:
             self._series.clear()
         points: list[Point] = []
         lines: Lines | None = Lines([], [], [])
-        self.oldest_s = math.inf
+        self.stamped_s = -math.inf
         for line in text.splitlines():
             if not line or line.startswith("#"):
                 continue
             brace = line.find("{")
+            space = line.find(" ")
+            if brace > space >= 0 and line[space:].split()[1:2] == ["#"]:  # name value # {exemplar} …
+                brace = -1  # a series without labels: the "{" is its exemplar's
             # The value (and an optional timestamp) follow the labels' "}", or the name.
             end = _labels_end(line, brace) if brace >= 0 else line.find(" ")
             if end <= 0:
@@ -629,7 +632,7 @@ class SeriesCache:
                 points.append(Point(known[0], known[1], float(rest[0])))
                 if len(rest) > 1:  # stamped: milliseconds in Prometheus's text format, OpenMetrics' seconds
                     stamp = float(rest[1])
-                    self.oldest_s = min(self.oldest_s, stamp / 1000 if stamp > _MS_STAMPS_FROM else stamp)
+                    self.stamped_s = max(self.stamped_s, stamp / 1000 if stamp > _MS_STAMPS_FROM else stamp)
         self.lines = lines
         return points
 
@@ -680,12 +683,13 @@ def _labels_end(line: str, brace: int) -> int:
     return 0
 
 
-def _aged(samples: list[Sample], oldest_s: float, now_s: float) -> list[Sample]:
+def _aged(samples: list[Sample], stamped_s: float, now_s: float) -> list[Sample]:
     """``samples`` of an answer whose series were stamped (a /federate address, a file of metrics
-    written once): their values as old as the oldest stamp, not read now."""
-    if not math.isfinite(oldest_s):
+    written once): their values at least as old as the newest stamp, not read now. (The newest: a
+    lower bound, as UnchangedValues' is; one slow target of a /federate address ages no other host.)"""
+    if not math.isfinite(stamped_s):
         return samples
-    age_s = max(0.0, now_s - oldest_s)
+    age_s = max(0.0, now_s - stamped_s)
     return [
         replace(sample, gpus=tuple(replace(gpu, values_ago_s=max(gpu.values_ago_s, age_s)) for gpu in sample.gpus))
         for sample in samples
@@ -770,28 +774,28 @@ def exporter_samples(
     if cache is None:
         once = SeriesCache()
         samples = _samples(endpoint, _points(endpoint, _text(endpoint, body, kind), once), now_s)
-        return _aged(samples, once.oldest_s, now_s)
+        return _aged(samples, once.stamped_s, now_s)
     if cache.answer is not None and cache.answer[0] == body and cache.answer[1] == kind:
         samples = [replace(sample, timestamp_s=now_s) for sample in cache.answer[2]]
-        oldest_s = cache.answer[3]
+        stamped_s = cache.answer[3]
     else:
-        samples, oldest_s = _parsed(endpoint, _text(endpoint, body, kind), now_s, cache)
-        cache.answer = (body, kind, samples, oldest_s)
-    return _aged(cache.unchanged.dated(samples, now_s), oldest_s, now_s)
+        samples, stamped_s = _parsed(endpoint, _text(endpoint, body, kind), now_s, cache)
+        cache.answer = (body, kind, samples, stamped_s)
+    return _aged(cache.unchanged.dated(samples, now_s), stamped_s, now_s)
 
 
 def _parsed(endpoint: Endpoint, text: str, now_s: float, cache: SeriesCache) -> tuple[list[Sample], float]:
-    """The samples of ``text``, and the oldest time its series were stamped with (SeriesCache.points)."""
+    """The samples of ``text``, and the newest time its series were stamped with (SeriesCache.points)."""
     known = cache.by_layout(text, now_s)
     if known is not None:
-        return known, math.inf  # (a layout takes lines that carry no timestamp)
+        return known, -math.inf  # (a layout takes lines that carry no timestamp)
     cache.layout = None
     points = _points(endpoint, text, cache)
     _recognised(endpoint, points)
     samples, layout = to_samples_and_layout(points, cache.lines, endpoint.host, endpoint.url, now_s)
     _capped(endpoint, samples)
     cache.layout = layout
-    return samples, cache.oldest_s
+    return samples, cache.stamped_s
 
 
 def _samples(endpoint: Endpoint, points: list[Point], now_s: float) -> list[Sample]:
