@@ -56,6 +56,17 @@ def _write(folder: Path, samples: list[Sample], limits: Limits | None = None) ->
         writer.close()
 
 
+def _pack(folder: Path, now_s: float) -> None:
+    """The hours before ``now_s`` packed here, as a packer process packs them."""
+    from trayvml.history.disk import pack
+
+    db = Database(folder)
+    try:
+        pack.pack(db, round(now_s * 1000), None)
+    finally:
+        db.close()
+
+
 def _values(samples: list[Sample], gpu: int) -> np.ndarray:
     return np.array([s.gpus[gpu].values for s in samples], dtype=np.float64)
 
@@ -583,7 +594,7 @@ def test_a_bucket_of_readings_past_the_writers_bound_reads_back_its_mean_within_
     back a mean of -0.01 % between a min and max of 4.6e16 %. The sums are held at their bound
     and the mean within the bucket's min and max, minutes and ten minutes alike."""
     from trayvml.core.metrics import GPU_INDEX
-    from trayvml.history.disk import fresh, pack
+    from trayvml.history.disk import fresh
 
     key = "utilization_gpu_percent"
     start_s = MIDNIGHT_S - 3600
@@ -594,11 +605,7 @@ def test_a_bucket_of_readings_past_the_writers_bound_reads_back_its_mean_within_
         values[GPU_INDEX[key]] = 1e300
         junk.append(replace(sample, gpus=(replace(sample.gpus[0], values=tuple(values)),)))
     _write(tmp_path, junk)
-    db = Database(tmp_path)
-    try:
-        pack.pack(db, round(MIDNIGHT_S * 1000), None)
-    finally:
-        db.close()
+    _pack(tmp_path, MIDNIGHT_S)
     kept = fresh.STEPS_BOUND / 100  # the bound's steps of 0.01 %
     reader = StoreReader(tmp_path)
     try:
@@ -616,7 +623,6 @@ def test_a_minute_without_readings_gives_its_ten_minutes_no_min_or_max(tmp_path:
     merged into ten minutes (the wide tier, a read of two minutes a bucket), they were taken for
     values, and the ten minutes' min temperature read 0 °C."""
     from trayvml.core.metrics import GPU_INDEX
-    from trayvml.history.disk import pack
 
     key = "temperature_gpu_c"
     start_s = MIDNIGHT_S - 3600
@@ -624,11 +630,7 @@ def test_a_minute_without_readings_gives_its_ten_minutes_no_min_or_max(tmp_path:
     nothing = tuple(math.nan for _ in samples[0].gpus[0].values)
     samples[300:360] = [replace(s, gpus=(replace(s.gpus[0], values=nothing),)) for s in samples[300:360]]
     _write(tmp_path, samples)
-    db = Database(tmp_path)
-    try:
-        pack.pack(db, round(MIDNIGHT_S * 1000), None)
-    finally:
-        db.close()
+    _pack(tmp_path, MIDNIGHT_S)
     temperatures = np.array([s.gpus[0].values[GPU_INDEX[key]] for s in samples])
     assert np.nanmin(temperatures) > 0
     reader = StoreReader(tmp_path)
@@ -658,11 +660,7 @@ def test_a_read_across_the_hourly_packing_sees_the_store_as_it_stood(
     start_s = MIDNIGHT_S - 5 * 3600
     samples = _samples("idle:gpus=h100", start_s, 1800, step_s=10.0)
     _write(tmp_path, samples)
-    db = Database(tmp_path)
-    try:
-        pack.pack(db, round((MIDNIGHT_S - 3600) * 1000), None)  # four hours packed, the fifth fresh
-    finally:
-        db.close()
+    _pack(tmp_path, MIDNIGHT_S - 3600)  # four hours packed, the fifth fresh
     real = Database.with_data
     packed: list[bool] = []
 
@@ -931,7 +929,7 @@ def test_a_clock_set_hours_ahead_for_a_minute_while_writing_prunes_nothing_by_it
     a clock eight days ahead emptied the store."""
     from dataclasses import replace
 
-    from trayvml.history.disk import pack, write
+    from trayvml.history.disk import write
 
     packers: list[tuple[int, int]] = []  # (now_ms, keep_ms) of each packer the writer starts
 
@@ -942,11 +940,7 @@ def test_a_clock_set_hours_ahead_for_a_minute_while_writing_prunes_nothing_by_it
     limits = Limits(fine_span_s=3600.0)
     before = _samples("idle:gpus=h100", MIDNIGHT_S - 3600, 3600)
     _write(tmp_path, before, limits)
-    db = Database(tmp_path)
-    try:
-        pack.pack(db, round(MIDNIGHT_S * 1000), None)  # the hour before made seconds (fine), as a packer makes it
-    finally:
-        db.close()
+    _pack(tmp_path, MIDNIGHT_S)  # the hour before made seconds (fine), as a packer makes it
     # No packer from here on: the writer prunes only while none runs, and one would run for as long
     # as it takes here, not as on a machine, where it is long over by the time the clock is set.
     monkeypatch.setattr(write, "start_packer", refused)
