@@ -41,7 +41,7 @@ FLUSH_S = 8.0  # samples wait at most this long before they are committed: a kil
 RETRY_S = 30.0  # after a failed write, how long before trying again
 MEMORY_KEEP_S = 3600.0  # samples kept in memory while the store cannot be written
 PRUNE_EVERY_S = 600.0
-# After the wall clock was set forward, the packing's and pruning's time moves on at most this many
+# After the wall clock was set forward, the time what goes by age goes by moves on at most this many
 # seconds a second until it is the wall clock's again (StoreWriter._steady_ms).
 STEADY_CATCH_UP = 2.0
 PACK_WAIT_S = 15.0  # how long closing waits for the hourly packer (8 GPUs' hour: about a second)
@@ -190,7 +190,7 @@ class StoreWriter:
         # too: a clock hours ahead at boot (a dual-boot machine whose hardware clock keeps local
         # time) is set right by then, and the oldest hours are not dropped by the time it said.
         self._pruned_at_ms: int | None = None
-        # (the wall time the packing and pruning last went by, the samples' boot-time clock then):
+        # (the wall time what goes by age last went by, the samples' boot-time clock then):
         # see _steady_ms. The last sample's boot-time clock (NaN: none, a replay's or a hand-made one).
         self._steady: tuple[int, float] | None = None
         self._last_monotonic_s = math.nan
