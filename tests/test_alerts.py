@@ -404,6 +404,21 @@ def test_a_gpu_back_from_critical_is_said_at_its_level_now_in_its_groups_next_no
     assert last.urgency != CRITICAL
 
 
+def test_a_rule_turned_off_while_held_waits_its_whole_hold_when_turned_on_again() -> None:
+    """Hot for 5 s of a 10 s hold, the rule turned off, on again a minute later with the GPU hot:
+    it kept its hold's start and fired at once, its hold "long over"."""
+    on = only("temperature", hold_s=10, cooldown_s=0)
+    rule = thresholds(on.rules["temperature"])
+    off = replace(on, rules={**on.rules, "temperature": replace(rule, enabled=False)})
+    engine = AlertEngine(on)
+    events = run(engine, TEMPERATURE, [95] * 5)
+    engine.configure(off)
+    events += run(engine, TEMPERATURE, [40] * 60, start_s=5)
+    engine.configure(on)
+    events += run(engine, TEMPERATURE, [95] * 15, start_s=65)
+    assert [(e.kind, e.timestamp_s) for e in events] == [("firing", 75)]  # 10 s after it was on again
+
+
 def test_per_gpu_overrides_win() -> None:
     settings = only("temperature", hold_s=0)
     gpu1 = replace(thresholds(settings.rules["temperature"]), critical_enter=70.0, critical_clear=65.0)

@@ -157,8 +157,12 @@ class AlertEngine:
         names = {gpu.index: info.name for gpu, info in zip(sample.gpus, sample.devices, strict=False)}
         off = []
         for (gpu, key), tracker in list(self._trackers.items()):
-            if tracker.level is not None and not self.settings.for_gpu(gpu, key).enabled:
-                del self._trackers[(gpu, key)]  # turned on again, it starts afresh
+            if self.settings.for_gpu(gpu, key).enabled:
+                continue
+            # Turned on again, it starts afresh: one held or armed when turned off kept its start,
+            # and fired at once when turned back on, its hold long over.
+            del self._trackers[(gpu, key)]
+            if tracker.level is not None:
                 name = names.get(gpu, UNKNOWN_NAME)
                 message = turned_off_message(key)
                 # Told where its firing was (the rules that keep no such mark always tell theirs).
