@@ -27,7 +27,7 @@ from trayvml.commands.serve import DEFAULT_PORT, Exporter, SamplingLoop, is_loop
 from trayvml.core import prom_names
 from trayvml.core.errors import DriverStall, NvmlUnavailable, TrayvmlError, UnavailableReason
 from trayvml.core.lines import simulation_text
-from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
+from trayvml.core.metrics import GPU_METRIC_BY_KEY, GPU_METRICS, HOST_METRICS
 from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import Unit
 from trayvml.prometheus.exposition import SampleCollector, WebConfig
@@ -170,6 +170,37 @@ def test_a_lost_or_sleeping_gpu_reads_back_as_such_not_as_metrics_not_supported(
     _, outcome = monitors.take(reads[0])
     fired = [e.rule for e in outcome.events if e.kind == "firing"]
     assert fired.count("gpu_lost") == (state is MetricState.LOST)
+
+
+def test_a_resting_laptop_gpu_reads_back_as_resting_not_as_metrics_not_supported() -> None:
+    """An idle laptop GPU the reader let go of NVML for (the tray's 30 s between polls): its series
+    were absent with no state on its info series, and a reader took it for a GPU that supports
+    nothing, 29 s of every 30."""
+    from trayvml.remote.fetch import exporter_samples, parse_endpoint
+
+    source, clock, _ = simulated_source("idle:gpus=laptop", host=True)
+    source.reader.idle_poll_s = 30.0
+    sample = run_ticks(source, clock, 3)
+    assert sample.gpus[0].state("temperature_gpu_c") is MetricState.RESTING  # as this machine reads it
+    text = _scrape_text(sample)
+    (info,) = [line for line in text.splitlines() if line.startswith("trayvml_gpu_info{")]
+    assert 'state="resting"' in info
+    (back,) = exporter_samples(parse_endpoint("http://box:9400/metrics"), text.encode(), "text/plain", 1.0)
+    assert set(back.gpus[0].states) == {MetricState.RESTING}
+
+
+def test_a_gpus_process_rows_are_served_only_from_a_list_read_of_it() -> None:
+    """A MIG instance destroyed: for up to 10 s the reader kept its last process list while reading
+    nothing of it, and serve showed a phantom 12 GiB process on a device that was gone."""
+    sample = _simulated_sample("training:gpus=h100,start=1800")
+    gpu = sample.gpus[0]
+    assert gpu.processes and gpu.state("process_count") is MetricState.OK
+    served = [line for line in _scrape_text(sample).splitlines() if line.startswith("trayvml_gpu_process_memory")]
+    assert len(served) == len(gpu.processes)
+    states = list(gpu.states)
+    states[GPU_METRICS.index(GPU_METRIC_BY_KEY["process_count"])] = MetricState.NO_DATA  # the list not read
+    stale = replace(sample, gpus=(replace(gpu, states=tuple(states)),))
+    assert not [line for line in _scrape_text(stale).splitlines() if line.startswith("trayvml_gpu_process")]
 
 
 def test_a_gpu_with_values_is_answering_whatever_an_info_series_left_behind_says() -> None:
@@ -353,7 +384,12 @@ def test_a_scrape_waits_for_a_slow_read_no_longer_than_it_is_told() -> None:
         loop.stop()
 
 
-def test_a_read_that_fails_leaves_the_old_sample_as_old_as_it_is() -> None:
+def test_a_read_that_fails_is_served_as_failed_not_the_last_sample_as_current() -> None:
+    """A read that raised (a bug in trayvml's reading) left the last sample to be served: with
+    every read failing, each scrape said up 1 of a sample older and older."""
+    from trayvml.core.errors import UnavailableReason
+    from trayvml.prometheus.exposition import series, up_reason
+
     sample = _simulated_sample()
     reads: list[int] = []
 
@@ -368,9 +404,16 @@ def test_a_read_that_fails_leaves_the_old_sample_as_old_as_it_is() -> None:
     try:
         assert (first := loop.fresh(5.0)) is not None and first.timestamp_s == 1.0
         time.sleep(0.1)
-        assert loop.fresh(5.0) is first  # the failed read: nothing newer to serve
-        # Not taken for fresh: the next scrape asks for another read rather than serve it again.
-        later = loop.fresh(5.0)
+        failed = loop.fresh(5.0)
+        assert failed is not None and failed.unavailable is not None and not failed.gpus
+        assert failed.unavailable.reason is UnavailableReason.READ_FAILED
+        assert up_reason(failed) == "read_failed"
+        families = dict(series(failed, "box"))
+        assert [rows for family, rows in families.items() if family.name == "trayvml_up"] == [
+            [(("box", "read_failed"), 0.0)]
+        ]
+        time.sleep(0.1)
+        later = loop.fresh(5.0)  # the next read, once the interval is over
         assert later is not None and later.timestamp_s == 3.0 and len(reads) == 3
     finally:
         loop.stop()

@@ -8,6 +8,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from trayvml.core.errors import NvmlUnavailable, UnavailableReason
 from trayvml.core.heap import give_back_free_memory
 from trayvml.core.i18n import translate
 from trayvml.core.sample import Sample
@@ -58,9 +59,11 @@ class SamplingLoop:
             sample: Sample | None
             try:
                 sample = self._read()
-            except Exception:  # Source.sample reports its own failures; anything else is a bug to see
+            except Exception as error:  # Source.sample reports its own failures; anything else is a bug to see
                 log.exception("sampling failed")
-                sample, began_s = self.latest, self._read_at_s  # the old sample, as old as it is
+                # Said as such (up 0, read_failed), not the last sample served on as current.
+                failed = NvmlUnavailable(UnavailableReason.READ_FAILED, f"{type(error).__name__}: {error}")
+                sample = Sample(time.time(), (), (), None, None, unavailable=failed)
             with self._changed:  # the read's start with its sample: a scrape during the read waits for it
                 self.latest = sample
                 self._read_at_s = began_s

@@ -61,6 +61,7 @@ GPU_INFO = PREFIX + "gpu_info"
 GPU_STATE_LABEL = "state"
 GPU_LOST = "lost"
 GPU_ASLEEP = "asleep"
+GPU_RESTING = "resting"  # an idle laptop GPU the reader let go of NVML for (read again every so often)
 # Which job each GPU process works for: an info series of its own, so that the job (a notebook's
 # path, a container) is never a label of the frequent series, whose cardinality it would multiply.
 PROCESS_JOB_INFO = PREFIX + "process_job_info"

@@ -35,7 +35,7 @@ from trayvml.core.errors import TrayvmlError
 from trayvml.core.files import read_bounded
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS, Metric
-from trayvml.core.sample import MetricState, Sample, simulation_scenario
+from trayvml.core.sample import GpuSample, MetricState, Sample, simulation_scenario
 from trayvml.nvml.specs import read_periods_s
 from trayvml.prometheus import DEFAULT_PORT
 
@@ -132,6 +132,17 @@ def series(sample: Sample | None, hostname: str) -> Iterator[tuple[Family, list[
                 yield family, [((host,), value / scale)] if value == value else []
 
 
+def _not_answering(gpu: GpuSample) -> str:
+    """Why a GPU has no values to serve, as the info series' state label says it; "" where it answers."""
+    if gpu.lost:
+        return names.GPU_LOST
+    if gpu.asleep:
+        return names.GPU_ASLEEP
+    if gpu.states and all(state is MetricState.RESTING for state in gpu.states):
+        return names.GPU_RESTING
+    return ""
+
+
 def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
     driver = sample.system.driver_version if sample.system else ""
     info: list[Row] = []
@@ -146,8 +157,10 @@ def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
         facts = {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id}
         if sample.simulation:  # on the info series only: the frequent series keep their labels
             facts["simulated"] = "true"
-        if gpu.lost or gpu.asleep:  # a reader would take its absent series for metrics not supported
-            facts[names.GPU_STATE_LABEL] = names.GPU_LOST if gpu.lost else names.GPU_ASLEEP
+        # Not answering: a reader would take its absent series for metrics not supported.
+        silent = _not_answering(gpu)
+        if silent:
+            facts[names.GPU_STATE_LABEL] = silent
         info.append((labels, facts))
         if device.memory_total_bytes == device.memory_total_bytes:
             total.append((labels, device.memory_total_bytes))
@@ -155,7 +168,10 @@ def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
             # A value that is not current or not supported has no series: absent is "not known".
             if served is not None and state is MetricState.OK and value == value:
                 rows.append((labels, value / served[1]))
-        for proc in gpu.processes:
+        # The processes of a list read now (or held since its last reading): not a list the reader
+        # kept of a GPU it no longer reads (a MIG instance destroyed, for up to 10 s a phantom).
+        listed = gpu.processes if gpu.state("process_count") is MetricState.OK else ()
+        for proc in listed:
             if proc.used_memory_bytes == proc.used_memory_bytes:
                 procs.append(((*labels, str(proc.pid), proc.name, proc.user, proc.kind), proc.used_memory_bytes))
             job = proc.attribution

@@ -259,7 +259,7 @@ class _Gpu:
     values: dict[str, float] = field(default_factory=dict)
     processes: list[ProcessSample] = field(default_factory=list)
     identified: bool = False  # index, name, PCI bus id and driver taken from its labels
-    state: str = ""  # prom_names.GPU_LOST or GPU_ASLEEP where its exporter says so
+    state: str = ""  # prom_names.GPU_LOST, GPU_ASLEEP or GPU_RESTING where its exporter says so
 
 
 @dataclass
@@ -589,7 +589,11 @@ _GPU_KEYS = tuple(m.key for m in GPU_METRICS)
 _HOST_KEYS = tuple(m.key for m in HOST_METRICS)
 _STATE_IF_READ = (MetricState.NOT_SUPPORTED, MetricState.OK)  # by whether the exporter gave a value
 # A GPU its exporter says is not answering (trayvml serve's info series): every metric in that state.
-_NOT_ANSWERING = {prom_names.GPU_LOST: MetricState.LOST, prom_names.GPU_ASLEEP: MetricState.ASLEEP}
+_NOT_ANSWERING = {
+    prom_names.GPU_LOST: MetricState.LOST,
+    prom_names.GPU_ASLEEP: MetricState.ASLEEP,
+    prom_names.GPU_RESTING: MetricState.RESTING,
+}
 _NO_VALUES = (math.nan,) * len(_GPU_KEYS)
 
 
