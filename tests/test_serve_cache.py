@@ -170,6 +170,10 @@ def test_a_scrape_past_the_kept_formats_asks_for_the_sample_once() -> None:
     body = collector.payload(f"{content_type}; one too many", encoder, False)
     assert len(calls) == 1
     assert body == encoder(collector)
+    # Nor kept: a client naming a version of its own each time grew serve's memory until the next sample.
+    for version in range(50):
+        collector.payload(f"{content_type}; version=1.0.{version}", encoder, version % 2 == 0)
+    assert len(collector._payloads) <= 2 * MAX_FORMATS
 
 
 @pytest.mark.parametrize("accept", ACCEPTS[:2])
