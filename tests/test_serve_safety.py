@@ -211,3 +211,38 @@ def test_idle_connections_hold_at_most_the_bound_of_threads_and_a_scrape_still_a
         for sock in idle:
             sock.close()
         exporter.close()
+
+
+def test_clients_that_drip_their_requests_are_let_go_and_a_scrape_still_answers() -> None:
+    """Each connection's bound was an idle timeout on every receive: clients sending a byte a little
+    faster than it held every connection for good, and every other client, Prometheus included,
+    was refused before any password was asked."""
+    source, clock, _ = simulated_source("idle")
+    sample = run_ticks(source, clock, 2)
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0, max_connections=4, idle_timeout_s=0.5)
+    dripping = [socket.create_connection(("127.0.0.1", exporter.server.port), timeout=5) for _ in range(4)]
+    stop = threading.Event()
+
+    def drip() -> None:  # a byte a socket every 0.2 s: each receive well within the idle timeout
+        while not stop.wait(0.2):
+            for sock in dripping:
+                with contextlib.suppress(OSError):
+                    sock.sendall(b"G")
+
+    dripper = threading.Thread(target=drip, daemon=True)
+    dripper.start()
+    try:
+        time.sleep(0.3)  # the four are taken, dripping
+        answered = False
+        deadline = time.monotonic() + 5.0
+        while not answered and time.monotonic() < deadline:
+            with contextlib.suppress(OSError), urllib.request.urlopen(exporter.server.url, timeout=2) as response:
+                answered = response.status == 200 and b"trayvml_up" in response.read()
+            time.sleep(0.1)
+        assert answered  # once the drippers were let go at the deadline of their requests
+    finally:
+        stop.set()
+        dripper.join(5)
+        for sock in dripping:
+            sock.close()
+        exporter.close()

@@ -16,6 +16,7 @@ import socket
 import ssl
 import stat
 import threading
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -589,14 +590,7 @@ class _QuietHandler(WSGIRequestHandler):
 
     def _handle_one(self) -> None:
         self.close_connection = True
-        self.raw_requestline = self.rfile.readline(65537)
-        if not self.raw_requestline:
-            return  # the client closed the connection
-        if len(self.raw_requestline) > 65536:
-            self.requestline = self.request_version = self.command = ""
-            self.send_error(414)
-            return
-        if not self.parse_request():  # answered with an error, and the connection closed
+        if not self._read_request():
             return
         # Only an HTTP/1.1 GET without a body stays open: an HTTP/1.0 client waits for the close, and
         # a body the app did not read would be taken for the next request.
@@ -613,6 +607,23 @@ class _QuietHandler(WSGIRequestHandler):
         handler.run(server.get_app())
         self.close_connection = not (keep and handler.reusable)
 
+    def _read_request(self) -> bool:
+        """The request line and headers, within the idle timeout in all (the server lets go of a
+        connection past it: _BoundedServer.reading); False where there is nothing to answer."""
+        server: Any = self.server
+        server.reading(self.connection, time.monotonic() + self.timeout)
+        try:
+            self.raw_requestline = self.rfile.readline(65537)
+            if not self.raw_requestline:
+                return False  # the client closed the connection
+            if len(self.raw_requestline) > 65536:
+                self.requestline = self.request_version = self.command = ""
+                self.send_error(414)
+                return False
+            return bool(self.parse_request())  # else answered with an error, and the connection closed
+        finally:
+            server.reading(self.connection, None)
+
     def log_message(self, format: str, *args: Any) -> None:
         """No line per scrape on stderr."""
 
@@ -627,9 +638,43 @@ class _BoundedServer(ThreadingWSGIServer):
     max_connections = MAX_CONNECTIONS
     request_queue_size = 128  # the listen backlog: a burst is taken (and refused) rather than left to retry its SYN
 
+    request_deadline_s = IDLE_TIMEOUT_S  # a request's line and headers, all of them, within this
+
     def server_activate(self) -> None:
         super().server_activate()
         self._slots = threading.BoundedSemaphore(self.max_connections)
+        # Connections reading a request, and by when it must be read. The idle timeout is each
+        # receive's: sixteen clients sending a byte every 8 s held every connection for good, and
+        # Prometheus was refused (before any password was asked).
+        self._reading: dict[Any, float] = {}
+        self._reading_lock = threading.Lock()
+        self._closing = threading.Event()
+        self._watcher = threading.Thread(target=self._let_go_of_slow_requests, name="trayvml-serve-slow", daemon=True)
+        self._watcher.start()
+
+    def reading(self, connection: Any, until_s: float | None) -> None:
+        """``connection`` reads a request until ``until_s`` (monotonic) at most; None: it is read."""
+        with self._reading_lock:
+            if until_s is None:
+                self._reading.pop(connection, None)
+            else:
+                self._reading[connection] = until_s
+
+    def _let_go_of_slow_requests(self) -> None:
+        while not self._closing.wait(min(1.0, self.request_deadline_s / 3)):
+            now_s = time.monotonic()
+            with self._reading_lock:
+                late = [connection for connection, until_s in self._reading.items() if until_s < now_s]
+                for connection in late:
+                    del self._reading[connection]
+            for connection in late:  # its thread's read ends, and the connection with it
+                with contextlib.suppress(OSError):
+                    connection.shutdown(socket.SHUT_RDWR)
+
+    def server_close(self) -> None:
+        self._closing.set()
+        super().server_close()
+        self._watcher.join(2.0)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
@@ -668,6 +713,7 @@ class MetricsServer:
             address_family = socket.AF_INET6 if ":" in host else socket.AF_INET
 
         Server.max_connections = max_connections
+        Server.request_deadline_s = idle_timeout_s
 
         class Handler(_QuietHandler):
             timeout = idle_timeout_s
