@@ -21,6 +21,7 @@ from tests.helpers import read_in_time, run_bounded, run_ticks, simulated_source
 from trayvml.cli import main
 from trayvml.core import files
 from trayvml.core.errors import TrayvmlError
+from trayvml.core.sample import Sample
 from trayvml.prometheus import exposition
 from trayvml.prometheus.exposition import Exporter, WebConfig, load_web_config
 
@@ -219,15 +220,23 @@ def test_clients_that_drip_their_requests_are_let_go_and_a_scrape_still_answers(
     was refused before any password was asked."""
     source, clock, _ = simulated_source("idle")
     sample = run_ticks(source, clock, 2)
-    exporter = Exporter(lambda: sample, "127.0.0.1", 0, max_connections=4, idle_timeout_s=0.5)
+    scrapes: list[int] = []
+
+    def latest() -> Sample:
+        scrapes.append(1)
+        return sample
+
+    exporter = Exporter(latest, "127.0.0.1", 0, max_connections=4, idle_timeout_s=0.5)
     dripping = [socket.create_connection(("127.0.0.1", exporter.server.port), timeout=5) for _ in range(4)]
+    for sock in dripping:
+        sock.sendall(b"GET /metrics HTTP/1.1\r\n")  # then a header that never ends
     stop = threading.Event()
 
     def drip() -> None:  # a byte a socket every 0.2 s: each receive well within the idle timeout
         while not stop.wait(0.2):
             for sock in dripping:
                 with contextlib.suppress(OSError):
-                    sock.sendall(b"G")
+                    sock.sendall(b"X")
 
     dripper = threading.Thread(target=drip, daemon=True)
     dripper.start()
@@ -240,9 +249,24 @@ def test_clients_that_drip_their_requests_are_let_go_and_a_scrape_still_answers(
                 answered = response.status == 200 and b"trayvml_up" in response.read()
             time.sleep(0.1)
         assert answered  # once the drippers were let go at the deadline of their requests
+        # Cut off, their requests were not run (the shutdown's end is no end of their headers).
+        assert len(scrapes) == 1
     finally:
         stop.set()
         dripper.join(5)
         for sock in dripping:
             sock.close()
         exporter.close()
+
+
+def test_a_port_in_use_is_one_sentence() -> None:
+    """The server closes itself where its port is taken, before it was ever activated: its own
+    close then failed (AttributeError) in place of the sentence, and the tray's exporter with it."""
+    from trayvml.prometheus.exposition import MetricsServer
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(TrayvmlError, match=rf"^Cannot listen on 127\.0\.0\.1:{port}: "):
+            MetricsServer(lambda environ, start: [], "127.0.0.1", port)

@@ -91,8 +91,9 @@ _SIMULATED = Family(
 _INFO = Family(
     InfoMetricFamily,
     names.GPU_INFO[: -len("_info")],
-    "Facts about each GPU; state: lost (it fell off the bus) or asleep (runtime-suspended, not queried so that it"
-    " stays asleep), where it is, as its other series are then absent for that reason, not for want of support.",
+    "Facts about each GPU; state: lost (it fell off the bus), asleep (runtime-suspended, not queried so that it"
+    " stays asleep) or resting (an idle laptop GPU not queried between slow polls, so that it may sleep), where it"
+    " is, as its other series are then absent for that reason, not for want of support.",
     tuple(_GPU_LABELS),
 )
 _TOTAL = Family(GaugeMetricFamily, names.MEMORY_TOTAL.family, "Memory total", tuple(_GPU_LABELS))
@@ -620,9 +621,11 @@ class _QuietHandler(WSGIRequestHandler):
                 self.requestline = self.request_version = self.command = ""
                 self.send_error(414)
                 return False
-            return bool(self.parse_request())  # else answered with an error, and the connection closed
+            parsed = bool(self.parse_request())  # else answered with an error, and the connection closed
         finally:
-            server.reading(self.connection, None)
+            in_time = server.reading(self.connection, None)
+        # Cut off by the deadline, what was read is no request (its end was the shutdown's): not run.
+        return parsed and in_time
 
     def log_message(self, format: str, *args: Any) -> None:
         """No line per scrape on stderr."""
@@ -640,25 +643,31 @@ class _BoundedServer(ThreadingWSGIServer):
 
     request_deadline_s = IDLE_TIMEOUT_S  # a request's line and headers, all of them, within this
 
-    def server_activate(self) -> None:
-        super().server_activate()
-        self._slots = threading.BoundedSemaphore(self.max_connections)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         # Connections reading a request, and by when it must be read. The idle timeout is each
         # receive's: sixteen clients sending a byte every 8 s held every connection for good, and
-        # Prometheus was refused (before any password was asked).
+        # Prometheus was refused (before any password was asked). Made before the socket is bound:
+        # a port in use closes the server before it is activated.
         self._reading: dict[Any, float] = {}
         self._reading_lock = threading.Lock()
         self._closing = threading.Event()
+        self._watcher: threading.Thread | None = None
+        super().__init__(*args, **kwargs)
+
+    def server_activate(self) -> None:
+        super().server_activate()
+        self._slots = threading.BoundedSemaphore(self.max_connections)
         self._watcher = threading.Thread(target=self._let_go_of_slow_requests, name="trayvml-serve-slow", daemon=True)
         self._watcher.start()
 
-    def reading(self, connection: Any, until_s: float | None) -> None:
-        """``connection`` reads a request until ``until_s`` (monotonic) at most; None: it is read."""
+    def reading(self, connection: Any, until_s: float | None) -> bool:
+        """``connection`` reads a request until ``until_s`` (monotonic) at most; None: it is read,
+        and whether that was in time (False: the deadline's shutdown ended it)."""
         with self._reading_lock:
             if until_s is None:
-                self._reading.pop(connection, None)
-            else:
-                self._reading[connection] = until_s
+                return self._reading.pop(connection, None) is not None
+            self._reading[connection] = until_s
+            return True
 
     def _let_go_of_slow_requests(self) -> None:
         while not self._closing.wait(min(1.0, self.request_deadline_s / 3)):
@@ -674,7 +683,8 @@ class _BoundedServer(ThreadingWSGIServer):
     def server_close(self) -> None:
         self._closing.set()
         super().server_close()
-        self._watcher.join(2.0)
+        if self._watcher is not None:
+            self._watcher.join(2.0)
 
     def process_request(self, request: Any, client_address: Any) -> None:
         if not self._slots.acquire(blocking=False):
