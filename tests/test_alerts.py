@@ -230,7 +230,10 @@ def test_events_name_the_gpu_and_the_value() -> None:
     (event,) = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93])
     assert event.title == "GPU 0 H100: GPU temperature critical at 93 °C"
     assert (event.timestamp_s, event.value) == (0, 93)
-    assert event.detail == "Critical above 90 °C; clears below 85 °C."
+    assert event.detail == "Critical at 90 °C or above; clears at 85 °C or below."
+    # As it says: at 90 itself critical, and at 85 itself no longer (a warning, from 83).
+    edges = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [90, 86, 85])
+    assert [(e.timestamp_s, e.severity) for e in edges] == [(0, Severity.CRITICAL), (2, Severity.WARNING)]
 
 
 def test_memory_rules_in_percent_and_in_free_gib() -> None:
@@ -239,7 +242,7 @@ def test_memory_rules_in_percent_and_in_free_gib() -> None:
     free = run(AlertEngine(only("memory_free", hold_s=0)), "memory_free_bytes", [20 * GIB, 1.5 * GIB, 7 * GIB])
     assert [(e.kind, e.severity) for e in free] == [("firing", Severity.WARNING), ("resolved", Severity.INFO)]
     assert free[0].message == "memory free low at 1.5 GiB"
-    assert free[0].detail == "Warning below 2 GiB; clears above 3 GiB."
+    assert free[0].detail == "Warning at 2 GiB or below; clears at 3 GiB or above."
     assert free[1].title == "GPU 0 H100: memory free back to normal"
 
 

@@ -1464,6 +1464,22 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{rule}：时间不能为负数（{name} = {value}）。</translation>
     </message>
     <message>
+        <source>Critical at {enter} {unit} or above; clears at {clear} {unit} or below.</source>
+        <translation>达到或高于 {enter} {unit} 为严重；降到 {clear} {unit} 或以下时恢复。</translation>
+    </message>
+    <message>
+        <source>Critical at {enter} {unit} or below; clears at {clear} {unit} or above.</source>
+        <translation>达到或低于 {enter} {unit} 为严重；升到 {clear} {unit} 或以上时恢复。</translation>
+    </message>
+    <message>
+        <source>Warning at {enter} {unit} or above; clears at {clear} {unit} or below.</source>
+        <translation>达到或高于 {enter} {unit} 为警告；降到 {clear} {unit} 或以下时恢复。</translation>
+    </message>
+    <message>
+        <source>Warning at {enter} {unit} or below; clears at {clear} {unit} or above.</source>
+        <translation>达到或低于 {enter} {unit} 为警告；升到 {clear} {unit} 或以上时恢复。</translation>
+    </message>
+    <message>
         <source>critical</source>
         <translation>严重</translation>
     </message>
@@ -1486,22 +1502,6 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>{rule} low at {value}</source>
         <translation>{rule}过低：{value}</translation>
-    </message>
-    <message>
-        <source>Critical above {enter} {unit}; clears below {clear} {unit}.</source>
-        <translation>高于 {enter} {unit} 为严重；低于 {clear} {unit} 时恢复。</translation>
-    </message>
-    <message>
-        <source>Critical below {enter} {unit}; clears above {clear} {unit}.</source>
-        <translation>低于 {enter} {unit} 为严重；高于 {clear} {unit} 时恢复。</translation>
-    </message>
-    <message>
-        <source>Warning above {enter} {unit}; clears below {clear} {unit}.</source>
-        <translation>高于 {enter} {unit} 为警告；低于 {clear} {unit} 时恢复。</translation>
-    </message>
-    <message>
-        <source>Warning below {enter} {unit}; clears above {clear} {unit}.</source>
-        <translation>低于 {enter} {unit} 为警告；高于 {clear} {unit} 时恢复。</translation>
     </message>
     <message>
         <source>warning</source>

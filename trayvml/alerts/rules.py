@@ -239,17 +239,19 @@ class ThresholdRule(GpuRule[RuleSettings]):
             level = LEVELS[severity is Severity.CRITICAL]
             enter, clear = getattr(settings, f"{level}_enter"), getattr(settings, f"{level}_clear")
             above = self.direction is Direction.ABOVE
+            # "At … or above": a level is entered at its threshold itself, and cleared at its clear
+            # threshold itself (beyond); "above 83 °C" of a GPU at 83 °C read as a contradiction.
             if level == "critical":
                 detail = (
-                    translate("alerts", "Critical above {enter} {unit}; clears below {clear} {unit}.")
+                    translate("alerts", "Critical at {enter} {unit} or above; clears at {clear} {unit} or below.")
                     if above
-                    else translate("alerts", "Critical below {enter} {unit}; clears above {clear} {unit}.")
+                    else translate("alerts", "Critical at {enter} {unit} or below; clears at {clear} {unit} or above.")
                 )
             else:
                 detail = (
-                    translate("alerts", "Warning above {enter} {unit}; clears below {clear} {unit}.")
+                    translate("alerts", "Warning at {enter} {unit} or above; clears at {clear} {unit} or below.")
                     if above
-                    else translate("alerts", "Warning below {enter} {unit}; clears above {clear} {unit}.")
+                    else translate("alerts", "Warning at {enter} {unit} or below; clears at {clear} {unit} or above.")
                 )
             return message, detail.format(enter=f"{enter:g}", clear=f"{clear:g}", unit=self.unit.shown)
 
