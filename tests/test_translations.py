@@ -372,7 +372,8 @@ def test_notifications_speak_chinese(chinese: None) -> None:
     firing, resolved = run(AlertEngine(only("temperature", hold_s=0)), TEMPERATURE, [93, 60])
     assert firing.title == "GPU 0 H100：GPU 温度达到严重级别：93 °C"
     assert notification_body(firing) == (
-        "达到或高于 90 °C 为严重；降到 85 °C 或以下时恢复。\n请检查风扇和风道：GPU 接近温度上限时会自行降速，超过上限时会关闭。"
+        "达到或高于 90 °C 为严重；降到 85 °C 或以下时恢复。\n"
+        "请检查风扇和风道：GPU 接近温度上限时会自行降速，超过上限时会关闭。"
     )
     assert resolved.title == "GPU 0 H100：GPU 温度已恢复正常"
     assert notification_body(resolved) == "已恢复正常。"
