@@ -178,7 +178,7 @@ class AlertEngine:
         to be ended. A lost GPU's and a stalled driver's ends are always told (_ALWAYS_TOLD)."""
         tracker = self._trackers.get((event.gpu_index, event.rule))
         if tracker is not None and event.kind == "firing" and tracker.announced_at_s == event.timestamp_s:
-            tracker.announced = False
+            tracker.announced_at_s = math.nan
 
     def active(self) -> int:
         """How many alerts are firing now (a rule on a GPU, or on the machine, not back to normal)."""

@@ -124,8 +124,9 @@ class Tracker:
     pending: Severity | None = None
     pending_since_s: float = 0.0
     last_notified_s: float = -math.inf
-    announced: bool = False  # the current firing was notified, so its end should be too
-    announced_at_s: float = math.nan  # when the firing that announced it was (AlertEngine.untold)
+    # When the firing that announced the current alert was (its end is then told too; see
+    # AlertEngine.untold); NaN: not announced.
+    announced_at_s: float = math.nan
     notified_severity: Severity | None = None  # of the last notification, within the cooldown
     clear_since_s: float = math.nan  # throttling: when the condition went away
     last_xid_count: float = math.nan
@@ -133,6 +134,11 @@ class Tracker:
     idle_since_s: float = math.nan
     armed: bool = False  # a job has been busy long enough: its end will be told
     job_since_s: float = math.nan  # when the armed job became busy
+
+    @property
+    def announced(self) -> bool:
+        """Whether the current firing was notified, so that its end should be too."""
+        return not math.isnan(self.announced_at_s)
 
     def shift_s(self, delta_s: float) -> None:
         """Move every time kept here (each field named ``*_s`` is one) by ``delta_s``: the clock's set."""
@@ -330,7 +336,7 @@ def _advance(
         return None
     if target is None:  # back beyond the clear threshold: resolved at once
         tracker.level = tracker.pending = None
-        announced, tracker.announced = tracker.announced, False
+        announced, tracker.announced_at_s = tracker.announced, math.nan
         return AlertEvent(
             now_s, gpu, name, rule, "resolved", Severity.INFO, translate("alerts", "back to normal"), value, announced
         )
@@ -353,7 +359,6 @@ def _advance(
         tracker.notified_severity = target
         if not tracker.announced:
             tracker.announced_at_s = now_s
-        tracker.announced = True
     message, detail = describe(target)
     return AlertEvent(now_s, gpu, name, rule, "firing", target, message, value, notify, detail)
 
