@@ -59,8 +59,7 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
             index=gpu.index
         )
     head = f"{gpu.index} {shorten(short_name(clean(info.name)))}"
-    resting = gpu.state("utilization_gpu_percent") is MetricState.RESTING
-    if compact and (gpu.lost or gpu.asleep or resting):
+    if compact and (gpu.lost or gpu.asleep or gpu.resting):
         if gpu.lost:
             return translate("GpuText", "{gpu} — lost").format(gpu=head)
         if gpu.asleep:
@@ -72,7 +71,7 @@ def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
         return translate("GpuText", "{gpu} — asleep (runtime-suspended): not queried, so it stays asleep").format(
             gpu=head
         )
-    if resting:
+    if gpu.resting:
         return translate("GpuText", "{gpu} — idle: read now and then, so that it can go to sleep").format(gpu=head)
     if gpu.stopped_s:  # a remote GPU whose series stopped (remote/fetch.py)
         if compact:

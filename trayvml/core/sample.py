@@ -279,6 +279,11 @@ class GpuSample:
         return self.states[GPU_INDEX[key]]
 
     @property
+    def resting(self) -> bool:
+        """An idle laptop GPU not read between slow polls, so that it may sleep (every state RESTING)."""
+        return self.state("utilization_gpu_percent") is MetricState.RESTING
+
+    @property
     def stopped_s(self) -> int:
         """How long ago, in whole seconds, the series of a remote GPU stopped behind a Prometheus
         server (remote/fetch.py: every value wanting, none unsupported or asleep); 0: not stopped."""

@@ -140,7 +140,7 @@ def _not_answering(gpu: GpuSample) -> str:
         return names.GPU_LOST
     if gpu.asleep:
         return names.GPU_ASLEEP
-    if gpu.states and all(state is MetricState.RESTING for state in gpu.states):
+    if gpu.resting:
         return names.GPU_RESTING
     return ""
 
