@@ -399,10 +399,6 @@ def _finite(value: float) -> float:
     return value if math.isfinite(value) else math.nan
 
 
-def _same(a: float, b: float) -> bool:
-    return a == b or (math.isnan(a) and math.isnan(b))
-
-
 class _Values:
     """Where a GPU's (or a host's) values are among a read's numbers: (line, catalog key, scale) each."""
 
@@ -440,7 +436,7 @@ def _with_memory(
     out = list(processes)
     for line, position, scale in memory:
         used = _finite(numbers[line] * scale)
-        if not _same(out[position].used_memory_bytes, used):
+        if out[position].used_memory_bytes != used:  # (NaN again: made again, the same)
             out[position] = replace(out[position], used_memory_bytes=used)
     return out
 

@@ -689,11 +689,14 @@ def _aged(samples: list[Sample], stamped_s: float, now_s: float) -> list[Sample]
     lower bound, as UnchangedValues' is; one slow target of a /federate address ages no other host.)"""
     if not math.isfinite(stamped_s):
         return samples
-    age_s = max(0.0, now_s - stamped_s)
-    return [
-        replace(sample, gpus=tuple(replace(gpu, values_ago_s=max(gpu.values_ago_s, age_s)) for gpu in sample.gpus))
-        for sample in samples
-    ]
+    return [_at_least_aged(sample, now_s - stamped_s) for sample in samples]
+
+
+def _at_least_aged(sample: Sample, age_s: float) -> Sample:
+    """``sample`` with each GPU's values at least ``age_s`` old."""
+    if age_s <= 0:
+        return sample
+    return replace(sample, gpus=tuple(replace(gpu, values_ago_s=max(gpu.values_ago_s, age_s)) for gpu in sample.gpus))
 
 
 class UnchangedValues:
@@ -724,10 +727,7 @@ class UnchangedValues:
             last = seen.get(host)
             since_s = last[1] if last is not None and last[0] == said and said else now_s
             self._seen[host] = (said, since_s)
-            age_s = now_s - since_s
-            if age_s > 0:
-                sample = replace(sample, gpus=tuple(replace(gpu, values_ago_s=age_s) for gpu in sample.gpus))
-            dated.append(sample)
+            dated.append(_at_least_aged(sample, now_s - since_s))
         return dated
 
 
