@@ -261,23 +261,21 @@ class CsvLog:
         status = os.fstat(self._fd)
         # Standard output redirected to a file is written only: its name is not ``path``.
         self._regular = stat.S_ISREG(status.st_mode) and self.path != "-"
-        if header is None:
-            if self._regular and status.st_size:
-                self._check_units()
-                if not self._ends_with_newline():
-                    self._write("\n")
-            return
-        existing = self._existing_header() if self._regular and status.st_size else None
-        if existing is not None and existing != header:
-            raise TrayvmlError(
-                translate(
-                    "csvlog",
-                    "{path} already holds a log with other columns ({columns}); "
-                    "choose another file or the same --query, so that nothing in it is mixed up.",
-                ).format(path=self.path, columns=reprlib.repr(existing))
-            )
-        if existing is None:
-            self._write(header + "\n")
+        held = self._regular and status.st_size  # a file with a log in it already, to go on with
+        if header is not None:
+            existing = self._existing_header() if held else None
+            if existing is not None and existing != header:
+                raise TrayvmlError(
+                    translate(
+                        "csvlog",
+                        "{path} already holds a log with other columns ({columns}); "
+                        "choose another file or the same --query, so that nothing in it is mixed up.",
+                    ).format(path=self.path, columns=reprlib.repr(existing))
+                )
+            if existing is None:
+                self._write(header + "\n")
+                return
+        if not held:
             return
         self._check_units()
         if not self._ends_with_newline():
@@ -312,9 +310,10 @@ class CsvLog:
             ) from None
         header = header_line(self.columns)
         for line in head.decode("utf-8", errors="replace").split("\n")[:-1]:  # whole lines
-            cells = line.rstrip("\r").split(", ")
-            if line.rstrip("\r") == header:
+            line = line.rstrip("\r")
+            if line == header:
                 continue  # (a log without its header appended to one with)
+            cells = line.split(", ")
             if len(cells) != len(self.columns):
                 return None
             for column, cell in zip(self.columns, cells, strict=True):
