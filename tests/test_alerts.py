@@ -13,9 +13,11 @@ from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertEngine, AlertSettings, validate
 from trayvml.alerts.grouping import CRITICAL
 from trayvml.alerts.rules import (
+    GONE,
     RULE_BY_KEY,
     RULES,
     THRESHOLD_RULES,
+    TURNED_OFF,
     GpuRule,
     JobSettings,
     MachineRule,
@@ -256,12 +258,12 @@ def test_a_rule_turned_off_while_it_fires_resolves_said_so() -> None:
     assert [e.kind for e in events] == ["firing"] and engine.active() == 1
     engine.configure(only("gpu_lost"))  # temperature off
     (off,) = engine.update(sample(60, temperature_gpu_c=95))
-    assert (off.kind, off.rule, off.turned_off) == ("resolved", "temperature", True)
+    assert (off.kind, off.rule, off.ended) == ("resolved", "temperature", TURNED_OFF)
     assert off.title == "GPU 0 H100: GPU temperature no longer watched (its rule was turned off)"
     assert engine.active() == 0 and engine.update(sample(61, temperature_gpu_c=95)) == []
     engine.configure(only("temperature"))  # on again: watched afresh, so the hot GPU fires anew
     again = [e for t in range(62, 122) for e in engine.update(sample(t, temperature_gpu_c=95))]
-    assert [(e.kind, e.turned_off) for e in again] == [("firing", False)]
+    assert [(e.kind, e.ended) for e in again] == [("firing", "")]
 
 
 def test_a_rule_turned_off_is_told_as_such_not_as_back_to_normal() -> None:
@@ -286,7 +288,44 @@ def test_a_rule_turned_off_is_told_as_such_not_as_back_to_normal() -> None:
     assert [e.notify for e in quiet.take(sample(2, temperature_gpu_c=95)).events] == [False]  # within its cooldown
     quiet.configure(only("gpu_lost"))
     outcome = quiet.take(sample(3, temperature_gpu_c=95))
-    assert [e.turned_off for e in outcome.events] == [True] and outcome.notices == []
+    assert [e.ended for e in outcome.events] == [TURNED_OFF] and outcome.notices == []
+
+
+def _devices(t_s: float, temperatures_c: Mapping[str, float]) -> Sample:
+    """MIG instances by UUID at these temperatures, numbered in this order (everything else missing)."""
+    one = sample_of(t_s, {})
+    gpus = tuple(
+        replace(sample_of(t_s, {TEMPERATURE: c}).gpus[0], index=k) for k, c in enumerate(temperatures_c.values())
+    )
+    devices = tuple(DeviceInfo(k, f"MIG {uuid}", uuid) for k, uuid in enumerate(temperatures_c))
+    return replace(one, gpus=gpus, devices=devices, monotonic_s=t_s)
+
+
+def test_alerts_follow_their_gpu_when_mig_instances_are_renumbered() -> None:
+    """A MIG instance destroyed renumbers those after it (the reader numbers them afresh, each
+    keeping its UUID). Kept by index, an instance's hot alert was told again under its new index
+    as a new alert, the old one counted as active for good; the destroyed instance's alert never
+    ended. Now each alert follows its GPU, a gone GPU's ends said so, and a snooze follows too."""
+    monitor = _monitored(only("temperature", hold_s=0, cooldown_s=0))
+    told = monitor.take(_devices(0, {"MIG-a": 95, "MIG-b": 40, "MIG-c": 95})).notices
+    assert [(n.gpus, n.resolved) for n in told] == [((0, 2), False)]
+    monitor.dispatcher.snooze(2, "temperature")  # MIG-c
+    # MIG-a destroyed: MIG-b is now GPU 0 and MIG-c GPU 1, still hot.
+    outcome = monitor.take(_devices(1, {"MIG-b": 40, "MIG-c": 95}))
+    assert [(e.gpu_index, e.gpu_name, e.kind, e.ended) for e in outcome.events] == [(0, "MIG MIG-a", "resolved", GONE)]
+    assert outcome.notices == [] and monitor.engine.active() == 1  # MIG-c's alert goes on, as one
+    assert [n for t in range(2, 10) for n in monitor.take(_devices(t, {"MIG-b": 40, "MIG-c": 95})).notices] == []
+    assert monitor.dispatcher.why_not(replace(outcome.events[0], gpu_index=1, rule="temperature")) == "snoozed"
+    # MIG-c cools: its alert ends under its new index, and the group's end names both its GPUs.
+    monitor.dispatcher.snoozed.clear()
+    (notice,) = monitor.take(_devices(10, {"MIG-b": 40, "MIG-c": 40})).notices
+    assert (notice.gpus, notice.resolved, monitor.engine.active()) == ((1,), True, 0)
+    # An instance whose alert is told alone, then destroyed: its end says so, not "back to normal".
+    monitor.take(_devices(100, {"MIG-b": 95, "MIG-c": 40}))
+    (notice,) = monitor.take(_devices(101, {"MIG-c": 40})).notices
+    assert notice.resolved and notice.gpus == (0,) and monitor.engine.active() == 0
+    assert notice.title == "GPU 0 MIG MIG-b: GPU temperature no longer watched (the GPU is gone)"
+    assert notice.body.startswith("Not known to be back to normal: the GPU is no longer there")
 
 
 def test_a_job_is_finished_after_an_unbroken_idle_spell_only() -> None:

@@ -1496,6 +1496,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>GPU {index}</translation>
     </message>
     <message>
+        <source>{rule} no longer watched (the GPU is gone)</source>
+        <translation>{rule}不再监视（该 GPU 已不存在）</translation>
+    </message>
+    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>
@@ -3050,6 +3054,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Not known to be back to normal: its rule was turned off in the settings.</source>
         <translation>不确定是否已恢复正常：其规则已在设置中关闭。</translation>
+    </message>
+    <message>
+        <source>Not known to be back to normal: the GPU is no longer there (a MIG instance destroyed, or no longer reported).</source>
+        <translation>不确定是否已恢复正常：该 GPU 已不存在（MIG 实例已销毁，或不再上报）。</translation>
     </message>
     <message>
         <source>Back to normal.</source>

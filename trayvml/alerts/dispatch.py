@@ -8,6 +8,7 @@ cooldown (``AlertEvent.notify``), and events held back until a notifier is ready
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from trayvml.alerts.rules import AlertEvent
@@ -66,6 +67,15 @@ class Dispatcher:
 
     def snooze(self, gpu_index: int, rule: str, seconds: float = SNOOZE_S, host: str = "") -> None:
         self.snoozed[(host, gpu_index, rule)] = _Quiet(self.clock.now_s() + seconds, seconds)
+
+    def renumber(self, host: str, moves: Mapping[int, int | None]) -> None:
+        """``host``'s GPUs were numbered afresh (core.sample.renumbering): a snooze follows its GPU,
+        one of a GPU gone goes (kept, it silenced the GPU given the index instead)."""
+        self.snoozed = {
+            (h, new, rule): quiet
+            for (h, gpu, rule), quiet in self.snoozed.items()
+            if (new := moves.get(gpu, gpu) if h == host else gpu) is not None
+        }
 
     def why_not(self, event: AlertEvent) -> str:
         """Why ``event`` should not reach the user now; "" when it should."""

@@ -9,17 +9,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from trayvml.alerts.rules import (
+    GONE,
     GPU_RULES,
     MACHINE_RULES,
     RULE_BY_KEY,
     RULES,
     THRESHOLD_RULES,
+    TURNED_OFF,
     AlertEvent,
     AnySettings,
     GpuRule,
     Rule,
     Tracker,
-    turned_off_message,
+    ended_message,
 )
 from trayvml.alerts.severity import MACHINE, Severity
 from trayvml.core.i18n import translate
@@ -163,13 +165,37 @@ class AlertEngine:
             # and fired at once when turned back on, its hold long over.
             del self._trackers[(gpu, key)]
             if tracker.level is not None:
-                name = names.get(gpu, UNKNOWN_NAME)
-                message = turned_off_message(key)
-                # Told where its firing was (the rules that keep no such mark always tell theirs).
-                told = tracker.announced or key in _ALWAYS_TOLD
-                event = AlertEvent(sample.timestamp_s, gpu, name, key, "resolved", Severity.INFO, message, notify=told)
-                off.append(replace(event, turned_off=True))
+                off.append(self._ended(tracker, gpu, names.get(gpu, UNKNOWN_NAME), key, sample.timestamp_s, TURNED_OFF))
         return off
+
+    def renumber(self, moves: Mapping[int, int | None], before: Sample, now_s: float) -> list[AlertEvent]:
+        """The GPUs were numbered afresh at ``now_s`` (``moves``: old index -> new, None where gone;
+        a MIG instance destroyed renumbers those after it, each keeping its UUID): each rule's state
+        follows its GPU, and a gone GPU's alerts end, said so. Kept by index, the GPU now at a
+        destroyed instance's index took over its state (an alert of another device's, told again
+        or never told), and one left past the last index counted as active for good."""
+        names = {info.index: info.name for info in before.devices}
+        ended: list[AlertEvent] = []
+        trackers: dict[tuple[int, str], Tracker] = {}
+        for (gpu, key), tracker in self._trackers.items():
+            new = moves.get(gpu, gpu)
+            if new is not None:
+                trackers[(new, key)] = tracker
+            elif tracker.level is not None:
+                ended.append(self._ended(tracker, gpu, names.get(gpu, UNKNOWN_NAME), key, now_s, GONE))
+        self._trackers = trackers
+        self._plans.clear()
+        events = [replace(event, host=self.host) for event in ended] if self.host else ended
+        self.events.extend(events)
+        return events
+
+    @staticmethod
+    def _ended(tracker: Tracker, gpu: int, name: str, key: str, now_s: float, why: str) -> AlertEvent:
+        """The end of ``tracker``'s alert, which is not back to normal (``why``: TURNED_OFF or GONE):
+        told where its firing was (the rules that keep no such mark always tell theirs)."""
+        told = tracker.announced or key in _ALWAYS_TOLD
+        message = ended_message(key, why)
+        return AlertEvent(now_s, gpu, name, key, "resolved", Severity.INFO, message, notify=told, ended=why)
 
     def untold(self, event: AlertEvent) -> None:
         """``event``, a firing, was kept from the user (alerts paused, snoozed): where it was the

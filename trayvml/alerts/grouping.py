@@ -10,12 +10,14 @@ is only for what needs a human now: a lost GPU, an XID, a stuck driver, heat at 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts.dispatch import Outgoing
-from trayvml.alerts.rules import RULE_BY_KEY, TURNED_OFF_BODY, AlertEvent, ThresholdRule, turned_off_message
+from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule, ended_body, ended_message
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
+from trayvml.core.sample import renumbered
 from trayvml.core.units import format_clock, format_duration, short_name
 
 GROUP = -2  # the "GPU index" in the key of a notification about a rule on any number of GPUs
@@ -77,8 +79,8 @@ def urgency(event: AlertEvent) -> int:
 def notification_body(event: AlertEvent, details: str = "") -> str:
     """What a notification about one event says below its title: thresholds, details, advice."""
     if event.kind == "resolved":
-        if event.turned_off:
-            return translate("notices", TURNED_OFF_BODY)
+        if event.ended:
+            return ended_body(event.ended)
         return translate("notices", "Back to normal.")
     return "\n".join(part for part in (event.detail, details, advice(event.rule)) if part) or event.message
 
@@ -119,7 +121,7 @@ class _Group:
     members: dict[int, Outgoing] = field(default_factory=dict)  # GPU -> its latest alert
     firing: set[int] = field(default_factory=set)  # members not back to normal yet
     sent: bool = False
-    turned_off: bool = False  # a member ended as its rule was turned off: not "back to normal"
+    ended: str = ""  # how a member ended other than back to normal (AlertEvent.ended): the group too
 
     def open(self, now_s: float, window_s: float) -> bool:
         return bool(self.firing) or now_s - self.last_s <= window_s
@@ -168,7 +170,7 @@ class Grouper:
                         self._remember(key, (event.gpu_index,))
                     continue
                 group.firing.discard(event.gpu_index)
-                group.turned_off = group.turned_off or event.turned_off
+                group.ended = group.ended or event.ended
                 if not group.firing and key not in ended:
                     ended.append(key)
                 continue
@@ -201,6 +203,23 @@ class Grouper:
         group = self._groups.get((event.host, event.rule))
         if group is not None and event.gpu_index in group.members:
             group.members[event.gpu_index] = outgoing
+
+    def renumber(self, moves: Mapping[int, int | None]) -> None:
+        """The host's GPUs were numbered afresh (core.sample.renumbering; a gone GPU's alerts have
+        ended through ``take``): each member follows its GPU, named by its new index from now on;
+        a gone GPU leaves its group, and a group left with none is over."""
+        for key, group in list(self._groups.items()):
+            group.members = {
+                new: outgoing if new == gpu else replace(outgoing, event=replace(outgoing.event, gpu_index=new))
+                for gpu, outgoing in group.members.items()
+                if (new := moves.get(gpu, gpu)) is not None
+            }
+            group.firing = set(renumbered(dict.fromkeys(group.firing), moves))
+            if not group.members:
+                del self._groups[key]
+        self._last_members = {
+            rule: tuple(sorted(renumbered(dict.fromkeys(gpus), moves))) for rule, gpus in self._last_members.items()
+        }
 
     def forget(self, event: AlertEvent) -> None:
         """A resolution the dispatcher kept from the user (alerts paused, the alert snoozed): its
@@ -285,9 +304,9 @@ class Grouper:
         else:
             gpus = host_prefix(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
         title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
-        if group.turned_off:
-            title = translate("alerts", "{gpu}: {message}").format(gpu=gpus, message=turned_off_message(rule))
-            body = translate("notices", TURNED_OFF_BODY)
+        if group.ended:
+            title = translate("alerts", "{gpu}: {message}").format(gpu=gpus, message=ended_message(rule, group.ended))
+            body = ended_body(group.ended)
         elif now_s - group.started_s >= 1:
             body = translate("notices", "Back to normal after {duration}.").format(
                 duration=format_duration(now_s - group.started_s, "min")

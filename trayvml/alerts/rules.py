@@ -29,7 +29,7 @@ class AlertEvent:
     detail: str = ""  # e.g. the thresholds, for the notification's body
     threshold: float = math.nan  # a threshold rule's enter threshold it crossed (in the rule's unit)
     host: str = ""  # a remote host's name (trayvml.ui.remote_hosts); "" for this machine
-    turned_off: bool = False  # resolved because its rule was turned off while it fired, not back to normal
+    ended: str = ""  # a resolution not back to normal: TURNED_OFF or GONE (ended_message)
 
     @property
     def title(self) -> str:
@@ -42,23 +42,41 @@ class AlertEvent:
             if self.gpu_name == UNKNOWN_NAME
             else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
         )
-        if self.kind == "resolved" and not self.turned_off:  # turned off: its message says so
+        if self.kind == "resolved" and not self.ended:  # ended otherwise: its message says so
             rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
             return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
         return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
 
-# What a notification ending an alert whose rule was turned off says below its title.
-TURNED_OFF_BODY = QT_TRANSLATE_NOOP(
-    "notices", "Not known to be back to normal: its rule was turned off in the settings."
-)
+# Why an alert ended when not back to normal (AlertEvent.ended): its rule was turned off in the
+# settings while it fired, or its GPU is gone (a MIG instance destroyed, a remote GPU no longer
+# reported). Either way nothing steps it any more, and "back to normal" is not known.
+TURNED_OFF, GONE = "turned_off", "gone"
+ENDED_MESSAGES = {
+    TURNED_OFF: QT_TRANSLATE_NOOP("alerts", "{rule} no longer watched (its rule was turned off)"),
+    GONE: QT_TRANSLATE_NOOP("alerts", "{rule} no longer watched (the GPU is gone)"),
+}
+# What a notification ending such an alert says below its title.
+ENDED_BODIES = {
+    TURNED_OFF: QT_TRANSLATE_NOOP(
+        "notices", "Not known to be back to normal: its rule was turned off in the settings."
+    ),
+    GONE: QT_TRANSLATE_NOOP(
+        "notices",
+        "Not known to be back to normal: the GPU is no longer there (a MIG instance destroyed, or no longer reported).",
+    ),
+}
 
 
-def turned_off_message(rule: str) -> str:
-    """What ends an alert whose rule was turned off while it fired, after its GPU (a machine
-    rule's: alone): not "back to normal", which is not known."""
+def ended_message(rule: str, ended: str) -> str:
+    """What ends an alert that is not back to normal (``ended``: TURNED_OFF or GONE), after its
+    GPU (a machine rule's: alone)."""
     label = _in_sentence(translate("alerts", RULE_BY_KEY[rule].label))
-    return translate("alerts", "{rule} no longer watched (its rule was turned off)").format(rule=label)
+    return translate("alerts", ENDED_MESSAGES[ended]).format(rule=label)
+
+
+def ended_body(ended: str) -> str:
+    return translate("notices", ENDED_BODIES[ended])
 
 
 @dataclass(frozen=True)

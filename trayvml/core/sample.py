@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import enum
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from trayvml.core.errors import DriverStall, NvmlUnavailable, UnavailableReason
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
@@ -195,6 +197,24 @@ class ProcessSample:
 
 
 SIMULATED_GPUS = "simulated GPUs ({scenario})"  # Sample.simulation of a scenario's GPUs (English)
+
+
+Kept = TypeVar("Kept")
+
+
+def renumbering(before: Sequence[DeviceInfo], now: Sequence[DeviceInfo]) -> dict[int, int | None]:
+    """How the GPUs ``before`` are numbered ``now``, where that changed: old index -> new index,
+    None where gone (by UUID: a MIG instance destroyed or made renumbers the instances after it,
+    which keep their UUIDs). Empty when none moved or went; a GPU whose UUID was not read is
+    taken to have stayed."""
+    where = {info.uuid: info.index for info in now if info.uuid}
+    return {info.index: where.get(info.uuid) for info in before if info.uuid and where.get(info.uuid) != info.index}
+
+
+def renumbered(kept: Mapping[int, Kept], moves: Mapping[int, int | None]) -> dict[int, Kept]:
+    """What is ``kept`` by GPU index after ``moves`` (renumbering): under each GPU's new index, a
+    gone one's dropped."""
+    return {new: value for index, value in kept.items() if (new := moves.get(index, index)) is not None}
 
 
 def simulation_scenario(simulation: str) -> str:

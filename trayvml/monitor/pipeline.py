@@ -24,7 +24,7 @@ from trayvml.alerts.rules import AlertEvent, HeldSettings, JobSettings
 from trayvml.core.clock import clock_step_s
 from trayvml.core.demand import PROCESSES
 from trayvml.core.i18n import translate
-from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample
+from trayvml.core.sample import DeviceInfo, GpuSample, MetricState, ProcessSample, Sample, renumbered, renumbering
 from trayvml.host.processes import owned_by_me
 from trayvml.monitor.energy import EnergyMeter, job_energy_text
 from trayvml.monitor.spans import AsleepSpans
@@ -202,10 +202,14 @@ class Monitor:
 
     def take(self, sample: Sample) -> Outcome:
         """One sample through the pipeline; what it caused."""
+        gone = Outcome()
         if self.latest is not None:
             before = self.latest
             step_s = clock_step_s(before.timestamp_s, before.monotonic_s, sample.timestamp_s, sample.monotonic_s)
             self._clock_set(step_s, sample.timestamp_s)
+            moves = renumbering(before.devices, sample.devices)
+            if moves:
+                gone = self._renumber(moves, before, sample.timestamp_s)
         self.latest = sample
         self._remember(sample)
         if self._past is not None:
@@ -217,7 +221,32 @@ class Monitor:
         self.users.update(sample)
         self.asleep_spans.update(sample)
         events = self.engine.update(sample)
-        return self.outcome(self._offer(events, sample), sample.timestamp_s, events)
+        outcome = self.outcome(self._offer(events, sample), sample.timestamp_s, events)
+        if not gone.events:
+            return outcome
+        return Outcome(gone.events + outcome.events, gone.sent + outcome.sent, gone.notices + outcome.notices)
+
+    def _renumber(self, moves: dict[int, int | None], before: Sample, now_s: float) -> Outcome:
+        """The GPUs were numbered afresh since ``before`` (core.sample.renumbering): a gone GPU's
+        alerts end, told as their GPU was (its alerts waiting for process lists go out first), and
+        what is kept per GPU follows its GPU to its new index."""
+        gone = {index for index, new in moves.items() if new is None}
+        waiting = self.awaiting_processes
+        self.awaiting_processes = [(event, DETAILS_WAIT) for event, _ in waiting if event.gpu_index in gone]
+        ended = self.engine.renumber(moves, before, now_s)
+        outcome = self.outcome(self._offer(ended, before), now_s, ended)
+        self.awaiting_processes = [
+            (replace(event, gpu_index=new), waited)
+            for event, waited in waiting
+            if (new := moves.get(event.gpu_index, event.gpu_index)) is not None
+        ]
+        self.grouper.renumber(moves)
+        self.dispatcher.renumber(self.host, moves)
+        self._last_seen = renumbered(self._last_seen, moves)
+        self.busy_processes = renumbered(self.busy_processes, moves)
+        self.idle_since_s = renumbered(self.idle_since_s, moves)
+        self.kernel_offers = renumbered(self.kernel_offers, moves)
+        return outcome
 
     def outcome(self, ready: Sequence[Outgoing], now_s: float, events: Sequence[AlertEvent] = ()) -> Outcome:
         """The notices for the alerts the dispatcher let through (``ready``: this host's)."""
