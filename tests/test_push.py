@@ -4,11 +4,13 @@ server in a thread for ntfy, webhooks and Slack, and aiosmtpd for e-mail."""
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import datetime
 import email
 import email.header
 import email.policy
+import http.client
 import ipaddress
 import json
 import logging
@@ -254,6 +256,189 @@ def test_a_dead_destination_is_retried_with_backoff_and_said_once(
         assert "topic-secret-42" not in text and "tk_secret_token" not in text
 
 
+class RawServer:
+    """A TCP server in a thread that answers every connection with ``answer`` (bytes, then each
+    of ``drip`` a byte at a time every ``drip_s``) and keeps it open a while."""
+
+    def __init__(self, answer: bytes, drip: bytes = b"", drip_s: float = 0.2) -> None:
+        self.listener = socket.socket()
+        self.listener.bind(("127.0.0.1", 0))
+        self.listener.listen()
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self._closing = threading.Event()
+
+        def serve() -> None:
+            while not self._closing.is_set():
+                try:
+                    connection, _ = self.listener.accept()
+                except OSError:
+                    return
+                self.connections += 1
+                with connection, contextlib.suppress(OSError):
+                    connection.recv(65536)
+                    connection.sendall(answer)
+                    for byte in drip:
+                        if self._closing.wait(drip_s):
+                            break
+                        connection.sendall(bytes([byte]))
+
+        self.thread = threading.Thread(target=serve, daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self._closing.set()
+        self.listener.close()
+        self.thread.join(5)
+
+
+def test_an_answer_that_is_not_http_is_a_failure_said_and_the_destination_goes_on() -> None:
+    """A receiver answering in something other than HTTP (an SMTP port given as a webhook):
+    http.client's BadStatusLine got past the sender, ended the destination's thread, and its
+    queue was never sent again, nothing said."""
+    server = RawServer(b"220 smtp.example.com ESMTP ready\r\n")
+    try:
+        notifier = push([PushDestination("webhook", url=f"http://127.0.0.1:{server.port}/")], attempts=1)
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        notifier.notify(WARNING_NOTICE)
+        wait_idle(notifier)
+        assert notifier._threads[0].is_alive() and server.connections == 2  # the second went out too
+        notifier.close()
+    finally:
+        server.close()
+    (status,) = notifier.statuses
+    assert (status.failing, status.failures, status.sent) == (True, 2, 0)
+    (problem,) = notifier.problems()
+    assert problem.startswith("Alerts could not be pushed to webhook 127.0.0.1: ")
+
+
+def test_an_answer_that_drips_is_read_within_the_timeout() -> None:
+    """The timeout was each read's: a receiver sending its body a byte at a time held the
+    destination's thread for as long as it liked (its queue filling, nothing said)."""
+    head = b"HTTP/1.1 200 OK\r\nContent-Length: 100000\r\n\r\n"
+    server = RawServer(head, drip=b"x" * 1000, drip_s=0.05)
+    try:
+        notifier = push([PushDestination("webhook", url=f"http://127.0.0.1:{server.port}/")], timeout_s=1.0)
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier, limit_s=20.0)  # the whole drip takes 50 s
+        notifier.close()
+    finally:
+        server.close()
+    assert notifier.statuses[0].sent == 1 and notifier.problems() == []  # it answered 200: taken
+
+
+def test_a_try_that_never_returns_is_given_up_on_and_said() -> None:
+    """The socket's timeout does not bound a name's look-up (a DNS server away) or an SMTP server
+    whose lines keep coming: a try that does not end is given up on after the timeout and a
+    little more, said as not answering, and the destination goes on."""
+    hang = threading.Event()
+    tries: list[str] = []
+
+    def stuck(destination: PushDestination, message: Message, timeout_s: float) -> None:
+        tries.append(message.title)
+        if len(tries) == 1:
+            hang.wait(60)
+
+    notifier = push([PushDestination("webhook", url="http://x.invalid/")], send=stuck, timeout_s=0.5, attempts=1)
+    try:
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        assert notifier.problems() == [
+            "Alerts could not be pushed to webhook x.invalid: it did not answer within 0.5 s"
+        ]
+        notifier.notify(WARNING_NOTICE)
+        wait_idle(notifier)
+        assert len(tries) == 2 and notifier.statuses[0].sent == 1 and notifier.problems() == []
+    finally:
+        hang.set()
+        notifier.close()
+
+
+@pytest.mark.parametrize(
+    ("code", "headers", "tries", "waits"),
+    [
+        (429, {"Retry-After": "30"}, 3, [30.0, 30.0]),  # as long as the receiver asked
+        (503, {"Retry-After": "86400"}, 3, [60.0, 60.0]),  # at most a minute
+        (404, {}, 1, []),  # the message itself refused: no retry
+        (500, {}, 3, [2.0, 4.0]),
+    ],
+)
+def test_an_error_answer_is_retried_as_it_says(
+    code: int, headers: dict[str, str], tries: int, waits: list[float]
+) -> None:
+    """Every failure was tried again after 2 s and 4 s: a receiver limiting its rate (ntfy.sh)
+    refused each retry too, and a 404 was asked three times."""
+    server = Receiver(status=code, headers=headers)
+    clock = RecordingClock()
+    try:
+        notifier = push([PushDestination("ntfy", url=f"http://127.0.0.1:{server.port}/t")], clock=clock)
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        notifier.close()
+    finally:
+        server.close()
+    assert (len(server.requests), clock.waits) == (tries, waits)
+    (problem,) = notifier.problems()
+    assert problem.endswith(f"it answered HTTP {code} {http.client.responses[code]}")
+
+
+def test_a_receivers_reason_phrase_is_not_repeated() -> None:
+    """The HTTP reason phrase is the receiver's own text: escape sequences and 60 000 characters
+    went into the log, the window and the status file. trayvml's words for the code are said."""
+    server = RawServer(b"HTTP/1.1 500 \x1b[2J" + b"A" * 60000 + b"\r\nContent-Length: 0\r\n\r\n")
+    try:
+        notifier = push([PushDestination("webhook", url=f"http://127.0.0.1:{server.port}/")], attempts=1)
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        notifier.close()
+    finally:
+        server.close()
+    assert notifier.problems() == [
+        "Alerts could not be pushed to webhook 127.0.0.1: it answered HTTP 500 Internal Server Error"
+    ]
+
+
+def test_destinations_alike_in_name_keep_their_status_apart(tmp_path: Path, receiver: Receiver) -> None:
+    """Two ntfy topics on one server were both "ntfy 127.0.0.1" in the status file: the working
+    one's entry overwrote the failing one's, and doctor said both were fine."""
+    from trayvml.commands.doctor import Findings, check_push
+
+    status_file = tmp_path / "push-status.json"
+    dead = PushDestination("ntfy", url=f"http://127.0.0.1:{closed_port()}/phone")
+    alive = PushDestination("ntfy", url=f"http://127.0.0.1:{receiver.port}/team")
+    notifier = push([dead, alive], status_file=status_file, attempts=1)
+    notifier.notify(CRITICAL_NOTICE)
+    wait_idle(notifier)
+    notifier.close()
+    assert [s.name for s in notifier.statuses] == ["ntfy 127.0.0.1 (1)", "ntfy 127.0.0.1 (2)"]
+    findings = Findings()
+    check_push(findings, Settings(push=(dead, alive)), status_file)
+    said = [(c.name, c.level.name) for c in findings.checks]
+    assert said == [("push.1", "WARNING"), ("push.2", "OK")]
+
+
+def test_a_failure_written_by_an_earlier_run_is_cleared_by_a_send_that_works(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    """The status file was written only when a destination's state changed in this process: a
+    failure from before a restart stayed in it after every later success (doctor: "could not
+    be pushed ... timed out" of a destination that works)."""
+    status_file = tmp_path / "push-status.json"
+    destination = PushDestination("webhook", url=f"http://127.0.0.1:{closed_port()}/")
+    earlier = push([destination], status_file=status_file, attempts=1)
+    earlier.notify(CRITICAL_NOTICE)
+    wait_idle(earlier)
+    earlier.close()
+    assert read_status(status_file)["webhook 127.0.0.1"]["failing"] is True
+    working = dataclasses.replace(destination, url=f"http://127.0.0.1:{receiver.port}/")
+    later = push([working], status_file=status_file)
+    later.notify(CRITICAL_NOTICE)
+    wait_idle(later)
+    later.close()
+    assert read_status(status_file)["webhook 127.0.0.1"]["failing"] is False
+
+
 def test_a_destination_that_works_again_says_so_and_clears(receiver: Receiver) -> None:
     calls: list[str] = []
 
@@ -335,9 +520,12 @@ def test_push_destinations_round_trip_and_bad_ones_are_named() -> None:
     )
     assert from_toml(to_toml(settings))[0].push == settings.push
     assert problems(Settings(push=(PushDestination("ntfy", url="ftp://x", quiet_hours="25:00-1"),))) == [
-        "push[1]: url should be an http:// or https:// URL",
+        "push[1]: url should be an http:// or https:// URL without spaces",
         "push[1]: quiet_hours should look like 22:00-07:00",
     ]
+    # http.client refuses to send these (its InvalidURL ended the destination's thread).
+    for url in ("https://ntfy.sh/my topic", "https://ntfy.sh/a\x01b", "https://ntfy.sh/x\n"):
+        assert problems(Settings(push=(PushDestination("ntfy", url=url),))), url
     assert problems(Settings(push=(PushDestination("email"),)))[0] == "push[1]: an e-mail destination needs smtp_host"
     with pytest.raises(SettingsError, match=r"push\[1\]\.'colour' is not a setting"):
         from_toml('[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/x"\ncolour = "red"\n')
@@ -454,6 +642,59 @@ def test_email_reaches_a_real_smtp_server_over_tls_with_login(tmp_path: Path, se
     assert message.get_content().replace("\r\n", "\n").strip() == CRITICAL_NOTICE.body
 
 
+def test_an_email_is_sent_once_and_a_refused_recipient_is_said() -> None:
+    """An SMTP server that takes the message for one recipient and refuses another: the refusal
+    was ignored (counted as sent); and one whose answer to QUIT is not 221 got the message
+    three times, said to have failed."""
+    from aiosmtpd.controller import Controller
+
+    received: list[list[str]] = []
+
+    class Handler:
+        async def handle_RCPT(self, server: Any, session: Any, envelope: Any, address: str, options: Any) -> str:  # noqa: N802 - aiosmtpd's name
+            if address.startswith("boss@"):
+                return "550 no such user here"
+            envelope.rcpt_tos.append(address)
+            return "250 OK"
+
+        async def handle_DATA(self, server: Any, session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
+            received.append(list(envelope.rcpt_tos))
+            return "250 OK"
+
+    class OddQuit(Controller):
+        def factory(self) -> Any:
+            smtp = super().factory()
+
+            async def smtp_QUIT(arg: str) -> None:  # noqa: N802 - aiosmtpd's name
+                await smtp.push("250 ok bye")
+                smtp.transport.close()
+
+            smtp.smtp_QUIT = smtp_QUIT
+            return smtp
+
+    controller = OddQuit(Handler(), hostname="127.0.0.1", port=closed_port())
+    controller.start()
+    try:
+        destination = PushDestination(
+            "email",
+            smtp_host="127.0.0.1",
+            smtp_port=controller.port,
+            security="none",
+            sender="gpubox@example.com",
+            to=("oncall@example.com", "boss@example.com"),
+        )
+        notifier = push([destination], backoff_s=0)
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+        notifier.close()
+    finally:
+        controller.stop()
+    assert received == [["oncall@example.com"]]  # once, to the one taken
+    assert notifier.problems() == [
+        "Alerts could not be pushed to email 127.0.0.1: the SMTP server refused boss@example.com"
+    ]
+
+
 # ---- trayvml record ----
 def test_record_pushes_an_alert_to_a_webhook(tmp_path: Path, receiver: Receiver) -> None:
     config = tmp_path / "config.toml"
@@ -559,4 +800,6 @@ def test_what_was_queued_for_a_destination_kept_goes_out_once_in_order() -> None
     later.close()
     earlier.close()
     assert got == ["0", "1", "2", "3"]
-    assert senders[0] is earlier._threads[0] and senders[1:] == [later._threads[0]] * 3  # moved, not sent twice
+    # Moved, not sent twice (each try on a thread of its own, named after its destination's).
+    by = [f"({earlier._threads[0].ident})"] + [f"({later._threads[0].ident})"] * 3
+    assert [sender.name[-len(tail) :] for sender, tail in zip(senders, by, strict=True)] == by

@@ -234,6 +234,9 @@ _PUSH_TEXT = ("kind", "url", "name", "quiet_hours", "token", "smtp_host", "secur
 _PUSH_LISTS = ("rules", "severities", "to")
 
 
+_PUSH_URL = re.compile(r"https?://[^/\s\x00-\x1f\x7f]+(?:/[^\s\x00-\x1f\x7f]*)?")
+
+
 def push_problems(destination: PushDestination, where: str) -> list[str]:
     """Every reason one push destination cannot be used (``where``: "push[1]")."""
     found: list[str] = []
@@ -253,8 +256,8 @@ def push_problems(destination: PushDestination, where: str) -> list[str]:
             say(translate("settings", "security should be one of {choices}"), choices=", ".join(SMTP_SECURITY))
         if not 0 <= destination.smtp_port <= 65535:
             say(translate("settings", "smtp_port should be 0–65535"))
-    elif not re.match(r"https?://[^/\s]+", destination.url):
-        say(translate("settings", "url should be an http:// or https:// URL"))
+    elif not _PUSH_URL.fullmatch(destination.url):  # a space or control character: http.client will not send it
+        say(translate("settings", "url should be an http:// or https:// URL without spaces"))
     unknown = [rule for rule in destination.rules if rule not in RULE_BY_KEY]
     if unknown:
         say(translate("settings", "{rule} is not an alert rule"), rule=_shown(unknown[0]))

@@ -3210,12 +3210,20 @@ For {duration} now.</source>
         <translation>SMTP 服务器拒绝了该用户名和密码</translation>
     </message>
     <message>
+        <source>the SMTP server refused {addresses}</source>
+        <translation>SMTP 服务器拒绝了 {addresses}</translation>
+    </message>
+    <message>
         <source>[simulated] {title}</source>
         <translation>[模拟] {title}</translation>
     </message>
     <message>
         <source>Alerts could not be pushed to {name}: {reason}</source>
         <translation>无法将告警推送到 {name}：{reason}</translation>
+    </message>
+    <message>
+        <source>it did not answer within {seconds:g} s</source>
+        <translation>它在 {seconds:g} 秒内未应答</translation>
     </message>
 </context>
 <context>
@@ -3808,6 +3816,10 @@ For {duration} now.</source>
         <translation>在 http://127.0.0.1:8729/metrics 上提供 GPU 指标，与 `trayvml serve` 相同。</translation>
     </message>
     <message>
+        <source>url should be an http:// or https:// URL without spaces</source>
+        <translation>url 应为不含空格的 http:// 或 https:// 网址</translation>
+    </message>
+    <message>
         <source>{setting}: {value} is not one of {choices}.</source>
         <translation>{setting}：{value} 不是 {choices} 之一。</translation>
     </message>
@@ -3878,10 +3890,6 @@ For {duration} now.</source>
     <message>
         <source>smtp_port should be 0–65535</source>
         <translation>smtp_port 应在 0–65535 之间</translation>
-    </message>
-    <message>
-        <source>url should be an http:// or https:// URL</source>
-        <translation>url 应为 http:// 或 https:// 网址</translation>
     </message>
     <message>
         <source>{rule} is not an alert rule</source>

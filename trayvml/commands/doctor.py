@@ -346,11 +346,11 @@ def check_push(findings: Findings, settings: Settings, status_file: Path) -> Non
     """Each push destination of the settings, by its redacted name, and its last failure as the
     tray app or ``trayvml record`` wrote it (push-status.json): a failing one is a WARNING, since
     the desktop's notifications still work."""
-    from trayvml.platform.push import destination_name, read_status, redact
+    from trayvml.platform.push import destination_names, read_status, redact
 
     statuses = read_status(status_file)
-    for number, destination in enumerate(settings.push, 1):
-        name = destination_name(destination)  # never its URL's path, token or password
+    names = destination_names(settings.push)  # never a URL's path, token or password
+    for number, (destination, name) in enumerate(zip(settings.push, names, strict=True), 1):
         status = statuses.get(name)
         check = f"push.{number}"
         if not isinstance(status, dict) or not status.get("last_failure"):

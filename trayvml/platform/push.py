@@ -20,6 +20,7 @@ import contextlib
 import http.client
 import json
 import logging
+import math
 import smtplib
 import socket
 import ssl
@@ -43,6 +44,7 @@ from trayvml.config import SEVERITY_NAMES, PushDestination
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.files import write_atomically
 from trayvml.core.i18n import translate
+from trayvml.core.safe_text import terminal_text
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +53,7 @@ ATTEMPTS = 3  # the first try and two retries
 BACKOFF_S = 2.0  # before the first retry; doubled before each next one
 MAX_QUEUED = 100  # beyond this the oldest waiting message is dropped (and counted)
 CLOSE_WAIT_S = 15.0  # what close() gives the queue to drain, at most
+ATTEMPT_MARGIN_S = 2.0  # beyond the timeout, before a try is given up on as a whole
 SMTP_PORTS = {"starttls": 587, "ssl": 465, "none": 25}
 HIDDEN = "***"
 
@@ -59,8 +62,21 @@ NTFY_PRIORITY = {Severity.CRITICAL: "5", Severity.WARNING: "4", Severity.INFO: "
 NTFY_TAGS = {Severity.CRITICAL: "rotating_light", Severity.WARNING: "warning", Severity.INFO: "information_source"}
 
 
+RETRY_AFTER_MAX_S = 60.0  # the longest a receiver's Retry-After holds a destination's next try
+REASON_LIMIT = 300  # characters of a failure said (a receiver's answer in it is cleaned and cut)
+
+
 class DeliveryError(Exception):
-    """A destination did not take a message; the message is safe to show (no secrets in it)."""
+    """A destination did not take a message; the message is safe to show (no secrets in it).
+
+    ``retry``: whether another try could go otherwise (not where the receiver refused the message
+    itself, or took it for some recipients: a retry sends those a copy); ``retry_after_s``: how long
+    the receiver asked to be left before the next (HTTP 429 and 503's Retry-After; NaN: not said)."""
+
+    def __init__(self, reason: str, retry: bool = True, retry_after_s: float = math.nan) -> None:
+        super().__init__(terminal_text(reason, REASON_LIMIT))
+        self.retry = retry
+        self.retry_after_s = retry_after_s
 
 
 def secrets_of(destination: PushDestination) -> list[str]:
@@ -87,6 +103,13 @@ def destination_name(destination: PushDestination) -> str:
         return redact(destination.name, destination)
     host = destination.smtp_host if destination.kind == "email" else urllib.parse.urlsplit(destination.url).hostname
     return f"{destination.kind} {host or '?'}"
+
+
+def destination_names(destinations: Sequence[PushDestination]) -> list[str]:
+    """Each destination's name (destination_name), numbered where two would be called alike (two
+    ntfy topics on ntfy.sh): the status file keeps each one's failures apart by it."""
+    names = [destination_name(d) for d in destinations]
+    return [name if names.count(name) == 1 else f"{name} ({names[:k].count(name) + 1})" for k, name in enumerate(names)]
 
 
 def in_quiet_hours(destination: PushDestination, minute_of_day: int) -> bool:
@@ -228,25 +251,27 @@ class Sender:
             if destination.kind == "email":
                 self._mail(destination, message, timeout_s)
             else:
-                request = http_request(destination, message)
-                with self._opener.open(request, timeout=timeout_s) as response:
-                    response.read(65536)
+                self._post(destination, message, timeout_s)
         except urllib.error.HTTPError as error:
-            location = error.headers.get("Location", "") if 300 <= error.code < 400 and error.headers else ""
-            if location:
-                moved = translate("push", "it answered HTTP {code} {reason}, to {location}: give that address instead")
-                reason = http.client.responses.get(error.code, "")  # urllib's may quote the location unredacted
-                said = moved.format(code=error.code, reason=reason, location=redact(location, destination))
-                raise DeliveryError(said) from None
-            raise DeliveryError(
-                translate("push", "it answered HTTP {code} {reason}").format(code=error.code, reason=error.reason)
-            ) from None
+            error.close()  # its answer's socket: unclosed, its exception kept it until collected
+            raise _http_error(error, destination) from None
         except urllib.error.URLError as error:
             raise DeliveryError(redact(str(error.reason), destination)) from None
         except smtplib.SMTPAuthenticationError:
             raise DeliveryError(translate("push", "the SMTP server refused the user name and password")) from None
-        except (smtplib.SMTPException, OSError, ValueError) as error:
+        # http.client's own (an answer that is not HTTP: an SMTP banner, TLS spoken to http://; a
+        # URL it will not send): each ended the destination's thread, its queue never sent again.
+        except (smtplib.SMTPException, http.client.HTTPException, OSError, ValueError) as error:
             raise DeliveryError(redact(str(error) or type(error).__name__, destination)) from None
+
+    def _post(self, destination: PushDestination, message: Message, timeout_s: float) -> None:
+        """The message POSTed, its answer read within ``timeout_s`` in all (the socket's timeout
+        is each read's: a receiver sending a byte a second held the thread for good)."""
+        deadline_s = time.monotonic() + timeout_s
+        with self._opener.open(http_request(destination, message), timeout=timeout_s) as response:
+            for _ in range(ANSWER_READS):
+                if not response.read1(1024) or time.monotonic() > deadline_s:
+                    break
 
     def _mail(self, destination: PushDestination, message: Message, timeout_s: float) -> None:
         port = destination.smtp_port or SMTP_PORTS[destination.security]
@@ -256,12 +281,50 @@ class Sender:
             server = smtplib.SMTP_SSL(destination.smtp_host, port, timeout=timeout_s, context=context)
         else:
             server = smtplib.SMTP(destination.smtp_host, port, timeout=timeout_s)
-        with server:
+        try:
             if destination.security == "starttls":
                 server.starttls(context=context)
             if destination.username:
                 server.login(destination.username, destination.password)
-            server.send_message(email_message(destination, message))
+            refused = server.send_message(email_message(destination, message))
+        finally:
+            # Sent once the server took the message: its answer to QUIT (or none) changes nothing,
+            # where it made the whole message go again (three copies, and said to have failed).
+            with contextlib.suppress(smtplib.SMTPException, OSError):
+                server.quit()
+            server.close()
+        if refused:  # the others have it: a retry would send them a copy
+            said = translate("push", "the SMTP server refused {addresses}").format(addresses=", ".join(sorted(refused)))
+            raise DeliveryError(said, retry=False)
+
+
+ANSWER_READS = 4  # a receiver's answer is read up to 4 KiB (its body says nothing trayvml uses)
+
+
+def _http_error(error: urllib.error.HTTPError, destination: PushDestination) -> DeliveryError:
+    """What an HTTP error answer says, in words of trayvml's (the receiver's reason phrase is its
+    own text: escape sequences, any length), and whether a retry may go otherwise: a 4xx but for
+    408 and 429 refuses the message itself; 429 and 503 may say when to try again."""
+    reason = http.client.responses.get(error.code, "")
+    location = error.headers.get("Location", "") if 300 <= error.code < 400 and error.headers else ""
+    if location:
+        moved = translate("push", "it answered HTTP {code} {reason}, to {location}: give that address instead")
+        said = moved.format(code=error.code, reason=reason, location=redact(location, destination))
+        return DeliveryError(said, retry=False)
+    said = translate("push", "it answered HTTP {code} {reason}").format(code=error.code, reason=reason)
+    retry = not 400 <= error.code < 500 or error.code in (408, 429)
+    return DeliveryError(
+        said.rstrip(), retry, _retry_after_s(error.headers.get("Retry-After", "") if error.headers else "")
+    )
+
+
+def _retry_after_s(value: str) -> float:
+    """A Retry-After header's seconds (its date form is rare from push services: not read); NaN: none."""
+    try:
+        seconds = float(value.strip())
+    except ValueError:
+        return math.nan
+    return min(max(seconds, 0.0), RETRY_AFTER_MAX_S) if math.isfinite(seconds) else math.nan
 
 
 def _target(destination: PushDestination) -> tuple[object, ...]:
@@ -300,7 +363,16 @@ class PushNotifier:
         self._max_queued = max_queued
         # This machine's GPUs are simulated: its notices say so (a try-out must not page anyone as real).
         self.simulated = simulated
-        self.statuses = [DestinationStatus(destination_name(d), d.kind) for d in self.destinations]
+        self.statuses = [
+            DestinationStatus(name, d.kind)
+            for name, d in zip(destination_names(destinations), destinations, strict=True)
+        ]
+        # Failing when last written (an earlier run): its first send that works clears the file's
+        # word, which doctor reads; kept, it said "could not be pushed" after every later success.
+        saved = read_status(status_file) if status_file is not None else {}
+        self._failing_on_file = {
+            s.name for s in self.statuses if isinstance(saved.get(s.name), dict) and saved[s.name].get("failing")
+        }
         self.dropped = 0  # messages dropped from a full queue
         self._told: list[dict[tuple[str, tuple[int, str]], Severity]] = [{} for _ in self.destinations]
         # A queue and a thread a destination: one that hangs (10 s a try, three tries, backoff)
@@ -411,19 +483,24 @@ class PushNotifier:
         destination = self.destinations[index]
         status = self.statuses[index]
         reason = ""
+        wait_s = self._backoff_s
         for attempt in range(self._attempts):
             # Closing: the rest of the queue gets one try each, not a backoff.
-            backoff_s = self._backoff_s * 2 ** (attempt - 1)
-            if attempt and (self._closing.is_set() or self._clock.wait_s(backoff_s, self._closing)):
+            if attempt and (self._closing.is_set() or self._clock.wait_s(wait_s, self._closing)):
                 break
             try:
-                self._send(destination, message, self._timeout_s)
+                self._attempt(destination, message)
             except DeliveryError as error:
                 reason = redact(str(error), destination)
+                if not error.retry:
+                    break
+                asked_s = error.retry_after_s  # a receiver limiting its rate says when: sooner is refused again
+                wait_s = max(self._backoff_s * 2**attempt, 0.0 if math.isnan(asked_s) else asked_s)
                 continue
             status.sent += 1
-            if status.failing:
+            if status.failing or status.name in self._failing_on_file:
                 status.failing = False
+                self._failing_on_file.discard(status.name)
                 log.warning("push: %s works again", status.name)
                 self._save_status()
             return
@@ -434,6 +511,36 @@ class PushNotifier:
             status.failing = True
             log.warning("push: alerts could not be pushed to %s: %s", status.name, reason)
         self._save_status()
+
+    def _attempt(self, destination: PushDestination, message: Message) -> None:
+        """One try, given up on after the timeout and a little more in all: the socket's timeout
+        bounds neither a name's look-up (a DNS server away) nor an SMTP server's lines that keep
+        coming. The try itself goes on on its own thread until the system gives up on it."""
+        outcome: list[Exception | None] = []
+
+        def attempt() -> None:
+            try:
+                self._send(destination, message, self._timeout_s)
+            except Exception as error:
+                outcome.append(error)
+            else:
+                outcome.append(None)
+
+        sender = threading.current_thread()  # the destination's: its try is named after it
+        worker = threading.Thread(target=attempt, name=f"{sender.name} try ({sender.ident})", daemon=True)
+        worker.start()
+        worker.join(self._timeout_s + ATTEMPT_MARGIN_S)
+        if not outcome:
+            late = translate("push", "it did not answer within {seconds:g} s")
+            raise DeliveryError(late.format(seconds=self._timeout_s))
+        error = outcome[0]
+        if isinstance(error, DeliveryError):
+            raise error
+        if error is not None:
+            # A fault of trayvml's own (a transport's bug): said by its kind only (its words may
+            # quote a secret), and the destination's thread goes on with the next message.
+            log.error("push: sending to %s failed: %s", destination_name(destination), type(error).__name__)
+            raise DeliveryError(type(error).__name__, retry=False)
 
     def _save_status(self) -> None:
         """What doctor shows: each destination's last failure (redacted), written atomically."""
