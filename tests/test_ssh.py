@@ -7,6 +7,7 @@ its own (TRAYVML_SSH_CONFIG), so nothing of the user's ~/.ssh is read or written
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import shutil
@@ -207,7 +208,7 @@ def test_process_lists_come_every_5_s_or_every_interval_past_it(interval_s: floa
     from trayvml.remote.ssh import remote_script
 
     script = remote_script(interval_s)
-    assert f"-l {round(interval_s)} " in script and f"echo P.; sleep {lists_every_s}; done" in script
+    assert f"-l {round(interval_s)} " in script and f"echo P. || exit; sleep {lists_every_s}; done" in script
 
 
 def test_a_snapshot_starts_every_interval_however_long_one_takes() -> None:
@@ -217,7 +218,7 @@ def test_a_snapshot_starts_every_interval_however_long_one_takes() -> None:
     from trayvml.remote.ssh import remote_script
 
     script = remote_script(5.0)
-    assert "while :; do sleep 5 & trayvml snapshot --json" in script and "echo S.; wait; done" in script
+    assert "while :; do sleep 5 & trayvml snapshot --json" in script and "echo S. || exit; wait; done" in script
 
 
 def test_ssh_urls_parse_and_passwords_are_refused() -> None:
@@ -260,7 +261,11 @@ def test_nvidia_smi_host_gives_values_and_not_supported_states(box: Box) -> None
         assert h100.state("ecc_corrected_volatile_count") is MetricState.OK
         # What nvidia-smi was not asked for is not supported (GPM, energy), never 0.
         assert h100.state("sm_activity_percent") is MetricState.NOT_SUPPORTED
-        # Processes come in their own loop: wait for the first list.
+        # Processes come in their own loop: until its first list they are unknown, not none
+        # (snapshot --remote said "0 processes" of a host running jobs).
+        if h100.state("process_count") is not MetricState.OK:
+            assert h100.state("process_count") is MetricState.NO_DATA and not h100.processes
+            assert math.isnan(h100.value("process_count"))
         end_s = time.monotonic() + 10
         while not source.read_once()[0].gpus[0].processes and time.monotonic() < end_s:
             time.sleep(0.1)
@@ -346,6 +351,121 @@ def test_host_without_nvidia_smi_says_so(box: Box) -> None:
         source.close()
 
 
+def test_a_trayvml_that_cannot_answer_leaves_the_host_to_nvidia_smi(box: Box) -> None:
+    """An old trayvml (or another program of that name) on the host's PATH: taken because it was
+    there, it printed nothing each interval and the host "did not answer within 15 s" for good."""
+    folder = box.tmp / "oldtrayvml-bin"
+    folder.mkdir()
+    shutil.copy(box.tmp / "smi-bin" / "nvidia-smi", folder / "nvidia-smi")
+    (folder / "trayvml").write_text("#!/bin/sh\necho 'usage: trayvml [-h]' >&2\nexit 2\n")
+    (folder / "trayvml").chmod(0o755)
+    box.serve("oldtrayvml")
+    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
+    try:
+        _read_until(source)
+        (sample,) = source.samples
+        assert sample.remote is not None and not sample.remote.fault, sample.remote
+        assert [d.name for d in sample.devices] == ["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"]
+    finally:
+        source.close()
+
+
+def test_the_users_ssh_config_for_their_own_sessions_is_not_used(box: Box, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LocalForward for the box (as for Jupyter) was taken by trayvml's ssh, open all day, and
+    the user's own ssh then could not forward; with ControlMaster auto trayvml's ssh became the
+    master, and ending it (a settings change, quitting) ended the user's sessions through it."""
+    config = box.config("interactive")
+    forwarded = _free_port()
+    control = box.tmp / "cm-%C"
+    config.write_text(
+        config.read_text()
+        + f"  LocalForward 127.0.0.1:{forwarded} 127.0.0.1:{box.port}\n"
+        + "  ControlMaster auto\n"
+        + f"  ControlPath {control}\n"
+        + "  ControlPersist 600\n"
+    )
+    monkeypatch.setenv(SSH_CONFIG_ENV, str(config))
+    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
+    try:
+        _read_until(source)
+        (sample,) = source.samples
+        assert sample.remote is not None and not sample.remote.fault, sample.remote
+        with socket.socket() as mine:  # the user's own forward can still have its port
+            mine.bind(("127.0.0.1", forwarded))
+        assert list(box.tmp.glob("cm-*")) == []  # no master of trayvml's
+    finally:
+        source.close()
+
+
+def test_why_a_session_ended_is_said_from_ssh_not_a_login_shells_words() -> None:
+    """A login shell's own complaints (a profile script, conda missing) were taken for why the
+    session ended: "nvidia-smi is not installed" or "login failed" of a host that had answered."""
+    from trayvml.remote.ssh import explain
+
+    said = explain("ssh://box", 255, ["bash: conda: command not found", "Connection to box closed by remote host."])
+    assert said == "ssh://box: SSH could not connect: Connection to box closed by remote host."
+    profile = ["bash: /etc/profile.d/modules.sh: Permission denied", "Timeout, server box not responding."]
+    assert explain("ssh://box", 255, profile) == "ssh://box: SSH could not connect: Timeout, server box not responding."
+    login = ["user@box: Permission denied (publickey)."]
+    assert "SSH login failed (permission denied)" in explain("ssh://box", 255, login)
+    assert "nvidia-smi is not installed" in explain("ssh://box", 127, ["nvidia-smi: command not found"])
+
+
+def test_processes_are_unknown_until_the_first_list_comes() -> None:
+    """The GPUs' first reads come before the first process list: they said "0 processes" (OK) of a
+    host running jobs, in `snapshot --remote` and in the tray after each reconnect."""
+    from trayvml.remote.ssh import smi_samples
+
+    rows = (FIXTURES / "query-gpu.csv").read_text().splitlines()
+    before = smi_samples(rows, None, "box", "ssh://box", 0.0).gpus[0]
+    assert before.state("process_count") is MetricState.NO_DATA and math.isnan(before.value("process_count"))
+    listed = smi_samples(rows, (), "box", "ssh://box", 0.0).gpus[0]  # a list that came, empty
+    assert (listed.state("process_count"), listed.value("process_count")) == (MetricState.OK, 0.0)
+
+
+def test_a_read_cut_by_an_error_line_is_not_published_with_the_next() -> None:
+    """nvidia-smi's "GPU is lost" line in place of one GPU's: the other's line stayed in the batch
+    and the next read's lines joined it (one H100 shown twice, the RTX gone) once the error was
+    cleared."""
+    from trayvml.remote.ssh import SshConnection, SshError, _Batch
+
+    connection = SshConnection.__new__(SshConnection)
+    connection.url, connection.host = "ssh://box", "box"
+    published: list[object] = []
+    connection._publish = published.append  # type: ignore[method-assign,assignment]
+    rows = (FIXTURES / "query-gpu.csv").read_text().splitlines()
+    batch = _Batch(mode="N", apps=())
+    connection._line(batch, f"G {rows[0]}")
+    with pytest.raises(SshError, match="GPU is lost"):
+        connection._line(batch, "G Unable to determine the device handle for GPU 0000:41:00.0: GPU is lost.")
+    connection._line(batch, f"G {rows[0]}")
+    assert published == []  # one GPU's line of a read of two: not a read
+    connection._line(batch, f"G {rows[1]}")
+    assert len(published) == 1
+
+
+def test_a_line_without_end_is_read_a_megabyte_at_a_time() -> None:
+    """A host printing without a line break (a broken program, 300 MB) was read whole into memory
+    before the line was cut to its limit: now it is cut as it is read, and the session goes on."""
+    import tracemalloc
+
+    from trayvml.remote.ssh import MAX_LINE, SshConnection
+
+    script = "echo T; printf 'S '; head -c 40000000 /dev/zero | tr '\\0' x; echo; echo S.; sleep 30"
+    tracemalloc.start()
+    connection = SshConnection("ssh://box", ["sh", "-c", script], "box")
+    try:
+        end_s = time.monotonic() + 20
+        while connection._problem == "" and time.monotonic() < end_s:
+            time.sleep(0.05)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+        connection.close()
+    assert "cannot read" in connection._problem  # the cut line is no document: said
+    assert peak < 8 * MAX_LINE  # a few copies of one megabyte, not forty
+
+
 def test_ssh_process_is_gone_after_close(box: Box) -> None:
     source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
     _read_until(source)
@@ -356,6 +476,37 @@ def test_ssh_process_is_gone_after_close(box: Box) -> None:
     source.close()
     assert process.poll() is not None
     assert source._ssh.process is None
+
+
+def test_the_host_loops_end_with_the_connection_where_sigpipe_is_ignored(box: Box) -> None:
+    """A session whose SIGPIPE is ignored (inherited so on some hosts): the host's loops took no
+    notice of their writes failing once trayvml's ssh was gone, and ran nvidia-smi for good, a set
+    more with each reconnect."""
+    import psutil
+
+    session = box.tmp / "session"
+    session.write_text(session.read_text().replace("#!/bin/sh\n", "#!/bin/sh\ntrap '' PIPE\n", 1))
+    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
+    _read_until(source)
+    assert source.samples[0].gpus
+    source.close()
+    fake = str(box.tmp / "smi-bin")
+
+    def left() -> list[psutil.Process]:
+        found = []
+        for process in psutil.process_iter(["cmdline"]):
+            if any(fake in part for part in process.info["cmdline"] or ()):
+                found.append(process)
+        return found
+
+    end_s = time.monotonic() + 15  # a loop finds out at its next write: an interval, or 5 s for the lists
+    while left() and time.monotonic() < end_s:
+        time.sleep(0.2)
+    remaining = left()
+    for process in remaining:  # ended here whatever the outcome: nothing outlives the test
+        with contextlib.suppress(psutil.Error):
+            process.kill()
+    assert remaining == []
 
 
 def test_a_host_name_with_a_line_break_is_cleaned_on_every_path() -> None:

@@ -3591,6 +3591,10 @@ For {duration} now.</source>
         <translation>{url}：nvidia-smi 报告：{message}</translation>
     </message>
     <message>
+        <source>{url}: the host&apos;s snapshot is larger than {size} MiB.</source>
+        <translation>{url}：该主机的快照大于 {size} MiB。</translation>
+    </message>
+    <message>
         <source>{url}: closed.</source>
         <translation>{url}：已关闭。</translation>
     </message>

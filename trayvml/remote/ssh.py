@@ -31,9 +31,9 @@ import shlex
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
-from typing import Any
+from typing import IO, Any
 
 from trayvml.core.clock import SystemClock, stamp_monotonic_s
 from trayvml.core.i18n import translate
@@ -105,6 +105,10 @@ _NOT_A_VALUE = {
 _STATE_OF_LABEL = {state.label: state for state in MetricState}  # snapshot --json's "states" (English)
 
 
+_NO_SMI = "nvidia-smi: command not found"  # what the script says where there is none (exit 127)
+MAX_DOCUMENT = 16 << 20  # characters of one snapshot document (8 GPUs and their processes: ~100 K)
+
+
 class SshError(Exception):
     """The connection cannot give current values; the message is the sentence to show."""
 
@@ -116,22 +120,29 @@ def remote_script(interval_s: float) -> str:
     apps = ",".join(APP_FIELDS)
     # Each output line is written by one printf (one write(2) under PIPE_BUF, so the two loops'
     # lines never interleave mid-line); "P." ends a process list, "S." a snapshot document.
-    prefix = 'while IFS= read -r l; do printf "%s %s\\n" {tag} "$l"; done'
+    # A write that fails (trayvml's ssh gone, SIGPIPE ignored on the host) ends the loop, and the
+    # trap its whole process group: else the loops went on for good, a set more each reconnect.
+    prefix = 'while IFS= read -r l; do printf "%s %s\\n" {tag} "$l" || exit; done'
     # A snapshot every interval, however long one takes (a second or two): the interval's sleep
     # runs beside it. After it, each batch came an interval and a snapshot apart, and a host read
     # every 5 s left one 5 s row in four of its history empty (its line in pieces).
     trayvml = (
         f"while :; do sleep {seconds} & trayvml snapshot --json 2>/dev/null | {prefix.format(tag='S')}; "
-        "echo S.; wait; done"
+        "echo S. || exit; wait; done"
     )
     smi = (
-        "command -v nvidia-smi >/dev/null 2>&1 || { echo 'nvidia-smi: command not found' >&2; exit 127; }; "
+        f"command -v nvidia-smi >/dev/null 2>&1 || {{ echo '{_NO_SMI}' >&2; exit 127; }}; "
         f"nvidia-smi --query-gpu={query} --format=csv,noheader,nounits -l {seconds} 2>&1 "
         f"| {prefix.format(tag='G')} & "
         f"while :; do nvidia-smi --query-compute-apps={apps} --format=csv,noheader,nounits 2>&1 "
-        f"| {prefix.format(tag='P')}; echo P.; sleep {max(seconds, PROCESS_EVERY_S)}; done"
+        f"| {prefix.format(tag='P')}; echo P. || exit; sleep {max(seconds, PROCESS_EVERY_S)}; done"
     )
-    return f"if command -v trayvml >/dev/null 2>&1; then echo T; {trayvml}; else echo N; {smi}; fi"
+    # A trayvml that cannot answer (an old one, another program of that name) is tried once: after
+    # it, nvidia-smi. Taken, it printed nothing each interval and the host "did not answer" for good.
+    usable = "command -v trayvml >/dev/null 2>&1 && trayvml snapshot --json >/dev/null 2>&1"
+    # The trap ends the loops beside it with the script, keeping its exit status (127: no nvidia-smi).
+    trap = """trap 'code=$?; trap "" TERM; kill 0; exit $code' EXIT"""
+    return f"{trap}; if {usable}; then echo T; {trayvml}; else echo N; {smi}; fi"
 
 
 def ssh_command(host: str, user: str, port: int | None, interval_s: float, config: str | None = None) -> list[str]:
@@ -151,6 +162,14 @@ def ssh_command(host: str, user: str, port: int | None, interval_s: float, confi
         f"ServerAliveInterval={ALIVE_INTERVAL_S}",
         "-o",
         "ServerAliveCountMax=3",
+        # What the user's config sets up for their own sessions is not for this one, open all day:
+        # no forwarding (a LocalForward taken from their next ssh, their agent on a shared box), no
+        # remote command or terminal in place of the script, and never the master of a multiplexed
+        # connection (ending trayvml's ssh ended the user's sessions through it; ControlPersist left
+        # it running). A master of the user's own is used.
+        *("-o", "ClearAllForwardings=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no"),
+        *("-o", "RemoteCommand=none", "-o", "RequestTTY=no", "-o", "PermitLocalCommand=no"),
+        *("-o", "ControlMaster=no", "-o", "ControlPersist=no"),
     ]
     if config:
         command += ["-F", config]
@@ -173,13 +192,15 @@ def explain(url: str, returncode: int | None, stderr: Sequence[str]) -> str:
             "{url}: the host's key is not known (or has changed): connect once with ssh yourself to "
             "check and accept it.",
         ).format(url=url)
-    if "Permission denied" in text:
+    # ssh's own words only: a login shell's "Permission denied" or "command not found" (a profile
+    # script, conda) came before a session that ran, and was taken for why it ended.
+    if returncode == 255 and "Permission denied (" in text:
         return translate(
             "remote",
             "{url}: SSH login failed (permission denied): trayvml logs in with a key or the SSH agent "
             "only, never a password.",
         ).format(url=url)
-    if returncode == 127 or "command not found" in text:
+    if returncode == 127 and _NO_SMI in stderr:
         return translate("remote", "{url}: nvidia-smi is not installed there (command not found).").format(url=url)
     if returncode == 255:
         return translate("remote", "{url}: SSH could not connect: {reason}.").format(
@@ -208,13 +229,14 @@ def _percent(part: float, whole: float) -> float:
     return 100.0 * part / whole if math.isfinite(part) and math.isfinite(whole) and whole > 0 else math.nan
 
 
-def smi_samples(lines: Sequence[str], apps: Sequence[str], host: str, url: str, now_s: float) -> Sample:
-    """One Sample from one read of ``--query-gpu`` (``lines``) and the latest ``--query-compute-apps``."""
+def smi_samples(lines: Sequence[str], apps: Sequence[str] | None, host: str, url: str, now_s: float) -> Sample:
+    """One Sample from one read of ``--query-gpu`` (``lines``) and the latest ``--query-compute-apps``
+    (None: none came yet, its processes unknown, not none: the first reads of each connection)."""
     gpus: list[GpuSample] = []
     devices: list[DeviceInfo] = []
     driver = ""
     by_uuid: dict[str, list[ProcessSample]] = {}
-    for line in apps:
+    for line in apps or ():
         cells = [c.strip() for c in line.split(",")]
         if len(cells) != len(APP_FIELDS) or not cells[0].isdigit():
             continue
@@ -248,7 +270,9 @@ def smi_samples(lines: Sequence[str], apps: Sequence[str], host: str, url: str, 
         processes = tuple(
             ProcessSample(index, p.pid, p.kind, p.used_memory_bytes, p.name) for p in by_uuid.get(named["uuid"], [])
         )
-        values["process_count"], states["process_count"] = float(len(processes)), MetricState.OK
+        listed = apps is not None
+        values["process_count"] = float(len(processes)) if listed else math.nan
+        states["process_count"] = MetricState.OK if listed else MetricState.NO_DATA
         lost = any(s is MetricState.LOST for s in states.values())
         gpus.append(
             GpuSample(
@@ -361,8 +385,9 @@ class _Batch:
     mode: str = ""  # "T": trayvml snapshots; "N": nvidia-smi
     gpu_lines: list[str] = field(default_factory=list)
     app_lines: list[str] = field(default_factory=list)
-    apps: tuple[str, ...] = ()  # the last complete process list
+    apps: tuple[str, ...] | None = None  # the last complete process list; None: none came yet
     document: list[str] = field(default_factory=list)
+    document_size: int = 0  # characters in ``document``
 
 
 class SshConnection:
@@ -402,15 +427,14 @@ class SshConnection:
 
     def _read_stderr(self) -> None:
         assert self.process.stderr is not None
-        for line in self.process.stderr:
+        for line in _lines(self.process.stderr):
             with self._lock:
-                self._stderr.append(line.rstrip("\n")[:500])
+                self._stderr.append(line[:500])
 
     def _read_stdout(self) -> None:
         assert self.process.stdout is not None
         batch = _Batch()
-        for raw in self.process.stdout:
-            line = raw.rstrip("\n")[:MAX_LINE]
+        for line in _lines(self.process.stdout):
             try:
                 self._line(batch, line)
             # (OverflowError: a pid of Infinity; RecursionError: a document nested past Python's
@@ -440,6 +464,7 @@ class SshConnection:
             batch.apps, batch.app_lines = tuple(batch.app_lines), []
         elif tag == "G":
             if not text.split(",", 1)[0].strip().isdigit():  # an error message, not a GPU line
+                batch.gpu_lines = []  # its read is not whole: the lines before it go with it
                 raise SshError(
                     translate("remote", "{url}: nvidia-smi says: {message}").format(url=self.url, message=text[:300])
                 )
@@ -450,8 +475,16 @@ class SshConnection:
                 self._publish(lambda now_s: smi_samples(lines, apps, self.host, self.url, now_s))
         elif tag == "S":
             batch.document.append(text)
+            batch.document_size += len(text) + 1
+            if batch.document_size > MAX_DOCUMENT:
+                batch.document, batch.document_size = [], 0
+                raise SshError(
+                    translate("remote", "{url}: the host's snapshot is larger than {size} MiB.").format(
+                        url=self.url, size=MAX_DOCUMENT >> 20
+                    )
+                )
         elif tag == "S.":
-            text, batch.document = "\n".join(batch.document), []
+            text, batch.document, batch.document_size = "\n".join(batch.document), [], 0
             if text.strip():
                 document = json.loads(text)
                 self._publish(lambda now_s: snapshot_sample(document, self.host, self.url, now_s))
@@ -510,6 +543,18 @@ class SshConnection:
             if stream is not None:
                 with contextlib.suppress(OSError):
                     stream.close()
+
+
+def _lines(stream: IO[str]) -> Iterator[str]:
+    """``stream``'s lines without their line break, each cut at MAX_LINE characters as it is read
+    (a line read whole first held 300 MB for a host printing no line break), until it ends or is
+    closed under this thread (close, where something other than ssh held the pipe open)."""
+    with contextlib.suppress(ValueError, OSError):
+        while line := stream.readline(MAX_LINE):
+            if not line.endswith("\n"):
+                while (rest := stream.readline(MAX_LINE)) and not rest.endswith("\n"):
+                    pass  # the rest of an overlong line
+            yield line.rstrip("\n")
 
 
 class SshReader:
