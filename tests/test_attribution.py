@@ -8,8 +8,10 @@ import contextlib
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -257,6 +259,34 @@ def test_a_jupyter_server_that_does_not_answer_names_no_notebook(tmp_path: Path)
     assert (found.notebook, found.job_kind) == ("", "process")
 
 
+def test_a_jupyter_answer_that_drips_is_given_up_on_within_the_wait() -> None:
+    """The wait was each read's: a server sending its answer a byte at a time held the sampler's
+    thread for as long as it liked (every GPU's values waiting behind it)."""
+    from trayvml.host.attribution import _fetch
+
+    closing = threading.Event()
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen()
+
+        def serve() -> None:
+            connection, _ = listener.accept()
+            with connection, contextlib.suppress(OSError):
+                connection.recv(65536)
+                connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 1000\r\n\r\n")
+                while not closing.wait(0.05):
+                    connection.sendall(b" ")
+
+        thread = threading.Thread(target=serve, daemon=True)
+        thread.start()
+        try:
+            with pytest.raises(TimeoutError):
+                _fetch(f"http://127.0.0.1:{listener.getsockname()[1]}/api/sessions", "t0k", 0.5)
+        finally:
+            closing.set()
+            thread.join(5)
+
+
 def test_another_users_kernel_is_not_looked_up_on_our_servers(tmp_path: Path) -> None:
     asked: list[str] = []
 
@@ -438,3 +468,22 @@ def test_a_finished_job_is_named_with_its_gpu_duration_and_energy(
     (notice,) = notices
     first = next(line for line in notice.body.splitlines() if " finished on GPU " in line)
     assert first.startswith(f"{named} finished on GPU 0 after ") and first.endswith(" Wh."), first
+
+
+def test_a_sample_is_stamped_when_its_gpus_were_read_not_after_the_names_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The names asked of other programs (a Jupyter server, a container runtime) come after the
+    GPUs are read, on the sampler's thread: a slow answer stamped values read seconds before as
+    read after it."""
+    import trayvml.source
+    from tests.helpers import simulated_source
+
+    source, clock, _ = simulated_source("training")
+    read_at_s = clock.now_s()
+
+    def slow_names(gpus: tuple) -> tuple:
+        clock.advance_s(3.0)  # a server taking its time
+        return gpus
+
+    monkeypatch.setattr(trayvml.source, "_named", slow_names)
+    sample = source.sample()
+    assert sample.gpus and sample.timestamp_s == read_at_s

@@ -19,7 +19,7 @@ import pytest
 
 from tests.helpers import AcceptLoop
 from tests.test_attribution import HEX, PODMAN, FakeProc
-from trayvml.host.attribution import NOTEBOOK_RETRY_FIRST_S, Attributor
+from trayvml.host.attribution import NOTEBOOK_RECHECK_S, NOTEBOOK_RETRY_FIRST_S, Attributor
 from trayvml.host.containers import RETRY_FIRST_S, AskFailedError, ContainerNames, ask_name, sockets
 
 # Trimmed from the Engine API's ContainerInspectResponse (docs.docker.com/reference/api/engine):
@@ -294,6 +294,60 @@ def test_a_notebook_lookup_that_failed_is_tried_again_after_a_back_off(folder: P
     assert len(asked) == 2
     clock.now += NOTEBOOK_RETRY_FIRST_S
     found = attributor.refresh(4321, found)
-    assert (found.notebook, found.job, found.pending) == ("exp/train.ipynb", "exp/train.ipynb", False)
+    assert (found.notebook, found.job, found.pending) == ("exp/train.ipynb", "exp/train.ipynb", True)
     attributor.attribute(4321)
-    assert len(asked) == 3  # found: not asked again
+    assert len(asked) == 3  # found: not asked again before NOTEBOOK_RECHECK_S (it may be renamed)
+
+
+def test_a_notebook_renamed_while_its_kernel_runs_is_named_anew(folder: Path) -> None:
+    """A notebook starts as "Untitled.ipynb" and is renamed while its kernel runs: the first name
+    found was kept for good (the table, the job, its energy and the history)."""
+    path = ["Untitled.ipynb"]
+    proc = FakeProc(folder / "proc")
+    runtime = folder / "runtime"
+    runtime.mkdir()
+    proc.add(55, comm="jupyter-server")
+    (runtime / "jpserver-55.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "token": "t", "pid": 55}))
+    proc.add(4321, cmdline=("python", "-m", "ipykernel_launcher", "-f", str(runtime / "kernel-abc-1.json")))
+
+    def fetch(url: str, token: str, wait_s: float) -> bytes:
+        return json.dumps([{"path": path[0], "kernel": {"id": "abc-1"}}]).encode()
+
+    clock = Clock()
+    attributor = Attributor(folder / "proc", fetch=fetch, now_s=clock)
+    found = attributor.attribute(4321)
+    assert (found.notebook, found.pending) == ("Untitled.ipynb", True)
+    path[0] = "llm/finetune.ipynb"
+    clock.now += NOTEBOOK_RECHECK_S
+    assert attributor.refresh(4321, found).job == "llm/finetune.ipynb"
+
+
+def test_a_jupyter_server_that_hangs_is_asked_once_for_all_its_kernels(folder: Path) -> None:
+    """A server that accepts and never answers (stopped with Ctrl-Z) cost each kernel's look-up
+    its wait, one after the other on the sampler's thread: 8 kernels held a tick 4 s, again at
+    every retry. A server's answer stands for all its kernels, and one that failed is left alone
+    for its back-off."""
+    asked: list[str] = []
+    hung = [True]
+
+    def fetch(url: str, token: str, wait_s: float) -> bytes:
+        asked.append(url)
+        if hung[0]:
+            raise TimeoutError("timed out")
+        return json.dumps([{"path": f"n{k}.ipynb", "kernel": {"id": f"k-{k}"}} for k in range(8)]).encode()
+
+    proc = FakeProc(folder / "proc")
+    runtime = folder / "runtime"
+    runtime.mkdir()
+    proc.add(55, comm="jupyter-server")
+    (runtime / "jpserver-55.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "token": "t", "pid": 55}))
+    for k in range(8):
+        proc.add(4300 + k, cmdline=("python", "-m", "ipykernel_launcher", "-f", str(runtime / f"kernel-k-{k}.json")))
+    clock = Clock()
+    attributor = Attributor(folder / "proc", fetch=fetch, now_s=clock)
+    assert [attributor.attribute(4300 + k).notebook for k in range(8)] == [""] * 8
+    assert len(asked) == 1  # the other seven kernels did not wait on it again
+    hung[0] = False
+    clock.now += NOTEBOOK_RETRY_FIRST_S
+    assert [attributor.attribute(4300 + k).notebook for k in range(8)] == [f"n{k}.ipynb" for k in range(8)]
+    assert len(asked) == 2  # one answer for the eight

@@ -255,14 +255,17 @@ class Source:
         if self._replay is not None and math.isnan(self._replay_began_s):
             self._replay_began_s = self.clock.monotonic_s()
         gpus, stall, failure = self._read_gpus(demand)
+        # Stamped when read: the names asked next (a Jupyter server, a container runtime) may take
+        # a while, and the values were not read then.
+        now_s, monotonic_s = self.clock.now_s(), stamp_monotonic_s(self.clock)
         gpus = _named(gpus)
         reader = self.reader
         devices = reader.devices if gpus else ()
         if any(d.unified_memory for d in devices):
             gpus, devices = self._with_host_memory(gpus, devices)
         return Sample(
-            timestamp_s=self.clock.now_s(),
-            monotonic_s=stamp_monotonic_s(self.clock),
+            timestamp_s=now_s,
+            monotonic_s=monotonic_s,
             gpus=gpus,
             devices=devices,
             system=reader.system,

@@ -25,6 +25,7 @@ as fixtures in tests/test_attribution.py):
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
@@ -46,6 +47,11 @@ JUPYTER_WAIT_S = 0.5  # per Jupyter server asked: the lookup runs on the sampler
 # not lose the name for good, and a kernel no server knows (a console's) must not cost every tick.
 NOTEBOOK_RETRY_FIRST_S = 10.0
 NOTEBOOK_RETRY_MAX_S = 600.0
+# A notebook found is asked again this often: one is named "Untitled.ipynb" when it starts and
+# renamed while its kernel runs (kept, the first name stayed in the table, the jobs and the history).
+NOTEBOOK_RECHECK_S = 60.0
+# A server's answer (every session it runs) stands for this long: the kernels of one tick ask it once.
+SESSIONS_FRESH_S = 2.0
 MAX_ANSWER_BYTES = 4 << 20
 
 _HEX64 = r"([0-9a-f]{64})"
@@ -89,8 +95,17 @@ def _fetch(url: str, token: str, timeout_s: float) -> bytes:
     request = urllib.request.Request(url, headers={"Authorization": f"token {token}"})
     # Jupyter servers listen on the local machine; a proxy from the environment must not see the token.
     opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    deadline_s = time.monotonic() + timeout_s  # the whole answer's (the timeout is each read's)
+    chunks: list[bytes] = []
     with opener.open(request, timeout=timeout_s) as answer:
-        return bytes(answer.read(MAX_ANSWER_BYTES))
+        while sum(map(len, chunks)) < MAX_ANSWER_BYTES:
+            if time.monotonic() > deadline_s:
+                raise TimeoutError(f"no whole answer within {timeout_s:g} s")
+            chunk = answer.read1(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks)[:MAX_ANSWER_BYTES]
 
 
 def container_in(cgroup: str) -> tuple[str, str]:
@@ -166,8 +181,19 @@ class _Known:
 @dataclass
 class _NotebookLookup:
     notebook: str = ""
-    retry_at_s: float = 0.0
+    retry_at_s: float = 0.0  # when to ask next (found: to see it renamed)
     wait_s: float = 0.0  # the back-off after the last failure; 0: none failed yet
+
+
+@dataclass
+class _Server:
+    """A Jupyter server's last answer (its sessions) and, where it failed, its back-off: one that
+    hangs (stopped with Ctrl-Z) cost each kernel's look-up its wait, every tick it was due."""
+
+    sessions: list[object] | None = None
+    asked_s: float = -math.inf
+    retry_at_s: float = 0.0
+    wait_s: float = 0.0
 
 
 class Attributor:
@@ -200,6 +226,7 @@ class Attributor:
         self.now_s = now_s
         self._cache: dict[tuple[int, int], _Known] = {}
         self._notebooks: dict[tuple[int, int], _NotebookLookup] = {}
+        self._servers: dict[str, _Server] = {}  # by server file
         self._lock = threading.Lock()
 
     def attribute(self, pid: int, ask: bool = True) -> Attribution:
@@ -314,23 +341,25 @@ class Attributor:
         return session, root
 
     def _notebook(self, key: tuple[int, int], kernel: _Kernel | None) -> tuple[str, bool]:
-        """(the kernel's notebook or ""; whether it is worth asking again later)."""
+        """(the kernel's notebook or ""; whether it is worth asking again later: always for a
+        kernel, whose notebook may be renamed)."""
         if kernel is None:
             return "", False
         with self._lock:
             lookup = self._notebooks.setdefault(key, _NotebookLookup())
-            if lookup.notebook:
-                return lookup.notebook, False
             if self.now_s() < lookup.retry_at_s:
-                return "", True
+                return lookup.notebook, True
         session = self._session_of(kernel)
         with self._lock:
             if session is not None:
-                lookup.notebook = session.notebook
-                return lookup.notebook, False
-            lookup.wait_s = min(lookup.wait_s * 2, NOTEBOOK_RETRY_MAX_S) if lookup.wait_s else NOTEBOOK_RETRY_FIRST_S
-            lookup.retry_at_s = self.now_s() + lookup.wait_s
-        return "", True
+                lookup.notebook, lookup.wait_s = session.notebook, 0.0
+                lookup.retry_at_s = self.now_s() + NOTEBOOK_RECHECK_S
+            elif not lookup.notebook:  # a name found stays until a server names another
+                lookup.wait_s = _longer(lookup.wait_s)
+                lookup.retry_at_s = self.now_s() + lookup.wait_s
+            else:
+                lookup.retry_at_s = self.now_s() + NOTEBOOK_RECHECK_S
+            return lookup.notebook, True
 
     def own_kernel(self, pid: int) -> KernelSession | None:
         """The Jupyter session of ``pid`` where it is a kernel of this user's, run by a server of
@@ -377,17 +406,45 @@ class Attributor:
         if not url.startswith(("http://", "https://")) or not (self.proc_root / str(server_pid)).is_dir():
             return None  # a stale file of a server that has ended
         base = url.rstrip("/")
-        try:
-            sessions = json.loads(self.fetch(base + "/api/sessions", token, self.wait_s))
-        except (OSError, ValueError):
-            return None  # not answering in time, or not Jupyter: no notebook said rather than a guess
-        if not isinstance(sessions, list):
-            return None
-        for session in sessions:
+        sessions = self._sessions(str(file), base, token)
+        for session in sessions or ():
             if isinstance(session, dict) and (session.get("kernel") or {}).get("id") == kernel_id:
                 path = session.get("path") or (session.get("notebook") or {}).get("path") or ""
                 return KernelSession(kernel_id, str(path), base, token, uid) if path else None
         return None
+
+    def _sessions(self, key: str, base: str, token: str) -> list[object] | None:
+        """The server's sessions, asked at most once in SESSIONS_FRESH_S; None where it did not
+        answer in time or is not Jupyter (no notebook said rather than a guess), after which it is
+        left alone for a back-off (10 s, doubling to 10 min)."""
+        now_s = self.now_s()
+        with self._lock:
+            server = self._servers.get(key)
+            if server is None:
+                if len(self._servers) >= CACHE_MAX:
+                    self._servers.clear()
+                server = self._servers[key] = _Server()
+            if now_s < server.retry_at_s:
+                return None
+            if now_s - server.asked_s <= SESSIONS_FRESH_S:
+                return server.sessions
+        try:
+            sessions = json.loads(self.fetch(base + "/api/sessions", token, self.wait_s))
+            if not isinstance(sessions, list):
+                raise ValueError("not a list of sessions")
+        except (OSError, ValueError):
+            with self._lock:
+                server.wait_s = _longer(server.wait_s)
+                server.retry_at_s, server.sessions = self.now_s() + server.wait_s, None
+            return None
+        with self._lock:
+            server.sessions, server.asked_s, server.wait_s = sessions, now_s, 0.0
+        return sessions
+
+
+def _longer(wait_s: float) -> float:
+    """The back-off after one more failure: the first, then doubling up to NOTEBOOK_RETRY_MAX_S."""
+    return min(wait_s * 2, NOTEBOOK_RETRY_MAX_S) if wait_s else NOTEBOOK_RETRY_FIRST_S
 
 
 def _multiplexer(comm: str) -> str:
