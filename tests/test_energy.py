@@ -233,6 +233,34 @@ def test_energy_with_no_list_read_for_long_is_unattributed() -> None:
     assert SHARED_LATER_S < 3600
 
 
+def test_a_counters_step_across_a_gap_in_the_readings_is_nobodys() -> None:
+    """No reading for an hour (a stalled driver gives samples without GPUs, an unreachable host
+    none): the counter's hour-long step went to the processes listed at the next reading, all of
+    it to one started a second before. It counts for the GPU, and is unattributed."""
+    a, b = proc(1, 1e9), proc(2, 1e9)
+    meter = EnergyMeter()
+    meter.update(gpu_sample(0, counter_j=0.0, processes=(a,)))
+    meter.update(gpu_sample(1, counter_j=360.0, processes=(a,)))  # 0.1 Wh, a's
+    meter.update(gpu_sample(3601, counter_j=360.0 * 3601, processes=(a, b)))
+    assert meter.since_start_wh(0) == pytest.approx(360.1)
+    assert (meter.process_energy_wh(a), meter.process_energy_wh(b)) == (pytest.approx(0.1), 0.0)
+    assert meter.unattributed_wh(0) == pytest.approx(360.0)
+
+
+def test_the_energy_of_processes_no_longer_listed_is_let_go_past_a_bound(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sweep of short jobs (a CI runner, a hyper-parameter search): every process and job that
+    ever ran kept its entry for as long as the tray ran (100 000 of each, 40 MB)."""
+    import trayvml.monitor.energy as energy
+
+    monkeypatch.setattr(energy, "ENTRIES_MAX", 50)
+    meter = EnergyMeter()
+    for k in range(200):  # a process a second, each gone by the next
+        meter.update(gpu_sample(k, counter_j=360.0 * k, processes=(proc(1000 + k, 1e9),)))
+    assert len(meter.process_wh) <= 51 and len(meter.job_wh) <= 51
+    now = proc(1199, 1e9)
+    assert meter.process_energy_wh(now) == pytest.approx(0.1) == meter.job_energy_wh(now)  # the one listed kept
+
+
 def test_job_finished_text_and_formats() -> None:
     meter = EnergyMeter()
     for k in range(0, 3 * 3600 + 12 * 60 + 1, 5):

@@ -91,3 +91,42 @@ def test_gpu_seconds_add_up_per_job_across_its_processes_and_gpus() -> None:
     # A later process given PID 4 is another job: its time starts from nothing.
     later = replace(procs[1][1], started_s=5000.0)
     assert math.isnan(usage.job_gpu_seconds(later)[0])
+
+
+def test_two_users_sessions_of_one_name_are_two_jobs() -> None:
+    """tmux names its session by its socket, "default" for almost everyone: alice's and bob's
+    were one job, each shown the GPU time (and the energy) of both."""
+    from dataclasses import replace
+
+    from trayvml.core.sample import Attribution
+    from trayvml.monitor.energy import EnergyMeter
+
+    tmux = Attribution(session="tmux default", job="tmux default", job_kind="session", root_pid=1)
+    alice = replace(_p(0, 1, "alice", 4e9, 100.0), attribution=tmux)
+    bob = replace(_p(0, 2, "bob", 4e9, 50.0), attribution=tmux)
+    usage = UserUsage()
+    meter = EnergyMeter()
+    for k in range(0, 65, 5):
+        sample = _sample(k, {0: (alice, bob)})
+        power = list(sample.gpus[0].values)
+        power[GPU_INDEX["power_draw_w"]] = 360.0
+        sample = replace(sample, gpus=(replace(sample.gpus[0], values=tuple(power)),))
+        usage.update(sample)
+        meter.update(sample)
+    assert math.isclose(usage.job_gpu_seconds(alice)[0], 60.0) and math.isclose(usage.job_gpu_seconds(bob)[0], 30.0)
+    assert 0 < meter.job_energy_wh(alice) == meter.process_energy_wh(alice)  # alice's job is hers alone
+    assert meter.job_energy_wh(bob) == meter.process_energy_wh(bob)
+
+
+def test_a_mig_boards_list_is_not_counted_beside_its_instances() -> None:
+    """A GPU in MIG mode lists every process of its instances, which list them too: one 12 GiB
+    process counted as 24 GiB and two processes in the users' table."""
+    from dataclasses import replace
+
+    usage = UserUsage()
+    job = _p(1, 7, "alice", 12e9, NAN)
+    sample = _sample(0, {0: (replace(job, gpu_index=0),), 1: (job,)})
+    devices = (replace(sample.devices[0], mig_mode_current=True), replace(sample.devices[1], mig_parent_index=0))
+    usage.update(replace(sample, devices=devices))
+    (row,) = usage.rows()
+    assert (row.processes, row.memory_bytes, row.gpus) == (1, 12e9, (1,))

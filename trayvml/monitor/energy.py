@@ -37,6 +37,7 @@ CHECKPOINT_S = 10.0  # how finely energy over a range can be told
 # times the longest sampling or remote interval (60 s), as readings that far apart come a few ms
 # either side of it (half of them were dropped at 60 s).
 MAX_GAP_S = 90.0
+ENTRIES_MAX = 4096  # processes (and jobs) whose energy is kept; past it, those no longer listed go
 DRIVER, INTEGRATED = "driver counter", "integrated power"  # in snapshot --json: not translated
 # The energy of the ticks without process lists is shared at the next reading within this long: a
 # reading or two missed (slow ticks) loses nothing; lists no longer read leave it unattributed.
@@ -49,7 +50,7 @@ def job_key(process: ProcessSample) -> str:
 
 
 ProcessKey = tuple[int, int, float]
-JobKey = tuple[int, str, float]
+JobKey = tuple[int, str, str, float]  # (GPU, user, job, start): see _job_key
 
 
 def process_key(process: ProcessSample) -> ProcessKey:
@@ -60,8 +61,10 @@ def process_key(process: ProcessSample) -> ProcessKey:
 
 
 def _job_key(process: ProcessSample, key: ProcessKey) -> JobKey:
-    """A job spans its processes; a process that is its own job is that process (``key``), start time and all."""
-    return (process.gpu_index, job_key(process), key[2] if process.job_is_itself else -1.0)
+    """A job spans its processes; a process that is its own job is that process (``key``), start
+    time and all. Its user's: a session's, a user unit's or a notebook's name is each user's own
+    ("tmux default" of two users was one job, each shown the other's energy too)."""
+    return (process.gpu_index, process.user, job_key(process), key[2] if process.job_is_itself else -1.0)
 
 
 @dataclass
@@ -94,6 +97,16 @@ class EnergyMeter:
     def update(self, sample: Sample) -> None:
         for gpu in sample.gpus:
             self._update_gpu(gpu, sample.timestamp_s)
+        if len(self.process_wh) > ENTRIES_MAX or len(self.job_wh) > ENTRIES_MAX:
+            self._forget_ended()
+
+    def _forget_ended(self) -> None:
+        """Past ENTRIES_MAX, the processes and jobs listed at no GPU's last reading are let go
+        (a sweep of short jobs made 100 000 of each, 40 MB, for as long as the tray ran)."""
+        listed = {key: process for e in self._gpus.values() for key, (process, _) in e.shares.items()}
+        self.process_wh = {key: self.process_wh[key] for key in listed if key in self.process_wh}
+        jobs = {_job_key(process, key) for key, process in listed.items()}
+        self.job_wh = {job: self.job_wh[job] for job in jobs if job in self.job_wh}
 
     def clock_set(self, step_s: float, now_s: float) -> None:
         """The wall clock was set by ``step_s`` before the sample at ``now_s`` (the host's Monitor
@@ -129,7 +142,12 @@ class EnergyMeter:
         e.last_counter_j = counter
         e.last_power_w, e.last_s = power, now_s
         e.since_start_wh += added_wh
-        self._attribute(gpu, e, added_wh, now_s)
+        # The counter's step across a gap in the readings (a stalled driver, an unreachable host)
+        # is the GPU's, but whose is not known: shared by the processes listed now, an hour's went
+        # to one started a second before.
+        shared_wh = added_wh if elapsed_s <= MAX_GAP_S else 0.0
+        e.unattributed_wh += added_wh - shared_wh
+        self._attribute(gpu, e, shared_wh, now_s)
         if not e.times_s or now_s - e.times_s[-1] >= CHECKPOINT_S:
             e.times_s.append(now_s)
             e.totals_wh.append(e.since_start_wh)

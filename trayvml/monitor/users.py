@@ -22,15 +22,17 @@ from trayvml.monitor.energy import MAX_GAP_S
 
 JOBS_MAX = 4096  # jobs kept; past it, those with no process now are forgotten
 
-JobKey = tuple[str, str, float]  # (kind, name, start time of a process that is its own job, else -1)
+# (user, kind, name, start time of a process that is its own job, else -1)
+JobKey = tuple[str, str, str, float]
 
 
 def job_key(process: ProcessSample) -> JobKey:
     """A job spans its processes and GPUs; a process that is its own job is that process, start
-    time and all (a later process given its PID is another job)."""
+    time and all (a later process given its PID is another job). Its user's: the names of a
+    session, a user unit or a notebook are each user's own ("tmux default" is almost everyone's)."""
     kind, name = process.job
     started = process.started_s if process.job_is_itself and not math.isnan(process.started_s) else -1.0
-    return kind, name, started
+    return process.user, kind, name, started
 
 
 @dataclass(frozen=True)
@@ -64,9 +66,15 @@ class UserUsage:
         read = [g for g in sample.gpus if not g.lost and g.state("process_count") is MetricState.OK]
         if not read:
             return  # "now" stays as last read, with its time (read_at_s) said beside it
+        listed = {g.index for g in read}
         now: dict[str, tuple[set[int], int, float]] = {}
         jobs_now: set[JobKey] = set()
+        # A GPU in MIG mode lists every process of its instances, which list them too: where an
+        # instance's list was read, the board's is left out (one 12 GiB process was 24 GiB, twice).
+        parents = {d.mig_parent_index for d in sample.devices if d.mig_parent_index >= 0 and d.index in listed}
         for gpu in read:
+            if gpu.index in parents:
+                continue
             since = self._last_read_s.get(gpu.index, math.nan)
             elapsed_s = sample.timestamp_s - since
             self._last_read_s[gpu.index] = sample.timestamp_s
