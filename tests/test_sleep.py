@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -148,6 +149,29 @@ def test_asleep_spans_say_which_gaps_were_sleep() -> None:
     seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 70)]
     assert seen == [(1, 10.0, 29.0), (1, 50.0, 54.0)]
     assert spans.between(start_s + 31, start_s + 45) == []
+
+
+def test_no_sleep_is_shaded_across_a_stretch_without_readings() -> None:
+    """Asleep before and after an hour with no reading of the GPU (a stalled driver's samples have
+    no GPUs): the span went on across the hour, shaded as sleep though nothing was read."""
+    source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/7200")
+    spans = AsleepSpans()
+    start_s = clock.now_s()
+    for _ in range(20):
+        spans.update(source.sample())
+        clock.advance_s(1)
+    for _ in range(30):  # the driver stalled for half a minute: samples without GPUs
+        spans.update(replace(source.sample(), gpus=(), devices=()))
+        clock.advance_s(1)
+    for _ in range(5):
+        spans.update(source.sample())
+        clock.advance_s(1)
+    clock.advance_s(3600)  # then an hour without a sample at all (the app stopped)
+    for _ in range(5):
+        spans.update(source.sample())
+        clock.advance_s(1)
+    seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 4000)]
+    assert seen == [(1, 10.0, 19.0), (1, 50.0, 54.0), (1, 3655.0, 3659.0)]
 
 
 def test_a_sleep_across_the_wall_clock_set_back_is_shaded_on_both_sides() -> None:
