@@ -7,6 +7,7 @@ import functools
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import replace
@@ -125,6 +126,36 @@ def test_the_pid_namespace_probe_tells_the_host_from_a_container(tmp_path: Path)
     assert in_host_pid_namespace(_proc_root(tmp_path / "c", None, kthreadd=True))  # link unreadable
     assert not in_host_pid_namespace(_proc_root(tmp_path / "d", None, kthreadd=False))  # PID 1, no kernel threads
     assert in_host_pid_namespace(tmp_path / "no-procfs")  # not Linux: no PID namespaces
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0 or not all(shutil.which(tool) for tool in ("unshare", "setpriv")),
+    reason="mounting a /proc of its own (hidepid=2) in a private mount namespace needs root, unshare and setpriv",
+)
+def test_another_users_process_hidden_by_hidepid_is_no_permission_not_gone() -> None:
+    """/proc mounted with hidepid=2 hides other users' processes: psutil calls one gone, and a
+    live job of another user was shown as "?" and left out of the users' table, never "(no
+    permission)". Checked as nobody, in a mount namespace of its own with such a /proc."""
+    code = (
+        "from trayvml.host.processes import resolve_host_process\n"
+        "try:\n    print(resolve_host_process(int(__import__('sys').argv[1])))\n"
+        "except PermissionError:\n    print('no permission')\n"
+    )
+    mount = 'mount -t proc -o hidepid=2 proc /proc && exec setpriv --reuid=65534 --regid=65534 --clear-groups "$@"'
+    sleeper = subprocess.Popen(["sleep", "60"])  # root's, as another user's job is
+    try:
+        command = ["unshare", "--mount", "--propagation", "private", "sh", "-c", mount, "sh"]
+        run = subprocess.run(
+            [*command, sys.executable, "-c", code, str(sleeper.pid)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)},
+        )
+    finally:
+        sleeper.kill()
+        sleeper.wait(5)
+    assert run.stdout.strip() == "no permission", run.stderr[-1000:]
 
 
 def test_in_another_pid_namespace_processes_are_not_looked_up(tmp_path: Path) -> None:
@@ -406,3 +437,30 @@ def test_a_file_made_once_keeps_the_first_writer_s_content(tmp_path: Path) -> No
     with pytest.raises(FileExistsError):
         create_atomically(path, b"second")
     assert path.read_bytes() == b"first" and [p.name for p in path.parent.iterdir()] == ["boot.json"]
+
+
+def test_long_names_are_cut_in_the_table_and_whole_in_its_tooltip(qtbot) -> None:
+    """A container's, a notebook's or a job's name is anyone's to choose: one of 5000 characters
+    made its column that wide (and the table with it)."""
+    from PySide6.QtCore import Qt
+
+    from trayvml.core.metrics import GPU_METRICS
+    from trayvml.core.safe_text import NAME_LIMIT
+    from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.ui.processes import HEADERS, ProcessModel
+
+    long = "c" * 5000
+    attribution = Attribution(
+        container="abc", container_name=long, runtime="docker", job=f"docker {long}", job_kind="container"
+    )
+    proc = ProcessSample(0, 42, "compute", 1e9, "python", "alice", attribution=attribution)
+    states = [MetricState.OK] * len(GPU_METRICS)
+    gpu = GpuSample(0, (math.nan,) * len(GPU_METRICS), tuple(states), (proc,))
+    model = ProcessModel()
+    model.update_processes(Sample(0.0, (gpu,), (DeviceInfo(0, "GPU", "GPU-0"),), None, None, simulation="training"))
+    for header in ("Job", "Container"):
+        index = model.index(0, HEADERS.index(header))
+        shown = index.data()
+        assert len(shown) == NAME_LIMIT and shown.endswith("…")
+        assert index.data(Qt.ItemDataRole.ToolTipRole).endswith(long)
+    assert model.index(0, HEADERS.index("Name")).data(Qt.ItemDataRole.ToolTipRole) is None  # short: no tooltip

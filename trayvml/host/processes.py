@@ -89,6 +89,8 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
             except psutil.AccessDenied:
                 command = ""
     except psutil.NoSuchProcess:
+        if _alive_unseen(pid):  # /proc mounted hidepid=2 hides other users' processes as if gone
+            raise PermissionError(f"no permission to see process {pid}") from None
         return None  # exited, or a host PID seen from inside a container
     except psutil.AccessDenied as denied:
         raise PermissionError(f"no permission to inspect process {pid}") from denied
@@ -99,6 +101,18 @@ def resolve_host_process(pid: int) -> ProcessDetails | None:
     attribution = default_attributor().attribute(pid, ask=False)
     container = attribution.container if attribution.runtime != "lxc" else ""
     return ProcessDetails(clean(name), clean(user), clean(command), container or container_of(pid), attribution)
+
+
+def _alive_unseen(pid: int) -> bool:
+    """Whether ``pid`` runs though /proc does not show it: the kernel refuses to signal another
+    user's process (EPERM) where it would say an ended one is not there (ESRCH)."""
+    try:
+        os.kill(pid, 0)
+    except PermissionError:
+        return True
+    except OSError:
+        return False
+    return False  # ours to signal, so ours to see: it ended between the two looks
 
 
 # Linux tells how long after boot each process started (/proc/PID/stat's starttime, in clock ticks

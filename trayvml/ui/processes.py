@@ -38,7 +38,7 @@ from PySide6.QtWidgets import (
 )
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.safe_text import clean, menu_label, shorten
+from trayvml.core.safe_text import NAME_LIMIT, clean, menu_label, shorten
 from trayvml.core.sample import MetricState, ProcessSample, Sample, held_seconds, hidden_processes_words, job_text
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.attribution import KernelSession, default_attributor
@@ -74,6 +74,11 @@ HEADERS = (
 RIGHT_ALIGNED = frozenset(
     HEADERS.index(h)
     for h in ("GPU", "PID", "GPU memory", "SM %", "CPU %", "Host RAM", "Runtime", "Energy", "Job energy")
+)
+# Names anyone running a process gives (a container's, a notebook's path): cut where shown, whole
+# in the cell's tooltip (a 5000-character container name made its column that wide).
+NAME_COLUMNS = frozenset(
+    HEADERS.index(h) for h in ("User", "Name", "Job", "Container", "Slurm", "Notebook", "Unit", "Session")
 )
 SIMULATED = QT_TRANSLATE_NOOP("ProcessModel", "simulated")  # a simulated GPU's process has no host process to read
 # NVML's PID is the host's, and trayvml runs in another PID namespace (a container, WSL2).
@@ -173,8 +178,11 @@ class ProcessModel(QAbstractTableModel):
         if not index.isValid():
             return None
         text, key = self._rows[index.row()][index.column()]
+        named = index.column() in NAME_COLUMNS
         if role == Qt.ItemDataRole.DisplayRole:
-            return text
+            return shorten(text) if named else text
+        if role == Qt.ItemDataRole.ToolTipRole:
+            return text if named and len(text) > NAME_LIMIT else None
         if role == self.SORT_ROLE:
             return key
         if role == Qt.ItemDataRole.TextAlignmentRole and index.column() in RIGHT_ALIGNED:
