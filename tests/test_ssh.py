@@ -14,6 +14,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -376,7 +377,9 @@ def test_the_users_ssh_config_for_their_own_sessions_is_not_used(box: Box, monke
     master, and ending it (a settings change, quitting) ended the user's sessions through it."""
     config = box.config("interactive")
     forwarded = _free_port()
-    control = box.tmp / "cm-%C"
+    # A folder of its own with a short path: a control socket's path must stay under 108 bytes.
+    sockets = Path(tempfile.mkdtemp(prefix="cm", dir="/tmp"))
+    control = sockets / "cm-%C"
     config.write_text(
         config.read_text()
         + f"  LocalForward 127.0.0.1:{forwarded} 127.0.0.1:{box.port}\n"
@@ -392,9 +395,10 @@ def test_the_users_ssh_config_for_their_own_sessions_is_not_used(box: Box, monke
         assert sample.remote is not None and not sample.remote.fault, sample.remote
         with socket.socket() as mine:  # the user's own forward can still have its port
             mine.bind(("127.0.0.1", forwarded))
-        assert list(box.tmp.glob("cm-*")) == []  # no master of trayvml's
+        assert list(sockets.glob("cm-*")) == []  # no master of trayvml's
     finally:
         source.close()
+        shutil.rmtree(sockets, ignore_errors=True)
 
 
 def test_why_a_session_ended_is_said_from_ssh_not_a_login_shells_words() -> None:
