@@ -128,3 +128,27 @@ def test_the_app_does_not_load_qtnetwork() -> None:
     code = "import trayvml.ui.app, sys; print('PySide6.QtNetwork' in sys.modules)"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert result.stdout.strip() == "False"  # 3-7 MiB that the idle tray does not need
+
+
+def test_two_starts_close_together_make_one_instance(qtbot, tmp_path: Path) -> None:
+    """Two starts (autostart and a click) both found nobody answering before either listened, and
+    both ran; the second removed the first's socket, and whichever quit first the other's, so every
+    later start made another tray. Now one claims the session; a start that finds it claimed waits
+    for the holder to answer, and is told it was asked to show itself."""
+    from trayvml.ui.instance import ANSWERED, SILENT, claim, release
+
+    name = str(tmp_path / "instance-a")
+    first, other = claim(name)
+    assert first is not None and other == ""
+    assert claim(name, wait_s=0.3) == (None, SILENT)  # still starting: not listening yet
+    shown: list[int] = []
+    server = listen(name, lambda: shown.append(1))
+    try:
+        assert claim(name, wait_s=5.0) == (None, ANSWERED)
+        qtbot.waitUntil(lambda: shown == [1])
+    finally:
+        server.close()
+        release(first)
+    again, other = claim(name, wait_s=0.3)  # the first quit: the next start runs
+    assert again is not None and other == ""
+    release(again)

@@ -193,6 +193,10 @@
         <source>trayvml is already running: its window was brought forward.</source>
         <translation>trayvml 已在运行：已将其窗口调到前台。</translation>
     </message>
+    <message>
+        <source>Another trayvml is starting for this session and did not answer.</source>
+        <translation>本会话中另一个 trayvml 正在启动且未应答。</translation>
+    </message>
 </context>
 <context>
     <name>DetailsPage</name>

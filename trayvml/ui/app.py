@@ -31,7 +31,7 @@ from trayvml.history.disk.write import FLUSH_S
 from trayvml.monitor.pipeline import Monitor, Outcome
 from trayvml.nvml.sim import SimSpec, parse_spec
 from trayvml.platform.autostart import Autostart, for_this_platform
-from trayvml.ui.instance import already_running, instance_name, listen
+from trayvml.ui.instance import ANSWERED, SILENT, claim, instance_name, listen, release
 from trayvml.ui.main_thread import GuiThreadCollector, InterruptWaker
 from trayvml.ui.sampler import Sampler, simulated_past
 from trayvml.ui.summary import SummaryWindow
@@ -922,9 +922,13 @@ def run_app(
         icon.addFile(str(path))
     qt_app.setWindowIcon(icon)
     name = instance_name(store.path)
-    if name is not None and already_running(name):
+    lock, other = claim(name) if name is not None else (None, "")
+    if other == ANSWERED:
         print(translate("App", "trayvml is already running: its window was brought forward."), file=sys.stderr)
         return 0
+    if other == SILENT:
+        print(translate("App", "Another trayvml is starting for this session and did not answer."), file=sys.stderr)
+        return 1
     # At login the panel may come up after us; tests shorten the wait.
     tray_wait_s = float(os.environ.get("TRAYVML_TRAY_WAIT_S", TRAY_WAIT_S))
     from trayvml.history import default_folder
@@ -954,3 +958,4 @@ def run_app(
         waker.close()
         if server is not None:
             server.close()
+        release(lock)

@@ -16,6 +16,7 @@ import socket
 import stat
 import sys
 import tempfile
+import time
 import zlib
 from collections.abc import Callable
 from pathlib import Path
@@ -108,6 +109,50 @@ def _take_token(message: bytes) -> None:
         os.environ[ACTIVATION_TOKEN] = words[1]
     else:  # an earlier start's token, unused (X11 has no use for it), is no token for this one
         os.environ.pop(ACTIVATION_TOKEN, None)
+
+
+START_WAIT_S = 20.0  # for another start of this session to answer (it builds its tray before it listens)
+
+
+ANSWERED = "answered"  # another trayvml of this session runs, and was asked to show its window
+SILENT = "silent"  # another start of this session holds the claim and never answered
+
+
+def claim(name: str, wait_s: float = START_WAIT_S) -> tuple[int | None, str]:
+    """This session's instance, claimed: (a lock to hold for the whole run, or None; "" where this
+    start is the one to run, else ANSWERED or SILENT).
+
+    Two starts close together (autostart and a click) both found nobody answering and both ran;
+    the second removed the first's socket, and whichever quit first the other's: every later
+    start made yet another tray. The lock beside the socket settles who runs, and only its holder
+    makes or removes the socket. A start that finds it held asks its holder to show itself,
+    waiting ``wait_s`` at most for it to listen. Where there is no flock (Windows): no lock, and
+    whether one answered, as before."""
+    try:
+        import fcntl
+    except ImportError:
+        return None, ANSWERED if already_running(name) else ""
+    deadline_s = time.monotonic() + wait_s
+    while True:
+        lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(lock)
+        else:
+            return lock, ""
+        if already_running(name):
+            return None, ANSWERED
+        if time.monotonic() >= deadline_s:
+            return None, SILENT
+        time.sleep(0.1)
+
+
+def release(lock: int | None) -> None:
+    """The claim let go (its file stays: removed, a start waiting on it would lock a file no other
+    start sees)."""
+    if lock is not None:
+        os.close(lock)
 
 
 def already_running(name: str) -> bool:
