@@ -408,3 +408,68 @@ def test_the_alert_rules_fit_the_dialog_without_scrolling_sideways(qtbot, device
     edit = dialog.rule_grid.findChild(QLineEdit, "temperature.warning_clear")
     assert label is not None and edit is not None
     assert 0 <= edit.geometry().left() - label.geometry().right() <= 12
+
+
+def test_a_cancelled_per_gpu_edit_is_not_saved_by_a_later_ok(qtbot, devices) -> None:
+    """A per-GPU override edited and the dialog cancelled: shown again, the edit was back, and an
+    OK for anything else saved it."""
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    applied: list[Settings] = []
+    dialog.settings_applied.connect(applied.append)
+    dialog.gpu_choice.setCurrentIndex(1)
+    _, override, edits = dialog.override_grid.rows["temperature"]
+    assert override is not None
+    override.setChecked(True)
+    edits["critical_enter"].setText("95")
+    dialog.gpu_choice.setCurrentIndex(0)  # kept while the dialog is open
+    dialog.reject()
+    dialog.show_settings(Settings())  # opened again
+    dialog.interval.setValue(3.0)
+    dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    (settings,) = applied
+    assert settings.sampling_interval_s == 3.0 and dict(settings.alerts.overrides) == {}
+
+
+def test_a_typo_in_a_gpus_override_stays_until_mended(qtbot, devices) -> None:
+    """A number mistyped in GPU 0's override, then GPU 1 chosen: the error vanished, and the rule
+    was saved with its default in place of what was meant."""
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    dialog.gpu_choice.setCurrentIndex(0)
+    _, override, edits = dialog.override_grid.rows["temperature"]
+    assert override is not None
+    override.setChecked(True)
+    edits["critical_enter"].setText("9O")
+    dialog.gpu_choice.setCurrentIndex(1)
+    assert dialog.gpu_choice.currentData() == 0 and edits["critical_enter"].text() == "9O"  # still shown
+    assert dialog.problem.text().startswith("GPU 0: GPU temperature: critical at must be a number")
+    assert not dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
+    edits["critical_enter"].setText("90")
+    dialog.gpu_choice.setCurrentIndex(1)
+    assert dialog.gpu_choice.currentData() == 1 and dialog.problem.text() == ""
+    settings, problems = dialog.settings()
+    assert problems == [] and settings.alerts.for_gpu(0, "temperature").critical_enter == 90.0
+
+
+def test_settings_chosen_again_while_open_keeps_the_edits_and_a_new_gpu_is_offered(qtbot, tmp_path: Path) -> None:
+    """Settings… chosen again with the dialog open (to bring it forward) wiped what was typed; a
+    dialog made before the first reading never offered a GPU to show, hide or override."""
+    from trayvml.nvml.sim import parse_spec
+    from trayvml.ui.app import App
+
+    app = App(parse_spec("idle:gpus=h100*2"), store=SettingsStore(tmp_path / "config.toml"))
+    app.show_settings()  # before the first reading: no GPU known
+    dialog = app.settings_dialog
+    assert dialog is not None and dialog.gpu_checks == []
+    qtbot.addWidget(dialog)
+    dialog.interval.setValue(7.0)
+    app.show_settings()
+    assert app.settings_dialog is dialog and dialog.interval.value() == 7.0
+    dialog.reject()
+    source, _, _ = simulated_source("idle:gpus=h100*2")
+    app.on_sample(source.sample())
+    app.show_settings()
+    assert app.settings_dialog is not None and len(app.settings_dialog.gpu_checks) == 2
+    qtbot.addWidget(app.settings_dialog)
+    app.settings_dialog.reject()

@@ -1295,6 +1295,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>全部</translation>
     </message>
     <message>
+        <source>GPU {index}: {problem}</source>
+        <translation>GPU {index}：{problem}</translation>
+    </message>
+    <message>
         <source>none</source>
         <translation>无</translation>
     </message>

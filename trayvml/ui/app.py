@@ -26,7 +26,7 @@ from trayvml.core import i18n
 from trayvml.core.clock import Clock, SystemClock
 from trayvml.core.demand import EVERYTHING, HISTORY, PROCESSES, Demand, StoreLists
 from trayvml.core.metrics import TRAY_METRICS
-from trayvml.core.sample import Sample
+from trayvml.core.sample import DeviceInfo, Sample
 from trayvml.history.disk.write import FLUSH_S
 from trayvml.monitor.pipeline import Monitor, Outcome
 from trayvml.nvml.sim import SimSpec, parse_spec
@@ -470,13 +470,22 @@ class App(QObject):
         from trayvml.ui.settings_dialog import SettingsDialog
 
         devices = self.latest.devices if self.latest is not None else ()
-        if self.settings_dialog is None:
-            self.settings_dialog = SettingsDialog(self.settings, devices)
-            self.settings_dialog.settings_applied.connect(self.apply_settings)
+        dialog = self.settings_dialog
+        if dialog is not None and dialog.isVisible():
+            dialog.raise_()  # open already: its edits stay (shown afresh, they were wiped)
+            dialog.activateWindow()
+            return
+        if dialog is None or _gpus_of(dialog.devices) != _gpus_of(devices):
+            # Made for the GPUs there are now: one made before the first reading, or before a MIG
+            # instance came, offered no GPU to show or hide, nor one to override a rule on.
+            if dialog is not None:
+                dialog.deleteLater()
+            dialog = self.settings_dialog = SettingsDialog(self.settings, devices)
+            dialog.settings_applied.connect(self.apply_settings)
         else:
-            self.settings_dialog.show_settings(self.settings)
-        self.settings_dialog.show()
-        self.settings_dialog.raise_()
+            dialog.show_settings(self.settings)
+        dialog.show()
+        dialog.raise_()
 
     @property
     def settings(self) -> Settings:
@@ -898,6 +907,11 @@ class App(QObject):
             self.window.hide()
         else:
             self.show_window()
+
+
+def _gpus_of(devices: tuple[DeviceInfo, ...]) -> list[tuple[int, str]]:
+    """Which GPUs these are, by index and UUID (their facts hold NaNs, which compare unequal)."""
+    return [(info.index, info.uuid) for info in devices]
 
 
 def run_app(

@@ -7,7 +7,7 @@ import re
 from dataclasses import replace
 from typing import Any
 
-from PySide6.QtCore import QCoreApplication, Qt, Signal
+from PySide6.QtCore import QCoreApplication, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -487,12 +487,20 @@ class SettingsDialog(QDialog):
             check.setChecked(info.index not in settings.hidden_gpus)
         self.push_page.show_destinations(settings.push)
         self.rule_grid.show_rules(dict(settings.alerts.rules))
+        # The overrides in force: kept from the last showing, a per-GPU edit cancelled came back
+        # and was saved at the next OK, whatever that was for.
+        self._overrides = {gpu: dict(rules) for gpu, rules in settings.alerts.overrides.items()}
         self._gpu_shown = -1
         self._switch_gpu()
 
     def _switch_gpu(self) -> None:
-        if self._gpu_shown >= 0:
-            self._store_overrides()
+        if self._gpu_shown >= 0 and self._store_overrides():
+            # What cannot be read stays on screen until mended: switched away, the rule was kept
+            # without it (its default in its place), and the error went with the GPU shown.
+            with QSignalBlocker(self.gpu_choice):
+                self.gpu_choice.setCurrentIndex(self.gpu_choice.findData(self._gpu_shown))
+            self._check()
+            return
         gpu = self.gpu_choice.currentData()
         if gpu is None:
             return
@@ -502,13 +510,15 @@ class SettingsDialog(QDialog):
         self.override_grid.show_rules(rules, set(self._overrides.get(gpu, {})))
 
     def _store_overrides(self) -> list[str]:
+        """The shown GPU's overrides kept; what cannot be read in them, each naming the GPU."""
         defaults, _ = self.rule_grid.read(dict(self.base.alerts.rules))
         rules, errors = self.override_grid.read(defaults)
         if rules:
             self._overrides[self._gpu_shown] = rules
         else:
             self._overrides.pop(self._gpu_shown, None)
-        return errors
+        on_gpu = translate("SettingsDialog", "GPU {index}: {problem}")
+        return [on_gpu.format(index=self._gpu_shown, problem=error) for error in errors]
 
     def settings(self) -> tuple[Settings, list[str]]:
         """The settings as the dialog shows them, and every reason they cannot be used."""
