@@ -150,7 +150,7 @@ def test_sni_menu_actions_work(sni_desktop: DesktopStack, launch) -> None:
     entries = _menu_entries(sni_desktop, service)
     for label in ("Show graphs", "Pause alerts", "Start at login", "Settings…", "Quit"):
         assert label in entries, f"{label!r} missing from {sorted(entries)}"
-    assert any(label.startswith("Copy CUDA_VISIBLE_DEVICES=") for label in entries)
+    assert any(label.startswith("Copy CUDA_VISIBLE_DEVICES") for label in entries)
     _click(sni_desktop, service, entries["Show graphs"])
     wait_until(
         lambda: any(n.startswith("trayvml — 4 GPUs — SIMULATED") for n in window_names(sni_desktop)),

@@ -162,16 +162,35 @@ def test_menu_lists_gpus_and_copies_the_freest(tray: Tray) -> None:
     assert texts == [_menu_row(g, i) for g, i in zip(sample.gpus, sample.devices, strict=True)]
     from trayvml.pick import choose
 
-    freest = choose(sample, 1, "memory")[0]
-    assert tray.copy_action.text() == f"Copy CUDA_VISIBLE_DEVICES={freest}"
+    freest = choose(sample, 1, "memory", max_util=50)[0]
+    assert tray.copy_action.text() == f"Copy CUDA_VISIBLE_DEVICES for GPU {freest}"
     tray.copy_action.trigger()
-    assert QGuiApplication.clipboard().text() == f"CUDA_VISIBLE_DEVICES={freest}"
+    assert QGuiApplication.clipboard().text() == f"CUDA_VISIBLE_DEVICES={sample.devices[freest].uuid}"
 
 
 def test_the_freest_on_a_mig_machine_is_copied_as_its_mig_uuid(tray: Tray) -> None:
     source, clock, _ = simulated_source("training:gpus=h100-mig,start=1800")
     tray.update(run_ticks(source, clock, 2))
     assert tray.freest_text().startswith("CUDA_VISIBLE_DEVICES=MIG-")
+
+
+def test_the_menu_copies_the_gpu_pick_would_hand_out_and_no_busy_one(tray: Tray) -> None:
+    """The menu copied the GPU with the most free memory however busy it was (56 % beside one
+    at 1 %), and an index CUDA numbers otherwise unless told; where `pick` says no GPU is free,
+    the menu copied one anyway."""
+    source, _, _ = simulated_source("processes:gpus=h100+rtx4090,at=3100")
+    sample = source.sample()
+    busy = [round(g.value("utilization_gpu_percent")) for g in sample.gpus]
+    assert busy[0] > 50 >= busy[1]  # the H100 has more memory free, and is busy
+    tray.update(sample)
+    open_menu(tray)
+    assert tray.copy_action.text() == "Copy CUDA_VISIBLE_DEVICES for GPU 1"
+    assert tray.freest_text() == f"CUDA_VISIBLE_DEVICES={sample.devices[1].uuid}"
+    source, _, _ = simulated_source("training:start=1800")  # every GPU busy
+    tray.update(source.sample())
+    open_menu(tray)
+    assert not tray.copy_action.isEnabled() and tray.freest_text() == ""
+    assert tray.copy_action.toolTip().startswith("No GPU is free: all 4 are more than 50 % busy.")
 
 
 def test_menu_entry_opens_the_window_on_that_gpu(tray: Tray, qtbot) -> None:

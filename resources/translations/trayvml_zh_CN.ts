@@ -1449,8 +1449,8 @@ It is sent SIGTERM, as kill does.</source>
         <translation>1 个活动告警</translation>
     </message>
     <message>
-        <source>Copy {freest}</source>
-        <translation>复制 {freest}</translation>
+        <source>Copy CUDA_VISIBLE_DEVICES for GPU {index}</source>
+        <translation>复制 GPU {index} 的 CUDA_VISIBLE_DEVICES</translation>
     </message>
 </context>
 <context>

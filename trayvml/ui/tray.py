@@ -13,7 +13,7 @@ from trayvml.core.errors import NotEnoughGpusError
 from trayvml.core.lines import LastJobs, gpu_lines, simulation_text, tooltip
 from trayvml.core.safe_text import menu_label
 from trayvml.core.sample import Sample
-from trayvml.pick import choose, cuda_ids
+from trayvml.pick import DEFAULT_MAX_UTIL, choose
 from trayvml.ui.glance import content_for, steady
 from trayvml.ui.icon import IconContent, draw_icon, drawn
 
@@ -144,14 +144,26 @@ class Tray(QObject):
         if text:
             QGuiApplication.clipboard().setText(text)
 
-    def freest_text(self) -> str:
+    def freest(self) -> tuple[int, str]:
+        """(The GPU `trayvml pick` would hand out now, -1 where none; the sentence saying why none,
+        or ""). As pick chooses: a GPU more than half busy does not qualify (the menu copied a busy
+        GPU's index where pick said that none was free)."""
         if self.sample is None or not self.sample.gpus:
-            return ""
+            return -1, ""
         try:
-            chosen = choose(self.sample, 1, "memory")
-        except NotEnoughGpusError:  # every GPU lost
+            return choose(self.sample, 1, "memory", max_util=DEFAULT_MAX_UTIL)[0], ""
+        except NotEnoughGpusError as none:
+            return -1, str(none)
+
+    def freest_text(self) -> str:
+        """What the menu copies for the freest GPU: its UUID, which CUDA takes whatever order it
+        numbers GPUs in (its index is NVML's, CUDA's only with CUDA_DEVICE_ORDER=PCI_BUS_ID), and
+        the only name it takes for a MIG device; its index with that order set where no UUID was read."""
+        index, _ = self.freest()
+        if index < 0 or self.sample is None:
             return ""
-        return f"CUDA_VISIBLE_DEVICES={cuda_ids(self.sample, chosen)[0]}"
+        uuid = next((d.uuid for d in self.sample.devices if d.index == index), "")
+        return f"CUDA_VISIBLE_DEVICES={uuid}" if uuid else f"CUDA_DEVICE_ORDER=PCI_BUS_ID CUDA_VISIBLE_DEVICES={index}"
 
     def _activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
         if reason == QSystemTrayIcon.ActivationReason.Trigger:
@@ -243,14 +255,15 @@ class Tray(QObject):
         self.status_action.setToolTip(problem[1] if problem else "")
         self.status_action.setVisible(bool(status))
         self.simulate_action.setVisible(sample.offers_simulation)
-        freest = self.freest_text()
+        index, why_none = self.freest()
         copy = (
-            translate("Tray", "Copy {freest}").format(freest=freest)
-            if freest
+            translate("Tray", "Copy CUDA_VISIBLE_DEVICES for GPU {index}").format(index=index)
+            if index >= 0
             else translate("Tray", "Copy CUDA_VISIBLE_DEVICES")
         )
         self.copy_action.setText(self._label(copy))
-        self.copy_action.setEnabled(bool(freest))
+        self.copy_action.setToolTip(why_none)
+        self.copy_action.setEnabled(index >= 0)
 
 
 def _menu_shape(sample: Sample | None, active_alerts: int = 0) -> tuple[int, str, bool] | None:
