@@ -244,6 +244,25 @@ def test_the_summary_window_says_why(qtbot) -> None:
     assert "has not answered for 20 s" in window.rows.text()
 
 
+def test_device_details_show_no_old_reading_while_the_driver_is_stuck(qtbot) -> None:
+    """A stuck driver's samples have no GPUs: Device details kept every last value on screen, with
+    nothing to say it was old."""
+    from trayvml.ui.details_page import DetailsPage
+
+    live, stuck = _stuck_sample()
+    page = DetailsPage()
+    qtbot.addWidget(page)
+    page.show_devices(live)
+    gpu = page.topLevelItem(page.topLevelItemCount() - 1)
+    assert gpu is not None
+    readings = gpu.child(gpu.childCount() - 1)
+    shown = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
+    assert shown["Power draw"].endswith(" W")
+    page.show_readings(stuck)
+    shown = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
+    assert set(shown.values()) == {"GPU driver not responding"}
+
+
 def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:
     from trayvml.nvml.sim import parse_spec
     from trayvml.ui.sampler import Sampler

@@ -88,6 +88,10 @@ class DetailsPage(QTreeWidget):
 
     def show_readings(self, sample: Sample) -> None:
         """Every metric's value in this sample, or why there is none; texts changed in place."""
+        in_sample = {gpu.index for gpu in sample.gpus}
+        for index, readings in self._readings.items():
+            if index not in in_sample:
+                self._not_read(readings, self._links[index], sample)
         for gpu in sample.gpus:
             items = self._readings.get(gpu.index)
             if items is None:
@@ -116,6 +120,19 @@ class DetailsPage(QTreeWidget):
                 if item.text(2) != read:
                     item.setText(2, read)
             self._show_links(self._links[gpu.index], gpu.nvlink_link_tx_bytes_per_s, gpu.nvlink_link_rx_bytes_per_s)
+
+    @staticmethod
+    def _not_read(items: dict[str, QTreeWidgetItem], links: QTreeWidgetItem, sample: Sample) -> None:
+        """A GPU this sample has no values of (the driver not answering, a host unreachable): why,
+        in place of each reading. Left as they were, the last values read stood as current."""
+        problem = sample.problem
+        why = problem[0] if problem else translate("metrics", MetricState.NO_DATA.label)
+        for item in (*items.values(), links):
+            if item.text(1) != why:
+                item.setText(1, why)
+            item.setText(2, "")
+        while links.childCount():
+            links.takeChild(0)
 
     @staticmethod
     def _show_links(parent: QTreeWidgetItem, tx: tuple[float, ...], rx: tuple[float, ...]) -> None:
