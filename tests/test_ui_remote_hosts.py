@@ -175,6 +175,29 @@ def test_the_window_shows_a_remote_host_chosen_in_its_host_box(
         app._stop_remotes()
 
 
+def test_a_host_chosen_while_it_is_down_is_shown_down_at_once(qtbot: QtBot, remote: FakeRemote, tmp_path: Path) -> None:
+    """A host that went down while this machine was shown, then chosen in the Host box: its last
+    values were shown as if live, "from trayvml serve at …", until its next read came."""
+    app = app_reading(remote, tmp_path)
+    window, choice = window_of(qtbot, app)
+    try:
+        qtbot.waitUntil(lambda: choice.box.count() == 2, timeout=10_000)
+        remote.status = 503
+
+        def down() -> bool:
+            app.take_remote_samples()
+            return any(not s.gpus for s in present(app.remotes).samples())
+
+        qtbot.waitUntil(down, timeout=10_000)
+        assert choice.host == ""
+        app._remote_timer.stop()  # no read comes to mend what the choice shows
+        choice.box.setCurrentIndex(1)
+        assert window.sample is not None and not window.sample.gpus
+        assert "503" in present(window.sample.problem)[1]
+    finally:
+        app._stop_remotes()
+
+
 def test_the_window_on_a_remote_host_follows_what_becomes_of_it(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path
 ) -> None:
@@ -318,6 +341,13 @@ def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
         assert (marked.host, marked.gpu_index, marked.rule) == ("dgx-01", 0, "temperature")
         choice.box.setCurrentIndex(0)
         assert table.rowCount() == len([e for e in table.events if not e.host])
+        # The tray's "N active alerts" (this machine's) with the remote host in view: it showed
+        # that host's alerts, none of those counted.
+        choice.box.setCurrentIndex(1)
+        app.show_alerts()
+        assert choice.host == "" and window.tabs.currentWidget() is table
+        titles = [present(table.item(row, 3)).text() for row in range(table.rowCount())]
+        assert titles and not any(t.startswith("dgx-01") for t in titles)
     finally:
         app._stop_remotes()
 

@@ -448,7 +448,7 @@ class App(QObject):
     def _on_action(self, action: str, gpu: int, rule: str) -> None:
         gpus = self.local.members(gpu, rule)  # a grouped notification: its GPUs
         if action == "open":
-            self.show_window(gpus[0] if len(gpus) == 1 else -1)
+            self.show_window(gpus[0] if len(gpus) == 1 else -1, this_machine=True)
         elif action == "snooze":
             for member in gpus:
                 self.dispatcher.snooze(member, rule, host="")  # actions come from local notifications only
@@ -655,11 +655,7 @@ class App(QObject):
         if self.host_choice is not None:
             # A host that stopped answering is shown so (its fault, no values) where it is chosen,
             # not left on screen with its last values as if live.
-            # A host read through two remotes, one of them down, is shown by the one that answers.
-            down = [s for s in samples if not s.gpus]
-            answering = {s.system.hostname for s in samples if s.gpus and s.system}
-            down = [s for s in down if (s.system.hostname if s.system else "") not in answering]
-            newest = {s.system.hostname if s.system else "": s for s in (*down, *fresh)}
+            newest = {**_hosts_down(samples), **{s.system.hostname if s.system else "": s for s in fresh}}
             for sample in newest.values():
                 self.host_choice.remote_sampled(sample)
         if outcome.events and self.window is not None:
@@ -880,33 +876,47 @@ class App(QObject):
             self._window_shows(self.local)
             return self.history, self.latest
         self._window_shows(monitors[host])
-        return monitors[host].history, monitors[host].latest
+        # Down now: its fault, not its last values (its monitor takes only the reads that answered).
+        down = _hosts_down(self.remotes.samples()).get(host) if self.remotes is not None else None
+        return monitors[host].history, down or monitors[host].latest
 
     def remote_host_names(self) -> list[str]:
         return sorted(self.remote_monitors.monitors) if self.remote_monitors is not None else []
 
-    def show_window(self, gpu_index: int = -1) -> None:
-        """The window; ``gpu_index``: this machine's GPU (a tray entry, a notification) shown alone."""
+    def show_window(self, gpu_index: int = -1, this_machine: bool = False) -> None:
+        """The window; ``gpu_index``: this machine's GPU (a tray entry, a notification) shown alone;
+        ``this_machine``: on this machine's GPUs (what the tray's alerts and notifications are of),
+        whatever host was in view."""
         window = self.ensure_window()
-        if gpu_index >= 0:
+        if gpu_index >= 0 or this_machine:
             assert self.host_choice is not None
             self.host_choice.choose("")  # this machine: a remote host in view has GPUs of that index too
+        if gpu_index >= 0:
             window.focus_gpu(gpu_index)
         window.showNormal()
         window.raise_()
         window.activateWindow()
 
     def show_alerts(self) -> None:
-        """The window on its Alerts tab (the tray menu's "N active alerts")."""
+        """The window on its Alerts tab (the tray menu's "N active alerts", this machine's: on a
+        remote host in view it showed that host's alerts, none of those counted)."""
         window = self.ensure_window()
         window.tabs.setCurrentWidget(window.alert_table)
-        self.show_window()
+        self.show_window(this_machine=True)
 
     def toggle_window(self) -> None:
         if self.window is not None and self.window.isVisible():
             self.window.hide()
         else:
             self.show_window()
+
+
+def _hosts_down(samples: list[Sample]) -> dict[str, Sample]:
+    """The remote hosts not answering now, by host name, each with its sample saying why; a host
+    read through two remotes, one of them down, answers through the other."""
+    answering = {s.system.hostname for s in samples if s.gpus and s.system}
+    down = (s for s in samples if not s.gpus)
+    return {name: s for s in down if (name := s.system.hostname if s.system else "") not in answering}
 
 
 def _gpus_of(devices: tuple[DeviceInfo, ...]) -> list[tuple[int, str]]:
