@@ -145,6 +145,10 @@ def test_export_png_is_a_picture_of_the_window(window, tmp_path: Path) -> None:
     w.export_png(str(path))
     image = QImage(str(path))
     assert image.width() == w.width() and image.height() == w.height()
+    # A name without a suffix is still a PNG (Qt chose the format by the suffix: "could not write").
+    bare = tmp_path / "gpus-tuesday"
+    w.export_png(str(bare))
+    assert bare.read_bytes().startswith(b"\x89PNG") and not list(tmp_path.glob(".*.tmp"))
 
 
 def test_processes_table_updates_in_place_and_sorts(window) -> None:
@@ -356,9 +360,36 @@ def test_export_csv_joins_series_on_time(tmp_path: Path) -> None:
     with path.open() as exported:
         rows = list(csv.DictReader(exported))
     times = [row["time"] for row in rows]
-    assert times == [datetime.fromtimestamp(t).isoformat(timespec="seconds") for t in (1000, 1001, 1002, 1003)]
+    assert [datetime.fromisoformat(t).timestamp() for t in times] == [1000, 1001, 1002, 1003]
     assert [row["gpu1.utilization_gpu_percent"] for row in rows] == ["10", "20", "30", ""]
     assert [row["host.cpu_percent"] for row in rows] == ["", "50", "", "70"]
+
+
+def test_export_csv_times_stay_apart_where_the_clocks_go_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Written as local time without its offset, the hour before the clocks went back and the hour
+    after read alike: 120 times twice, out of order to any reader."""
+    import time as clock
+    from datetime import datetime
+
+    from trayvml.history.rings import Series
+    from trayvml.ui.export import export_csv
+
+    monkeypatch.setenv("TZ", "America/New_York")
+    clock.tzset()
+    try:
+        night = datetime(2024, 11, 3, 5, 30).timestamp() - clock.timezone  # 01:30 EDT, a day of 25 hours
+        history = _FakeHistory()
+        two = np.array([night, night + 3600])  # 01:30 EDT and 01:30 EST
+        history.gpu_series = lambda *_: Series(two, np.ones((2, 2)), np.ones((2, 2)), 3600.0)  # type: ignore[method-assign]
+        history.host_series = lambda *_: None  # type: ignore[method-assign]
+        path = tmp_path / "night.csv"
+        export_csv(history, 2, night, night + 3600, 900, str(path))  # type: ignore[arg-type]
+        with path.open() as exported:
+            times = [row["time"] for row in csv.DictReader(exported)]
+    finally:
+        monkeypatch.delenv("TZ")
+        clock.tzset()
+    assert len(set(times)) == 2 and [datetime.fromisoformat(t).timestamp() for t in times] == [night, night + 3600]
 
 
 def test_unsupported_metrics_are_hidden_per_gpu_not_per_name(window) -> None:

@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 import numpy as np
-from PySide6.QtCore import QCoreApplication
+from PySide6.QtCore import QBuffer, QByteArray, QCoreApplication, QIODevice
 from PySide6.QtWidgets import QWidget
 
 from trayvml.config import write_atomically
@@ -48,11 +48,17 @@ def export_csv(history: History, gpu_count: int, start_s: float, end_s: float, p
     writer.writerow(["time", *(name for name, _, _ in columns)])
     for t, row in zip(times, table, strict=True):
         values = ["" if math.isnan(v) else f"{v:.6g}" for v in row]
-        writer.writerow([datetime.fromtimestamp(float(t)).isoformat(timespec="seconds"), *values])
+        # With its UTC offset: local times without one repeat an hour where the clocks go back.
+        writer.writerow([datetime.fromtimestamp(float(t)).astimezone().isoformat(timespec="seconds"), *values])
     write_atomically(Path(path), buffer.getvalue().encode())
 
 
 def export_png(widget: QWidget, path: str) -> None:
-    """A picture of ``widget`` as shown. OSError when it cannot be written."""
-    if not widget.grab().save(path):
+    """A picture of ``widget`` as shown, PNG whatever the name, written atomically (saved in place,
+    a full disk left the file it replaced cut short). OSError when it cannot be written."""
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not widget.grab().save(buffer, "PNG"):
         raise OSError(translate("GraphWindow", "could not write {path}").format(path=path))
+    write_atomically(Path(path), bytes(data.data()))

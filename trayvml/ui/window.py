@@ -12,6 +12,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import replace
+from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QCoreApplication, QEvent, QSettings, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (
@@ -923,18 +924,22 @@ class GraphWindow(QMainWindow):
         export_png(self, path)
 
     def _ask_export_csv(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, translate("GraphWindow", "Export visible range"), "trayvml.csv", "CSV (*.csv)"
-        )
+        path = self._ask_save_path(translate("GraphWindow", "Export visible range"), "trayvml.csv", "CSV (*.csv)")
         if path:
             self._try(lambda: self.export_csv(path), translate("GraphWindow", "Could not export the CSV: {error}."))
 
     def _ask_export_png(self) -> None:
-        path, _ = QFileDialog.getSaveFileName(
-            self, translate("GraphWindow", "Save window as PNG"), "trayvml.png", "PNG (*.png)"
-        )
+        path = self._ask_save_path(translate("GraphWindow", "Save window as PNG"), "trayvml.png", "PNG (*.png)")
         if path:
             self._try(lambda: self.export_png(path), translate("GraphWindow", "Could not save the PNG: {error}."))
+
+    def _ask_save_path(self, caption: str, name: str, kinds: str) -> str:
+        """Where to save, "" when cancelled: a name typed without its suffix gets it before the
+        dialog asks whether to replace a file of that name (added after, it replaced one unasked)."""
+        dialog = QFileDialog(self, caption, name, kinds)
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setDefaultSuffix(Path(name).suffix.lstrip("."))
+        return dialog.selectedFiles()[0] if dialog.exec() and dialog.selectedFiles() else ""
 
     def _try(self, action: Callable[[], None], failed: str) -> None:
         """``failed``: the sentence for an OSError, with {error} for why."""
