@@ -518,7 +518,7 @@ def test_start_at_login_says_when_the_settings_cannot_be_saved(qtbot, tmp_path: 
     app.tray.icon.showMessage = lambda title, text, *rest: told.append(text)  # type: ignore[method-assign]
     app.tray.autostart_action.setChecked(True)  # the menu's check box
     assert autostart.is_enabled() and app.settings.start_at_login and app.tray.autostart_action.isChecked()
-    assert told == ["Could not save the settings: [Errno 28] No space left on device"]
+    assert told == [f"Could not save the settings to {tmp_path / 'config.toml'}: No space left on device."]
     app.tray.autostart_action.setChecked(False)
     assert not autostart.is_enabled() and not app.settings.start_at_login and len(told) == 2
 
@@ -573,8 +573,27 @@ def test_the_model_says_when_it_cannot_save_and_still_applies(tmp_path: Path) ->
     heard: list[bool] = []
     model.on_change("notifications", lambda new: heard.append(new.notifications))
     problem = model.change(replace(model.current, notifications=False))
-    assert problem.startswith("Could not save the settings: ")
+    assert problem.startswith(f"Could not save the settings to {folder}: ")
     assert model.current.notifications is False and heard == [False]  # in force for this session
+
+
+def test_a_change_keeps_what_another_program_changed_in_the_file(tmp_path: Path) -> None:
+    """A push destination added to the file by hand (as the README shows) while the tray runs,
+    then "Start at login" ticked in its menu: the whole file was written from what the tray had
+    read at its start, the hand edit gone without a word."""
+    path = tmp_path / "config.toml"
+    store = config.SettingsStore(path)
+    store.save(config.Settings())
+    model = config.SettingsModel(store.load()[0], store)
+    heard: list[int] = []
+    model.on_change("push", lambda new: heard.append(len(new.push)))
+    path.write_text(path.read_text() + '\n[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/mine"\n')
+    said = model.change(replace(model.current, start_at_login=True))
+    assert said == f"The settings file {path} had been changed elsewhere: those changes are kept."
+    on_disk, _ = config.SettingsStore(path).load()
+    assert on_disk.start_at_login and [d.url for d in on_disk.push] == ["https://ntfy.sh/mine"]
+    assert same(model.current, on_disk) and heard == [1]
+    assert model.change(replace(model.current, notifications=False)) == ""  # its own write is not another's
 
 
 # ---- version 3: a rule left at its former default takes today's ----

@@ -698,6 +698,25 @@ class SettingsStore:
         self.path = path or default_path()
         self._refusal = ""  # why the file at path must not be overwritten ("" when it may be)
         self._keep: bytes | None = None  # a loaded file with parts ignored or renamed: copied aside before saving
+        # The file as last read or written here (_signature): another change is another program's.
+        self._seen: tuple[int, ...] | None = None
+
+    def _signature(self) -> tuple[int, ...]:
+        """Which file is at ``path``, as it is now: () where there is none."""
+        try:
+            info = os.stat(self.path)
+        except OSError:
+            return ()
+        return (info.st_ino, info.st_size, info.st_mtime_ns)
+
+    def changed_elsewhere(self) -> bool:
+        """Whether the file was written since this store last read or wrote it (another trayvml,
+        an editor); False before it was read at all."""
+        return self._seen is not None and self._signature() != self._seen
+
+    def refuses(self) -> bool:
+        """Whether the file must not be overwritten (see load)."""
+        return bool(self._refusal)
 
     def load(self, named: bool = False, only_read: bool = False) -> tuple[Settings, str]:
         """The settings, and one sentence for the user when the file was not used as it is ("" if it was).
@@ -707,6 +726,8 @@ class SettingsStore:
         (the tray moves it aside, so that it can save the defaults there)."""
         remove_stale_temporaries(self.path)
         pipe = False  # a pipe (``--config <(…)``) is read once: never set aside nor written
+        self._refusal = ""
+        self._seen = self._signature()
         try:
             mode = os.stat(self.path).st_mode  # before opening: a terminal's open can make it ours
             pipe = stat.S_ISFIFO(mode)
@@ -782,6 +803,7 @@ class SettingsStore:
             write_atomically(_free_name(self.path, "kept"), self._keep)
             self._keep = None
         write_atomically(self.path, to_toml(settings).encode("utf-8"))
+        self._seen = self._signature()
 
 
 class SettingsModel:
@@ -791,6 +813,21 @@ class SettingsModel:
         self.current = settings
         self.store = store
         self._listeners: list[tuple[frozenset[str], Callable[[Settings], None]]] = []
+
+    def _beside_elsewhere(self, old: Settings, new: Settings) -> tuple[Settings, str]:
+        """``new``'s changes from ``old`` applied to the file as another program left it (another
+        trayvml, a hand edit adding a push destination): saved whole, a tick of "Start at login"
+        put back every setting as this trayvml had read it. A file that cannot be used now is
+        left to save's refusal."""
+        assert self.store is not None
+        on_disk, _ = self.store.load(only_read=True)
+        if self.store.refuses():
+            return new, ""
+        touched = {
+            f.name: getattr(new, f.name) for f in fields(Settings) if getattr(old, f.name) != getattr(new, f.name)
+        }
+        said = translate("settings", "The settings file {path} had been changed elsewhere: those changes are kept.")
+        return replace(on_disk, **touched), said.format(path=self.store.path)
 
     def on_change(self, keys: str | tuple[str, ...], listener: Callable[[Settings], None]) -> None:
         """Call ``listener(new)`` after a change of any of ``keys`` (field names of Settings), once per
@@ -802,14 +839,21 @@ class SettingsModel:
         self._listeners.append((wanted, listener))
 
     def change(self, settings: Settings) -> str:
-        """Put ``settings`` in force and save them; a sentence when they could not be saved, else ""."""
-        old, self.current = self.current, settings
+        """Put ``settings`` in force and save them; a sentence when they could not be saved, or
+        when the file had been changed elsewhere (its changes are kept beside these), else ""."""
+        old = self.current
         problem = ""
+        if self.store is not None and self.store.changed_elsewhere():
+            settings, problem = self._beside_elsewhere(old, settings)
+        self.current = settings
         if self.store is not None:
             try:
                 self.store.save(settings)
             except (OSError, SettingsError) as error:
-                problem = f"Could not save the settings: {error}"
+                reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+                problem = translate("settings", "Could not save the settings to {path}: {reason}.").format(
+                    path=self.store.path, reason=reason.rstrip(".")
+                )
         changed = {f.name for f in fields(Settings) if getattr(old, f.name) != getattr(settings, f.name)}
         for keys, listener in self._listeners:
             if keys & changed:

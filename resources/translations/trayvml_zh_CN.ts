@@ -4055,6 +4055,14 @@ For {duration} now.</source>
         <source>The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.</source>
         <translation>无法使用设置文件 {path}：{reason}；已将其移为 {aside}，当前使用默认设置。</translation>
     </message>
+    <message>
+        <source>The settings file {path} had been changed elsewhere: those changes are kept.</source>
+        <translation>设置文件 {path} 已在别处被更改：这些更改已保留。</translation>
+    </message>
+    <message>
+        <source>Could not save the settings to {path}: {reason}.</source>
+        <translation>无法将设置保存到 {path}：{reason}。</translation>
+    </message>
 </context>
 <context>
     <name>simulate</name>
