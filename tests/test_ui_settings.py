@@ -473,3 +473,15 @@ def test_settings_chosen_again_while_open_keeps_the_edits_and_a_new_gpu_is_offer
     assert app.settings_dialog is not None and len(app.settings_dialog.gpu_checks) == 2
     qtbot.addWidget(app.settings_dialog)
     app.settings_dialog.reject()
+
+
+def test_every_threshold_field_has_a_name_a_screen_reader_can_say(qtbot, devices) -> None:
+    """46 threshold fields in the rule grids, none with an accessible name: a screen reader said
+    only "edit" for each."""
+    dialog = SettingsDialog(Settings(), devices)
+    qtbot.addWidget(dialog)
+    for grid in (dialog.rule_grid, dialog.override_grid):
+        names = [edit.accessibleName() for _, _, edits in grid.rows.values() for edit in edits.values()]
+        assert names and all(names) and len(set(names)) == len(names)
+    _, _, edits = dialog.rule_grid.rows["temperature"]
+    assert edits["critical_enter"].accessibleName() == "GPU temperature: critical at"

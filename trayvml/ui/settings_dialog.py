@@ -162,6 +162,12 @@ class _RuleGrid(QWidget):
             for name in kind.numbers:
                 edit = QLineEdit()
                 edit.setObjectName(f"{kind.key}.{name}")
+                # What a screen reader says of it: a field in a grid is otherwise only "edit"
+                # ("GPU temperature: warning at, clears below" for a clear threshold).
+                said = _title(name)
+                if name.endswith("_clear"):
+                    said = f"{_title(name.replace('_clear', '_enter'))}, {said} {_clear_word(kind)}".rstrip()
+                edit.setAccessibleName(f"{translate('alerts', kind.label)}: {said}")
                 edit.setMaximumWidth(number_width_px)
                 edit.textChanged.connect(self.changed)
                 edits[name] = edit
