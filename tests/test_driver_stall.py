@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import run_ticks, simulated_source
+from tests.helpers import present, run_ticks, simulated_source
 from tests.ui_helpers import open_menu
 from trayvml.alerts.engine import AlertEngine, AlertSettings
 from trayvml.alerts.rules import RuleSettings
@@ -253,14 +253,16 @@ def test_device_details_show_no_old_reading_while_the_driver_is_stuck(qtbot) -> 
     page = DetailsPage()
     qtbot.addWidget(page)
     page.show_devices(live)
-    gpu = page.topLevelItem(page.topLevelItemCount() - 1)
-    assert gpu is not None
-    readings = gpu.child(gpu.childCount() - 1)
-    shown = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
-    assert shown["Power draw"].endswith(" W")
+    gpu = present(page.topLevelItem(page.topLevelItemCount() - 1))
+    readings = present(gpu.child(gpu.childCount() - 1))
+
+    def shown() -> dict[str, str]:
+        items = [present(readings.child(k)) for k in range(readings.childCount())]
+        return {item.text(0): item.text(1) for item in items}
+
+    assert shown()["Power draw"].endswith(" W")
     page.show_readings(stuck)
-    shown = {readings.child(k).text(0): readings.child(k).text(1) for k in range(readings.childCount())}
-    assert set(shown.values()) == {"GPU driver not responding"}
+    assert set(shown().values()) == {"GPU driver not responding"}
 
 
 def test_the_sampler_thread_quits_while_a_call_is_stuck(qtbot) -> None:
