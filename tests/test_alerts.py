@@ -313,7 +313,8 @@ def test_alerts_follow_their_gpu_when_mig_instances_are_renumbered() -> None:
     # MIG-a destroyed: MIG-b is now GPU 0 and MIG-c GPU 1, still hot.
     outcome = monitor.take(_devices(1, {"MIG-b": 40, "MIG-c": 95}))
     assert [(e.gpu_index, e.gpu_name, e.kind, e.ended) for e in outcome.events] == [(0, "MIG MIG-a", "resolved", GONE)]
-    assert outcome.notices == [] and monitor.engine.active() == 1  # MIG-c's alert goes on, as one
+    (gone,) = outcome.notices  # told on its own: MIG-c's alert goes on, as one
+    assert gone.title.endswith("(the GPU is gone)") and gone.gpus == (0,) and monitor.engine.active() == 1
     assert [n for t in range(2, 10) for n in monitor.take(_devices(t, {"MIG-b": 40, "MIG-c": 95})).notices] == []
     assert monitor.dispatcher.why_not(replace(outcome.events[0], gpu_index=1, rule="temperature")) == "snoozed"
     # MIG-c cools: its alert ends under its new index, and the group's end names both its GPUs.
@@ -326,6 +327,29 @@ def test_alerts_follow_their_gpu_when_mig_instances_are_renumbered() -> None:
     assert notice.resolved and notice.gpus == (0,) and monitor.engine.active() == 0
     assert notice.title == "GPU 0 MIG MIG-b: GPU temperature no longer watched (the GPU is gone)"
     assert notice.body.startswith("Not known to be back to normal: the GPU is no longer there")
+
+
+def test_a_stalled_drivers_samples_end_no_alert_as_gone() -> None:
+    """A stuck driver's samples list no GPUs (Source.sample): taken for GPUs gone, every alert
+    was ended ("no longer watched (the GPU is gone)") and fired again when the driver answered."""
+    monitor = _monitored(only("temperature", hold_s=0, cooldown_s=0))
+    assert monitor.take(_devices(0, {"GPU-a": 95, "GPU-b": 40})).notices
+    stalled = replace(_devices(1, {}), gpus=(), devices=())
+    for t in range(1, 30):
+        assert monitor.take(replace(stalled, timestamp_s=t, monotonic_s=t)).events == []
+    assert monitor.engine.active() == 1
+    assert monitor.take(_devices(30, {"GPU-a": 95, "GPU-b": 40})).events == []  # the same alert, going on
+
+
+def test_a_gone_gpu_leaves_its_group_and_the_rest_end_back_to_normal() -> None:
+    """Two instances hot in one notification, one destroyed, the other cooling: the group's end
+    said "the GPU is gone" of the one back to normal, and the destroyed one's end was never told."""
+    monitor = _monitored(only("temperature", hold_s=0, cooldown_s=0))
+    monitor.take(_devices(0, {"MIG-a": 95, "MIG-c": 95}))
+    (gone,) = monitor.take(_devices(1, {"MIG-c": 95})).notices
+    assert gone.title == "GPU 0 MIG MIG-a: GPU temperature no longer watched (the GPU is gone)" and gone.gpus == (0,)
+    (back,) = monitor.take(_devices(2, {"MIG-c": 40})).notices
+    assert back.resolved and back.title == "GPU 0 MIG MIG-c: GPU temperature back to normal"
 
 
 def test_a_job_is_finished_after_an_unbroken_idle_spell_only() -> None:

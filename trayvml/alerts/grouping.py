@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts.dispatch import Outgoing
-from trayvml.alerts.rules import RULE_BY_KEY, AlertEvent, ThresholdRule, ended_body, ended_message
+from trayvml.alerts.rules import GONE, RULE_BY_KEY, AlertEvent, ThresholdRule, ended_body, ended_message
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.sample import renumbered
@@ -170,6 +170,12 @@ class Grouper:
                         self._remember(key, (event.gpu_index,))
                     continue
                 group.firing.discard(event.gpu_index)
+                if event.ended == GONE and group.firing:
+                    # Its GPU gone, the others still firing: its end is its own (it made the
+                    # group's later end say "gone" of a GPU back to normal).
+                    group.members.pop(event.gpu_index, None)
+                    notices.append(replace_key(notice_for(outgoing), (event.gpu_index, event.rule)))
+                    continue
                 group.ended = group.ended or event.ended
                 if not group.firing and key not in ended:
                     ended.append(key)

@@ -90,6 +90,7 @@ class Monitor:
         self._past_due = False  # a history was made (or made anew) with no sample kept: its past comes with the next
         self._filling = False  # a history is being filled elsewhere (start_history): no sample kept goes
         self.latest: Sample | None = None
+        self._listed: Sample | None = None  # the last sample that listed GPUs (renumbering is told against it)
         self._processes_on_demand = processes_on_demand
         # Per GPU: its last sample while it answered, when, and its facts (a lost GPU's body names them).
         self._last_seen: dict[int, tuple[GpuSample, float, DeviceInfo]] = {}
@@ -207,9 +208,14 @@ class Monitor:
             before = self.latest
             step_s = clock_step_s(before.timestamp_s, before.monotonic_s, sample.timestamp_s, sample.monotonic_s)
             self._clock_set(step_s, sample.timestamp_s)
-            moves = renumbering(before.devices, sample.devices)
+        # Against the last sample that listed GPUs: a stalled driver's samples list none, and its
+        # GPUs are not gone (each alert was ended as gone, then fired again when it answered).
+        if self._listed is not None and sample.devices:
+            moves = renumbering(self._listed.devices, sample.devices)
             if moves:
-                gone = self._renumber(moves, before, sample.timestamp_s)
+                gone = self._renumber(moves, self._listed, sample.timestamp_s)
+        if sample.devices:
+            self._listed = sample
         self.latest = sample
         self._remember(sample)
         if self._past is not None:
