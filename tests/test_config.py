@@ -596,6 +596,18 @@ def test_a_change_keeps_what_another_program_changed_in_the_file(tmp_path: Path)
     assert model.change(replace(model.current, notifications=False)) == ""  # its own write is not another's
 
 
+def test_a_broken_file_moved_aside_is_not_taken_for_a_change_elsewhere(tmp_path: Path) -> None:
+    """A broken settings file is moved aside at start: the first change after said the file had
+    been changed elsewhere (its signature was taken before the move)."""
+    path = tmp_path / "config.toml"
+    path.write_text("sampling_interval_s = [\n")
+    store = config.SettingsStore(path)
+    settings, said = store.load()
+    assert "moved to" in said and not path.exists()
+    model = config.SettingsModel(settings, store)
+    assert model.change(replace(model.current, notifications=False)) == ""
+
+
 # ---- version 3: a rule left at its former default takes today's ----
 FORMER_MEMORY = (
     "version = 2\n[alerts.memory_used]\nenabled = true\nwarning_enter = 90.0\nwarning_clear = 85.0\n"

@@ -152,3 +152,18 @@ def test_two_starts_close_together_make_one_instance(qtbot, tmp_path: Path) -> N
     again, other = claim(name, wait_s=0.3)  # the first quit: the next start runs
     assert again is not None and other == ""
     release(again)
+
+
+def test_a_trayvml_from_before_the_lock_is_asked_to_show_itself(qtbot, tmp_path: Path) -> None:
+    """A trayvml started before the lock came holds none: the next start took the free lock, and
+    listening removed the running one's socket (two trays)."""
+    from trayvml.ui.instance import ANSWERED, claim
+
+    name = str(tmp_path / "instance-a")
+    shown: list[int] = []
+    server = listen(name, lambda: shown.append(1))  # listening, no lock taken
+    try:
+        assert claim(name, wait_s=0.3) == (None, ANSWERED)
+        qtbot.waitUntil(lambda: shown == [1])
+    finally:
+        server.close()

@@ -778,6 +778,7 @@ class SettingsStore:
         aside = _free_name(self.path, "corrupt")
         try:
             os.replace(self.path, aside)
+            self._seen = self._signature()  # none there now: a file there later is another program's
         except OSError as error:
             self._refusal = translate(
                 "settings", "The settings file {path} could not be used or set aside, so it is not overwritten"

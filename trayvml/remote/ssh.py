@@ -164,11 +164,12 @@ def ssh_command(host: str, user: str, port: int | None, interval_s: float, confi
         "ServerAliveCountMax=3",
         # What the user's config sets up for their own sessions is not for this one, open all day:
         # no forwarding (a LocalForward taken from their next ssh, their agent on a shared box), no
-        # remote command or terminal in place of the script, and never the master of a multiplexed
+        # terminal or local command, and never the master of a multiplexed
         # connection (ending trayvml's ssh ended the user's sessions through it; ControlPersist left
         # it running). A master of the user's own is used.
         *("-o", "ClearAllForwardings=yes", "-o", "ForwardAgent=no", "-o", "ForwardX11=no"),
-        *("-o", "RemoteCommand=none", "-o", "RequestTTY=no", "-o", "PermitLocalCommand=no"),
+        # (Not RemoteCommand=none: an OpenSSH before 7.6 refuses the option, and every host with it.)
+        *("-o", "RequestTTY=no", "-o", "PermitLocalCommand=no"),
         *("-o", "ControlMaster=no", "-o", "ControlPersist=no"),
     ]
     if config:

@@ -140,6 +140,9 @@ def claim(name: str, wait_s: float = START_WAIT_S) -> tuple[int | None, str]:
         except BlockingIOError:
             os.close(lock)
         else:
+            if already_running(name):  # one started before there was a lock holds none
+                os.close(lock)
+                return None, ANSWERED
             return lock, ""
         if already_running(name):
             return None, ANSWERED
