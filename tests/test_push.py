@@ -340,19 +340,40 @@ def test_a_try_that_never_returns_is_given_up_on_and_said() -> None:
         if len(tries) == 1:
             hang.wait(60)
 
-    notifier = push([PushDestination("webhook", url="http://x.invalid/")], send=stuck, timeout_s=0.5, attempts=1)
+    notifier = push([PushDestination("webhook", url="http://x.invalid/")], send=stuck, timeout_s=0.5, backoff_s=0)
     try:
         notifier.notify(CRITICAL_NOTICE)
         wait_idle(notifier)
         assert notifier.problems() == [
             "Alerts could not be pushed to webhook x.invalid: it did not answer within 0.5 s"
         ]
+        assert len(tries) == 1  # not tried again beside it: it may still arrive (a slow SMTP server got two)
         notifier.notify(WARNING_NOTICE)
         wait_idle(notifier)
         assert len(tries) == 2 and notifier.statuses[0].sent == 1 and notifier.problems() == []
     finally:
         hang.set()
         notifier.close()
+
+
+def test_a_try_given_up_on_still_goes_out_before_the_next_message() -> None:
+    """A try given up on goes on on its own thread: the next message's try ran beside it, and
+    overtook it (a resolution arrived before the alert it ends)."""
+    arrived: list[str] = []
+
+    def slow_first(destination: PushDestination, message: Message, timeout_s: float) -> None:
+        if not arrived and message.title.startswith("gpubox: GPUs 0–3"):
+            time.sleep(2.8)  # past the timeout and its margin: given up on, and then it arrives
+        arrived.append(message.title)
+
+    notifier = push([PushDestination("webhook", url="http://x.invalid/")], send=slow_first, timeout_s=0.3)
+    try:
+        notifier.notify(CRITICAL_NOTICE)
+        notifier.notify(WARNING_NOTICE)
+        wait_idle(notifier)
+    finally:
+        notifier.close()
+    assert arrived == ["gpubox: GPUs 0–3: temperature ≥ 90 °C", "gpubox: GPU 1: memory used ≥ 90 %"]
 
 
 @pytest.mark.parametrize(

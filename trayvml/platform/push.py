@@ -381,6 +381,7 @@ class PushNotifier:
         self._lock = threading.Condition()
         self._closing = threading.Event()
         self._busy = [False] * len(self.destinations)
+        self._tries: list[threading.Thread | None] = [None] * len(self.destinations)  # each one's last try
         # By destination: an earlier notifier's and its index there, whose message in flight goes first.
         self._after: dict[int, tuple[PushNotifier, int]] = {}
         self._status_lock = threading.Lock()  # the status file, written by every destination's thread
@@ -489,7 +490,7 @@ class PushNotifier:
             if attempt and (self._closing.is_set() or self._clock.wait_s(wait_s, self._closing)):
                 break
             try:
-                self._attempt(destination, message)
+                self._attempt(index, message)
             except DeliveryError as error:
                 reason = redact(str(error), destination)
                 if not error.retry:
@@ -512,10 +513,16 @@ class PushNotifier:
             log.warning("push: alerts could not be pushed to %s: %s", status.name, reason)
         self._save_status()
 
-    def _attempt(self, destination: PushDestination, message: Message) -> None:
+    def _attempt(self, index: int, message: Message) -> None:
         """One try, given up on after the timeout and a little more in all: the socket's timeout
         bounds neither a name's look-up (a DNS server away) nor an SMTP server's lines that keep
-        coming. The try itself goes on on its own thread until the system gives up on it."""
+        coming. The try itself goes on on its own thread until the system gives up on it, so one
+        given up on is not tried again (it may still arrive: a slow SMTP server got it twice), and
+        the next message's try waits for it a while (a resolution overtook its alert)."""
+        destination = self.destinations[index]
+        before = self._tries[index]
+        if before is not None:
+            before.join(self._timeout_s * self._attempts)
         outcome: list[Exception | None] = []
 
         def attempt() -> None:
@@ -529,10 +536,11 @@ class PushNotifier:
         sender = threading.current_thread()  # the destination's: its try is named after it
         worker = threading.Thread(target=attempt, name=f"{sender.name} try ({sender.ident})", daemon=True)
         worker.start()
+        self._tries[index] = worker
         worker.join(self._timeout_s + ATTEMPT_MARGIN_S)
         if not outcome:
             late = translate("push", "it did not answer within {seconds:g} s")
-            raise DeliveryError(late.format(seconds=self._timeout_s))
+            raise DeliveryError(late.format(seconds=self._timeout_s), retry=False)
         error = outcome[0]
         if isinstance(error, DeliveryError):
             raise error
