@@ -254,6 +254,42 @@ def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gp
     assert table.isColumnHidden(HEADERS.index("Unit")) and table.isColumnHidden(HEADERS.index("Session"))
 
 
+def test_the_job_tree_keeps_two_users_sessions_of_one_name_apart(qtbot) -> None:
+    """Alice's and bob's "tmux default" (tmux's name for almost everyone's session) were one row,
+    its GPU time and energy one user's."""
+    from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
+    from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
+    from trayvml.monitor.users import UserUsage
+    from trayvml.ui.processes import ProcessesTab
+
+    tmux = Attribution(session="tmux default", job="tmux default", job_kind="session", root_pid=1)
+
+    def sample(t_s: float) -> Sample:
+        values = [0.0] * len(GPU_METRICS)
+        values[GPU_INDEX["power_draw_w"]] = 100.0
+        procs = tuple(
+            replace(ProcessSample(0, pid, "compute", 1e9, "python", user, sm_util_percent=sm), attribution=tmux)
+            for pid, user, sm in ((20, "alice", 50.0), (30, "bob", 10.0))
+        )
+        gpu = GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), procs)
+        return Sample(t_s, (gpu,), (DeviceInfo(0, "GPU", "GPU-0"),), None, None)
+
+    tab = ProcessesTab()
+    qtbot.addWidget(tab)
+    tab.users = UserUsage()
+    for t_s in (1000.0, 1010.0):
+        tab.users.update(sample(t_s))
+        tab.update_processes(sample(t_s))
+    tab.group_box.setChecked(True)
+    header = present(tab.tree.headerItem())
+    columns = [header.text(c) for c in range(tab.tree.columnCount())]
+    items = [present(tab.tree.topLevelItem(k)) for k in range(tab.tree.topLevelItemCount())]
+    rows = sorted(
+        (item.text(0), item.text(columns.index("User")), item.text(columns.index("GPU time"))) for item in items
+    )
+    assert rows == [("terminal session tmux default", "alice", "5 s"), ("terminal session tmux default", "bob", "1 s")]
+
+
 def _many(lib, count: int, first_pid: int = 5000):
     """GPU 0 runs ``count`` compute processes (PIDs from ``first_pid``), whatever the scenario says."""
     from trayvml.nvml.sim.scenarios import SimProcess

@@ -458,7 +458,7 @@ USER_HEADERS = (
 )
 
 
-JOB_KEY_ROLE = Qt.ItemDataRole.UserRole  # a job item's job text
+JOB_KEY_ROLE = Qt.ItemDataRole.UserRole  # a job item's "user\0job text"
 PROCESS_KEY_ROLE = Qt.ItemDataRole.UserRole + 1  # a process item's (PID, GPU index)
 
 
@@ -650,12 +650,14 @@ class ProcessesTab(QWidget):
     def _fill_tree(self) -> None:
         """Rebuilt from the latest lists (read every few seconds): one item per job, its processes beneath."""
         model, energy = self.processes, self.processes.energy
+        # By its user's job: "tmux default" is almost everyone's session (one row, one user's energy).
         jobs: dict[str, list[ProcessSample]] = {}
         for process in model.current:
             if not process.unseen:  # counted in the line below instead
-                jobs.setdefault(job_text(process), []).append(process)
+                jobs.setdefault(f"{process.user}\0{job_text(process)}", []).append(process)
         items = [self.tree.topLevelItem(k) for k in range(self.tree.topLevelItemCount())]
-        self._expanded = {item.text(0) for item in items if item is not None and item.isExpanded()} or self._expanded
+        opened = {item.data(0, JOB_KEY_ROLE) for item in items if item is not None and item.isExpanded()}
+        self._expanded = opened or self._expanded
         # Rebuilt every few seconds: what the user selected and where they scrolled stay.
         chosen = self.tree.selectedItems()
         chosen_key = _item_key(chosen[0]) if chosen else None
@@ -676,7 +678,8 @@ class ProcessesTab(QWidget):
         ordered = sorted(
             jobs.items(), key=lambda item: -memory_of(item[1]) if not math.isnan(memory_of(item[1])) else 1.0
         )
-        for name, procs in ordered:
+        for key, procs in ordered:
+            name = key.partition("\0")[2]
             sm = [p.sm_util_percent for p in procs]
             runtimes = [self._runtime_s(p) for p in procs]
             known_runtimes = [r for r in runtimes if not math.isnan(r)]
@@ -693,7 +696,7 @@ class ProcessesTab(QWidget):
                     format_duration(max(known_runtimes), "min") if known_runtimes else "–",
                 ]
             )
-            top.setData(0, JOB_KEY_ROLE, name)
+            top.setData(0, JOB_KEY_ROLE, key)
             for process, runtime in zip(procs, runtimes, strict=True):
                 known = energy is not None and not math.isnan(energy.since_start_wh(process.gpu_index))
                 child = QTreeWidgetItem(
@@ -711,7 +714,7 @@ class ProcessesTab(QWidget):
                 )
                 child.setData(0, PROCESS_KEY_ROLE, _process_key(process))
             self.tree.addTopLevelItem(top)
-            top.setExpanded(name in self._expanded or len(jobs) <= 3)
+            top.setExpanded(key in self._expanded or len(jobs) <= 3)
             for item in (top, *(top.child(k) for k in range(top.childCount()))):
                 if item is not None and chosen_key is not None and _item_key(item) == chosen_key:
                     item.setSelected(True)
