@@ -202,3 +202,43 @@ def test_values_too_big_to_add_up_and_gpus_of_one_value_or_none_read_by_the_layo
         scaled = float(big) * 100  # a fraction served: infinite as a percentage, which is no value
         utilization = sample.gpus[1].value("utilization_gpu_percent")
         assert utilization == scaled if math.isfinite(scaled) else math.isnan(utilization)
+
+
+def dcgm_mig_exposition(tensor: float = 0.5) -> str:
+    """dcgm-exporter on a board in MIG mode (GPU 0: a 3g.40gb and a 2g.20gb instance) beside a whole
+    GPU 1, each series' labels as its internal/pkg/rendermetrics template writes them: the board's
+    gpu and UUID, GPU_I_PROFILE and GPU_I_ID where the series is an instance's."""
+    board = 'gpu="0",UUID="GPU-b0a2",pci_bus_id="00000000:19:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3"'
+    whole = 'gpu="1",UUID="GPU-c1d3",pci_bus_id="00000000:3B:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3"'
+    series = [
+        (board + ',GPU_I_PROFILE="3g.40gb",GPU_I_ID="2"', {"FB_USED": 30000, "FB_FREE": 10000, "TEMP": 51}),
+        (board + ',GPU_I_PROFILE="2g.20gb",GPU_I_ID="4"', {"FB_USED": 1000, "FB_FREE": 19000, "TEMP": 51}),
+        (whole, {"FB_USED": 70000, "FB_FREE": 11000, "TEMP": 64}),
+    ]
+    rows = {"DCGM_FI_DEV_FB_USED": "FB_USED", "DCGM_FI_DEV_FB_FREE": "FB_FREE", "DCGM_FI_DEV_GPU_TEMP": "TEMP"}
+    out = []
+    for name, field in rows.items():
+        out += [f"# HELP {name} from etc/default-counters.csv", f"# TYPE {name} gauge"]
+        out += [f'{name}{{{labels},hostname="dgx-02"}} {values[field]}' for labels, values in series]
+    out += ["# HELP DCGM_FI_PROF_PIPE_TENSOR_ACTIVE ratio", "# TYPE DCGM_FI_PROF_PIPE_TENSOR_ACTIVE gauge"]
+    out += [f'DCGM_FI_PROF_PIPE_TENSOR_ACTIVE{{{labels},hostname="dgx-02"}} {tensor}' for labels, _ in series]
+    return "\n".join(out) + "\n"
+
+
+def test_dcgm_exporters_mig_instances_are_devices_of_their_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A board's MIG instances share its UUID and index in dcgm-exporter's series: keyed by them,
+    each instance overwrote the one before, and the last one's memory was shown as the board's."""
+    reads = Reads(monkeypatch)
+    (sample,), _ = reads.read(dcgm_mig_exposition())
+    shown = [(d.index, d.name, d.mig_parent_index, d.gpu_instance_id) for d in sample.devices]
+    assert shown == [
+        (1, "NVIDIA H100 80GB HBM3", -1, -1),
+        (2, "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 0, 2),
+        (3, "NVIDIA H100 80GB HBM3 MIG 2g.20gb", 0, 4),
+    ]
+    assert [g.index for g in sample.gpus] == [1, 2, 3] and len({d.uuid for d in sample.devices}) == 3
+    assert [g.value("memory_used_bytes") / 2**20 for g in sample.gpus] == [70000, 30000, 1000]
+    assert [g.value("tensor_activity_percent") for g in sample.gpus] == [50.0] * 3  # DCP ratios, in %
+    (again,), by_layout = reads.read(dcgm_mig_exposition(tensor=0.25))
+    assert by_layout and [g.value("tensor_activity_percent") for g in again.gpus] == [25.0] * 3
+    assert [g.value("memory_used_bytes") / 2**20 for g in again.gpus] == [70000, 30000, 1000]

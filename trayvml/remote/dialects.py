@@ -62,6 +62,10 @@ class Dialect:
     host: Mapping[str, tuple[str, float]] = field(default_factory=dict)
     uuid_label: str = "uuid"
     index_label: str = "index"
+    # A MIG instance's series carry its board's UUID and index, and these (dcgm-exporter's
+    # GPU_I_ID, GPU_I_PROFILE): each instance is a device of its own, as this machine's reader makes it.
+    instance_label: str = ""
+    profile_label: str = ""
     name_label: str = ""
     host_labels: tuple[str, ...] = ("hostname",)  # the first present names the host
     info: str = ""  # a series whose labels (index, name, driver, PCI bus id) belong to every GPU of that uuid
@@ -143,9 +147,21 @@ DCGM = Dialect(
         "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("remapped_rows_failure", 1.0),
         "DCGM_FI_PROF_PCIE_TX_BYTES": ("pcie_tx_bytes_per_s", 1.0),  # bytes per second (profiling field)
         "DCGM_FI_PROF_PCIE_RX_BYTES": ("pcie_rx_bytes_per_s", 1.0),
+        # The profiling (DCP) ratios, 0-1: the counters GPM reads (dcgm-exporter's default-counters.csv
+        # serves the tensor and DRAM ones; the rest where a user's counters file asks). A MIG
+        # instance's activity is told by these, where DCGM_FI_DEV_GPU_UTIL is not served.
+        "DCGM_FI_PROF_SM_ACTIVE": ("sm_activity_percent", 100.0),
+        "DCGM_FI_PROF_SM_OCCUPANCY": ("sm_occupancy_percent", 100.0),
+        "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("tensor_activity_percent", 100.0),
+        "DCGM_FI_PROF_DRAM_ACTIVE": ("dram_bandwidth_percent", 100.0),
+        "DCGM_FI_PROF_PIPE_FP64_ACTIVE": ("fp64_activity_percent", 100.0),
+        "DCGM_FI_PROF_PIPE_FP32_ACTIVE": ("fp32_activity_percent", 100.0),
+        "DCGM_FI_PROF_PIPE_FP16_ACTIVE": ("fp16_activity_percent", 100.0),
     },
     uuid_label="UUID",
     index_label="gpu",
+    instance_label="GPU_I_ID",  # its render_metrics.go template: only where MigProfile is set
+    profile_label="GPU_I_PROFILE",
     name_label="modelName",
     host_labels=("hostname", "Hostname"),  # renamed from Hostname in 2026; either may come
     driver_label="DCGM_FI_DRIVER_VERSION",
@@ -259,6 +275,8 @@ class _Gpu:
     values: dict[str, float] = field(default_factory=dict)
     processes: list[ProcessSample] = field(default_factory=list)
     identified: bool = False  # index, name, PCI bus id and driver taken from its labels
+    parent_index: int = -1  # a MIG instance's board; -1: a whole GPU
+    instance_id: int = -1  # a MIG instance's GPU instance id
     state: str = ""  # prom_names.GPU_LOST, GPU_ASLEEP or GPU_RESTING where its exporter says so
 
 
@@ -492,8 +510,11 @@ def _read(
         if known is not None or name == dialect.info:
             uuid = labels.get(uuid_label, "")
             if uuid:  # the common case first: one GPU metric
+                # Each MIG instance of a board apart: by its board's UUID alone, they overwrote each other.
+                instance = labels.get(dialect.instance_label, "") if dialect.instance_label else ""
+                key = f"{uuid}/{instance}" if instance else uuid
                 host = host_of(labels)
-                gpu = host.gpu(uuid)
+                gpu = host.gpu(key)
                 if not gpu.identified:
                     # Identity, once a read: the series' own labels, else those of the info series of that uuid.
                     facts = {**info_by_uuid.get(uuid, {}), **labels}
@@ -502,10 +523,12 @@ def _read(
                     gpu.pci_bus_id = facts.get(dialect.pci_label, "")
                     gpu.driver = facts.get(dialect.driver_label, "")
                     gpu.state = facts.get(dialect.state_label, "") if dialect.state_label else ""
+                    if instance:
+                        _identify_instance(gpu, instance, facts.get(dialect.profile_label, ""))
                     gpu.identified = True
                 if known is not None:
                     if record:
-                        route_of[i] = _Route(GPU_VALUE, host.name, uuid, known[0], known[1])
+                        route_of[i] = _Route(GPU_VALUE, host.name, key, known[0], known[1])
                     scaled = value * known[1]
                     if math.isfinite(scaled):  # (1e308 MiB: infinite in bytes)
                         gpu.values[known[0]] = scaled
@@ -562,6 +585,17 @@ def _read(
         routes += route_of
 
 
+def _identify_instance(gpu: _Gpu, instance: str, profile: str) -> None:
+    """``gpu``, read from its board's labels, made the board's MIG instance ``instance`` (numbered
+    after the whole GPUs, _HostShape) named by its profile where told ("<<<NULL>>>" where DCGM could
+    not read it: not a name)."""
+    gpu.parent_index, gpu.index = gpu.index, -1
+    gpu.instance_id = _index(instance)
+    profile = shorten(clean(profile))
+    if profile and "<" not in profile:
+        gpu.name = f"{gpu.name} MIG {profile}"
+
+
 def served_job(job: str, kind: str, name: str = "") -> Attribution | None:
     """The attribution ``trayvml serve`` names (its job, which kind it is, a Slurm job's name);
     None where the kind is none trayvml knows: a job is not guessed from words it cannot read."""
@@ -614,8 +648,18 @@ class _HostShape:
 
     def __init__(self, host: _Host, kind: str, url: str):
         self.name, self.kind, self.url = host.name, kind, url
-        self.gpus = sorted(host.gpus.values(), key=lambda g: (g.index < 0, g.index, g.uuid))
-        self.indices = [gpu.index if gpu.index >= 0 else position for position, gpu in enumerate(self.gpus)]
+        whole = sorted(
+            (g for g in host.gpus.values() if g.parent_index < 0), key=lambda g: (g.index < 0, g.index, g.uuid)
+        )
+        instances = sorted(
+            (g for g in host.gpus.values() if g.parent_index >= 0),
+            key=lambda g: (g.parent_index, g.instance_id, g.uuid),
+        )
+        self.gpus = whole + instances
+        self.indices = [gpu.index if gpu.index >= 0 else position for position, gpu in enumerate(whole)]
+        # MIG instances after every GPU and board, as this machine's reader numbers them.
+        first = max([*self.indices, *(g.parent_index for g in instances)], default=-1) + 1
+        self.indices += range(first, first + len(instances))
         self.down, self.simulation, self.jobs = host.down, host.simulation, host.jobs
         driver = next((g.driver for g in self.gpus if g.driver), host.driver)
         self.system = SystemInfo(
@@ -690,6 +734,8 @@ class _HostShape:
                     uuid=gpu.uuid,
                     pci_bus_id=gpu.pci_bus_id,
                     memory_total_bytes=memory_total_bytes,
+                    mig_parent_index=gpu.parent_index,
+                    gpu_instance_id=gpu.instance_id,
                 )
             devices.append(device)
         host_sample = None
