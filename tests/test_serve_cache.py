@@ -223,3 +223,42 @@ def test_a_name_filter_answers_the_families_named_and_only_those() -> None:
     assert names == set(wanted), text
     gpus = len(sample.gpus)
     assert sum(line.startswith("trayvml_gpu_power_watts{") for line in text.splitlines()) == gpus
+
+
+def test_head_another_path_and_a_refused_gzip_are_answered_as_http_says() -> None:
+    """prometheus-client's app answered HEAD with 405, every path with the metrics (a typo'd
+    scrape path looked like a good target), and gzip where "gzip;q=0" refused it."""
+    from trayvml.prometheus.exposition import gzip_wanted
+
+    sample = _samples()[-1]
+    exporter = Exporter(lambda: sample, "127.0.0.1", 0)
+    try:
+        url = exporter.server.url
+        with urllib.request.urlopen(url, timeout=5) as answer:
+            length = len(answer.read())
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=5) as answer:
+            assert answer.status == 200 and answer.read() == b""
+            assert int(answer.headers["Content-Length"]) == length
+        with pytest.raises(urllib.error.HTTPError) as missing:
+            urllib.request.urlopen(url.replace("/metrics", "/metrcs"), timeout=5)
+        assert missing.value.code == 404 and b"/metrics" in missing.value.read()
+        missing.value.close()
+        request = urllib.request.Request(url, headers={"Accept-Encoding": "gzip;q=0, identity"})
+        with urllib.request.urlopen(request, timeout=5) as answer:
+            assert answer.headers.get("Content-Encoding") is None and len(answer.read()) == length
+    finally:
+        exporter.close()
+    said = {
+        header: gzip_wanted(header)
+        for header in ("gzip", "GZIP; q=0.5", "br, gzip;q=1.0", "gzip;q=0", "gzip;q=0.000", "identity", "", "gzip;q=x")
+    }
+    assert said == {
+        "gzip": True,
+        "GZIP; q=0.5": True,
+        "br, gzip;q=1.0": True,
+        "gzip;q=0": False,
+        "gzip;q=0.000": False,
+        "identity": False,
+        "": False,
+        "gzip;q=x": False,
+    }

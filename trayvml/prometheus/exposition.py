@@ -25,7 +25,7 @@ from wsgiref.simple_server import ServerHandler, WSGIRequestHandler, make_server
 
 from prometheus_client import CollectorRegistry, make_wsgi_app
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, InfoMetricFamily
-from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder, gzip_accepted
+from prometheus_client.exposition import ThreadingWSGIServer, choose_encoder
 from prometheus_client.metrics_core import Metric as PromMetric
 from prometheus_client.registry import Collector
 from prometheus_client.utils import floatToGoString
@@ -367,6 +367,26 @@ class SampleCollector(Collector):
 
 
 _GZIPPED = [("Content-Encoding", "gzip")]
+METRICS_PATHS = frozenset({"/metrics", "/"})
+NOT_FOUND = b"Not found: the metrics are at /metrics.\n"
+
+
+def gzip_wanted(accept_encoding: str) -> bool:
+    """Whether an Accept-Encoding header asks for gzip: named with a quality above 0 (RFC 9110
+    12.5.3). prometheus-client's gzip_accepted took "gzip;q=0", which refuses it, for a yes."""
+    for part in accept_encoding.split(","):
+        coding, *params = (piece.strip() for piece in part.split(";"))
+        if coding.lower() != "gzip":
+            continue
+        for param in params:
+            name, _, value = param.partition("=")
+            if name.strip().lower() == "q":
+                try:
+                    return float(value) > 0
+                except ValueError:
+                    return False
+        return True
+    return False
 GZIP_LEVEL = 6  # prometheus-client compresses at 9: 3 times the CPU for a body 3 % smaller
 
 
@@ -377,15 +397,20 @@ def cached_app(collector: SampleCollector, registry: CollectorRegistry) -> Calla
     app = make_wsgi_app(registry)
 
     def cached(environ: dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        query = environ.get("QUERY_STRING", "")
-        if environ["REQUEST_METHOD"] != "GET" or environ["PATH_INFO"] == "/favicon.ico" or "name" in query:
+        # The metrics at /metrics (and /, for whoever scrapes that); any other path is not found,
+        # where prometheus-client's app answered every one (a typo'd path looked like a good target).
+        if environ["PATH_INFO"] not in METRICS_PATHS:
+            start_response("404 Not Found", [("Content-Type", "text/plain; charset=utf-8")])
+            return [NOT_FOUND]
+        method, query = environ["REQUEST_METHOD"], environ.get("QUERY_STRING", "")
+        if method not in ("GET", "HEAD") or "name" in query:
             return app(environ, start_response)
         encoder, content_type = choose_encoder(environ.get("HTTP_ACCEPT", ""))
-        gzipped = gzip_accepted(environ.get("HTTP_ACCEPT_ENCODING", ""))
-        headers = [("Content-Type", content_type), *_GZIPPED[:gzipped]]
+        gzipped = gzip_wanted(environ.get("HTTP_ACCEPT_ENCODING", ""))
         body = collector.payload(content_type, encoder, gzipped)
+        headers = [("Content-Type", content_type), *_GZIPPED[:gzipped], ("Content-Length", str(len(body)))]
         start_response("200 OK", headers)
-        return [body]
+        return [] if method == "HEAD" else [body]  # HEAD: what GET would say, without the body (405 before)
 
     return cached
 
