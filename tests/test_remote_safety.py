@@ -486,6 +486,27 @@ def test_a_remote_value_not_finite_once_scaled_is_no_value_and_the_json_stays_js
         assert [math.isnan(p.used_memory_bytes) for p in sample.gpus[0].processes] == [True]
 
 
+def test_a_huge_finite_remote_value_is_said_in_a_few_digits(remote: FakeRemote) -> None:
+    """A value no GPU has but finite (1e300 °C, 1e250 MiB): the tooltip and menu printed it with
+    all its 300 digits, the line running off the screen."""
+    from trayvml.core.formatting import format_precise
+    from trayvml.core.lines import gpu_lines
+    from trayvml.core.metrics import GPU_METRIC_BY_KEY
+
+    labels = 'gpu="0",UUID="GPU-1",modelName="NVIDIA H100",Hostname="dgx-01"'
+    remote.body = (
+        f"DCGM_FI_DEV_GPU_TEMP{{{labels}}} 1e300\n"
+        f"DCGM_FI_DEV_POWER_USAGE{{{labels}}} 3e200\n"
+        f"DCGM_FI_DEV_FB_USED{{{labels}}} 1e250\n"
+        f"DCGM_FI_DEV_FB_FREE{{{labels}}} 1000\n"
+    ).encode()
+    (sample,) = read(parse_endpoint(remote.url + "/metrics"), 2.0, time.time())
+    (line,) = gpu_lines(sample)
+    assert len(line) < 120 and "1e+300 °C" in line, line
+    said = format_precise(GPU_METRIC_BY_KEY["power_draw_w"], sample.gpus[0].value("power_draw_w"))
+    assert said == "3e+200 W"
+
+
 def test_an_exporters_series_stamped_a_day_ago_are_a_day_old_not_current(remote: FakeRemote) -> None:
     """A /federate address, or a file of metrics written once, serves each series with the time it
     was read: a day ago here. They were shown as read now (values_age_s 0)."""

@@ -8,7 +8,7 @@ import math
 from trayvml.core.i18n import translate
 from trayvml.core.metrics import CLOCK_EVENT_REASONS, Metric, SmiField
 from trayvml.core.static_fields import StaticField
-from trayvml.core.units import GIB, KIB, MIB, Unit, format_bytes
+from trayvml.core.units import GIB, KIB, MIB, Unit, fixed, format_bytes
 
 
 def clock_event_reason_names(bitmask: int) -> list[str]:
@@ -30,31 +30,31 @@ def format_value(metric: Metric, value: float) -> str:
         return "–"
     unit = metric.unit
     if unit is Unit.PERCENT:
-        return f"{whole_percent(value):.0f} %"
+        return f"{fixed(whole_percent(value))} %"
     if unit is Unit.BYTES:
         return format_bytes(value)
     if unit is Unit.BYTES_PER_S:
         return format_bytes(value) + "/s"
     if unit is Unit.CELSIUS:
-        return f"{value:.0f} °C"
+        return f"{fixed(value)} °C"
     if unit is Unit.WATTS:
-        return f"{value:.0f} W"
+        return f"{fixed(value)} W"
     if unit is Unit.JOULES:
-        return f"{value / 1000:.1f} kJ" if value >= 10_000 else f"{value:.0f} J"
+        return f"{fixed(value / 1000, 1)} kJ" if value >= 10_000 else f"{value:.0f} J"
     if unit is Unit.MHZ:
-        return f"{value:.0f} MHz"
+        return f"{fixed(value)} MHz"
     if unit is Unit.PSTATE:
-        return f"P{value:.0f}"
+        return f"P{fixed(value)}"
     if unit is Unit.BITMASK:
         names = clock_event_reason_names(int(value))
         return ", ".join(names) if names else "none"
     if unit is Unit.FLAG:
         return "yes" if value else "no"
     if unit is Unit.PCIE_GEN:
-        return f"Gen {value:.0f}"
+        return f"Gen {fixed(value)}"
     if unit is Unit.LANES:
-        return f"x{value:.0f}"
-    return f"{value:.0f}"
+        return f"x{fixed(value)}"
+    return fixed(value)
 
 
 # Decimals of a precise reading (the hover readout, the device details): one count per unit,
@@ -75,13 +75,13 @@ def format_precise(metric: Metric, value: float) -> str:
         suffix = "/s" if unit is Unit.BYTES_PER_S else ""
         for size, name in ((GIB, "GiB"), (MIB, "MiB"), (KIB, "KiB")):
             if abs(value) >= size:
-                return f"{value / size:.{PRECISE_BYTES_DECIMALS}f} {name}{suffix}"
+                return f"{fixed(value / size, PRECISE_BYTES_DECIMALS)} {name}{suffix}"
         return f"{value:.0f} B{suffix}"
     if unit is Unit.JOULES and abs(value) >= 1e6:  # a driver loaded for days has used many MJ
-        return f"{value / 1e6:.{PRECISE_MEGAJOULES_DECIMALS}f} MJ"
+        return f"{fixed(value / 1e6, PRECISE_MEGAJOULES_DECIMALS)} MJ"
     if unit in PRECISE_DECIMALS:
         symbol = "" if unit is Unit.COUNT else f" {unit.value}"
-        return f"{value:.{PRECISE_DECIMALS[unit]}f}{symbol}"
+        return f"{fixed(value, PRECISE_DECIMALS[unit])}{symbol}"
     return format_value(metric, value)
 
 

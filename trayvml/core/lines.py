@@ -22,7 +22,7 @@ from trayvml.core.sample import (
     said_age_s,
     simulation_scenario,
 )
-from trayvml.core.units import GIB, format_bytes, short_name
+from trayvml.core.units import GIB, fixed, format_bytes, short_name
 
 
 def _value(gpu: GpuSample, key: str) -> str | None:
@@ -40,8 +40,8 @@ def used_of_total(used_bytes: float, total_bytes: float, digits: int = 1) -> str
     if math.isnan(used_bytes):
         return "–"
     if math.isnan(total_bytes):
-        return f"{used_bytes / GIB:.{digits}f} GiB"
-    return f"{used_bytes / GIB:.{digits}f}/{total_bytes / GIB:.{digits}f} GiB"
+        return f"{fixed(used_bytes / GIB, digits)} GiB"
+    return f"{fixed(used_bytes / GIB, digits)}/{fixed(total_bytes / GIB, digits)} GiB"
 
 
 def gpu_line(gpu: GpuSample, info: DeviceInfo, compact: bool = False) -> str:
@@ -207,7 +207,7 @@ def host_line(sample: Sample) -> str:
         return ""
     cpu = host.value("cpu_percent")
     used, total = host.value("ram_used_bytes"), host.value("ram_total_bytes")
-    cpu_text = "–" if math.isnan(cpu) else f"{cpu:.0f}%"
+    cpu_text = "–" if math.isnan(cpu) else f"{fixed(cpu)}%"
     return translate("GpuText", "Host CPU {cpu} · RAM {ram}").format(cpu=cpu_text, ram=used_of_total(used, total))
 
 

@@ -21,6 +21,13 @@ from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 KIB = 2**10
 MIB = 2**20
 GIB = 2**30
+LONGEST_FIXED = 1e12  # no reading is this large in its unit: a number past it is said in 3 digits
+
+
+def fixed(value: float, decimals: int = 0) -> str:
+    """``value`` with ``decimals`` decimals; where it is too large to be a reading (a broken or
+    hostile exporter's 1e300 MiB), in three significant digits: it was printed with all its 300."""
+    return f"{value:.{decimals}f}" if abs(value) < LONGEST_FIXED else f"{value:.3g}"
 
 
 class Unit(enum.Enum):
@@ -58,7 +65,7 @@ class DisplayUnit:
 
     def format(self, value: float) -> str:
         """``value`` (already in this unit), e.g. ``93 °C``, ``0.8 GiB``."""
-        return f"{value:.{self.decimals}f} {self.shown}"
+        return f"{fixed(value, self.decimals)} {self.shown}"
 
     @property
     def shown(self) -> str:
@@ -78,7 +85,7 @@ def format_bytes(value: float) -> str:
         return "–"
     magnitude = abs(value)
     if magnitude >= GIB:
-        return f"{value / GIB:.1f} GiB"
+        return f"{fixed(value / GIB, 1)} GiB"
     if magnitude >= MIB:
         return f"{value / MIB:.0f} MiB"
     if magnitude >= KIB:
@@ -117,6 +124,8 @@ def format_duration(seconds: float, precision: Literal["s", "min", "h"] = "s") -
     """
     if not math.isfinite(seconds):
         return "–"
+    if seconds >= LONGEST_FIXED:
+        return f"{fixed(seconds / 86400)} d"
     whole = max(0, math.floor(seconds + 0.5))
     index = next(i for i, (_, size) in enumerate(_DURATION_UNITS) if whole >= size or size == 1)
     name, size = _DURATION_UNITS[index]

@@ -387,6 +387,8 @@ def gzip_wanted(accept_encoding: str) -> bool:
                     return False
         return True
     return False
+
+
 GZIP_LEVEL = 6  # prometheus-client compresses at 9: 3 times the CPU for a body 3 % smaller
 
 
