@@ -1017,6 +1017,26 @@ def test_a_store_damaged_inside_is_moved_aside_when_a_write_finds_it(tmp_path: P
         reader.close()
 
 
+def test_an_open_reader_follows_a_store_moved_aside_and_begun_anew(tmp_path: Path) -> None:
+    """The window's reader, open on a store its writer then moved aside as damaged and began
+    anew, went on reading the old one: its hours frozen, the new ones never shown."""
+    first = _samples("idle:gpus=h100", MIDNIGHT_S, 30)
+    _write(tmp_path, first)
+    uuid = first[0].devices[0].uuid
+    reader = StoreReader(tmp_path)
+    try:
+        before = reader.fine(uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
+        assert len(before.times_s) == 30
+        path = tmp_path / "history.sqlite3"
+        path.rename(tmp_path / "history.sqlite3.damaged-1")  # as StoreWriter._move_aside does
+        later = _samples("idle:gpus=h100", MIDNIGHT_S + 100, 20)
+        _write(tmp_path, later)
+        after = reader.fine(uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
+        assert after.times_s.tolist() == [s.timestamp_s for s in later]
+    finally:
+        reader.close()
+
+
 def test_simulated_gpus_keep_a_history_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
     from trayvml.history import default_folder
 

@@ -70,6 +70,15 @@ class Stats:
         return self.file_bytes / self.samples if self.samples else math.nan
 
 
+def _identity(path: Path) -> tuple[int, int] | None:
+    """Which file is at ``path`` (device and inode); None where there is none."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return (info.st_dev, info.st_ino)
+
+
 def _exists(path: Path) -> bool:
     """Whether ``path`` is there; raises OSError where that cannot be known (a folder that may not
     be entered: said as why the store cannot be read, not as "no history yet")."""
@@ -92,16 +101,26 @@ class StoreReader:
         self._buckets_bytes = 0
         self._device_ids: dict[str, int] = {}
         self._damaged: set[tuple[int, int]] = set()  # (id, CRC) of the packed blocks found damaged
+        self._opened: tuple[int, int] | None = None  # (device, inode) of the file opened
 
     def _database(self) -> Database | None:
-        if self._db is None and _exists(self.folder / FILE_NAME):
+        path = self.folder / FILE_NAME
+        if self._db is not None and _identity(path) != self._opened:
+            # Moved aside as damaged by its writer and begun anew: the one open is read no more
+            # (the window read the old store, its hours frozen, until it was closed).
+            self.close()
+        if self._db is None and _exists(path):
+            self._opened = _identity(path)
             self._db = Database(self.folder, read_only=True)
         return self._db
 
     def close(self) -> None:
-        """The connection closed and the blocks kept in buckets let go; a later read opens it again."""
+        """The connection closed and the blocks kept in buckets let go; a later read opens it again
+        (perhaps another file by then: the device ids it had are looked up again)."""
         self._buckets.clear()
         self._buckets_bytes = 0
+        self._device_ids = {}
+        self._damaged = set()
         if self._db is not None:
             self._db.close()
             self._db = None
