@@ -227,3 +227,31 @@ def test_memory_read_from_the_first_bucket_the_store_lacks_joins_as_memory_read_
                     )
                     checked += int(np.isfinite(whole.mean).any(axis=1).sum() - filled.sum())
     assert checked > 100  # buckets filled from memory, compared
+
+
+def test_another_gpu_in_a_column_does_not_take_over_the_past_of_the_one_before() -> None:
+    """MIG-b destroyed and MIG-d made, three instances still: MIG-c, now in b's column (and at
+    its index), was drawn with b's past, and b's processes were said to have run on it."""
+    from dataclasses import replace
+
+    from trayvml.core.sample import DeviceInfo, ProcessSample
+
+    def at(t_s: float, uuids: tuple[str, ...], utils: tuple[float, ...], pid: int) -> Sample:
+        sample = sample_at(t_s, *utils)
+        job = ProcessSample(1, pid, "compute", 2.0**30, name="train.py")
+        gpus = tuple(replace(g, processes=(job,)) if g.index == 1 else g for g in sample.gpus)
+        return replace(sample, gpus=gpus, devices=tuple(DeviceInfo(k, "MIG", u) for k, u in enumerate(uuids)))
+
+    history = History()
+    for k in range(60):
+        history.append(at(T0 + k, ("MIG-a", "MIG-b", "MIG-c"), (10.0, 90.0, 30.0), 4242))
+    for k in range(60, 70):
+        history.append(at(T0 + k, ("MIG-a", "MIG-c", "MIG-d"), (10.0, 30.0, 0.0), 5151))
+    series = present(history.gpu_series("utilization_gpu_percent", T0, T0 + 70, 1000))
+    before = series.mean[series.times_s < T0 + 60]
+    assert not np.isfinite(before[:, 1]).any()  # not b's 90 % as MIG-c's
+    assert [line.pid for line in history.processes.lines(T0, T0 + 70, 1000)] == [5151]
+    same = History()  # the same GPUs throughout: nothing begun afresh
+    for k in range(70):
+        same.append(at(T0 + k, ("MIG-a", "MIG-b", "MIG-c"), (10.0, 90.0, 30.0), 4242))
+    assert np.isfinite(present(same.gpu_series("utilization_gpu_percent", T0, T0 + 69, 1000)).mean[:, 1]).all()

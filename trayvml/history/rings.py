@@ -229,6 +229,7 @@ class Rings:
         self._gpus: TieredRing | None = None
         self._host: TieredRing | None = None
         self.first_s = math.inf  # the time of the oldest row appended (inf: none yet)
+        self._uuids: tuple[str, ...] = ()  # the GPUs of the columns, as the last sample listing them named them
 
     @property
     def nbytes(self) -> int:
@@ -240,6 +241,17 @@ class Rings:
         return max((r.latest_s for r in (self._gpus, self._host) if r is not None), default=-math.inf)
 
     def append(self, sample: Sample) -> None:
+        if sample.devices:
+            uuids = tuple(d.uuid for d in sample.devices)
+            pairs = zip(self._uuids, uuids, strict=False)  # (a change of count begins afresh anyway)
+            others = [k for k, (was, now) in enumerate(pairs) if was and now and was != now]
+            if others:
+                # Another GPU in a column (a MIG instance destroyed renumbers those after it, as
+                # many made as gone): its past in memory is the other GPU's, as its process lines
+                # are. Begun afresh (the store keeps each GPU's by its UUID).
+                self._gpus = None
+                self.processes.forget(frozenset(sample.gpus[k].index for k in others if k < len(sample.gpus)))
+            self._uuids = uuids
         self.processes.append(sample)
         # All GPUs' values in one conversion, then the columns kept.
         gpu_values = (
@@ -401,6 +413,10 @@ class ProcessHistory:
                 tracked.last_seen_s, tracked.last_seen_sample = sample.timestamp_s, self._samples
                 row = np.array([proc.used_memory_bytes, proc.sm_util_percent], dtype=np.float32)
                 tracked.ring.append(sample.timestamp_s, row)
+
+    def forget(self, gpus: frozenset[int]) -> None:
+        """The processes seen on these GPU indices let go: another GPU has the index now."""
+        self._processes = {key: seen for key, seen in self._processes.items() if key[0] not in gpus}
 
     def lines(self, start_s: float, end_s: float, max_points: int) -> list[ProcessLine]:
         """Each process seen in the range (memory and SM %), most memory first."""
