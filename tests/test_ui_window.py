@@ -753,3 +753,34 @@ def test_a_history_that_arrives_after_the_window_opened_widens_its_range(qtbot) 
     assert window.range_s == 60  # nothing yet: a minute
     window.history = history  # ten minutes read from the store
     assert window.range_s == 900
+
+
+def test_the_readout_of_a_coarse_view_says_the_peak_its_mean_hides_in_the_bucket_under_the_cursor(qtbot) -> None:
+    """At 12 h a line is each 30 s bucket's mean: a 5 s burst to 100 % read 17.7 %, and the readout
+    showed the next bucket's value for half of each bucket (the nearest bucket start, not the one
+    holding the cursor)."""
+    from tests.ui_helpers import shown_window
+    from trayvml.history.rings import HISTORY_GPU_KEYS
+    from trayvml.history.timeline import History
+
+    source, clock, _ = simulated_source("idle:gpus=h100")
+    clock.advance_s(13 * 3600)
+    sample = source.sample()
+    history = History()
+    utilization = HISTORY_GPU_KEYS.index("utilization_gpu_percent")
+    row = np.array([g.values for g in sample.gpus], dtype=np.float32)[
+        :, [k for k, m in enumerate(GPU_METRICS) if m.history]
+    ]
+    burst_s = sample.timestamp_s - 6 * 3600 - (sample.timestamp_s % 30)  # a bucket's start, 6 h back
+    for t_s in np.arange(sample.timestamp_s - 13 * 3600, sample.timestamp_s, 5.0):
+        row[0, utilization] = 100.0 if burst_s + 10 <= t_s < burst_s + 15 else 5.0
+        history.append_values(float(t_s), row)
+    w = shown_window(qtbot, history, sample)
+    w.set_range(12 * 3600)
+    w.finish_redraw()
+    panel = w.gpu_page.panels[0]
+    (_, _, values) = panel.values_at(burst_s + 25, lambda gpu: f"GPU{gpu}")[0]  # late in the bucket
+    mean = (5 * 5.0 + 100.0) / 6
+    assert values[0] == f"{mean:.1f} % (peak 100.0 %)"
+    (_, _, values) = panel.values_at(burst_s + 35, lambda gpu: f"GPU{gpu}")[0]  # the next bucket
+    assert values[0] == "5.0 %"

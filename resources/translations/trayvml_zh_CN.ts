@@ -667,6 +667,10 @@
         <source>red: thermal · orange/amber: power · purple: hardware slowdown · grey: idle · blue: clocks set</source>
         <translation>红：温度 · 橙/琥珀：功耗 · 紫：硬件降速 · 灰：空闲 · 蓝：时钟设定</translation>
     </message>
+    <message>
+        <source>{mean} (peak {peak})</source>
+        <translation>{mean}（峰值 {peak}）</translation>
+    </message>
 </context>
 <context>
     <name>PerGpu</name>

@@ -476,7 +476,7 @@ class GpuPage(PlotPage):
             if series is None or series.mean.shape[1] != self.gpu_count:
                 panel.lines[k].clear()  # no history yet, or one of another set of GPUs
             else:
-                panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown)
+                panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown, series.high)
         wanted = [g for g in gpus if g not in view.hidden_gpus] or list(gpus)
         if spec.group is Group.TEMPERATURE:
             panel.set_limits(_temperature_limits(sample, wanted), self.foreground)
@@ -571,7 +571,8 @@ class MachinePage(PlotPage):
             if series is None:
                 panel.lines[k].clear()
             else:
-                panel.lines[k].set_lines(series.times_s, series.mean, [self._pens[k % len(self._pens)]], [True])
+                pens = [self._pens[k % len(self._pens)]]
+                panel.lines[k].set_lines(series.times_s, series.mean, pens, [True], series.high)
         if panel.spec.group is Group.CPU:
             cores = view.history.core_series(
                 view.start_s, view.end_s, view.points(self.budget(panel, view.history.core_count))

@@ -386,6 +386,7 @@ class Lines(pg.GraphicsObject):
     def __init__(self) -> None:
         super().__init__()
         self.data: list[tuple[np.ndarray, np.ndarray] | None] = []  # per line: (times, values), None: hidden
+        self.peaks: np.ndarray | None = None  # per time and line: the bucket's highest reading (set_lines)
         self._paths: list[tuple[QPen, _Line]] = []  # per line drawn: its pen and its points
         self._columns: list[int] = []  # the line (GPU column) each of _paths draws
         self.emphasis = -1  # a line drawn wider, the others faint (the GPU under the cursor); -1: none
@@ -394,9 +395,18 @@ class Lines(pg.GraphicsObject):
         self._kept: _Kept | None = None  # what set_lines last drew, to move its polylines on (_move_on)
         self._rect: QRectF | None = None  # boundingRect, until the data or the view's scale changes
 
-    def set_lines(self, xs: np.ndarray, ys: np.ndarray, pens: Sequence[QPen], shown: Sequence[bool]) -> None:
+    def set_lines(
+        self,
+        xs: np.ndarray,
+        ys: np.ndarray,
+        pens: Sequence[QPen],
+        shown: Sequence[bool],
+        peaks: np.ndarray | None = None,
+    ) -> None:
         """Lines sharing their times: ``ys`` holds one column per line, ``pens`` and ``shown`` an
-        entry per column."""
+        entry per column; ``peaks``, shaped as ``ys``, each bucket's highest reading where a line's
+        points are buckets' means (the readout says it: the line, a mean, hides a short peak)."""
+        self.peaks = peaks if peaks is not None and peaks.shape == ys.shape else None
         columns = [k for k, on in enumerate(shown) if on]
         values = ys[:, columns]
         data = [(xs, ys[:, k]) if on else None for k, on in enumerate(shown)]
@@ -951,7 +961,13 @@ class Panel:
                     continue
                 reading = _reading_at(line[0], x)
                 value = math.nan if reading is None else float(line[1][reading])
-                rows.setdefault(column, ["–"] * len(self.lines))[k] = format_precise(metric, value)
+                said = format_precise(metric, value)
+                peak = math.nan if reading is None or lines.peaks is None else float(lines.peaks[reading, column])
+                if math.isfinite(peak) and format_precise(metric, peak) != said:
+                    said = translate("Panel", "{mean} (peak {peak})").format(
+                        mean=said, peak=format_precise(metric, peak)
+                    )
+                rows.setdefault(column, ["–"] * len(self.lines))[k] = said
         if self.extra_names:
             return self._process_values_at(x)
         if not self.gpu_count:
@@ -979,9 +995,10 @@ class Panel:
 
 
 def _reading_at(times_s: np.ndarray, x: float) -> int | None:
-    """The index of the reading nearest to time ``x``; None beyond a step outside the readings."""
-    at = int(np.searchsorted(times_s, x))
-    if at == len(times_s) or (at > 0 and x - times_s[at - 1] < times_s[at] - x):
-        at -= 1  # the nearer of the readings either side
+    """The index of the reading whose bucket holds time ``x`` (times are bucket starts: at 12 h,
+    the nearest start read the next 30 s bucket for half of each one); None beyond a step
+    outside the readings."""
     step = times_s[1] - times_s[0] if len(times_s) > 1 else 1.0
-    return None if x < times_s[0] - step or x > times_s[-1] + step else at
+    if x < times_s[0] - step or x > times_s[-1] + step:
+        return None
+    return max(0, int(np.searchsorted(times_s, x, side="right")) - 1)
