@@ -8,6 +8,7 @@ import subprocess
 import sys
 from dataclasses import replace
 
+import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QWheelEvent
@@ -87,6 +88,13 @@ def test_readout_reads_the_strip_and_full_precision(window) -> None:
     w.refresh()
     rows = strip.values_at(float(xs[-1]), w._names())
     assert [name for name, _, _ in rows] == ["0 H100", "1 H100"] and all(v[0] for _, _, v in rows)
+    # A GPU unticked leaves the strip and its readout, as it leaves every line panel.
+    w.gpu_toggles[1].setChecked(False)
+    w.finish_redraw()
+    page.draw_panel(strip, w._view)
+    rows = strip.values_at(float(xs[-1]), w._names())
+    assert [name for name, _, _ in rows] == ["0 H100"]
+    assert strip.strip_data is not None and not np.isfinite(strip.strip_data[1][:, 1]).any()
 
 
 def test_wheel_scrolls_the_page_and_ctrl_wheel_zooms_time_out_of_follow_live(window) -> None:

@@ -455,7 +455,7 @@ class GpuPage(PlotPage):
             series = view.history.gpu_series(
                 spec.metrics[0].key, view.start_s, view.end_s, view.points(self.budget(panel))
             )
-            panel.set_strip(series, self.gpu_count)
+            panel.set_strip(series, self.gpu_count, view.hidden_gpus)
             return
         self.draw_lines(panel, view, range(self.gpu_count))
 

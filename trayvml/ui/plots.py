@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -808,6 +808,7 @@ class Panel:
         plot.getViewBox().childGroup._GraphicsObject__inform_view_on_changes = False
         self.image: pg.ImageItem | None = None
         self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
+        self.strip_hidden: frozenset[int] = frozenset()  # GPUs left out of the strip (unticked)
         self.markers: list[pg.InfiniteLine] = []
         self.limits: list[pg.InfiniteLine] = []  # fixed limits, horizontal (set_limits)
         self._limits_shown: tuple[tuple[tuple[float, str], ...], int] | None = None  # (limits, colour)
@@ -919,11 +920,16 @@ class Panel:
             (x0, x1), (y0, y1) = self.plot.getViewBox().viewRange()
             self.notice.setPos((x0 + x1) / 2, (y0 + y1) / 2)
 
-    def set_strip(self, series: Series | None, gpu_count: int) -> None:
+    def set_strip(self, series: Series | None, gpu_count: int, hidden: Collection[int] = ()) -> None:
+        """The throttle reasons' strip, a row per GPU; a GPU unticked is left blank, and out of the
+        readout, as it is out of every line panel (it was drawn and read out still)."""
         if self.image is None or series is None or len(series.times_s) == 0:
             return
-        self.strip_data = (series.times_s, series.high[:, :gpu_count])
-        rgba = reason_rgba(series.high[:, :gpu_count])  # max of a bucket keeps its highest reason
+        masks = series.high[:, :gpu_count].copy()
+        self.strip_hidden = frozenset(g for g in hidden if g < gpu_count)
+        masks[:, sorted(self.strip_hidden)] = np.nan
+        self.strip_data = (series.times_s, masks)
+        rgba = reason_rgba(masks)  # max of a bucket keeps its highest reason
         self.image.setImage(rgba, autoLevels=False)
         step = series.step_s
         self.image.setRect(float(series.times_s[0]), 0.0, len(series.times_s) * step, float(gpu_count))
@@ -950,9 +956,11 @@ class Panel:
         rows: dict[int, list[str]] = {}
         if self.strip_data is not None and len(self.strip_data[0]):
             times, masks = self.strip_data
-            at = min(max(0, int(np.searchsorted(times, x, side="right")) - 1), len(times) - 1)
+            at = _reading_at(times, x)  # (clamped to the last bucket, it read the lead past now)
             for column in range(masks.shape[1]):
-                value = float(masks[at, column])
+                if column in self.strip_hidden:
+                    continue
+                value = math.nan if at is None else float(masks[at, column])
                 rows[column] = [format_precise(self.spec.metrics[0], value) if math.isfinite(value) else "–"]
         for k, lines in enumerate(self.lines):  # a strip has no lines
             metric = self.spec.metrics[k]
