@@ -271,3 +271,38 @@ def test_the_gpm_note_sits_in_the_title_when_other_gpus_draw_lines(window) -> No
     w.refresh()
     assert activity.notice.isVisible() and "RTX 4090" in activity.notice.textItem.toPlainText()
     assert "Not supported" not in activity.plot.titleLabel.text
+
+
+def test_day_ticks_stay_on_local_midnights_across_a_change_of_daylight_saving_time(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A 7-day view across the end of summer time (Berlin, 26 Oct 2025): the ticks were fixed
+    seconds from the first midnight, so every day after the change was labelled with the day
+    before's name at 23:00 ("Sun 26" over Sunday 23:00, and so on)."""
+    import time as clock
+    from datetime import datetime
+
+    from trayvml.ui.plots import round_local_times, time_grid_s
+
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    clock.tzset()
+    try:
+        start = datetime(2025, 10, 23, 12, 0).timestamp()
+        days = [
+            clock.strftime("%a %d %H:%M", clock.localtime(t))
+            for t in round_local_times(start, start + 7 * 86400, 86400)
+        ]
+        grid = [clock.localtime(t).tm_hour for t in time_grid_s(start, start + 7 * 86400, 14)]
+    finally:
+        monkeypatch.delenv("TZ")
+        clock.tzset()
+    assert days == [
+        "Fri 24 00:00",
+        "Sat 25 00:00",
+        "Sun 26 00:00",
+        "Mon 27 00:00",
+        "Tue 28 00:00",
+        "Wed 29 00:00",
+        "Thu 30 00:00",
+    ]
+    assert grid and set(grid) == {0}  # the grid's day lines on midnights too

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import math
 import time
 from collections.abc import Callable, Collection, Sequence
@@ -327,9 +328,7 @@ class TimeAxis(pg.DateAxisItem):
             label_px = max(metrics.horizontalAdvance("00:00:00") + DATED_LABEL_GAP_PX, GRID_SPACING_PX)
             steps = TIME_GRID_STEPS_S
         step = time_step_s(maxVal - minVal, size, label_px, steps)
-        offset = time.localtime(minVal).tm_gmtoff  # local midnights and hours, as the labels read
-        first = math.ceil((minVal + offset) / step) * step - offset
-        return [(float(step), [float(v) for v in np.arange(first, maxVal, step)])]
+        return [(float(step), [float(v) for v in round_local_times(minVal, maxVal, step)])]
 
     def tickStrings(self, values: list[float], scale: float, spacing: float) -> list[str]:  # noqa: N802 - Qt override
         low, high = self.range
@@ -726,9 +725,41 @@ def time_grid_s(start_s: float, end_s: float, width_px: float) -> np.ndarray:
     if not (math.isfinite(start_s) and math.isfinite(end_s)) or end_s <= start_s or width_px <= 0:
         return np.empty(0)
     step = time_step_s(end_s - start_s, width_px, GRID_SPACING_PX, TIME_GRID_STEPS_S)
-    offset = time.localtime(start_s).tm_gmtoff  # round in local time, as the time axis labels it
-    first = math.ceil((start_s + offset) / step) * step - offset
-    return np.arange(first, end_s, step, dtype=np.float64)
+    return round_local_times(start_s, end_s, step)
+
+
+_EPOCH_ORDINAL = datetime.date(1970, 1, 1).toordinal()
+
+
+def round_local_times(start_s: float, end_s: float, step_s: float) -> np.ndarray:
+    """The round local times ``step_s`` apart in [start_s, end_s) (local midnights and hours, as
+    the time axis labels them). Steps of hours go by the wall clock: past a change of daylight
+    saving time, fixed seconds from the first put every later midnight an hour off, each day
+    labelled with the day before's name at 23:00."""
+    offset = time.localtime(start_s).tm_gmtoff
+    first = math.ceil((start_s + offset) / step_s) * step_s - offset
+    if step_s < 3600 or step_s % 3600:
+        return np.arange(first, end_s, step_s, dtype=np.float64)  # by the offset at the start
+    day = time.localtime(start_s)
+    hours = int(step_s // 3600)
+    # From a round hour (a day's multiple of the step) at or before the start; steps of days from
+    # a day whose number since 1970 is a multiple of theirs, as their seconds' rounding had it:
+    # the ticks stay on the same days as a view following live moves on.
+    hour = day.tm_hour // hours * hours if hours < 24 else -24 * (_local_day(day) % (hours // 24))
+    found: list[float] = []
+    while True:
+        # mktime carries hours past 23 into the days after, each in its own zone offset.
+        at = time.mktime((day.tm_year, day.tm_mon, day.tm_mday, hour, 0, 0, 0, 0, -1))
+        if at >= end_s:
+            return np.array(found, dtype=np.float64)
+        if at >= start_s and (not found or at > found[-1]):
+            found.append(at)
+        hour += hours
+
+
+def _local_day(moment: time.struct_time) -> int:
+    """The local date's day number since 1970-01-01."""
+    return datetime.date(moment.tm_year, moment.tm_mon, moment.tm_mday).toordinal() - _EPOCH_ORDINAL
 
 
 class Grid(pg.GraphicsObject):
