@@ -455,7 +455,7 @@ def test_a_line_without_end_is_read_a_megabyte_at_a_time() -> None:
 
     from trayvml.remote.ssh import MAX_LINE, SshConnection
 
-    script = "echo T; printf 'S '; head -c 40000000 /dev/zero | tr '\\0' x; echo; echo S.; sleep 30"
+    script = "echo T; printf 'S '; head -c 40000000 /dev/zero | tr '\\0' x; echo; echo S.; sleep 31.5"
     tracemalloc.start()
     connection = SshConnection("ssh://box", ["sh", "-c", script], "box")
     try:
@@ -468,6 +468,14 @@ def test_a_line_without_end_is_read_a_megabyte_at_a_time() -> None:
         connection.close()
     assert "cannot read" in connection._problem  # the cut line is no document: said
     assert peak < 8 * MAX_LINE  # a few copies of one megabyte, not forty
+    # Closed, what it started is ended too: the sleep held the pipes, and closing one under its
+    # reader waited for the sleep to end.
+    import psutil
+
+    left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", "31.5"]]
+    for process in left:
+        process.kill()
+    assert left == []
 
 
 def test_ssh_process_is_gone_after_close(box: Box) -> None:

@@ -28,6 +28,7 @@ import json
 import math
 import os
 import shlex
+import signal
 import subprocess
 import threading
 import time
@@ -527,23 +528,28 @@ class SshConnection:
         return latest, at_s, problem
 
     def close(self) -> None:
-        """End ssh: terminate, then kill; every wait bounded."""
+        """End ssh and whatever it started (a ProxyCommand's helper): its process group, which is
+        its own, terminated, then killed; every wait bounded. Ended alone, a helper holding the
+        pipes kept them open, and closing one under its reader waited for that reader (30 s)."""
         if self.process.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                self.process.terminate()
+            self._signal(signal.SIGTERM)
             try:
                 self.process.wait(TERMINATE_WAIT_S)
             except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    self.process.kill()
+                self._signal(signal.SIGKILL)
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(TERMINATE_WAIT_S)
         for reader in self._readers:
             reader.join(0.5)
-        for stream in (self.process.stdout, self.process.stderr):
-            if stream is not None:
+        for stream, reader in zip((self.process.stdout, self.process.stderr), self._readers, strict=True):
+            if stream is not None and not reader.is_alive():  # (one still reading ends at its pipe's end)
                 with contextlib.suppress(OSError):
                     stream.close()
+
+    def _signal(self, number: int) -> None:
+        """``number`` to ssh's process group (its own: start_new_session)."""
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.process.pid, number)
 
 
 def _lines(stream: IO[str]) -> Iterator[str]:
