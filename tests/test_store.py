@@ -358,6 +358,35 @@ def test_a_full_disk_keeps_samples_in_memory_says_so_once_and_resumes(
     reader.close()
 
 
+def test_closing_after_the_store_recovers_writes_what_waited_in_memory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk full, then freed, and the recorder stopped (SIGTERM) before its next try, due every
+    30 s: the samples held in memory were counted lost, though the store could be written."""
+    samples = _samples("idle:gpus=h100", MIDNIGHT_S, 25)
+    writer = StoreWriter(tmp_path)
+
+    def full(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Database, "insert", full)
+    for sample in samples[:15]:
+        writer.append(sample)
+    assert writer.problem is not None
+    monkeypatch.undo()  # freed, ten seconds before the next try
+    for sample in samples[15:]:
+        writer.append(sample)
+    assert writer.problem is not None  # not tried again yet
+    writer.close()
+    assert writer.saved == 25 and writer.lost == 0
+    reader = StoreReader(tmp_path)
+    try:
+        data = reader.fine(samples[0].devices[0].uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 60, GPU_LAYOUT.keys)
+        assert len(data.times_s) == 25
+    finally:
+        reader.close()
+
+
 def test_a_store_that_failed_is_tried_again_though_the_clock_was_set_back(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -1122,3 +1151,26 @@ def test_a_packer_whose_hour_changed_under_it_is_followed_by_another_at_the_next
         assert writer._packed_hour == -1  # not at the next hour: the next flush starts one
     finally:
         writer.close()
+
+
+def test_a_recorder_says_a_stuck_driver_once_and_stops_cleanly_on_sighup(tmp_path: Path) -> None:
+    """An SSH session that drops sends SIGHUP: the recorder died without flushing (its last
+    seconds lost, no summary). And a stuck driver was said again at every tick, its seconds
+    counted up, one journal line a second for as long as it lasted."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    spec = "idle:gpus=h100,hang=nvmlDeviceGetUtilizationRates@1"
+    command = [sys.executable, "-m", "trayvml", "record", "--simulate", spec, "--interval", "0.5", "--timeout", "0.5"]
+    process = subprocess.Popen(
+        [*command, "--store", str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True, encoding="utf-8"
+    )
+    try:
+        time.sleep(5)  # stuck from 1 s on
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+    assert process.returncode == 0, err
+    assert sum("has not answered" in line for line in err.splitlines()) == 1, err
+    assert err.rstrip().splitlines()[-1].endswith("samples recorded"), err

@@ -89,8 +89,10 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     writer = StoreWriter(
         _folder(args, simulation is not None), settings.history_limits
     )  # raises StoreLockedError with the holder's pid
-    said: str | None = None
-    previous = signal.signal(signal.SIGTERM, _interrupt)  # systemd stops a unit with SIGTERM: flush first
+    said: str | None = None  # the store's problem, as last said
+    stalled = ""  # the GPUs' problem's headline, as last said ("": none)
+    # systemd stops a unit with SIGTERM, and an SSH session that drops sends SIGHUP: flush first.
+    previous = {number: signal.signal(number, _interrupt) for number in _STOPPING if number != signal.SIGINT}
     source = Source(simulation, host=True, stall_after_s=args.timeout)
     ticks = 0
     monitor, push = _alerts(settings, source.clock, interval_s, simulation is not None)
@@ -110,12 +112,15 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
             if settings.process_history_per_gpu > 0 and lists.due(source.clock.now_s()):
                 wanted.add(PROCESSES)
             sample = source.sample(frozenset(wanted))
-            if sample.problem is not None and sample.problem[1] != said:
-                said = sample.problem[1]
-                print(
-                    translate("record", "trayvml: {problem} (the host is still recorded)").format(problem=said),
-                    file=sys.stderr,
-                )
+            # Said once a spell, by its headline: the sentence counts the seconds of a stall, and
+            # each tick said it again (thousands of journal lines for a GPU stuck for hours).
+            headline = sample.problem[0] if sample.problem is not None else ""
+            if headline and headline != stalled:
+                told = translate("record", "trayvml: {problem} (the host is still recorded)")
+                print(told.format(problem=sample.problem[1] if sample.problem else ""), file=sys.stderr)
+            elif stalled and not headline:
+                print(translate("record", "trayvml: the GPUs answer again."), file=sys.stderr)
+            stalled = headline
             writer.append(sample)
             if monitor is not None and push is not None:
                 for notice in monitor.take(sample).notices:  # grouped and worded as on the desktop
@@ -127,11 +132,17 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
-        source.close()
-        writer.close()
-        if push is not None:
-            push.close()  # what is queued gets its try before the recorder exits
+        # Closing may take a while (the packer, the push queue): a second signal meanwhile, as
+        # `timeout` sends to its whole group, ended the recorder half closed.
+        stopping = {number: signal.signal(number, signal.SIG_IGN) for number in _STOPPING}
+        try:
+            source.close()
+            writer.close()
+            if push is not None:
+                push.close()  # what is queued gets its try before the recorder exits
+        finally:
+            for number, handler in {**stopping, **previous}.items():
+                signal.signal(number, handler)
     if writer.saved < ticks:
         # Not "N samples recorded" when they were not: what was lost, why, and a failing exit.
         lost = translate("record", "{saved} of {count} samples recorded; the rest could not be written ({problem})")
@@ -164,6 +175,10 @@ def _alerts(
     # Its lists read every STORE_PROCESSES_S: an alert that names processes waits for them (Monitor.needs).
     monitor = Monitor(Dispatcher(clock, ready=True), settings.alerts, lambda: History(tiers), processes_on_demand=True)
     return monitor, PushNotifier(settings.push, clock, status_file=default_status_file(simulated), simulated=simulated)
+
+
+# The signals that stop a recorder (SIGHUP where the platform has it).
+_STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -451,6 +451,9 @@ class StoreWriter:
         self._unsaved = kept
 
     def close(self) -> None:
+        # One last try whenever the next was due: stopped between tries (every 30 s), what waited
+        # in memory was counted lost though the store could be written again.
+        self._retry_at_ms = 0
         with contextlib.suppress(StoreLockedError):
             self.flush()
         # A packer that still ran at the last flushes held back the next hour's and the pruning.
