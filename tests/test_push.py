@@ -460,6 +460,29 @@ def test_a_failure_written_by_an_earlier_run_is_cleared_by_a_send_that_works(
     assert read_status(status_file)["webhook 127.0.0.1"]["failing"] is False
 
 
+def test_one_process_pushes_a_state_folders_alerts(tmp_path: Path, receiver: Receiver) -> None:
+    """The tray and `trayvml record` side by side each pushed every alert: twice to each phone.
+    The one holding the lock beside the status file pushes; the other takes over once it stops."""
+    status_file = tmp_path / "push-status.json"
+    destination = PushDestination("webhook", url=f"http://127.0.0.1:{receiver.port}/")
+    recorder = push([destination], status_file=status_file)
+    tray = push([destination], status_file=status_file)
+    for notifier in (recorder, tray):
+        notifier.notify(CRITICAL_NOTICE)
+        wait_idle(notifier)
+    assert len(receiver.requests) == 1
+    recorder.close()
+    tray.notify(WARNING_NOTICE)  # the recorder stopped: the tray pushes from now on
+    wait_idle(tray)
+    later = push([destination], status_file=status_file)
+    later.carry_over(tray)  # settings edited: the new notifier pushes, the earlier one's right handed on
+    tray.close()
+    later.notify(RESOLVED_NOTICE)  # where its alert went: the tray told it, and that carried over
+    wait_idle(later)
+    later.close()
+    assert [json.loads(r["body"])["rule"] for r in receiver.requests] == ["temperature", "memory_used", "memory_used"]
+
+
 def test_a_destination_that_works_again_says_so_and_clears(receiver: Receiver) -> None:
     calls: list[str] = []
 

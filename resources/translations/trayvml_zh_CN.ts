@@ -3260,6 +3260,10 @@ For {duration} now.</source>
         <translation>trayvml：{problem}（仍在记录主机数据）</translation>
     </message>
     <message>
+        <source>trayvml: the GPUs answer again.</source>
+        <translation>trayvml：GPU 已重新应答。</translation>
+    </message>
+    <message>
         <source>{saved} of {count} samples recorded; the rest could not be written ({problem})</source>
         <translation>已记录 {count} 个样本中的 {saved} 个；其余无法写入（{problem}）</translation>
     </message>

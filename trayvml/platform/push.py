@@ -21,6 +21,7 @@ import http.client
 import json
 import logging
 import math
+import os
 import smtplib
 import socket
 import ssl
@@ -385,6 +386,10 @@ class PushNotifier:
         # By destination: an earlier notifier's and its index there, whose message in flight goes first.
         self._after: dict[int, tuple[PushNotifier, int]] = {}
         self._status_lock = threading.Lock()  # the status file, written by every destination's thread
+        # One process pushes a state folder's alerts (the tray and `trayvml record` side by side
+        # pushed each one twice): the one holding the lock beside its status file (push_lock).
+        self._push_lock: int | None = None
+        self._other_pushes = False  # said once a spell: another process holds it
         self._threads = [
             threading.Thread(target=self._run, args=(index,), name=f"trayvml-push {index}", daemon=True)
             for index in range(len(self.destinations))
@@ -413,7 +418,33 @@ class PushNotifier:
         told[key] = max(notice.severity, told.get(key, Severity.INFO))
         return True
 
+    def _pushes(self) -> bool:
+        """Whether this process is the one that pushes (see _push_lock), taking the lock where it
+        is free (the other process gone): always, without a status file or flock."""
+        if self._push_lock is not None or self._status_file is None:
+            return True
+        try:
+            import fcntl
+        except ImportError:
+            return True
+        try:
+            lock = os.open(self._status_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        except OSError:
+            return True  # no lock to be had: pushed, as before it
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(lock)
+            if not self._other_pushes:
+                log.warning("push: another trayvml process (the tray, or `trayvml record`) pushes these alerts")
+            self._other_pushes = True
+            return False
+        self._push_lock, self._other_pushes = lock, False
+        return True
+
     def notify(self, notice: Notice) -> None:
+        if not self._pushes():
+            return
         now_s = self._clock.now_s()
         title = notice.title if notice.host else host_prefix(self.host) + notice.title
         simulated = self.simulated and not notice.host  # a remote host's notice is of its own GPUs
@@ -572,6 +603,10 @@ class PushNotifier:
         deadline_s = time.monotonic() + wait_s
         for thread in self._threads:
             thread.join(timeout=max(0.0, deadline_s - time.monotonic()))
+        with self._lock:
+            lock, self._push_lock = self._push_lock, None
+        if lock is not None:
+            os.close(lock)  # (a thread still sending finishes its queue on its own)
 
     def carry_over(self, earlier: PushNotifier) -> None:
         """What ``earlier`` told each destination this one has too (the settings changed), and what
@@ -579,6 +614,12 @@ class PushNotifier:
         where its alert went, after it, as without the change."""
         with earlier._status_lock:  # the file is this one's now: the earlier's last sends say nothing there
             earlier._status_file = None
+        with earlier._lock:  # and so is the right to push
+            handed, earlier._push_lock = earlier._push_lock, None
+        if handed is not None and self._push_lock is None:
+            self._push_lock = handed
+        elif handed is not None:
+            os.close(handed)
         targets = [_target(d) for d in earlier.destinations]
         with earlier._lock, self._lock:
             for index, destination in enumerate(self.destinations):
