@@ -106,3 +106,50 @@ def test_a_read_only_config_folder_is_a_sentence(tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
     result = subprocess.run([sys.executable, "-m", "trayvml", "autostart", "on"], capture_output=True, text=True)
     assert result.returncode == 2 and "Could not change" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_tabs_and_line_breaks_in_a_path_are_escaped_and_the_entry_still_validates(tmp_path: Path) -> None:
+    """A tab or line break in a path was written raw: desktop-file-validate refused the entry
+    ("contains invalid characters"), and a line break ended the Exec key early."""
+    odd = ["/opt/tab\there/python3", "-m", "trayvml", "--config", "/tmp/line\nbreak.toml"]
+    entry = desktop_entry(odd)
+    exec_value = next(line for line in entry.splitlines() if line.startswith("Exec="))[len("Exec=") :]
+    assert parse_exec(exec_value) == odd and "\t" not in entry and entry.count("\n") == len(entry.splitlines())
+    if shutil.which("desktop-file-validate"):
+        path = tmp_path / "trayvml.desktop"
+        path.write_text(entry)
+        result = subprocess.run(["desktop-file-validate", str(path)], capture_output=True, text=True)
+        assert result.returncode == 0 and result.stdout == "", result.stdout
+
+
+def test_an_entry_that_will_not_start_is_not_said_on(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Autostart turned on from a virtual environment since deleted (uvx's cache cleared), or the
+    entry hidden by the desktop's settings: "Start at login is on" while nothing started."""
+    autostart = XdgAutostart(tmp_path)
+    venv = tmp_path / "venv" / "bin"
+    venv.mkdir(parents=True)
+    python = venv / "python"
+    python.symlink_to(sys.executable)
+    monkeypatch.setattr(sys, "executable", str(python))
+    autostart.enable()
+    assert autostart.is_enabled()
+    shutil.rmtree(tmp_path / "venv")
+    assert not autostart.is_enabled()
+    autostart.enable()  # on again: from the Python running now
+    assert not autostart.is_enabled()  # (still the deleted one: sys.executable is patched)
+    monkeypatch.undo()
+    autostart.enable()
+    assert autostart.is_enabled()
+    autostart.path.write_text(autostart.path.read_text().replace("X-GNOME-Autostart-enabled=true", "Hidden=true"))
+    assert not autostart.is_enabled()
+    autostart.disable()  # still ours: removed
+    assert not autostart.path.exists()
+
+
+def test_a_relative_xdg_config_home_is_ignored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The XDG Base Directory Specification: a relative path is invalid and to be ignored. The entry
+    was written under the current folder (and " " under a folder named by a space)."""
+    monkeypatch.setenv("HOME", str(tmp_path))
+    for given in ("relcfg", " "):
+        monkeypatch.setenv("XDG_CONFIG_HOME", given)
+        assert XdgAutostart().path == tmp_path / ".config" / "autostart" / "trayvml.desktop"

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Protocol
@@ -48,10 +49,25 @@ def desktop_exec_quote(argument: str) -> str:
     return f'"{escaped}"'
 
 
+def desktop_string(value: str) -> str:
+    """A string key's value as the Desktop Entry Specification escapes it: a backslash as two, a
+    line break, tab or carriage return as \\n, \\t, \\r (raw, desktop-file-validate refuses
+    the file, and a line break would end the key)."""
+    for raw, escaped in (("\\", "\\\\"), ("\n", "\\n"), ("\t", "\\t"), ("\r", "\\r")):
+        value = value.replace(raw, escaped)
+    return value
+
+
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "s": " ", "\\": "\\"}
+
+
+def _unescaped(value: str) -> str:
+    """A string key's value as desktop_string wrote it, read back."""
+    return re.sub(r"\\(.)", lambda match: _ESCAPES.get(match.group(1), match.group(1)), value)
+
+
 def desktop_entry(args: list[str]) -> str:
-    exec_line = " ".join(desktop_exec_quote(a) for a in args)
-    # The value of a string key is itself escaped: a backslash is written as two.
-    exec_line = exec_line.replace("\\", "\\\\")
+    exec_line = desktop_string(" ".join(desktop_exec_quote(a) for a in args))
     return (
         "[Desktop Entry]\n"
         "Type=Application\n"
@@ -59,6 +75,9 @@ def desktop_entry(args: list[str]) -> str:
         "GenericName=GPU Monitor\n"
         "Comment=Watch NVIDIA GPUs from the system tray\n"
         f"Exec={exec_line}\n"
+        # Where its Python is gone (a virtual environment deleted, uvx's cache cleared), the
+        # desktop leaves the entry alone, and status says it will not start.
+        f"TryExec={desktop_string(args[0])}\n"
         "Icon=trayvml\n"
         "Terminal=false\n"
         "Categories=System;Monitor;\n"
@@ -70,7 +89,9 @@ def desktop_entry(args: list[str]) -> str:
 
 class XdgAutostart:
     def __init__(self, config_home: Path | None = None) -> None:
-        base = config_home or Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        given = os.environ.get("XDG_CONFIG_HOME", "").strip()
+        # A relative XDG_CONFIG_HOME is invalid and to be ignored (XDG Base Directory Specification).
+        base = config_home or (Path(given) if given and os.path.isabs(given) else Path.home() / ".config")
         self.path = base / "autostart" / f"{APP_ID}.desktop"
 
     @property
@@ -83,14 +104,25 @@ class XdgAutostart:
         write_atomically(self.path, desktop_entry(command(config_path)).encode("utf-8"))
 
     def disable(self) -> None:
-        if self.is_enabled():
+        if self._ours() is not None:
             self.path.unlink()
 
     def is_enabled(self) -> bool:
-        try:
-            return f"{MARKER}=true" in self.path.read_text(encoding="utf-8")
-        except OSError:
+        """Whether trayvml starts at login: an entry of ours the desktop runs, whose Python exists."""
+        keys = self._ours()
+        if keys is None or keys.get("Hidden") == "true" or keys.get("X-GNOME-Autostart-enabled") == "false":
             return False
+        try_exec = keys.get("TryExec", "")
+        return not try_exec or os.access(_unescaped(try_exec), os.X_OK)
+
+    def _ours(self) -> dict[str, str] | None:
+        """The entry's keys where it is ours (its marker), else None."""
+        try:
+            text = self.path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            return None
+        keys = dict(line.partition("=")[::2] for line in text.splitlines() if "=" in line)
+        return keys if keys.get(MARKER) == "true" else None
 
 
 # ---- Windows ----
