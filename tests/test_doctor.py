@@ -168,6 +168,35 @@ def test_an_unwritable_history_folder_is_a_problem(
     assert _levels(out)["history"] == "PROBLEM" and "not writable" in out
 
 
+def test_a_file_where_the_history_folder_should_be_is_a_problem(
+    tmp_path: Path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file where the state folder should be: doctor said the history folder "can be created"
+    (the file's folder is writable), and every write of the tray and record failed."""
+    blocker = tmp_path / "statefile"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("XDG_STATE_HOME", str(blocker))
+    assert main(["doctor", SIM]) == 1
+    out = capsys.readouterr().out
+    assert _levels(out)["history"] == "PROBLEM" and f"{blocker} is a file" in out
+
+
+def test_a_settings_file_others_can_read_holding_push_secrets_is_a_warning(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The README asks for [[push]] tables by hand, and trayvml writes the file readable by its
+    user alone; one made at 0644 with a password in it was "OK"."""
+    path = tmp_path / "config.toml"
+    path.write_text('[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/t"\ntoken = "tk_secret"\n')
+    path.chmod(0o644)
+    main(["doctor", "--config", str(path), SIM])
+    out = capsys.readouterr().out
+    assert _levels(out)["settings.mode"] == "WARNING" and f"chmod 600 {path}" in out and "tk_secret" not in out
+    path.chmod(0o600)
+    main(["doctor", "--config", str(path), SIM])
+    assert "settings.mode" not in _levels(capsys.readouterr().out)
+
+
 def test_a_tray_host_and_notification_service_are_found_on_the_bus(tmp_path: Path) -> None:
     asked: list[float] = []
 

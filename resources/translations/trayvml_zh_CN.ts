@@ -2295,6 +2295,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>设置文件 {path} 可以正常加载。</translation>
     </message>
     <message>
+        <source>The settings file {path} holds push passwords or tokens and others can read it: chmod 600 {path}</source>
+        <translation>设置文件 {path} 含有推送密码或令牌，且其他用户可读：chmod 600 {path}</translation>
+    </message>
+    <message>
         <source>{count} unusable settings files were set aside earlier: {names}.</source>
         <translation>之前有 {count} 个无法使用的设置文件被移到一旁：{names}。</translation>
     </message>
@@ -2309,6 +2313,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>Alerts are pushed to {name}; it last failed at {when} ({reason}).</source>
         <translation>告警推送到 {name}；上次失败于 {when}（{reason}）。</translation>
+    </message>
+    <message>
+        <source>The history folder {folder} cannot be made: {path} is a file.</source>
+        <translation>无法创建历史文件夹 {folder}：{path} 是一个文件。</translation>
     </message>
     <message>
         <source>The history folder {folder} is not writable: no history is kept.</source>

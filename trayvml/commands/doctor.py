@@ -330,6 +330,17 @@ def check_settings(findings: Findings, path: Path) -> Settings | None:
             )
         else:
             findings.add("settings", Level.OK, translate("doctor", "The settings file {path} loads.").format(path=path))
+        secret = any(d.password or d.token or "@" in d.url.partition("//")[2].partition("/")[0] for d in settings.push)
+        if secret and not pipe and stat.S_IMODE(mode) & 0o077:
+            # trayvml writes it readable by its user alone; one made by hand may not be.
+            findings.add(
+                "settings.mode",
+                Level.WARNING,
+                translate(
+                    "doctor",
+                    "The settings file {path} holds push passwords or tokens and others can read it: chmod 600 {path}",
+                ).format(path=path),
+            )
     aside = set_aside_copies(path)
     if aside:
         findings.add(
@@ -385,6 +396,15 @@ def check_history(findings: Findings, folder: Path) -> None:
     from trayvml.history.disk.write import holder
 
     existing = _nearest_existing(folder)
+    if not os.path.isdir(existing):  # a file on the way: "can be created" where every write fails
+        findings.add(
+            "history",
+            Level.PROBLEM,
+            translate("doctor", "The history folder {folder} cannot be made: {path} is a file.").format(
+                folder=folder, path=existing
+            ),
+        )
+        return
     if not os.access(existing, os.W_OK | os.X_OK):
         findings.add(
             "history",
