@@ -250,7 +250,16 @@ def test_another_gpu_in_a_column_does_not_take_over_the_past_of_the_one_before()
     series = present(history.gpu_series("utilization_gpu_percent", T0, T0 + 70, 1000))
     before = series.mean[series.times_s < T0 + 60]
     assert not np.isfinite(before[:, 1]).any()  # not b's 90 % as MIG-c's
+    assert np.isfinite(before[:, 0]).all()  # MIG-a's own past stays: only the column that changed goes
     assert [line.pid for line in history.processes.lines(T0, T0 + 70, 1000)] == [5151]
+    # Destroyed on one tick and made on another (two nvidia-smi commands): b's job not put on c.
+    apart = History()
+    for k in range(10):
+        apart.append(at(T0 + k, ("MIG-a", "MIG-b"), (10.0, 90.0), 4242))
+    apart.append(replace(at(T0 + 10, ("MIG-a",), (10.0,), 0), gpus=(sample_at(T0 + 10, 10.0).gpus[0],)))
+    for k in range(11, 20):
+        apart.append(at(T0 + k, ("MIG-a", "MIG-c"), (10.0, 30.0), 5151))
+    assert [line.pid for line in apart.processes.lines(T0, T0 + 20, 1000)] == [5151]
     same = History()  # the same GPUs throughout: nothing begun afresh
     for k in range(70):
         same.append(at(T0 + k, ("MIG-a", "MIG-b", "MIG-c"), (10.0, 90.0, 30.0), 4242))

@@ -147,6 +147,18 @@ class _Ring:
         self.mean[position] = np.divide(total, count, out=np.full(len(total), np.nan), where=count > 0)
         self.high[position] = high
 
+    def blank(self, columns: np.ndarray) -> None:
+        """These columns' past let go: another GPU's values go in them from now on."""
+        self.mean[:, columns] = np.nan
+        if not self.aggregated:
+            return
+        self.high[:, columns] = np.nan
+        if self._pending:
+            self._fold()
+        if self._folded is not None:
+            total, count, high = self._folded
+            total[columns], count[columns], high[columns] = 0.0, 0, np.nan
+
     def read(self, start_s: float, end_s: float, columns: np.ndarray | slice) -> Series:
         self.flush()
         step = self.tier.step_s
@@ -192,6 +204,10 @@ class TieredRing:
     def nbytes(self) -> int:
         return sum(ring.nbytes for ring in self.rings)
 
+    def blank(self, columns: np.ndarray) -> None:
+        for ring in self.rings:
+            ring.blank(columns)
+
     def append(self, t_s: float, row: np.ndarray) -> None:
         # The newest time, or the time the wall clock was set back to: what a range up to now is
         # read against. Held at the time before the step (hours ahead, for a dual-boot machine
@@ -230,6 +246,7 @@ class Rings:
         self._host: TieredRing | None = None
         self.first_s = math.inf  # the time of the oldest row appended (inf: none yet)
         self._uuids: tuple[str, ...] = ()  # the GPUs of the columns, as the last sample listing them named them
+        self._by_index: dict[int, str] = {}  # the same, by GPU index
 
     @property
     def nbytes(self) -> int:
@@ -242,16 +259,7 @@ class Rings:
 
     def append(self, sample: Sample) -> None:
         if sample.devices:
-            uuids = tuple(d.uuid for d in sample.devices)
-            pairs = zip(self._uuids, uuids, strict=False)  # (a change of count begins afresh anyway)
-            others = [k for k, (was, now) in enumerate(pairs) if was and now and was != now]
-            if others:
-                # Another GPU in a column (a MIG instance destroyed renumbers those after it, as
-                # many made as gone): its past in memory is the other GPU's, as its process lines
-                # are. Begun afresh (the store keeps each GPU's by its UUID).
-                self._gpus = None
-                self.processes.forget(frozenset(sample.gpus[k].index for k in others if k < len(sample.gpus)))
-            self._uuids = uuids
+            self._follow_gpus(sample)
         self.processes.append(sample)
         # All GPUs' values in one conversion, then the columns kept.
         gpu_values = (
@@ -262,6 +270,28 @@ class Rings:
             values = np.asarray(sample.host.values, dtype=np.float32)[_HOST_COLUMNS]
             host_values = np.concatenate([values, np.asarray(sample.host.cpu_core_percent, dtype=np.float32)])
         self._append(sample.timestamp_s, gpu_values, host_values)
+
+    def _follow_gpus(self, sample: Sample) -> None:
+        """Another GPU in a column (a MIG instance destroyed and another made, the count the same):
+        that column's past is the other GPU's, so it is let go; and the processes seen at an index
+        another GPU has now, or none has (destroyed and made on different ticks), go with it. Kept,
+        MIG-c in b's column was drawn with b's past, and b's jobs said to have run on it."""
+        uuids = tuple(d.uuid for d in sample.devices)
+        now = {d.index: d.uuid for d in sample.devices}
+        # (A UUID not read, "", is taken for the same GPU: one asleep since the start has none yet.)
+        gone = {
+            index for index, was in self._by_index.items() if index not in now or (was and now[index] not in ("", was))
+        }
+        if gone:
+            self.processes.forget(frozenset(gone))
+        if self._gpus is not None and len(uuids) == len(self._uuids):  # (a change of count begins afresh)
+            moved = [
+                k for k, (was, new) in enumerate(zip(self._uuids, uuids, strict=True)) if was and new and was != new
+            ]
+            if moved:
+                width = len(HISTORY_GPU_KEYS)
+                self._gpus.blank(np.concatenate([np.arange(k * width, (k + 1) * width) for k in moved]))
+        self._uuids, self._by_index = uuids, now
 
     def append_values(self, t_s: float, gpu_values: np.ndarray, host_values: np.ndarray | None = None) -> None:
         """One time's values, already arranged: ``gpu_values`` is GPUs × HISTORY_GPU_KEYS (none: no
