@@ -471,7 +471,10 @@ def test_one_process_pushes_a_state_folders_alerts(tmp_path: Path, receiver: Rec
         notifier.notify(CRITICAL_NOTICE)
         wait_idle(notifier)
     assert len(receiver.requests) == 1
+    tray.notify(dataclasses.replace(WARNING_NOTICE, host="dgx-02"))  # a remote host's: the tray's alone
+    wait_idle(tray)
     recorder.close()
+    tray.notify(dataclasses.replace(CRITICAL_NOTICE, severity=Severity.INFO, resolved=True))  # its end
     tray.notify(WARNING_NOTICE)  # the recorder stopped: the tray pushes from now on
     wait_idle(tray)
     later = push([destination], status_file=status_file)
@@ -480,7 +483,17 @@ def test_one_process_pushes_a_state_folders_alerts(tmp_path: Path, receiver: Rec
     later.notify(RESOLVED_NOTICE)  # where its alert went: the tray told it, and that carried over
     wait_idle(later)
     later.close()
-    assert [json.loads(r["body"])["rule"] for r in receiver.requests] == ["temperature", "memory_used", "memory_used"]
+    told = [
+        (json.loads(r["body"])["host"], json.loads(r["body"])["rule"], json.loads(r["body"])["severity"])
+        for r in receiver.requests
+    ]
+    assert told == [
+        ("gpubox", "temperature", "critical"),
+        ("dgx-02", "memory_used", "warning"),
+        ("gpubox", "temperature", "resolved"),  # where the recorder sent the alert, the tray its end
+        ("gpubox", "memory_used", "warning"),
+        ("gpubox", "memory_used", "resolved"),
+    ]
 
 
 def test_a_destination_that_works_again_says_so_and_clears(receiver: Receiver) -> None:

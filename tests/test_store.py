@@ -1174,3 +1174,26 @@ def test_a_recorder_says_a_stuck_driver_once_and_stops_cleanly_on_sighup(tmp_pat
     assert process.returncode == 0, err
     assert sum("has not answered" in line for line in err.splitlines()) == 1, err
     assert err.rstrip().splitlines()[-1].endswith("samples recorded"), err
+
+
+def test_a_recorder_started_under_nohup_keeps_recording_through_a_sighup(tmp_path: Path) -> None:
+    """Started with SIGHUP ignored (nohup, to outlive the session): the handler put over it
+    stopped the recorder at the first SIGHUP anyway."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    command = ["nohup", sys.executable, "-m", "trayvml", "record", "--simulate", "idle:gpus=h100", "--interval", "0.5"]
+    process = subprocess.Popen(
+        [*command, "--store", str(tmp_path)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
+    )
+    try:
+        assert process.stderr is not None
+        assert "recording to" in process.stderr.readline()
+        process.send_signal(signal.SIGHUP)
+        time.sleep(1.5)
+        assert process.poll() is None  # still recording
+        process.send_signal(signal.SIGTERM)
+        _, err = process.communicate(timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate(timeout=10)
+    assert process.returncode == 0 and err.rstrip().endswith("samples recorded"), err

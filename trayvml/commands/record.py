@@ -92,7 +92,12 @@ def record(args: argparse.Namespace, simulation: SimSpec | None, settings: Setti
     said: str | None = None  # the store's problem, as last said
     stalled = ""  # the GPUs' problem's headline, as last said ("": none)
     # systemd stops a unit with SIGTERM, and an SSH session that drops sends SIGHUP: flush first.
-    previous = {number: signal.signal(number, _interrupt) for number in _STOPPING if number != signal.SIGINT}
+    # (A signal ignored when it started, SIGHUP under nohup, stays ignored.)
+    previous = {
+        number: signal.signal(number, _interrupt)
+        for number in _STOPPING
+        if number != signal.SIGINT and signal.getsignal(number) is not signal.SIG_IGN
+    }
     source = Source(simulation, host=True, stall_after_s=args.timeout)
     ticks = 0
     monitor, push = _alerts(settings, source.clock, interval_s, simulation is not None)
@@ -182,4 +187,6 @@ _STOPPING = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHU
 
 
 def _interrupt(signum: int, frame: object) -> None:
+    for number in _STOPPING:  # the first stops it: a second, before the close ignores them, would not close it
+        signal.signal(number, signal.SIG_IGN)
     raise KeyboardInterrupt

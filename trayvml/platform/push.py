@@ -443,8 +443,10 @@ class PushNotifier:
         return True
 
     def notify(self, notice: Notice) -> None:
-        if not self._pushes():
-            return
+        # This machine's alerts only: a remote host's are the tray's alone (record reads no host).
+        # What each destination was told is kept either way: the process that takes over sends a
+        # resolution where the other sent its alert.
+        pushes = bool(notice.host) or self._pushes()
         now_s = self._clock.now_s()
         title = notice.title if notice.host else host_prefix(self.host) + notice.title
         simulated = self.simulated and not notice.host  # a remote host's notice is of its own GPUs
@@ -463,7 +465,7 @@ class PushNotifier:
         )
         with self._lock:
             for index in range(len(self.destinations)):
-                if not self.wants(index, notice, now_s):
+                if not self.wants(index, notice, now_s) or not pushes:
                     continue
                 queue = self._queues[index]
                 if len(queue) >= self._max_queued:

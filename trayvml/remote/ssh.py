@@ -536,7 +536,7 @@ class SshConnection:
             try:
                 self.process.wait(TERMINATE_WAIT_S)
             except subprocess.TimeoutExpired:
-                self._signal(signal.SIGKILL)
+                self._signal(getattr(signal, "SIGKILL", signal.SIGTERM))
                 with contextlib.suppress(subprocess.TimeoutExpired):
                     self.process.wait(TERMINATE_WAIT_S)
         for reader in self._readers:
@@ -547,9 +547,15 @@ class SshConnection:
                     stream.close()
 
     def _signal(self, number: int) -> None:
-        """``number`` to ssh's process group (its own: start_new_session)."""
+        """``number`` to ssh's process group (its own: start_new_session); where there are no
+        process groups (Windows), ssh alone, terminated or killed."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.process.pid, number)
+            if hasattr(os, "killpg"):
+                os.killpg(self.process.pid, number)
+            elif number == signal.SIGTERM:
+                self.process.terminate()
+            else:
+                self.process.kill()
 
 
 def _lines(stream: IO[str]) -> Iterator[str]:
