@@ -1066,6 +1066,26 @@ def test_an_open_reader_follows_a_store_moved_aside_and_begun_anew(tmp_path: Pat
         reader.close()
 
 
+def test_the_windows_process_history_follows_a_store_moved_aside_too(tmp_path: Path) -> None:
+    """The process tables were read through a connection of their own, opened once: after the
+    store was moved aside and begun anew, the window's process lines stayed the old file's."""
+    from trayvml.history.timeline import DiskReach
+
+    first = _samples("training:gpus=h100", MIDNIGHT_S, 120)
+    _write(tmp_path, first)
+    disk = DiskReach(tmp_path)
+    disk.uuids = (first[0].devices[0].uuid,)
+    try:
+        _, _, before = disk.process_lines(MIDNIGHT_S - 60, MIDNIGHT_S + 600, 500)
+        assert before
+        (tmp_path / "history.sqlite3").rename(tmp_path / "history.sqlite3.damaged-1")
+        _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S + 300, 30))  # no processes in the new one
+        _, _, after = disk.process_lines(MIDNIGHT_S - 120, MIDNIGHT_S + 660, 500)  # another range: read anew
+        assert after == []
+    finally:
+        disk.close()
+
+
 def test_simulated_gpus_keep_a_history_of_their_own(capsys: pytest.CaptureFixture[str]) -> None:
     from trayvml.history import default_folder
 

@@ -19,7 +19,6 @@ import numpy as np
 from trayvml.core.sample import Sample
 from trayvml.history.disk import processes
 from trayvml.history.disk.blocks import distinct_sorted
-from trayvml.history.disk.db import FILE_NAME, Database
 from trayvml.history.disk.read import CoarseData, StoreReader, bucket_step_ms
 from trayvml.history.disk.write import HOST_UUID, host_layout
 from trayvml.history.rings import (
@@ -92,7 +91,6 @@ class DiskReach:
         # _stacked's: (device or "" for the GPUs, key, step): the reads, their lines, buckets filled
         self._stacks: dict[tuple[str, str, float], tuple[list[tuple[CoarseData, int]], Series, np.ndarray]] = {}
         self.folder = folder
-        self._db: Database | None = None  # the process tables' connection (processes.py), read-only
         self._lines: tuple[tuple[object, ...], list[ProcessLine]] | None = None
         self.failed_reads = 0  # reads the store refused (their buckets stood in as not recorded)
         self._row_times: tuple[tuple[float, float], np.ndarray] | None = None  # _host_row_times' last
@@ -105,9 +103,6 @@ class DiskReach:
         self._row_times = None
         self._lines = None
         self.reader.close()
-        if self._db is not None:
-            self._db.close()
-            self._db = None
 
     def expect(self, gpu_keys: Iterable[str]) -> None:
         """The GPU metrics the next reads ask for (a redraw's panels in view and the energy): a device
@@ -128,17 +123,18 @@ class DiskReach:
             return times, step, self._lines[1]
         lines: list[ProcessLine] = []
         try:
-            if self._db is None and (self.folder / FILE_NAME).exists():
-                self._db = Database(self.folder, read_only=True)
-            for index, uuid in enumerate(self.uuids if self._db is not None else ()):
-                assert self._db is not None
-                for found in processes.series(self._db, uuid, start_s, end_s, step):
+            # The reader's connection: one that follows a store moved aside as damaged (its own,
+            # opened once, read the old file's processes until the window hid).
+            db = self.reader.database()
+            for index, uuid in enumerate(self.uuids if db is not None else ()):
+                assert db is not None
+                for found in processes.series(db, uuid, start_s, end_s, step):
                     p = found.process
                     mean = np.stack([found.memory_bytes, found.sm_percent], axis=1).astype(np.float32)
                     high = np.stack([found.memory_peak_bytes, found.sm_percent], axis=1).astype(np.float32)
                     series = Series(found.times_s, mean, high, found.step_s)
                     lines.append(ProcessLine(index, p.pid, p.started_s, p.name, p.user, p.job_kind, p.job, series))
-        except sqlite3.Error as error:
+        except (sqlite3.Error, OSError) as error:  # (OSError: a folder that may not be entered)
             log.warning("the process history on disk could not be read: %s", error)
         self._lines = (key, lines)
         return times, step, lines

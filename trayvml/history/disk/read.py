@@ -103,7 +103,9 @@ class StoreReader:
         self._damaged: set[tuple[int, int]] = set()  # (id, CRC) of the packed blocks found damaged
         self._opened: tuple[int, int] | None = None  # (device, inode) of the file opened
 
-    def _database(self) -> Database | None:
+    def database(self) -> Database | None:
+        """The store's read-only connection, opened (again, where its file was moved aside and
+        begun anew) where there is a store; None where there is none."""
         path = self.folder / FILE_NAME
         if self._db is not None and _identity(path) != self._opened:
             # Moved aside as damaged by its writer and begun anew: the one open is read no more
@@ -126,13 +128,13 @@ class StoreReader:
             self._db = None
 
     def devices(self) -> list[Device]:
-        db = self._database()
+        db = self.database()
         return db.devices() if db is not None else []
 
     def _blocks(
         self, uuid: str, tiers: tuple[Tier, ...], start_s: float, end_s: float, data: bool = True
     ) -> tuple[Database, list[Block]] | None:
-        db = self._database()
+        db = self.database()
         if db is None:
             return None
         device = self._device_ids.get(uuid)
@@ -209,7 +211,7 @@ class StoreReader:
         total = np.zeros((columns, n))
         tiers = (Tier.COARSE, Tier.WIDE) + ((Tier.FRESH,) if fresh else ())
         use_wide = step_ms % WIDE_BUCKET_MS == 0
-        store = self._database()
+        store = self.database()
         # The blocks listed, then their data read, as the store stood at the listing (Database.snapshot).
         with store.snapshot() if store is not None else contextlib.nullcontext():
             found = self._blocks(uuid, tiers, first_ms / 1000, first_ms / 1000 + n * step_ms / 1000, data=False)
@@ -338,12 +340,12 @@ class StoreReader:
         return bool(found and found[1])
 
     def span_s(self) -> tuple[float, float] | None:
-        db = self._database()
+        db = self.database()
         span = db.span_ms() if db is not None else None
         return (span[0] / 1000, span[1] / 1000) if span else None
 
     def stats(self) -> Stats:
-        db = self._database()
+        db = self.database()
         if db is None:
             return Stats(None, None, 0, 0)
         samples = 0
