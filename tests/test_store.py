@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -1046,6 +1047,13 @@ def test_a_store_damaged_inside_is_moved_aside_when_a_write_finds_it(tmp_path: P
         reader.close()
 
 
+def _moved_aside(folder: Path) -> None:
+    """The store moved aside as StoreWriter._move_aside moves it: the file and its WAL and index."""
+    for suffix in ("", "-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(folder / f"history.sqlite3{suffix}", folder / f"history.sqlite3.damaged-1{suffix}")
+
+
 def test_an_open_reader_follows_a_store_moved_aside_and_begun_anew(tmp_path: Path) -> None:
     """The window's reader, open on a store its writer then moved aside as damaged and began
     anew, went on reading the old one: its hours frozen, the new ones never shown."""
@@ -1056,8 +1064,7 @@ def test_an_open_reader_follows_a_store_moved_aside_and_begun_anew(tmp_path: Pat
     try:
         before = reader.fine(uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
         assert len(before.times_s) == 30
-        path = tmp_path / "history.sqlite3"
-        path.rename(tmp_path / "history.sqlite3.damaged-1")  # as StoreWriter._move_aside does
+        _moved_aside(tmp_path)
         later = _samples("idle:gpus=h100", MIDNIGHT_S + 100, 20)
         _write(tmp_path, later)
         after = reader.fine(uuid, MIDNIGHT_S - 1, MIDNIGHT_S + 200, GPU_LAYOUT.keys)
@@ -1078,7 +1085,7 @@ def test_the_windows_process_history_follows_a_store_moved_aside_too(tmp_path: P
     try:
         _, _, before = disk.process_lines(MIDNIGHT_S - 60, MIDNIGHT_S + 600, 500)
         assert before
-        (tmp_path / "history.sqlite3").rename(tmp_path / "history.sqlite3.damaged-1")
+        _moved_aside(tmp_path)
         _write(tmp_path, _samples("idle:gpus=h100", MIDNIGHT_S + 300, 30))  # no processes in the new one
         _, _, after = disk.process_lines(MIDNIGHT_S - 120, MIDNIGHT_S + 660, 500)  # another range: read anew
         assert after == []
