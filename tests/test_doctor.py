@@ -195,6 +195,16 @@ def test_a_settings_file_others_can_read_holding_push_secrets_is_a_warning(
     path.chmod(0o600)
     main(["doctor", "--config", str(path), SIM])
     assert "settings.mode" not in _levels(capsys.readouterr().out)
+    # A Slack webhook's URL is its secret; so are a remote host's credentials.
+    for text in (
+        '[[push]]\nkind = "slack"\nurl = "https://hooks.slack.com/services/T0/B0/SECRETxyz"\n',
+        'remote_hosts = ["http://ops:hunter22@gpu-box:8729"]\n',
+    ):
+        path.write_text(text)
+        path.chmod(0o644)
+        main(["doctor", "--config", str(path), SIM])
+        out = capsys.readouterr().out
+        assert _levels(out)["settings.mode"] == "WARNING" and "SECRETxyz" not in out and "hunter22" not in out
 
 
 def test_a_tray_host_and_notification_service_are_found_on_the_bus(tmp_path: Path) -> None:

@@ -211,11 +211,23 @@ def dcgm_mig_exposition(tensor: float = 0.5) -> str:
     board = 'gpu="0",UUID="GPU-b0a2",pci_bus_id="00000000:19:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3"'
     whole = 'gpu="1",UUID="GPU-c1d3",pci_bus_id="00000000:3B:00.0",device="nvidia1",modelName="NVIDIA H100 80GB HBM3"'
     series = [
-        (board + ',GPU_I_PROFILE="3g.40gb",GPU_I_ID="2"', {"FB_USED": 30000, "FB_FREE": 10000, "TEMP": 51}),
-        (board + ',GPU_I_PROFILE="2g.20gb",GPU_I_ID="4"', {"FB_USED": 1000, "FB_FREE": 19000, "TEMP": 51}),
-        (whole, {"FB_USED": 70000, "FB_FREE": 11000, "TEMP": 64}),
+        (
+            board + ',GPU_I_PROFILE="3g.40gb",GPU_I_ID="2"',
+            {"FB_USED": 30000, "FB_FREE": 10000, "TEMP": 51, "POWER": 400, "UTIL": 0},
+        ),
+        (
+            board + ',GPU_I_PROFILE="2g.20gb",GPU_I_ID="4"',
+            {"FB_USED": 1000, "FB_FREE": 19000, "TEMP": 51, "POWER": 400, "UTIL": 0},
+        ),
+        (whole, {"FB_USED": 70000, "FB_FREE": 11000, "TEMP": 64, "POWER": 650, "UTIL": 97}),
     ]
-    rows = {"DCGM_FI_DEV_FB_USED": "FB_USED", "DCGM_FI_DEV_FB_FREE": "FB_FREE", "DCGM_FI_DEV_GPU_TEMP": "TEMP"}
+    rows = {
+        "DCGM_FI_DEV_FB_USED": "FB_USED",
+        "DCGM_FI_DEV_FB_FREE": "FB_FREE",
+        "DCGM_FI_DEV_GPU_TEMP": "TEMP",
+        "DCGM_FI_DEV_POWER_USAGE": "POWER",  # the board's, on each instance's series (dcgm-exporter#257)
+        "DCGM_FI_DEV_GPU_UTIL": "UTIL",  # 0 on an instance's (dcgm-exporter#216)
+    }
     out = []
     for name, field in rows.items():
         out += [f"# HELP {name} from etc/default-counters.csv", f"# TYPE {name} gauge"]
@@ -239,6 +251,12 @@ def test_dcgm_exporters_mig_instances_are_devices_of_their_own(monkeypatch: pyte
     assert [g.index for g in sample.gpus] == [1, 2, 3] and len({d.uuid for d in sample.devices}) == 3
     assert [g.value("memory_used_bytes") / 2**20 for g in sample.gpus] == [70000, 30000, 1000]
     assert [g.value("tensor_activity_percent") for g in sample.gpus] == [50.0] * 3  # DCP ratios, in %
+    # The board's power on each instance, and its GPU_UTIL of 0: not the instance's, not supported.
+    assert sample.gpus[0].value("power_draw_w") == 650 and sample.gpus[0].value("utilization_gpu_percent") == 97
+    for instance in sample.gpus[1:]:
+        for key in ("power_draw_w", "utilization_gpu_percent"):
+            assert instance.state(key) is MetricState.NOT_SUPPORTED and math.isnan(instance.value(key))
+    assert [g.value("temperature_gpu_c") for g in sample.gpus] == [64, 51, 51]  # the board's, as it is
     (again,), by_layout = reads.read(dcgm_mig_exposition(tensor=0.25))
     assert by_layout and [g.value("tensor_activity_percent") for g in again.gpus] == [25.0] * 3
     assert [g.value("memory_used_bytes") / 2**20 for g in again.gpus] == [70000, 30000, 1000]

@@ -2295,10 +2295,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>设置文件 {path} 可以正常加载。</translation>
     </message>
     <message>
-        <source>The settings file {path} holds push passwords or tokens and others can read it: chmod 600 {path}</source>
-        <translation>设置文件 {path} 含有推送密码或令牌，且其他用户可读：chmod 600 {path}</translation>
-    </message>
-    <message>
         <source>{count} unusable settings files were set aside earlier: {names}.</source>
         <translation>之前有 {count} 个无法使用的设置文件被移到一旁：{names}。</translation>
     </message>
@@ -2349,6 +2345,10 @@ It is sent SIGTERM, as kill does.</source>
     <message>
         <source>A redacted report is in {path}; attach it to an issue.</source>
         <translation>已隐去敏感信息的报告在 {path}；请将其附在问题报告中。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} holds passwords or tokens and others can read it: chmod 600 {path}</source>
+        <translation>设置文件 {path} 含有密码或令牌，且其他用户可读：chmod 600 {path}</translation>
     </message>
     <message>
         <source>A replayed recording cannot be recorded again.</source>

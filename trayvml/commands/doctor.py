@@ -330,7 +330,12 @@ def check_settings(findings: Findings, path: Path) -> Settings | None:
             )
         else:
             findings.add("settings", Level.OK, translate("doctor", "The settings file {path} loads.").format(path=path))
-        secret = any(d.password or d.token or "@" in d.url.partition("//")[2].partition("/")[0] for d in settings.push)
+        from trayvml.platform.push import secrets_of
+
+        # Push's own secrets (a password, a token, a URL's path: an ntfy topic, a Slack webhook),
+        # and a remote host's credentials in its URL.
+        remote = any("@" in url.partition("//")[2].partition("/")[0] for url in settings.remote_hosts)
+        secret = remote or any(secrets_of(d) for d in settings.push)
         if secret and not pipe and stat.S_IMODE(mode) & 0o077:
             # trayvml writes it readable by its user alone; one made by hand may not be.
             findings.add(
@@ -338,7 +343,7 @@ def check_settings(findings: Findings, path: Path) -> Settings | None:
                 Level.WARNING,
                 translate(
                     "doctor",
-                    "The settings file {path} holds push passwords or tokens and others can read it: chmod 600 {path}",
+                    "The settings file {path} holds passwords or tokens and others can read it: chmod 600 {path}",
                 ).format(path=path),
             )
     aside = set_aside_copies(path)

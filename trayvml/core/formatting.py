@@ -40,7 +40,7 @@ def format_value(metric: Metric, value: float) -> str:
     if unit is Unit.WATTS:
         return f"{fixed(value)} W"
     if unit is Unit.JOULES:
-        return f"{fixed(value / 1000, 1)} kJ" if value >= 10_000 else f"{value:.0f} J"
+        return f"{fixed(value / 1000, 1)} kJ" if value >= 10_000 else f"{fixed(value)} J"
     if unit is Unit.MHZ:
         return f"{fixed(value)} MHz"
     if unit is Unit.PSTATE:

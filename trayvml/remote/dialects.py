@@ -526,7 +526,10 @@ def _read(
                     if instance:
                         _identify_instance(gpu, instance, facts.get(dialect.profile_label, ""))
                     gpu.identified = True
-                if known is not None:
+                if known is not None and instance and known[0] in BOARD_KEYS:
+                    if record:
+                        route_of[i] = _IGNORED
+                elif known is not None:
                     if record:
                         route_of[i] = _Route(GPU_VALUE, host.name, key, known[0], known[1])
                     scaled = value * known[1]
@@ -585,6 +588,23 @@ def _read(
         routes += route_of
 
 
+# What dcgm-exporter serves on a MIG instance's series but is its board's, or not told of an
+# instance: the board's power and energy on each (summed, the board counted once an instance), and
+# GPU_UTIL as 0 (read as idle). Not supported on the instance, as NVML says of a MIG device.
+BOARD_KEYS = frozenset(
+    {
+        "power_draw_w",
+        "power_instant_w",
+        "power_enforced_limit_w",
+        "energy_consumed_j",
+        "utilization_gpu_percent",
+        "utilization_memory_percent",
+        "encoder_utilization_percent",
+        "decoder_utilization_percent",
+    }
+)
+
+
 def _identify_instance(gpu: _Gpu, instance: str, profile: str) -> None:
     """``gpu``, read from its board's labels, made the board's MIG instance ``instance`` (numbered
     after the whole GPUs, _HostShape) named by its profile where told ("<<<NULL>>>" where DCGM could
@@ -593,7 +613,7 @@ def _identify_instance(gpu: _Gpu, instance: str, profile: str) -> None:
     gpu.instance_id = _index(instance)
     profile = shorten(clean(profile))
     if profile and "<" not in profile:
-        gpu.name = f"{gpu.name} MIG {profile}"
+        gpu.name = f"{gpu.name} MIG {profile}".strip()
 
 
 def served_job(job: str, kind: str, name: str = "") -> Attribution | None:

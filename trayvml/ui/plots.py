@@ -561,6 +561,7 @@ class Lines(pg.GraphicsObject):
         self.update()
 
     def clear(self) -> None:
+        self.peaks = None
         self.set_each((), ())
 
     def set_emphasis(self, column: int) -> None:
@@ -955,6 +956,7 @@ class Panel:
         """The throttle reasons' strip, a row per GPU; a GPU unticked is left blank, and out of the
         readout, as it is out of every line panel (it was drawn and read out still)."""
         if self.image is None or series is None or len(series.times_s) == 0:
+            self.strip_data, self.strip_hidden = None, frozenset()  # nothing read: nothing to read out
             return
         masks = series.high[:, :gpu_count].copy()
         self.strip_hidden = frozenset(g for g in hidden if g < gpu_count)
