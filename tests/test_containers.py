@@ -265,6 +265,19 @@ def test_a_name_found_later_reaches_the_process(folder: Path, engines: list[Fake
     assert attributor.refresh(4200, named) is named  # nothing pending: nothing asked
 
 
+def _jupyter(folder: Path, kernels: tuple[str, ...], first_pid: int = 4321) -> None:
+    """A fake /proc under ``folder`` with a Jupyter server (PID 55, its jpserver file in the runtime
+    folder) and a kernel process per id from ``first_pid`` on."""
+    proc = FakeProc(folder / "proc")
+    runtime = folder / "runtime"
+    runtime.mkdir()
+    proc.add(55, comm="jupyter-server")
+    (runtime / "jpserver-55.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "token": "t", "pid": 55}))
+    for k, kernel in enumerate(kernels):
+        connection = str(runtime / f"kernel-{kernel}.json")
+        proc.add(first_pid + k, cmdline=("python", "-m", "ipykernel_launcher", "-f", connection))
+
+
 def test_a_notebook_lookup_that_failed_is_tried_again_after_a_back_off(folder: Path) -> None:
     answers: list[bytes | None] = [None, None, b'[{"path": "exp/train.ipynb", "kernel": {"id": "abc-1"}}]']
     asked: list[str] = []
@@ -276,12 +289,7 @@ def test_a_notebook_lookup_that_failed_is_tried_again_after_a_back_off(folder: P
             raise TimeoutError("timed out")  # a server busy for a moment
         return answer
 
-    proc = FakeProc(folder / "proc")
-    runtime = folder / "runtime"
-    runtime.mkdir()
-    proc.add(55, comm="jupyter-server")
-    (runtime / "jpserver-55.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "token": "t", "pid": 55}))
-    proc.add(4321, cmdline=("python", "-m", "ipykernel_launcher", "-f", str(runtime / "kernel-abc-1.json")))
+    _jupyter(folder, kernels=("abc-1",))
     clock = Clock()
     attributor = Attributor(folder / "proc", fetch=fetch, now_s=clock)
     found = attributor.attribute(4321)
@@ -303,12 +311,7 @@ def test_a_notebook_renamed_while_its_kernel_runs_is_named_anew(folder: Path) ->
     """A notebook starts as "Untitled.ipynb" and is renamed while its kernel runs: the first name
     found was kept for good (the table, the job, its energy and the history)."""
     path = ["Untitled.ipynb"]
-    proc = FakeProc(folder / "proc")
-    runtime = folder / "runtime"
-    runtime.mkdir()
-    proc.add(55, comm="jupyter-server")
-    (runtime / "jpserver-55.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "token": "t", "pid": 55}))
-    proc.add(4321, cmdline=("python", "-m", "ipykernel_launcher", "-f", str(runtime / "kernel-abc-1.json")))
+    _jupyter(folder, kernels=("abc-1",))
 
     def fetch(url: str, token: str, wait_s: float) -> bytes:
         return json.dumps([{"path": path[0], "kernel": {"id": "abc-1"}}]).encode()
@@ -336,13 +339,7 @@ def test_a_jupyter_server_that_hangs_is_asked_once_for_all_its_kernels(folder: P
             raise TimeoutError("timed out")
         return json.dumps([{"path": f"n{k}.ipynb", "kernel": {"id": f"k-{k}"}} for k in range(8)]).encode()
 
-    proc = FakeProc(folder / "proc")
-    runtime = folder / "runtime"
-    runtime.mkdir()
-    proc.add(55, comm="jupyter-server")
-    (runtime / "jpserver-55.json").write_text(json.dumps({"url": "http://127.0.0.1:1/", "token": "t", "pid": 55}))
-    for k in range(8):
-        proc.add(4300 + k, cmdline=("python", "-m", "ipykernel_launcher", "-f", str(runtime / f"kernel-k-{k}.json")))
+    _jupyter(folder, kernels=tuple(f"k-{k}" for k in range(8)), first_pid=4300)
     clock = Clock()
     attributor = Attributor(folder / "proc", fetch=fetch, now_s=clock)
     assert [attributor.attribute(4300 + k).notebook for k in range(8)] == [""] * 8

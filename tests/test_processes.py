@@ -10,8 +10,10 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
@@ -24,6 +26,10 @@ from trayvml.nvml.sim import parse_spec
 from trayvml.nvml.sim.profiles import PROFILES
 from trayvml.nvml.sim.scenarios import Processes
 from trayvml.source import Source
+
+if TYPE_CHECKING:
+    from trayvml.core.sample import Sample
+    from trayvml.ui.processes import ProcessesTab
 
 
 def _running(program: str, seed: int) -> float:
@@ -194,11 +200,24 @@ def test_a_process_of_another_pid_namespace_is_never_offered_to_end(qtbot) -> No
         child.wait(10)
 
 
+def _fed_tab(qtbot, sample: Callable[[float], Sample]) -> ProcessesTab:
+    """A processes tab with a users' table, given ``sample``'s lists read 10 s apart."""
+    from trayvml.monitor.users import UserUsage
+    from trayvml.ui.processes import ProcessesTab
+
+    tab = ProcessesTab()
+    qtbot.addWidget(tab)
+    tab.users = UserUsage()
+    for t_s in (1000.0, 1010.0):
+        tab.users.update(sample(t_s))
+        tab.update_processes(sample(t_s))
+    return tab
+
+
 def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gpu_time(qtbot) -> None:
     from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
     from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
-    from trayvml.monitor.users import UserUsage
-    from trayvml.ui.processes import HEADERS, ProcessesTab
+    from trayvml.ui.processes import HEADERS
 
     unit = Attribution(unit="finetune.service", job="finetune.service", job_kind="unit", root_pid=10)
     tmux = Attribution(session="tmux train", job="tmux train", job_kind="session", root_pid=20)
@@ -220,12 +239,7 @@ def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gp
         gpu = GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), procs)
         return Sample(t_s, (gpu,), (DeviceInfo(0, "GPU", "GPU-0"),), None, None)
 
-    tab = ProcessesTab()
-    qtbot.addWidget(tab)
-    tab.users = UserUsage()
-    for t_s in (1000.0, 1010.0):
-        tab.users.update(sample(t_s))
-        tab.update_processes(sample(t_s))
+    tab = _fed_tab(qtbot, sample)
     model, table = tab.processes, tab.table
     rows = {model.pid_at(r): r for r in range(model.rowCount())}
 
@@ -259,8 +273,6 @@ def test_the_job_tree_keeps_two_users_sessions_of_one_name_apart(qtbot) -> None:
     its GPU time and energy one user's."""
     from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
     from trayvml.core.sample import Attribution, DeviceInfo, GpuSample, MetricState, Sample
-    from trayvml.monitor.users import UserUsage
-    from trayvml.ui.processes import ProcessesTab
 
     tmux = Attribution(session="tmux default", job="tmux default", job_kind="session", root_pid=1)
 
@@ -274,12 +286,7 @@ def test_the_job_tree_keeps_two_users_sessions_of_one_name_apart(qtbot) -> None:
         gpu = GpuSample(0, tuple(values), (MetricState.OK,) * len(GPU_METRICS), procs)
         return Sample(t_s, (gpu,), (DeviceInfo(0, "GPU", "GPU-0"),), None, None)
 
-    tab = ProcessesTab()
-    qtbot.addWidget(tab)
-    tab.users = UserUsage()
-    for t_s in (1000.0, 1010.0):
-        tab.users.update(sample(t_s))
-        tab.update_processes(sample(t_s))
+    tab = _fed_tab(qtbot, sample)
     tab.group_box.setChecked(True)
     header = present(tab.tree.headerItem())
     columns = [header.text(c) for c in range(tab.tree.columnCount())]

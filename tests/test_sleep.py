@@ -10,6 +10,7 @@ import pytest
 from tests.helpers import run_ticks, simulated_source
 from trayvml.alerts.dispatch import Dispatcher
 from trayvml.alerts.engine import AlertSettings
+from trayvml.core.clock import ManualClock
 from trayvml.core.demand import HISTORY
 from trayvml.core.errors import SimulationSpecError
 from trayvml.core.sample import MetricState
@@ -18,6 +19,7 @@ from trayvml.monitor.pipeline import Monitor
 from trayvml.monitor.spans import AsleepSpans
 from trayvml.nvml.runtime_pm import SYSFS_ROOT_ENV, RuntimePower, bus_key
 from trayvml.nvml.sim import parse_spec
+from trayvml.source import Source
 
 
 def nvml_calls(lib) -> int:
@@ -139,13 +141,19 @@ def test_only_laptop_profiles_can_sleep() -> None:
     assert parse_spec("idle:gpus=h100+laptop,sleep=1@10/5").sleeps == ((1, (10.0, 15.0)),)
 
 
+def _feed(spans: AsleepSpans, source: Source, clock: ManualClock, seconds: int, stalled: bool = False) -> None:
+    """``seconds`` of samples a second apart (``stalled``: a stuck driver's, without GPUs)."""
+    for _ in range(seconds):
+        sample = source.sample()
+        spans.update(replace(sample, gpus=(), devices=()) if stalled else sample)
+        clock.advance_s(1)
+
+
 def test_asleep_spans_say_which_gaps_were_sleep() -> None:
     source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/20+1@50/5")
     spans = AsleepSpans()
     start_s = clock.now_s()
-    for _ in range(70):
-        spans.update(source.sample())
-        clock.advance_s(1)
+    _feed(spans, source, clock, 70)
     seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 70)]
     assert seen == [(1, 10.0, 29.0), (1, 50.0, 54.0)]
     assert spans.between(start_s + 31, start_s + 45) == []
@@ -157,19 +165,11 @@ def test_no_sleep_is_shaded_across_a_stretch_without_readings() -> None:
     source, clock, _ = simulated_source("idle:gpus=h100+laptop,sleep=1@10/7200")
     spans = AsleepSpans()
     start_s = clock.now_s()
-    for _ in range(20):
-        spans.update(source.sample())
-        clock.advance_s(1)
-    for _ in range(30):  # the driver stalled for half a minute: samples without GPUs
-        spans.update(replace(source.sample(), gpus=(), devices=()))
-        clock.advance_s(1)
-    for _ in range(5):
-        spans.update(source.sample())
-        clock.advance_s(1)
+    _feed(spans, source, clock, 20)
+    _feed(spans, source, clock, 30, stalled=True)  # the driver stalled for half a minute: samples without GPUs
+    _feed(spans, source, clock, 5)
     clock.advance_s(3600)  # then an hour without a sample at all (the app stopped)
-    for _ in range(5):
-        spans.update(source.sample())
-        clock.advance_s(1)
+    _feed(spans, source, clock, 5)
     seen = [(gpu, begin - start_s, end - start_s) for gpu, begin, end in spans.between(start_s, start_s + 4000)]
     assert seen == [(1, 10.0, 19.0), (1, 50.0, 54.0), (1, 3655.0, 3659.0)]
 

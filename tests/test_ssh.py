@@ -24,7 +24,7 @@ import pytest
 
 from trayvml.core.clock import SystemClock
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.sample import MetricState
+from trayvml.core.sample import MetricState, Sample
 from trayvml.core.units import MIB
 from trayvml.remote.fetch import parse_endpoint
 from trayvml.remote.source import RemoteSource
@@ -302,18 +302,24 @@ def test_every_batch_that_came_since_the_last_read_is_taken_in_order(box: Box) -
 
 def test_trayvml_host_is_read_through_snapshot_json(box: Box) -> None:
     box.serve("trayvml")
+    sample = _answered()
+    assert sample.remote is not None and sample.remote.kind == "trayvml over SSH"
+    assert sample.simulation  # the remote's GPUs are simulated, and it says so
+    assert sample.gpus and sample.devices[0].name.startswith("NVIDIA")
+    assert sample.gpus[0].state("utilization_gpu_percent") is MetricState.OK
+    assert sample.system is not None and sample.system.driver_version
+
+
+def _answered() -> Sample:
+    """The first sample of ssh://box, which answered (no fault), its connection closed after."""
     source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
     try:
         _read_until(source)
         (sample,) = source.samples
-        assert sample.remote is not None and not sample.remote.fault, sample.remote
-        assert sample.remote.kind == "trayvml over SSH"
-        assert sample.simulation  # the remote's GPUs are simulated, and it says so
-        assert sample.gpus and sample.devices[0].name.startswith("NVIDIA")
-        assert sample.gpus[0].state("utilization_gpu_percent") is MetricState.OK
-        assert sample.system is not None and sample.system.driver_version
     finally:
         source.close()
+    assert sample.remote is not None and not sample.remote.fault, sample.remote
+    return sample
 
 
 def _fault(source: RemoteSource) -> str:
@@ -361,14 +367,8 @@ def test_a_trayvml_that_cannot_answer_leaves_the_host_to_nvidia_smi(box: Box) ->
     (folder / "trayvml").write_text("#!/bin/sh\necho 'usage: trayvml [-h]' >&2\nexit 2\n")
     (folder / "trayvml").chmod(0o755)
     box.serve("oldtrayvml")
-    source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
-    try:
-        _read_until(source)
-        (sample,) = source.samples
-        assert sample.remote is not None and not sample.remote.fault, sample.remote
-        assert [d.name for d in sample.devices] == ["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"]
-    finally:
-        source.close()
+    sample = _answered()
+    assert [d.name for d in sample.devices] == ["NVIDIA H100 80GB HBM3", "NVIDIA GeForce RTX 4090"]
 
 
 def test_the_users_ssh_config_for_their_own_sessions_is_not_used(box: Box, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -68,6 +68,15 @@ def _pack(folder: Path, now_s: float) -> None:
         db.close()
 
 
+def _fill_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every insert into the store fails as a full disk makes it fail (monkeypatch.undo frees it)."""
+
+    def full(*args: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    monkeypatch.setattr(Database, "insert", full)
+
+
 def _values(samples: list[Sample], gpu: int) -> np.ndarray:
     return np.array([s.gpus[gpu].values for s in samples], dtype=np.float64)
 
@@ -337,13 +346,10 @@ def test_a_full_disk_keeps_samples_in_memory_says_so_once_and_resumes(
     samples = _samples("idle:gpus=h100", MIDNIGHT_S, 120)
     writer = StoreWriter(tmp_path)
 
-    def full(*args: object) -> None:
-        raise sqlite3.OperationalError("database or disk is full")
-
     with caplog.at_level(logging.WARNING):
         for sample in samples[:20]:
             writer.append(sample)
-        monkeypatch.setattr(Database, "insert", full)
+        _fill_the_disk(monkeypatch)
         for sample in samples[20:60]:
             writer.append(sample)
         assert writer.problem is not None and "No space left on device" in writer.problem
@@ -367,10 +373,7 @@ def test_closing_after_the_store_recovers_writes_what_waited_in_memory(
     samples = _samples("idle:gpus=h100", MIDNIGHT_S, 25)
     writer = StoreWriter(tmp_path)
 
-    def full(*args: object) -> None:
-        raise sqlite3.OperationalError("database or disk is full")
-
-    monkeypatch.setattr(Database, "insert", full)
+    _fill_the_disk(monkeypatch)
     for sample in samples[:15]:
         writer.append(sample)
     assert writer.problem is not None
@@ -398,10 +401,7 @@ def test_a_store_that_failed_is_tried_again_though_the_clock_was_set_back(
     samples = _samples("idle:gpus=h100", MIDNIGHT_S, 60)
     writer = StoreWriter(tmp_path)
 
-    def full(*args: object) -> None:
-        raise sqlite3.OperationalError("database or disk is full")
-
-    monkeypatch.setattr(Database, "insert", full)
+    _fill_the_disk(monkeypatch)
     for sample in samples[:20]:
         writer.append(sample)
     assert writer.problem is not None
