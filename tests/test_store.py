@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -66,6 +67,15 @@ def _pack(folder: Path, now_s: float) -> None:
         pack.pack(db, round(now_s * 1000), None)
     finally:
         db.close()
+
+
+def _on_a_full_disk(writer: StoreWriter, samples: list[Sample], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``samples`` appended while the disk is full (the writer says so), the disk freed after."""
+    _fill_the_disk(monkeypatch)
+    for sample in samples:
+        writer.append(sample)
+    assert writer.problem is not None
+    monkeypatch.undo()
 
 
 def _fill_the_disk(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -372,12 +382,7 @@ def test_closing_after_the_store_recovers_writes_what_waited_in_memory(
     30 s: the samples held in memory were counted lost, though the store could be written."""
     samples = _samples("idle:gpus=h100", MIDNIGHT_S, 25)
     writer = StoreWriter(tmp_path)
-
-    _fill_the_disk(monkeypatch)
-    for sample in samples[:15]:
-        writer.append(sample)
-    assert writer.problem is not None
-    monkeypatch.undo()  # freed, ten seconds before the next try
+    _on_a_full_disk(writer, samples[:15], monkeypatch)  # freed, ten seconds before the next try
     for sample in samples[15:]:
         writer.append(sample)
     assert writer.problem is not None  # not tried again yet
@@ -400,12 +405,7 @@ def test_a_store_that_failed_is_tried_again_though_the_clock_was_set_back(
 
     samples = _samples("idle:gpus=h100", MIDNIGHT_S, 60)
     writer = StoreWriter(tmp_path)
-
-    _fill_the_disk(monkeypatch)
-    for sample in samples[:20]:
-        writer.append(sample)
-    assert writer.problem is not None
-    monkeypatch.undo()
+    _on_a_full_disk(writer, samples[:20], monkeypatch)
     back = [replace(sample, timestamp_s=sample.timestamp_s - 3600.0) for sample in samples[20:]]
     for sample in back:
         writer.append(sample)
@@ -1180,24 +1180,37 @@ def test_a_packer_whose_hour_changed_under_it_is_followed_by_another_at_the_next
         writer.close()
 
 
-def test_a_recorder_says_a_stuck_driver_once_and_stops_cleanly_on_sighup(tmp_path: Path) -> None:
-    """An SSH session that drops sends SIGHUP: the recorder died without flushing (its last
-    seconds lost, no summary). And a stuck driver was said again at every tick, its seconds
-    counted up, one journal line a second for as long as it lasted."""
+@contextlib.contextmanager
+def _recording(folder: Path, spec: str, *options: str, before: tuple[str, ...] = ()) -> Iterator[subprocess.Popen[str]]:
+    """`trayvml record` of simulated GPUs into ``folder`` every 0.5 s, its stderr piped; ended
+    (killed) on the way out if it has not ended by then."""
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    spec = "idle:gpus=h100,hang=nvmlDeviceGetUtilizationRates@1"
-    command = [sys.executable, "-m", "trayvml", "record", "--simulate", spec, "--interval", "0.5", "--timeout", "0.5"]
+    command = [*before, sys.executable, "-m", "trayvml", "record", "--simulate", spec, "--interval", "0.5", *options]
     process = subprocess.Popen(
-        [*command, "--store", str(tmp_path)], env=env, stderr=subprocess.PIPE, text=True, encoding="utf-8"
+        [*command, "--store", str(folder)],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        encoding="utf-8",
     )
     try:
-        time.sleep(5)  # stuck from 1 s on
-        process.send_signal(signal.SIGHUP)
-        _, err = process.communicate(timeout=60)
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
             process.communicate(timeout=10)
+
+
+def test_a_recorder_says_a_stuck_driver_once_and_stops_cleanly_on_sighup(tmp_path: Path) -> None:
+    """An SSH session that drops sends SIGHUP: the recorder died without flushing (its last
+    seconds lost, no summary). And a stuck driver was said again at every tick, its seconds
+    counted up, one journal line a second for as long as it lasted."""
+    spec = "idle:gpus=h100,hang=nvmlDeviceGetUtilizationRates@1"
+    with _recording(tmp_path, spec, "--timeout", "0.5") as process:
+        time.sleep(5)  # stuck from 1 s on
+        process.send_signal(signal.SIGHUP)
+        _, err = process.communicate(timeout=60)
     assert process.returncode == 0, err
     assert sum("has not answered" in line for line in err.splitlines()) == 1, err
     assert err.rstrip().splitlines()[-1].endswith("samples recorded"), err
@@ -1206,12 +1219,7 @@ def test_a_recorder_says_a_stuck_driver_once_and_stops_cleanly_on_sighup(tmp_pat
 def test_a_recorder_started_under_nohup_keeps_recording_through_a_sighup(tmp_path: Path) -> None:
     """Started with SIGHUP ignored (nohup, to outlive the session): the handler put over it
     stopped the recorder at the first SIGHUP anyway."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
-    command = ["nohup", sys.executable, "-m", "trayvml", "record", "--simulate", "idle:gpus=h100", "--interval", "0.5"]
-    process = subprocess.Popen(
-        [*command, "--store", str(tmp_path)], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True
-    )
-    try:
+    with _recording(tmp_path, "idle:gpus=h100", before=("nohup",)) as process:
         assert process.stderr is not None
         assert "recording to" in process.stderr.readline()
         process.send_signal(signal.SIGHUP)
@@ -1219,8 +1227,4 @@ def test_a_recorder_started_under_nohup_keeps_recording_through_a_sighup(tmp_pat
         assert process.poll() is None  # still recording
         process.send_signal(signal.SIGTERM)
         _, err = process.communicate(timeout=60)
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.communicate(timeout=10)
     assert process.returncode == 0 and err.rstrip().endswith("samples recorded"), err
