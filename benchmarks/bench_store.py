@@ -329,7 +329,7 @@ def build(folder: Path, args: argparse.Namespace) -> tuple[float, dict[str, floa
     reader = StoreReader(folder)
     stats = reader.stats()
     tiers = (
-        reader._database()
+        reader.database()
         .connection.execute(  # type: ignore[union-attr]
             "SELECT tier, COUNT(*), SUM(LENGTH(data)) FROM blocks GROUP BY tier ORDER BY tier"
         )
