@@ -242,21 +242,25 @@ def test_dcgm_exporters_mig_instances_are_devices_of_their_own(monkeypatch: pyte
     each instance overwrote the one before, and the last one's memory was shown as the board's."""
     reads = Reads(monkeypatch)
     (sample,), _ = reads.read(dcgm_mig_exposition())
-    shown = [(d.index, d.name, d.mig_parent_index, d.gpu_instance_id) for d in sample.devices]
+    shown = [(d.index, d.name, d.mig_parent_index, d.gpu_instance_id, d.mig_mode_current) for d in sample.devices]
     assert shown == [
-        (1, "NVIDIA H100 80GB HBM3", -1, -1),
-        (2, "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 0, 2),
-        (3, "NVIDIA H100 80GB HBM3 MIG 2g.20gb", 0, 4),
+        (0, "NVIDIA H100 80GB HBM3", -1, -1, True),  # the board, its values from its instances' series
+        (1, "NVIDIA H100 80GB HBM3", -1, -1, None),
+        (2, "NVIDIA H100 80GB HBM3 MIG 3g.40gb", 0, 2, None),
+        (3, "NVIDIA H100 80GB HBM3 MIG 2g.20gb", 0, 4, None),
     ]
-    assert [g.index for g in sample.gpus] == [1, 2, 3] and len({d.uuid for d in sample.devices}) == 3
-    assert [g.value("memory_used_bytes") / 2**20 for g in sample.gpus] == [70000, 30000, 1000]
-    assert [g.value("tensor_activity_percent") for g in sample.gpus] == [50.0] * 3  # DCP ratios, in %
-    # The board's power on each instance, and its GPU_UTIL of 0: not the instance's, not supported.
-    assert sample.gpus[0].value("power_draw_w") == 650 and sample.gpus[0].value("utilization_gpu_percent") == 97
-    for instance in sample.gpus[1:]:
-        for key in ("power_draw_w", "utilization_gpu_percent"):
+    assert [g.index for g in sample.gpus] == [0, 1, 2, 3] and len({d.uuid for d in sample.devices}) == 4
+    board, whole, *instances = sample.gpus
+    assert [g.value("memory_used_bytes") / 2**20 for g in (whole, *instances)] == [70000, 30000, 1000]
+    assert [g.value("tensor_activity_percent") for g in (whole, *instances)] == [50.0] * 3  # DCP ratios, in %
+    # The board's power and temperature once, on the board; the 0 % GPU_UTIL of MIG, nowhere.
+    assert (board.value("power_draw_w"), board.value("temperature_gpu_c")) == (400, 51)
+    assert board.state("utilization_gpu_percent") is MetricState.NOT_SUPPORTED
+    assert whole.value("power_draw_w") == 650 and whole.value("utilization_gpu_percent") == 97
+    for instance in instances:
+        for key in ("power_draw_w", "utilization_gpu_percent", "temperature_gpu_c"):
             assert instance.state(key) is MetricState.NOT_SUPPORTED and math.isnan(instance.value(key))
-    assert [g.value("temperature_gpu_c") for g in sample.gpus] == [64, 51, 51]  # the board's, as it is
     (again,), by_layout = reads.read(dcgm_mig_exposition(tensor=0.25))
-    assert by_layout and [g.value("tensor_activity_percent") for g in again.gpus] == [25.0] * 3
-    assert [g.value("memory_used_bytes") / 2**20 for g in again.gpus] == [70000, 30000, 1000]
+    assert by_layout and [g.value("tensor_activity_percent") for g in again.gpus[1:]] == [25.0] * 3
+    assert [g.value("memory_used_bytes") / 2**20 for g in again.gpus[1:]] == [70000, 30000, 1000]
+    assert again.gpus[0].value("power_draw_w") == 400

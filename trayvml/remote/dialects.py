@@ -277,6 +277,7 @@ class _Gpu:
     identified: bool = False  # index, name, PCI bus id and driver taken from its labels
     parent_index: int = -1  # a MIG instance's board; -1: a whole GPU
     instance_id: int = -1  # a MIG instance's GPU instance id
+    mig_board: bool = False  # a board in MIG mode: its instances' series carry its values
     state: str = ""  # prom_names.GPU_LOST, GPU_ASLEEP or GPU_RESTING where its exporter says so
 
 
@@ -510,11 +511,18 @@ def _read(
         if known is not None or name == dialect.info:
             uuid = labels.get(uuid_label, "")
             if uuid:  # the common case first: one GPU metric
-                # Each MIG instance of a board apart: by its board's UUID alone, they overwrote each other.
+                # Each MIG instance of a board apart: by its board's UUID alone, they overwrote each
+                # other. What dcgm-exporter repeats on each instance of its board's goes to the board.
                 instance = labels.get(dialect.instance_label, "") if dialect.instance_label else ""
-                key = f"{uuid}/{instance}" if instance else uuid
+                board = bool(instance) and known is not None and known[0] in BOARD_KEYS
+                if instance and known is not None and known[0] in NOT_OF_INSTANCES:
+                    if record:
+                        route_of[i] = _IGNORED
+                    continue
+                key = f"{uuid}/{instance}" if instance and not board else uuid
                 host = host_of(labels)
                 gpu = host.gpu(key)
+                gpu.mig_board = gpu.mig_board or board
                 if not gpu.identified:
                     # Identity, once a read: the series' own labels, else those of the info series of that uuid.
                     facts = {**info_by_uuid.get(uuid, {}), **labels}
@@ -523,13 +531,10 @@ def _read(
                     gpu.pci_bus_id = facts.get(dialect.pci_label, "")
                     gpu.driver = facts.get(dialect.driver_label, "")
                     gpu.state = facts.get(dialect.state_label, "") if dialect.state_label else ""
-                    if instance:
+                    if instance and not board:
                         _identify_instance(gpu, instance, facts.get(dialect.profile_label, ""))
                     gpu.identified = True
-                if known is not None and instance and known[0] in BOARD_KEYS:
-                    if record:
-                        route_of[i] = _IGNORED
-                elif known is not None:
+                if known is not None:
                     if record:
                         route_of[i] = _Route(GPU_VALUE, host.name, key, known[0], known[1])
                     scaled = value * known[1]
@@ -588,15 +593,26 @@ def _read(
         routes += route_of
 
 
-# What dcgm-exporter serves on a MIG instance's series but is its board's, or not told of an
-# instance: the board's power and energy on each (summed, the board counted once an instance), and
-# GPU_UTIL as 0 (read as idle). Not supported on the instance, as NVML says of a MIG device.
+# What dcgm-exporter serves on each MIG instance's series but is its board's (dcgm-exporter#257):
+# the board's values, as this machine's reader gives them to a board in MIG mode, its instances
+# having memory and activity. The board's power summed over its instances counted it once each.
 BOARD_KEYS = frozenset(
     {
         "power_draw_w",
         "power_instant_w",
         "power_enforced_limit_w",
         "energy_consumed_j",
+        "temperature_gpu_c",
+        "temperature_memory_c",
+        "clock_sm_mhz",
+        "clock_memory_mhz",
+        "pcie_replay_count",
+    }
+)
+# Served on an instance's series but told of neither it nor its board: GPU_UTIL is 0 there
+# (dcgm-exporter#216; NVML tells no utilization in MIG mode), read as idle.
+NOT_OF_INSTANCES = frozenset(
+    {
         "utilization_gpu_percent",
         "utilization_memory_percent",
         "encoder_utilization_percent",
@@ -756,6 +772,7 @@ class _HostShape:
                     memory_total_bytes=memory_total_bytes,
                     mig_parent_index=gpu.parent_index,
                     gpu_instance_id=gpu.instance_id,
+                    mig_mode_current=True if gpu.mig_board else None,
                 )
             devices.append(device)
         host_sample = None
