@@ -784,3 +784,32 @@ def test_the_readout_of_a_coarse_view_says_the_peak_its_mean_hides_in_the_bucket
     assert values[0] == f"{mean:.1f} % (peak 100.0 %)"
     (_, _, values) = panel.values_at(burst_s + 35, lambda gpu: f"GPU{gpu}")[0]  # the next bucket
     assert values[0] == "5.0 %"
+
+
+def test_a_host_whose_gpu_indices_skip_is_named_coloured_and_hidden_by_its_columns(qtbot) -> None:
+    """A remote host's GPUs keep their exporter's indices, which may skip (GPUs 1 and 3 through a
+    selector): the lines are columns, but the readout named column 1 "GPU 1" with GPU 3's value,
+    and unticking GPU 3 in the legend hid nothing."""
+    from tests.ui_helpers import shown_window
+    from trayvml.history.timeline import History
+
+    source, clock, _ = simulated_source("idle:gpus=h100*2")
+    history = History()
+    sample = None
+    for _ in range(60):
+        read = source.sample()
+        gpus = tuple(replace(g, index=k) for g, k in zip(read.gpus, (1, 3), strict=True))
+        devices = tuple(replace(d, index=k) for d, k in zip(read.devices, (1, 3), strict=True))
+        sample = replace(read, gpus=gpus, devices=devices)
+        history.append(sample)
+        clock.advance_s(1.0)
+    assert sample is not None
+    w = shown_window(qtbot, history, sample)
+    panel = w.gpu_page.panels[0]
+    xs, _ = panel.lines[0].line(1)
+    rows = panel.values_at(float(xs[-5]), w._names())
+    assert [name for name, _, _ in rows] == ["1 H100", "3 H100"]
+    assert [colour for _, colour, _ in rows] == [GPU_COLOURS[0], GPU_COLOURS[1]]  # as the legend's swatches
+    w.legend.entries[1].setChecked(False)  # GPU 3
+    w.finish_redraw()
+    assert panel.lines[0].line(1) is None and panel.lines[0].line(0) is not None

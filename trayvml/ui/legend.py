@@ -117,18 +117,21 @@ class GpuLegend(QWidget):
             entry.setParent(None)
             entry.deleteLater()
         self.entries = []
-        for info in devices:
+        # By column (the GPU's place in the sample, as every panel draws it), named by its index:
+        # a remote host's indices may skip (GPUs 1 and 3 of a selector), and the legend's colours
+        # and check boxes by index then named and hid other columns than the lines'.
+        for column, info in enumerate(devices):
             label = f"{info.index} {short_name(info.shown_name)}" if len(devices) <= NAMED_UP_TO else str(info.index)
             entry = QCheckBox(menu_label(label, dbusmenu=False))  # & is a mnemonic
             entry.setObjectName(f"gpu_legend_{info.index}")
-            entry.setIcon(swatch(gpu_colour(info.index)))
-            entry.setChecked(info.index not in hidden)
+            entry.setIcon(swatch(gpu_colour(column)))
+            entry.setChecked(column not in hidden)
             # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
             facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(
                 name=info.shown_name, bus=info.pci_bus_id or "?", uuid=info.uuid
             )
             entry.setToolTip(f"<p>{rich_text(facts)}</p>")
-            entry.toggled.connect(lambda on, i=info.index: self.toggled.emit(i, on))
+            entry.toggled.connect(lambda on, c=column: self.toggled.emit(c, on))
             entry.installEventFilter(self)
             self._layout.addWidget(entry)
             self.entries.append(entry)

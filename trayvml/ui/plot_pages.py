@@ -372,11 +372,16 @@ class PlotPage(QScrollArea):
         )
 
 
+def _columns(sample: Sample) -> dict[int, int]:
+    """Each GPU index's column: its place in the sample (a remote host's indices may skip)."""
+    return {info.index: column for column, info in enumerate(sample.devices)}
+
+
 def _temperature_limits(sample: Sample, gpus: Sequence[int]) -> list[tuple[float, str]]:
     """The slowdown and shutdown temperatures of the GPUs in view: a line per distinct value."""
     limits: dict[float, str] = {}
-    for info in sample.devices:
-        if info.index not in gpus:
+    for column, info in enumerate(sample.devices):
+        if column not in gpus:
             continue
         slowdown = translate("Panel", "slowdown {value} °C")
         shutdown = translate("Panel", "shutdown {value} °C")
@@ -463,11 +468,12 @@ class GpuPage(PlotPage):
         """``panel``'s metrics for the GPUs ``gpus`` (those hidden or not supporting them left out)."""
         spec = panel.spec
         sample = view.sample
-        # By index: two GPUs of one model share a name, and only one may lack the metric.
+        # By column (its place in the sample): two GPUs of one model share a name, and only one may
+        # lack the metric; a remote host's indices may skip.
         unsupported = {
-            g.index
-            for g in sample.gpus
-            if g.index in gpus and all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
+            column
+            for column, g in enumerate(sample.gpus)
+            if column in gpus and all(g.state(m.key) is MetricState.NOT_SUPPORTED for m in spec.metrics)
         }
         shown = [g in gpus and g not in view.hidden_gpus and g not in unsupported for g in range(self.gpu_count)]
         budget = view.points(self.budget(panel, sum(shown) * len(spec.metrics)))
@@ -483,7 +489,7 @@ class GpuPage(PlotPage):
         lacking = unsupported & set(wanted)
         # The Activity panel names what a GPU lacks even beside GPUs that have it.
         if lacking and (lacking == set(wanted) or spec.group is Group.ACTIVITY):
-            names = {g.index: short_name(i.name) for g, i in zip(sample.gpus, sample.devices, strict=True)}
+            names = dict(enumerate(short_name(i.name) for i in sample.devices))
             models = dict.fromkeys(names[g] for g in sorted(lacking))
             why = translate("metrics", GPM_MISSING) if spec.group is Group.ACTIVITY else ""
             if why:
@@ -509,17 +515,23 @@ class GpuPage(PlotPage):
         lines = view.history.process_lines(view.start_s, view.end_s, view.points(self.budget(panel, MAX_PROCESS_LINES)))
         if view.process_jobs:
             lines = by_job(lines)
+        place = _columns(view.sample)
         found = [
             line
             for line in lines
-            if line.gpu_index not in view.hidden_gpus and np.isfinite(line.series.mean[:, column]).any()
+            if place.get(line.gpu_index, -1) not in view.hidden_gpus and np.isfinite(line.series.mean[:, column]).any()
         ]
         found.sort(key=lambda line: -peak(line, column))
         found = found[:MAX_PROCESS_LINES]
         # The GPU's colour, as everywhere in the window; a style that stays with the process or job.
-        pens = [pg.mkPen(gpu_colour(line.gpu_index), width=1.4, style=LINE_STYLES[_style_of(line)]) for line in found]
+        colours = [gpu_colour(place.get(line.gpu_index, line.gpu_index)) for line in found]
+        pens = [
+            pg.mkPen(c, width=1.4, style=LINE_STYLES[_style_of(line)]) for c, line in zip(colours, found, strict=True)
+        ]
         panel.extra.set_each([(line.series.times_s, line.series.mean[:, column]) for line in found], pens)
-        panel.extra_names = [(line_label(line, self.gpu_count), gpu_colour(line.gpu_index).name()) for line in found]
+        panel.extra_names = [
+            (line_label(line, self.gpu_count), c.name()) for c, line in zip(colours, found, strict=True)
+        ]
         if found:
             panel.show_notice("")
         elif view.process_jobs:
@@ -531,7 +543,12 @@ class GpuPage(PlotPage):
     def _shade_asleep(panel: Panel, view: View) -> None:
         """A band in the GPU's colour where it slept: its values are missing for that reason."""
         bands: list[pg.LinearRegionItem] = panel.__dict__.setdefault("asleep_bands", [])
-        shown = [span for span in view.asleep if span[0] not in view.hidden_gpus]
+        place = _columns(view.sample)
+        shown = [
+            (place.get(gpu, gpu), begin, end)
+            for gpu, begin, end in view.asleep
+            if place.get(gpu, gpu) not in view.hidden_gpus
+        ]
         while len(bands) < len(shown):
             band = pg.LinearRegionItem(movable=False, pen=pg.mkPen(None))
             band.setZValue(-10)

@@ -745,7 +745,10 @@ class GraphWindow(QMainWindow):
             self.sample,
             self.history,
             hidden,
-            self.alert_table.markers(read_start, end, hidden),
+            # Alerts name their GPU by index; the hidden are columns (places in the sample).
+            self.alert_table.markers(
+                read_start, end, frozenset(d.index for c, d in enumerate(self._devices) if c in hidden)
+            ),
             process_jobs=self.jobs_button.isChecked(),
             shown_s=view_end - start,
         )
@@ -888,10 +891,10 @@ class GraphWindow(QMainWindow):
         series = self._history.gpu_series(ENERGY_KEY, start, end, ENERGY_POINTS)
         energy = energy_in_range(series, start, end)
         gpu_energy = translate("GraphWindow", "GPU {gpu}: {energy}")
-        known = [
-            gpu_energy.format(gpu=g.index, energy=format_energy(energy.wh[g.index]))
-            for g in self.sample.gpus
-            if g.index < len(energy.wh) and not math.isnan(energy.wh[g.index])
+        known = [  # (the power series' columns are the GPUs' places in the sample)
+            gpu_energy.format(gpu=g.index, energy=format_energy(energy.wh[column]))
+            for column, g in enumerate(self.sample.gpus)
+            if column < len(energy.wh) and not math.isnan(energy.wh[column])
         ]
         if not known:
             if all(g.state("power_draw_w") is MetricState.NOT_SUPPORTED for g in self.sample.gpus):
@@ -905,11 +908,12 @@ class GraphWindow(QMainWindow):
         return text
 
     def _names(self) -> Callable[[int], str]:
-        devices = {d.index: d for d in self._devices}
-        return lambda gpu: (
-            f"{gpu} {short_name(devices[gpu].name)}"
-            if gpu in devices
-            else translate("GraphWindow", "GPU {gpu}").format(gpu=gpu)
+        """A column's GPU by its index and name (columns are the GPUs' places in the sample)."""
+        devices = self._devices
+        return lambda column: (
+            f"{devices[column].index} {short_name(devices[column].name)}"
+            if column < len(devices)
+            else translate("GraphWindow", "GPU {gpu}").format(gpu=column)
         )
 
     # ---- export ----
