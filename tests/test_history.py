@@ -264,3 +264,21 @@ def test_another_gpu_in_a_column_does_not_take_over_the_past_of_the_one_before()
     for k in range(70):
         same.append(at(T0 + k, ("MIG-a", "MIG-b", "MIG-c"), (10.0, 90.0, 30.0), 4242))
     assert np.isfinite(present(same.gpu_series("utilization_gpu_percent", T0, T0 + 69, 1000)).mean[:, 1]).all()
+
+
+def test_a_pid_given_to_a_process_of_another_name_is_another_line_where_no_start_is_told() -> None:
+    """A remote host's processes come without their start time: python (PID 4100, 30 GiB) ended,
+    and ffmpeg given PID 4100 took over its line, name and all ("ffmpeg (4100)": 30 GiB before)."""
+    from dataclasses import replace
+
+    from trayvml.core.sample import ProcessSample
+
+    history = History()
+    for k in range(90):
+        name, memory = ("python", 30 * 2.0**30) if k < 60 else ("ffmpeg", 2.0**30)
+        proc = ProcessSample(0, 4100, "compute", memory, name=name)  # started_s NaN: not told
+        history.append(replace(sample_at(T0 + k, 50.0), gpus=(replace(gpu_sample(0, 50.0), processes=(proc,)),)))
+    lines = {line.name: line for line in history.processes.lines(T0, T0 + 90, 1000)}
+    assert set(lines) == {"python", "ffmpeg"} and lines["python"].key != lines["ffmpeg"].key
+    python, ffmpeg = (np.nanmax(lines[n].series.mean[:, 0]) for n in ("python", "ffmpeg"))
+    assert (python, ffmpeg) == (30 * 2.0**30, 2.0**30)

@@ -408,6 +408,7 @@ class ProcessHistory:
         self._processes: dict[tuple[int, int, float], _TrackedProcess] = {}
         self._samples = 0  # appended so far
         self._latest_s = -math.inf  # the last sample's time
+        self._retired = 0  # processes of no told start time whose PID went to another (their keys)
 
     @property
     def nbytes(self) -> int:
@@ -428,6 +429,16 @@ class ProcessHistory:
                 key = (gpu.index, proc.pid, started)  # a later process with the PID is another
                 tracked = self._processes.get(key)
                 kind, job = proc.job
+                if tracked is not None and not started and proc.name and tracked.line.name not in ("", proc.name):
+                    # Its start not told (a remote host's, ssh's): a PID given to a process of
+                    # another name is another process. Kept, "ffmpeg (4100)" took python's 30 GiB
+                    # line and name. The one before keeps its line, under a key of its own.
+                    self._retired += 1
+                    retired = (gpu.index, proc.pid, -float(self._retired))
+                    self._processes[retired] = tracked
+                    tracked.line = replace(tracked.line, started_s=retired[2])
+                    del self._processes[key]
+                    tracked = None
                 if tracked is None:
                     if len(self._processes) >= MAX_TRACKED_PROCESSES:
                         oldest = min(self._processes, key=lambda k: self._processes[k].last_seen_sample)
