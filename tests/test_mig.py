@@ -257,3 +257,38 @@ def test_a_board_in_mig_mode_takes_its_pcie_throughput_from_gpm_and_its_instance
     assert not board.lower_bounds and all(
         i.state("pcie_rx_bytes_per_s") is MetricState.NOT_SUPPORTED for i in instances
     )
+
+
+def test_pick_hands_out_no_busy_mig_device_though_its_activity_needs_two_readings(
+    capsys: pytest.CaptureFixture,
+) -> None:
+    """A MIG device's busyness is its SM activity, from GPM, which needs two readings: from one,
+    every instance was "not known busy", and `pick --by utilization` handed out one at 75 %."""
+    import trayvml
+    from trayvml.cli import main
+    from trayvml.pick import busy_percent
+
+    source, clock, _ = simulated_source("training:gpus=h100-mig,at=1800")
+    source.sample()
+    clock.advance_s(0.5)
+    sample = source.sample()
+    busy = {
+        d.uuid: busy_percent(g) for g, d in zip(sample.gpus, sample.devices, strict=True) if d.mig_parent_index >= 0
+    }
+    idle = min(busy, key=busy.__getitem__)
+    assert max(busy.values()) > 50 and busy[idle] < 10
+    assert main(["pick", "--simulate=training:gpus=h100-mig,at=1800", "--by", "utilization", "--max-util", "10"]) == 0
+    assert capsys.readouterr().out.strip() == idle
+    assert trayvml.pick_gpus(by="utilization", max_util=10, simulate="training:gpus=h100-mig,at=1800") == [idle]
+
+
+def test_pick_refuses_a_uuid_not_known_rather_than_print_an_empty_one(capsys: pytest.CaptureFixture) -> None:
+    """A laptop GPU asleep since the driver was opened has no UUID read: `pick --uuid` printed an
+    empty line, and CUDA_VISIBLE_DEVICES=$(...) hid every GPU."""
+    from trayvml.cli import main
+
+    assert main(["pick", "--uuid", "--simulate", "idle:gpus=laptop,sleep=0@0"]) == 2
+    err = capsys.readouterr().err
+    assert "GPU 0's UUID is not known yet" in err and "Traceback" not in err
+    assert main(["pick", "--simulate", "idle:gpus=laptop,sleep=0@0"]) == 0  # by index it can be named
+    assert capsys.readouterr().out.strip() == "0"

@@ -34,7 +34,6 @@ EXIT_NOT_ENOUGH = 1
 EXIT_USAGE = 2
 EXIT_NO_NVML = 3  # NVML unavailable, or the driver not answering within --timeout
 EXIT_INTERRUPTED = 130  # as shells report a command ended by Ctrl-C
-SNAPSHOT_SETTLE_S = 0.5  # rates (PCIe, NVLink, disk, network) need two readings
 LOG_INTERVAL_S = 1.0  # as nvidia-smi -l 1
 LOG_MIN_INTERVAL_S = 0.1  # as nvidia-smi -lms 100
 DRIVER_TIMEOUT_S = 10.0  # --timeout's default
@@ -677,6 +676,7 @@ def _not_current(sample: Sample) -> str | None:
 def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     from trayvml.commands.report import json_snapshot, text_snapshot
     from trayvml.monitor.energy import EnergyMeter
+    from trayvml.source import SETTLE_S
 
     remotes = _remotes(args) if args.remote else None
     # Every tick: the second sample's energy counter and process lists are read again, not held
@@ -688,7 +688,7 @@ def _snapshot(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         sample = source.sample()
         energy.update(sample)
         if sample.stall is None:
-            source.clock.sleep_s(SNAPSHOT_SETTLE_S)
+            source.clock.sleep_s(SETTLE_S)
             sample = source.sample()
             energy.update(sample)
     finally:
@@ -856,11 +856,11 @@ def _say_simulated(sample: Sample) -> None:
 
 
 def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.pick import choose, cuda_ids
+    from trayvml.pick import choose, cuda_ids, sample_to_pick, uuids
 
     source = _source(simulation, args.timeout)
     try:
-        sample = source.sample()
+        sample = sample_to_pick(source)
     finally:
         source.close()
     problem = _not_current(sample)
@@ -869,7 +869,7 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     chosen = choose(sample, args.count, args.by, args.min_free_mib, args.max_util)
     _say_simulated(sample)  # (where none qualify, the one sentence that says so is enough)
     if args.uuid:
-        print(",".join(sample.devices[i].uuid for i in chosen))
+        print(",".join(uuids(sample, chosen)))
     else:
         print(",".join(map(str, cuda_ids(sample, chosen))))
     return 0

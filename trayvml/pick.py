@@ -6,11 +6,15 @@ import math
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
 from trayvml.core.errors import NotEnoughGpusError, TrayvmlError
 from trayvml.core.i18n import translate
 from trayvml.core.sample import GpuSample, MetricState, Sample
 from trayvml.core.units import MIB
+
+if TYPE_CHECKING:
+    from trayvml.source import Source
 
 CRITERIA = ("memory", "memory-ratio", "power", "utilization")
 # A GPU busier than this is not handed out by `pick` and pick_gpus: a job sharing a GPU that is
@@ -45,7 +49,7 @@ def _score(gpu: GpuSample, by: str, free: float) -> float:
         return -free / total if total else math.nan
     if by == "power":
         return gpu.value("power_used_percent")
-    return gpu.value("utilization_gpu_percent")
+    return busy_percent(gpu)  # a MIG device's SM activity (it has no utilization: it sorted by index)
 
 
 def choose(
@@ -120,6 +124,38 @@ def choose(
     return [g.index for g in sorted(qualifying, key=key)[:count]]
 
 
+def sample_to_pick(source: Source) -> Sample:
+    """A sample to choose from: read twice, SETTLE_S apart, where a GPU's busyness needs two
+    readings (a MIG device's SM activity, from GPM). Taken from the first, a MIG device at 75 %
+    was not known to be busy, and handed out past --max-util."""
+    from trayvml.source import SETTLE_S
+
+    sample = source.sample()
+    if sample.stall is None and any(_busy_not_yet(g) for g in sample.gpus):
+        source.clock.sleep_s(SETTLE_S)
+        sample = source.sample()
+    return sample
+
+
+def _busy_not_yet(gpu: GpuSample) -> bool:
+    return math.isnan(busy_percent(gpu)) and gpu.state("sm_activity_percent") is MetricState.NOT_YET
+
+
+def uuids(sample: Sample, chosen: list[int]) -> list[str]:
+    """The chosen GPUs' UUIDs (CUDA takes them, and a MIG device by its UUID only); raises
+    TrayvmlError where one is not known (a GPU asleep since the driver was opened: an empty
+    UUID hid every GPU from CUDA)."""
+    by_index = {d.index: d for d in sample.devices}
+    unknown = [i for i in chosen if not by_index[i].uuid]
+    if unknown:
+        raise TrayvmlError(
+            translate(
+                "pick", "GPU {index}'s UUID is not known yet (it has slept since the driver was opened): pick by index."
+            ).format(index=unknown[0])
+        )
+    return [by_index[i].uuid for i in chosen]
+
+
 def cuda_ids(sample: Sample, chosen: list[int]) -> list[int] | list[str]:
     """What CUDA_VISIBLE_DEVICES must name for the rows ``chosen`` of ``sample``.
 
@@ -129,10 +165,7 @@ def cuda_ids(sample: Sample, chosen: list[int]) -> list[int] | list[str]:
     given ``CUDA_DEVICE_ORDER=PCI_BUS_ID``.
     """
     mig = any(d.mig_mode_current or d.mig_parent_index >= 0 for d in sample.devices)
-    if not mig:
-        return list(chosen)
-    by_index = {d.index: d for d in sample.devices}
-    return [by_index[i].uuid for i in chosen]
+    return uuids(sample, chosen) if mig else list(chosen)
 
 
 def pick_gpus(
@@ -156,7 +189,7 @@ def pick_gpus(
 
     source = Source(simulation_from(simulate), host=False)
     try:
-        sample = source.sample()
+        sample = sample_to_pick(source)
     finally:
         source.close()
     if sample.problem is not None:  # NVML unusable, or the driver not answering: no GPU is known free

@@ -55,6 +55,7 @@ log = logging.getLogger(__name__)
 # more than nvmlInit takes on a GPU without persistence mode (1-3 s).
 STALL_AFTER_S = 5.0
 CLOSE_WAIT_S = 2.0  # for nvmlShutdown on close; a stuck driver is left behind instead
+SETTLE_S = 0.5  # between two readings where rates need them (PCIe, NVLink, disk, network, GPM activity)
 _POLL_S = 0.1  # how often a waiting caller looks whether it was interrupted
 # What a unified-memory GPU's memory is, from the host's: NVML answers NOT_SUPPORTED for them.
 _HOST_MEMORY_SLOTS = tuple(GPU_INDEX[k] for k in ("memory_used_bytes", "memory_free_bytes", "memory_used_percent"))

@@ -3191,6 +3191,10 @@ For {duration} now.</source>
         <source>{count} GPUs asked for, but only {qualifying} of {total}{lost} qualify{condition}.</source>
         <translation>需要 {count} 个 GPU，但 {total} 个{lost}中只有 {qualifying} 个符合条件{condition}。</translation>
     </message>
+    <message>
+        <source>GPU {index}&apos;s UUID is not known yet (it has slept since the driver was opened): pick by index.</source>
+        <translation>GPU {index} 的 UUID 尚不可知（自驱动打开以来一直处于睡眠状态）：请按索引选择。</translation>
+    </message>
 </context>
 <context>
     <name>processes</name>

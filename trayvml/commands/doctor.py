@@ -35,7 +35,6 @@ if TYPE_CHECKING:
 DBUS_TIMEOUT_S = 2.0  # a session bus answers in milliseconds; a hung one must not hang the doctor
 TRAY_WATCHERS = ("org.kde.StatusNotifierWatcher", "org.freedesktop.StatusNotifierWatcher")
 NOTIFICATIONS = "org.freedesktop.Notifications"
-SETTLE_S = 0.5  # a second reading: rates (PCIe, NVLink) have no value in the first
 
 BusNames = Callable[[Iterable[str], float], dict[str, bool]]
 
@@ -535,14 +534,14 @@ def gather(
     from trayvml.commands.report import json_snapshot
     from trayvml.nvml.binding import library_location
     from trayvml.nvml.runtime_pm import bus_key
-    from trayvml.source import Source
+    from trayvml.source import SETTLE_S, Source
 
     findings = Findings()
     source = Source(simulation, host=False, stall_after_s=timeout_s, every_tick=True)  # as snapshot's
     try:
         sample = source.sample()
         if sample.gpus and sample.stall is None:
-            source.clock.sleep_s(SETTLE_S)
+            source.clock.sleep_s(SETTLE_S)  # rates have no value in the first reading
             sample = source.sample()
         location = library_location()
         power = source.reader.power.poll()
