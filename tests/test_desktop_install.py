@@ -239,3 +239,35 @@ def test_committed_pngs_are_renders_of_the_svg(qapp) -> None:
             for shift in (0, 8, 16, 24)
         )
         assert worst <= 2, f"trayvml-{size}.png differs from the SVG: rerun scripts/render-icons"
+
+
+def test_install_leaves_a_launcher_it_did_not_write_or_that_was_changed(
+    data_home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A launcher of the user's own was written over by install, then removed by uninstall as
+    trayvml's; an edited Name= went back at every install."""
+    launcher = data_home / "applications/trayvml.desktop"
+    launcher.parent.mkdir(parents=True)
+    launcher.write_text("[Desktop Entry]\nType=Application\nName=trayvml (my own)\nExec=trayvml --mine\n")
+    assert main(["desktop", "install"]) == 0
+    assert "Name=trayvml (my own)" in launcher.read_text()
+    assert f"{launcher} was not written by trayvml" in capsys.readouterr().err
+    assert main(["desktop", "uninstall"]) == 0
+    assert "Name=trayvml (my own)" in launcher.read_text()  # not ours: kept
+    launcher.unlink()
+    desktop.install()
+    launcher.write_text(launcher.read_text().replace("Name=trayvml", "Name=My GPUs"))
+    desktop.install()  # again, as after an upgrade
+    assert "Name=My GPUs" in launcher.read_text()
+
+
+def test_the_launcher_escapes_a_line_break_and_is_readable_by_the_desktop(data_home: Path) -> None:
+    """A line break in the settings path was written raw (desktop-file-validate: "quote which is
+    not closed"); every installed file was mode 0600, where the packages install 0644."""
+    desktop.install(config_path="/tmp/odd\nname.toml")
+    launcher = data_home / "applications/trayvml.desktop"
+    assert "\\n" in launcher.read_text() and len(launcher.read_text().splitlines()) == launcher.read_text().count("\n")
+    assert launcher.stat().st_mode & 0o777 == 0o644
+    if shutil.which("desktop-file-validate"):
+        result = subprocess.run(["desktop-file-validate", str(launcher)], capture_output=True, text=True)
+        assert result.returncode == 0 and result.stdout == "", result.stdout

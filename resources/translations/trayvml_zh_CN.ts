@@ -2144,6 +2144,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>已安装文件列表 {path} 不是此 trayvml 写入的。</translation>
     </message>
     <message>
+        <source>{path} was not written by trayvml, or was changed since: left as it is.</source>
+        <translation>{path} 不是由 trayvml 写入的，或之后已被修改：保持原样。</translation>
+    </message>
+    <message>
         <source>Could not write {path}: {error}.</source>
         <translation>无法写入 {path}：{error}。</translation>
     </message>

@@ -78,13 +78,14 @@ def create_atomically(path: Path, data: bytes) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
-def write_atomically(path: Path, data: bytes) -> None:
-    """A temporary file in the same folder, flushed to disk, then renamed over ``path``.
+def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
+    """A temporary file in the same folder, flushed to disk, then renamed over ``path``; readable by
+    its user alone (0600) unless ``mode`` says otherwise.
 
     Raises OSError. Leftovers of earlier writes that were killed are removed first.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
-    with _replacing(path) as out:
+    with _replacing(path, mode) as out:
         out.write(data)
 
 

@@ -28,11 +28,12 @@ from pathlib import Path
 from trayvml.assets import ICON_SIZES, resource
 from trayvml.config import write_atomically
 from trayvml.core.i18n import translate
-from trayvml.platform.autostart import APP_ID, command, desktop_exec_quote
+from trayvml.platform.autostart import APP_ID, command, desktop_exec_quote, desktop_string
 
 log = logging.getLogger(__name__)
 MANIFEST_NAME = "desktop-files.json"
 MANIFEST_VERSION = 1
+PUBLISHED_MODE = 0o644  # a launcher and icons, as the packages install them
 CACHE_TOOL_WAIT_S = 10.0  # a cache tool on a slow or hung file system must not hold the command
 
 
@@ -73,11 +74,11 @@ def launcher_entry(config_path: str | None = None) -> str:
     with, so the entry names this Python by its full path; TryExec hides the entry once it is gone.
     """
     args = command(config_path)
-    exec_line = " ".join(desktop_exec_quote(a) for a in args).replace("\\", "\\\\")  # string-value escaping
+    exec_line = desktop_string(" ".join(desktop_exec_quote(a) for a in args))  # as the autostart entry's
     lines = []
     for line in resource(f"{APP_ID}.desktop").read_text(encoding="utf-8").splitlines():
         if line.startswith("Exec="):
-            lines.append(f"TryExec={args[0]}".replace("\\", "\\\\"))
+            lines.append(f"TryExec={desktop_string(args[0])}")
             line = f"Exec={exec_line}"
         lines.append(line)
     return "\n".join(lines) + "\n"
@@ -116,6 +117,19 @@ def _read_manifest(base: Path) -> tuple[dict[str, str], list[str]]:
     return {str(k): str(v) for k, v in files.items()}, [str(f) for f in folders]
 
 
+def _someone_elses(path: Path, digest: str | None, planned: bytes) -> bool:
+    """Whether ``path`` holds a file trayvml must not write over: one there that no install
+    recorded (a launcher of the user's own, which uninstall then removed as trayvml's) or changed
+    since (an edited Name= went back at every install), unless it holds what is planned."""
+    try:
+        there = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError):
+        return False  # none there (the write says why it cannot be made)
+    except OSError:
+        return True
+    return there != planned and (digest is None or _digest(there) != digest)
+
+
 def _still_ours(path: Path, digest: str) -> bool:
     try:
         return _digest(path.read_bytes()) == digest
@@ -143,8 +157,12 @@ def install(base: Path | None = None, config_path: str | None = None) -> Outcome
     outcome = Outcome()
     try:
         for name, data in planned.items():
+            if _someone_elses(Path(name), recorded.get(name), data):
+                left = translate("desktop", "{path} was not written by trayvml, or was changed since: left as it is.")
+                outcome.notes.append(left.format(path=name))
+                continue
             _make_folders(Path(name).parent, folders)
-            write_atomically(Path(name), data)
+            write_atomically(Path(name), data, PUBLISHED_MODE)
             recorded[name] = _digest(data)
             outcome.files.append(Path(name))
         # Files an earlier version wrote and this one does not (another set of sizes, say) go now.
