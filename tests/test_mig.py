@@ -292,3 +292,22 @@ def test_pick_refuses_a_uuid_not_known_rather_than_print_an_empty_one(capsys: py
     assert "GPU 0's UUID is not known yet" in err and "Traceback" not in err
     assert main(["pick", "--simulate", "idle:gpus=laptop,sleep=0@0"]) == 0  # by index it can be named
     assert capsys.readouterr().out.strip() == "0"
+
+
+@pytest.mark.parametrize(
+    ("options", "said"),
+    [
+        ({"count": 2.5}, "a whole number"),
+        ({"count": 0}, "a whole number"),
+        ({"max_util": -1}, "from 0 to 100 %"),
+        ({"max_util": 150}, "from 0 to 100 %"),
+        ({"min_free_mib": -5}, "0 MiB or more"),
+    ],
+)
+def test_the_python_api_refuses_what_cannot_be_asked_in_a_sentence(options: dict, said: str) -> None:
+    """pick_gpus(count=2.5) raised a bare TypeError, and max_util=-1 was taken ("more than -1 % busy")."""
+    import trayvml
+    from trayvml.core.errors import TrayvmlError
+
+    with pytest.raises(TrayvmlError, match=said):
+        trayvml.pick_gpus(simulate="idle:gpus=h100", **options)

@@ -66,8 +66,13 @@ def choose(
                 criterion=repr(by), choices=", ".join(CRITERIA)
             )
         )
-    if count < 1:
-        raise TrayvmlError(translate("pick", "The number of GPUs to pick must be at least 1."))
+    # (The Python API's callers pass anything: 2.5 GPUs raised a bare TypeError, -1 % was taken.)
+    if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+        raise TrayvmlError(translate("pick", "The number of GPUs to pick must be a whole number, at least 1."))
+    if not 0 <= max_util <= 100:
+        raise TrayvmlError(translate("pick", "The busiest a GPU may be must be from 0 to 100 %."))
+    if not min_free_mib >= 0:  # (NaN too)
+        raise TrayvmlError(translate("pick", "The free memory asked for must be 0 MiB or more."))
     # A GPU in MIG mode cannot be used whole: its MIG devices (each its own index and UUID) can.
     in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
     candidates = [g for g in sample.gpus if not g.lost and g.index not in in_mig_mode]

@@ -3156,8 +3156,16 @@ For {duration} now.</source>
         <translation>未知的排序依据 {criterion}：请从 {choices} 中选择。</translation>
     </message>
     <message>
-        <source>The number of GPUs to pick must be at least 1.</source>
-        <translation>要挑选的 GPU 数量至少为 1。</translation>
+        <source>The number of GPUs to pick must be a whole number, at least 1.</source>
+        <translation>要选择的 GPU 数量必须是至少为 1 的整数。</translation>
+    </message>
+    <message>
+        <source>The busiest a GPU may be must be from 0 to 100 %.</source>
+        <translation>GPU 的最高繁忙程度必须在 0 到 100 % 之间。</translation>
+    </message>
+    <message>
+        <source>The free memory asked for must be 0 MiB or more.</source>
+        <translation>所要求的空闲显存必须为 0 MiB 或以上。</translation>
     </message>
     <message>
         <source>No GPU is free: all {total} are more than {percent} % busy.</source>
