@@ -867,3 +867,23 @@ def test_opening_the_menu_reads_the_remote_hosts_now(qapp, qtbot: QtBot, remote:
         assert len(remote.seen) == 2
     finally:
         app._stop_remotes()
+
+
+def test_the_tooltip_of_many_remote_hosts_is_bounded_and_says_what_it_leaves_out() -> None:
+    """16 hosts of 8 GPUs made a tooltip of 154 lines, far taller than any screen; a host of 12
+    GPUs one line each. Bounded now, what is left out counted."""
+    from trayvml.ui.remote_hosts import TOOLTIP_GPUS_PER_HOST, TOOLTIP_REMOTE_LINES, tooltip_lines
+
+    source, _, _ = simulated_source("idle:gpus=h100*12")
+    big = source.sample()
+    lines = tooltip_lines([big])
+    assert len(lines) == 1 + TOOLTIP_GPUS_PER_HOST + 1 and lines[-1] == "  … and 4 more GPUs"
+    source, _, _ = simulated_source("idle:gpus=h100*8")
+    sample = source.sample()
+    hosts = [replace(sample, system=replace(present(sample.system), hostname=f"gpu{k:02d}")) for k in range(16)]
+    lines = tooltip_lines(hosts)
+    assert (
+        len(lines) <= TOOLTIP_REMOTE_LINES + 1 and lines[-1].startswith("… and ") and lines[-1].endswith(" more hosts")
+    )
+    shown = sum(1 for line in lines if not line.startswith(" ") and not line.startswith("…"))
+    assert lines[-1] == f"… and {16 - shown} more hosts"

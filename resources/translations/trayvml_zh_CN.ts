@@ -1148,6 +1148,14 @@ It is sent SIGTERM, as kill does.</source>
         <translation>，截至 {age} 秒前</translation>
     </message>
     <message>
+        <source>  … and {count} more GPUs</source>
+        <translation>  … 另有 {count} 个 GPU</translation>
+    </message>
+    <message>
+        <source>… and {count} more hosts</source>
+        <translation>… 另有 {count} 台主机</translation>
+    </message>
+    <message>
         <source>Remote hosts</source>
         <translation>远程主机</translation>
     </message>

@@ -124,21 +124,35 @@ def values_age(sample: Sample) -> str:
     return translate("RemoteHosts", ", as of {age} s ago").format(age=age_s)
 
 
+TOOLTIP_GPUS_PER_HOST = 8  # a host's GPU lines in the tooltip at most, then how many more
+TOOLTIP_REMOTE_LINES = 40  # the remote hosts' lines at most (16 hosts of 8 GPUs made 154, past any screen)
+
+
 def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
     """Per host: its name, then its GPU lines indented, each with its biggest job where the host
-    names jobs, or why it has none."""
-    lines = []
-    for sample in samples:
+    names jobs, or why it has none; bounded (TOOLTIP_GPUS_PER_HOST, TOOLTIP_REMOTE_LINES), what is
+    left out counted."""
+    lines: list[str] = []
+    for shown, sample in enumerate(samples):
+        host: list[str] = []
         status = host_status(sample)
         if status:
-            lines.append(f"{host_title(sample)}: {shorten(clean(status), 160)}")
-            continue
-        lines.append(f"{host_title(sample)}{values_age(sample)}:")
-        for gpu, line in zip(sample.gpus, gpu_lines(sample), strict=False):
-            lines.append(f"  {line}")
-            job = job_line(named_jobs(gpu))
-            if job:
-                lines.append(f"     {job}")  # indented: it belongs to the GPU above
+            host.append(f"{host_title(sample)}: {shorten(clean(status), 160)}")
+        else:
+            host.append(f"{host_title(sample)}{values_age(sample)}:")
+            pairs = list(zip(sample.gpus, gpu_lines(sample), strict=False))
+            for gpu, line in pairs[:TOOLTIP_GPUS_PER_HOST]:
+                host.append(f"  {line}")
+                job = job_line(named_jobs(gpu))
+                if job:
+                    host.append(f"     {job}")  # indented: it belongs to the GPU above
+            if len(pairs) > TOOLTIP_GPUS_PER_HOST:
+                more = translate("RemoteHosts", "  … and {count} more GPUs")
+                host.append(more.format(count=len(pairs) - TOOLTIP_GPUS_PER_HOST))
+        if lines and len(lines) + len(host) > TOOLTIP_REMOTE_LINES:
+            lines.append(translate("RemoteHosts", "… and {count} more hosts").format(count=len(samples) - shown))
+            break
+        lines += host
     return lines
 
 
