@@ -456,3 +456,31 @@ def test_the_tray_shows_each_new_remote_sample_beside_the_same_local_one(tray: T
     tray.remote_icon_samples = []
     tray.update(local)
     assert tray._content.number == 10 and len(tray._content.bars) == 1
+
+
+def test_a_warning_whose_number_is_not_told_is_not_blamed_on_another_gpus_metric(tray: Tray) -> None:
+    """GPU 1 short of free memory (1 GiB), its used share not told; GPU 0 at 43 %: the tooltip's
+    first line read "43 %: GPU utilization, GPU 0 (warning)", the warning GPU 1's memory."""
+    import math
+    from dataclasses import replace
+
+    from trayvml.core.metrics import GPU_INDEX
+    from trayvml.core.sample import MetricState
+    from trayvml.core.units import GIB
+
+    source, clock, _ = simulated_source("idle:gpus=h100*2")
+    sample = run_ticks(source, clock, 2)
+    gpus = []
+    for gpu, (util, free) in zip(sample.gpus, ((43.0, 60 * GIB), (1.0, 1 * GIB)), strict=True):
+        values, states = list(gpu.values), list(gpu.states)
+        values[GPU_INDEX["utilization_gpu_percent"]] = util
+        values[GPU_INDEX["memory_free_bytes"]] = free
+        values[GPU_INDEX["memory_used_percent"]] = math.nan
+        states[GPU_INDEX["memory_used_percent"]] = MetricState.NO_DATA
+        gpus.append(replace(gpu, values=tuple(values), states=tuple(states)))
+    sample = replace(sample, gpus=tuple(gpus))
+    content = content_for(sample, "utilization")
+    assert math.isnan(content.number)  # no number: the warning's own is not known
+    tray.update(sample)
+    first = tray.icon.toolTip().splitlines()[0]
+    assert first.endswith("GPU 1 (warning)") and "utilization" not in first.lower(), first

@@ -71,6 +71,10 @@ def _headline(gpus: list[GpuSample], verdicts: list[Verdict], tray_metric: str) 
         if known:
             value, index = max(known, key=lambda c: (c[0], -c[1]))
             return Headline(_whole(key, value), key, index, worst)
+        # Its number not known (a free-memory warning, the used share not told): no number, the
+        # GPU the rule is about named. The tray metric's highest, with the rule's level, blamed
+        # the warning on another metric of another GPU ("43 %: GPU utilization, GPU 0 (warning)").
+        return Headline(math.nan, key, deciding[0].index, worst)
     values = [(_tray_value(g, tray_metric), g) for g in gpus if not g.lost]
     known_values = [(v, g) for v, g in values if not math.isnan(v)]
     if not known_values:
