@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import psutil
 import pytest
 
 from trayvml.core.clock import SystemClock
@@ -185,6 +186,20 @@ def box(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Box]:
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait(5)
+        # What the sessions ran on the "host" ends with the test, whatever became of it.
+        for leftover in _session_processes(tmp_path):
+            with contextlib.suppress(psutil.Error):
+                leftover.kill()
+
+
+def _session_processes(tmp_path: Path) -> list[psutil.Process]:
+    """The processes the box's sessions started (their PATH names the test's folder)."""
+    found = []
+    for process in psutil.process_iter(["pid"]):
+        with contextlib.suppress(psutil.Error):
+            if str(tmp_path) in process.environ().get("PATH", "") and process.pid != os.getpid():
+                found.append(process)
+    return found
 
 
 def _read_until(source: RemoteSource, done: float = 20.0) -> None:
@@ -494,31 +509,16 @@ def test_the_host_loops_end_with_the_connection_where_sigpipe_is_ignored(box: Bo
     """A session whose SIGPIPE is ignored (inherited so on some hosts): the host's loops took no
     notice of their writes failing once trayvml's ssh was gone, and ran nvidia-smi for good, a set
     more with each reconnect."""
-    import psutil
-
     session = box.tmp / "session"
     session.write_text(session.read_text().replace("#!/bin/sh\n", "#!/bin/sh\ntrap '' PIPE\n", 1))
     source = RemoteSource(parse_endpoint("ssh://box"), interval_s=1.0)
     _read_until(source)
     assert source.samples[0].gpus
     source.close()
-    fake = str(box.tmp / "smi-bin")
-
-    def left() -> list[psutil.Process]:
-        found = []
-        for process in psutil.process_iter(["cmdline"]):
-            if any(fake in part for part in process.info["cmdline"] or ()):
-                found.append(process)
-        return found
-
     end_s = time.monotonic() + 15  # a loop finds out at its next write: an interval, or 5 s for the lists
-    while left() and time.monotonic() < end_s:
+    while _session_processes(box.tmp) and time.monotonic() < end_s:
         time.sleep(0.2)
-    remaining = left()
-    for process in remaining:  # ended here whatever the outcome: nothing outlives the test
-        with contextlib.suppress(psutil.Error):
-            process.kill()
-    assert remaining == []
+    assert _session_processes(box.tmp) == []  # (the fixture ends any left, whatever the outcome)
 
 
 def test_a_host_name_with_a_line_break_is_cleaned_on_every_path() -> None:
