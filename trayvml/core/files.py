@@ -78,6 +78,27 @@ def create_atomically(path: Path, data: bytes) -> None:
         Path(temporary).unlink(missing_ok=True)
 
 
+LOCKS = sys.platform != "win32"  # flock: where there is none, whoever asks gets no lock (try_lock)
+
+
+def try_lock(path: Path | str) -> int | None:
+    """An exclusive flock on the file ``path`` (made, 0600, where missing), held until the
+    descriptor returned is closed; None where another process holds it. Raises OSError where the
+    file cannot be opened or locked. POSIX only (LOCKS)."""
+    import fcntl
+
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        return None
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
 def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
     """A temporary file in the same folder, flushed to disk, then renamed over ``path``; readable by
     its user alone (0600) unless ``mode`` says otherwise.

@@ -43,7 +43,7 @@ from trayvml.alerts.grouping import Notice
 from trayvml.alerts.severity import Severity, host_prefix
 from trayvml.config import SEVERITY_NAMES, PushDestination
 from trayvml.core.clock import Clock, SystemClock
-from trayvml.core.files import write_atomically
+from trayvml.core.files import LOCKS, try_lock, write_atomically
 from trayvml.core.i18n import translate
 from trayvml.core.safe_text import terminal_text
 
@@ -421,20 +421,13 @@ class PushNotifier:
     def _pushes(self) -> bool:
         """Whether this process is the one that pushes (see _push_lock), taking the lock where it
         is free (the other process gone): always, without a status file or flock."""
-        if self._push_lock is not None or self._status_file is None:
+        if self._push_lock is not None or self._status_file is None or not LOCKS:
             return True
         try:
-            import fcntl
-        except ImportError:
-            return True
-        try:
-            lock = os.open(self._status_file.with_suffix(".lock"), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            lock = try_lock(self._status_file.with_suffix(".lock"))
         except OSError:
             return True  # no lock to be had: pushed, as before it
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(lock)
+        if lock is None:
             if not self._other_pushes:
                 log.warning("push: another trayvml process (the tray, or `trayvml record`) pushes these alerts")
             self._other_pushes = True

@@ -24,6 +24,8 @@ from typing import Protocol
 
 from PySide6.QtCore import QObject, QSocketNotifier
 
+from trayvml.core.files import LOCKS, try_lock
+
 log = logging.getLogger(__name__)
 CONNECT_WAIT_MS = 500
 MAX_MESSAGE_BYTES = 512  # "show\n", or "show TOKEN\n" with the launcher's activation token
@@ -128,18 +130,12 @@ def claim(name: str, wait_s: float = START_WAIT_S) -> tuple[int | None, str]:
     makes or removes the socket. A start that finds it held asks its holder to show itself,
     waiting ``wait_s`` at most for it to listen. Where there is no flock (Windows): no lock, and
     whether one answered, as before."""
-    try:
-        import fcntl
-    except ImportError:
+    if not LOCKS:
         return None, ANSWERED if already_running(name) else ""
     deadline_s = time.monotonic() + wait_s
     while True:
-        lock = os.open(f"{name}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-        try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(lock)
-        else:
+        lock = try_lock(f"{name}.lock")
+        if lock is not None:
             if already_running(name):  # one started before there was a lock holds none
                 os.close(lock)
                 return None, ANSWERED
