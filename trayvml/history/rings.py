@@ -9,7 +9,7 @@ import numpy as np
 
 from trayvml.core.clock import set_back_s
 from trayvml.core.metrics import GPU_METRICS, HOST_METRICS
-from trayvml.core.sample import Sample
+from trayvml.core.sample import DeviceInfo, Sample, renumbering
 
 HISTORY_GPU_KEYS = tuple(m.key for m in GPU_METRICS if m.history)
 HISTORY_HOST_KEYS = tuple(m.key for m in HOST_METRICS if m.history)
@@ -245,8 +245,7 @@ class Rings:
         self._gpus: TieredRing | None = None
         self._host: TieredRing | None = None
         self.first_s = math.inf  # the time of the oldest row appended (inf: none yet)
-        self._uuids: tuple[str, ...] = ()  # the GPUs of the columns, as the last sample listing them named them
-        self._by_index: dict[int, str] = {}  # the same, by GPU index
+        self._devices: tuple[DeviceInfo, ...] = ()  # the GPUs of the columns, as the last sample listing them
 
     @property
     def nbytes(self) -> int:
@@ -274,24 +273,21 @@ class Rings:
     def _follow_gpus(self, sample: Sample) -> None:
         """Another GPU in a column (a MIG instance destroyed and another made, the count the same):
         that column's past is the other GPU's, so it is let go; and the processes seen at an index
-        another GPU has now, or none has (destroyed and made on different ticks), go with it. Kept,
-        MIG-c in b's column was drawn with b's past, and b's jobs said to have run on it."""
-        uuids = tuple(d.uuid for d in sample.devices)
-        now = {d.index: d.uuid for d in sample.devices}
-        # (A UUID not read, "", is taken for the same GPU: one asleep since the start has none yet.)
-        gone = {
-            index for index, was in self._by_index.items() if index not in now or (was and now[index] not in ("", was))
-        }
+        whose GPU moved or went (renumbering, as the alerts follow them), or that no GPU has now
+        (destroyed and made on different ticks), go with it. Kept, MIG-c in b's column was drawn
+        with b's past, and b's jobs said to have run on it."""
+        before, now = self._devices, sample.devices
+        indices = {d.index for d in now}
+        gone = set(renumbering(before, now)) | {d.index for d in before if d.index not in indices}
         if gone:
             self.processes.forget(frozenset(gone))
-        if self._gpus is not None and len(uuids) == len(self._uuids):  # (a change of count begins afresh)
-            moved = [
-                k for k, (was, new) in enumerate(zip(self._uuids, uuids, strict=True)) if was and new and was != new
-            ]
+        if self._gpus is not None and len(now) == len(before):  # (a change of count begins afresh)
+            pairs = zip(before, now, strict=True)
+            moved = [k for k, (was, new) in enumerate(pairs) if was.uuid and new.uuid and was.uuid != new.uuid]
             if moved:
                 width = len(HISTORY_GPU_KEYS)
                 self._gpus.blank(np.concatenate([np.arange(k * width, (k + 1) * width) for k in moved]))
-        self._uuids, self._by_index = uuids, now
+        self._devices = now
 
     def append_values(self, t_s: float, gpu_values: np.ndarray, host_values: np.ndarray | None = None) -> None:
         """One time's values, already arranged: ``gpu_values`` is GPUs × HISTORY_GPU_KEYS (none: no
