@@ -216,9 +216,10 @@ class Grouper:
         a gone GPU leaves its group, and a group left with none is over."""
         for key, group in list(self._groups.items()):
             group.members = {
-                new: outgoing if new == gpu else replace(outgoing, event=replace(outgoing.event, gpu_index=new))
-                for gpu, outgoing in group.members.items()
-                if (new := moves.get(gpu, gpu)) is not None
+                gpu: outgoing
+                if outgoing.event.gpu_index == gpu
+                else replace(outgoing, event=replace(outgoing.event, gpu_index=gpu))
+                for gpu, outgoing in renumbered(group.members, moves).items()
             }
             group.firing = set(renumbered(dict.fromkeys(group.firing), moves))
             if not group.members:
