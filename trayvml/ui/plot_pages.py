@@ -543,7 +543,7 @@ class GpuPage(PlotPage):
     def _shade_asleep(panel: Panel, view: View) -> None:
         """A band in the GPU's colour where it slept: its values are missing for that reason."""
         bands: list[pg.LinearRegionItem] = panel.__dict__.setdefault("asleep_bands", [])
-        place = _columns(view.sample)
+        place = _columns(view.sample) if view.asleep else {}  # (every panel, every redraw: most have none)
         shown = [
             (place.get(gpu, gpu), begin, end)
             for gpu, begin, end in view.asleep

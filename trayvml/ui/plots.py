@@ -737,11 +737,10 @@ def round_local_times(start_s: float, end_s: float, step_s: float) -> np.ndarray
     the time axis labels them). Steps of hours go by the wall clock: past a change of daylight
     saving time, fixed seconds from the first put every later midnight an hour off, each day
     labelled with the day before's name at 23:00."""
-    offset = time.localtime(start_s).tm_gmtoff
-    first = math.ceil((start_s + offset) / step_s) * step_s - offset
-    if step_s < 3600 or step_s % 3600:
-        return np.arange(first, end_s, step_s, dtype=np.float64)  # by the offset at the start
     day = time.localtime(start_s)
+    if step_s < 3600 or step_s % 3600:  # by the offset at the start
+        first = math.ceil((start_s + day.tm_gmtoff) / step_s) * step_s - day.tm_gmtoff
+        return np.arange(first, end_s, step_s, dtype=np.float64)
     hours = int(step_s // 3600)
     # From a round hour (a day's multiple of the step) at or before the start; steps of days from
     # a day whose number since 1970 is a multiple of theirs, as their seconds' rounding had it:
