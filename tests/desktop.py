@@ -141,8 +141,11 @@ class DesktopStack:
     # ---- lifecycle ----
     def start(self) -> DesktopStack:
         read_fd, write_fd = os.pipe()
+        # -noreset: without it the server resets whenever its last client leaves (each xwininfo on a
+        # desktop with no tray host), and a client connecting meanwhile is refused (CI saw the app
+        # fail "could not connect to display"; 4 in 300 connections here).
         xvfb = subprocess.Popen(
-            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{self.size}x24", "-nolisten", "tcp"],
+            ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{self.size}x24", "-nolisten", "tcp", "-noreset"],
             pass_fds=(write_fd,),
             stderr=subprocess.DEVNULL,
         )
