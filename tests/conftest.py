@@ -26,6 +26,10 @@ os.environ["LANGUAGE"] = "en"
 # workers): the tests read the table as it goes to a pipe, whole; tests of the fitting set their own.
 os.environ.pop("COLUMNS", None)
 os.environ.pop("LINES", None)
+# `pick` chooses among the GPUs an existing CUDA_VISIBLE_DEVICES names (a Slurm job's): the tests
+# start with none, as on a machine of one's own; tests of it set their own.
+os.environ.pop("CUDA_VISIBLE_DEVICES", None)
+os.environ.pop("CUDA_DEVICE_ORDER", None)
 
 # Each run gets its own runtime, config, state, data and cache folders, so that neither the user's
 # settings nor a trayvml already running for the same user can change a result.

@@ -856,7 +856,7 @@ def _say_simulated(sample: Sample) -> None:
 
 
 def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
-    from trayvml.pick import choose, cuda_ids, sample_to_pick, uuids
+    from trayvml.pick import choose, cuda_ids, cuda_pool, sample_to_pick, uuids
 
     source = _source(simulation, args.timeout)
     try:
@@ -866,8 +866,12 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     problem = _not_current(sample)
     if problem is not None:
         return _fail(problem, EXIT_NO_NVML)
-    chosen = choose(sample, args.count, args.by, args.min_free_mib, args.max_util)
+    among = cuda_pool(sample)
+    chosen = choose(sample, args.count, args.by, args.min_free_mib, args.max_util, among)
     _say_simulated(sample)  # (where none qualify, the one sentence that says so is enough)
+    if among is not None:  # (a job's own: pick's answer stays within it)
+        among_note = translate("pick", "chosen among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).")
+        print(f"trayvml: {among_note.format(indices=', '.join(map(str, among)))}", file=sys.stderr)
     if args.uuid:
         print(",".join(uuids(sample, chosen)))
     else:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator
+import threading
+from collections.abc import Collection, Iterator
 from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
@@ -53,12 +54,19 @@ def _score(gpu: GpuSample, by: str, free: float) -> float:
 
 
 def choose(
-    sample: Sample, count: int = 1, by: str = "memory", min_free_mib: float = 0, max_util: float = 100.0
+    sample: Sample,
+    count: int = 1,
+    by: str = "memory",
+    min_free_mib: float = 0,
+    max_util: float = 100.0,
+    among: Collection[int] | None = None,
 ) -> list[int]:
     """Indices of the ``count`` best GPUs in ``sample``; raises NotEnoughGpusError with a sentence.
 
     A GPU more than ``max_util`` percent busy does not qualify. One whose business is unknown is
     not held against it: it is not known to be busy (the criterion ``utilization`` sorts it last).
+    ``among``: the indices to choose from (those CUDA_VISIBLE_DEVICES names: :func:`cuda_pool`);
+    None: every GPU.
     """
     if by not in CRITERIA:
         raise TrayvmlError(
@@ -75,7 +83,8 @@ def choose(
         raise TrayvmlError(translate("pick", "The free memory asked for must be 0 MiB or more."))
     # A GPU in MIG mode cannot be used whole: its MIG devices (each its own index and UUID) can.
     in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
-    candidates = [g for g in sample.gpus if not g.lost and g.index not in in_mig_mode]
+    pool = [g for g in sample.gpus if among is None or g.index in among]
+    candidates = [g for g in pool if not g.lost and g.index not in in_mig_mode]
     totals = {d.index: d.memory_total_bytes for d in sample.devices}
     free = {g.index: _free_bytes(g, totals.get(g.index, math.nan)) for g in candidates}
     busy = [g for g in candidates if busy_percent(g) > max_util]  # NaN compares False: not known busy
@@ -83,10 +92,10 @@ def choose(
     qualifying = [g for g in candidates if g not in busy and (min_free_mib <= 0 or free[g.index] >= min_free_mib * MIB)]
     if len(qualifying) < count:
         percent = f"{max_util:g}"
-        if busy and len(busy) == len(sample.gpus):
+        if busy and len(busy) == len(pool):
             raise NotEnoughGpusError(
                 translate("pick", "No GPU is free: all {total} are more than {percent} % busy.").format(
-                    total=len(sample.gpus), percent=percent
+                    total=len(pool), percent=percent
                 )
                 if len(busy) > 1
                 else translate("pick", "No GPU is free: the only one is more than {percent} % busy.").format(
@@ -102,7 +111,7 @@ def choose(
         else:
             condition = ""
         condition = condition.format(mib=f"{min_free_mib:g}", percent=percent)
-        lost = sum(g.lost for g in sample.gpus)
+        lost = sum(g.lost for g in pool)
         lost_note = translate("pick", " ({lost} lost)").format(lost=lost) if lost else ""
         if count == 1:  # then none qualifies
             sentence = translate("pick", "1 GPU asked for, but only {qualifying} of {total}{lost} qualify{condition}.")
@@ -116,7 +125,7 @@ def choose(
             sentence.format(
                 count=count,
                 qualifying=len(qualifying),
-                total=len(sample.gpus),
+                total=len(pool),
                 lost=lost_note,
                 condition=condition,
             )
@@ -127,6 +136,53 @@ def choose(
         return (math.isnan(score), 0.0 if math.isnan(score) else score, g.index)
 
     return [g.index for g in sorted(qualifying, key=key)[:count]]
+
+
+def cuda_pool(sample: Sample, environ: dict[str, str] | os._Environ[str] = os.environ) -> list[int] | None:
+    """The indices of ``sample``'s GPUs that an existing CUDA_VISIBLE_DEVICES lets CUDA see (a Slurm
+    job's allocation, a container's, a wrapper script's), to choose among; None where it is not
+    set: every GPU. Handing out a GPU outside it gave a job a GPU it may not use, or none at all.
+
+    Read as CUDA reads it (the CUDA programming guide's environment variables): indices or UUIDs
+    (``GPU-…``, ``MIG-…``, or enough of one's start to name one GPU only), and the first entry that
+    names no GPU ends the list. An index is CUDA's, which is NVML's under
+    CUDA_DEVICE_ORDER=PCI_BUS_ID; under CUDA's default order (the fastest first, the rest
+    unspecified) only where every GPU is the same model, else TrayvmlError. A GPU in MIG mode
+    named stands for its MIG devices. Raises NotEnoughGpusError where it lets CUDA see none.
+    """
+    value = environ.get("CUDA_VISIBLE_DEVICES")
+    if value is None:
+        return None
+    whole = [d for d in sample.devices if d.mig_parent_index < 0]
+    by_order = environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST").strip().upper() == "PCI_BUS_ID"
+    seen: list[int] = []
+    for entry in (e.strip() for e in value.split(",")):
+        if entry.isdigit():
+            if not by_order and len({d.name for d in whole}) > 1:
+                raise TrayvmlError(
+                    translate(
+                        "pick",
+                        "CUDA_VISIBLE_DEVICES={value} names GPUs by CUDA's index, which is NVML's only with"
+                        " CUDA_DEVICE_ORDER=PCI_BUS_ID on a machine of more than one GPU model: set that, or"
+                        " name the GPUs by UUID.",
+                    ).format(value=repr(value))
+                )
+            named = [d for d in whole if d.index == int(entry)]
+        else:
+            named = [d for d in sample.devices if entry and d.uuid.startswith(entry)]
+        if len(named) != 1:  # no GPU, or more than one: CUDA stops at the first entry it cannot use
+            break
+        (device,) = named
+        mig = [d.index for d in sample.devices if d.mig_parent_index == device.index]
+        seen.extend(i for i in (mig if device.mig_mode_current else [device.index]) if i not in seen)
+    if not seen:
+        raise NotEnoughGpusError(
+            translate(
+                "pick",
+                "CUDA_VISIBLE_DEVICES={value} lets CUDA see none of this machine's GPUs: unset it to choose among all.",
+            ).format(value=repr(value))
+        )
+    return seen
 
 
 def sample_to_pick(source: Source) -> Sample:
@@ -199,7 +255,12 @@ def pick_gpus(
         source.close()
     if sample.problem is not None:  # NVML unusable, or the driver not answering: no GPU is known free
         raise TrayvmlError(sample.problem[1])
-    return cuda_ids(sample, choose(sample, count, by, min_free_mib, max_util))
+    return cuda_ids(sample, choose(sample, count, by, min_free_mib, max_util, cuda_pool(sample)))
+
+
+# CUDA_VISIBLE_DEVICES is one for the whole process: two threads' blocks overlapping each set it
+# and restored the other's value, leaving it set after both ended.
+_VISIBLE_HELD = threading.RLock()
 
 
 @contextmanager
@@ -212,17 +273,30 @@ def visible_gpus(
 ) -> Iterator[list[int] | list[str]]:
     """Within the block, CUDA sees only the picked GPUs; the environment is restored after.
 
-    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set too, so CUDA numbers GPUs as NVML does.
+    ``CUDA_DEVICE_ORDER=PCI_BUS_ID`` is set too, so CUDA numbers GPUs as NVML does. Where
+    CUDA_VISIBLE_DEVICES is set already, the GPUs are picked among those it names. Blocks nest in
+    one thread; one in another thread while a block is open raises TrayvmlError (the variables
+    are the process's).
     """
-    chosen = pick_gpus(count, by, min_free_mib, simulate, max_util)
-    saved = {name: os.environ.get(name) for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
-    os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
-    os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, chosen))
+    if not _VISIBLE_HELD.acquire(blocking=False):
+        raise TrayvmlError(
+            translate(
+                "pick",
+                "visible_gpus is in use in another thread: CUDA_VISIBLE_DEVICES is one for the whole process.",
+            )
+        )
     try:
-        yield chosen
+        chosen = pick_gpus(count, by, min_free_mib, simulate, max_util)
+        saved = {name: os.environ.get(name) for name in ("CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER")}
+        os.environ["CUDA_DEVICE_ORDER"] = "PCI_BUS_ID"
+        os.environ["CUDA_VISIBLE_DEVICES"] = ",".join(map(str, chosen))
+        try:
+            yield chosen
+        finally:
+            for name, value in saved.items():
+                if value is None:
+                    os.environ.pop(name, None)
+                else:
+                    os.environ[name] = value
     finally:
-        for name, value in saved.items():
-            if value is None:
-                os.environ.pop(name, None)
-            else:
-                os.environ[name] = value
+        _VISIBLE_HELD.release()

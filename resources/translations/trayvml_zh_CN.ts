@@ -343,6 +343,10 @@
         <translation>GPU {index}</translation>
     </message>
     <message>
+        <source>{host} is unreachable: the icon shows no number</source>
+        <translation>{host} 无法连接：图标不显示数字</translation>
+    </message>
+    <message>
         <source>{gpu} is lost: the icon shows no number</source>
         <translation>{gpu} 已丢失：图标不显示数值</translation>
     </message>
@@ -3212,8 +3216,24 @@ For {duration} now.</source>
         <translation>需要 {count} 个 GPU，但 {total} 个{lost}中只有 {qualifying} 个符合条件{condition}。</translation>
     </message>
     <message>
+        <source>CUDA_VISIBLE_DEVICES={value} names GPUs by CUDA&apos;s index, which is NVML&apos;s only with CUDA_DEVICE_ORDER=PCI_BUS_ID on a machine of more than one GPU model: set that, or name the GPUs by UUID.</source>
+        <translation>CUDA_VISIBLE_DEVICES={value} 按 CUDA 的序号指定 GPU；在有多种型号 GPU 的机器上，只有设置 CUDA_DEVICE_ORDER=PCI_BUS_ID 时它才与 NVML 的序号一致：请设置它，或用 UUID 指定 GPU。</translation>
+    </message>
+    <message>
+        <source>CUDA_VISIBLE_DEVICES={value} lets CUDA see none of this machine&apos;s GPUs: unset it to choose among all.</source>
+        <translation>CUDA_VISIBLE_DEVICES={value} 使 CUDA 看不到本机的任何 GPU：取消设置它即可在所有 GPU 中选择。</translation>
+    </message>
+    <message>
         <source>GPU {index}&apos;s UUID is not known yet (it has slept since the driver was opened): pick by index.</source>
         <translation>GPU {index} 的 UUID 尚不可知（自驱动打开以来一直处于睡眠状态）：请按索引选择。</translation>
+    </message>
+    <message>
+        <source>visible_gpus is in use in another thread: CUDA_VISIBLE_DEVICES is one for the whole process.</source>
+        <translation>visible_gpus 正在另一个线程中使用：CUDA_VISIBLE_DEVICES 对整个进程只有一个。</translation>
+    </message>
+    <message>
+        <source>chosen among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).</source>
+        <translation>在 CUDA_VISIBLE_DEVICES 指定的 GPU（{indices}）中选择。</translation>
     </message>
 </context>
 <context>
