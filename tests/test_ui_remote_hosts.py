@@ -311,6 +311,51 @@ def test_the_icon_summarises_the_remote_hosts_the_settings_name(remote: FakeRemo
     assert with_remote_bars(stuck, [dgx], own) is stuck  # a stuck local driver still shows
 
 
+def test_a_summarised_host_that_does_not_answer_turns_the_tile_amber(remote: FakeRemote) -> None:
+    """It left the tile as it was: a watched box gone down went unseen at a glance."""
+    from trayvml.alerts.engine import AlertSettings
+    from trayvml.core.levels import Level
+    from trayvml.core.lines import headline_text
+    from trayvml.core.sample import RemoteOrigin, SystemInfo
+    from trayvml.remote.fetch import read
+    from trayvml.ui.glance import content_for
+    from trayvml.ui.icon import IconContent, drawn
+    from trayvml.ui.remote_hosts import in_icon, with_remote_bars
+
+    (dgx,) = read(parse_endpoint(remote.url), 2.0, 1_800_000_000.0)
+    fault = RemoteOrigin(
+        "http://gpu-box:9400/metrics", "", "http://gpu-box:9400/metrics refused the connection.", 1.8e9
+    )
+    down = Sample(1_800_000_000.0, (), (), SystemInfo("gpu-box", "", "", ""), None, remote=fault)
+    assert in_icon([dgx, down], ("*",)) == [dgx, down] and in_icon([down], ("gpu-box",)) == [down]
+    assert in_icon([down], ("dgx-01",)) == []  # a host the icon does not summarise stays out
+    alerts = AlertSettings()
+
+    def own(sample: Sample) -> IconContent:
+        return content_for(sample, "utilization", None, alerts)
+
+    local = content_for(_local_sample(), "utilization")
+    assert local.level is Level.NORMAL and not math.isnan(local.number)
+    shown = with_remote_bars(local, [dgx, down], own)
+    assert shown.level is Level.WARNING  # the tile: amber
+    assert shown.bars[: len(local.bars)] == local.bars and len(shown.bars) == len(local.bars) + 3
+    assert math.isnan(shown.bars[-1].fraction)  # its bar empty: no value claimed
+    assert math.isnan(shown.number)  # no number that would read as a warning's value
+    assert shown.headline is not None
+    assert headline_text(shown.headline) == "gpu-box is unreachable: the icon shows no number"
+    assert drawn(shown) != drawn(with_remote_bars(local, [dgx], own))
+    # A rule's warning told with a number keeps its number on the amber tile.
+    hot = replace(
+        alerts,
+        rules={"temperature": replace(RULE_BY_KEY["temperature"].defaults, warning_enter=20.0, warning_clear=15.0)},
+    )
+    warm = with_remote_bars(content_for(_local_sample(), "utilization", None, hot), [down], own)
+    assert warm.level is Level.WARNING and not math.isnan(warm.number) and warm.mark == "°"
+    # On a machine without GPUs of its own, the host that does not answer is the icon's one bar.
+    alone = with_remote_bars(IconContent((), no_gpu=True), [down], own)
+    assert alone.level is Level.WARNING and not alone.no_gpu and len(alone.bars) == 1
+
+
 def test_the_window_lists_and_marks_the_alerts_of_the_host_chosen(
     qtbot: QtBot, remote: FakeRemote, tmp_path: Path
 ) -> None:

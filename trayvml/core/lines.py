@@ -258,6 +258,7 @@ class Headline:
     gpu: int
     level: Level = Level.NORMAL
     host: str = ""
+    unreachable: bool = False  # ``host`` does not answer: no value, no GPU (the tile a warning's)
 
 
 def headline_text(headline: Headline) -> str:
@@ -268,6 +269,8 @@ def headline_text(headline: Headline) -> str:
         if headline.host
         else translate("GpuText", "GPU {index}").format(index=headline.gpu)
     )
+    if headline.unreachable:
+        return translate("GpuText", "{host} is unreachable: the icon shows no number").format(host=clean(headline.host))
     if headline.level is Level.LOST:
         return translate("GpuText", "{gpu} is lost: the icon shows no number").format(gpu=where)
     metric = GPU_METRIC_BY_KEY[headline.metric]

@@ -22,12 +22,13 @@ from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
 from trayvml.core.errors import TrayvmlError
-from trayvml.core.lines import gpu_lines, job_line, simulation_text
+from trayvml.core.levels import Level
+from trayvml.core.lines import Headline, gpu_lines, job_line, simulation_text
 from trayvml.core.safe_text import clean, menu_label, shorten
 from trayvml.core.sample import GpuSample, Sample, said_age_s
 from trayvml.core.units import format_clock, format_duration
 from trayvml.remote.fetch import Endpoint, capped_remotes, parse_endpoint
-from trayvml.ui.icon import IconContent, icon_content
+from trayvml.ui.icon import Bar, IconContent, icon_content
 
 if TYPE_CHECKING:
     pass
@@ -157,8 +158,17 @@ def tooltip_lines(samples: Sequence[Sample]) -> list[str]:
 
 
 def in_icon(samples: Sequence[Sample], hosts: Sequence[str]) -> list[Sample]:
-    """The remote samples whose host the icon summarises (``hosts`` from the settings; "*": all)."""
-    return [s for s in samples if s.gpus and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))]
+    """The remote samples whose host the icon summarises (``hosts`` from the settings; "*": all),
+    those that answered with GPUs and those that do not answer."""
+    return [
+        s
+        for s in samples
+        if (s.gpus or _unreachable(s)) and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))
+    ]
+
+
+def _unreachable(sample: Sample) -> bool:
+    return sample.remote is not None and bool(sample.remote.fault)
 
 
 def with_remote_bars(
@@ -166,12 +176,21 @@ def with_remote_bars(
 ) -> IconContent:
     """The icon's bars: this machine's, then each summarised remote host's GPUs (``content_of``: a
     remote sample's own content, ``glance.content_for``'s). A stuck local driver still shows as
-    stale; a machine without GPUs shows the remote ones alone."""
+    stale; a machine without GPUs shows the remote ones alone.
+
+    A host that does not answer is an empty bar at a warning's level: the tile turns amber, and
+    where nothing worse is told the number gives way to the bars (the tooltip's first line names
+    the host). Its tile stayed as it was: a watched box gone down went unseen at a glance."""
     if local.stale or not remotes:
         return local
     bars = [] if local.no_gpu else list(local.bars)
     contents = [] if local.no_gpu else [local]
     for sample in remotes:
+        if _unreachable(sample):
+            bars.append(Bar(math.nan, Level.WARNING))
+            gone = Headline(math.nan, "", -1, Level.WARNING, host_name(sample), unreachable=True)
+            contents.append(IconContent((), headline=gone))
+            continue
         remote = content_of(sample)
         bars += remote.bars
         if remote.headline is not None:
