@@ -73,10 +73,14 @@ def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: 
     view.show_hosts(True)
 
     def redrawn() -> None:
+        from trayvml.ui.remote_hosts import in_icon
+
         tray.remote_lines = view.lines
+        tray.remote_icon_samples = in_icon(view.samples, ("*",))  # as the app gives them
         tray.update(tray.sample)
 
     view.changed.connect(redrawn)
+    tray.update(_local_sample())  # this machine: one H100
 
     def shown(check: Callable[[], bool]) -> Callable[[], bool]:
         def shown_then_checked() -> bool:
@@ -90,6 +94,9 @@ def test_remote_hosts_show_grouped_by_host_and_an_unreachable_one_greyed(qtbot: 
         qtbot.waitUntil(shown(lambda: len(view.samples) == 2 and any(s.gpus for s in view.samples)), timeout=10_000)
         tip = tray.icon.toolTip().splitlines()
         assert "dgx-01:" in tip
+        # The icon summarises both: the one that does not answer is told first, the tile amber.
+        assert tip[0] == "127.0.0.1 is unreachable: the icon shows no number"
+        assert tray._content is not None and tray._content.unreachable and len(tray._content.bars) == 4
         assert any(line.startswith("  0 A100") for line in tip) and any(line.startswith("  1 A100") for line in tip)
         (down,) = [line for line in tip if line.startswith("127.0.0.1: unreachable since ")]
         assert f"{gone} cannot be reached" in down
@@ -340,7 +347,7 @@ def test_a_summarised_host_that_does_not_answer_turns_the_tile_amber(remote: Fak
     assert shown.level is Level.WARNING  # the tile: amber
     assert shown.bars[: len(local.bars)] == local.bars and len(shown.bars) == len(local.bars) + 3
     assert math.isnan(shown.bars[-1].fraction)  # its bar empty: no value claimed
-    assert math.isnan(shown.number)  # no number that would read as a warning's value
+    assert math.isnan(shown.number) and shown.unreachable  # an hourglass, no number read as a warning's value
     assert shown.headline is not None
     assert headline_text(shown.headline) == "gpu-box is unreachable: the icon shows no number"
     assert drawn(shown) != drawn(with_remote_bars(local, [dgx], own))
@@ -350,7 +357,7 @@ def test_a_summarised_host_that_does_not_answer_turns_the_tile_amber(remote: Fak
         rules={"temperature": replace(RULE_BY_KEY["temperature"].defaults, warning_enter=20.0, warning_clear=15.0)},
     )
     warm = with_remote_bars(content_for(_local_sample(), "utilization", None, hot), [down], own)
-    assert warm.level is Level.WARNING and not math.isnan(warm.number) and warm.mark == "°"
+    assert warm.level is Level.WARNING and not math.isnan(warm.number) and warm.mark == "°" and not warm.unreachable
     # On a machine without GPUs of its own, the host that does not answer is the icon's one bar.
     alone = with_remote_bars(IconContent((), no_gpu=True), [down], own)
     assert alone.level is Level.WARNING and not alone.no_gpu and len(alone.bars) == 1

@@ -60,6 +60,11 @@ class IconContent:
     headline: Headline | None = None  # what the number is, for the tooltip's first line
 
     @property
+    def unreachable(self) -> bool:
+        """What the number would tell is that a remote host does not answer (no value: the hourglass)."""
+        return self.headline is not None and self.headline.unreachable
+
+    @property
     def level(self) -> Level:
         """The worst GPU's level: what the tile says."""
         if self.stale:
@@ -70,7 +75,15 @@ class IconContent:
 def drawn(content: IconContent) -> tuple[object, ...]:
     """What the icon draws of ``content``: contents that draw the same icon give equal keys (the
     headline is the tooltip's, and beyond MAX_BARS the strip is one aggregate bar)."""
-    return content.level, content.no_gpu, content.stale, content.number, content.mark, _strip(content.bars)
+    return (
+        content.level,
+        content.no_gpu,
+        content.stale,
+        content.number,
+        content.mark,
+        _strip(content.bars),
+        content.unreachable,
+    )
 
 
 def _strip(bars: tuple[Bar, ...]) -> tuple[Bar, ...]:
@@ -125,7 +138,7 @@ def _draw(painter: QPainter, content: IconContent, p: int, strip: bool) -> None:
     strip_h = max(3, round(p * 0.22)) if strip else 0
     head = QRect(pad, pad, p - 2 * pad, p - 2 * pad - (strip_h + max(1, pad // 2) if strip else 0))
     ink = _ink(level)
-    if content.stale:
+    if content.stale or content.unreachable:  # values not coming: a stuck driver (red), a remote host (amber)
         _draw_hourglass(painter, head, ink)
     elif level is Level.LOST:
         _draw_exclamation(painter, head, ink)
@@ -211,7 +224,7 @@ def _draw_exclamation(painter: QPainter, box: QRect, ink: QColor) -> None:
 
 
 def _draw_hourglass(painter: QPainter, box: QRect, ink: QColor) -> None:
-    """Waiting for the driver: nothing shown is current."""
+    """Waiting for values: from the driver (nothing shown is current), or from a remote host."""
     side = min(box.width(), box.height())
     cx, cy = box.center().x() + 0.5, box.center().y() + 0.5
     half = side * 0.42

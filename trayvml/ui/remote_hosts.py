@@ -179,8 +179,8 @@ def with_remote_bars(
     stale; a machine without GPUs shows the remote ones alone.
 
     A host that does not answer is an empty bar at a warning's level: the tile turns amber, and
-    where nothing worse is told the number gives way to the bars (the tooltip's first line names
-    the host). Its tile stayed as it was: a watched box gone down went unseen at a glance."""
+    where nothing worse is told an hourglass takes the number's place (the tooltip's first line
+    names the host). Its tile stayed as it was: a watched box gone down went unseen at a glance."""
     if local.stale or not remotes:
         return local
     bars = [] if local.no_gpu else list(local.bars)
