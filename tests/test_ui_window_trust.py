@@ -306,3 +306,53 @@ def test_day_ticks_stay_on_local_midnights_across_a_change_of_daylight_saving_ti
         "Thu 30 00:00",
     ]
     assert grid and set(grid) == {0}  # the grid's day lines on midnights too
+
+
+@pytest.mark.parametrize(
+    ("zone", "start", "hours", "expected"),
+    [
+        # Berlin's clocks go back at 03:00 CEST on 26 Oct 2025: 02:00 comes twice, and was once.
+        (
+            "Europe/Berlin",
+            (2025, 10, 26, 0, 30),
+            1,
+            ["01 CEST", "02 CEST", "02 CET", "03 CET", "04 CET", "05 CET", "06 CET", "07 CET"],
+        ),
+        # At steps of two hours the repeated hour is left out: the ticks stay two hours apart or more.
+        ("Europe/Berlin", (2025, 10, 25, 23, 30), 2, ["00 CEST", "02 CEST", "04 CET", "06 CET"]),
+        # Forward at 02:00 CET on 30 Mar 2025: no 02:00 that day.
+        (
+            "Europe/Berlin",
+            (2025, 3, 30, 0, 30),
+            1,
+            ["01 CET", "03 CEST", "04 CEST", "05 CEST", "06 CEST", "07 CEST", "08 CEST", "09 CEST"],
+        ),
+        # Half an hour off UTC, and a change of half an hour (Lord Howe: 02:00 to 02:30 on 5 Oct 2025).
+        ("Asia/Kolkata", (2025, 1, 1, 8, 10), 3, ["09 IST", "12 IST", "15 IST"]),
+        (
+            "Australia/Lord_Howe",
+            (2025, 10, 5, 0, 15),
+            1,
+            ["01 +1030", "03 +11", "04 +11", "05 +11", "06 +11", "07 +11", "08 +11"],
+        ),
+    ],
+)
+def test_hour_ticks_follow_the_wall_clock_across_a_change_of_daylight_saving_time(
+    monkeypatch: pytest.MonkeyPatch, zone: str, start: tuple[int, ...], hours: int, expected: list[str]
+) -> None:
+    import time as clock
+
+    from trayvml.ui.plots import round_local_times
+
+    monkeypatch.setenv("TZ", zone)
+    clock.tzset()
+    try:
+        start_s = clock.mktime((*start, 0, 0, 0, -1))
+        ticks = round_local_times(start_s, start_s + 8 * 3600 + 60, hours * 3600)
+        shown = [clock.strftime("%H %Z", clock.localtime(t)) for t in ticks]
+        whole = all(clock.localtime(t).tm_min == 0 for t in ticks)
+    finally:
+        monkeypatch.delenv("TZ")
+        clock.tzset()
+    assert shown == expected
+    assert whole

@@ -736,16 +736,17 @@ def round_local_times(start_s: float, end_s: float, step_s: float) -> np.ndarray
     """The round local times ``step_s`` apart in [start_s, end_s) (local midnights and hours, as
     the time axis labels them). Steps of hours go by the wall clock: past a change of daylight
     saving time, fixed seconds from the first put every later midnight an hour off, each day
-    labelled with the day before's name at 23:00."""
+    labelled with the day before's name at 23:00; hours by _round_hours."""
     day = time.localtime(start_s)
     if step_s < 3600 or step_s % 3600:  # by the offset at the start
         first = math.ceil((start_s + day.tm_gmtoff) / step_s) * step_s - day.tm_gmtoff
         return np.arange(first, end_s, step_s, dtype=np.float64)
     hours = int(step_s // 3600)
-    # From a round hour (a day's multiple of the step) at or before the start; steps of days from
-    # a day whose number since 1970 is a multiple of theirs, as their seconds' rounding had it:
-    # the ticks stay on the same days as a view following live moves on.
-    hour = day.tm_hour // hours * hours if hours < 24 else -24 * (_local_day(day) % (hours // 24))
+    if hours < 24:
+        return _round_hours(start_s, end_s, hours, day)
+    # From a day whose number since 1970 is a multiple of the step's days, as their seconds'
+    # rounding had it: the ticks stay on the same days as a view following live moves on.
+    hour = -24 * (_local_day(day) % (hours // 24))
     found: list[float] = []
     while True:
         # mktime carries hours past 23 into the days after, each in its own zone offset.
@@ -755,6 +756,30 @@ def round_local_times(start_s: float, end_s: float, step_s: float) -> np.ndarray
         if at >= start_s and (not found or at > found[-1]):
             found.append(at)
         hour += hours
+
+
+def _round_hours(start_s: float, end_s: float, hours: int, at_start: time.struct_time) -> np.ndarray:
+    """The times in [start_s, end_s) whose wall clock shows a whole hour that is a multiple of
+    ``hours``, each as often as the clock shows it: where the clocks go back, 02:00 summer time and
+    02:00 winter time (a step of the wall clock skipped the repeated hour), where they go forward,
+    none at the hour that does not happen. Ticks closer than the step allows (the repeated hour
+    at steps of two hours and more) are left out. Looked for every half hour from the start of the
+    start's local hour: whole hours of a zone half an hour off UTC, and past a change of half an
+    hour (Lord Howe), are on that grid too."""
+    found: list[float] = []
+    candidate = math.floor(start_s) - at_start.tm_min * 60 - at_start.tm_sec
+    while candidate < end_s:
+        if candidate >= start_s:
+            moment = time.localtime(candidate)
+            if (
+                moment.tm_min == 0
+                and moment.tm_sec == 0
+                and moment.tm_hour % hours == 0
+                and (not found or candidate - found[-1] > (hours - 1) * 3600)
+            ):
+                found.append(float(candidate))
+        candidate += 1800
+    return np.array(found, dtype=np.float64)
 
 
 def _local_day(moment: time.struct_time) -> int:
