@@ -322,7 +322,21 @@ def test_a_notebook_renamed_while_its_kernel_runs_is_named_anew(folder: Path) ->
     assert (found.notebook, found.pending) == ("Untitled.ipynb", True)
     path[0] = "llm/finetune.ipynb"
     clock.now += NOTEBOOK_RECHECK_S
-    assert attributor.refresh(4321, found).job == "llm/finetune.ipynb"
+    renamed = attributor.refresh(4321, found)
+    assert renamed.job == "llm/finetune.ipynb"
+    # Its energy is one job's across the rename (the name was the job's key: it started again at 0).
+    from tests.test_energy import gpu_sample
+    from trayvml.core.sample import ProcessSample
+    from trayvml.monitor.energy import EnergyMeter
+
+    assert found.kernel_id == renamed.kernel_id == "abc-1"
+    assert attributor.attribute(4321, ask=False).kernel_id == "abc-1"  # known from procfs, not asked
+    meter = EnergyMeter()
+    for k in range(3601):  # an hour at 100 W, renamed half-way: 100 Wh, all the kernel's
+        attribution = found if k < 1800 else renamed
+        process = ProcessSample(0, 4321, "compute", 1e9, started_s=5.0, attribution=attribution)
+        meter.update(gpu_sample(k, power_w=100, processes=(process,)))
+    assert meter.job_energy_wh(process) == pytest.approx(100.0)
 
 
 def test_a_jupyter_server_that_hangs_is_asked_once_for_all_its_kernels(folder: Path) -> None:

@@ -129,6 +129,7 @@ class Attribution:
     unit: str = ""  # a systemd unit, "foo.service" or "bar.scope"
     session: str = ""  # "tmux default", "screen 1234.pts-0.host"
     notebook: str = ""  # the notebook's path under its Jupyter server's root
+    kernel_id: str = ""  # a Jupyter kernel's id: the same while its notebook is renamed (energy's job)
     job: str = ""
     job_kind: str = ""
     root_pid: int = 0  # the top of its process tree below init or the session leader; 0: unknown

@@ -244,6 +244,8 @@ class Attributor:
                     self._notebooks.clear()
                 self._cache[key] = known
         found = known.found
+        if known.kernel is not None:  # (from procfs: known without asking)
+            found = replace(found, kernel_id=known.kernel.kernel_id)
         if ask:
             notebook, notebook_pending = self._notebook(key, known.kernel)
             name, name_pending = self.names.name(found.runtime, found.container)

@@ -63,8 +63,12 @@ def process_key(process: ProcessSample) -> ProcessKey:
 def _job_key(process: ProcessSample, key: ProcessKey) -> JobKey:
     """A job spans its processes; a process that is its own job is that process (``key``), start
     time and all. Its user's: a session's, a user unit's or a notebook's name is each user's own
-    ("tmux default" of two users was one job, each shown the other's energy too)."""
-    return (process.gpu_index, process.user, job_key(process), key[2] if process.job_is_itself else -1.0)
+    ("tmux default" of two users was one job, each shown the other's energy too). A Jupyter
+    kernel is its job by its id, before its notebook's name is known and after: its notebook
+    renamed ("Untitled.ipynb" to "train.ipynb"), the job started again from 0 Wh."""
+    kernel = process.attribution.kernel_id
+    job = f"kernel {kernel}" if kernel else job_key(process)
+    return (process.gpu_index, process.user, job, key[2] if process.job_is_itself else -1.0)
 
 
 @dataclass
