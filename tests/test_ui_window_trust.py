@@ -347,7 +347,8 @@ def test_hour_ticks_follow_the_wall_clock_across_a_change_of_daylight_saving_tim
     monkeypatch.setenv("TZ", zone)
     clock.tzset()
     try:
-        start_s = clock.mktime((*start, 0, 0, 0, -1))
+        year, month, day, hour, minute = start
+        start_s = clock.mktime((year, month, day, hour, minute, 0, 0, 0, -1))
         ticks = round_local_times(start_s, start_s + 8 * 3600 + 60, hours * 3600)
         shown = [clock.strftime("%H %Z", clock.localtime(t)) for t in ticks]
         whole = all(clock.localtime(t).tm_min == 0 for t in ticks)
