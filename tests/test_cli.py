@@ -473,7 +473,7 @@ def test_timeout_has_a_default_and_bounds() -> None:
 @pytest.mark.parametrize("before", [True, False])
 def test_config_works_before_and_after_the_command(before: bool, tmp_path: Path, capsys) -> None:
     path = tmp_path / "config.toml"
-    path.write_text("gpus = 5\n")  # valid TOML, unusable settings
+    path.write_text("gpus = [\n")  # not TOML: the file cannot be used
     config = ["--config", str(path)]
     args = [*config, "snapshot", SIM] if before else ["snapshot", *config, SIM]
     assert main(args) == 0

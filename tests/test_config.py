@@ -23,6 +23,7 @@ from trayvml.config import (
     GENERAL,
     Settings,
     SettingsError,
+    SettingsModel,
     SettingsStore,
     from_toml,
     problems,
@@ -122,6 +123,39 @@ def assert_set_aside(folder: Path, content: bytes, reason: str = "") -> str:
     ("content", "reason"),
     [
         ("sampling_interval_s = [", "it is not valid TOML"),
+        ("version = 'two'", "version should be a whole number"),
+        ("version = -1", "version should be a whole number"),
+        ("x = " + "[" * 5000 + "]" * 5000, "nested too deeply"),
+        ("x = " + "{ a = " * 5000 + "1" + " }" * 5000, "nested too deeply"),
+        ("history_hours = " + "9" * 5000, "a number too long"),
+    ],
+)
+def test_a_file_that_cannot_be_used_is_set_aside(tmp_path: Path, content: str, reason: str) -> None:
+    assert_set_aside(tmp_path, content.encode(), reason)
+
+
+def assert_value_at_default(folder: Path, content: bytes, reason: str = "") -> str:
+    """Load ``content`` (wrong values only): the defaults, one sentence naming why, the file left
+    in place byte for byte, and kept under a copy's name when the settings are next saved."""
+    folder.mkdir(exist_ok=True)
+    path = folder / "config.toml"
+    path.write_bytes(content)
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert same(settings, Settings()), content[:200]
+    assert one_sentence(message) and "is used with changes" in message and "its default is in use" in message, message
+    assert reason in message, message
+    assert path.read_bytes() == content and not list(folder.glob("config.toml.corrupt-*"))
+    store.save(settings)
+    (kept,) = folder.glob("config.toml.kept-*")
+    assert kept.read_bytes() == content  # nothing of the user's is lost
+    assert SettingsStore(path).load()[1] == ""  # told once: the next start is quiet
+    return message
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [
         ("sampling_interval_s = 'fast'", "sampling_interval_s should be float"),
         ("sampling_interval_s = 0.01", "outside 0.5–60"),
         ("sampling_interval_s = nan", "outside 0.5–60"),
@@ -139,16 +173,33 @@ def assert_set_aside(folder: Path, content: bytes, reason: str = "") -> str:
         ("[alerts]\ntemperature = [1]", "alerts.temperature should be a table"),
         ("hidden_gpus = [0, -1]", "hidden_gpus should be a list of GPU indices"),
         ("hidden_gpus = [[0]]", "hidden_gpus should be a list of GPU indices"),
-        ("version = 'two'", "version should be a whole number"),
-        ("version = -1", "version should be a whole number"),
-        ("x = " + "[" * 5000 + "]" * 5000, "nested too deeply"),
-        ("x = " + "{ a = " * 5000 + "1" + " }" * 5000, "nested too deeply"),
-        ("history_hours = " + "9" * 5000, "a number too long"),
         ("[alerts.temperature]\nhold_s = inf", "finite number of seconds"),
     ],
 )
-def test_a_file_that_cannot_be_used_is_set_aside(tmp_path: Path, content: str, reason: str) -> None:
-    assert_set_aside(tmp_path, content.encode(), reason)
+def test_a_value_that_cannot_be_used_stands_at_its_default(tmp_path: Path, content: str, reason: str) -> None:
+    assert_value_at_default(tmp_path, content.encode(), reason)
+
+
+def test_one_wrong_value_leaves_the_rest_of_the_file_in_force(tmp_path: Path) -> None:
+    """One typo set every setting to its default: the history on disk, its month and its "off"
+    among them, was then pruned to the default week (or written where the user had said not to)."""
+    path = tmp_path / "config.toml"
+    path.write_text(
+        "history_coarse_days = 30\nhistory_on_disk = false\nhistory_hours = 12.0\n"
+        "[alerts.temperature]\nwarning_enter = 70.0\nhold_s = 'long'\n"
+        "[alerts.power]\nenabled = true\n"
+        "[gpus.1.alerts.memory_used]\nwarning_enter = 'ninety'\n[gpus.0.alerts.memory_used]\nwarning_enter = 92.0\n"
+    )
+    settings, message = SettingsStore(path).load()
+    assert settings.history_coarse_days == 30 and settings.history_on_disk is False  # in force
+    assert settings.history_hours == Settings().history_hours  # the wrong one: its default
+    defaults = Settings().alerts.rules
+    assert settings.alerts.rules["temperature"] == defaults["temperature"]  # a rule's table with a wrong value
+    assert settings.alerts.rules["power"].enabled is True
+    assert set(settings.alerts.overrides) == {0} and settings.alerts.overrides[0]["memory_used"].warning_enter == 92.0
+    for reason in ("history_hours should be int, not 12.0", "alerts.temperature.hold_s should be a number"):
+        assert f"{reason}: its default is in use" in message, message
+    assert "gpus.1.alerts.memory_used.warning_enter should be a number" in message
 
 
 WRONG_VALUES = {
@@ -176,7 +227,7 @@ def test_hostile_shapes_never_stop_trayvml_and_lose_nothing(tmp_path: Path) -> N
     files = hostile_files()
     assert len(files) > 200
     for n, content in enumerate(files):
-        assert_set_aside(tmp_path / str(n), content.encode())
+        assert_value_at_default(tmp_path / str(n), content.encode())
 
 
 def test_bytes_that_are_not_utf8_are_set_aside_and_never_overwritten(tmp_path: Path) -> None:
@@ -195,11 +246,11 @@ def test_a_huge_file_is_set_aside_without_being_read_whole(tmp_path: Path) -> No
 
 def test_two_files_set_aside_in_one_second_are_both_kept(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
-    for content in (b"gpus = 1", b"gpus = 2"):
+    for content in (b"gpus = [1", b"gpus = [2"):
         path.write_bytes(content)
         SettingsStore(path).load()
     kept = sorted(p.read_bytes() for p in tmp_path.glob("config.toml.corrupt-*"))
-    assert kept == [b"gpus = 1", b"gpus = 2"]
+    assert kept == [b"gpus = [1", b"gpus = [2"]
 
 
 def test_an_unusable_file_that_cannot_be_moved_is_left_alone_and_never_written(
@@ -207,7 +258,7 @@ def test_an_unusable_file_that_cannot_be_moved_is_left_alone_and_never_written(
 ) -> None:
     # A read-only folder (chmod does not stop root, who runs the tests in CI, so os.replace is made to fail).
     path = tmp_path / "config.toml"
-    path.write_bytes(b"gpus = 5")
+    path.write_bytes(b"gpus = [")
 
     def read_only(source: object, target: object) -> None:
         raise PermissionError(13, "Permission denied")
@@ -219,7 +270,7 @@ def test_an_unusable_file_that_cannot_be_moved_is_left_alone_and_never_written(
     assert one_sentence(message) and "could not be moved aside either (Permission denied)" in message
     with pytest.raises(SettingsError, match="not overwritten"):
         store.save(Settings())
-    assert path.read_bytes() == b"gpus = 5"
+    assert path.read_bytes() == b"gpus = ["
     assert not list(tmp_path.glob("config.toml.*")) and not temporaries(tmp_path)
 
 
@@ -705,3 +756,44 @@ def test_free_memory_alerts_written_by_this_version_stay_off(tmp_path: Path) -> 
     path.write_text(FORMER_FREE.replace("version = 3", f"version = {config.VERSION}"))
     settings, message = SettingsStore(path).load()
     assert not settings.alerts.rules["memory_free"].enabled and "former default" not in message
+
+
+def test_a_file_that_cannot_be_used_prunes_no_history(tmp_path: Path) -> None:
+    """Not TOML at all: the defaults stand in, and with them the default week pruned the month the
+    file had asked the history on disk to keep. Standing in, they keep what any settings could."""
+    from tests.test_store import _samples, _write
+    from trayvml.history.disk.read import StoreReader
+    from trayvml.history.disk.write import GPU_LAYOUT, PRUNE_EVERY_S
+
+    day_s = 86400.0
+    start_s = 1_700_000_000.0 - (1_700_000_000.0 % day_s)
+    path, folder = tmp_path / "config.toml", tmp_path / "store"
+    path.write_text("history_coarse_days = 30\n")
+    chosen, _ = SettingsStore(path).load()
+    first = _samples("training:gpus=h100", start_s, 2 * 3600 + 700)
+    _write(folder, first, chosen.history_limits)
+    uuid = first[0].devices[0].uuid
+
+    def minutes_of_the_first_day() -> int:
+        reader = StoreReader(folder)
+        try:
+            return int(reader.coarse(uuid, start_s, start_s + 3 * 3600, 60.0, GPU_LAYOUT.keys).recorded.sum())
+        finally:
+            reader.close()
+
+    kept = minutes_of_the_first_day()
+    assert kept > 100
+    path.write_text("history_coarse_days = 30\nhistory_hours = [\n")  # ten days on, a typo
+    store = SettingsStore(path)
+    settings, message = store.load()
+    assert settings.stand_in and "defaults are in use" in message
+    assert settings.history_limits.coarse_span_s >= 30 * day_s
+    _write(
+        folder, _samples("training:gpus=h100", start_s + 10 * day_s, int(PRUNE_EVERY_S) + 20), settings.history_limits
+    )
+    assert minutes_of_the_first_day() == kept
+    # Saved (the settings dialog's OK), they are the file's: its limits are in force.
+    model = SettingsModel(settings, store)
+    assert model.change(replace(settings, history_coarse_days=7)) == ""
+    assert not model.current.stand_in and model.current.history_limits.coarse_span_s == 7 * day_s
+    assert SettingsStore(path).load()[0].history_coarse_days == 7

@@ -28,7 +28,7 @@ import pytest
 from trayvml import cli
 from trayvml.alerts.grouping import GROUP, MACHINE, NORMAL, Notice
 from trayvml.alerts.severity import Severity
-from trayvml.config import PushDestination, Settings, SettingsError, from_toml, problems, to_toml
+from trayvml.config import PushDestination, Settings, from_toml, problems, to_toml
 from trayvml.core.clock import ManualClock
 from trayvml.platform.notifiers import FanOutNotifier
 from trayvml.platform.push import DeliveryError, Message, PushNotifier, Sender, read_status
@@ -584,10 +584,17 @@ def test_push_destinations_round_trip_and_bad_ones_are_named() -> None:
     for url in ("https://ntfy.sh/my topic", "https://ntfy.sh/a\x01b", "https://ntfy.sh/x\n"):
         assert problems(Settings(push=(PushDestination("ntfy", url=url),))), url
     assert problems(Settings(push=(PushDestination("email"),)))[0] == "push[1]: an e-mail destination needs smtp_host"
-    with pytest.raises(SettingsError, match=r"push\[1\]\.'colour' is not a setting"):
-        from_toml('[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/x"\ncolour = "red"\n')
-    with pytest.raises(SettingsError, match="push should be a list"):
-        from_toml('push = "https://ntfy.sh/x"\n')
+    # A destination that cannot be used: none is (noted), the rest of the file is used.
+    settings, notes = from_toml(
+        'history_hours = 12\n[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/x"\ncolour = "red"\n'
+    )
+    assert settings.push == () and settings.history_hours == 12
+    assert notes == ["push[1].'colour' is not a setting of a push destination: its default is in use"]
+    settings, notes = from_toml('push = "https://ntfy.sh/x"\n')
+    assert settings.push == () and notes == ["push should be a list of [[push]] tables: its default is in use"]
+    assert from_toml('[[push]]\nkind = "ntfy"\nurl = "ftp://x"\n')[1] == [
+        "push[1]: url should be an http:// or https:// URL without spaces: its default is in use"
+    ]
     assert from_toml("")[0].push == ()  # older files: no destinations
 
 

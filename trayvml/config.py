@@ -23,7 +23,7 @@ from typing import Any
 import tomli_w
 
 from trayvml.alerts.engine import AlertSettings, validate
-from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings
+from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings, Rule
 from trayvml.core.files import read_bounded, remove_stale_temporaries, write_atomically
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
@@ -334,16 +334,27 @@ class Settings:
     # Where alerts are pushed beyond this desktop (ntfy, webhooks, Slack, e-mail): trayvml/platform/push.py.
     push: tuple[PushDestination, ...] = ()
     alerts: AlertSettings = field(default_factory=AlertSettings)
+    # The settings file could not be used (not TOML, unreadable): these defaults stand in for
+    # settings not known. Never saved, nor compared.
+    stand_in: bool = field(default=False, compare=False)
 
     @property
     def history_limits(self) -> Limits:
-        """What the history on disk keeps, from the settings that say it."""
+        """What the history on disk keeps, from the settings that say it; standing in for a file
+        that could not be used, everything the settings could have said: the default week pruned
+        away the month a broken file had asked for."""
+        if self.stand_in:
+            fine, coarse, size = (GENERAL_BY_KEY[key].maximum or 0 for key in _HISTORY_SPANS)
+            return Limits(fine * 3600.0, coarse * 86400.0, int(size) * MIB, self.process_history_per_gpu)
         return Limits(
             self.history_fine_hours * 3600.0,
             self.history_coarse_days * 86400.0,
             self.history_size_mib * MIB,
             self.process_history_per_gpu,
         )
+
+
+_HISTORY_SPANS = ("history_fine_hours", "history_coarse_days", "history_size_mib")
 
 
 class SettingsError(ValueError):
@@ -360,28 +371,34 @@ def _number(value: Any) -> str:
     return f"{value:.15g}" if isinstance(value, int | float) and not isinstance(value, bool) else _shown(value)
 
 
+def _setting_problems(setting: Setting, value: Any) -> list[str]:
+    """Every reason ``value`` cannot be ``setting``'s (of its type already)."""
+    found = []
+    if setting.choices and value not in setting.choices:
+        found.append(
+            translate("settings", "{setting}: {value} is not one of {choices}.").format(
+                setting=translate("settings", setting.label),
+                value=_shown(value),
+                choices=", ".join(setting.choices),
+            )
+        )
+    if setting.minimum is not None and not setting.minimum <= value <= (setting.maximum or math.inf):
+        found.append(
+            translate("settings", "{setting}: {value} is outside {minimum}–{maximum}.").format(
+                setting=translate("settings", setting.label),
+                value=_number(value),
+                minimum=_number(setting.minimum),
+                maximum=_number(setting.maximum),
+            )
+        )
+    return found
+
+
 def problems(settings: Settings) -> list[str]:
     """Every reason ``settings`` cannot be used (empty when it is fine)."""
     found = []
     for setting in GENERAL:
-        value = getattr(settings, setting.key)
-        if setting.choices and value not in setting.choices:
-            found.append(
-                translate("settings", "{setting}: {value} is not one of {choices}.").format(
-                    setting=translate("settings", setting.label),
-                    value=_shown(value),
-                    choices=", ".join(setting.choices),
-                )
-            )
-        if setting.minimum is not None and not setting.minimum <= value <= (setting.maximum or math.inf):
-            found.append(
-                translate("settings", "{setting}: {value} is outside {minimum}–{maximum}.").format(
-                    setting=translate("settings", setting.label),
-                    value=_number(value),
-                    minimum=_number(setting.minimum),
-                    maximum=_number(setting.maximum),
-                )
-            )
+        found += _setting_problems(setting, getattr(settings, setting.key))
     for kind in RULES:
         found += validate(kind, settings.alerts.rules.get(kind.key, kind.defaults))
     for number, destination in enumerate(settings.push, 1):
@@ -568,9 +585,12 @@ def _default_words(key: str) -> str:
 
 
 def from_toml(text: str) -> tuple[Settings, list[str]]:
-    """Parse and check a settings file: the settings, and notes on what was renamed or ignored.
+    """Parse and check a settings file: the settings, and notes on what was renamed, ignored, or
+    could not be used (and stands at its default: the rest of the file is used, where one wrong
+    value once set every setting to its default, and the history on disk was pruned to the
+    default week, the user's month lost).
 
-    Raises SettingsError naming the first reason the file as a whole cannot be used.
+    Raises SettingsError naming the reason the file as a whole cannot be used (not TOML, say).
     """
     try:
         document = tomllib.loads(text)
@@ -594,48 +614,58 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     notes += _migrate(document)
     notes += _retire_former_defaults(document, version)
     ignored: list[str] = []
+    unused: list[str] = []  # why a value stands at its default
+
+    def used(read: Callable[..., Any], *args: Any) -> Any:
+        """``read(*args)``, or None (its reason noted) where it raises SettingsError."""
+        try:
+            return read(*args)
+        except SettingsError as error:
+            unused.append(str(error).rstrip("."))
+            return None
+
     values: dict[str, Any] = {}
     for key, value in document.items():
         if key in GENERAL_BY_KEY:
-            values[key] = _typed(GENERAL_BY_KEY[key], value)
-        elif key == "hidden_gpus":
-            if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
-                raise SettingsError(translate("settings", "hidden_gpus should be a list of GPU indices"))
-            values[key] = tuple(value)
-        elif key == "remote_hosts":
-            if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-                raise SettingsError(translate("settings", "remote_hosts should be a list of URLs"))
-            values[key] = tuple(v.strip() for v in value)
-        elif key == "icon_remote_hosts":
-            if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                raise SettingsError(
-                    translate("settings", 'icon_remote_hosts should be a list of host names (or ["*"] for all)')
-                )
-            values[key] = tuple(value)
+            read = used(_checked, GENERAL_BY_KEY[key], value)
+        elif key in _LISTS:
+            read = used(_LISTS[key], value)
         elif key == "push":
-            values[key] = _push_from_toml(value)
-        elif key not in ("alerts", "gpus"):
-            ignored.append(key)
-    alerts = _table(document.get("alerts", {}), "alerts")
+            read = used(_usable_push, value)
+        else:
+            if key not in ("alerts", "gpus"):
+                ignored.append(key)
+            continue
+        if read is not None:
+            values[key] = read
+    alerts = used(_table, document.get("alerts", {}), "alerts") or {}
     ignored += [f"alerts.{key}" for key in alerts if key not in RULE_BY_KEY]
     rules = {
-        kind.key: _rule_from_toml(alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}", ignored)
+        kind.key: used(_usable_rule, kind, alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}", ignored)
+        or kind.defaults
         for kind in RULES
     }
     overrides: dict[int, dict[str, AnySettings]] = {}
-    for gpu_text, table in _table(document.get("gpus", {}), "gpus").items():
+    for gpu_text, table in (used(_table, document.get("gpus", {}), "gpus") or {}).items():
         where = f"gpus.{gpu_text}"
         if not _GPU_INDEX.fullmatch(gpu_text):
-            raise SettingsError(
+            unused.append(
                 translate("settings", "{key} should be a GPU index (0, 1, …)").format(key=f"gpus.{_shown(gpu_text)}")
             )
-        ignored += [f"{where}.{key}" for key in _table(table, where) if key != "alerts"]
-        for key, rule in _table(table.get("alerts", {}), f"{where}.alerts").items():
+            continue
+        gpu = int(gpu_text)
+        if gpu in overrides:  # "0" and "00": one GPU, told twice
+            ignored.append(where)
+            continue
+        own = used(_table, table, where) or {}
+        ignored += [f"{where}.{key}" for key in own if key != "alerts"]
+        for key, rule in (used(_table, own.get("alerts", {}), f"{where}.alerts") or {}).items():
             if key not in RULE_BY_KEY:
                 ignored.append(f"{where}.alerts.{key}")
                 continue
-            override = _rule_from_toml(rule, rules[key], f"{where}.alerts.{key}", ignored)
-            overrides.setdefault(int(gpu_text), {})[key] = override
+            override = used(_usable_rule, RULE_BY_KEY[key], rule, rules[key], f"{where}.alerts.{key}", ignored, gpu)
+            if override is not None:
+                overrides.setdefault(gpu, {})[key] = override
     if ignored:
         more = translate("settings", " and {count} more").format(count=len(ignored) - NOTED_KEYS)
         names = ", ".join(_shown(key) for key in ignored[:NOTED_KEYS]) + (more if len(ignored) > NOTED_KEYS else "")
@@ -644,11 +674,75 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
         else:
             unknown = translate("settings", "{names} are not known to this version and ignored")
         notes.append(unknown.format(names=names))
+    for reason in unused[:NOTED_KEYS]:
+        notes.append(translate("settings", "{reason}: its default is in use").format(reason=reason))
+    if len(unused) > NOTED_KEYS:
+        notes.append(
+            translate("settings", "{count} more values could not be used").format(count=len(unused) - NOTED_KEYS)
+        )
     settings = Settings(**values, alerts=AlertSettings(rules=rules, overrides=overrides))
     found = problems(settings)
-    if found:
+    if found:  # (each part was checked above: a whole that fails is trayvml's fault, not the file's)
         raise SettingsError(found[0].rstrip("."))
     return settings, notes
+
+
+def _checked(setting: Setting, value: Any) -> Any:
+    """``value`` as ``setting``'s, typed and in range; raises SettingsError naming what is wrong."""
+    typed = _typed(setting, value)
+    found = _setting_problems(setting, typed)
+    if found:
+        raise SettingsError(found[0])
+    return typed
+
+
+def _usable_rule(
+    kind: Rule[Any], table: Any, base: AnySettings, where: str, ignored: list[str], gpu: int | None = None
+) -> AnySettings:
+    """A rule's settings from its table (over ``base``), checked; raises SettingsError naming what
+    is wrong. ``gpu``: an override's GPU."""
+    rule = _rule_from_toml(table, base, where, ignored)
+    found = validate(kind, rule)
+    if found:
+        raise SettingsError(
+            found[0] if gpu is None else translate("settings", "GPU {gpu}: {problem}").format(gpu=gpu, problem=found[0])
+        )
+    return rule
+
+
+def _usable_push(value: Any) -> tuple[PushDestination, ...]:
+    destinations = _push_from_toml(value)
+    found = [p for number, d in enumerate(destinations, 1) for p in push_problems(d, f"push[{number}]")]
+    if found:
+        raise SettingsError(found[0])
+    return destinations
+
+
+def _hidden_gpus(value: Any) -> tuple[int, ...]:
+    if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
+        raise SettingsError(translate("settings", "hidden_gpus should be a list of GPU indices"))
+    return tuple(value)
+
+
+def _remote_hosts(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise SettingsError(translate("settings", "remote_hosts should be a list of URLs"))
+    return tuple(v.strip() for v in value)
+
+
+def _icon_remote_hosts(value: Any) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(
+            translate("settings", 'icon_remote_hosts should be a list of host names (or ["*"] for all)')
+        )
+    return tuple(value)
+
+
+_LISTS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
+    "hidden_gpus": _hidden_gpus,
+    "remote_hosts": _remote_hosts,
+    "icon_remote_hosts": _icon_remote_hosts,
+}
 
 
 def _free_name(path: Path, tag: str) -> Path:
@@ -690,6 +784,9 @@ def set_aside_copies(path: Path) -> list[Path]:
         return sorted(path.parent.glob(f"{glob.escape(path.name)}.corrupt-*"))
     except OSError:
         return []
+
+
+STAND_IN = Settings(stand_in=True)  # the defaults, standing in for a file that could not be used
 
 
 class SettingsStore:
@@ -739,16 +836,16 @@ class SettingsStore:
             return Settings(), missing.format(path=self.path) if named else ""
         except UnicodeDecodeError as error:
             why = f"it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})"
-            return Settings(), self._unusable(why) if only_read or pipe else self._set_aside(why)
+            return STAND_IN, self._unusable(why) if only_read or pipe else self._set_aside(why)
         except SettingsError as error:
-            return Settings(), self._unusable(str(error)) if only_read or pipe else self._set_aside(str(error))
+            return STAND_IN, self._unusable(str(error)) if only_read or pipe else self._set_aside(str(error))
         except OSError as error:
             # Perhaps a passing fault, or not a file at all: leave it as it is, and never write over it.
             self._refusal = translate(
                 "settings", "The settings file {path} could not be read, so it is not overwritten"
             ).format(path=self.path)
             reason = error.strerror or str(error)
-            return Settings(), translate(
+            return STAND_IN, translate(
                 "settings",
                 "The settings file {path} could not be read ({reason}); it is left as it is and defaults are in use.",
             ).format(path=self.path, reason=reason)
@@ -850,6 +947,7 @@ class SettingsModel:
         if self.store is not None:
             try:
                 self.store.save(settings)
+                settings = self.current = replace(settings, stand_in=False)  # the file says them now
             except (OSError, SettingsError) as error:
                 reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
                 problem = translate("settings", "Could not save the settings to {path}: {reason}.").format(

@@ -4044,6 +4044,14 @@ For {duration} now.</source>
         <translation>它由更新版本的 trayvml 写入（设置版本 {version}；当前版本只认识 {known}）</translation>
     </message>
     <message>
+        <source>{reason}: its default is in use</source>
+        <translation>{reason}：已改用其默认值</translation>
+    </message>
+    <message>
+        <source>{count} more values could not be used</source>
+        <translation>另有 {count} 个值无法使用</translation>
+    </message>
+    <message>
         <source>hidden_gpus should be a list of GPU indices</source>
         <translation>hidden_gpus 应为 GPU 索引的列表</translation>
     </message>

@@ -517,7 +517,7 @@ class App(QObject):
         # not from the next start (the store is opened once, on the sampler thread, and a recorder
         # may hold it).
         watch(
-            ("history_fine_hours", "history_coarse_days", "history_size_mib", "process_history_per_gpu"),
+            ("history_fine_hours", "history_coarse_days", "history_size_mib", "process_history_per_gpu", "stand_in"),
             lambda s: self.sampler.set_store_limits(s.history_limits),
         )
         watch("history_on_disk", self._history_on_disk_changed)
