@@ -196,7 +196,8 @@ def test_one_wrong_value_leaves_the_rest_of_the_file_in_force(tmp_path: Path) ->
     defaults = Settings().alerts.rules
     assert settings.alerts.rules["temperature"] == defaults["temperature"]  # a rule's table with a wrong value
     assert settings.alerts.rules["power"].enabled is True
-    assert set(settings.alerts.overrides) == {0} and settings.alerts.overrides[0]["memory_used"].warning_enter == 92.0
+    assert set(settings.alerts.overrides) == {0}
+    assert settings.alerts.for_gpu(0, "memory_used").warning_enter == 92.0
     for reason in ("history_hours should be int, not 12.0", "alerts.temperature.hold_s should be a number"):
         assert f"{reason}: its default is in use" in message, message
     assert "gpus.1.alerts.memory_used.warning_enter should be a number" in message
