@@ -49,11 +49,22 @@ def test_the_first_entry_naming_no_gpu_ends_the_list_as_in_cuda(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture
 ) -> None:
     monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
-    for value, seen in (("2,-1,0", ["2"]), ("1,7,0", ["1"]), ("0, 2", ["0", "2"]), ("2,2,0", ["0", "2"])):
+    for value, seen in (("2,-1,0", ["2"]), ("1,7,0", ["1"]), ("0, 2", ["0", "2"]), ("3,²,0", ["3"])):
         monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
         code, out, _ = _pick(capsys, "--count", str(len(seen)), IDLE4)
         assert code == 0 and sorted(out.split(",")) == seen, value
         assert _pick(capsys, "--count", str(len(seen) + 1), IDLE4)[0] == 1, value
+
+
+def test_a_gpu_named_twice_leaves_cuda_none(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture) -> None:
+    """As PyTorch models CUDA's reading (torch.cuda._parse_visible_devices): a repeated ordinal or
+    UUID gives an empty set; it was taken once, and pick handed out GPUs CUDA would not show."""
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    uuids = _uuids(IDLE4, capsys)
+    for value in ("2,2,0", f"1,{uuids[1]}", f"{uuids[3]},{uuids[3][:10]}"):
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", value)
+        code, out, err = _pick(capsys, IDLE4)
+        assert code == 1 and out == "" and "lets CUDA see none" in err, value
 
 
 def test_uuids_and_their_unique_starts_name_gpus(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import threading
 from collections.abc import Collection, Iterator
 from contextlib import contextmanager
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from trayvml.source import Source
 
 CRITERIA = ("memory", "memory-ratio", "power", "utilization")
+_INDEX = re.compile(r"[0-9]+")  # ASCII digits: "²".isdigit() is True, and int("²") fails
 # A GPU busier than this is not handed out by `pick` and pick_gpus: a job sharing a GPU that is
 # already 96 % busy runs at half speed at best. 100 takes any GPU.
 DEFAULT_MAX_UTIL = 50.0
@@ -144,8 +146,8 @@ def cuda_pool(sample: Sample, environ: dict[str, str] | os._Environ[str] = os.en
     set: every GPU. Handing out a GPU outside it gave a job a GPU it may not use, or none at all.
 
     Read as CUDA reads it (the CUDA programming guide's environment variables): indices or UUIDs
-    (``GPU-…``, ``MIG-…``, or enough of one's start to name one GPU only), and the first entry that
-    names no GPU ends the list. An index is CUDA's, which is NVML's under
+    (``GPU-…``, ``MIG-…``, or enough of one's start to name one GPU only), the first entry that
+    names no GPU ends the list, and a GPU named twice leaves none. An index is CUDA's, which is NVML's under
     CUDA_DEVICE_ORDER=PCI_BUS_ID; under CUDA's default order (the fastest first, the rest
     unspecified) only where every GPU is the same model, else TrayvmlError. A GPU in MIG mode
     named stands for its MIG devices. Raises NotEnoughGpusError where it lets CUDA see none.
@@ -156,8 +158,9 @@ def cuda_pool(sample: Sample, environ: dict[str, str] | os._Environ[str] = os.en
     whole = [d for d in sample.devices if d.mig_parent_index < 0]
     by_order = environ.get("CUDA_DEVICE_ORDER", "FASTEST_FIRST").strip().upper() == "PCI_BUS_ID"
     seen: list[int] = []
+    named_before: set[int] = set()
     for entry in (e.strip() for e in value.split(",")):
-        if entry.isdigit():
+        if _INDEX.fullmatch(entry):
             if not by_order and len({d.name for d in whole}) > 1:
                 raise TrayvmlError(
                     translate(
@@ -173,6 +176,10 @@ def cuda_pool(sample: Sample, environ: dict[str, str] | os._Environ[str] = os.en
         if len(named) != 1:  # no GPU, or more than one: CUDA stops at the first entry it cannot use
             break
         (device,) = named
+        if device.index in named_before:  # a GPU named twice: CUDA sees none at all (as PyTorch models it)
+            seen = []
+            break
+        named_before.add(device.index)
         mig = [d.index for d in sample.devices if d.mig_parent_index == device.index]
         seen.extend(i for i in (mig if device.mig_mode_current else [device.index]) if i not in seen)
     if not seen:
