@@ -98,6 +98,19 @@ def test_a_stuck_driver_shows_its_badge_on_the_red_tile_and_no_values(qapp) -> N
     assert not any(close(c, LEVEL_COLOURS[N]) for _, _, c in pixels(img))  # no bar, no value
 
 
+@pytest.mark.parametrize(("size", "ratio"), SIZES)
+def test_a_remote_host_that_does_not_answer_shows_an_hourglass_on_the_amber_tile(qapp, size: int, ratio: float) -> None:
+    from trayvml.core.lines import Headline
+
+    bars = (Bar(0.9, N), Bar(math.nan, W))  # this machine's GPU, and the host's empty bar
+    gone = Headline(math.nan, "", -1, W, "gpu-box", unreachable=True)
+    img = image(IconContent(bars, headline=gone), size, ratio)
+    assert close(dominant(img), TILES[W])
+    _, top, _, bottom = ink_box(img, DIGITS_DARK)
+    assert bottom - top + 1 >= 0.4 * img.height()  # dark ink the height of the head
+    assert img != image(IconContent(bars), size, ratio)  # (without it the bars fill the tile)
+
+
 def test_the_warning_tile_has_dark_digits(qapp) -> None:
     img = image(STATES["warning"], 22)
     assert ink_box(img, DIGITS_DARK)

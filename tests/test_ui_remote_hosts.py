@@ -358,6 +358,13 @@ def test_a_summarised_host_that_does_not_answer_turns_the_tile_amber(remote: Fak
     )
     warm = with_remote_bars(content_for(_local_sample(), "utilization", None, hot), [down], own)
     assert warm.level is Level.WARNING and not math.isnan(warm.number) and warm.mark == "°" and not warm.unreachable
+    # Before this machine's first sample, the tooltip says so after naming the host.
+    from trayvml.core.lines import tooltip
+
+    assert tooltip(None, headline=shown.headline).splitlines() == [
+        "gpu-box is unreachable: the icon shows no number",
+        "trayvml — starting…",
+    ]
     # On a machine without GPUs of its own, the host that does not answer is the icon's one bar.
     alone = with_remote_bars(IconContent((), no_gpu=True), [down], own)
     assert alone.level is Level.WARNING and not alone.no_gpu and len(alone.bars) == 1

@@ -294,9 +294,11 @@ def tooltip(
     """``gpu_text``: the GPU lines, where the caller has made them already; ``headline``: what
     the icon's number is, said first; ``jobs``: the jobs last read, said with their age on ticks
     that read no lists (None: only jobs read in this sample)."""
+    lines = (
+        [headline_text(headline)] if headline is not None else []
+    )  # (a remote host's, before this machine's first sample)
     if sample is None:
-        return translate("GpuText", "trayvml — starting…")
-    lines = [headline_text(headline)] if headline is not None else []
+        return "\n".join([*lines, translate("GpuText", "trayvml — starting…")])
     lines += [f"trayvml — {simulation_text(sample)}" if sample.simulation else "trayvml"]
     problem = sample.problem
     if problem is not None:
