@@ -256,7 +256,8 @@ def test_a_jupyter_server_that_does_not_answer_names_no_notebook(tmp_path: Path)
     _server_file(runtime, closed_port_url() + "/", 55)
     _kernel_proc(proc, runtime, "abc-1")
     found = Attributor(tmp_path / "proc", wait_s=0.2).attribute(4321)
-    assert (found.notebook, found.job_kind) == ("", "process")
+    # No notebook named: the job is the kernel itself (its id's start), not its process tree.
+    assert (found.notebook, found.job_kind, found.job, found.kernel_id) == ("", "kernel", "abc-1", "abc-1")
 
 
 def test_a_jupyter_answer_that_drips_is_given_up_on_within_the_wait() -> None:

@@ -328,15 +328,25 @@ def test_a_notebook_renamed_while_its_kernel_runs_is_named_anew(folder: Path) ->
     from tests.test_energy import gpu_sample
     from trayvml.core.sample import ProcessSample
     from trayvml.monitor.energy import EnergyMeter
+    from trayvml.monitor.users import UserUsage
 
     assert found.kernel_id == renamed.kernel_id == "abc-1"
     assert attributor.attribute(4321, ask=False).kernel_id == "abc-1"  # known from procfs, not asked
-    meter = EnergyMeter()
-    for k in range(3601):  # an hour at 100 W, renamed half-way: 100 Wh, all the kernel's
+    meter, users = EnergyMeter(), UserUsage()
+    for k in range(3601):  # an hour at 100 W, renamed half-way: 100 Wh and an hour, all the kernel's
         attribution = found if k < 1800 else renamed
-        process = ProcessSample(0, 4321, "compute", 1e9, started_s=5.0, attribution=attribution)
-        meter.update(gpu_sample(k, power_w=100, processes=(process,)))
+        process = ProcessSample(0, 4321, "compute", 1e9, sm_util_percent=100.0, started_s=5.0, attribution=attribution)
+        sample = gpu_sample(k, power_w=100, processes=(process,))
+        meter.update(sample)
+        users.update(sample)
     assert meter.job_energy_wh(process) == pytest.approx(100.0)
+    assert users.job_gpu_seconds(process)[0] == pytest.approx(3600.0)
+    # Before any notebook was named (a console's kernel, VS Code's, or a server that has not
+    # answered yet) the kernel is the job, as it is after: one job throughout.
+    unnamed = Attributor(folder / "proc", fetch=lambda *_: b"[]", now_s=clock).attribute(4321)
+    assert (unnamed.job_kind, unnamed.job) == ("kernel", "abc-1")
+    as_process = ProcessSample(0, 4321, "compute", 1e9, started_s=5.0, attribution=unnamed)
+    assert as_process.job_identity == process.job_identity == ("kernel", "abc-1", -1.0)
 
 
 def test_a_jupyter_server_that_hangs_is_asked_once_for_all_its_kernels(folder: Path) -> None:

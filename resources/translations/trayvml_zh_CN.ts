@@ -2507,6 +2507,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>笔记本</translation>
     </message>
     <message>
+        <source>Jupyter kernel</source>
+        <translation>Jupyter 内核</translation>
+    </message>
+    <message>
         <source>container</source>
         <translation>容器</translation>
     </message>

@@ -107,10 +107,10 @@ def biggest_job(gpu: GpuSample) -> tuple[str, str, float, str]:
     visible runs."""
     if gpu.state("process_count") is not MetricState.OK:
         return "", "", math.nan, ""
-    jobs: dict[tuple[str, str], list[ProcessSample]] = {}
+    jobs: dict[tuple[str, str, float], list[ProcessSample]] = {}
     for process in gpu.processes:
         if not process.unseen:  # their jobs cannot be read: not guessed
-            jobs.setdefault(process.job, []).append(process)
+            jobs.setdefault(process.job_identity, []).append(process)
     if not jobs:
         return "", "", math.nan, ""
 

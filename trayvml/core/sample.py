@@ -104,6 +104,7 @@ class DeviceInfo:
 # What a job is, most telling first (see trayvml.host.attribution): the words each kind is shown with.
 JOB_KINDS = {
     "notebook": QT_TRANSLATE_NOOP("jobs", "notebook"),
+    "kernel": QT_TRANSLATE_NOOP("jobs", "Jupyter kernel"),  # its notebook not known: a console's, VS Code's
     "container": QT_TRANSLATE_NOOP("jobs", "container"),
     "slurm": QT_TRANSLATE_NOOP("jobs", "Slurm job"),
     "unit": QT_TRANSLATE_NOOP("jobs", "systemd unit"),
@@ -195,6 +196,19 @@ class ProcessSample:
         """Whether its job is this very process (so a later process with its PID is another job)."""
         kind = self.job[0]
         return kind == "pid" or (kind == "process" and self.attribution.root_pid == self.pid)
+
+    @property
+    def job_identity(self) -> tuple[str, str, float]:
+        """(kind, name, start) that make two processes' jobs one, for what adds up per job (energy,
+        GPU time, the Processes page's jobs; each user's own): a Jupyter kernel by its id, its
+        notebook's name known yet or not, renamed or not (keyed by the name, a renamed notebook's
+        job began again at 0); a process that is its own job by its start time too (a later
+        process given its PID is another job), else -1."""
+        if self.attribution.kernel_id:
+            return "kernel", self.attribution.kernel_id, -1.0
+        kind, name = self.job
+        started = round(self.started_s, 2) if self.job_is_itself and not math.isnan(self.started_s) else -1.0
+        return kind, name, started
 
 
 SIMULATED_GPUS = "simulated GPUs ({scenario})"  # Sample.simulation of a scenario's GPUs (English)

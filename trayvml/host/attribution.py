@@ -472,6 +472,8 @@ def with_job(found: Attribution, root_name: str) -> Attribution:
     """The top-most of what is known is the job."""
     if found.notebook:
         return replace(found, job=found.notebook, job_kind="notebook")
+    if found.kernel_id:  # a kernel whose notebook is not known (yet, or at all: a console's, VS Code's)
+        return replace(found, job=found.kernel_id[:8], job_kind="kernel")
     if found.container:
         named = found.container_name or found.container
         return replace(found, job=f"{found.runtime or 'container'} {named}", job_kind="container")

@@ -50,7 +50,7 @@ def job_key(process: ProcessSample) -> str:
 
 
 ProcessKey = tuple[int, int, float]
-JobKey = tuple[int, str, str, float]  # (GPU, user, job, start): see _job_key
+JobKey = tuple[int, str, str, str, float]  # (GPU, user, kind, name, start): see _job_key
 
 
 def process_key(process: ProcessSample) -> ProcessKey:
@@ -60,15 +60,11 @@ def process_key(process: ProcessSample) -> ProcessKey:
     return (process.gpu_index, process.pid, started)
 
 
-def _job_key(process: ProcessSample, key: ProcessKey) -> JobKey:
-    """A job spans its processes; a process that is its own job is that process (``key``), start
-    time and all. Its user's: a session's, a user unit's or a notebook's name is each user's own
-    ("tmux default" of two users was one job, each shown the other's energy too). A Jupyter
-    kernel is its job by its id, before its notebook's name is known and after: its notebook
-    renamed ("Untitled.ipynb" to "train.ipynb"), the job started again from 0 Wh."""
-    kernel = process.attribution.kernel_id
-    job = f"kernel {kernel}" if kernel else job_key(process)
-    return (process.gpu_index, process.user, job, key[2] if process.job_is_itself else -1.0)
+def _job_key(process: ProcessSample) -> JobKey:
+    """A job spans its processes (ProcessSample.job_identity), on each GPU; its user's: a
+    session's, a user unit's or a notebook's name is each user's own ("tmux default" of two users
+    was one job, each shown the other's energy too)."""
+    return (process.gpu_index, process.user, *process.job_identity)
 
 
 @dataclass
@@ -109,7 +105,7 @@ class EnergyMeter:
         (a sweep of short jobs made 100 000 of each, 40 MB, for as long as the tray ran)."""
         listed = {key: process for e in self._gpus.values() for key, (process, _) in e.shares.items()}
         self.process_wh = {key: self.process_wh[key] for key in listed if key in self.process_wh}
-        jobs = {_job_key(process, key) for key, process in listed.items()}
+        jobs = {_job_key(process) for key, process in listed.items()}
         self.job_wh = {job: self.job_wh[job] for job in jobs if job in self.job_wh}
 
     def clock_set(self, step_s: float, now_s: float) -> None:
@@ -180,7 +176,7 @@ class EnergyMeter:
         """Adds each process's share of ``wh`` to it and its job; what no share covers."""
         for key, (process, share) in shares.items():
             self.process_wh[key] = self.process_wh.get(key, 0.0) + wh * share
-            job = _job_key(process, key)
+            job = _job_key(process)
             self.job_wh[job] = self.job_wh.get(job, 0.0) + wh * share
         covered = sum(share for _, share in shares.values())
         return wh * (1.0 - covered) if covered < 1.0 - 1e-9 else 0.0  # (shares add up to 1 but for rounding)
@@ -211,7 +207,7 @@ class EnergyMeter:
 
     def job_energy_wh(self, process: ProcessSample) -> float:
         """Wh attributed to the job this process belongs to."""
-        return self.job_wh.get(_job_key(process, process_key(process)), 0.0)
+        return self.job_wh.get(_job_key(process), 0.0)
 
     def unattributed_wh(self, gpu: int) -> float:
         e = self._gpus.get(gpu)

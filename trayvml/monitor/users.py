@@ -22,17 +22,14 @@ from trayvml.monitor.energy import MAX_GAP_S
 
 JOBS_MAX = 4096  # jobs kept; past it, those with no process now are forgotten
 
-# (user, kind, name, start time of a process that is its own job, else -1)
+# (user, kind, name, start time of a process that is its own job, else -1): ProcessSample.job_identity
 JobKey = tuple[str, str, str, float]
 
 
 def job_key(process: ProcessSample) -> JobKey:
-    """A job spans its processes and GPUs; a process that is its own job is that process, start
-    time and all (a later process given its PID is another job). Its user's: the names of a
+    """A job spans its processes and GPUs (ProcessSample.job_identity). Its user's: the names of a
     session, a user unit or a notebook are each user's own ("tmux default" is almost everyone's)."""
-    kind, name = process.job
-    started = process.started_s if process.job_is_itself and not math.isnan(process.started_s) else -1.0
-    return process.user, kind, name, started
+    return (process.user, *process.job_identity)
 
 
 @dataclass(frozen=True)

@@ -458,8 +458,14 @@ USER_HEADERS = (
 )
 
 
-JOB_KEY_ROLE = Qt.ItemDataRole.UserRole  # a job item's "user\0job text"
+JOB_KEY_ROLE = Qt.ItemDataRole.UserRole  # a job item's _job_group
 PROCESS_KEY_ROLE = Qt.ItemDataRole.UserRole + 1  # a process item's (PID, GPU index)
+
+
+def _job_group(process: ProcessSample) -> str:
+    """The job a process's row goes under, as text (a tree item's data): its user's job, by
+    ProcessSample.job_identity, as energy and GPU time add up."""
+    return "\0".join(map(str, (process.user, *process.job_identity)))
 
 
 def _process_key(process: ProcessSample) -> tuple[int, int]:
@@ -654,7 +660,7 @@ class ProcessesTab(QWidget):
         jobs: dict[str, list[ProcessSample]] = {}
         for process in model.current:
             if not process.unseen:  # counted in the line below instead
-                jobs.setdefault(f"{process.user}\0{job_text(process)}", []).append(process)
+                jobs.setdefault(_job_group(process), []).append(process)
         items = [self.tree.topLevelItem(k) for k in range(self.tree.topLevelItemCount())]
         opened = {item.data(0, JOB_KEY_ROLE) for item in items if item is not None and item.isExpanded()}
         self._expanded = opened or self._expanded
@@ -679,7 +685,7 @@ class ProcessesTab(QWidget):
             jobs.items(), key=lambda item: -memory_of(item[1]) if not math.isnan(memory_of(item[1])) else 1.0
         )
         for key, procs in ordered:
-            name = key.partition("\0")[2]
+            name = job_text(procs[0])  # (the newest list's: a notebook renamed, its new name)
             sm = [p.sm_util_percent for p in procs]
             runtimes = [self._runtime_s(p) for p in procs]
             known_runtimes = [r for r in runtimes if not math.isnan(r)]
