@@ -725,6 +725,23 @@ def test_free_memory_alerts_left_off_at_the_former_default_are_on_now(tmp_path: 
     assert memory_used.enabled and memory_used.warning_enter == 90.0
 
 
+@pytest.mark.parametrize(
+    ("table", "enabled"),
+    [
+        ("[alerts.memory_free]\nenabled = false\n", False),
+        ("[alerts.memory_used]\nenabled = true\n", True),
+        ("[alerts.memory_used]\nenabled = true\nhold_s = 10\n", True),
+    ],
+)
+def test_a_rule_typed_by_hand_without_a_version_is_the_users_choice(table: str, enabled: bool) -> None:
+    """No `version` (the README shows none): a partial table equal to a former default was taken
+    for one an older trayvml wrote (they wrote every field), and the user's choice reversed."""
+    settings, notes = from_toml(table)
+    key = table.partition(".")[2].partition("]")[0]
+    assert settings.alerts.rules[key].enabled is enabled
+    assert not any("former default" in note for note in notes)
+
+
 def test_a_gpus_override_of_a_rule_at_its_former_default_keeps_what_it_was_saved_against(tmp_path: Path) -> None:
     """A version-3 file: memory_free at its former default (off, warning 4 GiB, clear 6) and GPU 0's
     override of it (on, warning at 5 GiB) saved as what differs from it. Rebuilt on today's default

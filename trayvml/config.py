@@ -562,7 +562,10 @@ def _retire_former_defaults(document: dict[str, Any], version: int) -> list[str]
             unchanged = _rule_from_toml(dict(table), former, f"alerts.{key}", []) == former
         except SettingsError:
             continue  # reported when the file is read as a whole
-        if unchanged and set(table) <= {f.name for f in fields(former)}:
+        # Whole: trayvml wrote every field of each rule (_rule_to_toml). A partial table is the
+        # user's own ("enabled = false" typed in an unversioned file was taken for the former
+        # default, and turned on).
+        if unchanged and set(table) == {f.name for f in fields(former)}:
             del alerts[key]
             # Each GPU's override of the rule was saved as what differs from the rule as it stood
             # (the former default): it keeps that one's thresholds and times, not today's. On
