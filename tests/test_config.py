@@ -648,6 +648,40 @@ def test_a_change_keeps_what_another_program_changed_in_the_file(tmp_path: Path)
     assert model.change(replace(model.current, notifications=False)) == ""  # its own write is not another's
 
 
+def test_changes_elsewhere_and_here_are_merged_rule_by_rule(tmp_path: Path) -> None:
+    """The temperature warning edited by hand while the tray ran, then the power rule turned on in
+    its dialog: the alerts were one setting, and the hand edit went though the tray said it was kept."""
+    path = tmp_path / "config.toml"
+    store = config.SettingsStore(path)
+    store.save(config.Settings())
+    model = config.SettingsModel(store.load()[0], store)
+    rules = model.current.alerts.rules
+    path.write_text(path.read_text().replace("warning_enter = 83.0", "warning_enter = 85.0", 1))
+    edited, _ = config.SettingsStore(path).load()
+    assert thresholds(edited.alerts.rules["temperature"]).warning_enter == 85.0  # (the edit took)
+    power = replace(thresholds(rules["power"]), enabled=not rules["power"].enabled)
+    said = model.change(replace(model.current, alerts=replace(model.current.alerts, rules={**rules, "power": power})))
+    assert said == f"The settings file {path} had been changed elsewhere: those changes are kept."
+    on_disk, _ = config.SettingsStore(path).load()
+    assert thresholds(on_disk.alerts.rules["temperature"]).warning_enter == 85.0
+    assert repr(on_disk.alerts.rules["power"]) == repr(power)  # (NaN thresholds: compared as written)
+    assert not list(tmp_path.glob("config.toml.kept-*"))
+    # Both changed the same rule: this change holds it, said, and the file as it was is kept.
+    before = path.read_text()
+    path.write_text(before.replace("warning_enter = 85.0", "warning_enter = 86.0", 1))
+    hand = path.read_bytes()
+    mine = replace(thresholds(on_disk.alerts.rules["temperature"]), warning_enter=87.0)
+    alerts = model.current.alerts
+    said = model.change(replace(model.current, alerts=replace(alerts, rules={**alerts.rules, "temperature": mine})))
+    assert said.endswith(
+        "those changes are kept but for alerts.temperature, changed there too, which hold what was chosen here;"
+        " the file as it was is kept beside it."
+    )
+    assert thresholds(config.SettingsStore(path).load()[0].alerts.rules["temperature"]).warning_enter == 87.0
+    (kept,) = tmp_path.glob("config.toml.kept-*")
+    assert kept.read_bytes() == hand
+
+
 def test_a_broken_file_moved_aside_is_not_taken_for_a_change_elsewhere(tmp_path: Path) -> None:
     """A broken settings file is moved aside at start: the first change after said the file had
     been changed elsewhere (its signature was taken before the move)."""

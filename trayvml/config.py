@@ -789,6 +789,44 @@ def set_aside_copies(path: Path) -> list[Path]:
         return []
 
 
+def _same_rule(a: AnySettings | None, b: AnySettings | None) -> bool:
+    """Equal field by field, NaN ("no level") equal to NaN: a rule read from a file (a NaN of its
+    own) was unequal to the same rule in memory, and taken for changed."""
+    if a is None or b is None or type(a) is not type(b):
+        return a is b
+    return all(_same(getattr(a, f.name), getattr(b, f.name)) for f in fields(a))
+
+
+def _merged_alerts(old: AlertSettings, new: AlertSettings, elsewhere: AlertSettings) -> tuple[AlertSettings, list[str]]:
+    """``new``'s changes from ``old``, rule by rule and override by override, applied to
+    ``elsewhere``; and the names of those changed in both, where they now differ."""
+    both: list[str] = []
+    rules = dict(elsewhere.rules)
+    for key in RULE_BY_KEY:
+        was, chosen, there = (settings.rules.get(key) for settings in (old, new, elsewhere))
+        if not _same_rule(chosen, was):
+            if not (_same_rule(there, was) or _same_rule(there, chosen)):
+                both.append(f"alerts.{key}")
+            if chosen is None:
+                rules.pop(key, None)
+            else:
+                rules[key] = chosen
+    overrides = {gpu: dict(rules_of) for gpu, rules_of in elsewhere.overrides.items()}
+    for gpu in {*old.overrides, *new.overrides}:
+        for key in {*old.overrides.get(gpu, {}), *new.overrides.get(gpu, {})}:
+            was, chosen, there = (s.overrides.get(gpu, {}).get(key) for s in (old, new, elsewhere))
+            if _same_rule(chosen, was):
+                continue
+            if not (_same_rule(there, was) or _same_rule(there, chosen)):
+                both.append(f"gpus.{gpu}.alerts.{key}")
+            if chosen is None:
+                overrides.get(gpu, {}).pop(key, None)
+            else:
+                overrides.setdefault(gpu, {})[key] = chosen
+    overrides = {gpu: rules_of for gpu, rules_of in overrides.items() if rules_of}
+    return AlertSettings(rules=rules, overrides=overrides), both
+
+
 STAND_IN = Settings(stand_in=True)  # the defaults, standing in for a file that could not be used
 
 
@@ -798,6 +836,7 @@ class SettingsStore:
         self.path = path or default_path()
         self._refusal = ""  # why the file at path must not be overwritten ("" when it may be)
         self._keep: bytes | None = None  # a loaded file with parts ignored or renamed: copied aside before saving
+        self._read = b""  # the file as last read (keep_as_read)
         # The file as last read or written here (_signature): another change is another program's.
         self._seen: tuple[int, ...] | None = None
 
@@ -813,6 +852,10 @@ class SettingsStore:
         """Whether the file was written since this store last read or wrote it (another trayvml,
         an editor); False before it was read at all."""
         return self._seen is not None and self._signature() != self._seen
+
+    def keep_as_read(self) -> None:
+        """The next save keeps a copy of the file as it was last read beside it (``.kept-…``)."""
+        self._keep = self._read
 
     def refuses(self) -> bool:
         """Whether the file must not be overwritten (see load)."""
@@ -856,6 +899,7 @@ class SettingsStore:
             self._refusal = translate(
                 "settings", "The settings file {path} is a pipe, so it is not overwritten"
             ).format(path=self.path)
+        self._read = data
         if not notes:
             return settings, ""
         self._keep = data
@@ -918,17 +962,34 @@ class SettingsModel:
     def _beside_elsewhere(self, old: Settings, new: Settings) -> tuple[Settings, str]:
         """``new``'s changes from ``old`` applied to the file as another program left it (another
         trayvml, a hand edit adding a push destination): saved whole, a tick of "Start at login"
-        put back every setting as this trayvml had read it. A file that cannot be used now is
-        left to save's refusal."""
+        put back every setting as this trayvml had read it. Merged setting by setting, each alert
+        rule and each GPU's override on its own (a rule turned on here kept a threshold edited by
+        hand in another); where both changed the same one, this change holds it, and the file as
+        it was is kept beside it (saying which). A file that cannot be used now is left to save's
+        refusal."""
         assert self.store is not None
         on_disk, _ = self.store.load(only_read=True)
         if self.store.refuses():
             return new, ""
         touched = {
-            f.name: getattr(new, f.name) for f in fields(Settings) if getattr(old, f.name) != getattr(new, f.name)
+            f.name: getattr(new, f.name)
+            for f in fields(Settings)
+            if f.name not in ("alerts", "stand_in") and getattr(old, f.name) != getattr(new, f.name)
         }
-        said = translate("settings", "The settings file {path} had been changed elsewhere: those changes are kept.")
-        return replace(on_disk, **touched), said.format(path=self.store.path)
+        both = [name for name, value in touched.items() if getattr(on_disk, name) not in (getattr(old, name), value)]
+        alerts, both_alerts = _merged_alerts(old.alerts, new.alerts, on_disk.alerts)
+        both += both_alerts
+        path = self.store.path
+        if not both:
+            said = translate("settings", "The settings file {path} had been changed elsewhere: those changes are kept.")
+            return replace(on_disk, **touched, alerts=alerts), said.format(path=path)
+        self.store.keep_as_read()
+        said = translate(
+            "settings",
+            "The settings file {path} had been changed elsewhere: those changes are kept but for {names}, "
+            "changed there too, which hold what was chosen here; the file as it was is kept beside it.",
+        )
+        return replace(on_disk, **touched, alerts=alerts), said.format(path=path, names=", ".join(both))
 
     def on_change(self, keys: str | tuple[str, ...], listener: Callable[[Settings], None]) -> None:
         """Call ``listener(new)`` after a change of any of ``keys`` (field names of Settings), once per

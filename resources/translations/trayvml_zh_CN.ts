@@ -4132,6 +4132,10 @@ For {duration} now.</source>
         <translation>设置文件 {path} 已在别处被更改：这些更改已保留。</translation>
     </message>
     <message>
+        <source>The settings file {path} had been changed elsewhere: those changes are kept but for {names}, changed there too, which hold what was chosen here; the file as it was is kept beside it.</source>
+        <translation>设置文件 {path} 已在别处被更改：这些更改都已保留，但 {names} 在两处都被更改过，现以此处所选为准；更改前的文件已保存在其旁边。</translation>
+    </message>
+    <message>
         <source>Could not save the settings to {path}: {reason}.</source>
         <translation>无法将设置保存到 {path}：{reason}。</translation>
     </message>
