@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import math
 import os
+import stat
 import subprocess
 import sys
 import threading
@@ -849,3 +850,19 @@ def test_a_file_that_cannot_be_used_prunes_no_history(tmp_path: Path) -> None:
     assert model.change(replace(settings, history_coarse_days=7)) == ""
     assert not model.current.stand_in and model.current.history_limits.coarse_span_s == 7 * day_s
     assert SettingsStore(path).load()[0].history_coarse_days == 7
+
+
+def test_saving_through_a_symbolic_link_writes_its_target(tmp_path: Path) -> None:
+    """A dotfiles manager links config.toml to its own copy: saving replaced the link with a file."""
+    managed = tmp_path / "dotfiles" / "trayvml.toml"
+    managed.parent.mkdir()
+    managed.write_text("history_hours = 3\n")
+    link = tmp_path / "config" / "config.toml"
+    link.parent.mkdir()
+    link.symlink_to(managed)
+    store = SettingsStore(link)
+    settings, _ = store.load()
+    store.save(replace(settings, history_hours=6))
+    assert link.is_symlink() and link.resolve() == managed.resolve()
+    assert SettingsStore(managed).load()[0].history_hours == 6
+    assert stat.S_IMODE(managed.stat().st_mode) == 0o600 and not temporaries(managed.parent)

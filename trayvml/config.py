@@ -947,7 +947,9 @@ class SettingsStore:
         if self._keep is not None:
             write_atomically(_free_name(self.path, "kept"), self._keep)
             self._keep = None
-        write_atomically(self.path, to_toml(settings).encode("utf-8"))
+        # Through a symbolic link to its target (a dotfiles manager's: stow, chezmoi, home-manager):
+        # renamed over, the link became a file of its own, the managed copy left behind unsaid.
+        write_atomically(Path(os.path.realpath(self.path)), to_toml(settings).encode("utf-8"))
         self._seen = self._signature()
 
 
