@@ -866,3 +866,20 @@ def test_saving_through_a_symbolic_link_writes_its_target(tmp_path: Path) -> Non
     assert link.is_symlink() and link.resolve() == managed.resolve()
     assert SettingsStore(managed).load()[0].history_hours == 6
     assert stat.S_IMODE(managed.stat().st_mode) == 0o600 and not temporaries(managed.parent)
+
+
+def test_a_remote_host_that_cannot_be_read_is_said_where_the_user_looks(tmp_path: Path) -> None:
+    """ "gpu-box:8729" (no scheme) passed every check: the tray printed it on its standard error,
+    which nobody sees at login, `doctor` said the file loads, and the dialog took it."""
+    from trayvml.commands.doctor import Findings, check_settings
+
+    path = tmp_path / "config.toml"
+    path.write_text('remote_hosts = ["gpu-box:8729", "http://dgx-01:9400", "http://ann:pw@lab:9400"]\n')
+    settings, message = SettingsStore(path).load()
+    assert settings.remote_hosts == ("http://dgx-01:9400", "http://ann:pw@lab:9400")  # the others are read
+    assert "Remote 'gpu-box:8729' is not an http(s):// exporter URL" in message and "it is not read" in message
+    assert problems(replace(settings, remote_hosts=("ftp://x",)))  # the dialog refuses it
+    findings = Findings()
+    check_settings(findings, path)
+    (said,) = [c for c in findings.checks if c.name == "settings"]
+    assert said.level.name == "WARNING" and "gpu-box:8729" in said.sentence

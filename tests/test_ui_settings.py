@@ -82,6 +82,18 @@ def test_intervals_typed_finer_than_the_boxes_show_are_kept_until_edited(qtbot) 
     assert (shown.sampling_interval_s, shown.remote_interval_s) == (2.5, 8.0)
 
 
+def test_a_remote_host_that_cannot_be_read_is_refused_as_it_is_typed(qtbot) -> None:
+    from PySide6.QtWidgets import QDialogButtonBox
+
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    ok = dialog.buttons.button(QDialogButtonBox.StandardButton.Ok)
+    dialog.remote_hosts.setPlainText("http://dgx-01:9400\ngpu-box:8729")
+    assert not ok.isEnabled() and "'gpu-box:8729' is not an http(s):// exporter URL" in dialog.problem.text()
+    dialog.remote_hosts.setPlainText("http://dgx-01:9400\nhttp://gpu-box:8729")
+    assert ok.isEnabled() and dialog.problem.text() == ""
+
+
 def test_a_short_page_holds_its_rows_at_the_top(qtbot) -> None:
     """The Remote hosts page's two rows open at its top, the room below them (a form alone
     spread them down the page, its first row in the middle)."""

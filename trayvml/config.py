@@ -403,6 +403,7 @@ def problems(settings: Settings) -> list[str]:
         found += validate(kind, settings.alerts.rules.get(kind.key, kind.defaults))
     for number, destination in enumerate(settings.push, 1):
         found += push_problems(destination, f"push[{number}]")
+    found += [problem for url in settings.remote_hosts if (problem := remote_host_problem(url))]
     for gpu, rules in settings.alerts.overrides.items():
         for key, rule in rules.items():
             found += [
@@ -410,6 +411,19 @@ def problems(settings: Settings) -> list[str]:
                 for p in validate(RULE_BY_KEY[key], rule)
             ]
     return found
+
+
+def remote_host_problem(url: str) -> str:
+    """Why ``url`` cannot be a remote host (as the tray would read it), or "": one that cannot was
+    only printed on the tray's standard error, which nobody sees at login, and never read."""
+    from trayvml.core.errors import TrayvmlError
+    from trayvml.remote.fetch import parse_endpoint  # (only where there are remote hosts)
+
+    try:
+        parse_endpoint(url, credentials_allowed=True)
+    except TrayvmlError as error:
+        return str(error)
+    return ""
 
 
 def default_path() -> Path:
@@ -633,6 +647,13 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             read = used(_checked, GENERAL_BY_KEY[key], value)
         elif key in _LISTS:
             read = used(_LISTS[key], value)
+            if key == "remote_hosts" and read is not None:  # each host on its own: the others are read
+                for url in read:
+                    if problem := remote_host_problem(url):
+                        notes.append(
+                            translate("settings", "{reason}: it is not read").format(reason=problem.rstrip("."))
+                        )
+                read = tuple(url for url in read if not remote_host_problem(url))
         elif key == "push":
             read = used(_usable_push, value)
         else:

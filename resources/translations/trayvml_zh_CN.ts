@@ -4048,6 +4048,10 @@ For {duration} now.</source>
         <translation>它由更新版本的 trayvml 写入（设置版本 {version}；当前版本只认识 {known}）</translation>
     </message>
     <message>
+        <source>{reason}: it is not read</source>
+        <translation>{reason}：不会读取该主机</translation>
+    </message>
+    <message>
         <source>{reason}: its default is in use</source>
         <translation>{reason}：已改用其默认值</translation>
     </message>

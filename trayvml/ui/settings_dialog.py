@@ -436,6 +436,7 @@ class SettingsDialog(QDialog):
         self.rule_grid.changed.connect(self._check)
         self.override_grid.changed.connect(self._check)
         self.push_page.changed.connect(self._check)
+        self.remote_hosts.textChanged.connect(self._check)  # a URL that cannot be read, said as it is typed
         self.gpu_choice.currentIndexChanged.connect(self._switch_gpu)
         self._check()
 
