@@ -82,6 +82,31 @@ def test_intervals_typed_finer_than_the_boxes_show_are_kept_until_edited(qtbot) 
     assert (shown.sampling_interval_s, shown.remote_interval_s) == (2.5, 8.0)
 
 
+def test_ok_on_an_untouched_dialog_changes_nothing_the_file_said(qtbot) -> None:
+    """Thresholds typed finer than :g shows (83.1234567 became 83.1235), a hidden GPU not here now
+    (un-hidden for good), a host named "all" (read back as every host) and one with a comma (two)."""
+    from tests.helpers import simulated_source
+    from trayvml.config import from_toml, to_toml
+
+    text = (
+        "hidden_gpus = [1, 3]\n"
+        'icon_remote_hosts = ["all", "lab,box"]\n'
+        "[alerts.temperature]\nwarning_enter = 83.1234567\ncooldown_s = 1234567.0\n"
+        "[gpus.0.alerts.temperature]\nwarning_enter = 84.55555555\n"
+    )
+    settings, notes = from_toml(text)
+    assert notes == []
+    source, _, _ = simulated_source("idle:gpus=h100*2")
+    dialog = SettingsDialog(settings, source.sample().devices)  # GPUs 0 and 1: 3 is not here now
+    qtbot.addWidget(dialog)
+    shown, problems = dialog.settings()
+    assert problems == [] and to_toml(shown) == to_toml(settings)
+    dialog.icon_remote_hosts.setText("all")  # typed: "all" is every host
+    assert dialog.settings()[0].icon_remote_hosts == ("*",)
+    dialog.gpu_checks[0].setChecked(False)  # GPU 0 hidden too; 3 stays hidden
+    assert dialog.settings()[0].hidden_gpus == (0, 1, 3)
+
+
 def test_a_remote_host_that_cannot_be_read_is_refused_as_it_is_typed(qtbot) -> None:
     from PySide6.QtWidgets import QDialogButtonBox
 

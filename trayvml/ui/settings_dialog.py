@@ -218,7 +218,7 @@ class _RuleGrid(QWidget):
                 override.setChecked(key in (overridden or set()))
             for name, edit in edits.items():
                 value = getattr(rule, name)
-                edit.setText("" if math.isnan(value) else f"{value:g}")
+                edit.setText("" if math.isnan(value) else f"{value:.15g}")  # as typed: :g cut 83.1234567 at OK
         self._override_toggled()
 
     def read(self, base: dict[str, AnySettings]) -> tuple[dict[str, AnySettings], list[str]]:
@@ -278,6 +278,7 @@ class SettingsDialog(QDialog):
         self.devices = devices
         self._overrides = {gpu: dict(rules) for gpu, rules in settings.alerts.overrides.items()}
         self._gpu_shown = -1
+        self._hosts_shown = ("", "")  # the remote hosts' fields as show_settings wrote them
         layout = QVBoxLayout(self)
         tabs = QTabWidget()
         layout.addWidget(tabs)
@@ -482,10 +483,11 @@ class SettingsDialog(QDialog):
         self.start_at_login.setChecked(settings.start_at_login)
         self.idle_gpu_poll.setValue(settings.idle_gpu_poll_s)
         self.serve_metrics.setChecked(settings.serve_metrics)
-        self.remote_hosts.setPlainText("\n".join(settings.remote_hosts))
-        self.remote_interval.setValue(settings.remote_interval_s)
         hosts = [translate("SettingsDialog", "all") if h == ALL_HOSTS else h for h in settings.icon_remote_hosts]
-        self.icon_remote_hosts.setText(", ".join(hosts))
+        self._hosts_shown = ("\n".join(settings.remote_hosts), ", ".join(hosts))
+        self.remote_hosts.setPlainText(self._hosts_shown[0])
+        self.remote_interval.setValue(settings.remote_interval_s)
+        self.icon_remote_hosts.setText(self._hosts_shown[1])
         self.history_on_disk.setChecked(settings.history_on_disk)
         self._store_toggled(settings.history_on_disk)
         for key, spin in self.store_spins.items():
@@ -532,8 +534,17 @@ class SettingsDialog(QDialog):
         rules, errors = self.rule_grid.read(dict(self.base.alerts.rules))
         if self._gpu_shown >= 0:
             errors += self._store_overrides()
+        # GPUs not here now (an eGPU unplugged, one fallen off the bus) stay as hidden as they were.
+        here = {info.index for info in self.devices}
         hidden = tuple(
-            info.index for check, info in zip(self.gpu_checks, self.devices, strict=True) if not check.isChecked()
+            sorted(
+                {i for i in self.base.hidden_gpus if i not in here}
+                | {
+                    info.index
+                    for check, info in zip(self.gpu_checks, self.devices, strict=True)
+                    if not check.isChecked()
+                }
+            )
         )
         settings = Settings(
             sampling_interval_s=self._seconds(self.interval, self.base.sampling_interval_s),
@@ -545,13 +556,15 @@ class SettingsDialog(QDialog):
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             serve_metrics=self.serve_metrics.isChecked(),
-            icon_remote_hosts=self._icon_hosts(),
+            icon_remote_hosts=self._icon_hosts() if self._hosts_edited() else self.base.icon_remote_hosts,
             history_on_disk=self.history_on_disk.isChecked(),
             history_fine_hours=self.store_spins["history_fine_hours"].value(),
             history_coarse_days=self.store_spins["history_coarse_days"].value(),
             history_size_mib=self.store_spins["history_size_mib"].value(),
             process_history_per_gpu=self.store_spins["process_history_per_gpu"].value(),
-            remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip()),
+            remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip())
+            if self._hosts_edited()
+            else self.base.remote_hosts,
             remote_interval_s=self._seconds(self.remote_interval, self.base.remote_interval_s),
             push=self.push_page.destinations(),
             alerts=AlertSettings(rules=rules, overrides=dict(self._overrides)),
@@ -564,6 +577,11 @@ class SettingsDialog(QDialog):
         is shown 7.33): OK on an untouched box changed it, and a new interval restarts readers."""
         shown_s = round(box.value(), box.decimals())
         return base_s if shown_s == round(base_s, box.decimals()) else shown_s
+
+    def _hosts_edited(self) -> bool:
+        """Whether the host fields differ from how the settings were shown: as shown, a host named
+        "all" read back as every host, a name with a comma (or a line break) as two."""
+        return (self.remote_hosts.toPlainText(), self.icon_remote_hosts.text()) != self._hosts_shown
 
     def _icon_hosts(self) -> tuple[str, ...]:
         """The hosts typed, "all" (or its translation, or *) read as the settings file's *."""
