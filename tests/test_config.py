@@ -157,7 +157,9 @@ def assert_value_at_default(folder: Path, content: bytes, reason: str = "") -> s
 @pytest.mark.parametrize(
     ("content", "reason"),
     [
-        ("sampling_interval_s = 'fast'", "sampling_interval_s should be float"),
+        ("sampling_interval_s = 'fast'", "sampling_interval_s should be a number, not 'fast'"),
+        ("history_hours = 12.5", "history_hours should be a whole number, not 12.5"),
+        ("history_size_mib = 99999999999999999999", "99999999999999999999 is outside 16–1048576"),
         ("sampling_interval_s = 0.01", "outside 0.5–60"),
         ("sampling_interval_s = nan", "outside 0.5–60"),
         ("remote_interval_s = 120", "Read remote hosts every (s): 120 is outside 1–60"),
@@ -186,7 +188,7 @@ def test_one_wrong_value_leaves_the_rest_of_the_file_in_force(tmp_path: Path) ->
     among them, was then pruned to the default week (or written where the user had said not to)."""
     path = tmp_path / "config.toml"
     path.write_text(
-        "history_coarse_days = 30\nhistory_on_disk = false\nhistory_hours = 12.0\n"
+        "history_coarse_days = 30.0\nhistory_on_disk = false\nhistory_hours = 'twelve'\n"
         "[alerts.temperature]\nwarning_enter = 70.0\nhold_s = 'long'\n"
         "[alerts.power]\nenabled = true\n"
         "[gpus.1.alerts.memory_used]\nwarning_enter = 'ninety'\n[gpus.0.alerts.memory_used]\nwarning_enter = 92.0\n"
@@ -199,7 +201,10 @@ def test_one_wrong_value_leaves_the_rest_of_the_file_in_force(tmp_path: Path) ->
     assert settings.alerts.rules["power"].enabled is True
     assert set(settings.alerts.overrides) == {0}
     assert settings.alerts.for_gpu(0, "memory_used").warning_enter == 92.0
-    for reason in ("history_hours should be int, not 12.0", "alerts.temperature.hold_s should be a number"):
+    for reason in (
+        "history_hours should be a whole number, not 'twelve'",
+        "alerts.temperature.hold_s should be a number",
+    ):
         assert f"{reason}: its default is in use" in message, message
     assert "gpus.1.alerts.memory_used.warning_enter should be a number" in message
 
@@ -883,3 +888,16 @@ def test_a_remote_host_that_cannot_be_read_is_said_where_the_user_looks(tmp_path
     check_settings(findings, path)
     (said,) = [c for c in findings.checks if c.name == "settings"]
     assert said.level.name == "WARNING" and "gpu-box:8729" in said.sentence
+
+
+def test_a_file_whose_mode_changed_is_read_again_before_a_save(tmp_path: Path) -> None:
+    """Made readable again (chmod: size, inode and times of change of content the same), it was
+    not noticed until the next start, every save refused as "could not be read" meanwhile."""
+    path = tmp_path / "config.toml"
+    path.write_text("history_hours = 3\n")
+    os.chmod(path, 0o644)
+    store = SettingsStore(path)
+    store.load()
+    assert not store.changed_elsewhere()
+    os.chmod(path, 0o600)
+    assert store.changed_elsewhere()

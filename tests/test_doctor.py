@@ -101,6 +101,13 @@ def test_a_broken_settings_file_is_a_problem_and_is_left_where_it_is(
     assert path.read_text() == "this is = = not toml"  # the doctor only looks
 
 
+def test_a_settings_file_not_utf8_is_said_as_the_tray_says_it(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    path = tmp_path / "config.toml"
+    path.write_bytes("history_hours = 6\n".encode("utf-16"))
+    assert main(["doctor", "--config", str(path), SIM]) == 1
+    assert "(it is not UTF-8 text (byte 0 is 0xff))" in capsys.readouterr().out  # not "invalid start byte"
+
+
 def test_a_broken_settings_pipe_is_a_problem_that_is_not_set_aside(tmp_path: Path) -> None:
     # ``--config <(…)``: the tray reads a pipe once and never moves it aside; the doctor said it
     # would, and its push check opened the pipe again and waited for a writer for ever (the doctor

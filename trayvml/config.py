@@ -367,8 +367,10 @@ def _shown(value: Any) -> str:
 
 
 def _number(value: Any) -> str:
-    """A bound or value written out: 1048576, not :g's 1.04858e+06."""
-    return f"{value:.15g}" if isinstance(value, int | float) and not isinstance(value, bool) else _shown(value)
+    """A bound or value written out: 1048576, not :g's 1.04858e+06, nor 1e+20 for a whole number typed."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return _shown(value)
+    return _shown(value) if isinstance(value, int) else f"{value:.15g}"
 
 
 def _setting_problems(setting: Setting, value: Any) -> list[str]:
@@ -480,14 +482,24 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+_KINDS = {  # what a setting of each type is called in a message (Python's names read as jargon)
+    float: QT_TRANSLATE_NOOP("settings", "a number"),
+    int: QT_TRANSLATE_NOOP("settings", "a whole number"),
+    str: QT_TRANSLATE_NOOP("settings", "text"),
+    bool: QT_TRANSLATE_NOOP("settings", "true or false"),
+}
+
+
 def _typed(setting: Setting, value: Any) -> Any:
     expected = type(setting.default)
     if expected is float and _is_int(value):
         return float(value)
+    if expected is int and isinstance(value, float) and value.is_integer():
+        return int(value)  # 12.0 hours: the whole number it is
     if not isinstance(value, expected) or (expected is int and isinstance(value, bool)):
         raise SettingsError(
             translate("settings", "{key} should be {kind}, not {value}").format(
-                key=setting.key, kind=expected.__name__, value=_shown(value)
+                key=setting.key, kind=translate("settings", _KINDS[expected]), value=_shown(value)
             )
         )
     return value
@@ -794,6 +806,11 @@ def settings_text(data: bytes) -> str:
     return data.decode("utf-8").removeprefix("\ufeff")
 
 
+def not_utf8(error: UnicodeDecodeError) -> str:
+    """Why a settings file's bytes are not its text, as the tray and ``doctor`` both say it."""
+    return f"it is not UTF-8 text (byte {error.start} is {error.object[error.start]:#04x})"
+
+
 def examine(path: Path, mode: int | None = None) -> tuple[Settings, list[str]]:
     """The settings in ``path`` and what loading it would change (renamed or ignored parts), read
     as loading reads it (a pipe once, a device never) and without loading it: nothing is moved
@@ -862,12 +879,14 @@ class SettingsStore:
         self._seen: tuple[int, ...] | None = None
 
     def _signature(self) -> tuple[int, ...]:
-        """Which file is at ``path``, as it is now: () where there is none."""
+        """Which file is at ``path``, as it is now: () where there is none. Its status change time
+        too: a file made readable again (chmod) was not noticed until the next start, each save
+        refused meanwhile."""
         try:
             info = os.stat(self.path)
         except OSError:
             return ()
-        return (info.st_ino, info.st_size, info.st_mtime_ns)
+        return (info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
 
     def changed_elsewhere(self) -> bool:
         """Whether the file was written since this store last read or wrote it (another trayvml,
@@ -902,7 +921,7 @@ class SettingsStore:
             missing = translate("settings", "The settings file {path} does not exist; defaults are in use.")
             return Settings(), missing.format(path=self.path) if named else ""
         except UnicodeDecodeError as error:
-            why = f"it is not UTF-8 text (byte {error.start} is {data[error.start]:#04x})"
+            why = not_utf8(error)
             return STAND_IN, self._unusable(why) if only_read or pipe else self._set_aside(why)
         except SettingsError as error:
             return STAND_IN, self._unusable(str(error)) if only_read or pipe else self._set_aside(str(error))

@@ -3913,7 +3913,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>{key} should be {kind}, not {value}</source>
-        <translation>{key} 应为 {kind} 类型，而不是 {value}</translation>
+        <translation>{key} 应为{kind}，而不是 {value}</translation>
     </message>
     <message>
         <source>{key} should be true or false</source>
@@ -3998,6 +3998,22 @@ For {duration} now.</source>
     <message>
         <source>{key} should be a list of text</source>
         <translation>{key} 应为文本列表</translation>
+    </message>
+    <message>
+        <source>a number</source>
+        <translation>数字</translation>
+    </message>
+    <message>
+        <source>a whole number</source>
+        <translation>整数</translation>
+    </message>
+    <message>
+        <source>text</source>
+        <translation>文本</translation>
+    </message>
+    <message>
+        <source>true or false</source>
+        <translation>true 或 false</translation>
     </message>
     <message>
         <source>{key} should be a finite number of seconds</source>

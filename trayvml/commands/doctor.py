@@ -287,7 +287,7 @@ def check_metrics(findings: Findings, sample: Sample) -> None:
 def check_settings(findings: Findings, path: Path) -> Settings | None:
     """The settings file's findings; the settings in it where it can be used (the other checks
     read them from here: a pipe is read once, and a device must never be read)."""
-    from trayvml.config import SettingsError, examine, set_aside_copies
+    from trayvml.config import SettingsError, examine, not_utf8, set_aside_copies
 
     settings, pipe = None, False
     try:
@@ -301,7 +301,7 @@ def check_settings(findings: Findings, path: Path) -> Settings | None:
             translate("doctor", "No settings file at {path}: defaults are in use.").format(path=path),
         )
     except (UnicodeDecodeError, SettingsError) as error:
-        reason = error.reason if isinstance(error, UnicodeDecodeError) else str(error)
+        reason = not_utf8(error) if isinstance(error, UnicodeDecodeError) else str(error)
         if pipe:  # ``--config <(…)``: read once, never set aside
             what = translate("doctor", "The settings file {path} cannot be used ({reason}): trayvml will use defaults.")
         else:
