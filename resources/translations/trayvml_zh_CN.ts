@@ -156,7 +156,7 @@
     </message>
     <message>
         <source>Shut down kernel…</source>
-        <translation>关闭内核…</translation>
+        <translation>关闭 Jupyter 内核…</translation>
     </message>
 </context>
 <context>
@@ -179,7 +179,7 @@
     </message>
     <message>
         <source>Serving metrics: {error}</source>
-        <translation>提供指标服务：{error}</translation>
+        <translation>指标服务出错：{error}</translation>
     </message>
     <message>
         <source>Could not change {location}: {error}</source>
@@ -344,7 +344,7 @@
     </message>
     <message>
         <source>{host} is unreachable: the icon shows no number</source>
-        <translation>{host} 无法连接：图标不显示数字</translation>
+        <translation>{host} 无法连接：图标不显示数值</translation>
     </message>
     <message>
         <source>{gpu} is lost: the icon shows no number</source>
@@ -467,7 +467,7 @@
     </message>
     <message>
         <source>The process panels draw a line per job (notebook, container, Slurm job, ...), its processes added up</source>
-        <translation>进程面板为每个作业（notebook、容器、Slurm 作业……）画一条线，其进程相加</translation>
+        <translation>进程面板为每个作业（笔记本、容器、Slurm 作业……）画一条线，其进程相加</translation>
     </message>
     <message>
         <source>Export CSV…</source>
@@ -719,7 +719,7 @@
     </message>
     <message>
         <source>SM %</source>
-        <translation>SM 占用 %</translation>
+        <translation>SM 占比 %</translation>
     </message>
     <message>
         <source>CPU %</source>
@@ -767,7 +767,7 @@
     </message>
     <message>
         <source>Job energy</source>
-        <translation>任务能耗</translation>
+        <translation>作业能耗</translation>
     </message>
     <message>
         <source>Command</source>
@@ -787,14 +787,14 @@
     </message>
     <message>
         <source>n/a</source>
-        <translation>无</translation>
+        <translation>不可用</translation>
     </message>
 </context>
 <context>
     <name>ProcessesPage</name>
     <message>
         <source>an unknown amount</source>
-        <translation>数量未知的</translation>
+        <translation>未知量的</translation>
     </message>
     <message>
         <source>GPU {gpu} is not idle now (or its utilization is unknown).</source>
@@ -822,7 +822,7 @@ What the kernel holds (variables, a loaded model) is lost; the notebook file sta
     </message>
     <message>
         <source>PID {pid} is no longer the kernel of a notebook of yours that a running Jupyter server of yours knows: nothing was shut down.</source>
-        <translation>PID {pid} 已不再是您正在运行的 Jupyter 服务器所知的、属于您的笔记本的内核：未关闭任何内核。</translation>
+        <translation>PID {pid} 已不再是你正在运行的 Jupyter 服务器所知的、属于你的笔记本的内核：未关闭任何内核。</translation>
     </message>
     <message>
         <source>End process {pid} ({name})…</source>
@@ -853,7 +853,7 @@ It is sent SIGTERM, as kill does.</source>
     <name>ProcessesTab</name>
     <message>
         <source>Select a notebook kernel of yours, run by a Jupyter server of yours on this computer</source>
-        <translation>请选择您自己的笔记本内核（由本机上您自己的 Jupyter 服务器运行）</translation>
+        <translation>请选择你自己的笔记本内核（由本机上你自己的 Jupyter 服务器运行）</translation>
     </message>
     <message>
         <source>Job</source>
@@ -873,7 +873,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>SM %</source>
-        <translation>SM 占用 %</translation>
+        <translation>SM 占比 %</translation>
     </message>
     <message>
         <source>GPU time</source>
@@ -913,7 +913,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Shut down kernel…</source>
-        <translation>关闭内核…</translation>
+        <translation>关闭 Jupyter 内核…</translation>
     </message>
     <message>
         <source>Users (all GPUs)</source>
@@ -1008,7 +1008,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>its kind and host</source>
-        <translation>其类型和主机</translation>
+        <translation>留空则用类型和主机</translation>
     </message>
     <message>
         <source>Name</source>
@@ -1074,7 +1074,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Severities</source>
-        <translation>严重程度</translation>
+        <translation>级别</translation>
     </message>
     <message>
         <source>Local time; only critical alerts go out then. Empty: never quiet.</source>
@@ -1102,7 +1102,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>If you read this, trayvml&apos;s alerts reach you here.</source>
-        <translation>如果您看到这条消息，trayvml 的告警就能送达这里。</translation>
+        <translation>如果你看到这条消息，trayvml 的告警就能送达这里。</translation>
     </message>
     <message>
         <source>A test notification was sent to {name}.</source>
@@ -1240,11 +1240,11 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>(without GPM: power below</source>
-        <translation>（无 GPM 时：功耗低于</translation>
+        <translation>（无 GPM 时：功耗低于上限的</translation>
     </message>
     <message>
         <source>% of limit)</source>
-        <translation>% 上限）</translation>
+        <translation>%）</translation>
     </message>
     <message>
         <source>memory above</source>
@@ -1256,7 +1256,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>override</source>
-        <translation>覆盖</translation>
+        <translation>单独设置</translation>
     </message>
     <message>
         <source>{rule}: {number} must be a number, not {text}.</source>
@@ -1328,15 +1328,15 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>GPU utilization (%)</source>
-        <translation>GPU 利用率 (%)</translation>
+        <translation>GPU 利用率（%）</translation>
     </message>
     <message>
         <source>Memory used (%)</source>
-        <translation>已用显存 (%)</translation>
+        <translation>已用显存（%）</translation>
     </message>
     <message>
         <source>GPU temperature (°C)</source>
-        <translation>GPU 温度 (°C)</translation>
+        <translation>GPU 温度（°C）</translation>
     </message>
     <message>
         <source>Power draw (% of limit)</source>
@@ -1344,7 +1344,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>SM activity (%)</source>
-        <translation>SM 活动 (%)</translation>
+        <translation>SM 活跃度（%）</translation>
     </message>
     <message>
         <source>Keep every second for</source>
@@ -1434,7 +1434,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Until resumed</source>
-        <translation>直到恢复</translation>
+        <translation>直到手动恢复</translation>
     </message>
     <message>
         <source>Resume alerts</source>
@@ -1641,7 +1641,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>job finished after {duration} (idle now)</source>
-        <translation>任务在运行 {duration} 后完成（现已空闲）</translation>
+        <translation>作业在运行 {duration} 后完成（现已空闲）</translation>
     </message>
     <message>
         <source>{rule}: {what} must be a percentage from 0 to 100.</source>
@@ -1661,15 +1661,15 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Utilization {util} % while power is {idle} % of the power limit: a kernel is resident but nothing runs (a deadlocked collective?).</source>
-        <translation>利用率 {util} %，而功耗仅为功耗上限的 {idle} %：有内核驻留但没有实际运行（集合通信死锁？）。</translation>
+        <translation>利用率 {util} %，而功耗仅为功耗上限的 {idle} %：有 CUDA 核函数驻留但没有实际运行（集合通信死锁？）。</translation>
     </message>
     <message>
         <source>Utilization {util} % while SM activity is {idle} %: a kernel is resident but nothing runs (a deadlocked collective?).</source>
-        <translation>利用率 {util} %，而 SM 活跃度仅为 {idle} %：有内核驻留但没有实际运行（集合通信死锁？）。</translation>
+        <translation>利用率 {util} %，而 SM 活跃度仅为 {idle} %：有 CUDA 核函数驻留但没有实际运行（集合通信死锁？）。</translation>
     </message>
     <message>
         <source>job stalled</source>
-        <translation>任务停滞</translation>
+        <translation>作业停滞</translation>
     </message>
     <message>
         <source>SM below</source>
@@ -1685,7 +1685,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>A notebook kernel left open, or a crashed job&apos;s process, may be holding it.</source>
-        <translation>可能是未关闭的 notebook 内核或崩溃任务的进程占用着它。</translation>
+        <translation>未关闭的笔记本内核或崩溃作业的进程可能占用着它。</translation>
     </message>
     <message>
         <source>{rule}: memory above must be a number of GiB, 0 or more.</source>
@@ -1737,11 +1737,11 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Job finished</source>
-        <translation>任务完成</translation>
+        <translation>作业完成</translation>
     </message>
     <message>
         <source>Stalled job</source>
-        <translation>任务停滞</translation>
+        <translation>作业停滞</translation>
     </message>
     <message>
         <source>Memory held, GPU idle</source>
@@ -1831,7 +1831,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>use simulated GPUs: SCENARIO[:key=value,...], scenarios {scenarios} (alone: training, half an hour into the job); also TRAYVML_SIMULATE</source>
-        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 {scenarios}（不带参数时为 training，任务已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
+        <translation>使用模拟 GPU：SCENARIO[:key=value,...]，场景可选 {scenarios}（不带参数时为 training，作业已运行半小时）；也可用 TRAYVML_SIMULATE 设置</translation>
     </message>
     <message>
         <source>settings file (default: in your config folder)</source>
@@ -1919,11 +1919,11 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>what makes a GPU freer: the most free memory (default), the largest free share of its memory, the lowest power draw as a share of its limit, or the lowest utilization</source>
-        <translation>按什么判断 GPU 更空闲：空闲显存最多（默认）、空闲显存占比最大、功耗占上限比例最低，或利用率最低</translation>
+        <translation>按什么判断 GPU 更空闲：可用显存最多（默认）、可用显存占比最大、功耗占上限比例最低，或利用率最低</translation>
     </message>
     <message>
         <source>a GPU with less than M MiB of free memory does not qualify</source>
-        <translation>空闲显存少于 M MiB 的 GPU 不符合条件</translation>
+        <translation>可用显存少于 M MiB 的 GPU 不符合条件</translation>
     </message>
     <message>
         <source>a GPU busier than PERCENT does not qualify (default {default}; 100: any)</source>
@@ -2216,7 +2216,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>No notification service (org.freedesktop.Notifications): alerts show only in trayvml.</source>
-        <translation>没有通知服务（org.freedesktop.Notifications）：警报只在 trayvml 中显示。</translation>
+        <translation>没有通知服务（org.freedesktop.Notifications）：告警只会显示在 trayvml 中。</translation>
     </message>
     <message>
         <source>NVML library loaded: {where}.</source>
@@ -2272,7 +2272,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>GPU {index} is asleep: its metrics are read when it wakes.</source>
-        <translation>GPU {index} 正在休眠：唤醒后再读取其指标。</translation>
+        <translation>GPU {index} 正在休眠：待其自行唤醒后再读取指标。</translation>
     </message>
     <message>
         <source>{name}: {supported} of {total} metrics read.</source>
@@ -2328,11 +2328,11 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>The history folder {folder} cannot be made: {path} is a file.</source>
-        <translation>无法创建历史文件夹 {folder}：{path} 是一个文件。</translation>
+        <translation>无法创建历史记录目录 {folder}：{path} 是一个文件。</translation>
     </message>
     <message>
         <source>The history folder {folder} is not writable: no history is kept.</source>
-        <translation>历史记录文件夹 {folder} 不可写：不会保存历史记录。</translation>
+        <translation>历史记录目录 {folder} 不可写：不会保存历史记录。</translation>
     </message>
     <message>
         <source>No history yet; {folder} can be created.</source>
@@ -2340,7 +2340,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>The history folder {folder} is writable.</source>
-        <translation>历史记录文件夹 {folder} 可写。</translation>
+        <translation>历史记录目录 {folder} 可写。</translation>
     </message>
     <message>
         <source>No trayvml process is writing the history now.</source>
@@ -2722,7 +2722,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>PCIe link generation</source>
-        <translation>PCIe 链路代数</translation>
+        <translation>PCIe 链路代次</translation>
     </message>
     <message>
         <source>PCIe link width</source>
@@ -2842,19 +2842,19 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>PCIe TX (GPM)</source>
-        <translation>PCIe 发送 (GPM)</translation>
+        <translation>PCIe 发送（GPM）</translation>
     </message>
     <message>
         <source>PCIe RX (GPM)</source>
-        <translation>PCIe 接收 (GPM)</translation>
+        <translation>PCIe 接收（GPM）</translation>
     </message>
     <message>
         <source>NVLink TX (GPM)</source>
-        <translation>NVLink 发送 (GPM)</translation>
+        <translation>NVLink 发送（GPM）</translation>
     </message>
     <message>
         <source>NVLink RX (GPM)</source>
-        <translation>NVLink 接收 (GPM)</translation>
+        <translation>NVLink 接收（GPM）</translation>
     </message>
     <message>
         <source>RAM used</source>
@@ -2982,7 +2982,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>Max PCIe generation</source>
-        <translation>最高 PCIe 代数</translation>
+        <translation>最高 PCIe 代次</translation>
     </message>
     <message>
         <source>Max PCIe width</source>
@@ -3058,7 +3058,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>resting: an idle laptop GPU is read slowly so that it can go to sleep</source>
-        <translation>低频读取：空闲的笔记本 GPU 读取得较慢，以便其进入休眠</translation>
+        <translation>低频读取：空闲的笔记本电脑 GPU 读取得较慢，以便其进入休眠</translation>
     </message>
     <message>
         <source>at least {value}: the counter may have wrapped more than once</source>
@@ -3073,11 +3073,11 @@ It is sent SIGTERM, as kill does.</source>
     <name>notices</name>
     <message>
         <source>Jobs on it have failed. See `dmesg` for the Xid; a reboot usually brings it back.</source>
-        <translation>其上的任务已失败。请在 `dmesg` 中查看 Xid；重启通常可以恢复。</translation>
+        <translation>其上的作业已失败。请在 `dmesg` 中查看 Xid；重启通常可以恢复。</translation>
     </message>
     <message>
         <source>`dmesg` has the driver&apos;s message; NVIDIA&apos;s XID catalog says whether the GPU needs a reset.</source>
-        <translation>`dmesg` 中有驱动的消息；NVIDIA 的 XID 目录说明了 GPU 是否需要重置。</translation>
+        <translation>`dmesg` 中有驱动的消息；NVIDIA 的 XID 错误列表说明了 GPU 是否需要重置。</translation>
     </message>
     <message>
         <source>Check the fans and the airflow: the GPU slows itself down near its limit and shuts down beyond it.</source>
@@ -3089,7 +3089,7 @@ It is sent SIGTERM, as kill does.</source>
     </message>
     <message>
         <source>A job that allocates more will fail with out of memory.</source>
-        <translation>再多分配显存的任务将因显存不足而失败。</translation>
+        <translation>再多分配显存的作业将因显存不足而失败。</translation>
     </message>
     <message>
         <source>Not known to be back to normal: its rule was turned off in the settings.</source>
@@ -3158,11 +3158,11 @@ For {duration} now.</source>
     </message>
     <message>
         <source>Shut down kernel…</source>
-        <translation>关闭内核…</translation>
+        <translation>关闭 Jupyter 内核…</translation>
     </message>
     <message>
         <source>To shut the kernel down, open the active alerts from the tray menu: the alert offers Shut down kernel…</source>
-        <translation>要关闭内核，请从托盘菜单打开活动告警：该告警提供“关闭内核…”</translation>
+        <translation>要关闭 Jupyter 内核，请从托盘菜单打开活动告警：该告警提供“关闭 Jupyter 内核…”</translation>
     </message>
 </context>
 <context>
@@ -3181,7 +3181,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>The free memory asked for must be 0 MiB or more.</source>
-        <translation>所要求的空闲显存必须为 0 MiB 或以上。</translation>
+        <translation>所要求的可用显存必须为 0 MiB 或以上。</translation>
     </message>
     <message>
         <source>No GPU is free: all {total} are more than {percent} % busy.</source>
@@ -3229,11 +3229,11 @@ For {duration} now.</source>
     </message>
     <message>
         <source>GPU {index}&apos;s UUID is not known yet (it has slept since the driver was opened): pick by index.</source>
-        <translation>GPU {index} 的 UUID 尚不可知（自驱动打开以来一直处于睡眠状态）：请按索引选择。</translation>
+        <translation>GPU {index} 的 UUID 尚不可知（自驱动打开以来一直处于休眠状态）：请按索引选择。</translation>
     </message>
     <message>
         <source>visible_gpus is in use in another thread: CUDA_VISIBLE_DEVICES is one for the whole process.</source>
-        <translation>visible_gpus 正在另一个线程中使用：CUDA_VISIBLE_DEVICES 对整个进程只有一个。</translation>
+        <translation>visible_gpus 正在另一个线程中使用：CUDA_VISIBLE_DEVICES 是整个进程共用的。</translation>
     </message>
     <message>
         <source>chosen among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).</source>
@@ -3409,7 +3409,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source> (it holds {first} to {last}, with gaps where nothing was recording)</source>
-        <translation>（其中保存的是 {first} 到 {last}，未在记录时留有空隙）</translation>
+        <translation>（其中保存的是 {first} 到 {last} 的数据，未在记录的时段为空缺）</translation>
     </message>
     <message>
         <source>The history in {folder} has a damaged entry for GPU {uuid}; it is written anew when that GPU is next recorded.</source>
@@ -3548,7 +3548,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>Remote {url} is not an http(s):// exporter URL, a prometheus+http(s):// server URL or an ssh://[user@]host[:port] address.</source>
-        <translation>远程地址 {url} 既不是 http(s):// 导出器 URL，也不是 prometheus+http(s):// 服务器 URL 或 ssh://[user@]host[:port] 地址。</translation>
+        <translation>远程地址 {url} 既不是 http(s):// exporter URL，也不是 prometheus+http(s):// 服务器 URL 或 ssh://[user@]host[:port] 地址。</translation>
     </message>
     <message>
         <source>Remote {url} is not an ssh://[user@]host[:port] address.</source>
@@ -3580,7 +3580,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>{url} gets no new samples of {host}: its exporter or its scrape has stopped.</source>
-        <translation>{url} 不再收到 {host} 的新样本：它的导出器或对它的抓取已停止。</translation>
+        <translation>{url} 不再收到 {host} 的新样本：它的 exporter 或对它的抓取已停止。</translation>
     </message>
     <message>
         <source>{url} did not answer within {seconds} s.</source>
@@ -3821,11 +3821,11 @@ For {duration} now.</source>
     <name>settings</name>
     <message>
         <source>Sampling interval (s)</source>
-        <translation>采样间隔 (s)</translation>
+        <translation>采样间隔（秒）</translation>
     </message>
     <message>
         <source>History length (h)</source>
-        <translation>历史长度 (h)</translation>
+        <translation>历史长度（小时）</translation>
     </message>
     <message>
         <source>How far back the graphs reach.</source>
@@ -3857,11 +3857,11 @@ For {duration} now.</source>
     </message>
     <message>
         <source>Read idle laptop GPUs every (s)</source>
-        <translation>空闲笔记本 GPU 读取间隔 (s)</translation>
+        <translation>空闲笔记本电脑 GPU 读取间隔（秒）</translation>
     </message>
     <message>
         <source>An idle laptop GPU is read this seldom, NVML let go in between, so that it can go to sleep (an open NVML handle keeps it awake, 5-25 W). 0: at the sampling interval.</source>
-        <translation>空闲的笔记本 GPU 按此间隔读取，其间释放 NVML，以便 GPU 进入休眠（打开的 NVML 句柄会让它保持唤醒，耗电 5-25 W）。0：按采样间隔读取。</translation>
+        <translation>空闲的笔记本电脑 GPU 按此间隔读取，其间释放 NVML，以便 GPU 进入休眠（打开的 NVML 句柄会让它保持唤醒，耗电 5-25 W）。0：按采样间隔读取。</translation>
     </message>
     <message>
         <source>Keep history on disk</source>
@@ -3881,7 +3881,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>History size cap (MiB)</source>
-        <translation>历史记录大小上限 (MiB)</translation>
+        <translation>历史记录大小上限（MiB）</translation>
     </message>
     <message>
         <source>Serve metrics to Prometheus</source>
@@ -3937,11 +3937,11 @@ For {duration} now.</source>
     </message>
     <message>
         <source>Read remote hosts every (s)</source>
-        <translation>远程主机读取间隔 (s)</translation>
+        <translation>远程主机读取间隔（秒）</translation>
     </message>
     <message>
         <source>How often each remote host is read; its graphs have a point this often. Each read costs this computer and the host: a host whose exporter reads its GPUs when asked (trayvml serve) reads them each time.</source>
-        <translation>每台远程主机多久读取一次；其图表也按此间隔取点。每次读取都会占用本机和该主机的资源：在被询问时才读取 GPU 的导出器（trayvml serve）每次都会读取一遍。</translation>
+        <translation>每台远程主机多久读取一次；其图表也按此间隔取点。每次读取都会占用本机和该主机的资源：在被询问时才读取 GPU 的 exporter（trayvml serve）每次都会读取一遍。</translation>
     </message>
     <message>
         <source>{where}: {problem}</source>
@@ -4145,7 +4145,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>The settings file {path} could not be used: {reason}; it was moved to {aside} and defaults are in use.</source>
-        <translation>无法使用设置文件 {path}：{reason}；已将其移为 {aside}，当前使用默认设置。</translation>
+        <translation>无法使用设置文件 {path}：{reason}；已将其移至 {aside}，当前使用默认设置。</translation>
     </message>
     <message>
         <source>The settings file {path} had been changed elsewhere: those changes are kept.</source>
@@ -4212,7 +4212,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>--simulate: mig wants GPU@SECONDS:PROFILE+PROFILE..., not {entry}.</source>
-        <translation>--simulate：mig 需要 GPU@秒数:配置+配置...，而不是 {entry}。</translation>
+        <translation>--simulate：mig 的格式为 GPU@SECONDS:PROFILE+PROFILE...，而不是 {entry}。</translation>
     </message>
     <message>
         <source>--simulate: unknown MIG profile {name}; choose from {known}.</source>
@@ -4228,7 +4228,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>--simulate: replay wants a recording file, and {path} is not one.</source>
-        <translation>--simulate：replay 需要一个录制文件，而 {path} 不是。</translation>
+        <translation>--simulate：replay 需要一个记录文件，而 {path} 不是。</translation>
     </message>
     <message>
         <source>--simulate: unknown scenario {scenario}; choose from {known}.</source>
@@ -4272,7 +4272,7 @@ For {duration} now.</source>
     </message>
     <message>
         <source>--simulate: sleep names GPU {gpu}, a {profile}: only laptop GPUs runtime-suspend.</source>
-        <translation>--simulate：sleep 指定的 GPU {gpu} 是 {profile}：只有笔记本 GPU 会运行时挂起。</translation>
+        <translation>--simulate：sleep 指定的 GPU {gpu} 是 {profile}：只有笔记本电脑 GPU 会运行时挂起。</translation>
     </message>
     <message>
         <source>--simulate: mig names GPU {gpu}, a {profile}, which has no MIG mode.</source>
@@ -4302,7 +4302,7 @@ For {duration} now.</source>
     <name>units</name>
     <message>
         <source>% of limit</source>
-        <translation>% 上限</translation>
+        <translation>%（占上限）</translation>
     </message>
     <message>
         <source>enabled</source>
