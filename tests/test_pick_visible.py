@@ -38,7 +38,10 @@ def test_pick_chooses_among_the_gpus_cuda_visible_devices_names(
     assert "chosen among the GPUs CUDA_VISIBLE_DEVICES names (3, 1)." in err
     code, out, err = _pick(capsys, "--count", "3", IDLE4)  # the job holds two
     assert code == 1 and out == ""
-    assert "3 GPUs asked for, but only 2 of 2 qualify at most 50 % busy." in err
+    assert err.strip() == (
+        "trayvml: 3 GPUs asked for, but only 2 of 2 qualify at most 50 % busy,"
+        " among the GPUs CUDA_VISIBLE_DEVICES names (3, 1)."
+    )
     # Unset: every GPU, and nothing said of it.
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
     code, out, err = _pick(capsys, "--count", "4", IDLE4)

@@ -3236,6 +3236,10 @@ For {duration} now.</source>
         <translation>visible_gpus 正在另一个线程中使用：CUDA_VISIBLE_DEVICES 是整个进程共用的。</translation>
     </message>
     <message>
+        <source>{sentence}, among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).</source>
+        <translation>{sentence}（在 CUDA_VISIBLE_DEVICES 指定的 GPU {indices} 中）。</translation>
+    </message>
+    <message>
         <source>chosen among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).</source>
         <translation>在 CUDA_VISIBLE_DEVICES 指定的 GPU（{indices}）中选择。</translation>
     </message>
