@@ -875,7 +875,7 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
         # "only 2 of 2 qualify": of the job's, which the sentence alone did not say.
         within = translate("pick", "{sentence}, among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).")
         raise NotEnoughGpusError(
-            within.format(sentence=str(error).rstrip("."), indices=", ".join(map(str, among)))
+            within.format(sentence=str(error).rstrip(".。"), indices=", ".join(map(str, among)))
         ) from None
     _say_simulated(sample)  # (where none qualify, the one sentence that says so is enough)
     if among is not None:  # (a job's own: pick's answer stays within it)
