@@ -47,7 +47,7 @@ def test_summary_lists_each_gpu_coloured_by_its_alert_level_then_the_host(qtbot,
     window.update_sample(sample)
     assert _rows(window) == [
         (LEVEL_COLOURS[Level.NORMAL].name(), gpu_line(sample.gpus[0], sample.devices[0])),
-        (LEVEL_COLOURS[Level.CRITICAL].name(), gpu_line(sample.gpus[1], sample.devices[1])),  # 99 °C
+        (LEVEL_COLOURS[Level.CRITICAL].name(), f"{gpu_line(sample.gpus[1], sample.devices[1])} — critical"),  # 99 °C
         (None, host_line(sample)),
     ]
     assert window.title.text() == f"<b>trayvml</b> — {sample.simulation}"

@@ -143,6 +143,10 @@
         <translation>严重</translation>
     </message>
     <message>
+        <source>Alerts</source>
+        <translation>告警</translation>
+    </message>
+    <message>
         <source>No alerts since trayvml started; the rules are in Settings.</source>
         <translation>trayvml 启动以来没有告警；告警规则在“设置”中。</translation>
     </message>
@@ -215,6 +219,10 @@
     <message>
         <source>As of</source>
         <translation>读取于</translation>
+    </message>
+    <message>
+        <source>Reading</source>
+        <translation>读数</translation>
     </message>
     <message>
         <source>System</source>
@@ -444,6 +452,10 @@
     <message>
         <source>View</source>
         <translation>视图</translation>
+    </message>
+    <message>
+        <source>Show the last {range}</source>
+        <translation>显示最近 {range}</translation>
     </message>
     <message>
         <source>Follow live</source>
@@ -693,6 +705,17 @@
     <message>
         <source>Metric:</source>
         <translation>指标：</translation>
+    </message>
+</context>
+<context>
+    <name>PlotPage</name>
+    <message>
+        <source>Graphs</source>
+        <translation>图表</translation>
+    </message>
+    <message>
+        <source>Graphs over time of {panels}. The readings now are on the Device details tab, as text; Export saves the graphs&apos; data as CSV.</source>
+        <translation>随时间变化的图表：{panels}。当前读数以文字形式显示在“设备详情”选项卡中；“导出”可将图表数据保存为 CSV。</translation>
     </message>
 </context>
 <context>
@@ -995,6 +1018,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>告警也会发送到这些目的地，标题中带有本机名称。在托盘菜单中暂停告警或暂缓某条告警，同样会让这里静默，而不只是桌面通知。</translation>
     </message>
     <message>
+        <source>Destinations</source>
+        <translation>推送目标</translation>
+    </message>
+    <message>
         <source>Add</source>
         <translation>添加</translation>
     </message>
@@ -1259,6 +1286,10 @@ It is sent SIGTERM, as kill does.</source>
         <translation>单独设置</translation>
     </message>
     <message>
+        <source>Override {rule} for this GPU</source>
+        <translation>为此 GPU 单独设置{rule}</translation>
+    </message>
+    <message>
         <source>{rule}: {number} must be a number, not {text}.</source>
         <translation>{rule}：{number}必须是数字，而不是 {text}。</translation>
     </message>
@@ -1385,6 +1416,18 @@ It is sent SIGTERM, as kill does.</source>
 </context>
 <context>
     <name>SummaryWindow</name>
+    <message>
+        <source>warning</source>
+        <translation>警告</translation>
+    </message>
+    <message>
+        <source>critical</source>
+        <translation>严重</translation>
+    </message>
+    <message>
+        <source>lost</source>
+        <translation>已丢失</translation>
+    </message>
     <message>
         <source>No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray.</source>
         <translation>未找到系统托盘，因此 trayvml 显示此窗口。在 GNOME 上，AppIndicator 扩展可提供托盘。</translation>

@@ -50,6 +50,8 @@ SEVERITY_COLOURS = {Severity.INFO: "#4e79a7", Severity.WARNING: "#f5a524", Sever
 class AlertsPage(QTableWidget):
     def __init__(self) -> None:
         super().__init__(0, len(HEADERS))
+        self.setTabKeyNavigation(False)  # Tab leaves the table; arrow keys move between cells
+        self.setAccessibleName(translate("AlertsPage", "Alerts"))
         self.setHorizontalHeaderLabels([translate("AlertsPage", h) for h in HEADERS])
         self.horizontalHeader().setSectionResizeMode(WHAT, QHeaderView.ResizeMode.Stretch)
         self.horizontalHeader().setSectionResizeMode(ACTION, QHeaderView.ResizeMode.ResizeToContents)

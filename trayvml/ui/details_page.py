@@ -39,7 +39,10 @@ def _reading_text(metric: Metric, value: float) -> str:
 class DetailsPage(QTreeWidget):
     def __init__(self) -> None:
         super().__init__()
-        self.setHeaderLabels(["", translate("DetailsPage", "Value"), translate("DetailsPage", "As of")])
+        self.setHeaderLabels(
+            [translate("DetailsPage", "Reading"), translate("DetailsPage", "Value"), translate("DetailsPage", "As of")]
+        )
+        self.setAccessibleName(translate("GraphWindow", "Device details"))
         # The key column as wide as its longest key ("Temperature below the shutdown limit" was cut
         # at a fixed 260 px, and more so in a longer translation), the value's as its longest value;
         # when a value was read (the last column) takes the rest.

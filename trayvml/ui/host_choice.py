@@ -38,7 +38,9 @@ class HostChoice(QObject):
         self.box.addItem(translate("HostChoice", "This machine"), THIS_MACHINE)
         bar = window.findChild(QToolBar, "view_toolbar")
         assert bar is not None
-        self._label_action = bar.addWidget(QLabel(translate("HostChoice", " Host: ")))
+        label = QLabel(translate("HostChoice", " Host: "))
+        label.setBuddy(self.box)  # a screen reader reads the box as "Host", not as its choice alone
+        self._label_action = bar.addWidget(label)
         self._box_action = bar.addWidget(self.box)
         self.box.currentIndexChanged.connect(self._chosen)
         self.refresh_hosts()

@@ -150,8 +150,9 @@ class GpuLegend(QWidget):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if watched in self.entries:
-            if event.type() == QEvent.Type.Enter:
+            # Keyboard focus as the pointer: a GPU's lines stand out for a keyboard user too.
+            if event.type() in (QEvent.Type.Enter, QEvent.Type.FocusIn):
                 self.hovered.emit(self.entries.index(watched))
-            elif event.type() == QEvent.Type.Leave:
+            elif event.type() in (QEvent.Type.Leave, QEvent.Type.FocusOut):
                 self.hovered.emit(-1)
         return super().eventFilter(watched, event)

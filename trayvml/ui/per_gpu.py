@@ -90,8 +90,10 @@ class PerGpuTab(QWidget):
         layout.setContentsMargins(0, 0, 0, 0)
         bar = QHBoxLayout()
         bar.setContentsMargins(6, 4, 6, 0)
-        bar.addWidget(QLabel(translate("PerGpu", "Metric:")))
+        metric_label = QLabel(translate("PerGpu", "Metric:"))
+        bar.addWidget(metric_label)
         self.group_box = QComboBox()
+        metric_label.setBuddy(self.group_box)  # read by its label, not as its choice alone
         for spec in PER_GPU_SPECS:
             self.group_box.addItem(translate("metrics", spec.group.value))
         bar.addWidget(self.group_box)

@@ -175,6 +175,17 @@ class PlotPage(QScrollArea):
                 plot.setTitle(title)
             self.panels.append(Panel(spec, plot, gpu_count, title))
         self.first = first
+        # To a screen reader the plots are pictures: the page says what they show and where the
+        # same readings are as text. The scene takes no focus of its own (a second, silent stop).
+        self.layout_widget.setFocusPolicy(Qt.FocusPolicy.NoFocus)
+        self.setAccessibleName(translate("PlotPage", "Graphs"))
+        self.setAccessibleDescription(
+            translate(
+                "PlotPage",
+                "Graphs over time of {panels}. The readings now are on the Device details tab, as text;"
+                " Export saves the graphs' data as CSV.",
+            ).format(panels="; ".join(panel.title for panel in self.panels))
+        )
         self._names: Callable[[int], str] = str  # names GPU columns in the readout (show_crosshair)
         self.hovered_gpu = -1
         self.fit_height()

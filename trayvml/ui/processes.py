@@ -10,6 +10,7 @@ from typing import Any
 from PySide6.QtCore import (
     QAbstractTableModel,
     QCoreApplication,
+    QItemSelectionModel,
     QModelIndex,
     QPersistentModelIndex,
     QPoint,
@@ -335,6 +336,10 @@ class ProcessesPage(QTableView):
 
     def __init__(self) -> None:
         super().__init__()
+        # Tab leaves the table (arrow keys move between cells): Qt's default wraps Tab round the
+        # cells, and a keyboard user could not leave the table at all.
+        self.setTabKeyNavigation(False)
+        self.setAccessibleName(translate("ProcessesTab", "Processes"))
         self.processes = ProcessModel()
         proxy = QSortFilterProxyModel(self)
         proxy.setSourceModel(self.processes)
@@ -558,6 +563,8 @@ class ProcessesTab(QWidget):
         self.users_title.setStyleSheet("font-weight: bold; padding: 4px 6px 0 6px;")
         layout.addWidget(self.users_title)
         self.users_table = QTableWidget(0, len(USER_HEADERS))
+        self.users_table.setTabKeyNavigation(False)  # (as the processes table: Tab leaves it)
+        self.users_table.setAccessibleName(translate("ProcessesTab", "Users (all GPUs)"))
         self.users_table.setHorizontalHeaderLabels([translate("ProcessesTab", h) for h in USER_HEADERS])
         self.users_table.verticalHeader().setVisible(False)
         self.users_table.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)
@@ -566,6 +573,12 @@ class ProcessesTab(QWidget):
         self.users_table.verticalHeader().setDefaultSectionSize(self.fontMetrics().height() + 8)
         layout.addWidget(self.users_table)
         self._expanded: set[str] = set()  # jobs the user opened: kept open across updates
+        # The list first, then what acts on the row chosen in it (the buttons sit above it).
+        QWidget.setTabOrder(self.group_box, self.table)
+        QWidget.setTabOrder(self.table, self.tree)
+        QWidget.setTabOrder(self.tree, self.kernel_button)
+        QWidget.setTabOrder(self.kernel_button, self.end_button)
+        QWidget.setTabOrder(self.end_button, self.users_table)
         selection = self.table.selectionModel()
         assert selection is not None
         selection.selectionChanged.connect(self._show_buttons)
@@ -667,6 +680,9 @@ class ProcessesTab(QWidget):
         # Rebuilt every few seconds: what the user selected and where they scrolled stay.
         chosen = self.tree.selectedItems()
         chosen_key = _item_key(chosen[0]) if chosen else None
+        # The keyboard's place too: without it the next Down went to the first job.
+        current = self.tree.currentItem()
+        current_key = _item_key(current) if current is not None else None
         scrolled = self.tree.verticalScrollBar().value()
         self.tree.clear()
 
@@ -722,7 +738,11 @@ class ProcessesTab(QWidget):
             self.tree.addTopLevelItem(top)
             top.setExpanded(key in self._expanded or len(jobs) <= 3)
             for item in (top, *(top.child(k) for k in range(top.childCount()))):
-                if item is not None and chosen_key is not None and _item_key(item) == chosen_key:
+                if item is None:
+                    continue
+                if current_key is not None and _item_key(item) == current_key:
+                    self.tree.setCurrentItem(item, 0, QItemSelectionModel.SelectionFlag.NoUpdate)
+                if chosen_key is not None and _item_key(item) == chosen_key:
                     item.setSelected(True)
         self.tree.verticalScrollBar().setValue(scrolled)
 

@@ -8,6 +8,7 @@ from dataclasses import replace
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QSignalBlocker, Qt, Signal
+from PySide6.QtGui import QAccessible, QAccessibleEvent
 from PySide6.QtWidgets import (
     QCheckBox,
     QComboBox,
@@ -153,6 +154,12 @@ class _RuleGrid(QWidget):
             override = None
             if overridable:
                 override = QCheckBox(translate("SettingsDialog", "override"))
+                # Twelve boxes all read "override": the rule's name says which one.
+                override.setAccessibleName(
+                    translate("SettingsDialog", "Override {rule} for this GPU").format(
+                        rule=translate("alerts", kind.label)
+                    )
+                )
                 override.toggled.connect(self._override_toggled)
                 grid.addWidget(override, row, 1)
             edits = {}
@@ -313,6 +320,7 @@ class SettingsDialog(QDialog):
         self.gpu_checks = []
         for info in devices:
             check = QCheckBox(f"{info.index}")
+            check.setAccessibleName(f"GPU {info.index} {info.shown_name}")  # a bare number read aloud says nothing
             # Qt reads a tooltip that starts with a tag as rich text: escaped in a paragraph, the
             # GPU's name (from the driver) is shown as it is.
             check.setToolTip(f"<p>{rich_text(info.shown_name)}</p>")
@@ -591,7 +599,13 @@ class SettingsDialog(QDialog):
 
     def _check(self) -> bool:
         _, found = self.settings()
-        self.problem.setText(found[0] if found else "")
+        said = found[0] if found else ""
+        if said != self.problem.text():
+            self.problem.setText(said)
+            # Told to a screen reader as it comes: else OK was greyed out with no reason heard.
+            self.problem.setAccessibleDescription(said)
+            if said:
+                QAccessible.updateAccessibility(QAccessibleEvent(self.problem, QAccessible.Event.Alert))
         for button in (QDialogButtonBox.StandardButton.Ok, QDialogButtonBox.StandardButton.Apply):
             self.buttons.button(button).setEnabled(not found)
         return not found

@@ -8,7 +8,8 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayo
 
 from trayvml.alerts.engine import AlertEngine, gpu_level
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
-from trayvml.core.lines import gpu_line, host_line, simulation_text
+from trayvml.core.levels import Level
+from trayvml.core.lines import gpu_line, headline_text, host_line, simulation_text
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import Sample
 from trayvml.ui.glance import content_for
@@ -16,6 +17,13 @@ from trayvml.ui.icon import draw_icon
 from trayvml.ui.theme import LEVEL_COLOURS
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
+# Said after a GPU's line where its square's colour says it: colour alone tells nothing to a
+# screen reader, nor to every eye.
+LEVEL_WORDS = {
+    Level.WARNING: QT_TRANSLATE_NOOP("SummaryWindow", "warning"),
+    Level.CRITICAL: QT_TRANSLATE_NOOP("SummaryWindow", "critical"),
+    Level.LOST: QT_TRANSLATE_NOOP("SummaryWindow", "lost"),
+}
 NO_TRAY_MESSAGE = QT_TRANSLATE_NOOP(
     "SummaryWindow",
     "No system tray was found, so trayvml shows this window instead. On GNOME, the AppIndicator extension adds a tray.",
@@ -66,8 +74,10 @@ class SummaryWindow(QWidget):
         self.menu_button.setVisible(True)
 
     def update_sample(self, sample: Sample | None) -> None:
-        pixmap: QPixmap = draw_icon(content_for(sample, alerts=self.engine.settings), 32, self.devicePixelRatioF())
+        content = content_for(sample, alerts=self.engine.settings)
+        pixmap: QPixmap = draw_icon(content, 32, self.devicePixelRatioF())
         self.icon_label.setPixmap(pixmap)
+        self.icon_label.setAccessibleName(headline_text(content.headline) if content.headline is not None else "")
         if sample is None:
             self.rows.setText(translate("SummaryWindow", "Starting…"))
             return
@@ -78,8 +88,10 @@ class SummaryWindow(QWidget):
         if sample.problem is not None:
             rows.append(rich_text(sample.problem[1]))
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
-            colour = LEVEL_COLOURS[gpu_level(gpu, self.engine.settings)].name()
-            rows.append(f'<span style="color:{colour}">■</span> {rich_text(gpu_line(gpu, info))}')
+            level = gpu_level(gpu, self.engine.settings)
+            word = f" — {translate('SummaryWindow', LEVEL_WORDS[level])}" if level in LEVEL_WORDS else ""
+            colour = LEVEL_COLOURS[level].name()
+            rows.append(f'<span style="color:{colour}">■</span> {rich_text(gpu_line(gpu, info))}{word}')
         host = host_line(sample)
         if host:
             rows.append(rich_text(host))

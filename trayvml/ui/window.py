@@ -21,10 +21,12 @@ from PySide6.QtGui import (
     QAction,
     QCloseEvent,
     QGuiApplication,
+    QKeySequence,
     QPainter,
     QPaintEvent,
     QPalette,
     QResizeEvent,
+    QShortcut,
     QShowEvent,
 )
 from PySide6.QtWidgets import (
@@ -282,6 +284,26 @@ class GraphWindow(QMainWindow):
         restored = isinstance(geometry, QByteArray) and self.restoreGeometry(geometry)
         self._fit_to_screen(move=restored)
         self.apply_palette()
+        self._add_shortcuts()
+
+    def _add_shortcuts(self) -> None:
+        """Close as any window closes (Ctrl+W, Escape: hidden, as its close button does), and the
+        tabs in turn (Ctrl+Page Down/Up): a keyboard user had Ctrl+Tab alone."""
+        # Each once: a sequence given twice is ambiguous, and Qt then runs neither.
+        closing = {
+            keys.toString(): keys
+            for keys in (*QKeySequence.keyBindings(QKeySequence.StandardKey.Close), QKeySequence("Ctrl+W"))
+        }
+        for keys, act in (
+            *((keys, self.close) for keys in closing.values()),
+            (QKeySequence(Qt.Key.Key_Escape), self.close),
+            (QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_PageDown), lambda: self._step_tab(1)),
+            (QKeySequence(Qt.Modifier.CTRL | Qt.Key.Key_PageUp), lambda: self._step_tab(-1)),
+        ):
+            QShortcut(keys, self, act)
+
+    def _step_tab(self, step: int) -> None:
+        self.tabs.setCurrentIndex((self.tabs.currentIndex() + step) % self.tabs.count())
 
     @property
     def history(self) -> History:
@@ -311,6 +333,10 @@ class GraphWindow(QMainWindow):
         for label, seconds in RANGES_S:
             button = QToolButton()
             button.setText(translate("GraphWindow", label))
+            # One of eight, which the button's own text does not say to a screen reader.
+            button.setAccessibleName(
+                translate("GraphWindow", "Show the last {range}").format(range=translate("GraphWindow", label))
+            )
             button.setCheckable(True)
             button.setChecked(seconds == self.range_s)
             button.setAutoRaise(True)

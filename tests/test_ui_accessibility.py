@@ -1,0 +1,178 @@
+"""The window, the settings dialog and the summary as a keyboard or screen-reader user meets them:
+names that say what a control is, Tab that leaves a table, shortcuts, no state by colour alone."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAccessible
+from PySide6.QtTest import QTest
+from PySide6.QtWidgets import QApplication, QWidget
+
+from tests.helpers import run_ticks, simulated_source
+from tests.ui_helpers import shown_window
+from trayvml.alerts.rules import AlertEvent
+from trayvml.alerts.severity import Severity
+from trayvml.config import Settings
+from trayvml.history.timeline import History
+
+
+def _name(widget: QWidget) -> str:
+    interface = QAccessible.queryAccessibleInterface(widget)
+    assert interface is not None
+    return interface.text(QAccessible.Text.Name)
+
+
+def _window(qtbot):
+    source, clock, _ = simulated_source("processes:gpus=h100*2+rtx4090,start=900", host=True)
+    sample = run_ticks(source, clock, 6)
+    history = History()
+    history.append(sample)
+    window = shown_window(qtbot, history, sample)
+    window.activateWindow()
+
+    def tick() -> None:
+        clock.advance_s(1)
+        new = source.sample()
+        history.append(new)
+        window.update_sample(new)
+        window.finish_redraw()
+
+    return window, tick
+
+
+def _tabs_out(qtbot, view: QWidget, key: Qt.Key) -> bool:
+    """Whether ``key`` takes the focus out of ``view`` within as many presses as it has cells."""
+    view.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is view)
+    for _ in range(100):
+        QTest.keyClick(view, key)
+        if QApplication.focusWidget() is not view:
+            return True
+    return False
+
+
+def test_tab_leaves_the_processes_and_alerts_tables(qtbot) -> None:
+    """Qt's tables wrap Tab round their cells: a keyboard user could not leave them (Ctrl+Tab
+    switched the window's tab instead), and End process… came before the list it acts on."""
+    window, tick = _window(qtbot)
+    window.tabs.setCurrentWidget(window.process_tab)
+    for _ in range(3):
+        tick()
+    table = window.process_tab.table
+    assert table.model().rowCount() > 0
+    assert _tabs_out(qtbot, table, Qt.Key.Key_Tab) and _tabs_out(qtbot, table, Qt.Key.Key_Backtab)
+    assert table.nextInFocusChain() is not window.process_tab.end_button  # (the tree comes between)
+    chain, widget = [], window.process_tab.group_box
+    for _ in range(40):
+        widget = widget.nextInFocusChain()
+        chain.append(widget)
+    assert window.process_tab.end_button in chain and chain.index(table) < chain.index(window.process_tab.end_button)
+    now = window.sample.timestamp_s
+    events = [AlertEvent(now - k, 0, "H100", "temperature", "firing", Severity.WARNING, f"m{k}") for k in range(3)]
+    window.add_events(events)
+    window.tabs.setCurrentWidget(window.alert_table)
+    assert _tabs_out(qtbot, window.alert_table, Qt.Key.Key_Tab)
+    assert _name(window.alert_table) == "Alerts" and _name(table) == "Processes"
+
+
+def test_the_job_tree_keeps_the_keyboards_place_across_a_refresh(qtbot) -> None:
+    window, tick = _window(qtbot)
+    window.tabs.setCurrentWidget(window.process_tab)
+    tick()
+    window.process_tab.group_box.setChecked(True)
+    tree = window.process_tab.tree
+    tree.setFocus()
+    for _ in range(2):
+        QTest.keyClick(tree, Qt.Key.Key_Down)
+    before = tree.currentItem()
+    assert before is not None and tree.indexOfTopLevelItem(before) > 0
+    place = before.text(0)
+    tick()
+    after = tree.currentItem()
+    assert after is not None and after.text(0) == place  # (it was None: the next Down went to the top)
+
+
+def test_window_shortcuts_switch_tabs_and_close(qtbot) -> None:
+    window, _ = _window(qtbot)
+    qtbot.waitUntil(window.isActiveWindow)  # (a window's shortcuts work while it is the active one)
+    first = window.tabs.currentIndex()
+    QTest.keyClick(window, Qt.Key.Key_PageDown, Qt.KeyboardModifier.ControlModifier)
+    assert window.tabs.currentIndex() == first + 1
+    QTest.keyClick(window, Qt.Key.Key_PageUp, Qt.KeyboardModifier.ControlModifier)
+    QTest.keyClick(window, Qt.Key.Key_PageUp, Qt.KeyboardModifier.ControlModifier)
+    assert window.tabs.currentIndex() == window.tabs.count() - 1  # round to the last
+    QTest.keyClick(window, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
+    assert not window.isVisible()
+
+
+def test_the_graphs_say_what_they_show_and_where_their_readings_are_as_text(qtbot) -> None:
+    window, _ = _window(qtbot)
+    page = window.gpu_page
+    assert page is not None
+    assert page.layout_widget.focusPolicy() == Qt.FocusPolicy.NoFocus  # no second, silent stop
+    interface = QAccessible.queryAccessibleInterface(page)
+    assert interface is not None and interface.text(QAccessible.Text.Name) == "Graphs"
+    described = interface.text(QAccessible.Text.Description)
+    assert "Utilization" in described and "Device details" in described
+    names = [_name(button) for button in window.range_buttons.buttons()]
+    assert names[0] == "Show the last 1 min" and "Show the last 7 d" in names
+
+
+def test_focus_on_a_gpus_legend_entry_picks_out_its_lines_as_hovering_does(qtbot) -> None:
+    window, _ = _window(qtbot)
+    heard: list[int] = []
+    window.legend.hovered.connect(heard.append)
+    entry = window.legend.entries[1]
+    entry.setFocus()
+    qtbot.waitUntil(lambda: heard[-1:] == [1])
+    window.legend.entries[0].setFocus()
+    qtbot.waitUntil(lambda: heard[-1:] == [0])
+
+
+def test_settings_controls_are_named_for_what_they_are(qtbot) -> None:
+    from trayvml.ui.settings_dialog import SettingsDialog
+
+    source, _, _ = simulated_source("idle:gpus=h100*2")
+    dialog = SettingsDialog(Settings(), source.sample().devices)
+    qtbot.addWidget(dialog)
+    names = [_name(check) for check in dialog.gpu_checks]
+    assert [name.split(" ", 2)[:2] for name in names] == [["GPU", "0"], ["GPU", "1"]] and "H100" in names[0]
+    overrides = [override for _, override, _ in dialog.override_grid.rows.values() if override is not None]
+    said = {_name(override) for override in overrides}
+    assert len(said) == len(overrides) and "Override GPU temperature for this GPU" in said
+    (edit, *_) = dialog.rule_grid.rows["temperature"][2].values()
+    edit.setText("abc")  # told, not only shown in red
+    assert "must be a number" in dialog.problem.accessibleDescription()
+
+
+def test_the_host_and_metric_boxes_are_read_by_their_labels(qtbot) -> None:
+    """A combo box is read as its choice ("This machine"): the label beside it says of what."""
+    from trayvml.ui.host_choice import HostChoice
+    from trayvml.ui.per_gpu import PerGpuTab
+
+    window, _ = _window(qtbot)
+    choice = HostChoice(window, lambda host: (window.history, window.sample), list)
+    tab = PerGpuTab()
+    qtbot.addWidget(tab)
+    for box, label in ((choice.box, "Host"), (tab.group_box, "Metric")):
+        interface = QAccessible.queryAccessibleInterface(box)
+        assert interface is not None
+        by = [other.text(QAccessible.Text.Name) for other, _ in interface.relations(QAccessible.RelationFlag.Label)]
+        assert any(label in name for name in by), by
+
+
+def test_the_summary_says_a_gpus_level_in_words(qtbot) -> None:
+    from dataclasses import replace
+
+    from trayvml.alerts.engine import AlertEngine, AlertSettings
+    from trayvml.alerts.rules import RULE_BY_KEY
+    from trayvml.ui.summary import SummaryWindow
+
+    source, _, _ = simulated_source("idle:gpus=h100*2")
+    hot = replace(RULE_BY_KEY["temperature"].defaults, warning_enter=20.0, warning_clear=15.0)
+    engine = AlertEngine(AlertSettings(rules={"temperature": hot}))
+    summary = SummaryWindow(engine)
+    qtbot.addWidget(summary)
+    summary.update_sample(source.sample())
+    assert summary.rows.text().count(" — warning") == 2  # the square's colour, said
+    assert summary.icon_label.accessibleName().endswith("(warning)")
