@@ -158,6 +158,24 @@ def test_per_gpu_grid_takes_columns_from_the_width_and_scrolls_down(qtbot, width
     qtbot.waitUntil(lambda: page.columns == 2)
 
 
+def test_per_gpu_columns_leave_room_for_their_longest_title(qtbot) -> None:
+    """ "GPU 7 RTX 4070 Laptop · bus DE:00.0" is wider than a 300 px panel: its column widened past
+    the page, the fourth column cut at the right with nothing to scroll to, the columns unequal."""
+    history, sample = filled_history("training:gpus=h100*4+rtx4090*2+laptop*2,start=1800", 60)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.tabs.setCurrentWidget(w.per_gpu)
+    w.refresh()
+    page = w.per_gpu.page
+    assert page is not None and page.panel_px > 300
+    viewport = page.viewport()
+    qtbot.waitUntil(lambda: all(p.plot.sceneBoundingRect().right() <= viewport.width() + 1 for p in page.panels))
+    widths = {round(p.plot.sceneBoundingRect().width()) for p in page.panels[: page.columns]}
+    assert max(widths) - min(widths) <= 0.03 * max(widths)  # columns alike (they were 30 % apart)
+    for panel in page.panels:
+        title = panel.plot.titleLabel
+        assert title.item.boundingRect().width() <= panel.plot.sceneBoundingRect().width()  # whole
+
+
 def _wheel(page, position: QPointF, notches: int) -> None:
     event = QWheelEvent(
         position,
@@ -389,3 +407,15 @@ def test_a_screen_reader_reads_the_status_line_as_static_text_and_whole(qtbot) -
     assert QAccessible.queryAccessibleInterface(status).text(QAccessible.Text.Name) == "5 Wh in view"
     # Every other widget is still Qt's own.
     assert QAccessible.queryAccessibleInterface(w.tabs.tabBar()).role() is QAccessible.Role.PageTabList
+
+
+def test_a_range_longer_than_the_history_leads_by_a_share_of_what_is_shown(qtbot) -> None:
+    """7 days chosen over 12 h of history (memory only) put the view's end 8 h past now (a twentieth
+    of 7 days): two fifths of every panel empty. The lead is a share of the span shown."""
+    history, sample = filled_history("training:gpus=h100,start=1800", 600)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.set_range(3600)
+    start, end = w.view_range()
+    now = sample.timestamp_s
+    assert end - now <= 0.05 * (now - start) + 1  # (it was 180 s: a twentieth of the hour)
+    assert start <= history.first_s + 1

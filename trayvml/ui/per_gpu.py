@@ -24,6 +24,7 @@ from trayvml.ui.plots import GPU_PANELS, Panel, PanelSpec
 PER_GPU_SPECS = tuple(spec for spec in GPU_PANELS if spec.metrics and not spec.strip)
 MAX_COLUMNS = 4  # before the page's width is known
 MIN_PANEL_WIDTH_PX = 300  # a panel narrower than this cuts its title and crowds its time axis
+TITLE_ROOM_PX = 40  # beside a panel's title: the value axis's width
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 
 
@@ -40,25 +41,36 @@ class PerGpuPage(GpuPage):
     """One group of the catalog, one panel per GPU, in a grid as wide as the page: as many columns
     as fit MIN_PANEL_WIDTH_PX each, the rows below scrolled to, never a column cut at the right."""
 
+    panel_px = MIN_PANEL_WIDTH_PX  # the narrowest a column may be: its widest title's (set in __init__)
+
     def __init__(self, spec: PanelSpec, devices: tuple[DeviceInfo, ...]) -> None:
         count = len(devices)
         titles = [f"{gpu_title(info)} — {spec.title}" if count == 1 else gpu_title(info) for info in devices]
         PlotPage.__init__(self, (spec,) * count, count, self.columns_for(count, 0), titles)
         self.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        # A title wider than the panel widens its column past its share: with 8 GPUs the fourth
+        # column ("GPU 7 RTX 4070 Laptop · bus DE:00.0") ran off the page, nothing to scroll to.
+        widest_px = max((panel.plot.titleLabel.item.boundingRect().width() for panel in self.panels), default=0.0)
+        self.panel_px = max(MIN_PANEL_WIDTH_PX, math.ceil(widest_px) + TITLE_ROOM_PX)
+        grid = self.layout_widget.ci.layout
+        for column in range(count):  # columns alike, whatever their titles
+            grid.setColumnStretchFactor(column, 1)
+            grid.setColumnMinimumWidth(column, self.panel_px)
+            grid.setColumnPreferredWidth(column, self.panel_px)
 
     @staticmethod
-    def columns_for(count: int, width_px: int) -> int:
+    def columns_for(count: int, width_px: int, panel_px: int = MIN_PANEL_WIDTH_PX) -> int:
         """Two GPUs one above the other (wide panels, like the overlay's); more side by side as the
-        width allows (before the width is known, a square-ish grid)."""
+        width allows, ``panel_px`` each (before the width is known, a square-ish grid)."""
         if count <= 2:
             return 1
         if width_px <= 0:
             return min(MAX_COLUMNS, math.ceil(math.sqrt(count)))
-        return max(1, min(count, width_px // MIN_PANEL_WIDTH_PX))
+        return max(1, min(count, width_px // panel_px))
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
-        self.lay_out(self.columns_for(len(self.panels), self.viewport().width()))
+        self.lay_out(self.columns_for(len(self.panels), self.viewport().width(), self.panel_px))
 
     def lay_out(self, columns: int) -> None:
         """The same plots moved into ``columns`` columns (never rebuilt: pyqtgraph leaks destroyed ones)."""

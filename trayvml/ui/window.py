@@ -662,7 +662,10 @@ class GraphWindow(QMainWindow):
         if not self.following:
             return self.visible_range()
         now = self._now_s()
-        lead_s = LEAD_SHARE * self.range_s
+        # A share of what is shown, not of the range: 7 days chosen over 12 h of history put the
+        # view's end 8 h into the future, two fifths of every panel empty.
+        shown_s = min(self.range_s, now - self._history_start_s(now))
+        lead_s = LEAD_SHARE * shown_s
         range_s, end = self._lead
         if range_s != self.range_s or not now <= end <= now + lead_s:
             end = now + lead_s
