@@ -343,6 +343,7 @@ def test_a_status_line_too_long_for_the_window_is_cut_with_an_ellipsis_and_whole
     assert (
         status.shown_text().endswith("…") and status.toolTip() == f'<p style="white-space:pre-wrap">{status.text()}</p>'
     )
+    assert "following live" in status.shown_text()  # the state is not what the cut takes
     assert w.minimumSizeHint().width() < 1280  # the text's length does not widen the window
     w.resize(3000, 800)
     qtbot.waitUntil(lambda: status.shown_text() == status.text())

@@ -861,6 +861,12 @@ class GraphWindow(QMainWindow):
             parts.append(translate("GraphWindow", "SIMULATED: {what}").format(what=simulation_text(sample)))
         if sample.problem is not None and not self.no_gpus.isVisible():  # there it is said already
             parts.append(sample.problem[1])
+        # Early: a long line (the energy of 8 GPUs) is cut at the right, and "paused on a past
+        # range" was what went.
+        following = translate("GraphWindow", "following live")
+        parts.append(
+            following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
+        )
         if self.stands_in(self._history):  # empty graphs are not "nothing recorded"
             parts.append(translate("GraphWindow", "reading the history on disk…"))
         else:
@@ -889,10 +895,6 @@ class GraphWindow(QMainWindow):
             parts.append(self.store_note)
         if self.push_note:
             parts.append(self.push_note)
-        following = translate("GraphWindow", "following live")
-        parts.append(
-            following if self.following else translate("GraphWindow", "paused on a past range: press Follow live")
-        )
         return "   ·   ".join(parts)
 
     def _short_history_text(self) -> str:
