@@ -37,7 +37,7 @@ HEADERS = (
     QT_TRANSLATE_NOOP("AlertsPage", "What happened"),
     QT_TRANSLATE_NOOP("AlertsPage", "Action"),  # shown only while some row offers one
 )
-WHAT, ACTION = HEADERS.index("What happened"), HEADERS.index("Action")
+TIME, WHAT, ACTION = HEADERS.index("Time"), HEADERS.index("What happened"), HEADERS.index("Action")
 HELD_IDLE = "memory_held_idle"
 SEVERITY_WORDS = {
     Severity.INFO: QT_TRANSLATE_NOOP("AlertsPage", "info"),
@@ -55,6 +55,8 @@ class AlertsPage(QTableWidget):
         self.setHorizontalHeaderLabels([translate("AlertsPage", h) for h in HEADERS])
         self.horizontalHeader().setSectionResizeMode(WHAT, QHeaderView.ResizeMode.Stretch)
         self.horizontalHeader().setSectionResizeMode(ACTION, QHeaderView.ResizeMode.ResizeToContents)
+        # The date and time on one line (it wrapped onto two at the default width, at 200 % too).
+        self.horizontalHeader().setSectionResizeMode(TIME, QHeaderView.ResizeMode.ResizeToContents)
         self.setColumnHidden(ACTION, True)
         self.verticalHeader().setVisible(False)
         self.setEditTriggers(QTableWidget.EditTrigger.NoEditTriggers)

@@ -80,13 +80,19 @@ class FlowLayout(QLayout):
 
 
 def swatch(colour: QColor) -> QIcon:
+    """A line's colour as an icon, drawn at 100 % and 200 %: one pixmap scaled up blurred its edges
+    on a HiDPI screen."""
     width, height = SWATCH_PX
-    pixmap = QPixmap(width, height)
-    pixmap.fill(Qt.GlobalColor.transparent)
-    painter = QPainter(pixmap)
-    painter.fillRect(0, height // 2 - 2, width, 4, colour)
-    painter.end()
-    return QIcon(pixmap)
+    icon = QIcon()
+    for ratio in (1, 2):
+        pixmap = QPixmap(width * ratio, height * ratio)
+        pixmap.setDevicePixelRatio(ratio)
+        pixmap.fill(Qt.GlobalColor.transparent)
+        painter = QPainter(pixmap)
+        painter.fillRect(0, height // 2 - 2, width, 4, colour)
+        painter.end()
+        icon.addPixmap(pixmap)
+    return icon
 
 
 class GpuLegend(QWidget):
@@ -130,7 +136,7 @@ class GpuLegend(QWidget):
             facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(
                 name=info.shown_name, bus=info.pci_bus_id or "?", uuid=info.uuid
             )
-            entry.setToolTip(f"<p>{rich_text(facts)}</p>")
+            entry.setToolTip(f'<p style="white-space:pre">{rich_text(facts)}</p>')  # a UUID unbroken at its hyphens
             entry.toggled.connect(lambda on, c=column: self.toggled.emit(c, on))
             entry.installEventFilter(self)
             self._layout.addWidget(entry)

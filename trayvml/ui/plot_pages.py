@@ -138,6 +138,7 @@ class PlotPage(QScrollArea):
         self.readout.hide()
         self.panels: list[Panel] = []
         self.foreground = QColor(Qt.GlobalColor.black)  # the palette's text colour (apply_palette)
+        self.background = QColor(Qt.GlobalColor.white)  # and its base colour
         first: pg.PlotItem | None = None
         for index, spec in enumerate(specs):
             row, col = divmod(index, columns)
@@ -377,6 +378,7 @@ class PlotPage(QScrollArea):
             panel.grid.set_colour(foreground)
             panel.notice.setColor(foreground)
         self.foreground = QColor(foreground)
+        self.background = QColor(background)
         self.readout.setStyleSheet(
             f"QLabel#readout {{ background: {background.name()}; color: {foreground.name()};"
             f" border: 1px solid {foreground.name()}; padding: 4px; }}"
@@ -496,7 +498,7 @@ class GpuPage(PlotPage):
                 panel.lines[k].set_lines(series.times_s, series.mean, panel.pens[k], shown, series.high)
         wanted = [g for g in gpus if g not in view.hidden_gpus] or list(gpus)
         if spec.group is Group.TEMPERATURE:
-            panel.set_limits(_temperature_limits(sample, wanted), self.foreground)
+            panel.set_limits(_temperature_limits(sample, wanted), self.foreground, self.background)
         lacking = unsupported & set(wanted)
         # The Activity panel names what a GPU lacks even beside GPUs that have it.
         if lacking and (lacking == set(wanted) or spec.group is Group.ACTIVITY):

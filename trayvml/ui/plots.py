@@ -700,6 +700,7 @@ class _Kept:
     shown: tuple[bool, ...]
 
 
+LABEL_PATCH_ALPHA = 220  # a limit's name over the lines: the lines faintly through it, the letters clear
 MOVE_ON_MAX_POINTS = 64  # new points past which a line is built anew rather than moved on
 
 
@@ -867,7 +868,7 @@ class Panel:
         self.strip_hidden: frozenset[int] = frozenset()  # GPUs left out of the strip (unticked)
         self.markers: list[pg.InfiniteLine] = []
         self.limits: list[pg.InfiniteLine] = []  # fixed limits, horizontal (set_limits)
-        self._limits_shown: tuple[tuple[tuple[float, str], ...], int] | None = None  # (limits, colour)
+        self._limits_shown: tuple[tuple[tuple[float, str], ...], int, int | None] | None = None  # (limits, colours)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
@@ -910,10 +911,11 @@ class Panel:
             marker.setVisible(k < count)
         return self.markers[:count]
 
-    def set_limits(self, limits: Sequence[tuple[float, str]], colour: QColor) -> None:
+    def set_limits(self, limits: Sequence[tuple[float, str]], colour: QColor, background: QColor | None = None) -> None:
         """Horizontal lines at fixed limits (a GPU's slowdown temperature), named once, under the
         lowest (limits a few degrees apart would print over each other). Inside the auto range on
-        purpose: the headroom to the limit is what they are for."""
+        purpose: the headroom to the limit is what they are for. The name on a patch of the
+        ``background``: the temperature lines ran through its letters."""
         while len(self.limits) < len(limits):
             options = {"position": 0.02, "anchors": [(0, 0), (0, 0)]}  # the text hangs below the line
             line = pg.InfiniteLine(angle=0, movable=False, label="", labelOpts=options)
@@ -922,7 +924,7 @@ class Panel:
             line.label._GraphicsObject__inform_view_on_changes = False
             self.plot.addItem(line)
             self.limits.append(line)
-        wanted = (tuple(limits), colour.rgba())
+        wanted = (tuple(limits), colour.rgba(), background.rgba() if background is not None else None)
         if wanted == self._limits_shown:
             return  # as shown: set again, each label was laid out anew every second
         self._limits_shown = wanted
@@ -934,6 +936,11 @@ class Panel:
                 line.setPos(limits[k][0])
                 line.label.setFormat(names if k == 0 else "")
                 line.label.setColor(colour)
+                if background is not None:
+                    patch = QColor(background)
+                    patch.setAlpha(LABEL_PATCH_ALPHA)
+                    line.label.fill = pg.mkBrush(patch)  # (TextItem paints its fill under the text)
+                    line.label.update()
 
     def title_text(self) -> str:
         """The title, and the note on GPUs left out beside it when other lines are drawn: beside the
