@@ -42,3 +42,22 @@ def test_an_alerts_time_stays_on_one_line(qtbot) -> None:
     assert item is not None
     needed = table.fontMetrics().horizontalAdvance(item.text())
     assert table.columnWidth(TIME) >= needed  # (it wrapped the date and time onto two lines)
+
+
+def test_the_settings_dialog_opens_tall_enough_for_its_rules_where_the_screen_allows(qtbot) -> None:
+    from PySide6.QtWidgets import QScrollArea, QTabWidget
+
+    from trayvml.config import Settings
+    from trayvml.ui.settings_dialog import SettingsDialog
+
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    assert dialog.height() <= dialog.screen().availableGeometry().height() - 80
+    dialog.show()
+    qtbot.waitExposed(dialog)
+    tabs = dialog.findChild(QTabWidget)
+    assert tabs is not None
+    area = next(a for a in dialog.findChildren(QScrollArea) if a.widget() is dialog.rule_grid)
+    tabs.setCurrentIndex(tabs.indexOf(area))
+    qtbot.waitUntil(area.isVisible)
+    assert area.verticalScrollBar().maximum() == 0  # (it scrolled, at 484 px, on an 800 px screen)

@@ -262,6 +262,7 @@ def _form_page() -> tuple[QWidget, QFormLayout]:
 
 
 MAX_WIDTH_PX = 860  # the dialog's opening width at most: room beside it on a 1280 px screen
+DIALOG_CHROME_PX = 130  # around a page: the tabs, the problem line and the buttons
 
 
 def _scrolled(grid: QWidget) -> QScrollArea:
@@ -423,10 +424,14 @@ class SettingsDialog(QDialog):
         layout.addWidget(self.buttons)
         # Wide enough for most of the rule grid without scrolling, never wider than MAX_WIDTH_PX or
         # the screen: the grid scrolls sideways for the rest (see _scrolled).
+        # As tall as the rule grid asks, where the screen has room: at its hint's height (484 px)
+        # the Alerts page scrolled on an 800 px screen with room to spare.
         screen = self.screen()
         room = screen.availableGeometry().width() - 40 if screen is not None else MAX_WIDTH_PX
+        room_high = screen.availableGeometry().height() - 80 if screen is not None else self.sizeHint().height()
         wanted = max(self.sizeHint().width(), self.rule_grid.sizeHint().width() + 60)
-        self.resize(min(wanted, MAX_WIDTH_PX, room), self.sizeHint().height())
+        high = max(self.sizeHint().height(), min(self.rule_grid.sizeHint().height() + DIALOG_CHROME_PX, room_high))
+        self.resize(min(wanted, MAX_WIDTH_PX, room), high)
 
         for key, widget in (
             ("sampling_interval_s", self.interval),
