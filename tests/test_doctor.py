@@ -108,6 +108,15 @@ def test_a_settings_file_not_utf8_is_said_as_the_tray_says_it(tmp_path: Path, ca
     assert "(it is not UTF-8 text (byte 0 is 0xff))" in capsys.readouterr().out  # not "invalid start byte"
 
 
+def test_a_settings_file_named_that_is_not_there_is_a_problem(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    """`doctor --config /typo/config.toml` said OK ("no settings file: defaults are in use"), where
+    the tray says the file named does not exist."""
+    missing = tmp_path / "typo" / "config.toml"
+    assert main(["doctor", "--config", str(missing), SIM]) == 1
+    out = capsys.readouterr().out
+    assert _levels(out)["settings"] == "PROBLEM" and f"The settings file {missing} does not exist" in out
+
+
 def test_a_broken_settings_pipe_is_a_problem_that_is_not_set_aside(tmp_path: Path) -> None:
     # ``--config <(…)``: the tray reads a pipe once and never moves it aside; the doctor said it
     # would, and its push check opened the pipe again and waited for a writer for ever (the doctor
@@ -230,7 +239,8 @@ def test_a_tray_host_and_notification_service_are_found_on_the_bus(tmp_path: Pat
 def test_the_bundle_is_redacted_consistently(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     bundle = tmp_path / "out" / "report.json"
     config = Path.home() / "trayvml-doctor-test-does-not-exist.toml"  # a home path in a sentence
-    assert main(["doctor", "--bundle", str(bundle), "--config", str(config), SIM]) == 0
+    # (Named and not there: a problem, exit 1; the bundle is written all the same.)
+    assert main(["doctor", "--bundle", str(bundle), "--config", str(config), SIM]) == 1
     assert "redacted report" in capsys.readouterr().err
     text = bundle.read_text()
     data = json.loads(text)

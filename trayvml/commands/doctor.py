@@ -284,7 +284,7 @@ def check_metrics(findings: Findings, sample: Sample) -> None:
 
 
 # ---- files ----
-def check_settings(findings: Findings, path: Path) -> Settings | None:
+def check_settings(findings: Findings, path: Path, named: bool = False) -> Settings | None:
     """The settings file's findings; the settings in it where it can be used (the other checks
     read them from here: a pipe is read once, and a device must never be read)."""
     from trayvml.config import SettingsError, examine, not_utf8, set_aside_copies
@@ -295,11 +295,20 @@ def check_settings(findings: Findings, path: Path) -> Settings | None:
         pipe = stat.S_ISFIFO(mode)
         settings, notes = examine(path, mode)
     except FileNotFoundError:
-        findings.add(
-            "settings",
-            Level.OK,
-            translate("doctor", "No settings file at {path}: defaults are in use.").format(path=path),
-        )
+        if named:  # --config with a typo: the tray says it does not exist, and so does doctor
+            findings.add(
+                "settings",
+                Level.PROBLEM,
+                translate("settings", "The settings file {path} does not exist; defaults are in use.").format(
+                    path=path
+                ),
+            )
+        else:
+            findings.add(
+                "settings",
+                Level.OK,
+                translate("doctor", "No settings file at {path}: defaults are in use.").format(path=path),
+            )
     except (UnicodeDecodeError, SettingsError) as error:
         reason = not_utf8(error) if isinstance(error, UnicodeDecodeError) else str(error)
         if pipe:  # ``--config <(…)``: read once, never set aside
@@ -529,8 +538,10 @@ def gather(
     history: Path,
     bus_names: BusNames = session_bus_names,
     push_status: Path | None = None,
+    named: bool = False,
 ) -> tuple[Findings, Sample, dict[str, Any]]:
-    """Every check: the findings, the sample they were made from, and its snapshot for a bundle."""
+    """Every check: the findings, the sample they were made from, and its snapshot for a bundle.
+    ``named``: the settings file was given (``--config``), so one not there is a problem."""
     from trayvml.commands.report import json_snapshot
     from trayvml.nvml.binding import library_location
     from trayvml.nvml.runtime_pm import bus_key
@@ -553,7 +564,7 @@ def gather(
         check_processes(findings, sample)
     check_runtime_pm(findings, sample, power, bus_key)
     check_desktop(findings, bus_names)
-    settings = check_settings(findings, config)
+    settings = check_settings(findings, config, named)
     if push_status is not None and settings is not None:  # without usable settings, none to push to
         check_push(findings, settings, push_status)
     check_history(findings, history)
@@ -571,7 +582,13 @@ def run(args: Any, simulation: Any, bus_names: BusNames = session_bus_names) -> 
     config = Path(args.config) if args.config else default_path()
     simulated = simulation is not None
     findings, sample, snapshot = gather(
-        simulation, args.timeout, config, default_folder(simulated=simulated), bus_names, default_status_file(simulated)
+        simulation,
+        args.timeout,
+        config,
+        default_folder(simulated=simulated),
+        bus_names,
+        default_status_file(simulated),
+        named=bool(args.config),
     )
     if args.json:
         print(json.dumps(findings.as_json(), indent=2, ensure_ascii=False))
