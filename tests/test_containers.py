@@ -347,6 +347,14 @@ def test_a_notebook_renamed_while_its_kernel_runs_is_named_anew(folder: Path) ->
     assert (unnamed.job_kind, unnamed.job) == ("kernel", "abc-1")
     as_process = ProcessSample(0, 4321, "compute", 1e9, started_s=5.0, attribution=unnamed)
     assert as_process.job_identity == process.job_identity == ("kernel", "abc-1", -1.0)
+    # One job, named by the process that knows its notebook whichever comes first (a forked
+    # worker asked later showed "Jupyter kernel abc-1" where the notebook's name was known).
+    from trayvml.core.lines import biggest_job
+
+    worker = ProcessSample(0, 4400, "compute", 1e9, started_s=6.0, attribution=unnamed)
+    for listed in ((process, worker), (worker, process)):
+        job, _, memory, kind = biggest_job(gpu_sample(0, power_w=100, processes=listed).gpus[0])
+        assert (job, kind, memory) == ("notebook llm/finetune.ipynb", "notebook", 2e9)
 
 
 def test_a_jupyter_server_that_hangs_is_asked_once_for_all_its_kernels(folder: Path) -> None:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QSize
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QColor, QPalette
 
 from tests.ui_helpers import filled_history, shown_window
 
@@ -26,6 +26,17 @@ def test_the_temperature_limits_name_sits_on_a_patch_of_the_plots_background(qtb
     assert "slowdown" in named.label.format
     fill = named.label.fill.color()
     assert fill.alpha() > 128 and fill.rgb() == page.background.rgb()  # the lines do not run through the letters
+    unnamed = [line for panel in page.panels for line in panel.limits if line.isVisible() and not line.label.format]
+    assert unnamed and all(line.label.fill.style() == Qt.BrushStyle.NoBrush for line in unnamed)  # no notch
+    # A dark desktop chosen while the window is open: the patch and the name in its colours at once.
+    dark = QPalette(w.palette())
+    dark.setColor(QPalette.ColorRole.Base, QColor("#202020"))
+    dark.setColor(QPalette.ColorRole.Text, QColor("#e0e0e0"))
+    w.setPalette(dark)
+    w.finish_redraw()
+    assert (
+        named.label.fill.color().rgb() == QColor("#202020").rgb() and named.label.color.rgb() == QColor("#e0e0e0").rgb()
+    )
 
 
 def test_an_alerts_time_stays_on_one_line(qtbot) -> None:

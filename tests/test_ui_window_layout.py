@@ -158,11 +158,13 @@ def test_per_gpu_grid_takes_columns_from_the_width_and_scrolls_down(qtbot, width
     qtbot.waitUntil(lambda: page.columns == 2)
 
 
-def test_per_gpu_columns_leave_room_for_their_longest_title(qtbot) -> None:
+@pytest.mark.parametrize("width", [1000, 1280, 1600])
+def test_per_gpu_columns_leave_room_for_their_longest_title(qtbot, width: int) -> None:
     """ "GPU 7 RTX 4070 Laptop · bus DE:00.0" is wider than a 300 px panel: its column widened past
-    the page, the fourth column cut at the right with nothing to scroll to, the columns unequal."""
+    the page, the fourth column cut at the right with nothing to scroll to, the columns unequal.
+    (And columns left empty by fewer columns took room: the page as wide as 8 side by side.)"""
     history, sample = filled_history("training:gpus=h100*4+rtx4090*2+laptop*2,start=1800", 60)
-    w = shown_window(qtbot, history, sample, 1280, 800)
+    w = shown_window(qtbot, history, sample, width, 800)
     w.tabs.setCurrentWidget(w.per_gpu)
     w.refresh()
     page = w.per_gpu.page
@@ -171,6 +173,8 @@ def test_per_gpu_columns_leave_room_for_their_longest_title(qtbot) -> None:
     qtbot.waitUntil(lambda: all(p.plot.sceneBoundingRect().right() <= viewport.width() + 1 for p in page.panels))
     widths = {round(p.plot.sceneBoundingRect().width()) for p in page.panels[: page.columns]}
     assert max(widths) - min(widths) <= 0.03 * max(widths)  # columns alike (they were 30 % apart)
+    right = max(p.plot.sceneBoundingRect().right() for p in page.panels)
+    assert right >= 0.9 * viewport.width()  # the page filled, not a part of it
     for panel in page.panels:
         title = panel.plot.titleLabel
         assert title.item.boundingRect().width() <= panel.plot.sceneBoundingRect().width()  # whole

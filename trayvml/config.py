@@ -1050,6 +1050,9 @@ class SettingsModel:
         if self.store is not None and self.store.changed_elsewhere():
             settings, problem = self._beside_elsewhere(old, settings)
         self.current = settings
+        # Standing in until a save says them (the dialog makes fresh Settings: a failed save
+        # cleared the flag, and the history was pruned by settings no file holds).
+        settings = self.current = replace(settings, stand_in=old.stand_in)
         if self.store is not None:
             try:
                 self.store.save(settings)

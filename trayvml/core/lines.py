@@ -19,6 +19,7 @@ from trayvml.core.sample import (
     ProcessSample,
     Sample,
     job_text,
+    naming,
     said_age_s,
     simulation_scenario,
 )
@@ -119,7 +120,8 @@ def biggest_job(gpu: GpuSample) -> tuple[str, str, float, str]:
 
     procs = max(jobs.values(), key=memory)
     users = ", ".join(sorted({clean(p.user) for p in procs if p.user}))
-    return clean(job_text(procs[0])), users, memory(procs), procs[0].job[0]
+    named = naming(procs)
+    return clean(job_text(named)), users, memory(procs), named.job[0]
 
 
 def job_line(gpu: GpuSample, compact: bool = False) -> str:

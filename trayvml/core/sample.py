@@ -242,6 +242,12 @@ def simulation_scenario(simulation: str) -> str:
     return simulation
 
 
+def naming(processes: Sequence[ProcessSample]) -> ProcessSample:
+    """Of one job's processes (job_identity's), the one that names it best: a kernel's process whose
+    notebook is known over one not asked yet (a forked worker), whichever the list gives first."""
+    return next((p for p in processes if p.job[0] != "kernel"), processes[0])
+
+
 def job_text(process: ProcessSample, translated: bool = True) -> str:
     """'notebook exp/train.ipynb', 'docker 3f2a9c1b7e4d', 'Slurm job 4242 (train_llm)', 'pid 4100': the job as
     words (English where ``translated`` is False: JSON keys and logs)."""

@@ -52,11 +52,17 @@ class PerGpuPage(GpuPage):
         # column ("GPU 7 RTX 4070 Laptop · bus DE:00.0") ran off the page, nothing to scroll to.
         widest_px = max((panel.plot.titleLabel.item.boundingRect().width() for panel in self.panels), default=0.0)
         self.panel_px = max(MIN_PANEL_WIDTH_PX, math.ceil(widest_px) + TITLE_ROOM_PX)
+        self._size_columns()
+
+    def _size_columns(self) -> None:
+        """The columns in use alike, whatever their titles; those left empty by fewer columns take no
+        room (kept at their width, the page was as wide as every GPU side by side)."""
         grid = self.layout_widget.ci.layout
-        for column in range(count):  # columns alike, whatever their titles
-            grid.setColumnStretchFactor(column, 1)
-            grid.setColumnMinimumWidth(column, self.panel_px)
-            grid.setColumnPreferredWidth(column, self.panel_px)
+        for column in range(len(self.panels)):
+            used = column < self.columns
+            grid.setColumnStretchFactor(column, 1 if used else 0)
+            grid.setColumnMinimumWidth(column, self.panel_px if used else 0)
+            grid.setColumnPreferredWidth(column, self.panel_px if used else 0)
 
     @staticmethod
     def columns_for(count: int, width_px: int, panel_px: int = MIN_PANEL_WIDTH_PX) -> int:
@@ -82,6 +88,7 @@ class PerGpuPage(GpuPage):
         for index, panel in enumerate(self.panels):
             grid.addItem(panel.plot, *divmod(index, columns))
         self.columns = columns
+        self._size_columns()
         self.fit_height()
 
     def draw_panel(self, panel: Panel, view: View) -> None:

@@ -379,6 +379,8 @@ class PlotPage(QScrollArea):
             panel.notice.setColor(foreground)
         self.foreground = QColor(foreground)
         self.background = QColor(background)
+        for panel in self.panels:
+            panel.forget_limits()  # drawn again in these colours at the next redraw (asked by the window)
         self.readout.setStyleSheet(
             f"QLabel#readout {{ background: {background.name()}; color: {foreground.name()};"
             f" border: 1px solid {foreground.name()}; padding: 4px; }}"

@@ -936,11 +936,15 @@ class Panel:
                 line.setPos(limits[k][0])
                 line.label.setFormat(names if k == 0 else "")
                 line.label.setColor(colour)
-                if background is not None:
+                if background is not None:  # under the one name (an empty label's patch notched its line)
                     patch = QColor(background)
                     patch.setAlpha(LABEL_PATCH_ALPHA)
-                    line.label.fill = pg.mkBrush(patch)  # (TextItem paints its fill under the text)
+                    line.label.fill = pg.mkBrush(patch if k == 0 else None)  # (TextItem paints it under the text)
                     line.label.update()
+
+    def forget_limits(self) -> None:
+        """The limit lines are set again at the next set_limits, in its colours (a palette change)."""
+        self._limits_shown = None
 
     def title_text(self) -> str:
         """The title, and the note on GPUs left out beside it when other lines are drawn: beside the

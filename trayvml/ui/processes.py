@@ -40,7 +40,15 @@ from PySide6.QtWidgets import (
 
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import NAME_LIMIT, clean, menu_label, shorten
-from trayvml.core.sample import MetricState, ProcessSample, Sample, held_seconds, hidden_processes_words, job_text
+from trayvml.core.sample import (
+    MetricState,
+    ProcessSample,
+    Sample,
+    held_seconds,
+    hidden_processes_words,
+    job_text,
+    naming,
+)
 from trayvml.core.units import format_bytes, format_duration
 from trayvml.host.attribution import KernelSession, default_attributor
 from trayvml.host.jupyter import shut_down_kernel
@@ -701,7 +709,7 @@ class ProcessesTab(QWidget):
             jobs.items(), key=lambda item: -memory_of(item[1]) if not math.isnan(memory_of(item[1])) else 1.0
         )
         for key, procs in ordered:
-            name = job_text(procs[0])  # (the newest list's: a notebook renamed, its new name)
+            name = job_text(naming(procs))  # (the newest list's: a notebook renamed, its new name)
             sm = [p.sm_util_percent for p in procs]
             runtimes = [self._runtime_s(p) for p in procs]
             known_runtimes = [r for r in runtimes if not math.isnan(r)]

@@ -1010,6 +1010,7 @@ class GraphWindow(QMainWindow):
     def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
         if event.type() in (QEvent.Type.PaletteChange, QEvent.Type.ApplicationPaletteChange):
             self.apply_palette()
+            self.request_redraw()  # what is drawn in the palette's colours (the limits' names) at once
         elif event.type() == QEvent.Type.WindowStateChange and self._in_view():
             self.request_redraw()  # restored: what came while it was minimised
         super().changeEvent(event)
