@@ -901,3 +901,20 @@ def test_a_file_whose_mode_changed_is_read_again_before_a_save(tmp_path: Path) -
     assert not store.changed_elsewhere()
     os.chmod(path, 0o600)
     assert store.changed_elsewhere()
+
+
+def test_a_failed_save_keeps_the_stand_in_settings_standing_in(tmp_path: Path) -> None:
+    """The dialog makes fresh Settings: a save refused (a file that cannot be read is never written
+    over) cleared the flag, and the history on disk was pruned by settings no file holds."""
+    path = tmp_path / "config.toml"
+    (path / "inside").mkdir(parents=True)  # a folder where the file should be: unreadable, never written
+    store = SettingsStore(path)
+    settings, _ = store.load()
+    assert settings.stand_in
+    model = SettingsModel(settings, store)
+    heard: list[float] = []
+    model.on_change(("history_coarse_days", "stand_in"), lambda new: heard.append(new.history_limits.coarse_span_s))
+    said = model.change(Settings(notifications=False))  # fresh, as the dialog's
+    assert said.startswith("Could not save the settings")
+    assert model.current.stand_in and model.current.history_limits.coarse_span_s > 7 * 86400.0
+    assert heard == []  # nothing told to prune
