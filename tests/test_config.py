@@ -174,7 +174,7 @@ def assert_value_at_default(folder: Path, content: bytes, reason: str = "") -> s
         ('[gpus."99999999999999999999"]', "should be a GPU index"),
         ("alerts = 5", "alerts should be a table"),
         ("[alerts]\ntemperature = [1]", "alerts.temperature should be a table"),
-        ("hidden_gpus = [0, -1]", "hidden_gpus should be a list of GPU indices"),
+        ("hidden_gpus = [-1]", "hidden_gpus should be a list of GPU indices"),
         ("hidden_gpus = [[0]]", "hidden_gpus should be a list of GPU indices"),
         ("[alerts.temperature]\nhold_s = inf", "finite number of seconds"),
     ],
@@ -918,3 +918,64 @@ def test_a_failed_save_keeps_the_stand_in_settings_standing_in(tmp_path: Path) -
     assert said.startswith("Could not save the settings")
     assert model.current.stand_in and model.current.history_limits.coarse_span_s > 7 * 86400.0
     assert heard == []  # nothing told to prune
+
+
+def test_a_wrong_field_leaves_its_rules_and_lists_other_parts_in_force() -> None:
+    """One wrong field reset its whole rule, one wrong destination every destination (alerts no
+    longer pushed anywhere), one wrong index every hidden GPU; the note named the wrong one alone."""
+    settings, notes = from_toml(
+        "hidden_gpus = [0, 2, -1]\n"
+        "[alerts.temperature]\nwarning_enter = 85.0\nhold_s = 'long'\n"
+        '[[push]]\nkind = "ntfy"\nurl = "https://ntfy.sh/mine"\n'
+        '[[push]]\nkind = "ntfy"\nurl = "ntfy.sh/typo"\n'
+    )
+    temperature = thresholds(settings.alerts.rules["temperature"])
+    assert (
+        temperature.warning_enter == 85.0
+        and temperature.hold_s == thresholds(Settings().alerts.rules["temperature"]).hold_s
+    )
+    assert [d.url for d in settings.push] == ["https://ntfy.sh/mine"]
+    assert settings.hidden_gpus == (0, 2)
+    said = "; ".join(notes)
+    assert "alerts.temperature.hold_s should be a number: its default is in use" in said
+    assert "push[2]: url should be an http:// or https:// URL without spaces" in said
+    assert "hidden_gpus should be a list of GPU indices" in said
+
+
+def test_a_hand_edit_that_cannot_be_used_is_not_saved_over_with_a_default(tmp_path: Path) -> None:
+    """A typo typed while the tray ran, then any change in the tray: the value was saved at its
+    default (a month of history pruned to a week, a push destination deleted), "kept" said."""
+    path = tmp_path / "config.toml"
+    store = SettingsStore(path)
+    store.save(Settings(history_coarse_days=60))
+    model = SettingsModel(store.load()[0], store)
+    heard: list[int] = []
+    model.on_change("history_coarse_days", lambda new: heard.append(new.history_coarse_days))
+    path.write_text(path.read_text().replace("history_coarse_days = 60", "history_coarse_days = '60d'"))
+    typed = path.read_bytes()
+    said = model.change(replace(model.current, notifications=False))
+    assert said.endswith(
+        "those changes are kept but for history_coarse_days, which could not be used there and stay as they"
+        " were; the file as it was is kept beside it."
+    )
+    assert model.current.history_coarse_days == 60 and heard == []
+    assert SettingsStore(path).load()[0].history_coarse_days == 60
+    (kept,) = tmp_path.glob("config.toml.kept-*")
+    assert kept.read_bytes() == typed
+
+
+def test_an_override_made_here_over_a_rule_edited_elsewhere_carries_only_its_own_change(tmp_path: Path) -> None:
+    """It pinned the rule's old thresholds as its own: GPU 0 warned at 83 where the rest warned at 85."""
+    path = tmp_path / "config.toml"
+    store = SettingsStore(path)
+    store.save(Settings())
+    model = SettingsModel(store.load()[0], store)
+    path.write_text(path.read_text().replace("warning_enter = 83.0", "warning_enter = 85.0", 1))
+    current = model.current.alerts
+    mine = replace(thresholds(current.rules["temperature"]), critical_enter=95.0)
+    said = model.change(replace(model.current, alerts=replace(current, overrides={0: {"temperature": mine}})))
+    assert said.endswith("those changes are kept.")  # (no conflict: only the rule changed there)
+    on_disk = SettingsStore(path).load()[0].alerts
+    assert thresholds(on_disk.for_gpu(0, "temperature")).warning_enter == 85.0
+    assert thresholds(on_disk.for_gpu(0, "temperature")).critical_enter == 95.0
+    assert thresholds(on_disk.for_gpu(1, "temperature")).warning_enter == 85.0

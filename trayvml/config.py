@@ -269,34 +269,29 @@ def push_problems(destination: PushDestination, where: str) -> list[str]:
     return found
 
 
-def _push_from_toml(value: Any) -> tuple[PushDestination, ...]:
-    if not isinstance(value, list) or not all(isinstance(table, dict) for table in value):
-        raise SettingsError(translate("settings", "push should be a list of [[push]] tables"))
-    destinations = []
-    for number, table in enumerate(value, 1):
-        where = f"push[{number}]"
-        known = {f.name for f in fields(PushDestination)}
-        unknown = sorted(set(table) - known)
-        if unknown:
-            raise SettingsError(
-                translate("settings", "{key} is not a setting of a push destination").format(
-                    key=f"{where}.{_shown(unknown[0])}"
-                )
+def _push_destination(table: dict[str, Any], where: str) -> PushDestination:
+    """One [[push]] table; raises SettingsError naming what is wrong with it."""
+    known = {f.name for f in fields(PushDestination)}
+    unknown = sorted(set(table) - known)
+    if unknown:
+        raise SettingsError(
+            translate("settings", "{key} is not a setting of a push destination").format(
+                key=f"{where}.{_shown(unknown[0])}"
             )
-        if "kind" not in table:
-            raise SettingsError(translate("settings", "{key} is missing").format(key=f"{where}.kind"))
-        values: dict[str, Any] = {}
-        for key, item in table.items():
-            if key in _PUSH_TEXT and not isinstance(item, str):
-                raise SettingsError(translate("settings", "{key} should be text").format(key=f"{where}.{key}"))
-            if key in _PUSH_LISTS and (not isinstance(item, list) or not all(isinstance(v, str) for v in item)):
-                wrong = translate("settings", "{key} should be a list of text")
-                raise SettingsError(wrong.format(key=f"{where}.{key}"))
-            if key == "smtp_port" and not _is_int(item):
-                raise SettingsError(translate("settings", "{key} should be a number").format(key=f"{where}.{key}"))
-            values[key] = tuple(item) if key in _PUSH_LISTS else item
-        destinations.append(PushDestination(**values))
-    return tuple(destinations)
+        )
+    if "kind" not in table:
+        raise SettingsError(translate("settings", "{key} is missing").format(key=f"{where}.kind"))
+    values: dict[str, Any] = {}
+    for key, item in table.items():
+        if key in _PUSH_TEXT and not isinstance(item, str):
+            raise SettingsError(translate("settings", "{key} should be text").format(key=f"{where}.{key}"))
+        if key in _PUSH_LISTS and (not isinstance(item, list) or not all(isinstance(v, str) for v in item)):
+            wrong = translate("settings", "{key} should be a list of text")
+            raise SettingsError(wrong.format(key=f"{where}.{key}"))
+        if key == "smtp_port" and not _is_int(item):
+            raise SettingsError(translate("settings", "{key} should be a number").format(key=f"{where}.{key}"))
+        values[key] = tuple(item) if key in _PUSH_LISTS else item
+    return PushDestination(**values)
 
 
 def _push_to_toml(destination: PushDestination) -> dict[str, Any]:
@@ -505,27 +500,34 @@ def _typed(setting: Setting, value: Any) -> Any:
     return value
 
 
-def _rule_from_toml(table: Any, base: AnySettings, where: str, ignored: list[str]) -> AnySettings:
+def _rule_from_toml(
+    table: Any, base: AnySettings, where: str, ignored: list[str], unused: list[str] | None = None
+) -> AnySettings:
+    """A rule's settings from its table over ``base``. A field that cannot be used raises
+    SettingsError, or where ``unused`` is given, stands at ``base``'s value, its reason noted there
+    (one wrong field dropped the rule's others, said of the one alone)."""
     changes: dict[str, Any] = {}
     names = {f.name for f in fields(base)}  # each rule's own kind of settings
     for name, value in _table(table, where).items():
+        problem = ""
         if name not in names:
             ignored.append(f"{where}.{name}")
         elif name == "enabled":
-            if not isinstance(value, bool):
-                raise SettingsError(
-                    translate("settings", "{key} should be true or false").format(key=f"{where}.enabled")
-                )
-            changes[name] = value
+            if isinstance(value, bool):
+                changes[name] = value
+            else:
+                problem = translate("settings", "{key} should be true or false").format(key=f"{where}.enabled")
         elif isinstance(value, bool) or not isinstance(value, int | float):
-            raise SettingsError(translate("settings", "{key} should be a number").format(key=f"{where}.{name}"))
+            problem = translate("settings", "{key} should be a number").format(key=f"{where}.{name}")
         elif name.endswith("_s") and not math.isfinite(value):
             # NaN means "no level" for a threshold, but a time has no such meaning.
-            raise SettingsError(
-                translate("settings", "{key} should be a finite number of seconds").format(key=f"{where}.{name}")
-            )
+            problem = translate("settings", "{key} should be a finite number of seconds").format(key=f"{where}.{name}")
         else:
             changes[name] = float(value)
+        if problem:
+            if unused is None:
+                raise SettingsError(problem)
+            unused.append(problem)
     return replace(base, **changes)
 
 
@@ -613,11 +615,12 @@ def _default_words(key: str) -> str:
     return translate("settings", "on") if RULE_BY_KEY[key].defaults.enabled else translate("settings", "off")
 
 
-def from_toml(text: str) -> tuple[Settings, list[str]]:
+def from_toml(text: str, unusable: set[str] | None = None) -> tuple[Settings, list[str]]:
     """Parse and check a settings file: the settings, and notes on what was renamed, ignored, or
     could not be used (and stands at its default: the rest of the file is used, where one wrong
     value once set every setting to its default, and the history on disk was pruned to the
-    default week, the user's month lost).
+    default week, the user's month lost). ``unusable``, where given, gets the parts that stand at
+    their defaults for a value the file holds: a setting's key, "alerts.<rule>", "gpus.<n>.alerts.<rule>".
 
     Raises SettingsError naming the reason the file as a whole cannot be used (not TOML, say).
     """
@@ -644,45 +647,78 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
     notes += _retire_former_defaults(document, version)
     ignored: list[str] = []
     unused: list[str] = []  # why a value stands at its default
+    parts: set[str] = set() if unusable is None else unusable
 
-    def used(read: Callable[..., Any], *args: Any) -> Any:
-        """``read(*args)``, or None (its reason noted) where it raises SettingsError."""
+    def used(part: str, read: Callable[..., Any], *args: Any) -> Any:
+        """``read(*args)``, or None (its reason noted, ``part`` unusable) where it raises SettingsError."""
         try:
             return read(*args)
         except SettingsError as error:
             unused.append(str(error).rstrip("."))
+            parts.add(part)
             return None
+
+    def rule_of(part: str, kind: Rule[Any], table: Any, base: AnySettings, where: str, gpu: int | None = None) -> Any:
+        """A rule's settings, field by field (a wrong one at ``base``'s value, noted: one wrong field
+        dropped the rule's others, said of the one alone); None, noted, where they do not hold
+        together (a clear threshold above its enter one)."""
+        wrong: list[str] = []
+        rule = used(part, _rule_from_toml, table, base, where, ignored, wrong)
+        if wrong:
+            unused.extend(problem.rstrip(".") for problem in wrong)
+            parts.add(part)
+        found = validate(kind, rule) if rule is not None else []
+        if found:
+            said = (
+                found[0]
+                if gpu is None
+                else translate("settings", "GPU {gpu}: {problem}").format(gpu=gpu, problem=found[0])
+            )
+            unused.append(said.rstrip("."))
+            parts.add(part)
+            return None
+        return rule
 
     values: dict[str, Any] = {}
     for key, value in document.items():
         if key in GENERAL_BY_KEY:
-            read = used(_checked, GENERAL_BY_KEY[key], value)
+            read = used(key, _checked, GENERAL_BY_KEY[key], value)
+        elif key == "hidden_gpus":  # each index on its own: the others stay hidden
+            read = used(key, _hidden_gpus, value)
+            if read is not None and len(read) != len(value):
+                unused.append(translate("settings", "hidden_gpus should be a list of GPU indices"))
+                parts.add(key)
         elif key in _LISTS:
-            read = used(_LISTS[key], value)
+            read = used(key, _LISTS[key], value)
             if key == "remote_hosts" and read is not None:  # each host on its own: the others are read
-                for url in read:
-                    if problem := remote_host_problem(url):
-                        notes.append(
-                            translate("settings", "{reason}: it is not read").format(reason=problem.rstrip("."))
-                        )
-                read = tuple(url for url in read if not remote_host_problem(url))
+                problems_of = {url: remote_host_problem(url) for url in read}
+                for problem in dict.fromkeys(p for p in problems_of.values() if p):
+                    unused.append(translate("settings", "{reason}: it is not read").format(reason=problem.rstrip(".")))
+                read = tuple(url for url in read if not problems_of[url])
         elif key == "push":
-            read = used(_usable_push, value)
+            read = used(key, _push_tables, value)
+            if read is not None:  # each destination on its own: the others are pushed to
+                destinations = []
+                for number, table in enumerate(read, 1):
+                    destination = used(key, _usable_destination, table, f"push[{number}]")
+                    if destination is not None:
+                        destinations.append(destination)
+                read = tuple(destinations)
         else:
             if key not in ("alerts", "gpus"):
                 ignored.append(key)
             continue
         if read is not None:
             values[key] = read
-    alerts = used(_table, document.get("alerts", {}), "alerts") or {}
+    alerts = used("alerts", _table, document.get("alerts", {}), "alerts") or {}
     ignored += [f"alerts.{key}" for key in alerts if key not in RULE_BY_KEY]
     rules = {
-        kind.key: used(_usable_rule, kind, alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}", ignored)
+        kind.key: rule_of(f"alerts.{kind.key}", kind, alerts.get(kind.key, {}), kind.defaults, f"alerts.{kind.key}")
         or kind.defaults
         for kind in RULES
     }
     overrides: dict[int, dict[str, AnySettings]] = {}
-    for gpu_text, table in (used(_table, document.get("gpus", {}), "gpus") or {}).items():
+    for gpu_text, table in (used("gpus", _table, document.get("gpus", {}), "gpus") or {}).items():
         where = f"gpus.{gpu_text}"
         if not _GPU_INDEX.fullmatch(gpu_text):
             unused.append(
@@ -691,16 +727,19 @@ def from_toml(text: str) -> tuple[Settings, list[str]]:
             continue
         gpu = int(gpu_text)
         if gpu in overrides:  # "0" and "00": one GPU, told twice
-            ignored.append(where)
+            unused.append(
+                translate("settings", "{key} names GPU {gpu} again: it is not used").format(key=where, gpu=gpu)
+            )
             continue
-        own = used(_table, table, where) or {}
+        own = used(where, _table, table, where) or {}
         ignored += [f"{where}.{key}" for key in own if key != "alerts"]
-        for key, rule in (used(_table, own.get("alerts", {}), f"{where}.alerts") or {}).items():
+        for key, rule in (used(where, _table, own.get("alerts", {}), f"{where}.alerts") or {}).items():
             if key not in RULE_BY_KEY:
                 ignored.append(f"{where}.alerts.{key}")
                 continue
-            override = used(_usable_rule, RULE_BY_KEY[key], rule, rules[key], f"{where}.alerts.{key}", ignored, gpu)
-            if override is not None:
+            part = f"gpus.{gpu}.alerts.{key}"
+            override = rule_of(part, RULE_BY_KEY[key], rule, rules[key], f"{where}.alerts.{key}", gpu)
+            if override is not None and not _same_rule(override, rules[key]):  # (one equal to it says nothing)
                 overrides.setdefault(gpu, {})[key] = override
     if ignored:
         more = translate("settings", " and {count} more").format(count=len(ignored) - NOTED_KEYS)
@@ -732,32 +771,26 @@ def _checked(setting: Setting, value: Any) -> Any:
     return typed
 
 
-def _usable_rule(
-    kind: Rule[Any], table: Any, base: AnySettings, where: str, ignored: list[str], gpu: int | None = None
-) -> AnySettings:
-    """A rule's settings from its table (over ``base``), checked; raises SettingsError naming what
-    is wrong. ``gpu``: an override's GPU."""
-    rule = _rule_from_toml(table, base, where, ignored)
-    found = validate(kind, rule)
-    if found:
-        raise SettingsError(
-            found[0] if gpu is None else translate("settings", "GPU {gpu}: {problem}").format(gpu=gpu, problem=found[0])
-        )
-    return rule
+def _push_tables(value: Any) -> list[dict[str, Any]]:
+    if not isinstance(value, list) or not all(isinstance(table, dict) for table in value):
+        raise SettingsError(translate("settings", "push should be a list of [[push]] tables"))
+    return value
 
 
-def _usable_push(value: Any) -> tuple[PushDestination, ...]:
-    destinations = _push_from_toml(value)
-    found = [p for number, d in enumerate(destinations, 1) for p in push_problems(d, f"push[{number}]")]
+def _usable_destination(table: dict[str, Any], where: str) -> PushDestination:
+    """One [[push]] table, checked; raises SettingsError naming what is wrong with it."""
+    destination = _push_destination(table, where)
+    found = push_problems(destination, where)
     if found:
         raise SettingsError(found[0])
-    return destinations
+    return destination
 
 
 def _hidden_gpus(value: Any) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(_is_int(v) and v >= 0 for v in value):
+    """The GPU indices of the list (those that are not left out: from_toml says so)."""
+    if not isinstance(value, list):
         raise SettingsError(translate("settings", "hidden_gpus should be a list of GPU indices"))
-    return tuple(value)
+    return tuple(v for v in value if _is_int(v) and v >= 0)
 
 
 def _remote_hosts(value: Any) -> tuple[str, ...]:
@@ -775,7 +808,6 @@ def _icon_remote_hosts(value: Any) -> tuple[str, ...]:
 
 
 _LISTS: dict[str, Callable[[Any], tuple[Any, ...]]] = {
-    "hidden_gpus": _hidden_gpus,
     "remote_hosts": _remote_hosts,
     "icon_remote_hosts": _icon_remote_hosts,
 }
@@ -849,20 +881,62 @@ def _merged_alerts(old: AlertSettings, new: AlertSettings, elsewhere: AlertSetti
                 rules.pop(key, None)
             else:
                 rules[key] = chosen
+    # An override is what it changes from its rule (as the file holds it): compared and carried so,
+    # an override made here onto a rule edited there pinned the rule's old thresholds as its own.
     overrides = {gpu: dict(rules_of) for gpu, rules_of in elsewhere.overrides.items()}
     for gpu in {*old.overrides, *new.overrides}:
         for key in {*old.overrides.get(gpu, {}), *new.overrides.get(gpu, {})}:
-            was, chosen, there = (s.overrides.get(gpu, {}).get(key) for s in (old, new, elsewhere))
-            if _same_rule(chosen, was):
+            own_was, own_chosen, own_there = (_own(a, gpu, key) for a in (old, new, elsewhere))
+            if _same_own(own_chosen, own_was):
                 continue
-            if not (_same_rule(there, was) or _same_rule(there, chosen)):
+            if not (_same_own(own_there, own_was) or _same_own(own_there, own_chosen)):
                 both.append(f"gpus.{gpu}.alerts.{key}")
-            if chosen is None:
+            if own_chosen is None:
                 overrides.get(gpu, {}).pop(key, None)
             else:
-                overrides.setdefault(gpu, {})[key] = chosen
+                overrides.setdefault(gpu, {})[key] = replace(rules[key], **own_chosen)
     overrides = {gpu: rules_of for gpu, rules_of in overrides.items() if rules_of}
     return AlertSettings(rules=rules, overrides=overrides), both
+
+
+def _own(settings: AlertSettings, gpu: int, key: str) -> dict[str, Any] | None:
+    """What GPU ``gpu``'s override of rule ``key`` changes from the rule; None: no override."""
+    override, base = settings.overrides.get(gpu, {}).get(key), settings.rules.get(key)
+    if override is None:
+        return None
+    if base is None or type(base) is not type(override):
+        return {f.name: getattr(override, f.name) for f in fields(override)}
+    return {
+        f.name: getattr(override, f.name)
+        for f in fields(override)
+        if not _same(getattr(override, f.name), getattr(base, f.name))
+    }
+
+
+def _same_own(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.keys() == b.keys() and all(_same(a[name], b[name]) for name in a)
+
+
+def _as_before_where_unusable(on_disk: Settings, before: Settings, unusable: set[str]) -> Settings:
+    """``on_disk`` with the parts in ``unusable`` (from_toml's) as they are in ``before``."""
+    general = {f.name: getattr(before, f.name) for f in fields(Settings) if f.name in unusable}
+    rules = dict(on_disk.alerts.rules)
+    overrides = {gpu: dict(rules_of) for gpu, rules_of in on_disk.alerts.overrides.items()}
+    for part in unusable:
+        where = part.split(".")
+        if where[0] == "alerts" and len(where) == 2 and where[1] in before.alerts.rules:
+            rules[where[1]] = before.alerts.rules[where[1]]
+        elif where[0] == "gpus" and len(where) == 4:
+            gpu, key = int(where[1]), where[3]
+            kept = before.alerts.overrides.get(gpu, {}).get(key)
+            if kept is None:
+                overrides.get(gpu, {}).pop(key, None)
+            else:
+                overrides.setdefault(gpu, {})[key] = kept
+    alerts = AlertSettings(rules=rules, overrides={gpu: r for gpu, r in overrides.items() if r})
+    return replace(on_disk, **general, alerts=alerts)
 
 
 STAND_IN = Settings(stand_in=True)  # the defaults, standing in for a file that could not be used
@@ -875,6 +949,7 @@ class SettingsStore:
         self._refusal = ""  # why the file at path must not be overwritten ("" when it may be)
         self._keep: bytes | None = None  # a loaded file with parts ignored or renamed: copied aside before saving
         self._read = b""  # the file as last read (keep_as_read)
+        self.unusable: set[str] = set()  # the parts of that file that stand at their defaults (from_toml)
         # The file as last read or written here (_signature): another change is another program's.
         self._seen: tuple[int, ...] | None = None
 
@@ -910,13 +985,14 @@ class SettingsStore:
         remove_stale_temporaries(self.path)
         pipe = False  # a pipe (``--config <(…)``) is read once: never set aside nor written
         self._refusal = ""
+        self.unusable = set()
         self._seen = self._signature()
         try:
             mode = os.stat(self.path).st_mode  # before opening: a terminal's open can make it ours
             pipe = stat.S_ISFIFO(mode)
             data = read_file(self.path, mode)
             text = settings_text(data)
-            settings, notes = from_toml(text)
+            settings, notes = from_toml(text, self.unusable)
         except FileNotFoundError:
             missing = translate("settings", "The settings file {path} does not exist; defaults are in use.")
             return Settings(), missing.format(path=self.path) if named else ""
@@ -1010,9 +1086,13 @@ class SettingsModel:
         it was is kept beside it (saying which). A file that cannot be used now is left to save's
         refusal."""
         assert self.store is not None
-        on_disk, _ = self.store.load(only_read=True)
+        on_disk, note = self.store.load(only_read=True)
         if self.store.refuses():
             return new, ""
+        # What that file holds but could not be used stands at its default there: kept as this
+        # trayvml had it, not saved over with the default (a hand edit's typo pruned a month of
+        # history to a week, and deleted a push destination, "those changes are kept" said).
+        on_disk = _as_before_where_unusable(on_disk, old, self.store.unusable)
         touched = {
             f.name: getattr(new, f.name)
             for f in fields(Settings)
@@ -1022,10 +1102,20 @@ class SettingsModel:
         alerts, both_alerts = _merged_alerts(old.alerts, new.alerts, on_disk.alerts)
         both += both_alerts
         path = self.store.path
-        if not both:
+        if not both and not note:
             said = translate("settings", "The settings file {path} had been changed elsewhere: those changes are kept.")
             return replace(on_disk, **touched, alerts=alerts), said.format(path=path)
         self.store.keep_as_read()
+        if not both:  # what it could not use is said, and the file as it was is kept
+            if not self.store.unusable:
+                return replace(on_disk, **touched, alerts=alerts), note  # (renamed or ignored parts)
+            said = translate(
+                "settings",
+                "The settings file {path} had been changed elsewhere: those changes are kept but for {names},"
+                " which could not be used there and stay as they were; the file as it was is kept beside it.",
+            )
+            names = ", ".join(sorted(self.store.unusable))
+            return replace(on_disk, **touched, alerts=alerts), said.format(path=path, names=names)
         said = translate(
             "settings",
             "The settings file {path} had been changed elsewhere: those changes are kept but for {names}, "

@@ -4115,6 +4115,10 @@ For {duration} now.</source>
         <translation>{reason}：不会读取该主机</translation>
     </message>
     <message>
+        <source>{key} names GPU {gpu} again: it is not used</source>
+        <translation>{key} 再次指定了 GPU {gpu}：不予使用</translation>
+    </message>
+    <message>
         <source>{reason}: its default is in use</source>
         <translation>{reason}：已改用其默认值</translation>
     </message>
@@ -4197,6 +4201,10 @@ For {duration} now.</source>
     <message>
         <source>The settings file {path} had been changed elsewhere: those changes are kept.</source>
         <translation>设置文件 {path} 已在别处被更改：这些更改已保留。</translation>
+    </message>
+    <message>
+        <source>The settings file {path} had been changed elsewhere: those changes are kept but for {names}, which could not be used there and stay as they were; the file as it was is kept beside it.</source>
+        <translation>设置文件 {path} 已在别处被更改：这些更改都已保留，但 {names} 在那里无法使用，保持原值；更改前的文件已保存在其旁边。</translation>
     </message>
     <message>
         <source>The settings file {path} had been changed elsewhere: those changes are kept but for {names}, changed there too, which hold what was chosen here; the file as it was is kept beside it.</source>
