@@ -654,6 +654,20 @@ def test_a_settings_file_named_but_not_there_is_said(tmp_path: Path, capsys: pyt
     assert not typo.exists()
 
 
+def test_record_does_not_start_where_the_settings_file_cannot_be_used(
+    tmp_path: Path, capsys: pytest.CaptureFixture
+) -> None:
+    """The history's spans and size are the file's: with stand-in defaults a month was pruned to a
+    week, and with no limits a recorder left running could fill the disk."""
+    broken = tmp_path / "config.toml"
+    broken.write_text("history_coarse_days = [30\n")
+    store = tmp_path / "store"
+    assert main(["record", "--count", "1", "--store", str(store), "--config", str(broken), SIM]) == 2
+    err = capsys.readouterr().err
+    assert "not valid TOML" in err and f"mend {broken} first." in err and "Traceback" not in err
+    assert not store.exists() and broken.read_text() == "history_coarse_days = [30\n"
+
+
 @pytest.mark.parametrize("command", ["snapshot", "pick"])
 def test_simulate_alone_before_the_command_is_read_as_the_default_simulation(
     command: str, capsys: pytest.CaptureFixture

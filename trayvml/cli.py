@@ -641,6 +641,13 @@ def _store_command(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     settings, note = store.load(named=args.config is not None, only_read=True)  # record never saves them
     if note:
         print(f"trayvml: {note}", file=sys.stderr)
+    if settings.stand_in:
+        # The history's spans and size are the file's: by defaults a month kept was pruned to a
+        # week; by no limits at all, a recorder left running could fill the disk.
+        refused = translate(
+            "record", "record keeps the history by the settings' limits, and those are not known: mend {path} first."
+        )
+        return _fail(refused.format(path=store.path), EXIT_USAGE)
     return record(args, simulation, settings)
 
 

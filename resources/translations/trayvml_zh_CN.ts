@@ -3471,6 +3471,10 @@ For {duration} now.</source>
         <translation>标准输出</translation>
     </message>
     <message>
+        <source>record keeps the history by the settings&apos; limits, and those are not known: mend {path} first.</source>
+        <translation>record 按设置中的上限保存历史记录，而这些上限现在无从得知：请先修正 {path}。</translation>
+    </message>
+    <message>
         <source>Cannot write {path}: {error}.</source>
         <translation>无法写入 {path}：{error}。</translation>
     </message>
