@@ -801,3 +801,19 @@ def test_a_read_the_store_refused_is_asked_again_at_the_next_redraw(
         assert asked == [now + 1]  # asked again, not the refused read's spans kept
     finally:
         disk.close()
+
+
+def test_stand_in_settings_begin_no_history_on_disk_but_go_on_with_one_kept(qapp, tmp_path: Path) -> None:
+    """A settings file that cannot be used at all says nothing of the history on disk: where the
+    user kept none, none is begun (their "off" was turned on); one kept goes on, pruned by nothing."""
+    from trayvml.config import STAND_IN
+    from trayvml.history.disk.db import FILE_NAME
+    from trayvml.ui.app import App
+
+    app = App(parse_spec(SPEC), 0.5, stored=(STAND_IN, "unusable"), history_folder=tmp_path / "none")
+    assert app.settings.stand_in and not app.settings.history_on_disk and app._open_recording() is None
+    kept = tmp_path / "kept"
+    kept.mkdir()
+    (kept / FILE_NAME).touch()  # (a store kept before: its file is there)
+    app = App(parse_spec(SPEC), 0.5, stored=(STAND_IN, "unusable"), history_folder=kept)
+    assert app.settings.history_on_disk and app.settings.history_limits.coarse_span_s > 7 * 86400.0

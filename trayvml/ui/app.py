@@ -136,6 +136,13 @@ class App(QObject):
         if stored is None:
             stored = store.load() if store is not None else (Settings(), "")
         loaded, self.settings_message = stored
+        if loaded.stand_in and history_folder is not None:
+            from trayvml.history.disk.db import FILE_NAME  # (only here: sqlite3 is not for every start)
+
+            # Whether the user keeps a history on disk is the unusable file's to say: where none is
+            # kept yet, none is begun (their "off" was turned on); one kept goes on, pruned by nothing.
+            if not (history_folder / FILE_NAME).exists():
+                loaded = replace(loaded, history_on_disk=False)
         # With the store written (from this start on, as the setting says), memory need not hold
         # hours: ranges older than it are read from disk. A simulation's made-up past is not in the
         # store, so it keeps the whole span in memory.
