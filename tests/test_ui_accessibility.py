@@ -103,6 +103,10 @@ def test_window_shortcuts_switch_tabs_and_close(qtbot) -> None:
     assert window.tabs.currentIndex() == window.tabs.count() - 1  # round to the last
     QTest.keyClick(window, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
     assert not window.isVisible()
+    window.show()
+    qtbot.waitUntil(window.isActiveWindow)
+    QTest.keyClick(window, Qt.Key.Key_Escape)
+    assert not window.isVisible()
 
 
 def test_the_graphs_say_what_they_show_and_where_their_readings_are_as_text(qtbot) -> None:

@@ -10,7 +10,7 @@ old drivers, no samples yet), of its memory. Where the process lists are read on
 readings is shared at the second by the mean of each process's share at the two (a trapezoid, as
 power is integrated: a process at one reading only gets half its share there, having run some part
 of the time between); energy with no list read for SHARED_LATER_S, or no process to share it with,
-is "unattributed". A job is the process's job as ``ProcessSample.job`` says (its notebook,
+is "unattributed". A job is the process's job as ``ProcessSample.job_identity`` keys it (its notebook's kernel,
 container, Slurm job, unit, session or process tree, from trayvml.host.attribution), else the process.
 """
 

@@ -7,7 +7,7 @@ minute is 60 GPU-seconds. Where the driver does not tell a process's share (MIG,
 another user's process) its time is not guessed: the user's total is marked as a lower bound.
 Processes whose user cannot be read (other users', another PID namespace's) are one row of their
 own, user "", never spread over the known users. A job's GPU time adds up its processes' on every
-GPU (a job is what ProcessSample.job says); a process whose job cannot be read adds to no job.
+GPU (a job is ProcessSample.job_identity's); a process whose job cannot be read adds to no job.
 """
 
 from __future__ import annotations

@@ -109,8 +109,9 @@ _PROCS = Family(
 _JOBS = Family(
     InfoMetricFamily,
     names.PROCESS_JOB_INFO[: -len("_info")],
-    "The job each GPU process works for: its notebook, container, Slurm job, systemd unit, "
-    "terminal session or process tree (kind says which); job_name: a Slurm job's name, where known" + _EVERY + ".",
+    "The job each GPU process works for: its notebook (or Jupyter kernel, its notebook not known), container, "
+    "Slurm job, systemd unit, terminal session or process tree (kind says which); job_name: a Slurm job's name, "
+    "where known" + _EVERY + ".",
     ("hostname", "pid", "job", "kind"),
 )
 
