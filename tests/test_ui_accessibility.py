@@ -103,7 +103,10 @@ def test_window_shortcuts_switch_tabs_and_close(qtbot) -> None:
     assert window.tabs.currentIndex() == window.tabs.count() - 1  # round to the last
     QTest.keyClick(window, Qt.Key.Key_W, Qt.KeyboardModifier.ControlModifier)
     assert not window.isVisible()
-    window.show()
+
+
+def test_escape_hides_the_window(qtbot) -> None:
+    window, _ = _window(qtbot)
     qtbot.waitUntil(window.isActiveWindow)
     QTest.keyClick(window, Qt.Key.Key_Escape)
     assert not window.isVisible()
