@@ -882,7 +882,8 @@ def test_a_remote_host_that_cannot_be_read_is_said_where_the_user_looks(tmp_path
     path.write_text('remote_hosts = ["gpu-box:8729", "http://dgx-01:9400", "http://ann:pw@lab:9400"]\n')
     settings, message = SettingsStore(path).load()
     assert settings.remote_hosts == ("http://dgx-01:9400", "http://ann:pw@lab:9400")  # the others are read
-    assert "Remote 'gpu-box:8729' is not an http(s):// exporter URL" in message and "it is not read" in message
+    assert "Remote 'gpu-box:8729' is not an http(s):// exporter URL" in message and "it is not read;" in message
+    assert message.count("gpu-box:8729") == 1 and "it is not read: its default" not in message
     assert problems(replace(settings, remote_hosts=("ftp://x",)))  # the dialog refuses it
     findings = Findings()
     check_settings(findings, path)

@@ -692,8 +692,8 @@ def from_toml(text: str, unusable: set[str] | None = None) -> tuple[Settings, li
             read = used(key, _LISTS[key], value)
             if key == "remote_hosts" and read is not None:  # each host on its own: the others are read
                 problems_of = {url: remote_host_problem(url) for url in read}
-                for problem in dict.fromkeys(p for p in problems_of.values() if p):
-                    unused.append(translate("settings", "{reason}: it is not read").format(reason=problem.rstrip(".")))
+                for problem in dict.fromkeys(p for p in problems_of.values() if p):  # (each once)
+                    notes.append(translate("settings", "{reason}: it is not read").format(reason=problem.rstrip(".")))
                 read = tuple(url for url in read if not problems_of[url])
         elif key == "push":
             read = used(key, _push_tables, value)
@@ -718,6 +718,7 @@ def from_toml(text: str, unusable: set[str] | None = None) -> tuple[Settings, li
         for kind in RULES
     }
     overrides: dict[int, dict[str, AnySettings]] = {}
+    gpus_seen: set[int] = set()
     for gpu_text, table in (used("gpus", _table, document.get("gpus", {}), "gpus") or {}).items():
         where = f"gpus.{gpu_text}"
         if not _GPU_INDEX.fullmatch(gpu_text):
@@ -726,11 +727,12 @@ def from_toml(text: str, unusable: set[str] | None = None) -> tuple[Settings, li
             )
             continue
         gpu = int(gpu_text)
-        if gpu in overrides:  # "0" and "00": one GPU, told twice
+        if gpu in gpus_seen:  # "0" and "00": one GPU, told twice
             unused.append(
                 translate("settings", "{key} names GPU {gpu} again: it is not used").format(key=where, gpu=gpu)
             )
             continue
+        gpus_seen.add(gpu)
         own = used(where, _table, table, where) or {}
         ignored += [f"{where}.{key}" for key in own if key != "alerts"]
         for key, rule in (used(where, _table, own.get("alerts", {}), f"{where}.alerts") or {}).items():
