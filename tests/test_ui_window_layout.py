@@ -424,3 +424,11 @@ def test_a_range_longer_than_the_history_leads_by_a_share_of_what_is_shown(qtbot
     now = sample.timestamp_s
     assert end - now <= 0.05 * (now - start) + 1  # (it was 180 s: a twentieth of the hour)
     assert start <= history.first_s + 1
+
+
+@pytest.mark.parametrize(("count", "columns"), [(4, 2), (5, 3), (8, 3), (9, 3), (3, 3)])
+def test_per_gpu_rows_are_as_full_as_the_width_allows(count: int, columns: int) -> None:
+    """Three to a row at most: 4 GPUs went 3 and a lone 1, half a page left empty."""
+    from trayvml.ui.per_gpu import PerGpuPage
+
+    assert PerGpuPage.columns_for(count, 1230, 310) == columns

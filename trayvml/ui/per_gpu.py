@@ -72,7 +72,9 @@ class PerGpuPage(GpuPage):
             return 1
         if width_px <= 0:
             return min(MAX_COLUMNS, math.ceil(math.sqrt(count)))
-        return max(1, min(count, width_px // panel_px))
+        most = max(1, min(count, width_px // panel_px))
+        # As few as the rows need: 4 GPUs where 3 fit a row go 2 by 2, not 3 and a lone 1.
+        return math.ceil(count / math.ceil(count / most))
 
     def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
         super().resizeEvent(event)
