@@ -874,6 +874,7 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
     if problem is not None:
         return _fail(problem, EXIT_NO_NVML)
     among = cuda_pool(sample)
+    indices = ", ".join(map(str, among or ()))
     try:
         chosen = choose(sample, args.count, args.by, args.min_free_mib, args.max_util, among)
     except NotEnoughGpusError as error:
@@ -881,13 +882,11 @@ def _pick(args: argparse.Namespace, simulation: SimSpec | None) -> int:
             raise
         # "only 2 of 2 qualify": of the job's, which the sentence alone did not say.
         within = translate("pick", "{sentence}, among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).")
-        raise NotEnoughGpusError(
-            within.format(sentence=str(error).rstrip(".。"), indices=", ".join(map(str, among)))
-        ) from None
+        raise NotEnoughGpusError(within.format(sentence=str(error).rstrip(".。"), indices=indices)) from None
     _say_simulated(sample)  # (where none qualify, the one sentence that says so is enough)
     if among is not None:  # (a job's own: pick's answer stays within it)
         among_note = translate("pick", "chosen among the GPUs CUDA_VISIBLE_DEVICES names ({indices}).")
-        print(f"trayvml: {among_note.format(indices=', '.join(map(str, among)))}", file=sys.stderr)
+        print(f"trayvml: {among_note.format(indices=indices)}", file=sys.stderr)
     if args.uuid:
         print(",".join(uuids(sample, chosen)))
     else:

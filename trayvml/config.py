@@ -1104,26 +1104,26 @@ class SettingsModel:
         alerts, both_alerts = _merged_alerts(old.alerts, new.alerts, on_disk.alerts)
         both += both_alerts
         path = self.store.path
+        merged = replace(on_disk, **touched, alerts=alerts)
         if not both and not note:
             said = translate("settings", "The settings file {path} had been changed elsewhere: those changes are kept.")
-            return replace(on_disk, **touched, alerts=alerts), said.format(path=path)
+            return merged, said.format(path=path)
         self.store.keep_as_read()
         if not both:  # what it could not use is said, and the file as it was is kept
             if not self.store.unusable:
-                return replace(on_disk, **touched, alerts=alerts), note  # (renamed or ignored parts)
+                return merged, note  # (renamed or ignored parts)
             said = translate(
                 "settings",
                 "The settings file {path} had been changed elsewhere: those changes are kept but for {names},"
                 " which could not be used there and stay as they were; the file as it was is kept beside it.",
             )
-            names = ", ".join(sorted(self.store.unusable))
-            return replace(on_disk, **touched, alerts=alerts), said.format(path=path, names=names)
+            return merged, said.format(path=path, names=", ".join(sorted(self.store.unusable)))
         said = translate(
             "settings",
             "The settings file {path} had been changed elsewhere: those changes are kept but for {names}, "
             "changed there too, which hold what was chosen here; the file as it was is kept beside it.",
         )
-        return replace(on_disk, **touched, alerts=alerts), said.format(path=path, names=", ".join(both))
+        return merged, said.format(path=path, names=", ".join(both))
 
     def on_change(self, keys: str | tuple[str, ...], listener: Callable[[Settings], None]) -> None:
         """Call ``listener(new)`` after a change of any of ``keys`` (field names of Settings), once per
@@ -1141,7 +1141,6 @@ class SettingsModel:
         problem = ""
         if self.store is not None and self.store.changed_elsewhere():
             settings, problem = self._beside_elsewhere(old, settings)
-        self.current = settings
         # Standing in until a save says them (the dialog makes fresh Settings: a failed save
         # cleared the flag, and the history was pruned by settings no file holds).
         settings = self.current = replace(settings, stand_in=old.stand_in)

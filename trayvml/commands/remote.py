@@ -81,7 +81,7 @@ def text_snapshot(local: Sample | None, remotes: Sequence[Sample], full: bool) -
     if local is not None:
         blocks.append(one_host(local, full=full, host_column=hostname_of(local)))
     for sample in remotes:
-        if sample.remote is not None and sample.remote.fault:
+        if sample.unreachable:
             blocks.append(_fault_line(sample))
         else:
             text = one_host(sample, full=full, host_column=hostname_of(sample))

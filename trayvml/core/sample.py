@@ -198,6 +198,11 @@ class ProcessSample:
         return kind == "pid" or (kind == "process" and self.attribution.root_pid == self.pid)
 
     @property
+    def started_key(self) -> float:
+        """Its start time as a key, to 10 ms; -1 where it is not told (NaN is no dictionary key)."""
+        return -1.0 if math.isnan(self.started_s) else round(self.started_s, 2)
+
+    @property
     def job_identity(self) -> tuple[str, str, float]:
         """(kind, name, start) that make two processes' jobs one, for what adds up per job (energy,
         GPU time, the Processes page's jobs; each user's own): a Jupyter kernel by its id, its
@@ -207,8 +212,7 @@ class ProcessSample:
         if self.attribution.kernel_id:
             return "kernel", self.attribution.kernel_id, -1.0
         kind, name = self.job
-        started = round(self.started_s, 2) if self.job_is_itself and not math.isnan(self.started_s) else -1.0
-        return kind, name, started
+        return kind, name, self.started_key if self.job_is_itself else -1.0
 
 
 SIMULATED_GPUS = "simulated GPUs ({scenario})"  # Sample.simulation of a scenario's GPUs (English)
@@ -394,6 +398,11 @@ class Sample:
         return math.nan if not ages or any(math.isnan(age) for age in ages) else max(ages)
 
     @property
+    def unreachable(self) -> bool:
+        """A remote host's sample saying why it has no current values (its ``remote.fault``)."""
+        return self.remote is not None and bool(self.remote.fault)
+
+    @property
     def offers_simulation(self) -> bool:
         """No NVIDIA driver here (not a simulated fault): simulated GPUs are worth offering."""
         missing = self.unavailable
@@ -407,7 +416,8 @@ class Sample:
     @property
     def problem(self) -> tuple[str, str] | None:
         """(headline, sentence) of why no GPU values are current, or None when they are."""
-        if self.remote is not None and self.remote.fault:
+        if self.unreachable:
+            assert self.remote is not None
             return self.remote.headline, self.remote.fault
         if self.stall is not None:
             return self.stall.headline, self.stall.sentence(self.timestamp_s)

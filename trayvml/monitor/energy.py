@@ -56,8 +56,7 @@ JobKey = tuple[int, str, str, str, float]  # (GPU, user, kind, name, start): see
 def process_key(process: ProcessSample) -> ProcessKey:
     """(GPU, PID, start time): a PID the kernel hands to a new process later is another process,
     whose energy starts from 0 (-1 stands for an unknown start time, NaN being no dictionary key)."""
-    started = -1.0 if math.isnan(process.started_s) else round(process.started_s, 2)
-    return (process.gpu_index, process.pid, started)
+    return (process.gpu_index, process.pid, process.started_key)
 
 
 def _job_key(process: ProcessSample) -> JobKey:
@@ -105,7 +104,7 @@ class EnergyMeter:
         (a sweep of short jobs made 100 000 of each, 40 MB, for as long as the tray ran)."""
         listed = {key: process for e in self._gpus.values() for key, (process, _) in e.shares.items()}
         self.process_wh = {key: self.process_wh[key] for key in listed if key in self.process_wh}
-        jobs = {_job_key(process) for key, process in listed.items()}
+        jobs = {_job_key(process) for process in listed.values()}
         self.job_wh = {job: self.job_wh[job] for job in jobs if job in self.job_wh}
 
     def clock_set(self, step_s: float, now_s: float) -> None:

@@ -868,7 +868,7 @@ class Panel:
         self.strip_hidden: frozenset[int] = frozenset()  # GPUs left out of the strip (unticked)
         self.markers: list[pg.InfiniteLine] = []
         self.limits: list[pg.InfiniteLine] = []  # fixed limits, horizontal (set_limits)
-        self._limits_shown: tuple[tuple[tuple[float, str], ...], int, int | None] | None = None  # (limits, colours)
+        self._limits_shown: tuple[tuple[tuple[float, str], ...], int, int] | None = None  # (limits, colours)
         self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
@@ -911,7 +911,7 @@ class Panel:
             marker.setVisible(k < count)
         return self.markers[:count]
 
-    def set_limits(self, limits: Sequence[tuple[float, str]], colour: QColor, background: QColor | None = None) -> None:
+    def set_limits(self, limits: Sequence[tuple[float, str]], colour: QColor, background: QColor) -> None:
         """Horizontal lines at fixed limits (a GPU's slowdown temperature), named once, under the
         lowest (limits a few degrees apart would print over each other). Inside the auto range on
         purpose: the headroom to the limit is what they are for. The name on a patch of the
@@ -924,7 +924,7 @@ class Panel:
             line.label._GraphicsObject__inform_view_on_changes = False
             self.plot.addItem(line)
             self.limits.append(line)
-        wanted = (tuple(limits), colour.rgba(), background.rgba() if background is not None else None)
+        wanted = (tuple(limits), colour.rgba(), background.rgba())
         if wanted == self._limits_shown:
             return  # as shown: set again, each label was laid out anew every second
         self._limits_shown = wanted
@@ -936,11 +936,10 @@ class Panel:
                 line.setPos(limits[k][0])
                 line.label.setFormat(names if k == 0 else "")
                 line.label.setColor(colour)
-                if background is not None:  # under the one name (an empty label's patch notched its line)
-                    patch = QColor(background)
-                    patch.setAlpha(LABEL_PATCH_ALPHA)
-                    line.label.fill = pg.mkBrush(patch if k == 0 else None)  # (TextItem paints it under the text)
-                    line.label.update()
+                patch = QColor(background)  # under the one name (an empty label's patch notched its line)
+                patch.setAlpha(LABEL_PATCH_ALPHA)
+                line.label.fill = pg.mkBrush(patch if k == 0 else None)  # (TextItem paints it under the text)
+                line.label.update()
 
     def forget_limits(self) -> None:
         """The limit lines are set again at the next set_limits, in its colours (a palette change)."""

@@ -163,12 +163,8 @@ def in_icon(samples: Sequence[Sample], hosts: Sequence[str]) -> list[Sample]:
     return [
         s
         for s in samples
-        if (s.gpus or _unreachable(s)) and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))
+        if (s.gpus or s.unreachable) and ("*" in hosts or (s.system is not None and s.system.hostname in hosts))
     ]
-
-
-def _unreachable(sample: Sample) -> bool:
-    return sample.remote is not None and bool(sample.remote.fault)
 
 
 def with_remote_bars(
@@ -186,7 +182,7 @@ def with_remote_bars(
     bars = [] if local.no_gpu else list(local.bars)
     contents = [] if local.no_gpu else [local]
     for sample in remotes:
-        if _unreachable(sample):
+        if sample.unreachable:
             bars.append(Bar(math.nan, Level.WARNING))
             gone = Headline(math.nan, "", -1, Level.WARNING, host_name(sample), unreachable=True)
             contents.append(IconContent((), headline=gone))

@@ -559,6 +559,7 @@ class SettingsDialog(QDialog):
                 }
             )
         )
+        hosts_edited = self._hosts_edited()
         settings = Settings(
             sampling_interval_s=self._seconds(self.interval, self.base.sampling_interval_s),
             history_hours=self.history_hours.value(),
@@ -569,14 +570,14 @@ class SettingsDialog(QDialog):
             idle_gpu_poll_s=self.idle_gpu_poll.value(),
             hidden_gpus=hidden if self.devices else self.base.hidden_gpus,
             serve_metrics=self.serve_metrics.isChecked(),
-            icon_remote_hosts=self._icon_hosts() if self._hosts_edited() else self.base.icon_remote_hosts,
+            icon_remote_hosts=self._icon_hosts() if hosts_edited else self.base.icon_remote_hosts,
             history_on_disk=self.history_on_disk.isChecked(),
             history_fine_hours=self.store_spins["history_fine_hours"].value(),
             history_coarse_days=self.store_spins["history_coarse_days"].value(),
             history_size_mib=self.store_spins["history_size_mib"].value(),
             process_history_per_gpu=self.store_spins["process_history_per_gpu"].value(),
             remote_hosts=tuple(line.strip() for line in self.remote_hosts.toPlainText().splitlines() if line.strip())
-            if self._hosts_edited()
+            if hosts_edited
             else self.base.remote_hosts,
             remote_interval_s=self._seconds(self.remote_interval, self.base.remote_interval_s),
             push=self.push_page.destinations(),

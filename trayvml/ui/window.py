@@ -664,13 +664,13 @@ class GraphWindow(QMainWindow):
         now = self._now_s()
         # A share of what is shown, not of the range: 7 days chosen over 12 h of history put the
         # view's end 8 h into the future, two fifths of every panel empty.
-        shown_s = min(self.range_s, now - self._history_start_s(now))
-        lead_s = LEAD_SHARE * shown_s
+        earliest = self._history_start_s(now)
+        lead_s = LEAD_SHARE * min(self.range_s, now - earliest)
         range_s, end = self._lead
         if range_s != self.range_s or not now <= end <= now + lead_s:
             end = now + lead_s
             self._lead = (self.range_s, end)
-        return max(end - self.range_s - lead_s, self._history_start_s(now)), end
+        return max(end - self.range_s - lead_s, earliest), end
 
     def _history_start_s(self, now_s: float) -> float:
         """Where a range up to now starts at the earliest: without the store, where the history in
