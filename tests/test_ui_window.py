@@ -18,7 +18,7 @@ from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, si
 from trayvml.core.formatting import format_precise
 from trayvml.core.metrics import GPU_METRICS, Group, Unit
 from trayvml.core.sample import Sample
-from trayvml.ui.gpu_colours import GPU_COLOURS
+from trayvml.ui.gpu_colours import gpu_colours_on
 from trayvml.ui.plots import GPU_PANELS
 from trayvml.ui.window import LEAD_SHARE
 
@@ -471,7 +471,9 @@ def test_process_timeline_draws_each_process_biggest_first_in_its_gpu_colour(win
     assert len(drawn) == 3 and not panel.notice.isVisible()
     peaks = [float(np.nanmax(values)) for _, values in drawn]
     assert peaks == [3 * GIB, 2 * GIB, 1 * GIB]  # most memory first
-    assert [pen.color().name() for pen, _ in panel.extra._paths] == [gpu_colour(g).name() for g in (1, 0, 0)]
+    assert [pen.color().name() for pen, _ in panel.extra._paths] == [
+        gpu_colour(g, w.gpu_page.background).name() for g in (1, 0, 0)
+    ]
     small_times, small = drawn[2]
     started = small_times[np.isfinite(small)][0]
     assert now - 305 <= started <= now - 295  # not drawn before it started
@@ -528,7 +530,7 @@ def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> N
     # In the text colour, which no GPU line has; dashed for a warning, solid and wider for critical.
     pens = {m.value(): m.pen for m in panel.markers if m.isVisible()}
     assert {pen.color().name() for pen in pens.values()} == {w.palette().color(QPalette.ColorRole.Text).name()}
-    assert not {pen.color().name() for pen in pens.values()} & set(GPU_COLOURS)
+    assert not {pen.color().name() for pen in pens.values()} & set(gpu_colours_on(w.gpu_page.background.name()))
     assert pens[now - 500].style() == Qt.PenStyle.DashLine and pens[now - 400].style() == Qt.PenStyle.SolidLine
     assert pens[now - 400].widthF() > pens[now - 500].widthF()
     w.set_gpu_visible(1, False)
@@ -811,7 +813,9 @@ def test_a_host_whose_gpu_indices_skip_is_named_coloured_and_hidden_by_its_colum
     xs, _ = panel.lines[0].line(1)
     rows = panel.values_at(float(xs[-5]), w._names())
     assert [name for name, _, _ in rows] == ["1 H100", "3 H100"]
-    assert [colour for _, colour, _ in rows] == [GPU_COLOURS[0], GPU_COLOURS[1]]  # as the legend's swatches
+    assert [colour for _, colour, _ in rows] == list(
+        gpu_colours_on(panel.background.name())[:2]
+    )  # as the legend's swatches
     w.legend.entries[1].setChecked(False)  # GPU 3
     w.finish_redraw()
     assert panel.lines[0].line(1) is None and panel.lines[0].line(0) is not None

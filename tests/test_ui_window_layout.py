@@ -10,7 +10,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QWheelEvent
+from PySide6.QtGui import QColor, QWheelEvent
 from PySide6.QtWidgets import QToolBar, QToolButton, QWidget
 
 from tests.ui_helpers import filled_history, many_gpus, shown_window
@@ -65,16 +65,34 @@ def test_at_1280_by_800_nothing_on_the_toolbar_hides_behind_the_overflow(qtbot, 
         qapp.setFont(font)
 
 
-def test_gpu_colours_differ_for_16_and_stay_apart_for_64() -> None:
-    from trayvml.ui.gpu_colours import GPU_COLOURS, gpu_colour, hex_to_rgb, srgb_to_lab
+@pytest.mark.parametrize("background", ["#ffffff", "#efefef", "#1e2127", "#000000"])
+def test_gpu_colours_differ_for_16_stay_apart_for_64_and_stand_out(background: str) -> None:
+    from trayvml.ui.gpu_colours import (
+        FIRST_GPU_COLOURS,
+        LEAST_CONTRAST,
+        contrast,
+        gpu_colour,
+        hex_to_rgb,
+        luminance,
+        srgb_to_lab,
+    )
 
-    lab = srgb_to_lab(hex_to_rgb([gpu_colour(k).name() for k in range(64)]))
-    for count, least in ((16, 20.0), (64, 8.0)):  # CIE76 distances: about 2.3 is the least one sees
+    rgb = hex_to_rgb([gpu_colour(k, QColor(background)).name() for k in range(64)])
+    lab = srgb_to_lab(rgb)
+    # CIE76 distances: about 2.3 is the least one sees. The nearest of 16 on a light grey are
+    # Tableau's brown and its grey darkened to stand out (17.9).
+    for count, least in ((16, 15.0), (64, 8.0)):
         gaps = np.linalg.norm(lab[:count, None] - lab[None, :count], axis=2)
         gaps[np.eye(count, dtype=bool)] = np.inf
         assert gaps.min() >= least, count
-    assert GPU_COLOURS[:4] == ("#4e79a7", "#f28e2b", "#59a14f", "#e15759")  # the first ones as before
-    assert np.all((lab[:, 0] >= 40) & (lab[:, 0] <= 85))  # readable on light and dark backgrounds
+    # WCAG 2.1's 3:1 for graphics, each line against the plot (1 px wide, less faded into it).
+    assert np.all(contrast(luminance(rgb), float(luminance(hex_to_rgb([background]))[0])) >= LEAST_CONTRAST)
+    # Tableau's hues kept where moved lighter or darker: the orange still orange, not another GPU's.
+    tableau = srgb_to_lab(hex_to_rgb(list(FIRST_GPU_COLOURS)))
+    coloured = np.hypot(tableau[:, 1], tableau[:, 2]) > 20  # (a grey's hue is no hue)
+    hue = np.degrees(np.arctan2(lab[:10, 2], lab[:10, 1]))
+    hue_before = np.degrees(np.arctan2(tableau[:, 2], tableau[:, 1]))
+    assert np.all((np.abs((hue - hue_before + 180) % 360 - 180) < 8)[coloured])
 
 
 def test_64_gpus_get_a_legend_entry_each_inside_the_window(qtbot) -> None:

@@ -1,6 +1,9 @@
-"""One colour per GPU, the same in every panel of the window (numpy's: the idle tray has none)."""
+"""One colour per GPU, the same in every panel of the window (numpy's: the idle tray has none), made
+to stand out from the background the lines are drawn on."""
 
 from __future__ import annotations
+
+import functools
 
 import numpy as np
 from PySide6.QtGui import QColor
@@ -19,11 +22,18 @@ FIRST_GPU_COLOURS = (
     "#bab0ac",
 )
 MAX_GPU_COLOURS = 64  # GPUs past this share colours; the legend's numbers still tell them apart
-# Candidates for GPUs past the first ten: mid lightness (readable on light and dark backgrounds),
-# every 15° of hue, two chromas.
-CANDIDATE_LIGHTNESS = (45.0, 55.0, 65.0, 75.0)
+# Candidates for GPUs past the first ten: every 15° of hue, two chromas, the lightnesses that stand
+# out from the background (LEAST_CONTRAST).
+CANDIDATE_LIGHTNESS = (30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0)
 CANDIDATE_CHROMA = (35.0, 60.0)
 CANDIDATE_HUE_STEP_DEG = 15
+# WCAG 2.1's least contrast for a graphical object against what is beside it (1.4.11): Tableau's
+# yellow, pink, teal and grey lines on a white plot were 1.6-2.4 to 1.
+LEAST_CONTRAST = 3.0
+# The relative luminance as far in contrast from black as from white: above it a colour is moved
+# darker to stand out, below it lighter.
+MID_LUMINANCE = (1.05 * 0.05) ** 0.5 - 0.05
+LIGHTNESS_STEP = 0.5  # CIELAB L*, each step a first colour is moved to reach LEAST_CONTRAST
 
 
 def _lab_to_srgb(lab: np.ndarray) -> np.ndarray:
@@ -50,28 +60,70 @@ def hex_to_rgb(colours: tuple[str, ...] | list[str]) -> np.ndarray:
     return np.array([[int(c[k : k + 2], 16) / 255 for k in (1, 3, 5)] for c in colours])
 
 
-def _gpu_colours() -> tuple[str, ...]:
-    """Tableau 10 first, then each next colour the candidate farthest (in CIELAB) from every colour
-    before it: 16 GPUs get 16 colours no two alike, 64 still 64 different ones."""
+def _hex(rgb: np.ndarray) -> str:
+    red, green, blue = (round(float(v) * 255) for v in rgb)
+    return f"#{red:02x}{green:02x}{blue:02x}"
+
+
+def luminance(rgb: np.ndarray) -> np.ndarray:
+    """WCAG's relative luminance of sRGB rows in 0..1."""
+    linear = np.where(rgb <= 0.04045, rgb / 12.92, ((rgb + 0.055) / 1.055) ** 2.4)
+    return linear @ np.array([0.2126, 0.7152, 0.0722])
+
+
+def contrast(luminance_a: np.ndarray | float, luminance_b: np.ndarray | float) -> np.ndarray:
+    """WCAG's contrast ratio, 1 to 21."""
+    high, low = np.maximum(luminance_a, luminance_b), np.minimum(luminance_a, luminance_b)
+    return np.asarray((high + 0.05) / (low + 0.05))
+
+
+def _in_gamut(lightness: float, a: float, b: float) -> np.ndarray:
+    """The colour at this lightness and hue, its chroma cut until sRGB holds it."""
+    for share in np.linspace(1.0, 0.0, 21):
+        rgb = _lab_to_srgb(np.array([[lightness, a * share, b * share]]))[0]
+        if np.all((rgb >= 0) & (rgb <= 1)):
+            return rgb
+    return np.clip(rgb, 0.0, 1.0)
+
+
+def _standing_out(colour: str, background_luminance: float) -> np.ndarray:
+    """``colour`` at the nearest lightness with LEAST_CONTRAST against the background, its hue kept."""
+    lightness, a, b = srgb_to_lab(hex_to_rgb([colour]))[0]
+    step = LIGHTNESS_STEP if background_luminance < MID_LUMINANCE else -LIGHTNESS_STEP
+    rgb = _in_gamut(lightness, a, b)
+    while contrast(luminance(rgb[None])[0], background_luminance) < LEAST_CONTRAST and 0 < lightness < 100:
+        lightness += step
+        rgb = _in_gamut(lightness, a, b)
+    return rgb
+
+
+@functools.cache
+def gpu_colours_on(background: str) -> tuple[str, ...]:
+    """The GPUs' colours on a background (``#rrggbb``): Tableau 10 first, each moved lighter or
+    darker until it stands out from it, then each next colour the candidate standing out that is
+    farthest (in CIELAB) from every colour before it: 16 GPUs get 16 colours no two alike, 64
+    still 64 different ones."""
+    background_luminance = float(luminance(hex_to_rgb([background]))[0])
     hues = np.radians(np.arange(0, 360, CANDIDATE_HUE_STEP_DEG))
     lch = np.array([(lt, c, h) for lt in CANDIDATE_LIGHTNESS for c in CANDIDATE_CHROMA for h in hues])
     lab = np.stack([lch[:, 0], lch[:, 1] * np.cos(lch[:, 2]), lch[:, 1] * np.sin(lch[:, 2])], axis=1)
     rgb = _lab_to_srgb(lab)
-    inside = np.all((rgb >= 0) & (rgb <= 1), axis=1)
-    candidates, candidate_lab = rgb[inside], lab[inside]
-    chosen = list(FIRST_GPU_COLOURS)
+    usable = np.all((rgb >= 0) & (rgb <= 1), axis=1)
+    standing_out = usable & (contrast(luminance(np.clip(rgb, 0, 1)), background_luminance) >= LEAST_CONTRAST)
+    if standing_out.sum() >= MAX_GPU_COLOURS:  # a mid-grey background leaves too few: all then
+        usable = standing_out
+    candidates, candidate_lab = rgb[usable], lab[usable]
+    chosen = [_hex(_standing_out(colour, background_luminance)) for colour in FIRST_GPU_COLOURS]
     chosen_lab = srgb_to_lab(hex_to_rgb(chosen))
     nearest = np.min(np.linalg.norm(candidate_lab[:, None, :] - chosen_lab[None, :, :], axis=2), axis=1)
     while len(chosen) < MAX_GPU_COLOURS:
         best = int(np.argmax(nearest))
-        red, green, blue = (round(float(v) * 255) for v in candidates[best])
-        chosen.append(f"#{red:02x}{green:02x}{blue:02x}")
+        chosen.append(_hex(candidates[best]))
         nearest = np.minimum(nearest, np.linalg.norm(candidate_lab - candidate_lab[best], axis=1))
     return tuple(chosen)
 
 
-GPU_COLOURS = _gpu_colours()
-
-
-def gpu_colour(index: int) -> QColor:
-    return QColor(GPU_COLOURS[index % len(GPU_COLOURS)])
+def gpu_colour(index: int, background: QColor) -> QColor:
+    """GPU ``index``'s colour (by its column in the sample) for lines drawn on ``background``."""
+    colours = gpu_colours_on(background.name())
+    return QColor(colours[index % len(colours)])

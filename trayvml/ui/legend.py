@@ -116,6 +116,12 @@ class GpuLegend(QWidget):
         self._layout.addWidget(self._title)
         self.entries: list[QCheckBox] = []
         self.highlighted = -1
+        self.background = QColor(Qt.GlobalColor.white)  # the plots': the swatches show the lines' colours
+
+    def set_background(self, background: QColor) -> None:
+        self.background = QColor(background)
+        for column, entry in enumerate(self.entries):
+            entry.setIcon(swatch(gpu_colour(column, background)))
 
     def set_devices(self, devices: tuple[DeviceInfo, ...], hidden: set[int]) -> None:
         for entry in self.entries:
@@ -130,7 +136,7 @@ class GpuLegend(QWidget):
             label = f"{info.index} {short_name(info.shown_name)}" if len(devices) <= NAMED_UP_TO else str(info.index)
             entry = QCheckBox(menu_label(label, dbusmenu=False))  # & is a mnemonic
             entry.setObjectName(f"gpu_legend_{info.index}")
-            entry.setIcon(swatch(gpu_colour(column)))
+            entry.setIcon(swatch(gpu_colour(column, self.background)))
             entry.setChecked(column not in hidden)
             # Identical models told apart; <p>: always rich text, so the escaped driver text shows as it is.
             facts = translate("GraphWindow", "{name} · bus {bus} · {uuid}").format(

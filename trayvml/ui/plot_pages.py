@@ -174,7 +174,7 @@ class PlotPage(QScrollArea):
             title = titles[index] if index < len(titles) else spec.title
             if title != spec.title:
                 plot.setTitle(title)
-            self.panels.append(Panel(spec, plot, gpu_count, title))
+            self.panels.append(Panel(spec, plot, gpu_count, self.background, title))
         self.first = first
         # To a screen reader the plots are pictures: the page says what they show and where the
         # same readings are as text. The scene takes no focus of its own (a second, silent stop).
@@ -380,7 +380,8 @@ class PlotPage(QScrollArea):
         self.foreground = QColor(foreground)
         self.background = QColor(background)
         for panel in self.panels:
-            panel.forget_limits()  # drawn again in these colours at the next redraw (asked by the window)
+            panel.recolour(background)  # drawn in these colours at the next redraw (asked by the window)
+            panel.forget_limits()
         self.readout.setStyleSheet(
             f"QLabel#readout {{ background: {background.name()}; color: {foreground.name()};"
             f" border: 1px solid {foreground.name()}; padding: 4px; }}"
@@ -539,7 +540,7 @@ class GpuPage(PlotPage):
         found.sort(key=lambda line: -peak(line, column))
         found = found[:MAX_PROCESS_LINES]
         # The GPU's colour, as everywhere in the window; a style that stays with the process or job.
-        colours = [gpu_colour(place.get(line.gpu_index, line.gpu_index)) for line in found]
+        colours = [gpu_colour(place.get(line.gpu_index, line.gpu_index), self.background) for line in found]
         pens = [
             pg.mkPen(c, width=1.4, style=LINE_STYLES[_style_of(line)]) for c, line in zip(colours, found, strict=True)
         ]
@@ -573,7 +574,7 @@ class GpuPage(PlotPage):
             band.setVisible(k < len(shown))
             if k < len(shown):
                 gpu, begin, end = shown[k]
-                colour = QColor(gpu_colour(gpu))
+                colour = gpu_colour(gpu, panel.background)
                 colour.setAlpha(40)
                 band.setBrush(colour)
                 band.setRegion((begin, end))

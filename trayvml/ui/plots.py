@@ -843,7 +843,7 @@ class Grid(pg.GraphicsObject):
 class Panel:
     """One plot: its lines (one Lines item per metric, a column per GPU), a crosshair and a grid."""
 
-    def __init__(self, spec: PanelSpec, plot: pg.PlotItem, gpu_count: int, title: str = "") -> None:
+    def __init__(self, spec: PanelSpec, plot: pg.PlotItem, gpu_count: int, background: QColor, title: str = "") -> None:
         self.spec = spec
         self.title = title or spec.title
         self.note = ""  # beside the title (show_note)
@@ -851,10 +851,8 @@ class Panel:
         self.plot = plot
         self.gpu_count = gpu_count
         self.lines: list[Lines] = []  # one per metric: columns are GPUs
-        self.pens = [
-            [pg.mkPen(gpu_colour(gpu), width=1, style=LINE_STYLES[k % len(LINE_STYLES)]) for gpu in range(gpu_count)]
-            for k in range(len(spec.metrics))
-        ]
+        self.pens: list[list[QPen]] = []  # per metric, per GPU (recolour)
+        self.recolour(background)
         self.extra = Lines()  # per-process or per-core lines
         self.extra_names: list[tuple[str, str]] = []  # per process line: (name, colour) for the readout
         plot.addItem(self.extra)
@@ -940,6 +938,17 @@ class Panel:
                 patch.setAlpha(LABEL_PATCH_ALPHA)
                 line.label.fill = pg.mkBrush(patch if k == 0 else None)  # (TextItem paints it under the text)
                 line.label.update()
+
+    def recolour(self, background: QColor) -> None:
+        """The GPUs' colours for lines on ``background``: drawn in them at the next redraw."""
+        self.background = QColor(background)
+        self.pens = [
+            [
+                pg.mkPen(gpu_colour(gpu, background), width=1, style=LINE_STYLES[k % len(LINE_STYLES)])
+                for gpu in range(self.gpu_count)
+            ]
+            for k in range(len(self.spec.metrics))
+        ]
 
     def forget_limits(self) -> None:
         """The limit lines are set again at the next set_limits, in its colours (a palette change)."""
@@ -1047,7 +1056,10 @@ class Panel:
             return self._process_values_at(x)
         if not self.gpu_count:
             return [("", "", values) for values in rows.values()]
-        return [(names(column), gpu_colour(column).name(), values) for column, values in sorted(rows.items())]
+        return [
+            (names(column), gpu_colour(column, self.background).name(), values)
+            for column, values in sorted(rows.items())
+        ]
 
     def gpu_near(self, x: float, y: float, tolerance: float) -> int:
         """The GPU whose line passes nearest to (``x``, ``y``), at most ``tolerance`` (in the panel's

@@ -991,6 +991,7 @@ class GraphWindow(QMainWindow):
         for page in (self.gpu_page, self.host_page, *self.per_gpu.pages.values()):
             if page is not None:
                 page.apply_palette(background, foreground)
+        self.legend.set_background(background)
 
     def _fit_to_screen(self, move: bool) -> None:
         """Within the free area of the screen the window opens on: the default 1100×820 is taller than
