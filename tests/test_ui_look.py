@@ -132,3 +132,49 @@ def test_a_sleeping_gpu_is_shaded_in_its_colour_on_the_plot_it_is_drawn_on(qtbot
         assert [round(x - sample.timestamp_s) for x in band.getRegion()] == [-50, -30]
         colour = band.brush.color()
         assert colour.alpha() == 40 and colour.rgb() == gpu_colour(1, QColor(base)).rgb()
+
+
+def _rows_drawn_at_200(qtbot, add) -> list[int]:
+    """The device rows inked down a column of a plot rendered at 200 %, what ``add(plot)`` puts in it."""
+    import pyqtgraph as pg
+    from PySide6.QtCore import QRectF
+    from PySide6.QtGui import QImage, QPainter
+
+    plot = pg.PlotWidget(background="w")
+    qtbot.addWidget(plot)
+    plot.resize(200, 200)
+    plot.hideAxis("bottom")
+    plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+    add(plot.getPlotItem())
+    plot.show()
+    qtbot.waitExposed(plot)
+    image = QImage(plot.size() * 2, QImage.Format.Format_ARGB32)
+    image.setDevicePixelRatio(2)
+    image.fill(Qt.GlobalColor.white)
+    plot.scene().prepareForPaint()
+    painter = QPainter(image)  # its device a 200 % one, as a HiDPI screen's window
+    plot.scene().render(painter, QRectF(0, 0, 200, 200), plot.sceneRect())
+    painter.end()
+    x = image.width() * 3 // 4  # (the grid's time lines are vertical: none here at this range)
+    return [y for y in range(image.height()) if image.pixelColor(x, y).lightness() < 250]
+
+
+def test_a_limit_marker_crosshair_and_grid_line_are_as_thick_at_200_percent_as_the_text(qtbot) -> None:
+    """Cosmetic pens are as wide in device pixels at any scale: at 200 % they were hairlines."""
+    import pyqtgraph as pg
+
+    from trayvml.ui.plots import Grid, Rule
+
+    limit = Rule(pos=0.5, angle=0, movable=False, pen=pg.mkPen("k", width=1))
+    drawn = _rows_drawn_at_200(qtbot, lambda plot: plot.addItem(limit))
+    assert len(drawn) == 2 and drawn[1] - drawn[0] == 1  # one line, two device pixels
+
+    def add_grid(plot: pg.PlotItem) -> None:
+        grid = Grid(plot.getAxis("left"))
+        grid.set_colour(QColor("black"))
+        plot.addItem(grid)
+
+    rows = _rows_drawn_at_200(qtbot, add_grid)
+    lines = [y for y in rows if y - 1 not in rows]  # each line's first row
+    inside = [y for y in lines if 4 < y < 396]  # (one at an edge is cut by the plot)
+    assert len(inside) >= 3 and all(y + 1 in rows and y + 2 not in rows for y in inside)

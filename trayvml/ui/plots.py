@@ -377,6 +377,36 @@ def reason_rgba(bitmasks: np.ndarray) -> np.ndarray:
     return rgba
 
 
+def device_ratio(painter: QPainter) -> float:
+    device = painter.device()
+    return device.devicePixelRatioF() if device is not None else 1.0
+
+
+def device_pen(pen: QPen, ratio: float, factor: float = 1.0) -> QPen:
+    """``pen`` widened for a screen of ``ratio`` device pixels a pixel: a cosmetic pen is as wide in
+    device pixels at any scale, so at 200 % a 1 px line was half as thick as the text beside it
+    (width 0 is Qt's one device pixel)."""
+    scaled = QPen(pen)
+    scaled.setWidthF((pen.widthF() or 1.0) * ratio * factor)
+    return scaled
+
+
+class Rule(pg.InfiniteLine):
+    """pyqtgraph's InfiniteLine (a limit, an alert's marker, the crosshair) as wide at any screen scale."""
+
+    def paint(self, painter: QPainter, *args: object) -> None:
+        ratio = device_ratio(painter)
+        if ratio == 1.0:
+            super().paint(painter, *args)
+            return
+        kept: QPen = self.currentPen  # type: ignore[has-type]  # (pyqtgraph sets it untyped)
+        self.currentPen = device_pen(kept, ratio)
+        try:
+            super().paint(painter, *args)
+        finally:
+            self.currentPen = kept
+
+
 class Lines(pg.GraphicsObject):
     """Every line of one kind in a panel (a metric of each GPU, each process, each core) in ONE
     graphics item. pyqtgraph's curve items cost about 0.25 ms of Python each per paint (bounds,
@@ -609,16 +639,12 @@ class Lines(pg.GraphicsObject):
         return QRectF(x0 - pad_x, y0 - pad_y, x1 - x0 + 2 * pad_x, y1 - y0 + 2 * pad_y)
 
     def paint(self, painter: QPainter, *args: object) -> None:
-        # Cosmetic pens are as wide in device pixels at any scale: at 200 % a 1 px line would be
-        # drawn half as thick as the text beside it, so its width follows the screen's scale.
-        device = painter.device()
-        ratio = device.devicePixelRatioF() if device is not None else 1.0
+        ratio = device_ratio(painter)
         emphasised = self.emphasis in self._columns
         last = []  # the emphasised line, over the others
         for column, (pen, path) in zip(self._columns, self._paths, strict=True):
             if ratio != 1.0 or emphasised:
-                pen = QPen(pen)
-                pen.setWidthF(pen.widthF() * ratio * (EMPHASIS_WIDTH if column == self.emphasis else 1.0))
+                pen = device_pen(pen, ratio, EMPHASIS_WIDTH if column == self.emphasis else 1.0)
                 if emphasised and column != self.emphasis:
                     faint = pen.color()
                     faint.setAlpha(FAINT_ALPHA)
@@ -836,7 +862,8 @@ class Grid(pg.GraphicsObject):
             grid_s = time_grid_s(rect.left(), rect.right(), view.width())
             lines += [QLineF(x, rect.top(), x, rect.bottom()) for x in grid_s]
             self._lines_key, self._lines = lines_key, lines
-        painter.setPen(self._pen)
+        ratio = device_ratio(painter)
+        painter.setPen(self._pen if ratio == 1.0 else device_pen(self._pen, ratio))
         painter.drawLines(self._lines)
 
 
@@ -864,10 +891,10 @@ class Panel:
         self.image: pg.ImageItem | None = None
         self.strip_data: tuple[np.ndarray, np.ndarray] | None = None  # times, a bitmask per GPU
         self.strip_hidden: frozenset[int] = frozenset()  # GPUs left out of the strip (unticked)
-        self.markers: list[pg.InfiniteLine] = []
-        self.limits: list[pg.InfiniteLine] = []  # fixed limits, horizontal (set_limits)
+        self.markers: list[Rule] = []
+        self.limits: list[Rule] = []  # fixed limits, horizontal (set_limits)
         self._limits_shown: tuple[tuple[tuple[float, str], ...], int, int] | None = None  # (limits, colours)
-        self.crosshair = pg.InfiniteLine(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
+        self.crosshair = Rule(angle=90, movable=False, pen=pg.mkPen((128, 128, 128), width=1))
         self.crosshair.setVisible(False)
         plot.addItem(self.crosshair, ignoreBounds=True)
         self.grid = Grid(plot.getAxis("left"))
@@ -899,10 +926,10 @@ class Panel:
                 self.lines.append(Lines())
                 plot.addItem(self.lines[-1])
 
-    def set_markers(self, count: int) -> list[pg.InfiniteLine]:
+    def set_markers(self, count: int) -> list[Rule]:
         """Vertical lines marking alerts on this timeline; reused, never destroyed."""
         while len(self.markers) < count:
-            marker = pg.InfiniteLine(angle=90, movable=False)
+            marker = Rule(angle=90, movable=False)
             self.plot.addItem(marker, ignoreBounds=True)
             self.markers.append(marker)
         for k, marker in enumerate(self.markers):
@@ -916,7 +943,7 @@ class Panel:
         ``background``: the temperature lines ran through its letters."""
         while len(self.limits) < len(limits):
             options = {"position": 0.02, "anchors": [(0, 0), (0, 0)]}  # the text hangs below the line
-            line = pg.InfiniteLine(angle=0, movable=False, label="", labelOpts=options)
+            line = Rule(angle=0, movable=False, label="", labelOpts=options)
             # Its label moves with the view and, unlike the line, is no part of the value range:
             # left to pyqtgraph, each move refitted the panel's value range (as for the inner group).
             line.label._GraphicsObject__inform_view_on_changes = False
