@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
 from PySide6.QtCore import QSize, Qt
 from PySide6.QtGui import QColor, QPalette
 
@@ -82,8 +83,6 @@ def _drawn_colours(page) -> set[str]:
 
 
 def test_every_gpus_lines_stand_out_from_a_light_or_a_dark_plot(qtbot) -> None:
-    import numpy as np
-
     from trayvml.ui.gpu_colours import LEAST_CONTRAST, contrast, hex_to_rgb, luminance
 
     history, sample = filled_history("training:gpus=h100*10,start=1800", 60)
@@ -178,3 +177,47 @@ def test_a_limit_marker_crosshair_and_grid_line_are_as_thick_at_200_percent_as_t
     lines = [y for y in rows if y - 1 not in rows]  # each line's first row
     inside = [y for y in lines if 4 < y < 396]  # (one at an edge is cut by the plot)
     assert len(inside) >= 3 and all(y + 1 in rows and y + 2 not in rows for y in inside)
+
+
+def test_an_alerts_row_is_readable_in_its_severitys_colour_on_a_light_or_dark_table(qtbot) -> None:
+    from trayvml.alerts.rules import AlertEvent
+    from trayvml.alerts.severity import Severity
+    from trayvml.ui.alerts_page import AlertsPage
+    from trayvml.ui.gpu_colours import LEAST_TEXT_CONTRAST, contrast, hex_to_rgb, luminance
+
+    table = AlertsPage()
+    qtbot.addWidget(table)
+    table.add_events(
+        [AlertEvent(1.8e9 + k, 0, "H100", "temperature", "firing", s, "warm") for k, s in enumerate(Severity)]
+        + [AlertEvent(1.8e9 + 9, 0, "H100", "temperature", "resolved", Severity.WARNING, "cool")]
+    )
+    for base, text in (("#ffffff", "#000000"), ("#1e2127", "#e6e6e6")):
+        palette = QPalette(table.palette())
+        palette.setColor(QPalette.ColorRole.Base, QColor(base))
+        palette.setColor(QPalette.ColorRole.Text, QColor(text))
+        table.setPalette(palette)  # a theme chosen while the rows are listed
+        firing = [table.item(row, 3).foreground().color().name() for row in range(1, table.rowCount())]
+        assert len(firing) == len(Severity)
+        ratios = contrast(luminance(hex_to_rgb(firing)), float(luminance(hex_to_rgb([base]))[0]))
+        assert np.all(ratios >= LEAST_TEXT_CONTRAST), (base, firing)  # the amber was 2 to 1 on white
+        assert len(set(firing)) == len(Severity)  # still told apart
+        assert table.item(0, 3).foreground().style() == Qt.BrushStyle.NoBrush  # a resolution in the text colour
+
+
+def test_each_cores_line_is_fainter_than_the_cpus_and_darker_than_the_grid_in_any_theme(qtbot) -> None:
+    from trayvml.ui.plots import GRID_ALPHA
+
+    history, sample = filled_history("training:gpus=h100,start=1800", 60)
+    w = shown_window(qtbot, history, sample, 1280, 800)
+    w.tabs.setCurrentWidget(w.host_page)
+    for base, text in (("#ffffff", "#000000"), ("#1e2127", "#e6e6e6")):
+        palette = QPalette(w.palette())
+        palette.setColor(QPalette.ColorRole.Base, QColor(base))
+        palette.setColor(QPalette.ColorRole.Text, QColor(text))
+        w.setPalette(palette)
+        w.finish_redraw()
+        cpu = w.host_page.panels[0]
+        pens = {pen.color().rgba() for pen, _ in cpu.extra._paths}
+        assert len(pens) == 1
+        core = QColor.fromRgba(pens.pop())
+        assert core.rgb() == QColor(text).rgb() and GRID_ALPHA < core.alpha() < 255

@@ -500,6 +500,7 @@ def _alert(t_s: float, gpu: int, severity, kind: str = "firing", rule: str = "te
 def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> None:
     from trayvml.alerts.severity import Severity
     from trayvml.ui.alerts_page import SEVERITY_COLOURS
+    from trayvml.ui.gpu_colours import readable_on
 
     w, sample = window("training:gpus=rtx4090*2", seconds=600)
     now = sample.timestamp_s
@@ -522,7 +523,8 @@ def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> N
         ["0 RTX 4090", "warning"],
     ]
     assert rows[1][3] == "GPU driver not responding" and rows[3][3] == "GPU 1 RTX 4090: temperature 91 °C"
-    assert table.item(3, 2).foreground().color().name() == SEVERITY_COLOURS[Severity.CRITICAL]
+    base = table.palette().color(QPalette.ColorRole.Base)
+    assert table.item(3, 2).foreground().color() == readable_on(SEVERITY_COLOURS[Severity.CRITICAL], base)
     w.refresh()
     panel = w.gpu_page.panels[0]
     marked = sorted(m.value() for m in panel.markers if m.isVisible())

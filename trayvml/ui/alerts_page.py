@@ -14,8 +14,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from PySide6.QtCore import QCoreApplication, QPoint, Qt
-from PySide6.QtGui import QColor
+from PySide6.QtCore import QCoreApplication, QEvent, QPoint, Qt
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QHeaderView, QMenu, QPushButton, QTableWidget, QTableWidgetItem
 
 from trayvml.alerts.rules import AlertEvent
@@ -26,6 +26,7 @@ from trayvml.core.units import format_clock, short_name
 from trayvml.host.attribution import KernelSession
 from trayvml.ui import processes
 from trayvml.ui.empty_note import EmptyNote
+from trayvml.ui.gpu_colours import readable_on
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)
 MAX_LISTED_EVENTS = 1000
@@ -124,10 +125,25 @@ class AlertsPage(QTableWidget):
                 else translate("AlertsPage", "all")
             )
             for column, text in enumerate((when, gpu, label, event.title, "")):
-                item = QTableWidgetItem(text)
-                if event.kind != "resolved":
-                    item.setForeground(QColor(SEVERITY_COLOURS[event.severity]))
-                self.setItem(row, column, item)
+                self.setItem(row, column, QTableWidgetItem(text))
+            self._colour(row)
+
+    def _colour(self, row: int) -> None:
+        """A firing event's row in its severity's colour, readable on the table's background."""
+        event = self.listed[row]
+        if event.kind == "resolved":
+            return
+        colour = readable_on(SEVERITY_COLOURS[event.severity], self.palette().color(QPalette.ColorRole.Base))
+        for column in range(self.columnCount()):
+            item = self.item(row, column)
+            if item is not None:
+                item.setForeground(colour)
+
+    def changeEvent(self, event: QEvent) -> None:  # noqa: N802 - Qt override
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.PaletteChange:
+            for row in range(self.rowCount()):
+                self._colour(row)
 
     def markers(self, start_s: float, end_s: float, hidden_gpus: frozenset[int]) -> list[AlertEvent]:
         """The alerts to mark on timelines showing ``start_s``..``end_s``: the shown host's, not

@@ -1,5 +1,5 @@
 """One colour per GPU, the same in every panel of the window (numpy's: the idle tray has none), made
-to stand out from the background the lines are drawn on."""
+to stand out from the background the lines are drawn on; and coloured text made readable on its."""
 
 from __future__ import annotations
 
@@ -30,6 +30,7 @@ CANDIDATE_HUE_STEP_DEG = 15
 # WCAG 2.1's least contrast for a graphical object against what is beside it (1.4.11): Tableau's
 # yellow, pink, teal and grey lines on a white plot were 1.6-2.4 to 1.
 LEAST_CONTRAST = 3.0
+LEAST_TEXT_CONTRAST = 4.5  # and for text (1.4.3): an alert's amber was 2 to 1 on white
 # The relative luminance as far in contrast from black as from white: above it a colour is moved
 # darker to stand out, below it lighter.
 MID_LUMINANCE = (1.05 * 0.05) ** 0.5 - 0.05
@@ -86,15 +87,25 @@ def _in_gamut(lightness: float, a: float, b: float) -> np.ndarray:
     return np.clip(rgb, 0.0, 1.0)
 
 
-def _standing_out(colour: str, background_luminance: float) -> np.ndarray:
-    """``colour`` at the nearest lightness with LEAST_CONTRAST against the background, its hue kept."""
+def _standing_out(colour: str, background_luminance: float, least: float = LEAST_CONTRAST) -> np.ndarray:
+    """``colour`` at the nearest lightness with ``least`` contrast against the background, its hue kept."""
     lightness, a, b = srgb_to_lab(hex_to_rgb([colour]))[0]
     step = LIGHTNESS_STEP if background_luminance < MID_LUMINANCE else -LIGHTNESS_STEP
     rgb = _in_gamut(lightness, a, b)
-    while contrast(luminance(rgb[None])[0], background_luminance) < LEAST_CONTRAST and 0 < lightness < 100:
+    while contrast(luminance(rgb[None])[0], background_luminance) < least and 0 < lightness < 100:
         lightness += step
         rgb = _in_gamut(lightness, a, b)
     return rgb
+
+
+@functools.cache
+def _readable(colour: str, background: str) -> str:
+    return _hex(_standing_out(colour, float(luminance(hex_to_rgb([background]))[0]), LEAST_TEXT_CONTRAST))
+
+
+def readable_on(colour: str, background: QColor) -> QColor:
+    """Text in ``colour`` (``#rrggbb``) made readable on ``background``: lighter or darker, its hue kept."""
+    return QColor(_readable(colour, background.name()))
 
 
 @functools.cache

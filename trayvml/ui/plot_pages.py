@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QCoreApplication, QEvent, QObject, QPoint, QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QNativeGestureEvent, QPaintEvent, QWheelEvent
+from PySide6.QtGui import QColor, QNativeGestureEvent, QPaintEvent, QPen, QWheelEvent
 from PySide6.QtWidgets import QApplication, QGraphicsItem, QLabel, QScrollArea
 
 from trayvml.alerts.rules import AlertEvent
@@ -42,7 +42,9 @@ from trayvml.ui.plots import (
 )
 
 HOST_COLOUR = "#4e79a7"
-CORE_COLOUR = (150, 150, 150, 90)
+# Each core's line in the text colour, fainter than the CPU's line and darker than the grid's (a
+# grey of its own was the grid's shade on a light plot and on a dark one).
+CORE_ALPHA = 100
 MAX_PROCESS_LINES = 12
 # Points a panel draws at most, over all its lines: painting costs about the same per point, so
 # 64 GPUs get fewer points a line rather than 8 times the paint time of 8 GPUs.
@@ -595,7 +597,17 @@ class MachinePage(PlotPage):
         self._pens = [
             pg.mkPen(HOST_COLOUR, width=1.8, style=LINE_STYLES[k % len(LINE_STYLES)]) for k in range(len(LINE_STYLES))
         ]
-        self._core_pen = pg.mkPen(CORE_COLOUR, width=1)
+        self._core_pen = self._pen_for_cores(self.foreground)
+
+    @staticmethod
+    def _pen_for_cores(foreground: QColor) -> QPen:
+        colour = QColor(foreground)
+        colour.setAlpha(CORE_ALPHA)
+        return pg.mkPen(colour, width=1)
+
+    def apply_palette(self, background: QColor, foreground: QColor) -> None:
+        super().apply_palette(background, foreground)
+        self._core_pen = self._pen_for_cores(foreground)
 
     def draw_panel(self, panel: Panel, view: View) -> None:
         budget = view.points(self.budget(panel))
