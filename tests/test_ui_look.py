@@ -196,12 +196,15 @@ def test_an_alerts_row_is_readable_in_its_severitys_colour_on_a_light_or_dark_ta
         palette.setColor(QPalette.ColorRole.Base, QColor(base))
         palette.setColor(QPalette.ColorRole.Text, QColor(text))
         table.setPalette(palette)  # a theme chosen while the rows are listed
-        firing = [table.item(row, 3).foreground().color().name() for row in range(1, table.rowCount())]
+        items = [table.item(row, 3) for row in range(table.rowCount())]
+        assert all(items)
+        firing = [item.foreground().color().name() for item in items[1:] if item is not None]
         assert len(firing) == len(Severity)
         ratios = contrast(luminance(hex_to_rgb(firing)), float(luminance(hex_to_rgb([base]))[0]))
         assert np.all(ratios >= LEAST_TEXT_CONTRAST), (base, firing)  # the amber was 2 to 1 on white
         assert len(set(firing)) == len(Severity)  # still told apart
-        assert table.item(0, 3).foreground().style() == Qt.BrushStyle.NoBrush  # a resolution in the text colour
+        resolved = items[0]
+        assert resolved is not None and resolved.foreground().style() == Qt.BrushStyle.NoBrush  # in the text colour
 
 
 def test_each_cores_line_is_fainter_than_the_cpus_and_darker_than_the_grid_in_any_theme(qtbot) -> None:
