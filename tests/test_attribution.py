@@ -355,7 +355,9 @@ def test_a_real_kernel_listed_by_the_driver_reaches_the_sample_with_its_notebook
 
 
 # ---- where it shows: snapshot, serve, notifications ----
-NOTEBOOK = Attribution(notebook="exp/train.ipynb", job="exp/train.ipynb", job_kind="notebook", root_pid=1)
+NOTEBOOK = Attribution(
+    notebook="exp/train.ipynb", kernel_id="1a2b3c4d-0000", job="exp/train.ipynb", job_kind="notebook", root_pid=1
+)
 CONTAINER = Attribution(container=HEX[:12], runtime="docker", job=f"docker {HEX[:12]}", job_kind="container")
 
 
@@ -385,6 +387,10 @@ def test_snapshot_text_and_json_carry_the_job_and_count_hidden_processes() -> No
     assert gpu["hidden_processes"] == {"other_users": 2, "other_pid_namespace": 1}
     first = gpu["processes"][0]["attribution"]
     assert (first["kind"], first["job"], first["notebook"]) == ("notebook", "exp/train.ipynb", "exp/train.ipynb")
+    assert first["kernel_id"] == "1a2b3c4d-0000"  # what stays while its notebook is renamed
+    assert gpu["processes"][1]["attribution"]["kernel_id"] == ""
+    started = gpu["processes"][0]["started_s"]  # with the PID, what tells it from a later process given it
+    assert started == sample.gpus[0].processes[0].started_s and started > 1e9
     assert gpu["processes"][1]["attribution"]["container"] == HEX[:12]
     assert gpu["processes"][2]["attribution"]["job"] == ""  # hidden: no job guessed
 

@@ -312,6 +312,7 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                 "processes": [
                     {
                         "pid": p.pid,
+                        "started_s": _number(p.started_s),  # with the PID, who it is (PIDs are reused)
                         "kind": p.kind,
                         "name": json_text(p.name),
                         "user": json_text(p.user),
@@ -333,6 +334,7 @@ def json_snapshot(sample: Sample, energy: EnergyMeter | None = None) -> dict[str
                             "unit": json_text(p.attribution.unit),
                             "session": json_text(p.attribution.session),
                             "notebook": json_text(p.attribution.notebook),
+                            "kernel_id": p.attribution.kernel_id,
                             "root_pid": p.attribution.root_pid or None,
                         },
                         "job_energy_wh": None if energy is None else energy.job_energy_wh(p),
