@@ -688,6 +688,73 @@ def test_changes_elsewhere_and_here_are_merged_rule_by_rule(tmp_path: Path) -> N
     assert kept.read_bytes() == hand
 
 
+# Another trayvml saving its change (notifications off) from the settings it read at its start,
+# holding the save's lock until told to save.
+OTHER_SAVER = """
+import sys
+from dataclasses import replace
+from pathlib import Path
+from trayvml import config
+store = config.SettingsStore(Path(sys.argv[1]))
+model = config.SettingsModel(store.load()[0], store)
+with store.locked():
+    print("holding", flush=True)
+    sys.stdin.readline()
+    store.save(replace(model.current, notifications=False))
+"""
+
+
+def test_two_trayvmls_saving_at_once_each_keep_the_others_change(tmp_path: Path) -> None:
+    """Both looked at the file before either saved, found it as they had read it, and the later
+    save lost the other's change without a word."""
+    path = tmp_path / "config.toml"
+    store = config.SettingsStore(path)
+    store.save(config.Settings())
+    model = config.SettingsModel(store.load()[0], store)
+    said: list[str] = []
+    with subprocess.Popen(
+        [sys.executable, "-c", OTHER_SAVER, str(path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    ) as other:
+        try:
+            assert other.stdout is not None and other.stdout.readline() == "holding\n"
+            here = threading.Thread(
+                target=lambda: said.append(model.change(replace(model.current, start_at_login=True)))
+            )
+            here.start()
+            time.sleep(0.3)  # (without the lock, this one's save is made meanwhile, and lost next)
+            assert other.stdin is not None
+            other.stdin.write("save\n")
+            other.stdin.flush()
+            assert other.wait(20) == 0
+            here.join(20)
+            assert not here.is_alive()
+        finally:
+            other.kill()
+    on_disk, _ = config.SettingsStore(path).load()
+    assert on_disk.start_at_login and not on_disk.notifications  # each one's change
+    assert said == [f"The settings file {path} had been changed elsewhere: those changes are kept."]
+
+
+def test_a_save_lock_held_too_long_is_waited_for_a_bounded_time_then_saved_without(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import fcntl
+
+    path = tmp_path / "config.toml"
+    store = config.SettingsStore(path)
+    store.save(config.Settings())
+    model = config.SettingsModel(store.load()[0], store)
+    monkeypatch.setattr(config, "SAVE_LOCK_WAIT_S", 0.1)
+    stuck = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)  # a trayvml stopped while holding it
+    try:
+        fcntl.flock(stuck, fcntl.LOCK_EX)
+        assert model.change(replace(model.current, start_at_login=True)) == ""
+    finally:
+        os.close(stuck)
+    assert config.SettingsStore(path).load()[0].start_at_login  # the change saved, not lost
+    assert f"saving the settings without the lock of {tmp_path}" in caplog.text
+
+
 def test_a_broken_file_moved_aside_is_not_taken_for_a_change_elsewhere(tmp_path: Path) -> None:
     """A broken settings file is moved aside at start: the first change after said the file had
     been changed elsewhere (its signature was taken before the move)."""

@@ -7,7 +7,9 @@ file is used, and the file is copied aside before trayvml first overwrites it.""
 
 from __future__ import annotations
 
+import contextlib
 import glob
+import logging
 import math
 import os
 import re
@@ -15,7 +17,7 @@ import reprlib
 import stat
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
@@ -24,7 +26,7 @@ import tomli_w
 
 from trayvml.alerts.engine import AlertSettings, validate
 from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings, Rule
-from trayvml.core.files import read_bounded, remove_stale_temporaries, write_atomically
+from trayvml.core.files import folder_locked, read_bounded, remove_stale_temporaries, write_atomically
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
@@ -35,6 +37,8 @@ if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - Python 3.10
     import tomli as tomllib
+
+log = logging.getLogger(__name__)
 
 # The shape of the file this version writes. Raise it when a key is renamed or deleted, and say how
 # in RENAMED / DELETED (qutebrowser's configdata `renamed:` / `deleted:`), so older files still load.
@@ -51,6 +55,7 @@ RENAMED: dict[str, str] = {
 DELETED: frozenset[str] = frozenset({"alerts.job_finished.critical_clear", "alerts.job_finished.cooldown_s"})
 
 MAX_FILE_BYTES = MIB  # a settings file is a few KiB; anything this big is not one
+SAVE_LOCK_WAIT_S = 5.0  # another trayvml's save takes milliseconds: a lock held this long is stuck
 NOTED_KEYS = 5  # a file full of unknown keys is named by its first few, not all of them
 _GPU_INDEX = re.compile(r"[0-9]{1,4}")  # ASCII digits only: "²".isdigit() is True but int("²") fails
 
@@ -970,6 +975,18 @@ class SettingsStore:
         an editor); False before it was read at all."""
         return self._seen is not None and self._signature() != self._seen
 
+    @contextlib.contextmanager
+    def locked(self) -> Iterator[None]:
+        """Held from the look at the file to the save (SettingsModel.change), by every trayvml
+        saving this file; waited for at most SAVE_LOCK_WAIT_S, then saved without it (a change
+        kept in this trayvml, said, rather than lost)."""
+        folder = Path(os.path.realpath(self.path)).parent
+        folder.mkdir(parents=True, exist_ok=True)
+        with folder_locked(folder, SAVE_LOCK_WAIT_S) as taken:
+            if not taken:
+                log.warning("saving the settings without the lock of %s (another trayvml holds it)", folder)
+            yield
+
     def keep_as_read(self) -> None:
         """The next save keeps a copy of the file as it was last read beside it (``.kept-…``)."""
         self._keep = self._read
@@ -1139,20 +1156,25 @@ class SettingsModel:
         when the file had been changed elsewhere (its changes are kept beside these), else ""."""
         old = self.current
         problem = ""
-        if self.store is not None and self.store.changed_elsewhere():
-            settings, problem = self._beside_elsewhere(old, settings)
-        # Standing in until a save says them (the dialog makes fresh Settings: a failed save
-        # cleared the flag, and the history was pruned by settings no file holds).
-        settings = self.current = replace(settings, stand_in=old.stand_in)
-        if self.store is not None:
-            try:
-                self.store.save(settings)
-                settings = self.current = replace(settings, stand_in=False)  # the file says them now
-            except (OSError, SettingsError) as error:
-                reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
-                problem = translate("settings", "Could not save the settings to {path}: {reason}.").format(
-                    path=self.store.path, reason=reason.rstrip(".")
-                )
+        if self.store is None:
+            self.current = settings = replace(settings, stand_in=old.stand_in)
+        else:
+            # From the look at the file to the save, no other trayvml saves: two saving at once
+            # both found the file as they had read it, and the later save lost the other's change.
+            with self.store.locked():
+                if self.store.changed_elsewhere():
+                    settings, problem = self._beside_elsewhere(old, settings)
+                # Standing in until a save says them (the dialog makes fresh Settings: a failed save
+                # cleared the flag, and the history was pruned by settings no file holds).
+                settings = self.current = replace(settings, stand_in=old.stand_in)
+                try:
+                    self.store.save(settings)
+                    settings = self.current = replace(settings, stand_in=False)  # the file says them now
+                except (OSError, SettingsError) as error:
+                    reason = error.strerror if isinstance(error, OSError) and error.strerror else str(error)
+                    problem = translate("settings", "Could not save the settings to {path}: {reason}.").format(
+                        path=self.store.path, reason=reason.rstrip(".")
+                    )
         changed = {f.name for f in fields(Settings) if getattr(old, f.name) != getattr(settings, f.name)}
         for keys, listener in self._listeners:
             if keys & changed:

@@ -99,6 +99,42 @@ def try_lock(path: Path | str) -> int | None:
     return fd
 
 
+@contextlib.contextmanager
+def folder_locked(folder: Path, wait_s: float) -> Iterator[bool]:
+    """An exclusive lock on ``folder`` among the programs that take it so (flock: let go when the
+    holder ends, killed or not), waited for at most ``wait_s``; yields whether it was taken (not
+    where the folder cannot be opened, the wait ran out, or the system has no flock). The folder,
+    not a file in it: a file written atomically is renamed over, a new file each time, and a lock
+    file of its own would be one more in the user's folder."""
+    try:
+        import fcntl
+    except ImportError:  # (Windows)
+        yield False
+        return
+    try:
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError:
+        yield False
+        return
+    try:
+        deadline_s = time.monotonic() + wait_s
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= deadline_s:
+                    yield False
+                    return
+                time.sleep(0.02)
+            except OSError:  # a file system without flock
+                yield False
+                return
+        yield True
+    finally:
+        os.close(fd)  # (lets go of the lock)
+
+
 def write_atomically(path: Path, data: bytes, mode: int | None = None) -> None:
     """A temporary file in the same folder, flushed to disk, then renamed over ``path``; readable by
     its user alone (0600) unless ``mode`` says otherwise.
