@@ -98,12 +98,15 @@ def test_the_python_api_sets_mig_uuids_in_cuda_visible_devices(monkeypatch: pyte
     import os
 
     import trayvml
+    from trayvml.core.errors import NotEnoughGpusError
 
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     spec = "training:gpus=h100-mig+rtx4090,start=1800"
-    chosen = trayvml.pick_gpus(2, simulate=spec)
-    assert len(chosen) == 2 and all(isinstance(c, str) for c in chosen)
-    assert any(str(c).startswith("MIG-") for c in chosen)
+    (chosen,) = trayvml.pick_gpus(1, simulate=spec)
+    assert isinstance(chosen, str) and chosen.startswith("MIG-")  # the freest: a MIG device, by UUID
+    # Two for one process are whole GPUs (CUDA shows a process one MIG device): one is here.
+    with pytest.raises(NotEnoughGpusError, match="sees only one MIG device"):
+        trayvml.pick_gpus(2, simulate=spec)
     with trayvml.visible_gpus(1, simulate=spec) as picked:
         assert os.environ["CUDA_VISIBLE_DEVICES"] == str(picked[0])
         assert str(picked[0]).startswith(("MIG-", "GPU-"))

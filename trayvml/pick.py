@@ -87,6 +87,12 @@ def choose(
     in_mig_mode = {d.index for d in sample.devices if d.mig_mode_current}
     pool = [g for g in sample.gpus if among is None or g.index in among]
     candidates = [g for g in pool if not g.lost and g.index not in in_mig_mode]
+    # A CUDA process sees one MIG device only, however many CUDA_VISIBLE_DEVICES names (NVIDIA's
+    # MIG user guide, "CUDA Device Enumeration"): three handed to one process trained on one.
+    mig_devices = {d.index for d in sample.devices if d.mig_parent_index >= 0}
+    mig_left_out = count > 1 and any(g.index in mig_devices for g in candidates)
+    if mig_left_out:
+        candidates = [g for g in candidates if g.index not in mig_devices]
     totals = {d.index: d.memory_total_bytes for d in sample.devices}
     free = {g.index: _free_bytes(g, totals.get(g.index, math.nan)) for g in candidates}
     busy = [g for g in candidates if busy_percent(g) > max_util]  # NaN compares False: not known busy
@@ -94,6 +100,14 @@ def choose(
     qualifying = [g for g in candidates if g not in busy and (min_free_mib <= 0 or free[g.index] >= min_free_mib * MIB)]
     if len(qualifying) < count:
         percent = f"{max_util:g}"
+        if mig_left_out:
+            raise NotEnoughGpusError(
+                translate(
+                    "pick",
+                    "{count} GPUs asked for, but a CUDA process sees only one MIG device (NVIDIA's MIG user guide):"
+                    " ask for one for each process; {whole} whole GPUs qualify.",
+                ).format(count=count, whole=len(qualifying))
+            )
         if busy and len(busy) == len(pool):
             raise NotEnoughGpusError(
                 translate("pick", "No GPU is free: all {total} are more than {percent} % busy.").format(
