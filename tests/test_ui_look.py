@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 
 import numpy as np
@@ -83,7 +84,8 @@ def _drawn_colours(page) -> set[str]:
 
 
 def test_every_gpus_lines_stand_out_from_a_light_or_a_dark_plot(qtbot) -> None:
-    from trayvml.ui.gpu_colours import LEAST_CONTRAST, contrast, hex_to_rgb, luminance
+    from trayvml.ui.gpu_colours import LEAST_CONTRAST, LEAST_TEXT_CONTRAST, contrast, hex_to_rgb, luminance
+    from trayvml.ui.plot_pages import _readout_html
 
     history, sample = filled_history("training:gpus=h100*10,start=1800", 60)
     w = shown_window(qtbot, history, sample, 1280, 800)
@@ -106,6 +108,14 @@ def test_every_gpus_lines_stand_out_from_a_light_or_a_dark_plot(qtbot) -> None:
             image = entry.icon().pixmap(QSize(16, 16), 1.0).toImage()
             swatches.add(image.pixelColor(image.width() // 2, image.height() // 2).name())
         assert swatches == drawn
+        # The readout names each GPU in its line's colour, made readable as text.
+        panel = page.panels[0]
+        xs, _ = panel.lines[0].line(0)
+        html = _readout_html(panel, float(xs[-5]), w._names())
+        named = re.findall(r'<td style="color:(#[0-9a-f]{6})">', html)
+        assert len(named) == 10
+        ratios = contrast(luminance(hex_to_rgb(named)), float(luminance(hex_to_rgb([base]))[0]))
+        assert np.all(ratios >= LEAST_TEXT_CONTRAST), (base, named)
     assert "#f28e2b" in drawn  # on a dark plot Tableau's orange as it is
 
 
@@ -191,7 +201,8 @@ def test_an_alerts_row_is_readable_in_its_severitys_colour_on_a_light_or_dark_ta
         [AlertEvent(1.8e9 + k, 0, "H100", "temperature", "firing", s, "warm") for k, s in enumerate(Severity)]
         + [AlertEvent(1.8e9 + 9, 0, "H100", "temperature", "resolved", Severity.WARNING, "cool")]
     )
-    for base, text in (("#ffffff", "#000000"), ("#1e2127", "#e6e6e6")):
+    # (#2a2a2a and #fcfcfc: worked out before rounding to #rrggbb, the red and the blue fell just short)
+    for base, text in (("#ffffff", "#000000"), ("#1e2127", "#e6e6e6"), ("#2a2a2a", "#e6e6e6"), ("#fcfcfc", "#000000")):
         palette = QPalette(table.palette())
         palette.setColor(QPalette.ColorRole.Base, QColor(base))
         palette.setColor(QPalette.ColorRole.Text, QColor(text))

@@ -65,7 +65,9 @@ def test_at_1280_by_800_nothing_on_the_toolbar_hides_behind_the_overflow(qtbot, 
         qapp.setFont(font)
 
 
-@pytest.mark.parametrize("background", ["#ffffff", "#efefef", "#1e2127", "#000000"])
+# Plots light and dark, and greys on which a colour worked out before rounding to #rrggbb fell
+# just short (#f6f6f6: 2.99 to 1) or GPUs past ten were drawn near the grey's shade (#cccccc).
+@pytest.mark.parametrize("background", ["#ffffff", "#f6f6f6", "#efefef", "#cccccc", "#a8a8a8", "#1e2127", "#000000"])
 def test_gpu_colours_differ_for_16_stay_apart_for_64_and_stand_out(background: str) -> None:
     from trayvml.ui.gpu_colours import (
         FIRST_GPU_COLOURS,
@@ -80,7 +82,7 @@ def test_gpu_colours_differ_for_16_stay_apart_for_64_and_stand_out(background: s
     rgb = hex_to_rgb([gpu_colour(k, QColor(background)).name() for k in range(64)])
     lab = srgb_to_lab(rgb)
     # CIE76 distances: about 2.3 is the least one sees. The nearest of 16 on a light grey are
-    # Tableau's brown and its grey darkened to stand out (17.9).
+    # Tableau's brown and its grey darkened to stand out (17.5).
     for count, least in ((16, 15.0), (64, 8.0)):
         gaps = np.linalg.norm(lab[:count, None] - lab[None, :count], axis=2)
         gaps[np.eye(count, dtype=bool)] = np.inf
@@ -93,6 +95,22 @@ def test_gpu_colours_differ_for_16_stay_apart_for_64_and_stand_out(background: s
     hue = np.degrees(np.arctan2(lab[:10, 2], lab[:10, 1]))
     hue_before = np.degrees(np.arctan2(tableau[:, 2], tableau[:, 1]))
     assert np.all((np.abs((hue - hue_before + 180) % 360 - 180) < 8)[coloured])
+
+
+@pytest.mark.parametrize("background", ["#5a5a5a", "#727272", "#808080", "#939393"])
+def test_on_a_mid_grey_the_gpus_stay_apart_and_stand_out_as_far_as_that_lets_them(background: str) -> None:
+    """3:1 against a mid grey is near black or white, where colours look alike: two of the first
+    ten came out the same."""
+    from trayvml.ui.gpu_colours import FIRST_APART, contrast, gpu_colour, hex_to_rgb, luminance, srgb_to_lab
+
+    rgb = hex_to_rgb([gpu_colour(k, QColor(background)).name() for k in range(64)])
+    lab = srgb_to_lab(rgb)
+    for count, least in ((10, FIRST_APART), (64, 8.0)):
+        gaps = np.linalg.norm(lab[:count, None] - lab[None, :count], axis=2)
+        gaps[np.eye(count, dtype=bool)] = np.inf
+        assert gaps.min() >= least, count
+    ratios = contrast(luminance(rgb[:10]), float(luminance(hex_to_rgb([background]))[0]))
+    assert ratios.min() >= 1.5  # as far as they stand out while apart (Tableau's own: down to 1.1 here)
 
 
 def test_64_gpus_get_a_legend_entry_each_inside_the_window(qtbot) -> None:

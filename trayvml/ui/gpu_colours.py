@@ -22,18 +22,20 @@ FIRST_GPU_COLOURS = (
     "#bab0ac",
 )
 MAX_GPU_COLOURS = 64  # GPUs past this share colours; the legend's numbers still tell them apart
-# Candidates for GPUs past the first ten: every 15° of hue, two chromas, the lightnesses that stand
-# out from the background (LEAST_CONTRAST).
-CANDIDATE_LIGHTNESS = (30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0)
-CANDIDATE_CHROMA = (35.0, 60.0)
+# Candidates for GPUs past the first ten: every 15° of hue, three chromas, lightnesses from dark to
+# light: those that stand out from the background (LEAST_CONTRAST) first. (Fewer left a light or
+# mid grey too few, and GPUs past ten were drawn near its own shade.)
+CANDIDATE_LIGHTNESS = tuple(float(lightness) for lightness in range(10, 100, 5))
+CANDIDATE_CHROMA = (20.0, 35.0, 60.0)
 CANDIDATE_HUE_STEP_DEG = 15
 # WCAG 2.1's least contrast for a graphical object against what is beside it (1.4.11): Tableau's
 # yellow, pink, teal and grey lines on a white plot were 1.6-2.4 to 1.
 LEAST_CONTRAST = 3.0
 LEAST_TEXT_CONTRAST = 4.5  # and for text (1.4.3): an alert's amber was 2 to 1 on white
-# The relative luminance as far in contrast from black as from white: above it a colour is moved
-# darker to stand out, below it lighter.
-MID_LUMINANCE = (1.05 * 0.05) ** 0.5 - 0.05
+# Where the first ten would come closer than this (CIE76) to stand out, each stands out less, by
+# these steps (1: as Tableau made them, 25.9 apart).
+FIRST_APART = 15.0
+FALLING_CONTRASTS = (LEAST_CONTRAST, 2.5, 2.0, 1.5, 1.0)
 LIGHTNESS_STEP = 0.5  # CIELAB L*, each step a first colour is moved to reach LEAST_CONTRAST
 
 
@@ -78,24 +80,42 @@ def contrast(luminance_a: np.ndarray | float, luminance_b: np.ndarray | float) -
     return np.asarray((high + 0.05) / (low + 0.05))
 
 
+def _as_named(rgb: np.ndarray) -> np.ndarray:
+    """``rgb`` rounded to 8 bits a channel, as ``#rrggbb`` names it and the line is drawn: a contrast
+    worked out before rounding fell just short of its least after (2.99 to 1)."""
+    return np.round(np.clip(rgb, 0.0, 1.0) * 255) / 255
+
+
 def _in_gamut(lightness: float, a: float, b: float) -> np.ndarray:
-    """The colour at this lightness and hue, its chroma cut until sRGB holds it."""
+    """The colour at this lightness and hue, its chroma cut until sRGB holds it (as named)."""
     for share in np.linspace(1.0, 0.0, 21):
         rgb = _lab_to_srgb(np.array([[lightness, a * share, b * share]]))[0]
         if np.all((rgb >= 0) & (rgb <= 1)):
-            return rgb
-    return np.clip(rgb, 0.0, 1.0)
+            return _as_named(rgb)
+    return _as_named(rgb)
 
 
 def _standing_out(colour: str, background_luminance: float, least: float = LEAST_CONTRAST) -> np.ndarray:
-    """``colour`` at the nearest lightness with ``least`` contrast against the background, its hue kept."""
+    """``colour`` at the nearest lightness, lighter or darker, with ``least`` contrast against the
+    background, its hue kept; where neither way reaches it, the one of more contrast. (Moved the
+    background's way only, a yellow on a mid grey went through the grey's own shade to brown.)"""
     lightness, a, b = srgb_to_lab(hex_to_rgb([colour]))[0]
-    step = LIGHTNESS_STEP if background_luminance < MID_LUMINANCE else -LIGHTNESS_STEP
-    rgb = _in_gamut(lightness, a, b)
-    while contrast(luminance(rgb[None])[0], background_luminance) < least and 0 < lightness < 100:
-        lightness += step
-        rgb = _in_gamut(lightness, a, b)
-    return rgb
+    ways = []
+    # (Not a way whose end, white or black, cannot reach it: on white, lighter never does.)
+    steps = [
+        step
+        for step, end in ((LIGHTNESS_STEP, 1.0), (-LIGHTNESS_STEP, 0.0))
+        if contrast(end, background_luminance) >= least
+    ]
+    for step in steps or (LIGHTNESS_STEP, -LIGHTNESS_STEP):
+        moved, rgb = lightness, _in_gamut(lightness, a, b)
+        ratio = float(contrast(luminance(rgb[None])[0], background_luminance))
+        while ratio < least and 0 < moved < 100:
+            moved += step
+            rgb = _in_gamut(moved, a, b)
+            ratio = float(contrast(luminance(rgb[None])[0], background_luminance))
+        ways.append((ratio < least, abs(moved - lightness) if ratio >= least else -ratio, rgb))
+    return min(ways, key=lambda way: way[:2])[2]
 
 
 @functools.cache
@@ -115,22 +135,28 @@ def gpu_colours_on(background: str) -> tuple[str, ...]:
     farthest (in CIELAB) from every colour before it: 16 GPUs get 16 colours no two alike, 64
     still 64 different ones."""
     background_luminance = float(luminance(hex_to_rgb([background]))[0])
+    # A mid grey lets colours reach 3:1 only near black or white, where they look alike (two of the
+    # ten the same): there they stand out as much as they can while they stay apart.
+    for least in FALLING_CONTRASTS:
+        chosen = [_hex(_standing_out(colour, background_luminance, least)) for colour in FIRST_GPU_COLOURS]
+        chosen_lab = srgb_to_lab(hex_to_rgb(chosen))
+        gaps = np.linalg.norm(chosen_lab[:, None, :] - chosen_lab[None, :, :], axis=2)
+        if gaps[~np.eye(len(chosen), dtype=bool)].min() >= FIRST_APART:
+            break
     hues = np.radians(np.arange(0, 360, CANDIDATE_HUE_STEP_DEG))
     lch = np.array([(lt, c, h) for lt in CANDIDATE_LIGHTNESS for c in CANDIDATE_CHROMA for h in hues])
     lab = np.stack([lch[:, 0], lch[:, 1] * np.cos(lch[:, 2]), lch[:, 1] * np.sin(lch[:, 2])], axis=1)
     rgb = _lab_to_srgb(lab)
     usable = np.all((rgb >= 0) & (rgb <= 1), axis=1)
-    standing_out = usable & (contrast(luminance(np.clip(rgb, 0, 1)), background_luminance) >= LEAST_CONTRAST)
-    if standing_out.sum() >= MAX_GPU_COLOURS:  # a mid-grey background leaves too few: all then
-        usable = standing_out
-    candidates, candidate_lab = rgb[usable], lab[usable]
-    chosen = [_hex(_standing_out(colour, background_luminance)) for colour in FIRST_GPU_COLOURS]
-    chosen_lab = srgb_to_lab(hex_to_rgb(chosen))
+    candidates, candidate_lab = _as_named(rgb[usable]), lab[usable]
+    # Those standing out first; the others only where too few do (no background leaves so few).
+    first = contrast(luminance(candidates), background_luminance) >= least
     nearest = np.min(np.linalg.norm(candidate_lab[:, None, :] - chosen_lab[None, :, :], axis=2), axis=1)
     while len(chosen) < MAX_GPU_COLOURS:
-        best = int(np.argmax(nearest))
+        best = int(np.argmax(np.where(first, nearest + 1000.0, nearest)))  # (distances are under 300)
         chosen.append(_hex(candidates[best]))
         nearest = np.minimum(nearest, np.linalg.norm(candidate_lab - candidate_lab[best], axis=1))
+        nearest[best] = -np.inf  # taken
     return tuple(chosen)
 
 

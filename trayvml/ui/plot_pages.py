@@ -25,7 +25,7 @@ from trayvml.core.sample import JOB_KINDS, MetricState, Sample
 from trayvml.core.units import format_clock, short_name
 from trayvml.history.rings import ProcessLine, by_job, peak
 from trayvml.history.timeline import History
-from trayvml.ui.gpu_colours import gpu_colour
+from trayvml.ui.gpu_colours import gpu_colour, readable_on
 from trayvml.ui.plots import (
     COLLAPSED_HEIGHT_PX,
     GPU_PANELS,
@@ -420,6 +420,12 @@ def _not_supported_line(panel: Panel, sample: Sample) -> str:
     return translate("Panel", "{panel}: not supported by any GPU here ({models})").format(panel=group, models=models)
 
 
+def _name_cell(name: str, colour: str, background: QColor) -> str:
+    if not colour:  # the machine's row
+        return f"<td>{rich_text(name)}</td>"
+    return f'<td style="color:{readable_on(colour, background).name()}">{rich_text(name)}</td>'
+
+
 def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
     """The time, then a row per GPU (or the machine) and a column per metric of ``panel``."""
     when = format_clock(x, date=True)
@@ -433,8 +439,9 @@ def _readout_html(panel: Panel, x: float, names: Callable[[int], str]) -> str:
             labels = [f"{label} ({translate('Panel', STYLE_NAMES[k])})" for k, label in enumerate(labels)]
         cells = "".join(f"<th align=right>&nbsp;{rich_text(label)}</th>" for label in labels)
         head = f"<tr><th></th>{cells}</tr>"
+    # Each name in its line's colour, made readable as text (4.5:1): a line's 3:1 is for lines.
     body = "".join(
-        f'<tr><td style="color:{colour}">{rich_text(name)}</td>'
+        f"<tr>{_name_cell(name, colour, panel.background)}"
         + "".join(f"<td align=right>&nbsp;{value}</td>" for value in values)
         + "</tr>"
         for name, colour, values in rows
