@@ -448,6 +448,10 @@ def assert_same_reading(
                 assert 0 < float(a) - float(b) <= 1, name
             elif name == "energy.consumed" and a != b:
                 assert a in {row[gpu][fields.index(name)] for row in held}, name  # an earlier reading
+            elif name.startswith("power.") and a != b:
+                # Recorded live when mW times 0.001 came out a hair over (69585 mW: 69.58500000000001,
+                # "69.59"); read now as the thousandths they are, a tie may round the other way.
+                assert float(b) - float(a) == pytest.approx(0.01), name
             else:
                 assert a == b, name
 

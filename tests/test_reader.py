@@ -546,3 +546,30 @@ def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_
     assert sample.gpus[0].value("energy_consumed_j") == _energy_counter_mj(lib, 0) * 1e-3
     assert sample.gpus[0].value("energy_consumed_j") > call_mj[0] * 1e-3
     assert lib.calls["nvmlDeviceGetTotalEnergyConsumption"] - calls == (0 if field_supported else 1)
+
+
+def test_milliwatts_and_millijoules_read_as_watts_and_joules_exactly() -> None:
+    """73963 mW times 0.001 was 73.96300000000001 W (in snapshot --json, serve, the CSV); the
+    driver's integer thousandths read as the decimal they are."""
+    from trayvml.nvml.specs import _MILLI, CALLS, FIELDS, STATIC
+
+    keys = {key for read in CALLS if read.scale == _MILLI for key in read.keys}
+    keys |= {read.key for read in FIELDS if read.scale == _MILLI}
+    facts = {name for read in STATIC if read.scale == _MILLI for name in read.fields}
+    assert {"power_draw_w", "energy_consumed_j"} <= keys and "power_limit_default_w" in facts
+    source, clock, _ = simulated_source("training:gpus=h100+rtx4090,start=1800")
+    read = 0
+    for _ in range(12):
+        sample = source.sample()
+        clock.advance_s(1.0)
+        for gpu in sample.gpus:
+            for key in keys:
+                value = gpu.value(key)
+                if value == value:
+                    read += 1
+                    assert value == round(value, 3), (key, value)
+    assert read > 30
+    for device in sample.devices:
+        for name in facts:
+            value = getattr(device, name)
+            assert value != value or value == round(value, 3), (name, value)

@@ -19,7 +19,7 @@ from trayvml.core.sample import DeviceInfo, MetricState, SystemInfo
 from trayvml.nvml import binding
 from trayvml.nvml.gpm import gpm_supported
 from trayvml.nvml.session import classify
-from trayvml.nvml.specs import STATIC, CallRead, Pick, StaticRead
+from trayvml.nvml.specs import STATIC, CallRead, Pick, StaticRead, in_base_units
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +68,7 @@ def _bus_id(pci: Any) -> str:
 
 
 _CONVERT: dict[str, Callable[[Any, float], Any]] = {
-    "number": lambda value, scale: float(value) * scale,
+    "number": lambda value, scale: in_base_units(float(value), scale),
     "flag": lambda value, scale: bool(value),
     "text": lambda value, scale: value,
     "bus_id": lambda value, scale: _bus_id(value),

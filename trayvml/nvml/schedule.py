@@ -38,6 +38,7 @@ from trayvml.nvml.specs import (
     FieldKind,
     FieldRead,
     ProcessListRead,
+    in_base_units,
     pcie_max_bytes_per_s,
 )
 
@@ -307,7 +308,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
         if read.link_limited:
 
             def fill_within_link(g: GpuState, value: Any) -> None:
-                number = value * scale
+                number = in_base_units(value, scale)
                 most = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
                 if number > most:  # NaN (link not known) compares False: shown as read
                     if not g.implausible_logged:
@@ -333,7 +334,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
                 if value == unknown:
                     g.values[slot], g.states[slot] = NAN, _NO_DATA
                 else:
-                    g.values[slot], g.states[slot] = value * scale, _OK
+                    g.values[slot], g.states[slot] = in_base_units(value, scale), _OK
 
             return fill_known
         if scale == 1.0:
@@ -344,7 +345,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
             return fill_one
 
         def fill_scaled(g: GpuState, value: Any) -> None:
-            g.values[slot] = value * scale
+            g.values[slot] = in_base_units(value, scale)
 
         return fill_scaled
     getters = [itemgetter(p) if isinstance(p, int) else attrgetter(p) for p in read.picks]
@@ -368,7 +369,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     def fill_picked_scaled(g: GpuState, result: Any) -> None:
         values = g.values
         for slot, get in pairs:
-            values[slot] = get(result) * scale
+            values[slot] = in_base_units(get(result), scale)
 
     return fill_picked_scaled
 
@@ -478,7 +479,7 @@ class Scheduler:
                     values[slot], states[slot] = NAN, MetricState.NOT_YET
             else:
                 codes, raw = answer
-                numbers = [value * scale for value, scale in zip(raw, scales, strict=True)]
+                numbers = [in_base_units(value, scale) for value, scale in zip(raw, scales, strict=True)]
                 if not any(codes):
                     for slot, number in zip(slots, numbers, strict=True):
                         values[slot], states[slot] = number, _OK
@@ -771,7 +772,7 @@ class Scheduler:
                 numbers[position] = NAN  # not a reading that can be true: unknown, never a huge number
                 bad[key] = _NO_DATA
         for position, slot, scale in batch.value_fields:
-            g.values[slot] = numbers[position] * scale
+            g.values[slot] = in_base_units(numbers[position], scale)
         if batch.counter_slots or batch.has_links:
             monotonic_s = self.clock.monotonic_s()
             offset_s = self.clock.now_s() - monotonic_s
