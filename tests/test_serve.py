@@ -111,7 +111,7 @@ def test_a_scrape_serves_the_sample_in_base_units_and_reads_back_the_same() -> N
     ecc = "trayvml_gpu_ecc_uncorrected_volatile_errors_total ECC uncorrected (volatile)"
     assert f"# HELP {ecc} (read every 10 s)\n" in text
     assert "# HELP trayvml_gpu_processes Processes (read every 5 s)\n" in text  # counted from the lists
-    assert "# HELP trayvml_gpu_utilization_ratio GPU utilization\n" in text
+    assert "# HELP trayvml_gpu_utilization_ratio GPU utilization (0 to 1)\n" in text
     assert served[("trayvml_up", None)] == 1.0
     info = next(p for p in _points(text) if p.name == "trayvml_gpu_info" and p.labels["uuid"] == device.uuid)
     assert info.labels["name"] == device.name and info.labels["pci_bus_id"] == device.pci_bus_id
@@ -733,3 +733,17 @@ def test_serve_gives_free_memory_back_once_its_first_sample_is_read(monkeypatch:
     monkeypatch.setattr(serve, "give_back_free_memory", trimmed)
     assert serve.run("127.0.0.1:0", None, 0.05, read, read_wait_s=5.0) == 0
     assert len(trims) == 1 and trims[0] >= 1  # after a sample was read, not before
+
+
+def test_a_ratio_is_helped_as_one_and_a_hosts_metric_as_the_machines() -> None:
+    """A percentage is served as a ratio: its HELP said "Memory busy (% of time)" over a series
+    of 0.94; and the host's said "CPU" alone."""
+    from trayvml.prometheus.exposition import _every_family
+
+    families = {family.name: family.documentation for family in _every_family()}
+    ratios = {name: text for name, text in families.items() if name.endswith("_ratio")}
+    assert len(ratios) >= 10 and all("%" not in text and "0 to 1" in text for text in ratios.values()), ratios
+    assert families["trayvml_gpu_memory_bandwidth_utilization_ratio"] == "Memory busy (share of time, 0 to 1)"
+    assert families["trayvml_host_cpu_utilization_ratio"] == "This machine's CPU (0 to 1)"
+    assert families["trayvml_host_disk_read_bytes_per_second"] == "This machine's disk read"
+    assert families["trayvml_gpu_power_watts"].startswith("Power draw")  # a GPU's as it was

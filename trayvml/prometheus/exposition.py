@@ -225,10 +225,24 @@ def _family(metric: Metric, labels: tuple[str, ...]) -> tuple[Family, float] | N
     if name is None:
         return None
     kind = CounterMetricFamily if name.counter else GaugeMetricFamily
-    text = metric.label
+    text = _help(metric, host=labels == ("hostname",))
     if metric.key in _READ_EVERY_S:
         text += f" (read every {_READ_EVERY_S[metric.key]:g} s)"
     return Family(kind, name.family, text, labels), names.per_base_unit(metric.unit)
+
+
+def _help(metric: Metric, host: bool) -> str:
+    """The catalog's label as a served family's HELP: a percentage is served as a ratio, so "(% of
+    time)" said 100 where the series says 1; a host's metric named as the host's ("CPU" alone)."""
+    text = metric.label
+    if names.per_base_unit(metric.unit) == 100.0:
+        text = (
+            text.replace("(% of ", "(share of ").replace(")", ", 0 to 1)") if "(% of " in text else f"{text} (0 to 1)"
+        )
+    if host:
+        first = text[0] if text[1:2].isupper() else text[0].lower()  # ("CPU", "RAM" stay as they are)
+        text = f"This machine's {first}{text[1:]}"
+    return text
 
 
 class _Families:
