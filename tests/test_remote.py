@@ -410,10 +410,24 @@ def test_series_are_parsed_once_and_only_new_values_read_after() -> None:
         parse_exposition(endpoint, b'trayvml_up{hostname="h"}\n', "text/plain", cache)
 
 
-def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: FakeRemote) -> None:
+UP_0 = b'# TYPE trayvml_up gauge\ntrayvml_up{hostname="gpu-box"} 0\n'
+DOWN = b'# TYPE trayvml_down_info gauge\ntrayvml_down_info{hostname="gpu-box",reason="driver_not_responding"} 1\n'
+
+
+# This serve's (the reason in a series of its own, before or after trayvml_up: a Prometheus
+# server's answer has no order) and an older serve's (the reason a label of trayvml_up).
+@pytest.mark.parametrize(
+    "up",
+    [
+        UP_0 + DOWN,
+        DOWN + UP_0,
+        b'# TYPE trayvml_up gauge\ntrayvml_up{hostname="gpu-box",reason="driver_not_responding"} 0\n',
+    ],
+    ids=["down_info after", "down_info before", "older serve"],
+)
+def test_a_trayvml_serve_whose_driver_is_stuck_is_a_fault_not_old_values(remote: FakeRemote, up: bytes) -> None:
     remote.body = (
-        b'# TYPE trayvml_up gauge\ntrayvml_up{hostname="gpu-box",reason="driver_not_responding"} 0\n'
-        b'# TYPE trayvml_sample_timestamp_seconds gauge\ntrayvml_sample_timestamp_seconds{hostname="gpu-box"} 1\n'
+        up + b'# TYPE trayvml_sample_timestamp_seconds gauge\ntrayvml_sample_timestamp_seconds{hostname="gpu-box"} 1\n'
     )
     (sample,) = _read(remote.url)
     assert sample.system.hostname == "gpu-box" and sample.gpus == ()

@@ -245,13 +245,21 @@ def test_a_stuck_or_missing_driver_is_up_0_with_a_reason(change: dict, reason: s
     sample = replace(_simulated_sample(), **change)
     points = _points(_scrape_text(sample))
     (up,) = [p for p in points if p.name == "trayvml_up"]
-    assert up.value == 0.0 and up.labels["reason"] == reason
+    (down,) = [p for p in points if p.name == "trayvml_down_info"]
+    # Why in a series of its own: a reason label on trayvml_up made it a new series at each change.
+    assert up.value == 0.0 and up.labels == {"hostname": down.labels["hostname"]} and down.labels["reason"] == reason
     assert not [p for p in points if p.name.startswith("trayvml_gpu_")]
 
 
 def test_before_the_first_sample_the_exporter_says_it_is_starting() -> None:
-    (up,) = [p for p in _points(_scrape_text(None)) if p.name == "trayvml_up"]
-    assert (up.value, up.labels["reason"]) == (0.0, "starting")
+    points = _points(_scrape_text(None))
+    (up,) = [p for p in points if p.name == "trayvml_up"]
+    (down,) = [p for p in points if p.name == "trayvml_down_info"]
+    assert (up.value, down.value, down.labels["reason"]) == (0.0, 1.0, "starting")
+    # Up again: no reason served (absent, not an empty one).
+    points = _points(_scrape_text(_simulated_sample()))
+    assert [p.value for p in points if p.name == "trayvml_up"] == [1.0]
+    assert not [p for p in points if p.name == "trayvml_down_info"]
 
 
 def _get(url: str, headers: dict[str, str] | None = None, context: ssl.SSLContext | None = None) -> tuple[int, str]:
@@ -409,8 +417,9 @@ def test_a_read_that_fails_is_served_as_failed_not_the_last_sample_as_current() 
         assert failed.unavailable.reason is UnavailableReason.READ_FAILED
         assert up_reason(failed) == "read_failed"
         families = dict(series(failed, "box"))
-        assert [rows for family, rows in families.items() if family.name == "trayvml_up"] == [
-            [(("box", "read_failed"), 0.0)]
+        assert [rows for family, rows in families.items() if family.name == "trayvml_up"] == [[(("box",), 0.0)]]
+        assert [rows for family, rows in families.items() if family.name == "trayvml_down"] == [
+            [(("box",), {"reason": "read_failed"})]
         ]
         time.sleep(0.1)
         later = loop.fresh(5.0)  # the next read, once the interval is over

@@ -116,7 +116,8 @@ def test_a_stall_after_good_samples_is_up_0_and_serves_no_gpu_values() -> None:
     show(replace(sample, gpus=(), devices=(), stall=DriverStall(0.0, "nvmlDeviceGetPowerUsage")))
     lines = [line for line in _payload(collector).splitlines() if not line.startswith("#")]
     (up,) = [line for line in lines if line.startswith("trayvml_up{")]
-    assert 'reason="driver_not_responding"' in up and up.endswith(" 0.0")
+    (down,) = [line for line in lines if line.startswith("trayvml_down_info{")]
+    assert up.endswith(" 0.0") and 'reason="driver_not_responding"' in down
     assert not [line for line in lines if line.startswith("trayvml_gpu_")]
 
 

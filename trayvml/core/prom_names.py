@@ -55,7 +55,10 @@ def name_of(metric: Metric) -> PromName | None:
 
 
 # Series that are not catalog metrics.
-UP = PREFIX + "up"  # 1: the GPU values are current; 0 with a ``reason`` label
+# 1: the GPU values are current; 0: not, and DOWN_INFO says why. No label of its own but the host's:
+# a label whose value changes starts a series anew, and avg_over_time(trayvml_up[1d]) broke at each.
+UP = PREFIX + "up"
+DOWN_INFO = PREFIX + "down_info"  # while UP is 0, its ``reason`` label (trayvml before 0.1: UP's own)
 GPU_INFO = PREFIX + "gpu_info"
 # Its ``state`` label, where a GPU is not answering for a reason of its own (absent otherwise).
 GPU_STATE_LABEL = "state"

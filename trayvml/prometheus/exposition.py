@@ -77,7 +77,16 @@ class Family:
 Row = tuple[tuple[str, ...], "float | dict[str, str]"]
 
 _UP = Family(
-    GaugeMetricFamily, names.UP, "1 when the GPU values are current; 0 says why in reason.", ("hostname", "reason")
+    GaugeMetricFamily,
+    names.UP,
+    "1 when the GPU values are current, else 0 (trayvml_down_info says why).",
+    ("hostname",),
+)
+_DOWN = Family(
+    InfoMetricFamily,
+    names.DOWN_INFO[: -len("_info")],
+    "Why trayvml_up is 0 (reason: starting, driver_not_responding, or why NVML is unusable); absent while it is 1.",
+    ("hostname",),
 )
 _WHEN = Family(
     GaugeMetricFamily, names.SAMPLE_TIME.family, "When the values served were read (Unix time).", ("hostname",)
@@ -119,11 +128,13 @@ _JOBS = Family(
 def series(sample: Sample | None, hostname: str) -> Iterator[tuple[Family, list[Row]]]:
     """What a scrape shows, family by family in the order served; ``hostname`` before the first sample."""
     if sample is None:
-        yield _UP, [((hostname, "starting"), 0.0)]
+        yield _UP, [((hostname,), 0.0)]
+        yield _DOWN, [((hostname,), {"reason": "starting"})]
         return
     host = sample.system.hostname if sample.system else hostname
     reason = up_reason(sample)
-    yield _UP, [((host, reason), 0.0 if reason else 1.0)]
+    yield _UP, [((host,), 0.0 if reason else 1.0)]
+    yield _DOWN, [((host,), {"reason": reason})] if reason else []
     yield _WHEN, [((host,), sample.timestamp_s)]
     yield _SIMULATED, [((host, simulation_scenario(sample.simulation)), 1.0 if sample.simulation else 0.0)]
     yield from _gpus(sample, host)
@@ -195,7 +206,7 @@ def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
 
 def _every_family() -> Iterator[Family]:
     """Every family a scrape can show, for a registry to know the names (``name[]`` filters)."""
-    yield from (_UP, _WHEN, _SIMULATED, _INFO, _TOTAL)
+    yield from (_UP, _DOWN, _WHEN, _SIMULATED, _INFO, _TOTAL)
     for served in (*_served(GPU_METRICS, tuple(_GPU_LABELS)), *_served(HOST_METRICS, ("hostname",))):
         if served is not None:
             yield served[0]

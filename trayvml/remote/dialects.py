@@ -76,7 +76,8 @@ class Dialect:
     process_name_label: str = "name"
     process_user_label: str = ""
     process_job: str = ""  # an info series naming each PID's job (labels pid, job, kind, job_name): trayvml serve's
-    up: str = ""  # trayvml_up: 0 with a reason when the exporter's driver is not answering
+    up: str = ""  # trayvml_up: 0 when the exporter's driver is not answering
+    down: str = ""  # trayvml_down_info: why, in its reason label (an older serve's trayvml_up had it)
     simulated: str = ""  # trayvml_simulated: 1 (with a scenario label) when its GPUs are simulated
     state_label: str = ""  # a label of the info series saying a GPU is lost or asleep: trayvml serve's
     # Series written at every scrape of its exporter, one per host or GPU, the first present
@@ -107,6 +108,7 @@ TRAYVML = Dialect(
     process_user_label="user",
     process_job=prom_names.PROCESS_JOB_INFO,
     up=prom_names.UP,
+    down=prom_names.DOWN_INFO,
     simulated=prom_names.SIMULATED,
     state_label=prom_names.GPU_STATE_LABEL,
     scraped=(prom_names.UP,),
@@ -550,8 +552,10 @@ def _read(
             continue
         if name == dialect.up:
             host = host_of(labels)
-            if value != 1.0:
-                host.down = labels.get("reason", "") or "unknown"
+            if value != 1.0:  # (its reason in either order: an older serve put it here)
+                host.down = labels.get("reason", "") or host.down or "unknown"
+        elif name == dialect.down and value == 1.0:
+            host_of(labels).down = labels.get("reason", "") or "unknown"
         elif name == dialect.simulated:
             if value == 1.0:  # the scenario is the exporter's text: shown cleaned and cut short
                 scenario = shorten(clean(labels.get("scenario", ""))) or "?"
