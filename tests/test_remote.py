@@ -440,13 +440,13 @@ def test_remote_is_refused_where_it_would_be_ignored(capsys: pytest.CaptureFixtu
     assert "--remote is for snapshot, log and the tray app, not pick." in capsys.readouterr().err
 
 
-def _served_simulation() -> bytes:
+def _served_simulation(spec: str = "training:gpus=h100") -> bytes:
     """What ``trayvml serve --simulate`` answers: a scrape of a simulated sample."""
     from prometheus_client import CollectorRegistry, generate_latest
 
     from trayvml.prometheus.exposition import SampleCollector
 
-    source, clock, _ = simulated_source("training:gpus=h100", host=True)
+    source, clock, _ = simulated_source(spec, host=True)
     sample = run_ticks(source, clock, 2)
     assert sample.system is not None
     sample = replace(sample, system=replace(sample.system, hostname="sim-box"))
@@ -931,3 +931,19 @@ def test_a_process_series_whose_host_label_is_not_text_names_no_host_and_the_res
     expected = read(parse_endpoint("prometheus+http://prom:9090"), 5.0, now_s, SeriesCache())
     assert [s.system.hostname for s in samples if s.system] == [s.system.hostname for s in expected if s.system]
     assert [g.values for s in samples for g in s.gpus] == [g.values for s in expected for g in s.gpus]
+
+
+def test_a_trayvml_serves_mig_devices_read_back_with_their_board(remote: FakeRemote) -> None:
+    """Served as devices of their own, a MIG device's series did not say which board it is carved
+    from (whose memory and processes it shares: summed, they counted twice)."""
+    spec = "training:gpus=h100-mig+rtx4090,mig=0@0:3g.40gb+2g.20gb+1g.10gb"
+    source, clock, _ = simulated_source(spec, host=False)
+    here = run_ticks(source, clock, 2)
+    served = {d.uuid: (d.index, d.mig_parent_index, d.gpu_instance_id) for d in here.devices}
+    assert sorted(parent for _, parent, _ in served.values()) == [-1, -1, 0, 0, 0]
+    body = _served_simulation(spec)
+    assert b'mig_parent_index="0"' in body and b"gpu_instance_id=" in body
+    remote.body = body
+    (sample,) = _read(remote.url)
+    read = {d.uuid: (d.index, d.mig_parent_index, d.gpu_instance_id) for d in sample.devices}
+    assert read == served  # each MIG device by its own index, carved from GPU 0, its instance id

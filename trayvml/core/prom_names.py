@@ -64,6 +64,9 @@ GPU_INFO = PREFIX + "gpu_info"
 GPU_STATE_LABEL = "state"
 GPU_LOST = "lost"
 GPU_ASLEEP = "asleep"
+# On a MIG device's info series: the index of the GPU it is carved from, and its GPU instance id.
+MIG_PARENT_LABEL = "mig_parent_index"
+GPU_INSTANCE_LABEL = "gpu_instance_id"
 GPU_RESTING = "resting"  # an idle laptop GPU the reader let go of NVML for (read again every so often)
 # Which job each GPU process works for: an info series of its own, so that the job (a notebook's
 # path, a container) is never a label of the frequent series, whose cardinality it would multiply.

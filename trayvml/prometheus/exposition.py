@@ -169,6 +169,10 @@ def _gpus(sample: Sample, host: str) -> Iterator[tuple[Family, list[Row]]]:
     for gpu, device in zip(sample.gpus, sample.devices, strict=True):
         labels = (host, device.uuid, str(gpu.index))
         facts = {"name": device.name, "driver": driver, "pci_bus_id": device.pci_bus_id}
+        if device.mig_parent_index >= 0:  # a MIG device: the board it is carved from (whose
+            # memory and processes it shares: summed with the board, they counted twice)
+            facts[names.MIG_PARENT_LABEL] = str(device.mig_parent_index)
+            facts[names.GPU_INSTANCE_LABEL] = str(device.gpu_instance_id)
         if sample.simulation:  # on the info series only: the frequent series keep their labels
             facts["simulated"] = "true"
         # Not answering: a reader would take its absent series for metrics not supported.

@@ -66,6 +66,9 @@ class Dialect:
     # GPU_I_ID, GPU_I_PROFILE): each instance is a device of its own, as this machine's reader makes it.
     instance_label: str = ""
     profile_label: str = ""
+    # A MIG device served as a device of its own (trayvml serve's), its board named on its info series.
+    parent_label: str = ""
+    instance_id_label: str = ""
     name_label: str = ""
     host_labels: tuple[str, ...] = ("hostname",)  # the first present names the host
     info: str = ""  # a series whose labels (index, name, driver, PCI bus id) belong to every GPU of that uuid
@@ -111,6 +114,8 @@ TRAYVML = Dialect(
     down=prom_names.DOWN_INFO,
     simulated=prom_names.SIMULATED,
     state_label=prom_names.GPU_STATE_LABEL,
+    parent_label=prom_names.MIG_PARENT_LABEL,
+    instance_id_label=prom_names.GPU_INSTANCE_LABEL,
     scraped=(prom_names.UP,),
 )
 
@@ -535,6 +540,9 @@ def _read(
                     gpu.state = facts.get(dialect.state_label, "") if dialect.state_label else ""
                     if instance and not board:
                         _identify_instance(gpu, instance, facts.get(dialect.profile_label, ""))
+                    elif dialect.parent_label and facts.get(dialect.parent_label):
+                        gpu.parent_index = _index(facts[dialect.parent_label])
+                        gpu.instance_id = _index(facts.get(dialect.instance_id_label, ""))
                     gpu.identified = True
                 if known is not None:
                     if record:
@@ -697,9 +705,10 @@ class _HostShape:
         )
         self.gpus = whole + instances
         self.indices = [gpu.index if gpu.index >= 0 else position for position, gpu in enumerate(whole)]
-        # MIG instances after every GPU and board, as this machine's reader numbers them.
+        # MIG instances after every GPU and board, as this machine's reader numbers them (where
+        # their exporter does not: a trayvml serve's keep its numbers).
         first = max([*self.indices, *(g.parent_index for g in instances)], default=-1) + 1
-        self.indices += range(first, first + len(instances))
+        self.indices += [g.index if g.index >= 0 else first + k for k, g in enumerate(instances)]
         self.down, self.simulation, self.jobs = host.down, host.simulation, host.jobs
         driver = next((g.driver for g in self.gpus if g.driver), host.driver)
         self.system = SystemInfo(
