@@ -183,3 +183,39 @@ def test_the_summary_says_a_gpus_level_in_words(qtbot) -> None:
     summary.update_sample(source.sample())
     assert summary.rows.text().count(" — warning") == 2  # the square's colour, said
     assert summary.icon_label.accessibleName().endswith("(warning)")
+
+
+def _tab_stops(window: QWidget) -> list[QWidget]:
+    """The window's widgets in Tab's order, those Tab stops at (shown, taking focus by Tab)."""
+    stops: list[QWidget] = []
+    widget = window.nextInFocusChain()
+    while widget is not None and widget is not window and len(stops) < 500:
+        if widget.isVisible() and widget.focusPolicy() & Qt.FocusPolicy.TabFocus:
+            stops.append(widget)
+        widget = widget.nextInFocusChain()
+    return stops
+
+
+def test_tab_goes_as_the_eye_reads_the_toolbar_then_the_legend_then_the_pages(qtbot) -> None:
+    """Qt's order is creation's: the legend (made at the first sample), the host box and the
+    settings menu came after every page, though shown above them."""
+    from PySide6.QtWidgets import QMenu
+
+    from trayvml.ui.host_choice import HostChoice
+
+    window, _ = _window(qtbot)
+    window.add_app_menu(QMenu(window))
+    choice = HostChoice(window, lambda host: (window.history, window.sample), lambda: ["gpu-box"])
+    QApplication.processEvents()  # (the toolbar lays out what was added)
+    stops = _tab_stops(window)
+    names = [w.objectName() or type(w).__name__ for w in stops]
+    legend = [names.index(f"gpu_legend_{k}") for k in range(3)]
+    assert legend == sorted(legend) and legend[-1] - legend[0] == 2  # the GPUs in a row
+    tools = [
+        names.index("export_button"),
+        names.index("app_menu_button"),
+        names.index("host_choice"),
+    ]  # (as the app adds them)
+    assert tools == sorted(tools) and tools[-1] < legend[0]  # the toolbar left to right, before them
+    assert names[legend[-1] + 1] in ("QTabWidget", "qt_tabwidget_tabbar")  # then the pages (the bar its proxy)
+    assert choice.box.isVisible()

@@ -43,6 +43,7 @@ class HostChoice(QObject):
         self._label_action = bar.addWidget(label)
         self._box_action = bar.addWidget(self.box)
         self.box.currentIndexChanged.connect(self._chosen)
+        window.order_focus()
         self.refresh_hosts()
 
     def refresh_hosts(self) -> None:

@@ -8,6 +8,7 @@ free for input and the tray whatever the number of GPUs.
 
 from __future__ import annotations
 
+import itertools
 import math
 import time
 from collections.abc import Callable
@@ -418,6 +419,19 @@ class GraphWindow(QMainWindow):
         toolbar = self.findChild(QToolBar, "view_toolbar")
         assert toolbar is not None  # made in __init__
         toolbar.addWidget(button)
+        self.order_focus()
+
+    def order_focus(self) -> None:
+        """Tab as the eye reads: the toolbar left to right, the legend's GPUs, then the pages. Qt's
+        order is creation's: the legend (made at the first sample), the host box and this menu
+        came after every page, though shown above them."""
+        toolbar = self.findChild(QToolBar, "view_toolbar")
+        assert toolbar is not None
+        tools = [toolbar.widgetForAction(action) for action in toolbar.actions()]
+        chain: list[QWidget] = [w for w in tools if w is not None and w.focusPolicy() & Qt.FocusPolicy.TabFocus]
+        chain += [*self.legend.entries, self.tabs]
+        for before, after in itertools.pairwise(chain):
+            QWidget.setTabOrder(before, after)
 
     def _build_gpu_widgets(self, sample: Sample) -> None:
         """(Re)build what depends on the set of GPUs; happens once, or if the GPUs change."""
@@ -434,6 +448,7 @@ class GraphWindow(QMainWindow):
         layout.insertWidget(0, self.gpu_page)  # above the throttle strip's key
         self.gpu_page.gpu_hovered.connect(self.highlight_gpu)
         self.legend.set_devices(sample.devices, self.hidden_gpus)
+        self.order_focus()
         self._show_legend()
         self.details.show_devices(sample)
         self.per_gpu.set_devices(sample.devices, self._new_per_gpu_page)
