@@ -219,3 +219,19 @@ def test_tab_goes_as_the_eye_reads_the_toolbar_then_the_legend_then_the_pages(qt
     assert tools == sorted(tools) and tools[-1] < legend[0]  # the toolbar left to right, before them
     assert names[legend[-1] + 1] in ("QTabWidget", "qt_tabwidget_tabbar")  # then the pages (the bar its proxy)
     assert choice.box.isVisible()
+
+
+def test_a_keyboard_users_place_in_the_legend_stays_when_the_gpus_change(qtbot) -> None:
+    """Rebuilt for a changed set of GPUs (one lost, a MIG device made), the legend took the focus
+    with its old entry, and it went to the window's first control ("1 min")."""
+    from dataclasses import replace
+
+    window, _ = _window(qtbot)
+    entry = window.legend.entries[1]
+    entry.setFocus()
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is entry)
+    sample = window.sample
+    renamed = (*sample.devices[:2], replace(sample.devices[2], name="NVIDIA GeForce RTX 4090 D"))
+    window.update_sample(replace(sample, devices=renamed))
+    assert window.legend.entries[1] is not entry  # made anew
+    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.legend.entries[1])

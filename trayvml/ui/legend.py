@@ -124,6 +124,9 @@ class GpuLegend(QWidget):
             entry.setIcon(swatch(gpu_colour(column, background)))
 
     def set_devices(self, devices: tuple[DeviceInfo, ...], hidden: set[int]) -> None:
+        # A keyboard user's place: on an entry when the GPUs change (one lost, a MIG device made),
+        # the focus went to the window's first control as the entry went.
+        focused = next((k for k, entry in enumerate(self.entries) if entry.hasFocus()), -1)
         for entry in self.entries:
             self._layout.removeWidget(entry)
             entry.setParent(None)
@@ -149,6 +152,8 @@ class GpuLegend(QWidget):
             self.entries.append(entry)
         self.highlighted = -1
         self.updateGeometry()
+        if focused >= 0 and self.entries:
+            self.entries[min(focused, len(self.entries) - 1)].setFocus(Qt.FocusReason.OtherFocusReason)
 
     def show_highlight(self, gpu: int) -> None:
         """The entry of ``gpu`` underlined (-1: none): not bold, which would widen it and reflow the
