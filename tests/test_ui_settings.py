@@ -83,7 +83,8 @@ def test_intervals_typed_finer_than_the_boxes_show_are_kept_until_edited(qtbot) 
 
 
 def test_ok_on_an_untouched_dialog_changes_nothing_the_file_said(qtbot) -> None:
-    """Thresholds typed finer than :g shows (83.1234567 became 83.1235), a hidden GPU not here now
+    """Thresholds typed finer than :g shows (83.1234567 became 83.1235; 95.12345678901235 even
+    at 15 digits), a hidden GPU not here now
     (un-hidden for good), a host named "all" (read back as every host) and one with a comma (two)."""
     from tests.helpers import simulated_source
     from trayvml.config import from_toml, to_toml
@@ -92,6 +93,7 @@ def test_ok_on_an_untouched_dialog_changes_nothing_the_file_said(qtbot) -> None:
         "hidden_gpus = [1, 3]\n"
         'icon_remote_hosts = ["all", "lab,box"]\n'
         "[alerts.temperature]\nwarning_enter = 83.1234567\ncooldown_s = 1234567.0\n"
+        "[alerts.power]\nwarning_enter = 95.12345678901235\n"  # (16 digits: 15 read back another number)
         "[gpus.0.alerts.temperature]\nwarning_enter = 84.55555555\n"
     )
     settings, notes = from_toml(text)

@@ -27,6 +27,7 @@ import tomli_w
 from trayvml.alerts.engine import AlertSettings, validate
 from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings, Rule
 from trayvml.core.files import folder_locked, read_bounded, remove_stale_temporaries, write_atomically
+from trayvml.core.formatting import exact_text
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.metrics import TRAY_METRICS
@@ -370,7 +371,7 @@ def _number(value: Any) -> str:
     """A bound or value written out: 1048576, not :g's 1.04858e+06, nor 1e+20 for a whole number typed."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return _shown(value)
-    return _shown(value) if isinstance(value, int) else f"{value:.15g}"
+    return _shown(value) if isinstance(value, int) else exact_text(value)
 
 
 def _setting_problems(setting: Setting, value: Any) -> list[str]:

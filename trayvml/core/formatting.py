@@ -15,6 +15,14 @@ def clock_event_reason_names(bitmask: int) -> list[str]:
     return [name for bit, name in CLOCK_EVENT_REASONS if bitmask & bit]
 
 
+def exact_text(value: float) -> str:
+    """``value`` as a person would type it, read back as the same number: 15 digits where they say
+    it exactly (83, not repr's 83.0), else Python's shortest exact form (95.12345678901235 cut to
+    15 digits read back as another number, and a dialog left untouched changed the file)."""
+    short = f"{value:.15g}"
+    return short if float(short) == value else repr(value)
+
+
 def whole_percent(value: float) -> float:
     """A percentage to the whole number shown; one short of 100 never reads 100: 99.6 % of an
     80 GiB memory used leaves 330 MiB free, and "100 %" would say it is full."""

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 from trayvml.alerts.engine import AlertSettings
 from trayvml.alerts.rules import RULE_BY_KEY, RULES, AnySettings, Rule, ThresholdRule
 from trayvml.config import GENERAL_BY_KEY, Settings, problems
+from trayvml.core.formatting import exact_text
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.safe_text import rich_text
@@ -225,7 +226,7 @@ class _RuleGrid(QWidget):
                 override.setChecked(key in (overridden or set()))
             for name, edit in edits.items():
                 value = getattr(rule, name)
-                edit.setText("" if math.isnan(value) else f"{value:.15g}")  # as typed: :g cut 83.1234567 at OK
+                edit.setText("" if math.isnan(value) else exact_text(value))  # as typed: :g cut 83.1234567 at OK
         self._override_toggled()
 
     def read(self, base: dict[str, AnySettings]) -> tuple[dict[str, AnySettings], list[str]]:
