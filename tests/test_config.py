@@ -745,14 +745,15 @@ def test_a_save_lock_held_too_long_is_waited_for_a_bounded_time_then_saved_witho
     store.save(config.Settings())
     model = config.SettingsModel(store.load()[0], store)
     monkeypatch.setattr(config, "SAVE_LOCK_WAIT_S", 0.1)
-    stuck = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)  # a trayvml stopped while holding it
+    lock = tmp_path / ".config.toml.lock"  # beside the file: a lock on its folder was one machine's on NFS
+    stuck = os.open(lock, os.O_RDWR | os.O_CREAT)  # a trayvml stopped while holding it
     try:
         fcntl.flock(stuck, fcntl.LOCK_EX)
         assert model.change(replace(model.current, start_at_login=True)) == ""
     finally:
         os.close(stuck)
     assert config.SettingsStore(path).load()[0].start_at_login  # the change saved, not lost
-    assert f"saving the settings without the lock of {tmp_path}" in caplog.text
+    assert f"saving the settings without their lock: another program has held {lock} for 0.1 s" in caplog.text
 
 
 def test_a_broken_file_moved_aside_is_not_taken_for_a_change_elsewhere(tmp_path: Path) -> None:
@@ -1047,3 +1048,14 @@ def test_an_override_made_here_over_a_rule_edited_elsewhere_carries_only_its_own
     assert thresholds(on_disk.for_gpu(0, "temperature")).warning_enter == 85.0
     assert thresholds(on_disk.for_gpu(0, "temperature")).critical_enter == 95.0
     assert thresholds(on_disk.for_gpu(1, "temperature")).warning_enter == 85.0
+
+
+def test_a_settings_folder_that_cannot_be_made_is_a_sentence_not_an_exception(tmp_path: Path) -> None:
+    """The lock's folder made before the save, outside its error handling: the tray's change
+    raised out of its slot, and was lost, where the save said why before."""
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("a file where the settings folder would be")
+    model = config.SettingsModel(config.Settings(), config.SettingsStore(blocker / "trayvml" / "config.toml"))
+    said = model.change(replace(model.current, notifications=False))
+    assert said.startswith(f"Could not save the settings to {blocker / 'trayvml' / 'config.toml'}:")
+    assert model.current.notifications is False  # in force, though not saved

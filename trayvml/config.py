@@ -26,7 +26,7 @@ import tomli_w
 
 from trayvml.alerts.engine import AlertSettings, validate
 from trayvml.alerts.rules import DEFAULT_CHANGED_IN, FORMER_DEFAULTS, RULE_BY_KEY, RULES, AnySettings, Rule
-from trayvml.core.files import folder_locked, read_bounded, remove_stale_temporaries, write_atomically
+from trayvml.core.files import file_locked, read_bounded, remove_stale_temporaries, write_atomically
 from trayvml.core.formatting import exact_text
 from trayvml.core.i18n import CHOICES as LANGUAGE_CHOICES
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
@@ -979,13 +979,14 @@ class SettingsStore:
     @contextlib.contextmanager
     def locked(self) -> Iterator[None]:
         """Held from the look at the file to the save (SettingsModel.change), by every trayvml
-        saving this file; waited for at most SAVE_LOCK_WAIT_S, then saved without it (a change
-        kept in this trayvml, said, rather than lost)."""
-        folder = Path(os.path.realpath(self.path)).parent
-        folder.mkdir(parents=True, exist_ok=True)
-        with folder_locked(folder, SAVE_LOCK_WAIT_S) as taken:
-            if not taken:
-                log.warning("saving the settings without the lock of %s (another trayvml holds it)", folder)
+        saving this file: a hidden lock file beside it. Waited for at most SAVE_LOCK_WAIT_S, then
+        saved without it (a change kept, logged, rather than lost)."""
+        real = Path(os.path.realpath(self.path))
+        with contextlib.suppress(OSError):  # (one that cannot be made: the save says so)
+            real.parent.mkdir(parents=True, exist_ok=True)
+        with file_locked(real.with_name(f".{real.name}.lock"), SAVE_LOCK_WAIT_S) as why_not:
+            if why_not:
+                log.warning("saving the settings without their lock: %s", why_not)
             yield
 
     def keep_as_read(self) -> None:

@@ -100,21 +100,20 @@ def try_lock(path: Path | str) -> int | None:
 
 
 @contextlib.contextmanager
-def folder_locked(folder: Path, wait_s: float) -> Iterator[bool]:
-    """An exclusive lock on ``folder`` among the programs that take it so (flock: let go when the
-    holder ends, killed or not), waited for at most ``wait_s``; yields whether it was taken (not
-    where the folder cannot be opened, the wait ran out, or the system has no flock). The folder,
-    not a file in it: a file written atomically is renamed over, a new file each time, and a lock
-    file of its own would be one more in the user's folder."""
+def file_locked(path: Path, wait_s: float) -> Iterator[str]:
+    """An exclusive lock among the programs that take it so, on the file ``path`` (made where it is
+    not; left there, as removing it would race with a next holder), waited for at most ``wait_s``;
+    yields "" where it was taken, else why not. flock is let go when its holder ends, killed or
+    not; on NFS it is the server's (a lock on a folder was this machine's alone)."""
     try:
         import fcntl
     except ImportError:  # (Windows)
-        yield False
+        yield "no file locks on this system"
         return
     try:
-        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
-    except OSError:
-        yield False
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
+    except OSError as error:
+        yield f"{path} could not be opened ({error.strerror or error})"
         return
     try:
         deadline_s = time.monotonic() + wait_s
@@ -124,13 +123,13 @@ def folder_locked(folder: Path, wait_s: float) -> Iterator[bool]:
                 break
             except BlockingIOError:
                 if time.monotonic() >= deadline_s:
-                    yield False
+                    yield f"another program has held {path} for {wait_s:g} s"
                     return
                 time.sleep(0.02)
-            except OSError:  # a file system without flock
-                yield False
+            except OSError as error:  # a file system without locks
+                yield f"{path} could not be locked ({error.strerror or error})"
                 return
-        yield True
+        yield ""
     finally:
         os.close(fd)  # (lets go of the lock)
 
