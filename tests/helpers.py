@@ -242,7 +242,7 @@ def dcgm_exposition(host_label: str) -> str:
         "DCGM_FI_DEV_SM_CLOCK": ("gauge", (1410, 210)),
         "DCGM_FI_DEV_GPU_TEMP": ("gauge", (61, 33)),
         "DCGM_FI_DEV_POWER_USAGE": ("gauge", (312.5, 61.0)),
-        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("counter", (123456789, 2000)),
+        "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("counter", (123456789, 73963)),
         "DCGM_FI_DEV_GPU_UTIL": ("gauge", (87, 0)),
         "DCGM_FI_DEV_FB_FREE": ("gauge", (20000, 81000)),
         "DCGM_FI_DEV_FB_USED": ("gauge", (61000, 0)),

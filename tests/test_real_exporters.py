@@ -422,15 +422,17 @@ def test_a_gpu_whose_series_stopped_behind_a_federating_server_is_not_shown_with
 
 @pytest.mark.skipif(shutil.which("prometheus") is None, reason="needs Debian's prometheus (scripts/setup --test)")
 def test_an_exporter_that_was_starting_is_current_at_once_behind_a_federating_server(tmp_path: Path) -> None:
-    """trayvml serve says it is starting (trayvml_up 0, reason "starting") until its first sample;
-    a server that federates keeps that series for its lookback beside the one that follows
-    (trayvml_up 1). Read through it, the host is current as soon as its values come, not "has not
+    """trayvml serve says it is starting (trayvml_up 0, trayvml_down_info's reason "starting")
+    until its first sample; a server that federates keeps that reason for its lookback beside
+    trayvml_up 1. Read through it, the host is current as soon as its values come, not "has not
     read its GPUs yet" for 5 minutes."""
     from tests.helpers import FakeRemote
 
     exporter = FakeRemote()
-    exporter.body = b'trayvml_up{hostname="vm",reason="starting"} 0\n'
-    served = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_bytes()
+    exporter.body = b'trayvml_up{hostname="vm"} 0\ntrayvml_down_info{hostname="vm",reason="starting"} 1\n'
+    recorded = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_bytes()
+    served = recorded.replace(b'trayvml_up{hostname="vm",reason=""} 1.0', b'trayvml_up{hostname="vm"} 1.0')
+    assert served != recorded  # (this serve's series: no reason label on trayvml_up)
     try:
         with _federated(tmp_path, exporter.url) as host:
             _until("the starting exporter federated", lambda: _says_starting(host), tmp_path / "second.log")

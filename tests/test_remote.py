@@ -104,6 +104,7 @@ def test_dcgm_exporter_in_catalog_units_with_either_hostname_spelling(remote: Fa
     assert sample.devices[0].memory_total_bytes == (61000 + 20000) * MIB
     assert gpu.value("memory_used_percent") == pytest.approx(100 * 61000 / 81000)
     assert gpu.value("energy_consumed_j") == pytest.approx(123456.789)  # from mJ
+    assert sample.gpus[1].value("energy_consumed_j") == 73.963  # exactly (times 0.001: 73.96300000000001)
     assert gpu.value("clock_sm_mhz") == 1410 and gpu.value("power_draw_w") == 312.5
     assert sample.gpus[1].value("xid_last") == 79
     assert gpu.state("utilization_gpu_percent") is MetricState.OK
@@ -793,6 +794,28 @@ def test_a_reason_the_exporter_no_longer_gives_is_not_read_from_a_federating_ser
     assert present(host.remote).fault == "" and host.gpus and host.values_ago_s == 2.0
 
 
+def test_a_starting_reason_the_exporter_no_longer_gives_is_not_read_from_a_federating_servers_leftovers(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """As above with this serve's series: the reason in trayvml_down_info, kept by a federating
+    server for its lookback while trayvml_up is 1 again (read, the host was down for 5 minutes)."""
+    from trayvml.remote import fetch
+
+    text = (Path(__file__).parent / "recordings" / "h200-580-busy.trayvml-serve.txt").read_text()
+    old_up = 'trayvml_up{hostname="vm",reason=""} 1.0'
+    assert old_up in text
+    text = text.replace(old_up, 'trayvml_up{hostname="vm"} 1.0')
+    leftover = 'trayvml_down_info{hostname="vm",reason="starting"} 1.0\n'
+    now_s = 1_800_000_100.0
+
+    def answer(endpoint: Endpoint, url: str, timeout_s: float, kept: object = None) -> tuple[bytes, str]:
+        return _prometheus_answer_of(text + leftover, now_s, {"": now_s - 2.0}), "application/json"
+
+    monkeypatch.setattr(fetch, "get", answer)
+    (host,) = read(parse_endpoint("prometheus+http://prom:9090"), 5.0, now_s, SeriesCache())
+    assert present(host.remote).fault == "" and host.gpus and host.values_ago_s == 2.0
+
+
 def test_a_process_that_ended_is_not_read_from_a_federating_servers_leftovers(monkeypatch: pytest.MonkeyPatch) -> None:
     """A server that federates keeps an ended process's series for its lookback, with the time of
     the last scrape that had it: older than its host's last scrape, it is no longer listed; one
@@ -947,3 +970,4 @@ def test_a_trayvml_serves_mig_devices_read_back_with_their_board(remote: FakeRem
     (sample,) = _read(remote.url)
     read = {d.uuid: (d.index, d.mig_parent_index, d.gpu_instance_id) for d in sample.devices}
     assert read == served  # each MIG device by its own index, carved from GPU 0, its instance id
+    assert [d.mig_mode_current for d in sample.devices[:2]] == [True, None]  # the board in MIG mode

@@ -142,3 +142,12 @@ def format_clock(timestamp_s: float, seconds: bool = True, date: bool = False) -
         return "–"
     pattern = ("%Y-%m-%d " if date else "") + ("%H:%M:%S" if seconds else "%H:%M")
     return time.strftime(pattern, time.localtime(timestamp_s))
+
+
+MILLI = 1e-3  # a scale to base units: mW, mJ
+
+
+def in_base_units(value: float, scale: float) -> float:
+    """``value`` times its ``scale`` to base units: a thousandth by dividing by 1000, which is exact
+    where multiplying by 0.001 is not (73963 mW served as 73.96300000000001 W; divided, 73.963)."""
+    return value / 1000.0 if scale == MILLI else value * scale

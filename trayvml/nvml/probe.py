@@ -16,10 +16,11 @@ import pynvml as N
 
 from trayvml.core.safe_text import clean, decode
 from trayvml.core.sample import DeviceInfo, MetricState, SystemInfo
+from trayvml.core.units import in_base_units
 from trayvml.nvml import binding
 from trayvml.nvml.gpm import gpm_supported
 from trayvml.nvml.session import classify
-from trayvml.nvml.specs import STATIC, CallRead, Pick, StaticRead, in_base_units
+from trayvml.nvml.specs import STATIC, CallRead, Pick, StaticRead
 
 log = logging.getLogger(__name__)
 

@@ -21,6 +21,7 @@ from trayvml.core.clock import CLOCK_SET_S, Clock
 from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
+from trayvml.core.units import in_base_units
 from trayvml.nvml import binding
 from trayvml.nvml.fields import answer_reader, field_array, raw_value, types_reader
 from trayvml.nvml.gpm import GpmSampler
@@ -38,7 +39,6 @@ from trayvml.nvml.specs import (
     FieldKind,
     FieldRead,
     ProcessListRead,
-    in_base_units,
     pcie_max_bytes_per_s,
 )
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pynvml as N
 
 from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
-from trayvml.core.units import KIB, MIB
+from trayvml.core.units import KIB, MIB, MILLI
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
 EVERY_TICK_S = 0.0
@@ -95,13 +95,7 @@ def _counter(key: str, field_id: int) -> FieldRead:
 
 
 _MEMORY_KEYS = ("memory_used_bytes", "memory_free_bytes", "memory_reserved_bytes")
-_MILLI = 1e-3  # NVML answers mW, mJ
-
-
-def in_base_units(value: float, scale: float) -> float:
-    """``value`` times its read's ``scale``: a thousandth by dividing by 1000, which is exact where
-    multiplying by 0.001 is not (73963 mW served as 73.96300000000001 W; divided, 73.963)."""
-    return value / 1000.0 if scale == _MILLI else value * scale
+_MILLI = MILLI  # NVML answers mW, mJ
 
 
 CALLS: tuple[CallRead, ...] = (

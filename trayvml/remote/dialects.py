@@ -19,7 +19,7 @@ import math
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from operator import itemgetter, mul
+from operator import itemgetter
 from typing import NamedTuple
 
 from trayvml.core import prom_names
@@ -40,7 +40,7 @@ from trayvml.core.sample import (
     Sample,
     SystemInfo,
 )
-from trayvml.core.units import MIB
+from trayvml.core.units import MIB, in_base_units
 
 MEMORY_TOTAL = "memory_total_bytes"  # a DeviceInfo fact rather than a GPU metric, read the same way
 
@@ -296,6 +296,8 @@ class _Host:
     driver: str = ""
     cuda: str = ""  # the CUDA driver version, where the exporter says it (nvitop-exporter)
     down: str = ""  # trayvml_up 0: its reason
+    reason: str = ""  # trayvml_down_info's: its reason, taken only where trayvml_up is 0 (a federating
+    # server keeps a "starting" a restarted serve served for its lookback, 5 minutes)
     simulation: str = ""  # its exporter serves simulated GPUs: Sample.simulation's label
     jobs: dict[int, Attribution] = field(default_factory=dict)  # by PID, where the exporter names them
 
@@ -442,13 +444,13 @@ class _Values:
         kept as a full read keeps them (all of them NaN is a host still, not none)."""
         return {
             key: _finite(value)
-            for key, value in zip(self._keys, map(mul, self._pick(numbers), self._scales), strict=True)
+            for key, value in zip(self._keys, map(in_base_units, self._pick(numbers), self._scales), strict=True)
         }
 
     def finite(self, numbers: list[float]) -> dict[str, float]:
         """Each key's number times its scale (a later line of the same key wins, as in a full
         read), leaving out one that is not finite (not supported is not a value)."""
-        scaled = tuple(map(mul, self._pick(numbers), self._scales))
+        scaled = tuple(map(in_base_units, self._pick(numbers), self._scales))
         if math.isfinite(sum(scaled)):  # a NaN or an infinity makes the sum one: none here (the usual read)
             return dict(zip(self._keys, scaled, strict=True))
         # Scaled first: 1e308 MiB is finite, and infinite in bytes.
@@ -547,7 +549,7 @@ def _read(
                 if known is not None:
                     if record:
                         route_of[i] = _Route(GPU_VALUE, host.name, key, known[0], known[1])
-                    scaled = value * known[1]
+                    scaled = in_base_units(value, known[1])  # (dcgm-exporter's mJ: exact)
                     if math.isfinite(scaled):  # (1e308 MiB: infinite in bytes)
                         gpu.values[known[0]] = scaled
                 continue
@@ -561,9 +563,12 @@ def _read(
         if name == dialect.up:
             host = host_of(labels)
             if value != 1.0:  # (its reason in either order: an older serve put it here)
-                host.down = labels.get("reason", "") or host.down or "unknown"
+                host.down = labels.get("reason", "") or host.reason or "unknown"
         elif name == dialect.down and value == 1.0:
-            host_of(labels).down = labels.get("reason", "") or "unknown"
+            host = host_of(labels)
+            host.reason = labels.get("reason", "") or "unknown"
+            if host.down:  # trayvml_up 0 came first
+                host.down = host.reason
         elif name == dialect.simulated:
             if value == 1.0:  # the scenario is the exporter's text: shown cleaned and cut short
                 scenario = shorten(clean(labels.get("scenario", ""))) or "?"
@@ -573,7 +578,7 @@ def _read(
         elif name in dialect.host:
             key, scale = dialect.host[name]
             host = host_of(labels)
-            host.host[key] = _finite(value * scale)
+            host.host[key] = _finite(in_base_units(value, scale))
             if record:
                 route_of[i] = _Route(HOST_VALUE, host.name, "", key, scale)
         elif name == dialect.process_job and value == 1.0:
@@ -709,6 +714,7 @@ class _HostShape:
         # their exporter does not: a trayvml serve's keep its numbers).
         first = max([*self.indices, *(g.parent_index for g in instances)], default=-1) + 1
         self.indices += [g.index if g.index >= 0 else first + k for k, g in enumerate(instances)]
+        self.parents = {g.parent_index for g in instances}
         self.down, self.simulation, self.jobs = host.down, host.simulation, host.jobs
         driver = next((g.driver for g in self.gpus if g.driver), host.driver)
         self.system = SystemInfo(
@@ -785,7 +791,8 @@ class _HostShape:
                     memory_total_bytes=memory_total_bytes,
                     mig_parent_index=gpu.parent_index,
                     gpu_instance_id=gpu.instance_id,
-                    mig_mode_current=True if gpu.mig_board else None,
+                    # (a trayvml serve's board: one its MIG devices name as their parent)
+                    mig_mode_current=True if gpu.mig_board or index in self.parents else None,
                 )
             devices.append(device)
         host_sample = None

@@ -1123,7 +1123,9 @@ def _series_key(kind: str, labels: Mapping[str, str]) -> str:
 # host's last scrape has gone (more than one: replicas behind a deduplicating query layer are
 # scraped at offsets of their own, within an interval).
 LEFTOVER_INTERVALS = 1.5
-# Each dialect's "up" series (trayvml_up: 0 with a reason while it cannot read its GPUs) by name.
+# Each dialect's "up" series (trayvml_up: 0 while it cannot read its GPUs; an older serve's with a
+# reason label, a series of its own each) by name. (trayvml_down_info, kept as a leftover while
+# trayvml_up is 1 again, is read only with a trayvml_up of 0: dialects._read.)
 _UP_KINDS = {dialect.up: dialect.kind for dialect in DIALECTS if dialect.up}
 
 
@@ -1135,9 +1137,9 @@ def _without_leftovers(
     that scrapes the exporter marks them gone. Each is judged against its own scrape target's
     series (two machines may share a host name):
 
-    - a host's "up" series but its last scraped: one a host is served, with a reason while the
-      exporter cannot read its GPUs (starting, its driver stalled); the one before would make a
-      current host look down (a series seen once or twice tells no interval to call it stale by);
+    - a host's "up" series but its last scraped: an older serve's, one a reason label (starting,
+      its driver stalled); the one before would make a current host look down (a series seen once
+      or twice tells no interval to call it stale by);
     - a process's series scraped before its target last was (LEFTOVER_INTERVALS): it has ended;
     - a GPU's series (dcgm-exporter's, one label set a GPU) whose label set is no longer scraped
       where the GPU's values are current otherwise (its pod's labels changed, another exporter of
