@@ -135,7 +135,8 @@ def test_a_gpu_in_mig_mode_stands_for_its_mig_devices(
     assert code == 1 and out == ""
     assert err.strip() == (
         "trayvml: 2 GPUs asked for, but a CUDA process sees only one MIG device (NVIDIA's MIG user guide):"
-        " ask for one for each process; 0 whole GPUs qualify, among the GPUs CUDA_VISIBLE_DEVICES names (2, 3, 4)."
+        " ask for one for each process (whole GPUs that qualify: 0),"
+        " among the GPUs CUDA_VISIBLE_DEVICES names (2, 3, 4)."
     )
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "0,1")  # the RTX 4090 too: the whole GPU and no MIG device
     assert _pick(capsys, "--count", "2", "--max-util", "100", spec)[0] == 1

@@ -105,7 +105,7 @@ def choose(
                 translate(
                     "pick",
                     "{count} GPUs asked for, but a CUDA process sees only one MIG device (NVIDIA's MIG user guide):"
-                    " ask for one for each process; {whole} whole GPUs qualify.",
+                    " ask for one for each process (whole GPUs that qualify: {whole}).",
                 ).format(count=count, whole=len(qualifying))
             )
         if busy and len(busy) == len(pool):

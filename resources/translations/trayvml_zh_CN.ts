@@ -3227,8 +3227,8 @@ For {duration} now.</source>
         <translation>所要求的可用显存必须为 0 MiB 或以上。</translation>
     </message>
     <message>
-        <source>{count} GPUs asked for, but a CUDA process sees only one MIG device (NVIDIA&apos;s MIG user guide): ask for one for each process; {whole} whole GPUs qualify.</source>
-        <translation>请求 {count} 块 GPU，但一个 CUDA 进程只能看到一个 MIG 设备（见 NVIDIA MIG 用户指南）：请为每个进程各请求一个；符合条件的整块 GPU 有 {whole} 块。</translation>
+        <source>{count} GPUs asked for, but a CUDA process sees only one MIG device (NVIDIA&apos;s MIG user guide): ask for one for each process (whole GPUs that qualify: {whole}).</source>
+        <translation>请求 {count} 块 GPU，但一个 CUDA 进程只能看到一个 MIG 设备（见 NVIDIA MIG 用户指南）：请为每个进程各请求一个（符合条件的整块 GPU：{whole}）。</translation>
     </message>
     <message>
         <source>No GPU is free: all {total} are more than {percent} % busy.</source>
