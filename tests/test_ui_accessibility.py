@@ -134,6 +134,13 @@ def test_focus_on_a_gpus_legend_entry_picks_out_its_lines_as_hovering_does(qtbot
     qtbot.waitUntil(lambda: heard[-1:] == [1])
     window.legend.entries[0].setFocus()
     qtbot.waitUntil(lambda: heard[-1:] == [0])
+    # The pointer passing over another entry and leaving it: the keyboard's entry stands out again
+    # (its highlight was cleared, the focus still on it).
+    from PySide6.QtCore import QEvent
+
+    for kind in (QEvent.Type.Enter, QEvent.Type.Leave):
+        QApplication.sendEvent(window.legend.entries[2], QEvent(kind))
+    assert heard[-2:] == [2, 0]
 
 
 def test_settings_controls_are_named_for_what_they_are(qtbot) -> None:

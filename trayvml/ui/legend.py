@@ -170,6 +170,8 @@ class GpuLegend(QWidget):
             # Keyboard focus as the pointer: a GPU's lines stand out for a keyboard user too.
             if event.type() in (QEvent.Type.Enter, QEvent.Type.FocusIn):
                 self.hovered.emit(self.entries.index(watched))
-            elif event.type() in (QEvent.Type.Leave, QEvent.Type.FocusOut):
-                self.hovered.emit(-1)
+            elif event.type() == QEvent.Type.Leave:  # the pointer gone: the keyboard's entry, if any
+                self.hovered.emit(next((k for k, e in enumerate(self.entries) if e.hasFocus()), -1))
+            elif event.type() == QEvent.Type.FocusOut:  # the keyboard gone: the pointer's, if any
+                self.hovered.emit(next((k for k, e in enumerate(self.entries) if e.underMouse()), -1))
         return super().eventFilter(watched, event)
