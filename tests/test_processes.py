@@ -248,7 +248,9 @@ def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gp
 
     assert (cell(10, "Unit"), cell(10, "Session"), cell(20, "Session")) == ("finetune.service", "", "tmux train")
     assert cell(30, "Container") == "train-llm" and cell(30, "Job") == "docker train-llm"  # its runtime's name
-    assert not table.isColumnHidden(HEADERS.index("Unit")) and not table.isColumnHidden(HEADERS.index("Session"))
+    # Each said by its process's job ("systemd unit finetune.service"): a column of its own said it
+    # twice, and pushed the energy past a 1280 px window.
+    assert all(table.isColumnHidden(HEADERS.index(h)) for h in ("Unit", "Session", "Container"))
     tab.group_box.setChecked(True)
     header = tab.tree.headerItem()
     assert header is not None
@@ -261,11 +263,13 @@ def test_the_processes_tab_shows_units_sessions_container_names_and_each_jobs_gp
         "terminal session tmux train": "3 s",
         "docker train-llm": "4 s",
     }
-    # With no unit or session among the processes, their columns go.
-    bare = sample(1020.0)
-    bare = replace(bare, gpus=(replace(bare.gpus[0], processes=bare.gpus[0].processes[3:]),))
-    tab.update_processes(bare)
-    assert table.isColumnHidden(HEADERS.index("Unit")) and table.isColumnHidden(HEADERS.index("Session"))
+    # A notebook run in a container: its job says the notebook, the container's column where.
+    later = sample(1020.0)
+    inside = replace(docker, notebook="exp/a.ipynb", job="exp/a.ipynb", job_kind="notebook")
+    procs = (*later.gpus[0].processes[:3], replace(later.gpus[0].processes[3], attribution=inside))
+    tab.update_processes(replace(later, gpus=(replace(later.gpus[0], processes=procs),)))
+    assert not table.isColumnHidden(HEADERS.index("Container"))
+    assert table.isColumnHidden(HEADERS.index("Notebook"))  # (the job says it)
 
 
 def test_the_job_tree_keeps_two_users_sessions_of_one_name_apart(qtbot) -> None:

@@ -722,12 +722,15 @@ def test_processes_tab_shows_jobs_groups_them_counts_hidden_ones_and_lists_users
     model, table = tab.processes, tab.table
     jobs = {model.index(r, HEADERS.index("Job")).data() for r in range(model.rowCount())}
     assert {"notebook exp/a.ipynb", "Slurm job 4242"} <= jobs
-    # Columns shown only where some row has one: no container here, a notebook and a Slurm job.
-    assert table.isColumnHidden(HEADERS.index("Container"))
-    assert not table.isColumnHidden(HEADERS.index("Notebook")) and not table.isColumnHidden(HEADERS.index("Slurm"))
-    # The other user's process: counted under the table, never put in a job.
+    # Columns shown only where some row has one its job does not say: no container here, and the
+    # notebook and the Slurm job are the jobs themselves.
+    assert all(table.isColumnHidden(HEADERS.index(h)) for h in ("Container", "Notebook", "Slurm"))
+    # The other user's process: counted under the jobs, never put in one (the flat list shows it:
+    # no note beside it).
     assert tab.hidden_label.text() == "Not shown by job: 1 process of another user"
+    assert tab.hidden_label.isHidden()
     tab.group_box.setChecked(True)
+    assert not tab.hidden_label.isHidden()
     tree = tab.tree
     assert tab.stack.currentWidget() is tree
     items = [tree.topLevelItem(k) for k in range(tree.topLevelItemCount())]

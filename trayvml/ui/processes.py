@@ -451,6 +451,7 @@ class ProcessesPage(QTableView):
 
 # Shown only where some row has one: most machines run no containers, Slurm, notebooks, units or tmux.
 OPTIONAL_COLUMNS = tuple(HEADERS.index(h) for h in ("Container", "Slurm", "Notebook", "Unit", "Session"))
+JOB_COLUMN = HEADERS.index("Job")
 GROUP_HEADERS = (
     QT_TRANSLATE_NOOP("ProcessesTab", "Job"),
     QT_TRANSLATE_NOOP("ProcessesTab", "User"),
@@ -596,7 +597,13 @@ class ProcessesTab(QWidget):
         self.stack.setCurrentWidget(self.tree if grouped else self.table)
         if grouped:
             self._fill_tree()
+        self._show_hidden_note()
         self._show_buttons()
+
+    def _show_hidden_note(self) -> None:
+        """What the jobs leave out (processes of other users), under the jobs only: beside the
+        flat list, which shows those rows, the note said they were not shown."""
+        self.hidden_label.setVisible(bool(self.hidden_label.text()) and self.group_box.isChecked())
 
     def selected_row(self) -> int:
         """The model's row of the selected process (in the table, or in the job tree: a process, or a
@@ -657,14 +664,20 @@ class ProcessesTab(QWidget):
         model = self.processes
         for note in self.empty_notes:
             note.setVisible(bool(listed) and len(listed) == len(sample.gpus) and not model.current)
+
+        # A column shown where it says more than the job does: a container's own column beside the
+        # job "container 3f2a9c1b7e4d" said it twice, and pushed the energy past a 1280 px window.
+        def says_more(row: int, column: int) -> bool:
+            text = str(model.index(row, column).data() or "")
+            return bool(text) and text not in str(model.index(row, JOB_COLUMN).data() or "")
+
         for column in OPTIONAL_COLUMNS:
-            empty = not any(model.index(r, column).data() for r in range(model.rowCount()))
-            self.table.setColumnHidden(column, empty)
+            self.table.setColumnHidden(column, not any(says_more(r, column) for r in range(model.rowCount())))
         words = hidden_processes_words(tuple(model.current))
         self.hidden_label.setText(
             translate("ProcessesTab", "Not shown by job: {hidden}").format(hidden=words) if words else ""
         )
-        self.hidden_label.setVisible(bool(words))
+        self._show_hidden_note()
         if self.group_box.isChecked():
             self._fill_tree()
         self._fill_users()
