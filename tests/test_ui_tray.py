@@ -484,3 +484,20 @@ def test_a_warning_whose_number_is_not_told_is_not_blamed_on_another_gpus_metric
     tray.update(sample)
     first = tray.icon.toolTip().splitlines()[0]
     assert first.endswith("GPU 1 (warning)") and "utilization" not in first.lower(), first
+
+
+def test_a_job_named_after_the_menu_was_measured_is_in_its_row_before_it_opens(tray: Tray) -> None:
+    """The closed menu's texts were made only when it opened: a tray host measures it before it
+    asks for texts, and the row of a job named since was cut off at its old width ("container 3f")."""
+    from trayvml.core.demand import PROCESSES
+
+    source, clock, _ = simulated_source("training:gpus=h100,start=1800")
+    tray.update(source.sample(HISTORY))  # no lists read yet: no job named
+    assert "container" not in tray.gpu_actions[0].text()
+    clock.advance_s(1.0)
+    tray.update(source.sample(HISTORY | {PROCESSES}))  # the job named: the row's width changes
+    assert tray.gpu_actions[0].text().endswith(" · container 3f2a9c1b7e4d")
+    shown = tray.gpu_actions[0].text()
+    clock.advance_s(1.0)
+    tray.update(source.sample(HISTORY))  # the same job, said from the last reading: not rewritten
+    assert tray.gpu_actions[0].text() == shown

@@ -186,21 +186,32 @@ class LastJobs:
         ("… (as of 8 s ago)"), or "" where there is none recent enough to say."""
         if gpu.state("process_count") is MetricState.OK:
             return job_line(gpu, compact)
-        seen = self._seen.get(gpu.index)
-        if seen is None:
+        seen = self._recent(gpu, now_s)
+        text = "" if seen is None else seen.compact if compact else seen.line
+        if seen is None or not text:
             return ""
         age_s = now_s - seen.read_s
-        memory = seen.memory_bytes
-        limit = JOB_MEMORY_CHANGE * memory if memory > 0 else JOB_MEMORY_CHANGE_BYTES
-        change = abs(gpu.value("memory_used_bytes") - seen.gpu_used_bytes)  # NaN where either is unknown
-        if not 0 <= age_s <= JOB_KEPT_S or not change <= limit:
-            return ""
-        text = seen.compact if compact else seen.line
-        if not text:
-            return ""
         if compact:
             return translate("GpuText", "{job} ({age} s ago)").format(job=text, age=f"{age_s:.0f}")
         return translate("GpuText", "{job} (as of {age} s ago)").format(job=text, age=f"{age_s:.0f}")
+
+    def menu_name(self, gpu: GpuSample, now_s: float) -> str:
+        """The compact job name ``line`` says in the menu, without its age: what changes the row's
+        width (the tray sets its menu's texts anew where it changes)."""
+        if gpu.state("process_count") is MetricState.OK:
+            return job_line(gpu, True)
+        seen = self._recent(gpu, now_s)
+        return "" if seen is None else seen.compact
+
+    def _recent(self, gpu: GpuSample, now_s: float) -> _SeenJob | None:
+        """The job read earlier, where it is still recent enough to say (JOB_KEPT_S, JOB_MEMORY_CHANGE)."""
+        seen = self._seen.get(gpu.index)
+        if seen is None:
+            return None
+        memory = seen.memory_bytes
+        limit = JOB_MEMORY_CHANGE * memory if memory > 0 else JOB_MEMORY_CHANGE_BYTES
+        change = abs(gpu.value("memory_used_bytes") - seen.gpu_used_bytes)  # NaN where either is unknown
+        return seen if 0 <= now_s - seen.read_s <= JOB_KEPT_S and change <= limit else None
 
 
 def host_line(sample: Sample) -> str:

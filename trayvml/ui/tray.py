@@ -72,7 +72,7 @@ class Tray(QObject):
         # The alert settings remote GPUs are coloured by (this machine's, without its per-GPU overrides).
         self._remote_alerts: tuple[AlertSettings, AlertSettings] | None = None
         self.remote_icon_samples: list[Sample] = []  # remote hosts the icon summarises too
-        self._menu_shape: tuple[int, str, bool] | None = None
+        self._menu_shape: tuple[object, ...] | None = None
         self.redraws = 0
         self.over_dbus = tray_over_dbus()  # menu labels are escaped for where they are shown
         self.icon = QSystemTrayIcon()
@@ -211,7 +211,7 @@ class Tray(QObject):
         # sent each change to the tray host over D-Bus although nobody had the menu open. Its shape
         # (which entries there are) follows at once: a host measures the menu before it asks for
         # texts, and would draw entries that appear only then cut off.
-        shape = _menu_shape(sample, self.engine.active())
+        shape = _menu_shape(sample, self.engine.active(), self.jobs)
         if self.menu.isVisible() or shape != self._menu_shape:  # open (Qt's own menu): follow live
             self._menu_shape = shape
             self._update_menu(sample)
@@ -266,12 +266,15 @@ class Tray(QObject):
         self.copy_action.setEnabled(index >= 0)
 
 
-def _menu_shape(sample: Sample | None, active_alerts: int = 0) -> tuple[int, str, bool] | None:
-    """What decides the menu's entries: how many GPUs, the status line's headline, whether alerts are active."""
+def _menu_shape(sample: Sample | None, active_alerts: int, jobs: LastJobs) -> tuple[object, ...] | None:
+    """What decides the menu's entries and their widths: how many GPUs, the status line's headline,
+    whether alerts are active, each GPU row's job name (a job named after the menu was measured
+    was cut off at its old width: "container 3f")."""
     if sample is None:
         return None
     problem = sample.problem
-    return len(sample.gpus), problem[0] if problem else sample.simulation, active_alerts > 0
+    names = tuple(jobs.menu_name(gpu, sample.timestamp_s) for gpu in sample.gpus)
+    return len(sample.gpus), problem[0] if problem else sample.simulation, active_alerts > 0, names
 
 
 class _Contents:
