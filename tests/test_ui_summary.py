@@ -79,3 +79,16 @@ def test_summary_before_the_first_sample_and_its_buttons(qtbot) -> None:
         qtbot.mouseClick(by_text["Show graphs"], Qt.MouseButton.LeftButton)
     with qtbot.waitSignal(window.quit_requested):
         qtbot.mouseClick(by_text["Quit"], Qt.MouseButton.LeftButton)
+
+
+def test_a_lost_gpus_row_says_lost_once(qtbot) -> None:
+    from tests.helpers import run_ticks, simulated_source
+
+    source, clock, _ = simulated_source("training:gpus=h100*2,start=900,lost=1@905")
+    sample = run_ticks(source, clock, 10)
+    assert sample.gpus[1].lost
+    window = SummaryWindow()
+    qtbot.addWidget(window)
+    window.update_sample(sample)
+    (lost,) = [row for colour, row in _rows(window) if row.startswith("1 H100")]
+    assert lost == "1 H100 — lost: it has fallen off the bus"  # (it ended "… — lost" again)

@@ -89,7 +89,9 @@ class SummaryWindow(QWidget):
             rows.append(rich_text(sample.problem[1]))
         for gpu, info in zip(sample.gpus, sample.devices, strict=True):
             level = gpu_level(gpu, self.engine.settings)
-            word = f" — {translate('SummaryWindow', LEVEL_WORDS[level])}" if level in LEVEL_WORDS else ""
+            # (Not where the line says it already: "lost: it has fallen off the bus — lost".)
+            said = level in LEVEL_WORDS and not gpu.lost
+            word = f" — {translate('SummaryWindow', LEVEL_WORDS[level])}" if said else ""
             colour = LEVEL_COLOURS[level].name()
             rows.append(f'<span style="color:{colour}">■</span> {rich_text(gpu_line(gpu, info))}{word}')
         host = host_line(sample)
