@@ -162,3 +162,13 @@ def test_warning_then_critical_on_one_gpu_is_one_notification_updated_in_place()
     assert warning.key == critical.key == (GROUP, "temperature")
     assert critical.urgency == CRITICAL and "critical at 95 °C" in critical.title
     assert "For " in critical.body  # an update of the one notification says how long it has lasted
+
+
+def test_a_state_alert_ends_in_words_of_its_own_not_back_to_normal() -> None:
+    """ "GPU 1 H100: GPU lost back to normal" read badly: a state comes back, a value does."""
+    grouper = Grouper()
+    grouper.take([firing(1, rule="gpu_lost", value=math.nan)], 0.0)
+    (done,) = grouper.take([resolved(1, rule="gpu_lost", t=60.0)], 60.0)
+    assert done.title == "GPU 1 H100: answering again (back on the bus)"
+    assert resolved(1, rule="gpu_lost").event.title == "GPU 1 H100: answering again (back on the bus)"
+    assert resolved(1).event.title == "GPU 1 H100: memory used back to normal"  # a value's, as before

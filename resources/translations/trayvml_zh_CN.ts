@@ -1567,6 +1567,14 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{rule}不再监视（该 GPU 已不存在）</translation>
     </message>
     <message>
+        <source>{gpu}: answering again (back on the bus)</source>
+        <translation>{gpu}：已恢复响应（重新出现在总线上）</translation>
+    </message>
+    <message>
+        <source>{gpu}: the GPU driver answers again</source>
+        <translation>{gpu}：GPU 驱动已恢复响应</translation>
+    </message>
+    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>

@@ -14,7 +14,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from trayvml.alerts.dispatch import Outgoing
-from trayvml.alerts.rules import GONE, RULE_BY_KEY, AlertEvent, ThresholdRule, ended_body, ended_message
+from trayvml.alerts.rules import (
+    GONE,
+    RULE_BY_KEY,
+    AlertEvent,
+    ThresholdRule,
+    back_to_normal,
+    ended_body,
+    ended_message,
+)
 from trayvml.alerts.severity import MACHINE, Direction, Severity, _in_sentence, host_prefix
 from trayvml.core.i18n import QT_TRANSLATE_NOOP, translate
 from trayvml.core.sample import renumbered
@@ -310,7 +318,7 @@ class Grouper:
             )
         else:
             gpus = host_prefix(host) + translate("notices", "GPUs {gpus}").format(gpus=gpu_ranges(members))
-        title = translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpus, rule=_label(rule))
+        title = back_to_normal(gpus, rule)
         if group.ended:
             title = translate("alerts", "{gpu}: {message}").format(gpu=gpus, message=ended_message(rule, group.ended))
             body = ended_body(group.ended)

@@ -43,8 +43,7 @@ class AlertEvent:
             else translate("alerts", "GPU {index} {name}").format(index=self.gpu_index, name=short_name(self.gpu_name))
         )
         if self.kind == "resolved" and not self.ended:  # ended otherwise: its message says so
-            rule = _in_sentence(translate("alerts", RULE_BY_KEY[self.rule].label))
-            return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=rule)
+            return back_to_normal(gpu, self.rule)
         return translate("alerts", "{gpu}: {message}").format(gpu=gpu, message=self.message)
 
 
@@ -66,6 +65,21 @@ ENDED_BODIES = {
         "Not known to be back to normal: the GPU is no longer there (a MIG instance destroyed, or no longer reported).",
     ),
 }
+
+
+# How an alert of a state (not a value past a threshold) ends: "GPU lost back to normal" read badly.
+RECOVERED = {
+    "gpu_lost": QT_TRANSLATE_NOOP("alerts", "{gpu}: answering again (back on the bus)"),
+    "driver_stalled": QT_TRANSLATE_NOOP("alerts", "{gpu}: the GPU driver answers again"),
+}
+
+
+def back_to_normal(gpu: str, rule: str) -> str:
+    """An alert's end where it is back to normal, after its GPU (or GPUs, host first)."""
+    if rule in RECOVERED:
+        return translate("alerts", RECOVERED[rule]).format(gpu=gpu)
+    label = _in_sentence(translate("alerts", RULE_BY_KEY[rule].label))
+    return translate("alerts", "{gpu}: {rule} back to normal").format(gpu=gpu, rule=label)
 
 
 def ended_message(rule: str, ended: str) -> str:
