@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QLabel
 
 from tests.helpers import simulated_source
 from tests.ui_helpers import drawn_tick_labels, filled_history, shown_window, simulated_history
@@ -534,6 +535,14 @@ def test_alerts_are_listed_newest_first_and_marked_on_the_timelines(window) -> N
     assert {pen.color().name() for pen in pens.values()} == {w.palette().color(QPalette.ColorRole.Text).name()}
     assert not {pen.color().name() for pen in pens.values()} & set(gpu_colours_on(w.gpu_page.background.name()))
     assert pens[now - 500].style() == Qt.PenStyle.DashLine and pens[now - 400].style() == Qt.PenStyle.SolidLine
+    # Said under the graphs, in the words of the styles drawn: unexplained, they read as data.
+    from trayvml.ui.plot_pages import MARKER_STYLES
+
+    words = {Qt.PenStyle.DotLine: "dotted", Qt.PenStyle.DashLine: "dashed", Qt.PenStyle.SolidLine: "solid"}
+    key = w.findChild(QLabel, "graphs_key")
+    assert key is not None and key.isVisible()
+    for severity, (style, _) in MARKER_STYLES.items():
+        assert f"{words[style]}: {severity.name.lower()}" in key.text()
     assert pens[now - 400].widthF() > pens[now - 500].widthF()
     w.set_gpu_visible(1, False)
     w.finish_redraw()

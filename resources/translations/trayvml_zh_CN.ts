@@ -601,6 +601,10 @@
         <source>could not write {path}</source>
         <translation>无法写入 {path}</translation>
     </message>
+    <message>
+        <source>Upright lines: alerts (dotted: info, dashed: warning, solid: critical)</source>
+        <translation>竖线：告警（点线：信息，虚线：警告，实线：严重）</translation>
+    </message>
 </context>
 <context>
     <name>HostChoice</name>

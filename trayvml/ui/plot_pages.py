@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QApplication, QGraphicsItem, QLabel, QScrollArea
 
 from trayvml.alerts.rules import AlertEvent
 from trayvml.alerts.severity import Severity
+from trayvml.core.i18n import QT_TRANSLATE_NOOP
 from trayvml.core.metrics import GPM_MISSING, Group
 from trayvml.core.safe_text import rich_text
 from trayvml.core.sample import JOB_KINDS, MetricState, Sample
@@ -57,6 +58,8 @@ MARKER_STYLES = {
     Severity.WARNING: (Qt.PenStyle.DashLine, 1),
     Severity.CRITICAL: (Qt.PenStyle.SolidLine, 2),
 }
+# Said under the graphs (as MARKER_STYLES draws them): unexplained, the upright lines read as data.
+MARKER_KEY = QT_TRANSLATE_NOOP("GraphWindow", "Upright lines: alerts (dotted: info, dashed: warning, solid: critical)")
 WHEEL_ZOOM_PER_NOTCH = 0.8  # Ctrl+wheel: the time span shown shrinks to this per notch up
 
 translate = QCoreApplication.translate  # the name pyside6-lupdate looks for (scripts/translations)

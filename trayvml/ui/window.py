@@ -67,7 +67,7 @@ from trayvml.ui.export import export_csv, export_png
 from trayvml.ui.gaps import pick_range, shade_gaps, visible_gaps
 from trayvml.ui.legend import GpuLegend
 from trayvml.ui.per_gpu import PerGpuTab
-from trayvml.ui.plot_pages import GpuPage, MachinePage, PlotPage, View
+from trayvml.ui.plot_pages import MARKER_KEY, GpuPage, MachinePage, PlotPage, View
 from trayvml.ui.plots import REASON_LEGEND, Panel
 from trayvml.ui.processes import ProcessesTab
 
@@ -252,9 +252,10 @@ class GraphWindow(QMainWindow):
         no_gpus_layout.addStretch(1)
         self.no_gpus.hide()
         self._gpu_tab_layout.addWidget(self.no_gpus, 1)
-        legend = QLabel(
-            translate("GraphWindow", "Throttle strip: {legend}").format(legend=translate("Panel", REASON_LEGEND))
-        )
+        strip = translate("GraphWindow", "Throttle strip: {legend}").format(legend=translate("Panel", REASON_LEGEND))
+        legend = QLabel(f"{strip}  ·  {translate('GraphWindow', MARKER_KEY)}")
+        legend.setObjectName("graphs_key")
+        legend.setWordWrap(True)  # (two keys: a narrow window takes them on two lines)
         legend.setStyleSheet("color: palette(placeholder-text); padding: 2px 6px;")
         self._gpu_tab_layout.addWidget(legend)
         self._strip_key = legend  # shown with the graphs only
