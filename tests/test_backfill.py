@@ -63,7 +63,7 @@ def test_the_default_simulation_starts_with_hours_of_past(qtbot, tmp_path: Path)
 
 
 def test_the_past_never_reaches_the_alerts(qtbot, tmp_path: Path) -> None:
-    # GPU 0 of the thermal scenario runs at 92 °C for minutes each half hour: the past holds alerts.
+    # GPU 0 of the thermal scenario runs at 91 °C for minutes each half hour: the past holds alerts.
     app, pasts, started_s = _started_app(qtbot, "thermal:start=1300", tmp_path, history_hours=1)
     try:
         assert all(event.timestamp_s >= started_s for event in app.engine.events)

@@ -115,7 +115,7 @@ def test_icon_content_follows_the_chosen_metric() -> None:
     temperature = content_for(sample, "temperature")
     assert abs(util.bars[0].fraction - sample.gpus[0].value("utilization_gpu_percent") / 100) <= 1 / 80
     assert abs(temperature.bars[0].fraction - sample.gpus[0].value("temperature_gpu_c") / 100) <= 1 / 80
-    assert temperature.bars[0].level is Level.CRITICAL  # 92 °C at 500 s in the thermal scenario
+    assert temperature.bars[0].level is Level.CRITICAL  # 91 °C at 500 s in the thermal scenario
     assert content_for(None) == IconContent(())  # starting: an empty tile, not "no GPU"
     assert len(content_for(sample, "utilization", hidden={1}).bars) == 1  # "GPUs shown" applies to the icon
     assert len(content_for(sample, "utilization", hidden={0, 1}).bars) == 2  # never an empty icon
@@ -299,7 +299,7 @@ def test_active_alerts_have_a_menu_entry_that_opens_the_alerts_tab(tray: Tray, q
 
 # ---- the number and the tile tell of one thing, and the tooltip says which ----
 def test_while_heat_colours_the_tile_the_number_is_the_hottest_gpus_temperature(tray: Tray) -> None:
-    # GPU 0 of the thermal scenario runs at about 92 °C (critical) while 85 % busy: a red "85"
+    # GPU 0 of the thermal scenario runs at about 91 °C (critical) while 85 % busy: a red "85"
     # would read as 85 °C. The icon shows the temperature, with its degree sign.
     source, clock, _ = simulated_source("thermal:gpus=h100+rtx4090,at=500")
     sample = run_ticks(source, clock, 2)

@@ -240,14 +240,19 @@ class Thermal(Scenario):
     def load(self, gpu: int, t: np.ndarray) -> Load:
         base = super().load(gpu, t)
         base.util_gpu = np.clip(np.full_like(t, 85.0 if gpu == 0 else 40.0) + 5 * self.noise(gpu, 2, t), 0, 100)
+        # Its memory busy as a training job's is (0 % beside 85 % read as a broken reading).
+        base.util_memory = np.clip(0.45 * base.util_gpu + 3 * self.noise(gpu, 3, t), 0, 100)
         base.memory_fraction = base.memory_fraction + 0.4
         if gpu == 0:
             phase = t % self.period_s
             temperature = np.full_like(t, np.nan)
             heating = (phase >= 120) & (phase < 420)
-            temperature[heating] = 70.0 + 22.0 * (phase[heating] - 120) / 300
+            temperature[heating] = 70.0 + 21.0 * (phase[heating] - 120) / 300
+            # Past its slowdown (87 °C on an H100) and the default critical alert (90 °C), short of
+            # its shutdown (92 °C), where a real one throttles: held at 92 it sat at its shutdown
+            # temperature for minutes.
             hot = (phase >= 420) & (phase < 600)
-            temperature[hot] = 92.0 + self.noise(gpu, 6, t[hot])
+            temperature[hot] = 91.0 + 0.5 * self.noise(gpu, 6, t[hot])
             hover = (phase >= 600) & (phase < 1200)
             temperature[hover] = 85.0 + 3.0 * np.sin(2 * np.pi * phase[hover] / 40.0)
             cooling = (phase >= 1200) & (phase < 1500)
