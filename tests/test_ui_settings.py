@@ -524,3 +524,13 @@ def test_every_threshold_field_has_a_name_a_screen_reader_can_say(qtbot, devices
         assert names and all(names) and len(set(names)) == len(names)
     _, _, edits = dialog.rule_grid.rows["temperature"]
     assert edits["critical_enter"].accessibleName() == "GPU temperature: critical at"
+
+
+def test_a_level_a_rule_does_not_have_says_none_in_its_empty_box(qtbot) -> None:
+    """Power draw has no critical level: its boxes were empty with nothing to say why."""
+    from PySide6.QtWidgets import QLineEdit
+
+    dialog = SettingsDialog(Settings())
+    qtbot.addWidget(dialog)
+    boxes = dialog.findChildren(QLineEdit, "power.critical_enter")  # (the Alerts page's and each GPU's)
+    assert boxes and all(box.text() == "" and box.placeholderText() == "none" for box in boxes)

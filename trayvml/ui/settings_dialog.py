@@ -177,6 +177,8 @@ class _RuleGrid(QWidget):
                     said = f"{_title(name.replace('_clear', '_enter'))}, {said} {_clear_word(kind)}".rstrip()
                 edit.setAccessibleName(f"{translate('alerts', kind.label)}: {said}")
                 edit.setMaximumWidth(number_width_px)
+                if name.endswith(("_enter", "_clear")):  # left empty: no such level (power has no critical)
+                    edit.setPlaceholderText(translate("SettingsDialog", "none"))
                 edit.textChanged.connect(self.changed)
                 edits[name] = edit
                 if name in SENTENCE_WORDS:
