@@ -151,3 +151,8 @@ def in_base_units(value: float, scale: float) -> float:
     """``value`` times its ``scale`` to base units: a thousandth by dividing by 1000, which is exact
     where multiplying by 0.001 is not (73963 mW served as 73.96300000000001 W; divided, 73.963)."""
     return value / 1000.0 if scale == MILLI else value * scale
+
+
+def times_and_per(scale: float) -> tuple[float, float]:
+    """in_base_units as two numbers, for a loop that runs every tick: ``value * times / per``."""
+    return (1.0, 1000.0) if scale == MILLI else (scale, 1.0)

@@ -21,7 +21,7 @@ from trayvml.core.clock import CLOCK_SET_S, Clock
 from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
-from trayvml.core.units import in_base_units
+from trayvml.core.units import in_base_units, times_and_per
 from trayvml.nvml import binding
 from trayvml.nvml.fields import answer_reader, field_array, raw_value, types_reader
 from trayvml.nvml.gpm import GpmSampler
@@ -196,7 +196,9 @@ class FieldBatch:
         self.keys = tuple(dict.fromkeys(f.key for f in fields))
         self.bad_keys: set[str] = set(self.keys)  # until the first answer
         self.value_fields = [
-            (i, GPU_INDEX[f.key], f.read.scale) for i, f in enumerate(fields) if f.read.kind is FieldKind.VALUE
+            (i, GPU_INDEX[f.key], *times_and_per(f.read.scale))
+            for i, f in enumerate(fields)
+            if f.read.kind is FieldKind.VALUE
         ]
         self.bounded = [
             (i, f.key, f.read.plausible)
@@ -303,12 +305,13 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     times per GPU per tick)."""
     slots = [GPU_INDEX[k] for k in read.keys]
     scale = read.scale
+    times, per = times_and_per(scale)
     if not read.picks:
         (slot,) = slots
         if read.link_limited:
 
             def fill_within_link(g: GpuState, value: Any) -> None:
-                number = in_base_units(value, scale)
+                number = value * times / per
                 most = pcie_max_bytes_per_s(g.info.pcie_link_gen_max, g.info.pcie_link_width_max)
                 if number > most:  # NaN (link not known) compares False: shown as read
                     if not g.implausible_logged:
@@ -334,7 +337,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
                 if value == unknown:
                     g.values[slot], g.states[slot] = NAN, _NO_DATA
                 else:
-                    g.values[slot], g.states[slot] = in_base_units(value, scale), _OK
+                    g.values[slot], g.states[slot] = value * times / per, _OK
 
             return fill_known
         if scale == 1.0:
@@ -345,7 +348,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
             return fill_one
 
         def fill_scaled(g: GpuState, value: Any) -> None:
-            g.values[slot] = in_base_units(value, scale)
+            g.values[slot] = value * times / per
 
         return fill_scaled
     getters = [itemgetter(p) if isinstance(p, int) else attrgetter(p) for p in read.picks]
@@ -369,7 +372,7 @@ def _fill_call(read: CallRead) -> Callable[[GpuState, Any], None]:
     def fill_picked_scaled(g: GpuState, result: Any) -> None:
         values = g.values
         for slot, get in pairs:
-            values[slot] = in_base_units(get(result), scale)
+            values[slot] = get(result) * times / per
 
     return fill_picked_scaled
 
@@ -771,8 +774,8 @@ class Scheduler:
             if number == number and not low <= number <= high:
                 numbers[position] = NAN  # not a reading that can be true: unknown, never a huge number
                 bad[key] = _NO_DATA
-        for position, slot, scale in batch.value_fields:
-            g.values[slot] = in_base_units(numbers[position], scale)
+        for position, slot, times, per in batch.value_fields:
+            g.values[slot] = numbers[position] * times / per
         if batch.counter_slots or batch.has_links:
             monotonic_s = self.clock.monotonic_s()
             offset_s = self.clock.now_s() - monotonic_s
