@@ -42,7 +42,7 @@ def test_a_sample_feeds_history_energy_and_alerts_and_gives_one_grouped_notice()
     outcome = monitor.take(source.sample(WITH_PROCESSES))
     assert sorted(e.gpu_index for e in outcome.events) == [0, 1] and all(e.host == "" for e in outcome.events)
     (notice,) = outcome.notices  # one rule on two GPUs: one notification
-    assert notice.key == (GROUP, "memory_used") and notice.title.startswith("GPUs 0, 1: ")
+    assert notice.key == (GROUP, "memory_used") and notice.title.startswith("GPUs 0, 1: ") and notice.simulated
     assert "python train.py" in notice.body  # the biggest process named, as the desktop does
     assert [o.event.gpu_index for o in outcome.sent] == [0, 1]
     clock.advance_s(1.0)
@@ -113,6 +113,20 @@ def test_notices_wait_for_a_notifier_and_a_pause_quiets_them_while_the_states_go
     dispatcher.pause(3600.0)
     outcome = paused.take(source.sample(WITH_PROCESSES))
     assert [e.rule for e in outcome.events] == ["memory_used"] and outcome.notices == [] and outcome.sent == []
+
+
+def test_a_notice_of_simulated_gpus_says_so_and_one_of_real_ones_does_not() -> None:
+    """The window's banner says "SIMULATED"; a desktop notification or a pushed alert of made-up
+    GPUs (trayvml's first run where no driver is) said nothing of it."""
+    from dataclasses import replace
+
+    for simulation, prefix in (("simulated GPUs (training)", "[simulated] "), ("", "")):
+        source, _, _ = simulated_source("training:gpus=h100*2,start=1800")
+        monitor = Monitor(_ready_dispatcher(), MEMORY_ONLY, History)
+        sample = source.sample(WITH_PROCESSES)
+        assert sample.simulation
+        (notice,) = monitor.take(replace(sample, simulation=simulation)).notices
+        assert notice.shown_title().startswith(f"{prefix}GPUs 0, 1: memory used ≥ ")
 
 
 def test_remote_hosts_each_get_a_monitor_whose_alerts_name_the_host() -> None:

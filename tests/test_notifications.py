@@ -94,10 +94,10 @@ def test_overheating_notifies_once_and_once_more_when_resolved(run) -> None:
     # whose 40 s wave a sample each simulated minute can miss the top of for 20 s.)
     app = run("thermal:gpus=h100,speed=60,start=360", only_rules(temperature=temperature()))
     first = app.wait_for(1, 15)
-    assert first[0]["summary"].startswith("GPU 0 H100: GPU temperature critical at ")
+    assert first[0]["summary"].startswith("[simulated] GPU 0 H100: GPU temperature critical at ")
     assert urgency(first[0]) == "CRITICAL" and first[0]["appname"] == "trayvml"
     both = app.wait_for(2, 40)
-    assert both[1]["summary"] == "GPU 0 H100: GPU temperature back to normal"
+    assert both[1]["summary"] == "[simulated] GPU 0 H100: GPU temperature back to normal"
     app.wait_samples(3)
     assert len(app.notifications()) == 2
     assert app.app.log_count("alert temperature") == 2  # the hovering in between changed no state
@@ -108,7 +108,8 @@ def test_memory_climbing_towards_full_notifies_once_naming_the_process(run) -> N
     memory = replace(thresholds(FORMER_DEFAULTS["memory_used"]), hold_s=0.0)
     app = run("training:gpus=h100,speed=60,start=3950", only_rules(memory_used=memory))  # 89.5 %, 90 at 4030 s
     (warning,) = app.wait_for(1, 30)[:1]
-    assert warning["summary"].startswith("GPU 0 H100: memory used high at 9") and urgency(warning) == "NORMAL"
+    assert warning["summary"].startswith("[simulated] GPU 0 H100: memory used high at 9")
+    assert urgency(warning) == "NORMAL"
     assert "python train.py --model llama-7b --rank 0 (" in warning["body"]
     app.wait_samples(4)
     assert len(app.notifications()) == 1
@@ -118,7 +119,7 @@ def test_a_lost_gpu_notifies_once(run) -> None:
     lost = RULE_BY_KEY["gpu_lost"].defaults
     app = run("idle:gpus=h100*2,lost=1@4", only_rules(gpu_lost=lost))
     (notice,) = app.wait_for(1, 20)[:1]
-    assert notice["summary"] == "GPU 1 H100: lost: fell off the bus" and urgency(notice) == "CRITICAL"
+    assert notice["summary"] == "[simulated] GPU 1 H100: lost: fell off the bus" and urgency(notice) == "CRITICAL"
     app.wait_samples(3)
     assert len(app.notifications()) == 1
 
@@ -213,10 +214,10 @@ def test_a_stuck_driver_is_shown_notified_once_and_recovers(run, desktop: Deskto
     tooltip = desktop.item_property(service, "ToolTip")
     assert "nvmlDeviceGetTemperatureV" in tooltip and "0 H100" not in tooltip  # no old values as live
     (stalled,) = app.wait_for(1, 10)
-    assert stalled["summary"] == "GPU driver not responding" and urgency(stalled) == "CRITICAL"
+    assert stalled["summary"] == "[simulated] GPU driver not responding" and urgency(stalled) == "CRITICAL"
     wait_until(lambda: "0 H100" in desktop.item_property(service, "ToolTip"), timeout_s=20, what="recovery")
     summaries = [n["summary"] for n in app.wait_for(2, 10)]
-    assert summaries == ["GPU driver not responding", "GPU driver answering again"]
+    assert summaries == ["[simulated] GPU driver not responding", "[simulated] GPU driver answering again"]
 
 
 def test_quitting_while_the_driver_is_stuck_is_quick_and_clean(run, desktop: DesktopStack) -> None:
@@ -238,7 +239,7 @@ def test_memory_filling_eight_gpus_makes_one_notification_updated_in_place(run) 
     app.wait_samples(5)
     shown = app.notifications()
     assert len({n["id"] for n in shown}) == 1  # one notification, however often updated in place
-    assert shown[-1]["summary"] == "GPUs 0–7: memory used ≥ 90 %" and urgency(shown[-1]) == "NORMAL"
+    assert shown[-1]["summary"] == "[simulated] GPUs 0–7: memory used ≥ 90 %" and urgency(shown[-1]) == "NORMAL"
     assert "GPU 7 at 9" in shown[-1]["body"] and "python train.py" in shown[-1]["body"]
     assert app.app.log_count("notification memory_used:") <= 2  # sent (and updated) at most twice
 

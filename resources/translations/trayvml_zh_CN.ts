@@ -3200,6 +3200,10 @@ For {duration} now.</source>
         <source>Back to normal after {duration}.</source>
         <translation>持续 {duration} 后已恢复正常。</translation>
     </message>
+    <message>
+        <source>[simulated] {title}</source>
+        <translation>[模拟] {title}</translation>
+    </message>
 </context>
 <context>
     <name>notify</name>

@@ -74,6 +74,12 @@ class Notice:
     host: str = ""  # a remote host's name; "" for this machine (its GPU 0 is not ours)
     gpus: tuple[int, ...] = ()  # the GPUs it is about (none for a machine-wide alert): pushed webhooks carry them
     actions: tuple[str, ...] = ()  # its own actions beside "Open graphs" and "Snooze" (dispatch.KERNEL)
+    simulated: bool = False  # of made-up GPUs (a simulation, a replay): its title says so (shown_title)
+
+    def shown_title(self) -> str:
+        """The title as a notification shows it: "[simulated] …" for made-up GPUs (a try-out where
+        no driver is must not alarm anyone as real)."""
+        return translate("notices", "[simulated] {title}").format(title=self.title) if self.simulated else self.title
 
 
 def urgency(event: AlertEvent) -> int:

@@ -257,6 +257,9 @@ class Monitor:
     def outcome(self, ready: Sequence[Outgoing], now_s: float, events: Sequence[AlertEvent] = ()) -> Outcome:
         """The notices for the alerts the dispatcher let through (``ready``: this host's)."""
         notices = self.grouper.take(list(ready), now_s) if ready else []
+        if notices and self.latest is not None and self.latest.simulation:
+            # Made-up GPUs say so where the window's banner is not: on the desktop and pushed away.
+            notices = [replace(notice, simulated=True) for notice in notices]
         return Outcome(list(events), list(ready), notices)
 
     def members(self, gpu_index: int, rule: str) -> tuple[int, ...]:

@@ -139,7 +139,7 @@ class FreedesktopNotifier:
                 (notification_id,) = self._call(
                     "Notify",
                     "susssasa{sv}i",
-                    ("trayvml", replaces, self._icon, clean(notice.title), body, actions, hints, -1),
+                    ("trayvml", replaces, self._icon, clean(notice.shown_title()), body, actions, hints, -1),
                 )
             except _DBUS_ERRORS as error:  # the service went away: say so in the log, carry on
                 log.warning("could not send a desktop notification: %s", error)
@@ -190,7 +190,7 @@ class TrayMessageNotifier:
 
     def notify(self, notice: Notice) -> None:
         body = notification_text(without_actions(notice), self._markup)
-        self._show(clean(notice.title), body, notice.severity)
+        self._show(clean(notice.shown_title()), body, notice.severity)
 
     def close(self) -> None:
         pass  # nothing held
@@ -200,7 +200,7 @@ class NoNotifier:
     """Where notifications are not wanted or nowhere to go (a headless recorder, a test): says nothing."""
 
     def notify(self, notice: Notice) -> None:
-        log.debug("not shown (no notifier): %s", notice.title)
+        log.debug("not shown (no notifier): %s", notice.shown_title())
 
     def close(self) -> None:
         pass

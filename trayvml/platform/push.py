@@ -442,7 +442,8 @@ class PushNotifier:
         pushes = bool(notice.host) or self._pushes()
         now_s = self._clock.now_s()
         title = notice.title if notice.host else host_prefix(self.host) + notice.title
-        simulated = self.simulated and not notice.host  # a remote host's notice is of its own GPUs
+        # Made-up GPUs, as the host's own samples say (a remote one too), or this machine's as told.
+        simulated = notice.simulated or (self.simulated and not notice.host)
         if simulated:
             title = translate("push", "[simulated] {title}").format(title=title)
         message = Message(

@@ -442,7 +442,7 @@ class App(QObject):
         if self.notifier is None:
             return  # held back by the dispatcher until there is one
         for notice in outcome.notices:
-            log.info("notification %s: %s", notice.key[1], notice.title)  # one per Notify call (-v)
+            log.info("notification %s: %s", notice.key[1], notice.shown_title())  # one per Notify call (-v)
             self.notifier.notify(notice)
         for sent in outcome.sent:
             self.notified.emit(sent.event)
