@@ -3,8 +3,8 @@ names that say what a control is, Tab that leaves a table, shortcuts, no state b
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAccessible
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QAccessible, QFocusEvent
 from PySide6.QtTest import QTest
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -125,22 +125,35 @@ def test_the_graphs_say_what_they_show_and_where_their_readings_are_as_text(qtbo
     assert names[0] == "Show the last 1 min" and "Show the last 7 d" in names
 
 
+def _send(widget: QWidget, kind: QEvent.Type) -> None:
+    """A focus or pointer event as Qt delivers it (by events, not by activating the window: whether
+    a window becomes active is the window system's, and the suite's other windows')."""
+    if kind in (QEvent.Type.FocusIn, QEvent.Type.FocusOut):
+        QApplication.sendEvent(widget, QFocusEvent(kind, Qt.FocusReason.TabFocusReason))
+    else:
+        QApplication.sendEvent(widget, QEvent(kind))
+
+
 def test_focus_on_a_gpus_legend_entry_picks_out_its_lines_as_hovering_does(qtbot) -> None:
     window, _ = _window(qtbot)
     heard: list[int] = []
     window.legend.hovered.connect(heard.append)
-    entry = window.legend.entries[1]
-    entry.setFocus()
-    qtbot.waitUntil(lambda: heard[-1:] == [1])
-    window.legend.entries[0].setFocus()
-    qtbot.waitUntil(lambda: heard[-1:] == [0])
+    entries = window.legend.entries
+    _send(entries[1], QEvent.Type.FocusIn)
+    assert heard == [1]
+    _send(entries[1], QEvent.Type.FocusOut)
+    _send(entries[0], QEvent.Type.FocusIn)
+    assert heard[-1] == 0
     # The pointer passing over another entry and leaving it: the keyboard's entry stands out again
-    # (its highlight was cleared, the focus still on it).
-    from PySide6.QtCore import QEvent
-
-    for kind in (QEvent.Type.Enter, QEvent.Type.Leave):
-        QApplication.sendEvent(window.legend.entries[2], QEvent(kind))
+    # (its highlight was cleared, the focus still on it); and the other way round.
+    _send(entries[2], QEvent.Type.Enter)
+    _send(entries[2], QEvent.Type.Leave)
     assert heard[-2:] == [2, 0]
+    _send(entries[2], QEvent.Type.Enter)
+    _send(entries[0], QEvent.Type.FocusOut)
+    assert heard[-2:] == [2, 2]  # the keyboard gone: the pointer's entry still stands out
+    _send(entries[2], QEvent.Type.Leave)
+    assert heard[-1] == -1
 
 
 def test_settings_controls_are_named_for_what_they_are(qtbot) -> None:
@@ -236,9 +249,9 @@ def test_a_keyboard_users_place_in_the_legend_stays_when_the_gpus_change(qtbot) 
     window, _ = _window(qtbot)
     entry = window.legend.entries[1]
     entry.setFocus()
-    qtbot.waitUntil(lambda: QApplication.focusWidget() is entry)
+    _send(entry, QEvent.Type.FocusIn)  # (as an active window's entry gets it)
     sample = window.sample
     renamed = (*sample.devices[:2], replace(sample.devices[2], name="NVIDIA GeForce RTX 4090 D"))
     window.update_sample(replace(sample, devices=renamed))
     assert window.legend.entries[1] is not entry  # made anew
-    qtbot.waitUntil(lambda: QApplication.focusWidget() is window.legend.entries[1])
+    assert window.focusWidget() is window.legend.entries[1]  # (had when the window is active)

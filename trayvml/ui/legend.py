@@ -116,6 +116,8 @@ class GpuLegend(QWidget):
         self._layout.addWidget(self._title)
         self.entries: list[QCheckBox] = []
         self.highlighted = -1
+        self._keyboard = -1  # the entry with the keyboard's focus (its FocusIn and FocusOut)
+        self._pointer = -1  # the entry under the pointer (its Enter and Leave)
         self.background = QColor(Qt.GlobalColor.white)  # the plots': the swatches show the lines' colours
 
     def set_background(self, background: QColor) -> None:
@@ -126,7 +128,7 @@ class GpuLegend(QWidget):
     def set_devices(self, devices: tuple[DeviceInfo, ...], hidden: set[int]) -> None:
         # A keyboard user's place: on an entry when the GPUs change (one lost, a MIG device made),
         # the focus went to the window's first control as the entry went.
-        focused = next((k for k, entry in enumerate(self.entries) if entry.hasFocus()), -1)
+        focused = self._keyboard
         for entry in self.entries:
             self._layout.removeWidget(entry)
             entry.setParent(None)
@@ -151,9 +153,12 @@ class GpuLegend(QWidget):
             self._layout.addWidget(entry)
             self.entries.append(entry)
         self.highlighted = -1
+        self._keyboard = self._pointer = -1
         self.updateGeometry()
         if focused >= 0 and self.entries:
-            self.entries[min(focused, len(self.entries) - 1)].setFocus(Qt.FocusReason.OtherFocusReason)
+            entry = self.entries[min(focused, len(self.entries) - 1)]
+            entry.show()  # (a layout shows a new child later: a hidden one takes no focus)
+            entry.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def show_highlight(self, gpu: int) -> None:
         """The entry of ``gpu`` underlined (-1: none): not bold, which would widen it and reflow the
@@ -167,11 +172,19 @@ class GpuLegend(QWidget):
 
     def eventFilter(self, watched: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
         if watched in self.entries:
-            # Keyboard focus as the pointer: a GPU's lines stand out for a keyboard user too.
-            if event.type() in (QEvent.Type.Enter, QEvent.Type.FocusIn):
-                self.hovered.emit(self.entries.index(watched))
-            elif event.type() == QEvent.Type.Leave:  # the pointer gone: the keyboard's entry, if any
-                self.hovered.emit(next((k for k, e in enumerate(self.entries) if e.hasFocus()), -1))
-            elif event.type() == QEvent.Type.FocusOut:  # the keyboard gone: the pointer's, if any
-                self.hovered.emit(next((k for k, e in enumerate(self.entries) if e.underMouse()), -1))
+            # Keyboard focus as the pointer: a GPU's lines stand out for a keyboard user too, and
+            # the one leaving gives the highlight back to the other (they cleared each other's).
+            k, kind = self.entries.index(watched), event.type()
+            if kind == QEvent.Type.Enter:
+                self._pointer = k
+                self.hovered.emit(k)
+            elif kind == QEvent.Type.FocusIn:
+                self._keyboard = k
+                self.hovered.emit(k)
+            elif kind == QEvent.Type.Leave:
+                self._pointer = -1 if self._pointer == k else self._pointer
+                self.hovered.emit(self._keyboard)
+            elif kind == QEvent.Type.FocusOut:
+                self._keyboard = -1 if self._keyboard == k else self._keyboard
+                self.hovered.emit(self._pointer)
         return super().eventFilter(watched, event)
