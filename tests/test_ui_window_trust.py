@@ -267,6 +267,12 @@ def test_the_gpm_note_sits_in_the_title_when_other_gpus_draw_lines(window) -> No
     assert activity.lines[0].line(0) is not None  # the H100's lines are drawn…
     assert not activity.notice.isVisible()  # …so nothing is written over them
     assert "Not supported on RTX 4090" in activity.plot.titleLabel.text
+    # Under the line-style key, which says which dashed line is what (beside the group's name
+    # alone, the key was gone), in a title row as tall as its two lines.
+    assert activity.plot.titleLabel.text.startswith(f"{activity.title}<br>")
+    assert "solid" in activity.title and "dashed" in activity.title
+    row = activity.plot.titleLabel.item.boundingRect().height()
+    assert activity.plot.titleLabel.maximumHeight() >= row
     w.set_gpu_visible(0, False)  # the RTX 4090 alone: no line, the note where they would be
     w.refresh()
     assert activity.notice.isVisible() and "RTX 4090" in activity.notice.textItem.toPlainText()

@@ -379,7 +379,7 @@ class PlotPage(QScrollArea):
                 axis = panel.plot.getAxis(name)
                 axis.setPen(foreground)
                 axis.setTextPen(foreground)
-            panel.plot.setTitle(panel.title_text(), color=foreground.name(), size="10pt")
+            panel.show_title(foreground)
             panel.grid.set_colour(foreground)
             panel.notice.setColor(foreground)
         self.foreground = QColor(foreground)

@@ -32,6 +32,7 @@ STYLE_NAMES = (
 )
 PANEL_HEIGHT_PX = 170
 COLLAPSED_HEIGHT_PX = 32  # a panel no GPU supports: its title row (pyqtgraph's is 30 px)
+TITLE_ROW_PX = 30  # pyqtgraph's title row, one line of text (PlotItem.setTitle)
 QWIDGETSIZE_MAX = 16_777_215  # Qt's "no maximum"
 FAINT_ALPHA = 45  # of 255: the lines of other GPUs while one is highlighted
 EMPHASIS_WIDTH = 2.5  # the highlighted GPU's lines, times their usual width
@@ -982,20 +983,29 @@ class Panel:
         self._limits_shown = None
 
     def title_text(self) -> str:
-        """The title, and the note on GPUs left out beside it when other lines are drawn: beside the
-        group's name alone, as the line-style legend and the note together ran past both edges."""
+        """The title, and the note on GPUs left out under it when other lines are drawn: on one line
+        the line-style key and the note ran past both edges, and beside the group's name alone the
+        key was gone (which dashed line was what, not said)."""
         if self.collapsed:
             return self.collapsed
         if not self.note:
             return self.title
-        return f"{translate('metrics', self.spec.group.value)} — {self.note}"
+        return f"{self.title}<br>{self.note}"
+
+    def show_title(self, colour: QColor) -> None:
+        """The title in ``colour``, its row as tall as its lines (pyqtgraph fixes it at one)."""
+        self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
+        if self.note and not self.collapsed:  # two lines
+            height = max(TITLE_ROW_PX, math.ceil(self.plot.titleLabel.item.boundingRect().height()) + 4)
+            self.plot.titleLabel.setMaximumHeight(height)
+            self.plot.layout.setRowFixedHeight(0, height)
 
     def show_note(self, text: str, colour: QColor) -> None:
         """A note in the title area (the GPM note beside GPUs that have GPM): drawn in the middle
         of the plot, it covered the live lines."""
         if text != self.note:
             self.note = text
-            self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
+            self.show_title(colour)
 
     def set_collapsed(self, text: str, colour: QColor) -> bool:
         """One line, ``text``, instead of the plot (a title without axes or lines), or the plot again
@@ -1012,7 +1022,7 @@ class Panel:
         bottom.setVisible(shown)
         bottom.setHeight(bottom.fixedHeight)  # its height again: none while hidden, its own when shown
         self.plot.setMaximumHeight(QWIDGETSIZE_MAX if shown else COLLAPSED_HEIGHT_PX)
-        self.plot.setTitle(self.title_text(), color=colour.name(), size="10pt")
+        self.show_title(colour)
         return True
 
     def show_notice(self, text: str) -> None:
