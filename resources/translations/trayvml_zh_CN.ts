@@ -1575,10 +1575,6 @@ It is sent SIGTERM, as kill does.</source>
         <translation>{gpu}：已恢复响应（重新出现在总线上）</translation>
     </message>
     <message>
-        <source>{gpu}: the GPU driver answers again</source>
-        <translation>{gpu}：GPU 驱动已恢复响应</translation>
-    </message>
-    <message>
         <source>{rule} high at {value}</source>
         <translation>{rule}过高：{value}</translation>
     </message>

@@ -67,11 +67,9 @@ ENDED_BODIES = {
 }
 
 
-# How an alert of a state (not a value past a threshold) ends: "GPU lost back to normal" read badly.
-RECOVERED = {
-    "gpu_lost": QT_TRANSLATE_NOOP("alerts", "{gpu}: answering again (back on the bus)"),
-    "driver_stalled": QT_TRANSLATE_NOOP("alerts", "{gpu}: the GPU driver answers again"),
-}
+# How a GPU's alert of a state (not a value past a threshold) ends: "GPU lost back to normal" read
+# badly. (A machine rule's end is its own message: "GPU driver answering again".)
+RECOVERED = {"gpu_lost": QT_TRANSLATE_NOOP("alerts", "{gpu}: answering again (back on the bus)")}
 
 
 def back_to_normal(gpu: str, rule: str) -> str:
