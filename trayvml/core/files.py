@@ -101,34 +101,27 @@ def try_lock(path: Path | str) -> int | None:
 
 @contextlib.contextmanager
 def file_locked(path: Path, wait_s: float) -> Iterator[str]:
-    """An exclusive lock among the programs that take it so, on the file ``path`` (made where it is
-    not; left there, as removing it would race with a next holder), waited for at most ``wait_s``;
-    yields "" where it was taken, else why not. flock is let go when its holder ends, killed or
-    not; on NFS it is the server's (a lock on a folder was this machine's alone)."""
-    try:
-        import fcntl
-    except ImportError:  # (Windows)
+    """try_lock's lock on ``path``, waited for at most ``wait_s``; yields "" where it was taken,
+    else why not (the lock file is left there: removing it would race with a next holder). flock
+    is let go when its holder ends, killed or not; on NFS it is the server's (a lock on a folder
+    was this machine's alone)."""
+    if not LOCKS:
         yield "no file locks on this system"
         return
+    deadline_s = time.monotonic() + wait_s
+    while True:
+        try:
+            fd = try_lock(path)
+        except OSError as error:  # cannot be opened, or a file system without locks
+            yield f"{path} could not be locked ({error.strerror or error})"
+            return
+        if fd is not None:
+            break
+        if time.monotonic() >= deadline_s:
+            yield f"another program has held {path} for {wait_s:g} s"
+            return
+        time.sleep(0.02)
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | getattr(os, "O_CLOEXEC", 0), 0o600)
-    except OSError as error:
-        yield f"{path} could not be opened ({error.strerror or error})"
-        return
-    try:
-        deadline_s = time.monotonic() + wait_s
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= deadline_s:
-                    yield f"another program has held {path} for {wait_s:g} s"
-                    return
-                time.sleep(0.02)
-            except OSError as error:  # a file system without locks
-                yield f"{path} could not be locked ({error.strerror or error})"
-                return
         yield ""
     finally:
         os.close(fd)  # (lets go of the lock)
