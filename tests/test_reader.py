@@ -551,11 +551,12 @@ def test_energy_comes_with_the_field_batch_and_from_its_call_where_the_field_is_
 def test_milliwatts_and_millijoules_read_as_watts_and_joules_exactly() -> None:
     """73963 mW times 0.001 was 73.96300000000001 W (in snapshot --json, serve, the CSV); the
     driver's integer thousandths read as the decimal they are."""
-    from trayvml.nvml.specs import _MILLI, CALLS, FIELDS, STATIC
+    from trayvml.core.units import MILLI
+    from trayvml.nvml.specs import CALLS, FIELDS, STATIC
 
-    keys = {key for read in CALLS if read.scale == _MILLI for key in read.keys}
-    keys |= {read.key for read in FIELDS if read.scale == _MILLI}
-    facts = {name for read in STATIC if read.scale == _MILLI for name in read.fields}
+    keys = {key for read in CALLS if read.scale == MILLI for key in read.keys}
+    keys |= {read.key for read in FIELDS if read.scale == MILLI}
+    facts = {name for read in STATIC if read.scale == MILLI for name in read.fields}
     assert {"power_draw_w", "energy_consumed_j"} <= keys and "power_limit_default_w" in facts
     source, clock, _ = simulated_source("training:gpus=h100+rtx4090,start=1800")
     read = 0

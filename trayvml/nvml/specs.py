@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import pynvml as N
 
 from trayvml.core.demand import ENERGY_PERIOD_S, PROCESS_PERIOD_S
-from trayvml.core.units import KIB, MIB, MILLI
+from trayvml.core.units import KIB, MIB, MILLI  # (NVML answers mW, mJ)
 
 # Cadences: how often a metric is read, in seconds (0: every tick).
 EVERY_TICK_S = 0.0
@@ -95,8 +95,6 @@ def _counter(key: str, field_id: int) -> FieldRead:
 
 
 _MEMORY_KEYS = ("memory_used_bytes", "memory_free_bytes", "memory_reserved_bytes")
-_MILLI = MILLI  # NVML answers mW, mJ
-
 
 CALLS: tuple[CallRead, ...] = (
     CallRead(
@@ -120,7 +118,7 @@ CALLS: tuple[CallRead, ...] = (
         fallback=CallRead("nvmlDeviceGetTemperature", ("temperature_gpu_c",), (N.NVML_TEMPERATURE_GPU,)),
     ),
     CallRead("nvmlDeviceGetFanSpeed", ("fan_speed_percent",)),
-    CallRead("nvmlDeviceGetPowerUsage", ("power_draw_w",), scale=_MILLI),
+    CallRead("nvmlDeviceGetPowerUsage", ("power_draw_w",), scale=MILLI),
     _clock("clock_sm_mhz", N.NVML_CLOCK_SM),
     _clock("clock_graphics_mhz", N.NVML_CLOCK_GRAPHICS),
     _clock("clock_memory_mhz", N.NVML_CLOCK_MEM),
@@ -135,8 +133,8 @@ CALLS: tuple[CallRead, ...] = (
     # These answer (utilization, sampling period in µs).
     CallRead("nvmlDeviceGetEncoderUtilization", ("encoder_utilization_percent",), picks=(0,)),
     CallRead("nvmlDeviceGetDecoderUtilization", ("decoder_utilization_percent",), picks=(0,)),
-    _slow("nvmlDeviceGetPowerManagementLimit", "power_limit_w", _MILLI),
-    _slow("nvmlDeviceGetEnforcedPowerLimit", "power_enforced_limit_w", _MILLI),
+    _slow("nvmlDeviceGetPowerManagementLimit", "power_limit_w", MILLI),
+    _slow("nvmlDeviceGetEnforcedPowerLimit", "power_enforced_limit_w", MILLI),
     _slow("nvmlDeviceGetCurrPcieLinkGeneration", "pcie_link_gen"),
     _slow("nvmlDeviceGetCurrPcieLinkWidth", "pcie_link_width"),
 )
@@ -180,7 +178,7 @@ def pcie_max_bytes_per_s(generation: float, width: float) -> float:
 PLAUSIBLE_TEMPERATURE_C = (-40.0, 150.0)
 
 FIELDS: tuple[FieldRead, ...] = (
-    FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=_MILLI),
+    FieldRead("power_instant_w", N.NVML_FI_DEV_POWER_INSTANT, scale=MILLI),
     # The energy counter in the tick's field batch rather than a call of its own: nvml.h documents
     # field 83 as "Total energy consumption for the GPU in mJ since the driver was last reloaded",
     # the same words as nvmlDeviceGetTotalEnergyConsumption ("in millijoules (mJ) since the driver
@@ -192,10 +190,10 @@ FIELDS: tuple[FieldRead, ...] = (
     FieldRead(
         "energy_consumed_j",
         N.NVML_FI_DEV_TOTAL_ENERGY_CONSUMPTION,
-        scale=_MILLI,
+        scale=MILLI,
         period_s=ENERGY_PERIOD_S,
         fallback=CallRead(
-            "nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=_MILLI, period_s=ENERGY_PERIOD_S
+            "nvmlDeviceGetTotalEnergyConsumption", ("energy_consumed_j",), scale=MILLI, period_s=ENERGY_PERIOD_S
         ),
     ),
     # r545 labels this field DOUBLE while writing an unsigned int (DCGM reads it as an integer):
@@ -301,9 +299,9 @@ STATIC: tuple[StaticRead, ...] = (
         "nvmlDeviceGetPowerManagementLimitConstraints",
         ("power_limit_min_w", "power_limit_max_w"),
         picks=(0, 1),
-        scale=_MILLI,
+        scale=MILLI,
     ),
-    StaticRead("nvmlDeviceGetPowerManagementDefaultLimit", ("power_limit_default_w",), scale=_MILLI),
+    StaticRead("nvmlDeviceGetPowerManagementDefaultLimit", ("power_limit_default_w",), scale=MILLI),
     StaticRead("nvmlDeviceGetMemoryInfo", ("memory_total_bytes",), picks=("total",)),
     StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_sm_mhz",), args=(N.NVML_CLOCK_SM,)),
     StaticRead("nvmlDeviceGetMaxClockInfo", ("clock_max_graphics_mhz",), args=(N.NVML_CLOCK_GRAPHICS,)),
