@@ -21,7 +21,7 @@ from trayvml.core.clock import CLOCK_SET_S, Clock
 from trayvml.core.demand import PROCESS_PERIOD_S, PROCESSES
 from trayvml.core.metrics import GPU_INDEX, GPU_METRICS
 from trayvml.core.sample import DeviceInfo, MetricState, ProcessSample
-from trayvml.core.units import in_base_units, times_and_per
+from trayvml.core.units import times_and_per
 from trayvml.nvml import binding
 from trayvml.nvml.fields import answer_reader, field_array, raw_value, types_reader
 from trayvml.nvml.gpm import GpmSampler
@@ -470,7 +470,7 @@ class Scheduler:
         """The GPM op; it also fills the metrics of ``counters`` (the fields its reads stand for), and
         falls back to reading those fields where GPM answers NOT_SUPPORTED."""
         slots = [GPU_INDEX[read.key] for read in sampler.reads]
-        scales = [read.scale for read in sampler.reads]
+        factors = [times_and_per(read.scale) for read in sampler.reads]
         by_gpm = {f.key for f in counters}
         pairs = [(read.key, read.stands_for) for read in sampler.reads if read.stands_for in by_gpm]
         stood_for = [(GPU_INDEX[key], GPU_INDEX[counter]) for key, counter in pairs]
@@ -482,7 +482,7 @@ class Scheduler:
                     values[slot], states[slot] = NAN, MetricState.NOT_YET
             else:
                 codes, raw = answer
-                numbers = [in_base_units(value, scale) for value, scale in zip(raw, scales, strict=True)]
+                numbers = [value * times / per for value, (times, per) in zip(raw, factors, strict=True)]
                 if not any(codes):
                     for slot, number in zip(slots, numbers, strict=True):
                         values[slot], states[slot] = number, _OK

@@ -16,10 +16,10 @@ its GPUs, never zero. The tables below were written from each exporter's documen
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from itertools import repeat
-from operator import itemgetter
+from operator import itemgetter, mul, truediv
 from typing import NamedTuple
 
 from trayvml.core import prom_names
@@ -40,7 +40,7 @@ from trayvml.core.sample import (
     Sample,
     SystemInfo,
 )
-from trayvml.core.units import MIB, in_base_units
+from trayvml.core.units import MIB, in_base_units, times_and_per
 
 MEMORY_TOTAL = "memory_total_bytes"  # a DeviceInfo fact rather than a GPU metric, read the same way
 
@@ -432,25 +432,28 @@ class _Values:
 
     def __init__(self, entries: list[tuple[int, str, float]]):
         self._keys = tuple(key for _line, key, _scale in entries)
-        self._scales = tuple(scale for _line, _key, scale in entries)
+        # Each scale as in_base_units applies it, worked out once: map(mul) and map(truediv) run in C.
+        factors = [times_and_per(scale) for _line, _key, scale in entries]
+        self._times = tuple(times for times, _per in factors)
+        self._pers = tuple(per for _times, per in factors)
         lines = [line for line, _key, _scale in entries]
         # Each value's number, in one C call (itemgetter of one index gives the item, not a tuple).
         self._pick: Callable[[list[float]], tuple[float, ...]] = (
             itemgetter(*lines) if len(lines) > 1 else lambda numbers: tuple(numbers[line] for line in lines)
         )
 
+    def _scaled(self, numbers: list[float]) -> Iterator[float]:
+        return map(truediv, map(mul, self._pick(numbers), self._times), self._pers)
+
     def each(self, numbers: list[float]) -> dict[str, float]:
         """Each key's number times its scale, NaN where that is not finite: a host's values, each
         kept as a full read keeps them (all of them NaN is a host still, not none)."""
-        return {
-            key: _finite(value)
-            for key, value in zip(self._keys, map(in_base_units, self._pick(numbers), self._scales), strict=True)
-        }
+        return {key: _finite(value) for key, value in zip(self._keys, self._scaled(numbers), strict=True)}
 
     def finite(self, numbers: list[float]) -> dict[str, float]:
         """Each key's number times its scale (a later line of the same key wins, as in a full
         read), leaving out one that is not finite (not supported is not a value)."""
-        scaled = tuple(map(in_base_units, self._pick(numbers), self._scales))
+        scaled = tuple(self._scaled(numbers))
         if math.isfinite(sum(scaled)):  # a NaN or an infinity makes the sum one: none here (the usual read)
             return dict(zip(self._keys, scaled, strict=True))
         # Scaled first: 1e308 MiB is finite, and infinite in bytes.
