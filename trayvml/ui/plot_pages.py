@@ -382,11 +382,10 @@ class PlotPage(QScrollArea):
             panel.show_title(foreground)
             panel.grid.set_colour(foreground)
             panel.notice.setColor(foreground)
-        self.foreground = QColor(foreground)
-        self.background = QColor(background)
-        for panel in self.panels:
             panel.recolour(background)  # drawn in these colours at the next redraw (asked by the window)
             panel.forget_limits()
+        self.foreground = QColor(foreground)
+        self.background = QColor(background)
         self.readout.setStyleSheet(
             f"QLabel#readout {{ background: {background.name()}; color: {foreground.name()};"
             f" border: 1px solid {foreground.name()}; padding: 4px; }}"
